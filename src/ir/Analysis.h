@@ -1,0 +1,102 @@
+// Analyses over a *bound* kernel (ir/Bind.h): affine forms of index expressions, value ranges
+// over a loop domain, strides, footprints of accesses over a tile, the bounds proof, the race
+// check, and a structural hash. These are what the scheduler and the emitter reason with.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "support/Diagnostics.h"
+
+namespace rtcg {
+
+// sum(coeffs[id] * var(id)) + constant, over Index variables (by id). Zero coefficients are
+// never stored, so two equal forms compare equal.
+struct AffineForm {
+  std::map<int, int64_t> coeffs;
+  int64_t constant = 0;
+  int64_t coeff(int id) const;
+  bool isConstant() const { return coeffs.empty(); }
+  bool operator==(const AffineForm&) const = default;
+  std::string str(const std::map<int, std::string>& names = {}) const;
+};
+
+// The affine form of an integer expression in Index variables and integer constants, or
+// nullopt if it is not affine (floor div/mod, loads, products of two indices, Let variables,
+// unbound Size variables, ...).
+std::optional<AffineForm> toAffine(const Expr& e);
+
+// Inclusive integer interval.
+struct Interval {
+  int64_t lo = 0, hi = -1;
+  bool empty() const { return hi < lo; }
+  int64_t extent() const { return empty() ? 0 : hi - lo + 1; }
+  bool operator==(const Interval&) const = default;
+};
+
+// The loops that enclose a point of the IR, outermost first (a nest's parallel loops followed by
+// the enclosing reduction loops). Bounds of each may refer to the loops before it.
+using LoopScope = std::vector<const Loop*>;
+
+// The range of values an integer expression takes over the domain of `scope`, optionally with
+// some loops restricted to a sub-range (`restrict`, by loop id: a tile). Exact for affine
+// expressions over rectangular and triangular domains (extremes found by eliminating the
+// innermost loop first), conservative (interval arithmetic) for floor div/mod, min/max,
+// select. nullopt for expressions whose range cannot be bounded (indirect loads, floats).
+std::optional<Interval> rangeOf(const Expr& e, const LoopScope& scope,
+                                const std::map<int, Interval>& restrict = {});
+
+// Extent of each dimension of an array param of a bound kernel.
+std::vector<int64_t> arrayShape(const Kernel& k, int array);
+
+// Flat row-major element offset of an access, as an affine form; nullopt if not affine.
+std::optional<AffineForm> flatOffset(const Kernel& k, int array, const std::vector<Expr>& indices);
+
+// One array access in a nest, with the loops enclosing it.
+struct Access {
+  int array = -1;
+  std::vector<Expr> indices;
+  bool isWrite = false;
+  bool indirect = false;  // some index contains a Load
+  LoopScope scope;        // parallel loops of the nest, then enclosing reduction loops
+  SourceLoc loc;
+};
+// Every access of nest `nest`, in program order (index-array loads inside indirect indices
+// are listed as accesses too).
+std::vector<Access> collectAccesses(const Kernel& k, int nest);
+
+// Element stride of an access along loop `loopId` (coefficient in the flat offset);
+// nullopt if the offset is not affine.
+std::optional<int64_t> strideAlong(const Kernel& k, const Access& a, int loopId);
+
+// Box hull of the elements an access touches, one interval per array dimension, when the loops
+// in `tile` are restricted to the given ranges and the others range over their full domain.
+struct Box {
+  std::vector<Interval> dims;
+  int64_t elements() const;
+};
+std::optional<Box> footprint(const Kernel& k, const Access& a, const std::map<int, Interval>& tile = {});
+
+// Parallel (output) loop ids of a nest, and the ids of all reduction loops in it.
+std::vector<int> parallelLoops(const Kernel& k, int nest);
+std::vector<int> reductionLoops(const Kernel& k, int nest);
+
+// Proves every affine and quasi-affine access of a bound kernel in bounds, or reports an error
+// at the access naming the array, the dimension, the reachable index range and the extent.
+// Indirect accesses cannot be proved: they get a warning saying they are checked at run time by
+// the reference executor (and are flagged in the emitted code). Returns true if no error.
+bool checkBounds(const Kernel& k, Diagnostics& diags);
+
+// Proves that no two points of a nest's parallel domain write the same array element, and that
+// no point reads an element another point of the same nest writes. Errors at the store.
+bool checkRaces(const Kernel& k, Diagnostics& diags);
+
+// A hash of the kernel's structure and bound sizes, independent of names, comments, whitespace
+// and source locations: equal for kernels that compute the same thing the same way.
+uint64_t structuralHash(const Kernel& k);
+
+}  // namespace rtcg

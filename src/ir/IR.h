@@ -1,0 +1,200 @@
+// The rtcg IR: a polyhedral-lite description of a loop kernel.
+//
+// Semantics
+// ---------
+// A Kernel has parameters and a sequence of LoopNests, executed one after another (each nest
+// sees all writes of the nests before it; on the GPU each nest is its own launch).
+//
+// A LoopNest has an ordered list of Loops (outermost first) and a body of Stmts. Each Loop is a
+// named integer index running over the half-open range [lo, hi), where lo and hi are affine in
+// size parameters and the indices of *enclosing* loops of the same nest (triangular domains are
+// allowed). The loops of a nest are the *parallel* (output) indices: the body runs once for every
+// point of the domain, and the points are independent: no two points may write the same array
+// element, and no point may read an element another point writes (the frontend proves this).
+//
+// The body is a list of Stmts run in order at each point:
+//   Let   : a scalar temporary, visible to the following statements of the same body;
+//   Store : array[indices] = value, once per point.
+//
+// Reductions are expressions: Reduce(op, loops, body) combines `body` over its own loops
+// (the *reduction* indices), whose bounds may depend on enclosing parallel and reduction
+// indices. Reductions nest. An empty reduction yields op's identity (0, 1, -inf, +inf).
+//
+// Arrays are dense, row-major (the last index varies fastest), of fixed shape given by
+// expressions in size parameters. An access array[e0, ..., ek] has one index expression per
+// dimension. Index expressions are affine in indices and size parameters, with floor division
+// and floor modulo by positive integer constants allowed (quasi-affine), or *indirect*: they
+// contain a Load from an integer array (u[vmap[k, f]]).
+//
+// Types: every Expr has a ScalarType. Integer `/` and `%` are floor division and floor modulo
+// (rounding toward -infinity), as in Python; float `/` is IEEE division. Comparisons and
+// logical operators yield Bool. Arithmetic operands always have identical types after the
+// frontend (implicit conversions are inserted as explicit Casts, only for untyped literals).
+//
+// Size parameters are integer constants that are bound before code generation (-D n=500).
+// bindSizes (ir/Bind.h) substitutes them, after which no Var of kind Size remains and shapes
+// and loop bounds are integer expressions in indices only (IntImm for rectangular domains).
+//
+// Variables are referred to by id: every Loop (parallel or reduction) and every Let of a
+// kernel has an id unique within that kernel; Size and Scalar variables use their parameter's
+// position in Kernel::params. Names are kept for printing and diagnostics only.
+//
+// IR values are immutable: an Expr is a shared pointer to a const node. Passes build new trees.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/Diagnostics.h"
+
+namespace rtcg {
+
+enum class ScalarType : uint8_t { Bool, I32, I64, F32, F64 };
+
+const char* typeName(ScalarType t);      // "bool", "i32", "i64", "f32", "f64"
+const char* cudaTypeName(ScalarType t);  // "bool", "int", "long long", "float", "double"
+std::optional<ScalarType> parseTypeName(const std::string& s);
+inline bool isFloat(ScalarType t) { return t == ScalarType::F32 || t == ScalarType::F64; }
+inline bool isInteger(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64; }
+int typeBytes(ScalarType t);  // bool counts 1
+
+enum class ExprKind : uint8_t {
+  IntImm,    // intValue, type I32/I64/Bool(0/1)
+  FloatImm,  // floatValue, type F32/F64
+  Var,       // varKind + varId (+ name)
+  Load,      // array (param index), operands = one index per dimension
+  Unary,     // unaryOp, operands = {a}
+  Binary,    // binaryOp, operands = {a, b}
+  Call,      // mathFn, operands = arguments
+  Cast,      // type is the target type, operands = {a}
+  Select,    // operands = {cond, ifTrue, ifFalse}
+  Reduce,    // reduceOp, loops = reduction loops (outer first), operands = {body}
+};
+
+enum class VarKind : uint8_t { Index, Size, Scalar, Let };
+enum class UnaryOp : uint8_t { Neg, Not };
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+enum class MathFn : uint8_t { Sqrt, Exp, Log, Sin, Cos, Abs, Min, Max, Pow, Fma, Floor };
+enum class ReduceOp : uint8_t { Sum, Product, Max, Min };
+
+const char* opSymbol(BinaryOp op);   // "+", "<=", "&&", ...
+const char* fnName(MathFn fn);       // "sqrt", ...
+const char* reduceName(ReduceOp op); // "sum", ...
+int fnArity(MathFn fn);
+bool isComparison(BinaryOp op);
+bool isLogical(BinaryOp op);
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+// A named index over [lo, hi). Used for the parallel loops of a nest and for reduction loops.
+struct Loop {
+  int id = -1;
+  std::string name;
+  Expr lo, hi;
+  SourceLoc loc;
+};
+
+struct ExprNode {
+  ExprKind kind{};
+  ScalarType type{};
+  SourceLoc loc;
+
+  int64_t intValue = 0;     // IntImm
+  double floatValue = 0.0;  // FloatImm
+
+  VarKind varKind{};  // Var
+  int varId = -1;     // Var: loop/let id, or param index for Size/Scalar
+  std::string name;   // Var: for printing
+
+  int array = -1;  // Load: param index of the array
+
+  UnaryOp unaryOp{};
+  BinaryOp binaryOp{};
+  MathFn mathFn{};
+  ReduceOp reduceOp{};
+
+  std::vector<Expr> operands;
+  std::vector<Loop> loops;  // Reduce
+};
+
+// Constructors. They do not type-check (the frontend does); they set `type` as documented:
+// Binary comparisons/logicals give Bool, arithmetic gives the type of `a`.
+Expr intImm(int64_t v, ScalarType t = ScalarType::I32, SourceLoc loc = {});
+Expr floatImm(double v, ScalarType t = ScalarType::F64, SourceLoc loc = {});
+Expr boolImm(bool v, SourceLoc loc = {});
+Expr var(VarKind kind, int id, std::string name, ScalarType t, SourceLoc loc = {});
+Expr load(int array, ScalarType elemType, std::vector<Expr> indices, SourceLoc loc = {});
+Expr unary(UnaryOp op, Expr a, SourceLoc loc = {});
+Expr binary(BinaryOp op, Expr a, Expr b, SourceLoc loc = {});
+Expr call(MathFn fn, std::vector<Expr> args, SourceLoc loc = {});
+Expr cast(ScalarType t, Expr a, SourceLoc loc = {});
+Expr select(Expr cond, Expr ifTrue, Expr ifFalse, SourceLoc loc = {});
+Expr reduce(ReduceOp op, std::vector<Loop> loops, Expr body, SourceLoc loc = {});
+// A copy of `e` with new operands (and loops, for Reduce); other fields kept.
+Expr withOperands(const Expr& e, std::vector<Expr> operands, std::vector<Loop> loops = {});
+
+enum class StmtKind : uint8_t { Let, Store };
+
+struct Stmt {
+  StmtKind kind{};
+  SourceLoc loc;
+  // Let
+  int letId = -1;
+  std::string letName;
+  // Store
+  int array = -1;
+  std::vector<Expr> indices;
+  // Both: the value (its type is the Let's type / the array's element type)
+  Expr value;
+};
+
+struct LoopNest {
+  std::vector<Loop> loops;  // parallel indices, outermost first
+  std::vector<Stmt> body;
+  SourceLoc loc;
+};
+
+enum class ParamKind : uint8_t { Size, Scalar, Array };
+enum class ArrayMode : uint8_t { In, Out, InOut };
+
+struct Param {
+  std::string name;
+  ParamKind kind{};
+  ScalarType type{};         // Size: I32 (as are index variables); Scalar: its type; Array: element type
+  std::vector<Expr> shape;   // Array only: extents, outermost first
+  ArrayMode mode = ArrayMode::In;
+  SourceLoc loc;
+  bool isArray() const { return kind == ParamKind::Array; }
+  bool isWritten() const { return kind == ParamKind::Array && mode != ArrayMode::In; }
+};
+
+struct Kernel {
+  std::string name;
+  std::vector<Param> params;
+  std::vector<LoopNest> nests;
+  SourceLoc loc;
+  int numVarIds = 0;  // loop and let ids are in [0, numVarIds)
+
+  // Values of the size parameters once bound (empty before bindSizes).
+  std::map<std::string, int64_t> sizes;
+  bool isBound() const;
+
+  int findParam(const std::string& name) const;  // -1 if absent
+};
+
+// A parsed source file: several kernels.
+struct Program {
+  std::string fileName;
+  std::string source;
+  std::vector<Kernel> kernels;
+  const Kernel* find(const std::string& name) const;
+};
+
+using SizeBindings = std::map<std::string, int64_t>;
+
+}  // namespace rtcg

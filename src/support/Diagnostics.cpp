@@ -1,0 +1,68 @@
+#include "support/Diagnostics.h"
+
+#include <fmt/format.h>
+
+#include "support/Error.h"
+
+namespace rtcg {
+
+void internalError(const char* file, int line, const std::string& message) {
+  throw InternalError(fmt::format("internal error in rtcg at {}:{}: {}", file, line, message));
+}
+
+void Diagnostics::error(SourceLoc loc, std::string message) {
+  add({Severity::Error, loc, std::move(message)});
+}
+void Diagnostics::warning(SourceLoc loc, std::string message) {
+  add({Severity::Warning, loc, std::move(message)});
+}
+void Diagnostics::note(SourceLoc loc, std::string message) {
+  add({Severity::Note, loc, std::move(message)});
+}
+void Diagnostics::add(Diagnostic d) {
+  if (d.severity == Severity::Error) ++errorCount_;
+  list_.push_back(std::move(d));
+}
+
+static std::string_view lineOf(std::string_view source, int line) {
+  size_t start = 0;
+  for (int l = 1; l < line; ++l) {
+    size_t nl = source.find('\n', start);
+    if (nl == std::string_view::npos) return {};
+    start = nl + 1;
+  }
+  size_t end = source.find('\n', start);
+  if (end == std::string_view::npos) end = source.size();
+  std::string_view text = source.substr(start, end - start);
+  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+  return text;
+}
+
+std::string renderDiagnostic(const Diagnostic& d, std::string_view fileName, std::string_view source) {
+  const char* kind = d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warning" : "note";
+  std::string out;
+  if (d.loc.valid())
+    out = fmt::format("{}:{}:{}: {}: {}\n", fileName, d.loc.line, d.loc.col, kind, d.message);
+  else
+    out = fmt::format("{}: {}: {}\n", fileName, kind, d.message);
+  if (!d.loc.valid()) return out;
+  std::string_view text = lineOf(source, d.loc.line);
+  if (text.empty()) return out;
+  out += "  ";
+  out += text;
+  out += "\n  ";
+  // Keep tabs in the caret line so it stays aligned with the echoed source.
+  for (int c = 1; c < d.loc.col && c - 1 < (int)text.size(); ++c) out += text[c - 1] == '\t' ? '\t' : ' ';
+  out += '^';
+  for (int i = 1; i < d.loc.length; ++i) out += '~';
+  out += '\n';
+  return out;
+}
+
+std::string Diagnostics::render(std::string_view fileName, std::string_view source) const {
+  std::string out;
+  for (const Diagnostic& d : list_) out += renderDiagnostic(d, fileName, source);
+  return out;
+}
+
+}  // namespace rtcg
