@@ -66,7 +66,8 @@ struct Access {
   SourceLoc loc;
 };
 // Every access of nest `nest`, in program order (index-array loads inside indirect indices
-// are listed as accesses too).
+// are listed as accesses too, before the access they index). Let variables in the indices are
+// replaced by their definitions, so the indices are expressions in loop indices only.
 std::vector<Access> collectAccesses(const Kernel& k, int nest);
 
 // Element stride of an access along loop `loopId` (coefficient in the flat offset);
@@ -98,5 +99,12 @@ bool checkRaces(const Kernel& k, Diagnostics& diags);
 // A hash of the kernel's structure and bound sizes, independent of names, comments, whitespace
 // and source locations: equal for kernels that compute the same thing the same way.
 uint64_t structuralHash(const Kernel& k);
+
+// The canonical text structuralHash hashes: loop and let ids renumbered in order of definition,
+// no names, locations or comments; bound sizes included. Equal strings mean equal kernels.
+std::string canonicalForm(const Kernel& k);
+
+// An access as the user wrote it, for messages: "a[i + 1, j]".
+std::string accessText(const Kernel& k, int array, const std::vector<Expr>& indices);
 
 }  // namespace rtcg

@@ -8,12 +8,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace rtcg {
+#include "rtcg/Error.h"  // rtcg::Error, rtcg::NoDeviceError (public)
 
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace rtcg {
 
 class InternalError : public std::logic_error {
  public:

@@ -1,0 +1,200 @@
+// The DSL lexer. re2c turns this file into DslLexer.cpp at build time (src/frontend/CMakeLists.txt).
+// It is deliberately thin, in the style of ninja's lexer: the regular expressions only find token
+// boundaries; numbers are decoded and checked in plain C++ below.
+//
+// End of input uses re2c's "sentinel with bounds check" method: the NUL that std::string keeps
+// after its last byte is the sentinel, and a NUL inside the text is an ordinary (invalid) byte.
+
+#include <cctype>
+#include <charconv>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "frontend/Lexer.h"
+
+namespace rtcg::frontend {
+
+Lexer::Lexer(const std::string& source, const LineMap& lines, Diagnostics& diags)
+    : source_(source), lines_(lines), diags_(diags),
+      cur_(reinterpret_cast<const unsigned char*>(source.c_str())),
+      lim_(reinterpret_cast<const unsigned char*>(source.c_str()) + source.size()),
+      startErrors_(diags.errorCount()) {}
+
+void Lexer::error(int begin, int end, std::string message) {
+  lastError_ = begin;
+  diags_.error(lines_.loc({begin, end}), std::move(message));
+}
+
+Parser::symbol_type Lexer::next() {
+  prevEnd_ = last_.end;
+  if (diags_.errorCount() - startErrors_ >= kMaxErrors) {
+    if (!stopped_) diags_.note({}, "too many errors; stopping here");
+    stopped_ = true;
+    last_ = {(int)source_.size(), (int)source_.size()};
+    return Parser::make_END(last_);
+  }
+  Parser::symbol_type t = scan();
+  last_ = t.location;
+  return t;
+}
+
+void Lexer::skipBlockComment(int begin) {
+  size_t close = source_.find("*/", cur_ - reinterpret_cast<const unsigned char*>(source_.c_str()));
+  if (close == std::string::npos) {
+    error(begin, begin + 2, "unterminated comment: '/*' has no matching '*/'");
+    cur_ = lim_;
+  } else {
+    cur_ = reinterpret_cast<const unsigned char*>(source_.c_str()) + close + 2;
+  }
+}
+
+// Decodes a numeric literal token: digits, optional fraction and exponent, optional type suffix
+// (the regular expression also swallows any identifier characters after the number, so that
+// `2x` is one bad literal rather than `2` followed by `x`).
+Parser::symbol_type Lexer::number(int begin, int end) {
+  std::string_view text(source_.data() + begin, end - begin);
+  size_t i = 0;
+  auto digits = [&] { while (i < text.size() && std::isdigit((unsigned char)text[i])) ++i; };
+  digits();
+  bool floating = false;
+  if (i + 1 < text.size() && text[i] == '.' && std::isdigit((unsigned char)text[i + 1])) {
+    floating = true;
+    ++i;
+    digits();
+  }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < text.size() && (text[j] == '+' || text[j] == '-')) ++j;
+    if (j < text.size() && std::isdigit((unsigned char)text[j])) {
+      floating = true;
+      i = j;
+      digits();
+    }
+  }
+  std::string_view body = text.substr(0, i), suffix = text.substr(i);
+  ast::Span span{begin, end};
+
+  ast::Number n;
+  if (!suffix.empty()) {
+    std::optional<ScalarType> t = parseTypeName(std::string(suffix));
+    if (!t || *t == ScalarType::Bool) {
+      error(begin + (int)i, end,
+            fmt::format("invalid suffix '{}' on numeric literal; the type suffixes are i32, i64, f32 "
+                        "and f64", suffix));
+      n.valid = false;
+    } else if (floating && isInteger(*t)) {
+      error(begin, end, fmt::format("float literal '{}' cannot have the integer suffix '{}'", body, suffix));
+      n.valid = false;
+    } else {
+      n.suffix = t;
+      if (isFloat(*t)) floating = true;  // 2f32 is the float 2.0
+    }
+  }
+  n.isFloat = floating;
+  if (!n.valid) return Parser::make_NUMBER(n, span);
+
+  if (floating) {
+    auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), n.floatValue);
+    bool tooBig = ec == std::errc::result_out_of_range && std::fabs(n.floatValue) >= 1.0;
+    if (ec == std::errc::result_out_of_range && !tooBig) n.floatValue = 0.0;  // underflow: 1e-999 is 0
+    if (tooBig || std::isinf(n.floatValue) ||
+        (n.suffix == ScalarType::F32 && std::fabs(n.floatValue) > FLT_MAX)) {
+      error(begin, end, fmt::format("float literal '{}' is out of range for {}", body,
+                                    n.suffix == ScalarType::F32 ? "f32" : "f64"));
+      n.valid = false;
+    }
+  } else {
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
+    int64_t limit = n.suffix == ScalarType::I32 ? INT32_MAX : INT64_MAX;
+    if (ec != std::errc() || v > (uint64_t)limit) {
+      error(begin, end, fmt::format("integer literal '{}' is too large for {} (the largest is {})",
+                                    body, n.suffix == ScalarType::I32 ? "i32" : "i64", limit));
+      n.valid = false;
+    } else {
+      n.intValue = (int64_t)v;
+    }
+  }
+  return Parser::make_NUMBER(n, span);
+}
+
+Parser::symbol_type Lexer::scan() {
+  const unsigned char* base = reinterpret_cast<const unsigned char*>(source_.c_str());
+  const unsigned char* mar = nullptr;
+  for (;;) {
+    const unsigned char* tok = cur_;
+    int b = (int)(tok - base);
+    auto span = [&] { return ast::Span{b, (int)(cur_ - base)}; };
+    (void)mar;
+    /*!re2c
+      re2c:api:style = free-form;
+      re2c:define:YYCTYPE = "unsigned char";
+      re2c:define:YYCURSOR = cur_;
+      re2c:define:YYLIMIT = lim_;
+      re2c:define:YYMARKER = mar;
+      re2c:yyfill:enable = 0;
+      re2c:eof = 0;
+
+      ident  = [a-zA-Z_][a-zA-Z0-9_]*;
+      number = [0-9]+ ("." [0-9]+)? ([eE] [+-]? [0-9]+)? [a-zA-Z0-9_]*;
+
+      $                    { return Parser::make_END({b, b}); }
+      [ \t\r\n\v\f]+       { continue; }
+      "//" [^\n\x00]*      { continue; }
+      "/*"                 { skipBlockComment(b); continue; }
+
+      "kernel"             { return Parser::make_KERNEL(span()); }
+      "for"                { return Parser::make_FOR(span()); }
+      "in"                 { return Parser::make_IN(span()); }
+      "out"                { return Parser::make_OUT(span()); }
+      "inout"              { return Parser::make_INOUT(span()); }
+      "let"                { return Parser::make_LET(span()); }
+      ident                { return Parser::make_IDENT(std::string(tok, cur_), span()); }
+      number               { return number(b, (int)(cur_ - base)); }
+
+      ".."                 { return Parser::make_DOTDOT(span()); }
+      "<="                 { return Parser::make_LE(span()); }
+      ">="                 { return Parser::make_GE(span()); }
+      "=="                 { return Parser::make_EQ(span()); }
+      "!="                 { return Parser::make_NE(span()); }
+      "&&"                 { return Parser::make_AND(span()); }
+      "||"                 { return Parser::make_OR(span()); }
+      "<"                  { return Parser::make_LT(span()); }
+      ">"                  { return Parser::make_GT(span()); }
+      "!"                  { return Parser::make_NOT(span()); }
+      "="                  { return Parser::make_ASSIGN(span()); }
+      "+"                  { return Parser::make_PLUS(span()); }
+      "-"                  { return Parser::make_MINUS(span()); }
+      "*"                  { return Parser::make_STAR(span()); }
+      "/"                  { return Parser::make_SLASH(span()); }
+      "%"                  { return Parser::make_PERCENT(span()); }
+      "("                  { return Parser::make_LPAREN(span()); }
+      ")"                  { return Parser::make_RPAREN(span()); }
+      "["                  { return Parser::make_LBRACKET(span()); }
+      "]"                  { return Parser::make_RBRACKET(span()); }
+      "{"                  { return Parser::make_LBRACE(span()); }
+      "}"                  { return Parser::make_RBRACE(span()); }
+      ","                  { return Parser::make_COMMA(span()); }
+      ";"                  { return Parser::make_SEMI(span()); }
+      ":"                  { return Parser::make_COLON(span()); }
+
+      [\x80-\xff]+         {
+        error(b, (int)(cur_ - base), "non-ASCII characters are only allowed in comments");
+        continue;
+      }
+      *                    {
+        unsigned char c = *tok;
+        if (std::isprint(c))
+          error(b, b + 1, fmt::format("unexpected character '{}'", (char)c));
+        else
+          error(b, b + 1, fmt::format("unexpected byte 0x{:02x}", (unsigned)c));
+        continue;
+      }
+    */
+  }
+}
+
+}  // namespace rtcg::frontend

@@ -1,0 +1,230 @@
+// rtcg: run-time code generation for loop kernels on CUDA GPUs — the C++ embedding API.
+//
+//   rtcg::Context ctx;                                          // device 0, primary context
+//   auto mm = ctx.compile(R"(kernel matmul(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {
+//                              for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }
+//                            })", {{"n", 500}});
+//   rtcg::Array<float> a = ctx.upload(host_a), b = ctx.upload(host_b), c = ctx.empty<float>(500 * 500);
+//   mm(a, b, c);                                                 // launch
+//   std::vector<float> host_c = c.download();
+//
+// Arguments are the kernel's non-size parameters in declaration order: rtcg::Array<T> (device
+// memory), std::vector<T> (host memory, copied in before and, for out/inout parameters, back
+// after the launch, like PyCUDA's In/Out/InOut), or scalars (float, double, int32_t, int64_t).
+// Each argument is checked against the signature at the call; a mismatch throws rtcg::Error
+// naming the argument and what was expected. Everything here is thread-safe.
+//
+// Compiled kernels are cached in memory (same source, sizes, schedule and device give the same
+// module) and on disk (see docs/api.md: $RTCG_CACHE_DIR, $XDG_CACHE_HOME/rtcg, RTCG_CACHE=0), so a
+// second process with the same kernel starts without NVRTC.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "rtcg/Error.h"
+
+namespace rtcg {
+
+using Sizes = std::map<std::string, int64_t>;
+
+enum class ElementType : uint8_t { I32, I64, F32, F64 };
+template <class T> constexpr ElementType elementTypeOf();
+template <> constexpr ElementType elementTypeOf<float>() { return ElementType::F32; }
+template <> constexpr ElementType elementTypeOf<double>() { return ElementType::F64; }
+template <> constexpr ElementType elementTypeOf<int32_t>() { return ElementType::I32; }
+template <> constexpr ElementType elementTypeOf<int64_t>() { return ElementType::I64; }
+const char* elementTypeName(ElementType t);  // "f32", ...
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int computeMajor = 0, computeMinor = 0;
+  int multiprocessors = 0;
+  size_t sharedPerBlock = 0, sharedPerBlockOptin = 0, sharedPerMultiprocessor = 0;
+  int registersPerBlock = 0, registersPerMultiprocessor = 0;
+  size_t l2Bytes = 0, totalMemory = 0;
+  int clockKHz = 0;
+  int driverVersion = 0;
+  std::string arch() const;  // "sm_90"
+};
+
+struct CompileOptions {
+  std::string kernel;    // which kernel of the source; empty: the only one
+  std::string schedule;  // schedule text; empty: the default schedule
+  std::string fileName = "<string>";  // used in diagnostics
+};
+
+class Context;
+
+namespace detail {
+struct ContextImpl;
+struct BufferImpl;
+struct KernelImpl;
+
+// One launch argument as the type-erased call path sees it.
+struct ArgRef {
+  enum class Kind : uint8_t { DeviceArray, HostArray, ConstHostArray, Scalar } kind{};
+  ElementType type{};
+  size_t count = 0;                     // arrays: elements
+  std::shared_ptr<BufferImpl> buffer;   // DeviceArray
+  void* host = nullptr;                 // HostArray / ConstHostArray
+  union { int32_t i32; int64_t i64; float f32; double f64; } scalar{};
+  const char* cppType = "";             // for error messages
+};
+
+std::shared_ptr<BufferImpl> allocate(const std::shared_ptr<ContextImpl>& ctx, size_t bytes);
+void copyToDevice(BufferImpl& b, const void* src, size_t bytes);
+void copyToHost(const BufferImpl& b, void* dst, size_t bytes);
+}  // namespace detail
+
+// Device memory of `size()` elements of T, owned (freed when the last copy goes away).
+template <class T>
+class Array {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
+                    std::is_same_v<T, int64_t>,
+                "rtcg::Array holds f32, f64, i32 or i64 elements");
+
+ public:
+  Array() = default;
+  size_t size() const { return count_; }
+  size_t bytes() const { return count_ * sizeof(T); }
+  std::vector<T> download() const {
+    std::vector<T> out(count_);
+    if (count_) detail::copyToHost(*buffer_, out.data(), bytes());
+    return out;
+  }
+  void upload(const std::vector<T>& host) {
+    if (host.size() != count_)
+      throw Error("rtcg::Array::upload: the array has " + std::to_string(count_) + " elements, the vector " +
+                  std::to_string(host.size()));
+    if (count_) detail::copyToDevice(*buffer_, host.data(), bytes());
+  }
+  const std::shared_ptr<detail::BufferImpl>& buffer() const { return buffer_; }
+
+ private:
+  friend class Context;
+  Array(std::shared_ptr<detail::BufferImpl> b, size_t n) : buffer_(std::move(b)), count_(n) {}
+  std::shared_ptr<detail::BufferImpl> buffer_;
+  size_t count_ = 0;
+};
+
+// A compiled kernel, ready to launch. Cheap to copy.
+class Kernel {
+ public:
+  Kernel() = default;
+
+  template <class... Args>
+  void operator()(Args&&... args) const {
+    std::vector<detail::ArgRef> refs;
+    refs.reserve(sizeof...(Args));
+    (refs.push_back(toArg(std::forward<Args>(args))), ...);
+    launch(refs);
+  }
+  // Launches with type-erased arguments (what operator() builds), then waits for completion.
+  void launch(std::vector<detail::ArgRef>& args) const;
+
+  const std::string& name() const;
+  const std::string& cudaSource() const;     // the generated CUDA C
+  const std::string& scheduleText() const;   // the schedule it was built with
+  std::string signature() const;             // "matmul(a: f32[500, 500], b: ..., out c: ...)"
+  bool loadedFromDiskCache() const;          // true when NVRTC did not run for it
+
+ private:
+  friend class Context;
+  explicit Kernel(std::shared_ptr<detail::KernelImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::KernelImpl> impl_;
+
+  template <class T>
+  static detail::ArgRef toArg(const Array<T>& a) {
+    detail::ArgRef r;
+    r.kind = detail::ArgRef::Kind::DeviceArray;
+    r.type = elementTypeOf<T>();
+    r.count = a.size();
+    r.buffer = a.buffer();
+    r.cppType = "rtcg::Array";
+    return r;
+  }
+  template <class T>
+  static detail::ArgRef toArg(Array<T>& a) { return toArg(static_cast<const Array<T>&>(a)); }
+  template <class T>
+  static detail::ArgRef toArg(std::vector<T>& v) {
+    detail::ArgRef r;
+    r.kind = detail::ArgRef::Kind::HostArray;
+    r.type = elementTypeOf<T>();
+    r.count = v.size();
+    r.host = v.data();
+    r.cppType = "std::vector";
+    return r;
+  }
+  template <class T>
+  static detail::ArgRef toArg(const std::vector<T>& v) {
+    detail::ArgRef r = toArg(const_cast<std::vector<T>&>(v));
+    r.kind = detail::ArgRef::Kind::ConstHostArray;
+    r.cppType = "const std::vector";
+    return r;
+  }
+  template <class T>
+  static detail::ArgRef toArg(std::vector<T>&& v) = delete;  // results would be lost: pass an lvalue
+  template <class T, std::enable_if_t<std::is_arithmetic_v<std::decay_t<T>>, int> = 0>
+  static detail::ArgRef toArg(T&& value) {
+    using S = std::decay_t<T>;
+    static_assert(std::is_same_v<S, float> || std::is_same_v<S, double> || std::is_same_v<S, int32_t> ||
+                      std::is_same_v<S, int64_t>,
+                  "scalar kernel arguments are float, double, int32_t or int64_t");
+    detail::ArgRef r;
+    r.kind = detail::ArgRef::Kind::Scalar;
+    r.type = elementTypeOf<S>();
+    if constexpr (std::is_same_v<S, float>) r.scalar.f32 = value, r.cppType = "float";
+    if constexpr (std::is_same_v<S, double>) r.scalar.f64 = value, r.cppType = "double";
+    if constexpr (std::is_same_v<S, int32_t>) r.scalar.i32 = value, r.cppType = "int32_t";
+    if constexpr (std::is_same_v<S, int64_t>) r.scalar.i64 = value, r.cppType = "int64_t";
+    return r;
+  }
+};
+
+// A CUDA device with its primary context, and rtcg's compile caches for it.
+class Context {
+ public:
+  explicit Context(int device = 0);  // throws NoDeviceError without a driver or device
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Compiles DSL source for the given sizes (all size parameters must be bound). Throws
+  // rtcg::Error with the rendered diagnostics on bad source.
+  Kernel compile(std::string_view source, const Sizes& sizes, const CompileOptions& options = {});
+
+  template <class T>
+  Array<T> empty(size_t count) {
+    return Array<T>(detail::allocate(impl_, count * sizeof(T)), count);
+  }
+  template <class T>
+  Array<T> upload(const std::vector<T>& host) {
+    Array<T> a = empty<T>(host.size());
+    a.upload(host);
+    return a;
+  }
+
+  const DeviceInfo& device() const;
+  void synchronize();
+
+  // How many kernels were compiled by NVRTC / found in the disk cache / in memory, so far.
+  struct CacheStats { int nvrtc = 0, disk = 0, memory = 0; };
+  CacheStats cacheStats() const;
+
+ private:
+  std::shared_ptr<detail::ContextImpl> impl_;
+};
+
+// Library version ("0.1.0").
+const char* version();
+
+}  // namespace rtcg

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds rtcg, then for every example kernel (with the sizes
+# in examples/sizes.txt) checks it, emits its CUDA C, compiles it with NVRTC to a cubin, runs it on
+# the CPU reference executor, and, where a GPU is present, runs it on the GPU against that reference.
+# Outputs go to build/examples/.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh"
+rtcgc="$root/build/tools/rtcgc/rtcgc"
+out="$root/build/examples"
+mkdir -p "$out"
+gpu=0
+if "$rtcgc" devices >/dev/null 2>&1; then gpu=1; fi
+while read -r file bindings; do
+  [[ -z "$file" || "$file" == \#* ]] && continue
+  defs=()
+  for b in $bindings; do defs+=(-D "$b"); done
+  name=${file%.rtcg}
+  echo "== $file ($bindings)"
+  "$rtcgc" check "$root/examples/$file" "${defs[@]}"
+  "$rtcgc" emit "$root/examples/$file" "${defs[@]}" -o "$out/$name.cu"
+  "$rtcgc" emit "$root/examples/$file" "${defs[@]}" --cubin -o "$out/$name.cubin"
+  echo "   CUDA C: $out/$name.cu ($(wc -l <"$out/$name.cu") lines), cubin: $(stat -c %s "$out/$name.cubin") bytes"
+  "$rtcgc" run --cpu "$root/examples/$file" "${defs[@]}"
+  if ((gpu)); then "$rtcgc" run "$root/examples/$file" "${defs[@]}"; fi
+done <"$root/examples/sizes.txt"
+((gpu)) || echo "(no CUDA device here: GPU runs skipped)"

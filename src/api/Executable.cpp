@@ -1,0 +1,198 @@
+#include "api/Executable.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "ir/Analysis.h"
+#include "reference/RandomFill.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+Executable::Executable(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, const EmittedModule& module,
+                       std::string_view image)
+    : kernel_(bound), module_(ctx, image), launches_(module.launches) {
+  const cuda::DeviceProperties& dev = ctx->device().properties();
+  for (const LaunchSpec& spec : launches_) {
+    cuda::Function fn = module_.function(spec.function);
+    uint64_t threads = uint64_t(spec.block[0]) * spec.block[1] * spec.block[2];
+    cuda::FunctionAttributes attrs = fn.attributes();
+    if (threads > uint64_t(attrs.maxThreadsPerBlock))
+      throw Error(fmt::format("{}: a block of {} threads exceeds the {} this function can run with on {} "
+                              "({} registers per thread)",
+                              spec.function, threads, attrs.maxThreadsPerBlock, dev.name, attrs.registers));
+    if (spec.dynamicSharedBytes > 48 * 1024) fn.setMaxDynamicSharedMemory(spec.dynamicSharedBytes);
+    functions_.push_back(std::move(fn));
+  }
+}
+
+void Executable::launch(const std::vector<std::optional<cuda::KernelArg>>& args, const cuda::Stream* stream) const {
+  RTCG_ASSERT(args.size() == kernel_.params.size(), "one argument slot per parameter");
+  std::vector<cuda::KernelArg> list;
+  for (size_t n = 0; n < launches_.size(); ++n) {
+    const LaunchSpec& spec = launches_[n];
+    list.clear();
+    for (int p : spec.params) {
+      if (!args[p]) throw Error(fmt::format("no argument for parameter '{}'", kernel_.params[p].name));
+      list.push_back(*args[p]);
+    }
+    cuda::launch(functions_[n], {spec.grid[0], spec.grid[1], spec.grid[2]},
+                 {spec.block[0], spec.block[1], spec.block[2]}, spec.dynamicSharedBytes, stream, list);
+  }
+}
+
+void poisonDevice(cuda::DeviceBuffer& b, ScalarType type) {
+  if (b.bytes() == 0) return;
+  switch (type) {
+    case ScalarType::F32: b.fill32(0x7fc00000u); break;  // quiet NaN
+    case ScalarType::F64: b.fill8(0xff); break;          // every byte 0xff is a NaN double
+    case ScalarType::I32: b.fill32(uint32_t(int32_t(kPoisonInt))); break;
+    case ScalarType::I64: {
+      std::vector<int64_t> words(b.bytes() / 8, kPoisonInt);
+      b.copyFromHost(words.data(), b.bytes());
+      break;
+    }
+    case ScalarType::Bool: b.fill8(0xff); break;
+  }
+}
+
+DeviceArgs::DeviceArgs(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, const HostArgs& host) {
+  buffers_.resize(bound.params.size());
+  args_.resize(bound.params.size());
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (param.kind == ParamKind::Array) {
+      buffers_[p].emplace(ctx, host.array(int(p)).bytes());
+      args_[p] = cuda::KernelArg::buffer(*buffers_[p]);
+    } else if (param.kind == ParamKind::Scalar) {
+      const ScalarValue& v = host.scalar(int(p));
+      switch (param.type) {
+        case ScalarType::F32: args_[p] = cuda::KernelArg::f32(float(v.f)); break;
+        case ScalarType::F64: args_[p] = cuda::KernelArg::f64(v.f); break;
+        case ScalarType::I32: args_[p] = cuda::KernelArg::i32(int32_t(v.i)); break;
+        case ScalarType::I64: args_[p] = cuda::KernelArg::i64(v.i); break;
+        case ScalarType::Bool: RTCG_ASSERT(false, "bool scalar parameter");
+      }
+    }
+  }
+  reset(bound, host);
+}
+
+void DeviceArgs::reset(const Kernel& bound, const HostArgs& host) {
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (param.kind != ParamKind::Array) continue;
+    const HostArray& a = host.array(int(p));
+    if (param.mode == ArrayMode::Out)
+      poisonDevice(*buffers_[p], param.type);
+    else if (a.bytes())
+      buffers_[p]->copyFromHost(a.data(), a.bytes());
+  }
+}
+
+void DeviceArgs::download(const Kernel& bound, HostArgs& host) const {
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    if (!bound.params[p].isWritten()) continue;
+    HostArray& a = host.array(int(p));
+    if (a.bytes()) buffers_[p]->copyToHost(a.data(), a.bytes());
+  }
+}
+
+int64_t minimalBytes(const Kernel& bound) {
+  int64_t bytes = 0;
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (param.kind != ParamKind::Array) continue;
+    int64_t elements = 1;
+    for (int64_t e : arrayShape(bound, int(p))) elements *= e;
+    int64_t once = elements * typeBytes(param.type);
+    bytes += param.mode == ArrayMode::InOut ? 2 * once : once;
+  }
+  return bytes;
+}
+
+namespace {
+
+// Number of points of the domain of `loops` (outermost first, bounds affine in earlier loops),
+// visiting all but the innermost loop.
+int64_t countPoints(const std::vector<const Loop*>& loops, size_t depth, std::map<int, int64_t>& env);
+
+int64_t evalInt(const Expr& e, const std::map<int, int64_t>& env) {
+  std::optional<AffineForm> f = toAffine(e);
+  if (!f) throw Error("cannot count the points of a loop with a non-affine bound");
+  int64_t v = f->constant;
+  for (auto [id, c] : f->coeffs) v += c * env.at(id);
+  return v;
+}
+
+int64_t countPoints(const std::vector<const Loop*>& loops, size_t depth, std::map<int, int64_t>& env) {
+  if (depth == loops.size()) return 1;
+  const Loop& l = *loops[depth];
+  int64_t lo = evalInt(l.lo, env), hi = evalInt(l.hi, env);
+  if (hi <= lo) return 0;
+  if (depth + 1 == loops.size()) return hi - lo;
+  int64_t total = 0;
+  for (int64_t v = lo; v < hi; ++v) {
+    env[l.id] = v;
+    total += countPoints(loops, depth + 1, env);
+  }
+  env.erase(l.id);
+  return total;
+}
+
+// Float operations of `e` per point of `scope` (reductions multiply their body by their domain).
+double exprOps(const Expr& e, std::vector<const Loop*>& scope, double points);
+
+double domainPoints(const std::vector<const Loop*>& scope) {
+  std::map<int, int64_t> env;
+  return double(countPoints(scope, 0, env));
+}
+
+double exprOps(const Expr& e, std::vector<const Loop*>& scope, double points) {
+  double ops = 0;
+  switch (e->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm:
+    case ExprKind::Var:
+    case ExprKind::Load:  // index arithmetic is not counted
+      return 0;
+    case ExprKind::Unary:
+    case ExprKind::Binary:
+    case ExprKind::Call:
+      if (isFloat(e->operands[0]->type) && !(e->kind == ExprKind::Unary && e->unaryOp == UnaryOp::Not))
+        ops += (e->kind == ExprKind::Call && e->mathFn == MathFn::Fma ? 2 : 1) * points;
+      break;
+    case ExprKind::Cast:
+    case ExprKind::Select:
+      break;
+    case ExprKind::Reduce: {
+      size_t before = scope.size();
+      for (const Loop& l : e->loops) scope.push_back(&l);
+      double inner = domainPoints(scope);
+      if (isFloat(e->type)) ops += inner;  // one combine per step
+      ops += exprOps(e->operands[0], scope, inner);
+      scope.resize(before);
+      return ops;
+    }
+  }
+  for (const Expr& o : e->operands) ops += exprOps(o, scope, points);
+  return ops;
+}
+
+}  // namespace
+
+int64_t floatOps(const Kernel& bound) {
+  double ops = 0;
+  for (const LoopNest& nest : bound.nests) {
+    std::vector<const Loop*> scope;
+    for (const Loop& l : nest.loops) scope.push_back(&l);
+    double points = domainPoints(scope);
+    for (const Stmt& s : nest.body) ops += exprOps(s.value, scope, points);
+  }
+  return int64_t(ops);
+}
+
+}  // namespace rtcg

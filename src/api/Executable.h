@@ -1,0 +1,69 @@
+// A compiled kernel loaded on a device: its module, one function per nest, and the launch of all
+// nests in order with arguments given per kernel parameter. Also the host-array convenience path
+// used by `rtcgc run` and the GPU tests (upload, poison outputs, launch, download).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "codegen/Emitter.h"
+#include "ir/IR.h"
+#include "reference/HostArgs.h"
+#include "runtime/Benchmark.h"
+#include "runtime/Launch.h"
+#include "runtime/Memory.h"
+#include "runtime/Module.h"
+
+namespace rtcg {
+
+class Executable {
+ public:
+  // Loads `image` (cubin or PTX) and checks each launch against the device's limits. Throws
+  // rtcg::Error naming the limit when a launch cannot run on this device.
+  Executable(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, const EmittedModule& module,
+             std::string_view image);
+
+  // Launches every nest in order on `stream`. `args[p]` is the argument of kernel parameter p (a
+  // device pointer for arrays, the value for scalars; ignored for size parameters).
+  void launch(const std::vector<std::optional<cuda::KernelArg>>& args, const cuda::Stream* stream) const;
+
+  const Kernel& kernel() const { return kernel_; }
+  const std::vector<cuda::Function>& functions() const { return functions_; }
+  const std::vector<LaunchSpec>& launches() const { return launches_; }
+
+ private:
+  Kernel kernel_;
+  cuda::Module module_;
+  std::vector<LaunchSpec> launches_;
+  std::vector<cuda::Function> functions_;
+};
+
+// Device copies of the arrays of a HostArgs, and the kernel arguments that point at them.
+class DeviceArgs {
+ public:
+  // Allocates a buffer per array parameter and uploads `in`/`inout` arrays; `out` arrays are
+  // poisoned on the device (NaN / sentinel) so unwritten elements show.
+  DeviceArgs(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, const HostArgs& host);
+  // Copies every written array back into `host`.
+  void download(const Kernel& bound, HostArgs& host) const;
+  // Re-uploads the inputs (inout arrays included) and re-poisons the outputs.
+  void reset(const Kernel& bound, const HostArgs& host);
+  const std::vector<std::optional<cuda::KernelArg>>& args() const { return args_; }
+
+ private:
+  std::vector<std::optional<cuda::DeviceBuffer>> buffers_;  // by param
+  std::vector<std::optional<cuda::KernelArg>> args_;        // by param
+};
+
+// Poisons a device buffer holding elements of `type` (NaN for floats, kPoisonInt for integers).
+void poisonDevice(cuda::DeviceBuffer& b, ScalarType type);
+
+// Minimal traffic of one run: every array read once (in, inout) and written once (out, inout).
+int64_t minimalBytes(const Kernel& bound);
+// Floating-point operations of one run: arithmetic and math calls on float values, counted per
+// point of their domain (a reduction step counts its combine as one operation).
+int64_t floatOps(const Kernel& bound);
+
+}  // namespace rtcg

@@ -1,0 +1,89 @@
+#include "api/Pipeline.h"
+
+#include <fmt/format.h>
+
+#include "frontend/Frontend.h"
+#include "ir/Analysis.h"
+#include "ir/Bind.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+std::optional<Kernel> frontKernel(const SourceText& src, const std::string& kernelName, Diagnostics& diags,
+                                  Program* programOut) {
+  std::optional<Program> program = parseProgram(src.fileName, src.text, diags);
+  if (!program) return std::nullopt;
+  if (programOut) *programOut = *program;
+  if (program->kernels.empty()) {
+    diags.error({}, "the file defines no kernel");
+    return std::nullopt;
+  }
+  if (kernelName.empty()) {
+    if (program->kernels.size() == 1) return program->kernels.front();
+    std::string names;
+    for (const Kernel& k : program->kernels) names += (names.empty() ? "" : ", ") + k.name;
+    diags.error({}, fmt::format("the file defines {} kernels ({}); choose one with --kernel NAME",
+                                program->kernels.size(), names));
+    return std::nullopt;
+  }
+  if (const Kernel* k = program->find(kernelName)) return *k;
+  std::string names;
+  for (const Kernel& k : program->kernels) names += (names.empty() ? "" : ", ") + k.name;
+  diags.error({}, fmt::format("no kernel named '{}' in the file (it defines: {})", kernelName, names));
+  return std::nullopt;
+}
+
+std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, Diagnostics& diags) {
+  std::optional<Kernel> bound = bindSizes(k, sizes, diags);
+  if (!bound) return std::nullopt;
+  // Both checks run so that one run reports every problem.
+  bool inBounds = checkBounds(*bound, diags);
+  bool raceFree = checkRaces(*bound, diags);
+  if (!inBounds || !raceFree || diags.hasErrors()) return std::nullopt;
+  return bound;
+}
+
+std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, Diagnostics& diags) {
+  if (text.empty()) return defaultSchedule(bound);
+  ScheduleParseResult parsed = parseSchedule(text);
+  if (!parsed.ok()) {
+    diags.error({}, fmt::format("bad schedule at column {}: {}\n  {}\n  {}^", parsed.column, parsed.error, text,
+                                std::string(parsed.column > 1 ? parsed.column - 1 : 0, ' ')));
+    return std::nullopt;
+  }
+  std::vector<std::string> reasons = validateSchedule(bound, *parsed.schedule);
+  for (const std::string& r : reasons) diags.error({}, "illegal schedule: " + r);
+  if (!reasons.empty()) return std::nullopt;
+  return parsed.schedule;
+}
+
+std::vector<std::string> nvrtcOptions() { return {}; }
+
+std::optional<Compiled> compilePipeline(const SourceText& src, const SizeBindings& sizes,
+                                        const PipelineOptions& options, Diagnostics& diags, bool* nvrtcFailed) {
+  if (nvrtcFailed) *nvrtcFailed = false;
+  std::optional<Kernel> kernel = frontKernel(src, options.kernelName, diags);
+  if (!kernel) return std::nullopt;
+  std::optional<Kernel> bound = bindAndProve(*kernel, sizes, diags);
+  if (!bound) return std::nullopt;
+  std::optional<Schedule> schedule = chooseSchedule(*bound, options.schedule, diags);
+  if (!schedule) return std::nullopt;
+
+  Compiled out{*bound, *schedule, emitCuda(*bound, *schedule), {}};
+  if (!options.compile) return out;
+  out.binary = compileCuda(out.module.source, bound->name + ".cu", options.arch, nvrtcOptions(), options.wantPtx);
+  if (!out.binary.success) {
+    if (nvrtcFailed) *nvrtcFailed = true;
+    diags.error({}, fmt::format("NVRTC could not compile the generated CUDA C for {} (this is a bug in rtcg's "
+                                "emitter; please report it with the kernel):\n{}",
+                                options.arch, out.binary.log));
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::string renderDiagnostics(const Diagnostics& diags, const SourceText& src) {
+  return diags.render(src.fileName, src.text);
+}
+
+}  // namespace rtcg

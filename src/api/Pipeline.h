@@ -1,0 +1,65 @@
+// The compile pipeline as one visible list of steps, shared by rtcgc and the embedding API:
+//
+//   source --parseProgram--> Program --selectKernel--> Kernel --bindSizes--> bound Kernel
+//          --checkBounds, checkRaces--> proved Kernel --schedule (default or parsed, validated)-->
+//          --emitCuda--> CUDA C + launch specs --compileCuda (NVRTC)--> cubin
+//
+// Each step reports user errors as Diagnostics (rendered with the DSL source) and stops there.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "codegen/Emitter.h"
+#include "codegen/Nvrtc.h"
+#include "ir/IR.h"
+#include "schedule/Schedule.h"
+#include "support/Diagnostics.h"
+
+namespace rtcg {
+
+struct SourceText {
+  std::string fileName;
+  std::string text;
+};
+
+// Parses the source and picks the kernel named `kernelName` (or the only kernel when empty).
+std::optional<Kernel> frontKernel(const SourceText& src, const std::string& kernelName, Diagnostics& diags,
+                                  Program* programOut = nullptr);
+
+// Binds sizes and proves accesses in bounds and nests race-free.
+std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, Diagnostics& diags);
+
+// The schedule: parsed from `text` and validated against the kernel, or the default schedule
+// when `text` is empty. Errors go to diags (without a DSL location).
+std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, Diagnostics& diags);
+
+struct Compiled {
+  Kernel kernel;  // bound
+  Schedule schedule;
+  EmittedModule module;
+  CudaCompileResult binary;  // NVRTC output (empty when PipelineOptions::compile is false)
+};
+
+struct PipelineOptions {
+  std::string kernelName;
+  std::string schedule;
+  std::string arch = "sm_90";
+  bool wantPtx = false;
+  bool compile = true;  // run NVRTC (false: stop after emitting CUDA C)
+};
+
+// The whole pipeline. On failure returns nullopt with diags set; an NVRTC failure (a bug in the
+// emitter, never the user's) is reported as an error whose message holds the NVRTC log, and
+// `nvrtcFailed` is set.
+std::optional<Compiled> compilePipeline(const SourceText& src, const SizeBindings& sizes,
+                                        const PipelineOptions& options, Diagnostics& diags,
+                                        bool* nvrtcFailed = nullptr);
+
+// The NVRTC options rtcg compiles generated code with (part of every cache key).
+std::vector<std::string> nvrtcOptions();
+
+// Renders diagnostics against the source.
+std::string renderDiagnostics(const Diagnostics& diags, const SourceText& src);
+
+}  // namespace rtcg

@@ -1,0 +1,822 @@
+#include "codegen/Emitter.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fmt/format.h>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include "codegen/CAst.h"
+#include "codegen/CPrinter.h"
+#include "schedule/Domain.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+namespace C = rtcg::c;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Unique C identifiers. DSL names are kept where possible; clashes with C/CUDA words, the
+// functions the emitted code calls, and earlier names get a numeric suffix.
+
+const std::set<std::string>& reservedWords() {
+  static const std::set<std::string> words = {
+      // C/C++ keywords and type words
+      "auto", "bool", "break", "case", "char", "class", "const", "constexpr", "continue", "default",
+      "delete", "do", "double", "else", "enum", "extern", "false", "float", "for", "goto", "if",
+      "inline", "int", "long", "namespace", "new", "operator", "private", "public", "register",
+      "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template",
+      "this", "true", "typedef", "union", "unsigned", "using", "virtual", "void", "volatile",
+      "while", "asm", "catch", "throw", "try", "typename", "friend", "mutable", "explicit",
+      "export", "decltype", "nullptr", "alignas", "alignof", "static_assert", "thread_local",
+      "and", "or", "not", "xor", "bitand", "bitor", "compl",
+      // CUDA built-ins
+      "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3",
+      // functions the emitted code calls
+      "sqrt", "sqrtf", "exp", "expf", "log", "logf", "sin", "sinf", "cos", "cosf", "fabs", "fabsf",
+      "abs", "llabs", "fmin", "fminf", "fmax", "fmaxf", "min", "max", "pow", "powf", "fma", "fmaf",
+      "floor", "floorf", "fmod", "fmodf", "__int_as_float", "__longlong_as_double",
+      "rtcg_floordiv", "rtcg_floormod"};
+  return words;
+}
+
+class Names {
+ public:
+  std::string fresh(const std::string& base) {
+    std::string s;
+    for (char ch : base) s += (std::isalnum((unsigned char)ch) || ch == '_') ? ch : '_';
+    if (s.empty() || std::isdigit((unsigned char)s[0])) s = "v_" + s;
+    if (s.rfind("__", 0) == 0) s = "v" + s;  // leading __ is reserved for the implementation
+    std::string name = s;
+    for (int n = 2; reservedWords().count(name) || used_.count(name); ++n) name = fmt::format("{}_{}", s, n);
+    used_.insert(name);
+    return name;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Small IR helpers
+
+void collectVarIds(const Expr& e, VarKind kind, std::set<int>& out) {
+  if (!e) return;
+  if (e->kind == ExprKind::Var && e->varKind == kind) out.insert(e->varId);
+  for (const Expr& o : e->operands) collectVarIds(o, kind, out);
+  for (const Loop& l : e->loops) {
+    collectVarIds(l.lo, kind, out);
+    collectVarIds(l.hi, kind, out);
+  }
+}
+
+bool readsAny(const Expr& e, const std::set<int>& arrays) {
+  if (!e) return false;
+  if (e->kind == ExprKind::Load && arrays.count(e->array)) return true;
+  for (const Expr& o : e->operands)
+    if (readsAny(o, arrays)) return true;
+  for (const Loop& l : e->loops)
+    if (readsAny(l.lo, arrays) || readsAny(l.hi, arrays)) return true;
+  return false;
+}
+
+// Reductions of `e` that are not inside another reduction, in evaluation order.
+void topLevelReductions(const Expr& e, std::vector<Expr>& out) {
+  if (!e) return;
+  if (e->kind == ExprKind::Reduce) {
+    out.push_back(e);
+    return;
+  }
+  for (const Expr& o : e->operands) topLevelReductions(o, out);
+}
+
+// A key equal for expressions equal up to the renaming of the loops in `canon`.
+std::string structuralKey(const Expr& e, const std::map<int, std::string>& canon) {
+  std::string s = fmt::format("({} {}", (int)e->kind, (int)e->type);
+  switch (e->kind) {
+    case ExprKind::IntImm: s += fmt::format(" {}", e->intValue); break;
+    case ExprKind::FloatImm: s += fmt::format(" {}", e->floatValue); break;
+    case ExprKind::Var: {
+      auto it = e->varKind == VarKind::Index ? canon.find(e->varId) : canon.end();
+      s += it != canon.end() ? " " + it->second : fmt::format(" v{}:{}", (int)e->varKind, e->varId);
+      break;
+    }
+    case ExprKind::Load: s += fmt::format(" a{}", e->array); break;
+    case ExprKind::Unary: s += fmt::format(" u{}", (int)e->unaryOp); break;
+    case ExprKind::Binary: s += fmt::format(" b{}", (int)e->binaryOp); break;
+    case ExprKind::Call: s += fmt::format(" f{}", (int)e->mathFn); break;
+    case ExprKind::Cast:
+    case ExprKind::Select: break;
+    case ExprKind::Reduce: s += fmt::format(" r{}", (int)e->reduceOp); break;
+  }
+  for (const Expr& o : e->operands) {
+    s += ' ';
+    s += structuralKey(o, canon);
+  }
+  s += ')';
+  return s;
+}
+
+// The loop structure of a reduction, for fusing reductions over the same loops.
+std::string loopsKey(const Expr& red) {
+  std::map<int, std::string> canon;
+  std::string s;
+  for (size_t q = 0; q < red->loops.size(); ++q) {
+    const Loop& l = red->loops[q];
+    s += fmt::format("[{} {} {}]", l.name, structuralKey(l.lo, canon), structuralKey(l.hi, canon));
+    canon[l.id] = fmt::format("r{}", q);
+  }
+  return s;
+}
+
+const char* mathName(MathFn fn, ScalarType t) {
+  bool f32 = t == ScalarType::F32;
+  switch (fn) {
+    case MathFn::Sqrt: return f32 ? "sqrtf" : "sqrt";
+    case MathFn::Exp: return f32 ? "expf" : "exp";
+    case MathFn::Log: return f32 ? "logf" : "log";
+    case MathFn::Sin: return f32 ? "sinf" : "sin";
+    case MathFn::Cos: return f32 ? "cosf" : "cos";
+    case MathFn::Abs: return f32 ? "fabsf" : "fabs";
+    case MathFn::Min: return f32 ? "fminf" : "fmin";
+    case MathFn::Max: return f32 ? "fmaxf" : "fmax";
+    case MathFn::Pow: return f32 ? "powf" : "pow";
+    case MathFn::Fma: return f32 ? "fmaf" : "fma";
+    case MathFn::Floor: return f32 ? "floorf" : "floor";
+  }
+  RTCG_ASSERT(false, "bad MathFn");
+}
+
+C::ExprP literalOf(ScalarType t, int64_t iv, double fv) {
+  switch (t) {
+    case ScalarType::Bool: return C::boolLit(iv != 0);
+    case ScalarType::I32: return C::intLit(iv);
+    case ScalarType::I64: return C::intLit(iv, true);
+    case ScalarType::F32: return C::floatLit(fv, true);
+    case ScalarType::F64: return C::floatLit(fv, false);
+  }
+  RTCG_ASSERT(false, "bad ScalarType");
+}
+
+C::ExprP reductionIdentity(ReduceOp op, ScalarType t) {
+  const double inf = std::numeric_limits<double>::infinity();
+  bool i64 = t == ScalarType::I64;
+  int64_t lowest = i64 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int32_t>::min();
+  int64_t highest = i64 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int32_t>::max();
+  switch (op) {
+    case ReduceOp::Sum: return literalOf(t, 0, 0.0);
+    case ReduceOp::Product: return literalOf(t, 1, 1.0);
+    case ReduceOp::Max: return literalOf(t, lowest, -inf);
+    case ReduceOp::Min: return literalOf(t, highest, inf);
+  }
+  RTCG_ASSERT(false, "bad ReduceOp");
+}
+
+// acc = acc (op) v
+C::Stmt combine(ReduceOp op, ScalarType t, const C::ExprP& acc, const C::ExprP& v) {
+  switch (op) {
+    case ReduceOp::Sum: return C::assign(acc, "+=", v);
+    case ReduceOp::Product: return C::assign(acc, "*=", v);
+    case ReduceOp::Max:
+      return C::assign(acc, "=", C::call(isFloat(t) ? mathName(MathFn::Max, t) : "max", {acc, v}));
+    case ReduceOp::Min:
+      return C::assign(acc, "=", C::call(isFloat(t) ? mathName(MathFn::Min, t) : "min", {acc, v}));
+  }
+  RTCG_ASSERT(false, "bad ReduceOp");
+}
+
+C::Unroll unrollOf(Placement p) { return p == Placement::Unroll ? C::Unroll::Full : C::Unroll::Never; }
+
+// ---------------------------------------------------------------------------------------------
+// One loop nest.
+
+// Where an index value is first known: at the top of the kernel (grid/thread parts only),
+// inside the serial loops of parallel indices, or per register-tile point.
+enum class Level { Top = 0, Group = 1, Point = 2 };
+
+struct ParallelIndex {
+  const NestIndex* ni = nullptr;
+  const Loop* loop = nullptr;
+  const IndexSchedule* sched = nullptr;
+  std::vector<int64_t> ext, stride;
+  Level level = Level::Top;
+  Level guardLevel = Level::Top;
+  bool exact = false;           // the parts cover the domain exactly: no guard
+  C::ExprP base;                // lo + grid/thread terms
+  std::vector<std::string> loopVars;  // per part, for serial/unroll parts
+  std::string pointName;              // C name of a per-point index
+};
+
+// Per-point environment for lowering IR expressions.
+struct Env {
+  std::map<int, C::ExprP> vars;                     // loop and let ids
+  std::map<const ExprNode*, C::ExprP> hoisted;      // reductions computed ahead, by node
+};
+
+class NestEmitter {
+ public:
+  NestEmitter(const Kernel& k, int nest, const NestSchedule& s, bool& needFloorInt, bool& needFloorLL)
+      : k_(k), nestIdx_(nest), nest_(k.nests[nest]), sched_(s), needFloorInt_(needFloorInt),
+        needFloorLL_(needFloorLL) {}
+
+  C::Function emit(LaunchSpec& launch, const std::string& indexType);
+
+ private:
+  const Kernel& k_;
+  int nestIdx_;
+  const LoopNest& nest_;
+  const NestSchedule& sched_;
+  bool& needFloorInt_;
+  bool& needFloorLL_;
+  Names names_;
+  std::string idx_;  // "int" or "long long"
+  std::vector<std::string> paramNames_;
+  std::vector<NestIndex> indices_;
+  std::vector<ParallelIndex> par_;
+  std::map<int, IndexRange> ranges_;  // every loop id of the nest -> hull of its values
+  std::map<int, std::string> letNames_;
+
+  struct RegPart {
+    int par;   // index into par_
+    int part;  // part number in its schedule
+    int64_t extent;
+  };
+  std::vector<RegPart> regParts_;
+  int64_t regPoints_ = 1;
+
+  const IndexSchedule& scheduleOf(const std::string& name) const {
+    const IndexSchedule* s = sched_.find(name);
+    RTCG_ASSERT(s != nullptr, "validated schedule lacks index " + name);
+    return *s;
+  }
+  // An index constant: int, or long long when it does not fit.
+  static C::ExprP lit(int64_t v) {
+    return C::intLit(v, v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max());
+  }
+
+  C::ExprP lower(const Expr& e, Env& env, std::vector<C::Stmt>& out);
+  C::ExprP lowerAccess(int array, const std::vector<Expr>& indices, Env& env, std::vector<C::Stmt>& out);
+  C::ExprP lowerReduction(const Expr& e, Env& env, std::vector<C::Stmt>& out);
+  void emitReductionLoops(const std::vector<Loop>& loops, size_t q, Env env, std::vector<C::Stmt>& out,
+                          const std::function<void(Env&, std::vector<C::Stmt>&)>& inner);
+  bool nonNegative(const Expr& e) const;
+
+  C::ExprP indexValue(const ParallelIndex& p, const std::vector<int64_t>* regValues);
+  C::ExprP guardOf(const ParallelIndex& p, Env& env, std::vector<C::Stmt>& out);
+  std::vector<int64_t> regValuesOf(int64_t point) const;
+  void declarePointIndices(int64_t point, Env& env, std::vector<C::Stmt>& out, C::ExprP& guard);
+  void emitStatements(Env& env, std::vector<C::Stmt>& out);
+};
+
+bool NestEmitter::nonNegative(const Expr& e) const {
+  auto r = rangeOfInt(e, k_, ranges_);
+  return r && r->lo >= 0;
+}
+
+C::ExprP NestEmitter::lowerAccess(int array, const std::vector<Expr>& indices, Env& env, std::vector<C::Stmt>& out) {
+  const Param& p = k_.params[array];
+  RTCG_ASSERT(p.shape.size() == indices.size(), "access rank differs from the array's");
+  C::ExprP flat;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    C::ExprP e = lower(indices[d], env, out);
+    if (d == 0) {
+      flat = idx_ == "long long" && indices.size() > 1 ? C::castTo("long long", e) : e;
+      continue;
+    }
+    auto extent = constIntValue(p.shape[d], k_);
+    RTCG_ASSERT(extent.has_value(), "array extent of a bound kernel is not constant");
+    flat = C::sum({C::product(flat, lit(*extent)), e});
+  }
+  if (!flat) flat = lit(0);  // a zero-dimensional array has one element
+  return C::index(C::name(paramNames_[array]), flat);
+}
+
+C::ExprP NestEmitter::lower(const Expr& e, Env& env, std::vector<C::Stmt>& out) {
+  auto op = [&](int i) { return lower(e->operands[i], env, out); };
+  switch (e->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm: return literalOf(e->type, e->intValue, e->floatValue);
+    case ExprKind::Var:
+      switch (e->varKind) {
+        case VarKind::Size:
+        case VarKind::Scalar:
+          RTCG_ASSERT(e->varId >= 0 && e->varId < (int)paramNames_.size(), "bad parameter id");
+          return C::name(paramNames_[e->varId]);
+        case VarKind::Index:
+        case VarKind::Let: {
+          auto it = env.vars.find(e->varId);
+          RTCG_ASSERT(it != env.vars.end(), "variable '" + e->name + "' used outside its scope");
+          return it->second;
+        }
+      }
+      RTCG_ASSERT(false, "bad VarKind");
+    case ExprKind::Load: return lowerAccess(e->array, e->operands, env, out);
+    case ExprKind::Unary: return C::unary(e->unaryOp == UnaryOp::Neg ? "-" : "!", op(0));
+    case ExprKind::Binary: {
+      C::ExprP a = op(0), b = op(1);
+      ScalarType t = e->operands[0]->type;
+      if ((e->binaryOp == BinaryOp::Div || e->binaryOp == BinaryOp::Mod) && isInteger(t)) {
+        // Floor semantics: C's truncating / and % agree when both sides are non-negative.
+        if (nonNegative(e->operands[0]) && nonNegative(e->operands[1]))
+          return C::binary(opSymbol(e->binaryOp), a, b);
+        (t == ScalarType::I64 ? needFloorLL_ : needFloorInt_) = true;
+        return C::call(e->binaryOp == BinaryOp::Div ? "rtcg_floordiv" : "rtcg_floormod", {a, b});
+      }
+      if (e->binaryOp == BinaryOp::Mod && isFloat(t)) return C::call(t == ScalarType::F32 ? "fmodf" : "fmod", {a, b});
+      return C::binary(opSymbol(e->binaryOp), a, b);
+    }
+    case ExprKind::Call: {
+      std::vector<C::ExprP> args;
+      for (size_t i = 0; i < e->operands.size(); ++i) args.push_back(op((int)i));
+      ScalarType t = e->operands[0]->type;
+      if (isFloat(t)) return C::call(mathName(e->mathFn, t), args);
+      if (e->mathFn == MathFn::Min || e->mathFn == MathFn::Max)
+        return C::call(e->mathFn == MathFn::Min ? "min" : "max", args);
+      if (e->mathFn == MathFn::Abs) return C::call(t == ScalarType::I64 ? "llabs" : "abs", args);
+      // Other functions of integers are computed in double and converted back.
+      for (auto& a : args) a = C::castTo("double", a);
+      return C::castTo(cudaTypeName(e->type), C::call(mathName(e->mathFn, ScalarType::F64), args));
+    }
+    case ExprKind::Cast: return C::castTo(cudaTypeName(e->type), op(0));
+    case ExprKind::Select: return C::ternary(op(0), op(1), op(2));
+    case ExprKind::Reduce: {
+      auto it = env.hoisted.find(e.get());
+      if (it != env.hoisted.end()) return it->second;
+      return lowerReduction(e, env, out);
+    }
+  }
+  RTCG_ASSERT(false, "bad ExprKind");
+}
+
+// A reduction computed where it is used: an accumulator and its loops.
+C::ExprP NestEmitter::lowerReduction(const Expr& e, Env& env, std::vector<C::Stmt>& out) {
+  std::string acc = names_.fresh(fmt::format("{}_{}", reduceName(e->reduceOp), e->loops.front().name));
+  out.push_back(C::decl(cudaTypeName(e->type), acc, reductionIdentity(e->reduceOp, e->type), false));
+  emitReductionLoops(e->loops, 0, env, out, [&](Env& inner, std::vector<C::Stmt>& body) {
+    C::ExprP v = lower(e->operands[0], inner, body);
+    body.push_back(combine(e->reduceOp, e->type, C::name(acc), v));
+  });
+  return C::name(acc);
+}
+
+// The loops of reduction loops[q..], split as the schedule says, around `inner`.
+void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, Env env, std::vector<C::Stmt>& out,
+                                     const std::function<void(Env&, std::vector<C::Stmt>&)>& inner) {
+  if (q == loops.size()) {
+    inner(env, out);
+    return;
+  }
+  const Loop& l = loops[q];
+  const IndexSchedule& is = scheduleOf(l.name);
+  C::ExprP lo = lower(l.lo, env, out), hi = lower(l.hi, env, out);
+  if (is.parts.size() == 1) {
+    std::string v = names_.fresh(l.name);
+    env.vars[l.id] = C::name(v);
+    std::vector<C::Stmt> body;
+    emitReductionLoops(loops, q + 1, env, body, inner);
+    out.push_back(C::forLoop(idx_, v, lo, hi, unrollOf(is.parts[0].place), std::move(body)));
+    return;
+  }
+  auto clo = constIntValue(l.lo, k_), chi = constIntValue(l.hi, k_);
+  int64_t innerProduct = 1;
+  for (size_t p = 1; p < is.parts.size(); ++p) innerProduct *= *is.parts[p].factor;
+  std::vector<int64_t> ext;
+  C::ExprP firstTrip;
+  bool exact = false;
+  if (clo && chi) {
+    ext = partExtents(is, std::max<int64_t>(0, *chi - *clo));
+    firstTrip = lit(ext[0]);
+    exact = ext[0] * innerProduct == *chi - *clo;
+  } else {
+    ext = partExtents(is, 1);
+    // ceil((hi - lo) / inner); an empty range gives a trip count <= 0 with C division too.
+    firstTrip = C::binary("/", C::sum({C::binary("-", hi, lo), lit(innerProduct - 1)}), lit(innerProduct));
+  }
+  std::vector<std::string> vars;
+  std::vector<C::ExprP> terms{lo};
+  int64_t stride = innerProduct;
+  for (size_t p = 0; p < is.parts.size(); ++p) {
+    vars.push_back(names_.fresh(fmt::format("{}_{}", l.name, p)));
+    if (p > 0) stride /= ext[p];
+    terms.push_back(C::product(C::name(vars.back()), lit(stride)));
+  }
+  std::string v = names_.fresh(l.name);
+  env.vars[l.id] = C::name(v);
+  std::vector<C::Stmt> body{C::decl(idx_, v, C::sum(terms))};
+  if (exact) {
+    emitReductionLoops(loops, q + 1, env, body, inner);
+  } else {
+    std::vector<C::Stmt> guarded;
+    emitReductionLoops(loops, q + 1, env, guarded, inner);
+    body.push_back(C::ifThen(C::binary("<", C::name(v), hi), std::move(guarded)));
+  }
+  for (size_t p = is.parts.size(); p-- > 0;) {
+    std::vector<C::Stmt> loop{C::forLoop(idx_, vars[p], lit(0), p == 0 ? firstTrip : lit(ext[p]),
+                                         unrollOf(is.parts[p].place), std::move(body))};
+    body = std::move(loop);
+  }
+  for (C::Stmt& s : body) out.push_back(std::move(s));
+}
+
+std::vector<int64_t> NestEmitter::regValuesOf(int64_t point) const {
+  // Mixed radix, the first reg part most significant.
+  std::vector<int64_t> v(regParts_.size());
+  for (size_t r = regParts_.size(); r-- > 0;) {
+    v[r] = point % regParts_[r].extent;
+    point /= regParts_[r].extent;
+  }
+  return v;
+}
+
+// The value of a parallel index at the current loop position and register point.
+C::ExprP NestEmitter::indexValue(const ParallelIndex& p, const std::vector<int64_t>* regValues) {
+  std::vector<C::ExprP> terms{p.base};
+  int pi = (int)(&p - par_.data());
+  for (size_t part = 0; part < p.sched->parts.size(); ++part) {
+    Placement pl = p.sched->parts[part].place;
+    if (pl == Placement::Serial || pl == Placement::Unroll) {
+      terms.push_back(C::product(C::name(p.loopVars[part]), lit(p.stride[part])));
+    } else if (pl == Placement::Reg) {
+      RTCG_ASSERT(regValues != nullptr, "register part outside a point");
+      for (size_t r = 0; r < regParts_.size(); ++r)
+        if (regParts_[r].par == pi && regParts_[r].part == (int)part)
+          terms.push_back(lit((*regValues)[r] * p.stride[part]));
+    }
+  }
+  return C::sum(terms);
+}
+
+// The condition under which index `p` is inside the domain (null when it always is).
+C::ExprP NestEmitter::guardOf(const ParallelIndex& p, Env& env, std::vector<C::Stmt>& out) {
+  if (p.exact) return nullptr;
+  C::ExprP v = env.vars.at(p.loop->id);
+  C::ExprP cond = C::binary("<", v, lower(p.loop->hi, env, out));
+  if (!constIntValue(p.loop->lo, k_)) cond = C::binary("&&", C::binary(">=", v, lower(p.loop->lo, env, out)), cond);
+  return cond;
+}
+
+// !e, written without the `!` where the operator can be flipped: !(a < b) is a >= b.
+static C::ExprP negate(const C::ExprP& e) {
+  if (e->kind == C::ExprKind::Binary) {
+    static const std::map<std::string, std::string> flipped = {{"<", ">="}, {">=", "<"}, {">", "<="},
+                                                               {"<=", ">"}, {"==", "!="}, {"!=", "=="}};
+    auto it = flipped.find(e->text);
+    if (it != flipped.end()) return C::binary(it->second, e->args[0], e->args[1]);
+    if (e->text == "&&") return C::binary("||", negate(e->args[0]), negate(e->args[1]));
+  }
+  return C::unary("!", e);
+}
+
+static C::ExprP andAll(C::ExprP a, C::ExprP b) {
+  if (!a) return b;
+  if (!b) return a;
+  return C::binary("&&", a, b);
+}
+
+void NestEmitter::declarePointIndices(int64_t point, Env& env, std::vector<C::Stmt>& out, C::ExprP& guard) {
+  std::vector<int64_t> rv = regValuesOf(point);
+  for (ParallelIndex& p : par_) {
+    if (p.level != Level::Point) continue;
+    // Every point declares its indices in a scope of its own, under the same names.
+    if (p.pointName.empty()) p.pointName = names_.fresh(p.loop->name);
+    const std::string& n = p.pointName;
+    out.push_back(C::decl(idx_, n, indexValue(p, &rv)));
+    env.vars[p.loop->id] = C::name(n);
+  }
+  for (ParallelIndex& p : par_)
+    if (p.guardLevel == Level::Point) guard = andAll(guard, guardOf(p, env, out));
+}
+
+void NestEmitter::emitStatements(Env& env, std::vector<C::Stmt>& out) {
+  for (const Stmt& s : nest_.body) {
+    if (s.kind == StmtKind::Let) {
+      auto it = letNames_.find(s.letId);
+      if (it == letNames_.end()) it = letNames_.emplace(s.letId, names_.fresh(s.letName)).first;
+      C::ExprP v = lower(s.value, env, out);
+      out.push_back(C::decl(cudaTypeName(s.value->type), it->second, v));
+      env.vars[s.letId] = C::name(it->second);
+    } else {
+      C::ExprP target = lowerAccess(s.array, s.indices, env, out);
+      C::ExprP v = lower(s.value, env, out);
+      out.push_back(C::assign(target, "=", v));
+    }
+  }
+}
+
+C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) {
+  idx_ = indexType;
+  std::string err;
+  auto indices = nestIndices(k_, nestIdx_, &err);
+  RTCG_ASSERT(indices.has_value(), "validated nest has unbounded indices: " + err);
+  indices_ = *indices;
+  for (const NestIndex& ni : indices_)
+    for (const Loop* l : ni.loops) ranges_[l->id] = ni.hull;
+
+  C::Function fn;
+  fn.kind = C::FunctionKind::Kernel;
+  fn.name = fmt::format("{}_{}", k_.name, nestIdx_);
+  launch.function = fn.name;
+
+  // Parameters: sizes become constants, everything else is an argument.
+  std::vector<C::Stmt> body;
+  for (size_t i = 0; i < k_.params.size(); ++i) {
+    const Param& p = k_.params[i];
+    paramNames_.push_back(names_.fresh(p.name));
+    if (p.kind == ParamKind::Size) {
+      body.push_back(C::constexprDecl("int", paramNames_.back(), C::intLit(k_.sizes.at(p.name))));
+      continue;
+    }
+    launch.params.push_back((int)i);
+    C::Param cp{cudaTypeName(p.type), paramNames_.back()};
+    if (p.isArray()) {
+      cp.pointer = cp.restrict = true;
+      cp.constPointee = !p.isWritten();
+    }
+    fn.params.push_back(cp);
+  }
+
+  // Parallel indices: part extents and strides, and where each value becomes known.
+  for (const NestIndex& ni : indices_) {
+    if (!ni.parallel) continue;
+    ParallelIndex p;
+    p.ni = &ni;
+    p.loop = ni.loops.front();
+    p.sched = &scheduleOf(ni.name);
+    p.ext = partExtents(*p.sched, ni.hull.extent());
+    p.stride.assign(p.ext.size(), 1);
+    for (size_t q = p.ext.size() - 1; q-- > 0;) p.stride[q] = p.stride[q + 1] * p.ext[q + 1];
+    int64_t covered = p.stride[0] * p.ext[0];
+    p.exact = ni.constantBounds && covered == ni.hull.extent();
+    for (const SchedulePart& part : p.sched->parts) {
+      if (part.place == Placement::Reg) p.level = Level::Point;
+      else if ((part.place == Placement::Serial || part.place == Placement::Unroll) && p.level == Level::Top)
+        p.level = Level::Group;
+    }
+    p.loopVars.resize(p.ext.size());
+    par_.push_back(std::move(p));
+  }
+  // A guard is checked once every index its bounds mention is known.
+  for (ParallelIndex& p : par_) {
+    p.guardLevel = p.level;
+    std::set<int> refs;
+    collectVarIds(p.loop->lo, VarKind::Index, refs);
+    collectVarIds(p.loop->hi, VarKind::Index, refs);
+    for (const ParallelIndex& o : par_)
+      if (refs.count(o.loop->id)) p.guardLevel = std::max(p.guardLevel, o.level);
+  }
+
+  // Launch shape and the grid/thread part of each index.
+  static const char* axisField[3] = {"x", "y", "z"};
+  int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  Env env;
+  for (ParallelIndex& p : par_) {
+    std::vector<C::ExprP> terms{lit(p.ni->hull.lo)};
+    for (size_t part = 0; part < p.ext.size(); ++part) {
+      Placement pl = p.sched->parts[part].place;
+      int axis = placementAxis(pl);
+      if (axis < 0) continue;
+      (isGridPlacement(pl) ? grid : block)[axis] *= p.ext[part];
+      C::ExprP coord = C::castTo(idx_, C::member(C::name(isGridPlacement(pl) ? "blockIdx" : "threadIdx"), axisField[axis]));
+      terms.push_back(C::product(coord, lit(p.stride[part])));
+    }
+    C::ExprP value = C::sum(terms);
+    if (p.level == Level::Top) {
+      std::string n = names_.fresh(p.loop->name);
+      body.push_back(C::decl(idx_, n, value));
+      env.vars[p.loop->id] = C::name(n);
+      p.base = C::name(n);
+    } else if (value->kind == C::ExprKind::IntLit) {
+      p.base = value;
+    } else {
+      std::string n = names_.fresh(p.loop->name + "_base");
+      body.push_back(C::decl(idx_, n, value));
+      p.base = C::name(n);
+    }
+  }
+  for (int a = 0; a < 3; ++a) {
+    launch.grid[a] = (uint32_t)grid[a];
+    launch.block[a] = (uint32_t)block[a];
+  }
+  fn.launchBounds = (int)(block[0] * block[1] * block[2]);
+
+  // Threads outside the domain leave at once.
+  C::ExprP topGuard;
+  for (ParallelIndex& p : par_)
+    if (p.guardLevel == Level::Top) topGuard = andAll(topGuard, guardOf(p, env, body));
+  if (topGuard) body.push_back(C::ifThen(negate(topGuard), {C::returnStmt()}));
+
+  // Register tile points, in clause order.
+  for (const IndexSchedule& is : sched_.indices)
+    for (size_t pi = 0; pi < par_.size(); ++pi)
+      if (par_[pi].sched == &is)
+        for (size_t part = 0; part < is.parts.size(); ++part)
+          if (is.parts[part].place == Placement::Reg) {
+            regParts_.push_back({(int)pi, (int)part, par_[pi].ext[part]});
+            regPoints_ *= par_[pi].ext[part];
+          }
+
+  // Reductions computed ahead of the statements (so that register-tile points share one pass over
+  // the reduction loops, and reductions over the same loops share one loop): those that depend on
+  // no let, read no array this nest writes, and whose bounds do not depend on a register index.
+  std::set<int> written, pointIds;
+  for (const Stmt& s : nest_.body)
+    if (s.kind == StmtKind::Store) written.insert(s.array);
+  for (const ParallelIndex& p : par_)
+    if (p.level == Level::Point) pointIds.insert(p.loop->id);
+  std::vector<Expr> hoisted;
+  for (const Stmt& s : nest_.body) {
+    std::vector<Expr> reds;
+    topLevelReductions(s.value, reds);
+    for (const Expr& r : reds) {
+      std::set<int> lets, boundRefs;
+      collectVarIds(r, VarKind::Let, lets);
+      for (const Loop& l : r->loops) {
+        collectVarIds(l.lo, VarKind::Index, boundRefs);
+        collectVarIds(l.hi, VarKind::Index, boundRefs);
+      }
+      bool dependsOnPoint = std::any_of(boundRefs.begin(), boundRefs.end(), [&](int id) { return pointIds.count(id) > 0; });
+      if (lets.empty() && !readsAny(r, written) && !dependsOnPoint) hoisted.push_back(r);
+    }
+  }
+  std::vector<std::vector<Expr>> groups;
+  for (const Expr& r : hoisted) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const std::vector<Expr>& g) { return loopsKey(g[0]) == loopsKey(r); });
+    if (it == groups.end()) groups.push_back({r});
+    else it->push_back(r);
+  }
+
+  // The work of one thread at one position of the serial loops of parallel indices.
+  std::function<std::vector<C::Stmt>(Env)> group = [&](Env genv) {
+    std::vector<C::Stmt> out;
+    for (ParallelIndex& p : par_) {
+      if (p.level != Level::Group) continue;
+      std::string n = names_.fresh(p.loop->name);
+      out.push_back(C::decl(idx_, n, indexValue(p, nullptr)));
+      genv.vars[p.loop->id] = C::name(n);
+    }
+    C::ExprP groupGuard;
+    for (ParallelIndex& p : par_)
+      if (p.guardLevel == Level::Group) groupGuard = andAll(groupGuard, guardOf(p, genv, out));
+    std::vector<C::Stmt> work;
+    // Accumulators, per reduction and register point.
+    std::vector<std::map<const ExprNode*, C::ExprP>> accs(regPoints_);
+    for (const Expr& r : hoisted)
+      for (int64_t pt = 0; pt < regPoints_; ++pt) {
+        std::string base = fmt::format("{}_{}", reduceName(r->reduceOp), r->loops.front().name);
+        std::string n = names_.fresh(regPoints_ > 1 ? fmt::format("{}_r{}", base, pt) : base);
+        work.push_back(C::decl(cudaTypeName(r->type), n, reductionIdentity(r->reduceOp, r->type), false));
+        accs[pt][r.get()] = C::name(n);
+      }
+    for (const std::vector<Expr>& g : groups) {
+      emitReductionLoops(g[0]->loops, 0, genv, work, [&](Env& renv, std::vector<C::Stmt>& rbody) {
+        for (const Expr& r : g)
+          for (size_t q = 0; q < r->loops.size(); ++q) renv.vars[r->loops[q].id] = renv.vars.at(g[0]->loops[q].id);
+        for (int64_t pt = 0; pt < regPoints_; ++pt) {
+          Env penv = renv;
+          std::vector<C::Stmt> pbody;
+          C::ExprP guard;
+          declarePointIndices(pt, penv, pbody, guard);
+          std::vector<C::Stmt> updates;
+          for (const Expr& r : g) {
+            C::ExprP v = lower(r->operands[0], penv, updates);
+            updates.push_back(combine(r->reduceOp, r->type, accs[pt].at(r.get()), v));
+          }
+          if (guard) pbody.push_back(C::ifThen(guard, std::move(updates)));
+          else for (C::Stmt& s : updates) pbody.push_back(std::move(s));
+          if (regPoints_ > 1) rbody.push_back(C::block(std::move(pbody)));
+          else for (C::Stmt& s : pbody) rbody.push_back(std::move(s));
+        }
+      });
+    }
+    // The statements, per register point.
+    for (int64_t pt = 0; pt < regPoints_; ++pt) {
+      Env penv = genv;
+      penv.hoisted = accs[pt];
+      std::vector<C::Stmt> pbody;
+      C::ExprP guard;
+      declarePointIndices(pt, penv, pbody, guard);
+      std::vector<C::Stmt> stmts;
+      emitStatements(penv, stmts);
+      if (guard) pbody.push_back(C::ifThen(guard, std::move(stmts)));
+      else for (C::Stmt& s : stmts) pbody.push_back(std::move(s));
+      if (regPoints_ > 1) {
+        std::vector<int64_t> rv = regValuesOf(pt);
+        std::vector<std::string> coords;
+        for (size_t r = 0; r < regParts_.size(); ++r)
+          coords.push_back(fmt::format("{} {}", par_[regParts_[r].par].loop->name, rv[r]));
+        work.push_back(C::comment(fmt::format("register point {} of {} ({})", pt + 1, regPoints_, fmt::join(coords, ", "))));
+        work.push_back(C::block(std::move(pbody)));
+      } else {
+        for (C::Stmt& s : pbody) work.push_back(std::move(s));
+      }
+    }
+    if (groupGuard) out.push_back(C::ifThen(groupGuard, std::move(work)));
+    else for (C::Stmt& s : work) out.push_back(std::move(s));
+    return out;
+  };
+
+  // Serial and unrolled parts of parallel indices, in clause order, around the group.
+  struct LoopPart {
+    ParallelIndex* p;
+    size_t part;
+  };
+  std::vector<LoopPart> loopParts;
+  for (const IndexSchedule& is : sched_.indices)
+    for (ParallelIndex& p : par_)
+      if (p.sched == &is)
+        for (size_t part = 0; part < is.parts.size(); ++part)
+          if (is.parts[part].place == Placement::Serial || is.parts[part].place == Placement::Unroll) {
+            p.loopVars[part] = names_.fresh(fmt::format("{}_{}", p.loop->name, part));
+            loopParts.push_back({&p, part});
+          }
+  std::vector<C::Stmt> inner = group(env);
+  for (size_t q = loopParts.size(); q-- > 0;) {
+    const LoopPart& lp = loopParts[q];
+    std::vector<C::Stmt> loop{C::forLoop(idx_, lp.p->loopVars[lp.part], lit(0), lit(lp.p->ext[lp.part]),
+                                         unrollOf(lp.p->sched->parts[lp.part].place), std::move(inner))};
+    inner = std::move(loop);
+  }
+  for (C::Stmt& s : inner) body.push_back(std::move(s));
+  fn.body = std::move(body);
+
+  // The header comment.
+  std::vector<std::string> sizes;
+  for (const auto& [n, v] : k_.sizes) sizes.push_back(fmt::format("{} = {}", n, v));
+  fn.commentLines = {
+      fmt::format("Kernel {}, loop nest {} of {}", k_.name, nestIdx_, k_.nests.size()),
+      fmt::format("Sizes: {}", sizes.empty() ? "none" : fmt::format("{}", fmt::join(sizes, ", "))),
+      fmt::format("Schedule: {}", printNestSchedule(sched_)),
+      fmt::format("Launch: grid ({}, {}, {}), block ({}, {}, {})", grid[0], grid[1], grid[2], block[0], block[1], block[2]),
+  };
+  return fn;
+}
+
+// __device__ helpers for floor division and modulo of possibly negative integers.
+std::vector<C::Function> floorHelpers(const std::string& type) {
+  C::Param a{type, "a"}, b{type, "b"};
+  C::Function div{C::FunctionKind::DeviceInline, type, "rtcg_floordiv", {a, b}, 0,
+                  {fmt::format("Floor division of {} (rounds toward -infinity).", type)}, {}};
+  C::ExprP na = C::name("a"), nb = C::name("b"), q = C::name("q"), r = C::name("r"), zero = C::intLit(0);
+  auto signsDiffer = [&](C::ExprP x) { return C::binary("!=", C::binary("<", x, zero), C::binary("<", nb, zero)); };
+  div.body = {C::decl(type, "q", C::binary("/", na, nb)),
+              C::returnStmt(C::ternary(C::binary("&&", C::binary("!=", C::binary("*", q, nb), na), signsDiffer(na)),
+                                       C::binary("-", q, C::intLit(1)), q))};
+  C::Function mod{C::FunctionKind::DeviceInline, type, "rtcg_floormod", {a, b}, 0,
+                  {fmt::format("Floor modulo of {} (the result has the sign of b).", type)}, {}};
+  mod.body = {C::decl(type, "r", C::binary("%", na, nb)),
+              C::returnStmt(C::ternary(C::binary("&&", C::binary("!=", r, zero), signsDiffer(r)), C::binary("+", r, nb), r))};
+  return {div, mod};
+}
+
+}  // namespace
+
+EmittedModule emitCuda(const Kernel& k, const Schedule& s) {
+  std::vector<std::string> reasons = validateSchedule(k, s);
+  if (!reasons.empty())
+    throw Error(fmt::format("cannot emit kernel '{}' with schedule '{}':\n  {}", k.name, printSchedule(s),
+                            fmt::join(reasons, "\n  ")));
+
+  // Indices are int unless some array or index range needs 64 bits.
+  bool wide = false;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (!k.params[i].isArray()) continue;
+    int64_t elements = 1;
+    for (const Expr& d : k.params[i].shape) {
+      auto v = constIntValue(d, k);
+      RTCG_ASSERT(v.has_value(), "array extent of a bound kernel is not constant");
+      elements = *v > 0 && elements > (int64_t(1) << 62) / *v ? (int64_t(1) << 62) : elements * *v;
+    }
+    if (elements >= (int64_t(1) << 31)) wide = true;
+  }
+  for (size_t n = 0; n < k.nests.size(); ++n) {
+    auto indices = nestIndices(k, (int)n);
+    RTCG_ASSERT(indices.has_value(), "validated nest has unbounded indices");
+    for (const NestIndex& ni : *indices)
+      if (ni.hull.lo < std::numeric_limits<int32_t>::min() / 2 || ni.hull.hi > std::numeric_limits<int32_t>::max() / 2)
+        wide = true;
+  }
+  const std::string indexType = wide ? "long long" : "int";
+
+  EmittedModule m;
+  C::Module mod;
+  mod.commentLines = {fmt::format("Generated by rtcg from kernel '{}'. Do not edit.", k.name)};
+  bool needInt = false, needLL = false;
+  std::vector<C::Function> kernels;
+  for (size_t n = 0; n < k.nests.size(); ++n) {
+    LaunchSpec launch;
+    kernels.push_back(NestEmitter(k, (int)n, s.nests[n], needInt, needLL).emit(launch, indexType));
+    m.launches.push_back(std::move(launch));
+  }
+  if (needInt)
+    for (C::Function& f : floorHelpers("int")) mod.functions.push_back(std::move(f));
+  if (needLL)
+    for (C::Function& f : floorHelpers("long long")) mod.functions.push_back(std::move(f));
+  for (C::Function& f : kernels) mod.functions.push_back(std::move(f));
+  m.source = C::printModule(mod);
+  return m;
+}
+
+}  // namespace rtcg

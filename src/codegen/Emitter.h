@@ -1,0 +1,39 @@
+// The CUDA emitter: readable CUDA C for a bound kernel under a schedule, one `extern "C"
+// __global__` function per loop nest (named `<kernel>_<nest>`), launched in nest order.
+//
+// The code is built as a C syntax tree (CAst.h) and printed by the strict printer. Sizes are
+// baked in as constants. Each function starts with a comment naming the kernel, the bound sizes,
+// the schedule and the launch shape.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "schedule/Schedule.h"
+
+namespace rtcg {
+
+struct LaunchSpec {
+  std::string function;                  // `<kernel>_<nest>`
+  std::array<uint32_t, 3> grid{1, 1, 1};   // blocks per grid, x y z
+  std::array<uint32_t, 3> block{1, 1, 1};  // threads per block, x y z
+  uint32_t dynamicSharedBytes = 0;
+  // Kernel arguments in order, as indices into Kernel::params: every parameter except the Size
+  // ones, in declaration order. Arrays are passed as device pointers, scalars by value.
+  std::vector<int> params;
+};
+
+struct EmittedModule {
+  std::string source;                // the whole CUDA translation unit
+  std::vector<LaunchSpec> launches;  // one per loop nest, in launch order
+};
+
+// Emits CUDA C for the bound kernel `k` (ir/Bind.h) under schedule `s`. Throws rtcg::Error whose
+// message lists the reasons when the kernel is not bound or the schedule is illegal for it
+// (validateSchedule).
+EmittedModule emitCuda(const Kernel& k, const Schedule& s);
+
+}  // namespace rtcg

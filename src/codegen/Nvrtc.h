@@ -1,0 +1,39 @@
+// Compiling CUDA C to device code with NVRTC, in process. Thread-safe: each call owns its NVRTC
+// program, so the tuner may compile from several threads at once.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rtcg {
+
+// What ptxas reports for one __global__ function (from its -v output).
+struct KernelResources {
+  std::string name;
+  int registers = 0;      // per thread
+  int sharedBytes = 0;    // static shared memory per block
+  int localBytes = 0;     // stack frame per thread (local memory, spills included)
+  int spillStoreBytes = 0;
+  int spillLoadBytes = 0;
+};
+
+struct CudaCompileResult {
+  bool success = false;
+  std::string log;                // NVRTC's log (errors, warnings, ptxas info lines)
+  std::vector<char> cubin;        // for a real architecture (sm_XX)
+  std::string ptx;                // when asked for, or always for a virtual one (compute_XX)
+  std::vector<KernelResources> resources;  // per kernel; empty for a virtual architecture
+  const KernelResources* find(const std::string& kernel) const;  // nullptr if absent
+};
+
+// Compiles `source` (named `name` in messages) for `arch` ("sm_90", or a virtual "compute_90"
+// for which only PTX is produced). `extraOptions` are passed to NVRTC as they are. Never throws
+// for bad CUDA source: success is false and the log says why.
+CudaCompileResult compileCuda(const std::string& source, const std::string& name,
+                              const std::string& arch = "sm_90",
+                              const std::vector<std::string>& extraOptions = {}, bool wantPtx = false);
+
+// Parses the ptxas `-v` lines of an NVRTC log into per-kernel resources.
+std::vector<KernelResources> parsePtxasInfo(const std::string& log);
+
+}  // namespace rtcg

@@ -1,0 +1,270 @@
+#include "ir/Bind.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ir/Printer.h"
+#include "ir/Walk.h"
+
+namespace rtcg {
+
+namespace {
+
+bool fitsType(int64_t v, ScalarType t) {
+  if (t == ScalarType::I32) return v >= INT32_MIN && v <= INT32_MAX;
+  if (t == ScalarType::Bool) return v == 0 || v == 1;
+  return true;
+}
+
+bool isIntConst(const Expr& e, int64_t v) {
+  return e->kind == ExprKind::IntImm && e->type != ScalarType::Bool && e->intValue == v;
+}
+bool isFloatConst(const Expr& e, double v) { return e->kind == ExprKind::FloatImm && e->floatValue == v; }
+
+// Rounds a folded float result to the precision of its type, as the device would compute it.
+double roundTo(double v, ScalarType t) { return t == ScalarType::F32 ? (double)(float)v : v; }
+
+// Folds a Binary node whose operands are already simplified; nullptr if nothing applies.
+Expr foldBinary(const Expr& e) {
+  const Expr& a = e->operands[0];
+  const Expr& b = e->operands[1];
+  BinaryOp op = e->binaryOp;
+  bool ia = a->kind == ExprKind::IntImm, ib = b->kind == ExprKind::IntImm;
+  bool fa = a->kind == ExprKind::FloatImm, fb = b->kind == ExprKind::FloatImm;
+
+  if (ia && ib) {
+    int64_t x = a->intValue, y = b->intValue, r = 0;
+    bool ok = true;
+    switch (op) {
+      case BinaryOp::Add: ok = !__builtin_add_overflow(x, y, &r); break;
+      case BinaryOp::Sub: ok = !__builtin_sub_overflow(x, y, &r); break;
+      case BinaryOp::Mul: ok = !__builtin_mul_overflow(x, y, &r); break;
+      case BinaryOp::Div:
+        ok = y != 0;
+        if (ok) r = floorDiv(x, y);
+        break;
+      case BinaryOp::Mod:
+        ok = y != 0;
+        if (ok) r = floorMod(x, y);
+        break;
+      case BinaryOp::Lt: r = x < y; break;
+      case BinaryOp::Le: r = x <= y; break;
+      case BinaryOp::Gt: r = x > y; break;
+      case BinaryOp::Ge: r = x >= y; break;
+      case BinaryOp::Eq: r = x == y; break;
+      case BinaryOp::Ne: r = x != y; break;
+      case BinaryOp::And: r = x && y; break;
+      case BinaryOp::Or: r = x || y; break;
+    }
+    // An overflowing fold is left in place: the wrap-around is the program's own behavior.
+    if (ok && fitsType(r, e->type)) return intImm(r, e->type, e->loc);
+    return nullptr;
+  }
+  if (fa && fb) {
+    double x = a->floatValue, y = b->floatValue;
+    switch (op) {
+      case BinaryOp::Add: return floatImm(roundTo(x + y, e->type), e->type, e->loc);
+      case BinaryOp::Sub: return floatImm(roundTo(x - y, e->type), e->type, e->loc);
+      case BinaryOp::Mul: return floatImm(roundTo(x * y, e->type), e->type, e->loc);
+      case BinaryOp::Div: return floatImm(roundTo(x / y, e->type), e->type, e->loc);
+      case BinaryOp::Mod: return nullptr;  // not defined on floats
+      case BinaryOp::Lt: return boolImm(x < y, e->loc);
+      case BinaryOp::Le: return boolImm(x <= y, e->loc);
+      case BinaryOp::Gt: return boolImm(x > y, e->loc);
+      case BinaryOp::Ge: return boolImm(x >= y, e->loc);
+      case BinaryOp::Eq: return boolImm(x == y, e->loc);
+      case BinaryOp::Ne: return boolImm(x != y, e->loc);
+      case BinaryOp::And:
+      case BinaryOp::Or: return nullptr;
+    }
+  }
+
+  // Algebraic identities. For floats only the exact ones (x*1, x/1); x+0 is not exact for -0.
+  if (isInteger(e->type)) {
+    switch (op) {
+      case BinaryOp::Add:
+        if (isIntConst(b, 0)) return a;
+        if (isIntConst(a, 0)) return b;
+        break;
+      case BinaryOp::Sub:
+        if (isIntConst(b, 0)) return a;
+        break;
+      case BinaryOp::Mul:
+        if (isIntConst(b, 1)) return a;
+        if (isIntConst(a, 1)) return b;
+        if (isIntConst(a, 0) || isIntConst(b, 0)) return intImm(0, e->type, e->loc);
+        break;
+      case BinaryOp::Div:
+        if (isIntConst(b, 1)) return a;
+        break;
+      case BinaryOp::Mod:
+        if (isIntConst(b, 1)) return intImm(0, e->type, e->loc);
+        break;
+      default: break;
+    }
+  } else if (isFloat(e->type)) {
+    if (op == BinaryOp::Mul && isFloatConst(b, 1.0)) return a;
+    if (op == BinaryOp::Mul && isFloatConst(a, 1.0)) return b;
+    if (op == BinaryOp::Div && isFloatConst(b, 1.0)) return a;
+  } else if (op == BinaryOp::And || op == BinaryOp::Or) {
+    bool isAnd = op == BinaryOp::And;
+    // true && x = x, false && x = false; false || x = x, true || x = true.
+    for (int side = 0; side < 2; ++side) {
+      const Expr& c = e->operands[side];
+      const Expr& other = e->operands[1 - side];
+      if (c->kind != ExprKind::IntImm) continue;
+      bool v = c->intValue != 0;
+      if (v == isAnd) return other;
+      return boolImm(v, e->loc);
+    }
+  }
+  return nullptr;
+}
+
+Expr foldNode(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm:
+    case ExprKind::Var:
+    case ExprKind::Load:
+    case ExprKind::Reduce: return nullptr;
+    case ExprKind::Unary: {
+      const Expr& a = e->operands[0];
+      if (e->unaryOp == UnaryOp::Not) {
+        if (a->kind == ExprKind::IntImm) return boolImm(a->intValue == 0, e->loc);
+        return nullptr;
+      }
+      if (a->kind == ExprKind::IntImm && a->intValue != std::numeric_limits<int64_t>::min() &&
+          fitsType(-a->intValue, e->type))
+        return intImm(-a->intValue, e->type, e->loc);
+      if (a->kind == ExprKind::FloatImm) return floatImm(-a->floatValue, e->type, e->loc);
+      return nullptr;
+    }
+    case ExprKind::Binary: return foldBinary(e);
+    case ExprKind::Call: {
+      // Only exact integer functions are folded; float math is left to the device's libm.
+      if (!isInteger(e->type)) return nullptr;
+      for (const Expr& o : e->operands)
+        if (o->kind != ExprKind::IntImm) return nullptr;
+      int64_t x = e->operands[0]->intValue;
+      switch (e->mathFn) {
+        case MathFn::Abs:
+          if (x == std::numeric_limits<int64_t>::min() || !fitsType(-x, e->type)) return nullptr;
+          return intImm(x < 0 ? -x : x, e->type, e->loc);
+        case MathFn::Min: return intImm(std::min(x, e->operands[1]->intValue), e->type, e->loc);
+        case MathFn::Max: return intImm(std::max(x, e->operands[1]->intValue), e->type, e->loc);
+        default: return nullptr;
+      }
+    }
+    case ExprKind::Cast: {
+      const Expr& a = e->operands[0];
+      if (a->type == e->type) return a;
+      if (a->kind == ExprKind::IntImm) {
+        if (isFloat(e->type)) return floatImm(roundTo((double)a->intValue, e->type), e->type, e->loc);
+        if (e->type == ScalarType::Bool) return boolImm(a->intValue != 0, e->loc);
+        if (fitsType(a->intValue, e->type)) return intImm(a->intValue, e->type, e->loc);
+        return nullptr;
+      }
+      if (a->kind == ExprKind::FloatImm && isFloat(e->type))
+        return floatImm(roundTo(a->floatValue, e->type), e->type, e->loc);
+      return nullptr;  // float -> int conversion is left to the device
+    }
+    case ExprKind::Select: {
+      const Expr& c = e->operands[0];
+      if (c->kind == ExprKind::IntImm) return e->operands[c->intValue != 0 ? 1 : 2];
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+Expr substituteSizes(const Expr& e, const std::vector<std::optional<int64_t>>& values) {
+  Expr r = rewriteExpr(e, [&](const Expr& x) -> Expr {
+    if (x->kind == ExprKind::Var && x->varKind == VarKind::Size && x->varId >= 0 &&
+        x->varId < (int)values.size() && values[x->varId])
+      return intImm(*values[x->varId], x->type, x->loc);
+    return nullptr;
+  });
+  return simplify(r);
+}
+
+Loop bindLoop(const Loop& l, const std::vector<std::optional<int64_t>>& values) {
+  Loop r = l;
+  r.lo = substituteSizes(l.lo, values);
+  r.hi = substituteSizes(l.hi, values);
+  return r;
+}
+
+}  // namespace
+
+Expr simplify(const Expr& e) { return rewriteExpr(e, foldNode); }
+
+std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diagnostics& diags) {
+  int errorsBefore = diags.errorCount();
+  std::vector<std::string> sizeNames;
+  for (const Param& p : k.params)
+    if (p.kind == ParamKind::Size) sizeNames.push_back(p.name);
+
+  for (const auto& [name, value] : sizes) {
+    int idx = k.findParam(name);
+    if (idx >= 0 && k.params[idx].kind == ParamKind::Size) continue;
+    std::string known = sizeNames.empty()
+                            ? "it has no size parameters"
+                            : fmt::format("its size parameters are: {}", fmt::join(sizeNames, ", "));
+    if (idx >= 0)
+      diags.error({}, fmt::format("'{}' is not a size parameter of kernel '{}' but a {} parameter ({})",
+                                  name, k.name, k.params[idx].isArray() ? "array" : "scalar", known));
+    else
+      diags.error({}, fmt::format("'{}' is not a size parameter of kernel '{}' ({})", name, k.name, known));
+  }
+
+  std::vector<std::optional<int64_t>> values(k.params.size());
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const Param& p = k.params[i];
+    if (p.kind != ParamKind::Size) continue;
+    auto it = sizes.find(p.name);
+    if (it == sizes.end()) {
+      diags.error(p.loc, fmt::format("size parameter '{}' is not bound; pass -D {}=VALUE", p.name, p.name));
+      continue;
+    }
+    if (it->second < INT32_MIN || it->second > INT32_MAX) {
+      diags.error(p.loc, fmt::format("size parameter '{}' = {} does not fit in i32 (size parameters "
+                                     "are 32-bit integers)",
+                                     p.name, it->second));
+      continue;
+    }
+    values[i] = it->second;
+  }
+  if (diags.errorCount() != errorsBefore) return std::nullopt;
+
+  Kernel r = k;
+  for (Param& p : r.params) {
+    if (p.kind == ParamKind::Size) r.sizes[p.name] = sizes.at(p.name);
+    if (!p.isArray()) continue;
+    for (size_t d = 0; d < p.shape.size(); ++d) {
+      Expr orig = p.shape[d];
+      p.shape[d] = substituteSizes(orig, values);
+      const Expr& s = p.shape[d];
+      if (s->kind != ExprKind::IntImm)
+        diags.error(p.loc, fmt::format("extent {} of array '{}' ({}) is not a constant in i32 once the "
+                                       "sizes are bound",
+                                       d, p.name, printExpr(orig, &k)));
+      else if (s->intValue <= 0)
+        diags.error(p.loc, fmt::format("extent {} of array '{}' ({}) is {}; array extents must be positive",
+                                       d, p.name, printExpr(orig, &k), s->intValue));
+    }
+  }
+  for (LoopNest& n : r.nests) {
+    for (Loop& l : n.loops) l = bindLoop(l, values);
+    for (Stmt& s : n.body) {
+      for (Expr& i : s.indices) i = substituteSizes(i, values);
+      s.value = substituteSizes(s.value, values);
+    }
+  }
+  if (diags.errorCount() != errorsBefore) return std::nullopt;
+  return r;
+}
+
+}  // namespace rtcg

@@ -1,0 +1,574 @@
+// Compilation of a bound kernel to the reference register machine (Bytecode.h).
+#include "reference/Bytecode.h"
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "reference/HostArgs.h"
+#include "reference/IntOps.h"
+#include "support/Error.h"
+
+namespace rtcg::refvm {
+namespace {
+
+class Compiler {
+ public:
+  Compiler(const Kernel& k, CompiledKernel& out) : k_(k), out_(out) {}
+
+  void compile() {
+    out_.kernelName = k_.name;
+    out_.shapes.resize(k_.params.size());
+    for (const Param& p : k_.params) {
+      out_.paramNames.push_back(p.name);
+      out_.written.push_back(p.isWritten());
+    }
+    for (size_t p = 0; p < k_.params.size(); ++p)
+      if (k_.params[p].isArray()) out_.shapes[p] = hostArrayShape(k_, int(p));
+    for (const LoopNest& nest : k_.nests) out_.nests.push_back(compileNest(nest));
+  }
+
+ private:
+  [[noreturn]] void fail(SourceLoc loc, const std::string& msg) const {
+    if (loc.valid()) throw Error(fmt::format("kernel '{}', line {}:{}: {}", k_.name, loc.line, loc.col, msg));
+    throw Error(fmt::format("kernel '{}': {}", k_.name, msg));
+  }
+
+  int32_t newReg() {
+    out_.frameTemplate.push_back(Slot{.i = 0});
+    return int32_t(out_.frameTemplate.size() - 1);
+  }
+  int32_t constInt(int64_t v) {
+    auto [it, fresh] = intConsts_.try_emplace(v, -1);
+    if (fresh) {
+      it->second = newReg();
+      out_.frameTemplate[it->second].i = v;
+    }
+    return it->second;
+  }
+  int32_t constFloat(double v) {
+    auto [it, fresh] = floatConsts_.try_emplace(std::bit_cast<uint64_t>(v), -1);
+    if (fresh) {
+      it->second = newReg();
+      out_.frameTemplate[it->second].f = v;
+    }
+    return it->second;
+  }
+  static void emit(Code& c, Op op, int32_t dst = 0, int32_t a = 0, int32_t b = 0, int32_t cc = 0) {
+    c.instrs.push_back(Instr{op, dst, a, b, cc});
+  }
+  static int32_t here(const Code& c) { return int32_t(c.instrs.size()); }
+  int32_t opLoc(SourceLoc loc) {
+    out_.opLocs.push_back(loc.valid() ? loc : stmtLoc_);
+    return int32_t(out_.opLocs.size() - 1);
+  }
+
+  int64_t sizeValue(const Expr& e) const {
+    const std::string& name =
+        e->varId >= 0 && e->varId < int(k_.params.size()) ? k_.params[e->varId].name : e->name;
+    auto it = k_.sizes.find(name);
+    if (it == k_.sizes.end()) fail(e->loc, fmt::format("size parameter '{}' is not bound", name));
+    return it->second;
+  }
+
+  // The value of an integer subtree made of literals and size parameters only.
+  std::optional<int64_t> constValue(const Expr& e) const {
+    switch (e->kind) {
+      case ExprKind::IntImm: return e->intValue;
+      case ExprKind::Var:
+        if (e->varKind == VarKind::Size) return sizeValue(e);
+        return std::nullopt;
+      case ExprKind::Binary: {
+        if (!isInteger(e->type)) return std::nullopt;
+        auto a = constValue(e->operands[0]), b = constValue(e->operands[1]);
+        if (!a || !b) return std::nullopt;
+        switch (e->binaryOp) {
+          case BinaryOp::Add: return wrapAdd(*a, *b);
+          case BinaryOp::Sub: return wrapSub(*a, *b);
+          case BinaryOp::Mul: return wrapMul(*a, *b);
+          case BinaryOp::Div: if (*b != 0) return floorDiv(*a, *b); return std::nullopt;
+          case BinaryOp::Mod: if (*b != 0) return floorMod(*a, *b); return std::nullopt;
+          default: return std::nullopt;
+        }
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  // Adds scale * e to `sum`, looking through + - * by constants and negation; any other subtree
+  // becomes a term of its own register.
+  void flatten(const Expr& e, int64_t scale, AffineSum& sum, Code& code) {
+    if (auto c = constValue(e)) {
+      sum.constant = wrapAdd(sum.constant, wrapMul(scale, *c));
+      return;
+    }
+    if (e->kind == ExprKind::Binary && isInteger(e->type)) {
+      const Expr &a = e->operands[0], &b = e->operands[1];
+      switch (e->binaryOp) {
+        case BinaryOp::Add: flatten(a, scale, sum, code); flatten(b, scale, sum, code); return;
+        case BinaryOp::Sub: flatten(a, scale, sum, code); flatten(b, wrapSub(0, scale), sum, code); return;
+        case BinaryOp::Mul:
+          if (auto ca = constValue(a)) return flatten(b, wrapMul(scale, *ca), sum, code);
+          if (auto cb = constValue(b)) return flatten(a, wrapMul(scale, *cb), sum, code);
+          break;
+        default: break;
+      }
+    } else if (e->kind == ExprKind::Unary && e->unaryOp == UnaryOp::Neg && isInteger(e->type)) {
+      return flatten(e->operands[0], wrapSub(0, scale), sum, code);
+    } else if (e->kind == ExprKind::Cast && e->type == ScalarType::I64 && isInteger(e->operands[0]->type)) {
+      return flatten(e->operands[0], scale, sum, code);  // widening: value unchanged
+    }
+    int32_t r = expr(e, code);
+    for (auto& [coeff, reg] : sum.terms)
+      if (reg == r) {
+        coeff = wrapAdd(coeff, scale);
+        return;
+      }
+    sum.terms.push_back({scale, r});
+  }
+
+  int32_t affine(const Expr& e, Code& code) {
+    AffineSum sum;
+    flatten(e, 1, sum, code);
+    return materialize(std::move(sum), code);
+  }
+
+  int32_t materialize(AffineSum sum, Code& code) {
+    std::erase_if(sum.terms, [](const auto& t) { return t.first == 0; });
+    if (sum.terms.empty()) return constInt(sum.constant);
+    if (sum.terms.size() == 1 && sum.terms[0].first == 1 && sum.constant == 0) return sum.terms[0].second;
+    out_.affines.push_back(std::move(sum));
+    int32_t dst = newReg();
+    emit(code, Op::Affine, dst, int32_t(out_.affines.size() - 1));
+    return dst;
+  }
+
+  int32_t access(int array, const std::vector<Expr>& indices, bool isStore, SourceLoc loc, Code& code) {
+    if (array < 0 || array >= int(k_.params.size()) || !k_.params[array].isArray())
+      fail(loc, fmt::format("access to parameter #{}, which is not an array", array));
+    const Param& p = k_.params[array];
+    if (indices.size() != out_.shapes[array].size())
+      fail(loc, fmt::format("array '{}' has {} dimensions, accessed with {} indices", p.name,
+                            out_.shapes[array].size(), indices.size()));
+    if (isStore && !p.isWritten()) fail(loc, fmt::format("store to array '{}', which is an `in` parameter", p.name));
+    AccessSite site;
+    site.array = array;
+    site.extents = out_.shapes[array];
+    site.loc = loc.valid() ? loc : stmtLoc_;
+    site.isStore = isStore;
+    site.loops = scope_;
+    for (const Expr& idx : indices) {
+      if (!isInteger(idx->type)) fail(idx->loc, fmt::format("index into array '{}' is not an integer", p.name));
+      site.indexRegs.push_back(expr(idx, code));
+    }
+    out_.sites.push_back(std::move(site));
+    return int32_t(out_.sites.size() - 1);
+  }
+
+  int32_t lookupVar(const Expr& e) {
+    switch (e->varKind) {
+      case VarKind::Index: {
+        auto it = loopRegs_.find(e->varId);
+        if (it == loopRegs_.end()) fail(e->loc, fmt::format("index '{}' used outside its loop", e->name));
+        return it->second;
+      }
+      case VarKind::Let: {
+        auto it = letRegs_.find(e->varId);
+        if (it == letRegs_.end()) fail(e->loc, fmt::format("'{}' used before its let", e->name));
+        return it->second;
+      }
+      case VarKind::Size: return constInt(sizeValue(e));
+      case VarKind::Scalar: {
+        if (e->varId < 0 || e->varId >= int(k_.params.size()) || k_.params[e->varId].kind != ParamKind::Scalar)
+          fail(e->loc, fmt::format("'{}' is not a scalar parameter", e->name));
+        auto [it, fresh] = scalarRegs_.try_emplace(e->varId, -1);
+        if (fresh) {
+          it->second = newReg();
+          out_.scalarRegs.push_back({e->varId, it->second});
+        }
+        return it->second;
+      }
+    }
+    RTCG_ASSERT(false, "bad VarKind");
+  }
+
+  // Evaluates the three-operand forms (select, && and ||) with branches, so a guarded load
+  // (select(i < n, a[i], 0)) is never executed when its guard is false.
+  int32_t select(const Expr& cond, const Expr& ifTrue, const Expr& ifFalse, Code& code) {
+    int32_t dst = newReg();
+    int32_t c = expr(cond, code);
+    int32_t jElse = here(code);
+    emit(code, Op::JumpIfZero, 0, c);
+    emit(code, Op::Move, dst, expr(ifTrue, code));
+    int32_t jEnd = here(code);
+    emit(code, Op::Jump);
+    code.instrs[jElse].c = here(code);
+    emit(code, Op::Move, dst, expr(ifFalse, code));
+    code.instrs[jEnd].c = here(code);
+    return dst;
+  }
+
+  int32_t binary(const Expr& e, Code& code) {
+    const Expr &a = e->operands[0], &b = e->operands[1];
+    BinaryOp op = e->binaryOp;
+    if (op == BinaryOp::And) return select(a, b, boolImm(false), code);
+    if (op == BinaryOp::Or) return select(a, boolImm(true), b, code);
+    bool fl = isFloat(a->type);
+    if (!fl && (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul)) return affine(e, code);
+    int32_t ra = expr(a, code), rb = expr(b, code);
+    int32_t dst = newReg();
+    Op o{};
+    int32_t site = 0;
+    switch (op) {
+      case BinaryOp::Add: o = Op::FAdd; break;
+      case BinaryOp::Sub: o = Op::FSub; break;
+      case BinaryOp::Mul: o = Op::FMul; break;
+      case BinaryOp::Div: o = fl ? Op::FDiv : Op::IDiv; site = fl ? 0 : opLoc(e->loc); break;
+      case BinaryOp::Mod:
+        if (fl) fail(e->loc, "% on floating-point values");
+        o = Op::IMod;
+        site = opLoc(e->loc);
+        break;
+      case BinaryOp::Lt: o = fl ? Op::FLt : Op::ILt; break;
+      case BinaryOp::Le: o = fl ? Op::FLe : Op::ILe; break;
+      case BinaryOp::Gt: o = fl ? Op::FGt : Op::IGt; break;
+      case BinaryOp::Ge: o = fl ? Op::FGe : Op::IGe; break;
+      case BinaryOp::Eq: o = fl ? Op::FEq : Op::IEq; break;
+      case BinaryOp::Ne: o = fl ? Op::FNe : Op::INe; break;
+      case BinaryOp::And:
+      case BinaryOp::Or: RTCG_ASSERT(false, "logical ops handled above");
+    }
+    emit(code, o, dst, ra, rb, site);
+    return dst;
+  }
+
+  int32_t callFn(const Expr& e, Code& code) {
+    MathFn fn = e->mathFn;
+    if (int(e->operands.size()) != fnArity(fn))
+      fail(e->loc, fmt::format("{} takes {} arguments, got {}", fnName(fn), fnArity(fn), e->operands.size()));
+    std::vector<int32_t> r;
+    for (const Expr& x : e->operands) r.push_back(expr(x, code));
+    int32_t dst = newReg();
+    bool fl = isFloat(e->operands[0]->type);
+    auto one = [&](Op o) { emit(code, o, dst, r[0]); };
+    auto two = [&](Op o) { emit(code, o, dst, r[0], r[1]); };
+    if (fl) {
+      switch (fn) {
+        case MathFn::Sqrt: one(Op::FSqrt); break;
+        case MathFn::Exp: one(Op::FExp); break;
+        case MathFn::Log: one(Op::FLog); break;
+        case MathFn::Sin: one(Op::FSin); break;
+        case MathFn::Cos: one(Op::FCos); break;
+        case MathFn::Abs: one(Op::FAbs); break;
+        case MathFn::Floor: one(Op::FFloor); break;
+        case MathFn::Min: two(Op::FMin); break;
+        case MathFn::Max: two(Op::FMax); break;
+        case MathFn::Pow: two(Op::FPow); break;
+        case MathFn::Fma: emit(code, Op::FFma, dst, r[0], r[1], r[2]); break;
+      }
+      return dst;
+    }
+    switch (fn) {
+      case MathFn::Abs: one(Op::IAbs); break;
+      case MathFn::Min: two(Op::IMin); break;
+      case MathFn::Max: two(Op::IMax); break;
+      case MathFn::Floor: emit(code, Op::Move, dst, r[0]); break;
+      case MathFn::Fma: emit(code, Op::IFma, dst, r[0], r[1], r[2]); break;
+      default: fail(e->loc, fmt::format("{} of an integer value: cast it to a float type first", fnName(fn)));
+    }
+    return dst;
+  }
+
+  int32_t castTo(const Expr& e, Code& code) {
+    ScalarType to = e->type, from = e->operands[0]->type;
+    int32_t r = expr(e->operands[0], code);
+    if (to == from) return r;
+    int32_t dst = newReg();
+    if (isFloat(to)) {
+      if (isFloat(from)) {
+        // f32 values are carried in double; only narrowing to f32 changes the value.
+        if (to == ScalarType::F64) return r;
+        emit(code, Op::FToF32, dst, r);
+      } else {
+        emit(code, to == ScalarType::F32 ? Op::IToF32 : Op::IToF, dst, r);
+      }
+    } else if (to == ScalarType::Bool) {
+      emit(code, isFloat(from) ? Op::FToBool : Op::ToBool, dst, r);
+    } else if (isFloat(from)) {
+      emit(code, Op::FToInt, dst, r, int32_t(to));
+    } else if (to == ScalarType::I32 && from == ScalarType::I64) {
+      emit(code, Op::IWrap, dst, r, int32_t(to));
+    } else {
+      return r;  // bool or i32 widened: same value
+    }
+    return dst;
+  }
+
+  int32_t reduction(const Expr& e, Code& code) {
+    ScalarType t = e->type;
+    bool fl = isFloat(t);
+    double inf = std::numeric_limits<double>::infinity();
+    int64_t tmin = t == ScalarType::I32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
+    int64_t tmax = t == ScalarType::I32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+    int32_t identity = 0;
+    Op combine{};
+    switch (e->reduceOp) {
+      case ReduceOp::Sum: identity = fl ? constFloat(0.0) : constInt(0); combine = fl ? Op::FAdd : Op::IAdd; break;
+      case ReduceOp::Product: identity = fl ? constFloat(1.0) : constInt(1); combine = fl ? Op::FMul : Op::IMul; break;
+      case ReduceOp::Max: identity = fl ? constFloat(-inf) : constInt(tmin); combine = fl ? Op::FMax : Op::IMax; break;
+      case ReduceOp::Min: identity = fl ? constFloat(inf) : constInt(tmax); combine = fl ? Op::FMin : Op::IMin; break;
+    }
+    if (t == ScalarType::Bool) fail(e->loc, fmt::format("{} over bool values", reduceName(e->reduceOp)));
+    int32_t acc = newReg();
+    int dot = tryDot(e, acc, code);
+    emit(code, Op::Move, acc, identity);
+    auto loops = openLoops(e->loops, code);
+    int32_t v = expr(e->operands[0], code);
+    emit(code, combine, acc, acc, v);
+    closeLoops(loops, code);
+    if (dot >= 0) out_.dots[dot].skipPc = here(code);
+    return acc;
+  }
+
+  // --- The fast path for sum(v in lo..hi, a[...] * b[...]) with indices linear in v --------------
+
+  static bool mentions(const Expr& e, int loopId) {
+    if (e->kind == ExprKind::Var) return e->varKind == VarKind::Index && e->varId == loopId;
+    for (const Expr& o : e->operands)
+      if (mentions(o, loopId)) return true;
+    for (const Loop& l : e->loops)
+      if (mentions(l.lo, loopId) || mentions(l.hi, loopId)) return true;
+    return false;
+  }
+  // Integer expressions that can be evaluated before the loop without any possible error.
+  bool safeInvariant(const Expr& e) const {
+    switch (e->kind) {
+      case ExprKind::IntImm: return isInteger(e->type);
+      case ExprKind::Var: return isInteger(e->type);
+      case ExprKind::Unary: return e->unaryOp == UnaryOp::Neg && safeInvariant(e->operands[0]);
+      case ExprKind::Cast: return isInteger(e->type) && isInteger(e->operands[0]->type) && safeInvariant(e->operands[0]);
+      case ExprKind::Binary:
+        if (!isInteger(e->type)) return false;
+        switch (e->binaryOp) {
+          case BinaryOp::Add:
+          case BinaryOp::Sub:
+          case BinaryOp::Mul: return safeInvariant(e->operands[0]) && safeInvariant(e->operands[1]);
+          case BinaryOp::Div:
+          case BinaryOp::Mod: {
+            auto c = constValue(e->operands[1]);
+            return c && *c != 0 && safeInvariant(e->operands[0]);
+          }
+          default: return false;
+        }
+      default: return false;
+    }
+  }
+  bool linearIn(const Expr& e, int loopId) const {
+    if (!mentions(e, loopId)) return safeInvariant(e);
+    switch (e->kind) {
+      case ExprKind::Var: return true;  // the loop index itself
+      case ExprKind::Unary: return e->unaryOp == UnaryOp::Neg && linearIn(e->operands[0], loopId);
+      case ExprKind::Cast:
+        return e->type == ScalarType::I64 && isInteger(e->operands[0]->type) && linearIn(e->operands[0], loopId);
+      case ExprKind::Binary:
+        if (!isInteger(e->type)) return false;
+        if (e->binaryOp == BinaryOp::Add || e->binaryOp == BinaryOp::Sub)
+          return linearIn(e->operands[0], loopId) && linearIn(e->operands[1], loopId);
+        if (e->binaryOp == BinaryOp::Mul)
+          return (constValue(e->operands[0]) && linearIn(e->operands[1], loopId)) ||
+                 (constValue(e->operands[1]) && linearIn(e->operands[0], loopId));
+        return false;
+      default: return false;
+    }
+  }
+  // Splits scale * e (linearIn) into coeff * v + sum, emitting the code of sum's terms.
+  void splitLinear(const Expr& e, int64_t scale, int loopId, AffineSum& sum, int64_t& coeff, Code& code) {
+    if (!mentions(e, loopId)) return flatten(e, scale, sum, code);
+    switch (e->kind) {
+      case ExprKind::Var: coeff = wrapAdd(coeff, scale); return;
+      case ExprKind::Unary: return splitLinear(e->operands[0], wrapSub(0, scale), loopId, sum, coeff, code);
+      case ExprKind::Cast: return splitLinear(e->operands[0], scale, loopId, sum, coeff, code);
+      case ExprKind::Binary: {
+        const Expr &a = e->operands[0], &b = e->operands[1];
+        if (e->binaryOp == BinaryOp::Mul) {
+          if (auto ca = constValue(a); ca && mentions(b, loopId)) return splitLinear(b, wrapMul(scale, *ca), loopId, sum, coeff, code);
+          return splitLinear(a, wrapMul(scale, *constValue(b)), loopId, sum, coeff, code);
+        }
+        splitLinear(a, scale, loopId, sum, coeff, code);
+        splitLinear(b, e->binaryOp == BinaryOp::Sub ? wrapSub(0, scale) : scale, loopId, sum, coeff, code);
+        return;
+      }
+      default: RTCG_ASSERT(false, "splitLinear of a non-linear expression");
+    }
+  }
+
+  // Emits a DotF for a float sum of one load or a product of two loads whose indices are linear
+  // in the single reduction index; returns its index in out_.dots, or -1.
+  int tryDot(const Expr& e, int32_t acc, Code& code) {
+    if (e->reduceOp != ReduceOp::Sum || e->loops.size() != 1 || !isFloat(e->type)) return -1;
+    const Expr& body = e->operands[0];
+    std::vector<Expr> leaves;
+    if (body->kind == ExprKind::Load) leaves = {body};
+    else if (body->kind == ExprKind::Binary && body->binaryOp == BinaryOp::Mul &&
+             body->operands[0]->kind == ExprKind::Load && body->operands[1]->kind == ExprKind::Load)
+      leaves = {body->operands[0], body->operands[1]};
+    else return -1;
+    const Loop& l = e->loops[0];
+    if (!safeInvariant(l.lo) || !safeInvariant(l.hi) || loopRegs_.count(l.id)) return -1;
+    for (const Expr& leaf : leaves) {
+      if (leaf->array < 0 || leaf->array >= int(k_.params.size()) || !k_.params[leaf->array].isArray() ||
+          !isFloat(k_.params[leaf->array].type) || leaf->operands.size() != out_.shapes[leaf->array].size())
+        return -1;
+      for (const Expr& idx : leaf->operands)
+        if (!isInteger(idx->type) || !linearIn(idx, l.id)) return -1;
+    }
+    DotSum dot;
+    dot.lo = expr(l.lo, code);
+    dot.hi = expr(l.hi, code);
+    for (const Expr& leaf : leaves) {
+      DotOperand op;
+      op.array = leaf->array;
+      op.extents = out_.shapes[leaf->array];
+      for (const Expr& idx : leaf->operands) {
+        AffineSum sum;
+        int64_t coeff = 0;
+        splitLinear(idx, 1, l.id, sum, coeff, code);
+        op.baseRegs.push_back(materialize(std::move(sum), code));
+        op.coeffs.push_back(coeff);
+      }
+      dot.operands.push_back(std::move(op));
+    }
+    out_.dots.push_back(std::move(dot));
+    int index = int(out_.dots.size() - 1);
+    emit(code, Op::DotF, acc, index);
+    return index;
+  }
+
+  struct OpenLoop {
+    int id;
+    int32_t var, hi, initPc, bodyPc;
+  };
+  std::vector<OpenLoop> openLoops(const std::vector<Loop>& loops, Code& code) {
+    std::vector<OpenLoop> open;
+    for (const Loop& l : loops) {
+      if (!isInteger(l.lo->type) || !isInteger(l.hi->type)) fail(l.loc, fmt::format("bounds of loop '{}' are not integers", l.name));
+      int32_t lo = expr(l.lo, code), hi = expr(l.hi, code);
+      int32_t v = enterLoop(l);
+      int32_t init = here(code);
+      emit(code, Op::ForInit, v, lo, hi);
+      open.push_back({l.id, v, hi, init, here(code)});
+    }
+    return open;
+  }
+  void closeLoops(const std::vector<OpenLoop>& open, Code& code) {
+    for (auto it = open.rbegin(); it != open.rend(); ++it) {
+      emit(code, Op::ForNext, it->var, 0, it->hi, it->bodyPc);
+      code.instrs[it->initPc].c = here(code);
+      leaveLoop(it->id);
+    }
+  }
+  int32_t enterLoop(const Loop& l) {
+    if (loopRegs_.count(l.id)) fail(l.loc, fmt::format("loop '{}' reuses the id of an enclosing loop", l.name));
+    int32_t v = newReg();
+    loopRegs_[l.id] = v;
+    scope_.push_back({l.name, v});
+    return v;
+  }
+  void leaveLoop(int id) {
+    loopRegs_.erase(id);
+    scope_.pop_back();
+  }
+
+  int32_t expr(const Expr& e, Code& code) {
+    switch (e->kind) {
+      case ExprKind::IntImm: return constInt(e->type == ScalarType::Bool ? (e->intValue != 0) : e->intValue);
+      case ExprKind::FloatImm:
+        // An f32 literal denotes the float nearest to it (what the GPU code holds).
+        return constFloat(e->type == ScalarType::F32 ? double(float(e->floatValue)) : e->floatValue);
+      case ExprKind::Var: return lookupVar(e);
+      case ExprKind::Load: {
+        int32_t site = access(e->array, e->operands, false, e->loc, code);
+        int32_t dst = newReg();
+        ScalarType t = k_.params[e->array].type;
+        emit(code, isFloat(t) ? Op::LoadF : t == ScalarType::I32 ? Op::LoadI32 : Op::LoadI64, dst, site);
+        return dst;
+      }
+      case ExprKind::Unary: {
+        if (e->unaryOp == UnaryOp::Neg && isInteger(e->type)) return affine(e, code);
+        int32_t a = expr(e->operands[0], code);
+        int32_t dst = newReg();
+        emit(code, e->unaryOp == UnaryOp::Not ? Op::Not : Op::FNeg, dst, a);
+        return dst;
+      }
+      case ExprKind::Binary: return binary(e, code);
+      case ExprKind::Call: return callFn(e, code);
+      case ExprKind::Cast: return castTo(e, code);
+      case ExprKind::Select: return select(e->operands[0], e->operands[1], e->operands[2], code);
+      case ExprKind::Reduce: return reduction(e, code);
+    }
+    RTCG_ASSERT(false, "bad ExprKind");
+  }
+
+  void statements(const std::vector<Stmt>& body, Code& code) {
+    for (const Stmt& s : body) {
+      stmtLoc_ = s.loc;
+      if (!s.value) fail(s.loc, "statement without a value");
+      int32_t v = expr(s.value, code);
+      if (s.kind == StmtKind::Let) {
+        // Registers are written once per point, so the let can name the value's register.
+        letRegs_[s.letId] = v;
+        continue;
+      }
+      int32_t site = access(s.array, s.indices, true, s.loc, code);
+      ScalarType t = k_.params[s.array].type;
+      if (isFloat(t) != isFloat(s.value->type))
+        fail(s.loc, fmt::format("storing a {} value into {} array '{}'", typeName(s.value->type), typeName(t),
+                                k_.params[s.array].name));
+      Op o = isFloat(t) ? Op::StoreF : t == ScalarType::I32 ? Op::StoreI32 : Op::StoreI64;
+      emit(code, o, 0, site, v);
+    }
+  }
+
+  CompiledNest compileNest(const LoopNest& nest) {
+    CompiledNest cn;
+    letRegs_.clear();
+    stmtLoc_ = nest.loc;
+    std::vector<Loop> inner = nest.loops;
+    if (!nest.loops.empty()) {
+      const Loop& outer = nest.loops.front();
+      cn.outerLo = expr(outer.lo, cn.prelude);
+      cn.outerHi = expr(outer.hi, cn.prelude);
+      cn.outerVar = enterLoop(outer);
+      cn.outerName = outer.name;
+      inner.erase(inner.begin());
+    }
+    auto open = openLoops(inner, cn.body);
+    statements(nest.body, cn.body);
+    closeLoops(open, cn.body);
+    if (!nest.loops.empty()) leaveLoop(nest.loops.front().id);
+    return cn;
+  }
+
+  const Kernel& k_;
+  CompiledKernel& out_;
+  std::map<int64_t, int32_t> intConsts_;
+  std::map<uint64_t, int32_t> floatConsts_;
+  std::unordered_map<int, int32_t> loopRegs_, letRegs_, scalarRegs_;
+  std::vector<std::pair<std::string, int32_t>> scope_;
+  SourceLoc stmtLoc_;
+};
+
+}  // namespace
+
+CompiledKernel compileKernel(const Kernel& k) {
+  CompiledKernel out;
+  Compiler(k, out).compile();
+  return out;
+}
+
+}  // namespace rtcg::refvm

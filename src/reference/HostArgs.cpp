@@ -1,0 +1,157 @@
+#include "reference/HostArgs.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "reference/IntOps.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+ScalarValue ScalarValue::ofDouble(ScalarType t, double v) {
+  ScalarValue s;
+  s.type = t;
+  if (t == ScalarType::F32) {
+    s.f = double(float(v));
+  } else if (t == ScalarType::F64) {
+    s.f = v;
+  } else {
+    if (!(std::floor(v) == v) || std::abs(v) > 9007199254740992.0)
+      throw Error(fmt::format("{} is not an integer value for a {} scalar", v, typeName(t)));
+    return ofInt(t, int64_t(v));
+  }
+  return s;
+}
+
+ScalarValue ScalarValue::ofInt(ScalarType t, int64_t v) {
+  if (isFloat(t)) return ofDouble(t, double(v));
+  if (t == ScalarType::I32 && (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()))
+    throw Error(fmt::format("{} is out of range for an i32 scalar", v));
+  ScalarValue s;
+  s.type = t;
+  s.i = t == ScalarType::Bool ? (v != 0) : v;
+  return s;
+}
+
+// Shape expressions are integer expressions in size parameters (constants once bound).
+static int64_t evalSizeExpr(const Kernel& k, const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::IntImm: return e->intValue;
+    case ExprKind::Var: {
+      if (e->varKind == VarKind::Size) {
+        const std::string& name = e->varId >= 0 && e->varId < int(k.params.size()) ? k.params[e->varId].name : e->name;
+        auto it = k.sizes.find(name);
+        if (it == k.sizes.end())
+          throw Error(fmt::format("size parameter '{}' of kernel '{}' is not bound", name, k.name));
+        return it->second;
+      }
+      break;
+    }
+    case ExprKind::Unary:
+      if (e->unaryOp == UnaryOp::Neg) return wrapSub(0, evalSizeExpr(k, e->operands[0]));
+      break;
+    case ExprKind::Cast:
+      if (isInteger(e->type)) return evalSizeExpr(k, e->operands[0]);
+      break;
+    case ExprKind::Binary: {
+      int64_t a = evalSizeExpr(k, e->operands[0]), b = evalSizeExpr(k, e->operands[1]);
+      switch (e->binaryOp) {
+        case BinaryOp::Add: return wrapAdd(a, b);
+        case BinaryOp::Sub: return wrapSub(a, b);
+        case BinaryOp::Mul: return wrapMul(a, b);
+        case BinaryOp::Div:
+        case BinaryOp::Mod:
+          if (b == 0) throw Error(fmt::format("division by zero in an array extent of kernel '{}'", k.name));
+          return e->binaryOp == BinaryOp::Div ? floorDiv(a, b) : floorMod(a, b);
+        default: break;
+      }
+      break;
+    }
+    default: break;
+  }
+  throw Error(fmt::format("array extent of kernel '{}' at line {} is not an integer expression in size parameters",
+                          k.name, e->loc.line));
+}
+
+std::vector<int64_t> hostArrayShape(const Kernel& bound, int param) {
+  RTCG_ASSERT(param >= 0 && param < int(bound.params.size()) && bound.params[param].isArray(),
+              "hostArrayShape of a non-array parameter");
+  const Param& p = bound.params[param];
+  std::vector<int64_t> shape;
+  for (const Expr& e : p.shape) {
+    int64_t v = evalSizeExpr(bound, e);
+    if (v < 0) throw Error(fmt::format("extent {} of array '{}' is negative", v, p.name));
+    shape.push_back(v);
+  }
+  return shape;
+}
+
+HostArgs::HostArgs(const Kernel& bound) : kernelName_(bound.name) {
+  for (size_t i = 0; i < bound.params.size(); ++i) {
+    const Param& p = bound.params[i];
+    names_.push_back(p.name);
+    kinds_.push_back(p.kind);
+    types_.push_back(p.type);
+    arrays_.push_back(p.isArray() ? HostArray(p.type, hostArrayShape(bound, int(i))) : HostArray());
+    scalars_.emplace_back();
+  }
+}
+
+int HostArgs::paramIndex(const std::string& name) const {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name) return int(i);
+  throw Error(fmt::format("kernel '{}' has no parameter '{}' (parameters: {})", kernelName_, name,
+                          fmt::join(names_, ", ")));
+}
+
+void HostArgs::checkParam(int param) const {
+  if (param < 0 || param >= numParams())
+    throw Error(fmt::format("kernel '{}' has no parameter #{} (it has {})", kernelName_, param, numParams()));
+}
+
+bool HostArgs::isArray(int param) const { checkParam(param); return kinds_[param] == ParamKind::Array; }
+bool HostArgs::isScalar(int param) const { checkParam(param); return kinds_[param] == ParamKind::Scalar; }
+
+HostArray& HostArgs::array(int param) {
+  if (!isArray(param)) throw Error(fmt::format("parameter '{}' of kernel '{}' is not an array", names_[param], kernelName_));
+  return arrays_[param];
+}
+const HostArray& HostArgs::array(int param) const { return const_cast<HostArgs*>(this)->array(param); }
+
+void HostArgs::setArray(const std::string& name, HostArray a) {
+  HostArray& slot = array(name);
+  if (a.type() != slot.type() || a.shape() != slot.shape())
+    throw Error(fmt::format("argument for array '{}' is {}, the kernel expects {}", name, a.describe(), slot.describe()));
+  slot = std::move(a);
+}
+
+void HostArgs::setScalar(int param, double value) {
+  if (!isScalar(param))
+    throw Error(fmt::format("parameter '{}' of kernel '{}' is not a runtime scalar", names_[param], kernelName_));
+  try {
+    scalars_[param] = ScalarValue::ofDouble(types_[param], value);
+  } catch (const Error& e) {
+    throw Error(fmt::format("scalar '{}': {}", names_[param], e.what()));
+  }
+}
+
+void HostArgs::setScalarInt(const std::string& name, int64_t value) {
+  int param = paramIndex(name);
+  if (!isScalar(param)) throw Error(fmt::format("parameter '{}' of kernel '{}' is not a runtime scalar", name, kernelName_));
+  try {
+    scalars_[param] = ScalarValue::ofInt(types_[param], value);
+  } catch (const Error& e) {
+    throw Error(fmt::format("scalar '{}': {}", name, e.what()));
+  }
+}
+
+const ScalarValue& HostArgs::scalar(int param) const {
+  if (!isScalar(param)) throw Error(fmt::format("parameter '{}' of kernel '{}' is not a runtime scalar", names_[param], kernelName_));
+  if (!scalars_[param]) throw Error(fmt::format("no value given for scalar '{}' of kernel '{}'", names_[param], kernelName_));
+  return *scalars_[param];
+}
+
+}  // namespace rtcg

@@ -1,0 +1,148 @@
+#include "reference/HostArray.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "support/Error.h"
+
+namespace rtcg {
+
+int64_t truncateToInt(double v, ScalarType t) {
+  if (std::isnan(v)) return 0;
+  const double lo = t == ScalarType::I32 ? double(std::numeric_limits<int32_t>::min())
+                                         : double(std::numeric_limits<int64_t>::min());
+  // 2^31 and 2^63 are exactly representable; anything at or above them saturates.
+  const double hiExclusive = t == ScalarType::I32 ? 2147483648.0 : 9223372036854775808.0;
+  if (v <= lo) return int64_t(lo);
+  if (v >= hiExclusive)
+    return t == ScalarType::I32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+  return int64_t(v);  // truncates toward zero
+}
+
+int64_t wrapToInt(int64_t v, ScalarType t) {
+  if (t == ScalarType::I32) return int32_t(uint32_t(uint64_t(v)));  // modular since C++20
+  if (t == ScalarType::Bool) return v != 0;
+  return v;
+}
+
+HostArray::HostArray(ScalarType type, std::vector<int64_t> shape) : type_(type), shape_(std::move(shape)) {
+  if (type == ScalarType::Bool) throw Error("host arrays of bool elements are not supported");
+  size_ = 1;
+  for (int64_t e : shape_) {
+    if (e < 0) throw Error(fmt::format("array extent {} is negative", e));
+    if (e > 0 && size_ > std::numeric_limits<int64_t>::max() / e)
+      throw Error("array size overflows 64 bits");
+    size_ *= e;
+  }
+  storage_.assign((bytes() + 7) / 8, 0);
+}
+
+void HostArray::checkType(ScalarType expected, const char* cppType) const {
+  if (type_ != expected)
+    throw Error(fmt::format("host array holds {} elements, accessed as {}", typeName(type_), cppType));
+}
+
+template <> float* HostArray::as<float>() { checkType(ScalarType::F32, "float"); return reinterpret_cast<float*>(storage_.data()); }
+template <> double* HostArray::as<double>() { checkType(ScalarType::F64, "double"); return reinterpret_cast<double*>(storage_.data()); }
+template <> int32_t* HostArray::as<int32_t>() { checkType(ScalarType::I32, "int32_t"); return reinterpret_cast<int32_t*>(storage_.data()); }
+template <> int64_t* HostArray::as<int64_t>() { checkType(ScalarType::I64, "int64_t"); return reinterpret_cast<int64_t*>(storage_.data()); }
+template <> const float* HostArray::as<float>() const { return const_cast<HostArray*>(this)->as<float>(); }
+template <> const double* HostArray::as<double>() const { return const_cast<HostArray*>(this)->as<double>(); }
+template <> const int32_t* HostArray::as<int32_t>() const { return const_cast<HostArray*>(this)->as<int32_t>(); }
+template <> const int64_t* HostArray::as<int64_t>() const { return const_cast<HostArray*>(this)->as<int64_t>(); }
+
+static void checkIndex(int64_t i, int64_t size) {
+  if (i < 0 || i >= size) throw Error(fmt::format("host array element {} out of range (size {})", i, size));
+}
+
+double HostArray::get(int64_t i) const {
+  checkIndex(i, size_);
+  switch (type_) {
+    case ScalarType::F32: return as<float>()[i];
+    case ScalarType::F64: return as<double>()[i];
+    case ScalarType::I32: return as<int32_t>()[i];
+    case ScalarType::I64: return double(as<int64_t>()[i]);
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "bad host array type");
+}
+
+void HostArray::set(int64_t i, double v) {
+  checkIndex(i, size_);
+  switch (type_) {
+    case ScalarType::F32: as<float>()[i] = float(v); return;
+    case ScalarType::F64: as<double>()[i] = v; return;
+    case ScalarType::I32: as<int32_t>()[i] = int32_t(truncateToInt(v, ScalarType::I32)); return;
+    case ScalarType::I64: as<int64_t>()[i] = truncateToInt(v, ScalarType::I64); return;
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "bad host array type");
+}
+
+int64_t HostArray::getInt(int64_t i) const {
+  checkIndex(i, size_);
+  switch (type_) {
+    case ScalarType::I32: return as<int32_t>()[i];
+    case ScalarType::I64: return as<int64_t>()[i];
+    case ScalarType::F32:
+    case ScalarType::F64: return truncateToInt(get(i), ScalarType::I64);
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "bad host array type");
+}
+
+void HostArray::setInt(int64_t i, int64_t v) {
+  checkIndex(i, size_);
+  switch (type_) {
+    case ScalarType::I32: as<int32_t>()[i] = int32_t(wrapToInt(v, ScalarType::I32)); return;
+    case ScalarType::I64: as<int64_t>()[i] = v; return;
+    case ScalarType::F32:
+    case ScalarType::F64: set(i, double(v)); return;
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "bad host array type");
+}
+
+std::vector<double> HostArray::toDoubles() const {
+  std::vector<double> out(size_);
+  switch (type_) {
+    case ScalarType::F32: { const float* p = as<float>(); for (int64_t i = 0; i < size_; ++i) out[i] = p[i]; break; }
+    case ScalarType::F64: if (size_) std::memcpy(out.data(), data(), bytes()); break;
+    case ScalarType::I32: { const int32_t* p = as<int32_t>(); for (int64_t i = 0; i < size_; ++i) out[i] = p[i]; break; }
+    case ScalarType::I64: { const int64_t* p = as<int64_t>(); for (int64_t i = 0; i < size_; ++i) out[i] = double(p[i]); break; }
+    case ScalarType::Bool: RTCG_ASSERT(false, "bad host array type");
+  }
+  return out;
+}
+
+void HostArray::assignDoubles(const std::vector<double>& values) {
+  if (int64_t(values.size()) != size_)
+    throw Error(fmt::format("assigning {} values to a host array of {} elements", values.size(), size_));
+  switch (type_) {
+    case ScalarType::F32: { float* p = as<float>(); for (int64_t i = 0; i < size_; ++i) p[i] = float(values[i]); break; }
+    case ScalarType::F64: if (size_) std::memcpy(data(), values.data(), bytes()); break;
+    default: for (int64_t i = 0; i < size_; ++i) set(i, values[i]); break;
+  }
+}
+
+HostArray HostArray::fromDoubles(ScalarType type, std::vector<int64_t> shape, const std::vector<double>& values) {
+  HostArray a(type, std::move(shape));
+  a.assignDoubles(values);
+  return a;
+}
+
+void HostArray::fill(double v) {
+  switch (type_) {
+    case ScalarType::F32: { float* p = as<float>(); for (int64_t i = 0; i < size_; ++i) p[i] = float(v); break; }
+    case ScalarType::F64: { double* p = as<double>(); for (int64_t i = 0; i < size_; ++i) p[i] = v; break; }
+    default: for (int64_t i = 0; i < size_; ++i) set(i, v); break;
+  }
+}
+
+std::string HostArray::describe() const { return fmt::format("{}[{}]", typeName(type_), fmt::join(shape_, ", ")); }
+
+}  // namespace rtcg

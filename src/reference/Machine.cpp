@@ -1,0 +1,214 @@
+// The interpreter of the reference register machine (Bytecode.h). The hot path is a switch over
+// compact instructions on a flat register file; errors leave through cold, out-of-line throws.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "reference/Bytecode.h"
+#include "reference/HostArray.h"
+#include "reference/IntOps.h"
+#include "support/Error.h"
+
+namespace rtcg::refvm {
+namespace {
+
+[[noreturn]] __attribute__((noinline, cold)) void throwOutOfRange(const CompiledKernel& k, const AccessSite& s,
+                                                                   const Slot* frame, size_t dim, int64_t idx) {
+  std::string at;
+  for (const auto& [name, reg] : s.loops) at += fmt::format("{}{}={}", at.empty() ? "" : ", ", name, frame[reg].i);
+  throw Error(fmt::format("kernel '{}', line {}:{}: {} index {} is out of range for dimension {} of array '{}' "
+                          "(extent {}){}",
+                          k.kernelName, s.loc.line, s.loc.col, s.isStore ? "store" : "load", idx, dim, k.paramNames[s.array],
+                          s.extents[dim], at.empty() ? "" : " at " + at));
+}
+
+[[noreturn]] __attribute__((noinline, cold)) void throwDivZero(const CompiledKernel& k, int32_t site) {
+  SourceLoc loc = k.opLocs[site];
+  throw Error(fmt::format("kernel '{}', line {}:{}: integer division by zero", k.kernelName, loc.line, loc.col));
+}
+
+inline int64_t offsetOf(const CompiledKernel& k, const AccessSite& s, const Slot* frame) {
+  const int32_t* regs = s.indexRegs.data();
+  const int64_t* ext = s.extents.data();
+  const size_t n = s.indexRegs.size();
+  if (n == 2) {  // the common case, unrolled
+    const int64_t i0 = frame[regs[0]].i, i1 = frame[regs[1]].i;
+    if (uint64_t(i0) >= uint64_t(ext[0])) throwOutOfRange(k, s, frame, 0, i0);
+    if (uint64_t(i1) >= uint64_t(ext[1])) throwOutOfRange(k, s, frame, 1, i1);
+    return i0 * ext[1] + i1;
+  }
+  int64_t off = 0;
+  for (size_t d = 0; d < n; ++d) {
+    const int64_t idx = frame[regs[d]].i;
+    if (uint64_t(idx) >= uint64_t(ext[d])) throwOutOfRange(k, s, frame, d, idx);
+    off = off * ext[d] + idx;
+  }
+  return off;
+}
+
+// Flat offset and flat stride of one DotSum operand over [lo, hi); false if its first or last
+// index is out of bounds (indices are linear in v, so the ends bound all of them).
+inline bool dotOperand(const DotOperand& op, const Slot* r, int64_t lo, int64_t hi, int64_t& offset, int64_t& step) {
+  offset = 0;
+  step = 0;
+  for (size_t d = 0; d < op.extents.size(); ++d) {
+    const int64_t base = r[op.baseRegs[d]].i, c = op.coeffs[d], ext = op.extents[d];
+    const int64_t first = base + c * lo, last = base + c * (hi - 1);
+    if (uint64_t(first) >= uint64_t(ext) || uint64_t(last) >= uint64_t(ext)) return false;
+    offset = offset * ext + first;
+    step = step * ext + c;
+  }
+  return true;
+}
+
+inline bool runDot(const DotSum& dot, Slot* r, const ArrayView* arrays, double& result) {
+  const int64_t lo = r[dot.lo].i, hi = r[dot.hi].i;
+  if (hi <= lo) {
+    result = 0.0;
+    return true;
+  }
+  const int64_t n = hi - lo;
+  int64_t offA, stepA;
+  if (!dotOperand(dot.operands[0], r, lo, hi, offA, stepA)) return false;
+  const double* a = static_cast<const double*>(arrays[dot.operands[0].array].data) + offA;
+  double acc = 0.0;
+  if (dot.operands.size() == 1) {
+    for (int64_t v = 0; v < n; ++v) acc += a[v * stepA];
+  } else {
+    int64_t offB, stepB;
+    if (!dotOperand(dot.operands[1], r, lo, hi, offB, stepB)) return false;
+    const double* b = static_cast<const double*>(arrays[dot.operands[1].array].data) + offB;
+    if (stepA == 1) {
+      for (int64_t v = 0; v < n; ++v) acc += a[v] * b[v * stepB];
+    } else {
+      for (int64_t v = 0; v < n; ++v) acc += a[v * stepA] * b[v * stepB];
+    }
+  }
+  result = acc;
+  return true;
+}
+
+inline double fmaxNan(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
+inline double fminNan(double a, double b) { return (a < b || std::isnan(a)) ? a : b; }
+
+}  // namespace
+
+void execute(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* arrays) {
+  const Instr* ins = code.instrs.data();
+  const int32_t n = int32_t(code.instrs.size());
+  const AccessSite* sites = k.sites.data();
+  const AffineSum* affines = k.affines.data();
+  int32_t pc = 0;
+  while (pc < n) {
+    const Instr& I = ins[pc++];
+    switch (I.op) {
+      case Op::Move: r[I.dst] = r[I.a]; break;
+      case Op::Jump: pc = I.c; break;
+      case Op::JumpIfZero: if (!r[I.a].i) pc = I.c; break;
+      case Op::JumpIfNonZero: if (r[I.a].i) pc = I.c; break;
+      case Op::ForInit:
+        r[I.dst].i = r[I.a].i;
+        if (r[I.dst].i >= r[I.b].i) pc = I.c;
+        break;
+      case Op::ForNext:
+        if (++r[I.dst].i < r[I.b].i) pc = I.c;
+        break;
+      case Op::Affine: {
+        const AffineSum& s = affines[I.a];
+        int64_t v = s.constant;
+        for (const auto& [coeff, reg] : s.terms) v = wrapAdd(v, wrapMul(coeff, r[reg].i));
+        r[I.dst].i = v;
+        break;
+      }
+      case Op::FAdd: r[I.dst].f = r[I.a].f + r[I.b].f; break;
+      case Op::FSub: r[I.dst].f = r[I.a].f - r[I.b].f; break;
+      case Op::FMul: r[I.dst].f = r[I.a].f * r[I.b].f; break;
+      case Op::FDiv: r[I.dst].f = r[I.a].f / r[I.b].f; break;
+      case Op::FNeg: r[I.dst].f = -r[I.a].f; break;
+      case Op::FMin: r[I.dst].f = fminNan(r[I.a].f, r[I.b].f); break;
+      case Op::FMax: r[I.dst].f = fmaxNan(r[I.a].f, r[I.b].f); break;
+      case Op::FPow: r[I.dst].f = std::pow(r[I.a].f, r[I.b].f); break;
+      case Op::FFma: r[I.dst].f = std::fma(r[I.a].f, r[I.b].f, r[I.c].f); break;
+      case Op::FSqrt: r[I.dst].f = std::sqrt(r[I.a].f); break;
+      case Op::FExp: r[I.dst].f = std::exp(r[I.a].f); break;
+      case Op::FLog: r[I.dst].f = std::log(r[I.a].f); break;
+      case Op::FSin: r[I.dst].f = std::sin(r[I.a].f); break;
+      case Op::FCos: r[I.dst].f = std::cos(r[I.a].f); break;
+      case Op::FAbs: r[I.dst].f = std::fabs(r[I.a].f); break;
+      case Op::FFloor: r[I.dst].f = std::floor(r[I.a].f); break;
+      case Op::FLt: r[I.dst].i = r[I.a].f < r[I.b].f; break;
+      case Op::FLe: r[I.dst].i = r[I.a].f <= r[I.b].f; break;
+      case Op::FGt: r[I.dst].i = r[I.a].f > r[I.b].f; break;
+      case Op::FGe: r[I.dst].i = r[I.a].f >= r[I.b].f; break;
+      case Op::FEq: r[I.dst].i = r[I.a].f == r[I.b].f; break;
+      case Op::FNe: r[I.dst].i = r[I.a].f != r[I.b].f; break;
+      case Op::IAdd: r[I.dst].i = wrapAdd(r[I.a].i, r[I.b].i); break;
+      case Op::ISub: r[I.dst].i = wrapSub(r[I.a].i, r[I.b].i); break;
+      case Op::IMul: r[I.dst].i = wrapMul(r[I.a].i, r[I.b].i); break;
+      case Op::IDiv:
+        if (r[I.b].i == 0) throwDivZero(k, I.c);
+        r[I.dst].i = floorDiv(r[I.a].i, r[I.b].i);
+        break;
+      case Op::IMod:
+        if (r[I.b].i == 0) throwDivZero(k, I.c);
+        r[I.dst].i = floorMod(r[I.a].i, r[I.b].i);
+        break;
+      case Op::INeg: r[I.dst].i = wrapSub(0, r[I.a].i); break;
+      case Op::IMin: r[I.dst].i = std::min(r[I.a].i, r[I.b].i); break;
+      case Op::IMax: r[I.dst].i = std::max(r[I.a].i, r[I.b].i); break;
+      case Op::IAbs: r[I.dst].i = r[I.a].i < 0 ? wrapSub(0, r[I.a].i) : r[I.a].i; break;
+      case Op::IFma: r[I.dst].i = wrapAdd(wrapMul(r[I.a].i, r[I.b].i), r[I.c].i); break;
+      case Op::ILt: r[I.dst].i = r[I.a].i < r[I.b].i; break;
+      case Op::ILe: r[I.dst].i = r[I.a].i <= r[I.b].i; break;
+      case Op::IGt: r[I.dst].i = r[I.a].i > r[I.b].i; break;
+      case Op::IGe: r[I.dst].i = r[I.a].i >= r[I.b].i; break;
+      case Op::IEq: r[I.dst].i = r[I.a].i == r[I.b].i; break;
+      case Op::INe: r[I.dst].i = r[I.a].i != r[I.b].i; break;
+      case Op::Not: r[I.dst].i = !r[I.a].i; break;
+      case Op::FToF32: r[I.dst].f = double(float(r[I.a].f)); break;
+      case Op::FToInt: r[I.dst].i = truncateToInt(r[I.a].f, ScalarType(I.b)); break;
+      case Op::IToF: r[I.dst].f = double(r[I.a].i); break;
+      case Op::IToF32: r[I.dst].f = double(float(r[I.a].i)); break;
+      case Op::IWrap: r[I.dst].i = wrapToInt(r[I.a].i, ScalarType(I.b)); break;
+      case Op::ToBool: r[I.dst].i = r[I.a].i != 0; break;
+      case Op::FToBool: r[I.dst].i = r[I.a].f != 0.0; break;
+      case Op::DotF: {
+        const DotSum& dot = k.dots[I.a];
+        if (runDot(dot, r, arrays, r[I.dst].f)) pc = dot.skipPc;
+        break;
+      }
+      case Op::LoadF: {
+        const AccessSite& s = sites[I.a];
+        r[I.dst].f = static_cast<const double*>(arrays[s.array].data)[offsetOf(k, s, r)];
+        break;
+      }
+      case Op::LoadI32: {
+        const AccessSite& s = sites[I.a];
+        r[I.dst].i = static_cast<const int32_t*>(arrays[s.array].data)[offsetOf(k, s, r)];
+        break;
+      }
+      case Op::LoadI64: {
+        const AccessSite& s = sites[I.a];
+        r[I.dst].i = static_cast<const int64_t*>(arrays[s.array].data)[offsetOf(k, s, r)];
+        break;
+      }
+      case Op::StoreF: {
+        const AccessSite& s = sites[I.a];
+        static_cast<double*>(arrays[s.array].data)[offsetOf(k, s, r)] = r[I.b].f;
+        break;
+      }
+      case Op::StoreI32: {
+        const AccessSite& s = sites[I.a];
+        static_cast<int32_t*>(arrays[s.array].data)[offsetOf(k, s, r)] = int32_t(wrapToInt(r[I.b].i, ScalarType::I32));
+        break;
+      }
+      case Op::StoreI64: {
+        const AccessSite& s = sites[I.a];
+        static_cast<int64_t*>(arrays[s.array].data)[offsetOf(k, s, r)] = r[I.b].i;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace rtcg::refvm

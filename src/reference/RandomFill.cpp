@@ -1,0 +1,249 @@
+#include "reference/RandomFill.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "reference/IntOps.h"
+#include "support/Error.h"
+
+namespace rtcg {
+namespace {
+
+// splitmix64: tiny, fast and the same everywhere (std distributions are not).
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+};
+
+uint64_t mixSeed(uint64_t seed, uint64_t salt) { return SplitMix{seed * 0x9e3779b97f4a7c15ull + salt}.next(); }
+
+}  // namespace
+
+void fillRandom(HostArray& a, uint64_t seed) {
+  SplitMix rng{seed};
+  const int64_t n = a.size();
+  switch (a.type()) {
+    case ScalarType::F32: {
+      float* p = a.as<float>();
+      for (int64_t i = 0; i < n; ++i) p[i] = float(int64_t(rng.next() >> 40) - (int64_t(1) << 23)) * 0x1p-23f;
+      break;
+    }
+    case ScalarType::F64: {
+      double* p = a.as<double>();
+      for (int64_t i = 0; i < n; ++i) p[i] = double(int64_t(rng.next() >> 11) - (int64_t(1) << 52)) * 0x1p-52;
+      break;
+    }
+    default: fillRandomInts(a, seed, -8, 8); break;
+  }
+}
+
+void fillRandomInts(HostArray& a, uint64_t seed, int64_t lo, int64_t hi) {
+  if (hi <= lo) throw Error(fmt::format("empty value range [{}, {}) for random integers", lo, hi));
+  SplitMix rng{seed};
+  const uint64_t span = uint64_t(hi) - uint64_t(lo);
+  for (int64_t i = 0; i < a.size(); ++i) a.setInt(i, int64_t(uint64_t(lo) + rng.next() % span));
+}
+
+void poison(HostArray& a) {
+  if (isFloat(a.type())) a.fill(std::numeric_limits<double>::quiet_NaN());
+  else for (int64_t i = 0; i < a.size(); ++i) a.setInt(i, kPoisonInt);
+}
+
+namespace {
+
+struct Range {  // inclusive
+  int64_t lo, hi;
+};
+
+class IndexRangeFinder {
+ public:
+  explicit IndexRangeFinder(const Kernel& k) : k_(k) {}
+
+  std::map<int, ValueRange> run() {
+    for (const LoopNest& nest : k_.nests) {
+      scope_.clear();
+      for (const Loop& l : nest.loops) {
+        walk(l.lo);
+        walk(l.hi);
+        enter(l);
+      }
+      for (const Stmt& s : nest.body) {
+        walk(s.value);
+        if (s.kind == StmtKind::Store) access(s.array, s.indices, s.loc);
+      }
+    }
+    return ranges_;
+  }
+
+ private:
+  void enter(const Loop& l) {
+    auto lo = rangeOf(l.lo), hi = rangeOf(l.hi);
+    if (lo && hi) scope_[l.id] = Range{lo->lo, hi->hi - 1};
+    else scope_.erase(l.id);
+  }
+
+  void walk(const Expr& e) {
+    if (e->kind == ExprKind::Load) {
+      access(e->array, e->operands, e->loc);
+      return;
+    }
+    if (e->kind == ExprKind::Reduce) {
+      auto saved = scope_;
+      for (const Loop& l : e->loops) {
+        walk(l.lo);
+        walk(l.hi);
+        enter(l);
+      }
+      walk(e->operands[0]);
+      scope_ = saved;
+      return;
+    }
+    for (const Expr& o : e->operands) walk(o);
+  }
+
+  void access(int array, const std::vector<Expr>& indices, SourceLoc loc) {
+    std::vector<int64_t> shape = hostArrayShape(k_, array);
+    for (size_t d = 0; d < indices.size() && d < shape.size(); ++d) {
+      const Expr& idx = indices[d];
+      walk(idx);  // index arrays inside index arrays
+      std::vector<std::pair<int64_t, Expr>> loads;
+      Range rest{0, 0};
+      if (!decompose(idx, 1, loads, rest) || loads.size() != 1) continue;
+      auto [coeff, load] = loads[0];
+      if (coeff == 0) continue;
+      // coeff * v + rest must lie in [0, extent - 1] for every value rest takes.
+      int64_t lo = -rest.lo, hi = shape[d] - 1 - rest.hi;  // bounds on coeff * v (inclusive)
+      if (coeff < 0) {
+        std::swap(lo, hi);
+        lo = -lo;
+        hi = -hi;
+        coeff = -coeff;
+      }
+      ValueRange vr{-floorDiv(-lo, coeff), floorDiv(hi, coeff) + 1};  // ceil(lo/c) .. floor(hi/c)
+      constrain(load->array, vr, loc);
+    }
+  }
+
+  void constrain(int array, ValueRange vr, SourceLoc loc) {
+    auto [it, fresh] = ranges_.try_emplace(array, vr);
+    if (!fresh) it->second = ValueRange{std::max(it->second.lo, vr.lo), std::min(it->second.hi, vr.hi)};
+    if (it->second.hi <= it->second.lo)
+      throw Error(fmt::format("kernel '{}', line {}: no value of index array '{}' keeps all its uses in bounds",
+                              k_.name, loc.line, k_.params[array].name));
+  }
+
+  // Splits scale * e into loads of integer arrays (with coefficients) plus a bounded rest.
+  bool decompose(const Expr& e, int64_t scale, std::vector<std::pair<int64_t, Expr>>& loads, Range& rest) {
+    switch (e->kind) {
+      case ExprKind::Load:
+        if (!isInteger(e->type)) return false;
+        loads.push_back({scale, e});
+        return true;
+      case ExprKind::Binary:
+        if (!isInteger(e->type)) return false;
+        if (e->binaryOp == BinaryOp::Add)
+          return decompose(e->operands[0], scale, loads, rest) && decompose(e->operands[1], scale, loads, rest);
+        if (e->binaryOp == BinaryOp::Sub)
+          return decompose(e->operands[0], scale, loads, rest) && decompose(e->operands[1], -scale, loads, rest);
+        if (e->binaryOp == BinaryOp::Mul) {
+          auto a = rangeOf(e->operands[0]), b = rangeOf(e->operands[1]);
+          if (a && a->lo == a->hi) return decompose(e->operands[1], scale * a->lo, loads, rest);
+          if (b && b->lo == b->hi) return decompose(e->operands[0], scale * b->lo, loads, rest);
+        }
+        break;
+      case ExprKind::Unary:
+        if (e->unaryOp == UnaryOp::Neg) return decompose(e->operands[0], -scale, loads, rest);
+        break;
+      case ExprKind::Cast:
+        if (isInteger(e->type) && isInteger(e->operands[0]->type)) return decompose(e->operands[0], scale, loads, rest);
+        break;
+      default: break;
+    }
+    auto r = rangeOf(e);
+    if (!r) return false;
+    Range s = scale >= 0 ? Range{r->lo * scale, r->hi * scale} : Range{r->hi * scale, r->lo * scale};
+    rest.lo += s.lo;
+    rest.hi += s.hi;
+    return true;
+  }
+
+  // Interval of an integer expression over the current loop scope (nullopt: unbounded).
+  std::optional<Range> rangeOf(const Expr& e) const {
+    switch (e->kind) {
+      case ExprKind::IntImm: return Range{e->intValue, e->intValue};
+      case ExprKind::Var:
+        if (e->varKind == VarKind::Size) {
+          auto it = k_.sizes.find(k_.params.at(e->varId).name);
+          if (it != k_.sizes.end()) return Range{it->second, it->second};
+        } else if (e->varKind == VarKind::Index) {
+          auto it = scope_.find(e->varId);
+          if (it != scope_.end()) return it->second;
+        }
+        return std::nullopt;
+      case ExprKind::Unary:
+        if (e->unaryOp == UnaryOp::Neg) {
+          auto a = rangeOf(e->operands[0]);
+          if (a) return Range{-a->hi, -a->lo};
+        }
+        return std::nullopt;
+      case ExprKind::Cast:
+        if (isInteger(e->type) && isInteger(e->operands[0]->type)) return rangeOf(e->operands[0]);
+        return std::nullopt;
+      case ExprKind::Binary: {
+        if (!isInteger(e->type)) return std::nullopt;
+        auto a = rangeOf(e->operands[0]), b = rangeOf(e->operands[1]);
+        if (!a || !b) return std::nullopt;
+        switch (e->binaryOp) {
+          case BinaryOp::Add: return Range{a->lo + b->lo, a->hi + b->hi};
+          case BinaryOp::Sub: return Range{a->lo - b->hi, a->hi - b->lo};
+          case BinaryOp::Mul: {
+            int64_t c[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
+            return Range{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+          }
+          case BinaryOp::Div:
+            if (b->lo == b->hi && b->lo > 0) return Range{floorDiv(a->lo, b->lo), floorDiv(a->hi, b->lo)};
+            return std::nullopt;
+          case BinaryOp::Mod:
+            if (b->lo == b->hi && b->lo > 0) return Range{0, b->lo - 1};
+            return std::nullopt;
+          default: return std::nullopt;
+        }
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  const Kernel& k_;
+  std::map<int, Range> scope_;
+  std::map<int, ValueRange> ranges_;
+};
+
+}  // namespace
+
+std::map<int, ValueRange> indirectIndexRanges(const Kernel& bound) { return IndexRangeFinder(bound).run(); }
+
+void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
+  std::map<int, ValueRange> ranges = indirectIndexRanges(bound);
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (!param.isArray()) continue;
+    HostArray& a = args.array(int(p));
+    uint64_t s = mixSeed(seed, p);
+    if (param.mode == ArrayMode::Out) poison(a);
+    else if (auto it = ranges.find(int(p)); it != ranges.end() && isInteger(a.type()))
+      fillRandomInts(a, s, it->second.lo, it->second.hi);
+    else fillRandom(a, s);
+  }
+}
+
+}  // namespace rtcg

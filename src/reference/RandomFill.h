@@ -1,0 +1,44 @@
+// Inputs for reference and GPU runs: deterministic random data, index arrays that are valid for
+// the way the kernel uses them, and poisoned outputs (so an element a GPU kernel fails to write
+// shows up as NaN or as a sentinel, never as a plausible value).
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "ir/IR.h"
+#include "reference/HostArgs.h"
+#include "reference/HostArray.h"
+
+namespace rtcg {
+
+// The value integer arrays are poisoned with (fits i32).
+constexpr int64_t kPoisonInt = -1234567891;
+
+// Floats uniform in [-1, 1) (f32 values are exact floats); integers uniform in [-8, 8).
+// The same seed gives the same values on every platform.
+void fillRandom(HostArray& a, uint64_t seed);
+// Integers (or floats) uniform in the integers of [lo, hi); hi > lo.
+void fillRandomInts(HostArray& a, uint64_t seed, int64_t lo, int64_t hi);
+// NaN for float arrays, kPoisonInt for integer arrays.
+void poison(HostArray& a);
+
+// Half-open range of values an integer array may hold.
+struct ValueRange {
+  int64_t lo = 0, hi = 0;
+  bool operator==(const ValueRange&) const = default;
+};
+
+// For each integer array of a bound kernel that is loaded inside an index expression of another
+// access (u[vmap[k, f]], u[vmap[k, f] + Np*k], ...), the values that keep every such access in
+// bounds, intersected over all of its uses. Derived from the IR: the index must be linear in the
+// load, the rest of the index is bounded over the loop domain by interval arithmetic. Throws
+// rtcg::Error if the uses leave no valid value. Arrays used in ways it cannot invert get no entry.
+std::map<int, ValueRange> indirectIndexRanges(const Kernel& bound);
+
+// Fills every `in` and `inout` array with random data (seeded per parameter): integer arrays
+// used as indirect indices with values valid for their uses, other arrays with fillRandom;
+// poisons every `out` array. Scalars are not touched.
+void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed);
+
+}  // namespace rtcg

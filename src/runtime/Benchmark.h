@@ -1,0 +1,40 @@
+// Kernel timing: warm-up runs, then N repeats, each timed on the GPU with its own pair of events,
+// summarized as min / median / mean / max.
+//
+// Cold-cache timing (L2 defeat), two ways:
+//  - flushL2: between repeats (outside the timed region) a scratch buffer twice the L2 size is
+//    overwritten with cuMemsetD8Async, so the inputs are no longer in L2;
+//  - rotation: `run` receives the repeat index, so the caller can cycle among several copies of
+//    the inputs whose total size exceeds the L2.
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "runtime/Device.h"
+#include "runtime/Stream.h"
+
+namespace rtcg::cuda {
+
+struct BenchmarkOptions {
+  int warmup = 2;       // untimed runs first (module load, clocks, caches)
+  int repeats = 10;     // timed runs
+  bool flushL2 = true;  // overwrite the L2 between runs (see above)
+};
+
+struct BenchmarkResult {
+  std::vector<double> samplesMs;  // one per repeat, in order
+  double minMs = 0, medianMs = 0, meanMs = 0, maxMs = 0;
+};
+
+// Statistics of `samplesMs` (median of an even count: the mean of the middle two). Throws
+// rtcg::Error for no samples.
+BenchmarkResult summarize(std::vector<double> samplesMs);
+
+// Times `run`, which must enqueue its work on the stream it is given; `iteration` counts from 0
+// over warm-up and timed runs together. The whole measurement is enqueued and waited for once,
+// so the host does not add gaps between runs.
+using BenchmarkBody = std::function<void(const Stream& stream, int iteration)>;
+BenchmarkResult benchmark(const Stream& stream, const BenchmarkBody& run, const BenchmarkOptions& options = {});
+
+}  // namespace rtcg::cuda

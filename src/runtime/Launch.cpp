@@ -1,0 +1,72 @@
+#include "runtime/Launch.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <vector>
+
+#include "runtime/DriverApi.h"
+#include "support/Error.h"
+
+namespace rtcg::cuda {
+
+std::string Dim3::str() const { return fmt::format("({}, {}, {})", x, y, z); }
+
+KernelArg::KernelArg(Kind k, const void* value, size_t size) : kind_(k) { std::memcpy(bytes_, value, size); }
+
+KernelArg KernelArg::pointer(uint64_t devicePtr) { return KernelArg(Kind::Pointer, &devicePtr, 8); }
+KernelArg KernelArg::i32(int32_t v) { return KernelArg(Kind::I32, &v, 4); }
+KernelArg KernelArg::i64(int64_t v) { return KernelArg(Kind::I64, &v, 8); }
+KernelArg KernelArg::f32(float v) { return KernelArg(Kind::F32, &v, 4); }
+KernelArg KernelArg::f64(double v) { return KernelArg(Kind::F64, &v, 8); }
+
+std::string KernelArg::describe() const {
+  auto as = [&](auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, bytes_, sizeof v);
+    return v;
+  };
+  switch (kind_) {
+    case Kind::Pointer: return fmt::format("pointer {:#x}", as(uint64_t{}));
+    case Kind::I32: return fmt::format("i32 {}", as(int32_t{}));
+    case Kind::I64: return fmt::format("i64 {}", as(int64_t{}));
+    case Kind::F32: return fmt::format("f32 {}", as(float{}));
+    case Kind::F64: return fmt::format("f64 {}", as(double{}));
+  }
+  return "?";
+}
+
+void launch(const Function& fn, Dim3 grid, Dim3 block, size_t dynamicSharedBytes, const Stream* stream,
+            std::span<const KernelArg> args) {
+  RTCG_ASSERT(fn.valid(), "launch of an empty Function");
+  if (const auto& sizes = fn.parameterSizes()) {
+    if (sizes->size() != args.size())
+      throw Error(fmt::format("kernel '{}' takes {} parameter{}, but {} argument{} given", fn.name(), sizes->size(),
+                              sizes->size() == 1 ? "" : "s", args.size(), args.size() == 1 ? " was" : "s were"));
+    for (size_t i = 0; i < args.size(); ++i)
+      if ((*sizes)[i] != args[i].size())
+        throw Error(fmt::format("argument {} of kernel '{}' is {} ({} bytes), but the parameter takes {} bytes", i,
+                                fn.name(), args[i].describe(), args[i].size(), (*sizes)[i]));
+  }
+  if (dynamicSharedBytes > UINT32_MAX)
+    throw Error(fmt::format("{} bytes of dynamic shared memory for kernel '{}' is beyond any device", dynamicSharedBytes,
+                            fn.name()));
+  if (stream && stream->context() != fn.context())
+    throw Error(fmt::format("kernel '{}' and the stream it is launched on belong to different CUDA contexts",
+                            fn.name()));
+
+  // cuLaunchKernel reads each parameter through a pointer to its value.
+  std::vector<void*> params;
+  params.reserve(args.size());
+  for (const KernelArg& a : args) params.push_back(const_cast<void*>(a.data()));
+
+  fn.context()->makeCurrent();
+  detail::check(detail::driver().launchKernel(fn.handle(), grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                              static_cast<unsigned>(dynamicSharedBytes), streamHandle(stream),
+                                              params.empty() ? nullptr : params.data(), nullptr),
+                "cuLaunchKernel",
+                fmt::format("launching kernel '{}' with grid {}, block {} and {} bytes of dynamic shared memory",
+                            fn.name(), grid.str(), block.str(), dynamicSharedBytes));
+}
+
+}  // namespace rtcg::cuda

@@ -1,0 +1,101 @@
+// A schedule: how the points of each loop nest of a kernel are mapped onto a GPU launch.
+//
+// Plain data with a one-line text form that parses back to an equal value:
+//
+//   i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4; shared: a, b
+//
+// Every index of a nest (its parallel indices and its reduction indices, by name) has a clause
+// listing its *parts*, outer part first. The index value is
+//   lo + sum over parts p of  v_p * (product of the factors of the parts after p)
+// where v_p runs over [0, extent(p)). Every part except the first has a factor (its extent); the
+// first part's extent is ceil(extent of the index / product of the other factors). Sizes that do
+// not divide are guarded in the emitted code.
+//
+// Placements: grid.x|y|z (block index), thread.x|y|z (thread index in the block), reg (a fully
+// unrolled per-thread register tile of a parallel index: several independent outputs per thread,
+// placed innermost, inside the reduction loops), serial (a loop), unroll (an unrolled loop).
+// Reduction indices take serial/unroll parts only. The order of the clauses gives the loop order
+// of the serial/unroll/reg parts of the parallel indices; reduction loops keep the nesting order
+// they have in the kernel. `shared: a, b` names arrays staged in shared memory.
+//
+// Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
+// parallel and no reduction index) prints as `-`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/IR.h"
+
+namespace rtcg {
+
+enum class Placement : uint8_t { GridX, GridY, GridZ, ThreadX, ThreadY, ThreadZ, Reg, Serial, Unroll };
+
+const char* placementName(Placement p);  // "grid.x", "thread.y", "reg", "serial", "unroll"
+std::optional<Placement> parsePlacement(std::string_view s);
+bool isGridPlacement(Placement p);
+bool isThreadPlacement(Placement p);
+int placementAxis(Placement p);  // 0/1/2 for x/y/z of grid and thread placements, -1 otherwise
+
+struct SchedulePart {
+  Placement place{};
+  std::optional<int64_t> factor;  // absent for the first part only
+  bool operator==(const SchedulePart&) const = default;
+};
+
+struct IndexSchedule {
+  std::string index;
+  std::vector<SchedulePart> parts;  // outer part first, never empty
+  bool operator==(const IndexSchedule&) const = default;
+};
+
+struct NestSchedule {
+  std::vector<IndexSchedule> indices;  // clause order
+  std::vector<std::string> shared;     // arrays staged in shared memory
+  const IndexSchedule* find(std::string_view index) const;  // nullptr if absent
+  bool operator==(const NestSchedule&) const = default;
+};
+
+struct Schedule {
+  std::vector<NestSchedule> nests;  // one per loop nest of the kernel, in order
+  bool operator==(const Schedule&) const = default;
+};
+
+std::string printIndexSchedule(const IndexSchedule& s);  // "i: grid.y, thread.y 16"
+std::string printNestSchedule(const NestSchedule& s);
+std::string printSchedule(const Schedule& s);
+
+// Result of parsing schedule text: the schedule, or an error message with the 1-based column of
+// the offending character. Never throws on user input.
+struct ScheduleParseResult {
+  std::optional<Schedule> schedule;
+  std::string error;
+  int column = 0;
+  bool ok() const { return schedule.has_value(); }
+};
+ScheduleParseResult parseSchedule(std::string_view text);
+
+// Limits of the target and of the emitter that validation enforces.
+struct ScheduleLimits {
+  int64_t maxThreadsPerBlock = 1024;
+  int64_t maxBlockDim[3] = {1024, 1024, 64};
+  int64_t maxGridDim[3] = {2147483647, 65535, 65535};
+  int64_t maxRegTile = 64;          // points of the register tile of one thread
+  int64_t maxSharedBytes = 48 * 1024;
+};
+
+// Every reason why `s` cannot be used for the bound kernel `k` (empty if it is legal), e.g.
+// "nest 0: index 'q' is not an index of the nest". Never throws on user input.
+std::vector<std::string> validateSchedule(const Kernel& k, const Schedule& s,
+                                          const ScheduleLimits& limits = {});
+
+// One thread per output point: the innermost parallel index on thread.x (up to 256 threads per
+// block) and a grid axis for it and the next two parallel indices; further outer parallel
+// indices are serial loops. Reductions are serial, nothing is staged. A nest without parallel
+// indices runs on one thread.
+Schedule defaultSchedule(const Kernel& k);
+
+}  // namespace rtcg

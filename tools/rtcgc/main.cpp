@@ -1,0 +1,454 @@
+// rtcgc: the rtcg command line. See docs/rtcgc.md.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "api/Executable.h"
+#include "api/Pipeline.h"
+#include "frontend/Frontend.h"
+#include "ir/Printer.h"
+#include "reference/Compare.h"
+#include "reference/RandomFill.h"
+#include "reference/Reference.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/Device.h"
+#include "support/Error.h"
+
+namespace fs = std::filesystem;
+using namespace rtcg;
+
+namespace {
+
+// Exit codes (documented in docs/rtcgc.md and the README).
+enum Exit : int {
+  kOk = 0,
+  kInputError = 1,    // DSL program, sizes, schedule, unreadable input
+  kUsage = 2,         // bad command line
+  kNvrtcFailed = 3,   // generated code did not compile (a bug in rtcg)
+  kNoDevice = 4,      // no CUDA driver or device
+  kMismatch = 5,      // GPU result differs from the reference
+  kInternal = 70,     // a bug in rtcg
+};
+
+// A failure that has already been reported; carries the exit code.
+struct Fail {
+  int code;
+};
+
+struct Common {
+  std::string file;
+  std::vector<std::string> defines;
+  std::string kernel;
+};
+
+SourceText readSource(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    fmt::print(stderr, "rtcgc: error: cannot read '{}': {}\n", path, std::strerror(errno));
+    throw Fail{kInputError};
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return {path, ss.str()};
+}
+
+SizeBindings parseDefines(const std::vector<std::string>& defines) {
+  static const std::regex form(R"(\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?[0-9]+)\s*)");
+  SizeBindings sizes;
+  for (const std::string& d : defines) {
+    std::smatch m;
+    if (!std::regex_match(d, m, form)) {
+      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n", d);
+      throw Fail{kUsage};
+    }
+    int64_t value = 0;
+    try {
+      value = std::stoll(m[2].str());
+    } catch (const std::out_of_range&) {
+      fmt::print(stderr, "rtcgc: error: size '{}' is out of range\n", d);
+      throw Fail{kInputError};
+    }
+    if (!sizes.emplace(m[1].str(), value).second) {
+      fmt::print(stderr, "rtcgc: error: size '{}' is bound twice\n", m[1].str());
+      throw Fail{kUsage};
+    }
+  }
+  return sizes;
+}
+
+void report(const Diagnostics& diags, const SourceText& src) {
+  std::string text = renderDiagnostics(diags, src);
+  if (!text.empty()) fputs(text.c_str(), stderr);
+}
+
+// Writes `data` to `path` atomically: a temporary file in the same folder renamed into place,
+// so a failure never leaves a half-written output.
+void writeFileAtomically(const std::string& path, std::string_view data) {
+  fs::path target(path);
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string tmpl = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  int fd = mkstemp(name.data());
+  if (fd < 0) {
+    fmt::print(stderr, "rtcgc: error: cannot write '{}': {}\n", path, std::strerror(errno));
+    throw Fail{kInputError};
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n <= 0) break;
+    done += size_t(n);
+  }
+  bool ok = done == data.size() && ::fsync(fd) == 0;
+  ok = (::close(fd) == 0) && ok;
+  if (ok) {
+    std::error_code ec;  // mkstemp makes the file 0600; outputs are ordinary files
+    fs::permissions(name.data(), fs::perms(0644), ec);
+    ok = std::rename(name.data(), path.c_str()) == 0;
+  }
+  if (!ok) {
+    int err = errno;
+    std::remove(name.data());
+    fmt::print(stderr, "rtcgc: error: cannot write '{}': {}\n", path, std::strerror(err));
+    throw Fail{kInputError};
+  }
+}
+
+Kernel boundKernel(const Common& c, const SourceText& src) {
+  Diagnostics diags;
+  std::optional<Kernel> k = frontKernel(src, c.kernel, diags);
+  std::optional<Kernel> bound;
+  if (k) bound = bindAndProve(*k, parseDefines(c.defines), diags);
+  report(diags, src);
+  if (!bound) throw Fail{kInputError};
+  return *bound;
+}
+
+Compiled compile(const Common& c, const SourceText& src, const PipelineOptions& options) {
+  Diagnostics diags;
+  bool nvrtcFailed = false;
+  std::optional<Compiled> out = compilePipeline(src, parseDefines(c.defines), options, diags, &nvrtcFailed);
+  report(diags, src);
+  if (!out) throw Fail{nvrtcFailed ? kNvrtcFailed : kInputError};
+  return *out;
+}
+
+void checkArch(const std::string& arch) {
+  static const std::regex form(R"((sm|compute)_[0-9]{2,3}[af]?)");
+  if (!std::regex_match(arch, form)) {
+    fmt::print(stderr, "rtcgc: error: bad architecture '{}': expected sm_XX or compute_XX, e.g. sm_90\n", arch);
+    throw Fail{kUsage};
+  }
+}
+
+// ---- check -------------------------------------------------------------------------------------
+
+int runCheck(const Common& c) {
+  SourceText src = readSource(c.file);
+  Diagnostics diags;
+  Program program;
+  std::optional<Kernel> k;
+  bool bindRequested = !c.defines.empty();
+  if (bindRequested || !c.kernel.empty()) {
+    k = frontKernel(src, c.kernel, diags, &program);
+    if (k && bindRequested) {
+      std::optional<Kernel> bound = bindAndProve(*k, parseDefines(c.defines), diags);
+      if (!bound) k.reset();
+    }
+  } else {
+    std::optional<Program> p = parseProgram(src.fileName, src.text, diags);
+    if (p) program = *p;
+  }
+  report(diags, src);
+  if (diags.hasErrors()) return kInputError;
+  if (bindRequested)
+    fmt::print("{}: kernel '{}' is well-formed; with these sizes every access is in bounds and no nest races\n",
+               c.file, k->name);
+  else
+    fmt::print("{}: {} kernel{} well-formed (bind sizes with -D to prove bounds and race freedom)\n", c.file,
+               program.kernels.size(), program.kernels.size() == 1 ? "" : "s");
+  return kOk;
+}
+
+// ---- emit --------------------------------------------------------------------------------------
+
+struct EmitArgs {
+  std::string schedule, output, arch = "sm_90";
+  bool ptx = false, cubin = false, resources = false;
+};
+
+int runEmit(const Common& c, const EmitArgs& e) {
+  checkArch(e.arch);
+  if (e.ptx && e.cubin) {
+    fmt::print(stderr, "rtcgc: error: --ptx and --cubin exclude each other\n");
+    return kUsage;
+  }
+  if (e.cubin && e.output.empty()) {
+    fmt::print(stderr, "rtcgc: error: --cubin writes a binary file: name it with -o FILE\n");
+    return kUsage;
+  }
+  if (e.cubin && e.arch.rfind("sm_", 0) != 0) {
+    fmt::print(stderr, "rtcgc: error: a cubin needs a real architecture (sm_XX), not '{}'\n", e.arch);
+    return kUsage;
+  }
+  SourceText src = readSource(c.file);
+  PipelineOptions options;
+  options.kernelName = c.kernel;
+  options.schedule = e.schedule;
+  options.arch = e.arch;
+  options.wantPtx = e.ptx;
+  options.compile = e.ptx || e.cubin || e.resources;
+  Compiled compiled = compile(c, src, options);
+
+  std::string data;
+  if (e.cubin)
+    data.assign(compiled.binary.cubin.begin(), compiled.binary.cubin.end());
+  else if (e.ptx)
+    data = compiled.binary.ptx;
+  else
+    data = compiled.module.source;
+  if (e.output.empty() || e.output == "-")
+    fwrite(data.data(), 1, data.size(), stdout);
+  else
+    writeFileAtomically(e.output, data);
+  if (e.resources || e.cubin)
+    for (const KernelResources& r : compiled.binary.resources)
+      fmt::print(stderr, "{}: {} registers, {} bytes shared, {} bytes local (spill stores {}, loads {})\n", r.name,
+                 r.registers, r.sharedBytes, r.localBytes, r.spillStoreBytes, r.spillLoadBytes);
+  return kOk;
+}
+
+// ---- run ---------------------------------------------------------------------------------------
+
+struct RunArgs {
+  bool cpu = false;
+  uint64_t seed = 1;
+  std::string schedule;
+  std::vector<std::string> scalars;
+  int repeats = 20;
+  double tolerance = -1;  // default by element type
+};
+
+// Random scalars (uniform in [-1, 1) for floats, [1, 8] for integers), overridable with -S name=value.
+void setScalars(const Kernel& k, HostArgs& args, const RunArgs& r) {
+  std::mt19937_64 rng(r.seed ^ 0x5ca1ab1eULL);
+  std::map<std::string, std::string> given;
+  for (const std::string& s : r.scalars) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos) {
+      fmt::print(stderr, "rtcgc: error: bad scalar '-S {}': expected NAME=VALUE\n", s);
+      throw Fail{kUsage};
+    }
+    given[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  for (size_t p = 0; p < k.params.size(); ++p) {
+    const Param& param = k.params[p];
+    if (param.kind != ParamKind::Scalar) continue;
+    auto it = given.find(param.name);
+    double value = isFloat(param.type) ? std::uniform_real_distribution<double>(-1, 1)(rng)
+                                       : double(std::uniform_int_distribution<int>(1, 8)(rng));
+    if (it != given.end()) {
+      char* end = nullptr;
+      value = std::strtod(it->second.c_str(), &end);
+      if (end == it->second.c_str() || *end) {
+        fmt::print(stderr, "rtcgc: error: scalar '{}' needs a number, got '{}'\n", param.name, it->second);
+        throw Fail{kUsage};
+      }
+      given.erase(it);
+    }
+    args.setScalar(int(p), value);
+  }
+  for (const auto& [name, value] : given) {
+    fmt::print(stderr, "rtcgc: error: '{}' is not a scalar parameter of kernel '{}'\n", name, k.name);
+    throw Fail{kUsage};
+  }
+}
+
+int runRun(const Common& c, const RunArgs& r) {
+  SourceText src = readSource(c.file);
+  if (r.cpu) {
+    Kernel bound = boundKernel(c, src);
+    HostArgs args(bound);
+    fillInputs(bound, args, r.seed);
+    setScalars(bound, args, r);
+    ReferenceResult result = runReference(bound, args);
+    fmt::print("{} on the CPU reference executor: {:.3f} ms\n", bound.name, result.seconds * 1e3);
+    for (const ReferenceOutput& o : result.outputs)
+      fmt::print("  {}: {}\n", o.name, checksum(o.values).str());
+    return kOk;
+  }
+
+  if (!cuda::cudaAvailable()) {
+    fmt::print(stderr, "rtcgc: error: {}\n", cuda::unavailableReason());
+    return kNoDevice;
+  }
+  std::shared_ptr<cuda::Context> ctx = cuda::Context::primary(0);
+  const cuda::DeviceProperties& dev = ctx->device().properties();
+  PipelineOptions options;
+  options.kernelName = c.kernel;
+  options.schedule = r.schedule;
+  options.arch = dev.arch();
+  Compiled compiled = compile(c, src, options);
+  const Kernel& bound = compiled.kernel;
+
+  HostArgs host(bound);
+  fillInputs(bound, host, r.seed);
+  setScalars(bound, host, r);
+  HostArgs refArgs = host;
+  ReferenceResult ref = runReference(bound, refArgs);
+
+  Executable exe(ctx, bound, compiled.module,
+                 std::string_view(compiled.binary.cubin.data(), compiled.binary.cubin.size()));
+  DeviceArgs dargs(ctx, bound, host);
+  cuda::Stream stream(ctx);
+  exe.launch(dargs.args(), &stream);
+  stream.synchronize();
+  HostArgs gpu = host;
+  dargs.download(bound, gpu);
+
+  bool ok = true;
+  fmt::print("{} on {} ({}), schedule: {}\n", bound.name, dev.name, dev.arch(), printSchedule(compiled.schedule));
+  for (const ReferenceOutput& o : ref.outputs) {
+    const HostArray& out = gpu.array(o.param);
+    Comparison cmp = compare(out, o.values);
+    double tol = r.tolerance >= 0 ? r.tolerance
+                 : out.type() == ScalarType::F32 ? 1e-5
+                 : out.type() == ScalarType::F64 ? 1e-12
+                                                 : 0.0;
+    bool pass = cmp.nonFinite == 0 && cmp.relativeError <= tol;
+    ok = ok && pass;
+    fmt::print("  {}: {} (tolerance {:g}) {}\n", o.name, cmp.str(), tol, pass ? "ok" : "MISMATCH");
+  }
+
+  // Timing: inputs are restored before each repeat (inout arrays), outside the timed region.
+  cuda::BenchmarkOptions bo;
+  bo.repeats = r.repeats;
+  bool hasInOut = false;
+  for (const Param& p : bound.params) hasInOut = hasInOut || (p.isArray() && p.mode == ArrayMode::InOut);
+  cuda::BenchmarkResult t =
+      cuda::benchmark(stream, [&](const cuda::Stream& s, int) { exe.launch(dargs.args(), &s); }, bo);
+  if (hasInOut) dargs.reset(bound, host);
+  double seconds = t.medianMs * 1e-3;
+  int64_t flops = floatOps(bound), bytes = minimalBytes(bound);
+  fmt::print("  time {:.4f} ms (median of {}, L2 flushed), {:.1f} GF/s, {:.1f} GB/s\n", t.medianMs, r.repeats,
+             flops / seconds * 1e-9, bytes / seconds * 1e-9);
+  return ok ? kOk : kMismatch;
+}
+
+// ---- ir, devices -------------------------------------------------------------------------------
+
+int runIr(const Common& c) {
+  SourceText src = readSource(c.file);
+  if (c.defines.empty()) {
+    Diagnostics diags;
+    std::optional<Kernel> k = frontKernel(src, c.kernel, diags);
+    report(diags, src);
+    if (!k) return kInputError;
+    fputs(printKernel(*k).c_str(), stdout);
+    return kOk;
+  }
+  fputs(printKernel(boundKernel(c, src)).c_str(), stdout);
+  return kOk;
+}
+
+int runDevices() {
+  if (!cuda::cudaAvailable()) {
+    fmt::print(stderr, "rtcgc: error: {}\n", cuda::unavailableReason());
+    return kNoDevice;
+  }
+  int n = cuda::Device::count();
+  for (int i = 0; i < n; ++i) fmt::print("{}: {}\n", i, cuda::Device(i).properties().describe());
+  return kOk;
+}
+
+void addCommon(CLI::App* cmd, Common& c, bool needFile = true) {
+  cmd->add_option("file", c.file, "DSL source file")->required(needFile);
+  cmd->add_option("-D,--define", c.defines, "bind a size parameter: -D n=500")->allow_extra_args(false);
+  cmd->add_option("-k,--kernel", c.kernel, "the kernel to use when the file defines several");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rtcgc: the rtcg loop-kernel compiler (DSL -> CUDA C -> cubin, CPU reference, GPU runs)", "rtcgc"};
+  app.set_version_flag("--version", std::string("rtcgc ") + RTCG_VERSION);
+  app.require_subcommand(1);
+  app.footer("Exit codes: 0 ok, 1 input errors, 2 bad command line, 3 NVRTC failed, 4 no CUDA device, "
+             "5 GPU result mismatch, 70 internal error.");
+
+  Common common;
+  EmitArgs emit;
+  RunArgs run;
+
+  CLI::App* check = app.add_subcommand("check", "check a program; with -D also prove bounds and race freedom");
+  addCommon(check, common);
+
+  CLI::App* emitCmd = app.add_subcommand("emit", "emit CUDA C (default), PTX or a cubin for bound sizes");
+  addCommon(emitCmd, common);
+  emitCmd->add_option("-s,--schedule", emit.schedule, "schedule text (default: the default schedule)");
+  emitCmd->add_option("-o,--output", emit.output, "output file (default: standard output)");
+  emitCmd->add_flag("--ptx", emit.ptx, "emit PTX compiled by NVRTC");
+  emitCmd->add_flag("--cubin", emit.cubin, "emit a cubin compiled by NVRTC (needs -o)");
+  emitCmd->add_flag("--resources", emit.resources, "print registers, shared and local memory per function");
+  emitCmd->add_option("--arch", emit.arch, "target architecture (default sm_90)");
+
+  CLI::App* runCmd = app.add_subcommand("run", "run on random inputs: --cpu on the reference executor, else on the GPU");
+  addCommon(runCmd, common);
+  runCmd->add_flag("--cpu", run.cpu, "run the CPU reference executor and print checksums");
+  runCmd->add_option("--seed", run.seed, "random seed for the inputs (default 1)");
+  runCmd->add_option("-s,--schedule", run.schedule, "schedule text (default: the default schedule)");
+  runCmd->add_option("-S,--scalar", run.scalars, "set a scalar parameter: -S alpha=2.5 (default random)");
+  runCmd->add_option("--repeats", run.repeats, "timed repeats (default 20)")->check(CLI::Range(1, 100000));
+  runCmd->add_option("--tolerance", run.tolerance, "relative error allowed (default 1e-5 f32, 1e-12 f64)");
+
+  CLI::App* ir = app.add_subcommand("ir", "print the IR (bound when -D is given)");
+  addCommon(ir, common);
+
+  CLI::App* devices = app.add_subcommand("devices", "list CUDA devices");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsage;
+  }
+
+  try {
+    if (check->parsed()) return runCheck(common);
+    if (emitCmd->parsed()) return runEmit(common, emit);
+    if (runCmd->parsed()) return runRun(common, run);
+    if (ir->parsed()) return runIr(common);
+    if (devices->parsed()) return runDevices();
+  } catch (const Fail& f) {
+    return f.code;
+  } catch (const NoDeviceError& e) {
+    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
+    return kNoDevice;
+  } catch (const InternalError& e) {
+    fmt::print(stderr, "rtcgc: {}\n", e.what());
+    return kInternal;
+  } catch (const Error& e) {
+    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
+    return kInputError;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "rtcgc: internal error: {}\n", e.what());
+    return kInternal;
+  }
+  return kUsage;
+}
