@@ -174,4 +174,18 @@ Stmt blank() {
   return s;
 }
 
+Stmt sharedArray(std::string type, std::string name, int64_t elements) {
+  Stmt s;
+  s.kind = StmtKind::SharedArray;
+  s.type = std::move(type);
+  s.name = std::move(name);
+  s.size = elements;
+  return s;
+}
+Stmt externSharedArray(std::string type, std::string name) {
+  Stmt s = sharedArray(std::move(type), std::move(name), 0);
+  s.isExtern = true;
+  return s;
+}
+
 }  // namespace rtcg::c

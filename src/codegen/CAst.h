@@ -64,6 +64,7 @@ enum class StmtKind : uint8_t {
   SyncThreads,  // __syncthreads();
   Return,       // return [value];
   Blank,        // an empty line, for readability
+  SharedArray,  // __shared__ type name[size];  or, with isExtern, extern __shared__ type name[];
 };
 
 // How a for loop is unrolled: no pragma (the compiler decides), `#pragma unroll` (fully) or
@@ -77,6 +78,8 @@ struct Stmt {
   std::string name;
   bool isConst = false;
   bool isConstexpr = false;
+  bool isExtern = false;  // SharedArray: dynamic shared memory (size given at launch)
+  int64_t size = 0;       // SharedArray: elements
   ExprP init;
   // Assign
   ExprP lhs;
@@ -101,6 +104,8 @@ Stmt comment(std::string text);  // split into lines at '\n'
 Stmt syncThreads();
 Stmt returnStmt(ExprP value = nullptr);
 Stmt blank();
+Stmt sharedArray(std::string type, std::string name, int64_t elements);  // __shared__ type name[elements];
+Stmt externSharedArray(std::string type, std::string name);             // extern __shared__ type name[];
 
 struct Param {
   std::string type;        // element or scalar type

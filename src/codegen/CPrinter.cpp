@@ -182,6 +182,14 @@ void printStmtTo(const Stmt& s, int indent, std::string& out) {
     case StmtKind::SyncThreads: out += pad + "__syncthreads();\n"; return;
     case StmtKind::Return: out += pad + (s.cond ? "return " + printExpr(s.cond) + ";\n" : "return;\n"); return;
     case StmtKind::Blank: out += "\n"; return;
+    case StmtKind::SharedArray:
+      if (s.isExtern) {
+        out += pad + "extern __shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + "[];\n";
+      } else {
+        RTCG_ASSERT(s.size > 0, "C printer: a shared array needs a positive size");
+        out += pad + "__shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + fmt::format("[{}];\n", s.size);
+      }
+      return;
   }
   RTCG_ASSERT(false, "C printer: bad statement kind");
 }

@@ -39,7 +39,8 @@ const std::set<std::string>& reservedWords() {
       "sqrt", "sqrtf", "exp", "expf", "log", "logf", "sin", "sinf", "cos", "cosf", "fabs", "fabsf",
       "abs", "llabs", "fmin", "fminf", "fmax", "fmaxf", "min", "max", "pow", "powf", "fma", "fmaf",
       "floor", "floorf", "fmod", "fmodf", "__int_as_float", "__longlong_as_double",
-      "rtcg_floordiv", "rtcg_floormod"};
+      "rtcg_floordiv", "rtcg_floormod", "__syncthreads", "__shfl_down_sync", "rtcg_smem_f32",
+      "rtcg_smem_f64", "rtcg_smem_i32", "rtcg_smem_i64"};
   return words;
 }
 
@@ -71,65 +72,6 @@ void collectVarIds(const Expr& e, VarKind kind, std::set<int>& out) {
     collectVarIds(l.lo, kind, out);
     collectVarIds(l.hi, kind, out);
   }
-}
-
-bool readsAny(const Expr& e, const std::set<int>& arrays) {
-  if (!e) return false;
-  if (e->kind == ExprKind::Load && arrays.count(e->array)) return true;
-  for (const Expr& o : e->operands)
-    if (readsAny(o, arrays)) return true;
-  for (const Loop& l : e->loops)
-    if (readsAny(l.lo, arrays) || readsAny(l.hi, arrays)) return true;
-  return false;
-}
-
-// Reductions of `e` that are not inside another reduction, in evaluation order.
-void topLevelReductions(const Expr& e, std::vector<Expr>& out) {
-  if (!e) return;
-  if (e->kind == ExprKind::Reduce) {
-    out.push_back(e);
-    return;
-  }
-  for (const Expr& o : e->operands) topLevelReductions(o, out);
-}
-
-// A key equal for expressions equal up to the renaming of the loops in `canon`.
-std::string structuralKey(const Expr& e, const std::map<int, std::string>& canon) {
-  std::string s = fmt::format("({} {}", (int)e->kind, (int)e->type);
-  switch (e->kind) {
-    case ExprKind::IntImm: s += fmt::format(" {}", e->intValue); break;
-    case ExprKind::FloatImm: s += fmt::format(" {}", e->floatValue); break;
-    case ExprKind::Var: {
-      auto it = e->varKind == VarKind::Index ? canon.find(e->varId) : canon.end();
-      s += it != canon.end() ? " " + it->second : fmt::format(" v{}:{}", (int)e->varKind, e->varId);
-      break;
-    }
-    case ExprKind::Load: s += fmt::format(" a{}", e->array); break;
-    case ExprKind::Unary: s += fmt::format(" u{}", (int)e->unaryOp); break;
-    case ExprKind::Binary: s += fmt::format(" b{}", (int)e->binaryOp); break;
-    case ExprKind::Call: s += fmt::format(" f{}", (int)e->mathFn); break;
-    case ExprKind::Cast:
-    case ExprKind::Select: break;
-    case ExprKind::Reduce: s += fmt::format(" r{}", (int)e->reduceOp); break;
-  }
-  for (const Expr& o : e->operands) {
-    s += ' ';
-    s += structuralKey(o, canon);
-  }
-  s += ')';
-  return s;
-}
-
-// The loop structure of a reduction, for fusing reductions over the same loops.
-std::string loopsKey(const Expr& red) {
-  std::map<int, std::string> canon;
-  std::string s;
-  for (size_t q = 0; q < red->loops.size(); ++q) {
-    const Loop& l = red->loops[q];
-    s += fmt::format("[{} {} {}]", l.name, structuralKey(l.lo, canon), structuralKey(l.hi, canon));
-    canon[l.id] = fmt::format("r{}", q);
-  }
-  return s;
 }
 
 const char* mathName(MathFn fn, ScalarType t) {
@@ -210,10 +152,19 @@ struct ParallelIndex {
   std::string pointName;              // C name of a per-point index
 };
 
+// A staged array's tile in shared memory, as the reads served from it see it.
+struct StageRef {
+  std::string storage;  // the shared array
+  int64_t offset = 0;   // of the tile in it, in elements
+  std::vector<C::ExprP> origins;  // per dimension: the array index of the tile's first element
+  std::vector<int64_t> pitch;     // per dimension: elements between consecutive indices in the tile
+};
+
 // Per-point environment for lowering IR expressions.
 struct Env {
   std::map<int, C::ExprP> vars;                     // loop and let ids
   std::map<const ExprNode*, C::ExprP> hoisted;      // reductions computed ahead, by node
+  std::map<int, StageRef> staged;                   // arrays read from shared memory, by param
 };
 
 class NestEmitter {
@@ -247,6 +198,19 @@ class NestEmitter {
   std::vector<RegPart> regParts_;
   int64_t regPoints_ = 1;
 
+  // Cooperative code (shared-memory staging): every thread of the block reaches every
+  // __syncthreads, so threads outside the domain do not return early; their work is guarded.
+  bool cooperative_ = false;
+  StagingPlan plan_;
+  std::vector<std::vector<Expr>> groups_;  // hoisted reductions, grouped by loops
+  struct TileStorage {
+    std::string storage;
+    int64_t offset = 0;
+  };
+  std::vector<TileStorage> tiles_;  // per plan_.arrays entry
+  C::ExprP tid_;                    // linear thread index in the block
+  int64_t threads_ = 1;             // threads per block
+
   const IndexSchedule& scheduleOf(const std::string& name) const {
     const IndexSchedule* s = sched_.find(name);
     RTCG_ASSERT(s != nullptr, "validated schedule lacks index " + name);
@@ -261,7 +225,11 @@ class NestEmitter {
   C::ExprP lowerAccess(int array, const std::vector<Expr>& indices, Env& env, std::vector<C::Stmt>& out);
   C::ExprP lowerReduction(const Expr& e, Env& env, std::vector<C::Stmt>& out);
   void emitReductionLoops(const std::vector<Loop>& loops, size_t q, Env env, std::vector<C::Stmt>& out,
-                          const std::function<void(Env&, std::vector<C::Stmt>&)>& inner);
+                          const std::function<void(Env&, std::vector<C::Stmt>&)>& inner, int stageGroup = -1);
+  C::ExprP uniformBase(const ParallelIndex& p) const;
+  void stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env, std::vector<C::Stmt>& out);
+  void stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out);
+  bool hasStepStaging(int group) const;
   bool nonNegative(const Expr& e) const;
 
   C::ExprP indexValue(const ParallelIndex& p, const std::vector<int64_t>* regValues);
@@ -279,6 +247,19 @@ bool NestEmitter::nonNegative(const Expr& e) const {
 C::ExprP NestEmitter::lowerAccess(int array, const std::vector<Expr>& indices, Env& env, std::vector<C::Stmt>& out) {
   const Param& p = k_.params[array];
   RTCG_ASSERT(p.shape.size() == indices.size(), "access rank differs from the array's");
+  auto staged = env.staged.find(array);
+  if (staged != env.staged.end()) {
+    // Served from the shared tile: (index - origin) * pitch per dimension.
+    const StageRef& ref = staged->second;
+    std::vector<C::ExprP> terms{lit(ref.offset)};
+    for (size_t d = 0; d < indices.size(); ++d) {
+      C::ExprP e = lower(indices[d], env, out);
+      const C::ExprP& o = ref.origins[d];
+      bool zero = o->kind == C::ExprKind::IntLit && o->intValue == 0;
+      terms.push_back(C::product(zero ? e : C::binary("-", e, o), lit(ref.pitch[d])));
+    }
+    return C::index(C::name(ref.storage), C::sum(terms));
+  }
   C::ExprP flat;
   for (size_t d = 0; d < indices.size(); ++d) {
     C::ExprP e = lower(indices[d], env, out);
@@ -362,13 +343,16 @@ C::ExprP NestEmitter::lowerReduction(const Expr& e, Env& env, std::vector<C::Stm
   return C::name(acc);
 }
 
-// The loops of reduction loops[q..], split as the schedule says, around `inner`.
+// The loops of reduction loops[q..], split as the schedule says, around `inner`. With
+// `stageGroup` (a hoisted group with arrays staged per step), every iteration of the outer part of
+// the first loop copies the step's tiles into shared memory, between barriers, before the inner parts.
 void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, Env env, std::vector<C::Stmt>& out,
-                                     const std::function<void(Env&, std::vector<C::Stmt>&)>& inner) {
+                                     const std::function<void(Env&, std::vector<C::Stmt>&)>& inner, int stageGroup) {
   if (q == loops.size()) {
     inner(env, out);
     return;
   }
+  const bool staging = q == 0 && stageGroup >= 0 && hasStepStaging(stageGroup);
   const Loop& l = loops[q];
   const IndexSchedule& is = scheduleOf(l.name);
   C::ExprP lo = lower(l.lo, env, out), hi = lower(l.hi, env, out);
@@ -376,7 +360,13 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     std::string v = names_.fresh(l.name);
     env.vars[l.id] = C::name(v);
     std::vector<C::Stmt> body;
+    if (staging) {
+      // Each step is one iteration: the tile is the footprint of this value of the index.
+      stageStep(stageGroup, C::name(v), env, body);
+      body.push_back(C::syncThreads());
+    }
     emitReductionLoops(loops, q + 1, env, body, inner);
+    if (staging) body.push_back(C::syncThreads());  // the tile is read by all before the next copy
     out.push_back(C::forLoop(idx_, v, lo, hi, unrollOf(is.parts[0].place), std::move(body)));
     return;
   }
@@ -403,6 +393,12 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     if (p > 0) stride /= ext[p];
     terms.push_back(C::product(C::name(vars.back()), lit(stride)));
   }
+  std::vector<C::Stmt> stage;
+  if (staging) {
+    // The step covers lo + k_0 * inner .. + inner - 1.
+    stageStep(stageGroup, C::sum({lo, C::product(C::name(vars[0]), lit(innerProduct))}), env, stage);
+    stage.push_back(C::syncThreads());
+  }
   std::string v = names_.fresh(l.name);
   env.vars[l.id] = C::name(v);
   std::vector<C::Stmt> body{C::decl(idx_, v, C::sum(terms))};
@@ -414,11 +410,112 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     body.push_back(C::ifThen(C::binary("<", C::name(v), hi), std::move(guarded)));
   }
   for (size_t p = is.parts.size(); p-- > 0;) {
+    if (p == 0 && staging) {
+      stage.insert(stage.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
+      stage.push_back(C::syncThreads());
+      body = std::move(stage);
+    }
     std::vector<C::Stmt> loop{C::forLoop(idx_, vars[p], lit(0), p == 0 ? firstTrip : lit(ext[p]),
                                          unrollOf(is.parts[p].place), std::move(body))};
     body = std::move(loop);
   }
   for (C::Stmt& s : body) out.push_back(std::move(s));
+}
+
+bool NestEmitter::hasStepStaging(int group) const {
+  for (const StagedArray& sa : plan_.arrays)
+    if (sa.level == StageLevel::Step && sa.group == group) return true;
+  return false;
+}
+
+void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out) {
+  std::map<std::string, C::ExprP> bases{{"step", stepBase}};
+  for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+  for (size_t t = 0; t < plan_.arrays.size(); ++t)
+    if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group) stageTile(t, bases, env, out);
+}
+
+// lo plus the grid and serial/unroll parts of a parallel index: the same for every thread of the
+// block at a position of the serial loops.
+C::ExprP NestEmitter::uniformBase(const ParallelIndex& p) const {
+  static const char* axisField[3] = {"x", "y", "z"};
+  std::vector<C::ExprP> terms{lit(p.ni->hull.lo)};
+  for (size_t part = 0; part < p.ext.size(); ++part) {
+    Placement pl = p.sched->parts[part].place;
+    if (isGridPlacement(pl))
+      terms.push_back(C::product(C::castTo(idx_, C::member(C::name("blockIdx"), axisField[placementAxis(pl)])),
+                                 lit(p.stride[part])));
+    else if (pl == Placement::Serial || pl == Placement::Unroll)
+      terms.push_back(C::product(C::name(p.loopVars[part]), lit(p.stride[part])));
+  }
+  return C::sum(terms);
+}
+
+// The cooperative copy of tile `t` of the plan: element e of the tile (row-major over its box) is
+// loaded by thread e % threads, so consecutive threads load consecutive elements of a row
+// (coalesced). Elements outside the array are set to zero (no point in the domain reads them).
+void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env,
+                            std::vector<C::Stmt>& out) {
+  const StagedArray& sa = plan_.arrays[t];
+  const Param& param = k_.params[sa.array];
+  const std::string& arr = paramNames_[sa.array];
+  const size_t rank = sa.dims.size();
+  StageRef ref{tiles_[t].storage, tiles_[t].offset, {}, std::vector<int64_t>(rank, 1)};
+  for (size_t d = rank; d-- > 1;) ref.pitch[d - 1] = ref.pitch[d] * sa.padded[d];
+
+  std::vector<std::string> box;
+  int64_t total = 1;
+  for (const StagedDim& d : sa.dims) {
+    box.push_back(fmt::format("{}", d.size));
+    total *= d.size;
+  }
+  out.push_back(C::comment(fmt::format("Stage {} in shared memory: a tile of {} elements, loaded by all {} threads",
+                                       param.name, rank ? fmt::format("{}", fmt::join(box, " x ")) : "1", threads_)));
+  for (size_t d = 0; d < rank; ++d) {
+    std::vector<C::ExprP> terms{lit(sa.dims[d].constant)};
+    for (const auto& [key, c] : sa.dims[d].coeffs) terms.push_back(C::product(bases.at(key), lit(c)));
+    C::ExprP origin = C::sum(terms);
+    if (origin->kind != C::ExprKind::IntLit) {
+      std::string n = names_.fresh(fmt::format("{}_o{}", arr, d));
+      out.push_back(C::decl(idx_, n, origin));
+      origin = C::name(n);
+    }
+    ref.origins.push_back(origin);
+  }
+
+  int64_t trips = (total + threads_ - 1) / threads_;
+  std::string c = names_.fresh("c"), e = names_.fresh("e");
+  std::vector<C::Stmt> copy;
+  std::vector<C::ExprP> local(rank), global(rank);
+  int64_t after = total;
+  C::ExprP inside, tileIndex = lit(ref.offset), flat;
+  for (size_t d = 0; d < rank; ++d) {
+    after /= sa.dims[d].size;
+    C::ExprP ed = C::name(e);
+    if (after > 1) ed = C::binary("/", ed, lit(after));
+    if (d > 0) ed = C::binary("%", ed, lit(sa.dims[d].size));
+    std::string ln = names_.fresh(fmt::format("{}_{}", e, d));
+    copy.push_back(C::decl(idx_, ln, ed));
+    C::ExprP gv = C::sum({ref.origins[d], C::name(ln)});
+    std::string gn = names_.fresh(fmt::format("g_{}", d));
+    copy.push_back(C::decl(idx_, gn, gv));
+    if (!sa.dims[d].whole) {
+      C::ExprP in = C::binary("&&", C::binary(">=", C::name(gn), lit(0)), C::binary("<", C::name(gn), lit(sa.dims[d].extent)));
+      inside = inside ? C::binary("&&", inside, in) : in;
+    }
+    tileIndex = C::sum({tileIndex, C::product(C::name(ln), lit(ref.pitch[d]))});
+    flat = d == 0 ? (idx_ == "long long" && rank > 1 ? C::castTo("long long", C::name(gn)) : C::name(gn))
+                  : C::sum({C::product(flat, lit(sa.dims[d].extent)), C::name(gn)});
+  }
+  if (!flat) flat = lit(0);
+  C::ExprP value = C::index(C::name(arr), flat);
+  if (inside) value = C::ternary(inside, value, literalOf(param.type, 0, 0.0));
+  copy.push_back(C::assign(C::index(C::name(ref.storage), tileIndex), "=", value));
+  std::vector<C::Stmt> loopBody{C::decl(idx_, e, C::sum({C::product(C::name(c), lit(threads_)), tid_}))};
+  if (total % threads_ != 0) loopBody.push_back(C::ifThen(C::binary("<", C::name(e), lit(total)), std::move(copy)));
+  else for (C::Stmt& st : copy) loopBody.push_back(std::move(st));
+  out.push_back(C::forLoop(idx_, c, lit(0), lit(trips), C::Unroll::Default, std::move(loopBody)));
+  env.staged[sa.array] = std::move(ref);
 }
 
 std::vector<int64_t> NestEmitter::regValuesOf(int64_t point) const {
@@ -567,6 +664,13 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
     for (const ParallelIndex& o : par_)
       if (refs.count(o.loop->id)) p.guardLevel = std::max(p.guardLevel, o.level);
   }
+  groups_ = hoistedReductionGroups(k_, nestIdx_, sched_);
+  plan_ = planStaging(k_, nestIdx_, sched_);
+  RTCG_ASSERT(plan_.errors.empty(), "validated staging has errors");
+  cooperative_ = !plan_.arrays.empty();
+  // Cooperative code guards each point instead of returning early or skipping whole groups.
+  if (cooperative_)
+    for (ParallelIndex& p : par_) p.guardLevel = Level::Point;
 
   // Launch shape and the grid/thread part of each index.
   static const char* axisField[3] = {"x", "y", "z"};
@@ -601,12 +705,64 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
     launch.block[a] = (uint32_t)block[a];
   }
   fn.launchBounds = (int)(block[0] * block[1] * block[2]);
+  threads_ = block[0] * block[1] * block[2];
+
+  if (cooperative_) {
+    // tid = threadIdx.x + bx * (threadIdx.y + by * threadIdx.z), axes of extent 1 left out.
+    C::ExprP tid;
+    for (int a = 2; a >= 0; --a) {
+      if (block[a] == 1) continue;
+      C::ExprP t = C::castTo(idx_, C::member(C::name("threadIdx"), axisField[a]));
+      tid = tid ? C::sum({t, C::product(lit(block[a]), tid)}) : t;
+    }
+    if (!tid) {
+      tid_ = lit(0);
+    } else {
+      std::string n = names_.fresh("tid");
+      body.push_back(C::decl(idx_, n, tid));
+      tid_ = C::name(n);
+    }
+    // Tiles: static shared arrays up to 48 KiB, else slices of dynamic shared memory.
+    const bool dynamic = plan_.bytes > 48 * 1024;
+    int64_t byteOffset = 0;
+    std::set<ScalarType> externTypes;
+    for (const StagedArray& sa : plan_.arrays) {
+      ScalarType t = k_.params[sa.array].type;
+      if (dynamic) {
+        static const std::map<ScalarType, const char*> storage = {{ScalarType::F32, "rtcg_smem_f32"},
+                                                                   {ScalarType::F64, "rtcg_smem_f64"},
+                                                                   {ScalarType::I32, "rtcg_smem_i32"},
+                                                                   {ScalarType::I64, "rtcg_smem_i64"}};
+        if (externTypes.insert(t).second) body.push_back(C::externSharedArray(cudaTypeName(t), storage.at(t)));
+        tiles_.push_back({storage.at(t), byteOffset / typeBytes(t)});
+        byteOffset += (sa.bytes + 15) / 16 * 16;
+      } else {
+        std::string n = names_.fresh("s_" + k_.params[sa.array].name);
+        body.push_back(C::sharedArray(cudaTypeName(t), n, sa.elements));
+        tiles_.push_back({n, 0});
+      }
+    }
+    if (dynamic) launch.dynamicSharedBytes = (uint32_t)byteOffset;
+  }
 
   // Threads outside the domain leave at once.
   C::ExprP topGuard;
   for (ParallelIndex& p : par_)
     if (p.guardLevel == Level::Top) topGuard = andAll(topGuard, guardOf(p, env, body));
   if (topGuard) body.push_back(C::ifThen(negate(topGuard), {C::returnStmt()}));
+
+  // Tiles staged once per block.
+  {
+    std::map<std::string, C::ExprP> bases;
+    for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+    bool any = false;
+    for (size_t t = 0; t < plan_.arrays.size(); ++t)
+      if (plan_.arrays[t].level == StageLevel::Block && !plan_.arrays[t].movesWithSerial) {
+        stageTile(t, bases, env, body);
+        any = true;
+      }
+    if (any) body.push_back(C::syncThreads());
+  }
 
   // Register tile points, in clause order.
   for (const IndexSchedule& is : sched_.indices)
@@ -621,32 +777,12 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
   // Reductions computed ahead of the statements (so that register-tile points share one pass over
   // the reduction loops, and reductions over the same loops share one loop): those that depend on
   // no let, read no array this nest writes, and whose bounds do not depend on a register index.
-  std::set<int> written, pointIds;
-  for (const Stmt& s : nest_.body)
-    if (s.kind == StmtKind::Store) written.insert(s.array);
-  for (const ParallelIndex& p : par_)
-    if (p.level == Level::Point) pointIds.insert(p.loop->id);
+  // Reductions computed ahead of the statements (so that register-tile points share one pass over
+  // the reduction loops, and reductions over the same loops share one loop): see
+  // hoistedReductionGroups.
   std::vector<Expr> hoisted;
-  for (const Stmt& s : nest_.body) {
-    std::vector<Expr> reds;
-    topLevelReductions(s.value, reds);
-    for (const Expr& r : reds) {
-      std::set<int> lets, boundRefs;
-      collectVarIds(r, VarKind::Let, lets);
-      for (const Loop& l : r->loops) {
-        collectVarIds(l.lo, VarKind::Index, boundRefs);
-        collectVarIds(l.hi, VarKind::Index, boundRefs);
-      }
-      bool dependsOnPoint = std::any_of(boundRefs.begin(), boundRefs.end(), [&](int id) { return pointIds.count(id) > 0; });
-      if (lets.empty() && !readsAny(r, written) && !dependsOnPoint) hoisted.push_back(r);
-    }
-  }
-  std::vector<std::vector<Expr>> groups;
-  for (const Expr& r : hoisted) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const std::vector<Expr>& g) { return loopsKey(g[0]) == loopsKey(r); });
-    if (it == groups.end()) groups.push_back({r});
-    else it->push_back(r);
-  }
+  for (const std::vector<Expr>& g : groups_) hoisted.insert(hoisted.end(), g.begin(), g.end());
+  const std::vector<std::vector<Expr>>& groups = groups_;
 
   // The work of one thread at one position of the serial loops of parallel indices.
   std::function<std::vector<C::Stmt>(Env)> group = [&](Env genv) {
@@ -660,6 +796,19 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
     C::ExprP groupGuard;
     for (ParallelIndex& p : par_)
       if (p.guardLevel == Level::Group) groupGuard = andAll(groupGuard, guardOf(p, genv, out));
+    // Tiles that move with the serial parts of parallel indices: staged per position, read by all
+    // before the next position's copy.
+    bool stagedHere = false;
+    {
+      std::map<std::string, C::ExprP> bases;
+      for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+      for (size_t t = 0; t < plan_.arrays.size(); ++t)
+        if (plan_.arrays[t].level == StageLevel::Block && plan_.arrays[t].movesWithSerial) {
+          stageTile(t, bases, genv, out);
+          stagedHere = true;
+        }
+      if (stagedHere) out.push_back(C::syncThreads());
+    }
     std::vector<C::Stmt> work;
     // Accumulators, per reduction and register point.
     std::vector<std::map<const ExprNode*, C::ExprP>> accs(regPoints_);
@@ -670,7 +819,8 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
         work.push_back(C::decl(cudaTypeName(r->type), n, reductionIdentity(r->reduceOp, r->type), false));
         accs[pt][r.get()] = C::name(n);
       }
-    for (const std::vector<Expr>& g : groups) {
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const std::vector<Expr>& g = groups[gi];
       emitReductionLoops(g[0]->loops, 0, genv, work, [&](Env& renv, std::vector<C::Stmt>& rbody) {
         for (const Expr& r : g)
           for (size_t q = 0; q < r->loops.size(); ++q) renv.vars[r->loops[q].id] = renv.vars.at(g[0]->loops[q].id);
@@ -689,7 +839,7 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
           if (regPoints_ > 1) rbody.push_back(C::block(std::move(pbody)));
           else for (C::Stmt& s : pbody) rbody.push_back(std::move(s));
         }
-      });
+      }, (int)gi);
     }
     // The statements, per register point.
     for (int64_t pt = 0; pt < regPoints_; ++pt) {
@@ -715,6 +865,7 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
     }
     if (groupGuard) out.push_back(C::ifThen(groupGuard, std::move(work)));
     else for (C::Stmt& s : work) out.push_back(std::move(s));
+    if (stagedHere) out.push_back(C::syncThreads());
     return out;
   };
 
@@ -773,8 +924,10 @@ std::vector<C::Function> floorHelpers(const std::string& type) {
 
 }  // namespace
 
-EmittedModule emitCuda(const Kernel& k, const Schedule& s) {
-  std::vector<std::string> reasons = validateSchedule(k, s);
+EmittedModule emitCuda(const Kernel& k, const Schedule& s) { return emitCuda(k, s, ScheduleLimits{}); }
+
+EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits& limits) {
+  std::vector<std::string> reasons = validateSchedule(k, s, limits);
   if (!reasons.empty())
     throw Error(fmt::format("cannot emit kernel '{}' with schedule '{}':\n  {}", k.name, printSchedule(s),
                             fmt::join(reasons, "\n  ")));

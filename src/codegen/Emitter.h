@@ -20,7 +20,7 @@ struct LaunchSpec {
   std::string function;                  // `<kernel>_<nest>`
   std::array<uint32_t, 3> grid{1, 1, 1};   // blocks per grid, x y z
   std::array<uint32_t, 3> block{1, 1, 1};  // threads per block, x y z
-  uint32_t dynamicSharedBytes = 0;
+  uint32_t dynamicSharedBytes = 0;        // bytes of `extern __shared__` memory the launch must provide
   // Kernel arguments in order, as indices into Kernel::params: every parameter except the Size
   // ones, in declaration order. Arrays are passed as device pointers, scalars by value.
   std::vector<int> params;
@@ -34,6 +34,9 @@ struct EmittedModule {
 // Emits CUDA C for the bound kernel `k` (ir/Bind.h) under schedule `s`. Throws rtcg::Error whose
 // message lists the reasons when the kernel is not bound or the schedule is illegal for it
 // (validateSchedule).
+// `limits` bounds what validation accepts (raise maxSharedBytes for tiles in dynamic shared
+// memory above 48 KiB; the launch must then opt in to LaunchSpec::dynamicSharedBytes).
 EmittedModule emitCuda(const Kernel& k, const Schedule& s);
+EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits& limits);
 
 }  // namespace rtcg

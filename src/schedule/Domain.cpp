@@ -1,8 +1,11 @@
 #include "schedule/Domain.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <set>
 #include <fmt/format.h>
 
+#include "ir/Analysis.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -173,6 +176,332 @@ std::vector<int64_t> partExtents(const IndexSchedule& s, int64_t extent) {
   }
   if (!ext.empty()) ext[0] = std::max<int64_t>(1, (extent + inner - 1) / inner);
   return ext;
+}
+
+}  // namespace rtcg
+
+// ---------------------------------------------------------------------------------------------
+// Hoisted reductions and shared-memory staging
+
+
+namespace rtcg {
+
+namespace {
+
+void varIds(const Expr& e, VarKind kind, std::set<int>& out) {
+  if (!e) return;
+  if (e->kind == ExprKind::Var && e->varKind == kind) out.insert(e->varId);
+  for (const Expr& o : e->operands) varIds(o, kind, out);
+  for (const Loop& l : e->loops) {
+    varIds(l.lo, kind, out);
+    varIds(l.hi, kind, out);
+  }
+}
+
+bool readsArrayIn(const Expr& e, const std::set<int>& arrays) {
+  if (!e) return false;
+  if (e->kind == ExprKind::Load && arrays.count(e->array)) return true;
+  for (const Expr& o : e->operands)
+    if (readsArrayIn(o, arrays)) return true;
+  for (const Loop& l : e->loops)
+    if (readsArrayIn(l.lo, arrays) || readsArrayIn(l.hi, arrays)) return true;
+  return false;
+}
+
+void topReductions(const Expr& e, std::vector<Expr>& out) {
+  if (!e) return;
+  if (e->kind == ExprKind::Reduce) {
+    out.push_back(e);
+    return;
+  }
+  for (const Expr& o : e->operands) topReductions(o, out);
+}
+
+// A key equal for expressions equal up to the renaming of the loops in `canon`.
+std::string structuralKey(const Expr& e, const std::map<int, std::string>& canon) {
+  std::string s = fmt::format("({} {}", (int)e->kind, (int)e->type);
+  switch (e->kind) {
+    case ExprKind::IntImm: s += fmt::format(" {}", e->intValue); break;
+    case ExprKind::FloatImm: s += fmt::format(" {}", e->floatValue); break;
+    case ExprKind::Var: {
+      auto it = e->varKind == VarKind::Index ? canon.find(e->varId) : canon.end();
+      s += it != canon.end() ? " " + it->second : fmt::format(" v{}:{}", (int)e->varKind, e->varId);
+      break;
+    }
+    case ExprKind::Load: s += fmt::format(" a{}", e->array); break;
+    case ExprKind::Unary: s += fmt::format(" u{}", (int)e->unaryOp); break;
+    case ExprKind::Binary: s += fmt::format(" b{}", (int)e->binaryOp); break;
+    case ExprKind::Call: s += fmt::format(" f{}", (int)e->mathFn); break;
+    case ExprKind::Cast:
+    case ExprKind::Select: break;
+    case ExprKind::Reduce: s += fmt::format(" r{}", (int)e->reduceOp); break;
+  }
+  for (const Expr& o : e->operands) s += " " + structuralKey(o, canon);
+  return s + ")";
+}
+
+// The loop structure of a reduction, for fusing reductions over the same loops.
+std::string loopsKey(const Expr& red) {
+  std::map<int, std::string> canon;
+  std::string s;
+  for (size_t q = 0; q < red->loops.size(); ++q) {
+    const Loop& l = red->loops[q];
+    s += fmt::format("[{} {} {}]", l.name, structuralKey(l.lo, canon), structuralKey(l.hi, canon));
+    canon[l.id] = fmt::format("r{}", q);
+  }
+  return s;
+}
+
+// One load of the staged array, with the hoisted group whose reduction body it is in (-1: none).
+struct StagedLoad {
+  Expr load;
+  int group = -1;
+};
+
+void findLoads(const Expr& e, int array, int group, const std::map<const ExprNode*, int>& groupOf,
+               std::vector<StagedLoad>& out) {
+  if (!e) return;
+  if (e->kind == ExprKind::Reduce) {
+    auto it = groupOf.find(e.get());
+    if (it != groupOf.end()) group = it->second;
+  }
+  if (e->kind == ExprKind::Load && e->array == array) out.push_back({e, group});
+  for (const Expr& o : e->operands) findLoads(o, array, group, groupOf, out);
+  for (const Loop& l : e->loops) {
+    findLoads(l.lo, array, group, groupOf, out);
+    findLoads(l.hi, array, group, groupOf, out);
+  }
+}
+
+bool containsLoad(const Expr& e) {
+  if (!e) return false;
+  if (e->kind == ExprKind::Load) return true;
+  for (const Expr& o : e->operands)
+    if (containsLoad(o)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest, const NestSchedule& s) {
+  const LoopNest& n = k.nests[nest];
+  std::set<int> written, regIds;
+  for (const Stmt& st : n.body)
+    if (st.kind == StmtKind::Store) written.insert(st.array);
+  for (const Loop& l : n.loops)
+    if (const IndexSchedule* is = s.find(l.name))
+      for (const SchedulePart& p : is->parts)
+        if (p.place == Placement::Reg) regIds.insert(l.id);
+  std::vector<std::vector<Expr>> groups;
+  for (const Stmt& st : n.body) {
+    std::vector<Expr> reds;
+    topReductions(st.value, reds);
+    for (const Expr& r : reds) {
+      std::set<int> lets, boundRefs;
+      varIds(r, VarKind::Let, lets);
+      for (const Loop& l : r->loops) {
+        varIds(l.lo, VarKind::Index, boundRefs);
+        varIds(l.hi, VarKind::Index, boundRefs);
+      }
+      bool onReg = std::any_of(boundRefs.begin(), boundRefs.end(), [&](int id) { return regIds.count(id) > 0; });
+      if (!lets.empty() || readsArrayIn(r, written) || onReg) continue;
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const std::vector<Expr>& g) { return loopsKey(g[0]) == loopsKey(r); });
+      if (it == groups.end()) groups.push_back({r});
+      else it->push_back(r);
+    }
+  }
+  return groups;
+}
+
+bool isInBlockPlacement(Placement p) { return isThreadPlacement(p) || p == Placement::Reg; }
+
+StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
+  StagingPlan plan;
+  if (s.shared.empty()) return plan;
+  auto indices = nestIndices(k, nest);
+  if (!indices) return plan;  // validation reports this
+  const LoopNest& n = k.nests[nest];
+  std::vector<std::vector<Expr>> groups = hoistedReductionGroups(k, nest, s);
+  std::map<const ExprNode*, int> groupOf;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (const Expr& r : groups[g]) groupOf[r.get()] = (int)g;
+
+  // Spans and hulls of the indices, by loop id.
+  std::map<int, std::string> parKey;        // parallel loop id -> "p:<name>"
+  std::map<std::string, int64_t> spans;     // uniform-based key -> in-block span
+  std::map<std::string, bool> serialKey;    // "p:<name>" -> has a serial/unroll part
+  std::map<int, IndexRange> hull;           // reduction loop id -> hull of its values
+  std::map<std::string, const NestIndex*> reductionByName;
+  for (const NestIndex& ni : *indices) {
+    const IndexSchedule* is = s.find(ni.name);
+    if (!is || is->parts.empty()) return plan;  // validation reports this
+    for (const SchedulePart& p : is->parts)
+      if (p.factor && *p.factor <= 0) return plan;
+    if (!ni.parallel) {
+      for (const Loop* l : ni.loops) hull[l->id] = ni.hull;
+      reductionByName[ni.name] = &ni;
+      continue;
+    }
+    std::vector<int64_t> ext = partExtents(*is, ni.hull.extent());
+    int64_t stride = 1, span = 1;
+    bool serial = false;
+    for (size_t p = ext.size(); p-- > 0;) {
+      if (isInBlockPlacement(is->parts[p].place)) span += (ext[p] - 1) * stride;
+      if (is->parts[p].place == Placement::Serial || is->parts[p].place == Placement::Unroll) serial = true;
+      stride *= ext[p];
+    }
+    std::string key = "p:" + ni.name;
+    parKey[ni.loops.front()->id] = key;
+    spans[key] = span;
+    serialKey[key] = serial;
+  }
+
+  // The box of a set of loads; `stepIds` are the loop ids of the staged step (Step level).
+  auto boxOf = [&](const std::vector<StagedLoad>& loads, const std::set<int>& stepIds, int64_t stepSpan,
+                   std::vector<StagedDim>& dims, std::string& error) -> bool {
+    std::vector<int64_t> shape = arrayShape(k, loads.front().load->array);
+    dims.assign(shape.size(), {});
+    std::vector<int64_t> hi(shape.size());
+    for (size_t li = 0; li < loads.size(); ++li) {
+      const Expr& ld = loads[li].load;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        auto form = toAffine(ld->operands[d]);
+        if (!form) {
+          error = fmt::format("its index '{}' is not affine in the loop indices",
+                              accessText(k, ld->array, ld->operands));
+          return false;
+        }
+        StagedDim dim;
+        dim.extent = shape[d];
+        dim.constant = form->constant;
+        for (const auto& [id, c] : form->coeffs) {
+          std::string key;
+          int64_t span = 1;
+          if (stepIds.count(id)) {
+            key = "step", span = stepSpan;
+          } else if (parKey.count(id)) {
+            key = parKey[id], span = spans[key];
+          } else if (hull.count(id)) {
+            // Ranges over its hull: folded into the constant and the size.
+            IndexRange h = hull[id];
+            if (h.empty()) continue;
+            dim.constant += c * h.lo + std::min<int64_t>(0, c * (h.extent() - 1));
+            dim.size += std::abs(c) * (h.extent() - 1);
+            continue;
+          } else {
+            error = "its index uses a loop the schedule does not know";
+            return false;
+          }
+          dim.coeffs[key] = c;
+          dim.constant += std::min<int64_t>(0, c * (span - 1));
+          dim.size += std::abs(c) * (span - 1);
+        }
+        if (li == 0) {
+          dims[d] = dim;
+          hi[d] = dim.constant + dim.size;
+        } else if (dims[d].coeffs != dim.coeffs) {
+          error = "its accesses move differently with the loop indices, so they do not share one tile";
+          return false;
+        } else {
+          dims[d].constant = std::min(dims[d].constant, dim.constant);
+          hi[d] = std::max(hi[d], dim.constant + dim.size);
+        }
+      }
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      dims[d].size = hi[d] - dims[d].constant;
+      if (dims[d].size >= dims[d].extent) {
+        dims[d].whole = true;
+        dims[d].coeffs.clear();
+        dims[d].constant = 0;
+        dims[d].size = dims[d].extent;
+      }
+    }
+    return true;
+  };
+
+  for (const std::string& name : s.shared) {
+    int a = k.findParam(name);
+    if (a < 0 || !k.params[a].isArray()) continue;  // validation reports this
+    auto fail = [&](const std::string& why) {
+      plan.errors.push_back(fmt::format("array '{}' cannot be staged in shared memory: {}", name, why));
+    };
+    std::vector<StagedLoad> loads;
+    for (const Stmt& st : n.body) {
+      for (const Expr& i : st.indices) findLoads(i, a, -1, groupOf, loads);
+      findLoads(st.value, a, -1, groupOf, loads);
+    }
+    if (loads.empty()) continue;  // validation reports this
+    bool indirect = false;
+    for (const StagedLoad& l : loads)
+      for (const Expr& i : l.load->operands) indirect = indirect || containsLoad(i);
+    if (indirect) {
+      fail("it is accessed indirectly (through an index array); only affine accesses are staged");
+      continue;
+    }
+    StagedArray sa;
+    sa.array = a;
+    std::string error;
+    // Block level: every read, reduction indices over their hulls.
+    if (!boxOf(loads, {}, 1, sa.dims, error)) {
+      fail(error);
+      continue;
+    }
+    bool whole = std::all_of(sa.dims.begin(), sa.dims.end(), [](const StagedDim& d) { return d.whole; });
+    bool onReduction = false;
+    for (const StagedLoad& l : loads)
+      for (const Expr& i : l.load->operands) {
+        std::set<int> ids;
+        varIds(i, VarKind::Index, ids);
+        for (int id : ids) onReduction = onReduction || hull.count(id) > 0;
+      }
+    if (whole || !onReduction) {
+      sa.level = StageLevel::Block;
+    } else {
+      // Step level: the reads in one hoisted group whose first loop moves the tile.
+      std::set<int> gs;
+      for (const StagedLoad& l : loads)
+        if (l.group >= 0) gs.insert(l.group);
+      if (gs.size() != 1) {
+        fail(gs.empty() ? "its reads depend on reduction indices but are not in a reduction computed ahead "
+                          "of the statements, and the whole array is not read by every block"
+                        : "it is read by reductions over different loops; only one can stage it per step");
+        continue;
+      }
+      int g = *gs.begin();
+      const Loop& first = groups[g][0]->loops.front();
+      const NestIndex* ni = reductionByName.at(first.name);
+      if (!ni->constantBounds) {
+        fail(fmt::format("the reduction index '{}' it would be staged along has bounds that vary with other "
+                         "indices (staging needs the same steps for every thread)", first.name));
+        continue;
+      }
+      std::set<int> stepIds;
+      for (const Expr& r : groups[g]) stepIds.insert(r->loops.front().id);
+      const IndexSchedule* is = s.find(first.name);
+      int64_t inner = 1;
+      for (size_t p = 1; p < is->parts.size(); ++p) inner *= *is->parts[p].factor;
+      std::vector<StagedLoad> inGroup;
+      for (const StagedLoad& l : loads)
+        if (l.group == g) inGroup.push_back(l);
+      if (!boxOf(inGroup, stepIds, inner, sa.dims, error)) {
+        fail(error);
+        continue;
+      }
+      sa.level = StageLevel::Step;
+      sa.group = g;
+    }
+    for (const StagedDim& d : sa.dims)
+      for (const auto& [key, c] : d.coeffs) sa.movesWithSerial = sa.movesWithSerial || (key != "step" && serialKey[key]);
+    for (const StagedDim& d : sa.dims) sa.padded.push_back(d.size);
+    if (sa.padded.size() >= 2 && sa.padded.back() % 32 == 0) sa.padded.back() += 1;
+    for (int64_t e : sa.padded) sa.elements *= e;
+    sa.bytes = sa.elements * typeBytes(k.params[a].type);
+    plan.bytes += (sa.bytes + 15) / 16 * 16;
+    plan.arrays.push_back(std::move(sa));
+  }
+  return plan;
 }
 
 }  // namespace rtcg

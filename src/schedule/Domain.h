@@ -52,3 +52,68 @@ std::vector<int64_t> partExtents(const IndexSchedule& s, int64_t extent);
 void collectReductions(const Expr& e, std::vector<Expr>& out);
 
 }  // namespace rtcg
+
+namespace rtcg {
+
+// ---------------------------------------------------------------------------------------------
+// Reductions computed ahead of the statements.
+//
+// The emitter computes a top-level reduction of a statement ahead of the statements (so that the
+// points of a register tile share one pass over the reduction loops, and reductions over the same
+// loops share one loop) when it depends on no let, reads no array the nest writes, and its bounds
+// do not depend on a parallel index with a register part. Such reductions are grouped by their
+// loop structure (same names and bounds); groups and their members are in order of appearance.
+std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest, const NestSchedule& s);
+
+// ---------------------------------------------------------------------------------------------
+// Shared-memory staging of read-only operands.
+//
+// A staged array is copied into a shared-memory tile (a box: one interval per dimension) and the
+// reads it covers are served from the tile. The box of an affine access is found from the
+// coefficients of its index expressions: every loop is either *uniform-based* (the same base for
+// all threads of the block at the copy, plus an in-block span) or ranges over the hull of its
+// values. Two levels:
+//   Block: one copy per block (per position of the serial parts of parallel indices when the box
+//          moves with them). Chosen when no access depends on a reduction index, or when the box
+//          is the whole array (a small operand every block reads, like a DG derivative matrix).
+//          Every read of the array in the nest is served from the tile.
+//   Step:  one copy per iteration of the outer part of the first loop of a hoisted reduction
+//          group (the step covers that loop's inner parts and the group's inner loops in full).
+//          Only the reads inside that group's reductions are served from the tile.
+
+// Keys of the uniform-based variables of a box: "p:<name>" for a parallel index (base: its lo
+// plus its grid and serial/unroll parts; span: its thread and register parts) and "step" for the
+// staged reduction step (base: lo + step * the inner factor; span: the inner factor).
+struct StagedDim {
+  std::map<std::string, int64_t> coeffs;  // uniform-based keys with their coefficients
+  int64_t constant = 0;                   // origin = constant + sum(coeff * base(key))
+  int64_t size = 1;                       // elements of the box along this dimension
+  int64_t extent = 1;                     // the array's extent
+  bool whole = false;                     // the box is the whole dimension (origin 0)
+};
+
+enum class StageLevel : uint8_t { Block, Step };
+
+struct StagedArray {
+  int array = -1;  // param index
+  StageLevel level = StageLevel::Block;
+  int group = -1;              // Step: index into hoistedReductionGroups
+  bool movesWithSerial = false;  // Block: the box depends on a serial/unroll part of a parallel index
+  std::vector<StagedDim> dims;
+  std::vector<int64_t> padded;   // box sizes with the row padding (last dim + 1 when a multiple of 32)
+  int64_t elements = 1;          // product of padded
+  int64_t bytes = 0;
+};
+
+struct StagingPlan {
+  std::vector<StagedArray> arrays;  // in the order of NestSchedule::shared
+  int64_t bytes = 0;                // every tile, each aligned to 16 bytes
+  std::vector<std::string> errors;  // why an array cannot be staged (empty when the plan is usable)
+};
+
+// The in-block span of each part placement of a parallel index: the thread and register parts.
+bool isInBlockPlacement(Placement p);
+
+StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s);
+
+}  // namespace rtcg

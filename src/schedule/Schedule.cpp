@@ -247,6 +247,7 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
                   std::vector<std::string>& out) {
   const std::string where = k.nests.size() > 1 ? fmt::format("nest {}: ", nestIdx) : "";
   auto reason = [&](std::string msg) { out.push_back(where + msg); };
+  const size_t reasonsBefore = out.size();
 
   std::string err;
   auto indices = nestIndices(k, nestIdx, &err);
@@ -368,7 +369,11 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
                          "arrays are staged)", a));
     else if (!reads.count(p)) reason(fmt::format("array '{}' is not read in this nest", a));
   }
-  if (!ns.shared.empty()) reason("shared-memory staging is not supported by the emitter yet");
+  if (ns.shared.empty() || out.size() != reasonsBefore) return;
+  StagingPlan plan = planStaging(k, nestIdx, ns);
+  for (const std::string& e : plan.errors) reason(e);
+  if (plan.bytes > lim.maxSharedBytes)
+    reason(fmt::format("staging needs {} bytes of shared memory (at most {})", plan.bytes, lim.maxSharedBytes));
 }
 
 }  // namespace

@@ -16,7 +16,8 @@
 // placed innermost, inside the reduction loops), serial (a loop), unroll (an unrolled loop).
 // Reduction indices take serial/unroll parts only. The order of the clauses gives the loop order
 // of the serial/unroll/reg parts of the parallel indices; reduction loops keep the nesting order
-// they have in the kernel. `shared: a, b` names arrays staged in shared memory.
+// they have in the kernel. `shared: a, b` names read-only arrays staged in shared memory: see
+// planStaging (schedule/Domain.h) for what is staged where.
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.
@@ -84,6 +85,9 @@ struct ScheduleLimits {
   int64_t maxBlockDim[3] = {1024, 1024, 64};
   int64_t maxGridDim[3] = {2147483647, 65535, 65535};
   int64_t maxRegTile = 64;          // points of the register tile of one thread
+  // Shared memory of the staged tiles per block. Up to 48 KiB the emitter uses static shared
+  // memory; above, dynamic shared memory (LaunchSpec::dynamicSharedBytes), which the launch must
+  // opt in to: raise this up to the device's opt-in limit (227 KiB on sm_90) to allow it.
   int64_t maxSharedBytes = 48 * 1024;
 };
 

@@ -1,0 +1,327 @@
+// The public embedding API (include/rtcg/rtcg.h) on top of the pipeline (KernelBuild.h), the kernel
+// cache (runtime/KernelCache.h) and the driver runtime (runtime/*).
+#include <fmt/format.h>
+
+#include <future>
+#include <mutex>
+#include <unordered_map>
+
+#include "api/Executable.h"
+#include "api/KernelArgs.h"
+#include "api/KernelBuild.h"
+#include "rtcg/rtcg.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/Device.h"
+#include "runtime/KernelCache.h"
+#include "runtime/Launch.h"
+#include "runtime/Memory.h"
+#include "runtime/Stream.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+namespace detail {
+
+struct BufferImpl {
+  cuda::DeviceBuffer memory;
+  std::shared_ptr<ContextImpl> owner;  // for streams, and to check the device at launch
+};
+
+// What a compile() produces, shared by every CompiledKernel (and the in-memory cache) for it.
+struct KernelData {
+  PreparedKernel prepared;
+  std::shared_ptr<const Executable> executable;
+  bool fromDisk = false;
+  std::string signature;
+};
+
+// A loaded module: the cubin as a module in this context, and where the cubin came from.
+struct LoadedModule {
+  std::shared_ptr<const Executable> executable;
+  CacheSource source = CacheSource::Computed;
+};
+
+struct ContextImpl {
+  std::shared_ptr<cuda::Context> cuda;
+  DeviceInfo info;
+  std::string arch;
+
+  std::mutex mutex;  // guards everything below
+  // compile() requests already served (requestKey) -> their kernel.
+  std::unordered_map<std::string, std::shared_ptr<const KernelData>> requests;
+  // Modules by cubinKey; a future so that concurrent compiles of one kernel load it once.
+  std::unordered_map<std::string, std::shared_future<LoadedModule>> modules;
+  // Streams not in use; a launch or copy takes one and gives it back.
+  std::vector<std::unique_ptr<cuda::Stream>> idleStreams;
+  Context::CacheStats stats;
+
+  std::unique_ptr<cuda::Stream> takeStream() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!idleStreams.empty()) {
+        std::unique_ptr<cuda::Stream> s = std::move(idleStreams.back());
+        idleStreams.pop_back();
+        return s;
+      }
+    }
+    return std::make_unique<cuda::Stream>(cuda);
+  }
+  void giveBack(std::unique_ptr<cuda::Stream> s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    idleStreams.push_back(std::move(s));
+  }
+};
+
+// A stream borrowed from the context for one synchronous operation. A stream whose operation
+// failed is dropped rather than reused.
+class BorrowedStream {
+ public:
+  explicit BorrowedStream(ContextImpl& ctx) : ctx_(ctx), stream_(ctx.takeStream()) {}
+  ~BorrowedStream() {
+    if (ok_) ctx_.giveBack(std::move(stream_));
+  }
+  const cuda::Stream* get() const { return stream_.get(); }
+  void synchronize() {
+    stream_->synchronize();
+    ok_ = true;
+  }
+
+ private:
+  ContextImpl& ctx_;
+  std::unique_ptr<cuda::Stream> stream_;
+  bool ok_ = false;
+};
+
+struct KernelImpl {
+  std::shared_ptr<ContextImpl> context;
+  std::shared_ptr<const KernelData> data;
+};
+
+std::shared_ptr<BufferImpl> allocate(const std::shared_ptr<ContextImpl>& ctx, size_t bytes) {
+  auto b = std::make_shared<BufferImpl>();
+  b->memory = cuda::DeviceBuffer(ctx->cuda, bytes);
+  b->owner = ctx;
+  return b;
+}
+
+// Copies go through a stream of the buffer's context and wait for it, so they are complete (and
+// ordered after every earlier launch, which also waited) when they return.
+void copyToDevice(BufferImpl& b, const void* src, size_t bytes) {
+  BorrowedStream stream(*b.owner);
+  b.memory.copyFromHostAsync(src, bytes, stream.get());
+  stream.synchronize();
+}
+
+void copyToHost(const BufferImpl& b, void* dst, size_t bytes) {
+  BorrowedStream stream(*b.owner);
+  b.memory.copyToHostAsync(dst, bytes, stream.get());
+  stream.synchronize();
+}
+
+}  // namespace detail
+
+const char* elementTypeName(ElementType t) { return typeName(toScalarType(t)); }
+
+std::string DeviceInfo::arch() const { return fmt::format("sm_{}{}", computeMajor, computeMinor); }
+
+const char* version() { return RTCG_VERSION; }
+
+// ---- Context ---------------------------------------------------------------------------------------
+
+Context::Context(int device) {
+  cuda::initialize();  // NoDeviceError with the driver's reason
+  int count = cuda::Device::count();
+  if (count == 0) throw NoDeviceError("no CUDA device found");
+  if (device < 0 || device >= count)
+    throw Error(fmt::format("rtcg::Context: no CUDA device {} (this machine has {} device{}: 0..{})", device, count,
+                            count == 1 ? "" : "s", count - 1));
+  impl_ = std::make_shared<detail::ContextImpl>();
+  impl_->cuda = cuda::Context::primary(device);
+  const cuda::DeviceProperties& p = impl_->cuda->device().properties();
+  DeviceInfo& d = impl_->info;
+  d.ordinal = p.ordinal;
+  d.name = p.name;
+  d.computeMajor = p.computeMajor;
+  d.computeMinor = p.computeMinor;
+  d.multiprocessors = p.multiprocessors;
+  d.sharedPerBlock = p.sharedPerBlock;
+  d.sharedPerBlockOptin = p.sharedPerBlockOptin;
+  d.sharedPerMultiprocessor = p.sharedPerMultiprocessor;
+  d.registersPerBlock = p.registersPerBlock;
+  d.registersPerMultiprocessor = p.registersPerMultiprocessor;
+  d.l2Bytes = p.l2Bytes;
+  d.totalMemory = p.totalMemory;
+  d.clockKHz = p.clockKHz;
+  d.driverVersion = p.driverVersion;
+  impl_->arch = p.arch();
+}
+
+Context::~Context() = default;
+
+const DeviceInfo& Context::device() const { return impl_->info; }
+
+void Context::synchronize() { impl_->cuda->synchronize(); }
+
+Context::CacheStats Context::cacheStats() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->stats;
+}
+
+namespace {
+
+// The module for `prepared` in this context: loaded already, or loaded from the cubin the kernel
+// cache gives (from memory, disk, or NVRTC). Concurrent callers with the same cubin key wait for
+// one load.
+detail::LoadedModule loadModule(detail::ContextImpl& ctx, const PreparedKernel& prepared, bool& reused) {
+  std::string key = cubinKey(prepared.module.source, ctx.arch);
+  std::promise<detail::LoadedModule> promise;
+  std::shared_future<detail::LoadedModule> existing;
+  {
+    std::lock_guard<std::mutex> lock(ctx.mutex);
+    auto it = ctx.modules.find(key);
+    if (it != ctx.modules.end())
+      existing = it->second;
+    else
+      ctx.modules.emplace(key, promise.get_future().share());
+  }
+  if (existing.valid()) {
+    reused = true;
+    return existing.get();  // waits for a load in progress in another thread; rethrows its failure
+  }
+  reused = false;
+  try {
+    CacheSource source = CacheSource::Computed;
+    std::string cubin =
+        KernelCache::global().getOrCompute(key, [&] { return compileCubin(prepared, ctx.arch); }, &source);
+    detail::LoadedModule m{std::make_shared<const Executable>(ctx.cuda, prepared.bound, prepared.module, cubin),
+                           source};
+    promise.set_value(m);
+    return m;
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    std::lock_guard<std::mutex> lock(ctx.mutex);
+    ctx.modules.erase(key);  // a later compile tries again
+    throw;
+  }
+}
+
+}  // namespace
+
+CompiledKernel Context::compile(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
+  detail::ContextImpl& ctx = *impl_;
+  std::string request = requestKey(source, sizes, options);
+  {
+    std::lock_guard<std::mutex> lock(ctx.mutex);
+    auto it = ctx.requests.find(request);
+    if (it != ctx.requests.end()) {
+      ++ctx.stats.memory;
+      return CompiledKernel(std::make_shared<detail::KernelImpl>(detail::KernelImpl{impl_, it->second}));
+    }
+  }
+
+  PreparedKernel prepared = prepareKernel(source, sizes, options);  // throws with the diagnostics
+  bool reused = false;
+  detail::LoadedModule module = loadModule(ctx, prepared, reused);
+
+  auto data = std::make_shared<detail::KernelData>();
+  data->signature = signatureOf(prepared.bound);
+  data->prepared = std::move(prepared);
+  data->executable = module.executable;
+  data->fromDisk = module.source == CacheSource::Disk;
+  {
+    std::lock_guard<std::mutex> lock(ctx.mutex);
+    if (reused || module.source == CacheSource::Memory)
+      ++ctx.stats.memory;
+    else if (module.source == CacheSource::Disk)
+      ++ctx.stats.disk;
+    else
+      ++ctx.stats.nvrtc;
+    ctx.requests.emplace(request, data);
+  }
+  return CompiledKernel(std::make_shared<detail::KernelImpl>(detail::KernelImpl{impl_, std::move(data)}));
+}
+
+// ---- CompiledKernel ------------------------------------------------------------------------------
+
+namespace {
+
+const detail::KernelData& dataOf(const std::shared_ptr<detail::KernelImpl>& impl) {
+  if (!impl) throw Error("rtcg::CompiledKernel: this kernel is empty (default-constructed); get one from "
+                         "rtcg::Context::compile");
+  return *impl->data;
+}
+
+cuda::KernelArg scalarArg(const detail::ArgRef& a, ScalarType want) {
+  // matchArguments allowed only exact types and the lossless widenings f32->f64, i32->i64.
+  switch (want) {
+    case ScalarType::F32: return cuda::KernelArg::f32(a.scalar.f32);
+    case ScalarType::F64: return cuda::KernelArg::f64(a.type == ElementType::F32 ? double(a.scalar.f32) : a.scalar.f64);
+    case ScalarType::I32: return cuda::KernelArg::i32(a.scalar.i32);
+    case ScalarType::I64: return cuda::KernelArg::i64(a.type == ElementType::I32 ? int64_t(a.scalar.i32) : a.scalar.i64);
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "bool scalar parameter");
+}
+
+}  // namespace
+
+void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
+  const detail::KernelData& data = dataOf(impl_);
+  const Kernel& bound = data.prepared.bound;
+  detail::ContextImpl& ctx = *impl_->context;
+  std::vector<std::optional<size_t>> match = matchArguments(bound, args);
+
+  // Device copies of host vectors live until the launch and the copies back are done.
+  std::vector<std::optional<cuda::KernelArg>> kernelArgs(bound.params.size());
+  struct Staged {
+    size_t param, arg;
+    cuda::DeviceBuffer copy;
+  };
+  std::vector<Staged> staged;
+  detail::BorrowedStream stream(ctx);
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    if (!match[p]) continue;
+    const Param& param = bound.params[p];
+    const detail::ArgRef& a = args[*match[p]];
+    switch (a.kind) {
+      case detail::ArgRef::Kind::Scalar:
+        kernelArgs[p] = scalarArg(a, param.type);
+        break;
+      case detail::ArgRef::Kind::DeviceArray:
+        if (a.buffer && a.buffer->memory.context() != ctx.cuda)
+          throw Error(fmt::format("{}: argument {} ({}) is an rtcg::Array of another device's context; kernels "
+                                  "take arrays of the Context that compiled them",
+                                  bound.name, *match[p] + 1, param.name));
+        kernelArgs[p] = cuda::KernelArg::pointer(a.buffer ? a.buffer->memory.devicePtr() : 0);
+        break;
+      case detail::ArgRef::Kind::HostArray:
+      case detail::ArgRef::Kind::ConstHostArray: {
+        size_t bytes = a.count * size_t(typeBytes(param.type));
+        cuda::DeviceBuffer copy(ctx.cuda, bytes);
+        if (param.mode != ArrayMode::Out) {
+          if (bytes) copy.copyFromHostAsync(a.host, bytes, stream.get());
+        } else if (bytes) {
+          // An out vector is overwritten as a whole: elements the kernel leaves alone become 0, not garbage.
+          copy.fill8Async(0, stream.get());
+        }
+        kernelArgs[p] = cuda::KernelArg::buffer(copy);
+        staged.push_back({p, *match[p], std::move(copy)});
+        break;
+      }
+    }
+  }
+  data.executable->launch(kernelArgs, stream.get());
+  // Written host vectors come back (matchArguments refused const vectors for written parameters).
+  for (const Staged& s : staged)
+    if (bound.params[s.param].isWritten() && s.copy.bytes())
+      s.copy.copyToHostAsync(args[s.arg].host, s.copy.bytes(), stream.get());
+  stream.synchronize();
+}
+
+const std::string& CompiledKernel::name() const { return dataOf(impl_).prepared.bound.name; }
+const std::string& CompiledKernel::cudaSource() const { return dataOf(impl_).prepared.module.source; }
+const std::string& CompiledKernel::scheduleText() const { return dataOf(impl_).prepared.scheduleText; }
+std::string CompiledKernel::signature() const { return dataOf(impl_).signature; }
+bool CompiledKernel::loadedFromDiskCache() const { return dataOf(impl_).fromDisk; }
+
+}  // namespace rtcg

@@ -1,0 +1,58 @@
+#include "api/KernelBuild.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nvrtc.h>
+
+#include "api/Pipeline.h"
+#include "runtime/Hash.h"
+#include "support/Diagnostics.h"
+
+namespace rtcg {
+
+PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
+  SourceText src{options.fileName, std::string(source)};
+  PipelineOptions po;
+  po.kernelName = options.kernel;
+  po.schedule = options.schedule;
+  po.compile = false;  // the cubin comes from the kernel cache (or NVRTC through it)
+  Diagnostics diags;
+  std::optional<Compiled> compiled = compilePipeline(src, sizes, po, diags);
+  if (!compiled) {
+    std::string text = renderDiagnostics(diags, src);
+    if (text.empty()) text = fmt::format("{}: the kernel could not be compiled\n", src.fileName);
+    throw Error(text);
+  }
+  PreparedKernel out{std::move(compiled->kernel), std::move(compiled->schedule), "", std::move(compiled->module)};
+  out.scheduleText = printSchedule(out.schedule);
+  return out;
+}
+
+std::string requestKey(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
+  std::vector<std::string> parts{"rtcg-request-v1", std::string(source), options.kernel, options.schedule};
+  for (const auto& [name, value] : sizes) parts.push_back(fmt::format("{}={}", name, value));
+  return hashKey(parts);
+}
+
+std::string nvrtcVersionString() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  return fmt::format("{}.{}", major, minor);
+}
+
+std::string cubinKey(const std::string& cudaSource, const std::string& arch) {
+  return hashKey({"rtcg-cubin-v1", cudaSource, arch, nvrtcVersionString(), RTCG_VERSION,
+                  fmt::format("{}", fmt::join(nvrtcOptions(), "\x1f"))});
+}
+
+std::string compileCubin(const PreparedKernel& k, const std::string& arch) {
+  CudaCompileResult r = compileCuda(k.module.source, k.bound.name + ".cu", arch, nvrtcOptions());
+  if (!r.success)
+    throw Error(fmt::format("NVRTC could not compile the generated CUDA C of '{}' for {} (this is a bug in rtcg's "
+                            "emitter; please report it with the kernel):\n{}",
+                            k.bound.name, arch, r.log));
+  if (r.cubin.empty()) throw Error(fmt::format("NVRTC produced no cubin for '{}' ({})", k.bound.name, arch));
+  return std::string(r.cubin.begin(), r.cubin.end());
+}
+
+}  // namespace rtcg

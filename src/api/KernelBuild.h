@@ -1,0 +1,42 @@
+// The host side of Context::compile, testable without a device: DSL source and sizes to a bound,
+// proved, scheduled kernel with its CUDA C (errors as rtcg::Error holding the rendered
+// diagnostics); the cache keys; and NVRTC compilation of the emitted source to a cubin.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "codegen/Emitter.h"
+#include "ir/IR.h"
+#include "rtcg/rtcg.h"
+#include "schedule/Schedule.h"
+
+namespace rtcg {
+
+struct PreparedKernel {
+  Kernel bound;            // sizes bound, accesses proved in bounds, nests proved race-free
+  Schedule schedule;
+  std::string scheduleText;  // printSchedule(schedule)
+  EmittedModule module;    // CUDA C and launch specs
+};
+
+// Runs the pipeline up to CUDA C (no NVRTC). Throws rtcg::Error whose message is the rendered
+// diagnostics of bad source, sizes or schedule.
+PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options);
+
+// Identifies a compile() request: source text, kernel name, schedule text and sizes. Two requests
+// with the same key give the same PreparedKernel.
+std::string requestKey(std::string_view source, const Sizes& sizes, const CompileOptions& options);
+
+// Identifies a cubin: the emitted CUDA source (which fully determines the code), the target
+// architecture, the NVRTC version and options, and the rtcg version.
+std::string cubinKey(const std::string& cudaSource, const std::string& arch);
+
+// "12.8" (the NVRTC library loaded at run time).
+std::string nvrtcVersionString();
+
+// Compiles the emitted source with NVRTC for `arch`; returns the cubin bytes. NVRTC failing on
+// generated code is a bug in rtcg's emitter: rtcg::Error with NVRTC's log.
+std::string compileCubin(const PreparedKernel& k, const std::string& arch);
+
+}  // namespace rtcg

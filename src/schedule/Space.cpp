@@ -1,0 +1,495 @@
+#include "schedule/Space.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+
+#include "schedule/SpaceModel.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+SchedulePart part(Placement p, std::optional<int64_t> factor = std::nullopt) { return {p, factor}; }
+
+std::string micros(double seconds) {
+  double us = seconds * 1e6;
+  return us >= 100 ? fmt::format("{:.0f} us", us) : fmt::format("{:.3g} us", us);
+}
+
+// One schedule of one nest, with the model's estimate.
+struct NestCandidate {
+  NestSchedule schedule;
+  std::string text;
+  NestEstimate est;
+  bool isDefault = false;
+};
+
+// Enumerates the schedules of one nest. Everything generated is validated against the kernel
+// (the other nests take their default schedule) and estimated by the model; what fails
+// validation or the constraints is recorded with its reason.
+class NestSpace {
+ public:
+  NestSpace(const Kernel& k, int nest, const SpaceOptions& o, const Schedule& defaults)
+      : k_(k), nest_(nest), o_(o), defaults_(defaults), model_(k, nest) {}
+
+  std::vector<NestCandidate> kept;
+  std::vector<PrunedCandidate> pruned;
+  int64_t enumerated = 0;
+  bool sharedOffered = false, splitOffered = false;
+
+  void run() {
+    add(defaults_.nests[nest_], Family::Plain, /*isDefault=*/true);
+    if (model_.ok()) {
+      if (model_.parallel().empty())
+        sequentialVariants();
+      else
+        parallelVariants();
+      splitVariants();
+    }
+    prune();
+  }
+
+ private:
+  enum class Family { Plain, Shared, Split };
+
+  const Kernel& k_;
+  int nest_;
+  const SpaceOptions& o_;
+  const Schedule& defaults_;
+  NestModel model_;
+  std::set<std::string> seen_;
+  // Per family: nullopt until its first variant was validated; then whether it is supported.
+  std::map<Family, bool> familyOk_;
+
+  std::string where() const { return k_.nests.size() > 1 ? fmt::format("nest {}: ", nest_) : ""; }
+
+  std::vector<std::string> validate(const NestSchedule& ns) const {
+    Schedule s = defaults_;
+    s.nests[nest_] = ns;
+    return validateSchedule(k_, s, o_.limits);
+  }
+
+  // Adds a generated nest schedule (once). A family whose first variant the validator rejects is
+  // reported once and not offered further (the emitter does not support it yet).
+  bool add(const NestSchedule& ns, Family family, bool isDefault = false) {
+    std::string text = printNestSchedule(ns);
+    if (!seen_.insert(text).second) return false;
+    if (family != Family::Plain) {
+      auto it = familyOk_.find(family);
+      if (it != familyOk_.end() && !it->second) return false;
+    }
+    ++enumerated;
+    std::vector<std::string> reasons = validate(ns);
+    if (family != Family::Plain && !familyOk_.count(family)) {
+      familyOk_[family] = reasons.empty();
+      if (!reasons.empty()) {
+        const char* what = family == Family::Shared ? "shared-memory staging" : "split reductions";
+        pruned.push_back({where() + text, fmt::format("{} not offered: {}", what, reasons.front())});
+        return false;
+      }
+      (family == Family::Shared ? sharedOffered : splitOffered) = true;
+    }
+    if (!reasons.empty() && !isDefault) {
+      pruned.push_back({where() + text, reasons.front()});
+      return false;
+    }
+    if (family == Family::Shared && !ns.shared.empty()) {
+      auto bytes = model_.stagedBytes(ns, ns.shared);
+      if (bytes && *bytes > o_.limits.maxSharedBytes) {
+        pruned.push_back({where() + text, fmt::format("staging needs {} bytes of shared memory (at most {})",
+                                                      *bytes, o_.limits.maxSharedBytes)});
+        return false;
+      }
+    }
+    kept.push_back({ns, text, model_.estimate(ns, o_.device), isDefault});
+    return true;
+  }
+
+  // Reduction clauses: every reduction serial, the innermost one unrolled by `unroll` (or, with
+  // `step` > 0, tiled into steps of `step` for staging).
+  std::vector<IndexSchedule> reductionClauses(int64_t unroll, int64_t step) const {
+    std::vector<IndexSchedule> out;
+    auto reds = model_.reductions();
+    for (size_t r = 0; r < reds.size(); ++r) {
+      IndexSchedule is{reds[r]->name, {part(Placement::Serial)}};
+      if (r + 1 == reds.size()) {
+        if (step > 0) is.parts.push_back(part(Placement::Serial, step));
+        else if (unroll > 1) is.parts.push_back(part(Placement::Unroll, unroll));
+      }
+      out.push_back(std::move(is));
+    }
+    return out;
+  }
+
+  int64_t innermostReductionExtent() const {
+    auto reds = model_.reductions();
+    return reds.empty() ? 0 : std::max<int64_t>(1, reds.back()->hull.extent());
+  }
+
+  // Unroll factors worth trying for the innermost reduction.
+  std::vector<int64_t> unrolls() const {
+    std::vector<int64_t> out{1};
+    int64_t ext = innermostReductionExtent();
+    for (int64_t u : {4, 8})
+      if (ext >= u) out.push_back(u);
+    return out;
+  }
+
+  // Sizes from `options` worth trying for an extent: larger ones only while the previous size
+  // does not already cover it.
+  static std::vector<int64_t> sizesFor(std::initializer_list<int64_t> options, int64_t extent) {
+    std::vector<int64_t> out;
+    for (int64_t s : options) {
+      if (!out.empty() && out.back() >= extent) break;
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  // A nest without parallel indices runs on one thread: unrolling variants of its reductions.
+  void sequentialVariants() {
+    for (int64_t u : unrolls()) {
+      NestSchedule ns;
+      ns.indices = reductionClauses(u, 0);
+      add(ns, Family::Plain);
+    }
+  }
+
+  // The placement of the parallel indices: `x` on thread.x (T threads, a register tile of rx
+  // outside it so that neighbouring threads still touch neighbouring points), `y` (may be null)
+  // on thread.y with a register tile of ry inside it, the rest on grid axes (x first, then y,
+  // z) and serial loops past three axes or past the 65535 blocks of grid.y/z.
+  std::vector<IndexSchedule> parallelClauses(const NestIndex* x, int64_t tx, int64_t rx, const NestIndex* y,
+                                             int64_t ty, int64_t ry, Placement xThread = Placement::ThreadX) const {
+    auto par = model_.parallel();
+    std::map<std::string, std::vector<SchedulePart>> inner;  // parts after the first, by index
+    inner[x->name] = {};
+    if (rx > 1) inner[x->name].push_back(part(Placement::Reg, rx));
+    if (tx > 1) inner[x->name].push_back(part(xThread, tx));
+    if (y) {
+      inner[y->name] = {};
+      if (ty > 1) inner[y->name].push_back(part(Placement::ThreadY, ty));
+      if (ry > 1) inner[y->name].push_back(part(Placement::Reg, ry));
+    }
+    // Grid axes go to x, y, then the others from the innermost out.
+    std::vector<const NestIndex*> order{x};
+    if (y) order.push_back(y);
+    for (size_t p = par.size(); p-- > 0;)
+      if (par[p] != x && par[p] != y) order.push_back(par[p]);
+    static const Placement grids[3] = {Placement::GridX, Placement::GridY, Placement::GridZ};
+    int nextAxis = 0;
+    std::map<std::string, IndexSchedule> clauses;
+    for (const NestIndex* ni : order) {
+      std::vector<SchedulePart> rest = inner[ni->name];
+      int64_t covered = 1;
+      for (const SchedulePart& sp : rest) covered *= *sp.factor;
+      int64_t blocks = ceilDiv(std::max<int64_t>(1, ni->hull.extent()), covered);
+      IndexSchedule is{ni->name, {}};
+      if (blocks <= 1 || nextAxis >= 3) {
+        is.parts.push_back(part(Placement::Serial));
+      } else {
+        int axis = nextAxis++;
+        is.parts.push_back(part(grids[axis]));
+        int64_t maxGrid = o_.limits.maxGridDim[axis];
+        if (blocks > maxGrid) is.parts.push_back(part(Placement::Serial, ceilDiv(blocks, maxGrid)));
+      }
+      for (const SchedulePart& sp : rest) is.parts.push_back(sp);
+      clauses[ni->name] = std::move(is);
+    }
+    std::vector<IndexSchedule> out;
+    for (const NestIndex* ni : par) out.push_back(clauses[ni->name]);
+    return out;
+  }
+
+  void parallelVariants() {
+    auto par = model_.parallel();
+    // Any index with more than one value may run on thread.x; the model ranks coalescing.
+    std::vector<const NestIndex*> xs;
+    for (const NestIndex* ni : par)
+      if (ni->hull.extent() > 1) xs.push_back(ni);
+    if (xs.empty()) xs.push_back(par.back());
+    int64_t maxTile = std::min<int64_t>(32, o_.limits.maxRegTile);
+
+    for (const NestIndex* x : xs) {
+      int64_t extX = std::max<int64_t>(1, x->hull.extent());
+      std::vector<int64_t> txs = extX < 32 ? sizesFor({16, 32, 64, 128, 256}, extX) : sizesFor({32, 64, 128, 256}, extX);
+      std::vector<const NestIndex*> ys;
+      for (const NestIndex* ni : par)
+        if (ni != x) ys.push_back(ni);
+      if (ys.empty()) ys.push_back(nullptr);
+      for (int64_t tx : txs) {
+        for (const NestIndex* y : ys) {
+          int64_t extY = y ? std::max<int64_t>(1, y->hull.extent()) : 1;
+          std::vector<int64_t> tys = y ? sizesFor({1, 2, 4, 8, 16}, extY) : std::vector<int64_t>{1};
+          for (int64_t ty : tys) {
+            if (tx * ty > o_.limits.maxThreadsPerBlock) continue;
+            for (int64_t rx : sizesFor({1, 2, 4, 8}, ceilDiv(extX, tx))) {
+              std::vector<int64_t> rys = y ? sizesFor({1, 2, 4, 8}, ceilDiv(extY, ty)) : std::vector<int64_t>{1};
+              for (int64_t ry : rys) {
+                if (rx * ry > maxTile) continue;
+                std::vector<IndexSchedule> pc = parallelClauses(x, tx, rx, y, ty, ry);
+                for (int64_t u : unrolls()) {
+                  NestSchedule ns;
+                  ns.indices = pc;
+                  for (IndexSchedule& r : reductionClauses(u, 0)) ns.indices.push_back(std::move(r));
+                  add(ns, Family::Plain);
+                }
+                if (o_.allowShared) sharedVariants(pc);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // Staging variants of one placement of the parallel indices: the read-only operands the block
+  // reuses (requests per distinct element >= 4) or reads uncoalesced (>= 4x sector waste) are
+  // staged, all together and, when several qualify, each alone; with reduction steps 8, 16, 32.
+  void sharedVariants(const std::vector<IndexSchedule>& pc) {
+    if (familyOk_.count(Family::Shared) && !familyOk_[Family::Shared]) return;
+    NestSchedule plain;
+    plain.indices = pc;
+    for (IndexSchedule& r : reductionClauses(1, 0)) plain.indices.push_back(std::move(r));
+    NestEstimate e = model_.estimate(plain, o_.device);
+    std::vector<std::string> worth;
+    for (const std::string& a : model_.readOnlyArrays()) {
+      auto r = e.reuse.find(a);
+      auto c = e.coalescing.find(a);
+      if ((r != e.reuse.end() && r->second >= 4) || (c != e.coalescing.end() && c->second >= 4)) worth.push_back(a);
+    }
+    if (worth.empty()) return;
+    std::vector<std::vector<std::string>> sets{worth};
+    if (worth.size() > 1)
+      for (const std::string& a : worth) sets.push_back({a});
+    int64_t ext = innermostReductionExtent();
+    std::vector<int64_t> steps;
+    if (ext > 0) steps = sizesFor({8, 16, 32}, ext);
+    else steps = {0};  // no reduction: the block's whole footprint is staged once
+    for (const auto& set : sets)
+      for (int64_t step : steps) {
+        NestSchedule ns;
+        ns.indices = pc;
+        for (IndexSchedule& r : reductionClauses(1, step)) ns.indices.push_back(std::move(r));
+        ns.shared = set;
+        add(ns, Family::Shared);
+      }
+  }
+
+  // Split reductions, for nests whose parallel domain cannot fill the device: the innermost
+  // reduction index runs on thread.x (combined across the block), the innermost parallel index
+  // on the grid, optionally with a few outputs per block on thread.y.
+  void splitVariants() {
+    auto reds = model_.reductions();
+    if (reds.empty()) return;
+    const DeviceModel& d = o_.device;
+    if (model_.parallelPoints() >= (double)d.multiprocessors * d.maxThreadsPerMultiprocessor / 2) return;
+    const NestIndex* r = reds.back();
+    int64_t extR = std::max<int64_t>(1, r->hull.extent());
+    if (extR < 64) return;
+    auto par = model_.parallel();
+    for (int64_t tx : sizesFor({32, 64, 128, 256, 512, 1024}, extR)) {
+      if (tx > o_.limits.maxThreadsPerBlock) break;
+      std::vector<int64_t> tys{1};
+      if (!par.empty())
+        for (int64_t ty : sizesFor({2, 4, 8}, std::max<int64_t>(1, par.back()->hull.extent())))
+          if (ty > 1) tys.push_back(ty);
+      for (int64_t ty : tys) {
+        if (tx * ty > o_.limits.maxThreadsPerBlock) continue;
+        NestSchedule ns;
+        if (!par.empty()) {
+          // Parallel indices as usual, with thread.y on the innermost and no thread.x.
+          ns.indices = parallelClauses(par.back(), ty, 1, nullptr, 1, 1, Placement::ThreadY);
+        }
+        for (const NestIndex* red : reds) {
+          IndexSchedule is{red->name, {part(Placement::Serial)}};
+          if (red == r) is.parts.push_back(part(Placement::ThreadX, tx));
+          ns.indices.push_back(std::move(is));
+        }
+        add(ns, Family::Split);
+      }
+    }
+  }
+
+  // The model's pruning; the default schedule is never pruned.
+  void prune() {
+    const DeviceModel& d = o_.device;
+    std::vector<NestCandidate> out;
+    auto drop = [&](const NestCandidate& c, std::string reason) { pruned.push_back({where() + c.text, std::move(reason)}); };
+    for (NestCandidate& c : kept) {
+      if (c.isDefault) {
+        out.push_back(std::move(c));
+      } else if (c.est.blocksPerMultiprocessor == 0) {
+        drop(c, fmt::format("cannot be resident: {} threads with ~{} registers and {} bytes of shared memory "
+                            "per block exceed a multiprocessor", c.est.threads, c.est.registers, c.est.sharedBytes));
+      } else if (c.est.threads < o_.minThreads) {
+        drop(c, fmt::format("threads per block {} < min_threads {}", c.est.threads, o_.minThreads));
+      } else if (c.est.blocks < o_.minBlocks) {
+        drop(c, fmt::format("blocks {} < min_blocks {}", c.est.blocks, o_.minBlocks));
+      } else {
+        out.push_back(std::move(c));
+      }
+    }
+    kept = std::move(out);
+
+    // Too few blocks to spread over the device, when other candidates have enough.
+    int64_t quarter = std::max<int64_t>(1, d.multiprocessors / 4);
+    bool enoughExists = std::any_of(kept.begin(), kept.end(), [&](const NestCandidate& c) { return c.est.blocks >= quarter; });
+    if (enoughExists) {
+      out.clear();
+      for (NestCandidate& c : kept) {
+        if (!c.isDefault && c.est.blocks < quarter)
+          drop(c, fmt::format("only {} blocks for {} multiprocessors", c.est.blocks, d.multiprocessors));
+        else
+          out.push_back(std::move(c));
+      }
+      kept = std::move(out);
+    }
+
+    double best = std::numeric_limits<double>::infinity();
+    for (const NestCandidate& c : kept) best = std::min(best, c.est.seconds);
+    bool coalescedExists = std::any_of(kept.begin(), kept.end(), [](const NestCandidate& c) {
+      return std::llabs(c.est.storeStride) <= 1;
+    });
+    out.clear();
+    for (NestCandidate& c : kept) {
+      if (c.isDefault) {
+        out.push_back(std::move(c));
+      } else if (coalescedExists && std::llabs(c.est.storeStride) > 1 && c.est.seconds > 4 * best) {
+        drop(c, fmt::format("uncoalesced: thread.x on {} (stride {} along it for {}), predicted {} vs the best {}",
+                            c.est.threadXIndex, c.est.storeStride, c.est.storeArray, micros(c.est.seconds),
+                            micros(best)));
+      } else if (c.est.seconds > 20 * best) {
+        drop(c, fmt::format("predicted {} > 20x the best {}", micros(c.est.seconds), micros(best)));
+      } else {
+        out.push_back(std::move(c));
+      }
+    }
+    kept = std::move(out);
+    std::stable_sort(kept.begin(), kept.end(),
+                     [](const NestCandidate& a, const NestCandidate& b) { return a.est.seconds < b.est.seconds; });
+  }
+};
+
+Candidate makeCandidate(const std::vector<const NestCandidate*>& parts) {
+  Candidate c;
+  const NestEstimate* dominant = nullptr;
+  double seconds = 0;
+  for (const NestCandidate* p : parts) {
+    c.schedule.nests.push_back(p->schedule);
+    c.estimatedBytes += p->est.bytes;
+    c.estimatedFlops += p->est.flops;
+    seconds += p->est.seconds;
+    if (!dominant || p->est.seconds > dominant->seconds) dominant = &p->est;
+  }
+  c.text = printSchedule(c.schedule);
+  c.score = seconds * 1e6;
+  if (dominant) {
+    c.threadsPerBlock = dominant->threads;
+    c.blocks = dominant->blocks;
+    c.registerTile = dominant->registerTile;
+    c.sharedBytes = dominant->sharedBytes;
+    c.occupancy = dominant->occupancy;
+  }
+  return c;
+}
+
+// Deterministic sample of `count` distinct indices of [0, n): a partial Fisher-Yates shuffle
+// driven by mt19937_64, whose output sequence the standard fixes.
+std::vector<size_t> sampleIndices(size_t n, size_t count, uint64_t seed) {
+  std::vector<size_t> idx(n);
+  for (size_t i = 0; i < n; ++i) idx[i] = i;
+  std::mt19937_64 rng(seed);
+  count = std::min(count, n);
+  for (size_t i = 0; i < count; ++i) std::swap(idx[i], idx[i + rng() % (n - i)]);
+  idx.resize(count);
+  return idx;
+}
+
+}  // namespace
+
+Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
+  Space space;
+  if (!bound.isBound()) throw Error(fmt::format("kernel '{}' must be bound before its schedules are enumerated", bound.name));
+  Schedule defaults = defaultSchedule(bound);
+  std::vector<NestSpace> nests;
+  nests.reserve(bound.nests.size());
+  for (size_t n = 0; n < bound.nests.size(); ++n) {
+    nests.emplace_back(bound, (int)n, options, defaults);
+    NestSpace& ns = nests.back();
+    ns.run();
+    space.enumerated += ns.enumerated;
+    space.sharedStaging = space.sharedStaging || ns.sharedOffered;
+    space.splitReductions = space.splitReductions || ns.splitOffered;
+    for (PrunedCandidate& p : ns.pruned) space.pruned.push_back(std::move(p));
+  }
+
+  // The product over nests, capped: each nest keeps its best-predicted schedules (its default
+  // among them) so that the product stays under the cap.
+  const double cap = 200000;
+  double product = 1;
+  for (const NestSpace& ns : nests) product *= (double)std::max<size_t>(1, ns.kept.size());
+  if (product > cap && !nests.empty()) {
+    size_t perNest = std::max<size_t>(1, (size_t)std::floor(std::pow(cap, 1.0 / (double)nests.size())));
+    for (NestSpace& ns : nests) {
+      if (ns.kept.size() <= perNest) continue;
+      auto def = std::find_if(ns.kept.begin(), ns.kept.end(), [](const NestCandidate& c) { return c.isDefault; });
+      if (def != ns.kept.end() && def - ns.kept.begin() >= (ptrdiff_t)perNest) std::iter_swap(def, ns.kept.begin() + perNest - 1);
+      space.sampledOut += (int64_t)(ns.kept.size() - perNest);
+      ns.kept.resize(perNest);
+    }
+  }
+
+  // The default schedule first, so that it survives ties and sampling.
+  std::vector<size_t> pos(nests.size(), 0);
+  std::vector<Candidate> all;
+  std::string defaultText = printSchedule(defaults);
+  if (nests.empty()) {
+    all.push_back(makeCandidate({}));
+  } else {
+    while (true) {
+      std::vector<const NestCandidate*> parts;
+      for (size_t n = 0; n < nests.size(); ++n) parts.push_back(&nests[n].kept[pos[n]]);
+      all.push_back(makeCandidate(parts));
+      size_t n = 0;
+      while (n < nests.size() && ++pos[n] == nests[n].kept.size()) pos[n++] = 0;
+      if (n == nests.size()) break;
+    }
+  }
+  for (Candidate& c : all) {
+    // Every kept candidate must parse back to itself: the tuner stores the text.
+    auto again = parseSchedule(c.text);
+    RTCG_ASSERT(again.ok() && *again.schedule == c.schedule, "schedule text does not round-trip: " + c.text);
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.score < b.score; });
+
+  // Sampling down to maxCandidates: the best-predicted half, then a seeded random sample of the
+  // rest; the default replaces the last pick when neither took it.
+  if (options.maxCandidates > 0 && (int64_t)all.size() > options.maxCandidates) {
+    size_t budget = (size_t)options.maxCandidates;
+    size_t best = (budget + 1) / 2;
+    std::vector<Candidate> chosen(all.begin(), all.begin() + best);
+    for (size_t i : sampleIndices(all.size() - best, budget - best, options.seed)) chosen.push_back(all[best + i]);
+    bool hasDefault = std::any_of(chosen.begin(), chosen.end(), [&](const Candidate& c) { return c.text == defaultText; });
+    if (!hasDefault) {
+      auto def = std::find_if(all.begin(), all.end(), [&](const Candidate& c) { return c.text == defaultText; });
+      RTCG_ASSERT(def != all.end(), "the default schedule is missing from the space");
+      chosen.back() = *def;
+    }
+    space.sampledOut += (int64_t)(all.size() - chosen.size());
+    all = std::move(chosen);
+    std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.score < b.score; });
+  }
+  space.candidates = std::move(all);
+  return space;
+}
+
+}  // namespace rtcg

@@ -1,0 +1,81 @@
+// The schedule space of a bound kernel: every legal way to slice its loops onto a GPU launch,
+// enumerated ("dumb enumeration beats fragile heuristics"), with a cheap static model that prunes
+// candidates that cannot be good and says why.
+//
+// For each parallel index: how it is split and where the parts go (grid, thread, reg, serial),
+// and which index runs along thread.x (coalescing). For each reduction index: the step staged per
+// iteration, unrolling, and splitting across the threads of a block. For each read-only operand:
+// global or staged in shared memory. Sizes that do not divide are fine (the emitter guards them).
+// Staging and split reductions are offered only when validateSchedule accepts them (probed per
+// nest), so the space grows with the emitter without changes here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "schedule/Schedule.h"
+
+namespace rtcg {
+
+// What the static model knows of the target. Defaults are an H100/H200 (sm_90).
+struct DeviceModel {
+  int multiprocessors = 132;
+  int maxThreadsPerBlock = 1024;
+  int maxThreadsPerMultiprocessor = 2048;
+  int maxBlocksPerMultiprocessor = 32;
+  int64_t sharedPerBlockOptin = 227 * 1024;
+  int64_t sharedPerMultiprocessor = 228 * 1024;
+  int registersPerMultiprocessor = 65536;
+  double memoryBandwidth = 3.0e12;  // bytes per second, sustained (H100 SXM: 3.35 TB/s peak)
+  double peakFlops = 50e12;         // fp32 operations per second without tensor cores
+  double launchOverhead = 3e-6;     // seconds per kernel launch
+};
+
+struct SpaceOptions {
+  int64_t minThreads = 32;      // per block (user constraint, as in Loo.py)
+  int64_t minBlocks = 1;        // per launch (user constraint)
+  int64_t maxCandidates = 0;    // 0: no limit; else a deterministic sample of this many
+  uint64_t seed = 1;            // for sampling
+  bool allowShared = true;      // offer shared-memory staging where the emitter supports it
+  DeviceModel device;
+  ScheduleLimits limits;
+};
+
+// One candidate with what the static model estimates of it.
+struct Candidate {
+  Schedule schedule;
+  std::string text;           // printSchedule(schedule)
+  int64_t threadsPerBlock = 0;
+  int64_t blocks = 0;
+  int64_t registerTile = 1;   // outputs per thread held in registers at once
+  int64_t sharedBytes = 0;    // staged shared memory per block (model estimate)
+  double occupancy = 0;       // resident threads / maximum, from threads, registers and shared memory
+  double estimatedBytes = 0;  // global-memory bytes moved, from footprints and coalescing
+  double estimatedFlops = 0;
+  double score = 0;           // lower is better: the model's predicted time in microseconds
+  // For several nests: threads/blocks/tile/shared/occupancy are those of the nest with the largest
+  // predicted time; bytes, flops and score are sums over the nests.
+};
+
+struct PrunedCandidate {
+  std::string text;
+  std::string reason;  // "threads per block 16 < min_threads 32", "uncoalesced: thread.x on i (stride 500)", ...
+};
+
+struct Space {
+  std::vector<Candidate> candidates;  // legal and kept, best predicted first; the default schedule is always included
+  std::vector<PrunedCandidate> pruned;
+  int64_t enumerated = 0;             // before pruning and sampling
+  int64_t sampledOut = 0;             // dropped only by maxCandidates (or by capping the product of nests)
+  bool sharedStaging = false;         // validateSchedule accepted staging variants (some nest)
+  bool splitReductions = false;       // validateSchedule accepted split-reduction variants (some nest)
+};
+
+// Enumerates the space of the bound kernel. Every kept candidate passes validateSchedule and
+// round-trips through printSchedule/parseSchedule. Never throws on a legal kernel.
+Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options = {});
+
+}  // namespace rtcg

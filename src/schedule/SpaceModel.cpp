@@ -1,0 +1,259 @@
+#include "schedule/SpaceModel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
+
+namespace rtcg {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Loop ids an affine form uses; nullopt when the index expressions are not affine.
+std::optional<std::set<int>> usedLoops(const Kernel& k, const Access& a) {
+  auto off = flatOffset(k, a.array, a.indices);
+  if (!off) return std::nullopt;
+  std::set<int> ids;
+  for (const auto& [id, c] : off->coeffs) ids.insert(id);
+  return ids;
+}
+
+}  // namespace
+
+NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
+  auto idx = nestIndices(k, nest, &error_);
+  if (!idx) return;
+  indices_ = std::move(*idx);
+  ok_ = true;
+  accesses_ = collectAccesses(k, nest);
+  for (const NestIndex& ni : indices_)
+    if (ni.parallel) points_ *= (double)std::max<int64_t>(1, ni.hull.extent());
+
+  std::set<int> written;
+  for (const Access& a : accesses_)
+    if (a.isWrite) written.insert(a.array);
+  for (const Access& a : accesses_) {
+    if (a.isWrite || written.count(a.array) || k.params[a.array].isWritten()) continue;
+    const std::string& name = k.params[a.array].name;
+    if (std::find(readOnly_.begin(), readOnly_.end(), name) == readOnly_.end()) readOnly_.push_back(name);
+  }
+
+  // Arithmetic per parallel point: every operator once, reduction bodies once per iteration.
+  std::function<double(const Expr&)> ops = [&](const Expr& e) -> double {
+    if (!e) return 0;
+    switch (e->kind) {
+      case ExprKind::IntImm:
+      case ExprKind::FloatImm:
+      case ExprKind::Var:
+      case ExprKind::Load: return 0;
+      case ExprKind::Cast: return ops(e->operands[0]);
+      case ExprKind::Reduce: {
+        double iters = 1;
+        for (const Loop& l : e->loops)
+          if (const NestIndex* ni = index(l.name)) iters *= (double)std::max<int64_t>(1, ni->hull.extent());
+        return iters * (1 + ops(e->operands[0]));
+      }
+      default: {
+        double n = 1;
+        for (const Expr& o : e->operands) n += ops(o);
+        return n;
+      }
+    }
+  };
+  for (const Stmt& s : k.nests[nest].body) flopsPerPoint_ += ops(s.value);
+}
+
+const NestIndex* NestModel::index(const std::string& name) const {
+  for (const NestIndex& ni : indices_)
+    if (ni.name == name) return &ni;
+  return nullptr;
+}
+
+std::vector<const NestIndex*> NestModel::parallel() const {
+  std::vector<const NestIndex*> out;
+  for (const NestIndex& ni : indices_)
+    if (ni.parallel) out.push_back(&ni);
+  return out;
+}
+
+std::vector<const NestIndex*> NestModel::reductions() const {
+  std::vector<const NestIndex*> out;
+  for (const NestIndex& ni : indices_)
+    if (!ni.parallel) out.push_back(&ni);
+  return out;
+}
+
+int NestModel::loopIdIn(const Access& a, const std::string& index) const {
+  if (index.empty()) return -1;
+  for (const Loop* l : a.scope)
+    if (l->name == index) return l->id;
+  return -1;
+}
+
+// The ranges each loop takes within one block, within one thread, and within one staging step.
+// A block fixes the grid parts of every index; a thread fixes the grid and thread parts. The
+// values left are represented by a contiguous range with as many points (exact when the fixed
+// parts are the outer ones, which is how the space places grid parts).
+NestModel::Tiles NestModel::tiles(const NestSchedule& s) const {
+  Tiles t;
+  for (const NestIndex& ni : indices_) {
+    const IndexSchedule* is = s.find(ni.name);
+    int64_t extent = std::max<int64_t>(1, ni.hull.extent());
+    int64_t inBlock = extent, inThread = extent, inStep = extent;
+    if (is) {
+      std::vector<int64_t> ext = partExtents(*is, extent);
+      inBlock = inThread = 1;
+      for (size_t p = 0; p < is->parts.size(); ++p) {
+        Placement pl = is->parts[p].place;
+        if (!isGridPlacement(pl)) inBlock *= ext[p];
+        if (!isGridPlacement(pl) && !isThreadPlacement(pl)) inThread *= ext[p];
+      }
+      if (is->parts.size() > 1) {
+        inStep = 1;
+        for (size_t p = 1; p < is->parts.size(); ++p) inStep *= ext[p];
+      }
+    }
+    inBlock = std::min(inBlock, extent);
+    inThread = std::min(inThread, extent);
+    inStep = std::min(inStep, extent);
+    t.threadCount[ni.name] = inThread;
+    for (const Loop* l : ni.loops) {
+      t.block[l->id] = {ni.hull.lo, ni.hull.lo + inBlock - 1};
+      t.thread[l->id] = {ni.hull.lo, ni.hull.lo + inThread - 1};
+      t.step[l->id] = ni.parallel ? t.block[l->id] : Interval{ni.hull.lo, ni.hull.lo + inStep - 1};
+    }
+  }
+  return t;
+}
+
+// Distinct elements an access touches over a tile: its box footprint, capped by the number of
+// index points that reach it (a flat a[i + n*k] has a huge box but few points).
+static double distinctElements(const Kernel& k, const Access& a, const std::map<int, Interval>& tile,
+                               const std::optional<std::set<int>>& used) {
+  double points = 1;
+  for (const Loop* l : a.scope) {
+    if (used && !used->count(l->id)) continue;
+    auto it = tile.find(l->id);
+    if (it != tile.end()) points *= (double)std::max<int64_t>(1, it->second.extent());
+  }
+  if (a.indirect) return points;
+  auto box = footprint(k, a, tile);
+  if (!box) return points;
+  return std::min(points, (double)box->elements());
+}
+
+std::optional<int64_t> NestModel::stagedBytes(const NestSchedule& s, const std::vector<std::string>& arrays) const {
+  Tiles t = tiles(s);
+  int64_t total = 0;
+  for (const std::string& name : arrays) {
+    int p = k_->findParam(name);
+    if (p < 0) return std::nullopt;
+    for (const Access& a : accesses_) {
+      if (a.array != p || a.isWrite) continue;
+      if (a.indirect) return std::nullopt;
+      auto box = footprint(*k_, a, t.step);
+      if (!box) return std::nullopt;
+      total += box->elements() * typeBytes(k_->params[p].type);
+    }
+  }
+  return total;
+}
+
+NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) const {
+  NestEstimate e;
+  int64_t threadX = 1;
+  for (const IndexSchedule& is : s.indices) {
+    const NestIndex* ni = index(is.index);
+    if (!ni) continue;
+    std::vector<int64_t> ext = partExtents(is, std::max<int64_t>(1, ni->hull.extent()));
+    for (size_t p = 0; p < is.parts.size(); ++p) {
+      Placement pl = is.parts[p].place;
+      if (isGridPlacement(pl)) e.blocks *= ext[p];
+      else if (isThreadPlacement(pl)) e.threads *= ext[p];
+      else if (ni->parallel) {
+        e.outputsPerThread *= ext[p];
+        if (pl == Placement::Reg) e.registerTile *= ext[p];
+      }
+      if (pl == Placement::ThreadX) {
+        e.threadXIndex = is.index;
+        threadX = ext[p];
+      }
+    }
+  }
+
+  Tiles t = tiles(s);
+  std::set<std::string> staged(s.shared.begin(), s.shared.end());
+  std::map<std::string, std::pair<double, double>> reuse;  // array -> (requests, distinct)
+  double perBlock = 0;
+  bool sawStore = false;
+  for (const Access& a : accesses_) {
+    const Param& param = k_->params[a.array];
+    double bytes = typeBytes(param.type);
+    int txLoop = loopIdIn(a, e.threadXIndex);
+    std::optional<int64_t> stride = txLoop >= 0 ? strideAlong(*k_, a, txLoop) : std::optional<int64_t>(0);
+    int64_t waste = !stride ? 4 : std::min<int64_t>(32, std::max<int64_t>(1, std::llabs(*stride)));
+    auto used = usedLoops(*k_, a);
+    double distinct = distinctElements(*k_, a, t.block, used);
+    double perThread = distinctElements(*k_, a, t.thread, used);
+    double requests = (double)e.threads * perThread;
+    if (stride && *stride == 0) requests /= (double)std::min<int64_t>(threadX, 32);  // one request per warp
+    if (a.isWrite) {
+      perBlock += distinct * bytes * (double)waste;
+      if (!sawStore) {
+        sawStore = true;
+        e.storeArray = param.name;
+        e.storeStride = stride ? *stride : 0;
+      }
+      continue;
+    }
+    if (a.indirect) {
+      perBlock += requests * bytes * 4;
+      continue;
+    }
+    auto& r = reuse[param.name];
+    r.first += requests;
+    r.second += distinct;
+    e.coalescing[param.name] = std::max<int64_t>(e.coalescing[param.name], waste);
+    if (staged.count(param.name))
+      perBlock += distinct * bytes;
+    else
+      perBlock += (distinct + std::max(0.0, requests - distinct) / 4) * bytes * (double)waste;
+  }
+  for (const auto& [name, r] : reuse) e.reuse[name] = r.second > 0 ? r.first / r.second : 1;
+  e.bytes = perBlock * (double)e.blocks;
+  e.flops = flopsPerPoint_ * points_;
+
+  // Residency and occupancy.
+  if (!s.shared.empty()) e.sharedBytes = stagedBytes(s, s.shared).value_or(0);
+  e.registers = 16 + 2 * e.registerTile + (s.shared.empty() ? 0 : 8);
+  int64_t warps = ceilDiv(e.threads, 32);
+  int64_t perSm = d.maxBlocksPerMultiprocessor;
+  perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, warps * 32));
+  perSm = std::min<int64_t>(perSm, d.registersPerMultiprocessor / (ceilDiv(e.registers, 8) * 8 * warps * 32));
+  if (e.sharedBytes > 0) perSm = std::min<int64_t>(perSm, d.sharedPerMultiprocessor / e.sharedBytes);
+  if (e.sharedBytes > d.sharedPerBlockOptin) perSm = 0;
+  e.blocksPerMultiprocessor = std::max<int64_t>(0, perSm);
+  if (e.blocksPerMultiprocessor == 0) {
+    e.seconds = std::numeric_limits<double>::infinity();
+    return e;
+  }
+  e.occupancy = (double)(e.blocksPerMultiprocessor * warps * 32) / d.maxThreadsPerMultiprocessor;
+
+  double sms = d.multiprocessors;
+  double blocks = (double)e.blocks;
+  double smUse = std::min(1.0, blocks / sms);
+  double residentBlocks = std::min<double>((double)e.blocksPerMultiprocessor, std::max(1.0, blocks / sms));
+  double ilp = (double)std::min<int64_t>(e.registerTile, 8);
+  double hiding = std::min(1.0, residentBlocks * (double)warps * ilp / 32);
+  double slots = (double)e.blocksPerMultiprocessor * sms;
+  double waves = std::ceil(blocks / slots);
+  double waveUse = blocks > slots ? blocks / (waves * slots) : 1.0;
+  e.efficiency = smUse * hiding * waveUse;
+  e.seconds = d.launchOverhead + std::max(e.bytes / d.memoryBandwidth, e.flops / d.peakFlops) / e.efficiency;
+  return e;
+}
+
+}  // namespace rtcg

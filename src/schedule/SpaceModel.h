@@ -1,0 +1,90 @@
+// The static cost model of the schedule space: a cheap estimate of how fast one nest runs under a
+// nest schedule, from the footprints and strides of its accesses (ir/Analysis.h). It ranks
+// candidates and prunes the hopeless ones; it never decides alone (the tuner measures).
+//
+// The model, per nest:
+// - Launch shape: threads per block (thread parts), blocks (grid parts), register tile (reg parts
+//   of parallel indices), outputs per thread (reg, serial and unroll parts of parallel indices).
+// - Registers per thread ~ 16 + 2 * register tile (+8 with staging); with threads and staged shared
+//   bytes this gives resident blocks per multiprocessor and the occupancy.
+// - Global traffic, per access, for one block (grid parts fixed, the block's tile): F = distinct
+//   elements it touches (box footprint, capped by the number of index points), U = elements its
+//   threads request (threads * per-thread footprint; a broadcast along thread.x counts once per
+//   warp). Staged in shared memory: F (cooperative, coalesced loads). Otherwise: F + (U - F)/4
+//   (repeated reads mostly hit in L1/L2, at a quarter of the cost), times the coalescing factor of
+//   the stride along the thread.x index (1: 1x; 0: broadcast, 1x; s: min(32, |s|) sector waste).
+//   Stores move F, times the same factor. Indirect accesses cost 4x their request count.
+//   Bytes = blocks * per-block traffic.
+// - Time = launch overhead + max(bytes / bandwidth, flops / peak) / efficiency, where efficiency =
+//   (fraction of multiprocessors with a block) * (latency hiding: warps in flight per
+//   multiprocessor times the ILP of the register tile, over 32) * (wave quantization), each <= 1.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/Analysis.h"
+#include "schedule/Domain.h"
+#include "schedule/Schedule.h"
+#include "schedule/Space.h"
+
+namespace rtcg {
+
+struct NestEstimate {
+  int64_t threads = 1, blocks = 1, registerTile = 1, outputsPerThread = 1;
+  int64_t registers = 0, sharedBytes = 0, blocksPerMultiprocessor = 0;  // 0: cannot be resident
+  double occupancy = 0, efficiency = 0;
+  double bytes = 0, flops = 0, seconds = 0;
+  std::string threadXIndex;   // index with the thread.x part ("" if none)
+  int64_t storeStride = 1;    // stride of the (first) store along thread.x; 0 if broadcast or unknown
+  std::string storeArray;
+  std::map<std::string, double> reuse;  // read-only array -> requests / distinct elements per block
+  std::map<std::string, int64_t> coalescing;  // read array -> sector waste factor along thread.x
+};
+
+// What the model knows of one nest of a bound kernel; built once, queried per candidate.
+class NestModel {
+ public:
+  NestModel(const Kernel& k, int nest);
+
+  bool ok() const { return ok_; }  // the nest's indices could be bounded
+  const std::string& error() const { return error_; }
+  const Kernel& kernel() const { return *k_; }
+  int nest() const { return nest_; }
+  const std::vector<NestIndex>& indices() const { return indices_; }
+  const NestIndex* index(const std::string& name) const;
+  std::vector<const NestIndex*> parallel() const;
+  std::vector<const NestIndex*> reductions() const;
+  double parallelPoints() const { return points_; }
+  // Arrays the nest only reads (candidates for staging), by name, in order of first access.
+  const std::vector<std::string>& readOnlyArrays() const { return readOnly_; }
+
+  NestEstimate estimate(const NestSchedule& s, const DeviceModel& d) const;
+
+  // Shared bytes for staging `arrays` under schedule `s`: the block's footprint of each with the
+  // innermost serial part of each reduction index as the step. nullopt if it cannot be bounded.
+  std::optional<int64_t> stagedBytes(const NestSchedule& s, const std::vector<std::string>& arrays) const;
+
+ private:
+  const Kernel* k_;
+  int nest_;
+  bool ok_ = false;
+  std::string error_;
+  std::vector<NestIndex> indices_;
+  std::vector<Access> accesses_;
+  std::vector<std::string> readOnly_;
+  double points_ = 1;       // parallel domain points (hull product)
+  double flopsPerPoint_ = 0;
+
+  struct Tiles {
+    std::map<int, Interval> block, thread, step;  // by loop id
+    std::map<std::string, int64_t> threadCount;     // index -> points per thread
+  };
+  Tiles tiles(const NestSchedule& s) const;
+  int loopIdIn(const Access& a, const std::string& index) const;  // -1 if not in a's scope
+};
+
+}  // namespace rtcg

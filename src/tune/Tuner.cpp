@@ -1,0 +1,328 @@
+#include "tune/Tuner.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "api/Executable.h"
+#include "api/KernelBuild.h"
+#include "ir/Analysis.h"
+#include "reference/Compare.h"
+#include "reference/Reference.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/Device.h"
+#include "tune/CompilePool.h"
+#include "tune/Verify.h"
+#include "tune/WorkerProcess.h"
+#include "tune/WorkerProtocol.h"
+
+#ifndef RTCG_VERSION
+#define RTCG_VERSION "unknown"
+#endif
+
+namespace rtcg {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// A temporary file removed when this goes away.
+struct TempFile {
+  std::string path;
+  TempFile() {
+    const char* tmpdir = std::getenv("TMPDIR");
+    path = fmt::format("{}/rtcg-reference-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int fd = ::mkostemp(path.data(), O_CLOEXEC);
+    if (fd < 0) throw Error(fmt::format("cannot create a temporary file for the reference outputs: {}", std::strerror(errno)));
+    ::close(fd);
+  }
+  ~TempFile() { ::unlink(path.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+};
+
+std::string sizesText(const Kernel& k) {
+  std::string out;
+  for (const auto& [name, value] : k.sizes) out += fmt::format("{}{}={}", out.empty() ? "" : ",", name, value);
+  return out;
+}
+
+}  // namespace
+
+TuneResult tune(const std::string& fileName, const std::string& source, const Kernel& bound,
+                const TuneOptions& options) {
+  Clock::time_point t0 = Clock::now();
+  auto log = [&](const std::string& s) {
+    if (options.log) options.log(s);
+  };
+  if (!bound.isBound()) throw Error(fmt::format("kernel '{}' must have its sizes bound before tuning", bound.name));
+  if (options.repeats < 1 || options.warmup < 0)
+    throw Error(fmt::format("tuning needs at least 1 timed repeat and no negative warm-up (got {} and {})",
+                            options.repeats, options.warmup));
+
+  // The device, without a context: cuInit and property queries only.
+  if (!cuda::cudaAvailable()) throw NoDeviceError(cuda::unavailableReason());
+  cuda::Device device(options.deviceOrdinal);
+  const cuda::DeviceProperties& props = device.properties();
+  std::string workerPath = findWorker(options.workerPath);
+
+  TuneResult result;
+  result.key.kernelHash = fmt::format("{:016x}", structuralHash(bound));
+  result.key.kernelName = bound.name;
+  result.key.sizes = sizesText(bound);
+  result.key.device = props.name;
+  result.key.arch = props.arch();
+  result.key.driverVersion = props.driverVersion;
+  result.key.nvrtcVersion = nvrtcVersionString();
+  result.key.rtcgVersion = RTCG_VERSION;
+  result.floatOps = floatOps(bound);
+  result.minimalBytes = minimalBytes(bound);
+  result.peakBandwidthGBs = props.peakBandwidthGBs();
+
+  // The space, for this device.
+  SpaceOptions spaceOptions = options.space;
+  spaceOptions.device.multiprocessors = props.multiprocessors;
+  spaceOptions.device.maxThreadsPerBlock = props.maxThreadsPerBlock;
+  spaceOptions.device.maxThreadsPerMultiprocessor = props.maxThreadsPerMultiprocessor;
+  spaceOptions.device.maxBlocksPerMultiprocessor = props.maxBlocksPerMultiprocessor;
+  spaceOptions.device.sharedPerBlockOptin = int64_t(props.sharedPerBlockOptin);
+  spaceOptions.device.sharedPerMultiprocessor = int64_t(props.sharedPerMultiprocessor);
+  spaceOptions.device.registersPerMultiprocessor = props.registersPerMultiprocessor;
+  spaceOptions.limits.maxThreadsPerBlock = props.maxThreadsPerBlock;
+  Space space = enumerateSchedules(bound, spaceOptions);
+  result.enumerated = space.enumerated;
+  result.pruned = int64_t(space.pruned.size());
+  result.sampledOut = space.sampledOut;
+  result.prunedList = space.pruned;
+  log(fmt::format("{} ({}): {} schedules enumerated, {} pruned by the static model, {} dropped by sampling, {} to try",
+                  bound.name, result.key.sizes, space.enumerated, space.pruned.size(), space.sampledOut,
+                  space.candidates.size()));
+  {
+    std::map<std::string, int64_t> reasons;  // grouped, so the log stays short
+    for (const PrunedCandidate& p : space.pruned) ++reasons[p.reason.substr(0, p.reason.find(" ("))];
+    for (const auto& [reason, count] : reasons) log(fmt::format("  pruned {}: {}", count, reason));
+  }
+
+  // Jobs: the default schedule first (always measured, the baseline), then the space's candidates
+  // (best predicted first), then planted ones.
+  std::vector<CompileJob> jobs;
+  Schedule defaultSched = defaultSchedule(bound);
+  std::string defaultText = printSchedule(defaultSched);
+  jobs.push_back({defaultText, defaultSched, {}});
+  for (const Candidate& c : space.candidates)
+    if (c.text != defaultText) jobs.push_back({c.text, c.schedule, {}});
+  for (const ExtraCandidate& e : options.extraCandidates) {
+    Schedule s = defaultSched;
+    if (!e.schedule.empty()) {
+      ScheduleParseResult p = parseSchedule(e.schedule);
+      if (!p.ok()) throw Error(fmt::format("planted candidate '{}': bad schedule: {}", e.label, p.error));
+      s = *p.schedule;
+    }
+    jobs.push_back({e.label, s, e.rewrite});
+  }
+  result.generated = int64_t(jobs.size());
+
+  nlohmann::json settings = {{"maxCandidates", options.space.maxCandidates}, {"timeLimit", options.timeLimitSeconds},
+                             {"minThreads", options.space.minThreads},       {"minBlocks", options.space.minBlocks},
+                             {"repeats", options.repeats},                   {"warmup", options.warmup},
+                             {"seed", options.seed}};
+  result.settings = settings.dump();
+
+  std::unique_ptr<TuningDb> db;
+  if (options.dbPath != "-") {
+    db = std::make_unique<TuningDb>(options.dbPath.empty() ? TuningDb::defaultPath() : options.dbPath);
+    result.searchId = db->beginSearch(result.key, result.settings);
+  }
+
+  // Compiling starts now and overlaps with the reference and everything after.
+  LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin)};
+  CompilePool pool(bound, props.arch(), limits, std::move(jobs), options.compileThreads);
+  result.compileThreads = pool.threads();
+  log(fmt::format("compiling {} candidates with NVRTC on {} threads for {}", result.generated, pool.threads(),
+                  props.arch()));
+
+  // The float64 reference on the CPU, once, on the inputs the worker regenerates.
+  std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
+  HostArgs inputs = tuningInputs(bound, options.seed, scalars);
+  HostArgs refArgs = inputs;
+  log(fmt::format("computing the CPU reference ({:.3g} floating-point operations) ...", double(result.floatOps)));
+  ReferenceResult ref = runReference(bound, refArgs);
+  result.referenceSeconds = ref.seconds;
+  log(fmt::format("CPU reference: {:.3f} s", ref.seconds));
+  TempFile refFile;
+  {
+    std::vector<worker::ReferenceArray> arrays;
+    for (ReferenceOutput& o : ref.outputs) arrays.push_back({o.param, std::move(o.values)});
+    worker::writeReferenceFile(refFile.path, arrays);
+  }
+
+  worker::SetupMessage setup;
+  setup.fileName = fileName;
+  setup.source = source;
+  setup.kernel = bound.name;
+  setup.sizes = bound.sizes;
+  setup.scalars = scalars;
+  setup.seed = options.seed;
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (!param.isArray() || param.mode == ArrayMode::Out) continue;
+    Checksum c = checksum(inputs.array(int(p)));
+    setup.inputs.push_back({param.name, c.sum, c.sumSquares});
+  }
+  setup.referencePath = refFile.path;
+  setup.deviceOrdinal = options.deviceOrdinal;
+  setup.warmup = options.warmup;
+  setup.repeats = options.repeats;
+  setup.timingBudgetSeconds = options.timingBudgetSeconds;
+  WorkerTimeouts timeouts{options.setupTimeoutSeconds, options.candidateTimeoutSeconds};
+  WorkerProcess worker(workerPath, setup, timeouts, options.log);
+  // The time limit covers the search proper: the reference and the worker's setup are excluded.
+  Clock::time_point searchStart = Clock::now();
+
+  TuneProgress progress;
+  progress.generated = result.generated;
+  std::deque<CompiledCandidate> held;  // compiled before the default schedule
+  bool defaultSeen = false;
+  // The next candidate to measure: the default schedule (job 0) first.
+  auto nextCandidate = [&]() -> std::optional<CompiledCandidate> {
+    if (defaultSeen && !held.empty()) {
+      CompiledCandidate c = std::move(held.front());
+      held.pop_front();
+      return c;
+    }
+    while (std::optional<CompiledCandidate> c = pool.next()) {
+      if (defaultSeen || c->job == 0) {
+        defaultSeen = true;
+        return c;
+      }
+      held.push_back(std::move(*c));
+    }
+    if (!held.empty()) {  // cannot happen (job 0 always finishes), but never lose candidates
+      defaultSeen = true;
+      CompiledCandidate c = std::move(held.front());
+      held.pop_front();
+      return c;
+    }
+    return std::nullopt;
+  };
+
+  double flops = double(result.floatOps), bytes = double(result.minimalBytes);
+  bool dbFailed = false;
+  auto finish = [&](CandidateRecord rec, bool isDefault) {
+    double at = secondsSince(t0);
+    rec.searchId = result.searchId;
+    if (db && !dbFailed) {
+      try {
+        db->record(result.key, rec);
+      } catch (const std::exception& e) {
+        dbFailed = true;  // the search is still worth finishing; say so once
+        log(fmt::format("cannot record in the tuning database (no more records will be written): {}", e.what()));
+      }
+    }
+    switch (rec.status) {
+      case CandidateStatus::Verified: ++result.verified; break;
+      case CandidateStatus::WrongResult: ++result.wrong; break;
+      case CandidateStatus::CompileFailed: ++result.compileFailed; break;
+      case CandidateStatus::LaunchFailed: ++result.launchFailed; break;
+      case CandidateStatus::Faulted: ++result.faulted; break;
+      case CandidateStatus::TimedOut: ++result.timedOut; break;
+      case CandidateStatus::Skipped: ++result.skipped; break;
+    }
+    if (rec.status == CandidateStatus::Verified && (!result.best || rec.medianMs < result.best->medianMs)) {
+      result.best = rec;
+      result.bestOverTime.emplace_back(at, rec.medianMs);
+    }
+    if (isDefault) result.defaultSchedule = rec;
+    result.candidates.push_back(std::move(rec));
+    result.completedSeconds.push_back(at);
+
+    progress.compiled = pool.finished();
+    progress.compileFailed = result.compileFailed + result.skipped;
+    progress.measured = result.verified + result.wrong + result.launchFailed + result.faulted + result.timedOut;
+    progress.verified = result.verified;
+    progress.failed = progress.measured - result.verified;
+    progress.elapsedSeconds = at;
+    progress.best = result.best;
+    if (options.progress) options.progress(progress);
+  };
+
+  try {
+    while (std::optional<CompiledCandidate> c = nextCandidate()) {
+      bool isDefault = c->job == 0;
+      if (!isDefault && options.timeLimitSeconds > 0 && secondsSince(searchStart) > options.timeLimitSeconds) {
+        if (!result.timeLimitReached)
+          log(fmt::format("time limit of {:g} s reached: no new candidates are started", options.timeLimitSeconds));
+        result.timeLimitReached = true;
+        pool.stop();
+        ++result.notMeasured;
+        continue;  // drain what is already compiling
+      }
+      CandidateRecord rec;
+      rec.schedule = c->label;
+      rec.compileMs = c->emitMs + c->compileMs;
+      rec.registers = c->registers;
+      rec.spillBytes = c->spillBytes;
+      rec.sharedBytes = c->sharedBytes;
+      if (!c->measurable()) {
+        rec.status = c->status;
+        rec.reason = c->reason;
+        log(fmt::format("candidate {} {}: {}", c->job, statusName(rec.status), rec.reason));
+        finish(std::move(rec), isDefault);
+        continue;
+      }
+      worker::CandidateMessage msg{int64_t(c->job), c->module.launches, std::move(c->cubin)};
+      MeasureOutcome m = worker.measure(msg);
+      rec.status = m.status;
+      rec.reason = m.reason;
+      rec.relativeError = m.result.relativeError;
+      if (m.status == CandidateStatus::Verified) {
+        rec.medianMs = m.result.medianMs;
+        rec.registers = m.result.registers;
+        rec.sharedBytes = m.result.sharedBytes;
+        rec.occupancy = m.result.occupancy;
+        double s = rec.medianMs * 1e-3;
+        if (s > 0) {
+          rec.gflops = flops / s * 1e-9;
+          rec.gbytes = bytes / s * 1e-9;
+        }
+      }
+      finish(std::move(rec), isDefault);
+    }
+  } catch (...) {
+    if (db && !dbFailed) {
+      try {
+        db->endSearch(result.searchId, secondsSince(t0), int(result.candidates.size()));
+      } catch (...) {
+      }
+    }
+    throw;
+  }
+  // Compiled candidates = those that NVRTC compiled, whether or not they were measured.
+  result.compiled = pool.finished() - result.compileFailed;
+  result.compileSeconds = pool.seconds();
+  result.candidatesPerSecond = pool.throughput();
+  result.workerRestarts = worker.restarts();
+  result.notMeasured += result.generated - pool.finished();
+  result.wallSeconds = secondsSince(t0);
+  if (db && !dbFailed) db->endSearch(result.searchId, result.wallSeconds, int(result.candidates.size()));
+  log(fmt::format("search done in {:.1f} s: {} candidates, {} verified, {} wrong, {} faulted, {} timed out, {} failed "
+                  "to launch, {} skipped, {} failed to compile, {} not measured; NVRTC {:.1f} candidates/s on {} "
+                  "threads; worker restarts: {}",
+                  result.wallSeconds, result.candidates.size(), result.verified, result.wrong, result.faulted,
+                  result.timedOut, result.launchFailed, result.skipped, result.compileFailed, result.notMeasured,
+                  result.candidatesPerSecond, result.compileThreads, result.workerRestarts));
+  return result;
+}
+
+}  // namespace rtcg

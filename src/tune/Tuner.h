@@ -1,0 +1,94 @@
+// The empirical tuner: enumerate candidate schedules, emit and compile them with NVRTC on all
+// cores while earlier ones are measured, verify every candidate's output against the reference
+// before its time counts, time the verified ones, keep the fastest and record all of them.
+//
+// Measurement runs in a separate worker process (tools/rtcg-worker) that holds the CUDA context:
+// a candidate that faults (illegal address poisons a context) or hangs kills only the worker,
+// which is restarted; the candidate is recorded as failed with its reason and the search goes on.
+// The calling process never creates a CUDA context during a search (it initializes the driver to
+// read the device's properties, which creates none).
+//
+// Order of a search: enumerate (schedule/Space.h) -> start the compile pool -> compute the float64
+// reference on the CPU (all cores; logged with its time) -> start the worker -> measure the default
+// schedule first, then the others in compile-completion order -> record each (tune/TuningDb.h).
+// With a time limit, no new candidate starts once it is exceeded; the one in flight finishes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "schedule/Space.h"
+#include "tune/TuningDb.h"
+
+namespace rtcg {
+
+struct TuneProgress {
+  int64_t generated = 0;      // candidates to try (kept by the space, plus planted ones)
+  int64_t compiled = 0;       // compiles finished (failed ones included)
+  int64_t compileFailed = 0;  // compile failures and skipped candidates (spills, cannot launch)
+  int64_t measured = 0, verified = 0, failed = 0;  // run on the GPU; failed: wrong, faulted, timed out, launch failed
+  double elapsedSeconds = 0;
+  std::optional<CandidateRecord> best;
+};
+
+// Test hook: a candidate whose CUDA C is a rewrite of the emitted code of `schedule` (same
+// functions and launches), e.g. a planted wrong or faulting kernel. It is measured like any other.
+struct ExtraCandidate {
+  std::string label;     // recorded as its schedule text, e.g. "planted: writes 0 to c[0]"
+  std::string schedule;  // whose launches it uses; empty: the default schedule
+  std::function<std::string(const std::string& emittedCuda)> rewrite;
+};
+
+struct TuneOptions {
+  SpaceOptions space;              // constraints and sampling; its device model is set from the device
+  double timeLimitSeconds = 0;     // 0: no limit; counted from the worker's ready (reference excluded)
+  int compileThreads = 0;          // 0: hardware concurrency
+  int warmup = 2;                  // untimed runs per candidate
+  int repeats = 20;                // timed runs per candidate (median); fewer (>= 3) for slow kernels
+  double timingBudgetSeconds = 2;  // about how long timing one candidate may take
+  double candidateTimeoutSeconds = 10;  // no result of the verifying launch within this: a hang
+  double setupTimeoutSeconds = 300;     // worker start to ready (input upload)
+  uint64_t seed = 1;               // inputs and scalars
+  int deviceOrdinal = 0;
+  std::string dbPath;              // empty: TuningDb::defaultPath(); "-": no database
+  std::string workerPath;          // empty: find rtcg-worker ($RTCG_WORKER, next to this executable, PATH)
+  std::function<void(const TuneProgress&)> progress;  // called from the tuner's thread after each candidate
+  std::function<void(const std::string&)> log;         // search events: reference time, pruning, worker restarts
+  std::vector<ExtraCandidate> extraCandidates;         // test hook (see above)
+};
+
+struct TuneResult {
+  TuningKey key;
+  int64_t searchId = 0;                     // in the database (0: none)
+  std::vector<CandidateRecord> candidates;  // every candidate measured or failed, in completion order
+  std::vector<double> completedSeconds;     // when each completed, seconds since the start
+  std::optional<CandidateRecord> best;      // fastest verified
+  std::optional<CandidateRecord> defaultSchedule;  // the default schedule's record
+  int64_t enumerated = 0, generated = 0, pruned = 0, sampledOut = 0;
+  int64_t compiled = 0, compileFailed = 0, skipped = 0;
+  int64_t verified = 0, wrong = 0, faulted = 0, timedOut = 0, launchFailed = 0;
+  int64_t notMeasured = 0;                  // compiled or never started when the time limit hit
+  bool timeLimitReached = false;
+  int workerRestarts = 0;
+  int compileThreads = 0;
+  double wallSeconds = 0, compileSeconds = 0, referenceSeconds = 0;
+  double candidatesPerSecond = 0;           // NVRTC throughput during the search
+  std::vector<PrunedCandidate> prunedList;
+  std::vector<std::pair<double, double>> bestOverTime;  // (seconds since start, best median ms)
+  // For rates and rooflines: the kernel's ideal work and the device's peak bandwidth.
+  int64_t floatOps = 0, minimalBytes = 0;
+  double peakBandwidthGBs = 0;              // theoretical, from memory clock and bus width
+  std::string settings;                     // the options, for people and the database
+};
+
+// Tunes the bound kernel (from `source`, which the worker re-parses). Throws NoDeviceError without
+// a device, rtcg::Error for other problems before or outside the candidates (no worker, a worker
+// that cannot start, an unwritable database); candidates' failures are results, not errors.
+TuneResult tune(const std::string& fileName, const std::string& source, const Kernel& bound,
+                const TuneOptions& options);
+
+}  // namespace rtcg

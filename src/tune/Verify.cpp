@@ -1,0 +1,96 @@
+#include "tune/Verify.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "api/Executable.h"
+#include "reference/HostArgs.h"
+#include "reference/RandomFill.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+std::map<std::string, double> tuningScalars(const Kernel& bound, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x5ca1ab1eULL);
+  std::map<std::string, double> out;
+  for (const Param& p : bound.params) {
+    if (p.kind != ParamKind::Scalar) continue;
+    out[p.name] = isFloat(p.type) ? std::uniform_real_distribution<double>(-1, 1)(rng)
+                                  : double(std::uniform_int_distribution<int>(1, 8)(rng));
+  }
+  return out;
+}
+
+HostArgs tuningInputs(const Kernel& bound, uint64_t seed, const std::map<std::string, double>& scalars) {
+  HostArgs args(bound);
+  fillInputs(bound, args, seed);
+  size_t used = 0;
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (param.kind != ParamKind::Scalar) continue;
+    auto it = scalars.find(param.name);
+    if (it == scalars.end()) throw Error(fmt::format("no value for scalar parameter '{}'", param.name));
+    args.setScalar(int(p), it->second);
+    ++used;
+  }
+  if (used != scalars.size())
+    for (const auto& [name, value] : scalars)
+      if (bound.findParam(name) < 0 || bound.params[size_t(bound.findParam(name))].kind != ParamKind::Scalar)
+        throw Error(fmt::format("'{}' is not a scalar parameter of kernel '{}'", name, bound.name));
+  return args;
+}
+
+double verificationTolerance(const Kernel& bound, int param) {
+  const Param& p = bound.params.at(size_t(param));
+  if (!isFloat(p.type)) return 0.0;
+  double base = p.type == ScalarType::F32 ? 1e-5 : 1e-12;
+  int64_t outputs = 0;
+  for (size_t q = 0; q < bound.params.size(); ++q) {
+    if (!bound.params[q].isWritten()) continue;
+    int64_t n = 1;
+    for (int64_t e : hostArrayShape(bound, int(q))) n *= e;
+    outputs += n;
+  }
+  double opsPerOutput = outputs > 0 ? double(floatOps(bound)) / double(outputs) : 0.0;
+  return base * std::max(1.0, std::sqrt(opsPerOutput / 256.0));
+}
+
+std::string Verification::failures() const {
+  std::string out;
+  for (const OutputCheck& o : outputs) {
+    if (o.pass) continue;
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{}: {} exceeds tolerance {:g}", o.name, o.comparison.str(), o.tolerance);
+  }
+  return out;
+}
+
+Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::vector<ExpectedOutput>& expected) {
+  Verification v;
+  int written = 0;
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    if (!bound.params[p].isWritten()) continue;
+    ++written;
+    auto it = std::find_if(expected.begin(), expected.end(), [&](const ExpectedOutput& e) { return e.param == int(p); });
+    if (it == expected.end())
+      throw Error(fmt::format("no reference values for output '{}' of kernel '{}'", bound.params[p].name, bound.name));
+    OutputCheck c;
+    c.name = bound.params[p].name;
+    c.comparison = compare(gpu.array(int(p)), it->values);  // throws on a size mismatch
+    c.tolerance = verificationTolerance(bound, int(p));
+    c.pass = c.comparison.nonFinite == 0 && (isFloat(bound.params[p].type) ? c.comparison.relativeError <= c.tolerance
+                                                                            : c.comparison.maxAbsError == 0.0);
+    v.pass = v.pass && c.pass;
+    v.worstRelativeError = std::max(v.worstRelativeError, c.comparison.relativeError);
+    v.outputs.push_back(std::move(c));
+  }
+  if (int(expected.size()) != written)
+    throw Error(fmt::format("{} reference outputs for kernel '{}', which writes {} arrays", expected.size(), bound.name,
+                            written));
+  return v;
+}
+
+}  // namespace rtcg

@@ -1,0 +1,59 @@
+// Verification of a candidate's outputs against the float64 reference: the rule that decides
+// whether a candidate's time may count. A wrong candidate can never win.
+//
+// Per written array: no NaN/Inf where the reference is finite (outputs are poisoned before each
+// verifying launch, so an element the kernel forgot to write is NaN or a sentinel), and
+//  - f32: relative L2 error <= 1e-5, scaled up by sqrt(floating-point operations per output
+//    element / 256) for long reductions (rounding error grows like the square root of the length);
+//  - f64: the same rule with 1e-12;
+//  - integers: exact.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "reference/Compare.h"
+#include "reference/HostArgs.h"
+
+namespace rtcg {
+
+// The scalar arguments of tuning runs, by name: uniform in [-1, 1) for floats and in [1, 8] for
+// integers, drawn from `seed` (the same rule as `rtcgc run`).
+std::map<std::string, double> tuningScalars(const Kernel& bound, uint64_t seed);
+
+// The arguments candidates are verified and timed on: fillInputs(bound, seed) and `scalars`.
+// The parent (for the reference) and the worker (for the GPU) both build them this way. Throws
+// rtcg::Error for a scalar that is missing or not a parameter.
+HostArgs tuningInputs(const Kernel& bound, uint64_t seed, const std::map<std::string, double>& scalars);
+
+// The relative L2 error allowed for written array parameter `param` of the bound kernel.
+double verificationTolerance(const Kernel& bound, int param);
+
+struct OutputCheck {
+  std::string name;
+  Comparison comparison;
+  double tolerance = 0;
+  bool pass = false;
+};
+
+struct Verification {
+  bool pass = true;
+  double worstRelativeError = 0;
+  std::vector<OutputCheck> outputs;
+  // "c: rel 3.1e-02 > tolerance 1e-05 (max abs 1.2, non-finite 0 of 16384)" for each failing output.
+  std::string failures() const;
+};
+
+struct ExpectedOutput {
+  int param = -1;
+  std::vector<double> values;
+};
+
+// Compares every written array of `gpu` with `expected` (one entry per written array, any order).
+// Throws rtcg::Error when `expected` does not match the kernel's written arrays.
+Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::vector<ExpectedOutput>& expected);
+
+}  // namespace rtcg

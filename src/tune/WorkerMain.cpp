@@ -1,0 +1,225 @@
+#include "tune/WorkerMain.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include "api/Executable.h"
+#include "api/Pipeline.h"
+#include "reference/Compare.h"
+#include "runtime/Benchmark.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/Device.h"
+#include "runtime/Stream.h"
+#include "tune/Verify.h"
+#include "tune/WorkerProtocol.h"
+
+namespace rtcg::worker {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Everything set up once per worker process.
+struct Session {
+  SetupMessage setup;
+  Kernel bound;
+  HostArgs host;  // the inputs (outputs poisoned)
+  HostArgs gpu;   // downloaded results
+  std::vector<ExpectedOutput> expected;
+  std::shared_ptr<cuda::Context> ctx;
+  std::optional<DeviceArgs> dargs;
+  std::optional<cuda::Stream> stream;
+};
+
+// Thrown by setup with the message the parent gets.
+struct SetupFailure {
+  std::string message;
+  bool noDevice = false;
+};
+
+void prepare(Session& s) {
+  const SetupMessage& m = s.setup;
+  SourceText src{m.fileName, m.source};
+  Diagnostics diags;
+  std::optional<Kernel> k = frontKernel(src, m.kernel, diags);
+  std::optional<Kernel> bound;
+  if (k) bound = bindAndProve(*k, m.sizes, diags);
+  if (!bound) throw SetupFailure{"the kernel does not bind in the worker:\n" + renderDiagnostics(diags, src)};
+  s.bound = std::move(*bound);
+  s.host = tuningInputs(s.bound, m.seed, m.scalars);
+
+  // The parent computed the reference from inputs it filled the same way; prove they are equal.
+  for (const InputChecksum& c : m.inputs) {
+    Checksum mine = checksum(s.host.array(c.name));
+    if (mine.sum != c.sum || mine.sumSquares != c.sumSquares)
+      throw SetupFailure{fmt::format("input '{}' differs from the parent's (checksum {} here, sum={:.17g} "
+                                     "sumsq={:.17g} there): input generation is not deterministic",
+                                     c.name, mine.str(), c.sum, c.sumSquares)};
+  }
+  for (ReferenceArray& r : readReferenceFile(m.referencePath))
+    s.expected.push_back({r.param, std::move(r.values)});
+
+  if (!cuda::cudaAvailable()) throw SetupFailure{cuda::unavailableReason(), true};
+  s.ctx = cuda::Context::primary(m.deviceOrdinal);
+  s.dargs.emplace(s.ctx, s.bound, s.host);
+  s.stream.emplace(s.ctx);
+  s.gpu = s.host;
+}
+
+std::string describeCudaError(const cuda::CudaError& e) {
+  return e.sticky() ? fmt::format("{} (sticky: the CUDA context is lost)", e.what()) : std::string(e.what());
+}
+
+ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
+  ResultMessage r;
+  r.id = c.id;
+  auto fail = [&](Outcome o, std::string reason, bool fatal = false) {
+    r.outcome = o;
+    r.reason = std::move(reason);
+    r.fatal = fatal;
+    return r;
+  };
+
+  EmittedModule module;
+  module.launches = c.launches;
+  std::optional<Executable> exe;
+  try {
+    exe.emplace(s.ctx, s.bound, module, std::string_view(c.cubin));
+  } catch (const cuda::CudaError& e) {
+    return fail(e.sticky() ? Outcome::Faulted : Outcome::LaunchFailed, "loading the cubin: " + describeCudaError(e),
+                e.sticky());
+  } catch (const std::exception& e) {
+    return fail(Outcome::LaunchFailed, e.what());
+  }
+
+  // The verifying launch, on freshly poisoned outputs and restored inputs.
+  double firstMs = 0;
+  try {
+    s.dargs->reset(s.bound, s.host);
+    Clock::time_point t0 = Clock::now();
+    exe->launch(s.dargs->args(), &*s.stream);
+    s.stream->synchronize();
+    firstMs = msSince(t0);
+    s.dargs->download(s.bound, s.gpu);
+  } catch (const cuda::CudaError& e) {
+    return fail(e.sticky() ? Outcome::Faulted : Outcome::LaunchFailed, describeCudaError(e), e.sticky());
+  } catch (const std::exception& e) {
+    return fail(Outcome::LaunchFailed, e.what());
+  }
+
+  Verification v = verifyOutputs(s.bound, s.gpu, s.expected);
+  r.relativeError = v.worstRelativeError;
+  if (!v.pass) return fail(Outcome::WrongResult, v.failures());
+
+  // Timing: fewer repeats (at least 3) for slow kernels, so one candidate takes about the budget.
+  const SetupMessage& m = s.setup;
+  int repeats = m.repeats;
+  if (firstMs > 0 && firstMs * repeats > m.timingBudgetSeconds * 1e3)
+    repeats = std::clamp(int(m.timingBudgetSeconds * 1e3 / firstMs), 3, m.repeats);
+  if (!ch.send(ProgressMessage{c.id, firstMs, m.warmup, repeats})) return fail(Outcome::Faulted, "parent gone");
+  try {
+    cuda::BenchmarkOptions bo;
+    bo.warmup = m.warmup;
+    bo.repeats = repeats;
+    bo.flushL2 = m.flushL2;
+    cuda::BenchmarkResult t =
+        cuda::benchmark(*s.stream, [&](const cuda::Stream& st, int) { exe->launch(s.dargs->args(), &st); }, bo);
+    r.medianMs = t.medianMs;
+    r.minMs = t.minMs;
+    r.repeats = repeats;
+
+    r.occupancy = 1.0;
+    for (size_t i = 0; i < exe->functions().size(); ++i) {
+      const cuda::Function& fn = exe->functions()[i];
+      const LaunchSpec& l = exe->launches()[i];
+      cuda::FunctionAttributes a = fn.attributes();
+      int threads = int(l.block[0] * l.block[1] * l.block[2]);
+      r.registers = std::max(r.registers, a.registers);
+      r.localBytes = std::max(r.localBytes, int(a.localBytes));
+      r.sharedBytes = std::max(r.sharedBytes, int(a.staticSharedBytes + l.dynamicSharedBytes));
+      r.occupancy = std::min(r.occupancy, fn.occupancy(threads, l.dynamicSharedBytes));
+    }
+  } catch (const cuda::CudaError& e) {
+    return fail(e.sticky() ? Outcome::Faulted : Outcome::LaunchFailed, "while timing: " + describeCudaError(e),
+                e.sticky());
+  } catch (const std::exception& e) {
+    return fail(Outcome::LaunchFailed, std::string("while timing: ") + e.what());
+  }
+  r.outcome = Outcome::Verified;
+  return r;
+}
+
+}  // namespace
+
+int serve(int fd) {
+  Channel ch(fd);
+  Session s;
+  try {
+    Channel::Received first = ch.receive();
+    if (first.status == Channel::Status::Eof) return 0;
+    auto* setup = std::get_if<SetupMessage>(&*first.message);
+    if (!setup) {
+      fmt::print(stderr, "rtcg-worker: expected a 'setup' message, got '{}'\n", messageType(*first.message));
+      return 2;
+    }
+    s.setup = std::move(*setup);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "rtcg-worker: protocol error: {}\n", e.what());
+    return 2;
+  }
+
+  Clock::time_point t0 = Clock::now();
+  try {
+    prepare(s);
+  } catch (const SetupFailure& f) {
+    fmt::print(stderr, "rtcg-worker: setup failed: {}\n", f.message);
+    ch.send(ErrorMessage{f.message, f.noDevice});
+    return f.noDevice ? 4 : 1;
+  } catch (const NoDeviceError& e) {
+    fmt::print(stderr, "rtcg-worker: setup failed: {}\n", e.what());
+    ch.send(ErrorMessage{e.what(), true});
+    return 4;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "rtcg-worker: setup failed: {}\n", e.what());
+    ch.send(ErrorMessage{e.what(), false});
+    return 1;
+  }
+  const cuda::DeviceProperties& dev = s.ctx->device().properties();
+  if (!ch.send(ReadyMessage{dev.name, dev.arch(), dev.driverVersion, msSince(t0) / 1e3})) return 0;
+
+  for (;;) {
+    Channel::Received in;
+    try {
+      in = ch.receive();
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "rtcg-worker: protocol error: {}\n", e.what());
+      return 2;
+    }
+    if (in.status == Channel::Status::Eof || std::holds_alternative<QuitMessage>(*in.message)) return 0;
+    auto* c = std::get_if<CandidateMessage>(&*in.message);
+    if (!c) {
+      fmt::print(stderr, "rtcg-worker: unexpected '{}' message\n", messageType(*in.message));
+      return 2;
+    }
+    ResultMessage r = measure(s, *c, ch);
+    if (r.fatal) fmt::print(stderr, "rtcg-worker: candidate {}: {}; exiting\n", c->id, r.reason);
+    if (!ch.send(r)) return 0;
+    if (r.fatal) {
+      // The context is lost: exit without running destructors that would call into it.
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  }
+}
+
+}  // namespace rtcg::worker

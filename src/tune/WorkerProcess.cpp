@@ -1,0 +1,266 @@
+#include "tune/WorkerProcess.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+extern char** environ;
+
+namespace rtcg {
+
+namespace fs = std::filesystem;
+using namespace worker;
+
+namespace {
+
+bool isExecutableFile(const fs::path& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+std::string signalText(int sig) {
+  const char* name = strsignal(sig);
+  return name ? fmt::format("{} ({})", sig, name) : std::to_string(sig);
+}
+
+}  // namespace
+
+std::string findWorker(const std::string& explicitPath) {
+  if (!explicitPath.empty()) {
+    if (isExecutableFile(explicitPath)) return explicitPath;
+    throw Error(fmt::format("the worker '{}' is not an executable file", explicitPath));
+  }
+  if (const char* env = std::getenv("RTCG_WORKER"); env && *env) {
+    if (isExecutableFile(env)) return env;
+    throw Error(fmt::format("RTCG_WORKER='{}' is not an executable file", env));
+  }
+  std::vector<fs::path> looked;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path dir = self.parent_path();
+    // Installed: next to rtcgc. Build tree: tools/rtcgc/ and tools/rtcg-worker/ are siblings, and
+    // test binaries live in tests/<area>/.
+    for (fs::path p : {dir / "rtcg-worker", dir / ".." / "rtcg-worker" / "rtcg-worker",
+                       dir / ".." / ".." / "tools" / "rtcg-worker" / "rtcg-worker"}) {
+      p = p.lexically_normal();
+      if (isExecutableFile(p)) return p.string();
+      looked.push_back(p);
+    }
+  }
+  if (const char* path = std::getenv("PATH"); path && *path) {
+    std::string_view rest(path);
+    while (!rest.empty()) {
+      size_t colon = rest.find(':');
+      std::string_view dir = rest.substr(0, colon);
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+      if (dir.empty()) continue;
+      fs::path p = fs::path(dir) / "rtcg-worker";
+      if (isExecutableFile(p)) return p.string();
+    }
+  }
+  std::string where;
+  for (const fs::path& p : looked) where += fmt::format("{}, ", p.string());
+  throw Error(fmt::format("cannot find rtcg-worker, the tuner's measuring process: looked at {}and on PATH; build "
+                          "the rtcg-worker target, or set RTCG_WORKER (TuneOptions::workerPath) to its path",
+                          where));
+}
+
+WorkerProcess::WorkerProcess(std::string path, SetupMessage setup, WorkerTimeouts timeouts, Log log)
+    : path_(std::move(path)), setup_(std::move(setup)), timeouts_(timeouts), log_(std::move(log)) {
+  start();
+}
+
+WorkerProcess::~WorkerProcess() {
+  if (pid_ > 0) {
+    try {
+      channel_->send(QuitMessage{});
+    } catch (...) {
+    }
+    stop(false);
+  }
+  if (stderrFd_ >= 0) ::close(stderrFd_);
+}
+
+void WorkerProcess::start() {
+  if (stderrFd_ >= 0) ::close(stderrFd_);
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmpl = fmt::format("{}/rtcg-worker-stderr-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  stderrFd_ = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  if (stderrFd_ < 0) throw Error(fmt::format("cannot create a file for the worker's stderr: {}", std::strerror(errno)));
+  ::unlink(tmpl.c_str());
+
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    throw Error(fmt::format("cannot create the worker's socket: {}", std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, sv[1], STDIN_FILENO);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_adddup2(&actions, sv[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, stderrFd_, STDERR_FILENO);
+  std::string arg = "--serve";
+  char* argv[] = {path_.data(), arg.data(), nullptr};
+  int rc = ::posix_spawn(&pid_, path_.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(sv[1]);
+  if (rc != 0) {
+    ::close(sv[0]);
+    pid_ = -1;
+    throw Error(fmt::format("cannot start the worker '{}': {}", path_, std::strerror(rc)));
+  }
+  fd_ = sv[0];
+  channel_ = std::make_unique<Channel>(fd_);
+  if (log_) log_(fmt::format("worker {} started ({})", pid_, path_));
+
+  auto failed = [&](const std::string& what, bool kill) {
+    std::string how = stop(kill);
+    return Error(fmt::format("the worker '{}' {} during setup ({}){}", path_, what, how, stderrTail()));
+  };
+  if (!channel_->send(setup_)) throw failed("closed its connection", false);
+  Channel::Received in;
+  try {
+    in = channel_->receive(timeouts_.setupSeconds);
+  } catch (const ProtocolError& e) {
+    throw failed(fmt::format("sent a malformed reply: {}", e.what()), true);
+  }
+  if (in.status == Channel::Status::Eof) throw failed("exited", false);
+  if (in.status == Channel::Status::Timeout)
+    throw failed(fmt::format("did not answer within {:g} s and was killed", timeouts_.setupSeconds), true);
+  if (auto* e = std::get_if<ErrorMessage>(&*in.message)) {
+    stop(false);
+    if (e->noDevice) throw NoDeviceError(e->message);
+    throw Error("the tuner's worker could not set up: " + e->message);
+  }
+  auto* ready = std::get_if<ReadyMessage>(&*in.message);
+  if (!ready) throw failed(fmt::format("sent a '{}' message instead of 'ready'", messageType(*in.message)), true);
+  ready_ = *ready;
+  if (log_) log_(fmt::format("worker {} ready on {} ({}) after {:.2f} s of setup", pid_, ready_.device, ready_.arch,
+                             ready_.setupSeconds));
+}
+
+std::string WorkerProcess::stop(bool kill) {
+  if (pid_ <= 0) return "not running";
+  if (kill) ::kill(pid_, SIGKILL);
+  channel_.reset();
+  ::close(fd_);  // a live worker reads end of input and exits
+  fd_ = -1;
+  int status = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 200 && (r = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (r == 0) {
+    ::kill(pid_, SIGKILL);
+    r = ::waitpid(pid_, &status, 0);
+  }
+  pid_t pid = pid_;
+  pid_ = -1;
+  if (r != pid) return "its exit status is unknown";
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", signalText(WTERMSIG(status)));
+  return "ended";
+}
+
+std::string WorkerProcess::stderrTail() const {
+  if (stderrFd_ < 0) return "";
+  off_t size = ::lseek(stderrFd_, 0, SEEK_END);
+  if (size <= 0) return "";
+  off_t from = std::max<off_t>(0, size - 800);
+  std::string text(size_t(size - from), '\0');
+  ssize_t n = ::pread(stderrFd_, text.data(), text.size(), from);
+  if (n <= 0) return "";
+  text.resize(size_t(n));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (from > 0) {
+    size_t nl = text.find('\n');
+    text = "..." + (nl == std::string::npos ? text : text.substr(nl + 1));
+  }
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return "; its stderr ends: " + text;
+}
+
+MeasureOutcome WorkerProcess::measure(const CandidateMessage& c) {
+  for (int attempt = 0;; ++attempt) {
+    if (pid_ <= 0) {
+      ++restarts_;
+      start();  // throws when the worker cannot be started any more
+    }
+    if (channel_->send(c)) break;
+    // The worker died between candidates (after its last reply): start another and retry once.
+    std::string how = stop(false);
+    if (log_) log_(fmt::format("the worker {} before candidate {} was sent{}", how, c.id, stderrTail()));
+    if (attempt == 1) throw Error(fmt::format("the worker keeps dying before it gets a candidate ({})", how));
+  }
+
+  MeasureOutcome out;
+  auto failure = [&](CandidateStatus s, std::string reason) {
+    out.status = s;
+    out.reason = std::move(reason);
+    if (log_) log_(fmt::format("candidate {}: {}: {}", c.id, statusName(s), out.reason));
+    return out;
+  };
+  double timeout = timeouts_.candidateSeconds;
+  bool timing = false;
+  for (;;) {
+    Channel::Received in;
+    try {
+      in = channel_->receive(timeout);
+    } catch (const ProtocolError& e) {
+      std::string how = stop(true);
+      return failure(CandidateStatus::Faulted, fmt::format("the worker sent a malformed reply ({}) and was stopped "
+                                                           "({}){}", e.what(), how, stderrTail()));
+    }
+    if (in.status == Channel::Status::Eof) {
+      std::string how = stop(false);
+      return failure(CandidateStatus::Faulted,
+                     fmt::format("the worker {} while running the candidate{}", how, stderrTail()));
+    }
+    if (in.status == Channel::Status::Timeout) {
+      stop(true);
+      return failure(CandidateStatus::TimedOut,
+                     fmt::format("no {} within {:.1f} s (the kernel hangs or is far too slow); the worker was killed",
+                                 timing ? "timing result" : "result of the verifying launch", timeout));
+    }
+    if (auto* p = std::get_if<ProgressMessage>(&*in.message); p && p->id == c.id) {
+      // The timing runs take about (warm-up + repeats) times the verifying launch: allow 3x that.
+      timing = true;
+      timeout = timeouts_.candidateSeconds + 3.0 * (p->warmup + p->repeats) * std::max(p->firstLaunchMs, 0.01) / 1e3;
+      continue;
+    }
+    auto* r = std::get_if<ResultMessage>(&*in.message);
+    if (!r || r->id != c.id) {
+      std::string what = r ? fmt::format("a result for candidate {}", r->id)
+                           : fmt::format("a '{}' message", messageType(*in.message));
+      std::string how = stop(true);
+      return failure(CandidateStatus::Faulted,
+                     fmt::format("the worker sent {} instead of the result of candidate {} and was stopped ({})", what,
+                                 c.id, how));
+    }
+    out.result = *r;
+    out.reason = r->reason;
+    switch (r->outcome) {
+      case Outcome::Verified: out.status = CandidateStatus::Verified; break;
+      case Outcome::WrongResult: out.status = CandidateStatus::WrongResult; break;
+      case Outcome::LaunchFailed: out.status = CandidateStatus::LaunchFailed; break;
+      case Outcome::Faulted: out.status = CandidateStatus::Faulted; break;
+    }
+    if (r->fatal) {
+      std::string how = stop(false);
+      if (log_) log_(fmt::format("candidate {} faulted ({}); the worker {} and will be restarted", c.id, r->reason, how));
+    }
+    return out;
+  }
+}
+
+}  // namespace rtcg

@@ -1,0 +1,342 @@
+#include "tune/WorkerProtocol.h"
+
+#include <errno.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace rtcg::worker {
+
+using nlohmann::json;
+
+namespace {
+
+void putLe(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
+}
+
+uint64_t getLe(std::string_view in, size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(in[at + i])) << (8 * i);
+  return v;
+}
+
+json launchToJson(const LaunchSpec& l) {
+  return {{"function", l.function},
+          {"grid", l.grid},
+          {"block", l.block},
+          {"smem", l.dynamicSharedBytes},
+          {"params", l.params}};
+}
+
+// Typed member access with messages that name the message type and member.
+template <class T>
+T member(const json& j, const char* type, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) throw ProtocolError(fmt::format("'{}' message without member '{}'", type, name));
+  try {
+    return it->template get<T>();
+  } catch (const json::exception& e) {
+    throw ProtocolError(fmt::format("'{}' message: member '{}' has the wrong type ({})", type, name, e.what()));
+  }
+}
+
+LaunchSpec launchFromJson(const json& j) {
+  if (!j.is_object()) throw ProtocolError("'candidate' message: a launch is not an object");
+  LaunchSpec l;
+  l.function = member<std::string>(j, "launch", "function");
+  l.grid = member<std::array<uint32_t, 3>>(j, "launch", "grid");
+  l.block = member<std::array<uint32_t, 3>>(j, "launch", "block");
+  l.dynamicSharedBytes = member<uint32_t>(j, "launch", "smem");
+  l.params = member<std::vector<int>>(j, "launch", "params");
+  return l;
+}
+
+Outcome outcomeFromName(const std::string& s) {
+  for (Outcome o : {Outcome::Verified, Outcome::WrongResult, Outcome::LaunchFailed, Outcome::Faulted})
+    if (s == outcomeName(o)) return o;
+  throw ProtocolError(fmt::format("'result' message: unknown outcome '{}'", s));
+}
+
+struct ToJson {
+  json operator()(const SetupMessage& m) const {
+    json inputs = json::array();
+    for (const InputChecksum& c : m.inputs) inputs.push_back({{"name", c.name}, {"sum", c.sum}, {"sumsq", c.sumSquares}});
+    return {{"fileName", m.fileName}, {"source", m.source},     {"kernel", m.kernel},
+            {"sizes", m.sizes},       {"scalars", m.scalars},   {"seed", m.seed},
+            {"inputs", inputs},       {"reference", m.referencePath}, {"device", m.deviceOrdinal},
+            {"warmup", m.warmup},     {"repeats", m.repeats},   {"flushL2", m.flushL2},
+            {"timingBudget", m.timingBudgetSeconds}};
+  }
+  json operator()(const ReadyMessage& m) const {
+    return {{"device", m.device}, {"arch", m.arch}, {"driver", m.driverVersion}, {"setupSeconds", m.setupSeconds}};
+  }
+  json operator()(const ErrorMessage& m) const { return {{"message", m.message}, {"noDevice", m.noDevice}}; }
+  json operator()(const CandidateMessage& m) const {
+    json launches = json::array();
+    for (const LaunchSpec& l : m.launches) launches.push_back(launchToJson(l));
+    return {{"id", m.id}, {"launches", launches}};
+  }
+  json operator()(const ProgressMessage& m) const {
+    return {{"id", m.id}, {"firstLaunchMs", m.firstLaunchMs}, {"warmup", m.warmup}, {"repeats", m.repeats}};
+  }
+  json operator()(const ResultMessage& m) const {
+    return {{"id", m.id},
+            {"outcome", outcomeName(m.outcome)},
+            {"reason", m.reason},
+            {"medianMs", m.medianMs},
+            {"minMs", m.minMs},
+            {"repeats", m.repeats},
+            {"relativeError", m.relativeError},
+            {"registers", m.registers},
+            {"localBytes", m.localBytes},
+            {"sharedBytes", m.sharedBytes},
+            {"occupancy", m.occupancy},
+            {"fatal", m.fatal}};
+  }
+  json operator()(const QuitMessage&) const { return json::object(); }
+};
+
+Message fromJson(const json& j, std::string blob) {
+  if (!j.is_object()) throw ProtocolError("the message is not a JSON object");
+  std::string type = member<std::string>(j, "message", "type");
+  const char* t = type.c_str();
+  if (type != "candidate" && !blob.empty())
+    throw ProtocolError(fmt::format("'{}' message with {} unexpected bytes of binary data", type, blob.size()));
+  if (type == "setup") {
+    SetupMessage m;
+    m.fileName = member<std::string>(j, t, "fileName");
+    m.source = member<std::string>(j, t, "source");
+    m.kernel = member<std::string>(j, t, "kernel");
+    m.sizes = member<std::map<std::string, int64_t>>(j, t, "sizes");
+    m.scalars = member<std::map<std::string, double>>(j, t, "scalars");
+    m.seed = member<uint64_t>(j, t, "seed");
+    json inputs = member<json>(j, t, "inputs");
+    if (!inputs.is_array()) throw ProtocolError("'setup' message: member 'inputs' is not an array");
+    for (const json& c : inputs)
+      m.inputs.push_back({member<std::string>(c, "input checksum", "name"), member<double>(c, "input checksum", "sum"),
+                          member<double>(c, "input checksum", "sumsq")});
+    m.referencePath = member<std::string>(j, t, "reference");
+    m.deviceOrdinal = member<int>(j, t, "device");
+    m.warmup = member<int>(j, t, "warmup");
+    m.repeats = member<int>(j, t, "repeats");
+    m.flushL2 = member<bool>(j, t, "flushL2");
+    m.timingBudgetSeconds = member<double>(j, t, "timingBudget");
+    return m;
+  }
+  if (type == "ready")
+    return ReadyMessage{member<std::string>(j, t, "device"), member<std::string>(j, t, "arch"),
+                        member<int>(j, t, "driver"), member<double>(j, t, "setupSeconds")};
+  if (type == "error") return ErrorMessage{member<std::string>(j, t, "message"), member<bool>(j, t, "noDevice")};
+  if (type == "candidate") {
+    CandidateMessage m;
+    m.id = member<int64_t>(j, t, "id");
+    json launches = member<json>(j, t, "launches");
+    if (!launches.is_array()) throw ProtocolError("'candidate' message: member 'launches' is not an array");
+    for (const json& l : launches) m.launches.push_back(launchFromJson(l));
+    m.cubin = std::move(blob);
+    return m;
+  }
+  if (type == "progress")
+    return ProgressMessage{member<int64_t>(j, t, "id"), member<double>(j, t, "firstLaunchMs"),
+                           member<int>(j, t, "warmup"), member<int>(j, t, "repeats")};
+  if (type == "result") {
+    ResultMessage m;
+    m.id = member<int64_t>(j, t, "id");
+    m.outcome = outcomeFromName(member<std::string>(j, t, "outcome"));
+    m.reason = member<std::string>(j, t, "reason");
+    m.medianMs = member<double>(j, t, "medianMs");
+    m.minMs = member<double>(j, t, "minMs");
+    m.repeats = member<int>(j, t, "repeats");
+    m.relativeError = member<double>(j, t, "relativeError");
+    m.registers = member<int>(j, t, "registers");
+    m.localBytes = member<int>(j, t, "localBytes");
+    m.sharedBytes = member<int>(j, t, "sharedBytes");
+    m.occupancy = member<double>(j, t, "occupancy");
+    m.fatal = member<bool>(j, t, "fatal");
+    return m;
+  }
+  if (type == "quit") return QuitMessage{};
+  throw ProtocolError(fmt::format("unknown message type '{}'", type));
+}
+
+// A printable rendering of a few bytes of garbage for error messages.
+std::string printable(std::string_view bytes) {
+  std::string out;
+  for (char c : bytes) {
+    unsigned char u = static_cast<unsigned char>(c);
+    out += (u >= 32 && u < 127) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* outcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::Verified: return "verified";
+    case Outcome::WrongResult: return "wrong";
+    case Outcome::LaunchFailed: return "launch_failed";
+    case Outcome::Faulted: return "faulted";
+  }
+  return "?";
+}
+
+const char* messageType(const Message& m) {
+  static const char* const names[] = {"setup", "ready", "error", "candidate", "progress", "result", "quit"};
+  return names[m.index()];
+}
+
+std::string encode(const Message& m) {
+  json j = std::visit(ToJson{}, m);
+  j["type"] = messageType(m);
+  std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::string* blob = nullptr;
+  if (auto* c = std::get_if<CandidateMessage>(&m)) blob = &c->cubin;
+  if (text.size() > kMaxJsonBytes) throw Error(fmt::format("'{}' message too large ({} bytes)", messageType(m), text.size()));
+  std::string out = "RTCG";
+  putLe(out, text.size(), 4);
+  putLe(out, blob ? blob->size() : 0, 8);
+  out += text;
+  if (blob) out += *blob;
+  return out;
+}
+
+std::optional<Message> decode(std::string_view buffer, size_t& consumed) {
+  size_t magicBytes = std::min<size_t>(buffer.size(), 4);
+  if (buffer.substr(0, magicBytes) != std::string_view("RTCG").substr(0, magicBytes))
+    throw ProtocolError(fmt::format("bad frame start '{}' (expected 'RTCG')", printable(buffer.substr(0, 16))));
+  if (buffer.size() < kHeaderBytes) return std::nullopt;
+  uint64_t jsonBytes = getLe(buffer, 4, 4), blobBytes = getLe(buffer, 8, 8);
+  if (jsonBytes == 0 || jsonBytes > kMaxJsonBytes)
+    throw ProtocolError(fmt::format("bad frame: {} bytes of JSON (1 to {} allowed)", jsonBytes, kMaxJsonBytes));
+  if (blobBytes > kMaxBlobBytes)
+    throw ProtocolError(fmt::format("bad frame: {} bytes of binary data (at most {} allowed)", blobBytes, kMaxBlobBytes));
+  if (buffer.size() < kHeaderBytes + jsonBytes + blobBytes) return std::nullopt;
+  json j = json::parse(buffer.substr(kHeaderBytes, jsonBytes), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw ProtocolError("bad frame: the message is not valid JSON");
+  Message m = fromJson(j, std::string(buffer.substr(kHeaderBytes + jsonBytes, blobBytes)));
+  consumed = kHeaderBytes + jsonBytes + blobBytes;
+  return m;
+}
+
+bool Channel::send(const Message& m) {
+  std::string frame = encode(m);
+  size_t done = 0;
+  while (done < frame.size()) {
+    ssize_t n = ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = ::write(fd_, frame.data() + done, frame.size() - done);  // a pipe
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EPIPE || errno == ECONNRESET) return false;
+      throw Error(fmt::format("cannot send a '{}' message: {}", messageType(m), std::strerror(errno)));
+    }
+    done += size_t(n);
+  }
+  return true;
+}
+
+Channel::Received Channel::receive(double timeoutSeconds) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                     timeoutSeconds < 0 ? 0 : timeoutSeconds));
+  for (;;) {
+    size_t consumed = 0;
+    if (!buffer_.empty()) {
+      if (std::optional<Message> m = decode(buffer_, consumed)) {
+        buffer_.erase(0, consumed);
+        return {Status::Message, std::move(m)};
+      }
+    }
+    int waitMs = -1;
+    if (timeoutSeconds >= 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return {Status::Timeout, std::nullopt};
+      waitMs = int(std::min<int64_t>(left, 1 << 30));
+    }
+    pollfd p{fd_, POLLIN, 0};
+    int r = ::poll(&p, 1, waitMs);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw Error(fmt::format("cannot wait for the worker: {}", std::strerror(errno)));
+    }
+    if (r == 0) continue;  // the deadline check above reports the timeout
+    char chunk[65536];
+    ssize_t n = ::read(fd_, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      if (errno == ECONNRESET) n = 0;
+      else throw Error(fmt::format("cannot read from the worker: {}", std::strerror(errno)));
+    }
+    if (n == 0) {
+      if (!buffer_.empty())
+        throw ProtocolError(fmt::format("the connection closed in the middle of a message ({} bytes of it read)",
+                                        buffer_.size()));
+      return {Status::Eof, std::nullopt};
+    }
+    buffer_.append(chunk, size_t(n));
+  }
+}
+
+void writeReferenceFile(const std::string& path, const std::vector<ReferenceArray>& outputs) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
+  std::string header = "RTCGREF1";
+  putLe(header, outputs.size(), 4);
+  out.write(header.data(), std::streamsize(header.size()));
+  for (const ReferenceArray& a : outputs) {
+    std::string h;
+    putLe(h, uint32_t(a.param), 4);
+    putLe(h, a.values.size(), 8);
+    out.write(h.data(), std::streamsize(h.size()));
+    static_assert(sizeof(double) == 8);
+    std::string bytes;
+    bytes.reserve(a.values.size() * 8);
+    for (double v : a.values) {
+      uint64_t bits;
+      std::memcpy(&bits, &v, 8);
+      putLe(bytes, bits, 8);
+    }
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+  }
+  out.flush();
+  if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
+}
+
+std::vector<ReferenceArray> readReferenceFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("cannot read the reference file '{}': {}", path, std::strerror(errno)));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto bad = [&](const std::string& why) {
+    return Error(fmt::format("reference file '{}' is malformed: {}", path, why));
+  };
+  if (data.size() < 12 || data.compare(0, 8, "RTCGREF1") != 0) throw bad("no 'RTCGREF1' header");
+  uint64_t count = getLe(data, 8, 4);
+  size_t at = 12;
+  std::vector<ReferenceArray> out;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (data.size() - at < 12) throw bad(fmt::format("truncated in the header of output {}", i));
+    ReferenceArray a;
+    a.param = int(int32_t(uint32_t(getLe(data, at, 4))));
+    uint64_t n = getLe(data, at + 4, 8);
+    at += 12;
+    if (n > (data.size() - at) / 8) throw bad(fmt::format("output {} claims {} values; the file is shorter", i, n));
+    a.values.resize(n);
+    for (uint64_t k = 0; k < n; ++k, at += 8) {
+      uint64_t bits = getLe(data, at, 8);
+      std::memcpy(&a.values[k], &bits, 8);
+    }
+    out.push_back(std::move(a));
+  }
+  if (at != data.size()) throw bad(fmt::format("{} bytes after the last output", data.size() - at));
+  return out;
+}
+
+}  // namespace rtcg::worker

@@ -1,0 +1,154 @@
+// The protocol between the tuner (parent) and its measuring worker process (tools/rtcg-worker).
+//
+// Transport: one connected AF_UNIX stream socket; the worker has its end on both stdin (fd 0) and
+// stdout (fd 1). A socket rather than two pipes so that the parent writes with MSG_NOSIGNAL and a
+// dead worker shows up as EPIPE, never as a SIGPIPE in the user's process.
+//
+// Framing: every message is one frame
+//
+//     "RTCG" | u32 jsonBytes | u64 blobBytes | JSON object (jsonBytes of UTF-8) | blob (raw bytes)
+//
+// with little-endian integers. The JSON object has a "type" member naming the message; only the
+// "candidate" message has a blob (the cubin). Limits (kMaxJsonBytes, kMaxBlobBytes) keep garbage
+// from being read as a huge length. A malformed frame (bad magic, bad lengths, invalid JSON,
+// missing or mistyped member) throws ProtocolError saying what was wrong; it never crashes.
+//
+// Conversation:
+//   parent -> setup                 worker -> ready | error        (once per worker process)
+//   parent -> candidate             worker -> progress? then result (per candidate, in turn)
+//   parent -> quit                  worker exits 0
+// The worker sends `progress` after the verifying launch, so the parent can extend its deadline
+// for the timing runs of a slow (but not hung) kernel. A result with `fatal` set means the
+// worker's CUDA context is unusable (a sticky error such as an illegal address): the worker exits
+// right after sending it and the parent starts a new one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "codegen/Emitter.h"
+#include "support/Error.h"
+
+namespace rtcg::worker {
+
+constexpr uint32_t kMaxJsonBytes = 64u << 20;     // 64 MiB (DSL sources are small)
+constexpr uint64_t kMaxBlobBytes = 1ull << 31;    // 2 GiB (cubins are far smaller)
+constexpr size_t kHeaderBytes = 16;
+
+class ProtocolError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct InputChecksum {  // of one input array, so the worker can prove it filled the same inputs
+  std::string name;
+  double sum = 0, sumSquares = 0;
+};
+
+struct SetupMessage {
+  std::string fileName, source, kernel;
+  std::map<std::string, int64_t> sizes;
+  std::map<std::string, double> scalars;  // runtime scalar arguments by name
+  uint64_t seed = 1;                      // for fillInputs
+  std::vector<InputChecksum> inputs;      // expected checksums of the in/inout arrays
+  std::string referencePath;              // file with the reference outputs (writeReferenceFile)
+  int deviceOrdinal = 0;
+  int warmup = 2, repeats = 20;
+  bool flushL2 = true;
+  double timingBudgetSeconds = 2;  // the worker lowers repeats (to >= 3) so timing takes about this long
+};
+
+struct ReadyMessage {
+  std::string device, arch;
+  int driverVersion = 0;
+  double setupSeconds = 0;
+};
+
+struct ErrorMessage {  // setup failed; the worker exits after sending it
+  std::string message;
+  bool noDevice = false;
+};
+
+struct CandidateMessage {
+  int64_t id = 0;
+  std::vector<LaunchSpec> launches;
+  std::string cubin;  // the blob
+};
+
+struct ProgressMessage {
+  int64_t id = 0;
+  double firstLaunchMs = 0;  // wall time of the verifying launch (module loading included)
+  int warmup = 0, repeats = 0;  // the timing runs that follow
+};
+
+enum class Outcome { Verified, WrongResult, LaunchFailed, Faulted };
+const char* outcomeName(Outcome o);  // "verified", "wrong", "launch_failed", "faulted"
+
+struct ResultMessage {
+  int64_t id = 0;
+  Outcome outcome = Outcome::Verified;
+  std::string reason;          // for failures; for wrong results the comparison per output
+  double medianMs = 0, minMs = 0;
+  int repeats = 0;
+  double relativeError = 0;    // worst over outputs
+  int registers = 0, localBytes = 0, sharedBytes = 0;  // max over the launches
+  double occupancy = 0;        // min over the launches (0..1)
+  bool fatal = false;          // the worker exits after this reply
+};
+
+struct QuitMessage {};
+
+using Message = std::variant<SetupMessage, ReadyMessage, ErrorMessage, CandidateMessage, ProgressMessage,
+                             ResultMessage, QuitMessage>;
+
+const char* messageType(const Message& m);  // "setup", "ready", ...
+
+// One frame holding `m`.
+std::string encode(const Message& m);
+
+// Decodes the frame at the start of `buffer`. Returns nullopt when the buffer holds only part of a
+// frame (read more); otherwise the message, with `consumed` set to the frame's size. Throws
+// ProtocolError for a malformed frame.
+std::optional<Message> decode(std::string_view buffer, size_t& consumed);
+
+// Blocking I/O of whole frames on a file descriptor.
+class Channel {
+ public:
+  explicit Channel(int fd) : fd_(fd) {}
+  int fd() const { return fd_; }
+
+  // Writes one frame. Returns false when the peer is gone (EPIPE, ECONNRESET); never raises
+  // SIGPIPE on a socket. Throws rtcg::Error for other write errors.
+  bool send(const Message& m);
+
+  enum class Status { Message, Eof, Timeout };
+  struct Received {
+    Status status = Status::Eof;
+    std::optional<Message> message;
+  };
+  // Reads the next frame, waiting at most `timeoutSeconds` (< 0: forever) in total. Eof when the
+  // peer closed the connection (a partial frame before the close is a ProtocolError). Throws
+  // ProtocolError for a malformed frame.
+  Received receive(double timeoutSeconds = -1);
+
+ private:
+  int fd_;
+  std::string buffer_;
+};
+
+// The reference outputs file: the float64 values of every written array, in parameter order.
+// Layout: "RTCGREF1" | u32 outputs | per output: i32 param, u64 count, count x f64 (little endian).
+struct ReferenceArray {
+  int param = -1;
+  std::vector<double> values;
+};
+void writeReferenceFile(const std::string& path, const std::vector<ReferenceArray>& outputs);
+// Throws rtcg::Error naming the file for a missing, truncated or malformed file.
+std::vector<ReferenceArray> readReferenceFile(const std::string& path);
+
+}  // namespace rtcg::worker

@@ -1,0 +1,246 @@
+// rtcgc end to end: every example through check / emit / cubin / run --cpu, the exit codes of
+// docs/rtcgc.md, and that a failing command never leaves an output file behind.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result rtcgc(const std::string& args) {
+  std::string cmd = std::string(RTCGC_PATH) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string example(const std::string& name) { return std::string(RTCG_SOURCE_DIR) + "/examples/" + name; }
+
+fs::path tempDir() {
+  fs::path d = fs::temp_directory_path() / ("rtcgc-test-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::string writeTemp(const std::string& name, const std::string& text) {
+  fs::path p = tempDir() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// (file, -D arguments) from examples/sizes.txt.
+std::vector<std::pair<std::string, std::string>> exampleSizes() {
+  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/sizes.txt");
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::string file, b, defs;
+    ss >> file;
+    while (ss >> b) defs += " -D " + b;
+    out.emplace_back(file, defs);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Cli, VersionAndHelp) {
+  Result v = rtcgc("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_NE(v.out.find("rtcgc 0."), std::string::npos) << v.out;
+  Result h = rtcgc("--help");
+  EXPECT_EQ(h.code, 0);
+  for (const char* cmd : {"check", "emit", "run", "ir", "devices"}) EXPECT_NE(h.out.find(cmd), std::string::npos) << cmd;
+  EXPECT_NE(h.out.find("Exit codes"), std::string::npos);
+}
+
+TEST(Cli, EveryExampleChecksEmitsCompilesAndRunsOnTheCpu) {
+  auto sizes = exampleSizes();
+  ASSERT_GE(sizes.size(), 10u);
+  fs::path dir = tempDir();
+  for (const auto& [file, defs] : sizes) {
+    SCOPED_TRACE(file);
+    Result c = rtcgc("check " + example(file) + defs);
+    EXPECT_EQ(c.code, 0) << c.out;
+    EXPECT_NE(c.out.find("every access is in bounds"), std::string::npos) << c.out;
+
+    fs::path cu = dir / (file + ".cu"), cubin = dir / (file + ".cubin");
+    Result e = rtcgc("emit " + example(file) + defs + " -o " + cu.string());
+    ASSERT_EQ(e.code, 0) << e.out;
+    std::ifstream src(cu);
+    std::string text((std::istreambuf_iterator<char>(src)), {});
+    EXPECT_NE(text.find("extern \"C\" __global__"), std::string::npos);
+    EXPECT_NE(text.find("// Schedule: "), std::string::npos);
+
+    Result b = rtcgc("emit " + example(file) + defs + " --cubin -o " + cubin.string());
+    ASSERT_EQ(b.code, 0) << b.out;
+    EXPECT_GT(fs::file_size(cubin), 1000u);
+    EXPECT_NE(b.out.find("registers"), std::string::npos) << b.out;
+    std::ifstream bin(cubin, std::ios::binary);
+    char magic[4] = {};
+    bin.read(magic, 4);
+    EXPECT_EQ(std::string(magic, 4), "\x7f" "ELF");
+
+    Result r = rtcgc("run --cpu " + example(file) + defs);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("sum="), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, PtxAndArchitectures) {
+  Result p = rtcgc("emit " + example("axpby.rtcg") + " -D n=1000 --ptx --arch compute_80");
+  EXPECT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find(".target sm_80"), std::string::npos) << p.out.substr(0, 400);
+  Result bad = rtcgc("emit " + example("axpby.rtcg") + " -D n=1000 --ptx --arch banana");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("bad architecture 'banana'"), std::string::npos) << bad.out;
+}
+
+TEST(Cli, CpuRunIsDeterministicPerSeed) {
+  Result a = rtcgc("run --cpu " + example("gemv.rtcg") + " -D m=100 -D n=70 --seed 7");
+  Result b = rtcgc("run --cpu " + example("gemv.rtcg") + " -D m=100 -D n=70 --seed 7");
+  Result c = rtcgc("run --cpu " + example("gemv.rtcg") + " -D m=100 -D n=70 --seed 8");
+  ASSERT_EQ(a.code, 0) << a.out;
+  auto checksumLine = [](const std::string& s) { return s.substr(s.find("y: ")); };
+  EXPECT_EQ(checksumLine(a.out), checksumLine(b.out));
+  EXPECT_NE(checksumLine(a.out), checksumLine(c.out));
+}
+
+TEST(Cli, ScalarsCanBeSet) {
+  Result r = rtcgc("run --cpu " + example("axpby.rtcg") + " -D n=10 -S a=0 -S b=0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("sum=0 sumsq=0 n=10"), std::string::npos) << r.out;
+  Result bad = rtcgc("run --cpu " + example("axpby.rtcg") + " -D n=10 -S q=1");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("'q' is not a scalar parameter"), std::string::npos) << bad.out;
+}
+
+TEST(Cli, SyntaxErrorExitsOneWithCaretAndWritesNothing) {
+  std::string f = writeTemp("bad.rtcg", "kernel k(n: int, out a: f32[n]) {\n  for i in 0..n {\n    a[i] = 1.0\n  }\n}\n");
+  fs::path out = tempDir() / "bad.cu";
+  Result r = rtcgc("emit " + f + " -D n=4 -o " + out.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("bad.rtcg:3:15: error: expected ';'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("^"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  for (const auto& entry : fs::directory_iterator(tempDir()))
+    EXPECT_EQ(entry.path().filename().string().rfind(".bad.cu", 0), std::string::npos) << "temporary left behind";
+}
+
+TEST(Cli, OutOfBoundsAccessIsAnErrorOnlyOnceSizesAreBound) {
+  std::string f = writeTemp("oob.rtcg",
+                            "kernel shift(n: int, a: f32[n], out b: f32[n]) {\n"
+                            "  for i in 0..n {\n"
+                            "    b[i] = a[i + 1];\n"
+                            "  }\n"
+                            "}\n");
+  Result unbound = rtcgc("check " + f);
+  EXPECT_EQ(unbound.code, 0) << unbound.out;
+  Result bound = rtcgc("check " + f + " -D n=100");
+  EXPECT_EQ(bound.code, 1) << bound.out;
+  EXPECT_NE(bound.out.find("oob.rtcg:3:12: error:"), std::string::npos) << bound.out;
+  EXPECT_NE(bound.out.find("100"), std::string::npos) << bound.out;
+}
+
+TEST(Cli, RaceIsAnError) {
+  std::string f = writeTemp("race.rtcg",
+                            "kernel rowsum(n: int, a: f32[n, n], out s: f32[n]) {\n"
+                            "  for i in 0..n, j in 0..n {\n"
+                            "    s[i] = a[i, j];\n"
+                            "  }\n"
+                            "}\n");
+  Result r = rtcgc("check " + f + " -D n=8");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("race.rtcg:3:5: error:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'j'"), std::string::npos) << r.out;
+}
+
+TEST(Cli, SizeBindingErrors) {
+  Result missing = rtcgc("emit " + example("matmul.rtcg"));
+  EXPECT_EQ(missing.code, 1) << missing.out;
+  EXPECT_NE(missing.out.find("-D n="), std::string::npos) << missing.out;
+  Result unknown = rtcgc("emit " + example("matmul.rtcg") + " -D n=4 -D m=3");
+  EXPECT_EQ(unknown.code, 1) << unknown.out;
+  EXPECT_NE(unknown.out.find("'m'"), std::string::npos) << unknown.out;
+  Result malformed = rtcgc("emit " + example("matmul.rtcg") + " -D n=four");
+  EXPECT_EQ(malformed.code, 2) << malformed.out;
+  EXPECT_NE(malformed.out.find("NAME=INTEGER"), std::string::npos) << malformed.out;
+  Result twice = rtcgc("emit " + example("matmul.rtcg") + " -D n=4 -D n=5");
+  EXPECT_EQ(twice.code, 2) << twice.out;
+}
+
+TEST(Cli, ScheduleErrorsAndHandWrittenSchedules) {
+  std::string mm = example("matmul.rtcg") + " -D n=100";
+  Result ok = rtcgc("emit " + mm + " --cubin -o " + (tempDir() / "tiled.cubin").string() +
+                    " --schedule 'i: grid.y, thread.y 8, reg 4; j: grid.x, thread.x 32, reg 2; k: serial, unroll 4'");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  Result syntax = rtcgc("emit " + mm + " --schedule 'i: grid.y, thread.y; j: grid.x'");
+  EXPECT_EQ(syntax.code, 1) << syntax.out;
+  EXPECT_NE(syntax.out.find("bad schedule at column"), std::string::npos) << syntax.out;
+  Result illegal = rtcgc("emit " + mm + " --schedule 'i: grid.x; j: grid.x, thread.x 32; k: serial'");
+  EXPECT_EQ(illegal.code, 1) << illegal.out;
+  EXPECT_NE(illegal.out.find("illegal schedule"), std::string::npos) << illegal.out;
+}
+
+TEST(Cli, UsageErrors) {
+  EXPECT_EQ(rtcgc("").code, 2);
+  EXPECT_EQ(rtcgc("frobnicate x").code, 2);
+  EXPECT_EQ(rtcgc("emit").code, 2);
+  Result cubin = rtcgc("emit " + example("dot.rtcg") + " -D n=10 --cubin");
+  EXPECT_EQ(cubin.code, 2) << cubin.out;
+  Result nofile = rtcgc("check /nonexistent/x.rtcg");
+  EXPECT_EQ(nofile.code, 1) << nofile.out;
+  EXPECT_NE(nofile.out.find("cannot read"), std::string::npos);
+  Result several = rtcgc("check " + writeTemp("two.rtcg",
+                                              "kernel a(n: int, out x: f32[n]) { for i in 0..n { x[i] = 1.0; } }\n"
+                                              "kernel b(n: int, out y: f32[n]) { for i in 0..n { y[i] = 2.0; } }\n") +
+                         " -D n=3");
+  EXPECT_EQ(several.code, 1) << several.out;
+  EXPECT_NE(several.out.find("--kernel"), std::string::npos) << several.out;
+}
+
+TEST(Cli, GpuCommandsWithoutADeviceExitFour) {
+  Result d = rtcgc("devices");
+  if (d.code == 0) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(d.code, 4) << d.out;
+  EXPECT_NE(d.out.find("no CUDA"), std::string::npos) << d.out;
+  Result r = rtcgc("run " + example("axpby.rtcg") + " -D n=100");
+  EXPECT_EQ(r.code, 4) << r.out;
+}
+
+TEST(Cli, GpuRunMatchesTheReference) {
+  if (rtcgc("devices").code != 0) GTEST_SKIP() << "no CUDA device";
+  for (const auto& [file, defs] : exampleSizes()) {
+    SCOPED_TRACE(file);
+    Result r = rtcgc("run " + example(file) + defs + " --repeats 5");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, IrPrints) {
+  Result r = rtcgc("ir " + example("matmul.rtcg") + " -D n=64");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("matmul"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sum"), std::string::npos) << r.out;
+}

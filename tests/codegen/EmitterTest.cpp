@@ -1,0 +1,219 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "codegen/CAst.h"
+#include "codegen/CPrinter.h"
+#include "codegen/Emitter.h"
+#include "codegen/Nvrtc.h"
+#include "schedule/TestKernels.h"
+#include "support/Error.h"
+
+using namespace rtcg;
+using namespace rtcg::testing;
+
+namespace {
+
+Schedule sched(const std::string& text) {
+  auto r = parseSchedule(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << r.error;
+  return r.ok() ? *r.schedule : Schedule{};
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Emits, compiles with NVRTC, and checks that every kernel's resources were read back.
+EmittedModule emitAndCompile(const Kernel& k, const Schedule& s) {
+  EmittedModule m = emitCuda(k, s);
+  CudaCompileResult r = compileCuda(m.source, k.name + ".cu");
+  EXPECT_TRUE(r.success) << printSchedule(s) << "\n" << r.log << "\n" << m.source;
+  if (r.success) {
+    EXPECT_FALSE(r.cubin.empty());
+    for (const LaunchSpec& l : m.launches) {
+      const KernelResources* res = r.find(l.function);
+      EXPECT_NE(res, nullptr) << l.function << "\n" << r.log;
+      if (res) EXPECT_GT(res->registers, 0) << l.function;
+    }
+  }
+  if (const char* dump = std::getenv("RTCG_DUMP_CUDA")) std::ofstream(std::string(dump) + "/" + k.name + ".cu") << m.source;
+  return m;
+}
+
+}  // namespace
+
+TEST(Emitter, MatmulRegisterTile) {
+  EmittedModule m = emitAndCompile(matmul(500), sched("i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4"));
+  ASSERT_EQ(m.launches.size(), 1u);
+  const LaunchSpec& l = m.launches[0];
+  EXPECT_EQ(l.function, "matmul_0");
+  EXPECT_EQ(l.grid, (std::array<uint32_t, 3>{16, 8, 1}));
+  EXPECT_EQ(l.block, (std::array<uint32_t, 3>{32, 16, 1}));
+  EXPECT_EQ(l.params, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(Emitter, CompilesEveryKernelUnderManySchedules) {
+  for (int64_t n : {500, 17, 1}) {
+    struct Case {
+      Kernel k;
+      std::vector<std::string> schedules;
+    } cases[] = {
+        {matmul(n),
+         {"i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4",
+          "j: grid.x, thread.x 16, reg 2; i: grid.y, thread.y 8, reg 2; k: unroll, serial 3",
+          "i: grid.y, serial 3; j: grid.x, unroll 2, thread.x 64; k: unroll, serial 5",
+          "i: serial, reg 2; j: thread.x; k: serial"}},
+        {axpby(n * 1000 + 3), {"i: grid.x, thread.x 128, reg 4", "i: grid.x, serial 3, thread.x 64", "i: serial, thread.x 32"}},
+        {dot(n), {"i: serial, unroll 8", "i: unroll, serial 7"}},
+        {dgDiff(n * 10, 20), {"k: grid.x, thread.y 4; i: thread.x; j: serial, unroll 4",
+                              "k: grid.x, thread.x 32, reg 2; i: serial; j: unroll"}},
+        {triangular(n), {"i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 32; k: serial, unroll 3 | i: grid.x, thread.x 32, reg 3; k: unroll, serial 2",
+                         "j: serial; i: grid.x, thread.x 64; k: serial | i: serial; k: serial"}},
+        {batched(n * 3, 16), {"b: grid.z; i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 16; k: serial, unroll 4; l: unroll",
+                              "b: grid.x, thread.z 2; i: thread.y; j: thread.x; k: serial; l: serial"}},
+    };
+    for (const Case& c : cases) {
+      emitAndCompile(c.k, defaultSchedule(c.k));
+      for (const std::string& s : c.schedules) {
+        auto reasons = validateSchedule(c.k, sched(s));
+        EXPECT_TRUE(reasons.empty()) << s << ": " << (reasons.empty() ? "" : reasons[0]);
+        if (reasons.empty()) emitAndCompile(c.k, sched(s));
+      }
+    }
+  }
+}
+
+TEST(Emitter, GuardsAndHeader) {
+  EmittedModule m = emitAndCompile(matmul(17), defaultSchedule(matmul(17)));
+  const std::string& s = m.source;
+  EXPECT_TRUE(contains(s, "// Kernel matmul, loop nest 0 of 1")) << s;
+  EXPECT_TRUE(contains(s, "// Sizes: n = 17")) << s;
+  EXPECT_TRUE(contains(s, "// Schedule: i: grid.y; j: grid.x, thread.x 32; k: serial")) << s;
+  EXPECT_TRUE(contains(s, "constexpr int n = 17;")) << s;
+  EXPECT_TRUE(contains(s, "if (j >= 17) {")) << s;
+  EXPECT_TRUE(contains(s, "extern \"C\" __global__ void __launch_bounds__(32) matmul_0(const float* __restrict__ a, "
+                          "const float* __restrict__ b, float* __restrict__ c)")) << s;
+  EXPECT_TRUE(contains(s, "float sum_k = 0.0f;")) << s;
+  EXPECT_TRUE(contains(s, "#pragma unroll 1")) << s;
+  EXPECT_EQ(m.launches[0].grid, (std::array<uint32_t, 3>{1, 17, 1}));
+  // Sizes that divide need no guard.
+  EmittedModule exact = emitCuda(matmul(64), sched("i: grid.y, thread.y 8, reg 2; j: grid.x, thread.x 32; k: serial, unroll 4"));
+  EXPECT_FALSE(contains(exact.source, "if (")) << exact.source;
+  EXPECT_TRUE(contains(exact.source, "#pragma unroll\n")) << exact.source;
+}
+
+TEST(Emitter, FloorDivisionOnlyWhereNeeded) {
+  EmittedModule m = emitAndCompile(triangular(40), defaultSchedule(triangular(40)));
+  // (i - 3) / 4 may be negative: the helper; i / 4 and i % 4 are not.
+  EXPECT_TRUE(contains(m.source, "rtcg_floordiv(i - 3, 4)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "rtcg_floormod(j - 5, 3)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "m[i / 4 * 4 + i % 4]")) << m.source;
+  // The triangular domain is guarded by its bounds.
+  EXPECT_TRUE(contains(m.source, "j >= i + 1")) << m.source;
+  EXPECT_TRUE(contains(m.source, "k < j + 1")) << m.source;
+  // The max reduction starts at -infinity.
+  EXPECT_TRUE(contains(m.source, "__int_as_float(0xff800000)")) << m.source;
+  ASSERT_EQ(m.launches.size(), 2u);
+  EXPECT_EQ(m.launches[1].function, "tri_1");
+}
+
+TEST(Emitter, FusesReductionsOverTheSameLoops) {
+  EmittedModule m = emitAndCompile(dgDiff(100, 20), defaultSchedule(dgDiff(100, 20)));
+  // One loop over j feeds all three accumulators.
+  size_t loops = 0;
+  for (size_t p = m.source.find("for (int j"); p != std::string::npos; p = m.source.find("for (int j", p + 1)) ++loops;
+  EXPECT_EQ(loops, 1u) << m.source;
+}
+
+TEST(Emitter, ZeroLoopNestRunsOnOneThread) {
+  EmittedModule m = emitAndCompile(dot(1000), sched("i: serial, unroll 8"));
+  EXPECT_EQ(m.launches[0].grid, (std::array<uint32_t, 3>{1, 1, 1}));
+  EXPECT_EQ(m.launches[0].block, (std::array<uint32_t, 3>{1, 1, 1}));
+  EXPECT_TRUE(contains(m.source, "r[0] = sum_i;")) << m.source;
+  EXPECT_EQ(m.launches[0].params, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(Emitter, RejectsIllegalSchedules) {
+  EXPECT_THROW(emitCuda(matmul(10), sched("i: grid.y; j: grid.x")), Error);
+  EXPECT_THROW(emitCuda(matmul(10), sched("i: grid.y; j: grid.x; k: serial; shared: a")), Error);
+}
+
+TEST(Emitter, ScalarParamsByValue) {
+  EmittedModule m = emitAndCompile(axpby(1000), defaultSchedule(axpby(1000)));
+  EXPECT_TRUE(contains(m.source, "(float a, const float* __restrict__ x, float b, const float* __restrict__ y, "
+                                 "float* __restrict__ z)")) << m.source;
+  EXPECT_EQ(m.launches[0].params, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+TEST(CPrinter, PrecedenceAndLiterals) {
+  using namespace rtcg::c;
+  auto a = name("a"), b = name("b"), c = name("c");
+  EXPECT_EQ(printExpr(binary("*", binary("+", a, b), c)), "(a + b) * c");
+  EXPECT_EQ(printExpr(binary("+", a, binary("*", b, c))), "a + b * c");
+  EXPECT_EQ(printExpr(binary("-", a, binary("-", b, c))), "a - (b - c)");
+  EXPECT_EQ(printExpr(binary("||", a, binary("&&", b, c))), "a || (b && c)");
+  EXPECT_EQ(printExpr(unary("-", unary("-", a))), "-(-a)");
+  EXPECT_EQ(printExpr(unary("-", intLit(-3))), "-(-3)");
+  EXPECT_EQ(printExpr(castTo("float", binary("+", a, b))), "(float)(a + b)");
+  EXPECT_EQ(printExpr(floatLit(1.0, true)), "1.0f");
+  EXPECT_EQ(printExpr(floatLit(0.1, false)), "0.1");
+  EXPECT_EQ(printExpr(intLit(-2147483648LL)), "(-2147483647 - 1)");
+  EXPECT_EQ(printExpr(intLit(5, true)), "5LL");
+  EXPECT_EQ(printExpr(ternary(binary("<", a, b), a, b)), "a < b ? a : b");
+  EXPECT_THROW(printExpr(name("not an identifier")), InternalError);
+  EXPECT_THROW(printExpr(castTo("string", a)), InternalError);
+}
+
+TEST(Nvrtc, ReportsErrorsWithTheLog) {
+  CudaCompileResult r = compileCuda("extern \"C\" __global__ void f() { undeclared = 1; }", "bad.cu");
+  EXPECT_FALSE(r.success);
+  EXPECT_TRUE(contains(r.log, "undeclared")) << r.log;
+  EXPECT_TRUE(contains(r.log, "bad.cu")) << r.log;
+  EXPECT_TRUE(r.cubin.empty());
+}
+
+TEST(Nvrtc, VirtualArchitectureGivesPtx) {
+  CudaCompileResult r = compileCuda("extern \"C\" __global__ void f(float* a) { a[0] = 1.0f; }", "v.cu", "compute_90");
+  EXPECT_TRUE(r.success) << r.log;
+  EXPECT_TRUE(r.cubin.empty());
+  EXPECT_TRUE(contains(r.ptx, ".entry f")) << r.ptx;
+  CudaCompileResult both = compileCuda("extern \"C\" __global__ void f(float* a) { a[0] = 1.0f; }", "v.cu", "sm_90", {}, true);
+  EXPECT_TRUE(both.success && !both.cubin.empty() && contains(both.ptx, ".entry f"));
+  EXPECT_FALSE(compileCuda("", "x.cu", "gfx90a").success);
+}
+
+TEST(Nvrtc, ReadsResourcesIncludingSharedAndSpills) {
+  CudaCompileResult r = compileCuda(
+      "extern \"C\" __global__ void f(float* a) { __shared__ float s[100]; s[threadIdx.x] = a[threadIdx.x];"
+      " __syncthreads(); a[threadIdx.x] = s[99 - threadIdx.x]; }",
+      "s.cu");
+  ASSERT_TRUE(r.success) << r.log;
+  const KernelResources* f = r.find("f");
+  ASSERT_NE(f, nullptr);
+  EXPECT_GT(f->registers, 0);
+  EXPECT_EQ(f->sharedBytes, 400);
+  auto parsed = parsePtxasInfo(
+      "ptxas info    : Compiling entry function 'g' for 'sm_90'\n"
+      "ptxas         .     24 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 0 barriers, 1024 bytes smem\n");
+  ASSERT_EQ(parsed.size(), 1u);
+  EXPECT_EQ(parsed[0].registers, 255);
+  EXPECT_EQ(parsed[0].localBytes, 24);
+  EXPECT_EQ(parsed[0].spillStoreBytes, 8);
+  EXPECT_EQ(parsed[0].spillLoadBytes, 4);
+  EXPECT_EQ(parsed[0].sharedBytes, 1024);
+}
+
+TEST(Nvrtc, CompilesFromSeveralThreads) {
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Kernel k = matmul(100 + t);
+      EmittedModule m = emitCuda(k, defaultSchedule(k));
+      CudaCompileResult r = compileCuda(m.source, "mt.cu");
+      ok[t] = r.success && r.find("matmul_0") && r.find("matmul_0")->registers > 0;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, (std::vector<int>{1, 1, 1, 1}));
+}

@@ -1,0 +1,294 @@
+// The reference executor on the DSL examples (through the frontend and bindSizes), each against
+// an independent straightforward C++ implementation at small sizes, plus DSL kernels for the
+// corners of the semantics.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "frontend/Frontend.h"
+#include "ir/Bind.h"
+#include "reference/Compare.h"
+#include "reference/RandomFill.h"
+#include "reference/Reference.h"
+#include "support/Error.h"
+
+namespace rtcg {
+namespace {
+
+std::string readExample(const std::string& name) {
+  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Kernel bindDsl(const std::string& source, const SizeBindings& sizes, const std::string& kernel = "") {
+  Diagnostics diags;
+  auto prog = parseProgram("test.rtcg", source, diags);
+  if (!prog) throw Error(diags.render("test.rtcg", source));
+  const Kernel* k = kernel.empty() ? &prog->kernels.at(0) : prog->find(kernel);
+  if (!k) throw Error("no kernel " + kernel);
+  auto bound = bindSizes(*k, sizes, diags);
+  if (!bound) throw Error(diags.render("test.rtcg", source));
+  return *bound;
+}
+
+// Binds, fills random inputs and runs the reference.
+struct DslRun {
+  Kernel k;
+  HostArgs args;
+  ReferenceResult result;
+  DslRun(const std::string& source, const SizeBindings& sizes, uint64_t seed = 1,
+      const std::vector<std::pair<std::string, double>>& scalars = {})
+      : k(bindDsl(source, sizes)), args(k) {
+    fillInputs(k, args, seed);
+    for (const auto& [name, v] : scalars) args.setScalar(name, v);
+    result = runReference(k, args);
+  }
+  std::vector<double> in(const std::string& name) const { return args.array(name).toDoubles(); }
+  const std::vector<double>& out(const std::string& name) const { return result.values(name); }
+};
+
+TEST(ReferenceDsl, Matmul) {
+  const int n = 19;
+  DslRun r(readExample("matmul.rtcg"), {{"n", n}});
+  auto a = r.in("a"), b = r.in("b");
+  std::vector<double> c(n * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int k = 0; k < n; ++k) s += a[i * n + k] * b[k * n + j];
+      c[i * n + j] = s;
+    }
+  EXPECT_EQ(r.out("c"), c);
+}
+
+TEST(ReferenceDsl, MatmulFlatColumnMajor) {
+  const int n = 17;
+  DslRun r(readExample("matmul_flat.rtcg"), {{"n", n}});
+  auto a = r.in("a"), b = r.in("b");
+  std::vector<double> c(n * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int k = 0; k < n; ++k) s += a[i + n * k] * b[k + n * j];
+      c[i + n * j] = s;
+    }
+  EXPECT_EQ(r.out("c"), c);
+}
+
+TEST(ReferenceDsl, AxpbyWithScalars) {
+  const int n = 100;
+  DslRun r(readExample("axpby.rtcg"), {{"n", n}}, 3, {{"a", 2.5}, {"b", 0.1}});
+  auto x = r.in("x"), y = r.in("y");
+  const double b = double(0.1f);  // an f32 scalar holds the float nearest 0.1
+  for (int i = 0; i < n; ++i) EXPECT_EQ(r.out("z")[i], 2.5 * x[i] + b * y[i]);
+}
+
+TEST(ReferenceDsl, Dot) {
+  const int n = 1000;
+  DslRun r(readExample("dot.rtcg"), {{"n", n}});
+  auto x = r.in("x"), y = r.in("y");
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += x[i] * y[i];
+  EXPECT_EQ(r.out("r"), std::vector<double>{s});
+}
+
+TEST(ReferenceDsl, Transpose) {
+  const int m = 7, n = 13;
+  DslRun r(readExample("transpose.rtcg"), {{"m", m}, {"n", n}});
+  auto a = r.in("a");
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < m; ++j) EXPECT_EQ(r.out("b")[i * m + j], a[j * n + i]);
+}
+
+TEST(ReferenceDsl, Gemv) {
+  const int m = 9, n = 11;
+  DslRun r(readExample("gemv.rtcg"), {{"m", m}, {"n", n}});
+  auto a = r.in("a"), x = r.in("x");
+  for (int i = 0; i < m; ++i) {
+    double s = 0;
+    for (int j = 0; j < n; ++j) s += a[i * n + j] * x[j];
+    EXPECT_EQ(r.out("y")[i], s);
+  }
+}
+
+TEST(ReferenceDsl, DgDiff) {
+  const int K = 5, Np = 6;
+  DslRun r(readExample("dg_diff.rtcg"), {{"K", K}, {"Np", Np}});
+  auto u = r.in("u");
+  for (const char* d : {"r", "s", "t"}) {
+    auto D = r.in(std::string("D") + d);
+    const auto& out = r.out(std::string("u") + d);
+    for (int k = 0; k < K; ++k)
+      for (int i = 0; i < Np; ++i) {
+        double s = 0;
+        for (int j = 0; j < Np; ++j) s += D[i * Np + j] * u[k * Np + j];
+        EXPECT_EQ(out[k * Np + i], s);
+      }
+  }
+}
+
+TEST(ReferenceDsl, DgLiftUpdatesInout) {
+  const int K = 5, Np = 6, Nfp = 3;
+  Kernel k = bindDsl(readExample("dg_lift.rtcg"), {{"K", K}, {"Np", Np}, {"Nfp", Nfp}});
+  HostArgs args(k);
+  fillInputs(k, args, 8);
+  auto rhs0 = args.array("rhs").toDoubles();
+  for (double v : rhs0) EXPECT_FALSE(std::isnan(v));  // inout is an input: random, not poisoned
+  auto L = args.array("LIFT").toDoubles(), flux = args.array("flux").toDoubles(), invJ = args.array("invJ").toDoubles();
+  auto res = runReference(k, args);
+  for (int e = 0; e < K; ++e)
+    for (int i = 0; i < Np; ++i) {
+      double s = 0;
+      for (int f = 0; f < 4 * Nfp; ++f) s += L[i * 4 * Nfp + f] * flux[e * 4 * Nfp + f];
+      double expect = rhs0[e * Np + i] + invJ[e] * s;
+      EXPECT_EQ(res.values("rhs")[e * Np + i], expect);
+      EXPECT_EQ(args.array("rhs").as<float>()[e * Np + i], float(expect));
+    }
+}
+
+TEST(ReferenceDsl, DgFaceGatherWithGeneratedMaps) {
+  const int K = 6, Np = 5, Nfaces = 4, Nfp = 3;
+  DslRun r(readExample("dg_face_gather.rtcg"), {{"K", K}, {"Np", Np}, {"Nfaces", Nfaces}, {"Nfp", Nfp}});
+  auto u = r.in("u"), M = r.in("vmapM"), P = r.in("vmapP");
+  for (size_t e = 0; e < M.size(); ++e) {
+    ASSERT_GE(M[e], 0);
+    ASSERT_LT(M[e], K * Np);
+    ASSERT_GE(P[e], 0);
+    ASSERT_LT(P[e], K * Np);
+    EXPECT_EQ(r.out("du")[e], u[size_t(P[e])] - u[size_t(M[e])]);
+  }
+}
+
+TEST(ReferenceDsl, BatchedMatmul) {
+  const int nb = 3, n = 4;
+  DslRun r(readExample("batched_matmul.rtcg"), {{"nb", nb}, {"n", n}});
+  auto a = r.in("a"), x = r.in("x");
+  for (int b = 0; b < nb; ++b)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        double s = 0;
+        for (int k = 0; k < n; ++k) s += a[(b * n + i) * n + k] * x[(b * n + k) * n + j];
+        EXPECT_EQ(r.out("c")[(b * n + i) * n + j], s);
+      }
+}
+
+TEST(ReferenceDsl, SemanticsCorners) {
+  const char* src = R"(
+kernel corners(n: int, x: f64[n], q: i32[n], out tri: f64[n, n], out d: i32[n, 2],
+               out e: f64[4], out s: f64[n], out c: f32[n]) {
+  for i in 0..n, j in 0..i+1 {
+    tri[i, j] = sum(k in j..i+1, x[k]) + max(k in 0..j, min(l in k..i+1, x[l]));
+  }
+  for i in 0..n {
+    d[i, 0] = q[i] / 3;
+    d[i, 1] = q[i] % 3;
+  }
+  e[0] = sum(k in 0..0, 1.0);
+  e[1] = product(k in 0..0, 1.0);
+  e[2] = max(k in 0..0, 1.0);
+  e[3] = min(k in 0..0, 1.0);
+  for i in 0..n {
+    let t = 2.0 * x[i];
+    let u: f64 = t * t;
+    s[i] = select(i % 2 == 0, x[i / 2], u) + f64(i32(t * 3.0));
+    c[i] = f32(x[i]) * 3.0;
+  }
+}
+)";
+  const int n = 8;
+  Kernel k = bindDsl(src, {{"n", n}});
+  HostArgs args(k);
+  fillInputs(k, args, 21);
+  for (int i = 0; i < n; ++i) args.array("q").setInt(i, i - 4);
+  auto res = runReference(k, args);
+  auto x = args.array("x").toDoubles();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double v = res.values("tri")[i * n + j];
+      if (j > i) {
+        EXPECT_TRUE(std::isnan(v));
+        continue;
+      }
+      double s = 0, mx = -inf;
+      for (int kk = j; kk <= i; ++kk) s += x[kk];
+      for (int kk = 0; kk < j; ++kk) {
+        double mn = inf;
+        for (int l = kk; l <= i; ++l) mn = std::min(mn, x[l]);
+        mx = std::max(mx, mn);
+      }
+      EXPECT_EQ(v, s + mx) << i << "," << j;
+    }
+  for (int i = 0; i < n; ++i) {
+    int64_t qv = i - 4;
+    int64_t fq = int64_t(std::floor(double(qv) / 3.0));
+    EXPECT_EQ(args.array("d").getInt(2 * i), fq) << qv;
+    EXPECT_EQ(args.array("d").getInt(2 * i + 1), qv - 3 * fq) << qv;
+  }
+  EXPECT_EQ(res.values("e"), (std::vector<double>{0.0, 1.0, -inf, inf}));
+  for (int i = 0; i < n; ++i) {
+    double t = 2.0 * x[i];
+    double expect = (i % 2 == 0 ? x[i / 2] : t * t) + double(int32_t(t * 3.0));
+    EXPECT_EQ(res.values("s")[i], expect);
+    EXPECT_EQ(res.values("c")[i], double(float(x[i])) * 3.0);
+  }
+}
+
+TEST(ReferenceDsl, IndirectOutOfRangeNamesTheLine) {
+  Kernel k = bindDsl(readExample("dg_face_gather.rtcg"), {{"K", 4}, {"Np", 5}, {"Nfaces", 4}, {"Nfp", 3}});
+  HostArgs args(k);
+  fillInputs(k, args, 2);
+  args.array("vmapP").setInt(7, -1);
+  try {
+    runReference(k, args);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("line 8"), std::string::npos) << m;
+    EXPECT_NE(m.find("index -1"), std::string::npos) << m;
+    EXPECT_NE(m.find("array 'u' (extent 20)"), std::string::npos) << m;
+    EXPECT_NE(m.find("k=0, f=7"), std::string::npos) << m;
+  }
+}
+
+// Every example at its default sizes (examples/sizes.txt) must run in seconds.
+TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
+  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/sizes.txt");
+  ASSERT_TRUE(in.good());
+  std::string line;
+  int count = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string file, binding;
+    ls >> file;
+    SizeBindings sizes;
+    while (ls >> binding) {
+      auto eq = binding.find('=');
+      sizes[binding.substr(0, eq)] = std::stoll(binding.substr(eq + 1));
+    }
+    Kernel k = bindDsl(readExample(file), sizes);
+    HostArgs args(k);
+    fillInputs(k, args, 1);
+    for (int p = 0; p < args.numParams(); ++p)
+      if (args.isScalar(p)) args.setScalar(p, 0.5);
+    ReferenceResult r = runReference(k, args);
+    for (const ReferenceOutput& o : r.outputs) {
+      Checksum c = checksum(o.values);
+      EXPECT_TRUE(std::isfinite(c.sum)) << file << " " << o.name;  // every element written
+    }
+    std::printf("[ reference ] %-22s %8.1f ms\n", file.c_str(), r.seconds * 1e3);
+    EXPECT_LT(r.seconds, 20.0) << file;
+    ++count;
+  }
+  EXPECT_EQ(count, 10);
+}
+
+}  // namespace
+}  // namespace rtcg

@@ -1,0 +1,223 @@
+#include <gtest/gtest.h>
+
+#include "schedule/Domain.h"
+#include "schedule/Schedule.h"
+#include "schedule/TestKernels.h"
+
+using namespace rtcg;
+using namespace rtcg::testing;
+
+namespace {
+
+Schedule parseOk(const std::string& text) {
+  auto r = parseSchedule(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << r.error << " at column " << r.column;
+  return r.ok() ? *r.schedule : Schedule{};
+}
+
+bool hasReason(const std::vector<std::string>& reasons, const std::string& part) {
+  for (const std::string& r : reasons)
+    if (r.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& r : v) s += r + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST(Schedule, PrintsTheDocumentedForm) {
+  Schedule s;
+  NestSchedule n;
+  n.indices.push_back({"i", {{Placement::GridY, {}}, {Placement::ThreadY, 16}, {Placement::Reg, 4}}});
+  n.indices.push_back({"j", {{Placement::GridX, {}}, {Placement::ThreadX, 32}}});
+  n.indices.push_back({"k", {{Placement::Serial, {}}, {Placement::Unroll, 4}}});
+  n.shared = {"a", "b"};
+  s.nests.push_back(n);
+  EXPECT_EQ(printSchedule(s),
+            "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4; shared: a, b");
+}
+
+TEST(Schedule, RoundTripsManyTexts) {
+  const char* texts[] = {
+      "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4; shared: a, b",
+      "i: grid.x, thread.x 256",
+      "i: serial",
+      "-",
+      "- | i: grid.x, thread.x 128",
+      "i: grid.x, thread.x 64 | j: grid.y; k: grid.x, thread.x 32 | -",
+      "b: grid.z; i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 16, reg 2; k: unroll, serial 2; l: unroll",
+      "i: thread.z; j: thread.y; k: thread.x",
+      "i: reg, serial 3, unroll 2, reg 5",
+      "i: grid.x, thread.x 0",
+      "i: grid.x, thread.x -3",
+      "shared: a",
+      "x_1: serial; y2: grid.x",
+  };
+  for (const char* t : texts) {
+    Schedule s = parseOk(t);
+    EXPECT_EQ(printSchedule(s), t);
+    EXPECT_EQ(parseOk(printSchedule(s)), s);
+  }
+}
+
+TEST(Schedule, ParsingIsTolerantOfSpacing) {
+  Schedule a = parseOk("i:grid.y,thread.y 16;j:grid.x ,  thread.x 32|k :serial");
+  Schedule b = parseOk("i: grid.y, thread.y 16; j: grid.x, thread.x 32 | k: serial");
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(printSchedule(a), "i: grid.y, thread.y 16; j: grid.x, thread.x 32 | k: serial");
+}
+
+TEST(Schedule, Equality) {
+  EXPECT_EQ(parseOk("i: grid.x, thread.x 32"), parseOk("i: grid.x, thread.x 32"));
+  EXPECT_NE(parseOk("i: grid.x, thread.x 32"), parseOk("i: grid.x, thread.x 64"));
+  EXPECT_NE(parseOk("i: grid.x, thread.x 32"), parseOk("i: grid.y, thread.x 32"));
+  EXPECT_NE(parseOk("i: serial; shared: a"), parseOk("i: serial"));
+}
+
+TEST(Schedule, ParseErrorsHaveColumns) {
+  struct Case {
+    const char* text;
+    int column;
+    const char* message;
+  } cases[] = {
+      {"i: grid.w", 4, "unknown placement 'grid.w'"},
+      {"i: grid.x 4", 11, "first part of 'i' takes no factor"},
+      {"i: grid.x, thread.x", 20, "needs a factor"},
+      {"i grid.x", 3, "expected ':'"},
+      {"i: grid.x; ", 12, "expected an index name"},
+      {"i: grid.x,", 11, "expected a placement"},
+      {"", 1, "expected an index name"},
+      {"i: grid.x thread.x", 11, "unexpected 't'"},
+      {"i: serial, unroll 4x", 20, "after a factor"},
+      {"shared: a; shared: b", 12, "given twice"},
+      {"shared: 3", 9, "expected an array name"},
+      {"- i: serial", 3, "after '-'"},
+      {"i: serial, unroll 99999999999999999", 19, "too large"},
+      {"i: serial |", 12, "expected an index name"},
+  };
+  for (const Case& c : cases) {
+    auto r = parseSchedule(c.text);
+    EXPECT_FALSE(r.ok()) << c.text;
+    EXPECT_EQ(r.column, c.column) << c.text << ": " << r.error;
+    EXPECT_NE(r.error.find(c.message), std::string::npos) << c.text << ": " << r.error;
+  }
+}
+
+TEST(Schedule, ValidSchedulesHaveNoReasons) {
+  Kernel mm = matmul(500);
+  for (const char* t : {"i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4",
+                        "i: grid.y; j: grid.x, thread.x 256; k: serial",
+                        "j: grid.x, thread.x 32, reg 2; i: grid.y, thread.y 8, reg 4; k: unroll, serial 2",
+                        "i: serial; j: thread.x; k: unroll"}) {
+    auto reasons = validateSchedule(mm, parseOk(t));
+    EXPECT_TRUE(reasons.empty()) << t << "\n" << joined(reasons);
+  }
+}
+
+TEST(Schedule, ValidationReasons) {
+  Kernel mm = matmul(500);
+  struct Case {
+    const char* text;
+    const char* reason;
+  } cases[] = {
+      {"i: grid.y; j: grid.x, thread.x 32; k: serial; q: serial", "'q' is not an index of the nest"},
+      {"i: grid.y; j: grid.x, thread.x 32", "reduction index 'k' has no clause"},
+      {"j: grid.x, thread.x 32; k: serial", "parallel index 'i' has no clause"},
+      {"i: grid.x; j: grid.x, thread.x 32; k: serial", "grid.x is used twice"},
+      {"i: grid.y, thread.x 2; j: grid.x, thread.x 32; k: serial", "thread.x is used twice"},
+      {"i: grid.y, thread.y 0; j: grid.x, thread.x 32; k: serial", "must be positive"},
+      {"i: grid.y, thread.y 64; j: grid.x, thread.x 32; k: serial", "2048 threads per block"},
+      {"i: grid.y, thread.z 128; j: grid.x, thread.x 2; k: serial", "128 threads on thread.z"},
+      {"i: grid.y, reg 16; j: grid.x, thread.x 32, reg 8; k: serial", "register tile of 128 points"},
+      {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.x 8", "split (parallel) reductions are not supported"},
+      {"i: grid.y; j: grid.x; k: grid.z", "reduction indices take serial and unroll parts"},
+      {"i: grid.y; j: grid.x; k: reg", "reduction indices take serial and unroll parts"},
+      {"i: grid.y; j: grid.x; k: serial; shared: c", "'c' is written"},
+      {"i: grid.y; j: grid.x; k: serial; shared: zz", "'zz' in shared: is not a parameter"},
+      {"i: grid.y; j: grid.x; k: serial; shared: n", "'n' in shared: is not an array"},
+      {"i: grid.y; j: grid.x; k: serial; shared: a", "shared-memory staging is not supported by the emitter yet"},
+      {"i: grid.y; j: grid.x; k: serial; i: serial", "'i' is scheduled twice"},
+      {"i: grid.y | j: grid.x", "the schedule has 2 nest schedules but kernel 'matmul' has 1"},
+  };
+  for (const Case& c : cases) {
+    auto reasons = validateSchedule(mm, parseOk(c.text));
+    EXPECT_TRUE(hasReason(reasons, c.reason)) << c.text << "\n" << joined(reasons);
+  }
+  // Many problems at once: every one is reported.
+  auto reasons = validateSchedule(mm, parseOk("i: grid.x, thread.x 0; j: grid.x; q: serial"));
+  EXPECT_GE(reasons.size(), 3u) << joined(reasons);
+  auto unrolled = validateSchedule(matmul(2000), parseOk("i: grid.y; j: grid.x; k: unroll"));
+  EXPECT_TRUE(hasReason(unrolled, "unrolling 2000 iterations")) << joined(unrolled);
+  // Grid y is limited to 65535 blocks.
+  auto big = validateSchedule(axpby(100000), parseOk("i: grid.y"));
+  EXPECT_TRUE(hasReason(big, "100000 blocks on grid.y")) << joined(big);
+}
+
+TEST(Schedule, UnboundKernelIsRejected) {
+  Kernel mm = matmul(8);
+  mm.sizes.clear();
+  EXPECT_TRUE(hasReason(validateSchedule(mm, defaultSchedule(matmul(8))), "unbound size parameters"));
+}
+
+TEST(Schedule, DefaultSchedules) {
+  struct Case {
+    Kernel k;
+    const char* text;
+  } cases[] = {
+      {matmul(500), "i: grid.y; j: grid.x, thread.x 256; k: serial"},
+      {matmul(17), "i: grid.y; j: grid.x, thread.x 32; k: serial"},
+      {matmul(1), "i: grid.y; j: grid.x, thread.x 32; k: serial"},
+      {axpby(1000000), "i: grid.x, thread.x 256"},
+      {dot(1000), "i: serial"},
+      {dgDiff(10000, 20), "k: grid.y; i: grid.x, thread.x 32; j: serial"},
+      {triangular(17), "i: grid.y; j: grid.x, thread.x 32; k: serial | i: grid.x, thread.x 32; k: serial"},
+      {batched(4096, 16), "b: grid.z; i: grid.y; j: grid.x, thread.x 32; k: serial; l: serial"},
+      {axpby(5), "i: grid.x, thread.x 32"},
+  };
+  for (const Case& c : cases) {
+    Schedule s = defaultSchedule(c.k);
+    EXPECT_EQ(printSchedule(s), c.text);
+    EXPECT_EQ(parseOk(printSchedule(s)), s);
+    EXPECT_TRUE(validateSchedule(c.k, s).empty()) << joined(validateSchedule(c.k, s));
+  }
+  // An outer index beyond the grid's y limit loops inside the thread.
+  KernelBuilder b("wide");
+  b.size("m", 200000);
+  int Y = b.array("y", ScalarType::F32, {200000, 2}, ArrayMode::Out);
+  Loop i = b.loop("i", 0, 200000), j = b.loop("j", 0, 2);
+  b.nest({i, j}, {b.store(Y, {b.idx(i), b.idx(j)}, f32(1.0))});
+  Schedule s = defaultSchedule(b.k);
+  EXPECT_EQ(printSchedule(s), "i: grid.y, serial 4; j: grid.x, thread.x 32");
+  EXPECT_TRUE(validateSchedule(b.k, s).empty()) << joined(validateSchedule(b.k, s));
+}
+
+TEST(Domain, IndicesAndHulls) {
+  Kernel t = triangular(17);
+  auto idx = nestIndices(t, 0);
+  ASSERT_TRUE(idx.has_value());
+  ASSERT_EQ(idx->size(), 3u);
+  EXPECT_EQ((*idx)[0].name, "i");
+  EXPECT_TRUE((*idx)[0].parallel);
+  EXPECT_EQ((*idx)[1].hull, (IndexRange{0, 16}));
+  EXPECT_FALSE((*idx)[1].constantBounds);
+  EXPECT_EQ((*idx)[2].name, "k");
+  EXPECT_FALSE((*idx)[2].parallel);
+  EXPECT_EQ((*idx)[2].hull, (IndexRange{0, 16}));
+  // dg_diff's three reductions over `j` are one index.
+  auto dg = nestIndices(dgDiff(100, 20), 0);
+  ASSERT_TRUE(dg.has_value());
+  ASSERT_EQ(dg->size(), 3u);
+  EXPECT_EQ((*dg)[2].loops.size(), 3u);
+}
+
+TEST(Domain, PartExtents) {
+  IndexSchedule s{"i", {{Placement::GridY, {}}, {Placement::ThreadY, 16}, {Placement::Reg, 4}}};
+  EXPECT_EQ(partExtents(s, 500), (std::vector<int64_t>{8, 16, 4}));
+  EXPECT_EQ(partExtents(s, 512), (std::vector<int64_t>{8, 16, 4}));
+  EXPECT_EQ(partExtents(s, 1), (std::vector<int64_t>{1, 16, 4}));
+  EXPECT_EQ(partExtents(s, 0), (std::vector<int64_t>{1, 16, 4}));
+}
