@@ -30,15 +30,16 @@ void Lexer::error(int begin, int end, std::string message) {
 
 Parser::symbol_type Lexer::next() {
   prevEnd_ = last_.end;
-  if (diags_.errorCount() - startErrors_ >= kMaxErrors) {
-    if (!stopped_) diags_.note({}, "too many errors; stopping here");
-    stopped_ = true;
-    last_ = {(int)source_.size(), (int)source_.size()};
-    return Parser::make_END(last_);
-  }
   Parser::symbol_type t = scan();
   last_ = t.location;
   return t;
+}
+
+bool Lexer::tooManyErrors() {
+  if (diags_.errorCount() - startErrors_ < kMaxErrors) return false;
+  if (!stopped_) diags_.note({}, "too many errors; stopping here");
+  stopped_ = true;
+  return true;
 }
 
 void Lexer::skipBlockComment(int begin) {
@@ -125,6 +126,8 @@ Parser::symbol_type Lexer::scan() {
   const unsigned char* base = reinterpret_cast<const unsigned char*>(source_.c_str());
   const unsigned char* mar = nullptr;
   for (;;) {
+    // Checked per token and per skipped bad character, so that a binary file stops quickly.
+    if (tooManyErrors()) return Parser::make_END({(int)source_.size(), (int)source_.size()});
     const unsigned char* tok = cur_;
     int b = (int)(tok - base);
     auto span = [&] { return ast::Span{b, (int)(cur_ - base)}; };

@@ -5,14 +5,15 @@
 //                              for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }
 //                            })", {{"n", 500}});
 //   rtcg::Array<float> a = ctx.upload(host_a), b = ctx.upload(host_b), c = ctx.empty<float>(500 * 500);
-//   mm(a, b, c);                                                 // launch
+//   mm(a, b, c);                                                 // launch; returns when done
 //   std::vector<float> host_c = c.download();
 //
 // Arguments are the kernel's non-size parameters in declaration order: rtcg::Array<T> (device
-// memory), std::vector<T> (host memory, copied in before and, for out/inout parameters, back
-// after the launch, like PyCUDA's In/Out/InOut), or scalars (float, double, int32_t, int64_t).
-// Each argument is checked against the signature at the call; a mismatch throws rtcg::Error
-// naming the argument and what was expected. Everything here is thread-safe.
+// memory), std::vector<T> (host memory, copied in before the launch for in/inout parameters and
+// back after it for out/inout ones, like PyCUDA's In/Out/InOut), or scalars (float, double,
+// int32_t, int64_t). Each argument is checked against the signature at the call (element type,
+// element count = the bound shape's, writability, array vs scalar); a mismatch throws rtcg::Error
+// naming the kernel, the argument and what was expected. Everything here is thread-safe.
 //
 // Compiled kernels are cached in memory (same source, sizes, schedule and device give the same
 // module) and on disk (see docs/api.md: $RTCG_CACHE_DIR, $XDG_CACHE_HOME/rtcg, RTCG_CACHE=0), so a
@@ -116,78 +117,86 @@ class Array {
   size_t count_ = 0;
 };
 
-// A compiled kernel, ready to launch. Cheap to copy.
-class Kernel {
+namespace detail {
+// One C++ argument as an ArgRef: device arrays, host vectors (const or not) and scalars.
+template <class T>
+inline ArgRef argRef(const Array<T>& a) {
+  ArgRef r;
+  r.kind = ArgRef::Kind::DeviceArray;
+  r.type = elementTypeOf<T>();
+  r.count = a.size();
+  r.buffer = a.buffer();
+  r.cppType = "rtcg::Array";
+  return r;
+}
+template <class T>
+inline ArgRef argRef(Array<T>& a) { return argRef(static_cast<const Array<T>&>(a)); }
+template <class T>
+inline ArgRef argRef(std::vector<T>& v) {
+  ArgRef r;
+  r.kind = ArgRef::Kind::HostArray;
+  r.type = elementTypeOf<T>();
+  r.count = v.size();
+  r.host = v.data();
+  r.cppType = "std::vector";
+  return r;
+}
+template <class T>
+inline ArgRef argRef(const std::vector<T>& v) {
+  ArgRef r = argRef(const_cast<std::vector<T>&>(v));
+  r.kind = ArgRef::Kind::ConstHostArray;
+  r.cppType = "const std::vector";
+  return r;
+}
+template <class T>
+ArgRef argRef(std::vector<T>&& v) = delete;  // results would be lost: pass an lvalue
+template <class T, std::enable_if_t<std::is_arithmetic_v<std::decay_t<T>>, int> = 0>
+ArgRef argRef(T&& value) {
+  using S = std::decay_t<T>;
+  static_assert(std::is_same_v<S, float> || std::is_same_v<S, double> || std::is_same_v<S, int32_t> ||
+                    std::is_same_v<S, int64_t>,
+                "scalar kernel arguments are float, double, int32_t or int64_t");
+  ArgRef r;
+  r.kind = ArgRef::Kind::Scalar;
+  r.type = elementTypeOf<S>();
+  if constexpr (std::is_same_v<S, float>) r.scalar.f32 = value, r.cppType = "float";
+  if constexpr (std::is_same_v<S, double>) r.scalar.f64 = value, r.cppType = "double";
+  if constexpr (std::is_same_v<S, int32_t>) r.scalar.i32 = value, r.cppType = "int32_t";
+  if constexpr (std::is_same_v<S, int64_t>) r.scalar.i64 = value, r.cppType = "int64_t";
+  return r;
+}
+}  // namespace detail
+
+// A compiled kernel, ready to launch. Cheap to copy; copies share the loaded module. (Named
+// CompiledKernel because rtcg::Kernel is the compiler's IR kernel.)
+class CompiledKernel {
  public:
-  Kernel() = default;
+  CompiledKernel() = default;
+  bool valid() const { return impl_ != nullptr; }
 
   template <class... Args>
   void operator()(Args&&... args) const {
     std::vector<detail::ArgRef> refs;
     refs.reserve(sizeof...(Args));
-    (refs.push_back(toArg(std::forward<Args>(args))), ...);
+    (refs.push_back(detail::argRef(std::forward<Args>(args))), ...);
     launch(refs);
   }
   // Launches with type-erased arguments (what operator() builds), then waits for completion.
-  void launch(std::vector<detail::ArgRef>& args) const;
+  void launch(const std::vector<detail::ArgRef>& args) const;
 
+  // The accessors throw rtcg::Error on a default-constructed (invalid) CompiledKernel.
   const std::string& name() const;
   const std::string& cudaSource() const;     // the generated CUDA C
-  const std::string& scheduleText() const;   // the schedule it was built with
-  std::string signature() const;             // "matmul(a: f32[500, 500], b: ..., out c: ...)"
-  bool loadedFromDiskCache() const;          // true when NVRTC did not run for it
+  const std::string& scheduleText() const;   // the schedule it was built with (printed form)
+  std::string signature() const;             // "matmul(a: f32[500, 500], b: ..., out c: ...) with n = 500"
+  // True when the module's cubin was read from the disk cache: NVRTC did not run for it in this
+  // process (a later compile() of the same kernel that hits the in-memory cache keeps the flag).
+  bool loadedFromDiskCache() const;
 
  private:
   friend class Context;
-  explicit Kernel(std::shared_ptr<detail::KernelImpl> impl) : impl_(std::move(impl)) {}
+  explicit CompiledKernel(std::shared_ptr<detail::KernelImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::KernelImpl> impl_;
-
-  template <class T>
-  static detail::ArgRef toArg(const Array<T>& a) {
-    detail::ArgRef r;
-    r.kind = detail::ArgRef::Kind::DeviceArray;
-    r.type = elementTypeOf<T>();
-    r.count = a.size();
-    r.buffer = a.buffer();
-    r.cppType = "rtcg::Array";
-    return r;
-  }
-  template <class T>
-  static detail::ArgRef toArg(Array<T>& a) { return toArg(static_cast<const Array<T>&>(a)); }
-  template <class T>
-  static detail::ArgRef toArg(std::vector<T>& v) {
-    detail::ArgRef r;
-    r.kind = detail::ArgRef::Kind::HostArray;
-    r.type = elementTypeOf<T>();
-    r.count = v.size();
-    r.host = v.data();
-    r.cppType = "std::vector";
-    return r;
-  }
-  template <class T>
-  static detail::ArgRef toArg(const std::vector<T>& v) {
-    detail::ArgRef r = toArg(const_cast<std::vector<T>&>(v));
-    r.kind = detail::ArgRef::Kind::ConstHostArray;
-    r.cppType = "const std::vector";
-    return r;
-  }
-  template <class T>
-  static detail::ArgRef toArg(std::vector<T>&& v) = delete;  // results would be lost: pass an lvalue
-  template <class T, std::enable_if_t<std::is_arithmetic_v<std::decay_t<T>>, int> = 0>
-  static detail::ArgRef toArg(T&& value) {
-    using S = std::decay_t<T>;
-    static_assert(std::is_same_v<S, float> || std::is_same_v<S, double> || std::is_same_v<S, int32_t> ||
-                      std::is_same_v<S, int64_t>,
-                  "scalar kernel arguments are float, double, int32_t or int64_t");
-    detail::ArgRef r;
-    r.kind = detail::ArgRef::Kind::Scalar;
-    r.type = elementTypeOf<S>();
-    if constexpr (std::is_same_v<S, float>) r.scalar.f32 = value, r.cppType = "float";
-    if constexpr (std::is_same_v<S, double>) r.scalar.f64 = value, r.cppType = "double";
-    if constexpr (std::is_same_v<S, int32_t>) r.scalar.i32 = value, r.cppType = "int32_t";
-    if constexpr (std::is_same_v<S, int64_t>) r.scalar.i64 = value, r.cppType = "int64_t";
-    return r;
-  }
 };
 
 // A CUDA device with its primary context, and rtcg's compile caches for it.
@@ -198,10 +207,13 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // Compiles DSL source for the given sizes (all size parameters must be bound). Throws
-  // rtcg::Error with the rendered diagnostics on bad source.
-  Kernel compile(std::string_view source, const Sizes& sizes, const CompileOptions& options = {});
+  // Compiles DSL source for the given sizes (every size parameter bound, nothing else): parses,
+  // proves every access in bounds and every nest race-free, schedules, emits CUDA C and loads the
+  // cubin (from memory, the disk cache, or NVRTC). Throws rtcg::Error whose message is the
+  // rendered diagnostics (file:line:col, source line, caret) on bad source, sizes or schedule.
+  CompiledKernel compile(std::string_view source, const Sizes& sizes, const CompileOptions& options = {});
 
+  // Device memory for `count` elements; the contents are undefined until written.
   template <class T>
   Array<T> empty(size_t count) {
     return Array<T>(detail::allocate(impl_, count * sizeof(T)), count);
@@ -214,9 +226,10 @@ class Context {
   }
 
   const DeviceInfo& device() const;
-  void synchronize();
+  void synchronize();  // waits for all work on the device (launches already wait for themselves)
 
-  // How many kernels were compiled by NVRTC / found in the disk cache / in memory, so far.
+  // How compile() calls on this Context were served, so far: by NVRTC, by the disk cache, or from
+  // memory (a kernel this process already had).
   struct CacheStats { int nvrtc = 0, disk = 0, memory = 0; };
   CacheStats cacheStats() const;
 

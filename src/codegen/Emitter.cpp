@@ -210,6 +210,14 @@ class NestEmitter {
   std::vector<TileStorage> tiles_;  // per plan_.arrays entry
   C::ExprP tid_;                    // linear thread index in the block
   int64_t threads_ = 1;             // threads per block
+  // Split reductions: the thread axes of reduction indices. A thread's reduction lane (its
+  // coordinates on those axes) and slot (its other coordinates) index the combine buffers.
+  bool redAxis_[3] = {false, false, false};
+  int64_t lanes_ = 1;               // threads that share one output point
+  C::ExprP lane_, slot_;
+  std::map<ScalarType, std::string> combineBuffers_;
+  bool splitGroup(const std::vector<Expr>& g) const;
+  void combineLanes(ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out);
 
   const IndexSchedule& scheduleOf(const std::string& name) const {
     const IndexSchedule* s = sched_.find(name);
@@ -356,7 +364,7 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   const Loop& l = loops[q];
   const IndexSchedule& is = scheduleOf(l.name);
   C::ExprP lo = lower(l.lo, env, out), hi = lower(l.hi, env, out);
-  if (is.parts.size() == 1) {
+  if (is.parts.size() == 1 && !isThreadPlacement(is.parts[0].place)) {
     std::string v = names_.fresh(l.name);
     env.vars[l.id] = C::name(v);
     std::vector<C::Stmt> body;
@@ -388,9 +396,17 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   std::vector<std::string> vars;
   std::vector<C::ExprP> terms{lo};
   int64_t stride = innerProduct;
+  static const char* axisField[3] = {"x", "y", "z"};
   for (size_t p = 0; p < is.parts.size(); ++p) {
-    vars.push_back(names_.fresh(fmt::format("{}_{}", l.name, p)));
     if (p > 0) stride /= ext[p];
+    Placement pl = is.parts[p].place;
+    if (isThreadPlacement(pl)) {
+      // A split reduction: this part is the thread's coordinate, not a loop.
+      vars.push_back("");
+      terms.push_back(C::product(C::castTo(idx_, C::member(C::name("threadIdx"), axisField[placementAxis(pl)])), lit(stride)));
+      continue;
+    }
+    vars.push_back(names_.fresh(fmt::format("{}_{}", l.name, p)));
     terms.push_back(C::product(C::name(vars.back()), lit(stride)));
   }
   std::vector<C::Stmt> stage;
@@ -415,11 +431,40 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
       stage.push_back(C::syncThreads());
       body = std::move(stage);
     }
+    if (isThreadPlacement(is.parts[p].place)) continue;
     std::vector<C::Stmt> loop{C::forLoop(idx_, vars[p], lit(0), p == 0 ? firstTrip : lit(ext[p]),
                                          unrollOf(is.parts[p].place), std::move(body))};
     body = std::move(loop);
   }
   for (C::Stmt& s : body) out.push_back(std::move(s));
+}
+
+bool NestEmitter::splitGroup(const std::vector<Expr>& g) const {
+  for (const Loop& l : g[0]->loops)
+    for (const SchedulePart& p : scheduleOf(l.name).parts)
+      if (isThreadPlacement(p.place)) return true;
+  return false;
+}
+
+// acc = the combination of acc over the lanes of this thread's slot, in every lane: a tree in
+// shared memory (lane l takes in lane l + s for s = half the next power of two of the lane count,
+// down to 1; lanes that do not exist are skipped, so any lane count works and no identity is
+// needed), between barriers. Every thread of the block runs it (uniform code).
+void NestEmitter::combineLanes(ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out) {
+  C::ExprP buf = C::name(combineBuffers_.at(t));
+  C::ExprP mine = C::sum({C::product(slot_, lit(lanes_)), lane_});
+  out.push_back(C::assign(C::index(buf, mine), "=", acc));
+  out.push_back(C::syncThreads());
+  int64_t pow2 = 1;
+  while (pow2 < lanes_) pow2 *= 2;
+  for (int64_t step = pow2 / 2; step >= 1; step /= 2) {
+    int64_t active = std::min(step, lanes_ - step);  // lanes l < active have a partner l + step
+    out.push_back(C::ifThen(C::binary("<", lane_, lit(active)),
+                            {combine(op, t, C::index(buf, mine), C::index(buf, C::sum({mine, lit(step)})))}));
+    out.push_back(C::syncThreads());
+  }
+  out.push_back(C::assign(acc, "=", C::index(buf, C::product(slot_, lit(lanes_)))));
+  out.push_back(C::syncThreads());  // every lane has read before the buffer is reused
 }
 
 bool NestEmitter::hasStepStaging(int group) const {
@@ -617,15 +662,13 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
   fn.name = fmt::format("{}_{}", k_.name, nestIdx_);
   launch.function = fn.name;
 
-  // Parameters: sizes become constants, everything else is an argument.
+  // Parameters: sizes are already substituted into the bound IR as constants (the header comment
+  // lists their values); everything else is an argument.
   std::vector<C::Stmt> body;
   for (size_t i = 0; i < k_.params.size(); ++i) {
     const Param& p = k_.params[i];
     paramNames_.push_back(names_.fresh(p.name));
-    if (p.kind == ParamKind::Size) {
-      body.push_back(C::constexprDecl("int", paramNames_.back(), C::intLit(k_.sizes.at(p.name))));
-      continue;
-    }
+    if (p.kind == ParamKind::Size) continue;
     launch.params.push_back((int)i);
     C::Param cp{cudaTypeName(p.type), paramNames_.back()};
     if (p.isArray()) {
@@ -700,10 +743,23 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
       p.base = C::name(n);
     }
   }
+  for (const NestIndex& ni : indices_) {
+    if (ni.parallel) continue;
+    const IndexSchedule& is = scheduleOf(ni.name);
+    std::vector<int64_t> ext = partExtents(is, ni.hull.extent());
+    for (size_t part = 0; part < ext.size(); ++part)
+      if (isThreadPlacement(is.parts[part].place)) {
+        block[placementAxis(is.parts[part].place)] *= ext[part];
+        redAxis_[placementAxis(is.parts[part].place)] = true;
+        cooperative_ = true;
+      }
+  }
   for (int a = 0; a < 3; ++a) {
     launch.grid[a] = (uint32_t)grid[a];
     launch.block[a] = (uint32_t)block[a];
   }
+  if (cooperative_)
+    for (ParallelIndex& p : par_) p.guardLevel = Level::Point;
   fn.launchBounds = (int)(block[0] * block[1] * block[2]);
   threads_ = block[0] * block[1] * block[2];
 
@@ -743,6 +799,33 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
       }
     }
     if (dynamic) launch.dynamicSharedBytes = (uint32_t)byteOffset;
+
+    // lane = coordinates on the reduction axes, slot = the other coordinates (x fastest).
+    int64_t laneScale = 1, slotScale = 1;
+    std::vector<C::ExprP> laneTerms, slotTerms;
+    for (int a = 0; a < 3; ++a) {
+      if (block[a] == 1) continue;
+      C::ExprP t = C::castTo(idx_, C::member(C::name("threadIdx"), axisField[a]));
+      if (redAxis_[a]) laneTerms.push_back(C::product(t, lit(laneScale))), laneScale *= block[a];
+      else slotTerms.push_back(C::product(t, lit(slotScale))), slotScale *= block[a];
+    }
+    lanes_ = laneScale;
+    if (lanes_ > 1) {
+      std::string ln = names_.fresh("lane"), sn = names_.fresh("slot");
+      body.push_back(C::decl(idx_, ln, C::sum(laneTerms)));
+      body.push_back(C::decl(idx_, sn, C::sum(slotTerms)));
+      lane_ = C::name(ln);
+      slot_ = C::name(sn);
+      // One combine buffer per accumulator type, a value per thread.
+      for (const std::vector<Expr>& g : groups_)
+        if (splitGroup(g))
+          for (const Expr& r : g)
+            if (!combineBuffers_.count(r->type)) {
+              std::string n = names_.fresh(fmt::format("red_{}", typeName(r->type)));
+              body.push_back(C::sharedArray(cudaTypeName(r->type), n, threads_));
+              combineBuffers_[r->type] = n;
+            }
+    }
   }
 
   // Threads outside the domain leave at once.
@@ -840,6 +923,11 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
           else for (C::Stmt& s : pbody) rbody.push_back(std::move(s));
         }
       }, (int)gi);
+      if (splitGroup(g)) {
+        work.push_back(C::comment("Combine the partial results of the threads that share an output point"));
+        for (const Expr& r : g)
+          for (int64_t pt = 0; pt < regPoints_; ++pt) combineLanes(r->reduceOp, r->type, accs[pt].at(r.get()), work);
+      }
     }
     // The statements, per register point.
     for (int64_t pt = 0; pt < regPoints_; ++pt) {
@@ -850,6 +938,8 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
       declarePointIndices(pt, penv, pbody, guard);
       std::vector<C::Stmt> stmts;
       emitStatements(penv, stmts);
+      // Every lane holds the combined value; the first one stores.
+      if (lanes_ > 1) guard = andAll(guard, C::binary("==", lane_, lit(0)));
       if (guard) pbody.push_back(C::ifThen(guard, std::move(stmts)));
       else for (C::Stmt& s : stmts) pbody.push_back(std::move(s));
       if (regPoints_ > 1) {

@@ -36,6 +36,7 @@ class Lexer {
   Parser::symbol_type scan();
   Parser::symbol_type number(int begin, int end);
   void skipBlockComment(int begin);
+  bool tooManyErrors();  // past kMaxErrors: adds the "stopping" note once
   void error(int begin, int end, std::string message);
 
   const std::string& source_;

@@ -68,6 +68,7 @@ size_t editDistance(const std::string& a, const std::string& b) {
 
 // "; did you mean 'x'?" for the closest candidate, if one is close enough to be a likely typo.
 std::string suggestion(const std::string& name, const std::vector<std::string>& candidates) {
+  if (name.size() > 64) return {};  // not a typo of anything; keeps the quadratic distance cheap
   const std::string* best = nullptr;
   size_t bestDist = 0;
   for (const std::string& c : candidates) {
@@ -151,6 +152,10 @@ bool containsLoad(const Expr& e) {
 
 enum class IndexUse { Index, Bound, Shape };
 
+// Index expressions with lets substituted may not grow past this many operations: the IR keeps
+// them as trees that later passes walk recursively.
+constexpr int64_t kMaxIndexNodes = 1000;
+
 // What checkIndex found out about an integer expression used as an index, bound or shape.
 struct IndexFacts {
   bool dependsOnIndex = false;  // on a loop index
@@ -170,6 +175,10 @@ struct IndexFacts {
   void fail(SourceLoc l, std::string msg) {
     if (!error) error.emplace(l, std::move(msg));
   }
+  // Size of the expression with lets substituted, saturating (a let chain can double it per let).
+  int64_t nodes = 0;
+  void count(int64_t n) { nodes = std::min<int64_t>(nodes + n, INT64_MAX / 4); }
+
   void notAffine(SourceLoc l, std::string msg, bool explained = false) {
     if (!nonAffine) nonAffine = Break{l, std::move(msg), explained};
   }
@@ -249,7 +258,7 @@ class KernelSema {
   std::vector<Expr> lowerIndices(const std::vector<ast::ExprPtr>& indices, int array, SourceLoc access);
   Expr lowerInteger(const ast::Expr& e, IndexUse use, const std::string& what);
   Expr checkIndex(const Expr& e, IndexUse use, IndexFacts& facts);
-  bool reportIndexFacts(const IndexFacts& facts, IndexUse use, const std::string& what);
+  bool reportIndexFacts(const IndexFacts& facts, IndexUse use, SourceLoc whole, const std::string& what);
 
   const ast::Kernel& ast_;
   const LineMap& lines_;
@@ -258,6 +267,7 @@ class KernelSema {
   std::vector<Symbol> scope_;
   std::vector<bool> written_;       // per param: some statement before this point stores to it
   std::map<int, Expr> letValues_;   // let id -> value, for inlining into index expressions
+  std::map<std::pair<int, IndexUse>, std::pair<Expr, IndexFacts>> inlined_;  // checked let values
   // Some statements went unchecked (after an error in a loop header, or in a nested `for`):
   // "never written" cannot be judged then.
   bool bodyIncomplete_ = false;
@@ -408,13 +418,18 @@ Expr KernelSema::lowerInteger(const ast::Expr& e, IndexUse use, const std::strin
   if (!x) return nullptr;
   IndexFacts facts;
   Expr checked = checkIndex(x, use, facts);
-  if (!reportIndexFacts(facts, use, what)) return nullptr;
+  if (!reportIndexFacts(facts, use, x->loc, what)) return nullptr;
   return checked;
 }
 
-bool KernelSema::reportIndexFacts(const IndexFacts& facts, IndexUse use, const std::string& what) {
+bool KernelSema::reportIndexFacts(const IndexFacts& facts, IndexUse use, SourceLoc whole, const std::string& what) {
   if (facts.error) {
     error(facts.error->first, fmt::format("{} {}", what, facts.error->second));
+    return false;
+  }
+  if (facts.nodes > kMaxIndexNodes) {
+    error(whole, fmt::format("{} is too large once its 'let' variables are substituted (more than {} operations)",
+                             what, kMaxIndexNodes));
     return false;
   }
   if (facts.nonAffine && !(use == IndexUse::Index && facts.hasLoad)) {
@@ -424,8 +439,10 @@ bool KernelSema::reportIndexFacts(const IndexFacts& facts, IndexUse use, const s
                            ? "loop bounds must be affine in size parameters and enclosing indices"
                            : "shapes must be expressions in size parameters";
     const IndexFacts::Break& b = *facts.nonAffine;
-    error(b.loc, b.explained ? fmt::format("{} is not affine: it {}", what, b.message)
-                             : fmt::format("{} is not affine: it {}; {}", what, b.message, rule));
+    // A shape is a constant once sizes are bound: "affine" would be the wrong word for it.
+    const char* problem = use == IndexUse::Shape ? "is not a valid size expression" : "is not affine";
+    error(b.loc, b.explained ? fmt::format("{} {}: it {}", what, problem, b.message)
+                             : fmt::format("{} {}: it {}; {}", what, problem, b.message, rule));
     return false;
   }
   return true;
@@ -438,6 +455,7 @@ bool KernelSema::reportIndexFacts(const IndexFacts& facts, IndexUse use, const s
 //  Bound: affine in size parameters and enclosing indices; no array reads.
 //  Shape: an expression in size parameters (/ and % by positive integer constants allowed).
 Expr KernelSema::checkIndex(const Expr& e, IndexUse use, IndexFacts& facts) {
+  if (e->kind != ExprKind::Var || e->varKind != VarKind::Let) facts.count(1);  // a let counts its value
   auto checkedOperands = [&](IndexFacts& f) {
     std::vector<Expr> ops;
     for (const Expr& o : e->operands) ops.push_back(checkIndex(o, use, f));
@@ -461,34 +479,36 @@ Expr KernelSema::checkIndex(const Expr& e, IndexUse use, IndexFacts& facts) {
                                          "(declared ': int') are known at compile time", e->name));
           return e;
         case VarKind::Let: {
-          auto it = letValues_.find(e->varId);
-          RTCG_ASSERT(it != letValues_.end(), "let without a value");
-          IndexFacts inner;
-          Expr value = checkIndex(it->second, use, inner);
+          // Checked and inlined once per let and use: a chain of lets that each use the previous
+          // one twice shares subtrees, and must not cost time exponential in its length.
+          auto key = std::make_pair(e->varId, use);
+          auto cached = inlined_.find(key);
+          if (cached == inlined_.end()) {
+            IndexFacts inner;
+            const Expr& raw = letValues_.at(e->varId);
+            Expr value = checkIndex(raw, use, inner);
+            // Inlining moves the value's array reads to this point: only safe for arrays that no
+            // statement of the kernel can have changed in between.
+            std::function<void(const Expr&)> scan = [&](const Expr& x) {
+              if (x->kind == ExprKind::Load && kernel_.params[x->array].isWritten())
+                inner.fail(x->loc, fmt::format("reads '{}', an array this kernel writes; write the load in the "
+                                               "index directly", kernel_.params[x->array].name));
+              for (const Expr& o : x->operands) scan(o);
+            };
+            scan(raw);
+            cached = inlined_.emplace(key, std::make_pair(value, inner)).first;
+          }
+          const auto& [value, inner] = cached->second;
           bool excused = use == IndexUse::Index && inner.hasLoad;
           if (inner.error || (inner.nonAffine && !excused)) {
             const std::string& why = inner.error ? inner.error->second : inner.nonAffine->message;
-            facts.fail(e->loc, fmt::format("uses '{}', whose value {}", e->name, why));
+            // Through a chain of lets, name the one whose value breaks the rule.
+            facts.fail(e->loc, why.rfind("uses '", 0) == 0 ? why : fmt::format("uses '{}', whose value {}", e->name, why));
             return e;
-          }
-          // Inlining moves the value's array reads to this point: only safe for arrays that no
-          // statement of the kernel can have changed in between.
-          if (inner.hasLoad) {
-            std::optional<std::string> written;
-            std::function<void(const Expr&)> scan = [&](const Expr& x) {
-              if (x->kind == ExprKind::Load && kernel_.params[x->array].isWritten())
-                written = kernel_.params[x->array].name;
-              for (const Expr& o : x->operands) scan(o);
-            };
-            scan(it->second);
-            if (written) {
-              facts.fail(e->loc, fmt::format("uses '{}', whose value reads '{}', an array this kernel writes; "
-                                             "write the load in the index directly", e->name, *written));
-              return e;
-            }
           }
           facts.dependsOnIndex |= inner.dependsOnIndex;
           facts.hasLoad |= inner.hasLoad;
+          facts.count(inner.nodes);
           return value;
         }
       }
@@ -513,6 +533,7 @@ Expr KernelSema::checkIndex(const Expr& e, IndexUse use, IndexFacts& facts) {
       Expr a = checkIndex(e->operands[0], use, fa);
       Expr b = checkIndex(e->operands[1], use, fb);
       for (IndexFacts* f : {&fa, &fb}) {
+        facts.count(f->nodes);
         if (f->error) facts.fail(f->error->first, f->error->second);
         if (f->nonAffine) facts.notAffine(f->nonAffine->loc, f->nonAffine->message, f->nonAffine->explained);
         facts.dependsOnIndex |= f->dependsOnIndex;
@@ -1029,7 +1050,7 @@ Value KernelSema::lowerCall(const ast::Expr& e, std::optional<ScalarType> hint) 
     error(loc(e.nameSpan), "there is no conversion to bool; compare instead, e.g. x != 0");
     return {};
   }
-  if (reduction(name) && (name == "sum" || name == "product")) {
+  if (name == "sum" || name == "product") {
     error(l, fmt::format("'{}' needs an index range: {}(k in 0..n, expression)", name, name));
     return {};
   }

@@ -316,6 +316,37 @@ std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest,
 
 bool isInBlockPlacement(Placement p) { return isThreadPlacement(p) || p == Placement::Reg; }
 
+std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s) {
+  std::vector<std::string> out;
+  auto indices = nestIndices(k, nest);
+  if (!indices) return out;  // validation reports this
+  std::set<int> hoistedLoops;
+  for (const std::vector<Expr>& g : hoistedReductionGroups(k, nest, s))
+    for (const Expr& r : g)
+      for (const Loop& l : r->loops) hoistedLoops.insert(l.id);
+  for (const NestIndex& ni : *indices) {
+    const IndexSchedule* is = s.find(ni.name);
+    if (ni.parallel || !is) continue;
+    bool split = std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return isThreadPlacement(p.place); });
+    if (!split) continue;
+    for (const Loop* l : ni.loops) {
+      auto lo = constIntValue(l->lo, k), hi = constIntValue(l->hi, k);
+      if (!lo || !hi || *lo != ni.hull.lo || *hi - 1 != ni.hull.hi) {
+        out.push_back(fmt::format("reduction index '{}' is split across threads but its bounds are not the same "
+                                  "constants everywhere", ni.name));
+        break;
+      }
+      if (!hoistedLoops.count(l->id)) {
+        out.push_back(fmt::format("reduction over '{}' cannot be split across threads: it is computed inside a "
+                                  "statement (it depends on a let, reads an array the nest writes, is nested in "
+                                  "another reduction, or its bounds depend on a register-tile index)", ni.name));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
   StagingPlan plan;
   if (s.shared.empty()) return plan;
@@ -480,6 +511,11 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
       std::set<int> stepIds;
       for (const Expr& r : groups[g]) stepIds.insert(r->loops.front().id);
       const IndexSchedule* is = s.find(first.name);
+      if (isThreadPlacement(is->parts[0].place)) {
+        fail(fmt::format("the steps along '{}' would be its first part, which is on {}: give '{}' a serial or "
+                         "unroll first part", first.name, placementName(is->parts[0].place), first.name));
+        continue;
+      }
       int64_t inner = 1;
       for (size_t p = 1; p < is->parts.size(); ++p) inner *= *is->parts[p].factor;
       std::vector<StagedLoad> inGroup;

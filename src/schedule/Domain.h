@@ -114,6 +114,16 @@ struct StagingPlan {
 // The in-block span of each part placement of a parallel index: the thread and register parts.
 bool isInBlockPlacement(Placement p);
 
+// ---------------------------------------------------------------------------------------------
+// Reductions split across the threads of a block (a thread part on a reduction index): every
+// thread accumulates a partial over its share of the values, then the partials of the threads
+// computing the same outputs are combined in shared memory, and one thread stores.
+//
+// Why a nest's split reduction indices cannot be emitted (empty if they can): every loop of a
+// split index must be a loop of a reduction computed ahead of the statements (see
+// hoistedReductionGroups) and have the same constant bounds.
+std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s);
+
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s);
 
 }  // namespace rtcg

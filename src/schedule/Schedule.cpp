@@ -305,10 +305,15 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
     for (size_t p = 0; p < is.parts.size(); ++p) {
       Placement pl = is.parts[p].place;
       if (!it->parallel) {
-        if (isThreadPlacement(pl))
-          reason(fmt::format("reduction index '{}' cannot be on {}: split (parallel) reductions are not "
-                             "supported yet; use serial or unroll", is.index, placementName(pl)));
-        else if (isGridPlacement(pl) || pl == Placement::Reg)
+        if (isThreadPlacement(pl)) {
+          // A reduction split across the threads of a block: each thread accumulates a partial,
+          // then the partials are combined (splitReductionReasons checks the rest).
+          int axis = placementAxis(pl);
+          if (threadUse[axis]) reason(fmt::format("{} is used twice (by '{}' and '{}')", placementName(pl),
+                                                  threadUse[axis]->index, is.index));
+          threadUse[axis] = &is;
+          blockDim[axis] *= ext[p];
+        } else if (isGridPlacement(pl) || pl == Placement::Reg)
           reason(fmt::format("reduction index '{}' cannot be on {}: reduction indices take serial and "
                              "unroll parts", is.index, placementName(pl)));
         else if (pl == Placement::Unroll && ext[p] > 1024)
@@ -350,6 +355,8 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
     reason(fmt::format("{} threads per block (at most {})", threads, lim.maxThreadsPerBlock));
   if (regPoints > lim.maxRegTile)
     reason(fmt::format("register tile of {} points per thread is too large (at most {})", regPoints, lim.maxRegTile));
+
+  for (const std::string& r : splitReductionReasons(k, nestIdx, ns)) reason(r);
 
   // Shared-memory staging.
   std::set<int> reads, writes;

@@ -54,6 +54,7 @@ class NestSpace {
         parallelVariants();
       splitVariants();
     }
+    finishFamilies();
     prune();
   }
 
@@ -66,8 +67,23 @@ class NestSpace {
   const Schedule& defaults_;
   NestModel model_;
   std::set<std::string> seen_;
-  // Per family: nullopt until its first variant was validated; then whether it is supported.
-  std::map<Family, bool> familyOk_;
+  std::map<Family, bool> accepted_;                          // some variant of the family is legal
+  std::map<Family, std::vector<PrunedCandidate>> rejected_;  // its illegal variants
+
+  void finishFamilies() {
+    sharedOffered = accepted_[Family::Shared];
+    splitOffered = accepted_[Family::Split];
+    for (auto& [family, list] : rejected_) {
+      if (list.empty()) continue;
+      if (accepted_[family]) {
+        for (PrunedCandidate& p : list) pruned.push_back(std::move(p));
+      } else {
+        const char* what = family == Family::Shared ? "shared-memory staging" : "split reductions";
+        pruned.push_back({list.front().text, fmt::format("{} not offered ({} variant{}): {}", what, list.size(),
+                                                         list.size() == 1 ? "" : "s", list.front().reason)});
+      }
+    }
+  }
 
   std::string where() const { return k_.nests.size() > 1 ? fmt::format("nest {}: ", nest_) : ""; }
 
@@ -77,30 +93,21 @@ class NestSpace {
     return validateSchedule(k_, s, o_.limits);
   }
 
-  // Adds a generated nest schedule (once). A family whose first variant the validator rejects is
-  // reported once and not offered further (the emitter does not support it yet).
+  // Adds a generated nest schedule (once). Variants of a family the validator rejects wholesale
+  // (the emitter does not support it yet) are summarized in one pruned entry by finishFamilies.
   bool add(const NestSchedule& ns, Family family, bool isDefault = false) {
     std::string text = printNestSchedule(ns);
     if (!seen_.insert(text).second) return false;
-    if (family != Family::Plain) {
-      auto it = familyOk_.find(family);
-      if (it != familyOk_.end() && !it->second) return false;
-    }
     ++enumerated;
     std::vector<std::string> reasons = validate(ns);
-    if (family != Family::Plain && !familyOk_.count(family)) {
-      familyOk_[family] = reasons.empty();
-      if (!reasons.empty()) {
-        const char* what = family == Family::Shared ? "shared-memory staging" : "split reductions";
-        pruned.push_back({where() + text, fmt::format("{} not offered: {}", what, reasons.front())});
-        return false;
-      }
-      (family == Family::Shared ? sharedOffered : splitOffered) = true;
-    }
-    if (!reasons.empty() && !isDefault) {
-      pruned.push_back({where() + text, reasons.front()});
+    if (!reasons.empty()) {
+      // The default is legal under the default limits; tighter user limits may still exclude it.
+      PrunedCandidate p{where() + text, (isDefault ? "default schedule: " : "") + reasons.front()};
+      if (family == Family::Plain) pruned.push_back(std::move(p));
+      else rejected_[family].push_back(std::move(p));
       return false;
     }
+    if (family != Family::Plain) accepted_[family] = true;
     if (family == Family::Shared && !ns.shared.empty()) {
       auto bytes = model_.stagedBytes(ns, ns.shared);
       if (bytes && *bytes > o_.limits.maxSharedBytes) {
@@ -255,7 +262,6 @@ class NestSpace {
   // reuses (requests per distinct element >= 4) or reads uncoalesced (>= 4x sector waste) are
   // staged, all together and, when several qualify, each alone; with reduction steps 8, 16, 32.
   void sharedVariants(const std::vector<IndexSchedule>& pc) {
-    if (familyOk_.count(Family::Shared) && !familyOk_[Family::Shared]) return;
     NestSchedule plain;
     plain.indices = pc;
     for (IndexSchedule& r : reductionClauses(1, 0)) plain.indices.push_back(std::move(r));
@@ -452,9 +458,10 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
   std::vector<size_t> pos(nests.size(), 0);
   std::vector<Candidate> all;
   std::string defaultText = printSchedule(defaults);
+  bool someNestEmpty = std::any_of(nests.begin(), nests.end(), [](const NestSpace& ns) { return ns.kept.empty(); });
   if (nests.empty()) {
     all.push_back(makeCandidate({}));
-  } else {
+  } else if (!someNestEmpty) {
     while (true) {
       std::vector<const NestCandidate*> parts;
       for (size_t n = 0; n < nests.size(); ++n) parts.push_back(&nests[n].kept[pos[n]]);
@@ -479,11 +486,8 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
     std::vector<Candidate> chosen(all.begin(), all.begin() + best);
     for (size_t i : sampleIndices(all.size() - best, budget - best, options.seed)) chosen.push_back(all[best + i]);
     bool hasDefault = std::any_of(chosen.begin(), chosen.end(), [&](const Candidate& c) { return c.text == defaultText; });
-    if (!hasDefault) {
-      auto def = std::find_if(all.begin(), all.end(), [&](const Candidate& c) { return c.text == defaultText; });
-      RTCG_ASSERT(def != all.end(), "the default schedule is missing from the space");
-      chosen.back() = *def;
-    }
+    auto def = std::find_if(all.begin(), all.end(), [&](const Candidate& c) { return c.text == defaultText; });
+    if (!hasDefault && def != all.end()) chosen.back() = *def;
     space.sampledOut += (int64_t)(all.size() - chosen.size());
     all = std::move(chosen);
     std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.score < b.score; });

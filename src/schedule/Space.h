@@ -67,15 +67,23 @@ struct PrunedCandidate {
 
 struct Space {
   std::vector<Candidate> candidates;  // legal and kept, best predicted first; the default schedule is always included
+  // Illegal or pruned variants with their reasons (in several-nest kernels prefixed "nest N: ").
+  // A family the validator rejects wholesale (staging, split reductions not supported by the
+  // emitter) is one entry: "split reductions not offered (5 variants): ...".
   std::vector<PrunedCandidate> pruned;
-  int64_t enumerated = 0;             // before pruning and sampling
+  int64_t enumerated = 0;             // every distinct variant generated, before pruning and sampling
   int64_t sampledOut = 0;             // dropped only by maxCandidates (or by capping the product of nests)
   bool sharedStaging = false;         // validateSchedule accepted staging variants (some nest)
   bool splitReductions = false;       // validateSchedule accepted split-reduction variants (some nest)
 };
 
-// Enumerates the space of the bound kernel. Every kept candidate passes validateSchedule and
-// round-trips through printSchedule/parseSchedule. Never throws on a legal kernel.
+// Enumerates the space of the bound kernel (the static model is described in SpaceModel.h).
+// Every kept candidate passes validateSchedule(options.limits) and round-trips through
+// printSchedule/parseSchedule; each launch other than a nest's default schedule honors minThreads
+// and minBlocks. The default schedule is always kept (unless options.limits exclude it, which is
+// reported in `pruned`). Several nests: the product of the nests' spaces, each nest capped to its
+// best-predicted schedules when the product would pass 200000. Deterministic for a given seed.
+// Throws rtcg::Error only if the kernel is not bound.
 Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options = {});
 
 }  // namespace rtcg

@@ -29,6 +29,7 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
   indices_ = std::move(*idx);
   ok_ = true;
   accesses_ = collectAccesses(k, nest);
+  for (const Access& a : accesses_) usedLoops_.push_back(usedLoops(k, a));
   for (const NestIndex& ni : indices_)
     if (ni.parallel) points_ *= (double)std::max<int64_t>(1, ni.hull.extent());
 
@@ -131,8 +132,8 @@ NestModel::Tiles NestModel::tiles(const NestSchedule& s) const {
 
 // Distinct elements an access touches over a tile: its box footprint, capped by the number of
 // index points that reach it (a flat a[i + n*k] has a huge box but few points).
-static double distinctElements(const Kernel& k, const Access& a, const std::map<int, Interval>& tile,
-                               const std::optional<std::set<int>>& used) {
+static double distinctElementsOf(const Kernel& k, const Access& a, const std::map<int, Interval>& tile,
+                                 const std::optional<std::set<int>>& used) {
   double points = 1;
   for (const Loop* l : a.scope) {
     if (used && !used->count(l->id)) continue;
@@ -143,6 +144,34 @@ static double distinctElements(const Kernel& k, const Access& a, const std::map<
   auto box = footprint(k, a, tile);
   if (!box) return points;
   return std::min(points, (double)box->elements());
+}
+
+// Bytes a block moves to stage an access cooperatively: its tile row by row, each row of the
+// innermost dimension rounded up to 32-byte sectors (a column-shaped tile wastes most of each).
+static double stagedTraffic(const Kernel& k, const Access& a, const std::map<int, Interval>& tile,
+                            double distinct, double bytes) {
+  auto box = footprint(k, a, tile);
+  if (!box || box->dims.empty() || (double)box->elements() > distinct) return distinct * bytes;
+  double width = (double)std::max<int64_t>(1, box->dims.back().extent());
+  double rows = (double)box->elements() / width;
+  return rows * std::ceil(width * bytes / 32) * 32;
+}
+
+// Candidates share tiles (they differ in unrolling, steps, staging): memoized per access and
+// the tile's ranges over the access's loops.
+double NestModel::distinctElements(size_t access, const std::map<int, Interval>& tile) const {
+  const Access& a = accesses_[access];
+  std::vector<int64_t> key{(int64_t)access};
+  for (const Loop* l : a.scope) {
+    auto it = tile.find(l->id);
+    key.push_back(it == tile.end() ? -1 : it->second.lo);
+    key.push_back(it == tile.end() ? -1 : it->second.hi);
+  }
+  auto hit = distinctCache_.find(key);
+  if (hit != distinctCache_.end()) return hit->second;
+  double v = distinctElementsOf(*k_, a, tile, usedLoops_[access]);
+  distinctCache_.emplace(std::move(key), v);
+  return v;
 }
 
 std::optional<int64_t> NestModel::stagedBytes(const NestSchedule& s, const std::vector<std::string>& arrays) const {
@@ -189,15 +218,15 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   std::map<std::string, std::pair<double, double>> reuse;  // array -> (requests, distinct)
   double perBlock = 0;
   bool sawStore = false;
-  for (const Access& a : accesses_) {
+  for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+    const Access& a = accesses_[ai];
     const Param& param = k_->params[a.array];
     double bytes = typeBytes(param.type);
     int txLoop = loopIdIn(a, e.threadXIndex);
     std::optional<int64_t> stride = txLoop >= 0 ? strideAlong(*k_, a, txLoop) : std::optional<int64_t>(0);
     int64_t waste = !stride ? 4 : std::min<int64_t>(32, std::max<int64_t>(1, std::llabs(*stride)));
-    auto used = usedLoops(*k_, a);
-    double distinct = distinctElements(*k_, a, t.block, used);
-    double perThread = distinctElements(*k_, a, t.thread, used);
+    double distinct = distinctElements(ai, t.block);
+    double perThread = distinctElements(ai, t.thread);
     double requests = (double)e.threads * perThread;
     if (stride && *stride == 0) requests /= (double)std::min<int64_t>(threadX, 32);  // one request per warp
     if (a.isWrite) {
@@ -218,7 +247,7 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
     r.second += distinct;
     e.coalescing[param.name] = std::max<int64_t>(e.coalescing[param.name], waste);
     if (staged.count(param.name))
-      perBlock += distinct * bytes;
+      perBlock += stagedTraffic(*k_, a, t.block, distinct, bytes);
     else
       perBlock += (distinct + std::max(0.0, requests - distinct) / 4) * bytes * (double)waste;
   }
@@ -252,7 +281,10 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   double waves = std::ceil(blocks / slots);
   double waveUse = blocks > slots ? blocks / (waves * slots) : 1.0;
   e.efficiency = smUse * hiding * waveUse;
-  e.seconds = d.launchOverhead + std::max(e.bytes / d.memoryBandwidth, e.flops / d.peakFlops) / e.efficiency;
+  // Memory and arithmetic overlap, not perfectly: a quarter of the smaller one shows (this also
+  // ranks compute-bound candidates by their traffic).
+  double memory = e.bytes / d.memoryBandwidth, compute = e.flops / d.peakFlops;
+  e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
   return e;
 }
 

@@ -10,12 +10,14 @@
 // - Global traffic, per access, for one block (grid parts fixed, the block's tile): F = distinct
 //   elements it touches (box footprint, capped by the number of index points), U = elements its
 //   threads request (threads * per-thread footprint; a broadcast along thread.x counts once per
-//   warp). Staged in shared memory: F (cooperative, coalesced loads). Otherwise: F + (U - F)/4
+//   warp). Staged in shared memory: F, loaded cooperatively row by row (each row of the tile's
+//   innermost dimension rounded up to 32-byte sectors). Otherwise: F + (U - F)/4
 //   (repeated reads mostly hit in L1/L2, at a quarter of the cost), times the coalescing factor of
 //   the stride along the thread.x index (1: 1x; 0: broadcast, 1x; s: min(32, |s|) sector waste).
 //   Stores move F, times the same factor. Indirect accesses cost 4x their request count.
 //   Bytes = blocks * per-block traffic.
-// - Time = launch overhead + max(bytes / bandwidth, flops / peak) / efficiency, where efficiency =
+// - Time = launch overhead + (max(memory, compute) + min(memory, compute) / 4) / efficiency, with
+//   memory = bytes / bandwidth and compute = flops / peak (imperfect overlap), where efficiency =
 //   (fraction of multiprocessors with a block) * (latency hiding: warps in flight per
 //   multiprocessor times the ILP of the register tile, over 32) * (wave quantization), each <= 1.
 #pragma once
@@ -23,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,7 +48,8 @@ struct NestEstimate {
   std::map<std::string, int64_t> coalescing;  // read array -> sector waste factor along thread.x
 };
 
-// What the model knows of one nest of a bound kernel; built once, queried per candidate.
+// What the model knows of one nest of a bound kernel; built once, queried per candidate. Not
+// thread-safe (it memoizes footprints).
 class NestModel {
  public:
   NestModel(const Kernel& k, int nest);
@@ -83,7 +87,11 @@ class NestModel {
     std::map<int, Interval> block, thread, step;  // by loop id
     std::map<std::string, int64_t> threadCount;     // index -> points per thread
   };
+  std::vector<std::optional<std::set<int>>> usedLoops_;  // per access: loop ids of its affine offset
+  mutable std::map<std::vector<int64_t>, double> distinctCache_;
+
   Tiles tiles(const NestSchedule& s) const;
+  double distinctElements(size_t access, const std::map<int, Interval>& tile) const;
   int loopIdIn(const Access& a, const std::string& index) const;  // -1 if not in a's scope
 };
 

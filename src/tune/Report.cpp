@@ -95,8 +95,9 @@ std::vector<std::pair<std::string, std::string>> scheduleChoices(std::string_vie
 
 namespace {
 
-std::string num(double v) {  // 4 significant digits
+std::string num(double v) {  // 4 significant digits, no exponent for large values
   if (!std::isfinite(v)) return "-";
+  if (std::abs(v) >= 1e4) return fmt::format("{:.0f}", v);
   return fmt::format("{:.4g}", v);
 }
 
@@ -207,7 +208,7 @@ std::string axes(const Box& b, const Scale& x, const Scale& y, const std::string
   }
   s += fmt::format(R"(<text class="axis" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", b.left + b.width / 2,
                    b.bottom() + 36, htmlEscape(xTitle));
-  s += fmt::format(R"(<text class="axis" transform="translate({:.1f},{:.1f}) rotate(-90)" text-anchor="middle">{}</text>)",
+  s += fmt::format(R"svg(<text class="axis" transform="translate({:.1f},{:.1f}) rotate(-90)" text-anchor="middle">{}</text>)svg",
                    b.left - 52, b.top + b.height / 2, htmlEscape(yTitle + (y.log ? " (log scale)" : "")));
   return s;
 }
@@ -244,7 +245,7 @@ std::string scatterChart(const ReportData& d, const std::optional<CandidateRecor
   bool anyVerified = hi > 0;
   if (!anyVerified) lo = hi = 1;
 
-  const double width = 870, height = 350;
+  const double width = 870, height = 372;
   Box b{80, 46, 770, 250};
   Scale x = makeScale(1, static_cast<double>(d.candidates.size()), b.left, b.right(), false);
   Scale y = makeScale(lo, hi, b.bottom(), b.top, true);
@@ -377,7 +378,7 @@ std::string breakdownSection(const ReportData& d) {
       if (!g.times.empty()) maxMedian = std::max(maxMedian, median(g.times));
     if (maxMedian <= 0) maxMedian = 1;
 
-    const double rowH = 22, labelW = 250, barW = 420;
+    const double rowH = 22, labelW = 250, barW = 340;
     double height = 16 + rows.size() * rowH + 8;
     s += fmt::format("<h3>{}</h3>\n", htmlEscape(choice));
     s += svgOpen(870, height, "time by " + choice);

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -228,6 +229,21 @@ struct TuningDb::Impl {
     if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(what);
   }
 
+  // Like exec, but retries while another connection holds a lock. Changing the journal mode needs
+  // an exclusive lock that SQLite does not wait for through the busy handler (waiting could
+  // deadlock), so processes opening a new database at the same moment get SQLITE_BUSY at once.
+  void execRetryingWhileBusy(const char* sql, const char* what) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    for (int attempt = 0;; ++attempt) {
+      int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) return;
+      int primary = rc & 0xff;
+      if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline)
+        fail(what);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1 + attempt % 20));
+    }
+  }
+
   // One transaction. Writers take the write lock up front (BEGIN IMMEDIATE) so that two
   // processes never deadlock upgrading read locks; waiting for the lock is the busy timeout's.
   class Transaction {
@@ -399,7 +415,7 @@ TuningDb::TuningDb(const std::string& path) : impl_(new Impl) {
     // WAL: readers never block the writer and a killed writer leaves only uncommitted frames,
     // which the next open ignores. synchronous=NORMAL keeps every commit across a process kill
     // (only a power loss may drop the last commits), at a fraction of FULL's fsyncs.
-    impl_->exec("PRAGMA journal_mode = WAL", "PRAGMA journal_mode = WAL");
+    impl_->execRetryingWhileBusy("PRAGMA journal_mode = WAL", "PRAGMA journal_mode = WAL");
     impl_->exec("PRAGMA synchronous = NORMAL", "PRAGMA synchronous = NORMAL");
     impl_->exec("PRAGMA foreign_keys = ON", "PRAGMA foreign_keys = ON");
     impl_->migrate();

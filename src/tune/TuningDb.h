@@ -12,7 +12,7 @@
 //   candidates(id, key_id, search_id, schedule, status, reason, median_ms, ..., recorded_at)
 //               index (key_id, status, median_ms) serves best()
 // An object is safe to use from several threads (calls are serialized); several processes may
-// open the same file at once.
+// open the same file at once. Do not use an object across fork(): open a new one in the child.
 #pragma once
 
 #include <cstdint>

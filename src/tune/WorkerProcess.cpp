@@ -126,7 +126,7 @@ void WorkerProcess::start() {
 
   auto failed = [&](const std::string& what, bool kill) {
     std::string how = stop(kill);
-    return Error(fmt::format("the worker '{}' {} during setup ({}){}", path_, what, how, stderrTail()));
+    return Error(fmt::format("the worker '{}' failed during setup: it {} ({}){}", path_, what, how, stderrTail()));
   };
   if (!channel_->send(setup_)) throw failed("closed its connection", false);
   Channel::Received in;
@@ -135,7 +135,7 @@ void WorkerProcess::start() {
   } catch (const ProtocolError& e) {
     throw failed(fmt::format("sent a malformed reply: {}", e.what()), true);
   }
-  if (in.status == Channel::Status::Eof) throw failed("exited", false);
+  if (in.status == Channel::Status::Eof) throw failed("closed its connection", false);
   if (in.status == Channel::Status::Timeout)
     throw failed(fmt::format("did not answer within {:g} s and was killed", timeouts_.setupSeconds), true);
   if (auto* e = std::get_if<ErrorMessage>(&*in.message)) {

@@ -92,8 +92,9 @@ TEST(Cli, EveryExampleChecksEmitsCompilesAndRunsOnTheCpu) {
     EXPECT_NE(text.find("extern \"C\" __global__"), std::string::npos);
     EXPECT_NE(text.find("// Schedule: "), std::string::npos);
 
-    Result b = rtcgc("emit " + example(file) + defs + " --cubin -o " + cubin.string());
+    Result b = rtcgc("emit " + example(file) + defs + " --cubin --nvrtc-log -o " + cubin.string());
     ASSERT_EQ(b.code, 0) << b.out;
+    EXPECT_EQ(b.out.find("warning #"), std::string::npos) << "generated code should compile cleanly:\n" << b.out;
     EXPECT_GT(fs::file_size(cubin), 1000u);
     EXPECT_NE(b.out.find("registers"), std::string::npos) << b.out;
     std::ifstream bin(cubin, std::ios::binary);

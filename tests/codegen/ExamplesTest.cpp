@@ -37,16 +37,28 @@ std::vector<Kernel> exampleKernels() {
 std::vector<std::string> handSchedules(const std::string& kernel) {
   if (kernel == "matmul" || kernel == "matmul_flat")
     return {"i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4",
-            "j: grid.x, thread.x 16, reg 2; i: grid.y, thread.y 8, reg 2; k: unroll, serial 3"};
-  if (kernel == "axpby") return {"i: grid.x, thread.x 128, reg 4", "i: grid.x, serial 3, thread.x 64"};
-  if (kernel == "dot") return {"i: serial, unroll 8"};
-  if (kernel == "gemv") return {"i: grid.x, thread.x 64, reg 2; j: serial, unroll 4"};
-  if (kernel == "transpose") return {"i: grid.y, thread.y 8, reg 2; j: grid.x, thread.x 32"};
-  if (kernel == "dg_diff") return {"k: grid.x, thread.y 4, reg 2; i: serial, thread.x 32; j: unroll, serial 4"};
-  if (kernel == "dg_lift") return {"k: grid.x, thread.y 4; i: serial, thread.x 32; f: serial, unroll 4"};
+            "j: grid.x, thread.x 16, reg 2; i: grid.y, thread.y 8, reg 2; k: unroll, serial 3",
+            "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 8; shared: a, b",
+            "i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: serial, thread.z 4; shared: a, b"};
+  if (kernel == "axpby")
+    return {"i: grid.x, thread.x 128, reg 4", "i: grid.x, serial 3, thread.x 64", "i: grid.x, thread.x 128, reg 4; shared: x, y"};
+  if (kernel == "dot") return {"i: serial, unroll 8", "i: serial, thread.x 256", "i: serial, unroll 4, thread.x 96"};
+  if (kernel == "gemv")
+    return {"i: grid.x, thread.x 64, reg 2; j: serial, unroll 4", "i: grid.x, thread.y 4; j: serial, thread.x 32; shared: x",
+            "i: grid.x, thread.x 64, reg 2; j: serial, unroll 4; shared: a, x"};
+  if (kernel == "transpose")
+    return {"i: grid.y, thread.y 8, reg 2; j: grid.x, thread.x 32", "i: grid.y, thread.y 8, reg 4; j: grid.x, thread.x 32; shared: a"};
+  if (kernel == "dg_diff")
+    return {"k: grid.x, thread.y 4, reg 2; i: serial, thread.x 32; j: unroll, serial 4",
+            "k: grid.x, thread.y 4, reg 2; i: serial, thread.x 32; j: unroll, serial 4; shared: Dr, Ds, Dt, u",
+            "k: grid.x, thread.y 8; i: serial, thread.x 32; j: serial, thread.z 2; shared: u"};
+  if (kernel == "dg_lift")
+    return {"k: grid.x, thread.y 4; i: serial, thread.x 32; f: serial, unroll 4",
+            "k: grid.x, thread.y 4; i: serial, thread.x 32; f: serial, unroll 4; shared: LIFT, flux, invJ"};
   if (kernel == "dg_face_gather") return {"k: grid.x, thread.y 8, reg 2; f: serial, thread.x 32"};
   if (kernel == "batched_matmul")
-    return {"b: grid.z; i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 16; k: serial, unroll 4"};
+    return {"b: grid.z; i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 16; k: serial, unroll 4",
+            "b: grid.z; i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 16; k: serial, unroll 4; shared: a, x"};
   return {};
 }
 
@@ -74,9 +86,11 @@ TEST(Examples, EmitAndCompileAtSeveralSizes) {
         auto again = parseSchedule(printSchedule(s));
         ASSERT_TRUE(again.ok());
         EXPECT_EQ(*again.schedule, s);
-        auto reasons = validateSchedule(*bound, s);
+        ScheduleLimits limits;
+        limits.maxSharedBytes = 227 * 1024;  // the sm_90 opt-in: large tiles use dynamic shared memory
+        auto reasons = validateSchedule(*bound, s, limits);
         ASSERT_TRUE(reasons.empty()) << k.name << " n=" << n << " " << printSchedule(s) << ": " << reasons[0];
-        EmittedModule m = emitCuda(*bound, s);
+        EmittedModule m = emitCuda(*bound, s, limits);
         CudaCompileResult c = compileCuda(m.source, k.name + ".cu");
         ASSERT_TRUE(c.success) << k.name << " n=" << n << " " << printSchedule(s) << "\n" << c.log << "\n" << m.source;
         for (const LaunchSpec& l : m.launches) {

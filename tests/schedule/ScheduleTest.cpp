@@ -133,13 +133,16 @@ TEST(Schedule, ValidationReasons) {
       {"i: grid.y, thread.y 64; j: grid.x, thread.x 32; k: serial", "2048 threads per block"},
       {"i: grid.y, thread.z 128; j: grid.x, thread.x 2; k: serial", "128 threads on thread.z"},
       {"i: grid.y, reg 16; j: grid.x, thread.x 32, reg 8; k: serial", "register tile of 128 points"},
-      {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.x 8", "split (parallel) reductions are not supported"},
+      {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.x 8", "thread.x is used twice"},
+      {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.y 64", "2048 threads per block"},
       {"i: grid.y; j: grid.x; k: grid.z", "reduction indices take serial and unroll parts"},
       {"i: grid.y; j: grid.x; k: reg", "reduction indices take serial and unroll parts"},
       {"i: grid.y; j: grid.x; k: serial; shared: c", "'c' is written"},
       {"i: grid.y; j: grid.x; k: serial; shared: zz", "'zz' in shared: is not a parameter"},
       {"i: grid.y; j: grid.x; k: serial; shared: n", "'n' in shared: is not an array"},
-      {"i: grid.y; j: grid.x; k: serial; shared: a", "shared-memory staging is not supported by the emitter yet"},
+      {"i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, serial 200; shared: a",
+       "staging needs 51200 bytes of shared memory (at most 49152)"},
+      {"i: grid.y; j: grid.x, thread.x 32; k: thread.y, serial 100; shared: a", "give 'k' a serial or unroll first part"},
       {"i: grid.y; j: grid.x; k: serial; i: serial", "'i' is scheduled twice"},
       {"i: grid.y | j: grid.x", "the schedule has 2 nest schedules but kernel 'matmul' has 1"},
   };
@@ -155,6 +158,28 @@ TEST(Schedule, ValidationReasons) {
   // Grid y is limited to 65535 blocks.
   auto big = validateSchedule(axpby(100000), parseOk("i: grid.y"));
   EXPECT_TRUE(hasReason(big, "100000 blocks on grid.y")) << joined(big);
+}
+
+TEST(Schedule, StagingAndSplitReductionReasons) {
+  Kernel tri = triangular(16);
+  auto moves = validateSchedule(tri, parseOk("i: grid.y; j: grid.x; k: serial; shared: a | i: grid.x; k: serial"));
+  EXPECT_TRUE(hasReason(moves, "array 'a' cannot be staged in shared memory")) << joined(moves);
+  auto bounds = validateSchedule(tri, parseOk("i: grid.y; j: grid.x; k: serial | i: grid.x; k: serial, thread.x 4"));
+  EXPECT_TRUE(hasReason(bounds, "reduction index 'k' is split across threads but its bounds are not the same constants"))
+      << joined(bounds);
+  // Legal: staged per step, whole small arrays, split reductions.
+  EXPECT_TRUE(validateSchedule(matmul(500), parseOk("i: grid.y, thread.y 16; j: grid.x, thread.x 16; k: serial, unroll 16; shared: a, b")).empty());
+  EXPECT_TRUE(validateSchedule(dgDiff(100, 20), parseOk("k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial; shared: Dr, Ds, Dt, u")).empty());
+  EXPECT_TRUE(validateSchedule(dot(1000), parseOk("i: serial, thread.x 256")).empty());
+  // The staging plan says what is staged where.
+  NestSchedule ns = parseOk("k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial, unroll 4; shared: Dr, u").nests[0];
+  StagingPlan plan = planStaging(dgDiff(100, 20), 0, ns);
+  ASSERT_EQ(plan.arrays.size(), 2u);
+  EXPECT_EQ(plan.arrays[0].level, StageLevel::Block);  // Dr: the whole 20 x 20 matrix
+  EXPECT_EQ(plan.arrays[0].elements, 400);
+  EXPECT_EQ(plan.arrays[1].level, StageLevel::Step);   // u: 4 elements x 4 steps of j
+  EXPECT_EQ(plan.arrays[1].elements, 16);
+  EXPECT_EQ(plan.bytes, 1600 + 64);
 }
 
 TEST(Schedule, UnboundKernelIsRejected) {

@@ -12,6 +12,8 @@
 #include <regex>
 #include <sstream>
 
+#include "DbCommand.h"
+#include "TuneCommand.h"
 #include "api/Executable.h"
 #include "api/Pipeline.h"
 #include "frontend/Frontend.h"
@@ -22,6 +24,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "support/Error.h"
+#include "tune/Verify.h"
 
 namespace fs = std::filesystem;
 using namespace rtcg;
@@ -184,7 +187,7 @@ int runCheck(const Common& c) {
 
 struct EmitArgs {
   std::string schedule, output, arch = "sm_90";
-  bool ptx = false, cubin = false, resources = false;
+  bool ptx = false, cubin = false, resources = false, nvrtcLog = false;
 };
 
 int runEmit(const Common& c, const EmitArgs& e) {
@@ -207,7 +210,7 @@ int runEmit(const Common& c, const EmitArgs& e) {
   options.schedule = e.schedule;
   options.arch = e.arch;
   options.wantPtx = e.ptx;
-  options.compile = e.ptx || e.cubin || e.resources;
+  options.compile = e.ptx || e.cubin || e.resources || e.nvrtcLog;
   Compiled compiled = compile(c, src, options);
 
   std::string data;
@@ -221,6 +224,9 @@ int runEmit(const Common& c, const EmitArgs& e) {
     fwrite(data.data(), 1, data.size(), stdout);
   else
     writeFileAtomically(e.output, data);
+  if (e.nvrtcLog) fmt::print(stderr, "{}\n", compiled.binary.log);
+  if ((e.resources || e.cubin) && compiled.binary.resources.empty())
+    fmt::print(stderr, "rtcgc: warning: ptxas reported no resource use in the NVRTC log\n");
   if (e.resources || e.cubin)
     for (const KernelResources& r : compiled.binary.resources)
       fmt::print(stderr, "{}: {} registers, {} bytes shared, {} bytes local (spill stores {}, loads {})\n", r.name,
@@ -321,10 +327,7 @@ int runRun(const Common& c, const RunArgs& r) {
   for (const ReferenceOutput& o : ref.outputs) {
     const HostArray& out = gpu.array(o.param);
     Comparison cmp = compare(out, o.values);
-    double tol = r.tolerance >= 0 ? r.tolerance
-                 : out.type() == ScalarType::F32 ? 1e-5
-                 : out.type() == ScalarType::F64 ? 1e-12
-                                                 : 0.0;
+    double tol = r.tolerance >= 0 ? r.tolerance : verificationTolerance(bound, o.param);
     bool pass = cmp.nonFinite == 0 && cmp.relativeError <= tol;
     ok = ok && pass;
     fmt::print("  {}: {} (tolerance {:g}) {}\n", o.name, cmp.str(), tol, pass ? "ok" : "MISMATCH");
@@ -384,7 +387,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("rtcgc ") + RTCG_VERSION);
   app.require_subcommand(1);
   app.footer("Exit codes: 0 ok, 1 input errors, 2 bad command line, 3 NVRTC failed, 4 no CUDA device, "
-             "5 GPU result mismatch, 70 internal error.");
+             "5 GPU result mismatch (tune: no candidate verified), 70 internal error.");
 
   Common common;
   EmitArgs emit;
@@ -401,6 +404,7 @@ int main(int argc, char** argv) {
   emitCmd->add_flag("--cubin", emit.cubin, "emit a cubin compiled by NVRTC (needs -o)");
   emitCmd->add_flag("--resources", emit.resources, "print registers, shared and local memory per function");
   emitCmd->add_option("--arch", emit.arch, "target architecture (default sm_90)");
+  emitCmd->add_flag("--nvrtc-log", emit.nvrtcLog, "print NVRTC's log (with ptxas -v output) to standard error");
 
   CLI::App* runCmd = app.add_subcommand("run", "run on random inputs: --cpu on the reference executor, else on the GPU");
   addCommon(runCmd, common);
@@ -409,12 +413,16 @@ int main(int argc, char** argv) {
   runCmd->add_option("-s,--schedule", run.schedule, "schedule text (default: the default schedule)");
   runCmd->add_option("-S,--scalar", run.scalars, "set a scalar parameter: -S alpha=2.5 (default random)");
   runCmd->add_option("--repeats", run.repeats, "timed repeats (default 20)")->check(CLI::Range(1, 100000));
-  runCmd->add_option("--tolerance", run.tolerance, "relative error allowed (default 1e-5 f32, 1e-12 f64)");
+  runCmd->add_option("--tolerance", run.tolerance,
+                     "relative error allowed (default 1e-5 for f32, 1e-12 for f64, scaled up by the square root "
+                     "of the reduction length / 256 for long reductions; integers exact)");
 
   CLI::App* ir = app.add_subcommand("ir", "print the IR (bound when -D is given)");
   addCommon(ir, common);
 
   CLI::App* devices = app.add_subcommand("devices", "list CUDA devices");
+  TuneCommand tuneCmd = addTuneCommand(app);
+  DbCommand dbCmd = addDbCommand(app);
 
   try {
     app.parse(argc, argv);
@@ -435,6 +443,8 @@ int main(int argc, char** argv) {
     if (runCmd->parsed()) return runRun(common, run);
     if (ir->parsed()) return runIr(common);
     if (devices->parsed()) return runDevices();
+    if (tuneCmd.command->parsed()) return runTuneCommand(tuneCmd);
+    if (dbCmd.cmd->parsed()) return runDbCommand(dbCmd);
   } catch (const Fail& f) {
     return f.code;
   } catch (const NoDeviceError& e) {

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The whole GPU check, run on the GPU machine from the repository root with .gpu/ (made by
+# scripts/gpu-pack.sh) beside it. Writes logs and results under $OUT (default ./gpu-out).
+# Prints a summary table last.
+set -uo pipefail
+root=$(pwd)
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+# Test binaries have the source and build paths of the packing machine built in.
+if [[ ! -e /work/main ]]; then mkdir -p /work && ln -s "$root" /work/main; fi
+[[ -e "$root/build-gpu" ]] || ln -s "$root/.gpu/build-gpu" "$root/build-gpu"
+export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export RTCG_CACHE_DIR=$(mktemp -d)
+export PATH=$root/build-gpu/tools/rtcgc:$root/build-gpu/tools/rtcg-worker:$PATH
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
+
+summary=()
+# The test binaries with GPU tests (the others are CPU-only and run in CI).
+for t in tests/runtime/test_runtime tests/api/test_api tests/tuner/test_tuner tests/cli/test_cli; do
+  name=$(basename "$t")
+  timeout 600 "build-gpu/$t" --gtest_brief=1 >"$out/$name.log" 2>&1
+  rc=$?
+  passed=$(grep -c '^\[       OK \]' "$out/$name.log" || true)
+  line=$(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$name.log" | tr '\n' ' ')
+  skipped=$(grep -E '^\[  SKIPPED \] [0-9]+ test' "$out/$name.log" | head -1)
+  summary+=("$(printf '%-16s rc=%-3s %s %s' "$name" "$rc" "$line" "$skipped")")
+done
+
+# Every example on the GPU against the CPU reference, at the sizes of examples/sizes.txt and at
+# sizes that do not divide the block sizes.
+: >"$out/examples.log"
+run_example() {
+  local file=$1; shift
+  echo "== $file $*" >>"$out/examples.log"
+  rtcgc run "examples/$file" "$@" --repeats 20 >>"$out/examples.log" 2>&1
+  echo "rc=$?" >>"$out/examples.log"
+}
+while read -r file bindings; do
+  [[ -z "$file" || "$file" == \#* ]] && continue
+  defs=(); for b in $bindings; do defs+=(-D "$b"); done
+  run_example "$file" "${defs[@]}"
+done <examples/sizes.txt
+run_example matmul.rtcg -D n=1500
+run_example matmul.rtcg -D n=17
+run_example matmul_flat.rtcg -D n=333
+run_example axpby.rtcg -D n=1000003
+run_example dot.rtcg -D n=77777
+run_example transpose.rtcg -D m=4097 -D n=1023
+run_example gemv.rtcg -D m=8191 -D n=8191
+run_example dg_diff.rtcg -D K=77777 -D Np=56
+run_example dg_lift.rtcg -D K=33333 -D Np=35 -D Nfp=15
+run_example dg_face_gather.rtcg -D K=33333 -D Np=35 -D Nfaces=4 -D Nfp=15
+run_example batched_matmul.rtcg -D nb=65536 -D n=16
+run_example batched_matmul.rtcg -D nb=1001 -D n=20
+mismatches=$(grep -c MISMATCH "$out/examples.log" || true)
+failures=$(grep -c '^rc=[1-9]' "$out/examples.log" || true)
+
+# The embedding examples (built on the packing machine as consumers of the installed package).
+: >"$out/embed.log"
+for p in matmul dg_diff; do
+  echo "== embed/$p" >>"$out/embed.log"
+  .gpu/embed/$p >>"$out/embed.log" 2>&1
+  echo "rc=$?" >>"$out/embed.log"
+done
+# Cold (NVRTC) and warm (disk cache) start, DSL string to launchable kernel, in fresh processes.
+probe=build-gpu/tests/api/api_cache_probe
+if [[ -x $probe ]]; then
+  d=$(mktemp -d)
+  for run in cold warm warm; do
+    echo "== $run: $(RTCG_CACHE_DIR=$d $probe 500 2>&1 | tr '\n' ' ')" >>"$out/embed.log"
+  done
+fi
+
+echo
+echo "== GPU check summary ($(head -2 "$out/device.txt" | tail -1))"
+printf '%s\n' "${summary[@]}"
+grep -E '^(== |rc=)' "$out/embed.log" | paste -sd' '
+echo "examples: $(grep -c '^== ' "$out/examples.log") runs, $failures non-zero exits, $mismatches mismatches"
+grep -E '^  [a-z]+: rel' "$out/examples.log" | awk '{print $3}' | sort -g | tail -1 | sed 's/^/largest relative error: /'

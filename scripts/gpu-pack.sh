@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds rtcg (Release) into build-gpu/ and packs what the GPU check needs into .gpu/ (ignored by
+# git): stripped executables at their build-tree paths, and the shared libraries the GPU machine
+# lacks. Carry `.gpu` to the GPU machine and run scripts/gpu-check.sh there (docs/gpu.md).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build-gpu
+export PATH=/usr/local/cuda/bin:$PATH
+cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C "$build"
+rm -rf "$root/.gpu"
+mkdir -p "$root/.gpu/lib"
+cd "$build"
+# Every executable of the build, at its path in the build tree (tests have those paths built in).
+find . -type f -perm -u+x ! -name '*.so*' ! -path './CMakeFiles/*' ! -name '*.sh' | while read -r f; do
+  if file "$f" | grep -q 'ELF.*executable\|ELF.*pie'; then
+    mkdir -p "$root/.gpu/build-gpu/$(dirname "$f")"
+    strip -o "$root/.gpu/build-gpu/$f" "$f"
+  fi
+done
+# CTest files so ctest can run there too.
+find . -name 'CTestTestfile.cmake' -o -name '*_include.cmake' -o -name '*_tests.cmake' | while read -r f; do
+  mkdir -p "$root/.gpu/build-gpu/$(dirname "$f")"
+  cp "$f" "$root/.gpu/build-gpu/$f"
+done
+cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 "$root/.gpu/lib/"
+# The embedding examples, built as a consumer of the installed package (the GPU machine has no
+# -dev packages to configure them there).
+cmake --install "$build" --prefix "$build/prefix" >/dev/null
+cmake -S "$root/examples/embed" -B "$build/embed" -DCMAKE_PREFIX_PATH="$build/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build/embed" >/dev/null
+mkdir -p "$root/.gpu/embed"
+for p in matmul dg_diff; do strip -o "$root/.gpu/embed/$p" "$build/embed/$p"; done
+du -sh "$root/.gpu"

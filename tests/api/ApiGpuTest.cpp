@@ -1,0 +1,371 @@
+// The embedding API on a GPU (each test skips itself without a device): every example kernel at
+// two sizes against the CPU reference, through host vectors and device arrays; argument errors with
+// real arrays; In/Out/InOut semantics; the in-memory, disk and cross-process caches; concurrency.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api/KernelBuild.h"
+#include "reference/Compare.h"
+#include "reference/HostArgs.h"
+#include "reference/RandomFill.h"
+#include "reference/Reference.h"
+#include "rtcg/rtcg.h"
+#include "runtime/CudaDriver.h"
+
+namespace fs = std::filesystem;
+
+namespace rtcg {
+namespace {
+
+class ApiGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::cudaAvailable()) GTEST_SKIP() << "no CUDA: " << cuda::unavailableReason();
+  }
+};
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no rtcg::Error thrown>";
+}
+
+const char* kMatmul = R"(kernel matmul(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {
+  for i in 0..n, j in 0..n {
+    c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]);
+  }
+}
+)";
+
+// ---- every example, two sizes (small, and ones that do not divide the default tiles) -------------
+
+const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
+    {"matmul.rtcg", {{{{"n", 37}}, {{"n", 130}}}}},
+    {"matmul_flat.rtcg", {{{{"n", 33}}, {{"n", 129}}}}},
+    {"axpby.rtcg", {{{{"n", 1000}}, {{"n", 100003}}}}},
+    {"dot.rtcg", {{{{"n", 1}}, {{"n", 100003}}}}},
+    {"transpose.rtcg", {{{{"m", 17}, {"n", 33}}, {{"m", 1023}, {"n", 257}}}}},
+    {"gemv.rtcg", {{{{"m", 37}, {"n", 41}}, {{"m", 200}, {"n", 1500}}}}},
+    {"dg_diff.rtcg", {{{{"K", 37}, {"Np", 20}}, {{"K", 1000}, {"Np", 7}}}}},
+    {"dg_lift.rtcg", {{{{"K", 33}, {"Np", 20}, {"Nfp", 10}}, {{"K", 100}, {"Np", 10}, {"Nfp", 6}}}}},
+    {"dg_face_gather.rtcg",
+     {{{{"K", 33}, {"Np", 20}, {"Nfaces", 4}, {"Nfp", 10}}, {{"K", 101}, {"Np", 4}, {"Nfaces", 4}, {"Nfp", 3}}}}},
+    {"batched_matmul.rtcg", {{{{"nb", 5}, {"n", 16}}, {{"nb", 33}, {"n", 7}}}}},
+};
+
+// Arguments for `bound` taken from `host`: host vectors (viewed in place) or device arrays (uploaded
+// now, downloaded into `host` by the returned finisher).
+struct ApiArgs {
+  std::vector<detail::ArgRef> refs;
+  std::vector<std::function<void()>> downloads;
+};
+
+template <class T>
+void addDeviceArray(Context& ctx, HostArray& h, bool written, ApiArgs& out) {
+  T* p = h.as<T>();
+  Array<T> a = ctx.upload(std::vector<T>(p, p + h.size()));
+  out.refs.push_back(detail::argRef(a));
+  if (written)
+    out.downloads.push_back([a, p] {
+      std::vector<T> v = a.download();
+      std::copy(v.begin(), v.end(), p);
+    });
+}
+
+ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceArrays) {
+  ApiArgs out;
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (param.kind == ParamKind::Size) continue;
+    if (param.kind == ParamKind::Scalar) {
+      const ScalarValue& v = host.scalar(int(p));
+      switch (param.type) {
+        case ScalarType::F32: out.refs.push_back(detail::argRef(float(v.f))); break;
+        case ScalarType::F64: out.refs.push_back(detail::argRef(v.f)); break;
+        case ScalarType::I32: out.refs.push_back(detail::argRef(int32_t(v.i))); break;
+        case ScalarType::I64: out.refs.push_back(detail::argRef(int64_t(v.i))); break;
+        case ScalarType::Bool: ADD_FAILURE() << "bool scalar"; break;
+      }
+      continue;
+    }
+    HostArray& h = host.array(int(p));
+    if (!deviceArrays) {
+      detail::ArgRef r;
+      r.kind = detail::ArgRef::Kind::HostArray;
+      r.type = param.type == ScalarType::F32   ? ElementType::F32
+               : param.type == ScalarType::F64 ? ElementType::F64
+               : param.type == ScalarType::I32 ? ElementType::I32
+                                               : ElementType::I64;
+      r.count = size_t(h.size());
+      r.host = h.data();
+      out.refs.push_back(r);
+      continue;
+    }
+    switch (param.type) {
+      case ScalarType::F32: addDeviceArray<float>(ctx, h, param.isWritten(), out); break;
+      case ScalarType::F64: addDeviceArray<double>(ctx, h, param.isWritten(), out); break;
+      case ScalarType::I32: addDeviceArray<int32_t>(ctx, h, param.isWritten(), out); break;
+      case ScalarType::I64: addDeviceArray<int64_t>(ctx, h, param.isWritten(), out); break;
+      case ScalarType::Bool: ADD_FAILURE() << "bool array"; break;
+    }
+  }
+  return out;
+}
+
+TEST_F(ApiGpu, EveryExampleMatchesTheReference) {
+  Context ctx;
+  int checked = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(fs::path(RTCG_SOURCE_DIR) / "examples")) {
+    if (e.path().extension() != ".rtcg") continue;
+    std::string file = e.path().filename().string();
+    auto sizes = kExampleSizes.find(file);
+    ASSERT_NE(sizes, kExampleSizes.end()) << file << " has no test sizes here: add it to kExampleSizes";
+    std::string source = readFile(e.path());
+    for (int variant = 0; variant < 2; ++variant) {
+      SCOPED_TRACE(file + (variant == 0 ? " (host vectors)" : " (device arrays)"));
+      CompileOptions o;
+      o.fileName = file;
+      CompiledKernel k = ctx.compile(source, sizes->second[variant], o);
+      Kernel bound = prepareKernel(source, sizes->second[variant], o).bound;
+      HostArgs host(bound);
+      fillInputs(bound, host, 42 + variant);
+      for (size_t p = 0; p < bound.params.size(); ++p)
+        if (bound.params[p].kind == ParamKind::Scalar) host.setScalar(int(p), 0.75 + double(p));
+      HostArgs refArgs = host;
+      ReferenceResult ref = runReference(bound, refArgs);
+
+      ApiArgs args = apiArgs(ctx, bound, host, variant == 1);
+      k.launch(args.refs);
+      for (auto& d : args.downloads) d();
+      for (const ReferenceOutput& o : ref.outputs) {
+        Comparison c = compare(host.array(o.param), o.values);
+        EXPECT_EQ(c.nonFinite, 0) << o.name << ": " << c.str();
+        EXPECT_LT(c.relativeError, 1e-5) << o.name << ": " << c.str();
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2 * int(kExampleSizes.size()));
+}
+
+// ---- arguments ---------------------------------------------------------------------------------
+
+TEST_F(ApiGpu, ArgumentMismatchesWithRealArrays) {
+  Context ctx;
+  CompiledKernel mm = ctx.compile(kMatmul, {{"n", 500}});
+  Array<float> a = ctx.empty<float>(250000), b = ctx.empty<float>(250000);
+  Array<double> wrongType = ctx.empty<double>(250000);
+  Array<float> wrongSize = ctx.empty<float>(250001);
+  EXPECT_NE(errorOf([&] { mm(a, b); }).find("matmul: expected 3 arguments, given 2"), std::string::npos);
+  EXPECT_EQ(errorOf([&] { mm(a, b, wrongType); }),
+            "matmul: argument 3 (out c): expected f32[500, 500] (250000 elements), given rtcg::Array<double> of "
+            "250000 elements");
+  EXPECT_EQ(errorOf([&] { mm(wrongSize, b, a); }),
+            "matmul: argument 1 (a): expected f32[500, 500] (250000 elements), given rtcg::Array<float> of 250001 "
+            "elements");
+  const std::vector<float> constOut(250000);
+  EXPECT_NE(errorOf([&] { mm(a, b, constOut); }).find("given const std::vector<float> of 250000 elements"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { mm(a, 2.0f, b); }).find("argument 2 (b): expected f32[500, 500] (250000 elements), "
+                                                  "given float"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { mm(a, b, a); }).find("are the same memory"), std::string::npos);
+  EXPECT_EQ(mm.signature(), "matmul(a: f32[500, 500], b: f32[500, 500], out c: f32[500, 500]) with n = 500");
+}
+
+TEST_F(ApiGpu, HostVectorsAreInOutAndInOut) {
+  Context ctx;
+  CompiledKernel k = ctx.compile(R"(kernel io(n: int, a: f32[n], out b: f32[2*n], inout c: f32[n]) {
+    for i in 0..n { b[i] = a[i] + c[i]; c[i] = c[i] * 2; }
+  })", {{"n", 1000}});
+  std::vector<float> a(1000), b(2000, 7.0f), c(1000);
+  for (int i = 0; i < 1000; ++i) a[i] = float(i), c[i] = float(3 * i);
+  const std::vector<float> aConst = a;
+  k(aConst, b, c);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(a[i], float(i));            // in: untouched
+    ASSERT_EQ(b[i], float(i + 3 * i));    // out: written
+    ASSERT_EQ(b[1000 + i], 0.0f);         // out: elements the kernel does not write become 0
+    ASSERT_EQ(c[i], float(6 * i));        // inout: read and written back
+  }
+  // Device arrays keep their contents between launches: inout accumulates.
+  Array<float> da = ctx.upload(a), db = ctx.empty<float>(2000), dc = ctx.upload(c);
+  k(da, db, dc);
+  k(da, db, dc);
+  std::vector<float> hc = dc.download();
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(hc[i], float(24 * i));
+}
+
+TEST_F(ApiGpu, ScalarArgumentsWiden) {
+  Context ctx;
+  CompiledKernel k = ctx.compile(R"(kernel s(n: int, alpha: f64, m: i64, out y: f64[n]) {
+    for i in 0..n { y[i] = alpha * f64(m) + f64(i); }
+  })", {{"n", 10}});
+  std::vector<double> y(10);
+  k(0.5f, int32_t(4), y);  // float -> f64, int32_t -> i64
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(y[i], 2.0 + i);
+}
+
+// ---- caches ------------------------------------------------------------------------------------
+
+TEST_F(ApiGpu, SameRequestIsServedFromMemory) {
+  Context ctx;
+  Context::CacheStats before = ctx.cacheStats();
+  CompiledKernel k1 = ctx.compile(kMatmul, {{"n", 77}});
+  CompiledKernel k2 = ctx.compile(kMatmul, {{"n", 77}});
+  CompileOptions named;
+  named.kernel = "matmul";  // another request, the same emitted source: the loaded module is reused
+  CompiledKernel k3 = ctx.compile(kMatmul, {{"n", 77}}, named);
+  Context::CacheStats after = ctx.cacheStats();
+  EXPECT_EQ(after.memory - before.memory, 2);
+  EXPECT_EQ((after.nvrtc + after.disk) - (before.nvrtc + before.disk), 1);
+  EXPECT_EQ(k1.cudaSource(), k3.cudaSource());
+  EXPECT_EQ(k1.scheduleText(), k2.scheduleText());
+  EXPECT_EQ(k1.name(), "matmul");
+}
+
+struct ProbeResult {
+  int exitCode = -1;
+  std::string output;
+  std::map<std::string, double> values;
+};
+
+ProbeResult runProbe(const fs::path& cacheDir, int n) {
+  std::string cmd = "env -u RTCG_CACHE RTCG_CACHE_DIR='" + cacheDir.string() + "' '" RTCG_API_PROBE "' " +
+                    std::to_string(n) + " 2>&1";
+  ProbeResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[512];
+  while (fgets(buf, sizeof buf, pipe)) r.output += buf;
+  int status = pclose(pipe);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  static const std::regex kv(R"(([a-z_]+)=([-+0-9.eE]+))");
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), kv), end; it != end; ++it)
+    r.values[(*it)[1]] = std::stod((*it)[2]);
+  return r;
+}
+
+fs::path freshDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("rtcg-api-test-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST_F(ApiGpu, DiskCacheServesASecondProcess) {
+  fs::path dir = freshDir("disk");
+  ProbeResult cold = runProbe(dir, 200);
+  ASSERT_EQ(cold.exitCode, 0) << cold.output;
+  EXPECT_EQ(cold.values["from_disk"], 0) << cold.output;
+  EXPECT_EQ(cold.values["nvrtc"], 1) << cold.output;
+  ProbeResult warm = runProbe(dir, 200);
+  ASSERT_EQ(warm.exitCode, 0) << warm.output;
+  EXPECT_EQ(warm.values["from_disk"], 1) << warm.output;
+  EXPECT_EQ(warm.values["disk"], 1) << warm.output;
+  EXPECT_LT(warm.values["compile_ms"], cold.values["compile_ms"]) << cold.output << warm.output;
+  fs::remove_all(dir);
+}
+
+TEST_F(ApiGpu, CorruptCacheEntryIsIgnoredAndRebuilt) {
+  fs::path dir = freshDir("corrupt");
+  ASSERT_EQ(runProbe(dir, 150).exitCode, 0);
+  int corrupted = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::string bytes = readFile(e.path());
+    for (size_t i = bytes.size() / 2; i < bytes.size(); i += 7) bytes[i] = char(~bytes[i]);
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << bytes;
+    ++corrupted;
+  }
+  ASSERT_GT(corrupted, 0) << "the first run left no cache file in " << dir;
+  ProbeResult rebuilt = runProbe(dir, 150);
+  ASSERT_EQ(rebuilt.exitCode, 0) << rebuilt.output;
+  EXPECT_EQ(rebuilt.values["from_disk"], 0) << rebuilt.output;
+  ProbeResult again = runProbe(dir, 150);
+  ASSERT_EQ(again.exitCode, 0) << again.output;
+  EXPECT_EQ(again.values["from_disk"], 1) << again.output;
+  fs::remove_all(dir);
+}
+
+// Prints the start-up cost of a kernel in a fresh process: cold (NVRTC) and warm (disk cache).
+TEST_F(ApiGpu, ColdAndWarmStartTiming) {
+  fs::path dir = freshDir("timing");
+  ProbeResult cold = runProbe(dir, 500);
+  ProbeResult warm = runProbe(dir, 500);
+  ASSERT_EQ(cold.exitCode, 0) << cold.output;
+  ASSERT_EQ(warm.exitCode, 0) << warm.output;
+  std::printf("[ timing ] matmul n=500, DSL string -> launchable kernel in a fresh process:\n"
+              "[ timing ]   cold (NVRTC):      %8.2f ms  (+ %.2f ms creating the Context)\n"
+              "[ timing ]   warm (disk cache): %8.2f ms  (+ %.2f ms creating the Context)\n",
+              cold.values["compile_ms"], cold.values["context_ms"], warm.values["compile_ms"],
+              warm.values["context_ms"]);
+  RecordProperty("cold_compile_ms", std::to_string(cold.values["compile_ms"]));
+  RecordProperty("warm_compile_ms", std::to_string(warm.values["compile_ms"]));
+  EXPECT_EQ(warm.values["from_disk"], 1);
+  fs::remove_all(dir);
+}
+
+// ---- threads -----------------------------------------------------------------------------------
+
+TEST_F(ApiGpu, ThreadsCompileAndLaunchConcurrently) {
+  Context ctx;
+  constexpr int kThreads = 8, kRounds = 3;
+  const char* axpy = R"(kernel axpy(n: int, a: f32, x: f32[n], inout y: f32[n]) {
+    for i in 0..n { y[i] = a * x[i] + y[i]; }
+  })";
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        for (int round = 0; round < kRounds; ++round) {
+          // Even threads share one kernel; odd threads each compile their own size.
+          int n = t % 2 == 0 ? 4096 : 1000 + 17 * t;
+          CompiledKernel k = ctx.compile(axpy, {{"n", n}});
+          std::vector<float> x(n), y(n);
+          for (int i = 0; i < n; ++i) x[i] = float(i % 100), y[i] = float(t);
+          k(2.0f, x, y);
+          for (int i = 0; i < n; ++i)
+            if (y[i] != 2.0f * float(i % 100) + float(t)) {
+              failures[t] = "thread " + std::to_string(t) + ": wrong y[" + std::to_string(i) + "]";
+              return;
+            }
+        }
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
+  Context::CacheStats s = ctx.cacheStats();
+  EXPECT_EQ(s.nvrtc + s.disk + s.memory, kThreads * kRounds);
+  EXPECT_LE(s.nvrtc + s.disk, 1 + kThreads / 2);  // one module per distinct kernel
+}
+
+}  // namespace
+}  // namespace rtcg

@@ -1,0 +1,122 @@
+#include "codegen/HostEmulation.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "reference/Compare.h"
+#include "reference/RandomFill.h"
+#include "reference/Reference.h"
+#include "support/Error.h"
+
+namespace rtcg::testing {
+
+namespace {
+
+// The translation unit g++ compiles: the emulation header, the emitted source without its
+// `extern __shared__` declarations (the header provides that storage), and one launcher per
+// kernel taking its arguments as an array of pointers.
+std::string hostSource(const Kernel& k, const EmittedModule& m) {
+  std::string out = fmt::format("#include \"{}/tests/codegen/cuda_host_emulation.h\"\n", RTCG_SOURCE_DIR);
+  std::istringstream in(m.source);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("extern __shared__") == std::string::npos) out += line + "\n";
+  for (const LaunchSpec& l : m.launches) {
+    std::vector<std::string> args;
+    for (size_t a = 0; a < l.params.size(); ++a) {
+      const Param& p = k.params[l.params[a]];
+      std::string type = cudaTypeName(p.type);
+      args.push_back(p.isArray() ? fmt::format("({}*)args[{}]", type, a) : fmt::format("*({}*)args[{}]", type, a));
+    }
+    out += fmt::format(
+        "extern \"C\" void rtcg_emu_run_{0}(void** args) {{\n"
+        "  const unsigned int grid[3] = {{{1}, {2}, {3}}}, block[3] = {{{4}, {5}, {6}}};\n"
+        "  rtcg_emu_launch(grid, block, [&] {{ {0}({7}); }});\n}}\n",
+        l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], fmt::join(args, ", "));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args, const ScheduleLimits& limits) {
+  EmittedModule m = emitCuda(k, s, limits);
+  static std::atomic<int> counter{0};
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              fmt::format("rtcg_emu_{}_{}", getpid(), counter++);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "kernel.cpp") << hostSource(k, m);
+  std::string cmd = fmt::format("g++ -std=c++20 -O1 -w -shared -fPIC -pthread -o {0}/kernel.so {0}/kernel.cpp > {0}/log.txt 2>&1",
+                                dir.string());
+  if (std::system(cmd.c_str()) != 0) {
+    std::ifstream log(dir / "log.txt");
+    std::stringstream ss;
+    ss << log.rdbuf();
+    return "g++ failed:\n" + ss.str().substr(0, 4000) + "\n" + m.source;
+  }
+  void* so = dlopen((dir / "kernel.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!so) return std::string("dlopen failed: ") + dlerror();
+
+  // Argument storage: arrays by their host data, scalars at their type.
+  std::vector<uint64_t> scalars(k.params.size());
+  std::vector<void*> pointers(k.params.size());
+  for (size_t p = 0; p < k.params.size(); ++p) {
+    const Param& par = k.params[p];
+    if (par.isArray()) {
+      pointers[p] = args.array((int)p).data();
+    } else if (par.kind == ParamKind::Scalar) {
+      const ScalarValue& v = args.scalar((int)p);
+      switch (par.type) {
+        case ScalarType::F32: { float f = (float)v.f; std::memcpy(&scalars[p], &f, 4); break; }
+        case ScalarType::F64: std::memcpy(&scalars[p], &v.f, 8); break;
+        case ScalarType::I32: { int32_t i = (int32_t)v.i; std::memcpy(&scalars[p], &i, 4); break; }
+        default: std::memcpy(&scalars[p], &v.i, 8); break;
+      }
+      pointers[p] = &scalars[p];
+    }
+  }
+  for (const LaunchSpec& l : m.launches) {
+    auto run = (void (*)(void**))dlsym(so, ("rtcg_emu_run_" + l.function).c_str());
+    if (!run) return "missing launcher for " + l.function;
+    std::vector<void*> a;
+    for (int p : l.params) a.push_back(pointers[p]);
+    run(a.data());
+  }
+  dlclose(so);
+  std::filesystem::remove_all(dir);
+  return "";
+}
+
+std::string checkOnHost(const Kernel& k, const std::string& schedule, double tolerance, const ScheduleLimits& limits) {
+  auto parsed = parseSchedule(schedule);
+  if (!parsed.ok()) return "schedule does not parse: " + parsed.error;
+  HostArgs args(k);
+  fillInputs(k, args, 42);
+  double scalar = 1.25;
+  for (size_t p = 0; p < k.params.size(); ++p)
+    if (k.params[p].kind == ParamKind::Scalar) {
+      args.setScalar((int)p, scalar);
+      scalar -= 0.5;
+    }
+  HostArgs refArgs = args;
+  ReferenceResult ref = runReference(k, refArgs);
+  std::string err = runEmittedOnHost(k, *parsed.schedule, args, limits);
+  if (!err.empty()) return err;
+  std::string out;
+  for (const ReferenceOutput& o : ref.outputs) {
+    Comparison c = compare(args.array(o.param), o.values);
+    if (!(c.relativeError <= tolerance))
+      out += fmt::format("{} differs from the reference: {}\n{}\n", o.name, c.str(),
+                         emitCuda(k, *parsed.schedule, limits).source);
+  }
+  return out;
+}
+
+}  // namespace rtcg::testing

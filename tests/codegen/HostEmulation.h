@@ -1,0 +1,26 @@
+// Runs emitted CUDA on the host: the source is compiled with the system g++ after
+// cuda_host_emulation.h into a shared object, loaded, and each launch runs on its grid with the
+// threads of a block as std::threads. Lets the tests check the emitted code's results against the
+// reference executor for any schedule, without a GPU.
+#pragma once
+
+#include <string>
+
+#include "codegen/Emitter.h"
+#include "ir/IR.h"
+#include "reference/HostArgs.h"
+#include "schedule/Schedule.h"
+
+namespace rtcg::testing {
+
+// Emits `k` under `s` (with `limits`), runs it on the host on `args` (written arrays updated in
+// place). Returns an empty string on success, else what went wrong (compiler log, ...).
+std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args, const ScheduleLimits& limits = {});
+
+// Fills the inputs (fillInputs, scalars 1.25, 0.75, ...), runs the reference and the emitted
+// code on the host, and returns "" if every written array matches within `tolerance` (relative
+// L2 error), else a description of the mismatch.
+std::string checkOnHost(const Kernel& k, const std::string& schedule, double tolerance = 1e-5,
+                        const ScheduleLimits& limits = {});
+
+}  // namespace rtcg::testing

@@ -1,0 +1,95 @@
+// Just enough of CUDA to run the emitter's kernels on the host, for tests without a GPU.
+//
+// The emitted CUDA translation unit is compiled with g++ after this header. Blocks run one after
+// another; the threads of a block run as std::threads meeting at a std::barrier for each
+// __syncthreads() (and around each emulated warp shuffle). `__shared__` becomes `static`: one
+// instance shared by the threads of the running block. Dynamic shared memory (`extern
+// __shared__ T rtcg_smem_*[]`) is the storage defined here: the test drops those declaration lines. Every function is `inline` so
+// that the header can be included in several test binaries.
+#pragma once
+
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <math.h>
+#include <thread>
+#include <vector>
+
+struct rtcg_emu_dim3 {
+  unsigned int x = 0, y = 0, z = 0;
+};
+
+inline thread_local rtcg_emu_dim3 threadIdx, blockIdx;
+inline thread_local std::barrier<>* rtcg_emu_barrier = nullptr;
+inline thread_local unsigned int rtcg_emu_linear_tid = 0;
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __launch_bounds__(n)
+#define __shared__ static
+
+inline void __syncthreads() { rtcg_emu_barrier->arrive_and_wait(); }
+
+inline float __int_as_float(int bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline double __longlong_as_double(long long bits) {
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+using std::max;
+using std::min;
+inline long long llabs(long long v) { return v < 0 ? -v : v; }
+
+// Dynamic shared memory: every extern __shared__ array starts at the same address, as on the GPU.
+alignas(16) inline unsigned char rtcg_emu_dynamic_smem[232448];
+#define rtcg_smem_f32 (reinterpret_cast<float*>(rtcg_emu_dynamic_smem))
+#define rtcg_smem_f64 (reinterpret_cast<double*>(rtcg_emu_dynamic_smem))
+#define rtcg_smem_i32 (reinterpret_cast<int*>(rtcg_emu_dynamic_smem))
+#define rtcg_smem_i64 (reinterpret_cast<long long*>(rtcg_emu_dynamic_smem))
+
+// Warp shuffles: the lanes exchange values through per-block slots between two barriers. Every
+// thread of the block calls the shuffle at the same point (the emitter only shuffles in uniform
+// code), so a block-wide barrier stands in for the warp's convergence.
+inline double rtcg_emu_slots[1024];
+template <class T>
+inline T __shfl_down_sync(unsigned int, T v, int delta) {
+  unsigned int lane = rtcg_emu_linear_tid % 32, warpBase = rtcg_emu_linear_tid - lane;
+  static_assert(sizeof(T) <= sizeof(double));
+  std::memcpy(&rtcg_emu_slots[rtcg_emu_linear_tid], &v, sizeof v);
+  __syncthreads();
+  T out = v;
+  if (lane + delta < 32) std::memcpy(&out, &rtcg_emu_slots[warpBase + lane + delta], sizeof out);
+  __syncthreads();
+  return out;
+}
+
+// Runs `kernel` (a call of the emitted function with its arguments) on every thread of the grid.
+inline void rtcg_emu_launch(const unsigned int grid[3], const unsigned int block[3], const std::function<void()>& kernel) {
+  const unsigned int threads = block[0] * block[1] * block[2];
+  for (unsigned int bz = 0; bz < grid[2]; ++bz)
+    for (unsigned int by = 0; by < grid[1]; ++by)
+      for (unsigned int bx = 0; bx < grid[0]; ++bx) {
+        std::barrier<> barrier((std::ptrdiff_t)threads);
+        std::vector<std::thread> pool;
+        pool.reserve(threads);
+        for (unsigned int t = 0; t < threads; ++t)
+          pool.emplace_back([&, t] {
+            rtcg_emu_barrier = &barrier;
+            rtcg_emu_linear_tid = t;
+            threadIdx = {t % block[0], (t / block[0]) % block[1], t / (block[0] * block[1])};
+            blockIdx = {bx, by, bz};
+            kernel();
+          });
+        for (std::thread& th : pool) th.join();
+      }
+}

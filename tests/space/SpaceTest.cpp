@@ -1,0 +1,407 @@
+// The schedule space of every example: every candidate legal, round-tripping through its text and
+// emitted; the user's constraints honored; pruning explained; sampling deterministic; a sample of
+// candidates of every example compiled by NVRTC; generation fast.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "codegen/Emitter.h"
+#include "codegen/Nvrtc.h"
+#include "frontend/Frontend.h"
+#include "ir/Bind.h"
+#include "schedule/Domain.h"
+#include "schedule/Space.h"
+#include "support/Error.h"
+
+using namespace rtcg;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Example {
+  std::string file;
+  Kernel kernel;           // unbound
+  SizeBindings sizes;      // from examples/sizes.txt
+};
+
+std::string readFile(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// examples/sizes.txt: `file  name=value ...` lines, `#` comments.
+std::map<std::string, SizeBindings> exampleSizes() {
+  std::map<std::string, SizeBindings> out;
+  std::istringstream in(readFile(std::string(RTCG_SOURCE_DIR) + "/examples/sizes.txt"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string file, binding;
+    ls >> file;
+    while (ls >> binding) {
+      auto eq = binding.find('=');
+      if (eq != std::string::npos) out[file][binding.substr(0, eq)] = std::stoll(binding.substr(eq + 1));
+    }
+  }
+  return out;
+}
+
+const std::vector<Example>& examples() {
+  static const std::vector<Example> all = [] {
+    std::vector<Example> out;
+    auto sizes = exampleSizes();
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(std::string(RTCG_SOURCE_DIR) + "/examples"))
+      if (e.path().extension() == ".rtcg") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& path : files) {
+      std::string src = readFile(path);
+      Diagnostics diags;
+      auto prog = parseProgram(path.filename().string(), src, diags);
+      EXPECT_TRUE(prog.has_value()) << diags.render(path.string(), src);
+      if (!prog) continue;
+      for (const Kernel& k : prog->kernels) out.push_back({path.filename().string(), k, sizes[path.filename().string()]});
+    }
+    return out;
+  }();
+  return all;
+}
+
+Kernel bindAll(const Kernel& k, const SizeBindings& sizes) {
+  Diagnostics diags;
+  auto b = bindSizes(k, sizes, diags);
+  RTCG_ASSERT(b.has_value(), "cannot bind " + k.name);
+  return *b;
+}
+
+SizeBindings allSizes(const Kernel& k, int64_t n) {
+  SizeBindings s;
+  for (const Param& p : k.params)
+    if (p.kind == ParamKind::Size) s[p.name] = n;
+  return s;
+}
+
+const Example& example(const std::string& name) {
+  for (const Example& e : examples())
+    if (e.kernel.name == name) return e;
+  throw std::runtime_error("no example kernel " + name);
+}
+
+// Threads per block and blocks of one nest's launch, from its schedule (schedule/Domain.h).
+std::pair<int64_t, int64_t> launchShape(const Kernel& bound, int nest, const NestSchedule& ns) {
+  int64_t threads = 1, blocks = 1;
+  auto indices = nestIndices(bound, nest);
+  RTCG_ASSERT(indices.has_value(), "nest indices");
+  for (const NestIndex& ni : *indices) {
+    const IndexSchedule* is = ns.find(ni.name);
+    if (!is) continue;
+    std::vector<int64_t> ext = partExtents(*is, ni.hull.extent());
+    for (size_t p = 0; p < ext.size(); ++p) {
+      if (isThreadPlacement(is->parts[p].place)) threads *= ext[p];
+      if (isGridPlacement(is->parts[p].place)) blocks *= ext[p];
+    }
+  }
+  return {threads, blocks};
+}
+
+// Every invariant of a space: legal, round-tripping, emitted, sorted, constraints, default present.
+void checkSpace(const Kernel& bound, const Space& space, const SpaceOptions& o, bool emitAll) {
+  SCOPED_TRACE(bound.name);
+  ASSERT_FALSE(space.candidates.empty());
+  Schedule defaults = defaultSchedule(bound);
+  std::string defaultText = printSchedule(defaults);
+  bool sawDefault = false;
+  std::set<std::string> texts;
+  for (size_t i = 0; i < space.candidates.size(); ++i) {
+    const Candidate& c = space.candidates[i];
+    EXPECT_EQ(c.text, printSchedule(c.schedule));
+    EXPECT_TRUE(texts.insert(c.text).second) << "duplicate " << c.text;
+    auto again = parseSchedule(c.text);
+    ASSERT_TRUE(again.ok()) << c.text << ": " << again.error;
+    EXPECT_EQ(*again.schedule, c.schedule) << c.text;
+    auto reasons = validateSchedule(bound, c.schedule, o.limits);
+    EXPECT_TRUE(reasons.empty()) << c.text << ": " << (reasons.empty() ? "" : reasons[0]);
+    if (i > 0) EXPECT_LE(space.candidates[i - 1].score, c.score);
+    if (c.text == defaultText) sawDefault = true;
+    // Constraints per launch, recomputed from the schedule; a nest's default schedule is the
+    // baseline, kept whatever the constraints.
+    for (size_t n = 0; n < bound.nests.size(); ++n) {
+      if (c.schedule.nests[n] == defaults.nests[n]) continue;
+      auto [threads, blocks] = launchShape(bound, (int)n, c.schedule.nests[n]);
+      EXPECT_GE(threads, o.minThreads) << c.text;
+      EXPECT_GE(blocks, o.minBlocks) << c.text;
+      EXPECT_LE(threads, o.limits.maxThreadsPerBlock) << c.text;
+    }
+    if (c.text == defaultText) continue;
+    EXPECT_LE(c.sharedBytes, o.limits.maxSharedBytes) << c.text;
+    if (emitAll) {
+      try {
+        EmittedModule m = emitCuda(bound, c.schedule);
+        EXPECT_FALSE(m.source.empty());
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "emitCuda failed for " << c.text << ": " << e.what();
+      }
+    }
+  }
+  // The default is always there unless the user's limits exclude it.
+  if (validateSchedule(bound, defaultSchedule(bound), o.limits).empty())
+    EXPECT_TRUE(sawDefault) << "default schedule missing: " << defaultText;
+  for (const PrunedCandidate& p : space.pruned) EXPECT_FALSE(p.reason.empty()) << p.text;
+}
+
+std::string pruneSummary(const Space& s) {
+  std::map<std::string, int> byKind;
+  for (const PrunedCandidate& p : s.pruned) {
+    std::string kind = p.reason.substr(0, p.reason.find_first_of("0123456789:("));
+    byKind[kind]++;
+  }
+  std::string out;
+  for (const auto& [k, n] : byKind) out += fmt::format(" [{}x {}]", n, k);
+  return out;
+}
+
+}  // namespace
+
+TEST(Space, EveryExampleAtItsSizes) {
+  ASSERT_GE(examples().size(), 10u);
+  SpaceOptions o;
+  for (const Example& ex : examples()) {
+    Kernel bound = bindAll(ex.kernel, ex.sizes);
+    auto t0 = Clock::now();
+    Space space = enumerateSchedules(bound, o);
+    double seconds = secondsSince(t0);
+    std::printf("%-16s enumerated %5lld kept %5zu pruned %5zu (%.0f ms)%s%s%s\n", ex.kernel.name.c_str(),
+                (long long)space.enumerated, space.candidates.size(), space.pruned.size(), seconds * 1e3,
+                space.sharedStaging ? " shared" : "", space.splitReductions ? " split" : "",
+                pruneSummary(space).c_str());
+    EXPECT_LT(seconds, 2.0) << ex.kernel.name << ": enumerating should take well under a second";
+    EXPECT_EQ(space.sampledOut, 0);
+    checkSpace(bound, space, o, /*emitAll=*/true);
+  }
+}
+
+TEST(Space, EveryExampleAtSmallOddSizes) {
+  SpaceOptions o;
+  for (int64_t n : {17, 1}) {
+    for (const Example& ex : examples()) {
+      Kernel bound = bindAll(ex.kernel, allSizes(ex.kernel, n));
+      Space space = enumerateSchedules(bound, o);
+      checkSpace(bound, space, o, /*emitAll=*/true);
+    }
+  }
+}
+
+TEST(Space, ConstraintsAreHonoredAndExplained) {
+  Kernel bound = bindAll(example("matmul").kernel, {{"n", 512}});
+  SpaceOptions o;
+  o.minThreads = 128;
+  o.minBlocks = 200;
+  Space space = enumerateSchedules(bound, o);
+  checkSpace(bound, space, o, /*emitAll=*/false);
+  EXPECT_GT(space.candidates.size(), 10u);
+  bool threadsReason = false, blocksReason = false;
+  for (const PrunedCandidate& p : space.pruned) {
+    threadsReason = threadsReason || p.reason.find("< min_threads 128") != std::string::npos;
+    blocksReason = blocksReason || p.reason.find("< min_blocks 200") != std::string::npos;
+  }
+  EXPECT_TRUE(threadsReason);
+  EXPECT_TRUE(blocksReason);
+
+  // Tighter device limits are respected too.
+  SpaceOptions small;
+  small.limits.maxThreadsPerBlock = 128;
+  small.limits.maxRegTile = 4;
+  Space limited = enumerateSchedules(bound, small);
+  checkSpace(bound, limited, small, /*emitAll=*/false);
+  for (const Candidate& c : limited.candidates) {
+    EXPECT_LE(c.threadsPerBlock, 128) << c.text;
+    EXPECT_LE(c.registerTile, 4) << c.text;
+  }
+}
+
+TEST(Space, PruningReasons) {
+  // Transpose: thread.x on i writes b[i, j] with stride m: uncoalesced stores.
+  Kernel transpose = bindAll(example("transpose").kernel, {{"m", 1023}, {"n", 4097}});
+  Space t = enumerateSchedules(transpose);
+  bool uncoalesced = false;
+  for (const PrunedCandidate& p : t.pruned) uncoalesced = uncoalesced || p.reason.rfind("uncoalesced: thread.x on i", 0) == 0;
+  EXPECT_TRUE(uncoalesced) << pruneSummary(t);
+
+  // Matmul: a few big blocks leave most multiprocessors idle; slow ones are cut by the model.
+  Kernel matmul = bindAll(example("matmul").kernel, {{"n", 512}});
+  Space m = enumerateSchedules(matmul);
+  bool fewBlocks = false;
+  for (const PrunedCandidate& p : m.pruned)
+    fewBlocks = fewBlocks || (p.reason.rfind("only ", 0) == 0 && p.reason.find("blocks for 132 multiprocessors") != std::string::npos);
+  EXPECT_TRUE(fewBlocks) << pruneSummary(m);
+  EXPECT_EQ(m.enumerated, (int64_t)(m.candidates.size() + m.pruned.size()));
+
+  // DG differentiation: many candidates are far slower than the best by the model.
+  const Example& dg = example("dg_diff");
+  Space d = enumerateSchedules(bindAll(dg.kernel, dg.sizes));
+  bool slow = false;
+  for (const PrunedCandidate& p : d.pruned) slow = slow || p.reason.find("> 20x the best") != std::string::npos;
+  EXPECT_TRUE(slow) << pruneSummary(d);
+
+  // A user limit that excludes the default schedule is reported, not ignored.
+  SpaceOptions tight;
+  tight.limits.maxThreadsPerBlock = 128;
+  Space noDefault = enumerateSchedules(matmul, tight);
+  bool defaultReported = false;
+  for (const PrunedCandidate& p : noDefault.pruned) defaultReported = defaultReported || p.reason.rfind("default schedule: ", 0) == 0;
+  EXPECT_TRUE(defaultReported);
+}
+
+TEST(Space, SamplingIsDeterministic) {
+  Kernel bound = bindAll(example("matmul").kernel, {{"n", 512}});
+  Space full = enumerateSchedules(bound);
+  ASSERT_GT(full.candidates.size(), 100u);
+  auto texts = [](const Space& s) {
+    std::vector<std::string> out;
+    for (const Candidate& c : s.candidates) out.push_back(c.text);
+    return out;
+  };
+  SpaceOptions o;
+  o.maxCandidates = 40;
+  o.seed = 7;
+  Space a = enumerateSchedules(bound, o), b = enumerateSchedules(bound, o);
+  EXPECT_EQ(texts(a), texts(b));
+  ASSERT_EQ(a.candidates.size(), 40u);
+  EXPECT_EQ(a.sampledOut, (int64_t)full.candidates.size() - 40);
+  checkSpace(bound, a, o, /*emitAll=*/false);
+  // The best-predicted half is always kept.
+  for (size_t i = 0; i < 20; ++i) EXPECT_EQ(a.candidates[i].text, full.candidates[i].text);
+  o.seed = 8;
+  Space c = enumerateSchedules(bound, o);
+  EXPECT_NE(texts(a), texts(c));
+  // Even a budget of one keeps the default.
+  o.maxCandidates = 1;
+  Space one = enumerateSchedules(bound, o);
+  ASSERT_EQ(one.candidates.size(), 1u);
+  EXPECT_EQ(one.candidates[0].text, printSchedule(defaultSchedule(bound)));
+}
+
+TEST(Space, MatmulHasRegisterTilesWithThreadXOnJ) {
+  Kernel bound = bindAll(example("matmul").kernel, {{"n", 512}});
+  Space space = enumerateSchedules(bound);
+  int tiled = 0;
+  for (const Candidate& c : space.candidates) {
+    const IndexSchedule* j = c.schedule.nests[0].find("j");
+    const IndexSchedule* i = c.schedule.nests[0].find("i");
+    ASSERT_TRUE(i && j);
+    bool txOnJ = std::any_of(j->parts.begin(), j->parts.end(), [](const SchedulePart& p) { return p.place == Placement::ThreadX; });
+    auto hasReg = [](const IndexSchedule* s) {
+      return std::any_of(s->parts.begin(), s->parts.end(), [](const SchedulePart& p) { return p.place == Placement::Reg; });
+    };
+    if (txOnJ && c.registerTile >= 4 && (hasReg(i) || hasReg(j))) ++tiled;
+  }
+  EXPECT_GT(tiled, 10);
+  // The model ranks such a tile ahead of one thread per output with thread.x on i.
+  const Candidate& best = space.candidates.front();
+  EXPECT_GE(best.registerTile, 2) << best.text;
+  std::printf("matmul n=512: %zu candidates, best predicted %s (%.1f us)\n", space.candidates.size(), best.text.c_str(),
+              best.score);
+}
+
+TEST(Space, SmallOutputsGetSplitReductionsWhenSupported) {
+  for (const char* name : {"dot", "gemv"}) {
+    const Example& ex = example(name);
+    Kernel bound = bindAll(ex.kernel, ex.sizes);
+    Space space = enumerateSchedules(bound);
+    bool split = false;
+    for (const Candidate& c : space.candidates)
+      for (const IndexSchedule& is : c.schedule.nests[0].indices)
+        if (is.index == (std::string(name) == "dot" ? "i" : "j"))
+          for (const SchedulePart& p : is.parts) split = split || isThreadPlacement(p.place);
+    if (space.splitReductions)
+      EXPECT_TRUE(split) << name;
+    else {
+      EXPECT_FALSE(split) << name;
+      bool explained = false;
+      for (const PrunedCandidate& p : space.pruned) explained = explained || p.reason.rfind("split reductions not offered", 0) == 0;
+      EXPECT_TRUE(explained) << name;
+    }
+  }
+}
+
+TEST(Space, EmittingACandidateIsCheap) {
+  Kernel bound = bindAll(example("matmul").kernel, {{"n", 512}});
+  Space space = enumerateSchedules(bound);
+  ASSERT_GE(space.candidates.size(), 200u);
+  size_t chars = 0;
+  auto t0 = Clock::now();
+  for (size_t i = 0; i < 200; ++i) chars += emitCuda(bound, space.candidates[i * space.candidates.size() / 200].schedule).source.size();
+  double mean = secondsSince(t0) / 200;
+  std::printf("emitCuda: %.3f ms per candidate (matmul n=512, 200 candidates, %zu chars)\n", mean * 1e3, chars);
+  EXPECT_LT(mean, 5e-3);
+}
+
+TEST(Space, NvrtcCompilesASampleOfEveryExample) {
+  for (const Example& ex : examples()) {
+    Kernel bound = bindAll(ex.kernel, ex.sizes);
+    Space space = enumerateSchedules(bound);
+    // The best predicted, the default, and three spread over the ranking.
+    std::vector<const Candidate*> sample{&space.candidates.front()};
+    for (size_t q = 1; q <= 3; ++q) sample.push_back(&space.candidates[q * (space.candidates.size() - 1) / 4]);
+    std::string defaultText = printSchedule(defaultSchedule(bound));
+    for (const Candidate& c : space.candidates)
+      if (c.text == defaultText) sample.push_back(&c);
+    std::set<std::string> done;
+    for (const Candidate* c : sample) {
+      if (!done.insert(c->text).second) continue;
+      EmittedModule m = emitCuda(bound, c->schedule);
+      CudaCompileResult r = compileCuda(m.source, ex.kernel.name + ".cu");
+      EXPECT_TRUE(r.success) << ex.kernel.name << " " << c->text << "\n" << r.log << "\n" << m.source;
+    }
+  }
+}
+
+TEST(Space, SeveralNestsAreCombined) {
+  // Three launches: a map, an outer product, and a zero-loop reduction (one thread).
+  const std::string src = R"(
+kernel three(n: int, x: f32[n], out y: f32[n], out z: f32[n, n], out r: f32[1]) {
+  for i in 0..n { y[i] = 2 * x[i]; }
+  for i in 0..n, j in 0..n { z[i, j] = x[i] * x[j]; }
+  r[0] = sum(i in 0..n, x[i]);
+}
+)";
+  Diagnostics diags;
+  auto prog = parseProgram("three.rtcg", src, diags);
+  ASSERT_TRUE(prog.has_value()) << diags.render("three.rtcg", src);
+  for (int64_t n : {1000, 17}) {
+    Kernel bound = bindAll(prog->kernels[0], {{"n", n}});
+    SpaceOptions o;
+    Space space = enumerateSchedules(bound, o);
+    checkSpace(bound, space, o, /*emitAll=*/true);
+    std::set<std::string> first, second;
+    for (const Candidate& c : space.candidates) {
+      ASSERT_EQ(c.schedule.nests.size(), 3u);
+      first.insert(printNestSchedule(c.schedule.nests[0]));
+      second.insert(printNestSchedule(c.schedule.nests[1]));
+    }
+    // The product of the nests' spaces: every choice of one nest appears with every other.
+    EXPECT_GT(first.size(), 1u);
+    EXPECT_GT(second.size(), 1u);
+    EXPECT_EQ(space.candidates.size() % first.size(), 0u);
+    // Pruned entries name their nest.
+    for (const PrunedCandidate& p : space.pruned) EXPECT_EQ(p.text.rfind("nest ", 0), 0u) << p.text;
+
+    // Sampling a product keeps it deterministic and legal.
+    o.maxCandidates = 25;
+    Space a = enumerateSchedules(bound, o), b = enumerateSchedules(bound, o);
+    ASSERT_EQ(a.candidates.size(), std::min<size_t>(25, space.candidates.size()));
+    for (size_t i = 0; i < a.candidates.size(); ++i) EXPECT_EQ(a.candidates[i].text, b.candidates[i].text);
+    checkSpace(bound, a, o, /*emitAll=*/false);
+  }
+}

@@ -1,0 +1,224 @@
+// `rtcgc db` through its functions: parse a command line with CLI11, run, check exit code and output.
+#include "DbCommand.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tune/TempDir.h"
+#include "tune/TuningDb.h"
+
+using namespace rtcg;
+using rtcg::testing::TempDir;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string readAll(std::FILE* f) {
+  std::string s;
+  std::rewind(f);
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  return s;
+}
+
+// Runs `rtcgc db ARGS...` as main.cpp would (parse errors are usage errors, exit 2). Standard
+// input is `input` (not a terminal).
+Result runDb(std::vector<std::string> args, const std::string& input = "") {
+  CLI::App app{"test", "rtcgc"};
+  app.require_subcommand(1);
+  DbCommand db = addDbCommand(app);
+  args.insert(args.begin(), {"rtcgc", "db"});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  Result r;
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    r.code = 2;
+    r.err = e.what();
+    return r;
+  }
+  EXPECT_TRUE(db.cmd->parsed());
+  std::FILE* in = std::tmpfile();
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  std::fwrite(input.data(), 1, input.size(), in);
+  std::rewind(in);
+  r.code = runDbCommand(db, in, out, err);
+  std::fflush(out);
+  std::fflush(err);
+  r.out = readAll(out);
+  r.err = readAll(err);
+  std::fclose(in);
+  std::fclose(out);
+  std::fclose(err);
+  return r;
+}
+
+TuningKey key(const std::string& hash, const std::string& name, const std::string& sizes) {
+  TuningKey k;
+  k.kernelHash = hash;
+  k.kernelName = name;
+  k.sizes = sizes;
+  k.device = "NVIDIA H200";
+  k.arch = "sm_90";
+  k.driverVersion = 13000;
+  k.nvrtcVersion = "13.0";
+  k.rtcgVersion = "0.1.0";
+  return k;
+}
+
+CandidateRecord rec(const std::string& schedule, CandidateStatus s, double ms, const std::string& reason = "") {
+  CandidateRecord c;
+  c.schedule = schedule;
+  c.status = s;
+  c.medianMs = ms;
+  c.reason = reason;
+  c.registers = 30;
+  c.occupancy = 1;
+  c.gflops = ms > 0 ? 10 / ms : 0;
+  return c;
+}
+
+// Two kernels: matmul (hash ab12...) with three candidates, axpby (hash ab34...) with one.
+void populate(const std::string& path) {
+  TuningDb db(path);
+  TuningKey mm = key("ab12000000000001", "matmul", "n=500");
+  db.record(mm, rec("i: grid.y, thread.y 8; j: grid.x, thread.x 32", CandidateStatus::Verified, 2.5));
+  db.record(mm, rec("i: grid.y, thread.y 8; j: grid.x, thread.x 2048", CandidateStatus::CompileFailed, 0,
+                    "too many threads per block\nsecond line"));
+  db.record(mm, rec("i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 64", CandidateStatus::Verified, 0.75));
+  db.record(key("ab34000000000002", "axpby", "n=4096"), rec("i: grid.x, thread.x 256", CandidateStatus::Verified, 0.01));
+}
+
+// The column where `word` starts on the line holding `anchor`.
+size_t columnOf(const std::string& text, const std::string& anchor, const std::string& word) {
+  size_t at = text.find(anchor);
+  if (at == std::string::npos) return std::string::npos;
+  size_t lineStart = text.rfind('\n', at);
+  lineStart = lineStart == std::string::npos ? 0 : lineStart + 1;
+  size_t lineEnd = text.find('\n', at);
+  std::string line = text.substr(lineStart, lineEnd - lineStart);
+  size_t p = line.find(word);
+  return p;
+}
+
+}  // namespace
+
+TEST(DbCommand, ListOnAMissingDatabaseSaysSo) {
+  TempDir dir;
+  Result r = runDb({"list", "--db", dir.file("none.sqlite")});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("No tuning database"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("none.sqlite")));  // listing creates nothing
+}
+
+TEST(DbCommand, ListPrintsAnAlignedTable) {
+  TempDir dir;
+  std::string path = dir.file("t.sqlite");
+  populate(path);
+  Result r = runDb({"list", "--db", path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("HASH"), std::string::npos);
+  EXPECT_NE(r.out.find("ab12000000000001"), std::string::npos);
+  EXPECT_NE(r.out.find("i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 64"), std::string::npos);
+  EXPECT_NE(r.out.find("0.75"), std::string::npos);
+  size_t header = columnOf(r.out, "HASH", "KERNEL");
+  EXPECT_EQ(columnOf(r.out, "ab12000000000001", "matmul"), header);
+  EXPECT_EQ(columnOf(r.out, "ab34000000000002", "axpby"), header);
+  EXPECT_EQ(columnOf(r.out, "ab12000000000001", "n=500"), columnOf(r.out, "HASH", "SIZES"));
+}
+
+TEST(DbCommand, ShowSortsByTimeWithReasons) {
+  TempDir dir;
+  std::string path = dir.file("t.sqlite");
+  populate(path);
+  Result r = runDb({"show", "ab12", "--db", path});  // a unique prefix
+  ASSERT_EQ(r.code, 0) << r.err;
+  size_t fast = r.out.find("thread.x 64"), slow = r.out.find("thread.x 32"), bad = r.out.find("thread.x 2048");
+  ASSERT_NE(fast, std::string::npos);
+  ASSERT_NE(slow, std::string::npos);
+  ASSERT_NE(bad, std::string::npos);
+  EXPECT_LT(fast, slow);
+  EXPECT_LT(slow, bad);
+  EXPECT_NE(r.out.find("compile-failed"), std::string::npos);
+  EXPECT_NE(r.out.find("reason: too many threads per block"), std::string::npos);
+  EXPECT_EQ(r.out.find("second line"), std::string::npos);  // first line of the reason only
+  EXPECT_NE(r.out.find("driver 13.0"), std::string::npos);
+  EXPECT_EQ(r.out.find("axpby"), std::string::npos);
+
+  EXPECT_EQ(runDb({"show", "ffff", "--db", path}).code, 1);
+  Result ambiguous = runDb({"show", "ab", "--db", path});
+  EXPECT_EQ(ambiguous.code, 1);
+  EXPECT_NE(ambiguous.err.find("ambiguous"), std::string::npos);
+  EXPECT_EQ(runDb({"show", "--db", path}).code, 2);  // the hash is required
+  EXPECT_EQ(runDb({"show", "ab12", "--db", dir.file("missing.sqlite")}).code, 1);
+}
+
+TEST(DbCommand, ExportThenImportMergesAndSkipsDuplicates) {
+  TempDir dir;
+  std::string src = dir.file("src.sqlite"), dst = dir.file("dst.sqlite"), json = dir.file("out.json");
+  populate(src);
+  Result e = runDb({"export", "-o", json, "--db", src});
+  ASSERT_EQ(e.code, 0) << e.err;
+  std::ifstream f(json);
+  auto doc = nlohmann::json::parse(f);
+  EXPECT_EQ(doc["keys"].size(), 2u);
+
+  Result one = runDb({"export", "ab34", "--db", src});  // to standard output
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out)["keys"].size(), 1u);
+  EXPECT_EQ(runDb({"export", "9999", "--db", src}).code, 1);
+
+  Result i = runDb({"import", json, "--db", dst});
+  ASSERT_EQ(i.code, 0) << i.err;
+  EXPECT_NE(i.out.find("Imported 4 candidates"), std::string::npos) << i.out;
+  Result again = runDb({"import", "-", "--db", dst}, one.out);  // from standard input
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("Imported 0 candidates"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("1 duplicates skipped"), std::string::npos) << again.out;
+  EXPECT_EQ(TuningDb(dst).list().size(), 2u);
+
+  std::ofstream(dir.file("bad.json")) << "{\"format\": 3}";
+  Result bad = runDb({"import", dir.file("bad.json"), "--db", dst});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("bad.json"), std::string::npos);
+  EXPECT_EQ(runDb({"import", dir.file("nope.json"), "--db", dst}).code, 1);
+  EXPECT_EQ(runDb({"import", "--db", dst}).code, 2);
+}
+
+TEST(DbCommand, ClearAsksForYes) {
+  TempDir dir;
+  std::string path = dir.file("t.sqlite");
+  populate(path);
+  Result refused = runDb({"clear", "--db", path});  // standard input is not a terminal
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("--yes"), std::string::npos);
+  EXPECT_EQ(TuningDb(path).list().size(), 2u);
+
+  Result one = runDb({"clear", "ab34", "--yes", "--db", path});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("Removed 1 candidates"), std::string::npos);
+  EXPECT_EQ(TuningDb(path).list().size(), 1u);
+  EXPECT_EQ(runDb({"clear", "ab34", "-y", "--db", path}).code, 1);  // no longer there
+
+  Result all = runDb({"clear", "-y", "--db", path});
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_NE(all.out.find("Removed 3 candidates"), std::string::npos);
+  EXPECT_TRUE(TuningDb(path).list().empty());
+}
+
+TEST(DbCommand, UsageErrors) {
+  EXPECT_EQ(runDb({}).code, 2);           // `db` needs a subcommand
+  EXPECT_EQ(runDb({"frobnicate"}).code, 2);
+  EXPECT_EQ(runDb({"list", "--bogus"}).code, 2);
+}

@@ -1,0 +1,274 @@
+// The worker protocol: every message survives encode/decode; partial, truncated and garbled input
+// gives a ProtocolError with a clear message (never a crash); the channel over a socket; the
+// reference file.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "tune/WorkerProtocol.h"
+
+using namespace rtcg;
+using namespace rtcg::worker;
+
+namespace {
+
+SetupMessage sampleSetup() {
+  SetupMessage s;
+  s.fileName = "k.rtcg";
+  s.source = "kernel k(n: int, out z: f32[n]) { for i in 0..n { z[i] = 1.0; } }\n\"quoted\" \xc3\xa9";
+  s.kernel = "k";
+  s.sizes = {{"n", 500}, {"m", 3}};
+  s.scalars = {{"a", 0.1f}, {"b", -0.3333333333333333}};
+  s.seed = 42;
+  s.inputs = {{"x", 1.25, 1e-300}, {"y", -0.0, 3.5}};
+  s.referencePath = "/tmp/ref";
+  s.deviceOrdinal = 1;
+  s.warmup = 3;
+  s.repeats = 7;
+  s.flushL2 = false;
+  s.timingBudgetSeconds = 1.5;
+  return s;
+}
+
+CandidateMessage sampleCandidate() {
+  CandidateMessage c;
+  c.id = 17;
+  LaunchSpec l;
+  l.function = "k_0";
+  l.grid = {4, 2, 1};
+  l.block = {256, 1, 1};
+  l.dynamicSharedBytes = 4096;
+  l.params = {1, 2, 4};
+  c.launches = {l, l};
+  c.cubin = std::string("\x7f" "ELF\0\0binary\xff", 12);
+  return c;
+}
+
+ResultMessage sampleResult() {
+  ResultMessage r;
+  r.id = 17;
+  r.outcome = Outcome::WrongResult;
+  r.reason = "z: rel 1 > 1e-5";
+  r.medianMs = 0.125;
+  r.minMs = 0.1;
+  r.repeats = 20;
+  r.relativeError = 0.5;
+  r.registers = 40;
+  r.localBytes = 8;
+  r.sharedBytes = 1024;
+  r.occupancy = 0.75;
+  r.fatal = true;
+  return r;
+}
+
+Message roundTrip(const Message& m) {
+  std::string frame = encode(m);
+  size_t consumed = 0;
+  std::optional<Message> back = decode(frame, consumed);
+  EXPECT_TRUE(back.has_value());
+  EXPECT_EQ(consumed, frame.size());
+  // Every proper prefix is incomplete, never an error.
+  for (size_t n = 0; n < frame.size(); n += std::max<size_t>(1, frame.size() / 37)) {
+    size_t c = 0;
+    EXPECT_FALSE(decode(std::string_view(frame).substr(0, n), c).has_value()) << "prefix " << n;
+  }
+  return *back;
+}
+
+std::string frameOf(const std::string& json, const std::string& blob = "") {
+  std::string f = "RTCG";
+  for (int i = 0; i < 4; ++i) f.push_back(char((json.size() >> (8 * i)) & 0xff));
+  for (int i = 0; i < 8; ++i) f.push_back(char((uint64_t(blob.size()) >> (8 * i)) & 0xff));
+  return f + json + blob;
+}
+
+std::string decodeError(const std::string& bytes) {
+  size_t consumed = 0;
+  try {
+    decode(bytes, consumed);
+  } catch (const ProtocolError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(WorkerProtocol, SetupRoundTrips) {
+  SetupMessage s = sampleSetup();
+  auto back = std::get<SetupMessage>(roundTrip(s));
+  EXPECT_EQ(back.fileName, s.fileName);
+  EXPECT_EQ(back.source, s.source);
+  EXPECT_EQ(back.kernel, s.kernel);
+  EXPECT_EQ(back.sizes, s.sizes);
+  EXPECT_EQ(back.scalars, s.scalars);  // doubles round-trip exactly
+  EXPECT_EQ(back.seed, s.seed);
+  ASSERT_EQ(back.inputs.size(), 2u);
+  EXPECT_EQ(back.inputs[0].sumSquares, 1e-300);
+  EXPECT_EQ(back.inputs[1].name, "y");
+  EXPECT_EQ(back.referencePath, s.referencePath);
+  EXPECT_EQ(back.deviceOrdinal, 1);
+  EXPECT_EQ(back.warmup, 3);
+  EXPECT_EQ(back.repeats, 7);
+  EXPECT_FALSE(back.flushL2);
+  EXPECT_EQ(back.timingBudgetSeconds, 1.5);
+}
+
+TEST(WorkerProtocol, CandidateRoundTripsWithItsCubin) {
+  CandidateMessage c = sampleCandidate();
+  auto back = std::get<CandidateMessage>(roundTrip(c));
+  EXPECT_EQ(back.id, 17);
+  EXPECT_EQ(back.cubin, c.cubin);
+  ASSERT_EQ(back.launches.size(), 2u);
+  EXPECT_EQ(back.launches[1].function, "k_0");
+  EXPECT_EQ(back.launches[1].grid, c.launches[1].grid);
+  EXPECT_EQ(back.launches[1].block, c.launches[1].block);
+  EXPECT_EQ(back.launches[1].dynamicSharedBytes, 4096u);
+  EXPECT_EQ(back.launches[1].params, c.launches[1].params);
+}
+
+TEST(WorkerProtocol, EveryOtherMessageRoundTrips) {
+  auto ready = std::get<ReadyMessage>(roundTrip(ReadyMessage{"NVIDIA H100", "sm_90", 13000, 0.5}));
+  EXPECT_EQ(ready.device, "NVIDIA H100");
+  EXPECT_EQ(ready.arch, "sm_90");
+  EXPECT_EQ(ready.driverVersion, 13000);
+  auto err = std::get<ErrorMessage>(roundTrip(ErrorMessage{"no CUDA device", true}));
+  EXPECT_EQ(err.message, "no CUDA device");
+  EXPECT_TRUE(err.noDevice);
+  auto prog = std::get<ProgressMessage>(roundTrip(ProgressMessage{5, 2.5, 2, 20}));
+  EXPECT_EQ(prog.id, 5);
+  EXPECT_EQ(prog.firstLaunchMs, 2.5);
+  EXPECT_EQ(prog.repeats, 20);
+  ResultMessage r = sampleResult();
+  auto back = std::get<ResultMessage>(roundTrip(r));
+  EXPECT_EQ(back.outcome, Outcome::WrongResult);
+  EXPECT_EQ(back.reason, r.reason);
+  EXPECT_EQ(back.medianMs, 0.125);
+  EXPECT_EQ(back.occupancy, 0.75);
+  EXPECT_EQ(back.sharedBytes, 1024);
+  EXPECT_TRUE(back.fatal);
+  for (Outcome o : {Outcome::Verified, Outcome::LaunchFailed, Outcome::Faulted}) {
+    r.outcome = o;
+    EXPECT_EQ(std::get<ResultMessage>(roundTrip(r)).outcome, o);
+  }
+  EXPECT_TRUE(std::holds_alternative<QuitMessage>(roundTrip(QuitMessage{})));
+}
+
+TEST(WorkerProtocol, TwoFramesInOneBuffer) {
+  std::string bytes = encode(QuitMessage{}) + encode(ProgressMessage{1, 1, 1, 1});
+  size_t consumed = 0;
+  auto first = decode(bytes, consumed);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(std::holds_alternative<QuitMessage>(*first));
+  auto second = decode(std::string_view(bytes).substr(consumed), consumed);
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(std::holds_alternative<ProgressMessage>(*second));
+}
+
+TEST(WorkerProtocol, GarbageIsAClearError) {
+  EXPECT_NE(decodeError("hello world, this is not a frame").find("bad frame start 'hello world"), std::string::npos);
+  EXPECT_NE(decodeError("X").find("bad frame start"), std::string::npos);
+  EXPECT_NE(decodeError(std::string("RTCG\xff\xff\xff\xff garbage and more", 25)).find("bytes of JSON"),
+            std::string::npos);
+  EXPECT_NE(decodeError(std::string("RTCG\0\0\0\0\0\0\0\0", 12) + "xxxx").find("0 bytes of JSON"), std::string::npos);
+  EXPECT_NE(decodeError(frameOf("{not json")).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(decodeError(frameOf("[1,2]")).find("not a JSON object"), std::string::npos);
+  EXPECT_NE(decodeError(frameOf(R"({"x":1})")).find("without member 'type'"), std::string::npos);
+  EXPECT_NE(decodeError(frameOf(R"({"type":"bogus"})")).find("unknown message type 'bogus'"), std::string::npos);
+  EXPECT_NE(decodeError(frameOf(R"({"type":"progress","id":1})")).find("'progress' message without member"),
+            std::string::npos);
+  EXPECT_NE(decodeError(frameOf(R"({"type":"progress","id":"one","firstLaunchMs":1,"warmup":1,"repeats":1})"))
+                .find("member 'id' has the wrong type"),
+            std::string::npos);
+  EXPECT_NE(decodeError(frameOf(R"({"type":"quit"})", "blob")).find("unexpected bytes"), std::string::npos);
+  EXPECT_NE(decodeError(frameOf(R"({"type":"candidate","id":1,"launches":[{"function":"f"}]})"))
+                .find("'launch' message without member 'grid'"),
+            std::string::npos);
+  std::string result = encode(sampleResult());
+  std::string bad = frameOf(R"({"type":"result","id":1,"outcome":"exploded","reason":"","medianMs":0,"minMs":0,)"
+                            R"("repeats":0,"relativeError":0,"registers":0,"localBytes":0,"sharedBytes":0,)"
+                            R"("occupancy":0,"fatal":false})");
+  EXPECT_NE(decodeError(bad).find("unknown outcome 'exploded'"), std::string::npos);
+}
+
+TEST(WorkerProtocol, RandomBytesNeverCrash) {
+  std::string frame = encode(sampleCandidate());
+  uint64_t state = 12345;
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string bytes = frame;
+    for (int k = 0; k < 3; ++k) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      bytes[(state >> 33) % bytes.size()] = char(state >> 13);
+    }
+    size_t consumed = 0;
+    try {
+      decode(bytes, consumed);
+    } catch (const ProtocolError&) {
+    }
+  }
+}
+
+TEST(WorkerChannel, SendsAndReceivesOverASocket) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  Channel a(sv[0]), b(sv[1]);
+  ASSERT_TRUE(a.send(sampleCandidate()));
+  ASSERT_TRUE(a.send(QuitMessage{}));
+  Channel::Received r = b.receive(5);
+  ASSERT_EQ(r.status, Channel::Status::Message);
+  EXPECT_EQ(std::get<CandidateMessage>(*r.message).cubin, sampleCandidate().cubin);
+  r = b.receive(5);
+  ASSERT_EQ(r.status, Channel::Status::Message);
+  EXPECT_TRUE(std::holds_alternative<QuitMessage>(*r.message));
+  // Nothing more: a timeout, quickly.
+  EXPECT_EQ(b.receive(0.05).status, Channel::Status::Timeout);
+  // Half a frame, then the peer closes: a protocol error naming the cut.
+  std::string frame = encode(sampleResult());
+  ASSERT_EQ(::write(sv[0], frame.data(), 10), 10);
+  ::close(sv[0]);
+  try {
+    b.receive(5);
+    FAIL() << "expected a ProtocolError";
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find("closed in the middle of a message"), std::string::npos) << e.what();
+  }
+  ::close(sv[1]);
+}
+
+TEST(WorkerChannel, PeerGoneIsEofAndSendReportsIt) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  Channel a(sv[0]);
+  ::close(sv[1]);
+  EXPECT_EQ(a.receive(1).status, Channel::Status::Eof);
+  EXPECT_FALSE(a.send(sampleCandidate()));  // EPIPE, and no SIGPIPE kills the test
+  ::close(sv[0]);
+}
+
+TEST(ReferenceFile, RoundTripsAndRejectsDamage) {
+  std::string path = (std::filesystem::temp_directory_path() / "rtcg_test_reference.bin").string();
+  std::vector<ReferenceArray> arrays = {{2, {1.0, -0.0, 1e-310, 3.25}}, {4, {}}};
+  writeReferenceFile(path, arrays);
+  std::vector<ReferenceArray> back = readReferenceFile(path);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].param, 2);
+  EXPECT_EQ(back[0].values, arrays[0].values);
+  EXPECT_EQ(back[1].param, 4);
+  EXPECT_TRUE(back[1].values.empty());
+
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 12);
+  try {
+    readReferenceFile(path);
+    FAIL() << "expected an error for a truncated file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is malformed"), std::string::npos) << e.what();
+  }
+  std::ofstream(path, std::ios::trunc) << "garbage";
+  EXPECT_THROW(readReferenceFile(path), Error);
+  std::filesystem::remove(path);
+  EXPECT_THROW(readReferenceFile(path), Error);
+}

@@ -1,0 +1,153 @@
+// rtcg::tune end to end. Without a device it must fail cleanly with NoDeviceError; with one (the
+// GPU host), it tunes axpby and matmul to a verified winner, and survives planted candidates that
+// are wrong, fault (illegal address) or hang.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "api/Pipeline.h"
+#include "runtime/CudaDriver.h"
+#include "support/Error.h"
+#include "tune/Tuner.h"
+
+using namespace rtcg;
+
+namespace {
+
+struct Loaded {
+  std::string file, source;
+  Kernel bound;
+};
+
+Loaded load(const std::string& example, const SizeBindings& sizes) {
+  Loaded l;
+  l.file = std::string(RTCG_SOURCE_DIR) + "/examples/" + example;
+  std::ifstream in(l.file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  l.source = ss.str();
+  Diagnostics diags;
+  SourceText src{l.file, l.source};
+  std::optional<Kernel> k = frontKernel(src, "", diags);
+  std::optional<Kernel> b = k ? bindAndProve(*k, sizes, diags) : std::nullopt;
+  EXPECT_TRUE(b) << renderDiagnostics(diags, src);
+  l.bound = *b;
+  return l;
+}
+
+TuneOptions quickOptions(int maxCandidates) {
+  TuneOptions o;
+  o.space.maxCandidates = maxCandidates;
+  o.repeats = 5;
+  o.dbPath = "-";
+  o.workerPath = RTCG_WORKER_EXE;
+  o.log = [](const std::string& s) { std::printf("  [tune] %s\n", s.c_str()); };
+  return o;
+}
+
+// Inserts `code` before the last '}' of the emitted translation unit (the end of the last
+// function; emitted functions return early for out-of-range threads, so only real points run it).
+std::function<std::string(const std::string&)> appendToKernel(const std::string& code) {
+  return [code](const std::string& src) {
+    size_t brace = src.rfind('}');
+    return src.substr(0, brace) + code + "\n" + src.substr(brace);
+  };
+}
+
+const CandidateRecord* find(const TuneResult& r, const std::string& label) {
+  for (const CandidateRecord& c : r.candidates)
+    if (c.schedule == label) return &c;
+  return nullptr;
+}
+
+void expectVerifiedWinner(const TuneResult& r) {
+  ASSERT_TRUE(r.defaultSchedule);
+  EXPECT_EQ(r.defaultSchedule->status, CandidateStatus::Verified) << r.defaultSchedule->reason;
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->status, CandidateStatus::Verified);
+  EXPECT_LE(r.best->medianMs, r.defaultSchedule->medianMs);
+  EXPECT_GT(r.best->gflops + r.best->gbytes, 0);
+  for (const CandidateRecord& c : r.candidates)
+    if (c.status == CandidateStatus::Verified) EXPECT_GE(c.medianMs, r.best->medianMs);
+  EXPECT_EQ(r.wrong, 0) << "the emitter produced a wrong candidate";
+  EXPECT_EQ(r.faulted, 0);
+  EXPECT_GT(r.candidatesPerSecond, 0);
+  std::printf("best %s: %.4f ms (default %.4f ms), %lld verified of %zu\n", r.best->schedule.c_str(), r.best->medianMs,
+              r.defaultSchedule->medianMs, (long long)r.verified, r.candidates.size());
+}
+
+}  // namespace
+
+TEST(Tune, WithoutADeviceThrowsNoDeviceError) {
+  if (cuda::cudaAvailable()) GTEST_SKIP() << "a CUDA device is present";
+  Loaded l = load("axpby.rtcg", {{"n", 1000}});
+  try {
+    tune(l.file, l.source, l.bound, quickOptions(4));
+    FAIL() << "expected NoDeviceError";
+  } catch (const NoDeviceError& e) {
+    EXPECT_FALSE(std::string(e.what()).empty());
+  }
+}
+
+TEST(Tune, UnboundKernelIsAnError) {
+  Loaded l = load("axpby.rtcg", {{"n", 1000}});
+  Diagnostics diags;
+  std::optional<Kernel> unbound = frontKernel({l.file, l.source}, "", diags);
+  ASSERT_TRUE(unbound);
+  EXPECT_THROW(tune(l.file, l.source, *unbound, quickOptions(4)), Error);
+}
+
+TEST(TuneGpu, AxpbyFindsAVerifiedWinner) {
+  if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
+  Loaded l = load("axpby.rtcg", {{"n", 1000000}});
+  int progressCalls = 0;
+  TuneOptions o = quickOptions(20);
+  o.progress = [&](const TuneProgress& p) {
+    ++progressCalls;
+    EXPECT_LE(p.measured, p.generated);
+  };
+  TuneResult r = tune(l.file, l.source, l.bound, o);
+  expectVerifiedWinner(r);
+  EXPECT_EQ(progressCalls, int(r.candidates.size()));
+  EXPECT_FALSE(r.bestOverTime.empty());
+}
+
+TEST(TuneGpu, MatmulFindsAVerifiedWinner) {
+  if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
+  Loaded l = load("matmul.rtcg", {{"n", 128}});
+  TuneResult r = tune(l.file, l.source, l.bound, quickOptions(20));
+  expectVerifiedWinner(r);
+}
+
+TEST(TuneGpu, PlantedWrongFaultingAndHangingCandidatesAreSurvived) {
+  if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
+  Loaded l = load("axpby.rtcg", {{"n", 100000}});
+  TuneOptions o = quickOptions(4);
+  o.candidateTimeoutSeconds = 3;
+  o.compileThreads = 1;  // planted candidates then complete in order: fault, hang, wrong, copy
+  o.extraCandidates = {
+      {"planted: faults", "", appendToKernel("if (threadIdx.x == 0) { *(volatile float*)(0x10) = 1.0f; }")},
+      {"planted: hangs", "", appendToKernel("for (;;) { __nanosleep(1000); }")},
+      {"planted: wrong z[0]", "", appendToKernel("if (blockIdx.x == 0 && threadIdx.x == 0) { z[0] = 0.0f; }")},
+      {"planted: correct", "", appendToKernel("")},
+  };
+  TuneResult r = tune(l.file, l.source, l.bound, o);
+  const CandidateRecord* fault = find(r, "planted: faults");
+  const CandidateRecord* hang = find(r, "planted: hangs");
+  const CandidateRecord* wrong = find(r, "planted: wrong z[0]");
+  const CandidateRecord* correct = find(r, "planted: correct");
+  ASSERT_TRUE(fault && hang && wrong && correct);
+  EXPECT_EQ(fault->status, CandidateStatus::Faulted) << fault->reason;
+  EXPECT_NE(fault->reason.find("ILLEGAL_ADDRESS"), std::string::npos) << fault->reason;
+  EXPECT_EQ(hang->status, CandidateStatus::TimedOut) << hang->reason;
+  EXPECT_EQ(wrong->status, CandidateStatus::WrongResult) << wrong->reason;
+  EXPECT_NE(wrong->reason.find("z: rel"), std::string::npos) << wrong->reason;
+  EXPECT_EQ(correct->status, CandidateStatus::Verified) << correct->reason;  // the search went on
+  EXPECT_GE(r.workerRestarts, 2);
+  ASSERT_TRUE(r.best);
+  EXPECT_NE(r.best->schedule, "planted: wrong z[0]");
+  EXPECT_EQ(r.faulted, 1);
+  EXPECT_EQ(r.timedOut, 1);
+  EXPECT_EQ(r.wrong, 1);
+}

@@ -1,0 +1,103 @@
+// Verification of candidate outputs: the rule a candidate must pass before its time counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "api/Pipeline.h"
+#include "reference/Reference.h"
+#include "support/Error.h"
+#include "tune/Verify.h"
+
+using namespace rtcg;
+
+namespace {
+
+Kernel bind(const std::string& source, const SizeBindings& sizes) {
+  Diagnostics diags;
+  SourceText src{"t.rtcg", source};
+  std::optional<Kernel> k = frontKernel(src, "", diags);
+  std::optional<Kernel> b = k ? bindAndProve(*k, sizes, diags) : std::nullopt;
+  EXPECT_TRUE(b) << renderDiagnostics(diags, src);
+  return *b;
+}
+
+const char* kMatmul = R"(kernel matmul(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {
+  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }
+})";
+
+// Runs the reference on the tuning inputs, as the tuner does, and returns (gpu-like args, expected).
+std::pair<HostArgs, std::vector<ExpectedOutput>> referenceRun(const Kernel& k) {
+  HostArgs in = tuningInputs(k, 1, tuningScalars(k, 1));
+  HostArgs ref = in;
+  ReferenceResult r = runReference(k, ref);
+  std::vector<ExpectedOutput> expected;
+  for (const ReferenceOutput& o : r.outputs) expected.push_back({o.param, o.values});
+  return {ref, expected};  // `ref` holds the outputs rounded to their element types, like a GPU's
+}
+
+}  // namespace
+
+TEST(Verify, ToleranceScalesWithReductionLength) {
+  EXPECT_DOUBLE_EQ(verificationTolerance(bind(kMatmul, {{"n", 64}}), 3), 1e-5);
+  double big = verificationTolerance(bind(kMatmul, {{"n", 4096}}), 3);
+  EXPECT_NEAR(big, 1e-5 * std::sqrt(8192.0 / 256), 1e-9);
+  Kernel f64 = bind("kernel k(n: int, x: f64[n], out y: f64[n]) { for i in 0..n { y[i] = 2.0 * x[i]; } }", {{"n", 10}});
+  EXPECT_DOUBLE_EQ(verificationTolerance(f64, 2), 1e-12);
+  Kernel ints = bind("kernel k(n: int, x: i32[n], out y: i32[n]) { for i in 0..n { y[i] = 2 * x[i]; } }", {{"n", 10}});
+  EXPECT_EQ(verificationTolerance(ints, 2), 0.0);
+}
+
+TEST(Verify, CorrectOutputPassesAndAWrongElementFails) {
+  Kernel k = bind(kMatmul, {{"n", 48}});
+  auto [gpu, expected] = referenceRun(k);
+  Verification ok = verifyOutputs(k, gpu, expected);
+  EXPECT_TRUE(ok.pass) << ok.failures();
+  EXPECT_LT(ok.worstRelativeError, 1e-6);
+
+  gpu.array("c").set(7, 0.0);  // one element of 2304 wrong
+  Verification bad = verifyOutputs(k, gpu, expected);
+  EXPECT_FALSE(bad.pass);
+  EXPECT_NE(bad.failures().find("c: rel"), std::string::npos) << bad.failures();
+  EXPECT_NE(bad.failures().find("exceeds tolerance 1e-05"), std::string::npos) << bad.failures();
+}
+
+TEST(Verify, AnUnwrittenElementFails) {
+  Kernel k = bind(kMatmul, {{"n", 16}});
+  auto [gpu, expected] = referenceRun(k);
+  gpu.array("c").set(255, std::nan(""));  // what a poisoned, never-written element looks like
+  Verification v = verifyOutputs(k, gpu, expected);
+  EXPECT_FALSE(v.pass);
+  EXPECT_NE(v.failures().find("non-finite 1"), std::string::npos) << v.failures();
+}
+
+TEST(Verify, IntegersMustBeExact) {
+  Kernel k = bind("kernel k(n: int, x: i32[n], out y: i32[n]) { for i in 0..n { y[i] = 3 * x[i] + 1; } }", {{"n", 1000}});
+  auto [gpu, expected] = referenceRun(k);
+  EXPECT_TRUE(verifyOutputs(k, gpu, expected).pass);
+  gpu.array("y").setInt(999, gpu.array("y").getInt(999) + 1);
+  EXPECT_FALSE(verifyOutputs(k, gpu, expected).pass);
+}
+
+TEST(Verify, MismatchedReferenceIsAnError) {
+  Kernel k = bind(kMatmul, {{"n", 8}});
+  auto [gpu, expected] = referenceRun(k);
+  EXPECT_THROW(verifyOutputs(k, gpu, {}), Error);
+  expected[0].values.pop_back();
+  EXPECT_THROW(verifyOutputs(k, gpu, expected), Error);
+}
+
+TEST(Verify, TuningInputsAreDeterministicAndScalarsChecked) {
+  Kernel k = bind("kernel axpby(n: int, a: f32, x: f32[n], b: f32, y: f32[n], out z: f32[n]) {"
+                  " for i in 0..n { z[i] = a * x[i] + b * y[i]; } }",
+                  {{"n", 100}});
+  auto scalars = tuningScalars(k, 3);
+  ASSERT_EQ(scalars.size(), 2u);
+  HostArgs one = tuningInputs(k, 3, scalars), two = tuningInputs(k, 3, scalars);
+  EXPECT_EQ(one.array("x").toDoubles(), two.array("x").toDoubles());
+  EXPECT_EQ(one.scalar(1).f, double(float(scalars["a"])));
+  scalars["bogus"] = 1;
+  EXPECT_THROW(tuningInputs(k, 3, scalars), Error);
+  scalars.erase("bogus");
+  scalars.erase("a");
+  EXPECT_THROW(tuningInputs(k, 3, scalars), Error);
+}

@@ -1,0 +1,170 @@
+// Supervision of the measuring worker, with a fake worker that misbehaves on purpose: a worker
+// that dies at setup or reports no device is a clean error; a candidate that crashes the worker,
+// hangs it, makes it talk garbage or reports a fatal CUDA error is recorded with the reason, and
+// the next candidate gets a fresh worker.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "tune/WorkerProcess.h"
+
+using namespace rtcg;
+using namespace rtcg::worker;
+
+namespace {
+
+struct FakeMode {
+  explicit FakeMode(const char* mode) { ::setenv("RTCG_FAKE_WORKER_MODE", mode, 1); }
+  ~FakeMode() { ::unsetenv("RTCG_FAKE_WORKER_MODE"); }
+};
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+CandidateMessage candidate(int64_t id) {
+  CandidateMessage c;
+  c.id = id;
+  c.launches.push_back(LaunchSpec{"k_0", {1, 1, 1}, {32, 1, 1}, 0, {0}});
+  c.cubin = std::string(size_t(100 + id), 'x');
+  return c;
+}
+
+}  // namespace
+
+TEST(FindWorker, ExplicitPathMustBeExecutable) {
+  EXPECT_EQ(findWorker(RTCG_FAKE_WORKER), RTCG_FAKE_WORKER);
+  std::string msg = errorOf([] { findWorker("/nonexistent/rtcg-worker"); });
+  EXPECT_NE(msg.find("'/nonexistent/rtcg-worker' is not an executable file"), std::string::npos) << msg;
+  std::string plain = (std::filesystem::temp_directory_path() / "rtcg_not_executable").string();
+  std::ofstream(plain) << "#!/bin/sh\n";
+  ::chmod(plain.c_str(), 0644);
+  EXPECT_NE(errorOf([&] { findWorker(plain); }).find("not an executable file"), std::string::npos);
+  std::filesystem::remove(plain);
+}
+
+TEST(FindWorker, EnvironmentVariableAndSearch) {
+  ::setenv("RTCG_WORKER", "/nonexistent/worker", 1);
+  std::string msg = errorOf([] { findWorker(); });
+  EXPECT_NE(msg.find("RTCG_WORKER='/nonexistent/worker'"), std::string::npos) << msg;
+  ::setenv("RTCG_WORKER", RTCG_FAKE_WORKER, 1);
+  EXPECT_EQ(findWorker(), RTCG_FAKE_WORKER);
+  ::unsetenv("RTCG_WORKER");
+  // From tests/tuner/ the build tree's tools/rtcg-worker/rtcg-worker is found.
+  EXPECT_EQ(std::filesystem::canonical(findWorker()), std::filesystem::canonical(RTCG_WORKER_EXE));
+}
+
+TEST(WorkerProcess, WorkerDyingAtSetupIsAClearError) {
+  FakeMode mode("die-at-setup");
+  std::string msg = errorOf([] { WorkerProcess w(RTCG_FAKE_WORKER, SetupMessage{}, {5, 1}); });
+  EXPECT_NE(msg.find("exited with status 7"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("fake worker: dying at setup"), std::string::npos) << msg;  // its stderr
+}
+
+TEST(WorkerProcess, NoDeviceInTheWorkerIsNoDeviceError) {
+  FakeMode mode("no-device");
+  try {
+    WorkerProcess w(RTCG_FAKE_WORKER, SetupMessage{}, {5, 1});
+    FAIL() << "expected NoDeviceError";
+  } catch (const NoDeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA device (fake)"), std::string::npos);
+  }
+}
+
+TEST(WorkerProcess, GarbageAtSetupIsAClearError) {
+  FakeMode mode("garbage-setup");
+  auto t0 = std::chrono::steady_clock::now();
+  std::string msg = errorOf([] { WorkerProcess w(RTCG_FAKE_WORKER, SetupMessage{}, {5, 1}); });
+  EXPECT_NE(msg.find("malformed reply"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bad frame start 'this is not a fr"), std::string::npos) << msg;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 4.0);  // killed, not waited for
+}
+
+TEST(WorkerProcess, SurvivesCrashesHangsGarbageAndFaults) {
+  FakeMode mode("mixed");
+  std::vector<std::string> log;
+  WorkerProcess w(RTCG_FAKE_WORKER, SetupMessage{}, {5, 0.5}, [&](const std::string& s) { log.push_back(s); });
+  EXPECT_EQ(w.ready().device, "Fake GPU");
+
+  MeasureOutcome ok = w.measure(candidate(0));
+  EXPECT_EQ(ok.status, CandidateStatus::Verified) << ok.reason;
+  EXPECT_EQ(ok.result.medianMs, 1.0);
+  EXPECT_EQ(ok.result.registers, 100);  // the fake echoes the cubin's size
+
+  MeasureOutcome crash = w.measure(candidate(1));
+  EXPECT_EQ(crash.status, CandidateStatus::Faulted);
+  EXPECT_NE(crash.reason.find("killed by signal 11"), std::string::npos) << crash.reason;
+  EXPECT_NE(crash.reason.find("crashing on candidate 1"), std::string::npos) << crash.reason;
+
+  auto t0 = std::chrono::steady_clock::now();
+  MeasureOutcome hang = w.measure(candidate(2));
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(hang.status, CandidateStatus::TimedOut);
+  EXPECT_NE(hang.reason.find("the worker was killed"), std::string::npos) << hang.reason;
+  EXPECT_LT(waited, 4.0);
+
+  MeasureOutcome garbage = w.measure(candidate(3));
+  EXPECT_EQ(garbage.status, CandidateStatus::Faulted);
+  EXPECT_NE(garbage.reason.find("malformed reply"), std::string::npos) << garbage.reason;
+
+  MeasureOutcome fault = w.measure(candidate(4));
+  EXPECT_EQ(fault.status, CandidateStatus::Faulted);
+  EXPECT_NE(fault.reason.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << fault.reason;
+
+  MeasureOutcome after = w.measure(candidate(5));
+  EXPECT_EQ(after.status, CandidateStatus::Verified) << after.reason;
+  EXPECT_EQ(after.result.medianMs, 6.0);
+  EXPECT_EQ(w.restarts(), 4);  // after the crash, the hang, the garbage and the fault
+  EXPECT_FALSE(log.empty());
+}
+
+// The real worker's setup on this machine: it binds the kernel, regenerates the inputs, checks them
+// against the parent's checksums and reads the reference, then needs a device.
+namespace {
+
+SetupMessage realSetup(const std::string& referencePath) {
+  SetupMessage s;
+  s.fileName = "axpby.rtcg";
+  s.source = "kernel axpby(n: int, a: f32, x: f32[n], b: f32, y: f32[n], out z: f32[n]) {\n"
+             "  for i in 0..n { z[i] = a * x[i] + b * y[i]; }\n}\n";
+  s.kernel = "axpby";
+  s.sizes = {{"n", 1000}};
+  s.scalars = {{"a", 0.5}, {"b", -2}};
+  s.referencePath = referencePath;
+  return s;
+}
+
+}  // namespace
+
+TEST(RealWorker, SetupChecksInputsThenNeedsADevice) {
+  std::string ref = (std::filesystem::temp_directory_path() / "rtcg_test_worker_ref.bin").string();
+  writeReferenceFile(ref, {{5, std::vector<double>(1000, 0.0)}});
+  SetupMessage s = realSetup(ref);
+  // Wrong checksums: the worker refuses (before it needs a device).
+  s.inputs = {{"x", 1.0, 2.0}};
+  std::string msg = errorOf([&] { WorkerProcess w(RTCG_WORKER_EXE, s, {30, 5}); });
+  EXPECT_NE(msg.find("input 'x' differs from the parent's"), std::string::npos) << msg;
+  // A kernel that does not bind: the diagnostics come back.
+  SetupMessage unbound = realSetup(ref);
+  unbound.sizes.clear();
+  msg = errorOf([&] { WorkerProcess w(RTCG_WORKER_EXE, unbound, {30, 5}); });
+  EXPECT_NE(msg.find("does not bind in the worker"), std::string::npos) << msg;
+  // Right checksums: ready on a GPU host, NoDeviceError elsewhere.
+  s.inputs.clear();
+  try {
+    WorkerProcess w(RTCG_WORKER_EXE, s, {60, 5});
+    EXPECT_FALSE(w.ready().device.empty());
+  } catch (const NoDeviceError& e) {
+    EXPECT_FALSE(std::string(e.what()).empty());
+  }
+  std::filesystem::remove(ref);
+}

@@ -1,0 +1,301 @@
+// `rtcgc db`. See DbCommand.h.
+#include "DbCommand.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "support/Error.h"
+#include "tune/TuningDb.h"
+
+namespace rtcg {
+
+namespace {
+
+enum Exit : int { kOk = 0, kInputError = 1, kUsage = 2 };
+
+// A failure already printed; carries the exit code.
+struct Failed {
+  int code;
+};
+
+struct Io {
+  std::FILE* in;
+  std::FILE* out;
+  std::FILE* err;
+  template <typename... Args>
+  [[noreturn]] void fail(int code, fmt::format_string<Args...> f, Args&&... args) const {
+    fmt::print(err, "rtcgc: error: {}\n", fmt::format(f, std::forward<Args>(args)...));
+    throw Failed{code};
+  }
+};
+
+// Lines of a table with aligned columns; `right` marks right-aligned (numeric) columns. The last
+// column is not padded (long schedules do not push trailing spaces).
+std::vector<std::string> formatTable(const std::vector<std::string>& headers,
+                                     const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+  std::vector<size_t> width(headers.size());
+  for (size_t c = 0; c < headers.size(); ++c) width[c] = headers[c].size();
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      bool last = c + 1 == cells.size();
+      if (c) s += "  ";
+      if (right[c])
+        s += fmt::format("{:>{}}", cells[c], width[c]);
+      else
+        s += last ? cells[c] : fmt::format("{:<{}}", cells[c], width[c]);
+    }
+    return s;
+  };
+  std::vector<std::string> out{line(headers)};
+  for (const auto& r : rows) out.push_back(line(r));
+  return out;
+}
+
+std::string num(double v) {  // 4 significant digits, no exponent for large values
+  return std::abs(v) >= 1e4 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
+}
+
+std::string driverText(int v) {  // CUDA's 1000 * major + 10 * minor
+  return v > 0 ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : "unknown";
+}
+
+std::string firstLine(const std::string& text, size_t maxChars) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() > maxChars) line = line.substr(0, maxChars) + "...";
+  return line;
+}
+
+std::string dbPathOf(const DbOptions& o) { return o.dbPath.empty() ? TuningDb::defaultPath() : o.dbPath; }
+
+bool dbExists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
+// The kernel hash the user means: an exact hash or a unique prefix of one (case-insensitive).
+std::string resolveHash(TuningDb& db, const std::string& given, const Io& io) {
+  std::string want = given;
+  std::transform(want.begin(), want.end(), want.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::set<std::string> matches;
+  for (const TuningDb::Entry& e : db.list()) {
+    std::string h = e.key.kernelHash;
+    std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (h == want) return e.key.kernelHash;
+    if (h.compare(0, want.size(), want) == 0) matches.insert(e.key.kernelHash);
+  }
+  if (matches.empty())
+    io.fail(kInputError, "no tuned kernel with hash '{}' in {} (see `rtcgc db list`)", given, db.path());
+  if (matches.size() > 1) {
+    std::string all;
+    for (const std::string& m : matches) all += (all.empty() ? "" : ", ") + m;
+    io.fail(kInputError, "hash prefix '{}' is ambiguous: {}", given, all);
+  }
+  return *matches.begin();
+}
+
+int runList(const DbOptions& o, const Io& io) {
+  std::string path = dbPathOf(o);
+  if (!dbExists(path)) {
+    fmt::print(io.out, "No tuning database at {} yet.\n", path);
+    return kOk;
+  }
+  TuningDb db(path);
+  std::vector<TuningDb::Entry> entries = db.list();
+  if (entries.empty()) {
+    fmt::print(io.out, "No tuned kernels in {}.\n", path);
+    return kOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const TuningDb::Entry& e : entries)
+    rows.push_back({e.key.kernelHash, e.key.kernelName, e.key.sizes.empty() ? "-" : e.key.sizes,
+                    fmt::format("{} {}", e.key.device, e.key.arch), std::to_string(e.measured),
+                    std::to_string(e.verified), e.best ? num(e.best->medianMs) : "-",
+                    e.best ? e.best->schedule : "-"});
+  for (const std::string& l :
+       formatTable({"HASH", "KERNEL", "SIZES", "DEVICE", "CANDIDATES", "VERIFIED", "BEST MS", "BEST SCHEDULE"}, rows,
+                   {false, false, false, false, true, true, true, false}))
+    fmt::print(io.out, "{}\n", l);
+  return kOk;
+}
+
+int runShow(const DbOptions& o, const Io& io) {
+  std::string path = dbPathOf(o);
+  if (!dbExists(path)) io.fail(kInputError, "no tuning database at {}", path);
+  TuningDb db(path);
+  std::string hash = resolveHash(db, o.hash, io);
+  bool firstKey = true;
+  for (const TuningDb::Entry& e : db.list()) {
+    if (e.key.kernelHash != hash) continue;
+    const TuningKey& k = e.key;
+    if (!firstKey) fmt::print(io.out, "\n");
+    firstKey = false;
+    fmt::print(io.out, "{} {} ({})\n", k.kernelName, k.sizes.empty() ? "-" : k.sizes, k.kernelHash);
+    fmt::print(io.out, "  device {} ({}), driver {}, NVRTC {}, rtcg {}\n", k.device, k.arch, driverText(k.driverVersion),
+               k.nvrtcVersion, k.rtcgVersion);
+    fmt::print(io.out, "  {} candidates, {} verified\n\n", e.measured, e.verified);
+
+    // Verified first, fastest first; then the failures, grouped by status, in record order.
+    std::vector<CandidateRecord> cs = db.candidates(k);
+    std::stable_sort(cs.begin(), cs.end(), [](const CandidateRecord& a, const CandidateRecord& b) {
+      bool av = a.status == CandidateStatus::Verified, bv = b.status == CandidateStatus::Verified;
+      if (av != bv) return av;
+      if (av) return a.medianMs < b.medianMs;
+      return static_cast<int>(a.status) < static_cast<int>(b.status);
+    });
+    std::vector<std::vector<std::string>> rows;
+    for (size_t i = 0; i < cs.size(); ++i) {
+      const CandidateRecord& c = cs[i];
+      bool ok = c.status == CandidateStatus::Verified;
+      rows.push_back({std::to_string(i + 1), statusName(c.status), ok ? num(c.medianMs) : "-",
+                      ok ? num(c.gflops) : "-", ok ? num(c.gbytes) : "-", std::to_string(c.registers),
+                      std::to_string(c.spillBytes), std::to_string(c.sharedBytes),
+                      fmt::format("{:.0f}%", c.occupancy * 100), c.schedule});
+    }
+    std::vector<std::string> lines =
+        formatTable({"#", "STATUS", "MS", "GF/S", "GB/S", "REGS", "SPILL", "SMEM", "OCC", "SCHEDULE"}, rows,
+                    {true, false, true, true, true, true, true, true, true, false});
+    fmt::print(io.out, "{}\n", lines[0]);
+    size_t indent = std::to_string(cs.size()).size() + 2;
+    for (size_t i = 0; i < cs.size(); ++i) {
+      fmt::print(io.out, "{}\n", lines[i + 1]);
+      if (!cs[i].reason.empty())
+        fmt::print(io.out, "{:{}}reason: {}\n", "", indent, firstLine(cs[i].reason, 200));
+    }
+  }
+  return kOk;
+}
+
+int runExport(const DbOptions& o, const Io& io) {
+  std::string path = dbPathOf(o);
+  if (!dbExists(path)) io.fail(kInputError, "no tuning database at {}", path);
+  TuningDb db(path);
+  std::string hash = o.hash.empty() ? "" : resolveHash(db, o.hash, io);
+  std::string json = db.exportJson(hash) + "\n";
+  if (o.output.empty() || o.output == "-") {
+    fmt::print(io.out, "{}", json);
+    return kOk;
+  }
+  std::ofstream f(o.output, std::ios::binary);
+  if (!f) io.fail(kInputError, "cannot write '{}': {}", o.output, std::strerror(errno));
+  f << json;
+  f.close();
+  if (!f) io.fail(kInputError, "cannot write '{}'", o.output);
+  fmt::print(io.err, "Exported {} to {}.\n", hash.empty() ? "the tuning database" : "kernel " + hash, o.output);
+  return kOk;
+}
+
+int runImport(const DbOptions& o, const Io& io) {
+  std::string text;
+  if (o.file == "-") {
+    char buf[65536];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, io.in)) > 0) text.append(buf, n);
+  } else {
+    std::ifstream f(o.file, std::ios::binary);
+    if (!f) io.fail(kInputError, "cannot read '{}': {}", o.file, std::strerror(errno));
+    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  TuningDb db(dbPathOf(o));
+  int skipped = 0;
+  int added = 0;
+  try {
+    added = db.importJson(text, &skipped);
+  } catch (const Error& e) {
+    io.fail(kInputError, "{}: {}", o.file == "-" ? "standard input" : o.file, e.what());
+  }
+  fmt::print(io.out, "Imported {} candidates into {} ({} duplicates skipped).\n", added, db.path(), skipped);
+  return kOk;
+}
+
+int runClear(const DbOptions& o, const Io& io) {
+  std::string path = dbPathOf(o);
+  if (!dbExists(path)) {
+    if (!o.hash.empty()) io.fail(kInputError, "no tuning database at {}", path);
+    fmt::print(io.out, "No tuning database at {}: nothing to clear.\n", path);
+    return kOk;
+  }
+  TuningDb db(path);
+  std::string hash = o.hash.empty() ? "" : resolveHash(db, o.hash, io);
+  if (!o.yes) {
+    std::string what = hash.empty() ? "every tuned kernel" : "kernel " + hash;
+    if (!isatty(fileno(io.in)))
+      io.fail(kUsage, "`db clear` removes {} from {}: confirm with --yes", what, path);
+    fmt::print(io.err, "Remove {} from {}? [y/N] ", what, path);
+    std::fflush(io.err);
+    char answer[16] = {0};
+    if (!std::fgets(answer, sizeof answer, io.in) || (answer[0] != 'y' && answer[0] != 'Y')) {
+      fmt::print(io.err, "Nothing removed.\n");
+      return kInputError;
+    }
+  }
+  int removed = db.clear(hash);
+  fmt::print(io.out, "Removed {} candidates from {}.\n", removed, path);
+  return kOk;
+}
+
+}  // namespace
+
+DbCommand addDbCommand(CLI::App& app) {
+  DbCommand d;
+  d.options = std::make_shared<DbOptions>();
+  DbOptions& o = *d.options;
+  d.cmd = app.add_subcommand("db", "look into and manage the tuning database");
+  d.cmd->require_subcommand(1);
+  auto addDb = [&](CLI::App* sub) {
+    sub->add_option("--db", o.dbPath,
+                    "tuning database file (default: $RTCG_CACHE_DIR, $XDG_CACHE_HOME/rtcg or ~/.cache/rtcg, "
+                    "+ /tuning.sqlite)");
+  };
+  d.list = d.cmd->add_subcommand("list", "list tuned kernels with their best schedule");
+  addDb(d.list);
+  d.show = d.cmd->add_subcommand("show", "show the candidates of a kernel, fastest first, failures with reasons");
+  d.show->add_option("hash", o.hash, "kernel hash (or a unique prefix), from `rtcgc db list`")->required();
+  addDb(d.show);
+  d.exportCmd = d.cmd->add_subcommand("export", "write the database (or one kernel's entries) as JSON");
+  d.exportCmd->add_option("hash", o.hash, "only this kernel hash (or a unique prefix)");
+  d.exportCmd->add_option("-o,--output", o.output, "output file (default: standard output)");
+  addDb(d.exportCmd);
+  d.importCmd = d.cmd->add_subcommand("import", "merge a JSON export into the database, skipping duplicates");
+  d.importCmd->add_option("file", o.file, "the export to read (- for standard input)")->required();
+  addDb(d.importCmd);
+  d.clear = d.cmd->add_subcommand("clear", "remove every entry (or one kernel's)");
+  d.clear->add_option("hash", o.hash, "only this kernel hash (or a unique prefix)");
+  d.clear->add_flag("-y,--yes", o.yes, "do not ask for confirmation");
+  addDb(d.clear);
+  return d;
+}
+
+int runDbCommand(const DbCommand& db) { return runDbCommand(db, stdin, stdout, stderr); }
+
+int runDbCommand(const DbCommand& db, std::FILE* in, std::FILE* out, std::FILE* err) {
+  Io io{in, out, err};
+  const DbOptions& o = *db.options;
+  try {
+    if (db.list->parsed()) return runList(o, io);
+    if (db.show->parsed()) return runShow(o, io);
+    if (db.exportCmd->parsed()) return runExport(o, io);
+    if (db.importCmd->parsed()) return runImport(o, io);
+    if (db.clear->parsed()) return runClear(o, io);
+  } catch (const Failed& f) {
+    return f.code;
+  } catch (const Error& e) {
+    fmt::print(err, "rtcgc: error: {}\n", e.what());
+    return kInputError;
+  }
+  fmt::print(err, "rtcgc: error: `db` needs a subcommand: list, show, export, import or clear\n");
+  return kUsage;
+}
+
+}  // namespace rtcg

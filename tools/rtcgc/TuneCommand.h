@@ -1,0 +1,37 @@
+// `rtcgc tune`: search the schedule space of a kernel on the GPU (rtcg::tune), with a progress
+// bar, a table of the best candidates, a JSON summary and an HTML report.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct TuneArgs {
+  std::string file;
+  std::vector<std::string> defines;
+  std::string kernel;
+  int64_t maxCandidates = 0;
+  double timeLimit = 0;
+  int64_t minThreads = 32, minBlocks = 1;
+  int repeats = 20;
+  int compileThreads = 0;
+  std::string report;
+  bool json = false;
+  std::string db;  // empty: the default database; "-": none
+  uint64_t seed = 1;
+  std::string worker;
+};
+
+struct TuneCommand {
+  CLI::App* command = nullptr;       // the `tune` subcommand (check command->parsed())
+  std::shared_ptr<TuneArgs> args;    // where CLI11 stores the options (stable address)
+};
+
+// Adds the `tune` subcommand to `app`.
+TuneCommand addTuneCommand(CLI::App& app);
+
+// Runs it; returns the exit status: 0 ok, 1 input error (program, sizes, unreadable file, database),
+// 2 bad command line, 4 no CUDA device, 5 no candidate was verified, 70 internal error.
+int runTuneCommand(const TuneCommand& cmd);
