@@ -1,5 +1,7 @@
 #include "codegen/Nvrtc.h"
 
+#include "codegen/CubinInfo.h"
+
 #include <fmt/format.h>
 #include <nvrtc.h>
 #include <regex>
@@ -98,6 +100,9 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
       return r;
     }
     r.resources = parsePtxasInfo(r.log);
+    // Some NVRTC builds (13.0.88 on the GPU host) return an empty log for some kernels: read
+    // what the cubin itself records instead.
+    if (r.resources.empty()) r.resources = resourcesFromCubin(std::string_view(r.cubin.data(), r.cubin.size()));
   }
   if (wantPtx || !real) {
     size_t size = 0;
