@@ -4,7 +4,9 @@
 # Prints a summary table last.
 set -uo pipefail
 root=$(pwd)
-out=${OUT:-$root/gpu-out}
+# Logs go to $OUT/logs (default ./gpu-out/logs); scripts/gpu-collect.sh packs them into one file
+# (the device tool brings back at most 8 files).
+out=${OUT:-$root/gpu-out}/logs
 mkdir -p "$out"
 # Test binaries have the source and build paths of the packing machine built in.
 if [[ ! -e /work/main ]]; then mkdir -p /work && ln -s "$root" /work/main; fi

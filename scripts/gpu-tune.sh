@@ -3,7 +3,9 @@
 # NVRTC throughput benchmark. Usage: scripts/gpu-tune.sh [MAX_CANDIDATES] [TIME_LIMIT_S]
 set -uo pipefail
 root=$(pwd)
-out=${OUT:-$root/gpu-out}
+# Logs go to $OUT/logs (default ./gpu-out/logs); scripts/gpu-collect.sh packs them into one file
+# (the device tool brings back at most 8 files).
+out=${OUT:-$root/gpu-out}/logs
 mkdir -p "$out"
 if [[ ! -e /work/main ]]; then mkdir -p /work && ln -s "$root" /work/main; fi
 [[ -e "$root/build-gpu" ]] || ln -s "$root/.gpu/build-gpu" "$root/build-gpu"

@@ -57,10 +57,22 @@ struct DeviceInfo {
   std::string arch() const;  // "sm_90"
 };
 
+// What compile() does about the schedule when none is given: the tuning database (in the cache
+// directory, see docs/api.md) holds the best schedule measured for a kernel, its sizes and the device.
+// The environment variable RTCG_TUNING=off|cached|tune overrides the policy.
+enum class Tuning : uint8_t {
+  Off,             // the default schedule
+  UseCached,       // the database's best schedule if there is one, else the default schedule
+  TuneOnFirstUse,  // the database's best; on a miss, tune now (rtcgc tune's search) and use the winner
+};
+
 struct CompileOptions {
   std::string kernel;    // which kernel of the source; empty: the only one
-  std::string schedule;  // schedule text; empty: the default schedule
+  std::string schedule;  // schedule text; empty: decided by `tuning`
   std::string fileName = "<string>";  // used in diagnostics
+  Tuning tuning = Tuning::UseCached;
+  int tuneMaxCandidates = 64;         // for TuneOnFirstUse
+  double tuneTimeLimitSeconds = 30;   // for TuneOnFirstUse
 };
 
 class Context;
@@ -188,6 +200,8 @@ class CompiledKernel {
   const std::string& name() const;
   const std::string& cudaSource() const;     // the generated CUDA C
   const std::string& scheduleText() const;   // the schedule it was built with (printed form)
+  // Where the schedule came from: "explicit", "default", "tuning database" or "tuned".
+  const std::string& scheduleOrigin() const;
   std::string signature() const;             // "matmul(a: f32[500, 500], b: ..., out c: ...) with n = 500"
   // True when the module's cubin was read from the disk cache: NVRTC did not run for it in this
   // process (a later compile() of the same kernel that hits the in-memory cache keeps the flag).

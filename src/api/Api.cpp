@@ -2,6 +2,8 @@
 // cache (runtime/KernelCache.h) and the driver runtime (runtime/*).
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <unordered_map>
@@ -17,6 +19,9 @@
 #include "runtime/Memory.h"
 #include "runtime/Stream.h"
 #include "support/Error.h"
+#include "tune/Tuner.h"
+#include "tune/TuningDb.h"
+#include "tune/TuningKeyFor.h"
 
 namespace rtcg {
 
@@ -30,6 +35,7 @@ struct BufferImpl {
 // What a compile() produces, shared by every CompiledKernel (and the in-memory cache) for it.
 struct KernelData {
   PreparedKernel prepared;
+  std::string scheduleOrigin;
   std::shared_ptr<const Executable> executable;
   bool fromDisk = false;
   std::string signature;
@@ -207,6 +213,53 @@ detail::LoadedModule loadModule(detail::ContextImpl& ctx, const PreparedKernel& 
 
 }  // namespace
 
+namespace {
+
+Tuning tuningPolicy(const CompileOptions& options) {
+  const char* env = std::getenv("RTCG_TUNING");
+  if (!env || !*env) return options.tuning;
+  std::string v = env;
+  if (v == "off") return Tuning::Off;
+  if (v == "cached") return Tuning::UseCached;
+  if (v == "tune") return Tuning::TuneOnFirstUse;
+  throw Error(fmt::format("RTCG_TUNING='{}': expected off, cached or tune", v));
+}
+
+// The options compile() builds with: the caller's, with the schedule taken from the tuning database
+// (or from a search run now) as the policy says. `origin` says where the schedule came from.
+CompileOptions chooseTunedSchedule(detail::ContextImpl& ctx, std::string_view source, const Sizes& sizes,
+                                   const CompileOptions& options, std::string& origin) {
+  origin = options.schedule.empty() ? "default" : "explicit";
+  Tuning policy = tuningPolicy(options);
+  if (!options.schedule.empty() || policy == Tuning::Off) return options;
+
+  PreparedKernel probe = prepareKernel(source, sizes, options);  // binds and proves; default schedule
+  TuningKey key = tuningKeyFor(probe.bound, ctx.cuda->device().properties());
+  std::string dbPath = TuningDb::defaultPath();
+  std::optional<CandidateRecord> best;
+  if (std::filesystem::exists(dbPath)) {
+    TuningDb db(dbPath);
+    best = db.best(key);
+  }
+  if (best) {
+    origin = "tuning database";
+  } else if (policy == Tuning::TuneOnFirstUse) {
+    TuneOptions tuneOptions;
+    tuneOptions.space.maxCandidates = options.tuneMaxCandidates;
+    tuneOptions.timeLimitSeconds = options.tuneTimeLimitSeconds;
+    tuneOptions.dbPath = dbPath;
+    tuneOptions.deviceOrdinal = ctx.info.ordinal;
+    TuneResult result = tune(options.fileName, std::string(source), probe.bound, tuneOptions);
+    best = result.best;
+    if (best) origin = "tuned";
+  }
+  CompileOptions effective = options;
+  if (best) effective.schedule = best->schedule;
+  return effective;
+}
+
+}  // namespace
+
 CompiledKernel Context::compile(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
   detail::ContextImpl& ctx = *impl_;
   std::string request = requestKey(source, sizes, options);
@@ -219,13 +272,16 @@ CompiledKernel Context::compile(std::string_view source, const Sizes& sizes, con
     }
   }
 
-  PreparedKernel prepared = prepareKernel(source, sizes, options);  // throws with the diagnostics
+  std::string origin;
+  CompileOptions effective = chooseTunedSchedule(ctx, source, sizes, options, origin);
+  PreparedKernel prepared = prepareKernel(source, sizes, effective);  // throws with the diagnostics
   bool reused = false;
   detail::LoadedModule module = loadModule(ctx, prepared, reused);
 
   auto data = std::make_shared<detail::KernelData>();
   data->signature = signatureOf(prepared.bound);
   data->prepared = std::move(prepared);
+  data->scheduleOrigin = std::move(origin);
   data->executable = module.executable;
   data->fromDisk = module.source == CacheSource::Disk;
   {
@@ -321,6 +377,7 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
 const std::string& CompiledKernel::name() const { return dataOf(impl_).prepared.bound.name; }
 const std::string& CompiledKernel::cudaSource() const { return dataOf(impl_).prepared.module.source; }
 const std::string& CompiledKernel::scheduleText() const { return dataOf(impl_).prepared.scheduleText; }
+const std::string& CompiledKernel::scheduleOrigin() const { return dataOf(impl_).scheduleOrigin; }
 std::string CompiledKernel::signature() const { return dataOf(impl_).signature; }
 bool CompiledKernel::loadedFromDiskCache() const { return dataOf(impl_).fromDisk; }
 

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 #include <nvrtc.h>
 
+#include <cstdlib>
+
 #include "api/Pipeline.h"
 #include "runtime/Hash.h"
 #include "support/Diagnostics.h"
@@ -29,7 +31,10 @@ PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const 
 }
 
 std::string requestKey(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
-  std::vector<std::string> parts{"rtcg-request-v1", std::string(source), options.kernel, options.schedule};
+  // The tuning policy is part of the request: the same source may be served untuned and tuned.
+  const char* policyOverride = std::getenv("RTCG_TUNING");
+  std::vector<std::string> parts{"rtcg-request-v2", std::string(source), options.kernel, options.schedule,
+                                 fmt::format("tuning={}/{}", int(options.tuning), policyOverride ? policyOverride : "")};
   for (const auto& [name, value] : sizes) parts.push_back(fmt::format("{}={}", name, value));
   return hashKey(parts);
 }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -365,6 +366,78 @@ TEST_F(ApiGpu, ThreadsCompileAndLaunchConcurrently) {
   Context::CacheStats s = ctx.cacheStats();
   EXPECT_EQ(s.nvrtc + s.disk + s.memory, kThreads * kRounds);
   EXPECT_LE(s.nvrtc + s.disk, 1 + kThreads / 2);  // one module per distinct kernel
+}
+
+}  // namespace
+}  // namespace rtcg
+
+namespace rtcg {
+namespace {
+
+const char* kAxpby = R"(kernel axpby(n: int, a: f32, x: f32[n], b: f32, y: f32[n], out z: f32[n]) {
+  for i in 0..n { z[i] = a * x[i] + b * y[i]; }
+})";
+
+// Sets an environment variable for one test and restores it after.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) {
+    if (const char* v = std::getenv(name.c_str())) old = v;
+    setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() { old ? (void)setenv(name.c_str(), old->c_str(), 1) : (void)unsetenv(name.c_str()); }
+};
+
+std::vector<float> runAxpby(const CompiledKernel& k, const std::vector<float>& x, const std::vector<float>& y) {
+  std::vector<float> z(x.size(), std::nanf(""));
+  k(2.0f, x, -0.5f, y, z);
+  return z;
+}
+
+TEST(ApiTuning, PolicyTakesTheDatabasesBestOrTunesOnFirstUse) {
+  if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
+  fs::path dir = fs::temp_directory_path() / ("rtcg-api-tuning-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  ScopedEnv cacheDir("RTCG_CACHE_DIR", dir.string());
+  const int n = 1 << 20;
+  std::vector<float> x(n), y(n);
+  for (int i = 0; i < n; ++i) x[i] = std::sin(0.37f * i), y[i] = std::cos(0.11f * i) + 0.25f;
+  auto check = [&](const std::vector<float>& z) {
+    double err = 0, norm = 0;
+    for (int i = 0; i < n; ++i) {
+      double ref = 2.0 * x[i] - 0.5 * y[i];
+      err += (z[i] - ref) * (z[i] - ref);
+      norm += ref * ref;
+    }
+    EXPECT_LT(std::sqrt(err / norm), 1e-6);
+  };
+
+  Context ctx;
+  CompileOptions cached;  // the default policy: use the database when it knows the kernel
+  CompiledKernel plain = ctx.compile(kAxpby, {{"n", n}}, cached);
+  EXPECT_EQ(plain.scheduleOrigin(), "default");
+  check(runAxpby(plain, x, y));
+
+  CompileOptions tuneNow;
+  tuneNow.tuning = Tuning::TuneOnFirstUse;
+  tuneNow.tuneMaxCandidates = 6;
+  tuneNow.tuneTimeLimitSeconds = 20;
+  tuneNow.fileName = "axpby-tuning.rtcg";
+  CompiledKernel tuned = ctx.compile(kAxpby, {{"n", n}}, tuneNow);
+  EXPECT_EQ(tuned.scheduleOrigin(), "tuned");
+  check(runAxpby(tuned, x, y));
+
+  Context second;  // a fresh context (as a new process would) finds the winner in the database
+  CompiledKernel fromDb = second.compile(kAxpby, {{"n", n}}, cached);
+  EXPECT_EQ(fromDb.scheduleOrigin(), "tuning database");
+  EXPECT_EQ(fromDb.scheduleText(), tuned.scheduleText());
+  check(runAxpby(fromDb, x, y));
+
+  CompileOptions off;
+  off.tuning = Tuning::Off;
+  EXPECT_EQ(second.compile(kAxpby, {{"n", n}}, off).scheduleOrigin(), "default");
+  fs::remove_all(dir);
 }
 
 }  // namespace
