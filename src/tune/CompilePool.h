@@ -1,17 +1,34 @@
-// The tuner's compile stage: emit CUDA C for each candidate schedule and compile it with NVRTC on a
-// pool of threads, handing out compiled candidates in completion order while later ones are still
+// The tuner's compile stage: emit CUDA C for each candidate schedule and compile it with NVRTC in
+// parallel, handing out compiled candidates in completion order while later ones are still
 // compiling (the tuner measures them meanwhile).
 //
-// Threads, not processes: NVRTC is thread-safe (each compile owns its program) and a thread pool
-// needs no serialization of the results. bench/nvrtc_throughput measures threads against worker
-// processes on a given host; see its header for how to read it.
+// Processes, not threads: NVRTC serializes much of its work inside one process, so on a 16-core
+// host threads flatten at about 60 candidates/s while worker processes reach about 270/s
+// (bench/nvrtc_throughput). The pool therefore starts N compile workers (`rtcg-worker
+// --compile-worker`, spawned once per search with posix_spawn) and keeps one feeding thread per
+// worker in this process: it emits a job's CUDA C, sends it over the framed protocol below,
+// waits for the cubin and checks that it can launch. A worker that dies or takes longer than the
+// compile timeout fails only the candidate it held (CompileFailed, with the reason) and is
+// restarted. Only when no worker can be started (no executable, or one that does not answer)
+// does the pool compile on threads in this process, and says so through its log.
+//
+// Compile-worker protocol: the frames of tune/WorkerProtocol.h ("RTCG" | u32 jsonBytes | u64
+// blobBytes | JSON | blob) on a socket on the worker's stdin and stdout, with its own messages:
+//   worker -> hello {pid}                                         once, at start
+//   parent -> compile {id, name, arch, options, source}           worker -> compiled {id, success,
+//             log, resources: [{name, registers, shared, local, spillStores, spillLoads}]} + cubin blob
+//   parent -> quit (or closes the socket)                         worker exits 0
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -50,25 +67,43 @@ struct CompiledCandidate {
   std::string reason;
   EmittedModule module;
   std::string cubin;
-  int registers = 0, spillBytes = 0, sharedBytes = 0, localBytes = 0;  // max over the functions
+  // Max over the functions that ptxas reported; 0 with resourcesKnown false when it reported none
+  // (NVRTC sometimes gives an empty log): such a candidate is still measured, and the measuring
+  // worker reads the real attributes from the loaded functions.
+  bool resourcesKnown = false;
+  int registers = 0, spillBytes = 0, sharedBytes = 0, localBytes = 0;
   double emitMs = 0, compileMs = 0;
   bool measurable() const { return status == CandidateStatus::Verified; }
 };
 
-// Why the compiled module cannot run well or at all (empty if it can): a function that spills, a
-// block whose threads need more registers than a block may have (allocated per warp in units of
-// 256), too many threads, or more shared memory than a block may use.
+// Why the compiled module cannot run well or at all (empty if it can): too many threads per block,
+// and, for a function whose resources are known, spilling, needing more registers than a block
+// may have (allocated per warp in units of 256) or more shared memory than a block may use. A
+// function without resources is not an obstacle (they are unknown, not bad).
 std::string launchObstacle(const EmittedModule& module, const CudaCompileResult& binary, const LaunchLimits& limits);
 
-// Emits and compiles one job (what a pool thread does). Never throws for a bad candidate.
+// Emits and compiles one job in this process (the pool's fallback). Never throws for a bad
+// candidate.
 CompiledCandidate compileCandidate(const Kernel& bound, const CompileJob& job, const std::string& arch,
                                    const LaunchLimits& limits);
 
+// The compile worker's side of the protocol above, on the socket `fd` (rtcg-worker
+// --compile-worker). Returns the process exit status: 0 after quit or end of input.
+int serveCompileWorker(int fd);
+
+struct CompilePoolOptions {
+  int parallel = 0;        // compilations at once; 0: hardware concurrency, at most 16
+  std::string workerPath;  // rtcg-worker (see findWorker); empty: compile on threads in this process
+  double compileTimeoutSeconds = 60;  // a worker still compiling after this is killed and restarted
+  std::function<void(const std::string&)> log;  // worker starts, restarts, the fallback to threads
+};
+
 class CompilePool {
  public:
-  // Starts `threads` threads (0: hardware concurrency) compiling `jobs` in order.
-  CompilePool(const Kernel& bound, std::string arch, LaunchLimits limits, std::vector<CompileJob> jobs, int threads);
-  ~CompilePool();  // stops and joins
+  // Starts compiling `jobs` in order, `options.parallel` at a time (never more than there are jobs).
+  CompilePool(const Kernel& bound, std::string arch, LaunchLimits limits, std::vector<CompileJob> jobs,
+              CompilePoolOptions options = {});
+  ~CompilePool();  // stops; kills the workers (abandoning their compiles) and joins
   CompilePool(const CompilePool&) = delete;
   CompilePool& operator=(const CompilePool&) = delete;
 
@@ -78,7 +113,14 @@ class CompilePool {
   // Starts no further jobs (those compiling finish and are still handed out).
   void stop();
 
-  int threads() const { return int(threads_.size()); }
+  int parallel() const { return int(slots_.size()); }
+  // Whether any compile ran on a thread of this process (no worker could be started).
+  bool usedFallback() const;
+  int workerRestarts() const;
+  // The compile workers' process ids, -1 for a slot without one (tests kill them). `busyOnly`: only
+  // those holding a candidate now.
+  std::vector<pid_t> workerPids(bool busyOnly = false) const;
+
   int64_t started() const { return nextJob_.load() < jobs_.size() ? int64_t(nextJob_.load()) : int64_t(jobs_.size()); }
   int64_t finished() const;
   // Finished candidates per second of wall time from the pool's start to the last finish.
@@ -86,21 +128,30 @@ class CompilePool {
   double seconds() const;  // that wall time
 
  private:
-  void run();
+  struct Slot;
+  void runSlot(Slot& slot);
+  bool startWorker(Slot& slot);
+  std::string endWorker(Slot& slot, bool kill);
+  CompiledCandidate compileInWorker(Slot& slot, size_t job);
+  void finish(CompiledCandidate c);
 
   Kernel bound_;
   std::string arch_;
   LaunchLimits limits_;
   std::vector<CompileJob> jobs_;
+  CompilePoolOptions options_;
   std::atomic<size_t> nextJob_{0};
-  std::atomic<bool> stopped_{false};
-  mutable std::mutex mutex_;
+  std::atomic<bool> stopped_{false};    // no new jobs
+  std::atomic<bool> shutdown_{false};   // the destructor: abandon compiles in flight
+  mutable std::mutex mutex_;            // guards what follows and each slot's published pid
   std::condition_variable ready_;
   std::deque<CompiledCandidate> done_;
-  int running_ = 0;  // threads still working
+  int running_ = 0;  // slots still working
   int64_t finished_ = 0;
+  int restarts_ = 0;
+  bool fallback_ = false;
   std::chrono::steady_clock::time_point start_, lastFinish_;
-  std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<Slot>> slots_;
 };
 
 }  // namespace rtcg

@@ -1,5 +1,7 @@
 #include "tune/Tuner.h"
 
+#include "tune/TuningKeyFor.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "api/Executable.h"
@@ -52,18 +55,16 @@ struct TempFile {
   TempFile& operator=(const TempFile&) = delete;
 };
 
-std::string sizesText(const Kernel& k) {
-  std::string out;
-  for (const auto& [name, value] : k.sizes) out += fmt::format("{}{}={}", out.empty() ? "" : ",", name, value);
-  return out;
-}
 
 }  // namespace
 
 TuneResult tune(const std::string& fileName, const std::string& source, const Kernel& bound,
                 const TuneOptions& options) {
   Clock::time_point t0 = Clock::now();
+  // The compile pool logs from its threads (worker restarts), so calls are serialized here.
+  std::mutex logMutex;
   auto log = [&](const std::string& s) {
+    std::lock_guard<std::mutex> lock(logMutex);
     if (options.log) options.log(s);
   };
   if (!bound.isBound()) throw Error(fmt::format("kernel '{}' must have its sizes bound before tuning", bound.name));
@@ -78,14 +79,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   std::string workerPath = findWorker(options.workerPath);
 
   TuneResult result;
-  result.key.kernelHash = fmt::format("{:016x}", structuralHash(bound));
-  result.key.kernelName = bound.name;
-  result.key.sizes = sizesText(bound);
-  result.key.device = props.name;
-  result.key.arch = props.arch();
-  result.key.driverVersion = props.driverVersion;
-  result.key.nvrtcVersion = nvrtcVersionString();
-  result.key.rtcgVersion = RTCG_VERSION;
+  result.key = tuningKeyFor(bound, props);
   result.floatOps = floatOps(bound);
   result.minimalBytes = minimalBytes(bound);
   result.peakBandwidthGBs = props.peakBandwidthGBs();
@@ -147,10 +141,15 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
 
   // Compiling starts now and overlaps with the reference and everything after.
   LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin)};
-  CompilePool pool(bound, props.arch(), limits, std::move(jobs), options.compileThreads);
-  result.compileThreads = pool.threads();
-  log(fmt::format("compiling {} candidates with NVRTC on {} threads for {}", result.generated, pool.threads(),
-                  props.arch()));
+  // In rtcg-worker --compile-worker processes: NVRTC scales across processes, not threads.
+  CompilePoolOptions poolOptions;
+  poolOptions.parallel = options.compileThreads;
+  poolOptions.workerPath = workerPath;
+  poolOptions.log = log;
+  CompilePool pool(bound, props.arch(), limits, std::move(jobs), poolOptions);
+  result.compileThreads = pool.parallel();
+  log(fmt::format("compiling {} candidates with NVRTC in {} worker processes for {}", result.generated,
+                  pool.parallel(), props.arch()));
 
   // The float64 reference on the CPU, once, on the inputs the worker regenerates.
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
@@ -186,7 +185,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   setup.repeats = options.repeats;
   setup.timingBudgetSeconds = options.timingBudgetSeconds;
   WorkerTimeouts timeouts{options.setupTimeoutSeconds, options.candidateTimeoutSeconds};
-  WorkerProcess worker(workerPath, setup, timeouts, options.log);
+  WorkerProcess worker(workerPath, setup, timeouts, log);
   // The time limit covers the search proper: the reference and the worker's setup are excluded.
   Clock::time_point searchStart = Clock::now();
 
@@ -317,11 +316,13 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   result.wallSeconds = secondsSince(t0);
   if (db && !dbFailed) db->endSearch(result.searchId, result.wallSeconds, int(result.candidates.size()));
   log(fmt::format("search done in {:.1f} s: {} candidates, {} verified, {} wrong, {} faulted, {} timed out, {} failed "
-                  "to launch, {} skipped, {} failed to compile, {} not measured; NVRTC {:.1f} candidates/s on {} "
-                  "threads; worker restarts: {}",
+                  "to launch, {} skipped, {} failed to compile, {} not measured; NVRTC {:.1f} candidates/s with {} "
+                  "compiles in parallel{}; worker restarts: {}",
                   result.wallSeconds, result.candidates.size(), result.verified, result.wrong, result.faulted,
                   result.timedOut, result.launchFailed, result.skipped, result.compileFailed, result.notMeasured,
-                  result.candidatesPerSecond, result.compileThreads, result.workerRestarts));
+                  result.candidatesPerSecond, result.compileThreads,
+                  pool.usedFallback() ? " (some on threads: a compile worker could not start)" : "",
+                  result.workerRestarts));
   return result;
 }
 

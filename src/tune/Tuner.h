@@ -46,7 +46,7 @@ struct ExtraCandidate {
 struct TuneOptions {
   SpaceOptions space;              // constraints and sampling; its device model is set from the device
   double timeLimitSeconds = 0;     // 0: no limit; counted from the worker's ready (reference excluded)
-  int compileThreads = 0;          // 0: hardware concurrency
+  int compileThreads = 0;          // parallel compilations (compile-worker processes); 0: hardware concurrency, at most 16
   int warmup = 2;                  // untimed runs per candidate
   int repeats = 20;                // timed runs per candidate (median); fewer (>= 3) for slow kernels
   double timingBudgetSeconds = 2;  // about how long timing one candidate may take
@@ -74,7 +74,7 @@ struct TuneResult {
   int64_t notMeasured = 0;                  // compiled or never started when the time limit hit
   bool timeLimitReached = false;
   int workerRestarts = 0;
-  int compileThreads = 0;
+  int compileThreads = 0;                   // compile-worker processes used
   double wallSeconds = 0, compileSeconds = 0, referenceSeconds = 0;
   double candidatesPerSecond = 0;           // NVRTC throughput during the search
   std::vector<PrunedCandidate> prunedList;

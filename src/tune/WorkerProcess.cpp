@@ -78,51 +78,104 @@ std::string findWorker(const std::string& explicitPath) {
                           where));
 }
 
+ChildProcess spawnChild(const std::string& path, const std::vector<std::string>& args) {
+  ChildProcess child;
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmpl = fmt::format("{}/rtcg-worker-stderr-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  child.stderrFd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  if (child.stderrFd < 0)
+    throw Error(fmt::format("cannot create a file for the stderr of '{}': {}", path, std::strerror(errno)));
+  ::unlink(tmpl.c_str());
+
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    int err = errno;
+    ::close(child.stderrFd);
+    throw Error(fmt::format("cannot create the socket for '{}': {}", path, std::strerror(err)));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, sv[1], STDIN_FILENO);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_adddup2(&actions, sv[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, child.stderrFd, STDERR_FILENO);
+  std::vector<std::string> argStore{path};
+  argStore.insert(argStore.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argStore) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int rc = ::posix_spawn(&child.pid, path.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(sv[1]);
+  if (rc != 0) {
+    ::close(sv[0]);
+    ::close(child.stderrFd);
+    throw Error(fmt::format("cannot start '{}': {}", path, std::strerror(rc)));
+  }
+  child.fd = sv[0];
+  return child;
+}
+
+std::string endChild(ChildProcess& child, bool kill) {
+  if (child.pid <= 0) return "not running";
+  if (kill) ::kill(child.pid, SIGKILL);
+  if (child.fd >= 0) ::close(child.fd);  // a live child reads end of input and exits
+  child.fd = -1;
+  int status = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 200 && (r = ::waitpid(child.pid, &status, WNOHANG)) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (r == 0) {
+    ::kill(child.pid, SIGKILL);
+    r = ::waitpid(child.pid, &status, 0);
+  }
+  pid_t pid = child.pid;
+  child.pid = -1;
+  if (r != pid) return "its exit status is unknown";
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", signalText(WTERMSIG(status)));
+  return "ended";
+}
+
+std::string childStderrTail(int stderrFd) {
+  if (stderrFd < 0) return "";
+  off_t size = ::lseek(stderrFd, 0, SEEK_END);
+  if (size <= 0) return "";
+  off_t from = std::max<off_t>(0, size - 800);
+  std::string text(size_t(size - from), '\0');
+  ssize_t n = ::pread(stderrFd, text.data(), text.size(), from);
+  if (n <= 0) return "";
+  text.resize(size_t(n));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (from > 0) {
+    size_t nl = text.find('\n');
+    text = "..." + (nl == std::string::npos ? text : text.substr(nl + 1));
+  }
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return "; its stderr ends: " + text;
+}
+
 WorkerProcess::WorkerProcess(std::string path, SetupMessage setup, WorkerTimeouts timeouts, Log log)
     : path_(std::move(path)), setup_(std::move(setup)), timeouts_(timeouts), log_(std::move(log)) {
   start();
 }
 
 WorkerProcess::~WorkerProcess() {
-  if (pid_ > 0) {
+  if (child_.pid > 0) {
     try {
       channel_->send(QuitMessage{});
     } catch (...) {
     }
     stop(false);
   }
-  if (stderrFd_ >= 0) ::close(stderrFd_);
+  if (child_.stderrFd >= 0) ::close(child_.stderrFd);
 }
 
 void WorkerProcess::start() {
-  if (stderrFd_ >= 0) ::close(stderrFd_);
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string tmpl = fmt::format("{}/rtcg-worker-stderr-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  stderrFd_ = ::mkostemp(tmpl.data(), O_CLOEXEC);
-  if (stderrFd_ < 0) throw Error(fmt::format("cannot create a file for the worker's stderr: {}", std::strerror(errno)));
-  ::unlink(tmpl.c_str());
-
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-    throw Error(fmt::format("cannot create the worker's socket: {}", std::strerror(errno)));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, sv[1], STDIN_FILENO);  // dup2 clears close-on-exec
-  posix_spawn_file_actions_adddup2(&actions, sv[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, stderrFd_, STDERR_FILENO);
-  std::string arg = "--serve";
-  char* argv[] = {path_.data(), arg.data(), nullptr};
-  int rc = ::posix_spawn(&pid_, path_.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(sv[1]);
-  if (rc != 0) {
-    ::close(sv[0]);
-    pid_ = -1;
-    throw Error(fmt::format("cannot start the worker '{}': {}", path_, std::strerror(rc)));
-  }
-  fd_ = sv[0];
-  channel_ = std::make_unique<Channel>(fd_);
-  if (log_) log_(fmt::format("worker {} started ({})", pid_, path_));
+  if (child_.stderrFd >= 0) ::close(child_.stderrFd);
+  child_ = ChildProcess{};
+  child_ = spawnChild(path_, {"--serve"});  // throws "cannot start '<path>': ..."
+  channel_ = std::make_unique<Channel>(child_.fd);
+  if (log_) log_(fmt::format("worker {} started ({})", child_.pid, path_));
 
   auto failed = [&](const std::string& what, bool kill) {
     std::string how = stop(kill);
@@ -146,53 +199,18 @@ void WorkerProcess::start() {
   auto* ready = std::get_if<ReadyMessage>(&*in.message);
   if (!ready) throw failed(fmt::format("sent a '{}' message instead of 'ready'", messageType(*in.message)), true);
   ready_ = *ready;
-  if (log_) log_(fmt::format("worker {} ready on {} ({}) after {:.2f} s of setup", pid_, ready_.device, ready_.arch,
+  if (log_) log_(fmt::format("worker {} ready on {} ({}) after {:.2f} s of setup", child_.pid, ready_.device, ready_.arch,
                              ready_.setupSeconds));
 }
 
 std::string WorkerProcess::stop(bool kill) {
-  if (pid_ <= 0) return "not running";
-  if (kill) ::kill(pid_, SIGKILL);
   channel_.reset();
-  ::close(fd_);  // a live worker reads end of input and exits
-  fd_ = -1;
-  int status = 0;
-  pid_t r = 0;
-  for (int i = 0; i < 200 && (r = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (r == 0) {
-    ::kill(pid_, SIGKILL);
-    r = ::waitpid(pid_, &status, 0);
-  }
-  pid_t pid = pid_;
-  pid_ = -1;
-  if (r != pid) return "its exit status is unknown";
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", signalText(WTERMSIG(status)));
-  return "ended";
-}
-
-std::string WorkerProcess::stderrTail() const {
-  if (stderrFd_ < 0) return "";
-  off_t size = ::lseek(stderrFd_, 0, SEEK_END);
-  if (size <= 0) return "";
-  off_t from = std::max<off_t>(0, size - 800);
-  std::string text(size_t(size - from), '\0');
-  ssize_t n = ::pread(stderrFd_, text.data(), text.size(), from);
-  if (n <= 0) return "";
-  text.resize(size_t(n));
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  if (from > 0) {
-    size_t nl = text.find('\n');
-    text = "..." + (nl == std::string::npos ? text : text.substr(nl + 1));
-  }
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return "; its stderr ends: " + text;
+  return endChild(child_, kill);
 }
 
 MeasureOutcome WorkerProcess::measure(const CandidateMessage& c) {
   for (int attempt = 0;; ++attempt) {
-    if (pid_ <= 0) {
+    if (child_.pid <= 0) {
       ++restarts_;
       start();  // throws when the worker cannot be started any more
     }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tune/TuningDb.h"
 #include "tune/WorkerProtocol.h"
@@ -22,6 +23,27 @@ namespace rtcg {
 // build tree's tools/rtcg-worker folder beside it, else on PATH. Throws rtcg::Error listing the
 // places it looked.
 std::string findWorker(const std::string& explicitPath = "");
+
+// A helper process (the measuring worker, or a compile worker of tune/CompilePool.h) with one end
+// of a socket on its stdin and stdout and its stderr in an unlinked temporary file.
+struct ChildProcess {
+  pid_t pid = -1;
+  int fd = -1;        // the parent's end of the socket (close-on-exec)
+  int stderrFd = -1;  // the child's stderr, readable with childStderrTail
+};
+
+// Starts `path` with `args` (argv[1...]) by posix_spawn: safe in a process with threads. Throws
+// rtcg::Error when the socket, the stderr file or the process cannot be created.
+ChildProcess spawnChild(const std::string& path, const std::vector<std::string>& args);
+
+// Ends the child: SIGKILL first when `kill`; otherwise closing the socket lets a live child read
+// end of input and exit (SIGKILL after 2 s if it does not). Reaps it, closes the socket (not the
+// stderr file) and sets pid and fd to -1. Returns how it ended ("exited with status 3", "killed
+// by signal 9 (Killed)").
+std::string endChild(ChildProcess& child, bool kill);
+
+// "; its stderr ends: ..." with the last few hundred bytes of the child's stderr, or "".
+std::string childStderrTail(int stderrFd);
 
 struct WorkerTimeouts {
   double setupSeconds = 300;     // spawn to `ready` (inputs upload; large problems take a while)
@@ -54,22 +76,20 @@ class WorkerProcess {
 
   const worker::ReadyMessage& ready() const { return ready_; }
   int restarts() const { return restarts_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid; }
 
  private:
   void start();
   // Ends the current process: SIGKILL when `kill`, then reaps it. Returns how it ended
   // ("exited with status 3", "killed by signal 9 (Killed)").
   std::string stop(bool kill);
-  std::string stderrTail() const;
+  std::string stderrTail() const { return childStderrTail(child_.stderrFd); }
 
   std::string path_;
   worker::SetupMessage setup_;
   WorkerTimeouts timeouts_;
   Log log_;
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  int stderrFd_ = -1;  // the worker's stderr, an unlinked temporary file
+  ChildProcess child_;
   std::unique_ptr<worker::Channel> channel_;
   worker::ReadyMessage ready_;
   int restarts_ = 0;

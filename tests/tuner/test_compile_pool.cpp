@@ -1,9 +1,17 @@
 // The compile stage: launchability checks from ptxas resources, and the pool compiling a sample of
-// matmul candidates with NVRTC in parallel (CPU only: NVRTC needs no GPU).
+// matmul candidates with NVRTC in compile-worker processes (rtcg-worker --compile-worker) or, as
+// a fallback, on threads; a worker killed or too slow mid-search fails only its candidate (CPU
+// only: NVRTC needs no GPU).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "api/Pipeline.h"
 #include "schedule/Space.h"
@@ -56,7 +64,12 @@ TEST(LaunchObstacle, AcceptsWhatFitsAndSaysWhyNot) {
             std::string::npos);
   EXPECT_NE(launchObstacle(oneLaunch(128, 200 * 1024), resources(16, 40 * 1024), limits).find("shared memory"),
             std::string::npos);
-  EXPECT_NE(launchObstacle(oneLaunch(128), CudaCompileResult{}, limits).find("no resources for 'k_0'"),
+  // Missing resources (an NVRTC log without ptxas lines) are unknown, not an obstacle; what the
+  // launch itself asks for is still checked.
+  EXPECT_EQ(launchObstacle(oneLaunch(128), CudaCompileResult{}, limits), "");
+  EXPECT_NE(launchObstacle(oneLaunch(2048), CudaCompileResult{}, limits).find("2048 threads per block exceed"),
+            std::string::npos);
+  EXPECT_NE(launchObstacle(oneLaunch(128, 300 * 1024), CudaCompileResult{}, limits).find("shared memory"),
             std::string::npos);
 }
 
@@ -79,7 +92,9 @@ TEST(CompilePool, CompilesASampleOfMatmulCandidatesInParallel) {
   size_t n = jobs.size();
 
   auto t0 = std::chrono::steady_clock::now();
-  CompilePool pool(k, "sm_90", {}, std::move(jobs), 2);
+  CompilePoolOptions options;
+  options.parallel = 2;  // no workerPath: threads of this process
+  CompilePool pool(k, "sm_90", {}, std::move(jobs), options);
   std::set<size_t> seen;
   int ok = 0;
   while (std::optional<CompiledCandidate> c = pool.next()) {
@@ -96,7 +111,8 @@ TEST(CompilePool, CompilesASampleOfMatmulCandidatesInParallel) {
   EXPECT_EQ(seen.size(), n);
   EXPECT_EQ(pool.finished(), int64_t(n));
   EXPECT_GT(ok, 0);
-  EXPECT_EQ(pool.threads(), 2);
+  EXPECT_EQ(pool.parallel(), 2);
+  EXPECT_FALSE(pool.usedFallback());
   EXPECT_GT(pool.throughput(), 0);
   std::printf("compiled %zu matmul n=128 candidates on 2 threads in %.2f s: %.1f candidates/s\n", n, wall,
               pool.throughput());
@@ -105,7 +121,10 @@ TEST(CompilePool, CompilesASampleOfMatmulCandidatesInParallel) {
 TEST(CompilePool, StopStartsNoMoreJobs) {
   Kernel k = matmul(64);
   std::vector<CompileJob> jobs(40, CompileJob{"default", defaultSchedule(k), {}});
-  CompilePool pool(k, "sm_90", {}, std::move(jobs), 1);
+  CompilePoolOptions options;
+  options.parallel = 1;
+  options.workerPath = RTCG_WORKER_EXE;
+  CompilePool pool(k, "sm_90", {}, std::move(jobs), options);
   std::optional<CompiledCandidate> first = pool.next();
   ASSERT_TRUE(first);
   pool.stop();
@@ -113,4 +132,183 @@ TEST(CompilePool, StopStartsNoMoreJobs) {
   while (pool.next()) ++rest;
   EXPECT_LE(rest, 2);  // at most the one compiling when stop() was called
   EXPECT_LT(pool.finished(), 40);
+}
+
+namespace {
+
+std::vector<CompileJob> matmulJobs(const Kernel& k, int count) {
+  SpaceOptions so;
+  so.maxCandidates = count;
+  Space space = enumerateSchedules(k, so);
+  std::vector<CompileJob> jobs;
+  for (const Candidate& c : space.candidates) jobs.push_back({c.text, c.schedule, {}});
+  return jobs;
+}
+
+// Collects the pool's log lines (it logs from its threads).
+struct LogLines {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  std::function<void(const std::string&)> sink() {
+    return [this](const std::string& s) {
+      std::lock_guard<std::mutex> lock(mutex);
+      lines.push_back(s);
+    };
+  }
+  bool contains(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const std::string& l : lines)
+      if (l.find(text) != std::string::npos) return true;
+    return false;
+  }
+  std::string all() {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string out;
+    for (const std::string& l : lines) out += l + "\n";
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST(CompilePool, CompilesMatmulCandidatesInWorkerProcesses) {
+  Kernel k = matmul(128);
+  std::vector<CompileJob> jobs = matmulJobs(k, 12);
+  ASSERT_EQ(jobs.size(), 12u);
+  LogLines log;
+  CompilePoolOptions options;
+  options.parallel = 2;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.log = log.sink();
+  CompilePool pool(k, "sm_90", {}, std::move(jobs), options);
+  EXPECT_EQ(pool.parallel(), 2);
+  std::set<size_t> seen;
+  std::set<pid_t> pids;
+  while (std::optional<CompiledCandidate> c = pool.next()) {
+    for (pid_t p : pool.workerPids()) {
+      EXPECT_NE(p, ::getpid());
+      if (p > 0) pids.insert(p);
+    }
+    EXPECT_TRUE(seen.insert(c->job).second) << "job handed out twice";
+    EXPECT_EQ(c->status, CandidateStatus::Verified) << c->label << ": " << c->reason;
+    EXPECT_FALSE(c->cubin.empty()) << c->label;
+    EXPECT_EQ(c->cubin.compare(0, 4, "\x7f" "ELF"), 0) << c->label << ": not an ELF cubin";
+    EXPECT_EQ(c->module.launches.size(), 1u);
+    EXPECT_GT(c->compileMs, 0);
+    if (c->resourcesKnown) EXPECT_GT(c->registers, 0);
+  }
+  EXPECT_EQ(seen.size(), 12u);
+  EXPECT_EQ(pool.finished(), 12);
+  EXPECT_FALSE(pool.usedFallback()) << log.all();
+  EXPECT_EQ(pool.workerRestarts(), 0);
+  EXPECT_GE(pids.size(), 1u);  // the workers, seen while compiling
+  EXPECT_TRUE(log.contains("compile worker")) << log.all();
+  std::printf("compiled 12 matmul n=128 candidates in 2 compile workers: %.1f candidates/s\n", pool.throughput());
+}
+
+TEST(CompilePool, AKilledWorkerFailsOnlyItsCandidateAndIsRestarted) {
+  Kernel k = matmul(128);
+  std::vector<CompileJob> jobs = matmulJobs(k, 8);
+  size_t n = jobs.size();
+  LogLines log;
+  CompilePoolOptions options;
+  options.parallel = 2;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.log = log.sink();
+  CompilePool pool(k, "sm_90", {}, std::move(jobs), options);
+
+  // Kill a worker while it holds a candidate (NVRTC takes tens of milliseconds per candidate).
+  pid_t victim = -1;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (victim <= 0 && std::chrono::steady_clock::now() < deadline) {
+    for (pid_t p : pool.workerPids(/*busyOnly=*/true))
+      if (p > 0) victim = p;
+    if (victim <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GT(victim, 0) << "no worker was ever seen compiling";
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+
+  std::set<size_t> seen;
+  int failed = 0, compiled = 0;
+  std::string reason;
+  while (std::optional<CompiledCandidate> c = pool.next()) {
+    EXPECT_TRUE(seen.insert(c->job).second);
+    if (c->status == CandidateStatus::CompileFailed) {
+      ++failed;
+      reason = c->reason;
+    } else if (c->measurable()) {
+      ++compiled;
+      EXPECT_FALSE(c->cubin.empty());
+    }
+  }
+  EXPECT_EQ(seen.size(), n);  // the search completed
+  EXPECT_EQ(failed, 1) << log.all();
+  EXPECT_NE(reason.find(fmt::format("the compile worker {} ended while compiling this candidate (killed by signal 9",
+                                    victim)),
+            std::string::npos)
+      << reason;
+  EXPECT_EQ(compiled, int(n) - 1);
+  EXPECT_GE(pool.workerRestarts(), 1);
+  EXPECT_FALSE(pool.usedFallback()) << log.all();
+  for (pid_t p : pool.workerPids()) EXPECT_NE(p, victim);
+}
+
+TEST(CompilePool, ACompileOverTheTimeoutIsKilledAndFails) {
+  Kernel k = matmul(64);
+  std::vector<CompileJob> jobs(3, CompileJob{"default", defaultSchedule(k), {}});
+  CompilePoolOptions options;
+  options.parallel = 1;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.compileTimeoutSeconds = 0.001;  // no NVRTC compile is that fast
+  CompilePool pool(k, "sm_90", {}, std::move(jobs), options);
+  int failed = 0;
+  while (std::optional<CompiledCandidate> c = pool.next()) {
+    ASSERT_EQ(c->status, CandidateStatus::CompileFailed);
+    EXPECT_NE(c->reason.find("NVRTC did not finish within 0.001 s; the compile worker"), std::string::npos) << c->reason;
+    ++failed;
+  }
+  EXPECT_EQ(failed, 3);
+  EXPECT_EQ(pool.workerRestarts(), 2);  // one per candidate after the first
+}
+
+TEST(CompilePool, FallsBackToThreadsWhenNoWorkerStarts) {
+  Kernel k = matmul(64);
+  // A missing executable, one that exits without a word, one that talks garbage (echo prints
+  // its argument on the socket).
+  for (const char* path : {"/nonexistent/rtcg-worker", "/bin/true", "/bin/echo"}) {
+    SCOPED_TRACE(path);
+    LogLines log;
+    CompilePoolOptions options;
+    options.parallel = 2;
+    options.workerPath = path;
+    options.log = log.sink();
+    CompilePool pool(k, "sm_90", {}, matmulJobs(k, 4), options);
+    int compiled = 0;
+    while (std::optional<CompiledCandidate> c = pool.next()) {
+      EXPECT_TRUE(c->measurable()) << c->reason;
+      EXPECT_FALSE(c->cubin.empty());
+      ++compiled;
+    }
+    EXPECT_EQ(compiled, 4);
+    EXPECT_TRUE(pool.usedFallback());
+    EXPECT_TRUE(log.contains("cannot start a compile worker")) << log.all();
+    EXPECT_TRUE(log.contains("compiling on a thread of this process instead")) << log.all();
+  }
+}
+
+TEST(CompilePool, DestroyingThePoolAbandonsCompilesInFlight) {
+  Kernel k = matmul(64);
+  std::vector<CompileJob> jobs(40, CompileJob{"default", defaultSchedule(k), {}});
+  CompilePoolOptions options;
+  options.parallel = 2;
+  options.workerPath = RTCG_WORKER_EXE;
+  auto pool = std::make_unique<CompilePool>(k, "sm_90", LaunchLimits{}, std::move(jobs), options);
+  ASSERT_TRUE(pool->next());
+  std::vector<pid_t> pids = pool->workerPids();
+  auto t0 = std::chrono::steady_clock::now();
+  pool.reset();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 2.0);
+  for (pid_t p : pids)
+    if (p > 0) EXPECT_NE(::kill(p, 0), 0) << "compile worker " << p << " outlived the pool";
 }

@@ -1,19 +1,24 @@
-// rtcg-worker: the measuring process of the tuner (`rtcgc tune`, rtcg::tune). The tuner starts it
-// with `--serve` and a socket on stdin/stdout and speaks the protocol of src/tune/WorkerProtocol.h;
-// it is not meant to be run by hand.
+// rtcg-worker: the helper process of the tuner (`rtcgc tune`, rtcg::tune), in one of two modes:
+//   --serve           the measuring process (holds the CUDA context; src/tune/WorkerProtocol.h)
+//   --compile-worker  a compile process of the compile pool (NVRTC only; src/tune/CompilePool.h)
+// The tuner starts it with a socket on stdin/stdout; it is not meant to be run by hand.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstring>
 
+#include "tune/CompilePool.h"
 #include "tune/WorkerMain.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2 || std::strcmp(argv[1], "--serve") != 0) {
+  bool serve = argc == 2 && std::strcmp(argv[1], "--serve") == 0;
+  bool compile = argc == 2 && std::strcmp(argv[1], "--compile-worker") == 0;
+  if (!serve && !compile) {
     fmt::print(stderr,
-               "usage: rtcg-worker --serve\n"
-               "rtcg-worker is the measuring process of the rtcg tuner (`rtcgc tune`); the tuner starts it\n"
-               "with a socket on stdin/stdout. It is not meant to be run by hand.\n");
+               "usage: rtcg-worker --serve | --compile-worker\n"
+               "rtcg-worker is the measuring (--serve) and compiling (--compile-worker) process of the rtcg\n"
+               "tuner (`rtcgc tune`); the tuner starts it with a socket on stdin/stdout. It is not meant to be\n"
+               "run by hand.\n");
     return 2;
   }
   // The protocol runs on fd 0 (the socket is on both 0 and 1). Point stdout at stderr so that
@@ -22,5 +27,5 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "rtcg-worker: cannot redirect stdout: {}\n", std::strerror(errno));
     return 1;
   }
-  return rtcg::worker::serve(STDIN_FILENO);
+  return serve ? rtcg::worker::serve(STDIN_FILENO) : rtcg::serveCompileWorker(STDIN_FILENO);
 }
