@@ -31,4 +31,6 @@ cmake -S "$root/examples/embed" -B "$build/embed" -DCMAKE_PREFIX_PATH="$build/pr
 cmake --build "$build/embed" >/dev/null
 mkdir -p "$root/.gpu/embed"
 for p in matmul dg_diff; do strip -o "$root/.gpu/embed/$p" "$build/embed/$p"; done
+# Test binaries have the source tree's path built in; the GPU check links it to where it runs.
+echo "$root" >"$root/.gpu/source-dir"
 du -sh "$root/.gpu"

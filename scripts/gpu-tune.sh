@@ -7,7 +7,8 @@ root=$(pwd)
 # (the device tool brings back at most 8 files).
 out=${OUT:-$root/gpu-out}/logs
 mkdir -p "$out"
-if [[ ! -e /work/main ]]; then mkdir -p /work && ln -s "$root" /work/main; fi
+src=$(cat "$root/.gpu/source-dir" 2>/dev/null || echo /work/main)
+if [[ ! -e "$src" ]]; then mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"; fi
 [[ -e "$root/build-gpu" ]] || ln -s "$root/.gpu/build-gpu" "$root/build-gpu"
 export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export RTCG_CACHE_DIR=${RTCG_CACHE_DIR:-$(mktemp -d)}
