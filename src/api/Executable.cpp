@@ -128,12 +128,25 @@ int64_t evalInt(const Expr& e, const std::map<int, int64_t>& env) {
   return v;
 }
 
+// Whether the bounds of the loops after `depth` refer to loop `depth`'s index (a triangular domain).
+bool innerBoundsDependOn(const std::vector<const Loop*>& loops, size_t depth) {
+  int id = loops[depth]->id;
+  for (size_t d = depth + 1; d < loops.size(); ++d)
+    for (const Expr& bound : {loops[d]->lo, loops[d]->hi}) {
+      std::optional<AffineForm> f = toAffine(bound);
+      if (!f || f->coeff(id) != 0) return true;
+    }
+  return false;
+}
+
 int64_t countPoints(const std::vector<const Loop*>& loops, size_t depth, std::map<int, int64_t>& env) {
   if (depth == loops.size()) return 1;
   const Loop& l = *loops[depth];
   int64_t lo = evalInt(l.lo, env), hi = evalInt(l.hi, env);
   if (hi <= lo) return 0;
   if (depth + 1 == loops.size()) return hi - lo;
+  // Rectangular below this loop: every value of it sees the same inner domain.
+  if (!innerBoundsDependOn(loops, depth)) return (hi - lo) * countPoints(loops, depth + 1, env);
   int64_t total = 0;
   for (int64_t v = lo; v < hi; ++v) {
     env[l.id] = v;

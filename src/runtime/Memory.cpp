@@ -56,11 +56,20 @@ void DeviceBuffer::checkElementSize(size_t elementBytes) const {
                             elementBytes));
 }
 
+// The "synchronous" driver calls above return before the device has finished: cuMemsetD* is
+// asynchronous with respect to the host, and cuMemcpyHtoD / cuMemcpyDtoD from pageable memory may
+// return with the DMA still in flight. They run on the legacy default stream, which rtcg's
+// non-blocking streams do not wait for, so a kernel launched next on such a stream could read stale
+// inputs or have its results overwritten by a late poison fill. Waiting here makes these calls
+// complete, as their names promise.
+static void finishLegacyStream() { check(driver().streamSynchronize(nullptr), "cuStreamSynchronize"); }
+
 void DeviceBuffer::copyFromHost(const void* src, size_t bytes, size_t offset) {
   checkRange("copy to device", bytes, offset);
   if (bytes == 0) return;
   ctx_->makeCurrent();
   check(driver().memcpyHtoD(ptr_ + offset, src, bytes), "cuMemcpyHtoD");
+  finishLegacyStream();
 }
 
 void DeviceBuffer::copyToHost(void* dst, size_t bytes, size_t offset) const {
@@ -76,6 +85,7 @@ void DeviceBuffer::copyFromDevice(const DeviceBuffer& src, size_t bytes, size_t 
   if (bytes == 0) return;
   ctx_->makeCurrent();
   check(driver().memcpyDtoD(ptr_ + dstOffset, src.ptr_ + srcOffset, bytes), "cuMemcpyDtoD");
+  finishLegacyStream();
 }
 
 void DeviceBuffer::copyFromHostAsync(const void* src, size_t bytes, const Stream* stream, size_t offset) {
@@ -106,6 +116,7 @@ void DeviceBuffer::fill8(uint8_t value) {
   if (bytes_ == 0) return;
   ctx_->makeCurrent();
   check(driver().memsetD8(ptr_, value, bytes_), "cuMemsetD8");
+  finishLegacyStream();
 }
 
 void DeviceBuffer::fill32(uint32_t value) {
@@ -113,6 +124,7 @@ void DeviceBuffer::fill32(uint32_t value) {
   if (bytes_ == 0) return;
   ctx_->makeCurrent();
   check(driver().memsetD32(ptr_, value, bytes_ / 4), "cuMemsetD32");
+  finishLegacyStream();
 }
 
 void DeviceBuffer::fill8Async(uint8_t value, const Stream* stream) {

@@ -1,5 +1,8 @@
 #include "tune/WorkerProtocol.h"
 
+#include <cmath>
+#include <limits>
+
 #include <errno.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -48,6 +51,27 @@ T member(const json& j, const char* type, const char* name) {
   }
 }
 
+// JSON has no NaN or infinity (nlohmann writes them as null), yet a wrong result's relative
+// error is often infinite (NaN in the output): such values travel as the strings "inf", "-inf"
+// and "nan".
+json finiteOrText(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+double numberOrText(const json& j, const char* type, const char* name) {
+  auto it = j.find(name);
+  if (it != j.end() && it->is_string()) {
+    const std::string& text = it->get_ref<const std::string&>();
+    if (text == "inf") return std::numeric_limits<double>::infinity();
+    if (text == "-inf") return -std::numeric_limits<double>::infinity();
+    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+  }
+  return member<double>(j, type, name);
+}
+
+
 LaunchSpec launchFromJson(const json& j) {
   if (!j.is_object()) throw ProtocolError("'candidate' message: a launch is not an object");
   LaunchSpec l;
@@ -94,7 +118,7 @@ struct ToJson {
             {"medianMs", m.medianMs},
             {"minMs", m.minMs},
             {"repeats", m.repeats},
-            {"relativeError", m.relativeError},
+            {"relativeError", finiteOrText(m.relativeError)},
             {"registers", m.registers},
             {"localBytes", m.localBytes},
             {"sharedBytes", m.sharedBytes},
@@ -155,7 +179,7 @@ Message fromJson(const json& j, std::string blob) {
     m.medianMs = member<double>(j, t, "medianMs");
     m.minMs = member<double>(j, t, "minMs");
     m.repeats = member<int>(j, t, "repeats");
-    m.relativeError = member<double>(j, t, "relativeError");
+    m.relativeError = numberOrText(j, t, "relativeError");
     m.registers = member<int>(j, t, "registers");
     m.localBytes = member<int>(j, t, "localBytes");
     m.sharedBytes = member<int>(j, t, "sharedBytes");

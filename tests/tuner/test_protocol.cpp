@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 
@@ -156,6 +158,18 @@ TEST(WorkerProtocol, EveryOtherMessageRoundTrips) {
     EXPECT_EQ(std::get<ResultMessage>(roundTrip(r)).outcome, o);
   }
   EXPECT_TRUE(std::holds_alternative<QuitMessage>(roundTrip(QuitMessage{})));
+}
+
+TEST(WorkerProtocol, NonFiniteRelativeErrorsSurviveTheTrip) {
+  // A wrong result with NaN in its output has an infinite relative error; JSON cannot carry it
+  // as a number, and the reply must still be read as a wrong result, not as a broken worker.
+  ResultMessage r = sampleResult();
+  for (double v : {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+    r.relativeError = v;
+    EXPECT_EQ(std::get<ResultMessage>(roundTrip(r)).relativeError, v);
+  }
+  r.relativeError = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(std::get<ResultMessage>(roundTrip(r)).relativeError));
 }
 
 TEST(WorkerProtocol, TwoFramesInOneBuffer) {

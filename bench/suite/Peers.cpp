@@ -1,0 +1,213 @@
+#include "bench/suite/Peers.h"
+
+#include <cublas_v2.h>
+#include <fmt/format.h>
+
+#include "support/Error.h"
+
+namespace rtcg::bench {
+
+namespace {
+
+void check(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw Error(fmt::format("{} failed: {} ({})", call, cublasGetStatusName(status), cublasGetStatusString(status)));
+}
+
+int asInt(int64_t v, const char* what) {
+  if (v < 0 || v > INT32_MAX) throw Error(fmt::format("{} = {} does not fit cuBLAS's int", what, v));
+  return int(v);
+}
+
+cudaStream_t cudaStreamOf(const cuda::Stream& s) { return s.handle(); }  // CUstream and cudaStream_t are one type
+
+constexpr float kOne = 1.0f, kZero = 0.0f;
+
+}  // namespace
+
+Blas::Blas(const cuda::Stream& stream) {
+  check(cublasCreate(&handle_), "cublasCreate");
+  check(cublasSetStream(handle_, cudaStreamOf(stream)), "cublasSetStream");
+  // FP32 arithmetic: the default math mode uses no tensor-core TF32 for cublasSgemm* (unless the
+  // NVIDIA_TF32_OVERRIDE environment variable forces it, which main() refuses).
+  check(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  check(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+}
+
+Blas::~Blas() {
+  if (handle_) cublasDestroy(handle_);
+}
+
+std::string Blas::version() const {
+  int v = 0;
+  if (cublasGetVersion(handle_, &v) != CUBLAS_STATUS_SUCCESS) return "unknown";
+  return fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
+}
+
+Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::shared_ptr<cuda::Context> ctx,
+           Blas& blas)
+    : w_(w), bound_(bound), host_(host), ctx_(std::move(ctx)), blas_(blas) {
+  switch (w_.peer) {
+    case PeerKind::Sgemm:
+      upload("a");
+      upload("b");
+      allocate("c", host_.array("c").bytes());
+      break;
+    case PeerKind::Sgemv:
+      upload("a");
+      upload("x");
+      allocate("y", host_.array("y").bytes());
+      break;
+    case PeerKind::Copy:
+      upload("a");
+      allocate("copy", host_.array("a").bytes());
+      break;
+    case PeerKind::Sdot:
+      upload("x");
+      upload("y");
+      allocate("r", sizeof(float));
+      break;
+    case PeerKind::SgemmBatched:
+      upload("a");
+      upload("x");
+      allocate("c", host_.array("c").bytes());
+      break;
+    case PeerKind::DgDiffStacked: {
+      // [Dr; Ds; Dt] row-major (3 Np x Np): the three matrices one after the other.
+      size_t one = host_.array("Dr").bytes();
+      allocate("D", 3 * one);
+      buffer("D").copyFromHost(host_.array("Dr").data(), one, 0);
+      buffer("D").copyFromHost(host_.array("Ds").data(), one, one);
+      buffer("D").copyFromHost(host_.array("Dt").data(), one, 2 * one);
+      upload("u");
+      allocate("w", 3 * host_.array("ur").bytes());
+      break;
+    }
+    case PeerKind::DgLiftProduct:
+      upload("LIFT");
+      upload("flux");
+      allocate("p", host_.array("rhs").bytes());
+      break;
+  }
+}
+
+cuda::DeviceBuffer& Peer::buffer(const std::string& name) {
+  auto it = buffers_.find(name);
+  RTCG_ASSERT(it != buffers_.end(), "peer buffer " + name + " was never allocated");
+  return it->second;
+}
+
+void Peer::allocate(const std::string& name, size_t bytes) {
+  buffers_.insert_or_assign(name, cuda::DeviceBuffer(ctx_, bytes));
+}
+
+void Peer::upload(const std::string& name) {
+  const HostArray& a = host_.array(name);
+  allocate(name, a.bytes());
+  buffer(name).copyFromHost(a.data(), a.bytes());
+}
+
+std::vector<double> Peer::download(const std::string& name) const {
+  std::vector<float> f = buffers_.at(name).download<float>();
+  return std::vector<double>(f.begin(), f.end());
+}
+
+void Peer::enqueue(const cuda::Stream& stream) {
+  cublasHandle_t h = blas_.handle();
+  auto ptr = [&](const std::string& name) { return reinterpret_cast<float*>(buffer(name).devicePtr()); };
+  const SizeBindings& s = w_.sizes;
+  switch (w_.peer) {
+    case PeerKind::Sgemm: {
+      // Row-major C = A B is column-major C^T = B^T A^T: pass B first.
+      int n = asInt(s.at("n"), "n");
+      check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &kOne, ptr("b"), n, ptr("a"), n, &kZero, ptr("c"), n),
+            "cublasSgemm");
+      break;
+    }
+    case PeerKind::Sgemv: {
+      // A row-major m x n is column-major n x m (lda n): y = (that)^T x.
+      int m = asInt(s.at("m"), "m"), n = asInt(s.at("n"), "n");
+      check(cublasSgemv(h, CUBLAS_OP_T, n, m, &kOne, ptr("a"), n, ptr("x"), 1, &kZero, ptr("y"), 1), "cublasSgemv");
+      break;
+    }
+    case PeerKind::Copy:
+      buffer("copy").copyFromDeviceAsync(buffer("a"), buffer("a").bytes(), &stream);
+      break;
+    case PeerKind::Sdot: {
+      int n = asInt(s.at("n"), "n");
+      check(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE), "cublasSetPointerMode");
+      cublasStatus_t st = cublasSdot(h, n, ptr("x"), 1, ptr("y"), 1, ptr("r"));
+      check(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+      check(st, "cublasSdot");
+      break;
+    }
+    case PeerKind::SgemmBatched: {
+      int nb = asInt(s.at("nb"), "nb"), n = asInt(s.at("n"), "n");
+      long long stride = (long long)n * n;
+      check(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &kOne, ptr("x"), n, stride, ptr("a"), n,
+                                      stride, &kZero, ptr("c"), n, stride, nb),
+            "cublasSgemmStridedBatched");
+      break;
+    }
+    case PeerKind::DgDiffStacked: {
+      // W (K x 3Np, row-major) = u (K x Np) [Dr; Ds; Dt]^T. Column-major: W^T = D u^T, where the
+      // stacked D's memory is the column-major Np x 3Np matrix D^T (hence op T) and u's is u^T.
+      int k = asInt(s.at("K"), "K"), np = asInt(s.at("Np"), "Np");
+      check(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, 3 * np, k, np, &kOne, ptr("D"), np, ptr("u"), np, &kZero,
+                        ptr("w"), 3 * np),
+            "cublasSgemm");
+      break;
+    }
+    case PeerKind::DgLiftProduct: {
+      // P (K x Np, row-major) = flux (K x 4Nfp) LIFT^T; column-major: P^T = LIFT flux^T.
+      int k = asInt(s.at("K"), "K"), np = asInt(s.at("Np"), "Np"), nf = asInt(4 * s.at("Nfp"), "4 Nfp");
+      check(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, np, k, nf, &kOne, ptr("LIFT"), nf, ptr("flux"), nf, &kZero,
+                        ptr("p"), np),
+            "cublasSgemm");
+      break;
+    }
+  }
+}
+
+std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Stream& stream) {
+  if (w_.peer == PeerKind::Copy) return std::nullopt;
+  enqueue(stream);
+  stream.synchronize();
+  std::map<int, std::vector<double>> out;
+  auto param = [&](const char* name) { return host_.paramIndex(name); };
+  switch (w_.peer) {
+    case PeerKind::Sgemm:
+    case PeerKind::SgemmBatched: out[param("c")] = download("c"); break;
+    case PeerKind::Sgemv: out[param("y")] = download("y"); break;
+    case PeerKind::Sdot: out[param("r")] = download("r"); break;
+    case PeerKind::DgDiffStacked: {
+      int64_t k = w_.sizes.at("K"), np = w_.sizes.at("Np");
+      std::vector<double> w = download("w");
+      const char* names[3] = {"ur", "us", "ut"};
+      for (int m = 0; m < 3; ++m) {
+        std::vector<double> v(size_t(k * np));
+        for (int64_t e = 0; e < k; ++e)
+          for (int64_t i = 0; i < np; ++i) v[size_t(e * np + i)] = w[size_t(e * 3 * np + m * np + i)];
+        out[param(names[m])] = std::move(v);
+      }
+      break;
+    }
+    case PeerKind::DgLiftProduct: {
+      // The product came from cuBLAS; the invJ scaling and the += are applied here in double.
+      int64_t k = w_.sizes.at("K"), np = w_.sizes.at("Np");
+      std::vector<double> p = download("p");
+      const HostArray& rhs = host_.array("rhs");
+      const HostArray& invJ = host_.array("invJ");
+      std::vector<double> v(size_t(k * np));
+      for (int64_t e = 0; e < k; ++e)
+        for (int64_t i = 0; i < np; ++i)
+          v[size_t(e * np + i)] = rhs.get(e * np + i) + invJ.get(e) * p[size_t(e * np + i)];
+      out[param("rhs")] = std::move(v);
+      break;
+    }
+    case PeerKind::Copy: break;
+  }
+  return out;
+}
+
+}  // namespace rtcg::bench

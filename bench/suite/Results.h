@@ -1,0 +1,48 @@
+// The suite's results: one row per workload, printed as a table, written as JSON and as a
+// self-contained HTML page (inline CSS and SVG, no scripts).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rtcg::bench {
+
+struct Row {
+  std::string name, group, sizes, peer;
+  std::string schedule;        // the measured schedule's text ("" for the default)
+  std::string scheduleSource;  // "tuned", "database", "default", "default (no verified candidate)"
+  int64_t flops = 0, bytes = 0;  // ideal work of one run (rtcg's floatOps / minimalBytes)
+  double rtcgMs = 0, peerMs = 0;
+  double rooflineMs = 0;         // max(flops / peak, bytes / copy bandwidth)
+  double relErrPeer = -1;        // -1: not compared
+  double relErrReference = -1;   // -1: not compared
+  double tolerance = 0;
+  bool pass = false;
+  std::string error;             // non-empty: the workload did not run; says why
+  double tuneSeconds = 0;
+
+  double gflops() const { return rtcgMs > 0 ? flops / rtcgMs * 1e-6 : 0; }
+  double gbytes() const { return rtcgMs > 0 ? bytes / rtcgMs * 1e-6 : 0; }
+  double roofline() const { return rtcgMs > 0 ? rooflineMs / rtcgMs : 0; }          // fraction
+  double peerRoofline() const { return peerMs > 0 ? rooflineMs / peerMs : 0; }      // fraction
+  double speedRatio() const { return rtcgMs > 0 && peerMs > 0 ? peerMs / rtcgMs : 0; }  // > 1: rtcg faster
+};
+
+struct SuiteInfo {
+  std::string device, arch, cublasVersion, driver, settings;
+  double peakGflops = 0;
+  double copyGBs = 0;  // measured device-to-device copy bandwidth, bytes read + written
+};
+
+// The table, one line per row (aligned columns), with a header.
+std::string renderTable(const std::vector<Row>& rows);
+// The schedule's choices in a few words ("thread.x=j 32, tile=4, shared=a,b"), at most `width` chars.
+std::string shortSchedule(const std::string& schedule, size_t width = 48);
+
+nlohmann::json toJson(const SuiteInfo& info, const std::vector<Row>& rows);
+std::string renderHtml(const SuiteInfo& info, const std::vector<Row>& rows);
+
+}  // namespace rtcg::bench

@@ -1,0 +1,162 @@
+#include "bench/suite/Workloads.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "support/Error.h"
+
+namespace rtcg::bench {
+
+namespace {
+
+// The kernels, as users write them (the same as examples/*.rtcg).
+constexpr const char* kMatmul = R"(// Dense matrix product, row-major: c = a * b.
+kernel matmul(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {
+  for i in 0..n, j in 0..n {
+    c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]);
+  }
+}
+)";
+
+constexpr const char* kGemv = R"(// Matrix-vector product y = A x, A row-major m x n.
+kernel gemv(m: int, n: int, a: f32[m, n], x: f32[n], out y: f32[m]) {
+  for i in 0..m {
+    y[i] = sum(j in 0..n, a[i, j] * x[j]);
+  }
+}
+)";
+
+constexpr const char* kTranspose = R"(// Out-of-place transpose of an m x n matrix.
+kernel transpose(m: int, n: int, a: f32[m, n], out b: f32[n, m]) {
+  for i in 0..n, j in 0..m {
+    b[i, j] = a[j, i];
+  }
+}
+)";
+
+constexpr const char* kDot = R"(// Dot product: one output element, one reduction over the whole vectors.
+kernel dot(n: int, x: f32[n], y: f32[n], out r: f32[1]) {
+  r[0] = sum(i in 0..n, x[i] * y[i]);
+}
+)";
+
+constexpr const char* kBatched = R"(// A batch of small independent matrix products: c[b] = a[b] * x[b].
+kernel batched_matmul(nb: int, n: int, a: f32[nb, n, n], x: f32[nb, n, n], out c: f32[nb, n, n]) {
+  for b in 0..nb, i in 0..n, j in 0..n {
+    c[b, i, j] = sum(k in 0..n, a[b, i, k] * x[b, k, j]);
+  }
+}
+)";
+
+constexpr const char* kDgDiff = R"(// DG element-local differentiation: three derivative matrices applied to K elements.
+kernel dg_diff(K: int, Np: int,
+               Dr: f32[Np, Np], Ds: f32[Np, Np], Dt: f32[Np, Np], u: f32[K, Np],
+               out ur: f32[K, Np], out us: f32[K, Np], out ut: f32[K, Np]) {
+  for k in 0..K, i in 0..Np {
+    ur[k, i] = sum(j in 0..Np, Dr[i, j] * u[k, j]);
+    us[k, i] = sum(j in 0..Np, Ds[i, j] * u[k, j]);
+    ut[k, i] = sum(j in 0..Np, Dt[i, j] * u[k, j]);
+  }
+}
+)";
+
+constexpr const char* kDgLift = R"(// DG lifting: face fluxes times the lift matrix, scaled by the inverse Jacobian.
+kernel dg_lift(K: int, Np: int, Nfp: int,
+               LIFT: f32[Np, 4*Nfp], flux: f32[K, 4*Nfp], invJ: f32[K],
+               inout rhs: f32[K, Np]) {
+  for k in 0..K, i in 0..Np {
+    rhs[k, i] = rhs[k, i] + invJ[k] * sum(f in 0..4*Nfp, LIFT[i, f] * flux[k, f]);
+  }
+}
+)";
+
+// The DG workloads move about this much data (their minimal traffic), so every order is
+// bandwidth-sized the same way and far larger than the L2.
+constexpr int64_t kDgFloats = (int64_t(256) << 20) / 4;
+
+}  // namespace
+
+int64_t tetNodes(int order) { return int64_t(order + 1) * (order + 2) * (order + 3) / 6; }
+int64_t faceNodes(int order) { return int64_t(order + 1) * (order + 2) / 2; }
+
+std::vector<Workload> allWorkloads() {
+  std::vector<Workload> w;
+  for (int64_t n : {500, 1000, 1500, 2048, 3000, 4096})
+    w.push_back({fmt::format("sgemm_{}", n), "sgemm", "matmul", kMatmul, {{"n", n}}, PeerKind::Sgemm});
+  w.push_back({"sgemv_8192", "sgemv", "gemv", kGemv, {{"m", 8192}, {"n", 8192}}, PeerKind::Sgemv});
+  w.push_back({"transpose_8192x8192", "transpose", "transpose", kTranspose, {{"m", 8192}, {"n", 8192}},
+               PeerKind::Copy});
+  w.push_back({"transpose_4097x1023", "transpose", "transpose", kTranspose, {{"m", 4097}, {"n", 1023}},
+               PeerKind::Copy});
+  w.push_back({"dot_2^26", "dot", "dot", kDot, {{"n", int64_t(1) << 26}}, PeerKind::Sdot});
+  w.push_back({"batched_16x16x65536", "batched", "batched_matmul", kBatched, {{"nb", 65536}, {"n", 16}},
+               PeerKind::SgemmBatched});
+  for (int order = 1; order <= 8; ++order) {
+    // Minimal traffic: u read, ur/us/ut written (4 K Np floats) plus the three Np x Np matrices.
+    int64_t np = tetNodes(order);
+    int64_t k = (kDgFloats - 3 * np * np) / (4 * np);
+    w.push_back({fmt::format("dg_diff_N{}", order), "dg_diff", "dg_diff", kDgDiff, {{"K", k}, {"Np", np}},
+                 PeerKind::DgDiffStacked});
+  }
+  for (int order : {3, 5, 7}) {
+    // Minimal traffic: flux and invJ read, rhs read and written, plus LIFT (Np x 4 Nfp).
+    int64_t np = tetNodes(order), nfp = faceNodes(order);
+    int64_t k = (kDgFloats - np * 4 * nfp) / (4 * nfp + 1 + 2 * np);
+    w.push_back({fmt::format("dg_lift_N{}", order), "dg_lift", "dg_lift", kDgLift,
+                 {{"K", k}, {"Np", np}, {"Nfp", nfp}}, PeerKind::DgLiftProduct});
+  }
+  return w;
+}
+
+std::vector<Workload> selectWorkloads(const std::string& only) {
+  std::vector<Workload> all = allWorkloads();
+  if (only.empty()) return all;
+  std::set<std::string> wanted;
+  size_t start = 0;
+  while (start <= only.size()) {
+    size_t comma = only.find(',', start);
+    std::string item = only.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) wanted.insert(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::set<std::string> known;
+  for (const Workload& w : all) {
+    known.insert(w.name);
+    known.insert(w.group);
+  }
+  for (const std::string& item : wanted) {
+    if (known.count(item)) continue;
+    std::string names;
+    for (const Workload& w : all) names += (names.empty() ? "" : ", ") + w.name;
+    throw Error(fmt::format("--only: unknown workload '{}'; give workload names ({}) or groups (sgemm, sgemv, "
+                            "transpose, dot, batched, dg_diff, dg_lift)",
+                            item, names));
+  }
+  std::vector<Workload> out;
+  for (Workload& w : all)
+    if (wanted.count(w.name) || wanted.count(w.group)) out.push_back(std::move(w));
+  return out;
+}
+
+std::string sizesLabel(const SizeBindings& sizes) {
+  std::string s;
+  for (const auto& [name, value] : sizes) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", name, value);
+  return s;
+}
+
+std::string peerLabel(PeerKind peer) {
+  switch (peer) {
+    case PeerKind::Sgemm: return "cublasSgemm";
+    case PeerKind::Sgemv: return "cublasSgemv";
+    case PeerKind::Copy: return "D2D copy";
+    case PeerKind::Sdot: return "cublasSdot";
+    case PeerKind::SgemmBatched: return "cublasSgemmStridedBatched";
+    case PeerKind::DgDiffStacked: return "cublasSgemm (D stacked)";
+    case PeerKind::DgLiftProduct: return "cublasSgemm (lift product)";
+  }
+  return "?";
+}
+
+}  // namespace rtcg::bench

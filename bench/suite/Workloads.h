@@ -1,0 +1,49 @@
+// The workloads of the benchmark suite: each is a DSL kernel at fixed sizes and the peer it is
+// compared with (a cuBLAS routine computing the same product, or a device-to-device copy of the
+// same bytes for kernels that only move data).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+
+namespace rtcg::bench {
+
+enum class PeerKind {
+  Sgemm,          // cublasSgemm, row-major operands swapped (C^T = B^T A^T)
+  Sgemv,          // cublasSgemv with op T (a row-major m x n matrix is a column-major n x m one)
+  Copy,           // device-to-device copy of the input's bytes (transpose)
+  Sdot,           // cublasSdot, result in device memory
+  SgemmBatched,   // cublasSgemmStridedBatched, operands swapped as for Sgemm
+  DgDiffStacked,  // one cublasSgemm: u (K x Np) times [Dr; Ds; Dt]^T (Np x 3Np) -> K x 3Np
+  DgLiftProduct,  // cublasSgemm of flux (K x 4Nfp) times LIFT^T; invJ scaling and += untimed
+};
+
+struct Workload {
+  std::string name;        // unique: "sgemm_500", "dg_diff_N3"
+  std::string group;       // for --only: "sgemm", "sgemv", "transpose", "dot", "batched", "dg_diff", "dg_lift"
+  std::string kernelName;  // the kernel in `source`
+  std::string source;      // DSL text
+  SizeBindings sizes;
+  PeerKind peer = PeerKind::Sgemm;
+};
+
+// Every workload of the suite, in the order they run.
+std::vector<Workload> allWorkloads();
+
+// The workloads named by `only` (comma-separated names or group names; empty: all), in suite
+// order. Throws rtcg::Error naming an unknown entry and listing the valid ones.
+std::vector<Workload> selectWorkloads(const std::string& only);
+
+// "n=500", "K=1048576, Np=20": the size bindings for people.
+std::string sizesLabel(const SizeBindings& sizes);
+
+// What the peer is, for the table and the JSON ("cublasSgemm", "D2D copy", ...).
+std::string peerLabel(PeerKind peer);
+
+// Nodes per tetrahedron (Np) and per face (Nfp) at polynomial order N.
+int64_t tetNodes(int order);
+int64_t faceNodes(int order);
+
+}  // namespace rtcg::bench

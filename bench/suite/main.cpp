@@ -1,0 +1,349 @@
+// bench_suite: rtcg's tuned kernels against their peers (cuBLAS, device-to-device copy) on one
+// GPU, in one process run. See docs/bench.md.
+//
+// Phase 1 tunes every selected workload (or takes its best schedule from the tuning database);
+// the tuner measures in its worker process, and this process holds no CUDA context meanwhile.
+// Phase 2 creates the context, measures the copy bandwidth, then per workload compiles the
+// winner, checks its output against the peer's and (for the smaller ones) the float64 CPU
+// reference, and times both with the same helper (median of cold-L2 runs on one stream).
+//
+// Exit status: 0 all checks passed; 1 bad arguments or setup; 3 a workload failed or computed a
+// wrong result (the table is still printed); 4 no CUDA device.
+#include <CLI/CLI.hpp>
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "api/Executable.h"
+#include "api/Pipeline.h"
+#include "bench/suite/Peers.h"
+#include "bench/suite/Results.h"
+#include "bench/suite/Workloads.h"
+#include "reference/Compare.h"
+#include "reference/Reference.h"
+#include "runtime/Benchmark.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/Device.h"
+#include "support/Error.h"
+#include "tune/Tuner.h"
+#include "tune/TuningDb.h"
+#include "tune/TuningKeyFor.h"
+#include "tune/Verify.h"
+
+namespace fs = std::filesystem;
+using namespace rtcg;
+using namespace rtcg::bench;
+
+namespace {
+
+constexpr double kPeakGflopsFp32 = 67000;  // H100 SXM FP32 (non-tensor) peak
+
+struct Options {
+  bool list = false, useDb = false, defaultSchedule = false;
+  std::string only, out = "bench-out", db, worker;
+  int64_t maxCandidates = 48;
+  double timeLimit = 15;
+  int repeats = 20;
+  uint64_t seed = 1;
+  double referenceMaxFlops = 3e9;
+  int64_t bandwidthMiB = 512;
+};
+
+struct Prepared {
+  Workload workload;
+  Kernel bound;
+  Row row;
+};
+
+Kernel bindWorkload(const Workload& w) {
+  SourceText src{w.name + ".rtcg", w.source};
+  Diagnostics diags;
+  std::optional<Kernel> k = frontKernel(src, w.kernelName, diags);
+  std::optional<Kernel> bound;
+  if (k) bound = bindAndProve(*k, w.sizes, diags);
+  if (!bound) throw Error(fmt::format("workload {}: {}", w.name, renderDiagnostics(diags, src)));
+  return *bound;
+}
+
+void writeFile(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!f) throw Error(fmt::format("cannot write {}", tmp.string()));
+  }
+  fs::rename(tmp, path);
+}
+
+// Phase 1: the schedule each workload is measured with.
+void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, const cuda::DeviceProperties& props) {
+  Row& row = p.row;
+  if (o.defaultSchedule) {
+    row.scheduleSource = "default (--default-schedule)";
+    return;
+  }
+  if (o.useDb) {
+    TuningDb db(dbPath);
+    if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props))) {
+      row.schedule = best->schedule;
+      row.scheduleSource = fmt::format("database ({:.4f} ms when tuned)", best->medianMs);
+      fmt::print(stderr, "bench_suite: {}: best schedule from the database\n", row.name);
+      return;
+    }
+    fmt::print(stderr, "bench_suite: {}: not in the database {}, tuning\n", row.name, dbPath);
+  }
+  TuneOptions t;
+  t.space.maxCandidates = o.maxCandidates;
+  t.space.seed = o.seed;
+  t.timeLimitSeconds = o.timeLimit;
+  t.seed = o.seed;
+  t.dbPath = dbPath;
+  t.workerPath = o.worker;
+  t.log = [&](const std::string& s) { fmt::print(stderr, "bench_suite: {}: {}\n", row.name, s); };
+  fmt::print(stderr, "bench_suite: {}: tuning (at most {} candidates, {:g} s)\n", row.name, o.maxCandidates,
+             o.timeLimit);
+  TuneResult r = tune(p.workload.name + ".rtcg", p.workload.source, p.bound, t);
+  row.tuneSeconds = r.wallSeconds;
+  if (r.best) {
+    row.schedule = r.best->schedule;
+    row.scheduleSource = fmt::format("tuned: best of {} verified ({} failed) in {:.0f} s", r.verified,
+                                     r.wrong + r.faulted + r.timedOut + r.launchFailed, r.wallSeconds);
+  } else {
+    row.scheduleSource = "default (the tuner verified no candidate)";
+  }
+  fmt::print(stderr, "bench_suite: {}: {}\n", row.name, row.scheduleSource);
+}
+
+struct Gpu {
+  std::shared_ptr<cuda::Context> ctx;
+  std::unique_ptr<cuda::Stream> stream;
+  std::unique_ptr<Blas> blas;
+  cuda::DeviceProperties props;
+  double copyGBs = 0;
+};
+
+// Phase 2 for one workload: compile, check, time.
+void measure(Prepared& p, const Options& o, Gpu& gpu) {
+  const Workload& w = p.workload;
+  const Kernel& bound = p.bound;
+  Row& row = p.row;
+  const cuda::Stream& stream = *gpu.stream;
+
+  SourceText src{w.name + ".rtcg", w.source};
+  PipelineOptions po;
+  po.kernelName = w.kernelName;
+  po.schedule = row.schedule;
+  po.arch = gpu.props.arch();
+  Diagnostics diags;
+  std::optional<Compiled> c = compilePipeline(src, w.sizes, po, diags);
+  if (!c) throw Error("compiling the schedule failed: " + renderDiagnostics(diags, src));
+  Executable exe(gpu.ctx, c->kernel, c->module, std::string_view(c->binary.cubin.data(), c->binary.cubin.size()));
+
+  HostArgs host = tuningInputs(bound, o.seed, tuningScalars(bound, o.seed));
+  DeviceArgs dargs(gpu.ctx, bound, host);  // outputs poisoned, so an unwritten element shows
+
+  // Correctness of the measured kernel, from fresh inputs.
+  exe.launch(dargs.args(), &stream);
+  stream.synchronize();
+  HostArgs out = host;
+  dargs.download(bound, out);
+
+  Peer peer(w, bound, host, gpu.ctx, *gpu.blas);
+  std::optional<std::map<int, std::vector<double>>> peerOut = peer.result(stream);
+  bool pass = true;
+  for (size_t q = 0; q < bound.params.size(); ++q) {
+    if (!bound.params[q].isWritten()) continue;
+    row.tolerance = std::max(row.tolerance, verificationTolerance(bound, int(q)));
+  }
+  if (peerOut) {
+    row.relErrPeer = 0;
+    for (const auto& [param, values] : *peerOut) {
+      double e = relativeError(out.array(param), values);
+      row.relErrPeer = std::isnan(e) ? INFINITY : std::max(row.relErrPeer, e);
+      // Both sides round in f32, in different orders: allow both their errors.
+      pass = pass && e <= 2 * verificationTolerance(bound, param);
+    }
+  }
+  if (!peerOut || double(row.flops) <= o.referenceMaxFlops) {
+    HostArgs refArgs = host;
+    ReferenceResult ref = runReference(bound, refArgs);
+    row.relErrReference = 0;
+    for (const ReferenceOutput& r : ref.outputs) {
+      double e = relativeError(out.array(r.param), r.values);
+      row.relErrReference = std::isnan(e) ? INFINITY : std::max(row.relErrReference, e);
+      pass = pass && e <= verificationTolerance(bound, r.param);
+    }
+  }
+  row.pass = pass;
+
+  // Timing: the same helper, stream and L2 flush for both.
+  cuda::BenchmarkOptions bo;
+  bo.warmup = 3;
+  bo.repeats = o.repeats;
+  bo.flushL2 = true;
+  row.rtcgMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { exe.launch(dargs.args(), &s); }, bo).medianMs;
+  row.peerMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { peer.enqueue(s); }, bo).medianMs;
+  row.rooflineMs = std::max(double(row.flops) / (kPeakGflopsFp32 * 1e9), double(row.bytes) / (gpu.copyGBs * 1e9)) * 1e3;
+}
+
+// Device-to-device copy bandwidth: bytes read + written per second, median of cold runs.
+double copyBandwidth(Gpu& gpu, int64_t mib, int repeats) {
+  size_t bytes = size_t(mib) << 20;
+  cuda::DeviceBuffer a(gpu.ctx, bytes), b(gpu.ctx, bytes);
+  a.fill8(1);
+  cuda::BenchmarkOptions bo;
+  bo.warmup = 3;
+  bo.repeats = repeats;
+  double ms = cuda::benchmark(*gpu.stream, [&](const cuda::Stream& s, int) { b.copyFromDeviceAsync(a, bytes, &s); },
+                              bo)
+                  .medianMs;
+  return 2.0 * double(bytes) / (ms * 1e6);
+}
+
+int listWorkloads(const std::vector<Prepared>& all) {
+  fmt::print("{:<22} {:<9} {:<32} {:>10} {:>10}  {}\n", "workload", "group", "sizes", "GFLOP", "MiB", "peer");
+  for (const Prepared& p : all)
+    fmt::print("{:<22} {:<9} {:<32} {:>10.3f} {:>10.1f}  {}\n", p.row.name, p.row.group, p.row.sizes,
+               double(p.row.flops) * 1e-9, double(p.row.bytes) / (1 << 20), p.row.peer);
+  return 0;
+}
+
+int run(const Options& o) {
+  std::vector<Prepared> all;
+  for (Workload& w : selectWorkloads(o.only)) {
+    Prepared p{w, bindWorkload(w), {}};
+    p.row.name = w.name;
+    p.row.group = w.group;
+    p.row.sizes = sizesLabel(w.sizes);
+    p.row.peer = peerLabel(w.peer);
+    p.row.flops = floatOps(p.bound);
+    p.row.bytes = minimalBytes(p.bound);
+    all.push_back(std::move(p));
+  }
+  if (o.list) return listWorkloads(all);
+
+  if (!cuda::cudaAvailable()) {
+    fmt::print(stderr, "bench_suite: error: no CUDA device to benchmark on: {}\n", cuda::unavailableReason());
+    return 4;
+  }
+  if (const char* tf32 = std::getenv("NVIDIA_TF32_OVERRIDE"); tf32 && std::string(tf32) != "0") {
+    fmt::print(stderr, "bench_suite: error: NVIDIA_TF32_OVERRIDE={} would let cuBLAS use TF32; unset it\n", tf32);
+    return 1;
+  }
+  fs::create_directories(o.out);
+  std::string dbPath = o.db.empty() ? (fs::path(o.out) / "tuning.sqlite").string() : o.db;
+
+  Gpu gpu;
+  gpu.props = cuda::Device(0).properties();
+  SuiteInfo info;
+  info.device = gpu.props.name;
+  info.arch = gpu.props.arch();
+  info.driver = cuda::formatCudaVersion(gpu.props.driverVersion);
+  info.peakGflops = kPeakGflopsFp32;
+  info.settings = fmt::format("{}; max-candidates={}, time-limit={:g}s, repeats={}, seed={}, database {}",
+                              o.defaultSchedule ? "default schedules" : o.useDb ? "database first" : "tuned now",
+                              o.maxCandidates, o.timeLimit, o.repeats, o.seed, dbPath);
+
+  // Phase 1: schedules (the tuner's worker owns the GPU meanwhile).
+  for (Prepared& p : all) {
+    try {
+      chooseSchedule(p, o, dbPath, gpu.props);
+    } catch (const std::exception& e) {  // one workload's failure does not stop the suite
+      p.row.error = fmt::format("tuning failed: {}", e.what());
+      fmt::print(stderr, "bench_suite: {}: {}\n", p.row.name, p.row.error);
+    }
+  }
+
+  // Phase 2: rtcg's primary context first, then the CUDA runtime (for cuBLAS) on the same one.
+  gpu.ctx = cuda::Context::primary(0);
+  if (cudaError_t e = cudaSetDevice(0); e != cudaSuccess)
+    throw Error(fmt::format("cudaSetDevice(0) failed: {}", cudaGetErrorString(e)));
+  if (cudaError_t e = cudaFree(nullptr); e != cudaSuccess)
+    throw Error(fmt::format("initializing the CUDA runtime failed: {}", cudaGetErrorString(e)));
+  gpu.stream = std::make_unique<cuda::Stream>(gpu.ctx);
+  gpu.blas = std::make_unique<Blas>(*gpu.stream);
+  info.cublasVersion = gpu.blas->version();
+  gpu.copyGBs = info.copyGBs = copyBandwidth(gpu, o.bandwidthMiB, o.repeats);
+  fmt::print(stderr, "bench_suite: {} ({}), device-to-device copy {:.0f} GB/s\n", info.device, info.arch,
+             info.copyGBs);
+
+  std::vector<Row> rows;
+  auto writeOutputs = [&] {
+    rows.clear();
+    for (const Prepared& p : all) rows.push_back(p.row);
+    writeFile(fs::path(o.out) / "bench.json", toJson(info, rows).dump(2) + "\n");
+    writeFile(fs::path(o.out) / "bench.html", renderHtml(info, rows));
+  };
+  bool contextLost = false;
+  for (Prepared& p : all) {
+    if (contextLost) {
+      p.row.error = "not measured: the CUDA context was lost at an earlier workload";
+    } else if (p.row.error.empty()) {
+      fmt::print(stderr, "bench_suite: {}: measuring\n", p.row.name);
+      try {
+        measure(p, o, gpu);
+      } catch (const std::exception& e) {  // one workload's failure does not stop the suite
+        p.row.error = e.what();
+        fmt::print(stderr, "bench_suite: {}: {}\n", p.row.name, p.row.error);
+        // A sticky error (an illegal address, say) leaves the context unusable until exit.
+        contextLost = cuda::contextPoisoned();
+      }
+    }
+    writeOutputs();  // after every workload, so an interrupted run leaves its results so far
+  }
+  writeOutputs();
+  fmt::print("{}", renderTable(rows));
+  fmt::print("device: {} ({}), copy bandwidth {:.0f} GB/s, peak {:.0f} GF/s; wrote {} and {}\n", info.device,
+             info.arch, info.copyGBs, info.peakGflops, (fs::path(o.out) / "bench.json").string(),
+             (fs::path(o.out) / "bench.html").string());
+  bool ok = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.error.empty() && r.pass; });
+  return ok ? 0 : 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rtcg benchmark suite: tuned rtcg kernels against cuBLAS and device copies (docs/bench.md)"};
+  Options o;
+  app.add_flag("--list", o.list, "print the workloads and exit (needs no GPU)");
+  app.add_option("--only", o.only, "comma-separated workload names or groups (sgemm, sgemv, transpose, dot, "
+                                    "batched, dg_diff, dg_lift); default: all");
+  app.add_option("--out", o.out, "directory for bench.json, bench.html and the tuning database")->capture_default_str();
+  app.add_option("--db", o.db, "tuning database (default: OUT/tuning.sqlite)");
+  app.add_flag("--use-db", o.useDb, "take each workload's best schedule from the database; tune only those missing");
+  app.add_flag("--default-schedule", o.defaultSchedule, "measure rtcg's default schedules, no tuning");
+  app.add_option("--max-candidates", o.maxCandidates, "candidates per tuning search")->capture_default_str()->check(
+      CLI::PositiveNumber);
+  app.add_option("--time-limit", o.timeLimit, "seconds per tuning search (0: none)")->capture_default_str()->check(
+      CLI::NonNegativeNumber);
+  app.add_option("--repeats", o.repeats, "timed runs per measurement (median)")->capture_default_str()->check(
+      CLI::Range(3, 1000));
+  app.add_option("--seed", o.seed, "inputs and candidate sampling")->capture_default_str();
+  app.add_option("--reference-max-flops", o.referenceMaxFlops,
+                 "also check against the float64 CPU reference up to this many flops")
+      ->capture_default_str();
+  app.add_option("--bandwidth-mib", o.bandwidthMiB, "size of the copy measuring the bandwidth")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(16), int64_t(16384)));
+  app.add_option("--worker", o.worker, "rtcg-worker executable (default: found next to the build tree or on PATH)");
+  CLI11_PARSE(app, argc, argv);
+  if (o.useDb && o.defaultSchedule) {
+    fmt::print(stderr, "bench_suite: error: --use-db and --default-schedule exclude each other\n");
+    return 1;
+  }
+  try {
+    return run(o);
+  } catch (const NoDeviceError& e) {
+    fmt::print(stderr, "bench_suite: error: no CUDA device to benchmark on: {}\n", e.what());
+    return 4;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_suite: error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,150 @@
+// CPU-side tests of the benchmark suite: the workload list and its DSL, selection, and the
+// table / JSON / HTML output. The GPU measurement itself runs in bench_suite (docs/bench.md).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "api/Executable.h"
+#include "api/Pipeline.h"
+#include "bench/suite/Results.h"
+#include "bench/suite/Workloads.h"
+#include "support/Error.h"
+
+namespace rtcg::bench {
+namespace {
+
+TEST(BenchWorkloads, TheSuiteOfTheIssue) {
+  std::vector<Workload> all = allWorkloads();
+  ASSERT_EQ(all.size(), 22u);
+  std::set<std::string> names;
+  for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
+  for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
+                        "sgemv_8192", "transpose_8192x8192", "transpose_4097x1023", "dot_2^26",
+                        "batched_16x16x65536", "dg_lift_N3", "dg_lift_N5", "dg_lift_N7"})
+    EXPECT_TRUE(names.count(n)) << n;
+  for (int order = 1; order <= 8; ++order) EXPECT_TRUE(names.count("dg_diff_N" + std::to_string(order)));
+}
+
+TEST(BenchWorkloads, NodeCounts) {
+  EXPECT_EQ(tetNodes(1), 4);
+  EXPECT_EQ(tetNodes(3), 20);
+  EXPECT_EQ(tetNodes(8), 165);
+  EXPECT_EQ(faceNodes(3), 10);
+  EXPECT_EQ(faceNodes(7), 36);
+}
+
+// Small stand-ins of every kernel (the suite's sizes take long to prove on 2 cores) must parse,
+// bind and prove; the DG sizes are checked on the real bindings through their traffic.
+TEST(BenchWorkloads, EveryKernelCompilesToCuda) {
+  std::set<std::string> done;
+  for (const Workload& w : allWorkloads()) {
+    if (!done.insert(w.kernelName).second) continue;
+    SizeBindings small;
+    for (const auto& [name, value] : w.sizes) {
+      bool keep = name == "Np" || name == "Nfp" || (name == "n" && value == 16);  // structural sizes
+      small[name] = keep ? value : std::min<int64_t>(value, 37);
+    }
+    SourceText src{w.name, w.source};
+    Diagnostics diags;
+    PipelineOptions po;
+    po.kernelName = w.kernelName;
+    po.compile = false;
+    std::optional<Compiled> c = compilePipeline(src, small, po, diags);
+    EXPECT_TRUE(c) << w.name << ": " << renderDiagnostics(diags, src);
+  }
+}
+
+TEST(BenchWorkloads, DgDataIsAbout256MiB) {
+  for (const Workload& w : allWorkloads()) {
+    if (w.group != "dg_diff" && w.group != "dg_lift") continue;
+    int64_t k = w.sizes.at("K"), np = w.sizes.at("Np");
+    int64_t floats = w.group == "dg_diff" ? 3 * np * np + 4 * k * np
+                                          : np * 4 * w.sizes.at("Nfp") + k * (4 * w.sizes.at("Nfp") + 1 + 2 * np);
+    double mib = double(floats) * 4 / (1 << 20);
+    EXPECT_GT(mib, 255.9) << w.name;
+    EXPECT_LE(mib, 256.0) << w.name;
+  }
+}
+
+TEST(BenchWorkloads, Selection) {
+  EXPECT_EQ(selectWorkloads("").size(), 22u);
+  EXPECT_EQ(selectWorkloads("sgemm").size(), 6u);
+  std::vector<Workload> s = selectWorkloads("dg_lift_N5,dot,sgemm_500");
+  ASSERT_EQ(s.size(), 3u);  // suite order, not the order given
+  EXPECT_EQ(s[0].name, "sgemm_500");
+  EXPECT_EQ(s[1].name, "dot_2^26");
+  EXPECT_EQ(s[2].name, "dg_lift_N5");
+  try {
+    selectWorkloads("sgemm,gemm");
+    FAIL() << "no error for an unknown workload";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown workload 'gemm'"), std::string::npos) << e.what();
+  }
+}
+
+Row sampleRow() {
+  Row r;
+  r.name = "sgemm_<500>";
+  r.group = "sgemm";
+  r.sizes = "n=500";
+  r.peer = "cublasSgemm";
+  r.flops = 250'000'000;
+  r.bytes = 3'000'000;
+  r.rtcgMs = 0.5;
+  r.peerMs = 0.25;
+  r.rooflineMs = 250'000'000 / 67e12 * 1e3;
+  r.relErrPeer = 2e-7;
+  r.relErrReference = 1e-7;
+  r.tolerance = 1e-5;
+  r.pass = true;
+  return r;
+}
+
+TEST(BenchResults, Rates) {
+  Row r = sampleRow();
+  EXPECT_DOUBLE_EQ(r.gflops(), 500.0);
+  EXPECT_DOUBLE_EQ(r.gbytes(), 6.0);
+  EXPECT_DOUBLE_EQ(r.speedRatio(), 0.5);
+  EXPECT_NEAR(r.roofline(), 500.0 / 67000, 1e-12);
+  EXPECT_NEAR(r.peerRoofline(), 1000.0 / 67000, 1e-12);
+  Row none;
+  EXPECT_EQ(none.speedRatio(), 0);
+  EXPECT_EQ(none.gflops(), 0);
+}
+
+TEST(BenchResults, TableJsonHtml) {
+  Row bad = sampleRow();
+  bad.name = "dot_2^26";
+  bad.error = "compiling the schedule failed";
+  std::vector<Row> rows = {sampleRow(), bad};
+  SuiteInfo info{"NVIDIA H100 & co", "sm_90", "13.0.0", "13.0", "tuned now", 67000, 3000};
+
+  std::string table = renderTable(rows);
+  EXPECT_NE(table.find("sgemm_<500>"), std::string::npos);
+  EXPECT_NE(table.find("0.50x"), std::string::npos) << table;
+  EXPECT_NE(table.find("500.0"), std::string::npos) << table;
+  EXPECT_NE(table.find("ERROR: compiling the schedule failed"), std::string::npos) << table;
+
+  nlohmann::json j = toJson(info, rows);
+  EXPECT_EQ(j["copyBandwidthGBs"], 3000);
+  ASSERT_EQ(j["workloads"].size(), 2u);
+  EXPECT_EQ(j["workloads"][0]["speedRatio"], 0.5);
+  EXPECT_EQ(j["workloads"][0]["pass"], true);
+  EXPECT_EQ(j["workloads"][1]["error"], "compiling the schedule failed");
+  EXPECT_FALSE(j["workloads"][1].contains("rtcgMs"));
+
+  std::string html = renderHtml(info, rows);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("sgemm_&lt;500&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("sgemm_<500>"), std::string::npos);
+  EXPECT_NE(html.find("NVIDIA H100 &amp; co"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+}
+
+TEST(BenchResults, ShortSchedule) {
+  EXPECT_EQ(shortSchedule(""), "default");
+  EXPECT_LE(shortSchedule("nest 0: this is not a schedule at all but quite a long text", 20).size(), 20u);
+}
+
+}  // namespace
+}  // namespace rtcg::bench

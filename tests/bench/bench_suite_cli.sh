@@ -1,0 +1,38 @@
+#!/bin/sh
+# Checks of bench_suite that need no GPU: `bench_suite_cli.sh CHECK BINARY`.
+#   list:     --list prints every workload (22) and exits 0
+#   no-gpu:   a real run with the devices hidden exits 4 and says why
+#   bad-only: an unknown --only entry exits 1 naming it
+set -u
+check=$1
+bin=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; echo "--- stdout"; cat "$tmp/out"; echo "--- stderr"; cat "$tmp/err"; exit 1; }
+case $check in
+  list)
+    "$bin" --list >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 0 ] || fail "--list exited $rc"
+    for w in sgemm_500 sgemm_4096 sgemv_8192 transpose_8192x8192 transpose_4097x1023 'dot_2^26' \
+             batched_16x16x65536 dg_diff_N1 dg_diff_N8 dg_lift_N3 dg_lift_N5 dg_lift_N7; do
+      grep -q "^$w " "$tmp/out" || fail "--list does not show $w"
+    done
+    n=$(grep -c -E '^(sgemm|sgemv|transpose|dot|batched|dg_)' "$tmp/out")
+    [ "$n" -eq 22 ] || fail "--list shows $n workloads, expected 22"
+    "$bin" --list --only sgemm,dg_lift_N5 >"$tmp/out" 2>"$tmp/err" || fail "--list --only failed"
+    n=$(grep -c -E '^(sgemm|dg_lift)' "$tmp/out")
+    [ "$n" -eq 7 ] || fail "--only sgemm,dg_lift_N5 selects $n workloads, expected 7"
+    ;;
+  no-gpu)
+    CUDA_VISIBLE_DEVICES= "$bin" --only dot --out "$tmp/out-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 4 ] || fail "a run without a device exited $rc, expected 4"
+    grep -q "no CUDA device" "$tmp/err" || fail "no message about the missing device"
+    ;;
+  bad-only)
+    "$bin" --list --only sgemm,nonesuch >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 1 ] || fail "--only nonesuch exited $rc, expected 1"
+    grep -q "unknown workload 'nonesuch'" "$tmp/err" || fail "the message does not name the unknown workload"
+    ;;
+  *) echo "unknown check $check"; exit 2 ;;
+esac
+echo "PASS: $check"
