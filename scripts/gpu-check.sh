@@ -65,6 +65,42 @@ for p in matmul dg_diff; do
   .gpu/embed/$p >>"$out/embed.log" 2>&1
   echo "rc=$?" >>"$out/embed.log"
 done
+# Ahead-of-time tuning of the embedded kernels: each program with a fresh cache directory (the
+# default schedule), then `rtcgc tune --manifest` of rtcg-scan's manifest into that directory's
+# tuning database (the one the programs read by default), then each program again (the tuned
+# schedule from the database). The programs print "NAME: time X ms per launch (ORIGIN schedule; ...)".
+aot_summary="embed ahead-of-time tuning: not run (no .gpu/embed/kernels.json)"
+if [[ -f .gpu/embed/kernels.json ]]; then
+  aot=$(mktemp -d)
+  for p in matmul dg_diff; do
+    echo "== embed/$p, default schedule (fresh RTCG_CACHE_DIR)" >>"$out/embed.log"
+    RTCG_CACHE_DIR=$aot .gpu/embed/$p >>"$out/embed.log" 2>&1
+    echo "rc=$?" >>"$out/embed.log"
+  done
+  echo "== rtcgc tune --manifest .gpu/embed/kernels.json --max-candidates 60 --time-limit 20" >>"$out/embed.log"
+  RTCG_CACHE_DIR=$aot timeout 900 rtcgc tune --manifest .gpu/embed/kernels.json --max-candidates 60 \
+    --time-limit 20 >"$out/embed-tune.log" 2>"$out/embed-tune.err"
+  tune_rc=$?
+  # The per-kernel tables and the manifest table (stdout); the search's progress is in embed-tune.err.
+  cat "$out/embed-tune.log" >>"$out/embed.log"
+  grep -E '^rtcgc tune: [^[].*: (skipped|duplicate|failed): |^rtcgc tune: [0-9]+ kernels? in the manifest|^rtcgc: error' \
+    "$out/embed-tune.err" >>"$out/embed.log"
+  echo "rc=$tune_rc" >>"$out/embed.log"
+  for p in matmul dg_diff; do
+    echo "== embed/$p, after rtcgc tune --manifest" >>"$out/embed.log"
+    RTCG_CACHE_DIR=$aot .gpu/embed/$p >>"$out/embed.log" 2>&1
+    echo "rc=$?" >>"$out/embed.log"
+  done
+  # One line: each kernel's time before and after, e.g. "matmul 0.41 ms (default) -> 0.06 ms (tuning database)".
+  aot_summary="embed ahead-of-time tuning (rtcgc tune rc=$tune_rc):"
+  for p in matmul dg_diff; do
+    times=$(grep -E "^$p: time " "$out/embed.log" | tail -2 |
+      sed -E 's/^[a-z_]+: time ([0-9.]+) ms per launch \(([a-z ]+) schedule.*/\1 ms (\2)/' | paste -sd'>' | sed 's/>/ -> /')
+    aot_summary+=" $p ${times:-?};"
+  done
+  echo "$aot_summary" >>"$out/embed.log"
+  rm -rf "$aot"
+fi
 # Cold (NVRTC) and warm (disk cache) start, DSL string to launchable kernel, in fresh processes.
 probe=build-gpu/tests/api/api_cache_probe
 if [[ -x $probe ]]; then
@@ -78,5 +114,6 @@ echo
 echo "== GPU check summary ($(head -2 "$out/device.txt" | tail -1))"
 printf '%s\n' "${summary[@]}"
 grep -E '^(== |rc=)' "$out/embed.log" | paste -sd' '
+echo "$aot_summary"
 echo "examples: $(grep -c '^== ' "$out/examples.log") runs, $failures non-zero exits, $mismatches mismatches"
 grep -E '^  [a-z]+: rel' "$out/examples.log" | awk '{print $3}' | sort -g | tail -1 | sed 's/^/largest relative error: /'

@@ -31,6 +31,14 @@ cmake -S "$root/examples/embed" -B "$build/embed" -DCMAKE_PREFIX_PATH="$build/pr
 cmake --build "$build/embed" >/dev/null
 mkdir -p "$root/.gpu/embed"
 for p in matmul dg_diff; do strip -o "$root/.gpu/embed/$p" "$build/embed/$p"; done
+# rtcg-scan's manifest of their kernels (written by the build where rtcg-scan is built), for the
+# GPU check's ahead-of-time tuning (rtcgc tune --manifest); its file paths are this machine's,
+# which does not matter for tuning.
+if [[ -f "$build/embed/kernels.json" ]]; then
+  cp "$build/embed/kernels.json" "$root/.gpu/embed/kernels.json"
+else
+  echo "gpu-pack: no $build/embed/kernels.json (rtcg-scan not built?): the GPU check will skip ahead-of-time tuning" >&2
+fi
 # Test binaries have the source tree's path built in; the GPU check links it to where it runs.
 echo "$root" >"$root/.gpu/source-dir"
 du -sh "$root/.gpu"

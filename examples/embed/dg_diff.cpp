@@ -1,6 +1,9 @@
-// DG element-local differentiation (examples/dg_diff.rtcg) for K = 1000 elements of Np = 20 nodes,
+// DG element-local differentiation (examples/dg_diff.rtcg) for K = 100000 elements of Np = 20 nodes,
 // compiled at run time with rtcg and checked against host loops in double. The host vectors are
-// passed directly: inputs are copied to the device, outputs copied back.
+// passed directly: inputs are copied to the device, outputs copied back. The kernel is then timed
+// on device arrays, and the program prints its schedule and where it came from (the default
+// schedule, or the tuning database's best after `rtcgc tune --manifest kernels.json`; see
+// matmul.cpp and CMakeLists.txt).
 #include <rtcg/rtcg.h>
 
 #include <algorithm>
@@ -9,9 +12,11 @@
 #include <random>
 #include <vector>
 
+#include "launch_timing.h"
+
 namespace {
 
-const char* kDgDiff = R"(
+const char* const kDgDiff = R"(
 // DG element-local differentiation: three derivative matrices applied to the nodal values of
 // K elements with Np nodes each. One loop nest, so u[k, j] is loaded once for all three.
 kernel dg_diff(K: int, Np: int,
@@ -42,7 +47,7 @@ double relativeError(const std::vector<float>& D, const std::vector<float>& u, c
 }  // namespace
 
 int main() {
-  const int K = 1000, Np = 20;
+  const int K = 100000, Np = 20;
   try {
     rtcg::Context ctx;
     rtcg::CompileOptions options;
@@ -61,6 +66,11 @@ int main() {
     double err = std::max({relativeError(Dr, u, ur, K, Np), relativeError(Ds, u, us, K, Np),
                            relativeError(Dt, u, ut, K, Np)});
     std::printf("%s on %s: max relative error %.3g\n", diff.signature().c_str(), ctx.device().name.c_str(), err);
+
+    // Timed on device arrays: host vectors would add their copies to every launch.
+    rtcg::Array<float> dDr = ctx.upload(Dr), dDs = ctx.upload(Ds), dDt = ctx.upload(Dt), du = ctx.upload(u);
+    rtcg::Array<float> dur = ctx.empty<float>(K * Np), dus = ctx.empty<float>(K * Np), dut = ctx.empty<float>(K * Np);
+    embed::printScheduleAndTime(diff, embed::medianLaunchMs([&] { diff(dDr, dDs, dDt, du, dur, dus, dut); }));
     return err < 1e-5 ? 0 : 1;
   } catch (const rtcg::NoDeviceError& e) {
     std::fprintf(stderr, "dg_diff: no CUDA device, nothing to run: %s\n", e.what());

@@ -1,4 +1,8 @@
-// A 500 x 500 matrix product compiled at run time with rtcg, checked against a host loop in double.
+// A 500 x 500 matrix product compiled at run time with rtcg, checked against a host loop in double,
+// then timed. It prints the schedule and where it came from: the default schedule, or the tuning
+// database's best when `rtcgc tune --manifest kernels.json` (the manifest rtcg-scan writes while
+// this project builds) has tuned it for this device. Both use the database in the cache directory
+// ($RTCG_CACHE_DIR, else $XDG_CACHE_HOME/rtcg, else ~/.cache/rtcg) unless told otherwise.
 #include <rtcg/rtcg.h>
 
 #include <cmath>
@@ -6,10 +10,13 @@
 #include <random>
 #include <vector>
 
+#include "launch_timing.h"
+
 int main() {
   const int n = 500;
   try {
     rtcg::Context ctx;  // device 0; throws rtcg::NoDeviceError without a driver or device
+    // The default policy (Tuning::UseCached): the tuning database's schedule when it has one.
     rtcg::CompiledKernel mm = ctx.compile(R"(
       kernel matmul(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {
         for i in 0..n, j in 0..n {
@@ -39,6 +46,7 @@ int main() {
     double rel = std::sqrt(errSq / refSq);
     std::printf("%s on %s (%s): relative error %.3g%s\n", mm.signature().c_str(), ctx.device().name.c_str(),
                 ctx.device().arch().c_str(), rel, mm.loadedFromDiskCache() ? " (kernel from the disk cache)" : "");
+    embed::printScheduleAndTime(mm, embed::medianLaunchMs([&] { mm(a, b, c); }));
     return rel < 1e-5 ? 0 : 1;
   } catch (const rtcg::NoDeviceError& e) {
     std::fprintf(stderr, "matmul: no CUDA device, nothing to run: %s\n", e.what());

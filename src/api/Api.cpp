@@ -233,8 +233,8 @@ CompileOptions chooseTunedSchedule(detail::ContextImpl& ctx, std::string_view so
   Tuning policy = tuningPolicy(options);
   if (!options.schedule.empty() || policy == Tuning::Off) return options;
 
-  PreparedKernel probe = prepareKernel(source, sizes, options);  // binds and proves; default schedule
-  TuningKey key = tuningKeyFor(probe.bound, ctx.cuda->device().properties());
+  Kernel target = tuningTarget(source, sizes, options);  // binds and proves (shared with rtcgc tune --manifest)
+  TuningKey key = tuningKeyFor(target, ctx.cuda->device().properties());
   std::string dbPath = TuningDb::defaultPath();
   std::optional<CandidateRecord> best;
   if (std::filesystem::exists(dbPath)) {
@@ -249,7 +249,7 @@ CompileOptions chooseTunedSchedule(detail::ContextImpl& ctx, std::string_view so
     tuneOptions.timeLimitSeconds = options.tuneTimeLimitSeconds;
     tuneOptions.dbPath = dbPath;
     tuneOptions.deviceOrdinal = ctx.info.ordinal;
-    TuneResult result = tune(options.fileName, std::string(source), probe.bound, tuneOptions);
+    TuneResult result = tune(options.fileName, std::string(source), target, tuneOptions);
     best = result.best;
     if (best) origin = "tuned";
   }

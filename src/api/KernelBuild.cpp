@@ -30,6 +30,12 @@ PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const 
   return out;
 }
 
+Kernel tuningTarget(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
+  CompileOptions probe = options;
+  probe.schedule.clear();  // the default schedule: the key does not depend on the schedule
+  return prepareKernel(source, sizes, probe).bound;
+}
+
 std::string requestKey(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
   // The tuning policy is part of the request: the same source may be served untuned and tuned.
   const char* policyOverride = std::getenv("RTCG_TUNING");

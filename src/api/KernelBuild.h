@@ -24,6 +24,13 @@ struct PreparedKernel {
 // diagnostics of bad source, sizes or schedule.
 PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options);
 
+// The bound kernel whose tuning-database entry Context::compile looks up (Tuning::UseCached) or
+// writes (Tuning::TuneOnFirstUse) for (source, sizes, options) when options.schedule is empty: the
+// kernel options.kernel names (the only one when empty), its sizes bound and proved. `rtcgc tune
+// --manifest` tunes exactly this kernel, under tuningKeyFor(it, device), so an application finds
+// what was tuned ahead of time. Throws rtcg::Error with the rendered diagnostics.
+Kernel tuningTarget(std::string_view source, const Sizes& sizes, const CompileOptions& options);
+
 // Identifies a compile() request: source text, kernel name, schedule text and sizes. Two requests
 // with the same key give the same PreparedKernel.
 std::string requestKey(std::string_view source, const Sizes& sizes, const CompileOptions& options);

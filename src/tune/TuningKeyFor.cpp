@@ -13,9 +13,11 @@ std::string sizesText(const Kernel& bound) {
   return out;
 }
 
+std::string kernelHashOf(const Kernel& bound) { return fmt::format("{:016x}", structuralHash(bound)); }
+
 TuningKey tuningKeyFor(const Kernel& bound, const cuda::DeviceProperties& device) {
   TuningKey key;
-  key.kernelHash = fmt::format("{:016x}", structuralHash(bound));
+  key.kernelHash = kernelHashOf(bound);
   key.kernelName = bound.name;
   key.sizes = sizesText(bound);
   key.device = device.name;

@@ -12,6 +12,10 @@ namespace rtcg {
 // "n=500,m=3": the bound sizes sorted by name.
 std::string sizesText(const Kernel& bound);
 
+// The key's kernel hash: the structural hash of the bound kernel (its sizes included), 16 hex digits.
+// Two bound kernels with the same hash share their tuning-database entries on a device.
+std::string kernelHashOf(const Kernel& bound);
+
 TuningKey tuningKeyFor(const Kernel& bound, const cuda::DeviceProperties& device);
 
 }  // namespace rtcg

@@ -14,7 +14,9 @@
 #include <regex>
 #include <sstream>
 
+#include "ManifestTune.h"
 #include "api/Pipeline.h"
+#include "runtime/CudaDriver.h"
 #include "support/Error.h"
 #include "tune/Report.h"
 #include "tune/Tuner.h"
@@ -278,6 +280,24 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
   return d;
 }
 
+// The search options of the command line; log lines start with `logPrefix`.
+TuneOptions tuneOptions(const TuneArgs& a, ProgressPrinter& printer, const std::string& logPrefix) {
+  TuneOptions o;
+  o.space.maxCandidates = a.maxCandidates;
+  o.space.minThreads = a.minThreads;
+  o.space.minBlocks = a.minBlocks;
+  o.space.seed = a.seed;
+  o.timeLimitSeconds = a.timeLimit;
+  o.repeats = a.repeats;
+  o.compileThreads = a.compileThreads;
+  o.seed = a.seed;
+  o.dbPath = a.db;
+  o.workerPath = a.worker;
+  o.log = [&printer, logPrefix](const std::string& s) { printer.log(logPrefix + s); };
+  o.progress = [&printer](const TuneProgress& p) { printer.update(p); };
+  return o;
+}
+
 int run(const TuneArgs& a) {
   std::string source = readFile(a.file);
   SourceText src{a.file, source};
@@ -290,20 +310,7 @@ int run(const TuneArgs& a) {
   if (!bound) return 1;
 
   ProgressPrinter printer;
-  TuneOptions o;
-  o.space.maxCandidates = a.maxCandidates;
-  o.space.minThreads = a.minThreads;
-  o.space.minBlocks = a.minBlocks;
-  o.space.seed = a.seed;
-  o.timeLimitSeconds = a.timeLimit;
-  o.repeats = a.repeats;
-  o.compileThreads = a.compileThreads;
-  o.seed = a.seed;
-  o.dbPath = a.db;
-  o.workerPath = a.worker;
-  o.log = [&](const std::string& s) { printer.log("rtcgc tune: " + s); };
-  o.progress = [&](const TuneProgress& p) { printer.update(p); };
-  TuneResult r = tune(a.file, source, *bound, o);
+  TuneResult r = tune(a.file, source, *bound, tuneOptions(a, printer, "rtcgc tune: "));
   printer.done();
 
   if (!a.report.empty()) {
@@ -321,6 +328,177 @@ int run(const TuneArgs& a) {
   return 0;
 }
 
+// ---- --manifest ----------------------------------------------------------------------------------
+
+// What happened to one manifest entry.
+struct ManifestOutcome {
+  const manifest::Planned* planned = nullptr;
+  std::string outcome;  // "tuned", "skipped", "duplicate", "failed"
+  std::string detail;   // one line: the best time, or why it was skipped or failed
+  int code = 0;         // for "failed": the exit status it stands for
+  std::optional<TuneResult> result;
+  std::string report;   // the HTML report written for it
+};
+
+// search.html -> search-matmul-0123abcd.html: one report per kernel, beside the name given.
+std::string reportPathFor(const std::string& report, const manifest::Planned& p) {
+  fs::path path(report);
+  std::string name = fmt::format("{}-{}-{}{}", path.stem().string(), p.bound->name, p.kernelHash.substr(0, 8),
+                                 path.extension().string());
+  return (path.parent_path() / name).string();
+}
+
+std::string kernelLabel(const manifest::Entry& e) {
+  if (e.kernel) return *e.kernel;
+  if (e.kernels.empty()) return "?";
+  std::string out;
+  for (const std::string& k : e.kernels) out += (out.empty() ? "" : "|") + k;
+  return out;
+}
+
+std::string tunedDetail(const TuneResult& r) {
+  std::string detail = fmt::format("{:.4f} ms", r.best->medianMs);
+  if (r.defaultSchedule && r.defaultSchedule->status == CandidateStatus::Verified && r.best->medianMs > 0)
+    detail += fmt::format(" (default {:.4f} ms, {:.2f}x)", r.defaultSchedule->medianMs,
+                          r.defaultSchedule->medianMs / r.best->medianMs);
+  return detail + ": " + r.best->schedule;
+}
+
+void printManifestTable(const std::vector<ManifestOutcome>& outcomes, const std::string& db) {
+  std::map<std::string, int> counts;
+  for (const ManifestOutcome& o : outcomes) ++counts[o.outcome];
+  fmt::print("\nmanifest: {} kernel{}: {} tuned, {} skipped, {} duplicate, {} failed; database: {}\n", outcomes.size(),
+             outcomes.size() == 1 ? "" : "s", counts["tuned"], counts["skipped"], counts["duplicate"],
+             counts["failed"], db);
+  if (outcomes.empty()) return;
+  size_t wk = 6, wl = 8, ws = 5;
+  for (const ManifestOutcome& o : outcomes) {
+    wk = std::max(wk, kernelLabel(o.planned->entry).size());
+    wl = std::max(wl, o.planned->entry.location().size());
+    ws = std::max(ws, o.planned->sizes.size());
+  }
+  fmt::print("  {:<{}}  {:<{}}  {:<{}}  {}\n", "kernel", wk, "location", wl, "sizes", ws, "outcome");
+  for (const ManifestOutcome& o : outcomes)
+    fmt::print("  {:<{}}  {:<{}}  {:<{}}  {}: {}\n", kernelLabel(o.planned->entry), wk, o.planned->entry.location(),
+               wl, o.planned->sizes, ws, o.outcome, o.detail);
+}
+
+nlohmann::json manifestJson(const std::vector<ManifestOutcome>& outcomes, const std::string& db) {
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const ManifestOutcome& o : outcomes) {
+    const manifest::Entry& e = o.planned->entry;
+    nlohmann::json j = {{"manifest", e.manifestPath}, {"index", e.index},   {"file", e.file},
+                        {"line", e.line},             {"column", e.column}, {"kernel", kernelLabel(e)},
+                        {"sizes", o.planned->sizes},  {"outcome", o.outcome}};
+    if (o.outcome != "tuned") j["reason"] = o.detail;
+    if (!o.planned->kernelHash.empty()) j["kernelHash"] = o.planned->kernelHash;
+    if (o.result) j["result"] = summaryJson(*o.result);
+    if (!o.report.empty()) j["report"] = o.report;
+    kernels.push_back(std::move(j));
+  }
+  return {{"database", db}, {"kernels", kernels}};
+}
+
+int runManifest(const TuneArgs& a) {
+  // Every manifest is read and checked before anything runs: a malformed one changes nothing.
+  std::vector<manifest::Entry> entries;
+  for (const std::string& path : a.manifests) {
+    try {
+      std::vector<manifest::Entry> more = manifest::readManifest(path);
+      entries.insert(entries.end(), more.begin(), more.end());
+    } catch (const manifest::ManifestError& e) {
+      fmt::print(stderr, "{}\n", e.what());
+      return 1;
+    }
+  }
+  std::vector<manifest::Planned> plan = manifest::plan(entries);
+  std::vector<ManifestOutcome> outcomes;
+  int toTune = 0;
+  for (const manifest::Planned& p : plan) {
+    ManifestOutcome o;
+    o.planned = &p;
+    switch (p.outcome) {
+      case manifest::Outcome::Tune: o.outcome = "tuned"; ++toTune; break;  // until it fails
+      case manifest::Outcome::Skipped: o.outcome = "skipped"; break;
+      case manifest::Outcome::Duplicate: o.outcome = "duplicate"; break;
+      case manifest::Outcome::Invalid: o.outcome = "failed"; o.code = 1; break;
+    }
+    if (p.outcome != manifest::Outcome::Tune) {
+      o.detail = p.reason;
+      fmt::print(stderr, "rtcgc tune: {}: {}: {}\n", p.entry.location(), o.outcome, p.reason);
+      if (!p.diagnostics.empty()) std::fputs(p.diagnostics.c_str(), stderr);
+    }
+    outcomes.push_back(std::move(o));
+  }
+  fmt::print(stderr, "rtcgc tune: {} kernel{} in the manifest{}, {} to tune\n", plan.size(),
+             plan.size() == 1 ? "" : "s", a.manifests.size() == 1 ? "" : "s", toTune);
+  if (toTune > 0 && !cuda::cudaAvailable()) {
+    fmt::print(stderr, "rtcgc: error: {}\n", cuda::unavailableReason());
+    return 4;
+  }
+
+  int done = 0;
+  for (ManifestOutcome& o : outcomes) {
+    const manifest::Planned& p = *o.planned;
+    if (p.outcome != manifest::Outcome::Tune) continue;
+    ++done;
+    fmt::print(stderr, "rtcgc tune: [{}/{}] {} ({}) at {}\n", done, toTune, p.bound->name, p.sizes,
+               p.entry.location());
+    ProgressPrinter printer;
+    std::string prefix = fmt::format("rtcgc tune: [{}/{} {}] ", done, toTune, p.bound->name);
+    try {
+      // The source, kernel and sizes Context::compile has: the key is the one it looks up.
+      o.result = tune(fmt::format("<kernel at {}>", p.entry.location()), p.entry.source, *p.bound,
+                      tuneOptions(a, printer, prefix));
+    } catch (const NoDeviceError&) {
+      throw;  // no kernel can be tuned: exit 4
+    } catch (const Error& e) {
+      o.outcome = "failed", o.code = 1, o.detail = e.what();
+    } catch (const InternalError& e) {
+      o.outcome = "failed", o.code = 70, o.detail = e.what();
+    }
+    printer.done();
+    if (!o.result) {
+      fmt::print(stderr, "rtcgc: error: {}: {}\n", p.entry.location(), o.detail);
+      o.detail = o.detail.substr(0, o.detail.find('\n'));
+      continue;
+    }
+    const TuneResult& r = *o.result;
+    if (!a.report.empty()) {
+      o.report = reportPathFor(a.report, p);
+      writeFileAtomically(o.report, renderSearchReport(reportData(r, a)));
+      fmt::print(stderr, "rtcgc tune: wrote the report of {} to {}\n", p.bound->name, o.report);
+    }
+    if (!a.json) {
+      printTable(r);
+      fmt::print("\n");
+    }
+    if (r.best) {
+      o.detail = tunedDetail(r);
+    } else {
+      o.outcome = "failed", o.code = 5, o.detail = "no candidate was verified";
+      fmt::print(stderr, "rtcgc: error: {}: {}: no candidate was verified (see the failures above)\n",
+                 p.entry.location(), p.bound->name);
+    }
+  }
+
+  std::string db = a.db == "-" ? "none" : a.db;
+  if (db.empty()) {
+    try {
+      db = TuningDb::defaultPath();
+    } catch (const Error&) {
+      db = "the default (no cache directory)";
+    }
+  }
+  if (a.json)
+    fmt::print("{}\n", manifestJson(outcomes, db).dump(2));
+  else
+    printManifestTable(outcomes, db);
+  for (const ManifestOutcome& o : outcomes)
+    if (o.outcome == "failed") return o.code;
+  return 0;
+}
+
 }  // namespace
 
 TuneCommand addTuneCommand(CLI::App& app) {
@@ -329,7 +507,11 @@ TuneCommand addTuneCommand(CLI::App& app) {
   TuneArgs& a = *t.args;
   CLI::App* cmd = app.add_subcommand("tune", "search the schedule space on the GPU: compile, verify and time candidates");
   t.command = cmd;
-  cmd->add_option("file", a.file, "DSL source file")->required();
+  cmd->add_option("file", a.file, "DSL source file (or --manifest)");
+  cmd->add_option("--manifest", a.manifests,
+                  "tune every kernel of rtcg-scan's manifest FILE ahead of time, under the key "
+                  "rtcg::Context::compile looks up; instead of FILE and -D (repeat for several manifests)")
+      ->allow_extra_args(false);
   cmd->add_option("-D,--define", a.defines, "bind a size parameter: -D n=4096")->allow_extra_args(false);
   cmd->add_option("-k,--kernel", a.kernel, "the kernel to tune when the file defines several");
   cmd->add_option("--max-candidates", a.maxCandidates, "try at most N candidates (a deterministic sample; default all)")
@@ -350,8 +532,22 @@ TuneCommand addTuneCommand(CLI::App& app) {
 }
 
 int runTuneCommand(const TuneCommand& cmd) {
+  const TuneArgs& a = *cmd.args;
+  if (!a.manifests.empty() && !a.file.empty()) {
+    fmt::print(stderr, "rtcgc: error: tune takes either a DSL FILE or --manifest, not both\n");
+    return 2;
+  }
+  if (!a.manifests.empty() && (!a.defines.empty() || !a.kernel.empty())) {
+    fmt::print(stderr, "rtcgc: error: -D and --kernel do not apply to --manifest: the manifest gives each kernel "
+                       "and its sizes\n");
+    return 2;
+  }
+  if (a.manifests.empty() && a.file.empty()) {
+    fmt::print(stderr, "rtcgc: error: tune needs a DSL FILE with -D sizes, or --manifest FILE\n");
+    return 2;
+  }
   try {
-    return run(*cmd.args);
+    return a.manifests.empty() ? run(a) : runManifest(a);
   } catch (const Exit& e) {
     return e.code;
   } catch (const NoDeviceError& e) {

@@ -1,5 +1,6 @@
 // `rtcgc tune`: search the schedule space of a kernel on the GPU (rtcg::tune), with a progress
-// bar, a table of the best candidates, a JSON summary and an HTML report.
+// bar, a table of the best candidates, a JSON summary and an HTML report. With --manifest, every
+// kernel of rtcg-scan's manifests (ManifestTune.h), under the key Context::compile looks up.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 
 struct TuneArgs {
   std::string file;
+  std::vector<std::string> manifests;  // --manifest: rtcg-scan manifests (instead of file and -D)
   std::vector<std::string> defines;
   std::string kernel;
   int64_t maxCandidates = 0;
@@ -32,6 +34,7 @@ struct TuneCommand {
 // Adds the `tune` subcommand to `app`.
 TuneCommand addTuneCommand(CLI::App& app);
 
-// Runs it; returns the exit status: 0 ok, 1 input error (program, sizes, unreadable file, database),
-// 2 bad command line, 4 no CUDA device, 5 no candidate was verified, 70 internal error.
+// Runs it; returns the exit status: 0 ok, 1 input error (program, sizes, unreadable file, database,
+// a malformed manifest), 2 bad command line, 4 no CUDA device, 5 no candidate was verified, 70
+// internal error. With --manifest: the status of the first kernel that failed, 0 when none did.
 int runTuneCommand(const TuneCommand& cmd);
