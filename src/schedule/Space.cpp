@@ -128,7 +128,9 @@ class NestSpace {
     for (size_t r = 0; r < reds.size(); ++r) {
       IndexSchedule is{reds[r]->name, {part(Placement::Serial)}};
       if (r + 1 == reds.size()) {
-        if (step > 0) is.parts.push_back(part(Placement::Serial, step));
+        // A staged step is unrolled: its loop body is the register tile, and the unrolled loop
+        // lets the compiler keep the shared-memory addresses in immediates.
+        if (step > 0) is.parts.push_back(part(Placement::Unroll, step));
         else if (unroll > 1) is.parts.push_back(part(Placement::Unroll, unroll));
       }
       out.push_back(std::move(is));
@@ -223,11 +225,15 @@ class NestSpace {
     for (const NestIndex* ni : par)
       if (ni->hull.extent() > 1) xs.push_back(ni);
     if (xs.empty()) xs.push_back(par.back());
-    int64_t maxTile = std::min<int64_t>(32, o_.limits.maxRegTile);
+    // Up to 8 x 8 outputs per thread: the tile that lets a staged matrix product issue one
+    // shared-memory load per four FMAs.
+    int64_t maxTile = std::min<int64_t>(64, o_.limits.maxRegTile);
 
     for (const NestIndex* x : xs) {
       int64_t extX = std::max<int64_t>(1, x->hull.extent());
-      std::vector<int64_t> txs = extX < 32 ? sizesFor({16, 32, 64, 128, 256}, extX) : sizesFor({32, 64, 128, 256}, extX);
+      // 16 threads along x still store 64-byte runs, and square 16 x 16 blocks balance the
+      // shared-memory reads of the two operands of a product.
+      std::vector<int64_t> txs = sizesFor({16, 32, 64, 128, 256}, extX);
       std::vector<const NestIndex*> ys;
       for (const NestIndex* ni : par)
         if (ni != x) ys.push_back(ni);
@@ -274,6 +280,11 @@ class NestSpace {
     }
     if (worth.empty()) return;
     std::vector<std::vector<std::string>> sets{worth};
+    // Every read-only operand staged too: the model counts a warp's broadcast reads once, so it
+    // undervalues staging an operand (a's rows in a matrix product) that the L1 serves only
+    // partly once register tiles make each thread read several rows.
+    const std::vector<std::string>& everything = model_.readOnlyArrays();
+    if (everything.size() > worth.size() && everything.size() <= 4) sets.push_back(everything);
     if (worth.size() > 1)
       for (const std::string& a : worth) sets.push_back({a});
     int64_t ext = innermostReductionExtent();
@@ -420,7 +431,60 @@ std::vector<size_t> sampleIndices(size_t n, size_t count, uint64_t seed) {
   return idx;
 }
 
+// The placements of one index as a comparable profile: the first part's placement and, per
+// placement of the later parts, the product of their factors.
+struct IndexProfile {
+  Placement first{};
+  std::map<Placement, int64_t> factors;
+};
+
+IndexProfile profileOf(const IndexSchedule& is) {
+  IndexProfile p;
+  p.first = is.parts.front().place;
+  for (size_t i = 1; i < is.parts.size(); ++i) {
+    int64_t& f = p.factors.emplace(is.parts[i].place, 1).first->second;
+    f *= is.parts[i].factor.value_or(1);
+  }
+  return p;
+}
+
 }  // namespace
+
+double scheduleDistance(const Schedule& a, const Schedule& b) {
+  if (a.nests.size() != b.nests.size()) return std::numeric_limits<double>::infinity();
+  double d = 0;
+  for (size_t n = 0; n < a.nests.size(); ++n) {
+    const NestSchedule& x = a.nests[n];
+    const NestSchedule& y = b.nests[n];
+    std::set<std::string> names;
+    for (const IndexSchedule& is : x.indices) names.insert(is.index);
+    for (const IndexSchedule& is : y.indices) names.insert(is.index);
+    for (const std::string& name : names) {
+      const IndexSchedule* xi = x.find(name);
+      const IndexSchedule* yi = y.find(name);
+      if (!xi || !yi) {
+        d += 3;
+        continue;
+      }
+      IndexProfile px = profileOf(*xi), py = profileOf(*yi);
+      if (px.first != py.first) d += 2;
+      std::set<Placement> places;
+      for (const auto& [pl, f] : px.factors) places.insert(pl);
+      for (const auto& [pl, f] : py.factors) places.insert(pl);
+      for (Placement pl : places) {
+        double fx = double(px.factors.count(pl) ? px.factors.at(pl) : 1);
+        double fy = double(py.factors.count(pl) ? py.factors.at(pl) : 1);
+        d += std::min(2.0, std::fabs(std::log2(fx / fy)));
+      }
+    }
+    std::set<std::string> sx(x.shared.begin(), x.shared.end()), sy(y.shared.begin(), y.shared.end());
+    for (const std::string& s : sx)
+      if (!sy.count(s)) d += 1.5;
+    for (const std::string& s : sy)
+      if (!sx.count(s)) d += 1.5;
+  }
+  return d;
+}
 
 Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
   Space space;
@@ -489,6 +553,10 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
     auto def = std::find_if(all.begin(), all.end(), [&](const Candidate& c) { return c.text == defaultText; });
     if (!hasDefault && def != all.end()) chosen.back() = *def;
     space.sampledOut += (int64_t)(all.size() - chosen.size());
+    std::set<std::string> taken;
+    for (const Candidate& c : chosen) taken.insert(c.text);
+    for (Candidate& c : all)
+      if (!taken.count(c.text)) space.reserve.push_back(std::move(c));
     all = std::move(chosen);
     std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.score < b.score; });
   }

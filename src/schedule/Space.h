@@ -73,6 +73,9 @@ struct Space {
   std::vector<PrunedCandidate> pruned;
   int64_t enumerated = 0;             // every distinct variant generated, before pruning and sampling
   int64_t sampledOut = 0;             // dropped only by maxCandidates (or by capping the product of nests)
+  // The legal candidates that sampling down to maxCandidates left out, best predicted first: the
+  // tuner's refinement rounds draw the neighbours of its fastest measured candidates from them.
+  std::vector<Candidate> reserve;
   bool sharedStaging = false;         // validateSchedule accepted staging variants (some nest)
   bool splitReductions = false;       // validateSchedule accepted split-reduction variants (some nest)
 };
@@ -85,5 +88,11 @@ struct Space {
 // best-predicted schedules when the product would pass 200000. Deterministic for a given seed.
 // Throws rtcg::Error only if the kernel is not bound.
 Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options = {});
+
+// How far apart two schedules of the same kernel are, for local search: per index, 2 when the
+// outer part's placement differs, plus per placement of the inner parts |log2| of the ratio of
+// their factors (a missing part counts as factor 1), capped at 2; 3 per index only one has; 1.5
+// per array staged in only one. 0 for equal schedules; infinite for different nest counts.
+double scheduleDistance(const Schedule& a, const Schedule& b);
 
 }  // namespace rtcg

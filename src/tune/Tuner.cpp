@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -84,8 +85,14 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   result.minimalBytes = minimalBytes(bound);
   result.peakBandwidthGBs = props.peakBandwidthGBs();
 
-  // The space, for this device.
+  // The space, for this device. With a candidate budget, about a third of it is kept for
+  // refinement rounds (neighbours of the fastest measured candidates, from what sampling left out).
   SpaceOptions spaceOptions = options.space;
+  int64_t refineBudget = 0;
+  if (spaceOptions.maxCandidates >= 12) {
+    refineBudget = spaceOptions.maxCandidates / 3;
+    spaceOptions.maxCandidates -= refineBudget;
+  }
   spaceOptions.device.multiprocessors = props.multiprocessors;
   spaceOptions.device.maxThreadsPerBlock = props.maxThreadsPerBlock;
   spaceOptions.device.maxThreadsPerMultiprocessor = props.maxThreadsPerMultiprocessor;
@@ -107,6 +114,10 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     for (const PrunedCandidate& p : space.pruned) ++reasons[p.reason.substr(0, p.reason.find(" ("))];
     for (const auto& [reason, count] : reasons) log(fmt::format("  pruned {}: {}", count, reason));
   }
+
+  // Refinement draws from what sampling left out; without any, its budget goes back to the sample.
+  std::vector<Candidate> reserve = std::move(space.reserve);
+  if (reserve.empty()) refineBudget = 0;
 
   // Jobs: the default schedule first (always measured, the baseline), then the space's candidates
   // (best predicted first), then planted ones.
@@ -146,10 +157,12 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   poolOptions.parallel = options.compileThreads;
   poolOptions.workerPath = workerPath;
   poolOptions.log = log;
-  CompilePool pool(bound, props.arch(), limits, std::move(jobs), poolOptions);
-  result.compileThreads = pool.parallel();
+  std::map<std::string, Schedule> scheduleOf;  // measured labels -> schedules, for refinement
+  for (const CompileJob& j : jobs) scheduleOf[j.label] = j.schedule;
+  auto pool = std::make_unique<CompilePool>(bound, props.arch(), limits, std::move(jobs), poolOptions);
+  result.compileThreads = pool->parallel();
   log(fmt::format("compiling {} candidates with NVRTC in {} worker processes for {}", result.generated,
-                  pool.parallel(), props.arch()));
+                  pool->parallel(), props.arch()));
 
   // The float64 reference on the CPU, once, on the inputs the worker regenerates.
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
@@ -200,7 +213,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
       held.pop_front();
       return c;
     }
-    while (std::optional<CompiledCandidate> c = pool.next()) {
+    while (std::optional<CompiledCandidate> c = pool->next()) {
       if (defaultSeen || c->job == 0) {
         defaultSeen = true;
         return c;
@@ -215,6 +228,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     }
     return std::nullopt;
   };
+
+  int64_t poolsFinished = 0;  // over the pools retired so far (the first, then refinement rounds)
+  double poolsSeconds = 0;
+  bool firstPool = true;      // job 0 of the first pool is the default schedule
+  size_t jobOffset = 0;       // job numbers of the current pool start here (for the log)
 
   double flops = double(result.floatOps), bytes = double(result.minimalBytes);
   bool dbFailed = false;
@@ -246,7 +264,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     result.candidates.push_back(std::move(rec));
     result.completedSeconds.push_back(at);
 
-    progress.compiled = pool.finished();
+    progress.compiled = poolsFinished + pool->finished();
     progress.compileFailed = result.compileFailed + result.skipped;
     progress.measured = result.verified + result.wrong + result.launchFailed + result.faulted + result.timedOut;
     progress.verified = result.verified;
@@ -256,14 +274,15 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     if (options.progress) options.progress(progress);
   };
 
-  try {
+  // Measures every candidate the current pool hands out; false once the time limit stopped it.
+  auto measureAll = [&]() {
     while (std::optional<CompiledCandidate> c = nextCandidate()) {
-      bool isDefault = c->job == 0;
+      bool isDefault = firstPool && c->job == 0;
       if (!isDefault && options.timeLimitSeconds > 0 && secondsSince(searchStart) > options.timeLimitSeconds) {
         if (!result.timeLimitReached)
           log(fmt::format("time limit of {:g} s reached: no new candidates are started", options.timeLimitSeconds));
         result.timeLimitReached = true;
-        pool.stop();
+        pool->stop();
         ++result.notMeasured;
         continue;  // drain what is already compiling
       }
@@ -276,11 +295,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
       if (!c->measurable()) {
         rec.status = c->status;
         rec.reason = c->reason;
-        log(fmt::format("candidate {} {}: {}", c->job, statusName(rec.status), rec.reason));
+        log(fmt::format("candidate {} {}: {}", jobOffset + c->job, statusName(rec.status), rec.reason));
         finish(std::move(rec), isDefault);
         continue;
       }
-      worker::CandidateMessage msg{int64_t(c->job), c->module.launches, std::move(c->cubin)};
+      worker::CandidateMessage msg{int64_t(jobOffset + c->job), c->module.launches, std::move(c->cubin)};
       MeasureOutcome m = worker.measure(msg);
       rec.status = m.status;
       rec.reason = m.reason;
@@ -298,6 +317,63 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
       }
       finish(std::move(rec), isDefault);
     }
+    return !result.timeLimitReached;
+  };
+
+  // Refinement: rounds of the unmeasured candidates nearest (scheduleDistance) to the fastest
+  // verified ones, as many per round as compile in parallel, until the budget or the time is spent.
+  auto retirePool = [&]() {
+    poolsFinished += pool->finished();
+    poolsSeconds += pool->seconds();
+  };
+  auto refine = [&]() {
+    int round = 0;
+    while (refineBudget > 0 && !reserve.empty()) {
+      if (options.timeLimitSeconds > 0 && secondsSince(searchStart) > options.timeLimitSeconds) break;
+      std::vector<const CandidateRecord*> top;
+      for (const CandidateRecord& r : result.candidates)
+        if (r.status == CandidateStatus::Verified && scheduleOf.count(r.schedule)) top.push_back(&r);
+      if (top.empty()) break;
+      std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->medianMs < b->medianMs; });
+      top.resize(std::min<size_t>(top.size(), 3));
+      std::vector<std::pair<double, size_t>> ranked;  // (distance, reserve position): stable by model rank
+      for (size_t i = 0; i < reserve.size(); ++i) {
+        double d = std::numeric_limits<double>::infinity();
+        for (size_t t = 0; t < top.size(); ++t)
+          d = std::min(d, scheduleDistance(reserve[i].schedule, scheduleOf.at(top[t]->schedule)) + 0.75 * double(t));
+        ranked.emplace_back(d, i);
+      }
+      size_t take = std::min<size_t>({size_t(refineBudget), size_t(std::max(1, result.compileThreads)), ranked.size()});
+      std::partial_sort(ranked.begin(), ranked.begin() + take, ranked.end());
+      std::vector<CompileJob> next;
+      std::vector<bool> used(reserve.size(), false);
+      for (size_t r = 0; r < take; ++r) {
+        const Candidate& c = reserve[ranked[r].second];
+        next.push_back({c.text, c.schedule, {}});
+        scheduleOf[c.text] = c.schedule;
+        used[ranked[r].second] = true;
+      }
+      std::vector<Candidate> rest;
+      for (size_t i = 0; i < reserve.size(); ++i)
+        if (!used[i]) rest.push_back(std::move(reserve[i]));
+      reserve = std::move(rest);
+      refineBudget -= int64_t(take);
+      result.generated += int64_t(take);
+      result.refined += int64_t(take);
+      progress.generated = result.generated;
+      log(fmt::format("refinement round {}: {} candidates nearest to the best {} (distance {:.2g} to {:.2g}); best so far "
+                      "{:.4f} ms", ++round, take, top.size(), ranked.front().first, ranked[take - 1].first,
+                      top.front()->medianMs));
+      retirePool();
+      firstPool = false;
+      jobOffset = size_t(result.generated) - take;
+      pool = std::make_unique<CompilePool>(bound, props.arch(), limits, std::move(next), poolOptions);
+      if (!measureAll()) break;
+    }
+  };
+
+  try {
+    if (measureAll()) refine();
   } catch (...) {
     if (db && !dbFailed) {
       try {
@@ -308,20 +384,22 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     throw;
   }
   // Compiled candidates = those that NVRTC compiled, whether or not they were measured.
-  result.compiled = pool.finished() - result.compileFailed;
-  result.compileSeconds = pool.seconds();
-  result.candidatesPerSecond = pool.throughput();
+  bool fallback = pool->usedFallback();
+  retirePool();
+  result.notMeasured += result.generated - poolsFinished;  // never compiled (time limit)
+  result.compiled = poolsFinished - result.compileFailed;
+  result.compileSeconds = poolsSeconds;
+  result.candidatesPerSecond = poolsSeconds > 0 ? double(poolsFinished) / poolsSeconds : 0;
   result.workerRestarts = worker.restarts();
-  result.notMeasured += result.generated - pool.finished();
   result.wallSeconds = secondsSince(t0);
   if (db && !dbFailed) db->endSearch(result.searchId, result.wallSeconds, int(result.candidates.size()));
-  log(fmt::format("search done in {:.1f} s: {} candidates, {} verified, {} wrong, {} faulted, {} timed out, {} failed "
+  log(fmt::format("search done in {:.1f} s: {} candidates ({} from refinement), {} verified, {} wrong, {} faulted, {} timed out, {} failed "
                   "to launch, {} skipped, {} failed to compile, {} not measured; NVRTC {:.1f} candidates/s with {} "
                   "compiles in parallel{}; worker restarts: {}",
-                  result.wallSeconds, result.candidates.size(), result.verified, result.wrong, result.faulted,
+                  result.wallSeconds, result.candidates.size(), result.refined, result.verified, result.wrong, result.faulted,
                   result.timedOut, result.launchFailed, result.skipped, result.compileFailed, result.notMeasured,
                   result.candidatesPerSecond, result.compileThreads,
-                  pool.usedFallback() ? " (some on threads: a compile worker could not start)" : "",
+                  fallback ? " (some on threads: a compile worker could not start)" : "",
                   result.workerRestarts));
   return result;
 }

@@ -12,6 +12,10 @@
 // reference on the CPU (all cores; logged with its time) -> start the worker -> measure the default
 // schedule first, then the others in compile-completion order -> record each (tune/TuningDb.h).
 // With a time limit, no new candidate starts once it is exceeded; the one in flight finishes.
+// With a candidate budget smaller than the space, two thirds of it go to the space's sample (its
+// best-predicted half and a seeded random rest) and a third to refinement rounds: each round
+// compiles and measures the unmeasured candidates nearest (scheduleDistance) to the three fastest
+// verified so far, so the search walks from where the measurements, not the model, point.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +73,7 @@ struct TuneResult {
   std::optional<CandidateRecord> best;      // fastest verified
   std::optional<CandidateRecord> defaultSchedule;  // the default schedule's record
   int64_t enumerated = 0, generated = 0, pruned = 0, sampledOut = 0;
+  int64_t refined = 0;                      // of `generated`: picked by refinement rounds
   int64_t compiled = 0, compileFailed = 0, skipped = 0;
   int64_t verified = 0, wrong = 0, faulted = 0, timedOut = 0, launchFailed = 0;
   int64_t notMeasured = 0;                  // compiled or never started when the time limit hit

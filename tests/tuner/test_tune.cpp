@@ -3,6 +3,8 @@
 // are wrong, fault (illegal address) or hang.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <fstream>
 #include <sstream>
 
@@ -116,8 +118,14 @@ TEST(TuneGpu, AxpbyFindsAVerifiedWinner) {
 TEST(TuneGpu, MatmulFindsAVerifiedWinner) {
   if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
   Loaded l = load("matmul.rtcg", {{"n", 128}});
-  TuneResult r = tune(l.file, l.source, l.bound, quickOptions(20));
+  TuneResult r = tune(l.file, l.source, l.bound, quickOptions(24));
   expectVerifiedWinner(r);
+  // A third of the budget goes to refinement rounds around the fastest measured candidates.
+  EXPECT_EQ(r.refined, 8);
+  EXPECT_EQ(r.generated, 24);
+  EXPECT_EQ(int64_t(r.candidates.size()), r.generated);
+  std::set<std::string> distinct;
+  for (const CandidateRecord& c : r.candidates) EXPECT_TRUE(distinct.insert(c.schedule).second) << c.schedule;
 }
 
 TEST(TuneGpu, PlantedWrongFaultingAndHangingCandidatesAreSurvived) {
