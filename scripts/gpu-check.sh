@@ -55,6 +55,11 @@ run_example dg_lift.rtcg -D K=33333 -D Np=35 -D Nfp=15
 run_example dg_face_gather.rtcg -D K=33333 -D Np=35 -D Nfaces=4 -D Nfp=15
 run_example batched_matmul.rtcg -D nb=65536 -D n=16
 run_example batched_matmul.rtcg -D nb=1001 -D n=20
+# Reductions split across blocks (partials in global scratch, the last block combines them).
+run_example dot.rtcg -D n=67108864 --schedule "i: serial, unroll 4, grid.x 264, thread.x 256"
+run_example dot.rtcg -D n=1000003 --schedule "i: serial, grid.x 37, thread.x 128"
+run_example gemv.rtcg -D m=4 -D n=1048573 --schedule "i: grid.y; j: serial, grid.x 66, thread.x 256"
+run_example gemv.rtcg -D m=5 -D n=300007 --schedule "i: serial, thread.y 2; j: serial, unroll 4, grid.x 40, thread.x 128"
 mismatches=$(grep -c MISMATCH "$out/examples.log" || true)
 failures=$(grep -c '^rc=[1-9]' "$out/examples.log" || true)
 

@@ -194,6 +194,9 @@ class CompiledKernel {
     launch(refs);
   }
   // Launches with type-erased arguments (what operator() builds), then waits for completion.
+  // Launches of a kernel whose schedule splits a reduction across blocks (it keeps partials in
+  // module-global scratch) are serialized: concurrent calls from several threads wait for each
+  // other (docs/api.md, Thread safety).
   void launch(const std::vector<detail::ArgRef>& args) const;
 
   // The accessors throw rtcg::Error on a default-constructed (invalid) CompiledKernel.

@@ -366,6 +366,10 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
       }
     }
   }
+  // A kernel with a reduction split across blocks keeps its partials and arrival counters in
+  // module-global scratch: its launches (from any thread, through any CompiledKernel sharing the
+  // loaded module) run one at a time, each until it is complete.
+  std::unique_lock<std::mutex> exclusive = data.executable->exclusiveLaunch();
   data.executable->launch(kernelArgs, stream.get());
   // Written host vectors come back (matchArguments refused const vectors for written parameters).
   for (const Staged& s : staged)

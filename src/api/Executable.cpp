@@ -25,6 +25,7 @@ Executable::Executable(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
                               "({} registers per thread)",
                               spec.function, threads, attrs.maxThreadsPerBlock, dev.name, attrs.registers));
     if (spec.dynamicSharedBytes > 48 * 1024) fn.setMaxDynamicSharedMemory(spec.dynamicSharedBytes);
+    scratch_ = scratch_ || spec.usesGlobalScratch;
     functions_.push_back(std::move(fn));
   }
 }

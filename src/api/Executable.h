@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -33,8 +34,19 @@ class Executable {
   const std::vector<cuda::Function>& functions() const { return functions_; }
   const std::vector<LaunchSpec>& launches() const { return launches_; }
 
+  // Some function combines a reduction across blocks through module-global scratch
+  // (LaunchSpec::usesGlobalScratch): two launches of this module must not overlap. A caller that
+  // may launch from several threads holds exclusiveLaunch() over the launch and its
+  // synchronization (the lock is empty, locking nothing, when no function uses global scratch).
+  bool usesGlobalScratch() const { return scratch_; }
+  std::unique_lock<std::mutex> exclusiveLaunch() const {
+    return scratch_ ? std::unique_lock<std::mutex>(launchMutex_) : std::unique_lock<std::mutex>();
+  }
+
  private:
   Kernel kernel_;
+  bool scratch_ = false;
+  mutable std::mutex launchMutex_;
   cuda::Module module_;
   std::vector<LaunchSpec> launches_;
   std::vector<cuda::Function> functions_;

@@ -16,6 +16,12 @@ ExprP intLit(int64_t v, bool longLong) {
   e->longLong = longLong;
   return e;
 }
+ExprP uintLit(uint32_t v) {
+  auto e = make(ExprKind::IntLit);
+  e->intValue = v;
+  e->isUnsigned = true;
+  return e;
+}
 ExprP floatLit(double v, bool isFloat32) {
   auto e = make(ExprKind::FloatLit);
   e->floatValue = v;
@@ -185,6 +191,18 @@ Stmt sharedArray(std::string type, std::string name, int64_t elements) {
 Stmt externSharedArray(std::string type, std::string name) {
   Stmt s = sharedArray(std::move(type), std::move(name), 0);
   s.isExtern = true;
+  return s;
+}
+
+Stmt sharedScalar(std::string type, std::string name) {
+  Stmt s = sharedArray(std::move(type), std::move(name), 0);
+  s.isScalar = true;
+  return s;
+}
+Stmt exprStmt(ExprP call) {
+  Stmt s;
+  s.kind = StmtKind::ExprStmt;
+  s.init = std::move(call);
   return s;
 }
 

@@ -11,12 +11,12 @@
 namespace rtcg::c {
 
 enum class ExprKind : uint8_t {
-  IntLit,    // intValue; `longLong` selects an LL suffix
+  IntLit,    // intValue; `longLong` selects an LL suffix, `isUnsigned` a u suffix (unsigned int)
   FloatLit,  // floatValue; `isFloat32` selects float (f suffix) or double
   BoolLit,   // intValue 0/1
   Name,      // text: an identifier
   Member,    // args[0].text   (threadIdx.x): text is the field
-  Unary,     // text: - !
+  Unary,     // text: - ! & (address of)
   Binary,    // text: + - * / % < <= > >= == != && ||
   Call,      // text: function name, args
   Cast,      // text: target type (a type name the printer knows), args[0]
@@ -34,10 +34,12 @@ struct Expr {
   double floatValue = 0.0;
   bool longLong = false;
   bool isFloat32 = false;
+  bool isUnsigned = false;
   std::vector<ExprP> args;
 };
 
 ExprP intLit(int64_t v, bool longLong = false);
+ExprP uintLit(uint32_t v);  // 263u
 ExprP floatLit(double v, bool isFloat32);
 ExprP boolLit(bool v);
 ExprP name(std::string id);
@@ -65,6 +67,8 @@ enum class StmtKind : uint8_t {
   Return,       // return [value];
   Blank,        // an empty line, for readability
   SharedArray,  // __shared__ type name[size];  or, with isExtern, extern __shared__ type name[];
+                // or, with size 0 and isScalar, __shared__ type name;
+  ExprStmt,     // init;   (a call whose value is not used: __threadfence();)
 };
 
 // How a for loop is unrolled: no pragma (the compiler decides), `#pragma unroll` (fully) or
@@ -79,6 +83,7 @@ struct Stmt {
   bool isConst = false;
   bool isConstexpr = false;
   bool isExtern = false;  // SharedArray: dynamic shared memory (size given at launch)
+  bool isScalar = false;  // SharedArray: one variable, not an array
   int64_t size = 0;       // SharedArray: elements
   ExprP init;
   // Assign
@@ -106,6 +111,8 @@ Stmt returnStmt(ExprP value = nullptr);
 Stmt blank();
 Stmt sharedArray(std::string type, std::string name, int64_t elements);  // __shared__ type name[elements];
 Stmt externSharedArray(std::string type, std::string name);             // extern __shared__ type name[];
+Stmt sharedScalar(std::string type, std::string name);                  // __shared__ type name;
+Stmt exprStmt(ExprP call);                                               // call;
 
 struct Param {
   std::string type;        // element or scalar type
@@ -130,8 +137,18 @@ struct Function {
   std::vector<Stmt> body;
 };
 
+// A module-scope array in global memory: `__device__ type name[size];` (zero-initialized when the
+// module is loaded), with comment lines above it.
+struct GlobalArray {
+  std::string type;
+  std::string name;
+  int64_t size = 0;
+  std::vector<std::string> commentLines;
+};
+
 struct Module {
   std::vector<std::string> commentLines;  // printed at the top
+  std::vector<GlobalArray> globals;       // printed before the functions
   std::vector<Function> functions;
 };
 

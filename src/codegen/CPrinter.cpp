@@ -64,6 +64,11 @@ int precedence(const Expr& e) {
 
 std::string intLiteral(const Expr& e) {
   int64_t v = e.intValue;
+  if (e.isUnsigned) {
+    RTCG_ASSERT(v >= 0 && v <= std::numeric_limits<uint32_t>::max(),
+                fmt::format("C printer: unsigned literal {} does not fit unsigned int", v));
+    return fmt::format("{}u", v);
+  }
   if (e.longLong) {
     if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1LL)";
     return fmt::format("{}LL", v);
@@ -104,7 +109,7 @@ std::string print(const Expr& e) {
     case ExprKind::Name: return checkIdentifier(e.text);
     case ExprKind::Member: return operand(e.args.at(0), kPrimary) + "." + checkIdentifier(e.text);
     case ExprKind::Unary: {
-      RTCG_ASSERT(e.text == "-" || e.text == "!", "C printer: unknown unary operator '" + e.text + "'");
+      RTCG_ASSERT(e.text == "-" || e.text == "!" || e.text == "&", "C printer: unknown unary operator '" + e.text + "'");
       // `-(-x)` and `!(-x)` keep the parentheses: `--x` would be a decrement.
       return e.text + operand(e.args.at(0), kUnary + 1);
     }
@@ -180,11 +185,17 @@ void printStmtTo(const Stmt& s, int indent, std::string& out) {
       for (const std::string& line : s.lines) out += pad + (line.empty() ? "//" : "// " + line) + "\n";
       return;
     case StmtKind::SyncThreads: out += pad + "__syncthreads();\n"; return;
+    case StmtKind::ExprStmt:
+      RTCG_ASSERT(s.init && s.init->kind == ExprKind::Call, "C printer: an expression statement is a call");
+      out += pad + printExpr(s.init) + ";\n";
+      return;
     case StmtKind::Return: out += pad + (s.cond ? "return " + printExpr(s.cond) + ";\n" : "return;\n"); return;
     case StmtKind::Blank: out += "\n"; return;
     case StmtKind::SharedArray:
       if (s.isExtern) {
         out += pad + "extern __shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + "[];\n";
+      } else if (s.isScalar) {
+        out += pad + "__shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + ";\n";
       } else {
         RTCG_ASSERT(s.size > 0, "C printer: a shared array needs a positive size");
         out += pad + "__shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + fmt::format("[{}];\n", s.size);
@@ -243,6 +254,12 @@ std::string printFunction(const Function& f) {
 std::string printModule(const Module& m) {
   std::string out;
   for (const std::string& line : m.commentLines) out += line.empty() ? "//\n" : fmt::format("// {}\n", line);
+  for (const GlobalArray& g : m.globals) {
+    RTCG_ASSERT(g.size > 0, "C printer: a global array needs a positive size");
+    out += '\n';
+    for (const std::string& line : g.commentLines) out += line.empty() ? "//\n" : fmt::format("// {}\n", line);
+    out += "__device__ " + checkType(g.type) + " " + checkIdentifier(g.name) + fmt::format("[{}];\n", g.size);
+  }
   for (const Function& f : m.functions) {
     out += '\n';
     out += printFunction(f);

@@ -40,7 +40,7 @@ const std::set<std::string>& reservedWords() {
       "abs", "llabs", "fmin", "fminf", "fmax", "fmaxf", "min", "max", "pow", "powf", "fma", "fmaf",
       "floor", "floorf", "fmod", "fmodf", "__int_as_float", "__longlong_as_double",
       "rtcg_floordiv", "rtcg_floormod", "__syncthreads", "__shfl_down_sync", "rtcg_smem_f32",
-      "rtcg_smem_f64", "rtcg_smem_i32", "rtcg_smem_i64"};
+      "rtcg_smem_f64", "rtcg_smem_i32", "rtcg_smem_i64", "__threadfence", "__ldcg", "atomicInc", "atomicAdd"};
   return words;
 }
 
@@ -173,7 +173,9 @@ class NestEmitter {
       : k_(k), nestIdx_(nest), nest_(k.nests[nest]), sched_(s), needFloorInt_(needFloorInt),
         needFloorLL_(needFloorLL) {}
 
-  C::Function emit(LaunchSpec& launch, const std::string& indexType);
+  // Module-scope arrays the function uses (global scratch of a reduction split across blocks) are
+  // appended to `globals`.
+  C::Function emit(LaunchSpec& launch, const std::string& indexType, std::vector<C::GlobalArray>& globals);
 
  private:
   const Kernel& k_;
@@ -216,8 +218,26 @@ class NestEmitter {
   int64_t lanes_ = 1;               // threads that share one output point
   C::ExprP lane_, slot_;
   std::map<ScalarType, std::string> combineBuffers_;
-  bool splitGroup(const std::vector<Expr>& g) const;
-  void combineLanes(ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out);
+  // A group reduced over some of the reduction thread axes only combines the lanes of those (the
+  // threads that differ on the other axes hold the same partial): lane and slot per axis mask.
+  struct LaneSet {
+    C::ExprP lane, slot;
+    int64_t lanes = 1;
+  };
+  std::map<int, LaneSet> laneSets_;  // by mask of thread axes (bit a for axis a)
+  int fullMask_ = 0;                 // every reduction thread axis
+  int groupMask(const std::vector<Expr>& g) const;
+  bool splitGroup(const std::vector<Expr>& g) const { return groupMask(g) != 0; }
+  void combineLanes(ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out, int mask);
+
+  // A reduction split across blocks (crossBlockPlan): the scratch arrays and this block's place.
+  CrossBlockPlan xb_;
+  std::map<ScalarType, std::string> partials_;  // global partials array per accumulator type
+  std::string arrivals_;                        // global arrival counters
+  std::string lastBlock_;                       // shared flag: this block arrived last
+  C::ExprP tile_, rblock_;                      // linear tile and block-within-tile coordinates
+  void crossBlockCombine(const std::vector<std::map<const ExprNode*, C::ExprP>>& accs, const C::ExprP& position,
+                         std::vector<C::Stmt>& out, std::vector<C::Stmt> statements);
 
   const IndexSchedule& scheduleOf(const std::string& name) const {
     const IndexSchedule* s = sched_.find(name);
@@ -364,7 +384,8 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   const Loop& l = loops[q];
   const IndexSchedule& is = scheduleOf(l.name);
   C::ExprP lo = lower(l.lo, env, out), hi = lower(l.hi, env, out);
-  if (is.parts.size() == 1 && !isThreadPlacement(is.parts[0].place)) {
+  auto isCoordinate = [](Placement pl) { return isThreadPlacement(pl) || isGridPlacement(pl); };
+  if (is.parts.size() == 1 && !isCoordinate(is.parts[0].place)) {
     std::string v = names_.fresh(l.name);
     env.vars[l.id] = C::name(v);
     std::vector<C::Stmt> body;
@@ -400,10 +421,11 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   for (size_t p = 0; p < is.parts.size(); ++p) {
     if (p > 0) stride /= ext[p];
     Placement pl = is.parts[p].place;
-    if (isThreadPlacement(pl)) {
-      // A split reduction: this part is the thread's coordinate, not a loop.
+    if (isCoordinate(pl)) {
+      // A split reduction: this part is the thread's (or the block's) coordinate, not a loop.
       vars.push_back("");
-      terms.push_back(C::product(C::castTo(idx_, C::member(C::name("threadIdx"), axisField[placementAxis(pl)])), lit(stride)));
+      const char* coord = isThreadPlacement(pl) ? "threadIdx" : "blockIdx";
+      terms.push_back(C::product(C::castTo(idx_, C::member(C::name(coord), axisField[placementAxis(pl)])), lit(stride)));
       continue;
     }
     vars.push_back(names_.fresh(fmt::format("{}_{}", l.name, p)));
@@ -431,7 +453,7 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
       stage.push_back(C::syncThreads());
       body = std::move(stage);
     }
-    if (isThreadPlacement(is.parts[p].place)) continue;
+    if (isCoordinate(is.parts[p].place)) continue;
     std::vector<C::Stmt> loop{C::forLoop(idx_, vars[p], lit(0), p == 0 ? firstTrip : lit(ext[p]),
                                          unrollOf(is.parts[p].place), std::move(body))};
     body = std::move(loop);
@@ -439,32 +461,104 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   for (C::Stmt& s : body) out.push_back(std::move(s));
 }
 
-bool NestEmitter::splitGroup(const std::vector<Expr>& g) const {
+int NestEmitter::groupMask(const std::vector<Expr>& g) const {
+  int mask = 0;
   for (const Loop& l : g[0]->loops)
     for (const SchedulePart& p : scheduleOf(l.name).parts)
-      if (isThreadPlacement(p.place)) return true;
-  return false;
+      if (isThreadPlacement(p.place)) mask |= 1 << placementAxis(p.place);
+  return mask;
 }
 
-// acc = the combination of acc over the lanes of this thread's slot, in every lane: a tree in
-// shared memory (lane l takes in lane l + s for s = half the next power of two of the lane count,
-// down to 1; lanes that do not exist are skipped, so any lane count works and no identity is
-// needed), between barriers. Every thread of the block runs it (uniform code).
-void NestEmitter::combineLanes(ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out) {
+// acc = the combination of acc over the lanes (thread axes in `mask`) of this thread's slot, in
+// every lane: a tree in shared memory (lane l takes in lane l + s for s = half the next power of
+// two of the lane count, down to 1; lanes that do not exist are skipped, so any lane count works
+// and no identity is needed), between barriers. Every thread of the block runs it (uniform code).
+void NestEmitter::combineLanes(ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out, int mask) {
+  const LaneSet& ls = laneSets_.at(mask);
   C::ExprP buf = C::name(combineBuffers_.at(t));
-  C::ExprP mine = C::sum({C::product(slot_, lit(lanes_)), lane_});
+  C::ExprP mine = C::sum({C::product(ls.slot, lit(ls.lanes)), ls.lane});
   out.push_back(C::assign(C::index(buf, mine), "=", acc));
   out.push_back(C::syncThreads());
   int64_t pow2 = 1;
-  while (pow2 < lanes_) pow2 *= 2;
+  while (pow2 < ls.lanes) pow2 *= 2;
   for (int64_t step = pow2 / 2; step >= 1; step /= 2) {
-    int64_t active = std::min(step, lanes_ - step);  // lanes l < active have a partner l + step
-    out.push_back(C::ifThen(C::binary("<", lane_, lit(active)),
+    int64_t active = std::min(step, ls.lanes - step);  // lanes l < active have a partner l + step
+    out.push_back(C::ifThen(C::binary("<", ls.lane, lit(active)),
                             {combine(op, t, C::index(buf, mine), C::index(buf, C::sum({mine, lit(step)})))}));
     out.push_back(C::syncThreads());
   }
-  out.push_back(C::assign(acc, "=", C::index(buf, C::product(slot_, lit(lanes_)))));
+  out.push_back(C::assign(acc, "=", C::index(buf, C::product(ls.slot, lit(ls.lanes)))));
   out.push_back(C::syncThreads());  // every lane has read before the buffer is reused
+}
+
+// The combination across the blocks of a tile (see crossBlockPlan in schedule/Domain.h), at one
+// position of the serial parts of the parallel indices (`position`, linear): every block stores
+// its partials (`accs`, per register point, already combined over the block's lanes) and counts
+// itself in; the last block reads back every block's partials in block order into `accs`,
+// combines them, and runs `statements`.
+void NestEmitter::crossBlockCombine(const std::vector<std::map<const ExprNode*, C::ExprP>>& accs,
+                                    const C::ExprP& position, std::vector<C::Stmt>& out,
+                                    std::vector<C::Stmt> statements) {
+  const int64_t R = xb_.blocks, S = xb_.slots;
+  // Lanes and slots over every reduction thread axis; without any, each thread is a slot.
+  C::ExprP lane = lanes_ > 1 ? lane_ : lit(0);
+  C::ExprP slot = lanes_ > 1 ? slot_ : tid_;
+  C::ExprP counter = C::sum({C::product(tile_, lit(xb_.positions)), position});
+  out.push_back(C::comment(fmt::format(
+      "Combine across the {} blocks of this output tile: each block stores its partials in global scratch;\n"
+      "the last block to arrive combines them all in block order (the same result whichever block is last)",
+      R)));
+  if (counter->kind != C::ExprKind::IntLit) {
+    std::string n = names_.fresh("counter");
+    out.push_back(C::decl(idx_, n, counter));
+    counter = C::name(n);
+  }
+  struct Value {
+    const Expr* red;
+    int64_t point;
+    ScalarType type;
+    int64_t index;  // v among the values of its type
+  };
+  std::vector<Value> values;
+  std::map<ScalarType, int64_t> nextIndex;
+  for (int g : xb_.groups)
+    for (const Expr& r : groups_[g])
+      for (int64_t pt = 0; pt < xb_.regPoints; ++pt) values.push_back({&r, pt, r->type, nextIndex[r->type]++});
+  auto at = [&](const Value& v, const C::ExprP& block) {
+    // ((counter * values + v) * slots + slot) * blocks + block
+    C::ExprP row = C::sum({C::product(counter, lit(xb_.values.at(v.type) * S)), lit(v.index * S), slot});
+    return C::index(C::name(partials_.at(v.type)), C::sum({C::product(row, lit(R)), block}));
+  };
+  std::vector<C::Stmt> store;
+  for (const Value& v : values) store.push_back(C::assign(at(v, rblock_), "=", accs[v.point].at(v.red->get())));
+  store.push_back(C::exprStmt(C::call("__threadfence", {})));  // the partials are visible before the count
+  if (lanes_ > 1) out.push_back(C::ifThen(C::binary("==", lane_, lit(0)), std::move(store)));
+  else for (C::Stmt& st : store) out.push_back(std::move(st));
+  out.push_back(C::syncThreads());
+  // atomicInc wraps the counter back to 0 at the last arrival: ready for the next launch.
+  std::string arrived = names_.fresh("arrived");
+  C::ExprP count = C::call("atomicInc", {C::unary("&", C::index(C::name(arrivals_), counter)), C::uintLit((uint32_t)(R - 1))});
+  std::vector<C::Stmt> arrive{C::decl("unsigned int", arrived, count),
+                              C::assign(C::name(lastBlock_), "=", C::binary("==", C::name(arrived), C::uintLit((uint32_t)(R - 1))))};
+  if (threads_ > 1) out.push_back(C::ifThen(C::binary("==", tid_, lit(0)), std::move(arrive)));
+  else for (C::Stmt& st : arrive) out.push_back(std::move(st));
+  out.push_back(C::syncThreads());
+
+  std::vector<C::Stmt> last{C::exprStmt(C::call("__threadfence", {}))};
+  int64_t trips = (R + lanes_ - 1) / lanes_;
+  for (const Value& v : values) {
+    const C::ExprP& acc = accs[v.point].at(v.red->get());
+    last.push_back(C::assign(acc, "=", reductionIdentity(v.red->get()->reduceOp, v.type)));
+    std::string c = names_.fresh("c"), b = names_.fresh("b");
+    std::vector<C::Stmt> body{C::decl(idx_, b, C::sum({C::product(C::name(c), lit(lanes_)), lane}))};
+    C::Stmt add = combine(v.red->get()->reduceOp, v.type, acc, C::call("__ldcg", {C::unary("&", at(v, C::name(b)))}));
+    if (trips * lanes_ != R) body.push_back(C::ifThen(C::binary("<", C::name(b), lit(R)), {add}));
+    else body.push_back(add);
+    last.push_back(C::forLoop(idx_, c, lit(0), lit(trips), C::Unroll::Default, std::move(body)));
+    if (lanes_ > 1) combineLanes(v.red->get()->reduceOp, v.type, acc, last, fullMask_);
+  }
+  for (C::Stmt& st : statements) last.push_back(std::move(st));
+  out.push_back(C::ifThen(C::name(lastBlock_), std::move(last)));
 }
 
 bool NestEmitter::hasStepStaging(int group) const {
@@ -648,7 +742,7 @@ void NestEmitter::emitStatements(Env& env, std::vector<C::Stmt>& out) {
   }
 }
 
-C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) {
+C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, std::vector<C::GlobalArray>& globals) {
   idx_ = indexType;
   std::string err;
   auto indices = nestIndices(k_, nestIdx_, &err);
@@ -661,6 +755,13 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
   fn.kind = C::FunctionKind::Kernel;
   fn.name = fmt::format("{}_{}", k_.name, nestIdx_);
   launch.function = fn.name;
+  // The global scratch of a reduction split across blocks, named after the function (unique in
+  // the module) and before anything else so that no parameter or local hides it.
+  xb_ = crossBlockPlan(k_, nestIdx_, sched_);
+  if (xb_.any()) {
+    for (const auto& [t, v] : xb_.values) partials_[t] = names_.fresh(fmt::format("{}_partials_{}", fn.name, typeName(t)));
+    arrivals_ = names_.fresh(fn.name + "_arrivals");
+  }
 
   // Parameters: sizes are already substituted into the bound IR as constants (the header comment
   // lists their values); everything else is an argument.
@@ -751,9 +852,14 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
       if (isThreadPlacement(is.parts[part].place)) {
         block[placementAxis(is.parts[part].place)] *= ext[part];
         redAxis_[placementAxis(is.parts[part].place)] = true;
+        fullMask_ |= 1 << placementAxis(is.parts[part].place);
         cooperative_ = true;
+      } else if (isGridPlacement(is.parts[part].place)) {
+        grid[placementAxis(is.parts[part].place)] *= ext[part];
       }
   }
+  // The blocks of a tile meet at barriers around the arrival count: cooperative code.
+  if (xb_.any()) cooperative_ = true;
   for (int a = 0; a < 3; ++a) {
     launch.grid[a] = (uint32_t)grid[a];
     launch.block[a] = (uint32_t)block[a];
@@ -800,31 +906,70 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
     }
     if (dynamic) launch.dynamicSharedBytes = (uint32_t)byteOffset;
 
-    // lane = coordinates on the reduction axes, slot = the other coordinates (x fastest).
-    int64_t laneScale = 1, slotScale = 1;
-    std::vector<C::ExprP> laneTerms, slotTerms;
-    for (int a = 0; a < 3; ++a) {
-      if (block[a] == 1) continue;
-      C::ExprP t = C::castTo(idx_, C::member(C::name("threadIdx"), axisField[a]));
-      if (redAxis_[a]) laneTerms.push_back(C::product(t, lit(laneScale))), laneScale *= block[a];
-      else slotTerms.push_back(C::product(t, lit(slotScale))), slotScale *= block[a];
-    }
-    lanes_ = laneScale;
+    // lane = coordinates on the reduction axes, slot = the other coordinates (x fastest); per mask
+    // of reduction axes (every one, and the axes of each split group).
+    auto laneSet = [&](int mask) {
+      if (laneSets_.count(mask)) return;
+      int64_t laneScale = 1, slotScale = 1;
+      std::vector<C::ExprP> laneTerms, slotTerms;
+      for (int a = 0; a < 3; ++a) {
+        if (block[a] == 1) continue;
+        C::ExprP t = C::castTo(idx_, C::member(C::name("threadIdx"), axisField[a]));
+        if (mask & (1 << a)) laneTerms.push_back(C::product(t, lit(laneScale))), laneScale *= block[a];
+        else slotTerms.push_back(C::product(t, lit(slotScale))), slotScale *= block[a];
+      }
+      LaneSet ls;
+      ls.lanes = laneScale;
+      if (laneScale > 1) {
+        std::string ln = names_.fresh("lane"), sn = names_.fresh("slot");
+        body.push_back(C::decl(idx_, ln, C::sum(laneTerms)));
+        body.push_back(C::decl(idx_, sn, C::sum(slotTerms)));
+        ls.lane = C::name(ln);
+        ls.slot = C::name(sn);
+      }
+      laneSets_[mask] = ls;
+    };
+    laneSet(fullMask_);
+    lanes_ = laneSets_.at(fullMask_).lanes;
     if (lanes_ > 1) {
-      std::string ln = names_.fresh("lane"), sn = names_.fresh("slot");
-      body.push_back(C::decl(idx_, ln, C::sum(laneTerms)));
-      body.push_back(C::decl(idx_, sn, C::sum(slotTerms)));
-      lane_ = C::name(ln);
-      slot_ = C::name(sn);
+      lane_ = laneSets_.at(fullMask_).lane;
+      slot_ = laneSets_.at(fullMask_).slot;
+      for (const std::vector<Expr>& g : groups_)
+        if (splitGroup(g)) laneSet(groupMask(g));
       // One combine buffer per accumulator type, a value per thread.
+      std::vector<ScalarType> types;
       for (const std::vector<Expr>& g : groups_)
         if (splitGroup(g))
-          for (const Expr& r : g)
-            if (!combineBuffers_.count(r->type)) {
-              std::string n = names_.fresh(fmt::format("red_{}", typeName(r->type)));
-              body.push_back(C::sharedArray(cudaTypeName(r->type), n, threads_));
-              combineBuffers_[r->type] = n;
-            }
+          for (const Expr& r : g) types.push_back(r->type);
+      for (const auto& [t, v] : xb_.values) types.push_back(t);
+      for (ScalarType t : types)
+        if (!combineBuffers_.count(t)) {
+          std::string n = names_.fresh(fmt::format("red_{}", typeName(t)));
+          body.push_back(C::sharedArray(cudaTypeName(t), n, threads_));
+          combineBuffers_[t] = n;
+        }
+    }
+    if (xb_.any()) {
+      // This block's tile (grid coordinates of the parallel indices) and its place in the tile
+      // (coordinates on the reduction's grid axes), x fastest.
+      std::vector<C::ExprP> tileTerms, blockTerms;
+      int64_t tileScale = 1, blockScale = 1;
+      for (int a = 0; a < 3; ++a) {
+        if (grid[a] == 1) continue;
+        C::ExprP b = C::castTo(idx_, C::member(C::name("blockIdx"), axisField[a]));
+        if (xb_.gridAxis[a]) blockTerms.push_back(C::product(b, lit(blockScale))), blockScale *= grid[a];
+        else tileTerms.push_back(C::product(b, lit(tileScale))), tileScale *= grid[a];
+      }
+      auto declared = [&](const char* base, const std::vector<C::ExprP>& terms) {
+        if (terms.empty()) return lit(0);
+        std::string n = names_.fresh(base);
+        body.push_back(C::decl(idx_, n, C::sum(terms)));
+        return C::name(n);
+      };
+      tile_ = declared("tile", tileTerms);
+      rblock_ = declared("block_in_tile", blockTerms);
+      lastBlock_ = names_.fresh("last_block");
+      body.push_back(C::sharedScalar("bool", lastBlock_));
     }
   }
 
@@ -867,7 +1012,9 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
   for (const std::vector<Expr>& g : groups_) hoisted.insert(hoisted.end(), g.begin(), g.end());
   const std::vector<std::vector<Expr>>& groups = groups_;
 
-  // The work of one thread at one position of the serial loops of parallel indices.
+  // The work of one thread at one position of the serial loops of parallel indices; `position`
+  // is that position, linear (set below, once the loops are named).
+  C::ExprP position = lit(0);
   std::function<std::vector<C::Stmt>(Env)> group = [&](Env genv) {
     std::vector<C::Stmt> out;
     for (ParallelIndex& p : par_) {
@@ -926,10 +1073,12 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
       if (splitGroup(g)) {
         work.push_back(C::comment("Combine the partial results of the threads that share an output point"));
         for (const Expr& r : g)
-          for (int64_t pt = 0; pt < regPoints_; ++pt) combineLanes(r->reduceOp, r->type, accs[pt].at(r.get()), work);
+          for (int64_t pt = 0; pt < regPoints_; ++pt)
+            combineLanes(r->reduceOp, r->type, accs[pt].at(r.get()), work, groupMask(g));
       }
     }
-    // The statements, per register point.
+    // The statements, per register point; with a reduction split across blocks, in the last block only.
+    std::vector<C::Stmt> statements;
     for (int64_t pt = 0; pt < regPoints_; ++pt) {
       Env penv = genv;
       penv.hoisted = accs[pt];
@@ -947,12 +1096,14 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
         std::vector<std::string> coords;
         for (size_t r = 0; r < regParts_.size(); ++r)
           coords.push_back(fmt::format("{} {}", par_[regParts_[r].par].loop->name, rv[r]));
-        work.push_back(C::comment(fmt::format("register point {} of {} ({})", pt + 1, regPoints_, fmt::join(coords, ", "))));
-        work.push_back(C::block(std::move(pbody)));
+        statements.push_back(C::comment(fmt::format("register point {} of {} ({})", pt + 1, regPoints_, fmt::join(coords, ", "))));
+        statements.push_back(C::block(std::move(pbody)));
       } else {
-        for (C::Stmt& s : pbody) work.push_back(std::move(s));
+        for (C::Stmt& s : pbody) statements.push_back(std::move(s));
       }
     }
+    if (xb_.any()) crossBlockCombine(accs, position, work, std::move(statements));
+    else for (C::Stmt& s : statements) work.push_back(std::move(s));
     if (groupGuard) out.push_back(C::ifThen(groupGuard, std::move(work)));
     else for (C::Stmt& s : work) out.push_back(std::move(s));
     if (stagedHere) out.push_back(C::syncThreads());
@@ -973,6 +1124,15 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
             p.loopVars[part] = names_.fresh(fmt::format("{}_{}", p.loop->name, part));
             loopParts.push_back({&p, part});
           }
+  {
+    std::vector<C::ExprP> terms;
+    int64_t scale = 1;
+    for (size_t q = loopParts.size(); q-- > 0;) {
+      terms.push_back(C::product(C::name(loopParts[q].p->loopVars[loopParts[q].part]), lit(scale)));
+      scale *= loopParts[q].p->ext[loopParts[q].part];
+    }
+    position = C::sum(terms);
+  }
   std::vector<C::Stmt> inner = group(env);
   for (size_t q = loopParts.size(); q-- > 0;) {
     const LoopPart& lp = loopParts[q];
@@ -992,6 +1152,28 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType) 
       fmt::format("Schedule: {}", printNestSchedule(sched_)),
       fmt::format("Launch: grid ({}, {}, {}), block ({}, {}, {})", grid[0], grid[1], grid[2], block[0], block[1], block[2]),
   };
+  if (xb_.any()) {
+    // The global scratch: partials per accumulator type and the arrival counters.
+    std::vector<std::string> arrays;
+    for (const auto& [t, v] : xb_.values) {
+      int64_t n = xb_.counters * v * xb_.slots * xb_.blocks;
+      globals.push_back({cudaTypeName(t), partials_.at(t), n, {}});
+      arrays.push_back(partials_.at(t));
+    }
+    globals.push_back({"unsigned int", arrivals_, xb_.counters, {}});
+    globals.front().commentLines = {
+        fmt::format("Global scratch of {}: the reduction over '{}' is split across {} blocks per output tile", fn.name,
+                    xb_.index, xb_.blocks)};
+    fn.commentLines.push_back(fmt::format("Global scratch: the reduction over '{}' is split across {} blocks per output tile;",
+                                          xb_.index, xb_.blocks));
+    fn.commentLines.push_back(fmt::format("  the partials go through {} and the last block to arrive (counted in {},",
+                                          fmt::join(arrays, ", "), arrivals_));
+    fn.commentLines.push_back("  which it resets to 0) combines them. Two overlapping launches of this kernel would share");
+    fn.commentLines.push_back("  the scratch: launch it once at a time (in stream order).");
+    launch.usesGlobalScratch = true;
+    launch.arrivalCounters = arrivals_;
+    launch.arrivalCounterCount = (uint32_t)xb_.counters;
+  }
   return fn;
 }
 
@@ -1050,7 +1232,9 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
   std::vector<C::Function> kernels;
   for (size_t n = 0; n < k.nests.size(); ++n) {
     LaunchSpec launch;
-    kernels.push_back(NestEmitter(k, (int)n, s.nests[n], needInt, needLL).emit(launch, indexType));
+    std::vector<C::GlobalArray> globals;
+    kernels.push_back(NestEmitter(k, (int)n, s.nests[n], needInt, needLL).emit(launch, indexType, globals));
+    for (C::GlobalArray& g : globals) mod.globals.push_back(std::move(g));
     m.launches.push_back(std::move(launch));
   }
   if (needInt)

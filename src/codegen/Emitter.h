@@ -3,7 +3,8 @@
 //
 // The code is built as a C syntax tree (CAst.h) and printed by the strict printer. Sizes are
 // baked in as constants. Each function starts with a comment naming the kernel, the bound sizes,
-// the schedule and the launch shape.
+// the schedule and the launch shape; a function with a reduction split across blocks also says
+// which module-global scratch it uses (LaunchSpec::usesGlobalScratch).
 #pragma once
 
 #include <array>
@@ -24,6 +25,12 @@ struct LaunchSpec {
   // Kernel arguments in order, as indices into Kernel::params: every parameter except the Size
   // ones, in declaration order. Arrays are passed as device pointers, scalars by value.
   std::vector<int> params;
+  // A reduction split across blocks: the function combines the blocks' partials through
+  // module-global scratch (`__device__` arrays) and resets it itself, so launches of it must not
+  // overlap (two concurrent launches would share the scratch); launches in stream order are fine.
+  bool usesGlobalScratch = false;
+  std::string arrivalCounters;        // the `__device__ unsigned int` counters (0 between launches)
+  uint32_t arrivalCounterCount = 0;
 };
 
 struct EmittedModule {

@@ -115,7 +115,12 @@ class Compiler {
         case BinaryOp::Mul:
           if (auto ca = constValue(a)) return flatten(b, wrapMul(scale, *ca), sum, code);
           if (auto cb = constValue(b)) return flatten(a, wrapMul(scale, *cb), sum, code);
-          break;
+          {
+            // A product of two variables is a term of its own (expr() would come back here).
+            int32_t ra = expr(a, code), rb = expr(b, code), dst = newReg();
+            emit(code, Op::IMul, dst, ra, rb);
+            return addTerm(scale, dst, sum);
+          }
         default: break;
       }
     } else if (e->kind == ExprKind::Unary && e->unaryOp == UnaryOp::Neg && isInteger(e->type)) {
@@ -123,7 +128,10 @@ class Compiler {
     } else if (e->kind == ExprKind::Cast && e->type == ScalarType::I64 && isInteger(e->operands[0]->type)) {
       return flatten(e->operands[0], scale, sum, code);  // widening: value unchanged
     }
-    int32_t r = expr(e, code);
+    addTerm(scale, expr(e, code), sum);
+  }
+
+  void addTerm(int64_t scale, int32_t r, AffineSum& sum) {
     for (auto& [coeff, reg] : sum.terms)
       if (reg == r) {
         coeff = wrapAdd(coeff, scale);

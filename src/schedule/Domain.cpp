@@ -327,24 +327,67 @@ std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const 
   for (const NestIndex& ni : *indices) {
     const IndexSchedule* is = s.find(ni.name);
     if (ni.parallel || !is) continue;
-    bool split = std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return isThreadPlacement(p.place); });
-    if (!split) continue;
+    bool threads = std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return isThreadPlacement(p.place); });
+    bool blocks = std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return isGridPlacement(p.place); });
+    if (!threads && !blocks) continue;
+    const char* across = blocks ? (threads ? "threads and blocks" : "blocks") : "threads";
     for (const Loop* l : ni.loops) {
       auto lo = constIntValue(l->lo, k), hi = constIntValue(l->hi, k);
       if (!lo || !hi || *lo != ni.hull.lo || *hi - 1 != ni.hull.hi) {
-        out.push_back(fmt::format("reduction index '{}' is split across threads but its bounds are not the same "
-                                  "constants everywhere", ni.name));
+        out.push_back(fmt::format("reduction index '{}' is split across {} but its bounds are not the same "
+                                  "constants everywhere", ni.name, across));
         break;
       }
       if (!hoistedLoops.count(l->id)) {
-        out.push_back(fmt::format("reduction over '{}' cannot be split across threads: it is computed inside a "
+        out.push_back(fmt::format("reduction over '{}' cannot be split across {}: it is computed inside a "
                                   "statement (it depends on a let, reads an array the nest writes, is nested in "
-                                  "another reduction, or its bounds depend on a register-tile index)", ni.name));
+                                  "another reduction, or its bounds depend on a register-tile index)", ni.name, across));
         break;
       }
     }
   }
   return out;
+}
+
+CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s) {
+  CrossBlockPlan plan;
+  auto indices = nestIndices(k, nest);
+  if (!indices) return plan;
+  for (const NestIndex& ni : *indices) {
+    const IndexSchedule* is = s.find(ni.name);
+    if (!is || is->parts.empty()) continue;
+    bool badFactor = std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return p.factor && *p.factor <= 0; });
+    if (badFactor) continue;
+    std::vector<int64_t> ext = partExtents(*is, ni.hull.extent());
+    for (size_t p = 0; p < ext.size(); ++p) {
+      Placement pl = is->parts[p].place;
+      if (ni.parallel) {
+        if (isGridPlacement(pl)) plan.tiles *= ext[p];
+        else if (isThreadPlacement(pl)) plan.slots *= ext[p];
+        else if (pl == Placement::Reg) plan.regPoints *= ext[p];
+        else plan.positions *= ext[p];
+      } else if (isGridPlacement(pl) && (plan.index.empty() || plan.index == ni.name)) {
+        plan.index = ni.name;
+        plan.gridAxis[placementAxis(pl)] = true;
+        plan.blocks *= ext[p];
+      }
+    }
+  }
+  if (!plan.any()) return plan;
+  std::vector<std::vector<Expr>> groups = hoistedReductionGroups(k, nest, s);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    bool over = false;
+    for (const Loop& l : groups[g][0]->loops) over = over || l.name == plan.index;
+    if (!over) continue;
+    plan.groups.push_back((int)g);
+    for (const Expr& r : groups[g]) plan.values[r->type] += plan.regPoints;
+  }
+  plan.counters = plan.tiles * plan.positions;
+  double bytes = 4.0 * (double)plan.counters;
+  for (const auto& [t, v] : plan.values)
+    bytes += (double)plan.counters * (double)v * (double)plan.slots * (double)plan.blocks * typeBytes(t);
+  plan.scratchBytes = bytes;
+  return plan;
 }
 
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
@@ -511,6 +554,11 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
       std::set<int> stepIds;
       for (const Expr& r : groups[g]) stepIds.insert(r->loops.front().id);
       const IndexSchedule* is = s.find(first.name);
+      if (std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return isGridPlacement(p.place); })) {
+        fail(fmt::format("'{}' is split across blocks, so a step along it would span the values of every block; "
+                         "stage per step only along a reduction index without grid parts", first.name));
+        continue;
+      }
       if (isThreadPlacement(is->parts[0].place)) {
         fail(fmt::format("the steps along '{}' would be its first part, which is on {}: give '{}' a serial or "
                          "unroll first part", first.name, placementName(is->parts[0].place), first.name));

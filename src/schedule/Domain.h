@@ -119,10 +119,48 @@ bool isInBlockPlacement(Placement p);
 // thread accumulates a partial over its share of the values, then the partials of the threads
 // computing the same outputs are combined in shared memory, and one thread stores.
 //
-// Why a nest's split reduction indices cannot be emitted (empty if they can): every loop of a
-// split index must be a loop of a reduction computed ahead of the statements (see
-// hoistedReductionGroups) and have the same constant bounds.
+// Why a nest's split reduction indices (thread or grid parts) cannot be emitted (empty if they
+// can): every loop of a split index must be a loop of a reduction computed ahead of the
+// statements (see hoistedReductionGroups) and have the same constant bounds.
 std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s);
+
+// ---------------------------------------------------------------------------------------------
+// Reductions split across blocks (grid parts on one reduction index of the nest).
+//
+// The blocks with the same grid coordinates of the parallel indices (an output *tile*) share the
+// reduction: block b of the tile (its coordinates on the reduction's grid axes) accumulates over
+// its share of the values, combines its lanes (the threads on reduction thread axes), and its
+// lane-0 thread of each slot (the other thread coordinates: one output point each) stores the
+// block's partials in a module-global scratch array. Then the block's first thread adds one to
+// the tile's arrival counter (after __threadfence); the block that brings it to `blocks` reads
+// every partial of the tile in block order, the lanes of each slot striding over the blocks and
+// then combined by the shared-memory tree (so the result does not depend on the order in which
+// blocks arrive), evaluates the statements, and resets the counter to 0 for the next launch.
+// This happens once per position of the serial/unroll parts of the parallel indices (each has
+// its own counters and partials), so one launch does it all. Reductions of the nest over other
+// indices are computed in full by every block.
+//
+// Scratch layout, per accumulator type: partials[((counter * values + v) * slots + slot) * blocks + b]
+// with counter = tile * positions + position (tile and b linear over their grid axes, x fastest)
+// and v = reduction (in group order) * regPoints + register point.
+struct CrossBlockPlan {
+  std::string index;                     // the reduction index with grid parts; empty: none
+  bool gridAxis[3] = {false, false, false};  // grid axes of that index
+  int64_t blocks = 1;                    // blocks per tile (product of the index's grid parts)
+  int64_t tiles = 1;                     // blocks along the grid parts of the parallel indices
+  int64_t positions = 1;                 // iterations of the serial/unroll parts of parallel indices
+  int64_t slots = 1;                     // output points per block at one position and register point
+  int64_t regPoints = 1;                 // register-tile points per thread
+  std::vector<int> groups;               // hoisted reduction groups (hoistedReductionGroups) over `index`
+  std::map<ScalarType, int64_t> values;  // per accumulator type: values per slot
+  int64_t counters = 0;                  // tiles * positions arrival counters (unsigned int)
+  double scratchBytes = 0;               // partials of every type plus the counters
+  bool any() const { return !index.empty(); }
+};
+// The plan of nest `nest` under `s` (any() false when no reduction index has a grid part). The
+// schedule must be valid apart from its scratch size (validateSchedule checks that against
+// ScheduleLimits::maxGlobalScratchBytes).
+CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s);
 
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s);
 

@@ -263,6 +263,8 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
   const IndexSchedule* threadUse[3] = {nullptr, nullptr, nullptr};
   int64_t blockDim[3] = {1, 1, 1}, gridDim[3] = {1, 1, 1};
   int64_t regPoints = 1;
+  const IndexSchedule* crossBlock = nullptr;  // the reduction index with grid parts
+  bool crossBlockTwice = false;
 
   for (const IndexSchedule& is : ns.indices) {
     auto it = std::find_if(indices->begin(), indices->end(), [&](const NestIndex& ni) { return ni.name == is.index; });
@@ -313,9 +315,22 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
                                                   threadUse[axis]->index, is.index));
           threadUse[axis] = &is;
           blockDim[axis] *= ext[p];
-        } else if (isGridPlacement(pl) || pl == Placement::Reg)
-          reason(fmt::format("reduction index '{}' cannot be on {}: reduction indices take serial and "
-                             "unroll parts", is.index, placementName(pl)));
+        } else if (isGridPlacement(pl)) {
+          // A reduction split across blocks (crossBlockPlan checks the scratch it needs).
+          int axis = placementAxis(pl);
+          if (gridUse[axis]) reason(fmt::format("{} is used twice (by '{}' and '{}')", placementName(pl),
+                                                gridUse[axis]->index, is.index));
+          gridUse[axis] = &is;
+          gridDim[axis] *= ext[p];
+          if (!crossBlock) crossBlock = &is;
+          else if (crossBlock != &is && !crossBlockTwice) {
+            crossBlockTwice = true;
+            reason(fmt::format("reduction indices '{}' and '{}' both have grid parts: at most one reduction "
+                               "index per nest can be split across blocks", crossBlock->index, is.index));
+          }
+        } else if (pl == Placement::Reg)
+          reason(fmt::format("reduction index '{}' cannot be on reg: reduction indices take serial, unroll, "
+                             "thread and grid parts", is.index));
         else if (pl == Placement::Unroll && ext[p] > 1024)
           reason(fmt::format("unrolling {} iterations of '{}' is too much (at most 1024)", ext[p], is.index));
         continue;
@@ -357,6 +372,12 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
     reason(fmt::format("register tile of {} points per thread is too large (at most {})", regPoints, lim.maxRegTile));
 
   for (const std::string& r : splitReductionReasons(k, nestIdx, ns)) reason(r);
+  if (crossBlock && out.size() == reasonsBefore) {
+    CrossBlockPlan cb = crossBlockPlan(k, nestIdx, ns);
+    if (cb.scratchBytes > (double)lim.maxGlobalScratchBytes)
+      reason(fmt::format("splitting '{}' across {} blocks for {} output tiles needs {:.0f} bytes of global scratch "
+                         "(at most {})", cb.index, cb.blocks, cb.counters, cb.scratchBytes, lim.maxGlobalScratchBytes));
+  }
 
   // Shared-memory staging.
   std::set<int> reads, writes;

@@ -14,9 +14,22 @@
 // Placements: grid.x|y|z (block index), thread.x|y|z (thread index in the block), reg (a fully
 // unrolled per-thread register tile of a parallel index: several independent outputs per thread,
 // placed innermost, inside the reduction loops), serial (a loop), unroll (an unrolled loop).
-// Reduction indices take serial/unroll parts only. The order of the clauses gives the loop order
-// of the serial/unroll/reg parts of the parallel indices; reduction loops keep the nesting order
-// they have in the kernel. `shared: a, b` names read-only arrays staged in shared memory: see
+// Reduction indices take serial, unroll, thread and grid parts (no reg). A thread part splits the
+// reduction across the threads of a block: each thread accumulates a partial, and the partials of
+// the threads that share an output are combined by a tree in shared memory. A grid part (on a
+// grid axis no parallel index of the nest uses) splits it across blocks, e.g. for a dot product
+//
+//   i: serial, grid.x 264, thread.x 256     (i = v_serial * 264 * 256 + v_grid * 256 + v_thread)
+//
+// a coalesced grid-stride loop over 264 blocks: each block combines its threads' partials and
+// stores the block's partial in a global scratch array of the module; the last block to arrive
+// (an atomic counter per output tile) combines every block's partial in block order (the result
+// does not depend on which block is last), stores the output and resets the counter, all in one
+// launch (see crossBlockPlan in schedule/Domain.h). At most one reduction index per nest has grid
+// parts. Split reductions reassociate the combination (sum, product, max, min; in floating point
+// the rounding differs from the serial order, as with any parallel reduction).
+// The order of the clauses gives the loop order of the serial/unroll/reg parts of the parallel
+// indices; reduction loops keep the nesting order they have in the kernel. `shared: a, b` names read-only arrays staged in shared memory: see
 // planStaging (schedule/Domain.h) for what is staged where.
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
@@ -89,6 +102,9 @@ struct ScheduleLimits {
   // memory; above, dynamic shared memory (LaunchSpec::dynamicSharedBytes), which the launch must
   // opt in to: raise this up to the device's opt-in limit (227 KiB on sm_90) to allow it.
   int64_t maxSharedBytes = 48 * 1024;
+  // Global scratch of a reduction split across blocks (partials and arrival counters, static
+  // `__device__` arrays of the module).
+  int64_t maxGlobalScratchBytes = 64 * 1024 * 1024;
 };
 
 // Every reason why `s` cannot be used for the bound kernel `k` (empty if it is legal), e.g.

@@ -43,7 +43,7 @@ class NestSpace {
   std::vector<NestCandidate> kept;
   std::vector<PrunedCandidate> pruned;
   int64_t enumerated = 0;
-  bool sharedOffered = false, splitOffered = false;
+  bool sharedOffered = false, splitOffered = false, crossBlockOffered = false;
 
   void run() {
     add(defaults_.nests[nest_], Family::Plain, /*isDefault=*/true);
@@ -53,13 +53,14 @@ class NestSpace {
       else
         parallelVariants();
       splitVariants();
+      crossBlockVariants();
     }
     finishFamilies();
     prune();
   }
 
  private:
-  enum class Family { Plain, Shared, Split };
+  enum class Family { Plain, Shared, Split, CrossBlock };
 
   const Kernel& k_;
   int nest_;
@@ -73,12 +74,15 @@ class NestSpace {
   void finishFamilies() {
     sharedOffered = accepted_[Family::Shared];
     splitOffered = accepted_[Family::Split];
+    crossBlockOffered = accepted_[Family::CrossBlock];
     for (auto& [family, list] : rejected_) {
       if (list.empty()) continue;
       if (accepted_[family]) {
         for (PrunedCandidate& p : list) pruned.push_back(std::move(p));
       } else {
-        const char* what = family == Family::Shared ? "shared-memory staging" : "split reductions";
+        const char* what = family == Family::Shared      ? "shared-memory staging"
+                           : family == Family::Split     ? "split reductions"
+                                                         : "reductions split across blocks";
         pruned.push_back({list.front().text, fmt::format("{} not offered ({} variant{}): {}", what, list.size(),
                                                          list.size() == 1 ? "" : "s", list.front().reason)});
       }
@@ -122,15 +126,14 @@ class NestSpace {
 
   // Reduction clauses: every reduction serial, the innermost one unrolled by `unroll` (or, with
   // `step` > 0, tiled into steps of `step` for staging).
-  std::vector<IndexSchedule> reductionClauses(int64_t unroll, int64_t step) const {
+  std::vector<IndexSchedule> reductionClauses(int64_t unroll, int64_t step, bool unrollStep = false) const {
     std::vector<IndexSchedule> out;
     auto reds = model_.reductions();
     for (size_t r = 0; r < reds.size(); ++r) {
       IndexSchedule is{reds[r]->name, {part(Placement::Serial)}};
       if (r + 1 == reds.size()) {
-        // A staged step is unrolled: its loop body is the register tile, and the unrolled loop
-        // lets the compiler keep the shared-memory addresses in immediates.
-        if (step > 0) is.parts.push_back(part(Placement::Unroll, step));
+        // A staged step may be unrolled (see sharedVariants).
+        if (step > 0) is.parts.push_back(part(unrollStep ? Placement::Unroll : Placement::Serial, step));
         else if (unroll > 1) is.parts.push_back(part(Placement::Unroll, unroll));
       }
       out.push_back(std::move(is));
@@ -291,11 +294,19 @@ class NestSpace {
     std::vector<int64_t> steps;
     if (ext > 0) steps = sizesFor({8, 16, 32}, ext);
     else steps = {0};  // no reduction: the block's whole footprint is staged once
+    // A staged step is unrolled while the unrolled body stays small (statements times register
+    // tile times step at most 512): the unrolled loop keeps the shared-memory addresses in
+    // immediates, but larger bodies make NVRTC take seconds per candidate (measured: 2 candidates/s
+    // on 16 processes for 8 x 8 tiles unrolled 32 times).
+    int64_t tile = std::max<size_t>(1, k_.nests[nest_].body.size());  // statements per point
+    for (const IndexSchedule& is : pc)
+      for (const SchedulePart& sp : is.parts)
+        if (sp.place == Placement::Reg) tile *= sp.factor.value_or(1);
     for (const auto& set : sets)
       for (int64_t step : steps) {
         NestSchedule ns;
         ns.indices = pc;
-        for (IndexSchedule& r : reductionClauses(1, step)) ns.indices.push_back(std::move(r));
+        for (IndexSchedule& r : reductionClauses(1, step, step * tile <= 512)) ns.indices.push_back(std::move(r));
         ns.shared = set;
         add(ns, Family::Shared);
       }
@@ -332,6 +343,74 @@ class NestSpace {
           ns.indices.push_back(std::move(is));
         }
         add(ns, Family::Split);
+      }
+    }
+  }
+
+  // Reductions split across blocks, for nests whose output is tiny next to the device. With fewer
+  // parallel points than 2 x the multiprocessors, even one block per output point (the reduction
+  // split across the threads of the block, splitVariants) leaves the device with less than two
+  // blocks per multiprocessor -- a dot product runs on one multiprocessor out of 132 -- so the
+  // innermost reduction is split across blocks too: R blocks per output tile, with R such that
+  // the grid has about 1, 2 and 4 blocks per multiprocessor (R = k * multiprocessors / tiles),
+  // T = 128..1024 threads on thread.x and a grid-stride loop around them, which keeps the loads
+  // coalesced: `r: serial, grid.y R, thread.x T`, and the same with an inner `unroll 4` ahead of
+  // the grid part (four independent loads in flight per thread). The parallel indices are placed
+  // as in splitVariants (a few outputs per block on thread.y); the reduction takes the first grid
+  // axis they leave free. R is capped so that every thread has at least one value per unrolled step.
+  void crossBlockVariants() {
+    auto reds = model_.reductions();
+    if (reds.empty()) return;
+    const DeviceModel& d = o_.device;
+    if (model_.parallelPoints() >= 2.0 * d.multiprocessors) return;
+    const NestIndex* r = reds.back();
+    const int64_t extR = std::max<int64_t>(1, r->hull.extent());
+    auto par = model_.parallel();
+    static const Placement grids[3] = {Placement::GridX, Placement::GridY, Placement::GridZ};
+    for (int64_t tx : {128, 256, 512, 1024}) {
+      if (tx > o_.limits.maxThreadsPerBlock) break;
+      std::vector<int64_t> tys{1};
+      if (!par.empty())
+        for (int64_t ty : sizesFor({2, 4, 8}, std::max<int64_t>(1, par.back()->hull.extent())))
+          if (ty > 1) tys.push_back(ty);
+      for (int64_t ty : tys) {
+        if (tx * ty > o_.limits.maxThreadsPerBlock) continue;
+        std::vector<IndexSchedule> pc;
+        if (!par.empty()) pc = parallelClauses(par.back(), ty, 1, nullptr, 1, 1, Placement::ThreadY);
+        // Output tiles (blocks of the parallel placement) and the first free grid axis.
+        int64_t tiles = 1;
+        bool used[3] = {false, false, false};
+        for (const IndexSchedule& is : pc) {
+          const NestIndex* ni = model_.index(is.index);
+          std::vector<int64_t> ext = partExtents(is, std::max<int64_t>(1, ni->hull.extent()));
+          for (size_t p = 0; p < is.parts.size(); ++p)
+            if (isGridPlacement(is.parts[p].place)) {
+              used[placementAxis(is.parts[p].place)] = true;
+              tiles *= ext[p];
+            }
+        }
+        int axis = !used[0] ? 0 : !used[1] ? 1 : !used[2] ? 2 : -1;
+        if (axis < 0) continue;
+        for (int64_t unroll : {1, 4}) {
+          std::set<int64_t> seen;
+          for (int64_t perSm : {1, 2, 4}) {
+            int64_t blocks = ceilDiv(perSm * d.multiprocessors, tiles);
+            blocks = std::min({blocks, extR / (tx * unroll), o_.limits.maxGridDim[axis]});
+            if (blocks < 2 || !seen.insert(blocks).second) continue;
+            NestSchedule ns;
+            ns.indices = pc;
+            for (const NestIndex* red : reds) {
+              IndexSchedule is{red->name, {part(Placement::Serial)}};
+              if (red == r) {
+                if (unroll > 1) is.parts.push_back(part(Placement::Unroll, unroll));
+                is.parts.push_back(part(grids[axis], blocks));
+                is.parts.push_back(part(Placement::ThreadX, tx));
+              }
+              ns.indices.push_back(std::move(is));
+            }
+            add(ns, Family::CrossBlock);
+          }
+        }
       }
     }
   }
@@ -499,6 +578,7 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
     space.enumerated += ns.enumerated;
     space.sharedStaging = space.sharedStaging || ns.sharedOffered;
     space.splitReductions = space.splitReductions || ns.splitOffered;
+    space.crossBlockReductions = space.crossBlockReductions || ns.crossBlockOffered;
     for (PrunedCandidate& p : ns.pruned) space.pruned.push_back(std::move(p));
   }
 

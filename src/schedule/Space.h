@@ -4,7 +4,8 @@
 //
 // For each parallel index: how it is split and where the parts go (grid, thread, reg, serial),
 // and which index runs along thread.x (coalescing). For each reduction index: the step staged per
-// iteration, unrolling, and splitting across the threads of a block. For each read-only operand:
+// iteration, unrolling, and splitting across the threads of a block, and -- for nests with few
+// output points (a dot product, a matrix-vector product with few rows) -- across blocks. For each read-only operand:
 // global or staged in shared memory. Sizes that do not divide are fine (the emitter guards them).
 // Staging and split reductions are offered only when validateSchedule accepts them (probed per
 // nest), so the space grows with the emitter without changes here.
@@ -78,6 +79,7 @@ struct Space {
   std::vector<Candidate> reserve;
   bool sharedStaging = false;         // validateSchedule accepted staging variants (some nest)
   bool splitReductions = false;       // validateSchedule accepted split-reduction variants (some nest)
+  bool crossBlockReductions = false;  // ... and reductions split across blocks (some nest)
 };
 
 // Enumerates the space of the bound kernel (the static model is described in SpaceModel.h).

@@ -194,14 +194,20 @@ std::optional<int64_t> NestModel::stagedBytes(const NestSchedule& s, const std::
 NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) const {
   NestEstimate e;
   int64_t threadX = 1;
+  int64_t lanes = 1;  // threads on reduction thread parts
   for (const IndexSchedule& is : s.indices) {
     const NestIndex* ni = index(is.index);
     if (!ni) continue;
     std::vector<int64_t> ext = partExtents(is, std::max<int64_t>(1, ni->hull.extent()));
     for (size_t p = 0; p < is.parts.size(); ++p) {
       Placement pl = is.parts[p].place;
-      if (isGridPlacement(pl)) e.blocks *= ext[p];
-      else if (isThreadPlacement(pl)) e.threads *= ext[p];
+      if (isGridPlacement(pl)) {
+        e.blocks *= ext[p];
+        if (!ni->parallel) e.crossBlocks *= ext[p];
+      } else if (isThreadPlacement(pl)) {
+        e.threads *= ext[p];
+        if (!ni->parallel) lanes *= ext[p];
+      }
       else if (ni->parallel) {
         e.outputsPerThread *= ext[p];
         if (pl == Placement::Reg) e.registerTile *= ext[p];
@@ -285,6 +291,15 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   // ranks compute-bound candidates by their traffic).
   double memory = e.bytes / d.memoryBandwidth, compute = e.flops / d.peakFlops;
   e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
+  if (e.crossBlocks > 1) {
+    // The second pass: every block stores a partial per output point it holds (8 bytes, with a
+    // fence and an atomic), and the last block of each tile reads its tile's partials back alone,
+    // at about one multiprocessor's share of the bandwidth.
+    double partials = (double)e.blocks * (double)std::max<int64_t>(1, e.threads / lanes) * (double)e.registerTile;
+    double tileBytes = partials / (double)std::max<int64_t>(1, e.blocks / e.crossBlocks) * 8;
+    e.seconds += 1e-6 + tileBytes / (d.memoryBandwidth / d.multiprocessors);
+    e.bytes += partials * 16;
+  }
   return e;
 }
 

@@ -20,6 +20,10 @@
 //   memory = bytes / bandwidth and compute = flops / peak (imperfect overlap), where efficiency =
 //   (fraction of multiprocessors with a block) * (latency hiding: warps in flight per
 //   multiprocessor times the ILP of the register tile, over 32) * (wave quantization), each <= 1.
+// - A reduction split across blocks (grid parts on a reduction index: blocks count them like any
+//   grid part, and each block's footprint is its share) adds its second pass: 1 us for the fence
+//   and atomic round trip, plus the last block of a tile reading the tile's partials (8 bytes per
+//   block and output point) at one multiprocessor's share of the bandwidth.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,7 @@ namespace rtcg {
 
 struct NestEstimate {
   int64_t threads = 1, blocks = 1, registerTile = 1, outputsPerThread = 1;
+  int64_t crossBlocks = 1;  // blocks sharing one output tile (grid parts of a reduction index)
   int64_t registers = 0, sharedBytes = 0, blocksPerMultiprocessor = 0;  // 0: cannot be resident
   double occupancy = 0, efficiency = 0;
   double bytes = 0, flops = 0, seconds = 0;

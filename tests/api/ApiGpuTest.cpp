@@ -368,6 +368,50 @@ TEST_F(ApiGpu, ThreadsCompileAndLaunchConcurrently) {
   EXPECT_LE(s.nvrtc + s.disk, 1 + kThreads / 2);  // one module per distinct kernel
 }
 
+TEST_F(ApiGpu, CrossBlockReductionLaunchesFromThreadsAreSerialized) {
+  // A dot product split across 264 blocks keeps its partials in module-global scratch; eight
+  // threads launch the same compiled kernel on their own inputs at once, and each gets its own
+  // sum (the launches run one at a time), every round.
+  Context ctx;
+  const char* dot = R"(kernel dot(n: int, x: f32[n], y: f32[n], out r: f32[1]) {
+    r[0] = sum(i in 0..n, x[i] * y[i]);
+  })";
+  const int n = 1 << 22;
+  CompileOptions o;
+  o.schedule = "i: serial, unroll 4, grid.x 264, thread.x 256";
+  CompiledKernel k = ctx.compile(dot, {{"n", n}}, o);
+  EXPECT_EQ(k.scheduleOrigin(), "explicit");
+  constexpr int kThreads = 8, kRounds = 4;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        // Small integers: every partial sum is exact in f32, so the result is too.
+        std::vector<float> x(n), y(n);
+        double expect = 0;
+        for (int i = 0; i < n; ++i) {
+          x[i] = float((i * 7 + t) % 5 - 2);
+          y[i] = float((i + 3 * t) % 3 - 1);
+          expect += double(x[i]) * double(y[i]);
+        }
+        for (int round = 0; round < kRounds; ++round) {
+          std::vector<float> r{std::nanf("")};
+          k(x, y, r);
+          if (double(r[0]) != expect) {
+            failures[t] = "thread " + std::to_string(t) + " round " + std::to_string(round) + ": " +
+                          std::to_string(r[0]) + " != " + std::to_string(expect);
+            return;
+          }
+        }
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
+}
+
 }  // namespace
 }  // namespace rtcg
 

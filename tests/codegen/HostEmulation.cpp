@@ -41,12 +41,14 @@ std::string hostSource(const Kernel& k, const EmittedModule& m) {
         "  rtcg_emu_launch(grid, block, [&] {{ {0}({7}); }});\n}}\n",
         l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], fmt::join(args, ", "));
   }
+  out += "extern \"C\" void rtcg_emu_set_block_order(int order) { rtcg_emu_block_order = order; }\n";
   return out;
 }
 
 }  // namespace
 
-std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args, const ScheduleLimits& limits) {
+std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args, const ScheduleLimits& limits,
+                             const EmulationOptions& options) {
   EmittedModule m = emitCuda(k, s, limits);
   static std::atomic<int> counter{0};
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
@@ -82,19 +84,36 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
       pointers[p] = &scalars[p];
     }
   }
-  for (const LaunchSpec& l : m.launches) {
-    auto run = (void (*)(void**))dlsym(so, ("rtcg_emu_run_" + l.function).c_str());
-    if (!run) return "missing launcher for " + l.function;
-    std::vector<void*> a;
-    for (int p : l.params) a.push_back(pointers[p]);
-    run(a.data());
+  auto setOrder = (void (*)(int))dlsym(so, "rtcg_emu_set_block_order");
+  if (!setOrder) return "missing rtcg_emu_set_block_order";
+  setOrder(options.blockOrder);
+  for (int run = 0; run < options.runs; ++run) {
+    if (run > 0)
+      for (size_t p = 0; p < k.params.size(); ++p)
+        if (k.params[p].isArray() && k.params[p].mode == ArrayMode::Out) poison(args.array((int)p));
+    for (const LaunchSpec& l : m.launches) {
+      auto launch = (void (*)(void**))dlsym(so, ("rtcg_emu_run_" + l.function).c_str());
+      if (!launch) return "missing launcher for " + l.function;
+      std::vector<void*> a;
+      for (int p : l.params) a.push_back(pointers[p]);
+      launch(a.data());
+      if (l.usesGlobalScratch) {
+        auto counters = (const unsigned int*)dlsym(so, l.arrivalCounters.c_str());
+        if (!counters) return "missing global scratch " + l.arrivalCounters;
+        for (uint32_t c = 0; c < l.arrivalCounterCount; ++c)
+          if (counters[c] != 0)
+            return fmt::format("run {}: {}[{}] = {} after the launch (the last block resets it to 0)\n{}", run + 1,
+                               l.arrivalCounters, c, counters[c], m.source);
+      }
+    }
   }
   dlclose(so);
   std::filesystem::remove_all(dir);
   return "";
 }
 
-std::string checkOnHost(const Kernel& k, const std::string& schedule, double tolerance, const ScheduleLimits& limits) {
+std::string checkOnHost(const Kernel& k, const std::string& schedule, double tolerance, const ScheduleLimits& limits,
+                        const EmulationOptions& options) {
   auto parsed = parseSchedule(schedule);
   if (!parsed.ok()) return "schedule does not parse: " + parsed.error;
   HostArgs args(k);
@@ -107,7 +126,7 @@ std::string checkOnHost(const Kernel& k, const std::string& schedule, double tol
     }
   HostArgs refArgs = args;
   ReferenceResult ref = runReference(k, refArgs);
-  std::string err = runEmittedOnHost(k, *parsed.schedule, args, limits);
+  std::string err = runEmittedOnHost(k, *parsed.schedule, args, limits, options);
   if (!err.empty()) return err;
   std::string out;
   for (const ReferenceOutput& o : ref.outputs) {

@@ -13,14 +13,23 @@
 
 namespace rtcg::testing {
 
+struct EmulationOptions {
+  // Runs of the whole kernel in the same loaded module. Before every run after the first, the
+  // `out` arrays are poisoned (poison()), so a run that does not write them shows. After every
+  // run, the arrival counters of the functions with global scratch must be back at 0.
+  int runs = 1;
+  int blockOrder = 0;  // the order the blocks run in: 0 grid order, 1 reversed, 2 shuffled
+};
+
 // Emits `k` under `s` (with `limits`), runs it on the host on `args` (written arrays updated in
 // place). Returns an empty string on success, else what went wrong (compiler log, ...).
-std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args, const ScheduleLimits& limits = {});
+std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args, const ScheduleLimits& limits = {},
+                             const EmulationOptions& options = {});
 
 // Fills the inputs (fillInputs, scalars 1.25, 0.75, ...), runs the reference and the emitted
 // code on the host, and returns "" if every written array matches within `tolerance` (relative
 // L2 error), else a description of the mismatch.
 std::string checkOnHost(const Kernel& k, const std::string& schedule, double tolerance = 1e-5,
-                        const ScheduleLimits& limits = {});
+                        const ScheduleLimits& limits = {}, const EmulationOptions& options = {});
 
 }  // namespace rtcg::testing

@@ -2,6 +2,7 @@
 // against cuda_host_emulation.h and its results compared with the reference executor.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -9,6 +10,8 @@
 #include "codegen/HostEmulation.h"
 #include "frontend/Frontend.h"
 #include "ir/Bind.h"
+#include "reference/RandomFill.h"
+#include "schedule/Schedule.h"
 #include "schedule/TestKernels.h"
 
 using namespace rtcg;
@@ -119,4 +122,102 @@ TEST(HostEmulation, SplitReductions) {
   EXPECT_EQ(checkOnHost(red, "i: grid.x; j: thread.x, serial 3"), "");
   // Staged per step and split at once: matmul with k on thread.z.
   EXPECT_EQ(checkOnHost(matmul(21), "i: grid.y, thread.y 4; j: grid.x, thread.x 8; k: serial, thread.z 4; shared: a, b"), "");
+}
+
+TEST(HostEmulation, GroupsSplitOnDifferentThreadAxes) {
+  // Two reductions of one point split on different thread axes: each combines only the lanes of
+  // its own axes (the threads that differ on the other axis hold the same partial).
+  Kernel two = fromSource(
+      "kernel two(m: int, n: int, a: f32[m, n], b: f32[m, n], out y: f32[m]) {\n"
+      "  for i in 0..m {\n"
+      "    y[i] = sum(j in 0..n, a[i, j]) + max(k in 0..n, b[i, k]);\n"
+      "  }\n"
+      "}\n", "two", {{"m", 5}, {"n", 77}});
+  EXPECT_EQ(checkOnHost(two, "i: grid.x; j: serial, thread.x 8; k: serial, thread.y 4"), "");
+  EXPECT_EQ(checkOnHost(two, "i: grid.x, thread.z 2; j: serial, thread.x 8; k: serial"), "");
+}
+
+// Reductions split across blocks: every block stores its partials in global scratch, the last one
+// combines them. Each kernel runs twice in the same module (outputs poisoned in between, arrival
+// counters checked to be back at 0 after each run), with the blocks in grid order and shuffled.
+TEST(HostEmulation, ReductionsSplitAcrossBlocks) {
+  EmulationOptions twice;
+  twice.runs = 2;
+  auto check = [&](const Kernel& k, const std::string& schedule, double tolerance = 1e-5) {
+    for (int order : {0, 2}) {
+      EmulationOptions o = twice;
+      o.blockOrder = order;
+      EXPECT_EQ(checkOnHost(k, schedule, tolerance, {}, o), "") << schedule << " (block order " << order << ")";
+    }
+  };
+  // dot: sizes that do not divide and a power of two; a grid-stride loop, with an unrolled inner
+  // loop, one thread per block, and the grid part first (one value per thread).
+  check(dot(1000003), "i: serial, grid.x 8, thread.x 64");
+  check(dot(1 << 20), "i: serial, unroll 4, grid.x 16, thread.x 128");
+  check(dot(1 << 20), "i: serial, grid.x 32, thread.x 256");
+  check(dot(100003), "i: serial, grid.x 7");
+  check(dot(1000), "i: grid.x, thread.x 96");
+  check(dot(1000), "i: grid.x, unroll 3, thread.x 32");
+
+  // gemv with 3 long rows: rows on the grid (one tile each), several rows per block on thread.y
+  // (a slot per row, one out of the domain), rows in a serial loop (one combine per row) and in a
+  // register tile (three partials per block).
+  Kernel gemv = example("gemv.rtcg", "gemv", {{"m", 3}, {"n", 100003}});
+  check(gemv, "i: grid.x; j: serial, grid.y 5, thread.x 64");
+  check(gemv, "i: serial, thread.y 4; j: serial, grid.x 6, thread.x 32");
+  check(gemv, "i: serial; j: serial, grid.x 5, thread.x 32");
+  check(gemv, "i: serial, reg 3; j: serial, grid.z 4, thread.x 32, thread.y 2");
+  check(gemv, "i: grid.x; j: serial, grid.y 9");
+
+  // max, min and product (values near 1) over long rows, with a non-split reduction next to them.
+  Kernel red = fromSource(
+      "kernel red(m: int, n: int, x: f32[m, n], out y: f32[m], out z: f32[m], out w: f32[m], out v: f32[m]) {\n"
+      "  for i in 0..m {\n"
+      "    y[i] = max(j in 0..n, x[i, j]);\n"
+      "    z[i] = min(j in 0..n, x[i, j]);\n"
+      "    w[i] = product(j in 0..n, 1.0 + 0.001 * x[i, j]);\n"
+      "    v[i] = sum(k in 0..50, x[i, k]) + max(j in 0..n, x[i, j] * x[i, j]);\n"
+      "  }\n"
+      "}\n", "red", {{"m", 3}, {"n", 30011}});
+  check(red, "i: grid.y; j: serial, grid.x 6, thread.x 64; k: serial", 1e-4);
+  check(red, "i: serial; j: serial, grid.x 3, thread.x 32, unroll 2; k: serial, thread.y 2", 1e-4);
+
+  // Integer sums, i32 and i64 (exact), and a double one, in one scratch of three types.
+  Kernel isum = fromSource(
+      "kernel isum(n: int, a: i32[n], b: i64[n], c: f64[n], out r: i32[1], out s: i64[1], out t: f64[1]) {\n"
+      "  r[0] = sum(i in 0..n, a[i]);\n"
+      "  s[0] = sum(i in 0..n, b[i] * b[i]);\n"
+      "  t[0] = sum(i in 0..n, c[i]);\n"
+      "}\n", "isum", {{"n", 1000003}});
+  check(isum, "i: serial, grid.x 10, thread.x 64", 1e-12);  // the integers exact
+
+  // A reduction over two indices, split across blocks along the inner one.
+  Kernel both = fromSource(
+      "kernel both(m: int, n: int, a: f32[m, n], out s: f32[1]) {\n"
+      "  s[0] = sum(i in 0..m, j in 0..n, a[i, j]);\n"
+      "}\n", "both", {{"m", 7}, {"n", 5003}});
+  check(both, "i: serial; j: serial, grid.x 4, thread.x 32");
+  check(both, "i: thread.y, serial 2; j: serial, grid.x 3, thread.x 32");
+  // At most one reduction index per nest is split across blocks.
+  auto reasons = validateSchedule(both, *parseSchedule("i: serial, grid.y 2; j: serial, grid.x 4, thread.x 32").schedule);
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].find("reduction indices 'i' and 'j' both have grid parts"), std::string::npos) << reasons[0];
+}
+
+TEST(HostEmulation, CrossBlockResultDoesNotDependOnBlockOrder) {
+  // The last block reads the partials in block order: the same bits whichever block arrives last.
+  Kernel k = dot(1 << 18);
+  Schedule s = *parseSchedule("i: serial, grid.x 24, thread.x 64").schedule;
+  HostArgs args(k);
+  fillInputs(k, args, 7);
+  std::vector<float> results;
+  for (int order : {0, 1, 2}) {
+    HostArgs a = args;
+    EmulationOptions o;
+    o.blockOrder = order;
+    ASSERT_EQ(runEmittedOnHost(k, s, a, {}, o), "");
+    results.push_back(a.array(2).as<float>()[0]);
+  }
+  EXPECT_EQ(std::memcmp(&results[0], &results[1], sizeof(float)), 0) << results[0] << " " << results[1];
+  EXPECT_EQ(std::memcmp(&results[0], &results[2], sizeof(float)), 0) << results[0] << " " << results[2];
 }

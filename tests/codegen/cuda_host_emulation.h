@@ -1,7 +1,7 @@
 // Just enough of CUDA to run the emitter's kernels on the host, for tests without a GPU.
 //
 // The emitted CUDA translation unit is compiled with g++ after this header. Blocks run one after
-// another; the threads of a block run as std::threads meeting at a std::barrier for each
+// another (in grid order, or reversed or shuffled: rtcg_emu_block_order); the threads of a block run as std::threads meeting at a std::barrier for each
 // __syncthreads() (and around each emulated warp shuffle). `__shared__` becomes `static`: one
 // instance shared by the threads of the running block. Dynamic shared memory (`extern
 // __shared__ T rtcg_smem_*[]`) is the storage defined here: the test drops those declaration lines. Every function is `inline` so
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -73,23 +74,58 @@ inline T __shfl_down_sync(unsigned int, T v, int delta) {
   return out;
 }
 
+// Global memory across blocks (reductions split across blocks): `__device__` arrays at module scope
+// are plain globals of the shared object (zero-initialized, like a loaded module's). The blocks of
+// the emulation run one after another, so fences and atomics only have to be correct among the
+// threads of one block; they are real ones anyway.
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline unsigned int atomicAdd(unsigned int* address, unsigned int value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
+}
+// ((old >= limit) ? 0 : old + 1), returning old.
+inline unsigned int atomicInc(unsigned int* address, unsigned int limit) {
+  unsigned int old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
+  while (!__atomic_compare_exchange_n(address, &old, old >= limit ? 0u : old + 1u, false, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_SEQ_CST)) {
+  }
+  return old;
+}
+template <class T>
+inline T __ldcg(const T* address) {
+  return *address;
+}
+
+// The order in which the blocks of a grid run: 0 in order (x fastest), 1 reversed, 2 a fixed
+// shuffle. A cross-block reduction must give the same bits whichever block arrives last.
+inline int rtcg_emu_block_order = 0;
+
 // Runs `kernel` (a call of the emitted function with its arguments) on every thread of the grid.
 inline void rtcg_emu_launch(const unsigned int grid[3], const unsigned int block[3], const std::function<void()>& kernel) {
   const unsigned int threads = block[0] * block[1] * block[2];
+  std::vector<rtcg_emu_dim3> blocks;
   for (unsigned int bz = 0; bz < grid[2]; ++bz)
     for (unsigned int by = 0; by < grid[1]; ++by)
-      for (unsigned int bx = 0; bx < grid[0]; ++bx) {
-        std::barrier<> barrier((std::ptrdiff_t)threads);
-        std::vector<std::thread> pool;
-        pool.reserve(threads);
-        for (unsigned int t = 0; t < threads; ++t)
-          pool.emplace_back([&, t] {
-            rtcg_emu_barrier = &barrier;
-            rtcg_emu_linear_tid = t;
-            threadIdx = {t % block[0], (t / block[0]) % block[1], t / (block[0] * block[1])};
-            blockIdx = {bx, by, bz};
-            kernel();
-          });
-        for (std::thread& th : pool) th.join();
-      }
+      for (unsigned int bx = 0; bx < grid[0]; ++bx) blocks.push_back({bx, by, bz});
+  if (rtcg_emu_block_order == 1) std::reverse(blocks.begin(), blocks.end());
+  if (rtcg_emu_block_order == 2) {
+    uint64_t state = 0x9e3779b97f4a7c15ull;  // a fixed xorshift permutation
+    for (size_t i = blocks.size(); i > 1; --i) {
+      state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+      std::swap(blocks[i - 1], blocks[state % i]);
+    }
+  }
+  for (const rtcg_emu_dim3& b : blocks) {
+    std::barrier<> barrier((std::ptrdiff_t)threads);
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (unsigned int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        rtcg_emu_barrier = &barrier;
+        rtcg_emu_linear_tid = t;
+        threadIdx = {t % block[0], (t / block[0]) % block[1], t / (block[0] * block[1])};
+        blockIdx = b;
+        kernel();
+      });
+    for (std::thread& th : pool) th.join();
+  }
 }

@@ -240,6 +240,27 @@ kernel corners(n: int, x: f64[n], q: i32[n], out tri: f64[n, n], out d: i32[n, 2
   }
 }
 
+TEST(ReferenceDsl, IntegerProductsOfVariables) {
+  // Integer + - * are evaluated as affine sums; a product of two variables is a term of its own
+  // (it once recursed without end: a stack overflow on `sum(i, b[i] * b[i])`).
+  const char* src = R"(
+kernel iprod(n: int, a: i32[n], b: i64[n], out p: i32[n], out s: i64[1]) {
+  for i in 0..n {
+    p[i] = a[i] * a[i] - 3 * a[i] * 2 + a[i] * i * a[i];
+  }
+  s[0] = sum(i in 0..n, b[i] * b[i] + b[i] * (b[i] - 1));
+}
+)";
+  DslRun run(src, {{"n", 1000}}, 5);
+  std::vector<double> a = run.in("a"), b = run.in("b");
+  double s = 0;
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(run.out("p")[i], a[i] * a[i] - 6 * a[i] + a[i] * i * a[i]) << i;
+    s += b[i] * b[i] + b[i] * (b[i] - 1);
+  }
+  EXPECT_EQ(run.out("s")[0], s);
+}
+
 TEST(ReferenceDsl, IndirectOutOfRangeNamesTheLine) {
   Kernel k = bindDsl(readExample("dg_face_gather.rtcg"), {{"K", 4}, {"Np", 5}, {"Nfaces", 4}, {"Nfp", 3}});
   HostArgs args(k);

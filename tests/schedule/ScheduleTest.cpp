@@ -135,8 +135,10 @@ TEST(Schedule, ValidationReasons) {
       {"i: grid.y, reg 16; j: grid.x, thread.x 32, reg 8; k: serial", "register tile of 128 points"},
       {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.x 8", "thread.x is used twice"},
       {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.y 64", "2048 threads per block"},
-      {"i: grid.y; j: grid.x; k: grid.z", "reduction indices take serial and unroll parts"},
-      {"i: grid.y; j: grid.x; k: reg", "reduction indices take serial and unroll parts"},
+      {"i: grid.y; j: grid.x; k: reg", "reduction index 'k' cannot be on reg"},
+      {"i: grid.y; j: grid.x; k: serial, grid.x 4", "grid.x is used twice"},
+      {"i: grid.y, thread.y 4; j: grid.x, thread.x 32; k: serial, grid.z 4, serial 8; shared: a",
+       "'k' is split across blocks, so a step along it would span the values of every block"},
       {"i: grid.y; j: grid.x; k: serial; shared: c", "'c' is written"},
       {"i: grid.y; j: grid.x; k: serial; shared: zz", "'zz' in shared: is not a parameter"},
       {"i: grid.y; j: grid.x; k: serial; shared: n", "'n' in shared: is not an array"},
@@ -171,6 +173,12 @@ TEST(Schedule, StagingAndSplitReductionReasons) {
   EXPECT_TRUE(validateSchedule(matmul(500), parseOk("i: grid.y, thread.y 16; j: grid.x, thread.x 16; k: serial, unroll 16; shared: a, b")).empty());
   EXPECT_TRUE(validateSchedule(dgDiff(100, 20), parseOk("k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial; shared: Dr, Ds, Dt, u")).empty());
   EXPECT_TRUE(validateSchedule(dot(1000), parseOk("i: serial, thread.x 256")).empty());
+  // Reductions split across blocks: legal on a free grid axis while the global scratch is bounded.
+  EXPECT_TRUE(validateSchedule(dot(1 << 26), parseOk("i: serial, unroll 4, grid.x 264, thread.x 256")).empty());
+  EXPECT_TRUE(validateSchedule(matmul(500), parseOk("i: grid.y; j: grid.x, thread.x 32; k: serial, grid.z 4")).empty());
+  auto scratch = validateSchedule(matmul(4096), parseOk("i: grid.y; j: grid.x, thread.x 256; k: serial, grid.z 64"));
+  EXPECT_TRUE(hasReason(scratch, "splitting 'k' across 64 blocks for 65536 output tiles needs")) << joined(scratch);
+  EXPECT_TRUE(hasReason(scratch, "bytes of global scratch (at most 67108864)")) << joined(scratch);
   // The staging plan says what is staged where.
   NestSchedule ns = parseOk("k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial, unroll 4; shared: Dr, u").nests[0];
   StagingPlan plan = planStaging(dgDiff(100, 20), 0, ns);

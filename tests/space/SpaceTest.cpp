@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <map>
 #include <set>
@@ -384,6 +385,41 @@ TEST(Space, SmallOutputsGetSplitReductionsWhenSupported) {
       EXPECT_TRUE(explained) << name;
     }
   }
+}
+
+TEST(Space, TinyOutputsGetReductionsSplitAcrossBlocks) {
+  // A dot product of 2^26 and a matrix-vector product with 4 rows: too few outputs to fill the
+  // device, so the reduction is split across blocks (grid parts on the reduction index), with
+  // about 1, 2 and 4 blocks per multiprocessor. A matmul has enough outputs and gets none.
+  auto crossBlock = [](const Kernel& k, const Candidate& c) {
+    for (size_t n = 0; n < c.schedule.nests.size(); ++n)
+      if (crossBlockPlan(k, (int)n, c.schedule.nests[n]).any()) return true;
+    return false;
+  };
+  SpaceOptions o;
+  Kernel dot = bindAll(example("dot").kernel, {{"n", int64_t(1) << 26}});
+  Space dotSpace = enumerateSchedules(dot, o);
+  EXPECT_TRUE(dotSpace.crossBlockReductions);
+  int dots = 0;
+  std::set<std::string> texts;
+  for (const Candidate& c : dotSpace.candidates)
+    if (crossBlock(dot, c)) ++dots, texts.insert(printSchedule(c.schedule));
+  EXPECT_GE(dots, 6) << dotSpace.candidates.size();
+  int64_t sms = o.device.multiprocessors;
+  EXPECT_TRUE(texts.count(fmt::format("i: serial, grid.x {}, thread.x 256", sms))) << fmt::format("{}", fmt::join(texts, "\n"));
+  EXPECT_TRUE(texts.count(fmt::format("i: serial, unroll 4, grid.x {}, thread.x 256", 2 * sms)))
+      << fmt::format("{}", fmt::join(texts, "\n"));
+
+  Kernel gemv = bindAll(example("gemv").kernel, {{"m", 4}, {"n", 1 << 20}});
+  Space gemvSpace = enumerateSchedules(gemv, o);
+  int gemvs = 0;
+  for (const Candidate& c : gemvSpace.candidates) gemvs += crossBlock(gemv, c);
+  EXPECT_GE(gemvs, 6);
+
+  Kernel matmul = bindAll(example("matmul").kernel, {{"n", 500}});
+  Space mm = enumerateSchedules(matmul, o);
+  EXPECT_FALSE(mm.crossBlockReductions);
+  for (const Candidate& c : mm.candidates) EXPECT_FALSE(crossBlock(matmul, c)) << printSchedule(c.schedule);
 }
 
 TEST(Space, EmittingACandidateIsCheap) {
