@@ -49,7 +49,8 @@ struct ExtraCandidate {
 
 struct TuneOptions {
   SpaceOptions space;              // constraints and sampling; its device model is set from the device
-  double timeLimitSeconds = 0;     // 0: no limit; counted from the worker's ready (reference excluded)
+  double timeLimitSeconds = 0;     // 0: no limit; counted once the default schedule is measured
+                                   // (the reference, the worker's setup and that baseline excluded)
   int compileThreads = 0;          // parallel compilations (compile-worker processes); 0: hardware concurrency, at most 16
   int warmup = 2;                  // untimed runs per candidate
   int repeats = 20;                // timed runs per candidate (median); fewer (>= 3) for slow kernels
@@ -77,6 +78,7 @@ struct TuneResult {
   int64_t compiled = 0, compileFailed = 0, skipped = 0;
   int64_t verified = 0, wrong = 0, faulted = 0, timedOut = 0, launchFailed = 0;
   int64_t notMeasured = 0;                  // compiled or never started when the time limit hit
+  int64_t timedOnce = 0;                    // of `verified`: timed by one run (slow: lost the race)
   bool timeLimitReached = false;
   int workerRestarts = 0;
   int compileThreads = 0;                   // compile-worker processes used

@@ -121,15 +121,20 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
   r.relativeError = v.worstRelativeError;
   if (!v.pass) return fail(Outcome::WrongResult, v.failures());
 
-  // Timing: fewer repeats (at least 3) for slow kernels, so one candidate takes about the budget.
+  // Timing: fewer repeats (at least 3) for slow kernels, so one candidate takes about the budget;
+  // a kernel whose verifying launch alone took the budget is timed once, without warm-up (the
+  // verifying launch loaded it; it cannot win, and a search must not spend seconds on it: a
+  // one-thread dot product of 2^26 takes 4 s per launch), and so is one that lost the race: its
+  // verifying launch took longer than CandidateMessage::raceMs.
   const SetupMessage& m = s.setup;
-  int repeats = m.repeats;
-  if (firstMs > 0 && firstMs * repeats > m.timingBudgetSeconds * 1e3)
-    repeats = std::clamp(int(m.timingBudgetSeconds * 1e3 / firstMs), 3, m.repeats);
-  if (!ch.send(ProgressMessage{c.id, firstMs, m.warmup, repeats})) return fail(Outcome::Faulted, "parent gone");
+  int repeats = m.repeats, warmup = m.warmup;
+  const double budgetMs = m.timingBudgetSeconds * 1e3;
+  if (firstMs > 0 && firstMs * repeats > budgetMs) repeats = std::clamp(int(budgetMs / firstMs), 3, m.repeats);
+  if (firstMs >= budgetMs || (c.raceMs > 0 && firstMs > c.raceMs)) repeats = 1, warmup = 0;
+  if (!ch.send(ProgressMessage{c.id, firstMs, warmup, repeats})) return fail(Outcome::Faulted, "parent gone");
   try {
     cuda::BenchmarkOptions bo;
-    bo.warmup = m.warmup;
+    bo.warmup = warmup;
     bo.repeats = repeats;
     bo.flushL2 = m.flushL2;
     cuda::BenchmarkResult t =

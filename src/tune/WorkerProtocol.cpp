@@ -106,7 +106,7 @@ struct ToJson {
   json operator()(const CandidateMessage& m) const {
     json launches = json::array();
     for (const LaunchSpec& l : m.launches) launches.push_back(launchToJson(l));
-    return {{"id", m.id}, {"launches", launches}};
+    return {{"id", m.id}, {"launches", launches}, {"raceMs", m.raceMs}};
   }
   json operator()(const ProgressMessage& m) const {
     return {{"id", m.id}, {"firstLaunchMs", m.firstLaunchMs}, {"warmup", m.warmup}, {"repeats", m.repeats}};
@@ -165,6 +165,7 @@ Message fromJson(const json& j, std::string blob) {
     json launches = member<json>(j, t, "launches");
     if (!launches.is_array()) throw ProtocolError("'candidate' message: member 'launches' is not an array");
     for (const json& l : launches) m.launches.push_back(launchFromJson(l));
+    m.raceMs = member<double>(j, t, "raceMs");
     m.cubin = std::move(blob);
     return m;
   }

@@ -78,6 +78,10 @@ struct CandidateMessage {
   int64_t id = 0;
   std::vector<LaunchSpec> launches;
   std::string cubin;  // the blob
+  // Racing: a candidate whose verifying launch takes longer than this is timed once instead of
+  // `repeats` times (it cannot win); 0: always timed in full. The tuner sends a multiple of the
+  // best median so far.
+  double raceMs = 0;
 };
 
 struct ProgressMessage {

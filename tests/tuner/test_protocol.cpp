@@ -47,6 +47,7 @@ CandidateMessage sampleCandidate() {
   l.params = {1, 2, 4};
   c.launches = {l, l};
   c.cubin = std::string("\x7f" "ELF\0\0binary\xff", 12);
+  c.raceMs = 2.5;
   return c;
 }
 
@@ -124,6 +125,7 @@ TEST(WorkerProtocol, CandidateRoundTripsWithItsCubin) {
   CandidateMessage c = sampleCandidate();
   auto back = std::get<CandidateMessage>(roundTrip(c));
   EXPECT_EQ(back.id, 17);
+  EXPECT_EQ(back.raceMs, 2.5);
   EXPECT_EQ(back.cubin, c.cubin);
   ASSERT_EQ(back.launches.size(), 2u);
   EXPECT_EQ(back.launches[1].function, "k_0");

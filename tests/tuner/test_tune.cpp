@@ -128,6 +128,23 @@ TEST(TuneGpu, MatmulFindsAVerifiedWinner) {
   for (const CandidateRecord& c : r.candidates) EXPECT_TRUE(distinct.insert(c.schedule).second) << c.schedule;
 }
 
+TEST(TuneGpu, DotOfTwoToTheTwentySixSplitsAcrossBlocksAndRacesTheSlowDefault) {
+  // The default schedule of a dot product is one thread (seconds per launch at 2^26): it is the
+  // baseline, measured first and timed once, and the time limit counts the search after it. The
+  // winner splits the reduction across blocks (a grid part on i).
+  if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
+  Loaded l = load("dot.rtcg", {{"n", int64_t(1) << 26}});
+  TuneOptions o = quickOptions(12);
+  o.timeLimitSeconds = 5;
+  TuneResult r = tune(l.file, l.source, l.bound, o);
+  expectVerifiedWinner(r);
+  EXPECT_GE(r.timedOnce, 1);
+  EXPECT_GE(r.verified, 6);
+  EXPECT_NE(r.best->schedule.find("grid.x"), std::string::npos) << r.best->schedule;
+  EXPECT_GT(r.best->gbytes, 1000) << r.best->schedule;  // 512 MiB read; H100 copies ~3000 GB/s
+  EXPECT_GT(r.defaultSchedule->medianMs / r.best->medianMs, 100);
+}
+
 TEST(TuneGpu, PlantedWrongFaultingAndHangingCandidatesAreSurvived) {
   if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
   Loaded l = load("axpby.rtcg", {{"n", 100000}});
