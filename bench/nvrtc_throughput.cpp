@@ -1,8 +1,8 @@
 // NVRTC throughput: how many tiled-matmul candidates per second can be compiled with T threads in
 // one process, against the same candidates split over P processes (this program re-spawned with
-// --child). The tuner's compile pool (src/tune/CompilePool.h) uses threads; run this on the
-// target host to see whether processes scale further (NVRTC has been seen to flatten at 80-100
-// candidates/s beyond 4 threads in one process on a 16-core host).
+// --child). NVRTC flattens at about 60 candidates/s beyond 2 threads in one process on the
+// 16-core GPU host while processes keep scaling, which is why the tuner's compile pool
+// (src/tune/CompilePool.h) uses worker processes; run this on a new host to see how it scales there.
 //
 //   nvrtc_throughput [--candidates 200] [--n 1024] [--threads 1,2,4,8,16] [--processes 1,2,4,8,16]
 //
