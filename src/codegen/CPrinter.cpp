@@ -193,12 +193,13 @@ void printStmtTo(const Stmt& s, int indent, std::string& out) {
     case StmtKind::Blank: out += "\n"; return;
     case StmtKind::SharedArray:
       if (s.isExtern) {
-        out += pad + "extern __shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + "[];\n";
+        out += pad + "extern __shared__ __align__(16) " + checkType(s.type) + " " + checkIdentifier(s.name) + "[];\n";
       } else if (s.isScalar) {
         out += pad + "__shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + ";\n";
       } else {
         RTCG_ASSERT(s.size > 0, "C printer: a shared array needs a positive size");
-        out += pad + "__shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + fmt::format("[{}];\n", s.size);
+        // 16-byte aligned so that NVVM can merge neighbouring reads of a tile into vector loads.
+        out += pad + "__shared__ __align__(16) " + checkType(s.type) + " " + checkIdentifier(s.name) + fmt::format("[{}];\n", s.size);
       }
       return;
   }

@@ -258,6 +258,7 @@ class NestEmitter {
   void stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env, std::vector<C::Stmt>& out);
   void stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out);
   bool hasStepStaging(int group) const;
+  bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env) const;
   bool nonNegative(const Expr& e) const;
 
   C::ExprP indexValue(const ParallelIndex& p, const std::vector<int64_t>* regValues);
@@ -439,23 +440,43 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   }
   std::string v = names_.fresh(l.name);
   env.vars[l.id] = C::name(v);
-  std::vector<C::Stmt> body{C::decl(idx_, v, C::sum(terms))};
-  if (exact) {
-    emitReductionLoops(loops, q + 1, env, body, inner);
-  } else {
-    std::vector<C::Stmt> guarded;
-    emitReductionLoops(loops, q + 1, env, guarded, inner);
-    body.push_back(C::ifThen(C::binary("<", C::name(v), hi), std::move(guarded)));
-  }
-  for (size_t p = is.parts.size(); p-- > 0;) {
-    if (p == 0 && staging) {
-      stage.insert(stage.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
-      stage.push_back(C::syncThreads());
-      body = std::move(stage);
+  // The loops of the inner parts (1..) around the body, the body guarded by v < hi or not.
+  auto innerParts = [&](bool guard) {
+    std::vector<C::Stmt> body{C::decl(idx_, v, C::sum(terms))};
+    if (!guard) {
+      emitReductionLoops(loops, q + 1, env, body, inner);
+    } else {
+      std::vector<C::Stmt> guarded;
+      emitReductionLoops(loops, q + 1, env, guarded, inner);
+      body.push_back(C::ifThen(C::binary("<", C::name(v), hi), std::move(guarded)));
     }
-    if (isCoordinate(is.parts[p].place)) continue;
-    std::vector<C::Stmt> loop{C::forLoop(idx_, vars[p], lit(0), p == 0 ? firstTrip : lit(ext[p]),
-                                         unrollOf(is.parts[p].place), std::move(body))};
+    for (size_t p = is.parts.size(); p-- > 1;) {
+      if (isCoordinate(is.parts[p].place)) continue;
+      std::vector<C::Stmt> loop{
+          C::forLoop(idx_, vars[p], lit(0), lit(ext[p]), unrollOf(is.parts[p].place), std::move(body))};
+      body = std::move(loop);
+    }
+    return body;
+  };
+  // When the range does not divide and inner parts are unrolled, every step but the last runs
+  // the unrolled body without the guard (which would keep neighbouring reads from merging into
+  // vector loads); the steps are uniform across the block, so the branch does not diverge.
+  bool peel = !exact && clo && chi && !isCoordinate(is.parts[0].place) &&
+              std::any_of(is.parts.begin() + 1, is.parts.end(), [](const SchedulePart& sp) { return sp.place == Placement::Unroll; });
+  std::vector<C::Stmt> body;
+  if (peel) {
+    int64_t fullSteps = (*chi - *clo) / innerProduct;
+    body.push_back(C::ifThen(C::binary("<", C::name(vars[0]), lit(fullSteps)), innerParts(false), innerParts(true)));
+  } else {
+    body = innerParts(!exact);
+  }
+  if (staging) {
+    stage.insert(stage.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
+    stage.push_back(C::syncThreads());
+    body = std::move(stage);
+  }
+  if (!isCoordinate(is.parts[0].place)) {
+    std::vector<C::Stmt> loop{C::forLoop(idx_, vars[0], lit(0), firstTrip, unrollOf(is.parts[0].place), std::move(body))};
     body = std::move(loop);
   }
   for (C::Stmt& s : body) out.push_back(std::move(s));
@@ -559,6 +580,28 @@ void NestEmitter::crossBlockCombine(const std::vector<std::map<const ExprNode*, 
   }
   for (C::Stmt& st : statements) last.push_back(std::move(st));
   out.push_back(C::ifThen(C::name(lastBlock_), std::move(last)));
+}
+
+// Whether every array the reductions of group `g` read is served from a shared tile (in `env`)
+// that spans the block's points even outside the domain (not clipped to the array), and they
+// contain no nested reduction: then a point outside the domain reads inside the tiles.
+bool NestEmitter::readsOnlyTiles(const std::vector<Expr>& g, const Env& env) const {
+  std::function<bool(const Expr&)> ok = [&](const Expr& e) {
+    if (e->kind == ExprKind::Reduce) return false;
+    if (e->kind == ExprKind::Load) {
+      if (!env.staged.count(e->array)) return false;
+      for (const StagedArray& sa : plan_.arrays)
+        if (sa.array == e->array)
+          for (const StagedDim& d : sa.dims)
+            if (d.clipped) return false;
+    }
+    for (const Expr& o : e->operands)
+      if (!ok(o)) return false;
+    return true;
+  };
+  for (const Expr& r : g)
+    if (!ok(r->operands[0])) return false;
+  return true;
 }
 
 bool NestEmitter::hasStepStaging(int group) const {
@@ -1064,7 +1107,9 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
             C::ExprP v = lower(r->operands[0], penv, updates);
             updates.push_back(combine(r->reduceOp, r->type, accs[pt].at(r.get()), v));
           }
-          if (guard) pbody.push_back(C::ifThen(guard, std::move(updates)));
+          // A point outside the domain that reads only shared tiles accumulates garbage it never
+          // stores: no guard, so that the points' reads can merge into vector loads.
+          if (guard && !readsOnlyTiles(g, renv)) pbody.push_back(C::ifThen(guard, std::move(updates)));
           else for (C::Stmt& s : updates) pbody.push_back(std::move(s));
           if (regPoints_ > 1) rbody.push_back(C::block(std::move(pbody)));
           else for (C::Stmt& s : pbody) rbody.push_back(std::move(s));

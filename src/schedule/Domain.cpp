@@ -407,9 +407,13 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
   std::map<std::string, bool> serialKey;    // "p:<name>" -> has a serial/unroll part
   std::map<int, IndexRange> hull;           // reduction loop id -> hull of its values
   std::map<std::string, const NestIndex*> reductionByName;
+  std::set<int> threadXLoops;               // loop ids of the index with a thread.x part
   for (const NestIndex& ni : *indices) {
     const IndexSchedule* is = s.find(ni.name);
     if (!is || is->parts.empty()) return plan;  // validation reports this
+    for (const SchedulePart& p : is->parts)
+      if (p.place == Placement::ThreadX)
+        for (const Loop* l : ni.loops) threadXLoops.insert(l->id);
     for (const SchedulePart& p : is->parts)
       if (p.factor && *p.factor <= 0) return plan;
     if (!ni.parallel) {
@@ -486,6 +490,7 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
     for (size_t d = 0; d < dims.size(); ++d) {
       dims[d].size = hi[d] - dims[d].constant;
       if (dims[d].size >= dims[d].extent) {
+        dims[d].clipped = dims[d].size > dims[d].extent;
         dims[d].whole = true;
         dims[d].coeffs.clear();
         dims[d].constant = 0;
@@ -579,7 +584,28 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
     for (const StagedDim& d : sa.dims)
       for (const auto& [key, c] : d.coeffs) sa.movesWithSerial = sa.movesWithSerial || (key != "step" && serialKey[key]);
     for (const StagedDim& d : sa.dims) sa.padded.push_back(d.size);
-    if (sa.padded.size() >= 2 && sa.padded.back() % 32 == 0) sa.padded.back() += 1;
+    if (sa.padded.size() >= 2) {
+      // Does a warp read down a column of the tile (neighbouring thread.x threads at different
+      // positions of a dimension other than the last)?
+      bool columnReads = false;
+      for (const StagedLoad& l : loads)
+        for (size_t d = 0; d + 1 < l.load->operands.size(); ++d) {
+          std::set<int> ids;
+          varIds(l.load->operands[d], VarKind::Index, ids);
+          for (int id : ids) columnReads = columnReads || threadXLoops.count(id) > 0;
+        }
+      int64_t& row = sa.padded.back();
+      if (columnReads) {
+        // One element staggers rows of a multiple of 32 elements across the banks.
+        if (row % 32 == 0) row += 1;
+      } else {
+        // Rows stay 16-byte aligned, so that a thread's neighbouring reads along a row merge into
+        // vector loads; rows of a multiple of 32 elements are staggered by 4 (the rows of
+        // neighbouring threads then start in different banks).
+        if (row >= 4) row = (row + 3) / 4 * 4;
+        if (row % 32 == 0) row += 4;
+      }
+    }
     for (int64_t e : sa.padded) sa.elements *= e;
     sa.bytes = sa.elements * typeBytes(k.params[a].type);
     plan.bytes += (sa.bytes + 15) / 16 * 16;

@@ -90,6 +90,8 @@ struct StagedDim {
   int64_t size = 1;                       // elements of the box along this dimension
   int64_t extent = 1;                     // the array's extent
   bool whole = false;                     // the box is the whole dimension (origin 0)
+  bool clipped = false;                   // whole, and the block's span was larger than the array
+                                          // (points outside the domain would index past the tile)
 };
 
 enum class StageLevel : uint8_t { Block, Step };
@@ -100,7 +102,8 @@ struct StagedArray {
   int group = -1;              // Step: index into hoistedReductionGroups
   bool movesWithSerial = false;  // Block: the box depends on a serial/unroll part of a parallel index
   std::vector<StagedDim> dims;
-  std::vector<int64_t> padded;   // box sizes with the row padding (last dim + 1 when a multiple of 32)
+  std::vector<int64_t> padded;   // box sizes with the row padding (see planStaging: +1 against bank
+                                 // conflicts of column reads, else rows rounded to 16-byte alignment)
   int64_t elements = 1;          // product of padded
   int64_t bytes = 0;
 };

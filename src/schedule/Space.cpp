@@ -35,6 +35,12 @@ struct NestCandidate {
 // Enumerates the schedules of one nest. Everything generated is validated against the kernel
 // (the other nests take their default schedule) and estimated by the model; what fails
 // validation or the constraints is recorded with its reason.
+// How the register tile of a parallel index sits around its thread part.
+struct TileLayout {
+  int64_t xVector = 1;   // x: this many neighbouring points per thread (reg inside thread.x)
+  bool yCyclic = false;  // y: the register tile outside thread.y instead of inside it
+};
+
 class NestSpace {
  public:
   NestSpace(const Kernel& k, int nest, const SpaceOptions& o, const Schedule& defaults)
@@ -176,20 +182,27 @@ class NestSpace {
   }
 
   // The placement of the parallel indices: `x` on thread.x (T threads, a register tile of rx
-  // outside it so that neighbouring threads still touch neighbouring points), `y` (may be null)
-  // on thread.y with a register tile of ry inside it, the rest on grid axes (x first, then y,
-  // z) and serial loops past three axes or past the 65535 blocks of grid.y/z.
+  // outside it so that neighbouring threads still touch neighbouring points; with
+  // layout.xVector = v, v of those points neighbours inside the thread part, which the emitted
+  // code reads from shared memory as vectors), `y` (may be null) on thread.y with a register
+  // tile of ry inside it (or outside, layout.yCyclic: neighbouring threads on neighbouring rows,
+  // in different shared-memory banks), the rest on grid axes (x first, then y, z) and serial
+  // loops past three axes or past the 65535 blocks of grid.y/z.
   std::vector<IndexSchedule> parallelClauses(const NestIndex* x, int64_t tx, int64_t rx, const NestIndex* y,
-                                             int64_t ty, int64_t ry, Placement xThread = Placement::ThreadX) const {
+                                             int64_t ty, int64_t ry, Placement xThread = Placement::ThreadX,
+                                             TileLayout layout = {}) const {
     auto par = model_.parallel();
     std::map<std::string, std::vector<SchedulePart>> inner;  // parts after the first, by index
     inner[x->name] = {};
-    if (rx > 1) inner[x->name].push_back(part(Placement::Reg, rx));
+    int64_t xOuter = rx / layout.xVector;
+    if (xOuter > 1) inner[x->name].push_back(part(Placement::Reg, xOuter));
     if (tx > 1) inner[x->name].push_back(part(xThread, tx));
+    if (layout.xVector > 1) inner[x->name].push_back(part(Placement::Reg, layout.xVector));
     if (y) {
       inner[y->name] = {};
+      if (ry > 1 && layout.yCyclic) inner[y->name].push_back(part(Placement::Reg, ry));
       if (ty > 1) inner[y->name].push_back(part(Placement::ThreadY, ty));
-      if (ry > 1) inner[y->name].push_back(part(Placement::Reg, ry));
+      if (ry > 1 && !layout.yCyclic) inner[y->name].push_back(part(Placement::Reg, ry));
     }
     // Grid axes go to x, y, then the others from the innermost out.
     std::vector<const NestIndex*> order{x};
@@ -258,7 +271,16 @@ class NestSpace {
                   for (IndexSchedule& r : reductionClauses(u, 0)) ns.indices.push_back(std::move(r));
                   add(ns, Family::Plain);
                 }
-                if (o_.allowShared) sharedVariants(pc);
+                if (!o_.allowShared) continue;
+                // Staged variants also with tiles whose shared-memory reads merge into 4-wide vector
+                // loads (x) and spread over the banks (y). The model does not see shared-memory
+                // bandwidth, so they tie with the plain layout: generated first, they rank first.
+                for (TileLayout layout : {TileLayout{4, true}, TileLayout{4, false}, TileLayout{1, true}}) {
+                  if (layout.xVector > 1 && (rx < 4 || tx < 8)) continue;
+                  if (layout.yCyclic && (!y || ry < 2 || ty < 2)) continue;
+                  sharedVariants(parallelClauses(x, tx, rx, y, ty, ry, Placement::ThreadX, layout));
+                }
+                sharedVariants(pc);
               }
             }
           }

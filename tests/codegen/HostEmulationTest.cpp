@@ -84,7 +84,7 @@ TEST(HostEmulation, DynamicSharedMemory) {
   EXPECT_TRUE(validateSchedule(k, s, limits).empty());
   EmittedModule m = emitCuda(k, s, limits);
   EXPECT_EQ(m.launches[0].dynamicSharedBytes, 115200u);
-  EXPECT_NE(m.source.find("extern __shared__ float rtcg_smem_f32[];"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("extern __shared__ __align__(16) float rtcg_smem_f32[];"), std::string::npos) << m.source;
   EXPECT_EQ(checkOnHost(k, text, 1e-5, limits), "");
 }
 

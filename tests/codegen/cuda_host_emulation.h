@@ -33,6 +33,7 @@ inline thread_local unsigned int rtcg_emu_linear_tid = 0;
 #define __restrict__ __restrict
 #define __launch_bounds__(n)
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 
 inline void __syncthreads() { rtcg_emu_barrier->arrive_and_wait(); }
 
