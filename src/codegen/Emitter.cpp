@@ -255,8 +255,14 @@ class NestEmitter {
   void emitReductionLoops(const std::vector<Loop>& loops, size_t q, Env env, std::vector<C::Stmt>& out,
                           const std::function<void(Env&, std::vector<C::Stmt>&)>& inner, int stageGroup = -1);
   C::ExprP uniformBase(const ParallelIndex& p) const;
-  void stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env, std::vector<C::Stmt>& out);
-  void stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out);
+  enum class TileCopy { Direct, LoadToRegisters, StoreFromRegisters };
+  void stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env, std::vector<C::Stmt>& out,
+                 TileCopy mode = TileCopy::Direct, const std::vector<std::string>& regs = {});
+  void stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out,
+                 TileCopy mode = TileCopy::Direct);
+  int64_t copyTrips(size_t t) const;
+  bool declarePrefetch(int group, std::vector<C::Stmt>& out);
+  std::map<size_t, std::vector<std::string>> prefetchRegs_;  // per staged tile: prefetch registers
   bool hasStepStaging(int group) const;
   bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env) const;
   bool nonNegative(const Expr& e) const;
@@ -392,8 +398,20 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     std::vector<C::Stmt> body;
     if (staging) {
       // Each step is one iteration: the tile is the footprint of this value of the index.
-      stageStep(stageGroup, C::name(v), env, body);
-      body.push_back(C::syncThreads());
+      if (declarePrefetch(stageGroup, out)) {
+        Env first = env;
+        stageStep(stageGroup, lo, first, out, TileCopy::LoadToRegisters);
+        stageStep(stageGroup, C::name(v), env, body, TileCopy::StoreFromRegisters);
+        body.push_back(C::syncThreads());
+        std::vector<C::Stmt> next;
+        Env nextEnv = env;
+        C::ExprP nextV = C::sum({C::name(v), lit(1)});
+        stageStep(stageGroup, nextV, nextEnv, next, TileCopy::LoadToRegisters);
+        body.push_back(C::ifThen(C::binary("<", nextV, hi), std::move(next)));
+      } else {
+        stageStep(stageGroup, C::name(v), env, body);
+        body.push_back(C::syncThreads());
+      }
     }
     emitReductionLoops(loops, q + 1, env, body, inner);
     if (staging) body.push_back(C::syncThreads());  // the tile is read by all before the next copy
@@ -434,9 +452,24 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   }
   std::vector<C::Stmt> stage;
   if (staging) {
-    // The step covers lo + k_0 * inner .. + inner - 1.
-    stageStep(stageGroup, C::sum({lo, C::product(C::name(vars[0]), lit(innerProduct))}), env, stage);
-    stage.push_back(C::syncThreads());
+    // The step covers lo + k_0 * inner .. + inner - 1. Prefetched: this step's registers go to
+    // shared memory, then the next step's loads are issued before this step's arithmetic.
+    C::ExprP base = C::sum({lo, C::product(C::name(vars[0]), lit(innerProduct))});
+    if (declarePrefetch(stageGroup, out)) {
+      Env first = env;
+      stageStep(stageGroup, lo, first, out, TileCopy::LoadToRegisters);
+      stageStep(stageGroup, base, env, stage, TileCopy::StoreFromRegisters);
+      stage.push_back(C::syncThreads());
+      std::vector<C::Stmt> next;
+      Env nextEnv = env;
+      C::ExprP nextStep = C::sum({C::name(vars[0]), lit(1)});
+      stageStep(stageGroup, C::sum({lo, C::product(nextStep, lit(innerProduct))}), nextEnv, next,
+                TileCopy::LoadToRegisters);
+      stage.push_back(C::ifThen(C::binary("<", nextStep, firstTrip), std::move(next)));
+    } else {
+      stageStep(stageGroup, base, env, stage);
+      stage.push_back(C::syncThreads());
+    }
   }
   std::string v = names_.fresh(l.name);
   env.vars[l.id] = C::name(v);
@@ -610,11 +643,34 @@ bool NestEmitter::hasStepStaging(int group) const {
   return false;
 }
 
-void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out) {
+void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out,
+                            TileCopy mode) {
   std::map<std::string, C::ExprP> bases{{"step", stepBase}};
   for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
   for (size_t t = 0; t < plan_.arrays.size(); ++t)
-    if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group) stageTile(t, bases, env, out);
+    if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group)
+      stageTile(t, bases, env, out, mode, mode == TileCopy::Direct ? std::vector<std::string>{} : prefetchRegs_.at(t));
+}
+
+// Registers for prefetching the step tiles of `group`, declared into `out`: a step is prefetched
+// (loaded into registers while the previous one is computed) when its tiles take at most 16
+// elements per thread. False (nothing declared) otherwise.
+bool NestEmitter::declarePrefetch(int group, std::vector<C::Stmt>& out) {
+  int64_t elements = 0;
+  for (size_t t = 0; t < plan_.arrays.size(); ++t)
+    if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group) elements += copyTrips(t);
+  if (elements == 0 || elements > 16) return false;
+  for (size_t t = 0; t < plan_.arrays.size(); ++t) {
+    if (plan_.arrays[t].level != StageLevel::Step || plan_.arrays[t].group != group) continue;
+    const Param& param = k_.params[plan_.arrays[t].array];
+    std::vector<std::string>& regs = prefetchRegs_[t];
+    regs.clear();
+    for (int64_t c = 0; c < copyTrips(t); ++c) {
+      regs.push_back(names_.fresh(fmt::format("pf_{}_{}", param.name, c)));
+      out.push_back(C::decl(cudaTypeName(param.type), regs.back(), literalOf(param.type, 0, 0.0), false));
+    }
+  }
+  return true;
 }
 
 // lo plus the grid and serial/unroll parts of a parallel index: the same for every thread of the
@@ -636,8 +692,12 @@ C::ExprP NestEmitter::uniformBase(const ParallelIndex& p) const {
 // The cooperative copy of tile `t` of the plan: element e of the tile (row-major over its box) is
 // loaded by thread e % threads, so consecutive threads load consecutive elements of a row
 // (coalesced). Elements outside the array are set to zero (no point in the domain reads them).
+// TileCopy::Direct copies global -> shared and points the reads of `env` at the tile; a prefetched
+// step splits the copy in two: LoadToRegisters (global -> the thread's registers `regs`, one per
+// element it copies; `env` is not changed) and StoreFromRegisters (registers -> shared, and the
+// reads of `env` point at the tile).
 void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env,
-                            std::vector<C::Stmt>& out) {
+                            std::vector<C::Stmt>& out, TileCopy mode, const std::vector<std::string>& regs) {
   const StagedArray& sa = plan_.arrays[t];
   const Param& param = k_.params[sa.array];
   const std::string& arr = paramNames_[sa.array];
@@ -651,8 +711,11 @@ void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bas
     box.push_back(fmt::format("{}", d.size));
     total *= d.size;
   }
-  out.push_back(C::comment(fmt::format("Stage {} in shared memory: a tile of {} elements, loaded by all {} threads",
-                                       param.name, rank ? fmt::format("{}", fmt::join(box, " x ")) : "1", threads_)));
+  static const char* const verbs[] = {"Stage {} in shared memory", "Load a step's tile of {} into registers",
+                                      "Store the registers' tile of {} in shared memory"};
+  out.push_back(C::comment(fmt::format("{}: a tile of {} elements, copied by all {} threads",
+                                       fmt::format(fmt::runtime(verbs[(int)mode]), param.name),
+                                       rank ? fmt::format("{}", fmt::join(box, " x ")) : "1", threads_)));
   for (size_t d = 0; d < rank; ++d) {
     std::vector<C::ExprP> terms{lit(sa.dims[d].constant)};
     for (const auto& [key, c] : sa.dims[d].coeffs) terms.push_back(C::product(bases.at(key), lit(c)));
@@ -665,39 +728,70 @@ void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bas
     ref.origins.push_back(origin);
   }
 
-  int64_t trips = (total + threads_ - 1) / threads_;
-  std::string c = names_.fresh("c"), e = names_.fresh("e");
-  std::vector<C::Stmt> copy;
-  std::vector<C::ExprP> local(rank), global(rank);
-  int64_t after = total;
-  C::ExprP inside, tileIndex = lit(ref.offset), flat;
-  for (size_t d = 0; d < rank; ++d) {
-    after /= sa.dims[d].size;
-    C::ExprP ed = C::name(e);
-    if (after > 1) ed = C::binary("/", ed, lit(after));
-    if (d > 0) ed = C::binary("%", ed, lit(sa.dims[d].size));
-    std::string ln = names_.fresh(fmt::format("{}_{}", e, d));
-    copy.push_back(C::decl(idx_, ln, ed));
-    C::ExprP gv = C::sum({ref.origins[d], C::name(ln)});
-    std::string gn = names_.fresh(fmt::format("g_{}", d));
-    copy.push_back(C::decl(idx_, gn, gv));
-    if (!sa.dims[d].whole) {
-      C::ExprP in = C::binary("&&", C::binary(">=", C::name(gn), lit(0)), C::binary("<", C::name(gn), lit(sa.dims[d].extent)));
-      inside = inside ? C::binary("&&", inside, in) : in;
+  // The copy of element `e` (an expression), into shared memory or register `reg`.
+  auto copyElement = [&](const C::ExprP& e, const std::string& reg) {
+    std::vector<C::Stmt> copy;
+    int64_t after = total;
+    C::ExprP inside, tileIndex = lit(ref.offset), flat;
+    std::string en = names_.fresh("e");
+    copy.push_back(C::decl(idx_, en, e));
+    for (size_t d = 0; d < rank; ++d) {
+      after /= sa.dims[d].size;
+      C::ExprP ed = C::name(en);
+      if (after > 1) ed = C::binary("/", ed, lit(after));
+      if (d > 0) ed = C::binary("%", ed, lit(sa.dims[d].size));
+      std::string ln = names_.fresh(fmt::format("{}_{}", en, d));
+      copy.push_back(C::decl(idx_, ln, ed));
+      tileIndex = C::sum({tileIndex, C::product(C::name(ln), lit(ref.pitch[d]))});
+      if (mode == TileCopy::StoreFromRegisters) continue;
+      C::ExprP gv = C::sum({ref.origins[d], C::name(ln)});
+      std::string gn = names_.fresh(fmt::format("g_{}", d));
+      copy.push_back(C::decl(idx_, gn, gv));
+      if (!sa.dims[d].whole) {
+        C::ExprP in = C::binary("&&", C::binary(">=", C::name(gn), lit(0)), C::binary("<", C::name(gn), lit(sa.dims[d].extent)));
+        inside = inside ? C::binary("&&", inside, in) : in;
+      }
+      flat = d == 0 ? (idx_ == "long long" && rank > 1 ? C::castTo("long long", C::name(gn)) : C::name(gn))
+                    : C::sum({C::product(flat, lit(sa.dims[d].extent)), C::name(gn)});
     }
-    tileIndex = C::sum({tileIndex, C::product(C::name(ln), lit(ref.pitch[d]))});
-    flat = d == 0 ? (idx_ == "long long" && rank > 1 ? C::castTo("long long", C::name(gn)) : C::name(gn))
-                  : C::sum({C::product(flat, lit(sa.dims[d].extent)), C::name(gn)});
+    if (mode == TileCopy::StoreFromRegisters) {
+      copy.push_back(C::assign(C::index(C::name(ref.storage), tileIndex), "=", C::name(reg)));
+      return copy;
+    }
+    if (!flat) flat = lit(0);
+    C::ExprP value = C::index(C::name(arr), flat);
+    if (inside) value = C::ternary(inside, value, literalOf(param.type, 0, 0.0));
+    if (mode == TileCopy::LoadToRegisters) copy.push_back(C::assign(C::name(reg), "=", value));
+    else copy.push_back(C::assign(C::index(C::name(ref.storage), tileIndex), "=", value));
+    return copy;
+  };
+  auto guarded = [&](const C::ExprP& e, std::vector<C::Stmt> copy) {
+    std::vector<C::Stmt> body;
+    if (total % threads_ != 0) body.push_back(C::ifThen(C::binary("<", e, lit(total)), std::move(copy)));
+    else body = std::move(copy);
+    return body;
+  };
+  int64_t trips = (total + threads_ - 1) / threads_;
+  if (mode == TileCopy::Direct) {
+    std::string c = names_.fresh("c");
+    C::ExprP e = C::sum({C::product(C::name(c), lit(threads_)), tid_});
+    out.push_back(C::forLoop(idx_, c, lit(0), lit(trips), C::Unroll::Default, guarded(e, copyElement(e, ""))));
+  } else {
+    // One named register per trip, so the copies are straight-line code.
+    RTCG_ASSERT((int64_t)regs.size() == trips, "prefetch registers do not match the copy's trips");
+    for (int64_t c = 0; c < trips; ++c) {
+      C::ExprP e = C::sum({lit(c * threads_), tid_});
+      out.push_back(C::block(guarded(e, copyElement(e, regs[c]))));
+    }
   }
-  if (!flat) flat = lit(0);
-  C::ExprP value = C::index(C::name(arr), flat);
-  if (inside) value = C::ternary(inside, value, literalOf(param.type, 0, 0.0));
-  copy.push_back(C::assign(C::index(C::name(ref.storage), tileIndex), "=", value));
-  std::vector<C::Stmt> loopBody{C::decl(idx_, e, C::sum({C::product(C::name(c), lit(threads_)), tid_}))};
-  if (total % threads_ != 0) loopBody.push_back(C::ifThen(C::binary("<", C::name(e), lit(total)), std::move(copy)));
-  else for (C::Stmt& st : copy) loopBody.push_back(std::move(st));
-  out.push_back(C::forLoop(idx_, c, lit(0), lit(trips), C::Unroll::Default, std::move(loopBody)));
-  env.staged[sa.array] = std::move(ref);
+  if (mode != TileCopy::LoadToRegisters) env.staged[sa.array] = std::move(ref);
+}
+
+// Elements each thread copies per step for tile `t`.
+int64_t NestEmitter::copyTrips(size_t t) const {
+  int64_t total = 1;
+  for (const StagedDim& d : plan_.arrays[t].dims) total *= d.size;
+  return (total + threads_ - 1) / threads_;
 }
 
 std::vector<int64_t> NestEmitter::regValuesOf(int64_t point) const {

@@ -587,17 +587,27 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
     if (sa.padded.size() >= 2) {
       // Does a warp read down a column of the tile (neighbouring thread.x threads at different
       // positions of a dimension other than the last)?
-      bool columnReads = false;
-      for (const StagedLoad& l : loads)
+      bool columnReads = false, alongReduction = false;
+      for (const StagedLoad& l : loads) {
         for (size_t d = 0; d + 1 < l.load->operands.size(); ++d) {
           std::set<int> ids;
           varIds(l.load->operands[d], VarKind::Index, ids);
           for (int id : ids) columnReads = columnReads || threadXLoops.count(id) > 0;
         }
+        std::set<int> last;
+        varIds(l.load->operands.back(), VarKind::Index, last);
+        for (int id : last) alongReduction = alongReduction || hull.count(id) > 0;
+      }
       int64_t& row = sa.padded.back();
-      if (columnReads) {
-        // One element staggers rows of a multiple of 32 elements across the banks.
-        if (row % 32 == 0) row += 1;
+      if (columnReads && alongReduction && row >= 4) {
+        // Each thread walks its own row along a reduction (a matrix row per output node): rows
+        // 16-byte aligned for vector reads, and a pitch of an odd number of 16-byte groups, so
+        // that the 8 threads of a vector read's phase hit 8 different groups of 4 banks.
+        row = (row + 3) / 4 * 4;
+        if ((row / 4) % 2 == 0) row += 4;
+      } else if (columnReads) {
+        // An odd pitch: the threads of a warp reading down a column hit 32 different banks.
+        if (row % 2 == 0) row += 1;
       } else {
         // Rows stay 16-byte aligned, so that a thread's neighbouring reads along a row merge into
         // vector loads; rows of a multiple of 32 elements are staggered by 4 (the rows of

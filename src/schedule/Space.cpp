@@ -158,7 +158,18 @@ class NestSpace {
     int64_t ext = innermostReductionExtent();
     for (int64_t u : {4, 8})
       if (ext >= u) out.push_back(u);
+    // A short reduction (a DG element's nodes) unrolled in full, without a remainder.
+    if (ext > 8 && ext <= 64) out.push_back(ext);
     return out;
+  }
+
+  // Statements times register-tile points: the size of one step of an unrolled reduction body.
+  int64_t pointsPerThread(const std::vector<IndexSchedule>& pc) const {
+    int64_t tile = std::max<size_t>(1, k_.nests[nest_].body.size());
+    for (const IndexSchedule& is : pc)
+      for (const SchedulePart& sp : is.parts)
+        if (sp.place == Placement::Reg) tile *= sp.factor.value_or(1);
+    return tile;
   }
 
   // Sizes from `options` worth trying for an extent: larger ones only while the previous size
@@ -249,23 +260,35 @@ class NestSpace {
       int64_t extX = std::max<int64_t>(1, x->hull.extent());
       // 16 threads along x still store 64-byte runs, and square 16 x 16 blocks balance the
       // shared-memory reads of the two operands of a product.
-      std::vector<int64_t> txs = sizesFor({16, 32, 64, 128, 256}, extX);
+      std::vector<std::pair<int64_t, int64_t>> xSplits;  // (threads, register tile) along x
+      for (int64_t tx : sizesFor({16, 32, 64, 128, 256}, extX))
+        for (int64_t rx : sizesFor({1, 2, 4, 8}, ceilDiv(extX, tx))) xSplits.push_back({tx, rx});
+      // An extent that is not a power of two (the 20 or 56 nodes of a DG element) leaves a share
+      // of the threads of every power-of-two split idle: also the splits into exactly extX points.
+      for (int64_t rx = 1; rx <= 8; ++rx) {
+        int64_t tx = extX / rx;
+        if (extX % rx != 0 || tx < 4 || tx > 256 || (tx & (tx - 1)) == 0) continue;
+        xSplits.push_back({tx, rx});
+      }
       std::vector<const NestIndex*> ys;
       for (const NestIndex* ni : par)
         if (ni != x) ys.push_back(ni);
       if (ys.empty()) ys.push_back(nullptr);
-      for (int64_t tx : txs) {
+      for (auto [tx, rx] : xSplits) {
         for (const NestIndex* y : ys) {
           int64_t extY = y ? std::max<int64_t>(1, y->hull.extent()) : 1;
           std::vector<int64_t> tys = y ? sizesFor({1, 2, 4, 8, 16}, extY) : std::vector<int64_t>{1};
           for (int64_t ty : tys) {
             if (tx * ty > o_.limits.maxThreadsPerBlock) continue;
-            for (int64_t rx : sizesFor({1, 2, 4, 8}, ceilDiv(extX, tx))) {
+            {
               std::vector<int64_t> rys = y ? sizesFor({1, 2, 4, 8}, ceilDiv(extY, ty)) : std::vector<int64_t>{1};
               for (int64_t ry : rys) {
                 if (rx * ry > maxTile) continue;
                 std::vector<IndexSchedule> pc = parallelClauses(x, tx, rx, y, ty, ry);
                 for (int64_t u : unrolls()) {
+                  // Full unrolls of longer reductions only while the body stays small (see
+                  // sharedVariants).
+                  if (u > 8 && u * pointsPerThread(pc) > 512) continue;
                   NestSchedule ns;
                   ns.indices = pc;
                   for (IndexSchedule& r : reductionClauses(u, 0)) ns.indices.push_back(std::move(r));
@@ -276,7 +299,7 @@ class NestSpace {
                 // loads (x) and spread over the banks (y). The model does not see shared-memory
                 // bandwidth, so they tie with the plain layout: generated first, they rank first.
                 for (TileLayout layout : {TileLayout{4, true}, TileLayout{4, false}, TileLayout{1, true}}) {
-                  if (layout.xVector > 1 && (rx < 4 || tx < 8)) continue;
+                  if (layout.xVector > 1 && (rx % layout.xVector != 0 || tx < 8)) continue;
                   if (layout.yCyclic && (!y || ry < 2 || ty < 2)) continue;
                   sharedVariants(parallelClauses(x, tx, rx, y, ty, ry, Placement::ThreadX, layout));
                 }
@@ -315,15 +338,14 @@ class NestSpace {
     int64_t ext = innermostReductionExtent();
     std::vector<int64_t> steps;
     if (ext > 0) steps = sizesFor({8, 16, 32}, ext);
-    else steps = {0};  // no reduction: the block's whole footprint is staged once
+    else steps = {0};
+    // A short reduction also in one step, without a remainder.
+    if (ext > 8 && ext <= 64 && std::find(steps.begin(), steps.end(), ext) == steps.end()) steps.push_back(ext);  // no reduction: the block's whole footprint is staged once
     // A staged step is unrolled while the unrolled body stays small (statements times register
     // tile times step at most 512): the unrolled loop keeps the shared-memory addresses in
     // immediates, but larger bodies make NVRTC take seconds per candidate (measured: 2 candidates/s
     // on 16 processes for 8 x 8 tiles unrolled 32 times).
-    int64_t tile = std::max<size_t>(1, k_.nests[nest_].body.size());  // statements per point
-    for (const IndexSchedule& is : pc)
-      for (const SchedulePart& sp : is.parts)
-        if (sp.place == Placement::Reg) tile *= sp.factor.value_or(1);
+    int64_t tile = pointsPerThread(pc);
     for (const auto& set : sets)
       for (int64_t step : steps) {
         NestSchedule ns;
