@@ -135,6 +135,7 @@ struct Function {
   int launchBounds = 0;  // Kernel: threads per block, 0 for none
   std::vector<std::string> commentLines;  // printed above the function
   std::vector<Stmt> body;
+  int minBlocks = 0;     // Kernel: the second argument of __launch_bounds__, 0 for none
 };
 
 // A module-scope array in global memory: `__device__ type name[size];` (zero-initialized when the

@@ -238,7 +238,8 @@ std::string printFunction(const Function& f) {
     case FunctionKind::Kernel:
       RTCG_ASSERT(f.returnType == "void", "C printer: a kernel returns void");
       out += "extern \"C\" __global__ void ";
-      if (f.launchBounds > 0) out += fmt::format("__launch_bounds__({}) ", f.launchBounds);
+      if (f.launchBounds > 0 && f.minBlocks > 0) out += fmt::format("__launch_bounds__({}, {}) ", f.launchBounds, f.minBlocks);
+      else if (f.launchBounds > 0) out += fmt::format("__launch_bounds__({}) ", f.launchBounds);
       break;
     case FunctionKind::DeviceInline:
       out += "static __device__ __forceinline__ " + checkType(f.returnType) + " ";

@@ -1004,6 +1004,7 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
   if (cooperative_)
     for (ParallelIndex& p : par_) p.guardLevel = Level::Point;
   fn.launchBounds = (int)(block[0] * block[1] * block[2]);
+  fn.minBlocks = (int)sched_.blocksPerSM;
   threads_ = block[0] * block[1] * block[2];
 
   if (cooperative_) {

@@ -77,6 +77,7 @@ std::string printNestSchedule(const NestSchedule& s) {
   std::vector<std::string> clauses;
   for (const IndexSchedule& i : s.indices) clauses.push_back(printIndexSchedule(i));
   if (!s.shared.empty()) clauses.push_back(fmt::format("shared: {}", fmt::join(s.shared, ", ")));
+  if (s.blocksPerSM > 0) clauses.push_back(fmt::format("blocks_per_sm: {}", s.blocksPerSM));
   if (clauses.empty()) return "-";
   return fmt::format("{}", fmt::join(clauses, "; "));
 }
@@ -177,12 +178,19 @@ class ScheduleParser {
       if (!atEnd() && !peek('|')) fail("expected '|' or the end of the text after '-'");
       return n;
     }
-    bool sawShared = false;
+    bool sawShared = false, sawBlocks = false;
     do {
       size_t clauseStart = (skipSpace(), pos_);
-      std::string name = word("an index name or 'shared'");
+      std::string name = word("an index name, 'shared' or 'blocks_per_sm'");
       expect(':', fmt::format("after '{}'", name).c_str());
-      if (name == "shared") {
+      if (name == "blocks_per_sm") {
+        if (sawBlocks) failAt(clauseStart, "'blocks_per_sm:' is given twice for this nest");
+        sawBlocks = true;
+        size_t at = (skipSpace(), pos_);
+        if (!atNumber()) fail("expected a number of blocks after 'blocks_per_sm:'");
+        n.blocksPerSM = number();
+        if (n.blocksPerSM < 1 || n.blocksPerSM > 32) failAt(at, "blocks_per_sm must be between 1 and 32");
+      } else if (name == "shared") {
         if (sawShared) failAt(clauseStart, "'shared:' is given twice for this nest");
         sawShared = true;
         n.shared.push_back(word("an array name"));
@@ -368,6 +376,10 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
   int64_t threads = blockDim[0] * blockDim[1] * blockDim[2];
   if (threads > lim.maxThreadsPerBlock)
     reason(fmt::format("{} threads per block (at most {})", threads, lim.maxThreadsPerBlock));
+  // 2048 resident threads per multiprocessor on every architecture rtcg targets (sm_70..sm_90).
+  if (ns.blocksPerSM > 0 && threads * ns.blocksPerSM > 2048)
+    reason(fmt::format("blocks_per_sm {} with {} threads per block exceeds the 2048 threads of a multiprocessor",
+                       ns.blocksPerSM, threads));
   if (regPoints > lim.maxRegTile)
     reason(fmt::format("register tile of {} points per thread is too large (at most {})", regPoints, lim.maxRegTile));
 

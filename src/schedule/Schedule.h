@@ -30,7 +30,9 @@
 // the rounding differs from the serial order, as with any parallel reduction).
 // The order of the clauses gives the loop order of the serial/unroll/reg parts of the parallel
 // indices; reduction loops keep the nesting order they have in the kernel. `shared: a, b` names read-only arrays staged in shared memory: see
-// planStaging (schedule/Domain.h) for what is staged where.
+// planStaging (schedule/Domain.h) for what is staged where. `blocks_per_sm: 2` asks the compiler
+// to fit two blocks on a multiprocessor (fewer registers per thread, more warps to hide barriers).
+// `shared` and `blocks_per_sm` are clause names, not index names.
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.
@@ -69,6 +71,9 @@ struct IndexSchedule {
 struct NestSchedule {
   std::vector<IndexSchedule> indices;  // clause order
   std::vector<std::string> shared;     // arrays staged in shared memory
+  // `blocks_per_sm: N`: the kernel is compiled with __launch_bounds__(threads, N), so that NVCC
+  // keeps its registers few enough for N blocks per multiprocessor (0: no such request).
+  int64_t blocksPerSM = 0;
   const IndexSchedule* find(std::string_view index) const;  // nullptr if absent
   bool operator==(const NestSchedule&) const = default;
 };

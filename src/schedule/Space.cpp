@@ -346,6 +346,12 @@ class NestSpace {
     // immediates, but larger bodies make NVRTC take seconds per candidate (measured: 2 candidates/s
     // on 16 processes for 8 x 8 tiles unrolled 32 times).
     int64_t tile = pointsPerThread(pc);
+    int64_t regTile = 1, threads = 1;
+    for (const IndexSchedule& is : pc)
+      for (const SchedulePart& sp : is.parts) {
+        if (sp.place == Placement::Reg) regTile *= sp.factor.value_or(1);
+        if (isThreadPlacement(sp.place)) threads *= sp.factor.value_or(1);
+      }
     for (const auto& set : sets)
       for (int64_t step : steps) {
         NestSchedule ns;
@@ -353,6 +359,12 @@ class NestSpace {
         for (IndexSchedule& r : reductionClauses(1, step, step * tile <= 512)) ns.indices.push_back(std::move(r));
         ns.shared = set;
         add(ns, Family::Shared);
+        // Large register tiles leave room for one block per multiprocessor, whose warps all wait
+        // at the staging barriers: also compiled for two blocks (fewer registers per thread).
+        if (regTile >= 32 && threads >= 128 && threads * 2 <= 1024) {
+          ns.blocksPerSM = 2;
+          add(ns, Family::Shared);
+        }
       }
   }
 
@@ -600,6 +612,7 @@ double scheduleDistance(const Schedule& a, const Schedule& b) {
         d += std::min(2.0, std::fabs(std::log2(fx / fy)));
       }
     }
+    if (x.blocksPerSM != y.blocksPerSM) d += 1;
     std::set<std::string> sx(x.shared.begin(), x.shared.end()), sy(y.shared.begin(), y.shared.end());
     for (const std::string& s : sx)
       if (!sy.count(s)) d += 1.5;

@@ -264,6 +264,9 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   // Residency and occupancy.
   if (!s.shared.empty()) e.sharedBytes = stagedBytes(s, s.shared).value_or(0);
   e.registers = 16 + 2 * e.registerTile + (s.shared.empty() ? 0 : 8);
+  // __launch_bounds__(threads, N) caps the registers (spills, if any, show when measured).
+  if (s.blocksPerSM > 0)
+    e.registers = std::min<int64_t>(e.registers, d.registersPerMultiprocessor / (e.threads * s.blocksPerSM) / 8 * 8);
   int64_t warps = ceilDiv(e.threads, 32);
   int64_t perSm = d.maxBlocksPerMultiprocessor;
   perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, warps * 32));

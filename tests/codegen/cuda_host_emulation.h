@@ -31,7 +31,7 @@ inline thread_local unsigned int rtcg_emu_linear_tid = 0;
 #define __device__
 #define __forceinline__ inline
 #define __restrict__ __restrict
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 

@@ -56,6 +56,8 @@ TEST(Schedule, RoundTripsManyTexts) {
       "i: grid.x, thread.x -3",
       "shared: a",
       "x_1: serial; y2: grid.x",
+      "i: grid.y, thread.y 16, reg 8; j: grid.x, thread.x 16; k: serial, unroll 8; shared: a, b; blocks_per_sm: 2",
+      "i: grid.x, thread.x 128; blocks_per_sm: 4",
   };
   for (const char* t : texts) {
     Schedule s = parseOk(t);
@@ -94,6 +96,9 @@ TEST(Schedule, ParseErrorsHaveColumns) {
       {"i: grid.x thread.x", 11, "unexpected 't'"},
       {"i: serial, unroll 4x", 20, "after a factor"},
       {"shared: a; shared: b", 12, "given twice"},
+      {"i: serial; blocks_per_sm: 2; blocks_per_sm: 2", 30, "given twice"},
+      {"i: serial; blocks_per_sm: 0", 27, "between 1 and 32"},
+      {"i: serial; blocks_per_sm: two", 27, "expected a number of blocks"},
       {"shared: 3", 9, "expected an array name"},
       {"- i: serial", 3, "after '-'"},
       {"i: serial, unroll 99999999999999999", 19, "too large"},
@@ -130,6 +135,7 @@ TEST(Schedule, ValidationReasons) {
       {"i: grid.x; j: grid.x, thread.x 32; k: serial", "grid.x is used twice"},
       {"i: grid.y, thread.x 2; j: grid.x, thread.x 32; k: serial", "thread.x is used twice"},
       {"i: grid.y, thread.y 0; j: grid.x, thread.x 32; k: serial", "must be positive"},
+      {"i: grid.y, thread.y 32; j: grid.x, thread.x 32; k: serial; blocks_per_sm: 3", "exceeds the 2048 threads"},
       {"i: grid.y, thread.y 64; j: grid.x, thread.x 32; k: serial", "2048 threads per block"},
       {"i: grid.y, thread.z 128; j: grid.x, thread.x 2; k: serial", "128 threads on thread.z"},
       {"i: grid.y, reg 16; j: grid.x, thread.x 32, reg 8; k: serial", "register tile of 128 points"},
