@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "ir/Analysis.h"
+#include "runtime/CudaDriver.h"
 #include "reference/RandomFill.h"
 #include "support/Error.h"
 
@@ -89,6 +90,37 @@ void DeviceArgs::reset(const Kernel& bound, const HostArgs& host) {
     const HostArray& a = host.array(int(p));
     if (param.mode == ArrayMode::Out)
       poisonDevice(*buffers_[p], param.type);
+    else if (a.bytes())
+      buffers_[p]->copyFromHost(a.data(), a.bytes());
+  }
+}
+
+void DeviceArgs::snapshotInputs(const Kernel& bound) {
+  snapshot_.resize(bound.params.size());
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (param.kind != ParamKind::Array || param.mode == ArrayMode::Out || !buffers_[p]) continue;
+    size_t bytes = buffers_[p]->bytes();
+    if (bytes == 0) continue;
+    try {
+      snapshot_[p].emplace(buffers_[p]->context(), bytes);
+      snapshot_[p]->copyFromDevice(*buffers_[p], bytes);
+    } catch (const cuda::CudaError& e) {
+      if (e.sticky()) throw;
+      snapshot_[p].reset();  // no room: restore() uploads this one
+    }
+  }
+}
+
+void DeviceArgs::restore(const Kernel& bound, const HostArgs& host) {
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (param.kind != ParamKind::Array) continue;
+    const HostArray& a = host.array(int(p));
+    if (param.mode == ArrayMode::Out)
+      poisonDevice(*buffers_[p], param.type);
+    else if (p < snapshot_.size() && snapshot_[p])
+      buffers_[p]->copyFromDevice(*snapshot_[p], snapshot_[p]->bytes());
     else if (a.bytes())
       buffers_[p]->copyFromHost(a.data(), a.bytes());
   }

@@ -62,11 +62,18 @@ class DeviceArgs {
   void download(const Kernel& bound, HostArgs& host) const;
   // Re-uploads the inputs (inout arrays included) and re-poisons the outputs.
   void reset(const Kernel& bound, const HostArgs& host);
+  // Keeps a device copy of every input as it is now, so that restore() copies on the device
+  // instead of uploading (a tuner restores the inputs before every candidate; a faulty candidate
+  // may have written over them). Inputs whose copy does not fit in device memory are uploaded.
+  void snapshotInputs(const Kernel& bound);
+  // reset() from the snapshot where there is one, from `host` (the same values) elsewhere.
+  void restore(const Kernel& bound, const HostArgs& host);
   const std::vector<std::optional<cuda::KernelArg>>& args() const { return args_; }
 
  private:
   std::vector<std::optional<cuda::DeviceBuffer>> buffers_;  // by param
   std::vector<std::optional<cuda::KernelArg>> args_;        // by param
+  std::vector<std::optional<cuda::DeviceBuffer>> snapshot_;  // by param: inputs (snapshotInputs)
 };
 
 // Poisons a device buffer holding elements of `type` (NaN for floats, kPoisonInt for integers).

@@ -13,14 +13,17 @@ std::string Comparison::str() const {
   return fmt::format("rel {:.3g}, max abs {:.3g}, non-finite {} of {}", relativeError, maxAbsError, nonFinite, count);
 }
 
-Comparison compare(const std::vector<double>& out, const std::vector<double>& ref) {
-  if (out.size() != ref.size())
-    throw Error(fmt::format("comparing {} values with a reference of {}", out.size(), ref.size()));
+namespace {
+
+// The comparison over out[i] (any element type, read as double) and ref[i].
+template <class T>
+Comparison compareValues(const T* out, size_t count, const std::vector<double>& ref) {
+  if (count != ref.size()) throw Error(fmt::format("comparing {} values with a reference of {}", count, ref.size()));
   Comparison c;
-  c.count = int64_t(out.size());
+  c.count = int64_t(count);
   double diff2 = 0.0, ref2 = 0.0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const double o = out[i], r = ref[i];
+  for (size_t i = 0; i < count; ++i) {
+    const double o = double(out[i]), r = ref[i];
     if (!std::isfinite(r)) {
       // A reference that is itself inf/NaN: the output must be the same non-finite value.
       if (!(o == r || (std::isnan(o) && std::isnan(r)))) c.maxAbsError = std::numeric_limits<double>::infinity();
@@ -44,7 +47,27 @@ Comparison compare(const std::vector<double>& out, const std::vector<double>& re
   return c;
 }
 
-Comparison compare(const HostArray& out, const std::vector<double>& ref) { return compare(out.toDoubles(), ref); }
+}  // namespace
+
+Comparison compare(const std::vector<double>& out, const std::vector<double>& ref) {
+  return compareValues(out.data(), out.size(), ref);
+}
+
+// Reads the array at its element type: no double copy of a large output (the tuner compares
+// every candidate's outputs).
+Comparison compare(const HostArray& out, const std::vector<double>& ref) {
+  const size_t n = size_t(out.size());
+  switch (out.type()) {
+    case ScalarType::F32: return compareValues(out.as<float>(), n, ref);
+    case ScalarType::F64: return compareValues(out.as<double>(), n, ref);
+    case ScalarType::I32: return compareValues(out.as<int32_t>(), n, ref);
+    case ScalarType::I64: return compareValues(out.as<int64_t>(), n, ref);
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "bad host array type");
+  return {};
+}
+
 double relativeError(const HostArray& out, const std::vector<double>& ref) { return compare(out, ref).relativeError; }
 double relativeError(const std::vector<double>& out, const std::vector<double>& ref) {
   return compare(out, ref).relativeError;

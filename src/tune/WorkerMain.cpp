@@ -72,6 +72,7 @@ void prepare(Session& s) {
   if (!cuda::cudaAvailable()) throw SetupFailure{cuda::unavailableReason(), true};
   s.ctx = cuda::Context::primary(m.deviceOrdinal);
   s.dargs.emplace(s.ctx, s.bound, s.host);
+  s.dargs->snapshotInputs(s.bound);  // restored on the device before every candidate
   s.stream.emplace(s.ctx);
   s.gpu = s.host;
 }
@@ -105,7 +106,7 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
   // The verifying launch, on freshly poisoned outputs and restored inputs.
   double firstMs = 0;
   try {
-    s.dargs->reset(s.bound, s.host);
+    s.dargs->restore(s.bound, s.host);
     Clock::time_point t0 = Clock::now();
     exe->launch(s.dargs->args(), &*s.stream);
     s.stream->synchronize();

@@ -343,6 +343,14 @@ TEST(ReferenceCompare, ErrorsAndChecksums) {
   c = compare(a, ref);
   EXPECT_DOUBLE_EQ(c.maxAbsError, 0.5);
   EXPECT_THROW(compare(a, std::vector<double>{1.0}), Error);
+  // Every element type is read in place, as the same doubles.
+  for (ScalarType t : {F64, I32, ScalarType::I64}) {
+    HostArray b = HostArray::fromDoubles(t, {2}, {3.0, 6.0});
+    Comparison cb = compare(b, ref);
+    EXPECT_DOUBLE_EQ(cb.maxAbsError, 2.0) << typeName(t);
+    EXPECT_DOUBLE_EQ(cb.relativeError, 0.4) << typeName(t);
+    EXPECT_EQ(cb.count, 2);
+  }
   Checksum s = checksum(a);
   EXPECT_EQ(s.sum, 7.5);
   EXPECT_EQ(s.sumSquares, 9.0 + 20.25);
