@@ -83,17 +83,6 @@ DeviceArgs::DeviceArgs(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
   reset(bound, host);
 }
 
-void DeviceArgs::reset(const Kernel& bound, const HostArgs& host) {
-  for (size_t p = 0; p < bound.params.size(); ++p) {
-    const Param& param = bound.params[p];
-    if (param.kind != ParamKind::Array) continue;
-    const HostArray& a = host.array(int(p));
-    if (param.mode == ArrayMode::Out)
-      poisonDevice(*buffers_[p], param.type);
-    else if (a.bytes())
-      buffers_[p]->copyFromHost(a.data(), a.bytes());
-  }
-}
 
 void DeviceArgs::snapshotInputs(const Kernel& bound) {
   snapshot_.resize(bound.params.size());
@@ -107,12 +96,12 @@ void DeviceArgs::snapshotInputs(const Kernel& bound) {
       snapshot_[p]->copyFromDevice(*buffers_[p], bytes);
     } catch (const cuda::CudaError& e) {
       if (e.sticky()) throw;
-      snapshot_[p].reset();  // no room: restore() uploads this one
+      snapshot_[p].reset();  // no room: reset() uploads this one
     }
   }
 }
 
-void DeviceArgs::restore(const Kernel& bound, const HostArgs& host) {
+void DeviceArgs::reset(const Kernel& bound, const HostArgs& host) {
   for (size_t p = 0; p < bound.params.size(); ++p) {
     const Param& param = bound.params[p];
     if (param.kind != ParamKind::Array) continue;

@@ -60,14 +60,14 @@ class DeviceArgs {
   DeviceArgs(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, const HostArgs& host);
   // Copies every written array back into `host`.
   void download(const Kernel& bound, HostArgs& host) const;
-  // Re-uploads the inputs (inout arrays included) and re-poisons the outputs.
+  // Restores the inputs (inout arrays included) and re-poisons the outputs: inputs with a
+  // snapshot (snapshotInputs) are copied from it on the device, the others uploaded from `host`.
   void reset(const Kernel& bound, const HostArgs& host);
-  // Keeps a device copy of every input as it is now, so that restore() copies on the device
+  // Keeps a device copy of every input as it is now, so that reset() copies on the device
   // instead of uploading (a tuner restores the inputs before every candidate; a faulty candidate
   // may have written over them). Inputs whose copy does not fit in device memory are uploaded.
+  // After this, reset() must be given the same input values.
   void snapshotInputs(const Kernel& bound);
-  // reset() from the snapshot where there is one, from `host` (the same values) elsewhere.
-  void restore(const Kernel& bound, const HostArgs& host);
   const std::vector<std::optional<cuda::KernelArg>>& args() const { return args_; }
 
  private:

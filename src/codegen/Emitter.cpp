@@ -262,6 +262,8 @@ class NestEmitter {
                  TileCopy mode = TileCopy::Direct);
   int64_t copyTrips(size_t t) const;
   bool declarePrefetch(int group, std::vector<C::Stmt>& out);
+  void copyStep(int group, const C::ExprP& first, const C::ExprP& base, const C::ExprP& next, const C::ExprP& hasNext,
+                Env& env, std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage);
   std::map<size_t, std::vector<std::string>> prefetchRegs_;  // per staged tile: prefetch registers
   bool hasStepStaging(int group) const;
   bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env) const;
@@ -398,20 +400,8 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     std::vector<C::Stmt> body;
     if (staging) {
       // Each step is one iteration: the tile is the footprint of this value of the index.
-      if (declarePrefetch(stageGroup, out)) {
-        Env first = env;
-        stageStep(stageGroup, lo, first, out, TileCopy::LoadToRegisters);
-        stageStep(stageGroup, C::name(v), env, body, TileCopy::StoreFromRegisters);
-        body.push_back(C::syncThreads());
-        std::vector<C::Stmt> next;
-        Env nextEnv = env;
-        C::ExprP nextV = C::sum({C::name(v), lit(1)});
-        stageStep(stageGroup, nextV, nextEnv, next, TileCopy::LoadToRegisters);
-        body.push_back(C::ifThen(C::binary("<", nextV, hi), std::move(next)));
-      } else {
-        stageStep(stageGroup, C::name(v), env, body);
-        body.push_back(C::syncThreads());
-      }
+      C::ExprP nextV = C::sum({C::name(v), lit(1)});
+      copyStep(stageGroup, lo, C::name(v), nextV, C::binary("<", nextV, hi), env, out, body);
     }
     emitReductionLoops(loops, q + 1, env, body, inner);
     if (staging) body.push_back(C::syncThreads());  // the tile is read by all before the next copy
@@ -454,22 +444,10 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   if (staging) {
     // The step covers lo + k_0 * inner .. + inner - 1. Prefetched: this step's registers go to
     // shared memory, then the next step's loads are issued before this step's arithmetic.
-    C::ExprP base = C::sum({lo, C::product(C::name(vars[0]), lit(innerProduct))});
-    if (declarePrefetch(stageGroup, out)) {
-      Env first = env;
-      stageStep(stageGroup, lo, first, out, TileCopy::LoadToRegisters);
-      stageStep(stageGroup, base, env, stage, TileCopy::StoreFromRegisters);
-      stage.push_back(C::syncThreads());
-      std::vector<C::Stmt> next;
-      Env nextEnv = env;
-      C::ExprP nextStep = C::sum({C::name(vars[0]), lit(1)});
-      stageStep(stageGroup, C::sum({lo, C::product(nextStep, lit(innerProduct))}), nextEnv, next,
-                TileCopy::LoadToRegisters);
-      stage.push_back(C::ifThen(C::binary("<", nextStep, firstTrip), std::move(next)));
-    } else {
-      stageStep(stageGroup, base, env, stage);
-      stage.push_back(C::syncThreads());
-    }
+    C::ExprP nextStep = C::sum({C::name(vars[0]), lit(1)});
+    copyStep(stageGroup, lo, C::sum({lo, C::product(C::name(vars[0]), lit(innerProduct))}),
+             C::sum({lo, C::product(nextStep, lit(innerProduct))}), C::binary("<", nextStep, firstTrip), env, out,
+             stage);
   }
   std::string v = names_.fresh(l.name);
   env.vars[l.id] = C::name(v);
@@ -650,6 +628,28 @@ void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::
   for (size_t t = 0; t < plan_.arrays.size(); ++t)
     if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group)
       stageTile(t, bases, env, out, mode, mode == TileCopy::Direct ? std::vector<std::string>{} : prefetchRegs_.at(t));
+}
+
+// The copy of a step's tiles of `group` (the step starting at `base`) into shared memory,
+// appended to `stage`, then a barrier; `env` then reads them. Prefetched (declarePrefetch): the
+// first step (at `first`) is loaded into registers in `before` (ahead of the loop); each step
+// stores its registers, and after the barrier issues the loads of the next step (at `next`, when
+// `hasNext`) so they overlap the step's arithmetic.
+void NestEmitter::copyStep(int group, const C::ExprP& first, const C::ExprP& base, const C::ExprP& next,
+                           const C::ExprP& hasNext, Env& env, std::vector<C::Stmt>& before,
+                           std::vector<C::Stmt>& stage) {
+  if (!declarePrefetch(group, before)) {
+    stageStep(group, base, env, stage);
+    stage.push_back(C::syncThreads());
+    return;
+  }
+  Env scratch = env;  // the loads do not change what the reads see
+  stageStep(group, first, scratch, before, TileCopy::LoadToRegisters);
+  stageStep(group, base, env, stage, TileCopy::StoreFromRegisters);
+  stage.push_back(C::syncThreads());
+  std::vector<C::Stmt> loads;
+  stageStep(group, next, scratch, loads, TileCopy::LoadToRegisters);
+  stage.push_back(C::ifThen(hasNext, std::move(loads)));
 }
 
 // Registers for prefetching the step tiles of `group`, declared into `out`: a step is prefetched

@@ -599,11 +599,12 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
         for (int id : last) alongReduction = alongReduction || hull.count(id) > 0;
       }
       int64_t& row = sa.padded.back();
+      auto alignRow = [&row] { row = (row + 3) / 4 * 4; };  // 4 elements: 16 bytes of f32
       if (columnReads && alongReduction && row >= 4) {
         // Each thread walks its own row along a reduction (a matrix row per output node): rows
         // 16-byte aligned for vector reads, and a pitch of an odd number of 16-byte groups, so
         // that the 8 threads of a vector read's phase hit 8 different groups of 4 banks.
-        row = (row + 3) / 4 * 4;
+        alignRow();
         if ((row / 4) % 2 == 0) row += 4;
       } else if (columnReads) {
         // An odd pitch: the threads of a warp reading down a column hit 32 different banks.
@@ -612,7 +613,7 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
         // Rows stay 16-byte aligned, so that a thread's neighbouring reads along a row merge into
         // vector loads; rows of a multiple of 32 elements are staggered by 4 (the rows of
         // neighbouring threads then start in different banks).
-        if (row >= 4) row = (row + 3) / 4 * 4;
+        if (row >= 4) alignRow();
         if (row % 32 == 0) row += 4;
       }
     }

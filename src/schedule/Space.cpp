@@ -32,15 +32,15 @@ struct NestCandidate {
   bool isDefault = false;
 };
 
-// Enumerates the schedules of one nest. Everything generated is validated against the kernel
-// (the other nests take their default schedule) and estimated by the model; what fails
-// validation or the constraints is recorded with its reason.
 // How the register tile of a parallel index sits around its thread part.
 struct TileLayout {
   int64_t xVector = 1;   // x: this many neighbouring points per thread (reg inside thread.x)
   bool yCyclic = false;  // y: the register tile outside thread.y instead of inside it
 };
 
+// Enumerates the schedules of one nest. Everything generated is validated against the kernel
+// (the other nests take their default schedule) and estimated by the model; what fails
+// validation or the constraints is recorded with its reason.
 class NestSpace {
  public:
   NestSpace(const Kernel& k, int nest, const SpaceOptions& o, const Schedule& defaults)
@@ -163,13 +163,19 @@ class NestSpace {
     return out;
   }
 
-  // Statements times register-tile points: the size of one step of an unrolled reduction body.
-  int64_t pointsPerThread(const std::vector<IndexSchedule>& pc) const {
-    int64_t tile = std::max<size_t>(1, k_.nests[nest_].body.size());
+  // Product of the factors of the parts of `pc` placed where `placed` says.
+  static int64_t partProduct(const std::vector<IndexSchedule>& pc, bool (*placed)(Placement)) {
+    int64_t product = 1;
     for (const IndexSchedule& is : pc)
       for (const SchedulePart& sp : is.parts)
-        if (sp.place == Placement::Reg) tile *= sp.factor.value_or(1);
-    return tile;
+        if (placed(sp.place)) product *= sp.factor.value_or(1);
+    return product;
+  }
+  static bool isReg(Placement p) { return p == Placement::Reg; }
+
+  // Statements times register-tile points: the size of one step of an unrolled reduction body.
+  int64_t pointsPerThread(const std::vector<IndexSchedule>& pc) const {
+    return std::max<int64_t>(1, (int64_t)k_.nests[nest_].body.size()) * partProduct(pc, isReg);
   }
 
   // Sizes from `options` worth trying for an extent: larger ones only while the previous size
@@ -280,31 +286,29 @@ class NestSpace {
           std::vector<int64_t> tys = y ? sizesFor({1, 2, 4, 8, 16}, extY) : std::vector<int64_t>{1};
           for (int64_t ty : tys) {
             if (tx * ty > o_.limits.maxThreadsPerBlock) continue;
-            {
-              std::vector<int64_t> rys = y ? sizesFor({1, 2, 4, 8}, ceilDiv(extY, ty)) : std::vector<int64_t>{1};
-              for (int64_t ry : rys) {
-                if (rx * ry > maxTile) continue;
-                std::vector<IndexSchedule> pc = parallelClauses(x, tx, rx, y, ty, ry);
-                for (int64_t u : unrolls()) {
-                  // Full unrolls of longer reductions only while the body stays small (see
-                  // sharedVariants).
-                  if (u > 8 && u * pointsPerThread(pc) > 512) continue;
-                  NestSchedule ns;
-                  ns.indices = pc;
-                  for (IndexSchedule& r : reductionClauses(u, 0)) ns.indices.push_back(std::move(r));
-                  add(ns, Family::Plain);
-                }
-                if (!o_.allowShared) continue;
-                // Staged variants also with tiles whose shared-memory reads merge into 4-wide vector
-                // loads (x) and spread over the banks (y). The model does not see shared-memory
-                // bandwidth, so they tie with the plain layout: generated first, they rank first.
-                for (TileLayout layout : {TileLayout{4, true}, TileLayout{4, false}, TileLayout{1, true}}) {
-                  if (layout.xVector > 1 && (rx % layout.xVector != 0 || tx < 8)) continue;
-                  if (layout.yCyclic && (!y || ry < 2 || ty < 2)) continue;
-                  sharedVariants(parallelClauses(x, tx, rx, y, ty, ry, Placement::ThreadX, layout));
-                }
-                sharedVariants(pc);
+            std::vector<int64_t> rys = y ? sizesFor({1, 2, 4, 8}, ceilDiv(extY, ty)) : std::vector<int64_t>{1};
+            for (int64_t ry : rys) {
+              if (rx * ry > maxTile) continue;
+              std::vector<IndexSchedule> pc = parallelClauses(x, tx, rx, y, ty, ry);
+              for (int64_t u : unrolls()) {
+                // Full unrolls of longer reductions only while the body stays small (see
+                // sharedVariants).
+                if (u > 8 && u * pointsPerThread(pc) > 512) continue;
+                NestSchedule ns;
+                ns.indices = pc;
+                for (IndexSchedule& r : reductionClauses(u, 0)) ns.indices.push_back(std::move(r));
+                add(ns, Family::Plain);
               }
+              if (!o_.allowShared) continue;
+              // Staged variants also with tiles whose shared-memory reads merge into 4-wide vector
+              // loads (x) and spread over the banks (y). The model does not see shared-memory
+              // bandwidth, so they tie with the plain layout: generated first, they rank first.
+              for (TileLayout layout : {TileLayout{4, true}, TileLayout{4, false}, TileLayout{1, true}}) {
+                if (layout.xVector > 1 && (rx % layout.xVector != 0 || tx < 8)) continue;
+                if (layout.yCyclic && (!y || ry < 2 || ty < 2)) continue;
+                sharedVariants(parallelClauses(x, tx, rx, y, ty, ry, Placement::ThreadX, layout));
+              }
+              sharedVariants(pc);
             }
           }
         }
@@ -338,20 +342,15 @@ class NestSpace {
     int64_t ext = innermostReductionExtent();
     std::vector<int64_t> steps;
     if (ext > 0) steps = sizesFor({8, 16, 32}, ext);
-    else steps = {0};
+    else steps = {0};  // no reduction: the block's whole footprint is staged once
     // A short reduction also in one step, without a remainder.
-    if (ext > 8 && ext <= 64 && std::find(steps.begin(), steps.end(), ext) == steps.end()) steps.push_back(ext);  // no reduction: the block's whole footprint is staged once
+    if (ext > 8 && ext <= 64 && std::find(steps.begin(), steps.end(), ext) == steps.end()) steps.push_back(ext);
     // A staged step is unrolled while the unrolled body stays small (statements times register
     // tile times step at most 512): the unrolled loop keeps the shared-memory addresses in
     // immediates, but larger bodies make NVRTC take seconds per candidate (measured: 2 candidates/s
     // on 16 processes for 8 x 8 tiles unrolled 32 times).
     int64_t tile = pointsPerThread(pc);
-    int64_t regTile = 1, threads = 1;
-    for (const IndexSchedule& is : pc)
-      for (const SchedulePart& sp : is.parts) {
-        if (sp.place == Placement::Reg) regTile *= sp.factor.value_or(1);
-        if (isThreadPlacement(sp.place)) threads *= sp.factor.value_or(1);
-      }
+    int64_t regTile = partProduct(pc, isReg), threads = partProduct(pc, isThreadPlacement);
     for (const auto& set : sets)
       for (int64_t step : steps) {
         NestSchedule ns;

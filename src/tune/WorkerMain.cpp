@@ -106,7 +106,7 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
   // The verifying launch, on freshly poisoned outputs and restored inputs.
   double firstMs = 0;
   try {
-    s.dargs->restore(s.bound, s.host);
+    s.dargs->reset(s.bound, s.host);
     Clock::time_point t0 = Clock::now();
     exe->launch(s.dargs->args(), &*s.stream);
     s.stream->synchronize();
