@@ -17,7 +17,7 @@ enum class ExprKind : uint8_t {
   Name,      // text: an identifier
   Member,    // args[0].text   (threadIdx.x): text is the field
   Unary,     // text: - ! & (address of)
-  Binary,    // text: + - * / % < <= > >= == != && ||
+  Binary,    // text: + - * / % < <= > >= == != & && ||
   Call,      // text: function name, args
   Cast,      // text: target type (a type name the printer knows), args[0]
   Ternary,   // args = {cond, a, b}

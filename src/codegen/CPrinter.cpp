@@ -40,6 +40,7 @@ int binaryPrecedence(const std::string& op) {
   if (op == "+" || op == "-") return 12;
   if (op == "<" || op == "<=" || op == ">" || op == ">=") return 10;
   if (op == "==" || op == "!=") return 9;
+  if (op == "&") return 8;
   if (op == "&&") return 5;
   if (op == "||") return 4;
   RTCG_ASSERT(false, "C printer: unknown binary operator '" + op + "'");

@@ -155,9 +155,15 @@ struct ParallelIndex {
 // A staged array's tile in shared memory, as the reads served from it see it.
 struct StageRef {
   std::string storage;  // the shared array
-  int64_t offset = 0;   // of the tile in it, in elements
+  C::ExprP offset;      // of the tile (the buffer read) in it, in elements
   std::vector<C::ExprP> origins;  // per dimension: the array index of the tile's first element
   std::vector<int64_t> pitch;     // per dimension: elements between consecutive indices in the tile
+};
+
+// Where a tile copy goes, and whether the reads of the environment are pointed at it afterwards.
+struct TileTarget {
+  C::ExprP buffer;  // which buffer of a double-buffered tile (null: the first)
+  bool pointReads = true;
 };
 
 // Per-point environment for lowering IR expressions.
@@ -256,14 +262,19 @@ class NestEmitter {
                           const std::function<void(Env&, std::vector<C::Stmt>&)>& inner, int stageGroup = -1);
   C::ExprP uniformBase(const ParallelIndex& p) const;
   enum class TileCopy { Direct, LoadToRegisters, StoreFromRegisters };
+  StageRef tileRef(size_t t, const std::map<std::string, C::ExprP>& bases, const C::ExprP& buffer,
+                   std::vector<C::Stmt>& out);
   void stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env, std::vector<C::Stmt>& out,
-                 TileCopy mode = TileCopy::Direct, const std::vector<std::string>& regs = {});
+                 TileCopy mode = TileCopy::Direct, const std::vector<std::string>& regs = {},
+                 const TileTarget& target = TileTarget());
   void stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out,
-                 TileCopy mode = TileCopy::Direct);
+                 TileCopy mode = TileCopy::Direct, const TileTarget& target = TileTarget());
+  void readStep(int group, const C::ExprP& stepBase, const C::ExprP& buffer, Env& env, std::vector<C::Stmt>& out);
   int64_t copyTrips(size_t t) const;
   bool declarePrefetch(int group, std::vector<C::Stmt>& out);
   void copyStep(int group, const C::ExprP& first, const C::ExprP& base, const C::ExprP& next, const C::ExprP& hasNext,
-                Env& env, std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage);
+                const C::ExprP& step, Env& env, std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage,
+                std::vector<C::Stmt>& after);
   std::map<size_t, std::vector<std::string>> prefetchRegs_;  // per staged tile: prefetch registers
   bool hasStepStaging(int group) const;
   bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env) const;
@@ -288,7 +299,7 @@ C::ExprP NestEmitter::lowerAccess(int array, const std::vector<Expr>& indices, E
   if (staged != env.staged.end()) {
     // Served from the shared tile: (index - origin) * pitch per dimension.
     const StageRef& ref = staged->second;
-    std::vector<C::ExprP> terms{lit(ref.offset)};
+    std::vector<C::ExprP> terms{ref.offset};
     for (size_t d = 0; d < indices.size(); ++d) {
       C::ExprP e = lower(indices[d], env, out);
       const C::ExprP& o = ref.origins[d];
@@ -397,13 +408,16 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   if (is.parts.size() == 1 && !isCoordinate(is.parts[0].place)) {
     std::string v = names_.fresh(l.name);
     env.vars[l.id] = C::name(v);
-    std::vector<C::Stmt> body;
+    std::vector<C::Stmt> body, after;
     if (staging) {
       // Each step is one iteration: the tile is the footprint of this value of the index.
       C::ExprP nextV = C::sum({C::name(v), lit(1)});
-      copyStep(stageGroup, lo, C::name(v), nextV, C::binary("<", nextV, hi), env, out, body);
+      bool zeroLo = lo->kind == C::ExprKind::IntLit && lo->intValue == 0;
+      C::ExprP step = zeroLo ? C::name(v) : C::binary("-", C::name(v), lo);
+      copyStep(stageGroup, lo, C::name(v), nextV, C::binary("<", nextV, hi), step, env, out, body, after);
     }
     emitReductionLoops(loops, q + 1, env, body, inner);
+    for (C::Stmt& st : after) body.push_back(std::move(st));
     if (staging) body.push_back(C::syncThreads());  // the tile is read by all before the next copy
     out.push_back(C::forLoop(idx_, v, lo, hi, unrollOf(is.parts[0].place), std::move(body)));
     return;
@@ -440,14 +454,14 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     vars.push_back(names_.fresh(fmt::format("{}_{}", l.name, p)));
     terms.push_back(C::product(C::name(vars.back()), lit(stride)));
   }
-  std::vector<C::Stmt> stage;
+  std::vector<C::Stmt> stage, after;
   if (staging) {
     // The step covers lo + k_0 * inner .. + inner - 1. Prefetched: this step's registers go to
     // shared memory, then the next step's loads are issued before this step's arithmetic.
     C::ExprP nextStep = C::sum({C::name(vars[0]), lit(1)});
     copyStep(stageGroup, lo, C::sum({lo, C::product(C::name(vars[0]), lit(innerProduct))}),
-             C::sum({lo, C::product(nextStep, lit(innerProduct))}), C::binary("<", nextStep, firstTrip), env, out,
-             stage);
+             C::sum({lo, C::product(nextStep, lit(innerProduct))}), C::binary("<", nextStep, firstTrip),
+             C::name(vars[0]), env, out, stage, after);
   }
   std::string v = names_.fresh(l.name);
   env.vars[l.id] = C::name(v);
@@ -483,6 +497,7 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   }
   if (staging) {
     stage.insert(stage.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
+    stage.insert(stage.end(), std::make_move_iterator(after.begin()), std::make_move_iterator(after.end()));
     stage.push_back(C::syncThreads());
     body = std::move(stage);
   }
@@ -622,28 +637,68 @@ bool NestEmitter::hasStepStaging(int group) const {
 }
 
 void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out,
-                            TileCopy mode) {
+                            TileCopy mode, const TileTarget& target) {
   std::map<std::string, C::ExprP> bases{{"step", stepBase}};
   for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
   for (size_t t = 0; t < plan_.arrays.size(); ++t)
     if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group)
-      stageTile(t, bases, env, out, mode, mode == TileCopy::Direct ? std::vector<std::string>{} : prefetchRegs_.at(t));
+      stageTile(t, bases, env, out, mode, mode == TileCopy::Direct ? std::vector<std::string>{} : prefetchRegs_.at(t),
+                target);
 }
 
-// The copy of a step's tiles of `group` (the step starting at `base`) into shared memory,
-// appended to `stage`, then a barrier; `env` then reads them. Prefetched (declarePrefetch): the
-// first step (at `first`) is loaded into registers in `before` (ahead of the loop); each step
-// stores its registers, and after the barrier issues the loads of the next step (at `next`, when
-// `hasNext`) so they overlap the step's arithmetic.
+// Points the reads of `env` at buffer `buffer` of the step tiles of `group` (the step at `stepBase`).
+void NestEmitter::readStep(int group, const C::ExprP& stepBase, const C::ExprP& buffer, Env& env,
+                           std::vector<C::Stmt>& out) {
+  std::map<std::string, C::ExprP> bases{{"step", stepBase}};
+  for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+  for (size_t t = 0; t < plan_.arrays.size(); ++t)
+    if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group)
+      env.staged[plan_.arrays[t].array] = tileRef(t, bases, buffer, out);
+}
+
+// The copy of a step's tiles of `group` (the step starting at `base`, number `step` counting from
+// 0) into shared memory: `before` goes ahead of the loop over steps, `stage` at the start of each
+// step, `after` at its end, followed by the caller's barrier; `env` then reads the step's tiles.
+// One buffer: each step copies its tiles, then a barrier. Prefetched (declarePrefetch): the first
+// step (at `first`) is loaded into registers ahead of the loop; each step stores its registers,
+// and after the barrier issues the loads of the next step (at `next`, when `hasNext`) so they
+// overlap the step's arithmetic.
+// Two buffers (`buffers: 2`): the first step is copied into buffer 0 ahead of the loop; step s
+// reads buffer s % 2 and copies step s + 1 into the other one (prefetched: loads at the start,
+// stores at the end), so the caller's one barrier per step both publishes the next tiles and
+// frees the ones just read.
 void NestEmitter::copyStep(int group, const C::ExprP& first, const C::ExprP& base, const C::ExprP& next,
-                           const C::ExprP& hasNext, Env& env, std::vector<C::Stmt>& before,
-                           std::vector<C::Stmt>& stage) {
-  if (!declarePrefetch(group, before)) {
+                           const C::ExprP& hasNext, const C::ExprP& step, Env& env, std::vector<C::Stmt>& before,
+                           std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
+  Env scratch = env;  // copies that the reads of this step do not see
+  const bool prefetch = declarePrefetch(group, before);
+  if (sched_.buffers > 1) {
+    const C::ExprP current = C::binary("&", step, lit(1));
+    const C::ExprP other = C::binary("&", C::sum({step, lit(1)}), lit(1));
+    const TileTarget first0{lit(0), false}, toOther{other, false};
+    std::vector<C::Stmt> copies;
+    if (prefetch) {
+      stageStep(group, first, scratch, before, TileCopy::LoadToRegisters);
+      stageStep(group, first, scratch, before, TileCopy::StoreFromRegisters, first0);
+      stageStep(group, next, scratch, copies, TileCopy::LoadToRegisters);
+      stage.push_back(C::ifThen(hasNext, std::move(copies)));
+      std::vector<C::Stmt> stores;
+      stageStep(group, next, scratch, stores, TileCopy::StoreFromRegisters, toOther);
+      after.push_back(C::ifThen(hasNext, std::move(stores)));
+    } else {
+      stageStep(group, first, scratch, before, TileCopy::Direct, first0);
+      stageStep(group, next, scratch, copies, TileCopy::Direct, toOther);
+      stage.push_back(C::ifThen(hasNext, std::move(copies)));
+    }
+    before.push_back(C::syncThreads());
+    readStep(group, base, current, env, stage);
+    return;
+  }
+  if (!prefetch) {
     stageStep(group, base, env, stage);
     stage.push_back(C::syncThreads());
     return;
   }
-  Env scratch = env;  // the loads do not change what the reads see
   stageStep(group, first, scratch, before, TileCopy::LoadToRegisters);
   stageStep(group, base, env, stage, TileCopy::StoreFromRegisters);
   stage.push_back(C::syncThreads());
@@ -696,26 +751,21 @@ C::ExprP NestEmitter::uniformBase(const ParallelIndex& p) const {
 // step splits the copy in two: LoadToRegisters (global -> the thread's registers `regs`, one per
 // element it copies; `env` is not changed) and StoreFromRegisters (registers -> shared, and the
 // reads of `env` point at the tile).
-void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env,
-                            std::vector<C::Stmt>& out, TileCopy mode, const std::vector<std::string>& regs) {
+// The tile `t` as reads see it: its buffer's offset, per dimension the origin (declared into
+// `out` when not constant) and the pitch in the tile's storage order.
+StageRef NestEmitter::tileRef(size_t t, const std::map<std::string, C::ExprP>& bases, const C::ExprP& buffer,
+                              std::vector<C::Stmt>& out) {
   const StagedArray& sa = plan_.arrays[t];
-  const Param& param = k_.params[sa.array];
-  const std::string& arr = paramNames_[sa.array];
   const size_t rank = sa.dims.size();
-  StageRef ref{tiles_[t].storage, tiles_[t].offset, {}, std::vector<int64_t>(rank, 1)};
-  for (size_t d = rank; d-- > 1;) ref.pitch[d - 1] = ref.pitch[d] * sa.padded[d];
-
-  std::vector<std::string> box;
-  int64_t total = 1;
-  for (const StagedDim& d : sa.dims) {
-    box.push_back(fmt::format("{}", d.size));
-    total *= d.size;
+  C::ExprP offset = lit(tiles_[t].offset);
+  if (buffer) offset = C::sum({offset, C::product(buffer, lit(sa.elements))});
+  StageRef ref{tiles_[t].storage, offset, {}, std::vector<int64_t>(rank, 1)};
+  int64_t pitch = 1;
+  for (size_t q = rank; q-- > 0;) {
+    ref.pitch[sa.order[q]] = pitch;
+    pitch *= sa.padded[sa.order[q]];
   }
-  static const char* const verbs[] = {"Stage {} in shared memory", "Load a step's tile of {} into registers",
-                                      "Store the registers' tile of {} in shared memory"};
-  out.push_back(C::comment(fmt::format("{}: a tile of {} elements, copied by all {} threads",
-                                       fmt::format(fmt::runtime(verbs[(int)mode]), param.name),
-                                       rank ? fmt::format("{}", fmt::join(box, " x ")) : "1", threads_)));
+  const std::string& arr = paramNames_[sa.array];
   for (size_t d = 0; d < rank; ++d) {
     std::vector<C::ExprP> terms{lit(sa.dims[d].constant)};
     for (const auto& [key, c] : sa.dims[d].coeffs) terms.push_back(C::product(bases.at(key), lit(c)));
@@ -727,12 +777,39 @@ void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bas
     }
     ref.origins.push_back(origin);
   }
+  return ref;
+}
+
+void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env,
+                            std::vector<C::Stmt>& out, TileCopy mode, const std::vector<std::string>& regs,
+                            const TileTarget& target) {
+  const StagedArray& sa = plan_.arrays[t];
+  const Param& param = k_.params[sa.array];
+  const std::string& arr = paramNames_[sa.array];
+  const size_t rank = sa.dims.size();
+
+  std::vector<std::string> box;
+  int64_t total = 1;
+  for (const StagedDim& d : sa.dims) {
+    box.push_back(fmt::format("{}", d.size));
+    total *= d.size;
+  }
+  static const char* const verbs[] = {"Stage {} in shared memory", "Load a step's tile of {} into registers",
+                                      "Store the registers' tile of {} in shared memory"};
+  std::string where;
+  if (target.buffer && mode != TileCopy::LoadToRegisters)
+    where = target.buffer->kind == C::ExprKind::IntLit ? fmt::format(" (buffer {})", target.buffer->intValue)
+                                                        : " (the other buffer)";
+  out.push_back(C::comment(fmt::format("{}{}: a tile of {} elements, copied by all {} threads",
+                                       fmt::format(fmt::runtime(verbs[(int)mode]), param.name), where,
+                                       rank ? fmt::format("{}", fmt::join(box, " x ")) : "1", threads_)));
+  StageRef ref = tileRef(t, bases, target.buffer, out);
 
   // The copy of element `e` (an expression), into shared memory or register `reg`.
   auto copyElement = [&](const C::ExprP& e, const std::string& reg) {
     std::vector<C::Stmt> copy;
     int64_t after = total;
-    C::ExprP inside, tileIndex = lit(ref.offset), flat;
+    C::ExprP inside, tileIndex = ref.offset, flat;
     std::string en = names_.fresh("e");
     copy.push_back(C::decl(idx_, en, e));
     for (size_t d = 0; d < rank; ++d) {
@@ -784,7 +861,7 @@ void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bas
       out.push_back(C::block(guarded(e, copyElement(e, regs[c]))));
     }
   }
-  if (mode != TileCopy::LoadToRegisters) env.staged[sa.array] = std::move(ref);
+  if (mode != TileCopy::LoadToRegisters && target.pointReads) env.staged[sa.array] = std::move(ref);
 }
 
 // Elements each thread copies per step for tile `t`.
@@ -1038,7 +1115,7 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
         byteOffset += (sa.bytes + 15) / 16 * 16;
       } else {
         std::string n = names_.fresh("s_" + k_.params[sa.array].name);
-        body.push_back(C::sharedArray(cudaTypeName(t), n, sa.elements));
+        body.push_back(C::sharedArray(cudaTypeName(t), n, sa.elements * sa.buffers));
         tiles_.push_back({n, 0});
       }
     }

@@ -584,21 +584,25 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
     for (const StagedDim& d : sa.dims)
       for (const auto& [key, c] : d.coeffs) sa.movesWithSerial = sa.movesWithSerial || (key != "step" && serialKey[key]);
     for (const StagedDim& d : sa.dims) sa.padded.push_back(d.size);
+    for (size_t d = 0; d < sa.dims.size(); ++d) sa.order.push_back(d);
+    if (s.isTransposed(name)) std::reverse(sa.order.begin(), sa.order.end());
     if (sa.padded.size() >= 2) {
-      // Does a warp read down a column of the tile (neighbouring thread.x threads at different
-      // positions of a dimension other than the last)?
+      // The innermost stored dimension is the tile's row. Does a warp read down a column of the
+      // tile (neighbouring thread.x threads at different positions of another dimension)? Does a
+      // thread walk its row along a reduction?
+      const size_t rowDim = sa.order.back();
       bool columnReads = false, alongReduction = false;
       for (const StagedLoad& l : loads) {
-        for (size_t d = 0; d + 1 < l.load->operands.size(); ++d) {
+        for (size_t d = 0; d < l.load->operands.size(); ++d) {
           std::set<int> ids;
           varIds(l.load->operands[d], VarKind::Index, ids);
-          for (int id : ids) columnReads = columnReads || threadXLoops.count(id) > 0;
+          for (int id : ids) {
+            if (d != rowDim) columnReads = columnReads || threadXLoops.count(id) > 0;
+            else alongReduction = alongReduction || hull.count(id) > 0;
+          }
         }
-        std::set<int> last;
-        varIds(l.load->operands.back(), VarKind::Index, last);
-        for (int id : last) alongReduction = alongReduction || hull.count(id) > 0;
       }
-      int64_t& row = sa.padded.back();
+      int64_t& row = sa.padded[rowDim];
       auto alignRow = [&row] { row = (row + 3) / 4 * 4; };  // 4 elements: 16 bytes of f32
       if (columnReads && alongReduction && row >= 4) {
         // Each thread walks its own row along a reduction (a matrix row per output node): rows
@@ -612,13 +616,15 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
       } else {
         // Rows stay 16-byte aligned, so that a thread's neighbouring reads along a row merge into
         // vector loads; rows of a multiple of 32 elements are staggered by 4 (the rows of
-        // neighbouring threads then start in different banks).
+        // neighbouring threads then start in different banks, and so do the elements that the
+        // copy of a transposed tile stores from one warp).
         if (row >= 4) alignRow();
         if (row % 32 == 0) row += 4;
       }
     }
     for (int64_t e : sa.padded) sa.elements *= e;
-    sa.bytes = sa.elements * typeBytes(k.params[a].type);
+    if (sa.level == StageLevel::Step) sa.buffers = s.buffers;
+    sa.bytes = sa.elements * sa.buffers * typeBytes(k.params[a].type);
     plan.bytes += (sa.bytes + 15) / 16 * 16;
     plan.arrays.push_back(std::move(sa));
   }

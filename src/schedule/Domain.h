@@ -102,15 +102,18 @@ struct StagedArray {
   int group = -1;              // Step: index into hoistedReductionGroups
   bool movesWithSerial = false;  // Block: the box depends on a serial/unroll part of a parallel index
   std::vector<StagedDim> dims;
-  std::vector<int64_t> padded;   // box sizes with the row padding (see planStaging: +1 against bank
-                                 // conflicts of column reads, else rows rounded to 16-byte alignment)
-  int64_t elements = 1;          // product of padded
-  int64_t bytes = 0;
+  std::vector<size_t> order;     // storage order of the dimensions, outermost first (reversed for `a^T`)
+  std::vector<int64_t> padded;   // box sizes (by dimension) with the padding of the innermost stored
+                                 // dimension (see planStaging: +1 against bank conflicts of column
+                                 // reads, else rows rounded to 16-byte alignment)
+  int64_t elements = 1;          // product of padded: one buffer
+  int64_t buffers = 1;           // Step level with `buffers: 2`: two buffers of `elements`
+  int64_t bytes = 0;             // every buffer
 };
 
 struct StagingPlan {
   std::vector<StagedArray> arrays;  // in the order of NestSchedule::shared
-  int64_t bytes = 0;                // every tile, each aligned to 16 bytes
+  int64_t bytes = 0;                // every tile (all its buffers), each aligned to 16 bytes
   std::vector<std::string> errors;  // why an array cannot be staged (empty when the plan is usable)
 };
 

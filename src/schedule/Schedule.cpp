@@ -60,6 +60,10 @@ const IndexSchedule* NestSchedule::find(std::string_view index) const {
   return nullptr;
 }
 
+bool NestSchedule::isTransposed(std::string_view array) const {
+  return std::find(transposed.begin(), transposed.end(), array) != transposed.end();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Printing
 
@@ -76,7 +80,12 @@ std::string printIndexSchedule(const IndexSchedule& s) {
 std::string printNestSchedule(const NestSchedule& s) {
   std::vector<std::string> clauses;
   for (const IndexSchedule& i : s.indices) clauses.push_back(printIndexSchedule(i));
-  if (!s.shared.empty()) clauses.push_back(fmt::format("shared: {}", fmt::join(s.shared, ", ")));
+  if (!s.shared.empty()) {
+    std::vector<std::string> arrays;
+    for (const std::string& a : s.shared) arrays.push_back(s.isTransposed(a) ? a + "^T" : a);
+    clauses.push_back(fmt::format("shared: {}", fmt::join(arrays, ", ")));
+  }
+  if (s.buffers > 1) clauses.push_back(fmt::format("buffers: {}", s.buffers));
   if (s.blocksPerSM > 0) clauses.push_back(fmt::format("blocks_per_sm: {}", s.blocksPerSM));
   if (clauses.empty()) return "-";
   return fmt::format("{}", fmt::join(clauses, "; "));
@@ -178,10 +187,10 @@ class ScheduleParser {
       if (!atEnd() && !peek('|')) fail("expected '|' or the end of the text after '-'");
       return n;
     }
-    bool sawShared = false, sawBlocks = false;
+    bool sawShared = false, sawBlocks = false, sawBuffers = false;
     do {
       size_t clauseStart = (skipSpace(), pos_);
-      std::string name = word("an index name, 'shared' or 'blocks_per_sm'");
+      std::string name = word("an index name, 'shared', 'buffers' or 'blocks_per_sm'");
       expect(':', fmt::format("after '{}'", name).c_str());
       if (name == "blocks_per_sm") {
         if (sawBlocks) failAt(clauseStart, "'blocks_per_sm:' is given twice for this nest");
@@ -190,11 +199,26 @@ class ScheduleParser {
         if (!atNumber()) fail("expected a number of blocks after 'blocks_per_sm:'");
         n.blocksPerSM = number();
         if (n.blocksPerSM < 1 || n.blocksPerSM > 32) failAt(at, "blocks_per_sm must be between 1 and 32");
+      } else if (name == "buffers") {
+        if (sawBuffers) failAt(clauseStart, "'buffers:' is given twice for this nest");
+        sawBuffers = true;
+        size_t at = (skipSpace(), pos_);
+        if (!atNumber()) fail("expected 1 or 2 after 'buffers:'");
+        n.buffers = number();
+        if (n.buffers < 1 || n.buffers > 2) failAt(at, "buffers must be 1 or 2");
       } else if (name == "shared") {
         if (sawShared) failAt(clauseStart, "'shared:' is given twice for this nest");
         sawShared = true;
-        n.shared.push_back(word("an array name"));
-        while (accept(',')) n.shared.push_back(word("an array name"));
+        do {
+          n.shared.push_back(word("an array name"));
+          // `a^T`: the tile is stored with its dimensions reversed.
+          if (accept('^')) {
+            size_t at = pos_;
+            if (pos_ >= t_.size() || t_[pos_] != 'T') failAt(at, "expected 'T' after '^' (a transposed tile: 'a^T')");
+            ++pos_;
+            n.transposed.push_back(n.shared.back());
+          }
+        } while (accept(','));
       } else {
         IndexSchedule is{name, {}};
         do {
@@ -409,9 +433,22 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
                          "arrays are staged)", a));
     else if (!reads.count(p)) reason(fmt::format("array '{}' is not read in this nest", a));
   }
+  for (const std::string& a : ns.transposed) {
+    int p = k.findParam(a);
+    if (std::find(ns.shared.begin(), ns.shared.end(), a) == ns.shared.end())
+      reason(fmt::format("array '{}' is marked transposed but is not staged in 'shared:'", a));
+    if (p >= 0 && k.params[p].isArray() && k.params[p].shape.size() < 2)
+      reason(fmt::format("array '{}' has one dimension: its tile cannot be transposed ('{}^T')", a, a));
+  }
+  if (ns.buffers > 1 && ns.shared.empty())
+    reason("'buffers: 2' double-buffers tiles staged per reduction step, but nothing is staged ('shared:')");
   if (ns.shared.empty() || out.size() != reasonsBefore) return;
   StagingPlan plan = planStaging(k, nestIdx, ns);
   for (const std::string& e : plan.errors) reason(e);
+  if (plan.errors.empty() && ns.buffers > 1 &&
+      std::none_of(plan.arrays.begin(), plan.arrays.end(), [](const StagedArray& sa) { return sa.level == StageLevel::Step; }))
+    reason("'buffers: 2' double-buffers tiles staged per reduction step, but every staged array is staged once "
+           "per block");
   if (plan.bytes > lim.maxSharedBytes)
     reason(fmt::format("staging needs {} bytes of shared memory (at most {})", plan.bytes, lim.maxSharedBytes));
 }

@@ -32,7 +32,12 @@
 // indices; reduction loops keep the nesting order they have in the kernel. `shared: a, b` names read-only arrays staged in shared memory: see
 // planStaging (schedule/Domain.h) for what is staged where. `blocks_per_sm: 2` asks the compiler
 // to fit two blocks on a multiprocessor (fewer registers per thread, more warps to hide barriers).
-// `shared` and `blocks_per_sm` are clause names, not index names.
+// `shared: a^T` stores a's tile with its dimensions reversed (a [i, k] box as k rows of i): a
+// thread whose register points run along i then reads them as one vector per k, and holds only
+// one k's operands at a time. `buffers: 2` gives each tile staged per reduction step two buffers:
+// the next step is copied into one while the block computes from the other, so each step needs
+// one barrier instead of two. `shared`, `buffers` and `blocks_per_sm` are clause names, not index
+// names.
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.
@@ -71,10 +76,14 @@ struct IndexSchedule {
 struct NestSchedule {
   std::vector<IndexSchedule> indices;  // clause order
   std::vector<std::string> shared;     // arrays staged in shared memory
+  std::vector<std::string> transposed; // of `shared`: tiles stored with their dimensions reversed (`a^T`)
+  // `buffers: 2`: tiles staged per reduction step are double-buffered (1: one buffer).
+  int64_t buffers = 1;
   // `blocks_per_sm: N`: the kernel is compiled with __launch_bounds__(threads, N), so that NVCC
   // keeps its registers few enough for N blocks per multiprocessor (0: no such request).
   int64_t blocksPerSM = 0;
   const IndexSchedule* find(std::string_view index) const;  // nullptr if absent
+  bool isTransposed(std::string_view array) const;
   bool operator==(const NestSchedule&) const = default;
 };
 

@@ -52,6 +52,22 @@ TEST(HostEmulation, MatmulStagedPerStep) {
   }
 }
 
+TEST(HostEmulation, TransposedAndDoubleBufferedTiles) {
+  for (int64_t n : {37, 32}) {
+    // a's tile stored k-major (a^T), both tiles double-buffered, steps prefetched into registers.
+    EXPECT_EQ(checkOnHost(matmul(n), "i: grid.y, thread.y 4, reg 4; j: grid.x, reg 2, thread.x 4, reg 4; k: serial, unroll 4; shared: a^T, b; buffers: 2"), "") << n;
+    EXPECT_EQ(checkOnHost(matmul(n), "i: grid.y, reg 2, thread.y 4, reg 2; j: grid.x, thread.x 8, reg 2; k: serial, unroll 4; shared: a^T, b"), "") << n;
+    // Steps too large to prefetch (direct copies into the other buffer), and steps of one value.
+    EXPECT_EQ(checkOnHost(matmul(n), "i: grid.y, thread.y 2; j: grid.x, thread.x 4; k: serial, unroll 16; shared: a^T, b; buffers: 2"), "") << n;
+    EXPECT_EQ(checkOnHost(matmul(n), "i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: serial; shared: a, b^T; buffers: 2"), "") << n;
+  }
+  // DG: the matrices whole (once per block), u per step of j in two buffers; odd step counts.
+  EXPECT_EQ(checkOnHost(dgDiff(13, 20), "k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial, unroll 3; shared: Dr, Ds, Dt, u; buffers: 2"), "");
+  EXPECT_EQ(checkOnHost(dgDiff(13, 20), "k: grid.x, reg 2, thread.y 2; i: serial, thread.x 20; j: serial, unroll 7; shared: Dr^T, u^T; buffers: 2"), "");
+  EXPECT_EQ(checkOnHost(example("dg_lift.rtcg", "dg_lift", {{"K", 7}, {"Np", 10}, {"Nfp", 4}}),
+                        "k: grid.x, thread.y 2; i: serial, thread.x 16; f: serial; shared: LIFT^T, flux, invJ; buffers: 2"), "");
+}
+
 TEST(HostEmulation, WholeArrayAndBlockTiles) {
   // Small n: the tile covers the whole array and is staged once per block.
   EXPECT_EQ(checkOnHost(matmul(10), "i: grid.y, thread.y 8; j: grid.x, thread.x 16; k: serial, unroll 2; shared: a, b"), "");

@@ -58,6 +58,8 @@ TEST(Schedule, RoundTripsManyTexts) {
       "x_1: serial; y2: grid.x",
       "i: grid.y, thread.y 16, reg 8; j: grid.x, thread.x 16; k: serial, unroll 8; shared: a, b; blocks_per_sm: 2",
       "i: grid.x, thread.x 128; blocks_per_sm: 4",
+      "i: grid.y, thread.y 16, reg 8; j: grid.x, thread.x 16; k: serial, unroll 8; shared: a^T, b; buffers: 2",
+      "shared: x, a^T, y^T; buffers: 2; blocks_per_sm: 2",
   };
   for (const char* t : texts) {
     Schedule s = parseOk(t);
@@ -103,6 +105,10 @@ TEST(Schedule, ParseErrorsHaveColumns) {
       {"- i: serial", 3, "after '-'"},
       {"i: serial, unroll 99999999999999999", 19, "too large"},
       {"i: serial |", 12, "expected an index name"},
+      {"shared: a^t", 11, "expected 'T' after '^'"},
+      {"shared: a^", 11, "expected 'T' after '^'"},
+      {"i: serial; buffers: 3", 21, "buffers must be 1 or 2"},
+      {"i: serial; buffers: 2; buffers: 2", 24, "given twice"},
   };
   for (const Case& c : cases) {
     auto r = parseSchedule(c.text);
@@ -117,7 +123,9 @@ TEST(Schedule, ValidSchedulesHaveNoReasons) {
   for (const char* t : {"i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4",
                         "i: grid.y; j: grid.x, thread.x 256; k: serial",
                         "j: grid.x, thread.x 32, reg 2; i: grid.y, thread.y 8, reg 4; k: unroll, serial 2",
-                        "i: serial; j: thread.x; k: unroll"}) {
+                        "i: serial; j: thread.x; k: unroll",
+                        "i: grid.y, thread.y 4; j: grid.x, thread.x 32; k: serial; shared: b; buffers: 2; blocks_per_sm: 2",
+                        "i: grid.y, thread.y 4; j: grid.x, thread.x 32; k: serial, unroll 8; shared: a^T, b^T; buffers: 2"}) {
     auto reasons = validateSchedule(mm, parseOk(t));
     EXPECT_TRUE(reasons.empty()) << t << "\n" << joined(reasons);
   }
@@ -153,6 +161,7 @@ TEST(Schedule, ValidationReasons) {
       {"i: grid.y; j: grid.x, thread.x 32; k: thread.y, serial 100; shared: a", "give 'k' a serial or unroll first part"},
       {"i: grid.y; j: grid.x; k: serial; i: serial", "'i' is scheduled twice"},
       {"i: grid.y | j: grid.x", "the schedule has 2 nest schedules but kernel 'matmul' has 1"},
+      {"i: grid.y; j: grid.x; k: serial; buffers: 2", "but nothing is staged"},
   };
   for (const Case& c : cases) {
     auto reasons = validateSchedule(mm, parseOk(c.text));
@@ -194,6 +203,24 @@ TEST(Schedule, StagingAndSplitReductionReasons) {
   EXPECT_EQ(plan.arrays[1].level, StageLevel::Step);   // u: 4 elements x 4 steps of j
   EXPECT_EQ(plan.arrays[1].elements, 16);
   EXPECT_EQ(plan.bytes, 1600 + 64);
+  // Transposed and double-buffered: Dr^T is stored row-major over (j, i); u's step tiles twice.
+  NestSchedule tb = parseOk("k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial, unroll 4; shared: Dr^T, u; buffers: 2").nests[0];
+  EXPECT_TRUE(validateSchedule(dgDiff(100, 20), Schedule{{tb}}).empty());
+  StagingPlan tplan = planStaging(dgDiff(100, 20), 0, tb);
+  ASSERT_EQ(tplan.arrays.size(), 2u);
+  EXPECT_EQ(tplan.arrays[0].order, (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(tplan.arrays[0].buffers, 1);  // once per block: nothing to double-buffer
+  EXPECT_EQ(tplan.arrays[1].buffers, 2);
+  EXPECT_EQ(tplan.bytes, (int64_t)tplan.arrays[0].bytes + 2 * 64);
+  // A transposed one-dimensional array, a transposed array that is not staged, buffers without steps.
+  auto one = validateSchedule(dot(100), Schedule{{NestSchedule{{{"i", {{Placement::Serial, {}}, {Placement::ThreadX, 32}}}}, {"x"}, {"x"}}}});
+  EXPECT_TRUE(hasReason(one, "array 'x' has one dimension")) << joined(one);
+  NestSchedule stray = parseOk("i: grid.y; j: grid.x; k: serial; shared: b").nests[0];
+  stray.transposed = {"a"};
+  auto notStaged = validateSchedule(matmul(64), Schedule{{stray}});
+  EXPECT_TRUE(hasReason(notStaged, "array 'a' is marked transposed but is not staged")) << joined(notStaged);
+  auto blockOnly = validateSchedule(dgDiff(100, 20), parseOk("k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial; shared: Dr; buffers: 2"));
+  EXPECT_TRUE(hasReason(blockOnly, "every staged array is staged once per block")) << joined(blockOnly);
 }
 
 TEST(Schedule, UnboundKernelIsRejected) {

@@ -330,14 +330,26 @@ TEST(Space, MatmulHasRegisterTilesWithThreadXOnJ) {
 
 TEST(Space, MatmulOffersAStagedEightByEightTile) {
   // The classic FP32 GEMM tile: 16 x 16 threads, 8 x 8 outputs each, both operands staged per
-  // unrolled step of the reduction.
+  // unrolled step of the reduction in two buffers; a's tile also stored k-major (a^T: each
+  // thread's 8 rows are contiguous), ranked ahead of the untransposed tie.
   Kernel bound = bindAll(example("matmul").kernel, {{"n", 4096}});
   Space space = enumerateSchedules(bound);
-  bool found = false;
-  for (const Candidate& c : space.candidates)
-    if (c.text == "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; shared: a, b")
-      found = true;
-  EXPECT_TRUE(found);
+  const std::string tile = "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; ";
+  std::ptrdiff_t transposed = -1, plain = -1;
+  for (size_t c = 0; c < space.candidates.size(); ++c) {
+    if (space.candidates[c].text == tile + "shared: a^T, b; buffers: 2") transposed = (std::ptrdiff_t)c;
+    if (space.candidates[c].text == tile + "shared: a, b; buffers: 2") plain = (std::ptrdiff_t)c;
+  }
+  ASSERT_GE(transposed, 0);
+  ASSERT_GE(plain, 0);
+  EXPECT_LT(transposed, plain);
+  // b's tile is k-major already: never offered transposed; cyclic rows (i: reg 8, thread.y 16)
+  // are not contiguous runs, so their a tile is not offered transposed either.
+  for (const Candidate& c : space.candidates) {
+    EXPECT_EQ(c.text.find("b^T"), std::string::npos) << c.text;
+    if (c.text.find("i: grid.y, reg 8, thread.y 16;") != std::string::npos)
+      EXPECT_EQ(c.text.find("a^T"), std::string::npos) << c.text;
+  }
 }
 
 TEST(Space, ScheduleDistance) {
@@ -362,6 +374,10 @@ TEST(Space, ScheduleDistance) {
                    4);
   Schedule b = parse("i: grid.y, thread.y 16, reg 4; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; shared: a, b");
   EXPECT_EQ(scheduleDistance(a, b), scheduleDistance(b, a));
+  // A tile stored the other way: 1; double-buffered: 1.
+  EXPECT_DOUBLE_EQ(scheduleDistance(a, parse("i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: serial, "
+                                             "unroll 8; shared: a^T, b; buffers: 2")),
+                   2);
   Schedule two = parse("i: grid.x | i: grid.x");
   EXPECT_TRUE(std::isinf(scheduleDistance(a, two)));
 }
