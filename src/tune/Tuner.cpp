@@ -145,7 +145,8 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   }
   result.generated = int64_t(jobs.size());
 
-  // The reference: compiled now, so the sample size is known for the settings.
+  // The reference program, compiled up front: its outer loops give the sample size for kernels
+  // over the reference limit.
   ReferenceProgram referenceProgram(bound);
   ReferenceOptions referenceOptions;
   referenceOptions.sampleSeed = options.seed;
