@@ -120,9 +120,12 @@ CompiledKernel compileKernel(const Kernel& k);
 struct ArrayView {
   void* data = nullptr;
   ScalarType type{};
+  uint8_t* written = nullptr;  // sampled runs: one byte per element, set to 1 by stores (trackWrites)
 };
 
 // Runs `code` on `frame`. Throws rtcg::Error on an out-of-range index or integer division by zero.
-void execute(const CompiledKernel& k, const Code& code, Slot* frame, const ArrayView* arrays);
+// With trackWrites, every store also marks its element in the array's `written` mask (where the
+// view has one); without, stores cost what they always did (a separate instantiation).
+void execute(const CompiledKernel& k, const Code& code, Slot* frame, const ArrayView* arrays, bool trackWrites = false);
 
 }  // namespace rtcg::refvm

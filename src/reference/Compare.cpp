@@ -2,27 +2,38 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <fmt/format.h>
 
+#include "reference/RandomFill.h"
 #include "support/Error.h"
 
 namespace rtcg {
 
 std::string Comparison::str() const {
-  return fmt::format("rel {:.3g}, max abs {:.3g}, non-finite {} of {}", relativeError, maxAbsError, nonFinite, count);
+  std::string s = fmt::format("rel {:.3g}, max abs {:.3g}, non-finite {} of {}", relativeError, maxAbsError, nonFinite, count);
+  if (sampled) s += fmt::format(" checked, unwritten {} of {} unchecked", unwritten, unchecked);
+  return s;
 }
 
 namespace {
 
-// The comparison over out[i] (any element type, read as double) and ref[i].
-template <class T>
-Comparison compareValues(const T* out, size_t count, const std::vector<double>& ref) {
+// The comparison over out[i] (any element type, read as double) and ref[i], for every i or, with
+// kMasked, for those with checked[i] only.
+template <bool kMasked, class T>
+Comparison compareValues(const T* out, size_t count, const std::vector<double>& ref, const uint8_t* checked = nullptr) {
   if (count != ref.size()) throw Error(fmt::format("comparing {} values with a reference of {}", count, ref.size()));
   Comparison c;
   c.count = int64_t(count);
   double diff2 = 0.0, ref2 = 0.0;
   for (size_t i = 0; i < count; ++i) {
+    if constexpr (kMasked) {
+      if (!checked[i]) {
+        ++c.unchecked;
+        continue;
+      }
+    }
     const double o = double(out[i]), r = ref[i];
     if (!std::isfinite(r)) {
       // A reference that is itself inf/NaN: the output must be the same non-finite value.
@@ -44,13 +55,29 @@ Comparison compareValues(const T* out, size_t count, const std::vector<double>& 
   } else {
     c.relativeError = ref2 > 0.0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
   }
+  if constexpr (kMasked) {
+    c.sampled = true;
+    c.count -= c.unchecked;
+  }
   return c;
+}
+
+template <class T>
+int64_t unwrittenValues(const T* out, size_t count, const std::vector<uint8_t>& checked) {
+  if (count != checked.size()) throw Error(fmt::format("a mask of {} elements for {} values", checked.size(), count));
+  int64_t n = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (checked[i]) continue;
+    if constexpr (std::is_floating_point_v<T>) n += !std::isfinite(out[i]);
+    else n += int64_t(out[i]) == kPoisonInt;
+  }
+  return n;
 }
 
 }  // namespace
 
 Comparison compare(const std::vector<double>& out, const std::vector<double>& ref) {
-  return compareValues(out.data(), out.size(), ref);
+  return compareValues<false>(out.data(), out.size(), ref);
 }
 
 // Reads the array at its element type: no double copy of a large output (the tuner compares
@@ -58,14 +85,41 @@ Comparison compare(const std::vector<double>& out, const std::vector<double>& re
 Comparison compare(const HostArray& out, const std::vector<double>& ref) {
   const size_t n = size_t(out.size());
   switch (out.type()) {
-    case ScalarType::F32: return compareValues(out.as<float>(), n, ref);
-    case ScalarType::F64: return compareValues(out.as<double>(), n, ref);
-    case ScalarType::I32: return compareValues(out.as<int32_t>(), n, ref);
-    case ScalarType::I64: return compareValues(out.as<int64_t>(), n, ref);
+    case ScalarType::F32: return compareValues<false>(out.as<float>(), n, ref);
+    case ScalarType::F64: return compareValues<false>(out.as<double>(), n, ref);
+    case ScalarType::I32: return compareValues<false>(out.as<int32_t>(), n, ref);
+    case ScalarType::I64: return compareValues<false>(out.as<int64_t>(), n, ref);
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");
   return {};
+}
+
+Comparison compare(const HostArray& out, const std::vector<double>& ref, const std::vector<uint8_t>& checked) {
+  const size_t n = size_t(out.size());
+  if (checked.size() != n) throw Error(fmt::format("a mask of {} elements for {} values", checked.size(), n));
+  switch (out.type()) {
+    case ScalarType::F32: return compareValues<true>(out.as<float>(), n, ref, checked.data());
+    case ScalarType::F64: return compareValues<true>(out.as<double>(), n, ref, checked.data());
+    case ScalarType::I32: return compareValues<true>(out.as<int32_t>(), n, ref, checked.data());
+    case ScalarType::I64: return compareValues<true>(out.as<int64_t>(), n, ref, checked.data());
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "bad host array type");
+  return {};
+}
+
+int64_t countUnwritten(const HostArray& out, const std::vector<uint8_t>& checked) {
+  const size_t n = size_t(out.size());
+  switch (out.type()) {
+    case ScalarType::F32: return unwrittenValues(out.as<float>(), n, checked);
+    case ScalarType::F64: return unwrittenValues(out.as<double>(), n, checked);
+    case ScalarType::I32: return unwrittenValues(out.as<int32_t>(), n, checked);
+    case ScalarType::I64: return unwrittenValues(out.as<int64_t>(), n, checked);
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "bad host array type");
+  return 0;
 }
 
 double relativeError(const HostArray& out, const std::vector<double>& ref) { return compare(out, ref).relativeError; }

@@ -93,7 +93,18 @@ inline double fminNan(double a, double b) { return (a < b || std::isnan(a)) ? a 
 
 }  // namespace
 
-void execute(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* arrays) {
+namespace {
+
+// Marks element `off` of the array of `s` as written, in the tracking instantiation only.
+template <bool kTrackWrites>
+inline void markWritten(const ArrayView* arrays, const AccessSite& s, int64_t off) {
+  if constexpr (kTrackWrites) {
+    if (uint8_t* w = arrays[s.array].written) w[off] = 1;
+  }
+}
+
+template <bool kTrackWrites>
+void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* arrays) {
   const Instr* ins = code.instrs.data();
   const int32_t n = int32_t(code.instrs.size());
   const AccessSite* sites = k.sites.data();
@@ -194,21 +205,34 @@ void execute(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView
       }
       case Op::StoreF: {
         const AccessSite& s = sites[I.a];
-        static_cast<double*>(arrays[s.array].data)[offsetOf(k, s, r)] = r[I.b].f;
+        const int64_t off = offsetOf(k, s, r);
+        static_cast<double*>(arrays[s.array].data)[off] = r[I.b].f;
+        markWritten<kTrackWrites>(arrays, s, off);
         break;
       }
       case Op::StoreI32: {
         const AccessSite& s = sites[I.a];
-        static_cast<int32_t*>(arrays[s.array].data)[offsetOf(k, s, r)] = int32_t(wrapToInt(r[I.b].i, ScalarType::I32));
+        const int64_t off = offsetOf(k, s, r);
+        static_cast<int32_t*>(arrays[s.array].data)[off] = int32_t(wrapToInt(r[I.b].i, ScalarType::I32));
+        markWritten<kTrackWrites>(arrays, s, off);
         break;
       }
       case Op::StoreI64: {
         const AccessSite& s = sites[I.a];
-        static_cast<int64_t*>(arrays[s.array].data)[offsetOf(k, s, r)] = r[I.b].i;
+        const int64_t off = offsetOf(k, s, r);
+        static_cast<int64_t*>(arrays[s.array].data)[off] = r[I.b].i;
+        markWritten<kTrackWrites>(arrays, s, off);
         break;
       }
     }
   }
+}
+
+}  // namespace
+
+void execute(const CompiledKernel& k, const Code& code, Slot* frame, const ArrayView* arrays, bool trackWrites) {
+  if (trackWrites) run<true>(k, code, frame, arrays);
+  else run<false>(k, code, frame, arrays);
 }
 
 }  // namespace rtcg::refvm

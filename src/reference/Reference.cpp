@@ -11,6 +11,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <random>
+#include <set>
+#include <unordered_set>
+
+#include "ir/Analysis.h"
+#include "ir/Walk.h"
 #include "reference/Bytecode.h"
 #include "support/Error.h"
 
@@ -27,31 +33,149 @@ const std::vector<double>& ReferenceResult::values(const std::string& name) cons
   throw Error(fmt::format("the reference result has no output '{}'", name));
 }
 
+int64_t ReferenceOutput::computedCount() const {
+  if (computed.empty()) return int64_t(values.size());
+  return int64_t(std::count(computed.begin(), computed.end(), uint8_t(1)));
+}
+
+namespace {
+
+// The arrays a nest loads from, anywhere: loop bounds, values, indices.
+std::set<int> arraysRead(const LoopNest& nest) {
+  std::set<int> read;
+  auto visit = [&](const Expr& e) {
+    visitExprs(e, [&](const Expr& x) {
+      if (x->kind == ExprKind::Load) read.insert(x->array);
+    });
+  };
+  for (const Loop& l : nest.loops) {
+    visit(l.lo);
+    visit(l.hi);
+  }
+  for (const Stmt& st : nest.body) {
+    visit(st.value);
+    for (const Expr& i : st.indices) visit(i);
+  }
+  return read;
+}
+
+// True if `st` stores to every element of its array, each dimension indexed by its own parallel
+// loop of `nest` running over the whole extent (or by 0, for an extent of 1), with every loop of
+// the nest used: the points then write each element once.
+bool writesWholeArray(const Kernel& k, const LoopNest& nest, const Stmt& st) {
+  const std::vector<int64_t> shape = arrayShape(k, st.array);
+  if (st.indices.size() != shape.size()) return false;
+  std::set<int> used;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::optional<AffineForm> f = toAffine(st.indices[d]);
+    if (!f || f->constant != 0) return false;
+    if (f->isConstant()) {
+      if (shape[d] != 1) return false;
+      continue;
+    }
+    if (f->coeffs.size() != 1 || f->coeffs.begin()->second != 1) return false;
+    const int id = f->coeffs.begin()->first;
+    auto loop = std::find_if(nest.loops.begin(), nest.loops.end(), [&](const Loop& l) { return l.id == id; });
+    if (loop == nest.loops.end() || !used.insert(id).second) return false;
+    std::optional<AffineForm> lo = toAffine(loop->lo), hi = toAffine(loop->hi);
+    if (!lo || !hi || !lo->isConstant() || !hi->isConstant() || lo->constant != 0 || hi->constant != shape[d])
+      return false;
+  }
+  return used.size() == nest.loops.size();
+}
+
+}  // namespace
+
+std::string samplingObstacle(const Kernel& bound) {
+  std::map<int, size_t> writer;  // array -> the first nest writing it
+  for (size_t n = 0; n < bound.nests.size(); ++n) {
+    const LoopNest& nest = bound.nests[n];
+    for (int a : arraysRead(nest)) {
+      auto w = writer.find(a);
+      if (w != writer.end() && w->second < n)
+        return fmt::format("nest {} reads '{}', which nest {} writes (it would read elements the sample left unwritten)",
+                           n + 1, bound.params[size_t(a)].name, w->second + 1);
+    }
+    for (const Stmt& st : nest.body) {
+      if (st.kind != StmtKind::Store) continue;
+      auto [w, fresh] = writer.emplace(st.array, n);
+      if (!fresh && w->second != n)
+        return fmt::format("nests {} and {} both write '{}'", w->second + 1, n + 1, bound.params[size_t(st.array)].name);
+    }
+  }
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (!param.isArray() || param.mode != ArrayMode::Out) continue;
+    bool whole = false;
+    for (const LoopNest& nest : bound.nests)
+      for (const Stmt& st : nest.body)
+        whole = whole || (st.kind == StmtKind::Store && st.array == int(p) && writesWholeArray(bound, nest, st));
+    if (!whole)
+      return fmt::format("'{}' is not provably written everywhere (it is not stored by loops over its whole index "
+                         "space), so elements a GPU kernel leaves unwritten outside the sample would go unseen",
+                         param.name);
+  }
+  return {};
+}
+
+std::vector<int64_t> sampleOuterValues(int64_t lo, int64_t hi, int64_t count, uint64_t seed) {
+  RTCG_ASSERT(count >= 2, "a sample of the outer loop needs its first and last value");
+  const int64_t n = hi - lo;
+  std::vector<int64_t> values;
+  if (n <= 0) return values;
+  if (count > n / 2) {
+    values.resize(size_t(n));
+    for (int64_t i = 0; i < n; ++i) values[size_t(i)] = lo + i;
+    return values;
+  }
+  std::unordered_set<int64_t> chosen{lo, hi - 1};
+  // Evenly strided: spread over the whole range whatever the seed.
+  const int64_t strided = (count - 2) / 2;
+  for (int64_t t = 1; t <= strided; ++t) chosen.insert(lo + (n - 1) * t / (strided + 1));
+  // Random: rows a fixed stride would miss (a tile boundary pattern aligned with it).
+  std::mt19937_64 rng(seed ^ 0x5a3b1edULL);
+  std::uniform_int_distribution<int64_t> pick(lo, hi - 1);
+  while (int64_t(chosen.size()) < count) chosen.insert(pick(rng));
+  values.assign(chosen.begin(), chosen.end());
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
 ReferenceProgram::ReferenceProgram(const Kernel& bound)
-    : compiled_(std::make_unique<CompiledKernel>(refvm::compileKernel(bound))) {}
+    : compiled_(std::make_unique<CompiledKernel>(refvm::compileKernel(bound))),
+      samplingObstacle_(samplingObstacle(bound)) {}
 ReferenceProgram::~ReferenceProgram() = default;
 ReferenceProgram::ReferenceProgram(ReferenceProgram&&) noexcept = default;
 ReferenceProgram& ReferenceProgram::operator=(ReferenceProgram&&) noexcept = default;
 
 namespace {
 
-// Runs the outermost loop of a nest over [lo, hi) on `threads` threads. Chunks are claimed in
-// increasing order, so when points fail, every chunk before the failing one has run completely
-// and the error reported is the one a sequential run would hit first.
+// The bounds [lo, hi) of a nest's outermost loop: constants, as sizes are bound and no loop
+// encloses it (the prelude reads no array and no scalar).
+std::pair<int64_t, int64_t> outerRange(const CompiledKernel& k, const CompiledNest& nest) {
+  std::vector<Slot> f = k.frameTemplate;
+  refvm::execute(k, nest.prelude, f.data(), nullptr);
+  return {f[nest.outerLo].i, f[nest.outerHi].i};
+}
+
+// Runs the outermost loop of a nest for the n values lo, lo + 1, ... (values == nullptr) or
+// values[0..n), on `threads` threads. Chunks are claimed in increasing order, so when points
+// fail, every chunk before the failing one has run completely and the error reported is the one
+// a sequential run would hit first.
 void runOuterLoop(const CompiledKernel& k, const CompiledNest& nest, const std::vector<Slot>& frame0,
-                  const ArrayView* views, int64_t lo, int64_t hi, int threads) {
-  const int64_t n = hi - lo;
+                  const ArrayView* views, int64_t lo, const int64_t* values, int64_t n, int threads, bool trackWrites) {
+  auto valueAt = [&](int64_t i) { return values ? values[i] : lo + i; };
   if (threads <= 1 || n < 2) {
     std::vector<Slot> frame = frame0;
-    for (int64_t v = lo; v < hi; ++v) {
-      frame[nest.outerVar].i = v;
-      refvm::execute(k, nest.body, frame.data(), views);
+    for (int64_t i = 0; i < n; ++i) {
+      frame[nest.outerVar].i = valueAt(i);
+      refvm::execute(k, nest.body, frame.data(), views, trackWrites);
     }
     return;
   }
   threads = int(std::min<int64_t>(threads, n));
   const int64_t chunk = std::max<int64_t>(1, n / (int64_t(threads) * 16));
-  std::atomic<int64_t> next{lo};
+  std::atomic<int64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
   int64_t firstBad = std::numeric_limits<int64_t>::max();
@@ -61,16 +185,16 @@ void runOuterLoop(const CompiledKernel& k, const CompiledNest& nest, const std::
     std::vector<Slot> frame = frame0;
     while (!failed.load(std::memory_order_relaxed)) {
       int64_t start = next.fetch_add(chunk);
-      if (start >= hi) break;
-      int64_t end = std::min(hi, start + chunk);
-      for (int64_t v = start; v < end; ++v) {
-        frame[nest.outerVar].i = v;
+      if (start >= n) break;
+      int64_t end = std::min(n, start + chunk);
+      for (int64_t i = start; i < end; ++i) {
+        frame[nest.outerVar].i = valueAt(i);
         try {
-          refvm::execute(k, nest.body, frame.data(), views);
+          refvm::execute(k, nest.body, frame.data(), views, trackWrites);
         } catch (...) {
           std::lock_guard<std::mutex> lock(mu);
-          if (v < firstBad) {
-            firstBad = v;
+          if (i < firstBad) {
+            firstBad = i;
             error = std::current_exception();
           }
           failed = true;
@@ -118,24 +242,71 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
     else frame[reg].i = s.i;
   }
 
-  int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  ReferenceResult result;
+
+  // The outer loop values each nest runs: a sample, or all of them (empty list).
+  std::vector<std::vector<int64_t>> sample(k.nests.size());
+  bool sampled = false;
+  if (options.sampleOuterValues > 0) {
+    RTCG_ASSERT(options.sampleOuterValues >= 2, "a sample needs at least 2 outer values");
+    if (!samplingObstacle_.empty()) {
+      result.fullReason = samplingObstacle_;
+    } else {
+      int64_t largest = 0;
+      for (size_t n = 0; n < k.nests.size(); ++n) {
+        if (k.nests[n].outerVar < 0) continue;
+        const auto [lo, hi] = outerRange(k, k.nests[n]);
+        std::vector<int64_t> values = sampleOuterValues(lo, hi, options.sampleOuterValues, options.sampleSeed + n);
+        if (int64_t(values.size()) < hi - lo) sampled = true;
+        largest = std::max(largest, hi - lo);
+        sample[n] = std::move(values);
+      }
+      if (!sampled) {
+        result.fullReason =
+            largest == 0 ? std::string("no nest has an outer loop with values to sample")
+                         : fmt::format("a sample of {} outer loop values would run (almost) every point: the outer "
+                                       "loops have at most {} values", options.sampleOuterValues, largest);
+        for (std::vector<int64_t>& s : sample) s.clear();
+      }
+    }
+  }
+  // Sampled runs mark the elements they write.
+  std::vector<std::vector<uint8_t>> written(numParams);
+  if (sampled)
+    for (int p = 0; p < numParams; ++p)
+      if (args.isArray(p) && k.written[p]) {
+        written[p].assign(size_t(args.array(p).size()), 0);
+        views[p].written = written[p].data();
+      }
+
   auto t0 = std::chrono::steady_clock::now();
-  for (const CompiledNest& nest : k.nests) {
+  for (size_t n = 0; n < k.nests.size(); ++n) {
+    const CompiledNest& nest = k.nests[n];
     if (nest.outerVar < 0) {
       std::vector<Slot> f = frame;
-      refvm::execute(k, nest.body, f.data(), views.data());
+      refvm::execute(k, nest.body, f.data(), views.data(), sampled);
       continue;
     }
     refvm::execute(k, nest.prelude, frame.data(), views.data());
-    runOuterLoop(k, nest, frame, views.data(), frame[nest.outerLo].i, frame[nest.outerHi].i, threads);
+    const int64_t lo = frame[nest.outerLo].i, hi = frame[nest.outerHi].i;
+    result.outerValuesTotal += std::max<int64_t>(0, hi - lo);
+    if (sampled) {
+      runOuterLoop(k, nest, frame, views.data(), lo, sample[n].data(), int64_t(sample[n].size()), threads, true);
+      result.outerValuesRun += int64_t(sample[n].size());
+    } else {
+      runOuterLoop(k, nest, frame, views.data(), lo, nullptr, std::max<int64_t>(0, hi - lo), threads, false);
+      result.outerValuesRun += std::max<int64_t>(0, hi - lo);
+    }
   }
-  ReferenceResult result;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.sampled = sampled;
+  if (sampled) result.outerValues = std::move(sample);
 
   for (int p = 0; p < numParams; ++p) {
     if (!args.isArray(p) || !k.written[p]) continue;
     HostArray& a = args.array(p);
-    ReferenceOutput out{p, k.paramNames[p], {}};
+    ReferenceOutput out{p, k.paramNames[p], {}, std::move(written[p])};
     if (isFloat(a.type())) {
       a.assignDoubles(work[p]);
       out.values = std::move(work[p]);
@@ -145,6 +316,20 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
     result.outputs.push_back(std::move(out));
   }
   return result;
+}
+
+std::vector<int64_t> ReferenceProgram::outerExtents() const {
+  const CompiledKernel& k = *compiled_;
+  std::vector<int64_t> extents;
+  for (const CompiledNest& nest : k.nests) {
+    if (nest.outerVar < 0) {
+      extents.push_back(1);
+      continue;
+    }
+    const auto [lo, hi] = outerRange(k, nest);
+    extents.push_back(std::max<int64_t>(0, hi - lo));
+  }
+  return extents;
 }
 
 ReferenceResult runReference(const Kernel& bound, HostArgs& args, const ReferenceOptions& options) {

@@ -10,8 +10,15 @@
 //
 // Each nest's points are independent by construction, so the outermost loop of a nest is split
 // across threads. The kernel is compiled once to a register machine (Bytecode.h).
+//
+// Sampled runs, for verifying large kernels at a fraction of the cost: only some values of each
+// nest's outermost loop are run, and the result says exactly which output elements they wrote
+// (ReferenceOutput::computed); the other elements hold no reference value. A wrong GPU kernel is
+// wrong almost everywhere, so a spread sample of rows catches it. This is sound only for kernels
+// samplingObstacle() accepts; for the others a sampled run falls back to the full one.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +34,10 @@ struct CompiledKernel;
 
 struct ReferenceOptions {
   int threads = 0;  // 0: std::thread::hardware_concurrency()
+  // Sampling: run only this many values of each nest's outermost loop (chosen by
+  // sampleOuterValues with sampleSeed); 0: every value, the full reference.
+  int64_t sampleOuterValues = 0;
+  uint64_t sampleSeed = 1;
 };
 
 // The double-precision result of one written (out or inout) array.
@@ -34,14 +45,43 @@ struct ReferenceOutput {
   int param = -1;
   std::string name;
   std::vector<double> values;  // row-major, unrounded (an f32 output's values before rounding)
+  // Sampled runs: 1 for each element the sampled points wrote, the only elements whose `values`
+  // are the kernel's result; empty for full runs (every element is).
+  std::vector<uint8_t> computed;
+  int64_t computedCount() const;  // elements with a reference value
 };
 
 struct ReferenceResult {
   std::vector<ReferenceOutput> outputs;  // the written arrays, in parameter order
   double seconds = 0.0;                  // execution time, compilation excluded
+  // Sampled runs: `sampled` set, and per nest the outer loop values that ran (sorted; empty for
+  // a nest without loops, which always runs its single point).
+  bool sampled = false;
+  std::vector<std::vector<int64_t>> outerValues;
+  int64_t outerValuesRun = 0, outerValuesTotal = 0;  // over all nests with loops
+  // Sampling was asked for but the full kernel ran: why (samplingObstacle, or a sample that
+  // would cover every value anyway).
+  std::string fullReason;
   // The values of output `name`; throws rtcg::Error if it is not a written array.
   const std::vector<double>& values(const std::string& name) const;
 };
+
+// Why sampling the outer loops of `bound` would not give exact reference values for the
+// elements the sampled points write, or would lose the unwritten-element check; empty when it is
+// sound. It is sound when
+//  - no nest reads an array an earlier nest writes (it would read the unsampled points' elements
+//    unwritten) and no array is written by two nests (the later one's unsampled points would
+//    leave the earlier one's values where the full run has others), and
+//  - every `out` array is written in full by one nest whose parallel loops index it directly
+//    (c[i, j] over i in 0..n, j in 0..n, in any order; a dimension of extent 1 may be indexed by
+//    0): then every element of it is written by the kernel, so a verifier may require every
+//    element of a GPU result to be written, not only the sampled ones.
+std::string samplingObstacle(const Kernel& bound);
+
+// `count` distinct values of [lo, hi), sorted: lo and hi - 1, about half of the others evenly
+// strided and the rest drawn at random from `seed`. Every value when count > (hi - lo) / 2 (a
+// sample that large saves little). count must be at least 2.
+std::vector<int64_t> sampleOuterValues(int64_t lo, int64_t hi, int64_t count, uint64_t seed);
 
 // A bound kernel compiled for the reference executor; run it as often as needed.
 class ReferenceProgram {
@@ -56,10 +96,18 @@ class ReferenceProgram {
   // their double-precision values returned. Throws rtcg::Error for arguments that do not match
   // the kernel (unset scalar, wrong array type or shape) and for run-time errors (out-of-range
   // index, integer division by zero); arrays may then hold partial results.
+  // With options.sampleOuterValues, runs a sample (see the top of this file) or, where
+  // samplingObstacle() objects or the sample would cover every value, the full kernel with
+  // ReferenceResult::fullReason saying why.
   ReferenceResult run(HostArgs& args, const ReferenceOptions& options = {}) const;
+
+  // The number of values of each nest's outermost loop (1 for a nest without loops), for
+  // choosing a sample size.
+  std::vector<int64_t> outerExtents() const;
 
  private:
   std::unique_ptr<refvm::CompiledKernel> compiled_;
+  std::string samplingObstacle_;  // samplingObstacle(bound), computed once
 };
 
 // Compiles and runs once.

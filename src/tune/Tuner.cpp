@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -58,6 +59,12 @@ struct TempFile {
 
 
 }  // namespace
+
+int64_t referenceSampleSize(int64_t floatOps, double maxFlops, const std::vector<int64_t>& outerExtents) {
+  if (maxFlops <= 0 || double(floatOps) <= maxFlops) return 0;
+  int64_t largest = outerExtents.empty() ? 0 : *std::max_element(outerExtents.begin(), outerExtents.end());
+  return std::max(kMinReferenceSample, int64_t(std::ceil(double(largest) * maxFlops / double(floatOps))));
+}
 
 TuneResult tune(const std::string& fileName, const std::string& source, const Kernel& bound,
                 const TuneOptions& options) {
@@ -138,17 +145,23 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   }
   result.generated = int64_t(jobs.size());
 
+  // The reference program, compiled up front: its outer loops give the sample size for kernels
+  // over the reference limit.
+  ReferenceProgram referenceProgram(bound);
+  ReferenceOptions referenceOptions;
+  referenceOptions.sampleSeed = options.seed;
+  referenceOptions.sampleOuterValues =
+      referenceSampleSize(result.floatOps, options.referenceMaxFlops, referenceProgram.outerExtents());
+
   nlohmann::json settings = {{"maxCandidates", options.space.maxCandidates}, {"timeLimit", options.timeLimitSeconds},
                              {"minThreads", options.space.minThreads},       {"minBlocks", options.space.minBlocks},
                              {"repeats", options.repeats},                   {"warmup", options.warmup},
-                             {"seed", options.seed}};
-  result.settings = settings.dump();
+                             {"seed", options.seed},                         {"referenceMaxFlops", options.referenceMaxFlops}};
 
+  // Opened now, so an unusable database fails before the reference; the search is begun once the
+  // reference says how candidates are verified (part of its settings).
   std::unique_ptr<TuningDb> db;
-  if (options.dbPath != "-") {
-    db = std::make_unique<TuningDb>(options.dbPath.empty() ? TuningDb::defaultPath() : options.dbPath);
-    result.searchId = db->beginSearch(result.key, result.settings);
-  }
+  if (options.dbPath != "-") db = std::make_unique<TuningDb>(options.dbPath.empty() ? TuningDb::defaultPath() : options.dbPath);
 
   // Compiling starts now and overlaps with the reference and everything after.
   LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin)};
@@ -168,14 +181,34 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
   HostArgs inputs = tuningInputs(bound, options.seed, scalars);
   HostArgs refArgs = inputs;
-  log(fmt::format("computing the CPU reference ({:.3g} floating-point operations) ...", double(result.floatOps)));
-  ReferenceResult ref = runReference(bound, refArgs);
+  if (referenceOptions.sampleOuterValues > 0)
+    log(fmt::format("computing the CPU reference ({:.3g} floating-point operations, over the limit of {:.3g}: on a "
+                    "sample of {} values of each nest's outer loop) ...",
+                    double(result.floatOps), options.referenceMaxFlops, referenceOptions.sampleOuterValues));
+  else
+    log(fmt::format("computing the CPU reference ({:.3g} floating-point operations) ...", double(result.floatOps)));
+  ReferenceResult ref = referenceProgram.run(refArgs, referenceOptions);
   result.referenceSeconds = ref.seconds;
-  log(fmt::format("CPU reference: {:.3f} s", ref.seconds));
+  result.referenceSampled = ref.sampled;
+  if (ref.sampled) {
+    int64_t checked = 0, elements = 0;
+    for (const ReferenceOutput& o : ref.outputs) {
+      checked += o.computedCount();
+      elements += int64_t(o.values.size());
+    }
+    result.reference = fmt::format("sampled: {} of {} outer loop values, {} of {} output elements",
+                                   ref.outerValuesRun, ref.outerValuesTotal, checked, elements);
+  } else {
+    result.reference = ref.fullReason.empty() ? "full" : fmt::format("full ({})", ref.fullReason);
+  }
+  log(fmt::format("CPU reference ({}): {:.3f} s", result.reference, ref.seconds));
+  settings["reference"] = result.reference;
+  result.settings = settings.dump();
+  if (db) result.searchId = db->beginSearch(result.key, result.settings);
   TempFile refFile;
   {
     std::vector<worker::ReferenceArray> arrays;
-    for (ReferenceOutput& o : ref.outputs) arrays.push_back({o.param, std::move(o.values)});
+    for (ReferenceOutput& o : ref.outputs) arrays.push_back({o.param, std::move(o.values), std::move(o.computed)});
     worker::writeReferenceFile(refFile.path, arrays);
   }
 

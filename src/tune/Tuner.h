@@ -9,7 +9,8 @@
 // read the device's properties, which creates none).
 //
 // Order of a search: enumerate (schedule/Space.h) -> start the compile pool -> compute the float64
-// reference on the CPU (all cores; logged with its time) -> start the worker -> measure the default
+// reference on the CPU (all cores; logged with its time; sampled for kernels over
+// TuneOptions::referenceMaxFlops) -> start the worker -> measure the default
 // schedule first, then the others in compile-completion order -> record each (tune/TuningDb.h).
 // With a time limit, no new candidate starts once it is exceeded; the one in flight finishes.
 // With a candidate budget smaller than the space, two thirds of it go to the space's sample (its
@@ -47,6 +48,12 @@ struct ExtraCandidate {
   std::function<std::string(const std::string& emittedCuda)> rewrite;
 };
 
+// Kernels over this many floating-point operations are verified against a sampled reference by
+// default (TuneOptions::referenceMaxFlops); it runs at least kMinReferenceSample outer loop
+// values (or all of them, if fewer).
+constexpr double kDefaultReferenceMaxFlops = 2e9;
+constexpr int64_t kMinReferenceSample = 64;
+
 struct TuneOptions {
   SpaceOptions space;              // constraints and sampling; its device model is set from the device
   double timeLimitSeconds = 0;     // 0: no limit; counted once the default schedule is measured
@@ -57,7 +64,12 @@ struct TuneOptions {
   double timingBudgetSeconds = 2;  // about how long timing one candidate may take
   double candidateTimeoutSeconds = 10;  // no result of the verifying launch within this: a hang
   double setupTimeoutSeconds = 300;     // worker start to ready (input upload)
-  uint64_t seed = 1;               // inputs and scalars
+  uint64_t seed = 1;               // inputs and scalars (and the reference's sample)
+  // A kernel of more floating-point operations than this is verified against a sampled reference:
+  // enough values of each nest's outermost loop (at least kMinReferenceSample) to cost about this
+  // many operations, and only the output elements they write are compared (Reference.h; every
+  // element of an `out` array must still be written). 0: always the full reference.
+  double referenceMaxFlops = kDefaultReferenceMaxFlops;
   int deviceOrdinal = 0;
   std::string dbPath;              // empty: TuningDb::defaultPath(); "-": no database
   std::string workerPath;          // empty: find rtcg-worker ($RTCG_WORKER, next to this executable, PATH)
@@ -83,6 +95,10 @@ struct TuneResult {
   int workerRestarts = 0;
   int compileThreads = 0;                   // compile-worker processes used
   double wallSeconds = 0, compileSeconds = 0, referenceSeconds = 0;
+  // How candidates were verified: "full", "full (REASON)" when sampling was wanted but not sound,
+  // or "sampled: 64 of 4096 outer loop values, 262144 of 16777216 output elements".
+  std::string reference;
+  bool referenceSampled = false;
   double candidatesPerSecond = 0;           // NVRTC throughput during the search
   std::vector<PrunedCandidate> prunedList;
   std::vector<std::pair<double, double>> bestOverTime;  // (seconds since start, best median ms)
@@ -91,6 +107,12 @@ struct TuneResult {
   double peakBandwidthGBs = 0;              // theoretical, from memory clock and bus width
   std::string settings;                     // the options, for people and the database
 };
+
+// The number of outer loop values the tuner's sampled reference runs for a kernel of `floatOps`
+// operations whose nests' outer loops have `outerExtents` values: about maxFlops worth (the
+// largest outer loop's share), at least kMinReferenceSample; 0 (the full reference) when the
+// kernel is within maxFlops or maxFlops is 0.
+int64_t referenceSampleSize(int64_t floatOps, double maxFlops, const std::vector<int64_t>& outerExtents);
 
 // Tunes the bound kernel (from `source`, which the worker re-parses). Throws NoDeviceError without
 // a device, rtcg::Error for other problems before or outside the candidates (no worker, a worker

@@ -79,10 +79,18 @@ Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::
       throw Error(fmt::format("no reference values for output '{}' of kernel '{}'", bound.params[p].name, bound.name));
     OutputCheck c;
     c.name = bound.params[p].name;
-    c.comparison = compare(gpu.array(int(p)), it->values);  // throws on a size mismatch
+    const HostArray& out = gpu.array(int(p));
+    if (it->checked.empty()) {
+      c.comparison = compare(out, it->values);  // throws on a size mismatch
+    } else {
+      c.comparison = compare(out, it->values, it->checked);
+      // The poison check the sample would lose: unchecked elements of an `out` array must be written.
+      if (bound.params[p].mode == ArrayMode::Out) c.comparison.unwritten = countUnwritten(out, it->checked);
+    }
     c.tolerance = verificationTolerance(bound, int(p));
-    c.pass = c.comparison.nonFinite == 0 && (isFloat(bound.params[p].type) ? c.comparison.relativeError <= c.tolerance
-                                                                            : c.comparison.maxAbsError == 0.0);
+    c.pass = c.comparison.nonFinite == 0 && c.comparison.unwritten == 0 &&
+             (isFloat(bound.params[p].type) ? c.comparison.relativeError <= c.tolerance
+                                            : c.comparison.maxAbsError == 0.0);
     v.pass = v.pass && c.pass;
     v.worstRelativeError = std::max(v.worstRelativeError, c.comparison.relativeError);
     v.outputs.push_back(std::move(c));

@@ -7,6 +7,10 @@
 //    element / 256) for long reductions (rounding error grows like the square root of the length);
 //  - f64: the same rule with 1e-12;
 //  - integers: exact.
+// With a sampled reference (ExpectedOutput::checked), the rules apply to the checked elements,
+// and every other element of an `out` array must have been written: not NaN/Inf (float) nor the
+// integer poison. The sampled reference is used only for kernels that write every element of
+// their `out` arrays (samplingObstacle), so a correct candidate leaves none poisoned.
 #pragma once
 
 #include <cstdint>
@@ -50,10 +54,13 @@ struct Verification {
 struct ExpectedOutput {
   int param = -1;
   std::vector<double> values;
+  // A sampled reference: 1 for the elements `values` holds the reference of; empty: all.
+  std::vector<uint8_t> checked;
 };
 
 // Compares every written array of `gpu` with `expected` (one entry per written array, any order).
-// Throws rtcg::Error when `expected` does not match the kernel's written arrays.
+// Throws rtcg::Error when `expected` does not match the kernel's written arrays (or a mask does
+// not match its array).
 Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::vector<ExpectedOutput>& expected);
 
 }  // namespace rtcg

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -313,10 +314,15 @@ Channel::Received Channel::receive(double timeoutSeconds) {
 void writeReferenceFile(const std::string& path, const std::vector<ReferenceArray>& outputs) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
-  std::string header = "RTCGREF1";
+  // A full reference keeps the first format, byte for byte.
+  const bool sampled = std::any_of(outputs.begin(), outputs.end(), [](const ReferenceArray& a) { return !a.checked.empty(); });
+  std::string header = sampled ? "RTCGREF2" : "RTCGREF1";
   putLe(header, outputs.size(), 4);
   out.write(header.data(), std::streamsize(header.size()));
   for (const ReferenceArray& a : outputs) {
+    if (!a.checked.empty() && a.checked.size() != a.values.size())
+      throw Error(fmt::format("reference output {}: a mask of {} elements for {} values", a.param, a.checked.size(),
+                              a.values.size()));
     std::string h;
     putLe(h, uint32_t(a.param), 4);
     putLe(h, a.values.size(), 8);
@@ -330,6 +336,11 @@ void writeReferenceFile(const std::string& path, const std::vector<ReferenceArra
       putLe(bytes, bits, 8);
     }
     out.write(bytes.data(), std::streamsize(bytes.size()));
+    if (sampled) {
+      const char masked = a.checked.empty() ? 0 : 1;
+      out.write(&masked, 1);
+      out.write(reinterpret_cast<const char*>(a.checked.data()), std::streamsize(a.checked.size()));
+    }
   }
   out.flush();
   if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
@@ -342,7 +353,9 @@ std::vector<ReferenceArray> readReferenceFile(const std::string& path) {
   auto bad = [&](const std::string& why) {
     return Error(fmt::format("reference file '{}' is malformed: {}", path, why));
   };
-  if (data.size() < 12 || data.compare(0, 8, "RTCGREF1") != 0) throw bad("no 'RTCGREF1' header");
+  if (data.size() < 12 || (data.compare(0, 8, "RTCGREF1") != 0 && data.compare(0, 8, "RTCGREF2") != 0))
+    throw bad("no 'RTCGREF1' or 'RTCGREF2' header");
+  const bool sampled = data.compare(0, 8, "RTCGREF2") == 0;
   uint64_t count = getLe(data, 8, 4);
   size_t at = 12;
   std::vector<ReferenceArray> out;
@@ -357,6 +370,18 @@ std::vector<ReferenceArray> readReferenceFile(const std::string& path) {
     for (uint64_t k = 0; k < n; ++k, at += 8) {
       uint64_t bits = getLe(data, at, 8);
       std::memcpy(&a.values[k], &bits, 8);
+    }
+    if (sampled) {
+      if (at == data.size()) throw bad(fmt::format("truncated before the mask flag of output {}", i));
+      const uint8_t masked = uint8_t(data[at++]);
+      if (masked > 1) throw bad(fmt::format("output {} has mask flag {} (0 or 1)", i, masked));
+      if (masked) {
+        if (n > data.size() - at) throw bad(fmt::format("output {} claims a mask of {} elements; the file is shorter", i, n));
+        a.checked.assign(data.begin() + std::ptrdiff_t(at), data.begin() + std::ptrdiff_t(at + n));
+        at += n;
+        if (std::any_of(a.checked.begin(), a.checked.end(), [](uint8_t b) { return b > 1; }))
+          throw bad(fmt::format("the mask of output {} holds a byte other than 0 or 1", i));
+      }
     }
     out.push_back(std::move(a));
   }

@@ -147,9 +147,12 @@ class Channel {
 
 // The reference outputs file: the float64 values of every written array, in parameter order.
 // Layout: "RTCGREF1" | u32 outputs | per output: i32 param, u64 count, count x f64 (little endian).
+// A sampled reference (some array with a `checked` mask) is written as "RTCGREF2": the same, with
+// after each output's values u8 masked (0 or 1) and, when 1, count x u8 checked (each 0 or 1).
 struct ReferenceArray {
   int param = -1;
   std::vector<double> values;
+  std::vector<uint8_t> checked;  // empty: every element has its reference value
 };
 void writeReferenceFile(const std::string& path, const std::vector<ReferenceArray>& outputs);
 // Throws rtcg::Error naming the file for a missing, truncated or malformed file.

@@ -218,6 +218,10 @@ TEST(Cli, UsageErrors) {
                          " -D n=3");
   EXPECT_EQ(several.code, 1) << several.out;
   EXPECT_NE(several.out.find("--kernel"), std::string::npos) << several.out;
+  Result both = rtcgc("tune " + example("matmul.rtcg") + " -D n=8 --full-reference --reference-max-flops 1e9");
+  EXPECT_EQ(both.code, 2) << both.out;
+  EXPECT_NE(both.out.find("excludes"), std::string::npos) << both.out;
+  EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=8 --reference-max-flops -5").code, 2);
 }
 
 TEST(Cli, GpuCommandsWithoutADeviceExitFour) {

@@ -288,3 +288,50 @@ TEST(ReferenceFile, RoundTripsAndRejectsDamage) {
   std::filesystem::remove(path);
   EXPECT_THROW(readReferenceFile(path), Error);
 }
+
+TEST(ReferenceFile, MasksRoundTripAndAFullReferenceKeepsTheFirstFormat) {
+  std::string path = (std::filesystem::temp_directory_path() / "rtcg_test_reference_masks.bin").string();
+  auto header = [&] {
+    std::ifstream in(path, std::ios::binary);
+    std::string h(8, '\0');
+    in.read(h.data(), 8);
+    return h;
+  };
+  // Full: no masks, the first format byte for byte (16 + 12 + 8 * 3 bytes).
+  writeReferenceFile(path, {{1, {1.0, 2.0, 3.0}}});
+  EXPECT_EQ(header(), "RTCGREF1");
+  EXPECT_EQ(std::filesystem::file_size(path), 12u + 12u + 24u);
+  EXPECT_TRUE(readReferenceFile(path)[0].checked.empty());
+
+  // Sampled: a mask per output that has one (an output may have none).
+  std::vector<ReferenceArray> arrays = {{3, {1.5, std::nan(""), -2.0, std::nan("")}, {1, 0, 1, 0}}, {5, {7.0, 8.0}, {}}};
+  writeReferenceFile(path, arrays);
+  EXPECT_EQ(header(), "RTCGREF2");
+  std::vector<ReferenceArray> back = readReferenceFile(path);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].param, 3);
+  EXPECT_EQ(back[0].checked, arrays[0].checked);
+  EXPECT_EQ(back[0].values[0], 1.5);
+  EXPECT_TRUE(std::isnan(back[0].values[1]));
+  EXPECT_EQ(back[1].param, 5);
+  EXPECT_EQ(back[1].values, arrays[1].values);
+  EXPECT_TRUE(back[1].checked.empty());
+
+  // Damage: a mask byte other than 0 or 1, a truncated mask, a mask of the wrong size.
+  {
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(12 + 12 + 32 + 1 + 2);  // the third byte of the first mask
+    f.put(char(7));
+  }
+  try {
+    readReferenceFile(path);
+    FAIL() << "expected an error for a bad mask byte";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mask of output 0"), std::string::npos) << e.what();
+  }
+  writeReferenceFile(path, arrays);
+  std::filesystem::resize_file(path, 12 + 12 + 32 + 1 + 2);
+  EXPECT_THROW(readReferenceFile(path), Error);
+  EXPECT_THROW(writeReferenceFile(path, {{1, {1.0, 2.0}, {1}}}), Error);
+  std::filesystem::remove(path);
+}

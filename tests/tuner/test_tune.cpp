@@ -3,12 +3,16 @@
 // are wrong, fault (illegal address) or hang.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+
+#include <fmt/format.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "api/Pipeline.h"
+#include "reference/Reference.h"
 #include "runtime/CudaDriver.h"
 #include "support/Error.h"
 #include "tune/Tuner.h"
@@ -90,6 +94,17 @@ TEST(Tune, WithoutADeviceThrowsNoDeviceError) {
   } catch (const NoDeviceError& e) {
     EXPECT_FALSE(std::string(e.what()).empty());
   }
+}
+
+TEST(Tune, ReferenceSampleSizeCostsAboutTheLimit) {
+  const int64_t sgemm4096 = 2 * int64_t(4096) * 4096 * 4096;  // 1.4e11: 2e9 of it is 60 rows: at least 64
+  EXPECT_EQ(referenceSampleSize(sgemm4096, kDefaultReferenceMaxFlops, {4096}), kMinReferenceSample);
+  EXPECT_EQ(referenceSampleSize(sgemm4096, 2e10, {4096}), 597);  // ceil(4096 * 2e10 / 1.37e11)
+  EXPECT_EQ(referenceSampleSize(sgemm4096, 2e10, {16, 4096}), 597);  // the largest outer loop
+  EXPECT_EQ(referenceSampleSize(sgemm4096, 0, {4096}), 0);  // --full-reference
+  EXPECT_EQ(referenceSampleSize(int64_t(2e9), kDefaultReferenceMaxFlops, {1000}), 0);  // within the limit
+  EXPECT_EQ(referenceSampleSize(int64_t(4e9), kDefaultReferenceMaxFlops, {1000}), 500);  // half the rows
+  EXPECT_EQ(referenceSampleSize(int64_t(1e12), kDefaultReferenceMaxFlops, {20}), kMinReferenceSample);
 }
 
 TEST(Tune, UnboundKernelIsAnError) {
@@ -175,4 +190,41 @@ TEST(TuneGpu, PlantedWrongFaultingAndHangingCandidatesAreSurvived) {
   EXPECT_EQ(r.faulted, 1);
   EXPECT_EQ(r.timedOut, 1);
   EXPECT_EQ(r.wrong, 1);
+}
+
+TEST(TuneGpu, SampledReferenceCatchesWrongAndUnwrittenOutputs) {
+  // Over the (lowered) reference limit, candidates are checked on 64 of 512 rows; a candidate that
+  // leaves an element of an unchecked row unwritten still fails. Every thread writes the planted
+  // value after its own stores, so the element ends with it whichever thread owns it.
+  if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
+  const int64_t n = 512;
+  Loaded l = load("matmul.rtcg", {{"n", n}});
+  TuneOptions o = quickOptions(4);
+  o.referenceMaxFlops = 1e7;  // matmul 512 is 2.7e8
+  std::vector<int64_t> rows = sampleOuterValues(0, n, kMinReferenceSample, o.seed);  // the tuner's sample
+  int64_t unchecked = 1;
+  while (std::binary_search(rows.begin(), rows.end(), unchecked)) ++unchecked;
+  o.extraCandidates = {
+      {"planted: wrong c[0]", "", appendToKernel("c[0] = 0.0f;")},
+      {"planted: unwritten unchecked element", "",
+       appendToKernel(fmt::format("c[{}] = __int_as_float(0x7fc00000);", unchecked * n + 3))},
+      {"planted: correct", "", appendToKernel("")},
+  };
+  TuneResult r = tune(l.file, l.source, l.bound, o);
+  EXPECT_TRUE(r.referenceSampled) << r.reference;
+  EXPECT_EQ(r.reference, fmt::format("sampled: 64 of {} outer loop values, {} of {} output elements", n, 64 * n, n * n));
+  EXPECT_NE(r.settings.find("\"reference\":\"sampled: 64 of 512"), std::string::npos) << r.settings;
+  const CandidateRecord* wrong = find(r, "planted: wrong c[0]");
+  const CandidateRecord* unwritten = find(r, "planted: unwritten unchecked element");
+  const CandidateRecord* correct = find(r, "planted: correct");
+  ASSERT_TRUE(wrong && unwritten && correct);
+  EXPECT_EQ(wrong->status, CandidateStatus::WrongResult) << wrong->reason;
+  EXPECT_EQ(unwritten->status, CandidateStatus::WrongResult) << unwritten->reason;
+  EXPECT_NE(unwritten->reason.find("unwritten 1 of"), std::string::npos) << unwritten->reason;
+  EXPECT_EQ(correct->status, CandidateStatus::Verified) << correct->reason;
+  EXPECT_EQ(r.wrong, 2) << "an emitted candidate failed on the sampled reference";
+  EXPECT_EQ(r.faulted, 0);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->reason, "");
+  EXPECT_EQ(r.best->status, CandidateStatus::Verified);
 }

@@ -1,9 +1,11 @@
 // Verification of candidate outputs: the rule a candidate must pass before its time counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "api/Pipeline.h"
+#include "reference/RandomFill.h"
 #include "reference/Reference.h"
 #include "support/Error.h"
 #include "tune/Verify.h"
@@ -100,4 +102,112 @@ TEST(Verify, TuningInputsAreDeterministicAndScalarsChecked) {
   scalars.erase("bogus");
   scalars.erase("a");
   EXPECT_THROW(tuningInputs(k, 3, scalars), Error);
+}
+
+namespace {
+
+// A sampled reference of `k` (the tuner's rule: the computed elements only are checked), with
+// the outputs rounded to their element types as a GPU's would be.
+struct SampledRun {
+  HostArgs gpu;
+  std::vector<ExpectedOutput> expected;
+  std::vector<std::vector<int64_t>> outerValues;
+};
+SampledRun sampledReferenceRun(const Kernel& k, int64_t sample) {
+  HostArgs in = tuningInputs(k, 1, tuningScalars(k, 1));
+  HostArgs full = in, sampled = in;
+  runReference(k, full);  // what a correct GPU kernel writes everywhere
+  ReferenceOptions o;
+  o.sampleOuterValues = sample;
+  ReferenceResult r = runReference(k, sampled, o);
+  EXPECT_TRUE(r.sampled) << r.fullReason;
+  SampledRun run{full, {}, r.outerValues};
+  for (const ReferenceOutput& out : r.outputs) run.expected.push_back({out.param, out.values, out.computed});
+  return run;
+}
+
+}  // namespace
+
+TEST(VerifySampled, CorrectOutputPassesOnTheCheckedElements) {
+  Kernel k = bind(kMatmul, {{"n", 64}});
+  SampledRun r = sampledReferenceRun(k, 8);
+  Verification v = verifyOutputs(k, r.gpu, r.expected);
+  EXPECT_TRUE(v.pass) << v.failures();
+  ASSERT_EQ(v.outputs.size(), 1u);
+  EXPECT_EQ(v.outputs[0].comparison.count, 8 * 64);  // 8 rows checked
+  EXPECT_EQ(v.outputs[0].comparison.unchecked, 56 * 64);
+  EXPECT_EQ(v.outputs[0].comparison.unwritten, 0);
+  EXPECT_LT(v.worstRelativeError, 1e-6);
+}
+
+TEST(VerifySampled, AWrongElementFailsInACheckedRowOnly) {
+  Kernel k = bind(kMatmul, {{"n", 64}});
+  SampledRun r = sampledReferenceRun(k, 8);
+  const std::vector<int64_t>& rows = r.outerValues.at(0);
+  int64_t checkedRow = rows[3], uncheckedRow = -1;
+  for (int64_t i = 0; i < 64 && uncheckedRow < 0; ++i)
+    if (!std::binary_search(rows.begin(), rows.end(), i)) uncheckedRow = i;
+  ASSERT_GE(uncheckedRow, 0);
+
+  HostArgs wrongChecked = r.gpu;
+  wrongChecked.array("c").set(checkedRow * 64 + 5, 1e3);
+  Verification bad = verifyOutputs(k, wrongChecked, r.expected);
+  EXPECT_FALSE(bad.pass);
+  EXPECT_NE(bad.failures().find("c: rel"), std::string::npos) << bad.failures();
+
+  // A wrong (but written) value outside the sample is what sampling gives up.
+  HostArgs wrongUnchecked = r.gpu;
+  wrongUnchecked.array("c").set(uncheckedRow * 64 + 5, 1e3);
+  EXPECT_TRUE(verifyOutputs(k, wrongUnchecked, r.expected).pass);
+}
+
+TEST(VerifySampled, AnUnwrittenElementOutsideTheSampleFails) {
+  Kernel k = bind(kMatmul, {{"n", 64}});
+  SampledRun r = sampledReferenceRun(k, 8);
+  const std::vector<int64_t>& rows = r.outerValues.at(0);
+  int64_t uncheckedRow = -1;
+  for (int64_t i = 63; i >= 0 && uncheckedRow < 0; --i)
+    if (!std::binary_search(rows.begin(), rows.end(), i)) uncheckedRow = i;
+  ASSERT_GE(uncheckedRow, 0);
+  r.gpu.array("c").set(uncheckedRow * 64 + 17, std::nan(""));  // a poisoned element never written
+  Verification v = verifyOutputs(k, r.gpu, r.expected);
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.outputs[0].comparison.unwritten, 1);
+  EXPECT_EQ(v.outputs[0].comparison.nonFinite, 0);  // not in a checked row
+  EXPECT_NE(v.failures().find("unwritten 1 of 3584 unchecked"), std::string::npos) << v.failures();
+}
+
+TEST(VerifySampled, IntegerPoisonOutsideTheSampleFails) {
+  Kernel k = bind("kernel k(n: int, x: i32[n], out y: i32[n]) { for i in 0..n { y[i] = 3 * x[i] + 1; } }", {{"n", 1000}});
+  SampledRun r = sampledReferenceRun(k, 10);
+  EXPECT_TRUE(verifyOutputs(k, r.gpu, r.expected).pass);
+  int64_t unchecked = 1;
+  while (std::binary_search(r.outerValues[0].begin(), r.outerValues[0].end(), unchecked)) ++unchecked;
+  r.gpu.array("y").setInt(unchecked, kPoisonInt);
+  Verification v = verifyOutputs(k, r.gpu, r.expected);
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.outputs[0].comparison.unwritten, 1);
+}
+
+TEST(VerifySampled, InoutElementsOutsideTheSampleAreNotCompared) {
+  // An inout array's unchecked elements have no known value (the kernel updates them): neither
+  // compared nor required to be written.
+  Kernel k = bind("kernel k(n: int, x: f32[n], inout y: f32[n]) { for i in 0..n { y[i] = y[i] + x[i]; } }", {{"n", 1000}});
+  SampledRun r = sampledReferenceRun(k, 10);
+  EXPECT_TRUE(verifyOutputs(k, r.gpu, r.expected).pass);
+  int64_t unchecked = 1;
+  while (std::binary_search(r.outerValues[0].begin(), r.outerValues[0].end(), unchecked)) ++unchecked;
+  r.gpu.array("y").set(unchecked, std::nan(""));
+  Verification v = verifyOutputs(k, r.gpu, r.expected);
+  EXPECT_TRUE(v.pass) << v.failures();
+  EXPECT_EQ(v.outputs[0].comparison.unwritten, 0);
+  r.gpu.array("y").set(r.outerValues[0][1], std::nan(""));  // but a checked one is
+  EXPECT_FALSE(verifyOutputs(k, r.gpu, r.expected).pass);
+}
+
+TEST(VerifySampled, AMaskOfTheWrongSizeIsAnError) {
+  Kernel k = bind(kMatmul, {{"n", 16}});
+  SampledRun r = sampledReferenceRun(k, 4);
+  r.expected[0].checked.pop_back();
+  EXPECT_THROW(verifyOutputs(k, r.gpu, r.expected), Error);
 }

@@ -216,6 +216,7 @@ nlohmann::json summaryJson(const TuneResult& r) {
       {"searchId", r.searchId},
       {"wallSeconds", r.wallSeconds},
       {"referenceSeconds", r.referenceSeconds},
+      {"reference", r.reference},
       {"compileThreads", r.compileThreads},
       {"compilesPerSecond", r.candidatesPerSecond},
       {"counts",
@@ -251,10 +252,11 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
   d.sizes = r.key.sizes;
   d.device = r.key.device;
   d.arch = r.key.arch;
-  d.settings = fmt::format("max-candidates={}, time-limit={}, min-threads={}, min-blocks={}, repeats={}, seed={}",
+  d.settings = fmt::format("max-candidates={}, time-limit={}, min-threads={}, min-blocks={}, repeats={}, seed={}, "
+                           "reference={}",
                            a.maxCandidates ? std::to_string(a.maxCandidates) : "none",
                            a.timeLimit > 0 ? fmt::format("{:g}s", a.timeLimit) : "none", a.minThreads, a.minBlocks,
-                           a.repeats, a.seed);
+                           a.repeats, a.seed, r.reference);
   d.candidates = r.candidates;
   d.completedSeconds = r.completedSeconds;
   d.bestOverTime = r.bestOverTime;
@@ -282,17 +284,7 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
 
 // The search options of the command line; log lines start with `logPrefix`.
 TuneOptions tuneOptions(const TuneArgs& a, ProgressPrinter& printer, const std::string& logPrefix) {
-  TuneOptions o;
-  o.space.maxCandidates = a.maxCandidates;
-  o.space.minThreads = a.minThreads;
-  o.space.minBlocks = a.minBlocks;
-  o.space.seed = a.seed;
-  o.timeLimitSeconds = a.timeLimit;
-  o.repeats = a.repeats;
-  o.compileThreads = a.compileThreads;
-  o.seed = a.seed;
-  o.dbPath = a.db;
-  o.workerPath = a.worker;
+  TuneOptions o = searchOptions(a);
   o.log = [&printer, logPrefix](const std::string& s) { printer.log(logPrefix + s); };
   o.progress = [&printer](const TuneProgress& p) { printer.update(p); };
   return o;
@@ -501,6 +493,22 @@ int runManifest(const TuneArgs& a) {
 
 }  // namespace
 
+TuneOptions searchOptions(const TuneArgs& a) {
+  TuneOptions o;
+  o.space.maxCandidates = a.maxCandidates;
+  o.space.minThreads = a.minThreads;
+  o.space.minBlocks = a.minBlocks;
+  o.space.seed = a.seed;
+  o.timeLimitSeconds = a.timeLimit;
+  o.repeats = a.repeats;
+  o.compileThreads = a.compileThreads;
+  o.seed = a.seed;
+  o.dbPath = a.db;
+  o.workerPath = a.worker;
+  o.referenceMaxFlops = a.fullReference ? 0 : a.referenceMaxFlops;
+  return o;
+}
+
 TuneCommand addTuneCommand(CLI::App& app) {
   TuneCommand t;
   t.args = std::make_shared<TuneArgs>();
@@ -528,6 +536,14 @@ TuneCommand addTuneCommand(CLI::App& app) {
   cmd->add_option("--db", a.db, "tuning database (default: in the cache directory; '-': none)");
   cmd->add_option("--seed", a.seed, "random seed for inputs and sampling (default 1)");
   cmd->add_option("--worker", a.worker, "the rtcg-worker executable (default: $RTCG_WORKER, next to rtcgc, PATH)");
+  CLI::Option* maxFlops =
+      cmd->add_option("--reference-max-flops", a.referenceMaxFlops,
+                      "verify kernels of more floating-point operations than F against a sampled CPU reference "
+                      "costing about F (default 2e9; 0: always the full reference)")
+          ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--full-reference", a.fullReference,
+                "verify against the full CPU reference whatever it costs (no sampling)")
+      ->excludes(maxFlops);
   return t;
 }
 

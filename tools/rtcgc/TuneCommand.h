@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tune/Tuner.h"
+
 struct TuneArgs {
   std::string file;
   std::vector<std::string> manifests;  // --manifest: rtcg-scan manifests (instead of file and -D)
@@ -24,12 +26,17 @@ struct TuneArgs {
   std::string db;  // empty: the default database; "-": none
   uint64_t seed = 1;
   std::string worker;
+  double referenceMaxFlops = rtcg::kDefaultReferenceMaxFlops;  // --reference-max-flops
+  bool fullReference = false;                                  // --full-reference: never sampled
 };
 
 struct TuneCommand {
   CLI::App* command = nullptr;       // the `tune` subcommand (check command->parsed())
   std::shared_ptr<TuneArgs> args;    // where CLI11 stores the options (stable address)
 };
+
+// The search options of the command line, without the progress and log callbacks.
+rtcg::TuneOptions searchOptions(const TuneArgs& a);
 
 // Adds the `tune` subcommand to `app`.
 TuneCommand addTuneCommand(CLI::App& app);

@@ -1,0 +1,45 @@
+// `rtcgc tune`'s reference options, parsed by the command's own CLI11 definition and turned into
+// the tuner's options (TuneCommand.cpp, linked in); the end-to-end usage errors run rtcgc.
+#include <gtest/gtest.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+
+#include "TuneCommand.h"
+
+namespace {
+
+// Parses `rtcgc tune ARGS`; returns the options, or throws CLI::ParseError.
+rtcg::TuneOptions parse(std::vector<std::string> args) {
+  CLI::App app{"test", "rtcgc"};
+  TuneCommand cmd = addTuneCommand(app);
+  args.insert(args.begin(), "tune");
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+  app.parse(args);
+  EXPECT_TRUE(cmd.command->parsed());
+  return searchOptions(*cmd.args);
+}
+
+}  // namespace
+
+TEST(TuneOptions, ReferenceLimitDefaultsToSampledAboveTwoGigaflops) {
+  rtcg::TuneOptions o = parse({"k.rtcg", "-D", "n=64"});
+  EXPECT_EQ(o.referenceMaxFlops, 2e9);
+  EXPECT_EQ(o.referenceMaxFlops, rtcg::TuneOptions{}.referenceMaxFlops);  // the library's default too
+}
+
+TEST(TuneOptions, ReferenceMaxFlopsAndFullReference) {
+  EXPECT_EQ(parse({"k.rtcg", "--reference-max-flops", "5e10"}).referenceMaxFlops, 5e10);
+  EXPECT_EQ(parse({"k.rtcg", "--reference-max-flops", "0"}).referenceMaxFlops, 0);
+  EXPECT_EQ(parse({"k.rtcg", "--full-reference"}).referenceMaxFlops, 0);
+  // The other options still arrive.
+  rtcg::TuneOptions o = parse({"k.rtcg", "--full-reference", "--seed", "9", "--repeats", "7"});
+  EXPECT_EQ(o.seed, 9u);
+  EXPECT_EQ(o.repeats, 7);
+}
+
+TEST(TuneOptions, ReferenceOptionErrors) {
+  EXPECT_THROW(parse({"k.rtcg", "--reference-max-flops", "-1"}), CLI::ValidationError);
+  EXPECT_THROW(parse({"k.rtcg", "--reference-max-flops", "lots"}), CLI::ParseError);
+  EXPECT_THROW(parse({"k.rtcg", "--full-reference", "--reference-max-flops", "1e9"}), CLI::ExcludesError);
+}
