@@ -330,18 +330,20 @@ TEST(Space, MatmulHasRegisterTilesWithThreadXOnJ) {
 
 TEST(Space, MatmulOffersAStagedEightByEightTile) {
   // The classic FP32 GEMM tile: 16 x 16 threads, 8 x 8 outputs each, both operands staged per
-  // unrolled step of the reduction in two buffers; a's tile also stored k-major (a^T: each
-  // thread's 8 rows are contiguous), ranked ahead of the untransposed tie.
+  // unrolled step of the reduction, in one buffer and in two; a's tile also stored k-major (a^T:
+  // each thread's 8 rows are contiguous), ranked ahead of the untransposed tie.
   Kernel bound = bindAll(example("matmul").kernel, {{"n", 4096}});
   Space space = enumerateSchedules(bound);
   const std::string tile = "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; ";
-  std::ptrdiff_t transposed = -1, plain = -1;
+  std::ptrdiff_t transposed = -1, plain = -1, doubled = -1;
   for (size_t c = 0; c < space.candidates.size(); ++c) {
-    if (space.candidates[c].text == tile + "shared: a^T, b; buffers: 2") transposed = (std::ptrdiff_t)c;
-    if (space.candidates[c].text == tile + "shared: a, b; buffers: 2") plain = (std::ptrdiff_t)c;
+    if (space.candidates[c].text == tile + "shared: a^T, b") transposed = (std::ptrdiff_t)c;
+    if (space.candidates[c].text == tile + "shared: a, b") plain = (std::ptrdiff_t)c;
+    if (space.candidates[c].text == tile + "shared: a^T, b; buffers: 2") doubled = (std::ptrdiff_t)c;
   }
   ASSERT_GE(transposed, 0);
   ASSERT_GE(plain, 0);
+  ASSERT_GE(doubled, 0);
   EXPECT_LT(transposed, plain);
   // b's tile is k-major already: never offered transposed; cyclic rows (i: reg 8, thread.y 16)
   // are not contiguous runs, so their a tile is not offered transposed either.
