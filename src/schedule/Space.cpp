@@ -387,8 +387,11 @@ class NestSpace {
             ns.blocksPerSM = 0;
             add(ns, Family::Shared);
             // Large register tiles leave room for one block per multiprocessor, whose warps all
-            // wait at the staging barriers: also compiled for two blocks (fewer registers per thread).
-            if (regTile >= 32 && threads >= 128 && threads * 2 <= 1024) {
+            // wait at the staging barriers: also compiled for two blocks (fewer registers per
+            // thread), where the cap that gives still holds the tile and about 48 registers of
+            // operands and addresses (below that, NVCC spills: 512 threads of 64 points got 64).
+            int64_t cap = o_.device.registersPerMultiprocessor / (threads * 2);
+            if (regTile >= 32 && threads >= 128 && cap >= regTile + 48) {
               ns.blocksPerSM = 2;
               add(ns, Family::Shared);
             }
@@ -724,7 +727,37 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
     auto again = parseSchedule(c.text);
     RTCG_ASSERT(again.ok() && *again.schedule == c.schedule, "schedule text does not round-trip: " + c.text);
   }
-  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.score < b.score; });
+  // Ties are common (the model does not see staging layouts, steps or buffer counts): tied
+  // candidates are taken round-robin over the placements of their parallel indices, so that the
+  // best-predicted half of a sample covers several tilings instead of every staging variant of one.
+  std::set<std::string> parallelNames;
+  for (size_t n = 0; n < bound.nests.size(); ++n)
+    if (auto indices = nestIndices(bound, (int)n))
+      for (const NestIndex& ni : *indices)
+        if (ni.parallel) parallelNames.insert(ni.name);
+  std::map<std::pair<double, std::string>, int64_t> seenPlacements;
+  std::vector<int64_t> variant(all.size());
+  for (size_t c = 0; c < all.size(); ++c) {
+    std::string placement;
+    for (const NestSchedule& n : all[c].schedule.nests) {
+      for (const IndexSchedule& is : n.indices)
+        if (parallelNames.count(is.index)) placement += printIndexSchedule(is) + ";";
+      placement += "|";
+    }
+    variant[c] = seenPlacements[{all[c].score, placement}]++;
+  }
+  std::vector<size_t> order(all.size());
+  for (size_t c = 0; c < order.size(); ++c) order[c] = c;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (all[a].score != all[b].score) return all[a].score < all[b].score;
+    return variant[a] < variant[b];
+  });
+  {
+    std::vector<Candidate> sorted;
+    sorted.reserve(all.size());
+    for (size_t c : order) sorted.push_back(std::move(all[c]));
+    all = std::move(sorted);
+  }
 
   // Sampling down to maxCandidates: the best-predicted half, then a seeded random sample of the
   // rest; the default replaces the last pick when neither took it.

@@ -344,6 +344,14 @@ TEST(Space, MatmulOffersAStagedEightByEightTile) {
   ASSERT_GE(transposed, 0);
   ASSERT_GE(plain, 0);
   ASSERT_GE(doubled, 0);
+  size_t stagedRank = 0, firstStaged = space.candidates.size();
+  for (size_t c = 0; c < space.candidates.size(); ++c)
+    if (!space.candidates[c].schedule.nests[0].shared.empty()) {
+      if (firstStaged == space.candidates.size()) firstStaged = c;
+      if ((std::ptrdiff_t)c < transposed) ++stagedRank;
+    }
+  std::printf("matmul n=4096: %zu candidates; the 8 x 8 a^T tile ranks %td (%zu staged ahead of it, first staged at %zu)\n",
+              space.candidates.size(), transposed, stagedRank, firstStaged);
   EXPECT_LT(transposed, plain);
   // b's tile is k-major already: never offered transposed; cyclic rows (i: reg 8, thread.y 16)
   // are not contiguous runs, so their a tile is not offered transposed either.
