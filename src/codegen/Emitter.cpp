@@ -261,6 +261,7 @@ class NestEmitter {
   void emitReductionLoops(const std::vector<Loop>& loops, size_t q, Env env, std::vector<C::Stmt>& out,
                           const std::function<void(Env&, std::vector<C::Stmt>&)>& inner, int stageGroup = -1);
   C::ExprP uniformBase(const ParallelIndex& p) const;
+  std::map<std::string, C::ExprP> tileBases(const C::ExprP& stepBase = nullptr) const;
   enum class TileCopy { Direct, LoadToRegisters, StoreFromRegisters };
   StageRef tileRef(size_t t, const std::map<std::string, C::ExprP>& bases, const C::ExprP& buffer,
                    std::vector<C::Stmt>& out);
@@ -638,8 +639,7 @@ bool NestEmitter::hasStepStaging(int group) const {
 
 void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out,
                             TileCopy mode, const TileTarget& target) {
-  std::map<std::string, C::ExprP> bases{{"step", stepBase}};
-  for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+  const std::map<std::string, C::ExprP> bases = tileBases(stepBase);
   for (size_t t = 0; t < plan_.arrays.size(); ++t)
     if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group)
       stageTile(t, bases, env, out, mode, mode == TileCopy::Direct ? std::vector<std::string>{} : prefetchRegs_.at(t),
@@ -649,8 +649,7 @@ void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::
 // Points the reads of `env` at buffer `buffer` of the step tiles of `group` (the step at `stepBase`).
 void NestEmitter::readStep(int group, const C::ExprP& stepBase, const C::ExprP& buffer, Env& env,
                            std::vector<C::Stmt>& out) {
-  std::map<std::string, C::ExprP> bases{{"step", stepBase}};
-  for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+  const std::map<std::string, C::ExprP> bases = tileBases(stepBase);
   for (size_t t = 0; t < plan_.arrays.size(); ++t)
     if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group)
       env.staged[plan_.arrays[t].array] = tileRef(t, bases, buffer, out);
@@ -744,13 +743,15 @@ C::ExprP NestEmitter::uniformBase(const ParallelIndex& p) const {
   return C::sum(terms);
 }
 
-// The cooperative copy of tile `t` of the plan: element e of the tile (row-major over its box) is
-// loaded by thread e % threads, so consecutive threads load consecutive elements of a row
-// (coalesced). Elements outside the array are set to zero (no point in the domain reads them).
-// TileCopy::Direct copies global -> shared and points the reads of `env` at the tile; a prefetched
-// step splits the copy in two: LoadToRegisters (global -> the thread's registers `regs`, one per
-// element it copies; `env` is not changed) and StoreFromRegisters (registers -> shared, and the
-// reads of `env` point at the tile).
+// The uniform-based keys of staged boxes (StagedDim::coeffs) at the current position: "p:<name>"
+// for each parallel index and, with `stepBase`, "step" for the staged reduction step.
+std::map<std::string, C::ExprP> NestEmitter::tileBases(const C::ExprP& stepBase) const {
+  std::map<std::string, C::ExprP> bases;
+  if (stepBase) bases["step"] = stepBase;
+  for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+  return bases;
+}
+
 // The tile `t` as reads see it: its buffer's offset, per dimension the origin (declared into
 // `out` when not constant) and the pitch in the tile's storage order.
 StageRef NestEmitter::tileRef(size_t t, const std::map<std::string, C::ExprP>& bases, const C::ExprP& buffer,
@@ -780,6 +781,13 @@ StageRef NestEmitter::tileRef(size_t t, const std::map<std::string, C::ExprP>& b
   return ref;
 }
 
+// The cooperative copy of tile `t` of the plan: element e of the tile (row-major over its box) is
+// loaded by thread e % threads, so consecutive threads load consecutive elements of a row
+// (coalesced). Elements outside the array are set to zero (no point in the domain reads them).
+// TileCopy::Direct copies global -> shared and points the reads of `env` at the tile; a prefetched
+// step splits the copy in two: LoadToRegisters (global -> the thread's registers `regs`, one per
+// element it copies; `env` is not changed) and StoreFromRegisters (registers -> shared, and the
+// reads of `env` point at the tile).
 void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env,
                             std::vector<C::Stmt>& out, TileCopy mode, const std::vector<std::string>& regs,
                             const TileTarget& target) {
@@ -1196,8 +1204,7 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
 
   // Tiles staged once per block.
   {
-    std::map<std::string, C::ExprP> bases;
-    for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+    const std::map<std::string, C::ExprP> bases = tileBases();
     bool any = false;
     for (size_t t = 0; t < plan_.arrays.size(); ++t)
       if (plan_.arrays[t].level == StageLevel::Block && !plan_.arrays[t].movesWithSerial) {
@@ -1245,8 +1252,7 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
     // before the next position's copy.
     bool stagedHere = false;
     {
-      std::map<std::string, C::ExprP> bases;
-      for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+      const std::map<std::string, C::ExprP> bases = tileBases();
       for (size_t t = 0; t < plan_.arrays.size(); ++t)
         if (plan_.arrays[t].level == StageLevel::Block && plan_.arrays[t].movesWithSerial) {
           stageTile(t, bases, genv, out);
