@@ -365,9 +365,9 @@ class NestSpace {
                                  [](const StagedArray& sa) { return sa.level == StageLevel::Step; });
         std::vector<int64_t> bufferCounts{1};
         if (steps && single.errors.empty()) {
-          ns.buffers = 2;
-          if (planStaging(k_, nest_, ns).bytes <= o_.limits.maxSharedBytes) bufferCounts.push_back(2);
-          ns.buffers = 1;
+          NestSchedule doubled = ns;
+          doubled.buffers = 2;
+          if (planStaging(k_, nest_, doubled).bytes <= o_.limits.maxSharedBytes) bufferCounts.push_back(2);
         }
         // Step tiles whose first dimension a thread's register points run along (contiguously,
         // in vector-sized runs) and whose second is the reduction: stored transposed, a step
