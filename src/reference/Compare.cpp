@@ -74,6 +74,20 @@ int64_t unwrittenValues(const T* out, size_t count, const std::vector<uint8_t>& 
   return n;
 }
 
+// Calls f(elements) with the array's elements at their own type.
+template <class F>
+auto withElements(const HostArray& out, F&& f) {
+  switch (out.type()) {
+    case ScalarType::F32: return f(out.as<float>());
+    case ScalarType::F64: return f(out.as<double>());
+    case ScalarType::I32: return f(out.as<int32_t>());
+    case ScalarType::I64: return f(out.as<int64_t>());
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "bad host array type");
+  return decltype(f(out.as<float>())){};
+}
+
 }  // namespace
 
 Comparison compare(const std::vector<double>& out, const std::vector<double>& ref) {
@@ -84,42 +98,18 @@ Comparison compare(const std::vector<double>& out, const std::vector<double>& re
 // every candidate's outputs).
 Comparison compare(const HostArray& out, const std::vector<double>& ref) {
   const size_t n = size_t(out.size());
-  switch (out.type()) {
-    case ScalarType::F32: return compareValues<false>(out.as<float>(), n, ref);
-    case ScalarType::F64: return compareValues<false>(out.as<double>(), n, ref);
-    case ScalarType::I32: return compareValues<false>(out.as<int32_t>(), n, ref);
-    case ScalarType::I64: return compareValues<false>(out.as<int64_t>(), n, ref);
-    case ScalarType::Bool: break;
-  }
-  RTCG_ASSERT(false, "bad host array type");
-  return {};
+  return withElements(out, [&](const auto* values) { return compareValues<false>(values, n, ref); });
 }
 
 Comparison compare(const HostArray& out, const std::vector<double>& ref, const std::vector<uint8_t>& checked) {
   const size_t n = size_t(out.size());
   if (checked.size() != n) throw Error(fmt::format("a mask of {} elements for {} values", checked.size(), n));
-  switch (out.type()) {
-    case ScalarType::F32: return compareValues<true>(out.as<float>(), n, ref, checked.data());
-    case ScalarType::F64: return compareValues<true>(out.as<double>(), n, ref, checked.data());
-    case ScalarType::I32: return compareValues<true>(out.as<int32_t>(), n, ref, checked.data());
-    case ScalarType::I64: return compareValues<true>(out.as<int64_t>(), n, ref, checked.data());
-    case ScalarType::Bool: break;
-  }
-  RTCG_ASSERT(false, "bad host array type");
-  return {};
+  return withElements(out, [&](const auto* values) { return compareValues<true>(values, n, ref, checked.data()); });
 }
 
 int64_t countUnwritten(const HostArray& out, const std::vector<uint8_t>& checked) {
   const size_t n = size_t(out.size());
-  switch (out.type()) {
-    case ScalarType::F32: return unwrittenValues(out.as<float>(), n, checked);
-    case ScalarType::F64: return unwrittenValues(out.as<double>(), n, checked);
-    case ScalarType::I32: return unwrittenValues(out.as<int32_t>(), n, checked);
-    case ScalarType::I64: return unwrittenValues(out.as<int64_t>(), n, checked);
-    case ScalarType::Bool: break;
-  }
-  RTCG_ASSERT(false, "bad host array type");
-  return 0;
+  return withElements(out, [&](const auto* values) { return unwrittenValues(values, n, checked); });
 }
 
 double relativeError(const HostArray& out, const std::vector<double>& ref) { return compare(out, ref).relativeError; }
