@@ -12,30 +12,15 @@
 #include "ir/Bind.h"
 #include "reference/Compare.h"
 #include "reference/RandomFill.h"
+#include "reference/DslKernels.h"
 #include "reference/Reference.h"
 #include "support/Error.h"
 
 namespace rtcg {
 namespace {
 
-std::string readExample(const std::string& name) {
-  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + name);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Kernel bindDsl(const std::string& source, const SizeBindings& sizes, const std::string& kernel = "") {
-  Diagnostics diags;
-  auto prog = parseProgram("test.rtcg", source, diags);
-  if (!prog) throw Error(diags.render("test.rtcg", source));
-  const Kernel* k = kernel.empty() ? &prog->kernels.at(0) : prog->find(kernel);
-  if (!k) throw Error("no kernel " + kernel);
-  auto bound = bindSizes(*k, sizes, diags);
-  if (!bound) throw Error(diags.render("test.rtcg", source));
-  return *bound;
-}
+using testing::bindDsl;
+using testing::readExample;
 
 // Binds, fills random inputs and runs the reference.
 struct DslRun {

@@ -13,28 +13,15 @@
 #include "frontend/Frontend.h"
 #include "ir/Bind.h"
 #include "reference/RandomFill.h"
+#include "reference/DslKernels.h"
 #include "reference/Reference.h"
 #include "support/Error.h"
 
 namespace rtcg {
 namespace {
 
-std::string readExample(const std::string& name) {
-  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + name);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Kernel bindDsl(const std::string& source, const SizeBindings& sizes) {
-  Diagnostics diags;
-  auto prog = parseProgram("test.rtcg", source, diags);
-  if (!prog) throw Error(diags.render("test.rtcg", source));
-  auto bound = bindSizes(prog->kernels.at(0), sizes, diags);
-  if (!bound) throw Error(diags.render("test.rtcg", source));
-  return *bound;
-}
+using testing::bindDsl;
+using testing::readExample;
 
 // The full and a sampled run of `k` on the same random inputs.
 struct FullAndSampled {
