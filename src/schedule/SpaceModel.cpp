@@ -191,6 +191,62 @@ std::optional<int64_t> NestModel::stagedBytes(const NestSchedule& s, const std::
   return total;
 }
 
+// Elements one load instruction of a staged access brings: 4 when the thread's points along the
+// tile's stored rows (the last dimension, the first for a transposed tile) are runs of 4
+// neighbours (a parallel index whose innermost part is a register tile of a multiple of 4),
+// which NVCC reads as one 16-byte vector; else 1.
+int64_t NestModel::vectorWidth(const NestSchedule& s, const Access& a, bool transposed) const {
+  if (a.indices.empty()) return 1;
+  auto form = toAffine(transposed ? a.indices.front() : a.indices.back());
+  if (!form || form->coeffs.size() != 1 || form->coeffs.begin()->second != 1) return 1;
+  int loop = form->coeffs.begin()->first;
+  for (const NestIndex& ni : indices_) {
+    if (!ni.parallel) continue;
+    bool mine = std::any_of(ni.loops.begin(), ni.loops.end(), [&](const Loop* l) { return l->id == loop; });
+    if (!mine) continue;
+    const IndexSchedule* is = s.find(ni.name);
+    if (!is) return 1;
+    const SchedulePart& last = is->parts.back();
+    return last.place == Placement::Reg && last.factor && *last.factor % 4 == 0 ? 4 : 1;
+  }
+  return 1;
+}
+
+// Iterations a thread makes of the staged reduction step (the outer part of the innermost
+// reduction index; 1 without one).
+double NestModel::stepsPerThread(const NestSchedule& s) const {
+  auto reds = reductions();
+  if (reds.empty()) return 1;
+  const IndexSchedule* is = s.find(reds.back()->name);
+  if (!is || is->parts.size() < 2) return 1;
+  return (double)partExtents(*is, std::max<int64_t>(1, reds.back()->hull.extent())).front();
+}
+
+// Loop control per thread: about 3 instructions (add, compare, branch) per iteration of a rolled
+// loop part of a reduction index (unrolled parts have none), and a barrier pair with its
+// bookkeeping (~6) per staged step.
+double NestModel::loopControl(const NestSchedule& s) const {
+  double control = 0;
+  for (const NestIndex* ni : reductions()) {
+    const IndexSchedule* is = s.find(ni->name);
+    if (!is) {
+      control += 3 * (double)std::max<int64_t>(1, ni->hull.extent());
+      continue;
+    }
+    std::vector<int64_t> ext = partExtents(*is, std::max<int64_t>(1, ni->hull.extent()));
+    double iterations = 1;
+    for (size_t p = 0; p < is->parts.size(); ++p) {
+      Placement pl = is->parts[p].place;
+      if (isThreadPlacement(pl) || isGridPlacement(pl)) continue;
+      if (pl == Placement::Unroll) continue;
+      iterations *= (double)ext[p];
+    }
+    control += 3 * iterations;
+  }
+  if (!s.shared.empty()) control += 6 * stepsPerThread(s);
+  return control;
+}
+
 NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) const {
   NestEstimate e;
   int64_t threadX = 1;
@@ -221,6 +277,11 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
 
   Tiles t = tiles(s);
   std::set<std::string> staged(s.shared.begin(), s.shared.end());
+  double reductionValuesPerThread = 1;
+  for (const NestIndex& ni : indices_)
+    if (!ni.parallel) reductionValuesPerThread *= (double)t.threadCount[ni.name];
+  IssueCounts issue;
+  double operandsPerValue = 0;  // registers holding one reduction value's operands
   std::map<std::string, std::pair<double, double>> reuse;  // array -> (requests, distinct)
   double perBlock = 0;
   bool sawStore = false;
@@ -252,10 +313,18 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
     r.first += requests;
     r.second += distinct;
     e.coalescing[param.name] = std::max<int64_t>(e.coalescing[param.name], waste);
-    if (staged.count(param.name))
+    bool isStaged = staged.count(param.name) > 0;
+    if (isStaged)
       perBlock += stagedTraffic(*k_, a, t.block, distinct, bytes);
     else
       perBlock += (distinct + std::max(0.0, requests - distinct) / 4) * bytes * (double)waste;
+    // Issue: each element a thread uses is loaded once per thread (register tiles share it),
+    // staged tiles as vectors where the thread's points run along the stored rows; the tile copy
+    // costs a load, a store and its address arithmetic per element.
+    double width = isStaged ? (double)vectorWidth(s, a, s.isTransposed(param.name)) : 1.0;
+    issue.loads += perThread / width;
+    operandsPerValue += perThread / std::max(1.0, reductionValuesPerThread);
+    if (isStaged) issue.copies += 3 * distinct / (double)std::max<int64_t>(1, e.threads);
   }
   for (const auto& [name, r] : reuse) e.reuse[name] = r.second > 0 ? r.first / r.second : 1;
   e.bytes = perBlock * (double)e.blocks;
@@ -263,10 +332,17 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
 
   // Residency and occupancy.
   if (!s.shared.empty()) e.sharedBytes = stagedBytes(s, s.shared).value_or(0);
-  e.registers = 16 + 2 * e.registerTile + (s.shared.empty() ? 0 : 8);
-  // __launch_bounds__(threads, N) caps the registers (spills, if any, show when measured).
-  if (s.blocksPerSM > 0)
-    e.registers = std::min<int64_t>(e.registers, d.registersPerMultiprocessor / (e.threads * s.blocksPerSM) / 8 * 8);
+  // Registers: the accumulators of every statement's register tile, one reduction value's
+  // operands, the staged step held in registers while the previous one computes, and ~24 for
+  // addresses and indices (an 8 x 8 matrix-product tile with both operands staged: 112; NVCC: 128).
+  int64_t statements = std::max<int64_t>(1, (int64_t)k_->nests[nest_].body.size());
+  double prefetch = s.shared.empty() ? 0 : issue.copies / 3 / std::max(1.0, stepsPerThread(s));
+  e.registers = 24 + statements * e.registerTile + (int64_t)std::ceil(operandsPerValue + prefetch);
+  // __launch_bounds__(threads, N) caps the registers; so does NVCC at 255. Past the cap it spills.
+  int64_t cap = 255;
+  if (s.blocksPerSM > 0) cap = std::min<int64_t>(cap, d.registersPerMultiprocessor / (e.threads * s.blocksPerSM) / 8 * 8);
+  bool spills = e.registers > cap;
+  e.registers = std::min(e.registers, cap);
   int64_t warps = ceilDiv(e.threads, 32);
   int64_t perSm = d.maxBlocksPerMultiprocessor;
   perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, warps * 32));
@@ -292,7 +368,25 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   e.efficiency = smUse * hiding * waveUse;
   // Memory and arithmetic overlap, not perfectly: a quarter of the smaller one shows (this also
   // ranks compute-bound candidates by their traffic).
-  double memory = e.bytes / d.memoryBandwidth, compute = e.flops / d.peakFlops;
+  // Arithmetic issues at one instruction per clock per scheduler: the multiply-adds' share of a
+  // thread's instructions bounds the rate (loads, copies, loop control and stores take slots too).
+  int64_t totalThreads = e.threads * e.blocks;
+  issue.fmas = e.flops / 2 / (double)std::max<int64_t>(1, totalThreads);
+  issue.control = loopControl(s);
+  // A rolled loop inside the staged step computes every shared-memory address at run time
+  // (unrolled, they are immediates): about one more instruction per load.
+  if (const IndexSchedule* inner = reductions().empty() ? nullptr : s.find(reductions().back()->name))
+    if (inner->parts.size() > 1 && inner->parts.back().place == Placement::Serial) issue.loads *= 2;
+  issue.stores = (double)e.outputsPerThread;
+  e.issueEfficiency = issue.fmas > 0 ? issue.fmas / issue.total() : 1.0;
+  // Issue slots also go idle while every warp of a scheduler waits (a barrier, a shared-memory
+  // load): about W / (W + 4) of them issue with W warps resident per multiprocessor (measured:
+  // 75% busy with 16 warps for an 8 x 8 matrix-product tile on an H100).
+  double residentWarps = residentBlocks * (double)warps;
+  double issueHiding = residentWarps / (residentWarps + 4);
+  double spill = spills ? 0.5 : 1.0;  // spilled registers go through local memory
+  double memory = e.bytes / d.memoryBandwidth;
+  double compute = e.flops / (d.peakFlops * e.issueEfficiency * issueHiding * spill);
   e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
   if (e.crossBlocks > 1) {
     // The second pass: every block stores a partial per output point it holds (8 bytes, with a

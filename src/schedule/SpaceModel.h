@@ -5,8 +5,16 @@
 // The model, per nest:
 // - Launch shape: threads per block (thread parts), blocks (grid parts), register tile (reg parts
 //   of parallel indices), outputs per thread (reg, serial and unroll parts of parallel indices).
-// - Registers per thread ~ 16 + 2 * register tile (+8 with staging); with threads and staged shared
-//   bytes this gives resident blocks per multiprocessor and the occupancy.
+// - Registers per thread ~ 24 + statements * register tile (the accumulators) + the operands of one
+//   reduction value + the staged step's prefetch registers; with threads and staged shared bytes
+//   this gives resident blocks per multiprocessor and the occupancy. Over 255, NVCC spills: the
+//   arithmetic rate halves.
+// - Instruction issue, per thread: multiply-adds (flops / 2), loads (each element the thread
+//   uses, once: register tiles share operands; staged tiles read as 16-byte vectors where the
+//   thread's points run along the stored rows), tile copies (3 per element: load, store,
+//   address), loop control (3 per iteration of a rolled reduction loop part, 6 per staged step)
+//   and stores. A multiprocessor issues one instruction per scheduler and clock, so the
+//   arithmetic rate is the peak times the multiply-adds' share (the issue efficiency).
 // - Global traffic, per access, for one block (grid parts fixed, the block's tile): F = distinct
 //   elements it touches (box footprint, capped by the number of index points), U = elements its
 //   threads request (threads * per-thread footprint; a broadcast along thread.x counts once per
@@ -17,7 +25,8 @@
 //   Stores move F, times the same factor. Indirect accesses cost 4x their request count.
 //   Bytes = blocks * per-block traffic.
 // - Time = launch overhead + (max(memory, compute) + min(memory, compute) / 4) / efficiency, with
-//   memory = bytes / bandwidth and compute = flops / peak (imperfect overlap), where efficiency =
+//   memory = bytes / bandwidth and compute = flops / (peak * issue efficiency) (imperfect overlap),
+//   where efficiency =
 //   (fraction of multiprocessors with a block) * (latency hiding: warps in flight per
 //   multiprocessor times the ILP of the register tile, over 32) * (wave quantization), each <= 1.
 // - A reduction split across blocks (grid parts on a reduction index: blocks count them like any
@@ -45,6 +54,7 @@ struct NestEstimate {
   int64_t crossBlocks = 1;  // blocks sharing one output tile (grid parts of a reduction index)
   int64_t registers = 0, sharedBytes = 0, blocksPerMultiprocessor = 0;  // 0: cannot be resident
   double occupancy = 0, efficiency = 0;
+  double issueEfficiency = 1;  // multiply-adds over all instructions a thread issues
   double bytes = 0, flops = 0, seconds = 0;
   std::string threadXIndex;   // index with the thread.x part ("" if none)
   int64_t storeStride = 1;    // stride of the (first) store along thread.x; 0 if broadcast or unknown
@@ -95,7 +105,16 @@ class NestModel {
   std::vector<std::optional<std::set<int>>> usedLoops_;  // per access: loop ids of its affine offset
   mutable std::map<std::vector<int64_t>, double> distinctCache_;
 
+  // Instructions one thread issues, by kind (see the model above).
+  struct IssueCounts {
+    double fmas = 0, loads = 0, copies = 0, control = 0, stores = 0;
+    double total() const { return fmas + loads + copies + control + stores; }
+  };
+
   Tiles tiles(const NestSchedule& s) const;
+  int64_t vectorWidth(const NestSchedule& s, const Access& a, bool transposed) const;
+  double stepsPerThread(const NestSchedule& s) const;
+  double loopControl(const NestSchedule& s) const;
   double distinctElements(size_t access, const std::map<int, Interval>& tile) const;
   int loopIdIn(const Access& a, const std::string& index) const;  // -1 if not in a's scope
 };
