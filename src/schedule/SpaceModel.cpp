@@ -152,7 +152,15 @@ static double stagedTraffic(const Kernel& k, const Access& a, const std::map<int
                             double distinct, double bytes) {
   auto box = footprint(k, a, tile);
   if (!box || box->dims.empty() || (double)box->elements() > distinct) return distinct * bytes;
-  double width = (double)std::max<int64_t>(1, box->dims.back().extent());
+  // A row spans every inner dimension the box covers in full, and one more: the rows of a u[k, j]
+  // tile of whole DG elements are one contiguous run, not a sector-rounded row per element.
+  const Param& param = k.params[a.array];
+  double width = 1;
+  for (size_t d = box->dims.size(); d-- > 0;) {
+    width *= (double)std::max<int64_t>(1, box->dims[d].extent());
+    std::optional<int64_t> full = d < param.shape.size() ? constIntValue(param.shape[d], k) : std::nullopt;
+    if (!full || box->dims[d].extent() != *full) break;
+  }
   double rows = (double)box->elements() / width;
   return rows * std::ceil(width * bytes / 32) * 32;
 }

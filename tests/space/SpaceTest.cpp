@@ -396,13 +396,19 @@ TEST(Space, IssueModelRanksVectorReadTilesFirst) {
   EXPECT_LE(both.registers, 128);
   EXPECT_EQ(both.blocksPerMultiprocessor, 2);
 
-  // DG differentiation at N = 8 (Np = 165): a two-dimensional tile of elements x nodes with the
-  // three derivative matrices stored transposed, so that a thread's 4 nodes are one vector.
+  // DG differentiation at N = 8 (Np = 165): the sample measures two-dimensional tiles of elements
+  // x nodes with the three derivative matrices stored transposed (a thread's 4 nodes are one
+  // vector). On an H100 they ran 0.68 ms against 0.60 ms for 8 elements x 2 nodes per thread
+  // with the matrices untransposed, which the sample holds too.
   Kernel dg = bindAll(example("dg_diff").kernel, {{"K", 101556}, {"Np", 165}});
   Space dgSpace = enumerateSchedules(dg, o);
   ASSERT_FALSE(dgSpace.candidates.empty());
-  std::printf("dg_diff Np=165, first of 64: %s\n", dgSpace.candidates.front().text.c_str());
-  EXPECT_NE(dgSpace.candidates.front().text.find("Dr^T"), std::string::npos) << dgSpace.candidates.front().text;
+  auto offered = [&](const std::string& text) {
+    return std::any_of(dgSpace.candidates.begin(), dgSpace.candidates.end(),
+                       [&](const Candidate& c) { return c.text.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(offered("shared: Dr^T, u^T, Ds^T, Dt^T"));
+  EXPECT_TRUE(offered("i: grid.x, reg 2, thread.x 16; j: serial, unroll 8; shared: Dr, u^T, Ds, Dt"));
 }
 
 TEST(Space, ScheduleDistance) {
