@@ -127,6 +127,20 @@ TEST(Cli, CpuRunIsDeterministicPerSeed) {
   EXPECT_NE(checksumLine(a.out), checksumLine(c.out));
 }
 
+TEST(Cli, RunReferenceSamplingOptions) {
+  // GPU runs verify kernels over --reference-max-flops against a sampled reference (as tune
+  // does); the option takes a non-negative number and excludes --full-reference.
+  std::string file = example("matmul.rtcg") + " -D n=64";
+  Result negative = rtcgc("run " + file + " --reference-max-flops -1");
+  EXPECT_EQ(negative.code, 2) << negative.out;
+  Result both = rtcgc("run " + file + " --reference-max-flops 1e6 --full-reference");
+  EXPECT_EQ(both.code, 2) << both.out;
+  EXPECT_NE(both.out.find("excludes"), std::string::npos) << both.out;
+  Result help = rtcgc("run --help");
+  EXPECT_NE(help.out.find("--reference-max-flops"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--full-reference"), std::string::npos) << help.out;
+}
+
 TEST(Cli, ScalarsCanBeSet) {
   Result r = rtcgc("run --cpu " + example("axpby.rtcg") + " -D n=10 -S a=0 -S b=0");
   ASSERT_EQ(r.code, 0) << r.out;
