@@ -14,7 +14,9 @@
 //   thread's points run along the stored rows), tile copies (3 per element: load, store,
 //   address), loop control (3 per iteration of a rolled reduction loop part, 6 per staged step)
 //   and stores. A multiprocessor issues one instruction per scheduler and clock, so the
-//   arithmetic rate is the peak times the multiply-adds' share (the issue efficiency).
+//   arithmetic rate is the peak times the multiply-adds' share (the issue efficiency), times
+//   W / (W + 4) for W warps resident per multiprocessor (slots idle while all wait at a barrier
+//   or on shared memory).
 // - Global traffic, per access, for one block (grid parts fixed, the block's tile): F = distinct
 //   elements it touches (box footprint, capped by the number of index points), U = elements its
 //   threads request (threads * per-thread footprint; a broadcast along thread.x counts once per
