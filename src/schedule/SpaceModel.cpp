@@ -223,11 +223,16 @@ int64_t NestModel::vectorWidth(const NestSchedule& s, const Access& a, bool tran
 // Iterations a thread makes of the staged reduction step (the outer part of the innermost
 // reduction index; 1 without one).
 double NestModel::stepsPerThread(const NestSchedule& s) const {
-  auto reds = reductions();
-  if (reds.empty()) return 1;
-  const IndexSchedule* is = s.find(reds.back()->name);
+  const NestIndex* inner = innermostReduction();
+  const IndexSchedule* is = inner ? s.find(inner->name) : nullptr;
   if (!is || is->parts.size() < 2) return 1;
-  return (double)partExtents(*is, std::max<int64_t>(1, reds.back()->hull.extent())).front();
+  return (double)partExtents(*is, std::max<int64_t>(1, inner->hull.extent())).front();
+}
+
+const NestIndex* NestModel::innermostReduction() const {
+  for (size_t i = indices_.size(); i-- > 0;)
+    if (!indices_[i].parallel) return &indices_[i];
+  return nullptr;
 }
 
 // Loop control per thread: about 3 instructions (add, compare, branch) per iteration of a rolled
@@ -383,7 +388,8 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   issue.control = loopControl(s);
   // A rolled loop inside the staged step computes every shared-memory address at run time
   // (unrolled, they are immediates): about one more instruction per load.
-  if (const IndexSchedule* inner = reductions().empty() ? nullptr : s.find(reductions().back()->name))
+  const NestIndex* innermost = innermostReduction();
+  if (const IndexSchedule* inner = innermost ? s.find(innermost->name) : nullptr)
     if (inner->parts.size() > 1 && inner->parts.back().place == Placement::Serial) issue.loads *= 2;
   issue.stores = (double)e.outputsPerThread;
   e.issueEfficiency = issue.fmas > 0 ? issue.fmas / issue.total() : 1.0;

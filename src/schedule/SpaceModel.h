@@ -115,6 +115,7 @@ class NestModel {
 
   Tiles tiles(const NestSchedule& s) const;
   int64_t vectorWidth(const NestSchedule& s, const Access& a, bool transposed) const;
+  const NestIndex* innermostReduction() const;  // the last reduction index; nullptr if none
   double stepsPerThread(const NestSchedule& s) const;
   double loopControl(const NestSchedule& s) const;
   double distinctElements(size_t access, const std::map<int, Interval>& tile) const;
