@@ -29,7 +29,16 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
   indices_ = std::move(*idx);
   ok_ = true;
   accesses_ = collectAccesses(k, nest);
-  for (const Access& a : accesses_) usedLoops_.push_back(usedLoops(k, a));
+  for (const Access& a : accesses_) {
+    usedLoops_.push_back(usedLoops(k, a));
+    // The loop along each end dimension (coefficient 1, alone), for vectorWidth.
+    auto soleLoop = [](const Expr& e) {
+      auto form = toAffine(e);
+      return form && form->coeffs.size() == 1 && form->coeffs.begin()->second == 1 ? form->coeffs.begin()->first : -1;
+    };
+    rowLoops_.push_back(a.indices.empty() ? std::pair{-1, -1}
+                                          : std::pair{soleLoop(a.indices.back()), soleLoop(a.indices.front())});
+  }
   for (const NestIndex& ni : indices_)
     if (ni.parallel) points_ *= (double)std::max<int64_t>(1, ni.hull.extent());
 
@@ -203,11 +212,9 @@ std::optional<int64_t> NestModel::stagedBytes(const NestSchedule& s, const std::
 // tile's stored rows (the last dimension, the first for a transposed tile) are runs of 4
 // neighbours (a parallel index whose innermost part is a register tile of a multiple of 4),
 // which NVCC reads as one 16-byte vector; else 1.
-int64_t NestModel::vectorWidth(const NestSchedule& s, const Access& a, bool transposed) const {
-  if (a.indices.empty()) return 1;
-  auto form = toAffine(transposed ? a.indices.front() : a.indices.back());
-  if (!form || form->coeffs.size() != 1 || form->coeffs.begin()->second != 1) return 1;
-  int loop = form->coeffs.begin()->first;
+int64_t NestModel::vectorWidth(const NestSchedule& s, size_t access, bool transposed) const {
+  int loop = transposed ? rowLoops_[access].second : rowLoops_[access].first;
+  if (loop < 0) return 1;
   for (const NestIndex& ni : indices_) {
     if (!ni.parallel) continue;
     bool mine = std::any_of(ni.loops.begin(), ni.loops.end(), [&](const Loop* l) { return l->id == loop; });
@@ -334,7 +341,7 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
     // Issue: each element a thread uses is loaded once per thread (register tiles share it),
     // staged tiles as vectors where the thread's points run along the stored rows; the tile copy
     // costs a load, a store and its address arithmetic per element.
-    double width = isStaged ? (double)vectorWidth(s, a, s.isTransposed(param.name)) : 1.0;
+    double width = isStaged ? (double)vectorWidth(s, ai, s.isTransposed(param.name)) : 1.0;
     issue.loads += perThread / width;
     operandsPerValue += perThread / std::max(1.0, reductionValuesPerThread);
     if (isStaged) issue.copies += 3 * distinct / (double)std::max<int64_t>(1, e.threads);

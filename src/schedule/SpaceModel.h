@@ -105,6 +105,8 @@ class NestModel {
     std::map<std::string, int64_t> threadCount;     // index -> points per thread
   };
   std::vector<std::optional<std::set<int>>> usedLoops_;  // per access: loop ids of its affine offset
+  // Per access: the loop id its last and its first index are (coefficient 1, alone), else -1.
+  std::vector<std::pair<int, int>> rowLoops_;
   mutable std::map<std::vector<int64_t>, double> distinctCache_;
 
   // Instructions one thread issues, by kind (see the model above).
@@ -114,7 +116,7 @@ class NestModel {
   };
 
   Tiles tiles(const NestSchedule& s) const;
-  int64_t vectorWidth(const NestSchedule& s, const Access& a, bool transposed) const;
+  int64_t vectorWidth(const NestSchedule& s, size_t access, bool transposed) const;
   const NestIndex* innermostReduction() const;  // the last reduction index; nullptr if none
   double stepsPerThread(const NestSchedule& s) const;
   double loopControl(const NestSchedule& s) const;
