@@ -293,6 +293,7 @@ std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest,
       for (const SchedulePart& p : is->parts)
         if (p.place == Placement::Reg) regIds.insert(l.id);
   std::vector<std::vector<Expr>> groups;
+  std::vector<std::string> keys;  // loopsKey of each group
   for (const Stmt& st : n.body) {
     std::vector<Expr> reds;
     topReductions(st.value, reds);
@@ -305,10 +306,14 @@ std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest,
       }
       bool onReg = std::any_of(boundRefs.begin(), boundRefs.end(), [&](int id) { return regIds.count(id) > 0; });
       if (!lets.empty() || readsArrayIn(r, written) || onReg) continue;
-      auto it = std::find_if(groups.begin(), groups.end(),
-                             [&](const std::vector<Expr>& g) { return loopsKey(g[0]) == loopsKey(r); });
-      if (it == groups.end()) groups.push_back({r});
-      else it->push_back(r);
+      std::string key = loopsKey(r);
+      auto it = std::find(keys.begin(), keys.end(), key);
+      if (it == keys.end()) {
+        groups.push_back({r});
+        keys.push_back(std::move(key));
+      } else {
+        groups[it - keys.begin()].push_back(r);
+      }
     }
   }
   return groups;
@@ -316,10 +321,12 @@ std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest,
 
 bool isInBlockPlacement(Placement p) { return isThreadPlacement(p) || p == Placement::Reg; }
 
-std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s) {
+std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s,
+                                               const std::vector<NestIndex>* known) {
   std::vector<std::string> out;
-  auto indices = nestIndices(k, nest);
-  if (!indices) return out;  // validation reports this
+  std::optional<std::vector<NestIndex>> found;
+  if (!known && !(found = nestIndices(k, nest))) return out;  // validation reports this
+  const std::vector<NestIndex>* indices = known ? known : &*found;
   std::set<int> hoistedLoops;
   for (const std::vector<Expr>& g : hoistedReductionGroups(k, nest, s))
     for (const Expr& r : g)
@@ -390,11 +397,12 @@ CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s) 
   return plan;
 }
 
-StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s) {
+StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known) {
   StagingPlan plan;
   if (s.shared.empty()) return plan;
-  auto indices = nestIndices(k, nest);
-  if (!indices) return plan;  // validation reports this
+  std::optional<std::vector<NestIndex>> found;
+  if (!known && !(found = nestIndices(k, nest))) return plan;  // validation reports this
+  const std::vector<NestIndex>* indices = known ? known : &*found;
   const LoopNest& n = k.nests[nest];
   std::vector<std::vector<Expr>> groups = hoistedReductionGroups(k, nest, s);
   std::map<const ExprNode*, int> groupOf;

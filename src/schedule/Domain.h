@@ -128,7 +128,9 @@ bool isInBlockPlacement(Placement p);
 // Why a nest's split reduction indices (thread or grid parts) cannot be emitted (empty if they
 // can): every loop of a split index must be a loop of a reduction computed ahead of the
 // statements (see hoistedReductionGroups) and have the same constant bounds.
-std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s);
+// `indices`: the nest's nestIndices when the caller has them (they are found again otherwise).
+std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s,
+                                               const std::vector<NestIndex>* indices = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // Reductions split across blocks (grid parts on one reduction index of the nest).
@@ -168,6 +170,8 @@ struct CrossBlockPlan {
 // ScheduleLimits::maxGlobalScratchBytes).
 CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s);
 
-StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s);
+// `indices`: the nest's nestIndices when the caller has them (they are found again otherwise).
+StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s,
+                        const std::vector<NestIndex>* indices = nullptr);
 
 }  // namespace rtcg

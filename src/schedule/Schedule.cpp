@@ -407,7 +407,7 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
   if (regPoints > lim.maxRegTile)
     reason(fmt::format("register tile of {} points per thread is too large (at most {})", regPoints, lim.maxRegTile));
 
-  for (const std::string& r : splitReductionReasons(k, nestIdx, ns)) reason(r);
+  for (const std::string& r : splitReductionReasons(k, nestIdx, ns, &*indices)) reason(r);
   if (crossBlock && out.size() == reasonsBefore) {
     CrossBlockPlan cb = crossBlockPlan(k, nestIdx, ns);
     if (cb.scratchBytes > (double)lim.maxGlobalScratchBytes)
@@ -443,7 +443,7 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
   if (ns.buffers > 1 && ns.shared.empty())
     reason("'buffers: 2' double-buffers tiles staged per reduction step, but nothing is staged ('shared:')");
   if (ns.shared.empty() || out.size() != reasonsBefore) return;
-  StagingPlan plan = planStaging(k, nestIdx, ns);
+  StagingPlan plan = planStaging(k, nestIdx, ns, &*indices);
   for (const std::string& e : plan.errors) reason(e);
   if (plan.errors.empty() && ns.buffers > 1 &&
       std::none_of(plan.arrays.begin(), plan.arrays.end(), [](const StagedArray& sa) { return sa.level == StageLevel::Step; }))

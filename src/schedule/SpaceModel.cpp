@@ -139,27 +139,50 @@ NestModel::Tiles NestModel::tiles(const NestSchedule& s) const {
   return t;
 }
 
+// Candidates share tiles (they differ in unrolling, steps, staging): footprints and distinct
+// counts are memoized per access and the tile's ranges over the access's loops.
+std::vector<int64_t> NestModel::tileKey(size_t access, const std::map<int, Interval>& tile) const {
+  std::vector<int64_t> key{(int64_t)access};
+  for (const Loop* l : accesses_[access].scope) {
+    auto it = tile.find(l->id);
+    key.push_back(it == tile.end() ? -1 : it->second.lo);
+    key.push_back(it == tile.end() ? -1 : it->second.hi);
+  }
+  return key;
+}
+
+const std::optional<Box>& NestModel::box(size_t access, const std::map<int, Interval>& tile) const {
+  std::vector<int64_t> key = tileKey(access, tile);
+  auto hit = boxCache_.find(key);
+  if (hit == boxCache_.end()) hit = boxCache_.emplace(std::move(key), footprint(*k_, accesses_[access], tile)).first;
+  return hit->second;
+}
+
 // Distinct elements an access touches over a tile: its box footprint, capped by the number of
 // index points that reach it (a flat a[i + n*k] has a huge box but few points).
-static double distinctElementsOf(const Kernel& k, const Access& a, const std::map<int, Interval>& tile,
-                                 const std::optional<std::set<int>>& used) {
+double NestModel::distinctElements(size_t access, const std::map<int, Interval>& tile) const {
+  std::vector<int64_t> key = tileKey(access, tile);
+  auto hit = distinctCache_.find(key);
+  if (hit != distinctCache_.end()) return hit->second;
+  const Access& a = accesses_[access];
+  const std::optional<std::set<int>>& used = usedLoops_[access];
   double points = 1;
   for (const Loop* l : a.scope) {
     if (used && !used->count(l->id)) continue;
     auto it = tile.find(l->id);
     if (it != tile.end()) points *= (double)std::max<int64_t>(1, it->second.extent());
   }
-  if (a.indirect) return points;
-  auto box = footprint(k, a, tile);
-  if (!box) return points;
-  return std::min(points, (double)box->elements());
+  double v = points;
+  if (!a.indirect)
+    if (const std::optional<Box>& b = box(access, tile)) v = std::min(points, (double)b->elements());
+  distinctCache_.emplace(std::move(key), v);
+  return v;
 }
 
 // Bytes a block moves to stage an access cooperatively: its tile row by row, each row of the
 // innermost dimension rounded up to 32-byte sectors (a column-shaped tile wastes most of each).
-static double stagedTraffic(const Kernel& k, const Access& a, const std::map<int, Interval>& tile,
-                            double distinct, double bytes) {
-  auto box = footprint(k, a, tile);
+static double stagedTraffic(const Kernel& k, const Access& a, const std::optional<Box>& box, double distinct,
+                            double bytes) {
   if (!box || box->dims.empty() || (double)box->elements() > distinct) return distinct * bytes;
   // A row spans every inner dimension the box covers in full, and one more: the rows of a u[k, j]
   // tile of whole DG elements are one contiguous run, not a sector-rounded row per element.
@@ -174,35 +197,22 @@ static double stagedTraffic(const Kernel& k, const Access& a, const std::map<int
   return rows * std::ceil(width * bytes / 32) * 32;
 }
 
-// Candidates share tiles (they differ in unrolling, steps, staging): memoized per access and
-// the tile's ranges over the access's loops.
-double NestModel::distinctElements(size_t access, const std::map<int, Interval>& tile) const {
-  const Access& a = accesses_[access];
-  std::vector<int64_t> key{(int64_t)access};
-  for (const Loop* l : a.scope) {
-    auto it = tile.find(l->id);
-    key.push_back(it == tile.end() ? -1 : it->second.lo);
-    key.push_back(it == tile.end() ? -1 : it->second.hi);
-  }
-  auto hit = distinctCache_.find(key);
-  if (hit != distinctCache_.end()) return hit->second;
-  double v = distinctElementsOf(*k_, a, tile, usedLoops_[access]);
-  distinctCache_.emplace(std::move(key), v);
-  return v;
+std::optional<int64_t> NestModel::stagedBytes(const NestSchedule& s, const std::vector<std::string>& arrays) const {
+  return stagedBytes(tiles(s), arrays);
 }
 
-std::optional<int64_t> NestModel::stagedBytes(const NestSchedule& s, const std::vector<std::string>& arrays) const {
-  Tiles t = tiles(s);
+std::optional<int64_t> NestModel::stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const {
   int64_t total = 0;
   for (const std::string& name : arrays) {
     int p = k_->findParam(name);
     if (p < 0) return std::nullopt;
-    for (const Access& a : accesses_) {
+    for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+      const Access& a = accesses_[ai];
       if (a.array != p || a.isWrite) continue;
       if (a.indirect) return std::nullopt;
-      auto box = footprint(*k_, a, t.step);
-      if (!box) return std::nullopt;
-      total += box->elements() * typeBytes(k_->params[p].type);
+      const std::optional<Box>& b = box(ai, t.step);
+      if (!b) return std::nullopt;
+      total += b->elements() * typeBytes(k_->params[p].type);
     }
   }
   return total;
@@ -335,7 +345,7 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
     e.coalescing[param.name] = std::max<int64_t>(e.coalescing[param.name], waste);
     bool isStaged = staged.count(param.name) > 0;
     if (isStaged)
-      perBlock += stagedTraffic(*k_, a, t.block, distinct, bytes);
+      perBlock += stagedTraffic(*k_, a, box(ai, t.block), distinct, bytes);
     else
       perBlock += (distinct + std::max(0.0, requests - distinct) / 4) * bytes * (double)waste;
     // Issue: each element a thread uses is loaded once per thread (register tiles share it),
@@ -351,7 +361,7 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   e.flops = flopsPerPoint_ * points_;
 
   // Residency and occupancy.
-  if (!s.shared.empty()) e.sharedBytes = stagedBytes(s, s.shared).value_or(0);
+  if (!s.shared.empty()) e.sharedBytes = stagedBytes(t, s.shared).value_or(0);
   // Registers: the accumulators of every statement's register tile, one reduction value's
   // operands, the staged step held in registers while the previous one computes, and ~24 for
   // addresses and indices (an 8 x 8 matrix-product tile with both operands staged: 112; NVCC: 128).

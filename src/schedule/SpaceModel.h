@@ -108,6 +108,7 @@ class NestModel {
   // Per access: the loop id its last and its first index are (coefficient 1, alone), else -1.
   std::vector<std::pair<int, int>> rowLoops_;
   mutable std::map<std::vector<int64_t>, double> distinctCache_;
+  mutable std::map<std::vector<int64_t>, std::optional<Box>> boxCache_;
 
   // Instructions one thread issues, by kind (see the model above).
   struct IssueCounts {
@@ -116,11 +117,14 @@ class NestModel {
   };
 
   Tiles tiles(const NestSchedule& s) const;
+  std::optional<int64_t> stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const;
   int64_t vectorWidth(const NestSchedule& s, size_t access, bool transposed) const;
   const NestIndex* innermostReduction() const;  // the last reduction index; nullptr if none
   double stepsPerThread(const NestSchedule& s) const;
   double loopControl(const NestSchedule& s) const;
   double distinctElements(size_t access, const std::map<int, Interval>& tile) const;
+  const std::optional<Box>& box(size_t access, const std::map<int, Interval>& tile) const;
+  std::vector<int64_t> tileKey(size_t access, const std::map<int, Interval>& tile) const;
   int loopIdIn(const Access& a, const std::string& index) const;  // -1 if not in a's scope
 };
 
