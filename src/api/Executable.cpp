@@ -39,6 +39,14 @@ void Executable::launch(const std::vector<std::optional<cuda::KernelArg>>& args,
     list.clear();
     for (int p : spec.params) {
       if (!args[p]) throw Error(fmt::format("no argument for parameter '{}'", kernel_.params[p].name));
+      // The emitted code reads arrays as 16-byte aligned (see emitCuda): a misaligned pointer
+      // would fault on the device and poison the context, so it is refused here.
+      uint64_t address = 0;
+      if (args[p]->kind() == cuda::KernelArg::Kind::Pointer) std::memcpy(&address, args[p]->data(), 8);
+      if (address % 16 != 0)
+        throw Error(fmt::format("array '{}' is at {:#x}, which is not 16-byte aligned: rtcg kernels need arrays that "
+                                "start 16-byte aligned (every device allocation does)",
+                                kernel_.params[p].name, address));
       list.push_back(*args[p]);
     }
     cuda::launch(functions_[n], {spec.grid[0], spec.grid[1], spec.grid[2]},

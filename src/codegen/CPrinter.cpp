@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <set>
+#include <string_view>
 
 #include "support/Error.h"
 
@@ -25,10 +26,22 @@ const std::string& checkIdentifier(const std::string& s) {
   return s;
 }
 
+// A scalar or 16-byte vector type, optionally `const` and a pointer (`const float4*`), and a
+// pointer optionally `__restrict__` (`const float* __restrict__`).
 const std::string& checkType(const std::string& t) {
-  static const std::set<std::string> types = {"void", "bool", "int", "unsigned int", "long long",
-                                              "float", "double"};
-  RTCG_ASSERT(types.count(t) > 0, "C printer: unknown type '" + t + "'");
+  static const std::set<std::string> types = {"void", "bool", "int", "unsigned int", "long long", "float", "double",
+                                              "float4", "int4", "double2", "longlong2"};
+  std::string_view base = t;
+  auto strip = [&](std::string_view affix, bool front) {
+    bool has = front ? base.starts_with(affix) : base.ends_with(affix);
+    if (has) base = front ? base.substr(affix.size()) : base.substr(0, base.size() - affix.size());
+    return has;
+  };
+  bool isConst = strip("const ", true);
+  bool isRestrict = strip(" __restrict__", false);
+  bool isPointer = strip("*", false);
+  RTCG_ASSERT(types.count(std::string(base)) > 0 && (isPointer || (!isConst && !isRestrict)),
+              "C printer: unknown type '" + t + "'");
   return t;
 }
 

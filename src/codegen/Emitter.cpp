@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <set>
 
 #include "codegen/CAst.h"
@@ -40,7 +41,9 @@ const std::set<std::string>& reservedWords() {
       "abs", "llabs", "fmin", "fminf", "fmax", "fmaxf", "min", "max", "pow", "powf", "fma", "fmaf",
       "floor", "floorf", "fmod", "fmodf", "__int_as_float", "__longlong_as_double",
       "rtcg_floordiv", "rtcg_floormod", "__syncthreads", "__shfl_down_sync", "rtcg_smem_f32",
-      "rtcg_smem_f64", "rtcg_smem_i32", "rtcg_smem_i64", "__threadfence", "__ldcg", "atomicInc", "atomicAdd"};
+      "rtcg_smem_f64", "rtcg_smem_i32", "rtcg_smem_i64", "__threadfence", "__ldcg", "atomicInc", "atomicAdd",
+      "__ldg", "__shfl_xor_sync", "__builtin_assume_aligned", "float4", "int4", "double2", "longlong2",
+      "make_float4", "make_int4", "make_double2", "make_longlong2"};
   return words;
 }
 
@@ -90,6 +93,18 @@ const char* mathName(MathFn fn, ScalarType t) {
     case MathFn::Floor: return f32 ? "floorf" : "floor";
   }
   RTCG_ASSERT(false, "bad MathFn");
+}
+
+// The CUDA vector type of 16 bytes of `t` (f32, i32, f64, i64).
+std::string vectorTypeName(ScalarType t) {
+  switch (t) {
+    case ScalarType::F32: return "float4";
+    case ScalarType::I32: return "int4";
+    case ScalarType::F64: return "double2";
+    case ScalarType::I64: return "longlong2";
+    case ScalarType::Bool: break;
+  }
+  RTCG_ASSERT(false, "no 16-byte vector of this element type");
 }
 
 C::ExprP literalOf(ScalarType t, int64_t iv, double fv) {
@@ -272,6 +287,8 @@ class NestEmitter {
                  TileCopy mode = TileCopy::Direct, const TileTarget& target = TileTarget());
   void readStep(int group, const C::ExprP& stepBase, const C::ExprP& buffer, Env& env, std::vector<C::Stmt>& out);
   int64_t copyTrips(size_t t) const;
+  int64_t copyVector(size_t t) const;
+  int64_t baseDivisor(const std::string& key, int group) const;
   bool declarePrefetch(int group, std::vector<C::Stmt>& out);
   void copyStep(int group, const C::ExprP& first, const C::ExprP& base, const C::ExprP& next, const C::ExprP& hasNext,
                 const C::ExprP& step, Env& env, std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage,
@@ -521,9 +538,30 @@ int NestEmitter::groupMask(const std::vector<Expr>& g) const {
 // every lane: a tree in shared memory (lane l takes in lane l + s for s = half the next power of
 // two of the lane count, down to 1; lanes that do not exist are skipped, so any lane count works
 // and no identity is needed), between barriers. Every thread of the block runs it (uniform code).
+//
+// Lanes that are whole warps or aligned parts of one (the lanes are thread.x alone, a power of two,
+// and every warp of the block is full) combine with register shuffles instead: a butterfly of
+// __shfl_xor_sync over up to 32 lanes leaves the same bits in every lane (a + b and b + a round
+// alike), and more than 32 lanes then combine their warps' values in shared memory, in warp order.
 void NestEmitter::combineLanes(ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out, int mask) {
   const LaneSet& ls = laneSets_.at(mask);
   C::ExprP buf = C::name(combineBuffers_.at(t));
+  const bool powerOfTwo = (ls.lanes & (ls.lanes - 1)) == 0;
+  if (mask == 1 && powerOfTwo && threads_ % 32 == 0) {
+    const int64_t width = std::min<int64_t>(ls.lanes, 32);
+    for (int64_t offset = width / 2; offset >= 1; offset /= 2)
+      out.push_back(combine(op, t, acc, C::call("__shfl_xor_sync", {C::uintLit(0xffffffffu), acc, lit(offset)})));
+    if (ls.lanes <= 32) return;
+    const int64_t warps = ls.lanes / 32;
+    C::ExprP first = C::product(ls.slot, lit(warps));
+    out.push_back(C::ifThen(C::binary("==", C::binary("%", ls.lane, lit(32)), lit(0)),
+                            {C::assign(C::index(buf, C::sum({first, C::binary("/", ls.lane, lit(32))})), "=", acc)}));
+    out.push_back(C::syncThreads());
+    out.push_back(C::assign(acc, "=", C::index(buf, first)));
+    for (int64_t w = 1; w < warps; ++w) out.push_back(combine(op, t, acc, C::index(buf, C::sum({first, lit(w)}))));
+    out.push_back(C::syncThreads());  // every warp has read before the buffer is reused
+    return;
+  }
   C::ExprP mine = C::sum({C::product(ls.slot, lit(ls.lanes)), ls.lane});
   out.push_back(C::assign(C::index(buf, mine), "=", acc));
   out.push_back(C::syncThreads());
@@ -813,8 +851,11 @@ void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bas
                                        rank ? fmt::format("{}", fmt::join(box, " x ")) : "1", threads_)));
   StageRef ref = tileRef(t, bases, target.buffer, out);
 
-  // The copy of element `e` (an expression), into shared memory or register `reg`.
-  auto copyElement = [&](const C::ExprP& e, const std::string& reg) {
+  // The copy of the run of V elements that starts at element `e` (a multiple of V: the run lies
+  // in one row of the box, see copyVector), into shared memory or the registers `runRegs`. A run
+  // of V > 1 is one 16-byte load; it lies wholly inside the array or wholly outside.
+  const int64_t V = copyVector(t);
+  auto copyRun = [&](const C::ExprP& e, const std::vector<std::string>& runRegs) {
     std::vector<C::Stmt> copy;
     int64_t after = total;
     C::ExprP inside, tileIndex = ref.offset, flat;
@@ -839,44 +880,112 @@ void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bas
       flat = d == 0 ? (idx_ == "long long" && rank > 1 ? C::castTo("long long", C::name(gn)) : C::name(gn))
                     : C::sum({C::product(flat, lit(sa.dims[d].extent)), C::name(gn)});
     }
+    // Element v of the run: v further along the last dimension.
+    auto tileAt = [&](int64_t v) {
+      C::ExprP i = v == 0 ? tileIndex : C::sum({tileIndex, lit(v * ref.pitch[rank - 1])});
+      return C::index(C::name(ref.storage), i);
+    };
     if (mode == TileCopy::StoreFromRegisters) {
-      copy.push_back(C::assign(C::index(C::name(ref.storage), tileIndex), "=", C::name(reg)));
+      for (int64_t v = 0; v < V; ++v) copy.push_back(C::assign(tileAt(v), "=", C::name(runRegs[v])));
       return copy;
     }
     if (!flat) flat = lit(0);
-    C::ExprP value = C::index(C::name(arr), flat);
-    if (inside) value = C::ternary(inside, value, literalOf(param.type, 0, 0.0));
-    if (mode == TileCopy::LoadToRegisters) copy.push_back(C::assign(C::name(reg), "=", value));
-    else copy.push_back(C::assign(C::index(C::name(ref.storage), tileIndex), "=", value));
+    auto dest = [&](int64_t v) { return mode == TileCopy::LoadToRegisters ? C::name(runRegs[v]) : tileAt(v); };
+    if (V == 1) {
+      C::ExprP value = C::index(C::name(arr), flat);
+      if (inside) value = C::ternary(inside, value, literalOf(param.type, 0, 0.0));
+      copy.push_back(C::assign(dest(0), "=", value));
+      return copy;
+    }
+    // One 16-byte load through the read-only data cache.
+    const std::string vt = vectorTypeName(param.type);
+    C::ExprP value = C::call("__ldg", {C::castTo("const " + vt + "*", C::unary("&", C::index(C::name(arr), flat)))});
+    if (inside) {
+      std::vector<C::ExprP> zeros(V, literalOf(param.type, 0, 0.0));
+      value = C::ternary(inside, value, C::call("make_" + vt, zeros));
+    }
+    std::string vn = names_.fresh("run");
+    copy.push_back(C::decl(vt, vn, value));
+    static const char* const lanes[4] = {"x", "y", "z", "w"};
+    for (int64_t v = 0; v < V; ++v) copy.push_back(C::assign(dest(v), "=", C::member(C::name(vn), lanes[v])));
     return copy;
   };
   auto guarded = [&](const C::ExprP& e, std::vector<C::Stmt> copy) {
     std::vector<C::Stmt> body;
-    if (total % threads_ != 0) body.push_back(C::ifThen(C::binary("<", e, lit(total)), std::move(copy)));
+    if (total % (threads_ * V) != 0) body.push_back(C::ifThen(C::binary("<", e, lit(total)), std::move(copy)));
     else body = std::move(copy);
     return body;
   };
-  int64_t trips = (total + threads_ - 1) / threads_;
+  // Run r = c * threads + tid starts at element r * V: consecutive threads copy consecutive runs.
+  auto runStart = [&](const C::ExprP& r) { return V == 1 ? r : C::product(r, lit(V)); };
+  int64_t trips = (total / V + threads_ - 1) / threads_;
   if (mode == TileCopy::Direct) {
     std::string c = names_.fresh("c");
-    C::ExprP e = C::sum({C::product(C::name(c), lit(threads_)), tid_});
-    out.push_back(C::forLoop(idx_, c, lit(0), lit(trips), C::Unroll::Default, guarded(e, copyElement(e, ""))));
+    C::ExprP e = runStart(C::sum({C::product(C::name(c), lit(threads_)), tid_}));
+    out.push_back(C::forLoop(idx_, c, lit(0), lit(trips), C::Unroll::Default, guarded(e, copyRun(e, {}))));
   } else {
-    // One named register per trip, so the copies are straight-line code.
-    RTCG_ASSERT((int64_t)regs.size() == trips, "prefetch registers do not match the copy's trips");
+    // V named registers per trip, so the copies are straight-line code.
+    RTCG_ASSERT((int64_t)regs.size() == trips * V, "prefetch registers do not match the copy's trips");
     for (int64_t c = 0; c < trips; ++c) {
-      C::ExprP e = C::sum({lit(c * threads_), tid_});
-      out.push_back(C::block(guarded(e, copyElement(e, regs[c]))));
+      C::ExprP e = runStart(C::sum({lit(c * threads_), tid_}));
+      std::vector<std::string> runRegs(regs.begin() + c * V, regs.begin() + (c + 1) * V);
+      out.push_back(C::block(guarded(e, copyRun(e, runRegs))));
     }
   }
   if (mode != TileCopy::LoadToRegisters && target.pointReads) env.staged[sa.array] = std::move(ref);
 }
 
-// Elements each thread copies per step for tile `t`.
+// Elements each thread copies per step for tile `t` (whole runs of copyVector(t) elements).
 int64_t NestEmitter::copyTrips(size_t t) const {
   int64_t total = 1;
   for (const StagedDim& d : plan_.arrays[t].dims) total *= d.size;
-  return (total + threads_ - 1) / threads_;
+  const int64_t V = copyVector(t);
+  return (total / V + threads_ - 1) / threads_ * V;
+}
+
+// Elements per 16-byte load of the copy of tile `t`: 16 / element size when every run of that
+// many elements along the box's last dimension starts 16-byte aligned in the array (the box's
+// rows and the array's rows hold whole runs, and the box's origin along the last dimension is a
+// multiple of the run in every block and step), else 1 (element by element). Aligned runs never
+// straddle the array's edge: each one is inside the array or outside it as a whole.
+int64_t NestEmitter::copyVector(size_t t) const {
+  const StagedArray& sa = plan_.arrays[t];
+  const int bytes = typeBytes(k_.params[sa.array].type);
+  if (sa.dims.empty() || (bytes != 4 && bytes != 8)) return 1;
+  const int64_t V = 16 / bytes;
+  const StagedDim& last = sa.dims.back();
+  if (last.size % V != 0 || last.extent % V != 0) return 1;
+  int64_t divisor = last.constant;
+  for (const auto& [key, c] : last.coeffs) divisor = std::gcd(divisor, c * baseDivisor(key, sa.group));
+  return divisor % V == 0 ? V : 1;
+}
+
+// A number that divides every value of the uniform base `key` (tileBases): the gcd of the
+// index's lo and the strides of its grid and loop parts ("p:<name>"), or of the staged
+// reduction's lo and the span of its step ("step", for the steps of hoisted group `group`).
+int64_t NestEmitter::baseDivisor(const std::string& key, int group) const {
+  if (key == "step") {
+    if (group < 0 || group >= (int)groups_.size()) return 1;
+    const Loop& l = groups_[group][0]->loops.front();
+    const IndexSchedule& is = scheduleOf(l.name);
+    auto lo = constIntValue(l.lo, k_);
+    if (!lo || is.parts.size() < 2 || isThreadPlacement(is.parts[0].place) || isGridPlacement(is.parts[0].place))
+      return 1;
+    int64_t inner = 1;
+    for (size_t p = 1; p < is.parts.size(); ++p) inner *= *is.parts[p].factor;
+    return std::gcd(*lo, inner);
+  }
+  for (const ParallelIndex& p : par_)
+    if (key == "p:" + p.loop->name) {
+      int64_t divisor = p.ni->hull.lo;
+      for (size_t part = 0; part < p.ext.size(); ++part) {
+        Placement pl = p.sched->parts[part].place;
+        if (isGridPlacement(pl) || pl == Placement::Serial || pl == Placement::Unroll)
+          divisor = std::gcd(divisor, p.stride[part]);
+      }
+      return divisor;
+    }
+  return 1;
 }
 
 std::vector<int64_t> NestEmitter::regValuesOf(int64_t point) const {
@@ -987,7 +1096,11 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
 
   // Parameters: sizes are already substituted into the bound IR as constants (the header comment
   // lists their values); everything else is an argument.
+  // Arrays arrive as `<name>_arg` and are read through `<name>`, declared 16-byte aligned: rtcg's
+  // arrays are whole device allocations (256-byte aligned; Executable::launch checks every pointer), and
+  // with the alignment known NVVM merges neighbouring accesses into 16-byte vector loads and stores.
   std::vector<C::Stmt> body;
+  std::vector<C::Stmt> aligned;
   for (size_t i = 0; i < k_.params.size(); ++i) {
     const Param& p = k_.params[i];
     paramNames_.push_back(names_.fresh(p.name));
@@ -997,8 +1110,17 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
     if (p.isArray()) {
       cp.pointer = cp.restrict = true;
       cp.constPointee = !p.isWritten();
+      cp.name = names_.fresh(p.name + "_arg");
+      std::string pointer = fmt::format("{}{}*", cp.constPointee ? "const " : "", cp.type);
+      aligned.push_back(C::decl(pointer + " __restrict__", paramNames_.back(),
+                                C::castTo(pointer, C::call("__builtin_assume_aligned", {C::name(cp.name), lit(16)})),
+                                false));
     }
     fn.params.push_back(cp);
+  }
+  if (!aligned.empty()) {
+    body.push_back(C::comment("Arrays are whole device allocations: 16-byte aligned (checked at launch)"));
+    for (C::Stmt& st : aligned) body.push_back(std::move(st));
   }
 
   // Parallel indices: part extents and strides, and where each value becomes known.

@@ -360,14 +360,14 @@ class NestSpace {
         // Tiles staged per step also double-buffered (one barrier per step instead of two) while
         // both buffers fit. Neither wins everywhere: on an H100, a 128 x 128 SGEMM tile (n=2048)
         // ran 0.439 ms with one buffer and 0.460 ms with two, so both are measured.
-        StagingPlan single = planStaging(k_, nest_, ns);
+        StagingPlan single = planStaging(k_, nest_, ns, &model_.indices());
         bool steps = std::any_of(single.arrays.begin(), single.arrays.end(),
                                  [](const StagedArray& sa) { return sa.level == StageLevel::Step; });
         std::vector<int64_t> bufferCounts{1};
         if (steps && single.errors.empty()) {
           NestSchedule doubled = ns;
           doubled.buffers = 2;
-          if (planStaging(k_, nest_, doubled).bytes <= o_.limits.maxSharedBytes) bufferCounts.push_back(2);
+          if (planStaging(k_, nest_, doubled, &model_.indices()).bytes <= o_.limits.maxSharedBytes) bufferCounts.push_back(2);
         }
         // Step tiles whose first dimension a thread's register points run along (contiguously,
         // in vector-sized runs) and whose second is the reduction: stored transposed, a step
@@ -436,17 +436,27 @@ class NestSpace {
           if (ty > 1) tys.push_back(ty);
       for (int64_t ty : tys) {
         if (tx * ty > o_.limits.maxThreadsPerBlock) continue;
-        NestSchedule ns;
-        if (!par.empty()) {
-          // Parallel indices as usual, with thread.y on the innermost and no thread.x.
-          ns.indices = parallelClauses(par.back(), ty, 1, nullptr, 1, 1, Placement::ThreadY);
+        // Each thread reads runs of `run` neighbouring values (one 16-byte load per operand where
+        // the operands run along the index: the emitted arrays are 16-byte aligned), `ahead` runs
+        // of them per step in flight.
+        for (auto [ahead, run] : {std::pair<int64_t, int64_t>{1, 1}, {1, 4}, {2, 4}, {4, 4}}) {
+          if (run > 1 && extR < tx * run * ahead * 2) continue;
+          NestSchedule ns;
+          if (!par.empty()) {
+            // Parallel indices as usual, with thread.y on the innermost and no thread.x.
+            ns.indices = parallelClauses(par.back(), ty, 1, nullptr, 1, 1, Placement::ThreadY);
+          }
+          for (const NestIndex* red : reds) {
+            IndexSchedule is{red->name, {part(Placement::Serial)}};
+            if (red == r) {
+              if (ahead > 1) is.parts.push_back(part(Placement::Unroll, ahead));
+              is.parts.push_back(part(Placement::ThreadX, tx));
+              if (run > 1) is.parts.push_back(part(Placement::Unroll, run));
+            }
+            ns.indices.push_back(std::move(is));
+          }
+          add(ns, Family::Split);
         }
-        for (const NestIndex* red : reds) {
-          IndexSchedule is{red->name, {part(Placement::Serial)}};
-          if (red == r) is.parts.push_back(part(Placement::ThreadX, tx));
-          ns.indices.push_back(std::move(is));
-        }
-        add(ns, Family::Split);
       }
     }
   }

@@ -83,6 +83,39 @@ TEST(Emitter, CompilesEveryKernelUnderManySchedules) {
   }
 }
 
+TEST(Emitter, AlignedArraysVectorCopiesAndShuffles) {
+  // Arrays are declared 16-byte aligned; a tile whose rows hold whole aligned runs of 4 floats is
+  // copied with 16-byte loads, one whose rows do not (n = 37) element by element.
+  const std::string staged = "i: grid.y, thread.y 8, reg 2; j: grid.x, thread.x 8, reg 2; k: serial, unroll 4; shared: a, b";
+  std::string aligned = emitAndCompile(matmul(32), sched(staged)).source;
+  EXPECT_TRUE(contains(aligned, "const float* __restrict__ a = (const float*)__builtin_assume_aligned(a_arg, 16);")) << aligned;
+  EXPECT_TRUE(contains(aligned, "float* __restrict__ c = (float*)__builtin_assume_aligned(c_arg, 16);")) << aligned;
+  EXPECT_TRUE(contains(aligned, "__ldg((const float4*)&a[")) << aligned;
+  EXPECT_TRUE(contains(aligned, "__ldg((const float4*)&b[")) << aligned;
+  std::string odd = emitAndCompile(matmul(37), sched(staged)).source;
+  EXPECT_FALSE(contains(odd, "float4")) << odd;
+  // A k step of 2 floats is no whole run: a's tile is copied by elements, b's (rows of j) by runs.
+  std::string step2 = emitAndCompile(matmul(32), sched("i: grid.y, thread.y 8; j: grid.x, thread.x 8, reg 4; k: serial, unroll 2; shared: a, b")).source;
+  EXPECT_FALSE(contains(step2, "__ldg((const float4*)&a[")) << step2;
+  EXPECT_TRUE(contains(step2, "__ldg((const float4*)&b[")) << step2;
+  // f64 tiles use double2.
+  KernelBuilder b("matmul64");
+  b.size("n", 32);
+  int A = b.array("a", ScalarType::F64, {32, 32}), B = b.array("b", ScalarType::F64, {32, 32});
+  int Cc = b.array("c", ScalarType::F64, {32, 32}, ArrayMode::Out);
+  Loop i = b.loop("i", 0, 32), j = b.loop("j", 0, 32), k = b.loop("k", 0, 32);
+  b.nest({i, j}, {b.store(Cc, {b.idx(i), b.idx(j)},
+                          reduce(ReduceOp::Sum, {k}, mul(b.ld(A, {b.idx(i), b.idx(k)}), b.ld(B, {b.idx(k), b.idx(j)}))))});
+  std::string f64 = emitAndCompile(b.k, sched(staged)).source;
+  EXPECT_TRUE(contains(f64, "__ldg((const double2*)&b[")) << f64;
+  // Lanes within one warp combine by shuffles, without barriers; other lane counts by the tree.
+  std::string warp = emitAndCompile(dot(4096), sched("i: serial, thread.x 32")).source;
+  EXPECT_TRUE(contains(warp, "__shfl_xor_sync(4294967295u, sum_i, 16)")) << warp;
+  EXPECT_FALSE(contains(warp, "__syncthreads")) << warp;
+  std::string tree = emitAndCompile(dot(4096), sched("i: serial, thread.x 96")).source;
+  EXPECT_FALSE(contains(tree, "__shfl_xor_sync")) << tree;
+}
+
 TEST(Emitter, GuardsAndHeader) {
   EmittedModule m = emitAndCompile(matmul(17), defaultSchedule(matmul(17)));
   const std::string& s = m.source;
@@ -91,8 +124,8 @@ TEST(Emitter, GuardsAndHeader) {
   EXPECT_TRUE(contains(s, "// Schedule: i: grid.y; j: grid.x, thread.x 32; k: serial")) << s;
   EXPECT_FALSE(contains(s, "constexpr int n")) << s;  // sizes are substituted; an unused constant warns
   EXPECT_TRUE(contains(s, "if (j >= 17) {")) << s;
-  EXPECT_TRUE(contains(s, "extern \"C\" __global__ void __launch_bounds__(32) matmul_0(const float* __restrict__ a, "
-                          "const float* __restrict__ b, float* __restrict__ c)")) << s;
+  EXPECT_TRUE(contains(s, "extern \"C\" __global__ void __launch_bounds__(32) matmul_0(const float* __restrict__ a_arg, "
+                          "const float* __restrict__ b_arg, float* __restrict__ c_arg)")) << s;
   EXPECT_TRUE(contains(s, "float sum_k = 0.0f;")) << s;
   EXPECT_TRUE(contains(s, "#pragma unroll 1")) << s;
   EXPECT_EQ(m.launches[0].grid, (std::array<uint32_t, 3>{1, 17, 1}));
@@ -141,8 +174,9 @@ TEST(Emitter, RejectsIllegalSchedules) {
 
 TEST(Emitter, ScalarParamsByValue) {
   EmittedModule m = emitAndCompile(axpby(1000), defaultSchedule(axpby(1000)));
-  EXPECT_TRUE(contains(m.source, "(float a, const float* __restrict__ x, float b, const float* __restrict__ y, "
-                                 "float* __restrict__ z)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "(float a, const float* __restrict__ x_arg, float b, const float* __restrict__ y_arg, "
+                                 "float* __restrict__ z_arg)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "float* __restrict__ z = (float*)__builtin_assume_aligned(z_arg, 16);")) << m.source;
   EXPECT_EQ(m.launches[0].params, (std::vector<int>{1, 2, 3, 4, 5}));
 }
 

@@ -143,6 +143,32 @@ TEST(HostEmulation, SplitReductions) {
   EXPECT_EQ(checkOnHost(matmul(21), "i: grid.y, thread.y 4; j: grid.x, thread.x 8; k: serial, thread.z 4; shared: a, b"), "");
 }
 
+// Tiles copied as 16-byte runs (the emulated __ldg aborts on a misaligned run) and lanes combined by
+// warp shuffles, against the reference.
+TEST(HostEmulation, VectorCopiesAndWarpCombines) {
+  for (int64_t n : {32, 36}) {
+    // 36 = 2 x 16 + 4: the edge blocks' runs lie wholly outside the array (zeros) or inside.
+    EXPECT_EQ(checkOnHost(matmul(n), "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 4, reg 4; k: serial, unroll 4; shared: a^T, b"), "") << n;
+    EXPECT_EQ(checkOnHost(matmul(n), "i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: serial, unroll 8; shared: a, b; buffers: 2"), "") << n;
+  }
+  EXPECT_EQ(checkOnHost(dgDiff(13, 20), "k: grid.x, thread.y 4; i: serial, thread.x 20; j: serial, unroll 4; shared: Dr, u; buffers: 2"), "");
+  EXPECT_EQ(checkOnHost(axpby(1004), "i: grid.x, thread.x 64, reg 4; shared: x, y"), "");
+  // Sub-warp lanes (16 per row, two rows a warp), several warps a row, runs of 4 per thread.
+  Kernel gemv = example("gemv.rtcg", "gemv", {{"m", 45}, {"n", 72}});
+  EXPECT_EQ(checkOnHost(gemv, "i: grid.x, thread.y 8; j: serial, thread.x 16, unroll 4"), "");
+  EXPECT_EQ(checkOnHost(gemv, "i: grid.x; j: serial, unroll 2, thread.x 64, unroll 4"), "");
+  EXPECT_EQ(checkOnHost(gemv, "i: grid.x, thread.y 2; j: serial, thread.x 128"), "");
+  Kernel red = fromSource(
+      "kernel red(n: int, x: f32[n, n], out y: f32[n], out z: f32[n], out w: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = max(j in 0..n, x[i, j]);\n"
+      "    z[i] = min(j in 0..n, x[i, j]);\n"
+      "    w[i] = product(j in 0..n, 1.0 + 0.01 * x[i, j]);\n"
+      "  }\n"
+      "}\n", "red", {{"n", 37}});
+  EXPECT_EQ(checkOnHost(red, "i: grid.x, thread.y 4; j: serial, thread.x 8"), "");
+}
+
 TEST(HostEmulation, GroupsSplitOnDifferentThreadAxes) {
   // Two reductions of one point split on different thread axes: each combines only the lanes of
   // its own axes (the threads that differ on the other axis hold the same partial).

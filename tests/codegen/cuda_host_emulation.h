@@ -13,6 +13,8 @@
 #include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <math.h>
@@ -75,6 +77,18 @@ inline T __shfl_down_sync(unsigned int, T v, int delta) {
   return out;
 }
 
+template <class T>
+inline T __shfl_xor_sync(unsigned int, T v, int laneMask) {
+  unsigned int lane = rtcg_emu_linear_tid % 32, warpBase = rtcg_emu_linear_tid - lane;
+  static_assert(sizeof(T) <= sizeof(double));
+  std::memcpy(&rtcg_emu_slots[rtcg_emu_linear_tid], &v, sizeof v);
+  __syncthreads();
+  T out;
+  std::memcpy(&out, &rtcg_emu_slots[warpBase + (lane ^ (unsigned int)laneMask)], sizeof out);
+  __syncthreads();
+  return out;
+}
+
 // Global memory across blocks (reductions split across blocks): `__device__` arrays at module scope
 // are plain globals of the shared object (zero-initialized, like a loaded module's). The blocks of
 // the emulation run one after another, so fences and atomics only have to be correct among the
@@ -93,6 +107,25 @@ inline unsigned int atomicInc(unsigned int* address, unsigned int limit) {
 }
 template <class T>
 inline T __ldcg(const T* address) {
+  return *address;
+}
+
+// 16-byte vectors and the read-only load. A vector load from an address that is not aligned to
+// its size faults on the GPU: here it aborts, so a wrong alignment proof fails the test.
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+struct alignas(16) longlong2 { long long x, y; };
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+inline double2 make_double2(double x, double y) { return {x, y}; }
+inline longlong2 make_longlong2(long long x, long long y) { return {x, y}; }
+template <class T>
+inline T __ldg(const T* address) {
+  if (reinterpret_cast<uintptr_t>(address) % alignof(T) != 0) {
+    std::fprintf(stderr, "misaligned %zu-byte load at %p\n", sizeof(T), (const void*)address);
+    std::abort();
+  }
   return *address;
 }
 
