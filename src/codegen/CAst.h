@@ -149,6 +149,8 @@ struct GlobalArray {
 
 struct Module {
   std::vector<std::string> commentLines;  // printed at the top
+  // Fixed helper code of the emitter (never text from the user), printed as it is after the comments.
+  std::vector<std::string> preludes;
   std::vector<GlobalArray> globals;       // printed before the functions
   std::vector<Function> functions;
 };

@@ -270,6 +270,7 @@ std::string printFunction(const Function& f) {
 std::string printModule(const Module& m) {
   std::string out;
   for (const std::string& line : m.commentLines) out += line.empty() ? "//\n" : fmt::format("// {}\n", line);
+  for (const std::string& prelude : m.preludes) out += "\n" + prelude + "\n";
   for (const GlobalArray& g : m.globals) {
     RTCG_ASSERT(g.size > 0, "C printer: a global array needs a positive size");
     out += '\n';

@@ -43,7 +43,8 @@ const std::set<std::string>& reservedWords() {
       "rtcg_floordiv", "rtcg_floormod", "__syncthreads", "__shfl_down_sync", "rtcg_smem_f32",
       "rtcg_smem_f64", "rtcg_smem_i32", "rtcg_smem_i64", "__threadfence", "__ldcg", "atomicInc", "atomicAdd",
       "__ldg", "__shfl_xor_sync", "__builtin_assume_aligned", "float4", "int4", "double2", "longlong2",
-      "make_float4", "make_int4", "make_double2", "make_longlong2"};
+      "make_float4", "make_int4", "make_double2", "make_longlong2", "rtcg_cp_async4", "rtcg_cp_async8",
+      "rtcg_cp_async16", "rtcg_cp_async_commit", "rtcg_cp_async_wait0", "rtcg_cp_async_wait1", "rtcg_cp_async_wait2"};
   return words;
 }
 
@@ -277,7 +278,7 @@ class NestEmitter {
                           const std::function<void(Env&, std::vector<C::Stmt>&)>& inner, int stageGroup = -1);
   C::ExprP uniformBase(const ParallelIndex& p) const;
   std::map<std::string, C::ExprP> tileBases(const C::ExprP& stepBase = nullptr) const;
-  enum class TileCopy { Direct, LoadToRegisters, StoreFromRegisters };
+  enum class TileCopy { Direct, LoadToRegisters, StoreFromRegisters, Async };
   StageRef tileRef(size_t t, const std::map<std::string, C::ExprP>& bases, const C::ExprP& buffer,
                    std::vector<C::Stmt>& out);
   void stageTile(size_t t, const std::map<std::string, C::ExprP>& bases, Env& env, std::vector<C::Stmt>& out,
@@ -288,11 +289,15 @@ class NestEmitter {
   void readStep(int group, const C::ExprP& stepBase, const C::ExprP& buffer, Env& env, std::vector<C::Stmt>& out);
   int64_t copyTrips(size_t t) const;
   int64_t copyVector(size_t t) const;
+  bool asyncRuns(size_t t) const;
   int64_t baseDivisor(const std::string& key, int group) const;
   bool declarePrefetch(int group, std::vector<C::Stmt>& out);
+  // The base of a step and whether it exists: step n from the first one (fromStart) or n after
+  // the current one.
+  using StepAt = std::function<std::pair<C::ExprP, C::ExprP>(int64_t n, bool fromStart)>;
   void copyStep(int group, const C::ExprP& first, const C::ExprP& base, const C::ExprP& next, const C::ExprP& hasNext,
-                const C::ExprP& step, Env& env, std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage,
-                std::vector<C::Stmt>& after);
+                const C::ExprP& step, const StepAt& stepAt, Env& env, std::vector<C::Stmt>& before,
+                std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after);
   std::map<size_t, std::vector<std::string>> prefetchRegs_;  // per staged tile: prefetch registers
   bool hasStepStaging(int group) const;
   bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env) const;
@@ -432,7 +437,11 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
       C::ExprP nextV = C::sum({C::name(v), lit(1)});
       bool zeroLo = lo->kind == C::ExprKind::IntLit && lo->intValue == 0;
       C::ExprP step = zeroLo ? C::name(v) : C::binary("-", C::name(v), lo);
-      copyStep(stageGroup, lo, C::name(v), nextV, C::binary("<", nextV, hi), step, env, out, body, after);
+      StepAt stepAt = [&](int64_t n, bool fromStart) {
+        C::ExprP at = C::sum({fromStart ? lo : C::name(v), lit(n)});
+        return std::pair{at, C::binary("<", at, hi)};
+      };
+      copyStep(stageGroup, lo, C::name(v), nextV, C::binary("<", nextV, hi), step, stepAt, env, out, body, after);
     }
     emitReductionLoops(loops, q + 1, env, body, inner);
     for (C::Stmt& st : after) body.push_back(std::move(st));
@@ -477,9 +486,13 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     // The step covers lo + k_0 * inner .. + inner - 1. Prefetched: this step's registers go to
     // shared memory, then the next step's loads are issued before this step's arithmetic.
     C::ExprP nextStep = C::sum({C::name(vars[0]), lit(1)});
+    StepAt stepAt = [&](int64_t n, bool fromStart) {
+      C::ExprP number = fromStart ? lit(n) : C::sum({C::name(vars[0]), lit(n)});
+      return std::pair{C::sum({lo, C::product(number, lit(innerProduct))}), C::binary("<", number, firstTrip)};
+    };
     copyStep(stageGroup, lo, C::sum({lo, C::product(C::name(vars[0]), lit(innerProduct))}),
              C::sum({lo, C::product(nextStep, lit(innerProduct))}), C::binary("<", nextStep, firstTrip),
-             C::name(vars[0]), env, out, stage, after);
+             C::name(vars[0]), stepAt, env, out, stage, after);
   }
   std::string v = names_.fresh(l.name);
   env.vars[l.id] = C::name(v);
@@ -680,7 +693,8 @@ void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::
   const std::map<std::string, C::ExprP> bases = tileBases(stepBase);
   for (size_t t = 0; t < plan_.arrays.size(); ++t)
     if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group)
-      stageTile(t, bases, env, out, mode, mode == TileCopy::Direct ? std::vector<std::string>{} : prefetchRegs_.at(t),
+      stageTile(t, bases, env, out, mode,
+                mode == TileCopy::Direct || mode == TileCopy::Async ? std::vector<std::string>{} : prefetchRegs_.at(t),
                 target);
 }
 
@@ -705,9 +719,33 @@ void NestEmitter::readStep(int group, const C::ExprP& stepBase, const C::ExprP& 
 // stores at the end), so the caller's one barrier per step both publishes the next tiles and
 // frees the ones just read.
 void NestEmitter::copyStep(int group, const C::ExprP& first, const C::ExprP& base, const C::ExprP& next,
-                           const C::ExprP& hasNext, const C::ExprP& step, Env& env, std::vector<C::Stmt>& before,
-                           std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
+                           const C::ExprP& hasNext, const C::ExprP& step, const StepAt& stepAt, Env& env,
+                           std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
   Env scratch = env;  // copies that the reads of this step do not see
+  if (sched_.asyncCopy) {
+    // N buffers, N - 1 steps in flight (cp.async groups, one per step, committed in step order):
+    // steps 0 .. N-2 are issued ahead of the loop; step s issues step s + N - 1 into the buffer
+    // step s - 1 read (every thread passed the barrier that ended step s - 1), computes from
+    // buffer s % N, then waits for its own copies of step s + 1, and the caller's barrier makes
+    // everyone's copies visible. A step past the end commits an empty group, which keeps the
+    // count of pending groups the same in every step.
+    const int64_t buffers = sched_.buffers;
+    const std::string wait = fmt::format("rtcg_cp_async_wait{}", buffers - 2);
+    auto issue = [&](int64_t n, bool fromStart, const C::ExprP& buffer, std::vector<C::Stmt>& out) {
+      auto [at, exists] = stepAt(n, fromStart);
+      std::vector<C::Stmt> copies;
+      stageStep(group, at, scratch, copies, TileCopy::Async, TileTarget{buffer, false});
+      out.push_back(C::ifThen(exists, std::move(copies)));
+      out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+    };
+    for (int64_t n = 0; n + 1 < buffers; ++n) issue(n, true, lit(n), before);
+    before.push_back(C::exprStmt(C::call(wait, {})));
+    before.push_back(C::syncThreads());
+    issue(buffers - 1, false, C::binary("%", C::sum({step, lit(buffers - 1)}), lit(buffers)), stage);
+    readStep(group, base, C::binary("%", step, lit(buffers)), env, stage);
+    after.push_back(C::exprStmt(C::call(wait, {})));
+    return;
+  }
   const bool prefetch = declarePrefetch(group, before);
   if (sched_.buffers > 1) {
     const C::ExprP current = C::binary("&", step, lit(1));
@@ -841,7 +879,8 @@ void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bas
     total *= d.size;
   }
   static const char* const verbs[] = {"Stage {} in shared memory", "Load a step's tile of {} into registers",
-                                      "Store the registers' tile of {} in shared memory"};
+                                      "Store the registers' tile of {} in shared memory",
+                                      "Copy a step's tile of {} into shared memory asynchronously (cp.async)"};
   std::string where;
   if (target.buffer && mode != TileCopy::LoadToRegisters)
     where = target.buffer->kind == C::ExprKind::IntLit ? fmt::format(" (buffer {})", target.buffer->intValue)
@@ -890,6 +929,24 @@ void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bas
       return copy;
     }
     if (!flat) flat = lit(0);
+    if (mode == TileCopy::Async) {
+      // cp.async: 16 bytes at once where the run is one aligned row piece in shared memory too,
+      // else element by element; elements outside the array are zero-filled (0 bytes read).
+      const int bytes = typeBytes(param.type);
+      auto source = [&](int64_t v) {
+        C::ExprP at = C::unary("&", C::index(C::name(arr), v == 0 ? flat : C::sum({flat, lit(v)})));
+        return inside ? C::ternary(inside, at, C::name(arr)) : at;
+      };
+      auto size = [&](int64_t n) { return inside ? C::ternary(inside, lit(n), lit(0)) : lit(n); };
+      if (V > 1 && asyncRuns(t)) {
+        copy.push_back(C::exprStmt(C::call("rtcg_cp_async16", {C::unary("&", tileAt(0)), source(0), size(16)})));
+      } else {
+        for (int64_t v = 0; v < V; ++v)
+          copy.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", bytes),
+                                             {C::unary("&", tileAt(v)), source(v), size(bytes)})));
+      }
+      return copy;
+    }
     auto dest = [&](int64_t v) { return mode == TileCopy::LoadToRegisters ? C::name(runRegs[v]) : tileAt(v); };
     if (V == 1) {
       C::ExprP value = C::index(C::name(arr), flat);
@@ -919,7 +976,7 @@ void NestEmitter::stageTile(size_t t, const std::map<std::string, C::ExprP>& bas
   // Run r = c * threads + tid starts at element r * V: consecutive threads copy consecutive runs.
   auto runStart = [&](const C::ExprP& r) { return V == 1 ? r : C::product(r, lit(V)); };
   int64_t trips = (total / V + threads_ - 1) / threads_;
-  if (mode == TileCopy::Direct) {
+  if (mode == TileCopy::Direct || mode == TileCopy::Async) {
     std::string c = names_.fresh("c");
     C::ExprP e = runStart(C::sum({C::product(C::name(c), lit(threads_)), tid_}));
     out.push_back(C::forLoop(idx_, c, lit(0), lit(trips), C::Unroll::Default, guarded(e, copyRun(e, {}))));
@@ -958,6 +1015,17 @@ int64_t NestEmitter::copyVector(size_t t) const {
   int64_t divisor = last.constant;
   for (const auto& [key, c] : last.coeffs) divisor = std::gcd(divisor, c * baseDivisor(key, sa.group));
   return divisor % V == 0 ? V : 1;
+}
+
+// Whether the runs of tile `t` (copyVector) are also 16-byte aligned runs in shared memory, so
+// that one 16-byte cp.async copies each: the tile's rows are stored contiguously (not
+// transposed) and every row, tile and buffer starts at a multiple of the run.
+bool NestEmitter::asyncRuns(size_t t) const {
+  const StagedArray& sa = plan_.arrays[t];
+  const int64_t V = copyVector(t);
+  if (V == 1 || sa.dims.empty() || sa.order.back() != sa.dims.size() - 1) return false;
+  // Row pitches are products of the padded extents that include the last one.
+  return tiles_[t].offset % V == 0 && sa.elements % V == 0 && sa.padded.back() % V == 0;
 }
 
 // A number that divides every value of the uniform base `key` (tileBases): the gcd of the
@@ -1539,6 +1607,40 @@ std::vector<C::Function> floorHelpers(const std::string& type) {
   return {div, mod};
 }
 
+// The cp.async helpers of `copy: async` (fixed text). Before sm_80 and in the host emulation of
+// the tests (which defines its own, checking alignment) they are plain copies, which the
+// barriers around each step make correct too.
+const char* const asyncCopyHelpers = R"(// Copies global -> shared memory for tiles staged steps ahead ('copy: async'): cp.async on sm_80
+// and later (src_bytes < size zero-fills the rest), plain copies before.
+#ifndef RTCG_HOST_EMULATION
+#if __CUDA_ARCH__ >= 800
+#define RTCG_CP_ASYNC(kind, size) \
+  asm volatile("cp.async." kind ".shared.global [%0], [%1], " #size ", %2;\n" \
+               :: "r"((unsigned int)__cvta_generic_to_shared(dst)), "l"(src), "r"(src_bytes) : "memory")
+__device__ __forceinline__ void rtcg_cp_async4(void* dst, const void* src, int src_bytes) { RTCG_CP_ASYNC("ca", 4); }
+__device__ __forceinline__ void rtcg_cp_async8(void* dst, const void* src, int src_bytes) { RTCG_CP_ASYNC("ca", 8); }
+__device__ __forceinline__ void rtcg_cp_async16(void* dst, const void* src, int src_bytes) { RTCG_CP_ASYNC("cg", 16); }
+__device__ __forceinline__ void rtcg_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void rtcg_cp_async_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+__device__ __forceinline__ void rtcg_cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+__device__ __forceinline__ void rtcg_cp_async_wait2() { asm volatile("cp.async.wait_group 2;\n" ::: "memory"); }
+#else
+__device__ __forceinline__ void rtcg_cp_async4(void* dst, const void* src, int src_bytes) {
+  *(int*)dst = src_bytes ? *(const int*)src : 0;
+}
+__device__ __forceinline__ void rtcg_cp_async8(void* dst, const void* src, int src_bytes) {
+  *(long long*)dst = src_bytes ? *(const long long*)src : 0;
+}
+__device__ __forceinline__ void rtcg_cp_async16(void* dst, const void* src, int src_bytes) {
+  *(int4*)dst = src_bytes ? *(const int4*)src : make_int4(0, 0, 0, 0);
+}
+__device__ __forceinline__ void rtcg_cp_async_commit() {}
+__device__ __forceinline__ void rtcg_cp_async_wait0() {}
+__device__ __forceinline__ void rtcg_cp_async_wait1() {}
+__device__ __forceinline__ void rtcg_cp_async_wait2() {}
+#endif
+#endif)";
+
 }  // namespace
 
 EmittedModule emitCuda(const Kernel& k, const Schedule& s) { return emitCuda(k, s, ScheduleLimits{}); }
@@ -1582,6 +1684,8 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
     for (C::GlobalArray& g : globals) mod.globals.push_back(std::move(g));
     m.launches.push_back(std::move(launch));
   }
+  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.asyncCopy; }))
+    mod.preludes.push_back(asyncCopyHelpers);
   if (needInt)
     for (C::Function& f : floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needLL)

@@ -107,7 +107,7 @@ struct StagedArray {
                                  // dimension (see planStaging: +1 against bank conflicts of column
                                  // reads, else rows rounded to 16-byte alignment)
   int64_t elements = 1;          // product of padded: one buffer
-  int64_t buffers = 1;           // Step level with `buffers: 2`: two buffers of `elements`
+  int64_t buffers = 1;           // Step level with `buffers: N`: N buffers of `elements`
   int64_t bytes = 0;             // every buffer
 };
 

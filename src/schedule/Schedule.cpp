@@ -86,6 +86,7 @@ std::string printNestSchedule(const NestSchedule& s) {
     clauses.push_back(fmt::format("shared: {}", fmt::join(arrays, ", ")));
   }
   if (s.buffers > 1) clauses.push_back(fmt::format("buffers: {}", s.buffers));
+  if (s.asyncCopy) clauses.push_back("copy: async");
   if (s.blocksPerSM > 0) clauses.push_back(fmt::format("blocks_per_sm: {}", s.blocksPerSM));
   if (clauses.empty()) return "-";
   return fmt::format("{}", fmt::join(clauses, "; "));
@@ -187,10 +188,10 @@ class ScheduleParser {
       if (!atEnd() && !peek('|')) fail("expected '|' or the end of the text after '-'");
       return n;
     }
-    bool sawShared = false, sawBlocks = false, sawBuffers = false;
+    bool sawShared = false, sawBlocks = false, sawBuffers = false, sawCopy = false;
     do {
       size_t clauseStart = (skipSpace(), pos_);
-      std::string name = word("an index name, 'shared', 'buffers' or 'blocks_per_sm'");
+      std::string name = word("an index name, 'shared', 'buffers', 'copy' or 'blocks_per_sm'");
       expect(':', fmt::format("after '{}'", name).c_str());
       if (name == "blocks_per_sm") {
         if (sawBlocks) failAt(clauseStart, "'blocks_per_sm:' is given twice for this nest");
@@ -203,9 +204,17 @@ class ScheduleParser {
         if (sawBuffers) failAt(clauseStart, "'buffers:' is given twice for this nest");
         sawBuffers = true;
         size_t at = (skipSpace(), pos_);
-        if (!atNumber()) fail("expected 1 or 2 after 'buffers:'");
+        if (!atNumber()) fail("expected a number of buffers (1 to 4) after 'buffers:'");
         n.buffers = number();
-        if (n.buffers < 1 || n.buffers > 2) failAt(at, "buffers must be 1 or 2");
+        if (n.buffers < 1 || n.buffers > 4) failAt(at, "buffers must be between 1 and 4");
+      } else if (name == "copy") {
+        if (sawCopy) failAt(clauseStart, "'copy:' is given twice for this nest");
+        sawCopy = true;
+        size_t at = (skipSpace(), pos_);
+        std::string how = word("'async' or 'registers' after 'copy:'");
+        if (how != "async" && how != "registers")
+          failAt(at, fmt::format("unknown copy '{}' (expected 'async' or 'registers')", how));
+        n.asyncCopy = how == "async";
       } else if (name == "shared") {
         if (sawShared) failAt(clauseStart, "'shared:' is given twice for this nest");
         sawShared = true;
@@ -441,14 +450,20 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
       reason(fmt::format("array '{}' has one dimension: its tile cannot be transposed ('{}^T')", a, a));
   }
   if (ns.buffers > 1 && ns.shared.empty())
-    reason("'buffers: 2' double-buffers tiles staged per reduction step, but nothing is staged ('shared:')");
+    reason(fmt::format("'buffers: {}' multi-buffers tiles staged per reduction step, but nothing is staged "
+                       "('shared:')", ns.buffers));
+  if (ns.asyncCopy && ns.buffers < 2)
+    reason("'copy: async' copies tiles one or more steps ahead and needs 'buffers: 2' or more");
+  if (!ns.asyncCopy && ns.buffers > 2)
+    reason(fmt::format("'buffers: {}' keeps {} steps in flight, which only asynchronous copies do: add 'copy: async'",
+                       ns.buffers, ns.buffers - 1));
   if (ns.shared.empty() || out.size() != reasonsBefore) return;
   StagingPlan plan = planStaging(k, nestIdx, ns, &*indices);
   for (const std::string& e : plan.errors) reason(e);
   if (plan.errors.empty() && ns.buffers > 1 &&
       std::none_of(plan.arrays.begin(), plan.arrays.end(), [](const StagedArray& sa) { return sa.level == StageLevel::Step; }))
-    reason("'buffers: 2' double-buffers tiles staged per reduction step, but every staged array is staged once "
-           "per block");
+    reason(fmt::format("'buffers: {}' multi-buffers tiles staged per reduction step, but every staged array is "
+                       "staged once per block", ns.buffers));
   if (plan.bytes > lim.maxSharedBytes)
     reason(fmt::format("staging needs {} bytes of shared memory (at most {})", plan.bytes, lim.maxSharedBytes));
 }

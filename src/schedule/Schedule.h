@@ -36,8 +36,10 @@
 // thread whose register points run along i then reads them as one vector per k, and holds only
 // one k's operands at a time. `buffers: 2` gives each tile staged per reduction step two buffers:
 // the next step is copied into one while the block computes from the other, so each step needs
-// one barrier instead of two. `shared`, `buffers` and `blocks_per_sm` are clause names, not index
-// names.
+// one barrier instead of two. `copy: async` with `buffers: N` (2 to 4) copies step tiles straight
+// into shared memory with cp.async, N - 1 steps ahead of the arithmetic (more bytes in flight
+// without registers to hold them). `shared`, `buffers`, `copy` and `blocks_per_sm` are clause
+// names, not index names.
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.
@@ -77,8 +79,12 @@ struct NestSchedule {
   std::vector<IndexSchedule> indices;  // clause order
   std::vector<std::string> shared;     // arrays staged in shared memory
   std::vector<std::string> transposed; // of `shared`: tiles stored with their dimensions reversed (`a^T`)
-  // `buffers: 2`: tiles staged per reduction step are double-buffered (1: one buffer).
+  // `buffers: N`: tiles staged per reduction step get N buffers (1: one buffer; 2: the next step
+  // is copied while this one computes; 3, 4 only with `copy: async`).
   int64_t buffers = 1;
+  // `copy: async`: step tiles go from global to shared memory with cp.async (sm_80 and later),
+  // buffers - 1 steps ahead, without passing through registers (`copy: registers`, the default).
+  bool asyncCopy = false;
   // `blocks_per_sm: N`: the kernel is compiled with __launch_bounds__(threads, N), so that NVCC
   // keeps its registers few enough for N blocks per multiprocessor (0: no such request).
   int64_t blocksPerSM = 0;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <fstream>
 #include <thread>
 
@@ -114,6 +115,27 @@ TEST(Emitter, AlignedArraysVectorCopiesAndShuffles) {
   EXPECT_FALSE(contains(warp, "__syncthreads")) << warp;
   std::string tree = emitAndCompile(dot(4096), sched("i: serial, thread.x 96")).source;
   EXPECT_FALSE(contains(tree, "__shfl_xor_sync")) << tree;
+}
+
+TEST(Emitter, AsyncCopiesCompileForTheGpu) {
+  // cp.async 16 bytes at a time for tiles stored row by row, 4 bytes per element for a transposed
+  // one; N - 1 steps issued ahead of the loop, one commit group per step, waits that leave
+  // N - 2 groups pending.
+  for (int buffers : {2, 3, 4}) {
+    std::string text = fmt::format("i: grid.y, thread.y 16, reg 8; j: grid.x, reg 2, thread.x 16, reg 4; k: serial, unroll 8; "
+                                   "shared: a^T, b; buffers: {}; copy: async", buffers);
+    std::string src = emitAndCompile(matmul(512), sched(text)).source;
+    EXPECT_TRUE(contains(src, "asm volatile(\"cp.async.\" kind")) << src;
+    EXPECT_TRUE(contains(src, "rtcg_cp_async16(&s_b[")) << src;
+    EXPECT_TRUE(contains(src, "rtcg_cp_async4(&s_a[")) << src;
+    EXPECT_TRUE(contains(src, fmt::format("rtcg_cp_async_wait{}();", buffers - 2))) << src;
+    EXPECT_TRUE(contains(src, fmt::format("(k_0 + {}) % {}", buffers - 1, buffers))) << src;
+    size_t commits = 0;
+    for (size_t at = src.find("rtcg_cp_async_commit();"); at != std::string::npos; at = src.find("rtcg_cp_async_commit();", at + 1)) ++commits;
+    EXPECT_EQ(commits, (size_t)buffers) << src;  // buffers - 1 ahead of the loop, one per step
+  }
+  // Without 'copy: async' no helpers are emitted.
+  EXPECT_FALSE(contains(emitAndCompile(matmul(64), sched("i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: serial, unroll 8; shared: a, b; buffers: 2")).source, "cp.async"));
 }
 
 TEST(Emitter, GuardsAndHeader) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -167,6 +168,30 @@ TEST(HostEmulation, VectorCopiesAndWarpCombines) {
       "  }\n"
       "}\n", "red", {{"n", 37}});
   EXPECT_EQ(checkOnHost(red, "i: grid.x, thread.y 4; j: serial, thread.x 8"), "");
+}
+
+// Tiles copied with cp.async one to three steps ahead ('copy: async'; the emulated copies abort
+// when misaligned), against the reference: 16-byte runs, element copies of transposed tiles,
+// partial edge tiles, steps that do not divide the reduction, and f64.
+TEST(HostEmulation, AsyncCopiesStepsAhead) {
+  for (int64_t n : {32, 37}) {
+    for (int buffers : {2, 3, 4}) {
+      std::string b = fmt::format("; buffers: {}; copy: async", buffers);
+      EXPECT_EQ(checkOnHost(matmul(n), "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 4, reg 4; k: serial, unroll 4; shared: a, b" + b), "") << n << b;
+      EXPECT_EQ(checkOnHost(matmul(n), "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 8; k: serial, unroll 8; shared: a^T, b" + b), "") << n << b;
+    }
+  }
+  EXPECT_EQ(checkOnHost(matmul(20), "i: grid.y, thread.y 4; j: grid.x, thread.x 8; k: serial, serial 3; shared: a, b; buffers: 3; copy: async"), "");
+  EXPECT_EQ(checkOnHost(dgDiff(13, 20), "k: grid.x, thread.y 4; i: serial, thread.x 20; j: serial, unroll 4; shared: Dr, u; buffers: 3; copy: async"), "");
+  EXPECT_EQ(checkOnHost(dgDiff(13, 20), "k: grid.x, thread.y 4; i: serial, thread.x 20; j: serial; shared: Dr, u^T; buffers: 2; copy: async"), "");
+  KernelBuilder b("matmul64");
+  b.size("n", 20);
+  int A = b.array("a", ScalarType::F64, {20, 20}), B = b.array("b", ScalarType::F64, {20, 20});
+  int Cc = b.array("c", ScalarType::F64, {20, 20}, ArrayMode::Out);
+  Loop i = b.loop("i", 0, 20), j = b.loop("j", 0, 20), k = b.loop("k", 0, 20);
+  b.nest({i, j}, {b.store(Cc, {b.idx(i), b.idx(j)},
+                          reduce(ReduceOp::Sum, {k}, mul(b.ld(A, {b.idx(i), b.idx(k)}), b.ld(B, {b.idx(k), b.idx(j)}))))});
+  EXPECT_EQ(checkOnHost(b.k, "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 4, reg 2; k: serial, unroll 4; shared: a, b^T; buffers: 3; copy: async"), "");
 }
 
 TEST(HostEmulation, GroupsSplitOnDifferentThreadAxes) {

@@ -129,6 +129,26 @@ inline T __ldg(const T* address) {
   return *address;
 }
 
+// cp.async ('copy: async'): the emitted module leaves its helpers to this header, whose copies
+// complete at once (a wait has nothing left to wait for) and abort on an address that is not
+// aligned to the copy's size, as the GPU would fault; src_bytes < size zero-fills the rest.
+#define RTCG_HOST_EMULATION 1
+inline void rtcg_emu_cp_async(void* dst, const void* src, int size, int src_bytes) {
+  if (reinterpret_cast<uintptr_t>(dst) % size != 0 || (src_bytes > 0 && reinterpret_cast<uintptr_t>(src) % size != 0)) {
+    std::fprintf(stderr, "misaligned %d-byte cp.async from %p to %p\n", size, src, dst);
+    std::abort();
+  }
+  if (src_bytes > 0) std::memcpy(dst, src, src_bytes);
+  std::memset(static_cast<char*>(dst) + src_bytes, 0, size - src_bytes);
+}
+inline void rtcg_cp_async4(void* dst, const void* src, int src_bytes) { rtcg_emu_cp_async(dst, src, 4, src_bytes); }
+inline void rtcg_cp_async8(void* dst, const void* src, int src_bytes) { rtcg_emu_cp_async(dst, src, 8, src_bytes); }
+inline void rtcg_cp_async16(void* dst, const void* src, int src_bytes) { rtcg_emu_cp_async(dst, src, 16, src_bytes); }
+inline void rtcg_cp_async_commit() {}
+inline void rtcg_cp_async_wait0() {}
+inline void rtcg_cp_async_wait1() {}
+inline void rtcg_cp_async_wait2() {}
+
 // The order in which the blocks of a grid run: 0 in order (x fastest), 1 reversed, 2 a fixed
 // shuffle. A cross-block reduction must give the same bits whichever block arrives last.
 inline int rtcg_emu_block_order = 0;

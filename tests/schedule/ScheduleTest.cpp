@@ -60,6 +60,7 @@ TEST(Schedule, RoundTripsManyTexts) {
       "i: grid.x, thread.x 128; blocks_per_sm: 4",
       "i: grid.y, thread.y 16, reg 8; j: grid.x, thread.x 16; k: serial, unroll 8; shared: a^T, b; buffers: 2",
       "shared: x, a^T, y^T; buffers: 2; blocks_per_sm: 2",
+      "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32, reg 4; k: serial, unroll 8; shared: a, b; buffers: 3; copy: async",
   };
   for (const char* t : texts) {
     Schedule s = parseOk(t);
@@ -107,7 +108,9 @@ TEST(Schedule, ParseErrorsHaveColumns) {
       {"i: serial |", 12, "expected an index name"},
       {"shared: a^t", 11, "expected 'T' after '^'"},
       {"shared: a^", 11, "expected 'T' after '^'"},
-      {"i: serial; buffers: 3", 21, "buffers must be 1 or 2"},
+      {"i: serial; buffers: 5", 21, "buffers must be between 1 and 4"},
+      {"i: serial; copy: later", 18, "unknown copy 'later'"},
+      {"i: serial; copy: async; copy: async", 25, "given twice"},
       {"i: serial; buffers: 2; buffers: 2", 24, "given twice"},
   };
   for (const Case& c : cases) {
@@ -162,6 +165,8 @@ TEST(Schedule, ValidationReasons) {
       {"i: grid.y; j: grid.x; k: serial; i: serial", "'i' is scheduled twice"},
       {"i: grid.y | j: grid.x", "the schedule has 2 nest schedules but kernel 'matmul' has 1"},
       {"i: grid.y; j: grid.x; k: serial; buffers: 2", "but nothing is staged"},
+      {"i: grid.y; j: grid.x, thread.x 32; k: serial, unroll 8; shared: b; copy: async", "needs 'buffers: 2' or more"},
+      {"i: grid.y; j: grid.x, thread.x 32; k: serial, unroll 8; shared: b; buffers: 3", "add 'copy: async'"},
   };
   for (const Case& c : cases) {
     auto reasons = validateSchedule(mm, parseOk(c.text));
