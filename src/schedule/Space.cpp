@@ -365,7 +365,8 @@ class NestSpace {
                                  [](const StagedArray& sa) { return sa.level == StageLevel::Step; });
         // Also three buffers filled by cp.async two steps ahead ('copy: async'): more bytes in
         // flight without registers to hold them (H100: DG lifting N=5 0.204 -> 0.188 ms; but a
-        // 128 x 128 SGEMM tile 3.02 -> 3.55 ms), when they fit.
+        // 128 x 128 SGEMM tile 3.02 -> 3.55 ms), when they fit. Generated after the others, so
+        // they rank behind the ties (see the model).
         std::vector<std::pair<int64_t, bool>> bufferCounts{{1, false}};
         if (steps && single.errors.empty()) {
           for (auto [buffers, async] : {std::pair<int64_t, bool>{2, false}, {3, true}}) {

@@ -28,9 +28,9 @@
 //   Bytes = blocks * per-block traffic.
 // - Time = launch overhead + (max(memory, compute) + min(memory, compute) / 4) / efficiency, with
 //   memory = bytes / bandwidth and compute = flops / (peak * issue efficiency) (imperfect overlap;
-//   with `copy: async`, memory * 0.9 and compute * 1.15 and no prefetch registers: measured on an
-//   H100, cp.async steps ahead helped memory-bound DG tiles by 3-11% and cost compute-bound
-//   matrix-product tiles 8-17%), where efficiency =
+//   with `copy: async`, compute * 1.15 and no prefetch registers: measured on an H100, cp.async
+//   steps ahead helped memory-bound DG tiles by 3-8% and cost compute-bound matrix-product
+//   tiles 9-17%), where efficiency =
 //   (fraction of multiprocessors with a block) * (latency hiding: warps in flight per
 //   multiprocessor times the ILP of the register tile, over 32) * (wave quantization), each <= 1.
 // - A reduction split across blocks (grid parts on a reduction index: blocks count them like any
