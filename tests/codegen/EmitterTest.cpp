@@ -100,14 +100,7 @@ TEST(Emitter, AlignedArraysVectorCopiesAndShuffles) {
   EXPECT_FALSE(contains(step2, "__ldg((const float4*)&a[")) << step2;
   EXPECT_TRUE(contains(step2, "__ldg((const float4*)&b[")) << step2;
   // f64 tiles use double2.
-  KernelBuilder b("matmul64");
-  b.size("n", 32);
-  int A = b.array("a", ScalarType::F64, {32, 32}), B = b.array("b", ScalarType::F64, {32, 32});
-  int Cc = b.array("c", ScalarType::F64, {32, 32}, ArrayMode::Out);
-  Loop i = b.loop("i", 0, 32), j = b.loop("j", 0, 32), k = b.loop("k", 0, 32);
-  b.nest({i, j}, {b.store(Cc, {b.idx(i), b.idx(j)},
-                          reduce(ReduceOp::Sum, {k}, mul(b.ld(A, {b.idx(i), b.idx(k)}), b.ld(B, {b.idx(k), b.idx(j)}))))});
-  std::string f64 = emitAndCompile(b.k, sched(staged)).source;
+  std::string f64 = emitAndCompile(matmul(32, ScalarType::F64), sched(staged)).source;
   EXPECT_TRUE(contains(f64, "__ldg((const double2*)&b[")) << f64;
   // Lanes within one warp combine by shuffles, without barriers; other lane counts by the tree.
   std::string warp = emitAndCompile(dot(4096), sched("i: serial, thread.x 32")).source;

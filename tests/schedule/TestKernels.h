@@ -58,11 +58,11 @@ inline Expr mul(Expr a, Expr b) { return binary(BinaryOp::Mul, a, b); }
 inline Expr f32(double v) { return floatImm(v, ScalarType::F32); }
 
 // for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }
-inline Kernel matmul(int64_t n) {
-  KernelBuilder b("matmul");
+inline Kernel matmul(int64_t n, ScalarType t = ScalarType::F32) {
+  KernelBuilder b(t == ScalarType::F32 ? "matmul" : "matmul64");
   b.size("n", n);
-  int A = b.array("a", ScalarType::F32, {n, n}), B = b.array("b", ScalarType::F32, {n, n});
-  int Cc = b.array("c", ScalarType::F32, {n, n}, ArrayMode::Out);
+  int A = b.array("a", t, {n, n}), B = b.array("b", t, {n, n});
+  int Cc = b.array("c", t, {n, n}, ArrayMode::Out);
   Loop i = b.loop("i", 0, n), j = b.loop("j", 0, n), k = b.loop("k", 0, n);
   auto I = b.idx(i), J = b.idx(j), K = b.idx(k);
   b.nest({i, j}, {b.store(Cc, {I, J}, reduce(ReduceOp::Sum, {k}, mul(b.ld(A, {I, K}), b.ld(B, {K, J}))))});
