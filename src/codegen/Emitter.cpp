@@ -295,8 +295,7 @@ class NestEmitter {
   // The base of a step and whether it exists: step n from the first one (fromStart) or n after
   // the current one.
   using StepAt = std::function<std::pair<C::ExprP, C::ExprP>(int64_t n, bool fromStart)>;
-  void copyStep(int group, const C::ExprP& first, const C::ExprP& base, const C::ExprP& next, const C::ExprP& hasNext,
-                const C::ExprP& step, const StepAt& stepAt, Env& env, std::vector<C::Stmt>& before,
+  void copyStep(int group, const C::ExprP& step, const StepAt& stepAt, Env& env, std::vector<C::Stmt>& before,
                 std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after);
   std::map<size_t, std::vector<std::string>> prefetchRegs_;  // per staged tile: prefetch registers
   bool hasStepStaging(int group) const;
@@ -434,14 +433,13 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     std::vector<C::Stmt> body, after;
     if (staging) {
       // Each step is one iteration: the tile is the footprint of this value of the index.
-      C::ExprP nextV = C::sum({C::name(v), lit(1)});
       bool zeroLo = lo->kind == C::ExprKind::IntLit && lo->intValue == 0;
       C::ExprP step = zeroLo ? C::name(v) : C::binary("-", C::name(v), lo);
       StepAt stepAt = [&](int64_t n, bool fromStart) {
         C::ExprP at = C::sum({fromStart ? lo : C::name(v), lit(n)});
         return std::pair{at, C::binary("<", at, hi)};
       };
-      copyStep(stageGroup, lo, C::name(v), nextV, C::binary("<", nextV, hi), step, stepAt, env, out, body, after);
+      copyStep(stageGroup, step, stepAt, env, out, body, after);
     }
     emitReductionLoops(loops, q + 1, env, body, inner);
     for (C::Stmt& st : after) body.push_back(std::move(st));
@@ -485,14 +483,11 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   if (staging) {
     // The step covers lo + k_0 * inner .. + inner - 1. Prefetched: this step's registers go to
     // shared memory, then the next step's loads are issued before this step's arithmetic.
-    C::ExprP nextStep = C::sum({C::name(vars[0]), lit(1)});
     StepAt stepAt = [&](int64_t n, bool fromStart) {
       C::ExprP number = fromStart ? lit(n) : C::sum({C::name(vars[0]), lit(n)});
       return std::pair{C::sum({lo, C::product(number, lit(innerProduct))}), C::binary("<", number, firstTrip)};
     };
-    copyStep(stageGroup, lo, C::sum({lo, C::product(C::name(vars[0]), lit(innerProduct))}),
-             C::sum({lo, C::product(nextStep, lit(innerProduct))}), C::binary("<", nextStep, firstTrip),
-             C::name(vars[0]), stepAt, env, out, stage, after);
+    copyStep(stageGroup, C::name(vars[0]), stepAt, env, out, stage, after);
   }
   std::string v = names_.fresh(l.name);
   env.vars[l.id] = C::name(v);
@@ -707,21 +702,22 @@ void NestEmitter::readStep(int group, const C::ExprP& stepBase, const C::ExprP& 
       env.staged[plan_.arrays[t].array] = tileRef(t, bases, buffer, out);
 }
 
-// The copy of a step's tiles of `group` (the step starting at `base`, number `step` counting from
-// 0) into shared memory: `before` goes ahead of the loop over steps, `stage` at the start of each
+// The copy of a step's tiles of `group` (the step number `step`, counting from 0, whose base and
+// those of the others `stepAt` gives) into shared memory: `before` goes ahead of the loop over steps, `stage` at the start of each
 // step, `after` at its end, followed by the caller's barrier; `env` then reads the step's tiles.
 // One buffer: each step copies its tiles, then a barrier. Prefetched (declarePrefetch): the first
-// step (at `first`) is loaded into registers ahead of the loop; each step stores its registers,
-// and after the barrier issues the loads of the next step (at `next`, when `hasNext`) so they
-// overlap the step's arithmetic.
+// step is loaded into registers ahead of the loop; each step stores its registers, and after the
+// barrier issues the loads of the next step (when there is one) so they overlap the step's
+// arithmetic.
 // Two buffers (`buffers: 2`): the first step is copied into buffer 0 ahead of the loop; step s
 // reads buffer s % 2 and copies step s + 1 into the other one (prefetched: loads at the start,
 // stores at the end), so the caller's one barrier per step both publishes the next tiles and
 // frees the ones just read.
-void NestEmitter::copyStep(int group, const C::ExprP& first, const C::ExprP& base, const C::ExprP& next,
-                           const C::ExprP& hasNext, const C::ExprP& step, const StepAt& stepAt, Env& env,
+void NestEmitter::copyStep(int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
                            std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
   Env scratch = env;  // copies that the reads of this step do not see
+  const C::ExprP first = stepAt(0, true).first, base = stepAt(0, false).first;
+  const auto [next, hasNext] = stepAt(1, false);
   if (sched_.asyncCopy) {
     // N buffers, N - 1 steps in flight (cp.async groups, one per step, committed in step order):
     // steps 0 .. N-2 are issued ahead of the loop; step s issues step s + N - 1 into the buffer

@@ -137,6 +137,30 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
   return out;
 }
 
+// Compiles `source` at `sizes` with `o`, launches it on random inputs (seed `seed`; scalars
+// 0.75 + their position; outputs poisoned) passed as device arrays or host vectors, and expects
+// every output within 1e-5 of the CPU reference.
+void expectMatchesReference(Context& ctx, const std::string& source, const Sizes& sizes, const CompileOptions& o,
+                            bool deviceArrays, uint64_t seed) {
+  CompiledKernel k = ctx.compile(source, sizes, o);
+  Kernel bound = prepareKernel(source, sizes, o).bound;
+  HostArgs host(bound);
+  fillInputs(bound, host, seed);
+  for (size_t p = 0; p < bound.params.size(); ++p)
+    if (bound.params[p].kind == ParamKind::Scalar) host.setScalar(int(p), 0.75 + double(p));
+  HostArgs refArgs = host;
+  ReferenceResult ref = runReference(bound, refArgs);
+
+  ApiArgs args = apiArgs(ctx, bound, host, deviceArrays);
+  k.launch(args.refs);
+  for (auto& d : args.downloads) d();
+  for (const ReferenceOutput& out : ref.outputs) {
+    Comparison c = compare(host.array(out.param), out.values);
+    EXPECT_EQ(c.nonFinite, 0) << out.name << ": " << c.str();
+    EXPECT_LT(c.relativeError, 1e-5) << out.name << ": " << c.str();
+  }
+}
+
 TEST_F(ApiGpu, EveryExampleMatchesTheReference) {
   Context ctx;
   int checked = 0;
@@ -150,23 +174,7 @@ TEST_F(ApiGpu, EveryExampleMatchesTheReference) {
       SCOPED_TRACE(file + (variant == 0 ? " (host vectors)" : " (device arrays)"));
       CompileOptions o;
       o.fileName = file;
-      CompiledKernel k = ctx.compile(source, sizes->second[variant], o);
-      Kernel bound = prepareKernel(source, sizes->second[variant], o).bound;
-      HostArgs host(bound);
-      fillInputs(bound, host, 42 + variant);
-      for (size_t p = 0; p < bound.params.size(); ++p)
-        if (bound.params[p].kind == ParamKind::Scalar) host.setScalar(int(p), 0.75 + double(p));
-      HostArgs refArgs = host;
-      ReferenceResult ref = runReference(bound, refArgs);
-
-      ApiArgs args = apiArgs(ctx, bound, host, variant == 1);
-      k.launch(args.refs);
-      for (auto& d : args.downloads) d();
-      for (const ReferenceOutput& o : ref.outputs) {
-        Comparison c = compare(host.array(o.param), o.values);
-        EXPECT_EQ(c.nonFinite, 0) << o.name << ": " << c.str();
-        EXPECT_LT(c.relativeError, 1e-5) << o.name << ": " << c.str();
-      }
+      expectMatchesReference(ctx, source, sizes->second[variant], o, variant == 1, 42 + variant);
       ++checked;
     }
   }
@@ -202,20 +210,7 @@ TEST_F(ApiGpu, VectorAndAsyncStagingMatchTheReference) {
     CompileOptions o;
     o.fileName = c.file;
     o.schedule = c.schedule;
-    CompiledKernel k = ctx.compile(source, c.sizes, o);
-    Kernel bound = prepareKernel(source, c.sizes, o).bound;
-    HostArgs host(bound);
-    fillInputs(bound, host, 7);
-    HostArgs refArgs = host;
-    ReferenceResult ref = runReference(bound, refArgs);
-    ApiArgs args = apiArgs(ctx, bound, host, true);
-    k.launch(args.refs);
-    for (auto& d : args.downloads) d();
-    for (const ReferenceOutput& out : ref.outputs) {
-      Comparison cmp = compare(host.array(out.param), out.values);
-      EXPECT_EQ(cmp.nonFinite, 0) << out.name << ": " << cmp.str();
-      EXPECT_LT(cmp.relativeError, 1e-5) << out.name << ": " << cmp.str();
-    }
+    expectMatchesReference(ctx, source, c.sizes, o, /*deviceArrays=*/true, 7);
   }
 }
 

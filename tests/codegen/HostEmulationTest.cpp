@@ -118,6 +118,18 @@ Kernel fromSource(const std::string& source, const std::string& kernel, const Si
   EXPECT_TRUE(bound.has_value()) << kernel;
   return bound ? *bound : Kernel{};
 }
+
+// Row-wise max, min and product of an n x n matrix: reductions with their own operators.
+Kernel maxMinProduct(int64_t n) {
+  return fromSource(
+      "kernel red(n: int, x: f32[n, n], out y: f32[n], out z: f32[n], out w: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = max(j in 0..n, x[i, j]);\n"
+      "    z[i] = min(j in 0..n, x[i, j]);\n"
+      "    w[i] = product(j in 0..n, 1.0 + 0.01 * x[i, j]);\n"
+      "  }\n"
+      "}\n", "red", {{"n", n}});
+}
 }  // namespace
 
 TEST(HostEmulation, SplitReductions) {
@@ -130,14 +142,7 @@ TEST(HostEmulation, SplitReductions) {
   EXPECT_EQ(checkOnHost(gemv, "i: grid.x, thread.y 4; j: serial, thread.x 32"), "");
   EXPECT_EQ(checkOnHost(gemv, "i: grid.x, thread.x 4, reg 2; j: serial, thread.y 8, unroll 2; shared: x"), "");
   // max, min and product combine with their own operators.
-  Kernel red = fromSource(
-      "kernel red(n: int, x: f32[n, n], out y: f32[n], out z: f32[n], out w: f32[n]) {\n"
-      "  for i in 0..n {\n"
-      "    y[i] = max(j in 0..n, x[i, j]);\n"
-      "    z[i] = min(j in 0..n, x[i, j]);\n"
-      "    w[i] = product(j in 0..n, 1.0 + 0.01 * x[i, j]);\n"
-      "  }\n"
-      "}\n", "red", {{"n", 37}});
+  Kernel red = maxMinProduct(37);
   EXPECT_EQ(checkOnHost(red, "i: grid.x, thread.y 2; j: serial, thread.x 12"), "");
   EXPECT_EQ(checkOnHost(red, "i: grid.x; j: thread.x, serial 3"), "");
   // Staged per step and split at once: matmul with k on thread.z.
@@ -159,14 +164,7 @@ TEST(HostEmulation, VectorCopiesAndWarpCombines) {
   EXPECT_EQ(checkOnHost(gemv, "i: grid.x, thread.y 8; j: serial, thread.x 16, unroll 4"), "");
   EXPECT_EQ(checkOnHost(gemv, "i: grid.x; j: serial, unroll 2, thread.x 64, unroll 4"), "");
   EXPECT_EQ(checkOnHost(gemv, "i: grid.x, thread.y 2; j: serial, thread.x 128"), "");
-  Kernel red = fromSource(
-      "kernel red(n: int, x: f32[n, n], out y: f32[n], out z: f32[n], out w: f32[n]) {\n"
-      "  for i in 0..n {\n"
-      "    y[i] = max(j in 0..n, x[i, j]);\n"
-      "    z[i] = min(j in 0..n, x[i, j]);\n"
-      "    w[i] = product(j in 0..n, 1.0 + 0.01 * x[i, j]);\n"
-      "  }\n"
-      "}\n", "red", {{"n", 37}});
+  Kernel red = maxMinProduct(37);
   EXPECT_EQ(checkOnHost(red, "i: grid.x, thread.y 4; j: serial, thread.x 8"), "");
 }
 

@@ -65,28 +65,25 @@ alignas(16) inline unsigned char rtcg_emu_dynamic_smem[232448];
 // thread of the block calls the shuffle at the same point (the emitter only shuffles in uniform
 // code), so a block-wide barrier stands in for the warp's convergence.
 inline double rtcg_emu_slots[1024];
+// v of lane `source` of this thread's warp (this thread's own v when source is outside the warp).
 template <class T>
-inline T __shfl_down_sync(unsigned int, T v, int delta) {
-  unsigned int lane = rtcg_emu_linear_tid % 32, warpBase = rtcg_emu_linear_tid - lane;
+inline T rtcg_emu_shuffle(T v, unsigned int source) {
+  unsigned int warpBase = rtcg_emu_linear_tid - rtcg_emu_linear_tid % 32;
   static_assert(sizeof(T) <= sizeof(double));
   std::memcpy(&rtcg_emu_slots[rtcg_emu_linear_tid], &v, sizeof v);
   __syncthreads();
   T out = v;
-  if (lane + delta < 32) std::memcpy(&out, &rtcg_emu_slots[warpBase + lane + delta], sizeof out);
+  if (source < 32) std::memcpy(&out, &rtcg_emu_slots[warpBase + source], sizeof out);
   __syncthreads();
   return out;
 }
-
+template <class T>
+inline T __shfl_down_sync(unsigned int, T v, int delta) {
+  return rtcg_emu_shuffle(v, rtcg_emu_linear_tid % 32 + delta);
+}
 template <class T>
 inline T __shfl_xor_sync(unsigned int, T v, int laneMask) {
-  unsigned int lane = rtcg_emu_linear_tid % 32, warpBase = rtcg_emu_linear_tid - lane;
-  static_assert(sizeof(T) <= sizeof(double));
-  std::memcpy(&rtcg_emu_slots[rtcg_emu_linear_tid], &v, sizeof v);
-  __syncthreads();
-  T out;
-  std::memcpy(&out, &rtcg_emu_slots[warpBase + (lane ^ (unsigned int)laneMask)], sizeof out);
-  __syncthreads();
-  return out;
+  return rtcg_emu_shuffle(v, (rtcg_emu_linear_tid % 32) ^ (unsigned int)laneMask);
 }
 
 // Global memory across blocks (reductions split across blocks): `__device__` arrays at module scope
