@@ -60,6 +60,9 @@ run_example dot.rtcg -D n=67108864 --schedule "i: serial, unroll 4, grid.x 264, 
 run_example dot.rtcg -D n=1000003 --schedule "i: serial, grid.x 37, thread.x 128"
 run_example gemv.rtcg -D m=4 -D n=1048573 --schedule "i: grid.y; j: serial, grid.x 66, thread.x 256"
 run_example gemv.rtcg -D m=5 -D n=300007 --schedule "i: serial, thread.y 2; j: serial, unroll 4, grid.x 40, thread.x 128"
+# Split-K with staged steps (each block walks its share of k through shared memory).
+run_example matmul.rtcg -D n=1000 --schedule "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 2, thread.x 16, reg 4; k: grid.z, serial 63, unroll 8; shared: a^T, b"
+run_example matmul.rtcg -D n=777 --schedule "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32, reg 4; k: grid.z, serial 13, unroll 16; shared: a^T, b; buffers: 2"
 mismatches=$(grep -c MISMATCH "$out/examples.log" || true)
 failures=$(grep -c '^rc=[1-9]' "$out/examples.log" || true)
 

@@ -462,8 +462,15 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     // ceil((hi - lo) / inner); an empty range gives a trip count <= 0 with C division too.
     firstTrip = C::binary("/", C::sum({C::binary("-", hi, lo), lit(innerProduct - 1)}), lit(innerProduct));
   }
+  // The part whose iterations are the steps (staging: the first part not on the grid; the grid
+  // parts ahead of it are the block's share of the values, planStaging allows nothing else
+  // there), and the values one step covers.
+  const size_t sp = staging ? stepPartOf(is) : 0;
+  int64_t stepSpan = 1;
+  for (size_t p = sp + 1; p < is.parts.size(); ++p) stepSpan *= ext[p];
   std::vector<std::string> vars;
   std::vector<C::ExprP> terms{lo};
+  std::vector<C::ExprP> shareSteps;  // the block's first step: its grid coordinates, in steps
   int64_t stride = innerProduct;
   static const char* axisField[3] = {"x", "y", "z"};
   for (size_t p = 0; p < is.parts.size(); ++p) {
@@ -473,25 +480,33 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
       // A split reduction: this part is the thread's (or the block's) coordinate, not a loop.
       vars.push_back("");
       const char* coord = isThreadPlacement(pl) ? "threadIdx" : "blockIdx";
-      terms.push_back(C::product(C::castTo(idx_, C::member(C::name(coord), axisField[placementAxis(pl)])), lit(stride)));
+      C::ExprP c = C::castTo(idx_, C::member(C::name(coord), axisField[placementAxis(pl)]));
+      terms.push_back(C::product(c, lit(stride)));
+      if (p < sp) shareSteps.push_back(C::product(c, lit(stride / stepSpan)));
       continue;
     }
     vars.push_back(names_.fresh(fmt::format("{}_{}", l.name, p)));
     terms.push_back(C::product(C::name(vars.back()), lit(stride)));
   }
+  // Steps of this block: all of the first part's, or (split-K) the step part's factor.
+  const C::ExprP stepTrips = sp == 0 ? firstTrip : lit(ext[sp]);
   std::vector<C::Stmt> stage, after;
   if (staging) {
-    // The step covers lo + k_0 * inner .. + inner - 1. Prefetched: this step's registers go to
-    // shared memory, then the next step's loads are issued before this step's arithmetic.
+    // Step n of the block covers lo + (share + n) * span .. + span - 1. Prefetched: this step's
+    // registers go to shared memory, then the next step's loads are issued before this step's
+    // arithmetic.
     StepAt stepAt = [&](int64_t n, bool fromStart) {
-      C::ExprP number = fromStart ? lit(n) : C::sum({C::name(vars[0]), lit(n)});
-      return std::pair{C::sum({lo, C::product(number, lit(innerProduct))}), C::binary("<", number, firstTrip)};
+      C::ExprP number = fromStart ? lit(n) : C::sum({C::name(vars[sp]), lit(n)});
+      std::vector<C::ExprP> at{lo};
+      for (const C::ExprP& share : shareSteps) at.push_back(C::product(share, lit(stepSpan)));
+      at.push_back(C::product(number, lit(stepSpan)));
+      return std::pair{C::sum(at), C::binary("<", number, stepTrips)};
     };
-    copyStep(stageGroup, C::name(vars[0]), stepAt, env, out, stage, after);
+    copyStep(stageGroup, C::name(vars[sp]), stepAt, env, out, stage, after);
   }
   std::string v = names_.fresh(l.name);
   env.vars[l.id] = C::name(v);
-  // The loops of the inner parts (1..) around the body, the body guarded by v < hi or not.
+  // The loops of the parts after the step part around the body, the body guarded by v < hi or not.
   auto innerParts = [&](bool guard) {
     std::vector<C::Stmt> body{C::decl(idx_, v, C::sum(terms))};
     if (!guard) {
@@ -501,7 +516,7 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
       emitReductionLoops(loops, q + 1, env, guarded, inner);
       body.push_back(C::ifThen(C::binary("<", C::name(v), hi), std::move(guarded)));
     }
-    for (size_t p = is.parts.size(); p-- > 1;) {
+    for (size_t p = is.parts.size(); p-- > sp + 1;) {
       if (isCoordinate(is.parts[p].place)) continue;
       std::vector<C::Stmt> loop{
           C::forLoop(idx_, vars[p], lit(0), lit(ext[p]), unrollOf(is.parts[p].place), std::move(body))};
@@ -512,12 +527,14 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   // When the range does not divide and inner parts are unrolled, every step but the last runs
   // the unrolled body without the guard (which would keep neighbouring reads from merging into
   // vector loads); the steps are uniform across the block, so the branch does not diverge.
-  bool peel = !exact && clo && chi && !isCoordinate(is.parts[0].place) &&
-              std::any_of(is.parts.begin() + 1, is.parts.end(), [](const SchedulePart& sp) { return sp.place == Placement::Unroll; });
+  bool peel = !exact && clo && chi && !isCoordinate(is.parts[sp].place) &&
+              std::any_of(is.parts.begin() + sp + 1, is.parts.end(), [](const SchedulePart& part) { return part.place == Placement::Unroll; });
   std::vector<C::Stmt> body;
   if (peel) {
-    int64_t fullSteps = (*chi - *clo) / innerProduct;
-    body.push_back(C::ifThen(C::binary("<", C::name(vars[0]), lit(fullSteps)), innerParts(false), innerParts(true)));
+    int64_t fullSteps = (*chi - *clo) / stepSpan;
+    std::vector<C::ExprP> number = shareSteps;
+    number.push_back(C::name(vars[sp]));
+    body.push_back(C::ifThen(C::binary("<", C::sum(number), lit(fullSteps)), innerParts(false), innerParts(true)));
   } else {
     body = innerParts(!exact);
   }
@@ -527,8 +544,9 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
     stage.push_back(C::syncThreads());
     body = std::move(stage);
   }
-  if (!isCoordinate(is.parts[0].place)) {
-    std::vector<C::Stmt> loop{C::forLoop(idx_, vars[0], lit(0), firstTrip, unrollOf(is.parts[0].place), std::move(body))};
+  // The step part's loop (the first part's without staging); parts ahead of it are grid parts.
+  if (!isCoordinate(is.parts[sp].place)) {
+    std::vector<C::Stmt> loop{C::forLoop(idx_, vars[sp], lit(0), stepTrips, unrollOf(is.parts[sp].place), std::move(body))};
     body = std::move(loop);
   }
   for (C::Stmt& s : body) out.push_back(std::move(s));
@@ -1033,11 +1051,10 @@ int64_t NestEmitter::baseDivisor(const std::string& key, int group) const {
     const Loop& l = groups_[group][0]->loops.front();
     const IndexSchedule& is = scheduleOf(l.name);
     auto lo = constIntValue(l.lo, k_);
-    if (!lo || is.parts.size() < 2 || isThreadPlacement(is.parts[0].place) || isGridPlacement(is.parts[0].place))
-      return 1;
-    int64_t inner = 1;
-    for (size_t p = 1; p < is.parts.size(); ++p) inner *= *is.parts[p].factor;
-    return std::gcd(*lo, inner);
+    // Steps start at lo + (the block's share + n) * span (stepPartOf).
+    const size_t sp = stepPartOf(is);
+    if (!lo || sp + 1 >= is.parts.size() || isThreadPlacement(is.parts[sp].place)) return 1;
+    return std::gcd(*lo, stepSpanOf(is));
   }
   for (const ParallelIndex& p : par_)
     if (key == "p:" + p.loop->name) {

@@ -397,6 +397,18 @@ CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s) 
   return plan;
 }
 
+size_t stepPartOf(const IndexSchedule& is) {
+  size_t p = 0;
+  while (p < is.parts.size() && isGridPlacement(is.parts[p].place)) ++p;
+  return p;
+}
+
+int64_t stepSpanOf(const IndexSchedule& is) {
+  int64_t span = 1;
+  for (size_t p = stepPartOf(is) + 1; p < is.parts.size(); ++p) span *= is.parts[p].factor.value_or(1);
+  return span;
+}
+
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known) {
   StagingPlan plan;
   if (s.shared.empty()) return plan;
@@ -567,18 +579,26 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
       std::set<int> stepIds;
       for (const Expr& r : groups[g]) stepIds.insert(r->loops.front().id);
       const IndexSchedule* is = s.find(first.name);
-      if (std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return isGridPlacement(p.place); })) {
-        fail(fmt::format("'{}' is split across blocks, so a step along it would span the values of every block; "
-                         "stage per step only along a reduction index without grid parts", first.name));
+      const size_t stepPart = stepPartOf(*is);
+      if (stepPart == is->parts.size()) {
+        fail(fmt::format("every part of '{}' is on the grid, so a block has no steps to stage: give '{}' a serial "
+                         "or unroll part after its grid parts", first.name, first.name));
         continue;
       }
-      if (isThreadPlacement(is->parts[0].place)) {
-        fail(fmt::format("the steps along '{}' would be its first part, which is on {}: give '{}' a serial or "
-                         "unroll first part", first.name, placementName(is->parts[0].place), first.name));
+      if (std::any_of(is->parts.begin() + stepPart, is->parts.end(), [](const SchedulePart& p) { return isGridPlacement(p.place); })) {
+        fail(fmt::format("'{}' has a grid part after its first non-grid part, so a step along it would span the "
+                         "values of several blocks; stage per step only with the grid parts of '{}' first (each "
+                         "block then steps through its share)", first.name, first.name));
         continue;
       }
-      int64_t inner = 1;
-      for (size_t p = 1; p < is->parts.size(); ++p) inner *= *is->parts[p].factor;
+      if (isThreadPlacement(is->parts[stepPart].place)) {
+        fail(fmt::format("the steps along '{}' would be its {} part, which is on {}: give '{}' a serial or "
+                         "unroll {} part", first.name, stepPart == 0 ? "first" : "first non-grid",
+                         placementName(is->parts[stepPart].place), first.name,
+                         stepPart == 0 ? "first" : "first non-grid"));
+        continue;
+      }
+      const int64_t inner = stepSpanOf(*is);
       std::vector<StagedLoad> inGroup;
       for (const StagedLoad& l : loads)
         if (l.group == g) inGroup.push_back(l);

@@ -77,8 +77,10 @@ std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest,
 //          moves with them). Chosen when no access depends on a reduction index, or when the box
 //          is the whole array (a small operand every block reads, like a DG derivative matrix).
 //          Every read of the array in the nest is served from the tile.
-//   Step:  one copy per iteration of the outer part of the first loop of a hoisted reduction
-//          group (the step covers that loop's inner parts and the group's inner loops in full).
+//   Step:  one copy per iteration of the step part (stepPartOf: the first part not on the grid)
+//          of the first loop of a hoisted reduction group; the step covers that loop's parts
+//          after it and the group's inner loops in full. Grid parts ahead of the step part split
+//          the reduction across blocks: each block steps through its share.
 //          Only the reads inside that group's reductions are served from the tile.
 
 // Keys of the uniform-based variables of a box: "p:<name>" for a parallel index (base: its lo
@@ -169,6 +171,14 @@ struct CrossBlockPlan {
 // schedule must be valid apart from its scratch size (validateSchedule checks that against
 // ScheduleLimits::maxGlobalScratchBytes).
 CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s);
+
+// The part of a reduction index's schedule that the staged steps iterate: its first part that is
+// not on the grid. Grid parts ahead of it split the reduction across blocks (each block steps
+// through its own share of the values: split-K); the parts after it make up one step. Equal to
+// `is.parts.size()` when every part is on the grid.
+size_t stepPartOf(const IndexSchedule& is);
+// Values of the index one step covers: the product of the factors of the parts after stepPartOf.
+int64_t stepSpanOf(const IndexSchedule& is);
 
 // `indices`: the nest's nestIndices when the caller has them (they are found again otherwise).
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s,

@@ -352,60 +352,116 @@ class NestSpace {
     int64_t tile = pointsPerThread(pc);
     int64_t regTile = partProduct(pc, isReg), threads = partProduct(pc, isThreadPlacement);
     for (const auto& set : sets)
-      for (int64_t step : steps) {
-        NestSchedule ns;
-        ns.indices = pc;
-        for (IndexSchedule& r : reductionClauses(1, step, step * tile <= 512)) ns.indices.push_back(std::move(r));
-        ns.shared = set;
-        // Tiles staged per step also double-buffered (one barrier per step instead of two) while
-        // both buffers fit. Neither wins everywhere: on an H100, a 128 x 128 SGEMM tile (n=2048)
-        // ran 0.439 ms with one buffer and 0.460 ms with two, so both are measured.
-        StagingPlan single = planStaging(k_, nest_, ns, &model_.indices());
-        bool steps = std::any_of(single.arrays.begin(), single.arrays.end(),
-                                 [](const StagedArray& sa) { return sa.level == StageLevel::Step; });
-        // Also three buffers filled by cp.async two steps ahead ('copy: async'): more bytes in
-        // flight without registers to hold them (H100: DG lifting N=5 0.204 -> 0.188 ms; but a
-        // 128 x 128 SGEMM tile 3.02 -> 3.55 ms), when they fit. Generated after the others, so
-        // they rank behind the ties (see the model).
-        std::vector<std::pair<int64_t, bool>> bufferCounts{{1, false}};
-        if (steps && single.errors.empty()) {
-          for (auto [buffers, async] : {std::pair<int64_t, bool>{2, false}, {3, true}}) {
-            NestSchedule multi = ns;
-            multi.buffers = buffers;
-            multi.asyncCopy = async;
-            if (planStaging(k_, nest_, multi, &model_.indices()).bytes <= o_.limits.maxSharedBytes)
-              bufferCounts.push_back({buffers, async});
+      for (int64_t step : steps)
+        for (const std::optional<SplitK>& share : splitKShares(pc, step)) {
+          NestSchedule ns;
+          ns.indices = pc;
+          for (IndexSchedule& r : reductionClauses(1, step, step * tile <= 512)) ns.indices.push_back(std::move(r));
+          if (share) {
+            // Split-K: `r: grid.<axis>, serial S, <step>`, each block S steps of the reduction.
+            IndexSchedule& r = ns.indices.back();
+            r.parts.front() = part(Placement::Serial, share->stepsPerBlock);
+            r.parts.insert(r.parts.begin(), part(share->grid));
           }
-        }
-        // Step tiles whose first dimension a thread's register points run along (contiguously,
-        // in vector-sized runs) and whose second is the reduction: stored transposed, a step
-        // reads one vector per value of the reduction and holds one value's operands at a time
-        // (fewer registers: 128 instead of 177 for an 8 x 8 matrix-product tile). Generated
-        // first, so that it ranks ahead of the untransposed tie.
-        std::vector<std::string> transposable;
-        for (const StagedArray& sa : single.arrays)
-          if (runsAlongFirstDimension(pc, sa)) transposable.push_back(k_.params[sa.array].name);
-        std::vector<std::vector<std::string>> layouts;
-        if (!transposable.empty()) layouts.push_back(transposable);
-        layouts.push_back({});
-        for (const std::vector<std::string>& transposed : layouts)
-          for (auto [buffers, async] : bufferCounts) {
-            ns.transposed = transposed;
-            ns.buffers = buffers;
-            ns.asyncCopy = async;
-            ns.blocksPerSM = 0;
-            add(ns, Family::Shared);
-            // Large register tiles leave room for one block per multiprocessor, whose warps all
-            // wait at the staging barriers: also compiled for two blocks (fewer registers per
-            // thread), where the cap that gives still holds the tile and about 48 registers of
-            // operands and addresses (below that, NVCC spills: 512 threads of 64 points got 64).
-            int64_t cap = o_.device.registersPerMultiprocessor / (threads * 2);
-            if (regTile >= 32 && threads >= 128 && cap >= regTile + 48) {
-              ns.blocksPerSM = 2;
-              add(ns, Family::Shared);
+          ns.shared = set;
+          // Tiles staged per step also double-buffered (one barrier per step instead of two) while
+          // both buffers fit. Neither wins everywhere: on an H100, a 128 x 128 SGEMM tile (n=2048)
+          // ran 0.439 ms with one buffer and 0.460 ms with two, so both are measured.
+          StagingPlan single = planStaging(k_, nest_, ns, &model_.indices());
+          bool steps = std::any_of(single.arrays.begin(), single.arrays.end(),
+                                   [](const StagedArray& sa) { return sa.level == StageLevel::Step; });
+          // Also three buffers filled by cp.async two steps ahead ('copy: async'): more bytes in
+          // flight without registers to hold them (H100: DG lifting N=5 0.204 -> 0.188 ms; but a
+          // 128 x 128 SGEMM tile 3.02 -> 3.55 ms), when they fit. Generated after the others, so
+          // they rank behind the ties (see the model).
+          std::vector<std::pair<int64_t, bool>> bufferCounts{{1, false}};
+          if (steps && single.errors.empty()) {
+            for (auto [buffers, async] : {std::pair<int64_t, bool>{2, false}, {3, true}}) {
+              NestSchedule multi = ns;
+              multi.buffers = buffers;
+              multi.asyncCopy = async;
+              if (planStaging(k_, nest_, multi, &model_.indices()).bytes <= o_.limits.maxSharedBytes)
+                bufferCounts.push_back({buffers, async});
             }
           }
-      }
+          // Step tiles whose first dimension a thread's register points run along (contiguously,
+          // in vector-sized runs) and whose second is the reduction: stored transposed, a step
+          // reads one vector per value of the reduction and holds one value's operands at a time
+          // (fewer registers: 128 instead of 177 for an 8 x 8 matrix-product tile). Generated
+          // first, so that it ranks ahead of the untransposed tie.
+          std::vector<std::string> transposable;
+          for (const StagedArray& sa : single.arrays)
+            if (runsAlongFirstDimension(pc, sa)) transposable.push_back(k_.params[sa.array].name);
+          std::vector<std::vector<std::string>> layouts;
+          if (!transposable.empty()) layouts.push_back(transposable);
+          layouts.push_back({});
+          // Split-K shares only in the first layout and without cp.async (and for steps of up to
+          // 16, splitKShares): at small sizes nearly every large tile qualifies, and the space
+          // would double.
+          if (share) layouts.resize(1);
+          for (const std::vector<std::string>& transposed : layouts)
+            for (auto [buffers, async] : bufferCounts) {
+              if (share && async) continue;
+              ns.transposed = transposed;
+              ns.buffers = buffers;
+              ns.asyncCopy = async;
+              ns.blocksPerSM = 0;
+              add(ns, Family::Shared);
+              // Large register tiles leave room for one block per multiprocessor, whose warps all
+              // wait at the staging barriers: also compiled for two blocks (fewer registers per
+              // thread), where the cap that gives still holds the tile and about 48 registers of
+              // operands and addresses (below that, NVCC spills: 512 threads of 64 points got 64).
+              int64_t cap = o_.device.registersPerMultiprocessor / (threads * 2);
+              if (regTile >= 32 && threads >= 128 && cap >= regTile + 48) {
+                ns.blocksPerSM = 2;
+                add(ns, Family::Shared);
+              }
+            }
+        }
+  }
+
+  // Split-K for staged steps, when large output tiles of placement `pc` leave multiprocessors
+  // without a block (SGEMM n=1000 in 128 x 128 tiles is 64 blocks on 132 multiprocessors): the
+  // innermost reduction also split across G blocks per tile, each walking S steps of its
+  // share, with G about 1 and 2 blocks per multiprocessor over the
+  // tiles and every block keeping at least 4 steps, on the grid axis the parallel indices leave
+  // free. nullopt is the unsplit reduction (always first).
+  struct SplitK {
+    Placement grid;
+    int64_t stepsPerBlock;
+  };
+  std::vector<std::optional<SplitK>> splitKShares(const std::vector<IndexSchedule>& pc, int64_t step) const {
+    std::vector<std::optional<SplitK>> out{std::nullopt};
+    auto reds = model_.reductions();
+    if (reds.empty() || step <= 0 || step > 16) return out;
+    const int64_t ext = innermostReductionExtent();
+    int64_t tiles = 1;
+    bool used[3] = {false, false, false};
+    for (const IndexSchedule& is : pc) {
+      const NestIndex* ni = model_.index(is.index);
+      std::vector<int64_t> e = partExtents(is, std::max<int64_t>(1, ni->hull.extent()));
+      for (size_t p = 0; p < is.parts.size(); ++p)
+        if (isGridPlacement(is.parts[p].place)) {
+          used[placementAxis(is.parts[p].place)] = true;
+          tiles *= e[p];
+        }
+    }
+    const int64_t sms = o_.device.multiprocessors;
+    int axis = !used[0] ? 0 : !used[1] ? 1 : !used[2] ? 2 : -1;
+    // Only blocks of at least 64 x 64 outputs: smaller ones fill the device with more tiles instead.
+    const int64_t outputsPerBlock = partProduct(pc, isReg) * partProduct(pc, isThreadPlacement);
+    if (axis < 0 || tiles >= sms || outputsPerBlock < 4096) return out;
+    static const Placement grids[3] = {Placement::GridX, Placement::GridY, Placement::GridZ};
+    std::set<int64_t> seen;
+    for (int64_t perSm : {1, 2}) {
+      int64_t g = std::min<int64_t>(std::llround((double)(perSm * sms) / (double)tiles), ext / (4 * step));
+      if (g < 2) continue;
+      int64_t stepsPerBlock = ceilDiv(ext, step * g);
+      int64_t blocks = ceilDiv(ext, step * stepsPerBlock);  // what the shares come to
+      if (blocks < 2 || blocks > o_.limits.maxGridDim[axis] || !seen.insert(stepsPerBlock).second) continue;
+      out.push_back(SplitK{grids[axis], stepsPerBlock});
+    }
+    return out;
   }
 
   // Whether a two-dimensional tile staged per reduction step has the step along its second

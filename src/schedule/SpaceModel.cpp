@@ -121,9 +121,13 @@ NestModel::Tiles NestModel::tiles(const NestSchedule& s) const {
         if (!isGridPlacement(pl)) inBlock *= ext[p];
         if (!isGridPlacement(pl) && !isThreadPlacement(pl)) inThread *= ext[p];
       }
-      if (is->parts.size() > 1) {
+      // A step: the parts after the step part (stepPartOf: grid parts ahead of it are the block's share).
+      const size_t sp = stepPartOf(*is);
+      if (sp + 1 < is->parts.size()) {
         inStep = 1;
-        for (size_t p = 1; p < is->parts.size(); ++p) inStep *= ext[p];
+        for (size_t p = sp + 1; p < is->parts.size(); ++p) inStep *= ext[p];
+      } else if (sp > 0 && sp < is->parts.size()) {
+        inStep = 1;  // one value per step after the grid parts
       }
     }
     inBlock = std::min(inBlock, extent);
@@ -242,8 +246,10 @@ int64_t NestModel::vectorWidth(const NestSchedule& s, size_t access, bool transp
 double NestModel::stepsPerThread(const NestSchedule& s) const {
   const NestIndex* inner = innermostReduction();
   const IndexSchedule* is = inner ? s.find(inner->name) : nullptr;
-  if (!is || is->parts.size() < 2) return 1;
-  return (double)partExtents(*is, std::max<int64_t>(1, inner->hull.extent())).front();
+  if (!is) return 1;
+  const size_t sp = stepPartOf(*is);
+  if (sp >= is->parts.size() || (sp == 0 && is->parts.size() < 2)) return 1;
+  return (double)partExtents(*is, std::max<int64_t>(1, inner->hull.extent()))[sp];
 }
 
 const NestIndex* NestModel::innermostReduction() const {

@@ -214,6 +214,31 @@ TEST_F(ApiGpu, VectorAndAsyncStagingMatchTheReference) {
   }
 }
 
+// Split-K with staged steps: each block walks its share of k through shared memory, then the
+// blocks of an output tile combine their partials. Shares that end mid-step, a last block with
+// steps past the end, cp.async; each kernel runs twice from the context's cache (the arrival
+// counters must be back at 0 for the second run to be right).
+TEST_F(ApiGpu, SplitKStagedStepsMatchTheReference) {
+  struct Case {
+    Sizes sizes;
+    std::string schedule;
+  };
+  const std::vector<Case> cases = {
+      {{{"n", 1000}}, "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32, reg 4; k: grid.z, serial 32, unroll 16; shared: a^T, b"},
+      {{{"n", 300}}, "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 2, thread.x 16, reg 4; k: grid.z, serial 10, unroll 8; shared: a^T, b; buffers: 2"},
+      {{{"n", 37}}, "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 8; k: grid.z, serial 4, unroll 8; shared: a^T, b; buffers: 3; copy: async"},
+  };
+  Context ctx;
+  std::string source = readFile(fs::path(RTCG_SOURCE_DIR) / "examples" / "matmul.rtcg");
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.schedule);
+    CompileOptions o;
+    o.fileName = "matmul.rtcg";
+    o.schedule = c.schedule;
+    for (uint64_t seed : {7, 8}) expectMatchesReference(ctx, source, c.sizes, o, /*deviceArrays=*/true, seed);
+  }
+}
+
 // ---- arguments ---------------------------------------------------------------------------------
 
 TEST_F(ApiGpu, ArgumentMismatchesWithRealArrays) {

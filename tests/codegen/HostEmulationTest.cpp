@@ -265,6 +265,28 @@ TEST(HostEmulation, ReductionsSplitAcrossBlocks) {
   EXPECT_NE(reasons[0].find("reduction indices 'i' and 'j' both have grid parts"), std::string::npos) << reasons[0];
 }
 
+// Split-K with staged steps: the grid parts ahead of the step part give each block its share of
+// k, which it walks in staged steps; the blocks of an output tile then combine their partials.
+// Sizes whose shares end mid-step, and a last block whose share starts past the last full step.
+TEST(HostEmulation, StagedStepsOfReductionsSplitAcrossBlocks) {
+  EmulationOptions o;
+  o.runs = 2;
+  o.blockOrder = 2;  // shuffled
+  const char* schedules[] = {
+      "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 8, reg 2; k: grid.z, serial 2, unroll 4; shared: a, b",
+      "i: grid.y, thread.y 4, reg 4; j: grid.x, reg 2, thread.x 4, reg 4; k: grid.z, serial 3, unroll 4; shared: a^T, b",
+      "i: grid.y, thread.y 4; j: grid.x, thread.x 8; k: grid.z, serial 2, serial 8; shared: a, b; buffers: 2",
+      // n = 37: the second block's share starts in the last step and has three more past the end.
+      "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 8; k: grid.z, serial 4, unroll 8; shared: a^T, b; buffers: 3; copy: async",
+      "i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: grid.z, serial 5; shared: a, b",
+      // Two grid parts ahead of the step part.
+      "i: serial, thread.y 4; j: grid.x, thread.x 8; k: grid.z, grid.y 2, serial 2, unroll 4; shared: a, b"};
+  for (const char* text : schedules) EXPECT_EQ(checkOnHost(matmul(37), text, 1e-5, {}, o), "") << text;
+  EXPECT_EQ(checkOnHost(matmul(64), schedules[1], 1e-5, {}, o), "");
+  EXPECT_EQ(checkOnHost(matmul(30, ScalarType::F64), "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 4, reg 2; "
+                                                     "k: grid.z, serial 2, unroll 4; shared: a, b^T; buffers: 2", 1e-12, {}, o), "");
+}
+
 TEST(HostEmulation, CrossBlockResultDoesNotDependOnBlockOrder) {
   // The last block reads the partials in block order: the same bits whichever block arrives last.
   Kernel k = dot(1 << 18);

@@ -128,7 +128,10 @@ TEST(Schedule, ValidSchedulesHaveNoReasons) {
                         "j: grid.x, thread.x 32, reg 2; i: grid.y, thread.y 8, reg 4; k: unroll, serial 2",
                         "i: serial; j: thread.x; k: unroll",
                         "i: grid.y, thread.y 4; j: grid.x, thread.x 32; k: serial; shared: b; buffers: 2; blocks_per_sm: 2",
-                        "i: grid.y, thread.y 4; j: grid.x, thread.x 32; k: serial, unroll 8; shared: a^T, b^T; buffers: 2"}) {
+                        "i: grid.y, thread.y 4; j: grid.x, thread.x 32; k: serial, unroll 8; shared: a^T, b^T; buffers: 2",
+                        // Split-K: each block steps through its share of k.
+                        "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 32; k: grid.z, serial 16, unroll 8; shared: a^T, b",
+                        "i: grid.y, thread.y 4; j: grid.x, thread.x 32; k: grid.z, serial 8; shared: a, b; buffers: 3; copy: async"}) {
     auto reasons = validateSchedule(mm, parseOk(t));
     EXPECT_TRUE(reasons.empty()) << t << "\n" << joined(reasons);
   }
@@ -155,7 +158,9 @@ TEST(Schedule, ValidationReasons) {
       {"i: grid.y; j: grid.x; k: reg", "reduction index 'k' cannot be on reg"},
       {"i: grid.y; j: grid.x; k: serial, grid.x 4", "grid.x is used twice"},
       {"i: grid.y, thread.y 4; j: grid.x, thread.x 32; k: serial, grid.z 4, serial 8; shared: a",
-       "'k' is split across blocks, so a step along it would span the values of every block"},
+       "'k' has a grid part after its first non-grid part, so a step along it would span the values of several blocks"},
+      {"i: grid.y; j: grid.x, thread.x 32; k: grid.z, thread.y 4, serial 8; shared: a",
+       "the steps along 'k' would be its first non-grid part, which is on thread.y"},
       {"i: grid.y; j: grid.x; k: serial; shared: c", "'c' is written"},
       {"i: grid.y; j: grid.x; k: serial; shared: zz", "'zz' in shared: is not a parameter"},
       {"i: grid.y; j: grid.x; k: serial; shared: n", "'n' in shared: is not an array"},
@@ -199,6 +204,9 @@ TEST(Schedule, StagingAndSplitReductionReasons) {
   auto scratch = validateSchedule(matmul(4096), parseOk("i: grid.y; j: grid.x, thread.x 256; k: serial, grid.z 64"));
   EXPECT_TRUE(hasReason(scratch, "splitting 'k' across 64 blocks for 65536 output tiles needs")) << joined(scratch);
   EXPECT_TRUE(hasReason(scratch, "bytes of global scratch (at most 67108864)")) << joined(scratch);
+  // A staged reduction on the grid alone leaves a block no steps (a small product: its scratch fits).
+  auto gridOnly = validateSchedule(matmul(64), parseOk("i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: grid.z; shared: a"));
+  EXPECT_TRUE(hasReason(gridOnly, "every part of 'k' is on the grid, so a block has no steps to stage")) << joined(gridOnly);
   // The staging plan says what is staged where.
   NestSchedule ns = parseOk("k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial, unroll 4; shared: Dr, u").nests[0];
   StagingPlan plan = planStaging(dgDiff(100, 20), 0, ns);

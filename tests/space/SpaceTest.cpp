@@ -491,10 +491,30 @@ TEST(Space, TinyOutputsGetReductionsSplitAcrossBlocks) {
   for (const Candidate& c : gemvSpace.candidates) gemvs += crossBlock(gemv, c);
   EXPECT_GE(gemvs, 6);
 
-  Kernel matmul = bindAll(example("matmul").kernel, {{"n", 500}});
-  Space mm = enumerateSchedules(matmul, o);
-  EXPECT_FALSE(mm.crossBlockReductions);
-  for (const Candidate& c : mm.candidates) EXPECT_FALSE(crossBlock(matmul, c)) << printSchedule(c.schedule);
+  // A matrix product has outputs enough for the device: no reductions split across blocks of the
+  // kind above. Its large staged tiles are also offered with split-K (each block walks a share of
+  // k through its steps) where they leave multiprocessors idle: at n=1000 a 128 x 128 tile is
+  // 64 blocks, split in two or four; at n=4096 it is 1024 blocks, not split.
+  for (int64_t n : {1000, 4096}) {
+    Kernel matmul = bindAll(example("matmul").kernel, {{"n", n}});
+    Space mm = enumerateSchedules(matmul, o);
+    EXPECT_FALSE(mm.crossBlockReductions);
+    std::set<std::string> splitK;
+    for (const Candidate& c : mm.candidates)
+      if (crossBlock(matmul, c)) {
+        splitK.insert(c.text);
+        EXPECT_FALSE(c.schedule.nests[0].shared.empty()) << c.text;
+        EXPECT_TRUE(isGridPlacement(c.schedule.nests[0].find("k")->parts.front().place)) << c.text;
+        EXPECT_LE(c.blocks, 2 * sms) << c.text;
+      }
+    if (n == 4096) {
+      EXPECT_TRUE(splitK.empty()) << *splitK.begin();
+      continue;
+    }
+    const std::string tile = "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 2, thread.x 16, reg 4; ";
+    EXPECT_TRUE(splitK.count(tile + "k: grid.z, serial 63, unroll 8; shared: a^T, b"));  // 2 blocks per tile
+    EXPECT_TRUE(splitK.count(tile + "k: grid.z, serial 32, unroll 8; shared: a^T, b; buffers: 2"));  // 4
+  }
 }
 
 TEST(Space, EmittingACandidateIsCheap) {
