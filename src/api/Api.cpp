@@ -274,7 +274,10 @@ CompiledKernel Context::compile(std::string_view source, const Sizes& sizes, con
 
   std::string origin;
   CompileOptions effective = chooseTunedSchedule(ctx, source, sizes, options, origin);
-  PreparedKernel prepared = prepareKernel(source, sizes, effective);  // throws with the diagnostics
+  // Throws with the diagnostics. The device's limits: tuned tiles may be in dynamic shared memory.
+  const cuda::DeviceProperties& props = ctx.cuda->device().properties();
+  PreparedKernel prepared = prepareKernel(source, sizes, effective,
+                                          deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock));
   bool reused = false;
   detail::LoadedModule module = loadModule(ctx, prepared, reused);
 

@@ -12,9 +12,11 @@
 
 namespace rtcg {
 
-PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
+PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options,
+                             const ScheduleLimits& limits) {
   SourceText src{options.fileName, std::string(source)};
   PipelineOptions po;
+  po.limits = limits;
   po.kernelName = options.kernel;
   po.schedule = options.schedule;
   po.compile = false;  // the cubin comes from the kernel cache (or NVRTC through it)

@@ -21,8 +21,9 @@ struct PreparedKernel {
 };
 
 // Runs the pipeline up to CUDA C (no NVRTC). Throws rtcg::Error whose message is the rendered
-// diagnostics of bad source, sizes or schedule.
-PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options);
+// diagnostics of bad source, sizes or schedule. `limits`: the device's (deviceScheduleLimits).
+PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options,
+                             const ScheduleLimits& limits = {});
 
 // The bound kernel whose tuning-database entry Context::compile looks up (Tuning::UseCached) or
 // writes (Tuning::TuneOnFirstUse) for (source, sizes, options) when options.schedule is empty: the

@@ -43,7 +43,8 @@ std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, D
   return bound;
 }
 
-std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, Diagnostics& diags) {
+std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, const ScheduleLimits& limits,
+                                       Diagnostics& diags) {
   if (text.empty()) return defaultSchedule(bound);
   ScheduleParseResult parsed = parseSchedule(text);
   if (!parsed.ok()) {
@@ -51,7 +52,7 @@ std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& t
                                 std::string(parsed.column > 1 ? parsed.column - 1 : 0, ' ')));
     return std::nullopt;
   }
-  std::vector<std::string> reasons = validateSchedule(bound, *parsed.schedule);
+  std::vector<std::string> reasons = validateSchedule(bound, *parsed.schedule, limits);
   for (const std::string& r : reasons) diags.error({}, "illegal schedule: " + r);
   if (!reasons.empty()) return std::nullopt;
   return parsed.schedule;
@@ -66,10 +67,10 @@ std::optional<Compiled> compilePipeline(const SourceText& src, const SizeBinding
   if (!kernel) return std::nullopt;
   std::optional<Kernel> bound = bindAndProve(*kernel, sizes, diags);
   if (!bound) return std::nullopt;
-  std::optional<Schedule> schedule = chooseSchedule(*bound, options.schedule, diags);
+  std::optional<Schedule> schedule = chooseSchedule(*bound, options.schedule, options.limits, diags);
   if (!schedule) return std::nullopt;
 
-  Compiled out{*bound, *schedule, emitCuda(*bound, *schedule), {}};
+  Compiled out{*bound, *schedule, emitCuda(*bound, *schedule, options.limits), {}};
   if (!options.compile) return out;
   out.binary = compileCuda(out.module.source, bound->name + ".cu", options.arch, nvrtcOptions(), options.wantPtx);
   if (!out.binary.success) {

@@ -30,9 +30,10 @@ std::optional<Kernel> frontKernel(const SourceText& src, const std::string& kern
 // Binds sizes and proves accesses in bounds and nests race-free.
 std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, Diagnostics& diags);
 
-// The schedule: parsed from `text` and validated against the kernel, or the default schedule
-// when `text` is empty. Errors go to diags (without a DSL location).
-std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, Diagnostics& diags);
+// The schedule: parsed from `text` and validated against the kernel under `limits`, or the
+// default schedule when `text` is empty. Errors go to diags (without a DSL location).
+std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, const ScheduleLimits& limits,
+                                       Diagnostics& diags);
 
 struct Compiled {
   Kernel kernel;  // bound
@@ -47,6 +48,9 @@ struct PipelineOptions {
   std::string arch = "sm_90";
   bool wantPtx = false;
   bool compile = true;  // run NVRTC (false: stop after emitting CUDA C)
+  // What the schedule may use. Where a device is known, its limits (deviceScheduleLimits), so
+  // that the tiles the tuner found in dynamic shared memory compile.
+  ScheduleLimits limits;
 };
 
 // The whole pipeline. On failure returns nullopt with diags set; an NVRTC failure (a bug in the

@@ -637,7 +637,14 @@ void NestEmitter::crossBlockCombine(const std::vector<std::map<const ExprNode*, 
     for (const Expr& r : groups_[g])
       for (int64_t pt = 0; pt < xb_.regPoints; ++pt) values.push_back({&r, pt, r->type, nextIndex[r->type]++});
   auto at = [&](const Value& v, const C::ExprP& block) {
-    // ((counter * values + v) * slots + slot) * blocks + block
+    if (lanes_ == 1) {
+      // ((counter * values + v) * blocks + block) * slots + slot: neighbouring threads store and
+      // read neighbouring partials.
+      C::ExprP row = C::sum({C::product(counter, lit(xb_.values.at(v.type) * R)), lit(v.index * R), block});
+      return C::index(C::name(partials_.at(v.type)), C::sum({C::product(row, lit(S)), slot}));
+    }
+    // ((counter * values + v) * slots + slot) * blocks + block: the lanes of a slot read
+    // neighbouring blocks' partials.
     C::ExprP row = C::sum({C::product(counter, lit(xb_.values.at(v.type) * S)), lit(v.index * S), slot});
     return C::index(C::name(partials_.at(v.type)), C::sum({C::product(row, lit(R)), block}));
   };

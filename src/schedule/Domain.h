@@ -151,8 +151,10 @@ std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const 
 // indices are computed in full by every block.
 //
 // Scratch layout, per accumulator type: partials[((counter * values + v) * slots + slot) * blocks + b]
-// with counter = tile * positions + position (tile and b linear over their grid axes, x fastest)
-// and v = reduction (in group order) * regPoints + register point.
+// (the lanes of a slot read neighbouring blocks), or without reduction thread axes (every thread
+// a slot, split-K) partials[((counter * values + v) * blocks + b) * slots + slot] (neighbouring
+// threads store and read neighbouring partials); counter = tile * positions + position (tile and b
+// linear over their grid axes, x fastest) and v = reduction (in group order) * regPoints + register point.
 struct CrossBlockPlan {
   std::string index;                     // the reduction index with grid parts; empty: none
   bool gridAxis[3] = {false, false, false};  // grid axes of that index

@@ -470,6 +470,13 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
 
 }  // namespace
 
+ScheduleLimits deviceScheduleLimits(int64_t sharedPerBlockOptin, int64_t maxThreadsPerBlock) {
+  ScheduleLimits limits;
+  limits.maxSharedBytes = std::max(limits.maxSharedBytes, sharedPerBlockOptin);
+  limits.maxThreadsPerBlock = maxThreadsPerBlock;
+  return limits;
+}
+
 std::vector<std::string> validateSchedule(const Kernel& k, const Schedule& s, const ScheduleLimits& limits) {
   std::vector<std::string> out;
   if (!k.isBound()) {

@@ -127,6 +127,10 @@ struct ScheduleLimits {
   int64_t maxGlobalScratchBytes = 64 * 1024 * 1024;
 };
 
+// The limits of a device with `sharedPerBlockOptin` bytes of shared memory per block with opt-in
+// (227 KiB on sm_90) and `maxThreadsPerBlock` threads: tiles up to the opt-in limit.
+ScheduleLimits deviceScheduleLimits(int64_t sharedPerBlockOptin, int64_t maxThreadsPerBlock);
+
 // Every reason why `s` cannot be used for the bound kernel `k` (empty if it is legal), e.g.
 // "nest 0: index 'q' is not an index of the nest". Never throws on user input.
 std::vector<std::string> validateSchedule(const Kernel& k, const Schedule& s,

@@ -166,12 +166,13 @@ std::string logHead(const std::string& log, size_t lines = 6) {
   return out;
 }
 
-// Emits the job's CUDA C into `c`; false (with c failed) when the emitter rejects the schedule.
-bool emitJob(const Kernel& bound, const CompileJob& job, CompiledCandidate& c) {
+// Emits the job's CUDA C into `c` (tiles up to the device's opt-in shared memory); false (with c
+// failed) when the emitter rejects the schedule.
+bool emitJob(const Kernel& bound, const CompileJob& job, const LaunchLimits& limits, CompiledCandidate& c) {
   c.label = job.label;
   Clock::time_point t0 = Clock::now();
   try {
-    c.module = emitCuda(bound, job.schedule);
+    c.module = emitCuda(bound, job.schedule, deviceScheduleLimits(limits.sharedPerBlockOptin, limits.maxThreadsPerBlock));
     if (job.rewrite) c.module.source = job.rewrite(c.module.source);
   } catch (const std::exception& e) {
     c.status = CandidateStatus::CompileFailed;
@@ -239,7 +240,7 @@ std::string launchObstacle(const EmittedModule& module, const CudaCompileResult&
 CompiledCandidate compileCandidate(const Kernel& bound, const CompileJob& job, const std::string& arch,
                                    const LaunchLimits& limits) {
   CompiledCandidate c;
-  if (!emitJob(bound, job, c)) return c;
+  if (!emitJob(bound, job, limits, c)) return c;
   Clock::time_point t1 = Clock::now();
   CudaCompileResult binary = compileCuda(c.module.source, bound.name + ".cu", arch, nvrtcOptions());
   c.compileMs = msSince(t1);
@@ -367,7 +368,7 @@ std::string CompilePool::endWorker(Slot& slot, bool kill) {
 
 CompiledCandidate CompilePool::compileInWorker(Slot& slot, size_t job) {
   CompiledCandidate c;
-  if (!emitJob(bound_, jobs_[job], c)) return c;
+  if (!emitJob(bound_, jobs_[job], limits_, c)) return c;
   json request = {{"type", "compile"},       {"id", int64_t(job)}, {"name", bound_.name + ".cu"},
                   {"arch", arch_},           {"options", nvrtcOptions()}, {"source", c.module.source}};
   Clock::time_point t1 = Clock::now();

@@ -107,7 +107,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   spaceOptions.device.sharedPerBlockOptin = int64_t(props.sharedPerBlockOptin);
   spaceOptions.device.sharedPerMultiprocessor = int64_t(props.sharedPerMultiprocessor);
   spaceOptions.device.registersPerMultiprocessor = props.registersPerMultiprocessor;
-  spaceOptions.limits.maxThreadsPerBlock = props.maxThreadsPerBlock;
+  spaceOptions.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
   Space space = enumerateSchedules(bound, spaceOptions);
   result.enumerated = space.enumerated;
   result.pruned = int64_t(space.pruned.size());

@@ -201,6 +201,8 @@ TEST_F(ApiGpu, VectorAndAsyncStagingMatchTheReference) {
       {"dg_diff.rtcg", {{"K", 999}, {"Np", 20}}, "k: grid.x, reg 8, thread.y 4; i: serial, thread.x 20; j: serial, unroll 20; shared: Dr, u, Ds, Dt; buffers: 2"},
       {"dg_lift.rtcg", {{"K", 999}, {"Np", 56}, {"Nfp", 21}}, "k: grid.x, thread.y 16, reg 4; i: serial, reg 4, thread.x 14; f: serial, unroll 16; shared: invJ, LIFT, flux; buffers: 4; copy: async"},
       {"gemv.rtcg", {{"m", 45}, {"n", 1000}}, "i: grid.x, thread.y 2; j: serial, unroll 2, thread.x 64, unroll 4"},
+      // 84 KiB of tiles: dynamic shared memory, allowed up to the device's opt-in limit.
+      {"dg_diff.rtcg", {{"K", 1001}, {"Np", 84}}, "k: grid.x, thread.y 4; i: serial, thread.x 84; j: serial, unroll 4; shared: Dr, Ds, Dt, u"},
       {"gemv.rtcg", {{"m", 45}, {"n", 1002}}, "i: grid.x; j: serial, thread.x 32, unroll 4"},
   };
   Context ctx;

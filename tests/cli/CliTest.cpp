@@ -217,6 +217,21 @@ TEST(Cli, ScheduleErrorsAndHandWrittenSchedules) {
   EXPECT_NE(illegal.out.find("illegal schedule"), std::string::npos) << illegal.out;
 }
 
+TEST(Cli, LargeTilesNeedTheSharedMemoryLimitRaised) {
+  // 84 KiB of staged tiles: over the default 48 KiB, within sm_90's opt-in limit (dynamic shared
+  // memory), which `rtcgc run` and the tuner take from the device.
+  std::string dg = example("dg_diff.rtcg") + " -D K=1000 -D Np=84 --schedule "
+                   "'k: grid.x, thread.y 4; i: serial, thread.x 84; j: serial, unroll 4; shared: Dr, Ds, Dt, u'";
+  Result over = rtcgc("emit " + dg);
+  EXPECT_EQ(over.code, 1) << over.out;
+  EXPECT_NE(over.out.find("staging needs 84736 bytes of shared memory (at most 49152)"), std::string::npos) << over.out;
+  Result raised = rtcgc("emit " + dg + " --max-shared 232448 --cubin -o " + (tempDir() / "large.cubin").string());
+  EXPECT_EQ(raised.code, 0) << raised.out;
+  Result source = rtcgc("emit " + dg + " --max-shared 232448");
+  EXPECT_NE(source.out.find("extern __shared__"), std::string::npos) << source.out;
+  EXPECT_EQ(rtcgc("emit " + dg + " --max-shared 0").code, 2);
+}
+
 TEST(Cli, UsageErrors) {
   EXPECT_EQ(rtcgc("").code, 2);
   EXPECT_EQ(rtcgc("frobnicate x").code, 2);

@@ -189,6 +189,7 @@ int runCheck(const Common& c) {
 struct EmitArgs {
   std::string schedule, output, arch = "sm_90";
   bool ptx = false, cubin = false, resources = false, nvrtcLog = false;
+  int64_t maxSharedBytes = ScheduleLimits{}.maxSharedBytes;
 };
 
 int runEmit(const Common& c, const EmitArgs& e) {
@@ -212,6 +213,7 @@ int runEmit(const Common& c, const EmitArgs& e) {
   options.arch = e.arch;
   options.wantPtx = e.ptx;
   options.compile = e.ptx || e.cubin || e.resources || e.nvrtcLog;
+  options.limits.maxSharedBytes = e.maxSharedBytes;
   Compiled compiled = compile(c, src, options);
 
   std::string data;
@@ -308,6 +310,7 @@ int runRun(const Common& c, const RunArgs& r) {
   options.kernelName = c.kernel;
   options.schedule = r.schedule;
   options.arch = dev.arch();
+  options.limits = deviceScheduleLimits(int64_t(dev.sharedPerBlockOptin), dev.maxThreadsPerBlock);
   Compiled compiled = compile(c, src, options);
   const Kernel& bound = compiled.kernel;
 
@@ -427,6 +430,11 @@ int main(int argc, char** argv) {
   emitCmd->add_flag("--cubin", emit.cubin, "emit a cubin compiled by NVRTC (needs -o)");
   emitCmd->add_flag("--resources", emit.resources, "print registers, shared and local memory per function");
   emitCmd->add_option("--arch", emit.arch, "target architecture (default sm_90)");
+  emitCmd->add_option("--max-shared", emit.maxSharedBytes,
+                      "bytes of shared memory a block's staged tiles may use (default 49152; above it they go to "
+                      "dynamic shared memory, up to the device's opt-in limit: 232448 on sm_90, which `rtcgc run` "
+                      "and the tuner use)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   emitCmd->add_flag("--nvrtc-log", emit.nvrtcLog, "print NVRTC's log (with ptxas -v output) to standard error");
 
   CLI::App* runCmd = app.add_subcommand("run", "run on random inputs: --cpu on the reference executor, else on the GPU");
