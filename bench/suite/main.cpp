@@ -140,6 +140,7 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   po.kernelName = w.kernelName;
   po.schedule = row.schedule;
   po.arch = gpu.props.arch();
+  po.limits = deviceScheduleLimits(int64_t(gpu.props.sharedPerBlockOptin), gpu.props.maxThreadsPerBlock);
   Diagnostics diags;
   std::optional<Compiled> c = compilePipeline(src, w.sizes, po, diags);
   if (!c) throw Error("compiling the schedule failed: " + renderDiagnostics(diags, src));

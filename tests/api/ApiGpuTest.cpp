@@ -143,7 +143,8 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
 void expectMatchesReference(Context& ctx, const std::string& source, const Sizes& sizes, const CompileOptions& o,
                             bool deviceArrays, uint64_t seed) {
   CompiledKernel k = ctx.compile(source, sizes, o);
-  Kernel bound = prepareKernel(source, sizes, o).bound;
+  const DeviceInfo& d = ctx.device();
+  Kernel bound = prepareKernel(source, sizes, o, deviceScheduleLimits(int64_t(d.sharedPerBlockOptin), 1024)).bound;
   HostArgs host(bound);
   fillInputs(bound, host, seed);
   for (size_t p = 0; p < bound.params.size(); ++p)
