@@ -276,15 +276,6 @@ class NestSpace {
         if (extX % rx != 0 || tx < 4 || tx > 256 || (tx & (tx - 1)) == 0) continue;
         xSplits.push_back({tx, rx});
       }
-      // And, where rx of 2, 4 or 8 does not divide it, the split that covers it with at most an
-      // eighth idle (DG N=4: 35 nodes as 9 threads of 4, one idle; N=8: 165 as 42 x 4), so that
-      // register tiles of vector width exist for every order.
-      for (int64_t rx : {2, 4, 8}) {
-        int64_t tx = ceilDiv(extX, rx);
-        int64_t idle = tx * rx - extX;
-        if (idle == 0 || idle * 8 > extX || tx < 4 || tx > 256 || (tx & (tx - 1)) == 0) continue;
-        xSplits.push_back({tx, rx});
-      }
       std::vector<const NestIndex*> ys;
       for (const NestIndex* ni : par)
         if (ni != x) ys.push_back(ni);
