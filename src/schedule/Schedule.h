@@ -26,7 +26,9 @@
 // (an atomic counter per output tile) combines every block's partial in block order (the result
 // does not depend on which block is last), stores the output and resets the counter, all in one
 // launch (see crossBlockPlan in schedule/Domain.h). At most one reduction index per nest has grid
-// parts. Split reductions reassociate the combination (sum, product, max, min; in floating point
+// parts. A reduction staged per step may be split across blocks when its grid parts come first
+// (split-K: `k: grid.z, serial 32, unroll 16` gives each block 32 steps of 16 values of its share).
+// Split reductions reassociate the combination (sum, product, max, min; in floating point
 // the rounding differs from the serial order, as with any parallel reduction).
 // The order of the clauses gives the loop order of the serial/unroll/reg parts of the parallel
 // indices; reduction loops keep the nesting order they have in the kernel. `shared: a, b` names read-only arrays staged in shared memory: see
