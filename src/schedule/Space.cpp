@@ -420,6 +420,23 @@ class NestSpace {
         }
   }
 
+  // Output tiles of a placement of the parallel indices (its blocks) and the first grid axis it
+  // leaves free (-1: none), where a reduction split across blocks can go.
+  std::pair<int64_t, int> outputTiles(const std::vector<IndexSchedule>& pc) const {
+    int64_t tiles = 1;
+    bool used[3] = {false, false, false};
+    for (const IndexSchedule& is : pc) {
+      const NestIndex* ni = model_.index(is.index);
+      std::vector<int64_t> ext = partExtents(is, std::max<int64_t>(1, ni->hull.extent()));
+      for (size_t p = 0; p < is.parts.size(); ++p)
+        if (isGridPlacement(is.parts[p].place)) {
+          used[placementAxis(is.parts[p].place)] = true;
+          tiles *= ext[p];
+        }
+    }
+    return {tiles, !used[0] ? 0 : !used[1] ? 1 : !used[2] ? 2 : -1};
+  }
+
   // Split-K for staged steps, when large output tiles of placement `pc` leave multiprocessors
   // without a block (SGEMM n=1000 in 128 x 128 tiles is 64 blocks on 132 multiprocessors): the
   // innermost reduction also split across G blocks per tile, each walking S steps of its
@@ -435,19 +452,8 @@ class NestSpace {
     auto reds = model_.reductions();
     if (reds.empty() || step <= 0 || step > 16) return out;
     const int64_t ext = innermostReductionExtent();
-    int64_t tiles = 1;
-    bool used[3] = {false, false, false};
-    for (const IndexSchedule& is : pc) {
-      const NestIndex* ni = model_.index(is.index);
-      std::vector<int64_t> e = partExtents(is, std::max<int64_t>(1, ni->hull.extent()));
-      for (size_t p = 0; p < is.parts.size(); ++p)
-        if (isGridPlacement(is.parts[p].place)) {
-          used[placementAxis(is.parts[p].place)] = true;
-          tiles *= e[p];
-        }
-    }
+    const auto [tiles, axis] = outputTiles(pc);
     const int64_t sms = o_.device.multiprocessors;
-    int axis = !used[0] ? 0 : !used[1] ? 1 : !used[2] ? 2 : -1;
     // Only blocks of at least 64 x 64 outputs: smaller ones fill the device with more tiles instead.
     const int64_t outputsPerBlock = partProduct(pc, isReg) * partProduct(pc, isThreadPlacement);
     if (axis < 0 || tiles >= sms || outputsPerBlock < 4096) return out;
@@ -556,19 +562,7 @@ class NestSpace {
         if (tx * ty > o_.limits.maxThreadsPerBlock) continue;
         std::vector<IndexSchedule> pc;
         if (!par.empty()) pc = parallelClauses(par.back(), ty, 1, nullptr, 1, 1, Placement::ThreadY);
-        // Output tiles (blocks of the parallel placement) and the first free grid axis.
-        int64_t tiles = 1;
-        bool used[3] = {false, false, false};
-        for (const IndexSchedule& is : pc) {
-          const NestIndex* ni = model_.index(is.index);
-          std::vector<int64_t> ext = partExtents(is, std::max<int64_t>(1, ni->hull.extent()));
-          for (size_t p = 0; p < is.parts.size(); ++p)
-            if (isGridPlacement(is.parts[p].place)) {
-              used[placementAxis(is.parts[p].place)] = true;
-              tiles *= ext[p];
-            }
-        }
-        int axis = !used[0] ? 0 : !used[1] ? 1 : !used[2] ? 2 : -1;
+        const auto [tiles, axis] = outputTiles(pc);
         if (axis < 0) continue;
         for (int64_t unroll : {1, 4}) {
           std::set<int64_t> seen;
