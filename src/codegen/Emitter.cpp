@@ -174,6 +174,10 @@ struct StageRef {
   C::ExprP offset;      // of the tile (the buffer read) in it, in elements
   std::vector<C::ExprP> origins;  // per dimension: the array index of the tile's first element
   std::vector<int64_t> pitch;     // per dimension: elements between consecutive indices in the tile
+  // Per dimension: the extent to clamp indices into (0: none), for whole dimensions that the
+  // block's points overrun (StagedDim::clipped). In-domain indices are in range already; a point
+  // outside the domain then reads inside the tile, never past it.
+  std::vector<int64_t> clampTo;
 };
 
 // Where a tile copy goes, and whether the reads of the environment are pointed at it afterwards.
@@ -324,6 +328,7 @@ C::ExprP NestEmitter::lowerAccess(int array, const std::vector<Expr>& indices, E
     std::vector<C::ExprP> terms{ref.offset};
     for (size_t d = 0; d < indices.size(); ++d) {
       C::ExprP e = lower(indices[d], env, out);
+      if (ref.clampTo[d] > 0) e = C::call("min", {C::call("max", {e, lit(0)}), lit(ref.clampTo[d] - 1)});
       const C::ExprP& o = ref.origins[d];
       bool zero = o->kind == C::ExprKind::IntLit && o->intValue == 0;
       terms.push_back(C::product(zero ? e : C::binary("-", e, o), lit(ref.pitch[d])));
@@ -680,19 +685,13 @@ void NestEmitter::crossBlockCombine(const std::vector<std::map<const ExprNode*, 
   out.push_back(C::ifThen(C::name(lastBlock_), std::move(last)));
 }
 
-// Whether every array the reductions of group `g` read is served from a shared tile (in `env`)
-// that spans the block's points even outside the domain (not clipped to the array), and they
-// contain no nested reduction: then a point outside the domain reads inside the tiles.
+// Whether every array the reductions of group `g` read is served from a shared tile (in `env`),
+// and they contain no nested reduction: then a point outside the domain reads inside the tiles
+// (a tile spans the block's points, or is the whole array with clamped indices: StageRef::clampTo).
 bool NestEmitter::readsOnlyTiles(const std::vector<Expr>& g, const Env& env) const {
   std::function<bool(const Expr&)> ok = [&](const Expr& e) {
     if (e->kind == ExprKind::Reduce) return false;
-    if (e->kind == ExprKind::Load) {
-      if (!env.staged.count(e->array)) return false;
-      for (const StagedArray& sa : plan_.arrays)
-        if (sa.array == e->array)
-          for (const StagedDim& d : sa.dims)
-            if (d.clipped) return false;
-    }
+    if (e->kind == ExprKind::Load && !env.staged.count(e->array)) return false;
     for (const Expr& o : e->operands)
       if (!ok(o)) return false;
     return true;
@@ -857,7 +856,9 @@ StageRef NestEmitter::tileRef(size_t t, const std::map<std::string, C::ExprP>& b
   const size_t rank = sa.dims.size();
   C::ExprP offset = lit(tiles_[t].offset);
   if (buffer) offset = C::sum({offset, C::product(buffer, lit(sa.elements))});
-  StageRef ref{tiles_[t].storage, offset, {}, std::vector<int64_t>(rank, 1)};
+  StageRef ref{tiles_[t].storage, offset, {}, std::vector<int64_t>(rank, 1), std::vector<int64_t>(rank, 0)};
+  for (size_t d = 0; d < rank; ++d)
+    if (sa.dims[d].clipped) ref.clampTo[d] = sa.dims[d].extent;
   int64_t pitch = 1;
   for (size_t q = rank; q-- > 0;) {
     ref.pitch[sa.order[q]] = pitch;

@@ -150,6 +150,18 @@ TEST(Emitter, GuardsAndHeader) {
   EXPECT_TRUE(contains(exact.source, "#pragma unroll\n")) << exact.source;
 }
 
+TEST(Emitter, OverrunWholeTilesAreClampedNotGuarded) {
+  // 36 points for 35 nodes: Dr is staged whole and the block overruns it. The reads clamp into the
+  // tile, so the register points accumulate without guards (their loads can merge and be shared).
+  EmittedModule m = emitAndCompile(dgDiff(1000, 35), sched("k: grid.x, thread.y 16, reg 4; i: serial, reg 2, thread.x 18; "
+                                                            "j: serial, unroll 16; shared: Dr, u^T, Ds, Dt"));
+  EXPECT_TRUE(contains(m.source, "s_Dr[min(max(i, 0), 34) * 36 + j]")) << m.source;
+  // Only the 8 register points' stores are guarded (with guards in the j loop: 24).
+  size_t guards = 0;
+  for (size_t at = m.source.find("i < 35"); at != std::string::npos; at = m.source.find("i < 35", at + 1)) ++guards;
+  EXPECT_EQ(guards, 8u) << m.source;
+}
+
 TEST(Emitter, FloorDivisionOnlyWhereNeeded) {
   EmittedModule m = emitAndCompile(triangular(40), defaultSchedule(triangular(40)));
   // (i - 3) / 4 may be negative: the helper; i / 4 and i % 4 are not.

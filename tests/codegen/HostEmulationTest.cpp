@@ -75,6 +75,10 @@ TEST(HostEmulation, WholeArrayAndBlockTiles) {
   // The derivative matrices are whole (Block level), u moves with k (per step of j).
   EXPECT_EQ(checkOnHost(dgDiff(13, 20), "k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial, unroll 4; shared: Dr, Ds, Dt, u"), "");
   EXPECT_EQ(checkOnHost(dgDiff(13, 20), "k: grid.x, serial 2, thread.y 2; i: serial, thread.x 32; j: unroll, serial 5; shared: Dr, u"), "");
+  // Whole matrices that the block's points overrun (36 points for 35 nodes, 64 for 35): reads
+  // clamped into the tile, the out-of-domain points accumulate unguarded and store nothing.
+  EXPECT_EQ(checkOnHost(dgDiff(13, 35), "k: grid.x, thread.y 4, reg 2; i: serial, reg 2, thread.x 18; j: serial, unroll 8; shared: Dr, u^T, Ds, Dt"), "");
+  EXPECT_EQ(checkOnHost(dgDiff(13, 35), "k: grid.x, thread.y 2; i: serial, thread.x 16, reg 4; j: serial, unroll 4; shared: Dr^T, u, Ds^T, Dt^T; buffers: 2"), "");
   // Elementwise operands: tiles over the block's indices.
   EXPECT_EQ(checkOnHost(axpby(1003), "i: grid.x, thread.x 64, reg 4; shared: x, y"), "");
   EXPECT_EQ(checkOnHost(axpby(1003), "i: grid.x, serial 3, thread.x 64; shared: x"), "");
