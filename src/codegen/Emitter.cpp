@@ -471,8 +471,7 @@ void NestEmitter::emitReductionLoops(const std::vector<Loop>& loops, size_t q, E
   // parts ahead of it are the block's share of the values, planStaging allows nothing else
   // there), and the values one step covers.
   const size_t sp = staging ? stepPartOf(is) : 0;
-  int64_t stepSpan = 1;
-  for (size_t p = sp + 1; p < is.parts.size(); ++p) stepSpan *= ext[p];
+  const int64_t stepSpan = staging ? stepSpanOf(is) : innerProduct;
   std::vector<std::string> vars;
   std::vector<C::ExprP> terms{lo};
   std::vector<C::ExprP> shareSteps;  // the block's first step: its grid coordinates, in steps

@@ -374,9 +374,13 @@ class NestSpace {
           // flight without registers to hold them (H100: DG lifting N=5 0.204 -> 0.188 ms; but a
           // 128 x 128 SGEMM tile 3.02 -> 3.55 ms), when they fit. Generated after the others, so
           // they rank behind the ties (see the model).
+          // Split-K shares only in the first layout and without cp.async (and for steps of up to
+          // 16, splitKShares): at small sizes nearly every large tile qualifies, and the space
+          // would double.
           std::vector<std::pair<int64_t, bool>> bufferCounts{{1, false}};
           if (steps && single.errors.empty()) {
             for (auto [buffers, async] : {std::pair<int64_t, bool>{2, false}, {3, true}}) {
+              if (share && async) continue;
               NestSchedule multi = ns;
               multi.buffers = buffers;
               multi.asyncCopy = async;
@@ -395,13 +399,9 @@ class NestSpace {
           std::vector<std::vector<std::string>> layouts;
           if (!transposable.empty()) layouts.push_back(transposable);
           layouts.push_back({});
-          // Split-K shares only in the first layout and without cp.async (and for steps of up to
-          // 16, splitKShares): at small sizes nearly every large tile qualifies, and the space
-          // would double.
           if (share) layouts.resize(1);
           for (const std::vector<std::string>& transposed : layouts)
             for (auto [buffers, async] : bufferCounts) {
-              if (share && async) continue;
               ns.transposed = transposed;
               ns.buffers = buffers;
               ns.asyncCopy = async;
@@ -439,19 +439,18 @@ class NestSpace {
 
   // Split-K for staged steps, when large output tiles of placement `pc` leave multiprocessors
   // without a block (SGEMM n=1000 in 128 x 128 tiles is 64 blocks on 132 multiprocessors): the
-  // innermost reduction also split across G blocks per tile, each walking S steps of its
-  // share, with G about 1 and 2 blocks per multiprocessor over the
-  // tiles and every block keeping at least 4 steps, on the grid axis the parallel indices leave
-  // free. nullopt is the unsplit reduction (always first).
+  // innermost reduction also split across G blocks per tile, each walking S steps of its share,
+  // with G about 1 and 2 blocks per multiprocessor over the tiles and every block keeping at
+  // least 4 steps, on the grid axis the parallel indices leave free. nullopt is the unsplit
+  // reduction (always first).
   struct SplitK {
     Placement grid;
     int64_t stepsPerBlock;
   };
   std::vector<std::optional<SplitK>> splitKShares(const std::vector<IndexSchedule>& pc, int64_t step) const {
     std::vector<std::optional<SplitK>> out{std::nullopt};
-    auto reds = model_.reductions();
-    if (reds.empty() || step <= 0 || step > 16) return out;
-    const int64_t ext = innermostReductionExtent();
+    const int64_t ext = innermostReductionExtent();  // 0 without a reduction
+    if (ext == 0 || step <= 0 || step > 16) return out;
     const auto [tiles, axis] = outputTiles(pc);
     const int64_t sms = o_.device.multiprocessors;
     // Only blocks of at least 64 x 64 outputs: smaller ones fill the device with more tiles instead.

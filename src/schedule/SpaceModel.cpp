@@ -121,14 +121,10 @@ NestModel::Tiles NestModel::tiles(const NestSchedule& s) const {
         if (!isGridPlacement(pl)) inBlock *= ext[p];
         if (!isGridPlacement(pl) && !isThreadPlacement(pl)) inThread *= ext[p];
       }
-      // A step: the parts after the step part (stepPartOf: grid parts ahead of it are the block's share).
+      // A step: the parts after the step part (stepPartOf: grid parts ahead of it are the block's
+      // share); a lone first part is not stepped.
       const size_t sp = stepPartOf(*is);
-      if (sp + 1 < is->parts.size()) {
-        inStep = 1;
-        for (size_t p = sp + 1; p < is->parts.size(); ++p) inStep *= ext[p];
-      } else if (sp > 0 && sp < is->parts.size()) {
-        inStep = 1;  // one value per step after the grid parts
-      }
+      if (sp < is->parts.size() && (sp > 0 || is->parts.size() > 1)) inStep = stepSpanOf(*is);
     }
     inBlock = std::min(inBlock, extent);
     inThread = std::min(inThread, extent);
