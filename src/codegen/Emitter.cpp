@@ -302,6 +302,23 @@ class NestEmitter {
   void copyStep(int group, const C::ExprP& step, const StepAt& stepAt, Env& env, std::vector<C::Stmt>& before,
                 std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after);
   std::map<size_t, std::vector<std::string>> prefetchRegs_;  // per staged tile: prefetch registers
+  // Positions pipelined (see findPositionPipeline): the step group whose one step per position is
+  // copied ahead, the serial part of a parallel index whose positions are pipelined, and -- while
+  // a copy for another position is emitted -- the value its loop variable takes in tile bases.
+  struct PositionPipeline {
+    int group = -1;
+    ParallelIndex* par = nullptr;
+    size_t part = 0;
+    C::ExprP stepBase;  // the reduction's lo: the one step's base
+    C::ExprP at;        // null: the loop variable itself
+  };
+  PositionPipeline pipe_;
+  struct LoopPart {
+    ParallelIndex* p;
+    size_t part;
+  };
+  void findPositionPipeline(const std::vector<LoopPart>& loopParts, size_t& pipeLoop);
+  std::map<std::string, C::ExprP> stepBases(int group, const C::ExprP& stepBase);
   bool hasStepStaging(int group) const;
   bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env) const;
   bool nonNegative(const Expr& e) const;
@@ -708,7 +725,7 @@ bool NestEmitter::hasStepStaging(int group) const {
 
 void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out,
                             TileCopy mode, const TileTarget& target) {
-  const std::map<std::string, C::ExprP> bases = tileBases(stepBase);
+  const std::map<std::string, C::ExprP> bases = stepBases(group, stepBase);
   for (size_t t = 0; t < plan_.arrays.size(); ++t)
     if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group)
       stageTile(t, bases, env, out, mode,
@@ -719,7 +736,7 @@ void NestEmitter::stageStep(int group, const C::ExprP& stepBase, Env& env, std::
 // Points the reads of `env` at buffer `buffer` of the step tiles of `group` (the step at `stepBase`).
 void NestEmitter::readStep(int group, const C::ExprP& stepBase, const C::ExprP& buffer, Env& env,
                            std::vector<C::Stmt>& out) {
-  const std::map<std::string, C::ExprP> bases = tileBases(stepBase);
+  const std::map<std::string, C::ExprP> bases = stepBases(group, stepBase);
   for (size_t t = 0; t < plan_.arrays.size(); ++t)
     if (plan_.arrays[t].level == StageLevel::Step && plan_.arrays[t].group == group)
       env.staged[plan_.arrays[t].array] = tileRef(t, bases, buffer, out);
@@ -833,7 +850,8 @@ C::ExprP NestEmitter::uniformBase(const ParallelIndex& p) const {
       terms.push_back(C::product(C::castTo(idx_, C::member(C::name("blockIdx"), axisField[placementAxis(pl)])),
                                  lit(p.stride[part])));
     else if (pl == Placement::Serial || pl == Placement::Unroll)
-      terms.push_back(C::product(C::name(p.loopVars[part]), lit(p.stride[part])));
+      terms.push_back(C::product(pipe_.at && pipe_.par == &p && pipe_.part == part ? pipe_.at : C::name(p.loopVars[part]),
+                                 lit(p.stride[part])));
   }
   return C::sum(terms);
 }
@@ -845,6 +863,56 @@ std::map<std::string, C::ExprP> NestEmitter::tileBases(const C::ExprP& stepBase)
   if (stepBase) bases["step"] = stepBase;
   for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
   return bases;
+}
+
+// The bases of the step tiles of `group` at `stepBase`: the step's first value of the reduction
+// or, when the group's steps are pipelined across positions, the position (the value of the
+// pipelined loop part's variable) whose one step is meant.
+std::map<std::string, C::ExprP> NestEmitter::stepBases(int group, const C::ExprP& stepBase) {
+  if (group != pipe_.group) return tileBases(stepBase);
+  pipe_.at = stepBase;
+  std::map<std::string, C::ExprP> bases = tileBases(pipe_.stepBase);
+  pipe_.at = nullptr;
+  return bases;
+}
+
+// Positions pipelined: when a block takes the whole reduction of the group staged per step in one
+// step, that step's tiles move only with the serial parts of parallel indices, and copying them
+// with 'buffers: N' would just stall each position on its own copy. With one serial part of more
+// than one position innermost ('k: grid.x, serial 16, thread.y 8, ...'), the copies run N - 1
+// positions ahead instead, as they run steps ahead along a reduction (copyStep): a block then
+// streams its tiles while it computes, like a persistent GEMM kernel. Sets pipe_ and the loop
+// part (index into `loopParts`) when that applies.
+void NestEmitter::findPositionPipeline(const std::vector<LoopPart>& loopParts, size_t& pipeLoop) {
+  if (sched_.buffers < 2 || xb_.any()) return;
+  int group = -1;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    if (hasStepStaging((int)g)) {
+      if (group >= 0) return;  // several step groups: each keeps its own steps
+      group = (int)g;
+    }
+  if (group < 0) return;
+  const Loop& l = groups_[group][0]->loops.front();
+  const IndexSchedule& is = scheduleOf(l.name);
+  auto clo = constIntValue(l.lo, k_), chi = constIntValue(l.hi, k_);
+  if (!clo || !chi || stepPartOf(is) != 0 || stepSpanOf(is) < *chi - *clo) return;
+  // The innermost serial part of more than one position; inner ones have one position each.
+  size_t q = loopParts.size();
+  while (q > 0 && loopParts[q - 1].p->ext[loopParts[q - 1].part] == 1) --q;
+  if (q == 0) return;
+  const LoopPart& lp = loopParts[q - 1];
+  if (lp.p->sched->parts[lp.part].place != Placement::Serial) return;
+  // The tiles must move with it (else one copy per block would do: a Block-level tile).
+  bool moves = false;
+  for (const StagedArray& sa : plan_.arrays)
+    if (sa.level == StageLevel::Step && sa.group == group)
+      for (const StagedDim& d : sa.dims) moves = moves || d.coeffs.count("p:" + lp.p->loop->name) > 0;
+  if (!moves) return;
+  pipe_.group = group;
+  pipe_.par = lp.p;
+  pipe_.part = lp.part;
+  pipe_.stepBase = lit(*clo);
+  pipeLoop = q - 1;
 }
 
 // The tile `t` as reads see it: its buffer's offset, per dimension the origin (declared into
@@ -1447,6 +1515,7 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
   // The work of one thread at one position of the serial loops of parallel indices; `position`
   // is that position, linear (set below, once the loops are named).
   C::ExprP position = lit(0);
+  std::vector<C::Stmt> pipeBefore;  // positions pipelined: goes ahead of the pipelined loop
   std::function<std::vector<C::Stmt>(Env)> group = [&](Env genv) {
     std::vector<C::Stmt> out;
     for (ParallelIndex& p : par_) {
@@ -1471,6 +1540,20 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
       if (stagedHere) out.push_back(C::syncThreads());
     }
     std::vector<C::Stmt> work;
+    // Positions pipelined: this position's copies for later ones are issued first, and its reads
+    // point at its buffer; `pipeAfter` (waits or the prefetched stores) and a barrier end it.
+    std::vector<C::Stmt> pipeAfter;
+    if (pipe_.group >= 0) {
+      const C::ExprP here = C::name(pipe_.par->loopVars[pipe_.part]);
+      const int64_t positions = pipe_.par->ext[pipe_.part];
+      StepAt positionAt = [&](int64_t n, bool fromStart) {
+        C::ExprP at = fromStart ? lit(n) : C::sum({here, lit(n)});
+        return std::pair{at, C::binary("<", at, lit(positions))};
+      };
+      out.push_back(C::comment(fmt::format("Tiles of later positions of '{}' are copied ahead ({} buffers)",
+                                           pipe_.par->loop->name, sched_.buffers)));
+      copyStep(pipe_.group, here, positionAt, genv, pipeBefore, out, pipeAfter);
+    }
     // Accumulators, per reduction and register point.
     std::vector<std::map<const ExprNode*, C::ExprP>> accs(regPoints_);
     for (const Expr& r : hoisted)
@@ -1502,7 +1585,7 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
           if (regPoints_ > 1) rbody.push_back(C::block(std::move(pbody)));
           else for (C::Stmt& s : pbody) rbody.push_back(std::move(s));
         }
-      }, (int)gi);
+      }, (int)gi == pipe_.group ? -1 : (int)gi);
       if (splitGroup(g)) {
         work.push_back(C::comment("Combine the partial results of the threads that share an output point"));
         for (const Expr& r : g)
@@ -1539,15 +1622,15 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
     else for (C::Stmt& s : statements) work.push_back(std::move(s));
     if (groupGuard) out.push_back(C::ifThen(groupGuard, std::move(work)));
     else for (C::Stmt& s : work) out.push_back(std::move(s));
+    if (pipe_.group >= 0) {
+      for (C::Stmt& s : pipeAfter) out.push_back(std::move(s));
+      out.push_back(C::syncThreads());  // the position's tiles are read by all before the next copy
+    }
     if (stagedHere) out.push_back(C::syncThreads());
     return out;
   };
 
   // Serial and unrolled parts of parallel indices, in clause order, around the group.
-  struct LoopPart {
-    ParallelIndex* p;
-    size_t part;
-  };
   std::vector<LoopPart> loopParts;
   for (const IndexSchedule& is : sched_.indices)
     for (ParallelIndex& p : par_)
@@ -1566,11 +1649,16 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
     }
     position = C::sum(terms);
   }
+  size_t pipeLoop = loopParts.size();
+  findPositionPipeline(loopParts, pipeLoop);
   std::vector<C::Stmt> inner = group(env);
   for (size_t q = loopParts.size(); q-- > 0;) {
     const LoopPart& lp = loopParts[q];
-    std::vector<C::Stmt> loop{C::forLoop(idx_, lp.p->loopVars[lp.part], lit(0), lit(lp.p->ext[lp.part]),
-                                         unrollOf(lp.p->sched->parts[lp.part].place), std::move(inner))};
+    std::vector<C::Stmt> loop;
+    if (q == pipeLoop)  // the first positions' copies, ahead of the pipelined loop
+      for (C::Stmt& s : pipeBefore) loop.push_back(std::move(s));
+    loop.push_back(C::forLoop(idx_, lp.p->loopVars[lp.part], lit(0), lit(lp.p->ext[lp.part]),
+                              unrollOf(lp.p->sched->parts[lp.part].place), std::move(inner)));
     inner = std::move(loop);
   }
   for (C::Stmt& s : inner) body.push_back(std::move(s));

@@ -40,8 +40,12 @@
 // the next step is copied into one while the block computes from the other, so each step needs
 // one barrier instead of two. `copy: async` with `buffers: N` (2 to 4) copies step tiles straight
 // into shared memory with cp.async, N - 1 steps ahead of the arithmetic (more bytes in flight
-// without registers to hold them). `shared`, `buffers`, `copy` and `blocks_per_sm` are clause
-// names, not index names.
+// without registers to hold them). When a block takes its whole reduction in one step and walks
+// several positions of a serial part of a parallel index (`k: grid.x, serial 16, thread.y 8, reg 8;
+// ...; j: serial, unroll 35; shared: u^T; buffers: 2`), the buffers pipeline the positions
+// instead: the next positions' tiles are copied while the block computes one (positions
+// pipelined, like a persistent kernel streaming its tiles). `shared`, `buffers`, `copy` and
+// `blocks_per_sm` are clause names, not index names.
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.

@@ -400,6 +400,23 @@ class NestSpace {
           if (!transposable.empty()) layouts.push_back(transposable);
           layouts.push_back({});
           if (share) layouts.resize(1);
+          // One step for the whole reduction, multi-buffered: also blocks that walk several
+          // positions of their largest grid index, copying the next positions' tiles while they
+          // compute one (positions pipelined, see the emitter), in the first layout.
+          if (!share && step >= ext && ext > 0 && bufferCounts.size() > 1)
+            for (int64_t positions : {4, 16})
+              if (auto serialPc = withSerialPositions(pc, positions)) {
+                NestSchedule pipelined = ns;
+                pipelined.indices = *serialPc;
+                for (IndexSchedule& r : reductionClauses(1, step, step * tile <= 512)) pipelined.indices.push_back(std::move(r));
+                pipelined.transposed = layouts.front();
+                for (auto [buffers, async] : bufferCounts) {
+                  if (buffers < 2) continue;
+                  pipelined.buffers = buffers;
+                  pipelined.asyncCopy = async;
+                  add(pipelined, Family::Shared);
+                }
+              }
           for (const std::vector<std::string>& transposed : layouts)
             for (auto [buffers, async] : bufferCounts) {
               ns.transposed = transposed;
@@ -418,6 +435,32 @@ class NestSpace {
               }
             }
         }
+  }
+
+  // Placement `pc` with `positions` positions of a serial part after the grid part of the
+  // parallel index with the most blocks: each block walks that many of its tiles. Only while the
+  // grid keeps at least two blocks per multiprocessor, and not where a serial part already
+  // follows the grid part (grids past their axis limit).
+  std::optional<std::vector<IndexSchedule>> withSerialPositions(const std::vector<IndexSchedule>& pc,
+                                                               int64_t positions) const {
+    int best = -1;
+    int64_t bestBlocks = 0;
+    for (size_t c = 0; c < pc.size(); ++c) {
+      const IndexSchedule& is = pc[c];
+      if (is.parts.empty() || !isGridPlacement(is.parts[0].place)) continue;
+      if (is.parts.size() > 1 && is.parts[1].place == Placement::Serial) return std::nullopt;
+      const NestIndex* ni = model_.index(is.index);
+      int64_t blocks = partExtents(is, std::max<int64_t>(1, ni->hull.extent()))[0];
+      if (blocks > bestBlocks) best = (int)c, bestBlocks = blocks;
+    }
+    if (best < 0) return std::nullopt;
+    const auto [tiles, axis] = outputTiles(pc);
+    (void)axis;
+    if (tiles / positions < 2 * o_.device.multiprocessors || bestBlocks < 2 * positions) return std::nullopt;
+    std::vector<IndexSchedule> out = pc;
+    std::vector<SchedulePart>& parts = out[best].parts;
+    parts.insert(parts.begin() + 1, part(Placement::Serial, positions));
+    return out;
   }
 
   // Output tiles of a placement of the parallel indices (its blocks) and the first grid axis it

@@ -112,14 +112,15 @@ NestModel::Tiles NestModel::tiles(const NestSchedule& s) const {
   for (const NestIndex& ni : indices_) {
     const IndexSchedule* is = s.find(ni.name);
     int64_t extent = std::max<int64_t>(1, ni.hull.extent());
-    int64_t inBlock = extent, inThread = extent, inStep = extent;
+    int64_t inBlock = extent, inThread = extent, inStep = extent, inPosition = extent;
     if (is) {
       std::vector<int64_t> ext = partExtents(*is, extent);
-      inBlock = inThread = 1;
+      inBlock = inThread = inPosition = 1;
       for (size_t p = 0; p < is->parts.size(); ++p) {
         Placement pl = is->parts[p].place;
         if (!isGridPlacement(pl)) inBlock *= ext[p];
         if (!isGridPlacement(pl) && !isThreadPlacement(pl)) inThread *= ext[p];
+        if (isThreadPlacement(pl) || pl == Placement::Reg) inPosition *= ext[p];
       }
       // A step: the parts after the step part (stepPartOf: grid parts ahead of it are the block's
       // share); a lone first part is not stepped.
@@ -129,11 +130,13 @@ NestModel::Tiles NestModel::tiles(const NestSchedule& s) const {
     inBlock = std::min(inBlock, extent);
     inThread = std::min(inThread, extent);
     inStep = std::min(inStep, extent);
+    inPosition = std::min(inPosition, extent);
     t.threadCount[ni.name] = inThread;
     for (const Loop* l : ni.loops) {
       t.block[l->id] = {ni.hull.lo, ni.hull.lo + inBlock - 1};
       t.thread[l->id] = {ni.hull.lo, ni.hull.lo + inThread - 1};
-      t.step[l->id] = ni.parallel ? t.block[l->id] : Interval{ni.hull.lo, ni.hull.lo + inStep - 1};
+      // A staged tile holds one position of the serial loops of parallel indices (it moves with them).
+      t.step[l->id] = Interval{ni.hull.lo, ni.hull.lo + (ni.parallel ? inPosition : inStep) - 1};
     }
   }
   return t;
@@ -368,7 +371,10 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   // operands, the staged step held in registers while the previous one computes, and ~24 for
   // addresses and indices (an 8 x 8 matrix-product tile with both operands staged: 112; NVCC: 128).
   int64_t statements = std::max<int64_t>(1, (int64_t)k_->nests[nest_].body.size());
-  double prefetch = s.shared.empty() || s.asyncCopy ? 0 : issue.copies / 3 / std::max(1.0, stepsPerThread(s));
+  // One step at one position of the serial loops of parallel indices is held (a block's copies
+  // cover every position; the tiles move with them).
+  const double positions = (double)std::max<int64_t>(1, e.outputsPerThread / std::max<int64_t>(1, e.registerTile));
+  double prefetch = s.shared.empty() || s.asyncCopy ? 0 : issue.copies / 3 / std::max(1.0, stepsPerThread(s)) / positions;
   e.registers = 24 + statements * e.registerTile + (int64_t)std::ceil(operandsPerValue + prefetch);
   // __launch_bounds__(threads, N) caps the registers; so does NVCC at 255. Past the cap it spills.
   int64_t cap = 255;

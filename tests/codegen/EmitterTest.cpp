@@ -162,6 +162,35 @@ TEST(Emitter, OverrunWholeTilesAreClampedNotGuarded) {
   EXPECT_EQ(guards, 8u) << m.source;
 }
 
+TEST(Emitter, PositionsOfASerialPartArePipelined) {
+  // Each block walks 4 positions of k and takes all of j in one step: u's tile of the next
+  // position is loaded into registers while this one computes (2 buffers), so a position ends with
+  // one barrier: 3 in all with the matrices' and the first position's.
+  auto count = [](const std::string& s, const std::string& part) {
+    size_t n = 0;
+    for (size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + 1)) ++n;
+    return n;
+  };
+  const std::string positions = "k: grid.x, serial 4, thread.y 4; i: serial, thread.x 20; ";
+  EmittedModule m = emitAndCompile(dgDiff(1000, 20), sched(positions + "j: serial, unroll 20; shared: Dr, u^T; buffers: 2"));
+  EXPECT_TRUE(contains(m.source, "Tiles of later positions of 'k' are copied ahead (2 buffers)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "if (k_1 + 1 < 4)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "(int)blockIdx.x * 16 + (k_1 + 1) * 4")) << m.source;
+  EXPECT_TRUE(contains(m.source, "s_u[(k_1 & 1) * 80")) << m.source;
+  EXPECT_EQ(count(m.source, "__syncthreads()"), 3u) << m.source;
+  // cp.async: positions 0 and 1 ahead of the loop, position k_1 + 2 issued in position k_1.
+  m = emitAndCompile(dgDiff(1000, 20), sched(positions + "j: serial, unroll 20; shared: Dr, u^T; buffers: 3; copy: async"));
+  EXPECT_TRUE(contains(m.source, "if (k_1 + 2 < 4)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "s_u[(k_1 + 2) % 3 * 80")) << m.source;
+  // Not pipelined: two steps of j per position (the steps are), one buffer, or one position.
+  for (const char* rest : {"j: serial, unroll 10; shared: Dr, u^T; buffers: 2", "j: serial, unroll 20; shared: Dr, u^T"}) {
+    m = emitAndCompile(dgDiff(1000, 20), sched(positions + rest));
+    EXPECT_FALSE(contains(m.source, "copied ahead")) << rest;
+  }
+  m = emitAndCompile(dgDiff(1000, 20), sched("k: grid.x, thread.y 4; i: serial, thread.x 20; j: serial, unroll 20; shared: Dr, u^T; buffers: 2"));
+  EXPECT_FALSE(contains(m.source, "copied ahead"));
+}
+
 TEST(Emitter, FloorDivisionOnlyWhereNeeded) {
   EmittedModule m = emitAndCompile(triangular(40), defaultSchedule(triangular(40)));
   // (i - 3) / 4 may be negative: the helper; i / 4 and i % 4 are not.

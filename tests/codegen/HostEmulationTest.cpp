@@ -189,6 +189,27 @@ TEST(HostEmulation, AsyncCopiesStepsAhead) {
   EXPECT_EQ(checkOnHost(matmul(20, ScalarType::F64), "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 4, reg 2; k: serial, unroll 4; shared: a, b^T; buffers: 3; copy: async"), "");
 }
 
+// A block that takes the whole reduction in one step at each position of a serial part of a
+// parallel index copies the tiles of the next positions while it computes this one (positions
+// pipelined): registers two buffers, cp.async two to four; positions past the domain's end (37
+// elements in blocks of 3 x 4 or 4 x 4), steps too large to prefetch into registers, and a
+// matrix product whose a moves with i's positions while b stays.
+TEST(HostEmulation, PositionsOfASerialPartPipelined) {
+  const char* schedules[] = {
+      "k: grid.x, serial 3, thread.y 4; i: serial, thread.x 20; j: serial, unroll 20; shared: Dr, u^T, Ds, Dt; buffers: 2",
+      "k: grid.x, serial 4, thread.y 2, reg 2; i: serial, thread.x 20; j: serial, unroll 20; shared: Dr, u; buffers: 3; copy: async",
+      // Two steps per position: the steps are pipelined within each position, as before.
+      "k: grid.x, serial 3, thread.y 4; i: serial, thread.x 20; j: serial, unroll 10; shared: u^T, Dt; buffers: 2; copy: async",
+      "k: grid.x, serial 2, reg 4, thread.y 4; i: serial, thread.x 10, reg 2; j: serial, unroll 20; shared: Dr, u^T, Ds, Dt; buffers: 4; copy: async",
+      // 16 x 20 values of u per position for 16 threads: too many to prefetch, copied directly.
+      "k: grid.x, serial 3, thread.y 16; i: serial; j: serial, unroll 20; shared: u; buffers: 2"};
+  for (const char* text : schedules) EXPECT_EQ(checkOnHost(dgDiff(37, 20), text), "") << text;
+  EXPECT_EQ(checkOnHost(matmul(37), "i: grid.y, serial 3, thread.y 4; j: grid.x, thread.x 8, reg 2; k: serial, unroll 37; shared: a, b; buffers: 2"), "");
+  EXPECT_EQ(checkOnHost(matmul(37, ScalarType::F64), "i: grid.y, serial 2, thread.y 4, reg 2; j: grid.x, thread.x 8; k: serial, unroll 37; shared: a^T; buffers: 3; copy: async"), "");
+  EXPECT_EQ(checkOnHost(example("batched_matmul.rtcg", "batched_matmul", {{"nb", 37}, {"n", 16}}),
+                        "b: grid.x, serial 4; i: serial, reg 4, thread.y 4; j: serial, thread.x 16; k: serial, unroll 16; shared: a, x; buffers: 2"), "");
+}
+
 TEST(HostEmulation, GroupsSplitOnDifferentThreadAxes) {
   // Two reductions of one point split on different thread axes: each combines only the lanes of
   // its own axes (the threads that differ on the other axis hold the same partial).

@@ -441,6 +441,37 @@ TEST(Space, ModelOfSplitKStagedSteps) {
   EXPECT_EQ(stepSpanOf(split.indices.back()), 16);
 }
 
+TEST(Space, PipelinedPositionsOfOneStepReductions) {
+  // DG N=4: j (35 values) fits one step, so blocks that walk 4 or 16 positions of k with 2 or 3
+  // buffers are offered (positions pipelined); SGEMM n=1000 steps through k, so it gets none.
+  Kernel dg = bindAll(example("dg_diff").kernel, {{"K", 479322}, {"Np", 35}});
+  SpaceOptions o;
+  o.limits = deviceScheduleLimits(227 * 1024, 1024);
+  Space space = enumerateSchedules(dg, o);
+  size_t pipelined = 0;
+  for (const Candidate& c : space.candidates)
+    if (c.text.find("k: grid.x, serial 16,") != std::string::npos && c.text.find("buffers:") != std::string::npos) ++pipelined;
+  EXPECT_GT(pipelined, 10u);
+  auto has = [&](const std::string& text) {
+    return std::any_of(space.candidates.begin(), space.candidates.end(), [&](const Candidate& c) { return c.text == text; });
+  };
+  EXPECT_TRUE(has("k: grid.x, serial 4, thread.y 8, reg 8; i: serial, thread.x 35; j: serial, serial 35; shared: Dr, u, Ds, Dt; buffers: 2"));
+  Kernel mm = bindAll(example("matmul").kernel, {{"n", 1000}});
+  for (const Candidate& c : enumerateSchedules(mm, o).candidates)
+    EXPECT_EQ(c.text.find("buffers:") != std::string::npos && c.text.find(", serial 4,") != std::string::npos &&
+                  c.text.find("k: grid") == std::string::npos,
+              false)
+        << c.text;
+  // The model sizes a staged tile by one position: the same shared memory as the block that walks
+  // one position.
+  NestModel model(dg, 0);
+  auto parsed = [](const std::string& text) { return parseSchedule(text).schedule->nests[0]; };
+  const std::string rest = "thread.y 8, reg 8; i: serial, thread.x 35; j: serial, unroll 35; shared: Dr, u^T, Ds, Dt; buffers: 2";
+  NestSchedule one = parsed("k: grid.x, " + rest), walk = parsed("k: grid.x, serial 16, " + rest);
+  EXPECT_EQ(model.stagedBytes(walk, walk.shared), model.stagedBytes(one, one.shared));
+  EXPECT_EQ(model.estimate(walk, DeviceModel{}).blocks * 16, 7504);
+}
+
 TEST(Space, ScheduleDistance) {
   auto parse = [](const char* text) {
     ScheduleParseResult r = parseSchedule(text);
