@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
+#include "support/Error.h"
 #include "tune/Report.h"
 
 namespace rtcg::bench {
@@ -47,6 +50,38 @@ std::string renderTable(const std::vector<Row>& rows) {
   out += "roof: share of the roofline max(flops / peak FP32, bytes / measured copy bandwidth); speed: peer time / "
          "rtcg time (> 1: rtcg faster); err: relative L2 error of rtcg's output against the peer's and against "
          "the float64 CPU reference\n";
+  return out;
+}
+
+std::map<std::string, EarlierSchedule> loadEarlierSchedules(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("cannot read {}", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(fmt::format("{}: not JSON: {}", path, e.what()));
+  }
+  if (!doc.is_object() || !doc.contains("workloads") || !doc["workloads"].is_array())
+    throw Error(fmt::format("{}: no \"workloads\" array (expected a bench.json of bench_suite)", path));
+  std::map<std::string, EarlierSchedule> out;
+  size_t n = 0;
+  for (const nlohmann::json& w : doc["workloads"]) {
+    ++n;
+    if (!w.is_object() || !w.contains("name") || !w["name"].is_string())
+      throw Error(fmt::format("{}: workload {} has no \"name\" string", path, n));
+    const std::string name = w["name"].get<std::string>();
+    if (w.contains("schedule") && !w["schedule"].is_string())
+      throw Error(fmt::format("{}: workload {}: \"schedule\" is not a string", path, name));
+    if (w.contains("error") && w["error"].is_string() && !w["error"].get<std::string>().empty()) continue;
+    std::string schedule = w.value("schedule", std::string());
+    if (schedule.empty()) continue;
+    double ms = w.contains("rtcgMs") && w["rtcgMs"].is_number() ? w["rtcgMs"].get<double>() : 0;
+    if (!out.emplace(name, EarlierSchedule{schedule, ms}).second)
+      throw Error(fmt::format("{}: workload {} is listed twice", path, name));
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,15 @@ std::string renderTable(const std::vector<Row>& rows);
 std::string shortSchedule(const std::string& schedule, size_t width = 48);
 
 nlohmann::json toJson(const SuiteInfo& info, const std::vector<Row>& rows);
+
+// A schedule measured in an earlier run (bench.json): its text and its time there.
+struct EarlierSchedule {
+  std::string schedule;
+  double ms = 0;
+};
+// The schedules of an earlier run's bench.json, by workload name (rows without a schedule or that
+// did not run are left out). Throws rtcg::Error naming the file and what is wrong with it.
+std::map<std::string, EarlierSchedule> loadEarlierSchedules(const std::string& path);
 std::string renderHtml(const SuiteInfo& info, const std::vector<Row>& rows);
 
 }  // namespace rtcg::bench

@@ -29,6 +29,7 @@
 #include "runtime/Benchmark.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
+#include "schedule/Schedule.h"
 #include "support/Error.h"
 #include "tune/Tuner.h"
 #include "tune/TuningDb.h"
@@ -52,6 +53,8 @@ struct Options {
   uint64_t seed = 1;
   double referenceMaxFlops = 3e9;
   int64_t bandwidthMiB = 512;
+  std::string schedulesFile;                          // --schedules
+  std::map<std::string, EarlierSchedule> earlier;     // its schedules, by workload
 };
 
 struct Prepared {
@@ -87,6 +90,22 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
   if (o.defaultSchedule) {
     row.scheduleSource = "default (--default-schedule)";
     return;
+  }
+  if (auto e = o.earlier.find(row.name); e != o.earlier.end()) {
+    // An earlier run's schedule, when it is still legal for this kernel on this device.
+    ScheduleParseResult parsed = parseSchedule(e->second.schedule);
+    std::vector<std::string> reasons;
+    if (!parsed.ok()) reasons.push_back(parsed.error);
+    else reasons = validateSchedule(p.bound, *parsed.schedule,
+                                    deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock));
+    if (reasons.empty()) {
+      row.schedule = e->second.schedule;
+      row.scheduleSource = fmt::format("{} ({:.4f} ms there)", o.schedulesFile, e->second.ms);
+      fmt::print(stderr, "bench_suite: {}: schedule from {}\n", row.name, o.schedulesFile);
+      return;
+    }
+    fmt::print(stderr, "bench_suite: {}: the schedule in {} is not legal here ({}); choosing another\n", row.name,
+               o.schedulesFile, reasons.front());
   }
   if (o.useDb) {
     TuningDb db(dbPath);
@@ -248,7 +267,11 @@ int run(const Options& o) {
   info.driver = cuda::formatCudaVersion(gpu.props.driverVersion);
   info.peakGflops = kPeakGflopsFp32;
   info.settings = fmt::format("{}; max-candidates={}, time-limit={:g}s, repeats={}, seed={}, database {}",
-                              o.defaultSchedule ? "default schedules" : o.useDb ? "database first" : "tuned now",
+                              o.defaultSchedule         ? "default schedules"
+                              : !o.schedulesFile.empty() ? fmt::format("schedules of {}{}", o.schedulesFile,
+                                                                       o.useDb ? ", then database" : ", then tuned")
+                              : o.useDb                  ? "database first"
+                                                         : "tuned now",
                               o.maxCandidates, o.timeLimit, o.repeats, o.seed, dbPath);
 
   // Phase 1: schedules (the tuner's worker owns the GPU meanwhile).
@@ -319,6 +342,9 @@ int main(int argc, char** argv) {
   app.add_option("--db", o.db, "tuning database (default: OUT/tuning.sqlite)");
   app.add_flag("--use-db", o.useDb, "take each workload's best schedule from the database; tune only those missing");
   app.add_flag("--default-schedule", o.defaultSchedule, "measure rtcg's default schedules, no tuning");
+  app.add_option("--schedules", o.schedulesFile,
+                 "measure each workload with its schedule in FILE, the bench.json of an earlier run (those it "
+                 "lacks, or whose schedule is no longer legal, as without this option)");
   app.add_option("--max-candidates", o.maxCandidates, "candidates per tuning search")->capture_default_str()->check(
       CLI::PositiveNumber);
   app.add_option("--time-limit", o.timeLimit, "seconds per tuning search (0: none)")->capture_default_str()->check(
@@ -337,6 +363,18 @@ int main(int argc, char** argv) {
   if (o.useDb && o.defaultSchedule) {
     fmt::print(stderr, "bench_suite: error: --use-db and --default-schedule exclude each other\n");
     return 1;
+  }
+  if (!o.schedulesFile.empty()) {
+    if (o.defaultSchedule) {
+      fmt::print(stderr, "bench_suite: error: --schedules and --default-schedule exclude each other\n");
+      return 1;
+    }
+    try {
+      o.earlier = loadEarlierSchedules(o.schedulesFile);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "bench_suite: error: --schedules: {}\n", e.what());
+      return 1;
+    }
   }
   try {
     return run(o);

@@ -2,16 +2,26 @@
 // table / JSON / HTML output. The GPU measurement itself runs in bench_suite (docs/bench.md).
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "api/Executable.h"
 #include "api/Pipeline.h"
 #include "bench/suite/Results.h"
 #include "bench/suite/Workloads.h"
+#include "frontend/Frontend.h"
+#include "ir/Bind.h"
+#include "schedule/Schedule.h"
 #include "support/Error.h"
 
 namespace rtcg::bench {
 namespace {
+
+namespace fs = std::filesystem;
 
 TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   std::vector<Workload> all = allWorkloads();
@@ -139,6 +149,71 @@ TEST(BenchResults, TableJsonHtml) {
   EXPECT_EQ(html.find("sgemm_<500>"), std::string::npos);
   EXPECT_NE(html.find("NVIDIA H100 &amp; co"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
+}
+
+// --schedules: an earlier run's bench.json read back (its own output round-trips, the results
+// committed in bench/results load and name every workload of the suite), and files that are not
+// one are refused with the file's name and what is wrong.
+TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
+  Row bad = sampleRow();
+  bad.name = "dot_2^26";
+  bad.error = "compiling the schedule failed";
+  Row dflt = sampleRow();
+  dflt.name = "sgemv_8192";
+  dflt.schedule = "";
+  Row good = sampleRow();
+  good.schedule = "i: grid.y, thread.y 8; j: grid.x, thread.x 32; k: serial, unroll 8";
+  good.rtcgMs = 0.25;
+  SuiteInfo info{"H100", "sm_90", "13.0.0", "13.0", "tuned now", 67000, 3000};
+  fs::path dir = fs::temp_directory_path() / fmt::format("rtcg-bench-earlier-{}", ::getpid());
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  std::map<std::string, EarlierSchedule> e = loadEarlierSchedules(write("ok.json", toJson(info, {good, bad, dflt}).dump()));
+  ASSERT_EQ(e.size(), 1u);  // the failed row and the default schedule are left out
+  EXPECT_EQ(e.at(good.name).schedule, good.schedule);
+  EXPECT_DOUBLE_EQ(e.at(good.name).ms, 0.25);
+
+  std::map<std::string, EarlierSchedule> committed =
+      loadEarlierSchedules(std::string(RTCG_SOURCE_DIR) + "/bench/results/h100-2026-11-25-splitk.json");
+  EXPECT_EQ(committed.size(), 22u);
+  for (const Workload& w : allWorkloads()) EXPECT_EQ(committed.count(w.name), 1u) << w.name;
+
+  // Every committed schedule is still legal for its workload on an H100 (so that the next run
+  // on a GPU can measure them without tuning).
+  for (const Workload& w : allWorkloads()) {
+    Diagnostics diags;
+    std::optional<Program> prog = parseProgram(w.name, w.source, diags);
+    ASSERT_TRUE(prog) << w.name;
+    std::optional<Kernel> bound = bindSizes(*prog->find(w.kernelName), w.sizes, diags);
+    ASSERT_TRUE(bound) << w.name;
+    ScheduleParseResult parsed = parseSchedule(committed.at(w.name).schedule);
+    ASSERT_TRUE(parsed.ok()) << w.name << ": " << parsed.error;
+    std::vector<std::string> reasons = validateSchedule(*bound, *parsed.schedule, deviceScheduleLimits(232448, 1024));
+    EXPECT_TRUE(reasons.empty()) << w.name << ": " << reasons.front();
+  }
+
+  auto error = [&](const std::string& path) {
+    try {
+      loadEarlierSchedules(path);
+    } catch (const Error& x) {
+      return std::string(x.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error((dir / "missing.json").string()).find("cannot read"), std::string::npos);
+  EXPECT_NE(error(write("a.json", "{\"workloads\": [")).find("a.json: not JSON"), std::string::npos);
+  EXPECT_NE(error(write("b.json", "{\"rows\": []}")).find("b.json: no \"workloads\" array"), std::string::npos);
+  EXPECT_NE(error(write("c.json", "{\"workloads\": [{\"schedule\": \"x\"}]}")).find("workload 1 has no \"name\""),
+            std::string::npos);
+  EXPECT_NE(error(write("d.json", "{\"workloads\": [{\"name\": \"w\", \"schedule\": 3}]}")).find("\"schedule\" is not a string"),
+            std::string::npos);
+  EXPECT_NE(error(write("e.json", "{\"workloads\": [{\"name\": \"w\", \"schedule\": \"x\"}, {\"name\": \"w\", \"schedule\": \"y\"}]}"))
+                .find("workload w is listed twice"),
+            std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(BenchResults, ShortSchedule) {

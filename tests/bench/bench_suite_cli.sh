@@ -3,6 +3,7 @@
 #   list:     --list prints every workload (22) and exits 0
 #   no-gpu:   a real run with the devices hidden exits 4 and says why
 #   bad-only: an unknown --only entry exits 1 naming it
+#   bad-schedules: --schedules with a missing or malformed file exits 1 before any GPU work, naming it
 set -u
 check=$1
 bin=$2
@@ -32,6 +33,18 @@ case $check in
     "$bin" --list --only sgemm,nonesuch >"$tmp/out" 2>"$tmp/err"; rc=$?
     [ $rc -eq 1 ] || fail "--only nonesuch exited $rc, expected 1"
     grep -q "unknown workload 'nonesuch'" "$tmp/err" || fail "the message does not name the unknown workload"
+    ;;
+  bad-schedules)
+    "$bin" --only dot --schedules "$tmp/missing.json" --out "$tmp/out-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 1 ] || fail "--schedules with a missing file exited $rc, expected 1"
+    grep -q "cannot read $tmp/missing.json" "$tmp/err" || fail "the message does not name the missing file"
+    printf '{"workloads": [' >"$tmp/cut.json"
+    "$bin" --only dot --schedules "$tmp/cut.json" --out "$tmp/out-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 1 ] || fail "--schedules with a cut-off file exited $rc, expected 1"
+    grep -q "cut.json: not JSON" "$tmp/err" || fail "the message does not say the file is not JSON"
+    "$bin" --only dot --schedules "$tmp/cut.json" --default-schedule >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 1 ] || fail "--schedules with --default-schedule exited $rc, expected 1"
+    [ ! -e "$tmp/out-dir/bench.json" ] || fail "a refused run wrote bench.json"
     ;;
   *) echo "unknown check $check"; exit 2 ;;
 esac
