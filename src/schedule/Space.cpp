@@ -345,6 +345,11 @@ class NestSpace {
     else steps = {0};  // no reduction: the block's whole footprint is staged once
     // A short reduction also in one step, without a remainder.
     if (ext > 8 && ext <= 64 && std::find(steps.begin(), steps.end(), ext) == steps.end()) steps.push_back(ext);
+    // A longer one (up to 192: DG lifting's 84 and 144 face values, differentiation's 84 to 165
+    // nodes) in one step only for blocks whose positions are pipelined (below): one step per
+    // position is what lets them copy the next position's tiles during this one's arithmetic.
+    const bool longOneStep = ext > 64 && ext <= 192;
+    if (longOneStep) steps.push_back(ext);
     // A staged step is unrolled while the unrolled body stays small (statements times register
     // tile times step at most 512): the unrolled loop keeps the shared-memory addresses in
     // immediates, but larger bodies make NVRTC take seconds per candidate (measured: 2 candidates/s
@@ -410,6 +415,7 @@ class NestSpace {
                 pipelined.indices = *serialPc;
                 for (IndexSchedule& r : reductionClauses(1, step, step * tile <= 512)) pipelined.indices.push_back(std::move(r));
                 pipelined.transposed = layouts.front();
+                if (!stepTileMovesWithSerial(pipelined)) break;  // nothing to pipeline (LIFT alone)
                 for (auto [buffers, async] : bufferCounts) {
                   if (buffers < 2) continue;
                   pipelined.buffers = buffers;
@@ -417,6 +423,7 @@ class NestSpace {
                   add(pipelined, Family::Shared);
                 }
               }
+          if (longOneStep && step == ext) continue;  // only pipelined (above)
           for (const std::vector<std::string>& transposed : layouts)
             for (auto [buffers, async] : bufferCounts) {
               ns.transposed = transposed;
@@ -435,6 +442,22 @@ class NestSpace {
               }
             }
         }
+  }
+
+  // Whether a tile staged per reduction step moves with the serial part of a parallel index (the
+  // emitter then pipelines those positions; a tile that stays is copied once per position).
+  bool stepTileMovesWithSerial(const NestSchedule& ns) const {
+    StagingPlan plan = planStaging(k_, nest_, ns, &model_.indices());
+    std::set<std::string> serial;
+    for (const IndexSchedule& is : ns.indices)
+      for (size_t p = 1; p < is.parts.size(); ++p)
+        if (is.parts[p].place == Placement::Serial) serial.insert("p:" + is.index);
+    for (const StagedArray& sa : plan.arrays)
+      if (sa.level == StageLevel::Step)
+        for (const StagedDim& d : sa.dims)
+          for (const auto& [key, c] : d.coeffs)
+            if (serial.count(key)) return true;
+    return false;
   }
 
   // Placement `pc` with `positions` positions of a serial part after the grid part of the

@@ -206,6 +206,11 @@ TEST(HostEmulation, PositionsOfASerialPartPipelined) {
   for (const char* text : schedules) EXPECT_EQ(checkOnHost(dgDiff(37, 20), text), "") << text;
   EXPECT_EQ(checkOnHost(matmul(37), "i: grid.y, serial 3, thread.y 4; j: grid.x, thread.x 8, reg 2; k: serial, unroll 37; shared: a, b; buffers: 2"), "");
   EXPECT_EQ(checkOnHost(matmul(37, ScalarType::F64), "i: grid.y, serial 2, thread.y 4, reg 2; j: grid.x, thread.x 8; k: serial, unroll 37; shared: a^T; buffers: 3; copy: async"), "");
+  // DG lifting: 68 face values in one step, flux pipelined, invJ (one value per element, no
+  // reduction) staged per position as before, rhs read and written in place.
+  for (const char* text : {"k: grid.x, serial 4, thread.y 4; i: serial, thread.x 20; f: serial, serial 68; shared: invJ, LIFT, flux; buffers: 2",
+                           "k: grid.x, serial 3, reg 2, thread.y 2; i: serial, reg 2, thread.x 10; f: serial, unroll 68; shared: LIFT, flux; buffers: 3; copy: async"})
+    EXPECT_EQ(checkOnHost(example("dg_lift.rtcg", "dg_lift", {{"K", 37}, {"Np", 20}, {"Nfp", 17}}), text), "") << text;
   EXPECT_EQ(checkOnHost(example("batched_matmul.rtcg", "batched_matmul", {{"nb", 37}, {"n", 16}}),
                         "b: grid.x, serial 4; i: serial, reg 4, thread.y 4; j: serial, thread.x 16; k: serial, unroll 16; shared: a, x; buffers: 2"), "");
 }

@@ -456,6 +456,19 @@ TEST(Space, PipelinedPositionsOfOneStepReductions) {
     return std::any_of(space.candidates.begin(), space.candidates.end(), [&](const Candidate& c) { return c.text == text; });
   };
   EXPECT_TRUE(has("k: grid.x, serial 4, thread.y 8, reg 8; i: serial, thread.x 35; j: serial, serial 35; shared: Dr, u, Ds, Dt; buffers: 2"));
+  // DG lifting N=5: 84 face values, in one step only where the positions are pipelined.
+  Kernel lift = bindAll(example("dg_lift").kernel, {{"K", 340630}, {"Np", 56}, {"Nfp", 21}});
+  size_t longSteps = 0;
+  for (const Candidate& c : enumerateSchedules(lift, o).candidates) {
+    bool oneStep = c.text.find("f: serial, unroll 84") != std::string::npos || c.text.find("f: serial, serial 84") != std::string::npos;
+    if (!oneStep) continue;
+    ++longSteps;
+    const std::string kClause = c.text.substr(0, c.text.find(';'));
+    EXPECT_TRUE(kClause.find("k: grid.") == 0 && kClause.find(", serial ") != std::string::npos) << c.text;
+    EXPECT_NE(c.text.find("flux"), std::string::npos) << c.text;  // the tile that moves with k
+    EXPECT_NE(c.text.find("buffers:"), std::string::npos) << c.text;
+  }
+  EXPECT_GT(longSteps, 10u);
   Kernel mm = bindAll(example("matmul").kernel, {{"n", 1000}});
   for (const Candidate& c : enumerateSchedules(mm, o).candidates)
     EXPECT_EQ(c.text.find("buffers:") != std::string::npos && c.text.find(", serial 4,") != std::string::npos &&
