@@ -386,7 +386,11 @@ C::ExprP NestEmitter::lower(const Expr& e, Env& env, std::vector<C::Stmt>& out) 
         }
       }
       RTCG_ASSERT(false, "bad VarKind");
-    case ExprKind::Load: return lowerAccess(e->array, e->operands, env, out);
+    case ExprKind::Load: {
+      auto it = env.hoisted.find(e.get());  // loaded ahead of the reductions (`loads: early`)
+      if (it != env.hoisted.end()) return it->second;
+      return lowerAccess(e->array, e->operands, env, out);
+    }
     case ExprKind::Unary: return C::unary(e->unaryOp == UnaryOp::Neg ? "-" : "!", op(0));
     case ExprKind::Binary: {
       C::ExprP a = op(0), b = op(1);
@@ -1563,6 +1567,32 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
         work.push_back(C::decl(cudaTypeName(r->type), n, reductionIdentity(r->reduceOp, r->type), false));
         accs[pt][r.get()] = C::name(n);
       }
+    // `loads: early`: the statements' own loads, per register point, ahead of the reductions.
+    std::vector<std::map<const ExprNode*, C::ExprP>> early(regPoints_);
+    if (sched_.earlyLoads) {
+      const std::vector<Expr> loads = earlyStatementLoads(k_, nestIdx_, sched_);
+      if (!loads.empty())
+        work.push_back(C::comment("The statements' loads, issued ahead of the reductions so that they overlap the arithmetic"));
+      for (int64_t pt = 0; pt < regPoints_ && !loads.empty(); ++pt) {
+        std::vector<std::string> vars;
+        for (const Expr& l : loads) {
+          std::string n = names_.fresh(fmt::format("{}_early{}", paramNames_[l->array], regPoints_ > 1 ? fmt::format("_r{}", pt) : ""));
+          work.push_back(C::decl(cudaTypeName(l->type), n, literalOf(l->type, 0, 0.0), false));
+          early[pt][l.get()] = C::name(n);
+          vars.push_back(n);
+        }
+        Env penv = genv;
+        std::vector<C::Stmt> pbody;
+        C::ExprP guard;
+        declarePointIndices(pt, penv, pbody, guard);
+        std::vector<C::Stmt> assigns;
+        for (size_t q = 0; q < loads.size(); ++q)
+          assigns.push_back(C::assign(C::name(vars[q]), "=", lowerAccess(loads[q]->array, loads[q]->operands, penv, assigns)));
+        if (guard) pbody.push_back(C::ifThen(guard, std::move(assigns)));
+        else for (C::Stmt& st : assigns) pbody.push_back(std::move(st));
+        work.push_back(C::block(std::move(pbody)));
+      }
+    }
     for (size_t gi = 0; gi < groups.size(); ++gi) {
       const std::vector<Expr>& g = groups[gi];
       emitReductionLoops(g[0]->loops, 0, genv, work, [&](Env& renv, std::vector<C::Stmt>& rbody) {
@@ -1598,6 +1628,7 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
     for (int64_t pt = 0; pt < regPoints_; ++pt) {
       Env penv = genv;
       penv.hoisted = accs[pt];
+      penv.hoisted.insert(early[pt].begin(), early[pt].end());
       std::vector<C::Stmt> pbody;
       C::ExprP guard;
       declarePointIndices(pt, penv, pbody, guard);

@@ -2,19 +2,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <set>
 #include <fmt/format.h>
 
 #include "ir/Analysis.h"
+#include "ir/Walk.h"
 #include "support/Error.h"
 
 namespace rtcg {
-
-static int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-static int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
 
 std::optional<int64_t> constIntValue(const Expr& e, const Kernel& k) {
   auto r = rangeOfInt(e, k, {});
@@ -273,15 +269,38 @@ void findLoads(const Expr& e, int array, int group, const std::map<const ExprNod
   }
 }
 
-bool containsLoad(const Expr& e) {
-  if (!e) return false;
-  if (e->kind == ExprKind::Load) return true;
-  for (const Expr& o : e->operands)
-    if (containsLoad(o)) return true;
-  return false;
-}
-
 }  // namespace
+
+std::vector<Expr> earlyStatementLoads(const Kernel& k, int nest, const NestSchedule& s) {
+  std::set<int> staged, written;
+  for (const std::string& a : s.shared) staged.insert(k.findParam(a));
+  std::vector<Expr> loads;
+  for (const Stmt& st : k.nests[nest].body) {
+    if (st.kind != StmtKind::Store) break;  // loads after a let may use it: left in place
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (e->kind == ExprKind::Reduce) return;
+      if (e->kind == ExprKind::Load) {
+        bool direct = true;
+        for (const Expr& i : e->operands)
+          visitExprs(i, [&](const Expr& x) {
+            direct = direct && x->kind != ExprKind::Load && !(x->kind == ExprKind::Var && x->varKind == VarKind::Let);
+          });
+        bool sameElement = e->array != st.array;
+        if (!sameElement && e->operands.size() == st.indices.size()) {
+          sameElement = true;
+          for (size_t d = 0; d < e->operands.size(); ++d)
+            sameElement = sameElement && sameExpr(e->operands[d], st.indices[d]);
+        }
+        if (direct && sameElement && !written.count(e->array) && !staged.count(e->array)) loads.push_back(e);
+        return;
+      }
+      for (const Expr& o : e->operands) walk(o);
+    };
+    walk(st.value);
+    written.insert(st.array);
+  }
+  return loads;
+}
 
 std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest, const NestSchedule& s) {
   const LoopNest& n = k.nests[nest];

@@ -65,6 +65,14 @@ namespace rtcg {
 // loop structure (same names and bounds); groups and their members are in order of appearance.
 std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest, const NestSchedule& s);
 
+// The statements' loads that `loads: early` issues ahead of those reductions (an in-place
+// update's old value: `rhs[k, i] = rhs[k, i] + ...`), so that their latency overlaps the
+// arithmetic instead of following it: loads outside any reduction, in statements ahead of the
+// first let, of arrays not staged in shared memory, with direct indices (no loads, no lets),
+// whose array no earlier statement writes and the statement itself writes only at the same
+// element. In order of appearance.
+std::vector<Expr> earlyStatementLoads(const Kernel& k, int nest, const NestSchedule& s);
+
 // ---------------------------------------------------------------------------------------------
 // Shared-memory staging of read-only operands.
 //

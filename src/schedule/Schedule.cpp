@@ -87,6 +87,7 @@ std::string printNestSchedule(const NestSchedule& s) {
   }
   if (s.buffers > 1) clauses.push_back(fmt::format("buffers: {}", s.buffers));
   if (s.asyncCopy) clauses.push_back("copy: async");
+  if (s.earlyLoads) clauses.push_back("loads: early");
   if (s.blocksPerSM > 0) clauses.push_back(fmt::format("blocks_per_sm: {}", s.blocksPerSM));
   if (clauses.empty()) return "-";
   return fmt::format("{}", fmt::join(clauses, "; "));
@@ -188,10 +189,10 @@ class ScheduleParser {
       if (!atEnd() && !peek('|')) fail("expected '|' or the end of the text after '-'");
       return n;
     }
-    bool sawShared = false, sawBlocks = false, sawBuffers = false, sawCopy = false;
+    bool sawShared = false, sawBlocks = false, sawBuffers = false, sawCopy = false, sawLoads = false;
     do {
       size_t clauseStart = (skipSpace(), pos_);
-      std::string name = word("an index name, 'shared', 'buffers', 'copy' or 'blocks_per_sm'");
+      std::string name = word("an index name, 'shared', 'buffers', 'copy', 'loads' or 'blocks_per_sm'");
       expect(':', fmt::format("after '{}'", name).c_str());
       if (name == "blocks_per_sm") {
         if (sawBlocks) failAt(clauseStart, "'blocks_per_sm:' is given twice for this nest");
@@ -215,6 +216,14 @@ class ScheduleParser {
         if (how != "async" && how != "registers")
           failAt(at, fmt::format("unknown copy '{}' (expected 'async' or 'registers')", how));
         n.asyncCopy = how == "async";
+      } else if (name == "loads") {
+        if (sawLoads) failAt(clauseStart, "'loads:' is given twice for this nest");
+        sawLoads = true;
+        size_t at = (skipSpace(), pos_);
+        std::string when = word("'early' or 'late' after 'loads:'");
+        if (when != "early" && when != "late")
+          failAt(at, fmt::format("unknown loads '{}' (expected 'early' or 'late')", when));
+        n.earlyLoads = when == "early";
       } else if (name == "shared") {
         if (sawShared) failAt(clauseStart, "'shared:' is given twice for this nest");
         sawShared = true;
@@ -457,6 +466,18 @@ void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const Sc
   if (!ns.asyncCopy && ns.buffers > 2)
     reason(fmt::format("'buffers: {}' keeps {} steps in flight, which only asynchronous copies do: add 'copy: async'",
                        ns.buffers, ns.buffers - 1));
+  if (ns.earlyLoads) {
+    if (hoistedReductionGroups(k, nestIdx, ns).empty())
+      reason("'loads: early' issues the statements' loads ahead of their reductions, but no reduction of this "
+             "nest is computed ahead of its statements");
+    else if (crossBlock)
+      reason("'loads: early' does not combine with a reduction split across blocks (the statements run in the "
+             "last block of each tile only)");
+    else if (earlyStatementLoads(k, nestIdx, ns).empty())
+      reason("'loads: early' issues the statements' loads ahead of their reductions, but the statements read "
+             "nothing outside them that can be loaded early (an array not staged, not written before, read at "
+             "the element the statement writes)");
+  }
   if (ns.shared.empty() || out.size() != reasonsBefore) return;
   StagingPlan plan = planStaging(k, nestIdx, ns, &*indices);
   for (const std::string& e : plan.errors) reason(e);

@@ -44,8 +44,10 @@
 // several positions of a serial part of a parallel index (`k: grid.x, serial 16, thread.y 8, reg 8;
 // ...; j: serial, unroll 35; shared: u^T; buffers: 2`), the buffers pipeline the positions
 // instead: the next positions' tiles are copied while the block computes one (positions
-// pipelined, like a persistent kernel streaming its tiles). `shared`, `buffers`, `copy` and
-// `blocks_per_sm` are clause names, not index names.
+// pipelined, like a persistent kernel streaming its tiles). `loads: early` loads what the
+// statements read besides their reductions (`rhs[k, i] = rhs[k, i] + ...`: the old rhs) ahead of
+// those reductions. `shared`, `buffers`, `copy`, `loads` and `blocks_per_sm` are clause names,
+// not index names.
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.
@@ -91,6 +93,10 @@ struct NestSchedule {
   // `copy: async`: step tiles go from global to shared memory with cp.async (sm_80 and later),
   // buffers - 1 steps ahead, without passing through registers (`copy: registers`, the default).
   bool asyncCopy = false;
+  // `loads: early`: the statements' own loads (earlyStatementLoads, schedule/Domain.h: an
+  // in-place update's old value) are issued ahead of the reductions computed for them, so that
+  // they overlap the arithmetic (`loads: late`, the default: where the statement reads them).
+  bool earlyLoads = false;
   // `blocks_per_sm: N`: the kernel is compiled with __launch_bounds__(threads, N), so that NVCC
   // keeps its registers few enough for N blocks per multiprocessor (0: no such request).
   int64_t blocksPerSM = 0;

@@ -316,6 +316,16 @@ class NestSpace {
     }
   }
 
+  // A staged variant, and the same with the statements' own loads issued ahead of the reductions
+  // (`loads: early`) where the statements read something outside them (DG lifting's old rhs).
+  void addStaged(const NestSchedule& ns) {
+    add(ns, Family::Shared);
+    if (earlyStatementLoads(k_, nest_, ns).empty()) return;
+    NestSchedule early = ns;
+    early.earlyLoads = true;
+    add(early, Family::Shared);
+  }
+
   // Staging variants of one placement of the parallel indices: the read-only operands the block
   // reuses (requests per distinct element >= 4) or reads uncoalesced (>= 4x sector waste) are
   // staged, all together and, when several qualify, each alone; with reduction steps 8, 16, 32.
@@ -420,7 +430,7 @@ class NestSpace {
                   if (buffers < 2) continue;
                   pipelined.buffers = buffers;
                   pipelined.asyncCopy = async;
-                  add(pipelined, Family::Shared);
+                  addStaged(pipelined);
                 }
               }
           if (longOneStep && step == ext) continue;  // only pipelined (above)
@@ -430,7 +440,7 @@ class NestSpace {
               ns.buffers = buffers;
               ns.asyncCopy = async;
               ns.blocksPerSM = 0;
-              add(ns, Family::Shared);
+              addStaged(ns);
               // Large register tiles leave room for one block per multiprocessor, whose warps all
               // wait at the staging barriers: also compiled for two blocks (fewer registers per
               // thread), where the cap that gives still holds the tile and about 48 registers of
@@ -438,7 +448,7 @@ class NestSpace {
               int64_t cap = o_.device.registersPerMultiprocessor / (threads * 2);
               if (regTile >= 32 && threads >= 128 && cap >= regTile + 48) {
                 ns.blocksPerSM = 2;
-                add(ns, Family::Shared);
+                addStaged(ns);
               }
             }
         }
@@ -797,6 +807,7 @@ double scheduleDistance(const Schedule& a, const Schedule& b) {
     if (x.blocksPerSM != y.blocksPerSM) d += 1;
     if (x.buffers != y.buffers) d += 1;
     if (x.asyncCopy != y.asyncCopy) d += 1;
+    if (x.earlyLoads != y.earlyLoads) d += 1;
     std::set<std::string> sx(x.shared.begin(), x.shared.end()), sy(y.shared.begin(), y.shared.end());
     for (const std::string& s : sx)
       if (!sy.count(s)) d += 1.5;

@@ -94,7 +94,9 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options = {});
 // How far apart two schedules of the same kernel are, for local search: per index, 2 when the
 // outer part's placement differs, plus per placement of the inner parts |log2| of the ratio of
 // their factors (a missing part counts as factor 1), capped at 2; 3 per index only one has; 1.5
-// per array staged in only one. 0 for equal schedules; infinite for different nest counts.
+// per array staged in only one, 1 per array staged the other way round; 1 per differing
+// blocks_per_sm, buffers, copy or loads clause. 0 for equal schedules; infinite for different nest
+// counts.
 double scheduleDistance(const Schedule& a, const Schedule& b);
 
 }  // namespace rtcg

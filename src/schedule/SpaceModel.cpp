@@ -376,6 +376,8 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   const double positions = (double)std::max<int64_t>(1, e.outputsPerThread / std::max<int64_t>(1, e.registerTile));
   double prefetch = s.shared.empty() || s.asyncCopy ? 0 : issue.copies / 3 / std::max(1.0, stepsPerThread(s)) / positions;
   e.registers = 24 + statements * e.registerTile + (int64_t)std::ceil(operandsPerValue + prefetch);
+  // `loads: early`: the statements' loads held across the reductions, per register point.
+  if (s.earlyLoads) e.registers += (int64_t)earlyStatementLoads(*k_, nest_, s).size() * e.registerTile;
   // __launch_bounds__(threads, N) caps the registers; so does NVCC at 255. Past the cap it spills.
   int64_t cap = 255;
   if (s.blocksPerSM > 0) cap = std::min<int64_t>(cap, d.registersPerMultiprocessor / (e.threads * s.blocksPerSM) / 8 * 8);

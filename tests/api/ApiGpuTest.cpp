@@ -246,7 +246,7 @@ TEST_F(ApiGpu, SplitKStagedStepsMatchTheReference) {
 // while computing one (registers, or cp.async two positions ahead); DG N=4 and N=5 sizes whose
 // blocks run past the last element, DG lifting N=5 (84 face values in one step), and a batched
 // product whose b positions are pipelined.
-TEST_F(ApiGpu, PipelinedPositionsMatchTheReference) {
+TEST_F(ApiGpu, PipelinedPositionsAndEarlyLoadsMatchTheReference) {
   struct Case {
     const char* file;
     Sizes sizes;
@@ -259,6 +259,11 @@ TEST_F(ApiGpu, PipelinedPositionsMatchTheReference) {
        "k: grid.x, serial 16, thread.y 4, reg 4; i: serial, reg 2, thread.x 28; j: serial, serial 56; shared: Dr, u^T, Ds, Dt; buffers: 3; copy: async"},
       {"dg_lift.rtcg", {{"K", 4001}, {"Np", 56}, {"Nfp", 21}},
        "k: grid.x, serial 16, thread.y 16; i: serial, thread.x 14, reg 4; f: serial, unroll 84; shared: invJ, LIFT, flux; buffers: 2"},
+      // `loads: early` (the old rhs ahead of the reduction), alone and with positions pipelined.
+      {"dg_lift.rtcg", {{"K", 4001}, {"Np", 56}, {"Nfp", 21}},
+       "k: grid.x, thread.y 8, reg 8; i: serial, reg 2, thread.x 32; f: serial, unroll 32; shared: invJ, LIFT, flux^T; buffers: 2; loads: early"},
+      {"dg_lift.rtcg", {{"K", 4001}, {"Np", 56}, {"Nfp", 21}},
+       "k: grid.x, serial 4, thread.y 16; i: serial, thread.x 14, reg 4; f: serial, unroll 84; shared: invJ, LIFT, flux; buffers: 3; copy: async; loads: early"},
       {"batched_matmul.rtcg", {{"n", 16}, {"nb", 1001}},
        "b: grid.x, serial 4; i: serial, reg 4, thread.y 4; j: serial, thread.x 16; k: serial, unroll 16; shared: a, x; buffers: 2"},
   };

@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "codegen/CAst.h"
 #include "codegen/CPrinter.h"
 #include "codegen/Emitter.h"
 #include "codegen/Nvrtc.h"
+#include "frontend/Frontend.h"
+#include "ir/Bind.h"
 #include "schedule/TestKernels.h"
 #include "support/Error.h"
 
@@ -39,6 +42,19 @@ EmittedModule emitAndCompile(const Kernel& k, const Schedule& s) {
   }
   if (const char* dump = std::getenv("RTCG_DUMP_CUDA")) std::ofstream(std::string(dump) + "/" + k.name + ".cu") << m.source;
   return m;
+}
+
+// An example of examples/ bound to `sizes`.
+Kernel example(const std::string& name, const SizeBindings& sizes) {
+  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + name + ".rtcg");
+  std::stringstream text;
+  text << in.rdbuf();
+  Diagnostics diags;
+  auto prog = parseProgram(name + ".rtcg", text.str(), diags);
+  if (!prog) throw Error(diags.render(name, text.str()));
+  auto bound = bindSizes(prog->kernels[0], sizes, diags);
+  if (!bound) throw Error(diags.render(name, text.str()));
+  return *bound;
 }
 
 }  // namespace
@@ -189,6 +205,21 @@ TEST(Emitter, PositionsOfASerialPartArePipelined) {
   }
   m = emitAndCompile(dgDiff(1000, 20), sched("k: grid.x, thread.y 4; i: serial, thread.x 20; j: serial, unroll 20; shared: Dr, u^T; buffers: 2"));
   EXPECT_FALSE(contains(m.source, "copied ahead"));
+}
+
+TEST(Emitter, EarlyLoadsGoAheadOfTheReduction) {
+  // DG lifting's old rhs, one load per register point ahead of the f loop, guarded like the
+  // point's store, and read back by the statement.
+  Kernel lift = example("dg_lift", {{"K", 1000}, {"Np", 20}, {"Nfp", 5}});
+  const std::string tile = "k: grid.x, thread.y 4, reg 2; i: serial, thread.x 20; f: serial, unroll 4; shared: LIFT, flux";
+  EmittedModule m = emitAndCompile(lift, sched(tile + "; loads: early"));
+  const size_t early = m.source.find("rhs_early_r0 = rhs[k * 20 + i];");
+  const size_t loop = m.source.find("for (int f_0 = 0;");
+  ASSERT_NE(early, std::string::npos) << m.source;
+  ASSERT_NE(loop, std::string::npos) << m.source;
+  EXPECT_LT(early, loop);
+  EXPECT_TRUE(contains(m.source, "rhs[k * 20 + i] = rhs_early_r1 + ")) << m.source;
+  EXPECT_FALSE(contains(emitAndCompile(lift, sched(tile)).source, "_early")) ;
 }
 
 TEST(Emitter, FloorDivisionOnlyWhereNeeded) {

@@ -217,6 +217,17 @@ TEST(HostEmulation, PositionsOfASerialPartPipelined) {
                         "b: grid.x, serial 4; i: serial, reg 4, thread.y 4; j: serial, thread.x 16; k: serial, unroll 16; shared: a, x; buffers: 2"), "");
 }
 
+// `loads: early`: the old rhs of DG lifting's in-place update is loaded ahead of the reduction,
+// per register point, guarded where a block runs past the last element (K = 37), with the steps
+// staged, positions pipelined, and unstaged.
+TEST(HostEmulation, StatementLoadsAheadOfTheReductions) {
+  Kernel lift = example("dg_lift.rtcg", "dg_lift", {{"K", 37}, {"Np", 20}, {"Nfp", 5}});
+  for (const char* text : {"k: grid.x, thread.y 4, reg 2; i: serial, reg 2, thread.x 10; f: serial, unroll 4; shared: invJ, LIFT, flux; buffers: 2; loads: early",
+                           "k: grid.x, serial 3, thread.y 4; i: serial, thread.x 20; f: serial, unroll 20; shared: LIFT, flux; buffers: 2; loads: early",
+                           "k: grid.x, thread.y 4; i: serial, thread.x 32; f: serial, unroll 4; loads: early"})
+    EXPECT_EQ(checkOnHost(lift, text), "") << text;
+}
+
 TEST(HostEmulation, GroupsSplitOnDifferentThreadAxes) {
   // Two reductions of one point split on different thread axes: each combines only the lanes of
   // its own axes (the threads that differ on the other axis hold the same partial).

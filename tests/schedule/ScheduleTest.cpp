@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "frontend/Frontend.h"
+#include "ir/Bind.h"
 #include "schedule/Domain.h"
 #include "schedule/Schedule.h"
 #include "schedule/TestKernels.h"
@@ -61,6 +63,7 @@ TEST(Schedule, RoundTripsManyTexts) {
       "i: grid.y, thread.y 16, reg 8; j: grid.x, thread.x 16; k: serial, unroll 8; shared: a^T, b; buffers: 2",
       "shared: x, a^T, y^T; buffers: 2; blocks_per_sm: 2",
       "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32, reg 4; k: serial, unroll 8; shared: a, b; buffers: 3; copy: async",
+      "k: grid.x, serial 16, thread.y 8; i: serial, thread.x 32; f: serial, unroll 84; shared: LIFT, flux; buffers: 2; loads: early",
   };
   for (const char* t : texts) {
     Schedule s = parseOk(t);
@@ -112,6 +115,8 @@ TEST(Schedule, ParseErrorsHaveColumns) {
       {"i: serial; copy: later", 18, "unknown copy 'later'"},
       {"i: serial; copy: async; copy: async", 25, "given twice"},
       {"i: serial; buffers: 2; buffers: 2", 24, "given twice"},
+      {"i: serial; loads: soon", 19, "unknown loads 'soon' (expected 'early' or 'late')"},
+      {"i: serial; loads: early; loads: late", 26, "'loads:' is given twice"},
   };
   for (const Case& c : cases) {
     auto r = parseSchedule(c.text);
@@ -234,6 +239,47 @@ TEST(Schedule, StagingAndSplitReductionReasons) {
   EXPECT_TRUE(hasReason(notStaged, "array 'a' is marked transposed but is not staged")) << joined(notStaged);
   auto blockOnly = validateSchedule(dgDiff(100, 20), parseOk("k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial; shared: Dr; buffers: 2"));
   EXPECT_TRUE(hasReason(blockOnly, "every staged array is staged once per block")) << joined(blockOnly);
+}
+
+// `loads: early`: which loads of the statements go ahead of their reductions, and the reasons it
+// is refused. `loads: late` is the default and prints as nothing.
+TEST(Schedule, EarlyStatementLoads) {
+  Diagnostics diags;
+  const std::string source =
+      "kernel upd(n: int, a: f32[n, n], x: f32[n], inout y: f32[n], out z: f32[n], out w: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = y[i] + sum(k in 0..n, a[i, k] * x[k]);\n"
+      "    z[i] = y[i] * 2.0 + x[i] + x[n - 1 - i];\n"
+      "  }\n"
+      "  for i in 0..n { w[i] = x[i] * 3.0; }\n"
+      "}\n";
+  auto prog = parseProgram("upd.rtcg", source, diags);
+  ASSERT_TRUE(prog) << diags.render("upd.rtcg", source);
+  auto k = bindSizes(prog->kernels[0], {{"n", 100}}, diags);
+  ASSERT_TRUE(k);
+  Schedule s = parseOk("i: grid.x, thread.x 32; k: serial, unroll 4 | i: grid.x, thread.x 32");
+  // y[i] of the first statement (its own element), x[i] and x[n - 1 - i] of the second; not y[i]
+  // there (the first statement writes it).
+  std::vector<Expr> loads = earlyStatementLoads(*k, 0, s.nests[0]);
+  ASSERT_EQ(loads.size(), 3u);
+  EXPECT_EQ(loads[0]->array, k->findParam("y"));
+  EXPECT_EQ(loads[1]->array, k->findParam("x"));
+  EXPECT_EQ(loads[2]->array, k->findParam("x"));
+  // Staged arrays are read from their tiles.
+  Schedule staged = parseOk("i: grid.x, thread.x 32; k: serial, unroll 4; shared: x | i: grid.x, thread.x 32");
+  EXPECT_EQ(earlyStatementLoads(*k, 0, staged.nests[0]).size(), 1u);
+  s.nests[0].earlyLoads = true;
+  EXPECT_EQ(printSchedule(s), "i: grid.x, thread.x 32; k: serial, unroll 4; loads: early | i: grid.x, thread.x 32");
+  EXPECT_TRUE(validateSchedule(*k, s).empty()) << joined(validateSchedule(*k, s));
+  EXPECT_EQ(parseOk("i: serial; loads: late").nests[0].earlyLoads, false);
+  // No reduction in the second nest; a reduction split across blocks in the first.
+  auto none = validateSchedule(*k, parseOk("i: grid.x, thread.x 32; k: serial | i: grid.x, thread.x 32; loads: early"));
+  EXPECT_TRUE(hasReason(none, "no reduction of this nest is computed ahead of its statements")) << joined(none);
+  auto split = validateSchedule(*k, parseOk("i: grid.x, thread.x 32; k: serial, grid.y 4; loads: early | i: grid.x"));
+  EXPECT_TRUE(hasReason(split, "does not combine with a reduction split across blocks")) << joined(split);
+  // A matrix product's statement reads nothing outside its reduction.
+  auto mm = validateSchedule(matmul(64), parseOk("i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: serial; loads: early"));
+  EXPECT_TRUE(hasReason(mm, "read nothing outside them that can be loaded early")) << joined(mm);
 }
 
 TEST(Schedule, UnboundKernelIsRejected) {

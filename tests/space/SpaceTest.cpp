@@ -485,6 +485,25 @@ TEST(Space, PipelinedPositionsOfOneStepReductions) {
   EXPECT_EQ(model.estimate(walk, DeviceModel{}).blocks * 16, 7504);
 }
 
+TEST(Space, EarlyLoadsWhereStatementsReadOutsideTheirReductions) {
+  // DG lifting reads the old rhs: its staged variants also come with `loads: early`, which the
+  // model charges a register per register point; a matrix product's statement reads nothing else.
+  SpaceOptions o;
+  o.limits = deviceScheduleLimits(227 * 1024, 1024);
+  Kernel lift = bindAll(example("dg_lift").kernel, {{"K", 340630}, {"Np", 56}, {"Nfp", 21}});
+  Space space = enumerateSchedules(lift, o);
+  size_t early = 0;
+  for (const Candidate& c : space.candidates) early += c.text.find("loads: early") != std::string::npos;
+  EXPECT_GT(early, 100u);
+  Kernel mm = bindAll(example("matmul").kernel, {{"n", 500}});
+  for (const Candidate& c : enumerateSchedules(mm, o).candidates) EXPECT_EQ(c.text.find("loads:"), std::string::npos) << c.text;
+  NestModel model(lift, 0);
+  auto parsed = [](const std::string& text) { return parseSchedule(text).schedule->nests[0]; };
+  const std::string tile = "k: grid.x, thread.y 8, reg 8; i: serial, reg 2, thread.x 32; f: serial, unroll 32; shared: invJ, LIFT, flux^T";
+  NestEstimate late = model.estimate(parsed(tile), DeviceModel{}), soon = model.estimate(parsed(tile + "; loads: early"), DeviceModel{});
+  EXPECT_EQ(soon.registers, std::min<int64_t>(255, late.registers + 16));
+}
+
 TEST(Space, ScheduleDistance) {
   auto parse = [](const char* text) {
     ScheduleParseResult r = parseSchedule(text);
