@@ -201,6 +201,8 @@ TEST(HostEmulation, PositionsOfASerialPartPipelined) {
       // Two steps per position: the steps are pipelined within each position, as before.
       "k: grid.x, serial 3, thread.y 4; i: serial, thread.x 20; j: serial, unroll 10; shared: u^T, Dt; buffers: 2; copy: async",
       "k: grid.x, serial 2, reg 4, thread.y 4; i: serial, thread.x 10, reg 2; j: serial, unroll 20; shared: Dr, u^T, Ds, Dt; buffers: 4; copy: async",
+      // One step of 32 for 20 values: the step's tail guarded.
+      "k: grid.x, serial 3, thread.y 4; i: serial, thread.x 20; j: serial, unroll 32; shared: Dr, u^T; buffers: 2",
       // j split across two threads (combined in shared memory after each position's step).
       "k: grid.x, serial 3, thread.y 4; i: serial, thread.x 20; j: serial, thread.z 2, unroll 10; shared: Dr, u^T; buffers: 2",
       // 16 x 20 values of u per position for 16 threads: too many to prefetch, copied directly.
