@@ -317,13 +317,28 @@ class NestSpace {
   }
 
   // A staged variant, and the same with the statements' own loads issued ahead of the reductions
-  // (`loads: early`) where the statements read something outside them (DG lifting's old rhs).
-  void addStaged(const NestSchedule& ns) {
-    add(ns, Family::Shared);
-    if (earlyStatementLoads(k_, nest_, ns).empty()) return;
+  // (`loads: early`) where the statements read something outside them (DG lifting's old rhs):
+  // with `withEarlyLoads` (the first tile layout, no blocks_per_sm), while they hold at most 8
+  // registers per thread across the reductions (one per load and register point).
+  void addStaged(const NestSchedule& ns, bool withEarlyLoads = true) {
+    if (!add(ns, Family::Shared) || !withEarlyLoads) return;
+    const size_t loads = earlyStatementLoads(k_, nest_, ns).size();
+    if (loads == 0 || (int64_t)loads * partProduct(ns.indices, isReg) > 8) return;
+    // Legal exactly when `ns` is and its reductions are computed ahead of the statements in this
+    // block (validateSchedule's `loads:` checks): added without validating everything again.
+    const bool crossBlock = std::any_of(ns.indices.begin(), ns.indices.end(), [&](const IndexSchedule& is) {
+      const NestIndex* ni = model_.index(is.index);
+      return ni && !ni->parallel && std::any_of(is.parts.begin(), is.parts.end(), [](const SchedulePart& p) {
+               return isGridPlacement(p.place);
+             });
+    });
+    if (crossBlock || hoistedReductionGroups(k_, nest_, ns).empty()) return;
     NestSchedule early = ns;
     early.earlyLoads = true;
-    add(early, Family::Shared);
+    std::string text = printNestSchedule(early);
+    if (!seen_.insert(text).second) return;
+    ++enumerated;
+    kept.push_back({early, text, model_.estimate(early, o_.device), false});
   }
 
   // Staging variants of one placement of the parallel indices: the read-only operands the block
@@ -440,7 +455,7 @@ class NestSpace {
               ns.buffers = buffers;
               ns.asyncCopy = async;
               ns.blocksPerSM = 0;
-              addStaged(ns);
+              addStaged(ns, transposed == layouts.front());
               // Large register tiles leave room for one block per multiprocessor, whose warps all
               // wait at the staging barriers: also compiled for two blocks (fewer registers per
               // thread), where the cap that gives still holds the tile and about 48 registers of
@@ -448,7 +463,7 @@ class NestSpace {
               int64_t cap = o_.device.registersPerMultiprocessor / (threads * 2);
               if (regTile >= 32 && threads >= 128 && cap >= regTile + 48) {
                 ns.blocksPerSM = 2;
-                addStaged(ns);
+                addStaged(ns, false);
               }
             }
         }
@@ -777,6 +792,34 @@ IndexProfile profileOf(const IndexSchedule& is) {
 
 }  // namespace
 
+namespace {
+
+// Families of the emitter's choices whose worth the static model does not see (it gives them no
+// credit, so they rank behind their plain siblings): sampling measures a few of each.
+std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::string>& parallelNames) {
+  std::vector<std::string> out;
+  for (const NestSchedule& n : s.nests) {
+    if (n.asyncCopy) out.push_back("copy: async");
+    if (n.earlyLoads) out.push_back("loads: early");
+    if (n.blocksPerSM > 0) out.push_back("blocks_per_sm");
+    for (const IndexSchedule& is : n.indices) {
+      const bool parallel = parallelNames.count(is.index) > 0;
+      for (size_t p = 1; p < is.parts.size(); ++p) {
+        // Blocks walking several positions with multi-buffered tiles (positions pipelined).
+        if (parallel && n.buffers > 1 && is.parts[p].place == Placement::Serial && is.parts[p].factor.value_or(1) > 1 &&
+            isGridPlacement(is.parts[0].place))
+          out.push_back("positions pipelined");
+      }
+      // A staged reduction split across blocks (split-K).
+      if (!parallel && !n.shared.empty() && !is.parts.empty() && isGridPlacement(is.parts[0].place))
+        out.push_back("split-K");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 double scheduleDistance(const Schedule& a, const Schedule& b) {
   if (a.nests.size() != b.nests.size()) return std::numeric_limits<double>::infinity();
   double d = 0;
@@ -905,13 +948,32 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
     all = std::move(sorted);
   }
 
-  // Sampling down to maxCandidates: the best-predicted half, then a seeded random sample of the
-  // rest; the default replaces the last pick when neither took it.
+  // Sampling down to maxCandidates: the best-predicted half; then, for each family of the emitter's
+  // choices that the model cannot value (see familiesOf) and that the half lacks, its
+  // best-predicted few, so that the tuner measures every family the space offers; then a seeded
+  // random sample of the rest. The default replaces the last pick when none of these took it.
   if (options.maxCandidates > 0 && (int64_t)all.size() > options.maxCandidates) {
     size_t budget = (size_t)options.maxCandidates;
     size_t best = (budget + 1) / 2;
     std::vector<Candidate> chosen(all.begin(), all.begin() + best);
-    for (size_t i : sampleIndices(all.size() - best, budget - best, options.seed)) chosen.push_back(all[best + i]);
+    std::vector<bool> picked(all.size(), false);
+    std::fill(picked.begin(), picked.begin() + best, true);
+    std::set<std::string> covered;
+    for (size_t c = 0; c < best; ++c)
+      for (const std::string& f : familiesOf(all[c].schedule, parallelNames)) covered.insert(f);
+    const size_t perFamily = std::max<size_t>(1, budget / 32);
+    std::map<std::string, size_t> added;
+    for (size_t c = best; c < all.size() && chosen.size() < budget; ++c) {
+      bool take = false;
+      for (const std::string& f : familiesOf(all[c].schedule, parallelNames))
+        if (!covered.count(f) && added[f] < perFamily) take = true, ++added[f];
+      if (take) chosen.push_back(all[c]), picked[c] = true;
+    }
+    std::vector<size_t> rest;
+    for (size_t c = best; c < all.size(); ++c)
+      if (!picked[c]) rest.push_back(c);
+    for (size_t i : sampleIndices(rest.size(), std::min(rest.size(), budget - chosen.size()), options.seed))
+      chosen.push_back(all[rest[i]]);
     bool hasDefault = std::any_of(chosen.begin(), chosen.end(), [&](const Candidate& c) { return c.text == defaultText; });
     auto def = std::find_if(all.begin(), all.end(), [&](const Candidate& c) { return c.text == defaultText; });
     if (!hasDefault && def != all.end()) chosen.back() = *def;

@@ -38,7 +38,10 @@ struct DeviceModel {
 struct SpaceOptions {
   int64_t minThreads = 32;      // per block (user constraint, as in Loo.py)
   int64_t minBlocks = 1;        // per launch (user constraint)
-  int64_t maxCandidates = 0;    // 0: no limit; else a deterministic sample of this many
+  // 0: no limit; else a deterministic sample of this many: the best-predicted half, the best few
+  // of each family of choices the model cannot value (cp.async, pipelined positions, early loads,
+  // split-K, blocks_per_sm) that the half lacks, and a seeded random sample of the rest.
+  int64_t maxCandidates = 0;
   uint64_t seed = 1;            // for sampling
   bool allowShared = true;      // offer shared-memory staging where the emitter supports it
   DeviceModel device;

@@ -504,6 +504,30 @@ TEST(Space, EarlyLoadsWhereStatementsReadOutsideTheirReductions) {
   EXPECT_EQ(soon.registers, std::min<int64_t>(255, late.registers + 16));
 }
 
+TEST(Space, SamplesMeasureEveryFamily) {
+  // The model gives pipelined positions, early loads and cp.async no credit, so they rank behind
+  // their plain siblings; a sample of 64 still takes the best-predicted two of each family.
+  Kernel lift = bindAll(example("dg_lift").kernel, {{"K", 340630}, {"Np", 56}, {"Nfp", 21}});
+  SpaceOptions o;
+  o.limits = deviceScheduleLimits(227 * 1024, 1024);
+  o.maxCandidates = 64;
+  Space space = enumerateSchedules(lift, o);
+  ASSERT_EQ(space.candidates.size(), 64u);
+  size_t pipelined = 0, early = 0, async = 0;
+  for (const Candidate& c : space.candidates) {
+    pipelined += c.text.find("k: grid.x, serial ") == 0 && c.text.find("buffers:") != std::string::npos;
+    early += c.text.find("loads: early") != std::string::npos;
+    async += c.text.find("copy: async") != std::string::npos;
+  }
+  EXPECT_GE(pipelined, 2u);
+  EXPECT_GE(early, 2u);
+  EXPECT_GE(async, 2u);
+  // The same sample again: deterministic.
+  Space again = enumerateSchedules(lift, o);
+  ASSERT_EQ(again.candidates.size(), space.candidates.size());
+  for (size_t c = 0; c < again.candidates.size(); ++c) EXPECT_EQ(again.candidates[c].text, space.candidates[c].text);
+}
+
 TEST(Space, ScheduleDistance) {
   auto parse = [](const char* text) {
     ScheduleParseResult r = parseSchedule(text);
