@@ -65,6 +65,10 @@ run_example matmul.rtcg -D n=1000 --schedule "i: grid.y, thread.y 16, reg 8; j: 
 run_example matmul.rtcg -D n=777 --schedule "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32, reg 4; k: grid.z, serial 13, unroll 16; shared: a^T, b; buffers: 2"
 # Tiles over 48 KiB (dynamic shared memory up to the device's opt-in limit).
 run_example dg_diff.rtcg -D K=10007 -D Np=84 --schedule "k: grid.x, thread.y 4; i: serial, thread.x 84; j: serial, unroll 4; shared: Dr, Ds, Dt, u"
+# Pipelined positions (blocks walking 16 positions of k, the next tiles copied during this one's
+# arithmetic) and early statement loads, at the benchmark's DG sizes.
+run_example dg_diff.rtcg -D K=479322 -D Np=35 --schedule "k: grid.x, serial 16, thread.y 8, reg 8; i: serial, thread.x 35; j: serial, unroll 35; shared: Dr, u^T, Ds, Dt; buffers: 2"
+run_example dg_lift.rtcg -D K=340630 -D Np=56 -D Nfp=21 --schedule "k: grid.x, serial 16, thread.y 16; i: serial, thread.x 14, reg 4; f: serial, unroll 84; shared: invJ, LIFT, flux; buffers: 3; copy: async; loads: early"
 mismatches=$(grep -c MISMATCH "$out/examples.log" || true)
 failures=$(grep -c '^rc=[1-9]' "$out/examples.log" || true)
 
