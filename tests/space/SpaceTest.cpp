@@ -3,6 +3,8 @@
 // candidates of every example compiled by NVRTC; generation fast.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -656,6 +658,16 @@ TEST(Space, NvrtcCompilesASampleOfEveryExample) {
     std::string defaultText = printSchedule(defaultSchedule(bound));
     for (const Candidate& c : space.candidates)
       if (c.text == defaultText) sample.push_back(&c);
+    // And the best predicted of each family the sampling singles out (pipelined positions: blocks
+    // walking 4 or 16 positions with multi-buffered tiles).
+    static const std::regex walks(R"(grid\.[xyz], serial (4|16)[,;])");
+    std::set<std::string> families;
+    for (const Candidate& c : space.candidates) {
+      for (const char* f : {"loads: early", "copy: async"})
+        if (c.text.find(f) != std::string::npos && families.insert(f).second) sample.push_back(&c);
+      if (std::regex_search(c.text, walks) && c.text.find("buffers:") != std::string::npos && families.insert("walks").second)
+        sample.push_back(&c);
+    }
     std::set<std::string> done;
     for (const Candidate* c : sample) {
       if (!done.insert(c->text).second) continue;
