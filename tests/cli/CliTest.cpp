@@ -232,6 +232,24 @@ TEST(Cli, LargeTilesNeedTheSharedMemoryLimitRaised) {
   EXPECT_EQ(rtcgc("emit " + dg + " --max-shared 0").code, 2);
 }
 
+TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
+  // No GPU needed: the space on the sm_90 model, and the sample of 12 the search would measure.
+  Result r = rtcgc("tune " + example("dg_lift.rtcg") + " -D K=340630 -D Np=56 -D Nfp=21 --dry-run --max-candidates 12");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("space of dg_lift on an sm_90 model (227 KiB shared per block at most)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pruned"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the search would take 12 candidates (--max-candidates 12, seed 1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n   12  "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n   13  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("loads: early"), std::string::npos) << r.out;  // a family the sample always covers
+  Result json = rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --dry-run --max-candidates 5 --json");
+  EXPECT_EQ(json.code, 0) << json.out;
+  EXPECT_NE(json.out.find("\"candidates\": ["), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"predictedUs\""), std::string::npos) << json.out;
+  EXPECT_EQ(rtcgc("tune --manifest x.json --dry-run").code, 2);
+  EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --dry-run --report r.html").code, 2);
+}
+
 TEST(Cli, UsageErrors) {
   EXPECT_EQ(rtcgc("").code, 2);
   EXPECT_EQ(rtcgc("frobnicate x").code, 2);

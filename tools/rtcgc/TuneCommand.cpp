@@ -17,6 +17,8 @@
 #include "ManifestTune.h"
 #include "api/Pipeline.h"
 #include "runtime/CudaDriver.h"
+#include "schedule/Schedule.h"
+#include "schedule/Space.h"
 #include "support/Error.h"
 #include "tune/Report.h"
 #include "tune/Tuner.h"
@@ -290,6 +292,50 @@ TuneOptions tuneOptions(const TuneArgs& a, ProgressPrinter& printer, const std::
   return o;
 }
 
+// --dry-run: the space as the search would see it on an H100/H200 (the static model's device,
+// its opt-in shared memory), and the candidates it would take, best predicted first. Needs no GPU.
+int dryRun(const Kernel& bound, const TuneArgs& a) {
+  SpaceOptions o = searchOptions(a).space;
+  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
+  Space space = enumerateSchedules(bound, o);
+  std::map<std::string, int64_t> reasons;
+  for (const PrunedCandidate& p : space.pruned) {
+    // The reason's kind: before any detail in parentheses or after a colon, numbers as N.
+    std::string r = std::regex_replace(p.reason.substr(0, std::min(p.reason.find(" ("), p.reason.find(':'))),
+                                       std::regex("[0-9]+"), "N");
+    ++reasons[r.size() > 70 ? r.substr(0, 70) + "..." : r];
+  }
+  std::vector<std::pair<std::string, int64_t>> byCount(reasons.begin(), reasons.end());
+  std::sort(byCount.begin(), byCount.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  if (a.json) {
+    nlohmann::json j;
+    j["enumerated"] = space.enumerated;
+    j["kept"] = space.candidates.size() + space.reserve.size();
+    j["pruned"] = space.pruned.size();
+    j["candidates"] = nlohmann::json::array();
+    for (const Candidate& c : space.candidates)
+      j["candidates"].push_back({{"schedule", c.text}, {"predictedUs", c.score}, {"threads", c.threadsPerBlock},
+                                 {"blocks", c.blocks}, {"registerTile", c.registerTile},
+                                 {"sharedBytes", c.sharedBytes}, {"occupancy", c.occupancy}});
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print("space of {} on an sm_90 model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
+             bound.name, o.limits.maxSharedBytes / 1024, space.enumerated,
+             space.candidates.size() + space.reserve.size(), space.pruned.size());
+  for (size_t q = 0; q < byCount.size() && q < 6; ++q) fmt::print("  pruned {:6}  {}\n", byCount[q].second, byCount[q].first);
+  fmt::print("the search would take {} candidates{}, best predicted first:\n", space.candidates.size(),
+             a.maxCandidates ? fmt::format(" (--max-candidates {}, seed {})", a.maxCandidates, a.seed) : "");
+  fmt::print("{:>5}  {:>10}  {:>7}  {:>8}  {:>4}  {:>7}  {:>5}  {}\n", "rank", "model us", "threads", "blocks", "tile",
+             "shared", "occ", "schedule");
+  for (size_t q = 0; q < space.candidates.size(); ++q) {
+    const Candidate& c = space.candidates[q];
+    fmt::print("{:>5}  {:>10.1f}  {:>7}  {:>8}  {:>4}  {:>7}  {:>4.0f}%  {}\n", q + 1, c.score, c.threadsPerBlock,
+               c.blocks, c.registerTile, c.sharedBytes, 100 * c.occupancy, c.text);
+  }
+  return 0;
+}
+
 int run(const TuneArgs& a) {
   std::string source = readFile(a.file);
   SourceText src{a.file, source};
@@ -300,6 +346,8 @@ int run(const TuneArgs& a) {
   std::string rendered = renderDiagnostics(diags, src);
   if (!rendered.empty()) std::fputs(rendered.c_str(), stderr);
   if (!bound) return 1;
+
+  if (a.dryRun) return dryRun(*bound, a);
 
   ProgressPrinter printer;
   TuneResult r = tune(a.file, source, *bound, tuneOptions(a, printer, "rtcgc tune: "));
@@ -544,6 +592,9 @@ TuneCommand addTuneCommand(CLI::App& app) {
   cmd->add_flag("--full-reference", a.fullReference,
                 "verify against the full CPU reference whatever it costs (no sampling)")
       ->excludes(maxFlops);
+  cmd->add_flag("--dry-run", a.dryRun,
+                "print the schedule space and the candidates the search would take (with --max-candidates and "
+                "--seed), ranked by the static model, for an sm_90 device; needs no GPU and writes nothing");
   return t;
 }
 
@@ -560,6 +611,10 @@ int runTuneCommand(const TuneCommand& cmd) {
   }
   if (a.manifests.empty() && a.file.empty()) {
     fmt::print(stderr, "rtcgc: error: tune needs a DSL FILE with -D sizes, or --manifest FILE\n");
+    return 2;
+  }
+  if (a.dryRun && (!a.manifests.empty() || !a.report.empty())) {
+    fmt::print(stderr, "rtcgc: error: --dry-run lists the space of one DSL FILE; it takes no --manifest or --report\n");
     return 2;
   }
   try {
