@@ -209,6 +209,11 @@ TEST(HostEmulation, PositionsOfASerialPartPipelined) {
       "k: grid.x, serial 3, thread.y 16; i: serial; j: serial, unroll 20; shared: u; buffers: 2"};
   for (const char* text : schedules) EXPECT_EQ(checkOnHost(dgDiff(37, 20), text), "") << text;
   EXPECT_EQ(checkOnHost(matmul(37), "i: grid.y, serial 3, thread.y 4; j: grid.x, thread.x 8, reg 2; k: serial, unroll 37; shared: a, b; buffers: 2"), "");
+  // Serial parts on both i and j: j's positions are pipelined inside each of i's (a restaged at
+  // each i position with the first j one, b moving with j).
+  for (const char* text : {"i: grid.y, serial 2, thread.y 4; j: grid.x, serial 3, thread.x 8; k: serial, unroll 37; shared: a, b; buffers: 2",
+                           "i: grid.y, serial 2, thread.y 4; j: grid.x, serial 3, thread.x 8; k: serial, unroll 37; shared: a^T, b; buffers: 3; copy: async"})
+    EXPECT_EQ(checkOnHost(matmul(37), text), "") << text;
   EXPECT_EQ(checkOnHost(matmul(37, ScalarType::F64), "i: grid.y, serial 2, thread.y 4, reg 2; j: grid.x, thread.x 8; k: serial, unroll 37; shared: a^T; buffers: 3; copy: async"), "");
   // DG lifting: 68 face values in one step, flux pipelined, invJ (one value per element, no
   // reduction) staged per position as before, rhs read and written in place.
