@@ -383,7 +383,7 @@ class NestSpace {
     int64_t regTile = partProduct(pc, isReg), threads = partProduct(pc, isThreadPlacement);
     for (const auto& set : sets)
       for (int64_t step : steps)
-        for (const std::optional<SplitK>& share : splitKShares(pc, step)) {
+        for (const std::optional<SplitK>& share : splitKShares(pc, step, set)) {
           NestSchedule ns;
           ns.indices = pc;
           for (IndexSchedule& r : reductionClauses(1, step, step * tile <= 512)) ns.indices.push_back(std::move(r));
@@ -538,7 +538,8 @@ class NestSpace {
     Placement grid;
     int64_t stepsPerBlock;
   };
-  std::vector<std::optional<SplitK>> splitKShares(const std::vector<IndexSchedule>& pc, int64_t step) const {
+  std::vector<std::optional<SplitK>> splitKShares(const std::vector<IndexSchedule>& pc, int64_t step,
+                                                  const std::vector<std::string>& staged) const {
     std::vector<std::optional<SplitK>> out{std::nullopt};
     const int64_t ext = innermostReductionExtent();  // 0 without a reduction
     if (ext == 0 || step <= 0 || step > 16) return out;
@@ -546,17 +547,40 @@ class NestSpace {
     const int64_t sms = o_.device.multiprocessors;
     // Only blocks of at least 64 x 64 outputs: smaller ones fill the device with more tiles instead.
     const int64_t outputsPerBlock = partProduct(pc, isReg) * partProduct(pc, isThreadPlacement);
-    if (axis < 0 || tiles >= sms || outputsPerBlock < 4096) return out;
+    if (axis < 0 || outputsPerBlock < 4096) return out;
     static const Placement grids[3] = {Placement::GridX, Placement::GridY, Placement::GridZ};
     std::set<int64_t> seen;
-    for (int64_t perSm : {1, 2}) {
-      int64_t g = std::min<int64_t>(std::llround((double)(perSm * sms) / (double)tiles), ext / (4 * step));
-      if (g < 2) continue;
+    auto share = [&](int64_t g) {
       int64_t stepsPerBlock = ceilDiv(ext, step * g);
       int64_t blocks = ceilDiv(ext, step * stepsPerBlock);  // what the shares come to
-      if (blocks < 2 || blocks > o_.limits.maxGridDim[axis] || !seen.insert(stepsPerBlock).second) continue;
+      if (blocks < 2 || blocks > o_.limits.maxGridDim[axis] || !seen.insert(stepsPerBlock).second) return;
       out.push_back(SplitK{grids[axis], stepsPerBlock});
+    };
+    if (tiles < sms) {
+      for (int64_t perSm : {1, 2}) {
+        int64_t g = std::min<int64_t>(std::llround((double)(perSm * sms) / (double)tiles), ext / (4 * step));
+        if (g >= 2) share(g);
+      }
+      return out;
     }
+    // Enough tiles, but a last wave that leaves most slots idle (SGEMM n=3000 in 64 x 64 tiles at
+    // 5 blocks per multiprocessor: 2209 tiles are 3.35 waves, 84% of the slots busy): shares of 2 to
+    // 4 that fill the waves to 93% or more (the model charges the combine), each block keeping at
+    // least 4 steps.
+    NestSchedule probe;
+    probe.indices = pc;
+    for (IndexSchedule& r : reductionClauses(1, step)) probe.indices.push_back(std::move(r));
+    probe.shared = staged;
+    const int64_t perSm = model_.estimate(probe, o_.device).blocksPerMultiprocessor;
+    if (perSm == 0) return out;
+    const double slots = (double)(perSm * sms);
+    auto busy = [&](double blocks) { return blocks / (std::ceil(blocks / slots) * slots); };
+    if (busy((double)tiles) >= 0.9) return out;
+    for (int64_t g = 2; g <= 4 && ext / (step * g) >= 4; ++g)
+      if (busy((double)(tiles * g)) >= 0.93) {
+        share(g);
+        break;  // the smallest share that fills the waves
+      }
     return out;
   }
 

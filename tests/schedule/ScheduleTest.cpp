@@ -208,7 +208,7 @@ TEST(Schedule, StagingAndSplitReductionReasons) {
   EXPECT_TRUE(validateSchedule(matmul(500), parseOk("i: grid.y; j: grid.x, thread.x 32; k: serial, grid.z 4")).empty());
   auto scratch = validateSchedule(matmul(4096), parseOk("i: grid.y; j: grid.x, thread.x 256; k: serial, grid.z 64"));
   EXPECT_TRUE(hasReason(scratch, "splitting 'k' across 64 blocks for 65536 output tiles needs")) << joined(scratch);
-  EXPECT_TRUE(hasReason(scratch, "bytes of global scratch (at most 67108864)")) << joined(scratch);
+  EXPECT_TRUE(hasReason(scratch, "bytes of global scratch (at most 134217728)")) << joined(scratch);
   // A staged reduction on the grid alone leaves a block no steps (a small product: its scratch fits).
   auto gridOnly = validateSchedule(matmul(64), parseOk("i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: grid.z; shared: a"));
   EXPECT_TRUE(hasReason(gridOnly, "every part of 'k' is on the grid, so a block has no steps to stage")) << joined(gridOnly);

@@ -612,8 +612,10 @@ TEST(Space, TinyOutputsGetReductionsSplitAcrossBlocks) {
 
   // A matrix product has outputs enough for the device: no reductions split across blocks of the
   // kind above. Its large staged tiles are also offered with split-K (each block walks a share of
-  // k through its steps) where they leave multiprocessors idle: at n=1000 a 128 x 128 tile is
-  // 64 blocks, split in two or four; at n=4096 it is 1024 blocks, not split.
+  // k through its steps) where they leave multiprocessors idle -- at n=1000 a 128 x 128 tile is
+  // 64 blocks, split in two or four -- or leave most slots of the last wave idle (then split so
+  // that the waves are 93% full or more, at the model's blocks per multiprocessor). At n=4096 the
+  // 128 x 128 tile is 1024 blocks, 97% of four waves of two per multiprocessor: not split.
   for (int64_t n : {1000, 4096}) {
     Kernel matmul = bindAll(example("matmul").kernel, {{"n", n}});
     Space mm = enumerateSchedules(matmul, o);
@@ -624,10 +626,15 @@ TEST(Space, TinyOutputsGetReductionsSplitAcrossBlocks) {
         splitK.insert(c.text);
         EXPECT_FALSE(c.schedule.nests[0].shared.empty()) << c.text;
         EXPECT_TRUE(isGridPlacement(c.schedule.nests[0].find("k")->parts.front().place)) << c.text;
-        EXPECT_LE(c.blocks, 2 * sms) << c.text;
+        const double perSm = std::round(c.occupancy * o.device.maxThreadsPerMultiprocessor / (double)c.threadsPerBlock);
+        const double slots = perSm * (double)sms, blocks = (double)c.blocks;
+        const double busy = blocks / (std::ceil(blocks / slots) * slots);
+        EXPECT_TRUE(c.blocks <= 2 * sms || busy >= 0.93) << c.text << ": " << busy;
       }
     if (n == 4096) {
-      EXPECT_TRUE(splitK.empty()) << *splitK.begin();
+      for (const std::string& t : splitK)
+        EXPECT_NE(t.find("i: grid.y, thread.y 16, reg 8; j: grid.x, reg 2, thread.x 16, reg 4; k: grid.z"), 0u) << t;
+      std::printf("matmul n=4096: %zu split-K candidates (wave repair)\n", splitK.size());
       continue;
     }
     const std::string tile = "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 2, thread.x 16, reg 4; ";
