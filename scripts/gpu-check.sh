@@ -63,6 +63,8 @@ run_example gemv.rtcg -D m=5 -D n=300007 --schedule "i: serial, thread.y 2; j: s
 # Split-K with staged steps (each block walks its share of k through shared memory).
 run_example matmul.rtcg -D n=1000 --schedule "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 2, thread.x 16, reg 4; k: grid.z, serial 63, unroll 8; shared: a^T, b"
 run_example matmul.rtcg -D n=777 --schedule "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32, reg 4; k: grid.z, serial 13, unroll 16; shared: a^T, b; buffers: 2"
+# Split-K against wave quantization: SGEMM n=3000 in 64 x 64 tiles split in two (72 MB of scratch).
+run_example matmul.rtcg -D n=3000 --schedule "i: grid.y, thread.y 8, reg 8; j: grid.x, thread.x 16, reg 4; k: grid.z, serial 94, unroll 16; shared: a^T, b"
 # Tiles over 48 KiB (dynamic shared memory up to the device's opt-in limit).
 run_example dg_diff.rtcg -D K=10007 -D Np=84 --schedule "k: grid.x, thread.y 4; i: serial, thread.x 84; j: serial, unroll 4; shared: Dr, Ds, Dt, u"
 # Pipelined positions (blocks walking 16 positions of k, the next tiles copied during this one's
