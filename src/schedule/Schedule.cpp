@@ -160,6 +160,18 @@ class ScheduleParser {
     return std::string(t_.substr(start, pos_ - start));
   }
 
+  // A clause that takes one of two keywords (`copy: async|registers`, `loads: early|late`), after
+  // its name and ':'; true for `yes`. `saw` refuses the clause a second time in the nest.
+  bool keywordClause(size_t clauseStart, bool& saw, const char* name, const char* yes, const char* no) {
+    if (saw) failAt(clauseStart, fmt::format("'{}:' is given twice for this nest", name));
+    saw = true;
+    size_t at = (skipSpace(), pos_);
+    std::string value = word(fmt::format("'{}' or '{}' after '{}:'", yes, no, name).c_str());
+    if (value != yes && value != no)
+      failAt(at, fmt::format("unknown {} '{}' (expected '{}' or '{}')", name, value, yes, no));
+    return value == yes;
+  }
+
   bool atNumber() {
     skipSpace();
     return pos_ < t_.size() && (std::isdigit((unsigned char)t_[pos_]) || t_[pos_] == '-' || t_[pos_] == '+');
@@ -209,21 +221,9 @@ class ScheduleParser {
         n.buffers = number();
         if (n.buffers < 1 || n.buffers > 4) failAt(at, "buffers must be between 1 and 4");
       } else if (name == "copy") {
-        if (sawCopy) failAt(clauseStart, "'copy:' is given twice for this nest");
-        sawCopy = true;
-        size_t at = (skipSpace(), pos_);
-        std::string how = word("'async' or 'registers' after 'copy:'");
-        if (how != "async" && how != "registers")
-          failAt(at, fmt::format("unknown copy '{}' (expected 'async' or 'registers')", how));
-        n.asyncCopy = how == "async";
+        n.asyncCopy = keywordClause(clauseStart, sawCopy, "copy", "async", "registers");
       } else if (name == "loads") {
-        if (sawLoads) failAt(clauseStart, "'loads:' is given twice for this nest");
-        sawLoads = true;
-        size_t at = (skipSpace(), pos_);
-        std::string when = word("'early' or 'late' after 'loads:'");
-        if (when != "early" && when != "late")
-          failAt(at, fmt::format("unknown loads '{}' (expected 'early' or 'late')", when));
-        n.earlyLoads = when == "early";
+        n.earlyLoads = keywordClause(clauseStart, sawLoads, "loads", "early", "late");
       } else if (name == "shared") {
         if (sawShared) failAt(clauseStart, "'shared:' is given twice for this nest");
         sawShared = true;
