@@ -280,8 +280,8 @@ class NestEmitter {
   C::ExprP lowerReduction(const Expr& e, Env& env, std::vector<C::Stmt>& out);
   void emitReductionLoops(const std::vector<Loop>& loops, size_t q, Env env, std::vector<C::Stmt>& out,
                           const std::function<void(Env&, std::vector<C::Stmt>&)>& inner, int stageGroup = -1);
-  C::ExprP uniformBase(const ParallelIndex& p) const;
-  std::map<std::string, C::ExprP> tileBases(const C::ExprP& stepBase = nullptr) const;
+  C::ExprP uniformBase(const ParallelIndex& p, const C::ExprP& pipelinedAt = nullptr) const;
+  std::map<std::string, C::ExprP> tileBases(const C::ExprP& stepBase = nullptr, const C::ExprP& pipelinedAt = nullptr) const;
   enum class TileCopy { Direct, LoadToRegisters, StoreFromRegisters, Async };
   StageRef tileRef(size_t t, const std::map<std::string, C::ExprP>& bases, const C::ExprP& buffer,
                    std::vector<C::Stmt>& out);
@@ -303,14 +303,12 @@ class NestEmitter {
                 std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after);
   std::map<size_t, std::vector<std::string>> prefetchRegs_;  // per staged tile: prefetch registers
   // Positions pipelined (see findPositionPipeline): the step group whose one step per position is
-  // copied ahead, the serial part of a parallel index whose positions are pipelined, and -- while
-  // a copy for another position is emitted -- the value its loop variable takes in tile bases.
+  // copied ahead, and the serial part of a parallel index whose positions are pipelined.
   struct PositionPipeline {
     int group = -1;
     ParallelIndex* par = nullptr;
     size_t part = 0;
     C::ExprP stepBase;  // the reduction's lo: the one step's base
-    C::ExprP at;        // null: the loop variable itself
   };
   PositionPipeline pipe_;
   struct LoopPart {
@@ -318,7 +316,7 @@ class NestEmitter {
     size_t part;
   };
   void findPositionPipeline(const std::vector<LoopPart>& loopParts, size_t& pipeLoop);
-  std::map<std::string, C::ExprP> stepBases(int group, const C::ExprP& stepBase);
+  std::map<std::string, C::ExprP> stepBases(int group, const C::ExprP& stepBase) const;
   bool hasStepStaging(int group) const;
   bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env) const;
   bool nonNegative(const Expr& e) const;
@@ -855,7 +853,9 @@ bool NestEmitter::declarePrefetch(int group, std::vector<C::Stmt>& out) {
 
 // lo plus the grid and serial/unroll parts of a parallel index: the same for every thread of the
 // block at a position of the serial loops.
-C::ExprP NestEmitter::uniformBase(const ParallelIndex& p) const {
+// `pipelinedAt` (positions pipelined): the value the pipelined part's loop variable takes instead
+// of the variable itself, for a copy that is for another position.
+C::ExprP NestEmitter::uniformBase(const ParallelIndex& p, const C::ExprP& pipelinedAt) const {
   static const char* axisField[3] = {"x", "y", "z"};
   std::vector<C::ExprP> terms{lit(p.ni->hull.lo)};
   for (size_t part = 0; part < p.ext.size(); ++part) {
@@ -864,7 +864,7 @@ C::ExprP NestEmitter::uniformBase(const ParallelIndex& p) const {
       terms.push_back(C::product(C::castTo(idx_, C::member(C::name("blockIdx"), axisField[placementAxis(pl)])),
                                  lit(p.stride[part])));
     else if (pl == Placement::Serial || pl == Placement::Unroll)
-      terms.push_back(C::product(pipe_.at && pipe_.par == &p && pipe_.part == part ? pipe_.at : C::name(p.loopVars[part]),
+      terms.push_back(C::product(pipelinedAt && pipe_.par == &p && pipe_.part == part ? pipelinedAt : C::name(p.loopVars[part]),
                                  lit(p.stride[part])));
   }
   return C::sum(terms);
@@ -872,22 +872,19 @@ C::ExprP NestEmitter::uniformBase(const ParallelIndex& p) const {
 
 // The uniform-based keys of staged boxes (StagedDim::coeffs) at the current position: "p:<name>"
 // for each parallel index and, with `stepBase`, "step" for the staged reduction step.
-std::map<std::string, C::ExprP> NestEmitter::tileBases(const C::ExprP& stepBase) const {
+std::map<std::string, C::ExprP> NestEmitter::tileBases(const C::ExprP& stepBase, const C::ExprP& pipelinedAt) const {
   std::map<std::string, C::ExprP> bases;
   if (stepBase) bases["step"] = stepBase;
-  for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p);
+  for (const ParallelIndex& p : par_) bases["p:" + p.loop->name] = uniformBase(p, pipelinedAt);
   return bases;
 }
 
 // The bases of the step tiles of `group` at `stepBase`: the step's first value of the reduction
 // or, when the group's steps are pipelined across positions, the position (the value of the
 // pipelined loop part's variable) whose one step is meant.
-std::map<std::string, C::ExprP> NestEmitter::stepBases(int group, const C::ExprP& stepBase) {
+std::map<std::string, C::ExprP> NestEmitter::stepBases(int group, const C::ExprP& stepBase) const {
   if (group != pipe_.group) return tileBases(stepBase);
-  pipe_.at = stepBase;
-  std::map<std::string, C::ExprP> bases = tileBases(pipe_.stepBase);
-  pipe_.at = nullptr;
-  return bases;
+  return tileBases(pipe_.stepBase, stepBase);
 }
 
 // Positions pipelined: when a block takes the whole reduction of the group staged per step in one
