@@ -105,11 +105,12 @@ class NestSpace {
 
   // Adds a generated nest schedule (once). Variants of a family the validator rejects wholesale
   // (the emitter does not support it yet) are summarized in one pruned entry by finishFamilies.
-  bool add(const NestSchedule& ns, Family family, bool isDefault = false) {
+  // `validated`: the caller knows the schedule is legal (validateSchedule is not run again).
+  bool add(const NestSchedule& ns, Family family, bool isDefault = false, bool validated = false) {
     std::string text = printNestSchedule(ns);
     if (!seen_.insert(text).second) return false;
     ++enumerated;
-    std::vector<std::string> reasons = validate(ns);
+    std::vector<std::string> reasons = validated ? std::vector<std::string>{} : validate(ns);
     if (!reasons.empty()) {
       // The default is legal under the default limits; tighter user limits may still exclude it.
       PrunedCandidate p{where() + text, (isDefault ? "default schedule: " : "") + reasons.front()};
@@ -324,21 +325,12 @@ class NestSpace {
     if (!add(ns, Family::Shared) || !withEarlyLoads) return;
     const size_t loads = earlyStatementLoads(k_, nest_, ns).size();
     if (loads == 0 || (int64_t)loads * partProduct(ns.indices, isReg) > 8) return;
-    // Legal exactly when `ns` is and its reductions are computed ahead of the statements in this
-    // block (validateSchedule's `loads:` checks): added without validating everything again.
-    const bool crossBlock = std::any_of(ns.indices.begin(), ns.indices.end(), [&](const IndexSchedule& is) {
-      const NestIndex* ni = model_.index(is.index);
-      return ni && !ni->parallel && std::any_of(is.parts.begin(), is.parts.end(), [](const SchedulePart& p) {
-               return isGridPlacement(p.place);
-             });
-    });
-    if (crossBlock || hoistedReductionGroups(k_, nest_, ns).empty()) return;
+    // Legal exactly when `ns` is (just added) and its reductions are computed ahead of the
+    // statements in this block (validateSchedule's `loads:` checks): not validated again.
+    if (kept.back().est.crossBlocks > 1 || hoistedReductionGroups(k_, nest_, ns).empty()) return;
     NestSchedule early = ns;
     early.earlyLoads = true;
-    std::string text = printNestSchedule(early);
-    if (!seen_.insert(text).second) return;
-    ++enumerated;
-    kept.push_back({early, text, model_.estimate(early, o_.device), false});
+    add(early, Family::Shared, false, /*validated=*/true);
   }
 
   // Staging variants of one placement of the parallel indices: the read-only operands the block
