@@ -189,11 +189,10 @@ cuda::BenchmarkOptions timing(const Options& o) {
   return bo;
 }
 
-// Several contenders: each is timed on the same inputs (the same helper and L2 flush as the
-// measurement), and the fastest becomes the row's schedule. The measurement then checks it.
-void pickFastest(Prepared& p, const Options& o, Gpu& gpu) {
-  HostArgs host = tuningInputs(p.bound, o.seed, tuningScalars(p.bound, o.seed));
-  DeviceArgs dargs(gpu.ctx, p.bound, host);
+// Several contenders: each is timed on the measurement's device arguments `dargs` (the same
+// helper and L2 flush as the measurement), and the fastest becomes the row's schedule. The caller
+// then resets the arguments and checks it.
+void pickFastest(Prepared& p, const Options& o, Gpu& gpu, const DeviceArgs& dargs) {
   std::vector<std::string> times;
   double bestMs = INFINITY;
   const Contender* best = nullptr;
@@ -224,12 +223,14 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   Row& row = p.row;
   const cuda::Stream& stream = *gpu.stream;
 
-  if (p.contenders.size() > 1) pickFastest(p, o, gpu);
-  std::unique_ptr<Executable> compiled = compileSchedule(p, row.schedule, gpu);
-  Executable& exe = *compiled;
-
   HostArgs host = tuningInputs(bound, o.seed, tuningScalars(bound, o.seed));
   DeviceArgs dargs(gpu.ctx, bound, host);  // outputs poisoned, so an unwritten element shows
+  if (p.contenders.size() > 1) {
+    pickFastest(p, o, gpu, dargs);
+    dargs.reset(bound, host);  // the timed runs wrote the outputs (and inout arrays): fresh again
+  }
+  std::unique_ptr<Executable> compiled = compileSchedule(p, row.schedule, gpu);
+  Executable& exe = *compiled;
 
   // Correctness of the measured kernel, from fresh inputs.
   exe.launch(dargs.args(), &stream);
