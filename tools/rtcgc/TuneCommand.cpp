@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -247,6 +248,16 @@ nlohmann::json summaryJson(const TuneResult& r) {
   return j;
 }
 
+// Pruned candidates counted by the kind of their reason (`kindOf`), most frequent first.
+std::vector<std::pair<std::string, int64_t>> countReasons(const std::vector<PrunedCandidate>& pruned,
+                                                          const std::function<std::string(const std::string&)>& kindOf) {
+  std::map<std::string, int64_t> counts;
+  for (const PrunedCandidate& p : pruned) ++counts[kindOf(p.reason)];
+  std::vector<std::pair<std::string, int64_t>> out(counts.begin(), counts.end());
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  return out;
+}
+
 ReportData reportData(const TuneResult& r, const TuneArgs& a) {
   ReportData d;
   d.kernelName = r.key.kernelName;
@@ -274,11 +285,7 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
   d.wallSeconds = r.wallSeconds;
   d.compileSeconds = r.compileSeconds;
   d.compilesPerSecond = r.candidatesPerSecond;
-  std::map<std::string, int64_t> reasons;
-  for (const PrunedCandidate& p : r.prunedList) ++reasons[p.reason.substr(0, p.reason.find(" ("))];
-  for (const auto& kv : reasons) d.prunedReasons.push_back(kv);
-  std::sort(d.prunedReasons.begin(), d.prunedReasons.end(),
-            [](const auto& x, const auto& y) { return x.second > y.second; });
+  d.prunedReasons = countReasons(r.prunedList, [](const std::string& reason) { return reason.substr(0, reason.find(" (")); });
   d.peakGflops = kPeakGflopsFp32;
   d.peakGbytesPerSecond = r.peakBandwidthGBs;
   return d;
@@ -298,15 +305,12 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   SpaceOptions o = searchOptions(a).space;
   o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
   Space space = enumerateSchedules(bound, o);
-  std::map<std::string, int64_t> reasons;
-  for (const PrunedCandidate& p : space.pruned) {
-    // The reason's kind: before any detail in parentheses or after a colon, numbers as N.
-    std::string r = std::regex_replace(p.reason.substr(0, std::min(p.reason.find(" ("), p.reason.find(':'))),
+  // The reason's kind: before any detail in parentheses or after a colon, numbers as N.
+  const std::vector<std::pair<std::string, int64_t>> byCount = countReasons(space.pruned, [](const std::string& reason) {
+    std::string r = std::regex_replace(reason.substr(0, std::min(reason.find(" ("), reason.find(':'))),
                                        std::regex("[0-9]+"), "N");
-    ++reasons[r.size() > 70 ? r.substr(0, 70) + "..." : r];
-  }
-  std::vector<std::pair<std::string, int64_t>> byCount(reasons.begin(), reasons.end());
-  std::sort(byCount.begin(), byCount.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+    return r.size() > 70 ? r.substr(0, 70) + "..." : r;
+  });
   if (a.json) {
     nlohmann::json j;
     j["enumerated"] = space.enumerated;
