@@ -917,7 +917,7 @@ void NestEmitter::findPositionPipeline(const std::vector<LoopPart>& loopParts, s
   bool moves = false;
   for (const StagedArray& sa : plan_.arrays)
     if (sa.level == StageLevel::Step && sa.group == group)
-      for (const StagedDim& d : sa.dims) moves = moves || d.coeffs.count("p:" + lp.p->loop->name) > 0;
+      moves = moves || movesWith(sa, lp.p->loop->name);
   if (!moves) return;
   pipe_.group = group;
   pipe_.par = lp.p;

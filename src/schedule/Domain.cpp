@@ -271,6 +271,10 @@ void findLoads(const Expr& e, int array, int group, const std::map<const ExprNod
 
 }  // namespace
 
+bool movesWith(const StagedArray& sa, const std::string& index) {
+  return std::any_of(sa.dims.begin(), sa.dims.end(), [&](const StagedDim& d) { return d.coeffs.count("p:" + index) > 0; });
+}
+
 std::vector<Expr> earlyStatementLoads(const Kernel& k, int nest, const NestSchedule& s) {
   std::set<int> staged, written;
   for (const std::string& a : s.shared) staged.insert(k.findParam(a));

@@ -194,4 +194,7 @@ int64_t stepSpanOf(const IndexSchedule& is);
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s,
                         const std::vector<NestIndex>* indices = nullptr);
 
+// Whether the box of `sa` moves with the parallel index `index` (a "p:<index>" key of its dims).
+bool movesWith(const StagedArray& sa, const std::string& index);
+
 }  // namespace rtcg

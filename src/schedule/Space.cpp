@@ -465,15 +465,11 @@ class NestSpace {
   // emitter then pipelines those positions; a tile that stays is copied once per position).
   bool stepTileMovesWithSerial(const NestSchedule& ns) const {
     StagingPlan plan = planStaging(k_, nest_, ns, &model_.indices());
-    std::set<std::string> serial;
     for (const IndexSchedule& is : ns.indices)
       for (size_t p = 1; p < is.parts.size(); ++p)
-        if (is.parts[p].place == Placement::Serial) serial.insert("p:" + is.index);
-    for (const StagedArray& sa : plan.arrays)
-      if (sa.level == StageLevel::Step)
-        for (const StagedDim& d : sa.dims)
-          for (const auto& [key, c] : d.coeffs)
-            if (serial.count(key)) return true;
+        if (is.parts[p].place == Placement::Serial)
+          for (const StagedArray& sa : plan.arrays)
+            if (sa.level == StageLevel::Step && movesWith(sa, is.index)) return true;
     return false;
   }
 
