@@ -490,8 +490,7 @@ class NestSpace {
       if (blocks > bestBlocks) best = (int)c, bestBlocks = blocks;
     }
     if (best < 0) return std::nullopt;
-    const auto [tiles, axis] = outputTiles(pc);
-    (void)axis;
+    const int64_t tiles = outputTiles(pc).first;
     if (tiles / positions < 2 * o_.device.multiprocessors || bestBlocks < 2 * positions) return std::nullopt;
     std::vector<IndexSchedule> out = pc;
     std::vector<SchedulePart>& parts = out[best].parts;
