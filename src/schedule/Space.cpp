@@ -373,12 +373,17 @@ class NestSpace {
     // on 16 processes for 8 x 8 tiles unrolled 32 times).
     int64_t tile = pointsPerThread(pc);
     int64_t regTile = partProduct(pc, isReg), threads = partProduct(pc, isThreadPlacement);
+    // The whole reduction in one step is unrolled up to three times further (1536 points): it is
+    // the block's only loop over the reduction, and NVRTC compiles it in under a second (DG
+    // differentiation N=5, 3 x 8 x 56 points: 0.9 s). On an H100, DG N=4 pipelined over positions
+    // ran 0.158 ms unrolled against 0.228 ms as a loop.
+    auto unrollStep = [&](int64_t step) { return step * tile <= (step >= ext ? 1536 : 512); };
     for (const auto& set : sets)
       for (int64_t step : steps)
         for (const std::optional<SplitK>& share : splitKShares(pc, step, set)) {
           NestSchedule ns;
           ns.indices = pc;
-          for (IndexSchedule& r : reductionClauses(1, step, step * tile <= 512)) ns.indices.push_back(std::move(r));
+          for (IndexSchedule& r : reductionClauses(1, step, unrollStep(step))) ns.indices.push_back(std::move(r));
           if (share) {
             // Split-K: `r: grid.<axis>, serial S, <step>`, each block S steps of the reduction.
             IndexSchedule& r = ns.indices.back();
@@ -430,7 +435,7 @@ class NestSpace {
               if (auto serialPc = withSerialPositions(pc, positions)) {
                 NestSchedule pipelined = ns;
                 pipelined.indices = *serialPc;
-                for (IndexSchedule& r : reductionClauses(1, step, step * tile <= 512)) pipelined.indices.push_back(std::move(r));
+                for (IndexSchedule& r : reductionClauses(1, step, unrollStep(step))) pipelined.indices.push_back(std::move(r));
                 pipelined.transposed = layouts.front();
                 if (!stepTileMovesWithSerial(pipelined)) break;  // nothing to pipeline (LIFT alone)
                 for (auto [buffers, async] : bufferCounts) {
@@ -577,7 +582,12 @@ class NestSpace {
   // first dimension).
   bool runsAlongFirstDimension(const std::vector<IndexSchedule>& pc, const StagedArray& sa) const {
     if (sa.level != StageLevel::Step || sa.dims.size() != 2) return false;
-    if (sa.dims[0].coeffs.size() != 1 || !sa.dims[1].coeffs.count("step") || sa.dims[1].coeffs.size() != 1) return false;
+    // The second dimension moves with the step only, or, where one step takes the whole
+    // reduction, spans it without moving (H100, DG N=4 pipelined: u^T 0.158 ms, u 0.205 ms).
+    const StagedDim& second = sa.dims[1];
+    const bool alongStep = second.coeffs.size() == 1 && second.coeffs.count("step");
+    const bool wholeReduction = second.coeffs.empty() && second.size > 0;
+    if (sa.dims[0].coeffs.size() != 1 || !(alongStep || wholeReduction)) return false;
     const auto& [key, coeff] = *sa.dims[0].coeffs.begin();
     if (coeff != 1 || key.rfind("p:", 0) != 0) return false;
     for (const IndexSchedule& is : pc)
