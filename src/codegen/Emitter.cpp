@@ -690,20 +690,10 @@ void NestEmitter::crossBlockCombine(const std::vector<std::map<const ExprNode*, 
   int64_t trips = (R + lanes_ - 1) / lanes_;
   for (const Value& v : values) {
     const C::ExprP& acc = accs[v.point].at(v.red->get());
-    // Without lanes, this block's own partial is still in its registers: it takes that instead of
-    // reading it back, at its place in the block order (the same bits, so the same result).
-    C::ExprP own;
-    if (lanes_ == 1) {
-      std::string n = names_.fresh("own");
-      last.push_back(C::decl(cudaTypeName(v.type), n, acc));
-      own = C::name(n);
-    }
     last.push_back(C::assign(acc, "=", reductionIdentity(v.red->get()->reduceOp, v.type)));
     std::string c = names_.fresh("c"), b = names_.fresh("b");
     std::vector<C::Stmt> body{C::decl(idx_, b, C::sum({C::product(C::name(c), lit(lanes_)), lane}))};
-    C::ExprP partial = C::call("__ldcg", {C::unary("&", at(v, C::name(b)))});
-    if (own) partial = C::ternary(C::binary("==", C::name(b), rblock_), own, partial);
-    C::Stmt add = combine(v.red->get()->reduceOp, v.type, acc, partial);
+    C::Stmt add = combine(v.red->get()->reduceOp, v.type, acc, C::call("__ldcg", {C::unary("&", at(v, C::name(b)))}));
     if (trips * lanes_ != R) body.push_back(C::ifThen(C::binary("<", C::name(b), lit(R)), {add}));
     else body.push_back(add);
     last.push_back(C::forLoop(idx_, c, lit(0), lit(trips), C::Unroll::Default, std::move(body)));
