@@ -353,4 +353,21 @@ TEST(HostEmulation, CrossBlockResultDoesNotDependOnBlockOrder) {
   }
   EXPECT_EQ(std::memcmp(&results[0], &results[1], sizeof(float)), 0) << results[0] << " " << results[1];
   EXPECT_EQ(std::memcmp(&results[0], &results[2], sizeof(float)), 0) << results[0] << " " << results[2];
+  // Split-K: the last block to arrive combines every partial from the scratch in block order:
+  // every element the same bits in any block order.
+  Kernel mm = matmul(45);
+  Schedule split = *parseSchedule("i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 8, reg 2; k: grid.z, serial 2, unroll 4; shared: a, b").schedule;
+  HostArgs mmArgs(mm);
+  fillInputs(mm, mmArgs, 9);
+  std::vector<std::vector<float>> outs;
+  for (int order : {0, 1, 2}) {
+    HostArgs a = mmArgs;
+    EmulationOptions o;
+    o.blockOrder = order;
+    ASSERT_EQ(runEmittedOnHost(mm, split, a, {}, o), "");
+    const float* c = a.array(2).as<float>();
+    outs.emplace_back(c, c + 45 * 45);
+  }
+  ASSERT_EQ(outs[0].size(), 45u * 45u);
+  for (int order : {1, 2}) EXPECT_EQ(std::memcmp(outs[0].data(), outs[order].data(), outs[0].size() * sizeof(float)), 0) << order;
 }
