@@ -176,23 +176,24 @@ TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
   EXPECT_EQ(e.at(good.name).schedule, good.schedule);
   EXPECT_DOUBLE_EQ(e.at(good.name).ms, 0.25);
 
-  std::map<std::string, EarlierSchedule> committed =
-      loadEarlierSchedules(std::string(RTCG_SOURCE_DIR) + "/bench/results/h100-2026-11-25-splitk.json");
-  EXPECT_EQ(committed.size(), 22u);
-  for (const Workload& w : allWorkloads()) EXPECT_EQ(committed.count(w.name), 1u) << w.name;
-
-  // Every committed schedule is still legal for its workload on an H100 (so that the next run
-  // on a GPU can measure them without tuning).
-  for (const Workload& w : allWorkloads()) {
-    Diagnostics diags;
-    std::optional<Program> prog = parseProgram(w.name, w.source, diags);
-    ASSERT_TRUE(prog) << w.name;
-    std::optional<Kernel> bound = bindSizes(*prog->find(w.kernelName), w.sizes, diags);
-    ASSERT_TRUE(bound) << w.name;
-    ScheduleParseResult parsed = parseSchedule(committed.at(w.name).schedule);
-    ASSERT_TRUE(parsed.ok()) << w.name << ": " << parsed.error;
-    std::vector<std::string> reasons = validateSchedule(*bound, *parsed.schedule, deviceScheduleLimits(232448, 1024));
-    EXPECT_TRUE(reasons.empty()) << w.name << ": " << reasons.front();
+  // Every committed table's schedules are still legal for their workloads on an H100 (so that
+  // the next run on a GPU can measure them without tuning).
+  for (const char* table : {"h100-2026-11-25-splitk.json", "h100-2026-11-25-pipelined.json"}) {
+    std::map<std::string, EarlierSchedule> committed =
+        loadEarlierSchedules(std::string(RTCG_SOURCE_DIR) + "/bench/results/" + table);
+    EXPECT_EQ(committed.size(), 22u) << table;
+    for (const Workload& w : allWorkloads()) {
+      ASSERT_EQ(committed.count(w.name), 1u) << table << ": " << w.name;
+      Diagnostics diags;
+      std::optional<Program> prog = parseProgram(w.name, w.source, diags);
+      ASSERT_TRUE(prog) << w.name;
+      std::optional<Kernel> bound = bindSizes(*prog->find(w.kernelName), w.sizes, diags);
+      ASSERT_TRUE(bound) << w.name;
+      ScheduleParseResult parsed = parseSchedule(committed.at(w.name).schedule);
+      ASSERT_TRUE(parsed.ok()) << table << ": " << w.name << ": " << parsed.error;
+      std::vector<std::string> reasons = validateSchedule(*bound, *parsed.schedule, deviceScheduleLimits(232448, 1024));
+      EXPECT_TRUE(reasons.empty()) << table << ": " << w.name << ": " << reasons.front();
+    }
   }
 
   auto error = [&](const std::string& path) {
