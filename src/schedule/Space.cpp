@@ -794,21 +794,40 @@ std::vector<size_t> sampleIndices(size_t n, size_t count, uint64_t seed) {
   return idx;
 }
 
-// The placements of one index as a comparable profile: the first part's placement and, per
-// placement of the later parts, the product of their factors.
+// The placements of one index as a comparable profile: the first part's placement, whether a
+// serial part follows a grid first part (blocks that walk several positions of a parallel index,
+// or each block's share of a reduction split across blocks), and, per placement of the other
+// parts, the product of their factors.
 struct IndexProfile {
   Placement first{};
+  bool walks = false;
   std::map<Placement, int64_t> factors;
 };
 
 IndexProfile profileOf(const IndexSchedule& is) {
   IndexProfile p;
   p.first = is.parts.front().place;
-  for (size_t i = 1; i < is.parts.size(); ++i) {
+  size_t from = 1;
+  if (isGridPlacement(p.first) && is.parts.size() > 1 && is.parts[1].place == Placement::Serial) {
+    p.walks = true;
+    from = 2;
+  }
+  for (size_t i = from; i < is.parts.size(); ++i) {
     int64_t& f = p.factors.emplace(is.parts[i].place, 1).first->second;
     f *= is.parts[i].factor.value_or(1);
   }
   return p;
+}
+
+// How far apart two profiles' outer placements are: the same tile, only distributed differently,
+// is 1 -- a block that walks positions against one that does not, or a reduction split across
+// blocks against the same steps in one block ('k: grid.z, serial 94, unroll 16' against 'k:
+// serial, unroll 16'); any other change of the outer placement is 2.
+double outerDistance(const IndexProfile& x, const IndexProfile& y) {
+  if (x.first == y.first) return x.walks == y.walks ? 0 : 1;
+  const bool splitAgainstSerial = (x.walks && y.first == Placement::Serial && !y.walks) ||
+                                  (y.walks && x.first == Placement::Serial && !x.walks);
+  return splitAgainstSerial ? 1 : 2;
 }
 
 }  // namespace
@@ -858,7 +877,7 @@ double scheduleDistance(const Schedule& a, const Schedule& b) {
         continue;
       }
       IndexProfile px = profileOf(*xi), py = profileOf(*yi);
-      if (px.first != py.first) d += 2;
+      d += outerDistance(px, py);
       std::set<Placement> places;
       for (const auto& [pl, f] : px.factors) places.insert(pl);
       for (const auto& [pl, f] : py.factors) places.insert(pl);

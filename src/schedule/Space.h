@@ -95,8 +95,11 @@ struct Space {
 Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options = {});
 
 // How far apart two schedules of the same kernel are, for local search: per index, 2 when the
-// outer part's placement differs, plus per placement of the inner parts |log2| of the ratio of
-// their factors (a missing part counts as factor 1), capped at 2; 3 per index only one has; 1.5
+// outer part's placement differs, but 1 when only the distribution of the same tile differs: a
+// grid part followed by a serial part (positions walked, or a reduction's share per block)
+// against the grid part alone, or against a serial outer part (a split reduction against the same
+// steps unsplit); plus per placement of the other parts |log2| of the ratio of their factors (a
+// missing part counts as factor 1), capped at 2; 3 per index only one has; 1.5
 // per array staged in only one, 1 per array staged the other way round; 1 per differing
 // blocks_per_sm, buffers, copy or loads clause. 0 for equal schedules; infinite for different nest
 // counts.
