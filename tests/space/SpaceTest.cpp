@@ -749,3 +749,80 @@ kernel three(n: int, x: f32[n], out y: f32[n], out z: f32[n, n], out r: f32[1]) 
     checkSpace(bound, a, o, /*emitAll=*/false);
   }
 }
+
+// The static model against what an H100 measured (bench/results/h100-2026-11-25-candidates.tsv):
+// the search measures the best-predicted half of its sample first, so the measured winners must
+// rank near the top of the model's order. A model change that buries them fails here, offline.
+// Ranks count the candidates predicted strictly faster (ties do not matter).
+TEST(SpaceModel, RanksMeasuredWinnersNearTheTop) {
+  struct Measured {
+    std::string schedule;
+    double ms;
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<Measured>> measured;
+  std::istringstream in(readFile(std::string(RTCG_SOURCE_DIR) + "/bench/results/h100-2026-11-25-candidates.tsv"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::istringstream ls(line);
+    for (std::string field; std::getline(ls, field, '\t');) f.push_back(field);
+    ASSERT_EQ(f.size(), 5u) << line;
+    measured[{f[0], f[1]}].push_back({f[2], std::stod(f[3])});
+  }
+  // Spearman's rank correlation of two equally long series (no tie correction).
+  auto spearman = [](const std::vector<double>& a, const std::vector<double>& b) {
+    auto ranks = [](const std::vector<double>& v) {
+      std::vector<size_t> order(v.size());
+      for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+      std::vector<double> r(v.size());
+      for (size_t i = 0; i < order.size(); ++i) r[order[i]] = double(i);
+      return r;
+    };
+    std::vector<double> ra = ranks(a), rb = ranks(b);
+    double n = double(a.size()), d2 = 0;
+    for (size_t i = 0; i < a.size(); ++i) d2 += (ra[i] - rb[i]) * (ra[i] - rb[i]);
+    return 1 - 6 * d2 / (n * (n * n - 1));
+  };
+  struct Expectation {
+    std::string kernel, sizes;
+    size_t maxWinnerRank;
+    double minCorrelation;
+  };
+  // Now: SGEMM n=1500 rank 2 (correlation 0.76), n=3000 61 (0.57); DG N=4 64 (0.47); lifting N=5
+  // 1010 (0.29). The bounds leave room for small model changes, not for burying a winner.
+  const std::vector<Expectation> expectations{{"matmul", "n=1500", 20, 0.65},
+                                              {"matmul", "n=3000", 300, 0.45},
+                                              {"dg_diff", "K=479322,Np=35", 300, 0.35},
+                                              {"dg_lift", "K=340630,Nfp=21,Np=56", 2500, 0.2}};
+  for (const Expectation& x : expectations) {
+    SCOPED_TRACE(x.kernel + " " + x.sizes);
+    const auto& points = measured.at({x.kernel, x.sizes});
+    SizeBindings sizes;
+    std::istringstream ss(x.sizes);
+    for (std::string binding; std::getline(ss, binding, ',');)
+      sizes[binding.substr(0, binding.find('='))] = std::stoll(binding.substr(binding.find('=') + 1));
+    SpaceOptions o;
+    o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
+    Space space = enumerateSchedules(bindAll(example(x.kernel).kernel, sizes), o);
+    std::map<std::string, double> predicted;
+    for (const Candidate& c : space.candidates) predicted[c.text] = c.score;
+    std::vector<double> ms, model;
+    const Measured* winner = nullptr;
+    for (const Measured& m : points) {
+      auto p = predicted.find(m.schedule);
+      if (p == predicted.end()) continue;  // measured in an earlier space
+      ms.push_back(m.ms);
+      model.push_back(p->second);
+      if (!winner || m.ms < winner->ms) winner = &m;
+    }
+    ASSERT_GE(ms.size(), 100u);
+    ASSERT_NE(winner, nullptr);
+    const double winnerScore = predicted.at(winner->schedule);
+    size_t rank = 0;
+    for (const Candidate& c : space.candidates) rank += c.score < winnerScore;
+    EXPECT_LE(rank, x.maxWinnerRank) << winner->schedule << " (" << winner->ms << " ms)";
+    EXPECT_GE(spearman(ms, model), x.minCorrelation);
+  }
+}
