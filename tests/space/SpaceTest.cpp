@@ -590,7 +590,8 @@ TEST(Space, ScheduleDistance) {
                                               "unroll 35; shared: Dr, u^T, Ds, Dt; buffers: 2")),
                    2);
   // A parallel index looped over in one block against blocks that each walk 4 of its positions:
-  // the same tile, distributed differently, 1. Grid against unroll outside is still 2.
+  // the same tile, distributed differently, 1; so is j split across blocks. An outer part changed
+  // otherwise (i: unroll against serial) is still 2, here plus 1 for j.
   EXPECT_DOUBLE_EQ(scheduleDistance(dg, parse("k: grid.x, thread.y 8, reg 8; i: grid.y, serial 4, thread.x 35; j: serial, "
                                               "unroll 35; shared: Dr, u^T, Ds, Dt")),
                    1);
