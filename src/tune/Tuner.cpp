@@ -16,6 +16,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "api/Executable.h"
@@ -27,6 +29,7 @@
 #include "runtime/Device.h"
 #include "tune/CompilePool.h"
 #include "tune/Verify.h"
+#include "tune/WarmStart.h"
 #include "tune/WorkerProcess.h"
 #include "tune/WorkerProtocol.h"
 
@@ -122,18 +125,31 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     for (const auto& [reason, count] : reasons) log(fmt::format("  pruned {}: {}", count, reason));
   }
 
+  // Opened now, so an unusable database fails before the reference (and the warm start below can
+  // read it); the search is begun once the reference says how candidates are verified (part of its
+  // settings).
+  std::unique_ptr<TuningDb> db;
+  if (options.dbPath != "-") db = std::make_unique<TuningDb>(options.dbPath.empty() ? TuningDb::defaultPath() : options.dbPath);
+
   // Refinement draws from what sampling left out; without any, its budget goes back to the sample.
   std::vector<Candidate> reserve = std::move(space.reserve);
-  if (reserve.empty()) refineBudget = 0;
 
-  // Jobs: the default schedule first (always measured, the baseline), then the space's candidates
-  // (best predicted first), then planted ones.
+  // Jobs: the default schedule first (always measured, the baseline), then the warm start
+  // (tune/WarmStart.h: the database's winners at other sizes, from the reserve or, when the space
+  // lacks them, validated as they are), then the space's candidates (best predicted first; a
+  // budgeted sample gives up as many of its last, randomly drawn, ones as the warm start added),
+  // then planted ones.
   std::vector<CompileJob> jobs;
   Schedule defaultSched = defaultSchedule(bound);
-  std::string defaultText = printSchedule(defaultSched);
-  jobs.push_back({defaultText, defaultSched, {}});
-  for (const Candidate& c : space.candidates)
-    if (c.text != defaultText) jobs.push_back({c.text, c.schedule, {}});
+  std::vector<std::string> warmed =
+      queueSearch(bound, spaceOptions.limits, defaultSched, space.candidates, reserve,
+                  db ? warmStartSchedules(db->list(), result.key, kWarmStartSchedules) : std::vector<std::string>{},
+                  spaceOptions.maxCandidates > 0, jobs);
+  if (!warmed.empty())
+    log(fmt::format("warm start: {} schedule{} the database found fastest for {} at other sizes", warmed.size(),
+                    warmed.size() == 1 ? "" : "s", bound.name));
+  result.warmStarted = int64_t(warmed.size());
+  if (reserve.empty()) refineBudget = 0;
   for (const ExtraCandidate& e : options.extraCandidates) {
     Schedule s = defaultSched;
     if (!e.schedule.empty()) {
@@ -157,11 +173,6 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
                              {"minThreads", options.space.minThreads},       {"minBlocks", options.space.minBlocks},
                              {"repeats", options.repeats},                   {"warmup", options.warmup},
                              {"seed", options.seed},                         {"referenceMaxFlops", options.referenceMaxFlops}};
-
-  // Opened now, so an unusable database fails before the reference; the search is begun once the
-  // reference says how candidates are verified (part of its settings).
-  std::unique_ptr<TuningDb> db;
-  if (options.dbPath != "-") db = std::make_unique<TuningDb>(options.dbPath.empty() ? TuningDb::defaultPath() : options.dbPath);
 
   // Compiling starts now and overlaps with the reference and everything after.
   LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin)};

@@ -53,6 +53,8 @@ struct ExtraCandidate {
 // values (or all of them, if fewer).
 constexpr double kDefaultReferenceMaxFlops = 2e9;
 constexpr int64_t kMinReferenceSample = 64;
+// Schedules a search takes from the database's winners at other sizes (tune/WarmStart.h).
+constexpr size_t kWarmStartSchedules = 4;
 
 struct TuneOptions {
   SpaceOptions space;              // constraints and sampling; its device model is set from the device
@@ -87,6 +89,7 @@ struct TuneResult {
   std::optional<CandidateRecord> defaultSchedule;  // the default schedule's record
   int64_t enumerated = 0, generated = 0, pruned = 0, sampledOut = 0;
   int64_t refined = 0;                      // of `generated`: picked by refinement rounds
+  int64_t warmStarted = 0;                  // of `generated`: the database's winners at other sizes
   int64_t compiled = 0, compileFailed = 0, skipped = 0;
   int64_t verified = 0, wrong = 0, faulted = 0, timedOut = 0, launchFailed = 0;
   int64_t notMeasured = 0;                  // compiled or never started when the time limit hit

@@ -16,6 +16,7 @@
 
 #include "support/Error.h"
 #include "tune/TempDir.h"
+#include "tune/WarmStart.h"
 
 using namespace rtcg;
 using rtcg::testing::TempDir;
@@ -511,4 +512,37 @@ TEST(TuningDb, AKilledWriterLosesNoCommittedRow) {
   EXPECT_EQ(rawQuery(path, "PRAGMA integrity_check")[0], "ok");
   db.record(makeKey(), verified("after the kill", 0.5));  // and it is writable
   EXPECT_EQ(db.best(makeKey())->schedule, "after the kill");
+}
+
+TEST(WarmStart, TakesTheWinnersOfOtherSizesNearestFirst) {
+  TempDir dir;
+  TuningDb db(dir.file("t.sqlite"));
+  // The same kernel on the same device at three other sizes, each with a slower runner-up.
+  const std::vector<std::pair<std::string, std::string>> sizes{
+      {"n=1000", "tile 1000"}, {"n=2048", "tile 2048"}, {"n=4096", "tile 4096"}};
+  for (const auto& [s, best] : sizes) {
+    db.record(makeKey("hash " + s, s), verified(best, 1.0));
+    db.record(makeKey("hash " + s, s), verified("slower at " + s, 2.0));
+    db.record(makeKey("hash " + s, s), failed("faster but wrong at " + s, CandidateStatus::WrongResult, "mismatch"));
+  }
+  // Not taken: this size itself, another device, another kernel, other size parameters.
+  db.record(makeKey("hash n=3000", "n=3000"), verified("this size", 0.5));
+  TuningKey otherDevice = makeKey("hash h100", "n=3001");
+  otherDevice.device = "NVIDIA H100 80GB HBM3";
+  db.record(otherDevice, verified("other device", 0.5));
+  TuningKey otherKernel = makeKey("hash gemv", "n=3001");
+  otherKernel.kernelName = "gemv";
+  db.record(otherKernel, verified("other kernel", 0.5));
+  db.record(makeKey("hash mn", "m=3000,n=3000"), verified("other parameters", 0.5));
+
+  TuningKey key = makeKey("hash n=3000", "n=3000");
+  // |ln(3000/4096)| = 0.31 < |ln(3000/2048)| = 0.38 < |ln(3000/1000)| = 1.10.
+  EXPECT_EQ(warmStartSchedules(db.list(), key, 4), (std::vector<std::string>{"tile 4096", "tile 2048", "tile 1000"}));
+  EXPECT_EQ(warmStartSchedules(db.list(), key, 1), (std::vector<std::string>{"tile 4096"}));
+  // Two sizes with the same winner give it once.
+  db.record(makeKey("hash n=3500", "n=3500"), verified("tile 4096", 0.9));
+  EXPECT_EQ(warmStartSchedules(db.list(), key, 4), (std::vector<std::string>{"tile 4096", "tile 2048", "tile 1000"}));
+  // Sizes that are not the database's "name=value,..." give nothing rather than a guess.
+  TuningKey odd = makeKey("hash odd", "n=");
+  EXPECT_TRUE(warmStartSchedules(db.list(), odd, 4).empty());
 }

@@ -166,6 +166,8 @@ void printTable(const TuneResult& r) {
              "{} skipped\n",
              r.enumerated, r.pruned, r.sampledOut, r.compiled, r.candidatesPerSecond, r.compileThreads, r.compileFailed,
              r.skipped);
+  if (r.warmStarted > 0 || r.refined > 0)
+    fmt::print("  {} from the database's winners at other sizes, {} from refinement\n", r.warmStarted, r.refined);
   fmt::print("  {} verified, {} wrong, {} faulted, {} timed out, {} failed to launch, {} not measured{}\n", r.verified,
              r.wrong, r.faulted, r.timedOut, r.launchFailed, r.notMeasured,
              r.timeLimitReached ? " (time limit reached)" : "");
@@ -227,6 +229,8 @@ nlohmann::json summaryJson(const TuneResult& r) {
         {"pruned", r.pruned},
         {"sampledOut", r.sampledOut},
         {"generated", r.generated},
+        {"refined", r.refined},
+        {"warmStarted", r.warmStarted},
         {"compiled", r.compiled},
         {"compileFailed", r.compileFailed},
         {"skipped", r.skipped},
