@@ -196,6 +196,45 @@ TEST(DbCommand, ExportThenImportMergesAndSkipsDuplicates) {
   EXPECT_EQ(runDb({"import", "--db", dst}).code, 2);
 }
 
+TEST(DbCommand, ExportVerifiedTsvListsMedianTimesForCalibration) {
+  TempDir dir;
+  std::string path = dir.file("t.sqlite");
+  populate(path);
+  {
+    // The faster matmul schedule measured twice more (median of 0.75, 0.5, 1.0 is 0.75; of two
+    // times, their mean); a wrong result is left out.
+    TuningDb db(path);
+    TuningKey mm = key("ab12000000000001", "matmul", "n=500");
+    db.record(mm, rec("i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 64", CandidateStatus::Verified, 0.5));
+    db.record(mm, rec("i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 64", CandidateStatus::Verified, 1.0));
+    db.record(mm, rec("i: grid.y, thread.y 2; j: grid.x, thread.x 32", CandidateStatus::WrongResult, 0.1, "mismatch"));
+  }
+  Result r = runDb({"export", "--verified-tsv", "--db", path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> data;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#", 0) == 0) {
+      EXPECT_TRUE(line.find("schedule") != std::string::npos || line.find("# device: NVIDIA H200 (sm_90, driver 13.0)") == 0)
+          << line;
+      continue;
+    }
+    data.push_back(line);
+  }
+  EXPECT_EQ(data, (std::vector<std::string>{
+                      "axpby\tn=4096\ti: grid.x, thread.x 256\t0.010000\t30",
+                      "matmul\tn=500\ti: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 64\t0.750000\t30",
+                      "matmul\tn=500\ti: grid.y, thread.y 8; j: grid.x, thread.x 32\t2.500000\t30",
+                  }));
+  // One kernel, by hash prefix, to a file.
+  Result one = runDb({"export", "ab34", "--verified-tsv", "-o", dir.file("a.tsv"), "--db", path});
+  ASSERT_EQ(one.code, 0) << one.err;
+  std::ifstream f(dir.file("a.tsv"));
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("axpby\t"), std::string::npos);
+  EXPECT_EQ(text.find("matmul\t"), std::string::npos);
+}
+
 TEST(DbCommand, ClearAsksForYes) {
   TempDir dir;
   std::string path = dir.file("t.sqlite");

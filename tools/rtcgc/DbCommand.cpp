@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "support/Error.h"
 #include "tune/TuningDb.h"
@@ -177,12 +179,41 @@ int runShow(const DbOptions& o, const Io& io) {
   return kOk;
 }
 
+// Every verified candidate as `kernel<TAB>sizes<TAB>schedule<TAB>median ms<TAB>registers` lines,
+// sorted, with '#' comment lines first saying what they hold; a schedule measured more than once
+// for a key gives the median of its times. The format of bench/results/*-candidates.tsv, which
+// calibrates the static model offline (tests/space: SpaceModel.RanksMeasuredWinnersNearTheTop).
+std::string verifiedTsv(TuningDb& db, const std::string& hash) {
+  std::set<std::string> devices;
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::vector<double>, int64_t>> rows;
+  for (const TuningDb::Entry& e : db.list()) {
+    if (!hash.empty() && e.key.kernelHash != hash) continue;
+    for (const CandidateRecord& c : db.candidates(e.key)) {
+      if (c.status != CandidateStatus::Verified || c.schedule.find('\t') != std::string::npos) continue;
+      devices.insert(fmt::format("{} ({}, driver {})", e.key.device, e.key.arch, driverText(e.key.driverVersion)));
+      auto& row = rows[{e.key.kernelName, e.key.sizes, c.schedule}];
+      row.first.push_back(c.medianMs);
+      row.second = c.registers;
+    }
+  }
+  std::string out = "# Verified candidates of a tuning database: kernel, sizes, schedule, median ms, registers\n";
+  for (const std::string& d : devices) out += fmt::format("# device: {}\n", d);
+  for (auto& [k, row] : rows) {
+    std::vector<double>& ms = row.first;
+    std::sort(ms.begin(), ms.end());
+    const size_t n = ms.size();
+    const double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+    out += fmt::format("{}\t{}\t{}\t{:.6f}\t{}\n", std::get<0>(k), std::get<1>(k), std::get<2>(k), median, row.second);
+  }
+  return out;
+}
+
 int runExport(const DbOptions& o, const Io& io) {
   std::string path = dbPathOf(o);
   if (!dbExists(path)) io.fail(kInputError, "no tuning database at {}", path);
   TuningDb db(path);
   std::string hash = o.hash.empty() ? "" : resolveHash(db, o.hash, io);
-  std::string json = db.exportJson(hash) + "\n";
+  std::string json = o.verifiedTsv ? verifiedTsv(db, hash) : db.exportJson(hash) + "\n";
   if (o.output.empty() || o.output == "-") {
     fmt::print(io.out, "{}", json);
     return kOk;
@@ -266,6 +297,9 @@ DbCommand addDbCommand(CLI::App& app) {
   d.exportCmd = d.cmd->add_subcommand("export", "write the database (or one kernel's entries) as JSON");
   d.exportCmd->add_option("hash", o.hash, "only this kernel hash (or a unique prefix)");
   d.exportCmd->add_option("-o,--output", o.output, "output file (default: standard output)");
+  d.exportCmd->add_flag("--verified-tsv", o.verifiedTsv,
+                        "instead of JSON, the verified candidates as tab-separated lines (kernel, sizes, schedule, "
+                        "median ms, registers), the format that calibrates the static model");
   addDb(d.exportCmd);
   d.importCmd = d.cmd->add_subcommand("import", "merge a JSON export into the database, skipping duplicates");
   d.importCmd->add_option("file", o.file, "the export to read (- for standard input)")->required();

@@ -20,6 +20,7 @@ struct DbOptions {
   std::string dbPath;  // empty: TuningDb::defaultPath()
   std::string hash;
   std::string output;  // export: empty for standard output
+  bool verifiedTsv = false;  // export: verified candidates as tab-separated lines instead of JSON
   std::string file;    // import
   bool yes = false;    // clear without asking
 };
