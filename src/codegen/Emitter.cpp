@@ -924,14 +924,9 @@ StageRef NestEmitter::tileRef(size_t t, const std::map<std::string, C::ExprP>& b
   const size_t rank = sa.dims.size();
   C::ExprP offset = lit(tiles_[t].offset);
   if (buffer) offset = C::sum({offset, C::product(buffer, lit(sa.elements))});
-  StageRef ref{tiles_[t].storage, offset, {}, std::vector<int64_t>(rank, 1), std::vector<int64_t>(rank, 0)};
+  StageRef ref{tiles_[t].storage, offset, {}, storedPitches(sa), std::vector<int64_t>(rank, 0)};
   for (size_t d = 0; d < rank; ++d)
     if (sa.dims[d].clipped) ref.clampTo[d] = sa.dims[d].extent;
-  int64_t pitch = 1;
-  for (size_t q = rank; q-- > 0;) {
-    ref.pitch[sa.order[q]] = pitch;
-    pitch *= sa.padded[sa.order[q]];
-  }
   const std::string& arr = paramNames_[sa.array];
   for (size_t d = 0; d < rank; ++d) {
     std::vector<C::ExprP> terms{lit(sa.dims[d].constant)};

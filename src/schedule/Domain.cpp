@@ -275,6 +275,16 @@ bool movesWith(const StagedArray& sa, const std::string& index) {
   return std::any_of(sa.dims.begin(), sa.dims.end(), [&](const StagedDim& d) { return d.coeffs.count("p:" + index) > 0; });
 }
 
+std::vector<int64_t> storedPitches(const StagedArray& sa) {
+  std::vector<int64_t> pitch(sa.order.size());
+  int64_t stride = 1;
+  for (size_t q = sa.order.size(); q-- > 0;) {
+    pitch[sa.order[q]] = stride;
+    stride *= sa.padded[sa.order[q]];
+  }
+  return pitch;
+}
+
 std::vector<Expr> earlyStatementLoads(const Kernel& k, int nest, const NestSchedule& s) {
   std::set<int> staged, written;
   for (const std::string& a : s.shared) staged.insert(k.findParam(a));

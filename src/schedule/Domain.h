@@ -197,4 +197,8 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s,
 // Whether the box of `sa` moves with the parallel index `index` (a "p:<index>" key of its dims).
 bool movesWith(const StagedArray& sa, const std::string& index);
 
+// Per dimension of `sa`: the elements between consecutive indices in its shared-memory tile (1 for
+// the innermost stored dimension, then the padded sizes inward out, in `order`).
+std::vector<int64_t> storedPitches(const StagedArray& sa);
+
 }  // namespace rtcg

@@ -307,12 +307,7 @@ double NestModel::bankConflictWays(const NestSchedule& s, size_t access, const S
     if (after) laneStep *= ext[p];
     after = after || is->parts[p].place == Placement::ThreadX;
   }
-  std::vector<int64_t> pitch(sa.order.size());
-  int64_t stride = 1;
-  for (size_t o = sa.order.size(); o-- > 0;) {
-    pitch[sa.order[o]] = stride;
-    stride *= sa.padded[sa.order[o]];
-  }
+  const std::vector<int64_t> pitch = storedPitches(sa);
   const int64_t words = std::max<int64_t>(1, typeBytes(k_->params[a.array].type) / 4);
   int64_t step = 0;  // words between neighbouring lanes
   bool rowAlongUnrolledReduction = false;

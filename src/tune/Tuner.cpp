@@ -17,7 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <nlohmann/json.hpp>
 
 #include "api/Executable.h"
