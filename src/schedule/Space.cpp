@@ -827,8 +827,8 @@ IndexProfile profileOf(const IndexSchedule& is) {
 // serial, unroll 16'); any other change of the outer placement is 2.
 double outerDistance(const IndexProfile& x, const IndexProfile& y) {
   if (x.first == y.first) return x.walks == y.walks ? 0 : 1;
-  const bool splitAgainstSerial = (x.walks && y.first == Placement::Serial && !y.walks) ||
-                                  (y.walks && x.first == Placement::Serial && !x.walks);
+  // (A profile walks only behind a grid part, so a serial one never does.)
+  const bool splitAgainstSerial = (x.walks && y.first == Placement::Serial) || (y.walks && x.first == Placement::Serial);
   return splitAgainstSerial ? 1 : 2;
 }
 
