@@ -129,7 +129,7 @@ struct ScheduleLimits {
   int64_t maxThreadsPerBlock = 1024;
   int64_t maxBlockDim[3] = {1024, 1024, 64};
   int64_t maxGridDim[3] = {2147483647, 65535, 65535};
-  int64_t maxRegTile = 64;          // points of the register tile of one thread
+  int64_t maxRegTile = 128;         // points of the register tile of one thread
   // Shared memory of the staged tiles per block. Up to 48 KiB the emitter uses static shared
   // memory; above, dynamic shared memory (LaunchSpec::dynamicSharedBytes), which the launch must
   // opt in to: raise this up to the device's opt-in limit (227 KiB on sm_90) to allow it.

@@ -157,7 +157,7 @@ TEST(Schedule, ValidationReasons) {
       {"i: grid.y, thread.y 32; j: grid.x, thread.x 32; k: serial; blocks_per_sm: 3", "exceeds the 2048 threads"},
       {"i: grid.y, thread.y 64; j: grid.x, thread.x 32; k: serial", "2048 threads per block"},
       {"i: grid.y, thread.z 128; j: grid.x, thread.x 2; k: serial", "128 threads on thread.z"},
-      {"i: grid.y, reg 16; j: grid.x, thread.x 32, reg 8; k: serial", "register tile of 128 points"},
+      {"i: grid.y, reg 16; j: grid.x, thread.x 32, reg 16; k: serial", "register tile of 256 points"},
       {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.x 8", "thread.x is used twice"},
       {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.y 64", "2048 threads per block"},
       {"i: grid.y; j: grid.x; k: reg", "reduction index 'k' cannot be on reg"},
