@@ -158,6 +158,12 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     }
     jobs.push_back({e.label, s, e.rewrite});
   }
+  if (options.resume) {
+    if (!db) throw Error("resuming a search needs the tuning database (not --db -)");
+    result.resumedSkipped = int64_t(dropMeasured(jobs, db->candidates(result.key)));
+    log(fmt::format("resumed: {} candidates measured by earlier searches of this key are not measured again",
+                    result.resumedSkipped));
+  }
   result.generated = int64_t(jobs.size());
 
   // The reference program, compiled up front: its outer loops give the sample size for kernels
@@ -446,6 +452,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   result.workerRestarts = worker.restarts();
   result.wallSeconds = secondsSince(t0);
   if (db && !dbFailed) db->endSearch(result.searchId, result.wallSeconds, int(result.candidates.size()));
+  if (options.resume && db && !dbFailed) result.bestOfAllSearches = db->best(result.key);
   log(fmt::format("search done in {:.1f} s: {} candidates ({} from refinement), {} verified, {} wrong, {} faulted, {} timed out, {} failed "
                   "to launch, {} skipped, {} failed to compile, {} not measured, {} timed once (too slow to win); NVRTC "
                   "{:.1f} candidates/s with {} compiles in parallel{}; worker restarts: {}",

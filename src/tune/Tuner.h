@@ -73,6 +73,9 @@ struct TuneOptions {
   // element of an `out` array must still be written). 0: always the full reference.
   double referenceMaxFlops = kDefaultReferenceMaxFlops;
   int deviceOrdinal = 0;
+  // Skip the candidates the database measured for this key before (dropMeasured, tune/WarmStart.h),
+  // so that an exhaustive search cut by its time limit continues in the next run. Needs a database.
+  bool resume = false;
   std::string dbPath;              // empty: TuningDb::defaultPath(); "-": no database
   std::string workerPath;          // empty: find rtcg-worker ($RTCG_WORKER, next to this executable, PATH)
   std::function<void(const TuneProgress&)> progress;  // called from the tuner's thread after each candidate
@@ -90,6 +93,8 @@ struct TuneResult {
   int64_t enumerated = 0, generated = 0, pruned = 0, sampledOut = 0;
   int64_t refined = 0;                      // of `generated`: picked by refinement rounds
   int64_t warmStarted = 0;                  // of `generated`: the database's winners at other sizes
+  int64_t resumedSkipped = 0;               // with `resume`: measured by earlier searches, not again
+  std::optional<CandidateRecord> bestOfAllSearches;  // with `resume`: the database's best for the key
   int64_t compiled = 0, compileFailed = 0, skipped = 0;
   int64_t verified = 0, wrong = 0, faulted = 0, timedOut = 0, launchFailed = 0;
   int64_t notMeasured = 0;                  // compiled or never started when the time limit hit

@@ -95,4 +95,14 @@ std::vector<std::string> queueSearch(const Kernel& bound, const ScheduleLimits& 
   return warmed;
 }
 
+size_t dropMeasured(std::vector<CompileJob>& jobs, const std::vector<CandidateRecord>& earlier) {
+  if (jobs.size() < 2) return 0;
+  std::set<std::string> measured;
+  for (const CandidateRecord& c : earlier) measured.insert(c.schedule);
+  auto kept = std::remove_if(jobs.begin() + 1, jobs.end(), [&](const CompileJob& j) { return measured.count(j.label) > 0; });
+  size_t dropped = size_t(jobs.end() - kept);
+  jobs.erase(kept, jobs.end());
+  return dropped;
+}
+
 }  // namespace rtcg

@@ -30,4 +30,10 @@ std::vector<std::string> queueSearch(const Kernel& bound, const ScheduleLimits& 
                                      const std::vector<Candidate>& sample, std::vector<Candidate>& reserve,
                                      const std::vector<std::string>& warm, bool budgeted, std::vector<CompileJob>& jobs);
 
+// A resumed search (`rtcgc tune --resume`): removes from `jobs` every job but the first (the
+// default schedule, the baseline every search measures) whose schedule an earlier search of the
+// same key measured, whatever came of it. An exhaustive search stopped by its time limit then
+// goes on, run after run, where the last one stopped. Returns how many it removed.
+size_t dropMeasured(std::vector<CompileJob>& jobs, const std::vector<CandidateRecord>& earlier);
+
 }  // namespace rtcg

@@ -248,6 +248,11 @@ TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
   EXPECT_NE(json.out.find("\"predictedUs\""), std::string::npos) << json.out;
   EXPECT_EQ(rtcgc("tune --manifest x.json --dry-run").code, 2);
   EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --dry-run --report r.html").code, 2);
+  // --resume continues what a database recorded: not with no database, not in a dry run.
+  Result resumeNoDb = rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --resume --db -");
+  EXPECT_EQ(resumeNoDb.code, 2);
+  EXPECT_NE(resumeNoDb.out.find("--resume"), std::string::npos) << resumeNoDb.out;
+  EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --resume --dry-run").code, 2);
 }
 
 TEST(Cli, UsageErrors) {

@@ -82,3 +82,40 @@ TEST(WarmStart, QueuesTheWinnersAfterTheBaselineAndShortensTheSample) {
                                         [&](const Candidate& c) { return c.text != got[0]; });
   EXPECT_EQ(all.size(), size_t(2 + sampleJobs));
 }
+
+TEST(WarmStart, ResumedSearchQueuesOnlyWhatNoEarlierSearchMeasured) {
+  // An exhaustive search cut by its time limit, resumed: the first run measured the default, two
+  // candidates and failed on a third; the second run measures the default again (its baseline)
+  // and then the rest of the space in the same order.
+  Kernel mm = boundMatmul(256);
+  SpaceOptions o;
+  o.limits = deviceScheduleLimits(227 * 1024, 1024);
+  Space space = enumerateSchedules(mm, o);
+  ASSERT_GE(space.candidates.size(), 10u);
+  Schedule dflt = defaultSchedule(mm);
+  std::vector<Candidate> reserve;
+  std::vector<CompileJob> jobs;
+  queueSearch(mm, o.limits, dflt, space.candidates, reserve, {}, /*budgeted=*/false, jobs);
+  const std::vector<std::string> all = labels(jobs);
+  ASSERT_GE(all.size(), 6u);
+
+  auto record = [](const std::string& schedule, CandidateStatus status) {
+    CandidateRecord r;
+    r.schedule = schedule;
+    r.status = status;
+    r.medianMs = status == CandidateStatus::Verified ? 1.0 : 0.0;
+    return r;
+  };
+  std::vector<CandidateRecord> earlier{record(all[0], CandidateStatus::Verified), record(all[1], CandidateStatus::Verified),
+                                       record(all[3], CandidateStatus::Verified), record(all[4], CandidateStatus::CompileFailed),
+                                       record("i: grid.y; j: grid.x; k: serial, unroll 4", CandidateStatus::Verified)};
+  EXPECT_EQ(dropMeasured(jobs, earlier), 3u);
+  std::vector<std::string> expected{all[0], all[2]};
+  for (size_t j = 5; j < all.size(); ++j) expected.push_back(all[j]);
+  EXPECT_EQ(labels(jobs), expected);
+  // Nothing measured before: nothing dropped; only the baseline left: nothing to drop.
+  EXPECT_EQ(dropMeasured(jobs, {}), 0u);
+  std::vector<CompileJob> baselineOnly{jobs.front()};
+  EXPECT_EQ(dropMeasured(baselineOnly, earlier), 0u);
+  EXPECT_EQ(baselineOnly.size(), 1u);
+}

@@ -14,6 +14,8 @@
 #include "api/Pipeline.h"
 #include "reference/Reference.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/Device.h"
+#include "schedule/Space.h"
 #include "support/Error.h"
 #include "tune/Tuner.h"
 
@@ -128,6 +130,48 @@ TEST(TuneGpu, AxpbyFindsAVerifiedWinner) {
   expectVerifiedWinner(r);
   EXPECT_EQ(progressCalls, int(r.candidates.size()));
   EXPECT_FALSE(r.bestOverTime.empty());
+}
+
+TEST(TuneGpu, ResumedSearchMeasuresOnlyWhatTheFirstLeft) {
+  // An exhaustive search over two runs: the first measures a budgeted sample, the second
+  // (resumed, no budget) the rest of the space and the baseline again, nothing twice.
+  if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
+  Loaded l = load("axpby.rtcg", {{"n", 1000000}});
+  const std::string db = ::testing::TempDir() + "rtcg-resume-test.sqlite";
+  std::remove(db.c_str());
+  TuneOptions first = quickOptions(12);
+  first.dbPath = db;
+  TuneResult a = tune(l.file, l.source, l.bound, first);
+  expectVerifiedWinner(a);
+  TuneOptions rest = quickOptions(0);
+  rest.dbPath = db;
+  rest.resume = true;
+  TuneResult b = tune(l.file, l.source, l.bound, rest);
+  expectVerifiedWinner(b);
+  EXPECT_EQ(b.resumedSkipped, int64_t(a.candidates.size()) - 1);
+  std::set<std::string> firstRun;
+  for (const CandidateRecord& c : a.candidates) firstRun.insert(c.schedule);
+  ASSERT_FALSE(b.candidates.empty());
+  EXPECT_EQ(b.candidates.front().schedule, a.candidates.front().schedule);  // the baseline, again
+  for (size_t c = 1; c < b.candidates.size(); ++c)
+    EXPECT_EQ(firstRun.count(b.candidates[c].schedule), 0u) << b.candidates[c].schedule;
+  // Together they measured the whole space.
+  const cuda::DeviceProperties& props = cuda::Device(0).properties();
+  SpaceOptions all;
+  all.device.multiprocessors = props.multiprocessors;
+  all.device.maxThreadsPerBlock = props.maxThreadsPerBlock;
+  all.device.maxThreadsPerMultiprocessor = props.maxThreadsPerMultiprocessor;
+  all.device.maxBlocksPerMultiprocessor = props.maxBlocksPerMultiprocessor;
+  all.device.sharedPerBlockOptin = int64_t(props.sharedPerBlockOptin);
+  all.device.sharedPerMultiprocessor = int64_t(props.sharedPerMultiprocessor);
+  all.device.registersPerMultiprocessor = props.registersPerMultiprocessor;
+  all.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+  Space space = enumerateSchedules(l.bound, all);
+  for (const CandidateRecord& c : b.candidates) firstRun.insert(c.schedule);
+  for (const Candidate& c : space.candidates) EXPECT_EQ(firstRun.count(c.text), 1u) << c.text;
+  ASSERT_TRUE(b.bestOfAllSearches.has_value());
+  EXPECT_LE(b.bestOfAllSearches->medianMs, std::min(a.best->medianMs, b.best->medianMs));
+  std::remove(db.c_str());
 }
 
 TEST(TuneGpu, MatmulFindsAVerifiedWinner) {

@@ -168,6 +168,7 @@ void printTable(const TuneResult& r) {
              r.skipped);
   if (r.warmStarted > 0 || r.refined > 0)
     fmt::print("  {} from the database's winners at other sizes, {} from refinement\n", r.warmStarted, r.refined);
+  if (r.resumedSkipped > 0) fmt::print("  {} measured by earlier searches, not measured again\n", r.resumedSkipped);
   fmt::print("  {} verified, {} wrong, {} faulted, {} timed out, {} failed to launch, {} not measured{}\n", r.verified,
              r.wrong, r.faulted, r.timedOut, r.launchFailed, r.notMeasured,
              r.timeLimitReached ? " (time limit reached)" : "");
@@ -182,6 +183,9 @@ void printTable(const TuneResult& r) {
                  c.occupancy * 100, c.schedule);
     }
   }
+  if (r.bestOfAllSearches)
+    fmt::print("\n  best of this and the earlier searches of this key: {:.4f} ms ({}, search {})\n",
+               r.bestOfAllSearches->medianMs, r.bestOfAllSearches->schedule, r.bestOfAllSearches->searchId);
   if (r.defaultSchedule) {
     const CandidateRecord& d = *r.defaultSchedule;
     if (d.status == CandidateStatus::Verified) {
@@ -231,6 +235,7 @@ nlohmann::json summaryJson(const TuneResult& r) {
         {"generated", r.generated},
         {"refined", r.refined},
         {"warmStarted", r.warmStarted},
+        {"resumedSkipped", r.resumedSkipped},
         {"compiled", r.compiled},
         {"compileFailed", r.compileFailed},
         {"skipped", r.skipped},
@@ -248,6 +253,7 @@ nlohmann::json summaryJson(const TuneResult& r) {
       {"bestOverTime", r.bestOverTime},
   };
   j["best"] = r.best ? recordJson(*r.best, r) : nlohmann::json(nullptr);
+  if (r.bestOfAllSearches) j["bestOfAllSearches"] = recordJson(*r.bestOfAllSearches, r);
   j["default"] = r.defaultSchedule ? recordJson(*r.defaultSchedule, r) : nlohmann::json(nullptr);
   return j;
 }
@@ -560,6 +566,7 @@ TuneOptions searchOptions(const TuneArgs& a) {
   o.compileThreads = a.compileThreads;
   o.seed = a.seed;
   o.dbPath = a.db;
+  o.resume = a.resume;
   o.workerPath = a.worker;
   o.referenceMaxFlops = a.fullReference ? 0 : a.referenceMaxFlops;
   return o;
@@ -590,6 +597,9 @@ TuneCommand addTuneCommand(CLI::App& app) {
   cmd->add_option("--report", a.report, "write an HTML report of the search to FILE");
   cmd->add_flag("--json", a.json, "print a JSON summary instead of the table");
   cmd->add_option("--db", a.db, "tuning database (default: in the cache directory; '-': none)");
+  cmd->add_flag("--resume", a.resume,
+                "skip the candidates the database measured for the same kernel, sizes and device before, so that "
+                "a search cut by --time-limit goes on where it stopped (an exhaustive search over several runs)");
   cmd->add_option("--seed", a.seed, "random seed for inputs and sampling (default 1)");
   cmd->add_option("--worker", a.worker, "the rtcg-worker executable (default: $RTCG_WORKER, next to rtcgc, PATH)");
   CLI::Option* maxFlops =
@@ -623,6 +633,11 @@ int runTuneCommand(const TuneCommand& cmd) {
   }
   if (a.dryRun && (!a.manifests.empty() || !a.report.empty())) {
     fmt::print(stderr, "rtcgc: error: --dry-run lists the space of one DSL FILE; it takes no --manifest or --report\n");
+    return 2;
+  }
+  if (a.resume && (a.db == "-" || a.dryRun)) {
+    fmt::print(stderr, "rtcgc: error: --resume continues the searches a tuning database recorded; it takes no "
+                       "--db - or --dry-run\n");
     return 2;
   }
   try {

@@ -28,6 +28,7 @@ struct TuneArgs {
   std::string worker;
   double referenceMaxFlops = rtcg::kDefaultReferenceMaxFlops;  // --reference-max-flops
   bool fullReference = false;                                  // --full-reference: never sampled
+  bool resume = false;                                         // --resume: skip what earlier searches measured
   bool dryRun = false;  // --dry-run: print the space and the candidates a search would take; no GPU
 };
 
