@@ -20,6 +20,9 @@ struct BenchmarkOptions {
   int warmup = 2;       // untimed runs first (module load, clocks, caches)
   int repeats = 10;     // timed runs
   bool flushL2 = true;  // overwrite the L2 between runs (see above)
+  // Racing: when > 0, the first timed run is waited for alone, and when it took longer than this
+  // the measurement stops with that one sample (a tuner's candidate that cannot win). 0: all runs.
+  double raceMs = 0;
 };
 
 struct BenchmarkResult {

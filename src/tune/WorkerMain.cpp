@@ -126,7 +126,8 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
   // a kernel whose verifying launch alone took the budget is timed once, without warm-up (the
   // verifying launch loaded it; it cannot win, and a search must not spend seconds on it: a
   // one-thread dot product of 2^26 takes 4 s per launch), and so is one that lost the race: its
-  // verifying launch took longer than CandidateMessage::raceMs.
+  // verifying launch took longer than CandidateMessage::raceMs. One whose first timed run takes
+  // longer than CandidateMessage::raceTimedMs stops there (cuda::BenchmarkOptions::raceMs).
   const SetupMessage& m = s.setup;
   int repeats = m.repeats, warmup = m.warmup;
   const double budgetMs = m.timingBudgetSeconds * 1e3;
@@ -138,11 +139,12 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
     bo.warmup = warmup;
     bo.repeats = repeats;
     bo.flushL2 = m.flushL2;
+    if (repeats > 1) bo.raceMs = c.raceTimedMs;
     cuda::BenchmarkResult t =
         cuda::benchmark(*s.stream, [&](const cuda::Stream& st, int) { exe->launch(s.dargs->args(), &st); }, bo);
     r.medianMs = t.medianMs;
     r.minMs = t.minMs;
-    r.repeats = repeats;
+    r.repeats = int(t.samplesMs.size());  // 1 when it lost the timed race
 
     r.occupancy = 1.0;
     for (size_t i = 0; i < exe->functions().size(); ++i) {

@@ -107,7 +107,7 @@ struct ToJson {
   json operator()(const CandidateMessage& m) const {
     json launches = json::array();
     for (const LaunchSpec& l : m.launches) launches.push_back(launchToJson(l));
-    return {{"id", m.id}, {"launches", launches}, {"raceMs", m.raceMs}};
+    return {{"id", m.id}, {"launches", launches}, {"raceMs", m.raceMs}, {"raceTimedMs", m.raceTimedMs}};
   }
   json operator()(const ProgressMessage& m) const {
     return {{"id", m.id}, {"firstLaunchMs", m.firstLaunchMs}, {"warmup", m.warmup}, {"repeats", m.repeats}};
@@ -167,6 +167,7 @@ Message fromJson(const json& j, std::string blob) {
     if (!launches.is_array()) throw ProtocolError("'candidate' message: member 'launches' is not an array");
     for (const json& l : launches) m.launches.push_back(launchFromJson(l));
     m.raceMs = member<double>(j, t, "raceMs");
+    m.raceTimedMs = member<double>(j, t, "raceTimedMs");
     m.cubin = std::move(blob);
     return m;
   }

@@ -82,6 +82,9 @@ struct CandidateMessage {
   // `repeats` times (it cannot win); 0: always timed in full. The tuner sends a multiple of the
   // best median so far.
   double raceMs = 0;
+  // And one whose first timed run (after the warm-up, on a flushed L2) takes longer than this is
+  // not timed further; 0: no such race. The tuner sends 1.5 times the best median so far.
+  double raceTimedMs = 0;
 };
 
 struct ProgressMessage {

@@ -394,6 +394,21 @@ TEST_F(Gpu, BenchmarkHelper) {
   EXPECT_LE(r.medianMs, r.maxMs);
   EXPECT_EQ(out.download<float>()[12345], 2.0f);
 
+  // Racing: a first timed run over raceMs is the only one; within it, every repeat runs.
+  auto launchAdd = [&](const Stream& stream, int iteration) {
+    const DeviceBuffer& in = inputs[iteration % inputs.size()];
+    KernelArg args[] = {KernelArg::buffer(in), KernelArg::buffer(in), KernelArg::buffer(out), KernelArg::i32(n)};
+    launch(add, Dim3{n / 256}, Dim3{256}, 0, &stream, args);
+  };
+  opt.raceMs = 1e-6;
+  BenchmarkResult lost = benchmark(s, launchAdd, opt);
+  ASSERT_EQ(lost.samplesMs.size(), 1u);
+  EXPECT_EQ(lost.medianMs, lost.samplesMs[0]);
+  EXPECT_GT(lost.medianMs, 1e-6);
+  opt.raceMs = 1e6;
+  EXPECT_EQ(benchmark(s, launchAdd, opt).samplesMs.size(), 7u);
+  opt.raceMs = 0;
+
   opt.flushL2 = false;
   opt.repeats = 0;
   EXPECT_THROW(benchmark(s, [](const Stream&, int) {}, opt), Error);

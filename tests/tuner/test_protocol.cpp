@@ -48,6 +48,7 @@ CandidateMessage sampleCandidate() {
   c.launches = {l, l};
   c.cubin = std::string("\x7f" "ELF\0\0binary\xff", 12);
   c.raceMs = 2.5;
+  c.raceTimedMs = 1.25;
   return c;
 }
 
@@ -126,6 +127,7 @@ TEST(WorkerProtocol, CandidateRoundTripsWithItsCubin) {
   auto back = std::get<CandidateMessage>(roundTrip(c));
   EXPECT_EQ(back.id, 17);
   EXPECT_EQ(back.raceMs, 2.5);
+  EXPECT_EQ(back.raceTimedMs, 1.25);
   EXPECT_EQ(back.cubin, c.cubin);
   ASSERT_EQ(back.launches.size(), 2u);
   EXPECT_EQ(back.launches[1].function, "k_0");
