@@ -68,6 +68,17 @@ int64_t referenceSampleSize(int64_t floatOps, double maxFlops, const std::vector
   return std::max(kMinReferenceSample, int64_t(std::ceil(double(largest) * maxFlops / double(floatOps))));
 }
 
+void setSpaceDevice(SpaceOptions& options, const cuda::DeviceProperties& props) {
+  options.device.multiprocessors = props.multiprocessors;
+  options.device.maxThreadsPerBlock = props.maxThreadsPerBlock;
+  options.device.maxThreadsPerMultiprocessor = props.maxThreadsPerMultiprocessor;
+  options.device.maxBlocksPerMultiprocessor = props.maxBlocksPerMultiprocessor;
+  options.device.sharedPerBlockOptin = int64_t(props.sharedPerBlockOptin);
+  options.device.sharedPerMultiprocessor = int64_t(props.sharedPerMultiprocessor);
+  options.device.registersPerMultiprocessor = props.registersPerMultiprocessor;
+  options.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+}
+
 TuneResult tune(const std::string& fileName, const std::string& source, const Kernel& bound,
                 const TuneOptions& options) {
   Clock::time_point t0 = Clock::now();
@@ -102,14 +113,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     refineBudget = spaceOptions.maxCandidates / 3;
     spaceOptions.maxCandidates -= refineBudget;
   }
-  spaceOptions.device.multiprocessors = props.multiprocessors;
-  spaceOptions.device.maxThreadsPerBlock = props.maxThreadsPerBlock;
-  spaceOptions.device.maxThreadsPerMultiprocessor = props.maxThreadsPerMultiprocessor;
-  spaceOptions.device.maxBlocksPerMultiprocessor = props.maxBlocksPerMultiprocessor;
-  spaceOptions.device.sharedPerBlockOptin = int64_t(props.sharedPerBlockOptin);
-  spaceOptions.device.sharedPerMultiprocessor = int64_t(props.sharedPerMultiprocessor);
-  spaceOptions.device.registersPerMultiprocessor = props.registersPerMultiprocessor;
-  spaceOptions.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+  setSpaceDevice(spaceOptions, props);
   Space space = enumerateSchedules(bound, spaceOptions);
   result.enumerated = space.enumerated;
   result.pruned = int64_t(space.pruned.size());

@@ -122,6 +122,13 @@ struct TuneResult {
 // kernel is within maxFlops or maxFlops is 0.
 int64_t referenceSampleSize(int64_t floatOps, double maxFlops, const std::vector<int64_t>& outerExtents);
 
+// `options` with the device model and schedule limits of a device: the space a search on it
+// enumerates.
+namespace cuda {
+struct DeviceProperties;
+}
+void setSpaceDevice(SpaceOptions& options, const cuda::DeviceProperties& props);
+
 // Tunes the bound kernel (from `source`, which the worker re-parses). Throws NoDeviceError without
 // a device, rtcg::Error for other problems before or outside the candidates (no worker, a worker
 // that cannot start, an unwritable database); candidates' failures are results, not errors.

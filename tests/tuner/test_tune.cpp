@@ -156,16 +156,8 @@ TEST(TuneGpu, ResumedSearchMeasuresOnlyWhatTheFirstLeft) {
   for (size_t c = 1; c < b.candidates.size(); ++c)
     EXPECT_EQ(firstRun.count(b.candidates[c].schedule), 0u) << b.candidates[c].schedule;
   // Together they measured the whole space.
-  const cuda::DeviceProperties& props = cuda::Device(0).properties();
   SpaceOptions all;
-  all.device.multiprocessors = props.multiprocessors;
-  all.device.maxThreadsPerBlock = props.maxThreadsPerBlock;
-  all.device.maxThreadsPerMultiprocessor = props.maxThreadsPerMultiprocessor;
-  all.device.maxBlocksPerMultiprocessor = props.maxBlocksPerMultiprocessor;
-  all.device.sharedPerBlockOptin = int64_t(props.sharedPerBlockOptin);
-  all.device.sharedPerMultiprocessor = int64_t(props.sharedPerMultiprocessor);
-  all.device.registersPerMultiprocessor = props.registersPerMultiprocessor;
-  all.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+  setSpaceDevice(all, cuda::Device(0).properties());
   Space space = enumerateSchedules(l.bound, all);
   for (const CandidateRecord& c : b.candidates) firstRun.insert(c.schedule);
   for (const Candidate& c : space.candidates) EXPECT_EQ(firstRun.count(c.text), 1u) << c.text;
