@@ -53,6 +53,25 @@ std::string renderTable(const std::vector<Row>& rows) {
   return out;
 }
 
+std::vector<Contender> legalEarlierSchedules(const Kernel& bound, const ScheduleLimits& limits,
+                                             const std::vector<std::pair<std::string, EarlierSchedule>>& earlier,
+                                             std::vector<std::string>& rejected) {
+  std::vector<Contender> out;
+  for (const auto& [file, e] : earlier) {
+    ScheduleParseResult parsed = parseSchedule(e.schedule);
+    std::vector<std::string> reasons;
+    if (!parsed.ok()) reasons.push_back(parsed.error);
+    else reasons = validateSchedule(bound, *parsed.schedule, limits);
+    if (!reasons.empty()) {
+      rejected.push_back(fmt::format("{}: {}", file, reasons.front()));
+      continue;
+    }
+    if (std::none_of(out.begin(), out.end(), [&](const Contender& c) { return c.schedule == e.schedule; }))
+      out.push_back({e.schedule, fmt::format("{} ({:.4f} ms there)", file, e.ms)});
+  }
+  return out;
+}
+
 std::map<std::string, EarlierSchedule> loadEarlierSchedules(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("cannot read {}", path));

@@ -9,6 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/IR.h"
+#include "schedule/Schedule.h"
+
 namespace rtcg::bench {
 
 struct Row {
@@ -53,6 +56,17 @@ struct EarlierSchedule {
 // The schedules of an earlier run's bench.json, by workload name (rows without a schedule or that
 // did not run are left out). Throws rtcg::Error naming the file and what is wrong with it.
 std::map<std::string, EarlierSchedule> loadEarlierSchedules(const std::string& path);
+
+// A schedule a workload may be measured with, and where it came from.
+struct Contender {
+  std::string schedule, source;
+};
+// The distinct schedules of `earlier` ((file, schedule) pairs, in the files' order) that parse and
+// are legal for `bound` within `limits`, each with its source ("FILE (0.1234 ms there)"); the
+// others are described in `rejected` ("FILE: REASON").
+std::vector<Contender> legalEarlierSchedules(const Kernel& bound, const ScheduleLimits& limits,
+                                             const std::vector<std::pair<std::string, EarlierSchedule>>& earlier,
+                                             std::vector<std::string>& rejected);
 std::string renderHtml(const SuiteInfo& info, const std::vector<Row>& rows);
 
 }  // namespace rtcg::bench

@@ -53,21 +53,18 @@ struct Options {
   uint64_t seed = 1;
   double referenceMaxFlops = 3e9;
   int64_t bandwidthMiB = 512;
-  std::string schedulesFile;                          // --schedules
-  std::map<std::string, EarlierSchedule> earlier;     // its schedules, by workload
-};
-
-// A schedule the workload may be measured with, and where it came from.
-struct Contender {
-  std::string schedule, source;
+  std::vector<std::string> schedulesFiles;            // --schedules (repeatable)
+  // Their schedules, by workload: (file, schedule) in the files' order.
+  std::map<std::string, std::vector<std::pair<std::string, EarlierSchedule>>> earlier;
 };
 
 struct Prepared {
   Workload workload;
   Kernel bound;
   Row row;
-  // With --schedules and --use-db, both the earlier run's schedule and the database's best: the
-  // faster in this run is measured (row.schedule is then set in phase 2).
+  // With several --schedules files, or one and --use-db, each distinct legal schedule among the
+  // earlier runs' and the database's best: the fastest in this run is measured (row.schedule is
+  // then set in phase 2).
   std::vector<Contender> contenders;
 };
 
@@ -100,30 +97,33 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
     return;
   }
   if (auto e = o.earlier.find(row.name); e != o.earlier.end()) {
-    // An earlier run's schedule, when it is still legal for this kernel on this device.
-    ScheduleParseResult parsed = parseSchedule(e->second.schedule);
-    std::vector<std::string> reasons;
-    if (!parsed.ok()) reasons.push_back(parsed.error);
-    else reasons = validateSchedule(p.bound, *parsed.schedule,
-                                    deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock));
-    if (reasons.empty()) {
-      row.schedule = e->second.schedule;
-      row.scheduleSource = fmt::format("{} ({:.4f} ms there)", o.schedulesFile, e->second.ms);
-      fmt::print(stderr, "bench_suite: {}: schedule from {}\n", row.name, o.schedulesFile);
+    // The earlier runs' schedules that are still legal for this kernel on this device.
+    std::vector<std::string> rejected;
+    p.contenders = legalEarlierSchedules(
+        p.bound, deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock), e->second,
+        rejected);
+    for (const std::string& r : rejected)
+      fmt::print(stderr, "bench_suite: {}: a schedule of --schedules is not legal here: {}\n", row.name, r);
+    if (!p.contenders.empty()) {
+      row.schedule = p.contenders.front().schedule;
+      row.scheduleSource = p.contenders.front().source;
+      fmt::print(stderr, "bench_suite: {}: schedule from {}\n", row.name, row.scheduleSource);
       if (o.useDb) {
         TuningDb db(dbPath);
         std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props));
-        if (best && best->schedule != row.schedule) {
-          p.contenders = {{row.schedule, row.scheduleSource},
-                          {best->schedule, fmt::format("database ({:.4f} ms when tuned)", best->medianMs)}};
-          fmt::print(stderr, "bench_suite: {}: and the database's best; the faster in this run is measured\n",
-                     row.name);
-        }
+        bool seen = best && std::any_of(p.contenders.begin(), p.contenders.end(),
+                                        [&](const Contender& c) { return c.schedule == best->schedule; });
+        if (best && !seen)
+          p.contenders.push_back({best->schedule, fmt::format("database ({:.4f} ms when tuned)", best->medianMs)});
       }
+      if (p.contenders.size() > 1)
+        fmt::print(stderr, "bench_suite: {}: {} schedules; the fastest in this run is measured\n", row.name,
+                   p.contenders.size());
+      else
+        p.contenders.clear();
       return;
     }
-    fmt::print(stderr, "bench_suite: {}: the schedule in {} is not legal here ({}); choosing another\n", row.name,
-               o.schedulesFile, reasons.front());
+    fmt::print(stderr, "bench_suite: {}: no schedule of --schedules is legal here; choosing another\n", row.name);
   }
   if (o.useDb) {
     TuningDb db(dbPath);
@@ -329,7 +329,7 @@ int run(const Options& o) {
   info.peakGflops = kPeakGflopsFp32;
   info.settings = fmt::format("{}; max-candidates={}, time-limit={:g}s, repeats={}, seed={}, database {}",
                               o.defaultSchedule         ? "default schedules"
-                              : !o.schedulesFile.empty() ? fmt::format("schedules of {}{}", o.schedulesFile,
+                              : !o.schedulesFiles.empty() ? fmt::format("schedules of {}{}", fmt::join(o.schedulesFiles, ", "),
                                                                        o.useDb ? " and the database's best, the faster in this run"
                                                                                : ", else tuned")
                               : o.useDb                  ? "database first"
@@ -404,10 +404,11 @@ int main(int argc, char** argv) {
   app.add_option("--db", o.db, "tuning database (default: OUT/tuning.sqlite)");
   app.add_flag("--use-db", o.useDb, "take each workload's best schedule from the database; tune only those missing");
   app.add_flag("--default-schedule", o.defaultSchedule, "measure rtcg's default schedules, no tuning");
-  app.add_option("--schedules", o.schedulesFile,
+  app.add_option("--schedules", o.schedulesFiles,
                  "measure each workload with its schedule in FILE, the bench.json of an earlier run (those it "
-                 "lacks, or whose schedule is no longer legal, as without this option); with --use-db, the "
-                 "faster in this run of it and the database's best");
+                 "lacks, or whose schedule is no longer legal, as without this option); repeated, or with "
+                 "--use-db, the fastest in this run of the files' schedules and the database's best")
+      ->allow_extra_args(false);
   app.add_option("--max-candidates", o.maxCandidates, "candidates per tuning search")->capture_default_str()->check(
       CLI::PositiveNumber);
   app.add_option("--time-limit", o.timeLimit, "seconds per tuning search (0: none)")->capture_default_str()->check(
@@ -427,16 +428,18 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "bench_suite: error: --use-db and --default-schedule exclude each other\n");
     return 1;
   }
-  if (!o.schedulesFile.empty()) {
+  if (!o.schedulesFiles.empty()) {
     if (o.defaultSchedule) {
       fmt::print(stderr, "bench_suite: error: --schedules and --default-schedule exclude each other\n");
       return 1;
     }
-    try {
-      o.earlier = loadEarlierSchedules(o.schedulesFile);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "bench_suite: error: --schedules: {}\n", e.what());
-      return 1;
+    for (const std::string& file : o.schedulesFiles) {
+      try {
+        for (auto& [name, earlier] : loadEarlierSchedules(file)) o.earlier[name].push_back({file, earlier});
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "bench_suite: error: --schedules {}: {}\n", file, e.what());
+        return 1;
+      }
     }
   }
   try {

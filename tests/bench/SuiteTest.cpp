@@ -178,7 +178,8 @@ TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
 
   // Every committed table's schedules are still legal for their workloads on an H100 (so that
   // the next run on a GPU can measure them without tuning).
-  for (const char* table : {"h100-2026-11-25-splitk.json", "h100-2026-11-25-pipelined.json"}) {
+  for (const char* table : {"h100-2026-11-25-splitk.json", "h100-2026-11-25-pipelined.json",
+                            "h100-2026-11-25-tall.json"}) {
     std::map<std::string, EarlierSchedule> committed =
         loadEarlierSchedules(std::string(RTCG_SOURCE_DIR) + "/bench/results/" + table);
     EXPECT_EQ(committed.size(), 22u) << table;
@@ -220,6 +221,40 @@ TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
 TEST(BenchResults, ShortSchedule) {
   EXPECT_EQ(shortSchedule(""), "default");
   EXPECT_LE(shortSchedule("nest 0: this is not a schedule at all but quite a long text", 20).size(), 20u);
+}
+
+// Several --schedules files: each workload's distinct legal schedules, in the files' order, with
+// where each came from; illegal ones are named with their file and reason.
+TEST(BenchResults, ContendersFromSeveralEarlierRuns) {
+  std::vector<Workload> workloads = allWorkloads();
+  auto sgemm = std::find_if(workloads.begin(), workloads.end(), [](const Workload& w) { return w.name == "sgemm_3000"; });
+  ASSERT_NE(sgemm, workloads.end());
+  Diagnostics diags;
+  std::optional<Program> prog = parseProgram(sgemm->name, sgemm->source, diags);
+  ASSERT_TRUE(prog);
+  std::optional<Kernel> bound = bindSizes(*prog->find(sgemm->kernelName), sgemm->sizes, diags);
+  ASSERT_TRUE(bound);
+  const std::string tile = "i: grid.y, thread.y 8, reg 8; j: grid.x, reg 2, thread.x 16, reg 4; k: serial, unroll 8; "
+                           "shared: a^T, b; blocks_per_sm: 2";
+  const std::string split = "i: grid.y, thread.y 8, reg 8; j: grid.x, thread.x 16, reg 4; k: grid.z, serial 94, "
+                            "unroll 16; shared: a^T, b";
+  std::vector<std::pair<std::string, EarlierSchedule>> earlier{
+      {"a.json", {split, 1.3342}},
+      {"b.json", {tile, 1.3014}},
+      {"c.json", {split, 1.3345}},                                               // the same again
+      {"d.json", {"i: grid.y, thread.y 64; j: grid.x, thread.x 64; k: serial", 1}},  // 4096 threads
+      {"e.json", {"i: nowhere", 1}}};
+  std::vector<std::string> rejected;
+  std::vector<Contender> c = legalEarlierSchedules(*bound, deviceScheduleLimits(232448, 1024), earlier, rejected);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].schedule, split);
+  EXPECT_EQ(c[0].source, "a.json (1.3342 ms there)");
+  EXPECT_EQ(c[1].schedule, tile);
+  EXPECT_EQ(c[1].source, "b.json (1.3014 ms there)");
+  ASSERT_EQ(rejected.size(), 2u);
+  EXPECT_EQ(rejected[0].rfind("d.json: ", 0), 0u) << rejected[0];
+  EXPECT_NE(rejected[0].find("threads per block"), std::string::npos) << rejected[0];
+  EXPECT_EQ(rejected[1].rfind("e.json: ", 0), 0u) << rejected[1];
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 set -u
 check=$1
 bin=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; echo "--- stdout"; cat "$tmp/out"; echo "--- stderr"; cat "$tmp/err"; exit 1; }
@@ -42,6 +43,11 @@ case $check in
     "$bin" --only dot --schedules "$tmp/cut.json" --out "$tmp/out-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
     [ $rc -eq 1 ] || fail "--schedules with a cut-off file exited $rc, expected 1"
     grep -q "cut.json: not JSON" "$tmp/err" || fail "the message does not say the file is not JSON"
+    # A second file that is missing is refused too, even after a good first one.
+    "$bin" --only dot --schedules "$root/bench/results/h100-2026-11-25-tall.json" --schedules "$tmp/missing.json" \
+      --out "$tmp/out-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 1 ] || fail "a second --schedules with a missing file exited $rc, expected 1"
+    grep -q "cannot read $tmp/missing.json" "$tmp/err" || fail "the message does not name the second, missing file"
     "$bin" --only dot --schedules "$tmp/cut.json" --default-schedule >"$tmp/out" 2>"$tmp/err"; rc=$?
     [ $rc -eq 1 ] || fail "--schedules with --default-schedule exited $rc, expected 1"
     [ ! -e "$tmp/out-dir/bench.json" ] || fail "a refused run wrote bench.json"
