@@ -68,6 +68,8 @@ int64_t referenceSampleSize(int64_t floatOps, double maxFlops, const std::vector
   return std::max(kMinReferenceSample, int64_t(std::ceil(double(largest) * maxFlops / double(floatOps))));
 }
 
+int64_t refinementBudget(int64_t maxCandidates) { return maxCandidates >= 12 ? maxCandidates / 3 : 0; }
+
 void setSpaceDevice(SpaceOptions& options, const cuda::DeviceProperties& props) {
   options.device.multiprocessors = props.multiprocessors;
   options.device.maxThreadsPerBlock = props.maxThreadsPerBlock;
@@ -108,11 +110,8 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // The space, for this device. With a candidate budget, about a third of it is kept for
   // refinement rounds (neighbours of the fastest measured candidates, from what sampling left out).
   SpaceOptions spaceOptions = options.space;
-  int64_t refineBudget = 0;
-  if (spaceOptions.maxCandidates >= 12) {
-    refineBudget = spaceOptions.maxCandidates / 3;
-    spaceOptions.maxCandidates -= refineBudget;
-  }
+  int64_t refineBudget = refinementBudget(spaceOptions.maxCandidates);
+  spaceOptions.maxCandidates -= refineBudget;
   setSpaceDevice(spaceOptions, props);
   Space space = enumerateSchedules(bound, spaceOptions);
   result.enumerated = space.enumerated;

@@ -122,6 +122,10 @@ struct TuneResult {
 // kernel is within maxFlops or maxFlops is 0.
 int64_t referenceSampleSize(int64_t floatOps, double maxFlops, const std::vector<int64_t>& outerExtents);
 
+// The share of a candidate budget that a search keeps for refinement rounds (neighbours of the
+// fastest measured candidates): a third of a budget of 12 or more, else none.
+int64_t refinementBudget(int64_t maxCandidates);
+
 // `options` with the device model and schedule limits of a device: the space a search on it
 // enumerates.
 namespace cuda {

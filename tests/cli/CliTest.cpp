@@ -233,19 +233,24 @@ TEST(Cli, LargeTilesNeedTheSharedMemoryLimitRaised) {
 }
 
 TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
-  // No GPU needed: the space on the sm_90 model, and the sample of 12 the search would measure.
+  // No GPU needed: the space on the sm_90 model, and the sample the search would measure: of a
+  // budget of 12, 8 sampled up front and 4 left for refinement rounds, as the tuner splits it.
   Result r = rtcgc("tune " + example("dg_lift.rtcg") + " -D K=340630 -D Np=56 -D Nfp=21 --dry-run --max-candidates 12");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("space of dg_lift on an sm_90 model (227 KiB shared per block at most)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pruned"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("the search would take 12 candidates (--max-candidates 12, seed 1)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\n   12  "), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("\n   13  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the search would take 8 candidates (--max-candidates 12, seed 1), then up to 4 more in "
+                       "refinement rounds"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n    8  "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n    9  "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("loads: early"), std::string::npos) << r.out;  // a family the sample always covers
   Result json = rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --dry-run --max-candidates 5 --json");
   EXPECT_EQ(json.code, 0) << json.out;
   EXPECT_NE(json.out.find("\"candidates\": ["), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"predictedUs\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"refinementBudget\": 0"), std::string::npos) << json.out;  // a budget under 12: none
   EXPECT_EQ(rtcgc("tune --manifest x.json --dry-run").code, 2);
   EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --dry-run --report r.html").code, 2);
   // --resume continues what a database recorded: not with no database, not in a dry run.

@@ -314,6 +314,10 @@ TuneOptions tuneOptions(const TuneArgs& a, ProgressPrinter& printer, const std::
 int dryRun(const Kernel& bound, const TuneArgs& a) {
   SpaceOptions o = searchOptions(a).space;
   o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
+  // As the search does: part of the budget waits for refinement rounds, which pick from what the
+  // sample leaves out once they know the fastest measured candidates.
+  const int64_t refine = refinementBudget(o.maxCandidates);
+  o.maxCandidates -= refine;
   Space space = enumerateSchedules(bound, o);
   // The reason's kind: before any detail in parentheses or after a colon, numbers as N.
   const std::vector<std::pair<std::string, int64_t>> byCount = countReasons(space.pruned, [](const std::string& reason) {
@@ -326,6 +330,7 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
     j["enumerated"] = space.enumerated;
     j["kept"] = space.candidates.size() + space.reserve.size();
     j["pruned"] = space.pruned.size();
+    j["refinementBudget"] = std::min<int64_t>(refine, int64_t(space.reserve.size()));
     j["candidates"] = nlohmann::json::array();
     for (const Candidate& c : space.candidates)
       j["candidates"].push_back({{"schedule", c.text}, {"predictedUs", c.score}, {"threads", c.threadsPerBlock},
@@ -338,8 +343,12 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
              bound.name, o.limits.maxSharedBytes / 1024, space.enumerated,
              space.candidates.size() + space.reserve.size(), space.pruned.size());
   for (size_t q = 0; q < byCount.size() && q < 6; ++q) fmt::print("  pruned {:6}  {}\n", byCount[q].second, byCount[q].first);
-  fmt::print("the search would take {} candidates{}, best predicted first:\n", space.candidates.size(),
-             a.maxCandidates ? fmt::format(" (--max-candidates {}, seed {})", a.maxCandidates, a.seed) : "");
+  fmt::print("the search would take {} candidates{}{}, best predicted first:\n", space.candidates.size(),
+             a.maxCandidates ? fmt::format(" (--max-candidates {}, seed {})", a.maxCandidates, a.seed) : "",
+             refine > 0 && !space.reserve.empty()
+                 ? fmt::format(", then up to {} more in refinement rounds around the fastest it measures",
+                               std::min<int64_t>(refine, int64_t(space.reserve.size())))
+                 : "");
   fmt::print("{:>5}  {:>10}  {:>7}  {:>8}  {:>4}  {:>7}  {:>5}  {}\n", "rank", "model us", "threads", "blocks", "tile",
              "shared", "occ", "schedule");
   for (size_t q = 0; q < space.candidates.size(); ++q) {
