@@ -53,6 +53,13 @@ std::string renderTable(const std::vector<Row>& rows) {
   return out;
 }
 
+bool addContender(std::vector<Contender>& contenders, Contender c) {
+  if (std::any_of(contenders.begin(), contenders.end(), [&](const Contender& x) { return x.schedule == c.schedule; }))
+    return false;
+  contenders.push_back(std::move(c));
+  return true;
+}
+
 std::vector<Contender> legalEarlierSchedules(const Kernel& bound, const ScheduleLimits& limits,
                                              const std::vector<std::pair<std::string, EarlierSchedule>>& earlier,
                                              std::vector<std::string>& rejected) {
@@ -66,8 +73,7 @@ std::vector<Contender> legalEarlierSchedules(const Kernel& bound, const Schedule
       rejected.push_back(fmt::format("{}: {}", file, reasons.front()));
       continue;
     }
-    if (std::none_of(out.begin(), out.end(), [&](const Contender& c) { return c.schedule == e.schedule; }))
-      out.push_back({e.schedule, fmt::format("{} ({:.4f} ms there)", file, e.ms)});
+    addContender(out, {e.schedule, fmt::format("{} ({:.4f} ms there)", file, e.ms)});
   }
   return out;
 }

@@ -61,6 +61,8 @@ std::map<std::string, EarlierSchedule> loadEarlierSchedules(const std::string& p
 struct Contender {
   std::string schedule, source;
 };
+// Appends `c` to `contenders` unless one with the same schedule is there; true when appended.
+bool addContender(std::vector<Contender>& contenders, Contender c);
 // The distinct schedules of `earlier` ((file, schedule) pairs, in the files' order) that parse and
 // are legal for `bound` within `limits`, each with its source ("FILE (0.1234 ms there)"); the
 // others are described in `rejected` ("FILE: REASON").

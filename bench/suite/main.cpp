@@ -110,11 +110,8 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
       fmt::print(stderr, "bench_suite: {}: schedule from {}\n", row.name, row.scheduleSource);
       if (o.useDb) {
         TuningDb db(dbPath);
-        std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props));
-        bool seen = best && std::any_of(p.contenders.begin(), p.contenders.end(),
-                                        [&](const Contender& c) { return c.schedule == best->schedule; });
-        if (best && !seen)
-          p.contenders.push_back({best->schedule, fmt::format("database ({:.4f} ms when tuned)", best->medianMs)});
+        if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props)))
+          addContender(p.contenders, {best->schedule, fmt::format("database ({:.4f} ms when tuned)", best->medianMs)});
       }
       if (p.contenders.size() > 1)
         fmt::print(stderr, "bench_suite: {}: {} schedules; the fastest in this run is measured\n", row.name,

@@ -319,6 +319,7 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   const int64_t refine = refinementBudget(o.maxCandidates);
   o.maxCandidates -= refine;
   Space space = enumerateSchedules(bound, o);
+  const int64_t refinable = std::min<int64_t>(refine, int64_t(space.reserve.size()));  // what refinement can add
   // The reason's kind: before any detail in parentheses or after a colon, numbers as N.
   const std::vector<std::pair<std::string, int64_t>> byCount = countReasons(space.pruned, [](const std::string& reason) {
     std::string r = std::regex_replace(reason.substr(0, std::min(reason.find(" ("), reason.find(':'))),
@@ -330,7 +331,7 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
     j["enumerated"] = space.enumerated;
     j["kept"] = space.candidates.size() + space.reserve.size();
     j["pruned"] = space.pruned.size();
-    j["refinementBudget"] = std::min<int64_t>(refine, int64_t(space.reserve.size()));
+    j["refinementBudget"] = refinable;
     j["candidates"] = nlohmann::json::array();
     for (const Candidate& c : space.candidates)
       j["candidates"].push_back({{"schedule", c.text}, {"predictedUs", c.score}, {"threads", c.threadsPerBlock},
@@ -345,9 +346,8 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   for (size_t q = 0; q < byCount.size() && q < 6; ++q) fmt::print("  pruned {:6}  {}\n", byCount[q].second, byCount[q].first);
   fmt::print("the search would take {} candidates{}{}, best predicted first:\n", space.candidates.size(),
              a.maxCandidates ? fmt::format(" (--max-candidates {}, seed {})", a.maxCandidates, a.seed) : "",
-             refine > 0 && !space.reserve.empty()
-                 ? fmt::format(", then up to {} more in refinement rounds around the fastest it measures",
-                               std::min<int64_t>(refine, int64_t(space.reserve.size())))
+             refinable > 0
+                 ? fmt::format(", then up to {} more in refinement rounds around the fastest it measures", refinable)
                  : "");
   fmt::print("{:>5}  {:>10}  {:>7}  {:>8}  {:>4}  {:>7}  {:>5}  {}\n", "rank", "model us", "threads", "blocks", "tile",
              "shared", "occ", "schedule");
