@@ -551,58 +551,51 @@ TEST(Space, SamplesMeasureEveryFamily) {
 }
 
 TEST(Space, ScheduleDistance) {
-  auto parse = [](const char* text) {
+  auto parse = [](const std::string& text) {
     ScheduleParseResult r = parseSchedule(text);
     EXPECT_TRUE(r.ok()) << text << ": " << r.error;
     return *r.schedule;
   };
-  Schedule a = parse("i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; shared: a, b");
-  EXPECT_EQ(scheduleDistance(a, a), 0);
-  // One factor doubled: 1.
-  EXPECT_DOUBLE_EQ(scheduleDistance(a, parse("i: grid.y, thread.y 16, reg 4; j: grid.x, reg 8, thread.x 16; k: serial, "
-                                             "unroll 8; shared: a, b")),
-                   1);
-  // A register part dropped (factor 8 -> 1) is capped at 2; one array less staged: 1.5.
-  EXPECT_DOUBLE_EQ(scheduleDistance(a, parse("i: grid.y, thread.y 16; j: grid.x, reg 8, thread.x 16; k: serial, "
-                                             "unroll 8; shared: b")),
-                   3.5);
-  // The outer placement of k changed (serial -> unroll): 2, plus the inner unroll part 8 -> 1 (capped 2).
-  EXPECT_DOUBLE_EQ(scheduleDistance(a, parse("i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: unroll; "
-                                             "shared: a, b")),
-                   4);
-  Schedule b = parse("i: grid.y, thread.y 16, reg 4; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; shared: a, b");
-  EXPECT_EQ(scheduleDistance(a, b), scheduleDistance(b, a));
-  // A tile stored the other way: 1; double-buffered: 1.
-  EXPECT_DOUBLE_EQ(scheduleDistance(a, parse("i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: serial, "
-                                             "unroll 8; shared: a^T, b; buffers: 2")),
-                   2);
-  Schedule two = parse("i: grid.x | i: grid.x");
-  EXPECT_TRUE(std::isinf(scheduleDistance(a, two)));
-  // The same tile distributed differently is 1 (so that refinement measures these siblings of the
-  // fastest candidates): k split across blocks in shares of 94 steps against the same steps in one
-  // block (H100, SGEMM n=3000: 1.347 ms split, 1.371 ms not), ...
-  Schedule unsplit = parse("i: grid.y, thread.y 8, reg 8; j: grid.x, thread.x 16, reg 4; k: serial, unroll 16; shared: a^T, b");
-  EXPECT_DOUBLE_EQ(scheduleDistance(unsplit, parse("i: grid.y, thread.y 8, reg 8; j: grid.x, thread.x 16, reg 4; k: grid.z, "
-                                                   "serial 94, unroll 16; shared: a^T, b")),
-                   1);
-  // ... and blocks that walk 4 positions of k with two buffers against one position each (H100,
-  // DG N=4: 0.158 ms against 0.199 ms): 1 + 1 for the buffers.
-  Schedule dg = parse("k: grid.x, thread.y 8, reg 8; i: serial, thread.x 35; j: serial, unroll 35; shared: Dr, u^T, Ds, Dt");
-  EXPECT_DOUBLE_EQ(scheduleDistance(dg, parse("k: grid.x, serial 4, thread.y 8, reg 8; i: serial, thread.x 35; j: serial, "
-                                              "unroll 35; shared: Dr, u^T, Ds, Dt; buffers: 2")),
-                   2);
-  // A parallel index looped over in one block against blocks that each walk 4 of its positions:
-  // the same tile, distributed differently, 1; so is j split across blocks. An outer part changed
-  // otherwise (i: unroll against serial) is still 2, here plus 1 for j.
-  EXPECT_DOUBLE_EQ(scheduleDistance(dg, parse("k: grid.x, thread.y 8, reg 8; i: grid.y, serial 4, thread.x 35; j: serial, "
-                                              "unroll 35; shared: Dr, u^T, Ds, Dt")),
-                   1);
-  EXPECT_DOUBLE_EQ(scheduleDistance(dg, parse("k: grid.x, thread.y 8, reg 8; i: serial, thread.x 35; j: grid.z, serial 4, "
-                                              "unroll 35; shared: Dr, u^T, Ds, Dt")),
-                   1);
-  EXPECT_DOUBLE_EQ(scheduleDistance(dg, parse("k: grid.x, thread.y 8, reg 8; i: unroll, thread.x 35; j: grid.z, serial 4, "
-                                              "unroll 35; shared: Dr, u^T, Ds, Dt")),
-                   3);
+  struct Case {
+    std::string from, to;
+    double distance;
+  };
+  const std::string a = "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; shared: a, b";
+  const std::string b = "i: grid.y, thread.y 16, reg 4; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; shared: a, b";
+  const std::string unsplit =
+      "i: grid.y, thread.y 8, reg 8; j: grid.x, thread.x 16, reg 4; k: serial, unroll 16; shared: a^T, b";
+  const std::string dg = "k: grid.x, thread.y 8, reg 8; i: serial, thread.x 35; j: serial, unroll 35; shared: Dr, u^T, Ds, Dt";
+  EXPECT_EQ(scheduleDistance(parse(a), parse(a)), 0);
+  const std::vector<Case> cases{
+      // One factor doubled: 1.
+      {a, b, 1},
+      // A register part dropped (factor 8 -> 1) is capped at 2; one array less staged: 1.5.
+      {a, "i: grid.y, thread.y 16; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; shared: b", 3.5},
+      // The outer placement of k changed (serial -> unroll): 2, plus the inner unroll part 8 -> 1 (capped 2).
+      {a, "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: unroll; shared: a, b", 4},
+      // A tile stored the other way: 1; double-buffered: 1.
+      {a, "i: grid.y, thread.y 16, reg 8; j: grid.x, reg 8, thread.x 16; k: serial, unroll 8; shared: a^T, b; buffers: 2",
+       2},
+      // The same tile distributed differently is 1 (so that refinement measures these siblings of
+      // the fastest candidates): k split across blocks in shares of 94 steps against the same steps
+      // in one block (H100, SGEMM n=3000: 1.347 ms split, 1.371 ms not), ...
+      {unsplit, "i: grid.y, thread.y 8, reg 8; j: grid.x, thread.x 16, reg 4; k: grid.z, serial 94, unroll 16; shared: a^T, b",
+       1},
+      // ... and blocks that walk 4 positions of k with two buffers against one position each (H100,
+      // DG N=4: 0.158 ms against 0.199 ms): 1 + 1 for the buffers.
+      {dg, "k: grid.x, serial 4, thread.y 8, reg 8; i: serial, thread.x 35; j: serial, unroll 35; shared: Dr, u^T, Ds, Dt; buffers: 2",
+       2},
+      // A parallel index looped over in one block against blocks that each walk 4 of its positions:
+      // the same tile, distributed differently, 1; so is j split across blocks. An outer part
+      // changed otherwise (i: unroll against serial) is still 2, here plus 1 for j.
+      {dg, "k: grid.x, thread.y 8, reg 8; i: grid.y, serial 4, thread.x 35; j: serial, unroll 35; shared: Dr, u^T, Ds, Dt", 1},
+      {dg, "k: grid.x, thread.y 8, reg 8; i: serial, thread.x 35; j: grid.z, serial 4, unroll 35; shared: Dr, u^T, Ds, Dt", 1},
+      {dg, "k: grid.x, thread.y 8, reg 8; i: unroll, thread.x 35; j: grid.z, serial 4, unroll 35; shared: Dr, u^T, Ds, Dt", 3},
+  };
+  for (const Case& c : cases)
+    EXPECT_DOUBLE_EQ(scheduleDistance(parse(c.from), parse(c.to)), c.distance) << c.from << "\n  vs " << c.to;
+  EXPECT_EQ(scheduleDistance(parse(a), parse(b)), scheduleDistance(parse(b), parse(a)));
+  EXPECT_TRUE(std::isinf(scheduleDistance(parse(a), parse("i: grid.x | i: grid.x"))));
 }
 
 TEST(Space, SmallOutputsGetSplitReductionsWhenSupported) {
