@@ -248,7 +248,7 @@ CompileOptions chooseTunedSchedule(detail::ContextImpl& ctx, std::string_view so
     tuneOptions.space.maxCandidates = options.tuneMaxCandidates;
     tuneOptions.timeLimitSeconds = options.tuneTimeLimitSeconds;
     tuneOptions.dbPath = dbPath;
-    tuneOptions.deviceOrdinal = ctx.info.ordinal;
+    tuneOptions.deviceOrdinals = {ctx.info.ordinal};
     TuneResult result = tune(options.fileName, std::string(source), target, tuneOptions);
     best = result.best;
     if (best) origin = "tuned";

@@ -59,13 +59,21 @@ BenchmarkResult benchmark(const Stream& stream, const BenchmarkBody& run, const 
     double ms = Event::elapsedMs(starts[0], stops[0]);
     if (ms > options.raceMs) return summarize({ms});
   }
+  auto samplesUpTo = [&](int n) {
+    std::vector<double> samples;
+    samples.reserve(n);
+    for (int i = 0; i < n; ++i) samples.push_back(Event::elapsedMs(starts[i], stops[i]));
+    return samples;
+  };
+  if (options.closeRaceMs > 0 && options.repeats > kCloseRaceRuns) {
+    for (; first < kCloseRaceRuns; ++first) timedRun(first);
+    stream.synchronize();
+    std::vector<double> samples = samplesUpTo(kCloseRaceRuns);
+    if (*std::min_element(samples.begin(), samples.end()) > options.closeRaceMs) return summarize(std::move(samples));
+  }
   for (int i = first; i < options.repeats; ++i) timedRun(i);
   stream.synchronize();
-
-  std::vector<double> samples;
-  samples.reserve(options.repeats);
-  for (int i = 0; i < options.repeats; ++i) samples.push_back(Event::elapsedMs(starts[i], stops[i]));
-  return summarize(std::move(samples));
+  return summarize(samplesUpTo(options.repeats));
 }
 
 }  // namespace rtcg::cuda

@@ -23,7 +23,13 @@ struct BenchmarkOptions {
   // Racing: when > 0, the first timed run is waited for alone, and when it took longer than this
   // the measurement stops with that one sample (a tuner's candidate that cannot win). 0: all runs.
   double raceMs = 0;
+  // A closer race, when > 0 and there are more than kCloseRaceRuns repeats: once the first
+  // kCloseRaceRuns timed runs are done, the measurement stops with them when even the fastest took
+  // longer than this (a candidate some percent slower than the best so far: timing noise under an
+  // L2 flush is about 1%, so three runs all that slow do not come from a kernel as fast).
+  double closeRaceMs = 0;
 };
+constexpr int kCloseRaceRuns = 3;
 
 struct BenchmarkResult {
   std::vector<double> samplesMs;  // one per repeat, in order

@@ -4,9 +4,11 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -97,8 +100,21 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
 
   // The device, without a context: cuInit and property queries only.
   if (!cuda::cudaAvailable()) throw NoDeviceError(cuda::unavailableReason());
-  cuda::Device device(options.deviceOrdinal);
+  if (options.deviceOrdinals.empty()) throw Error("tuning needs at least one device");
+  cuda::Device device(options.deviceOrdinals.front());
   const cuda::DeviceProperties& props = device.properties();
+  for (size_t i = 1; i < options.deviceOrdinals.size(); ++i) {
+    int ordinal = options.deviceOrdinals[i];
+    if (std::count(options.deviceOrdinals.begin(), options.deviceOrdinals.begin() + long(i), ordinal))
+      throw Error(fmt::format("device {} is listed twice for one search", ordinal));
+    cuda::Device other(ordinal);
+    const cuda::DeviceProperties& p = other.properties();
+    if (p.name != props.name || p.arch() != props.arch() || p.multiprocessors != props.multiprocessors)
+      throw Error(fmt::format("device {} is {} ({}, {} multiprocessors) but device {} is {} ({}, {}): a search "
+                              "compares medians measured on its devices, so they must be the same model",
+                              ordinal, p.name, p.arch(), p.multiprocessors, props.ordinal, props.name, props.arch(),
+                              props.multiprocessors));
+  }
   std::string workerPath = findWorker(options.workerPath);
 
   TuneResult result;
@@ -161,11 +177,14 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     }
     jobs.push_back({e.label, s, e.rewrite});
   }
+  // With `resume`: the fastest of the earlier searches, which candidates race against from the start.
+  std::optional<CandidateRecord> earlierBest;
   if (options.resume) {
     if (!db) throw Error("resuming a search needs the tuning database (not --db -)");
     result.resumedSkipped = int64_t(dropMeasured(jobs, db->candidates(result.key)));
     log(fmt::format("resumed: {} candidates measured by earlier searches of this key are not measured again",
                     result.resumedSkipped));
+    earlierBest = db->best(result.key);
   }
   result.generated = int64_t(jobs.size());
 
@@ -245,12 +264,33 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     setup.inputs.push_back({param.name, c.sum, c.sumSquares});
   }
   setup.referencePath = refFile.path;
-  setup.deviceOrdinal = options.deviceOrdinal;
   setup.warmup = options.warmup;
   setup.repeats = options.repeats;
   setup.timingBudgetSeconds = options.timingBudgetSeconds;
   WorkerTimeouts timeouts{options.setupTimeoutSeconds, options.candidateTimeoutSeconds};
-  WorkerProcess worker(workerPath, setup, timeouts, log);
+  // One measuring worker per device, set up in parallel (each uploads the inputs).
+  std::vector<std::unique_ptr<WorkerProcess>> workers(options.deviceOrdinals.size());
+  {
+    std::vector<std::exception_ptr> errors(workers.size());
+    std::vector<std::thread> starting;
+    for (size_t w = 0; w < workers.size(); ++w)
+      starting.emplace_back([&, w] {
+        try {
+          worker::SetupMessage mine = setup;
+          mine.deviceOrdinal = options.deviceOrdinals[w];
+          workers[w] = std::make_unique<WorkerProcess>(workerPath, std::move(mine), timeouts, log);
+        } catch (...) {
+          errors[w] = std::current_exception();
+        }
+      });
+    for (std::thread& t : starting) t.join();
+    for (std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+  result.devices = int(workers.size());
+  if (workers.size() > 1)
+    log(fmt::format("measuring on {} devices ({}), one worker each", workers.size(),
+                    fmt::join(options.deviceOrdinals, ", ")));
   // The time limit covers the search proper: the reference, the worker's setup and the baseline
   // (the default schedule, measured first) are excluded.
   Clock::time_point searchStart = Clock::now();
@@ -327,62 +367,124 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     if (options.progress) options.progress(progress);
   };
 
-  // Measures every candidate the current pool hands out; false once the time limit stopped it.
-  auto measureAll = [&]() {
+  // With several devices, their workers measure in parallel: fetchMutex guards the compile pool
+  // and `held`, resultMutex the results, the database and progress (finish).
+  std::mutex fetchMutex, resultMutex;
+  std::atomic<bool> aborted{false};  // a worker could not go on: the others stop too
+
+  // The next candidate to measure and whether it is the default schedule; nullopt once the pool
+  // has handed out everything. Once the time limit is reached, no new compiles start and what is
+  // still compiling is drained, counted as not measured.
+  auto fetch = [&]() -> std::optional<std::pair<CompiledCandidate, bool>> {
+    std::lock_guard<std::mutex> lock(fetchMutex);
     while (std::optional<CompiledCandidate> c = nextCandidate()) {
       bool isDefault = firstPool && c->job == 0;
       if (!isDefault && options.timeLimitSeconds > 0 && secondsSince(searchStart) > options.timeLimitSeconds) {
+        pool->stop();
+        std::lock_guard<std::mutex> results(resultMutex);
         if (!result.timeLimitReached)
           log(fmt::format("time limit of {:g} s reached: no new candidates are started", options.timeLimitSeconds));
         result.timeLimitReached = true;
-        pool->stop();
         ++result.notMeasured;
-        continue;  // drain what is already compiling
-      }
-      CandidateRecord rec;
-      rec.schedule = c->label;
-      rec.compileMs = c->emitMs + c->compileMs;
-      rec.registers = c->registers;
-      rec.spillBytes = c->spillBytes;
-      rec.sharedBytes = c->sharedBytes;
-      if (!c->measurable()) {
-        rec.status = c->status;
-        rec.reason = c->reason;
-        log(fmt::format("candidate {} {}: {}", jobOffset + c->job, statusName(rec.status), rec.reason));
-        finish(std::move(rec), isDefault);
         continue;
       }
-      worker::CandidateMessage msg{int64_t(jobOffset + c->job), c->module.launches, std::move(c->cubin)};
-      // Racing: a verifying launch over 4x the best median (and over 1 ms: below, launch overhead
-      // blurs the comparison and full timing is cheap anyway) is timed once.
-      if (result.best) msg.raceMs = std::max(1.0, 4.0 * result.best->medianMs);
-      // And a first timed run over 1.5x the best median ends the timing there: it cannot win (a
-      // timed run of a candidate as fast as the best would have to be 50% slow), and at SGEMM
-      // n=4096 most of a search's candidates are such, each otherwise timed 22 times.
-      if (result.best) msg.raceTimedMs = 1.5 * result.best->medianMs;
-      MeasureOutcome m = worker.measure(msg);
-      rec.status = m.status;
-      rec.reason = m.reason;
-      rec.relativeError = m.result.relativeError;
-      if (m.status == CandidateStatus::Verified) {
-        if (m.result.repeats == 1 && options.repeats > 1) ++result.timedOnce;
-        rec.medianMs = m.result.medianMs;
-        rec.registers = m.result.registers;
-        rec.sharedBytes = m.result.sharedBytes;
-        rec.occupancy = m.result.occupancy;
-        double s = rec.medianMs * 1e-3;
-        if (s > 0) {
-          rec.gflops = flops / s * 1e-9;
-          rec.gbytes = bytes / s * 1e-9;
-        }
-      }
+      return std::make_pair(std::move(*c), isDefault);
+    }
+    return std::nullopt;
+  };
+
+  // Measures one candidate on `worker` (or records why it cannot be measured).
+  auto measureOne = [&](WorkerProcess& worker, CompiledCandidate c, bool isDefault) {
+    CandidateRecord rec;
+    rec.schedule = c.label;
+    rec.compileMs = c.emitMs + c.compileMs;
+    rec.registers = c.registers;
+    rec.spillBytes = c.spillBytes;
+    rec.sharedBytes = c.sharedBytes;
+    if (!c.measurable()) {
+      rec.status = c.status;
+      rec.reason = c.reason;
+      std::lock_guard<std::mutex> lock(resultMutex);
+      log(fmt::format("candidate {} {}: {}", jobOffset + c.job, statusName(rec.status), rec.reason));
       finish(std::move(rec), isDefault);
-      if (isDefault && options.timeLimitSeconds > 0) {
-        // The baseline is measured whatever it costs; the time limit counts the search after it.
-        log(fmt::format("default schedule measured in {:.1f} s; the time limit counts from here", secondsSince(searchStart)));
-        searchStart = Clock::now();
+      return;
+    }
+    worker::CandidateMessage msg{int64_t(jobOffset + c.job), c.module.launches, std::move(c.cubin)};
+    {
+      std::lock_guard<std::mutex> lock(resultMutex);
+      // The best so far: this search's, or an earlier search's of the key when resuming one.
+      double raceBest = result.best ? result.best->medianMs : 0;
+      if (earlierBest && (raceBest == 0 || earlierBest->medianMs < raceBest)) raceBest = earlierBest->medianMs;
+      if (raceBest > 0) {
+        // Racing: a verifying launch over 4x the best median (and over 1 ms: below, launch
+        // overhead blurs the comparison and full timing is cheap anyway) is timed once.
+        msg.raceMs = std::max(1.0, 4.0 * raceBest);
+        // And a first timed run over 1.5x the best median ends the timing there: it cannot win (a
+        // timed run of a candidate as fast as the best would have to be 50% slow), and at SGEMM
+        // n=4096 most of a search's candidates are such, each otherwise timed 22 times; so do
+        // three timed runs all over 1.15x the best (timing noise under an L2 flush is about 1%).
+        msg.raceTimedMs = 1.5 * raceBest;
+        msg.raceCloseMs = 1.15 * raceBest;
       }
     }
+    MeasureOutcome m = worker.measure(msg);
+    rec.status = m.status;
+    rec.reason = m.reason;
+    rec.relativeError = m.result.relativeError;
+    if (m.status == CandidateStatus::Verified) {
+      rec.medianMs = m.result.medianMs;
+      rec.registers = m.result.registers;
+      rec.sharedBytes = m.result.sharedBytes;
+      rec.occupancy = m.result.occupancy;
+      double s = rec.medianMs * 1e-3;
+      if (s > 0) {
+        rec.gflops = flops / s * 1e-9;
+        rec.gbytes = bytes / s * 1e-9;
+      }
+    }
+    std::lock_guard<std::mutex> lock(resultMutex);
+    if (m.status == CandidateStatus::Verified && m.result.repeats == 1 && options.repeats > 1) ++result.timedOnce;
+    finish(std::move(rec), isDefault);
+  };
+
+  // Measures every candidate the current pool hands out, on every worker; false once the time
+  // limit stopped it.
+  auto measureAll = [&]() {
+    if (firstPool) {
+      // The default schedule first, alone: the baseline, measured whatever it costs; the time
+      // limit counts the search after it.
+      if (std::optional<std::pair<CompiledCandidate, bool>> c = fetch()) {
+        bool isDefault = c->second;
+        measureOne(*workers.front(), std::move(c->first), isDefault);
+        if (isDefault && options.timeLimitSeconds > 0) {
+          log(fmt::format("default schedule measured in {:.1f} s; the time limit counts from here",
+                          secondsSince(searchStart)));
+          searchStart = Clock::now();
+        }
+      }
+    }
+    std::vector<std::exception_ptr> errors(workers.size());
+    auto measureOn = [&](size_t w) {
+      try {
+        while (!aborted)
+          if (std::optional<std::pair<CompiledCandidate, bool>> c = fetch())
+            measureOne(*workers[w], std::move(c->first), c->second);
+          else
+            break;
+      } catch (...) {
+        errors[w] = std::current_exception();
+        aborted = true;
+      }
+    };
+    if (workers.size() == 1) {
+      measureOn(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (size_t w = 0; w < workers.size(); ++w) threads.emplace_back(measureOn, w);
+      for (std::thread& t : threads) t.join();
+    }
+    for (std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
     return !result.timeLimitReached;
   };
 
@@ -456,7 +558,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   result.compiled = poolsFinished - result.compileFailed;
   result.compileSeconds = poolsSeconds;
   result.candidatesPerSecond = poolsSeconds > 0 ? double(poolsFinished) / poolsSeconds : 0;
-  result.workerRestarts = worker.restarts();
+  for (const std::unique_ptr<WorkerProcess>& w : workers) result.workerRestarts += w->restarts();
   result.wallSeconds = secondsSince(t0);
   if (db && !dbFailed) db->endSearch(result.searchId, result.wallSeconds, int(result.candidates.size()));
   if (options.resume && db && !dbFailed) result.bestOfAllSearches = db->best(result.key);

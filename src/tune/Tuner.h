@@ -72,13 +72,17 @@ struct TuneOptions {
   // many operations, and only the output elements they write are compared (Reference.h; every
   // element of an `out` array must still be written). 0: always the full reference.
   double referenceMaxFlops = kDefaultReferenceMaxFlops;
-  int deviceOrdinal = 0;
+  // The devices candidates are measured on, one worker process each, taking candidates as they
+  // finish: a search over two GPUs measures about twice as many per second. The first device's
+  // properties define the space; all must be the same model (name, architecture and driver: a
+  // median from one is compared with medians from the others).
+  std::vector<int> deviceOrdinals{0};
   // Skip the candidates the database measured for this key before (dropMeasured, tune/WarmStart.h),
   // so that an exhaustive search cut by its time limit continues in the next run. Needs a database.
   bool resume = false;
   std::string dbPath;              // empty: TuningDb::defaultPath(); "-": no database
   std::string workerPath;          // empty: find rtcg-worker ($RTCG_WORKER, next to this executable, PATH)
-  std::function<void(const TuneProgress&)> progress;  // called from the tuner's thread after each candidate
+  std::function<void(const TuneProgress&)> progress;  // called after each candidate, one call at a time
   std::function<void(const std::string&)> log;         // search events: reference time, pruning, worker restarts
   std::vector<ExtraCandidate> extraCandidates;         // test hook (see above)
 };
@@ -101,6 +105,7 @@ struct TuneResult {
   int64_t timedOnce = 0;                    // of `verified`: timed by one run (slow: lost the race)
   bool timeLimitReached = false;
   int workerRestarts = 0;
+  int devices = 1;                          // measuring workers (TuneOptions::deviceOrdinals)
   int compileThreads = 0;                   // compile-worker processes used
   double wallSeconds = 0, compileSeconds = 0, referenceSeconds = 0;
   // How candidates were verified: "full", "full (REASON)" when sampling was wanted but not sound,

@@ -127,7 +127,8 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
   // verifying launch loaded it; it cannot win, and a search must not spend seconds on it: a
   // one-thread dot product of 2^26 takes 4 s per launch), and so is one that lost the race: its
   // verifying launch took longer than CandidateMessage::raceMs. One whose first timed run takes
-  // longer than CandidateMessage::raceTimedMs stops there (cuda::BenchmarkOptions::raceMs).
+  // longer than CandidateMessage::raceTimedMs stops there (cuda::BenchmarkOptions::raceMs), and one
+  // whose first three all take longer than CandidateMessage::raceCloseMs stops after them.
   const SetupMessage& m = s.setup;
   int repeats = m.repeats, warmup = m.warmup;
   const double budgetMs = m.timingBudgetSeconds * 1e3;
@@ -140,6 +141,7 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
     bo.repeats = repeats;
     bo.flushL2 = m.flushL2;
     if (repeats > 1) bo.raceMs = c.raceTimedMs;
+    bo.closeRaceMs = c.raceCloseMs;
     cuda::BenchmarkResult t =
         cuda::benchmark(*s.stream, [&](const cuda::Stream& st, int) { exe->launch(s.dargs->args(), &st); }, bo);
     r.medianMs = t.medianMs;

@@ -107,7 +107,8 @@ struct ToJson {
   json operator()(const CandidateMessage& m) const {
     json launches = json::array();
     for (const LaunchSpec& l : m.launches) launches.push_back(launchToJson(l));
-    return {{"id", m.id}, {"launches", launches}, {"raceMs", m.raceMs}, {"raceTimedMs", m.raceTimedMs}};
+    return {{"id", m.id}, {"launches", launches}, {"raceMs", m.raceMs}, {"raceTimedMs", m.raceTimedMs},
+            {"raceCloseMs", m.raceCloseMs}};
   }
   json operator()(const ProgressMessage& m) const {
     return {{"id", m.id}, {"firstLaunchMs", m.firstLaunchMs}, {"warmup", m.warmup}, {"repeats", m.repeats}};
@@ -168,6 +169,7 @@ Message fromJson(const json& j, std::string blob) {
     for (const json& l : launches) m.launches.push_back(launchFromJson(l));
     m.raceMs = member<double>(j, t, "raceMs");
     m.raceTimedMs = member<double>(j, t, "raceTimedMs");
+    m.raceCloseMs = member<double>(j, t, "raceCloseMs");
     m.cubin = std::move(blob);
     return m;
   }

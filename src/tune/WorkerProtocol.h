@@ -85,6 +85,9 @@ struct CandidateMessage {
   // And one whose first timed run (after the warm-up, on a flushed L2) takes longer than this is
   // not timed further; 0: no such race. The tuner sends 1.5 times the best median so far.
   double raceTimedMs = 0;
+  // And one whose first cuda::kCloseRaceRuns timed runs all take longer than this stops there
+  // (cuda::BenchmarkOptions::closeRaceMs); 0: no such race. The tuner sends 1.15 times the best.
+  double raceCloseMs = 0;
 };
 
 struct ProgressMessage {

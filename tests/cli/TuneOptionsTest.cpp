@@ -43,3 +43,15 @@ TEST(TuneOptions, ReferenceOptionErrors) {
   EXPECT_THROW(parse({"k.rtcg", "--reference-max-flops", "lots"}), CLI::ParseError);
   EXPECT_THROW(parse({"k.rtcg", "--full-reference", "--reference-max-flops", "1e9"}), CLI::ExcludesError);
 }
+
+TEST(TuneOptions, DevicesTakeOrdinalsOrAll) {
+  EXPECT_EQ(parse({"k.rtcg"}).deviceOrdinals, (std::vector<int>{0}));
+  EXPECT_EQ(parse({"k.rtcg", "--devices", "1"}).deviceOrdinals, (std::vector<int>{1}));
+  EXPECT_EQ(parse({"k.rtcg", "--devices", "2,0"}).deviceOrdinals, (std::vector<int>{2, 0}));
+  // "all" is every device the driver has; without one, device 0 (where the search then fails).
+  std::vector<int> all = parse({"k.rtcg", "--devices", "all"}).deviceOrdinals;
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front(), 0);
+  for (const char* bad : {"", "x", "0,", ",1", "0,0", "-1", "1;2", "0, 1", "99999"})
+    EXPECT_THROW(parse({"k.rtcg", "--devices", bad}), CLI::ValidationError) << "'" << bad << "'";
+}

@@ -407,7 +407,17 @@ TEST_F(Gpu, BenchmarkHelper) {
   EXPECT_GT(lost.medianMs, 1e-6);
   opt.raceMs = 1e6;
   EXPECT_EQ(benchmark(s, launchAdd, opt).samplesMs.size(), 7u);
+  // The close race: after kCloseRaceRuns timed runs all slower than closeRaceMs, only those.
+  opt.closeRaceMs = 1e-6;
+  BenchmarkResult closeLost = benchmark(s, launchAdd, opt);
+  ASSERT_EQ(closeLost.samplesMs.size(), size_t(kCloseRaceRuns));
+  EXPECT_GT(closeLost.minMs, 1e-6);
+  opt.closeRaceMs = 1e6;
+  EXPECT_EQ(benchmark(s, launchAdd, opt).samplesMs.size(), 7u);
   opt.raceMs = 0;
+  opt.closeRaceMs = 1e-6;  // alone, without the first run's race
+  EXPECT_EQ(benchmark(s, launchAdd, opt).samplesMs.size(), size_t(kCloseRaceRuns));
+  opt.closeRaceMs = 0;
 
   opt.flushL2 = false;
   opt.repeats = 0;

@@ -49,6 +49,7 @@ CandidateMessage sampleCandidate() {
   c.cubin = std::string("\x7f" "ELF\0\0binary\xff", 12);
   c.raceMs = 2.5;
   c.raceTimedMs = 1.25;
+  c.raceCloseMs = 1.125;
   return c;
 }
 
@@ -128,6 +129,7 @@ TEST(WorkerProtocol, CandidateRoundTripsWithItsCubin) {
   EXPECT_EQ(back.id, 17);
   EXPECT_EQ(back.raceMs, 2.5);
   EXPECT_EQ(back.raceTimedMs, 1.25);
+  EXPECT_EQ(back.raceCloseMs, 1.125);
   EXPECT_EQ(back.cubin, c.cubin);
   ASSERT_EQ(back.launches.size(), 2u);
   EXPECT_EQ(back.launches[1].function, "k_0");

@@ -166,6 +166,39 @@ TEST(TuneGpu, ResumedSearchMeasuresOnlyWhatTheFirstLeft) {
   std::remove(db.c_str());
 }
 
+TEST(TuneGpu, DevicesMustExistBeListedOnceAndMatch) {
+  if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
+  Loaded l = load("axpby.rtcg", {{"n", 1000}});
+  TuneOptions o = quickOptions(4);
+  o.deviceOrdinals = {};
+  EXPECT_THROW(tune(l.file, l.source, l.bound, o), Error);
+  o.deviceOrdinals = {0, 0};
+  EXPECT_THROW(tune(l.file, l.source, l.bound, o), Error);
+  o.deviceOrdinals = {0, cuda::Device::count()};
+  EXPECT_THROW(tune(l.file, l.source, l.bound, o), Error);
+}
+
+TEST(TuneGpu, SearchSharedByEveryDeviceMeasuresEachCandidateOnce) {
+  // Both devices' workers take candidates as they come; every candidate is measured once, the
+  // default schedule first, and the search's counts add up as on one device.
+  if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
+  if (cuda::Device::count() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  Loaded l = load("matmul.rtcg", {{"n", 256}});
+  TuneOptions o = quickOptions(36);
+  o.deviceOrdinals = {0, 1};
+  int progressCalls = 0;
+  o.progress = [&](const TuneProgress&) { ++progressCalls; };
+  TuneResult r = tune(l.file, l.source, l.bound, o);
+  expectVerifiedWinner(r);
+  EXPECT_EQ(r.devices, 2);
+  EXPECT_EQ(int64_t(r.candidates.size()), r.generated);
+  EXPECT_EQ(progressCalls, int(r.candidates.size()));
+  EXPECT_EQ(r.candidates.front().schedule, r.defaultSchedule->schedule);
+  std::set<std::string> distinct;
+  for (const CandidateRecord& c : r.candidates) EXPECT_TRUE(distinct.insert(c.schedule).second) << c.schedule;
+  EXPECT_EQ(r.verified + r.skipped + r.compileFailed, int64_t(r.candidates.size()));
+}
+
 TEST(TuneGpu, MatmulFindsAVerifiedWinner) {
   if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
   Loaded l = load("matmul.rtcg", {{"n", 128}});

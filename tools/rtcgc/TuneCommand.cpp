@@ -18,6 +18,7 @@
 #include "ManifestTune.h"
 #include "api/Pipeline.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/Device.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
 #include "support/Error.h"
@@ -160,8 +161,8 @@ std::vector<const CandidateRecord*> topVerified(const TuneResult& r, size_t coun
 
 void printTable(const TuneResult& r) {
   const TuningKey& k = r.key;
-  fmt::print("{} ({}) on {} ({}): {} candidates in {:.1f} s\n", k.kernelName, k.sizes, k.device, k.arch,
-             r.candidates.size(), r.wallSeconds);
+  fmt::print("{} ({}) on {}{} ({}): {} candidates in {:.1f} s\n", k.kernelName, k.sizes,
+             r.devices > 1 ? fmt::format("{} x ", r.devices) : "", k.device, k.arch, r.candidates.size(), r.wallSeconds);
   fmt::print("  {} enumerated, {} pruned, {} sampled out; {} compiled ({:.1f}/s on {} threads), {} failed to compile, "
              "{} skipped\n",
              r.enumerated, r.pruned, r.sampledOut, r.compiled, r.candidatesPerSecond, r.compileThreads, r.compileFailed,
@@ -226,6 +227,7 @@ nlohmann::json summaryJson(const TuneResult& r) {
       {"wallSeconds", r.wallSeconds},
       {"referenceSeconds", r.referenceSeconds},
       {"reference", r.reference},
+      {"devices", r.devices},
       {"compileThreads", r.compileThreads},
       {"compilesPerSecond", r.candidatesPerSecond},
       {"counts",
@@ -564,8 +566,32 @@ int runManifest(const TuneArgs& a) {
 
 }  // namespace
 
+std::optional<std::vector<int>> parseDeviceList(const std::string& text) {
+  if (text == "all") return std::vector<int>{};
+  std::vector<int> ordinals;
+  size_t at = 0;
+  for (;;) {
+    size_t comma = text.find(',', at);
+    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    int ordinal = std::stoi(item);
+    if (std::find(ordinals.begin(), ordinals.end(), ordinal) != ordinals.end()) return std::nullopt;
+    ordinals.push_back(ordinal);
+    if (comma == std::string::npos) return ordinals;
+    at = comma + 1;
+  }
+}
+
 TuneOptions searchOptions(const TuneArgs& a) {
   TuneOptions o;
+  // Checked by the option's validator. "all" asks the driver; without one (the dry run needs
+  // none) it stays device 0, and a search then fails as it would on device 0.
+  o.deviceOrdinals = parseDeviceList(a.devices).value_or(std::vector<int>{0});
+  if (o.deviceOrdinals.empty()) {
+    int count = cuda::cudaAvailable() ? cuda::Device::count() : 0;
+    for (int d = 0; d < count; ++d) o.deviceOrdinals.push_back(d);
+    if (o.deviceOrdinals.empty()) o.deviceOrdinals.push_back(0);
+  }
   o.space.maxCandidates = a.maxCandidates;
   o.space.minThreads = a.minThreads;
   o.space.minBlocks = a.minBlocks;
@@ -609,6 +635,16 @@ TuneCommand addTuneCommand(CLI::App& app) {
   cmd->add_flag("--resume", a.resume,
                 "skip the candidates the database measured for the same kernel, sizes and device before, so that "
                 "a search cut by --time-limit goes on where it stopped (an exhaustive search over several runs)");
+  cmd->add_option("--devices", a.devices,
+                  "measure candidates on these devices, one worker each, sharing the search: 'all' or ordinals "
+                  "separated by commas (default 0); they must be the same model, since their medians are compared")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return parseDeviceList(text) ? std::string()
+                                         : "expected 'all' or device ordinals separated by commas (e.g. 0,1), "
+                                           "each listed once";
+          },
+          "LIST"));
   cmd->add_option("--seed", a.seed, "random seed for inputs and sampling (default 1)");
   cmd->add_option("--worker", a.worker, "the rtcg-worker executable (default: $RTCG_WORKER, next to rtcgc, PATH)");
   CLI::Option* maxFlops =

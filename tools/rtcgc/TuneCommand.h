@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,12 @@ struct TuneArgs {
   bool fullReference = false;                                  // --full-reference: never sampled
   bool resume = false;                                         // --resume: skip what earlier searches measured
   bool dryRun = false;  // --dry-run: print the space and the candidates a search would take; no GPU
+  std::string devices = "0";  // --devices: "all" or ordinals separated by commas
 };
+
+// --devices: the ordinals of "0,2" (in that order), or an empty list for "all" (every device,
+// known only once the driver is asked); nullopt for anything else, or an ordinal listed twice.
+std::optional<std::vector<int>> parseDeviceList(const std::string& text);
 
 struct TuneCommand {
   CLI::App* command = nullptr;       // the `tune` subcommand (check command->parsed())
