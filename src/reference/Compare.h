@@ -16,7 +16,7 @@ struct Comparison {
   int64_t nonFinite = 0;       // elements of out that are NaN or infinite while ref is finite
   int64_t count = 0;           // elements compared
   // Comparisons with a sampled reference (a `checked` mask): the elements left out, and how many
-  // of them the caller found unwritten (countUnwritten).
+  // of them were found unwritten (Unchecked::MustBeWritten, or the caller's countUnwritten).
   bool sampled = false;
   int64_t unchecked = 0, unwritten = 0;
   // "rel 1.2e-07, max abs 3.4e-06, non-finite 0 of 250000"; sampled comparisons add
@@ -24,16 +24,27 @@ struct Comparison {
   std::string str() const;
 };
 
+// What a sampled comparison does with the elements it does not check (checked[i] == 0).
+enum class Unchecked {
+  Ignore,         // nothing: an inout array's unchecked elements have no known value
+  MustBeWritten,  // count those a kernel left unwritten (countUnwritten) in Comparison::unwritten
+};
+
+// The comparisons below run over fixed chunks of the array on up to `threads` threads (0: by the
+// size, one for small arrays and at most 16); partial sums are added in chunk order, so the
+// result is the same bit for bit for any number of threads.
+
 // Throws rtcg::Error if the sizes differ.
-Comparison compare(const HostArray& out, const std::vector<double>& ref);
-Comparison compare(const std::vector<double>& out, const std::vector<double>& ref);
-// The same over the elements i with checked[i] == 1 only (a sampled reference: the others have
+Comparison compare(const HostArray& out, const std::vector<double>& ref, int threads = 0);
+Comparison compare(const std::vector<double>& out, const std::vector<double>& ref, int threads = 0);
+// The same over the elements i with checked[i] != 0 only (a sampled reference: the others have
 // no reference value). Throws rtcg::Error if the sizes differ.
-Comparison compare(const HostArray& out, const std::vector<double>& ref, const std::vector<uint8_t>& checked);
+Comparison compare(const HostArray& out, const std::vector<double>& ref, const std::vector<uint8_t>& checked,
+                   Unchecked unchecked = Unchecked::Ignore, int threads = 0);
 
 // Elements i with checked[i] == 0 that still hold what a poisoned output holds where a kernel did
 // not write: NaN (or any non-finite value) for floats, kPoisonInt for integers.
-int64_t countUnwritten(const HostArray& out, const std::vector<uint8_t>& checked);
+int64_t countUnwritten(const HostArray& out, const std::vector<uint8_t>& checked, int threads = 0);
 double relativeError(const HostArray& out, const std::vector<double>& ref);
 double relativeError(const std::vector<double>& out, const std::vector<double>& ref);
 

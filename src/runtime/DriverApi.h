@@ -34,6 +34,8 @@ namespace rtcg::cuda::detail {
   X(memFree, cuMemFree_v2)                                                         \
   X(memAllocHost, cuMemAllocHost_v2)                                               \
   X(memFreeHost, cuMemFreeHost)                                                    \
+  X(memHostRegister, cuMemHostRegister_v2)                                         \
+  X(memHostUnregister, cuMemHostUnregister)                                        \
   X(memcpyHtoD, cuMemcpyHtoD_v2)                                                   \
   X(memcpyDtoH, cuMemcpyDtoH_v2)                                                   \
   X(memcpyDtoD, cuMemcpyDtoD_v2)                                                   \

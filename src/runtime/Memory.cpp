@@ -161,4 +161,35 @@ void PinnedBuffer::release() noexcept {
   bytes_ = 0;
 }
 
+HostRegistration::HostRegistration(std::shared_ptr<Context> ctx, void* data, size_t bytes)
+    : ctx_(std::move(ctx)) {
+  RTCG_ASSERT(ctx_, "HostRegistration needs a context");
+  if (bytes == 0) return;
+  ctx_->makeCurrent();
+  check(driver().memHostRegister(data, bytes, 0), "cuMemHostRegister", fmt::format("page-locking {} bytes", bytes));
+  data_ = data;
+  bytes_ = bytes;
+}
+
+HostRegistration::~HostRegistration() { release(); }
+
+HostRegistration::HostRegistration(HostRegistration&& other) noexcept
+    : ctx_(std::move(other.ctx_)), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+HostRegistration& HostRegistration::operator=(HostRegistration&& other) noexcept {
+  if (this != &other) {
+    release();
+    ctx_ = std::move(other.ctx_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void HostRegistration::release() noexcept {
+  if (data_ && driver().ctxSetCurrent(ctx_->handle()) == CUDA_SUCCESS) driver().memHostUnregister(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
 }  // namespace rtcg::cuda

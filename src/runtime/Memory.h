@@ -1,5 +1,6 @@
-// Device memory (DeviceBuffer) and page-locked host memory (PinnedBuffer), both RAII, sizes in
-// bytes; copies are bounds-checked and throw rtcg::Error naming the sizes.
+// Device memory (DeviceBuffer), page-locked host memory (PinnedBuffer) and existing host memory
+// page-locked in place (HostRegistration), all RAII, sizes in bytes; copies are bounds-checked and
+// throw rtcg::Error naming the sizes.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -119,6 +120,32 @@ class PinnedBuffer {
                   std::to_string(sizeof(T)) + "-byte elements");
     return {static_cast<T*>(data_), bytes_ / sizeof(T)};
   }
+
+ private:
+  void release() noexcept;
+  std::shared_ptr<Context> ctx_;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Existing host memory page-locked (cuMemHostRegister) for as long as this lives, so that copies
+// between it and the device run at pinned speed instead of through the driver's staging buffer.
+// The memory must outlive the registration and must not move while registered (a std::vector
+// must not reallocate).
+class HostRegistration {
+ public:
+  HostRegistration() = default;
+  // Throws CudaError when the driver refuses (page-locked memory limit, a range that overlaps one
+  // already registered, ...).
+  HostRegistration(std::shared_ptr<Context> ctx, void* data, size_t bytes);
+  ~HostRegistration();
+  HostRegistration(HostRegistration&& other) noexcept;
+  HostRegistration& operator=(HostRegistration&& other) noexcept;
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
 
  private:
   void release() noexcept;

@@ -211,3 +211,29 @@ TEST(VerifySampled, AMaskOfTheWrongSizeIsAnError) {
   r.expected[0].checked.pop_back();
   EXPECT_THROW(verifyOutputs(k, r.gpu, r.expected), Error);
 }
+
+TEST(VerifySampled, AnUnwrittenElementFarFromTheSampleFailsInALargeOutput) {
+  // 300000 elements: several chunks of the comparison, so several threads where there are cores.
+  Kernel k = bind("kernel k(n: int, x: f32[n], out y: f32[n]) { for i in 0..n { y[i] = 2.0 * x[i]; } }",
+                  {{"n", 300000}});
+  SampledRun r = sampledReferenceRun(k, 16);
+  ASSERT_TRUE(verifyOutputs(k, r.gpu, r.expected).pass);
+  int64_t unchecked = 299999;
+  while (std::binary_search(r.outerValues[0].begin(), r.outerValues[0].end(), unchecked)) --unchecked;
+  r.gpu.array("y").set(unchecked, std::nan(""));
+  Verification v = verifyOutputs(k, r.gpu, r.expected);
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.outputs[0].comparison.unwritten, 1);
+  EXPECT_EQ(v.outputs[0].comparison.nonFinite, 0);
+}
+
+TEST(Verify, AnUnwrittenElementFailsInALargeOutput) {
+  Kernel k = bind("kernel k(n: int, x: f32[n], out y: f32[n]) { for i in 0..n { y[i] = 2.0 * x[i]; } }",
+                  {{"n", 300000}});
+  auto [gpu, expected] = referenceRun(k);
+  ASSERT_TRUE(verifyOutputs(k, gpu, expected).pass);
+  gpu.array("y").set(299990, std::nan(""));
+  Verification v = verifyOutputs(k, gpu, expected);
+  EXPECT_FALSE(v.pass);
+  EXPECT_NE(v.failures().find("non-finite 1 of 300000"), std::string::npos) << v.failures();
+}
