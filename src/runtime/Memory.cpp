@@ -133,63 +133,64 @@ void DeviceBuffer::fill8Async(uint8_t value, const Stream* stream) {
   check(driver().memsetD8Async(ptr_, value, bytes_, streamHandle(stream)), "cuMemsetD8Async");
 }
 
-PinnedBuffer::PinnedBuffer(std::shared_ptr<Context> ctx, size_t bytes) : ctx_(std::move(ctx)), bytes_(bytes) {
-  RTCG_ASSERT(ctx_, "PinnedBuffer needs a context");
-  if (bytes == 0) return;
-  ctx_->makeCurrent();
-  check(driver().memAllocHost(&data_, bytes), "cuMemAllocHost", fmt::format("allocating {} bytes", bytes));
-}
+namespace detail {
 
-PinnedBuffer::~PinnedBuffer() { release(); }
+PageLockedHost::~PageLockedHost() { release(); }
 
-PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
-    : ctx_(std::move(other.ctx_)), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+PageLockedHost::PageLockedHost(PageLockedHost&& other) noexcept
+    : ctx_(std::move(other.ctx_)),
+      data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      registered_(other.registered_) {}
 
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+PageLockedHost& PageLockedHost::operator=(PageLockedHost&& other) noexcept {
   if (this != &other) {
     release();
     ctx_ = std::move(other.ctx_);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
+    registered_ = other.registered_;
   }
   return *this;
 }
 
-void PinnedBuffer::release() noexcept {
-  if (data_ && driver().ctxSetCurrent(ctx_->handle()) == CUDA_SUCCESS) driver().memFreeHost(data_);
+void PageLockedHost::release() noexcept {
+  if (data_ && driver().ctxSetCurrent(ctx_->handle()) == CUDA_SUCCESS) {
+    if (registered_)
+      driver().memHostUnregister(data_);
+    else
+      driver().memFreeHost(data_);
+  }
   data_ = nullptr;
   bytes_ = 0;
 }
+
+}  // namespace detail
+
+namespace {
+// Page-locks in `ctx`; nullptr for no bytes.
+void* allocatePinned(const std::shared_ptr<Context>& ctx, size_t bytes) {
+  RTCG_ASSERT(ctx, "PinnedBuffer needs a context");
+  void* data = nullptr;
+  if (bytes == 0) return data;
+  ctx->makeCurrent();
+  check(driver().memAllocHost(&data, bytes), "cuMemAllocHost", fmt::format("allocating {} bytes", bytes));
+  return data;
+}
+
+void* registerHost(const std::shared_ptr<Context>& ctx, void* data, size_t bytes) {
+  RTCG_ASSERT(ctx, "HostRegistration needs a context");
+  if (bytes == 0) return nullptr;
+  ctx->makeCurrent();
+  check(driver().memHostRegister(data, bytes, 0), "cuMemHostRegister", fmt::format("page-locking {} bytes", bytes));
+  return data;
+}
+}  // namespace
+
+PinnedBuffer::PinnedBuffer(std::shared_ptr<Context> ctx, size_t bytes)
+    : PageLockedHost(ctx, allocatePinned(ctx, bytes), bytes, /*registered=*/false) {}
 
 HostRegistration::HostRegistration(std::shared_ptr<Context> ctx, void* data, size_t bytes)
-    : ctx_(std::move(ctx)) {
-  RTCG_ASSERT(ctx_, "HostRegistration needs a context");
-  if (bytes == 0) return;
-  ctx_->makeCurrent();
-  check(driver().memHostRegister(data, bytes, 0), "cuMemHostRegister", fmt::format("page-locking {} bytes", bytes));
-  data_ = data;
-  bytes_ = bytes;
-}
-
-HostRegistration::~HostRegistration() { release(); }
-
-HostRegistration::HostRegistration(HostRegistration&& other) noexcept
-    : ctx_(std::move(other.ctx_)), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-
-HostRegistration& HostRegistration::operator=(HostRegistration&& other) noexcept {
-  if (this != &other) {
-    release();
-    ctx_ = std::move(other.ctx_);
-    data_ = std::exchange(other.data_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-  }
-  return *this;
-}
-
-void HostRegistration::release() noexcept {
-  if (data_ && driver().ctxSetCurrent(ctx_->handle()) == CUDA_SUCCESS) driver().memHostUnregister(data_);
-  data_ = nullptr;
-  bytes_ = 0;
-}
+    : PageLockedHost(ctx, registerHost(ctx, data, bytes), bytes, /*registered=*/true) {}
 
 }  // namespace rtcg::cuda

@@ -99,59 +99,61 @@ DeviceBuffer uploadBuffer(std::shared_ptr<Context> ctx, const std::vector<T>& ho
   return b;
 }
 
-// Page-locked host memory (cuMemAllocHost), for asynchronous copies.
-class PinnedBuffer {
+namespace detail {
+// Host memory the driver page-locked, either allocated by it (cuMemAllocHost) or registered with it
+// (cuMemHostRegister): freed or unregistered when this goes away. Move-only.
+class PageLockedHost {
  public:
-  PinnedBuffer() = default;
-  PinnedBuffer(std::shared_ptr<Context> ctx, size_t bytes);
-  ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer&& other) noexcept;
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  PageLockedHost() = default;
+  ~PageLockedHost();
+  PageLockedHost(PageLockedHost&& other) noexcept;
+  PageLockedHost& operator=(PageLockedHost&& other) noexcept;
+  PageLockedHost(const PageLockedHost&) = delete;
+  PageLockedHost& operator=(const PageLockedHost&) = delete;
 
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
-  template <class T>
-  std::span<T> as() const {
-    static_assert(std::is_trivially_copyable_v<T>);
-    if (bytes_ % sizeof(T) != 0)
-      throw Error("PinnedBuffer of " + std::to_string(bytes_) + " bytes is not a whole number of " +
-                  std::to_string(sizeof(T)) + "-byte elements");
-    return {static_cast<T*>(data_), bytes_ / sizeof(T)};
-  }
+
+ protected:
+  // Takes over `data`, already page-locked in `ctx` (registered: by cuMemHostRegister).
+  PageLockedHost(std::shared_ptr<Context> ctx, void* data, size_t bytes, bool registered)
+      : ctx_(std::move(ctx)), data_(data), bytes_(bytes), registered_(registered) {}
 
  private:
   void release() noexcept;
   std::shared_ptr<Context> ctx_;
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  bool registered_ = false;
+};
+}  // namespace detail
+
+// Page-locked host memory (cuMemAllocHost), for asynchronous copies.
+class PinnedBuffer : public detail::PageLockedHost {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(std::shared_ptr<Context> ctx, size_t bytes);
+
+  template <class T>
+  std::span<T> as() const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (bytes() % sizeof(T) != 0)
+      throw Error("PinnedBuffer of " + std::to_string(bytes()) + " bytes is not a whole number of " +
+                  std::to_string(sizeof(T)) + "-byte elements");
+    return {static_cast<T*>(data()), bytes() / sizeof(T)};
+  }
 };
 
 // Existing host memory page-locked (cuMemHostRegister) for as long as this lives, so that copies
 // between it and the device run at pinned speed instead of through the driver's staging buffer.
 // The memory must outlive the registration and must not move while registered (a std::vector
 // must not reallocate).
-class HostRegistration {
+class HostRegistration : public detail::PageLockedHost {
  public:
   HostRegistration() = default;
   // Throws CudaError when the driver refuses (page-locked memory limit, a range that overlaps one
   // already registered, ...).
   HostRegistration(std::shared_ptr<Context> ctx, void* data, size_t bytes);
-  ~HostRegistration();
-  HostRegistration(HostRegistration&& other) noexcept;
-  HostRegistration& operator=(HostRegistration&& other) noexcept;
-  HostRegistration(const HostRegistration&) = delete;
-  HostRegistration& operator=(const HostRegistration&) = delete;
-
-  void* data() const { return data_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void release() noexcept;
-  std::shared_ptr<Context> ctx_;
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
 };
 
 }  // namespace rtcg::cuda

@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "codegen/Emitter.h"
 #include "codegen/Nvrtc.h"
@@ -43,6 +44,27 @@ std::string readFile(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The measured candidates of bench/results/FILE (`rtcgc db export --verified-tsv`: kernel, sizes,
+// schedule, median ms, registers; `#` comments).
+struct MeasuredCandidate {
+  std::string kernel, sizes, schedule;
+  double ms = 0;
+};
+std::vector<MeasuredCandidate> readMeasured(const std::string& file) {
+  std::vector<MeasuredCandidate> out;
+  std::istringstream in(readFile(std::string(RTCG_SOURCE_DIR) + "/bench/results/" + file));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::istringstream ls(line);
+    for (std::string field; std::getline(ls, field, '\t');) f.push_back(field);
+    if (f.size() != 5) throw std::runtime_error(file + ": not 5 tab-separated fields: " + line);
+    out.push_back({f[0], f[1], f[2], std::stod(f[3])});
+  }
+  return out;
 }
 
 // examples/sizes.txt: `file  name=value ...` lines, `#` comments.
@@ -773,16 +795,8 @@ TEST(SpaceModel, RanksMeasuredWinnersNearTheTop) {
     double ms;
   };
   std::map<std::pair<std::string, std::string>, std::vector<Measured>> measured;
-  std::istringstream in(readFile(std::string(RTCG_SOURCE_DIR) + "/bench/results/h100-2026-11-25-candidates.tsv"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f;
-    std::istringstream ls(line);
-    for (std::string field; std::getline(ls, field, '\t');) f.push_back(field);
-    ASSERT_EQ(f.size(), 5u) << line;
-    measured[{f[0], f[1]}].push_back({f[2], std::stod(f[3])});
-  }
+  for (const MeasuredCandidate& m : readMeasured("h100-2026-11-25-candidates.tsv"))
+    measured[{m.kernel, m.sizes}].push_back({m.schedule, m.ms});
   // Spearman's rank correlation of two equally long series (no tie correction).
   auto spearman = [](const std::vector<double>& a, const std::vector<double>& b) {
     auto ranks = [](const std::vector<double>& v) {
@@ -856,17 +870,9 @@ TEST(SpaceModel, RanksMeasuredWinnersNearTheTop) {
 // sample it measures before any refinement holds a candidate within 5% of the space's best.
 TEST(SpaceModel, ExhaustiveSgemm4096SampleHoldsANearBest) {
   std::map<std::string, double> measured;  // schedule -> fastest median (the default was measured in every run)
-  std::istringstream in(readFile(std::string(RTCG_SOURCE_DIR) + "/bench/results/h100-2026-11-25-exhaustive-4096.tsv"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f;
-    std::istringstream ls(line);
-    for (std::string field; std::getline(ls, field, '\t');) f.push_back(field);
-    ASSERT_EQ(f.size(), 5u) << line;
-    double ms = std::stod(f[3]);
-    auto [at, fresh] = measured.emplace(f[2], ms);
-    if (!fresh) at->second = std::min(at->second, ms);
+  for (const MeasuredCandidate& m : readMeasured("h100-2026-11-25-exhaustive-4096.tsv")) {
+    auto [at, fresh] = measured.emplace(m.schedule, m.ms);
+    if (!fresh) at->second = std::min(at->second, m.ms);
   }
   ASSERT_GE(measured.size(), 28000u);
   Kernel bound = bindAll(example("matmul").kernel, {{"n", 4096}});
