@@ -25,7 +25,10 @@ Executable::Executable(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
       throw Error(fmt::format("{}: a block of {} threads exceeds the {} this function can run with on {} "
                               "({} registers per thread)",
                               spec.function, threads, attrs.maxThreadsPerBlock, dev.name, attrs.registers));
-    if (spec.dynamicSharedBytes > 48 * 1024) fn.setMaxDynamicSharedMemory(spec.dynamicSharedBytes);
+    // Past 48 KiB of static and dynamic shared memory together, a launch must opt in (a 48 KiB
+    // dynamic tile beside a split reduction's static last-block flag needs it too).
+    if (spec.dynamicSharedBytes > 0 && spec.dynamicSharedBytes + attrs.staticSharedBytes > 48 * 1024)
+      fn.setMaxDynamicSharedMemory(spec.dynamicSharedBytes);
     scratch_ = scratch_ || spec.usesGlobalScratch;
     functions_.push_back(std::move(fn));
   }

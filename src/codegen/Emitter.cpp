@@ -1387,8 +1387,24 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
       body.push_back(C::decl(idx_, n, tid));
       tid_ = C::name(n);
     }
-    // Tiles: static shared arrays up to 48 KiB, else slices of dynamic shared memory.
-    const bool dynamic = plan_.bytes > 48 * 1024;
+    // Tiles: static shared arrays up to 48 KiB, else slices of dynamic shared memory. The static
+    // limit covers what is declared below too: a combine buffer per accumulator type (with
+    // reduction thread axes) and the last-block flag (a reduction split across blocks); a 48 KiB
+    // tile plus the 1-byte flag does not compile.
+    int64_t staticExtra = xb_.any() ? 16 : 0;
+    {
+      int64_t lanes = 1;
+      for (int a = 0; a < 3; ++a)
+        if (fullMask_ & (1 << a)) lanes *= block[a];
+      std::set<ScalarType> types;
+      for (const std::vector<Expr>& g : groups_)
+        if (splitGroup(g))
+          for (const Expr& r : g) types.insert(r->type);
+      for (const auto& [t, v] : xb_.values) types.insert(t);
+      if (lanes > 1)
+        for (ScalarType t : types) staticExtra += threads_ * typeBytes(t);
+    }
+    const bool dynamic = plan_.bytes + staticExtra > 48 * 1024;
     int64_t byteOffset = 0;
     std::set<ScalarType> externTypes;
     for (const StagedArray& sa : plan_.arrays) {

@@ -361,3 +361,14 @@ TEST(Emitter, SplitKTileCombinesPointByPointWithoutSpilling) {
   EXPECT_EQ(res->spillStoreBytes, 0) << res->registers << " registers";
   EXPECT_EQ(res->spillLoadBytes, 0);
 }
+
+TEST(Emitter, TileOfExactly48KiBBesideTheLastBlockFlagIsDynamic) {
+  // A 48 KiB tile fits static shared memory alone, but not with the 1-byte flag of a reduction
+  // split across blocks: NVRTC rejected such a candidate of an SGEMM n=1000 search (49153 bytes).
+  Kernel k = example("matmul", {{"n", 1000}});
+  EmittedModule m = emitAndCompile(k, sched("i: grid.x, reg 8, thread.x 64; j: grid.y, reg 4, thread.y 8; "
+                                            "k: grid.z, serial 32, unroll 8; shared: a; buffers: 2"));
+  ASSERT_EQ(m.launches.size(), 1u);
+  EXPECT_EQ(m.launches[0].dynamicSharedBytes, 49152u) << m.source.substr(0, 3000);
+  EXPECT_TRUE(contains(m.source, "extern __shared__")) << m.source.substr(0, 3000);
+}
