@@ -275,7 +275,7 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
   d.kernelName = r.key.kernelName;
   d.kernelHash = r.key.kernelHash;
   d.sizes = r.key.sizes;
-  d.device = r.key.device;
+  d.device = r.devices > 1 ? fmt::format("{} x {}", r.devices, r.key.device) : r.key.device;  // --devices
   d.arch = r.key.arch;
   d.settings = fmt::format("max-candidates={}, time-limit={}, min-threads={}, min-blocks={}, repeats={}, seed={}, "
                            "reference={}",
