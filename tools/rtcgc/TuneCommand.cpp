@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -99,19 +100,23 @@ void writeFileAtomically(const std::string& path, const std::string& data) {
   }
 }
 
-// Progress on stderr: one updating line on a terminal, occasional plain lines otherwise.
+// Progress on stderr: one updating line on a terminal, occasional plain lines otherwise. Log lines
+// come from the compile pool's threads and progress from the measuring workers' (one per device):
+// calls are serialized.
 class ProgressPrinter {
  public:
   ProgressPrinter() : tty_(::isatty(STDERR_FILENO) == 1) {}
   ~ProgressPrinter() { clear(); }  // an error message then starts on a clean line
 
   void log(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex_);
     clear();
     fmt::print(stderr, "{}\n", line);
     if (tty_ && !last_.empty()) fmt::print(stderr, "{}", last_);
   }
 
   void update(const TuneProgress& p) {
+    std::lock_guard<std::mutex> lock(mutex_);
     std::string best = p.best ? fmt::format("{:.4f} ms", p.best->medianMs) : "-";
     std::string line = fmt::format("[{:6.1f} s] compiled {}/{} ({} skipped or failed)  run {}  failed {}  best {}",
                                    p.elapsedSeconds, p.compiled, p.generated, p.compileFailed, p.measured, p.failed,
@@ -127,13 +132,18 @@ class ProgressPrinter {
     }
   }
 
-  void done() { clear(); last_.clear(); }
+  void done() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    clear();
+    last_.clear();
+  }
 
  private:
   void clear() {
     if (tty_ && !last_.empty()) fmt::print(stderr, "\r\033[K");
   }
   bool tty_;
+  std::mutex mutex_;
   std::string last_;
   std::optional<double> lastBest_;
 };
