@@ -60,7 +60,7 @@ struct TuneOptions {
   SpaceOptions space;              // constraints and sampling; its device model is set from the device
   double timeLimitSeconds = 0;     // 0: no limit; counted once the default schedule is measured
                                    // (the reference, the worker's setup and that baseline excluded)
-  int compileThreads = 0;          // parallel compilations (compile-worker processes); 0: hardware concurrency, at most 16
+  int compileThreads = 0;          // parallel compilations (compile-worker processes); 0: hardware concurrency, at most 16 per device
   int warmup = 2;                  // untimed runs per candidate
   int repeats = 20;                // timed runs per candidate (median); fewer (>= 3) for slow kernels
   double timingBudgetSeconds = 2;  // about how long timing one candidate may take
