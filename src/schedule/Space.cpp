@@ -627,11 +627,7 @@ class NestSpace {
     auto par = model_.parallel();
     for (int64_t tx : sizesFor({32, 64, 128, 256, 512, 1024}, extR)) {
       if (tx > o_.limits.maxThreadsPerBlock) break;
-      std::vector<int64_t> tys{1};
-      if (!par.empty())
-        for (int64_t ty : sizesFor({2, 4, 8}, std::max<int64_t>(1, par.back()->hull.extent())))
-          if (ty > 1) tys.push_back(ty);
-      for (int64_t ty : tys) {
+      for (int64_t ty : outputThreadYSizes(par.empty() ? nullptr : par.back())) {
         if (tx * ty > o_.limits.maxThreadsPerBlock) continue;
         // Each thread reads runs of `run` neighbouring values (one 16-byte load per operand where
         // the operands run along the index: the emitted arrays are 16-byte aligned), `ahead` runs
@@ -658,6 +654,16 @@ class NestSpace {
     }
   }
 
+  // thread.y sizes for a few outputs per block beside a reduction split on thread.x: 1, and those
+  // of 2, 4, 8 that the innermost parallel index (none: null) has room for.
+  std::vector<int64_t> outputThreadYSizes(const NestIndex* innermost) const {
+    std::vector<int64_t> sizes{1};
+    if (innermost)
+      for (int64_t ty : sizesFor({2, 4, 8}, std::max<int64_t>(1, innermost->hull.extent())))
+        if (ty > 1) sizes.push_back(ty);
+    return sizes;
+  }
+
   // Reductions split across blocks, for nests whose output is tiny next to the device. With fewer
   // parallel points than 2 x the multiprocessors, even one block per output point (the reduction
   // split across the threads of the block, splitVariants) leaves the device with less than two
@@ -680,11 +686,7 @@ class NestSpace {
     static const Placement grids[3] = {Placement::GridX, Placement::GridY, Placement::GridZ};
     for (int64_t tx : {128, 256, 512, 1024}) {
       if (tx > o_.limits.maxThreadsPerBlock) break;
-      std::vector<int64_t> tys{1};
-      if (!par.empty())
-        for (int64_t ty : sizesFor({2, 4, 8}, std::max<int64_t>(1, par.back()->hull.extent())))
-          if (ty > 1) tys.push_back(ty);
-      for (int64_t ty : tys) {
+      for (int64_t ty : outputThreadYSizes(par.empty() ? nullptr : par.back())) {
         if (tx * ty > o_.limits.maxThreadsPerBlock) continue;
         std::vector<IndexSchedule> pc;
         if (!par.empty()) pc = parallelClauses(par.back(), ty, 1, nullptr, 1, 1, Placement::ThreadY);
