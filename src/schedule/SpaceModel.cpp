@@ -509,6 +509,12 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   // siblings. So no credit: async ties where memory bounds (ranked after its sibling, which is
   // generated first) and pays where arithmetic does; the tuner measures which wins.
   if (s.asyncCopy) compute *= 1.15;
+  // Large blocks lose more to their barriers (each waits for the block's slowest warp): over the
+  // exhaustive SGEMM n=4096 space (bench/results/h100-2026-11-25-exhaustive-4096.tsv), blocks of
+  // 512 threads ran 8% and of 1024 threads 22% slower than this model predicted, against its mean
+  // error. Charging that moved every calibration winner up (SpaceModel tests), none down.
+  if (e.threads >= 1024) compute *= 1.22;
+  else if (e.threads >= 512) compute *= 1.08;
   e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
   if (e.crossBlocks > 1) {
     // The second pass: every block stores a partial per output point it holds (8 bytes, with a
