@@ -254,6 +254,20 @@ class NestEmitter {
   int fullMask_ = 0;                 // every reduction thread axis
   int groupMask(const std::vector<Expr>& g) const;
   bool splitGroup(const std::vector<Expr>& g) const { return groupMask(g) != 0; }
+  // The accumulator types that need a combine buffer in shared memory (with reduction thread
+  // axes): those of groups split across threads and of values combined across blocks, each once,
+  // in that order.
+  std::vector<ScalarType> combineBufferTypes() const {
+    std::vector<ScalarType> types;
+    auto add = [&](ScalarType t) {
+      if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+    };
+    for (const std::vector<Expr>& g : groups_)
+      if (splitGroup(g))
+        for (const Expr& r : g) add(r->type);
+    for (const auto& [t, v] : xb_.values) add(t);
+    return types;
+  }
   void combineLanes(ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out, int mask);
 
   // A reduction split across blocks (crossBlockPlan): the scratch arrays and this block's place.
@@ -1396,13 +1410,8 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
       int64_t lanes = 1;
       for (int a = 0; a < 3; ++a)
         if (fullMask_ & (1 << a)) lanes *= block[a];
-      std::set<ScalarType> types;
-      for (const std::vector<Expr>& g : groups_)
-        if (splitGroup(g))
-          for (const Expr& r : g) types.insert(r->type);
-      for (const auto& [t, v] : xb_.values) types.insert(t);
       if (lanes > 1)
-        for (ScalarType t : types) staticExtra += threads_ * typeBytes(t);
+        for (ScalarType t : combineBufferTypes()) staticExtra += threads_ * typeBytes(t);
     }
     const bool dynamic = plan_.bytes + staticExtra > 48 * 1024;
     int64_t byteOffset = 0;
@@ -1456,17 +1465,11 @@ C::Function NestEmitter::emit(LaunchSpec& launch, const std::string& indexType, 
       for (const std::vector<Expr>& g : groups_)
         if (splitGroup(g)) laneSet(groupMask(g));
       // One combine buffer per accumulator type, a value per thread.
-      std::vector<ScalarType> types;
-      for (const std::vector<Expr>& g : groups_)
-        if (splitGroup(g))
-          for (const Expr& r : g) types.push_back(r->type);
-      for (const auto& [t, v] : xb_.values) types.push_back(t);
-      for (ScalarType t : types)
-        if (!combineBuffers_.count(t)) {
-          std::string n = names_.fresh(fmt::format("red_{}", typeName(t)));
-          body.push_back(C::sharedArray(cudaTypeName(t), n, threads_));
-          combineBuffers_[t] = n;
-        }
+      for (ScalarType t : combineBufferTypes()) {
+        std::string n = names_.fresh(fmt::format("red_{}", typeName(t)));
+        body.push_back(C::sharedArray(cudaTypeName(t), n, threads_));
+        combineBuffers_[t] = n;
+      }
     }
     if (xb_.any()) {
       // This block's tile (grid coordinates of the parallel indices) and its place in the tile
