@@ -295,7 +295,8 @@ CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits lim
                          CompilePoolOptions options)
     : bound_(bound), arch_(std::move(arch)), limits_(limits), jobs_(std::move(jobs)), options_(std::move(options)) {
   int n = options_.parallel;
-  if (n <= 0) n = std::min(16, int(std::max(1u, std::thread::hardware_concurrency())));
+  if (n <= 0)
+    n = std::min(16 * std::max(1, options_.measuringDevices), int(std::max(1u, std::thread::hardware_concurrency())));
   n = std::max(1, std::min<int>(n, int(std::max<size_t>(jobs_.size(), 1))));
   start_ = lastFinish_ = Clock::now();
   running_ = n;

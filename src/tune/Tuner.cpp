@@ -206,11 +206,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // In rtcg-worker --compile-worker processes: NVRTC scales across processes, not threads.
   CompilePoolOptions poolOptions;
   poolOptions.parallel = options.compileThreads;
-  // By default up to 16 compile processes per measuring device: two H100s measure SGEMM n=4096
-  // candidates at about 50 per second, and 16 NVRTC processes compile about 60.
-  if (poolOptions.parallel <= 0)
-    poolOptions.parallel = std::min(16 * int(options.deviceOrdinals.size()),
-                                    int(std::max(1u, std::thread::hardware_concurrency())));
+  poolOptions.measuringDevices = int(options.deviceOrdinals.size());
   poolOptions.workerPath = workerPath;
   poolOptions.log = log;
   std::map<std::string, Schedule> scheduleOf;  // measured labels -> schedules, for refinement

@@ -74,8 +74,8 @@ struct TuneOptions {
   double referenceMaxFlops = kDefaultReferenceMaxFlops;
   // The devices candidates are measured on, one worker process each, taking candidates as they
   // finish: a search over two GPUs measures about twice as many per second. The first device's
-  // properties define the space; all must be the same model (name, architecture and driver: a
-  // median from one is compared with medians from the others).
+  // properties define the space; all must be the same model (name, architecture and
+  // multiprocessors: a median from one is compared with medians from the others).
   std::vector<int> deviceOrdinals{0};
   // Skip the candidates the database measured for this key before (dropMeasured, tune/WarmStart.h),
   // so that an exhaustive search cut by its time limit continues in the next run. Needs a database.
