@@ -169,10 +169,15 @@ std::vector<const CandidateRecord*> topVerified(const TuneResult& r, size_t coun
   return v;
 }
 
+// The device that measured the search, "2 x NAME" with --devices.
+std::string measuredOn(const TuneResult& r) {
+  return r.devices > 1 ? fmt::format("{} x {}", r.devices, r.key.device) : r.key.device;
+}
+
 void printTable(const TuneResult& r) {
   const TuningKey& k = r.key;
-  fmt::print("{} ({}) on {}{} ({}): {} candidates in {:.1f} s\n", k.kernelName, k.sizes,
-             r.devices > 1 ? fmt::format("{} x ", r.devices) : "", k.device, k.arch, r.candidates.size(), r.wallSeconds);
+  fmt::print("{} ({}) on {} ({}): {} candidates in {:.1f} s\n", k.kernelName, k.sizes, measuredOn(r), k.arch,
+             r.candidates.size(), r.wallSeconds);
   fmt::print("  {} enumerated, {} pruned, {} sampled out; {} compiled ({:.1f}/s on {} threads), {} failed to compile, "
              "{} skipped\n",
              r.enumerated, r.pruned, r.sampledOut, r.compiled, r.candidatesPerSecond, r.compileThreads, r.compileFailed,
@@ -285,7 +290,7 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
   d.kernelName = r.key.kernelName;
   d.kernelHash = r.key.kernelHash;
   d.sizes = r.key.sizes;
-  d.device = r.devices > 1 ? fmt::format("{} x {}", r.devices, r.key.device) : r.key.device;  // --devices
+  d.device = measuredOn(r);
   d.arch = r.key.arch;
   d.settings = fmt::format("max-candidates={}, time-limit={}, min-threads={}, min-blocks={}, repeats={}, seed={}, "
                            "reference={}",
