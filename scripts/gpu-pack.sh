@@ -11,8 +11,11 @@ ninja -C "$build"
 rm -rf "$root/.gpu"
 mkdir -p "$root/.gpu/lib"
 cd "$build"
-# Every executable of the build, at its path in the build tree (tests have those paths built in).
-find . -type f -perm -u+x ! -name '*.so*' ! -path './CMakeFiles/*' ! -name '*.sh' | while read -r f; do
+# Every executable of the build, at its path in the build tree (tests have those paths built in),
+# but those of the install prefix and the embedding examples' build (packed below, once): the
+# device tool carries at most 64 MiB with the working tree.
+find . -type f -perm -u+x ! -name '*.so*' ! -path './CMakeFiles/*' ! -path './prefix/*' ! -path './embed/*' \
+  ! -name '*.sh' | while read -r f; do
   if file "$f" | grep -q 'ELF.*executable\|ELF.*pie'; then
     mkdir -p "$root/.gpu/build-gpu/$(dirname "$f")"
     strip -o "$root/.gpu/build-gpu/$f" "$f"
