@@ -514,26 +514,6 @@ TEST(Space, PipelinedPositionsOfOneStepReductions) {
   EXPECT_EQ(model.estimate(walk, DeviceModel{}).blocks * 16, 7504);
 }
 
-TEST(Space, ThreeStatementTilesOfEightByFourUnrollTheirStep) {
-  // DG N=7: 8 elements x 4 nodes a thread, three statements (96 accumulators). Over a step of 8
-  // their loop over j computed every shared-memory address at run time (H100: 0.378 ms, against
-  // 0.358 ms for the unrolled 8 x 2 tile); 768 points unroll in 0.3 s of NVRTC, unspilled.
-  Kernel dg = bindAll(example("dg_diff").kernel, {{"K", 139720}, {"Np", 120}});
-  SpaceOptions o;
-  o.limits = deviceScheduleLimits(227 * 1024, 1024);
-  Space space = enumerateSchedules(dg, o);
-  size_t unrolled = 0;
-  for (const Candidate& c : space.candidates) {
-    if (c.registerTile != 32) continue;
-    EXPECT_EQ(c.text.find("j: serial, serial 8;"), std::string::npos) << c.text;
-    if (c.text.find("j: serial, unroll 8;") != std::string::npos) ++unrolled;
-  }
-  EXPECT_GT(unrolled, 10u);
-  // Beyond 1024 points a step stays a loop: 64-point tiles of three statements.
-  for (const Candidate& c : space.candidates)
-    if (c.registerTile == 64) EXPECT_EQ(c.text.find("j: serial, unroll 8;"), std::string::npos) << c.text;
-}
-
 TEST(SpaceModel, ChargesBankConflictsOfStagedReads) {
   // DG differentiation N=5: Dr's rows are 60 elements apart (56 padded to an odd number of 16-byte
   // groups). Lanes on neighbouring rows (`reg 4, thread.x 14`) read them conflict-free; lanes 4
