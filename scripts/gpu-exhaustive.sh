@@ -13,22 +13,11 @@ set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: $0 DB.json[.gz] SECONDS FILE.rtcg [rtcgc tune options]" >&2; exit 2; }
 db_in=$1 limit=$2
 shift 2
-root=$(pwd)
-out=${OUT:-$root/gpu-out}
-mkdir -p "$out"
-[[ -e "$root/build-gpu" ]] || ln -s "$root/.gpu/build-gpu" "$root/build-gpu"
-export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RTCG_WORKER=$root/build-gpu/tools/rtcg-worker/rtcg-worker
-rtcgc=$root/build-gpu/tools/rtcgc/rtcgc
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-if [[ "$db_in" == *.gz ]]; then gunzip -c "$db_in" >"$work/in.json"; else cp "$db_in" "$work/in.json"; fi
-"$rtcgc" db import "$work/in.json" --db "$work/tuning.sqlite"
+source "$(dirname "$0")/gpu-db-common.sh" "$db_in"
 rc=0
 "$rtcgc" tune "$@" --db "$work/tuning.sqlite" --resume --time-limit "$limit" >"$out/exhaustive.txt" \
   2>"$out/exhaustive.log" || rc=$?
-"$rtcgc" db export --db "$work/tuning.sqlite" -o "$work/out.json"
-gzip -c "$work/out.json" >"$out/exhaustive-db.json.gz"
+export_db "$out/exhaustive-db.json.gz"
 tail -3 "$out/exhaustive.log"
 cat "$out/exhaustive.txt"
 exit $rc

@@ -22,17 +22,7 @@ db_in=$1 plan=$2
 shift 2
 [[ -f "$db_in" ]] || { echo "gpu-searches: no database file $db_in" >&2; exit 2; }
 [[ -f "$plan" ]] || { echo "gpu-searches: no plan file $plan" >&2; exit 2; }
-root=$(pwd)
-out=${OUT:-$root/gpu-out}
-mkdir -p "$out"
-[[ -e "$root/build-gpu" ]] || ln -s "$root/.gpu/build-gpu" "$root/build-gpu"
-export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RTCG_WORKER=$root/build-gpu/tools/rtcg-worker/rtcg-worker
-rtcgc=$root/build-gpu/tools/rtcgc/rtcgc
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-if [[ "$db_in" == *.gz ]]; then gunzip -c "$db_in" >"$work/in.json"; else cp "$db_in" "$work/in.json"; fi
-"$rtcgc" db import "$work/in.json" --db "$work/tuning.sqlite" || exit 1
+source "$(dirname "$0")/gpu-db-common.sh" "$db_in"
 : >"$out/searches.txt"
 : >"$out/searches.log"
 status=0
@@ -51,8 +41,7 @@ while IFS= read -r line; do
     echo "gpu-searches: $plan:$line_no: rtcgc tune exited with $rc" >&2
     ((status == 0)) && status=$rc
   fi
-  "$rtcgc" db export --db "$work/tuning.sqlite" -o "$work/out.json" && gzip -c "$work/out.json" >"$out/searches-db.json.gz.tmp" &&
-    mv "$out/searches-db.json.gz.tmp" "$out/searches-db.json.gz"
+  export_db "$out/searches-db.json.gz"
 done <"$plan"
 grep -E '^(==|best|rc=)' "$out/searches.txt" || true
 exit $status
