@@ -43,5 +43,6 @@ while IFS= read -r line; do
   fi
   export_db "$out/searches-db.json.gz"
 done <"$plan"
-grep -E '^(==|best|rc=)' "$out/searches.txt" || true
+# The summary: each search's plan line, size and wall time, best over the key's searches and status.
+grep -E '^(==|rc=)|candidates in|best of this' "$out/searches.txt" || true
 exit $status
