@@ -1,5 +1,7 @@
 #include "bench/suite/Peers.h"
 
+#include <algorithm>
+
 #include <cublas_v2.h>
 #include <fmt/format.h>
 
@@ -73,13 +75,18 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
       allocate("c", host_.array("c").bytes());
       break;
     case PeerKind::DgDiffStacked: {
+      upload("u");
+      if (stackedKernel()) {  // the kernel's own layout: D and w as they are
+        upload("D");
+        allocate("w", host_.array("w").bytes());
+        break;
+      }
       // [Dr; Ds; Dt] row-major (3 Np x Np): the three matrices one after the other.
       size_t one = host_.array("Dr").bytes();
       allocate("D", 3 * one);
       buffer("D").copyFromHost(host_.array("Dr").data(), one, 0);
       buffer("D").copyFromHost(host_.array("Ds").data(), one, one);
       buffer("D").copyFromHost(host_.array("Dt").data(), one, 2 * one);
-      upload("u");
       allocate("w", 3 * host_.array("ur").bytes());
       break;
     }
@@ -89,6 +96,10 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
       allocate("p", host_.array("rhs").bytes());
       break;
   }
+}
+
+bool Peer::stackedKernel() const {
+  return std::any_of(bound_.params.begin(), bound_.params.end(), [](const Param& p) { return p.name == "w"; });
 }
 
 cuda::DeviceBuffer& Peer::buffer(const std::string& name) {
@@ -181,6 +192,10 @@ std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Strea
     case PeerKind::Sgemv: out[param("y")] = download("y"); break;
     case PeerKind::Sdot: out[param("r")] = download("r"); break;
     case PeerKind::DgDiffStacked: {
+      if (stackedKernel()) {
+        out[param("w")] = download("w");
+        break;
+      }
       int64_t k = w_.sizes.at("K"), np = w_.sizes.at("Np");
       std::vector<double> w = download("w");
       const char* names[3] = {"ur", "us", "ut"};

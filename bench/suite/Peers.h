@@ -53,6 +53,9 @@ class Peer {
   void upload(const std::string& name);                        // from the host array of that param
   void allocate(const std::string& name, size_t bytes);
   std::vector<double> download(const std::string& name) const;  // f32 values as double
+  // DG differentiation written in the peer's layout (one stacked D, one w of K x 3Np) rather than
+  // as three matrices and three outputs.
+  bool stackedKernel() const;
 
   const Workload& w_;
   const Kernel& bound_;

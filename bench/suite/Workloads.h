@@ -16,13 +16,15 @@ enum class PeerKind {
   Copy,           // device-to-device copy of the input's bytes (transpose)
   Sdot,           // cublasSdot, result in device memory
   SgemmBatched,   // cublasSgemmStridedBatched, operands swapped as for Sgemm
-  DgDiffStacked,  // one cublasSgemm: u (K x Np) times [Dr; Ds; Dt]^T (Np x 3Np) -> K x 3Np
+  DgDiffStacked,  // one cublasSgemm: u (K x Np) times [Dr; Ds; Dt]^T (Np x 3Np) -> K x 3Np (both DG
+                  // differentiation kernels: the stacked one reads and writes exactly these arrays)
   DgLiftProduct,  // cublasSgemm of flux (K x 4Nfp) times LIFT^T; invJ scaling and += untimed
 };
 
 struct Workload {
   std::string name;        // unique: "sgemm_500", "dg_diff_N3"
-  std::string group;       // for --only: "sgemm", "sgemv", "transpose", "dot", "batched", "dg_diff", "dg_lift"
+  std::string group;       // for --only: "sgemm", "sgemv", "transpose", "dot", "batched", "dg_diff",
+                           // "dg_diff_stacked", "dg_lift"
   std::string kernelName;  // the kernel in `source`
   std::string source;      // DSL text
   SizeBindings sizes;

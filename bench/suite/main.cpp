@@ -285,9 +285,9 @@ double copyBandwidth(Gpu& gpu, int64_t mib, int repeats) {
 }
 
 int listWorkloads(const std::vector<Prepared>& all) {
-  fmt::print("{:<22} {:<9} {:<32} {:>10} {:>10}  {}\n", "workload", "group", "sizes", "GFLOP", "MiB", "peer");
+  fmt::print("{:<22} {:<15} {:<32} {:>10} {:>10}  {}\n", "workload", "group", "sizes", "GFLOP", "MiB", "peer");
   for (const Prepared& p : all)
-    fmt::print("{:<22} {:<9} {:<32} {:>10.3f} {:>10.1f}  {}\n", p.row.name, p.row.group, p.row.sizes,
+    fmt::print("{:<22} {:<15} {:<32} {:>10.3f} {:>10.1f}  {}\n", p.row.name, p.row.group, p.row.sizes,
                double(p.row.flops) * 1e-9, double(p.row.bytes) / (1 << 20), p.row.peer);
   return 0;
 }
@@ -396,7 +396,7 @@ int main(int argc, char** argv) {
   Options o;
   app.add_flag("--list", o.list, "print the workloads and exit (needs no GPU)");
   app.add_option("--only", o.only, "comma-separated workload names or groups (sgemm, sgemv, transpose, dot, "
-                                    "batched, dg_diff, dg_lift); default: all");
+                                    "batched, dg_diff, dg_diff_stacked, dg_lift); default: all");
   app.add_option("--out", o.out, "directory for bench.json, bench.html and the tuning database")->capture_default_str();
   app.add_option("--db", o.db, "tuning database (default: OUT/tuning.sqlite)");
   app.add_flag("--use-db", o.useDb, "take each workload's best schedule from the database; tune only those missing");

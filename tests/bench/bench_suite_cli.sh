@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checks of bench_suite that need no GPU: `bench_suite_cli.sh CHECK BINARY`.
-#   list:     --list prints every workload (22) and exits 0
+#   list:     --list prints every workload (30) and exits 0
 #   no-gpu:   a real run with the devices hidden exits 4 and says why
 #   bad-only: an unknown --only entry exits 1 naming it
 #   bad-schedules: --schedules with a missing or malformed file exits 1 before any GPU work, naming it
@@ -16,11 +16,12 @@ case $check in
     "$bin" --list >"$tmp/out" 2>"$tmp/err"; rc=$?
     [ $rc -eq 0 ] || fail "--list exited $rc"
     for w in sgemm_500 sgemm_4096 sgemv_8192 transpose_8192x8192 transpose_4097x1023 'dot_2^26' \
-             batched_16x16x65536 dg_diff_N1 dg_diff_N8 dg_lift_N3 dg_lift_N5 dg_lift_N7; do
+             batched_16x16x65536 dg_diff_N1 dg_diff_N8 dg_diff_stacked_N1 dg_diff_stacked_N8 dg_lift_N3 \
+             dg_lift_N5 dg_lift_N7; do
       grep -q "^$w " "$tmp/out" || fail "--list does not show $w"
     done
     n=$(grep -c -E '^(sgemm|sgemv|transpose|dot|batched|dg_)' "$tmp/out")
-    [ "$n" -eq 22 ] || fail "--list shows $n workloads, expected 22"
+    [ "$n" -eq 30 ] || fail "--list shows $n workloads, expected 30"
     "$bin" --list --only sgemm,dg_lift_N5 >"$tmp/out" 2>"$tmp/err" || fail "--list --only failed"
     n=$(grep -c -E '^(sgemm|dg_lift)' "$tmp/out")
     [ "$n" -eq 7 ] || fail "--only sgemm,dg_lift_N5 selects $n workloads, expected 7"

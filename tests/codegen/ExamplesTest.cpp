@@ -52,6 +52,8 @@ std::vector<std::string> handSchedules(const std::string& kernel) {
     return {"k: grid.x, thread.y 4, reg 2; i: serial, thread.x 32; j: unroll, serial 4",
             "k: grid.x, thread.y 4, reg 2; i: serial, thread.x 32; j: unroll, serial 4; shared: Dr, Ds, Dt, u",
             "k: grid.x, thread.y 8; i: serial, thread.x 32; j: serial, thread.z 2; shared: u"};
+  if (kernel == "dg_diff_stacked")  // an H100 search's winner at N=6 and 7
+    return {"k: grid.y, thread.y 8, reg 8; m: grid.x, reg 8, thread.x 16; j: serial, unroll 8; shared: D, u^T; blocks_per_sm: 2"};
   if (kernel == "dg_lift")
     return {"k: grid.x, thread.y 4; i: serial, thread.x 32; f: serial, unroll 4",
             "k: grid.x, thread.y 4; i: serial, thread.x 32; f: serial, unroll 4; shared: LIFT, flux, invJ"};

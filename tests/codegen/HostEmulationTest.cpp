@@ -69,6 +69,17 @@ TEST(HostEmulation, TransposedAndDoubleBufferedTiles) {
                         "k: grid.x, thread.y 2; i: serial, thread.x 16; f: serial; shared: LIFT^T, flux, invJ; buffers: 2"), "");
 }
 
+TEST(HostEmulation, StackedDgDifferentiation) {
+  // The three matrices stacked (3 Np = 105 outputs per element, 300 elements): tiles cut from the
+  // 105 outputs (a block of 128 of them, a register tile of 8 spaced by the 16 threads), steps of
+  // 8 over 35 nodes, the last one partial; and three cp.async buffers. The searches' winners at
+  // N=6..8 on an H100.
+  Kernel k = example("dg_diff_stacked.rtcg", "dg_diff_stacked", {{"K", 300}, {"Np", 35}});
+  EXPECT_EQ(checkOnHost(k, "k: grid.y, thread.y 8, reg 8; m: grid.x, reg 8, thread.x 16; j: serial, unroll 8; shared: D, u^T; blocks_per_sm: 2"), "");
+  EXPECT_EQ(checkOnHost(k, "k: grid.y, reg 2, thread.y 8, reg 8; m: grid.x, reg 2, thread.x 16, reg 4; j: serial, unroll 8; "
+                           "shared: D^T, u^T; buffers: 3; copy: async"), "");
+}
+
 TEST(HostEmulation, WholeArrayAndBlockTiles) {
   // Small n: the tile covers the whole array and is staged once per block.
   EXPECT_EQ(checkOnHost(matmul(10), "i: grid.y, thread.y 8; j: grid.x, thread.x 16; k: serial, unroll 2; shared: a, b"), "");

@@ -293,7 +293,7 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
     EXPECT_LT(r.seconds, 20.0) << file;
     ++count;
   }
-  EXPECT_EQ(count, 10);
+  EXPECT_EQ(count, 11);
 }
 
 }  // namespace
