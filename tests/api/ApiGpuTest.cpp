@@ -72,6 +72,7 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"transpose.rtcg", {{{{"m", 17}, {"n", 33}}, {{"m", 1023}, {"n", 257}}}}},
     {"gemv.rtcg", {{{{"m", 37}, {"n", 41}}, {{"m", 200}, {"n", 1500}}}}},
     {"dg_diff.rtcg", {{{{"K", 37}, {"Np", 20}}, {{"K", 1000}, {"Np", 7}}}}},
+    {"dg_diff_stacked.rtcg", {{{{"K", 37}, {"Np", 20}}, {{"K", 1000}, {"Np", 7}}}}},
     {"dg_lift.rtcg", {{{{"K", 33}, {"Np", 20}, {"Nfp", 10}}, {{"K", 100}, {"Np", 10}, {"Nfp", 6}}}}},
     {"dg_face_gather.rtcg",
      {{{{"K", 33}, {"Np", 20}, {"Nfaces", 4}, {"Nfp", 10}}, {{"K", 101}, {"Np", 4}, {"Nfaces", 4}, {"Nfp", 3}}}}},
@@ -202,6 +203,9 @@ TEST_F(ApiGpu, VectorAndAsyncStagingMatchTheReference) {
       {"dg_diff.rtcg", {{"K", 999}, {"Np", 20}}, "k: grid.x, reg 8, thread.y 4; i: serial, thread.x 20; j: serial, unroll 20; shared: Dr, u, Ds, Dt; buffers: 2"},
       {"dg_lift.rtcg", {{"K", 999}, {"Np", 56}, {"Nfp", 21}}, "k: grid.x, thread.y 16, reg 4; i: serial, reg 4, thread.x 14; f: serial, unroll 16; shared: invJ, LIFT, flux; buffers: 4; copy: async"},
       {"gemv.rtcg", {{"m", 45}, {"n", 1000}}, "i: grid.x, thread.y 2; j: serial, unroll 2, thread.x 64, unroll 4"},
+      // The stacked DG winners of an H100 search (N=8, N=6), at sizes with partial edge tiles.
+      {"dg_diff_stacked.rtcg", {{"K", 1001}, {"Np", 35}}, "k: grid.y, thread.y 8, reg 8; m: grid.x, reg 2, thread.x 16, reg 4; j: serial, unroll 8; shared: D^T, u^T; buffers: 3; copy: async"},
+      {"dg_diff_stacked.rtcg", {{"K", 999}, {"Np", 84}}, "k: grid.y, thread.y 8, reg 4; m: grid.x, reg 4, thread.x 32; j: serial, unroll 32; shared: D, u; buffers: 3; copy: async"},
       // 84 KiB of tiles: dynamic shared memory, allowed up to the device's opt-in limit.
       {"dg_diff.rtcg", {{"K", 1001}, {"Np", 84}}, "k: grid.x, thread.y 4; i: serial, thread.x 84; j: serial, unroll 4; shared: Dr, Ds, Dt, u"},
       {"gemv.rtcg", {{"m", 45}, {"n", 1002}}, "i: grid.x; j: serial, thread.x 32, unroll 4"},
