@@ -1,7 +1,5 @@
 #include "bench/suite/Peers.h"
 
-#include <algorithm>
-
 #include <cublas_v2.h>
 #include <fmt/format.h>
 
@@ -98,9 +96,7 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
   }
 }
 
-bool Peer::stackedKernel() const {
-  return std::any_of(bound_.params.begin(), bound_.params.end(), [](const Param& p) { return p.name == "w"; });
-}
+bool Peer::stackedKernel() const { return bound_.findParam("w") >= 0; }
 
 cuda::DeviceBuffer& Peer::buffer(const std::string& name) {
   auto it = buffers_.find(name);

@@ -104,20 +104,18 @@ std::vector<Workload> allWorkloads() {
   w.push_back({"dot_2^26", "dot", "dot", kDot, {{"n", int64_t(1) << 26}}, PeerKind::Sdot});
   w.push_back({"batched_16x16x65536", "batched", "batched_matmul", kBatched, {{"nb", 65536}, {"n", 16}},
                PeerKind::SgemmBatched});
-  for (int order = 1; order <= 8; ++order) {
-    // Minimal traffic: u read, ur/us/ut written (4 K Np floats) plus the three Np x Np matrices.
+  // Minimal traffic of DG differentiation (both forms): u read, the derivatives written (4 K Np
+  // floats) plus the three Np x Np matrices.
+  auto dgDiffSizes = [](int order) -> SizeBindings {
     int64_t np = tetNodes(order);
-    int64_t k = (kDgFloats - 3 * np * np) / (4 * np);
-    w.push_back({fmt::format("dg_diff_N{}", order), "dg_diff", "dg_diff", kDgDiff, {{"K", k}, {"Np", np}},
+    return {{"K", (kDgFloats - 3 * np * np) / (4 * np)}, {"Np", np}};
+  };
+  for (int order = 1; order <= 8; ++order)
+    w.push_back({fmt::format("dg_diff_N{}", order), "dg_diff", "dg_diff", kDgDiff, dgDiffSizes(order),
                  PeerKind::DgDiffStacked});
-  }
-  for (int order = 1; order <= 8; ++order) {
-    // The same data as dg_diff_N<order>.
-    int64_t np = tetNodes(order);
-    int64_t k = (kDgFloats - 3 * np * np) / (4 * np);
+  for (int order = 1; order <= 8; ++order)
     w.push_back({fmt::format("dg_diff_stacked_N{}", order), "dg_diff_stacked", "dg_diff_stacked", kDgDiffStacked,
-                 {{"K", k}, {"Np", np}}, PeerKind::DgDiffStacked});
-  }
+                 dgDiffSizes(order), PeerKind::DgDiffStacked});
   for (int order : {3, 5, 7}) {
     // Minimal traffic: flux and invJ read, rhs read and written, plus LIFT (Np x 4 Nfp).
     int64_t np = tetNodes(order), nfp = faceNodes(order);
