@@ -1,0 +1,272 @@
+// The emitter's private interface: the state of one loop nest's emission (EmitContext) and the
+// functions of its parts, one file each:
+//   EmitModule.cpp     emitCuda: the index type, the functions and globals of the module
+//   EmitLaunch.cpp     planLaunch: the launch and index facts of a nest, before any code
+//   EmitNest.cpp       the kernel function's skeleton: parameters, indices, guards, positions, stores
+//   EmitExpr.cpp       lowering of IR expressions and array accesses
+//   EmitReduction.cpp  reduction loops and steps, lane combines, the cross-block epilogue
+//   EmitStaging.cpp    shared-memory tiles: storage, bases, copies, prefetch and pipelines
+//   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
+//   EmitPrelude.cpp    fixed device helpers (floor division, cp.async)
+// Everything here is internal to src/codegen; Emitter.h is the interface.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/CAst.h"
+#include "codegen/Emitter.h"
+#include "ir/IR.h"
+#include "schedule/Domain.h"
+#include "schedule/Schedule.h"
+
+namespace rtcg::emit {
+
+namespace C = rtcg::c;
+
+// Unique C identifiers. DSL names are kept where possible; clashes with C/CUDA words, the
+// functions the emitted code calls, and earlier names get a numeric suffix. The order of calls
+// decides the suffixes, so the emitted text depends on it: emission asks for names in code order.
+class Names {
+ public:
+  std::string fresh(const std::string& base);
+
+ private:
+  std::set<std::string> used_;
+};
+
+// Where an index value is first known: at the top of the kernel (grid/thread parts only),
+// inside the serial loops of parallel indices, or per register-tile point.
+enum class Level { Top = 0, Group = 1, Point = 2 };
+
+struct ParallelIndex {
+  // Facts (planLaunch).
+  const NestIndex* ni = nullptr;
+  const Loop* loop = nullptr;
+  const IndexSchedule* sched = nullptr;
+  std::vector<int64_t> ext, stride;
+  Level level = Level::Top;
+  Level guardLevel = Level::Top;
+  bool exact = false;  // the parts cover the domain exactly: no guard
+  // Names and values, set while emitting.
+  C::ExprP base;                      // lo + grid/thread terms
+  std::vector<std::string> loopVars;  // per part, for serial/unroll parts
+  std::string pointName;              // C name of a per-point index
+};
+
+// A register part of a parallel index: one factor of the thread's register-tile points.
+struct RegPart {
+  int par;   // index into LaunchFacts::par
+  int part;  // part number in its schedule
+  int64_t extent;
+};
+
+// A serial or unrolled part of a parallel index: one loop around the work of a position.
+struct LoopPart {
+  ParallelIndex* p;
+  size_t part;
+};
+
+// Positions pipelined (see findPositionPipeline): the step group whose one step per position is
+// copied ahead, and the serial part of a parallel index whose positions are pipelined.
+struct PositionPipeline {
+  int group = -1;
+  ParallelIndex* par = nullptr;
+  size_t part = 0;
+  C::ExprP stepBase;  // the reduction's lo: the one step's base
+};
+
+// The facts of one nest under its schedule that decide the launch and the shape of the code:
+// filled by planLaunch alone, before anything is emitted, and only read afterwards. (The
+// per-nest plan of schedule/Plan.h is meant to supply these.)
+struct LaunchFacts {
+  std::vector<NestIndex> indices;
+  std::map<int, IndexRange> ranges;  // every loop id of the nest -> hull of its values
+  std::vector<ParallelIndex> par;    // the parallel indices, outermost first
+  std::vector<RegPart> regParts;     // register parts, in clause order
+  int64_t regPoints = 1;             // register-tile points per thread
+  std::vector<LoopPart> loopParts;   // serial/unroll parts of parallel indices, in clause order
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  int64_t threads = 1;  // threads per block
+  // Cooperative code (shared-memory staging, reductions across threads or blocks): every thread
+  // of the block reaches every __syncthreads, so threads outside the domain do not return early;
+  // their work is guarded per point.
+  bool cooperative = false;
+  int fullMask = 0;                        // the thread axes of reduction indices (bit a for axis a)
+  std::vector<std::vector<Expr>> groups;   // hoisted reductions, grouped by loops
+  StagingPlan staging;
+  CrossBlockPlan xb;                       // a reduction split across blocks
+  PositionPipeline pipe;
+};
+
+// A staged array's tile in shared memory, as the reads served from it see it.
+struct StageRef {
+  std::string storage;  // the shared array
+  C::ExprP offset;      // of the tile (the buffer read) in it, in elements
+  std::vector<C::ExprP> origins;  // per dimension: the array index of the tile's first element
+  std::vector<int64_t> pitch;     // per dimension: elements between consecutive indices in the tile
+  // Per dimension: the extent to clamp indices into (0: none), for whole dimensions that the
+  // block's points overrun (StagedDim::clipped). In-domain indices are in range already; a point
+  // outside the domain then reads inside the tile, never past it.
+  std::vector<int64_t> clampTo;
+};
+
+// Where a tile copy goes, and whether the reads of the environment are pointed at it afterwards.
+struct TileTarget {
+  C::ExprP buffer;  // which buffer of a double-buffered tile (null: the first)
+  bool pointReads = true;
+};
+
+enum class TileCopy { Direct, LoadToRegisters, StoreFromRegisters, Async };
+
+// The base of a step and whether it exists: step n from the first one (fromStart) or n after
+// the current one.
+using StepAt = std::function<std::pair<C::ExprP, C::ExprP>(int64_t n, bool fromStart)>;
+
+// Per-point environment for lowering IR expressions.
+struct Env {
+  std::map<int, C::ExprP> vars;                 // loop and let ids
+  std::map<const ExprNode*, C::ExprP> hoisted;  // reductions computed ahead, by node
+  std::map<int, StageRef> staged;               // arrays read from shared memory, by param
+};
+
+// The shared-memory storage of the tiles and the prefetch registers of step tiles.
+struct StagingState {
+  struct Tile {
+    std::string storage;
+    int64_t offset = 0;
+  };
+  std::vector<Tile> tiles;                                   // per LaunchFacts::staging.arrays entry
+  std::map<size_t, std::vector<std::string>> prefetchRegs;  // per staged tile: prefetch registers
+};
+
+// The names of reductions combined across threads (lanes) and blocks.
+struct ReductionState {
+  // A thread's reduction lane (its coordinates on the reduction thread axes) and slot (its other
+  // coordinates) index the combine buffers. A group reduced over some of the reduction thread
+  // axes only combines the lanes of those (the threads that differ on the other axes hold the
+  // same partial): lane and slot per axis mask.
+  struct LaneSet {
+    C::ExprP lane, slot;
+    int64_t lanes = 1;
+  };
+  std::map<int, LaneSet> laneSets;  // by mask of thread axes (bit a for axis a)
+  int64_t lanes = 1;                // threads that share one output point
+  C::ExprP lane, slot;              // over every reduction thread axis
+  std::map<ScalarType, std::string> combineBuffers;
+  // A reduction split across blocks: the scratch arrays and this block's place.
+  std::map<ScalarType, std::string> partials;  // global partials array per accumulator type
+  std::string arrivals;                        // global arrival counters
+  std::string lastBlock;                       // shared flag: this block arrived last
+  C::ExprP tile, rblock;                       // linear tile and block-within-tile coordinates
+};
+
+// Which floor helpers (rtcg_floordiv/rtcg_floormod) the module needs, per index type.
+struct ModuleNeeds {
+  bool floorInt = false;
+  bool floorLL = false;
+};
+
+// The state of one nest's emission. Not copyable: the facts point into themselves.
+struct EmitContext {
+  EmitContext(const Kernel& k, int nest, const NestSchedule& s, ModuleNeeds& needs, std::string indexType)
+      : k(k), nestIdx(nest), nest(k.nests[nest]), sched(s), needs(needs), idx(std::move(indexType)) {}
+  EmitContext(const EmitContext&) = delete;
+  EmitContext& operator=(const EmitContext&) = delete;
+
+  const Kernel& k;
+  const int nestIdx;
+  const LoopNest& nest;
+  const NestSchedule& sched;
+  ModuleNeeds& needs;
+  const std::string idx;  // the index type: "int" or "long long"
+  LaunchFacts facts;
+  Names names;
+  std::vector<std::string> paramNames;  // C names by param id (arrays: the aligned pointers)
+  std::map<int, std::string> letNames;  // by let id
+  C::ExprP tid;                         // linear thread index in the block (cooperative code)
+  StagingState stage;
+  ReductionState red;
+
+  const IndexSchedule& scheduleOf(const std::string& name) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers (EmitNest.cpp)
+
+// An index constant: int, or long long when it does not fit.
+inline C::ExprP lit(int64_t v) {
+  return C::intLit(v, v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max());
+}
+inline C::Unroll unrollOf(Placement p) { return p == Placement::Unroll ? C::Unroll::Full : C::Unroll::Never; }
+// threadIdx.x (axis 0), blockIdx.z (axis 2)... cast to the index type.
+C::ExprP coordinate(const EmitContext& ctx, const char* builtin, int axis);
+// !e, written without the `!` where the operator can be flipped: !(a < b) is a >= b.
+C::ExprP negate(const C::ExprP& e);
+// a && b, either may be null (true).
+C::ExprP andAll(C::ExprP a, C::ExprP b);
+// Appends `from` to `to`.
+void append(std::vector<C::Stmt>& to, std::vector<C::Stmt>&& from);
+
+// ---------------------------------------------------------------------------------------------
+// The parts
+
+// EmitLaunch.cpp: fills ctx.facts.
+void planLaunch(EmitContext& ctx);
+
+// EmitNest.cpp: the kernel function of the nest.
+C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals);
+C::ExprP indexValue(EmitContext& ctx, const ParallelIndex& p, const std::vector<int64_t>* regValues);
+void declarePointIndices(EmitContext& ctx, int64_t point, Env& env, std::vector<C::Stmt>& out, C::ExprP& guard);
+
+// EmitExpr.cpp
+C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out);
+C::ExprP lowerAccess(EmitContext& ctx, int array, const std::vector<Expr>& indices, Env& env,
+                     std::vector<C::Stmt>& out);
+
+// EmitReduction.cpp
+using ReductionBody = std::function<void(Env&, std::vector<C::Stmt>&)>;
+void emitReductionLoops(EmitContext& ctx, const std::vector<Loop>& loops, size_t q, Env env, std::vector<C::Stmt>& out,
+                        const ReductionBody& inner, int stageGroup = -1);
+C::Stmt combine(ReduceOp op, ScalarType t, const C::ExprP& acc, const C::ExprP& v);
+int groupMask(const EmitContext& ctx, const std::vector<Expr>& g);
+inline bool splitGroup(const EmitContext& ctx, const std::vector<Expr>& g) { return groupMask(ctx, g) != 0; }
+std::vector<ScalarType> combineBufferTypes(const EmitContext& ctx);
+void declareLanes(EmitContext& ctx, std::vector<C::Stmt>& body);
+void declareCrossBlock(EmitContext& ctx, std::vector<C::Stmt>& body);
+void combineLanes(EmitContext& ctx, ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out,
+                  int mask);
+using PointAccumulators = std::vector<std::map<const ExprNode*, C::ExprP>>;
+void crossBlockCombine(EmitContext& ctx, const PointAccumulators& accs, const C::ExprP& position,
+                       std::vector<C::Stmt>& out, std::vector<std::vector<C::Stmt>> pointStatements);
+bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env);
+
+// EmitStaging.cpp
+void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body, LaunchSpec& launch);
+std::map<std::string, C::ExprP> tileBases(const EmitContext& ctx, const C::ExprP& stepBase = nullptr,
+                                          const C::ExprP& pipelinedAt = nullptr);
+void stageTile(EmitContext& ctx, size_t t, const std::map<std::string, C::ExprP>& bases, Env& env,
+               std::vector<C::Stmt>& out, TileCopy mode = TileCopy::Direct, const std::vector<std::string>& regs = {},
+               const TileTarget& target = TileTarget());
+bool stageBlockTiles(EmitContext& ctx, bool movesWithSerial, Env& env, std::vector<C::Stmt>& out);
+bool hasStepStaging(const EmitContext& ctx, int group);
+void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
+              std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after);
+int64_t copyVector(const EmitContext& ctx, size_t t);
+int64_t baseDivisor(const EmitContext& ctx, const std::string& key, int group);
+
+
+// EmitPrelude.cpp
+// __device__ helpers for floor division and modulo of possibly negative integers of `type`.
+std::vector<C::Function> floorHelpers(const std::string& type);
+// The cp.async helpers of `copy: async` (fixed text).
+extern const char* const asyncCopyHelpers;
+
+}  // namespace rtcg::emit

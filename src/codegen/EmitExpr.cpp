@@ -1,0 +1,131 @@
+// Lowering of IR expressions and array accesses to C expressions, in an environment that maps
+// the IR's variables to C names and may serve loads from shared tiles or hoisted values.
+#include <fmt/format.h>
+
+#include "codegen/CudaTypes.h"
+#include "codegen/EmitContext.h"
+#include "support/Error.h"
+
+namespace rtcg::emit {
+
+namespace {
+
+// Whether integer `e` is never negative in the nest (C's / and % then have floor semantics).
+bool nonNegative(const EmitContext& ctx, const Expr& e) {
+  auto r = rangeOfInt(e, ctx.k, ctx.facts.ranges);
+  return r && r->lo >= 0;
+}
+
+C::ExprP lowerReduction(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out);
+
+}  // namespace
+
+C::ExprP lowerAccess(EmitContext& ctx, int array, const std::vector<Expr>& indices, Env& env, std::vector<C::Stmt>& out) {
+  const Param& p = ctx.k.params[array];
+  RTCG_ASSERT(p.shape.size() == indices.size(), "access rank differs from the array's");
+  auto staged = env.staged.find(array);
+  if (staged != env.staged.end()) {
+    // Served from the shared tile: (index - origin) * pitch per dimension.
+    const StageRef& ref = staged->second;
+    std::vector<C::ExprP> terms{ref.offset};
+    for (size_t d = 0; d < indices.size(); ++d) {
+      C::ExprP e = lower(ctx, indices[d], env, out);
+      if (ref.clampTo[d] > 0) e = C::call("min", {C::call("max", {e, lit(0)}), lit(ref.clampTo[d] - 1)});
+      const C::ExprP& o = ref.origins[d];
+      bool zero = o->kind == C::ExprKind::IntLit && o->intValue == 0;
+      terms.push_back(C::product(zero ? e : C::binary("-", e, o), lit(ref.pitch[d])));
+    }
+    return C::index(C::name(ref.storage), C::sum(terms));
+  }
+  C::ExprP flat;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    C::ExprP e = lower(ctx, indices[d], env, out);
+    if (d == 0) {
+      flat = ctx.idx == "long long" && indices.size() > 1 ? C::castTo("long long", e) : e;
+      continue;
+    }
+    auto extent = constIntValue(p.shape[d], ctx.k);
+    RTCG_ASSERT(extent.has_value(), "array extent of a bound kernel is not constant");
+    flat = C::sum({C::product(flat, lit(*extent)), e});
+  }
+  if (!flat) flat = lit(0);  // a zero-dimensional array has one element
+  return C::index(C::name(ctx.paramNames[array]), flat);
+}
+
+C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out) {
+  auto op = [&](int i) { return lower(ctx, e->operands[i], env, out); };
+  switch (e->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm: return literalOf(e->type, e->intValue, e->floatValue);
+    case ExprKind::Var:
+      switch (e->varKind) {
+        case VarKind::Size:
+        case VarKind::Scalar:
+          RTCG_ASSERT(e->varId >= 0 && e->varId < (int)ctx.paramNames.size(), "bad parameter id");
+          return C::name(ctx.paramNames[e->varId]);
+        case VarKind::Index:
+        case VarKind::Let: {
+          auto it = env.vars.find(e->varId);
+          RTCG_ASSERT(it != env.vars.end(), "variable '" + e->name + "' used outside its scope");
+          return it->second;
+        }
+      }
+      RTCG_ASSERT(false, "bad VarKind");
+    case ExprKind::Load: {
+      auto it = env.hoisted.find(e.get());  // loaded ahead of the reductions (`loads: early`)
+      if (it != env.hoisted.end()) return it->second;
+      return lowerAccess(ctx, e->array, e->operands, env, out);
+    }
+    case ExprKind::Unary: return C::unary(e->unaryOp == UnaryOp::Neg ? "-" : "!", op(0));
+    case ExprKind::Binary: {
+      C::ExprP a = op(0), b = op(1);
+      ScalarType t = e->operands[0]->type;
+      if ((e->binaryOp == BinaryOp::Div || e->binaryOp == BinaryOp::Mod) && isInteger(t)) {
+        // Floor semantics: C's truncating / and % agree when both sides are non-negative.
+        if (nonNegative(ctx, e->operands[0]) && nonNegative(ctx, e->operands[1]))
+          return C::binary(opSymbol(e->binaryOp), a, b);
+        (t == ScalarType::I64 ? ctx.needs.floorLL : ctx.needs.floorInt) = true;
+        return C::call(e->binaryOp == BinaryOp::Div ? "rtcg_floordiv" : "rtcg_floormod", {a, b});
+      }
+      if (e->binaryOp == BinaryOp::Mod && isFloat(t)) return C::call(t == ScalarType::F32 ? "fmodf" : "fmod", {a, b});
+      return C::binary(opSymbol(e->binaryOp), a, b);
+    }
+    case ExprKind::Call: {
+      std::vector<C::ExprP> args;
+      for (size_t i = 0; i < e->operands.size(); ++i) args.push_back(op((int)i));
+      ScalarType t = e->operands[0]->type;
+      if (isFloat(t)) return C::call(mathName(e->mathFn, t), args);
+      if (e->mathFn == MathFn::Min || e->mathFn == MathFn::Max)
+        return C::call(e->mathFn == MathFn::Min ? "min" : "max", args);
+      if (e->mathFn == MathFn::Abs) return C::call(t == ScalarType::I64 ? "llabs" : "abs", args);
+      // Other functions of integers are computed in double and converted back.
+      for (auto& a : args) a = C::castTo("double", a);
+      return C::castTo(cudaTypeName(e->type), C::call(mathName(e->mathFn, ScalarType::F64), args));
+    }
+    case ExprKind::Cast: return C::castTo(cudaTypeName(e->type), op(0));
+    case ExprKind::Select: return C::ternary(op(0), op(1), op(2));
+    case ExprKind::Reduce: {
+      auto it = env.hoisted.find(e.get());
+      if (it != env.hoisted.end()) return it->second;
+      return lowerReduction(ctx, e, env, out);
+    }
+  }
+  RTCG_ASSERT(false, "bad ExprKind");
+}
+
+namespace {
+
+// A reduction computed where it is used: an accumulator and its loops.
+C::ExprP lowerReduction(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out) {
+  std::string acc = ctx.names.fresh(fmt::format("{}_{}", reduceName(e->reduceOp), e->loops.front().name));
+  out.push_back(C::decl(cudaTypeName(e->type), acc, reductionIdentity(e->reduceOp, e->type), false));
+  emitReductionLoops(ctx, e->loops, 0, env, out, [&](Env& inner, std::vector<C::Stmt>& body) {
+    C::ExprP v = lower(ctx, e->operands[0], inner, body);
+    body.push_back(combine(e->reduceOp, e->type, C::name(acc), v));
+  });
+  return C::name(acc);
+}
+
+}  // namespace
+
+}  // namespace rtcg::emit

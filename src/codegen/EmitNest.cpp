@@ -1,0 +1,497 @@
+// The kernel function of one loop nest: its parameters, the indices of a thread, the guards, the
+// loops over positions (serial parts of parallel indices) around the work of one position, and
+// in that work the accumulators, the hoisted reductions, and the statements of each register
+// point. The launch facts come from planLaunch (EmitLaunch.cpp).
+#include <fmt/format.h>
+
+#include "codegen/CudaTypes.h"
+#include "codegen/EmitContext.h"
+#include "support/Error.h"
+
+namespace rtcg::emit {
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+const IndexSchedule& EmitContext::scheduleOf(const std::string& name) const {
+  const IndexSchedule* s = sched.find(name);
+  RTCG_ASSERT(s != nullptr, "validated schedule lacks index " + name);
+  return *s;
+}
+
+C::ExprP coordinate(const EmitContext& ctx, const char* builtin, int axis) {
+  static const char* axisField[3] = {"x", "y", "z"};
+  return C::castTo(ctx.idx, C::member(C::name(builtin), axisField[axis]));
+}
+
+C::ExprP negate(const C::ExprP& e) {
+  if (e->kind == C::ExprKind::Binary) {
+    static const std::map<std::string, std::string> flipped = {{"<", ">="}, {">=", "<"}, {">", "<="},
+                                                               {"<=", ">"}, {"==", "!="}, {"!=", "=="}};
+    auto it = flipped.find(e->text);
+    if (it != flipped.end()) return C::binary(it->second, e->args[0], e->args[1]);
+    if (e->text == "&&") return C::binary("||", negate(e->args[0]), negate(e->args[1]));
+  }
+  return C::unary("!", e);
+}
+
+C::ExprP andAll(C::ExprP a, C::ExprP b) {
+  if (!a) return b;
+  if (!b) return a;
+  return C::binary("&&", a, b);
+}
+
+void append(std::vector<C::Stmt>& to, std::vector<C::Stmt>&& from) {
+  for (C::Stmt& s : from) to.push_back(std::move(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Index values and guards
+
+namespace {
+
+// The register coordinates of point `point`: mixed radix, the first reg part most significant.
+std::vector<int64_t> regValuesOf(const EmitContext& ctx, int64_t point) {
+  const std::vector<RegPart>& regParts = ctx.facts.regParts;
+  std::vector<int64_t> v(regParts.size());
+  for (size_t r = regParts.size(); r-- > 0;) {
+    v[r] = point % regParts[r].extent;
+    point /= regParts[r].extent;
+  }
+  return v;
+}
+
+// The condition under which index `p` is inside the domain (null when it always is).
+C::ExprP guardOf(EmitContext& ctx, const ParallelIndex& p, Env& env, std::vector<C::Stmt>& out) {
+  if (p.exact) return nullptr;
+  C::ExprP v = env.vars.at(p.loop->id);
+  C::ExprP cond = C::binary("<", v, lower(ctx, p.loop->hi, env, out));
+  if (!constIntValue(p.loop->lo, ctx.k)) cond = C::binary("&&", C::binary(">=", v, lower(ctx, p.loop->lo, env, out)), cond);
+  return cond;
+}
+
+// The guards of every index checked at `level`, declared into `out`, and-ed (null: none).
+C::ExprP guardsAt(EmitContext& ctx, Level level, Env& env, std::vector<C::Stmt>& out) {
+  C::ExprP guard;
+  for (ParallelIndex& p : ctx.facts.par)
+    if (p.guardLevel == level) guard = andAll(guard, guardOf(ctx, p, env, out));
+  return guard;
+}
+
+}  // namespace
+
+// The value of a parallel index at the current loop position and register point.
+C::ExprP indexValue(EmitContext& ctx, const ParallelIndex& p, const std::vector<int64_t>* regValues) {
+  std::vector<C::ExprP> terms{p.base};
+  int pi = (int)(&p - ctx.facts.par.data());
+  for (size_t part = 0; part < p.sched->parts.size(); ++part) {
+    Placement pl = p.sched->parts[part].place;
+    if (pl == Placement::Serial || pl == Placement::Unroll) {
+      terms.push_back(C::product(C::name(p.loopVars[part]), lit(p.stride[part])));
+    } else if (pl == Placement::Reg) {
+      RTCG_ASSERT(regValues != nullptr, "register part outside a point");
+      for (size_t r = 0; r < ctx.facts.regParts.size(); ++r)
+        if (ctx.facts.regParts[r].par == pi && ctx.facts.regParts[r].part == (int)part)
+          terms.push_back(lit((*regValues)[r] * p.stride[part]));
+    }
+  }
+  return C::sum(terms);
+}
+
+// The indices known per register point at point `point`, and their guards (and-ed into `guard`).
+void declarePointIndices(EmitContext& ctx, int64_t point, Env& env, std::vector<C::Stmt>& out, C::ExprP& guard) {
+  std::vector<int64_t> rv = regValuesOf(ctx, point);
+  for (ParallelIndex& p : ctx.facts.par) {
+    if (p.level != Level::Point) continue;
+    // Every point declares its indices in a scope of its own, under the same names.
+    if (p.pointName.empty()) p.pointName = ctx.names.fresh(p.loop->name);
+    const std::string& n = p.pointName;
+    out.push_back(C::decl(ctx.idx, n, indexValue(ctx, p, &rv)));
+    env.vars[p.loop->id] = C::name(n);
+  }
+  guard = andAll(guard, guardsAt(ctx, Level::Point, env, out));
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The top of the function
+
+// Parameters: sizes are already substituted into the bound IR as constants (the header comment
+// lists their values); everything else is an argument.
+// Arrays arrive as `<name>_arg` and are read through `<name>`, declared 16-byte aligned: rtcg's
+// arrays are whole device allocations (256-byte aligned; Executable::launch checks every pointer), and
+// with the alignment known NVVM merges neighbouring accesses into 16-byte vector loads and stores.
+void declareParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::vector<C::Stmt>& body) {
+  std::vector<C::Stmt> aligned;
+  for (size_t i = 0; i < ctx.k.params.size(); ++i) {
+    const Param& p = ctx.k.params[i];
+    ctx.paramNames.push_back(ctx.names.fresh(p.name));
+    if (p.kind == ParamKind::Size) continue;
+    launch.params.push_back((int)i);
+    C::Param cp{cudaTypeName(p.type), ctx.paramNames.back()};
+    if (p.isArray()) {
+      cp.pointer = cp.restrict = true;
+      cp.constPointee = !p.isWritten();
+      cp.name = ctx.names.fresh(p.name + "_arg");
+      std::string pointer = fmt::format("{}{}*", cp.constPointee ? "const " : "", cp.type);
+      aligned.push_back(C::decl(pointer + " __restrict__", ctx.paramNames.back(),
+                                C::castTo(pointer, C::call("__builtin_assume_aligned", {C::name(cp.name), lit(16)})),
+                                false));
+    }
+    fn.params.push_back(cp);
+  }
+  if (!aligned.empty()) {
+    body.push_back(C::comment("Arrays are whole device allocations: 16-byte aligned (checked at launch)"));
+    append(body, std::move(aligned));
+  }
+}
+
+// The grid and thread part of each parallel index: the index itself when it has no other parts
+// (known at the top), else its base.
+void declareIndexBases(EmitContext& ctx, Env& env, std::vector<C::Stmt>& body) {
+  for (ParallelIndex& p : ctx.facts.par) {
+    std::vector<C::ExprP> terms{lit(p.ni->hull.lo)};
+    for (size_t part = 0; part < p.ext.size(); ++part) {
+      Placement pl = p.sched->parts[part].place;
+      int axis = placementAxis(pl);
+      if (axis < 0) continue;
+      terms.push_back(C::product(coordinate(ctx, isGridPlacement(pl) ? "blockIdx" : "threadIdx", axis), lit(p.stride[part])));
+    }
+    C::ExprP value = C::sum(terms);
+    if (p.level == Level::Top) {
+      std::string n = ctx.names.fresh(p.loop->name);
+      body.push_back(C::decl(ctx.idx, n, value));
+      env.vars[p.loop->id] = C::name(n);
+      p.base = C::name(n);
+    } else if (value->kind == C::ExprKind::IntLit) {
+      p.base = value;
+    } else {
+      std::string n = ctx.names.fresh(p.loop->name + "_base");
+      body.push_back(C::decl(ctx.idx, n, value));
+      p.base = C::name(n);
+    }
+  }
+}
+
+// Cooperative code: the linear thread index, the tiles' storage, the lanes of reductions across
+// threads and the coordinates of a reduction across blocks.
+void declareCooperative(EmitContext& ctx, std::vector<C::Stmt>& body, LaunchSpec& launch) {
+  // tid = threadIdx.x + bx * (threadIdx.y + by * threadIdx.z), axes of extent 1 left out.
+  C::ExprP tid;
+  for (int a = 2; a >= 0; --a) {
+    if (ctx.facts.block[a] == 1) continue;
+    C::ExprP t = coordinate(ctx, "threadIdx", a);
+    tid = tid ? C::sum({t, C::product(lit(ctx.facts.block[a]), tid)}) : t;
+  }
+  if (!tid) {
+    ctx.tid = lit(0);
+  } else {
+    std::string n = ctx.names.fresh("tid");
+    body.push_back(C::decl(ctx.idx, n, tid));
+    ctx.tid = C::name(n);
+  }
+  declareTiles(ctx, body, launch);
+  declareLanes(ctx, body);
+  declareCrossBlock(ctx, body);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The work of one position
+
+// The statements of the nest (lets and stores) at one point, in `env`.
+void emitStatements(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) {
+  for (const Stmt& s : ctx.nest.body) {
+    if (s.kind == StmtKind::Let) {
+      auto it = ctx.letNames.find(s.letId);
+      if (it == ctx.letNames.end()) it = ctx.letNames.emplace(s.letId, ctx.names.fresh(s.letName)).first;
+      C::ExprP v = lower(ctx, s.value, env, out);
+      out.push_back(C::decl(cudaTypeName(s.value->type), it->second, v));
+      env.vars[s.letId] = C::name(it->second);
+    } else {
+      C::ExprP target = lowerAccess(ctx, s.array, s.indices, env, out);
+      C::ExprP v = lower(ctx, s.value, env, out);
+      out.push_back(C::assign(target, "=", v));
+    }
+  }
+}
+
+// `stmts` under `guard` (null: unguarded), appended to `out`.
+void appendGuarded(const C::ExprP& guard, std::vector<C::Stmt>&& stmts, std::vector<C::Stmt>& out) {
+  if (guard) out.push_back(C::ifThen(guard, std::move(stmts)));
+  else append(out, std::move(stmts));
+}
+
+// The accumulators of the hoisted reductions, per register point.
+PointAccumulators declareAccumulators(EmitContext& ctx, std::vector<C::Stmt>& work) {
+  const int64_t points = ctx.facts.regPoints;
+  PointAccumulators accs(points);
+  for (const std::vector<Expr>& g : ctx.facts.groups)
+    for (const Expr& r : g)
+      for (int64_t pt = 0; pt < points; ++pt) {
+        std::string base = fmt::format("{}_{}", reduceName(r->reduceOp), r->loops.front().name);
+        std::string n = ctx.names.fresh(points > 1 ? fmt::format("{}_r{}", base, pt) : base);
+        work.push_back(C::decl(cudaTypeName(r->type), n, reductionIdentity(r->reduceOp, r->type), false));
+        accs[pt][r.get()] = C::name(n);
+      }
+  return accs;
+}
+
+// `loads: early`: the statements' own loads, per register point, ahead of the reductions.
+PointAccumulators emitEarlyLoads(EmitContext& ctx, const Env& genv, std::vector<C::Stmt>& work) {
+  const int64_t points = ctx.facts.regPoints;
+  PointAccumulators early(points);
+  if (!ctx.sched.earlyLoads) return early;
+  const std::vector<Expr> loads = earlyStatementLoads(ctx.k, ctx.nestIdx, ctx.sched);
+  if (loads.empty()) return early;
+  work.push_back(C::comment("The statements' loads, issued ahead of the reductions so that they overlap the arithmetic"));
+  for (int64_t pt = 0; pt < points; ++pt) {
+    std::vector<std::string> vars;
+    for (const Expr& l : loads) {
+      std::string n = ctx.names.fresh(
+          fmt::format("{}_early{}", ctx.paramNames[l->array], points > 1 ? fmt::format("_r{}", pt) : ""));
+      work.push_back(C::decl(cudaTypeName(l->type), n, literalOf(l->type, 0, 0.0), false));
+      early[pt][l.get()] = C::name(n);
+      vars.push_back(n);
+    }
+    Env penv = genv;
+    std::vector<C::Stmt> pbody;
+    C::ExprP guard;
+    declarePointIndices(ctx, pt, penv, pbody, guard);
+    std::vector<C::Stmt> assigns;
+    for (size_t q = 0; q < loads.size(); ++q)
+      assigns.push_back(
+          C::assign(C::name(vars[q]), "=", lowerAccess(ctx, loads[q]->array, loads[q]->operands, penv, assigns)));
+    appendGuarded(guard, std::move(assigns), pbody);
+    work.push_back(C::block(std::move(pbody)));
+  }
+  return early;
+}
+
+// Hoisted group `gi`: one pass over its loops updating every point's accumulators, then the
+// combine of the lanes when the group is split across threads.
+void emitGroupReductions(EmitContext& ctx, size_t gi, const Env& genv, const PointAccumulators& accs,
+                         std::vector<C::Stmt>& work) {
+  const std::vector<Expr>& g = ctx.facts.groups[gi];
+  const int64_t points = ctx.facts.regPoints;
+  emitReductionLoops(ctx, g[0]->loops, 0, genv, work, [&](Env& renv, std::vector<C::Stmt>& rbody) {
+    for (const Expr& r : g)
+      for (size_t q = 0; q < r->loops.size(); ++q) renv.vars[r->loops[q].id] = renv.vars.at(g[0]->loops[q].id);
+    for (int64_t pt = 0; pt < points; ++pt) {
+      Env penv = renv;
+      std::vector<C::Stmt> pbody;
+      C::ExprP guard;
+      declarePointIndices(ctx, pt, penv, pbody, guard);
+      std::vector<C::Stmt> updates;
+      for (const Expr& r : g) {
+        C::ExprP v = lower(ctx, r->operands[0], penv, updates);
+        updates.push_back(combine(r->reduceOp, r->type, accs[pt].at(r.get()), v));
+      }
+      // A point outside the domain that reads only shared tiles accumulates garbage it never
+      // stores: no guard, so that the points' reads can merge into vector loads.
+      appendGuarded(guard && !readsOnlyTiles(g, renv) ? guard : nullptr, std::move(updates), pbody);
+      if (points > 1) rbody.push_back(C::block(std::move(pbody)));
+      else append(rbody, std::move(pbody));
+    }
+  }, (int)gi == ctx.facts.pipe.group ? -1 : (int)gi);
+  if (splitGroup(ctx, g)) {
+    work.push_back(C::comment("Combine the partial results of the threads that share an output point"));
+    for (const Expr& r : g)
+      for (int64_t pt = 0; pt < points; ++pt)
+        combineLanes(ctx, r->reduceOp, r->type, accs[pt].at(r.get()), work, groupMask(ctx, g));
+  }
+}
+
+// The statements of each register point, with the hoisted values of the point; guarded, and
+// with lanes stored by the first lane only.
+std::vector<std::vector<C::Stmt>> pointStatements(EmitContext& ctx, const Env& genv, const PointAccumulators& accs,
+                                                  const PointAccumulators& early) {
+  const LaunchFacts& f = ctx.facts;
+  std::vector<std::vector<C::Stmt>> all(f.regPoints);
+  for (int64_t pt = 0; pt < f.regPoints; ++pt) {
+    Env penv = genv;
+    penv.hoisted = accs[pt];
+    penv.hoisted.insert(early[pt].begin(), early[pt].end());
+    std::vector<C::Stmt> pbody;
+    C::ExprP guard;
+    declarePointIndices(ctx, pt, penv, pbody, guard);
+    std::vector<C::Stmt> stmts;
+    emitStatements(ctx, penv, stmts);
+    // Every lane holds the combined value; the first one stores.
+    if (ctx.red.lanes > 1) guard = andAll(guard, C::binary("==", ctx.red.lane, lit(0)));
+    appendGuarded(guard, std::move(stmts), pbody);
+    if (f.regPoints == 1) {
+      all[pt] = std::move(pbody);
+      continue;
+    }
+    std::vector<int64_t> rv = regValuesOf(ctx, pt);
+    std::vector<std::string> coords;
+    for (size_t r = 0; r < f.regParts.size(); ++r)
+      coords.push_back(fmt::format("{} {}", f.par[f.regParts[r].par].loop->name, rv[r]));
+    all[pt].push_back(
+        C::comment(fmt::format("register point {} of {} ({})", pt + 1, f.regPoints, fmt::join(coords, ", "))));
+    all[pt].push_back(C::block(std::move(pbody)));
+  }
+  return all;
+}
+
+// The work of one thread at one position of the serial loops of parallel indices: `position` is
+// that position, linear. The copies of the first positions (positions pipelined) go to
+// `pipeBefore`, ahead of the pipelined loop.
+std::vector<C::Stmt> emitPosition(EmitContext& ctx, Env genv, const C::ExprP& position,
+                                  std::vector<C::Stmt>& pipeBefore) {
+  const LaunchFacts& f = ctx.facts;
+  std::vector<C::Stmt> out;
+  for (ParallelIndex& p : ctx.facts.par) {
+    if (p.level != Level::Group) continue;
+    std::string n = ctx.names.fresh(p.loop->name);
+    out.push_back(C::decl(ctx.idx, n, indexValue(ctx, p, nullptr)));
+    genv.vars[p.loop->id] = C::name(n);
+  }
+  C::ExprP groupGuard = guardsAt(ctx, Level::Group, genv, out);
+  // Tiles that move with the serial parts of parallel indices: staged per position, read by all
+  // before the next position's copy.
+  const bool stagedHere = stageBlockTiles(ctx, true, genv, out);
+  // Positions pipelined: this position's copies for later ones are issued first, and its reads
+  // point at its buffer; `pipeAfter` (waits or the prefetched stores) and a barrier end it.
+  std::vector<C::Stmt> pipeAfter;
+  if (f.pipe.group >= 0) {
+    const C::ExprP here = C::name(f.pipe.par->loopVars[f.pipe.part]);
+    const int64_t positions = f.pipe.par->ext[f.pipe.part];
+    StepAt positionAt = [&](int64_t n, bool fromStart) {
+      C::ExprP at = fromStart ? lit(n) : C::sum({here, lit(n)});
+      return std::pair{at, C::binary("<", at, lit(positions))};
+    };
+    out.push_back(C::comment(fmt::format("Tiles of later positions of '{}' are copied ahead ({} buffers)",
+                                         f.pipe.par->loop->name, ctx.sched.buffers)));
+    copyStep(ctx, f.pipe.group, here, positionAt, genv, pipeBefore, out, pipeAfter);
+  }
+  std::vector<C::Stmt> work;
+  const PointAccumulators accs = declareAccumulators(ctx, work);
+  const PointAccumulators early = emitEarlyLoads(ctx, genv, work);
+  for (size_t gi = 0; gi < f.groups.size(); ++gi) emitGroupReductions(ctx, gi, genv, accs, work);
+  // The statements, per register point; with a reduction split across blocks, in the last block only.
+  std::vector<std::vector<C::Stmt>> statements = pointStatements(ctx, genv, accs, early);
+  if (f.xb.any()) {
+    crossBlockCombine(ctx, accs, position, work, std::move(statements));
+  } else {
+    for (std::vector<C::Stmt>& s : statements) append(work, std::move(s));
+  }
+  appendGuarded(groupGuard, std::move(work), out);
+  if (f.pipe.group >= 0) {
+    append(out, std::move(pipeAfter));
+    out.push_back(C::syncThreads());  // the position's tiles are read by all before the next copy
+  }
+  if (stagedHere) out.push_back(C::syncThreads());
+  return out;
+}
+
+// The serial and unrolled parts of parallel indices, in clause order, around the work of a
+// position.
+std::vector<C::Stmt> emitPositionLoops(EmitContext& ctx, const Env& env) {
+  const std::vector<LoopPart>& loopParts = ctx.facts.loopParts;
+  for (const LoopPart& lp : loopParts)
+    lp.p->loopVars[lp.part] = ctx.names.fresh(fmt::format("{}_{}", lp.p->loop->name, lp.part));
+  std::vector<C::ExprP> terms;
+  int64_t scale = 1;
+  size_t pipeLoop = loopParts.size();
+  for (size_t q = loopParts.size(); q-- > 0;) {
+    terms.push_back(C::product(C::name(loopParts[q].p->loopVars[loopParts[q].part]), lit(scale)));
+    scale *= loopParts[q].p->ext[loopParts[q].part];
+    if (loopParts[q].p == ctx.facts.pipe.par && loopParts[q].part == ctx.facts.pipe.part) pipeLoop = q;
+  }
+  std::vector<C::Stmt> pipeBefore;  // positions pipelined: goes ahead of the pipelined loop
+  std::vector<C::Stmt> inner = emitPosition(ctx, env, C::sum(terms), pipeBefore);
+  for (size_t q = loopParts.size(); q-- > 0;) {
+    const LoopPart& lp = loopParts[q];
+    std::vector<C::Stmt> loop;
+    if (q == pipeLoop) append(loop, std::move(pipeBefore));  // the first positions' copies
+    loop.push_back(C::forLoop(ctx.idx, lp.p->loopVars[lp.part], lit(0), lit(lp.p->ext[lp.part]),
+                              unrollOf(lp.p->sched->parts[lp.part].place), std::move(inner)));
+    inner = std::move(loop);
+  }
+  return inner;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The header comment and the global scratch
+
+void describe(const EmitContext& ctx, C::Function& fn) {
+  const LaunchFacts& f = ctx.facts;
+  std::vector<std::string> sizes;
+  for (const auto& [n, v] : ctx.k.sizes) sizes.push_back(fmt::format("{} = {}", n, v));
+  fn.commentLines = {
+      fmt::format("Kernel {}, loop nest {} of {}", ctx.k.name, ctx.nestIdx, ctx.k.nests.size()),
+      fmt::format("Sizes: {}", sizes.empty() ? "none" : fmt::format("{}", fmt::join(sizes, ", "))),
+      fmt::format("Schedule: {}", printNestSchedule(ctx.sched)),
+      fmt::format("Launch: grid ({}, {}, {}), block ({}, {}, {})", f.grid[0], f.grid[1], f.grid[2], f.block[0],
+                  f.block[1], f.block[2]),
+  };
+}
+
+// A reduction split across blocks: the partials per accumulator type and the arrival counters,
+// as module globals, said in the header comment and the launch.
+void declareScratch(const EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::vector<C::GlobalArray>& globals) {
+  const CrossBlockPlan& xb = ctx.facts.xb;
+  const ReductionState& red = ctx.red;
+  std::vector<std::string> arrays;
+  for (const auto& [t, v] : xb.values) {
+    int64_t n = xb.counters * v * xb.slots * xb.blocks;
+    globals.push_back({cudaTypeName(t), red.partials.at(t), n, {}});
+    arrays.push_back(red.partials.at(t));
+  }
+  globals.push_back({"unsigned int", red.arrivals, xb.counters, {}});
+  globals.front().commentLines = {fmt::format("Global scratch of {}: the reduction over '{}' is split across {} blocks per output tile",
+                                              fn.name, xb.index, xb.blocks)};
+  fn.commentLines.push_back(fmt::format("Global scratch: the reduction over '{}' is split across {} blocks per output tile;",
+                                        xb.index, xb.blocks));
+  fn.commentLines.push_back(fmt::format("  the partials go through {} and the last block to arrive (counted in {},",
+                                        fmt::join(arrays, ", "), red.arrivals));
+  fn.commentLines.push_back("  which it resets to 0) combines them. Two overlapping launches of this kernel would share");
+  fn.commentLines.push_back("  the scratch: launch it once at a time (in stream order).");
+  launch.usesGlobalScratch = true;
+  launch.arrivalCounters = red.arrivals;
+  launch.arrivalCounterCount = (uint32_t)xb.counters;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals) {
+  planLaunch(ctx);
+  const LaunchFacts& f = ctx.facts;
+  C::Function fn;
+  fn.kind = C::FunctionKind::Kernel;
+  fn.name = fmt::format("{}_{}", ctx.k.name, ctx.nestIdx);
+  launch.function = fn.name;
+  // The global scratch of a reduction split across blocks, named after the function (unique in
+  // the module) and before anything else so that no parameter or local hides it.
+  if (f.xb.any()) {
+    for (const auto& [t, v] : f.xb.values)
+      ctx.red.partials[t] = ctx.names.fresh(fmt::format("{}_partials_{}", fn.name, typeName(t)));
+    ctx.red.arrivals = ctx.names.fresh(fn.name + "_arrivals");
+  }
+  for (int a = 0; a < 3; ++a) {
+    launch.grid[a] = (uint32_t)f.grid[a];
+    launch.block[a] = (uint32_t)f.block[a];
+  }
+  fn.launchBounds = (int)f.threads;
+  fn.minBlocks = (int)ctx.sched.blocksPerSM;
+
+  std::vector<C::Stmt> body;
+  Env env;
+  declareParams(ctx, fn, launch, body);
+  declareIndexBases(ctx, env, body);
+  if (f.cooperative) declareCooperative(ctx, body, launch);
+  // Threads outside the domain leave at once.
+  if (C::ExprP topGuard = guardsAt(ctx, Level::Top, env, body)) body.push_back(C::ifThen(negate(topGuard), {C::returnStmt()}));
+  stageBlockTiles(ctx, false, env, body);  // tiles staged once per block
+  append(body, emitPositionLoops(ctx, env));
+  fn.body = std::move(body);
+  describe(ctx, fn);
+  if (f.xb.any()) declareScratch(ctx, fn, launch, globals);
+  return fn;
+}
+
+}  // namespace rtcg::emit
