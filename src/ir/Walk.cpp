@@ -5,15 +5,6 @@
 
 namespace rtcg {
 
-void visitExprs(const Expr& e, const std::function<void(const Expr&)>& f) {
-  f(e);
-  for (const Loop& l : e->loops) {
-    visitExprs(l.lo, f);
-    visitExprs(l.hi, f);
-  }
-  for (const Expr& o : e->operands) visitExprs(o, f);
-}
-
 Expr rewriteExpr(const Expr& e, const std::function<Expr(const Expr&)>& f) {
   bool changed = false;
   std::vector<Expr> ops;
@@ -35,9 +26,7 @@ Expr rewriteExpr(const Expr& e, const std::function<Expr(const Expr&)>& f) {
 }
 
 bool containsLoad(const Expr& e) {
-  bool found = false;
-  visitExprs(e, [&](const Expr& x) { found |= x->kind == ExprKind::Load; });
-  return found;
+  return anyExpr(e, [](const Expr& x) { return x->kind == ExprKind::Load; });
 }
 
 Expr inlineLets(const Expr& e, const std::map<int, Expr>& lets) {
@@ -98,14 +87,6 @@ Expr affineToExpr(const AffineForm& f) {
                       var(VarKind::Index, id, "", ScalarType::I64)));
   return e;
 }
-
-int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
 
 std::optional<int64_t> evalInt(const Expr& e, const std::map<int, int64_t>& env) {
   auto arg = [&](size_t i) { return evalInt(e->operands[i], env); };

@@ -11,7 +11,8 @@
 #include <fmt/format.h>
 
 #include "reference/HostArgs.h"
-#include "reference/IntOps.h"
+#include "ir/IntOps.h"
+#include "ir/Walk.h"
 #include "support/Error.h"
 
 namespace rtcg::refvm {
@@ -346,12 +347,9 @@ class Compiler {
   // --- The fast path for sum(v in lo..hi, a[...] * b[...]) with indices linear in v --------------
 
   static bool mentions(const Expr& e, int loopId) {
-    if (e->kind == ExprKind::Var) return e->varKind == VarKind::Index && e->varId == loopId;
-    for (const Expr& o : e->operands)
-      if (mentions(o, loopId)) return true;
-    for (const Loop& l : e->loops)
-      if (mentions(l.lo, loopId) || mentions(l.hi, loopId)) return true;
-    return false;
+    return anyExpr(e, [&](const Expr& x) {
+      return x->kind == ExprKind::Var && x->varKind == VarKind::Index && x->varId == loopId;
+    });
   }
   // Integer expressions that can be evaluated before the loop without any possible error.
   bool safeInvariant(const Expr& e) const {

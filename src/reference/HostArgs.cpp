@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "reference/IntOps.h"
+#include "ir/IntOps.h"
 #include "support/Error.h"
 
 namespace rtcg {
