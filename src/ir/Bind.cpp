@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/Printer.h"
+#include "ir/Verify.h"
 #include "ir/Walk.h"
 
 namespace rtcg {
@@ -264,6 +265,7 @@ std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diag
     }
   }
   if (diags.errorCount() != errorsBefore) return std::nullopt;
+  checkKernel(r, "bindSizes");
   return r;
 }
 
