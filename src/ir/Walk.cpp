@@ -108,33 +108,7 @@ std::optional<int64_t> evalInt(const Expr& e, const std::map<int, int64_t>& env)
     case ExprKind::Binary: {
       auto a = arg(0), b = arg(1);
       if (!a || !b) return std::nullopt;
-      int64_t r = 0;
-      switch (e->binaryOp) {
-        case BinaryOp::Add:
-          if (__builtin_add_overflow(*a, *b, &r)) return std::nullopt;
-          return r;
-        case BinaryOp::Sub:
-          if (__builtin_sub_overflow(*a, *b, &r)) return std::nullopt;
-          return r;
-        case BinaryOp::Mul:
-          if (__builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
-          return r;
-        case BinaryOp::Div:
-          if (*b == 0) return std::nullopt;
-          return floorDiv(*a, *b);
-        case BinaryOp::Mod:
-          if (*b == 0) return std::nullopt;
-          return floorMod(*a, *b);
-        case BinaryOp::Lt: return *a < *b;
-        case BinaryOp::Le: return *a <= *b;
-        case BinaryOp::Gt: return *a > *b;
-        case BinaryOp::Ge: return *a >= *b;
-        case BinaryOp::Eq: return *a == *b;
-        case BinaryOp::Ne: return *a != *b;
-        case BinaryOp::And: return *a && *b;
-        case BinaryOp::Or: return *a || *b;
-      }
-      return std::nullopt;
+      return checkedIntBinary(e->binaryOp, *a, *b);
     }
     case ExprKind::Call: {
       if (e->mathFn != MathFn::Min && e->mathFn != MathFn::Max && e->mathFn != MathFn::Abs)

@@ -88,14 +88,7 @@ class Compiler {
         if (!isInteger(e->type)) return std::nullopt;
         auto a = constValue(e->operands[0]), b = constValue(e->operands[1]);
         if (!a || !b) return std::nullopt;
-        switch (e->binaryOp) {
-          case BinaryOp::Add: return wrapAdd(*a, *b);
-          case BinaryOp::Sub: return wrapSub(*a, *b);
-          case BinaryOp::Mul: return wrapMul(*a, *b);
-          case BinaryOp::Div: if (*b != 0) return floorDiv(*a, *b); return std::nullopt;
-          case BinaryOp::Mod: if (*b != 0) return floorMod(*a, *b); return std::nullopt;
-          default: return std::nullopt;
-        }
+        return wrappingIntArith(e->binaryOp, *a, *b);
       }
       default: return std::nullopt;
     }
