@@ -7,6 +7,7 @@
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitContext.h"
+#include "ir/Walk.h"
 #include "support/Error.h"
 
 namespace rtcg::emit {
@@ -488,16 +489,10 @@ void crossBlockCombine(EmitContext& ctx, const PointAccumulators& accs, const C:
 // and they contain no nested reduction: then a point outside the domain reads inside the tiles
 // (a tile spans the block's points, or is the whole array with clamped indices: StageRef::clampTo).
 bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env) {
-  std::function<bool(const Expr&)> ok = [&](const Expr& e) {
-    if (e->kind == ExprKind::Reduce) return false;
-    if (e->kind == ExprKind::Load && !env.staged.count(e->array)) return false;
-    for (const Expr& o : e->operands)
-      if (!ok(o)) return false;
-    return true;
+  auto other = [&](const Expr& e) {
+    return e->kind == ExprKind::Reduce || (e->kind == ExprKind::Load && !env.staged.count(e->array));
   };
-  for (const Expr& r : g)
-    if (!ok(r->operands[0])) return false;
-  return true;
+  return std::none_of(g.begin(), g.end(), [&](const Expr& r) { return anyExpr(r->operands[0], other); });
 }
 
 }  // namespace rtcg::emit

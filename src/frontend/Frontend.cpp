@@ -3,6 +3,7 @@
 #include "frontend/LineMap.h"
 #include "frontend/Parser.h"
 #include "frontend/Sema.h"
+#include "ir/Verify.h"
 
 namespace rtcg {
 
@@ -14,6 +15,7 @@ std::optional<Program> parseProgram(const std::string& fileName, const std::stri
   if (!frontend::parseSource(source, lines, diags, tree)) return std::nullopt;
   std::vector<Kernel> kernels = frontend::analyze(tree, lines, diags);
   if (diags.hasErrors()) return std::nullopt;
+  for (const Kernel& k : kernels) checkKernel(k, "the frontend");
   Program program;
   program.fileName = fileName;
   program.source = source;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "frontend/Parser.h"
+#include "ir/IntOps.h"
 #include "support/Error.h"
 
 namespace rtcg::frontend {
@@ -127,25 +128,6 @@ std::string describe(const Value& v) {
 }
 
 bool fitsI32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
-
-// Floor division and modulo, as the DSL defines integer / and %.
-int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-int64_t floorMod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-
-bool containsLoad(const Expr& e) {
-  if (e->kind == ExprKind::Load) return true;
-  for (const Expr& o : e->operands)
-    if (containsLoad(o)) return true;
-  return false;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Index expressions

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "ir/Interval.h"
 #include "support/Diagnostics.h"
 
 namespace rtcg {
@@ -30,13 +31,6 @@ struct AffineForm {
 // unbound Size variables, ...).
 std::optional<AffineForm> toAffine(const Expr& e);
 
-// Inclusive integer interval.
-struct Interval {
-  int64_t lo = 0, hi = -1;
-  bool empty() const { return hi < lo; }
-  int64_t extent() const { return empty() ? 0 : hi - lo + 1; }
-  bool operator==(const Interval&) const = default;
-};
 
 // The loops that enclose a point of the IR, outermost first (a nest's parallel loops followed by
 // the enclosing reduction loops). Bounds of each may refer to the loops before it.

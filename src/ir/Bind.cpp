@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/Printer.h"
+#include "ir/Verify.h"
 #include "ir/Walk.h"
 
 namespace rtcg {
@@ -35,31 +36,9 @@ Expr foldBinary(const Expr& e) {
   bool fa = a->kind == ExprKind::FloatImm, fb = b->kind == ExprKind::FloatImm;
 
   if (ia && ib) {
-    int64_t x = a->intValue, y = b->intValue, r = 0;
-    bool ok = true;
-    switch (op) {
-      case BinaryOp::Add: ok = !__builtin_add_overflow(x, y, &r); break;
-      case BinaryOp::Sub: ok = !__builtin_sub_overflow(x, y, &r); break;
-      case BinaryOp::Mul: ok = !__builtin_mul_overflow(x, y, &r); break;
-      case BinaryOp::Div:
-        ok = y != 0;
-        if (ok) r = floorDiv(x, y);
-        break;
-      case BinaryOp::Mod:
-        ok = y != 0;
-        if (ok) r = floorMod(x, y);
-        break;
-      case BinaryOp::Lt: r = x < y; break;
-      case BinaryOp::Le: r = x <= y; break;
-      case BinaryOp::Gt: r = x > y; break;
-      case BinaryOp::Ge: r = x >= y; break;
-      case BinaryOp::Eq: r = x == y; break;
-      case BinaryOp::Ne: r = x != y; break;
-      case BinaryOp::And: r = x && y; break;
-      case BinaryOp::Or: r = x || y; break;
-    }
     // An overflowing fold is left in place: the wrap-around is the program's own behavior.
-    if (ok && fitsType(r, e->type)) return intImm(r, e->type, e->loc);
+    std::optional<int64_t> r = checkedIntBinary(op, a->intValue, b->intValue);
+    if (r && fitsType(*r, e->type)) return intImm(*r, e->type, e->loc);
     return nullptr;
   }
   if (fa && fb) {
@@ -264,6 +243,7 @@ std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diag
     }
   }
   if (diags.errorCount() != errorsBefore) return std::nullopt;
+  checkKernel(r, "bindSizes");
   return r;
 }
 

@@ -1,5 +1,7 @@
 #include "ir/IR.h"
 
+#include <fmt/format.h>
+
 #include "support/Error.h"
 
 namespace rtcg {
@@ -134,19 +136,29 @@ Expr var(VarKind kind, int id, std::string name, ScalarType t, SourceLoc loc) {
   n->name = std::move(name);
   return n;
 }
+// The constructors check what is cheap to check (operands present, arities); types and scopes
+// are verifyKernel's (ir/Verify.h).
+static void requireOperands(const std::vector<Expr>& ops, const char* what) {
+  for (const Expr& o : ops) RTCG_ASSERT(o != nullptr, std::string(what) + " with a missing operand");
+}
+
 Expr load(int array, ScalarType elemType, std::vector<Expr> indices, SourceLoc loc) {
+  RTCG_ASSERT(array >= 0, "load of no array");
+  requireOperands(indices, "load");
   auto n = node(ExprKind::Load, elemType, loc);
   n->array = array;
   n->operands = std::move(indices);
   return n;
 }
 Expr unary(UnaryOp op, Expr a, SourceLoc loc) {
+  RTCG_ASSERT(a != nullptr, "unary operator with a missing operand");
   auto n = node(ExprKind::Unary, op == UnaryOp::Not ? ScalarType::Bool : a->type, loc);
   n->unaryOp = op;
   n->operands = {std::move(a)};
   return n;
 }
 Expr binary(BinaryOp op, Expr a, Expr b, SourceLoc loc) {
+  RTCG_ASSERT(a && b, "binary operator with a missing operand");
   ScalarType t = (isComparison(op) || isLogical(op)) ? ScalarType::Bool : a->type;
   auto n = node(ExprKind::Binary, t, loc);
   n->binaryOp = op;
@@ -154,23 +166,28 @@ Expr binary(BinaryOp op, Expr a, Expr b, SourceLoc loc) {
   return n;
 }
 Expr call(MathFn fn, std::vector<Expr> args, SourceLoc loc) {
-  RTCG_ASSERT(!args.empty(), "call without arguments");
+  RTCG_ASSERT(args.size() == (size_t)fnArity(fn), fmt::format("{} with {} arguments", fnName(fn), args.size()));
+  requireOperands(args, "call");
   auto n = node(ExprKind::Call, args[0]->type, loc);
   n->mathFn = fn;
   n->operands = std::move(args);
   return n;
 }
 Expr cast(ScalarType t, Expr a, SourceLoc loc) {
+  RTCG_ASSERT(a != nullptr, "cast of a missing operand");
   auto n = node(ExprKind::Cast, t, loc);
   n->operands = {std::move(a)};
   return n;
 }
 Expr select(Expr cond, Expr ifTrue, Expr ifFalse, SourceLoc loc) {
+  RTCG_ASSERT(cond && ifTrue && ifFalse, "select with a missing operand");
   auto n = node(ExprKind::Select, ifTrue->type, loc);
   n->operands = {std::move(cond), std::move(ifTrue), std::move(ifFalse)};
   return n;
 }
 Expr reduce(ReduceOp op, std::vector<Loop> loops, Expr body, SourceLoc loc) {
+  RTCG_ASSERT(body != nullptr && !loops.empty(), "reduction without a body or loops");
+  for (const Loop& l : loops) RTCG_ASSERT(l.lo && l.hi, "reduction loop '" + l.name + "' without bounds");
   auto n = node(ExprKind::Reduce, body->type, loc);
   n->reduceOp = op;
   n->loops = std::move(loops);
@@ -178,6 +195,8 @@ Expr reduce(ReduceOp op, std::vector<Loop> loops, Expr body, SourceLoc loc) {
   return n;
 }
 Expr withOperands(const Expr& e, std::vector<Expr> operands, std::vector<Loop> loops) {
+  RTCG_ASSERT(operands.size() == e->operands.size(), "withOperands changes the operand count");
+  requireOperands(operands, "withOperands");
   auto n = std::make_shared<ExprNode>(*e);
   n->operands = std::move(operands);
   if (e->kind == ExprKind::Reduce) n->loops = std::move(loops);

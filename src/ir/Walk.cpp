@@ -5,15 +5,6 @@
 
 namespace rtcg {
 
-void visitExprs(const Expr& e, const std::function<void(const Expr&)>& f) {
-  f(e);
-  for (const Loop& l : e->loops) {
-    visitExprs(l.lo, f);
-    visitExprs(l.hi, f);
-  }
-  for (const Expr& o : e->operands) visitExprs(o, f);
-}
-
 Expr rewriteExpr(const Expr& e, const std::function<Expr(const Expr&)>& f) {
   bool changed = false;
   std::vector<Expr> ops;
@@ -35,9 +26,7 @@ Expr rewriteExpr(const Expr& e, const std::function<Expr(const Expr&)>& f) {
 }
 
 bool containsLoad(const Expr& e) {
-  bool found = false;
-  visitExprs(e, [&](const Expr& x) { found |= x->kind == ExprKind::Load; });
-  return found;
+  return anyExpr(e, [](const Expr& x) { return x->kind == ExprKind::Load; });
 }
 
 Expr inlineLets(const Expr& e, const std::map<int, Expr>& lets) {
@@ -99,14 +88,6 @@ Expr affineToExpr(const AffineForm& f) {
   return e;
 }
 
-int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
-
 std::optional<int64_t> evalInt(const Expr& e, const std::map<int, int64_t>& env) {
   auto arg = [&](size_t i) { return evalInt(e->operands[i], env); };
   switch (e->kind) {
@@ -127,33 +108,7 @@ std::optional<int64_t> evalInt(const Expr& e, const std::map<int, int64_t>& env)
     case ExprKind::Binary: {
       auto a = arg(0), b = arg(1);
       if (!a || !b) return std::nullopt;
-      int64_t r = 0;
-      switch (e->binaryOp) {
-        case BinaryOp::Add:
-          if (__builtin_add_overflow(*a, *b, &r)) return std::nullopt;
-          return r;
-        case BinaryOp::Sub:
-          if (__builtin_sub_overflow(*a, *b, &r)) return std::nullopt;
-          return r;
-        case BinaryOp::Mul:
-          if (__builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
-          return r;
-        case BinaryOp::Div:
-          if (*b == 0) return std::nullopt;
-          return floorDiv(*a, *b);
-        case BinaryOp::Mod:
-          if (*b == 0) return std::nullopt;
-          return floorMod(*a, *b);
-        case BinaryOp::Lt: return *a < *b;
-        case BinaryOp::Le: return *a <= *b;
-        case BinaryOp::Gt: return *a > *b;
-        case BinaryOp::Ge: return *a >= *b;
-        case BinaryOp::Eq: return *a == *b;
-        case BinaryOp::Ne: return *a != *b;
-        case BinaryOp::And: return *a && *b;
-        case BinaryOp::Or: return *a || *b;
-      }
-      return std::nullopt;
+      return checkedIntBinary(e->binaryOp, *a, *b);
     }
     case ExprKind::Call: {
       if (e->mathFn != MathFn::Min && e->mathFn != MathFn::Max && e->mathFn != MathFn::Abs)

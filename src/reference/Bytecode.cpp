@@ -11,7 +11,8 @@
 #include <fmt/format.h>
 
 #include "reference/HostArgs.h"
-#include "reference/IntOps.h"
+#include "ir/IntOps.h"
+#include "ir/Walk.h"
 #include "support/Error.h"
 
 namespace rtcg::refvm {
@@ -87,14 +88,7 @@ class Compiler {
         if (!isInteger(e->type)) return std::nullopt;
         auto a = constValue(e->operands[0]), b = constValue(e->operands[1]);
         if (!a || !b) return std::nullopt;
-        switch (e->binaryOp) {
-          case BinaryOp::Add: return wrapAdd(*a, *b);
-          case BinaryOp::Sub: return wrapSub(*a, *b);
-          case BinaryOp::Mul: return wrapMul(*a, *b);
-          case BinaryOp::Div: if (*b != 0) return floorDiv(*a, *b); return std::nullopt;
-          case BinaryOp::Mod: if (*b != 0) return floorMod(*a, *b); return std::nullopt;
-          default: return std::nullopt;
-        }
+        return wrappingIntArith(e->binaryOp, *a, *b);
       }
       default: return std::nullopt;
     }
@@ -346,12 +340,9 @@ class Compiler {
   // --- The fast path for sum(v in lo..hi, a[...] * b[...]) with indices linear in v --------------
 
   static bool mentions(const Expr& e, int loopId) {
-    if (e->kind == ExprKind::Var) return e->varKind == VarKind::Index && e->varId == loopId;
-    for (const Expr& o : e->operands)
-      if (mentions(o, loopId)) return true;
-    for (const Loop& l : e->loops)
-      if (mentions(l.lo, loopId) || mentions(l.hi, loopId)) return true;
-    return false;
+    return anyExpr(e, [&](const Expr& x) {
+      return x->kind == ExprKind::Var && x->varKind == VarKind::Index && x->varId == loopId;
+    });
   }
   // Integer expressions that can be evaluated before the loop without any possible error.
   bool safeInvariant(const Expr& e) const {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "reference/IntOps.h"
+#include "ir/IntOps.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -58,16 +58,9 @@ static int64_t evalSizeExpr(const Kernel& k, const Expr& e) {
       break;
     case ExprKind::Binary: {
       int64_t a = evalSizeExpr(k, e->operands[0]), b = evalSizeExpr(k, e->operands[1]);
-      switch (e->binaryOp) {
-        case BinaryOp::Add: return wrapAdd(a, b);
-        case BinaryOp::Sub: return wrapSub(a, b);
-        case BinaryOp::Mul: return wrapMul(a, b);
-        case BinaryOp::Div:
-        case BinaryOp::Mod:
-          if (b == 0) throw Error(fmt::format("division by zero in an array extent of kernel '{}'", k.name));
-          return e->binaryOp == BinaryOp::Div ? floorDiv(a, b) : floorMod(a, b);
-        default: break;
-      }
+      if ((e->binaryOp == BinaryOp::Div || e->binaryOp == BinaryOp::Mod) && b == 0)
+        throw Error(fmt::format("division by zero in an array extent of kernel '{}'", k.name));
+      if (auto r = wrappingIntArith(e->binaryOp, a, b)) return *r;
       break;
     }
     default: break;

@@ -6,7 +6,7 @@
 
 #include "reference/Bytecode.h"
 #include "reference/HostArray.h"
-#include "reference/IntOps.h"
+#include "ir/IntOps.h"
 #include "support/Error.h"
 
 namespace rtcg::refvm {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "reference/IntOps.h"
+#include "ir/IntOps.h"
 #include "support/Error.h"
 
 namespace rtcg {

@@ -94,12 +94,9 @@ std::optional<IndexRange> rangeOfInt(const Expr& e, const Kernel& k,
 
 void collectReductions(const Expr& e, std::vector<Expr>& out) {
   if (!e) return;
-  if (e->kind == ExprKind::Reduce) out.push_back(e);
-  for (const Expr& o : e->operands) collectReductions(o, out);
-  for (const Loop& l : e->loops) {
-    collectReductions(l.lo, out);
-    collectReductions(l.hi, out);
-  }
+  visitExprs(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::Reduce) out.push_back(x);
+  });
 }
 
 namespace {
@@ -186,31 +183,23 @@ namespace {
 
 void varIds(const Expr& e, VarKind kind, std::set<int>& out) {
   if (!e) return;
-  if (e->kind == ExprKind::Var && e->varKind == kind) out.insert(e->varId);
-  for (const Expr& o : e->operands) varIds(o, kind, out);
-  for (const Loop& l : e->loops) {
-    varIds(l.lo, kind, out);
-    varIds(l.hi, kind, out);
-  }
+  visitExprs(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::Var && x->varKind == kind) out.insert(x->varId);
+  });
 }
 
 bool readsArrayIn(const Expr& e, const std::set<int>& arrays) {
-  if (!e) return false;
-  if (e->kind == ExprKind::Load && arrays.count(e->array)) return true;
-  for (const Expr& o : e->operands)
-    if (readsArrayIn(o, arrays)) return true;
-  for (const Loop& l : e->loops)
-    if (readsArrayIn(l.lo, arrays) || readsArrayIn(l.hi, arrays)) return true;
-  return false;
+  return e && anyExpr(e, [&](const Expr& x) { return x->kind == ExprKind::Load && arrays.count(x->array); });
 }
 
+// The reductions of `e` not inside another one.
 void topReductions(const Expr& e, std::vector<Expr>& out) {
   if (!e) return;
-  if (e->kind == ExprKind::Reduce) {
-    out.push_back(e);
-    return;
-  }
-  for (const Expr& o : e->operands) topReductions(o, out);
+  visitExprsWhile(e, [&](const Expr& x) {
+    if (x->kind != ExprKind::Reduce) return true;
+    out.push_back(x);
+    return false;
+  });
 }
 
 // A key equal for expressions equal up to the renaming of the loops in `canon`.

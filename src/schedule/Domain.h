@@ -11,17 +11,13 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "ir/Interval.h"
 #include "schedule/Schedule.h"
 
 namespace rtcg {
 
-// Inclusive integer range [lo, hi]; empty when hi < lo.
-struct IndexRange {
-  int64_t lo = 0, hi = -1;
-  bool empty() const { return hi < lo; }
-  int64_t extent() const { return empty() ? 0 : hi - lo + 1; }
-  bool operator==(const IndexRange&) const = default;
-};
+// Inclusive integer range [lo, hi]; empty when hi < lo (the analyses' Interval).
+using IndexRange = Interval;
 
 // Value of an integer expression built from literals, bound size parameters (k.sizes) and
 // integer arithmetic (floor / and %); nullopt if it is not such a constant.

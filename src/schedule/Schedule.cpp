@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "ir/Walk.h"
 #include "schedule/Domain.h"
 #include "support/Error.h"
 
@@ -285,12 +286,9 @@ namespace {
 // Arrays a nest reads and writes (by param index).
 void arraysOf(const Expr& e, std::set<int>& reads) {
   if (!e) return;
-  if (e->kind == ExprKind::Load) reads.insert(e->array);
-  for (const Expr& o : e->operands) arraysOf(o, reads);
-  for (const Loop& l : e->loops) {
-    arraysOf(l.lo, reads);
-    arraysOf(l.hi, reads);
-  }
+  visitExprs(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::Load) reads.insert(x->array);
+  });
 }
 
 void validateNest(const Kernel& k, int nestIdx, const NestSchedule& ns, const ScheduleLimits& lim,
