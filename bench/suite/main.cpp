@@ -19,11 +19,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "api/Executable.h"
-#include "api/Pipeline.h"
 #include "bench/suite/Peers.h"
 #include "bench/suite/Results.h"
 #include "bench/suite/Workloads.h"
+#include "driver/Executable.h"
+#include "driver/Pipeline.h"
+#include "ir/Counts.h"
 #include "reference/Compare.h"
 #include "reference/Reference.h"
 #include "runtime/Benchmark.h"

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "api/Executable.h"
 #include "api/KernelArgs.h"
-#include "api/KernelBuild.h"
+#include "driver/Executable.h"
+#include "driver/KernelBuild.h"
 #include "rtcg/rtcg.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"

@@ -22,9 +22,8 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
-#include "api/Executable.h"
-#include "api/KernelBuild.h"
 #include "ir/Analysis.h"
+#include "ir/Counts.h"
 #include "reference/Compare.h"
 #include "reference/Reference.h"
 #include "runtime/CudaDriver.h"

@@ -9,8 +9,8 @@
 #include <memory>
 #include <optional>
 
-#include "api/Executable.h"
-#include "api/Pipeline.h"
+#include "driver/Executable.h"
+#include "driver/Pipeline.h"
 #include "reference/Compare.h"
 #include "runtime/Benchmark.h"
 #include "runtime/CudaDriver.h"

@@ -4,7 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "api/KernelArgs.h"
-#include "api/KernelBuild.h"
+#include "codegen/Nvrtc.h"
+#include "driver/KernelBuild.h"
 #include "rtcg/rtcg.h"
 #include "runtime/CudaDriver.h"
 

@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "ManifestTune.h"
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "schedule/Schedule.h"

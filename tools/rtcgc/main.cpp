@@ -14,9 +14,10 @@
 
 #include "DbCommand.h"
 #include "TuneCommand.h"
-#include "api/Executable.h"
-#include "api/Pipeline.h"
+#include "driver/Executable.h"
+#include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
+#include "ir/Counts.h"
 #include "ir/Printer.h"
 #include "reference/Compare.h"
 #include "reference/RandomFill.h"

@@ -40,9 +40,6 @@ std::string requestKey(std::string_view source, const Sizes& sizes, const Compil
 // architecture, the NVRTC version and options, and the rtcg version.
 std::string cubinKey(const std::string& cudaSource, const std::string& arch);
 
-// "12.8" (the NVRTC library loaded at run time).
-std::string nvrtcVersionString();
-
 // Compiles the emitted source with NVRTC for `arch`; returns the cubin bytes. NVRTC failing on
 // generated code is a bug in rtcg's emitter: rtcg::Error with NVRTC's log.
 std::string compileCubin(const PreparedKernel& k, const std::string& arch);

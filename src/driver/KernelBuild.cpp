@@ -1,12 +1,11 @@
-#include "api/KernelBuild.h"
+#include "driver/KernelBuild.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nvrtc.h>
 
 #include <cstdlib>
 
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "runtime/Hash.h"
 #include "support/Diagnostics.h"
 
@@ -47,23 +46,14 @@ std::string requestKey(std::string_view source, const Sizes& sizes, const Compil
   return hashKey(parts);
 }
 
-std::string nvrtcVersionString() {
-  int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
-  return fmt::format("{}.{}", major, minor);
-}
-
 std::string cubinKey(const std::string& cudaSource, const std::string& arch) {
   return hashKey({"rtcg-cubin-v1", cudaSource, arch, nvrtcVersionString(), RTCG_VERSION,
                   fmt::format("{}", fmt::join(nvrtcOptions(), "\x1f"))});
 }
 
 std::string compileCubin(const PreparedKernel& k, const std::string& arch) {
-  CudaCompileResult r = compileCuda(k.module.source, k.bound.name + ".cu", arch, nvrtcOptions());
-  if (!r.success)
-    throw Error(fmt::format("NVRTC could not compile the generated CUDA C of '{}' for {} (this is a bug in rtcg's "
-                            "emitter; please report it with the kernel):\n{}",
-                            k.bound.name, arch, r.log));
+  CudaCompileResult r = compileGenerated(k.bound.name, k.module.source, arch);
+  if (!r.success) throw Error(nvrtcFailureMessage(k.bound.name, arch, r.log));
   if (r.cubin.empty()) throw Error(fmt::format("NVRTC produced no cubin for '{}' ({})", k.bound.name, arch));
   return std::string(r.cubin.begin(), r.cubin.end());
 }
