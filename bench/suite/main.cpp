@@ -72,9 +72,7 @@ struct Prepared {
 Kernel bindWorkload(const Workload& w) {
   SourceText src{w.name + ".rtcg", w.source};
   Diagnostics diags;
-  std::optional<Kernel> k = frontKernel(src, w.kernelName, diags);
-  std::optional<Kernel> bound;
-  if (k) bound = bindAndProve(*k, w.sizes, diags);
+  std::optional<Kernel> bound = proveKernel(src, w.sizes, w.kernelName, diags);
   if (!bound) throw Error(fmt::format("workload {}: {}", w.name, renderDiagnostics(diags, src)));
   return *bound;
 }

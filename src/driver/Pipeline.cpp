@@ -61,19 +61,30 @@ std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& t
 std::optional<Compiled> compilePipeline(const SourceText& src, const SizeBindings& sizes,
                                         const PipelineOptions& options, Diagnostics& diags, bool* nvrtcFailed) {
   if (nvrtcFailed) *nvrtcFailed = false;
-  std::optional<Kernel> kernel = frontKernel(src, options.kernelName, diags);
-  if (!kernel) return std::nullopt;
-  std::optional<Kernel> bound = bindAndProve(*kernel, sizes, diags);
+  std::optional<Kernel> bound = proveKernel(src, sizes, options.kernelName, diags);
   if (!bound) return std::nullopt;
-  std::optional<Schedule> schedule = chooseSchedule(*bound, options.schedule, options.limits, diags);
+  return compileProved(*bound, options, diags, nvrtcFailed);
+}
+
+std::optional<Kernel> proveKernel(const SourceText& src, const SizeBindings& sizes, const std::string& kernelName,
+                                  Diagnostics& diags) {
+  std::optional<Kernel> kernel = frontKernel(src, kernelName, diags);
+  if (!kernel) return std::nullopt;
+  return bindAndProve(*kernel, sizes, diags);
+}
+
+std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions& options, Diagnostics& diags,
+                                      bool* nvrtcFailed) {
+  if (nvrtcFailed) *nvrtcFailed = false;
+  std::optional<Schedule> schedule = chooseSchedule(bound, options.schedule, options.limits, diags);
   if (!schedule) return std::nullopt;
 
-  Compiled out{*bound, *schedule, emitCuda(*bound, *schedule, options.limits), {}};
+  Compiled out{bound, *schedule, emitCuda(bound, *schedule, options.limits), {}};
   if (!options.compile) return out;
-  out.binary = compileGenerated(bound->name, out.module.source, options.arch, options.wantPtx);
+  out.binary = compileGenerated(bound.name, out.module.source, options.arch, options.wantPtx);
   if (!out.binary.success) {
     if (nvrtcFailed) *nvrtcFailed = true;
-    diags.error({}, nvrtcFailureMessage(bound->name, options.arch, out.binary.log));
+    diags.error({}, nvrtcFailureMessage(bound.name, options.arch, out.binary.log));
     return std::nullopt;
   }
   return out;

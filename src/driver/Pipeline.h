@@ -56,10 +56,20 @@ struct PipelineOptions {
 
 // The whole pipeline. On failure returns nullopt with diags set; an NVRTC failure (a bug in the
 // emitter, never the user's) is reported as an error whose message holds the NVRTC log, and
-// `nvrtcFailed` is set.
+// `nvrtcFailed` is set. It is proveKernel, then compileProved.
 std::optional<Compiled> compilePipeline(const SourceText& src, const SizeBindings& sizes,
                                         const PipelineOptions& options, Diagnostics& diags,
                                         bool* nvrtcFailed = nullptr);
+
+// The first half: front end, size binding and proof of the kernel options.kernelName names.
+std::optional<Kernel> proveKernel(const SourceText& src, const SizeBindings& sizes, const std::string& kernelName,
+                                  Diagnostics& diags);
+
+// The second half, on a kernel proveKernel gave: schedule, emitter and (with options.compile)
+// NVRTC. A caller that needs the proved kernel before it knows the schedule (Context::compile
+// looks the schedule up in the tuning database by the proved kernel) runs the front end once.
+std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions& options, Diagnostics& diags,
+                                      bool* nvrtcFailed = nullptr);
 
 // The one route from generated CUDA C to NVRTC: the pipeline, the kernel cache (compileCubin) and
 // the tuner's compile pool and compile workers all compile here, under `<kernelName>.cu` and with

@@ -131,9 +131,7 @@ void writeFileAtomically(const std::string& path, std::string_view data) {
 
 Kernel boundKernel(const Common& c, const SourceText& src) {
   Diagnostics diags;
-  std::optional<Kernel> k = frontKernel(src, c.kernel, diags);
-  std::optional<Kernel> bound;
-  if (k) bound = bindAndProve(*k, parseDefines(c.defines), diags);
+  std::optional<Kernel> bound = proveKernel(src, parseDefines(c.defines), c.kernel, diags);
   report(diags, src);
   if (!bound) throw Fail{kInputError};
   return *bound;
