@@ -77,6 +77,29 @@ void checkSameModel(const std::vector<int>& ordinals, const cuda::DeviceProperti
   }
 }
 
+// The space's counts into `result`, and the log: its sizes and why candidates were pruned (grouped
+// by reason, so the log stays short).
+void noteSpace(const Space& space, const Kernel& bound, TuneResult& result, const WorkerProcess::Log& log) {
+  result.enumerated = space.enumerated;
+  result.pruned = int64_t(space.pruned.size());
+  result.sampledOut = space.sampledOut;
+  result.prunedList = space.pruned;
+  log(fmt::format("{} ({}): {} schedules enumerated, {} pruned by the static model, {} dropped by sampling, {} to try",
+                  bound.name, result.key.sizes, space.enumerated, space.pruned.size(), space.sampledOut,
+                  space.candidates.size()));
+  std::map<std::string, int64_t> reasons;
+  for (const PrunedCandidate& p : space.pruned) ++reasons[p.reason.substr(0, p.reason.find(" ("))];
+  for (const auto& [reason, count] : reasons) log(fmt::format("  pruned {}: {}", count, reason));
+}
+
+// The options a search is recorded with (TuneResult::settings; the reference is added once known).
+nlohmann::json searchSettings(const TuneOptions& options) {
+  return {{"maxCandidates", options.space.maxCandidates}, {"timeLimit", options.timeLimitSeconds},
+          {"minThreads", options.space.minThreads},       {"minBlocks", options.space.minBlocks},
+          {"repeats", options.repeats},                   {"warmup", options.warmup},
+          {"seed", options.seed},                         {"referenceMaxFlops", options.referenceMaxFlops}};
+}
+
 // The test hook's planted candidates, after the search's own (TuneOptions::extraCandidates).
 void queuePlanted(const std::vector<ExtraCandidate>& extras, const Schedule& defaultSched,
                   std::vector<CompileJob>& jobs) {
@@ -246,18 +269,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   spaceOptions.maxCandidates -= refineBudget;
   setSpaceDevice(spaceOptions, props);
   Space space = enumerateSchedules(bound, spaceOptions);
-  result.enumerated = space.enumerated;
-  result.pruned = int64_t(space.pruned.size());
-  result.sampledOut = space.sampledOut;
-  result.prunedList = space.pruned;
-  log(fmt::format("{} ({}): {} schedules enumerated, {} pruned by the static model, {} dropped by sampling, {} to try",
-                  bound.name, result.key.sizes, space.enumerated, space.pruned.size(), space.sampledOut,
-                  space.candidates.size()));
-  {
-    std::map<std::string, int64_t> reasons;  // grouped, so the log stays short
-    for (const PrunedCandidate& p : space.pruned) ++reasons[p.reason.substr(0, p.reason.find(" ("))];
-    for (const auto& [reason, count] : reasons) log(fmt::format("  pruned {}: {}", count, reason));
-  }
+  noteSpace(space, bound, result, log);
 
   // Opened now, so an unusable database fails before the reference (and the warm start below can
   // read it); the search is begun once the reference says how candidates are verified (part of its
@@ -304,10 +316,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   referenceOptions.sampleOuterValues =
       referenceSampleSize(result.floatOps, options.referenceMaxFlops, referenceProgram.outerExtents());
 
-  nlohmann::json settings = {{"maxCandidates", options.space.maxCandidates}, {"timeLimit", options.timeLimitSeconds},
-                             {"minThreads", options.space.minThreads},       {"minBlocks", options.space.minBlocks},
-                             {"repeats", options.repeats},                   {"warmup", options.warmup},
-                             {"seed", options.seed},                         {"referenceMaxFlops", options.referenceMaxFlops}};
+  nlohmann::json settings = searchSettings(options);
 
   // Compiling starts now and overlaps with the reference and everything after.
   LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin)};
