@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "MeasuredTsv.h"
 #include "driver/Pipeline.h"
 #include "schedule/Space.h"
 #include "tune/Search.h"
@@ -22,19 +23,12 @@ using namespace rtcg;
 
 namespace {
 
-// schedule -> fastest median of bench/results/FILE (`rtcgc db export --verified-tsv`: kernel,
-// sizes, schedule, median ms, registers; `#` comments).
+// schedule -> fastest median of bench/results/FILE.
 std::map<std::string, double> readMedians(const std::string& file) {
-  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/bench/results/" + file);
   std::map<std::string, double> out;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f;
-    std::istringstream ls(line);
-    for (std::string field; std::getline(ls, field, '\t');) f.push_back(field);
-    if (f.size() != 5) throw std::runtime_error(file + ": not 5 tab-separated fields: " + line);
-    auto [at, fresh] = out.emplace(f[2], std::stod(f[3]));
-    if (!fresh) at->second = std::min(at->second, std::stod(f[3]));
+  for (const rtcgtest::MeasuredCandidate& m : rtcgtest::readMeasured(file)) {
+    auto [at, fresh] = out.emplace(m.schedule, m.ms);
+    if (!fresh) at->second = std::min(at->second, m.ms);
   }
   return out;
 }
