@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "api/Pipeline.h"
 #include "codegen/Emitter.h"
 #include "codegen/Nvrtc.h"
+#include "driver/Pipeline.h"
 #include "schedule/Space.h"
 
 extern char** environ;
@@ -78,7 +78,7 @@ int compileAll(const std::vector<std::string>& sources, int threads, size_t firs
       for (;;) {
         size_t i = first + stride * next.fetch_add(1);
         if (i >= sources.size()) break;
-        if (!compileCuda(sources[i], "matmul.cu", "sm_90", nvrtcOptions()).success) ++failed;
+        if (!compileGenerated("matmul", sources[i], "sm_90").success) ++failed;
       }
     });
   for (std::thread& t : pool) t.join();
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
              sources.size(), n, emitSeconds * 1e3 / double(std::max<size_t>(1, sources.size())),
              std::thread::hardware_concurrency());
   // Warm NVRTC up (library loading, built-in headers) outside the measurements.
-  compileCuda(sources.front(), "warmup.cu", "sm_90", nvrtcOptions());
+  compileGenerated("warmup", sources.front(), "sm_90");
 
   fmt::print("{:<10} {:>8} {:>10} {:>14} {:>9}\n", "mode", "workers", "seconds", "candidates/s", "speedup");
   double base = 0;

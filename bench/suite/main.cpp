@@ -19,11 +19,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "api/Executable.h"
-#include "api/Pipeline.h"
 #include "bench/suite/Peers.h"
 #include "bench/suite/Results.h"
 #include "bench/suite/Workloads.h"
+#include "driver/Executable.h"
+#include "driver/Pipeline.h"
+#include "ir/Counts.h"
 #include "reference/Compare.h"
 #include "reference/Reference.h"
 #include "runtime/Benchmark.h"
@@ -71,9 +72,7 @@ struct Prepared {
 Kernel bindWorkload(const Workload& w) {
   SourceText src{w.name + ".rtcg", w.source};
   Diagnostics diags;
-  std::optional<Kernel> k = frontKernel(src, w.kernelName, diags);
-  std::optional<Kernel> bound;
-  if (k) bound = bindAndProve(*k, w.sizes, diags);
+  std::optional<Kernel> bound = proveKernel(src, w.sizes, w.kernelName, diags);
   if (!bound) throw Error(fmt::format("workload {}: {}", w.name, renderDiagnostics(diags, src)));
   return *bound;
 }

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "api/Executable.h"
 #include "api/KernelArgs.h"
-#include "api/KernelBuild.h"
+#include "driver/Executable.h"
+#include "driver/KernelBuild.h"
 #include "rtcg/rtcg.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
@@ -226,14 +226,13 @@ Tuning tuningPolicy(const CompileOptions& options) {
 }
 
 // The options compile() builds with: the caller's, with the schedule taken from the tuning database
-// (or from a search run now) as the policy says. `origin` says where the schedule came from.
-CompileOptions chooseTunedSchedule(detail::ContextImpl& ctx, std::string_view source, const Sizes& sizes,
-                                   const CompileOptions& options, std::string& origin) {
+// (or from a search run now) as `policy` says. `target` is the kernel proved (what tuningTarget
+// gives `rtcgc tune --manifest`). `origin` says where the schedule came from.
+CompileOptions chooseTunedSchedule(detail::ContextImpl& ctx, std::string_view source, const Kernel& target,
+                                   const CompileOptions& options, Tuning policy, std::string& origin) {
   origin = options.schedule.empty() ? "default" : "explicit";
-  Tuning policy = tuningPolicy(options);
   if (!options.schedule.empty() || policy == Tuning::Off) return options;
 
-  Kernel target = tuningTarget(source, sizes, options);  // binds and proves (shared with rtcgc tune --manifest)
   TuningKey key = tuningKeyFor(target, ctx.cuda->device().properties());
   std::string dbPath = TuningDb::defaultPath();
   std::optional<CandidateRecord> best;
@@ -272,11 +271,16 @@ CompiledKernel Context::compile(std::string_view source, const Sizes& sizes, con
     }
   }
 
+  // The front end and the proof run once (they throw with the diagnostics); the schedule is looked
+  // up by the proved kernel, then emitted. The policy is read first: a bad RTCG_TUNING is reported
+  // whatever the source.
+  Tuning policy = tuningPolicy(options);
+  ProvedKernel proved = proveKernel(source, sizes, options);
   std::string origin;
-  CompileOptions effective = chooseTunedSchedule(ctx, source, sizes, options, origin);
-  // Throws with the diagnostics. The device's limits: tuned tiles may be in dynamic shared memory.
+  CompileOptions effective = chooseTunedSchedule(ctx, source, proved.bound, options, policy, origin);
+  // The device's limits: tuned tiles may be in dynamic shared memory.
   const cuda::DeviceProperties& props = ctx.cuda->device().properties();
-  PreparedKernel prepared = prepareKernel(source, sizes, effective,
+  PreparedKernel prepared = prepareProved(source, proved, effective,
                                           deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock));
   bool reused = false;
   detail::LoadedModule module = loadModule(ctx, prepared, reused);

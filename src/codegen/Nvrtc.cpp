@@ -122,4 +122,12 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
   return r;
 }
 
+std::vector<std::string> nvrtcOptions() { return {}; }
+
+std::string nvrtcVersionString() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  return fmt::format("{}.{}", major, minor);
+}
+
 }  // namespace rtcg

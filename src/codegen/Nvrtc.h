@@ -36,4 +36,12 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
 // Parses the ptxas `-v` lines of an NVRTC log into per-kernel resources.
 std::vector<KernelResources> parsePtxasInfo(const std::string& log);
 
+// The NVRTC options rtcg compiles generated code with: every route to NVRTC (the pipeline, the
+// kernel cache, the tuner's compile workers) passes these, and they are part of every cubin key.
+std::vector<std::string> nvrtcOptions();
+
+// "13.0": the NVRTC library loaded at run time ("unknown" if it cannot say); part of cubin and
+// tuning keys.
+std::string nvrtcVersionString();
+
 }  // namespace rtcg

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "tune/WorkerProcess.h"
 #include "tune/WorkerProtocol.h"
 
@@ -242,7 +242,7 @@ CompiledCandidate compileCandidate(const Kernel& bound, const CompileJob& job, c
   CompiledCandidate c;
   if (!emitJob(bound, job, limits, c)) return c;
   Clock::time_point t1 = Clock::now();
-  CudaCompileResult binary = compileCuda(c.module.source, bound.name + ".cu", arch, nvrtcOptions());
+  CudaCompileResult binary = compileGenerated(bound.name, c.module.source, arch);
   c.compileMs = msSince(t1);
   takeBinary(c, binary, limits);
   return c;
@@ -261,8 +261,8 @@ int serveCompileWorker(int fd) {
       if (type != "compile") throw worker::ProtocolError(fmt::format("unexpected '{}' message", type));
       CudaCompileResult r;
       try {
-        r = compileCuda(request.at("source").get<std::string>(), request.at("name").get<std::string>(),
-                        request.at("arch").get<std::string>(), request.at("options").get<std::vector<std::string>>());
+        r = compileGenerated(request.at("kernel").get<std::string>(), request.at("source").get<std::string>(),
+                             request.at("arch").get<std::string>());
       } catch (const json::exception&) {
         throw;
       } catch (const std::exception& e) {  // e.g. NVRTC cannot be loaded: the candidate fails, the worker goes on
@@ -370,8 +370,8 @@ std::string CompilePool::endWorker(Slot& slot, bool kill) {
 CompiledCandidate CompilePool::compileInWorker(Slot& slot, size_t job) {
   CompiledCandidate c;
   if (!emitJob(bound_, jobs_[job], limits_, c)) return c;
-  json request = {{"type", "compile"},       {"id", int64_t(job)}, {"name", bound_.name + ".cu"},
-                  {"arch", arch_},           {"options", nvrtcOptions()}, {"source", c.module.source}};
+  json request = {{"type", "compile"}, {"id", int64_t(job)}, {"kernel", bound_.name}, {"arch", arch_},
+                  {"source", c.module.source}};
   Clock::time_point t1 = Clock::now();
   // A worker that died between candidates did not fail this one: start another and send it again.
   for (int attempt = 0;; ++attempt) {
@@ -381,7 +381,7 @@ CompiledCandidate CompilePool::compileInWorker(Slot& slot, size_t job) {
         ++restarts_;
       }
       if (!startWorker(slot)) {  // this slot compiles in process from now on
-        CudaCompileResult binary = compileCuda(c.module.source, bound_.name + ".cu", arch_, nvrtcOptions());
+        CudaCompileResult binary = compileGenerated(bound_.name, c.module.source, arch_);
         c.compileMs = msSince(t1);
         takeBinary(c, binary, limits_);
         return c;

@@ -13,9 +13,10 @@
 // does the pool compile on threads in this process, and says so through its log.
 //
 // Compile-worker protocol: the frames of tune/WorkerProtocol.h ("RTCG" | u32 jsonBytes | u64
-// blobBytes | JSON | blob) on a socket on the worker's stdin and stdout, with its own messages:
+// blobBytes | JSON | blob) on a socket on the worker's stdin and stdout, with its own messages (the
+// worker compiles through compileGenerated, driver/Pipeline.h, like every other caller of NVRTC):
 //   worker -> hello {pid}                                         once, at start
-//   parent -> compile {id, name, arch, options, source}           worker -> compiled {id, success,
+//   parent -> compile {id, kernel, arch, source}                  worker -> compiled {id, success,
 //             log, resources: [{name, registers, shared, local, spillStores, spillLoads}]} + cubin blob
 //   parent -> quit (or closes the socket)                         worker exits 0
 #pragma once

@@ -8,12 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -22,14 +20,14 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
-#include "api/Executable.h"
-#include "api/KernelBuild.h"
 #include "ir/Analysis.h"
+#include "ir/Counts.h"
 #include "reference/Compare.h"
 #include "reference/Reference.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "tune/CompilePool.h"
+#include "tune/Search.h"
 #include "tune/Verify.h"
 #include "tune/WarmStart.h"
 #include "tune/WorkerProcess.h"
@@ -62,6 +60,158 @@ struct TempFile {
   TempFile& operator=(const TempFile&) = delete;
 };
 
+// Every device after the first must be another of the first's model: a search compares medians
+// measured on its devices.
+void checkSameModel(const std::vector<int>& ordinals, const cuda::DeviceProperties& props) {
+  for (size_t i = 1; i < ordinals.size(); ++i) {
+    int ordinal = ordinals[i];
+    if (std::count(ordinals.begin(), ordinals.begin() + long(i), ordinal))
+      throw Error(fmt::format("device {} is listed twice for one search", ordinal));
+    cuda::Device other(ordinal);
+    const cuda::DeviceProperties& p = other.properties();
+    if (p.name != props.name || p.arch() != props.arch() || p.multiprocessors != props.multiprocessors)
+      throw Error(fmt::format("device {} is {} ({}, {} multiprocessors) but device {} is {} ({}, {}): a search "
+                              "compares medians measured on its devices, so they must be the same model",
+                              ordinal, p.name, p.arch(), p.multiprocessors, props.ordinal, props.name, props.arch(),
+                              props.multiprocessors));
+  }
+}
+
+// The space's counts into `result`, and the log: its sizes and why candidates were pruned (grouped
+// by reason, so the log stays short).
+void noteSpace(const Space& space, const Kernel& bound, TuneResult& result, const WorkerProcess::Log& log) {
+  result.enumerated = space.enumerated;
+  result.pruned = int64_t(space.pruned.size());
+  result.sampledOut = space.sampledOut;
+  result.prunedList = space.pruned;
+  log(fmt::format("{} ({}): {} schedules enumerated, {} pruned by the static model, {} dropped by sampling, {} to try",
+                  bound.name, result.key.sizes, space.enumerated, space.pruned.size(), space.sampledOut,
+                  space.candidates.size()));
+  std::map<std::string, int64_t> reasons;
+  for (const PrunedCandidate& p : space.pruned) ++reasons[p.reason.substr(0, p.reason.find(" ("))];
+  for (const auto& [reason, count] : reasons) log(fmt::format("  pruned {}: {}", count, reason));
+}
+
+// The options a search is recorded with (TuneResult::settings; the reference is added once known).
+nlohmann::json searchSettings(const TuneOptions& options) {
+  return {{"maxCandidates", options.space.maxCandidates}, {"timeLimit", options.timeLimitSeconds},
+          {"minThreads", options.space.minThreads},       {"minBlocks", options.space.minBlocks},
+          {"repeats", options.repeats},                   {"warmup", options.warmup},
+          {"seed", options.seed},                         {"referenceMaxFlops", options.referenceMaxFlops}};
+}
+
+// The test hook's planted candidates, after the search's own (TuneOptions::extraCandidates).
+void queuePlanted(const std::vector<ExtraCandidate>& extras, const Schedule& defaultSched,
+                  std::vector<CompileJob>& jobs) {
+  for (const ExtraCandidate& e : extras) {
+    Schedule s = defaultSched;
+    if (!e.schedule.empty()) {
+      ScheduleParseResult p = parseSchedule(e.schedule);
+      if (!p.ok()) throw Error(fmt::format("planted candidate '{}': bad schedule: {}", e.label, p.error));
+      s = *p.schedule;
+    }
+    jobs.push_back({e.label, s, e.rewrite});
+  }
+}
+
+// How candidates are verified (TuneResult::reference).
+std::string describeReference(const ReferenceResult& ref) {
+  if (!ref.sampled) return ref.fullReason.empty() ? "full" : fmt::format("full ({})", ref.fullReason);
+  int64_t checked = 0, elements = 0;
+  for (const ReferenceOutput& o : ref.outputs) {
+    checked += o.computedCount();
+    elements += int64_t(o.values.size());
+  }
+  return fmt::format("sampled: {} of {} outer loop values, {} of {} output elements", ref.outerValuesRun,
+                     ref.outerValuesTotal, checked, elements);
+}
+
+// What every measuring worker is set up with (its device ordinal aside): the kernel to re-parse,
+// the seed and checksums of the inputs it regenerates, the reference outputs' file and the timing.
+worker::SetupMessage setupMessage(const std::string& fileName, const std::string& source, const Kernel& bound,
+                                  const TuneOptions& options, const std::map<std::string, double>& scalars,
+                                  const HostArgs& inputs, const std::string& referencePath) {
+  worker::SetupMessage setup;
+  setup.fileName = fileName;
+  setup.source = source;
+  setup.kernel = bound.name;
+  setup.sizes = bound.sizes;
+  setup.scalars = scalars;
+  setup.seed = options.seed;
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (!param.isArray() || param.mode == ArrayMode::Out) continue;
+    Checksum c = checksum(inputs.array(int(p)));
+    setup.inputs.push_back({param.name, c.sum, c.sumSquares});
+  }
+  setup.referencePath = referencePath;
+  setup.warmup = options.warmup;
+  setup.repeats = options.repeats;
+  setup.timingBudgetSeconds = options.timingBudgetSeconds;
+  return setup;
+}
+
+// One measuring worker per device, set up in parallel (each uploads the inputs).
+std::vector<std::unique_ptr<WorkerProcess>> startWorkers(const std::string& workerPath,
+                                                         const worker::SetupMessage& setup,
+                                                         const TuneOptions& options, const WorkerProcess::Log& log) {
+  WorkerTimeouts timeouts{options.setupTimeoutSeconds, options.candidateTimeoutSeconds};
+  std::vector<std::unique_ptr<WorkerProcess>> workers(options.deviceOrdinals.size());
+  std::vector<std::exception_ptr> errors(workers.size());
+  std::vector<std::thread> starting;
+  for (size_t w = 0; w < workers.size(); ++w)
+    starting.emplace_back([&, w] {
+      try {
+        worker::SetupMessage mine = setup;
+        mine.deviceOrdinal = options.deviceOrdinals[w];
+        workers[w] = std::make_unique<WorkerProcess>(workerPath, std::move(mine), timeouts, log);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+  for (std::thread& t : starting) t.join();
+  for (std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return workers;
+}
+
+// The compile pool behind the search's compiler interface: the first batch's pool was started
+// before the reference (compiling overlaps with it); each refinement round starts a pool of its own
+// with the same options.
+class PoolCompiler : public SearchCompiler {
+ public:
+  PoolCompiler(std::unique_ptr<CompilePool> first, const Kernel& bound, std::string arch, LaunchLimits limits,
+               CompilePoolOptions options)
+      : pool_(std::move(first)), bound_(bound), arch_(std::move(arch)), limits_(limits), options_(std::move(options)) {}
+  std::optional<CompiledCandidate> next() override { return pool_->next(); }
+  void stop() override { pool_->stop(); }
+  void startBatch(std::vector<CompileJob> jobs) override {
+    pool_ = std::make_unique<CompilePool>(bound_, arch_, limits_, std::move(jobs), options_);
+  }
+  int64_t finished() const override { return pool_->finished(); }
+  double seconds() const override { return pool_->seconds(); }
+  bool usedFallback() const { return pool_->usedFallback(); }  // of the last batch
+
+ private:
+  std::unique_ptr<CompilePool> pool_;
+  const Kernel& bound_;
+  std::string arch_;
+  LaunchLimits limits_;
+  CompilePoolOptions options_;
+};
+
+// The measuring worker processes, one per device, behind the search's measurer interface.
+class WorkerMeasurer : public SearchMeasurer {
+ public:
+  explicit WorkerMeasurer(std::vector<std::unique_ptr<WorkerProcess>>& workers) : workers_(workers) {}
+  size_t devices() const override { return workers_.size(); }
+  MeasureOutcome measure(size_t device, const std::string&, worker::CandidateMessage msg) override {
+    return workers_[device]->measure(msg);
+  }
+
+ private:
+  std::vector<std::unique_ptr<WorkerProcess>>& workers_;
+};
 
 }  // namespace
 
@@ -103,18 +253,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   if (options.deviceOrdinals.empty()) throw Error("tuning needs at least one device");
   cuda::Device device(options.deviceOrdinals.front());
   const cuda::DeviceProperties& props = device.properties();
-  for (size_t i = 1; i < options.deviceOrdinals.size(); ++i) {
-    int ordinal = options.deviceOrdinals[i];
-    if (std::count(options.deviceOrdinals.begin(), options.deviceOrdinals.begin() + long(i), ordinal))
-      throw Error(fmt::format("device {} is listed twice for one search", ordinal));
-    cuda::Device other(ordinal);
-    const cuda::DeviceProperties& p = other.properties();
-    if (p.name != props.name || p.arch() != props.arch() || p.multiprocessors != props.multiprocessors)
-      throw Error(fmt::format("device {} is {} ({}, {} multiprocessors) but device {} is {} ({}, {}): a search "
-                              "compares medians measured on its devices, so they must be the same model",
-                              ordinal, p.name, p.arch(), p.multiprocessors, props.ordinal, props.name, props.arch(),
-                              props.multiprocessors));
-  }
+  checkSameModel(options.deviceOrdinals, props);
   std::string workerPath = findWorker(options.workerPath);
 
   TuneResult result;
@@ -130,18 +269,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   spaceOptions.maxCandidates -= refineBudget;
   setSpaceDevice(spaceOptions, props);
   Space space = enumerateSchedules(bound, spaceOptions);
-  result.enumerated = space.enumerated;
-  result.pruned = int64_t(space.pruned.size());
-  result.sampledOut = space.sampledOut;
-  result.prunedList = space.pruned;
-  log(fmt::format("{} ({}): {} schedules enumerated, {} pruned by the static model, {} dropped by sampling, {} to try",
-                  bound.name, result.key.sizes, space.enumerated, space.pruned.size(), space.sampledOut,
-                  space.candidates.size()));
-  {
-    std::map<std::string, int64_t> reasons;  // grouped, so the log stays short
-    for (const PrunedCandidate& p : space.pruned) ++reasons[p.reason.substr(0, p.reason.find(" ("))];
-    for (const auto& [reason, count] : reasons) log(fmt::format("  pruned {}: {}", count, reason));
-  }
+  noteSpace(space, bound, result, log);
 
   // Opened now, so an unusable database fails before the reference (and the warm start below can
   // read it); the search is begun once the reference says how candidates are verified (part of its
@@ -168,15 +296,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
                     warmed.size() == 1 ? "" : "s", bound.name));
   result.warmStarted = int64_t(warmed.size());
   if (reserve.empty()) refineBudget = 0;
-  for (const ExtraCandidate& e : options.extraCandidates) {
-    Schedule s = defaultSched;
-    if (!e.schedule.empty()) {
-      ScheduleParseResult p = parseSchedule(e.schedule);
-      if (!p.ok()) throw Error(fmt::format("planted candidate '{}': bad schedule: {}", e.label, p.error));
-      s = *p.schedule;
-    }
-    jobs.push_back({e.label, s, e.rewrite});
-  }
+  queuePlanted(options.extraCandidates, defaultSched, jobs);
   // With `resume`: the fastest of the earlier searches, which candidates race against from the start.
   std::optional<CandidateRecord> earlierBest;
   if (options.resume) {
@@ -196,10 +316,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   referenceOptions.sampleOuterValues =
       referenceSampleSize(result.floatOps, options.referenceMaxFlops, referenceProgram.outerExtents());
 
-  nlohmann::json settings = {{"maxCandidates", options.space.maxCandidates}, {"timeLimit", options.timeLimitSeconds},
-                             {"minThreads", options.space.minThreads},       {"minBlocks", options.space.minBlocks},
-                             {"repeats", options.repeats},                   {"warmup", options.warmup},
-                             {"seed", options.seed},                         {"referenceMaxFlops", options.referenceMaxFlops}};
+  nlohmann::json settings = searchSettings(options);
 
   // Compiling starts now and overlaps with the reference and everything after.
   LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin)};
@@ -229,17 +346,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   ReferenceResult ref = referenceProgram.run(refArgs, referenceOptions);
   result.referenceSeconds = ref.seconds;
   result.referenceSampled = ref.sampled;
-  if (ref.sampled) {
-    int64_t checked = 0, elements = 0;
-    for (const ReferenceOutput& o : ref.outputs) {
-      checked += o.computedCount();
-      elements += int64_t(o.values.size());
-    }
-    result.reference = fmt::format("sampled: {} of {} outer loop values, {} of {} output elements",
-                                   ref.outerValuesRun, ref.outerValuesTotal, checked, elements);
-  } else {
-    result.reference = ref.fullReason.empty() ? "full" : fmt::format("full ({})", ref.fullReason);
-  }
+  result.reference = describeReference(ref);
   log(fmt::format("CPU reference ({}): {:.3f} s", result.reference, ref.seconds));
   settings["reference"] = result.reference;
   result.settings = settings.dump();
@@ -251,298 +358,38 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     worker::writeReferenceFile(refFile.path, arrays);
   }
 
-  worker::SetupMessage setup;
-  setup.fileName = fileName;
-  setup.source = source;
-  setup.kernel = bound.name;
-  setup.sizes = bound.sizes;
-  setup.scalars = scalars;
-  setup.seed = options.seed;
-  for (size_t p = 0; p < bound.params.size(); ++p) {
-    const Param& param = bound.params[p];
-    if (!param.isArray() || param.mode == ArrayMode::Out) continue;
-    Checksum c = checksum(inputs.array(int(p)));
-    setup.inputs.push_back({param.name, c.sum, c.sumSquares});
-  }
-  setup.referencePath = refFile.path;
-  setup.warmup = options.warmup;
-  setup.repeats = options.repeats;
-  setup.timingBudgetSeconds = options.timingBudgetSeconds;
-  WorkerTimeouts timeouts{options.setupTimeoutSeconds, options.candidateTimeoutSeconds};
-  // One measuring worker per device, set up in parallel (each uploads the inputs).
-  std::vector<std::unique_ptr<WorkerProcess>> workers(options.deviceOrdinals.size());
-  {
-    std::vector<std::exception_ptr> errors(workers.size());
-    std::vector<std::thread> starting;
-    for (size_t w = 0; w < workers.size(); ++w)
-      starting.emplace_back([&, w] {
-        try {
-          worker::SetupMessage mine = setup;
-          mine.deviceOrdinal = options.deviceOrdinals[w];
-          workers[w] = std::make_unique<WorkerProcess>(workerPath, std::move(mine), timeouts, log);
-        } catch (...) {
-          errors[w] = std::current_exception();
-        }
-      });
-    for (std::thread& t : starting) t.join();
-    for (std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
-  }
+  worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
+  std::vector<std::unique_ptr<WorkerProcess>> workers = startWorkers(workerPath, setup, options, log);
   result.devices = int(workers.size());
   if (workers.size() > 1)
     log(fmt::format("measuring on {} devices ({}), one worker each", workers.size(),
                     fmt::join(options.deviceOrdinals, ", ")));
-  // The time limit covers the search proper: the reference, the worker's setup and the baseline
-  // (the default schedule, measured first) are excluded.
-  Clock::time_point searchStart = Clock::now();
-
-  TuneProgress progress;
-  progress.generated = result.generated;
-  std::deque<CompiledCandidate> held;  // compiled before the default schedule
-  bool defaultSeen = false;
-  // The next candidate to measure: the default schedule (job 0) first.
-  auto nextCandidate = [&]() -> std::optional<CompiledCandidate> {
-    if (defaultSeen && !held.empty()) {
-      CompiledCandidate c = std::move(held.front());
-      held.pop_front();
-      return c;
-    }
-    while (std::optional<CompiledCandidate> c = pool->next()) {
-      if (defaultSeen || c->job == 0) {
-        defaultSeen = true;
-        return c;
-      }
-      held.push_back(std::move(*c));
-    }
-    if (!held.empty()) {  // cannot happen (job 0 always finishes), but never lose candidates
-      defaultSeen = true;
-      CompiledCandidate c = std::move(held.front());
-      held.pop_front();
-      return c;
-    }
-    return std::nullopt;
-  };
-
-  int64_t poolsFinished = 0;  // over the pools retired so far (the first, then refinement rounds)
-  double poolsSeconds = 0;
-  bool firstPool = true;      // job 0 of the first pool is the default schedule
-  size_t jobOffset = 0;       // job numbers of the current pool start here (for the log)
-
-  double flops = double(result.floatOps), bytes = double(result.minimalBytes);
+  // The search proper (tune/Search.h): the default schedule, then the rest, then refinement.
+  SearchInputs in;
+  in.queued = std::move(scheduleOf);
+  in.reserve = std::move(reserve);
+  in.refineBudget = refineBudget;
+  in.earlierBest = earlierBest;
+  in.timeLimitSeconds = options.timeLimitSeconds;
+  in.repeats = options.repeats;
+  in.now = [t0] { return secondsSince(t0); };
+  in.log = log;
+  in.progress = options.progress;
   bool dbFailed = false;
-  auto finish = [&](CandidateRecord rec, bool isDefault) {
-    double at = secondsSince(t0);
-    rec.searchId = result.searchId;
-    if (db && !dbFailed) {
-      try {
-        db->record(result.key, rec);
-      } catch (const std::exception& e) {
-        dbFailed = true;  // the search is still worth finishing; say so once
-        log(fmt::format("cannot record in the tuning database (no more records will be written): {}", e.what()));
-      }
-    }
-    switch (rec.status) {
-      case CandidateStatus::Verified: ++result.verified; break;
-      case CandidateStatus::WrongResult: ++result.wrong; break;
-      case CandidateStatus::CompileFailed: ++result.compileFailed; break;
-      case CandidateStatus::LaunchFailed: ++result.launchFailed; break;
-      case CandidateStatus::Faulted: ++result.faulted; break;
-      case CandidateStatus::TimedOut: ++result.timedOut; break;
-      case CandidateStatus::Skipped: ++result.skipped; break;
-    }
-    if (rec.status == CandidateStatus::Verified && (!result.best || rec.medianMs < result.best->medianMs)) {
-      result.best = rec;
-      result.bestOverTime.emplace_back(at, rec.medianMs);
-    }
-    if (isDefault) result.defaultSchedule = rec;
-    result.candidates.push_back(std::move(rec));
-    result.completedSeconds.push_back(at);
-
-    progress.compiled = poolsFinished + pool->finished();
-    progress.compileFailed = result.compileFailed + result.skipped;
-    progress.measured = result.verified + result.wrong + result.launchFailed + result.faulted + result.timedOut;
-    progress.verified = result.verified;
-    progress.failed = progress.measured - result.verified;
-    progress.elapsedSeconds = at;
-    progress.best = result.best;
-    if (options.progress) options.progress(progress);
-  };
-
-  // With several devices, their workers measure in parallel: fetchMutex guards the compile pool
-  // and `held`, resultMutex the results, the database and progress (finish).
-  std::mutex fetchMutex, resultMutex;
-  std::atomic<bool> aborted{false};  // a worker could not go on: the others stop too
-
-  // The next candidate to measure and whether it is the default schedule; nullopt once the pool
-  // has handed out everything. Once the time limit is reached, no new compiles start and what is
-  // still compiling is drained, counted as not measured.
-  auto fetch = [&]() -> std::optional<std::pair<CompiledCandidate, bool>> {
-    std::lock_guard<std::mutex> lock(fetchMutex);
-    while (std::optional<CompiledCandidate> c = nextCandidate()) {
-      bool isDefault = firstPool && c->job == 0;
-      if (!isDefault && options.timeLimitSeconds > 0 && secondsSince(searchStart) > options.timeLimitSeconds) {
-        pool->stop();
-        std::lock_guard<std::mutex> results(resultMutex);
-        if (!result.timeLimitReached)
-          log(fmt::format("time limit of {:g} s reached: no new candidates are started", options.timeLimitSeconds));
-        result.timeLimitReached = true;
-        ++result.notMeasured;
-        continue;
-      }
-      return std::make_pair(std::move(*c), isDefault);
-    }
-    return std::nullopt;
-  };
-
-  // Measures one candidate on `worker` (or records why it cannot be measured).
-  auto measureOne = [&](WorkerProcess& worker, CompiledCandidate c, bool isDefault) {
-    CandidateRecord rec;
-    rec.schedule = c.label;
-    rec.compileMs = c.emitMs + c.compileMs;
-    rec.registers = c.registers;
-    rec.spillBytes = c.spillBytes;
-    rec.sharedBytes = c.sharedBytes;
-    if (!c.measurable()) {
-      rec.status = c.status;
-      rec.reason = c.reason;
-      std::lock_guard<std::mutex> lock(resultMutex);
-      log(fmt::format("candidate {} {}: {}", jobOffset + c.job, statusName(rec.status), rec.reason));
-      finish(std::move(rec), isDefault);
-      return;
-    }
-    worker::CandidateMessage msg{int64_t(jobOffset + c.job), c.module.launches, std::move(c.cubin)};
-    {
-      std::lock_guard<std::mutex> lock(resultMutex);
-      // The best so far: this search's, or an earlier search's of the key when resuming one.
-      double raceBest = result.best ? result.best->medianMs : 0;
-      if (earlierBest && (raceBest == 0 || earlierBest->medianMs < raceBest)) raceBest = earlierBest->medianMs;
-      if (raceBest > 0) {
-        // Racing: a verifying launch over 4x the best median (and over 1 ms: below, launch
-        // overhead blurs the comparison and full timing is cheap anyway) is timed once.
-        msg.raceMs = std::max(1.0, 4.0 * raceBest);
-        // And a first timed run over 1.5x the best median ends the timing there: it cannot win (a
-        // timed run of a candidate as fast as the best would have to be 50% slow), and at SGEMM
-        // n=4096 most of a search's candidates are such, each otherwise timed 22 times; so do
-        // three timed runs all over 1.15x the best (timing noise under an L2 flush is about 1%).
-        msg.raceTimedMs = 1.5 * raceBest;
-        msg.raceCloseMs = 1.15 * raceBest;
-      }
-    }
-    MeasureOutcome m = worker.measure(msg);
-    rec.status = m.status;
-    rec.reason = m.reason;
-    rec.relativeError = m.result.relativeError;
-    if (m.status == CandidateStatus::Verified) {
-      rec.medianMs = m.result.medianMs;
-      rec.registers = m.result.registers;
-      rec.sharedBytes = m.result.sharedBytes;
-      rec.occupancy = m.result.occupancy;
-      double s = rec.medianMs * 1e-3;
-      if (s > 0) {
-        rec.gflops = flops / s * 1e-9;
-        rec.gbytes = bytes / s * 1e-9;
-      }
-    }
-    std::lock_guard<std::mutex> lock(resultMutex);
-    if (m.status == CandidateStatus::Verified && m.result.repeats == 1 && options.repeats > 1) ++result.timedOnce;
-    finish(std::move(rec), isDefault);
-  };
-
-  // Measures every candidate the current pool hands out, on every worker; false once the time
-  // limit stopped it.
-  auto measureAll = [&]() {
-    if (firstPool) {
-      // The default schedule first, alone: the baseline, measured whatever it costs; the time
-      // limit counts the search after it.
-      if (std::optional<std::pair<CompiledCandidate, bool>> c = fetch()) {
-        bool isDefault = c->second;
-        measureOne(*workers.front(), std::move(c->first), isDefault);
-        if (isDefault && options.timeLimitSeconds > 0) {
-          log(fmt::format("default schedule measured in {:.1f} s; the time limit counts from here",
-                          secondsSince(searchStart)));
-          searchStart = Clock::now();
-        }
-      }
-    }
-    std::vector<std::exception_ptr> errors(workers.size());
-    auto measureOn = [&](size_t w) {
-      try {
-        while (!aborted)
-          if (std::optional<std::pair<CompiledCandidate, bool>> c = fetch())
-            measureOne(*workers[w], std::move(c->first), c->second);
-          else
-            break;
-      } catch (...) {
-        errors[w] = std::current_exception();
-        aborted = true;
-      }
-    };
-    if (workers.size() == 1) {
-      measureOn(0);
-    } else {
-      std::vector<std::thread> threads;
-      for (size_t w = 0; w < workers.size(); ++w) threads.emplace_back(measureOn, w);
-      for (std::thread& t : threads) t.join();
-    }
-    for (std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
-    return !result.timeLimitReached;
-  };
-
-  // Refinement: rounds of the unmeasured candidates nearest (scheduleDistance) to the fastest
-  // verified ones, as many per round as compile in parallel, until the budget or the time is spent.
-  auto retirePool = [&]() {
-    poolsFinished += pool->finished();
-    poolsSeconds += pool->seconds();
-  };
-  auto refine = [&]() {
-    int round = 0;
-    while (refineBudget > 0 && !reserve.empty()) {
-      if (options.timeLimitSeconds > 0 && secondsSince(searchStart) > options.timeLimitSeconds) break;
-      std::vector<const CandidateRecord*> top;
-      for (const CandidateRecord& r : result.candidates)
-        if (r.status == CandidateStatus::Verified && scheduleOf.count(r.schedule)) top.push_back(&r);
-      if (top.empty()) break;
-      std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->medianMs < b->medianMs; });
-      top.resize(std::min<size_t>(top.size(), 3));
-      std::vector<std::pair<double, size_t>> ranked;  // (distance, reserve position): stable by model rank
-      for (size_t i = 0; i < reserve.size(); ++i) {
-        double d = std::numeric_limits<double>::infinity();
-        for (size_t t = 0; t < top.size(); ++t)
-          d = std::min(d, scheduleDistance(reserve[i].schedule, scheduleOf.at(top[t]->schedule)) + 0.75 * double(t));
-        ranked.emplace_back(d, i);
-      }
-      size_t take = std::min<size_t>({size_t(refineBudget), size_t(std::max(1, result.compileThreads)), ranked.size()});
-      std::partial_sort(ranked.begin(), ranked.begin() + take, ranked.end());
-      std::vector<CompileJob> next;
-      std::vector<bool> used(reserve.size(), false);
-      for (size_t r = 0; r < take; ++r) {
-        const Candidate& c = reserve[ranked[r].second];
-        next.push_back({c.text, c.schedule, {}});
-        scheduleOf[c.text] = c.schedule;
-        used[ranked[r].second] = true;
-      }
-      std::vector<Candidate> rest;
-      for (size_t i = 0; i < reserve.size(); ++i)
-        if (!used[i]) rest.push_back(std::move(reserve[i]));
-      reserve = std::move(rest);
-      refineBudget -= int64_t(take);
-      result.generated += int64_t(take);
-      result.refined += int64_t(take);
-      progress.generated = result.generated;
-      log(fmt::format("refinement round {}: {} candidates nearest to the best {} (distance {:.2g} to {:.2g}); best so far "
-                      "{:.4f} ms", ++round, take, top.size(), ranked.front().first, ranked[take - 1].first,
-                      top.front()->medianMs));
-      retirePool();
-      firstPool = false;
-      jobOffset = size_t(result.generated) - take;
-      pool = std::make_unique<CompilePool>(bound, props.arch(), limits, std::move(next), poolOptions);
-      if (!measureAll()) break;
+  in.record = [&](const CandidateRecord& rec) {
+    if (!db || dbFailed) return;
+    try {
+      db->record(result.key, rec);
+    } catch (const std::exception& e) {
+      dbFailed = true;  // the search is still worth finishing; say so once
+      log(fmt::format("cannot record in the tuning database (no more records will be written): {}", e.what()));
     }
   };
-
+  PoolCompiler compiler(std::move(pool), bound, props.arch(), limits, poolOptions);
+  WorkerMeasurer measurer(workers);
+  SearchTotals totals;
   try {
-    if (measureAll()) refine();
+    totals = runSearch(std::move(in), compiler, measurer, result);
   } catch (...) {
     if (db && !dbFailed) {
       try {
@@ -553,12 +400,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     throw;
   }
   // Compiled candidates = those that NVRTC compiled, whether or not they were measured.
-  bool fallback = pool->usedFallback();
-  retirePool();
-  result.notMeasured += result.generated - poolsFinished;  // never compiled (time limit)
-  result.compiled = poolsFinished - result.compileFailed;
-  result.compileSeconds = poolsSeconds;
-  result.candidatesPerSecond = poolsSeconds > 0 ? double(poolsFinished) / poolsSeconds : 0;
+  bool fallback = compiler.usedFallback();
+  result.notMeasured += result.generated - totals.compiled;  // never compiled (time limit)
+  result.compiled = totals.compiled - result.compileFailed;
+  result.compileSeconds = totals.compileSeconds;
+  result.candidatesPerSecond = totals.compileSeconds > 0 ? double(totals.compiled) / totals.compileSeconds : 0;
   for (const std::unique_ptr<WorkerProcess>& w : workers) result.workerRestarts += w->restarts();
   result.wallSeconds = secondsSince(t0);
   if (db && !dbFailed) db->endSearch(result.searchId, result.wallSeconds, int(result.candidates.size()));

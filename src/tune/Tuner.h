@@ -17,6 +17,10 @@
 // best-predicted half and a seeded random rest) and a third to refinement rounds: each round
 // compiles and measures the unmeasured candidates nearest (scheduleDistance) to the three fastest
 // verified so far, so the search walks from where the measurements, not the model, point.
+//
+// tune() sets the search up (devices, space, database, warm start, reference, workers); the loop
+// and its policy (measuring order, races, budgets, refinement) are tune/Search.h, which reaches
+// the compile pool and the workers through two narrow interfaces and is tested on the CPU.
 #pragma once
 
 #include <cstdint>

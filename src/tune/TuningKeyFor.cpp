@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "api/KernelBuild.h"
+#include "codegen/Nvrtc.h"
 #include "ir/Analysis.h"
 
 namespace rtcg {

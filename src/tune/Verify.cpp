@@ -6,7 +6,8 @@
 #include <cmath>
 #include <random>
 
-#include "api/Executable.h"
+#include "driver/Executable.h"
+#include "ir/Counts.h"
 #include "reference/HostArgs.h"
 #include "reference/RandomFill.h"
 #include "support/Error.h"

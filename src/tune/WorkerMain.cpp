@@ -9,8 +9,8 @@
 #include <memory>
 #include <optional>
 
-#include "api/Executable.h"
-#include "api/Pipeline.h"
+#include "driver/Executable.h"
+#include "driver/Pipeline.h"
 #include "reference/Compare.h"
 #include "runtime/Benchmark.h"
 #include "runtime/CudaDriver.h"
@@ -73,9 +73,7 @@ void prepare(Session& s) {
   const SetupMessage& m = s.setup;
   SourceText src{m.fileName, m.source};
   Diagnostics diags;
-  std::optional<Kernel> k = frontKernel(src, m.kernel, diags);
-  std::optional<Kernel> bound;
-  if (k) bound = bindAndProve(*k, m.sizes, diags);
+  std::optional<Kernel> bound = proveKernel(src, m.sizes, m.kernel, diags);
   if (!bound) throw SetupFailure{"the kernel does not bind in the worker:\n" + renderDiagnostics(diags, src)};
   s.bound = std::move(*bound);
   s.host = tuningInputs(s.bound, m.seed, m.scalars);

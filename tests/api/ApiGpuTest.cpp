@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "api/KernelBuild.h"
+#include "driver/KernelBuild.h"
 #include "reference/Compare.h"
 #include "reference/HostArgs.h"
 #include "reference/RandomFill.h"

@@ -4,7 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "api/KernelArgs.h"
-#include "api/KernelBuild.h"
+#include "codegen/Nvrtc.h"
+#include "driver/KernelBuild.h"
 #include "rtcg/rtcg.h"
 #include "runtime/CudaDriver.h"
 
@@ -86,6 +87,29 @@ TEST(ApiCompileErrors, BadScheduleText) {
   o.schedule = "this is not a schedule ((";
   std::string msg = errorOf([&] { prepareKernel(kMatmul, {{"n", 16}}, o); });
   EXPECT_NE(msg.find("schedule"), std::string::npos) << msg;
+}
+
+// Context::compile proves the kernel once (proveKernel), looks its schedule up, then schedules and
+// emits it (prepareProved): the same kernel, code and messages as the pipeline in one go, the
+// front end's warnings included with a later step's errors.
+TEST(ApiCompile, ProvedOnceThenPreparedIsThePipelineInOneGo) {
+  const char* gather = "kernel gather(n: int, src: f32[n], idx: i32[n], out dst: f32[n]) {\n"
+                       "  for i in 0..n { dst[i] = src[idx[i]]; }\n}\n";
+  CompileOptions o;
+  o.fileName = "gather.rtcg";
+  ProvedKernel proved = proveKernel(gather, {{"n", 64}}, o);
+  EXPECT_FALSE(proved.diagnostics.empty());  // the indirect index is checked at run time
+  PreparedKernel twoSteps = prepareProved(gather, proved, o);
+  PreparedKernel oneGo = prepareKernel(gather, {{"n", 64}}, o);
+  EXPECT_EQ(twoSteps.module.source, oneGo.module.source);
+  EXPECT_EQ(twoSteps.scheduleText, oneGo.scheduleText);
+  EXPECT_EQ(tuningTarget(gather, {{"n", 64}}, o).name, "gather");
+
+  o.schedule = "this is not a schedule ((";
+  std::string msg = errorOf([&] { prepareProved(gather, proved, o); });
+  EXPECT_EQ(msg, errorOf([&] { prepareKernel(gather, {{"n", 64}}, o); }));
+  EXPECT_NE(msg.find("warning"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bad schedule"), std::string::npos) << msg;
 }
 
 TEST(ApiCompile, ScheduleTextRoundTrips) {

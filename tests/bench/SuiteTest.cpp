@@ -9,10 +9,10 @@
 #include <fstream>
 #include <set>
 
-#include "api/Executable.h"
-#include "api/Pipeline.h"
 #include "bench/suite/Results.h"
 #include "bench/suite/Workloads.h"
+#include "driver/Executable.h"
+#include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
 #include "ir/Bind.h"
 #include "schedule/Schedule.h"

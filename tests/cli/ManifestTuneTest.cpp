@@ -18,13 +18,13 @@
 #include <string>
 
 #include "ManifestTune.h"
-#include "api/KernelBuild.h"
+#include "driver/KernelBuild.h"
 #include "rtcg/rtcg.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
+#include "tune/TempDir.h"
 #include "tune/TuningDb.h"
 #include "tune/TuningKeyFor.h"
-#include "tune/TempDir.h"
 
 namespace fs = std::filesystem;
 using rtcg::testing::TempDir;

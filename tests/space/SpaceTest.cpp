@@ -24,6 +24,7 @@
 #include "schedule/Domain.h"
 #include "schedule/Space.h"
 #include "schedule/SpaceModel.h"
+#include "MeasuredTsv.h"
 #include "support/Error.h"
 
 using namespace rtcg;
@@ -46,26 +47,8 @@ std::string readFile(const std::filesystem::path& p) {
   return ss.str();
 }
 
-// The measured candidates of bench/results/FILE (`rtcgc db export --verified-tsv`: kernel, sizes,
-// schedule, median ms, registers; `#` comments).
-struct MeasuredCandidate {
-  std::string kernel, sizes, schedule;
-  double ms = 0;
-};
-std::vector<MeasuredCandidate> readMeasured(const std::string& file) {
-  std::vector<MeasuredCandidate> out;
-  std::istringstream in(readFile(std::string(RTCG_SOURCE_DIR) + "/bench/results/" + file));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f;
-    std::istringstream ls(line);
-    for (std::string field; std::getline(ls, field, '\t');) f.push_back(field);
-    if (f.size() != 5) throw std::runtime_error(file + ": not 5 tab-separated fields: " + line);
-    out.push_back({f[0], f[1], f[2], std::stod(f[3])});
-  }
-  return out;
-}
+using rtcgtest::MeasuredCandidate;
+using rtcgtest::readMeasured;
 
 // examples/sizes.txt: `file  name=value ...` lines, `#` comments.
 std::map<std::string, SizeBindings> exampleSizes() {

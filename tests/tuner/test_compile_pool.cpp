@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "schedule/Space.h"
 #include "tune/CompilePool.h"
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "reference/Reference.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"

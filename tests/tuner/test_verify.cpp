@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "reference/RandomFill.h"
 #include "reference/Reference.h"
 #include "support/Error.h"

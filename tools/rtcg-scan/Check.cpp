@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "LiteralDecode.h"
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
 #include "ir/Printer.h"
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "api/KernelBuild.h"
+#include "driver/KernelBuild.h"
 #include "support/Error.h"
 #include "tune/TuningKeyFor.h"
 

@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "ManifestTune.h"
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "schedule/Schedule.h"
@@ -380,9 +380,7 @@ int run(const TuneArgs& a) {
   std::string source = readFile(a.file);
   SourceText src{a.file, source};
   Diagnostics diags;
-  std::optional<Kernel> k = frontKernel(src, a.kernel, diags);
-  std::optional<Kernel> bound;
-  if (k) bound = bindAndProve(*k, parseDefines(a.defines), diags);
+  std::optional<Kernel> bound = proveKernel(src, parseDefines(a.defines), a.kernel, diags);
   std::string rendered = renderDiagnostics(diags, src);
   if (!rendered.empty()) std::fputs(rendered.c_str(), stderr);
   if (!bound) return 1;

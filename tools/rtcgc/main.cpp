@@ -14,9 +14,10 @@
 
 #include "DbCommand.h"
 #include "TuneCommand.h"
-#include "api/Executable.h"
-#include "api/Pipeline.h"
+#include "driver/Executable.h"
+#include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
+#include "ir/Counts.h"
 #include "ir/Printer.h"
 #include "reference/Compare.h"
 #include "reference/RandomFill.h"
@@ -130,9 +131,7 @@ void writeFileAtomically(const std::string& path, std::string_view data) {
 
 Kernel boundKernel(const Common& c, const SourceText& src) {
   Diagnostics diags;
-  std::optional<Kernel> k = frontKernel(src, c.kernel, diags);
-  std::optional<Kernel> bound;
-  if (k) bound = bindAndProve(*k, parseDefines(c.defines), diags);
+  std::optional<Kernel> bound = proveKernel(src, parseDefines(c.defines), c.kernel, diags);
   report(diags, src);
   if (!bound) throw Fail{kInputError};
   return *bound;

@@ -79,10 +79,4 @@ class DeviceArgs {
 // Poisons a device buffer holding elements of `type` (NaN for floats, kPoisonInt for integers).
 void poisonDevice(cuda::DeviceBuffer& b, ScalarType type);
 
-// Minimal traffic of one run: every array read once (in, inout) and written once (out, inout).
-int64_t minimalBytes(const Kernel& bound);
-// Floating-point operations of one run: arithmetic and math calls on float values, counted per
-// point of their domain (a reduction step counts its combine as one operation).
-int64_t floatOps(const Kernel& bound);
-
 }  // namespace rtcg

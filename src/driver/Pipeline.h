@@ -1,8 +1,9 @@
-// The compile pipeline as one visible list of steps, shared by rtcgc and the embedding API:
+// The compile pipeline as one visible list of steps, shared by rtcgc, the embedding API
+// (driver/KernelBuild.h) and the tuner (its compile pool and worker processes):
 //
 //   source --parseProgram--> Program --selectKernel--> Kernel --bindSizes--> bound Kernel
 //          --checkBounds, checkRaces--> proved Kernel --schedule (default or parsed, validated)-->
-//          --emitCuda--> CUDA C + launch specs --compileCuda (NVRTC)--> cubin
+//          --emitCuda--> CUDA C + launch specs --compileGenerated (NVRTC)--> cubin
 //
 // Each step reports user errors as Diagnostics (rendered with the DSL source) and stops there.
 #pragma once
@@ -55,13 +56,29 @@ struct PipelineOptions {
 
 // The whole pipeline. On failure returns nullopt with diags set; an NVRTC failure (a bug in the
 // emitter, never the user's) is reported as an error whose message holds the NVRTC log, and
-// `nvrtcFailed` is set.
+// `nvrtcFailed` is set. It is proveKernel, then compileProved.
 std::optional<Compiled> compilePipeline(const SourceText& src, const SizeBindings& sizes,
                                         const PipelineOptions& options, Diagnostics& diags,
                                         bool* nvrtcFailed = nullptr);
 
-// The NVRTC options rtcg compiles generated code with (part of every cache key).
-std::vector<std::string> nvrtcOptions();
+// The first half: front end, size binding and proof of the kernel options.kernelName names.
+std::optional<Kernel> proveKernel(const SourceText& src, const SizeBindings& sizes, const std::string& kernelName,
+                                  Diagnostics& diags);
+
+// The second half, on a kernel proveKernel gave: schedule, emitter and (with options.compile)
+// NVRTC. A caller that needs the proved kernel before it knows the schedule (Context::compile
+// looks the schedule up in the tuning database by the proved kernel) runs the front end once.
+std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions& options, Diagnostics& diags,
+                                      bool* nvrtcFailed = nullptr);
+
+// The one route from generated CUDA C to NVRTC: the pipeline, the kernel cache (compileCubin) and
+// the tuner's compile pool and compile workers all compile here, under `<kernelName>.cu` and with
+// nvrtcOptions() (codegen/Nvrtc.h), so that a cubin does not depend on which of them built it.
+CudaCompileResult compileGenerated(const std::string& kernelName, const std::string& cudaSource,
+                                   const std::string& arch, bool wantPtx = false);
+
+// The message for NVRTC failing on generated code: a bug in rtcg's emitter, never the user's.
+std::string nvrtcFailureMessage(const std::string& kernelName, const std::string& arch, const std::string& log);
 
 // Renders diagnostics against the source.
 std::string renderDiagnostics(const Diagnostics& diags, const SourceText& src);

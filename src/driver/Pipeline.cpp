@@ -1,4 +1,4 @@
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 
 #include <fmt/format.h>
 
@@ -58,29 +58,47 @@ std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& t
   return parsed.schedule;
 }
 
-std::vector<std::string> nvrtcOptions() { return {}; }
-
 std::optional<Compiled> compilePipeline(const SourceText& src, const SizeBindings& sizes,
                                         const PipelineOptions& options, Diagnostics& diags, bool* nvrtcFailed) {
   if (nvrtcFailed) *nvrtcFailed = false;
-  std::optional<Kernel> kernel = frontKernel(src, options.kernelName, diags);
-  if (!kernel) return std::nullopt;
-  std::optional<Kernel> bound = bindAndProve(*kernel, sizes, diags);
+  std::optional<Kernel> bound = proveKernel(src, sizes, options.kernelName, diags);
   if (!bound) return std::nullopt;
-  std::optional<Schedule> schedule = chooseSchedule(*bound, options.schedule, options.limits, diags);
+  return compileProved(*bound, options, diags, nvrtcFailed);
+}
+
+std::optional<Kernel> proveKernel(const SourceText& src, const SizeBindings& sizes, const std::string& kernelName,
+                                  Diagnostics& diags) {
+  std::optional<Kernel> kernel = frontKernel(src, kernelName, diags);
+  if (!kernel) return std::nullopt;
+  return bindAndProve(*kernel, sizes, diags);
+}
+
+std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions& options, Diagnostics& diags,
+                                      bool* nvrtcFailed) {
+  if (nvrtcFailed) *nvrtcFailed = false;
+  std::optional<Schedule> schedule = chooseSchedule(bound, options.schedule, options.limits, diags);
   if (!schedule) return std::nullopt;
 
-  Compiled out{*bound, *schedule, emitCuda(*bound, *schedule, options.limits), {}};
+  Compiled out{bound, *schedule, emitCuda(bound, *schedule, options.limits), {}};
   if (!options.compile) return out;
-  out.binary = compileCuda(out.module.source, bound->name + ".cu", options.arch, nvrtcOptions(), options.wantPtx);
+  out.binary = compileGenerated(bound.name, out.module.source, options.arch, options.wantPtx);
   if (!out.binary.success) {
     if (nvrtcFailed) *nvrtcFailed = true;
-    diags.error({}, fmt::format("NVRTC could not compile the generated CUDA C for {} (this is a bug in rtcg's "
-                                "emitter; please report it with the kernel):\n{}",
-                                options.arch, out.binary.log));
+    diags.error({}, nvrtcFailureMessage(bound.name, options.arch, out.binary.log));
     return std::nullopt;
   }
   return out;
+}
+
+CudaCompileResult compileGenerated(const std::string& kernelName, const std::string& cudaSource,
+                                   const std::string& arch, bool wantPtx) {
+  return compileCuda(cudaSource, kernelName + ".cu", arch, nvrtcOptions(), wantPtx);
+}
+
+std::string nvrtcFailureMessage(const std::string& kernelName, const std::string& arch, const std::string& log) {
+  return fmt::format("NVRTC could not compile the generated CUDA C of '{}' for {} (this is a bug in rtcg's emitter; "
+                     "please report it with the kernel):\n{}",
+                     kernelName, arch, log);
 }
 
 std::string renderDiagnostics(const Diagnostics& diags, const SourceText& src) {

@@ -10,6 +10,7 @@
 #include "ir/IR.h"
 #include "rtcg/rtcg.h"
 #include "schedule/Schedule.h"
+#include "support/Diagnostics.h"
 
 namespace rtcg {
 
@@ -23,6 +24,20 @@ struct PreparedKernel {
 // Runs the pipeline up to CUDA C (no NVRTC). Throws rtcg::Error whose message is the rendered
 // diagnostics of bad source, sizes or schedule. `limits`: the device's (deviceScheduleLimits).
 PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options,
+                             const ScheduleLimits& limits = {});
+
+// The same in two halves, so that a caller runs the front end and the proof once: proveKernel
+// gives the kernel options.kernel names with its sizes bound and proved (options.schedule is not
+// looked at); prepareProved schedules (options.schedule, or the default) and emits it. Both throw
+// rtcg::Error with the diagnostics rendered against `source`.
+struct ProvedKernel {
+  Kernel bound;
+  // The front end's and the proof's warnings (e.g. an indirect index checked at run time): an
+  // error of a later step is rendered with them, as when the pipeline runs in one go.
+  Diagnostics diagnostics;
+};
+ProvedKernel proveKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options);
+PreparedKernel prepareProved(std::string_view source, const ProvedKernel& proved, const CompileOptions& options,
                              const ScheduleLimits& limits = {});
 
 // The bound kernel whose tuning-database entry Context::compile looks up (Tuning::UseCached) or
@@ -39,9 +54,6 @@ std::string requestKey(std::string_view source, const Sizes& sizes, const Compil
 // Identifies a cubin: the emitted CUDA source (which fully determines the code), the target
 // architecture, the NVRTC version and options, and the rtcg version.
 std::string cubinKey(const std::string& cudaSource, const std::string& arch);
-
-// "12.8" (the NVRTC library loaded at run time).
-std::string nvrtcVersionString();
 
 // Compiles the emitted source with NVRTC for `arch`; returns the cubin bytes. NVRTC failing on
 // generated code is a bug in rtcg's emitter: rtcg::Error with NVRTC's log.

@@ -1,41 +1,57 @@
-#include "api/KernelBuild.h"
+#include "driver/KernelBuild.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nvrtc.h>
 
 #include <cstdlib>
 
-#include "api/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "runtime/Hash.h"
 #include "support/Diagnostics.h"
 
 namespace rtcg {
 
-PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options,
-                             const ScheduleLimits& limits) {
+namespace {
+
+// rtcg::Error with the rendered diagnostics (the API's form of a user error).
+[[noreturn]] void throwDiagnostics(const Diagnostics& diags, const SourceText& src) {
+  std::string text = renderDiagnostics(diags, src);
+  if (text.empty()) text = fmt::format("{}: the kernel could not be compiled\n", src.fileName);
+  throw Error(text);
+}
+
+}  // namespace
+
+ProvedKernel proveKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
   SourceText src{options.fileName, std::string(source)};
+  Diagnostics diags;
+  std::optional<Kernel> bound = rtcg::proveKernel(src, sizes, options.kernel, diags);
+  if (!bound) throwDiagnostics(diags, src);
+  return ProvedKernel{std::move(*bound), std::move(diags)};
+}
+
+PreparedKernel prepareProved(std::string_view source, const ProvedKernel& proved, const CompileOptions& options,
+                             const ScheduleLimits& limits) {
   PipelineOptions po;
   po.limits = limits;
   po.kernelName = options.kernel;
   po.schedule = options.schedule;
   po.compile = false;  // the cubin comes from the kernel cache (or NVRTC through it)
-  Diagnostics diags;
-  std::optional<Compiled> compiled = compilePipeline(src, sizes, po, diags);
-  if (!compiled) {
-    std::string text = renderDiagnostics(diags, src);
-    if (text.empty()) text = fmt::format("{}: the kernel could not be compiled\n", src.fileName);
-    throw Error(text);
-  }
+  Diagnostics diags = proved.diagnostics;
+  std::optional<Compiled> compiled = compileProved(proved.bound, po, diags);
+  if (!compiled) throwDiagnostics(diags, SourceText{options.fileName, std::string(source)});
   PreparedKernel out{std::move(compiled->kernel), std::move(compiled->schedule), "", std::move(compiled->module)};
   out.scheduleText = printSchedule(out.schedule);
   return out;
 }
 
+PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options,
+                             const ScheduleLimits& limits) {
+  return prepareProved(source, proveKernel(source, sizes, options), options, limits);
+}
+
 Kernel tuningTarget(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
-  CompileOptions probe = options;
-  probe.schedule.clear();  // the default schedule: the key does not depend on the schedule
-  return prepareKernel(source, sizes, probe).bound;
+  return proveKernel(source, sizes, options).bound;  // the key does not depend on the schedule
 }
 
 std::string requestKey(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
@@ -47,23 +63,14 @@ std::string requestKey(std::string_view source, const Sizes& sizes, const Compil
   return hashKey(parts);
 }
 
-std::string nvrtcVersionString() {
-  int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
-  return fmt::format("{}.{}", major, minor);
-}
-
 std::string cubinKey(const std::string& cudaSource, const std::string& arch) {
   return hashKey({"rtcg-cubin-v1", cudaSource, arch, nvrtcVersionString(), RTCG_VERSION,
                   fmt::format("{}", fmt::join(nvrtcOptions(), "\x1f"))});
 }
 
 std::string compileCubin(const PreparedKernel& k, const std::string& arch) {
-  CudaCompileResult r = compileCuda(k.module.source, k.bound.name + ".cu", arch, nvrtcOptions());
-  if (!r.success)
-    throw Error(fmt::format("NVRTC could not compile the generated CUDA C of '{}' for {} (this is a bug in rtcg's "
-                            "emitter; please report it with the kernel):\n{}",
-                            k.bound.name, arch, r.log));
+  CudaCompileResult r = compileGenerated(k.bound.name, k.module.source, arch);
+  if (!r.success) throw Error(nvrtcFailureMessage(k.bound.name, arch, r.log));
   if (r.cubin.empty()) throw Error(fmt::format("NVRTC produced no cubin for '{}' ({})", k.bound.name, arch));
   return std::string(r.cubin.begin(), r.cubin.end());
 }

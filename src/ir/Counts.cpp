@@ -1,0 +1,119 @@
+#include "ir/Counts.h"
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "ir/Analysis.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+int64_t minimalBytes(const Kernel& bound) {
+  int64_t bytes = 0;
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    const Param& param = bound.params[p];
+    if (param.kind != ParamKind::Array) continue;
+    int64_t elements = 1;
+    for (int64_t e : arrayShape(bound, int(p))) elements *= e;
+    int64_t once = elements * typeBytes(param.type);
+    bytes += param.mode == ArrayMode::InOut ? 2 * once : once;
+  }
+  return bytes;
+}
+
+namespace {
+
+// Number of points of the domain of `loops` (outermost first, bounds affine in earlier loops),
+// visiting all but the innermost loop.
+int64_t countPoints(const std::vector<const Loop*>& loops, size_t depth, std::map<int, int64_t>& env);
+
+int64_t evalInt(const Expr& e, const std::map<int, int64_t>& env) {
+  std::optional<AffineForm> f = toAffine(e);
+  if (!f) throw Error("cannot count the points of a loop with a non-affine bound");
+  int64_t v = f->constant;
+  for (auto [id, c] : f->coeffs) v += c * env.at(id);
+  return v;
+}
+
+// Whether the bounds of the loops after `depth` refer to loop `depth`'s index (a triangular domain).
+bool innerBoundsDependOn(const std::vector<const Loop*>& loops, size_t depth) {
+  int id = loops[depth]->id;
+  for (size_t d = depth + 1; d < loops.size(); ++d)
+    for (const Expr& bound : {loops[d]->lo, loops[d]->hi}) {
+      std::optional<AffineForm> f = toAffine(bound);
+      if (!f || f->coeff(id) != 0) return true;
+    }
+  return false;
+}
+
+int64_t countPoints(const std::vector<const Loop*>& loops, size_t depth, std::map<int, int64_t>& env) {
+  if (depth == loops.size()) return 1;
+  const Loop& l = *loops[depth];
+  int64_t lo = evalInt(l.lo, env), hi = evalInt(l.hi, env);
+  if (hi <= lo) return 0;
+  if (depth + 1 == loops.size()) return hi - lo;
+  // Rectangular below this loop: every value of it sees the same inner domain.
+  if (!innerBoundsDependOn(loops, depth)) return (hi - lo) * countPoints(loops, depth + 1, env);
+  int64_t total = 0;
+  for (int64_t v = lo; v < hi; ++v) {
+    env[l.id] = v;
+    total += countPoints(loops, depth + 1, env);
+  }
+  env.erase(l.id);
+  return total;
+}
+
+// Float operations of `e` per point of `scope` (reductions multiply their body by their domain).
+double exprOps(const Expr& e, std::vector<const Loop*>& scope, double points);
+
+double domainPoints(const std::vector<const Loop*>& scope) {
+  std::map<int, int64_t> env;
+  return double(countPoints(scope, 0, env));
+}
+
+double exprOps(const Expr& e, std::vector<const Loop*>& scope, double points) {
+  double ops = 0;
+  switch (e->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm:
+    case ExprKind::Var:
+    case ExprKind::Load:  // index arithmetic is not counted
+      return 0;
+    case ExprKind::Unary:
+    case ExprKind::Binary:
+    case ExprKind::Call:
+      if (isFloat(e->operands[0]->type) && !(e->kind == ExprKind::Unary && e->unaryOp == UnaryOp::Not))
+        ops += (e->kind == ExprKind::Call && e->mathFn == MathFn::Fma ? 2 : 1) * points;
+      break;
+    case ExprKind::Cast:
+    case ExprKind::Select:
+      break;
+    case ExprKind::Reduce: {
+      size_t before = scope.size();
+      for (const Loop& l : e->loops) scope.push_back(&l);
+      double inner = domainPoints(scope);
+      if (isFloat(e->type)) ops += inner;  // one combine per step
+      ops += exprOps(e->operands[0], scope, inner);
+      scope.resize(before);
+      return ops;
+    }
+  }
+  for (const Expr& o : e->operands) ops += exprOps(o, scope, points);
+  return ops;
+}
+
+}  // namespace
+
+int64_t floatOps(const Kernel& bound) {
+  double ops = 0;
+  for (const LoopNest& nest : bound.nests) {
+    std::vector<const Loop*> scope;
+    for (const Loop& l : nest.loops) scope.push_back(&l);
+    double points = domainPoints(scope);
+    for (const Stmt& s : nest.body) ops += exprOps(s.value, scope, points);
+  }
+  return int64_t(ops);
+}
+
+}  // namespace rtcg

@@ -1,0 +1,319 @@
+#include "tune/Search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace rtcg {
+
+RaceLimits raceLimits(double bestMs) {
+  RaceLimits r;
+  if (bestMs <= 0) return r;
+  // Racing: a verifying launch over 4x the best median (and over 1 ms: below, launch overhead
+  // blurs the comparison and full timing is cheap anyway) is timed once.
+  r.raceMs = std::max(1.0, 4.0 * bestMs);
+  // And a first timed run over 1.5x the best median ends the timing there: it cannot win (a timed
+  // run of a candidate as fast as the best would have to be 50% slow), and at SGEMM n=4096 most of
+  // a search's candidates are such, each otherwise timed 22 times; so do three timed runs all over
+  // 1.15x the best (timing noise under an L2 flush is about 1%).
+  r.raceTimedMs = 1.5 * bestMs;
+  r.raceCloseMs = 1.15 * bestMs;
+  return r;
+}
+
+double raceBest(const std::optional<CandidateRecord>& best, const std::optional<CandidateRecord>& earlierBest) {
+  double ms = best ? best->medianMs : 0;
+  if (earlierBest && (ms == 0 || earlierBest->medianMs < ms)) ms = earlierBest->medianMs;
+  return ms;
+}
+
+RefinementRound rankRefinement(const std::vector<CandidateRecord>& measured,
+                               const std::map<std::string, Schedule>& scheduleOf,
+                               const std::vector<Candidate>& reserve, size_t take) {
+  RefinementRound round;
+  for (const CandidateRecord& r : measured)
+    if (r.status == CandidateStatus::Verified && scheduleOf.count(r.schedule)) round.top.push_back(&r);
+  if (round.top.empty() || reserve.empty() || take == 0) return round;
+  std::sort(round.top.begin(), round.top.end(), [](auto* a, auto* b) { return a->medianMs < b->medianMs; });
+  round.top.resize(std::min<size_t>(round.top.size(), 3));
+  std::vector<std::pair<double, size_t>> ranked;  // (distance, reserve position): stable by model rank
+  for (size_t i = 0; i < reserve.size(); ++i) {
+    double d = std::numeric_limits<double>::infinity();
+    for (size_t t = 0; t < round.top.size(); ++t)
+      d = std::min(d, scheduleDistance(reserve[i].schedule, scheduleOf.at(round.top[t]->schedule)) + 0.75 * double(t));
+    ranked.emplace_back(d, i);
+  }
+  take = std::min(take, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + long(take), ranked.end());
+  ranked.resize(take);
+  round.picked = std::move(ranked);
+  return round;
+}
+
+namespace {
+
+// The loop's state: what the tuner's search kept in one function's locals. With several devices,
+// their threads measure in parallel: fetchMutex_ guards the compiler and held_, resultMutex_ the
+// result, the database and progress (finish).
+class SearchLoop {
+ public:
+  SearchLoop(SearchInputs in, SearchCompiler& compiler, SearchMeasurer& measurer, TuneResult& result)
+      : in_(std::move(in)), compiler_(compiler), measurer_(measurer), result_(result) {
+    scheduleOf_ = std::move(in_.queued);
+    progress_.generated = result_.generated;
+    searchStart_ = in_.now();
+  }
+
+  SearchTotals run() {
+    if (measureAll()) refine();
+    retireBatch();
+    return totals_;
+  }
+
+ private:
+  std::optional<CompiledCandidate> nextCandidate();
+  std::optional<std::pair<CompiledCandidate, bool>> fetch();
+  void measureOne(size_t device, CompiledCandidate c, bool isDefault);
+  void finish(CandidateRecord rec, bool isDefault);
+  bool measureAll();
+  void refine();
+  void retireBatch() {
+    totals_.compiled += compiler_.finished();
+    totals_.compileSeconds += compiler_.seconds();
+  }
+  bool overTime() const {
+    return in_.timeLimitSeconds > 0 && in_.now() - searchStart_ > in_.timeLimitSeconds;
+  }
+  void log(const std::string& s) {
+    if (in_.log) in_.log(s);
+  }
+
+  SearchInputs in_;
+  SearchCompiler& compiler_;
+  SearchMeasurer& measurer_;
+  TuneResult& result_;
+  std::map<std::string, Schedule> scheduleOf_;  // queued labels -> schedules, for refinement
+  TuneProgress progress_;
+  SearchTotals totals_;                // over the batches retired so far
+  double searchStart_ = 0;             // the time limit counts from here (reset after the default)
+  std::deque<CompiledCandidate> held_;  // compiled before the default schedule
+  bool defaultSeen_ = false;
+  bool firstBatch_ = true;             // job 0 of the first batch is the default schedule
+  size_t jobOffset_ = 0;               // job numbers of the current batch start here (for the log)
+  std::mutex fetchMutex_, resultMutex_;
+  std::atomic<bool> aborted_{false};   // a device could not go on: the others stop too
+};
+
+// The next candidate to measure: the default schedule (job 0) first, then completion order.
+std::optional<CompiledCandidate> SearchLoop::nextCandidate() {
+  if (defaultSeen_ && !held_.empty()) {
+    CompiledCandidate c = std::move(held_.front());
+    held_.pop_front();
+    return c;
+  }
+  while (std::optional<CompiledCandidate> c = compiler_.next()) {
+    if (defaultSeen_ || c->job == 0) {
+      defaultSeen_ = true;
+      return c;
+    }
+    held_.push_back(std::move(*c));
+  }
+  if (!held_.empty()) {  // cannot happen (job 0 always finishes), but never lose candidates
+    defaultSeen_ = true;
+    CompiledCandidate c = std::move(held_.front());
+    held_.pop_front();
+    return c;
+  }
+  return std::nullopt;
+}
+
+// The next candidate to measure and whether it is the default schedule; nullopt once the batch is
+// handed out. Once the time limit is reached, no new compiles start and what is still compiling
+// is drained, counted as not measured.
+std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetch() {
+  std::lock_guard<std::mutex> lock(fetchMutex_);
+  while (std::optional<CompiledCandidate> c = nextCandidate()) {
+    bool isDefault = firstBatch_ && c->job == 0;
+    if (!isDefault && overTime()) {
+      compiler_.stop();
+      std::lock_guard<std::mutex> results(resultMutex_);
+      if (!result_.timeLimitReached)
+        log(fmt::format("time limit of {:g} s reached: no new candidates are started", in_.timeLimitSeconds));
+      result_.timeLimitReached = true;
+      ++result_.notMeasured;
+      continue;
+    }
+    return std::make_pair(std::move(*c), isDefault);
+  }
+  return std::nullopt;
+}
+
+// Counts a finished candidate, records it and reports progress (under resultMutex_).
+void SearchLoop::finish(CandidateRecord rec, bool isDefault) {
+  double at = in_.now();
+  rec.searchId = result_.searchId;
+  if (in_.record) in_.record(rec);
+  switch (rec.status) {
+    case CandidateStatus::Verified: ++result_.verified; break;
+    case CandidateStatus::WrongResult: ++result_.wrong; break;
+    case CandidateStatus::CompileFailed: ++result_.compileFailed; break;
+    case CandidateStatus::LaunchFailed: ++result_.launchFailed; break;
+    case CandidateStatus::Faulted: ++result_.faulted; break;
+    case CandidateStatus::TimedOut: ++result_.timedOut; break;
+    case CandidateStatus::Skipped: ++result_.skipped; break;
+  }
+  if (rec.status == CandidateStatus::Verified && (!result_.best || rec.medianMs < result_.best->medianMs)) {
+    result_.best = rec;
+    result_.bestOverTime.emplace_back(at, rec.medianMs);
+  }
+  if (isDefault) result_.defaultSchedule = rec;
+  result_.candidates.push_back(std::move(rec));
+  result_.completedSeconds.push_back(at);
+
+  progress_.compiled = totals_.compiled + compiler_.finished();
+  progress_.compileFailed = result_.compileFailed + result_.skipped;
+  progress_.measured = result_.verified + result_.wrong + result_.launchFailed + result_.faulted + result_.timedOut;
+  progress_.verified = result_.verified;
+  progress_.failed = progress_.measured - result_.verified;
+  progress_.elapsedSeconds = at;
+  progress_.best = result_.best;
+  if (in_.progress) in_.progress(progress_);
+}
+
+// Measures one candidate on `device` (or records why it cannot be measured).
+void SearchLoop::measureOne(size_t device, CompiledCandidate c, bool isDefault) {
+  CandidateRecord rec;
+  rec.schedule = c.label;
+  rec.compileMs = c.emitMs + c.compileMs;
+  rec.registers = c.registers;
+  rec.spillBytes = c.spillBytes;
+  rec.sharedBytes = c.sharedBytes;
+  if (!c.measurable()) {
+    rec.status = c.status;
+    rec.reason = c.reason;
+    std::lock_guard<std::mutex> lock(resultMutex_);
+    log(fmt::format("candidate {} {}: {}", jobOffset_ + c.job, statusName(rec.status), rec.reason));
+    finish(std::move(rec), isDefault);
+    return;
+  }
+  worker::CandidateMessage msg{int64_t(jobOffset_ + c.job), c.module.launches, std::move(c.cubin)};
+  {
+    std::lock_guard<std::mutex> lock(resultMutex_);
+    RaceLimits race = raceLimits(raceBest(result_.best, in_.earlierBest));
+    msg.raceMs = race.raceMs;
+    msg.raceTimedMs = race.raceTimedMs;
+    msg.raceCloseMs = race.raceCloseMs;
+  }
+  MeasureOutcome m = measurer_.measure(device, c.label, std::move(msg));
+  rec.status = m.status;
+  rec.reason = m.reason;
+  rec.relativeError = m.result.relativeError;
+  if (m.status == CandidateStatus::Verified) {
+    rec.medianMs = m.result.medianMs;
+    rec.registers = m.result.registers;
+    rec.sharedBytes = m.result.sharedBytes;
+    rec.occupancy = m.result.occupancy;
+    double s = rec.medianMs * 1e-3;
+    if (s > 0) {
+      rec.gflops = double(result_.floatOps) / s * 1e-9;
+      rec.gbytes = double(result_.minimalBytes) / s * 1e-9;
+    }
+  }
+  std::lock_guard<std::mutex> lock(resultMutex_);
+  if (m.status == CandidateStatus::Verified && m.result.repeats == 1 && in_.repeats > 1) ++result_.timedOnce;
+  finish(std::move(rec), isDefault);
+}
+
+// Measures every candidate the current batch hands out, on every device; false once the time
+// limit stopped it.
+bool SearchLoop::measureAll() {
+  if (firstBatch_) {
+    // The default schedule first, alone: the baseline, measured whatever it costs; the time limit
+    // counts the search after it.
+    if (std::optional<std::pair<CompiledCandidate, bool>> c = fetch()) {
+      bool isDefault = c->second;
+      measureOne(0, std::move(c->first), isDefault);
+      if (isDefault && in_.timeLimitSeconds > 0) {
+        log(fmt::format("default schedule measured in {:.1f} s; the time limit counts from here",
+                        in_.now() - searchStart_));
+        searchStart_ = in_.now();
+      }
+    }
+  }
+  size_t devices = measurer_.devices();
+  std::vector<std::exception_ptr> errors(devices);
+  auto measureOn = [&](size_t d) {
+    try {
+      while (!aborted_)
+        if (std::optional<std::pair<CompiledCandidate, bool>> c = fetch())
+          measureOne(d, std::move(c->first), c->second);
+        else
+          break;
+    } catch (...) {
+      errors[d] = std::current_exception();
+      aborted_ = true;
+    }
+  };
+  if (devices == 1) {
+    measureOn(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t d = 0; d < devices; ++d) threads.emplace_back(measureOn, d);
+    for (std::thread& t : threads) t.join();
+  }
+  for (std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return !result_.timeLimitReached;
+}
+
+// Refinement: rounds of the unmeasured candidates nearest (scheduleDistance) to the fastest
+// verified ones, as many per round as compile in parallel, until the budget or the time is spent.
+void SearchLoop::refine() {
+  int round = 0;
+  while (in_.refineBudget > 0 && !in_.reserve.empty()) {
+    if (overTime()) break;
+    size_t take = std::min<size_t>(size_t(in_.refineBudget), size_t(std::max(1, result_.compileThreads)));
+    RefinementRound r = rankRefinement(result_.candidates, scheduleOf_, in_.reserve, take);
+    if (r.picked.empty()) break;
+    take = r.picked.size();
+    std::vector<CompileJob> next;
+    std::vector<bool> used(in_.reserve.size(), false);
+    for (const auto& [distance, at] : r.picked) {
+      const Candidate& c = in_.reserve[at];
+      next.push_back({c.text, c.schedule, {}});
+      scheduleOf_[c.text] = c.schedule;
+      used[at] = true;
+    }
+    std::vector<Candidate> rest;
+    for (size_t i = 0; i < in_.reserve.size(); ++i)
+      if (!used[i]) rest.push_back(std::move(in_.reserve[i]));
+    in_.reserve = std::move(rest);
+    in_.refineBudget -= int64_t(take);
+    result_.generated += int64_t(take);
+    result_.refined += int64_t(take);
+    progress_.generated = result_.generated;
+    log(fmt::format("refinement round {}: {} candidates nearest to the best {} (distance {:.2g} to {:.2g}); best so far "
+                    "{:.4f} ms", ++round, take, r.top.size(), r.picked.front().first, r.picked.back().first,
+                    r.top.front()->medianMs));
+    retireBatch();
+    firstBatch_ = false;
+    jobOffset_ = size_t(result_.generated) - take;
+    compiler_.startBatch(std::move(next));
+    if (!measureAll()) break;
+  }
+}
+
+}  // namespace
+
+SearchTotals runSearch(SearchInputs inputs, SearchCompiler& compiler, SearchMeasurer& measurer, TuneResult& result) {
+  return SearchLoop(std::move(inputs), compiler, measurer, result).run();
+}
+
+}  // namespace rtcg

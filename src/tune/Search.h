@@ -1,0 +1,113 @@
+// The tuner's search loop and its policy, apart from the machinery that compiles and measures:
+// what to measure next (the default schedule first, the baseline; then compile-completion order),
+// the race thresholds sent with each candidate, the time and candidate budgets, and the
+// refinement rounds and their ranking. It reaches NVRTC and the GPU only through two narrow
+// interfaces (SearchCompiler, SearchMeasurer), so that the policy runs on the CPU in tests with a
+// compiler that hands jobs back at once and a measurer that replays recorded medians
+// (tests/tuner/test_search.cpp replays bench/results' exhaustive SGEMM n=4096 search).
+//
+// tune() (tune/Tuner.h) sets a search up (space, warm start, reference, workers) and runs it
+// through runSearch with the compile pool and the measuring workers behind the interfaces.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedule/Schedule.h"
+#include "schedule/Space.h"
+#include "tune/CompilePool.h"
+#include "tune/Tuner.h"
+#include "tune/TuningDb.h"
+#include "tune/WorkerProcess.h"
+#include "tune/WorkerProtocol.h"
+
+namespace rtcg {
+
+// Compiles candidates a batch at a time: the first batch (job 0 the default schedule) is under
+// way when the search starts (compiling overlaps with the reference), and each refinement round
+// starts another once the previous one is handed out. Called from one thread at a time.
+class SearchCompiler {
+ public:
+  virtual ~SearchCompiler() = default;
+  // The next finished candidate of the current batch in completion order, waiting for one;
+  // nullopt once the batch is handed out.
+  virtual std::optional<CompiledCandidate> next() = 0;
+  // Starts no further jobs of the current batch (those compiling are still handed out).
+  virtual void stop() = 0;
+  // Starts the next batch (the current one is handed out).
+  virtual void startBatch(std::vector<CompileJob> jobs) = 0;
+  virtual int64_t finished() const = 0;  // of the current batch
+  virtual double seconds() const = 0;    // the current batch's wall time, first start to last finish
+};
+
+// Measures compiled candidates on devices(), one candidate at a time on each (a device is measured
+// from one thread at a time; several devices from one thread each).
+class SearchMeasurer {
+ public:
+  virtual ~SearchMeasurer() = default;
+  virtual size_t devices() const = 0;
+  // `label`: the candidate's schedule text (what a replaying measurer looks its time up by).
+  virtual MeasureOutcome measure(size_t device, const std::string& label, worker::CandidateMessage msg) = 0;
+};
+
+// The race thresholds a candidate is measured under, from the best median so far (0: none yet,
+// no race).
+struct RaceLimits {
+  double raceMs = 0, raceTimedMs = 0, raceCloseMs = 0;  // see worker::CandidateMessage
+};
+RaceLimits raceLimits(double bestMs);
+
+// The best median a candidate races against: this search's best, or an earlier search's of the
+// key (a resumed search) when faster; 0 when there is neither.
+double raceBest(const std::optional<CandidateRecord>& best, const std::optional<CandidateRecord>& earlierBest);
+
+// One refinement round: the unmeasured reserve candidates nearest (scheduleDistance, plus 0.75
+// per rank of the measured candidate they are near) to the three fastest verified candidates.
+struct RefinementRound {
+  std::vector<const CandidateRecord*> top;  // the fastest verified, fastest first (at most 3)
+  // (distance, reserve position) of the picked candidates, nearest first; ties in reserve order
+  // (the model's rank).
+  std::vector<std::pair<double, size_t>> picked;
+};
+// `measured`: the search's records so far; `scheduleOf`: the schedules of the candidates queued
+// (records of others, planted ones, are not ranked against); `take`: at most this many. An empty
+// round (no verified candidate, or nothing left) ends refinement.
+RefinementRound rankRefinement(const std::vector<CandidateRecord>& measured,
+                               const std::map<std::string, Schedule>& scheduleOf,
+                               const std::vector<Candidate>& reserve, size_t take);
+
+struct SearchInputs {
+  // The first batch's labels and schedules (the compiler holds its jobs): refinement ranks the
+  // reserve against the measured candidates among these and its own rounds'.
+  std::map<std::string, Schedule> queued;
+  std::vector<Candidate> reserve;  // refinement draws from here, in the model's order
+  int64_t refineBudget = 0;        // candidates refinement rounds may add
+  std::optional<CandidateRecord> earlierBest;  // a resumed search's earlier best (races from the start)
+  double timeLimitSeconds = 0;     // 0: none; counted from after the default schedule
+  int repeats = 20;                // TuneOptions::repeats (a verified candidate timed once lost the race)
+  // Seconds since the tune() call began (a steady clock); tests give a simulated one.
+  std::function<double()> now;
+  std::function<void(const std::string&)> log;           // serialized by the caller
+  std::function<void(const TuneProgress&)> progress;     // after each candidate
+  std::function<void(const CandidateRecord&)> record;    // the tuning database, before counting
+};
+
+// What runSearch leaves for the summary: compile counts and time over every batch.
+struct SearchTotals {
+  int64_t compiled = 0;  // finished compiles (failed ones included), over the batches
+  double compileSeconds = 0;
+};
+
+// Runs the search: measures the first batch (the default schedule alone, first, on device 0;
+// then everything the compiler hands out, on every device), then refinement rounds while budget,
+// reserve and time remain. Fills `result`'s candidates, counters, best and default record, and
+// refined/generated counts; result.generated and result.compileThreads must be set (the first
+// batch's size and the compile parallelism, a round's size), result.floatOps and minimalBytes for
+// rates. Throws what the measurer throws (the other devices stop after their candidate).
+SearchTotals runSearch(SearchInputs inputs, SearchCompiler& compiler, SearchMeasurer& measurer, TuneResult& result);
+
+}  // namespace rtcg

@@ -1,0 +1,387 @@
+// The tuner's search policy on the CPU (tune/Search.h): what is measured next, the race
+// thresholds, the time limit and the refinement rounds, driven by a compiler that hands jobs back
+// at once and a measurer that replays what an H100 measured for every candidate of the SGEMM
+// n=4096 space (bench/results/h100-2026-11-25-exhaustive-4096.tsv), on a simulated clock.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "MeasuredTsv.h"
+#include "driver/Pipeline.h"
+#include "schedule/Space.h"
+#include "tune/Search.h"
+#include "tune/Tuner.h"
+#include "tune/WarmStart.h"
+
+using namespace rtcg;
+
+namespace {
+
+// schedule -> fastest median of bench/results/FILE.
+std::map<std::string, double> readMedians(const std::string& file) {
+  std::map<std::string, double> out;
+  for (const rtcgtest::MeasuredCandidate& m : rtcgtest::readMeasured(file)) {
+    auto [at, fresh] = out.emplace(m.schedule, m.ms);
+    if (!fresh) at->second = std::min(at->second, m.ms);
+  }
+  return out;
+}
+
+Kernel loadBound(const std::string& example, const SizeBindings& sizes) {
+  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + example);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Diagnostics diags;
+  SourceText src{example, ss.str()};
+  std::optional<Kernel> bound = proveKernel(src, sizes, "", diags);
+  if (!bound) throw std::runtime_error(renderDiagnostics(diags, src));
+  return *bound;
+}
+
+// What tune() queues for a budget of `maxCandidates` (no warm start, no planted candidates): the
+// default schedule, the space's sample of two thirds of the budget; the rest of the space is the
+// reserve refinement draws from.
+struct Queued {
+  std::vector<CompileJob> jobs;
+  std::vector<Candidate> reserve;
+  int64_t refineBudget = 0;
+};
+
+Queued queue(const Kernel& bound, int64_t maxCandidates) {
+  Queued q;
+  SpaceOptions o;  // an H100's device model by default
+  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
+  q.refineBudget = refinementBudget(maxCandidates);
+  o.maxCandidates = maxCandidates - q.refineBudget;
+  Space space = enumerateSchedules(bound, o);
+  q.reserve = std::move(space.reserve);
+  queueSearch(bound, o.limits, defaultSchedule(bound), space.candidates, q.reserve, {}, true, q.jobs);
+  return q;
+}
+
+// Hands each batch back at once: in job order, or with the default schedule (job 0 of the first
+// batch) last, as when it compiles slowest. A job the recording has no time for was not legal on
+// the device that measured it: skipped, as the compile pool skips what cannot launch.
+class ReplayCompiler : public SearchCompiler {
+ public:
+  ReplayCompiler(std::vector<CompileJob> first, const std::map<std::string, double>& recorded, bool defaultLast)
+      : recorded_(recorded) {
+    batch(std::move(first));
+    if (defaultLast && order_.size() > 1) std::rotate(order_.begin(), order_.begin() + 1, order_.end());
+  }
+  std::optional<CompiledCandidate> next() override {
+    if (stopped_ || handed_ == order_.size()) return std::nullopt;
+    size_t job = order_[handed_++];
+    CompiledCandidate c;
+    c.job = job;
+    c.label = jobs_[job].label;
+    if (!recorded_.count(c.label)) {
+      c.status = CandidateStatus::Skipped;
+      c.reason = "not legal on the recording's device";
+    }
+    return c;
+  }
+  void stop() override { stopped_ = true; }
+  void startBatch(std::vector<CompileJob> jobs) override {
+    batch(std::move(jobs));
+    batches.push_back(jobs_.size());
+  }
+  int64_t finished() const override { return int64_t(handed_); }
+  double seconds() const override { return 1; }
+
+  std::vector<size_t> batches;  // the sizes of the refinement rounds' batches
+
+ private:
+  void batch(std::vector<CompileJob> jobs) {
+    jobs_ = std::move(jobs);
+    order_.resize(jobs_.size());
+    for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    handed_ = 0;
+    stopped_ = false;
+  }
+  const std::map<std::string, double>& recorded_;
+  std::vector<CompileJob> jobs_;
+  std::vector<size_t> order_;
+  size_t handed_ = 0;
+  bool stopped_ = false;
+};
+
+// Replays the recorded medians, one simulated second per candidate, and keeps what it was sent. A
+// candidate whose median is over the message's first-run race is timed once, as the worker would.
+class ReplayMeasurer : public SearchMeasurer {
+ public:
+  struct Sent {
+    std::string label;
+    size_t device;
+    worker::CandidateMessage msg;
+  };
+  ReplayMeasurer(const std::map<std::string, double>& recorded, double& clock, size_t devices = 1)
+      : recorded_(recorded), clock_(clock), devices_(devices) {}
+  size_t devices() const override { return devices_; }
+  MeasureOutcome measure(size_t device, const std::string& label, worker::CandidateMessage msg) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    clock_ += 1;
+    MeasureOutcome m;
+    m.result.id = msg.id;
+    m.result.medianMs = recorded_.at(label);
+    m.result.repeats = msg.raceTimedMs > 0 && m.result.medianMs > msg.raceTimedMs ? 1 : 20;
+    sent.push_back({label, device, std::move(msg)});
+    return m;
+  }
+
+  std::vector<Sent> sent;
+
+ private:
+  const std::map<std::string, double>& recorded_;
+  double& clock_;
+  size_t devices_;
+  std::mutex mutex_;
+};
+
+class SearchReplay : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    recorded_ = new std::map<std::string, double>(readMedians("h100-2026-11-25-exhaustive-4096.tsv"));
+    bound_ = new Kernel(loadBound("matmul.rtcg", {{"n", 4096}}));
+    queues_ = new std::map<int64_t, Queued>;
+  }
+  static void TearDownTestSuite() {
+    delete recorded_;
+    delete bound_;
+    delete queues_;
+  }
+
+  struct Run {
+    TuneResult result;
+    SearchTotals totals;
+    std::vector<ReplayMeasurer::Sent> sent;
+    std::vector<size_t> rounds;
+    std::vector<std::string> firstBatch, reserve;
+  };
+
+  // A search of `maxCandidates` over the recording, compiling `parallel` at a time.
+  static Run search(int64_t maxCandidates, double timeLimit = 0, bool defaultLast = false, int parallel = 4,
+                    std::optional<CandidateRecord> earlierBest = std::nullopt, size_t devices = 1) {
+    Queued q = queued(maxCandidates);
+    Run run;
+    SearchInputs in;
+    for (const CompileJob& j : q.jobs) {
+      in.queued[j.label] = j.schedule;
+      run.firstBatch.push_back(j.label);
+    }
+    for (const Candidate& c : q.reserve) run.reserve.push_back(c.text);
+    in.reserve = std::move(q.reserve);
+    in.refineBudget = q.refineBudget;
+    in.earlierBest = earlierBest;
+    in.timeLimitSeconds = timeLimit;
+    double clock = 0;
+    in.now = [&clock] { return clock; };
+    run.result.generated = int64_t(q.jobs.size());
+    run.result.compileThreads = parallel;
+    ReplayCompiler compiler(std::move(q.jobs), *recorded_, defaultLast);
+    ReplayMeasurer measurer(*recorded_, clock, devices);
+    run.totals = runSearch(std::move(in), compiler, measurer, run.result);
+    run.sent = std::move(measurer.sent);
+    run.rounds = compiler.batches;
+    return run;
+  }
+
+  // The space is enumerated once per budget (30010 schedules at n=4096).
+  static const Queued& queued(int64_t maxCandidates) {
+    auto at = queues_->find(maxCandidates);
+    if (at == queues_->end()) at = queues_->emplace(maxCandidates, queue(*bound_, maxCandidates)).first;
+    return at->second;
+  }
+
+  static std::map<std::string, double>* recorded_;
+  static Kernel* bound_;
+  static std::map<int64_t, Queued>* queues_;
+};
+std::map<std::string, double>* SearchReplay::recorded_ = nullptr;
+Kernel* SearchReplay::bound_ = nullptr;
+std::map<int64_t, Queued>* SearchReplay::queues_ = nullptr;
+
+std::vector<std::string> labels(const TuneResult& r) {
+  std::vector<std::string> out;
+  for (const CandidateRecord& c : r.candidates) out.push_back(c.schedule);
+  return out;
+}
+
+TEST_F(SearchReplay, MeasuresTheDefaultScheduleFirstAndTheRestInCompletionOrder) {
+  Run run = search(36, 0, /*defaultLast=*/true);
+  ASSERT_FALSE(run.result.candidates.empty());
+  EXPECT_EQ(run.result.candidates.front().schedule, run.firstBatch.front());
+  ASSERT_TRUE(run.result.defaultSchedule);
+  EXPECT_EQ(run.result.defaultSchedule->schedule, run.firstBatch.front());
+  // Then the first batch as it was handed out (here job order: it was held back until the default
+  // came), then the refinement rounds.
+  std::vector<std::string> got = labels(run.result);
+  ASSERT_GE(got.size(), run.firstBatch.size());
+  EXPECT_EQ(std::vector<std::string>(got.begin(), got.begin() + long(run.firstBatch.size())), run.firstBatch);
+}
+
+TEST_F(SearchReplay, SameInputsMeasureTheSameCandidatesInTheSameOrder) {
+  Run a = search(60), b = search(60);
+  EXPECT_EQ(labels(a.result), labels(b.result));
+  ASSERT_TRUE(a.result.best && b.result.best);
+  EXPECT_EQ(a.result.best->schedule, b.result.best->schedule);
+}
+
+TEST_F(SearchReplay, RacesEachCandidateAgainstTheBestMeasuredBeforeIt) {
+  std::optional<CandidateRecord> earlier;
+  for (bool resumed : {false, true}) {
+    Run run = search(36, 0, false, 4, earlier);
+    double best = earlier ? earlier->medianMs : 0;
+    for (const ReplayMeasurer::Sent& s : run.sent) {
+      SCOPED_TRACE(s.label);
+      if (best == 0) {
+        EXPECT_EQ(s.msg.raceMs, 0);
+        EXPECT_EQ(s.msg.raceTimedMs, 0);
+        EXPECT_EQ(s.msg.raceCloseMs, 0);
+      } else {
+        EXPECT_DOUBLE_EQ(s.msg.raceMs, std::max(1.0, 4 * best));
+        EXPECT_DOUBLE_EQ(s.msg.raceTimedMs, 1.5 * best);
+        EXPECT_DOUBLE_EQ(s.msg.raceCloseMs, 1.15 * best);
+      }
+      double ms = recorded_->at(s.label);
+      best = best == 0 ? ms : std::min(best, ms);
+    }
+    // Those over 1.5x the best at their turn were timed once: counted as lost races.
+    EXPECT_GT(run.result.timedOnce, 0);
+    EXPECT_LT(run.result.timedOnce, run.result.verified);
+    if (!resumed) {
+      // A resumed search races against the earlier search's best from its first candidate.
+      earlier = CandidateRecord{};
+      earlier->medianMs = run.result.best->medianMs;
+    } else {
+      EXPECT_GT(run.sent.front().msg.raceTimedMs, 0);
+    }
+  }
+}
+
+TEST_F(SearchReplay, RefinementRoundsSpendAThirdOfTheBudgetOnTheReserve) {
+  Run run = search(36, 0, false, /*parallel=*/4);
+  // 36: 24 sampled (with the default), 12 in rounds of as many as compile at once.
+  EXPECT_EQ(run.result.refined, 12);
+  EXPECT_EQ(run.rounds, (std::vector<size_t>{4, 4, 4}));
+  EXPECT_EQ(run.result.generated, int64_t(run.firstBatch.size()) + 12);
+  EXPECT_EQ(run.result.candidates.size(), run.firstBatch.size() + 12);
+  EXPECT_EQ(run.totals.compiled, int64_t(run.firstBatch.size()) + 12);
+  std::set<std::string> first(run.firstBatch.begin(), run.firstBatch.end());
+  std::set<std::string> reserve(run.reserve.begin(), run.reserve.end());
+  for (size_t i = run.firstBatch.size(); i < run.result.candidates.size(); ++i) {
+    const std::string& s = run.result.candidates[i].schedule;
+    EXPECT_TRUE(reserve.count(s)) << s;
+    EXPECT_FALSE(first.count(s)) << s;
+  }
+  // Each candidate is measured once.
+  std::vector<std::string> all = labels(run.result);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
+  // And refinement walks from the measured best: it improves on the sample here.
+  double sampleBest = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < run.firstBatch.size(); ++i)
+    if (run.result.candidates[i].status == CandidateStatus::Verified)
+      sampleBest = std::min(sampleBest, run.result.candidates[i].medianMs);
+  EXPECT_LE(run.result.best->medianMs, sampleBest);
+}
+
+TEST_F(SearchReplay, TheTimeLimitCountsFromTheDefaultScheduleAndStopsNewCandidates) {
+  // One simulated second per candidate: the default, then 6 before 6 s > 5 s; the next one
+  // fetched is drained as not measured, and no refinement round starts.
+  Run run = search(36, /*timeLimit=*/5);
+  EXPECT_TRUE(run.result.timeLimitReached);
+  EXPECT_EQ(run.sent.size(), 7u);  // skipped candidates (not legal on the device) take no time
+  EXPECT_EQ(run.result.notMeasured, 1);
+  EXPECT_EQ(run.result.refined, 0);
+  EXPECT_TRUE(run.rounds.empty());
+  EXPECT_EQ(run.result.candidates.front().schedule, run.firstBatch.front());
+}
+
+TEST_F(SearchReplay, SeveralDevicesMeasureEveryCandidateOnceAndTheDefaultFirstOnDeviceZero) {
+  Run run = search(36, 0, false, 4, std::nullopt, /*devices=*/2);
+  ASSERT_FALSE(run.sent.empty());
+  EXPECT_EQ(run.sent.front().label, run.firstBatch.front());
+  EXPECT_EQ(run.sent.front().device, 0u);
+  std::vector<std::string> all = labels(run.result);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
+  EXPECT_EQ(run.result.candidates.size(), run.firstBatch.size() + 12);
+}
+
+// The ranking of one round on a hand-made record: nearest to the three fastest verified first,
+// 0.75 added per rank of the one they are near; ties in reserve (model) order; failed, unknown
+// (planted) and slower-than-third records not ranked against.
+TEST(SearchPolicy, RefinementRanksTheReserveByDistanceToTheFastestVerified) {
+  Queued q = queue(loadBound("matmul.rtcg", {{"n", 512}}), 30);
+  ASSERT_GE(q.jobs.size(), 6u);
+  ASSERT_GE(q.reserve.size(), 10u);
+  std::map<std::string, Schedule> scheduleOf;
+  std::vector<CandidateRecord> measured;
+  for (size_t i = 0; i < 6; ++i) {
+    scheduleOf[q.jobs[i].label] = q.jobs[i].schedule;
+    CandidateRecord r;
+    r.schedule = q.jobs[i].label;
+    r.status = i == 1 ? CandidateStatus::WrongResult : CandidateStatus::Verified;
+    r.medianMs = 1.0 + double(i);  // fastest first; job 1, the fastest, is wrong
+    measured.push_back(r);
+  }
+  CandidateRecord planted;
+  planted.schedule = "planted: not queued";
+  planted.status = CandidateStatus::Verified;
+  planted.medianMs = 0.1;
+  measured.push_back(planted);
+
+  RefinementRound r = rankRefinement(measured, scheduleOf, q.reserve, 5);
+  ASSERT_EQ(r.top.size(), 3u);
+  EXPECT_EQ(r.top[0]->schedule, q.jobs[0].label);
+  EXPECT_EQ(r.top[1]->schedule, q.jobs[2].label);
+  EXPECT_EQ(r.top[2]->schedule, q.jobs[3].label);
+  ASSERT_EQ(r.picked.size(), 5u);
+  std::vector<double> all;
+  for (const Candidate& c : q.reserve) {
+    double d = std::numeric_limits<double>::infinity();
+    for (size_t t = 0; t < 3; ++t)
+      d = std::min(d, scheduleDistance(c.schedule, scheduleOf.at(r.top[t]->schedule)) + 0.75 * double(t));
+    all.push_back(d);
+  }
+  for (size_t p = 0; p < r.picked.size(); ++p) {
+    EXPECT_DOUBLE_EQ(r.picked[p].first, all[r.picked[p].second]);
+    if (p > 0) EXPECT_TRUE(r.picked[p - 1] < r.picked[p]);  // by distance, then reserve position
+  }
+  std::set<size_t> picked;
+  for (const auto& [d, at] : r.picked) picked.insert(at);
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!picked.count(i)) EXPECT_GE(all[i], r.picked.back().first) << q.reserve[i].text;
+
+  // Nothing verified among the queued: no round.
+  for (CandidateRecord& m : measured) m.status = CandidateStatus::Faulted;
+  EXPECT_TRUE(rankRefinement(measured, scheduleOf, q.reserve, 5).picked.empty());
+}
+
+TEST(SearchPolicy, RaceLimitsAreMultiplesOfTheBestWithAOneMillisecondFloor) {
+  RaceLimits none = raceLimits(0);
+  EXPECT_EQ(none.raceMs, 0);
+  EXPECT_EQ(none.raceTimedMs, 0);
+  EXPECT_EQ(none.raceCloseMs, 0);
+  RaceLimits fast = raceLimits(0.1);
+  EXPECT_DOUBLE_EQ(fast.raceMs, 1.0);
+  EXPECT_DOUBLE_EQ(fast.raceTimedMs, 0.15);
+  EXPECT_DOUBLE_EQ(fast.raceCloseMs, 0.115);
+  EXPECT_DOUBLE_EQ(raceLimits(2).raceMs, 8);
+
+  CandidateRecord a, b;
+  a.medianMs = 2;
+  b.medianMs = 3;
+  EXPECT_EQ(raceBest(std::nullopt, std::nullopt), 0);
+  EXPECT_EQ(raceBest(a, std::nullopt), 2);
+  EXPECT_EQ(raceBest(std::nullopt, b), 3);
+  EXPECT_EQ(raceBest(b, a), 2);  // a resumed search's earlier best, when faster
+  EXPECT_EQ(raceBest(a, b), 2);
+}
+
+}  // namespace
