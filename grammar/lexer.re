@@ -122,6 +122,13 @@ Parser::symbol_type Lexer::number(int begin, int end) {
   return Parser::make_NUMBER(n, span);
 }
 
+// An identifier, refused (but still returned, so that parsing goes on) past kMaxIdentifierLength.
+Parser::symbol_type Lexer::identifier(int begin, int end) {
+  if (end - begin > kMaxIdentifierLength)
+    error(begin, end, fmt::format("identifier is {} characters long; the limit is {}", end - begin, kMaxIdentifierLength));
+  return Parser::make_IDENT(source_.substr(begin, end - begin), ast::Span{begin, end});
+}
+
 Parser::symbol_type Lexer::scan() {
   const unsigned char* base = reinterpret_cast<const unsigned char*>(source_.c_str());
   const unsigned char* mar = nullptr;
@@ -155,7 +162,7 @@ Parser::symbol_type Lexer::scan() {
       "out"                { return Parser::make_OUT(span()); }
       "inout"              { return Parser::make_INOUT(span()); }
       "let"                { return Parser::make_LET(span()); }
-      ident                { return Parser::make_IDENT(std::string(tok, cur_), span()); }
+      ident                { return identifier(b, (int)(cur_ - base)); }
       number               { return number(b, (int)(cur_ - base)); }
 
       ".."                 { return Parser::make_DOTDOT(span()); }
