@@ -90,6 +90,19 @@ TEST(Features, TypedLiterals) {
   EXPECT_EQ(body[3].value->operands[1]->floatValue, 2.0);
 }
 
+TEST(Features, FloatLiteralsThatUnderflowAreZero) {
+  // Out-of-range decimal literals below the smallest double read as 0 (the ones above it are
+  // errors: tests/frontend/bad/float_literal_overflow).
+  Program p = parseClean(
+      "kernel k(out d: f64[4]) {\n  d[0] = 1e-999; d[1] = 0.000001e-400; d[2] = 0e999; d[3] = 123.5e-2;\n}");
+  const auto& body = p.kernels[0].nests[0].body;
+  ASSERT_EQ(body.size(), 4u);
+  EXPECT_EQ(body[0].value->floatValue, 0.0);
+  EXPECT_EQ(body[1].value->floatValue, 0.0);
+  EXPECT_EQ(body[2].value->floatValue, 0.0);
+  EXPECT_EQ(body[3].value->floatValue, 1.235);
+}
+
 TEST(Features, LetsGetIdsAndDefaultTypes) {
   Program p = parseClean(
       "kernel k(n: int, x: f32[n], out y: f32[n]) {\n"
