@@ -22,9 +22,8 @@ struct Result {
   std::string out;   // stderr (and stdout unless `redirect` sends it elsewhere)
 };
 
-// Runs `rtcgc ARGS` with stderr captured, then `redirect` applied (e.g. "> /dev/full").
-Result rtcgc(const std::string& args, const std::string& redirect = "") {
-  std::string cmd = std::string(RTCGC_PATH) + " " + args + " 2>&1 " + redirect;
+// Runs the shell command `cmd`, collecting what it writes to its standard output.
+Result shell(const std::string& cmd) {
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -34,6 +33,17 @@ Result rtcgc(const std::string& args, const std::string& redirect = "") {
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs `rtcgc ARGS` with stderr captured, then `redirect` applied (e.g. "> /dev/full").
+Result rtcgc(const std::string& args, const std::string& redirect = "") {
+  return shell(std::string(RTCGC_PATH) + " " + args + " 2>&1 " + redirect);
+}
+
+mode_t modeOf(const fs::path& p) {
+  struct stat st {};
+  ::stat(p.c_str(), &st);
+  return st.st_mode & 07777;
 }
 
 fs::path tempDir() {
@@ -64,4 +74,52 @@ TEST(Hostile, HugeIdentifierIsRefusedWithACaret) {
   EXPECT_NE(r.out.find("long.rtcg:1:8: error: identifier is 30000 characters long; the limit is 255"), std::string::npos)
       << head(r.out);
   EXPECT_FALSE(fs::exists(cubin));
+}
+
+// 3. `-o` renamed a temporary over whatever the path named: a device node (as root, /dev/full
+// became a regular file), a symbolic link (replaced, not written through), always mode 0644.
+TEST(Hostile, OutputIsNeverRenamedOverADeviceFifoOrDirectory) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  fs::path fifo = tempDir() / "fifo.cu", dir = tempDir() / "adir";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  fs::create_directories(dir);
+  Result r = rtcgc("emit " + f + " -D n=8 -o " + fifo.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot write '" + fifo.string() + "': it is not a regular file"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  r = rtcgc("emit " + f + " -D n=8 -o " + dir.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("it is a directory"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_directory(dir));
+  for (const auto& e : fs::directory_iterator(tempDir()))
+    EXPECT_NE(e.path().filename().string()[0], '.') << "temporary left behind: " << e.path();
+}
+
+TEST(Hostile, OutputIsWrittenThroughASymbolicLink) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  fs::path real = tempDir() / "real.cu", link = tempDir() / "link.cu";
+  fs::remove(link);
+  std::ofstream(real) << "old";
+  fs::create_symlink("real.cu", link);  // relative, as `ln -s` makes them
+  Result r = rtcgc("emit " + f + " -D n=8 -o " + link.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::is_symlink(link));
+  std::ifstream in(real);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("__global__"), std::string::npos) << text;
+}
+
+TEST(Hostile, OutputModeFollowsTheUmaskAndAReplacedFileKeepsItsMode) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  fs::path fresh = tempDir() / "fresh.cu", kept = tempDir() / "kept.cu";
+  fs::remove(fresh);
+  Result r = shell("umask 077 && " + std::string(RTCGC_PATH) + " emit " + f + " -D n=8 -o " + fresh.string() + " 2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(modeOf(fresh), 0600u);
+  std::ofstream(kept) << "old";
+  fs::permissions(kept, fs::perms(0640));
+  r = rtcgc("emit " + f + " -D n=8 -o " + kept.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(modeOf(kept), 0640u);
 }
