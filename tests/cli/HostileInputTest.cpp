@@ -123,3 +123,16 @@ TEST(Hostile, OutputModeFollowsTheUmaskAndAReplacedFileKeepsItsMode) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(modeOf(kept), 0640u);
 }
+
+// 4. Every error echoed its whole line and errors were uncapped: a 289 KB program of them ran out
+// of memory (exit 70), a 55 KB one printed 328 MB.
+TEST(Hostile, ManyErrorsOnALongLineGiveAScreenful) {
+  std::string line = "kernel k(n: int, x: f32[n], out y: f32[n]) { for i in 0..n {";
+  while (line.size() < 289 * 1024) line += " y[i] = q;";
+  std::string f = writeTemp("many.rtcg", line + " } }\n");
+  Result r = rtcgc("check " + f);
+  EXPECT_EQ(r.code, 1) << head(r.out);
+  EXPECT_NE(r.out.find("many.rtcg:1:69: error: unknown name 'q'"), std::string::npos) << head(r.out);
+  EXPECT_NE(r.out.find("note: too many errors; only the first 50 are shown"), std::string::npos) << head(r.out);
+  EXPECT_LT(r.out.size(), 32u * 1024) << head(r.out);
+}
