@@ -33,7 +33,10 @@ nlohmann::json manifest(const std::vector<nlohmann::json>& entries) {
 
 void writeManifest(const std::string& path, const nlohmann::json& manifest) {
   // Dumped first and written atomically, so a failure leaves the previous manifest as it was.
-  std::string text = manifest.dump(2) + '\n';
+  // Bytes that are not UTF-8 (only DSL comments may hold them; or a file name) become U+FFFD:
+  // JSON cannot carry them, and the default handler threw (SIGABRT). A comment changes nothing a
+  // kernel is keyed by (its structural hash).
+  std::string text = manifest.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
   try {
     writeOutputFile(path, text);
   } catch (const Error& e) {
