@@ -5,6 +5,7 @@
 // End of input uses re2c's "sentinel with bounds check" method: the NUL that std::string keeps
 // after its last byte is the sentinel, and a NUL inside the text is an ordinary (invalid) byte.
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cfloat>
@@ -50,6 +51,28 @@ void Lexer::skipBlockComment(int begin) {
   } else {
     cur_ = reinterpret_cast<const unsigned char*>(source_.c_str()) + close + 2;
   }
+}
+
+// The power of ten of a float literal's leading nonzero digit (2 for 123.4, -3 for 0.00123e0,
+// 309 for 1e309), saturated far beyond any double's range; 0 for zero.
+static int64_t decimalExponent(std::string_view body) {
+  size_t e = body.find_first_of("eE");
+  std::string_view mantissa = body.substr(0, e);
+  int64_t exponent = 0;
+  if (e != std::string_view::npos) {
+    size_t i = e + 1;
+    bool negative = i < body.size() && body[i] == '-';
+    if (i < body.size() && (body[i] == '+' || body[i] == '-')) ++i;
+    for (; i < body.size(); ++i) exponent = std::min<int64_t>(exponent * 10 + (body[i] - '0'), int64_t(1) << 40);
+    if (negative) exponent = -exponent;
+  }
+  size_t dot = mantissa.find('.');
+  std::string_view whole = mantissa.substr(0, dot);
+  size_t lead = whole.find_first_not_of('0');
+  if (lead != std::string_view::npos) return exponent + int64_t(whole.size() - lead) - 1;
+  if (dot == std::string_view::npos) return 0;
+  size_t first = mantissa.find_first_not_of('0', dot + 1);
+  return first == std::string_view::npos ? 0 : exponent - int64_t(first - dot);
 }
 
 // Decodes a numeric literal token: digits, optional fraction and exponent, optional type suffix
@@ -99,7 +122,9 @@ Parser::symbol_type Lexer::number(int begin, int end) {
 
   if (floating) {
     auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), n.floatValue);
-    bool tooBig = ec == std::errc::result_out_of_range && std::fabs(n.floatValue) >= 1.0;
+    // Out of range leaves the value as it was (0), so overflow and underflow are told apart by
+    // the literal's decimal exponent, not by the value: 1e309 was silently 0.0.
+    bool tooBig = ec == std::errc::result_out_of_range && decimalExponent(body) >= 0;
     if (ec == std::errc::result_out_of_range && !tooBig) n.floatValue = 0.0;  // underflow: 1e-999 is 0
     if (tooBig || std::isinf(n.floatValue) ||
         (n.suffix == ScalarType::F32 && std::fabs(n.floatValue) > FLT_MAX)) {
@@ -120,6 +145,13 @@ Parser::symbol_type Lexer::number(int begin, int end) {
     }
   }
   return Parser::make_NUMBER(n, span);
+}
+
+// An identifier, refused (but still returned, so that parsing goes on) past kMaxIdentifierLength.
+Parser::symbol_type Lexer::identifier(int begin, int end) {
+  if (end - begin > kMaxIdentifierLength)
+    error(begin, end, fmt::format("identifier is {} characters long; the limit is {}", end - begin, kMaxIdentifierLength));
+  return Parser::make_IDENT(source_.substr(begin, end - begin), ast::Span{begin, end});
 }
 
 Parser::symbol_type Lexer::scan() {
@@ -155,7 +187,7 @@ Parser::symbol_type Lexer::scan() {
       "out"                { return Parser::make_OUT(span()); }
       "inout"              { return Parser::make_INOUT(span()); }
       "let"                { return Parser::make_LET(span()); }
-      ident                { return Parser::make_IDENT(std::string(tok, cur_), span()); }
+      ident                { return identifier(b, (int)(cur_ - base)); }
       number               { return number(b, (int)(cur_ - base)); }
 
       ".."                 { return Parser::make_DOTDOT(span()); }

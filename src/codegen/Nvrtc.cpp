@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 #include <nvrtc.h>
-#include <regex>
+#include <cctype>
+#include <charconv>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 namespace rtcg {
 
@@ -15,26 +18,49 @@ const KernelResources* CudaCompileResult::find(const std::string& kernel) const 
   return nullptr;
 }
 
+namespace {
+
+// The decimal number that ends right before the first `suffix` in `line` (`24` of "24 bytes
+// stack frame"), if there is one. Plain string scanning: the log holds kernel names of any length,
+// and std::regex recurses per character (a 30 000-character name overflowed the stack).
+std::optional<int> numberBefore(std::string_view line, std::string_view suffix) {
+  size_t end = line.find(suffix);
+  if (end == std::string_view::npos) return std::nullopt;
+  size_t begin = end;
+  while (begin > 0 && std::isdigit((unsigned char)line[begin - 1])) --begin;
+  int value = 0;
+  if (begin == end || std::from_chars(line.data() + begin, line.data() + end, value).ec != std::errc()) return std::nullopt;
+  return value;
+}
+
+// The name of "Compiling entry function 'NAME' for 'sm_90'", if `line` is one.
+std::optional<std::string> entryName(std::string_view line) {
+  constexpr std::string_view kEntry = "Compiling entry function '";
+  size_t begin = line.find(kEntry);
+  if (begin == std::string_view::npos) return std::nullopt;
+  begin += kEntry.size();
+  size_t end = line.find('\'', begin);
+  if (end == std::string_view::npos || end == begin) return std::nullopt;
+  return std::string(line.substr(begin, end - begin));
+}
+
+}  // namespace
+
 std::vector<KernelResources> parsePtxasInfo(const std::string& log) {
-  static const std::regex entry(R"(Compiling entry function '([^']+)')");
-  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  static const std::regex used(R"(Used (\d+) registers)");
-  static const std::regex smem(R"((\d+) bytes smem)");
   std::vector<KernelResources> out;
   std::istringstream in(log);
-  std::smatch m;
   for (std::string line; std::getline(in, line);) {
-    if (std::regex_search(line, m, entry)) {
-      out.push_back({m[1].str()});
+    if (std::optional<std::string> name = entryName(line)) {
+      out.push_back({*name});
     } else if (out.empty()) {
       continue;
-    } else if (std::regex_search(line, m, frame)) {
-      out.back().localBytes = std::stoi(m[1].str());
-      out.back().spillStoreBytes = std::stoi(m[2].str());
-      out.back().spillLoadBytes = std::stoi(m[3].str());
-    } else if (std::regex_search(line, m, used)) {
-      out.back().registers = std::stoi(m[1].str());
-      if (std::regex_search(line, m, smem)) out.back().sharedBytes = std::stoi(m[1].str());
+    } else if (auto frame = numberBefore(line, " bytes stack frame, ")) {
+      out.back().localBytes = *frame;
+      out.back().spillStoreBytes = numberBefore(line, " bytes spill stores").value_or(0);
+      out.back().spillLoadBytes = numberBefore(line, " bytes spill loads").value_or(0);
+    } else if (auto used = numberBefore(line, " registers"); used && line.find("Used ") != std::string::npos) {
+      out.back().registers = *used;
+      if (auto smem = numberBefore(line, " bytes smem")) out.back().sharedBytes = *smem;
     }
   }
   return out;

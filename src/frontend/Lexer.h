@@ -15,6 +15,10 @@ namespace rtcg::frontend {
 // DSL source at all should give a screenful, not megabytes, of diagnostics.
 inline constexpr int kMaxErrors = 25;
 
+// The longest identifier: names become CUDA symbols and appear in NVRTC's and ptxas's logs, which
+// were never meant for names of thousands of characters (one of 30 000 crashed the log parser).
+inline constexpr int kMaxIdentifierLength = 255;
+
 class Lexer {
  public:
   // `source` must outlive the lexer; its terminating NUL is the re2c sentinel.
@@ -35,6 +39,7 @@ class Lexer {
  private:
   Parser::symbol_type scan();
   Parser::symbol_type number(int begin, int end);
+  Parser::symbol_type identifier(int begin, int end);
   void skipBlockComment(int begin);
   bool tooManyErrors();  // past kMaxErrors: adds the "stopping" note once
   void error(int begin, int end, std::string message);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "support/Error.h"
 
 namespace rtcg {
@@ -20,8 +22,11 @@ void Diagnostics::note(SourceLoc loc, std::string message) {
   add({Severity::Note, loc, std::move(message)});
 }
 void Diagnostics::add(Diagnostic d) {
-  if (d.severity == Severity::Error) ++errorCount_;
-  list_.push_back(std::move(d));
+  if (d.severity == Severity::Error && ++errorCount_ > kMaxStoredErrors && !dropping_) {
+    dropping_ = true;
+    list_.push_back({Severity::Note, {}, fmt::format("too many errors; only the first {} are shown", kMaxStoredErrors)});
+  }
+  if (!dropping_) list_.push_back(std::move(d));
 }
 
 static std::string_view lineOf(std::string_view source, int line) {
@@ -38,6 +43,32 @@ static std::string_view lineOf(std::string_view source, int line) {
   return text;
 }
 
+namespace {
+
+// The echoed source line and where its caret goes (1-based column, length).
+struct EchoedLine {
+  std::string text;
+  int col = 1, length = 1;
+};
+
+// `text` itself when it is at most kMaxEchoedLine long; else the kMaxEchoedLine characters around
+// the caret (a third before it), "..." marking each cut, and the underline cut at the window's end.
+// Every error of a one-line 289 KB program echoed the whole line before (quadratic output).
+EchoedLine clipAroundCaret(std::string_view text, SourceLoc loc) {
+  const int size = (int)text.size();
+  if (size <= kMaxEchoedLine) return {std::string(text), loc.col, loc.length};
+  int begin = std::max(0, std::min(loc.col - 1 - kMaxEchoedLine / 3, size - kMaxEchoedLine));
+  int end = std::min(size, begin + kMaxEchoedLine);
+  std::string prefix = begin > 0 ? "..." : "", suffix = end < size ? "..." : "";
+  EchoedLine e;
+  e.text = prefix + std::string(text.substr(begin, end - begin)) + suffix;
+  e.col = loc.col - begin + (int)prefix.size();
+  e.length = std::max(1, std::min(loc.length, end - (loc.col - 1)));
+  return e;
+}
+
+}  // namespace
+
 std::string renderDiagnostic(const Diagnostic& d, std::string_view fileName, std::string_view source) {
   const char* kind = d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warning" : "note";
   std::string out;
@@ -48,13 +79,14 @@ std::string renderDiagnostic(const Diagnostic& d, std::string_view fileName, std
   if (!d.loc.valid()) return out;
   std::string_view text = lineOf(source, d.loc.line);
   if (text.empty()) return out;
+  EchoedLine echo = clipAroundCaret(text, d.loc);
   out += "  ";
-  out += text;
+  out += echo.text;
   out += "\n  ";
   // Keep tabs in the caret line so it stays aligned with the echoed source.
-  for (int c = 1; c < d.loc.col && c - 1 < (int)text.size(); ++c) out += text[c - 1] == '\t' ? '\t' : ' ';
+  for (int c = 1; c < echo.col && c - 1 < (int)echo.text.size(); ++c) out += echo.text[c - 1] == '\t' ? '\t' : ' ';
   out += '^';
-  for (int i = 1; i < d.loc.length; ++i) out += '~';
+  for (int i = 1; i < echo.length; ++i) out += '~';
   out += '\n';
   return out;
 }

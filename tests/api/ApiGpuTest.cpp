@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -397,7 +396,7 @@ TEST_F(ApiGpu, DiskCacheServesASecondProcess) {
   ASSERT_EQ(warm.exitCode, 0) << warm.output;
   EXPECT_EQ(warm.values["from_disk"], 1) << warm.output;
   EXPECT_EQ(warm.values["disk"], 1) << warm.output;
-  EXPECT_LT(warm.values["compile_ms"], cold.values["compile_ms"]) << cold.output << warm.output;
+  EXPECT_EQ(warm.values["nvrtc"], 0) << warm.output;  // served from disk, not timed: times flake under load
   fs::remove_all(dir);
 }
 

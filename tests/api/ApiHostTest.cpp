@@ -55,6 +55,15 @@ TEST(ApiCompileErrors, UnknownNameIsRenderedWithCaret) {
   EXPECT_NE(msg.find("  for i in 0..n { a[i] = bogus[i]; }"), std::string::npos) << msg;
 }
 
+TEST(ApiCompileErrors, AKernelNameOfThirtyThousandCharactersIsRefused) {
+  // It crashed NVRTC's log parser (a recursive std::regex) in Context::compile.
+  std::string name(30000, 'k');
+  std::string msg = errorOf([&] {
+    prepareKernel("kernel " + name + "(n: int, x: f32[n], out y: f32[n]) { for i in 0..n { y[i] = x[i]; } }", {{"n", 8}}, {});
+  });
+  EXPECT_NE(msg.find("identifier is 30000 characters long; the limit is 255"), std::string::npos) << msg.substr(0, 300);
+}
+
 TEST(ApiCompileErrors, OutOfBoundsAccessIsProvedWrongForTheseSizes) {
   std::string msg = errorOf([&] {
     prepareKernel("kernel k(n: int, a: f32[n], out b: f32[n]) {\n  for i in 0..n { b[i] = a[i + 1]; }\n}\n",

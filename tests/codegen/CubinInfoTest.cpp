@@ -27,6 +27,25 @@ extern "C" __global__ void withStack(float* b, int k) {
 }
 )";
 
+TEST(PtxasInfo, AKernelNameOfAMillionCharactersIsReadWithoutRecursion) {
+  // std::regex matched the quoted name one recursion per character: 30 000 overflowed the stack.
+  std::string name(1000000, 'k');
+  auto parsed = parsePtxasInfo("ptxas info    : Compiling entry function '" + name + "' for 'sm_90'\n"
+                               "ptxas info    : Function properties for " + name + "\n"
+                               "ptxas         .     24 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+                               "ptxas info    : Used 40 registers, used 0 barriers, 1024 bytes smem, 352 bytes cmem[0]\n");
+  ASSERT_EQ(parsed.size(), 1u);
+  EXPECT_EQ(parsed[0].name, name);
+  EXPECT_EQ(parsed[0].registers, 40);
+  EXPECT_EQ(parsed[0].localBytes, 24);
+  EXPECT_EQ(parsed[0].spillStoreBytes, 8);
+  EXPECT_EQ(parsed[0].spillLoadBytes, 4);
+  EXPECT_EQ(parsed[0].sharedBytes, 1024);
+  // Lines before the first entry and malformed ones are skipped.
+  EXPECT_TRUE(parsePtxasInfo("ptxas info    : Used 40 registers\n").empty());
+  EXPECT_TRUE(parsePtxasInfo("ptxas info    : Compiling entry function '' for 'sm_90'\n").empty());
+}
+
 TEST(CubinInfo, AgreesWithPtxas) {
   CudaCompileResult r = compileCuda(kSource, "three.cu", "sm_90");
   ASSERT_TRUE(r.success) << r.log;

@@ -1,4 +1,6 @@
 // Language features, checked on the IR the frontend produces.
+#include <sstream>
+
 #include "TestUtil.h"
 
 namespace rtcg::test {
@@ -88,6 +90,19 @@ TEST(Features, TypedLiterals) {
   EXPECT_EQ(body[2].value->type, ScalarType::I32);
   EXPECT_EQ(body[3].value->operands[0]->floatValue, 1000.0);
   EXPECT_EQ(body[3].value->operands[1]->floatValue, 2.0);
+}
+
+TEST(Features, FloatLiteralsThatUnderflowAreZero) {
+  // Out-of-range decimal literals below the smallest double read as 0 (the ones above it are
+  // errors: tests/frontend/bad/float_literal_overflow).
+  Program p = parseClean(
+      "kernel k(out d: f64[4]) {\n  d[0] = 1e-999; d[1] = 0.000001e-400; d[2] = 0e999; d[3] = 123.5e-2;\n}");
+  const auto& body = p.kernels[0].nests[0].body;
+  ASSERT_EQ(body.size(), 4u);
+  EXPECT_EQ(body[0].value->floatValue, 0.0);
+  EXPECT_EQ(body[1].value->floatValue, 0.0);
+  EXPECT_EQ(body[2].value->floatValue, 0.0);
+  EXPECT_EQ(body[3].value->floatValue, 1.235);
 }
 
 TEST(Features, LetsGetIdsAndDefaultTypes) {
@@ -234,6 +249,45 @@ TEST(Diagnostics, CrLfLineEndings) {
             "test.rtcg:3:19: error: unknown name 'q'\n"
             "      y[i] = x[i] + q;\n"
             "                    ^\n");
+}
+
+TEST(Diagnostics, ErrorsPastFiftyAreCountedButNotShown) {
+  // Semantic errors were uncapped: every one echoed its line (55 KB of them rendered 328 MB).
+  std::string src = "kernel k(n: int, x: f32[n], out y: f32[n]) {\n  for i in 0..n {\n";
+  for (int i = 0; i < 3000; ++i) src += "    y[i] = x[i] + q;\n";
+  src += "  }\n}\n";
+  Diagnostics diags;
+  EXPECT_FALSE(parseProgram("t.rtcg", src, diags).has_value());
+  EXPECT_GT(diags.errorCount(), Diagnostics::kMaxStoredErrors);
+  std::string out = diags.render("t.rtcg", src);
+  size_t errors = 0;
+  for (size_t at = out.find(": error: "); at != std::string::npos; at = out.find(": error: ", at + 1)) ++errors;
+  EXPECT_EQ(errors, size_t(Diagnostics::kMaxStoredErrors));
+  EXPECT_NE(out.find("t.rtcg: note: too many errors; only the first 50 are shown\n"), std::string::npos);
+  EXPECT_LT(out.size(), 10000u);
+}
+
+TEST(Diagnostics, LongLinesAreClippedAroundTheCaret) {
+  // One line of 300 000 characters with an error near its middle and one at its end.
+  std::string pad(150000, ' ');
+  std::string src = "kernel k(n: int, x: f32[n], out y: f32[n]) { for i in 0..n {" + pad + "y[i] = q;" + pad + "y[i] = w; } }\n";
+  std::string out = parseErrors(src);
+  std::istringstream lines(out);
+  std::vector<std::string> l;
+  for (std::string line; std::getline(lines, line);) l.push_back(line);
+  ASSERT_EQ(l.size(), 6u) << out.substr(0, 2000);
+  EXPECT_EQ(l[0], "test.rtcg:1:150068: error: unknown name 'q'");
+  // "  ..." + 160 characters + "...": the caret under the 'q', a third of the window in.
+  EXPECT_EQ(l[1].size(), 2 + 3 + kMaxEchoedLine + 3u);
+  EXPECT_EQ(l[1].substr(0, 5), "  ...");
+  EXPECT_EQ(l[1].substr(l[1].size() - 3), "...");
+  ASSERT_EQ(l[2].back(), '^');
+  EXPECT_EQ(l[1][l[2].size() - 1], 'q');
+  // At the end of the line: no "..." after it, and the caret still under its name.
+  EXPECT_EQ(l[4].substr(l[4].size() - 6), "w; } }");
+  EXPECT_EQ(l[4].substr(0, 5), "  ...");
+  ASSERT_EQ(l[5].back(), '^');
+  EXPECT_EQ(l[4][l[5].size() - 1], 'w');
 }
 
 TEST(Diagnostics, ErrorLimitStopsTheParse) {

@@ -263,7 +263,8 @@ TEST(ReferenceDsl, IndirectOutOfRangeNamesTheLine) {
   }
 }
 
-// Every example at its default sizes (examples/sizes.txt) must run in seconds.
+// Every example at its default sizes (examples/sizes.txt) runs and writes every element (how long
+// each takes: bench/compiler_speed.cpp).
 TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
   std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/sizes.txt");
   ASSERT_TRUE(in.good());
@@ -289,8 +290,6 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
       Checksum c = checksum(o.values);
       EXPECT_TRUE(std::isfinite(c.sum)) << file << " " << o.name;  // every element written
     }
-    std::printf("[ reference ] %-22s %8.1f ms\n", file.c_str(), r.seconds * 1e3);
-    EXPECT_LT(r.seconds, 20.0) << file;
     ++count;
   }
   EXPECT_EQ(count, 11);

@@ -227,8 +227,10 @@ TEST(ReferenceSample, RunTimeErrorsInTheSampleAreStillReported) {
   EXPECT_THROW(ReferenceProgram(k).run(args, o), Error);
 }
 
-TEST(ReferenceSample, MatmulTimingFullVersusSampled) {
+TEST(ReferenceSample, MatmulSampledRunsASixteenthOfTheRows) {
   // The point of sampling: SGEMM's reference costs the whole n^3; 64 rows of n=1024 cost 1/16.
+  // Asserted as the rows and elements computed, not as seconds (a time ratio flakes on a loaded
+  // machine); bench/compiler_speed.cpp reports the times.
   Kernel k = bindDsl(readExample("matmul.rtcg"), {{"n", 1024}});
   HostArgs inputs(k);
   fillInputs(k, inputs, 1);
@@ -239,9 +241,9 @@ TEST(ReferenceSample, MatmulTimingFullVersusSampled) {
   o.sampleOuterValues = 64;
   ReferenceResult sampled = program.run(b, o);
   ASSERT_TRUE(sampled.sampled);
-  std::printf("matmul n=1024 reference: full %.3f s, sampled (64 of 1024 rows) %.3f s\n", full.seconds,
-              sampled.seconds);
-  EXPECT_LT(sampled.seconds * 4, full.seconds);
+  EXPECT_EQ(sampled.outerValuesRun, 64);
+  EXPECT_EQ(sampled.outerValuesTotal, 1024);
+  EXPECT_EQ(sampled.outputs[0].computedCount(), 64 * 1024);
   for (size_t i = 0; i < full.outputs[0].values.size(); ++i)
     if (sampled.outputs[0].computed[i]) ASSERT_EQ(sampled.outputs[0].values[i], full.outputs[0].values[i]);
 }

@@ -88,6 +88,19 @@ TEST(ScanTool, AcceptsGoodKernelsAndWritesTheManifest) {
   EXPECT_EQ(kernels[3]["errors"], 0);
 }
 
+TEST(ScanTool, ANonUtf8ByteInADslCommentKeepsTheManifestValid) {
+  // nlohmann::json refused to dump it (SIGABRT), after the manifest had been truncated to 0 bytes.
+  std::string manifestPath = testing::TempDir() + "rtcg_scan_latin1.json";
+  std::ofstream(manifestPath) << "{\"version\": 1, \"kernels\": []}\n";
+  ScanRun run = scan("latin1_comment.cpp", "--manifest " + manifestPath);
+  EXPECT_EQ(run.status, 0) << run.output;
+  nlohmann::json m = nlohmann::json::parse(readFile(manifestPath));
+  ASSERT_EQ(m["kernels"].size(), 1u);
+  EXPECT_EQ(m["kernels"][0]["kernel"], "copy");
+  // The byte becomes U+FFFD; comments do not change the kernel (its hash is structural).
+  EXPECT_EQ(m["kernels"][0]["source"].get<std::string>().rfind("// copie (caf\xef\xbf\xbd)\n", 0), 0u);
+}
+
 TEST(ScanTool, WithoutADatabaseOrFlagsItSaysWhatToGive) {
   std::string command = std::string(RTCG_SCAN_EXE) + " " + kFixtures + "good.cpp 2>&1";
   FILE* pipe = popen(command.c_str(), "r");

@@ -1,11 +1,10 @@
 // The schedule space of every example: every candidate legal, round-tripping through its text and
 // emitted; the user's constraints honored; pruning explained; sampling deterministic; a sample of
-// candidates of every example compiled by NVRTC; generation fast.
+// candidates of every example compiled by NVRTC; generation bounded (its speed: bench/compiler_speed.cpp).
 #include <gtest/gtest.h>
 
 #include <regex>
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
@@ -31,8 +30,9 @@ using namespace rtcg;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+// The most variants one example's space may enumerate at its sizes (the largest, dg_lift, had
+// 44 600 in November 2026).
+constexpr int64_t kMaxEnumerated = 100000;
 
 struct Example {
   std::string file;
@@ -189,19 +189,16 @@ TEST(Space, EveryExampleAtItsSizes) {
   SpaceOptions o;
   for (const Example& ex : examples()) {
     Kernel bound = bindAll(ex.kernel, ex.sizes);
-    auto t0 = Clock::now();
     Space space = enumerateSchedules(bound, o);
-    double seconds = secondsSince(t0);
-    std::printf("%-16s enumerated %5lld kept %5zu pruned %5zu (%.0f ms)%s%s%s\n", ex.kernel.name.c_str(),
-                (long long)space.enumerated, space.candidates.size(), space.pruned.size(), seconds * 1e3,
+    std::printf("%-16s enumerated %5lld kept %5zu pruned %5zu%s%s%s\n", ex.kernel.name.c_str(),
+                (long long)space.enumerated, space.candidates.size(), space.pruned.size(),
                 space.sharedStaging ? " shared" : "", space.splitReductions ? " split" : "",
                 pruneSummary(space).c_str());
-#ifdef NDEBUG
-    const double limit = 2.0;
-#else
-    const double limit = 8.0;  // unoptimized builds validate every variant several times slower
-#endif
-    EXPECT_LT(seconds, limit) << ex.kernel.name << ": enumerating should take well under a second (optimized)";
+    // Enumeration costs about one validation per enumerated variant, so the count is what keeps
+    // it fast; a wall-clock limit here failed on a loaded machine (dg_diff took 2.7 s with four
+    // builds sharing two cores). The times are in bench/compiler_speed.cpp.
+    EXPECT_LE(space.enumerated, kMaxEnumerated) << ex.kernel.name << ": the space grew; time it with compiler_speed";
+    EXPECT_EQ(space.candidates.size() + space.pruned.size(), size_t(space.enumerated)) << ex.kernel.name;
     EXPECT_EQ(space.sampledOut, 0);
     checkSpace(bound, space, o, /*emitAll=*/true);
   }
@@ -691,12 +688,21 @@ TEST(Space, EmittingACandidateIsCheap) {
   Kernel bound = bindAll(example("matmul").kernel, {{"n", 512}});
   Space space = enumerateSchedules(bound);
   ASSERT_GE(space.candidates.size(), 200u);
-  size_t chars = 0;
-  auto t0 = Clock::now();
-  for (size_t i = 0; i < 200; ++i) chars += emitCuda(bound, space.candidates[i * space.candidates.size() / 200].schedule).source.size();
-  double mean = secondsSince(t0) / 200;
-  std::printf("emitCuda: %.3f ms per candidate (matmul n=512, 200 candidates, %zu chars)\n", mean * 1e3, chars);
-  EXPECT_LT(mean, 5e-3);
+  // Emission is linear in the printed source, so its size is what keeps it cheap (the time per
+  // candidate is in bench/compiler_speed.cpp; a 5 ms limit here failed on a loaded machine). A
+  // candidate's source must not grow with the sizes either: they are constants in it, not unrolled.
+  size_t chars = 0, largest = 0;
+  Kernel big = bindAll(example("matmul").kernel, {{"n", 4096}});
+  for (size_t i = 0; i < 200; ++i) {
+    const Candidate& c = space.candidates[i * space.candidates.size() / 200];
+    size_t size = emitCuda(bound, c.schedule).source.size();
+    chars += size;
+    largest = std::max(largest, size);
+    if (i % 20 == 0 && validateSchedule(big, c.schedule).empty())
+      EXPECT_LE(emitCuda(big, c.schedule).source.size(), size + size / 50) << c.text;  // wider constants only
+  }
+  std::printf("emitCuda: 200 candidates of matmul n=512, %zu chars, largest %zu\n", chars, largest);
+  EXPECT_LE(largest, 64u * 1024);
 }
 
 TEST(Space, NvrtcCompilesASampleOfEveryExample) {

@@ -196,6 +196,25 @@ TEST(DbCommand, ExportThenImportMergesAndSkipsDuplicates) {
   EXPECT_EQ(runDb({"import", "--db", dst}).code, 2);
 }
 
+TEST(DbCommand, ExportIsAtomicAndWritesThroughLinks) {
+  // It wrote with std::ofstream: a failed write left truncated JSON at the path.
+  TempDir dir;
+  std::string path = dir.file("t.sqlite");
+  populate(path);
+  Result toDir = runDb({"export", "-o", dir.path().string(), "--db", path});
+  EXPECT_EQ(toDir.code, 1);
+  EXPECT_NE(toDir.err.find("it is a directory"), std::string::npos) << toDir.err;
+  Result missing = runDb({"export", "-o", dir.file("no/such/dir.json"), "--db", path});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("cannot write"), std::string::npos) << missing.err;
+  std::ofstream(dir.file("real.json")) << "old";
+  std::filesystem::create_symlink("real.json", dir.file("link.json"));
+  ASSERT_EQ(runDb({"export", "-o", dir.file("link.json"), "--db", path}).code, 0);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("link.json")));
+  std::ifstream in(dir.file("real.json"));
+  EXPECT_NO_THROW(nlohmann::json::parse(in));
+}
+
 TEST(DbCommand, ExportVerifiedTsvListsMedianTimesForCalibration) {
   TempDir dir;
   std::string path = dir.file("t.sqlite");

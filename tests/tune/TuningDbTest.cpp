@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -62,16 +61,22 @@ CandidateRecord failed(const std::string& schedule, CandidateStatus s, const std
 
 // Runs one SQL query on the file directly (outside TuningDb) and returns the first column of
 // every row as text.
-std::vector<std::string> rawQuery(const std::string& path, const std::string& sql) {
+// The `column`th value of each row `sql` returns.
+std::vector<std::string> rawQuery(const std::string& path, const std::string& sql, int column = 0) {
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   std::vector<std::string> rows;
-  auto collect = [](void* out, int n, char** values, char**) {
-    static_cast<std::vector<std::string>*>(out)->push_back(n > 0 && values[0] ? values[0] : "");
+  struct Out {
+    std::vector<std::string>* rows;
+    int column;
+  } out{&rows, column};
+  auto collect = [](void* o, int n, char** values, char**) {
+    auto* out = static_cast<Out*>(o);
+    out->rows->push_back(n > out->column && values[out->column] ? values[out->column] : "");
     return 0;
   };
   char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), +collect, &rows, &err), SQLITE_OK) << (err ? err : "");
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), +collect, &out, &err), SQLITE_OK) << (err ? err : "");
   sqlite3_free(err);
   sqlite3_close(db);
   return rows;
@@ -355,7 +360,9 @@ TEST(TuningDb, ListAndClear) {
   EXPECT_EQ(countRows(dir.file("t.sqlite"), "searches"), 0);
 }
 
-TEST(TuningDb, BestTakesMillisecondsAmongTenThousandRows) {
+// best() among 10^4 rows is one index search, not a scan and sort: asserted by SQLite's query plan
+// rather than by milliseconds (a time limit flaked under load; bench/compiler_speed.cpp times it).
+TEST(TuningDb, BestIsAnIndexSearchAmongTenThousandRows) {
   TempDir dir;
   std::string path = dir.file("t.sqlite");
   TuningDb db(path);
@@ -374,21 +381,16 @@ TEST(TuningDb, BestTakesMillisecondsAmongTenThousandRows) {
   EXPECT_EQ(countRows(path, "candidates"), 10000);
 
   TuningDb fresh(path);  // a cold connection, as a new process would have
-  auto t0 = std::chrono::steady_clock::now();
   auto best = fresh.best(key);
-  double firstMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(best.has_value());
-  std::vector<double> times;
-  for (int r = 0; r < 50; ++r) {
-    auto s = std::chrono::steady_clock::now();
-    auto b = fresh.best(key);
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
-    ASSERT_EQ(b->schedule, best->schedule);
-  }
-  std::sort(times.begin(), times.end());
-  EXPECT_LT(firstMs, 20.0);
-  EXPECT_LT(times[times.size() / 2], 20.0);
-  std::printf("best() among 10^4 rows: first call %.3f ms, median %.3f ms\n", firstMs, times[times.size() / 2]);
+  // The query of TuningDb::Impl::bestOf: a search of the candidates_best index, already in
+  // median order (no temporary B-tree for the ORDER BY).
+  std::string plan;
+  for (const std::string& row : rawQuery(path, "EXPLAIN QUERY PLAN SELECT * FROM candidates WHERE key_id = 1 AND "
+                                               "status = 'verified' ORDER BY median_ms, id LIMIT 1", 3))
+    plan += row + "\n";
+  EXPECT_NE(plan.find("SEARCH candidates USING INDEX candidates_best (key_id=? AND status=?)"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("TEMP B-TREE"), std::string::npos) << plan;
 
   // It is the fastest verified one.
   double fastest = 1e9;

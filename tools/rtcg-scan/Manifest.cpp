@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "support/Error.h"
+#include "support/OutputFile.h"
 
 namespace rtcg {
 
@@ -31,10 +32,16 @@ nlohmann::json manifest(const std::vector<nlohmann::json>& entries) {
 }
 
 void writeManifest(const std::string& path, const nlohmann::json& manifest) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(fmt::format("rtcg-scan: cannot write the manifest '{}'", path));
-  out << manifest.dump(2) << '\n';
-  if (!out) throw Error(fmt::format("rtcg-scan: writing the manifest '{}' failed", path));
+  // Dumped first and written atomically, so a failure leaves the previous manifest as it was.
+  // Bytes that are not UTF-8 (only DSL comments may hold them; or a file name) become U+FFFD:
+  // JSON cannot carry them, and the default handler threw (SIGABRT). A comment changes nothing a
+  // kernel is keyed by (its structural hash).
+  std::string text = manifest.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+  try {
+    writeOutputFile(path, text);
+  } catch (const Error& e) {
+    throw Error(fmt::format("rtcg-scan: the manifest: {}", e.what()));
+  }
 }
 
 }  // namespace rtcg

@@ -22,6 +22,7 @@
 #include "Manifest.h"
 #include "Scanner.h"
 #include "support/Error.h"
+#include "support/OutputFile.h"
 
 namespace {
 
@@ -47,11 +48,14 @@ void writeDepfile(const std::string& path, const std::string& target, const rtcg
     deps.insert(k.file);
     deps.insert(k.source.file);
   }
-  std::ofstream out(path, std::ios::trunc);
-  out << depfileEscape(target) << ':';
-  for (const std::string& d : deps) out << " \\\n  " << depfileEscape(d);
-  out << '\n';
-  if (!out) throw rtcg::Error(fmt::format("rtcg-scan: cannot write the depfile '{}'", path));
+  std::string text = depfileEscape(target) + ':';
+  for (const std::string& d : deps) text += " \\\n  " + depfileEscape(d);
+  text += '\n';
+  try {
+    rtcg::writeOutputFile(path, text);
+  } catch (const rtcg::Error& e) {
+    throw rtcg::Error(fmt::format("rtcg-scan: the depfile: {}", e.what()));
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "support/Error.h"
+#include "support/OutputFile.h"
 #include "tune/TuningDb.h"
 
 namespace rtcg {
@@ -218,11 +219,12 @@ int runExport(const DbOptions& o, const Io& io) {
     fmt::print(io.out, "{}", json);
     return kOk;
   }
-  std::ofstream f(o.output, std::ios::binary);
-  if (!f) io.fail(kInputError, "cannot write '{}': {}", o.output, std::strerror(errno));
-  f << json;
-  f.close();
-  if (!f) io.fail(kInputError, "cannot write '{}'", o.output);
+  // Atomically: a failed write used to leave truncated JSON behind.
+  try {
+    writeOutputFile(o.output, json);
+  } catch (const Error& e) {
+    io.fail(kInputError, "{}", e.what());
+  }
   fmt::print(io.err, "Exported {} to {}.\n", hash.empty() ? "the tuning database" : "kernel " + hash, o.output);
   return kOk;
 }

@@ -23,6 +23,7 @@
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
 #include "support/Error.h"
+#include "support/OutputFile.h"
 #include "tune/Report.h"
 #include "tune/Tuner.h"
 
@@ -73,29 +74,12 @@ SizeBindings parseDefines(const std::vector<std::string>& defines) {
   return sizes;
 }
 
-// Written to a temporary file in the same folder and renamed into place.
+// Written atomically (support/OutputFile.h).
 void writeFileAtomically(const std::string& path, const std::string& data) {
-  fs::path target(path);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
-  int fd = ::mkstemp(tmpl.data());
-  bool ok = fd >= 0;
-  size_t done = 0;
-  while (ok && done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n <= 0) ok = false;
-    else done += size_t(n);
-  }
-  if (fd >= 0) ok = (::close(fd) == 0) && ok;
-  if (ok) {
-    std::error_code ec;
-    fs::permissions(tmpl, fs::perms(0644), ec);
-    ok = std::rename(tmpl.c_str(), path.c_str()) == 0;
-  }
-  if (!ok) {
-    int err = errno;
-    if (fd >= 0) std::remove(tmpl.c_str());
-    fmt::print(stderr, "rtcgc: error: cannot write '{}': {}\n", path, std::strerror(err));
+  try {
+    writeOutputFile(path, data);
+  } catch (const Error& e) {
+    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
     throw Exit{1};
   }
 }

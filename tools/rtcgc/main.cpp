@@ -25,6 +25,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "support/Error.h"
+#include "support/OutputFile.h"
 #include "tune/Tuner.h"
 #include "tune/Verify.h"
 
@@ -95,36 +96,13 @@ void report(const Diagnostics& diags, const SourceText& src) {
   if (!text.empty()) fputs(text.c_str(), stderr);
 }
 
-// Writes `data` to `path` atomically: a temporary file in the same folder renamed into place,
-// so a failure never leaves a half-written output.
+// Writes `data` to `path` atomically (support/OutputFile.h: through symbolic links, never over a
+// device or directory, with the umask's mode), so a failure never leaves a half-written output.
 void writeFileAtomically(const std::string& path, std::string_view data) {
-  fs::path target(path);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back('\0');
-  int fd = mkstemp(name.data());
-  if (fd < 0) {
-    fmt::print(stderr, "rtcgc: error: cannot write '{}': {}\n", path, std::strerror(errno));
-    throw Fail{kInputError};
-  }
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n <= 0) break;
-    done += size_t(n);
-  }
-  bool ok = done == data.size() && ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
-  if (ok) {
-    std::error_code ec;  // mkstemp makes the file 0600; outputs are ordinary files
-    fs::permissions(name.data(), fs::perms(0644), ec);
-    ok = std::rename(name.data(), path.c_str()) == 0;
-  }
-  if (!ok) {
-    int err = errno;
-    std::remove(name.data());
-    fmt::print(stderr, "rtcgc: error: cannot write '{}': {}\n", path, std::strerror(err));
+  try {
+    writeOutputFile(path, data);
+  } catch (const Error& e) {
+    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
     throw Fail{kInputError};
   }
 }

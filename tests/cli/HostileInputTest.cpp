@@ -1,0 +1,138 @@
+// rtcgc against hostile input and environments (the "every stage fuzzed" issue): each test is the
+// regression test of one defect, and asserts a clear error with a location and the exit codes of
+// docs/rtcgc.md (1 user error, 2 bad command line, never a crash or 70).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;     // exit status; -1 when killed by a signal
+  std::string out;   // stderr (and stdout unless `redirect` sends it elsewhere)
+};
+
+// Runs the shell command `cmd`, collecting what it writes to its standard output.
+Result shell(const std::string& cmd) {
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Runs `rtcgc ARGS` with stderr captured, then `redirect` applied (e.g. "> /dev/full").
+Result rtcgc(const std::string& args, const std::string& redirect = "") {
+  return shell(std::string(RTCGC_PATH) + " " + args + " 2>&1 " + redirect);
+}
+
+mode_t modeOf(const fs::path& p) {
+  struct stat st {};
+  ::stat(p.c_str(), &st);
+  return st.st_mode & 07777;
+}
+
+fs::path tempDir() {
+  fs::path d = fs::temp_directory_path() / ("rtcgc-hostile-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::string writeTemp(const std::string& name, const std::string& text) {
+  fs::path p = tempDir() / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+std::string head(const std::string& s) { return s.substr(0, 2000); }
+
+const char* kCopy = "kernel copy(n: int, x: f32[n], out y: f32[n]) {\n  for i in 0..n { y[i] = x[i]; }\n}\n";
+
+}  // namespace
+
+// 1. A 30 000-character kernel name crashed rtcgc (a recursive std::regex over ptxas's log).
+TEST(Hostile, HugeIdentifierIsRefusedWithACaret) {
+  std::string f = writeTemp("long.rtcg", "kernel " + std::string(30000, 'k') +
+                                             "(n: int, x: f32[n], out y: f32[n]) { for i in 0..n { y[i] = x[i]; } }\n");
+  fs::path cubin = tempDir() / "long.cubin";
+  Result r = rtcgc("emit " + f + " -D n=8 --cubin -o " + cubin.string());
+  EXPECT_EQ(r.code, 1) << head(r.out);
+  EXPECT_NE(r.out.find("long.rtcg:1:8: error: identifier is 30000 characters long; the limit is 255"), std::string::npos)
+      << head(r.out);
+  EXPECT_FALSE(fs::exists(cubin));
+}
+
+// 3. `-o` renamed a temporary over whatever the path named: a device node (as root, /dev/full
+// became a regular file), a symbolic link (replaced, not written through), always mode 0644.
+TEST(Hostile, OutputIsNeverRenamedOverADeviceFifoOrDirectory) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  fs::path fifo = tempDir() / "fifo.cu", dir = tempDir() / "adir";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  fs::create_directories(dir);
+  Result r = rtcgc("emit " + f + " -D n=8 -o " + fifo.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot write '" + fifo.string() + "': it is not a regular file"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  r = rtcgc("emit " + f + " -D n=8 -o " + dir.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("it is a directory"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_directory(dir));
+  for (const auto& e : fs::directory_iterator(tempDir()))
+    EXPECT_NE(e.path().filename().string()[0], '.') << "temporary left behind: " << e.path();
+}
+
+TEST(Hostile, OutputIsWrittenThroughASymbolicLink) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  fs::path real = tempDir() / "real.cu", link = tempDir() / "link.cu";
+  fs::remove(link);
+  std::ofstream(real) << "old";
+  fs::create_symlink("real.cu", link);  // relative, as `ln -s` makes them
+  Result r = rtcgc("emit " + f + " -D n=8 -o " + link.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::is_symlink(link));
+  std::ifstream in(real);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("__global__"), std::string::npos) << text;
+}
+
+TEST(Hostile, OutputModeFollowsTheUmaskAndAReplacedFileKeepsItsMode) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  fs::path fresh = tempDir() / "fresh.cu", kept = tempDir() / "kept.cu";
+  fs::remove(fresh);
+  Result r = shell("umask 077 && " + std::string(RTCGC_PATH) + " emit " + f + " -D n=8 -o " + fresh.string() + " 2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(modeOf(fresh), 0600u);
+  std::ofstream(kept) << "old";
+  fs::permissions(kept, fs::perms(0640));
+  r = rtcgc("emit " + f + " -D n=8 -o " + kept.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(modeOf(kept), 0640u);
+}
+
+// 4. Every error echoed its whole line and errors were uncapped: a 289 KB program of them ran out
+// of memory (exit 70), a 55 KB one printed 328 MB.
+TEST(Hostile, ManyErrorsOnALongLineGiveAScreenful) {
+  std::string line = "kernel k(n: int, x: f32[n], out y: f32[n]) { for i in 0..n {";
+  while (line.size() < 289 * 1024) line += " y[i] = q;";
+  std::string f = writeTemp("many.rtcg", line + " } }\n");
+  Result r = rtcgc("check " + f);
+  EXPECT_EQ(r.code, 1) << head(r.out);
+  EXPECT_NE(r.out.find("many.rtcg:1:69: error: unknown name 'q'"), std::string::npos) << head(r.out);
+  EXPECT_NE(r.out.find("note: too many errors; only the first 50 are shown"), std::string::npos) << head(r.out);
+  EXPECT_LT(r.out.size(), 32u * 1024) << head(r.out);
+}
