@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "ir/Printer.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -27,8 +28,8 @@ bool factorsUsable(const IndexSchedule& is) {
   return true;
 }
 
-IndexPlan indexPlan(const NestIndex& ni, const IndexSchedule& is) {
-  IndexPlan ip{ni.name, ni.parallel, ni.hull, is, partExtents(is, ni.hull.extent()), {}, false};
+IndexPlan indexPlan(const NestIndex& ni, const IndexSchedule& is, size_t clause) {
+  IndexPlan ip{ni.name, ni.parallel, ni.hull, clause, partExtents(is, ni.hull.extent()), {}, false};
   ip.strides.assign(ip.extents.size(), 1);
   for (size_t q = ip.extents.size() - 1; q-- > 0;) ip.strides[q] = ip.strides[q + 1] * ip.extents[q + 1];
   ip.exact = ni.constantBounds && ip.strides[0] * ip.extents[0] == ni.hull.extent();
@@ -36,9 +37,9 @@ IndexPlan indexPlan(const NestIndex& ni, const IndexSchedule& is) {
 }
 
 // Adds the grid and thread parts of one index to the launch.
-void addToLaunch(const IndexPlan& ip, LaunchPlan& l) {
+void addToLaunch(const IndexPlan& ip, const IndexSchedule& is, LaunchPlan& l) {
   for (size_t p = 0; p < ip.extents.size(); ++p) {
-    const Placement pl = ip.schedule.parts[p].place;
+    const Placement pl = is.parts[p].place;
     const int64_t ext = ip.extents[p];
     if (isGridPlacement(pl)) {
       l.grid[placementAxis(pl)] *= ext;
@@ -63,12 +64,11 @@ NestPlan sketchNest(const Kernel& k, int nest, const NestSchedule& s, const std:
   NestPlan plan;
   plan.nest = nest;
   plan.schedule = s;
-  plan.indices = indices;
   for (const NestIndex& ni : indices) {
     const IndexSchedule* is = s.find(ni.name);
     if (!is || !factorsUsable(*is)) continue;
-    plan.parts.push_back(indexPlan(ni, *is));
-    addToLaunch(plan.parts.back(), plan.launch);
+    plan.parts.push_back(indexPlan(ni, *is, (size_t)(is - s.indices.data())));
+    addToLaunch(plan.parts.back(), *is, plan.launch);
   }
   LaunchPlan& l = plan.launch;
   l.threads = l.block[0] * l.block[1] * l.block[2];
@@ -105,18 +105,21 @@ class NestPlanner {
       r.reasons = std::move(reasons_);
       return r;
     }
-    plan_ = sketchNest(k_, nest_, s_, *indices);
+    indices_ = std::move(*indices);
+    plan_ = sketchNest(k_, nest_, s_, indices_);
     checkClauses();
     checkLaunch();
-    for (const std::string& m : splitReductionReasons(k_, nest_, s_, &plan_.indices)) reason(m);
+    for (const std::string& m : splitReductionReasons(k_, nest_, s_, &indices_)) reason(m);
     if (crossBlock_ && reasons_.empty()) checkScratch();
     checkSharedClauses();
     checkBufferClauses();
     plan_.groups = hoistedReductionGroups(k_, nest_, s_);
     if (s_.earlyLoads) checkEarlyLoads();
-    if (!s_.shared.empty() && reasons_.empty()) stage();
+    const bool staged = !s_.shared.empty() && reasons_.empty();
+    if (staged) stage();
     if (!reasons_.empty()) {
       r.reasons = std::move(reasons_);
+      if (staged) r.staging = std::move(plan_.staging);
       return r;
     }
     findPositionPipeline();
@@ -132,13 +135,14 @@ class NestPlanner {
   const ScheduleLimits& lim_;
   std::string where_;
   std::vector<std::string> reasons_;
+  std::vector<NestIndex> indices_;
   NestPlan plan_;
   const IndexSchedule* crossBlock_ = nullptr;  // the reduction index with grid parts
 
   void reason(std::string msg) { reasons_.push_back(where_ + msg); }
 
   const NestIndex* nestIndex(const std::string& name) const {
-    for (const NestIndex& ni : plan_.indices)
+    for (const NestIndex& ni : indices_)
       if (ni.name == name) return &ni;
     return nullptr;
   }
@@ -146,7 +150,7 @@ class NestPlanner {
   // Each clause: a known index, scheduled once, with parts and well-formed factors.
   void checkClauses() {
     std::vector<std::string> names;
-    for (const NestIndex& ni : plan_.indices) names.push_back(ni.name);
+    for (const NestIndex& ni : indices_) names.push_back(ni.name);
     std::set<std::string> seen;
     const IndexSchedule* gridUse[3] = {nullptr, nullptr, nullptr};
     const IndexSchedule* threadUse[3] = {nullptr, nullptr, nullptr};
@@ -195,7 +199,7 @@ class NestPlanner {
           reason(fmt::format("unrolling {} iterations of '{}' is too much (at most 1024)", ext[p], is.index));
       }
     }
-    for (const NestIndex& ni : plan_.indices)
+    for (const NestIndex& ni : indices_)
       if (!seen.count(ni.name))
         reason(fmt::format("{} index '{}' has no clause (e.g. '{}: serial')", ni.parallel ? "parallel" : "reduction",
                            ni.name, ni.name));
@@ -311,7 +315,7 @@ class NestPlanner {
   }
 
   void stage() {
-    plan_.staging = planStaging(k_, nest_, s_, &plan_.indices);
+    plan_.staging = planStaging(k_, nest_, s_, &indices_);
     const StagingPlan& st = plan_.staging;
     for (const std::string& e : st.errors) reason(e);
     if (st.errors.empty() && s_.buffers > 1 &&
@@ -344,7 +348,7 @@ class NestPlanner {
       }
     if (group < 0) return;
     const Loop& l = plan_.groups[group][0]->loops.front();
-    const IndexSchedule& is = plan_.index(l.name)->schedule;
+    const IndexSchedule& is = plan_.clauseOf(*plan_.index(l.name));
     auto clo = constIntValue(l.lo, k_), chi = constIntValue(l.hi, k_);
     if (!clo || !chi || stepPartOf(is) != 0 || stepSpanOf(is) < *chi - *clo) return;
     // The serial and unrolled parts of parallel indices in clause order (the emitter's loops,
@@ -358,7 +362,7 @@ class NestPlanner {
     while (q > 0 && loopParts[q - 1].first->extents[loopParts[q - 1].second] == 1) --q;
     if (q == 0) return;
     const auto [ip, part] = loopParts[q - 1];
-    if (ip->schedule.parts[part].place != Placement::Serial) return;
+    if (plan_.clauseOf(*ip).parts[part].place != Placement::Serial) return;
     // The tiles must move with it (else one copy per block would do: a Block-level tile).
     bool moves = false;
     for (const StagedArray& sa : plan_.staging.arrays)
@@ -377,7 +381,7 @@ class NestPlanner {
       std::set<ScalarType> types;
       for (const std::vector<Expr>& g : plan_.groups)
         for (const Loop& l : g[0]->loops)
-          for (const SchedulePart& p : plan_.index(l.name)->schedule.parts)
+          for (const SchedulePart& p : plan_.clauseOf(*plan_.index(l.name)).parts)
             if (isThreadPlacement(p.place))
               for (const Expr& r : g) types.insert(r->type);
       for (const auto& [t, v] : plan_.crossBlock.values) types.insert(t);
@@ -415,6 +419,122 @@ SchedulePlan planSchedule(const Kernel& k, const Schedule& s, const ScheduleLimi
   }
   if (!out.ok()) out.nests.clear();
   return out;
+}
+
+}  // namespace rtcg
+
+// ---------------------------------------------------------------------------------------------
+// Printing
+
+namespace rtcg {
+
+namespace {
+
+// The variable a part contributes to its index value: the block or thread coordinate, else the
+// part's own loop or register variable (`i_2`, as the emitter names its loops).
+std::string partVariable(const IndexPlan& ip, const IndexSchedule& is, size_t p) {
+  const Placement pl = is.parts[p].place;
+  static const char* axis[3] = {"x", "y", "z"};
+  if (isGridPlacement(pl)) return fmt::format("blockIdx.{}", axis[placementAxis(pl)]);
+  if (isThreadPlacement(pl)) return fmt::format("threadIdx.{}", axis[placementAxis(pl)]);
+  return fmt::format("{}_{}", ip.name, p);
+}
+
+std::string indexLines(const IndexPlan& ip, const IndexSchedule& is) {
+  std::vector<std::string> parts, terms;
+  if (ip.hull.lo != 0) terms.push_back(fmt::format("{}", ip.hull.lo));
+  int64_t points = 1;
+  for (size_t p = 0; p < ip.extents.size(); ++p) {
+    parts.push_back(fmt::format("{} {}", placementName(is.parts[p].place), ip.extents[p]));
+    terms.push_back(ip.strides[p] == 1 ? partVariable(ip, is, p) : fmt::format("{} * {}", ip.strides[p], partVariable(ip, is, p)));
+    points *= ip.extents[p];
+  }
+  std::string cover = ip.exact ? "exact" : fmt::format("{} points, guarded", points);
+  return fmt::format("  {} {} [{}, {}]: {} ({})\n    {} = {}\n", ip.parallel ? "parallel" : "reduction", ip.name,
+                     ip.hull.lo, ip.hull.hi, fmt::join(parts, ", "), cover, ip.name, fmt::join(terms, " + "));
+}
+
+std::string launchLine(const LaunchPlan& l) {
+  std::string s = fmt::format("  launch: grid {} x {} x {} ({} blocks), block {} x {} x {} ({} threads)", l.grid[0],
+                              l.grid[1], l.grid[2], l.blocks, l.block[0], l.block[1], l.block[2], l.threads);
+  if (l.regPoints > 1) s += fmt::format(", {} register points per thread", l.regPoints);
+  if (l.outputsPerThread > l.regPoints) s += fmt::format(", {} outputs per thread", l.outputsPerThread);
+  if (l.lanes > 1) s += fmt::format(", {} threads per output point", l.lanes);
+  return s + "\n";
+}
+
+// A tile's box: per dimension `origin : size`, the origin from the bases of the parallel indices
+// (their block's first value) and of the reduction step.
+std::string boxText(const StagedArray& sa) {
+  std::vector<std::string> dims;
+  for (const StagedDim& d : sa.dims) {
+    std::vector<std::string> terms;
+    for (const auto& [key, c] : d.coeffs) {
+      std::string base = key.rfind("p:", 0) == 0 ? key.substr(2) : key;
+      terms.push_back(c == 1 ? base : fmt::format("{} * {}", c, base));
+    }
+    if (d.constant != 0 || terms.empty()) terms.push_back(fmt::format("{}", d.constant));
+    dims.push_back(fmt::format("{} : {}{}", fmt::join(terms, " + "), d.size, d.whole ? " (whole)" : ""));
+  }
+  return fmt::format("[{}]", fmt::join(dims, ", "));
+}
+
+std::string stagingLines(const Kernel& k, const NestPlan& plan) {
+  std::string s;
+  for (const StagedArray& sa : plan.staging.arrays) {
+    const std::string& name = k.params[sa.array].name;
+    std::string level = sa.level == StageLevel::Step ? fmt::format("per step of reduction group {}", sa.group)
+                        : sa.movesWithSerial      ? "per block, per position of its serial parts"
+                                                  : "once per block";
+    std::vector<int64_t> pitch = storedPitches(sa);
+    s += fmt::format("  shared {}{}: {}, box {}\n", name, plan.schedule.isTransposed(name) ? "^T" : "", level, boxText(sa));
+    s += fmt::format("    stored dimensions {} (outermost first), padded {}, pitches {}; {} elements x {} buffer{} = {} bytes\n",
+                     fmt::join(sa.order, ", "), fmt::join(sa.padded, " x "), fmt::join(pitch, ", "), sa.elements,
+                     sa.buffers, sa.buffers == 1 ? "" : "s", sa.bytes);
+  }
+  if (!plan.staging.arrays.empty())
+    s += fmt::format("  copies: {}, {} buffer{}\n", plan.schedule.asyncCopy ? "cp.async" : "through registers",
+                     plan.schedule.buffers, plan.schedule.buffers == 1 ? "" : "s");
+  return s;
+}
+
+std::string crossBlockLine(const CrossBlockPlan& cb) {
+  static const char* axis[3] = {"x", "y", "z"};
+  std::vector<std::string> axes;
+  for (int a = 0; a < 3; ++a)
+    if (cb.gridAxis[a]) axes.push_back(fmt::format("grid.{}", axis[a]));
+  return fmt::format("  split across blocks: '{}' on {}, {} blocks per tile, {} tiles x {} positions ({} arrival "
+                     "counters), {} slots x {} register points per block, {:.0f} bytes of global scratch\n",
+                     cb.index, fmt::join(axes, ", "), cb.blocks, cb.tiles, cb.positions, cb.counters, cb.slots,
+                     cb.regPoints, cb.scratchBytes);
+}
+
+}  // namespace
+
+std::string printPlan(const Kernel& k, const NestPlan& plan) {
+  std::string s = fmt::format("nest {}: {}\n", plan.nest, printNestSchedule(plan.schedule));
+  s += launchLine(plan.launch);
+  if (plan.schedule.blocksPerSM > 0)
+    s += fmt::format("  __launch_bounds__({}, {})\n", plan.launch.threads, plan.schedule.blocksPerSM);
+  for (const IndexPlan& ip : plan.parts) s += indexLines(ip, plan.clauseOf(ip));
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    std::vector<std::string> loops;
+    for (const Loop& l : plan.groups[g][0]->loops) loops.push_back(l.name);
+    s += fmt::format("  reduction group {}: {} reduction{} over {}, computed ahead of the statements\n", g,
+                     plan.groups[g].size(), plan.groups[g].size() == 1 ? "" : "s", fmt::join(loops, ", "));
+  }
+  s += stagingLines(k, plan);
+  if (plan.pipeline.any())
+    s += fmt::format("  positions pipelined: part {} (serial) of '{}', the one step of reduction group {}\n",
+                     plan.pipeline.part, plan.pipeline.index, plan.pipeline.group);
+  if (plan.crossBlock.any()) s += crossBlockLine(plan.crossBlock);
+  if (plan.sharedBytes > 0)
+    s += fmt::format("  shared memory: {} bytes ({} of tiles, {} besides), {}\n", plan.sharedBytes, plan.staging.bytes,
+                     plan.staticExtraBytes,
+                     plan.dynamicShared ? fmt::format("dynamic: the launch provides {} bytes", plan.staging.bytes)
+                                        : std::string("static"));
+  for (const Expr& e : plan.earlyLoads) s += fmt::format("  early load: {}\n", printExpr(e, &k));
+  return s;
 }
 
 }  // namespace rtcg

@@ -26,7 +26,7 @@ struct IndexPlan {
   std::string name;
   bool parallel = false;
   IndexRange hull;
-  IndexSchedule schedule;        // its clause
+  size_t clause = 0;             // its clause: NestPlan::schedule.indices[clause]
   std::vector<int64_t> extents;  // per part (partExtents)
   std::vector<int64_t> strides;  // per part: the product of the extents of the parts after it
   bool exact = false;            // constant bounds and the parts cover them exactly: no guard
@@ -61,8 +61,9 @@ struct PositionPipeline {
 struct NestPlan {
   int nest = 0;
   NestSchedule schedule;
-  std::vector<NestIndex> indices;  // nestIndices: parallel indices, then reduction names
-  std::vector<IndexPlan> parts;    // per index with a clause, in the order of `indices`
+  // Per index with a clause, in the order of nestIndices (parallel indices, then reduction names).
+  // (The space keeps a plan per candidate, tens of thousands: plans hold no copies they can avoid.)
+  std::vector<IndexPlan> parts;
   LaunchPlan launch;
   std::vector<std::vector<Expr>> groups;  // hoistedReductionGroups
   std::vector<Expr> earlyLoads;           // earlyStatementLoads with `loads: early`, else empty
@@ -77,6 +78,7 @@ struct NestPlan {
   bool dynamicShared = false;
 
   const IndexPlan* index(std::string_view name) const;  // nullptr if absent
+  const IndexSchedule& clauseOf(const IndexPlan& ip) const { return schedule.indices[ip.clause]; }
 };
 
 // The plan of nest `nest` of the bound kernel `k` under `s`, or every reason why there is none
@@ -84,6 +86,9 @@ struct NestPlan {
 struct NestPlanResult {
   std::optional<NestPlan> plan;
   std::vector<std::string> reasons;
+  // Without a plan: the staging plan when it was made before a later check rejected the schedule
+  // (too many bytes; buffers without steps), for the space's probes of variants to generate.
+  std::optional<StagingPlan> staging;
   bool ok() const { return plan.has_value(); }
 };
 NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits = {});
