@@ -1,6 +1,7 @@
 #include "schedule/Domain.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -431,9 +432,16 @@ int64_t stepSpanOf(const IndexSchedule& is) {
   return span;
 }
 
+namespace {
+std::atomic<int64_t> stagingPlans{0};
+}  // namespace
+
+int64_t planStagingCount() { return stagingPlans.load(std::memory_order_relaxed); }
+
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known) {
   StagingPlan plan;
   if (s.shared.empty()) return plan;
+  stagingPlans.fetch_add(1, std::memory_order_relaxed);
   std::optional<std::vector<NestIndex>> found;
   if (!known && !(found = nestIndices(k, nest))) return plan;  // validation reports this
   const std::vector<NestIndex>* indices = known ? known : &*found;

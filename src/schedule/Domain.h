@@ -190,6 +190,10 @@ int64_t stepSpanOf(const IndexSchedule& is);
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s,
                         const std::vector<NestIndex>* indices = nullptr);
 
+// How many plans of a non-empty `shared:` planStaging has made in this process (it is the costly
+// part of planning a candidate): what tests check to keep the space from re-planning.
+int64_t planStagingCount();
+
 // Whether the box of `sa` moves with the parallel index `index` (a "p:<index>" key of its dims).
 bool movesWith(const StagedArray& sa, const std::string& index);
 

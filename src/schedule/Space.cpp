@@ -26,10 +26,10 @@ std::string micros(double seconds) {
 
 // One schedule of one nest, with the model's estimate.
 struct NestCandidate {
-  NestSchedule schedule;
   std::string text;
   NestEstimate est;
   bool isDefault = false;
+  std::shared_ptr<const NestPlan> plan;  // its schedule too
 };
 
 // How the register tile of a parallel index sits around its thread part.
@@ -45,7 +45,14 @@ struct TileLayout {
 class NestSpace {
  public:
   NestSpace(const Kernel& k, int nest, const SpaceOptions& o, const Schedule& defaults)
-      : k_(k), nest_(nest), o_(o), defaults_(defaults), model_(k, nest) {}
+      : k_(k), nest_(nest), o_(o), defaults_(defaults), model_(k, nest) {
+    // The other nests keep their default schedules: their reasons (none, unless the limits exclude
+    // a default) are planned once and reported around this nest's, as validateSchedule orders them.
+    for (size_t n = 0; n < defaults.nests.size(); ++n)
+      if ((int)n != nest)
+        for (std::string& r : planNest(k, (int)n, defaults.nests[n], o.limits).reasons)
+          ((int)n < nest ? reasonsBefore_ : reasonsAfter_).push_back(std::move(r));
+  }
 
   std::vector<NestCandidate> kept;
   std::vector<PrunedCandidate> pruned;
@@ -77,6 +84,9 @@ class NestSpace {
   std::set<std::string> seen_;
   std::map<Family, bool> accepted_;                          // some variant of the family is legal
   std::map<Family, std::vector<PrunedCandidate>> rejected_;  // its illegal variants
+  std::vector<std::string> reasonsBefore_, reasonsAfter_;    // of the other nests' defaults
+  // Plans made before their variant is added (probes of its staging), by text: add takes them.
+  std::map<std::string, NestPlanResult> planned_;
 
   void finishFamilies() {
     sharedOffered = accepted_[Family::Shared];
@@ -98,20 +108,39 @@ class NestSpace {
 
   std::string where() const { return k_.nests.size() > 1 ? fmt::format("nest {}: ", nest_) : ""; }
 
-  std::vector<std::string> validate(const NestSchedule& ns) const {
-    Schedule s = defaults_;
-    s.nests[nest_] = ns;
-    return validateSchedule(k_, s, o_.limits);
+  // The plan of a variant of this nest (probed earlier or made now), taken out of the cache.
+  NestPlanResult takePlan(const NestSchedule& ns, const std::string& text) {
+    auto hit = planned_.find(text);
+    if (hit == planned_.end()) return planNest(k_, nest_, ns, o_.limits);
+    NestPlanResult r = std::move(hit->second);
+    planned_.erase(hit);
+    return r;
   }
 
-  // Adds a generated nest schedule (once). Variants of a family the validator rejects wholesale
-  // (the emitter does not support it yet) are summarized in one pruned entry by finishFamilies.
-  // `validated`: the caller knows the schedule is legal (validateSchedule is not run again).
-  bool add(const NestSchedule& ns, Family family, bool isDefault = false, bool validated = false) {
+  // The staging of a variant about to be generated, planned once: its plan's, or where the
+  // variant is rejected before its tiles are planned (a split-K share past the scratch limit),
+  // planStaging's, as the generation has always seen it.
+  StagingPlan stagingOf(const NestSchedule& ns) {
+    std::string text = printNestSchedule(ns);
+    auto hit = planned_.find(text);
+    if (hit == planned_.end()) hit = planned_.emplace(text, planNest(k_, nest_, ns, o_.limits)).first;
+    const NestPlanResult& r = hit->second;
+    if (r.plan) return r.plan->staging;
+    if (r.staging) return *r.staging;
+    return planStaging(k_, nest_, ns, &model_.indices());
+  }
+
+  // Adds a generated nest schedule (once), with its plan. Variants of a family the validator
+  // rejects wholesale (the emitter does not support it yet) are summarized in one pruned entry by
+  // finishFamilies.
+  bool add(const NestSchedule& ns, Family family, bool isDefault = false) {
     std::string text = printNestSchedule(ns);
     if (!seen_.insert(text).second) return false;
     ++enumerated;
-    std::vector<std::string> reasons = validated ? std::vector<std::string>{} : validate(ns);
+    NestPlanResult planned = takePlan(ns, text);
+    std::vector<std::string> reasons = reasonsBefore_;
+    reasons.insert(reasons.end(), planned.reasons.begin(), planned.reasons.end());
+    reasons.insert(reasons.end(), reasonsAfter_.begin(), reasonsAfter_.end());
     if (!reasons.empty()) {
       // The default is legal under the default limits; tighter user limits may still exclude it.
       PrunedCandidate p{where() + text, (isDefault ? "default schedule: " : "") + reasons.front()};
@@ -120,15 +149,17 @@ class NestSpace {
       return false;
     }
     if (family != Family::Plain) accepted_[family] = true;
+    auto plan = std::make_shared<const NestPlan>(std::move(*planned.plan));
     if (family == Family::Shared && !ns.shared.empty()) {
-      auto bytes = model_.stagedBytes(ns, ns.shared);
+      auto bytes = model_.stagedBytes(*plan, ns.shared);
       if (bytes && *bytes > o_.limits.maxSharedBytes) {
         pruned.push_back({where() + text, fmt::format("staging needs {} bytes of shared memory (at most {})",
                                                       *bytes, o_.limits.maxSharedBytes)});
         return false;
       }
     }
-    kept.push_back({ns, text, model_.estimate(ns, o_.device), isDefault});
+    NestEstimate est = model_.estimate(*plan, o_.device);
+    kept.push_back({text, std::move(est), isDefault, std::move(plan)});
     return true;
   }
 
@@ -336,11 +367,11 @@ class NestSpace {
     const size_t loads = earlyStatementLoads(k_, nest_, ns).size();
     if (loads == 0 || (int64_t)loads * partProduct(ns.indices, isReg) > 8) return;
     // Legal exactly when `ns` is (just added) and its reductions are computed ahead of the
-    // statements in this block (validateSchedule's `loads:` checks): not validated again.
-    if (kept.back().est.crossBlocks > 1 || hoistedReductionGroups(k_, nest_, ns).empty()) return;
+    // statements in this block (the plan's `loads:` checks).
+    if (kept.back().est.crossBlocks > 1 || kept.back().plan->groups.empty()) return;
     NestSchedule early = ns;
     early.earlyLoads = true;
-    add(early, Family::Shared, false, /*validated=*/true);
+    add(early, Family::Shared);
   }
 
   // Staging variants of one placement of the parallel indices: the read-only operands the block
@@ -410,7 +441,7 @@ class NestSpace {
           // Tiles staged per step also double-buffered (one barrier per step instead of two) while
           // both buffers fit. Neither wins everywhere: on an H100, a 128 x 128 SGEMM tile (n=2048)
           // ran 0.439 ms with one buffer and 0.460 ms with two, so both are measured.
-          StagingPlan single = planStaging(k_, nest_, ns, &model_.indices());
+          StagingPlan single = stagingOf(ns);
           bool steps = std::any_of(single.arrays.begin(), single.arrays.end(),
                                    [](const StagedArray& sa) { return sa.level == StageLevel::Step; });
           // Also three buffers filled by cp.async two steps ahead ('copy: async'): more bytes in
@@ -427,7 +458,7 @@ class NestSpace {
               NestSchedule multi = ns;
               multi.buffers = buffers;
               multi.asyncCopy = async;
-              if (planStaging(k_, nest_, multi, &model_.indices()).bytes <= o_.limits.maxSharedBytes)
+              if (stagingOf(multi).bytes <= o_.limits.maxSharedBytes)
                 bufferCounts.push_back({buffers, async});
             }
           }
@@ -480,12 +511,13 @@ class NestSpace {
               }
             }
         }
+    planned_.clear();  // probes whose variants were not generated
   }
 
   // Whether a tile staged per reduction step moves with the serial part of a parallel index (the
   // emitter then pipelines those positions; a tile that stays is copied once per position).
-  bool stepTileMovesWithSerial(const NestSchedule& ns) const {
-    StagingPlan plan = planStaging(k_, nest_, ns, &model_.indices());
+  bool stepTileMovesWithSerial(const NestSchedule& ns) {
+    StagingPlan plan = stagingOf(ns);
     for (const IndexSchedule& is : ns.indices)
       for (size_t p = 1; p < is.parts.size(); ++p)
         if (is.parts[p].place == Placement::Serial)
@@ -784,7 +816,8 @@ Candidate makeCandidate(const std::vector<const NestCandidate*>& parts) {
   const NestEstimate* dominant = nullptr;
   double seconds = 0;
   for (const NestCandidate* p : parts) {
-    c.schedule.nests.push_back(p->schedule);
+    c.schedule.nests.push_back(p->plan->schedule);
+    c.plans.push_back(p->plan);
     c.estimatedBytes += p->est.bytes;
     c.estimatedFlops += p->est.flops;
     seconds += p->est.seconds;

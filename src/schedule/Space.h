@@ -13,10 +13,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ir/IR.h"
+#include "schedule/Plan.h"
 #include "schedule/Schedule.h"
 
 namespace rtcg {
@@ -60,6 +62,9 @@ struct Candidate {
   double estimatedBytes = 0;  // global-memory bytes moved, from footprints and coalescing
   double estimatedFlops = 0;
   double score = 0;           // lower is better: the model's predicted time in microseconds
+  // One per nest: the plan the model valued (planNest), shared by the candidates of several-nest
+  // products; the emitter and the report read it instead of planning again.
+  std::vector<std::shared_ptr<const NestPlan>> plans;
   // For several nests: threads/blocks/tile/shared/occupancy are those of the nest with the largest
   // predicted time; bytes, flops and score are sums over the nests.
 };

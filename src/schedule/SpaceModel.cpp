@@ -109,14 +109,15 @@ int NestModel::loopIdIn(const Access& a, const std::string& index) const {
 // A block fixes the grid parts of every index; a thread fixes the grid and thread parts. The
 // values left are represented by a contiguous range with as many points (exact when the fixed
 // parts are the outer ones, which is how the space places grid parts).
-NestModel::Tiles NestModel::tiles(const NestSchedule& s) const {
+NestModel::Tiles NestModel::tiles(const NestPlan& plan) const {
   Tiles t;
   for (const NestIndex& ni : indices_) {
-    const IndexSchedule* is = s.find(ni.name);
+    const IndexPlan* ip = plan.index(ni.name);
     int64_t extent = std::max<int64_t>(1, ni.hull.extent());
     int64_t inBlock = extent, inThread = extent, inStep = extent, inPosition = extent;
-    if (is) {
-      std::vector<int64_t> ext = partExtents(*is, extent);
+    if (ip) {
+      const IndexSchedule* is = &plan.clauseOf(*ip);
+      const std::vector<int64_t>& ext = ip->extents;
       inBlock = inThread = inPosition = 1;
       for (size_t p = 0; p < is->parts.size(); ++p) {
         Placement pl = is->parts[p].place;
@@ -203,7 +204,11 @@ static double stagedTraffic(const Kernel& k, const Access& a, const std::optiona
 }
 
 std::optional<int64_t> NestModel::stagedBytes(const NestSchedule& s, const std::vector<std::string>& arrays) const {
-  return stagedBytes(tiles(s), arrays);
+  return stagedBytes(sketchNest(*k_, nest_, s, indices_), arrays);
+}
+
+std::optional<int64_t> NestModel::stagedBytes(const NestPlan& plan, const std::vector<std::string>& arrays) const {
+  return stagedBytes(tiles(plan), arrays);
 }
 
 std::optional<int64_t> NestModel::stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const {
@@ -338,40 +343,31 @@ double NestModel::bankConflictWays(const NestSchedule& s, size_t access, const S
 }
 
 NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) const {
-  NestEstimate e;
-  int64_t threadX = 1;
-  int64_t lanes = 1;  // threads on reduction thread parts
-  for (const IndexSchedule& is : s.indices) {
-    const NestIndex* ni = index(is.index);
-    if (!ni) continue;
-    std::vector<int64_t> ext = partExtents(is, std::max<int64_t>(1, ni->hull.extent()));
-    for (size_t p = 0; p < is.parts.size(); ++p) {
-      Placement pl = is.parts[p].place;
-      if (isGridPlacement(pl)) {
-        e.blocks *= ext[p];
-        if (!ni->parallel) e.crossBlocks *= ext[p];
-      } else if (isThreadPlacement(pl)) {
-        e.threads *= ext[p];
-        if (!ni->parallel) lanes *= ext[p];
-      }
-      else if (ni->parallel) {
-        e.outputsPerThread *= ext[p];
-        if (pl == Placement::Reg) e.registerTile *= ext[p];
-      }
-      if (pl == Placement::ThreadX) {
-        e.threadXIndex = is.index;
-        threadX = ext[p];
-      }
-    }
-  }
+  NestPlan sketch = sketchNest(*k_, nest_, s, indices_);
+  sketch.staging = planStaging(*k_, nest_, s, &indices_);
+  if (s.earlyLoads) sketch.earlyLoads = earlyStatementLoads(*k_, nest_, s);
+  return estimate(sketch, d);
+}
 
-  Tiles t = tiles(s);
+NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) const {
+  const NestSchedule& s = plan.schedule;
+  NestEstimate e;
+  const LaunchPlan& launch = plan.launch;
+  e.threads = launch.threads;
+  e.blocks = launch.blocks;
+  e.crossBlocks = launch.crossBlocks;
+  e.registerTile = launch.regPoints;
+  e.outputsPerThread = launch.outputsPerThread;
+  e.threadXIndex = launch.threadXIndex;
+  const int64_t threadX = launch.threadX;
+  const int64_t lanes = launch.lanes;  // threads on reduction thread parts
+
+  Tiles t = tiles(plan);
   std::set<std::string> staged(s.shared.begin(), s.shared.end());
   double reductionValuesPerThread = 1;
   for (const NestIndex& ni : indices_)
     if (!ni.parallel) reductionValuesPerThread *= (double)t.threadCount[ni.name];
   IssueCounts issue;
-  std::optional<StagingPlan> plan;  // the staged tiles' layout, for bank conflicts
   double operandsPerValue = 0;  // registers holding one reduction value's operands
   std::map<std::string, std::pair<double, double>> reuse;  // array -> (requests, distinct)
   double perBlock = 0;
@@ -415,8 +411,7 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
     double width = isStaged ? (double)vectorWidth(s, ai, s.isTransposed(param.name)) : 1.0;
     double ways = 1;
     if (isStaged) {
-      if (!plan) plan = planStaging(*k_, nest_, s, &indices_);
-      for (const StagedArray& sa : plan->arrays)
+      for (const StagedArray& sa : plan.staging.arrays)
         if (sa.array == a.array) ways = bankConflictWays(s, ai, sa, (int64_t)width, e.threadXIndex, threadX);
     }
     issue.loads += perThread / width * ways;
@@ -439,7 +434,7 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   double prefetch = s.shared.empty() || s.asyncCopy ? 0 : issue.copies / 3 / std::max(1.0, stepsPerThread(s)) / positions;
   e.registers = 24 + statements * e.registerTile + (int64_t)std::ceil(operandsPerValue + prefetch);
   // `loads: early`: the statements' loads held across the reductions, per register point.
-  if (s.earlyLoads) e.registers += (int64_t)earlyStatementLoads(*k_, nest_, s).size() * e.registerTile;
+  if (s.earlyLoads) e.registers += (int64_t)plan.earlyLoads.size() * e.registerTile;
   // __launch_bounds__(threads, N) caps the registers; so does NVCC at 255. Past the cap it spills.
   int64_t cap = 255;
   if (s.blocksPerSM > 0) cap = std::min<int64_t>(cap, d.registersPerMultiprocessor / (e.threads * s.blocksPerSM) / 8 * 8);

@@ -48,6 +48,7 @@
 
 #include "ir/Analysis.h"
 #include "schedule/Domain.h"
+#include "schedule/Plan.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
 
@@ -85,11 +86,17 @@ class NestModel {
   // Arrays the nest only reads (candidates for staging), by name, in order of first access.
   const std::vector<std::string>& readOnlyArrays() const { return readOnly_; }
 
+  // The estimate of a planned nest schedule (planNest): the launch, the staged tiles and the early
+  // loads come from the plan.
+  NestEstimate estimate(const NestPlan& plan, const DeviceModel& d) const;
+  // The same for a schedule not planned (a probe that may not be legal): its sketch (sketchNest)
+  // with its staging planned.
   NestEstimate estimate(const NestSchedule& s, const DeviceModel& d) const;
 
   // Shared bytes for staging `arrays` under schedule `s`: the block's footprint of each with the
   // innermost serial part of each reduction index as the step. nullopt if it cannot be bounded.
   std::optional<int64_t> stagedBytes(const NestSchedule& s, const std::vector<std::string>& arrays) const;
+  std::optional<int64_t> stagedBytes(const NestPlan& plan, const std::vector<std::string>& arrays) const;
 
  private:
   const Kernel* k_;
@@ -118,7 +125,7 @@ class NestModel {
     double total() const { return fmas + loads + copies + control + stores; }
   };
 
-  Tiles tiles(const NestSchedule& s) const;
+  Tiles tiles(const NestPlan& plan) const;
   std::optional<int64_t> stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const;
   int64_t vectorWidth(const NestSchedule& s, size_t access, bool transposed) const;
   const NestIndex* innermostReduction() const;  // the last reduction index; nullptr if none

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -19,8 +20,9 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result rtcgc(const std::string& args) {
-  std::string cmd = std::string(RTCGC_PATH) + " " + args + " 2>&1";
+// `redirect`: where standard error goes (by default with standard output into Result::out).
+Result rtcgc(const std::string& args, const char* redirect = "2>&1") {
+  std::string cmd = std::string(RTCGC_PATH) + " " + args + " " + redirect;
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -305,4 +307,109 @@ TEST(Cli, IrPrints) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("matmul"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("sum"), std::string::npos) << r.out;
+}
+
+namespace {
+
+// rtcgc's standard output alone (standard error discarded), and its exit code.
+Result rtcgcStdout(const std::string& args) { return rtcgc(args, "2>/dev/null"); }
+
+// The schedules of `rtcgc tune --dry-run --json` (the model's sample of the space, sm_90 limits).
+std::vector<std::string> dryRunSchedules(const std::string& file, const std::string& defs) {
+  Result r = rtcgcStdout("tune " + example(file) + defs + " --dry-run --json --max-candidates 64");
+  std::vector<std::string> out;
+  const std::string key = "\"schedule\": \"";
+  for (size_t at = r.out.find(key); at != std::string::npos; at = r.out.find(key, at + 1)) {
+    size_t from = at + key.size();
+    out.push_back(r.out.substr(from, r.out.find('"', from) - from));
+  }
+  return out;
+}
+
+}  // namespace
+
+// `rtcgc explain` on every example at its sizes: the default schedule, a staged schedule of the
+// model's sample (else its best candidate) and one split across threads or blocks where the
+// sample has one; every nest's plan is printed.
+TEST(Cli, ExplainEveryExample) {
+  auto sizes = exampleSizes();
+  ASSERT_GE(sizes.size(), 10u);
+  for (const auto& [file, defs] : sizes) {
+    SCOPED_TRACE(file);
+    Result def = rtcgcStdout("explain " + example(file) + defs);
+    EXPECT_EQ(def.code, 0) << def.out;
+    EXPECT_EQ(def.out.rfind("kernel ", 0), 0u) << def.out;
+    EXPECT_NE(def.out.find("nest 0: "), std::string::npos) << def.out;
+    EXPECT_NE(def.out.find("  launch: grid "), std::string::npos) << def.out;
+    std::vector<std::string> schedules = dryRunSchedules(file, defs);
+    ASSERT_FALSE(schedules.empty());
+    std::string staged = schedules.front(), split;
+    for (const std::string& s : schedules)
+      if (s.find("shared:") != std::string::npos) {
+        staged = s;
+        break;
+      }
+    // A reduction split across blocks: `i: serial, unroll 4, grid.x 132, thread.x 1024` (dot, gemv).
+    static const std::regex acrossBlocks("serial, (unroll [0-9]+, )?grid\\.");
+    for (const std::string& s : schedules)
+      if (split.empty() && std::regex_search(s, acrossBlocks)) split = s;
+    for (const std::string& s : {staged, split}) {
+      if (s.empty()) continue;
+      Result r = rtcgcStdout("explain " + example(file) + defs + " --max-shared 232448 -s '" + s + "'");
+      EXPECT_EQ(r.code, 0) << s << "\n" << r.out;
+      EXPECT_NE(r.out.find("schedule: " + s + "\n"), std::string::npos) << r.out;
+      if (s == split) EXPECT_NE(r.out.find("\n  split across blocks: "), std::string::npos) << r.out;
+      if (s.find("shared:") != std::string::npos) {
+        EXPECT_NE(r.out.find("\n  shared "), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find("\n  shared memory: "), std::string::npos) << r.out;
+      }
+    }
+  }
+}
+
+// The plan in words, exactly: matmul's staged 4 x 16 tile with buffers filled by cp.async.
+TEST(Cli, ExplainPrintsThePlan) {
+  Result r = rtcgcStdout("explain " + example("matmul.rtcg") +
+                         " -D n=500 -s 'i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 16; k: serial, unroll 16; "
+                         "shared: a^T, b; buffers: 3; copy: async'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out,
+            "kernel matmul (n=500) for sm_90, schedule: i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 16; k: "
+            "serial, unroll 16; shared: a^T, b; buffers: 3; copy: async\n"
+            "nest 0: i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 16; k: serial, unroll 16; shared: a^T, b; "
+            "buffers: 3; copy: async\n"
+            "  launch: grid 32 x 8 x 1 (256 blocks), block 16 x 16 x 1 (256 threads), 4 register points per thread\n"
+            "  parallel i [0, 499]: grid.y 8, thread.y 16, reg 4 (512 points, guarded)\n"
+            "    i = 64 * blockIdx.y + 4 * threadIdx.y + i_2\n"
+            "  parallel j [0, 499]: grid.x 32, thread.x 16 (512 points, guarded)\n"
+            "    j = 16 * blockIdx.x + threadIdx.x\n"
+            "  reduction k [0, 499]: serial 32, unroll 16 (512 points, guarded)\n"
+            "    k = 16 * k_0 + k_1\n"
+            "  reduction group 0: 1 reduction over k, computed ahead of the statements\n"
+            "  shared a^T: per step of reduction group 0, box [i : 64, step : 16]\n"
+            "    stored dimensions 1, 0 (outermost first), padded 68 x 16, pitches 1, 68; 1088 elements x 3 buffers = "
+            "13056 bytes\n"
+            "  shared b: per step of reduction group 0, box [step : 16, j : 16]\n"
+            "    stored dimensions 0, 1 (outermost first), padded 16 x 16, pitches 16, 1; 256 elements x 3 buffers = "
+            "3072 bytes\n"
+            "  copies: cp.async, 3 buffers\n"
+            "  shared memory: 16128 bytes (16128 of tiles, 0 besides), static\n");
+}
+
+// A rejected schedule: its reasons on standard error, nothing on standard output, exit 1; a bad
+// command line exits 2.
+TEST(Cli, ExplainRejectedSchedule) {
+  const std::string args = "explain " + example("matmul.rtcg") + " -D n=500 -s 'i: grid.y, thread.y 64; j: grid.x, thread.x 64; k: serial; shared: c'";
+  Result out = rtcgcStdout(args);
+  EXPECT_EQ(out.code, 1);
+  EXPECT_EQ(out.out, "");
+  Result all = rtcgc(args);
+  EXPECT_EQ(all.code, 1);
+  EXPECT_NE(all.out.find("illegal schedule: 4096 threads per block (at most 1024)"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("illegal schedule: array 'c' is written and cannot be staged"), std::string::npos) << all.out;
+  Result syntax = rtcgc("explain " + example("matmul.rtcg") + " -D n=500 -s 'i: grid.y;;'");
+  EXPECT_EQ(syntax.code, 1);
+  EXPECT_NE(syntax.out.find("bad schedule at column"), std::string::npos) << syntax.out;
+  EXPECT_EQ(rtcgc("explain " + example("matmul.rtcg") + " -D n=500 --arch nonsense").code, 2);
+  EXPECT_EQ(rtcgc("explain").code, 2);
 }

@@ -3,6 +3,7 @@
 #include "frontend/Frontend.h"
 #include "ir/Bind.h"
 #include "schedule/Domain.h"
+#include "schedule/Plan.h"
 #include "schedule/Schedule.h"
 #include "schedule/TestKernels.h"
 
@@ -345,4 +346,52 @@ TEST(Domain, PartExtents) {
   EXPECT_EQ(partExtents(s, 512), (std::vector<int64_t>{8, 16, 4}));
   EXPECT_EQ(partExtents(s, 1), (std::vector<int64_t>{1, 16, 4}));
   EXPECT_EQ(partExtents(s, 0), (std::vector<int64_t>{1, 16, 4}));
+}
+
+// A nest's plan: the launch, the index parts, the staging and the shared memory, derived once; a
+// rejected schedule has no plan, only the reasons validateSchedule reports.
+TEST(Plan, LaunchPartsStagingAndReasons) {
+  Kernel mm = matmul(500);
+  Schedule s = parseOk("i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 16; k: serial, unroll 16; shared: a, b; buffers: 2");
+  SchedulePlan sp = planSchedule(mm, s);
+  ASSERT_TRUE(sp.ok()) << joined(sp.reasons);
+  ASSERT_EQ(sp.nests.size(), 1u);
+  const NestPlan& p = sp.nests[0];
+  EXPECT_EQ(p.launch.grid[0], 32);  // ceil(500 / 16)
+  EXPECT_EQ(p.launch.grid[1], 8);   // ceil(500 / 64)
+  EXPECT_EQ(p.launch.block[0], 16);
+  EXPECT_EQ(p.launch.block[1], 16);
+  EXPECT_EQ(p.launch.threads, 256);
+  EXPECT_EQ(p.launch.blocks, 256);
+  EXPECT_EQ(p.launch.regPoints, 4);
+  EXPECT_EQ(p.launch.threadXIndex, "j");
+  const IndexPlan* i = p.index("i");
+  ASSERT_NE(i, nullptr);
+  EXPECT_EQ(i->extents, (std::vector<int64_t>{8, 16, 4}));
+  EXPECT_EQ(i->strides, (std::vector<int64_t>{64, 4, 1}));
+  EXPECT_FALSE(i->exact);  // 512 points for 500 values: guarded
+  ASSERT_EQ(p.staging.arrays.size(), 2u);
+  EXPECT_EQ(p.staging.arrays[0].buffers, 2);
+  EXPECT_EQ(p.groups.size(), 1u);
+  EXPECT_FALSE(p.crossBlock.any());
+  EXPECT_FALSE(p.pipeline.any());  // several steps: the buffers pipeline the steps, not positions
+  EXPECT_EQ(p.sharedBytes, p.staging.bytes);
+  EXPECT_FALSE(p.dynamicShared);
+
+  // A reduction split across threads declares a combine buffer beside the tiles.
+  SchedulePlan split = planSchedule(dot(1000), parseOk("i: serial, thread.x 256"));
+  ASSERT_TRUE(split.ok()) << joined(split.reasons);
+  EXPECT_EQ(split.nests[0].launch.lanes, 256);
+  EXPECT_EQ(split.nests[0].sharedBytes, 256 * 4);
+
+  // Rejected: no plan, and exactly validateSchedule's reasons.
+  Schedule bad = parseOk("i: grid.x, thread.x 2048; j: grid.y; k: serial, reg 4");
+  SchedulePlan none = planSchedule(mm, bad);
+  EXPECT_FALSE(none.ok());
+  EXPECT_TRUE(none.nests.empty());
+  EXPECT_EQ(none.reasons, validateSchedule(mm, bad));
+  EXPECT_TRUE(hasReason(none.reasons, "2048 threads on thread.x (at most 1024)")) << joined(none.reasons);
+  NestPlanResult r = planNest(mm, 0, bad.nests[0]);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.reasons, none.reasons);
 }

@@ -24,6 +24,7 @@
 #include "reference/Reference.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
+#include "schedule/Plan.h"
 #include "support/Error.h"
 #include "support/OutputFile.h"
 #include "tune/Tuner.h"
@@ -351,6 +352,35 @@ int runRun(const Common& c, const RunArgs& r) {
   return ok ? kOk : kMismatch;
 }
 
+// ---- explain -----------------------------------------------------------------------------------
+
+struct ExplainArgs {
+  std::string schedule, arch = "sm_90";
+  int64_t maxSharedBytes = ScheduleLimits{}.maxSharedBytes;
+};
+
+// The plan of each nest under the schedule (default: the default schedule): what the emitter will
+// generate, in words. A rejected schedule prints its reasons as errors (exit 1), as emit does.
+int runExplain(const Common& c, const ExplainArgs& e) {
+  checkArch(e.arch);
+  SourceText src = readSource(c.file);
+  Kernel bound = boundKernel(c, src);
+  ScheduleLimits limits;
+  limits.maxSharedBytes = e.maxSharedBytes;
+  Diagnostics diags;
+  std::optional<Schedule> schedule = chooseSchedule(bound, e.schedule, limits, diags);
+  report(diags, src);
+  if (!schedule) return kInputError;
+  SchedulePlan plan = planSchedule(bound, *schedule, limits);
+  RTCG_ASSERT(plan.ok(), "a chosen schedule has no plan");
+  std::vector<std::string> sizes;
+  for (const auto& [name, value] : bound.sizes) sizes.push_back(fmt::format("{}={}", name, value));
+  fmt::print("kernel {} ({}) for {}, schedule: {}\n", bound.name, fmt::join(sizes, " "), e.arch,
+             printSchedule(*schedule));
+  for (const NestPlan& n : plan.nests) fmt::print("{}", printPlan(bound, n));
+  return kOk;
+}
+
 // ---- ir, devices -------------------------------------------------------------------------------
 
 int runIr(const Common& c) {
@@ -433,6 +463,16 @@ int main(int argc, char** argv) {
   runCmd->add_flag("--full-reference", runFullReference, "verify against the full CPU reference (no sampling)")
       ->excludes(runMaxFlops);
 
+  ExplainArgs explain;
+  CLI::App* explainCmd = app.add_subcommand("explain", "print the plan of each nest under a schedule: launch, index "
+                                                       "parts, staged tiles, pipelines, split reductions, shared memory");
+  addCommon(explainCmd, common);
+  explainCmd->add_option("-s,--schedule", explain.schedule, "schedule text (default: the default schedule)");
+  explainCmd->add_option("--arch", explain.arch, "target architecture (default sm_90)");
+  explainCmd->add_option("--max-shared", explain.maxSharedBytes,
+                         "bytes of shared memory a block's staged tiles may use (default 49152, as for emit)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+
   CLI::App* ir = app.add_subcommand("ir", "print the IR (bound when -D is given)");
   addCommon(ir, common);
 
@@ -460,6 +500,7 @@ int main(int argc, char** argv) {
       if (runFullReference) run.referenceMaxFlops = 0;
       return runRun(common, run);
     }
+    if (explainCmd->parsed()) return runExplain(common, explain);
     if (ir->parsed()) return runIr(common);
     if (devices->parsed()) return runDevices();
     if (tuneCmd.command->parsed()) return runTuneCommand(tuneCmd);

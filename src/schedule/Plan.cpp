@@ -1,0 +1,539 @@
+#include "schedule/Plan.h"
+
+#include "ir/Walk.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <set>
+
+#include "ir/Printer.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+const IndexPlan* NestPlan::index(std::string_view name) const {
+  for (const IndexPlan& ip : parts)
+    if (ip.name == name) return &ip;
+  return nullptr;
+}
+
+namespace {
+
+// Whether a clause's factors are well formed (the first part without one, the others positive and
+// not too large); partExtents needs them so.
+bool factorsUsable(const IndexSchedule& is) {
+  if (is.parts.empty()) return false;
+  for (size_t p = 0; p < is.parts.size(); ++p) {
+    const std::optional<int64_t>& f = is.parts[p].factor;
+    if (p == 0 ? f.has_value() : (!f || *f <= 0 || *f > (int64_t(1) << 31))) return false;
+  }
+  return true;
+}
+
+IndexPlan indexPlan(const NestIndex& ni, const IndexSchedule& is, size_t clause) {
+  IndexPlan ip{ni.name, ni.parallel, ni.hull, clause, partExtents(is, ni.hull.extent()), {}, false};
+  ip.strides.assign(ip.extents.size(), 1);
+  for (size_t q = ip.extents.size() - 1; q-- > 0;) ip.strides[q] = ip.strides[q + 1] * ip.extents[q + 1];
+  ip.exact = ni.constantBounds && ip.strides[0] * ip.extents[0] == ni.hull.extent();
+  return ip;
+}
+
+// Adds the grid and thread parts of one index to the launch.
+void addToLaunch(const IndexPlan& ip, const IndexSchedule& is, LaunchPlan& l) {
+  for (size_t p = 0; p < ip.extents.size(); ++p) {
+    const Placement pl = is.parts[p].place;
+    const int64_t ext = ip.extents[p];
+    if (isGridPlacement(pl)) {
+      l.grid[placementAxis(pl)] *= ext;
+      if (!ip.parallel) l.crossBlocks *= ext;
+    } else if (isThreadPlacement(pl)) {
+      l.block[placementAxis(pl)] *= ext;
+      if (!ip.parallel) l.lanes *= ext;
+    } else if (ip.parallel) {
+      l.outputsPerThread *= ext;
+      if (pl == Placement::Reg) l.regPoints *= ext;
+    }
+    if (pl == Placement::ThreadX) {
+      l.threadXIndex = ip.name;
+      l.threadX = ext;
+    }
+  }
+}
+
+}  // namespace
+
+NestPlan sketchNest(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>& indices) {
+  NestPlan plan;
+  plan.nest = nest;
+  plan.schedule = s;
+  for (const NestIndex& ni : indices) {
+    const IndexSchedule* is = s.find(ni.name);
+    if (!is || !factorsUsable(*is)) continue;
+    plan.parts.push_back(indexPlan(ni, *is, (size_t)(is - s.indices.data())));
+    addToLaunch(plan.parts.back(), *is, plan.launch);
+  }
+  LaunchPlan& l = plan.launch;
+  l.threads = l.block[0] * l.block[1] * l.block[2];
+  l.blocks = l.grid[0] * l.grid[1] * l.grid[2];
+  return plan;
+}
+
+namespace {
+
+// Arrays a nest reads (by param index).
+void arraysOf(const Expr& e, std::set<int>& reads) {
+  if (!e) return;
+  visitExprs(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::Load) reads.insert(x->array);
+  });
+}
+
+// Builds the plan of one nest, collecting every reason why it does not exist. The checks run in
+// the order validateSchedule has always reported them (tests and users compare the first reason).
+class NestPlanner {
+ public:
+  NestPlanner(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& lim)
+      : k_(k), nest_(nest), s_(s), lim_(lim), where_(k.nests.size() > 1 ? fmt::format("nest {}: ", nest) : "") {}
+
+  NestPlanResult run() {
+    NestPlanResult r;
+    std::string err;
+    auto indices = nestIndices(k_, nest_, &err);
+    if (!indices) {
+      reason(err);
+      r.reasons = std::move(reasons_);
+      return r;
+    }
+    indices_ = std::move(*indices);
+    plan_ = sketchNest(k_, nest_, s_, indices_);
+    checkClauses();
+    checkLaunch();
+    for (const std::string& m : splitReductionReasons(k_, nest_, s_, &indices_)) reason(m);
+    if (crossBlock_ && reasons_.empty()) checkScratch();
+    checkSharedClauses();
+    checkBufferClauses();
+    plan_.groups = hoistedReductionGroups(k_, nest_, s_);
+    if (s_.earlyLoads) checkEarlyLoads();
+    const bool staged = !s_.shared.empty() && reasons_.empty();
+    if (staged) stage();
+    if (!reasons_.empty()) {
+      r.reasons = std::move(reasons_);
+      if (staged) r.staging = std::move(plan_.staging);
+      return r;
+    }
+    findPositionPipeline();
+    sharedMemory();
+    r.plan = std::move(plan_);
+    return r;
+  }
+
+ private:
+  const Kernel& k_;
+  int nest_;
+  const NestSchedule& s_;
+  const ScheduleLimits& lim_;
+  std::string where_;
+  std::vector<std::string> reasons_;
+  std::vector<NestIndex> indices_;
+  NestPlan plan_;
+  const IndexSchedule* crossBlock_ = nullptr;  // the reduction index with grid parts
+
+  void reason(std::string msg) { reasons_.push_back(where_ + msg); }
+
+  const NestIndex* nestIndex(const std::string& name) const {
+    for (const NestIndex& ni : indices_)
+      if (ni.name == name) return &ni;
+    return nullptr;
+  }
+
+  // Each clause: a known index, scheduled once, with parts and well-formed factors.
+  void checkClauses() {
+    std::vector<std::string> names;
+    for (const NestIndex& ni : indices_) names.push_back(ni.name);
+    std::set<std::string> seen;
+    const IndexSchedule* gridUse[3] = {nullptr, nullptr, nullptr};
+    const IndexSchedule* threadUse[3] = {nullptr, nullptr, nullptr};
+    bool crossBlockTwice = false;
+    for (const IndexSchedule& is : s_.indices) {
+      const NestIndex* ni = nestIndex(is.index);
+      if (!ni) {
+        reason(names.empty() ? fmt::format("'{}' is not an index of the nest (it has no indices)", is.index)
+                             : fmt::format("'{}' is not an index of the nest (its indices are {})", is.index,
+                                           fmt::join(names, ", ")));
+        continue;
+      }
+      if (!seen.insert(is.index).second) {
+        reason(fmt::format("index '{}' is scheduled twice", is.index));
+        continue;
+      }
+      if (is.parts.empty()) {
+        reason(fmt::format("index '{}' has no parts", is.index));
+        continue;
+      }
+      if (!checkFactors(is)) continue;
+      const std::vector<int64_t> ext = partExtents(is, ni->hull.extent());
+      for (size_t p = 0; p < is.parts.size(); ++p) {
+        const Placement pl = is.parts[p].place;
+        const int axis = placementAxis(pl);
+        auto useAxis = [&](const IndexSchedule*(&use)[3]) {
+          if (use[axis]) reason(fmt::format("{} is used twice (by '{}' and '{}')", placementName(pl), use[axis]->index, is.index));
+          use[axis] = &is;
+        };
+        if (isThreadPlacement(pl)) useAxis(threadUse);
+        else if (isGridPlacement(pl)) {
+          useAxis(gridUse);
+          // A reduction split across blocks (checkScratch checks the scratch it needs).
+          if (!ni->parallel) {
+            if (!crossBlock_) crossBlock_ = &is;
+            else if (crossBlock_ != &is && !crossBlockTwice) {
+              crossBlockTwice = true;
+              reason(fmt::format("reduction indices '{}' and '{}' both have grid parts: at most one reduction "
+                                 "index per nest can be split across blocks", crossBlock_->index, is.index));
+            }
+          }
+        } else if (pl == Placement::Reg && !ni->parallel)
+          reason(fmt::format("reduction index '{}' cannot be on reg: reduction indices take serial, unroll, "
+                             "thread and grid parts", is.index));
+        else if (pl == Placement::Unroll && ext[p] > 1024)
+          reason(fmt::format("unrolling {} iterations of '{}' is too much (at most 1024)", ext[p], is.index));
+      }
+    }
+    for (const NestIndex& ni : indices_)
+      if (!seen.count(ni.name))
+        reason(fmt::format("{} index '{}' has no clause (e.g. '{}: serial')", ni.parallel ? "parallel" : "reduction",
+                           ni.name, ni.name));
+  }
+
+  bool checkFactors(const IndexSchedule& is) {
+    bool ok = true;
+    for (size_t p = 0; p < is.parts.size(); ++p) {
+      const SchedulePart& part = is.parts[p];
+      if (p == 0 && part.factor) {
+        reason(fmt::format("the first part of '{}' takes no factor: its extent is what the other parts leave", is.index));
+        ok = false;
+      } else if (p > 0 && !part.factor) {
+        reason(fmt::format("part {} ('{}') of '{}' needs a factor", p + 1, placementName(part.place), is.index));
+        ok = false;
+      } else if (p > 0 && *part.factor <= 0) {
+        reason(fmt::format("factor {} of part '{}' of '{}' must be positive", *part.factor, placementName(part.place),
+                           is.index));
+        ok = false;
+      } else if (p > 0 && *part.factor > (int64_t(1) << 31)) {
+        reason(fmt::format("factor {} of part '{}' of '{}' is too large", *part.factor, placementName(part.place),
+                           is.index));
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  // The launch shape against the limits of the target.
+  void checkLaunch() {
+    static const char* axisName[3] = {"x", "y", "z"};
+    const LaunchPlan& l = plan_.launch;
+    for (int a = 0; a < 3; ++a) {
+      if (l.block[a] > lim_.maxBlockDim[a])
+        reason(fmt::format("{} threads on thread.{} (at most {})", l.block[a], axisName[a], lim_.maxBlockDim[a]));
+      if (l.grid[a] > lim_.maxGridDim[a])
+        reason(fmt::format("{} blocks on grid.{} (at most {})", l.grid[a], axisName[a], lim_.maxGridDim[a]));
+    }
+    if (l.threads > lim_.maxThreadsPerBlock)
+      reason(fmt::format("{} threads per block (at most {})", l.threads, lim_.maxThreadsPerBlock));
+    // 2048 resident threads per multiprocessor on every architecture rtcg targets (sm_70..sm_90).
+    if (s_.blocksPerSM > 0 && l.threads * s_.blocksPerSM > 2048)
+      reason(fmt::format("blocks_per_sm {} with {} threads per block exceeds the 2048 threads of a multiprocessor",
+                         s_.blocksPerSM, l.threads));
+    if (l.regPoints > lim_.maxRegTile)
+      reason(fmt::format("register tile of {} points per thread is too large (at most {})", l.regPoints, lim_.maxRegTile));
+  }
+
+  void checkScratch() {
+    plan_.crossBlock = crossBlockPlan(k_, nest_, s_);
+    const CrossBlockPlan& cb = plan_.crossBlock;
+    if (cb.scratchBytes > (double)lim_.maxGlobalScratchBytes)
+      reason(fmt::format("splitting '{}' across {} blocks for {} output tiles needs {:.0f} bytes of global scratch "
+                         "(at most {})", cb.index, cb.blocks, cb.counters, cb.scratchBytes, lim_.maxGlobalScratchBytes));
+  }
+
+  // `shared:` names read-only arrays the nest reads, once each; `^T` only on staged arrays of
+  // two or more dimensions.
+  void checkSharedClauses() {
+    std::set<int> reads, writes;
+    for (const Stmt& s : k_.nests[nest_].body) {
+      arraysOf(s.value, reads);
+      for (const Expr& i : s.indices) arraysOf(i, reads);
+      if (s.kind == StmtKind::Store) writes.insert(s.array);
+    }
+    std::set<std::string> sharedSeen;
+    for (const std::string& a : s_.shared) {
+      int p = k_.findParam(a);
+      if (!sharedSeen.insert(a).second) reason(fmt::format("array '{}' is staged twice", a));
+      else if (p < 0) reason(fmt::format("'{}' in shared: is not a parameter of kernel '{}'", a, k_.name));
+      else if (!k_.params[p].isArray()) reason(fmt::format("'{}' in shared: is not an array", a));
+      else if (writes.count(p) || k_.params[p].isWritten())
+        reason(fmt::format("array '{}' is written and cannot be staged in shared memory (only read-only "
+                           "arrays are staged)", a));
+      else if (!reads.count(p)) reason(fmt::format("array '{}' is not read in this nest", a));
+    }
+    for (const std::string& a : s_.transposed) {
+      int p = k_.findParam(a);
+      if (std::find(s_.shared.begin(), s_.shared.end(), a) == s_.shared.end())
+        reason(fmt::format("array '{}' is marked transposed but is not staged in 'shared:'", a));
+      if (p >= 0 && k_.params[p].isArray() && k_.params[p].shape.size() < 2)
+        reason(fmt::format("array '{}' has one dimension: its tile cannot be transposed ('{}^T')", a, a));
+    }
+  }
+
+  void checkBufferClauses() {
+    if (s_.buffers > 1 && s_.shared.empty())
+      reason(fmt::format("'buffers: {}' multi-buffers tiles staged per reduction step, but nothing is staged "
+                         "('shared:')", s_.buffers));
+    if (s_.asyncCopy && s_.buffers < 2)
+      reason("'copy: async' copies tiles one or more steps ahead and needs 'buffers: 2' or more");
+    if (!s_.asyncCopy && s_.buffers > 2)
+      reason(fmt::format("'buffers: {}' keeps {} steps in flight, which only asynchronous copies do: add 'copy: async'",
+                         s_.buffers, s_.buffers - 1));
+  }
+
+  void checkEarlyLoads() {
+    if (plan_.groups.empty()) {
+      reason("'loads: early' issues the statements' loads ahead of their reductions, but no reduction of this "
+             "nest is computed ahead of its statements");
+      return;
+    }
+    if (crossBlock_) {
+      reason("'loads: early' does not combine with a reduction split across blocks (the statements run in the "
+             "last block of each tile only)");
+      return;
+    }
+    plan_.earlyLoads = earlyStatementLoads(k_, nest_, s_);
+    if (plan_.earlyLoads.empty())
+      reason("'loads: early' issues the statements' loads ahead of their reductions, but the statements read "
+             "nothing outside them that can be loaded early (an array not staged, not written before, read at "
+             "the element the statement writes)");
+  }
+
+  void stage() {
+    plan_.staging = planStaging(k_, nest_, s_, &indices_);
+    const StagingPlan& st = plan_.staging;
+    for (const std::string& e : st.errors) reason(e);
+    if (st.errors.empty() && s_.buffers > 1 &&
+        std::none_of(st.arrays.begin(), st.arrays.end(), [](const StagedArray& sa) { return sa.level == StageLevel::Step; }))
+      reason(fmt::format("'buffers: {}' multi-buffers tiles staged per reduction step, but every staged array is "
+                         "staged once per block", s_.buffers));
+    if (st.bytes > lim_.maxSharedBytes)
+      reason(fmt::format("staging needs {} bytes of shared memory (at most {})", st.bytes, lim_.maxSharedBytes));
+  }
+
+  bool hasStepStaging(int group) const {
+    for (const StagedArray& sa : plan_.staging.arrays)
+      if (sa.level == StageLevel::Step && sa.group == group) return true;
+    return false;
+  }
+
+  // Positions pipelined: when a block takes the whole reduction of the group staged per step in
+  // one step, that step's tiles move only with the serial parts of parallel indices, and copying
+  // them with 'buffers: N' would just stall each position on its own copy. With one serial part
+  // of more than one position innermost ('k: grid.x, serial 16, thread.y 8, ...'), the copies run
+  // N - 1 positions ahead instead, as they run steps ahead along a reduction: a block then streams
+  // its tiles while it computes, like a persistent GEMM kernel.
+  void findPositionPipeline() {
+    if (s_.buffers < 2 || plan_.crossBlock.any()) return;
+    int group = -1;
+    for (size_t g = 0; g < plan_.groups.size(); ++g)
+      if (hasStepStaging((int)g)) {
+        if (group >= 0) return;  // several step groups: each keeps its own steps
+        group = (int)g;
+      }
+    if (group < 0) return;
+    const Loop& l = plan_.groups[group][0]->loops.front();
+    const IndexSchedule& is = plan_.clauseOf(*plan_.index(l.name));
+    auto clo = constIntValue(l.lo, k_), chi = constIntValue(l.hi, k_);
+    if (!clo || !chi || stepPartOf(is) != 0 || stepSpanOf(is) < *chi - *clo) return;
+    // The serial and unrolled parts of parallel indices in clause order (the emitter's loops,
+    // outermost first); the innermost of more than one position must be serial.
+    std::vector<std::pair<const IndexPlan*, size_t>> loopParts;
+    for (const IndexSchedule& c : s_.indices)
+      if (const IndexPlan* ip = plan_.index(c.index); ip && ip->parallel)
+        for (size_t p = 0; p < c.parts.size(); ++p)
+          if (c.parts[p].place == Placement::Serial || c.parts[p].place == Placement::Unroll) loopParts.push_back({ip, p});
+    size_t q = loopParts.size();
+    while (q > 0 && loopParts[q - 1].first->extents[loopParts[q - 1].second] == 1) --q;
+    if (q == 0) return;
+    const auto [ip, part] = loopParts[q - 1];
+    if (plan_.clauseOf(*ip).parts[part].place != Placement::Serial) return;
+    // The tiles must move with it (else one copy per block would do: a Block-level tile).
+    bool moves = false;
+    for (const StagedArray& sa : plan_.staging.arrays)
+      if (sa.level == StageLevel::Step && sa.group == group) moves = moves || movesWith(sa, ip->name);
+    if (!moves) return;
+    plan_.pipeline = PositionPipeline{group, ip->name, part, *clo};
+  }
+
+  // What the emitter declares in shared memory: the tiles, a combine buffer per accumulator type
+  // of the groups split across threads and of the values combined across blocks (with reduction
+  // thread axes), the last-block flag. Static up to 48 KiB; a 48 KiB tile plus the 1-byte flag
+  // does not compile.
+  void sharedMemory() {
+    int64_t extra = plan_.crossBlock.any() ? 16 : 0;
+    if (plan_.launch.lanes > 1) {
+      std::set<ScalarType> types;
+      for (const std::vector<Expr>& g : plan_.groups)
+        for (const Loop& l : g[0]->loops)
+          for (const SchedulePart& p : plan_.clauseOf(*plan_.index(l.name)).parts)
+            if (isThreadPlacement(p.place))
+              for (const Expr& r : g) types.insert(r->type);
+      for (const auto& [t, v] : plan_.crossBlock.values) types.insert(t);
+      for (ScalarType t : types) extra += plan_.launch.threads * typeBytes(t);
+    }
+    plan_.staticExtraBytes = extra;
+    plan_.sharedBytes = plan_.staging.bytes + extra;
+    plan_.dynamicShared = plan_.sharedBytes > 48 * 1024;
+  }
+};
+
+}  // namespace
+
+NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits) {
+  return NestPlanner(k, nest, s, limits).run();
+}
+
+SchedulePlan planSchedule(const Kernel& k, const Schedule& s, const ScheduleLimits& limits) {
+  SchedulePlan out;
+  if (!k.isBound()) {
+    out.reasons.push_back(fmt::format("kernel '{}' has unbound size parameters: bind them before scheduling", k.name));
+    return out;
+  }
+  if (s.nests.size() != k.nests.size()) {
+    out.reasons.push_back(fmt::format("the schedule has {} nest schedule{} but kernel '{}' has {} loop nest{} "
+                                      "(separate nest schedules with '|')",
+                                      s.nests.size(), s.nests.size() == 1 ? "" : "s", k.name, k.nests.size(),
+                                      k.nests.size() == 1 ? "" : "s"));
+    return out;
+  }
+  for (size_t n = 0; n < s.nests.size(); ++n) {
+    NestPlanResult r = planNest(k, (int)n, s.nests[n], limits);
+    if (r.plan) out.nests.push_back(std::move(*r.plan));
+    for (std::string& m : r.reasons) out.reasons.push_back(std::move(m));
+  }
+  if (!out.ok()) out.nests.clear();
+  return out;
+}
+
+}  // namespace rtcg
+
+// ---------------------------------------------------------------------------------------------
+// Printing
+
+namespace rtcg {
+
+namespace {
+
+// The variable a part contributes to its index value: the block or thread coordinate, else the
+// part's own loop or register variable (`i_2`, as the emitter names its loops).
+std::string partVariable(const IndexPlan& ip, const IndexSchedule& is, size_t p) {
+  const Placement pl = is.parts[p].place;
+  static const char* axis[3] = {"x", "y", "z"};
+  if (isGridPlacement(pl)) return fmt::format("blockIdx.{}", axis[placementAxis(pl)]);
+  if (isThreadPlacement(pl)) return fmt::format("threadIdx.{}", axis[placementAxis(pl)]);
+  return fmt::format("{}_{}", ip.name, p);
+}
+
+std::string indexLines(const IndexPlan& ip, const IndexSchedule& is) {
+  std::vector<std::string> parts, terms;
+  if (ip.hull.lo != 0) terms.push_back(fmt::format("{}", ip.hull.lo));
+  int64_t points = 1;
+  for (size_t p = 0; p < ip.extents.size(); ++p) {
+    parts.push_back(fmt::format("{} {}", placementName(is.parts[p].place), ip.extents[p]));
+    terms.push_back(ip.strides[p] == 1 ? partVariable(ip, is, p) : fmt::format("{} * {}", ip.strides[p], partVariable(ip, is, p)));
+    points *= ip.extents[p];
+  }
+  std::string cover = ip.exact ? "exact" : fmt::format("{} points, guarded", points);
+  return fmt::format("  {} {} [{}, {}]: {} ({})\n    {} = {}\n", ip.parallel ? "parallel" : "reduction", ip.name,
+                     ip.hull.lo, ip.hull.hi, fmt::join(parts, ", "), cover, ip.name, fmt::join(terms, " + "));
+}
+
+std::string launchLine(const LaunchPlan& l) {
+  std::string s = fmt::format("  launch: grid {} x {} x {} ({} blocks), block {} x {} x {} ({} threads)", l.grid[0],
+                              l.grid[1], l.grid[2], l.blocks, l.block[0], l.block[1], l.block[2], l.threads);
+  if (l.regPoints > 1) s += fmt::format(", {} register points per thread", l.regPoints);
+  if (l.outputsPerThread > l.regPoints) s += fmt::format(", {} outputs per thread", l.outputsPerThread);
+  if (l.lanes > 1) s += fmt::format(", {} threads per output point", l.lanes);
+  return s + "\n";
+}
+
+// A tile's box: per dimension `origin : size`, the origin from the bases of the parallel indices
+// (their block's first value) and of the reduction step.
+std::string boxText(const StagedArray& sa) {
+  std::vector<std::string> dims;
+  for (const StagedDim& d : sa.dims) {
+    std::vector<std::string> terms;
+    for (const auto& [key, c] : d.coeffs) {
+      std::string base = key.rfind("p:", 0) == 0 ? key.substr(2) : key;
+      terms.push_back(c == 1 ? base : fmt::format("{} * {}", c, base));
+    }
+    if (d.constant != 0 || terms.empty()) terms.push_back(fmt::format("{}", d.constant));
+    dims.push_back(fmt::format("{} : {}{}", fmt::join(terms, " + "), d.size, d.whole ? " (whole)" : ""));
+  }
+  return fmt::format("[{}]", fmt::join(dims, ", "));
+}
+
+std::string stagingLines(const Kernel& k, const NestPlan& plan) {
+  std::string s;
+  for (const StagedArray& sa : plan.staging.arrays) {
+    const std::string& name = k.params[sa.array].name;
+    std::string level = sa.level == StageLevel::Step ? fmt::format("per step of reduction group {}", sa.group)
+                        : sa.movesWithSerial      ? "per block, per position of its serial parts"
+                                                  : "once per block";
+    std::vector<int64_t> pitch = storedPitches(sa);
+    s += fmt::format("  shared {}{}: {}, box {}\n", name, plan.schedule.isTransposed(name) ? "^T" : "", level, boxText(sa));
+    s += fmt::format("    stored dimensions {} (outermost first), padded {}, pitches {}; {} elements x {} buffer{} = {} bytes\n",
+                     fmt::join(sa.order, ", "), fmt::join(sa.padded, " x "), fmt::join(pitch, ", "), sa.elements,
+                     sa.buffers, sa.buffers == 1 ? "" : "s", sa.bytes);
+  }
+  if (!plan.staging.arrays.empty())
+    s += fmt::format("  copies: {}, {} buffer{}\n", plan.schedule.asyncCopy ? "cp.async" : "through registers",
+                     plan.schedule.buffers, plan.schedule.buffers == 1 ? "" : "s");
+  return s;
+}
+
+std::string crossBlockLine(const CrossBlockPlan& cb) {
+  static const char* axis[3] = {"x", "y", "z"};
+  std::vector<std::string> axes;
+  for (int a = 0; a < 3; ++a)
+    if (cb.gridAxis[a]) axes.push_back(fmt::format("grid.{}", axis[a]));
+  return fmt::format("  split across blocks: '{}' on {}, {} blocks per tile, {} tiles x {} positions ({} arrival "
+                     "counters), {} slots x {} register points per block, {:.0f} bytes of global scratch\n",
+                     cb.index, fmt::join(axes, ", "), cb.blocks, cb.tiles, cb.positions, cb.counters, cb.slots,
+                     cb.regPoints, cb.scratchBytes);
+}
+
+}  // namespace
+
+std::string printPlan(const Kernel& k, const NestPlan& plan) {
+  std::string s = fmt::format("nest {}: {}\n", plan.nest, printNestSchedule(plan.schedule));
+  s += launchLine(plan.launch);
+  if (plan.schedule.blocksPerSM > 0)
+    s += fmt::format("  __launch_bounds__({}, {})\n", plan.launch.threads, plan.schedule.blocksPerSM);
+  for (const IndexPlan& ip : plan.parts) s += indexLines(ip, plan.clauseOf(ip));
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    std::vector<std::string> loops;
+    for (const Loop& l : plan.groups[g][0]->loops) loops.push_back(l.name);
+    s += fmt::format("  reduction group {}: {} reduction{} over {}, computed ahead of the statements\n", g,
+                     plan.groups[g].size(), plan.groups[g].size() == 1 ? "" : "s", fmt::join(loops, ", "));
+  }
+  s += stagingLines(k, plan);
+  if (plan.pipeline.any())
+    s += fmt::format("  positions pipelined: part {} (serial) of '{}', the one step of reduction group {}\n",
+                     plan.pipeline.part, plan.pipeline.index, plan.pipeline.group);
+  if (plan.crossBlock.any()) s += crossBlockLine(plan.crossBlock);
+  if (plan.sharedBytes > 0)
+    s += fmt::format("  shared memory: {} bytes ({} of tiles, {} besides), {}\n", plan.sharedBytes, plan.staging.bytes,
+                     plan.staticExtraBytes,
+                     plan.dynamicShared ? fmt::format("dynamic: the launch provides {} bytes", plan.staging.bytes)
+                                        : std::string("static"));
+  for (const Expr& e : plan.earlyLoads) s += fmt::format("  early load: {}\n", printExpr(e, &k));
+  return s;
+}
+
+}  // namespace rtcg

@@ -1,0 +1,112 @@
+// The plan of a nest schedule: what it *means* for one loop nest of a bound kernel, derived once.
+//
+// A NestSchedule is what the user (or the space) chose; the plan is every fact the validator, the
+// static model, the space, the report and the emitter need about that choice: per index its parts
+// with their extents and strides, the launch shape, the reductions computed ahead of the
+// statements, the statements' early loads, the shared-memory staging, the reduction split across
+// blocks, the positions pipelined by multi-buffered tiles, and the shared memory the tiles take.
+// planNest either returns the plan or every reason why none exists (the reasons validateSchedule
+// reports: a schedule is legal exactly when every nest has a plan).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "schedule/Domain.h"
+#include "schedule/Schedule.h"
+
+namespace rtcg {
+
+// One index of the nest under its clause: index value = lo + sum over parts p of v_p * stride[p],
+// v_p in [0, extent[p]) (Schedule.h).
+struct IndexPlan {
+  std::string name;
+  bool parallel = false;
+  IndexRange hull;
+  size_t clause = 0;             // its clause: NestPlan::schedule.indices[clause]
+  std::vector<int64_t> extents;  // per part (partExtents)
+  std::vector<int64_t> strides;  // per part: the product of the extents of the parts after it
+  bool exact = false;            // constant bounds and the parts cover them exactly: no guard
+};
+
+// The launch: blocks and threads per axis, from the grid and thread parts of every index.
+struct LaunchPlan {
+  int64_t grid[3] = {1, 1, 1};
+  int64_t block[3] = {1, 1, 1};
+  int64_t threads = 1;           // per block
+  int64_t blocks = 1;            // per launch
+  int64_t regPoints = 1;         // register-tile points per thread (reg parts of parallel indices)
+  int64_t outputsPerThread = 1;  // reg, serial and unroll parts of parallel indices
+  int64_t crossBlocks = 1;       // blocks sharing one output tile (grid parts of reduction indices)
+  int64_t lanes = 1;             // threads sharing one output point (thread parts of reduction indices)
+  std::string threadXIndex;      // the index with the thread.x part ("" if none)
+  int64_t threadX = 1;           // its extent
+};
+
+// Positions pipelined (see the `buffers:` clause in Schedule.h): the one step group staged per
+// step whose block takes its whole reduction in one step, and the innermost serial part of a
+// parallel index (more than one position) that its tiles move with. The copies of the next
+// positions' tiles run while the block computes this one.
+struct PositionPipeline {
+  int group = -1;      // index into NestPlan::groups; -1: none
+  std::string index;   // the parallel index
+  size_t part = 0;     // its serial part
+  int64_t stepBase = 0;  // the reduction's lo: the one step's base
+  bool any() const { return group >= 0; }
+};
+
+struct NestPlan {
+  int nest = 0;
+  NestSchedule schedule;
+  // Per index with a clause, in the order of nestIndices (parallel indices, then reduction names).
+  // (The space keeps a plan per candidate, tens of thousands: plans hold no copies they can avoid.)
+  std::vector<IndexPlan> parts;
+  LaunchPlan launch;
+  std::vector<std::vector<Expr>> groups;  // hoistedReductionGroups
+  std::vector<Expr> earlyLoads;           // earlyStatementLoads with `loads: early`, else empty
+  StagingPlan staging;                    // empty without `shared:`
+  CrossBlockPlan crossBlock;
+  PositionPipeline pipeline;
+  // Shared memory of the tiles and of what the emitter declares beside them (a combine buffer per
+  // accumulator type with reduction thread axes, the last-block flag of a reduction split across
+  // blocks). Past 48 KiB the tiles go to dynamic shared memory, which the launch provides.
+  int64_t sharedBytes = 0;
+  int64_t staticExtraBytes = 0;
+  bool dynamicShared = false;
+
+  const IndexPlan* index(std::string_view name) const;  // nullptr if absent
+  const IndexSchedule& clauseOf(const IndexPlan& ip) const { return schedule.indices[ip.clause]; }
+};
+
+// The plan of nest `nest` of the bound kernel `k` under `s`, or every reason why there is none
+// (prefixed "nest N: " in kernels of several nests, as validateSchedule reports them).
+struct NestPlanResult {
+  std::optional<NestPlan> plan;
+  std::vector<std::string> reasons;
+  // Without a plan: the staging plan when it was made before a later check rejected the schedule
+  // (too many bytes; buffers without steps), for the space's probes of variants to generate.
+  std::optional<StagingPlan> staging;
+  bool ok() const { return plan.has_value(); }
+};
+NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits = {});
+
+struct SchedulePlan {
+  std::vector<NestPlan> nests;        // one per nest when every nest has a plan
+  std::vector<std::string> reasons;   // else why not
+  bool ok() const { return reasons.empty(); }
+};
+SchedulePlan planSchedule(const Kernel& k, const Schedule& s, const ScheduleLimits& limits = {});
+
+// The index parts and the launch of `s` alone, without checking anything (clauses of unknown
+// indices, repeated clauses and clauses with bad factors are left out): what the static model
+// needs of a schedule it probes before validation. planNest builds its plan from the same function.
+NestPlan sketchNest(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>& indices);
+
+// The plan in words, for `rtcgc explain`: launch, index parts, staged tiles, pipeline, split
+// reductions, shared memory, early loads. Several lines, each ending in '\n'.
+std::string printPlan(const Kernel& k, const NestPlan& plan);
+
+}  // namespace rtcg
