@@ -51,8 +51,7 @@ std::vector<std::string> candidateSources(int count, int n, double* emitSeconds)
   Diagnostics diags;
   SourceText src{"matmul.rtcg", "kernel matmul(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {\n"
                                 "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }\n}\n"};
-  std::optional<Kernel> k = frontKernel(src, "", diags);
-  std::optional<Kernel> bound = k ? bindAndProve(*k, {{"n", n}}, diags) : std::nullopt;
+  std::optional<Kernel> bound = proveKernel(src, {{"n", n}}, "", diags);
   if (!bound) {
     fmt::print(stderr, "{}", renderDiagnostics(diags, src));
     std::exit(1);
