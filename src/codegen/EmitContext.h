@@ -102,7 +102,12 @@ struct LaunchFacts {
   int fullMask = 0;                        // the thread axes of reduction indices (bit a for axis a)
   std::vector<std::vector<Expr>> groups;   // hoisted reductions, grouped by loops
   StagingPlan staging;
-  CrossBlockPlan xb;                       // a reduction split across blocks
+  // Where the tiles live: static shared arrays, or (past 48 KiB with what else is static) slices
+  // of dynamic shared memory at these element offsets, of dynamicSharedBytes in all.
+  bool dynamicShared = false;
+  std::vector<int64_t> tileOffsets;  // per staging.arrays entry (dynamic: elements into its type's array)
+  int64_t dynamicSharedBytes = 0;
+  CrossBlockPlan xb;                 // a reduction split across blocks
   PositionPipeline pipe;
 };
 
@@ -249,7 +254,7 @@ void crossBlockCombine(EmitContext& ctx, const PointAccumulators& accs, const C:
 bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env);
 
 // EmitStaging.cpp
-void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body, LaunchSpec& launch);
+void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body);
 std::map<std::string, C::ExprP> tileBases(const EmitContext& ctx, const C::ExprP& stepBase = nullptr,
                                           const C::ExprP& pipelinedAt = nullptr);
 void stageTile(EmitContext& ctx, size_t t, const std::map<std::string, C::ExprP>& bases, Env& env,

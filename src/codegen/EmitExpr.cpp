@@ -18,6 +18,33 @@ bool nonNegative(const EmitContext& ctx, const Expr& e) {
 
 C::ExprP lowerReduction(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out);
 
+// A binary operator on lowered operands: integer / and % with floor semantics (C's truncating
+// operators where both sides are non-negative, else the floor helpers), float % as fmod.
+C::ExprP lowerBinary(EmitContext& ctx, const Expr& e, const C::ExprP& a, const C::ExprP& b) {
+  ScalarType t = e->operands[0]->type;
+  if ((e->binaryOp == BinaryOp::Div || e->binaryOp == BinaryOp::Mod) && isInteger(t)) {
+    // Floor semantics: C's truncating / and % agree when both sides are non-negative.
+    if (nonNegative(ctx, e->operands[0]) && nonNegative(ctx, e->operands[1]))
+      return C::binary(opSymbol(e->binaryOp), a, b);
+    (t == ScalarType::I64 ? ctx.needs.floorLL : ctx.needs.floorInt) = true;
+    return C::call(e->binaryOp == BinaryOp::Div ? "rtcg_floordiv" : "rtcg_floormod", {a, b});
+  }
+  if (e->binaryOp == BinaryOp::Mod && isFloat(t)) return C::call(t == ScalarType::F32 ? "fmodf" : "fmod", {a, b});
+  return C::binary(opSymbol(e->binaryOp), a, b);
+}
+
+// A math function on lowered arguments: the float function of the type; min, max and abs of
+// integers natively; other functions of integers computed in double and converted back.
+C::ExprP lowerCall(const Expr& e, std::vector<C::ExprP> args) {
+  ScalarType t = e->operands[0]->type;
+  if (isFloat(t)) return C::call(mathName(e->mathFn, t), args);
+  if (e->mathFn == MathFn::Min || e->mathFn == MathFn::Max)
+    return C::call(e->mathFn == MathFn::Min ? "min" : "max", args);
+  if (e->mathFn == MathFn::Abs) return C::call(t == ScalarType::I64 ? "llabs" : "abs", args);
+  for (auto& a : args) a = C::castTo("double", a);
+  return C::castTo(cudaTypeName(e->type), C::call(mathName(e->mathFn, ScalarType::F64), args));
+}
+
 }  // namespace
 
 C::ExprP lowerAccess(EmitContext& ctx, int array, const std::vector<Expr>& indices, Env& env, std::vector<C::Stmt>& out) {
@@ -79,28 +106,12 @@ C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& 
     case ExprKind::Unary: return C::unary(e->unaryOp == UnaryOp::Neg ? "-" : "!", op(0));
     case ExprKind::Binary: {
       C::ExprP a = op(0), b = op(1);
-      ScalarType t = e->operands[0]->type;
-      if ((e->binaryOp == BinaryOp::Div || e->binaryOp == BinaryOp::Mod) && isInteger(t)) {
-        // Floor semantics: C's truncating / and % agree when both sides are non-negative.
-        if (nonNegative(ctx, e->operands[0]) && nonNegative(ctx, e->operands[1]))
-          return C::binary(opSymbol(e->binaryOp), a, b);
-        (t == ScalarType::I64 ? ctx.needs.floorLL : ctx.needs.floorInt) = true;
-        return C::call(e->binaryOp == BinaryOp::Div ? "rtcg_floordiv" : "rtcg_floormod", {a, b});
-      }
-      if (e->binaryOp == BinaryOp::Mod && isFloat(t)) return C::call(t == ScalarType::F32 ? "fmodf" : "fmod", {a, b});
-      return C::binary(opSymbol(e->binaryOp), a, b);
+      return lowerBinary(ctx, e, a, b);
     }
     case ExprKind::Call: {
       std::vector<C::ExprP> args;
       for (size_t i = 0; i < e->operands.size(); ++i) args.push_back(op((int)i));
-      ScalarType t = e->operands[0]->type;
-      if (isFloat(t)) return C::call(mathName(e->mathFn, t), args);
-      if (e->mathFn == MathFn::Min || e->mathFn == MathFn::Max)
-        return C::call(e->mathFn == MathFn::Min ? "min" : "max", args);
-      if (e->mathFn == MathFn::Abs) return C::call(t == ScalarType::I64 ? "llabs" : "abs", args);
-      // Other functions of integers are computed in double and converted back.
-      for (auto& a : args) a = C::castTo("double", a);
-      return C::castTo(cudaTypeName(e->type), C::call(mathName(e->mathFn, ScalarType::F64), args));
+      return lowerCall(e, std::move(args));
     }
     case ExprKind::Cast: return C::castTo(cudaTypeName(e->type), op(0));
     case ExprKind::Select: return C::ternary(op(0), op(1), op(2));

@@ -1,7 +1,7 @@
 // The launch and index facts of one nest under its schedule: the parallel indices' parts and
 // strides, where each value and guard is known, the grid and block, the register points, the
-// loops around a position, the hoisted reductions, the staging and cross-block plans, and the
-// position pipeline. Computed here and nowhere else, before any code is emitted.
+// loops around a position, the hoisted reductions, the staging and cross-block plans, where the
+// tiles live in shared memory, and the position pipeline. Computed here and nowhere else, before any code is emitted.
 #include <algorithm>
 #include <set>
 
@@ -134,6 +134,28 @@ void findPositionPipeline(EmitContext& ctx) {
   f.pipe.stepBase = lit(*clo);
 }
 
+// Tiles: static shared arrays up to 48 KiB, else slices of dynamic shared memory (each tile
+// 16-byte aligned; the launch then provides the bytes). The static limit covers what the
+// reductions declare too: a combine buffer per accumulator type (with reduction thread axes) and
+// the last-block flag (a reduction split across blocks); a 48 KiB tile plus the 1-byte flag does
+// not compile.
+void planSharedMemory(EmitContext& ctx) {
+  LaunchFacts& f = ctx.facts;
+  int64_t staticExtra = f.xb.any() ? 16 : 0;
+  int64_t lanes = 1;
+  for (int a = 0; a < 3; ++a)
+    if (f.fullMask & (1 << a)) lanes *= f.block[a];
+  if (lanes > 1)
+    for (ScalarType t : combineBufferTypes(ctx)) staticExtra += f.threads * typeBytes(t);
+  f.dynamicShared = f.staging.bytes + staticExtra > 48 * 1024;
+  int64_t byteOffset = 0;
+  for (const StagedArray& sa : f.staging.arrays) {
+    f.tileOffsets.push_back(f.dynamicShared ? byteOffset / typeBytes(ctx.k.params[sa.array].type) : 0);
+    if (f.dynamicShared) byteOffset += (sa.bytes + 15) / 16 * 16;
+  }
+  f.dynamicSharedBytes = byteOffset;
+}
+
 }  // namespace
 
 void planLaunch(EmitContext& ctx) {
@@ -159,6 +181,7 @@ void planLaunch(EmitContext& ctx) {
   f.cooperative = !f.staging.arrays.empty() || f.fullMask != 0 || f.xb.any();
   if (f.cooperative)
     for (ParallelIndex& p : f.par) p.guardLevel = Level::Point;
+  planSharedMemory(ctx);
   planPointsAndLoops(ctx);
   findPositionPipeline(ctx);
 }

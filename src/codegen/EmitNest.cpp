@@ -176,7 +176,7 @@ void declareIndexBases(EmitContext& ctx, Env& env, std::vector<C::Stmt>& body) {
 
 // Cooperative code: the linear thread index, the tiles' storage, the lanes of reductions across
 // threads and the coordinates of a reduction across blocks.
-void declareCooperative(EmitContext& ctx, std::vector<C::Stmt>& body, LaunchSpec& launch) {
+void declareCooperative(EmitContext& ctx, std::vector<C::Stmt>& body) {
   // tid = threadIdx.x + bx * (threadIdx.y + by * threadIdx.z), axes of extent 1 left out.
   C::ExprP tid;
   for (int a = 2; a >= 0; --a) {
@@ -191,7 +191,7 @@ void declareCooperative(EmitContext& ctx, std::vector<C::Stmt>& body, LaunchSpec
     body.push_back(C::decl(ctx.idx, n, tid));
     ctx.tid = C::name(n);
   }
-  declareTiles(ctx, body, launch);
+  declareTiles(ctx, body);
   declareLanes(ctx, body);
   declareCrossBlock(ctx, body);
 }
@@ -476,6 +476,7 @@ C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Global
     launch.grid[a] = (uint32_t)f.grid[a];
     launch.block[a] = (uint32_t)f.block[a];
   }
+  if (f.dynamicShared) launch.dynamicSharedBytes = (uint32_t)f.dynamicSharedBytes;
   fn.launchBounds = (int)f.threads;
   fn.minBlocks = (int)ctx.sched.blocksPerSM;
 
@@ -483,7 +484,7 @@ C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Global
   Env env;
   declareParams(ctx, fn, launch, body);
   declareIndexBases(ctx, env, body);
-  if (f.cooperative) declareCooperative(ctx, body, launch);
+  if (f.cooperative) declareCooperative(ctx, body);
   // Threads outside the domain leave at once.
   if (C::ExprP topGuard = guardsAt(ctx, Level::Top, env, body)) body.push_back(C::ifThen(negate(topGuard), {C::returnStmt()}));
   stageBlockTiles(ctx, false, env, body);  // tiles staged once per block

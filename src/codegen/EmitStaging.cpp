@@ -461,39 +461,27 @@ int64_t baseDivisor(const EmitContext& ctx, const std::string& key, int group) {
   return 1;
 }
 
-// The tiles' storage: static shared arrays up to 48 KiB, else slices of dynamic shared memory
-// (one `extern __shared__` array per element type; the launch provides the bytes). The static
-// limit covers what the reductions declare too: a combine buffer per accumulator type (with
-// reduction thread axes) and the last-block flag (a reduction split across blocks); a 48 KiB
-// tile plus the 1-byte flag does not compile.
-void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body, LaunchSpec& launch) {
+// The tiles' storage as planLaunch laid it out (planSharedMemory): one `extern __shared__` array
+// per element type, sliced, or a static shared array per tile.
+void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body) {
   const LaunchFacts& f = ctx.facts;
-  int64_t staticExtra = f.xb.any() ? 16 : 0;
-  int64_t lanes = 1;
-  for (int a = 0; a < 3; ++a)
-    if (f.fullMask & (1 << a)) lanes *= f.block[a];
-  if (lanes > 1)
-    for (ScalarType t : combineBufferTypes(ctx)) staticExtra += f.threads * typeBytes(t);
-  const bool dynamic = f.staging.bytes + staticExtra > 48 * 1024;
-  int64_t byteOffset = 0;
   std::set<ScalarType> externTypes;
-  for (const StagedArray& sa : f.staging.arrays) {
-    ScalarType t = ctx.k.params[sa.array].type;
-    if (dynamic) {
+  for (size_t t = 0; t < f.staging.arrays.size(); ++t) {
+    const StagedArray& sa = f.staging.arrays[t];
+    ScalarType type = ctx.k.params[sa.array].type;
+    if (f.dynamicShared) {
       static const std::map<ScalarType, const char*> storage = {{ScalarType::F32, "rtcg_smem_f32"},
                                                                  {ScalarType::F64, "rtcg_smem_f64"},
                                                                  {ScalarType::I32, "rtcg_smem_i32"},
                                                                  {ScalarType::I64, "rtcg_smem_i64"}};
-      if (externTypes.insert(t).second) body.push_back(C::externSharedArray(cudaTypeName(t), storage.at(t)));
-      ctx.stage.tiles.push_back({storage.at(t), byteOffset / typeBytes(t)});
-      byteOffset += (sa.bytes + 15) / 16 * 16;
+      if (externTypes.insert(type).second) body.push_back(C::externSharedArray(cudaTypeName(type), storage.at(type)));
+      ctx.stage.tiles.push_back({storage.at(type), f.tileOffsets[t]});
     } else {
       std::string n = ctx.names.fresh("s_" + ctx.k.params[sa.array].name);
-      body.push_back(C::sharedArray(cudaTypeName(t), n, sa.elements * sa.buffers));
+      body.push_back(C::sharedArray(cudaTypeName(type), n, sa.elements * sa.buffers));
       ctx.stage.tiles.push_back({n, 0});
     }
   }
-  if (dynamic) launch.dynamicSharedBytes = (uint32_t)byteOffset;
 }
 
 // The Block-level tiles that move with the serial parts of parallel indices (staged per
