@@ -395,3 +395,28 @@ TEST(Plan, LaunchPartsStagingAndReasons) {
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.reasons, none.reasons);
 }
+
+// The clause table: every row prints and parses back away from its default, and the parser names
+// every clause it knows when it expects one.
+TEST(Schedule, ClauseTableDrivesPrintingAndParsing) {
+  for (const ClauseRow& row : clauseTable()) {
+    NestSchedule ns = parseOk("i: grid.x, thread.x 32; k: serial; shared: a").nests[0];
+    EXPECT_TRUE(row.kind == ClauseKind::Arrays || clauseAtDefault(row, ns)) << row.name;
+    switch (row.kind) {
+      case ClauseKind::Arrays: break;  // `shared: a` above
+      case ClauseKind::ArrayFlag: (ns.*row.arrays).push_back("a"); break;
+      case ClauseKind::Number: ns.*row.number = row.max; break;
+      case ClauseKind::Keyword: ns.*row.flag = true; break;
+    }
+    EXPECT_FALSE(clauseAtDefault(row, ns)) << row.name;
+    std::string text = printNestSchedule(ns);
+    auto again = parseSchedule(text);
+    ASSERT_TRUE(again.ok()) << text << ": " << again.error;
+    EXPECT_EQ(again.schedule->nests[0], ns) << text;
+    if (row.kind != ClauseKind::ArrayFlag) {
+      EXPECT_NE(text.find(std::string(row.name) + ": "), std::string::npos) << text;
+      auto missing = parseSchedule("i: serial; ;");
+      EXPECT_NE(missing.error.find(std::string("'") + row.name + "'"), std::string::npos) << missing.error;
+    }
+  }
+}
