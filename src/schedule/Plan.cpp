@@ -371,6 +371,15 @@ class NestPlanner {
     plan_.pipeline = PositionPipeline{group, ip->name, part, *clo};
   }
 
+  // A thread part on a reduction index, even of one thread (the emitter then combines lanes).
+  bool hasReductionThreadPart() const {
+    for (const IndexPlan& ip : plan_.parts)
+      if (!ip.parallel)
+        for (const SchedulePart& p : plan_.clauseOf(ip).parts)
+          if (isThreadPlacement(p.place)) return true;
+    return false;
+  }
+
   // What the emitter declares in shared memory: the tiles, a combine buffer per accumulator type
   // of the groups split across threads and of the values combined across blocks (with reduction
   // thread axes), the last-block flag. Static up to 48 KiB; a 48 KiB tile plus the 1-byte flag
@@ -387,6 +396,7 @@ class NestPlanner {
       for (const auto& [t, v] : plan_.crossBlock.values) types.insert(t);
       for (ScalarType t : types) extra += plan_.launch.threads * typeBytes(t);
     }
+    plan_.cooperative = !plan_.staging.arrays.empty() || hasReductionThreadPart() || plan_.crossBlock.any();
     plan_.staticExtraBytes = extra;
     plan_.sharedBytes = plan_.staging.bytes + extra;
     plan_.dynamicShared = plan_.sharedBytes > 48 * 1024;

@@ -377,12 +377,15 @@ TEST(Plan, LaunchPartsStagingAndReasons) {
   EXPECT_FALSE(p.pipeline.any());  // several steps: the buffers pipeline the steps, not positions
   EXPECT_EQ(p.sharedBytes, p.staging.bytes);
   EXPECT_FALSE(p.dynamicShared);
+  EXPECT_TRUE(p.cooperative);  // staged: every thread reaches the barriers
+  EXPECT_FALSE(planSchedule(mm, defaultSchedule(mm)).nests.at(0).cooperative);
 
   // A reduction split across threads declares a combine buffer beside the tiles.
   SchedulePlan split = planSchedule(dot(1000), parseOk("i: serial, thread.x 256"));
   ASSERT_TRUE(split.ok()) << joined(split.reasons);
   EXPECT_EQ(split.nests[0].launch.lanes, 256);
   EXPECT_EQ(split.nests[0].sharedBytes, 256 * 4);
+  EXPECT_TRUE(split.nests[0].cooperative);
 
   // Rejected: no plan, and exactly validateSchedule's reasons.
   Schedule bad = parseOk("i: grid.x, thread.x 2048; j: grid.y; k: serial, reg 4");
