@@ -370,6 +370,15 @@ class NestPlanner {
     plan_.pipeline = PositionPipeline{group, ip->name, part, *clo};
   }
 
+  // A thread part on a reduction index, even of one thread (the emitter then combines lanes).
+  bool hasReductionThreadPart() const {
+    for (const IndexPlan& ip : plan_.parts)
+      if (!ip.parallel)
+        for (const SchedulePart& p : plan_.clauseOf(ip).parts)
+          if (isThreadPlacement(p.place)) return true;
+    return false;
+  }
+
   // What the emitter declares in shared memory: the tiles, a combine buffer per accumulator type
   // of the groups split across threads and of the values combined across blocks (with reduction
   // thread axes), the last-block flag. Static up to 48 KiB; a 48 KiB tile plus the 1-byte flag
@@ -386,6 +395,7 @@ class NestPlanner {
       for (const auto& [t, v] : plan_.crossBlock.values) types.insert(t);
       for (ScalarType t : types) extra += plan_.launch.threads * typeBytes(t);
     }
+    plan_.cooperative = !plan_.staging.arrays.empty() || hasReductionThreadPart() || plan_.crossBlock.any();
     plan_.staticExtraBytes = extra;
     plan_.sharedBytes = plan_.staging.bytes + extra;
     plan_.dynamicShared = plan_.sharedBytes > 48 * 1024;
@@ -453,9 +463,13 @@ std::string indexLines(const IndexPlan& ip, const IndexSchedule& is) {
                      ip.hull.lo, ip.hull.hi, fmt::join(parts, ", "), cover, ip.name, fmt::join(terms, " + "));
 }
 
+// "1 block", "2 blocks".
+std::string count(int64_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
+
 std::string launchLine(const LaunchPlan& l) {
-  std::string s = fmt::format("  launch: grid {} x {} x {} ({} blocks), block {} x {} x {} ({} threads)", l.grid[0],
-                              l.grid[1], l.grid[2], l.blocks, l.block[0], l.block[1], l.block[2], l.threads);
+  std::string s = fmt::format("  launch: grid {} x {} x {} ({}), block {} x {} x {} ({})", l.grid[0], l.grid[1],
+                              l.grid[2], count(l.blocks, "block"), l.block[0], l.block[1], l.block[2],
+                              count(l.threads, "thread"));
   if (l.regPoints > 1) s += fmt::format(", {} register points per thread", l.regPoints);
   if (l.outputsPerThread > l.regPoints) s += fmt::format(", {} outputs per thread", l.outputsPerThread);
   if (l.lanes > 1) s += fmt::format(", {} threads per output point", l.lanes);
@@ -502,10 +516,11 @@ std::string crossBlockLine(const CrossBlockPlan& cb) {
   std::vector<std::string> axes;
   for (int a = 0; a < 3; ++a)
     if (cb.gridAxis[a]) axes.push_back(fmt::format("grid.{}", axis[a]));
-  return fmt::format("  split across blocks: '{}' on {}, {} blocks per tile, {} tiles x {} positions ({} arrival "
-                     "counters), {} slots x {} register points per block, {:.0f} bytes of global scratch\n",
-                     cb.index, fmt::join(axes, ", "), cb.blocks, cb.tiles, cb.positions, cb.counters, cb.slots,
-                     cb.regPoints, cb.scratchBytes);
+  return fmt::format("  split across blocks: '{}' on {}, {} per tile, {} x {} ({}), {} x {} per block, {:.0f} "
+                     "bytes of global scratch\n",
+                     cb.index, fmt::join(axes, ", "), count(cb.blocks, "block"), count(cb.tiles, "tile"),
+                     count(cb.positions, "position"), count(cb.counters, "arrival counter"), count(cb.slots, "slot"),
+                     count(cb.regPoints, "register point"), cb.scratchBytes);
 }
 
 }  // namespace

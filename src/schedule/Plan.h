@@ -76,6 +76,9 @@ struct NestPlan {
   int64_t sharedBytes = 0;
   int64_t staticExtraBytes = 0;
   bool dynamicShared = false;
+  // Every thread of a block reaches the block's barriers (staged tiles, a reduction split across
+  // threads or blocks): threads outside the domain do not return early, their points are guarded.
+  bool cooperative = false;
 
   const IndexPlan* index(std::string_view name) const;  // nullptr if absent
   const IndexSchedule& clauseOf(const IndexPlan& ip) const { return schedule.indices[ip.clause]; }

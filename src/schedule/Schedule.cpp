@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <fmt/format.h>
 #include <set>
 
@@ -67,6 +68,61 @@ bool NestSchedule::isTransposed(std::string_view array) const {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The clause table
+
+const std::vector<ClauseRow>& clauseTable() {
+  static const std::vector<ClauseRow> rows = [] {
+    std::vector<ClauseRow> r;
+    ClauseRow shared{"shared", ClauseKind::Arrays};
+    shared.arrays = &NestSchedule::shared;
+    shared.distance = 1.5;
+    r.push_back(shared);
+    ClauseRow transposed{"transposed", ClauseKind::ArrayFlag};
+    transposed.arrays = &NestSchedule::transposed;
+    r.push_back(transposed);
+    ClauseRow buffers{"buffers", ClauseKind::Number, nullptr, &NestSchedule::buffers, 1, 1, 4,
+                      "a number of buffers (1 to 4)", "buffers must be between 1 and 4"};
+    r.push_back(buffers);
+    ClauseRow copy{"copy", ClauseKind::Keyword};
+    copy.flag = &NestSchedule::asyncCopy;
+    copy.yes = "async", copy.no = "registers", copy.family = "copy: async";
+    r.push_back(copy);
+    ClauseRow loads{"loads", ClauseKind::Keyword};
+    loads.flag = &NestSchedule::earlyLoads;
+    loads.yes = "early", loads.no = "late", loads.family = "loads: early";
+    r.push_back(loads);
+    ClauseRow blocks{"blocks_per_sm", ClauseKind::Number, nullptr, &NestSchedule::blocksPerSM, 0, 1, 32,
+                     "a number of blocks", "blocks_per_sm must be between 1 and 32"};
+    blocks.family = "blocks_per_sm";
+    r.push_back(blocks);
+    return r;
+  }();
+  return rows;
+}
+
+bool clauseAtDefault(const ClauseRow& row, const NestSchedule& s) {
+  switch (row.kind) {
+    case ClauseKind::Arrays:
+    case ClauseKind::ArrayFlag: return (s.*row.arrays).empty();
+    case ClauseKind::Number: return s.*row.number == row.defaultNumber;
+    case ClauseKind::Keyword: return !(s.*row.flag);
+  }
+  return true;
+}
+
+std::string clauseValue(const ClauseRow& row, const NestSchedule& s) {
+  switch (row.kind) {
+    case ClauseKind::Arrays:
+    case ClauseKind::ArrayFlag:
+      return (s.*row.arrays).empty() ? "none" : fmt::format("{}", fmt::join(s.*row.arrays, ", "));
+    case ClauseKind::Number:
+      return row.defaultNumber == 0 && s.*row.number == 0 ? "none" : std::to_string(s.*row.number);
+    case ClauseKind::Keyword: return s.*row.flag ? row.yes : row.no;
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
 // Printing
 
 std::string printIndexSchedule(const IndexSchedule& s) {
@@ -82,15 +138,20 @@ std::string printIndexSchedule(const IndexSchedule& s) {
 std::string printNestSchedule(const NestSchedule& s) {
   std::vector<std::string> clauses;
   for (const IndexSchedule& i : s.indices) clauses.push_back(printIndexSchedule(i));
-  if (!s.shared.empty()) {
-    std::vector<std::string> arrays;
-    for (const std::string& a : s.shared) arrays.push_back(s.isTransposed(a) ? a + "^T" : a);
-    clauses.push_back(fmt::format("shared: {}", fmt::join(arrays, ", ")));
+  for (const ClauseRow& row : clauseTable()) {
+    if (clauseAtDefault(row, s)) continue;
+    switch (row.kind) {
+      case ClauseKind::Arrays: {
+        std::vector<std::string> arrays;  // with their `^T` marks (the ArrayFlag row)
+        for (const std::string& a : s.*row.arrays) arrays.push_back(s.isTransposed(a) ? a + "^T" : a);
+        clauses.push_back(fmt::format("{}: {}", row.name, fmt::join(arrays, ", ")));
+        break;
+      }
+      case ClauseKind::ArrayFlag: break;
+      case ClauseKind::Number:
+      case ClauseKind::Keyword: clauses.push_back(fmt::format("{}: {}", row.name, clauseValue(row, s))); break;
+    }
   }
-  if (s.buffers > 1) clauses.push_back(fmt::format("buffers: {}", s.buffers));
-  if (s.asyncCopy) clauses.push_back("copy: async");
-  if (s.earlyLoads) clauses.push_back("loads: early");
-  if (s.blocksPerSM > 0) clauses.push_back(fmt::format("blocks_per_sm: {}", s.blocksPerSM));
   if (clauses.empty()) return "-";
   return fmt::format("{}", fmt::join(clauses, "; "));
 }
@@ -195,6 +256,52 @@ class ScheduleParser {
     return negative ? -v : v;
   }
 
+  // "an index name, 'shared', 'buffers', 'copy', 'loads' or 'blocks_per_sm'": the clause rows
+  // that have a name of their own.
+  static std::string clauseNames() {
+    std::vector<std::string> names;
+    for (const ClauseRow& row : clauseTable())
+      if (row.kind != ClauseKind::ArrayFlag) names.push_back(fmt::format("'{}'", row.name));
+    std::string last = names.back();
+    names.pop_back();
+    return fmt::format("an index name, {} or {}", fmt::join(names, ", "), last);
+  }
+
+  static const ClauseRow* clauseRow(const std::string& name) {
+    for (const ClauseRow& row : clauseTable())
+      if (row.kind != ClauseKind::ArrayFlag && name == row.name) return &row;
+    return nullptr;
+  }
+
+  // The value of clause `row` after its ':' (`given`: the clause was seen before in this nest).
+  void clause(const ClauseRow& row, NestSchedule& n, size_t clauseStart, bool& given) {
+    switch (row.kind) {
+      case ClauseKind::Number: {
+        given = true;
+        size_t at = (skipSpace(), pos_);
+        if (!atNumber()) fail(fmt::format("expected {} after '{}:'", row.expected, row.name));
+        n.*row.number = number();
+        if (n.*row.number < row.min || n.*row.number > row.max) failAt(at, row.rangeError);
+        return;
+      }
+      case ClauseKind::Keyword: n.*row.flag = keywordClause(clauseStart, given, row.name, row.yes, row.no); return;
+      case ClauseKind::Arrays:
+        given = true;
+        do {
+          (n.*row.arrays).push_back(word("an array name"));
+          // `a^T`: the tile is stored with its dimensions reversed.
+          if (accept('^')) {
+            size_t at = pos_;
+            if (pos_ >= t_.size() || t_[pos_] != 'T') failAt(at, "expected 'T' after '^' (a transposed tile: 'a^T')");
+            ++pos_;
+            n.transposed.push_back((n.*row.arrays).back());
+          }
+        } while (accept(','));
+        return;
+      case ClauseKind::ArrayFlag: return;
+    }
+  }
+
   NestSchedule nest() {
     NestSchedule n;
     // `-` alone is a nest with nothing to schedule.
@@ -203,42 +310,17 @@ class ScheduleParser {
       if (!atEnd() && !peek('|')) fail("expected '|' or the end of the text after '-'");
       return n;
     }
-    bool sawShared = false, sawBlocks = false, sawBuffers = false, sawCopy = false, sawLoads = false;
+    std::deque<bool> saw(clauseTable().size(), false);  // (references to its elements: not a vector<bool>)
     do {
       size_t clauseStart = (skipSpace(), pos_);
-      std::string name = word("an index name, 'shared', 'buffers', 'copy', 'loads' or 'blocks_per_sm'");
+      std::string name = word(clauseNames().c_str());
       expect(':', fmt::format("after '{}'", name).c_str());
-      if (name == "blocks_per_sm") {
-        if (sawBlocks) failAt(clauseStart, "'blocks_per_sm:' is given twice for this nest");
-        sawBlocks = true;
-        size_t at = (skipSpace(), pos_);
-        if (!atNumber()) fail("expected a number of blocks after 'blocks_per_sm:'");
-        n.blocksPerSM = number();
-        if (n.blocksPerSM < 1 || n.blocksPerSM > 32) failAt(at, "blocks_per_sm must be between 1 and 32");
-      } else if (name == "buffers") {
-        if (sawBuffers) failAt(clauseStart, "'buffers:' is given twice for this nest");
-        sawBuffers = true;
-        size_t at = (skipSpace(), pos_);
-        if (!atNumber()) fail("expected a number of buffers (1 to 4) after 'buffers:'");
-        n.buffers = number();
-        if (n.buffers < 1 || n.buffers > 4) failAt(at, "buffers must be between 1 and 4");
-      } else if (name == "copy") {
-        n.asyncCopy = keywordClause(clauseStart, sawCopy, "copy", "async", "registers");
-      } else if (name == "loads") {
-        n.earlyLoads = keywordClause(clauseStart, sawLoads, "loads", "early", "late");
-      } else if (name == "shared") {
-        if (sawShared) failAt(clauseStart, "'shared:' is given twice for this nest");
-        sawShared = true;
-        do {
-          n.shared.push_back(word("an array name"));
-          // `a^T`: the tile is stored with its dimensions reversed.
-          if (accept('^')) {
-            size_t at = pos_;
-            if (pos_ >= t_.size() || t_[pos_] != 'T') failAt(at, "expected 'T' after '^' (a transposed tile: 'a^T')");
-            ++pos_;
-            n.transposed.push_back(n.shared.back());
-          }
-        } while (accept(','));
+      const ClauseRow* row = clauseRow(name);
+      if (row) {
+        bool& given = saw[row - clauseTable().data()];
+        if (given && row->kind != ClauseKind::Keyword)
+          failAt(clauseStart, fmt::format("'{}:' is given twice for this nest", name));
+        clause(*row, n, clauseStart, given);
       } else {
         IndexSchedule is{name, {}};
         do {

@@ -110,6 +110,43 @@ struct Schedule {
   bool operator==(const Schedule&) const = default;
 };
 
+// ---------------------------------------------------------------------------------------------
+// The clauses of a nest schedule besides its index clauses, as one table: printing, parsing,
+// scheduleDistance (Space.h), the space's sampling of families the model cannot value and the
+// tuning report's "by schedule choice" view iterate it, so that a new clause is one row here plus
+// the code that plans (Plan.h) and emits it. Rows print in table order.
+enum class ClauseKind : uint8_t {
+  Arrays,     // `shared: a, b`: a list of array names
+  ArrayFlag,  // `a^T`: a mark on arrays of the Arrays row, printed and parsed with them
+  Number,     // `buffers: 2`: an integer in [min, max], not printed at its default
+  Keyword,    // `copy: async|registers`: a flag set by its first word, not printed when clear
+};
+
+struct ClauseRow {
+  const char* name;  // the clause name (the report's choice name)
+  ClauseKind kind;
+  std::vector<std::string> NestSchedule::*arrays = nullptr;  // Arrays, ArrayFlag
+  int64_t NestSchedule::*number = nullptr;                   // Number
+  int64_t defaultNumber = 0, min = 0, max = 0;
+  const char* expected = nullptr;    // Number: what the parser expects, "a number of buffers (1 to 4)"
+  const char* rangeError = nullptr;  // Number: "buffers must be between 1 and 4"
+  bool NestSchedule::*flag = nullptr;  // Keyword
+  const char* yes = nullptr;           // Keyword: the word that sets the flag
+  const char* no = nullptr;            // Keyword: the word that clears it (the default)
+  // scheduleDistance: what a differing value costs (Arrays: per array only one schedule stages;
+  // ArrayFlag: per array both stage, marked in one only).
+  double distance = 1;
+  // The family of schedules whose clause is not at its default that sampling keeps a few of (the
+  // static model gives them no credit; "": none).
+  const char* family = "";
+};
+
+const std::vector<ClauseRow>& clauseTable();
+bool clauseAtDefault(const ClauseRow& row, const NestSchedule& s);
+// The clause's value in words: "a, b" (none: "none"), "2", "async"/"registers"; blocks_per_sm at
+// its default is "none".
+std::string clauseValue(const ClauseRow& row, const NestSchedule& s);
+
 std::string printIndexSchedule(const IndexSchedule& s);  // "i: grid.y, thread.y 16"
 std::string printNestSchedule(const NestSchedule& s);
 std::string printSchedule(const Schedule& s);

@@ -892,9 +892,8 @@ namespace {
 std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::string>& parallelNames) {
   std::vector<std::string> out;
   for (const NestSchedule& n : s.nests) {
-    if (n.asyncCopy) out.push_back("copy: async");
-    if (n.earlyLoads) out.push_back("loads: early");
-    if (n.blocksPerSM > 0) out.push_back("blocks_per_sm");
+    for (const ClauseRow& row : clauseTable())
+      if (*row.family && !clauseAtDefault(row, n)) out.push_back(row.family);
     for (const IndexSchedule& is : n.indices) {
       const bool parallel = parallelNames.count(is.index) > 0;
       for (size_t p = 1; p < is.parts.size(); ++p) {
@@ -909,6 +908,40 @@ std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::strin
     }
   }
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+// How far apart two nest schedules' values of one clause are (see scheduleDistance).
+double clauseDistance(const ClauseRow& row, const NestSchedule& x, const NestSchedule& y) {
+  switch (row.kind) {
+    case ClauseKind::Number: return x.*row.number != y.*row.number ? row.distance : 0;
+    case ClauseKind::Keyword: return x.*row.flag != y.*row.flag ? row.distance : 0;
+    case ClauseKind::Arrays: {
+      std::set<std::string> sx((x.*row.arrays).begin(), (x.*row.arrays).end());
+      std::set<std::string> sy((y.*row.arrays).begin(), (y.*row.arrays).end());
+      double d = 0;
+      for (const std::string& a : sx) d += sy.count(a) ? 0 : row.distance;
+      for (const std::string& a : sy) d += sx.count(a) ? 0 : row.distance;
+      return d;
+    }
+    case ClauseKind::ArrayFlag: {
+      // Arrays both stage, marked in one only: the same tile, stored the other way.
+      double d = 0;
+      for (const std::string& a : std::set<std::string>(x.shared.begin(), x.shared.end()))
+        if (std::find(y.shared.begin(), y.shared.end(), a) != y.shared.end()) {
+          const auto& fx = x.*row.arrays;
+          const auto& fy = y.*row.arrays;
+          const bool inX = std::find(fx.begin(), fx.end(), a) != fx.end();
+          const bool inY = std::find(fy.begin(), fy.end(), a) != fy.end();
+          if (inX != inY) d += row.distance;
+        }
+      return d;
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -940,16 +973,7 @@ double scheduleDistance(const Schedule& a, const Schedule& b) {
         d += std::min(2.0, std::fabs(std::log2(fx / fy)));
       }
     }
-    if (x.blocksPerSM != y.blocksPerSM) d += 1;
-    if (x.buffers != y.buffers) d += 1;
-    if (x.asyncCopy != y.asyncCopy) d += 1;
-    if (x.earlyLoads != y.earlyLoads) d += 1;
-    std::set<std::string> sx(x.shared.begin(), x.shared.end()), sy(y.shared.begin(), y.shared.end());
-    for (const std::string& s : sx)
-      if (!sy.count(s)) d += 1.5;
-      else if (x.isTransposed(s) != y.isTransposed(s)) d += 1;  // the same tile, stored the other way
-    for (const std::string& s : sy)
-      if (!sx.count(s)) d += 1.5;
+    for (const ClauseRow& row : clauseTable()) d += clauseDistance(row, x, y);
   }
   return d;
 }

@@ -249,13 +249,14 @@ int64_t NestModel::vectorWidth(const NestSchedule& s, size_t access, bool transp
 
 // Iterations a thread makes of the staged reduction step (the outer part of the innermost
 // reduction index; 1 without one).
-double NestModel::stepsPerThread(const NestSchedule& s) const {
+double NestModel::stepsPerThread(const NestPlan& plan) const {
   const NestIndex* inner = innermostReduction();
-  const IndexSchedule* is = inner ? s.find(inner->name) : nullptr;
-  if (!is) return 1;
-  const size_t sp = stepPartOf(*is);
-  if (sp >= is->parts.size() || (sp == 0 && is->parts.size() < 2)) return 1;
-  return (double)partExtents(*is, std::max<int64_t>(1, inner->hull.extent()))[sp];
+  const IndexPlan* ip = inner ? plan.index(inner->name) : nullptr;
+  if (!ip) return 1;
+  const IndexSchedule& is = plan.clauseOf(*ip);
+  const size_t sp = stepPartOf(is);
+  if (sp >= is.parts.size() || (sp == 0 && is.parts.size() < 2)) return 1;
+  return (double)ip->extents[sp];
 }
 
 const NestIndex* NestModel::innermostReduction() const {
@@ -267,15 +268,16 @@ const NestIndex* NestModel::innermostReduction() const {
 // Loop control per thread: about 3 instructions (add, compare, branch) per iteration of a rolled
 // loop part of a reduction index (unrolled parts have none), and a barrier pair with its
 // bookkeeping (~6) per staged step.
-double NestModel::loopControl(const NestSchedule& s) const {
+double NestModel::loopControl(const NestPlan& plan) const {
   double control = 0;
   for (const NestIndex* ni : reductions()) {
-    const IndexSchedule* is = s.find(ni->name);
-    if (!is) {
+    const IndexPlan* ip = plan.index(ni->name);
+    if (!ip) {
       control += 3 * (double)std::max<int64_t>(1, ni->hull.extent());
       continue;
     }
-    std::vector<int64_t> ext = partExtents(*is, std::max<int64_t>(1, ni->hull.extent()));
+    const IndexSchedule* is = &plan.clauseOf(*ip);
+    const std::vector<int64_t>& ext = ip->extents;
     double iterations = 1;
     for (size_t p = 0; p < is->parts.size(); ++p) {
       Placement pl = is->parts[p].place;
@@ -285,7 +287,7 @@ double NestModel::loopControl(const NestSchedule& s) const {
     }
     control += 3 * iterations;
   }
-  if (!s.shared.empty()) control += 6 * stepsPerThread(s);
+  if (!plan.schedule.shared.empty()) control += 6 * stepsPerThread(plan);
   return control;
 }
 
@@ -297,15 +299,16 @@ double NestModel::loopControl(const NestSchedule& s) const {
 // matrix rows, 36 elements apart: neighbouring lanes on neighbouring rows hit 8 different groups,
 // but lanes 4 rows apart (`thread.x 14, reg 4`) only 2, 4-way conflicts; measured on an H100,
 // such schedules ran about 2x slower than their `reg 4, thread.x 14` siblings.
-double NestModel::bankConflictWays(const NestSchedule& s, size_t access, const StagedArray& sa, int64_t width,
+double NestModel::bankConflictWays(const NestPlan& plan, size_t access, const StagedArray& sa, int64_t width,
                                    const std::string& threadXIndex, int64_t threadX) const {
   const Access& a = accesses_[access];
   const int txLoop = loopIdIn(a, threadXIndex);
-  const IndexSchedule* is = threadXIndex.empty() ? nullptr : s.find(threadXIndex);
-  const NestIndex* ni = index(threadXIndex);
+  const NestSchedule& s = plan.schedule;
+  const IndexPlan* ip = threadXIndex.empty() ? nullptr : plan.index(threadXIndex);
+  const IndexSchedule* is = ip ? &plan.clauseOf(*ip) : nullptr;
   const int64_t lanes = std::min<int64_t>(32, threadX);
-  if (txLoop < 0 || !is || !ni || lanes <= 1 || sa.order.size() != a.indices.size()) return 1;
-  std::vector<int64_t> ext = partExtents(*is, std::max<int64_t>(1, ni->hull.extent()));
+  if (txLoop < 0 || !is || lanes <= 1 || sa.order.size() != a.indices.size()) return 1;
+  const std::vector<int64_t>& ext = ip->extents;
   int64_t laneStep = 1;
   bool after = false;
   for (size_t p = 0; p < is->parts.size(); ++p) {
@@ -412,7 +415,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     double ways = 1;
     if (isStaged) {
       for (const StagedArray& sa : plan.staging.arrays)
-        if (sa.array == a.array) ways = bankConflictWays(s, ai, sa, (int64_t)width, e.threadXIndex, threadX);
+        if (sa.array == a.array) ways = bankConflictWays(plan, ai, sa, (int64_t)width, e.threadXIndex, threadX);
     }
     issue.loads += perThread / width * ways;
     operandsPerValue += perThread / std::max(1.0, reductionValuesPerThread);
@@ -431,7 +434,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // One step at one position of the serial loops of parallel indices is held (a block's copies
   // cover every position; the tiles move with them).
   const double positions = (double)std::max<int64_t>(1, e.outputsPerThread / std::max<int64_t>(1, e.registerTile));
-  double prefetch = s.shared.empty() || s.asyncCopy ? 0 : issue.copies / 3 / std::max(1.0, stepsPerThread(s)) / positions;
+  double prefetch = s.shared.empty() || s.asyncCopy ? 0 : issue.copies / 3 / std::max(1.0, stepsPerThread(plan)) / positions;
   e.registers = 24 + statements * e.registerTile + (int64_t)std::ceil(operandsPerValue + prefetch);
   // `loads: early`: the statements' loads held across the reductions, per register point.
   if (s.earlyLoads) e.registers += (int64_t)plan.earlyLoads.size() * e.registerTile;
@@ -477,7 +480,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // thread's instructions bounds the rate (loads, copies, loop control and stores take slots too).
   int64_t totalThreads = e.threads * e.blocks;
   issue.fmas = e.flops / 2 / (double)std::max<int64_t>(1, totalThreads);
-  issue.control = loopControl(s);
+  issue.control = loopControl(plan);
   // A rolled loop inside the staged step computes every shared-memory address at run time
   // (unrolled, they are immediates): about one more instruction per load.
   const NestIndex* innermost = innermostReduction();

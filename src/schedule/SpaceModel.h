@@ -129,13 +129,13 @@ class NestModel {
   std::optional<int64_t> stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const;
   int64_t vectorWidth(const NestSchedule& s, size_t access, bool transposed) const;
   const NestIndex* innermostReduction() const;  // the last reduction index; nullptr if none
-  double stepsPerThread(const NestSchedule& s) const;
-  double loopControl(const NestSchedule& s) const;
+  double stepsPerThread(const NestPlan& plan) const;
+  double loopControl(const NestPlan& plan) const;
   double distinctElements(size_t access, const std::map<int, Interval>& tile) const;
   const std::optional<Box>& box(size_t access, const std::map<int, Interval>& tile) const;
   std::vector<int64_t> tileKey(size_t access, const std::map<int, Interval>& tile) const;
   int loopIdIn(const Access& a, const std::string& index) const;  // -1 if not in a's scope
-  double bankConflictWays(const NestSchedule& s, size_t access, const StagedArray& sa, int64_t width,
+  double bankConflictWays(const NestPlan& plan, size_t access, const StagedArray& sa, int64_t width,
                           const std::string& threadXIndex, int64_t threadX) const;
 };
 

@@ -52,7 +52,8 @@ std::vector<std::pair<std::string, std::string>> scheduleChoices(std::string_vie
   const Schedule& s = *parsed.schedule;
 
   // One value per nest for each choice; nests with nothing to schedule are left out.
-  std::vector<std::string> threadX, threads, reg, unroll, shared, grid;
+  std::vector<std::string> threadX, threads, reg, unroll, grid;
+  std::vector<std::vector<std::string>> clauses(clauseTable().size());  // per clause row
   for (const NestSchedule& nest : s.nests) {
     if (nest.indices.empty()) continue;
     std::string tx = "none";
@@ -78,9 +79,7 @@ std::vector<std::pair<std::string, std::string>> scheduleChoices(std::string_vie
     threads.push_back(threadsKnown ? std::to_string(threadCount) : "by size");
     reg.push_back(std::to_string(regTile));
     unroll.push_back(unrollFactor > 1 ? std::to_string(unrollFactor) : "none");
-    std::string sh;
-    for (const std::string& a : nest.shared) sh += (sh.empty() ? "" : ", ") + a;
-    shared.push_back(sh.empty() ? "none" : sh);
+    for (size_t r = 0; r < clauseTable().size(); ++r) clauses[r].push_back(clauseValue(clauseTable()[r], nest));
     grid.push_back(std::to_string(gridAxes.size()));
   }
   auto join = [](const std::vector<std::string>& v) {
@@ -89,8 +88,12 @@ std::vector<std::pair<std::string, std::string>> scheduleChoices(std::string_vie
     for (size_t i = 0; i < v.size(); ++i) out += (i ? " | " : "") + v[i];
     return out;
   };
-  return {{"thread.x", join(threadX)}, {"threads per block", join(threads)}, {"register tile", join(reg)},
-          {"unroll", join(unroll)},     {"shared", join(shared)},             {"grid axes", join(grid)}};
+  std::vector<std::pair<std::string, std::string>> out{
+      {"thread.x", join(threadX)}, {"threads per block", join(threads)}, {"register tile", join(reg)}, {"unroll", join(unroll)}};
+  // Every clause of the clause table (shared, transposed, buffers, copy, loads, blocks_per_sm).
+  for (size_t r = 0; r < clauseTable().size(); ++r) out.push_back({clauseTable()[r].name, join(clauses[r])});
+  out.push_back({"grid axes", join(grid)});
+  return out;
 }
 
 namespace {

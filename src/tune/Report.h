@@ -58,7 +58,9 @@ std::optional<double> rooflineFraction(const CandidateRecord& c, double peakGflo
 
 // The schedule choices a candidate made, as (choice, value) pairs in a fixed order, parsed from
 // its schedule text: ("thread.x", "j 32"), ("threads per block", "256"), ("register tile", "4"),
-// ("unroll", "4"), ("shared", "a, b"), ("grid axes", "2"). Several nests join their values with
+// ("unroll", "4"), then one per row of the clause table (clauseTable, schedule/Schedule.h:
+// ("shared", "a, b"), ("transposed", "none"), ("buffers", "2"), ("copy", "async"), ("loads",
+// "late"), ("blocks_per_sm", "none")), and ("grid axes", "2"). Several nests join their values with
 // " | ". Text that does not parse gives {("schedule", "unparsed")}.
 std::vector<std::pair<std::string, std::string>> scheduleChoices(std::string_view scheduleText);
 

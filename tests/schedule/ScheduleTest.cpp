@@ -377,12 +377,15 @@ TEST(Plan, LaunchPartsStagingAndReasons) {
   EXPECT_FALSE(p.pipeline.any());  // several steps: the buffers pipeline the steps, not positions
   EXPECT_EQ(p.sharedBytes, p.staging.bytes);
   EXPECT_FALSE(p.dynamicShared);
+  EXPECT_TRUE(p.cooperative);  // staged: every thread reaches the barriers
+  EXPECT_FALSE(planSchedule(mm, defaultSchedule(mm)).nests.at(0).cooperative);
 
   // A reduction split across threads declares a combine buffer beside the tiles.
   SchedulePlan split = planSchedule(dot(1000), parseOk("i: serial, thread.x 256"));
   ASSERT_TRUE(split.ok()) << joined(split.reasons);
   EXPECT_EQ(split.nests[0].launch.lanes, 256);
   EXPECT_EQ(split.nests[0].sharedBytes, 256 * 4);
+  EXPECT_TRUE(split.nests[0].cooperative);
 
   // Rejected: no plan, and exactly validateSchedule's reasons.
   Schedule bad = parseOk("i: grid.x, thread.x 2048; j: grid.y; k: serial, reg 4");
@@ -394,4 +397,29 @@ TEST(Plan, LaunchPartsStagingAndReasons) {
   NestPlanResult r = planNest(mm, 0, bad.nests[0]);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.reasons, none.reasons);
+}
+
+// The clause table: every row prints and parses back away from its default, and the parser names
+// every clause it knows when it expects one.
+TEST(Schedule, ClauseTableDrivesPrintingAndParsing) {
+  for (const ClauseRow& row : clauseTable()) {
+    NestSchedule ns = parseOk("i: grid.x, thread.x 32; k: serial; shared: a").nests[0];
+    EXPECT_TRUE(row.kind == ClauseKind::Arrays || clauseAtDefault(row, ns)) << row.name;
+    switch (row.kind) {
+      case ClauseKind::Arrays: break;  // `shared: a` above
+      case ClauseKind::ArrayFlag: (ns.*row.arrays).push_back("a"); break;
+      case ClauseKind::Number: ns.*row.number = row.max; break;
+      case ClauseKind::Keyword: ns.*row.flag = true; break;
+    }
+    EXPECT_FALSE(clauseAtDefault(row, ns)) << row.name;
+    std::string text = printNestSchedule(ns);
+    auto again = parseSchedule(text);
+    ASSERT_TRUE(again.ok()) << text << ": " << again.error;
+    EXPECT_EQ(again.schedule->nests[0], ns) << text;
+    if (row.kind != ClauseKind::ArrayFlag) {
+      EXPECT_NE(text.find(std::string(row.name) + ": "), std::string::npos) << text;
+      auto missing = parseSchedule("i: serial; ;");
+      EXPECT_NE(missing.error.find(std::string("'") + row.name + "'"), std::string::npos) << missing.error;
+    }
+  }
 }

@@ -127,6 +127,24 @@ std::pair<int64_t, int64_t> launchShape(const Kernel& bound, int nest, const Nes
 }
 
 // Every invariant of a space: legal, round-tripping, emitted, sorted, constraints, default present.
+// A candidate's plans say what the emitter generates: the launch shape of each nest, its dynamic
+// shared memory and whether positions are pipelined (the emitter still derives them itself).
+void expectPlansAgree(const Candidate& c, const EmittedModule& m) {
+  ASSERT_EQ(c.plans.size(), m.launches.size()) << c.text;
+  bool pipelined = false;
+  for (size_t n = 0; n < c.plans.size(); ++n) {
+    const NestPlan& p = *c.plans[n];
+    const LaunchSpec& l = m.launches[n];
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_EQ((int64_t)l.grid[a], p.launch.grid[a]) << c.text;
+      EXPECT_EQ((int64_t)l.block[a], p.launch.block[a]) << c.text;
+    }
+    EXPECT_EQ((int64_t)l.dynamicSharedBytes, p.dynamicShared ? p.staging.bytes : 0) << c.text;
+    pipelined = pipelined || p.pipeline.any();
+  }
+  EXPECT_EQ(pipelined, m.source.find("are copied ahead") != std::string::npos) << c.text;
+}
+
 void checkSpace(const Kernel& bound, const Space& space, const SpaceOptions& o, bool emitAll) {
   SCOPED_TRACE(bound.name);
   ASSERT_FALSE(space.candidates.empty());
@@ -160,6 +178,7 @@ void checkSpace(const Kernel& bound, const Space& space, const SpaceOptions& o, 
       try {
         EmittedModule m = emitCuda(bound, c.schedule);
         EXPECT_FALSE(m.source.empty());
+        expectPlansAgree(c, m);
       } catch (const std::exception& e) {
         ADD_FAILURE() << "emitCuda failed for " << c.text << ": " << e.what();
       }
