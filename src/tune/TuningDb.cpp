@@ -580,7 +580,9 @@ std::string TuningDb::exportJson(const std::string& kernelHash) {
     keys.push_back(std::move(entry));
   }
   json doc = {{"format", kExportFormat}, {"schemaVersion", kSchemaVersion}, {"keys", std::move(keys)}};
-  return doc.dump(2);
+  // Text that is not UTF-8 (an imported name, a compiler log in a reason) becomes U+FFFD: JSON
+  // cannot carry it, and the default handler threw (exit 70).
+  return doc.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 int TuningDb::importJson(const std::string& text, int* duplicatesSkipped) {
@@ -588,7 +590,7 @@ int TuningDb::importJson(const std::string& text, int* duplicatesSkipped) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
     throw Error(fmt::format("not a tuning database export (invalid JSON): {}", e.what()));
   }
   std::lock_guard lock(impl_->mutex);

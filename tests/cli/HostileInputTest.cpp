@@ -136,3 +136,59 @@ TEST(Hostile, ManyErrorsOnALongLineGiveAScreenful) {
   EXPECT_NE(r.out.find("note: too many errors; only the first 50 are shown"), std::string::npos) << head(r.out);
   EXPECT_LT(r.out.size(), 32u * 1024) << head(r.out);
 }
+
+// 7. Internal errors (exit 70) for user input or the environment.
+TEST(Hostile, EmptyKernelBodyIsNothingToTune) {
+  std::string f = writeTemp("empty_body.rtcg", "kernel e(n: int, x: f32[n]) { }\n");
+  Result r = rtcgc("tune " + f + " -D n=8 --dry-run");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("kernel 'e' has no statements: there is nothing to tune"), std::string::npos) << r.out;
+}
+
+TEST(Hostile, HostArraysLargerThanMemoryAreRefusedBeforeAllocating) {
+  // 2^40 elements of each: terabytes on any machine (n = 2^31-1 of one dimension was 32 GiB).
+  std::string f = writeTemp("big.rtcg", "kernel c(n: int, x: f32[n, n], out y: f32[n, n]) {\n"
+                                        "  for i in 0..n, j in 0..n { y[i, j] = x[i, j]; }\n}\n");
+  Result r = rtcgc("run --cpu " + f + " -D n=1048576");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("the host arrays of kernel 'c' and their reference values need 16384.0 GiB, more than this "
+                       "machine's"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Hostile, InputsAreReadBoundedAndEveryReadErrorIsReported) {
+  Result zero = rtcgc("check /dev/zero");
+  EXPECT_EQ(zero.code, 1) << zero.out;
+  EXPECT_NE(zero.out.find("cannot read '/dev/zero': it is larger than 16 MiB, the limit"), std::string::npos) << zero.out;
+  // 9. A directory and an unreadable file passed check (std::ifstream read them as empty).
+  Result dir = rtcgc("check " + tempDir().string());
+  EXPECT_EQ(dir.code, 1) << dir.out;
+  EXPECT_NE(dir.out.find("it is a directory"), std::string::npos) << dir.out;
+  Result mem = rtcgc("check /proc/self/mem");
+  EXPECT_EQ(mem.code, 1) << mem.out;
+  EXPECT_NE(mem.out.find("cannot read '/proc/self/mem': Input/output error"), std::string::npos) << mem.out;
+  // An empty file passed check and failed every other command.
+  Result empty = rtcgc("check " + writeTemp("empty.rtcg", ""));
+  EXPECT_EQ(empty.code, 1) << empty.out;
+  EXPECT_NE(empty.out.find("empty.rtcg: error: the file defines no kernel"), std::string::npos) << empty.out;
+}
+
+TEST(Hostile, AFullStandardOutputIsAnError) {
+  // 9. `emit > /dev/full` exited 0; 7. `db export > /dev/full` was an internal error.
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  Result emit = rtcgc("emit " + f + " -D n=8", "> /dev/full");
+  EXPECT_EQ(emit.code, 1) << emit.out;
+  EXPECT_NE(emit.out.find("rtcgc: error: cannot write to standard output: No space left on device"), std::string::npos)
+      << emit.out;
+  std::string json = writeTemp("db.json", R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": [{"key": {
+    "kernelHash": "ab12000000000001", "kernelName": "matmul", "sizes": "n=500", "device": "NVIDIA H200",
+    "arch": "sm_90", "driverVersion": 13000, "nvrtcVersion": "13.0", "rtcgVersion": "0.1.0"}, "searches": [],
+    "candidates": [{"schedule": "i: grid.x, thread.x 32", "status": "verified", "medianMs": 1.5, "recordedAt": 5}]}]})");
+  fs::path db = tempDir() / "full.sqlite";
+  ASSERT_EQ(rtcgc("db import " + json + " --db " + db.string()).code, 0);
+  Result exp = rtcgc("db export --db " + db.string(), "> /dev/full");
+  EXPECT_EQ(exp.code, 1) << exp.out;
+  EXPECT_NE(exp.out.find("rtcgc: error: cannot write to standard output"), std::string::npos) << exp.out;
+  EXPECT_EQ(exp.out.find("internal error"), std::string::npos) << exp.out;
+}

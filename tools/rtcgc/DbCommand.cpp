@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "support/Error.h"
+#include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "tune/TuningDb.h"
 
@@ -229,6 +230,9 @@ int runExport(const DbOptions& o, const Io& io) {
   return kOk;
 }
 
+// The largest export `db import` reads (bench/results' databases are a few MiB).
+constexpr size_t kMaxImportBytes = size_t(1) << 30;
+
 int runImport(const DbOptions& o, const Io& io) {
   std::string text;
   if (o.file == "-") {
@@ -236,9 +240,11 @@ int runImport(const DbOptions& o, const Io& io) {
     size_t n = 0;
     while ((n = std::fread(buf, 1, sizeof buf, io.in)) > 0) text.append(buf, n);
   } else {
-    std::ifstream f(o.file, std::ios::binary);
-    if (!f) io.fail(kInputError, "cannot read '{}': {}", o.file, std::strerror(errno));
-    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    try {
+      text = readInputFile(o.file, kMaxImportBytes);
+    } catch (const Error& e) {
+      io.fail(kInputError, "{}", e.what());
+    }
   }
   TuningDb db(dbPathOf(o));
   int skipped = 0;

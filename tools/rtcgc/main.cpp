@@ -24,6 +24,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "support/Error.h"
+#include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "tune/Tuner.h"
 #include "tune/Verify.h"
@@ -55,15 +56,14 @@ struct Common {
   std::string kernel;
 };
 
+// Bounded, and every read error reported (support/InputFile.h).
 SourceText readSource(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    fmt::print(stderr, "rtcgc: error: cannot read '{}': {}\n", path, std::strerror(errno));
+  try {
+    return {path, readInputFile(path, kMaxSourceBytes)};
+  } catch (const Error& e) {
+    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
     throw Fail{kInputError};
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return {path, ss.str()};
 }
 
 SizeBindings parseDefines(const std::vector<std::string>& defines) {
@@ -150,6 +150,8 @@ int runCheck(const Common& c) {
   } else {
     std::optional<Program> p = parseProgram(src.fileName, src.text, diags);
     if (p) program = *p;
+    // As frontKernel says for every other command (an empty file passed check, then failed them).
+    if (p && p->kernels.empty()) diags.error({}, "the file defines no kernel");
   }
   report(diags, src);
   if (diags.hasErrors()) return kInputError;
@@ -268,6 +270,7 @@ int runRun(const Common& c, const RunArgs& r) {
   SourceText src = readSource(c.file);
   if (r.cpu) {
     Kernel bound = boundKernel(c, src);
+    checkHostMemory(bound, 1);
     HostArgs args(bound);
     fillInputs(bound, args, r.seed);
     setScalars(bound, args, r);
@@ -292,6 +295,7 @@ int runRun(const Common& c, const RunArgs& r) {
   Compiled compiled = compile(c, src, options);
   const Kernel& bound = compiled.kernel;
 
+  checkHostMemory(bound, 2);  // the arguments and the reference's copy of them
   HostArgs host(bound);
   fillInputs(bound, host, r.seed);
   setScalars(bound, host, r);
@@ -386,7 +390,24 @@ void addCommon(CLI::App* cmd, Common& c, bool needFile = true) {
 
 }  // namespace
 
+namespace {
+int runMain(int argc, char** argv);
+}
+
+// A command that printed to a full or closed standard output failed, whatever it returned (`emit >
+// /dev/full` exited 0, `db export > /dev/full` died as an internal error in fmt::print).
 int main(int argc, char** argv) {
+  int code = runMain(argc, argv);
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    fmt::print(stderr, "rtcgc: error: cannot write to standard output: {}\n", std::strerror(errno ? errno : EIO));
+    return code == 0 || code == 70 ? 1 : code;
+  }
+  return code;
+}
+
+namespace {
+
+int runMain(int argc, char** argv) {
   CLI::App app{"rtcgc: the rtcg loop-kernel compiler (DSL -> CUDA C -> cubin, CPU reference, GPU runs)", "rtcgc"};
   app.set_version_flag("--version", std::string("rtcgc ") + RTCG_VERSION);
   app.require_subcommand(1);
@@ -476,9 +497,15 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     fmt::print(stderr, "rtcgc: error: {}\n", e.what());
     return kInputError;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "rtcgc: error: out of memory\n");  // the environment, not a bug
+    return kInputError;
   } catch (const std::exception& e) {
+    if (std::ferror(stdout)) return kInputError;  // a failed print to standard output: main says so
     fmt::print(stderr, "rtcgc: internal error: {}\n", e.what());
     return kInternal;
   }
   return kUsage;
 }
+
+}  // namespace
