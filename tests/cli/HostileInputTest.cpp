@@ -192,3 +192,13 @@ TEST(Hostile, AFullStandardOutputIsAnError) {
   EXPECT_NE(exp.out.find("rtcgc: error: cannot write to standard output"), std::string::npos) << exp.out;
   EXPECT_EQ(exp.out.find("internal error"), std::string::npos) << exp.out;
 }
+
+// 8. A NUL byte in the echoed line ended rtcgc's output (fputs), hiding every later diagnostic.
+TEST(Hostile, ANulByteDoesNotCutOffLaterDiagnostics) {
+  std::string f = writeTemp("nul.rtcg", std::string("kernel k(n: int, x: f32[n], out y: f32[n]) {\n  for i in 0..n {") +
+                                            '\0' + " y[i] = x[i]; }\n  @\n}\n");
+  Result r = rtcgc("check " + f);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("nul.rtcg:2:18: error: unexpected byte 0x00"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nul.rtcg:3:3: error: unexpected character '@'"), std::string::npos) << r.out;
+}

@@ -92,7 +92,7 @@ SizeBindings parseDefines(const std::vector<std::string>& defines) {
 
 void report(const Diagnostics& diags, const SourceText& src) {
   std::string text = renderDiagnostics(diags, src);
-  if (!text.empty()) fputs(text.c_str(), stderr);
+  fwrite(text.data(), 1, text.size(), stderr);  // all of it, whatever bytes a message quotes
 }
 
 // Writes `data` to `path` atomically (support/OutputFile.h: through symbolic links, never over a
