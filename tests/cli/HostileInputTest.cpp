@@ -202,3 +202,26 @@ TEST(Hostile, ANulByteDoesNotCutOffLaterDiagnostics) {
   EXPECT_NE(r.out.find("nul.rtcg:2:18: error: unexpected byte 0x00"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("nul.rtcg:3:3: error: unexpected character '@'"), std::string::npos) << r.out;
 }
+
+// 9. run --cpu ignored --schedule, and passed a kernel whose indirect stores miss elements of an
+// out array (the checksum said nan, the exit status 0).
+TEST(Hostile, CpuRunRefusesASchedule) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  Result r = rtcgc("run --cpu " + f + " -D n=100 --schedule 'i: grid.x, thread.x 32'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--schedule applies to GPU runs"), std::string::npos) << r.out;
+}
+
+TEST(Hostile, CpuRunFailsWhenAnOutArrayIsLeftUnwritten) {
+  std::string f = writeTemp("scatter.rtcg", "kernel g(n: int, idx: i32[n], x: f32[n], out y: f32[n]) {\n"
+                                            "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
+  Result r = rtcgc("run --cpu " + f + " -D n=100");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("rtcgc: error: kernel 'g' leaves "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" of the 100 elements of out array 'y' unwritten (the first at row-major index "), std::string::npos)
+      << r.out;
+  // An inout array keeps its old values where nothing is stored: no error.
+  std::string g = writeTemp("scatter_inout.rtcg", "kernel g(n: int, idx: i32[n], x: f32[n], inout y: f32[n]) {\n"
+                                                  "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
+  EXPECT_EQ(rtcgc("run --cpu " + g + " -D n=100").code, 0);
+}

@@ -266,19 +266,41 @@ void setScalars(const Kernel& k, HostArgs& args, const RunArgs& r) {
   }
 }
 
+// Reports the `out` arrays the kernel leaves partly unwritten (a GPU run of it could never verify:
+// its result there is whatever the memory held); true if there are any.
+bool unwrittenOutputs(const Kernel& bound, const ReferenceResult& result) {
+  bool any = false;
+  for (const ReferenceOutput& o : result.outputs) {
+    if (o.unwritten <= 0 || bound.params[o.param].mode != ArrayMode::Out) continue;
+    fmt::print(stderr, "rtcgc: error: kernel '{}' leaves {} of the {} elements of out array '{}' unwritten (the first at "
+               "row-major index {})\n", bound.name, o.unwritten, o.values.size(), o.name, o.firstUnwritten);
+    any = true;
+  }
+  return any;
+}
+
 int runRun(const Common& c, const RunArgs& r) {
   SourceText src = readSource(c.file);
+  if (r.cpu && !r.schedule.empty()) {
+    // The reference executor runs the loops as written; accepting a schedule it ignores looked
+    // like a check of that schedule.
+    fmt::print(stderr, "rtcgc: error: --schedule applies to GPU runs; run --cpu executes the kernel's loops as "
+                       "written (check a schedule with `rtcgc emit --schedule`)\n");
+    return kUsage;
+  }
   if (r.cpu) {
     Kernel bound = boundKernel(c, src);
     checkHostMemory(bound, 1);
     HostArgs args(bound);
     fillInputs(bound, args, r.seed);
     setScalars(bound, args, r);
-    ReferenceResult result = runReference(bound, args);
+    ReferenceOptions referenceOptions;
+    referenceOptions.countUnwritten = true;
+    ReferenceResult result = runReference(bound, args, referenceOptions);
     fmt::print("{} on the CPU reference executor: {:.3f} ms\n", bound.name, result.seconds * 1e3);
     for (const ReferenceOutput& o : result.outputs)
       fmt::print("  {}: {}\n", o.name, checksum(o.values).str());
-    return kOk;
+    return unwrittenOutputs(bound, result) ? kInputError : kOk;
   }
 
   if (!cuda::cudaAvailable()) {
