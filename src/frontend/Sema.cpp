@@ -343,6 +343,12 @@ std::optional<ScalarType> KernelSema::scalarTypeOf(const ast::TypeRef& t, const 
 }
 
 void KernelSema::declareParams() {
+  // CUDA passes a kernel's parameters in at most 32 764 bytes (8 per array or scalar here): 5 000
+  // arrays passed check and failed in NVRTC, reported as a bug in rtcg.
+  constexpr size_t kMaxParams = 1024;
+  if (ast_.params.size() > kMaxParams)
+    error(loc(ast_.params[kMaxParams].nameSpan),
+          fmt::format("kernel '{}' has {} parameters; the limit is {}", ast_.name, ast_.params.size(), kMaxParams));
   // Parameters first, shapes second: a shape may use a size parameter declared after the array.
   for (const ast::Param& p : ast_.params) {
     Param ip;

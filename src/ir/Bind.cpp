@@ -201,6 +201,22 @@ Loop bindLoop(const Loop& l, const std::vector<std::optional<int64_t>>& values) 
 
 Expr simplify(const Expr& e) { return rewriteExpr(e, foldNode); }
 
+// The most bytes one array may span (128 TiB, far beyond any device's memory): its linear
+// offsets, and the index arithmetic the emitter builds from them, then stay far from 64-bit
+// overflow. f32[n, n, n] at n = 2^31 - 1 was proved in bounds with offsets past 2^93.
+constexpr double kMaxArrayBytes = double(int64_t(1) << 47);
+
+static void checkArrayBytes(const Param& p, Diagnostics& diags) {
+  double bytes = typeBytes(p.type);  // in double: the product may not fit 64 bits
+  for (const Expr& s : p.shape) {
+    if (s->kind != ExprKind::IntImm || s->intValue <= 0) return;  // reported above
+    bytes *= double(s->intValue);
+  }
+  if (bytes > kMaxArrayBytes)
+    diags.error(p.loc, fmt::format("array '{}' spans {:.3g} bytes with these sizes; the limit is 2^47 (128 TiB)",
+                                   p.name, bytes));
+}
+
 std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diagnostics& diags) {
   int errorsBefore = diags.errorCount();
   std::vector<std::string> sizeNames;
@@ -255,6 +271,7 @@ std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diag
         diags.error(p.loc, fmt::format("extent {} of array '{}' ({}) is {}; array extents must be positive",
                                        d, p.name, printExpr(orig, &k), s->intValue));
     }
+    checkArrayBytes(p, diags);
   }
   for (LoopNest& n : r.nests) {
     for (Loop& l : n.loops) l = bindLoop(l, values);

@@ -225,3 +225,26 @@ TEST(Hostile, CpuRunFailsWhenAnOutArrayIsLeftUnwritten) {
                                                   "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
   EXPECT_EQ(rtcgc("run --cpu " + g + " -D n=100").code, 0);
 }
+
+// 10. Sizes whose arrays overflow 64-bit offsets were proved in bounds; an architecture NVRTC does
+// not know was exit 3, "a bug in rtcg".
+TEST(Hostile, ArraysOfMoreThan128TiBAreRefusedWhenSizesAreBound) {
+  std::string f = writeTemp("cube.rtcg", "kernel c(n: int, x: f32[n, n, n], out y: f32[n, n, n]) {\n"
+                                         "  for i in 0..n, j in 0..n, k in 0..n { y[i, j, k] = x[i, j, k]; }\n}\n");
+  Result r = rtcgc("check " + f + " -D n=2147483647");
+  EXPECT_EQ(r.code, 1) << head(r.out);
+  EXPECT_NE(r.out.find("cube.rtcg:1:18: error: array 'x' spans 3.96e+28 bytes with these sizes; the limit is 2^47 (128 TiB)"),
+            std::string::npos)
+      << head(r.out);
+  EXPECT_EQ(rtcgc("check " + f + " -D n=4096").code, 0);  // 256 GiB: allowed
+}
+
+TEST(Hostile, AnArchitectureNvrtcDoesNotKnowIsABadCommandLine) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  Result r = rtcgc("emit " + f + " -D n=8 --ptx --arch sm_999");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("rtcgc: error: --arch: NVRTC cannot compile for 'sm_999'; it supports sm_XX and compute_XX for XX in "),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(rtcgc("emit " + f + " -D n=8 --ptx --arch compute_90").code, 0);
+}

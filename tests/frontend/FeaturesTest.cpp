@@ -311,6 +311,16 @@ TEST(Diagnostics, ALoneCarriageReturnKeepsTheCaretInPlace) {
             "                                                                        ^\n");
 }
 
+TEST(Diagnostics, MoreThan1024ParametersAreRefused) {
+  // 5 000 arrays passed check and failed in NVRTC (CUDA's 32 764 bytes of kernel parameters).
+  std::string src = "kernel many(n: int";
+  for (int i = 0; i < 5000; ++i) src += ",\n  a" + std::to_string(i) + ": f32[n]";
+  src += ", out y: f32[n]) {\n  for i in 0..n { y[i] = a0[i]; }\n}\n";
+  EXPECT_EQ(parseErrors(src), "test.rtcg:1025:3: error: kernel 'many' has 5002 parameters; the limit is 1024\n"
+                              "    a1023: f32[n],\n"
+                              "    ^~~~~\n");
+}
+
 TEST(Diagnostics, ErrorLimitStopsTheParse) {
   std::string src = "kernel k() {\n" + std::string(200, '@') + "\n}\n";
   Diagnostics diags;

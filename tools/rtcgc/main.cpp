@@ -16,6 +16,7 @@
 #include "TuneCommand.h"
 #include "api/Executable.h"
 #include "api/Pipeline.h"
+#include "codegen/NvrtcArchs.h"
 #include "frontend/Frontend.h"
 #include "ir/Printer.h"
 #include "reference/Compare.h"
@@ -184,6 +185,10 @@ int runEmit(const Common& c, const EmitArgs& e) {
   }
   if (e.cubin && e.arch.rfind("sm_", 0) != 0) {
     fmt::print(stderr, "rtcgc: error: a cubin needs a real architecture (sm_XX), not '{}'\n", e.arch);
+    return kUsage;
+  }
+  if (std::string why = checkNvrtcArch(e.arch); !why.empty()) {
+    fmt::print(stderr, "rtcgc: error: --arch: {}\n", why);
     return kUsage;
   }
   SourceText src = readSource(c.file);
