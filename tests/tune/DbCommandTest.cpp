@@ -242,6 +242,26 @@ TEST(DbCommand, ExportOfTextThatIsNotUtf8IsValidJson) {
   EXPECT_EQ(j["keys"][0]["candidates"][0]["reason"], "caf\xef\xbf\xbd \xef\xbf\xbd");
 }
 
+TEST(DbCommand, ListAndShowPrintNoTerminalEscapes) {
+  // Names and reasons from imported files were printed as they were, escape sequences included.
+  TempDir dir;
+  std::string path = dir.file("t.sqlite");
+  {
+    TuningDb db(path);
+    TuningKey k = key("ab12000000000001", "mat\x1b[2Jmul", "n=500");
+    k.device = "GPU\x1b]0;owned\x07";
+    db.record(k, rec("i: grid.x, thread.x 32", CandidateStatus::CompileFailed, 0, "bad\x1b[31m red"));
+  }
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"list", "--db", path},
+                                               std::vector<std::string>{"show", "ab12", "--db", path}}) {
+    Result r = runDb(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("mat?[2Jmul"), std::string::npos) << r.out;
+  }
+}
+
 TEST(DbCommand, ExportVerifiedTsvListsMedianTimesForCalibration) {
   TempDir dir;
   std::string path = dir.file("t.sqlite");
