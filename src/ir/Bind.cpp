@@ -217,6 +217,18 @@ static void checkArrayBytes(const Param& p, Diagnostics& diags) {
                                    p.name, bytes));
 }
 
+// Divisions whose divisor became the constant 0 once the sizes were bound (`i / (n - m)` with
+// n = m): the frontend refuses literal zero divisors, these passed check -D.
+static void checkDivisors(const Expr& e, Diagnostics& diags) {
+  visitExprs(e, [&](const Expr& x) {
+    if (x->kind != ExprKind::Binary || (x->binaryOp != BinaryOp::Div && x->binaryOp != BinaryOp::Mod)) return;
+    const Expr& d = x->operands[1];
+    if ((d->kind == ExprKind::IntImm && d->intValue == 0) || (d->kind == ExprKind::FloatImm && d->floatValue == 0.0))
+      diags.error(x->loc, fmt::format("division by zero with these sizes: the divisor of '{}' is 0",
+                                      x->binaryOp == BinaryOp::Div ? "/" : "%"));
+  });
+}
+
 std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diagnostics& diags) {
   int errorsBefore = diags.errorCount();
   std::vector<std::string> sizeNames;
@@ -274,10 +286,14 @@ std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diag
     checkArrayBytes(p, diags);
   }
   for (LoopNest& n : r.nests) {
-    for (Loop& l : n.loops) l = bindLoop(l, values);
+    for (Loop& l : n.loops) {
+      l = bindLoop(l, values);
+      checkDivisors(l.lo, diags);
+      checkDivisors(l.hi, diags);
+    }
     for (Stmt& s : n.body) {
-      for (Expr& i : s.indices) i = substituteSizes(i, values);
-      s.value = substituteSizes(s.value, values);
+      for (Expr& i : s.indices) checkDivisors(i = substituteSizes(i, values), diags);
+      checkDivisors(s.value = substituteSizes(s.value, values), diags);
     }
   }
   if (diags.errorCount() != errorsBefore) return std::nullopt;

@@ -248,3 +248,15 @@ TEST(Hostile, AnArchitectureNvrtcDoesNotKnowIsABadCommandLine) {
       << r.out;
   EXPECT_EQ(rtcgc("emit " + f + " -D n=8 --ptx --arch compute_90").code, 0);
 }
+
+// 12. A divisor that is the constant 0 only once the sizes are bound passed check -D.
+TEST(Hostile, ADivisorThatSizesMakeZeroIsAnError) {
+  std::string f = writeTemp("div.rtcg", "kernel k(n: int, m: int, x: f32[n], out y: f32[n]) {\n"
+                                        "  for i in 0..n { y[i] = x[i] + f32(i / (n - m)); }\n}\n");
+  Result r = rtcgc("check " + f + " -D n=8 -D m=8");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("div.rtcg:2:37: error: division by zero with these sizes: the divisor of '/' is 0"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(rtcgc("check " + f + " -D n=8 -D m=4").code, 0) << r.out;
+}
