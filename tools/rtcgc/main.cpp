@@ -285,7 +285,6 @@ bool unwrittenOutputs(const Kernel& bound, const ReferenceResult& result) {
 }
 
 int runRun(const Common& c, const RunArgs& r) {
-  SourceText src = readSource(c.file);
   if (r.cpu && !r.schedule.empty()) {
     // The reference executor runs the loops as written; accepting a schedule it ignores looked
     // like a check of that schedule.
@@ -293,6 +292,7 @@ int runRun(const Common& c, const RunArgs& r) {
                        "written (check a schedule with `rtcgc emit --schedule`)\n");
     return kUsage;
   }
+  SourceText src = readSource(c.file);
   if (r.cpu) {
     Kernel bound = boundKernel(c, src);
     checkHostMemory(bound, 1);
