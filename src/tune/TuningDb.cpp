@@ -176,8 +176,9 @@ std::string textField(const nlohmann::json& j, const std::string& where, const c
   std::string s = v.get<std::string>();
   for (char c : s)
     if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) badValue(where, name, "must be printable ASCII");
-  if (pattern && !std::regex_match(s, std::regex(pattern)))
-    badValue(where, name, fmt::format("'{}' is not of the form rtcg writes", s));
+  // Bounded before std::regex, which recurses per character (names and sizes are far shorter).
+  if (pattern && (s.size() > 4096 || !std::regex_match(s, std::regex(pattern))))
+    badValue(where, name, fmt::format("'{}' is not of the form rtcg writes", s.size() > 80 ? s.substr(0, 80) + "..." : s));
   return s;
 }
 

@@ -260,3 +260,18 @@ TEST(Hostile, ADivisorThatSizesMakeZeroIsAnError) {
       << r.out;
   EXPECT_EQ(rtcgc("check " + f + " -D n=8 -D m=4").code, 0) << r.out;
 }
+
+// 1 (again): the -D parser is a std::regex too, and a 120 000-character binding overflowed the
+// stack in it, in rtcgc check and tune alike.
+TEST(Hostile, HugeSizeBindingsAreBadCommandLines) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  for (const std::string& binding : {"n=" + std::string(120000, '1'), std::string(120000, 'n') + "=5",
+                                     "n=" + std::string(120000, ' ') + "5"}) {
+    for (const char* command : {"check ", "tune --dry-run "}) {
+      Result r = rtcgc(command + f + " -D '" + binding + "'");
+      EXPECT_EQ(r.code, 2) << command << head(r.out);
+      EXPECT_NE(r.out.find("rtcgc: error: bad size binding '-D "), std::string::npos) << head(r.out);
+      EXPECT_LT(r.out.size(), 1000u) << head(r.out);
+    }
+  }
+}

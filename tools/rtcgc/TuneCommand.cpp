@@ -54,8 +54,11 @@ SizeBindings parseDefines(const std::vector<std::string>& defines) {
   SizeBindings sizes;
   for (const std::string& d : defines) {
     std::smatch m;
-    if (!std::regex_match(d, m, form)) {
-      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n", d);
+    // std::regex recurses per character: a -D of 120 000 characters crashed rtcgc (SIGSEGV). A
+    // name is at most 255 characters, so a longer binding is malformed anyway.
+    if (d.size() > 300 || !std::regex_match(d, m, form)) {
+      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n",
+                 d.size() > 80 ? d.substr(0, 80) + "..." : d);
       throw Exit{2};
     }
     int64_t value = 0;
