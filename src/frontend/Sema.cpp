@@ -254,6 +254,7 @@ class KernelSema {
   // "never written" cannot be judged then.
   bool bodyIncomplete_ = false;
   int nextId_ = 0;
+  int integerUses_ = 0;  // > 0 while lowerInteger lowers: checkIndex explains zero divisors there
 };
 
 // --- scopes ----------------------------------------------------------------------------------
@@ -325,6 +326,12 @@ std::optional<ScalarType> KernelSema::scalarTypeOf(const ast::TypeRef& t, const 
 }
 
 void KernelSema::declareParams() {
+  // CUDA passes a kernel's parameters in at most 32 764 bytes (8 per array or scalar here): 5 000
+  // arrays passed check and failed in NVRTC, reported as a bug in rtcg.
+  constexpr size_t kMaxParams = 1024;
+  if (ast_.params.size() > kMaxParams)
+    error(loc(ast_.params[kMaxParams].nameSpan),
+          fmt::format("kernel '{}' has {} parameters; the limit is {}", ast_.name, ast_.params.size(), kMaxParams));
   // Parameters first, shapes second: a shape may use a size parameter declared after the array.
   for (const ast::Param& p : ast_.params) {
     Param ip;
@@ -381,7 +388,9 @@ Expr KernelSema::lowerShape(const ast::Expr& e, const std::string& array) {
 // Lowers an expression that must be an integer index, loop bound or array extent, and checks it
 // against the rules for that use (see checkIndex). nullptr after an error.
 Expr KernelSema::lowerInteger(const ast::Expr& e, IndexUse use, const std::string& what) {
+  ++integerUses_;
   Value v = lower(e, ScalarType::I32);
+  --integerUses_;
   if (!v.ok()) return nullptr;
   Expr x;
   if (v.isUntyped()) {
@@ -990,6 +999,15 @@ Value KernelSema::lowerBinary(const ast::Expr& e, std::optional<ScalarType> hint
   }
   if (op == BinaryOp::Mod && isFloat(*t)) {
     error(l, fmt::format("'%' needs integer operands, found {}", typeName(*t)));
+    return {};
+  }
+  // Only fold() saw constant divisors: `i / 0` passed check (and divides by zero on the device).
+  Expr divisor = vals[1].ir;
+  while (divisor->kind == ExprKind::Cast) divisor = divisor->operands[0];  // 0.0 in f32 context
+  if (integerUses_ == 0 && (op == BinaryOp::Div || op == BinaryOp::Mod) &&
+      ((divisor->kind == ExprKind::IntImm && divisor->intValue == 0) ||
+       (divisor->kind == ExprKind::FloatImm && divisor->floatValue == 0.0))) {
+    error(b.loc, fmt::format("division by zero: the divisor of '{}' is the constant 0", opSymbol(op)));
     return {};
   }
   return Value::typed(binary(op, vals[0].ir, vals[1].ir, l));

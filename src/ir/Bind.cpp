@@ -180,6 +180,34 @@ Loop bindLoop(const Loop& l, const std::vector<std::optional<int64_t>>& values) 
 
 Expr simplify(const Expr& e) { return rewriteExpr(e, foldNode); }
 
+// The most bytes one array may span (128 TiB, far beyond any device's memory): its linear
+// offsets, and the index arithmetic the emitter builds from them, then stay far from 64-bit
+// overflow. f32[n, n, n] at n = 2^31 - 1 was proved in bounds with offsets past 2^93.
+constexpr double kMaxArrayBytes = double(int64_t(1) << 47);
+
+static void checkArrayBytes(const Param& p, Diagnostics& diags) {
+  double bytes = typeBytes(p.type);  // in double: the product may not fit 64 bits
+  for (const Expr& s : p.shape) {
+    if (s->kind != ExprKind::IntImm || s->intValue <= 0) return;  // reported above
+    bytes *= double(s->intValue);
+  }
+  if (bytes > kMaxArrayBytes)
+    diags.error(p.loc, fmt::format("array '{}' spans {:.3g} bytes with these sizes; the limit is 2^47 (128 TiB)",
+                                   p.name, bytes));
+}
+
+// Divisions whose divisor became the constant 0 once the sizes were bound (`i / (n - m)` with
+// n = m): the frontend refuses literal zero divisors, these passed check -D.
+static void checkDivisors(const Expr& e, Diagnostics& diags) {
+  visitExprs(e, [&](const Expr& x) {
+    if (x->kind != ExprKind::Binary || (x->binaryOp != BinaryOp::Div && x->binaryOp != BinaryOp::Mod)) return;
+    const Expr& d = x->operands[1];
+    if ((d->kind == ExprKind::IntImm && d->intValue == 0) || (d->kind == ExprKind::FloatImm && d->floatValue == 0.0))
+      diags.error(x->loc, fmt::format("division by zero with these sizes: the divisor of '{}' is 0",
+                                      x->binaryOp == BinaryOp::Div ? "/" : "%"));
+  });
+}
+
 std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diagnostics& diags) {
   int errorsBefore = diags.errorCount();
   std::vector<std::string> sizeNames;
@@ -234,12 +262,17 @@ std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diag
         diags.error(p.loc, fmt::format("extent {} of array '{}' ({}) is {}; array extents must be positive",
                                        d, p.name, printExpr(orig, &k), s->intValue));
     }
+    checkArrayBytes(p, diags);
   }
   for (LoopNest& n : r.nests) {
-    for (Loop& l : n.loops) l = bindLoop(l, values);
+    for (Loop& l : n.loops) {
+      l = bindLoop(l, values);
+      checkDivisors(l.lo, diags);
+      checkDivisors(l.hi, diags);
+    }
     for (Stmt& s : n.body) {
-      for (Expr& i : s.indices) i = substituteSizes(i, values);
-      s.value = substituteSizes(s.value, values);
+      for (Expr& i : s.indices) checkDivisors(i = substituteSizes(i, values), diags);
+      checkDivisors(s.value = substituteSizes(s.value, values), diags);
     }
   }
   if (diags.errorCount() != errorsBefore) return std::nullopt;

@@ -1,5 +1,7 @@
 #include "reference/HostArgs.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <limits>
 
@@ -80,6 +82,22 @@ std::vector<int64_t> hostArrayShape(const Kernel& bound, int param) {
     shape.push_back(v);
   }
   return shape;
+}
+
+void checkHostMemory(const Kernel& bound, int copies) {
+  double bytes = 0;  // in double: a product of extents may not fit 64 bits
+  for (size_t i = 0; i < bound.params.size(); ++i) {
+    const Param& p = bound.params[i];
+    if (!p.isArray()) continue;
+    double elements = 1;
+    for (int64_t e : hostArrayShape(bound, int(i))) elements *= double(e);
+    bytes += elements * (copies * typeBytes(p.type) + (p.isWritten() ? 8 : 0));
+  }
+  double physical = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  if (physical > 0 && bytes > physical)
+    throw Error(fmt::format("the host arrays of kernel '{}' and their reference values need {:.1f} GiB, more than "
+                            "this machine's {:.1f} GiB of memory; bind smaller sizes",
+                            bound.name, bytes / double(1 << 30), physical / double(1 << 30)));
 }
 
 HostArgs::HostArgs(const Kernel& bound) : kernelName_(bound.name) {

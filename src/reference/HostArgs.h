@@ -27,6 +27,11 @@ struct ScalarValue {
 // kernel's size bindings). Throws rtcg::Error if a size is unbound or an extent is negative.
 std::vector<int64_t> hostArrayShape(const Kernel& bound, int param);
 
+// Throws rtcg::Error when `copies` sets of `bound`'s host arrays, plus the float64 values the
+// reference executor computes for its written arrays, would not fit in this machine's physical
+// memory: `run --cpu -D n=2147483647` died of std::bad_alloc (exit 70) or the OOM killer instead.
+void checkHostMemory(const Kernel& bound, int copies);
+
 class HostArgs {
  public:
   HostArgs() = default;

@@ -271,9 +271,10 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
       }
     }
   }
-  // Sampled runs mark the elements they write.
+  // Sampled runs mark the elements they write, and so do full runs that count unwritten ones.
+  const bool track = sampled || options.countUnwritten;
   std::vector<std::vector<uint8_t>> written(numParams);
-  if (sampled)
+  if (track)
     for (int p = 0; p < numParams; ++p)
       if (args.isArray(p) && k.written[p]) {
         written[p].assign(size_t(args.array(p).size()), 0);
@@ -285,7 +286,7 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
     const CompiledNest& nest = k.nests[n];
     if (nest.outerVar < 0) {
       std::vector<Slot> f = frame;
-      refvm::execute(k, nest.body, f.data(), views.data(), sampled);
+      refvm::execute(k, nest.body, f.data(), views.data(), track);
       continue;
     }
     refvm::execute(k, nest.prelude, frame.data(), views.data());
@@ -295,7 +296,7 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
       runOuterLoop(k, nest, frame, views.data(), lo, sample[n].data(), int64_t(sample[n].size()), threads, true);
       result.outerValuesRun += int64_t(sample[n].size());
     } else {
-      runOuterLoop(k, nest, frame, views.data(), lo, nullptr, std::max<int64_t>(0, hi - lo), threads, false);
+      runOuterLoop(k, nest, frame, views.data(), lo, nullptr, std::max<int64_t>(0, hi - lo), threads, track);
       result.outerValuesRun += std::max<int64_t>(0, hi - lo);
     }
   }
@@ -306,7 +307,14 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
   for (int p = 0; p < numParams; ++p) {
     if (!args.isArray(p) || !k.written[p]) continue;
     HostArray& a = args.array(p);
-    ReferenceOutput out{p, k.paramNames[p], {}, std::move(written[p])};
+    ReferenceOutput out{p, k.paramNames[p], {}, {}};
+    if (sampled) {
+      out.computed = std::move(written[p]);
+    } else if (options.countUnwritten) {
+      out.unwritten = std::count(written[p].begin(), written[p].end(), uint8_t(0));
+      auto first = std::find(written[p].begin(), written[p].end(), uint8_t(0));
+      if (first != written[p].end()) out.firstUnwritten = first - written[p].begin();
+    }
     if (isFloat(a.type())) {
       a.assignDoubles(work[p]);
       out.values = std::move(work[p]);

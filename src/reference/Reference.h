@@ -38,6 +38,10 @@ struct ReferenceOptions {
   // sampleOuterValues with sampleSeed); 0: every value, the full reference.
   int64_t sampleOuterValues = 0;
   uint64_t sampleSeed = 1;
+  // Full runs: mark the elements the kernel writes, and count in each output those it does not
+  // (ReferenceOutput::unwritten). Slower; `rtcgc run --cpu` uses it, since a kernel whose
+  // indirect stores miss elements of an `out` array passed it with NaNs in its checksum.
+  bool countUnwritten = false;
 };
 
 // The double-precision result of one written (out or inout) array.
@@ -49,6 +53,9 @@ struct ReferenceOutput {
   // are the kernel's result; empty for full runs (every element is).
   std::vector<uint8_t> computed;
   int64_t computedCount() const;  // elements with a reference value
+  // With ReferenceOptions::countUnwritten on a full run: the elements no point wrote (-1 when not
+  // counted), and the row-major index of the first.
+  int64_t unwritten = -1, firstUnwritten = -1;
 };
 
 struct ReferenceResult {

@@ -220,10 +220,19 @@ std::string KernelCache::getOrCompute(const std::string& key, const std::functio
 std::optional<std::string> KernelCache::readDisk(const std::string& key) {
   if (!directory_) return std::nullopt;
   fs::path path = entryPath(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;  // no entry (or unreadable: treated alike)
-  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
+  // Only a regular file is an entry: a directory at the path opened fine and then threw from the
+  // stream's read (EISDIR) out of get(). Anything else there is a miss; put() reports it.
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  std::string file;
+  try {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;  // no entry (or unreadable: treated alike)
+    file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) return std::nullopt;
+  } catch (const std::ios_base::failure&) {
+    return std::nullopt;  // a read error: a miss, as an unreadable entry is
+  }
   std::string payload;
   switch (decodeEntry(file, key, payload)) {
     case Decoded::Ok:

@@ -45,6 +45,16 @@ static std::string_view lineOf(std::string_view source, int line) {
 
 namespace {
 
+// `text` with control bytes other than tab shown as '?', one column each as the caret counts them:
+// a NUL ended the output of every later diagnostic (C strings), and a lone carriage return moved
+// the terminal's cursor back to the start of the line, so the caret pointed elsewhere.
+std::string visible(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (((unsigned char)c < 0x20 && c != '\t') || c == 0x7f) c = '?';
+  return out;
+}
+
 // The echoed source line and where its caret goes (1-based column, length).
 struct EchoedLine {
   std::string text;
@@ -56,12 +66,12 @@ struct EchoedLine {
 // Every error of a one-line 289 KB program echoed the whole line before (quadratic output).
 EchoedLine clipAroundCaret(std::string_view text, SourceLoc loc) {
   const int size = (int)text.size();
-  if (size <= kMaxEchoedLine) return {std::string(text), loc.col, loc.length};
+  if (size <= kMaxEchoedLine) return {visible(text), loc.col, loc.length};
   int begin = std::max(0, std::min(loc.col - 1 - kMaxEchoedLine / 3, size - kMaxEchoedLine));
   int end = std::min(size, begin + kMaxEchoedLine);
   std::string prefix = begin > 0 ? "..." : "", suffix = end < size ? "..." : "";
   EchoedLine e;
-  e.text = prefix + std::string(text.substr(begin, end - begin)) + suffix;
+  e.text = prefix + visible(text.substr(begin, end - begin)) + suffix;
   e.col = loc.col - begin + (int)prefix.size();
   e.length = std::max(1, std::min(loc.length, end - (loc.col - 1)));
   return e;

@@ -5,6 +5,10 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <climits>
+#include <cmath>
+#include <optional>
+#include <regex>
 #include <thread>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "schedule/Schedule.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -123,6 +128,58 @@ std::string duplicateQuery() {
 double unixNow() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+// ---- validation of imported exports ----------------------------------------------------------
+// An import is all or nothing, and every value is checked as the database's own writers would have
+// made it: get<int> narrowed 5e9 registers silently, a negative median sorted first, a schedule
+// that does not parse became a kernel's best.
+
+[[noreturn]] void badValue(const std::string& where, const char* name, const std::string& why) {
+  throw Error(fmt::format("{}: '{}' {}", where, name, why));
+}
+
+// A finite number of at least `lo` (above it when `strict`); `fallback` when absent.
+double numberField(const nlohmann::json& j, const std::string& where, const char* name, double lo, bool strict,
+                   std::optional<double> fallback) {
+  if (!j.contains(name)) {
+    if (fallback) return *fallback;
+    badValue(where, name, "is missing");
+  }
+  const nlohmann::json& v = j.at(name);
+  if (!v.is_number()) badValue(where, name, "must be a number");
+  double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || (strict && d == lo))
+    badValue(where, name, fmt::format("must be a finite number {} {}, not {}", strict ? "above" : "of at least", lo, v.dump()));
+  return d;
+}
+
+// An integer in [lo, hi]; `fallback` when absent.
+int64_t integerField(const nlohmann::json& j, const std::string& where, const char* name, int64_t lo, int64_t hi,
+                     std::optional<int64_t> fallback) {
+  if (!j.contains(name)) {
+    if (fallback) return *fallback;
+    badValue(where, name, "is missing");
+  }
+  const nlohmann::json& v = j.at(name);
+  bool inRange = v.is_number_integer() &&  // unsigned ones too
+                 !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) && v.get<int64_t>() >= lo &&
+                 v.get<int64_t>() <= hi;
+  if (!inRange) badValue(where, name, fmt::format("must be an integer from {} to {}, not {}", lo, hi, v.dump()));
+  return v.get<int64_t>();
+}
+
+// Text as rtcg writes it: printable ASCII (names, sizes, versions) matching `pattern` when given.
+std::string textField(const nlohmann::json& j, const std::string& where, const char* name, const char* pattern) {
+  const nlohmann::json& v = j.at(name);
+  if (!v.is_string()) badValue(where, name, "must be a string");
+  std::string s = v.get<std::string>();
+  for (char c : s)
+    if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) badValue(where, name, "must be printable ASCII");
+  // Bounded before std::regex, which recurses per character (names and sizes are far shorter).
+  if (pattern && (s.size() > 4096 || !std::regex_match(s, std::regex(pattern))))
+    badValue(where, name, fmt::format("'{}' is not of the form rtcg writes", s.size() > 80 ? s.substr(0, 80) + "..." : s));
+  return s;
 }
 
 }  // namespace
@@ -580,15 +637,62 @@ std::string TuningDb::exportJson(const std::string& kernelHash) {
     keys.push_back(std::move(entry));
   }
   json doc = {{"format", kExportFormat}, {"schemaVersion", kSchemaVersion}, {"keys", std::move(keys)}};
-  return doc.dump(2);
+  // Text that is not UTF-8 (an imported name, a compiler log in a reason) becomes U+FFFD: JSON
+  // cannot carry it, and the default handler threw (exit 70).
+  return doc.dump(2, ' ', false, json::error_handler_t::replace);
 }
+
+namespace {
+
+TuningKey importedKey(const nlohmann::json& jk) {
+  const std::string where = "a key";
+  TuningKey key;
+  key.kernelHash = textField(jk, where, "kernelHash", "[0-9a-f]{16}");
+  const std::string at = "key " + key.kernelHash;
+  key.kernelName = textField(jk, at, "kernelName", "[A-Za-z_][A-Za-z0-9_]{0,254}");
+  key.sizes = textField(jk, at, "sizes", "([A-Za-z_][A-Za-z0-9_]*=-?[0-9]+(,[A-Za-z_][A-Za-z0-9_]*=-?[0-9]+)*)?");
+  key.device = textField(jk, at, "device", nullptr);
+  key.arch = textField(jk, at, "arch", "(sm|compute)_[0-9]+[af]?");
+  key.driverVersion = int(integerField(jk, at, "driverVersion", 0, INT32_MAX, std::nullopt));
+  key.nvrtcVersion = textField(jk, at, "nvrtcVersion", nullptr);
+  key.rtcgVersion = textField(jk, at, "rtcgVersion", nullptr);
+  return key;
+}
+
+CandidateRecord importedCandidate(const nlohmann::json& jc, const TuningKey& key) {
+  CandidateRecord c;
+  c.schedule = jc.at("schedule").get<std::string>();
+  const std::string where = fmt::format("candidate '{}' of key {}", c.schedule, key.kernelHash);
+  std::string status = jc.at("status").get<std::string>();
+  std::optional<CandidateStatus> st = parseStatus(status);
+  if (!st) throw Error(fmt::format("unknown candidate status '{}'", status));
+  c.status = *st;
+  const bool verified = c.status == CandidateStatus::Verified;
+  // A verified candidate may become the kernel's best: its schedule must at least parse.
+  if (ScheduleParseResult parsed = parseSchedule(c.schedule); verified && !parsed.ok())
+    throw Error(fmt::format("{}: the schedule does not parse (column {}: {})", where, parsed.column, parsed.error));
+  c.reason = jc.value("reason", std::string());
+  c.medianMs = numberField(jc, where, "medianMs", 0, verified, std::nullopt);
+  c.relativeError = numberField(jc, where, "relativeError", 0, false, 0.0);
+  c.registers = int(integerField(jc, where, "registers", 0, INT32_MAX, 0));
+  c.spillBytes = int(integerField(jc, where, "spillBytes", 0, INT32_MAX, 0));
+  c.sharedBytes = int(integerField(jc, where, "sharedBytes", 0, INT32_MAX, 0));
+  c.occupancy = numberField(jc, where, "occupancy", 0, false, 0.0);
+  c.gflops = numberField(jc, where, "gflops", 0, false, 0.0);
+  c.gbytes = numberField(jc, where, "gbytes", 0, false, 0.0);
+  c.compileMs = numberField(jc, where, "compileMs", 0, false, 0.0);
+  c.recordedAt = numberField(jc, where, "recordedAt", 0, false, std::nullopt);
+  return c;
+}
+
+}  // namespace
 
 int TuningDb::importJson(const std::string& text, int* duplicatesSkipped) {
   using nlohmann::json;
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
     throw Error(fmt::format("not a tuning database export (invalid JSON): {}", e.what()));
   }
   std::lock_guard lock(impl_->mutex);
@@ -599,15 +703,7 @@ int TuningDb::importJson(const std::string& text, int* duplicatesSkipped) {
       throw Error(fmt::format("not a tuning database export: expected \"format\": \"{}\"", kExportFormat));
     for (const json& entry : doc.at("keys")) {
       const json& jk = entry.at("key");
-      TuningKey key;
-      key.kernelHash = jk.at("kernelHash").get<std::string>();
-      key.kernelName = jk.at("kernelName").get<std::string>();
-      key.sizes = jk.at("sizes").get<std::string>();
-      key.device = jk.at("device").get<std::string>();
-      key.arch = jk.at("arch").get<std::string>();
-      key.driverVersion = jk.at("driverVersion").get<int>();
-      key.nvrtcVersion = jk.at("nvrtcVersion").get<std::string>();
-      key.rtcgVersion = jk.at("rtcgVersion").get<std::string>();
+      TuningKey key = importedKey(jk);
       int64_t keyId = impl_->keyId(key);
 
       // Searches are matched by key, start time and settings, so importing a file twice reuses them.
@@ -650,23 +746,7 @@ int TuningDb::importJson(const std::string& text, int* duplicatesSkipped) {
       }
 
       for (const json& jc : entry.at("candidates")) {
-        CandidateRecord c;
-        c.schedule = jc.at("schedule").get<std::string>();
-        std::string status = jc.at("status").get<std::string>();
-        std::optional<CandidateStatus> st = parseStatus(status);
-        if (!st) throw Error(fmt::format("unknown candidate status '{}'", status));
-        c.status = *st;
-        c.reason = jc.value("reason", std::string());
-        c.medianMs = jc.at("medianMs").get<double>();
-        c.relativeError = jc.value("relativeError", 0.0);
-        c.registers = jc.value("registers", 0);
-        c.spillBytes = jc.value("spillBytes", 0);
-        c.sharedBytes = jc.value("sharedBytes", 0);
-        c.occupancy = jc.value("occupancy", 0.0);
-        c.gflops = jc.value("gflops", 0.0);
-        c.gbytes = jc.value("gbytes", 0.0);
-        c.compileMs = jc.value("compileMs", 0.0);
-        c.recordedAt = jc.at("recordedAt").get<double>();
+        CandidateRecord c = importedCandidate(jc, key);
         const json& js = jc.value("search", json());
         if (!js.is_null()) {
           auto it = searchIds.find(js.get<int64_t>());

@@ -136,3 +136,142 @@ TEST(Hostile, ManyErrorsOnALongLineGiveAScreenful) {
   EXPECT_NE(r.out.find("note: too many errors; only the first 50 are shown"), std::string::npos) << head(r.out);
   EXPECT_LT(r.out.size(), 32u * 1024) << head(r.out);
 }
+
+// 7. Internal errors (exit 70) for user input or the environment.
+TEST(Hostile, EmptyKernelBodyIsNothingToTune) {
+  std::string f = writeTemp("empty_body.rtcg", "kernel e(n: int, x: f32[n]) { }\n");
+  Result r = rtcgc("tune " + f + " -D n=8 --dry-run");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("kernel 'e' has no statements: there is nothing to tune"), std::string::npos) << r.out;
+}
+
+TEST(Hostile, HostArraysLargerThanMemoryAreRefusedBeforeAllocating) {
+  // 2^40 elements of each: terabytes on any machine (n = 2^31-1 of one dimension was 32 GiB).
+  std::string f = writeTemp("big.rtcg", "kernel c(n: int, x: f32[n, n], out y: f32[n, n]) {\n"
+                                        "  for i in 0..n, j in 0..n { y[i, j] = x[i, j]; }\n}\n");
+  Result r = rtcgc("run --cpu " + f + " -D n=1048576");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("the host arrays of kernel 'c' and their reference values need 16384.0 GiB, more than this "
+                       "machine's"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Hostile, InputsAreReadBoundedAndEveryReadErrorIsReported) {
+  Result zero = rtcgc("check /dev/zero");
+  EXPECT_EQ(zero.code, 1) << zero.out;
+  EXPECT_NE(zero.out.find("cannot read '/dev/zero': it is larger than 16 MiB, the limit"), std::string::npos) << zero.out;
+  // 9. A directory and an unreadable file passed check (std::ifstream read them as empty).
+  Result dir = rtcgc("check " + tempDir().string());
+  EXPECT_EQ(dir.code, 1) << dir.out;
+  EXPECT_NE(dir.out.find("it is a directory"), std::string::npos) << dir.out;
+  Result mem = rtcgc("check /proc/self/mem");
+  EXPECT_EQ(mem.code, 1) << mem.out;
+  EXPECT_NE(mem.out.find("cannot read '/proc/self/mem': Input/output error"), std::string::npos) << mem.out;
+  // An empty file passed check and failed every other command.
+  Result empty = rtcgc("check " + writeTemp("empty.rtcg", ""));
+  EXPECT_EQ(empty.code, 1) << empty.out;
+  EXPECT_NE(empty.out.find("empty.rtcg: error: the file defines no kernel"), std::string::npos) << empty.out;
+}
+
+TEST(Hostile, AFullStandardOutputIsAnError) {
+  // 9. `emit > /dev/full` exited 0; 7. `db export > /dev/full` was an internal error.
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  Result emit = rtcgc("emit " + f + " -D n=8", "> /dev/full");
+  EXPECT_EQ(emit.code, 1) << emit.out;
+  EXPECT_NE(emit.out.find("rtcgc: error: cannot write to standard output: No space left on device"), std::string::npos)
+      << emit.out;
+  std::string json = writeTemp("db.json", R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": [{"key": {
+    "kernelHash": "ab12000000000001", "kernelName": "matmul", "sizes": "n=500", "device": "NVIDIA H200",
+    "arch": "sm_90", "driverVersion": 13000, "nvrtcVersion": "13.0", "rtcgVersion": "0.1.0"}, "searches": [],
+    "candidates": [{"schedule": "i: grid.x, thread.x 32", "status": "verified", "medianMs": 1.5, "recordedAt": 5}]}]})");
+  fs::path db = tempDir() / "full.sqlite";
+  ASSERT_EQ(rtcgc("db import " + json + " --db " + db.string()).code, 0);
+  Result exp = rtcgc("db export --db " + db.string(), "> /dev/full");
+  EXPECT_EQ(exp.code, 1) << exp.out;
+  EXPECT_NE(exp.out.find("rtcgc: error: cannot write to standard output"), std::string::npos) << exp.out;
+  EXPECT_EQ(exp.out.find("internal error"), std::string::npos) << exp.out;
+}
+
+// 8. A NUL byte in the echoed line ended rtcgc's output (fputs), hiding every later diagnostic.
+TEST(Hostile, ANulByteDoesNotCutOffLaterDiagnostics) {
+  std::string f = writeTemp("nul.rtcg", std::string("kernel k(n: int, x: f32[n], out y: f32[n]) {\n  for i in 0..n {") +
+                                            '\0' + " y[i] = x[i]; }\n  @\n}\n");
+  Result r = rtcgc("check " + f);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("nul.rtcg:2:18: error: unexpected byte 0x00"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nul.rtcg:3:3: error: unexpected character '@'"), std::string::npos) << r.out;
+}
+
+// 9. run --cpu ignored --schedule, and passed a kernel whose indirect stores miss elements of an
+// out array (the checksum said nan, the exit status 0).
+TEST(Hostile, CpuRunRefusesASchedule) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  Result r = rtcgc("run --cpu " + f + " -D n=100 --schedule 'i: grid.x, thread.x 32'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--schedule applies to GPU runs"), std::string::npos) << r.out;
+}
+
+TEST(Hostile, CpuRunFailsWhenAnOutArrayIsLeftUnwritten) {
+  std::string f = writeTemp("scatter.rtcg", "kernel g(n: int, idx: i32[n], x: f32[n], out y: f32[n]) {\n"
+                                            "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
+  Result r = rtcgc("run --cpu " + f + " -D n=100");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("rtcgc: error: kernel 'g' leaves "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" of the 100 elements of out array 'y' unwritten (the first at row-major index "), std::string::npos)
+      << r.out;
+  // An inout array keeps its old values where nothing is stored: no error.
+  std::string g = writeTemp("scatter_inout.rtcg", "kernel g(n: int, idx: i32[n], x: f32[n], inout y: f32[n]) {\n"
+                                                  "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
+  EXPECT_EQ(rtcgc("run --cpu " + g + " -D n=100").code, 0);
+}
+
+// 10. Sizes whose arrays overflow 64-bit offsets were proved in bounds; an architecture NVRTC does
+// not know was exit 3, "a bug in rtcg".
+TEST(Hostile, ArraysOfMoreThan128TiBAreRefusedWhenSizesAreBound) {
+  std::string f = writeTemp("cube.rtcg", "kernel c(n: int, x: f32[n, n, n], out y: f32[n, n, n]) {\n"
+                                         "  for i in 0..n, j in 0..n, k in 0..n { y[i, j, k] = x[i, j, k]; }\n}\n");
+  Result r = rtcgc("check " + f + " -D n=2147483647");
+  EXPECT_EQ(r.code, 1) << head(r.out);
+  EXPECT_NE(r.out.find("cube.rtcg:1:18: error: array 'x' spans 3.96e+28 bytes with these sizes; the limit is 2^47 (128 TiB)"),
+            std::string::npos)
+      << head(r.out);
+  EXPECT_EQ(rtcgc("check " + f + " -D n=4096").code, 0);  // 256 GiB: allowed
+}
+
+TEST(Hostile, AnArchitectureNvrtcDoesNotKnowIsABadCommandLine) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  Result r = rtcgc("emit " + f + " -D n=8 --ptx --arch sm_999");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("rtcgc: error: --arch: NVRTC cannot compile for 'sm_999'; it supports sm_XX and compute_XX for XX in "),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(rtcgc("emit " + f + " -D n=8 --ptx --arch compute_90").code, 0);
+}
+
+// 12. A divisor that is the constant 0 only once the sizes are bound passed check -D.
+TEST(Hostile, ADivisorThatSizesMakeZeroIsAnError) {
+  std::string f = writeTemp("div.rtcg", "kernel k(n: int, m: int, x: f32[n], out y: f32[n]) {\n"
+                                        "  for i in 0..n { y[i] = x[i] + f32(i / (n - m)); }\n}\n");
+  Result r = rtcgc("check " + f + " -D n=8 -D m=8");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("div.rtcg:2:37: error: division by zero with these sizes: the divisor of '/' is 0"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(rtcgc("check " + f + " -D n=8 -D m=4").code, 0) << r.out;
+}
+
+// 1 (again): the -D parser is a std::regex too, and a 120 000-character binding overflowed the
+// stack in it, in rtcgc check and tune alike.
+TEST(Hostile, HugeSizeBindingsAreBadCommandLines) {
+  std::string f = writeTemp("copy.rtcg", kCopy);
+  for (const std::string& binding : {"n=" + std::string(120000, '1'), std::string(120000, 'n') + "=5",
+                                     "n=" + std::string(120000, ' ') + "5"}) {
+    for (const char* command : {"check ", "tune --dry-run "}) {
+      Result r = rtcgc(command + f + " -D '" + binding + "'");
+      EXPECT_EQ(r.code, 2) << command << head(r.out);
+      EXPECT_NE(r.out.find("rtcgc: error: bad size binding '-D "), std::string::npos) << head(r.out);
+      EXPECT_LT(r.out.size(), 1000u) << head(r.out);
+    }
+  }
+}

@@ -290,6 +290,37 @@ TEST(Diagnostics, LongLinesAreClippedAroundTheCaret) {
   EXPECT_EQ(l[4][l[5].size() - 1], 'w');
 }
 
+TEST(Diagnostics, ANulByteIsEchoedVisiblyAndLaterDiagnosticsFollow) {
+  // The NUL went out in the echoed line and C-string output stopped there.
+  std::string src = std::string("kernel k(n: int, x: f32[n], out y: f32[n]) {\n  for i in 0..n { y[i] = x[i] + ") + '\0' +
+                    " q; }\n  for i in 0..n { y[i] = w; }\n}\n";
+  std::string out = parseErrors(src);
+  EXPECT_EQ(out.find('\0'), std::string::npos);
+  EXPECT_EQ(out,
+            "test.rtcg:2:33: error: unexpected byte 0x00\n"
+            "    for i in 0..n { y[i] = x[i] + ? q; }\n"
+            "                                  ^\n");
+}
+
+TEST(Diagnostics, ALoneCarriageReturnKeepsTheCaretInPlace) {
+  // Echoed raw, it sent the terminal's cursor back to the start of the line.
+  std::string src = "kernel k(n: int, x: f32[n], out y: f32[n]) {\r  for i in 0..n { y[i] = q; }\n}\n";
+  EXPECT_EQ(parseErrors(src),
+            "test.rtcg:1:71: error: unknown name 'q'\n"
+            "  kernel k(n: int, x: f32[n], out y: f32[n]) {?  for i in 0..n { y[i] = q; }\n"
+            "                                                                        ^\n");
+}
+
+TEST(Diagnostics, MoreThan1024ParametersAreRefused) {
+  // 5 000 arrays passed check and failed in NVRTC (CUDA's 32 764 bytes of kernel parameters).
+  std::string src = "kernel many(n: int";
+  for (int i = 0; i < 5000; ++i) src += ",\n  a" + std::to_string(i) + ": f32[n]";
+  src += ", out y: f32[n]) {\n  for i in 0..n { y[i] = a0[i]; }\n}\n";
+  EXPECT_EQ(parseErrors(src), "test.rtcg:1025:3: error: kernel 'many' has 5002 parameters; the limit is 1024\n"
+                              "    a1023: f32[n],\n"
+                              "    ^~~~~\n");
+}
+
 TEST(Diagnostics, ErrorLimitStopsTheParse) {
   std::string src = "kernel k() {\n" + std::string(200, '@') + "\n}\n";
   Diagnostics diags;

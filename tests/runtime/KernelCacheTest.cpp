@@ -192,6 +192,19 @@ TEST_F(KernelCacheTest, AnEntryOfAnotherKeyIsNotReturned) {
   EXPECT_EQ(KernelCache(dir_).get("b"), "payload of b");
 }
 
+TEST_F(KernelCacheTest, ADirectoryAtAnEntrysPathIsAMissNotAnException) {
+  // get() threw std::ios_base::failure (EISDIR from the read) out of Context::compile.
+  KernelCache cache(dir_);
+  fs::create_directories(cache.entryPath("k"));
+  std::optional<std::string> got;
+  EXPECT_NO_THROW(got = cache.get("k"));
+  EXPECT_FALSE(got.has_value());
+  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_TRUE(fs::is_directory(cache.entryPath("k")));  // not the cache's to remove
+  EXPECT_NO_THROW(cache.put("k", "bytes"));             // served from memory; the disk write fails quietly
+  EXPECT_EQ(cache.get("k"), std::optional<std::string>("bytes"));
+}
+
 TEST_F(KernelCacheTest, MemoryOnlyCache) {
   KernelCache cache(std::nullopt);
   EXPECT_FALSE(cache.diskEnabled());

@@ -215,6 +215,53 @@ TEST(DbCommand, ExportIsAtomicAndWritesThroughLinks) {
   EXPECT_NO_THROW(nlohmann::json::parse(in));
 }
 
+TEST(DbCommand, ImportOfANumberPastTheLargestDoubleIsAnInputError) {
+  // nlohmann::json throws out_of_range, not parse_error, for 1e999: it was an internal error.
+  TempDir dir;
+  std::ofstream(dir.file("big.json")) << R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": [{"key": {
+    "kernelHash": "ab12000000000001", "kernelName": "matmul", "sizes": "n=500", "device": "NVIDIA H200",
+    "arch": "sm_90", "driverVersion": 13000, "nvrtcVersion": "13.0", "rtcgVersion": "0.1.0"}, "searches": [],
+    "candidates": [{"schedule": "i: grid.x, thread.x 32", "status": "verified", "medianMs": 1e999, "recordedAt": 5}]}]})";
+  Result r = runDb({"import", dir.file("big.json"), "--db", dir.file("t.sqlite")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("number overflow parsing '1e999'"), std::string::npos) << r.err;
+}
+
+TEST(DbCommand, ExportOfTextThatIsNotUtf8IsValidJson) {
+  // A reason (a compiler log) holding a byte that is not UTF-8 made the JSON dump throw (exit 70).
+  TempDir dir;
+  std::string path = dir.file("t.sqlite");
+  {
+    TuningDb db(path);
+    db.record(key("ab12000000000001", "matmul", "n=500"),
+              rec("i: grid.x, thread.x 32", CandidateStatus::CompileFailed, 0, "caf\xe9 \xff"));
+  }
+  Result r = runDb({"export", "--db", path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["keys"][0]["candidates"][0]["reason"], "caf\xef\xbf\xbd \xef\xbf\xbd");
+}
+
+TEST(DbCommand, ListAndShowPrintNoTerminalEscapes) {
+  // Names and reasons from imported files were printed as they were, escape sequences included.
+  TempDir dir;
+  std::string path = dir.file("t.sqlite");
+  {
+    TuningDb db(path);
+    TuningKey k = key("ab12000000000001", "mat\x1b[2Jmul", "n=500");
+    k.device = "GPU\x1b]0;owned\x07";
+    db.record(k, rec("i: grid.x, thread.x 32", CandidateStatus::CompileFailed, 0, "bad\x1b[31m red"));
+  }
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"list", "--db", path},
+                                               std::vector<std::string>{"show", "ab12", "--db", path}}) {
+    Result r = runDb(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("mat?[2Jmul"), std::string::npos) << r.out;
+  }
+}
+
 TEST(DbCommand, ExportVerifiedTsvListsMedianTimesForCalibration) {
   TempDir dir;
   std::string path = dir.file("t.sqlite");

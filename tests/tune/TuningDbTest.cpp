@@ -305,16 +305,53 @@ TEST(TuningDb, ExportImportRoundTripsAndSkipsDuplicates) {
   EXPECT_EQ(countRows(dir.file("src.sqlite"), "candidates"), 7);
 }
 
+// An import with `field: value` replaced in its one candidate or its key, and what it must say.
+static std::string importError(const std::string& field, const std::string& value) {
+  nlohmann::json doc = nlohmann::json::parse(R"({"format": "rtcg-tuning-db", "keys": [{"key": {
+      "kernelHash": "ab00000000000000", "kernelName": "k", "sizes": "n=8", "device": "d", "arch": "sm_90",
+      "driverVersion": 1, "nvrtcVersion": "1", "rtcgVersion": "1"}, "candidates": [{"schedule": "i: grid.x, thread.x 32",
+      "status": "verified", "medianMs": 1.0, "registers": 32, "recordedAt": 1.0}]}]})");
+  nlohmann::json& key = doc["keys"][0]["key"];
+  nlohmann::json& candidate = doc["keys"][0]["candidates"][0];
+  (key.contains(field) ? key : candidate)[field] = nlohmann::json::parse(value);
+  TempDir dir;
+  TuningDb db(dir.file("t.sqlite"));
+  try {
+    db.importJson(doc.dump());
+  } catch (const Error& e) {
+    EXPECT_TRUE(db.list().empty());
+    return e.what();
+  }
+  return "<imported>";
+}
+
+TEST(TuningDb, ImportValidatesEveryValue) {
+  // Nothing was checked: integers narrowed, negative medians sorted first, a schedule that does
+  // not parse became the best, names carried terminal escape sequences to `db list`.
+  EXPECT_EQ(importError("schedule", R"("i: grid.x, thread.x 32")"), "<imported>");
+  EXPECT_NE(importError("registers", "5000000000").find("'registers' must be an integer from 0 to 2147483647, not 5000000000"),
+            std::string::npos);
+  EXPECT_NE(importError("registers", "1.5").find("'registers' must be an integer"), std::string::npos);
+  EXPECT_NE(importError("medianMs", "-1.0").find("'medianMs' must be a finite number above 0, not -1.0"), std::string::npos);
+  EXPECT_NE(importError("medianMs", "0").find("'medianMs' must be a finite number above 0"), std::string::npos);
+  EXPECT_NE(importError("occupancy", R"("high")").find("'occupancy' must be a number"), std::string::npos);
+  EXPECT_NE(importError("schedule", R"("i: grid.x, warp.q 99")").find("the schedule does not parse"), std::string::npos);
+  EXPECT_NE(importError("kernelName", "\"k\\u001b[2J\"").find("'kernelName' must be printable ASCII"), std::string::npos);
+  EXPECT_NE(importError("kernelHash", R"("xyz")").find("'kernelHash' 'xyz' is not of the form rtcg writes"),
+            std::string::npos);
+  EXPECT_NE(importError("driverVersion", "-3").find("'driverVersion' must be an integer"), std::string::npos);
+}
+
 TEST(TuningDb, MalformedImportAddsNothing) {
   TempDir dir;
   TuningDb db(dir.file("t.sqlite"));
   EXPECT_THROW(db.importJson("{not json"), Error);
   EXPECT_THROW(db.importJson(R"({"format": "something-else", "keys": []})"), Error);
   // The first candidate is fine, the second lacks its time: the whole import is rolled back.
-  std::string half = R"({"format": "rtcg-tuning-db", "keys": [{"key": {"kernelHash": "ab", "kernelName": "k",
+  std::string half = R"({"format": "rtcg-tuning-db", "keys": [{"key": {"kernelHash": "ab00000000000000", "kernelName": "k",
       "sizes": "", "device": "d", "arch": "sm_90", "driverVersion": 1, "nvrtcVersion": "1", "rtcgVersion": "1"},
-      "candidates": [{"schedule": "-", "status": "verified", "medianMs": 1.0, "recordedAt": 1.0},
-                     {"schedule": "-", "status": "verified", "recordedAt": 2.0}]}]})";
+      "candidates": [{"schedule": "i: grid.x, thread.x 32", "status": "verified", "medianMs": 1.0, "recordedAt": 1.0},
+                     {"schedule": "i: grid.x, thread.x 64", "status": "verified", "recordedAt": 2.0}]}]})";
   try {
     db.importJson(half);
     FAIL() << "expected rtcg::Error";

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "support/Error.h"
+#include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "tune/TuningDb.h"
 
@@ -108,6 +109,14 @@ std::string resolveHash(TuningDb& db, const std::string& given, const Io& io) {
   return *matches.begin();
 }
 
+// `text` with control bytes shown as '?' (one column each, so tables stay aligned): names and
+// reasons come from imported files, and an escape sequence in one was sent to the terminal as is.
+std::string shown(std::string text) {
+  for (char& c : text)
+    if ((unsigned char)c < 0x20 || c == 0x7f) c = '?';
+  return text;
+}
+
 int runList(const DbOptions& o, const Io& io) {
   std::string path = dbPathOf(o);
   if (!dbExists(path)) {
@@ -129,7 +138,7 @@ int runList(const DbOptions& o, const Io& io) {
   for (const std::string& l :
        formatTable({"HASH", "KERNEL", "SIZES", "DEVICE", "CANDIDATES", "VERIFIED", "BEST MS", "BEST SCHEDULE"}, rows,
                    {false, false, false, false, true, true, true, false}))
-    fmt::print(io.out, "{}\n", l);
+    fmt::print(io.out, "{}\n", shown(l));
   return kOk;
 }
 
@@ -144,9 +153,9 @@ int runShow(const DbOptions& o, const Io& io) {
     const TuningKey& k = e.key;
     if (!firstKey) fmt::print(io.out, "\n");
     firstKey = false;
-    fmt::print(io.out, "{} {} ({})\n", k.kernelName, k.sizes.empty() ? "-" : k.sizes, k.kernelHash);
-    fmt::print(io.out, "  device {} ({}), driver {}, NVRTC {}, rtcg {}\n", k.device, k.arch, driverText(k.driverVersion),
-               k.nvrtcVersion, k.rtcgVersion);
+    fmt::print(io.out, "{}\n", shown(fmt::format("{} {} ({})", k.kernelName, k.sizes.empty() ? "-" : k.sizes, k.kernelHash)));
+    fmt::print(io.out, "{}\n", shown(fmt::format("  device {} ({}), driver {}, NVRTC {}, rtcg {}", k.device, k.arch,
+                                                driverText(k.driverVersion), k.nvrtcVersion, k.rtcgVersion)));
     fmt::print(io.out, "  {} candidates, {} verified\n\n", e.measured, e.verified);
 
     // Verified first, fastest first; then the failures, grouped by status, in record order.
@@ -172,9 +181,9 @@ int runShow(const DbOptions& o, const Io& io) {
     fmt::print(io.out, "{}\n", lines[0]);
     size_t indent = std::to_string(cs.size()).size() + 2;
     for (size_t i = 0; i < cs.size(); ++i) {
-      fmt::print(io.out, "{}\n", lines[i + 1]);
+      fmt::print(io.out, "{}\n", shown(lines[i + 1]));
       if (!cs[i].reason.empty())
-        fmt::print(io.out, "{:{}}reason: {}\n", "", indent, firstLine(cs[i].reason, 200));
+        fmt::print(io.out, "{:{}}reason: {}\n", "", indent, shown(firstLine(cs[i].reason, 200)));
     }
   }
   return kOk;
@@ -229,6 +238,9 @@ int runExport(const DbOptions& o, const Io& io) {
   return kOk;
 }
 
+// The largest export `db import` reads (bench/results' databases are a few MiB).
+constexpr size_t kMaxImportBytes = size_t(1) << 30;
+
 int runImport(const DbOptions& o, const Io& io) {
   std::string text;
   if (o.file == "-") {
@@ -236,9 +248,11 @@ int runImport(const DbOptions& o, const Io& io) {
     size_t n = 0;
     while ((n = std::fread(buf, 1, sizeof buf, io.in)) > 0) text.append(buf, n);
   } else {
-    std::ifstream f(o.file, std::ios::binary);
-    if (!f) io.fail(kInputError, "cannot read '{}': {}", o.file, std::strerror(errno));
-    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    try {
+      text = readInputFile(o.file, kMaxImportBytes);
+    } catch (const Error& e) {
+      io.fail(kInputError, "{}", e.what());
+    }
   }
   TuningDb db(dbPathOf(o));
   int skipped = 0;

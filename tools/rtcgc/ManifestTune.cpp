@@ -11,6 +11,7 @@
 
 #include "driver/KernelBuild.h"
 #include "support/Error.h"
+#include "support/InputFile.h"
 #include "tune/TuningKeyFor.h"
 
 namespace rtcg::manifest {
@@ -172,11 +173,13 @@ std::vector<Entry> parseManifest(const std::string& path, const std::string& tex
 }
 
 std::vector<Entry> readManifest(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ManifestError(fmt::format("{}: error: cannot read the manifest: {}", path, std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parseManifest(path, ss.str());
+  std::string text;
+  try {
+    text = readInputFile(path, size_t(256) << 20);  // bounded, every read error reported
+  } catch (const InputFileError& e) {
+    throw ManifestError(fmt::format("{}: error: cannot read the manifest: {}", path, e.reason()));
+  }
+  return parseManifest(path, text);
 }
 
 std::vector<Planned> plan(const std::vector<Entry>& entries) {

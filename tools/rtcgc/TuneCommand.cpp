@@ -23,6 +23,7 @@
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
 #include "support/Error.h"
+#include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "tune/Report.h"
 #include "tune/Tuner.h"
@@ -40,14 +41,12 @@ struct Exit {
 };
 
 std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    fmt::print(stderr, "rtcgc: error: cannot read '{}': {}\n", path, std::strerror(errno));
+  try {
+    return readInputFile(path, kMaxSourceBytes);  // bounded, every read error reported
+  } catch (const Error& e) {
+    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
     throw Exit{1};
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 SizeBindings parseDefines(const std::vector<std::string>& defines) {
@@ -55,8 +54,11 @@ SizeBindings parseDefines(const std::vector<std::string>& defines) {
   SizeBindings sizes;
   for (const std::string& d : defines) {
     std::smatch m;
-    if (!std::regex_match(d, m, form)) {
-      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n", d);
+    // std::regex recurses per character: a -D of 120 000 characters crashed rtcgc (SIGSEGV). A
+    // name is at most 255 characters, so a longer binding is malformed anyway.
+    if (d.size() > 300 || !std::regex_match(d, m, form)) {
+      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n",
+                 d.size() > 80 ? d.substr(0, 80) + "..." : d);
       throw Exit{2};
     }
     int64_t value = 0;
@@ -368,6 +370,11 @@ int run(const TuneArgs& a) {
   std::string rendered = renderDiagnostics(diags, src);
   if (!rendered.empty()) std::fputs(rendered.c_str(), stderr);
   if (!bound) return 1;
+  // A kernel without statements has no loops to schedule (its space was an internal error).
+  if (bound->nests.empty()) {
+    fmt::print(stderr, "rtcgc: error: kernel '{}' has no statements: there is nothing to tune\n", bound->name);
+    return 1;
+  }
 
   if (a.dryRun) return dryRun(*bound, a);
 

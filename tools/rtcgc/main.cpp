@@ -14,6 +14,7 @@
 
 #include "DbCommand.h"
 #include "TuneCommand.h"
+#include "codegen/NvrtcArchs.h"
 #include "driver/Executable.h"
 #include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
@@ -26,6 +27,7 @@
 #include "runtime/Device.h"
 #include "schedule/Plan.h"
 #include "support/Error.h"
+#include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "tune/Tuner.h"
 #include "tune/Verify.h"
@@ -57,15 +59,14 @@ struct Common {
   std::string kernel;
 };
 
+// Bounded, and every read error reported (support/InputFile.h).
 SourceText readSource(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    fmt::print(stderr, "rtcgc: error: cannot read '{}': {}\n", path, std::strerror(errno));
+  try {
+    return {path, readInputFile(path, kMaxSourceBytes)};
+  } catch (const Error& e) {
+    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
     throw Fail{kInputError};
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return {path, ss.str()};
 }
 
 SizeBindings parseDefines(const std::vector<std::string>& defines) {
@@ -73,8 +74,11 @@ SizeBindings parseDefines(const std::vector<std::string>& defines) {
   SizeBindings sizes;
   for (const std::string& d : defines) {
     std::smatch m;
-    if (!std::regex_match(d, m, form)) {
-      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n", d);
+    // std::regex recurses per character: a -D of 120 000 characters crashed rtcgc (SIGSEGV). A
+    // name is at most 255 characters, so a longer binding is malformed anyway.
+    if (d.size() > 300 || !std::regex_match(d, m, form)) {
+      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n",
+                 d.size() > 80 ? d.substr(0, 80) + "..." : d);
       throw Fail{kUsage};
     }
     int64_t value = 0;
@@ -94,7 +98,7 @@ SizeBindings parseDefines(const std::vector<std::string>& defines) {
 
 void report(const Diagnostics& diags, const SourceText& src) {
   std::string text = renderDiagnostics(diags, src);
-  if (!text.empty()) fputs(text.c_str(), stderr);
+  fwrite(text.data(), 1, text.size(), stderr);  // all of it, whatever bytes a message quotes
 }
 
 // Writes `data` to `path` atomically (support/OutputFile.h: through symbolic links, never over a
@@ -150,6 +154,8 @@ int runCheck(const Common& c) {
   } else {
     std::optional<Program> p = parseProgram(src.fileName, src.text, diags);
     if (p) program = *p;
+    // As frontKernel says for every other command (an empty file passed check, then failed them).
+    if (p && p->kernels.empty()) diags.error({}, "the file defines no kernel");
   }
   report(diags, src);
   if (diags.hasErrors()) return kInputError;
@@ -182,6 +188,10 @@ int runEmit(const Common& c, const EmitArgs& e) {
   }
   if (e.cubin && e.arch.rfind("sm_", 0) != 0) {
     fmt::print(stderr, "rtcgc: error: a cubin needs a real architecture (sm_XX), not '{}'\n", e.arch);
+    return kUsage;
+  }
+  if (std::string why = checkNvrtcArch(e.arch); !why.empty()) {
+    fmt::print(stderr, "rtcgc: error: --arch: {}\n", why);
     return kUsage;
   }
   SourceText src = readSource(c.file);
@@ -264,18 +274,41 @@ void setScalars(const Kernel& k, HostArgs& args, const RunArgs& r) {
   }
 }
 
+// Reports the `out` arrays the kernel leaves partly unwritten (a GPU run of it could never verify:
+// its result there is whatever the memory held); true if there are any.
+bool unwrittenOutputs(const Kernel& bound, const ReferenceResult& result) {
+  bool any = false;
+  for (const ReferenceOutput& o : result.outputs) {
+    if (o.unwritten <= 0 || bound.params[o.param].mode != ArrayMode::Out) continue;
+    fmt::print(stderr, "rtcgc: error: kernel '{}' leaves {} of the {} elements of out array '{}' unwritten (the first at "
+               "row-major index {})\n", bound.name, o.unwritten, o.values.size(), o.name, o.firstUnwritten);
+    any = true;
+  }
+  return any;
+}
+
 int runRun(const Common& c, const RunArgs& r) {
+  if (r.cpu && !r.schedule.empty()) {
+    // The reference executor runs the loops as written; accepting a schedule it ignores looked
+    // like a check of that schedule.
+    fmt::print(stderr, "rtcgc: error: --schedule applies to GPU runs; run --cpu executes the kernel's loops as "
+                       "written (check a schedule with `rtcgc emit --schedule`)\n");
+    return kUsage;
+  }
   SourceText src = readSource(c.file);
   if (r.cpu) {
     Kernel bound = boundKernel(c, src);
+    checkHostMemory(bound, 1);
     HostArgs args(bound);
     fillInputs(bound, args, r.seed);
     setScalars(bound, args, r);
-    ReferenceResult result = runReference(bound, args);
+    ReferenceOptions referenceOptions;
+    referenceOptions.countUnwritten = true;
+    ReferenceResult result = runReference(bound, args, referenceOptions);
     fmt::print("{} on the CPU reference executor: {:.3f} ms\n", bound.name, result.seconds * 1e3);
     for (const ReferenceOutput& o : result.outputs)
       fmt::print("  {}: {}\n", o.name, checksum(o.values).str());
-    return kOk;
+    return unwrittenOutputs(bound, result) ? kInputError : kOk;
   }
 
   if (!cuda::cudaAvailable()) {
@@ -292,6 +325,7 @@ int runRun(const Common& c, const RunArgs& r) {
   Compiled compiled = compile(c, src, options);
   const Kernel& bound = compiled.kernel;
 
+  checkHostMemory(bound, 2);  // the arguments and the reference's copy of them
   HostArgs host(bound);
   fillInputs(bound, host, r.seed);
   setScalars(bound, host, r);
@@ -415,7 +449,24 @@ void addCommon(CLI::App* cmd, Common& c, bool needFile = true) {
 
 }  // namespace
 
+namespace {
+int runMain(int argc, char** argv);
+}
+
+// A command that printed to a full or closed standard output failed, whatever it returned (`emit >
+// /dev/full` exited 0, `db export > /dev/full` died as an internal error in fmt::print).
 int main(int argc, char** argv) {
+  int code = runMain(argc, argv);
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    fmt::print(stderr, "rtcgc: error: cannot write to standard output: {}\n", std::strerror(errno ? errno : EIO));
+    return code == 0 || code == 70 ? 1 : code;
+  }
+  return code;
+}
+
+namespace {
+
+int runMain(int argc, char** argv) {
   CLI::App app{"rtcgc: the rtcg loop-kernel compiler (DSL -> CUDA C -> cubin, CPU reference, GPU runs)", "rtcgc"};
   app.set_version_flag("--version", std::string("rtcgc ") + RTCG_VERSION);
   app.require_subcommand(1);
@@ -516,9 +567,15 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     fmt::print(stderr, "rtcgc: error: {}\n", e.what());
     return kInputError;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "rtcgc: error: out of memory\n");  // the environment, not a bug
+    return kInputError;
   } catch (const std::exception& e) {
+    if (std::ferror(stdout)) return kInputError;  // a failed print to standard output: main says so
     fmt::print(stderr, "rtcgc: internal error: {}\n", e.what());
     return kInternal;
   }
   return kUsage;
 }
+
+}  // namespace
