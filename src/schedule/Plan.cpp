@@ -48,7 +48,7 @@ void addToLaunch(const IndexPlan& ip, const IndexSchedule& is, LaunchPlan& l) {
       if (!ip.parallel) l.crossBlocks *= ext;
     } else if (isThreadPlacement(pl)) {
       l.block[placementAxis(pl)] *= ext;
-      if (!ip.parallel) l.lanes *= ext;
+      if (!ip.parallel) l.lanes *= ext, l.reductionThreadAxes |= 1 << placementAxis(pl);
     } else if (ip.parallel) {
       l.outputsPerThread *= ext;
       if (pl == Placement::Reg) l.regPoints *= ext;
@@ -370,15 +370,6 @@ class NestPlanner {
     plan_.pipeline = PositionPipeline{group, ip->name, part, *clo};
   }
 
-  // A thread part on a reduction index, even of one thread (the emitter then combines lanes).
-  bool hasReductionThreadPart() const {
-    for (const IndexPlan& ip : plan_.parts)
-      if (!ip.parallel)
-        for (const SchedulePart& p : plan_.clauseOf(ip).parts)
-          if (isThreadPlacement(p.place)) return true;
-    return false;
-  }
-
   // What the emitter declares in shared memory: the tiles, a combine buffer per accumulator type
   // of the groups split across threads and of the values combined across blocks (with reduction
   // thread axes), the last-block flag. Static up to 48 KiB; a 48 KiB tile plus the 1-byte flag
@@ -395,10 +386,17 @@ class NestPlanner {
       for (const auto& [t, v] : plan_.crossBlock.values) types.insert(t);
       for (ScalarType t : types) extra += plan_.launch.threads * typeBytes(t);
     }
-    plan_.cooperative = !plan_.staging.arrays.empty() || hasReductionThreadPart() || plan_.crossBlock.any();
+    // A thread part on a reduction index, even of one thread, makes the emitter combine lanes.
+    plan_.cooperative = !plan_.staging.arrays.empty() || plan_.launch.reductionThreadAxes != 0 || plan_.crossBlock.any();
     plan_.staticExtraBytes = extra;
     plan_.sharedBytes = plan_.staging.bytes + extra;
     plan_.dynamicShared = plan_.sharedBytes > 48 * 1024;
+    if (!plan_.dynamicShared) return;
+    // Each tile a 16-byte aligned slice of the one dynamic array (vector copies need the alignment).
+    for (const StagedArray& sa : plan_.staging.arrays) {
+      plan_.tileByteOffsets.push_back(plan_.dynamicSharedBytes);
+      plan_.dynamicSharedBytes += (sa.bytes + 15) / 16 * 16;
+    }
   }
 };
 

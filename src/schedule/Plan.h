@@ -42,6 +42,7 @@ struct LaunchPlan {
   int64_t outputsPerThread = 1;  // reg, serial and unroll parts of parallel indices
   int64_t crossBlocks = 1;       // blocks sharing one output tile (grid parts of reduction indices)
   int64_t lanes = 1;             // threads sharing one output point (thread parts of reduction indices)
+  int reductionThreadAxes = 0;   // the thread axes of reduction indices' parts (bit a for axis a), even of one thread
   std::string threadXIndex;      // the index with the thread.x part ("" if none)
   int64_t threadX = 1;           // its extent
 };
@@ -76,6 +77,10 @@ struct NestPlan {
   int64_t sharedBytes = 0;
   int64_t staticExtraBytes = 0;
   bool dynamicShared = false;
+  // Dynamic shared memory: where each tile starts (bytes, 16-byte aligned; per staging.arrays
+  // entry) and the bytes the launch provides. Empty and 0 when the tiles are static arrays.
+  std::vector<int64_t> tileByteOffsets;
+  int64_t dynamicSharedBytes = 0;
   // Every thread of a block reaches the block's barriers (staged tiles, a reduction split across
   // threads or blocks): threads outside the domain do not return early, their points are guarded.
   bool cooperative = false;

@@ -724,6 +724,24 @@ TEST(Space, EmittingACandidateIsCheap) {
   EXPECT_LE(largest, 64u * 1024);
 }
 
+// The emitter reads each nest's plan (planSchedule, which is also its validation) instead of
+// deriving staging again: one staging plan per staged nest of an emitted candidate (two before).
+TEST(Space, EmittingACandidatePlansStagingOncePerStagedNest) {
+  Kernel bound = bindAll(example("matmul").kernel, {{"n", 512}});
+  Space space = enumerateSchedules(bound);
+  size_t staged = 0;
+  for (size_t i = 0; i < 100; ++i) {
+    const Candidate& c = space.candidates[i * space.candidates.size() / 100];
+    int64_t stagedNests = 0;
+    for (const NestSchedule& n : c.schedule.nests) stagedNests += n.shared.empty() ? 0 : 1;
+    const int64_t before = planStagingCount();
+    emitCuda(bound, c.schedule);
+    EXPECT_EQ(planStagingCount() - before, stagedNests) << c.text;
+    staged += stagedNests > 0;
+  }
+  EXPECT_GT(staged, 0u);
+}
+
 TEST(Space, NvrtcCompilesASampleOfEveryExample) {
   for (const Example& ex : examples()) {
     Kernel bound = bindAll(ex.kernel, ex.sizes);
