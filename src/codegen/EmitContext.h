@@ -6,6 +6,7 @@
 //   EmitExpr.cpp       lowering of IR expressions and array accesses
 //   EmitReduction.cpp  reduction loops and steps, lane combines, the cross-block epilogue
 //   EmitStaging.cpp    shared-memory tiles: storage, bases, copies, prefetch and pipelines
+//   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
 //   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
 //   EmitPrelude.cpp    fixed device helpers (floor division, cp.async)
 // Everything here is internal to src/codegen; Emitter.h is the interface.
@@ -267,6 +268,10 @@ void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& s
 int64_t copyVector(const EmitContext& ctx, size_t t);
 int64_t baseDivisor(const EmitContext& ctx, const std::string& key, int group);
 
+
+// EmitStore.cpp: the store of statement `statement` (an index into the nest's body) of `value`
+// into `target`, the lowered access.
+C::Stmt emitStore(const EmitContext& ctx, size_t statement, const C::ExprP& target, const C::ExprP& value);
 
 // EmitPrelude.cpp
 // __device__ helpers for floor division and modulo of possibly negative integers of `type`.

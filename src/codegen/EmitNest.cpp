@@ -201,7 +201,8 @@ void declareCooperative(EmitContext& ctx, std::vector<C::Stmt>& body) {
 
 // The statements of the nest (lets and stores) at one point, in `env`.
 void emitStatements(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) {
-  for (const Stmt& s : ctx.nest.body) {
+  for (size_t i = 0; i < ctx.nest.body.size(); ++i) {
+    const Stmt& s = ctx.nest.body[i];
     if (s.kind == StmtKind::Let) {
       auto it = ctx.letNames.find(s.letId);
       if (it == ctx.letNames.end()) it = ctx.letNames.emplace(s.letId, ctx.names.fresh(s.letName)).first;
@@ -211,7 +212,7 @@ void emitStatements(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) {
     } else {
       C::ExprP target = lowerAccess(ctx, s.array, s.indices, env, out);
       C::ExprP v = lower(ctx, s.value, env, out);
-      out.push_back(C::assign(target, "=", v));
+      out.push_back(emitStore(ctx, i, target, v));
     }
   }
 }

@@ -17,6 +17,10 @@ const IndexPlan* NestPlan::index(std::string_view name) const {
   return nullptr;
 }
 
+bool NestPlan::streams(size_t statement) const {
+  return std::find(streamedStores.begin(), streamedStores.end(), (int)statement) != streamedStores.end();
+}
+
 namespace {
 
 // Whether a clause's factors are well formed (the first part without one, the others positive and
@@ -114,6 +118,7 @@ class NestPlanner {
     checkBufferClauses();
     plan_.groups = hoistedReductionGroups(k_, nest_, s_);
     if (s_.earlyLoads) checkEarlyLoads();
+    if (s_.streamingStores) streamStores();
     const bool staged = !s_.shared.empty() && reasons_.empty();
     if (staged) stage();
     if (!reasons_.empty()) {
@@ -311,6 +316,28 @@ class NestPlanner {
       reason("'loads: early' issues the statements' loads ahead of their reductions, but the statements read "
              "nothing outside them that can be loaded early (an array not staged, not written before, read at "
              "the element the statement writes)");
+  }
+
+  // `stores: streaming`: the stores that stream (see NestPlan::streamedStores).
+  void streamStores() {
+    const std::vector<Stmt>& body = k_.nests[nest_].body;
+    for (size_t i = 0; i < body.size(); ++i)
+      if (body[i].kind == StmtKind::Store && k_.params[body[i].array].type != ScalarType::Bool &&
+          !readByAnotherStatement(body, i))
+        plan_.streamedStores.push_back((int)i);
+    if (plan_.streamedStores.empty())
+      reason("'stores: streaming' streams the stores of outputs that no other statement of the nest reads, but "
+             "every array this nest stores is read back in it (or is bool, which has no streaming store)");
+  }
+
+  static bool readByAnotherStatement(const std::vector<Stmt>& body, size_t store) {
+    std::set<int> reads;
+    for (size_t j = 0; j < body.size(); ++j) {
+      if (j == store) continue;
+      arraysOf(body[j].value, reads);
+      for (const Expr& i : body[j].indices) arraysOf(i, reads);
+    }
+    return reads.count(body[store].array) > 0;
   }
 
   void stage() {
@@ -546,6 +573,8 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
                      plan.dynamicShared ? fmt::format("dynamic: the launch provides {} bytes", plan.staging.bytes)
                                         : std::string("static"));
   for (const Expr& e : plan.earlyLoads) s += fmt::format("  early load: {}\n", printExpr(e, &k));
+  for (int i : plan.streamedStores)
+    s += fmt::format("  streaming store: {} (statement {})\n", k.params[k.nests[plan.nest].body[i].array].name, i);
   return s;
 }
 

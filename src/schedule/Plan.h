@@ -84,9 +84,18 @@ struct NestPlan {
   // Every thread of a block reaches the block's barriers (staged tiles, a reduction split across
   // threads or blocks): threads outside the domain do not return early, their points are guarded.
   bool cooperative = false;
+  // `stores: streaming`: the statements (indices into the nest's body) whose stores use the
+  // streaming store __stcs. A store streams when no other statement of the nest reads its array
+  // (a value read back is better left in L2; the statement's own read of the element it updates
+  // comes before the store) and its element type has one (not bool). The stores of a reduction
+  // split across blocks stream too: the output is stored once, by the tile's last block, after the
+  // combine, whose partials (scratch the last block reads back) are never streamed. Empty with
+  // `stores: cached`; a schedule asking for streaming where no store qualifies has no plan.
+  std::vector<int> streamedStores;
 
   const IndexPlan* index(std::string_view name) const;  // nullptr if absent
   const IndexSchedule& clauseOf(const IndexPlan& ip) const { return schedule.indices[ip.clause]; }
+  bool streams(size_t statement) const;  // whether the store of body[statement] streams
 };
 
 // The plan of nest `nest` of the bound kernel `k` under `s`, or every reason why there is none
