@@ -1,11 +1,12 @@
 // The emitter's private interface: the state of one loop nest's emission (EmitContext) and the
 // functions of its parts, one file each:
 //   EmitModule.cpp     emitCuda: the index type, the functions and globals of the module
-//   EmitLaunch.cpp     planLaunch: the launch and index facts of a nest, before any code
+//   EmitLaunch.cpp     planLaunch: the emitter's view of a nest's plan (Plan.h), before any code
 //   EmitNest.cpp       the kernel function's skeleton: parameters, indices, guards, positions, stores
 //   EmitExpr.cpp       lowering of IR expressions and array accesses
 //   EmitReduction.cpp  reduction loops and steps, lane combines, the cross-block epilogue
 //   EmitStaging.cpp    shared-memory tiles: storage, bases, copies, prefetch and pipelines
+//   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
 //   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
 //   EmitPrelude.cpp    fixed device helpers (floor division, cp.async)
 // Everything here is internal to src/codegen; Emitter.h is the interface.
@@ -25,6 +26,7 @@
 #include "codegen/Emitter.h"
 #include "ir/IR.h"
 #include "schedule/Domain.h"
+#include "schedule/Plan.h"
 #include "schedule/Schedule.h"
 
 namespace rtcg::emit {
@@ -74,18 +76,20 @@ struct LoopPart {
   size_t part;
 };
 
-// Positions pipelined (see findPositionPipeline): the step group whose one step per position is
-// copied ahead, and the serial part of a parallel index whose positions are pipelined.
-struct PositionPipeline {
+// Positions pipelined (NestPlan::pipeline) as the emitter sees them: the step group whose one step
+// per position is copied ahead, and the serial part of a parallel index whose positions are pipelined.
+struct PipelinedPositions {
   int group = -1;
   ParallelIndex* par = nullptr;
   size_t part = 0;
   C::ExprP stepBase;  // the reduction's lo: the one step's base
 };
 
-// The facts of one nest under its schedule that decide the launch and the shape of the code:
-// filled by planLaunch alone, before anything is emitted, and only read afterwards. (The
-// per-nest plan of schedule/Plan.h is meant to supply these.)
+// The facts of one nest under its schedule that decide the shape of the code: filled by planLaunch
+// alone, before anything is emitted, and only read afterwards. What the schedule means (parts,
+// launch, groups, staging, the cross-block split, the pipeline, shared memory) is the nest's plan
+// (EmitContext::plan, schedule/Plan.h); these are the emitter's views of it, pointing at the
+// loops of the nest and holding the C names chosen while emitting.
 struct LaunchFacts {
   std::vector<NestIndex> indices;
   std::map<int, IndexRange> ranges;  // every loop id of the nest -> hull of its values
@@ -99,16 +103,11 @@ struct LaunchFacts {
   // of the block reaches every __syncthreads, so threads outside the domain do not return early;
   // their work is guarded per point.
   bool cooperative = false;
-  int fullMask = 0;                        // the thread axes of reduction indices (bit a for axis a)
-  std::vector<std::vector<Expr>> groups;   // hoisted reductions, grouped by loops
-  StagingPlan staging;
-  // Where the tiles live: static shared arrays, or (past 48 KiB with what else is static) slices
-  // of dynamic shared memory at these element offsets, of dynamicSharedBytes in all.
-  bool dynamicShared = false;
+  int fullMask = 0;                  // the thread axes of reduction indices (bit a for axis a)
+  // Where the tiles live: static shared arrays, or (NestPlan::dynamicShared) slices of dynamic
+  // shared memory at these element offsets.
   std::vector<int64_t> tileOffsets;  // per staging.arrays entry (dynamic: elements into its type's array)
-  int64_t dynamicSharedBytes = 0;
-  CrossBlockPlan xb;                 // a reduction split across blocks
-  PositionPipeline pipe;
+  PipelinedPositions pipe;
 };
 
 // A staged array's tile in shared memory, as the reads served from it see it.
@@ -148,7 +147,7 @@ struct StagingState {
     std::string storage;
     int64_t offset = 0;
   };
-  std::vector<Tile> tiles;                                   // per LaunchFacts::staging.arrays entry
+  std::vector<Tile> tiles;                                   // per NestPlan::staging.arrays entry
   std::map<size_t, std::vector<std::string>> prefetchRegs;  // per staged tile: prefetch registers
 };
 
@@ -181,15 +180,17 @@ struct ModuleNeeds {
 
 // The state of one nest's emission. Not copyable: the facts point into themselves.
 struct EmitContext {
-  EmitContext(const Kernel& k, int nest, const NestSchedule& s, ModuleNeeds& needs, std::string indexType)
-      : k(k), nestIdx(nest), nest(k.nests[nest]), sched(s), needs(needs), idx(std::move(indexType)) {}
+  EmitContext(const Kernel& k, const NestPlan& plan, ModuleNeeds& needs, std::string indexType)
+      : k(k), nestIdx(plan.nest), nest(k.nests[plan.nest]), plan(plan), sched(plan.schedule), needs(needs),
+        idx(std::move(indexType)) {}
   EmitContext(const EmitContext&) = delete;
   EmitContext& operator=(const EmitContext&) = delete;
 
   const Kernel& k;
   const int nestIdx;
   const LoopNest& nest;
-  const NestSchedule& sched;
+  const NestPlan& plan;        // what the schedule means for this nest (planSchedule), read, never derived again
+  const NestSchedule& sched;   // plan.schedule
   ModuleNeeds& needs;
   const std::string idx;  // the index type: "int" or "long long"
   LaunchFacts facts;
@@ -267,6 +268,10 @@ void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& s
 int64_t copyVector(const EmitContext& ctx, size_t t);
 int64_t baseDivisor(const EmitContext& ctx, const std::string& key, int group);
 
+
+// EmitStore.cpp: the store of statement `statement` (an index into the nest's body) of `value`
+// into `target`, the lowered access.
+C::Stmt emitStore(const EmitContext& ctx, size_t statement, const C::ExprP& target, const C::ExprP& value);
 
 // EmitPrelude.cpp
 // __device__ helpers for floor division and modulo of possibly negative integers of `type`.

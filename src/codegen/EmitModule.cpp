@@ -40,10 +40,12 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s) { return emitCuda(k, 
 
 EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits& limits) {
   namespace C = rtcg::c;
-  std::vector<std::string> reasons = validateSchedule(k, s, limits);
-  if (!reasons.empty())
+  // The plan of each nest, derived once: its reasons are why the schedule is illegal, and the
+  // emitter reads everything the schedule means from it.
+  const SchedulePlan plan = planSchedule(k, s, limits);
+  if (!plan.ok())
     throw Error(fmt::format("cannot emit kernel '{}' with schedule '{}':\n  {}", k.name, printSchedule(s),
-                            fmt::join(reasons, "\n  ")));
+                            fmt::join(plan.reasons, "\n  ")));
   const std::string indexType = indexTypeOf(k);
 
   EmittedModule m;
@@ -54,7 +56,7 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
   for (size_t n = 0; n < k.nests.size(); ++n) {
     LaunchSpec launch;
     std::vector<C::GlobalArray> globals;
-    emit::EmitContext ctx(k, (int)n, s.nests[n], needs, indexType);
+    emit::EmitContext ctx(k, plan.nests[n], needs, indexType);
     kernels.push_back(emit::emitNest(ctx, launch, globals));
     for (C::GlobalArray& g : globals) mod.globals.push_back(std::move(g));
     m.launches.push_back(std::move(launch));

@@ -201,7 +201,8 @@ void declareCooperative(EmitContext& ctx, std::vector<C::Stmt>& body) {
 
 // The statements of the nest (lets and stores) at one point, in `env`.
 void emitStatements(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) {
-  for (const Stmt& s : ctx.nest.body) {
+  for (size_t i = 0; i < ctx.nest.body.size(); ++i) {
+    const Stmt& s = ctx.nest.body[i];
     if (s.kind == StmtKind::Let) {
       auto it = ctx.letNames.find(s.letId);
       if (it == ctx.letNames.end()) it = ctx.letNames.emplace(s.letId, ctx.names.fresh(s.letName)).first;
@@ -211,7 +212,7 @@ void emitStatements(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) {
     } else {
       C::ExprP target = lowerAccess(ctx, s.array, s.indices, env, out);
       C::ExprP v = lower(ctx, s.value, env, out);
-      out.push_back(C::assign(target, "=", v));
+      out.push_back(emitStore(ctx, i, target, v));
     }
   }
 }
@@ -226,7 +227,7 @@ void appendGuarded(const C::ExprP& guard, std::vector<C::Stmt>&& stmts, std::vec
 PointAccumulators declareAccumulators(EmitContext& ctx, std::vector<C::Stmt>& work) {
   const int64_t points = ctx.facts.regPoints;
   PointAccumulators accs(points);
-  for (const std::vector<Expr>& g : ctx.facts.groups)
+  for (const std::vector<Expr>& g : ctx.plan.groups)
     for (const Expr& r : g)
       for (int64_t pt = 0; pt < points; ++pt) {
         std::string base = fmt::format("{}_{}", reduceName(r->reduceOp), r->loops.front().name);
@@ -241,8 +242,7 @@ PointAccumulators declareAccumulators(EmitContext& ctx, std::vector<C::Stmt>& wo
 PointAccumulators emitEarlyLoads(EmitContext& ctx, const Env& genv, std::vector<C::Stmt>& work) {
   const int64_t points = ctx.facts.regPoints;
   PointAccumulators early(points);
-  if (!ctx.sched.earlyLoads) return early;
-  const std::vector<Expr> loads = earlyStatementLoads(ctx.k, ctx.nestIdx, ctx.sched);
+  const std::vector<Expr>& loads = ctx.plan.earlyLoads;  // empty without `loads: early`
   if (loads.empty()) return early;
   work.push_back(C::comment("The statements' loads, issued ahead of the reductions so that they overlap the arithmetic"));
   for (int64_t pt = 0; pt < points; ++pt) {
@@ -272,7 +272,7 @@ PointAccumulators emitEarlyLoads(EmitContext& ctx, const Env& genv, std::vector<
 // combine of the lanes when the group is split across threads.
 void emitGroupReductions(EmitContext& ctx, size_t gi, const Env& genv, const PointAccumulators& accs,
                          std::vector<C::Stmt>& work) {
-  const std::vector<Expr>& g = ctx.facts.groups[gi];
+  const std::vector<Expr>& g = ctx.plan.groups[gi];
   const int64_t points = ctx.facts.regPoints;
   emitReductionLoops(ctx, g[0]->loops, 0, genv, work, [&](Env& renv, std::vector<C::Stmt>& rbody) {
     for (const Expr& r : g)
@@ -369,10 +369,10 @@ std::vector<C::Stmt> emitPosition(EmitContext& ctx, Env genv, const C::ExprP& po
   std::vector<C::Stmt> work;
   const PointAccumulators accs = declareAccumulators(ctx, work);
   const PointAccumulators early = emitEarlyLoads(ctx, genv, work);
-  for (size_t gi = 0; gi < f.groups.size(); ++gi) emitGroupReductions(ctx, gi, genv, accs, work);
+  for (size_t gi = 0; gi < ctx.plan.groups.size(); ++gi) emitGroupReductions(ctx, gi, genv, accs, work);
   // The statements, per register point; with a reduction split across blocks, in the last block only.
   std::vector<std::vector<C::Stmt>> statements = pointStatements(ctx, genv, accs, early);
-  if (f.xb.any()) {
+  if (ctx.plan.crossBlock.any()) {
     crossBlockCombine(ctx, accs, position, work, std::move(statements));
   } else {
     for (std::vector<C::Stmt>& s : statements) append(work, std::move(s));
@@ -432,7 +432,7 @@ void describe(const EmitContext& ctx, C::Function& fn) {
 // A reduction split across blocks: the partials per accumulator type and the arrival counters,
 // as module globals, said in the header comment and the launch.
 void declareScratch(const EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::vector<C::GlobalArray>& globals) {
-  const CrossBlockPlan& xb = ctx.facts.xb;
+  const CrossBlockPlan& xb = ctx.plan.crossBlock;
   const ReductionState& red = ctx.red;
   std::vector<std::string> arrays;
   for (const auto& [t, v] : xb.values) {
@@ -467,8 +467,8 @@ C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Global
   launch.function = fn.name;
   // The global scratch of a reduction split across blocks, named after the function (unique in
   // the module) and before anything else so that no parameter or local hides it.
-  if (f.xb.any()) {
-    for (const auto& [t, v] : f.xb.values)
+  if (ctx.plan.crossBlock.any()) {
+    for (const auto& [t, v] : ctx.plan.crossBlock.values)
       ctx.red.partials[t] = ctx.names.fresh(fmt::format("{}_partials_{}", fn.name, typeName(t)));
     ctx.red.arrivals = ctx.names.fresh(fn.name + "_arrivals");
   }
@@ -476,7 +476,7 @@ C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Global
     launch.grid[a] = (uint32_t)f.grid[a];
     launch.block[a] = (uint32_t)f.block[a];
   }
-  if (f.dynamicShared) launch.dynamicSharedBytes = (uint32_t)f.dynamicSharedBytes;
+  if (ctx.plan.dynamicShared) launch.dynamicSharedBytes = (uint32_t)ctx.plan.dynamicSharedBytes;
   fn.launchBounds = (int)f.threads;
   fn.minBlocks = (int)ctx.sched.blocksPerSM;
 
@@ -491,7 +491,7 @@ C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Global
   append(body, emitPositionLoops(ctx, env));
   fn.body = std::move(body);
   describe(ctx, fn);
-  if (f.xb.any()) declareScratch(ctx, fn, launch, globals);
+  if (ctx.plan.crossBlock.any()) declareScratch(ctx, fn, launch, globals);
   return fn;
 }
 

@@ -74,6 +74,9 @@ SplitLoop splitLoop(EmitContext& ctx, const Loop& l, C::ExprP lo, C::ExprP hi, b
   int64_t innerProduct = 1;
   for (size_t p = 1; p < is.parts.size(); ++p) innerProduct *= *is.parts[p].factor;
   C::ExprP firstTrip;
+  // The extents of this loop's own range, not the plan's: a reduction index's plan splits the hull
+  // of every loop of that name, and a loop may cover less of it (or have bounds known only at
+  // run time, where the first part's trips are computed in the code).
   if (s.clo && s.chi) {
     s.ext = partExtents(is, std::max<int64_t>(0, *s.chi - *s.clo));
     firstTrip = lit(s.ext[0]);
@@ -232,10 +235,10 @@ std::vector<ScalarType> combineBufferTypes(const EmitContext& ctx) {
   auto add = [&](ScalarType t) {
     if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
   };
-  for (const std::vector<Expr>& g : ctx.facts.groups)
+  for (const std::vector<Expr>& g : ctx.plan.groups)
     if (splitGroup(ctx, g))
       for (const Expr& r : g) add(r->type);
-  for (const auto& [t, v] : ctx.facts.xb.values) add(t);
+  for (const auto& [t, v] : ctx.plan.crossBlock.values) add(t);
   return types;
 }
 
@@ -277,7 +280,7 @@ void declareLanes(EmitContext& ctx, std::vector<C::Stmt>& body) {
   if (red.lanes <= 1) return;
   red.lane = red.laneSets.at(ctx.facts.fullMask).lane;
   red.slot = red.laneSets.at(ctx.facts.fullMask).slot;
-  for (const std::vector<Expr>& g : ctx.facts.groups)
+  for (const std::vector<Expr>& g : ctx.plan.groups)
     if (splitGroup(ctx, g)) declareLaneSet(ctx, groupMask(ctx, g), body);
   for (ScalarType t : combineBufferTypes(ctx)) {
     std::string n = ctx.names.fresh(fmt::format("red_{}", typeName(t)));
@@ -291,13 +294,13 @@ void declareLanes(EmitContext& ctx, std::vector<C::Stmt>& body) {
 // shared flag of the last block.
 void declareCrossBlock(EmitContext& ctx, std::vector<C::Stmt>& body) {
   const LaunchFacts& f = ctx.facts;
-  if (!f.xb.any()) return;
+  if (!ctx.plan.crossBlock.any()) return;
   std::vector<C::ExprP> tileTerms, blockTerms;
   int64_t tileScale = 1, blockScale = 1;
   for (int a = 0; a < 3; ++a) {
     if (f.grid[a] == 1) continue;
     C::ExprP b = coordinate(ctx, "blockIdx", a);
-    if (f.xb.gridAxis[a]) blockTerms.push_back(C::product(b, lit(blockScale))), blockScale *= f.grid[a];
+    if (ctx.plan.crossBlock.gridAxis[a]) blockTerms.push_back(C::product(b, lit(blockScale))), blockScale *= f.grid[a];
     else tileTerms.push_back(C::product(b, lit(tileScale))), tileScale *= f.grid[a];
   }
   auto declared = [&](const char* base, const std::vector<C::ExprP>& terms) {
@@ -368,18 +371,18 @@ struct Partial {
 
 // The partials of the block, group by group, reduction by reduction, point by point.
 std::vector<Partial> partialsOf(const EmitContext& ctx) {
-  const CrossBlockPlan& xb = ctx.facts.xb;
+  const CrossBlockPlan& xb = ctx.plan.crossBlock;
   std::vector<Partial> values;
   std::map<ScalarType, int64_t> nextIndex;
   for (int g : xb.groups)
-    for (const Expr& r : ctx.facts.groups[g])
+    for (const Expr& r : ctx.plan.groups[g])
       for (int64_t pt = 0; pt < xb.regPoints; ++pt) values.push_back({&r, pt, r->type, nextIndex[r->type]++});
   return values;
 }
 
 // Where partial `v` of block `block` of the tile at arrival counter `counter` lies in scratch.
 C::ExprP partialAt(const EmitContext& ctx, const C::ExprP& counter, const Partial& v, const C::ExprP& block) {
-  const CrossBlockPlan& xb = ctx.facts.xb;
+  const CrossBlockPlan& xb = ctx.plan.crossBlock;
   const int64_t R = xb.blocks, S = xb.slots;
   const ReductionState& red = ctx.red;
   C::ExprP slot = red.lanes > 1 ? red.slot : ctx.tid;
@@ -399,7 +402,7 @@ C::ExprP partialAt(const EmitContext& ctx, const C::ExprP& counter, const Partia
 // says whether it arrived last.
 void storeAndArrive(EmitContext& ctx, const PointAccumulators& accs, const C::ExprP& counter,
                     const std::vector<Partial>& values, std::vector<C::Stmt>& out) {
-  const int64_t R = ctx.facts.xb.blocks;
+  const int64_t R = ctx.plan.crossBlock.blocks;
   const ReductionState& red = ctx.red;
   std::vector<C::Stmt> store;
   for (const Partial& v : values)
@@ -423,7 +426,7 @@ void storeAndArrive(EmitContext& ctx, const PointAccumulators& accs, const C::Ex
 // lane of a slot reads every lanes-th block).
 void readPartials(EmitContext& ctx, const C::ExprP& counter, const Partial& v, const C::ExprP& acc,
                   std::vector<C::Stmt>& last) {
-  const int64_t R = ctx.facts.xb.blocks, lanes = ctx.red.lanes;
+  const int64_t R = ctx.plan.crossBlock.blocks, lanes = ctx.red.lanes;
   const int64_t trips = (R + lanes - 1) / lanes;
   C::ExprP lane = lanes > 1 ? ctx.red.lane : lit(0);
   last.push_back(C::assign(acc, "=", reductionIdentity(v.red->get()->reduceOp, v.type)));
@@ -450,7 +453,7 @@ void readPartials(EmitContext& ctx, const C::ExprP& counter, const Partial& v, c
 // for all the compiler knows: SGEMM n=500 split in two, 0.0174 -> 0.0233 ms on an H100).
 void crossBlockCombine(EmitContext& ctx, const PointAccumulators& accs, const C::ExprP& position,
                        std::vector<C::Stmt>& out, std::vector<std::vector<C::Stmt>> pointStatements) {
-  const CrossBlockPlan& xb = ctx.facts.xb;
+  const CrossBlockPlan& xb = ctx.plan.crossBlock;
   const int64_t R = xb.blocks, lanes = ctx.red.lanes;
   C::ExprP counter = C::sum({C::product(ctx.red.tile, lit(xb.positions)), position});
   out.push_back(C::comment(fmt::format(

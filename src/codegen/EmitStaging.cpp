@@ -20,7 +20,7 @@ std::map<std::string, C::ExprP> stepBases(const EmitContext& ctx, int group, con
 // Elements each thread copies per step for tile `t` (whole runs of copyVector(ctx, t) elements).
 int64_t copyTrips(const EmitContext& ctx, size_t t) {
   int64_t total = 1;
-  for (const StagedDim& d : ctx.facts.staging.arrays[t].dims) total *= d.size;
+  for (const StagedDim& d : ctx.plan.staging.arrays[t].dims) total *= d.size;
   const int64_t V = copyVector(ctx, t);
   return (total / V + ctx.facts.threads - 1) / ctx.facts.threads * V;
 }
@@ -29,7 +29,7 @@ int64_t copyTrips(const EmitContext& ctx, size_t t) {
 // that one 16-byte cp.async copies each: the tile's rows are stored contiguously (not
 // transposed) and every row, tile and buffer starts at a multiple of the run.
 bool asyncRuns(const EmitContext& ctx, size_t t) {
-  const StagedArray& sa = ctx.facts.staging.arrays[t];
+  const StagedArray& sa = ctx.plan.staging.arrays[t];
   const int64_t V = copyVector(ctx, t);
   if (V == 1 || sa.dims.empty() || sa.order.back() != sa.dims.size() - 1) return false;
   // Row pitches are products of the padded extents that include the last one.
@@ -182,7 +182,7 @@ C::Stmt tileCopyComment(const EmitContext& ctx, const StagedArray& sa, const Par
 void stageTile(EmitContext& ctx, size_t t, const std::map<std::string, C::ExprP>& bases, Env& env,
                std::vector<C::Stmt>& out, TileCopy mode, const std::vector<std::string>& regs,
                const TileTarget& target) {
-  const StagedArray& sa = ctx.facts.staging.arrays[t];
+  const StagedArray& sa = ctx.plan.staging.arrays[t];
   const Param& param = ctx.k.params[sa.array];
   int64_t total = 1;
   for (const StagedDim& d : sa.dims) total *= d.size;
@@ -216,7 +216,7 @@ void stageTile(EmitContext& ctx, size_t t, const std::map<std::string, C::ExprP>
 }
 
 bool hasStepStaging(const EmitContext& ctx, int group) {
-  for (const StagedArray& sa : ctx.facts.staging.arrays)
+  for (const StagedArray& sa : ctx.plan.staging.arrays)
     if (sa.level == StageLevel::Step && sa.group == group) return true;
   return false;
 }
@@ -228,8 +228,8 @@ namespace {
 void stageStep(EmitContext& ctx, int group, const C::ExprP& stepBase, Env& env, std::vector<C::Stmt>& out,
                TileCopy mode = TileCopy::Direct, const TileTarget& target = TileTarget()) {
   const std::map<std::string, C::ExprP> bases = stepBases(ctx, group, stepBase);
-  for (size_t t = 0; t < ctx.facts.staging.arrays.size(); ++t)
-    if (ctx.facts.staging.arrays[t].level == StageLevel::Step && ctx.facts.staging.arrays[t].group == group)
+  for (size_t t = 0; t < ctx.plan.staging.arrays.size(); ++t)
+    if (ctx.plan.staging.arrays[t].level == StageLevel::Step && ctx.plan.staging.arrays[t].group == group)
       stageTile(ctx, t, bases, env, out, mode,
                 mode == TileCopy::Direct || mode == TileCopy::Async ? std::vector<std::string>{} : ctx.stage.prefetchRegs.at(t),
                 target);
@@ -239,9 +239,9 @@ void stageStep(EmitContext& ctx, int group, const C::ExprP& stepBase, Env& env, 
 void readStep(EmitContext& ctx, int group, const C::ExprP& stepBase, const C::ExprP& buffer, Env& env,
               std::vector<C::Stmt>& out) {
   const std::map<std::string, C::ExprP> bases = stepBases(ctx, group, stepBase);
-  for (size_t t = 0; t < ctx.facts.staging.arrays.size(); ++t)
-    if (ctx.facts.staging.arrays[t].level == StageLevel::Step && ctx.facts.staging.arrays[t].group == group)
-      env.staged[ctx.facts.staging.arrays[t].array] = tileRef(ctx, t, bases, buffer, out);
+  for (size_t t = 0; t < ctx.plan.staging.arrays.size(); ++t)
+    if (ctx.plan.staging.arrays[t].level == StageLevel::Step && ctx.plan.staging.arrays[t].group == group)
+      env.staged[ctx.plan.staging.arrays[t].array] = tileRef(ctx, t, bases, buffer, out);
 }
 
 // Registers for prefetching the step tiles of `group`, declared into `out`: a step is prefetched
@@ -249,12 +249,12 @@ void readStep(EmitContext& ctx, int group, const C::ExprP& stepBase, const C::Ex
 // elements per thread. False (nothing declared) otherwise.
 bool declarePrefetch(EmitContext& ctx, int group, std::vector<C::Stmt>& out) {
   int64_t elements = 0;
-  for (size_t t = 0; t < ctx.facts.staging.arrays.size(); ++t)
-    if (ctx.facts.staging.arrays[t].level == StageLevel::Step && ctx.facts.staging.arrays[t].group == group) elements += copyTrips(ctx, t);
+  for (size_t t = 0; t < ctx.plan.staging.arrays.size(); ++t)
+    if (ctx.plan.staging.arrays[t].level == StageLevel::Step && ctx.plan.staging.arrays[t].group == group) elements += copyTrips(ctx, t);
   if (elements == 0 || elements > 16) return false;
-  for (size_t t = 0; t < ctx.facts.staging.arrays.size(); ++t) {
-    if (ctx.facts.staging.arrays[t].level != StageLevel::Step || ctx.facts.staging.arrays[t].group != group) continue;
-    const Param& param = ctx.k.params[ctx.facts.staging.arrays[t].array];
+  for (size_t t = 0; t < ctx.plan.staging.arrays.size(); ++t) {
+    if (ctx.plan.staging.arrays[t].level != StageLevel::Step || ctx.plan.staging.arrays[t].group != group) continue;
+    const Param& param = ctx.k.params[ctx.plan.staging.arrays[t].array];
     std::vector<std::string>& regs = ctx.stage.prefetchRegs[t];
     regs.clear();
     for (int64_t c = 0; c < copyTrips(ctx, t); ++c) {
@@ -296,7 +296,7 @@ std::map<std::string, C::ExprP> stepBases(const EmitContext& ctx, int group, con
 // `out` when not constant) and the pitch in the tile's storage order.
 StageRef tileRef(EmitContext& ctx, size_t t, const std::map<std::string, C::ExprP>& bases, const C::ExprP& buffer,
                               std::vector<C::Stmt>& out) {
-  const StagedArray& sa = ctx.facts.staging.arrays[t];
+  const StagedArray& sa = ctx.plan.staging.arrays[t];
   const size_t rank = sa.dims.size();
   C::ExprP offset = lit(ctx.stage.tiles[t].offset);
   if (buffer) offset = C::sum({offset, C::product(buffer, lit(sa.elements))});
@@ -423,7 +423,7 @@ std::map<std::string, C::ExprP> tileBases(const EmitContext& ctx, const C::ExprP
 // multiple of the run in every block and step), else 1 (element by element). Aligned runs never
 // straddle the array's edge: each one is inside the array or outside it as a whole.
 int64_t copyVector(const EmitContext& ctx, size_t t) {
-  const StagedArray& sa = ctx.facts.staging.arrays[t];
+  const StagedArray& sa = ctx.plan.staging.arrays[t];
   const int bytes = typeBytes(ctx.k.params[sa.array].type);
   if (sa.dims.empty() || (bytes != 4 && bytes != 8)) return 1;
   const int64_t V = 16 / bytes;
@@ -439,8 +439,8 @@ int64_t copyVector(const EmitContext& ctx, size_t t) {
 // reduction's lo and the span of its step ("step", for the steps of hoisted group `group`).
 int64_t baseDivisor(const EmitContext& ctx, const std::string& key, int group) {
   if (key == "step") {
-    if (group < 0 || group >= (int)ctx.facts.groups.size()) return 1;
-    const Loop& l = ctx.facts.groups[group][0]->loops.front();
+    if (group < 0 || group >= (int)ctx.plan.groups.size()) return 1;
+    const Loop& l = ctx.plan.groups[group][0]->loops.front();
     const IndexSchedule& is = ctx.scheduleOf(l.name);
     auto lo = constIntValue(l.lo, ctx.k);
     // Steps start at lo + (the block's share + n) * span (stepPartOf).
@@ -461,15 +461,15 @@ int64_t baseDivisor(const EmitContext& ctx, const std::string& key, int group) {
   return 1;
 }
 
-// The tiles' storage as planLaunch laid it out (planSharedMemory): one `extern __shared__` array
+// The tiles' storage as the plan laid it out (NestPlan::tileByteOffsets): one `extern __shared__` array
 // per element type, sliced, or a static shared array per tile.
 void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body) {
   const LaunchFacts& f = ctx.facts;
   std::set<ScalarType> externTypes;
-  for (size_t t = 0; t < f.staging.arrays.size(); ++t) {
-    const StagedArray& sa = f.staging.arrays[t];
+  for (size_t t = 0; t < ctx.plan.staging.arrays.size(); ++t) {
+    const StagedArray& sa = ctx.plan.staging.arrays[t];
     ScalarType type = ctx.k.params[sa.array].type;
-    if (f.dynamicShared) {
+    if (ctx.plan.dynamicShared) {
       static const std::map<ScalarType, const char*> storage = {{ScalarType::F32, "rtcg_smem_f32"},
                                                                  {ScalarType::F64, "rtcg_smem_f64"},
                                                                  {ScalarType::I32, "rtcg_smem_i32"},
@@ -490,8 +490,8 @@ void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body) {
 bool stageBlockTiles(EmitContext& ctx, bool movesWithSerial, Env& env, std::vector<C::Stmt>& out) {
   const std::map<std::string, C::ExprP> bases = tileBases(ctx);
   bool any = false;
-  for (size_t t = 0; t < ctx.facts.staging.arrays.size(); ++t) {
-    const StagedArray& sa = ctx.facts.staging.arrays[t];
+  for (size_t t = 0; t < ctx.plan.staging.arrays.size(); ++t) {
+    const StagedArray& sa = ctx.plan.staging.arrays[t];
     if (sa.level == StageLevel::Block && sa.movesWithSerial == movesWithSerial) {
       stageTile(ctx, t, bases, env, out);
       any = true;

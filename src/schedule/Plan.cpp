@@ -17,6 +17,10 @@ const IndexPlan* NestPlan::index(std::string_view name) const {
   return nullptr;
 }
 
+bool NestPlan::streams(size_t statement) const {
+  return std::find(streamedStores.begin(), streamedStores.end(), (int)statement) != streamedStores.end();
+}
+
 namespace {
 
 // Whether a clause's factors are well formed (the first part without one, the others positive and
@@ -48,7 +52,7 @@ void addToLaunch(const IndexPlan& ip, const IndexSchedule& is, LaunchPlan& l) {
       if (!ip.parallel) l.crossBlocks *= ext;
     } else if (isThreadPlacement(pl)) {
       l.block[placementAxis(pl)] *= ext;
-      if (!ip.parallel) l.lanes *= ext;
+      if (!ip.parallel) l.lanes *= ext, l.reductionThreadAxes |= 1 << placementAxis(pl);
     } else if (ip.parallel) {
       l.outputsPerThread *= ext;
       if (pl == Placement::Reg) l.regPoints *= ext;
@@ -114,6 +118,7 @@ class NestPlanner {
     checkBufferClauses();
     plan_.groups = hoistedReductionGroups(k_, nest_, s_);
     if (s_.earlyLoads) checkEarlyLoads();
+    if (s_.streamingStores) streamStores();
     const bool staged = !s_.shared.empty() && reasons_.empty();
     if (staged) stage();
     if (!reasons_.empty()) {
@@ -313,6 +318,28 @@ class NestPlanner {
              "the element the statement writes)");
   }
 
+  // `stores: streaming`: the stores that stream (see NestPlan::streamedStores).
+  void streamStores() {
+    const std::vector<Stmt>& body = k_.nests[nest_].body;
+    for (size_t i = 0; i < body.size(); ++i)
+      if (body[i].kind == StmtKind::Store && k_.params[body[i].array].type != ScalarType::Bool &&
+          !readByAnotherStatement(body, i))
+        plan_.streamedStores.push_back((int)i);
+    if (plan_.streamedStores.empty())
+      reason("'stores: streaming' streams the stores of outputs that no other statement of the nest reads, but "
+             "every array this nest stores is read back in it (or is bool, which has no streaming store)");
+  }
+
+  static bool readByAnotherStatement(const std::vector<Stmt>& body, size_t store) {
+    std::set<int> reads;
+    for (size_t j = 0; j < body.size(); ++j) {
+      if (j == store) continue;
+      arraysOf(body[j].value, reads);
+      for (const Expr& i : body[j].indices) arraysOf(i, reads);
+    }
+    return reads.count(body[store].array) > 0;
+  }
+
   void stage() {
     plan_.staging = planStaging(k_, nest_, s_, &indices_);
     const StagingPlan& st = plan_.staging;
@@ -370,15 +397,6 @@ class NestPlanner {
     plan_.pipeline = PositionPipeline{group, ip->name, part, *clo};
   }
 
-  // A thread part on a reduction index, even of one thread (the emitter then combines lanes).
-  bool hasReductionThreadPart() const {
-    for (const IndexPlan& ip : plan_.parts)
-      if (!ip.parallel)
-        for (const SchedulePart& p : plan_.clauseOf(ip).parts)
-          if (isThreadPlacement(p.place)) return true;
-    return false;
-  }
-
   // What the emitter declares in shared memory: the tiles, a combine buffer per accumulator type
   // of the groups split across threads and of the values combined across blocks (with reduction
   // thread axes), the last-block flag. Static up to 48 KiB; a 48 KiB tile plus the 1-byte flag
@@ -395,10 +413,17 @@ class NestPlanner {
       for (const auto& [t, v] : plan_.crossBlock.values) types.insert(t);
       for (ScalarType t : types) extra += plan_.launch.threads * typeBytes(t);
     }
-    plan_.cooperative = !plan_.staging.arrays.empty() || hasReductionThreadPart() || plan_.crossBlock.any();
+    // A thread part on a reduction index, even of one thread, makes the emitter combine lanes.
+    plan_.cooperative = !plan_.staging.arrays.empty() || plan_.launch.reductionThreadAxes != 0 || plan_.crossBlock.any();
     plan_.staticExtraBytes = extra;
     plan_.sharedBytes = plan_.staging.bytes + extra;
     plan_.dynamicShared = plan_.sharedBytes > 48 * 1024;
+    if (!plan_.dynamicShared) return;
+    // Each tile a 16-byte aligned slice of the one dynamic array (vector copies need the alignment).
+    for (const StagedArray& sa : plan_.staging.arrays) {
+      plan_.tileByteOffsets.push_back(plan_.dynamicSharedBytes);
+      plan_.dynamicSharedBytes += (sa.bytes + 15) / 16 * 16;
+    }
   }
 };
 
@@ -548,6 +573,8 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
                      plan.dynamicShared ? fmt::format("dynamic: the launch provides {} bytes", plan.staging.bytes)
                                         : std::string("static"));
   for (const Expr& e : plan.earlyLoads) s += fmt::format("  early load: {}\n", printExpr(e, &k));
+  for (int i : plan.streamedStores)
+    s += fmt::format("  streaming store: {} (statement {})\n", k.params[k.nests[plan.nest].body[i].array].name, i);
   return s;
 }
 

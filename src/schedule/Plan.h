@@ -42,6 +42,7 @@ struct LaunchPlan {
   int64_t outputsPerThread = 1;  // reg, serial and unroll parts of parallel indices
   int64_t crossBlocks = 1;       // blocks sharing one output tile (grid parts of reduction indices)
   int64_t lanes = 1;             // threads sharing one output point (thread parts of reduction indices)
+  int reductionThreadAxes = 0;   // the thread axes of reduction indices' parts (bit a for axis a), even of one thread
   std::string threadXIndex;      // the index with the thread.x part ("" if none)
   int64_t threadX = 1;           // its extent
 };
@@ -76,12 +77,25 @@ struct NestPlan {
   int64_t sharedBytes = 0;
   int64_t staticExtraBytes = 0;
   bool dynamicShared = false;
+  // Dynamic shared memory: where each tile starts (bytes, 16-byte aligned; per staging.arrays
+  // entry) and the bytes the launch provides. Empty and 0 when the tiles are static arrays.
+  std::vector<int64_t> tileByteOffsets;
+  int64_t dynamicSharedBytes = 0;
   // Every thread of a block reaches the block's barriers (staged tiles, a reduction split across
   // threads or blocks): threads outside the domain do not return early, their points are guarded.
   bool cooperative = false;
+  // `stores: streaming`: the statements (indices into the nest's body) whose stores use the
+  // streaming store __stcs. A store streams when no other statement of the nest reads its array
+  // (a value read back is better left in L2; the statement's own read of the element it updates
+  // comes before the store) and its element type has one (not bool). The stores of a reduction
+  // split across blocks stream too: the output is stored once, by the tile's last block, after the
+  // combine, whose partials (scratch the last block reads back) are never streamed. Empty with
+  // `stores: cached`; a schedule asking for streaming where no store qualifies has no plan.
+  std::vector<int> streamedStores;
 
   const IndexPlan* index(std::string_view name) const;  // nullptr if absent
   const IndexSchedule& clauseOf(const IndexPlan& ip) const { return schedule.indices[ip.clause]; }
+  bool streams(size_t statement) const;  // whether the store of body[statement] streams
 };
 
 // The plan of nest `nest` of the bound kernel `k` under `s`, or every reason why there is none

@@ -95,6 +95,10 @@ const std::vector<ClauseRow>& clauseTable() {
                      "a number of blocks", "blocks_per_sm must be between 1 and 32"};
     blocks.family = "blocks_per_sm";
     r.push_back(blocks);
+    ClauseRow stores{"stores", ClauseKind::Keyword};
+    stores.flag = &NestSchedule::streamingStores;
+    stores.yes = "streaming", stores.no = "cached", stores.family = "stores: streaming";
+    r.push_back(stores);
     return r;
   }();
   return rows;

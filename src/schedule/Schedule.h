@@ -46,8 +46,11 @@
 // instead: the next positions' tiles are copied while the block computes one (positions
 // pipelined, like a persistent kernel streaming its tiles). `loads: early` loads what the
 // statements read besides their reductions (`rhs[k, i] = rhs[k, i] + ...`: the old rhs) ahead of
-// those reductions. `shared`, `buffers`, `copy`, `loads` and `blocks_per_sm` are clause names,
-// not index names.
+// those reductions. `stores: streaming` stores the outputs that no other statement of the nest
+// reads with the streaming store __stcs (st.global.cs: evict-first, so that outputs written once
+// do not push out of L2 the inputs other blocks still read; see NestPlan::streamedStores for
+// which stores qualify). `shared`, `buffers`, `copy`, `loads`, `blocks_per_sm` and `stores` are
+// clause names, not index names.
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.
@@ -100,6 +103,10 @@ struct NestSchedule {
   // `blocks_per_sm: N`: the kernel is compiled with __launch_bounds__(threads, N), so that NVCC
   // keeps its registers few enough for N blocks per multiprocessor (0: no such request).
   int64_t blocksPerSM = 0;
+  // `stores: streaming`: the stores of outputs no other statement of the nest reads use the
+  // streaming store __stcs (evict-first in L2; NestPlan::streamedStores says which); `stores:
+  // cached`, the default: plain stores.
+  bool streamingStores = false;
   const IndexSchedule* find(std::string_view index) const;  // nullptr if absent
   bool isTransposed(std::string_view array) const;
   bool operator==(const NestSchedule&) const = default;

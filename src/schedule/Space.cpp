@@ -68,6 +68,7 @@ class NestSpace {
         parallelVariants();
       splitVariants();
       crossBlockVariants();
+      streamingVariants();
     }
     finishFamilies();
     prune();
@@ -355,6 +356,27 @@ class NestSpace {
           }
         }
       }
+    }
+  }
+
+  // `stores: streaming` siblings of the model's best few candidates: the model gives streaming
+  // stores no credit (SpaceModel.h), so they tie with their siblings, and sampling measures a few
+  // of the family; siblings of every candidate would only double the space. None when the nest
+  // has no store that can stream (the first sibling's plan says so).
+  void streamingVariants() {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < kept.size(); ++i)
+      if (kept[i].est.blocksPerMultiprocessor > 0) order.push_back(i);  // (the others are pruned)
+    const size_t n = std::min<size_t>(4, order.size());
+    std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                      [&](size_t a, size_t b) { return kept[a].est.seconds < kept[b].est.seconds; });
+    std::vector<NestSchedule> siblings;
+    for (size_t i = 0; i < n; ++i)
+      if (!kept[order[i]].plan->schedule.streamingStores) siblings.push_back(kept[order[i]].plan->schedule);
+    for (NestSchedule& ns : siblings) {
+      ns.streamingStores = true;
+      const size_t before = pruned.size();
+      if (!add(ns, Family::Plain) && pruned.size() > before) return;  // no store streams here
     }
   }
 

@@ -12,6 +12,19 @@ namespace rtcg {
 
 namespace {
 
+// `stores: streaming` (NestPlan::streamedStores): no credit, and no charge. The streaming store
+// moves the same bytes with one instruction per store, as a plain one; what it saves is L2 room
+// for the inputs other blocks read again, and the traffic model already counts those repeated
+// reads as L2 hits ((U - F) / 4). Nothing measured yet says by how much the hits would otherwise
+// fall, so the factor is 1: streaming siblings tie with their cached ones (ranked after them,
+// generated first), and sampling measures a few of the family (the clause row's family).
+constexpr double kStreamingStoreMemory = 1.0;
+double streamingStoreFactor(const NestPlan& plan) { return plan.streamedStores.empty() ? 1.0 : kStreamingStoreMemory; }
+
+}  // namespace
+
+namespace {
+
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Loop ids an affine form uses; nullopt when the index expressions are not affine.
@@ -507,6 +520,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // siblings. So no credit: async ties where memory bounds (ranked after its sibling, which is
   // generated first) and pays where arithmetic does; the tuner measures which wins.
   if (s.asyncCopy) compute *= 1.15;
+  memory *= streamingStoreFactor(plan);
   // Large blocks lose more to their barriers (each waits for the block's slowest warp): over the
   // exhaustive SGEMM n=4096 space (bench/results/h100-2026-11-25-exhaustive-4096.tsv), blocks of
   // 512 threads ran 8% and of 1024 threads 22% slower than this model predicted, against its mean

@@ -33,6 +33,10 @@
 //   tiles 9-17%), where efficiency =
 //   (fraction of multiprocessors with a block) * (latency hiding: warps in flight per
 //   multiprocessor times the ILP of the register tile, over 32) * (wave quantization), each <= 1.
+// - `stores: streaming`: neutral (a factor of 1 on the memory time). A streaming store moves the
+//   same bytes as a plain one; its gain is L2 room for the reads other blocks repeat, which the
+//   traffic model already counts as hits, so the model cannot value it and the tuner measures it
+//   (see streamingStoreFactor).
 // - A reduction split across blocks (grid parts on a reduction index: blocks count them like any
 //   grid part, and each block's footprint is its share) adds its second pass: 1 us for the fence
 //   and atomic round trip, plus the last block of a tile reading the tile's partials (8 bytes per

@@ -106,6 +106,20 @@ TEST(HostEmulation, ExamplesStaged) {
                         "k: grid.x, thread.y 2; i: serial, thread.x 16; f: serial, unroll 4; shared: LIFT, flux, invJ"), "");
 }
 
+// `stores: streaming`: the outputs stored with __stcs (the emulation's checks its address and
+// that the value has the element's type); plain, staged and transposed tiles, DG differentiation,
+// and a reduction split across blocks whose output the last block stores.
+TEST(HostEmulation, StreamingStores) {
+  EXPECT_EQ(checkOnHost(axpby(1003), "i: grid.x, thread.x 64, reg 4; stores: streaming"), "");
+  EXPECT_EQ(checkOnHost(example("transpose.rtcg", "transpose", {{"m", 45}, {"n", 37}}),
+                        "i: grid.y, thread.y 8, reg 4; j: grid.x, thread.x 32; shared: a; stores: streaming"), "");
+  EXPECT_EQ(checkOnHost(dgDiff(13, 20), "k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial, unroll 4; "
+                                        "shared: Dr, Ds, Dt, u; stores: streaming"), "");
+  EXPECT_EQ(checkOnHost(dot(5000), "i: serial, grid.x 8, thread.x 64; stores: streaming"), "");
+  const std::string cuda = emitCuda(axpby(1003), *parseSchedule("i: grid.x, thread.x 64; stores: streaming").schedule).source;
+  EXPECT_NE(cuda.find("__stcs(&z[i], "), std::string::npos) << cuda;
+}
+
 TEST(HostEmulation, DynamicSharedMemory) {
   // Both operands whole: 2 x 120 x 121 floats, above 48 KiB, so dynamic shared memory.
   const std::string text = "i: grid.y, thread.y 16, reg 8; j: grid.x, thread.x 16, reg 8; k: serial; shared: a, b";

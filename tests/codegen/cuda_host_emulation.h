@@ -126,6 +126,20 @@ inline T __ldg(const T* address) {
   return *address;
 }
 
+// The streaming store of `stores: streaming` (st.global.cs: evict-first in L2, the same value in
+// memory). One template for the scalar and vector types CUDA overloads it for (float, double,
+// int, long long, float4, double2, int4, longlong2): the value must have the pointer's element
+// type, as the emitter casts it, since on the GPU a mismatch would be an ambiguous overload. A
+// misaligned address aborts, like a vector load's.
+template <class T>
+inline void __stcs(T* address, T value) {
+  if (reinterpret_cast<uintptr_t>(address) % alignof(T) != 0) {
+    std::fprintf(stderr, "misaligned %zu-byte store at %p\n", sizeof(T), (const void*)address);
+    std::abort();
+  }
+  *address = value;
+}
+
 // cp.async ('copy: async'): the emitted module leaves its helpers to this header, whose copies
 // complete at once (a wait has nothing left to wait for) and abort on an address that is not
 // aligned to the copy's size, as the GPU would fault; src_bytes < size zero-fills the rest.

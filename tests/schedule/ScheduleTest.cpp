@@ -423,3 +423,43 @@ TEST(Schedule, ClauseTableDrivesPrintingAndParsing) {
     }
   }
 }
+
+// `stores: streaming` round-trips (`stores: cached` is the default, not printed), and the plan
+// streams the stores of outputs that no other statement of the nest reads; a nest whose every
+// stored array is read back by another statement has no plan.
+TEST(Schedule, StreamingStores) {
+  Diagnostics diags;
+  const std::string source =
+      "kernel st(n: int, x: f32[n], inout y: f32[n], out z: f32[n], inout u: f32[n], inout v: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = y[i] + x[i];\n"
+      "    z[i] = y[i] * 2.0;\n"
+      "  }\n"
+      "  for i in 0..n {\n"
+      "    u[i] = x[i];\n"
+      "    v[i] = u[i];\n"
+      "    u[i] = v[i] + 1.0;\n"
+      "  }\n"
+      "}\n";
+  auto prog = parseProgram("st.rtcg", source, diags);
+  ASSERT_TRUE(prog) << diags.render("st.rtcg", source);
+  auto k = bindSizes(prog->kernels[0], {{"n", 100}}, diags);
+  ASSERT_TRUE(k);
+  const std::string text = "i: grid.x, thread.x 32; stores: streaming | i: grid.x, thread.x 32";
+  Schedule s = parseOk(text);
+  EXPECT_TRUE(s.nests[0].streamingStores);
+  EXPECT_EQ(printSchedule(s), text);
+  EXPECT_FALSE(parseOk("i: serial; stores: cached").nests[0].streamingStores);
+  EXPECT_EQ(printSchedule(parseOk("i: serial; stores: cached")), "i: serial");
+  SchedulePlan plan = planSchedule(*k, s);
+  ASSERT_TRUE(plan.ok()) << joined(plan.reasons);
+  EXPECT_EQ(plan.nests[0].streamedStores, std::vector<int>{1});  // z; not y, which z's statement reads
+  EXPECT_TRUE(plan.nests[0].streams(1));
+  EXPECT_FALSE(plan.nests[0].streams(0));
+  EXPECT_TRUE(plan.nests[1].streamedStores.empty());  // `stores: cached`
+  EXPECT_NE(printPlan(*k, plan.nests[0]).find("streaming store: z (statement 1)"), std::string::npos);
+  auto none = validateSchedule(*k, parseOk("i: grid.x, thread.x 32 | i: grid.x, thread.x 32; stores: streaming"));
+  EXPECT_TRUE(hasReason(none, "nest 1: 'stores: streaming' streams the stores of outputs that no other statement "
+                              "of the nest reads, but every array this nest stores is read back in it"))
+      << joined(none);
+}

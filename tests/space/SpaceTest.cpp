@@ -6,6 +6,7 @@
 #include <regex>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -572,6 +573,36 @@ TEST(Space, SamplesMeasureEveryFamily) {
   for (size_t c = 0; c < again.candidates.size(); ++c) EXPECT_EQ(again.candidates[c].text, space.candidates[c].text);
 }
 
+// `stores: streaming` siblings of the best-predicted candidates: offered where a store can
+// stream, ranked right after their cached siblings (the model gives them no credit), and kept
+// by a sample (the clause row's family); none for a nest whose stores are all read back.
+TEST(Space, OffersStreamingStores) {
+  for (const char* name : {"axpby", "transpose", "dg_diff"}) {
+    const Example& ex = example(name);
+    Kernel bound = bindAll(ex.kernel, ex.sizes);
+    Space space = enumerateSchedules(bound);
+    size_t streaming = 0;
+    std::map<std::string, size_t> rank;
+    for (size_t c = 0; c < space.candidates.size(); ++c) rank[space.candidates[c].text] = c;
+    for (size_t c = 0; c < space.candidates.size(); ++c) {
+      const std::string& t = space.candidates[c].text;
+      const size_t at = t.find("; stores: streaming");
+      if (at == std::string::npos) continue;
+      ++streaming;
+      auto sibling = rank.find(t.substr(0, at) + t.substr(at + std::strlen("; stores: streaming")));
+      ASSERT_NE(sibling, rank.end()) << t;
+      EXPECT_LT(sibling->second, c) << t;
+    }
+    EXPECT_GE(streaming, 1u) << name;
+    SpaceOptions o;
+    o.maxCandidates = 16;
+    Space sample = enumerateSchedules(bound, o);
+    EXPECT_TRUE(std::any_of(sample.candidates.begin(), sample.candidates.end(), [](const Candidate& c) {
+      return c.text.find("stores: streaming") != std::string::npos;
+    })) << name;
+  }
+}
+
 TEST(Space, ScheduleDistance) {
   auto parse = [](const std::string& text) {
     ScheduleParseResult r = parseSchedule(text);
@@ -613,6 +644,8 @@ TEST(Space, ScheduleDistance) {
       {dg, "k: grid.x, thread.y 8, reg 8; i: grid.y, serial 4, thread.x 35; j: serial, unroll 35; shared: Dr, u^T, Ds, Dt", 1},
       {dg, "k: grid.x, thread.y 8, reg 8; i: serial, thread.x 35; j: grid.z, serial 4, unroll 35; shared: Dr, u^T, Ds, Dt", 1},
       {dg, "k: grid.x, thread.y 8, reg 8; i: unroll, thread.x 35; j: grid.z, serial 4, unroll 35; shared: Dr, u^T, Ds, Dt", 3},
+      // Streaming stores: 1.
+      {a, a + "; stores: streaming", 1},
   };
   for (const Case& c : cases)
     EXPECT_DOUBLE_EQ(scheduleDistance(parse(c.from), parse(c.to)), c.distance) << c.from << "\n  vs " << c.to;
@@ -722,6 +755,24 @@ TEST(Space, EmittingACandidateIsCheap) {
   }
   std::printf("emitCuda: 200 candidates of matmul n=512, %zu chars, largest %zu\n", chars, largest);
   EXPECT_LE(largest, 64u * 1024);
+}
+
+// The emitter reads each nest's plan (planSchedule, which is also its validation) instead of
+// deriving staging again: one staging plan per staged nest of an emitted candidate (two before).
+TEST(Space, EmittingACandidatePlansStagingOncePerStagedNest) {
+  Kernel bound = bindAll(example("matmul").kernel, {{"n", 512}});
+  Space space = enumerateSchedules(bound);
+  size_t staged = 0;
+  for (size_t i = 0; i < 100; ++i) {
+    const Candidate& c = space.candidates[i * space.candidates.size() / 100];
+    int64_t stagedNests = 0;
+    for (const NestSchedule& n : c.schedule.nests) stagedNests += n.shared.empty() ? 0 : 1;
+    const int64_t before = planStagingCount();
+    emitCuda(bound, c.schedule);
+    EXPECT_EQ(planStagingCount() - before, stagedNests) << c.text;
+    staged += stagedNests > 0;
+  }
+  EXPECT_GT(staged, 0u);
 }
 
 TEST(Space, NvrtcCompilesASampleOfEveryExample) {
