@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -57,8 +58,9 @@ struct DeviceInfo {
   std::string arch() const;  // "sm_90"
 };
 
-// What compile() does about the schedule when none is given: the tuning database (in the cache
-// directory, see docs/api.md) holds the best schedule measured for a kernel, its sizes and the device.
+// What compile() does about the schedule when none is given: the tuning database (see docs/api.md
+// for where it is) holds the best schedule measured for a kernel, its sizes and the device; a
+// lookup ladder also offers other drivers' and boards' and the nearest sizes' measurements.
 // The environment variable RTCG_TUNING=off|cached|tune overrides the policy.
 enum class Tuning : uint8_t {
   Off,             // the default schedule
@@ -73,6 +75,11 @@ struct CompileOptions {
   Tuning tuning = Tuning::UseCached;
   int tuneMaxCandidates = 64;         // for TuneOnFirstUse
   double tuneTimeLimitSeconds = 30;   // for TuneOnFirstUse
+  // Receives compile()'s warnings ("rtcg: warning: ...": a cache or tuning database that cannot be
+  // used, a stored schedule that no longer plans; compile() goes on without them) and notes
+  // ("rtcg: ...": which schedule was used and where it came from). Without it, warnings go to
+  // stderr once per process, and notes only when the environment variable RTCG_LOG is set.
+  std::function<void(const std::string&)> log;
 };
 
 class Context;
@@ -203,7 +210,9 @@ class CompiledKernel {
   const std::string& name() const;
   const std::string& cudaSource() const;     // the generated CUDA C
   const std::string& scheduleText() const;   // the schedule it was built with (printed form)
-  // Where the schedule came from: "explicit", "default", "tuning database" or "tuned".
+  // Where the schedule came from: "explicit", "default", "tuned", or the tuning database's rung of
+  // the lookup ladder: "tuning database" (the exact key), "tuning database (other versions or
+  // board)", "tuning database (nearest sizes)" (docs/api.md, Tuned schedules).
   const std::string& scheduleOrigin() const;
   std::string signature() const;             // "matmul(a: f32[500, 500], b: ..., out c: ...) with n = 500"
   // True when the module's cubin was read from the disk cache: NVRTC did not run for it in this

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "api/KernelArgs.h"
+#include "api/ScheduleChoice.h"
 #include "driver/Executable.h"
 #include "driver/KernelBuild.h"
 #include "rtcg/rtcg.h"
@@ -178,7 +179,8 @@ namespace {
 // The module for `prepared` in this context: loaded already, or loaded from the cubin the kernel
 // cache gives (from memory, disk, or NVRTC). Concurrent callers with the same cubin key wait for
 // one load.
-detail::LoadedModule loadModule(detail::ContextImpl& ctx, const PreparedKernel& prepared, bool& reused) {
+detail::LoadedModule loadModule(detail::ContextImpl& ctx, const PreparedKernel& prepared, bool& reused,
+                                CompileLog& log) {
   std::string key = cubinKey(prepared.module.source, ctx.arch);
   std::promise<detail::LoadedModule> promise;
   std::shared_future<detail::LoadedModule> existing;
@@ -197,8 +199,13 @@ detail::LoadedModule loadModule(detail::ContextImpl& ctx, const PreparedKernel& 
   reused = false;
   try {
     CacheSource source = CacheSource::Computed;
-    std::string cubin =
-        KernelCache::global().getOrCompute(key, [&] { return compileCubin(prepared, ctx.arch); }, &source);
+    KernelCache& cache = KernelCache::global();
+    int diskErrors = cache.stats().diskErrors;
+    std::string cubin = cache.getOrCompute(key, [&] { return compileCubin(prepared, ctx.arch); }, &source);
+    // The disk cache only saves time: a directory that cannot be written is worth a word, no more.
+    if (cache.stats().diskErrors > diskErrors)
+      log.warn(fmt::format("the kernel cache cannot be written, compiled kernels stay in memory: {}",
+                           cache.lastDiskError()));
     detail::LoadedModule m{std::make_shared<const Executable>(ctx.cuda, prepared.bound, prepared.module, cubin),
                            source};
     promise.set_value(m);
@@ -225,36 +232,28 @@ Tuning tuningPolicy(const CompileOptions& options) {
   throw Error(fmt::format("RTCG_TUNING='{}': expected off, cached or tune", v));
 }
 
-// The options compile() builds with: the caller's, with the schedule taken from the tuning database
-// (or from a search run now) as `policy` says. `target` is the kernel proved (what tuningTarget
-// gives `rtcgc tune --manifest`). `origin` says where the schedule came from.
-CompileOptions chooseTunedSchedule(detail::ContextImpl& ctx, std::string_view source, const Kernel& target,
-                                   const CompileOptions& options, Tuning policy, std::string& origin) {
-  origin = options.schedule.empty() ? "default" : "explicit";
-  if (!options.schedule.empty() || policy == Tuning::Off) return options;
-
-  TuningKey key = tuningKeyFor(target, ctx.cuda->device().properties());
-  std::string dbPath = TuningDb::defaultPath();
-  std::optional<CandidateRecord> best;
-  if (std::filesystem::exists(dbPath)) {
-    TuningDb db(dbPath);
-    best = db.best(key);
-  }
-  if (best) {
-    origin = "tuning database";
-  } else if (policy == Tuning::TuneOnFirstUse) {
+// The device's side of the schedule choice: its tuning key and limits, and a search run now.
+ScheduleInputs scheduleInputs(detail::ContextImpl& ctx, std::string_view source, const Kernel& target,
+                              const CompileOptions& options, CompileLog& log) {
+  const cuda::DeviceProperties& props = ctx.cuda->device().properties();
+  ScheduleInputs in;
+  in.key = tuningKeyFor(target, props);
+  // The device's limits: tuned tiles may be in dynamic shared memory.
+  in.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+  in.tuneNow = [&ctx, source, &target, &options, &log]() -> std::optional<CandidateRecord> {
     TuneOptions tuneOptions;
     tuneOptions.space.maxCandidates = options.tuneMaxCandidates;
     tuneOptions.timeLimitSeconds = options.tuneTimeLimitSeconds;
-    tuneOptions.dbPath = dbPath;
     tuneOptions.deviceOrdinals = {ctx.info.ordinal};
-    TuneResult result = tune(options.fileName, std::string(source), target, tuneOptions);
-    best = result.best;
-    if (best) origin = "tuned";
-  }
-  CompileOptions effective = options;
-  if (best) effective.schedule = best->schedule;
-  return effective;
+    try {
+      tuneOptions.dbPath = TuningDb::defaultPath();
+    } catch (const Error& e) {
+      log.warn(fmt::format("tuning without a database (the result is not kept): {}", e.what()));
+      tuneOptions.dbPath = "-";
+    }
+    return tune(options.fileName, std::string(source), target, tuneOptions).best;
+  };
+  return in;
 }
 
 }  // namespace
@@ -276,14 +275,13 @@ CompiledKernel Context::compile(std::string_view source, const Sizes& sizes, con
   // whatever the source.
   Tuning policy = tuningPolicy(options);
   ProvedKernel proved = proveKernel(source, sizes, options);
-  std::string origin;
-  CompileOptions effective = chooseTunedSchedule(ctx, source, proved.bound, options, policy, origin);
-  // The device's limits: tuned tiles may be in dynamic shared memory.
-  const cuda::DeviceProperties& props = ctx.cuda->device().properties();
-  PreparedKernel prepared = prepareProved(source, proved, effective,
-                                          deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock));
+  CompileLog log(options.log);
+  ScheduleChoice choice =
+      pickSchedule(source, proved, options, policy, scheduleInputs(ctx, source, proved.bound, options, log), log);
+  PreparedKernel prepared = std::move(choice.prepared);
+  std::string origin = std::move(choice.origin);
   bool reused = false;
-  detail::LoadedModule module = loadModule(ctx, prepared, reused);
+  detail::LoadedModule module = loadModule(ctx, prepared, reused, log);
 
   auto data = std::make_shared<detail::KernelData>();
   data->signature = signatureOf(prepared.bound);
