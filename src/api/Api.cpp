@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -40,6 +41,18 @@ struct KernelData {
   std::shared_ptr<const Executable> executable;
   bool fromDisk = false;
   std::string signature;
+
+  // What the variants for arrays off a 16-byte boundary (Context::wrap) are built from: the same
+  // kernel and schedule, emitted for a smaller alignment on first need.
+  std::string source;
+  ProvedKernel proved;
+  CompileOptions options;  // with the schedule text compile() chose
+  ScheduleLimits limits;
+  mutable std::mutex variantMutex;
+  mutable std::map<int, std::shared_future<std::shared_ptr<const Executable>>> variants;  // by alignment
+  // Kernels with a cross-block reduction: a module instance per (alignment, stream) of
+  // launchAsync (streamInstance).
+  mutable std::map<std::pair<int, CUstream_st*>, std::shared_ptr<const Executable>> streamInstances;
 };
 
 // A loaded module: the cubin as a module in this context, and where the cubin came from.
@@ -110,6 +123,25 @@ std::shared_ptr<BufferImpl> allocate(const std::shared_ptr<ContextImpl>& ctx, si
   b->owner = ctx;
   return b;
 }
+
+std::shared_ptr<BufferImpl> wrapExternal(const std::shared_ptr<ContextImpl>& ctx, uint64_t address, size_t bytes,
+                                         ElementType type) {
+  const int elementBytes = typeBytes(toScalarType(type));
+  if (address == 0 && bytes != 0)
+    throw Error(fmt::format("rtcg::Context::wrap: a null device pointer for {} elements of {}",
+                            bytes / size_t(elementBytes), elementTypeName(type)));
+  // Kernels read elements whole: an address that is not a multiple of the element size is not a
+  // pointer to T at all (the CUDA runtime would fault on it too).
+  if (address % uint64_t(elementBytes) != 0)
+    throw Error(fmt::format("rtcg::Context::wrap: the device pointer {:#x} is not aligned for {} ({} bytes)",
+                            address, elementTypeName(type), elementBytes));
+  auto b = std::make_shared<BufferImpl>();
+  b->memory = cuda::DeviceBuffer::borrowed(ctx->cuda, address, bytes);
+  b->owner = ctx;
+  return b;
+}
+
+uint64_t devicePointer(const BufferImpl& b) { return b.memory.devicePtr(); }
 
 // Copies go through a stream of the buffer's context and wait for it, so they are complete (and
 // ordered after every earlier launch, which also waited) when they return.
@@ -285,6 +317,15 @@ CompiledKernel Context::compile(std::string_view source, const Sizes& sizes, con
 
   auto data = std::make_shared<detail::KernelData>();
   data->signature = signatureOf(prepared.bound);
+  data->source = std::string(source);
+  data->options = options;
+  data->options.schedule = prepared.scheduleText;
+  // A variant is built at a launch, long after compile(): the caller's log may be gone by then
+  // (a lambda over a local), so its warnings go to stderr.
+  data->options.log = nullptr;
+  data->limits = deviceScheduleLimits(int64_t(ctx.cuda->device().properties().sharedPerBlockOptin),
+                                      ctx.cuda->device().properties().maxThreadsPerBlock);
+  data->proved = std::move(proved);
   data->prepared = std::move(prepared);
   data->scheduleOrigin = std::move(origin);
   data->executable = module.executable;
@@ -324,6 +365,50 @@ cuda::KernelArg scalarArg(const detail::ArgRef& a, ScalarType want) {
   RTCG_ASSERT(false, "bool scalar parameter");
 }
 
+// The pointer argument of an rtcg::Array, checked to be of this context; its address is noted in
+// `addresses` (which variant serves the launch).
+cuda::KernelArg deviceArrayArg(const detail::ContextImpl& ctx, const Kernel& bound, const detail::ArgRef& a,
+                               size_t argIndex, const Param& param, std::vector<uint64_t>& addresses) {
+  if (a.buffer && a.buffer->memory.context() != ctx.cuda)
+    throw Error(fmt::format("{}: argument {} ({}) is an rtcg::Array of another device's context; kernels "
+                            "take arrays of the Context that compiled them",
+                            bound.name, argIndex + 1, param.name));
+  addresses.push_back(a.buffer ? a.buffer->memory.devicePtr() : 0);
+  return cuda::KernelArg::pointer(addresses.back());
+}
+
+// The executable for a launch whose arrays are all `alignment`-byte aligned: the compiled one for
+// whole allocations, else the kernel's variant for that alignment (emitted, compiled and loaded on
+// first need, once; it has its own cubin key, so the kernel cache keeps it too).
+std::shared_ptr<const Executable> executableFor(detail::ContextImpl& ctx, const detail::KernelData& data,
+                                                int alignment) {
+  if (alignment >= kWholeAllocationAlignment) return data.executable;
+  std::promise<std::shared_ptr<const Executable>> promise;
+  std::shared_future<std::shared_ptr<const Executable>> existing;
+  {
+    std::lock_guard<std::mutex> lock(data.variantMutex);
+    auto it = data.variants.find(alignment);
+    if (it != data.variants.end())
+      existing = it->second;
+    else
+      data.variants.emplace(alignment, promise.get_future().share());
+  }
+  if (existing.valid()) return existing.get();
+  try {
+    CompileLog log(data.options.log);
+    PreparedKernel variant = prepareProved(data.source, data.proved, data.options, data.limits, alignment);
+    bool reused = false;
+    std::shared_ptr<const Executable> e = loadModule(ctx, variant, reused, log).executable;
+    promise.set_value(e);
+    return e;
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    std::lock_guard<std::mutex> lock(data.variantMutex);
+    data.variants.erase(alignment);
+    throw;
+  }
+}
+
 }  // namespace
 
 void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
@@ -339,6 +424,7 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
     cuda::DeviceBuffer copy;
   };
   std::vector<Staged> staged;
+  std::vector<uint64_t> addresses;  // of the device arrays: which variant serves them
   detail::BorrowedStream stream(ctx);
   for (size_t p = 0; p < bound.params.size(); ++p) {
     if (!match[p]) continue;
@@ -349,11 +435,7 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
         kernelArgs[p] = scalarArg(a, param.type);
         break;
       case detail::ArgRef::Kind::DeviceArray:
-        if (a.buffer && a.buffer->memory.context() != ctx.cuda)
-          throw Error(fmt::format("{}: argument {} ({}) is an rtcg::Array of another device's context; kernels "
-                                  "take arrays of the Context that compiled them",
-                                  bound.name, *match[p] + 1, param.name));
-        kernelArgs[p] = cuda::KernelArg::pointer(a.buffer ? a.buffer->memory.devicePtr() : 0);
+        kernelArgs[p] = deviceArrayArg(ctx, bound, a, *match[p], param, addresses);
         break;
       case detail::ArgRef::Kind::HostArray:
       case detail::ArgRef::Kind::ConstHostArray: {
@@ -374,8 +456,9 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
   // A kernel with a reduction split across blocks keeps its partials and arrival counters in
   // module-global scratch: its launches (from any thread, through any CompiledKernel sharing the
   // loaded module) run one at a time, each until it is complete.
-  std::unique_lock<std::mutex> exclusive = data.executable->exclusiveLaunch();
-  data.executable->launch(kernelArgs, stream.get());
+  std::shared_ptr<const Executable> executable = executableFor(ctx, data, addressAlignment(addresses));
+  std::unique_lock<std::mutex> exclusive = executable->exclusiveLaunch();
+  executable->launch(kernelArgs, stream.get());
   // Written host vectors come back (matchArguments refused const vectors for written parameters).
   for (const Staged& s : staged)
     if (bound.params[s.param].isWritten() && s.copy.bytes())
@@ -389,5 +472,61 @@ const std::string& CompiledKernel::scheduleText() const { return dataOf(impl_).p
 const std::string& CompiledKernel::scheduleOrigin() const { return dataOf(impl_).scheduleOrigin; }
 std::string CompiledKernel::signature() const { return dataOf(impl_).signature; }
 bool CompiledKernel::loadedFromDiskCache() const { return dataOf(impl_).fromDisk; }
+
+// ---- asynchronous launches -------------------------------------------------------------------------
+
+namespace {
+
+// The module instance that launches of a kernel with a cross-block reduction use on `stream`. Its
+// partials and arrival counters are module-global (LaunchSpec::usesGlobalScratch): launches in one
+// stream's order may share them, launches on two streams may not. So each stream gets its own
+// loaded copy of the module (the same cubin, from the kernel cache), whose scratch only that
+// stream's launches, in order, touch. Instances live as long as the compiled kernel.
+std::shared_ptr<const Executable> streamInstance(detail::ContextImpl& ctx, const detail::KernelData& data,
+                                                 int alignment, CUstream_st* stream) {
+  std::lock_guard<std::mutex> lock(data.variantMutex);
+  auto key = std::make_pair(alignment, stream);
+  auto it = data.streamInstances.find(key);
+  if (it != data.streamInstances.end()) return it->second;
+  PreparedKernel prepared = alignment >= kWholeAllocationAlignment
+                                ? data.prepared
+                                : prepareProved(data.source, data.proved, data.options, data.limits, alignment);
+  std::string cubin = KernelCache::global().getOrCompute(cubinKey(prepared.module.source, ctx.arch),
+                                                         [&] { return compileCubin(prepared, ctx.arch); });
+  auto instance = std::make_shared<const Executable>(ctx.cuda, prepared.bound, prepared.module, cubin);
+  data.streamInstances.emplace(key, instance);
+  return instance;
+}
+
+}  // namespace
+
+void CompiledKernel::enqueue(CUstream_st* stream, const std::vector<detail::ArgRef>& args) const {
+  const detail::KernelData& data = dataOf(impl_);
+  const Kernel& bound = data.prepared.bound;
+  detail::ContextImpl& ctx = *impl_->context;
+  std::vector<std::optional<size_t>> match = matchArguments(bound, args);
+  std::vector<std::optional<cuda::KernelArg>> kernelArgs(bound.params.size());
+  std::vector<uint64_t> addresses;
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    if (!match[p]) continue;
+    const Param& param = bound.params[p];
+    const detail::ArgRef& a = args[*match[p]];
+    if (a.kind == detail::ArgRef::Kind::Scalar)
+      kernelArgs[p] = scalarArg(a, param.type);
+    else if (a.kind == detail::ArgRef::Kind::DeviceArray)
+      kernelArgs[p] = deviceArrayArg(ctx, bound, a, *match[p], param, addresses);
+    else
+      throw Error(fmt::format("{}: argument {} ({}) is a {}: launchAsync takes rtcg::Array arguments (a host vector "
+                              "is copied back after the launch, which only the synchronous call does); wrap or "
+                              "upload it",
+                              bound.name, *match[p] + 1, param.name, describeArgument(a)));
+  }
+  int alignment = addressAlignment(addresses);
+  std::shared_ptr<const Executable> executable = data.executable->usesGlobalScratch()
+                                                     ? streamInstance(ctx, data, alignment, stream)
+                                                     : executableFor(ctx, data, alignment);
+  cuda::Stream onStream = cuda::Stream::borrowed(ctx.cuda, stream);
+  executable->launch(kernelArgs, &onStream);
+}
 
 }  // namespace rtcg
