@@ -256,6 +256,47 @@ struct TuningDb::Impl {
     }
   }
 
+  int lastError = SQLITE_OK;  // of the last open that failed
+
+  // Opens the connection and sets it up (setUpForWriting or checkReadable); on failure the
+  // connection is closed again, lastError holds SQLite's code and rtcg::Error is thrown.
+  enum class Mode { ReadWrite, ReadOnly, Immutable };
+  void open(Mode mode) {
+    int flags = mode == Mode::ReadWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+    std::string name = path;
+    if (mode == Mode::Immutable) {
+      // A URI: the characters URIs give a meaning to are escaped.
+      name = "file:";
+      for (char c : path) name += c == '%' ? "%25" : c == '?' ? "%3f" : c == '#' ? "%23" : std::string(1, c);
+      name += "?immutable=1";
+      flags |= SQLITE_OPEN_URI;
+    }
+    int rc = sqlite3_open_v2(name.c_str(), &db, flags, nullptr);
+    if (rc != SQLITE_OK) {
+      lastError = rc;
+      std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+      sqlite3_close(db);
+      db = nullptr;
+      throw Error(fmt::format("tuning database '{}': sqlite3_open_v2 failed: {}", path, message));
+    }
+    try {
+      sqlite3_extended_result_codes(db, 1);
+      if (sqlite3_busy_timeout(db, kBusyTimeoutMs) != SQLITE_OK) fail("sqlite3_busy_timeout");
+      // SQLite opens a write-protected file read-only even when asked for read-write.
+      readOnly = sqlite3_db_readonly(db, "main") == 1;
+      if (readOnly)
+        checkReadable();
+      else
+        setUpForWriting();
+    } catch (...) {
+      lastError = sqlite3_extended_errcode(db);
+      statements.clear();
+      sqlite3_close(db);
+      db = nullptr;
+      throw;
+    }
+  }
+
   // A writable file: WAL (readers never block the writer and a killed writer leaves only
   // uncommitted frames, which the next open ignores), synchronous=NORMAL (every commit survives a
   // process kill; only a power loss may drop the last commits, at a fraction of FULL's fsyncs),
@@ -441,30 +482,35 @@ struct TuningDb::Impl {
   }
 };
 
+namespace {
+
+// SQLite's codes for "cannot write here" (a write-protected file or directory, no lock file).
+bool cannotWrite(int code) {
+  int primary = code & 0xff;
+  return primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM;
+}
+
+}  // namespace
+
 TuningDb::TuningDb(const std::string& path, Access access) : impl_(new Impl) {
   std::unique_ptr<Impl> guard(impl_);  // freed if the constructor throws
   impl_->path = path;
-  int flags = access == Access::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  int rc = sqlite3_open_v2(path.c_str(), &impl_->db, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string message = impl_->db ? sqlite3_errmsg(impl_->db) : sqlite3_errstr(rc);
-    sqlite3_close(impl_->db);
-    impl_->db = nullptr;
-    throw Error(fmt::format("tuning database '{}': sqlite3_open_v2 failed: {}", path, message));
-  }
+  // A file that cannot be written (or whose directory cannot: a WAL database needs its -shm file
+  // beside it) is still read: read-only, and where even that needs a file SQLite cannot create,
+  // as an immutable file (no locks; nobody can write it here anyway).
+  std::error_code ec;
+  bool exists = std::filesystem::exists(path, ec);
   try {
-    sqlite3_extended_result_codes(impl_->db, 1);
-    if (sqlite3_busy_timeout(impl_->db, kBusyTimeoutMs) != SQLITE_OK) impl_->fail("sqlite3_busy_timeout");
-    // SQLite opens a write-protected file read-only even when asked for read-write.
-    impl_->readOnly = sqlite3_db_readonly(impl_->db, "main") == 1;
-    if (impl_->readOnly)
-      impl_->checkReadable();
-    else
-      impl_->setUpForWriting();
-  } catch (...) {
-    impl_->statements.clear();
-    sqlite3_close(impl_->db);
-    throw;
+    impl_->open(access == Access::ReadOnly ? Impl::Mode::ReadOnly : Impl::Mode::ReadWrite);
+  } catch (const Error&) {
+    if (!exists || !cannotWrite(impl_->lastError)) throw;
+    try {
+      if (access == Access::ReadOnly) throw;
+      impl_->open(Impl::Mode::ReadOnly);
+    } catch (const Error&) {
+      if (!cannotWrite(impl_->lastError)) throw;
+      impl_->open(Impl::Mode::Immutable);
+    }
   }
   guard.release();
 }

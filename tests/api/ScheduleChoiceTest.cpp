@@ -210,6 +210,27 @@ TEST(ScheduleChoice, WriteProtectedDatabaseIsReadWithoutSwitchingItsJournalMode)
   ::chmod(dir.path().c_str(), 0755);
 }
 
+// A writable file in a read-only directory: SQLite cannot make the WAL's -shm file, so the
+// database is read as it is (rtcgc db list works) and compile() uses it.
+TEST(ScheduleChoice, ADatabaseInAReadOnlyDirectoryIsRead) {
+  if (isRoot()) GTEST_SKIP() << "root writes into read-only directories";
+  TempDir dir;
+  std::string path = dir.file("t.sqlite");
+  std::string def = defaultText();
+  {
+    TuningDb db(path);
+    db.record(matmulKey(64), verified(def, 1.0));
+  }
+  ::chmod(dir.path().c_str(), 0555);
+  {
+    TuningDb db(path);
+    EXPECT_TRUE(db.readOnly());
+    EXPECT_EQ(db.list().size(), 1u);
+  }
+  EXPECT_EQ(choose(64, path).choice.origin, "tuning database");
+  ::chmod(dir.path().c_str(), 0755);
+}
+
 TEST(ScheduleChoice, AnEmptyFileReadsAsAnEmptyDatabase) {
   TempDir dir;
   std::ofstream(dir.file("empty.sqlite")).flush();
