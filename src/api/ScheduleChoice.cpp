@@ -56,20 +56,27 @@ struct Offer {
   bool warnIfStale = true;
 };
 
-// The schedules the database offers for `key`, best rung first. Warns (and offers nothing) when the
-// database cannot be read.
-std::vector<Offer> databaseOffers(const ScheduleInputs& in, CompileLog& log) {
+// The schedules the database offers for the key: the exact key's best, or (exact false) the lower
+// rungs' bests in ladder order. Nullopt, with a warning the first time, when there is no database
+// or it cannot be read (the lower rungs are then not asked for).
+std::optional<std::vector<Offer>> databaseOffers(const ScheduleInputs& in, bool exact, CompileLog& log) {
   std::string warning;
   std::optional<std::string> path = in.dbPath ? in.dbPath : TuningDb::existingDefaultPath(&warning);
-  if (!warning.empty()) log.warn(warning);
-  if (!path) return {};
+  if (!warning.empty() && exact) log.warn(warning);
+  if (!path) return std::nullopt;
   std::vector<Offer> offers;
   try {
     TuningDb db(*path, TuningDb::Access::ReadOnly);
-    for (const LookupOffer& o : lookupLadder(db, in.key))
-      offers.push_back({o.best.schedule, rungOrigin(o.rung), describe(o.key), o.rung == LookupRung::Exact});
+    if (exact) {
+      if (std::optional<CandidateRecord> best = db.best(in.key))
+        offers.push_back({best->schedule, rungOrigin(LookupRung::Exact), describe(in.key), true});
+    } else {
+      for (const LookupOffer& o : lookupBelowExact(db, in.key))
+        offers.push_back({o.best.schedule, rungOrigin(o.rung), describe(o.key), false});
+    }
   } catch (const Error& e) {
-    log.warn(fmt::format("the tuning database cannot be read, tuned schedules are not used: {}", e.what()));
+    if (exact) log.warn(fmt::format("the tuning database cannot be read, tuned schedules are not used: {}", e.what()));
+    return std::nullopt;
   }
   return offers;
 }
@@ -111,10 +118,17 @@ std::optional<ScheduleChoice> tunedNow(std::string_view source, const ProvedKern
 ScheduleChoice pickSchedule(std::string_view source, const ProvedKernel& proved, const CompileOptions& options,
                               Tuning policy, const ScheduleInputs& in, CompileLog& log) {
   if (!options.schedule.empty()) return {prepareProved(source, proved, options, in.limits), "explicit"};
+  // The exact key, then (asked to tune) a search now, then the lower rungs of the ladder: a search
+  // measures this very key, which beats another driver's or size's measurement.
   if (policy != Tuning::Off) {
-    if (auto choice = firstThatPlans(source, proved, options, databaseOffers(in, log), in.limits, log)) return *choice;
+    std::optional<std::vector<Offer>> exact = databaseOffers(in, true, log);
+    if (exact)
+      if (auto choice = firstThatPlans(source, proved, options, *exact, in.limits, log)) return *choice;
     if (policy == Tuning::TuneOnFirstUse)
       if (auto choice = tunedNow(source, proved, options, in, log)) return *choice;
+    if (exact)
+      if (auto below = databaseOffers(in, false, log))
+        if (auto choice = firstThatPlans(source, proved, options, *below, in.limits, log)) return *choice;
   }
   ScheduleChoice choice{prepareProved(source, proved, options, in.limits), "default"};
   log.note(fmt::format("{}: the default schedule: {}", proved.bound.name, choice.prepared.scheduleText));

@@ -75,6 +75,13 @@ void keepBest(std::vector<LookupOffer>& rung, const TuningKey& key, size_t perRu
 std::vector<LookupOffer> lookupLadder(TuningDb& db, const TuningKey& key, size_t perRung) {
   std::vector<LookupOffer> out;
   if (std::optional<CandidateRecord> best = db.best(key)) out.push_back({LookupRung::Exact, key, *best, 0});
+  std::vector<LookupOffer> below = lookupBelowExact(db, key, perRung);
+  out.insert(out.end(), below.begin(), below.end());
+  return out;
+}
+
+std::vector<LookupOffer> lookupBelowExact(TuningDb& db, const TuningKey& key, size_t perRung) {
+  std::vector<LookupOffer> out;
   std::vector<LookupOffer> sameDevice, nearest;
   for (TuningDb::Entry& e : db.list()) {
     if (!e.best || e.key == key) continue;

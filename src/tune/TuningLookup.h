@@ -37,6 +37,9 @@ struct LookupOffer {
 // Every row that may serve `key`, in ladder order (within a rung: the same board first, then the
 // nearest sizes, then the fastest). At most `perRung` offers per rung below the exact one.
 std::vector<LookupOffer> lookupLadder(TuningDb& db, const TuningKey& key, size_t perRung = 4);
+// The rungs below the exact key only (they read every key of the database: compile() asks for them
+// only when the exact key gives nothing that plans).
+std::vector<LookupOffer> lookupBelowExact(TuningDb& db, const TuningKey& key, size_t perRung = 4);
 
 // The sizes text of a key ("m=3,n=500") as name/value pairs; empty on a malformed text.
 std::vector<std::pair<std::string, double>> parseSizesText(const std::string& sizes);

@@ -329,6 +329,36 @@ TEST(ScheduleChoice, TheExactKeyComesFirst) {
   EXPECT_EQ(choose(64, dir.file("t.sqlite")).choice.origin, "tuning database");
 }
 
+// Asked to tune, a miss of the exact key runs the search before the lower rungs are used: it
+// measures this very key. A search that finds nothing leaves them to serve.
+TEST(ScheduleChoice, TuneOnFirstUseSearchesBeforeTheLowerRungs) {
+  TempDir dir;
+  std::string def = defaultText();
+  {
+    TuningDb db(dir.file("t.sqlite"));
+    db.record(matmulKey(60), verified(def, 0.1));
+  }
+  CompileOptions options;
+  ProvedKernel proved = proveKernel(kMatmul, {{"n", 64}}, options);
+  ScheduleInputs in;
+  in.key = matmulKey(64);
+  in.dbPath = dir.file("t.sqlite");
+  int searches = 0;
+  std::optional<CandidateRecord> winner = verified(def, 0.2);
+  in.tuneNow = [&] {
+    ++searches;
+    return winner;
+  };
+  CompileLog log([](const std::string&) {});
+  EXPECT_EQ(pickSchedule(kMatmul, proved, options, Tuning::TuneOnFirstUse, in, log).origin, "tuned");
+  EXPECT_EQ(pickSchedule(kMatmul, proved, options, Tuning::UseCached, in, log).origin,
+            "tuning database (nearest sizes)");
+  winner.reset();
+  EXPECT_EQ(pickSchedule(kMatmul, proved, options, Tuning::TuneOnFirstUse, in, log).origin,
+            "tuning database (nearest sizes)");
+  EXPECT_EQ(searches, 2);
+}
+
 TEST(ScheduleChoice, SizesTextParses) {
   auto p = parseSizesText("m=3,n=500");
   ASSERT_EQ(p.size(), 2u);
