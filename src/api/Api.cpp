@@ -264,14 +264,32 @@ Tuning tuningPolicy(const CompileOptions& options) {
   throw Error(fmt::format("RTCG_TUNING='{}': expected off, cached or tune", v));
 }
 
+// The device's limits: tuned tiles may be in dynamic shared memory.
+ScheduleLimits deviceLimits(const detail::ContextImpl& ctx) {
+  const cuda::DeviceProperties& props = ctx.cuda->device().properties();
+  return deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+}
+
+// What the alignment variants of a compiled kernel are built from (executableFor), kept with it.
+void keepForVariants(detail::KernelData& data, std::string_view source, const CompileOptions& options,
+                     const ScheduleLimits& limits, ProvedKernel proved, const std::string& scheduleText) {
+  data.source = std::string(source);
+  data.options = options;
+  data.options.schedule = scheduleText;
+  // A variant is built at a launch, long after compile(): the caller's log may be gone by then (a
+  // lambda over a local), so the variant's warnings go to stderr.
+  data.options.log = nullptr;
+  data.limits = limits;
+  data.proved = std::move(proved);
+}
+
 // The device's side of the schedule choice: its tuning key and limits, and a search run now.
 ScheduleInputs scheduleInputs(detail::ContextImpl& ctx, std::string_view source, const Kernel& target,
                               const CompileOptions& options, CompileLog& log) {
   const cuda::DeviceProperties& props = ctx.cuda->device().properties();
   ScheduleInputs in;
   in.key = tuningKeyFor(target, props);
-  // The device's limits: tuned tiles may be in dynamic shared memory.
-  in.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+  in.limits = deviceLimits(ctx);
   in.tuneNow = [&ctx, source, &target, &options, &log]() -> std::optional<CandidateRecord> {
     TuneOptions tuneOptions;
     tuneOptions.space.maxCandidates = options.tuneMaxCandidates;
@@ -317,15 +335,7 @@ CompiledKernel Context::compile(std::string_view source, const Sizes& sizes, con
 
   auto data = std::make_shared<detail::KernelData>();
   data->signature = signatureOf(prepared.bound);
-  data->source = std::string(source);
-  data->options = options;
-  data->options.schedule = prepared.scheduleText;
-  // A variant is built at a launch, long after compile(): the caller's log may be gone by then
-  // (a lambda over a local), so its warnings go to stderr.
-  data->options.log = nullptr;
-  data->limits = deviceScheduleLimits(int64_t(ctx.cuda->device().properties().sharedPerBlockOptin),
-                                      ctx.cuda->device().properties().maxThreadsPerBlock);
-  data->proved = std::move(proved);
+  keepForVariants(*data, source, options, deviceLimits(ctx), std::move(proved), prepared.scheduleText);
   data->prepared = std::move(prepared);
   data->scheduleOrigin = std::move(origin);
   data->executable = module.executable;
