@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -31,6 +32,10 @@
 #include <vector>
 
 #include "rtcg/Error.h"
+
+// The CUDA stream type: CUstream (driver API) and cudaStream_t (runtime API) are both pointers to
+// it, so either converts without a cast and this header needs neither CUDA header.
+struct CUstream_st;
 
 namespace rtcg {
 
@@ -57,8 +62,9 @@ struct DeviceInfo {
   std::string arch() const;  // "sm_90"
 };
 
-// What compile() does about the schedule when none is given: the tuning database (in the cache
-// directory, see docs/api.md) holds the best schedule measured for a kernel, its sizes and the device.
+// What compile() does about the schedule when none is given: the tuning database (see docs/api.md
+// for where it is) holds the best schedule measured for a kernel, its sizes and the device; a
+// lookup ladder also offers other drivers' and boards' and the nearest sizes' measurements.
 // The environment variable RTCG_TUNING=off|cached|tune overrides the policy.
 enum class Tuning : uint8_t {
   Off,             // the default schedule
@@ -73,6 +79,11 @@ struct CompileOptions {
   Tuning tuning = Tuning::UseCached;
   int tuneMaxCandidates = 64;         // for TuneOnFirstUse
   double tuneTimeLimitSeconds = 30;   // for TuneOnFirstUse
+  // Receives compile()'s warnings ("rtcg: warning: ...": a cache or tuning database that cannot be
+  // used, a stored schedule that no longer plans; compile() goes on without them) and notes
+  // ("rtcg: ...": which schedule was used and where it came from). Without it, warnings go to
+  // stderr once per process, and notes only when the environment variable RTCG_LOG is set.
+  std::function<void(const std::string&)> log;
 };
 
 class Context;
@@ -94,11 +105,15 @@ struct ArgRef {
 };
 
 std::shared_ptr<BufferImpl> allocate(const std::shared_ptr<ContextImpl>& ctx, size_t bytes);
+std::shared_ptr<BufferImpl> wrapExternal(const std::shared_ptr<ContextImpl>& ctx, uint64_t address, size_t bytes,
+                                         ElementType type);
+uint64_t devicePointer(const BufferImpl& b);
 void copyToDevice(BufferImpl& b, const void* src, size_t bytes);
 void copyToHost(const BufferImpl& b, void* dst, size_t bytes);
 }  // namespace detail
 
-// Device memory of `size()` elements of T, owned (freed when the last copy goes away).
+// Device memory of `size()` elements of T: owned (from Context::empty or upload; freed when the
+// last copy goes away), or the application's own memory (Context::wrap; never freed by rtcg).
 template <class T>
 class Array {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
@@ -121,6 +136,10 @@ class Array {
     if (count_) detail::copyToDevice(*buffer_, host.data(), bytes());
   }
   const std::shared_ptr<detail::BufferImpl>& buffer() const { return buffer_; }
+  // The device address of element 0, for cuBLAS, CUDA kernels or another library (nullptr for an
+  // empty array). It stays valid while a copy of this Array lives (for wrapped memory: while the
+  // application keeps its allocation).
+  T* data() const { return count_ ? reinterpret_cast<T*>(detail::devicePointer(*buffer_)) : nullptr; }
 
  private:
   friend class Context;
@@ -193,6 +212,24 @@ class CompiledKernel {
     (refs.push_back(detail::argRef(std::forward<Args>(args))), ...);
     launch(refs);
   }
+  // Enqueues the launch on `stream` (a cudaStream_t or CUstream of this device's primary context,
+  // the one the CUDA runtime uses; nullptr: the legacy default stream) and returns without waiting:
+  // kernels overlap with other streams' work, follow the application's order on its stream, and a
+  // stream capture records them into a CUDA graph. Arguments are rtcg::Array (owned or wrapped) and
+  // scalars: host vectors are copied back after the launch, which only the synchronous call does,
+  // and throw rtcg::Error here. The arrays must stay allocated until the stream has run the kernel.
+  // A kernel's errors (rare: accesses are proved in bounds) show at the application's next
+  // synchronization. docs/api.md, Streams, says how cross-block reductions stay safe.
+  template <class... Args>
+  void launchAsync(CUstream_st* stream, Args&&... args) const {
+    std::vector<detail::ArgRef> refs;
+    refs.reserve(sizeof...(Args));
+    (refs.push_back(detail::argRef(std::forward<Args>(args))), ...);
+    enqueue(stream, refs);
+  }
+  // launchAsync with type-erased arguments.
+  void enqueue(CUstream_st* stream, const std::vector<detail::ArgRef>& args) const;
+
   // Launches with type-erased arguments (what operator() builds), then waits for completion.
   // Launches of a kernel whose schedule splits a reduction across blocks (it keeps partials in
   // module-global scratch) are serialized: concurrent calls from several threads wait for each
@@ -203,7 +240,9 @@ class CompiledKernel {
   const std::string& name() const;
   const std::string& cudaSource() const;     // the generated CUDA C
   const std::string& scheduleText() const;   // the schedule it was built with (printed form)
-  // Where the schedule came from: "explicit", "default", "tuning database" or "tuned".
+  // Where the schedule came from: "explicit", "default", "tuned", or the tuning database's rung of
+  // the lookup ladder: "tuning database" (the exact key), "tuning database (other versions or
+  // board)", "tuning database (nearest sizes)" (docs/api.md, Tuned schedules).
   const std::string& scheduleOrigin() const;
   std::string signature() const;             // "matmul(a: f32[500, 500], b: ..., out c: ...) with n = 500"
   // True when the module's cubin was read from the disk cache: NVRTC did not run for it in this
@@ -234,6 +273,19 @@ class Context {
   template <class T>
   Array<T> empty(size_t count) {
     return Array<T>(detail::allocate(impl_, count * sizeof(T)), count);
+  }
+  // The application's device memory as an Array, without a copy and without ownership: `count`
+  // elements of T at `devicePointer` (cudaMalloc, cuMemAlloc, CuPy's or PyTorch's data pointer),
+  // on this context's device (the primary context, the one the CUDA runtime uses). rtcg never
+  // frees it: the memory must stay allocated while any copy of the Array is used, launches still
+  // running on a stream included. Any address aligned for T is accepted, also inside an allocation
+  // (a kernel given an array off a 16-byte boundary runs a variant without 16-byte vector
+  // accesses). Throws rtcg::Error for a null pointer with elements or an address not aligned for T.
+  template <class T>
+  Array<T> wrap(T* devicePointer, size_t count) {
+    return Array<T>(detail::wrapExternal(impl_, reinterpret_cast<uint64_t>(devicePointer), count * sizeof(T),
+                                         elementTypeOf<T>()),
+                    count);
   }
   template <class T>
   Array<T> upload(const std::vector<T>& host) {

@@ -5,10 +5,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
 #include "api/KernelArgs.h"
+#include "api/ScheduleChoice.h"
 #include "driver/Executable.h"
 #include "driver/KernelBuild.h"
 #include "rtcg/rtcg.h"
@@ -39,6 +41,18 @@ struct KernelData {
   std::shared_ptr<const Executable> executable;
   bool fromDisk = false;
   std::string signature;
+
+  // What the variants for arrays off a 16-byte boundary (Context::wrap) are built from: the same
+  // kernel and schedule, emitted for a smaller alignment on first need.
+  std::string source;
+  ProvedKernel proved;
+  CompileOptions options;  // with the schedule text compile() chose
+  ScheduleLimits limits;
+  mutable std::mutex variantMutex;
+  mutable std::map<int, std::shared_future<std::shared_ptr<const Executable>>> variants;  // by alignment
+  // Kernels with a cross-block reduction: a module instance per (alignment, stream) of
+  // launchAsync (streamInstance).
+  mutable std::map<std::pair<int, CUstream_st*>, std::shared_ptr<const Executable>> streamInstances;
 };
 
 // A loaded module: the cubin as a module in this context, and where the cubin came from.
@@ -110,6 +124,25 @@ std::shared_ptr<BufferImpl> allocate(const std::shared_ptr<ContextImpl>& ctx, si
   return b;
 }
 
+std::shared_ptr<BufferImpl> wrapExternal(const std::shared_ptr<ContextImpl>& ctx, uint64_t address, size_t bytes,
+                                         ElementType type) {
+  const int elementBytes = typeBytes(toScalarType(type));
+  if (address == 0 && bytes != 0)
+    throw Error(fmt::format("rtcg::Context::wrap: a null device pointer for {} elements of {}",
+                            bytes / size_t(elementBytes), elementTypeName(type)));
+  // Kernels read elements whole: an address that is not a multiple of the element size is not a
+  // pointer to T at all (the CUDA runtime would fault on it too).
+  if (address % uint64_t(elementBytes) != 0)
+    throw Error(fmt::format("rtcg::Context::wrap: the device pointer {:#x} is not aligned for {} ({} bytes)",
+                            address, elementTypeName(type), elementBytes));
+  auto b = std::make_shared<BufferImpl>();
+  b->memory = cuda::DeviceBuffer::borrowed(ctx->cuda, address, bytes);
+  b->owner = ctx;
+  return b;
+}
+
+uint64_t devicePointer(const BufferImpl& b) { return b.memory.devicePtr(); }
+
 // Copies go through a stream of the buffer's context and wait for it, so they are complete (and
 // ordered after every earlier launch, which also waited) when they return.
 void copyToDevice(BufferImpl& b, const void* src, size_t bytes) {
@@ -178,7 +211,8 @@ namespace {
 // The module for `prepared` in this context: loaded already, or loaded from the cubin the kernel
 // cache gives (from memory, disk, or NVRTC). Concurrent callers with the same cubin key wait for
 // one load.
-detail::LoadedModule loadModule(detail::ContextImpl& ctx, const PreparedKernel& prepared, bool& reused) {
+detail::LoadedModule loadModule(detail::ContextImpl& ctx, const PreparedKernel& prepared, bool& reused,
+                                CompileLog& log) {
   std::string key = cubinKey(prepared.module.source, ctx.arch);
   std::promise<detail::LoadedModule> promise;
   std::shared_future<detail::LoadedModule> existing;
@@ -197,8 +231,13 @@ detail::LoadedModule loadModule(detail::ContextImpl& ctx, const PreparedKernel& 
   reused = false;
   try {
     CacheSource source = CacheSource::Computed;
-    std::string cubin =
-        KernelCache::global().getOrCompute(key, [&] { return compileCubin(prepared, ctx.arch); }, &source);
+    KernelCache& cache = KernelCache::global();
+    int diskErrors = cache.stats().diskErrors;
+    std::string cubin = cache.getOrCompute(key, [&] { return compileCubin(prepared, ctx.arch); }, &source);
+    // The disk cache only saves time: a directory that cannot be written is worth a word, no more.
+    if (cache.stats().diskErrors > diskErrors)
+      log.warn(fmt::format("the kernel cache cannot be written, compiled kernels stay in memory: {}",
+                           cache.lastDiskError()));
     detail::LoadedModule m{std::make_shared<const Executable>(ctx.cuda, prepared.bound, prepared.module, cubin),
                            source};
     promise.set_value(m);
@@ -225,36 +264,46 @@ Tuning tuningPolicy(const CompileOptions& options) {
   throw Error(fmt::format("RTCG_TUNING='{}': expected off, cached or tune", v));
 }
 
-// The options compile() builds with: the caller's, with the schedule taken from the tuning database
-// (or from a search run now) as `policy` says. `target` is the kernel proved (what tuningTarget
-// gives `rtcgc tune --manifest`). `origin` says where the schedule came from.
-CompileOptions chooseTunedSchedule(detail::ContextImpl& ctx, std::string_view source, const Kernel& target,
-                                   const CompileOptions& options, Tuning policy, std::string& origin) {
-  origin = options.schedule.empty() ? "default" : "explicit";
-  if (!options.schedule.empty() || policy == Tuning::Off) return options;
+// The device's limits: tuned tiles may be in dynamic shared memory.
+ScheduleLimits deviceLimits(const detail::ContextImpl& ctx) {
+  const cuda::DeviceProperties& props = ctx.cuda->device().properties();
+  return deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+}
 
-  TuningKey key = tuningKeyFor(target, ctx.cuda->device().properties());
-  std::string dbPath = TuningDb::defaultPath();
-  std::optional<CandidateRecord> best;
-  if (std::filesystem::exists(dbPath)) {
-    TuningDb db(dbPath);
-    best = db.best(key);
-  }
-  if (best) {
-    origin = "tuning database";
-  } else if (policy == Tuning::TuneOnFirstUse) {
+// What the alignment variants of a compiled kernel are built from (executableFor), kept with it.
+void keepForVariants(detail::KernelData& data, std::string_view source, const CompileOptions& options,
+                     const ScheduleLimits& limits, ProvedKernel proved, const std::string& scheduleText) {
+  data.source = std::string(source);
+  data.options = options;
+  data.options.schedule = scheduleText;
+  // A variant is built at a launch, long after compile(): the caller's log may be gone by then (a
+  // lambda over a local), so the variant's warnings go to stderr.
+  data.options.log = nullptr;
+  data.limits = limits;
+  data.proved = std::move(proved);
+}
+
+// The device's side of the schedule choice: its tuning key and limits, and a search run now.
+ScheduleInputs scheduleInputs(detail::ContextImpl& ctx, std::string_view source, const Kernel& target,
+                              const CompileOptions& options, CompileLog& log) {
+  const cuda::DeviceProperties& props = ctx.cuda->device().properties();
+  ScheduleInputs in;
+  in.key = tuningKeyFor(target, props);
+  in.limits = deviceLimits(ctx);
+  in.tuneNow = [&ctx, source, &target, &options, &log]() -> std::optional<CandidateRecord> {
     TuneOptions tuneOptions;
     tuneOptions.space.maxCandidates = options.tuneMaxCandidates;
     tuneOptions.timeLimitSeconds = options.tuneTimeLimitSeconds;
-    tuneOptions.dbPath = dbPath;
     tuneOptions.deviceOrdinals = {ctx.info.ordinal};
-    TuneResult result = tune(options.fileName, std::string(source), target, tuneOptions);
-    best = result.best;
-    if (best) origin = "tuned";
-  }
-  CompileOptions effective = options;
-  if (best) effective.schedule = best->schedule;
-  return effective;
+    try {
+      tuneOptions.dbPath = TuningDb::defaultPath();
+    } catch (const Error& e) {
+      log.warn(fmt::format("tuning without a database (the result is not kept): {}", e.what()));
+      tuneOptions.dbPath = "-";
+    }
+    return tune(options.fileName, std::string(source), target, tuneOptions).best;
+  };
+  return in;
 }
 
 }  // namespace
@@ -276,17 +325,17 @@ CompiledKernel Context::compile(std::string_view source, const Sizes& sizes, con
   // whatever the source.
   Tuning policy = tuningPolicy(options);
   ProvedKernel proved = proveKernel(source, sizes, options);
-  std::string origin;
-  CompileOptions effective = chooseTunedSchedule(ctx, source, proved.bound, options, policy, origin);
-  // The device's limits: tuned tiles may be in dynamic shared memory.
-  const cuda::DeviceProperties& props = ctx.cuda->device().properties();
-  PreparedKernel prepared = prepareProved(source, proved, effective,
-                                          deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock));
+  CompileLog log(options.log);
+  ScheduleChoice choice =
+      pickSchedule(source, proved, options, policy, scheduleInputs(ctx, source, proved.bound, options, log), log);
+  PreparedKernel prepared = std::move(choice.prepared);
+  std::string origin = std::move(choice.origin);
   bool reused = false;
-  detail::LoadedModule module = loadModule(ctx, prepared, reused);
+  detail::LoadedModule module = loadModule(ctx, prepared, reused, log);
 
   auto data = std::make_shared<detail::KernelData>();
   data->signature = signatureOf(prepared.bound);
+  keepForVariants(*data, source, options, deviceLimits(ctx), std::move(proved), prepared.scheduleText);
   data->prepared = std::move(prepared);
   data->scheduleOrigin = std::move(origin);
   data->executable = module.executable;
@@ -326,6 +375,50 @@ cuda::KernelArg scalarArg(const detail::ArgRef& a, ScalarType want) {
   RTCG_ASSERT(false, "bool scalar parameter");
 }
 
+// The pointer argument of an rtcg::Array, checked to be of this context; its address is noted in
+// `addresses` (which variant serves the launch).
+cuda::KernelArg deviceArrayArg(const detail::ContextImpl& ctx, const Kernel& bound, const detail::ArgRef& a,
+                               size_t argIndex, const Param& param, std::vector<uint64_t>& addresses) {
+  if (a.buffer && a.buffer->memory.context() != ctx.cuda)
+    throw Error(fmt::format("{}: argument {} ({}) is an rtcg::Array of another device's context; kernels "
+                            "take arrays of the Context that compiled them",
+                            bound.name, argIndex + 1, param.name));
+  addresses.push_back(a.buffer ? a.buffer->memory.devicePtr() : 0);
+  return cuda::KernelArg::pointer(addresses.back());
+}
+
+// The executable for a launch whose arrays are all `alignment`-byte aligned: the compiled one for
+// whole allocations, else the kernel's variant for that alignment (emitted, compiled and loaded on
+// first need, once; it has its own cubin key, so the kernel cache keeps it too).
+std::shared_ptr<const Executable> executableFor(detail::ContextImpl& ctx, const detail::KernelData& data,
+                                                int alignment) {
+  if (alignment >= kWholeAllocationAlignment) return data.executable;
+  std::promise<std::shared_ptr<const Executable>> promise;
+  std::shared_future<std::shared_ptr<const Executable>> existing;
+  {
+    std::lock_guard<std::mutex> lock(data.variantMutex);
+    auto it = data.variants.find(alignment);
+    if (it != data.variants.end())
+      existing = it->second;
+    else
+      data.variants.emplace(alignment, promise.get_future().share());
+  }
+  if (existing.valid()) return existing.get();
+  try {
+    CompileLog log(data.options.log);
+    PreparedKernel variant = prepareProved(data.source, data.proved, data.options, data.limits, alignment);
+    bool reused = false;
+    std::shared_ptr<const Executable> e = loadModule(ctx, variant, reused, log).executable;
+    promise.set_value(e);
+    return e;
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    std::lock_guard<std::mutex> lock(data.variantMutex);
+    data.variants.erase(alignment);
+    throw;
+  }
+}
+
 }  // namespace
 
 void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
@@ -341,6 +434,7 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
     cuda::DeviceBuffer copy;
   };
   std::vector<Staged> staged;
+  std::vector<uint64_t> addresses;  // of the device arrays: which variant serves them
   detail::BorrowedStream stream(ctx);
   for (size_t p = 0; p < bound.params.size(); ++p) {
     if (!match[p]) continue;
@@ -351,11 +445,7 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
         kernelArgs[p] = scalarArg(a, param.type);
         break;
       case detail::ArgRef::Kind::DeviceArray:
-        if (a.buffer && a.buffer->memory.context() != ctx.cuda)
-          throw Error(fmt::format("{}: argument {} ({}) is an rtcg::Array of another device's context; kernels "
-                                  "take arrays of the Context that compiled them",
-                                  bound.name, *match[p] + 1, param.name));
-        kernelArgs[p] = cuda::KernelArg::pointer(a.buffer ? a.buffer->memory.devicePtr() : 0);
+        kernelArgs[p] = deviceArrayArg(ctx, bound, a, *match[p], param, addresses);
         break;
       case detail::ArgRef::Kind::HostArray:
       case detail::ArgRef::Kind::ConstHostArray: {
@@ -376,8 +466,9 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
   // A kernel with a reduction split across blocks keeps its partials and arrival counters in
   // module-global scratch: its launches (from any thread, through any CompiledKernel sharing the
   // loaded module) run one at a time, each until it is complete.
-  std::unique_lock<std::mutex> exclusive = data.executable->exclusiveLaunch();
-  data.executable->launch(kernelArgs, stream.get());
+  std::shared_ptr<const Executable> executable = executableFor(ctx, data, addressAlignment(addresses));
+  std::unique_lock<std::mutex> exclusive = executable->exclusiveLaunch();
+  executable->launch(kernelArgs, stream.get());
   // Written host vectors come back (matchArguments refused const vectors for written parameters).
   for (const Staged& s : staged)
     if (bound.params[s.param].isWritten() && s.copy.bytes())
@@ -391,5 +482,61 @@ const std::string& CompiledKernel::scheduleText() const { return dataOf(impl_).p
 const std::string& CompiledKernel::scheduleOrigin() const { return dataOf(impl_).scheduleOrigin; }
 std::string CompiledKernel::signature() const { return dataOf(impl_).signature; }
 bool CompiledKernel::loadedFromDiskCache() const { return dataOf(impl_).fromDisk; }
+
+// ---- asynchronous launches -------------------------------------------------------------------------
+
+namespace {
+
+// The module instance that launches of a kernel with a cross-block reduction use on `stream`. Its
+// partials and arrival counters are module-global (LaunchSpec::usesGlobalScratch): launches in one
+// stream's order may share them, launches on two streams may not. So each stream gets its own
+// loaded copy of the module (the same cubin, from the kernel cache), whose scratch only that
+// stream's launches, in order, touch. Instances live as long as the compiled kernel.
+std::shared_ptr<const Executable> streamInstance(detail::ContextImpl& ctx, const detail::KernelData& data,
+                                                 int alignment, CUstream_st* stream) {
+  std::lock_guard<std::mutex> lock(data.variantMutex);
+  auto key = std::make_pair(alignment, stream);
+  auto it = data.streamInstances.find(key);
+  if (it != data.streamInstances.end()) return it->second;
+  PreparedKernel prepared = alignment >= kWholeAllocationAlignment
+                                ? data.prepared
+                                : prepareProved(data.source, data.proved, data.options, data.limits, alignment);
+  std::string cubin = KernelCache::global().getOrCompute(cubinKey(prepared.module.source, ctx.arch),
+                                                         [&] { return compileCubin(prepared, ctx.arch); });
+  auto instance = std::make_shared<const Executable>(ctx.cuda, prepared.bound, prepared.module, cubin);
+  data.streamInstances.emplace(key, instance);
+  return instance;
+}
+
+}  // namespace
+
+void CompiledKernel::enqueue(CUstream_st* stream, const std::vector<detail::ArgRef>& args) const {
+  const detail::KernelData& data = dataOf(impl_);
+  const Kernel& bound = data.prepared.bound;
+  detail::ContextImpl& ctx = *impl_->context;
+  std::vector<std::optional<size_t>> match = matchArguments(bound, args);
+  std::vector<std::optional<cuda::KernelArg>> kernelArgs(bound.params.size());
+  std::vector<uint64_t> addresses;
+  for (size_t p = 0; p < bound.params.size(); ++p) {
+    if (!match[p]) continue;
+    const Param& param = bound.params[p];
+    const detail::ArgRef& a = args[*match[p]];
+    if (a.kind == detail::ArgRef::Kind::Scalar)
+      kernelArgs[p] = scalarArg(a, param.type);
+    else if (a.kind == detail::ArgRef::Kind::DeviceArray)
+      kernelArgs[p] = deviceArrayArg(ctx, bound, a, *match[p], param, addresses);
+    else
+      throw Error(fmt::format("{}: argument {} ({}) is a {}: launchAsync takes rtcg::Array arguments (a host vector "
+                              "is copied back after the launch, which only the synchronous call does); wrap or "
+                              "upload it",
+                              bound.name, *match[p] + 1, param.name, describeArgument(a)));
+  }
+  int alignment = addressAlignment(addresses);
+  std::shared_ptr<const Executable> executable = data.executable->usesGlobalScratch()
+                                                     ? streamInstance(ctx, data, alignment, stream)
+                                                     : executableFor(ctx, data, alignment);
+  cuda::Stream onStream = cuda::Stream::borrowed(ctx.cuda, stream);
+  executable->launch(kernelArgs, &onStream);
+}
 
 }  // namespace rtcg

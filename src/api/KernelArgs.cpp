@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "codegen/Emitter.h"
 #include "ir/Analysis.h"
 #include "support/Error.h"
 
@@ -186,6 +187,13 @@ std::vector<std::optional<size_t>> matchArguments(const Kernel& bound, const std
     }
   }
   return byParam;
+}
+
+int addressAlignment(const std::vector<uint64_t>& addresses) {
+  int alignment = kWholeAllocationAlignment;
+  for (uint64_t a : addresses)
+    while (a % uint64_t(alignment) != 0) alignment /= 2;
+  return alignment;
 }
 
 }  // namespace rtcg

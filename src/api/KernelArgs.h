@@ -36,4 +36,9 @@ ScalarType toScalarType(ElementType t);
 // expected and what was given.
 std::vector<std::optional<size_t>> matchArguments(const Kernel& bound, const std::vector<detail::ArgRef>& args);
 
+// The alignment every one of `addresses` has, at most 16 (codegen/Emitter.h's whole allocations):
+// which variant of a kernel serves a launch with these device arrays. A null address (an empty
+// array) counts as aligned.
+int addressAlignment(const std::vector<uint64_t>& addresses);
+
 }  // namespace rtcg

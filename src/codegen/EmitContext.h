@@ -193,6 +193,7 @@ struct EmitContext {
   const NestSchedule& sched;   // plan.schedule
   ModuleNeeds& needs;
   const std::string idx;  // the index type: "int" or "long long"
+  int arrayAlignment = kWholeAllocationAlignment;  // of every array argument's address (EmittedModule)
   LaunchFacts facts;
   Names names;
   std::vector<std::string> paramNames;  // C names by param id (arrays: the aligned pointers)

@@ -135,14 +135,18 @@ void declareParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::v
       cp.constPointee = !p.isWritten();
       cp.name = ctx.names.fresh(p.name + "_arg");
       std::string pointer = fmt::format("{}{}*", cp.constPointee ? "const " : "", cp.type);
-      aligned.push_back(C::decl(pointer + " __restrict__", ctx.paramNames.back(),
-                                C::castTo(pointer, C::call("__builtin_assume_aligned", {C::name(cp.name), lit(16)})),
-                                false));
+      aligned.push_back(C::decl(
+          pointer + " __restrict__", ctx.paramNames.back(),
+          C::castTo(pointer, C::call("__builtin_assume_aligned", {C::name(cp.name), lit(ctx.arrayAlignment)})), false));
     }
     fn.params.push_back(cp);
   }
   if (!aligned.empty()) {
-    body.push_back(C::comment("Arrays are whole device allocations: 16-byte aligned (checked at launch)"));
+    body.push_back(C::comment(ctx.arrayAlignment == kWholeAllocationAlignment
+                                  ? "Arrays are whole device allocations: 16-byte aligned (checked at launch)"
+                                  : fmt::format("Arrays may start inside an allocation: {}-byte aligned (checked at "
+                                                "launch), no 16-byte vector accesses",
+                                                ctx.arrayAlignment)));
     append(body, std::move(aligned));
   }
 }

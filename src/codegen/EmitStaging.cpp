@@ -426,6 +426,7 @@ int64_t copyVector(const EmitContext& ctx, size_t t) {
   const StagedArray& sa = ctx.plan.staging.arrays[t];
   const int bytes = typeBytes(ctx.k.params[sa.array].type);
   if (sa.dims.empty() || (bytes != 4 && bytes != 8)) return 1;
+  if (ctx.arrayAlignment < 16) return 1;  // the array itself may start off a 16-byte boundary
   const int64_t V = 16 / bytes;
   const StagedDim& last = sa.dims.back();
   if (last.size % V != 0 || last.extent % V != 0) return 1;

@@ -33,9 +33,16 @@ struct LaunchSpec {
   uint32_t arrivalCounterCount = 0;
 };
 
+// The alignment every array argument's address is assumed to have. 16 (whole device allocations)
+// lets NVVM merge neighbouring accesses and the staging copies use 16-byte vector loads; a variant
+// for external memory at an offset assumes only what its pointers have (4 or 8: any legal pointer
+// of 4- or 8-byte elements), without vector loads. Executable::launch checks the addresses.
+constexpr int kWholeAllocationAlignment = 16;
+
 struct EmittedModule {
   std::string source;                // the whole CUDA translation unit
   std::vector<LaunchSpec> launches;  // one per loop nest, in launch order
+  int arrayAlignment = kWholeAllocationAlignment;  // what the code assumes of array addresses
 };
 
 // Emits CUDA C for the bound kernel `k` (ir/Bind.h) under schedule `s`. Throws rtcg::Error whose
@@ -45,5 +52,8 @@ struct EmittedModule {
 // memory above 48 KiB; the launch must then opt in to LaunchSpec::dynamicSharedBytes).
 EmittedModule emitCuda(const Kernel& k, const Schedule& s);
 EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits& limits);
+// The same for arrays whose addresses are only `arrayAlignment`-byte aligned (a power of two; the
+// default 16 emits exactly what the overloads above emit).
+EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits& limits, int arrayAlignment);
 
 }  // namespace rtcg

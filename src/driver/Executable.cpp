@@ -15,7 +15,7 @@ namespace rtcg {
 
 Executable::Executable(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, const EmittedModule& module,
                        std::string_view image)
-    : kernel_(bound), module_(ctx, image), launches_(module.launches) {
+    : kernel_(bound), alignment_(module.arrayAlignment), module_(ctx, image), launches_(module.launches) {
   const cuda::DeviceProperties& dev = ctx->device().properties();
   for (const LaunchSpec& spec : launches_) {
     cuda::Function fn = module_.function(spec.function);
@@ -42,14 +42,14 @@ void Executable::launch(const std::vector<std::optional<cuda::KernelArg>>& args,
     list.clear();
     for (int p : spec.params) {
       if (!args[p]) throw Error(fmt::format("no argument for parameter '{}'", kernel_.params[p].name));
-      // The emitted code reads arrays as 16-byte aligned (see emitCuda): a misaligned pointer
-      // would fault on the device and poison the context, so it is refused here.
+      // The emitted code reads arrays as arrayAlignment()-byte aligned (see emitCuda): a
+      // misaligned pointer would fault on the device and poison the context, so it is refused here
+      // (the API picks a variant that fits its pointers before it gets here).
       uint64_t address = 0;
       if (args[p]->kind() == cuda::KernelArg::Kind::Pointer) std::memcpy(&address, args[p]->data(), 8);
-      if (address % 16 != 0)
-        throw Error(fmt::format("array '{}' is at {:#x}, which is not 16-byte aligned: rtcg kernels need arrays that "
-                                "start 16-byte aligned (every device allocation does)",
-                                kernel_.params[p].name, address));
+      if (address % uint64_t(alignment_) != 0)
+        throw Error(fmt::format("array '{}' is at {:#x}, which is not {}-byte aligned, as this module's code assumes",
+                                kernel_.params[p].name, address, alignment_));
       list.push_back(*args[p]);
     }
     cuda::launch(functions_[n], {spec.grid[0], spec.grid[1], spec.grid[2]},

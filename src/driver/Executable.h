@@ -39,6 +39,8 @@ class Executable {
   // may launch from several threads holds exclusiveLaunch() over the launch and its
   // synchronization (the lock is empty, locking nothing, when no function uses global scratch).
   bool usesGlobalScratch() const { return scratch_; }
+  // What the code assumes of array addresses (EmittedModule::arrayAlignment); launch checks it.
+  int arrayAlignment() const { return alignment_; }
   std::unique_lock<std::mutex> exclusiveLaunch() const {
     return scratch_ ? std::unique_lock<std::mutex>(launchMutex_) : std::unique_lock<std::mutex>();
   }
@@ -46,6 +48,7 @@ class Executable {
  private:
   Kernel kernel_;
   bool scratch_ = false;
+  int alignment_ = kWholeAllocationAlignment;
   mutable std::mutex launchMutex_;
   cuda::Module module_;
   std::vector<LaunchSpec> launches_;

@@ -31,9 +31,10 @@ ProvedKernel proveKernel(std::string_view source, const Sizes& sizes, const Comp
 }
 
 PreparedKernel prepareProved(std::string_view source, const ProvedKernel& proved, const CompileOptions& options,
-                             const ScheduleLimits& limits) {
+                             const ScheduleLimits& limits, int arrayAlignment) {
   PipelineOptions po;
   po.limits = limits;
+  po.arrayAlignment = arrayAlignment;
   po.kernelName = options.kernel;
   po.schedule = options.schedule;
   po.compile = false;  // the cubin comes from the kernel cache (or NVRTC through it)

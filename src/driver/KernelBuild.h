@@ -37,8 +37,10 @@ struct ProvedKernel {
   Diagnostics diagnostics;
 };
 ProvedKernel proveKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options);
+// `arrayAlignment`: what the emitted code may assume of array addresses (codegen/Emitter.h); the
+// default is whole allocations, a smaller power of two gives the variant for external memory.
 PreparedKernel prepareProved(std::string_view source, const ProvedKernel& proved, const CompileOptions& options,
-                             const ScheduleLimits& limits = {});
+                             const ScheduleLimits& limits = {}, int arrayAlignment = kWholeAllocationAlignment);
 
 // The bound kernel whose tuning-database entry Context::compile looks up (Tuning::UseCached) or
 // writes (Tuning::TuneOnFirstUse) for (source, sizes, options) when options.schedule is empty: the

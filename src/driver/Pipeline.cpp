@@ -79,7 +79,7 @@ std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions
   std::optional<Schedule> schedule = chooseSchedule(bound, options.schedule, options.limits, diags);
   if (!schedule) return std::nullopt;
 
-  Compiled out{bound, *schedule, emitCuda(bound, *schedule, options.limits), {}};
+  Compiled out{bound, *schedule, emitCuda(bound, *schedule, options.limits, options.arrayAlignment), {}};
   if (!options.compile) return out;
   out.binary = compileGenerated(bound.name, out.module.source, options.arch, options.wantPtx);
   if (!out.binary.success) {

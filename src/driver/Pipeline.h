@@ -52,6 +52,8 @@ struct PipelineOptions {
   // What the schedule may use. Where a device is known, its limits (deviceScheduleLimits), so
   // that the tiles the tuner found in dynamic shared memory compile.
   ScheduleLimits limits;
+  // What the code may assume of array addresses (codegen/Emitter.h): 16 for whole allocations.
+  int arrayAlignment = kWholeAllocationAlignment;
 };
 
 // The whole pipeline. On failure returns nullopt with diags set; an NVRTC failure (a bug in the

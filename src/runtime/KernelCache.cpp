@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "runtime/Hash.h"
+#include "runtime/StateDirs.h"
 
 namespace rtcg {
 namespace fs = std::filesystem;
@@ -77,18 +78,6 @@ Decoded decodeEntry(const std::string& file, const std::string& key, std::string
   return Decoded::Ok;
 }
 
-bool envIsOff(const char* value) {
-  if (!value) return false;
-  std::string v(value);
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  return v == "0" || v == "off" || v == "false" || v == "no";
-}
-
-const char* nonEmptyEnv(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
-
 // A name no other thread or process uses for its temporary file.
 std::string temporaryName(const std::string& base) {
   static std::atomic<uint64_t> counter{0};
@@ -116,15 +105,7 @@ KernelCache::KernelCache() : KernelCache(directoryFromEnvironment()) {}
 
 KernelCache::KernelCache(std::optional<fs::path> directory) : directory_(std::move(directory)) {}
 
-std::optional<fs::path> KernelCache::directoryFromEnvironment() {
-  if (envIsOff(std::getenv("RTCG_CACHE"))) return std::nullopt;
-  if (const char* dir = nonEmptyEnv("RTCG_CACHE_DIR")) return fs::path(dir);
-  // The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored.
-  if (const char* xdg = nonEmptyEnv("XDG_CACHE_HOME"); xdg && fs::path(xdg).is_absolute())
-    return fs::path(xdg) / "rtcg";
-  if (const char* home = nonEmptyEnv("HOME")) return fs::path(home) / ".cache" / "rtcg";
-  return std::nullopt;
-}
+std::optional<fs::path> KernelCache::directoryFromEnvironment() { return state::kernelCacheDirectory(); }
 
 KernelCache& KernelCache::global() {
   static KernelCache cache;

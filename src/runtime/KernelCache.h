@@ -3,8 +3,8 @@
 // The caller builds the key from everything the bytes depend on (kernel structure, sizes,
 // schedule, architecture, NVRTC and rtcg versions), e.g. with hashKey() from runtime/Hash.h.
 //
-// Disk: one file per entry in the cache directory: $RTCG_CACHE_DIR if set, else
-// $XDG_CACHE_HOME/rtcg, else $HOME/.cache/rtcg; RTCG_CACHE=0 (or off/false/no) turns the disk
+// Disk: one file per entry in the cache directory (runtime/StateDirs.h): $RTCG_CACHE_DIR if set,
+// else $XDG_CACHE_HOME/rtcg, else $HOME/.cache/rtcg; RTCG_CACHE=0 (or off/false/no) turns the disk
 // cache off. Each file holds a header (magic, format version, key, payload length, checksum)
 // so a corrupt, truncated or colliding entry is detected, removed and rebuilt, never trusted.
 // Files are written to a temporary file in the same directory and renamed into place, so other

@@ -24,8 +24,21 @@ DeviceBuffer::DeviceBuffer(std::shared_ptr<Context> ctx, size_t bytes) : ctx_(st
 
 DeviceBuffer::~DeviceBuffer() { release(); }
 
+DeviceBuffer DeviceBuffer::borrowed(std::shared_ptr<Context> ctx, uint64_t address, size_t bytes) {
+  RTCG_ASSERT(ctx, "DeviceBuffer needs a context");
+  DeviceBuffer b;
+  b.ctx_ = std::move(ctx);
+  b.ptr_ = address;
+  b.bytes_ = bytes;
+  b.owned_ = false;
+  return b;
+}
+
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : ctx_(std::move(other.ctx_)), ptr_(std::exchange(other.ptr_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
+    : ctx_(std::move(other.ctx_)),
+      ptr_(std::exchange(other.ptr_, 0)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      owned_(std::exchange(other.owned_, true)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
@@ -33,13 +46,14 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     ctx_ = std::move(other.ctx_);
     ptr_ = std::exchange(other.ptr_, 0);
     bytes_ = std::exchange(other.bytes_, 0);
+    owned_ = std::exchange(other.owned_, true);
   }
   return *this;
 }
 
 void DeviceBuffer::release() noexcept {
   // Never throws: after a sticky error freeing fails, and the memory goes with the context.
-  if (ptr_ && driver().ctxSetCurrent(ctx_->handle()) == CUDA_SUCCESS) driver().memFree(ptr_);
+  if (owned_ && ptr_ && driver().ctxSetCurrent(ctx_->handle()) == CUDA_SUCCESS) driver().memFree(ptr_);
   ptr_ = 0;
   bytes_ = 0;
 }

@@ -32,6 +32,10 @@ class DeviceBuffer {
   // (CUDA_ERROR_OUT_OF_MEMORY names the size).
   DeviceBuffer(std::shared_ptr<Context> ctx, size_t bytes);
   ~DeviceBuffer();
+  // Memory the caller allocated (cudaMalloc, another library): `bytes` at `address` in `ctx`,
+  // used in place and never freed here. It must stay allocated while the buffer is used.
+  static DeviceBuffer borrowed(std::shared_ptr<Context> ctx, uint64_t address, size_t bytes);
+  bool owned() const { return owned_; }
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -89,6 +93,7 @@ class DeviceBuffer {
   std::shared_ptr<Context> ctx_;
   uint64_t ptr_ = 0;
   size_t bytes_ = 0;
+  bool owned_ = true;  // false: borrowed, not freed
 };
 
 // Allocates a buffer holding `host` (convenience for tests and tools).

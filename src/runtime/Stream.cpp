@@ -18,23 +18,35 @@ Stream::Stream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
   stream_ = s;
 }
 
+Stream Stream::borrowed(std::shared_ptr<Context> ctx, CUstream_st* handle) {
+  RTCG_ASSERT(ctx, "Stream needs a context");
+  Stream s;
+  s.ctx_ = std::move(ctx);
+  s.stream_ = handle;
+  s.owned_ = false;
+  return s;
+}
+
 Stream::~Stream() { reset(); }
 
 Stream::Stream(Stream&& other) noexcept
-    : ctx_(std::move(other.ctx_)), stream_(std::exchange(other.stream_, nullptr)) {}
+    : ctx_(std::move(other.ctx_)),
+      stream_(std::exchange(other.stream_, nullptr)),
+      owned_(std::exchange(other.owned_, true)) {}
 
 Stream& Stream::operator=(Stream&& other) noexcept {
   if (this != &other) {
     reset();
     ctx_ = std::move(other.ctx_);
     stream_ = std::exchange(other.stream_, nullptr);
+    owned_ = std::exchange(other.owned_, true);
   }
   return *this;
 }
 
 void Stream::reset() noexcept {
   // Destruction never throws; a failure here means the context is already unusable.
-  if (stream_ && driver().ctxSetCurrent(ctx_->handle()) == CUDA_SUCCESS) driver().streamDestroy(stream_);
+  if (owned_ && stream_ && driver().ctxSetCurrent(ctx_->handle()) == CUDA_SUCCESS) driver().streamDestroy(stream_);
   stream_ = nullptr;
 }
 

@@ -13,6 +13,9 @@ class Stream {
  public:
   // A new non-blocking stream: it does not synchronize with the legacy default stream.
   explicit Stream(std::shared_ptr<Context> ctx);
+  // The application's stream (a CUstream or cudaStream_t of `ctx`; null: the legacy default
+  // stream), used and never destroyed here.
+  static Stream borrowed(std::shared_ptr<Context> ctx, CUstream_st* handle);
   ~Stream();
   Stream(Stream&& other) noexcept;
   Stream& operator=(Stream&& other) noexcept;
@@ -25,8 +28,10 @@ class Stream {
 
  private:
   void reset() noexcept;
+  Stream() = default;
   std::shared_ptr<Context> ctx_;
   CUstream_st* stream_ = nullptr;
+  bool owned_ = true;  // false: borrowed, not destroyed
 };
 
 // The CUstream for an optional Stream: null means the legacy default stream.

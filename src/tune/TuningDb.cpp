@@ -18,6 +18,9 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include <unistd.h>
+
+#include "runtime/StateDirs.h"
 #include "schedule/Schedule.h"
 #include "support/Error.h"
 
@@ -90,6 +93,12 @@ CREATE TABLE candidates(
 -- best(): the verified rows of one key in time order, straight from the index.
 CREATE INDEX candidates_best ON candidates(key_id, status, median_ms);
 CREATE INDEX candidates_search ON candidates(search_id);
+)sql",
+    // 2: the device's multiprocessor count, for the lookup ladder's "same architecture and
+    // multiprocessor count" rung (tune/TuningLookup.h). Not part of the key's identity (the device
+    // name fixes it); rows recorded before hold 0, "unknown".
+    R"sql(
+ALTER TABLE tuning_keys ADD COLUMN multiprocessors INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -188,6 +197,9 @@ struct TuningDb::Impl {
   std::string path;
   sqlite3* db = nullptr;
   std::mutex mutex;  // one connection, several threads: calls are serialized
+  bool readOnly = false;  // the file is opened read-only (asked, or write-protected)
+  bool noTables = false;  // read-only and empty: every lookup finds nothing
+  std::string multiprocessorsColumn = "multiprocessors";  // "0" in a read-only file of schema version 1
 
   [[noreturn]] void fail(const std::string& call) const {
     throw Error(fmt::format("tuning database '{}': {} failed: {}", path, call,
@@ -301,6 +313,70 @@ struct TuningDb::Impl {
     }
   }
 
+  int lastError = SQLITE_OK;  // of the last open that failed
+
+  // Opens the connection and sets it up (setUpForWriting or checkReadable); on failure the
+  // connection is closed again, lastError holds SQLite's code and rtcg::Error is thrown.
+  enum class Mode { ReadWrite, ReadOnly, Immutable };
+  void open(Mode mode) {
+    int flags = mode == Mode::ReadWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+    std::string name = path;
+    if (mode == Mode::Immutable) {
+      // A URI: the characters URIs give a meaning to are escaped.
+      name = "file:";
+      for (char c : path) name += c == '%' ? "%25" : c == '?' ? "%3f" : c == '#' ? "%23" : std::string(1, c);
+      name += "?immutable=1";
+      flags |= SQLITE_OPEN_URI;
+    }
+    int rc = sqlite3_open_v2(name.c_str(), &db, flags, nullptr);
+    if (rc != SQLITE_OK) {
+      lastError = rc;
+      std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+      sqlite3_close(db);
+      db = nullptr;
+      throw Error(fmt::format("tuning database '{}': sqlite3_open_v2 failed: {}", path, message));
+    }
+    try {
+      sqlite3_extended_result_codes(db, 1);
+      if (sqlite3_busy_timeout(db, kBusyTimeoutMs) != SQLITE_OK) fail("sqlite3_busy_timeout");
+      // SQLite opens a write-protected file read-only even when asked for read-write.
+      readOnly = sqlite3_db_readonly(db, "main") == 1;
+      if (readOnly)
+        checkReadable();
+      else
+        setUpForWriting();
+    } catch (...) {
+      lastError = sqlite3_extended_errcode(db);
+      statements.clear();
+      sqlite3_close(db);
+      db = nullptr;
+      throw;
+    }
+  }
+
+  // A writable file: WAL (readers never block the writer and a killed writer leaves only
+  // uncommitted frames, which the next open ignores), synchronous=NORMAL (every commit survives a
+  // process kill; only a power loss may drop the last commits, at a fraction of FULL's fsyncs),
+  // and the schema brought up to date.
+  void setUpForWriting() {
+    execRetryingWhileBusy("PRAGMA journal_mode = WAL", "PRAGMA journal_mode = WAL");
+    exec("PRAGMA synchronous = NORMAL", "PRAGMA synchronous = NORMAL");
+    exec("PRAGMA foreign_keys = ON", "PRAGMA foreign_keys = ON");
+    migrate();
+  }
+
+  // A read-only file is only read: switching its journal mode or migrating it would write. A file
+  // without the tables (an empty one) reads as an empty database.
+  void checkReadable() {
+    int version = schemaVersion();
+    if (version > kSchemaVersion)
+      throw Error(fmt::format("tuning database '{}' has schema version {}, newer than this rtcg knows ({})", path,
+                              version, kSchemaVersion));
+    noTables = version == 0;
+    // Version 1 has no multiprocessor count: it reads as 0 (unknown), as migrated rows do.
+    if (version == 1) multiprocessorsColumn = "0";
+  }
+
   // One transaction. Writers take the write lock up front (BEGIN IMMEDIATE) so that two
   // processes never deadlock upgrading read locks; waiting for the lock is the busy timeout's.
   class Transaction {
@@ -355,8 +431,11 @@ struct TuningDb::Impl {
     {
       Use ins = use(
           "INSERT INTO tuning_keys(kernel_hash, sizes, device, arch, driver_version, nvrtc_version, rtcg_version, "
-          "kernel_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING");
+          "kernel_name, multiprocessors) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(kernel_hash, "
+          "sizes, device, arch, driver_version, nvrtc_version, rtcg_version, kernel_name) DO UPDATE SET "
+          "multiprocessors = excluded.multiprocessors WHERE multiprocessors = 0");  // a count learnt later
       ins->bindKey(key);
+      ins->bind(9, key.multiprocessors);
       ins->run();
     }
     std::optional<int64_t> id = findKey(key);
@@ -365,6 +444,7 @@ struct TuningDb::Impl {
   }
 
   std::optional<int64_t> findKey(const TuningKey& key) {
+    if (noTables) return std::nullopt;
     Use q = use(std::string("SELECT id FROM tuning_keys WHERE ") + kKeyMatch);
     q->bindKey(key);
     if (!q->step()) return std::nullopt;
@@ -434,9 +514,11 @@ struct TuningDb::Impl {
 
   // Keys (id and columns) of one kernel hash, or all of them when `hash` is empty.
   std::vector<std::pair<int64_t, TuningKey>> keys(const std::string& hash) {
+    if (noTables) return {};
     Use q = use(
-        "SELECT id, kernel_hash, kernel_name, sizes, device, arch, driver_version, nvrtc_version, rtcg_version "
-        "FROM tuning_keys WHERE ?1 = '' OR kernel_hash = ?1 ORDER BY kernel_name, sizes, kernel_hash, device, "
+        "SELECT id, kernel_hash, kernel_name, sizes, device, arch, driver_version, nvrtc_version, rtcg_version, " +
+        multiprocessorsColumn +
+        " FROM tuning_keys WHERE ?1 = '' OR kernel_hash = ?1 ORDER BY kernel_name, sizes, kernel_hash, device, "
         "arch, driver_version, nvrtc_version, rtcg_version");
     q->bind(1, hash);
     std::vector<std::pair<int64_t, TuningKey>> out;
@@ -450,36 +532,42 @@ struct TuningDb::Impl {
       k.driverVersion = q->int32(6);
       k.nvrtcVersion = q->text(7);
       k.rtcgVersion = q->text(8);
+      k.multiprocessors = q->int32(9);
       out.emplace_back(q->int64(0), std::move(k));
     }
     return out;
   }
 };
 
-TuningDb::TuningDb(const std::string& path) : impl_(new Impl) {
+namespace {
+
+// SQLite's codes for "cannot write here" (a write-protected file or directory, no lock file).
+bool cannotWrite(int code) {
+  int primary = code & 0xff;
+  return primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM;
+}
+
+}  // namespace
+
+TuningDb::TuningDb(const std::string& path, Access access) : impl_(new Impl) {
   std::unique_ptr<Impl> guard(impl_);  // freed if the constructor throws
   impl_->path = path;
-  int rc = sqlite3_open_v2(path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string message = impl_->db ? sqlite3_errmsg(impl_->db) : sqlite3_errstr(rc);
-    sqlite3_close(impl_->db);
-    impl_->db = nullptr;
-    throw Error(fmt::format("tuning database '{}': sqlite3_open_v2 failed: {}", path, message));
-  }
+  // A file that cannot be written (or whose directory cannot: a WAL database needs its -shm file
+  // beside it) is still read: read-only, and where even that needs a file SQLite cannot create,
+  // as an immutable file (no locks; nobody can write it here anyway).
+  std::error_code ec;
+  bool exists = std::filesystem::exists(path, ec);
   try {
-    sqlite3_extended_result_codes(impl_->db, 1);
-    if (sqlite3_busy_timeout(impl_->db, kBusyTimeoutMs) != SQLITE_OK) impl_->fail("sqlite3_busy_timeout");
-    // WAL: readers never block the writer and a killed writer leaves only uncommitted frames,
-    // which the next open ignores. synchronous=NORMAL keeps every commit across a process kill
-    // (only a power loss may drop the last commits), at a fraction of FULL's fsyncs.
-    impl_->execRetryingWhileBusy("PRAGMA journal_mode = WAL", "PRAGMA journal_mode = WAL");
-    impl_->exec("PRAGMA synchronous = NORMAL", "PRAGMA synchronous = NORMAL");
-    impl_->exec("PRAGMA foreign_keys = ON", "PRAGMA foreign_keys = ON");
-    impl_->migrate();
-  } catch (...) {
-    impl_->statements.clear();
-    sqlite3_close(impl_->db);
-    throw;
+    impl_->open(access == Access::ReadOnly ? Impl::Mode::ReadOnly : Impl::Mode::ReadWrite);
+  } catch (const Error&) {
+    if (!exists || !cannotWrite(impl_->lastError)) throw;
+    try {
+      if (access == Access::ReadOnly) throw;
+      impl_->open(Impl::Mode::ReadOnly);
+    } catch (const Error&) {
+      if (!cannotWrite(impl_->lastError)) throw;
+      impl_->open(Impl::Mode::Immutable);
+    }
   }
   guard.release();
 }
@@ -490,25 +578,83 @@ TuningDb::~TuningDb() {
   delete impl_;
 }
 
+bool TuningDb::readOnly() const { return impl_->readOnly; }
+
+namespace {
+
+std::filesystem::path withSuffix(const std::filesystem::path& p, const std::string& suffix) {
+  return std::filesystem::path(p.string() + suffix);
+}
+
+// Moves rtcg 0.1's database (in the kernel cache directory) to `target` once: a consistent copy
+// (VACUUM INTO, safe while another process writes the old file) renamed into place, then the old
+// file and its WAL files removed. A copy that cannot be made throws; an old file that cannot be
+// removed stays (it is not looked at again: the new file exists).
+void moveLegacyDatabase(const std::filesystem::path& legacy, const std::filesystem::path& target) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(target, ec) || !fs::is_regular_file(legacy, ec)) return;
+  fs::create_directories(target.parent_path(), ec);
+  if (ec)
+    throw Error(fmt::format("cannot create the tuning database directory '{}': {}", target.parent_path().string(),
+                            ec.message()));
+  fs::path temp = withSuffix(target, fmt::format(".{}.moving", static_cast<long>(::getpid())));
+  fs::remove(temp, ec);
+  {
+    TuningDb old(legacy.string(), TuningDb::Access::ReadOnly);
+    old.copyTo(temp.string());
+  }
+  fs::rename(temp, target, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    throw Error(fmt::format("cannot move the tuning database to '{}': {}", target.string(), ec.message()));
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(withSuffix(legacy, suffix), ec);
+}
+
+std::filesystem::path configuredPath() {
+  std::optional<std::filesystem::path> path = state::tuningDbPath();
+  if (!path) throw Error("no place for the tuning database: set RTCG_TUNING_DB (or XDG_DATA_HOME or HOME)");
+  return *path;
+}
+
+}  // namespace
+
 std::string TuningDb::defaultPath() {
   namespace fs = std::filesystem;
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v ? v : "";
-  };
-  fs::path dir;
-  if (!env("RTCG_CACHE_DIR").empty())
-    dir = env("RTCG_CACHE_DIR");
-  else if (!env("XDG_CACHE_HOME").empty())
-    dir = fs::path(env("XDG_CACHE_HOME")) / "rtcg";
-  else if (!env("HOME").empty())
-    dir = fs::path(env("HOME")) / ".cache" / "rtcg";
-  else
-    throw Error("no cache directory for the tuning database: set RTCG_CACHE_DIR (or XDG_CACHE_HOME or HOME)");
+  fs::path path = configuredPath();
+  if (std::optional<fs::path> legacy = state::legacyTuningDbPath()) moveLegacyDatabase(*legacy, path);
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(fmt::format("cannot create the cache directory '{}': {}", dir.string(), ec.message()));
-  return (dir / "tuning.sqlite").string();
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  if (ec)
+    throw Error(fmt::format("cannot create the tuning database directory '{}': {}", path.parent_path().string(),
+                            ec.message()));
+  return path.string();
+}
+
+std::optional<std::string> TuningDb::existingDefaultPath(std::string* warning) {
+  namespace fs = std::filesystem;
+  std::optional<fs::path> path = state::tuningDbPath();
+  if (!path) return std::nullopt;
+  std::error_code ec;
+  if (std::optional<fs::path> legacy = state::legacyTuningDbPath(); legacy && fs::exists(*legacy, ec)) {
+    try {
+      moveLegacyDatabase(*legacy, *path);
+    } catch (const Error& e) {
+      // Not movable (a read-only home, say): read it where it is.
+      if (warning) *warning = e.what();
+      if (!fs::exists(*path, ec)) return legacy->string();
+    }
+  }
+  if (!fs::exists(*path, ec)) return std::nullopt;
+  return path->string();
+}
+
+void TuningDb::copyTo(const std::string& file) {
+  std::lock_guard lock(impl_->mutex);
+  Impl::Use q = impl_->use("VACUUM INTO ?1");
+  q->bind(1, file);
+  q->run();
 }
 
 const std::string& TuningDb::path() const { return impl_->path; }
@@ -605,7 +751,8 @@ std::string TuningDb::exportJson(const std::string& kernelHash) {
     entry["key"] = {{"kernelHash", k.kernelHash},       {"kernelName", k.kernelName},
                     {"sizes", k.sizes},                 {"device", k.device},
                     {"arch", k.arch},                   {"driverVersion", k.driverVersion},
-                    {"nvrtcVersion", k.nvrtcVersion},   {"rtcgVersion", k.rtcgVersion}};
+                    {"nvrtcVersion", k.nvrtcVersion},   {"rtcgVersion", k.rtcgVersion},
+                    {"multiprocessors", k.multiprocessors}};
     json searches = json::array();
     {
       Impl::Use q = impl_->use(
@@ -656,6 +803,8 @@ TuningKey importedKey(const nlohmann::json& jk) {
   key.driverVersion = int(integerField(jk, at, "driverVersion", 0, INT32_MAX, std::nullopt));
   key.nvrtcVersion = textField(jk, at, "nvrtcVersion", nullptr);
   key.rtcgVersion = textField(jk, at, "rtcgVersion", nullptr);
+  // Absent in exports of rtcg 0.1 (0: unknown).
+  key.multiprocessors = int(integerField(jk, at, "multiprocessors", 0, INT32_MAX, int64_t(0)));
   return key;
 }
 

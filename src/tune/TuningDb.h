@@ -1,13 +1,15 @@
-// The tuning database: every candidate ever measured, in SQLite, in the cache directory.
+// The tuning database: every candidate ever measured, in SQLite, in rtcg's data directory
+// (runtime/StateDirs.h), apart from the disposable kernel cache.
 //
 // One row per measured candidate, keyed by the kernel's structural hash, bound sizes, device name,
 // compute capability, driver and NVRTC versions and rtcg version. Safe with several processes
 // tuning at once and after a kill in the middle of a search (WAL journal, one transaction per
 // write, busy timeout). The best verified schedule for a key is looked up in milliseconds.
 //
-// Schema (version 1; `schema_version` holds the version, migrations run in order on open):
+// Schema (version 2; `schema_version` holds the version, migrations run in order on open):
 //   tuning_keys(id, kernel_hash, kernel_name, sizes, device, arch, driver_version,
-//               nvrtc_version, rtcg_version)            unique over the key columns
+//               nvrtc_version, rtcg_version,           unique over these key columns
+//               multiprocessors)                        version 2; 0: unknown
 //   searches(id, key_id, settings, started_at, finished_at, wall_seconds, candidates)
 //   candidates(id, key_id, search_id, schedule, status, reason, median_ms, ..., recorded_at)
 //               index (key_id, status, median_ms) serves best()
@@ -32,6 +34,9 @@ struct TuningKey {
   int driverVersion = 0;
   std::string nvrtcVersion;  // "13.0"
   std::string rtcgVersion;
+  // The device's multiprocessor count; 0: unknown (recorded by rtcg 0.1). Stored with the key but
+  // not part of its identity (the device name fixes it): exact lookups ignore it.
+  int multiprocessors = 0;
   bool operator==(const TuningKey&) const = default;
 };
 
@@ -57,17 +62,29 @@ struct CandidateRecord {
 
 class TuningDb {
  public:
-  // Opens (creating if needed) the database at `path` (default: <cache dir>/tuning.sqlite, see
-  // defaultPath). Throws rtcg::Error with SQLite's message when it cannot, or when the file was
-  // written by a newer rtcg (a schema version this build does not know).
-  explicit TuningDb(const std::string& path);
+  // Opens (creating if needed) the database at `path` (default: defaultPath()). Throws
+  // rtcg::Error with SQLite's message when it cannot, or when the file was written by a newer rtcg
+  // (a schema version this build does not know). A write-protected file, or Access::ReadOnly,
+  // opens read-only: it is only read (its journal mode is not switched, nothing is migrated; an
+  // empty file reads as an empty database) and every write throws.
+  enum class Access { ReadWrite, ReadOnly };
+  explicit TuningDb(const std::string& path, Access access = Access::ReadWrite);
   ~TuningDb();
   TuningDb(const TuningDb&) = delete;
   TuningDb& operator=(const TuningDb&) = delete;
+  bool readOnly() const;
 
-  // $RTCG_CACHE_DIR, else $XDG_CACHE_HOME/rtcg, else $HOME/.cache/rtcg, + "/tuning.sqlite".
-  // Creates the directory; throws rtcg::Error when it cannot or no variable is set.
+  // The database file runtime/StateDirs.h names ($RTCG_TUNING_DB, else $RTCG_CACHE_DIR/tuning.sqlite,
+  // else $XDG_DATA_HOME/rtcg/tuning.sqlite, else ~/.local/share/rtcg/tuning.sqlite), for writers:
+  // creates its directory, and moves rtcg 0.1's database (in the kernel cache directory) there
+  // once. Throws rtcg::Error when no variable is set or the directory cannot be made.
   static std::string defaultPath();
+  // The same file for readers (compile()'s lookups): the path when the file exists (after the
+  // one-time move; the old file's path when it cannot be moved, with `warning` saying why), else
+  // nullopt. Creates nothing but the moved file.
+  static std::optional<std::string> existingDefaultPath(std::string* warning = nullptr);
+  // A consistent copy of the whole database into a new file (VACUUM INTO).
+  void copyTo(const std::string& file);
   const std::string& path() const;
 
   int64_t beginSearch(const TuningKey& key, const std::string& settings);  // returns searchId

@@ -25,6 +25,7 @@ TuningKey tuningKeyFor(const Kernel& bound, const cuda::DeviceProperties& device
   key.driverVersion = device.driverVersion;
   key.nvrtcVersion = nvrtcVersionString();
   key.rtcgVersion = RTCG_VERSION;
+  key.multiprocessors = device.multiprocessors;
   return key;
 }
 

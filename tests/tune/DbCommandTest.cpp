@@ -327,3 +327,70 @@ TEST(DbCommand, UsageErrors) {
   EXPECT_EQ(runDb({"frobnicate"}).code, 2);
   EXPECT_EQ(runDb({"list", "--bogus"}).code, 2);
 }
+
+namespace {
+
+const char* kMatmulSource = R"(kernel matmul(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {
+  for i in 0..n, j in 0..n {
+    c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]);
+  }
+}
+)";
+
+}  // namespace
+
+// `db lookup` shows the ladder's rows for a key on a described device, marks the one compile()
+// would use (the first that plans) and ends with the default schedule.
+TEST(DbCommand, LookupShowsTheRowsThatWouldServeAKey) {
+  TempDir dir;
+  std::string file = dir.file("matmul.rtcg"), db = dir.file("t.sqlite");
+  std::ofstream(file) << kMatmulSource;
+  std::vector<std::string> device{"--arch", "sm_90", "--device", "NVIDIA H100 80GB HBM3", "--multiprocessors", "132",
+                                  "--driver", "13000", "--db", db};
+  auto lookup = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"lookup", file, "-D", "n=64"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runDb(args);
+  };
+  Result empty = lookup(device);
+  ASSERT_EQ(empty.code, 0) << empty.err;
+  EXPECT_NE(empty.out.find("matmul n=64"), std::string::npos) << empty.out;
+  EXPECT_NE(empty.out.find("*  default"), std::string::npos) << empty.out;
+
+  // A row for n=60 on this architecture: the nearest sizes; one for another architecture: none.
+  Result n60 = runDb({"lookup", file, "-D", "n=60", "--arch", "sm_90", "--device", "NVIDIA H100 80GB HBM3",
+                      "--multiprocessors", "132", "--driver", "12080", "--db", db});
+  ASSERT_EQ(n60.code, 0) << n60.err;
+  {
+    TuningDb t(db);
+    std::string hash = n60.out.substr(n60.out.find('(') + 1, 16);
+    TuningKey k;
+    k.kernelHash = hash;
+    k.kernelName = "matmul";
+    k.sizes = "n=60";
+    k.device = "NVIDIA H100 80GB HBM3";
+    k.arch = "sm_90";
+    k.driverVersion = 12080;
+    k.nvrtcVersion = "13.0";
+    k.rtcgVersion = "0.1.0";
+    k.multiprocessors = 132;
+    CandidateRecord c;
+    c.schedule = "q: thread.x 32";  // does not plan
+    c.medianMs = 0.25;
+    t.record(k, c);
+  }
+  Result one = lookup(device);
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("tuning database (nearest sizes)  n=60"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("no"), std::string::npos) << one.out;  // it does not plan
+  EXPECT_NE(one.out.find("*  default"), std::string::npos) << one.out;
+
+  Result bad = runDb({"lookup", file, "-D", "n", "--arch", "sm_90", "--db", db});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("-D 'n': expected NAME=INTEGER"), std::string::npos) << bad.err;
+  Result unbound = runDb({"lookup", file, "--arch", "sm_90", "--db", db});
+  EXPECT_EQ(unbound.code, 1);
+  EXPECT_NE(unbound.err.find("error"), std::string::npos) << unbound.err;
+  Result badArch = runDb({"lookup", file, "-D", "n=64", "--arch", "hopper", "--db", db});
+  EXPECT_EQ(badArch.code, 2);
+}

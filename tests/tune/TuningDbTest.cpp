@@ -172,12 +172,41 @@ TEST(TuningDb, ARecordOfAClearedSearchIsKeptWithoutItsSearch) {
   EXPECT_EQ(all[0].searchId, 0);
 }
 
+// A file of rtcg 0.1 (schema version 1, no multiprocessor count) is read as it is when read-only
+// and migrated when opened writable; its keys keep their rows and read 0 (unknown) processors, until
+// a record with the count fills it in.
+TEST(TuningDb, VersionOneFilesAreReadAndMigrated) {
+  TempDir dir;
+  std::string path = dir.file("v1.sqlite");
+  {
+    TuningDb db(path);
+    db.record(makeKey(), verified("i: thread.x 64", 1.0));
+  }
+  rawQuery(path, "ALTER TABLE tuning_keys DROP COLUMN multiprocessors");
+  rawQuery(path, "UPDATE schema_version SET version = 1");
+  {
+    TuningDb ro(path, TuningDb::Access::ReadOnly);
+    ASSERT_EQ(ro.list().size(), 1u);
+    EXPECT_EQ(ro.list()[0].key.multiprocessors, 0);
+    EXPECT_TRUE(ro.best(makeKey()).has_value());
+  }
+  TuningDb db(path);
+  EXPECT_EQ(rawQuery(path, "SELECT version FROM schema_version"), std::vector<std::string>{"2"});
+  EXPECT_TRUE(db.best(makeKey()).has_value());  // exact lookups ignore the count
+  TuningKey counted = makeKey();
+  counted.multiprocessors = 132;
+  db.record(counted, verified("i: thread.x 128", 2.0));
+  ASSERT_EQ(db.list().size(), 1u);
+  EXPECT_EQ(db.list()[0].key.multiprocessors, 132);
+  EXPECT_EQ(db.list()[0].measured, 2);
+}
+
 TEST(TuningDb, SchemaHasVersionWalAndTheBestIndex) {
   TempDir dir;
   std::string path = dir.file("t.sqlite");
   { TuningDb db(path); }
   { TuningDb again(path); }  // reopening an up-to-date file migrates nothing
-  EXPECT_EQ(rawQuery(path, "SELECT version FROM schema_version"), std::vector<std::string>{"1"});
+  EXPECT_EQ(rawQuery(path, "SELECT version FROM schema_version"), std::vector<std::string>{"2"});
   EXPECT_EQ(rawQuery(path, "PRAGMA journal_mode")[0], "wal");
   // The lookup best() makes is served by the index, in order, without a sort.
   sqlite3* db = nullptr;
@@ -228,31 +257,85 @@ TEST(TuningDb, OpenErrorsAreRtcgErrorsWithSqlitesMessage) {
   }
 }
 
+// Sets (or, with nullptr, unsets) environment variables for one scope.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment() {
+    for (const char* n : {"RTCG_TUNING_DB", "RTCG_CACHE_DIR", "XDG_CACHE_HOME", "XDG_DATA_HOME", "HOME"}) {
+      const char* v = std::getenv(n);
+      saved_.emplace_back(n, v ? std::optional<std::string>(v) : std::nullopt);
+    }
+  }
+  ~ScopedEnvironment() {
+    for (auto& [n, v] : saved_) v ? setenv(n, v->c_str(), 1) : unsetenv(n);
+  }
+  void set(const char* n, const std::string& v) { setenv(n, v.c_str(), 1); }
+  void unset(const char* n) { unsetenv(n); }
+
+ private:
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
+};
+
+// The database lives apart from the kernel cache (runtime/StateDirs.h): RTCG_TUNING_DB, else the
+// explicit RTCG_CACHE_DIR, else the XDG data directory.
 TEST(TuningDb, DefaultPathFollowsTheEnvironment) {
   TempDir dir;
-  auto saved = [](const char* n) { const char* v = std::getenv(n); return v ? std::optional<std::string>(v) : std::nullopt; };
-  auto restore = [](const char* n, const std::optional<std::string>& v) {
-    if (v) setenv(n, v->c_str(), 1); else unsetenv(n);
-  };
-  auto cache = saved("RTCG_CACHE_DIR"), xdg = saved("XDG_CACHE_HOME"), home = saved("HOME");
-
-  setenv("RTCG_CACHE_DIR", dir.file("a/b").c_str(), 1);
-  setenv("XDG_CACHE_HOME", dir.file("xdg").c_str(), 1);
-  setenv("HOME", dir.file("home").c_str(), 1);
+  ScopedEnvironment env;
+  env.set("RTCG_TUNING_DB", dir.file("explicit/db.sqlite"));
+  env.set("RTCG_CACHE_DIR", dir.file("a/b"));
+  env.set("XDG_CACHE_HOME", dir.file("xdg"));
+  env.set("XDG_DATA_HOME", dir.file("data"));
+  env.set("HOME", dir.file("home"));
+  EXPECT_EQ(TuningDb::defaultPath(), dir.file("explicit/db.sqlite"));
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("explicit")));
+  env.unset("RTCG_TUNING_DB");
   EXPECT_EQ(TuningDb::defaultPath(), dir.file("a/b") + "/tuning.sqlite");
   EXPECT_TRUE(std::filesystem::is_directory(dir.file("a/b")));
-  unsetenv("RTCG_CACHE_DIR");
-  EXPECT_EQ(TuningDb::defaultPath(), dir.file("xdg") + "/rtcg/tuning.sqlite");
-  unsetenv("XDG_CACHE_HOME");
-  EXPECT_EQ(TuningDb::defaultPath(), dir.file("home") + "/.cache/rtcg/tuning.sqlite");
-  EXPECT_TRUE(std::filesystem::is_directory(dir.file("home/.cache/rtcg")));
+  env.unset("RTCG_CACHE_DIR");
+  EXPECT_EQ(TuningDb::defaultPath(), dir.file("data") + "/rtcg/tuning.sqlite");
+  env.set("XDG_DATA_HOME", "relative/ignored");
+  EXPECT_EQ(TuningDb::defaultPath(), dir.file("home") + "/.local/share/rtcg/tuning.sqlite");
+  env.unset("XDG_DATA_HOME");
+  EXPECT_EQ(TuningDb::defaultPath(), dir.file("home") + "/.local/share/rtcg/tuning.sqlite");
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("home/.local/share/rtcg")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("xdg")));  // the cache directory is not made for it
   std::ofstream(dir.file("file")) << "x";
-  setenv("RTCG_CACHE_DIR", dir.file("file/sub").c_str(), 1);
+  env.set("RTCG_TUNING_DB", dir.file("file/sub/db.sqlite"));
   EXPECT_THROW(TuningDb::defaultPath(), Error);
+  env.unset("RTCG_TUNING_DB");
+  env.unset("HOME");
+  EXPECT_THROW(TuningDb::defaultPath(), Error);
+  EXPECT_EQ(TuningDb::existingDefaultPath(), std::nullopt);
+}
 
-  restore("RTCG_CACHE_DIR", cache);
-  restore("XDG_CACHE_HOME", xdg);
-  restore("HOME", home);
+// rtcg 0.1 kept the database in the kernel cache directory: the first use moves it, with every row.
+TEST(TuningDb, TheOldDatabaseInTheCacheDirectoryIsMovedOnce) {
+  TempDir dir;
+  ScopedEnvironment env;
+  env.unset("RTCG_TUNING_DB");
+  env.unset("RTCG_CACHE_DIR");
+  env.unset("XDG_CACHE_HOME");
+  env.unset("XDG_DATA_HOME");
+  env.set("HOME", dir.file("home"));
+  std::string legacy = dir.file("home/.cache/rtcg/tuning.sqlite");
+  std::filesystem::create_directories(dir.file("home/.cache/rtcg"));
+  {
+    TuningDb old(legacy);
+    old.record(makeKey(), verified("i: thread.x 64", 1.5));
+  }
+  EXPECT_EQ(TuningDb::existingDefaultPath(), dir.file("home/.local/share/rtcg/tuning.sqlite"));
+  EXPECT_FALSE(std::filesystem::exists(legacy));
+  TuningDb moved(TuningDb::defaultPath());
+  ASSERT_TRUE(moved.best(makeKey()).has_value());
+  EXPECT_EQ(moved.best(makeKey())->schedule, "i: thread.x 64");
+
+  // A new database is never overwritten by an old one that reappears.
+  {
+    TuningDb old(legacy);
+    old.record(makeKey("00000000000000aa"), verified("i: thread.x 32", 1.0));
+  }
+  EXPECT_EQ(TuningDb::defaultPath(), dir.file("home/.local/share/rtcg/tuning.sqlite"));
+  EXPECT_FALSE(moved.best(makeKey("00000000000000aa")).has_value());
 }
 
 TEST(TuningDb, ExportImportRoundTripsAndSkipsDuplicates) {

@@ -18,7 +18,13 @@
 #include "support/Error.h"
 #include "support/InputFile.h"
 #include "support/OutputFile.h"
+#include "driver/KernelBuild.h"
+#include "rtcg/rtcg.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/Device.h"
 #include "tune/TuningDb.h"
+#include "tune/TuningKeyFor.h"
+#include "tune/TuningLookup.h"
 
 namespace rtcg {
 
@@ -292,6 +298,100 @@ int runClear(const DbOptions& o, const Io& io) {
   return kOk;
 }
 
+// `db lookup`: the device the key is for. The flags describe another device; without --arch, the
+// machine's device 0 (its limits also decide which schedules plan).
+struct LookupDevice {
+  cuda::DeviceProperties props;
+  ScheduleLimits limits;
+};
+
+LookupDevice lookupDevice(const DbOptions& o, const Io& io) {
+  LookupDevice d;
+  if (o.arch.empty()) {
+    try {
+      cuda::initialize();
+      if (cuda::Device::count() == 0) throw NoDeviceError("no CUDA device found");
+      d.props = cuda::Device(0).properties();
+      d.limits = deviceScheduleLimits(int64_t(d.props.sharedPerBlockOptin), d.props.maxThreadsPerBlock);
+    } catch (const NoDeviceError& e) {
+      io.fail(kUsage, "{}: give the device to look up with --arch (and --device, --multiprocessors, --driver)",
+              e.what());
+    }
+  } else if (std::sscanf(o.arch.c_str(), "sm_%1d%1d", &d.props.computeMajor, &d.props.computeMinor) != 2) {
+    io.fail(kUsage, "--arch '{}': expected sm_XY, e.g. sm_90", o.arch);
+  }
+  if (!o.device.empty()) d.props.name = o.device;
+  if (o.multiprocessors > 0) d.props.multiprocessors = o.multiprocessors;
+  if (o.driver > 0) d.props.driverVersion = o.driver;
+  return d;
+}
+
+Sizes lookupSizes(const DbOptions& o, const Io& io) {
+  Sizes sizes;
+  for (const std::string& d : o.defines) {
+    size_t eq = d.find('=');
+    char* end = nullptr;
+    long long v = eq == std::string::npos ? 0 : std::strtoll(d.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || eq == 0 || end == d.c_str() + eq + 1 || *end != '\0')
+      io.fail(kUsage, "-D '{}': expected NAME=INTEGER, e.g. -D n=500", d);
+    sizes[d.substr(0, eq)] = v;
+  }
+  return sizes;
+}
+
+// Which rows of the database would serve compile() of FILE with these sizes on the device, in the
+// order compile() tries them (tune/TuningLookup.h), and whether each one plans for the kernel.
+int runLookup(const DbOptions& o, const Io& io) {
+  std::ifstream in(o.file, std::ios::binary);
+  if (!in) io.fail(kInputError, "cannot read {}: {}", o.file, std::strerror(errno));
+  std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CompileOptions options;
+  options.fileName = o.file;
+  options.kernel = o.kernel;
+  Sizes sizes = lookupSizes(o, io);
+  LookupDevice device = lookupDevice(o, io);
+  ProvedKernel proved;
+  try {
+    proved = proveKernel(source, sizes, options);
+  } catch (const Error& e) {
+    fmt::print(io.err, "{}", e.what());
+    throw Failed{kInputError};
+  }
+  TuningKey key = tuningKeyFor(proved.bound, device.props);
+  fmt::print(io.out, "{} {} ({}) on {} {} ({} multiprocessors), driver {}, NVRTC {}, rtcg {}\n", key.kernelName,
+             key.sizes.empty() ? "-" : key.sizes, key.kernelHash, key.device.empty() ? "-" : key.device, key.arch,
+             key.multiprocessors, driverText(key.driverVersion), key.nvrtcVersion, key.rtcgVersion);
+  std::string path = dbPathOf(o);
+  std::vector<LookupOffer> offers;
+  if (dbExists(path)) {
+    TuningDb db(path, TuningDb::Access::ReadOnly);
+    offers = lookupLadder(db, key);
+  }
+  std::vector<std::vector<std::string>> rows;
+  bool served = false;
+  for (const LookupOffer& offer : offers) {
+    CompileOptions effective = options;
+    effective.schedule = offer.best.schedule;
+    bool plans = true;
+    try {
+      prepareProved(source, proved, effective, device.limits);
+    } catch (const Error&) {
+      plans = false;
+    }
+    const TuningKey& k = offer.key;
+    rows.push_back({plans && !served ? "*" : "", rungOrigin(offer.rung), k.sizes.empty() ? "-" : k.sizes,
+                    fmt::format("{} {} ({})", k.device, k.arch, k.multiprocessors), driverText(k.driverVersion),
+                    k.nvrtcVersion, k.rtcgVersion, plans ? "yes" : "no", num(offer.best.medianMs), offer.best.schedule});
+    served = served || plans;
+  }
+  rows.push_back({served ? "" : "*", "default", "", "", "", "", "", "yes", "-", "the default schedule"});
+  for (const std::string& l : formatTable({"", "RUNG", "SIZES", "DEVICE (MPS)", "DRIVER", "NVRTC", "RTCG", "PLANS",
+                                           "BEST MS", "SCHEDULE"},
+                                          rows, {false, false, false, false, false, false, false, false, true, false}))
+    fmt::print(io.out, "{}\n", l);
+  return kOk;
+}
+
 }  // namespace
 
 DbCommand addDbCommand(CLI::App& app) {
@@ -302,8 +402,8 @@ DbCommand addDbCommand(CLI::App& app) {
   d.cmd->require_subcommand(1);
   auto addDb = [&](CLI::App* sub) {
     sub->add_option("--db", o.dbPath,
-                    "tuning database file (default: $RTCG_CACHE_DIR, $XDG_CACHE_HOME/rtcg or ~/.cache/rtcg, "
-                    "+ /tuning.sqlite)");
+                    "tuning database file (default: $RTCG_TUNING_DB, else $RTCG_CACHE_DIR/tuning.sqlite, else "
+                    "$XDG_DATA_HOME/rtcg/tuning.sqlite or ~/.local/share/rtcg/tuning.sqlite)");
   };
   d.list = d.cmd->add_subcommand("list", "list tuned kernels with their best schedule");
   addDb(d.list);
@@ -324,6 +424,15 @@ DbCommand addDbCommand(CLI::App& app) {
   d.clear->add_option("hash", o.hash, "only this kernel hash (or a unique prefix)");
   d.clear->add_flag("-y,--yes", o.yes, "do not ask for confirmation");
   addDb(d.clear);
+  d.lookup = d.cmd->add_subcommand("lookup", "which rows would serve compile() of a kernel, in the order it tries them");
+  d.lookup->add_option("file", o.file, "the DSL source")->required();
+  d.lookup->add_option("-D,--define", o.defines, "bind a size parameter: -D n=500")->allow_extra_args(false);
+  d.lookup->add_option("--kernel", o.kernel, "which kernel of the file (default: the only one)");
+  d.lookup->add_option("--arch", o.arch, "the device's architecture, e.g. sm_90 (default: this machine's device 0)");
+  d.lookup->add_option("--device", o.device, "the device's name, e.g. \"NVIDIA H100 80GB HBM3\"");
+  d.lookup->add_option("--multiprocessors", o.multiprocessors, "the device's multiprocessor count");
+  d.lookup->add_option("--driver", o.driver, "the driver version as CUDA gives it, e.g. 13000");
+  addDb(d.lookup);
   return d;
 }
 
@@ -338,13 +447,14 @@ int runDbCommand(const DbCommand& db, std::FILE* in, std::FILE* out, std::FILE* 
     if (db.exportCmd->parsed()) return runExport(o, io);
     if (db.importCmd->parsed()) return runImport(o, io);
     if (db.clear->parsed()) return runClear(o, io);
+    if (db.lookup->parsed()) return runLookup(o, io);
   } catch (const Failed& f) {
     return f.code;
   } catch (const Error& e) {
     fmt::print(err, "rtcgc: error: {}\n", e.what());
     return kInputError;
   }
-  fmt::print(err, "rtcgc: error: `db` needs a subcommand: list, show, export, import or clear\n");
+  fmt::print(err, "rtcgc: error: `db` needs a subcommand: list, show, export, import, clear or lookup\n");
   return kUsage;
 }
 

@@ -5,6 +5,9 @@
 //   rtcgc db export [-o FILE] [HASH]    JSON of everything (or of one kernel)
 //   rtcgc db import FILE                merge a JSON export (duplicates skipped); "-" reads stdin
 //   rtcgc db clear [HASH] [--yes]       remove everything (or one kernel)
+//   rtcgc db lookup FILE -D n=500 [--kernel K] [--arch sm_90 --device NAME --multiprocessors N --driver V]
+//                                       which rows would serve compile() of the kernel (the lookup
+//                                       ladder, tune/TuningLookup.h), and whether each still plans
 // Each takes `--db PATH` (default: TuningDb::defaultPath()). HASH may be a unique prefix.
 // Exit codes: 0 ok, 1 input errors (unreadable file, bad export, unknown hash), 2 usage.
 #pragma once
@@ -13,6 +16,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace rtcg {
 
@@ -23,6 +27,10 @@ struct DbOptions {
   bool verifiedTsv = false;  // export: verified candidates as tab-separated lines instead of JSON
   std::string file;    // import
   bool yes = false;    // clear without asking
+  // lookup: the kernel (file is the DSL source), and the device when not this machine's
+  std::vector<std::string> defines;
+  std::string kernel, arch, device;
+  int multiprocessors = 0, driver = 0;
 };
 
 struct DbCommand {
@@ -32,6 +40,7 @@ struct DbCommand {
   CLI::App* exportCmd = nullptr;
   CLI::App* importCmd = nullptr;
   CLI::App* clear = nullptr;
+  CLI::App* lookup = nullptr;
   std::shared_ptr<DbOptions> options;  // what the options parse into (shared: the struct may be copied)
 };
 
