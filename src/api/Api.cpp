@@ -248,6 +248,11 @@ CompileOptions chooseTunedSchedule(detail::ContextImpl& ctx, std::string_view so
     tuneOptions.timeLimitSeconds = options.tuneTimeLimitSeconds;
     tuneOptions.dbPath = dbPath;
     tuneOptions.deviceOrdinals = {ctx.info.ordinal};
+    if (options.onTuneProgress)
+      tuneOptions.progress = [&options](const TuneProgress& p) {
+        options.onTuneProgress({p.generated, p.measured, p.verified, p.elapsedSeconds, options.tuneTimeLimitSeconds,
+                                p.best ? p.best->medianMs : 0});
+      };
     TuneResult result = tune(options.fileName, std::string(source), target, tuneOptions);
     best = result.best;
     if (best) origin = "tuned";

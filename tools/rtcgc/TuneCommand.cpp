@@ -371,6 +371,7 @@ int run(const TuneArgs& a) {
 
   if (a.dryRun) return dryRun(*bound, a);
 
+  fmt::print(stderr, "{}\n", timeLimitLine(a));
   ProgressPrinter printer;
   TuneResult r = tune(a.file, source, *bound, tuneOptions(a, printer, "rtcgc tune: "));
   printer.done();
@@ -473,6 +474,7 @@ int runManifest(const TuneArgs& a) {
       return 1;
     }
   }
+  fmt::print(stderr, "{} (for each kernel)\n", timeLimitLine(a));
   std::vector<manifest::Planned> plan = manifest::plan(entries);
   std::vector<ManifestOutcome> outcomes;
   int toTune = 0;
@@ -579,6 +581,13 @@ std::optional<std::vector<int>> parseDeviceList(const std::string& text) {
   }
 }
 
+std::string timeLimitLine(const TuneArgs& a) {
+  if (a.timeLimit <= 0) return "rtcgc tune: no time limit (--time-limit 0): the whole space";
+  return fmt::format("rtcgc tune: time limit {:g} s{} (--time-limit S to change it, 0 for the whole space; --resume "
+                     "continues a search it cut)",
+                     a.timeLimit, a.timeLimit == kDefaultTuneTimeLimit ? ", the default" : "");
+}
+
 TuneOptions searchOptions(const TuneArgs& a) {
   TuneOptions o;
   // Checked by the option's validator. "all" asks the driver; without one (the dry run needs
@@ -619,7 +628,7 @@ TuneCommand addTuneCommand(CLI::App& app) {
   cmd->add_option("-k,--kernel", a.kernel, "the kernel to tune when the file defines several");
   cmd->add_option("--max-candidates", a.maxCandidates, "try at most N candidates (a deterministic sample; default all)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--time-limit", a.timeLimit, "start no new candidate after S seconds of search (default none)")
+  cmd->add_option("--time-limit", a.timeLimit, "start no new candidate after S seconds of search (default 300; 0: the whole space)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-threads", a.minThreads, "threads per block at least T (default 32)")->check(CLI::PositiveNumber);
   cmd->add_option("--min-blocks", a.minBlocks, "blocks per launch at least B (default 1)")->check(CLI::PositiveNumber);
