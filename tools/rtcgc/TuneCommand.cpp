@@ -20,6 +20,7 @@
 #include "driver/Pipeline.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
+#include "schedule/DeviceModels.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
 #include "support/Error.h"
@@ -32,8 +33,11 @@ using namespace rtcg;
 
 namespace {
 
-// FP32 peak of an H100/H200 SXM (non-tensor FMA rate), for "% of roofline".
+// FP32 peak of an H100/H200 SXM (non-tensor FMA rate), for "% of roofline" where the device's own
+// peak is unknown (a driver that does not report the clock; TuneResult::peakGflops 0).
 constexpr double kPeakGflopsFp32 = 67000;
+
+double peakGflops(const TuneResult& r) { return r.peakGflops > 0 ? r.peakGflops : kPeakGflopsFp32; }
 
 struct Exit {
   int code;
@@ -140,7 +144,7 @@ nlohmann::json recordJson(const CandidateRecord& c, const TuneResult& r) {
                       {"spillBytes", c.spillBytes}, {"sharedBytes", c.sharedBytes}, {"occupancy", c.occupancy},
                       {"relativeError", c.relativeError}, {"compileMs", c.compileMs}};
   if (!c.reason.empty()) j["reason"] = c.reason;
-  if (auto f = rooflineFraction(c, kPeakGflopsFp32, r.peakBandwidthGBs)) j["roofline"] = *f;
+  if (auto f = rooflineFraction(c, peakGflops(r), r.peakBandwidthGBs)) j["roofline"] = *f;
   return j;
 }
 
@@ -179,7 +183,7 @@ void printTable(const TuneResult& r) {
     for (size_t i = 0; i < top.size(); ++i) {
       const CandidateRecord& c = *top[i];
       fmt::print("  {:>4} {:>10.4f} {:>9.1f} {:>9.1f} {:>9} {:>5} {:>4.0f}%  {}\n", i + 1, c.medianMs, c.gflops,
-                 c.gbytes, percent(rooflineFraction(c, kPeakGflopsFp32, r.peakBandwidthGBs)), c.registers,
+                 c.gbytes, percent(rooflineFraction(c, peakGflops(r), r.peakBandwidthGBs)), c.registers,
                  c.occupancy * 100, c.schedule);
     }
   }
@@ -200,7 +204,7 @@ void printTable(const TuneResult& r) {
   fmt::print("  roofline: the larger of GF/s over {:.0f} GF/s (FP32 peak of an H100/H200 SXM) and GB/s over {:.0f} "
              "GB/s (this device's theoretical DRAM bandwidth, memory clock x bus width); rates count the kernel's "
              "ideal flops and bytes\n",
-             kPeakGflopsFp32, r.peakBandwidthGBs);
+             peakGflops(r), r.peakBandwidthGBs);
   int shown = 0;
   for (const CandidateRecord& c : r.candidates) {
     if (c.status == CandidateStatus::Verified || c.status == CandidateStatus::Skipped) continue;
@@ -248,7 +252,7 @@ nlohmann::json summaryJson(const TuneResult& r) {
         {"notMeasured", r.notMeasured}}},
       {"timeLimitReached", r.timeLimitReached},
       {"workerRestarts", r.workerRestarts},
-      {"peakGflops", kPeakGflopsFp32},
+      {"peakGflops", peakGflops(r)},
       {"peakBandwidthGBs", r.peakBandwidthGBs},
       {"top", top},
       {"bestOverTime", r.bestOverTime},
@@ -297,7 +301,7 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
   d.compileSeconds = r.compileSeconds;
   d.compilesPerSecond = r.candidatesPerSecond;
   d.prunedReasons = countReasons(r.prunedList, [](const std::string& reason) { return reason.substr(0, reason.find(" (")); });
-  d.peakGflops = kPeakGflopsFp32;
+  d.peakGflops = peakGflops(r);
   d.peakGbytesPerSecond = r.peakBandwidthGBs;
   return d;
 }
@@ -314,6 +318,8 @@ TuneOptions tuneOptions(const TuneArgs& a, ProgressPrinter& printer, const std::
 // its opt-in shared memory), and the candidates it would take, best predicted first. Needs no GPU.
 int dryRun(const Kernel& bound, const TuneArgs& a) {
   SpaceOptions o = searchOptions(a).space;
+  const std::string arch = a.arch.empty() ? "sm_90" : a.arch;
+  o.device = *archDeviceModel(arch);  // checked by runTuneCommand
   o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
   // As the search does: part of the budget waits for refinement rounds, which pick from what the
   // sample leaves out once they know the fastest measured candidates.
@@ -341,8 +347,8 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("space of {} on an sm_90 model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
-             bound.name, o.limits.maxSharedBytes / 1024, space.enumerated,
+  fmt::print("space of {} on an {} model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
+             bound.name, arch, o.limits.maxSharedBytes / 1024, space.enumerated,
              space.candidates.size() + space.reserve.size(), space.pruned.size());
   for (size_t q = 0; q < byCount.size() && q < 6; ++q) fmt::print("  pruned {:6}  {}\n", byCount[q].second, byCount[q].first);
   fmt::print("the search would take {} candidates{}{}, best predicted first:\n", space.candidates.size(),
@@ -663,7 +669,10 @@ TuneCommand addTuneCommand(CLI::App& app) {
       ->excludes(maxFlops);
   cmd->add_flag("--dry-run", a.dryRun,
                 "print the schedule space and the candidates the search would take (with --max-candidates and "
-                "--seed), ranked by the static model, for an sm_90 device; needs no GPU and writes nothing");
+                "--seed), ranked by the static model, for an sm_90 device (or --arch); needs no GPU and writes "
+                "nothing");
+  cmd->add_option("--arch", a.arch, "with --dry-run: model a device of this architecture: sm_80 (an A100), sm_89 (an "
+                                    "L40S) or sm_90 (an H100, the default)");
   return t;
 }
 
@@ -684,6 +693,16 @@ int runTuneCommand(const TuneCommand& cmd) {
   }
   if (a.dryRun && (!a.manifests.empty() || !a.report.empty())) {
     fmt::print(stderr, "rtcgc: error: --dry-run lists the space of one DSL FILE; it takes no --manifest or --report\n");
+    return 2;
+  }
+  if (!a.arch.empty() && !a.dryRun) {
+    fmt::print(stderr, "rtcgc: error: --arch picks the device model of a --dry-run; a search models the device it "
+                       "measures on\n");
+    return 2;
+  }
+  if (!a.arch.empty() && !archDeviceModel(a.arch)) {
+    fmt::print(stderr, "rtcgc: error: no device model for architecture '{}': --arch takes {}\n", a.arch,
+               fmt::join(modelArchitectures(), ", "));
     return 2;
   }
   if (a.resume && (a.db == "-" || a.dryRun)) {

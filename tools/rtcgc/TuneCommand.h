@@ -36,6 +36,7 @@ struct TuneArgs {
   bool fullReference = false;                                  // --full-reference: never sampled
   bool resume = false;                                         // --resume: skip what earlier searches measured
   bool dryRun = false;  // --dry-run: print the space and the candidates a search would take; no GPU
+  std::string arch;     // --arch with --dry-run: the model's device (schedule/DeviceModels.h); empty: sm_90
   std::string devices = "0";  // --devices: "all" or ordinals separated by commas
 };
 
