@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "axpby/axpby.h"
 #include "driver/Executable.h"
@@ -100,6 +102,32 @@ TEST(Export, WritesCubinsAndAHeaderPerArchitecture) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_FALSE(fs::exists(out / "axpby.sm_80.cubin"));
   EXPECT_EQ(leftovers(out), std::vector<std::string>{"axpby"});
+}
+
+TEST(Export, EveryExamplesHeaderCompilesBesideTheOthers) {
+  // Every example with its sizes (examples/sizes.txt), all headers in one translation unit under
+  // -Wall -Wextra -Wpedantic -Werror: the shared helpers are defined once, the names do not clash.
+  fs::path dir = scratch("all");
+  fs::create_directories(dir);
+  std::ifstream sizes(std::string(RTCG_SOURCE_DIR) + "/examples/sizes.txt");
+  std::string line, includes;
+  while (std::getline(sizes, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::string file, binding, defines;
+    ss >> file;
+    while (ss >> binding) defines += " -D " + binding;
+    std::string name = file.substr(0, file.find('.'));
+    Result r = rtcgc("export " + example(file) + defines + " --arch sm_80,sm_90 -o " + (dir / name).string());
+    ASSERT_EQ(r.code, 0) << file << ": " << r.out;
+    includes += "#include \"" + (dir / name / (name + ".h")).string() + "\"\n";
+  }
+  std::ofstream(dir / "all.cpp") << includes << "int main() {}\n";
+  std::string cmd = std::string(RTCG_CXX) + " -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I" +
+                    RTCG_CUDA_INCLUDE + " " + (dir / "all.cpp").string();
+  Result compiled;
+  compiled.code = std::system((cmd + " > " + (dir / "log.txt").string() + " 2>&1").c_str());
+  EXPECT_EQ(compiled.code, 0) << cmd << "\n" << readText(dir / "log.txt");
 }
 
 TEST(Export, FailuresLeaveNothingBehind) {
