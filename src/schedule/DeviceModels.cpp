@@ -4,19 +4,19 @@ namespace rtcg {
 
 std::optional<ArchArithmetic> archArithmetic(int major, int minor) {
   // From NVIDIA's architecture whitepapers (per SM per clock).
-  if (major == 7) return ArchArithmetic{64, minor == 5 ? 2 : 32, 1024};    // Volta, Turing
-  if (major == 8 && minor == 0) return ArchArithmetic{64, 32, 2048};       // A100
-  if (major == 8) return ArchArithmetic{128, 2, minor == 9 ? 1024 : 512};  // GA10x, Ada
-  if (major == 9) return ArchArithmetic{128, 64, 4096};                    // Hopper
-  if (major == 10) return ArchArithmetic{128, 64, 8192};                   // Blackwell (B200)
-  if (major == 12) return ArchArithmetic{128, 2, 1024};                    // Blackwell (RTX)
+  if (major == 7) return ArchArithmetic{64, minor == 5 ? 2 : 32, 1024, 1.53e9};                // V100, T4
+  if (major == 8 && minor == 0) return ArchArithmetic{64, 32, 2048, 1.41e9};                   // A100
+  if (major == 8) return ArchArithmetic{128, 2, minor == 9 ? 1024 : 512, minor == 9 ? 2.52e9 : 1.74e9};  // A10, L40S
+  if (major == 9) return ArchArithmetic{128, 64, 4096, 1.98e9};                                // H100, H200
+  if (major == 10) return ArchArithmetic{128, 64, 8192, 1.965e9};                              // B200
+  if (major == 12) return ArchArithmetic{128, 2, 1024, 2.6e9};                                 // RTX Blackwell
   return std::nullopt;
 }
 
 DevicePeaks devicePeaks(int major, int minor, int multiprocessors, double clockHz) {
   std::optional<ArchArithmetic> a = archArithmetic(major, minor);
-  if (!a || clockHz <= 0) return {};
-  double perClock = double(multiprocessors) * clockHz;
+  if (!a) return {};
+  double perClock = double(multiprocessors) * (clockHz > 0 ? clockHz : a->typicalClockHz);
   return {2.0 * a->fp32Lanes * perClock, 2.0 * a->fp64Lanes * perClock, double(a->tensorOpsPerClock) * perClock};
 }
 

@@ -16,12 +16,15 @@ namespace rtcg {
 struct ArchArithmetic {
   int fp32Lanes = 0, fp64Lanes = 0;
   int tensorOpsPerClock = 0;
+  double typicalClockHz = 0;  // boost clock of its data-center part, where the driver reports none
 };
 std::optional<ArchArithmetic> archArithmetic(int computeMajor, int computeMinor);
 
 struct DevicePeaks {
   double fp32 = 0, fp64 = 0, tensor = 0;  // operations per second; 0: unknown
 };
+// clockHz 0 (drivers that no longer report it): the architecture's typical clock. An unknown
+// architecture: unknown peaks.
 DevicePeaks devicePeaks(int computeMajor, int computeMinor, int multiprocessors, double clockHz);
 
 // The share of the fp32 peak the model counts on (DeviceModel::peakFlops): an H100 SXM's 66.9
@@ -29,7 +32,7 @@ DevicePeaks devicePeaks(int computeMajor, int computeMinor, int multiprocessors,
 constexpr double kSustainedFp32Fraction = 0.75;
 
 // Sets the model's peaks (and peakFlops) from the device; leaves them when the architecture is
-// unknown or the clock is (0: drivers that no longer report it).
+// unknown.
 void setModelPeaks(DeviceModel& d, int computeMajor, int computeMinor, int multiprocessors, double clockHz);
 
 // A typical device of `arch` for a dry run: sm_80 an A100 SXM, sm_89 an L40S, sm_90 an H100 SXM

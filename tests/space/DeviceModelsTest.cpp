@@ -16,11 +16,16 @@ TEST(DeviceModels, PeaksFromMultiprocessorsClockAndArchitecture) {
   EXPECT_NEAR(a100.fp32, 19.5e12, 0.1e12);
   EXPECT_NEAR(a100.fp64, 9.7e12, 0.1e12);
   EXPECT_NEAR(a100.tensor, 312e12, 1e12);
-  // Unknown architecture or clock: unknown peaks, and the model keeps its own.
+  // A driver that reports no clock: the architecture's typical one, the multiprocessors still count
+  // (an H100 PCIe has 114).
+  EXPECT_EQ(devicePeaks(9, 0, 114, 0).fp32, devicePeaks(9, 0, 114, 1.98e9).fp32);
+  DeviceModel pcie;
+  setModelPeaks(pcie, 9, 0, 114, 0);
+  EXPECT_NEAR(pcie.peakFlops, 0.75 * 114 * 256 * 1.98e9, 1e9);
+  // An unknown architecture: unknown peaks, and the model keeps its own.
   EXPECT_EQ(devicePeaks(6, 0, 60, 1.4e9).fp32, 0);
-  EXPECT_EQ(devicePeaks(9, 0, 132, 0).fp32, 0);
   DeviceModel d;
-  setModelPeaks(d, 9, 0, 132, 0);
+  setModelPeaks(d, 6, 0, 60, 1.4e9);
   EXPECT_EQ(d.peakFlops, DeviceModel{}.peakFlops);
 }
 

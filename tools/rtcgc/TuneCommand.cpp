@@ -34,7 +34,7 @@ using namespace rtcg;
 namespace {
 
 // FP32 peak of an H100/H200 SXM (non-tensor FMA rate), for "% of roofline" where the device's own
-// peak is unknown (a driver that does not report the clock; TuneResult::peakGflops 0).
+// peak is unknown (an architecture schedule/DeviceModels.h does not know; TuneResult::peakGflops 0).
 constexpr double kPeakGflopsFp32 = 67000;
 
 double peakGflops(const TuneResult& r) { return r.peakGflops > 0 ? r.peakGflops : kPeakGflopsFp32; }
