@@ -154,6 +154,21 @@ TEST(Export, FailuresLeaveNothingBehind) {
   EXPECT_EQ(file.code, 1) << file.out;
   EXPECT_EQ(readText(out), "mine");
   EXPECT_EQ(leftovers(out), std::vector<std::string>{"failed"});
+  // A directory that is not an earlier export is kept as it is: -o . must not delete the files there.
+  fs::path kept = scratch("kept");
+  fs::create_directories(kept);
+  std::ofstream(kept / "notes.txt") << "mine";
+  std::ofstream(kept / "mine.h") << "#pragma once\n";
+  for (const std::string& o : std::vector<std::string>{kept.string(), kept.string() + "/.", ""}) {
+    Result r = rtcgc("export " + example("axpby.rtcg") + " -D n=1000 -o '" + o + "'");
+    EXPECT_EQ(r.code, 1) << o << ": " << r.out;
+  }
+  fs::remove(kept / "notes.txt");
+  Result header = rtcgc("export " + example("axpby.rtcg") + " -D n=1000 -o " + kept.string());
+  EXPECT_EQ(header.code, 1) << header.out;
+  EXPECT_NE(header.out.find("is not an rtcgc export (it holds 'mine.h')"), std::string::npos) << header.out;
+  EXPECT_EQ(readText(kept / "mine.h"), "#pragma once\n");
+  EXPECT_EQ(rtcgc("export " + example("axpby.rtcg") + " -D n=1000 -o /").code, 1);
 }
 
 TEST(Export, EmitTunedWithoutAScheduleSaysSo) {
