@@ -21,6 +21,10 @@ find . -type f -perm -u+x ! -name '*.so*' ! -path './CMakeFiles/*' ! -path './pr
     strip -o "$root/.gpu/build-gpu/$f" "$f"
   fi
 done
+# The kernels test_cli exports at build time (cubins beside their headers; not executables), which
+# its GPU tests (Export.*) load.
+mkdir -p "$root/.gpu/build-gpu/tests/cli"
+cp -r tests/cli/export "$root/.gpu/build-gpu/tests/cli/"
 # CTest files so ctest can run there too.
 find . -name 'CTestTestfile.cmake' -o -name '*_include.cmake' -o -name '*_tests.cmake' | while read -r f; do
   mkdir -p "$root/.gpu/build-gpu/$(dirname "$f")"

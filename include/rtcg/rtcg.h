@@ -72,6 +72,16 @@ enum class Tuning : uint8_t {
   TuneOnFirstUse,  // the database's best; on a miss, tune now (rtcgc tune's search) and use the winner
 };
 
+// How a search that compile() starts (Tuning::TuneOnFirstUse) is going: CompileOptions::onTuneProgress
+// is called after each candidate, from the search's thread, one call at a time.
+struct TuningProgress {
+  int64_t candidates = 0;               // to try (the space's sample, within tuneMaxCandidates)
+  int64_t measured = 0, verified = 0;   // run on the GPU; verified against the reference
+  double elapsedSeconds = 0;
+  double timeLimitSeconds = 0;          // tuneTimeLimitSeconds: no new candidate starts after it
+  double bestMs = 0;                    // the fastest verified median so far; 0 before the first
+};
+
 struct CompileOptions {
   std::string kernel;    // which kernel of the source; empty: the only one
   std::string schedule;  // schedule text; empty: decided by `tuning`
@@ -84,6 +94,9 @@ struct CompileOptions {
   // ("rtcg: ...": which schedule was used and where it came from). Without it, warnings go to
   // stderr once per process, and notes only when the environment variable RTCG_LOG is set.
   std::function<void(const std::string&)> log;
+  // For TuneOnFirstUse: told how the search goes (a search can take tuneTimeLimitSeconds, so an
+  // application shows progress or logs it); empty: nothing is told.
+  std::function<void(const TuningProgress&)> onTuneProgress;
 };
 
 class Context;

@@ -301,6 +301,11 @@ ScheduleInputs scheduleInputs(detail::ContextImpl& ctx, std::string_view source,
       log.warn(fmt::format("tuning without a database (the result is not kept): {}", e.what()));
       tuneOptions.dbPath = "-";
     }
+    if (options.onTuneProgress)
+      tuneOptions.progress = [&options](const TuneProgress& p) {
+        options.onTuneProgress({p.generated, p.measured, p.verified, p.elapsedSeconds, options.tuneTimeLimitSeconds,
+                                p.best ? p.best->medianMs : 0});
+      };
     return tune(options.fileName, std::string(source), target, tuneOptions).best;
   };
   return in;

@@ -23,7 +23,8 @@
 
 namespace rtcg {
 
-// What the static model knows of the target. Defaults are an H100/H200 (sm_90).
+// What the static model knows of the target. Defaults are an H100/H200 (sm_90); other devices:
+// schedule/DeviceModels.h.
 struct DeviceModel {
   int multiprocessors = 132;
   int maxThreadsPerBlock = 1024;
@@ -33,7 +34,11 @@ struct DeviceModel {
   int64_t sharedPerMultiprocessor = 228 * 1024;
   int registersPerMultiprocessor = 65536;
   double memoryBandwidth = 3.0e12;  // bytes per second, sustained (H100 SXM: 3.35 TB/s peak)
-  double peakFlops = 50e12;         // fp32 operations per second without tensor cores
+  double peakFlops = 50e12;         // fp32 operations per second without tensor cores, sustained
+  // The device's peaks (operations per second), from multiprocessors, clock and architecture
+  // (schedule/DeviceModels.h; these: 132 multiprocessors at 1.98 GHz). peakFlops, which the model
+  // divides by, is the fp32 peak times kSustainedFp32Fraction.
+  double peakFp32Flops = 66.9e12, peakFp64Flops = 33.5e12, peakTensorFlops = 1070e12;
   double launchOverhead = 3e-6;     // seconds per kernel launch
 };
 

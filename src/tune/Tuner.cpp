@@ -26,6 +26,7 @@
 #include "reference/Reference.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
+#include "schedule/DeviceModels.h"
 #include "tune/CompilePool.h"
 #include "tune/Search.h"
 #include "tune/Verify.h"
@@ -232,6 +233,7 @@ void setSpaceDevice(SpaceOptions& options, const cuda::DeviceProperties& props) 
   options.device.sharedPerMultiprocessor = int64_t(props.sharedPerMultiprocessor);
   options.device.registersPerMultiprocessor = props.registersPerMultiprocessor;
   options.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+  setModelPeaks(options.device, props.computeMajor, props.computeMinor, props.multiprocessors, props.clockKHz * 1e3);
 }
 
 TuneResult tune(const std::string& fileName, const std::string& source, const Kernel& bound,
@@ -261,6 +263,10 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   result.floatOps = floatOps(bound);
   result.minimalBytes = minimalBytes(bound);
   result.peakBandwidthGBs = props.peakBandwidthGBs();
+  DevicePeaks peaks = devicePeaks(props.computeMajor, props.computeMinor, props.multiprocessors, props.clockKHz * 1e3);
+  bool f64 = std::any_of(bound.params.begin(), bound.params.end(),
+                         [](const Param& p) { return p.isWritten() && p.type == ScalarType::F64; });
+  result.peakGflops = (f64 ? peaks.fp64 : peaks.fp32) * 1e-9;
 
   // The space, for this device. With a candidate budget, about a third of it is kept for
   // refinement rounds (neighbours of the fastest measured candidates, from what sampling left out).

@@ -122,6 +122,9 @@ struct TuneResult {
   // For rates and rooflines: the kernel's ideal work and the device's peak bandwidth.
   int64_t floatOps = 0, minimalBytes = 0;
   double peakBandwidthGBs = 0;              // theoretical, from memory clock and bus width
+  // The device's arithmetic peak for the kernel (schedule/DeviceModels.h: multiprocessors, clock,
+  // architecture): fp64 for a kernel that writes f64 arrays, else fp32; 0 for an unknown architecture.
+  double peakGflops = 0;
   std::string settings;                     // the options, for people and the database
 };
 

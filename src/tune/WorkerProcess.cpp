@@ -1,5 +1,6 @@
 #include "tune/WorkerProcess.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -28,6 +29,18 @@ namespace {
 bool isExecutableFile(const fs::path& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// Where an installed rtcg-worker lies seen from the rtcg library: librtcg.so's folder (or, linked
+// statically, the application's) and the relative path from the install's lib folder to its bin
+// folder; then the install prefix configured at build time (src/tune/CMakeLists.txt).
+std::vector<fs::path> installedWorkerPaths() {
+  std::vector<fs::path> out;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&findWorker), &info) && info.dli_fname && *info.dli_fname)
+    out.push_back(fs::absolute(info.dli_fname).parent_path() / RTCG_LIB_TO_BIN / "rtcg-worker");
+  out.push_back(fs::path(RTCG_INSTALL_BINDIR) / "rtcg-worker");
+  return out;
 }
 
 std::string signalText(int sig) {
@@ -59,6 +72,11 @@ std::string findWorker(const std::string& explicitPath) {
       if (isExecutableFile(p)) return p.string();
       looked.push_back(p);
     }
+  }
+  for (fs::path p : installedWorkerPaths()) {
+    p = p.lexically_normal();
+    if (isExecutableFile(p)) return p.string();
+    looked.push_back(p);
   }
   if (const char* path = std::getenv("PATH"); path && *path) {
     std::string_view rest(path);

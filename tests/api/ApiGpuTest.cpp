@@ -576,8 +576,15 @@ TEST(ApiTuning, PolicyTakesTheDatabasesBestOrTunesOnFirstUse) {
   tuneNow.tuneMaxCandidates = 6;
   tuneNow.tuneTimeLimitSeconds = 20;
   tuneNow.fileName = "axpby-tuning.rtcg";
+  std::vector<TuningProgress> progress;  // onTuneProgress: one call per candidate, in order
+  tuneNow.onTuneProgress = [&](const TuningProgress& p) { progress.push_back(p); };
   CompiledKernel tuned = ctx.compile(kAxpby, {{"n", n}}, tuneNow);
   EXPECT_EQ(tuned.scheduleOrigin(), "tuned");
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back().timeLimitSeconds, 20);
+  EXPECT_GT(progress.back().verified, 0);
+  EXPECT_GT(progress.back().bestMs, 0);
+  for (size_t i = 1; i < progress.size(); ++i) EXPECT_GE(progress[i].measured, progress[i - 1].measured);
   check(runAxpby(tuned, x, y));
 
   Context second;  // a fresh context (as a new process would) finds the winner in the database

@@ -262,6 +262,23 @@ TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
   EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --resume --dry-run").code, 2);
 }
 
+TEST(Cli, TuneDryRunModelsTheArchitectureAsked) {
+  // --arch picks the model's device: an A100 (108 multiprocessors, 163 KiB) for sm_80, an L40S for
+  // sm_89; the default stays the sm_90 model.
+  std::string matmul = "tune " + example("matmul.rtcg") + " -D n=500 --dry-run --max-candidates 4";
+  Result a100 = rtcgc(matmul + " --arch sm_80");
+  EXPECT_EQ(a100.code, 0) << a100.out;
+  EXPECT_NE(a100.out.find("space of matmul on an sm_80 model (163 KiB shared per block at most)"), std::string::npos)
+      << a100.out;
+  Result l40s = rtcgc(matmul + " --arch sm_89");
+  EXPECT_NE(l40s.out.find("on an sm_89 model (99 KiB shared per block at most)"), std::string::npos) << l40s.out;
+  EXPECT_EQ(rtcgc(matmul + " --arch sm_90").out, rtcgc(matmul).out);
+  Result unknown = rtcgc(matmul + " --arch sm_75");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.out.find("--arch takes sm_80, sm_89, sm_90"), std::string::npos) << unknown.out;
+  EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --arch sm_80").code, 2);  // a search: its device's
+}
+
 TEST(Cli, UsageErrors) {
   EXPECT_EQ(rtcgc("").code, 2);
   EXPECT_EQ(rtcgc("frobnicate x").code, 2);

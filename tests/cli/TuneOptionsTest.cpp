@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "TuneCommand.h"
 
@@ -54,4 +56,28 @@ TEST(TuneOptions, DevicesTakeOrdinalsOrAll) {
   EXPECT_EQ(all.front(), 0);
   for (const char* bad : {"", "x", "0,", ",1", "0,0", "-1", "1;2", "0, 1", "99999"})
     EXPECT_THROW(parse({"k.rtcg", "--devices", bad}), CLI::ValidationError) << "'" << bad << "'";
+}
+
+TEST(TuneOptions, TimeLimitDefaultsToFiveMinutesAndZeroIsTheWholeSpace) {
+  EXPECT_EQ(parse({"k.rtcg", "-D", "n=64"}).timeLimitSeconds, 300);
+  EXPECT_EQ(parse({"k.rtcg", "--time-limit", "0"}).timeLimitSeconds, 0);
+  EXPECT_EQ(parse({"k.rtcg", "--time-limit", "20"}).timeLimitSeconds, 20);
+  TuneArgs a;
+  EXPECT_EQ(timeLimitLine(a), "rtcgc tune: time limit 300 s, the default (--time-limit S to change it, 0 for the "
+                              "whole space; --resume continues a search it cut)");
+  a.timeLimit = 0;
+  EXPECT_EQ(timeLimitLine(a), "rtcgc tune: no time limit (--time-limit 0): the whole space");
+}
+
+TEST(TuneOptions, ASearchStatesItsTimeLimitFirst) {
+  // Without a device the search stops after that line (exit 4); with one it goes on.
+  std::string cmd = std::string(RTCGC_PATH) + " tune " RTCG_SOURCE_DIR "/examples/axpby.rtcg -D n=1000 --time-limit 7 "
+                    "--max-candidates 2 --db - 2>&1 >/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char line[512] = {};
+  ASSERT_NE(fgets(line, sizeof line, p), nullptr);
+  pclose(p);
+  EXPECT_EQ(std::string(line), "rtcgc tune: time limit 7 s (--time-limit S to change it, 0 for the whole space; "
+                               "--resume continues a search it cut)\n");
 }

@@ -112,4 +112,9 @@ TEST(ScanTool, WithoutADatabaseOrFlagsItSaysWhatToGive) {
   EXPECT_NE(std::string(buffer.data(), n).find("-p DIR"), std::string::npos);
 }
 
+TEST(ScanTool, CommandLineErrorsExitTwoAndHelpZero) {
+  EXPECT_EQ(scan("good.cpp", "--no-such-flag").status, 2);  // CLI11 alone would exit 109
+  EXPECT_EQ(scan("good.cpp", "--help").status, 0);
+}
+
 }  // namespace

@@ -86,7 +86,16 @@ int main(int argc, char** argv) {
   app.add_option("--depfile", depfile,
                  "After a clean scan, write a Makefile-style depfile naming the files the kernels came from");
   app.add_option("--depfile-target", depfileTarget, "The target named in the depfile (default: the manifest)");
-  CLI11_PARSE(app, ownArgc, argv);
+  // Exit codes 0/1/2 (docs/rtcg-scan.md): CLI11_PARSE would return CLI11's own codes (109 for an
+  // unknown flag), which a build rule cannot tell from a crash.
+  try {
+    app.parse(ownArgc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
 
   if (request.buildDir.empty() && !haveFixed) {
     std::fprintf(stderr, "rtcg-scan: give the build directory (-p DIR) or the compile flags after `--`\n");

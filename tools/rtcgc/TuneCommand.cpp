@@ -20,6 +20,7 @@
 #include "driver/Pipeline.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
+#include "schedule/DeviceModels.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
 #include "support/Error.h"
@@ -33,8 +34,11 @@ using namespace rtcg;
 
 namespace {
 
-// FP32 peak of an H100/H200 SXM (non-tensor FMA rate), for "% of roofline".
+// FP32 peak of an H100/H200 SXM (non-tensor FMA rate), for "% of roofline" where the device's own
+// peak is unknown (an architecture schedule/DeviceModels.h does not know; TuneResult::peakGflops 0).
 constexpr double kPeakGflopsFp32 = 67000;
+
+double peakGflops(const TuneResult& r) { return r.peakGflops > 0 ? r.peakGflops : kPeakGflopsFp32; }
 
 struct Exit {
   int code;
@@ -142,7 +146,7 @@ nlohmann::json recordJson(const CandidateRecord& c, const TuneResult& r) {
                       {"spillBytes", c.spillBytes}, {"sharedBytes", c.sharedBytes}, {"occupancy", c.occupancy},
                       {"relativeError", c.relativeError}, {"compileMs", c.compileMs}};
   if (!c.reason.empty()) j["reason"] = c.reason;
-  if (auto f = rooflineFraction(c, kPeakGflopsFp32, r.peakBandwidthGBs)) j["roofline"] = *f;
+  if (auto f = rooflineFraction(c, peakGflops(r), r.peakBandwidthGBs)) j["roofline"] = *f;
   return j;
 }
 
@@ -181,7 +185,7 @@ void printTable(const TuneResult& r) {
     for (size_t i = 0; i < top.size(); ++i) {
       const CandidateRecord& c = *top[i];
       fmt::print("  {:>4} {:>10.4f} {:>9.1f} {:>9.1f} {:>9} {:>5} {:>4.0f}%  {}\n", i + 1, c.medianMs, c.gflops,
-                 c.gbytes, percent(rooflineFraction(c, kPeakGflopsFp32, r.peakBandwidthGBs)), c.registers,
+                 c.gbytes, percent(rooflineFraction(c, peakGflops(r), r.peakBandwidthGBs)), c.registers,
                  c.occupancy * 100, c.schedule);
     }
   }
@@ -202,7 +206,7 @@ void printTable(const TuneResult& r) {
   fmt::print("  roofline: the larger of GF/s over {:.0f} GF/s (FP32 peak of an H100/H200 SXM) and GB/s over {:.0f} "
              "GB/s (this device's theoretical DRAM bandwidth, memory clock x bus width); rates count the kernel's "
              "ideal flops and bytes\n",
-             kPeakGflopsFp32, r.peakBandwidthGBs);
+             peakGflops(r), r.peakBandwidthGBs);
   int shown = 0;
   for (const CandidateRecord& c : r.candidates) {
     if (c.status == CandidateStatus::Verified || c.status == CandidateStatus::Skipped) continue;
@@ -250,7 +254,7 @@ nlohmann::json summaryJson(const TuneResult& r) {
         {"notMeasured", r.notMeasured}}},
       {"timeLimitReached", r.timeLimitReached},
       {"workerRestarts", r.workerRestarts},
-      {"peakGflops", kPeakGflopsFp32},
+      {"peakGflops", peakGflops(r)},
       {"peakBandwidthGBs", r.peakBandwidthGBs},
       {"top", top},
       {"bestOverTime", r.bestOverTime},
@@ -299,7 +303,7 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
   d.compileSeconds = r.compileSeconds;
   d.compilesPerSecond = r.candidatesPerSecond;
   d.prunedReasons = countReasons(r.prunedList, [](const std::string& reason) { return reason.substr(0, reason.find(" (")); });
-  d.peakGflops = kPeakGflopsFp32;
+  d.peakGflops = peakGflops(r);
   d.peakGbytesPerSecond = r.peakBandwidthGBs;
   return d;
 }
@@ -316,6 +320,8 @@ TuneOptions tuneOptions(const TuneArgs& a, ProgressPrinter& printer, const std::
 // its opt-in shared memory), and the candidates it would take, best predicted first. Needs no GPU.
 int dryRun(const Kernel& bound, const TuneArgs& a) {
   SpaceOptions o = searchOptions(a).space;
+  const std::string arch = a.arch.empty() ? "sm_90" : a.arch;
+  o.device = *archDeviceModel(arch);  // checked by runTuneCommand
   o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
   // As the search does: part of the budget waits for refinement rounds, which pick from what the
   // sample leaves out once they know the fastest measured candidates.
@@ -343,8 +349,8 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("space of {} on an sm_90 model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
-             bound.name, o.limits.maxSharedBytes / 1024, space.enumerated,
+  fmt::print("space of {} on an {} model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
+             bound.name, arch, o.limits.maxSharedBytes / 1024, space.enumerated,
              space.candidates.size() + space.reserve.size(), space.pruned.size());
   for (size_t q = 0; q < byCount.size() && q < 6; ++q) fmt::print("  pruned {:6}  {}\n", byCount[q].second, byCount[q].first);
   fmt::print("the search would take {} candidates{}{}, best predicted first:\n", space.candidates.size(),
@@ -378,6 +384,7 @@ int run(const TuneArgs& a) {
 
   if (a.dryRun) return dryRun(*bound, a);
 
+  fmt::print(stderr, "{}\n", timeLimitLine(a));
   ProgressPrinter printer;
   TuneResult r = tune(a.file, source, *bound, tuneOptions(a, printer, "rtcgc tune: "));
   printer.done();
@@ -480,6 +487,7 @@ int runManifest(const TuneArgs& a) {
       return 1;
     }
   }
+  fmt::print(stderr, "{} (for each kernel)\n", timeLimitLine(a));
   std::vector<manifest::Planned> plan = manifest::plan(entries);
   std::vector<ManifestOutcome> outcomes;
   int toTune = 0;
@@ -586,6 +594,13 @@ std::optional<std::vector<int>> parseDeviceList(const std::string& text) {
   }
 }
 
+std::string timeLimitLine(const TuneArgs& a) {
+  if (a.timeLimit <= 0) return "rtcgc tune: no time limit (--time-limit 0): the whole space";
+  return fmt::format("rtcgc tune: time limit {:g} s{} (--time-limit S to change it, 0 for the whole space; --resume "
+                     "continues a search it cut)",
+                     a.timeLimit, a.timeLimit == kDefaultTuneTimeLimit ? ", the default" : "");
+}
+
 TuneOptions searchOptions(const TuneArgs& a) {
   TuneOptions o;
   // Checked by the option's validator. "all" asks the driver; without one (the dry run needs
@@ -626,7 +641,7 @@ TuneCommand addTuneCommand(CLI::App& app) {
   cmd->add_option("-k,--kernel", a.kernel, "the kernel to tune when the file defines several");
   cmd->add_option("--max-candidates", a.maxCandidates, "try at most N candidates (a deterministic sample; default all)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--time-limit", a.timeLimit, "start no new candidate after S seconds of search (default none)")
+  cmd->add_option("--time-limit", a.timeLimit, "start no new candidate after S seconds of search (default 300; 0: the whole space)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-threads", a.minThreads, "threads per block at least T (default 32)")->check(CLI::PositiveNumber);
   cmd->add_option("--min-blocks", a.minBlocks, "blocks per launch at least B (default 1)")->check(CLI::PositiveNumber);
@@ -661,7 +676,10 @@ TuneCommand addTuneCommand(CLI::App& app) {
       ->excludes(maxFlops);
   cmd->add_flag("--dry-run", a.dryRun,
                 "print the schedule space and the candidates the search would take (with --max-candidates and "
-                "--seed), ranked by the static model, for an sm_90 device; needs no GPU and writes nothing");
+                "--seed), ranked by the static model, for an sm_90 device (or --arch); needs no GPU and writes "
+                "nothing");
+  cmd->add_option("--arch", a.arch, "with --dry-run: model a device of this architecture: sm_80 (an A100), sm_89 (an "
+                                    "L40S) or sm_90 (an H100, the default)");
   return t;
 }
 
@@ -682,6 +700,16 @@ int runTuneCommand(const TuneCommand& cmd) {
   }
   if (a.dryRun && (!a.manifests.empty() || !a.report.empty())) {
     fmt::print(stderr, "rtcgc: error: --dry-run lists the space of one DSL FILE; it takes no --manifest or --report\n");
+    return 2;
+  }
+  if (!a.arch.empty() && !a.dryRun) {
+    fmt::print(stderr, "rtcgc: error: --arch picks the device model of a --dry-run; a search models the device it "
+                       "measures on\n");
+    return 2;
+  }
+  if (!a.arch.empty() && !archDeviceModel(a.arch)) {
+    fmt::print(stderr, "rtcgc: error: no device model for architecture '{}': --arch takes {}\n", a.arch,
+               fmt::join(modelArchitectures(), ", "));
     return 2;
   }
   if (a.resume && (a.db == "-" || a.dryRun)) {

@@ -12,13 +12,18 @@
 
 #include "tune/Tuner.h"
 
+constexpr double kDefaultTuneTimeLimit = 300;  // seconds
+
 struct TuneArgs {
   std::string file;
   std::vector<std::string> manifests;  // --manifest: rtcg-scan manifests (instead of file and -D)
   std::vector<std::string> defines;
   std::string kernel;
   int64_t maxCandidates = 0;
-  double timeLimit = 0;
+  // A search without a budget runs the whole space (81 108 candidates for a small convolution:
+  // hours of GPU time for someone who typed the obvious command), so it stops starting candidates
+  // after 5 minutes unless told otherwise; 0: the whole space. --resume continues a cut search.
+  double timeLimit = kDefaultTuneTimeLimit;
   int64_t minThreads = 32, minBlocks = 1;
   int repeats = 20;
   int compileThreads = 0;
@@ -31,6 +36,7 @@ struct TuneArgs {
   bool fullReference = false;                                  // --full-reference: never sampled
   bool resume = false;                                         // --resume: skip what earlier searches measured
   bool dryRun = false;  // --dry-run: print the space and the candidates a search would take; no GPU
+  std::string arch;     // --arch with --dry-run: the model's device (schedule/DeviceModels.h); empty: sm_90
   std::string devices = "0";  // --devices: "all" or ordinals separated by commas
 };
 
@@ -45,6 +51,9 @@ struct TuneCommand {
 
 // The search options of the command line, without the progress and log callbacks.
 rtcg::TuneOptions searchOptions(const TuneArgs& a);
+
+// The first line a search prints (on standard error): its time limit, and how to change it.
+std::string timeLimitLine(const TuneArgs& a);
 
 // Adds the `tune` subcommand to `app`.
 TuneCommand addTuneCommand(CLI::App& app);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "DbCommand.h"
+#include "ExportCommand.h"
 #include "TuneCommand.h"
 #include "codegen/NvrtcArchs.h"
 #include "driver/Executable.h"
@@ -173,6 +174,8 @@ int runCheck(const Common& c) {
 struct EmitArgs {
   std::string schedule, output, arch = "sm_90";
   bool ptx = false, cubin = false, resources = false, nvrtcLog = false;
+  bool tuned = false;  // --tuned: the tuning database's best schedule (ExportCommand.h's tunedSchedule)
+  std::string db;
   int64_t maxSharedBytes = ScheduleLimits{}.maxSharedBytes;
 };
 
@@ -194,14 +197,25 @@ int runEmit(const Common& c, const EmitArgs& e) {
     fmt::print(stderr, "rtcgc: error: --arch: {}\n", why);
     return kUsage;
   }
+  if (e.tuned && !e.schedule.empty()) {
+    fmt::print(stderr, "rtcgc: error: --tuned and --schedule exclude each other\n");
+    return kUsage;
+  }
   SourceText src = readSource(c.file);
   PipelineOptions options;
   options.kernelName = c.kernel;
   options.schedule = e.schedule;
+  if (e.tuned) {
+    std::string used;
+    options.schedule = tunedSchedule(boundKernel(c, src), e.arch, e.db, &used);
+    fmt::print(stderr, "rtcgc: {}\n", used);
+  }
   options.arch = e.arch;
   options.wantPtx = e.ptx;
   options.compile = e.ptx || e.cubin || e.resources || e.nvrtcLog;
   options.limits.maxSharedBytes = e.maxSharedBytes;
+  // A tuned schedule may keep its tiles in dynamic shared memory up to the architecture's limit.
+  if (e.tuned) options.limits = exportScheduleLimits(e.arch);
   Compiled compiled = compile(c, src, options);
 
   std::string data;
@@ -494,6 +508,8 @@ int runMain(int argc, char** argv) {
                       "and the tuner use)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   emitCmd->add_flag("--nvrtc-log", emit.nvrtcLog, "print NVRTC's log (with ptxas -v output) to standard error");
+  emitCmd->add_flag("--tuned", emit.tuned, "use the tuning database's best schedule for these sizes and --arch");
+  emitCmd->add_option("--db", emit.db, "tuning database for --tuned (default: in the cache directory)");
 
   CLI::App* runCmd = app.add_subcommand("run", "run on random inputs: --cpu on the reference executor, else on the GPU");
   addCommon(runCmd, common);
@@ -530,6 +546,7 @@ int runMain(int argc, char** argv) {
   CLI::App* devices = app.add_subcommand("devices", "list CUDA devices");
   TuneCommand tuneCmd = addTuneCommand(app);
   DbCommand dbCmd = addDbCommand(app);
+  ExportCommand exportCmd = addExportCommand(app);
 
   try {
     app.parse(argc, argv);
@@ -556,6 +573,7 @@ int runMain(int argc, char** argv) {
     if (devices->parsed()) return runDevices();
     if (tuneCmd.command->parsed()) return runTuneCommand(tuneCmd);
     if (dbCmd.cmd->parsed()) return runDbCommand(dbCmd);
+    if (exportCmd.command->parsed()) return runExportCommand(exportCmd);
   } catch (const Fail& f) {
     return f.code;
   } catch (const NoDeviceError& e) {

@@ -1,0 +1,18 @@
+# Installs BUILD_DIR into WORK_DIR/prefix, then configures, builds and runs tests/build/installed.
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}")
+  endif()
+endfunction()
+file(REMOVE_RECURSE ${WORK_DIR})
+step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+foreach(file bin/rtcgc bin/rtcg-worker include/rtcg/rtcg.h lib/cmake/rtcg/rtcgConfig.cmake share/doc/rtcg/LICENSE)
+  if(NOT EXISTS ${WORK_DIR}/prefix/${file})
+    message(FATAL_ERROR "not installed: ${file}")
+  endif()
+endforeach()
+step(${CMAKE_COMMAND} -G ${GENERATOR} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+     -DCUDAToolkit_ROOT=${CUDA_ROOT})
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+step(${WORK_DIR}/build/app)
