@@ -24,6 +24,7 @@
 #include "schedule/Domain.h"
 #include "schedule/Space.h"
 #include "schedule/SpaceModel.h"
+#include "FullTests.h"
 #include "MeasuredTsv.h"
 #include "support/Error.h"
 
@@ -146,13 +147,26 @@ void expectPlansAgree(const Candidate& c, const EmittedModule& m) {
   EXPECT_EQ(pipelined, m.source.find("are copied ahead") != std::string::npos) << c.text;
 }
 
-void checkSpace(const Kernel& bound, const Space& space, const SpaceOptions& o, bool emitAll) {
+// What kind of schedule a candidate is, by the clauses that change the emitted code's shape: a
+// sampled walk over the space emits the first candidate of each kind whatever its rank.
+std::string emitFamily(const std::string& text) {
+  std::string key;
+  for (const char* f : {"shared:", "buffers:", "copy: async", "loads: early", "thread.z", "unroll", "reg "})
+    key += text.find(f) != std::string::npos ? '1' : '0';
+  static const std::regex splitAcross(R"(: (serial|unroll)[^;|]*grid\.|: grid\.[xyz][^;|]*serial)");
+  key += std::regex_search(text, splitAcross) ? '1' : '0';
+  return key;
+}
+
+// emitAll: every candidate is emitted and its plans compared with the emitter's launches, or with
+// `emitStride` > 1 every stride-th one and the first of each family (emitFamily).
+void checkSpace(const Kernel& bound, const Space& space, const SpaceOptions& o, bool emitAll, int emitStride = 1) {
   SCOPED_TRACE(bound.name);
   ASSERT_FALSE(space.candidates.empty());
   Schedule defaults = defaultSchedule(bound);
   std::string defaultText = printSchedule(defaults);
   bool sawDefault = false;
-  std::set<std::string> texts;
+  std::set<std::string> texts, families;
   for (size_t i = 0; i < space.candidates.size(); ++i) {
     const Candidate& c = space.candidates[i];
     EXPECT_EQ(c.text, printSchedule(c.schedule));
@@ -175,7 +189,7 @@ void checkSpace(const Kernel& bound, const Space& space, const SpaceOptions& o, 
     }
     if (c.text == defaultText) continue;
     EXPECT_LE(c.sharedBytes, o.limits.maxSharedBytes) << c.text;
-    if (emitAll) {
+    if (emitAll && (i % size_t(emitStride) == 0 || families.insert(emitFamily(c.text)).second)) {
       try {
         EmittedModule m = emitCuda(bound, c.schedule);
         EXPECT_FALSE(m.source.empty());
@@ -220,7 +234,9 @@ TEST(Space, EveryExampleAtItsSizes) {
     EXPECT_LE(space.enumerated, kMaxEnumerated) << ex.kernel.name << ": the space grew; time it with compiler_speed";
     EXPECT_EQ(space.candidates.size() + space.pruned.size(), size_t(space.enumerated)) << ex.kernel.name;
     EXPECT_EQ(space.sampledOut, 0);
-    checkSpace(bound, space, o, /*emitAll=*/true);
+    // Every candidate is still checked (legal, round-tripping, constrained); by default a sample
+    // of them is emitted (the full run emits all tens of thousands: minutes on two cores).
+    checkSpace(bound, space, o, /*emitAll=*/true, rtcgtest::fullTests() ? 1 : 8);
   }
 }
 
@@ -781,7 +797,10 @@ TEST(Space, NvrtcCompilesASampleOfEveryExample) {
     Space space = enumerateSchedules(bound);
     // The best predicted, the default, and three spread over the ranking.
     std::vector<const Candidate*> sample{&space.candidates.front()};
-    for (size_t q = 1; q <= 3; ++q) sample.push_back(&space.candidates[q * (space.candidates.size() - 1) / 4]);
+    // The spread ones only in the full run (NVRTC takes seconds a module on a loaded machine); the
+    // families below are in both.
+    if (rtcgtest::fullTests())
+      for (size_t q = 1; q <= 3; ++q) sample.push_back(&space.candidates[q * (space.candidates.size() - 1) / 4]);
     std::string defaultText = printSchedule(defaultSchedule(bound));
     for (const Candidate& c : space.candidates)
       if (c.text == defaultText) sample.push_back(&c);
@@ -893,7 +912,11 @@ TEST(SpaceModel, RanksMeasuredWinnersNearTheTop) {
                                               {"dg_diff", "K=199665,Np=84", 1200, 0.52},
                                               {"dg_lift", "K=340630,Nfp=21,Np=56", 1500, 0.25},
                                               {"dg_lift", "K=174263,Nfp=36,Np=120", 2000, 0.56}};
+  // Each expectation enumerates a space at large sizes (seconds): by default every other one,
+  // which still holds each kernel; RTCG_FULL_TESTS=1 all of them.
+  rtcgtest::CaseSample sample(2);
   for (const Expectation& x : expectations) {
+    if (!sample.keep()) continue;
     SCOPED_TRACE(x.kernel + " " + x.sizes);
     const auto& points = measured.at({x.kernel, x.sizes});
     SizeBindings sizes;

@@ -1,0 +1,204 @@
+// Differential fuzzer of the CPU stages after type checking: binding, proof, the schedule space,
+// planning, the emitter and the emitted code itself. Each case takes a valid kernel (an example, a
+// frontend test program, or a small random one from a grammar), binds small random sizes, and runs
+// its default schedule and random candidates of its space (enumerateSchedules with a seed) in the
+// host emulation (tests/codegen/HostEmulation.h) against the reference executor. A mismatch, an
+// emulation failure (g++ error, misaligned copy, arrival counter left set) or an exception is a
+// finding: its reproducer is written to the output directory and the run exits 1.
+//
+// Every case compiles emitted code with g++ (seconds), far too slow for libFuzzer's loop, so this
+// is a seeded, bounded driver: the same seed gives the same cases.
+//   usage: differential_fuzz [--seed S] [--cases N] [--seconds T] [--schedules K] [--out DIR]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codegen/HostEmulation.h"
+#include "driver/Pipeline.h"
+#include "frontend/Frontend.h"
+#include "schedule/Space.h"
+
+using namespace rtcg;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Options {
+  uint64_t seed = 1;
+  int cases = 1000000;
+  double seconds = 60;
+  int schedules = 2;  // random candidates per case, besides the default
+  fs::path out = "differential-findings";
+};
+
+struct Source {
+  std::string name, text;
+};
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The seed corpus: the examples and the frontend's valid test programs.
+std::vector<Source> corpus() {
+  std::vector<Source> out;
+  for (const char* dir : {"/examples", "/tests/frontend/good"})
+    for (const auto& e : fs::directory_iterator(std::string(RTCG_SOURCE_DIR) + dir))
+      if (e.path().extension() == ".rtcg") out.push_back({e.path().filename().string(), readFile(e.path())});
+  std::sort(out.begin(), out.end(), [](const Source& a, const Source& b) { return a.name < b.name; });
+  return out;
+}
+
+// A random expression of a[i, j] and b (read straight or transposed) of at most `depth` levels:
+// operators the reference and CUDA agree on to rounding (no division, no exp of large values).
+std::string randomExpr(std::mt19937_64& rng, int depth, const std::string& bRead) {
+  auto pick = [&](int n) { return int(rng() % uint64_t(n)); };
+  if (depth == 0 || pick(3) == 0) {
+    const std::string leaves[] = {"a[i, j]", bRead, "0.5", "2.0", "a[i, j] * 0.25"};
+    return leaves[pick(5)];
+  }
+  std::string l = randomExpr(rng, depth - 1, bRead), r = randomExpr(rng, depth - 1, bRead);
+  switch (pick(6)) {
+    case 0: return "(" + l + " + " + r + ")";
+    case 1: return "(" + l + " - " + r + ")";
+    case 2: return "(" + l + " * " + r + ")";
+    case 3: return "max(" + l + ", " + r + ")";
+    case 4: return "min(" + l + ", " + r + ")";
+    default: return "sqrt(abs(" + l + "))";
+  }
+}
+
+// A small random kernel from a grammar: a map over (i, j), a row reduction over j, or a whole-array
+// reduction, of a random expression; b is [n, m] or [m, n] (read transposed).
+Source randomKernel(std::mt19937_64& rng) {
+  bool transposed = rng() % 2;
+  std::string bType = transposed ? "f32[m, n]" : "f32[n, m]", bRead = transposed ? "b[j, i]" : "b[i, j]";
+  std::string e = randomExpr(rng, 3, bRead);
+  const char* reductions[] = {"sum", "max", "min"};
+  std::string red = reductions[rng() % 3], body, outType;
+  switch (rng() % 3) {
+    case 0: outType = "f32[n, m]"; body = "for i in 0..n, j in 0..m { c[i, j] = " + e + "; }"; break;
+    case 1: outType = "f32[n]"; body = "for i in 0..n { c[i] = " + red + "(j in 0..m, " + e + "); }"; break;
+    default: outType = "f32[1]"; body = "c[0] = " + red + "(i in 0..n, j in 0..m, " + e + ");"; break;
+  }
+  std::string text = fmt::format("kernel g(n: int, m: int, a: f32[n, m], b: {}, out c: {}) {{\n  {}\n}}\n", bType,
+                                 outType, body);
+  return {"grammar", text};
+}
+
+struct Case {
+  std::string sourceName, source, kernel, schedule;
+  SizeBindings sizes;
+};
+
+std::string describe(const Case& c) {
+  std::string defs;
+  for (const auto& [n, v] : c.sizes) defs += fmt::format(" -D {}={}", n, v);
+  return fmt::format("{} kernel {}{} --schedule '{}'", c.sourceName, c.kernel, defs, c.schedule);
+}
+
+// Writes the reproducer (the source, then the case as an rtcgc command line and what went wrong).
+void report(const Options& o, int n, const Case& c, const std::string& what) {
+  fs::create_directories(o.out);
+  fs::path file = o.out / fmt::format("finding-{}-{}.rtcg", o.seed, n);
+  std::ofstream(file) << c.source << "\n// rtcgc run " << file.filename().string() << " --kernel " << c.kernel
+                      << describe(c).substr(describe(c).find(" -D")) << "\n/*\n" << what.substr(0, 20000) << "\n*/\n";
+  std::fprintf(stderr, "FINDING %s\n%s\nreproducer: %s\n", describe(c).c_str(), what.substr(0, 4000).c_str(),
+               file.c_str());
+}
+
+// Random sizes 1..40 for every size parameter; bindAndProve refuses those the kernel cannot take
+// (an index array's range, a relation between sizes), and the case draws again.
+std::optional<Kernel> bindRandom(const Kernel& k, std::mt19937_64& rng, SizeBindings& sizes) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    sizes.clear();
+    for (const Param& p : k.params)
+      if (p.kind == ParamKind::Size) sizes[p.name] = 1 + int64_t(rng() % 40);
+    Diagnostics diags;
+    if (auto bound = bindAndProve(k, sizes, diags)) return bound;
+  }
+  return std::nullopt;
+}
+
+// The schedules of one case: the default, then `count` random candidates of a seeded sample.
+std::vector<std::string> schedulesOf(const Kernel& bound, std::mt19937_64& rng, int count) {
+  std::vector<std::string> out{printSchedule(defaultSchedule(bound))};
+  SpaceOptions so;
+  so.maxCandidates = 40;
+  so.seed = rng();
+  so.minThreads = 1;
+  Space space = enumerateSchedules(bound, so);
+  for (int i = 0; i < count && !space.candidates.empty(); ++i)
+    out.push_back(space.candidates[rng() % space.candidates.size()].text);
+  return out;
+}
+
+// One case; returns false on a finding.
+bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, int& emulated) {
+  Diagnostics diags;
+  auto prog = parseProgram(src.name, src.text, diags);
+  if (!prog || prog->kernels.empty()) return true;  // a grammar kernel the checker refuses: not ours
+  const Kernel& k = prog->kernels[rng() % prog->kernels.size()];
+  Case c{src.name, src.text, k.name, "", {}};
+  std::optional<Kernel> bound = bindRandom(k, rng, c.sizes);
+  if (!bound) return true;
+  try {
+    for (const std::string& s : schedulesOf(*bound, rng, o.schedules)) {
+      c.schedule = s;
+      testing::EmulationOptions eo;
+      eo.blockOrder = int(rng() % 3);
+      std::string err = testing::checkOnHost(*bound, s, 1e-4, {}, eo);
+      ++emulated;
+      if (!err.empty()) return report(o, n, c, err), false;
+    }
+  } catch (const std::exception& e) {
+    return report(o, n, c, std::string("exception: ") + e.what()), false;
+  }
+  return true;
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i], v = argv[i + 1];
+    if (a == "--seed") o.seed = std::stoull(v);
+    else if (a == "--cases") o.cases = std::stoi(v);
+    else if (a == "--seconds") o.seconds = std::stod(v);
+    else if (a == "--schedules") o.schedules = std::stoi(v);
+    else if (a == "--out") o.out = v;
+    else throw std::runtime_error("unknown option " + a);
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parseArgs(argc, argv);
+  std::vector<Source> seeds = corpus();
+  std::mt19937_64 rng(o.seed);
+  auto start = std::chrono::steady_clock::now();
+  int cases = 0, emulated = 0;
+  for (; cases < o.cases; ++cases) {
+    // The time bound is checked between cases: a case is never cut halfway.
+    std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    if (elapsed.count() >= o.seconds) break;
+    // Half the cases from the corpus, half from the grammar.
+    Source src = rng() % 2 ? seeds[rng() % seeds.size()] : randomKernel(rng);
+    if (!runCase(o, cases, src, rng, emulated)) return 1;
+  }
+  std::printf("Done %d cases, %d emulated schedules, seed %llu: no finding\n", cases, emulated,
+              (unsigned long long)o.seed);
+  return 0;
+}
