@@ -11,11 +11,13 @@
 #   usage: scripts/gpu-sanitize.sh [--list] [--db DB.sqlite|EXPORT.json[.gz]] [--per-example N]
 #                                  [--jobs J] [--seed S] [--tools "memcheck racecheck synccheck"]
 #                                  [--only REGEX]   (the examples whose file name matches)
+#                                  [--budget SECONDS]  (default 420: runs not started by then are
+#                                  counted as not run, so the summary comes within ~8 minutes)
 # --list prints the cases (FILE, bindings, kind, schedule) without a GPU: tests/scripts checks it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-list=0 only="" db="" per=100 jobs=16 seed=1 tools="memcheck racecheck synccheck"
+list=0 only="" budget=420 db="" per=100 jobs=16 seed=1 tools="memcheck racecheck synccheck"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --list) list=1 ;;
@@ -25,6 +27,7 @@ while [[ $# -gt 0 ]]; do
     --seed) seed=$2; shift ;;
     --tools) tools=$2; shift ;;
     --only) only=$2; shift ;;
+    --budget) budget=$2; shift ;;
     *) echo "gpu-sanitize.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -59,6 +62,7 @@ elif [[ -d "$root/.gpu" ]]; then
 else
   rtcgc=$root/build/tools/rtcgc/rtcgc
 fi
+export PATH=$PATH:/usr/local/cuda/bin  # compute-sanitizer, unless one comes first
 [[ -x "$rtcgc" ]] || { echo "gpu-sanitize.sh: no rtcgc at $rtcgc" >&2; exit 2; }
 
 out=${OUT:-$root/gpu-out}/sanitize
@@ -89,16 +93,27 @@ for name, (_, s) in best.items():
 EOF
 }
 
-# The best of a short search at the example's sanitizer sizes (needs the GPU).
+# Short searches at the sanitizer sizes (needs the GPU), all examples at once: their timings suffer
+# from sharing the GPU, but a winner is only needed as code to check. search-FILE.{json,log}.
+short_searches() {
+  local entry file
+  for entry in "${sizes[@]}"; do
+    file=${entry%% *}
+    [[ -n "$only" && ! "$file" =~ $only ]] && continue
+    "$rtcgc" tune "examples/$file" $(defines "${entry#* }") --max-candidates 8 --time-limit 15 --repeats 3 \
+      --db - --json >"$out/search-$file.json" 2>"$out/search-$file.log" &
+  done
+  wait
+}
 winner_of_search() {
-  "$rtcgc" tune "examples/$1" $(defines "$2") --max-candidates 8 --time-limit 20 --repeats 3 --db - --json \
-    2>/dev/null | python3 -c 'import json,sys; b=json.load(sys.stdin).get("best"); print(b["schedule"] if b else "")'
+  python3 -c 'import json,sys; b=json.load(open(sys.argv[1])).get("best"); print(b["schedule"] if b else "")' \
+    "$out/search-$1.json" 2>/dev/null || true
 }
 
 # cases.tsv: FILE<TAB>BINDINGS<TAB>KIND<TAB>SCHEDULE (empty: the default schedule, no --schedule).
 cases=$out/cases.tsv
 : >"$cases"
-[[ -n "$db" ]] && winners_from_db >"$out/winners.tsv"
+if [[ -n "$db" ]]; then winners_from_db >"$out/winners.tsv"; elif [[ $list == 0 ]]; then short_searches; fi
 for entry in "${sizes[@]}"; do
   file=${entry%% *} bindings=${entry#* }
   kernel=${file%.rtcg}
@@ -108,7 +123,7 @@ for entry in "${sizes[@]}"; do
     if [[ -n "$db" ]]; then
       w=$(awk -F'\t' -v k="$kernel" '$1 == k { print $2 }' "$out/winners.tsv")
     else
-      w=$(winner_of_search "$file" "$bindings")
+      w=$(winner_of_search "$file")
     fi
     [[ -n "$w" ]] && printf '%s\t%s\twinner\t%s\n' "$file" "$bindings" "$w" >>"$cases"
   fi
@@ -118,7 +133,7 @@ for entry in "${sizes[@]}"; do
     --max-candidates $((per * 3 / 2)) >"$out/sample.json" 2>>"$out/dry-run.log" &&
     "$rtcgc" tune "examples/$file" $(defines "$bindings") --dry-run --json >"$out/space.json" 2>>"$out/dry-run.log" ||
     { echo "gpu-sanitize.sh: dry run of $file failed" >&2; exit 1; }
-  python3 "$root/scripts/gpu-sanitize-sample.py" "$out/sample.json" "$out/space.json" "$per" |
+  python3 "$root/scripts/gpu-sanitize-sample.py" "$out/sample.json" "$out/space.json" "$per" "examples/$file" |
     while IFS=$'\t' read -r fam s; do printf '%s\t%s\t%s\t%s\n' "$file" "$bindings" "$fam" "$s"; done >>"$cases"
 done
 if [[ $list == 1 ]]; then
@@ -130,6 +145,7 @@ fi
 # One run: TOOL CASE-NUMBER; a line of results.tsv: tool, case, kind, exit code, sanitizer errors.
 run_one() {
   local tool=$1 n=$2 line file bindings kind s log rc errors
+  if (($(date +%s) >= deadline)); then printf '%s\t%s\t-\tnot-run\t-\n' "$tool" "$n"; return; fi
   line=$(sed -n "${n}p" "$cases")
   IFS=$'\t' read -r file bindings kind s <<<"$line"
   log=$out/logs/$n-$tool.log
@@ -141,22 +157,28 @@ run_one() {
   printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "$n" "$kind" "$rc" "${errors:-?}"
 }
 export -f run_one defines
-export out cases rtcgc
+deadline=$(($(date +%s) + budget))
+export out cases rtcgc deadline
 total=$(wc -l <"$cases")
-echo "$total cases x ($tools) on $jobs processes"
-for tool in $tools; do for n in $(seq 1 "$total"); do echo "$tool $n"; done; done |
+echo "$total cases x ($tools) on $jobs processes, $budget s"
+# The runs ordered by their rank within their example (the default, the winner, the best
+# predicted, ...), the tools of a case together: if the budget runs out, every example and tool
+# has had its first cases.
+awk -F'\t' '{ print rank[$1]++ "\t" NR }' "$cases" | sort -n -k1,1 -k2,2 | cut -f2 |
+  while read -r n; do for tool in $tools; do echo "$tool $n"; done; done |
   xargs -P "$jobs" -L 1 bash -c 'run_one "$0" "$1"' >"$out/results.tsv"
 
 # Summary: runs and errors per tool; a run fails on a sanitizer error (exit 99 or a non-zero
 # ERROR SUMMARY), a wrong result (5) or any other non-zero exit (1: the winner of another size
 # invalid here is reported too, as it must not happen for the space's own candidates).
 {
-  printf '%-10s %6s %8s %8s\n' tool runs errors failed
+  printf '%-10s %6s %8s %8s %8s\n' tool runs errors failed not-run
   for tool in $tools; do
-    awk -F'\t' -v t="$tool" '$1 == t { runs++; if ($5 != "0" && $5 != "?") err++; if ($4 != 0) failed++ }
-      END { printf "%-10s %6d %8d %8d\n", t, runs, err, failed }' "$out/results.tsv"
+    awk -F'\t' -v t="$tool" '$1 == t && $4 == "not-run" { skipped++ }
+      $1 == t && $4 != "not-run" { runs++; if ($5 != "0" && $5 != "?") err++; if ($4 != 0) failed++ }
+      END { printf "%-10s %6d %8d %8d %8d\n", t, runs, err, failed, skipped }' "$out/results.tsv"
   done
-  echo "failing runs (tool case kind rc errors; logs/CASE-TOOL.log):"
-  awk -F'\t' '$4 != 0 || ($5 != "0" && $5 != "?")' "$out/results.tsv" | sort -k2n | head -50
+  echo "failing runs (tool, case (line of cases.tsv), kind, rc, sanitizer errors; logs/CASE-TOOL.log):"
+  awk -F'\t' '$4 != "not-run" && ($4 != 0 || ($5 != "0" && $5 != "?"))' "$out/results.tsv" | sort -k2n | head -50
 } | tee "$out/summary.txt"
-! awk -F'\t' '$4 != 0 || ($5 != "0" && $5 != "?") { bad = 1 } END { exit !bad }' "$out/results.tsv"
+! awk -F'\t' '$4 != "not-run" && ($4 != 0 || ($5 != "0" && $5 != "?")) { bad = 1 } END { exit !bad }' "$out/results.tsv"

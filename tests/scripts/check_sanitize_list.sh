@@ -18,12 +18,11 @@ for f in matmul dot gemv dg_lift batched_matmul; do
   [[ $n -ge 13 && $n -le 100 ]] || { echo "$f.rtcg: $n sampled candidates" >&2; fail=1; }
 done
 expect matmul.rtcg split-k 'k: grid\.[xyz]'
-expect matmul.rtcg pipelined 'buffers:'
 expect matmul.rtcg async 'copy: async'
 expect dot.rtcg cross-block 'i: serial.*grid\.'
 expect gemv.rtcg cross-block 'j: serial.*grid\.'
 expect dg_lift.rtcg early-loads 'loads: early'
-expect batched_matmul.rtcg pipelined 'serial [0-9]+'
+expect batched_matmul.rtcg pipelined 'b: grid\.[xyz], serial [0-9]+.*buffers:'
 # Sizes that divide no tile: matmul's n is odd.
 grep -qP '^matmul\.rtcg\tn=257\t' <<<"$list" || { echo "matmul not at n=257" >&2; fail=1; }
 # Deterministic: the same seed gives the same sample.
