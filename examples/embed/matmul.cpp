@@ -1,8 +1,8 @@
 // A 500 x 500 matrix product compiled at run time with rtcg, checked against a host loop in double,
 // then timed. It prints the schedule and where it came from: the default schedule, or the tuning
 // database's best when `rtcgc tune --manifest kernels.json` (the manifest rtcg-scan writes while
-// this project builds) has tuned it for this device. Both use the database in the cache directory
-// ($RTCG_CACHE_DIR, else $XDG_CACHE_HOME/rtcg, else ~/.cache/rtcg) unless told otherwise.
+// this project builds) has tuned it for this device. Both use the default tuning database
+// ($RTCG_TUNING_DB, else in $RTCG_CACHE_DIR, else in $XDG_DATA_HOME/rtcg or ~/.local/share/rtcg).
 #include <rtcg/rtcg.h>
 
 #include <cmath>
