@@ -194,6 +194,21 @@ TEST(HostEmulation, SplitReductions) {
 
 // Tiles copied as 16-byte runs (the emulated __ldg aborts on a misaligned run) and lanes combined by
 // warp shuffles, against the reference.
+// Streaming stores of every element type that has one: double, int and long long (the emulation's
+// __stcs takes a value of the pointer's type only, as the GPU's overloads need).
+TEST(HostEmulation, StreamingStoresOfEveryType) {
+  EXPECT_EQ(checkOnHost(matmul(17, ScalarType::F64), "i: grid.y, thread.y 4; j: grid.x, thread.x 8, reg 2; k: serial; stores: streaming"), "");
+  Kernel ints = fromSource(
+      "kernel ints(n: int, k: i32[n], big: i64[n], out y: i32[n], out z: i64[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = k[i] * 3 + 1;\n"
+      "    z[i] = big[i] * 3000000000 + 7i64;\n"
+      "  }\n"
+      "}\n",
+      "ints", {{"n", 301}});
+  EXPECT_EQ(checkOnHost(ints, "i: grid.x, thread.x 32, reg 2; stores: streaming"), "");
+}
+
 TEST(HostEmulation, VectorCopiesAndWarpCombines) {
   rtcgtest::CaseSample sample(2);
   for (int64_t n : {32, 36}) {
