@@ -2,6 +2,7 @@
 // help, never a requirement. Every way the cache or the database can be unusable (no HOME, HOME a
 // file, a write-protected or corrupt database, a stored schedule that no longer plans) gives a
 // warning and the default schedule, never an exception.
+#include <sqlite3.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -182,8 +183,16 @@ TEST(ScheduleChoice, WriteProtectedDatabaseIsReadWithoutSwitchingItsJournalMode)
     TuningDb db(path);
     db.record(matmulKey(64), verified(def, 1.0));
   }
-  // A rollback-journal file, as a copy made with the sqlite3 shell or by an older tool would be.
-  ASSERT_EQ(std::system(("sqlite3 '" + path + "' 'PRAGMA journal_mode = DELETE' >/dev/null").c_str()), 0);
+  // A rollback-journal file, as a copy made with the sqlite3 shell or by an older tool would be
+  // (switched through the library: the sqlite3 shell is not installed everywhere).
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(raw, "PRAGMA journal_mode = DELETE", nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(raw);
+  }
   auto journalByte = [&] {  // header bytes 18 and 19: 1 rollback journal, 2 WAL
     std::ifstream f(path, std::ios::binary);
     char header[20];

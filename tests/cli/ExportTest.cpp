@@ -242,7 +242,9 @@ void checkAgainstReference(const Kernel& bound, HostArgs host, Launch launch) {
 
 TEST(Export, ExportedKernelsMatchTheReferenceOnTheGpu) {
   if (!cuda::cudaAvailable() || cuda::Device::count() == 0) GTEST_SKIP() << "no CUDA device";
-  cuda::Context::primary(0)->makeCurrent();
+  // Held for the test: the primary context is released (and destroyed) with its last owner.
+  std::shared_ptr<cuda::Context> primary = cuda::Context::primary(0);
+  primary->makeCurrent();
   rtcg_export::axpby axpby;
   ASSERT_EQ(axpby.load(RTCG_EXPORT_DIR "/axpby"), "");
   Kernel a = proved("axpby.rtcg", {{"n", 1000}});
