@@ -18,7 +18,7 @@ Executable::Executable(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
     : kernel_(bound), alignment_(module.arrayAlignment), module_(ctx, image), launches_(module.launches) {
   const cuda::DeviceProperties& dev = ctx->device().properties();
   for (const LaunchSpec& spec : launches_) {
-    cuda::Function fn = module_.function(spec.function);
+    cuda::Function fn = module_.function(spec.function, spec.params.size());
     uint64_t threads = uint64_t(spec.block[0]) * spec.block[1] * spec.block[2];
     cuda::FunctionAttributes attrs = fn.attributes();
     if (threads > uint64_t(attrs.maxThreadsPerBlock))

@@ -68,7 +68,7 @@ const std::string& Module::jitLog() const {
   return state_->jitLog;
 }
 
-Function Module::function(const std::string& name) const {
+Function Module::function(const std::string& name, std::optional<size_t> expectedParams) const {
   RTCG_ASSERT(state_, "use of an empty Module");
   const detail::DriverTable& d = driver();
   state_->ctx->makeCurrent();
@@ -84,9 +84,11 @@ Function Module::function(const std::string& name) const {
   if (d.funcGetParamInfo) {
     // Parameters are numbered 0..n-1; asking for index n fails with CUDA_ERROR_INVALID_VALUE.
     // Any other failure means the driver cannot tell, and launch() then checks nothing.
+    // With `expectedParams`, a kernel with fewer parameters still ends the loop early (and launch()
+    // reports the count); one with more is not told apart, and its sizes are checked as far as asked.
     std::vector<size_t> sizes;
     constexpr size_t kMaxParams = 4096;  // far above any kernel's 32 KiB parameter space / 8
-    for (size_t i = 0; i < kMaxParams; ++i) {
+    for (size_t i = 0; i < expectedParams.value_or(kMaxParams); ++i) {
       size_t offset = 0, size = 0;
       CUresult pr = d.funcGetParamInfo(fn, i, &offset, &size);
       if (pr == CUDA_SUCCESS) {
@@ -94,8 +96,9 @@ Function Module::function(const std::string& name) const {
         continue;
       }
       if (pr == CUDA_ERROR_INVALID_VALUE) f.paramSizes_ = std::move(sizes);
-      break;
+      return f;
     }
+    if (expectedParams) f.paramSizes_ = std::move(sizes);
   }
   return f;
 }

@@ -73,8 +73,11 @@ class Module {
   Module(std::shared_ptr<Context> ctx, std::string_view image);
 
   // The kernel `name` (its mangled name for C++ kernels; extern "C" kernels keep theirs). Throws
-  // rtcg::Error naming the kernel when the module has none of that name.
-  Function function(const std::string& name) const;
+  // rtcg::Error naming the kernel when the module has none of that name. `expectedParams`: the
+  // parameter count the caller will launch it with, when it knows it (the emitter's LaunchSpec):
+  // only those indices are asked of cuFuncGetParamInfo, so no call fails on purpose (a failing call
+  // is an API error to compute-sanitizer; without it, the count is found by asking until one fails).
+  Function function(const std::string& name, std::optional<size_t> expectedParams = std::nullopt) const;
 
   const std::shared_ptr<Context>& context() const;
   // What the driver's JIT said while loading (PTX only; often empty).
