@@ -298,7 +298,9 @@ void emitGroupReductions(EmitContext& ctx, size_t gi, const Env& genv, const Poi
       else append(rbody, std::move(pbody));
     }
   }, (int)gi == ctx.facts.pipe.group ? -1 : (int)gi);
-  if (splitGroup(ctx, g)) {
+  // A thread part of extent 1 on a reduction index (`k: serial, thread.y 1`) gives the group a mask
+  // but one lane: declareLanes then declares no lanes or combine buffers, and nothing needs combining.
+  if (splitGroup(ctx, g) && ctx.red.lanes > 1) {
     work.push_back(C::comment("Combine the partial results of the threads that share an output point"));
     for (const Expr& r : g)
       for (int64_t pt = 0; pt < points; ++pt)

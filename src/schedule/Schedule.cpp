@@ -292,7 +292,13 @@ class ScheduleParser {
       case ClauseKind::Arrays:
         given = true;
         do {
-          (n.*row.arrays).push_back(word("an array name"));
+          // An array twice (`shared: a^T, a`) would print as one form for both, so the text would
+          // not parse back to the schedule (found by tests/fuzz/schedule_fuzz): refused.
+          std::string name = word("an array name");
+          size_t at = pos_ - name.size();
+          if (std::find((n.*row.arrays).begin(), (n.*row.arrays).end(), name) != (n.*row.arrays).end())
+            failAt(at, fmt::format("'{}' is listed twice in '{}:'", name, row.name));
+          (n.*row.arrays).push_back(name);
           // `a^T`: the tile is stored with its dimensions reversed.
           if (accept('^')) {
             size_t at = pos_;

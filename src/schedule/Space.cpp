@@ -605,7 +605,11 @@ class NestSpace {
     std::vector<std::optional<SplitK>> out{std::nullopt};
     const int64_t ext = innermostReductionExtent();  // 0 without a reduction
     if (ext == 0 || step <= 0 || step > 16) return out;
-    const auto [tiles, axis] = outputTiles(pc);
+    // Plain variables, not a structured binding: the lambda below captures axis, which clang
+    // before 16 refuses for a binding (and the fuzz build, tests/fuzz/run.sh, is clang).
+    const std::pair<int64_t, int> tilesAndAxis = outputTiles(pc);
+    const int64_t tiles = tilesAndAxis.first;
+    const int axis = tilesAndAxis.second;
     const int64_t sms = o_.device.multiprocessors;
     // Only blocks of at least 64 x 64 outputs: smaller ones fill the device with more tiles instead.
     const int64_t outputsPerBlock = partProduct(pc, isReg) * partProduct(pc, isThreadPlacement);

@@ -434,3 +434,10 @@ TEST(HostEmulation, CrossBlockResultDoesNotDependOnBlockOrder) {
   ASSERT_EQ(outs[0].size(), 45u * 45u);
   for (int order : {1, 2}) EXPECT_EQ(std::memcmp(outs[0].data(), outs[order].data(), outs[0].size() * sizeof(float)), 0) << order;
 }
+
+// Found by tests/fuzz/schedule_fuzz: a thread part of extent 1 on the reduction index made the
+// emitter combine lanes it had not declared (std::out_of_range from the combine buffers).
+TEST(HostEmulation, ThreadPartOfOneLaneOnAReduction) {
+  EXPECT_EQ(checkOnHost(matmul(37), "i: serial; j: serial, grid.x 3, thread.x 32, unroll 2; k: serial, thread.y 1"), "");
+  EXPECT_EQ(checkOnHost(dot(1000), "i: serial, thread.x 1"), "");
+}

@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# Builds the frontend fuzzer in its own clang build directory and runs it for SECONDS seconds
-# (default 60) on a seed corpus of the examples and the frontend test programs.
-# Exits non-zero if the fuzzer finds a crash, hang, leak or sanitizer error; the reproducer is
-# left in the build directory (crash-*, timeout-*, leak-*).
+# Builds the fuzzers in their own clang build directory (every source instrumented for libFuzzer,
+# ASan and UBSan) and runs each for its share of SECONDS seconds (default 60):
+#   frontend  any bytes as a DSL program (parse, names, types)
+#   schedule  any schedule text, printed back, validated, planned and emitted for example kernels
+#   manifest  any rtcg-scan manifest, read and planned by `rtcgc tune --manifest`
+#   dbimport  any JSON imported by `rtcgc db import`, exported and imported again
+#   literal   any C++ string-literal spelling decoded by rtcg-scan
+#   differential  valid kernels at random sizes and schedules, emulated against the reference
+#                 (a seeded driver program of the normal build: tests/fuzz/differential.cpp)
+# RTCG_FUZZ_TARGETS picks some ("schedule dbimport"); a long run of one:
+#   RTCG_FUZZ_TARGETS=schedule tests/fuzz/run.sh 600
+# Exits non-zero if a fuzzer finds a crash, hang, leak, sanitizer error or (differential) a
+# mismatch; the reproducer is kept in build-fuzz/findings/ (TARGET-crash-*, ...; differential:
+# finding-*.rtcg). The corpora grow in build-fuzz/corpus/TARGET across runs.
 #   usage: tests/fuzz/run.sh [SECONDS] [extra libFuzzer flags...]
 set -euo pipefail
 
@@ -10,19 +20,65 @@ seconds=${1:-60}
 shift || true
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${RTCG_FUZZ_BUILD_DIR:-$root/build-fuzz}
+targets=(${RTCG_FUZZ_TARGETS:-frontend schedule manifest dbimport literal differential})
+share=$((seconds / ${#targets[@]}))
+((share >= 1)) || share=1
 
-cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DRTCG_BUILD_FUZZERS=ON -DRTCG_BUILD_TESTS=ON >/dev/null
-ninja -C "$build" frontend_fuzz
+# -fsanitize=fuzzer-no-link instruments the library for coverage; the targets add the fuzzer's main.
+san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+libfuzzer=()
+for t in "${targets[@]}"; do [[ $t != differential ]] && libfuzzer+=("${t}_fuzz"); done
+if ((${#libfuzzer[@]})); then
+  cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="$san" -DCMAKE_C_FLAGS="$san" \
+    -DRTCG_BUILD_FUZZERS=ON -DRTCG_BUILD_TESTS=ON >/dev/null
+  ninja -C "$build" "${libfuzzer[@]}"
+fi
+mkdir -p "$build/findings"
 
-# The corpus directory collects what the fuzzer finds interesting; seeds are copied in each run.
-corpus=$build/fuzz-corpus
-mkdir -p "$corpus"
-cp "$root"/examples/*.rtcg "$root"/tests/frontend/good/*.rtcg "$root"/tests/frontend/bad/*.rtcg "$corpus"/
+# Seeds, copied into each corpus every run.
+seed() {
+  local corpus=$build/corpus/$1
+  mkdir -p "$corpus"
+  case $1 in
+    frontend) cp "$root"/examples/*.rtcg "$root"/tests/frontend/good/*.rtcg "$root"/tests/frontend/bad/*.rtcg "$corpus"/ ;;
+    schedule)
+      # The schedules the tests spell out, each for every example kernel (the first byte picks it).
+      grep -ohE '"[a-z]+: (grid|serial|thread|unroll|reg)[^"]*"' "$root"/tests/codegen/*.cpp "$root"/tests/space/*.cpp |
+        tr -d '"' | sort -u | head -300 | nl -ba | while read -r i s; do
+        for k in 0 1 2 3 4 5; do printf "\\x$k%s" "$s" >"$corpus/seed-$k-$i"; done
+      done ;;
+    *) cp "$root/tests/fuzz/seeds/$1"/* "$corpus"/ ;;
+  esac
+}
 
-cd "$build"
-# -max_len: programs longer than a few KB add nothing the fuzzer cannot reach with shorter ones.
-# -timeout: a single input taking more than 5 s is a hang.
-exec ./tests/fuzz/frontend_fuzz "$corpus" -max_total_time="$seconds" -max_len=8192 -timeout=5 \
-  -dict="$root/tests/fuzz/rtcg.dict" -print_final_stats=1 "$@"
+run_libfuzzer() {
+  local t=$1; shift
+  local dict=()
+  [[ $t == frontend ]] && dict=(-dict="$root/tests/fuzz/rtcg.dict")
+  [[ $t == schedule ]] && dict=(-dict="$root/tests/fuzz/schedule.dict")
+  seed "$t"
+  echo "== $t: $share s"
+  # -max_len: inputs longer than a few KB add nothing shorter ones cannot reach. -timeout: a single
+  # input taking more than 5 s is a hang.
+  (cd "$build" && "./tests/fuzz/${t}_fuzz" "$build/corpus/$t" -max_total_time="$share" -max_len=8192 -timeout=5 \
+    -artifact_prefix="$build/findings/$t-" "${dict[@]}" -print_final_stats=1 "$@")
+}
+
+run_differential() {
+  # The normal build's driver (scripts/test.sh built it); a seed per run from the clock, printed,
+  # so a finding reproduces with --seed.
+  local bin=${RTCG_BUILD_DIR:-$root/build}/tests/fuzz/differential_fuzz
+  [[ -x $bin ]] || ninja -C "${RTCG_BUILD_DIR:-$root/build}" differential_fuzz
+  local s=${RTCG_FUZZ_SEED:-$(date +%s)}
+  echo "== differential: $share s, seed $s"
+  "$bin" --seed "$s" --seconds "$share" --out "$build/findings"
+}
+
+status=0
+for t in "${targets[@]}"; do
+  if [[ $t == differential ]]; then run_differential || status=1
+  else run_libfuzzer "$t" "$@" || status=1
+  fi
+done
+exit $status

@@ -107,6 +107,9 @@ TEST(Schedule, ParseErrorsHaveColumns) {
       {"i: serial; blocks_per_sm: 0", 27, "between 1 and 32"},
       {"i: serial; blocks_per_sm: two", 27, "expected a number of blocks"},
       {"shared: 3", 9, "expected an array name"},
+      // Found by tests/fuzz/schedule_fuzz: `a^T, a` printed as `a^T, a^T`, not round-tripping.
+      {"shared: a^T, a", 14, "'a' is listed twice in 'shared:'"},
+      {"shared: b, a, b", 15, "'b' is listed twice in 'shared:'"},
       {"- i: serial", 3, "after '-'"},
       {"i: serial, unroll 99999999999999999", 19, "too large"},
       {"i: serial |", 12, "expected an index name"},
