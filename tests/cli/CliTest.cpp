@@ -12,28 +12,17 @@
 #include <string>
 
 #include "FullTests.h"
+#include "Shell.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using Result = rtcg::tests::ShellResult;
 
 // `redirect`: where standard error goes (by default with standard output into Result::out).
 Result rtcgc(const std::string& args, const char* redirect = "2>&1") {
-  std::string cmd = std::string(RTCGC_PATH) + " " + args + " " + redirect;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return rtcg::tests::shell(std::string(RTCGC_PATH) + " " + args + " " + redirect);
 }
 
 std::string example(const std::string& name) { return std::string(RTCG_SOURCE_DIR) + "/examples/" + name; }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "Shell.h"
 #include "axpby/axpby.h"
 #include "driver/Executable.h"
 #include "driver/Pipeline.h"
@@ -30,23 +31,9 @@ using namespace rtcg;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = rtcg::tests::ShellResult;
 
-Result rtcgc(const std::string& args) {
-  std::string cmd = std::string(RTCGC_PATH) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result rtcgc(const std::string& args) { return rtcg::tests::shell(std::string(RTCGC_PATH) + " " + args + " 2>&1"); }
 
 std::string example(const std::string& name) { return std::string(RTCG_SOURCE_DIR) + "/examples/" + name; }
 

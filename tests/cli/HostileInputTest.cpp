@@ -13,27 +13,14 @@
 #include <sstream>
 #include <string>
 
+#include "Shell.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;     // exit status; -1 when killed by a signal
-  std::string out;   // stderr (and stdout unless `redirect` sends it elsewhere)
-};
-
-// Runs the shell command `cmd`, collecting what it writes to its standard output.
-Result shell(const std::string& cmd) {
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = rtcg::tests::ShellResult;
+using rtcg::tests::shell;
 
 // Runs `rtcgc ARGS` with stderr captured, then `redirect` applied (e.g. "> /dev/full").
 Result rtcgc(const std::string& args, const std::string& redirect = "") {

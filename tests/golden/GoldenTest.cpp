@@ -23,6 +23,7 @@
 #include "codegen/Emitter.h"
 #include "frontend/Frontend.h"
 #include "ir/Bind.h"
+#include "Shell.h"
 #include "runtime/Hash.h"
 #include "schedule/Space.h"
 #include "support/Diagnostics.h"
@@ -68,17 +69,6 @@ std::vector<ExampleSizes> exampleSizes() {
   return out;
 }
 
-std::string shellOutput(const std::string& cmd, int* code) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
 
 // "<file>/<kernel> <what>" -> hash, computed now.
 std::map<std::string, std::string> computeHashes() {
@@ -110,12 +100,11 @@ std::map<std::string, std::string> computeHashes() {
       }
       out[key + " cuda-sample"] = hash128(all).hex() + " " + std::to_string(space.candidates.size());
 
-      int code = -1;
-      const std::string json = shellOutput(std::string(RTCGC_PATH) + " tune " + path.string() + ex.defines +
-                                               " --kernel " + k.name + " --dry-run --json --max-candidates 200",
-                                           &code);
-      EXPECT_EQ(code, 0) << key << ": " << json;
-      out[key + " dry-run"] = hash128(json).hex();
+      const tests::ShellResult dry = tests::shell(std::string(RTCGC_PATH) + " tune " + path.string() +
+                                                      ex.defines + " --kernel " + k.name +
+                                                      " --dry-run --json --max-candidates 200");
+      EXPECT_EQ(dry.code, 0) << key << ": " << dry.out;
+      out[key + " dry-run"] = hash128(dry.out).hex();
     }
   }
   return out;
