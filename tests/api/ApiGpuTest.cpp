@@ -76,6 +76,7 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"dg_face_gather.rtcg",
      {{{{"K", 33}, {"Np", 20}, {"Nfaces", 4}, {"Nfp", 10}}, {{"K", 101}, {"Np", 4}, {"Nfaces", 4}, {"Nfp", 3}}}}},
     {"batched_matmul.rtcg", {{{{"nb", 5}, {"n", 16}}, {{"nb", 33}, {"n", 7}}}}},
+    {"gemm_bf16.rtcg", {{{{"n", 37}}, {{"n", 130}}}}},
 };
 
 // Arguments for `bound` taken from `host`: host vectors (viewed in place) or device arrays (uploaded
@@ -109,7 +110,7 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
         case ScalarType::F64: out.refs.push_back(detail::argRef(v.f)); break;
         case ScalarType::I32: out.refs.push_back(detail::argRef(int32_t(v.i))); break;
         case ScalarType::I64: out.refs.push_back(detail::argRef(int64_t(v.i))); break;
-        case ScalarType::Bool: ADD_FAILURE() << "bool scalar"; break;
+        default: ADD_FAILURE() << "bool or 16-bit scalar"; break;
       }
       continue;
     }
@@ -117,10 +118,12 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
     if (!deviceArrays) {
       detail::ArgRef r;
       r.kind = detail::ArgRef::Kind::HostArray;
-      r.type = param.type == ScalarType::F32   ? ElementType::F32
-               : param.type == ScalarType::F64 ? ElementType::F64
-               : param.type == ScalarType::I32 ? ElementType::I32
-                                               : ElementType::I64;
+      r.type = param.type == ScalarType::F32    ? ElementType::F32
+               : param.type == ScalarType::F64  ? ElementType::F64
+               : param.type == ScalarType::I32  ? ElementType::I32
+               : param.type == ScalarType::F16  ? ElementType::F16
+               : param.type == ScalarType::BF16 ? ElementType::BF16
+                                                : ElementType::I64;
       r.count = size_t(h.size());
       r.host = h.data();
       out.refs.push_back(r);
@@ -131,6 +134,8 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
       case ScalarType::F64: addDeviceArray<double>(ctx, h, param.isWritten(), out); break;
       case ScalarType::I32: addDeviceArray<int32_t>(ctx, h, param.isWritten(), out); break;
       case ScalarType::I64: addDeviceArray<int64_t>(ctx, h, param.isWritten(), out); break;
+      case ScalarType::F16: addDeviceArray<f16>(ctx, h, param.isWritten(), out); break;
+      case ScalarType::BF16: addDeviceArray<bf16>(ctx, h, param.isWritten(), out); break;
       case ScalarType::Bool: ADD_FAILURE() << "bool array"; break;
     }
   }
