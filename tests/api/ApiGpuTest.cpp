@@ -25,6 +25,7 @@
 #include "reference/Reference.h"
 #include "rtcg/rtcg.h"
 #include "runtime/CudaDriver.h"
+#include "tune/Verify.h"
 
 namespace fs = std::filesystem;
 
@@ -223,6 +224,54 @@ TEST_F(ApiGpu, VectorAndAsyncStagingMatchTheReference) {
     o.schedule = c.schedule;
     expectMatchesReference(ctx, source, c.sizes, o, /*deviceArrays=*/true, 7);
   }
+}
+
+// Every conversion to and from f16 and bf16 on the device (rtcg's cuda_fp16.h/cuda_bf16.h for
+// NVRTC) against the reference: the values rounded are the same in f32 and double here, so every
+// output matches exactly; with f16 outputs of a product staged in shared memory, within the
+// tolerance of one rounding.
+TEST_F(ApiGpu, SixteenBitConversionsMatchTheReference) {
+  const std::string conv = R"(kernel conv(n: int, x: f16[n], w: bf16[n], k: i32[n], big: i64[n], d: f64[n],
+      out y: f16[n], out z: bf16[n], out e: f64[n], out m: i32[n], out v: f16[n]) {
+    for i in 0..n {
+      let h = x[i];
+      y[i] = select(f32(h) > 0.0, h, f16(w[i]));
+      z[i] = bf16(f32(h) * 3.0);
+      e[i] = f64(w[i]) + f64(x[i]) + f64(bf16(d[i] / 7.0)) + f64(f16(k[i] * 1000)) + f64(bf16(big[i] * 100000000000))
+           + f64(f16(d[i])) + f64(bf16(k[i]));
+      m[i] = i32(f32(x[i]) * 100.0) + i32(w[i]);
+      v[i] = select(i % 2 == 0, 0.1, f16(2049 + i));
+    }
+  })";
+  Context ctx;
+  for (bool deviceArrays : {false, true}) expectMatchesReference(ctx, conv, {{"n", 100003}}, {}, deviceArrays, 5);
+  Kernel bound = prepareKernel(conv, {{"n", 1000}}, {}).bound;
+  HostArgs host(bound);
+  fillInputs(bound, host, 9);
+  HostArgs refArgs = host;
+  ReferenceResult ref = runReference(bound, refArgs);
+  ApiArgs args = apiArgs(ctx, bound, host, true);
+  ctx.compile(conv, {{"n", 1000}}).launch(args.refs);
+  for (auto& d : args.downloads) d();
+  for (const ReferenceOutput& out : ref.outputs)
+    EXPECT_EQ(compare(host.array(out.param), out.values).maxAbsError, 0.0) << out.name;
+
+  const std::string gemm = R"(kernel g(n: int, a: bf16[n, n], b: f16[n, n], out c: f16[n, n]) {
+    for i in 0..n, j in 0..n { c[i, j] = f16(sum(k in 0..n, f32(a[i, k]) * f32(b[k, j]))); }
+  })";
+  CompileOptions o;
+  o.schedule = "i: grid.y, thread.y 8, reg 4; j: grid.x, thread.x 16, reg 2; k: serial, unroll 8; shared: a^T, b; buffers: 2";
+  Kernel g = prepareKernel(gemm, {{"n", 257}}, o).bound;
+  HostArgs gh(g);
+  fillInputs(g, gh, 3);
+  HostArgs gref = gh;
+  ReferenceResult gr = runReference(g, gref);
+  ApiArgs gargs = apiArgs(ctx, g, gh, true);
+  ctx.compile(gemm, {{"n", 257}}, o).launch(gargs.refs);
+  for (auto& d : gargs.downloads) d();
+  Comparison c = compare(gh.array("c"), gr.values("c"));
+  EXPECT_EQ(c.nonFinite, 0) << c.str();
+  EXPECT_LE(c.relativeError, verificationTolerance(g, g.findParam("c"))) << c.str();
 }
 
 // Split-K with staged steps: each block walks its share of k through shared memory, then the
