@@ -18,6 +18,7 @@
 #include "ir/Bind.h"
 #include "schedule/Plan.h"
 #include "schedule/Schedule.h"
+#include "schedule/Space.h"
 #include "schedule/TestKernels.h"
 #include "FullTests.h"
 
@@ -122,6 +123,29 @@ TEST(Half, HostEmulationMatchesTheReference) {
           "i: grid.y, thread.y 8; j: grid.x, thread.x 16; k: serial, unroll 4; stores: streaming"})
       EXPECT_EQ(sample.keep() ? checkOnHost(k, text, kF16Tolerance) : "", "") << n << " " << text;
   }
+}
+
+// A deterministic sample of the space of a bf16 x f16 product stored in f16 (the tuner's sample:
+// the best predicted, each family of choices, seeded picks), at n = 37 (no tile divides it):
+// every candidate's emitted code in the host emulation against the reference; a few by default,
+// all of them under RTCG_FULL_TESTS=1.
+TEST(Half, SpaceSampleMatchesTheReference) {
+  Kernel k = bound(R"(kernel g(n: int, a: bf16[n, n], b: f16[n, n], out c: f16[n, n]) {
+    for i in 0..n, j in 0..n { c[i, j] = f16(sum(k in 0..n, f32(a[i, k]) * f32(b[k, j]))); }
+  })", {{"n", 37}});
+  SpaceOptions o;
+  o.maxCandidates = 24;
+  o.seed = 3;
+  Space space = enumerateSchedules(k, o);
+  ASSERT_GE(space.candidates.size(), 12u);
+  bool staged = false;
+  rtcgtest::CaseSample sample(6);
+  for (const Candidate& c : space.candidates) {
+    staged = staged || !c.schedule.nests[0].shared.empty();
+    EXPECT_FALSE(c.schedule.nests[0].asyncCopy) << c.text;  // never cp.async of 2-byte tiles
+    if (sample.keep()) EXPECT_EQ(checkOnHost(k, c.text, kF16Tolerance), "") << c.text;
+  }
+  EXPECT_TRUE(staged);
 }
 
 TEST(Half, DynamicSharedTilesOfTwoByteElements) {
