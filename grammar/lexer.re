@@ -104,7 +104,7 @@ Parser::symbol_type Lexer::number(int begin, int end) {
   ast::Number n;
   if (!suffix.empty()) {
     std::optional<ScalarType> t = parseTypeName(std::string(suffix));
-    if (!t || *t == ScalarType::Bool) {
+    if (!t || *t == ScalarType::Bool || isHalf(*t)) {  // f16 and bf16 literals: f16(2.5) rounds explicitly
       error(begin + (int)i, end,
             fmt::format("invalid suffix '{}' on numeric literal; the type suffixes are i32, i64, f32 "
                         "and f64", suffix));

@@ -55,6 +55,8 @@ run_example dg_lift.rtcg -D K=33333 -D Np=35 -D Nfp=15
 run_example dg_face_gather.rtcg -D K=33333 -D Np=35 -D Nfaces=4 -D Nfp=15
 run_example batched_matmul.rtcg -D nb=65536 -D n=16
 run_example batched_matmul.rtcg -D nb=1001 -D n=20
+run_example gemm_bf16.rtcg -D n=1031
+run_example gemm_bf16.rtcg -D n=257 --schedule "i: grid.y, thread.y 8, reg 4; j: grid.x, thread.x 16, reg 4; k: serial, unroll 8; shared: a^T, b; buffers: 2"
 # Reductions split across blocks (partials in global scratch, the last block combines them).
 run_example dot.rtcg -D n=67108864 --schedule "i: serial, unroll 4, grid.x 264, thread.x 256"
 run_example dot.rtcg -D n=1000003 --schedule "i: serial, grid.x 37, thread.x 128"

@@ -47,6 +47,7 @@ sizes=(
   "dg_lift.rtcg K=1001 Np=20 Nfp=10"
   "dg_face_gather.rtcg K=1001 Np=20 Nfaces=4 Nfp=10"
   "batched_matmul.rtcg nb=1001 n=20"
+  "gemm_bf16.rtcg n=257"
 )
 
 # rtcgc: $RTCGC, else the packed GPU build (set up as gpu-check.sh does), else this build.

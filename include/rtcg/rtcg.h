@@ -11,7 +11,8 @@
 // Arguments are the kernel's non-size parameters in declaration order: rtcg::Array<T> (device
 // memory), std::vector<T> (host memory, copied in before the launch for in/inout parameters and
 // back after it for out/inout ones, like PyCUDA's In/Out/InOut), or scalars (float, double,
-// int32_t, int64_t). Each argument is checked against the signature at the call (element type,
+// int32_t, int64_t). Arrays of the kernel language's f16 and bf16 hold rtcg::f16 and rtcg::bf16
+// (rtcg/Half.h: 16-bit storage with explicit conversions to and from float). Each argument is checked against the signature at the call (element type,
 // element count = the bound shape's, writability, array vs scalar); a mismatch throws rtcg::Error
 // naming the kernel, the argument and what was expected. Everything here is thread-safe.
 //
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "rtcg/Error.h"
+#include "rtcg/Half.h"
 
 // The CUDA stream type: CUstream (driver API) and cudaStream_t (runtime API) are both pointers to
 // it, so either converts without a cast and this header needs neither CUDA header.
@@ -41,12 +43,14 @@ namespace rtcg {
 
 using Sizes = std::map<std::string, int64_t>;
 
-enum class ElementType : uint8_t { I32, I64, F32, F64 };
+enum class ElementType : uint8_t { I32, I64, F32, F64, F16, BF16 };
 template <class T> constexpr ElementType elementTypeOf();
 template <> constexpr ElementType elementTypeOf<float>() { return ElementType::F32; }
 template <> constexpr ElementType elementTypeOf<double>() { return ElementType::F64; }
 template <> constexpr ElementType elementTypeOf<int32_t>() { return ElementType::I32; }
 template <> constexpr ElementType elementTypeOf<int64_t>() { return ElementType::I64; }
+template <> constexpr ElementType elementTypeOf<f16>() { return ElementType::F16; }   // rtcg/Half.h
+template <> constexpr ElementType elementTypeOf<bf16>() { return ElementType::BF16; }
 const char* elementTypeName(ElementType t);  // "f32", ...
 
 struct DeviceInfo {
@@ -130,8 +134,9 @@ void copyToHost(const BufferImpl& b, void* dst, size_t bytes);
 template <class T>
 class Array {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
-                    std::is_same_v<T, int64_t>,
-                "rtcg::Array holds f32, f64, i32 or i64 elements");
+                    std::is_same_v<T, int64_t> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>,
+                "rtcg::Array holds f32, f64, i32, i64, f16 or bf16 elements (float, double, int32_t, int64_t, "
+                "rtcg::f16, rtcg::bf16)");
 
  public:
   Array() = default;

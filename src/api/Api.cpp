@@ -375,9 +375,11 @@ cuda::KernelArg scalarArg(const detail::ArgRef& a, ScalarType want) {
     case ScalarType::F64: return cuda::KernelArg::f64(a.type == ElementType::F32 ? double(a.scalar.f32) : a.scalar.f64);
     case ScalarType::I32: return cuda::KernelArg::i32(a.scalar.i32);
     case ScalarType::I64: return cuda::KernelArg::i64(a.type == ElementType::I32 ? int64_t(a.scalar.i32) : a.scalar.i64);
-    case ScalarType::Bool: break;
+    case ScalarType::Bool:
+    case ScalarType::F16:
+    case ScalarType::BF16: break;  // the frontend has no such scalar parameters
   }
-  RTCG_ASSERT(false, "bool scalar parameter");
+  RTCG_ASSERT(false, "bool or 16-bit scalar parameter");
 }
 
 // The pointer argument of an rtcg::Array, checked to be of this context; its address is noted in

@@ -17,6 +17,8 @@ const char* cppTypeName(ScalarType t) {
     case ScalarType::F64: return "double";
     case ScalarType::I32: return "int32_t";
     case ScalarType::I64: return "int64_t";
+    case ScalarType::F16: return "rtcg::f16";
+    case ScalarType::BF16: return "rtcg::bf16";
     case ScalarType::Bool: return "bool";
   }
   return "?";
@@ -28,6 +30,8 @@ const char* cppTypeName(ElementType t) {
     case ElementType::F64: return "double";
     case ElementType::I32: return "int32_t";
     case ElementType::I64: return "int64_t";
+    case ElementType::F16: return "rtcg::f16";
+    case ElementType::BF16: return "rtcg::bf16";
   }
   return "?";
 }
@@ -38,6 +42,8 @@ ScalarType toScalarType(ElementType t) {
     case ElementType::F64: return ScalarType::F64;
     case ElementType::I32: return ScalarType::I32;
     case ElementType::I64: return ScalarType::I64;
+    case ElementType::F16: return ScalarType::F16;
+    case ElementType::BF16: return ScalarType::BF16;
   }
   RTCG_ASSERT(false, "unknown ElementType");
 }

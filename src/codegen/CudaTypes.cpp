@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "codegen/EmitContext.h"
+#include "rtcg/Half.h"
 #include "support/Error.h"
 
 namespace rtcg::emit {
@@ -30,7 +31,8 @@ const std::set<std::string>& reservedWords() {
       "rtcg_smem_f64", "rtcg_smem_i32", "rtcg_smem_i64", "__threadfence", "__ldcg", "atomicInc", "atomicAdd",
       "__ldg", "__shfl_xor_sync", "__builtin_assume_aligned", "float4", "int4", "double2", "longlong2",
       "make_float4", "make_int4", "make_double2", "make_longlong2", "rtcg_cp_async4", "rtcg_cp_async8",
-      "rtcg_cp_async16", "rtcg_cp_async_commit", "rtcg_cp_async_wait0", "rtcg_cp_async_wait1", "rtcg_cp_async_wait2"};
+      "rtcg_cp_async16", "rtcg_cp_async_commit", "rtcg_cp_async_wait0", "rtcg_cp_async_wait1", "rtcg_cp_async_wait2",
+      "rtcg_smem_f16", "rtcg_smem_bf16"};  // the cuda_fp16.h/cuda_bf16.h names all start with __
   return words;
 }
 
@@ -70,6 +72,8 @@ std::string vectorTypeName(ScalarType t) {
     case ScalarType::I32: return "int4";
     case ScalarType::F64: return "double2";
     case ScalarType::I64: return "longlong2";
+    case ScalarType::F16:
+    case ScalarType::BF16:  // copied element by element (copyVector)
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "no 16-byte vector of this element type");
@@ -82,8 +86,30 @@ c::ExprP literalOf(ScalarType t, int64_t iv, double fv) {
     case ScalarType::I64: return c::intLit(iv, true);
     case ScalarType::F32: return c::floatLit(fv, true);
     case ScalarType::F64: return c::floatLit(fv, false);
+    // The 16-bit types have no literals: their bits, exact (fv is a value of the type).
+    case ScalarType::F16: return c::call("__ushort_as_half", {c::intLit(f16(fv).bits)});
+    case ScalarType::BF16: return c::call("__ushort_as_bfloat16", {c::intLit(bf16(fv).bits)});
   }
   RTCG_ASSERT(false, "bad ScalarType");
+}
+
+c::ExprP convert(ScalarType to, ScalarType from, c::ExprP v) {
+  if (isHalf(from)) {
+    v = c::call(from == ScalarType::F16 ? "__half2float" : "__bfloat162float", {v});  // exact
+    if (to == ScalarType::F32) return v;
+    from = ScalarType::F32;
+  }
+  if (!isHalf(to)) return c::castTo(cudaTypeName(to), v);
+  const bool h = to == ScalarType::F16;
+  switch (from) {
+    case ScalarType::F32: return c::call(h ? "__float2half_rn" : "__float2bfloat16_rn", {v});
+    case ScalarType::F64: return c::call(h ? "__double2half" : "__double2bfloat16", {v});
+    case ScalarType::I32: return c::call(h ? "__int2half_rn" : "__int2bfloat16_rn", {v});
+    case ScalarType::I64: return c::call(h ? "__ll2half_rn" : "__ll2bfloat16_rn", {v});
+    case ScalarType::Bool: return c::call(h ? "__int2half_rn" : "__int2bfloat16_rn", {c::castTo("int", v)});
+    default: break;
+  }
+  RTCG_ASSERT(false, "bad conversion");
 }
 
 c::ExprP reductionIdentity(ReduceOp op, ScalarType t) {

@@ -23,6 +23,11 @@ std::string vectorTypeName(ScalarType t);
 // A literal of type `t`: `iv` for bool and integers, `fv` for floats.
 c::ExprP literalOf(ScalarType t, int64_t iv, double fv);
 
+// The value `v` of type `from` converted to `to`: a C cast between the built-in types; the
+// cuda_fp16.h / cuda_bf16.h conversions to and from f16 and bf16, each rounding once to nearest
+// even (from f16 and bf16 through float, which holds their values exactly).
+c::ExprP convert(ScalarType to, ScalarType from, c::ExprP v);
+
 // The identity of `op` on `t` (0, 1, the lowest or highest value).
 c::ExprP reductionIdentity(ReduceOp op, ScalarType t);
 

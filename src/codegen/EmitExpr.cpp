@@ -113,7 +113,7 @@ C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& 
       for (size_t i = 0; i < e->operands.size(); ++i) args.push_back(op((int)i));
       return lowerCall(e, std::move(args));
     }
-    case ExprKind::Cast: return C::castTo(cudaTypeName(e->type), op(0));
+    case ExprKind::Cast: return convert(e->type, e->operands[0]->type, op(0));
     case ExprKind::Select: return C::ternary(op(0), op(1), op(2));
     case ExprKind::Reduce: {
       auto it = env.hoisted.find(e.get());

@@ -6,6 +6,7 @@
 
 #include "codegen/CPrinter.h"
 #include "codegen/EmitContext.h"
+#include "ir/Walk.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -32,6 +33,13 @@ std::string indexTypeOf(const Kernel& k) {
         return "long long";
   }
   return "int";
+}
+
+// Whether a parameter or an expression of `k` has type `t`.
+bool usesType(const Kernel& k, ScalarType t) {
+  bool found = std::any_of(k.params.begin(), k.params.end(), [&](const Param& p) { return p.type == t; });
+  visitKernelExprs(k, [&](const Expr& e) { found = found || e->type == t; });
+  return found;
 }
 
 }  // namespace
@@ -68,6 +76,9 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
     for (C::GlobalArray& g : globals) mod.globals.push_back(std::move(g));
     m.launches.push_back(std::move(launch));
   }
+  // The 16-bit types' headers only where the kernel has such values: other kernels' code stays as it was.
+  if (usesType(k, ScalarType::F16)) mod.preludes.push_back("#include <cuda_fp16.h>");
+  if (usesType(k, ScalarType::BF16)) mod.preludes.push_back("#include <cuda_bf16.h>");
   if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.asyncCopy; }))
     mod.preludes.push_back(emit::asyncCopyHelpers);
   if (needs.floorInt)

@@ -474,7 +474,9 @@ void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body) {
       static const std::map<ScalarType, const char*> storage = {{ScalarType::F32, "rtcg_smem_f32"},
                                                                  {ScalarType::F64, "rtcg_smem_f64"},
                                                                  {ScalarType::I32, "rtcg_smem_i32"},
-                                                                 {ScalarType::I64, "rtcg_smem_i64"}};
+                                                                 {ScalarType::I64, "rtcg_smem_i64"},
+                                                                 {ScalarType::F16, "rtcg_smem_f16"},
+                                                                 {ScalarType::BF16, "rtcg_smem_bf16"}};
       if (externTypes.insert(type).second) body.push_back(C::externSharedArray(cudaTypeName(type), storage.at(type)));
       ctx.stage.tiles.push_back({storage.at(type), f.tileOffsets[t]});
     } else {

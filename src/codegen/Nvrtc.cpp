@@ -1,4 +1,5 @@
 #include "codegen/Nvrtc.h"
+#include "codegen/HalfHeaders.h"
 
 #include "codegen/CubinInfo.h"
 
@@ -96,7 +97,15 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
     return r;
   }
   Program prog;
-  nvrtcResult rc = nvrtcCreateProgram(&prog.handle, source.c_str(), name.c_str(), 0, nullptr, nullptr);
+  // rtcg's cuda_fp16.h and cuda_bf16.h (HalfHeaders.h): NVRTC reads a header only where the
+  // source includes it, so other kernels compile as before.
+  std::vector<const char*> headers, includeNames;
+  for (const auto& [include, text] : nvrtcHalfHeaders()) {
+    includeNames.push_back(include.c_str());
+    headers.push_back(text.c_str());
+  }
+  nvrtcResult rc = nvrtcCreateProgram(&prog.handle, source.c_str(), name.c_str(), int(headers.size()), headers.data(),
+                                      includeNames.data());
   if (rc != NVRTC_SUCCESS) {
     r.log = fmt::format("nvrtcCreateProgram failed: {}", nvrtcGetErrorString(rc));
     return r;

@@ -68,6 +68,8 @@ void poisonDevice(cuda::DeviceBuffer& b, ScalarType type) {
       b.copyFromHost(words.data(), b.bytes());
       break;
     }
+    case ScalarType::F16:
+    case ScalarType::BF16:  // 0xffff is a NaN in both
     case ScalarType::Bool: b.fill8(0xff); break;
   }
 }
@@ -87,7 +89,9 @@ DeviceArgs::DeviceArgs(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
         case ScalarType::F64: args_[p] = cuda::KernelArg::f64(v.f); break;
         case ScalarType::I32: args_[p] = cuda::KernelArg::i32(int32_t(v.i)); break;
         case ScalarType::I64: args_[p] = cuda::KernelArg::i64(v.i); break;
-        case ScalarType::Bool: RTCG_ASSERT(false, "bool scalar parameter");
+        case ScalarType::Bool:
+        case ScalarType::F16:
+        case ScalarType::BF16: RTCG_ASSERT(false, "bool or 16-bit scalar parameter");  // the frontend refuses them
       }
     }
   }

@@ -21,7 +21,7 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Names
 
-const char* const kTypeNames[] = {"int", "bool", "f32", "f64", "i32", "i64"};
+const char* const kTypeNames[] = {"int", "bool", "f32", "f64", "i32", "i64", "f16", "bf16"};
 
 bool isTypeName(const std::string& s) {
   return std::find(std::begin(kTypeNames), std::end(kTypeNames), s) != std::end(kTypeNames);
@@ -47,7 +47,7 @@ bool isFloatOnly(MathFn fn) { return fn != MathFn::Abs && fn != MathFn::Min && f
 
 // Every name a call may use, for "did you mean" suggestions.
 std::vector<std::string> callableNames() {
-  std::vector<std::string> names = {"sum", "product", "select", "f32", "f64", "i32", "i64"};
+  std::vector<std::string> names = {"sum", "product", "select", "f32", "f64", "i32", "i64", "f16", "bf16"};
   for (const auto& [name, fn] : mathFunctions()) names.push_back(name);
   return names;
 }
@@ -128,6 +128,11 @@ std::string describe(const Value& v) {
 }
 
 bool fitsI32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+// What to write instead of arithmetic on a storage type: the conversion to its compute type.
+std::string halfAdvice(ScalarType t) {
+  return fmt::format("{} is a storage type without arithmetic; convert the value first: f32(...)", typeName(t));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Index expressions
@@ -314,7 +319,9 @@ std::optional<ScalarType> KernelSema::scalarTypeOf(const ast::TypeRef& t, const 
   SourceLoc l = loc(t.nameSpan);
   std::optional<ScalarType> st = parseTypeName(t.name);
   if (t.name == "int") {
-    error(l, fmt::format("'int' declares a size parameter; {} must have type f32, f64, i32 or i64", what));
+    const bool array = std::string(what) == "array elements";  // only arrays hold the 16-bit storage types
+    error(l, fmt::format("'int' declares a size parameter; {} must have type {}", what,
+                         array ? "f32, f64, f16, bf16, i32 or i64" : "f32, f64, i32 or i64"));
     return std::nullopt;
   }
   if (!st) {
@@ -349,7 +356,7 @@ void KernelSema::declareParams() {
       sym.kind = Symbol::Kind::Array;
       std::optional<ScalarType> et = scalarTypeOf(t, "array elements");
       if (et == ScalarType::Bool) {
-        error(loc(t.nameSpan), "array elements must have type f32, f64, i32 or i64, not bool");
+        error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32 or i64, not bool");
         et.reset();
       }
       ip.type = et.value_or(ScalarType::F32);
@@ -362,6 +369,12 @@ void KernelSema::declareParams() {
       std::optional<ScalarType> st = scalarTypeOf(t, "scalar parameters");
       if (st == ScalarType::Bool) {
         error(loc(t.nameSpan), "scalar parameters must have type f32, f64, i32 or i64, not bool");
+        st.reset();
+      } else if (st && isHalf(*st)) {
+        // A kernel argument of 16 bits has no C++ host type the launch could check; f32 holds every
+        // f16 and bf16 value exactly.
+        error(loc(t.nameSpan), fmt::format("scalar parameters cannot have the storage type {}; pass an f32 and "
+                                           "convert it where it is stored: {}(x)", typeName(*st), typeName(*st)));
         st.reset();
       }
       ip.type = st.value_or(ScalarType::F32);
@@ -771,6 +784,10 @@ Expr KernelSema::convert(const Value& v, ScalarType t, const std::string& contex
       return nullptr;
     }
     if (isInteger(t)) return intImm(v.i, t, v.loc);
+    if (isHalf(t) && std::isinf(intToFloat(v.i, t))) {
+      error(v.loc, fmt::format("integer literal {} is out of range for {}", v.i, typeName(t)));
+      return nullptr;
+    }
     return cast(t, intImm(v.i, fitsI32(v.i) ? ScalarType::I32 : ScalarType::I64, v.loc), v.loc);
   }
   if (isInteger(t)) {
@@ -779,6 +796,14 @@ Expr KernelSema::convert(const Value& v, ScalarType t, const std::string& contex
     return nullptr;
   }
   if (t == ScalarType::F64) return floatImm(v.f, ScalarType::F64, v.loc);
+  if (isHalf(t)) {
+    // Rounded once, from the literal's exact value, when the sizes are bound (Bind folds the cast).
+    if (std::isinf(roundToFloat(v.f, t))) {
+      error(v.loc, fmt::format("float literal {} is out of range for {}", v.f, typeName(t)));
+      return nullptr;
+    }
+    return cast(t, floatImm(v.f, ScalarType::F64, v.loc), v.loc);
+  }
   if (std::fabs(v.f) > FLT_MAX) {
     error(v.loc, fmt::format("float literal {} is out of range for f32", v.f));
     return nullptr;
@@ -806,8 +831,10 @@ std::optional<ScalarType> KernelSema::unify(std::vector<Value>& vals, std::optio
     if (!t) {
       t = v.type();
     } else if (*t != v.type()) {
-      error(l, fmt::format("mismatched types {} and {} in {}; use an explicit cast such as {}(...)",
-                           typeName(*t), typeName(v.type()), what, typeName(*t)));
+      ScalarType half = isHalf(*t) ? *t : v.type();
+      error(l, fmt::format("mismatched types {} and {} in {}; {}", typeName(*t), typeName(v.type()), what,
+                           isHalf(half) ? halfAdvice(half)
+                                        : fmt::format("use an explicit cast such as {}(...)", typeName(*t))));
       return std::nullopt;
     }
   }
@@ -889,6 +916,7 @@ Value KernelSema::lowerIndexExpr(const ast::Expr& e) {
 
 Value KernelSema::lowerUnary(const ast::Expr& e, std::optional<ScalarType> hint) {
   SourceLoc l = loc(e.span);
+  if (hint && isHalf(*hint)) hint.reset();  // negation is arithmetic: never on a storage type
   if (e.unaryOp == UnaryOp::Not) {
     Value a = lower(*e.args[0], std::nullopt);
     if (!a.ok()) return {};
@@ -910,6 +938,10 @@ Value KernelSema::lowerUnary(const ast::Expr& e, std::optional<ScalarType> hint)
   if (a.kind == Value::Kind::UntypedFloat) return Value::untypedFloat(-a.f, l);
   if (a.type() == ScalarType::Bool) {
     error(l, "unary '-' needs a number, found a bool");
+    return {};
+  }
+  if (isHalf(a.type())) {
+    error(l, fmt::format("unary '-' cannot be applied to {} values: {}", typeName(a.type()), halfAdvice(a.type())));
     return {};
   }
   return Value::typed(unary(UnaryOp::Neg, a.ir, l));
@@ -970,6 +1002,7 @@ Value KernelSema::lowerBinary(const ast::Expr& e, std::optional<ScalarType> hint
   SourceLoc l = loc(e.span);
   BinaryOp op = e.binaryOp;
   std::string what = fmt::format("'{}'", opSymbol(op));
+  if (hint && isHalf(*hint)) hint.reset();  // operators never yield a storage type: literals keep their default
 
   if (isLogical(op)) {
     Value a = lower(*e.args[0], std::nullopt), b = lower(*e.args[1], std::nullopt);
@@ -997,6 +1030,10 @@ Value KernelSema::lowerBinary(const ast::Expr& e, std::optional<ScalarType> hint
     error(l, fmt::format("'{}' cannot be applied to bool values", opSymbol(op)));
     return {};
   }
+  if (isHalf(*t)) {
+    error(l, fmt::format("'{}' cannot be applied to {} values: {}", opSymbol(op), typeName(*t), halfAdvice(*t)));
+    return {};
+  }
   if (op == BinaryOp::Mod && isFloat(*t)) {
     error(l, fmt::format("'%' needs integer operands, found {}", typeName(*t)));
     return {};
@@ -1019,7 +1056,8 @@ Value KernelSema::lowerCast(const ast::Expr& e, ScalarType to) {
     error(l, fmt::format("a conversion to {} takes 1 argument, found {}", typeName(to), e.args.size()));
     return {};
   }
-  Value v = lower(*e.args[0], to);
+  // A conversion to a storage type computes its argument in f32 (literals alone are rounded once).
+  Value v = lower(*e.args[0], isHalf(to) ? ScalarType::F32 : to);
   if (!v.ok()) return {};
   if (v.isUntyped()) {
     // An explicit conversion of a literal: to its own kind it is just a typed literal.
@@ -1083,8 +1121,9 @@ Value KernelSema::lowerCall(const ast::Expr& e, std::optional<ScalarType> hint) 
   }
   MathFn f = fn->second;
   if (!arity((size_t)fnArity(f))) return {};
-  // Float-only functions make literal arguments floats: sqrt(2) is sqrt(2.0).
-  std::optional<ScalarType> argHint = hint;
+  // Float-only functions make literal arguments floats: sqrt(2) is sqrt(2.0). No function takes a
+  // storage type, so its hint does not reach the arguments.
+  std::optional<ScalarType> argHint = hint && isHalf(*hint) ? std::nullopt : hint;
   if (isFloatOnly(f) && !(argHint && isFloat(*argHint))) argHint = ScalarType::F64;
   std::vector<Value> vals;
   for (const ast::ExprPtr& a : e.args) {
@@ -1095,6 +1134,10 @@ Value KernelSema::lowerCall(const ast::Expr& e, std::optional<ScalarType> hint) 
   if (!t) return {};
   if (*t == ScalarType::Bool) {
     error(l, fmt::format("'{}' cannot be applied to bool values", name));
+    return {};
+  }
+  if (isHalf(*t)) {
+    error(l, fmt::format("'{}' cannot be applied to {} values: {}", name, typeName(*t), halfAdvice(*t)));
     return {};
   }
   if (isFloatOnly(f) && !isFloat(*t)) {
@@ -1124,12 +1167,13 @@ Value KernelSema::lowerReduce(const ast::Expr& e, std::optional<ScalarType> hint
     else ok = false;
   }
   Value body;
-  if (ok) body = lower(*e.args[0], hint);
+  if (ok) body = lower(*e.args[0], hint && isHalf(*hint) ? std::nullopt : hint);  // never reduces a storage type
   scope_.resize(scopeSize);
   if (!ok || !body.ok()) return {};
   Expr x;
   if (body.isUntyped()) {
-    bool hintFits = hint && (isFloat(*hint) || (isInteger(*hint) && body.kind == Value::Kind::UntypedInt));
+    bool hintFits = hint && ((isFloat(*hint) && !isHalf(*hint)) ||
+                             (isInteger(*hint) && body.kind == Value::Kind::UntypedInt));
     x = hintFits ? convert(body, *hint, "the reduction") : toDefault(body);
   } else {
     x = body.ir;
@@ -1137,6 +1181,10 @@ Value KernelSema::lowerReduce(const ast::Expr& e, std::optional<ScalarType> hint
   if (!x) return {};
   if (x->type == ScalarType::Bool) {
     error(body.loc, fmt::format("'{}' cannot reduce bool values", e.name));
+    return {};
+  }
+  if (isHalf(x->type)) {
+    error(body.loc, fmt::format("'{}' cannot reduce {} values: {}", e.name, typeName(x->type), halfAdvice(x->type)));
     return {};
   }
   return Value::typed(reduce(*op, std::move(loops), x, l));

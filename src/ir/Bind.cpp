@@ -25,7 +25,7 @@ bool isIntConst(const Expr& e, int64_t v) {
 bool isFloatConst(const Expr& e, double v) { return e->kind == ExprKind::FloatImm && e->floatValue == v; }
 
 // Rounds a folded float result to the precision of its type, as the device would compute it.
-double roundTo(double v, ScalarType t) { return t == ScalarType::F32 ? (double)(float)v : v; }
+double roundTo(double v, ScalarType t) { return roundToFloat(v, t); }
 
 // Folds a Binary node whose operands are already simplified; nullptr if nothing applies.
 Expr foldBinary(const Expr& e) {
@@ -141,7 +141,7 @@ Expr foldNode(const Expr& e) {
       const Expr& a = e->operands[0];
       if (a->type == e->type) return a;
       if (a->kind == ExprKind::IntImm) {
-        if (isFloat(e->type)) return floatImm(roundTo((double)a->intValue, e->type), e->type, e->loc);
+        if (isFloat(e->type)) return floatImm(intToFloat(a->intValue, e->type), e->type, e->loc);
         if (e->type == ScalarType::Bool) return boolImm(a->intValue != 0, e->loc);
         if (fitsType(a->intValue, e->type)) return intImm(a->intValue, e->type, e->loc);
         return nullptr;

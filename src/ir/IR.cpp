@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "rtcg/Half.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -13,6 +14,8 @@ const char* typeName(ScalarType t) {
     case ScalarType::I64: return "i64";
     case ScalarType::F32: return "f32";
     case ScalarType::F64: return "f64";
+    case ScalarType::F16: return "f16";
+    case ScalarType::BF16: return "bf16";
   }
   RTCG_ASSERT(false, "bad ScalarType");
 }
@@ -24,6 +27,8 @@ const char* cudaTypeName(ScalarType t) {
     case ScalarType::I64: return "long long";
     case ScalarType::F32: return "float";
     case ScalarType::F64: return "double";
+    case ScalarType::F16: return "__half";
+    case ScalarType::BF16: return "__nv_bfloat16";
   }
   RTCG_ASSERT(false, "bad ScalarType");
 }
@@ -34,6 +39,8 @@ std::optional<ScalarType> parseTypeName(const std::string& s) {
   if (s == "i64") return ScalarType::I64;
   if (s == "f32") return ScalarType::F32;
   if (s == "f64") return ScalarType::F64;
+  if (s == "f16") return ScalarType::F16;
+  if (s == "bf16") return ScalarType::BF16;
   return std::nullopt;
 }
 
@@ -44,8 +51,27 @@ int typeBytes(ScalarType t) {
     case ScalarType::I64: return 8;
     case ScalarType::F32: return 4;
     case ScalarType::F64: return 8;
+    case ScalarType::F16:
+    case ScalarType::BF16: return 2;
   }
   RTCG_ASSERT(false, "bad ScalarType");
+}
+
+double roundToFloat(double v, ScalarType t) {
+  switch (t) {
+    case ScalarType::F32: return double(float(v));
+    case ScalarType::F16: return double(f16(v));
+    case ScalarType::BF16: return double(bf16(v));
+    default: return v;
+  }
+}
+
+double intToFloat(int64_t v, ScalarType t) {
+  switch (t) {
+    case ScalarType::F32: return double(float(v));
+    case ScalarType::F64: return double(v);
+    default: return roundToFloat(half_detail::roundToOdd(v), t);  // no double rounding
+  }
 }
 
 const char* opSymbol(BinaryOp op) {

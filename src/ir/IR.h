@@ -30,6 +30,8 @@
 // (rounding toward -infinity), as in Python; float `/` is IEEE division. Comparisons and
 // logical operators yield Bool. Arithmetic operands always have identical types after the
 // frontend (implicit conversions are inserted as explicit Casts, only for untyped literals).
+// The storage types f16 and bf16 take no arithmetic (see ScalarType); a Cast to them rounds to
+// nearest, ties to even, and a Cast from them is exact.
 //
 // Size parameters are integer constants that are bound before code generation (-D n=500).
 // bindSizes (ir/Bind.h) substitutes them, after which no Var of kind Size remains and shapes
@@ -53,18 +55,27 @@
 
 namespace rtcg {
 
-enum class ScalarType : uint8_t { Bool, I32, I64, F32, F64 };
+// F16 and BF16 (appended: the enum's values are part of structural hashes) are storage types:
+// array elements, loads, conversions to and from them, lets and selects; never operands of
+// arithmetic, comparisons, functions or reductions (the frontend requires a conversion first).
+enum class ScalarType : uint8_t { Bool, I32, I64, F32, F64, F16, BF16 };
 
-const char* typeName(ScalarType t);      // "bool", "i32", "i64", "f32", "f64"
-const char* cudaTypeName(ScalarType t);  // "bool", "int", "long long", "float", "double"
+const char* typeName(ScalarType t);      // "bool", "i32", "i64", "f32", "f64", "f16", "bf16"
+const char* cudaTypeName(ScalarType t);  // "bool", "int", "long long", "float", "double", "__half", "__nv_bfloat16"
 std::optional<ScalarType> parseTypeName(const std::string& s);
-inline bool isFloat(ScalarType t) { return t == ScalarType::F32 || t == ScalarType::F64; }
+// The 16-bit storage floats (f16, bf16).
+inline bool isHalf(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
+inline bool isFloat(ScalarType t) { return t == ScalarType::F32 || t == ScalarType::F64 || isHalf(t); }
 inline bool isInteger(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64; }
 int typeBytes(ScalarType t);  // bool counts 1
+// `v` rounded to the float type `t` (to nearest, ties to even), as the device converts it.
+double roundToFloat(double v, ScalarType t);
+// The integer `v` converted to the float type `t`, rounded once.
+double intToFloat(int64_t v, ScalarType t);
 
 enum class ExprKind : uint8_t {
   IntImm,    // intValue, type I32/I64/Bool(0/1)
-  FloatImm,  // floatValue, type F32/F64
+  FloatImm,  // floatValue, type F32/F64, or F16/BF16 holding a value of that type (folded conversions)
   Var,       // varKind + varId (+ name)
   Load,      // array (param index), operands = one index per dimension
   Unary,     // unaryOp, operands = {a}

@@ -52,6 +52,7 @@ std::string floatLiteral(double v, ScalarType t) {
     s = t == ScalarType::F32 ? fmt::format("{}", (float)v) : fmt::format("{}", v);
     if (s.find_first_of(".eE") == std::string::npos) s += ".0";
   }
+  if (isHalf(t)) return fmt::format("{}({})", typeName(t), s);  // a folded conversion: no literal suffix
   return t == ScalarType::F32 ? s + "f32" : s;
 }
 

@@ -1,5 +1,6 @@
 #include "ir/Verify.h"
 
+#include <cmath>
 #include <fmt/format.h>
 #include <map>
 #include <set>
@@ -175,6 +176,11 @@ class Verifier {
   // The node itself, its operands being non-null and checked.
   void checkNode(const Expr& e) {
     const std::vector<Expr>& ops = e->operands;
+    // f16 and bf16 are storage types: no arithmetic, comparison, function or reduction on them.
+    if (e->kind == ExprKind::Unary || e->kind == ExprKind::Binary || e->kind == ExprKind::Call ||
+        e->kind == ExprKind::Reduce)
+      for (const Expr& o : ops)
+        if (isHalf(o->type)) fail(e, fmt::format("on a value of the storage type {}", typeName(o->type)));
     auto arity = [&](size_t n) {
       if (ops.size() == n) return true;
       fail(e, fmt::format("with {} operands, not {}", ops.size(), n));
@@ -189,6 +195,8 @@ class Verifier {
         break;
       case ExprKind::FloatImm:
         if (arity(0) && !isFloat(e->type)) fail(e, fmt::format("of type {}", typeName(e->type)));
+        if (isHalf(e->type) && !std::isnan(e->floatValue) && roundToFloat(e->floatValue, e->type) != e->floatValue)
+          fail(e, fmt::format("{} not representable in {}", e->floatValue, typeName(e->type)));
         break;
       case ExprKind::Var:
         if (arity(0)) checkVar(e);

@@ -291,9 +291,13 @@ class Compiler {
     int32_t r = expr(e->operands[0], code);
     if (to == from) return r;
     int32_t dst = newReg();
-    if (isFloat(to)) {
+    if (isHalf(to)) {
+      // Every conversion to f16 or bf16 rounds once, from the exact value (f16 <-> bf16 too).
+      if (isFloat(from)) emit(code, Op::FToHalf, dst, r, int32_t(to));
+      else emit(code, Op::IToHalf, dst, r, int32_t(to));
+    } else if (isFloat(to)) {
       if (isFloat(from)) {
-        // f32 values are carried in double; only narrowing to f32 changes the value.
+        // f32, f16 and bf16 values are carried in double; only narrowing to f32 changes the value.
         if (to == ScalarType::F64) return r;
         emit(code, Op::FToF32, dst, r);
       } else {
@@ -421,7 +425,7 @@ class Compiler {
     if (!safeInvariant(l.lo) || !safeInvariant(l.hi) || loopRegs_.count(l.id)) return -1;
     for (const Expr& leaf : leaves) {
       if (leaf->array < 0 || leaf->array >= int(k_.params.size()) || !k_.params[leaf->array].isArray() ||
-          !isFloat(k_.params[leaf->array].type) || leaf->operands.size() != out_.shapes[leaf->array].size())
+          !isFloat(k_.params[leaf->array].type) || isHalf(k_.params[leaf->array].type) || leaf->operands.size() != out_.shapes[leaf->array].size())
         return -1;
       for (const Expr& idx : leaf->operands)
         if (!isInteger(idx->type) || !linearIn(idx, l.id)) return -1;

@@ -1,7 +1,7 @@
 // The reference executor's compiled form of a bound kernel: a register machine. Each nest is
 // compiled once into straight bytecode with its loops (ForInit/ForNext), so running it never
-// walks the Expr tree. Registers are 8-byte slots: float values (f32 and f64 alike) are held as
-// double, integer and bool values as int64. Internal to src/reference (Reference.cpp drives it).
+// walks the Expr tree. Registers are 8-byte slots: float values (f16, bf16, f32 and f64 alike) are
+// held as double (exactly), integer and bool values as int64. Internal to src/reference (Reference.cpp drives it).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +37,8 @@ enum class Op : uint8_t {
   FToInt,   // truncate toward zero, saturate to the type in b (ScalarType)
   IToF,     // int64 -> double
   IToF32,   // int64 -> float -> double
+  FToHalf,  // round a double to the nearest value of the 16-bit type in b (f16, bf16), ties to even
+  IToHalf,  // int64 -> the 16-bit type in b, rounded once
   IWrap,    // wrap to the type in b
   ToBool,   // a.i != 0
   FToBool,  // a.f != 0

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "reference/RandomFill.h"
+#include "rtcg/Half.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -153,6 +154,7 @@ bool looksUnwritten(T v) {
   if constexpr (std::is_same_v<T, float>) return (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u;
   else if constexpr (std::is_same_v<T, double>)
     return (std::bit_cast<uint64_t>(v) & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+  else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) return !std::isfinite(double(v));
   else return int64_t(v) == kPoisonInt;
 }
 
@@ -238,6 +240,8 @@ auto withElements(const HostArray& out, F&& f) {
     case ScalarType::F64: return f(out.as<double>());
     case ScalarType::I32: return f(out.as<int32_t>());
     case ScalarType::I64: return f(out.as<int64_t>());
+    case ScalarType::F16: return f(out.as<f16>());
+    case ScalarType::BF16: return f(out.as<bf16>());
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");

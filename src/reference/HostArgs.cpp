@@ -20,6 +20,8 @@ ScalarValue ScalarValue::ofDouble(ScalarType t, double v) {
     s.f = double(float(v));
   } else if (t == ScalarType::F64) {
     s.f = v;
+  } else if (isHalf(t)) {
+    s.f = roundToFloat(v, t);
   } else {
     if (!(std::floor(v) == v) || std::abs(v) > 9007199254740992.0)
       throw Error(fmt::format("{} is not an integer value for a {} scalar", v, typeName(t)));

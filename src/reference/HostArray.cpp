@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "rtcg/Half.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -50,6 +51,10 @@ template <> float* HostArray::as<float>() { checkType(ScalarType::F32, "float");
 template <> double* HostArray::as<double>() { checkType(ScalarType::F64, "double"); return reinterpret_cast<double*>(storage_.data()); }
 template <> int32_t* HostArray::as<int32_t>() { checkType(ScalarType::I32, "int32_t"); return reinterpret_cast<int32_t*>(storage_.data()); }
 template <> int64_t* HostArray::as<int64_t>() { checkType(ScalarType::I64, "int64_t"); return reinterpret_cast<int64_t*>(storage_.data()); }
+template <> f16* HostArray::as<f16>() { checkType(ScalarType::F16, "rtcg::f16"); return reinterpret_cast<f16*>(storage_.data()); }
+template <> bf16* HostArray::as<bf16>() { checkType(ScalarType::BF16, "rtcg::bf16"); return reinterpret_cast<bf16*>(storage_.data()); }
+template <> const f16* HostArray::as<f16>() const { return const_cast<HostArray*>(this)->as<f16>(); }
+template <> const bf16* HostArray::as<bf16>() const { return const_cast<HostArray*>(this)->as<bf16>(); }
 template <> const float* HostArray::as<float>() const { return const_cast<HostArray*>(this)->as<float>(); }
 template <> const double* HostArray::as<double>() const { return const_cast<HostArray*>(this)->as<double>(); }
 template <> const int32_t* HostArray::as<int32_t>() const { return const_cast<HostArray*>(this)->as<int32_t>(); }
@@ -66,6 +71,8 @@ double HostArray::get(int64_t i) const {
     case ScalarType::F64: return as<double>()[i];
     case ScalarType::I32: return as<int32_t>()[i];
     case ScalarType::I64: return double(as<int64_t>()[i]);
+    case ScalarType::F16: return double(as<f16>()[i]);  // exact
+    case ScalarType::BF16: return double(as<bf16>()[i]);
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");
@@ -78,6 +85,8 @@ void HostArray::set(int64_t i, double v) {
     case ScalarType::F64: as<double>()[i] = v; return;
     case ScalarType::I32: as<int32_t>()[i] = int32_t(truncateToInt(v, ScalarType::I32)); return;
     case ScalarType::I64: as<int64_t>()[i] = truncateToInt(v, ScalarType::I64); return;
+    case ScalarType::F16: as<f16>()[i] = f16(v); return;  // to nearest, ties to even
+    case ScalarType::BF16: as<bf16>()[i] = bf16(v); return;
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");
@@ -89,7 +98,9 @@ int64_t HostArray::getInt(int64_t i) const {
     case ScalarType::I32: return as<int32_t>()[i];
     case ScalarType::I64: return as<int64_t>()[i];
     case ScalarType::F32:
-    case ScalarType::F64: return truncateToInt(get(i), ScalarType::I64);
+    case ScalarType::F64:
+    case ScalarType::F16:
+    case ScalarType::BF16: return truncateToInt(get(i), ScalarType::I64);
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");
@@ -101,7 +112,9 @@ void HostArray::setInt(int64_t i, int64_t v) {
     case ScalarType::I32: as<int32_t>()[i] = int32_t(wrapToInt(v, ScalarType::I32)); return;
     case ScalarType::I64: as<int64_t>()[i] = v; return;
     case ScalarType::F32:
-    case ScalarType::F64: set(i, double(v)); return;
+    case ScalarType::F64:
+    case ScalarType::F16:
+    case ScalarType::BF16: set(i, intToFloat(v, type_)); return;  // one rounding
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");
@@ -114,6 +127,8 @@ std::vector<double> HostArray::toDoubles() const {
     case ScalarType::F64: if (size_) std::memcpy(out.data(), data(), bytes()); break;
     case ScalarType::I32: { const int32_t* p = as<int32_t>(); for (int64_t i = 0; i < size_; ++i) out[i] = p[i]; break; }
     case ScalarType::I64: { const int64_t* p = as<int64_t>(); for (int64_t i = 0; i < size_; ++i) out[i] = double(p[i]); break; }
+    case ScalarType::F16:
+    case ScalarType::BF16: for (int64_t i = 0; i < size_; ++i) out[i] = get(i); break;
     case ScalarType::Bool: RTCG_ASSERT(false, "bad host array type");
   }
   return out;

@@ -1,5 +1,6 @@
 // A dense row-major array in host memory, stored at its element type: f32 arrays hold float
-// (exactly the bytes the GPU gets), f64 double, i32 int32_t, i64 int64_t. Used by the reference
+// (exactly the bytes the GPU gets), f64 double, i32 int32_t, i64 int64_t, f16 and bf16 the 16-bit
+// rtcg::f16 and rtcg::bf16 (rtcg/Half.h). Used by the reference
 // executor, the tests, the GPU runtime tests and `rtcgc run --cpu`.
 #pragma once
 
@@ -31,7 +32,7 @@ class HostArray {
   template <class T> const T* as() const;
 
   // Element access through double / int64 (rounded / truncated to the element type on set:
-  // f32 rounds to nearest float, setInt wraps to 32 bits for i32, set truncates toward zero
+  // f32, f16 and bf16 round to nearest even, setInt wraps to 32 bits for i32, set truncates toward zero
   // and saturates for integer elements).
   double get(int64_t i) const;
   void set(int64_t i, double v);

@@ -180,6 +180,8 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
       case Op::FToInt: r[I.dst].i = truncateToInt(r[I.a].f, ScalarType(I.b)); break;
       case Op::IToF: r[I.dst].f = double(r[I.a].i); break;
       case Op::IToF32: r[I.dst].f = double(float(r[I.a].i)); break;
+      case Op::FToHalf: r[I.dst].f = roundToFloat(r[I.a].f, ScalarType(I.b)); break;
+      case Op::IToHalf: r[I.dst].f = intToFloat(r[I.a].i, ScalarType(I.b)); break;
       case Op::IWrap: r[I.dst].i = wrapToInt(r[I.a].i, ScalarType(I.b)); break;
       case Op::ToBool: r[I.dst].i = r[I.a].i != 0; break;
       case Op::FToBool: r[I.dst].i = r[I.a].f != 0.0; break;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "ir/IntOps.h"
+#include "rtcg/Half.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -41,6 +42,17 @@ void fillRandom(HostArray& a, uint64_t seed) {
     case ScalarType::F64: {
       double* p = a.as<double>();
       for (int64_t i = 0; i < n; ++i) p[i] = double(int64_t(rng.next() >> 11) - (int64_t(1) << 52)) * 0x1p-52;
+      break;
+    }
+    // The 16-bit types: multiples of their last place at 1 in [-1, 1), so every value is exact.
+    case ScalarType::F16: {
+      f16* p = a.as<f16>();
+      for (int64_t i = 0; i < n; ++i) p[i] = f16(double(int64_t(rng.next() >> 53) - 1024) * 0x1p-10);
+      break;
+    }
+    case ScalarType::BF16: {
+      bf16* p = a.as<bf16>();
+      for (int64_t i = 0; i < n; ++i) p[i] = bf16(double(int64_t(rng.next() >> 56) - 128) * 0x1p-7);
       break;
     }
     default: fillRandomInts(a, seed, -8, 8); break;

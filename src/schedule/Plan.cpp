@@ -295,6 +295,12 @@ class NestPlanner {
                          "('shared:')", s_.buffers));
     if (s_.asyncCopy && s_.buffers < 2)
       reason("'copy: async' copies tiles one or more steps ahead and needs 'buffers: 2' or more");
+    // cp.async moves 4, 8 or 16 bytes, and 16-bit tiles are copied element by element (copyVector).
+    for (const std::string& a : s_.shared)
+      if (int p = k_.findParam(a); s_.asyncCopy && p >= 0 && k_.params[p].isArray() && typeBytes(k_.params[p].type) < 4)
+        reason(fmt::format("'copy: async' copies 4, 8 or 16 bytes per cp.async, and the tile of '{}' is copied one "
+                           "2-byte {} element at a time: stage it through registers (no 'copy: async')",
+                           a, typeName(k_.params[p].type)));
     if (!s_.asyncCopy && s_.buffers > 2)
       reason(fmt::format("'buffers: {}' keeps {} steps in flight, which only asynchronous copies do: add 'copy: async'",
                          s_.buffers, s_.buffers - 1));

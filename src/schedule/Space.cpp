@@ -475,8 +475,12 @@ class NestSpace {
           // would double.
           std::vector<std::pair<int64_t, bool>> bufferCounts{{1, false}};
           if (steps && single.errors.empty()) {
+            // cp.async copies 4 bytes or more: 16-bit tiles are not copied by it (the plan's reason).
+            const bool twoByteTile = std::any_of(single.arrays.begin(), single.arrays.end(), [&](const StagedArray& sa) {
+              return typeBytes(k_.params[sa.array].type) < 4;
+            });
             for (auto [buffers, async] : {std::pair<int64_t, bool>{2, false}, {3, true}}) {
-              if (share && async) continue;
+              if ((share || twoByteTile) && async) continue;
               NestSchedule multi = ns;
               multi.buffers = buffers;
               multi.asyncCopy = async;

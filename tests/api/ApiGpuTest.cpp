@@ -25,6 +25,7 @@
 #include "reference/Reference.h"
 #include "rtcg/rtcg.h"
 #include "runtime/CudaDriver.h"
+#include "tune/Verify.h"
 
 namespace fs = std::filesystem;
 
@@ -76,6 +77,7 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"dg_face_gather.rtcg",
      {{{{"K", 33}, {"Np", 20}, {"Nfaces", 4}, {"Nfp", 10}}, {{"K", 101}, {"Np", 4}, {"Nfaces", 4}, {"Nfp", 3}}}}},
     {"batched_matmul.rtcg", {{{{"nb", 5}, {"n", 16}}, {{"nb", 33}, {"n", 7}}}}},
+    {"gemm_bf16.rtcg", {{{{"n", 37}}, {{"n", 130}}}}},
 };
 
 // Arguments for `bound` taken from `host`: host vectors (viewed in place) or device arrays (uploaded
@@ -109,7 +111,7 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
         case ScalarType::F64: out.refs.push_back(detail::argRef(v.f)); break;
         case ScalarType::I32: out.refs.push_back(detail::argRef(int32_t(v.i))); break;
         case ScalarType::I64: out.refs.push_back(detail::argRef(int64_t(v.i))); break;
-        case ScalarType::Bool: ADD_FAILURE() << "bool scalar"; break;
+        default: ADD_FAILURE() << "bool or 16-bit scalar"; break;
       }
       continue;
     }
@@ -117,10 +119,12 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
     if (!deviceArrays) {
       detail::ArgRef r;
       r.kind = detail::ArgRef::Kind::HostArray;
-      r.type = param.type == ScalarType::F32   ? ElementType::F32
-               : param.type == ScalarType::F64 ? ElementType::F64
-               : param.type == ScalarType::I32 ? ElementType::I32
-                                               : ElementType::I64;
+      r.type = param.type == ScalarType::F32    ? ElementType::F32
+               : param.type == ScalarType::F64  ? ElementType::F64
+               : param.type == ScalarType::I32  ? ElementType::I32
+               : param.type == ScalarType::F16  ? ElementType::F16
+               : param.type == ScalarType::BF16 ? ElementType::BF16
+                                                : ElementType::I64;
       r.count = size_t(h.size());
       r.host = h.data();
       out.refs.push_back(r);
@@ -131,6 +135,8 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
       case ScalarType::F64: addDeviceArray<double>(ctx, h, param.isWritten(), out); break;
       case ScalarType::I32: addDeviceArray<int32_t>(ctx, h, param.isWritten(), out); break;
       case ScalarType::I64: addDeviceArray<int64_t>(ctx, h, param.isWritten(), out); break;
+      case ScalarType::F16: addDeviceArray<f16>(ctx, h, param.isWritten(), out); break;
+      case ScalarType::BF16: addDeviceArray<bf16>(ctx, h, param.isWritten(), out); break;
       case ScalarType::Bool: ADD_FAILURE() << "bool array"; break;
     }
   }
@@ -218,6 +224,54 @@ TEST_F(ApiGpu, VectorAndAsyncStagingMatchTheReference) {
     o.schedule = c.schedule;
     expectMatchesReference(ctx, source, c.sizes, o, /*deviceArrays=*/true, 7);
   }
+}
+
+// Every conversion to and from f16 and bf16 on the device (rtcg's cuda_fp16.h/cuda_bf16.h for
+// NVRTC) against the reference: the values rounded are the same in f32 and double here, so every
+// output matches exactly; with f16 outputs of a product staged in shared memory, within the
+// tolerance of one rounding.
+TEST_F(ApiGpu, SixteenBitConversionsMatchTheReference) {
+  const std::string conv = R"(kernel conv(n: int, x: f16[n], w: bf16[n], k: i32[n], big: i64[n], d: f64[n],
+      out y: f16[n], out z: bf16[n], out e: f64[n], out m: i32[n], out v: f16[n]) {
+    for i in 0..n {
+      let h = x[i];
+      y[i] = select(f32(h) > 0.0, h, f16(w[i]));
+      z[i] = bf16(f32(h) * 3.0);
+      e[i] = f64(w[i]) + f64(x[i]) + f64(bf16(d[i] / 7.0)) + f64(f16(k[i] * 1000)) + f64(bf16(big[i] * 100000000000))
+           + f64(f16(d[i])) + f64(bf16(k[i]));
+      m[i] = i32(f32(x[i]) * 100.0) + i32(w[i]);
+      v[i] = select(i % 2 == 0, 0.1, f16(2049 + i));
+    }
+  })";
+  Context ctx;
+  for (bool deviceArrays : {false, true}) expectMatchesReference(ctx, conv, {{"n", 100003}}, {}, deviceArrays, 5);
+  Kernel bound = prepareKernel(conv, {{"n", 1000}}, {}).bound;
+  HostArgs host(bound);
+  fillInputs(bound, host, 9);
+  HostArgs refArgs = host;
+  ReferenceResult ref = runReference(bound, refArgs);
+  ApiArgs args = apiArgs(ctx, bound, host, true);
+  ctx.compile(conv, {{"n", 1000}}).launch(args.refs);
+  for (auto& d : args.downloads) d();
+  for (const ReferenceOutput& out : ref.outputs)
+    EXPECT_EQ(compare(host.array(out.param), out.values).maxAbsError, 0.0) << out.name;
+
+  const std::string gemm = R"(kernel g(n: int, a: bf16[n, n], b: f16[n, n], out c: f16[n, n]) {
+    for i in 0..n, j in 0..n { c[i, j] = f16(sum(k in 0..n, f32(a[i, k]) * f32(b[k, j]))); }
+  })";
+  CompileOptions o;
+  o.schedule = "i: grid.y, thread.y 8, reg 4; j: grid.x, thread.x 16, reg 2; k: serial, unroll 8; shared: a^T, b; buffers: 2";
+  Kernel g = prepareKernel(gemm, {{"n", 257}}, o).bound;
+  HostArgs gh(g);
+  fillInputs(g, gh, 3);
+  HostArgs gref = gh;
+  ReferenceResult gr = runReference(g, gref);
+  ApiArgs gargs = apiArgs(ctx, g, gh, true);
+  ctx.compile(gemm, {{"n", 257}}, o).launch(gargs.refs);
+  for (auto& d : gargs.downloads) d();
+  Comparison c = compare(gh.array("c"), gr.values("c"));
+  EXPECT_EQ(c.nonFinite, 0) << c.str();
+  EXPECT_LE(c.relativeError, verificationTolerance(g, g.findParam("c"))) << c.str();
 }
 
 // Split-K with staged steps: each block walks its share of k through shared memory, then the

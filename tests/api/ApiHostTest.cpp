@@ -174,6 +174,30 @@ TEST(ApiArguments, WrongElementType) {
             "250000 elements");
 }
 
+TEST(ApiArguments, SixteenBitArraysTakeTheStorageStructs) {
+  Kernel k = prepareKernel(R"(kernel g(n: int, a: bf16[n, n], b: bf16[n, n], out c: f32[n, n], out h: f16[n, n]) {
+    for i in 0..n, j in 0..n {
+      c[i, j] = sum(k in 0..n, f32(a[i, k]) * f32(b[k, j]));
+      h[i, j] = f16(c[i, j]);
+    }
+  })", {{"n", 3}}, {}).bound;
+  EXPECT_EQ(signatureOf(k), "g(a: bf16[3, 3], b: bf16[3, 3], out c: f32[3, 3], out h: f16[3, 3]) with n = 3");
+  std::vector<bf16> a(9, bf16(0.5f)), b(9);
+  std::vector<float> c(9);
+  std::vector<f16> h(9);
+  std::vector<detail::ArgRef> args{detail::argRef(a), detail::argRef(b), detail::argRef(c), detail::argRef(h)};
+  EXPECT_EQ(matchArguments(k, args).size(), 5u);
+  std::vector<f16> wrong(9);
+  args[1] = detail::argRef(wrong);
+  EXPECT_EQ(errorOf([&] { matchArguments(k, args); }),
+            "g: argument 2 (b): expected bf16[3, 3] (9 elements), given std::vector<rtcg::f16> of 9 elements");
+  args[1] = deviceArray(ElementType::F32, 9);
+  EXPECT_NE(errorOf([&] { matchArguments(k, args); }).find("given rtcg::Array<float>"), std::string::npos);
+  EXPECT_STREQ(elementTypeName(ElementType::BF16), "bf16");
+  EXPECT_EQ(float(a[0]), 0.5f);
+  static_assert(elementTypeOf<f16>() == ElementType::F16 && sizeof(Array<bf16>) > 0);
+}
+
 TEST(ApiArguments, WrongElementCount) {
   Kernel k = prepareKernel(kMatmul, {{"n", 500}}, {}).bound;
   std::vector<float> small(500 * 499);

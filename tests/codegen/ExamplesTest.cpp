@@ -41,6 +41,9 @@ std::vector<std::string> handSchedules(const std::string& kernel) {
             "j: grid.x, thread.x 16, reg 2; i: grid.y, thread.y 8, reg 2; k: unroll, serial 3",
             "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 8; shared: a, b",
             "i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: serial, thread.z 4; shared: a, b"};
+  if (kernel == "gemm_bf16")  // 16-bit tiles: staged through registers (no cp.async of 2 bytes)
+    return {"i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4",
+            "i: grid.y, thread.y 8, reg 2; j: grid.x, thread.x 16, reg 2; k: serial, unroll 8; shared: a^T, b"};
   if (kernel == "axpby")
     return {"i: grid.x, thread.x 128, reg 4", "i: grid.x, serial 3, thread.x 64", "i: grid.x, thread.x 128, reg 4; shared: x, y"};
   if (kernel == "dot") return {"i: serial, unroll 8", "i: serial, thread.x 256", "i: serial, unroll 4, thread.x 96"};

@@ -21,13 +21,14 @@ namespace rtcg::testing {
 namespace {
 
 // The translation unit g++ compiles: the emulation header, the emitted source without its
-// `extern __shared__` declarations (the header provides that storage), and one launcher per
+// `extern __shared__` declarations (the header provides that storage) and its CUDA includes (the
+// header defines what the code uses of cuda_fp16.h and cuda_bf16.h), and one launcher per
 // kernel taking its arguments as an array of pointers.
 std::string hostSource(const Kernel& k, const EmittedModule& m) {
   std::string out = fmt::format("#include \"{}/tests/codegen/cuda_host_emulation.h\"\n", RTCG_SOURCE_DIR);
   std::istringstream in(m.source);
   for (std::string line; std::getline(in, line);)
-    if (line.find("extern __shared__") == std::string::npos) out += line + "\n";
+    if (line.find("extern __shared__") == std::string::npos && line.rfind("#include <cuda_", 0) != 0) out += line + "\n";
   for (const LaunchSpec& l : m.launches) {
     std::vector<std::string> args;
     for (size_t a = 0; a < l.params.size(); ++a) {

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "../../include/rtcg/Half.h"
+
 struct rtcg_emu_dim3 {
   unsigned int x = 0, y = 0, z = 0;
 };
@@ -54,12 +56,50 @@ using std::max;
 using std::min;
 inline long long llabs(long long v) { return v < 0 ? -v : v; }
 
+// The 16-bit types of cuda_fp16.h and cuda_bf16.h (the test drops the emitted #include lines):
+// storage only, as the emitted code converts before any arithmetic, 2-byte aligned as on the
+// GPU. The conversions round to nearest even, each once, and are written independently of
+// rtcg's reference executor (include/rtcg/Half.h) where the host allows, so a wrong rounding in
+// either shows as a mismatch: f16 through GCC's _Float16, bf16 from float with the carry trick
+// on its bits; bf16 from double and integers uses the reference's own rounding (Half.h).
+struct __half { unsigned short x; };
+struct __nv_bfloat16 { unsigned short x; };
+inline __half rtcg_emu_f16(_Float16 h) {
+  __half out;
+  std::memcpy(&out.x, &h, 2);
+  return out;
+}
+inline float __half2float(__half h) {
+  _Float16 v;
+  std::memcpy(&v, &h.x, 2);
+  return float(v);
+}
+inline __half __float2half_rn(float v) { return rtcg_emu_f16(_Float16(v)); }
+inline __half __double2half(double v) { return rtcg_emu_f16(_Float16(v)); }
+inline __half __int2half_rn(int v) { return rtcg_emu_f16(_Float16(v)); }
+inline __half __ll2half_rn(long long v) { return rtcg_emu_f16(_Float16(v)); }
+inline __half __ushort_as_half(unsigned short bits) { return {bits}; }
+inline float __bfloat162float(__nv_bfloat16 b) { return __int_as_float(int(unsigned(b.x) << 16)); }
+inline __nv_bfloat16 __float2bfloat16_rn(float v) {
+  unsigned int u;
+  std::memcpy(&u, &v, 4);
+  if (std::isnan(v)) return {(unsigned short)((u >> 16) | 0x40)};  // quiet
+  u += 0x7fffu + ((u >> 16) & 1);  // ties to even: the carry reaches bit 16 past the halfway point
+  return {(unsigned short)(u >> 16)};
+}
+inline __nv_bfloat16 __double2bfloat16(double v) { return {rtcg::bf16(v).bits}; }
+inline __nv_bfloat16 __int2bfloat16_rn(int v) { return {rtcg::bf16(double(v)).bits}; }
+inline __nv_bfloat16 __ll2bfloat16_rn(long long v) { return {rtcg::bf16(rtcg::half_detail::roundToOdd(v)).bits}; }
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) { return {bits}; }
+
 // Dynamic shared memory: every extern __shared__ array starts at the same address, as on the GPU.
 alignas(16) inline unsigned char rtcg_emu_dynamic_smem[232448];
 #define rtcg_smem_f32 (reinterpret_cast<float*>(rtcg_emu_dynamic_smem))
 #define rtcg_smem_f64 (reinterpret_cast<double*>(rtcg_emu_dynamic_smem))
 #define rtcg_smem_i32 (reinterpret_cast<int*>(rtcg_emu_dynamic_smem))
 #define rtcg_smem_i64 (reinterpret_cast<long long*>(rtcg_emu_dynamic_smem))
+#define rtcg_smem_f16 (reinterpret_cast<__half*>(rtcg_emu_dynamic_smem))
+#define rtcg_smem_bf16 (reinterpret_cast<__nv_bfloat16*>(rtcg_emu_dynamic_smem))
 
 // Warp shuffles: the lanes exchange values through per-block slots between two barriers. Every
 // thread of the block calls the shuffle at the same point (the emitter only shuffles in uniform

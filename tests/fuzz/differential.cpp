@@ -9,6 +9,7 @@
 // Every case compiles emitted code with g++ (seconds), far too slow for libFuzzer's loop, so this
 // is a seeded, bounded driver: the same seed gives the same cases.
 //   usage: differential_fuzz [--seed S] [--cases N] [--seconds T] [--schedules K] [--out DIR]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
 #include "schedule/Space.h"
+#include "tune/Verify.h"
 
 using namespace rtcg;
 namespace fs = std::filesystem;
@@ -84,12 +86,19 @@ std::string randomExpr(std::mt19937_64& rng, int depth, const std::string& bRead
 // reduction, of a random expression; b is [n, m] or [m, n] (read transposed).
 Source randomKernel(std::mt19937_64& rng) {
   bool transposed = rng() % 2;
-  std::string bType = transposed ? "f32[m, n]" : "f32[n, m]", bRead = transposed ? "b[j, i]" : "b[i, j]";
+  // b in f32 or one of the 16-bit storage types (read through an exact conversion to f32).
+  const char* storage[] = {"f32", "bf16", "f16"};
+  const std::string bElem = storage[rng() % 3];
+  std::string bType = bElem + (transposed ? "[m, n]" : "[n, m]"), bRead = transposed ? "b[j, i]" : "b[i, j]";
+  if (bElem != "f32") bRead = "f32(" + bRead + ")";
   std::string e = randomExpr(rng, 3, bRead);
   const char* reductions[] = {"sum", "max", "min"};
   std::string red = reductions[rng() % 3], body, outType;
   switch (rng() % 3) {
-    case 0: outType = "f32[n, m]"; body = "for i in 0..n, j in 0..m { c[i, j] = " + e + "; }"; break;
+    case 0:  // the map's output in f32, or rounded to f16 when stored
+      if (rng() % 2) outType = "f32[n, m]", body = "for i in 0..n, j in 0..m { c[i, j] = " + e + "; }";
+      else outType = "f16[n, m]", body = "for i in 0..n, j in 0..m { c[i, j] = f16(" + e + "); }";
+      break;
     case 1: outType = "f32[n]"; body = "for i in 0..n { c[i] = " + red + "(j in 0..m, " + e + "); }"; break;
     default: outType = "f32[1]"; body = "c[0] = " + red + "(i in 0..n, j in 0..m, " + e + ");"; break;
   }
@@ -167,12 +176,16 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, i
   Case c{src.name, src.text, k.name, "", {}};
   std::optional<Kernel> bound = bindRandom(k, rng, c.sizes);
   if (!bound) return true;
+  // 1e-4, or more where the kernel stores 16-bit values (one rounding of each, as the tuner allows).
+  double tolerance = 1e-4;
+  for (size_t p = 0; p < bound->params.size(); ++p)
+    if (bound->params[p].isWritten()) tolerance = std::max(tolerance, verificationTolerance(*bound, int(p)));
   try {
     for (const std::string& s : schedulesOf(*bound, rng, o.schedules)) {
       c.schedule = s;
       testing::EmulationOptions eo;
       eo.blockOrder = int(rng() % 3);
-      std::string err = testing::checkOnHost(*bound, s, 1e-4, {}, eo);
+      std::string err = testing::checkOnHost(*bound, s, tolerance, {}, eo);
       ++emulated;
       if (!err.empty()) return report(o, n, c, err), false;
     }

@@ -41,6 +41,19 @@ TEST(CheckCalls, AcceptsMatchingArgumentsAndWidening) {
   EXPECT_TRUE(d.empty()) << d.render("a.cpp", "");
 }
 
+TEST(CheckCalls, SixteenBitArraysTakeTheStorageStructs) {
+  Kernel k = parseOne("kernel g(n: int, a: bf16[n], out h: f16[n]) { for i in 0..n { h[i] = f16(a[i]); } }");
+  Diagnostics d;
+  using K = CallArg::Kind;
+  checkCalls(k, {{{7, 3}, {arg(K::HostVector, ScalarType::BF16, 9), arg(K::DeviceArray, ScalarType::F16, 12)}}}, d);
+  EXPECT_TRUE(d.empty()) << d.render("a.cpp", "");
+  checkCalls(k, {{{8, 3}, {arg(K::HostVector, ScalarType::F16, 9), arg(K::DeviceArray, ScalarType::F32, 12)}}}, d);
+  ASSERT_EQ(d.errorCount(), 2);
+  EXPECT_EQ(d.all()[0].message, "kernel 'g' argument 1 (a: bf16[n]): expected rtcg::Array<rtcg::bf16> or "
+                                "std::vector<rtcg::bf16>, given std::vector<rtcg::f16>");
+  EXPECT_NE(d.all()[1].message.find("expected rtcg::Array<rtcg::f16>"), std::string::npos) << d.all()[1].message;
+}
+
 TEST(CheckCalls, ReportsCountAndTypeMismatchesAtTheCall) {
   Kernel k = parseOne(kSaxpy);
   Diagnostics d;

@@ -52,7 +52,7 @@ TEST_P(BadFixture, GivesExactlyTheExpectedDiagnostics) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, BadFixture,
-                         testing::Values("bad_raw", "bad_escapes", "bad_concat", "bad_bounds", "bad_calls"));
+                         testing::Values("bad_raw", "bad_escapes", "bad_concat", "bad_bounds", "bad_calls", "bad_half"));
 
 TEST(ScanTool, AcceptsGoodKernelsAndWritesTheManifest) {
   std::string manifestPath = testing::TempDir() + "rtcg_scan_manifest.json";

@@ -27,6 +27,8 @@ const char* cppElementName(ScalarType t) {
     case ScalarType::F64: return "double";
     case ScalarType::I32: return "int32_t";
     case ScalarType::I64: return "int64_t";
+    case ScalarType::F16: return "rtcg::f16";
+    case ScalarType::BF16: return "rtcg::bf16";
     case ScalarType::Bool: return "bool";
   }
   return "?";

@@ -88,6 +88,12 @@ std::optional<ScalarType> scalarTypeOf(QualType t, const ASTContext& ctx) {
       if (bits == 64) return ScalarType::I64;
     }
   }
+  // The 16-bit storage structs of rtcg/Half.h: element types of arrays (no scalar takes them).
+  if (const auto* rec = t->getAsCXXRecordDecl()) {
+    const std::string name = rec->getQualifiedNameAsString();
+    if (name == "rtcg::f16") return ScalarType::F16;
+    if (name == "rtcg::bf16") return ScalarType::BF16;
+  }
   return std::nullopt;
 }
 

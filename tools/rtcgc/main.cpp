@@ -519,8 +519,9 @@ int runMain(int argc, char** argv) {
   runCmd->add_option("-S,--scalar", run.scalars, "set a scalar parameter: -S alpha=2.5 (default random)");
   runCmd->add_option("--repeats", run.repeats, "timed repeats (default 20)")->check(CLI::Range(1, 100000));
   runCmd->add_option("--tolerance", run.tolerance,
-                     "relative error allowed (default 1e-5 for f32, 1e-12 for f64, scaled up by the square root "
-                     "of the reduction length / 256 for long reductions; integers exact)");
+                     "relative error allowed (default 1e-5 for f32, 1e-12 for f64, plus 2^-10 (f16) or 2^-7 (bf16) "
+                     "where the kernel stores such arrays, scaled up by the square root of the reduction length / "
+                     "256 for long reductions; integers exact)");
   CLI::Option* runMaxFlops =
       runCmd->add_option("--reference-max-flops", run.referenceMaxFlops,
                          "verify kernels of more floating-point operations than F against a sampled CPU reference "
