@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <random>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,6 +24,7 @@
 #include "codegen/HostEmulation.h"
 #include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
+#include "reference/Reference.h"
 #include "schedule/Space.h"
 
 using namespace rtcg;
@@ -145,25 +145,12 @@ std::vector<std::string> schedulesOf(const Kernel& bound, std::mt19937_64& rng, 
   return out;
 }
 
-// A statement that writes through an index array (`hist[where[i]] = ...`): rtcg cannot prove its
-// points write distinct elements, and the reference executor does not check it at run time, so
-// where the indices collide the result depends on the order the points run in (the first finding
-// of this fuzzer, indirect.rtcg's scatter at n > m). Such kernels are left out of the comparison.
-bool writesIndirectly(const std::string& text, const std::string& kernel) {
-  size_t from = text.find("kernel " + kernel + "(");
-  if (from == std::string::npos) return false;
-  std::string body = text.substr(from, text.find("\nkernel ", from + 1) - from);
-  static const std::regex write(R"(\b\w+\[[^=;\]]*\w+\[[^=;]*\]\s*=[^=])");
-  return std::regex_search(body, write);
-}
-
 // One case; returns false on a finding.
-bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, int& emulated) {
+bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, int& emulated, int& rejected) {
   Diagnostics diags;
   auto prog = parseProgram(src.name, src.text, diags);
   if (!prog || prog->kernels.empty()) return true;  // a grammar kernel the checker refuses: not ours
   const Kernel& k = prog->kernels[rng() % prog->kernels.size()];
-  if (writesIndirectly(src.text, k.name)) return true;
   Case c{src.name, src.text, k.name, "", {}};
   std::optional<Kernel> bound = bindRandom(k, rng, c.sizes);
   if (!bound) return true;
@@ -176,6 +163,11 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, i
       ++emulated;
       if (!err.empty()) return report(o, n, c, err), false;
     }
+  } catch (const WriteConflictError&) {
+    // Two points store to one element through an index array (indirect.rtcg's scatter at n > m,
+    // the first finding of this fuzzer): the kernel's result depends on the order its points run
+    // in, and the reference executor refuses it, as `rtcgc run` does. Rejected input, not a finding.
+    ++rejected;
   } catch (const std::exception& e) {
     return report(o, n, c, std::string("exception: ") + e.what()), false;
   }
@@ -203,16 +195,16 @@ int main(int argc, char** argv) {
   std::vector<Source> seeds = corpus();
   std::mt19937_64 rng(o.seed);
   auto start = std::chrono::steady_clock::now();
-  int cases = 0, emulated = 0;
+  int cases = 0, emulated = 0, rejected = 0;
   for (; cases < o.cases; ++cases) {
     // The time bound is checked between cases: a case is never cut halfway.
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     if (elapsed.count() >= o.seconds) break;
     // Half the cases from the corpus, half from the grammar.
     Source src = rng() % 2 ? seeds[rng() % seeds.size()] : randomKernel(rng);
-    if (!runCase(o, cases, src, rng, emulated)) return 1;
+    if (!runCase(o, cases, src, rng, emulated, rejected)) return 1;
   }
-  std::printf("Done %d cases, %d emulated schedules, seed %llu: no finding\n", cases, emulated,
-              (unsigned long long)o.seed);
+  std::printf("Done %d cases, %d emulated schedules, %d rejected (order-dependent indirect stores), seed %llu: no "
+              "finding\n", cases, emulated, rejected, (unsigned long long)o.seed);
   return 0;
 }
