@@ -160,6 +160,13 @@ TEST(Hostile, InputsAreReadBoundedAndEveryReadErrorIsReported) {
   Result empty = rtcgc("check " + writeTemp("empty.rtcg", ""));
   EXPECT_EQ(empty.code, 1) << empty.out;
   EXPECT_NE(empty.out.find("empty.rtcg: error: the file defines no kernel"), std::string::npos) << empty.out;
+  // `export` read its file with a copy of its own, unbounded: /dev/zero ran until memory was gone.
+  std::string out = (tempDir() / "zero-export").string();
+  Result exported = rtcgc("export /dev/zero -D n=8 -o " + out);
+  EXPECT_EQ(exported.code, 1) << exported.out;
+  EXPECT_NE(exported.out.find("cannot read '/dev/zero': it is larger than 16 MiB, the limit"), std::string::npos)
+      << exported.out;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(Hostile, AFullStandardOutputIsAnError) {
@@ -270,12 +277,13 @@ TEST(Hostile, ADivisorThatSizesMakeZeroIsAnError) {
 }
 
 // 1 (again): the -D parser is a std::regex too, and a 120 000-character binding overflowed the
-// stack in it, in rtcgc check and tune alike.
+// stack in it, in rtcgc check and tune alike (and in export, which had a copy of its own).
 TEST(Hostile, HugeSizeBindingsAreBadCommandLines) {
   std::string f = writeTemp("copy.rtcg", kCopy);
+  const std::string exportTo = "export -o " + (tempDir() / "huge-export").string() + " ";
   for (const std::string& binding : {"n=" + std::string(120000, '1'), std::string(120000, 'n') + "=5",
                                      "n=" + std::string(120000, ' ') + "5"}) {
-    for (const char* command : {"check ", "tune --dry-run "}) {
+    for (const std::string& command : {std::string("check "), std::string("tune --dry-run "), exportTo}) {
       Result r = rtcgc(command + f + " -D '" + binding + "'");
       EXPECT_EQ(r.code, 2) << command << head(r.out);
       EXPECT_NE(r.out.find("rtcgc: error: bad size binding '-D "), std::string::npos) << head(r.out);
