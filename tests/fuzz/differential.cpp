@@ -4,7 +4,9 @@
 // its default schedule and random candidates of its space (enumerateSchedules with a seed) in the
 // host emulation (tests/codegen/HostEmulation.h) against the reference executor. A mismatch, an
 // emulation failure (g++ error, misaligned copy, arrival counter left set) or an exception is a
-// finding: its reproducer is written to the output directory and the run exits 1.
+// finding: its reproducer is written to the output directory and the run exits 1. A kernel whose
+// points store to one element through an index array (the reference executor's WriteConflictError)
+// has no result to compare: it is counted as rejected input, as `rtcgc run` rejects it.
 //
 // Every case compiles emitted code with g++ (seconds), far too slow for libFuzzer's loop, so this
 // is a seeded, bounded driver: the same seed gives the same cases.
