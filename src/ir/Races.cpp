@@ -222,7 +222,8 @@ class RaceChecker {
       if (s->indices.size() != arrayShape(k_, array).size()) return;  // reported by checkBounds
       if (s->indirect) {
         diags_.warning(s->loc, fmt::format("indirect store into {} cannot be proved free of races: two "
-                                           "iterations may write the same element",
+                                           "iterations may write the same element; it is checked at run time by "
+                                           "the reference executor",
                                            name(array)));
         return;
       }

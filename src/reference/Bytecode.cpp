@@ -6,11 +6,13 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "reference/HostArgs.h"
+#include "ir/Analysis.h"
 #include "ir/IntOps.h"
 #include "ir/Walk.h"
 #include "support/Error.h"
@@ -528,6 +530,7 @@ class Compiler {
         continue;
       }
       int32_t site = access(s.array, s.indices, true, s.loc, code);
+      out_.sites[size_t(site)].claims = claimed_.count(s.array) > 0;
       ScalarType t = k_.params[s.array].type;
       if (isFloat(t) != isFloat(s.value->type))
         fail(s.loc, fmt::format("storing a {} value into {} array '{}'", typeName(s.value->type), typeName(t),
@@ -541,6 +544,15 @@ class Compiler {
     CompiledNest cn;
     letRegs_.clear();
     stmtLoc_ = nest.loc;
+    // Arrays stored through an indirect index by a nest of several points: every store to them
+    // in the nest claims its element.
+    claimed_.clear();
+    // (collectAccesses inlines lets, so `let g = idx[i]; y[g] = ...` is indirect too.)
+    if (!nest.loops.empty())
+      for (const Access& a : collectAccesses(k_, int(&nest - k_.nests.data())))
+        if (a.isWrite && a.indirect) claimed_.insert(a.array);
+    cn.claimed.assign(claimed_.begin(), claimed_.end());
+    cn.pointWidth = int(nest.loops.size());
     std::vector<Loop> inner = nest.loops;
     if (!nest.loops.empty()) {
       const Loop& outer = nest.loops.front();
@@ -563,6 +575,7 @@ class Compiler {
   std::map<uint64_t, int32_t> floatConsts_;
   std::unordered_map<int, int32_t> loopRegs_, letRegs_, scalarRegs_;
   std::vector<std::pair<std::string, int32_t>> scope_;
+  std::set<int> claimed_;  // the nest being compiled's (CompiledNest::claimed)
   SourceLoc stmtLoc_;
 };
 

@@ -65,6 +65,11 @@ struct AccessSite {
   SourceLoc loc;
   bool isStore = false;
   std::vector<std::pair<std::string, int32_t>> loops;  // enclosing loops (name, register), for errors
+  // Stores to an array its nest stores to through an indirect index (y[idx[i]] = ...): each
+  // records the point that wrote the element (ArrayView::owners), and a second point storing to
+  // it is an error. The frontend cannot prove such points write distinct elements, and where two
+  // do, the result depends on the order the points run in.
+  bool claims = false;
 };
 
 struct AffineSum {
@@ -96,6 +101,10 @@ struct CompiledNest {
   std::string outerName;
   // Runs one value of the outermost loop (or the single point of a 0-loop nest).
   Code body;
+  // The arrays whose stores claim their elements (AccessSite::claims), and the number of the
+  // nest's parallel loops (the values that name a point).
+  std::vector<int> claimed;
+  int pointWidth = 0;
 };
 
 struct CompiledKernel {
@@ -123,9 +132,14 @@ struct ArrayView {
   void* data = nullptr;
   ScalarType type{};
   uint8_t* written = nullptr;  // sampled runs: one byte per element, set to 1 by stores (trackWrites)
+  // While a nest that claims this array's elements runs: per element, 1 + the parallel loop
+  // values of the point that stored to it (the first slot 0 while no point has), pointWidth + 1
+  // slots each. Stores that claim do nothing with it where it is null.
+  int64_t* owners = nullptr;
 };
 
-// Runs `code` on `frame`. Throws rtcg::Error on an out-of-range index or integer division by zero.
+// Runs `code` on `frame`. Throws rtcg::Error on an out-of-range index, integer division by zero or
+// a store to an element another point of the nest claimed (AccessSite::claims).
 // With trackWrites, every store also marks its element in the array's `written` mask (where the
 // view has one); without, stores cost what they always did (a separate instantiation).
 void execute(const CompiledKernel& k, const Code& code, Slot* frame, const ArrayView* arrays, bool trackWrites = false);

@@ -3,9 +3,11 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "reference/Bytecode.h"
 #include "reference/HostArray.h"
+#include "reference/Reference.h"
 #include "ir/IntOps.h"
 #include "support/Error.h"
 
@@ -25,6 +27,40 @@ namespace {
 [[noreturn]] __attribute__((noinline, cold)) void throwDivZero(const CompiledKernel& k, int32_t site) {
   SourceLoc loc = k.opLocs[site];
   throw Error(fmt::format("kernel '{}', line {}:{}: integer division by zero", k.kernelName, loc.line, loc.col));
+}
+
+std::string describePoint(const std::vector<std::pair<std::string, int32_t>>& loops, const int64_t* values) {
+  std::string s;
+  for (size_t l = 0; l < loops.size(); ++l) s += fmt::format("{}{}={}", l ? ", " : "", loops[l].first, values[l]);
+  return loops.size() == 1 ? s : "(" + s + ")";
+}
+
+[[noreturn]] __attribute__((noinline, cold)) void throwWriteConflict(const CompiledKernel& k, const AccessSite& s,
+                                                                     const Slot* frame, const int64_t* first) {
+  std::vector<int64_t> here, element;
+  for (const auto& [name, reg] : s.loops) here.push_back(frame[reg].i);
+  for (int32_t reg : s.indexRegs) element.push_back(frame[reg].i);
+  throw WriteConflictError(fmt::format(
+      "kernel '{}', line {}:{}: the points {} and {} both store to element [{}] of array '{}' (an indirect "
+      "index): the result would depend on the order the points run in, and the points of a nest must write "
+      "distinct elements",
+      k.kernelName, s.loc.line, s.loc.col, describePoint(s.loops, first), describePoint(s.loops, here.data()),
+      fmt::join(element, ", "), k.paramNames[s.array]));
+}
+
+// Records the point now running (the values of the store's enclosing loops: the nest's parallel
+// indices) as the writer of element `off`; throws if another point of the nest wrote it before.
+inline void claim(const CompiledKernel& k, const AccessSite& s, const Slot* frame, const ArrayView& a, int64_t off) {
+  if (!a.owners) return;
+  const size_t width = s.loops.size();
+  int64_t* o = a.owners + off * int64_t(width + 1);
+  if (o[0] == 0) {
+    o[0] = 1;
+    for (size_t l = 0; l < width; ++l) o[l + 1] = frame[s.loops[l].second].i;
+    return;
+  }
+  for (size_t l = 0; l < width; ++l)
+    if (o[l + 1] != frame[s.loops[l].second].i) throwWriteConflict(k, s, frame, o + 1);
 }
 
 inline int64_t offsetOf(const CompiledKernel& k, const AccessSite& s, const Slot* frame) {
@@ -210,6 +246,7 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
         const int64_t off = offsetOf(k, s, r);
         static_cast<double*>(arrays[s.array].data)[off] = r[I.b].f;
         markWritten<kTrackWrites>(arrays, s, off);
+        if (s.claims) claim(k, s, r, arrays[s.array], off);
         break;
       }
       case Op::StoreI32: {
@@ -217,6 +254,7 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
         const int64_t off = offsetOf(k, s, r);
         static_cast<int32_t*>(arrays[s.array].data)[off] = int32_t(wrapToInt(r[I.b].i, ScalarType::I32));
         markWritten<kTrackWrites>(arrays, s, off);
+        if (s.claims) claim(k, s, r, arrays[s.array], off);
         break;
       }
       case Op::StoreI64: {
@@ -224,6 +262,7 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
         const int64_t off = offsetOf(k, s, r);
         static_cast<int64_t*>(arrays[s.array].data)[off] = r[I.b].i;
         markWritten<kTrackWrites>(arrays, s, off);
+        if (s.claims) claim(k, s, r, arrays[s.array], off);
         break;
       }
     }

@@ -4,11 +4,15 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "ir/Analysis.h"
 #include "ir/IntOps.h"
+#include "ir/Walk.h"
 #include "rtcg/Half.h"
 #include "support/Error.h"
 
@@ -64,6 +68,32 @@ void fillRandomInts(HostArray& a, uint64_t seed, int64_t lo, int64_t hi) {
   SplitMix rng{seed};
   const uint64_t span = uint64_t(hi) - uint64_t(lo);
   for (int64_t i = 0; i < a.size(); ++i) a.setInt(i, int64_t(uint64_t(lo) + rng.next() % span));
+}
+
+void fillDistinctInts(HostArray& a, uint64_t seed, int64_t lo, int64_t hi) {
+  const int64_t n = a.size();
+  if (hi <= lo || uint64_t(hi) - uint64_t(lo) < uint64_t(n))
+    throw Error(fmt::format("{} distinct integers do not fit in [{}, {})", n, lo, hi));
+  SplitMix rng{seed};
+  const uint64_t span = uint64_t(hi) - uint64_t(lo);
+  if (span <= uint64_t(std::max<int64_t>(4 * n, 1 << 16))) {
+    // A partial Fisher-Yates shuffle of the whole range.
+    std::vector<int64_t> values(span);
+    for (uint64_t v = 0; v < span; ++v) values[v] = int64_t(uint64_t(lo) + v);
+    for (int64_t i = 0; i < n; ++i) {
+      std::swap(values[size_t(i)], values[size_t(i) + rng.next() % (span - uint64_t(i))]);
+      a.setInt(i, values[size_t(i)]);
+    }
+    return;
+  }
+  // A range much wider than the array: draw again on a repeat.
+  std::unordered_set<int64_t> seen;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v;
+    do v = int64_t(uint64_t(lo) + rng.next() % span);
+    while (!seen.insert(v).second);
+    a.setInt(i, v);
+  }
 }
 
 void poison(HostArray& a) {
@@ -244,16 +274,37 @@ class IndexRangeFinder {
 
 std::map<int, ValueRange> indirectIndexRanges(const Kernel& bound) { return IndexRangeFinder(bound).run(); }
 
+static std::set<int> storeIndexArrays(const Kernel& bound) {
+  std::set<int> out;
+  for (size_t n = 0; n < bound.nests.size(); ++n)
+    for (const Access& a : collectAccesses(bound, int(n))) {
+      if (!a.isWrite || !a.indirect) continue;
+      for (const Expr& i : a.indices)
+        visitExprs(i, [&](const Expr& e) {
+          if (e->kind == ExprKind::Load) out.insert(e->array);
+        });
+    }
+  return out;
+}
+
 void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
   std::map<int, ValueRange> ranges = indirectIndexRanges(bound);
+  const std::set<int> distinct = storeIndexArrays(bound);
   for (size_t p = 0; p < bound.params.size(); ++p) {
     const Param& param = bound.params[p];
     if (!param.isArray()) continue;
     HostArray& a = args.array(int(p));
     uint64_t s = mixSeed(seed, p);
     if (param.mode == ArrayMode::Out) poison(a);
-    else if (auto it = ranges.find(int(p)); it != ranges.end() && isInteger(a.type()))
-      fillRandomInts(a, s, it->second.lo, it->second.hi);
+    else if (auto it = ranges.find(int(p)); it != ranges.end() && isInteger(a.type())) {
+      // The indices of a scatter distinct where they can be, so that its points write distinct
+      // elements (where they cannot, the reference executor reports the two points that collide).
+      const ValueRange r = it->second;
+      if (distinct.count(int(p)) && uint64_t(r.hi) - uint64_t(r.lo) >= uint64_t(a.size()))
+        fillDistinctInts(a, s, r.lo, r.hi);
+      else
+        fillRandomInts(a, s, r.lo, r.hi);
+    }
     else fillRandom(a, s);
   }
 }

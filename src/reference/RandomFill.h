@@ -20,6 +20,9 @@ constexpr int64_t kPoisonInt = -1234567891;
 void fillRandom(HostArray& a, uint64_t seed);
 // Integers (or floats) uniform in the integers of [lo, hi); hi > lo.
 void fillRandomInts(HostArray& a, uint64_t seed, int64_t lo, int64_t hi);
+// Distinct integers of [lo, hi) in random order; throws rtcg::Error if the range holds fewer
+// than a.size() integers.
+void fillDistinctInts(HostArray& a, uint64_t seed, int64_t lo, int64_t hi);
 // NaN for float arrays, kPoisonInt for integer arrays.
 void poison(HostArray& a);
 
@@ -37,7 +40,9 @@ struct ValueRange {
 std::map<int, ValueRange> indirectIndexRanges(const Kernel& bound);
 
 // Fills every `in` and `inout` array with random data (seeded per parameter): integer arrays
-// used as indirect indices with values valid for their uses, other arrays with fillRandom;
+// used as indirect indices with values valid for their uses (distinct values where they index a
+// store and the range holds enough: a scatter's points then write distinct elements), other
+// arrays with fillRandom;
 // poisons every `out` array. Scalars are not touched.
 void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed);
 

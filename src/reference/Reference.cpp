@@ -115,6 +115,15 @@ std::string samplingObstacle(const Kernel& bound) {
                          "space), so elements a GPU kernel leaves unwritten outside the sample would go unseen",
                          param.name);
   }
+  // Stores through an indirect index are checked for two points writing one element
+  // (AccessSite::claims) only among the points that run.
+  for (size_t n = 0; n < bound.nests.size(); ++n) {
+    if (bound.nests[n].loops.empty()) continue;
+    for (const Access& a : collectAccesses(bound, int(n)))
+      if (a.isWrite && a.indirect)
+        return fmt::format("nest {} stores to '{}' through an indirect index: only a full run checks that no two of "
+                           "its points store to the same element", n + 1, bound.params[size_t(a.array)].name);
+  }
   return {};
 }
 
@@ -292,13 +301,24 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
     refvm::execute(k, nest.prelude, frame.data(), views.data());
     const int64_t lo = frame[nest.outerLo].i, hi = frame[nest.outerHi].i;
     result.outerValuesTotal += std::max<int64_t>(0, hi - lo);
+    // Arrays stored through an indirect index: which point wrote each element, to catch two
+    // points writing the same one. Such a nest runs on one thread: the record is not shared
+    // between threads, and the conflict reported is the first in the loops' order.
+    std::vector<std::vector<int64_t>> owners(nest.claimed.size());
+    for (size_t c = 0; c < nest.claimed.size(); ++c) {
+      const int a = nest.claimed[c];
+      owners[c].assign(size_t(args.array(a).size()) * size_t(nest.pointWidth + 1), 0);
+      views[a].owners = owners[c].data();
+    }
+    const int nestThreads = nest.claimed.empty() ? threads : 1;
     if (sampled) {
-      runOuterLoop(k, nest, frame, views.data(), lo, sample[n].data(), int64_t(sample[n].size()), threads, true);
+      runOuterLoop(k, nest, frame, views.data(), lo, sample[n].data(), int64_t(sample[n].size()), nestThreads, true);
       result.outerValuesRun += int64_t(sample[n].size());
     } else {
-      runOuterLoop(k, nest, frame, views.data(), lo, nullptr, std::max<int64_t>(0, hi - lo), threads, track);
+      runOuterLoop(k, nest, frame, views.data(), lo, nullptr, std::max<int64_t>(0, hi - lo), nestThreads, track);
       result.outerValuesRun += std::max<int64_t>(0, hi - lo);
     }
+    for (int a : nest.claimed) views[a].owners = nullptr;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   result.sampled = sampled;

@@ -11,6 +11,11 @@
 // Each nest's points are independent by construction, so the outermost loop of a nest is split
 // across threads. The kernel is compiled once to a register machine (Bytecode.h).
 //
+// One thing the frontend cannot prove is checked at run time: that the points of a nest storing
+// through an indirect index (y[idx[i]] = ...) write distinct elements. Where two points store to
+// the same element, the result would depend on the order they run in (on a GPU, a race): the run
+// throws rtcg::Error naming the array, the element and both points. Such a nest runs on one thread.
+//
 // Sampled runs, for verifying large kernels at a fraction of the cost: only some values of each
 // nest's outermost loop are run, and the result says exactly which output elements they wrote
 // (ReferenceOutput::computed); the other elements hold no reference value. A wrong GPU kernel is
@@ -25,12 +30,21 @@
 
 #include "ir/IR.h"
 #include "reference/HostArgs.h"
+#include "support/Error.h"
 
 namespace rtcg {
 
 namespace refvm {
 struct CompiledKernel;
 }
+
+// Two points of a nest stored to the same element through an indirect index (see the top of this
+// file): the kernel's result depends on the order its points run in, so it has none to compare
+// with. A user error (the program, or its index data).
+class WriteConflictError : public Error {
+ public:
+  using Error::Error;
+};
 
 struct ReferenceOptions {
   int threads = 0;  // 0: std::thread::hardware_concurrency()
@@ -83,6 +97,8 @@ struct ReferenceResult {
 //    (c[i, j] over i in 0..n, j in 0..n, in any order; a dimension of extent 1 may be indexed by
 //    0): then every element of it is written by the kernel, so a verifier may require every
 //    element of a GPU result to be written, not only the sampled ones.
+//  - no nest stores through an indirect index (a sample would check only the points it runs for
+//    two storing to the same element).
 std::string samplingObstacle(const Kernel& bound);
 
 // `count` distinct values of [lo, hi), sorted: lo and hi - 1, about half of the others evenly

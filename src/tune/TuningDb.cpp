@@ -858,8 +858,9 @@ int TuningDb::importJson(const std::string& text, int* duplicatesSkipped) {
       // Searches are matched by key, start time and settings, so importing a file twice reuses them.
       std::map<int64_t, int64_t> searchIds;  // id in the file -> id here
       for (const json& s : entry.value("searches", json::array())) {
+        const std::string where = "a search of key " + key.kernelHash;
         std::string settings = s.at("settings").get<std::string>();
-        double startedAt = s.at("startedAt").get<double>();
+        double startedAt = numberField(s, where, "startedAt", 0, false, std::nullopt);
         std::optional<int64_t> local;
         {
           Impl::Use q = impl_->use(
@@ -878,12 +879,14 @@ int TuningDb::importJson(const std::string& text, int* duplicatesSkipped) {
           q->bind(3, startedAt);
           auto bindOptional = [&](int i, const char* name, bool integer) {
             const json& v = s.value(name, json());
+            // Checked as the other values are: get<int64_t> of 1.6e65 (too large for an integer,
+            // so JSON holds a double) was undefined behaviour.
             if (v.is_null())
               q->bindNull(i);
             else if (integer)
-              q->bind(i, v.get<int64_t>());
+              q->bind(i, integerField(s, where, name, 0, INT64_MAX, std::nullopt));
             else
-              q->bind(i, v.get<double>());
+              q->bind(i, numberField(s, where, name, 0, false, std::nullopt));
           };
           bindOptional(4, "finishedAt", false);
           bindOptional(5, "wallSeconds", false);
@@ -891,17 +894,18 @@ int TuningDb::importJson(const std::string& text, int* duplicatesSkipped) {
           q->run();
           local = sqlite3_last_insert_rowid(impl_->db);
         }
-        searchIds[s.at("id").get<int64_t>()] = *local;
+        searchIds[integerField(s, where, "id", 0, INT64_MAX, std::nullopt)] = *local;
       }
 
       for (const json& jc : entry.at("candidates")) {
         CandidateRecord c = importedCandidate(jc, key);
-        const json& js = jc.value("search", json());
-        if (!js.is_null()) {
-          auto it = searchIds.find(js.get<int64_t>());
+        if (!jc.value("search", json()).is_null()) {
+          const int64_t search = integerField(jc, fmt::format("candidate '{}' of key {}", c.schedule, key.kernelHash),
+                                              "search", 0, INT64_MAX, std::nullopt);
+          auto it = searchIds.find(search);
           if (it == searchIds.end())
             throw Error(fmt::format("candidate '{}' refers to search {}, which the file does not hold", c.schedule,
-                                    js.get<int64_t>()));
+                                    search));
           c.searchId = it->second;
         }
 

@@ -295,6 +295,44 @@ TEST(ScheduleChoice, RowsWithoutAMultiprocessorCountMatchByBoard) {
   EXPECT_EQ(ladder[0].best.medianMs, 0.7);
 }
 
+// `db import` cannot tell whether a verified schedule is legal for its kernel (the database holds
+// no kernel source; it checks that the schedule parses and that every value is in range). A
+// schedule that parses but does not plan for the kernel imports, and compile() re-plans it before
+// use: skipped with the reason logged, then the rungs below, then the default schedule.
+TEST(ScheduleChoice, AnImportedScheduleIllegalForItsKernelIsReplannedAndSkipped) {
+  TempDir dir;
+  std::string def = defaultText();
+  const std::string twice = "i: grid.y, thread.x 16; j: grid.x, thread.x 16; k: serial";  // thread.x twice
+  std::string json;
+  {
+    TuningDb src(dir.file("src.sqlite"));
+    src.record(matmulKey(64), verified(twice, 0.1));
+    src.record(withDevice(matmulKey(64), h100().name, 132, 12000), verified("k: grid.x", 0.2));  // k: a reduction
+    json = src.exportJson();
+  }
+  {
+    TuningDb dst(dir.file("t.sqlite"));
+    EXPECT_EQ(dst.importJson(json), 2);
+    ASSERT_TRUE(dst.best(matmulKey(64)));
+    EXPECT_EQ(dst.best(matmulKey(64))->schedule, twice);  // stored as it came
+  }
+  Chosen c = choose(64, dir.file("t.sqlite"));
+  EXPECT_EQ(c.choice.origin, "default");
+  EXPECT_EQ(c.choice.prepared.scheduleText, def);
+  // The exact key's schedule is news (a warning); the other driver's only a note; each says why.
+  EXPECT_NE(c.all().find("rtcg: warning: matmul: the stored schedule '" + twice +
+                         "' (measured for matmul (n=64) on NVIDIA H100 80GB HBM3 sm_90 (132 multiprocessors), driver "
+                         "13000"),
+            std::string::npos)
+      << c.all();
+  EXPECT_NE(c.all().find("thread.x is used twice (by 'i' and 'j')"), std::string::npos) << c.all();
+  EXPECT_NE(c.all().find("rtcg: matmul: the stored schedule 'k: grid.x' (measured for matmul (n=64) on NVIDIA H100 "
+                         "80GB HBM3 sm_90 (132 multiprocessors), driver 12000"),
+            std::string::npos)
+      << c.all();
+  EXPECT_NE(c.all().find("does not plan for this kernel, skipped: "), std::string::npos) << c.all();
+}
+
 // n=64 untuned: the nearest tuned sizes of matmul on sm_90 (n=60 before n=128); a schedule that
 // does not plan for these sizes is skipped with a note, not a warning.
 TEST(ScheduleChoice, TheNearestTunedSizesServeAnUntunedSize) {

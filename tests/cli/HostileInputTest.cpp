@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -159,6 +160,13 @@ TEST(Hostile, InputsAreReadBoundedAndEveryReadErrorIsReported) {
   Result empty = rtcgc("check " + writeTemp("empty.rtcg", ""));
   EXPECT_EQ(empty.code, 1) << empty.out;
   EXPECT_NE(empty.out.find("empty.rtcg: error: the file defines no kernel"), std::string::npos) << empty.out;
+  // `export` read its file with a copy of its own, unbounded: /dev/zero ran until memory was gone.
+  std::string out = (tempDir() / "zero-export").string();
+  Result exported = rtcgc("export /dev/zero -D n=8 -o " + out);
+  EXPECT_EQ(exported.code, 1) << exported.out;
+  EXPECT_NE(exported.out.find("cannot read '/dev/zero': it is larger than 16 MiB, the limit"), std::string::npos)
+      << exported.out;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(Hostile, AFullStandardOutputIsAnError) {
@@ -200,17 +208,37 @@ TEST(Hostile, CpuRunRefusesASchedule) {
 }
 
 TEST(Hostile, CpuRunFailsWhenAnOutArrayIsLeftUnwritten) {
-  std::string f = writeTemp("scatter.rtcg", "kernel g(n: int, idx: i32[n], x: f32[n], out y: f32[n]) {\n"
+  // The index array gets 50 distinct values of 0..99 (a scatter's indices are distinct where they
+  // can be), so 50 elements of y are left unwritten.
+  std::string f = writeTemp("scatter.rtcg", "kernel g(n: int, m: int, idx: i32[n], x: f32[n], out y: f32[m]) {\n"
                                             "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
-  Result r = rtcgc("run --cpu " + f + " -D n=100");
+  Result r = rtcgc("run --cpu " + f + " -D n=50 -D m=100");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("rtcgc: error: kernel 'g' leaves "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" of the 100 elements of out array 'y' unwritten (the first at row-major index "), std::string::npos)
+  EXPECT_NE(r.out.find("rtcgc: error: kernel 'g' leaves 50 of the 100 elements of out array 'y' unwritten (the "
+                       "first at row-major index "),
+            std::string::npos)
       << r.out;
   // An inout array keeps its old values where nothing is stored: no error.
-  std::string g = writeTemp("scatter_inout.rtcg", "kernel g(n: int, idx: i32[n], x: f32[n], inout y: f32[n]) {\n"
-                                                  "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
-  EXPECT_EQ(rtcgc("run --cpu " + g + " -D n=100").code, 0);
+  std::string g = writeTemp("scatter_inout.rtcg",
+                            "kernel g(n: int, m: int, idx: i32[n], x: f32[n], inout y: f32[m]) {\n"
+                            "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
+  EXPECT_EQ(rtcgc("run --cpu " + g + " -D n=50 -D m=100").code, 0);
+}
+
+// Found by the differential fuzzer: a scatter whose points store to the same element (n > m: two
+// must collide) passed the reference, its result depending on the order the points ran in.
+TEST(Hostile, CpuRunFailsWhenTwoPointsStoreToOneElement) {
+  std::string f = writeTemp("collide.rtcg", "kernel g(n: int, m: int, idx: i32[n], x: f32[n], inout y: f32[m]) {\n"
+                                            "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
+  Result r = rtcgc("run --cpu " + f + " -D n=100 -D m=50");
+  EXPECT_EQ(r.code, 1) << r.out;
+  std::regex conflict(
+      "rtcgc: error: kernel 'g', line 2:\\d+: the points i=\\d+ and i=\\d+ both store to element \\[\\d+\\] of "
+      "array 'y' \\(an indirect index\\): the result would depend on the order the points run in");
+  EXPECT_TRUE(std::regex_search(r.out, conflict)) << r.out;
+  EXPECT_EQ(r.out.find("on the CPU reference executor"), std::string::npos) << r.out;  // no checksums
+  // At n <= m the indices are distinct, and the same kernel runs.
+  EXPECT_EQ(rtcgc("run --cpu " + f + " -D n=50 -D m=50").code, 0);
 }
 
 // 10. Sizes whose arrays overflow 64-bit offsets were proved in bounds; an architecture NVRTC does
@@ -249,12 +277,13 @@ TEST(Hostile, ADivisorThatSizesMakeZeroIsAnError) {
 }
 
 // 1 (again): the -D parser is a std::regex too, and a 120 000-character binding overflowed the
-// stack in it, in rtcgc check and tune alike.
+// stack in it, in rtcgc check and tune alike (and in export, which had a copy of its own).
 TEST(Hostile, HugeSizeBindingsAreBadCommandLines) {
   std::string f = writeTemp("copy.rtcg", kCopy);
+  const std::string exportTo = "export -o " + (tempDir() / "huge-export").string() + " ";
   for (const std::string& binding : {"n=" + std::string(120000, '1'), std::string(120000, 'n') + "=5",
                                      "n=" + std::string(120000, ' ') + "5"}) {
-    for (const char* command : {"check ", "tune --dry-run "}) {
+    for (const std::string& command : {std::string("check "), std::string("tune --dry-run "), exportTo}) {
       Result r = rtcgc(command + f + " -D '" + binding + "'");
       EXPECT_EQ(r.code, 2) << command << head(r.out);
       EXPECT_NE(r.out.find("rtcgc: error: bad size binding '-D "), std::string::npos) << head(r.out);

@@ -160,6 +160,10 @@ TEST(ManifestParse, NotJson) {
   EXPECT_EQ(e.rfind("m.json: error: not valid JSON: parse error at line 1, column 15", 0), 0u) << e;
   e = errorOf("");
   EXPECT_EQ(e.rfind("m.json: error: not valid JSON: ", 0), 0u) << e;
+  // Found by the manifest fuzzer: a number past the largest double threw json's out_of_range,
+  // which was not caught (tune --manifest: exit 70, "internal error").
+  EXPECT_EQ(errorOf(R"({"version": 1, "kernels": [7e777]})"),
+            "m.json: error: not valid JSON: number overflow parsing '7e777'");
 }
 
 TEST(ManifestParse, EntryErrorsNameTheEntryAndItsLocation) {

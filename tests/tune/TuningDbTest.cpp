@@ -425,6 +425,41 @@ TEST(TuningDb, ImportValidatesEveryValue) {
   EXPECT_NE(importError("driverVersion", "-3").find("'driverVersion' must be an integer"), std::string::npos);
 }
 
+// Found by the dbimport fuzzer: a search's values were read with get<int64_t> unchecked, and a
+// count of 1.6e65 (too large for an integer, so JSON holds a double) was undefined behaviour.
+TEST(TuningDb, ImportValidatesTheSearchesToo) {
+  auto importWith = [](const std::string& field, const std::string& value, bool inCandidate = false) -> std::string {
+    nlohmann::json doc = nlohmann::json::parse(R"({"format": "rtcg-tuning-db", "keys": [{"key": {
+        "kernelHash": "ab00000000000000", "kernelName": "k", "sizes": "n=8", "device": "d", "arch": "sm_90",
+        "driverVersion": 1, "nvrtcVersion": "1", "rtcgVersion": "1"},
+        "searches": [{"id": 3, "settings": "s", "startedAt": 1.0, "finishedAt": 2.0, "wallSeconds": 1.0,
+                      "candidates": 1}],
+        "candidates": [{"schedule": "i: grid.x, thread.x 32", "status": "verified", "medianMs": 1.0,
+                        "recordedAt": 1.0, "search": 3}]}]})");
+    (inCandidate ? doc["keys"][0]["candidates"][0] : doc["keys"][0]["searches"][0])[field] = nlohmann::json::parse(value);
+    TempDir dir;
+    TuningDb db(dir.file("t.sqlite"));
+    try {
+      db.importJson(doc.dump());
+    } catch (const Error& e) {
+      EXPECT_TRUE(db.list().empty());
+      return e.what();
+    }
+    return "<imported>";
+  };
+  EXPECT_EQ(importWith("candidates", "1"), "<imported>");
+  EXPECT_EQ(importWith("finishedAt", "null"), "<imported>");
+  EXPECT_NE(importWith("candidates", std::string(66, '1')).find("a search of key ab00000000000000: 'candidates' must "
+                                                                "be an integer from 0 to 9223372036854775807"),
+            std::string::npos);
+  EXPECT_NE(importWith("candidates", "2.5").find("'candidates' must be an integer"), std::string::npos);
+  EXPECT_NE(importWith("id", "1e300").find("'id' must be an integer"), std::string::npos);
+  EXPECT_NE(importWith("startedAt", "-4").find("'startedAt' must be a finite number of at least 0"), std::string::npos);
+  EXPECT_NE(importWith("wallSeconds", R"("long")").find("'wallSeconds' must be a number"), std::string::npos);
+  EXPECT_NE(importWith("search", "3e30", true).find("'search' must be an integer"), std::string::npos);
+  EXPECT_NE(importWith("search", "4", true).find("refers to search 4, which the file does not hold"), std::string::npos);
+}
+
 TEST(TuningDb, MalformedImportAddsNothing) {
   TempDir dir;
   TuningDb db(dir.file("t.sqlite"));

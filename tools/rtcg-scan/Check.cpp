@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "LiteralDecode.h"
+#include "api/KernelArgs.h"
 #include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
 #include "ir/Printer.h"
@@ -21,18 +22,7 @@ const std::string& CppFiles::contents(const std::string& path) {
   return cache_.emplace(path, ss.str()).first->second;  // empty when unreadable: no echoed line
 }
 
-const char* cppElementName(ScalarType t) {
-  switch (t) {
-    case ScalarType::F32: return "float";
-    case ScalarType::F64: return "double";
-    case ScalarType::I32: return "int32_t";
-    case ScalarType::I64: return "int64_t";
-    case ScalarType::F16: return "rtcg::f16";
-    case ScalarType::BF16: return "rtcg::bf16";
-    case ScalarType::Bool: return "bool";
-  }
-  return "?";
-}
+const char* cppElementName(ScalarType t) { return cppTypeName(t); }  // the names the API's errors use
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include <set>
 #include <tuple>
 
+#include "ExitCodes.h"
 #include "support/Error.h"
 #include "support/InputFile.h"
 #include "support/OutputFile.h"
@@ -28,14 +29,13 @@
 
 namespace rtcg {
 
+using rtcgc::Fail;
+using rtcgc::kInputError;
+using rtcgc::kOk;
+using rtcgc::kUsage;
+using rtcgc::runCommand;
+
 namespace {
-
-enum Exit : int { kOk = 0, kInputError = 1, kUsage = 2 };
-
-// A failure already printed; carries the exit code.
-struct Failed {
-  int code;
-};
 
 struct Io {
   std::FILE* in;
@@ -44,7 +44,7 @@ struct Io {
   template <typename... Args>
   [[noreturn]] void fail(int code, fmt::format_string<Args...> f, Args&&... args) const {
     fmt::print(err, "rtcgc: error: {}\n", fmt::format(f, std::forward<Args>(args)...));
-    throw Failed{code};
+    throw Fail{code};
   }
 };
 
@@ -355,7 +355,7 @@ int runLookup(const DbOptions& o, const Io& io) {
     proved = proveKernel(source, sizes, options);
   } catch (const Error& e) {
     fmt::print(io.err, "{}", e.what());
-    throw Failed{kInputError};
+    throw Fail{kInputError};
   }
   TuningKey key = tuningKeyFor(proved.bound, device.props);
   fmt::print(io.out, "{} {} ({}) on {} {} ({} multiprocessors), driver {}, NVRTC {}, rtcg {}\n", key.kernelName,
@@ -441,21 +441,18 @@ int runDbCommand(const DbCommand& db) { return runDbCommand(db, stdin, stdout, s
 int runDbCommand(const DbCommand& db, std::FILE* in, std::FILE* out, std::FILE* err) {
   Io io{in, out, err};
   const DbOptions& o = *db.options;
-  try {
-    if (db.list->parsed()) return runList(o, io);
-    if (db.show->parsed()) return runShow(o, io);
-    if (db.exportCmd->parsed()) return runExport(o, io);
-    if (db.importCmd->parsed()) return runImport(o, io);
-    if (db.clear->parsed()) return runClear(o, io);
-    if (db.lookup->parsed()) return runLookup(o, io);
-  } catch (const Failed& f) {
-    return f.code;
-  } catch (const Error& e) {
-    fmt::print(err, "rtcgc: error: {}\n", e.what());
-    return kInputError;
-  }
-  fmt::print(err, "rtcgc: error: `db` needs a subcommand: list, show, export, import, clear or lookup\n");
-  return kUsage;
+  return runCommand(
+      [&] {
+        if (db.list->parsed()) return runList(o, io);
+        if (db.show->parsed()) return runShow(o, io);
+        if (db.exportCmd->parsed()) return runExport(o, io);
+        if (db.importCmd->parsed()) return runImport(o, io);
+        if (db.clear->parsed()) return runClear(o, io);
+        if (db.lookup->parsed()) return runLookup(o, io);
+        fmt::print(err, "rtcgc: error: `db` needs a subcommand: list, show, export, import, clear or lookup\n");
+        return int(kUsage);
+      },
+      err);
 }
 
 }  // namespace rtcg

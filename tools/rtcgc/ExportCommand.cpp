@@ -11,6 +11,8 @@
 #include <regex>
 #include <sstream>
 
+#include "CommandLine.h"
+#include "ExitCodes.h"
 #include "ExportHeader.h"
 #include "driver/Pipeline.h"
 #include "runtime/CudaDriver.h"
@@ -26,12 +28,9 @@
 
 namespace fs = std::filesystem;
 using namespace rtcg;
+using namespace rtcgc;
 
 namespace {
-
-struct Exit {
-  int code;
-};
 
 // The architectures an export compiles for, with the shared memory a block may opt in to there:
 // a tuned schedule's tiles in dynamic shared memory must validate for the architecture they run on.
@@ -59,43 +58,15 @@ std::vector<std::string> parseArchs(const std::string& text) {
       for (const auto& [name, shared] : exportArchitectures()) known.push_back(name);
       fmt::print(stderr, "rtcgc: error: cannot export for architecture '{}': supported are {}\n", arch,
                  fmt::join(known, ", "));
-      throw Exit{2};
+      throw Fail{2};
     }
     if (std::find(out.begin(), out.end(), arch) == out.end()) out.push_back(arch);
   }
   if (out.empty()) {
     fmt::print(stderr, "rtcgc: error: --arch needs at least one architecture, e.g. sm_80,sm_90\n");
-    throw Exit{2};
+    throw Fail{2};
   }
   return out;
-}
-
-SourceText readSource(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    fmt::print(stderr, "rtcgc: error: cannot read '{}': {}\n", path, std::strerror(errno));
-    throw Exit{1};
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return {path, ss.str()};
-}
-
-SizeBindings parseDefines(const std::vector<std::string>& defines) {
-  static const std::regex form(R"(\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?[0-9]{1,18})\s*)");
-  SizeBindings sizes;
-  for (const std::string& d : defines) {
-    std::smatch m;
-    if (!std::regex_match(d, m, form)) {
-      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n", d);
-      throw Exit{2};
-    }
-    if (!sizes.emplace(m[1].str(), std::stoll(m[2].str())).second) {
-      fmt::print(stderr, "rtcgc: error: size '{}' is bound twice\n", m[1].str());
-      throw Exit{2};
-    }
-  }
-  return sizes;
 }
 
 // One architecture's cubin and launches under the schedule asked for (or the tuned one).
@@ -115,7 +86,7 @@ ExportedImage compileFor(const Kernel& bound, const ExportArgs& a, const std::st
   std::optional<Compiled> c = compileProved(bound, options, diags, &nvrtcFailed);
   std::string text = renderDiagnostics(diags, src);
   if (!text.empty()) fputs(text.c_str(), stderr);
-  if (!c) throw Exit{nvrtcFailed ? 3 : 1};
+  if (!c) throw Fail{nvrtcFailed ? 3 : 1};
   cubin.assign(c->binary.cubin.begin(), c->binary.cubin.end());
   return {arch, fmt::format("{}.{}.cubin", bound.name, arch), printSchedule(c->schedule), c->module.launches};
 }
@@ -291,21 +262,5 @@ ExportCommand addExportCommand(CLI::App& app) {
 }
 
 int runExportCommand(const ExportCommand& cmd) {
-  try {
-    return run(*cmd.args);
-  } catch (const Exit& e) {
-    return e.code;
-  } catch (const InternalError& e) {
-    fmt::print(stderr, "rtcgc: {}\n", e.what());
-    return 70;
-  } catch (const Error& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    return 1;
-  } catch (const fs::filesystem_error& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "rtcgc: internal error: {}\n", e.what());
-    return 70;
-  }
+  return runCommand([&] { return run(*cmd.args); });
 }

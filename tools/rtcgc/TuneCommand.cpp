@@ -16,6 +16,8 @@
 #include <regex>
 #include <sstream>
 
+#include "CommandLine.h"
+#include "ExitCodes.h"
 #include "ManifestTune.h"
 #include "driver/Pipeline.h"
 #include "runtime/CudaDriver.h"
@@ -31,6 +33,7 @@
 
 namespace fs = std::filesystem;
 using namespace rtcg;
+using namespace rtcgc;
 
 namespace {
 
@@ -39,56 +42,6 @@ namespace {
 constexpr double kPeakGflopsFp32 = 67000;
 
 double peakGflops(const TuneResult& r) { return r.peakGflops > 0 ? r.peakGflops : kPeakGflopsFp32; }
-
-struct Exit {
-  int code;
-};
-
-std::string readFile(const std::string& path) {
-  try {
-    return readInputFile(path, kMaxSourceBytes);  // bounded, every read error reported
-  } catch (const Error& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    throw Exit{1};
-  }
-}
-
-SizeBindings parseDefines(const std::vector<std::string>& defines) {
-  static const std::regex form(R"(\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?[0-9]+)\s*)");
-  SizeBindings sizes;
-  for (const std::string& d : defines) {
-    std::smatch m;
-    // std::regex recurses per character: a -D of 120 000 characters crashed rtcgc (SIGSEGV). A
-    // name is at most 255 characters, so a longer binding is malformed anyway.
-    if (d.size() > 300 || !std::regex_match(d, m, form)) {
-      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n",
-                 d.size() > 80 ? d.substr(0, 80) + "..." : d);
-      throw Exit{2};
-    }
-    int64_t value = 0;
-    try {
-      value = std::stoll(m[2].str());
-    } catch (const std::out_of_range&) {
-      fmt::print(stderr, "rtcgc: error: size '{}' is out of range\n", d);
-      throw Exit{1};
-    }
-    if (!sizes.emplace(m[1].str(), value).second) {
-      fmt::print(stderr, "rtcgc: error: size '{}' is bound twice\n", m[1].str());
-      throw Exit{2};
-    }
-  }
-  return sizes;
-}
-
-// Written atomically (support/OutputFile.h).
-void writeFileAtomically(const std::string& path, const std::string& data) {
-  try {
-    writeOutputFile(path, data);
-  } catch (const Error& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    throw Exit{1};
-  }
-}
 
 // Progress on stderr: one updating line on a terminal, occasional plain lines otherwise. Log lines
 // come from the compile pool's threads and progress from the measuring workers' (one per device):
@@ -369,8 +322,7 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
 }
 
 int run(const TuneArgs& a) {
-  std::string source = readFile(a.file);
-  SourceText src{a.file, source};
+  SourceText src = readSource(a.file);
   Diagnostics diags;
   std::optional<Kernel> bound = proveKernel(src, parseDefines(a.defines), a.kernel, diags);
   std::string rendered = renderDiagnostics(diags, src);
@@ -386,7 +338,7 @@ int run(const TuneArgs& a) {
 
   fmt::print(stderr, "{}\n", timeLimitLine(a));
   ProgressPrinter printer;
-  TuneResult r = tune(a.file, source, *bound, tuneOptions(a, printer, "rtcgc tune: "));
+  TuneResult r = tune(a.file, src.text, *bound, tuneOptions(a, printer, "rtcgc tune: "));
   printer.done();
 
   if (!a.report.empty()) {
@@ -717,21 +669,5 @@ int runTuneCommand(const TuneCommand& cmd) {
                        "--db - or --dry-run\n");
     return 2;
   }
-  try {
-    return a.manifests.empty() ? run(a) : runManifest(a);
-  } catch (const Exit& e) {
-    return e.code;
-  } catch (const NoDeviceError& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    return 4;
-  } catch (const InternalError& e) {
-    fmt::print(stderr, "rtcgc: {}\n", e.what());
-    return 70;
-  } catch (const Error& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "rtcgc: internal error: {}\n", e.what());
-    return 70;
-  }
+  return runCommand([&] { return a.manifests.empty() ? run(a) : runManifest(a); });
 }

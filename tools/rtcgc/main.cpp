@@ -12,7 +12,9 @@
 #include <regex>
 #include <sstream>
 
+#include "CommandLine.h"
 #include "DbCommand.h"
+#include "ExitCodes.h"
 #include "ExportCommand.h"
 #include "TuneCommand.h"
 #include "codegen/NvrtcArchs.h"
@@ -35,24 +37,9 @@
 
 namespace fs = std::filesystem;
 using namespace rtcg;
+using namespace rtcgc;
 
 namespace {
-
-// Exit codes (documented in docs/rtcgc.md and the README).
-enum Exit : int {
-  kOk = 0,
-  kInputError = 1,    // DSL program, sizes, schedule, unreadable input
-  kUsage = 2,         // bad command line
-  kNvrtcFailed = 3,   // generated code did not compile (a bug in rtcg)
-  kNoDevice = 4,      // no CUDA driver or device
-  kMismatch = 5,      // GPU result differs from the reference
-  kInternal = 70,     // a bug in rtcg
-};
-
-// A failure that has already been reported; carries the exit code.
-struct Fail {
-  int code;
-};
 
 struct Common {
   std::string file;
@@ -60,57 +47,9 @@ struct Common {
   std::string kernel;
 };
 
-// Bounded, and every read error reported (support/InputFile.h).
-SourceText readSource(const std::string& path) {
-  try {
-    return {path, readInputFile(path, kMaxSourceBytes)};
-  } catch (const Error& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    throw Fail{kInputError};
-  }
-}
-
-SizeBindings parseDefines(const std::vector<std::string>& defines) {
-  static const std::regex form(R"(\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?[0-9]+)\s*)");
-  SizeBindings sizes;
-  for (const std::string& d : defines) {
-    std::smatch m;
-    // std::regex recurses per character: a -D of 120 000 characters crashed rtcgc (SIGSEGV). A
-    // name is at most 255 characters, so a longer binding is malformed anyway.
-    if (d.size() > 300 || !std::regex_match(d, m, form)) {
-      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n",
-                 d.size() > 80 ? d.substr(0, 80) + "..." : d);
-      throw Fail{kUsage};
-    }
-    int64_t value = 0;
-    try {
-      value = std::stoll(m[2].str());
-    } catch (const std::out_of_range&) {
-      fmt::print(stderr, "rtcgc: error: size '{}' is out of range\n", d);
-      throw Fail{kInputError};
-    }
-    if (!sizes.emplace(m[1].str(), value).second) {
-      fmt::print(stderr, "rtcgc: error: size '{}' is bound twice\n", m[1].str());
-      throw Fail{kUsage};
-    }
-  }
-  return sizes;
-}
-
 void report(const Diagnostics& diags, const SourceText& src) {
   std::string text = renderDiagnostics(diags, src);
   fwrite(text.data(), 1, text.size(), stderr);  // all of it, whatever bytes a message quotes
-}
-
-// Writes `data` to `path` atomically (support/OutputFile.h: through symbolic links, never over a
-// device or directory, with the umask's mode), so a failure never leaves a half-written output.
-void writeFileAtomically(const std::string& path, std::string_view data) {
-  try {
-    writeOutputFile(path, data);
-  } catch (const Error& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    throw Fail{kInputError};
-  }
 }
 
 Kernel boundKernel(const Common& c, const SourceText& src) {
@@ -562,7 +501,7 @@ int runMain(int argc, char** argv) {
     return kUsage;
   }
 
-  try {
+  return runCommand([&]() -> int {
     if (check->parsed()) return runCheck(common);
     if (emitCmd->parsed()) return runEmit(common, emit);
     if (runCmd->parsed()) {
@@ -575,26 +514,8 @@ int runMain(int argc, char** argv) {
     if (tuneCmd.command->parsed()) return runTuneCommand(tuneCmd);
     if (dbCmd.cmd->parsed()) return runDbCommand(dbCmd);
     if (exportCmd.command->parsed()) return runExportCommand(exportCmd);
-  } catch (const Fail& f) {
-    return f.code;
-  } catch (const NoDeviceError& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    return kNoDevice;
-  } catch (const InternalError& e) {
-    fmt::print(stderr, "rtcgc: {}\n", e.what());
-    return kInternal;
-  } catch (const Error& e) {
-    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
-    return kInputError;
-  } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "rtcgc: error: out of memory\n");  // the environment, not a bug
-    return kInputError;
-  } catch (const std::exception& e) {
-    if (std::ferror(stdout)) return kInputError;  // a failed print to standard output: main says so
-    fmt::print(stderr, "rtcgc: internal error: {}\n", e.what());
-    return kInternal;
-  }
-  return kUsage;
+    return kUsage;
+  });
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+#include "CommandLine.h"
+
+#include <fmt/format.h>
+
+#include <regex>
+
+#include "ExitCodes.h"
+#include "support/Error.h"
+#include "support/InputFile.h"
+#include "support/OutputFile.h"
+
+namespace rtcgc {
+
+rtcg::SourceText readSource(const std::string& path) {
+  try {
+    return {path, rtcg::readInputFile(path, rtcg::kMaxSourceBytes)};
+  } catch (const rtcg::Error& e) {
+    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
+    throw Fail{kInputError};
+  }
+}
+
+rtcg::SizeBindings parseDefines(const std::vector<std::string>& defines) {
+  static const std::regex form(R"(\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?[0-9]+)\s*)");
+  rtcg::SizeBindings sizes;
+  for (const std::string& d : defines) {
+    std::smatch m;
+    // std::regex recurses per character: a -D of 120 000 characters crashed rtcgc (SIGSEGV). A
+    // name is at most 255 characters, so a longer binding is malformed anyway.
+    if (d.size() > 300 || !std::regex_match(d, m, form)) {
+      fmt::print(stderr, "rtcgc: error: bad size binding '-D {}': expected NAME=INTEGER, e.g. -D n=500\n",
+                 d.size() > 80 ? d.substr(0, 80) + "..." : d);
+      throw Fail{kUsage};
+    }
+    int64_t value = 0;
+    try {
+      value = std::stoll(m[2].str());
+    } catch (const std::out_of_range&) {
+      fmt::print(stderr, "rtcgc: error: size '{}' is out of range\n", d);
+      throw Fail{kInputError};
+    }
+    if (!sizes.emplace(m[1].str(), value).second) {
+      fmt::print(stderr, "rtcgc: error: size '{}' is bound twice\n", m[1].str());
+      throw Fail{kUsage};
+    }
+  }
+  return sizes;
+}
+
+void writeFileAtomically(const std::string& path, std::string_view data) {
+  try {
+    rtcg::writeOutputFile(path, data);
+  } catch (const rtcg::Error& e) {
+    fmt::print(stderr, "rtcgc: error: {}\n", e.what());
+    throw Fail{kInputError};
+  }
+}
+
+}  // namespace rtcgc

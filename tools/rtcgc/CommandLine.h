@@ -1,0 +1,25 @@
+// What every rtcgc command reads and writes the same way: the DSL file (bounded, every read error
+// reported), the -D size bindings and output files (written atomically). Each reports its failure
+// on stderr and throws rtcgc::Fail with the exit code (ExitCodes.h).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "driver/Pipeline.h"
+
+namespace rtcgc {
+
+// The DSL source at `path`, at most rtcg::kMaxSourceBytes (support/InputFile.h); exit 1 otherwise.
+rtcg::SourceText readSource(const std::string& path);
+
+// -D NAME=INTEGER bindings: a malformed or repeated one is exit 2, a value past 64 bits exit 1.
+rtcg::SizeBindings parseDefines(const std::vector<std::string>& defines);
+
+// Writes `data` to `path` atomically (support/OutputFile.h: through symbolic links, never over a
+// device or directory, with the umask's mode), so a failure never leaves a half-written output;
+// exit 1 on failure.
+void writeFileAtomically(const std::string& path, std::string_view data);
+
+}  // namespace rtcgc
