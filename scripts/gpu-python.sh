@@ -34,19 +34,19 @@ if ((${#missing[@]})); then
 fi
 [[ -f "$root/.gpu/py/librtcg.a" ]] || { echo "gpu-python: no .gpu/py/librtcg.a: run scripts/gpu-pack.sh first" >&2; exit 1; }
 nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so 2>/dev/null || ls /usr/local/cuda/lib64/libnvrtc.so.* | head -1)
-{
+(
   set -e
   cmake -G Ninja -S "$root/python" -B "$work" -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v "$py")" \
     -DRTCG_PREBUILT_LIBRARY="$root/.gpu/py/librtcg.a" \
     -DRTCG_PREBUILT_LINK="$root/.gpu/lib/libfmt.so.9;$root/.gpu/lib/libsqlite3.so.0;$nvrtc"
   cmake --build "$work"
-} >"$out/python-build.log" 2>&1 || { tail -40 "$out/python-build.log"; echo "gpu-python: the extension did not build" >&2; exit 1; }
+) >"$out/python-build.log" 2>&1 || { tail -40 "$out/python-build.log"; echo "gpu-python: the extension did not build" >&2; exit 1; }
 export PYTHONPATH=$work${PYTHONPATH:+:$PYTHONPATH}
 export RTCG_WORKER=$root/.gpu/build-gpu/tools/rtcg-worker/rtcg-worker
 export RTCGC=$root/.gpu/build-gpu/tools/rtcgc/rtcgc  # for the tests that compare with the command line
 export RTCG_CACHE_DIR=$(mktemp -d)
 export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/python-device.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee "$out/python-device.txt"
 "$py" -c "import rtcg, numpy; print('rtcg', rtcg.__version__, 'numpy', numpy.__version__)"
 status=0
 if [[ $mode != timing ]]; then

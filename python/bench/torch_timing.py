@@ -2,7 +2,7 @@
 PyTorch: the DG differentiation step of examples/dg_diff.rtcg (three Np x Np derivative matrices
 applied to the nodal values of K elements).
 
-    python python/bench/torch_timing.py [--K 200000] [--Np 20] [--time-limit 120] [--calls 200]
+    python python/bench/torch_timing.py [--K 1000000] [--Np 20] [--time-limit 90] [--calls 200]
 
 Tunes the kernel first (rtcg.tune, recorded in the tuning database), then rtcg.Kernel finds the
 winner through the same lookup as the C++ API. Prints a table: GPU time per call (CUDA events over
@@ -37,7 +37,7 @@ def gpu_ms_per_call(fn, stream, calls):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--K", type=int, default=200000)
+    ap.add_argument("--K", type=int, default=1_000_000)
     ap.add_argument("--Np", type=int, default=20)
     ap.add_argument("--time-limit", type=float, default=90)
     ap.add_argument("--max-candidates", type=int, default=0)

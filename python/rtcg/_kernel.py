@@ -163,6 +163,7 @@ class Kernel:
         self._precision = precision
         self._context = context
         self._log = log
+        self._bindings: dict[tuple, tuple] = {}    # (shapes, given sizes) -> (sizes, where each came from)
         self._bound: dict[tuple, dict] = {}        # sizes -> checked kernel (no GPU needed)
         self._compiled: dict[tuple, CompiledKernel] = {}  # (device, sizes) -> compiled
         self._lock = threading.Lock()
@@ -174,12 +175,23 @@ class Kernel:
 
     def _bind(self, described, sizes):
         given = dict(self._sizes)
-        given.update(sizes_dict(sizes))
+        if sizes is not None:
+            given.update(sizes_dict(sizes))
         shapes = [d.shape if isinstance(d, _arrays.Array) else None for d in described]
+        # A call with the shapes of an earlier one binds the same sizes: kept, so that a call in a
+        # loop costs no front end (binding parses the source).
+        key = (tuple(shapes), tuple(sorted(given.items())))
+        with self._lock:
+            hit = self._bindings.get(key)
+        if hit is not None:
+            return hit
         try:
             bound, origin = native.bind_shapes(self._text, shapes, given, self.name, self._file)
         except Error as e:
             raise ValueError(str(e)) from None
+        with self._lock:
+            if len(self._bindings) < 4096:
+                self._bindings[key] = (bound, origin)
         return bound, origin
 
     def check(self, *args, sizes: Mapping | None = None) -> dict:

@@ -47,14 +47,27 @@ def test_size_only_in_a_nonlinear_extent_must_be_given():
     assert rtcg.Kernel(FLAT, sizes={"n": 4}).bind(x, np.zeros(16, np.float32)) == {"n": 4}
 
 
-def test_one_check_per_binding_is_cached():
+def test_one_check_per_binding_is_cached(monkeypatch):
+    from rtcg import _kernel
+
+    calls = {"bind_shapes": 0, "check": 0}
+    for name in calls:
+        real = getattr(_kernel.native, name)
+
+        def counted(*a, _real=real, _name=name):
+            calls[_name] += 1
+            return _real(*a)
+
+        monkeypatch.setattr(_kernel.native, name, counted)
     k = rtcg.Kernel(AXPY)
     x = np.ones(8, np.float32)
     a = k.check(2.0, x, np.zeros(8, np.float32))
     b = k.check(3.0, x, np.zeros(8, np.float32))
     assert a is b
+    assert calls == {"bind_shapes": 1, "check": 1}  # the front end ran once for both calls
     c = k.check(2.0, np.ones(9, np.float32), np.zeros(9, np.float32))
     assert c["sizes"] == {"n": 9}
+    assert calls == {"bind_shapes": 2, "check": 2}
 
 
 def test_wrong_count_names_the_signature():
