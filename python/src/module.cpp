@@ -201,6 +201,9 @@ using ArgTuples = std::vector<std::tuple<std::string, nb::object, size_t, std::s
 NB_MODULE(_rtcg, m) {
   m.doc() = "rtcg's C++ library (the package rtcg is its Python interface)";
   nb::register_exception_translator(translate);
+  // Contexts and kernels kept in module globals (rtcg.default_context) live to the interpreter's
+  // end; nanobind's report of them then is noise, not a leak.
+  nb::set_leak_warnings(false);
   m.def("version", [] { return std::string(rtcg::version()); });
 
   // ---- compile-only ------------------------------------------------------------------------------

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "api/KernelArgs.h"
 #include "codegen/NvrtcArchs.h"
 #include "driver/KernelBuild.h"
@@ -90,25 +93,26 @@ std::optional<int64_t> evalExtent(const Expr& e, const Kernel& k, const Sizes& s
     case ExprKind::Cast: return evalExtent(e->operands[0], k, sizes);
     case ExprKind::Unary: {
       auto a = evalExtent(e->operands[0], k, sizes);
-      if (!a || e->unaryOp != UnaryOp::Neg) return std::nullopt;
+      if (!a || e->unaryOp != UnaryOp::Neg || *a == INT64_MIN) return std::nullopt;
       return -*a;
     }
     case ExprKind::Binary: {
       auto a = evalExtent(e->operands[0], k, sizes), b = evalExtent(e->operands[1], k, sizes);
       if (!a || !b) return std::nullopt;
-      // Extents are small (a shape's element count fits in memory): no overflow to fear for the
-      // values an array's shape gives, and a solution is verified by evaluating it again.
+      // Sizes given by the caller may be anything: an overflowing step is no value (a solution is
+      // verified by evaluating it again, and bindSizes checks the bound shapes).
+      int64_t r = 0;
       switch (e->binaryOp) {
-        case BinaryOp::Add: return *a + *b;
-        case BinaryOp::Sub: return *a - *b;
-        case BinaryOp::Mul: return *a * *b;
+        case BinaryOp::Add: return __builtin_add_overflow(*a, *b, &r) ? std::nullopt : std::optional<int64_t>(r);
+        case BinaryOp::Sub: return __builtin_sub_overflow(*a, *b, &r) ? std::nullopt : std::optional<int64_t>(r);
+        case BinaryOp::Mul: return __builtin_mul_overflow(*a, *b, &r) ? std::nullopt : std::optional<int64_t>(r);
         case BinaryOp::Div:
-          if (*b == 0) return std::nullopt;
+          if (*b == 0 || (*b == -1 && *a == INT64_MIN)) return std::nullopt;
           return *a / *b - ((*a % *b != 0) && ((*a < 0) != (*b < 0)));
         case BinaryOp::Mod: {
-          if (*b == 0) return std::nullopt;
-          int64_t r = *a % *b;
-          return (r != 0 && ((r < 0) != (*b < 0))) ? r + *b : r;
+          if (*b == 0 || *b == -1) return *b == 0 ? std::nullopt : std::optional<int64_t>(0);
+          int64_t m = *a % *b;
+          return (m != 0 && ((m < 0) != (*b < 0))) ? m + *b : m;
         }
         default: return std::nullopt;
       }
@@ -259,9 +263,12 @@ ShapeBinding bindShapes(std::string_view source, const std::vector<std::optional
         };
         auto f0 = at(0), f1 = at(1), f2 = at(2);
         if (!f0 || !f1 || !f2) continue;
-        int64_t step = *f1 - *f0;
-        if (step == 0 || *f2 - *f1 != step || (extent - *f0) % step != 0) continue;
-        int64_t x = (extent - *f0) / step;
+        int64_t step = 0, step2 = 0, offset = 0;
+        if (__builtin_sub_overflow(*f1, *f0, &step) || __builtin_sub_overflow(*f2, *f1, &step2) ||
+            __builtin_sub_overflow(extent, *f0, &offset))
+          continue;
+        if (step == 0 || step2 != step || (step == -1 && offset == INT64_MIN) || offset % step != 0) continue;
+        int64_t x = offset / step;
         if (at(x) != extent) continue;
         out.sizes[unknown[0]] = x;
         out.from[unknown[0]] = where(a, d);

@@ -85,3 +85,18 @@ TEST(Compiler, BindShapesSolvesLinearExtents) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Compiler, BindShapesNeverOverflows) {
+  const char* k = "kernel w(n: int, m: int, x: f32[4*m + n], out y: f32[n]) { for i in 0..n { y[i] = x[i]; } }";
+  // A given m whose extent overflows: no value, so n stays unbound (an error, not undefined behaviour).
+  EXPECT_THROW(rc::bindShapes(k, {std::vector<int64_t>{INT64_MAX}, std::nullopt}, {{"m", INT64_MAX / 2}}),
+               rtcg::Error);
+  // Extents no array has bind what they say; the proof then refuses the sizes.
+  rc::ShapeBinding b = rc::bindShapes(k, {std::vector<int64_t>{INT64_MIN}, std::vector<int64_t>{INT64_MIN}}, {});
+  EXPECT_EQ(b.sizes.at("n"), INT64_MIN);
+  EXPECT_THROW(rc::check(k, b.sizes), rtcg::CompileError);
+}
+
+}  // namespace
