@@ -251,3 +251,34 @@ def test_dlpack_exporters_are_described():
     k.check(2.0, OnlyDlpack(np.zeros(8, np.float32)), np.zeros(8, np.float32))
     with pytest.raises(TypeError, match=r"argument 2 \(x\)"):
         k.check(2.0, OnlyDlpack(np.zeros(8, np.float64)), np.zeros(8, np.float32))
+
+
+def test_progress_display_updates_one_notebook_output(monkeypatch):
+    import sys
+    import types
+
+    from rtcg._progress import ProgressDisplay
+
+    shown = []
+
+    class Handle:
+        def update(self, data, raw=False):
+            shown.append(("update", data["text/plain"]))
+
+    def display(data, raw=False, display_id=False):
+        shown.append(("display", data["text/plain"]))
+        return Handle()
+
+    ZMQInteractiveShell = type("ZMQInteractiveShell", (), {})
+    ipython = types.ModuleType("IPython")
+    ipython.get_ipython = lambda: ZMQInteractiveShell()
+    ipython_display = types.ModuleType("IPython.display")
+    ipython_display.display = display
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    monkeypatch.setitem(sys.modules, "IPython.display", ipython_display)
+    p = ProgressDisplay("tuning axpy")
+    p(8, 1, 1, 0.5, 30, 0.25)
+    p(8, 8, 7, 3.0, 30, 0.125)
+    p.close()
+    assert [kind for kind, _ in shown] == ["display", "update"]  # one output, updated in place
+    assert shown[-1][1] == "tuning axpy: 8/8 measured, 7 verified, best 0.1250 ms [3/30 s]"
