@@ -36,6 +36,9 @@ class Array:
     device: int | None        # CUDA device ordinal of a device array, where known
     framework: str            # "numpy", "torch", "cupy", "cuda_array_interface", "dlpack"
     owner: object = field(repr=False, default=None)  # kept alive until the launch is done
+    # __cuda_array_interface__ v3: the stream the producer's work on the data is ordered on (None:
+    # nothing to wait for).
+    stream: int | None = None
 
     @property
     def nbytes(self) -> int:
@@ -102,8 +105,10 @@ def describe(obj) -> Array | None:
         if mod == "cupy":
             device = obj.device.id
         name = str(getattr(obj, "dtype", typestr))
+        stream = cai.get("stream") if cai.get("version", 0) >= 3 else None
         return Array("device", int(address or 0), shape, dtype, name, _contiguous(shape, cai.get("strides"), itemsize),
-                     not readonly, device, "cupy" if mod == "cupy" else "cuda_array_interface", obj)
+                     not readonly, device, "cupy" if mod == "cupy" else "cuda_array_interface", obj,
+                     int(stream) if isinstance(stream, int) else None)
     if hasattr(obj, "__dlpack__"):
         try:
             address, shape, strides, (code, bits, lanes), device_type, device_id = native.dlpack_info(obj)
@@ -159,6 +164,19 @@ def default_stream(arrays) -> int:
             with cupy.cuda.Device(a.device):
                 return int(cupy.cuda.get_current_stream().ptr)
     return 0
+
+
+def needs_device_sync(arrays, handle: int) -> bool:
+    """Whether a launch on stream `handle` must first wait for the device: an array's producer
+    declared (``__cuda_array_interface__`` v3 "stream") another stream than the launch's. 1 is
+    the legacy default stream (0 here), 2 the per-thread default stream."""
+    for a in arrays:
+        if a.stream is None:
+            continue
+        producer = 0 if a.stream == 1 else a.stream
+        if producer != handle:
+            return True
+    return False
 
 
 def _param_label(p) -> str:

@@ -126,6 +126,10 @@ class CompiledKernel:
             self._native.launch(ctx._native, plan.tuples)
             return
         handle = _arrays.stream_handle(stream) if stream is not None else _arrays.default_stream(plan.arrays)
+        if _arrays.needs_device_sync(plan.arrays, handle):
+            # The producer's stream is not the launch's: wait for the device, so the data is ready
+            # (__cuda_array_interface__ v3 asks the consumer to synchronize).
+            ctx.synchronize()
         self._native.enqueue(ctx._native, handle, plan.tuples)
 
     def __repr__(self) -> str:

@@ -282,3 +282,19 @@ def test_progress_display_updates_one_notebook_output(monkeypatch):
     p.close()
     assert [kind for kind, _ in shown] == ["display", "update"]  # one output, updated in place
     assert shown[-1][1] == "tuning axpy: 8/8 measured, 7 verified, best 0.1250 ms [3/30 s]"
+
+
+def test_cuda_array_interface_stream_asks_for_a_wait_on_another_stream():
+    from rtcg._arrays import describe, needs_device_sync
+
+    def cai(stream):
+        d = {"data": (0x10000, False), "shape": (4,), "typestr": "<f4", "strides": None, "version": 3}
+        if stream is not None:
+            d["stream"] = stream
+        return type("A", (), {"__cuda_array_interface__": d})()
+
+    assert not needs_device_sync([describe(cai(None))], 1234)
+    assert not needs_device_sync([describe(cai(1))], 0)      # the legacy default stream both
+    assert not needs_device_sync([describe(cai(1234))], 1234)
+    assert needs_device_sync([describe(cai(1234))], 0)
+    assert needs_device_sync([describe(cai(None)), describe(cai(99))], 1234)
