@@ -34,11 +34,17 @@ if ((${#missing[@]})); then
 fi
 [[ -f "$root/.gpu/py/librtcg.a" ]] || { echo "gpu-python: no .gpu/py/librtcg.a: run scripts/gpu-pack.sh first" >&2; exit 1; }
 nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so 2>/dev/null || ls /usr/local/cuda/lib64/libnvrtc.so.* | head -1)
+# The machine's libsqlite3 (rtcgc and rtcg-worker use it there too); gpu-pack's copy only without one.
+sqlite=$(ldconfig -p | awk '/libsqlite3\.so\.0 /{print $NF; exit}')
+if [[ -z "$sqlite" ]]; then
+  sqlite=$root/.gpu/py/libsqlite3.so.0
+  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$root/.gpu/py
+fi
 (
   set -e
   cmake -G Ninja -S "$root/python" -B "$work" -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v "$py")" \
     -DRTCG_PREBUILT_LIBRARY="$root/.gpu/py/librtcg.a" \
-    -DRTCG_PREBUILT_LINK="$root/.gpu/lib/libfmt.so.9;$root/.gpu/lib/libsqlite3.so.0;$nvrtc"
+    -DRTCG_PREBUILT_LINK="$root/.gpu/lib/libfmt.so.9;$sqlite;$nvrtc"
   cmake --build "$work"
 ) >"$out/python-build.log" 2>&1 || { tail -40 "$out/python-build.log"; echo "gpu-python: the extension did not build" >&2; exit 1; }
 export PYTHONPATH=$work${PYTHONPATH:+:$PYTHONPATH}
