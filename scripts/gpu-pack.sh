@@ -31,6 +31,14 @@ find . -name 'CTestTestfile.cmake' -o -name '*_include.cmake' -o -name '*_tests.
   cp "$f" "$root/.gpu/build-gpu/$f"
 done
 cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 "$root/.gpu/lib/"
+# The Python package's extension is built on the GPU machine (its Python, 3.12 there, is not this
+# one) against the library built here: librtcg.a (position-independent) and what it links: fmt
+# (above) and sqlite3 (scripts/gpu-python.sh). The extension includes only include/rtcg, which travels.
+mkdir -p "$root/.gpu/py"
+strip --strip-debug -o "$root/.gpu/py/librtcg.a" "$build/src/librtcg.a"
+# (Not in .gpu/lib: the GPU machine's own libsqlite3, which its Python may load, stays in front;
+# gpu-python.sh falls back to this copy only where there is none.)
+cp -L /usr/lib/x86_64-linux-gnu/libsqlite3.so.0 "$root/.gpu/py/"
 # The embedding examples, built as a consumer of the installed package (the GPU machine has no
 # -dev packages to configure them there).
 cmake --install "$build" --prefix "$build/prefix" >/dev/null

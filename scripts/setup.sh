@@ -20,3 +20,33 @@ if [[ ! -x /usr/local/cuda/bin/nvcc && ! -e /usr/local/cuda/lib64/libnvrtc.so ]]
   echo "setup: the CUDA 13 toolkit (NVRTC) is expected in /usr/local/cuda" >&2
   exit 1
 fi
+# The Python package (python/, docs/python.md): a virtual environment in build/pyenv with what its
+# build and tests need (nanobind and scikit-build-core from PyPI, pytest, NumPy); scripts/build.sh
+# builds the extension with it. Debian's python3 needs python3-venv and python3-dev for that.
+root=$(cd "$(dirname "$0")/.." && pwd)
+pyenv=$root/build/pyenv
+python=${RTCG_PYTHON:-python3}
+if command -v "$python" >/dev/null; then
+  if ! "$python" -c "import venv, ensurepip, sysconfig, os; assert os.path.exists(sysconfig.get_paths()['include'] + '/Python.h')" 2>/dev/null; then
+    if [[ "$python" == python3 && -x /usr/bin/apt-get && $(command -v python3) == /usr/bin/python3 ]]; then
+      echo "setup: installing python3-venv python3-dev"
+      sudo_cmd=""
+      [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+      $sudo_cmd apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq python3-venv python3-dev >/dev/null
+    fi
+  fi
+  if [[ ! -x "$pyenv/bin/python" ]]; then
+    echo "setup: creating $pyenv"
+    mkdir -p "$root/build"
+    "$python" -m venv "$pyenv" || echo "setup: could not create $pyenv: the Python package is not built" >&2
+  fi
+  # Without PyPI (an offline machine) the rest of rtcg still builds and tests: a warning, not a failure.
+  if [[ -x "$pyenv/bin/python" ]] && ! "$pyenv/bin/python" -c "import nanobind, scikit_build_core, pytest, numpy" 2>/dev/null; then
+    echo "setup: installing nanobind scikit-build-core pytest numpy into $pyenv"
+    "$pyenv/bin/python" -m pip install -q --upgrade nanobind scikit-build-core pytest numpy ||
+      echo "setup: warning: pip could not install them: the Python package is not built or tested" >&2
+  fi
+else
+  echo "setup: no $python: the Python package is not built" >&2
+fi

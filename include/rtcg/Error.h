@@ -1,6 +1,9 @@
 // The exceptions rtcg throws at its users.
 #pragma once
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace rtcg {
 
@@ -15,6 +18,28 @@ class Error : public std::runtime_error {
 class NoDeviceError : public Error {
  public:
   using Error::Error;
+};
+
+// One diagnostic of the compiler, as data: where (1-based line and column, 0 when it has no
+// location; `length` characters are underlined), how bad, and what.
+struct DiagnosticRecord {
+  std::string file;
+  int line = 0, column = 0, length = 0;
+  std::string severity;  // "error", "warning", "note"
+  std::string message;
+};
+
+// Bad DSL source, sizes or schedule: what() is the rendered diagnostics (file:line:col, the source
+// line, a caret), as rtcgc prints them; diagnostics() are the same as records, for tools and
+// bindings (the Python package's rtcg.CompileError). Context::compile and rtcg/compiler.h throw it.
+class CompileError : public Error {
+ public:
+  CompileError(const std::string& rendered, std::vector<DiagnosticRecord> diagnostics)
+      : Error(rendered), diagnostics_(std::move(diagnostics)) {}
+  const std::vector<DiagnosticRecord>& diagnostics() const { return diagnostics_; }
+
+ private:
+  std::vector<DiagnosticRecord> diagnostics_;
 };
 
 }  // namespace rtcg

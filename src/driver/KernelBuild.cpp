@@ -11,16 +11,30 @@
 
 namespace rtcg {
 
-namespace {
-
-// rtcg::Error with the rendered diagnostics (the API's form of a user error).
-[[noreturn]] void throwDiagnostics(const Diagnostics& diags, const SourceText& src) {
-  std::string text = renderDiagnostics(diags, src);
-  if (text.empty()) text = fmt::format("{}: the kernel could not be compiled\n", src.fileName);
-  throw Error(text);
+std::vector<DiagnosticRecord> diagnosticRecords(const Diagnostics& diags, std::string_view fileName) {
+  std::vector<DiagnosticRecord> out;
+  for (const Diagnostic& d : diags.all()) {
+    DiagnosticRecord r;
+    r.file = std::string(fileName);
+    if (d.loc.valid()) r.line = d.loc.line, r.column = d.loc.col, r.length = d.loc.length;
+    r.severity = d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warning" : "note";
+    r.message = d.message;
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
-}  // namespace
+// rtcg::CompileError with the rendered diagnostics (the API's form of a user error) and the same
+// as records.
+[[noreturn]] void throwDiagnostics(const Diagnostics& diags, const SourceText& src) {
+  std::string text = renderDiagnostics(diags, src);
+  std::vector<DiagnosticRecord> records = diagnosticRecords(diags, src.fileName);
+  if (text.empty()) {
+    text = fmt::format("{}: the kernel could not be compiled\n", src.fileName);
+    records.push_back({src.fileName, 0, 0, 0, "error", "the kernel could not be compiled"});
+  }
+  throw CompileError(text, std::move(records));
+}
 
 ProvedKernel proveKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options) {
   SourceText src{options.fileName, std::string(source)};

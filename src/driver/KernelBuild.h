@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "codegen/Emitter.h"
 #include "ir/IR.h"
@@ -13,6 +14,14 @@
 #include "support/Diagnostics.h"
 
 namespace rtcg {
+
+struct SourceText;
+
+// The diagnostics as the public API's records (rtcg/Error.h), each in `fileName`.
+std::vector<DiagnosticRecord> diagnosticRecords(const Diagnostics& diags, std::string_view fileName);
+// Throws rtcg::CompileError: the diagnostics rendered against `src` (the API's form of a user
+// error), and as records.
+[[noreturn]] void throwDiagnostics(const Diagnostics& diags, const SourceText& src);
 
 struct PreparedKernel {
   Kernel bound;            // sizes bound, accesses proved in bounds, nests proved race-free

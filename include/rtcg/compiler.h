@@ -1,0 +1,134 @@
+// rtcg's compiler as functions, for tools and language bindings (the Python package is built on
+// it): what `rtcgc check`, `emit`, `explain` and `tune` do, with results as data. Everything but
+// tune() works without a GPU (cubin() and ptx() need NVRTC, not a device).
+//
+//   std::string cuda = rtcg::compiler::emit(source, {{"n", 500}});
+//   rtcg::compiler::KernelInfo k = rtcg::compiler::check(source, {{"n", 500}});
+//
+// Bad source, sizes or schedules throw rtcg::CompileError (rtcg/Error.h): what() is the rendered
+// diagnostics, diagnostics() the same as records. This header needs only the standard library.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rtcg/Error.h"
+#include "rtcg/rtcg.h"
+
+namespace rtcg::compiler {
+
+struct Options {
+  std::string kernel;                 // which kernel of the source; empty: the only one
+  std::string schedule;               // schedule text; empty: the default schedule
+  std::string fileName = "<string>";  // used in diagnostics
+  std::string arch = "sm_90";         // for cubin() and ptx(), and what explain() names
+  // Bytes of shared memory a block's staged tiles may use (rtcgc's --max-shared); 0: the default
+  // (48 KiB), as rtcgc emit and explain.
+  int64_t maxSharedBytes = 0;
+};
+
+struct ParamInfo {
+  std::string name;
+  std::string kind;                 // "size", "scalar" or "array"
+  std::string type;                 // "i32" for sizes; scalars and arrays: "f32", "f64", "i32", "i64"
+  std::string mode;                 // arrays: "in", "out" or "inout"; else empty
+  std::vector<std::string> shape;   // arrays: the extents as written ("K", "4*Nfp")
+  std::vector<int64_t> boundShape;  // arrays of a bound kernel (check()): the extents' values
+};
+
+struct KernelInfo {
+  std::string name;
+  std::vector<ParamInfo> params;    // in declaration order
+  Sizes sizes;                      // check() with sizes: the bound sizes; else empty
+  std::string signature;            // check() with sizes: as CompiledKernel::signature(); else empty
+  // The front end's and the proof's warnings and notes (an error throws instead).
+  std::vector<DiagnosticRecord> diagnostics;
+};
+
+// Parses `source` and returns every kernel it defines, unbound. Throws CompileError.
+std::vector<KernelInfo> parse(std::string_view source, const std::string& fileName = "<string>");
+
+// The kernel options.kernel names, its sizes bound, every access proved in bounds and every nest
+// race-free (as `rtcgc check -D`). Throws CompileError.
+KernelInfo check(std::string_view source, const Sizes& sizes, const Options& options = {});
+
+// The CUDA C of the kernel under options.schedule (or the default schedule), as `rtcgc emit`.
+std::string emit(std::string_view source, const Sizes& sizes, const Options& options = {});
+
+// What the schedule means, in words (launch, index parts, tiles, pipelines), as `rtcgc explain`.
+std::string explain(std::string_view source, const Sizes& sizes, const Options& options = {});
+
+// The cubin (bytes) or PTX that NVRTC makes of emit()'s CUDA C for options.arch. NVRTC failing on
+// generated code (a bug in rtcg) throws rtcg::Error with its log.
+std::string cubin(std::string_view source, const Sizes& sizes, const Options& options = {});
+std::string ptx(std::string_view source, const Sizes& sizes, const Options& options = {});
+
+// Binding size parameters from the shapes of the arguments a kernel is called with. `shapes` has
+// one entry per non-size parameter in declaration order: an array argument's shape, or nullopt
+// (scalars). A size is bound from the first extent that determines it: the extent is the size
+// itself (`f32[n]`), or linear in it once the other sizes are known (`f32[n + 1]`, `f32[4*Nfp]`);
+// `given` binds sizes no shape determines (or overrides them). Throws rtcg::Error when a size stays
+// unbound, a shape has the wrong number of dimensions or no size fits; extents that contradict
+// each other are left to the caller's check against the bound shapes (check()).
+struct ShapeBinding {
+  Sizes sizes;
+  std::map<std::string, std::string> from;  // size -> "argument 2 (u), dimension 1"; given ones absent
+};
+ShapeBinding bindShapes(std::string_view source, const std::vector<std::optional<std::vector<int64_t>>>& shapes,
+                        const Sizes& given, const Options& options = {});
+
+// ---- tuning (needs a GPU and rtcg-worker) ----------------------------------------------------------
+
+struct TuneCandidate {
+  std::string schedule;
+  std::string status;  // "verified", "wrong-result", "compile-failed", "launch-failed", "faulted", "timed-out", "skipped"
+  std::string reason;  // failures: what went wrong
+  double medianMs = 0;  // verified only
+  double gflops = 0, gbytes = 0;
+  double relativeError = 0;
+  int registers = 0, spillBytes = 0, sharedBytes = 0;
+  double occupancy = 0;
+  double compileMs = 0;
+  double completedSeconds = 0;  // when it completed, seconds since the search started
+};
+
+struct TuneRequest {
+  std::string kernel;
+  std::string fileName = "<string>";
+  int64_t maxCandidates = 0;       // 0: no limit
+  double timeLimitSeconds = 300;   // 0: no limit (the whole space)
+  std::vector<int> devices{0};     // measuring devices (ordinals)
+  std::string dbPath;              // empty: the default tuning database (shared with rtcgc); "-": none
+  std::string workerPath;          // empty: $RTCG_WORKER, next to the program, PATH
+  uint64_t seed = 1;
+  bool resume = false;             // skip what earlier searches of this key measured
+  std::function<void(const TuningProgress&)> progress;  // after each candidate
+  std::function<void(const std::string&)> log;          // search events
+};
+
+struct TuneReport {
+  std::string kernel, sizes, device, arch;  // the tuning key, for people ("n=500", "NVIDIA H100 80GB HBM3")
+  int64_t searchId = 0;                     // in the database; 0: none
+  std::optional<TuneCandidate> best;        // fastest verified
+  std::optional<TuneCandidate> defaultSchedule;
+  std::vector<TuneCandidate> candidates;    // every candidate measured or failed, in completion order
+  int64_t enumerated = 0, generated = 0, pruned = 0;
+  int64_t verified = 0, wrong = 0, faulted = 0, timedOut = 0, launchFailed = 0, compileFailed = 0, skipped = 0,
+          notMeasured = 0;
+  bool timeLimitReached = false;
+  double wallSeconds = 0;
+  std::string reference;                    // how candidates were verified
+};
+
+// Searches the schedule space of the kernel on the GPU and records every candidate in the tuning
+// database (as `rtcgc tune`), where Context::compile's lookup finds the winner. Throws
+// CompileError for bad source or sizes, NoDeviceError without a GPU, rtcg::Error when the search
+// cannot run (no rtcg-worker, an unwritable database).
+TuneReport tune(std::string_view source, const Sizes& sizes, const TuneRequest& request = {});
+
+}  // namespace rtcg::compiler

@@ -1,0 +1,121 @@
+"""The compile-only functions: check, emit, explain, cubin, ptx. They need no GPU."""
+
+from __future__ import annotations
+
+import operator
+import os
+from typing import Mapping
+
+from ._native import native
+
+#: Precision policies this build knows. ``precision`` is accepted everywhere a kernel is compiled
+#: so that programs written for the precision policy (a parallel line of work on the C++ side)
+#: keep working; until the C++ API has the policy, only IEEE arithmetic exists, which is what
+#: None and "ieee" mean. Other values are refused rather than silently ignored: a caller asking
+#: for a relaxed policy must not get numbers they think are something else.
+PRECISIONS = (None, "ieee")
+
+
+def check_precision(precision) -> None:
+    if precision not in PRECISIONS:
+        raise ValueError(
+            f"precision={precision!r}: this rtcg build compiles IEEE arithmetic only "
+            "(precision=None or 'ieee'); a precision policy is not available yet"
+        )
+
+
+def source_text(source, file_name: str | None) -> tuple[str, str]:
+    """(text, file name) of a source given as a string or a path (os.PathLike)."""
+    if isinstance(source, os.PathLike):
+        path = os.fspath(source)
+        with open(path, encoding="utf-8") as f:
+            return f.read(), file_name or path
+    if isinstance(source, bytes):
+        source = source.decode("utf-8")
+    if not isinstance(source, str):
+        raise TypeError(f"source: expected the DSL program as a str (or a path), given {type(source).__name__}")
+    return source, file_name or "<string>"
+
+
+def sizes_dict(sizes: Mapping | None, what: str = "sizes") -> dict[str, int]:
+    """Checks a size binding: a mapping from names to integers."""
+    if sizes is None:
+        return {}
+    if not isinstance(sizes, Mapping):
+        raise TypeError(f"{what}: expected a mapping of size names to integers, e.g. {{'n': 500}}, "
+                        f"given {type(sizes).__name__}")
+    out = {}
+    for name, value in sizes.items():
+        if not isinstance(name, str):
+            raise TypeError(f"{what}: size names are strings, given {name!r}")
+        if isinstance(value, bool):
+            raise TypeError(f"{what}: size {name} must be an integer, given {value!r}")
+        try:
+            out[name] = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{what}: size {name} must be an integer, given {value!r}") from None
+        if not -(2**63) <= out[name] < 2**63:
+            raise ValueError(f"{what}: size {name} = {value} is out of range")
+    return out
+
+
+def _opt(s):
+    return "" if s is None else str(s)
+
+
+def parse(source, *, file_name: str | None = None) -> list[dict]:
+    """Every kernel of the source, unbound: name and parameters (kind, type, mode, shape as written)."""
+    text, name = source_text(source, file_name)
+    return native.parse(text, name)
+
+
+def check(source, sizes: Mapping | None = None, *, kernel: str | None = None, file_name: str | None = None):
+    """Checks a program; with sizes, also proves every access in bounds and every nest race-free
+    for them (as ``rtcgc check -D``). Returns the kernel's description (a dict: name, params,
+    sizes, signature, diagnostics holding warnings and notes); without sizes, the list of every
+    kernel's. Raises CompileError with the diagnostics."""
+    text, name = source_text(source, file_name)
+    sizes = sizes_dict(sizes)
+    if not sizes:
+        kernels = native.parse(text, name)
+        if kernel is None:
+            return kernels
+        for k in kernels:
+            if k["name"] == kernel:
+                return k
+        names = ", ".join(k["name"] for k in kernels)
+        raise ValueError(f"kernel={kernel!r}: the source defines no such kernel (it defines: {names})")
+    return native.check(text, sizes, _opt(kernel), name)
+
+
+def emit(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
+         file_name: str | None = None, max_shared: int = 0) -> str:
+    """The CUDA C of the kernel for these sizes under the schedule (default: the default schedule)."""
+    check_precision(precision)
+    text, name = source_text(source, file_name)
+    return native.emit(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, int(max_shared))
+
+
+def explain(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
+            file_name: str | None = None, arch: str = "sm_90", max_shared: int = 0) -> str:
+    """What the schedule means for the kernel, in words: launch, index parts, tiles, pipelines."""
+    check_precision(precision)
+    text, name = source_text(source, file_name)
+    return native.explain(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared))
+
+
+def cubin(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
+          file_name: str | None = None, arch: str = "sm_90", max_shared: int = 0) -> bytes:
+    """The cubin NVRTC makes of the emitted CUDA C for ``arch`` (needs NVRTC, not a GPU)."""
+    check_precision(precision)
+    text, name = source_text(source, file_name)
+    return native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), False)
+
+
+def ptx(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
+        file_name: str | None = None, arch: str = "sm_90", max_shared: int = 0) -> str:
+    """The PTX NVRTC makes of the emitted CUDA C for ``arch``."""
+    check_precision(precision)
+    text, name = source_text(source, file_name)
+    data = native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), True)
+    return data.decode("utf-8", errors="replace")

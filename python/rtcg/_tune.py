@@ -1,0 +1,119 @@
+"""Tuning from Python: the search of ``rtcgc tune``, recorded in the same tuning database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ._compiler import check_precision, sizes_dict, source_text
+from ._native import native
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One schedule the search tried."""
+
+    schedule: str
+    status: str            # "verified", "wrong-result", "compile-failed", "launch-failed", "faulted", "timed-out", "skipped"
+    reason: str = ""       # failures: what went wrong
+    median_ms: float = 0.0  # verified only
+    gflops: float = 0.0
+    gbytes: float = 0.0
+    relative_error: float = 0.0
+    registers: int = 0
+    spill_bytes: int = 0
+    shared_bytes: int = 0
+    occupancy: float = 0.0
+    compile_ms: float = 0.0
+    completed_s: float = 0.0  # seconds since the search started
+
+
+@dataclass
+class TuneResult:
+    """What a search found: ``best`` (the fastest verified candidate), ``default`` (the default
+    schedule's measurement), every candidate as a record, and the search's counts."""
+
+    kernel: str
+    sizes: str
+    device: str
+    arch: str
+    search_id: int
+    best: Candidate | None
+    default: Candidate | None
+    candidates: list[Candidate] = field(repr=False)
+    counts: dict = field(repr=False)
+    time_limit_reached: bool = False
+    wall_seconds: float = 0.0
+    reference: str = ""
+
+    @property
+    def schedule(self) -> str | None:
+        """The best schedule's text (pass it as schedule= to compile), or None."""
+        return self.best.schedule if self.best else None
+
+    @property
+    def speedup(self) -> float | None:
+        """How many times faster the best schedule is than the default one."""
+        if self.best and self.default and self.default.status == "verified" and self.best.median_ms > 0:
+            return self.default.median_ms / self.best.median_ms
+        return None
+
+    def records(self) -> list[dict]:
+        """Every candidate as a dict (e.g. for pandas.DataFrame)."""
+        from dataclasses import asdict
+
+        return [asdict(c) for c in self.candidates]
+
+    def __str__(self) -> str:
+        lines = [f"{self.kernel} ({self.sizes}) on {self.device} ({self.arch}): {len(self.candidates)} candidates "
+                 f"in {self.wall_seconds:.1f} s, {self.counts.get('verified', 0)} verified"
+                 + (" (time limit reached)" if self.time_limit_reached else "")]
+        if self.best:
+            lines.append(f"  best    {self.best.median_ms:.4f} ms  {self.best.schedule}")
+        if self.default and self.default.status == "verified":
+            lines.append(f"  default {self.default.median_ms:.4f} ms  {self.default.schedule}")
+        if self.speedup:
+            lines.append(f"  the best is {self.speedup:.2f}x faster than the default schedule")
+        return "\n".join(lines)
+
+
+def _candidate(d):
+    return None if d is None else Candidate(**d)
+
+
+def tune(source, sizes: Mapping, *, kernel: str | None = None, time_limit: float = 60.0, max_candidates: int = 0,
+         precision=None, devices=(0,), db: str | None = None, progress=True, log=None, seed: int = 1,
+         resume: bool = False, file_name: str | None = None) -> TuneResult:
+    """Searches the kernel's schedule space on the GPU for these sizes: compiles candidates with
+    NVRTC, verifies each against the CPU reference, times the verified ones, and records every
+    candidate in the tuning database that ``rtcgc tune`` and ``rtcgc db`` use (``db``: another
+    file; "-": none), where compile()'s lookup (Context.compile, Kernel) finds the winner.
+
+    ``time_limit`` (seconds; 0: none) stops starting candidates; ``max_candidates`` (0: no limit)
+    samples the space. ``progress``: True shows a line on the terminal or in the notebook, False
+    nothing, or a callable taking (candidates, measured, verified, elapsed s, time limit s, best ms).
+    ``log`` receives the search's events. Raises NoDeviceError without a GPU."""
+    check_precision(precision)
+    text, name = source_text(source, file_name)
+    sizes = sizes_dict(sizes)
+    display = None
+    if progress is True:
+        from ._progress import ProgressDisplay
+
+        if kernel is None:
+            names = [k["name"] for k in native.parse(text, name)]
+            title = names[0] if len(names) == 1 else "kernel"
+        else:
+            title = kernel
+        display = progress = ProgressDisplay(f"tuning {title} ({', '.join(f'{k}={v}' for k, v in sizes.items())})")
+    elif progress is False:
+        progress = None
+    try:
+        r = native.tune(text, sizes, kernel or "", name, int(max_candidates), float(time_limit),
+                        [int(d) for d in devices], db or "", "", int(seed), bool(resume), progress, log)
+    finally:
+        if display is not None:
+            display.close()
+    return TuneResult(r["kernel"], r["sizes"], r["device"], r["arch"], r["search_id"], _candidate(r["best"]),
+                      _candidate(r["default"]), [Candidate(**c) for c in r["candidates"]], r["counts"],
+                      r["time_limit_reached"], r["wall_seconds"], r["reference"])

@@ -1,0 +1,402 @@
+// rtcg._rtcg: the nanobind extension under the Python package `rtcg` (python/rtcg). It binds the
+// public C++ API only (include/rtcg/rtcg.h, include/rtcg/compiler.h), so that it builds against an
+// installed or prebuilt librtcg. The Python layer (python/rtcg/*.py) checks arguments and shapes;
+// this layer converts and releases the GIL around compiles, launches and searches.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rtcg/compiler.h"
+#include "rtcg/rtcg.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+nb::object errorsModule() { return nb::module_::import_("rtcg._errors"); }
+
+nb::list diagnosticList(const std::vector<rtcg::DiagnosticRecord>& records) {
+  nb::object Diagnostic = errorsModule().attr("Diagnostic");
+  nb::list out;
+  for (const rtcg::DiagnosticRecord& d : records)
+    out.append(Diagnostic(d.file, d.line, d.column, d.severity, d.message, d.length));
+  return out;
+}
+
+void raise(nb::object instance) {
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.ptr())), instance.ptr());
+}
+
+// C++ exceptions as the package's exception classes (python/rtcg/_errors.py).
+void translate(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const rtcg::CompileError& e) {
+    raise(errorsModule().attr("CompileError")(e.what(), diagnosticList(e.diagnostics())));
+  } catch (const rtcg::NoDeviceError& e) {
+    raise(errorsModule().attr("NoDeviceError")(e.what()));
+  } catch (const rtcg::Error& e) {
+    raise(errorsModule().attr("Error")(e.what()));
+  }
+}
+
+rtcg::compiler::Options options(const std::string& kernel, const std::string& schedule, const std::string& fileName,
+                                const std::string& arch, int64_t maxShared) {
+  rtcg::compiler::Options o;
+  o.kernel = kernel;
+  o.schedule = schedule;
+  o.fileName = fileName;
+  o.arch = arch;
+  o.maxSharedBytes = maxShared;
+  return o;
+}
+
+nb::dict paramDict(const rtcg::compiler::ParamInfo& p) {
+  nb::dict d;
+  d["name"] = p.name;
+  d["kind"] = p.kind;
+  d["type"] = p.type;
+  d["mode"] = p.mode;
+  d["shape"] = p.shape;
+  d["bound_shape"] = p.boundShape;
+  return d;
+}
+
+nb::dict kernelDict(const rtcg::compiler::KernelInfo& k) {
+  nb::dict d;
+  d["name"] = k.name;
+  nb::list params;
+  for (const auto& p : k.params) params.append(paramDict(p));
+  d["params"] = params;
+  d["sizes"] = k.sizes;
+  d["signature"] = k.signature;
+  d["diagnostics"] = diagnosticList(k.diagnostics);
+  return d;
+}
+
+nb::dict candidateDict(const rtcg::compiler::TuneCandidate& c) {
+  nb::dict d;
+  d["schedule"] = c.schedule;
+  d["status"] = c.status;
+  d["reason"] = c.reason;
+  d["median_ms"] = c.medianMs;
+  d["gflops"] = c.gflops;
+  d["gbytes"] = c.gbytes;
+  d["relative_error"] = c.relativeError;
+  d["registers"] = c.registers;
+  d["spill_bytes"] = c.spillBytes;
+  d["shared_bytes"] = c.sharedBytes;
+  d["occupancy"] = c.occupancy;
+  d["compile_ms"] = c.compileMs;
+  d["completed_s"] = c.completedSeconds;
+  return d;
+}
+
+// A Python callable kept by C++ (a compiled kernel keeps its options): released with the GIL,
+// whatever thread drops the last copy.
+struct Held {
+  nb::object f;
+  explicit Held(nb::object o) : f(std::move(o)) {}
+  ~Held() {
+    if (!Py_IsInitialized()) {
+      f.release();  // the interpreter is gone: leak rather than crash
+      return;
+    }
+    nb::gil_scoped_acquire gil;
+    f.reset();
+  }
+};
+
+// Python callables called from C++ threads: with the GIL, and an exception they raise is reported
+// as unraisable (a progress display's bug must not end a search of minutes).
+std::function<void(const std::string&)> logFn(nb::object f, const char* what) {
+  if (f.is_none()) return {};
+  auto held = std::make_shared<Held>(std::move(f));
+  return [held, what](const std::string& line) {
+    nb::gil_scoped_acquire gil;
+    try {
+      held->f(line);
+    } catch (nb::python_error& e) {
+      e.discard_as_unraisable(what);
+    }
+  };
+}
+
+std::function<void(const rtcg::TuningProgress&)> progressFn(nb::object f, const char* what) {
+  if (f.is_none()) return {};
+  auto held = std::make_shared<Held>(std::move(f));
+  return [held, what](const rtcg::TuningProgress& p) {
+    nb::gil_scoped_acquire gil;
+    try {
+      held->f(p.candidates, p.measured, p.verified, p.elapsedSeconds, p.timeLimitSeconds, p.bestMs);
+    } catch (nb::python_error& e) {
+      e.discard_as_unraisable(what);
+    }
+  };
+}
+
+// One launch argument, as python/rtcg/_launch.py makes it: (kind, value, count, type) with kind
+// "host" (value: the address of a NumPy array's data), "device" (a device address) or "scalar"
+// (value: the Python number), and type "f32", "f64", "i32" or "i64".
+struct Arg {
+  std::string kind;
+  nb::object value;
+  size_t count = 0;
+  std::string type;
+};
+
+template <class T>
+void addArray(rtcg::Context& ctx, const Arg& a, std::vector<rtcg::detail::ArgRef>& refs) {
+  if (a.kind == "device") {
+    uint64_t address = nb::cast<uint64_t>(a.value);
+    refs.push_back(rtcg::detail::argRef(ctx.wrap(reinterpret_cast<T*>(address), a.count)));
+    return;
+  }
+  rtcg::detail::ArgRef r;
+  r.kind = rtcg::detail::ArgRef::Kind::HostArray;
+  r.type = rtcg::elementTypeOf<T>();
+  r.count = a.count;
+  r.host = reinterpret_cast<void*>(nb::cast<uintptr_t>(a.value));
+  r.cppType = "numpy.ndarray";
+  refs.push_back(r);
+}
+
+std::vector<rtcg::detail::ArgRef> argRefs(rtcg::Context& ctx, const std::vector<std::tuple<std::string, nb::object, size_t, std::string>>& args) {
+  std::vector<rtcg::detail::ArgRef> refs;
+  for (const auto& [kind, value, count, type] : args) {
+    Arg a{kind, value, count, type};
+    if (kind == "scalar") {
+      if (type == "f32") refs.push_back(rtcg::detail::argRef(nb::cast<float>(value)));
+      else if (type == "f64") refs.push_back(rtcg::detail::argRef(nb::cast<double>(value)));
+      else if (type == "i32") refs.push_back(rtcg::detail::argRef(nb::cast<int32_t>(value)));
+      else if (type == "i64") refs.push_back(rtcg::detail::argRef(nb::cast<int64_t>(value)));
+      else throw rtcg::Error("bad scalar type " + type);
+      continue;
+    }
+    if (kind != "host" && kind != "device") throw rtcg::Error("bad argument kind " + kind);
+    if (type == "f32") addArray<float>(ctx, a, refs);
+    else if (type == "f64") addArray<double>(ctx, a, refs);
+    else if (type == "i32") addArray<int32_t>(ctx, a, refs);
+    else if (type == "i64") addArray<int64_t>(ctx, a, refs);
+    else throw rtcg::Error("bad array type " + type);
+  }
+  return refs;
+}
+
+using ArgTuples = std::vector<std::tuple<std::string, nb::object, size_t, std::string>>;
+
+}  // namespace
+
+NB_MODULE(_rtcg, m) {
+  m.doc() = "rtcg's C++ library (the package rtcg is its Python interface)";
+  nb::register_exception_translator(translate);
+  // Contexts and kernels kept in module globals (rtcg.default_context) live to the interpreter's
+  // end; nanobind's report of them then is noise, not a leak.
+  nb::set_leak_warnings(false);
+  m.def("version", [] { return std::string(rtcg::version()); });
+
+  // ---- compile-only ------------------------------------------------------------------------------
+  m.def(
+      "parse",
+      [](const std::string& source, const std::string& fileName) {
+        std::vector<rtcg::compiler::KernelInfo> ks = rtcg::compiler::parse(source, fileName);
+        nb::list out;
+        for (const auto& k : ks) out.append(kernelDict(k));
+        return out;
+      },
+      "source"_a, "file_name"_a);
+  m.def(
+      "check",
+      [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& fileName) {
+        return kernelDict(rtcg::compiler::check(source, sizes, options(kernel, "", fileName, "sm_90", 0)));
+      },
+      "source"_a, "sizes"_a, "kernel"_a, "file_name"_a);
+  m.def(
+      "emit",
+      [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& schedule,
+         const std::string& fileName, int64_t maxShared) {
+        rtcg::compiler::Options o = options(kernel, schedule, fileName, "sm_90", maxShared);
+        nb::gil_scoped_release release;
+        return rtcg::compiler::emit(source, sizes, o);
+      },
+      "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "max_shared"_a);
+  m.def(
+      "explain",
+      [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& schedule,
+         const std::string& fileName, const std::string& arch, int64_t maxShared) {
+        rtcg::compiler::Options o = options(kernel, schedule, fileName, arch, maxShared);
+        nb::gil_scoped_release release;
+        return rtcg::compiler::explain(source, sizes, o);
+      },
+      "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "arch"_a, "max_shared"_a);
+  m.def(
+      "cubin",
+      [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& schedule,
+         const std::string& fileName, const std::string& arch, int64_t maxShared, bool ptx) {
+        rtcg::compiler::Options o = options(kernel, schedule, fileName, arch, maxShared);
+        std::string data;
+        {
+          nb::gil_scoped_release release;
+          data = ptx ? rtcg::compiler::ptx(source, sizes, o) : rtcg::compiler::cubin(source, sizes, o);
+        }
+        return nb::bytes(data.data(), data.size());
+      },
+      "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "arch"_a, "max_shared"_a, "ptx"_a);
+  m.def(
+      "bind_shapes",
+      [](const std::string& source, const std::vector<std::optional<std::vector<int64_t>>>& shapes,
+         const rtcg::Sizes& given, const std::string& kernel, const std::string& fileName) {
+        rtcg::compiler::ShapeBinding b =
+            rtcg::compiler::bindShapes(source, shapes, given, options(kernel, "", fileName, "sm_90", 0));
+        return std::make_pair(b.sizes, b.from);
+      },
+      "source"_a, "shapes"_a, "given"_a, "kernel"_a, "file_name"_a);
+  // A DLPack-exporting object's array (JAX, or anything without __cuda_array_interface__):
+  // (address, shape, strides in elements or None, (code, bits, lanes), device type, device id).
+  m.def("dlpack_info", [](nb::ndarray<> a) {
+    std::vector<int64_t> shape, strides;
+    for (size_t i = 0; i < a.ndim(); ++i) shape.push_back(a.shape(i));
+    for (size_t i = 0; i < a.ndim(); ++i) strides.push_back(a.stride(i));
+    nb::dlpack::dtype t = a.dtype();
+    return nb::make_tuple(uintptr_t(a.data()), shape, strides, nb::make_tuple(int(t.code), int(t.bits), int(t.lanes)),
+                          a.device_type(), a.device_id());
+  });
+
+  // ---- tuning ------------------------------------------------------------------------------------
+  m.def(
+      "tune",
+      [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& fileName,
+         int64_t maxCandidates, double timeLimit, const std::vector<int>& devices, const std::string& db,
+         const std::string& worker, uint64_t seed, bool resume, nb::object progress, nb::object log) {
+        rtcg::compiler::TuneRequest r;
+        r.kernel = kernel;
+        r.fileName = fileName;
+        r.maxCandidates = maxCandidates;
+        r.timeLimitSeconds = timeLimit;
+        r.devices = devices;
+        r.dbPath = db;
+        r.workerPath = worker;
+        r.seed = seed;
+        r.resume = resume;
+        r.progress = progressFn(progress, "rtcg.tune progress");
+        r.log = logFn(log, "rtcg.tune log");
+        rtcg::compiler::TuneReport t;
+        {
+          nb::gil_scoped_release release;
+          t = rtcg::compiler::tune(source, sizes, r);
+        }
+        nb::dict d;
+        d["kernel"] = t.kernel;
+        d["sizes"] = t.sizes;
+        d["device"] = t.device;
+        d["arch"] = t.arch;
+        d["search_id"] = t.searchId;
+        d["best"] = t.best ? nb::object(candidateDict(*t.best)) : nb::none();
+        d["default"] = t.defaultSchedule ? nb::object(candidateDict(*t.defaultSchedule)) : nb::none();
+        nb::list cs;
+        for (const auto& c : t.candidates) cs.append(candidateDict(c));
+        d["candidates"] = cs;
+        nb::dict counts;
+        counts["enumerated"] = t.enumerated;
+        counts["generated"] = t.generated;
+        counts["pruned"] = t.pruned;
+        counts["verified"] = t.verified;
+        counts["wrong"] = t.wrong;
+        counts["faulted"] = t.faulted;
+        counts["timed_out"] = t.timedOut;
+        counts["launch_failed"] = t.launchFailed;
+        counts["compile_failed"] = t.compileFailed;
+        counts["skipped"] = t.skipped;
+        counts["not_measured"] = t.notMeasured;
+        d["counts"] = counts;
+        d["time_limit_reached"] = t.timeLimitReached;
+        d["wall_seconds"] = t.wallSeconds;
+        d["reference"] = t.reference;
+        return d;
+      },
+      "source"_a, "sizes"_a, "kernel"_a, "file_name"_a, "max_candidates"_a, "time_limit"_a, "devices"_a, "db"_a,
+      "worker"_a, "seed"_a, "resume"_a, "progress"_a.none(), "log"_a.none());
+
+  // ---- devices and kernels -----------------------------------------------------------------------
+  nb::class_<rtcg::Context>(m, "Context")
+      .def(nb::init<int>(), "device"_a = 0)
+      .def("device_info",
+           [](const rtcg::Context& c) {
+             const rtcg::DeviceInfo& d = c.device();
+             nb::dict out;
+             out["ordinal"] = d.ordinal;
+             out["name"] = d.name;
+             out["arch"] = d.arch();
+             out["compute_capability"] = nb::make_tuple(d.computeMajor, d.computeMinor);
+             out["multiprocessors"] = d.multiprocessors;
+             out["total_memory"] = d.totalMemory;
+             out["shared_per_block_optin"] = d.sharedPerBlockOptin;
+             out["l2_bytes"] = d.l2Bytes;
+             out["driver_version"] = d.driverVersion;
+             return out;
+           })
+      .def("synchronize", &rtcg::Context::synchronize, nb::call_guard<nb::gil_scoped_release>())
+      .def("cache_stats",
+           [](const rtcg::Context& c) {
+             rtcg::Context::CacheStats s = c.cacheStats();
+             nb::dict d;
+             d["nvrtc"] = s.nvrtc;
+             d["disk"] = s.disk;
+             d["memory"] = s.memory;
+             return d;
+           })
+      .def(
+          "compile",
+          [](rtcg::Context& c, const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel,
+             const std::string& schedule, const std::string& fileName, const std::string& tuning,
+             int64_t maxCandidates, double timeLimit, nb::object log, nb::object progress) {
+            rtcg::CompileOptions o;
+            o.kernel = kernel;
+            o.schedule = schedule;
+            o.fileName = fileName;
+            if (tuning == "off") o.tuning = rtcg::Tuning::Off;
+            else if (tuning == "cached") o.tuning = rtcg::Tuning::UseCached;
+            else if (tuning == "tune") o.tuning = rtcg::Tuning::TuneOnFirstUse;
+            else throw rtcg::Error("tuning='" + tuning + "': expected 'off', 'cached' or 'tune'");
+            o.tuneMaxCandidates = int(maxCandidates);
+            o.tuneTimeLimitSeconds = timeLimit;
+            o.log = logFn(log, "rtcg compile log");
+            o.onTuneProgress = progressFn(progress, "rtcg compile progress");
+            nb::gil_scoped_release release;
+            return c.compile(source, sizes, o);
+          },
+          "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "tuning"_a, "max_candidates"_a,
+          "time_limit"_a, "log"_a.none(), "progress"_a.none());
+
+  nb::class_<rtcg::CompiledKernel>(m, "CompiledKernel")
+      .def_prop_ro("name", &rtcg::CompiledKernel::name)
+      .def_prop_ro("signature", &rtcg::CompiledKernel::signature)
+      .def_prop_ro("cuda_source", &rtcg::CompiledKernel::cudaSource)
+      .def_prop_ro("schedule", &rtcg::CompiledKernel::scheduleText)
+      .def_prop_ro("schedule_origin", &rtcg::CompiledKernel::scheduleOrigin)
+      .def_prop_ro("loaded_from_disk_cache", &rtcg::CompiledKernel::loadedFromDiskCache)
+      // Synchronous: host arrays are copied in and out; returns when the kernel is done.
+      .def("launch",
+           [](const rtcg::CompiledKernel& k, rtcg::Context& ctx, const ArgTuples& args) {
+             std::vector<rtcg::detail::ArgRef> refs = argRefs(ctx, args);
+             nb::gil_scoped_release release;
+             k.launch(refs);
+           })
+      // Enqueued on `stream` (an address; 0: the legacy default stream); device arrays only.
+      .def("enqueue", [](const rtcg::CompiledKernel& k, rtcg::Context& ctx, uintptr_t stream, const ArgTuples& args) {
+        std::vector<rtcg::detail::ArgRef> refs = argRefs(ctx, args);
+        nb::gil_scoped_release release;
+        k.enqueue(reinterpret_cast<CUstream_st*>(stream), refs);
+      });
+}

@@ -1,0 +1,181 @@
+"""The compile-only functions, errors with structured diagnostics, size binding from shapes and
+argument validation against NumPy arrays: everything that needs no GPU."""
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import rtcg
+from conftest import example
+
+AXPY = """kernel axpy(n: int, a: f32, x: f32[n], inout y: f32[n]) {
+  for i in 0..n { y[i] = a * x[i] + y[i]; }
+}"""
+
+MATMUL = example("matmul.rtcg")
+DG_DIFF = example("dg_diff.rtcg")
+
+
+def test_version():
+    assert rtcg.__version__.count(".") == 2
+
+
+def test_emit_gives_cuda_c():
+    cuda = rtcg.emit(AXPY, {"n": 1000})
+    assert "__global__" in cuda and "axpy" in cuda
+    assert "n = 1000" in cuda
+
+
+def test_emit_matches_rtcgc(tmp_path):
+    # The same pipeline as the command line: byte for byte the same CUDA C.
+    import subprocess
+
+    from rtcg._paths import tool
+
+    rtcgc = tool("rtcgc") or os.environ.get("RTCGC")
+    if rtcgc is None:
+        pytest.skip("no rtcgc beside this package")
+    f = tmp_path / "matmul.rtcg"
+    f.write_text(MATMUL)
+    cli = subprocess.run([rtcgc, "emit", str(f), "-D", "n=500"], capture_output=True, text=True, check=True).stdout
+    assert rtcg.emit(MATMUL, {"n": 500}) == cli
+
+
+def test_emit_with_schedule_and_kernel_name():
+    schedule = "i: grid.y, thread.y 8; j: grid.x, thread.x 32; k: serial"
+    cuda = rtcg.emit(MATMUL, {"n": 256}, schedule=schedule, kernel="matmul")
+    assert "threadIdx.y" in cuda
+    assert cuda != rtcg.emit(MATMUL, {"n": 256})
+
+
+def test_emit_from_path():
+    cuda = rtcg.emit(pathlib.Path(__file__).parents[2] / "examples" /
+                     "dg_diff.rtcg", {"K": 100, "Np": 20})
+    assert "dg_diff" in cuda
+
+
+def test_check_without_sizes_lists_kernels():
+    kernels = rtcg.check(DG_DIFF)
+    assert [k["name"] for k in kernels] == ["dg_diff"]
+    params = {p["name"]: p for p in kernels[0]["params"]}
+    assert params["K"]["kind"] == "size"
+    assert params["u"]["shape"] == ["K", "Np"]
+    assert params["ur"]["mode"] == "out"
+
+
+def test_check_with_sizes_binds_shapes():
+    k = rtcg.check(DG_DIFF, {"K": 10, "Np": 4})
+    params = {p["name"]: p for p in k["params"]}
+    assert params["u"]["bound_shape"] == [10, 4]
+    assert k["sizes"] == {"K": 10, "Np": 4}
+    assert k["signature"].startswith("dg_diff(")
+
+
+def test_explain_names_the_schedule():
+    text = rtcg.explain(MATMUL, {"n": 64})
+    assert text.startswith("kernel matmul (n=64) for sm_90, schedule:")
+    assert "launch:" in text
+
+
+def test_cubin_is_an_elf():
+    data = rtcg.cubin(AXPY, {"n": 1000}, arch="sm_90")
+    assert isinstance(data, bytes) and data[:4] == b"\x7fELF"
+    assert ".version" in rtcg.ptx(AXPY, {"n": 1000})
+
+
+def test_cubin_needs_a_real_architecture():
+    with pytest.raises(rtcg.Error, match="real architecture"):
+        rtcg.cubin(AXPY, {"n": 10}, arch="compute_90")
+    with pytest.raises(rtcg.Error, match="arch"):
+        rtcg.cubin(AXPY, {"n": 10}, arch="sm_1")
+
+
+def test_syntax_error_has_structured_diagnostics():
+    bad = "kernel k(n: int, out y: f32[n]) {\n  for i in 0..n { y[i] = ; }\n}\n"
+    with pytest.raises(rtcg.CompileError) as info:
+        rtcg.check(bad)
+    e = info.value
+    assert str(e).startswith("<string>:2:")
+    assert "^" in str(e)  # the caret under the offending range
+    d = e.diagnostics[0]
+    assert (d.file, d.line, d.severity) == ("<string>", 2, "error")
+    assert d.column > 0 and d.message
+    assert e.errors == [x for x in e.diagnostics if x.severity == "error"]
+
+
+def test_compile_error_file_name_and_several_errors():
+    bad = "kernel k(n: int, out y: f32[n]) {\n  for i in 0..n { y[i] = q; z[i] = 1.0; }\n}\n"
+    with pytest.raises(rtcg.CompileError) as info:
+        rtcg.emit(bad, {"n": 4}, file_name="mine.rtcg")
+    errors = info.value.errors
+    assert len(errors) >= 2
+    assert all(d.file == "mine.rtcg" and d.line == 2 for d in errors)
+    assert str(errors[0]).startswith("mine.rtcg:2:")
+
+
+def test_out_of_bounds_for_these_sizes():
+    shifted = AXPY.replace("a * x[i]", "a * x[i + 1]")
+    rtcg.check(shifted)  # well-formed
+    with pytest.raises(rtcg.CompileError, match="out of bounds") as info:
+        rtcg.check(shifted, {"n": 100})
+    assert info.value.diagnostics[0].line == 2
+
+
+def test_bad_sizes_and_schedule_raise_compile_error():
+    with pytest.raises(rtcg.CompileError, match="n"):
+        rtcg.emit(AXPY, {})
+    with pytest.raises(rtcg.CompileError, match="m"):
+        rtcg.emit(AXPY, {"n": 10, "m": 3})
+    with pytest.raises(rtcg.CompileError):
+        rtcg.emit(AXPY, {"n": 10}, schedule="i: bogus")
+
+
+def test_compile_error_is_a_value_error_and_an_rtcg_error():
+    with pytest.raises(ValueError):
+        rtcg.check("kernel")
+    with pytest.raises(rtcg.Error):
+        rtcg.check("kernel")
+
+
+def test_python_level_argument_errors():
+    with pytest.raises(TypeError, match="sizes"):
+        rtcg.emit(AXPY, [("n", 3)])
+    with pytest.raises(TypeError, match="integer"):
+        rtcg.emit(AXPY, {"n": 2.5})
+    with pytest.raises(TypeError, match="integer"):
+        rtcg.emit(AXPY, {"n": True})
+    with pytest.raises(TypeError, match="source"):
+        rtcg.emit(42, {"n": 3})
+    with pytest.raises(ValueError, match="out of range"):
+        rtcg.emit(AXPY, {"n": 2**70})
+    assert rtcg.emit(AXPY, {"n": np.int64(8)}) == rtcg.emit(AXPY, {"n": 8})
+
+
+def test_precision_is_accepted_only_as_ieee():
+    assert rtcg.emit(AXPY, {"n": 8}, precision="ieee") == rtcg.emit(AXPY, {"n": 8})
+    with pytest.raises(ValueError, match="precision"):
+        rtcg.emit(AXPY, {"n": 8}, precision="fast")
+    with pytest.raises(ValueError, match="precision"):
+        rtcg.Kernel(AXPY, precision="tf32")
+
+
+def test_several_kernels_need_a_name():
+    two = AXPY + "\nkernel scale(n: int, out z: f32[n]) { for i in 0..n { z[i] = 2.0; } }\n"
+    with pytest.raises(rtcg.CompileError, match="2 kernels"):
+        rtcg.emit(two, {"n": 8})
+    assert "scale" in rtcg.emit(two, {"n": 8}, kernel="scale")
+    with pytest.raises(ValueError, match="choose one"):
+        rtcg.Kernel(two)
+    assert rtcg.Kernel(two, "scale").name == "scale"
+
+
+def test_hostile_input_is_an_error_not_a_crash():
+    for src in ["", "\x00\x01", "kernel " * 10000, "kernel k(" + "n: int, " * 3000 + ")", "é" * 1000]:
+        with pytest.raises(rtcg.CompileError):
+            rtcg.check(src, {"n": 1})
+    with pytest.raises(rtcg.CompileError):
+        rtcg.emit(AXPY, {"n": -5})
+    with pytest.raises(rtcg.CompileError):
+        rtcg.emit(AXPY, {"n": 2**40})

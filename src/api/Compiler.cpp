@@ -1,0 +1,340 @@
+// rtcg/compiler.h: the pipeline's steps (driver/Pipeline.h) as functions with results as data.
+#include "rtcg/compiler.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "api/KernelArgs.h"
+#include "codegen/NvrtcArchs.h"
+#include "driver/KernelBuild.h"
+#include "driver/Pipeline.h"
+#include "frontend/Frontend.h"
+#include "ir/Printer.h"
+#include "runtime/CudaDriver.h"
+#include "schedule/Plan.h"
+#include "support/Error.h"
+#include "tune/Tuner.h"
+#include "tune/TuningDb.h"
+
+namespace rtcg::compiler {
+
+namespace {
+
+const char* modeName(ArrayMode m) { return m == ArrayMode::In ? "in" : m == ArrayMode::Out ? "out" : "inout"; }
+
+KernelInfo infoOf(const Kernel& k) {
+  KernelInfo info;
+  info.name = k.name;
+  for (const Param& p : k.params) {
+    ParamInfo pi;
+    pi.name = p.name;
+    pi.kind = p.kind == ParamKind::Size ? "size" : p.kind == ParamKind::Scalar ? "scalar" : "array";
+    pi.type = typeName(p.type);
+    if (p.isArray()) {
+      pi.mode = modeName(p.mode);
+      for (const Expr& e : p.shape) {
+        pi.shape.push_back(printExpr(e, &k));
+        if (k.isBound() && e->kind == ExprKind::IntImm) pi.boundShape.push_back(e->intValue);
+      }
+    }
+    info.params.push_back(std::move(pi));
+  }
+  return info;
+}
+
+SourceText sourceText(std::string_view source, const std::string& fileName) {
+  return SourceText{fileName, std::string(source)};
+}
+
+ScheduleLimits limitsOf(const Options& o) {
+  ScheduleLimits limits;
+  if (o.maxSharedBytes > 0) limits.maxSharedBytes = o.maxSharedBytes;
+  return limits;
+}
+
+void checkArch(const std::string& arch) {
+  if (std::string why = checkNvrtcArch(arch); !why.empty()) throw Error(fmt::format("arch '{}': {}", arch, why));
+}
+
+Compiled runPipeline(std::string_view source, const Sizes& sizes, const Options& o, bool compile, bool wantPtx) {
+  SourceText src = sourceText(source, o.fileName);
+  PipelineOptions po;
+  po.kernelName = o.kernel;
+  po.schedule = o.schedule;
+  po.arch = o.arch;
+  po.compile = compile;
+  po.wantPtx = wantPtx;
+  po.limits = limitsOf(o);
+  Diagnostics diags;
+  bool nvrtcFailed = false;
+  std::optional<Compiled> out = compilePipeline(src, sizes, po, diags, &nvrtcFailed);
+  if (!out) {
+    // NVRTC failing on generated code is rtcg's bug, not a diagnostic of the user's program.
+    if (nvrtcFailed) throw Error(renderDiagnostics(diags, src));
+    throwDiagnostics(diags, src);
+  }
+  return std::move(*out);
+}
+
+// The value of a shape extent under `sizes`; nullopt while a size in it is unbound (or it divides
+// by zero, which no bound size does).
+std::optional<int64_t> evalExtent(const Expr& e, const Kernel& k, const Sizes& sizes) {
+  switch (e->kind) {
+    case ExprKind::IntImm: return e->intValue;
+    case ExprKind::Var: {
+      if (e->varKind != VarKind::Size) return std::nullopt;
+      auto it = sizes.find(k.params[e->varId].name);
+      if (it == sizes.end()) return std::nullopt;
+      return it->second;
+    }
+    case ExprKind::Cast: return evalExtent(e->operands[0], k, sizes);
+    case ExprKind::Unary: {
+      auto a = evalExtent(e->operands[0], k, sizes);
+      if (!a || e->unaryOp != UnaryOp::Neg || *a == INT64_MIN) return std::nullopt;
+      return -*a;
+    }
+    case ExprKind::Binary: {
+      auto a = evalExtent(e->operands[0], k, sizes), b = evalExtent(e->operands[1], k, sizes);
+      if (!a || !b) return std::nullopt;
+      // Sizes given by the caller may be anything: an overflowing step is no value (a solution is
+      // verified by evaluating it again, and bindSizes checks the bound shapes).
+      int64_t r = 0;
+      switch (e->binaryOp) {
+        case BinaryOp::Add: return __builtin_add_overflow(*a, *b, &r) ? std::nullopt : std::optional<int64_t>(r);
+        case BinaryOp::Sub: return __builtin_sub_overflow(*a, *b, &r) ? std::nullopt : std::optional<int64_t>(r);
+        case BinaryOp::Mul: return __builtin_mul_overflow(*a, *b, &r) ? std::nullopt : std::optional<int64_t>(r);
+        case BinaryOp::Div:
+          if (*b == 0 || (*b == -1 && *a == INT64_MIN)) return std::nullopt;
+          return *a / *b - ((*a % *b != 0) && ((*a < 0) != (*b < 0)));
+        case BinaryOp::Mod: {
+          if (*b == 0 || *b == -1) return *b == 0 ? std::nullopt : std::optional<int64_t>(0);
+          int64_t m = *a % *b;
+          return (m != 0 && ((m < 0) != (*b < 0))) ? m + *b : m;
+        }
+        default: return std::nullopt;
+      }
+    }
+    case ExprKind::Call:
+      if (e->mathFn == MathFn::Min || e->mathFn == MathFn::Max) {
+        auto a = evalExtent(e->operands[0], k, sizes), b = evalExtent(e->operands[1], k, sizes);
+        if (!a || !b) return std::nullopt;
+        return e->mathFn == MathFn::Min ? std::min(*a, *b) : std::max(*a, *b);
+      }
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+void unboundSizes(const Expr& e, const Kernel& k, const Sizes& sizes, std::vector<std::string>& out) {
+  if (e->kind == ExprKind::Var && e->varKind == VarKind::Size) {
+    const std::string& name = k.params[e->varId].name;
+    if (!sizes.count(name) && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  for (const Expr& o : e->operands) unboundSizes(o, k, sizes, out);
+}
+
+TuneCandidate candidateOf(const CandidateRecord& c, double completed = 0) {
+  TuneCandidate t;
+  t.schedule = c.schedule;
+  t.status = statusName(c.status);
+  t.reason = c.reason;
+  t.medianMs = c.medianMs;
+  t.gflops = c.gflops;
+  t.gbytes = c.gbytes;
+  t.relativeError = c.relativeError;
+  t.registers = c.registers;
+  t.spillBytes = c.spillBytes;
+  t.sharedBytes = c.sharedBytes;
+  t.occupancy = c.occupancy;
+  t.compileMs = c.compileMs;
+  t.completedSeconds = completed;
+  return t;
+}
+
+}  // namespace
+
+std::vector<KernelInfo> parse(std::string_view source, const std::string& fileName) {
+  SourceText src = sourceText(source, fileName);
+  Diagnostics diags;
+  std::optional<Program> program = parseProgram(src.fileName, src.text, diags);
+  if (program && program->kernels.empty()) diags.error({}, "the source defines no kernel");
+  if (!program || diags.hasErrors()) throwDiagnostics(diags, src);
+  std::vector<KernelInfo> out;
+  for (const Kernel& k : program->kernels) {
+    out.push_back(infoOf(k));
+    out.back().diagnostics = diagnosticRecords(diags, fileName);
+  }
+  return out;
+}
+
+KernelInfo check(std::string_view source, const Sizes& sizes, const Options& options) {
+  SourceText src = sourceText(source, options.fileName);
+  Diagnostics diags;
+  std::optional<Kernel> bound = proveKernel(src, sizes, options.kernel, diags);
+  if (!bound) throwDiagnostics(diags, src);
+  KernelInfo info = infoOf(*bound);
+  info.sizes = bound->sizes;
+  info.signature = signatureOf(*bound);
+  info.diagnostics = diagnosticRecords(diags, options.fileName);
+  return info;
+}
+
+std::string emit(std::string_view source, const Sizes& sizes, const Options& options) {
+  return runPipeline(source, sizes, options, false, false).module.source;
+}
+
+std::string explain(std::string_view source, const Sizes& sizes, const Options& options) {
+  SourceText src = sourceText(source, options.fileName);
+  Diagnostics diags;
+  std::optional<Kernel> bound = proveKernel(src, sizes, options.kernel, diags);
+  if (!bound) throwDiagnostics(diags, src);
+  ScheduleLimits limits = limitsOf(options);
+  std::optional<Schedule> schedule = chooseSchedule(*bound, options.schedule, limits, diags);
+  if (!schedule) throwDiagnostics(diags, src);
+  SchedulePlan plan = planSchedule(*bound, *schedule, limits);
+  RTCG_ASSERT(plan.ok(), "a chosen schedule has no plan");
+  std::vector<std::string> sizeText;
+  for (const auto& [name, value] : bound->sizes) sizeText.push_back(fmt::format("{}={}", name, value));
+  std::string out = fmt::format("kernel {} ({}) for {}, schedule: {}\n", bound->name, fmt::join(sizeText, " "),
+                                options.arch, printSchedule(*schedule));
+  for (const NestPlan& n : plan.nests) out += printPlan(*bound, n);
+  return out;
+}
+
+std::string cubin(std::string_view source, const Sizes& sizes, const Options& options) {
+  checkArch(options.arch);
+  if (options.arch.rfind("sm_", 0) != 0)
+    throw Error(fmt::format("a cubin needs a real architecture (sm_XX), not '{}'", options.arch));
+  Compiled c = runPipeline(source, sizes, options, true, false);
+  return std::string(c.binary.cubin.begin(), c.binary.cubin.end());
+}
+
+std::string ptx(std::string_view source, const Sizes& sizes, const Options& options) {
+  checkArch(options.arch);
+  return runPipeline(source, sizes, options, true, true).binary.ptx;
+}
+
+ShapeBinding bindShapes(std::string_view source, const std::vector<std::optional<std::vector<int64_t>>>& shapes,
+                        const Sizes& given, const Options& options) {
+  SourceText src = sourceText(source, options.fileName);
+  Diagnostics diags;
+  std::optional<Kernel> kernel = frontKernel(src, options.kernel, diags);
+  if (!kernel) throwDiagnostics(diags, src);
+  const Kernel& k = *kernel;
+  ShapeBinding out;
+  out.sizes = given;
+  std::vector<int> argParams;  // argument position -> parameter
+  for (size_t p = 0; p < k.params.size(); ++p)
+    if (k.params[p].kind != ParamKind::Size) argParams.push_back(int(p));
+  if (shapes.size() != argParams.size())
+    throw Error(fmt::format("{}: takes {} argument{} (its non-size parameters), given {}", k.name, argParams.size(),
+                            argParams.size() == 1 ? "" : "s", shapes.size()));
+  auto where = [&](size_t arg, size_t dim) {
+    return fmt::format("argument {} ({}), dimension {}", arg + 1, k.params[argParams[arg]].name, dim);
+  };
+  for (size_t a = 0; a < shapes.size(); ++a) {
+    const Param& param = k.params[argParams[a]];
+    if (!param.isArray() || !shapes[a]) continue;
+    if (shapes[a]->size() != param.shape.size())
+      throw Error(fmt::format("{}: argument {} ({}) has {} dimension{}, the parameter {} ({}: {}[{}])", k.name, a + 1,
+                              param.name, shapes[a]->size(), shapes[a]->size() == 1 ? "" : "s", param.shape.size(),
+                              param.name, typeName(param.type), fmt::join(infoOf(k).params[argParams[a]].shape, ", ")));
+  }
+  // Passes until nothing new is bound: an extent with one unbound size is solved for it where it is
+  // linear in it (its values at 0, 1 and 2 differ by the same non-zero step) and the solution
+  // evaluates back to the extent.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t a = 0; a < shapes.size(); ++a) {
+      const Param& param = k.params[argParams[a]];
+      if (!param.isArray() || !shapes[a]) continue;
+      for (size_t d = 0; d < param.shape.size(); ++d) {
+        std::vector<std::string> unknown;
+        unboundSizes(param.shape[d], k, out.sizes, unknown);
+        if (unknown.size() != 1) continue;
+        const int64_t extent = (*shapes[a])[d];
+        Sizes trial = out.sizes;
+        auto at = [&](int64_t x) {
+          trial[unknown[0]] = x;
+          return evalExtent(param.shape[d], k, trial);
+        };
+        auto f0 = at(0), f1 = at(1), f2 = at(2);
+        if (!f0 || !f1 || !f2) continue;
+        int64_t step = 0, step2 = 0, offset = 0;
+        if (__builtin_sub_overflow(*f1, *f0, &step) || __builtin_sub_overflow(*f2, *f1, &step2) ||
+            __builtin_sub_overflow(extent, *f0, &offset))
+          continue;
+        if (step == 0 || step2 != step || (step == -1 && offset == INT64_MIN) || offset % step != 0) continue;
+        int64_t x = offset / step;
+        if (at(x) != extent) continue;
+        out.sizes[unknown[0]] = x;
+        out.from[unknown[0]] = where(a, d);
+        progress = true;
+      }
+    }
+  }
+  std::vector<std::string> missing;
+  for (const Param& p : k.params)
+    if (p.kind == ParamKind::Size && !out.sizes.count(p.name)) missing.push_back(p.name);
+  if (!missing.empty())
+    throw Error(fmt::format("{}: the size{} {} cannot be bound from the arguments' shapes (no extent is the size or "
+                            "linear in it); give {} explicitly",
+                            k.name, missing.size() == 1 ? "" : "s", fmt::join(missing, ", "),
+                            missing.size() == 1 ? "it" : "them"));
+  return out;
+}
+
+TuneReport tune(std::string_view source, const Sizes& sizes, const TuneRequest& request) {
+  CompileOptions co;
+  co.kernel = request.kernel;
+  co.fileName = request.fileName;
+  Kernel bound = tuningTarget(source, sizes, co);  // CompileError for bad source or sizes
+  TuneOptions o;
+  o.space.maxCandidates = request.maxCandidates;
+  o.space.seed = request.seed;
+  o.seed = request.seed;
+  o.timeLimitSeconds = request.timeLimitSeconds;
+  o.deviceOrdinals = request.devices.empty() ? std::vector<int>{0} : request.devices;
+  o.dbPath = request.dbPath;
+  o.workerPath = request.workerPath;
+  o.resume = request.resume;
+  o.log = request.log;
+  if (request.progress) {
+    double limit = request.timeLimitSeconds;
+    auto progress = request.progress;
+    o.progress = [progress, limit](const TuneProgress& p) {
+      progress({p.generated, p.measured, p.verified, p.elapsedSeconds, limit, p.best ? p.best->medianMs : 0});
+    };
+  }
+  TuneResult r = rtcg::tune(request.fileName, std::string(source), bound, o);
+  TuneReport out;
+  out.kernel = r.key.kernelName;
+  out.sizes = r.key.sizes;
+  out.device = r.key.device;
+  out.arch = r.key.arch;
+  out.searchId = r.searchId;
+  if (r.best) out.best = candidateOf(*r.best);
+  if (r.defaultSchedule) out.defaultSchedule = candidateOf(*r.defaultSchedule);
+  for (size_t i = 0; i < r.candidates.size(); ++i)
+    out.candidates.push_back(candidateOf(r.candidates[i], i < r.completedSeconds.size() ? r.completedSeconds[i] : 0));
+  out.enumerated = r.enumerated;
+  out.generated = r.generated;
+  out.pruned = r.pruned;
+  out.verified = r.verified;
+  out.wrong = r.wrong;
+  out.faulted = r.faulted;
+  out.timedOut = r.timedOut;
+  out.launchFailed = r.launchFailed;
+  out.compileFailed = r.compileFailed;
+  out.skipped = r.skipped;
+  out.notMeasured = r.notMeasured;
+  out.timeLimitReached = r.timeLimitReached;
+  out.wallSeconds = r.wallSeconds;
+  out.reference = r.reference;
+  return out;
+}
+
+}  // namespace rtcg::compiler

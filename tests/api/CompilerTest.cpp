@@ -1,0 +1,102 @@
+// rtcg/compiler.h: the compiler as functions (what the Python package binds), and the
+// CompileError that Context::compile and it throw. No device needed.
+#include <gtest/gtest.h>
+
+#include "rtcg/compiler.h"
+
+namespace {
+
+namespace rc = rtcg::compiler;
+
+const char* kAxpy = "kernel axpy(n: int, a: f32, x: f32[n], inout y: f32[n]) {\n"
+                    "  for i in 0..n { y[i] = a * x[i] + y[i]; }\n}\n";
+const char* kPad = "kernel pad(n: int, m: int, x: f32[n + 2, 4*m], out y: f32[n, m]) {\n"
+                   "  for i in 0..n, j in 0..m { y[i, j] = x[i + 2, 4*j + 3]; }\n}\n";
+
+TEST(Compiler, ParseDescribesEveryParameter) {
+  std::vector<rc::KernelInfo> ks = rc::parse(kPad);
+  ASSERT_EQ(ks.size(), 1u);
+  const rc::KernelInfo& k = ks[0];
+  EXPECT_EQ(k.name, "pad");
+  ASSERT_EQ(k.params.size(), 4u);
+  EXPECT_EQ(k.params[0].kind, "size");
+  EXPECT_EQ(k.params[2].kind, "array");
+  EXPECT_EQ(k.params[2].mode, "in");
+  EXPECT_EQ(k.params[3].mode, "out");
+  EXPECT_EQ(k.params[2].shape.size(), 2u);
+  EXPECT_TRUE(k.params[2].boundShape.empty());
+}
+
+TEST(Compiler, CheckBindsShapes) {
+  rc::KernelInfo k = rc::check(kPad, {{"n", 10}, {"m", 5}});
+  EXPECT_EQ(k.params[2].boundShape, (std::vector<int64_t>{12, 20}));
+  EXPECT_EQ(k.params[3].boundShape, (std::vector<int64_t>{10, 5}));
+  EXPECT_EQ(k.signature, "pad(x: f32[12, 20], out y: f32[10, 5]) with n = 10, m = 5");
+}
+
+TEST(Compiler, EmitExplainAndCubin) {
+  std::string cuda = rc::emit(kAxpy, {{"n", 1000}});
+  EXPECT_NE(cuda.find("__global__"), std::string::npos);
+  EXPECT_EQ(rc::explain(kAxpy, {{"n", 1000}}).rfind("kernel axpy (n=1000) for sm_90, schedule:", 0), 0u);
+  std::string cubin = rc::cubin(kAxpy, {{"n", 1000}});
+  ASSERT_GE(cubin.size(), 4u);
+  EXPECT_EQ(cubin.substr(0, 4), "\x7f" "ELF");
+  rc::Options o;
+  o.arch = "compute_90";
+  EXPECT_THROW(rc::cubin(kAxpy, {{"n", 1000}}, o), rtcg::Error);
+}
+
+TEST(Compiler, CompileErrorCarriesRecords) {
+  std::string bad = std::string(kAxpy);
+  bad.replace(bad.find("a * x[i]"), 8, "a * x[i + 1]");
+  rc::Options o;
+  o.fileName = "axpy.rtcg";
+  try {
+    rc::check(bad, {{"n", 100}}, o);
+    FAIL() << "no error";
+  } catch (const rtcg::CompileError& e) {
+    ASSERT_FALSE(e.diagnostics().empty());
+    const rtcg::DiagnosticRecord& d = e.diagnostics()[0];
+    EXPECT_EQ(d.file, "axpy.rtcg");
+    EXPECT_EQ(d.line, 2);
+    EXPECT_GT(d.column, 0);
+    EXPECT_EQ(d.severity, "error");
+    EXPECT_NE(std::string(e.what()).find("axpy.rtcg:2:"), std::string::npos);
+    EXPECT_NE(d.message.find("out of bounds"), std::string::npos);
+  }
+  EXPECT_THROW(rc::parse(""), rtcg::CompileError);
+  EXPECT_THROW(rc::emit(kAxpy, {}), rtcg::CompileError);
+}
+
+TEST(Compiler, BindShapesSolvesLinearExtents) {
+  rc::ShapeBinding b = rc::bindShapes(kPad, {std::vector<int64_t>{12, 20}, std::vector<int64_t>{10, 5}}, {});
+  EXPECT_EQ(b.sizes, (rtcg::Sizes{{"n", 10}, {"m", 5}}));
+  EXPECT_EQ(b.from.at("n"), "argument 1 (x), dimension 0");
+  // Given sizes win; a size no extent determines must be given.
+  const char* flat = "kernel sq(n: int, x: f32[n*n], out y: f32[n*n]) { for i in 0..n*n { y[i] = x[i]; } }";
+  EXPECT_THROW(rc::bindShapes(flat, {std::vector<int64_t>{16}, std::vector<int64_t>{16}}, {}), rtcg::Error);
+  EXPECT_EQ(rc::bindShapes(flat, {std::vector<int64_t>{16}, std::vector<int64_t>{16}}, {{"n", 4}}).sizes.at("n"), 4);
+  // A wrong number of dimensions or arguments.
+  EXPECT_THROW(rc::bindShapes(kAxpy, {std::nullopt, std::vector<int64_t>{4, 4}, std::vector<int64_t>{4}}, {}),
+               rtcg::Error);
+  EXPECT_THROW(rc::bindShapes(kAxpy, {std::nullopt}, {}), rtcg::Error);
+  // 4*m = 21 has no integer solution: m stays unbound.
+  EXPECT_THROW(rc::bindShapes(kPad, {std::vector<int64_t>{12, 21}, std::nullopt}, {}), rtcg::Error);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Compiler, BindShapesNeverOverflows) {
+  const char* k = "kernel w(n: int, m: int, x: f32[4*m + n], out y: f32[n]) { for i in 0..n { y[i] = x[i]; } }";
+  // A given m whose extent overflows: no value, so n stays unbound (an error, not undefined behaviour).
+  EXPECT_THROW(rc::bindShapes(k, {std::vector<int64_t>{INT64_MAX}, std::nullopt}, {{"m", INT64_MAX / 2}}),
+               rtcg::Error);
+  // Extents no array has bind what they say; the proof then refuses the sizes.
+  rc::ShapeBinding b = rc::bindShapes(k, {std::vector<int64_t>{INT64_MIN}, std::vector<int64_t>{INT64_MIN}}, {});
+  EXPECT_EQ(b.sizes.at("n"), INT64_MIN);
+  EXPECT_THROW(rc::check(k, b.sizes), rtcg::CompileError);
+}
+
+}  // namespace
