@@ -179,3 +179,26 @@ def test_hostile_input_is_an_error_not_a_crash():
         rtcg.emit(AXPY, {"n": -5})
     with pytest.raises(rtcg.CompileError):
         rtcg.emit(AXPY, {"n": 2**40})
+
+
+def test_every_native_signature_has_its_type_casters():
+    """A nanobind function whose argument type has no caster included shows the C++ type name
+    (std::...) in its signature and rejects every Python call at run time (the GPU launch once did,
+    for a sequence of tuples); the signatures are readable without a GPU."""
+    from rtcg import _rtcg
+
+    def signatures(obj, seen):
+        for name in dir(obj):
+            if name.startswith("__"):
+                continue
+            value = getattr(obj, name)
+            if isinstance(value, type) and value not in seen:
+                seen.add(value)
+                yield from signatures(value, seen)
+            elif callable(value):
+                yield f"{getattr(obj, '__name__', obj)}.{name}", value.__doc__ or ""
+
+    found = list(signatures(_rtcg, set()))
+    assert len(found) > 10
+    raw = [(name, doc.splitlines()[0]) for name, doc in found if "std::" in doc]
+    assert raw == []
