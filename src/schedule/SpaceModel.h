@@ -28,6 +28,8 @@
 //   Bytes = blocks * per-block traffic.
 // - Time = launch overhead + (max(memory, compute) + min(memory, compute) / 4) / efficiency, with
 //   memory = bytes / bandwidth and compute = flops / (peak * issue efficiency) (imperfect overlap;
+//   the peak is the sustained FP32 rate for fp32 operations and the device's FP64 share of it for
+//   operations on f64 values: an f64 nest computes at half the rate on an H100;
 //   with `copy: async`, compute * 1.15 and no prefetch registers: measured on an H100, cp.async
 //   steps ahead helped memory-bound DG tiles by 3-8% and cost compute-bound matrix-product
 //   tiles 9-17%), where efficiency =
@@ -65,6 +67,7 @@ struct NestEstimate {
   double occupancy = 0, efficiency = 0;
   double issueEfficiency = 1;  // multiply-adds over all instructions a thread issues
   double bytes = 0, flops = 0, seconds = 0;
+  double fp64Flops = 0;  // the share of flops on f64 values, at the device's FP64 rate
   std::string threadXIndex;   // index with the thread.x part ("" if none)
   int64_t storeStride = 1;    // stride of the (first) store along thread.x; 0 if broadcast or unknown
   std::string storeArray;
@@ -112,6 +115,7 @@ class NestModel {
   std::vector<std::string> readOnly_;
   double points_ = 1;       // parallel domain points (hull product)
   double flopsPerPoint_ = 0;
+  double fp64FlopsPerPoint_ = 0;  // of which on f64 values
 
   struct Tiles {
     std::map<int, Interval> block, thread, step;  // by loop id

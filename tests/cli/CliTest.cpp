@@ -244,6 +244,11 @@ TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
   EXPECT_NE(json.out.find("\"candidates\": ["), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"predictedUs\""), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"refinementBudget\": 0"), std::string::npos) << json.out;  // a budget under 12: none
+  // The arithmetic the model divides by: an f32 kernel at the FP32 peak.
+  EXPECT_NE(r.out.find("arithmetic: fp32: the model's peak is 66.9 TF/s (FP32 66.9, FP64 33.5 TF/s on this device)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(json.out.find("\"arithmetic\": \"fp32\""), std::string::npos) << json.out;
   EXPECT_EQ(rtcgc("tune --manifest x.json --dry-run").code, 2);
   EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --dry-run --report r.html").code, 2);
   // --resume continues what a database recorded: not with no database, not in a dry run.
