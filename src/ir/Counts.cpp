@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/Analysis.h"
+#include "ir/DataRanges.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -66,14 +67,26 @@ int64_t countPoints(const std::vector<const Loop*>& loops, size_t depth, std::ma
 
 // Float operations of `e` per point of `scope` (reductions multiply their body by their domain),
 // added to `ops` by precision.
-void exprOps(const Expr& e, std::vector<const Loop*>& scope, double points, FloatOpsByPrecision& ops);
+void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, double points, FloatOpsByPrecision& ops);
 
-double domainPoints(const std::vector<const Loop*>& scope) {
+// The points of `scope`. A data-dependent range (ir/DataRanges.h) has no count before the data
+// exist: its rows are taken to partition its extent over the points of the loops before it (as
+// CSR rows partition the nonzeros), so the points up to it are its extent, and the loops after
+// it count as at the first values of the loops before it, with it at its extent's middle.
+double domainPoints(const Kernel& k, const std::vector<const Loop*>& scope) {
   std::map<int, int64_t> env;
+  for (size_t d = 0; d < scope.size(); ++d) {
+    if (!isDataDependent(*scope[d])) continue;
+    const double extent = double(dataRangeExtent(k, scope[d]->id).value_or(0));
+    for (size_t e = 0; e < d; ++e) env[scope[e]->id] = evalInt(scope[e]->lo, env);
+    env[scope[d]->id] = int64_t(extent / 2);
+    std::vector<const Loop*> after(scope.begin() + long(d) + 1, scope.end());
+    return extent * double(countPoints(after, 0, env));
+  }
   return double(countPoints(scope, 0, env));
 }
 
-void exprOps(const Expr& e, std::vector<const Loop*>& scope, double points, FloatOpsByPrecision& ops) {
+void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, double points, FloatOpsByPrecision& ops) {
   auto count = [&ops](ScalarType t, double n) { (t == ScalarType::F64 ? ops.fp64 : ops.fp32) += n; };
   switch (e->kind) {
     case ExprKind::IntImm:
@@ -93,14 +106,14 @@ void exprOps(const Expr& e, std::vector<const Loop*>& scope, double points, Floa
     case ExprKind::Reduce: {
       size_t before = scope.size();
       for (const Loop& l : e->loops) scope.push_back(&l);
-      double inner = domainPoints(scope);
+      double inner = domainPoints(k, scope);
       if (isFloat(e->type)) count(e->type, inner);  // one combine per step
-      exprOps(e->operands[0], scope, inner, ops);
+      exprOps(k, e->operands[0], scope, inner, ops);
       scope.resize(before);
       return;
     }
   }
-  for (const Expr& o : e->operands) exprOps(o, scope, points, ops);
+  for (const Expr& o : e->operands) exprOps(k, o, scope, points, ops);
 }
 
 }  // namespace
@@ -110,8 +123,8 @@ FloatOpsByPrecision floatOpsByPrecision(const Kernel& bound) {
   for (const LoopNest& nest : bound.nests) {
     std::vector<const Loop*> scope;
     for (const Loop& l : nest.loops) scope.push_back(&l);
-    double points = domainPoints(scope);
-    for (const Stmt& s : nest.body) exprOps(s.value, scope, points, ops);
+    double points = domainPoints(bound, scope);
+    for (const Stmt& s : nest.body) exprOps(bound, s.value, scope, points, ops);
   }
   return ops;
 }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/DataRanges.h"
 #include "ir/IntOps.h"
 #include "support/Error.h"
 
@@ -232,14 +233,40 @@ class IndexRangeFinder {
 
 std::map<int, ValueRange> indirectIndexRanges(const Kernel& bound) { return IndexRangeFinder(bound).run(); }
 
+std::map<int, int64_t> rangeArrayExtents(const Kernel& bound) {
+  std::map<int, int64_t> out;
+  for (int n = 0; n < int(bound.nests.size()); ++n)
+    for (const DataRange& r : dataRanges(bound, n)) {
+      if (!r.extent) continue;  // the bounds proof rejects it
+      for (const Expr& b : {r.loop->lo, r.loop->hi}) {
+        if (!isRangeRead(b)) continue;
+        auto [it, fresh] = out.emplace(b->array, *r.extent);
+        if (!fresh) it->second = std::min(it->second, *r.extent);
+      }
+    }
+  return out;
+}
+
+void fillOffsets(HostArray& a, uint64_t seed, int64_t extent) {
+  fillRandomInts(a, seed, 0, extent + 1);
+  std::vector<int64_t> v(size_t(a.size()));
+  for (int64_t i = 0; i < a.size(); ++i) v[size_t(i)] = a.getInt(i);
+  std::sort(v.begin(), v.end());
+  if (!v.empty()) v.front() = 0;
+  if (v.size() > 1) v.back() = extent;
+  for (int64_t i = 0; i < a.size(); ++i) a.setInt(i, v[size_t(i)]);
+}
+
 void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
   std::map<int, ValueRange> ranges = indirectIndexRanges(bound);
+  std::map<int, int64_t> offsets = rangeArrayExtents(bound);
   for (size_t p = 0; p < bound.params.size(); ++p) {
     const Param& param = bound.params[p];
     if (!param.isArray()) continue;
     HostArray& a = args.array(int(p));
     uint64_t s = mixSeed(seed, p);
     if (param.mode == ArrayMode::Out) poison(a);
+    else if (auto it = offsets.find(int(p)); it != offsets.end()) fillOffsets(a, s, it->second);
     else if (auto it = ranges.find(int(p)); it != ranges.end() && isInteger(a.type()))
       fillRandomInts(a, s, it->second.lo, it->second.hi);
     else fillRandom(a, s);

@@ -53,6 +53,7 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
   if (!idx) return;
   indices_ = std::move(*idx);
   ok_ = true;
+  meanDataRows();
   accesses_ = collectAccesses(k, nest);
   for (const Access& a : accesses_) {
     usedLoops_.push_back(usedLoops(k, a));
@@ -104,6 +105,21 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
     }
   };
   for (const Stmt& s : k.nests[nest].body) flopsPerPoint_ += ops(s.value, fp64FlopsPerPoint_);
+}
+
+// A data-dependent range (a CSR row) has the hull of everything it may index ([0, nnz)), far more
+// than one row takes. The model counts it as a row of the mean length instead: its extent spread
+// over the parallel points (the rows partition it), so that iterations, steps and footprints are
+// one row's. Rows of unequal length cost what the mean costs (the tuner measures the rest).
+void NestModel::meanDataRows() {
+  double rows = 1;
+  for (const NestIndex& ni : indices_)
+    if (ni.parallel) rows *= double(std::max<int64_t>(1, ni.hull.extent()));
+  for (NestIndex& ni : indices_)
+    if (ni.dataDependent) {
+      int64_t mean = std::max<int64_t>(1, int64_t(std::ceil(double(ni.hull.extent()) / rows)));
+      ni.hull = IndexRange{0, mean - 1};
+    }
 }
 
 const NestIndex* NestModel::index(const std::string& name) const {

@@ -35,6 +35,9 @@
 //   tiles 9-17%), where efficiency =
 //   (fraction of multiprocessors with a block) * (latency hiding: warps in flight per
 //   multiprocessor times the ILP of the register tile, over 32) * (wave quantization), each <= 1.
+// - A data-dependent range (a CSR row, ir/DataRanges.h) counts as a row of the mean length: its
+//   extent over the parallel points. Its arrays' footprints are then one row's per parallel point
+//   of the block's box (an undercount where a block holds several rows: each reads its own).
 // - `stores: streaming`: neutral (a factor of 1 on the memory time). A streaming store moves the
 //   same bytes as a plain one; its gain is L2 room for the reads other blocks repeat, which the
 //   traffic model already counts as hits, so the model cannot value it and the tuner measures it
@@ -133,6 +136,7 @@ class NestModel {
     double total() const { return fmas + loads + copies + control + stores; }
   };
 
+  void meanDataRows();
   Tiles tiles(const NestPlan& plan) const;
   std::optional<int64_t> stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const;
   int64_t vectorWidth(const NestSchedule& s, size_t access, bool transposed) const;
