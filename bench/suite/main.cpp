@@ -214,6 +214,17 @@ void pickFastest(Prepared& p, const Options& o, Gpu& gpu, const DeviceArgs& darg
   fmt::print(stderr, "bench_suite: {}: {}\n", p.row.name, p.row.scheduleSource);
 }
 
+// A CSR workload's matrix in its rowptr and col (its val and x stay random), for rtcg's kernel,
+// the reference and the peer alike.
+void setMatrix(const Workload& w, HostArgs& host) {
+  const CsrStructure csr = csrOf(w);
+  HostArray& rowptr = host.array("rowptr");
+  HostArray& col = host.array("col");
+  RTCG_ASSERT(rowptr.size() == csr.rows() + 1 && col.size() == csr.nonzeros(), "the matrix of " + w.name);
+  std::copy(csr.rowptr.begin(), csr.rowptr.end(), rowptr.as<int32_t>());
+  std::copy(csr.col.begin(), csr.col.end(), col.as<int32_t>());
+}
+
 // Phase 2 for one workload: compile, check, time.
 void measure(Prepared& p, const Options& o, Gpu& gpu) {
   const Workload& w = p.workload;
@@ -222,6 +233,7 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   const cuda::Stream& stream = *gpu.stream;
 
   HostArgs host = tuningInputs(bound, o.seed, tuningScalars(bound, o.seed));
+  if (w.matrix != SparseMatrix::None) setMatrix(w, host);
   DeviceArgs dargs(gpu.ctx, bound, host);  // outputs poisoned, so an unwritten element shows
   if (p.contenders.size() > 1) {
     pickFastest(p, o, gpu, dargs);

@@ -431,3 +431,40 @@ TEST(Cli, ExplainRejectedSchedule) {
   EXPECT_EQ(rtcgc("explain " + example("matmul.rtcg") + " -D n=500 --arch nonsense").code, 2);
   EXPECT_EQ(rtcgc("explain").code, 2);
 }
+
+TEST(Cli, RunChecksTheRangesOfCsrOffsetsGivenAsInput) {
+  // --input gives an array's values; offsets that decrease or leave the nonzeros are run-time
+  // errors naming the range and the row (exit 1), before any GPU launch would read through them.
+  const fs::path dir = fs::temp_directory_path() / ("rtcgc-csr-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::string spmv = example("spmv.rtcg") + " -D n=4 -D nnz=6 --cpu";
+  Result good = rtcgc("run " + spmv + " --input rowptr=" + file("good.txt", "0 2 2 5 6\n"));
+  EXPECT_EQ(good.code, 0) << good.out;
+  Result down = rtcgc("run " + spmv + " --input rowptr=" + file("down.txt", "0 3 2 5 6\n"));
+  EXPECT_EQ(down.code, 1) << down.out;
+  EXPECT_NE(down.out.find("the range of 'p' (rowptr[i]..rowptr[i + 1]) is decreasing (3 > 2) at i=1"),
+            std::string::npos)
+      << down.out;
+  Result past = rtcgc("run " + spmv + " --input rowptr=" + file("past.txt", "0 2 2 5 9\n"));
+  EXPECT_EQ(past.code, 1) << past.out;
+  EXPECT_NE(past.out.find("is 5..9, outside [0, 6] (the extent of val, col) at i=3"), std::string::npos) << past.out;
+  // Column indices past x: the indirect index is checked too.
+  Result cols = rtcgc("run " + spmv + " --input rowptr=" + file("good2.txt", "0 2 2 5 6") +
+                      " --input col=" + file("cols.txt", "0 1 2 3 4 0"));
+  EXPECT_EQ(cols.code, 1) << cols.out;
+  EXPECT_NE(cols.out.find("index 4 is out of range for dimension 0 of array 'x' (extent 4)"), std::string::npos)
+      << cols.out;
+  // The file must hold exactly the array's elements, as numbers; the name an input array.
+  Result few = rtcgc("run " + spmv + " --input rowptr=" + file("few.txt", "0 2 2"));
+  EXPECT_EQ(few.code, 1) << few.out;
+  EXPECT_NE(few.out.find("'rowptr' has 5 elements, the file holds 3"), std::string::npos) << few.out;
+  Result word = rtcgc("run " + spmv + " --input rowptr=" + file("word.txt", "0 2 x 5 6"));
+  EXPECT_EQ(word.code, 1) << word.out;
+  EXPECT_NE(word.out.find("value 3 ('x') is not an integer"), std::string::npos) << word.out;
+  EXPECT_EQ(rtcgc("run " + spmv + " --input y=" + file("y.txt", "0 0 0 0")).code, 2);
+  fs::remove_all(dir);
+}

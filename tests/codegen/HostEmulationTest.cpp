@@ -441,3 +441,17 @@ TEST(HostEmulation, ThreadPartOfOneLaneOnAReduction) {
   EXPECT_EQ(checkOnHost(matmul(37), "i: serial; j: serial, grid.x 3, thread.x 32, unroll 2; k: serial, thread.y 1"), "");
   EXPECT_EQ(checkOnHost(dot(1000), "i: serial, thread.x 1"), "");
 }
+
+// Data-dependent ranges (CSR rows) against the reference, at sizes no tile divides: a thread per
+// row, a group of lanes per row combined by shuffles (and through shared memory past a warp), rows
+// on the grid with several per block, and a serial part split in two around an unrolled one.
+TEST(HostEmulation, RowsOfDataDependentLength) {
+  rtcgtest::CaseSample sample(2);
+  Kernel spmv = example("spmv.rtcg", "spmv", {{"n", 301}, {"nnz", 2003}});
+  EXPECT_EQ(checkOnHost(spmv, "i: grid.x, thread.x 64; p: serial"), "");
+  EXPECT_EQ(checkOnHost(spmv, "i: grid.x, thread.y 8; p: serial, thread.x 32"), "");
+  EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, thread.y 32; p: serial, thread.x 4"), "");
+  EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, thread.y 2; p: serial, thread.x 64"), "");
+  EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, thread.x 32, reg 2; p: serial, unroll 2"), "");
+  EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, serial 3, thread.y 4; p: serial, thread.x 8"), "");
+}

@@ -292,7 +292,7 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
     }
     ++count;
   }
-  EXPECT_EQ(count, 11);
+  EXPECT_EQ(count, 12);
 }
 
 }  // namespace
