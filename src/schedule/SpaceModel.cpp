@@ -122,6 +122,11 @@ void NestModel::meanDataRows() {
     }
 }
 
+std::vector<int64_t> NestModel::partsOf(const NestPlan& plan, const IndexPlan& ip, const NestIndex& ni) const {
+  if (!ni.dataDependent) return ip.extents;
+  return partExtents(plan.clauseOf(ip), std::max<int64_t>(1, ni.hull.extent()));
+}
+
 const NestIndex* NestModel::index(const std::string& name) const {
   for (const NestIndex& ni : indices_)
     if (ni.name == name) return &ni;
@@ -161,7 +166,7 @@ NestModel::Tiles NestModel::tiles(const NestPlan& plan) const {
     int64_t inBlock = extent, inThread = extent, inStep = extent, inPosition = extent;
     if (ip) {
       const IndexSchedule* is = &plan.clauseOf(*ip);
-      const std::vector<int64_t>& ext = ip->extents;
+      const std::vector<int64_t> ext = partsOf(plan, *ip, ni);
       inBlock = inThread = inPosition = 1;
       for (size_t p = 0; p < is->parts.size(); ++p) {
         Placement pl = is->parts[p].place;
@@ -300,7 +305,7 @@ double NestModel::stepsPerThread(const NestPlan& plan) const {
   const IndexSchedule& is = plan.clauseOf(*ip);
   const size_t sp = stepPartOf(is);
   if (sp >= is.parts.size() || (sp == 0 && is.parts.size() < 2)) return 1;
-  return (double)ip->extents[sp];
+  return (double)partsOf(plan, *ip, *inner)[sp];
 }
 
 const NestIndex* NestModel::innermostReduction() const {
@@ -321,7 +326,7 @@ double NestModel::loopControl(const NestPlan& plan) const {
       continue;
     }
     const IndexSchedule* is = &plan.clauseOf(*ip);
-    const std::vector<int64_t>& ext = ip->extents;
+    const std::vector<int64_t> ext = partsOf(plan, *ip, *ni);
     double iterations = 1;
     for (size_t p = 0; p < is->parts.size(); ++p) {
       Placement pl = is->parts[p].place;

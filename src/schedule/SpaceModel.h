@@ -137,6 +137,9 @@ class NestModel {
   };
 
   void meanDataRows();
+  // The extents of the parts of an index under its plan: the plan's, or for a data-dependent
+  // range the parts of its mean row (meanDataRows), which the plan (split over its hull) is not.
+  std::vector<int64_t> partsOf(const NestPlan& plan, const IndexPlan& ip, const NestIndex& ni) const;
   Tiles tiles(const NestPlan& plan) const;
   std::optional<int64_t> stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const;
   int64_t vectorWidth(const NestSchedule& s, size_t access, bool transposed) const;

@@ -220,7 +220,7 @@ TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
         loadEarlierSchedules(std::string(RTCG_SOURCE_DIR) + "/bench/results/" + table);
     EXPECT_EQ(committed.size(), 22u) << table;  // the suite before the stacked DG rows
     for (const Workload& w : allWorkloads()) {
-      if (w.group == "dg_diff_stacked") continue;
+      if (w.group == "dg_diff_stacked" || w.group == "spmv") continue;  // rows added later
       ASSERT_EQ(committed.count(w.name), 1u) << table << ": " << w.name;
       Diagnostics diags;
       std::optional<Program> prog = parseProgram(w.name, w.source, diags);
