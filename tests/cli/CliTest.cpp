@@ -468,3 +468,21 @@ TEST(Cli, RunChecksTheRangesOfCsrOffsetsGivenAsInput) {
   EXPECT_EQ(rtcgc("run " + spmv + " --input y=" + file("y.txt", "0 0 0 0")).code, 2);
   fs::remove_all(dir);
 }
+
+TEST(Cli, GpuCsrRowsMatchTheReference) {
+  // CSR rows on the GPU at sizes no tile divides: a thread per row and groups of 4 and 32 lanes
+  // per row; then offsets that decrease stop the run (exit 1) before the launch.
+  if (rtcgc("devices").code != 0) GTEST_SKIP() << "no CUDA device";
+  const std::string spmv = example("spmv.rtcg") + " -D n=30011 -D nnz=210013 --repeats 3";
+  for (const char* schedule : {"i: grid.x, thread.x 128; p: serial", "i: grid.x, thread.y 32; p: serial, thread.x 4",
+                               "i: grid.x, thread.y 8; p: serial, thread.x 32"}) {
+    SCOPED_TRACE(schedule);
+    Result r = rtcgc("run " + spmv + " --schedule '" + std::string(schedule) + "'");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
+  }
+  Result down = rtcgc("run " + example("spmv.rtcg") + " -D n=4 -D nnz=6 --input rowptr=" +
+                      writeTemp("gpu-down.txt", "0 3 2 5 6"));
+  EXPECT_EQ(down.code, 1) << down.out;
+  EXPECT_NE(down.out.find("is decreasing (3 > 2) at i=1"), std::string::npos) << down.out;
+}

@@ -455,3 +455,25 @@ TEST(HostEmulation, RowsOfDataDependentLength) {
   EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, thread.x 32, reg 2; p: serial, unroll 2"), "");
   EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, serial 3, thread.y 4; p: serial, thread.x 8"), "");
 }
+
+// Ranges with one data-dependent bound (0..len[i]) and a data-dependent reduction nested in
+// another (computed inside the statement), against the reference.
+TEST(HostEmulation, RangesOfOtherDataDependentShapes) {
+  Kernel ragged = fromSource(
+      "kernel ragged(n: int, m: int, len: i32[n], a: f32[n, m], out s: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    s[i] = sum(j in 0..len[i], a[i, j]);\n"
+      "  }\n"
+      "}\n",
+      "ragged", {{"n", 45}, {"m", 37}});
+  EXPECT_EQ(checkOnHost(ragged, "i: grid.x, thread.x 32; j: serial"), "");
+  EXPECT_EQ(checkOnHost(ragged, "i: grid.x, thread.y 4; j: serial, thread.x 8"), "");
+  Kernel nested = fromSource(
+      "kernel nested(n: int, nnz: int, rowptr: i32[n + 1], val: f32[nnz], out y: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = max(j in 0..i + 1, sum(p in rowptr[j]..rowptr[j + 1], val[p]));\n"
+      "  }\n"
+      "}\n",
+      "nested", {{"n", 33}, {"nnz", 101}});
+  EXPECT_EQ(checkOnHost(nested, "i: grid.x, thread.x 32; j: serial; p: serial"), "");
+}
