@@ -71,19 +71,26 @@ void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, do
 
 // The points of `scope`. A data-dependent range (ir/DataRanges.h) has no count before the data
 // exist: its rows are taken to partition its extent over the points of the loops before it (as
-// CSR rows partition the nonzeros), so the points up to it are its extent, and the loops after
-// it count as at the first values of the loops before it, with it at its extent's middle.
+// CSR rows partition the nonzeros), so the points up to the last such range are its extent, and
+// the loops after it count as at the first values of the loops before it (a range at its extent's
+// middle).
 double domainPoints(const Kernel& k, const std::vector<const Loop*>& scope) {
   std::map<int, int64_t> env;
-  for (size_t d = 0; d < scope.size(); ++d) {
-    if (!isDataDependent(*scope[d])) continue;
-    const double extent = double(dataRangeExtent(k, scope[d]->id).value_or(0));
-    for (size_t e = 0; e < d; ++e) env[scope[e]->id] = evalInt(scope[e]->lo, env);
-    env[scope[d]->id] = int64_t(extent / 2);
-    std::vector<const Loop*> after(scope.begin() + long(d) + 1, scope.end());
-    return extent * double(countPoints(after, 0, env));
+  size_t last = scope.size();
+  for (size_t d = 0; d < scope.size(); ++d)
+    if (isDataDependent(*scope[d])) last = d;
+  if (last == scope.size()) return double(countPoints(scope, 0, env));
+  double extent = 0;
+  for (size_t d = 0; d <= last; ++d) {
+    if (isDataDependent(*scope[d])) {
+      extent = double(dataRangeExtent(k, scope[d]->id).value_or(0));
+      env[scope[d]->id] = int64_t(extent / 2);
+    } else {
+      env[scope[d]->id] = evalInt(scope[d]->lo, env);
+    }
   }
-  return double(countPoints(scope, 0, env));
+  std::vector<const Loop*> after(scope.begin() + long(last) + 1, scope.end());
+  return extent * double(countPoints(after, 0, env));
 }
 
 void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, double points, FloatOpsByPrecision& ops) {

@@ -476,4 +476,14 @@ TEST(HostEmulation, RangesOfOtherDataDependentShapes) {
       "}\n",
       "nested", {{"n", 33}, {"nnz", 101}});
   EXPECT_EQ(checkOnHost(nested, "i: grid.x, thread.x 32; j: serial; p: serial"), "");
+  // A range whose bounds read at the index of another one (rows of rows).
+  Kernel rowsOfRows = fromSource(
+      "kernel rows2(n: int, m: int, r: i32[n + 1], q: i32[m + 1], v: f32[m], w: f32[n], out y: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = sum(p in r[i]..r[i + 1], s in q[p]..q[p + 1], v[s] * w[p]);\n"
+      "  }\n"
+      "}\n",
+      "rows2", {{"n", 37}, {"m", 53}});
+  EXPECT_EQ(checkOnHost(rowsOfRows, "i: grid.x, thread.x 32; p: serial; s: serial"), "");
+  EXPECT_EQ(checkOnHost(rowsOfRows, "i: grid.x, thread.y 8; p: serial; s: serial, thread.x 4"), "");
 }

@@ -122,6 +122,13 @@ TEST(DataRanges, RandomInputsAreValidCsrOffsets) {
     expect += args.array(4).get(p) * args.array(5).get(args.array(3).getInt(p));
   EXPECT_NEAR(r.outputs[0].values[5], expect, 1e-12);
   EXPECT_EQ(floatOps(k), 2 * 997);
+  // Rows of rows: the last data-dependent range partitions its extent (s over v's 53 elements).
+  Diagnostics d2;
+  Kernel rows2 = bound("kernel rows2(n: int, m: int, r: i32[n + 1], q: i32[m + 1], v: f32[m], w: f32[n], "
+                       "out y: f32[n]) {\n  for i in 0..n { y[i] = sum(p in r[i]..r[i + 1], s in q[p]..q[p + 1], "
+                       "v[s] * w[p]); }\n}\n",
+                       {{"n", 37}, {"m", 53}}, d2);
+  EXPECT_EQ(floatOps(rows2), 2 * 53);
 }
 
 // Runs the reference on offsets `rowptr` (n = 4, nnz = 6) and returns its error ("" if none).
