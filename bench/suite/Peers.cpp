@@ -1,6 +1,7 @@
 #include "bench/suite/Peers.h"
 
 #include <cublas_v2.h>
+#include <cusparse.h>
 #include <fmt/format.h>
 
 #include "support/Error.h"
@@ -8,6 +9,11 @@
 namespace rtcg::bench {
 
 namespace {
+
+void check(cusparseStatus_t status, const char* call) {
+  if (status != CUSPARSE_STATUS_SUCCESS)
+    throw Error(fmt::format("{} failed: {} ({})", call, cusparseGetErrorName(status), cusparseGetErrorString(status)));
+}
 
 void check(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS)
@@ -43,6 +49,21 @@ std::string Blas::version() const {
   if (cublasGetVersion(handle_, &v) != CUBLAS_STATUS_SUCCESS) return "unknown";
   return fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
 }
+
+// cuSPARSE's CSR product y = A x in FP32 on the peer's buffers: the handle on the timed stream,
+// the matrix and vector descriptors, and the work buffer cusparseSpMV_bufferSize asks for.
+struct Peer::Sparse {
+  cusparseHandle_t handle = nullptr;
+  cusparseSpMatDescr_t a = nullptr;
+  cusparseDnVecDescr_t x = nullptr, y = nullptr;
+  std::optional<cuda::DeviceBuffer> work;
+  ~Sparse() {
+    if (x) cusparseDestroyDnVec(x);
+    if (y) cusparseDestroyDnVec(y);
+    if (a) cusparseDestroySpMat(a);
+    if (handle) cusparseDestroy(handle);
+  }
+};
 
 Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::shared_ptr<cuda::Context> ctx,
            Blas& blas)
@@ -88,12 +109,37 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
       allocate("w", 3 * host_.array("ur").bytes());
       break;
     }
+    case PeerKind::SpmvCsr:
+      for (const char* name : {"rowptr", "col", "val", "x"}) upload(name);
+      allocate("y", host_.array("y").bytes());
+      break;
     case PeerKind::DgLiftProduct:
       upload("LIFT");
       upload("flux");
       allocate("p", host_.array("rhs").bytes());
       break;
   }
+}
+
+// The descriptors and work buffer, once the buffers exist (the first enqueue, on its stream).
+void Peer::prepareSparse(const cuda::Stream& stream) {
+  if (sparse_) return;
+  auto sp = std::make_shared<Sparse>();
+  const int64_t n = w_.sizes.at("n"), nnz = w_.sizes.at("nnz");
+  auto dev = [&](const char* name) { return reinterpret_cast<void*>(buffer(name).devicePtr()); };
+  check(cusparseCreate(&sp->handle), "cusparseCreate");
+  check(cusparseSetStream(sp->handle, cudaStreamOf(stream)), "cusparseSetStream");
+  check(cusparseCreateCsr(&sp->a, n, n, nnz, dev("rowptr"), dev("col"), dev("val"), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                          CUDA_R_32F),
+        "cusparseCreateCsr");
+  check(cusparseCreateDnVec(&sp->x, n, dev("x"), CUDA_R_32F), "cusparseCreateDnVec");
+  check(cusparseCreateDnVec(&sp->y, n, dev("y"), CUDA_R_32F), "cusparseCreateDnVec");
+  size_t bytes = 0;
+  check(cusparseSpMV_bufferSize(sp->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne, sp->a, sp->x, &kZero, sp->y,
+                                CUDA_R_32F, CUSPARSE_SPMV_CSR_ALG1, &bytes),
+        "cusparseSpMV_bufferSize");
+  sp->work.emplace(ctx_, std::max<size_t>(bytes, 16));
+  sparse_ = std::move(sp);
 }
 
 bool Peer::stackedKernel() const { return bound_.findParam("w") >= 0; }
@@ -165,6 +211,13 @@ void Peer::enqueue(const cuda::Stream& stream) {
             "cublasSgemm");
       break;
     }
+    case PeerKind::SpmvCsr: {
+      prepareSparse(stream);
+      check(cusparseSpMV(sparse_->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne, sparse_->a, sparse_->x, &kZero,
+                         sparse_->y, CUDA_R_32F, CUSPARSE_SPMV_CSR_ALG1, reinterpret_cast<void*>(sparse_->work->devicePtr())),
+            "cusparseSpMV");
+      break;
+    }
     case PeerKind::DgLiftProduct: {
       // P (K x Np, row-major) = flux (K x 4Nfp) LIFT^T; column-major: P^T = LIFT flux^T.
       int k = asInt(s.at("K"), "K"), np = asInt(s.at("Np"), "Np"), nf = asInt(4 * s.at("Nfp"), "4 Nfp");
@@ -185,7 +238,8 @@ std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Strea
   switch (w_.peer) {
     case PeerKind::Sgemm:
     case PeerKind::SgemmBatched: out[param("c")] = download("c"); break;
-    case PeerKind::Sgemv: out[param("y")] = download("y"); break;
+    case PeerKind::Sgemv:
+    case PeerKind::SpmvCsr: out[param("y")] = download("y"); break;
     case PeerKind::Sdot: out[param("r")] = download("r"); break;
     case PeerKind::DgDiffStacked: {
       if (stackedKernel()) {

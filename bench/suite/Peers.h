@@ -1,5 +1,5 @@
 // The peers rtcg's kernels are timed against, in the same process and on the same stream:
-// cuBLAS routines (FP32 math, TF32 off) and a device-to-device copy. cuBLAS is linked into the
+// cuBLAS routines (FP32 math, TF32 off), cuSPARSE's CSR SpMV and a device-to-device copy. cuBLAS is linked into the
 // benchmark only; it shares the device's primary context with rtcg (the CUDA runtime uses it too).
 #pragma once
 
@@ -56,6 +56,12 @@ class Peer {
   // DG differentiation written in the peer's layout (one stacked D, one w of K x 3Np) rather than
   // as three matrices and three outputs.
   bool stackedKernel() const;
+  void prepareSparse(const cuda::Stream& stream);
+
+  // cuSPARSE's handle, descriptors and work buffer of a CSR product (PeerKind::SpmvCsr), created
+  // with the peer and kept for its timed calls (Peers.cpp).
+  struct Sparse;
+  std::shared_ptr<Sparse> sparse_;
 
   const Workload& w_;
   const Kernel& bound_;

@@ -47,7 +47,7 @@ std::string renderTable(const std::vector<Row>& rows) {
                        r.speedRatio() > 0 ? fmt::format("{:.2f}x", r.speedRatio()) : "-", err(r.relErrPeer),
                        err(r.relErrReference), check(r), shortSchedule(r.schedule));
   }
-  out += "roof: share of the roofline max(flops / peak FP32, bytes / measured copy bandwidth); speed: peer time / "
+  out += "roof: share of the roofline max(flops / peak (FP32, or FP64 for f64 arithmetic), bytes / measured copy bandwidth); speed: peer time / "
          "rtcg time (> 1: rtcg faster); err: relative L2 error of rtcg's output against the peer's and against "
          "the float64 CPU reference\n";
   return out;
@@ -132,6 +132,8 @@ nlohmann::json toJson(const SuiteInfo& info, const std::vector<Row>& rows) {
       w["peerMs"] = r.peerMs;
       w["gflops"] = r.gflops();
       w["gbytes"] = r.gbytes();
+      w["arithmetic"] = r.arithmetic;
+      w["peakGflops"] = r.peakGflops;
       w["rooflineMs"] = r.rooflineMs;
       w["roofline"] = r.roofline();
       w["peerRoofline"] = r.peerRoofline();
@@ -186,7 +188,8 @@ std::string renderHtml(const SuiteInfo& info, const std::vector<Row>& rows) {
       "body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;font-size:13px}"
       "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td.l,th.l{text-align:left}"
       ".bad{color:#c0392b;font-weight:bold}</style></head><body>\n<h1>rtcg benchmark suite</h1>\n";
-  h += fmt::format("<p>{} ({}), driver {}, cuBLAS {} in FP32 math (no TF32). Roofline: {:.0f} GF/s FP32 peak and "
+  h += fmt::format("<p>{} ({}), driver {}, cuBLAS {} in FP32 math (no TF32). Roofline: {:.0f} GF/s FP32 peak (FP64 workloads: "
+                   "the FP64 peak, half of it) and "
                    "{:.0f} GB/s measured device-to-device copy bandwidth (bytes read + written), in this run.</p>\n"
                    "<p>Settings: {}</p>\n",
                    htmlEscape(info.device), htmlEscape(info.arch), htmlEscape(info.driver),

@@ -20,6 +20,8 @@ struct Row {
   std::string scheduleSource;  // "tuned", "database", "default", "default (no verified candidate)"
   int64_t flops = 0, bytes = 0;  // ideal work of one run (rtcg's floatOps / minimalBytes)
   double rtcgMs = 0, peerMs = 0;
+  std::string arithmetic = "fp32";  // ir/Counts.h arithmeticName: which peak the roofline uses
+  double peakGflops = 0;         // that peak (an f64 workload's is FP64's)
   double rooflineMs = 0;         // max(flops / peak, bytes / copy bandwidth)
   double relErrPeer = -1;        // -1: not compared
   double relErrReference = -1;   // -1: not compared

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "support/Error.h"
@@ -73,6 +75,16 @@ kernel dg_diff_stacked(K: int, Np: int, D: f32[3 * Np, Np], u: f32[K, Np], out w
 }
 )";
 
+constexpr const char* kSpmv = R"(// Sparse matrix-vector product y = A x, A in CSR form.
+kernel spmv(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], val: f32[nnz], x: f32[n], out y: f32[n]) {
+  for i in 0..n {
+    y[i] = sum(p in rowptr[i]..rowptr[i + 1], val[p] * x[col[p]]);
+  }
+}
+)";
+
+constexpr uint64_t kPowerLawSeed = 23;
+
 constexpr const char* kDgLift = R"(// DG lifting: face fluxes times the lift matrix, scaled by the inverse Jacobian.
 kernel dg_lift(K: int, Np: int, Nfp: int,
                LIFT: f32[Np, 4*Nfp], flux: f32[K, 4*Nfp], invJ: f32[K],
@@ -86,6 +98,29 @@ kernel dg_lift(K: int, Np: int, Nfp: int,
 // The DG workloads move about this much data (their minimal traffic), so every order is
 // bandwidth-sized the same way and far larger than the L2.
 constexpr int64_t kDgFloats = (int64_t(256) << 20) / 4;
+
+// splitmix64 (the same everywhere, as std distributions are not).
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+};
+
+// Row lengths, Pareto with alpha 1.5 and minimum 1 by inversion: mean about 2.5, a heavy tail
+// capped at 4096. Their own stream, so that the sizes need no columns.
+std::vector<int64_t> powerLawLengths(int64_t rows, uint64_t seed) {
+  SplitMix rng{seed};
+  std::vector<int64_t> lengths(static_cast<size_t>(rows));
+  for (int64_t& length : lengths) {
+    const double u = (double(rng.next() >> 11) + 1) * 0x1p-53;
+    length = std::min<int64_t>(4096, int64_t(std::pow(u, -1 / 1.5)));
+  }
+  return lengths;
+}
 
 }  // namespace
 
@@ -123,7 +158,64 @@ std::vector<Workload> allWorkloads() {
     w.push_back({fmt::format("dg_lift_N{}", order), "dg_lift", "dg_lift", kDgLift,
                  {{"K", k}, {"Np", np}, {"Nfp", nfp}}, PeerKind::DgLiftProduct});
   }
+  // CSR sparse matrix-vector products against cuSPARSE: 3-D Laplacians (regular, 7 a row) and
+  // rows of power-law lengths (most short, a few thousands long).
+  auto spmv = [&](const std::string& name, SparseMatrix m, int64_t size, int64_t rows, int64_t nnz) {
+    w.push_back({name, "spmv", "spmv", kSpmv, {{"n", rows}, {"nnz", nnz}}, PeerKind::SpmvCsr, m, size});
+  };
+  for (int64_t side : {64, 160})  // side^3 rows; 7 a row but 6 side^2 at the faces
+    spmv(fmt::format("spmv_laplace3d_{}", side), SparseMatrix::Laplacian3D, side, side * side * side,
+         7 * side * side * side - 6 * side * side);
+  for (int64_t rows : {int64_t(1) << 20, int64_t(1) << 22}) {
+    int64_t nnz = 0;
+    for (int64_t length : powerLawLengths(rows, kPowerLawSeed)) nnz += length;
+    spmv(fmt::format("spmv_powerlaw_{}M", rows >> 20), SparseMatrix::PowerLaw, rows, rows, nnz);
+  }
   return w;
+}
+
+CsrStructure laplacian3d(int64_t side) {
+  CsrStructure m;
+  m.rowptr.push_back(0);
+  for (int64_t z = 0; z < side; ++z)
+    for (int64_t y = 0; y < side; ++y)
+      for (int64_t x = 0; x < side; ++x) {
+        const int64_t row = (z * side + y) * side + x;
+        // Neighbours in column order: -z, -y, -x, the point, +x, +y, +z.
+        if (z > 0) m.col.push_back(int32_t(row - side * side));
+        if (y > 0) m.col.push_back(int32_t(row - side));
+        if (x > 0) m.col.push_back(int32_t(row - 1));
+        m.col.push_back(int32_t(row));
+        if (x + 1 < side) m.col.push_back(int32_t(row + 1));
+        if (y + 1 < side) m.col.push_back(int32_t(row + side));
+        if (z + 1 < side) m.col.push_back(int32_t(row + side * side));
+        m.rowptr.push_back(int32_t(m.col.size()));
+      }
+  return m;
+}
+
+
+CsrStructure powerLawRows(int64_t rows, uint64_t seed) {
+  SplitMix columns{seed ^ 0x5eedc01ull};
+  CsrStructure m;
+  m.rowptr.push_back(0);
+  for (int64_t length : powerLawLengths(rows, seed)) {
+    std::vector<int32_t> cols(static_cast<size_t>(length));
+    for (int32_t& c : cols) c = int32_t(columns.next() % uint64_t(rows));
+    std::sort(cols.begin(), cols.end());
+    m.col.insert(m.col.end(), cols.begin(), cols.end());
+    m.rowptr.push_back(int32_t(m.col.size()));
+  }
+  return m;
+}
+
+CsrStructure csrOf(const Workload& w) {
+  switch (w.matrix) {
+    case SparseMatrix::Laplacian3D: return laplacian3d(w.matrixSize);
+    case SparseMatrix::PowerLaw: return powerLawRows(w.matrixSize, kPowerLawSeed);
+    case SparseMatrix::None: break;
+  }
+  throw Error(fmt::format("workload '{}' has no sparse matrix", w.name));
 }
 
 std::vector<Workload> selectWorkloads(const std::string& only) {
@@ -148,7 +240,7 @@ std::vector<Workload> selectWorkloads(const std::string& only) {
     std::string names;
     for (const Workload& w : all) names += (names.empty() ? "" : ", ") + w.name;
     throw Error(fmt::format("--only: unknown workload '{}'; give workload names ({}) or groups (sgemm, sgemv, "
-                            "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift)",
+                            "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv)",
                             item, names));
   }
   std::vector<Workload> out;
@@ -172,6 +264,7 @@ std::string peerLabel(PeerKind peer) {
     case PeerKind::SgemmBatched: return "cublasSgemmStridedBatched";
     case PeerKind::DgDiffStacked: return "cublasSgemm (D stacked)";
     case PeerKind::DgLiftProduct: return "cublasSgemm (lift product)";
+    case PeerKind::SpmvCsr: return "cusparseSpMV (CSR)";
   }
   return "?";
 }

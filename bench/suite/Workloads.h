@@ -3,6 +3,7 @@
 // same bytes for kernels that only move data).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,17 @@ enum class PeerKind {
   DgDiffStacked,  // one cublasSgemm: u (K x Np) times [Dr; Ds; Dt]^T (Np x 3Np) -> K x 3Np (both DG
                   // differentiation kernels: the stacked one reads and writes exactly these arrays)
   DgLiftProduct,  // cublasSgemm of flux (K x 4Nfp) times LIFT^T; invJ scaling and += untimed
+  SpmvCsr,        // cusparseSpMV on the same CSR arrays (CUSPARSE_SPMV_CSR_ALG1, FP32)
+};
+
+// The sparse matrix of a CSR workload: the rows' structure that its rowptr and col hold in the
+// measured run (val and x stay random). The tuner searches on random offsets of the same nnz
+// (reference/RandomFill.h: sorted uniform offsets), so its rows differ from these; the suite checks
+// and times every candidate it keeps on these.
+enum class SparseMatrix {
+  None,
+  Laplacian3D,  // the 7-point Laplacian on a side^3 grid: up to 7 nonzeros a row, banded
+  PowerLaw,     // rows of Pareto-distributed lengths (alpha 1.5, at least 1, at most 4096), random columns
 };
 
 struct Workload {
@@ -29,7 +41,20 @@ struct Workload {
   std::string source;      // DSL text
   SizeBindings sizes;
   PeerKind peer = PeerKind::Sgemm;
+  SparseMatrix matrix = SparseMatrix::None;
+  int64_t matrixSize = 0;  // Laplacian3D: the grid's side; PowerLaw: the rows
 };
+
+// A CSR structure: rowptr (rows + 1 offsets from 0 to nnz) and col (sorted within each row).
+struct CsrStructure {
+  std::vector<int32_t> rowptr, col;
+  int64_t rows() const { return int64_t(rowptr.size()) - 1; }
+  int64_t nonzeros() const { return int64_t(col.size()); }
+};
+CsrStructure laplacian3d(int64_t side);
+CsrStructure powerLawRows(int64_t rows, uint64_t seed);
+// The matrix of a workload with one (deterministic: the same on every run and machine).
+CsrStructure csrOf(const Workload& w);
 
 // Every workload of the suite, in the order they run.
 std::vector<Workload> allWorkloads();

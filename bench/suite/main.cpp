@@ -43,7 +43,9 @@ using namespace rtcg::bench;
 
 namespace {
 
-constexpr double kPeakGflopsFp32 = 67000;  // H100 SXM FP32 (non-tensor) peak
+// H100/H200 SXM non-tensor peaks; a row's roofline divides each precision's operations by its own.
+constexpr double kPeakGflopsFp32 = 67000;
+constexpr double kPeakGflopsFp64 = 34000;
 
 struct Options {
   bool list = false, useDb = false, defaultSchedule = false;
@@ -212,6 +214,17 @@ void pickFastest(Prepared& p, const Options& o, Gpu& gpu, const DeviceArgs& darg
   fmt::print(stderr, "bench_suite: {}: {}\n", p.row.name, p.row.scheduleSource);
 }
 
+// A CSR workload's matrix in its rowptr and col (its val and x stay random), for rtcg's kernel,
+// the reference and the peer alike.
+void setMatrix(const Workload& w, HostArgs& host) {
+  const CsrStructure csr = csrOf(w);
+  HostArray& rowptr = host.array("rowptr");
+  HostArray& col = host.array("col");
+  RTCG_ASSERT(rowptr.size() == csr.rows() + 1 && col.size() == csr.nonzeros(), "the matrix of " + w.name);
+  std::copy(csr.rowptr.begin(), csr.rowptr.end(), rowptr.as<int32_t>());
+  std::copy(csr.col.begin(), csr.col.end(), col.as<int32_t>());
+}
+
 // Phase 2 for one workload: compile, check, time.
 void measure(Prepared& p, const Options& o, Gpu& gpu) {
   const Workload& w = p.workload;
@@ -220,6 +233,7 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   const cuda::Stream& stream = *gpu.stream;
 
   HostArgs host = tuningInputs(bound, o.seed, tuningScalars(bound, o.seed));
+  if (w.matrix != SparseMatrix::None) setMatrix(w, host);
   DeviceArgs dargs(gpu.ctx, bound, host);  // outputs poisoned, so an unwritten element shows
   if (p.contenders.size() > 1) {
     pickFastest(p, o, gpu, dargs);
@@ -266,7 +280,7 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   const cuda::BenchmarkOptions bo = timing(o);
   row.rtcgMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { exe.launch(dargs.args(), &s); }, bo).medianMs;
   row.peerMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { peer.enqueue(s); }, bo).medianMs;
-  row.rooflineMs = std::max(double(row.flops) / (kPeakGflopsFp32 * 1e9), double(row.bytes) / (gpu.copyGBs * 1e9)) * 1e3;
+  row.rooflineMs = std::max(double(row.flops) / (row.peakGflops * 1e9), double(row.bytes) / (gpu.copyGBs * 1e9)) * 1e3;
 }
 
 // Device-to-device copy bandwidth: bytes read + written per second, median of cold runs.
@@ -299,7 +313,10 @@ int run(const Options& o) {
     p.row.group = w.group;
     p.row.sizes = sizesLabel(w.sizes);
     p.row.peer = peerLabel(w.peer);
-    p.row.flops = floatOps(p.bound);
+    const FloatOpsByPrecision ops = floatOpsByPrecision(p.bound);
+    p.row.flops = int64_t(ops.total());
+    p.row.arithmetic = arithmeticName(ops);
+    p.row.peakGflops = arithmeticPeak(kPeakGflopsFp32, kPeakGflopsFp64, ops);
     p.row.bytes = minimalBytes(p.bound);
     all.push_back(std::move(p));
   }

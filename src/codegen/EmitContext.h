@@ -232,6 +232,9 @@ void planLaunch(EmitContext& ctx);
 C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals);
 C::ExprP indexValue(EmitContext& ctx, const ParallelIndex& p, const std::vector<int64_t>* regValues);
 void declarePointIndices(EmitContext& ctx, int64_t point, Env& env, std::vector<C::Stmt>& out, C::ExprP& guard);
+// The condition under which the parallel indices that a range read (a data-dependent bound, IR.h)
+// uses are inside the domain, where a point outside it can get there (null: always inside).
+C::ExprP rangeGuard(EmitContext& ctx, const Expr& read, Env& env, std::vector<C::Stmt>& out);
 
 // EmitExpr.cpp
 C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out);

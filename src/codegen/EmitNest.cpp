@@ -3,9 +3,11 @@
 // in that work the accumulators, the hoisted reductions, and the statements of each register
 // point. The launch facts come from planLaunch (EmitLaunch.cpp).
 #include <fmt/format.h>
+#include <set>
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitContext.h"
+#include "ir/Walk.h"
 #include "support/Error.h"
 
 namespace rtcg::emit {
@@ -79,6 +81,20 @@ C::ExprP guardsAt(EmitContext& ctx, Level level, Env& env, std::vector<C::Stmt>&
 }
 
 }  // namespace
+
+C::ExprP rangeGuard(EmitContext& ctx, const Expr& read, Env& env, std::vector<C::Stmt>& out) {
+  std::set<int> ids;
+  visitExprs(read, [&](const Expr& x) {
+    if (x->kind == ExprKind::Var && x->varKind == VarKind::Index) ids.insert(x->varId);
+  });
+  C::ExprP guard;
+  for (ParallelIndex& p : ctx.facts.par) {
+    // Threads outside a top-level guard have returned, unless the code is cooperative.
+    if (!ids.count(p.loop->id) || (p.guardLevel == Level::Top && !ctx.facts.cooperative)) continue;
+    guard = andAll(guard, guardOf(ctx, p, env, out));
+  }
+  return guard;
+}
 
 // The value of a parallel index at the current loop position and register point.
 C::ExprP indexValue(EmitContext& ctx, const ParallelIndex& p, const std::vector<int64_t>* regValues) {

@@ -153,6 +153,19 @@ std::vector<C::Stmt> stepBody(EmitContext& ctx, const SplitLoop& s, const std::s
   return body;
 }
 
+// A bound of loop `l`. A range read (a data-dependent bound, IR.h) is loaded once, into a local
+// ahead of the loop, and a point outside the domain (a thread of cooperative code, a position
+// past the end) gets 0, an empty range, instead of reading past the bound's array.
+C::ExprP lowerBound(EmitContext& ctx, const Loop& l, const Expr& b, const char* which, Env& env,
+                    std::vector<C::Stmt>& out) {
+  C::ExprP v = lower(ctx, b, env, out);
+  if (!isRangeRead(b)) return v;
+  if (C::ExprP guard = rangeGuard(ctx, b, env, out)) v = C::ternary(guard, v, lit(0));
+  std::string name = ctx.names.fresh(fmt::format("{}_{}", l.name, which));
+  out.push_back(C::decl(ctx.idx, name, v));
+  return C::name(name);
+}
+
 }  // namespace
 
 // The loops of reduction loops[q..], split as the schedule says, around `inner`. With
@@ -167,7 +180,7 @@ void emitReductionLoops(EmitContext& ctx, const std::vector<Loop>& loops, size_t
   const bool staging = q == 0 && stageGroup >= 0 && hasStepStaging(ctx, stageGroup);
   const Loop& l = loops[q];
   const IndexSchedule& is = ctx.scheduleOf(l.name);
-  C::ExprP lo = lower(ctx, l.lo, env, out), hi = lower(ctx, l.hi, env, out);
+  C::ExprP lo = lowerBound(ctx, l, l.lo, "lo", env, out), hi = lowerBound(ctx, l, l.hi, "hi", env, out);
   if (is.parts.size() == 1 && !isCoordinate(is.parts[0].place)) {
     emitSerialReductionLoop(ctx, loops, q, std::move(env), out, inner, staging ? stageGroup : -1, lo, hi);
     return;

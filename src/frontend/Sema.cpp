@@ -222,6 +222,7 @@ class KernelSema {
   void lowerNest(const std::vector<ast::Binder>* binders, const std::vector<const ast::Stmt*>& stmts,
                  SourceLoc nestLoc);
   std::optional<Loop> lowerLoop(const ast::Binder& b, Symbol::Kind kind);
+  Expr lowerRangeBound(const ast::Expr& e);
   void lowerStmt(const ast::Stmt& s, LoopNest& nest);
   void lowerStore(const ast::Stmt& s, LoopNest& nest);
   void lowerLet(const ast::Stmt& s, LoopNest& nest);
@@ -519,7 +520,11 @@ Expr KernelSema::checkIndex(const Expr& e, IndexUse use, IndexFacts& facts) {
       RTCG_ASSERT(false, "bad var kind");
     case ExprKind::Load:
       if (use != IndexUse::Index) {
-        facts.fail(e->loc, fmt::format("reads the array '{}'", kernel_.params[e->array].name));
+        facts.fail(e->loc, use == IndexUse::Bound
+                               ? fmt::format("reads the array '{}'; only a reduction's range may read an array, "
+                                             "each bound one whole load ('p in rowptr[i]..rowptr[i + 1]')",
+                                             kernel_.params[e->array].name)
+                               : fmt::format("reads the array '{}'", kernel_.params[e->array].name));
         return e;
       }
       facts.hasLoad = true;
@@ -586,9 +591,42 @@ Expr KernelSema::checkIndex(const Expr& e, IndexUse use, IndexFacts& facts) {
 
 // --- nests and statements --------------------------------------------------------------------
 
+// A bound of a reduction's range may be one load of an integer array: a data-dependent range
+// (`p in rowptr[i]..rowptr[i + 1]`, IR.h). The array must be an `in` i32 array (the kernel cannot
+// change it under the range, and the range is an index's type), and the load's indices follow the
+// rules of loop bounds (affine, no loads): the range is known before the reduction runs. Parallel
+// bounds stay affine, since the launch needs the domain.
+Expr KernelSema::lowerRangeBound(const ast::Expr& e) {
+  if (e.kind != ast::ExprKind::Index) return lowerInteger(e, IndexUse::Bound, "loop bound");
+  Value v = lower(e, ScalarType::I32);
+  if (!v.ok()) return nullptr;
+  RTCG_ASSERT(v.isTyped() && v.ir->kind == ExprKind::Load, "an array access lowers to a load");
+  const Param& array = kernel_.params[v.ir->array];
+  if (array.isWritten()) {
+    error(v.loc, fmt::format("loop bound reads '{}', an array this kernel writes; a range may only read 'in' arrays",
+                             array.name));
+    return nullptr;
+  }
+  if (array.type != ScalarType::I32) {
+    error(v.loc, fmt::format("loop bound must be an i32 value, not {} ('{}' holds {})", typeName(array.type),
+                             array.name, typeName(array.type)));
+    return nullptr;
+  }
+  std::vector<Expr> indices;
+  for (const Expr& index : v.ir->operands) {
+    IndexFacts facts;
+    Expr checked = checkIndex(index, IndexUse::Bound, facts);
+    if (!reportIndexFacts(facts, IndexUse::Bound, index->loc, fmt::format("index of '{}' in a loop bound", array.name)))
+      return nullptr;
+    indices.push_back(checked);
+  }
+  return withOperands(v.ir, std::move(indices));
+}
+
 std::optional<Loop> KernelSema::lowerLoop(const ast::Binder& b, Symbol::Kind kind) {
-  Expr lo = lowerInteger(*b.lo, IndexUse::Bound, "loop bound");
-  Expr hi = lowerInteger(*b.hi, IndexUse::Bound, "loop bound");
+  const bool reduction = kind == Symbol::Kind::Reduction;
+  Expr lo = reduction ? lowerRangeBound(*b.lo) : lowerInteger(*b.lo, IndexUse::Bound, "loop bound");
+  Expr hi = reduction ? lowerRangeBound(*b.hi) : lowerInteger(*b.hi, IndexUse::Bound, "loop bound");
   Loop loop;
   loop.id = nextId_++;
   loop.name = b.name;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "ir/Analysis.h"
+#include "ir/DataRanges.h"
 #include "ir/Printer.h"
 
 namespace rtcg {
@@ -54,6 +55,8 @@ bool checkBounds(const Kernel& k, Diagnostics& diags) {
       }
     }
   }
+  // Ranges that read arrays: what cannot be proved of them, and what the run checks instead.
+  checkDataRanges(k, diags);
   return diags.errorCount() == errorsBefore;
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/Analysis.h"
+#include "ir/DataRanges.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -64,27 +65,47 @@ int64_t countPoints(const std::vector<const Loop*>& loops, size_t depth, std::ma
   return total;
 }
 
-// Float operations of `e` per point of `scope` (reductions multiply their body by their domain).
-double exprOps(const Expr& e, std::vector<const Loop*>& scope, double points);
+// Float operations of `e` per point of `scope` (reductions multiply their body by their domain),
+// added to `ops` by precision.
+void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, double points, FloatOpsByPrecision& ops);
 
-double domainPoints(const std::vector<const Loop*>& scope) {
+// The points of `scope`. A data-dependent range (ir/DataRanges.h) has no count before the data
+// exist: its rows are taken to partition its extent over the points of the loops before it (as
+// CSR rows partition the nonzeros), so the points up to the last such range are its extent, and
+// the loops after it count as at the first values of the loops before it (a range at its extent's
+// middle).
+double domainPoints(const Kernel& k, const std::vector<const Loop*>& scope) {
   std::map<int, int64_t> env;
-  return double(countPoints(scope, 0, env));
+  size_t last = scope.size();
+  for (size_t d = 0; d < scope.size(); ++d)
+    if (isDataDependent(*scope[d])) last = d;
+  if (last == scope.size()) return double(countPoints(scope, 0, env));
+  double extent = 0;
+  for (size_t d = 0; d <= last; ++d) {
+    if (isDataDependent(*scope[d])) {
+      extent = double(dataRangeExtent(k, scope[d]->id).value_or(0));
+      env[scope[d]->id] = int64_t(extent / 2);
+    } else {
+      env[scope[d]->id] = evalInt(scope[d]->lo, env);
+    }
+  }
+  std::vector<const Loop*> after(scope.begin() + long(last) + 1, scope.end());
+  return extent * double(countPoints(after, 0, env));
 }
 
-double exprOps(const Expr& e, std::vector<const Loop*>& scope, double points) {
-  double ops = 0;
+void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, double points, FloatOpsByPrecision& ops) {
+  auto count = [&ops](ScalarType t, double n) { (t == ScalarType::F64 ? ops.fp64 : ops.fp32) += n; };
   switch (e->kind) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm:
     case ExprKind::Var:
     case ExprKind::Load:  // index arithmetic is not counted
-      return 0;
+      return;
     case ExprKind::Unary:
     case ExprKind::Binary:
     case ExprKind::Call:
       if (isFloat(e->operands[0]->type) && !(e->kind == ExprKind::Unary && e->unaryOp == UnaryOp::Not))
-        ops += (e->kind == ExprKind::Call && e->mathFn == MathFn::Fma ? 2 : 1) * points;
+        count(e->operands[0]->type, (e->kind == ExprKind::Call && e->mathFn == MathFn::Fma ? 2 : 1) * points);
       break;
     case ExprKind::Cast:
     case ExprKind::Select:
@@ -92,28 +113,40 @@ double exprOps(const Expr& e, std::vector<const Loop*>& scope, double points) {
     case ExprKind::Reduce: {
       size_t before = scope.size();
       for (const Loop& l : e->loops) scope.push_back(&l);
-      double inner = domainPoints(scope);
-      if (isFloat(e->type)) ops += inner;  // one combine per step
-      ops += exprOps(e->operands[0], scope, inner);
+      double inner = domainPoints(k, scope);
+      if (isFloat(e->type)) count(e->type, inner);  // one combine per step
+      exprOps(k, e->operands[0], scope, inner, ops);
       scope.resize(before);
-      return ops;
+      return;
     }
   }
-  for (const Expr& o : e->operands) ops += exprOps(o, scope, points);
-  return ops;
+  for (const Expr& o : e->operands) exprOps(k, o, scope, points, ops);
 }
 
 }  // namespace
 
-int64_t floatOps(const Kernel& bound) {
-  double ops = 0;
+FloatOpsByPrecision floatOpsByPrecision(const Kernel& bound) {
+  FloatOpsByPrecision ops;
   for (const LoopNest& nest : bound.nests) {
     std::vector<const Loop*> scope;
     for (const Loop& l : nest.loops) scope.push_back(&l);
-    double points = domainPoints(scope);
-    for (const Stmt& s : nest.body) ops += exprOps(s.value, scope, points);
+    double points = domainPoints(bound, scope);
+    for (const Stmt& s : nest.body) exprOps(bound, s.value, scope, points, ops);
   }
-  return int64_t(ops);
+  return ops;
+}
+
+int64_t floatOps(const Kernel& bound) { return int64_t(floatOpsByPrecision(bound).total()); }
+
+double arithmeticPeak(double fp32Peak, double fp64Peak, const FloatOpsByPrecision& ops) {
+  if (ops.fp64 <= 0 || fp64Peak <= 0 || fp32Peak <= 0) return fp32Peak;
+  return ops.total() / (ops.fp32 / fp32Peak + ops.fp64 / fp64Peak);
+}
+
+std::string arithmeticName(const FloatOpsByPrecision& ops) {
+  if (ops.fp64 <= 0) return "fp32";
+  if (ops.fp32 <= 0) return "fp64";
+  return "mixed (" + std::to_string(int(100 * ops.fp64 / ops.total() + 0.5)) + "% fp64)";
 }
 
 }  // namespace rtcg

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ir/IR.h"
 
@@ -14,5 +15,21 @@ int64_t minimalBytes(const Kernel& bound);
 // Floating-point operations of one run: arithmetic and math calls on float values, counted per
 // point of their domain (a reduction step counts its combine as one operation).
 int64_t floatOps(const Kernel& bound);
+
+// The same operations by precision: an operation on f64 operands counts as fp64, every other one
+// as fp32 (a GPU runs FP64 at a fraction of the FP32 rate: half on an H100, 1/64 on an L40S), so
+// that rooflines and the static model divide each by its own peak (arithmeticPeak).
+struct FloatOpsByPrecision {
+  double fp32 = 0, fp64 = 0;
+  double total() const { return fp32 + fp64; }
+};
+FloatOpsByPrecision floatOpsByPrecision(const Kernel& bound);
+
+// The peak a mix of operations runs at when each precision runs at its own: the time of both
+// (fp32Ops / fp32Peak + fp64Ops / fp64Peak) spread over all. Without fp64 operations, fp32Peak
+// exactly; with fp64 operations and no fp64 peak (0: unknown), fp32Peak.
+double arithmeticPeak(double fp32Peak, double fp64Peak, const FloatOpsByPrecision& ops);
+// "fp32", "fp64" or "mixed (N% fp64)": the arithmetic the peak above is for, in words.
+std::string arithmeticName(const FloatOpsByPrecision& ops);
 
 }  // namespace rtcg

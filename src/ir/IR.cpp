@@ -247,4 +247,7 @@ const Kernel* Program::find(const std::string& n) const {
   return nullptr;
 }
 
+bool isRangeRead(const Expr& bound) { return bound && bound->kind == ExprKind::Load; }
+bool isDataDependent(const Loop& l) { return isRangeRead(l.lo) || isRangeRead(l.hi); }
+
 }  // namespace rtcg

@@ -19,6 +19,11 @@
 // Reductions are expressions: Reduce(op, loops, body) combines `body` over its own loops
 // (the *reduction* indices), whose bounds may depend on enclosing parallel and reduction
 // indices. Reductions nest. An empty reduction yields op's identity (0, 1, -inf, +inf).
+// A reduction loop's bound may also be a *range read*: one Load of an `in` i32 array whose
+// indices are affine in sizes and enclosing indices (CSR rows: p in rowptr[i]..rowptr[i + 1]).
+// Such a *data-dependent range* must be non-decreasing (lo <= hi) and lie within the extent of
+// every array dimension the index indexes alone (ir/DataRanges.h): its hull for the schedule and
+// the model; the reference executor checks both at run time, and the bounds proof cannot.
 //
 // Arrays are dense, row-major (the last index varies fastest), of fixed shape given by
 // expressions in size parameters. An access array[e0, ..., ek] has one index expression per
@@ -148,6 +153,10 @@ Expr select(Expr cond, Expr ifTrue, Expr ifFalse, SourceLoc loc = {});
 Expr reduce(ReduceOp op, std::vector<Loop> loops, Expr body, SourceLoc loc = {});
 // A copy of `e` with new operands (and loops, for Reduce); other fields kept.
 Expr withOperands(const Expr& e, std::vector<Expr> operands, std::vector<Loop> loops = {});
+// Whether a loop bound is a range read (a Load: only reduction loops have them), and whether a
+// loop has one.
+bool isRangeRead(const Expr& bound);
+bool isDataDependent(const Loop& l);
 
 enum class StmtKind : uint8_t { Let, Store };
 

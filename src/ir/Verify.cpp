@@ -98,7 +98,9 @@ class Verifier {
   }
 
   // A loop's bounds (in the current scope), then its index enters the scope.
-  void checkLoop(const Loop& l, bool define = true) {
+  // A reduction loop's bound may also be a range read (IR.h): one load of an `in` i32 array.
+  void checkLoop(const Loop& l, bool define = true, bool reduction = false) {
+    auto readsOrReduces = [](const Expr& x) { return x->kind == ExprKind::Load || x->kind == ExprKind::Reduce; };
     for (const Expr* b : {&l.lo, &l.hi}) {
       if (!*b) {
         fail(fmt::format("loop '{}' lacks a bound", l.name));
@@ -106,8 +108,15 @@ class Verifier {
       }
       if (!checkExpr(*b)) continue;
       if (!isInteger((*b)->type)) fail(*b, fmt::format("bound of '{}' of type {}", l.name, typeName((*b)->type)));
-      if (anyExpr(*b, [](const Expr& x) { return x->kind == ExprKind::Load || x->kind == ExprKind::Reduce; }))
-        fail(*b, fmt::format("bound of '{}' reads an array or reduces", l.name));
+      if (reduction && isRangeRead(*b)) {
+        const Param& p = k_.params[(*b)->array];
+        if (p.isWritten() || p.type != ScalarType::I32)
+          fail(*b, fmt::format("bound of '{}' reads '{}', which is not an in i32 array", l.name, p.name));
+        for (const Expr& i : (*b)->operands)
+          if (anyExpr(i, readsOrReduces)) fail(*b, fmt::format("bound of '{}' reads an array in an index", l.name));
+        continue;
+      }
+      if (anyExpr(*b, readsOrReduces)) fail(*b, fmt::format("bound of '{}' reads an array or reduces", l.name));
     }
     if (define) defineId(l.id, l.name);
     indices_.insert(l.id);
@@ -164,7 +173,7 @@ class Verifier {
     }
     const std::set<int> saved = indices_;
     const bool first = reductions_.insert(e.get()).second;
-    for (const Loop& l : e->loops) checkLoop(l, first);
+    for (const Loop& l : e->loops) checkLoop(l, first, true);
     if (checkExpr(e->operands[0])) {
       if (e->type != e->operands[0]->type)
         fail(e, fmt::format("of type {} over a body of {}", typeName(e->type), typeName(e->operands[0]->type)));

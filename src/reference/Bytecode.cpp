@@ -10,9 +10,11 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "reference/HostArgs.h"
 #include "ir/Analysis.h"
+#include "ir/DataRanges.h"
 #include "ir/IntOps.h"
 #include "ir/Walk.h"
 #include "support/Error.h"
@@ -335,7 +337,7 @@ class Compiler {
     int32_t acc = newReg();
     int dot = tryDot(e, acc, code);
     emit(code, Op::Move, acc, identity);
-    auto loops = openLoops(e->loops, code);
+    auto loops = openLoops(e->loops, code, e);
     int32_t v = expr(e->operands[0], code);
     emit(code, combine, acc, acc, v);
     closeLoops(loops, code);
@@ -458,17 +460,29 @@ class Compiler {
     int id;
     int32_t var, hi, initPc, bodyPc;
   };
-  std::vector<OpenLoop> openLoops(const std::vector<Loop>& loops, Code& code) {
+  // `reduce`: the reduction whose loops these are (null for a nest's), for its data-dependent ranges.
+  std::vector<OpenLoop> openLoops(const std::vector<Loop>& loops, Code& code, const Expr& reduce = nullptr) {
     std::vector<OpenLoop> open;
     for (const Loop& l : loops) {
       if (!isInteger(l.lo->type) || !isInteger(l.hi->type)) fail(l.loc, fmt::format("bounds of loop '{}' are not integers", l.name));
       int32_t lo = expr(l.lo, code), hi = expr(l.hi, code);
+      if (reduce && isDataDependent(l)) checkRange(reduce, l, lo, hi, code);
       int32_t v = enterLoop(l);
       int32_t init = here(code);
       emit(code, Op::ForInit, v, lo, hi);
       open.push_back({l.id, v, hi, init, here(code)});
     }
     return open;
+  }
+  // A data-dependent range is checked where it is known, before its loop runs: the run fails with
+  // the range and the enclosing loops' values instead of reading past an array.
+  void checkRange(const Expr& reduce, const Loop& l, int32_t lo, int32_t hi, Code& code) {
+    const DataRange r = dataRangeOf(k_, reduce, l);
+    if (!r.extent) fail(l.loc, fmt::format("the range of '{}' reads an array, and nothing bounds its values", l.name));
+    RangeSite site{l.name, rangeText(k_, l), *r.extent, fmt::format("{}", fmt::join(r.limitingArrays, ", ")), l.loc,
+                   scope_};
+    out_.ranges.push_back(std::move(site));
+    emit(code, Op::CheckRange, 0, lo, hi, int32_t(out_.ranges.size() - 1));
   }
   void closeLoops(const std::vector<OpenLoop>& open, Code& code) {
     for (auto it = open.rbegin(); it != open.rend(); ++it) {

@@ -25,6 +25,7 @@ enum class Op : uint8_t {
   JumpIfNonZero,   // if (a.i) pc = c
   ForInit,         // dst = a.i; if (dst >= b.i) pc = c            (loop var dst over [a, b))
   ForNext,         // if (++dst < b.i) pc = c
+  CheckRange,      // a data-dependent range [a.i, b.i) (IR.h): throws unless 0 <= a.i <= b.i <= its extent; c = range site
   Affine,          // dst = affines[a].constant + sum coeff * reg
   // float arithmetic on doubles
   FAdd, FSub, FMul, FDiv, FNeg, FMin, FMax, FPow, FFma, FSqrt, FExp, FLog, FSin, FCos, FAbs, FFloor,
@@ -72,6 +73,15 @@ struct AccessSite {
   bool claims = false;
 };
 
+// A data-dependent range (ir/DataRanges.h), for CheckRange and its errors.
+struct RangeSite {
+  std::string index, text;  // "p", "rowptr[i]..rowptr[i + 1]"
+  int64_t extent = 0;       // the range must lie in [0, extent]
+  std::string limitingArrays;  // "val, col"
+  SourceLoc loc;
+  std::vector<std::pair<std::string, int32_t>> loops;  // enclosing loops (name, register), for errors
+};
+
 struct AffineSum {
   int64_t constant = 0;
   std::vector<std::pair<int64_t, int32_t>> terms;  // (coefficient, register)
@@ -114,6 +124,7 @@ struct CompiledKernel {
   std::vector<Slot> frameTemplate;                  // constants preloaded; scalars filled per run
   std::vector<std::pair<int, int32_t>> scalarRegs;  // (param index, register)
   std::vector<AccessSite> sites;
+  std::vector<RangeSite> ranges;
   std::vector<AffineSum> affines;
   std::vector<DotSum> dots;
   std::vector<SourceLoc> opLocs;                    // for integer division by zero errors

@@ -24,6 +24,18 @@ namespace {
                           s.extents[dim], at.empty() ? "" : " at " + at));
 }
 
+// The range's values are the inputs' (CSR row offsets): say which row holds which bounds.
+[[noreturn]] __attribute__((noinline, cold)) void throwBadRange(const CompiledKernel& k, const RangeSite& s,
+                                                                 const Slot* frame, int64_t lo, int64_t hi) {
+  std::string at;
+  for (const auto& [name, reg] : s.loops) at += fmt::format("{}{}={}", at.empty() ? "" : ", ", name, frame[reg].i);
+  std::string problem = hi < lo ? fmt::format("is decreasing ({} > {})", lo, hi)
+                                : fmt::format("is {}..{}, outside [0, {}] (the extent of {})", lo, hi, s.extent,
+                                              s.limitingArrays);
+  throw Error(fmt::format("kernel '{}', line {}:{}: the range of '{}' ({}) {}{}", k.kernelName, s.loc.line, s.loc.col,
+                          s.index, s.text, problem, at.empty() ? "" : " at " + at));
+}
+
 [[noreturn]] __attribute__((noinline, cold)) void throwDivZero(const CompiledKernel& k, int32_t site) {
   SourceLoc loc = k.opLocs[site];
   throw Error(fmt::format("kernel '{}', line {}:{}: integer division by zero", k.kernelName, loc.line, loc.col));
@@ -160,6 +172,11 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
       case Op::ForNext:
         if (++r[I.dst].i < r[I.b].i) pc = I.c;
         break;
+      case Op::CheckRange: {
+        const int64_t lo = r[I.a].i, hi = r[I.b].i;
+        if (hi < lo || lo < 0 || hi > k.ranges[size_t(I.c)].extent) throwBadRange(k, k.ranges[size_t(I.c)], r, lo, hi);
+        break;
+      }
       case Op::Affine: {
         const AffineSum& s = affines[I.a];
         int64_t v = s.constant;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "ir/Analysis.h"
+#include "ir/DataRanges.h"
 #include "ir/IntOps.h"
 #include "ir/Walk.h"
 #include "rtcg/Half.h"
@@ -287,8 +288,33 @@ static std::set<int> storeIndexArrays(const Kernel& bound) {
   return out;
 }
 
+std::map<int, int64_t> rangeArrayExtents(const Kernel& bound) {
+  std::map<int, int64_t> out;
+  for (int n = 0; n < int(bound.nests.size()); ++n)
+    for (const DataRange& r : dataRanges(bound, n)) {
+      if (!r.extent) continue;  // the bounds proof rejects it
+      for (const Expr& b : {r.loop->lo, r.loop->hi}) {
+        if (!isRangeRead(b)) continue;
+        auto [it, fresh] = out.emplace(b->array, *r.extent);
+        if (!fresh) it->second = std::min(it->second, *r.extent);
+      }
+    }
+  return out;
+}
+
+void fillOffsets(HostArray& a, uint64_t seed, int64_t extent) {
+  fillRandomInts(a, seed, 0, extent + 1);
+  std::vector<int64_t> v(size_t(a.size()));
+  for (int64_t i = 0; i < a.size(); ++i) v[size_t(i)] = a.getInt(i);
+  std::sort(v.begin(), v.end());
+  if (!v.empty()) v.front() = 0;
+  if (v.size() > 1) v.back() = extent;
+  for (int64_t i = 0; i < a.size(); ++i) a.setInt(i, v[size_t(i)]);
+}
+
 void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
   std::map<int, ValueRange> ranges = indirectIndexRanges(bound);
+  std::map<int, int64_t> offsets = rangeArrayExtents(bound);
   const std::set<int> distinct = storeIndexArrays(bound);
   for (size_t p = 0; p < bound.params.size(); ++p) {
     const Param& param = bound.params[p];
@@ -296,6 +322,7 @@ void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
     HostArray& a = args.array(int(p));
     uint64_t s = mixSeed(seed, p);
     if (param.mode == ArrayMode::Out) poison(a);
+    else if (auto it = offsets.find(int(p)); it != offsets.end()) fillOffsets(a, s, it->second);
     else if (auto it = ranges.find(int(p)); it != ranges.end() && isInteger(a.type())) {
       // The indices of a scatter distinct where they can be, so that its points write distinct
       // elements (where they cannot, the reference executor reports the two points that collide).

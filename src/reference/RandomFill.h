@@ -39,7 +39,16 @@ struct ValueRange {
 // rtcg::Error if the uses leave no valid value. Arrays used in ways it cannot invert get no entry.
 std::map<int, ValueRange> indirectIndexRanges(const Kernel& bound);
 
-// Fills every `in` and `inout` array with random data (seeded per parameter): integer arrays
+// For each integer array read by the bounds of a data-dependent range (ir/DataRanges.h), the
+// extent its values must stay within: the smallest over its ranges.
+std::map<int, int64_t> rangeArrayExtents(const Kernel& bound);
+// Non-decreasing offsets from 0 to `extent`: the first element 0, the last `extent`, the others
+// sorted uniform values between (CSR row offsets: consecutive elements bound a row, and the rows
+// partition [0, extent)). A one-element array holds 0.
+void fillOffsets(HostArray& a, uint64_t seed, int64_t extent);
+
+// Fills every `in` and `inout` array with random data (seeded per parameter): arrays read by
+// range bounds with fillOffsets (so that rowptr[i]..rowptr[i + 1] are valid rows), integer arrays
 // used as indirect indices with values valid for their uses (distinct values where they index a
 // store and the range holds enough: a scatter's points then write distinct elements), other
 // arrays with fillRandom;

@@ -1,5 +1,7 @@
 #include "reference/Reference.h"
 
+#include "ir/DataRanges.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -87,6 +89,8 @@ bool writesWholeArray(const Kernel& k, const LoopNest& nest, const Stmt& st) {
 }  // namespace
 
 std::string samplingObstacle(const Kernel& bound) {
+  // A sample would leave the other points' ranges unchecked, and a GPU run reads through them.
+  if (hasDataRanges(bound)) return "the kernel has ranges that read arrays: every one is checked before a GPU run";
   std::map<int, size_t> writer;  // array -> the first nest writing it
   for (size_t n = 0; n < bound.nests.size(); ++n) {
     const LoopNest& nest = bound.nests[n];

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ir/Analysis.h"
+#include "ir/DataRanges.h"
 #include "ir/Walk.h"
 #include "support/Error.h"
 
@@ -107,8 +108,17 @@ struct IndexCollector {
   std::string error;
 
   // Records loop `l` (its values given `vars`) and makes it visible to inner bounds.
-  bool add(const Loop& l, bool parallel, std::map<int, IndexRange>& vars) {
-    auto lo = rangeOfInt(l.lo, k, vars), hi = rangeOfInt(l.hi, k, vars);
+  // `reduce`: the reduction of a reduction loop, whose data-dependent ranges take their values
+  // in [0, extent] (ir/DataRanges.h: the run checks that).
+  bool add(const Loop& l, bool parallel, std::map<int, IndexRange>& vars, const Expr& reduce = nullptr) {
+    std::optional<int64_t> dataExtent;
+    if (reduce && isDataDependent(l)) dataExtent = dataRangeOf(k, reduce, l).extent;
+    auto boundRange = [&](const Expr& b) -> std::optional<IndexRange> {
+      if (!isRangeRead(b)) return rangeOfInt(b, k, vars);
+      if (!dataExtent) return std::nullopt;
+      return IndexRange{0, *dataExtent};
+    };
+    auto lo = boundRange(l.lo), hi = boundRange(l.hi);
     if (!lo || !hi) {
       error = fmt::format("the bounds of index '{}' cannot be bounded", l.name);
       return false;
@@ -121,9 +131,10 @@ struct IndexCollector {
         ni.loops.push_back(&l);
         ni.hull = hullOf(ni.hull, values);
         ni.constantBounds = ni.constantBounds && constant;
+        ni.dataDependent = ni.dataDependent || dataExtent.has_value();
         return true;
       }
-    out.push_back({l.name, parallel, {&l}, values, constant});
+    out.push_back({l.name, parallel, {&l}, values, constant, dataExtent.has_value()});
     return true;
   }
 
@@ -131,7 +142,7 @@ struct IndexCollector {
     if (!e) return true;
     if (e->kind == ExprKind::Reduce) {
       for (const Loop& l : e->loops)
-        if (!add(l, false, vars)) return false;
+        if (!add(l, false, vars, e)) return false;
     }
     for (const Expr& o : e->operands)
       if (!walk(o, vars)) return false;
@@ -361,9 +372,22 @@ std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const 
     bool blocks = std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return isGridPlacement(p.place); });
     if (!threads && !blocks) continue;
     const char* across = blocks ? (threads ? "threads and blocks" : "blocks") : "threads";
+    // A data-dependent range (a CSR row) splits across the lanes of its row: each lane strides
+    // through the row's values from its start, with the trip count computed from its bounds at run
+    // time. Across blocks, the share of each block would need the same bounds everywhere.
+    if (ni.dataDependent && blocks) {
+      out.push_back(fmt::format("reduction index '{}' has a range that reads an array: it may be split across "
+                                "threads (the lanes of a row), not across blocks", ni.name));
+      continue;
+    }
     for (const Loop* l : ni.loops) {
       auto lo = constIntValue(l->lo, k), hi = constIntValue(l->hi, k);
-      if (!lo || !hi || *lo != ni.hull.lo || *hi - 1 != ni.hull.hi) {
+      if (ni.dataDependent && ni.loops.size() > 1) {
+        out.push_back(fmt::format("reduction index '{}' has a range that reads an array and names {} reductions: "
+                                  "only one such reduction may be split across threads", ni.name, ni.loops.size()));
+        break;
+      }
+      if (!ni.dataDependent && (!lo || !hi || *lo != ni.hull.lo || *hi - 1 != ni.hull.hi)) {
         out.push_back(fmt::format("reduction index '{}' is split across {} but its bounds are not the same "
                                   "constants everywhere", ni.name, across));
         break;
@@ -550,6 +574,8 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
     return true;
   };
 
+  std::set<int> dataDependentIds;  // loop ids of data-dependent ranges
+  for (const DataRange& r : dataRanges(k, nest)) dataDependentIds.insert(r.loop->id);
   for (const std::string& name : s.shared) {
     int a = k.findParam(name);
     if (a < 0 || !k.params[a].isArray()) continue;  // validation reports this
@@ -567,6 +593,20 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
       for (const Expr& i : l.load->operands) indirect = indirect || containsLoad(i);
     if (indirect) {
       fail("it is accessed indirectly (through an index array); only affine accesses are staged");
+      continue;
+    }
+    // A tile covers a box of the index hulls; a row of a data-dependent range lies anywhere in
+    // its hull (a CSR row in [0, nnz)), so no box smaller than the array fits it.
+    std::string dataIndex;
+    for (const StagedLoad& l : loads)
+      for (const Expr& i : l.load->operands)
+        visitExprs(i, [&](const Expr& x) {
+          if (x->kind != ExprKind::Var || x->varKind != VarKind::Index || !dataDependentIds.count(x->varId)) return;
+          if (dataIndex.empty()) dataIndex = x->name;
+        });
+    if (!dataIndex.empty()) {
+      fail(fmt::format("its index '{}' has a range that reads an array; only arrays read at affine ranges are staged",
+                       dataIndex));
       continue;
     }
     StagedArray sa;

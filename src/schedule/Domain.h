@@ -34,6 +34,7 @@ struct NestIndex {
   std::vector<const Loop*> loops;  // the parallel loop, or every reduction loop of this name
   IndexRange hull;                 // values the index takes anywhere in the nest
   bool constantBounds = false;     // every loop of it has constant lo and hi
+  bool dataDependent = false;      // a loop of it has a range that reads an array (hull: ir/DataRanges.h)
 };
 
 // The parallel indices of nest `nest` (outermost first), then its reduction index names in order

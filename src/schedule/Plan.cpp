@@ -39,6 +39,7 @@ IndexPlan indexPlan(const NestIndex& ni, const IndexSchedule& is, size_t clause)
   ip.strides.assign(ip.extents.size(), 1);
   for (size_t q = ip.extents.size() - 1; q-- > 0;) ip.strides[q] = ip.strides[q + 1] * ip.extents[q + 1];
   ip.exact = ni.constantBounds && ip.strides[0] * ip.extents[0] == ni.hull.extent();
+  ip.dataDependent = ni.dataDependent;
   return ip;
 }
 
@@ -489,7 +490,10 @@ std::string indexLines(const IndexPlan& ip, const IndexSchedule& is) {
     terms.push_back(ip.strides[p] == 1 ? partVariable(ip, is, p) : fmt::format("{} * {}", ip.strides[p], partVariable(ip, is, p)));
     points *= ip.extents[p];
   }
-  std::string cover = ip.exact ? "exact" : fmt::format("{} points, guarded", points);
+  // A data-dependent range's first part runs as many trips as its row needs, computed at run time.
+  std::string cover = ip.dataDependent ? "a range read from arrays: the first part's trips from its bounds at run time"
+                      : ip.exact       ? "exact"
+                                       : fmt::format("{} points, guarded", points);
   return fmt::format("  {} {} [{}, {}]: {} ({})\n    {} = {}\n", ip.parallel ? "parallel" : "reduction", ip.name,
                      ip.hull.lo, ip.hull.hi, fmt::join(parts, ", "), cover, ip.name, fmt::join(terms, " + "));
 }

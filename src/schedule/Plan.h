@@ -30,6 +30,7 @@ struct IndexPlan {
   std::vector<int64_t> extents;  // per part (partExtents)
   std::vector<int64_t> strides;  // per part: the product of the extents of the parts after it
   bool exact = false;            // constant bounds and the parts cover them exactly: no guard
+  bool dataDependent = false;    // its range reads arrays (ir/DataRanges.h): extents are over the hull
 };
 
 // The launch: blocks and threads per axis, from the grid and thread parts of every index.

@@ -68,6 +68,7 @@ class NestSpace {
         parallelVariants();
       splitVariants();
       crossBlockVariants();
+      rowVariants();
       streamingVariants();
     }
     finishFamilies();
@@ -717,6 +718,29 @@ class NestSpace {
         }
       }
     }
+  }
+
+  // A group of lanes per row, for a data-dependent innermost reduction (a CSR row, whose length
+  // only the data know): L = 2..32 lanes of a warp stride through the row from its start
+  // (`p: serial, thread.x L`) and combine by shuffles; 128 or 256 threads per block, so
+  // 128/L or 256/L rows per block on thread.y, the rows' index on the grid. Short rows waste
+  // lanes and long rows serialize on few, so the tuner measures which L fits the matrix.
+  void rowVariants() {
+    auto reds = model_.reductions();
+    auto par = model_.parallel();
+    if (reds.empty() || par.empty() || !reds.back()->dataDependent) return;
+    const NestIndex* r = reds.back();
+    for (int64_t lanes : {2, 4, 8, 16, 32})
+      for (int64_t threads : {128, 256}) {
+        NestSchedule ns;
+        ns.indices = parallelClauses(par.back(), threads / lanes, 1, nullptr, 1, 1, Placement::ThreadY);
+        for (const NestIndex* red : reds) {
+          IndexSchedule is{red->name, {part(Placement::Serial)}};
+          if (red == r) is.parts.push_back(part(Placement::ThreadX, lanes));
+          ns.indices.push_back(std::move(is));
+        }
+        add(ns, Family::Split);
+      }
   }
 
   // thread.y sizes for a few outputs per block beside a reduction split on thread.x: 1, and those

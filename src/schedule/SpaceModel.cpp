@@ -1,5 +1,6 @@
 #include "schedule/SpaceModel.h"
 
+#include "ir/Counts.h"
 #include "ir/Walk.h"
 
 #include <algorithm>
@@ -20,6 +21,15 @@ namespace {
 // generated first), and sampling measures a few of the family (the clause row's family).
 constexpr double kStreamingStoreMemory = 1.0;
 double streamingStoreFactor(const NestPlan& plan) { return plan.streamedStores.empty() ? 1.0 : kStreamingStoreMemory; }
+
+// The sustained arithmetic rate of the nest's mix of operations: peakFlops for fp32 work, and fp64
+// operations at the device's FP64 share of it (an H100: half; an L40S: 1/64), so that an f64
+// nest's compute time is its own. Without fp64 operations, peakFlops exactly.
+double sustainedPeak(const DeviceModel& d, const NestEstimate& e) {
+  if (e.fp64Flops <= 0 || d.peakFp32Flops <= 0) return d.peakFlops;
+  const double fp64 = d.peakFlops * d.peakFp64Flops / d.peakFp32Flops;
+  return arithmeticPeak(d.peakFlops, fp64, FloatOpsByPrecision{e.flops - e.fp64Flops, e.fp64Flops});
+}
 
 }  // namespace
 
@@ -43,6 +53,7 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
   if (!idx) return;
   indices_ = std::move(*idx);
   ok_ = true;
+  meanDataRows();
   accesses_ = collectAccesses(k, nest);
   for (const Access& a : accesses_) {
     usedLoops_.push_back(usedLoops(k, a));
@@ -66,29 +77,54 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
     if (std::find(readOnly_.begin(), readOnly_.end(), name) == readOnly_.end()) readOnly_.push_back(name);
   }
 
-  // Arithmetic per parallel point: every operator once, reduction bodies once per iteration.
-  std::function<double(const Expr&)> ops = [&](const Expr& e) -> double {
+  // Arithmetic per parallel point: every operator once, reduction bodies once per iteration; those
+  // on f64 values (its operands', or a reduction's combine) also count as fp64.
+  std::function<double(const Expr&, double&)> ops = [&](const Expr& e, double& fp64) -> double {
     if (!e) return 0;
     switch (e->kind) {
       case ExprKind::IntImm:
       case ExprKind::FloatImm:
       case ExprKind::Var:
       case ExprKind::Load: return 0;
-      case ExprKind::Cast: return ops(e->operands[0]);
+      case ExprKind::Cast: return ops(e->operands[0], fp64);
       case ExprKind::Reduce: {
         double iters = 1;
         for (const Loop& l : e->loops)
           if (const NestIndex* ni = index(l.name)) iters *= (double)std::max<int64_t>(1, ni->hull.extent());
-        return iters * (1 + ops(e->operands[0]));
+        double bodyFp64 = 0;
+        double n = iters * (1 + ops(e->operands[0], bodyFp64));
+        fp64 += iters * ((e->type == ScalarType::F64 ? 1 : 0) + bodyFp64);
+        return n;
       }
       default: {
         double n = 1;
-        for (const Expr& o : e->operands) n += ops(o);
+        if (e->operands[0]->type == ScalarType::F64) fp64 += 1;
+        for (const Expr& o : e->operands) n += ops(o, fp64);
         return n;
       }
     }
   };
-  for (const Stmt& s : k.nests[nest].body) flopsPerPoint_ += ops(s.value);
+  for (const Stmt& s : k.nests[nest].body) flopsPerPoint_ += ops(s.value, fp64FlopsPerPoint_);
+}
+
+// A data-dependent range (a CSR row) has the hull of everything it may index ([0, nnz)), far more
+// than one row takes. The model counts it as a row of the mean length instead: its extent spread
+// over the parallel points (the rows partition it), so that iterations, steps and footprints are
+// one row's. Rows of unequal length cost what the mean costs (the tuner measures the rest).
+void NestModel::meanDataRows() {
+  double rows = 1;
+  for (const NestIndex& ni : indices_)
+    if (ni.parallel) rows *= double(std::max<int64_t>(1, ni.hull.extent()));
+  for (NestIndex& ni : indices_)
+    if (ni.dataDependent) {
+      int64_t mean = std::max<int64_t>(1, int64_t(std::ceil(double(ni.hull.extent()) / rows)));
+      ni.hull = IndexRange{0, mean - 1};
+    }
+}
+
+std::vector<int64_t> NestModel::partsOf(const NestPlan& plan, const IndexPlan& ip, const NestIndex& ni) const {
+  if (!ni.dataDependent) return ip.extents;
+  return partExtents(plan.clauseOf(ip), std::max<int64_t>(1, ni.hull.extent()));
 }
 
 const NestIndex* NestModel::index(const std::string& name) const {
@@ -130,7 +166,7 @@ NestModel::Tiles NestModel::tiles(const NestPlan& plan) const {
     int64_t inBlock = extent, inThread = extent, inStep = extent, inPosition = extent;
     if (ip) {
       const IndexSchedule* is = &plan.clauseOf(*ip);
-      const std::vector<int64_t>& ext = ip->extents;
+      const std::vector<int64_t> ext = partsOf(plan, *ip, ni);
       inBlock = inThread = inPosition = 1;
       for (size_t p = 0; p < is->parts.size(); ++p) {
         Placement pl = is->parts[p].place;
@@ -269,7 +305,7 @@ double NestModel::stepsPerThread(const NestPlan& plan) const {
   const IndexSchedule& is = plan.clauseOf(*ip);
   const size_t sp = stepPartOf(is);
   if (sp >= is.parts.size() || (sp == 0 && is.parts.size() < 2)) return 1;
-  return (double)ip->extents[sp];
+  return (double)partsOf(plan, *ip, *inner)[sp];
 }
 
 const NestIndex* NestModel::innermostReduction() const {
@@ -290,7 +326,7 @@ double NestModel::loopControl(const NestPlan& plan) const {
       continue;
     }
     const IndexSchedule* is = &plan.clauseOf(*ip);
-    const std::vector<int64_t>& ext = ip->extents;
+    const std::vector<int64_t> ext = partsOf(plan, *ip, *ni);
     double iterations = 1;
     for (size_t p = 0; p < is->parts.size(); ++p) {
       Placement pl = is->parts[p].place;
@@ -437,6 +473,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   for (const auto& [name, r] : reuse) e.reuse[name] = r.second > 0 ? r.first / r.second : 1;
   e.bytes = perBlock * (double)e.blocks;
   e.flops = flopsPerPoint_ * points_;
+  e.fp64Flops = fp64FlopsPerPoint_ * points_;
 
   // Residency and occupancy.
   if (!s.shared.empty()) e.sharedBytes = stagedBytes(t, s.shared).value_or(0);
@@ -511,7 +548,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   double issueHiding = effectiveWarps / (effectiveWarps + 4);
   double spill = spills ? 0.5 : 1.0;  // spilled registers go through local memory
   double memory = e.bytes / d.memoryBandwidth;
-  double compute = e.flops / (d.peakFlops * e.issueEfficiency * issueHiding * spill);
+  double compute = e.flops / (sustainedPeak(d, e) * e.issueEfficiency * issueHiding * spill);
   // Copies steps ahead with cp.async: more bytes in flight, but waits and element-sized copies
   // of transposed tiles in the step. Measured on an H100 against the same tile copied through
   // registers: DG lifting N=5 8% and differentiation N=4 3% faster, differentiation N=8 9% and

@@ -28,11 +28,16 @@
 //   Bytes = blocks * per-block traffic.
 // - Time = launch overhead + (max(memory, compute) + min(memory, compute) / 4) / efficiency, with
 //   memory = bytes / bandwidth and compute = flops / (peak * issue efficiency) (imperfect overlap;
+//   the peak is the sustained FP32 rate for fp32 operations and the device's FP64 share of it for
+//   operations on f64 values: an f64 nest computes at half the rate on an H100;
 //   with `copy: async`, compute * 1.15 and no prefetch registers: measured on an H100, cp.async
 //   steps ahead helped memory-bound DG tiles by 3-8% and cost compute-bound matrix-product
 //   tiles 9-17%), where efficiency =
 //   (fraction of multiprocessors with a block) * (latency hiding: warps in flight per
 //   multiprocessor times the ILP of the register tile, over 32) * (wave quantization), each <= 1.
+// - A data-dependent range (a CSR row, ir/DataRanges.h) counts as a row of the mean length: its
+//   extent over the parallel points. Its arrays' footprints are then one row's per parallel point
+//   of the block's box (an undercount where a block holds several rows: each reads its own).
 // - `stores: streaming`: neutral (a factor of 1 on the memory time). A streaming store moves the
 //   same bytes as a plain one; its gain is L2 room for the reads other blocks repeat, which the
 //   traffic model already counts as hits, so the model cannot value it and the tuner measures it
@@ -65,6 +70,7 @@ struct NestEstimate {
   double occupancy = 0, efficiency = 0;
   double issueEfficiency = 1;  // multiply-adds over all instructions a thread issues
   double bytes = 0, flops = 0, seconds = 0;
+  double fp64Flops = 0;  // the share of flops on f64 values, at the device's FP64 rate
   std::string threadXIndex;   // index with the thread.x part ("" if none)
   int64_t storeStride = 1;    // stride of the (first) store along thread.x; 0 if broadcast or unknown
   std::string storeArray;
@@ -112,6 +118,7 @@ class NestModel {
   std::vector<std::string> readOnly_;
   double points_ = 1;       // parallel domain points (hull product)
   double flopsPerPoint_ = 0;
+  double fp64FlopsPerPoint_ = 0;  // of which on f64 values
 
   struct Tiles {
     std::map<int, Interval> block, thread, step;  // by loop id
@@ -129,6 +136,10 @@ class NestModel {
     double total() const { return fmas + loads + copies + control + stores; }
   };
 
+  void meanDataRows();
+  // The extents of the parts of an index under its plan: the plan's, or for a data-dependent
+  // range the parts of its mean row (meanDataRows), which the plan (split over its hull) is not.
+  std::vector<int64_t> partsOf(const NestPlan& plan, const IndexPlan& ip, const NestIndex& ni) const;
   Tiles tiles(const NestPlan& plan) const;
   std::optional<int64_t> stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const;
   int64_t vectorWidth(const NestSchedule& s, size_t access, bool transposed) const;

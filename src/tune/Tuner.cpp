@@ -264,9 +264,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   result.minimalBytes = minimalBytes(bound);
   result.peakBandwidthGBs = props.peakBandwidthGBs();
   DevicePeaks peaks = devicePeaks(props.computeMajor, props.computeMinor, props.multiprocessors, props.clockKHz * 1e3);
-  bool f64 = std::any_of(bound.params.begin(), bound.params.end(),
-                         [](const Param& p) { return p.isWritten() && p.type == ScalarType::F64; });
-  result.peakGflops = (f64 ? peaks.fp64 : peaks.fp32) * 1e-9;
+  // Each precision at its own peak: an f64 kernel's roofline is the FP64 rate (half of FP32's on
+  // an H100), a mixed one's the rate of its mix.
+  result.ops = floatOpsByPrecision(bound);
+  result.peakGflops = arithmeticPeak(peaks.fp32, peaks.fp64, result.ops) * 1e-9;
+  result.arithmetic = arithmeticName(result.ops);
 
   // The space, for this device. With a candidate budget, about a third of it is kept for
   // refinement rounds (neighbours of the fastest measured candidates, from what sampling left out).

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/Counts.h"
 #include "ir/IR.h"
 #include "schedule/Space.h"
 #include "tune/TuningDb.h"
@@ -121,10 +122,13 @@ struct TuneResult {
   std::vector<std::pair<double, double>> bestOverTime;  // (seconds since start, best median ms)
   // For rates and rooflines: the kernel's ideal work and the device's peak bandwidth.
   int64_t floatOps = 0, minimalBytes = 0;
+  FloatOpsByPrecision ops;  // floatOps by precision
   double peakBandwidthGBs = 0;              // theoretical, from memory clock and bus width
   // The device's arithmetic peak for the kernel (schedule/DeviceModels.h: multiprocessors, clock,
-  // architecture): fp64 for a kernel that writes f64 arrays, else fp32; 0 for an unknown architecture.
+  // architecture) at the kernel's arithmetic (ir/Counts.h: arithmeticPeak of its fp32 and fp64
+  // operations); 0 for an unknown architecture.
   double peakGflops = 0;
+  std::string arithmetic = "fp32";  // arithmeticName: which peak that is
   std::string settings;                     // the options, for people and the database
 };
 

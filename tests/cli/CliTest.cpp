@@ -244,6 +244,11 @@ TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
   EXPECT_NE(json.out.find("\"candidates\": ["), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"predictedUs\""), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"refinementBudget\": 0"), std::string::npos) << json.out;  // a budget under 12: none
+  // The arithmetic the model divides by: an f32 kernel at the FP32 peak.
+  EXPECT_NE(r.out.find("arithmetic: fp32: the model's peak is 66.9 TF/s (FP32 66.9, FP64 33.5 TF/s on this device)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(json.out.find("\"arithmetic\": \"fp32\""), std::string::npos) << json.out;
   EXPECT_EQ(rtcgc("tune --manifest x.json --dry-run").code, 2);
   EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --dry-run --report r.html").code, 2);
   // --resume continues what a database recorded: not with no database, not in a dry run.
@@ -425,4 +430,59 @@ TEST(Cli, ExplainRejectedSchedule) {
   EXPECT_NE(syntax.out.find("bad schedule at column"), std::string::npos) << syntax.out;
   EXPECT_EQ(rtcgc("explain " + example("matmul.rtcg") + " -D n=500 --arch nonsense").code, 2);
   EXPECT_EQ(rtcgc("explain").code, 2);
+}
+
+TEST(Cli, RunChecksTheRangesOfCsrOffsetsGivenAsInput) {
+  // --input gives an array's values; offsets that decrease or leave the nonzeros are run-time
+  // errors naming the range and the row (exit 1), before any GPU launch would read through them.
+  const fs::path dir = fs::temp_directory_path() / ("rtcgc-csr-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::string spmv = example("spmv.rtcg") + " -D n=4 -D nnz=6 --cpu";
+  Result good = rtcgc("run " + spmv + " --input rowptr=" + file("good.txt", "0 2 2 5 6\n"));
+  EXPECT_EQ(good.code, 0) << good.out;
+  Result down = rtcgc("run " + spmv + " --input rowptr=" + file("down.txt", "0 3 2 5 6\n"));
+  EXPECT_EQ(down.code, 1) << down.out;
+  EXPECT_NE(down.out.find("the range of 'p' (rowptr[i]..rowptr[i + 1]) is decreasing (3 > 2) at i=1"),
+            std::string::npos)
+      << down.out;
+  Result past = rtcgc("run " + spmv + " --input rowptr=" + file("past.txt", "0 2 2 5 9\n"));
+  EXPECT_EQ(past.code, 1) << past.out;
+  EXPECT_NE(past.out.find("is 5..9, outside [0, 6] (the extent of val, col) at i=3"), std::string::npos) << past.out;
+  // Column indices past x: the indirect index is checked too.
+  Result cols = rtcgc("run " + spmv + " --input rowptr=" + file("good2.txt", "0 2 2 5 6") +
+                      " --input col=" + file("cols.txt", "0 1 2 3 4 0"));
+  EXPECT_EQ(cols.code, 1) << cols.out;
+  EXPECT_NE(cols.out.find("index 4 is out of range for dimension 0 of array 'x' (extent 4)"), std::string::npos)
+      << cols.out;
+  // The file must hold exactly the array's elements, as numbers; the name an input array.
+  Result few = rtcgc("run " + spmv + " --input rowptr=" + file("few.txt", "0 2 2"));
+  EXPECT_EQ(few.code, 1) << few.out;
+  EXPECT_NE(few.out.find("'rowptr' has 5 elements, the file holds 3"), std::string::npos) << few.out;
+  Result word = rtcgc("run " + spmv + " --input rowptr=" + file("word.txt", "0 2 x 5 6"));
+  EXPECT_EQ(word.code, 1) << word.out;
+  EXPECT_NE(word.out.find("value 3 ('x') is not an integer"), std::string::npos) << word.out;
+  EXPECT_EQ(rtcgc("run " + spmv + " --input y=" + file("y.txt", "0 0 0 0")).code, 2);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, GpuCsrRowsMatchTheReference) {
+  // CSR rows on the GPU at sizes no tile divides: a thread per row and groups of 4 and 32 lanes
+  // per row; then offsets that decrease stop the run (exit 1) before the launch.
+  if (rtcgc("devices").code != 0) GTEST_SKIP() << "no CUDA device";
+  const std::string spmv = example("spmv.rtcg") + " -D n=30011 -D nnz=210013 --repeats 3";
+  for (const char* schedule : {"i: grid.x, thread.x 128; p: serial", "i: grid.x, thread.y 32; p: serial, thread.x 4",
+                               "i: grid.x, thread.y 8; p: serial, thread.x 32"}) {
+    SCOPED_TRACE(schedule);
+    Result r = rtcgc("run " + spmv + " --schedule '" + std::string(schedule) + "'");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
+  }
+  Result down = rtcgc("run " + example("spmv.rtcg") + " -D n=4 -D nnz=6 --input rowptr=" +
+                      writeTemp("gpu-down.txt", "0 3 2 5 6"));
+  EXPECT_EQ(down.code, 1) << down.out;
+  EXPECT_NE(down.out.find("is decreasing (3 > 2) at i=1"), std::string::npos) << down.out;
 }

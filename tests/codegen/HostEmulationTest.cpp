@@ -441,3 +441,49 @@ TEST(HostEmulation, ThreadPartOfOneLaneOnAReduction) {
   EXPECT_EQ(checkOnHost(matmul(37), "i: serial; j: serial, grid.x 3, thread.x 32, unroll 2; k: serial, thread.y 1"), "");
   EXPECT_EQ(checkOnHost(dot(1000), "i: serial, thread.x 1"), "");
 }
+
+// Data-dependent ranges (CSR rows) against the reference, at sizes no tile divides: a thread per
+// row, a group of lanes per row combined by shuffles (and through shared memory past a warp), rows
+// on the grid with several per block, and a serial part split in two around an unrolled one.
+TEST(HostEmulation, RowsOfDataDependentLength) {
+  rtcgtest::CaseSample sample(2);
+  Kernel spmv = example("spmv.rtcg", "spmv", {{"n", 301}, {"nnz", 2003}});
+  EXPECT_EQ(checkOnHost(spmv, "i: grid.x, thread.x 64; p: serial"), "");
+  EXPECT_EQ(checkOnHost(spmv, "i: grid.x, thread.y 8; p: serial, thread.x 32"), "");
+  EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, thread.y 32; p: serial, thread.x 4"), "");
+  EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, thread.y 2; p: serial, thread.x 64"), "");
+  EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, thread.x 32, reg 2; p: serial, unroll 2"), "");
+  EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, serial 3, thread.y 4; p: serial, thread.x 8"), "");
+}
+
+// Ranges with one data-dependent bound (0..len[i]) and a data-dependent reduction nested in
+// another (computed inside the statement), against the reference.
+TEST(HostEmulation, RangesOfOtherDataDependentShapes) {
+  Kernel ragged = fromSource(
+      "kernel ragged(n: int, m: int, len: i32[n], a: f32[n, m], out s: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    s[i] = sum(j in 0..len[i], a[i, j]);\n"
+      "  }\n"
+      "}\n",
+      "ragged", {{"n", 45}, {"m", 37}});
+  EXPECT_EQ(checkOnHost(ragged, "i: grid.x, thread.x 32; j: serial"), "");
+  EXPECT_EQ(checkOnHost(ragged, "i: grid.x, thread.y 4; j: serial, thread.x 8"), "");
+  Kernel nested = fromSource(
+      "kernel nested(n: int, nnz: int, rowptr: i32[n + 1], val: f32[nnz], out y: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = max(j in 0..i + 1, sum(p in rowptr[j]..rowptr[j + 1], val[p]));\n"
+      "  }\n"
+      "}\n",
+      "nested", {{"n", 33}, {"nnz", 101}});
+  EXPECT_EQ(checkOnHost(nested, "i: grid.x, thread.x 32; j: serial; p: serial"), "");
+  // A range whose bounds read at the index of another one (rows of rows).
+  Kernel rowsOfRows = fromSource(
+      "kernel rows2(n: int, m: int, r: i32[n + 1], q: i32[m + 1], v: f32[m], w: f32[n], out y: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = sum(p in r[i]..r[i + 1], s in q[p]..q[p + 1], v[s] * w[p]);\n"
+      "  }\n"
+      "}\n",
+      "rows2", {{"n", 37}, {"m", 53}});
+  EXPECT_EQ(checkOnHost(rowsOfRows, "i: grid.x, thread.x 32; p: serial; s: serial"), "");
+  EXPECT_EQ(checkOnHost(rowsOfRows, "i: grid.x, thread.y 8; p: serial; s: serial, thread.x 4"), "");
+}

@@ -20,6 +20,7 @@
 #include "ExitCodes.h"
 #include "ManifestTune.h"
 #include "driver/Pipeline.h"
+#include "ir/Counts.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "schedule/DeviceModels.h"
@@ -37,11 +38,14 @@ using namespace rtcgc;
 
 namespace {
 
-// FP32 peak of an H100/H200 SXM (non-tensor FMA rate), for "% of roofline" where the device's own
-// peak is unknown (an architecture schedule/DeviceModels.h does not know; TuneResult::peakGflops 0).
-constexpr double kPeakGflopsFp32 = 67000;
-
-double peakGflops(const TuneResult& r) { return r.peakGflops > 0 ? r.peakGflops : kPeakGflopsFp32; }
+// The peak of an H100/H200 SXM (non-tensor FMA rates: FP32 67, FP64 34 TF/s) at the kernel's
+// arithmetic, for "% of roofline" where the device's own peak is unknown (an architecture
+// schedule/DeviceModels.h does not know; TuneResult::peakGflops 0).
+double peakGflops(const TuneResult& r) {
+  if (r.peakGflops > 0) return r.peakGflops;
+  const DeviceModel h100;
+  return arithmeticPeak(h100.peakFp32Flops, h100.peakFp64Flops, r.ops) * 1e-9;
+}
 
 // Progress on stderr: one updating line on a terminal, occasional plain lines otherwise. Log lines
 // come from the compile pool's threads and progress from the measuring workers' (one per device):
@@ -156,10 +160,11 @@ void printTable(const TuneResult& r) {
       fmt::print("\n  default schedule: {}: {}\n", statusName(d.status), d.reason);
     }
   }
-  fmt::print("  roofline: the larger of GF/s over {:.0f} GF/s (FP32 peak of an H100/H200 SXM) and GB/s over {:.0f} "
+  fmt::print("  roofline: the larger of GF/s over {:.0f} GF/s ({} peak{}) and GB/s over {:.0f} "
              "GB/s (this device's theoretical DRAM bandwidth, memory clock x bus width); rates count the kernel's "
              "ideal flops and bytes\n",
-             peakGflops(r), r.peakBandwidthGBs);
+             peakGflops(r), r.arithmetic, r.peakGflops > 0 ? " of this device" : " of an H100/H200 SXM",
+             r.peakBandwidthGBs);
   int shown = 0;
   for (const CandidateRecord& c : r.candidates) {
     if (c.status == CandidateStatus::Verified || c.status == CandidateStatus::Skipped) continue;
@@ -288,8 +293,13 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
                                        std::regex("[0-9]+"), "N");
     return r.size() > 70 ? r.substr(0, 70) + "..." : r;
   });
+  // The arithmetic the model divides by: each precision at its own peak (an f64 kernel at FP64's).
+  const FloatOpsByPrecision ops = floatOpsByPrecision(bound);
+  const double devicePeak = arithmeticPeak(o.device.peakFp32Flops, o.device.peakFp64Flops, ops);
   if (a.json) {
     nlohmann::json j;
+    j["arithmetic"] = arithmeticName(ops);
+    j["peakGflops"] = devicePeak * 1e-9;
     j["enumerated"] = space.enumerated;
     j["kept"] = space.candidates.size() + space.reserve.size();
     j["pruned"] = space.pruned.size();
@@ -305,6 +315,8 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   fmt::print("space of {} on an {} model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
              bound.name, arch, o.limits.maxSharedBytes / 1024, space.enumerated,
              space.candidates.size() + space.reserve.size(), space.pruned.size());
+  fmt::print("arithmetic: {}: the model's peak is {:.1f} TF/s (FP32 {:.1f}, FP64 {:.1f} TF/s on this device)\n",
+             arithmeticName(ops), devicePeak * 1e-12, o.device.peakFp32Flops * 1e-12, o.device.peakFp64Flops * 1e-12);
   for (size_t q = 0; q < byCount.size() && q < 6; ++q) fmt::print("  pruned {:6}  {}\n", byCount[q].second, byCount[q].first);
   fmt::print("the search would take {} candidates{}{}, best predicted first:\n", space.candidates.size(),
              a.maxCandidates ? fmt::format(" (--max-candidates {}, seed {})", a.maxCandidates, a.seed) : "",

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -185,6 +186,7 @@ struct RunArgs {
   uint64_t seed = 1;
   std::string schedule;
   std::vector<std::string> scalars;
+  std::vector<std::string> inputs;  // NAME=FILE: an array's values instead of random ones
   int repeats = 20;
   double tolerance = -1;  // default by element type
   // GPU runs of kernels over this many floating-point operations are verified against a sampled
@@ -227,6 +229,43 @@ void setScalars(const Kernel& k, HostArgs& args, const RunArgs& r) {
   }
 }
 
+// --input NAME=FILE: the values of an `in` or `inout` array, whitespace-separated numbers in
+// row-major order, exactly as many as it has elements (a CSR matrix of one's own, or a bad one:
+// the reference executor checks ranges and indices before a GPU run reads through them).
+void loadInputs(const Kernel& k, HostArgs& args, const RunArgs& r) {
+  for (const std::string& spec : r.inputs) {
+    size_t eq = spec.find('=');
+    int p = eq == std::string::npos ? -1 : k.findParam(spec.substr(0, eq));
+    if (p < 0 || !k.params[size_t(p)].isArray() || k.params[size_t(p)].mode == ArrayMode::Out) {
+      fmt::print(stderr, "rtcgc: error: bad '--input {}': expected NAME=FILE for an in or inout array of kernel '{}'\n",
+                 spec, k.name);
+      throw Fail{kUsage};
+    }
+    const std::string path = spec.substr(eq + 1);
+    std::istringstream in(readInputFile(path, size_t(1) << 30));
+    HostArray& a = args.array(p);
+    const bool integer = isInteger(a.type());
+    std::string token;
+    int64_t n = 0;
+    while (in >> token) {
+      char* end = nullptr;
+      errno = 0;
+      const long long iv = integer ? std::strtoll(token.c_str(), &end, 10) : 0;
+      const double fv = integer ? double(iv) : std::strtod(token.c_str(), &end);
+      if (end == token.c_str() || *end || errno == ERANGE)
+        throw Error(fmt::format("{}: value {} ('{}') is not {} number", path, n + 1, token,
+                                integer ? "an integer" : "a"));
+      if (n >= a.size()) break;
+      if (integer) a.setInt(n, iv);
+      else a.set(n, fv);
+      ++n;
+    }
+    if (n != a.size() || (in >> token))
+      throw Error(fmt::format("{}: '{}' has {} elements, the file {}", path, k.params[size_t(p)].name, a.size(),
+                              n < a.size() ? fmt::format("holds {}", n) : std::string("holds more")));
+  }
+}
+
 // Reports the `out` arrays the kernel leaves partly unwritten (a GPU run of it could never verify:
 // its result there is whatever the memory held); true if there are any.
 bool unwrittenOutputs(const Kernel& bound, const ReferenceResult& result) {
@@ -254,6 +293,7 @@ int runRun(const Common& c, const RunArgs& r) {
     checkHostMemory(bound, 1);
     HostArgs args(bound);
     fillInputs(bound, args, r.seed);
+    loadInputs(bound, args, r);
     setScalars(bound, args, r);
     ReferenceOptions referenceOptions;
     referenceOptions.countUnwritten = true;
@@ -281,6 +321,7 @@ int runRun(const Common& c, const RunArgs& r) {
   checkHostMemory(bound, 2);  // the arguments and the reference's copy of them
   HostArgs host(bound);
   fillInputs(bound, host, r.seed);
+  loadInputs(bound, host, r);
   setScalars(bound, host, r);
   HostArgs refArgs = host;
   ReferenceProgram referenceProgram(bound);
@@ -456,6 +497,9 @@ int runMain(int argc, char** argv) {
   runCmd->add_option("--seed", run.seed, "random seed for the inputs (default 1)");
   runCmd->add_option("-s,--schedule", run.schedule, "schedule text (default: the default schedule)");
   runCmd->add_option("-S,--scalar", run.scalars, "set a scalar parameter: -S alpha=2.5 (default random)");
+  runCmd->add_option("--input", run.inputs,
+                     "an in or inout array's values from a file: --input rowptr=rowptr.txt (whitespace-separated "
+                     "numbers, row-major, as many as its elements; default random)");
   runCmd->add_option("--repeats", run.repeats, "timed repeats (default 20)")->check(CLI::Range(1, 100000));
   runCmd->add_option("--tolerance", run.tolerance,
                      "relative error allowed (default 1e-5 for f32, 1e-12 for f64, plus 2^-10 (f16) or 2^-7 (bf16) "
