@@ -70,6 +70,8 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
   }
   if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.asyncCopy; }))
     mod.preludes.push_back(emit::asyncCopyHelpers);
+  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.mma.any(); }))
+    mod.preludes.push_back(emit::mmaHelpers);
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needs.floorLL)

@@ -44,10 +44,12 @@ HostArgs tuningInputs(const Kernel& bound, uint64_t seed, const std::map<std::st
   return args;
 }
 
-double verificationTolerance(const Kernel& bound, int param) {
+double verificationTolerance(const Kernel& bound, int param, Precision precision) {
   const Param& p = bound.params.at(size_t(param));
   if (!isFloat(p.type)) return 0.0;
   double base = p.type == ScalarType::F32 ? 1e-5 : 1e-12;
+  if (p.type == ScalarType::F32 && precision == Precision::Tf32x3) base = 4e-5;
+  if (p.type == ScalarType::F32 && precision == Precision::Tf32) base = 2e-3;
   int64_t outputs = 0;
   for (size_t q = 0; q < bound.params.size(); ++q) {
     if (!bound.params[q].isWritten()) continue;
@@ -69,7 +71,8 @@ std::string Verification::failures() const {
   return out;
 }
 
-Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::vector<ExpectedOutput>& expected) {
+Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::vector<ExpectedOutput>& expected,
+                           Precision precision) {
   Verification v;
   int written = 0;
   for (size_t p = 0; p < bound.params.size(); ++p) {
@@ -88,7 +91,7 @@ Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::
       c.comparison = compare(out, it->values, it->checked,
                              bound.params[p].mode == ArrayMode::Out ? Unchecked::MustBeWritten : Unchecked::Ignore);
     }
-    c.tolerance = verificationTolerance(bound, int(p));
+    c.tolerance = verificationTolerance(bound, int(p), precision);
     c.pass = c.comparison.nonFinite == 0 && c.comparison.unwritten == 0 &&
              (isFloat(bound.params[p].type) ? c.comparison.relativeError <= c.tolerance
                                             : c.comparison.maxAbsError == 0.0);
