@@ -20,7 +20,8 @@ struct Row {
   std::string scheduleSource;  // "tuned", "database", "default", "default (no verified candidate)"
   int64_t flops = 0, bytes = 0;  // ideal work of one run (rtcg's floatOps / minimalBytes)
   double rtcgMs = 0, peerMs = 0;
-  double rooflineMs = 0;         // max(flops / peak, bytes / copy bandwidth)
+  double rooflineMs = 0;         // max(flops / peak of `arithmetic`, bytes / copy bandwidth)
+  std::string arithmetic;        // what the measured schedule computes with: "FP32", "3xTF32 mma", ...
   double relErrPeer = -1;        // -1: not compared
   double relErrReference = -1;   // -1: not compared
   double tolerance = 0;

@@ -45,6 +45,25 @@ namespace {
 
 constexpr double kPeakGflopsFp32 = 67000;  // H100 SXM FP32 (non-tensor) peak
 
+// The arithmetic a measured schedule uses and its H100/H200 peak (issue 22's figures), for the
+// roofline: FP32 67, FP64 34 TF/s on the pipes; TF32 mma 495, of which 3xTF32 gets a third (three
+// products per product), FP64 mma 67.
+struct Arithmetic {
+  const char* name;
+  double peakGflops;
+};
+Arithmetic arithmeticOf(const Kernel& bound, const std::string& schedule) {
+  if (ScheduleParseResult s = parseSchedule(schedule); s.ok())
+    for (const NestSchedule& n : s.schedule->nests) {
+      if (n.mma.arith == MmaArith::Tf32) return {"TF32 mma", 495000};
+      if (n.mma.arith == MmaArith::Tf32x3) return {"3xTF32 mma", 495000.0 / 3};
+      if (n.mma.arith == MmaArith::F64) return {"FP64 mma", 67000};
+    }
+  for (const Param& p : bound.params)
+    if (p.isWritten() && p.type == ScalarType::F64) return {"FP64", 34000};
+  return {"FP32", kPeakGflopsFp32};
+}
+
 struct Options {
   bool list = false, useDb = false, defaultSchedule = false;
   std::string only, out = "bench-out", db, worker;
@@ -109,7 +128,7 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
       fmt::print(stderr, "bench_suite: {}: schedule from {}\n", row.name, row.scheduleSource);
       if (o.useDb) {
         TuningDb db(dbPath);
-        if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props)))
+        if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props, p.workload.precision)))
           addContender(p.contenders, {best->schedule, fmt::format("database ({:.4f} ms when tuned)", best->medianMs)});
       }
       if (p.contenders.size() > 1)
@@ -123,7 +142,7 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
   }
   if (o.useDb) {
     TuningDb db(dbPath);
-    if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props))) {
+    if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props, p.workload.precision))) {
       row.schedule = best->schedule;
       row.scheduleSource = fmt::format("database ({:.4f} ms when tuned)", best->medianMs);
       fmt::print(stderr, "bench_suite: {}: best schedule from the database\n", row.name);
@@ -134,6 +153,7 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
   TuneOptions t;
   t.space.maxCandidates = o.maxCandidates;
   t.space.seed = o.seed;
+  t.space.precision = p.workload.precision;
   t.timeLimitSeconds = o.timeLimit;
   t.seed = o.seed;
   t.dbPath = dbPath;
@@ -168,6 +188,7 @@ std::unique_ptr<Executable> compileSchedule(const Prepared& p, const std::string
   PipelineOptions po;
   po.kernelName = w.kernelName;
   po.schedule = schedule;
+  po.precision = w.precision;
   po.arch = gpu.props.arch();
   po.limits = deviceScheduleLimits(int64_t(gpu.props.sharedPerBlockOptin), gpu.props.maxThreadsPerBlock);
   Diagnostics diags;
@@ -239,7 +260,7 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   bool pass = true;
   for (size_t q = 0; q < bound.params.size(); ++q) {
     if (!bound.params[q].isWritten()) continue;
-    row.tolerance = std::max(row.tolerance, verificationTolerance(bound, int(q)));
+    row.tolerance = std::max(row.tolerance, verificationTolerance(bound, int(q), w.precision));
   }
   if (peerOut) {
     row.relErrPeer = 0;
@@ -247,7 +268,7 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
       double e = relativeError(out.array(param), values);
       row.relErrPeer = std::isnan(e) ? INFINITY : std::max(row.relErrPeer, e);
       // Both sides round in f32, in different orders: allow both their errors.
-      pass = pass && e <= 2 * verificationTolerance(bound, param);
+      pass = pass && e <= 2 * verificationTolerance(bound, param, w.precision);
     }
   }
   if (!peerOut || double(row.flops) <= o.referenceMaxFlops) {
@@ -257,7 +278,7 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
     for (const ReferenceOutput& r : ref.outputs) {
       double e = relativeError(out.array(r.param), r.values);
       row.relErrReference = std::isnan(e) ? INFINITY : std::max(row.relErrReference, e);
-      pass = pass && e <= verificationTolerance(bound, r.param);
+      pass = pass && e <= verificationTolerance(bound, r.param, w.precision);
     }
   }
   row.pass = pass;
@@ -266,7 +287,9 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   const cuda::BenchmarkOptions bo = timing(o);
   row.rtcgMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { exe.launch(dargs.args(), &s); }, bo).medianMs;
   row.peerMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { peer.enqueue(s); }, bo).medianMs;
-  row.rooflineMs = std::max(double(row.flops) / (kPeakGflopsFp32 * 1e9), double(row.bytes) / (gpu.copyGBs * 1e9)) * 1e3;
+  const Arithmetic arith = arithmeticOf(bound, row.schedule);
+  row.arithmetic = arith.name;
+  row.rooflineMs = std::max(double(row.flops) / (arith.peakGflops * 1e9), double(row.bytes) / (gpu.copyGBs * 1e9)) * 1e3;
 }
 
 // Device-to-device copy bandwidth: bytes read + written per second, median of cold runs.
