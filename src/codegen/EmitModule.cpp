@@ -68,7 +68,7 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
     for (C::GlobalArray& g : globals) mod.globals.push_back(std::move(g));
     m.launches.push_back(std::move(launch));
   }
-  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.asyncCopy; }))
+  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.asyncCopy || ns.mma.stages > 1; }))
     mod.preludes.push_back(emit::asyncCopyHelpers);
   if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.mma.any(); }))
     mod.preludes.push_back(emit::mmaHelpers);

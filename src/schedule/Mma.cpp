@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/Analysis.h"
+#include "ir/Printer.h"
 #include "ir/Walk.h"
 #include "schedule/Domain.h"
 
@@ -190,12 +191,18 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
     reasons.push_back(fmt::format("mma: '{}' computes {} contractions; this one is {}", mmaArithName(p.arith),
                                   typeName(want), typeName(p.c.type)));
   if (p.arith == MmaArith::F64) p.fragM = 8, p.fragN = 8, p.fragK = 4;
-  p.tilesPerOperand = p.arith == MmaArith::Tf32x3 ? 2 : 1;
+  p.stages = s.mma.stages;
+  p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.stages == 1 ? 2 : 1;
+  if (p.stages > 1)
+    for (const Expr* op : {&p.c.a, &p.c.b})
+      if ((*op)->kind != ExprKind::Load || (*op)->type != p.c.type)
+        reasons.push_back(fmt::format("mma: 'stages' copies the operands with cp.async, which does not convert: "
+                                      "'{}' is not a load of {}", printExpr(*op, &k), typeName(p.c.type)));
   p.blockM = s.mma.warpsM * s.mma.tileM * p.fragM;
   p.blockN = s.mma.warpsN * s.mma.tileN * p.fragN;
   p.blockK = s.mma.k;
   p.pitch = p.blockK + (12 - p.blockK % 8) % 8;  // pitch = 4 (mod 8): conflict-free fragment loads
-  p.tileBytes = (p.blockM + p.blockN) * p.pitch * typeBytes(p.c.type) * p.tilesPerOperand;
+  p.tileBytes = (p.blockM + p.blockN) * p.pitch * typeBytes(p.c.type) * p.tilesPerOperand * p.stages;
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   const int64_t threads = s.mma.warpsM * s.mma.warpsN * 32;
@@ -209,7 +216,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
                                   maxShared));
   int64_t batch = 1;
   for (int64_t e : p.c.batchExtent) batch *= std::max<int64_t>(1, e);
-  const int64_t grid[3] = {ceilDiv(p.c.nExtent, p.blockN), ceilDiv(p.c.mExtent, p.blockM), batch};
+  const int64_t grid[3] = {ceilDiv(p.c.nExtent, p.blockN) * batch, ceilDiv(p.c.mExtent, p.blockM), 1};
   for (int a = 0; a < 3; ++a)
     if (grid[a] > limits.maxGridDim[a])
       reasons.push_back(fmt::format("mma: {} blocks along grid.{}, more than {}", grid[a], "xyz"[a],

@@ -19,7 +19,10 @@
 // touches then start in eight different 4-bank groups (no bank conflicts). Each warp loads its
 // fragments from the tiles in the PTX layouts and issues tileM x tileN mma per fragment-k; the
 // accumulators stay in registers. The epilogue maps each accumulator element to its output point,
-// guards it against the domain and evaluates the statement with the sum replaced by it.
+// guards it against the domain and evaluates the statement with the sum replaced by it. With
+// `stages N` the steps go to N buffers by cp.async (zero-filled outside the domain), N - 1 steps
+// ahead: one barrier per step, and the fragments convert to TF32 as they are loaded (cp.async
+// cannot convert, so the operands must be plain loads of the contraction's type).
 #pragma once
 
 #include <cstdint>
@@ -60,7 +63,8 @@ struct MmaPlan {
   int64_t fragM = 16, fragN = 8, fragK = 8;  // the instruction's shape
   int64_t blockM = 0, blockN = 0, blockK = 0;
   int64_t pitch = 0;        // elements between rows of a staged tile (blockK + padding)
-  int tilesPerOperand = 1;  // tf32x3: 2 (big and small)
+  int64_t stages = 1;       // buffers of cp.async copies (1: loaded, converted and stored per step)
+  int tilesPerOperand = 1;  // tf32x3 without stages: 2 (big and small, converted when staged)
   int64_t tileBytes = 0;    // shared memory of all staged tiles
   int64_t steps = 0;        // reduction steps of blockK
   int64_t mmaPerStep = 0;   // mma instructions per warp per step (x3 for tf32x3)

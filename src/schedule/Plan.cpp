@@ -443,10 +443,11 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
   plan.schedule = s;
   LaunchPlan& l = plan.launch;
   l.block[0] = s.mma.warpsM * s.mma.warpsN * 32;
+  // The batch rides on grid.x with the N tiles (grid.z would hold only 65535 of them).
   l.grid[0] = (mma->c.nExtent + mma->blockN - 1) / mma->blockN;
+  for (int64_t e : mma->c.batchExtent) l.grid[0] *= std::max<int64_t>(1, e);
   l.grid[1] = (mma->c.mExtent + mma->blockM - 1) / mma->blockM;
   l.grid[2] = 1;
-  for (int64_t e : mma->c.batchExtent) l.grid[2] *= std::max<int64_t>(1, e);
   l.threads = l.block[0];
   l.blocks = l.grid[0] * l.grid[1] * l.grid[2];
   l.regPoints = l.outputsPerThread = mma->blockM * mma->blockN / l.threads;
@@ -592,7 +593,10 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                    mmaArithName(p.arith), mmaShapeName(p.arith), p.blockM, p.blockN, p.steps, p.blockK, p.mmaPerStep);
   s += fmt::format("  shared memory: {} bytes, static ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
-                   p.tileBytes, p.tilesPerOperand, p.tilesPerOperand == 1 ? "" : "s", p.pitch);
+                   p.tileBytes, p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);
+  if (p.stages > 1)
+    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; operands converted as fragments load\n",
+                     p.stages, p.stages - 1);
   s += "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
   return s;
 }

@@ -84,8 +84,8 @@ const char* mmaArithName(MmaArith a) {
 const char* mmaShapeName(MmaArith a) { return a == MmaArith::F64 ? "m8n8k4" : "m16n8k8"; }
 
 std::string printMmaSchedule(const MmaSchedule& m) {
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}", mmaArithName(m.arith), mmaShapeName(m.arith), m.warpsM,
-                     m.warpsN, m.tileM, m.tileN, m.k);
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}", mmaArithName(m.arith), mmaShapeName(m.arith), m.warpsM,
+                     m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "");
 }
 
 const char* precisionName(Precision p) {
@@ -422,6 +422,19 @@ class ScheduleParser {
     int64_t fragK = m.arith == MmaArith::F64 ? 4 : 8;
     if (m.k < fragK || m.k > 128 || m.k % fragK != 0)
       failAt(at, fmt::format("mma k must be a multiple of {} between {} and 128", fragK, fragK));
+    // `stages N`, optional: the next word, when it is that word.
+    size_t save = pos_;
+    skipSpace();
+    if (t_.substr(pos_, 6) == "stages" &&
+        (pos_ + 6 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 6]) || t_[pos_ + 6] == '_'))) {
+      pos_ += 6;
+      at = (skipSpace(), pos_);
+      if (!atNumber()) fail("expected the number of stages (2 to 4) after 'stages'");
+      m.stages = number();
+      if (m.stages < 2 || m.stages > 4) failAt(at, "mma stages must be between 2 and 4");
+    } else {
+      pos_ = save;
+    }
     return m;
   }
 

@@ -780,7 +780,8 @@ class NestSpace {
 
   // Tensor-core schedules of a qualifying contraction (schedule/Mma.h), in every arithmetic the
   // precision policy allows for its type: warps of 1 to 8 per block, 1x1 to 4x4 fragments per
-  // warp, steps of 8, 16 and 32 values. Tiles much larger than the output (a block tile whose
+  // warp, steps of 8, 16 and 32 values, staged per step or by cp.async in 3 stages (where the
+  // reduction has more than one step). Tiles much larger than the output (a block tile whose
   // half already covers a dimension) are left out, as are steps past the reduction's length.
   void mmaVariants() {
     ContractionMatch m = matchContraction(k_, nest_);
@@ -796,9 +797,12 @@ class NestSpace {
           if ((bm > fragM && bm / 2 >= c.mExtent) || (bn > fragN && bn / 2 >= c.nExtent)) continue;
           for (int64_t kStep : {int64_t(8), int64_t(16), int64_t(32)}) {
             if (kStep > fragK && kStep / 2 >= c.kExtent) continue;
-            NestSchedule ns;
-            ns.mma = MmaSchedule{arith, wm, wn, tm, tn, kStep};
-            add(ns, Family::Plain);
+            for (int64_t stages : {int64_t(1), int64_t(3)}) {
+              if (stages > 1 && c.kExtent <= kStep) continue;  // one step: nothing to pipeline
+              NestSchedule ns;
+              ns.mma = MmaSchedule{arith, wm, wn, tm, tn, kStep, stages};
+              add(ns, Family::Plain);
+            }
           }
         }
     }

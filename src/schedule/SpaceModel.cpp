@@ -405,13 +405,15 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
     return e;
   }
   e.occupancy = double(e.blocksPerMultiprocessor * warps * 32) / d.maxThreadsPerMultiprocessor;
-  const double batch = double(plan.launch.grid[2]);
+  double batch = 1;
+  for (int64_t b : p.c.batchExtent) batch *= double(std::max<int64_t>(1, b));
+  const double nTiles = double(plan.launch.grid[0]) / batch;  // grid.x: the N tiles times the batch
   const double elem = typeBytes(p.c.type);
   e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
   const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
                         (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops : d.peakTensorFlops / 2;
-  const double compute = issued / (0.6 * peak);
+  const double compute = issued / ((p.stages > 1 ? 0.75 : 0.6) * peak);
   const bool readsBack = [&] {
     bool r = false;
     const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement)];
@@ -421,14 +423,14 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double outputs = double(p.c.mExtent * p.c.nExtent) * batch * typeBytes(k.params[size_t(k.nests[plan.nest].body[size_t(p.c.statement)].array)].type);
   const double operands = double(p.c.kExtent) * elem * batch;
   const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputs * (readsBack ? 2 : 1);
-  const double l2 = operands * (double(p.c.mExtent) * double(plan.launch.grid[0]) + double(p.c.nExtent) * double(plan.launch.grid[1]));
+  const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(plan.launch.grid[1]));
   e.bytes = dram;
   const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));
   const double sms = d.multiprocessors, blocks = double(e.blocks);
   const double smUse = std::min(1.0, blocks / sms);
   const double waveUse = blocks >= sms ? blocks / (sms * std::ceil(blocks / sms)) : 1.0;
   // Barriers without a pipeline: a multiprocessor hides one block's staging behind another's mma.
-  const double hiding = std::min(1.0, 0.5 + 0.25 * double(std::min<int64_t>(e.blocksPerMultiprocessor, int64_t(std::ceil(blocks / sms)))));
+  const double hiding = p.stages > 1 ? 1.0 : std::min(1.0, 0.5 + 0.25 * double(std::min<int64_t>(e.blocksPerMultiprocessor, int64_t(std::ceil(blocks / sms)))));
   e.efficiency = smUse * waveUse * hiding;
   e.storeStride = 1;  // each quad of lanes stores runs of 8 neighbours along N
   e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;

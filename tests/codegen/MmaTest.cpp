@@ -73,7 +73,7 @@ kernel lift64(K: int, Np: int, F: int, LIFT: f64[Np, F], flux: f64[K, F], invJ: 
 
 TEST(Mma, ClausePrintsAndParsesBack) {
   for (const char* text : {"mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16", "mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8",
-                           "mma: f64 m8n8k4 warps 2x4 tile 2x2 k 12"}) {
+                           "mma: f64 m8n8k4 warps 2x4 tile 2x2 k 12", "mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 stages 3"}) {
     ScheduleParseResult r = parseSchedule(text);
     ASSERT_TRUE(r.ok()) << text << ": " << r.error;
     EXPECT_EQ(printSchedule(*r.schedule), text);
@@ -90,6 +90,8 @@ TEST(Mma, ClausePrintsAndParsesBack) {
            {"mma: tf32 m16n8k8 warps 8x8 tile 1x1 k 8", "at most 32"},
            {"mma: tf32 m16n8k8 warps 2x2 tile 1x1 k 12", "multiple of 8"},
            {"mma: tf32 m16n8k8 warps 2x2 tiles 1x1 k 8", "expected 'tile'"},
+           {"mma: tf32 m16n8k8 warps 2x2 tile 1x1 k 8 stages 5", "between 2 and 4"},
+           {"mma: tf32 m16n8k8 warps 2x2 tile 1x1 k 8 stages", "expected the number of stages"},
        }) {
     ScheduleParseResult r = parseSchedule(b.text);
     EXPECT_FALSE(r.ok()) << b.text;
@@ -151,6 +153,14 @@ TEST(Mma, PlanReasons) {
   r = reasons("mma: tf32x3 m16n8k8 warps 4x4 tile 4x4 k 64");
   ASSERT_FALSE(r.empty());
   EXPECT_NE(r[0].find("shared memory"), std::string::npos) << r[0];
+  // cp.async copies bytes: a converted operand cannot be pipelined.
+  Kernel mixed = fromSource("kernel mixed(n: int, a: f64[n, n], b: f32[n, n], out c: f32[n, n]) {\n"
+                            "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, f32(a[i, k]) * b[k, j]); }\n}\n",
+                            {{"n", 20}});
+  EXPECT_TRUE(validateSchedule(mixed, *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8").schedule).empty());
+  r = validateSchedule(mixed, *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8 stages 2").schedule);
+  ASSERT_FALSE(r.empty());
+  EXPECT_NE(r[0].find("cp.async, which does not convert"), std::string::npos) << r[0];
   SchedulePlan plan = planSchedule(k, *parseSchedule("mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 16").schedule);
   ASSERT_TRUE(plan.ok());
   ASSERT_TRUE(plan.nests[0].mma);
@@ -161,6 +171,11 @@ TEST(Mma, PlanReasons) {
   EXPECT_EQ(plan.nests[0].launch.grid[1], 2);
   EXPECT_EQ(plan.nests[0].launch.threads, 64);
   EXPECT_NE(printPlan(k, plan.nests[0]).find("tf32x3 mma.sync m16n8k8"), std::string::npos);
+  // A batch larger than grid.z holds rides on grid.x with the N tiles.
+  SchedulePlan big = planSchedule(example("batched_matmul.rtcg", {{"nb", 70000}, {"n", 16}}), *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x2 k 8").schedule);
+  ASSERT_TRUE(big.ok()) << big.reasons[0];
+  EXPECT_EQ(big.nests[0].launch.grid[0], 70000);
+  EXPECT_EQ(big.nests[0].launch.grid[2], 1);
 }
 
 TEST(Mma, PrecisionPolicy) {
@@ -217,7 +232,24 @@ TEST(HostEmulation, MmaSchedulesMatchTheReference) {
   }
   Kernel lift = fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}});
   EXPECT_EQ(checkOnHost(lift, "mma: f64 m8n8k4 warps 2x1 tile 1x2 k 8", 1e-12), "");
+  EXPECT_EQ(checkOnHost(lift, "mma: f64 m8n8k4 warps 1x2 tile 2x1 k 4 stages 3", 1e-12), "");
   EXPECT_EQ(checkOnHost(matmul(21, ScalarType::F64), "mma: f64 m8n8k4 warps 1x2 tile 2x1 k 4", 1e-12), "");
+}
+
+// cp.async pipelines of 2 to 4 stages: steps copied ahead into a ring of buffers, converted as the
+// fragments load; reductions of fewer, as many and more steps than stages, odd sizes.
+TEST(HostEmulation, MmaStagesMatchTheReference) {
+  rtcgtest::CaseSample sample(2);
+  for (const Case& c : qualifying()) {
+    Kernel k = example(c.file, c.sizes);
+    for (const char* shape : {"warps 2x1 tile 1x2 k 8 stages 2", "warps 1x2 tile 2x1 k 8 stages 3",
+                              "warps 1x1 tile 1x1 k 16 stages 4"}) {
+      if (sample.keep())
+        EXPECT_EQ(checkOnHost(k, std::string("mma: tf32x3 m16n8k8 ") + shape, 4e-5), "") << c.file << " " << shape;
+      if (sample.keep())
+        EXPECT_EQ(checkOnHost(k, std::string("mma: tf32 m16n8k8 ") + shape, 2e-3), "") << c.file << " " << shape;
+    }
+  }
 }
 
 // TF32 alone is visibly less accurate than tf32x3 (the emulation rounds, it does not compute in
@@ -235,8 +267,10 @@ TEST(Mma, NvrtcCompilesForSm80AndSm90) {
   for (const Case& c : qualifying()) {
     cases.push_back({example(c.file, c.sizes), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16"});
     cases.push_back({example(c.file, c.sizes), "mma: tf32 m16n8k8 warps 2x1 tile 4x2 k 8"});
+    cases.push_back({example(c.file, c.sizes), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3"});
   }
   cases.push_back({fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}}), "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8"});
+  cases.push_back({fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}}), "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8 stages 3"});
   for (const auto& [k, text] : cases) {
     if (!sample.keep()) continue;
     EmittedModule m = emitCuda(k, *parseSchedule(text).schedule);
