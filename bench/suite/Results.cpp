@@ -140,6 +140,8 @@ nlohmann::json toJson(const SuiteInfo& info, const std::vector<Row>& rows) {
       w["speedRatio"] = r.speedRatio();
       w["relErrPeer"] = r.relErrPeer >= 0 ? nlohmann::json(r.relErrPeer) : nlohmann::json(nullptr);
       w["relErrReference"] = r.relErrReference >= 0 ? nlohmann::json(r.relErrReference) : nlohmann::json(nullptr);
+      w["relErrPeerReference"] =
+          r.relErrPeerReference >= 0 ? nlohmann::json(r.relErrPeerReference) : nlohmann::json(nullptr);
       w["tolerance"] = r.tolerance;
       w["pass"] = r.pass;
     }

@@ -24,6 +24,7 @@ struct Row {
   std::string arithmetic;        // what the measured schedule computes with: "FP32", "3xTF32 mma", ...
   double relErrPeer = -1;        // -1: not compared
   double relErrReference = -1;   // -1: not compared
+  double relErrPeerReference = -1;  // the peer's error against the same reference; -1: not compared
   double tolerance = 0;
   bool pass = false;
   std::string error;             // non-empty: the workload did not run; says why
