@@ -210,7 +210,7 @@ int runEmit(const Common& c, const EmitArgs& e) {
   options.precision = c.policy();
   if (e.tuned) {
     std::string used;
-    options.schedule = tunedSchedule(boundKernel(c, src), e.arch, e.db, &used);
+    options.schedule = tunedSchedule(boundKernel(c, src), e.arch, e.db, &used, c.policy());
     fmt::print(stderr, "rtcgc: {}\n", used);
   }
   options.arch = e.arch;
