@@ -90,6 +90,9 @@ mma tf32 "tf32 m16n8k8 warps 2x4 tile 4x4 k 8 stages 3" matmul.rtcg -D n=1001
 mma tf32x3 "tf32x3 m16n8k8 warps 1x1 tile 1x2 k 8 stages 2" batched_matmul.rtcg -D nb=65536 -D n=16
 mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3" dg_diff_stacked.rtcg -D K=77777 -D Np=35
 mma tf32x3 "tf32x3 m16n8k8 warps 1x4 tile 2x2 k 8 stages 3" dg_lift.rtcg -D K=33333 -D Np=35 -D Nfp=15
+# Tiles over 48 KiB (dynamic shared memory, up to the device's opt-in limit).
+mma tf32x3 "tf32x3 m16n8k8 warps 2x4 tile 4x4 k 32 stages 3" matmul.rtcg -D n=1000
+mma tf32 "tf32 m16n8k8 warps 2x4 tile 4x4 k 32 stages 4" matmul.rtcg -D n=2049
 cat >"$out/mma64.rtcg" <<'EOF64'
 kernel lift64(K: int, Np: int, F: int, LIFT: f64[Np, F], flux: f64[K, F], invJ: f64[K], inout rhs: f64[K, Np]) {
   for k in 0..K, i in 0..Np {

@@ -16,14 +16,25 @@ namespace rtcg::emit {
 
 namespace {
 
+// A staged tile: its own static shared array (offset 0), or a slice of the dynamic shared memory.
+struct Tile {
+  std::string storage;
+  int64_t offset = 0;  // elements
+};
+
 struct MmaNames {
   C::ExprP tid, g, t, wm, wn, m0, n0;
-  std::vector<std::string> tileA, tileB;  // per part: [0] the (big) value, [1] the small part (tf32x3)
+  std::vector<Tile> tileA, tileB;  // per part: [0] the (big) value, [1] the small part (tf32x3)
   std::vector<std::vector<std::vector<std::string>>> acc;  // [fm][fn][element]
   std::map<int, C::ExprP> batch;                           // batch loop id -> its value
 };
 
 const char* elemType(const MmaPlan& p) { return p.c.type == ScalarType::F64 ? "double" : "float"; }
+
+// Element `at` of a tile.
+C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
+  return C::index(C::name(t.storage), t.offset ? C::sum({lit(t.offset), at}) : at);
+}
 int accElements(const MmaPlan& p) { return p.arith == MmaArith::F64 ? 2 : 4; }
 
 C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(op, std::move(a), std::move(b)); }
@@ -65,19 +76,19 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
 
 // Without stages: the value stored converted (TF32 rounded to nearest, ties away; tf32x3 keeps the
 // rounded-off rest as a second TF32 value in the second tile).
-void stageConverted(EmitContext& ctx, const MmaPlan& p, const std::vector<std::string>& tiles, const C::ExprP& at,
+void stageConverted(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>& tiles, const C::ExprP& at,
                     C::ExprP value, std::vector<C::Stmt>& out) {
   std::string v = ctx.names.fresh("v");
   out.push_back(C::decl(elemType(p), v, std::move(value)));
   if (p.arith == MmaArith::F64) {
-    out.push_back(C::assign(C::index(C::name(tiles[0]), at), "=", C::name(v)));
+    out.push_back(C::assign(tileRef(tiles[0], at), "=", C::name(v)));
     return;
   }
   std::string big = ctx.names.fresh("big");
   out.push_back(C::decl("float", big, C::call("rtcg_tf32_rna", {C::name(v)})));
-  out.push_back(C::assign(C::index(C::name(tiles[0]), at), "=", C::name(big)));
+  out.push_back(C::assign(tileRef(tiles[0], at), "=", C::name(big)));
   if (p.arith == MmaArith::Tf32x3)
-    out.push_back(C::assign(C::index(C::name(tiles[1]), at), "=",
+    out.push_back(C::assign(tileRef(tiles[1], at), "=",
                             C::call("rtcg_tf32_rna", {bin("-", C::name(v), C::name(big))})));
 }
 
@@ -117,7 +128,7 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
     C::ExprP src =
         C::ternary(inside, C::unary("&", value), C::name(ctx.paramNames[size_t((isA ? p.c.a : p.c.b)->array)]));
     inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", bytes),
-                                        {C::unary("&", C::index(C::name(tiles[0]), at)), src,
+                                        {C::unary("&", tileRef(tiles[0], at)), src,
                                          C::ternary(inside, lit(bytes), lit(0))})));
   } else {
     stageConverted(ctx, p, tiles, at, C::ternary(inside, value, literalOf(p.c.type, 0, 0.0)), inner);
@@ -129,14 +140,13 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
 
 // A fragment value from a tile: row `row` (of the block tile), column kcol, in the buffer starting
 // at element `buffer` (null: the only one).
-C::ExprP tileAt(const MmaPlan& p, const std::string& tile, const C::ExprP& buffer, C::ExprP row, C::ExprP kcol) {
-  return C::index(C::name(tile),
-                  C::sum({buffer ? buffer : lit(0), C::product(std::move(row), lit(p.pitch)), std::move(kcol)}));
+C::ExprP tileAt(const MmaPlan& p, const Tile& tile, const C::ExprP& buffer, C::ExprP row, C::ExprP kcol) {
+  return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(row), lit(p.pitch)), std::move(kcol)}));
 }
 
 // One operand register of a fragment: its big part and (tf32x3) its small part. Tiles staged
 // converted hold them; tiles copied by cp.async hold the values, converted here.
-std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& p, const std::vector<std::string>& tiles,
+std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>& tiles,
                                                const C::ExprP& buffer, const C::ExprP& row, const C::ExprP& kcol,
                                                const std::string& base, std::vector<C::Stmt>& out) {
   auto def = [&](const std::string& n, C::ExprP init) {
@@ -279,6 +289,28 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
       }
 }
 
+// The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
+// dynamic shared memory of the element type, one after the other.
+void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
+  const int64_t a = p.stages * p.blockM * p.pitch, b = p.stages * p.blockN * p.pitch;
+  if (ctx.plan.dynamicShared) {
+    const std::string storage = p.c.type == ScalarType::F64 ? "rtcg_smem_f64" : "rtcg_smem_f32";
+    body.push_back(C::externSharedArray(elemType(p), storage));
+    int64_t at = 0;
+    for (int part = 0; part < p.tilesPerOperand; ++part) {
+      nm.tileA.push_back({storage, at}), at += a;
+      nm.tileB.push_back({storage, at}), at += b;
+    }
+    return;
+  }
+  for (int part = 0; part < p.tilesPerOperand; ++part) {
+    nm.tileA.push_back({ctx.names.fresh(part ? "tile_a_small" : "tile_a"), 0});
+    body.push_back(C::sharedArray(elemType(p), nm.tileA.back().storage, a));
+    nm.tileB.push_back({ctx.names.fresh(part ? "tile_b_small" : "tile_b"), 0});
+    body.push_back(C::sharedArray(elemType(p), nm.tileB.back().storage, b));
+  }
+}
+
 }  // namespace
 
 C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
@@ -297,6 +329,7 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   launch.function = fn.name;
   for (int a = 0; a < 3; ++a) launch.grid[a] = (uint32_t)l.grid[a], launch.block[a] = (uint32_t)l.block[a];
   fn.launchBounds = (int)l.threads;
+  if (ctx.plan.dynamicShared) launch.dynamicSharedBytes = (uint32_t)ctx.plan.dynamicSharedBytes;
   std::vector<C::Stmt> body;
   declareNestParams(ctx, fn, launch, body);
   MmaNames nm;
@@ -305,12 +338,7 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
                                         p.blockM, p.blockK, p.blockN, p.blockK, p.pitch,
                                         p.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.stages)
                                         : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
-  for (int part = 0; part < p.tilesPerOperand; ++part) {
-    nm.tileA.push_back(ctx.names.fresh(part ? "tile_a_small" : "tile_a"));
-    body.push_back(C::sharedArray(elemType(p), nm.tileA.back(), p.stages * p.blockM * p.pitch));
-    nm.tileB.push_back(ctx.names.fresh(part ? "tile_b_small" : "tile_b"));
-    body.push_back(C::sharedArray(elemType(p), nm.tileB.back(), p.stages * p.blockN * p.pitch));
-  }
+  declareMmaTiles(ctx, p, nm, body);
   nm.acc.assign(size_t(ms.tileM), std::vector<std::vector<std::string>>(size_t(ms.tileN)));
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)

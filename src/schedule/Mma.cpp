@@ -209,8 +209,8 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   if (threads > limits.maxThreadsPerBlock || threads > limits.maxBlockDim[0])
     reasons.push_back(fmt::format("mma: {} warps are {} threads, more than a block holds ({})",
                                   s.mma.warpsM * s.mma.warpsN, threads, limits.maxThreadsPerBlock));
-  // Static shared memory: the tiles stay below 48 KiB whatever the device allows.
-  const int64_t maxShared = std::min<int64_t>(limits.maxSharedBytes, 48 * 1024);
+  // Past 48 KiB the tiles go to dynamic shared memory, up to what the limits (the device) allow.
+  const int64_t maxShared = limits.maxSharedBytes;
   if (p.tileBytes > maxShared)
     reasons.push_back(fmt::format("mma: the staged tiles take {} bytes of shared memory, more than {}", p.tileBytes,
                                   maxShared));

@@ -453,6 +453,8 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
   l.regPoints = l.outputsPerThread = mma->blockM * mma->blockN / l.threads;
   l.threadX = l.block[0];
   plan.sharedBytes = mma->tileBytes;
+  plan.dynamicShared = mma->tileBytes > 48 * 1024;
+  plan.dynamicSharedBytes = plan.dynamicShared ? mma->tileBytes : 0;
   plan.cooperative = true;
   plan.mma = std::move(mma);
   r.plan = std::move(plan);
@@ -591,9 +593,9 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                    p.c.aAlongK ? "K" : "M", printExpr(p.c.b, &k), p.c.bAlongK ? "K" : "N");
   s += fmt::format("  {} mma.sync {}: block tile {}x{}, {} reduction steps of {}, {} mma per warp and step\n",
                    mmaArithName(p.arith), mmaShapeName(p.arith), p.blockM, p.blockN, p.steps, p.blockK, p.mmaPerStep);
-  s += fmt::format("  shared memory: {} bytes, static ({} tile{} per operand, pitch {} elements: conflict-free "
+  s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
-                   p.tileBytes, p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);
+                   p.tileBytes, p.tileBytes > 48 * 1024 ? "dynamic" : "static", p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);
   if (p.stages > 1)
     s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; operands converted as fragments load\n",
                      p.stages, p.stages - 1);

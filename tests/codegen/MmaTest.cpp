@@ -252,6 +252,26 @@ TEST(HostEmulation, MmaStagesMatchTheReference) {
   }
 }
 
+// Tiles over 48 KiB go to dynamic shared memory (the launch provides it), up to the device's limit.
+TEST(HostEmulation, MmaTilesInDynamicSharedMemory) {
+  ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
+  const std::string pipelined = "mma: tf32x3 m16n8k8 warps 2x2 tile 4x4 k 32 stages 3";
+  EXPECT_FALSE(validateSchedule(matmul(37), *parseSchedule(pipelined).schedule).empty());  // 81 KiB > 48 KiB
+  SchedulePlan plan = planSchedule(matmul(37), *parseSchedule(pipelined).schedule, sm90);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan.nests[0].dynamicShared);
+  EXPECT_EQ(emitCuda(matmul(37), *parseSchedule(pipelined).schedule, sm90).launches[0].dynamicSharedBytes, 82944u);
+  EXPECT_EQ(checkOnHost(matmul(37), pipelined, 4e-5, sm90), "");
+  EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32x3 m16n8k8 warps 2x2 tile 4x4 k 32", 4e-5, sm90), "");
+  Kernel lift = fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 37}});
+  EXPECT_EQ(checkOnHost(lift, "mma: f64 m8n8k4 warps 2x2 tile 4x4 k 32 stages 3", 1e-12, sm90), "");
+  EmittedModule m = emitCuda(lift, *parseSchedule("mma: f64 m8n8k4 warps 2x2 tile 4x4 k 32 stages 3").schedule, sm90);
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    CudaCompileResult r = compileCuda(m.source, "lift64.cu", arch);
+    EXPECT_TRUE(r.success) << arch << "\n" << r.log;
+  }
+}
+
 // TF32 alone is visibly less accurate than tf32x3 (the emulation rounds, it does not compute in
 // FP32 and call it TF32): the same schedule fails the FP32-class tolerance with tf32.
 TEST(HostEmulation, Tf32RoundsTheOperands) {
