@@ -73,6 +73,48 @@ run_example dg_diff.rtcg -D K=10007 -D Np=84 --schedule "k: grid.x, thread.y 4; 
 # arithmetic) and early statement loads, at the benchmark's DG sizes.
 run_example dg_diff.rtcg -D K=479322 -D Np=35 --schedule "k: grid.x, serial 16, thread.y 8, reg 8; i: serial, thread.x 35; j: serial, unroll 35; shared: Dr, u^T, Ds, Dt; buffers: 2"
 run_example dg_lift.rtcg -D K=340630 -D Np=56 -D Nfp=21 --schedule "k: grid.x, serial 16, thread.y 16; i: serial, thread.x 14, reg 4; f: serial, unroll 84; shared: invJ, LIFT, flux; buffers: 3; copy: async; loads: early"
+# Tensor cores (`mma:`) on every qualifying example at sizes no tile divides: 3xTF32 and TF32
+# (each verified against its policy's tolerance), and FP64 mma on an f64 lifting and matmul.
+mma() { local p=$1 s=$2 file=$3; shift 3; run_example "$file" "$@" --precision "$p" --schedule "mma: $s"; }
+mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 4x4 k 16" matmul.rtcg -D n=1000
+mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 2x4 k 32" matmul.rtcg -D n=777
+mma tf32 "tf32 m16n8k8 warps 2x2 tile 4x4 k 16" matmul.rtcg -D n=1001
+mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16" matmul_flat.rtcg -D n=333
+mma tf32x3 "tf32x3 m16n8k8 warps 1x2 tile 1x1 k 8" batched_matmul.rtcg -D nb=1001 -D n=20
+mma tf32 "tf32 m16n8k8 warps 1x1 tile 1x2 k 16" batched_matmul.rtcg -D nb=65536 -D n=16
+mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16" dg_diff_stacked.rtcg -D K=77777 -D Np=35
+mma tf32x3 "tf32x3 m16n8k8 warps 1x4 tile 2x2 k 16" dg_lift.rtcg -D K=33333 -D Np=35 -D Nfp=15
+mma tf32 "tf32 m16n8k8 warps 2x2 tile 2x2 k 32" dg_lift.rtcg -D K=33333 -D Np=35 -D Nfp=15
+# cp.async pipelines (2 to 4 stages; the batch on grid.x past grid.z's 65535).
+mma tf32x3 "tf32x3 m16n8k8 warps 2x4 tile 4x4 k 8 stages 3" matmul.rtcg -D n=1000
+mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 2x4 k 16 stages 4" matmul.rtcg -D n=777
+mma tf32 "tf32 m16n8k8 warps 2x4 tile 4x4 k 8 stages 3" matmul.rtcg -D n=1001
+mma tf32x3 "tf32x3 m16n8k8 warps 1x1 tile 1x2 k 8 stages 2" batched_matmul.rtcg -D nb=65536 -D n=16
+mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3" dg_diff_stacked.rtcg -D K=77777 -D Np=35
+mma tf32x3 "tf32x3 m16n8k8 warps 1x4 tile 2x2 k 8 stages 3" dg_lift.rtcg -D K=33333 -D Np=35 -D Nfp=15
+# Tiles over 48 KiB (dynamic shared memory, up to the device's opt-in limit).
+mma tf32x3 "tf32x3 m16n8k8 warps 2x4 tile 4x4 k 32 stages 3" matmul.rtcg -D n=1000
+mma tf32 "tf32 m16n8k8 warps 2x4 tile 4x4 k 32 stages 4" matmul.rtcg -D n=2049
+cat >"$out/mma64.rtcg" <<'EOF64'
+kernel lift64(K: int, Np: int, F: int, LIFT: f64[Np, F], flux: f64[K, F], invJ: f64[K], inout rhs: f64[K, Np]) {
+  for k in 0..K, i in 0..Np {
+    rhs[k, i] = rhs[k, i] + invJ[k] * sum(f in 0..F, LIFT[i, f] * flux[k, f]);
+  }
+}
+kernel dgemm(n: int, a: f64[n, n], b: f64[n, n], out c: f64[n, n]) {
+  for i in 0..n, j in 0..n {
+    c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]);
+  }
+}
+EOF64
+run64() {
+  echo "== mma64.rtcg $*" >>"$out/examples.log"
+  rtcgc run "$out/mma64.rtcg" "$@" --repeats 20 >>"$out/examples.log" 2>&1
+  echo "rc=$?" >>"$out/examples.log"
+}
+run64 -k lift64 -D K=33333 -D Np=35 -D F=60 --schedule "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 16"
+run64 -k dgemm -D n=1001 --schedule "mma: f64 m8n8k4 warps 2x2 tile 4x4 k 16"
+run64 -k dgemm -D n=1001 --schedule "mma: f64 m8n8k4 warps 2x4 tile 4x2 k 8 stages 3"
 mismatches=$(grep -c MISMATCH "$out/examples.log" || true)
 failures=$(grep -c '^rc=[1-9]' "$out/examples.log" || true)
 

@@ -70,6 +70,8 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
     : w_(w), bound_(bound), host_(host), ctx_(std::move(ctx)), blas_(blas) {
   switch (w_.peer) {
     case PeerKind::Sgemm:
+    case PeerKind::SgemmTf32:
+    case PeerKind::Dgemm:
       upload("a");
       upload("b");
       allocate("c", host_.array("c").bytes());
@@ -161,6 +163,7 @@ void Peer::upload(const std::string& name) {
 }
 
 std::vector<double> Peer::download(const std::string& name) const {
+  if (w_.peer == PeerKind::Dgemm) return buffers_.at(name).download<double>();
   std::vector<float> f = buffers_.at(name).download<float>();
   return std::vector<double>(f.begin(), f.end());
 }
@@ -175,6 +178,22 @@ void Peer::enqueue(const cuda::Stream& stream) {
       int n = asInt(s.at("n"), "n");
       check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &kOne, ptr("b"), n, ptr("a"), n, &kZero, ptr("c"), n),
             "cublasSgemm");
+      break;
+    }
+    case PeerKind::SgemmTf32: {
+      // As Sgemm, with TF32 tensor cores allowed (one TF32 product, FP32 accumulation).
+      int n = asInt(s.at("n"), "n");
+      check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &kOne, ptr("b"), CUDA_R_32F, n, ptr("a"), CUDA_R_32F, n,
+                         &kZero, ptr("c"), CUDA_R_32F, n, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx (FAST_TF32)");
+      break;
+    }
+    case PeerKind::Dgemm: {
+      int n = asInt(s.at("n"), "n");
+      auto dptr = [&](const std::string& name) { return reinterpret_cast<double*>(buffer(name).devicePtr()); };
+      const double one = 1.0, zero = 0.0;
+      check(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, dptr("b"), n, dptr("a"), n, &zero, dptr("c"), n),
+            "cublasDgemm");
       break;
     }
     case PeerKind::Sgemv: {
@@ -237,6 +256,8 @@ std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Strea
   auto param = [&](const char* name) { return host_.paramIndex(name); };
   switch (w_.peer) {
     case PeerKind::Sgemm:
+    case PeerKind::SgemmTf32:
+    case PeerKind::Dgemm:
     case PeerKind::SgemmBatched: out[param("c")] = download("c"); break;
     case PeerKind::Sgemv:
     case PeerKind::SpmvCsr: out[param("y")] = download("y"); break;

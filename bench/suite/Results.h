@@ -20,11 +20,12 @@ struct Row {
   std::string scheduleSource;  // "tuned", "database", "default", "default (no verified candidate)"
   int64_t flops = 0, bytes = 0;  // ideal work of one run (rtcg's floatOps / minimalBytes)
   double rtcgMs = 0, peerMs = 0;
-  std::string arithmetic = "fp32";  // ir/Counts.h arithmeticName: which peak the roofline uses
+  std::string arithmetic = "fp32";  // ir/Counts.h arithmeticName, or the mma arithmetic of the schedule ("TF32 mma", "3xTF32 mma", "FP64 mma")
   double peakGflops = 0;         // that peak (an f64 workload's is FP64's)
   double rooflineMs = 0;         // max(flops / peak, bytes / copy bandwidth)
   double relErrPeer = -1;        // -1: not compared
   double relErrReference = -1;   // -1: not compared
+  double relErrPeerReference = -1;  // the peer's error against the same reference; -1: not compared
   double tolerance = 0;
   bool pass = false;
   std::string error;             // non-empty: the workload did not run; says why

@@ -95,6 +95,14 @@ kernel dg_lift(K: int, Np: int, Nfp: int,
 }
 )";
 
+constexpr const char* kDgemm = R"(// Dense matrix product in f64, row-major: c = a * b.
+kernel dgemm(n: int, a: f64[n, n], b: f64[n, n], out c: f64[n, n]) {
+  for i in 0..n, j in 0..n {
+    c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]);
+  }
+}
+)";
+
 // The DG workloads move about this much data (their minimal traffic), so every order is
 // bandwidth-sized the same way and far larger than the L2.
 constexpr int64_t kDgFloats = (int64_t(256) << 20) / 4;
@@ -161,7 +169,7 @@ std::vector<Workload> allWorkloads() {
   // CSR sparse matrix-vector products against cuSPARSE: 3-D Laplacians (regular, 7 a row) and
   // rows of power-law lengths (most short, a few thousands long).
   auto spmv = [&](const std::string& name, SparseMatrix m, int64_t size, int64_t rows, int64_t nnz) {
-    w.push_back({name, "spmv", "spmv", kSpmv, {{"n", rows}, {"nnz", nnz}}, PeerKind::SpmvCsr, m, size});
+    w.push_back({name, "spmv", "spmv", kSpmv, {{"n", rows}, {"nnz", nnz}}, PeerKind::SpmvCsr, Precision::Ieee, m, size});
   };
   for (int64_t side : {64, 160})  // side^3 rows; 7 a row but 6 side^2 at the faces
     spmv(fmt::format("spmv_laplace3d_{}", side), SparseMatrix::Laplacian3D, side, side * side * side,
@@ -170,6 +178,25 @@ std::vector<Workload> allWorkloads() {
     int64_t nnz = 0;
     for (int64_t length : powerLawLengths(rows, kPowerLawSeed)) nnz += length;
     spmv(fmt::format("spmv_powerlaw_{}M", rows >> 20), SparseMatrix::PowerLaw, rows, rows, nnz);
+  }
+  // Tensor cores (issue 22): 3xTF32 against strict FP32 cuBLAS, TF32 against cuBLAS's TF32, FP64
+  // mma against cuBLAS DGEMM, and the DG products and the batch in 3xTF32 against FP32 cuBLAS.
+  const Precision x3 = Precision::Tf32x3;
+  for (int64_t n : {1000, 2048, 4096})
+    w.push_back({fmt::format("sgemm_tf32x3_{}", n), "sgemm_tc", "matmul", kMatmul, {{"n", n}}, PeerKind::Sgemm, x3});
+  w.push_back({"sgemm_tf32_4096", "sgemm_tc", "matmul", kMatmul, {{"n", 4096}}, PeerKind::SgemmTf32, Precision::Tf32});
+  for (int64_t n : {1000, 2048, 4096})
+    w.push_back({fmt::format("dgemm_{}", n), "dgemm", "dgemm", kDgemm, {{"n", n}}, PeerKind::Dgemm});
+  w.push_back({"batched_tf32x3_16x16x65536", "batched_tc", "batched_matmul", kBatched, {{"nb", 65536}, {"n", 16}},
+               PeerKind::SgemmBatched, x3});
+  for (int order = 1; order <= 8; ++order)
+    w.push_back({fmt::format("dg_diff_stacked_tf32x3_N{}", order), "dg_tc", "dg_diff_stacked", kDgDiffStacked,
+                 dgDiffSizes(order), PeerKind::DgDiffStacked, x3});
+  for (int order : {3, 5, 7}) {
+    int64_t np = tetNodes(order), nfp = faceNodes(order);
+    int64_t k = (kDgFloats - np * 4 * nfp) / (4 * nfp + 1 + 2 * np);
+    w.push_back({fmt::format("dg_lift_tf32x3_N{}", order), "dg_tc", "dg_lift", kDgLift,
+                 {{"K", k}, {"Np", np}, {"Nfp", nfp}}, PeerKind::DgLiftProduct, x3});
   }
   return w;
 }
@@ -240,7 +267,7 @@ std::vector<Workload> selectWorkloads(const std::string& only) {
     std::string names;
     for (const Workload& w : all) names += (names.empty() ? "" : ", ") + w.name;
     throw Error(fmt::format("--only: unknown workload '{}'; give workload names ({}) or groups (sgemm, sgemv, "
-                            "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv)",
+                            "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, dg_tc)",
                             item, names));
   }
   std::vector<Workload> out;
@@ -265,6 +292,8 @@ std::string peerLabel(PeerKind peer) {
     case PeerKind::DgDiffStacked: return "cublasSgemm (D stacked)";
     case PeerKind::DgLiftProduct: return "cublasSgemm (lift product)";
     case PeerKind::SpmvCsr: return "cusparseSpMV (CSR)";
+    case PeerKind::SgemmTf32: return "cublasGemmEx FAST_TF32";
+    case PeerKind::Dgemm: return "cublasDgemm";
   }
   return "?";
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "schedule/Schedule.h"
 
 namespace rtcg::bench {
 
@@ -20,6 +21,8 @@ enum class PeerKind {
   DgDiffStacked,  // one cublasSgemm: u (K x Np) times [Dr; Ds; Dt]^T (Np x 3Np) -> K x 3Np (both DG
                   // differentiation kernels: the stacked one reads and writes exactly these arrays)
   DgLiftProduct,  // cublasSgemm of flux (K x 4Nfp) times LIFT^T; invJ scaling and += untimed
+  SgemmTf32,      // cublasGemmEx in f32 with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores)
+  Dgemm,          // cublasDgemm (FP64 tensor cores on sm_80 and later), operands swapped as for Sgemm
   SpmvCsr,        // cusparseSpMV on the same CSR arrays (CUSPARSE_SPMV_CSR_ALG1, FP32)
 };
 
@@ -41,6 +44,8 @@ struct Workload {
   std::string source;      // DSL text
   SizeBindings sizes;
   PeerKind peer = PeerKind::Sgemm;
+  // The precision policy the workload is tuned and verified under (tensor-core rows: tf32x3, tf32).
+  Precision precision = Precision::Ieee;
   SparseMatrix matrix = SparseMatrix::None;
   int64_t matrixSize = 0;  // Laplacian3D: the grid's side; PowerLaw: the rows
 };

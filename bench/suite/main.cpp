@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 
 #include "bench/suite/Peers.h"
@@ -27,6 +28,7 @@
 #include "ir/Counts.h"
 #include "reference/Compare.h"
 #include "reference/Reference.h"
+#include "schedule/Domain.h"
 #include "runtime/Benchmark.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
@@ -46,6 +48,24 @@ namespace {
 // H100/H200 SXM non-tensor peaks; a row's roofline divides each precision's operations by its own.
 constexpr double kPeakGflopsFp32 = 67000;
 constexpr double kPeakGflopsFp64 = 34000;
+
+// The arithmetic a measured schedule uses and its H100/H200 peak (issue 22's figures), for the
+// roofline: FP32 67, FP64 34 TF/s on the pipes; TF32 mma 495, of which 3xTF32 gets a third (three
+// products per product), FP64 mma 67.
+struct Arithmetic {
+  const char* name;
+  double peakGflops;
+};
+// The mma arithmetic of a schedule, if it has one (the SIMT arithmetic is the kernel's: ir/Counts.h).
+std::optional<Arithmetic> mmaArithmeticOf(const std::string& schedule) {
+  if (ScheduleParseResult s = parseSchedule(schedule); s.ok())
+    for (const NestSchedule& n : s.schedule->nests) {
+      if (n.mma.arith == MmaArith::Tf32) return Arithmetic{"TF32 mma", 495000};
+      if (n.mma.arith == MmaArith::Tf32x3) return Arithmetic{"3xTF32 mma", 495000.0 / 3};
+      if (n.mma.arith == MmaArith::F64) return Arithmetic{"FP64 mma", 67000};
+    }
+  return std::nullopt;
+}
 
 struct Options {
   bool list = false, useDb = false, defaultSchedule = false;
@@ -90,6 +110,18 @@ void writeFile(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
+// The relative L2 error of `out` against reference output `r` over the elements it computed (every
+// element of a full reference).
+double sampledError(const std::vector<double>& out, const ReferenceOutput& r) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size() && i < r.values.size(); ++i) {
+    if (!r.computed.empty() && !r.computed[i]) continue;
+    const double d = out[i] - r.values[i];
+    num += d * d, den += r.values[i] * r.values[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
 // Phase 1: the schedule each workload is measured with.
 void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, const cuda::DeviceProperties& props) {
   Row& row = p.row;
@@ -111,7 +143,7 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
       fmt::print(stderr, "bench_suite: {}: schedule from {}\n", row.name, row.scheduleSource);
       if (o.useDb) {
         TuningDb db(dbPath);
-        if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props)))
+        if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props, p.workload.precision)))
           addContender(p.contenders, {best->schedule, fmt::format("database ({:.4f} ms when tuned)", best->medianMs)});
       }
       if (p.contenders.size() > 1)
@@ -125,7 +157,7 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
   }
   if (o.useDb) {
     TuningDb db(dbPath);
-    if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props))) {
+    if (std::optional<CandidateRecord> best = db.best(tuningKeyFor(p.bound, props, p.workload.precision))) {
       row.schedule = best->schedule;
       row.scheduleSource = fmt::format("database ({:.4f} ms when tuned)", best->medianMs);
       fmt::print(stderr, "bench_suite: {}: best schedule from the database\n", row.name);
@@ -136,6 +168,7 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
   TuneOptions t;
   t.space.maxCandidates = o.maxCandidates;
   t.space.seed = o.seed;
+  t.space.precision = p.workload.precision;
   t.timeLimitSeconds = o.timeLimit;
   t.seed = o.seed;
   t.dbPath = dbPath;
@@ -170,6 +203,7 @@ std::unique_ptr<Executable> compileSchedule(const Prepared& p, const std::string
   PipelineOptions po;
   po.kernelName = w.kernelName;
   po.schedule = schedule;
+  po.precision = w.precision;
   po.arch = gpu.props.arch();
   po.limits = deviceScheduleLimits(int64_t(gpu.props.sharedPerBlockOptin), gpu.props.maxThreadsPerBlock);
   Diagnostics diags;
@@ -253,7 +287,7 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   bool pass = true;
   for (size_t q = 0; q < bound.params.size(); ++q) {
     if (!bound.params[q].isWritten()) continue;
-    row.tolerance = std::max(row.tolerance, verificationTolerance(bound, int(q)));
+    row.tolerance = std::max(row.tolerance, verificationTolerance(bound, int(q), w.precision));
   }
   if (peerOut) {
     row.relErrPeer = 0;
@@ -261,17 +295,36 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
       double e = relativeError(out.array(param), values);
       row.relErrPeer = std::isnan(e) ? INFINITY : std::max(row.relErrPeer, e);
       // Both sides round in f32, in different orders: allow both their errors.
-      pass = pass && e <= 2 * verificationTolerance(bound, param);
+      pass = pass && e <= 2 * verificationTolerance(bound, param, w.precision);
     }
   }
-  if (!peerOut || double(row.flops) <= o.referenceMaxFlops) {
+  {
+    // The float64 reference: whole up to --reference-max-flops, else a sample of the outer loop's
+    // values costing about that much (the tensor-core rows need rtcg's and the peer's error
+    // against float64 at n=4096 too); both are compared on the elements it computed.
     HostArgs refArgs = host;
-    ReferenceResult ref = runReference(bound, refArgs);
+    ReferenceOptions ro;
+    if (double(row.flops) > o.referenceMaxFlops && !bound.nests.empty() && !bound.nests[0].loops.empty()) {
+      const Loop& outer = bound.nests[0].loops[0];
+      const int64_t extent = *constIntValue(outer.hi, bound) - *constIntValue(outer.lo, bound);
+      ro.sampleOuterValues = std::clamp<int64_t>(int64_t(double(extent) * o.referenceMaxFlops / double(row.flops)), 8,
+                                                 std::max<int64_t>(8, extent));
+      ro.sampleSeed = o.seed;
+    }
+    ReferenceResult ref = runReference(bound, refArgs, ro);
     row.relErrReference = 0;
+    if (peerOut) row.relErrPeerReference = 0;
     for (const ReferenceOutput& r : ref.outputs) {
-      double e = relativeError(out.array(r.param), r.values);
+      const HostArray& mine = out.array(r.param);
+      std::vector<double> values(size_t(mine.size()));
+      for (size_t i = 0; i < values.size(); ++i) values[i] = mine.get(int64_t(i));
+      double e = sampledError(values, r);
       row.relErrReference = std::isnan(e) ? INFINITY : std::max(row.relErrReference, e);
-      pass = pass && e <= verificationTolerance(bound, r.param);
+      pass = pass && e <= verificationTolerance(bound, r.param, w.precision);
+      if (peerOut && peerOut->count(r.param)) {
+        double pe = sampledError(peerOut->at(r.param), r);
+        row.relErrPeerReference = std::isnan(pe) ? INFINITY : std::max(row.relErrPeerReference, pe);
+      }
     }
   }
   row.pass = pass;
@@ -280,6 +333,10 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   const cuda::BenchmarkOptions bo = timing(o);
   row.rtcgMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { exe.launch(dargs.args(), &s); }, bo).medianMs;
   row.peerMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { peer.enqueue(s); }, bo).medianMs;
+  if (const std::optional<Arithmetic> mma = mmaArithmeticOf(row.schedule)) {
+    row.arithmetic = mma->name;
+    row.peakGflops = mma->peakGflops;
+  }
   row.rooflineMs = std::max(double(row.flops) / (row.peakGflops * 1e9), double(row.bytes) / (gpu.copyGBs * 1e9)) * 1e3;
 }
 

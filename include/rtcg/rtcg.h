@@ -86,11 +86,20 @@ struct TuningProgress {
   double bestMs = 0;                    // the fastest verified median so far; 0 before the first
 };
 
+// Which tensor-core arithmetic f32 contractions may use (docs/api.md, "Precision"): Ieee (the
+// default) never rounds an f32 operand to TF32 (f64 contractions may still use FP64 tensor cores:
+// IEEE products and sums, only the order of summation differs); Tf32x3 allows the split of each
+// operand into two TF32 values and three products (FP32-class accuracy); Tf32 allows one TF32
+// product (about 3e-4 relative error). A policy other than Ieee on a kernel that computes only in
+// f64 is an error. The policy is part of the tuning key: each has its own tuned schedules.
+enum class PrecisionPolicy : uint8_t { Ieee, Tf32x3, Tf32 };
+
 struct CompileOptions {
   std::string kernel;    // which kernel of the source; empty: the only one
   std::string schedule;  // schedule text; empty: decided by `tuning`
   std::string fileName = "<string>";  // used in diagnostics
   Tuning tuning = Tuning::UseCached;
+  PrecisionPolicy precision = PrecisionPolicy::Ieee;
   int tuneMaxCandidates = 64;         // for TuneOnFirstUse
   double tuneTimeLimitSeconds = 30;   // for TuneOnFirstUse
   // Receives compile()'s warnings ("rtcg: warning: ...": a cache or tuning database that cannot be

@@ -288,11 +288,12 @@ ScheduleInputs scheduleInputs(detail::ContextImpl& ctx, std::string_view source,
                               const CompileOptions& options, CompileLog& log) {
   const cuda::DeviceProperties& props = ctx.cuda->device().properties();
   ScheduleInputs in;
-  in.key = tuningKeyFor(target, props);
+  in.key = tuningKeyFor(target, props, precisionOf(options));
   in.limits = deviceLimits(ctx);
   in.tuneNow = [&ctx, source, &target, &options, &log]() -> std::optional<CandidateRecord> {
     TuneOptions tuneOptions;
     tuneOptions.space.maxCandidates = options.tuneMaxCandidates;
+    tuneOptions.space.precision = precisionOf(options);
     tuneOptions.timeLimitSeconds = options.tuneTimeLimitSeconds;
     tuneOptions.deviceOrdinals = {ctx.info.ordinal};
     try {

@@ -8,7 +8,8 @@
 //   EmitStaging.cpp    shared-memory tiles: storage, bases, copies, prefetch and pipelines
 //   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
 //   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
-//   EmitPrelude.cpp    fixed device helpers (floor division, cp.async)
+//   EmitMma.cpp        a contraction on tensor cores (`mma:`): staged tiles, fragments, epilogue
+//   EmitPrelude.cpp    fixed device helpers (floor division, cp.async, mma)
 // Everything here is internal to src/codegen; Emitter.h is the interface.
 #pragma once
 
@@ -231,6 +232,13 @@ void planLaunch(EmitContext& ctx);
 // EmitNest.cpp: the kernel function of the nest.
 C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals);
 C::ExprP indexValue(EmitContext& ctx, const ParallelIndex& p, const std::vector<int64_t>* regValues);
+// The kernel's parameters (and the aligned array pointers), and the header comment from ctx.facts'
+// launch: for the mma emitter, which builds its own function.
+void declareNestParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::vector<C::Stmt>& body);
+void describeNest(const EmitContext& ctx, C::Function& fn);
+
+// EmitMma.cpp: the kernel function of a nest with an `mma:` plan.
+C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch);
 void declarePointIndices(EmitContext& ctx, int64_t point, Env& env, std::vector<C::Stmt>& out, C::ExprP& guard);
 // The condition under which the parallel indices that a range read (a data-dependent bound, IR.h)
 // uses are inside the domain, where a point outside it can get there (null: always inside).
@@ -282,5 +290,8 @@ C::Stmt emitStore(const EmitContext& ctx, size_t statement, const C::ExprP& targ
 std::vector<C::Function> floorHelpers(const std::string& type);
 // The cp.async helpers of `copy: async` (fixed text).
 extern const char* const asyncCopyHelpers;
+// The tensor-core helpers of `mma:` (fixed text): TF32 rounding and one mma.sync per shape. The
+// host emulation of the tests defines the same functions (with the fragment layouts of the PTX ISA).
+extern const char* const mmaHelpers;
 
 }  // namespace rtcg::emit

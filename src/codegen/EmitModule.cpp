@@ -79,8 +79,10 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
   // The 16-bit types' headers only where the kernel has such values: other kernels' code stays as it was.
   if (usesType(k, ScalarType::F16)) mod.preludes.push_back("#include <cuda_fp16.h>");
   if (usesType(k, ScalarType::BF16)) mod.preludes.push_back("#include <cuda_bf16.h>");
-  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.asyncCopy; }))
+  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.asyncCopy || ns.mma.stages > 1; }))
     mod.preludes.push_back(emit::asyncCopyHelpers);
+  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.mma.any(); }))
+    mod.preludes.push_back(emit::mmaHelpers);
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needs.floorLL)

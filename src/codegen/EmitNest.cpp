@@ -480,7 +480,14 @@ void declareScratch(const EmitContext& ctx, C::Function& fn, LaunchSpec& launch,
 
 // ---------------------------------------------------------------------------------------------
 
+void declareNestParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::vector<C::Stmt>& body) {
+  declareParams(ctx, fn, launch, body);
+}
+
+void describeNest(const EmitContext& ctx, C::Function& fn) { describe(ctx, fn); }
+
 C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals) {
+  if (ctx.plan.mma) return emitMmaNest(ctx, launch);
   planLaunch(ctx);
   const LaunchFacts& f = ctx.facts;
   C::Function fn;

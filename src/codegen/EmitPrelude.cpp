@@ -55,4 +55,34 @@ __device__ __forceinline__ void rtcg_cp_async_wait2() {}
 #endif
 #endif)";
 
+// TF32 rounding and the mma.sync instructions of `mma:` schedules (sm_80 and later). Operands pass
+// as floats holding TF32 bit patterns (rounded by rtcg_tf32_rna when staged); each helper is one
+// warp-wide instruction on the fragments of the calling lane (layouts: PTX ISA, mma.m16n8k8 and
+// mma.m8n8k4). The host emulation defines the same functions.
+const char* const mmaHelpers = R"mma(// Tensor-core helpers ('mma:'): cvt.rna.tf32.f32 rounds to 10 mantissa bits (nearest, ties away
+// from zero); d += a * b on one m16n8k8 TF32 or m8n8k4 FP64 fragment of this lane.
+#ifndef RTCG_HOST_EMULATION
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+__device__ __forceinline__ float rtcg_tf32_rna(float x) {
+  unsigned int r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+__device__ __forceinline__ void rtcg_mma_tf32(float& d0, float& d1, float& d2, float& d3, float a0, float a1,
+                                              float a2, float a3, float b0, float b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+               "{%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+               : "r"(__float_as_uint(a0)), "r"(__float_as_uint(a1)), "r"(__float_as_uint(a2)),
+                 "r"(__float_as_uint(a3)), "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
+}
+__device__ __forceinline__ void rtcg_mma_f64(double& d0, double& d1, double a0, double b0) {
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+               : "+d"(d0), "+d"(d1) : "d"(a0), "d"(b0));
+}
+#else
+#error "mma schedules need sm_80 or later (mma.sync with TF32 and FP64 operands)"
+#endif
+#endif)mma";
+
 }  // namespace rtcg::emit

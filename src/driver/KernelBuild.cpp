@@ -51,6 +51,7 @@ PreparedKernel prepareProved(std::string_view source, const ProvedKernel& proved
   po.arrayAlignment = arrayAlignment;
   po.kernelName = options.kernel;
   po.schedule = options.schedule;
+  po.precision = precisionOf(options);
   po.compile = false;  // the cubin comes from the kernel cache (or NVRTC through it)
   Diagnostics diags = proved.diagnostics;
   std::optional<Compiled> compiled = compileProved(proved.bound, po, diags);
@@ -73,7 +74,8 @@ std::string requestKey(std::string_view source, const Sizes& sizes, const Compil
   // The tuning policy is part of the request: the same source may be served untuned and tuned.
   const char* policyOverride = std::getenv("RTCG_TUNING");
   std::vector<std::string> parts{"rtcg-request-v2", std::string(source), options.kernel, options.schedule,
-                                 fmt::format("tuning={}/{}", int(options.tuning), policyOverride ? policyOverride : "")};
+                                 fmt::format("tuning={}/{}", int(options.tuning), policyOverride ? policyOverride : ""),
+                                 precisionName(precisionOf(options))};
   for (const auto& [name, value] : sizes) parts.push_back(fmt::format("{}={}", name, value));
   return hashKey(parts);
 }

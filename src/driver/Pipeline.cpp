@@ -5,6 +5,7 @@
 #include "frontend/Frontend.h"
 #include "ir/Analysis.h"
 #include "ir/Bind.h"
+#include "schedule/Mma.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -44,7 +45,11 @@ std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, D
 }
 
 std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, const ScheduleLimits& limits,
-                                       Diagnostics& diags) {
+                                       Diagnostics& diags, Precision precision) {
+  if (std::string why = precisionObstacle(bound, precision); !why.empty()) {
+    diags.error({}, why);
+    return std::nullopt;
+  }
   if (text.empty()) return defaultSchedule(bound);
   ScheduleParseResult parsed = parseSchedule(text);
   if (!parsed.ok()) {
@@ -53,6 +58,7 @@ std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& t
     return std::nullopt;
   }
   std::vector<std::string> reasons = validateSchedule(bound, *parsed.schedule, limits);
+  for (std::string& r : precisionReasons(*parsed.schedule, precision)) reasons.push_back(std::move(r));
   for (const std::string& r : reasons) diags.error({}, "illegal schedule: " + r);
   if (!reasons.empty()) return std::nullopt;
   return parsed.schedule;
@@ -76,7 +82,7 @@ std::optional<Kernel> proveKernel(const SourceText& src, const SizeBindings& siz
 std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions& options, Diagnostics& diags,
                                       bool* nvrtcFailed) {
   if (nvrtcFailed) *nvrtcFailed = false;
-  std::optional<Schedule> schedule = chooseSchedule(bound, options.schedule, options.limits, diags);
+  std::optional<Schedule> schedule = chooseSchedule(bound, options.schedule, options.limits, diags, options.precision);
   if (!schedule) return std::nullopt;
 
   Compiled out{bound, *schedule, emitCuda(bound, *schedule, options.limits, options.arrayAlignment), {}};

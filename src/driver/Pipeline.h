@@ -32,9 +32,11 @@ std::optional<Kernel> frontKernel(const SourceText& src, const std::string& kern
 std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, Diagnostics& diags);
 
 // The schedule: parsed from `text` and validated against the kernel under `limits`, or the
-// default schedule when `text` is empty. Errors go to diags (without a DSL location).
+// default schedule when `text` is empty. Errors go to diags (without a DSL location). The
+// precision policy must apply to the kernel (precisionObstacle) and allow the schedule's mma
+// arithmetic (precisionReasons, schedule/Mma.h).
 std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, const ScheduleLimits& limits,
-                                       Diagnostics& diags);
+                                       Diagnostics& diags, Precision precision = Precision::Ieee);
 
 struct Compiled {
   Kernel kernel;  // bound
@@ -54,6 +56,8 @@ struct PipelineOptions {
   ScheduleLimits limits;
   // What the code may assume of array addresses (codegen/Emitter.h): 16 for whole allocations.
   int arrayAlignment = kWholeAllocationAlignment;
+  // Which tensor-core arithmetic f32 contractions may use (schedule/Schedule.h).
+  Precision precision = Precision::Ieee;
 };
 
 // The whole pipeline. On failure returns nullopt with diags set; an NVRTC failure (a bug in the

@@ -436,7 +436,40 @@ class NestPlanner {
 
 }  // namespace
 
+// The plan of an `mma:` schedule: the launch and shared memory of its MmaPlan.
+NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits) {
+  NestPlanResult r;
+  auto mma = planMma(k, nest, s, limits, r.reasons);
+  if (!mma) {
+    if (k.nests.size() > 1)
+      for (std::string& m : r.reasons) m = fmt::format("nest {}: {}", nest, m);
+    return r;
+  }
+  NestPlan plan;
+  plan.nest = nest;
+  plan.schedule = s;
+  LaunchPlan& l = plan.launch;
+  l.block[0] = s.mma.warpsM * s.mma.warpsN * 32;
+  // The batch rides on grid.x with the N tiles (grid.z would hold only 65535 of them).
+  l.grid[0] = (mma->c.nExtent + mma->blockN - 1) / mma->blockN;
+  for (int64_t e : mma->c.batchExtent) l.grid[0] *= std::max<int64_t>(1, e);
+  l.grid[1] = (mma->c.mExtent + mma->blockM - 1) / mma->blockM;
+  l.grid[2] = 1;
+  l.threads = l.block[0];
+  l.blocks = l.grid[0] * l.grid[1] * l.grid[2];
+  l.regPoints = l.outputsPerThread = mma->blockM * mma->blockN / l.threads;
+  l.threadX = l.block[0];
+  plan.sharedBytes = mma->tileBytes;
+  plan.dynamicShared = mma->tileBytes > 48 * 1024;
+  plan.dynamicSharedBytes = plan.dynamicShared ? mma->tileBytes : 0;
+  plan.cooperative = true;
+  plan.mma = std::move(mma);
+  r.plan = std::move(plan);
+  return r;
+}
+
 NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits) {
+  if (s.mma.any()) return planMmaNest(k, nest, s, limits);
   return NestPlanner(k, nest, s, limits).run();
 }
 
@@ -558,11 +591,34 @@ std::string crossBlockLine(const CrossBlockPlan& cb) {
                      count(cb.regPoints, "register point"), cb.scratchBytes);
 }
 
+// An mma plan in words: the GEMM it sees, the tiles, the staging, the epilogue.
+std::string mmaLines(const Kernel& k, const MmaPlan& p) {
+  std::string s = fmt::format("  contraction: M {} x N {} x K {} ({} sum over '{}'), batch of {}\n", p.c.mExtent,
+                              p.c.nExtent, p.c.kExtent, typeName(p.c.type), p.c.kLoop->name, [&] {
+                                int64_t b = 1;
+                                for (int64_t e : p.c.batchExtent) b *= e;
+                                return b;
+                              }());
+  s += fmt::format("  operands: {} (M, staged along {}), {} (N, staged along {})\n", printExpr(p.c.a, &k),
+                   p.c.aAlongK ? "K" : "M", printExpr(p.c.b, &k), p.c.bAlongK ? "K" : "N");
+  s += fmt::format("  {} mma.sync {}: block tile {}x{}, {} reduction steps of {}, {} mma per warp and step\n",
+                   mmaArithName(p.arith), mmaShapeName(p.arith), p.blockM, p.blockN, p.steps, p.blockK, p.mmaPerStep);
+  s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
+                   "fragment loads)\n",
+                   p.tileBytes, p.tileBytes > 48 * 1024 ? "dynamic" : "static", p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);
+  if (p.stages > 1)
+    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; operands converted as fragments load\n",
+                     p.stages, p.stages - 1);
+  s += "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
+  return s;
+}
+
 }  // namespace
 
 std::string printPlan(const Kernel& k, const NestPlan& plan) {
   std::string s = fmt::format("nest {}: {}\n", plan.nest, printNestSchedule(plan.schedule));
   s += launchLine(plan.launch);
+  if (plan.mma) return s + mmaLines(k, *plan.mma);
   if (plan.schedule.blocksPerSM > 0)
     s += fmt::format("  __launch_bounds__({}, {})\n", plan.launch.threads, plan.schedule.blocksPerSM);
   for (const IndexPlan& ip : plan.parts) s += indexLines(ip, plan.clauseOf(ip));

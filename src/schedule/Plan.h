@@ -16,6 +16,7 @@
 
 #include "ir/IR.h"
 #include "schedule/Domain.h"
+#include "schedule/Mma.h"
 #include "schedule/Schedule.h"
 
 namespace rtcg {
@@ -93,6 +94,9 @@ struct NestPlan {
   // combine, whose partials (scratch the last block reads back) are never streamed. Empty with
   // `stores: cached`; a schedule asking for streaming where no store qualifies has no plan.
   std::vector<int> streamedStores;
+  // `mma:`: the nest's contraction on tensor cores (schedule/Mma.h). Such a plan has no index
+  // parts: the launch and the shared memory above are the mma plan's.
+  std::optional<MmaPlan> mma;
 
   const IndexPlan* index(std::string_view name) const;  // nullptr if absent
   const IndexSchedule& clauseOf(const IndexPlan& ip) const { return schedule.indices[ip.clause]; }

@@ -5,6 +5,7 @@
 #include <deque>
 #include <fmt/format.h>
 #include <set>
+#include <tuple>
 
 #include "ir/Walk.h"
 #include "schedule/Domain.h"
@@ -68,6 +69,51 @@ bool NestSchedule::isTransposed(std::string_view array) const {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Tensor-core arithmetic and the precision policy
+
+const char* mmaArithName(MmaArith a) {
+  switch (a) {
+    case MmaArith::None: return "none";
+    case MmaArith::Tf32: return "tf32";
+    case MmaArith::Tf32x3: return "tf32x3";
+    case MmaArith::F64: return "f64";
+  }
+  RTCG_ASSERT(false, "bad MmaArith");
+}
+
+const char* mmaShapeName(MmaArith a) { return a == MmaArith::F64 ? "m8n8k4" : "m16n8k8"; }
+
+std::string printMmaSchedule(const MmaSchedule& m) {
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}", mmaArithName(m.arith), mmaShapeName(m.arith), m.warpsM,
+                     m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "");
+}
+
+const char* precisionName(Precision p) {
+  switch (p) {
+    case Precision::Ieee: return "ieee";
+    case Precision::Tf32x3: return "tf32x3";
+    case Precision::Tf32: return "tf32";
+  }
+  RTCG_ASSERT(false, "bad Precision");
+}
+
+std::optional<Precision> parsePrecision(std::string_view s) {
+  for (Precision p : {Precision::Ieee, Precision::Tf32x3, Precision::Tf32})
+    if (s == precisionName(p)) return p;
+  return std::nullopt;
+}
+
+bool precisionAllows(Precision p, MmaArith arith) {
+  switch (arith) {
+    case MmaArith::None:
+    case MmaArith::F64: return true;  // IEEE products and sums
+    case MmaArith::Tf32x3: return p != Precision::Ieee;
+    case MmaArith::Tf32: return p == Precision::Tf32;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The clause table
 
 const std::vector<ClauseRow>& clauseTable() {
@@ -99,6 +145,10 @@ const std::vector<ClauseRow>& clauseTable() {
     stores.flag = &NestSchedule::streamingStores;
     stores.yes = "streaming", stores.no = "cached", stores.family = "stores: streaming";
     r.push_back(stores);
+    ClauseRow mma{"mma", ClauseKind::Mma};
+    mma.mma = &NestSchedule::mma;
+    mma.distance = 4, mma.family = "mma";
+    r.push_back(mma);
     return r;
   }();
   return rows;
@@ -110,6 +160,7 @@ bool clauseAtDefault(const ClauseRow& row, const NestSchedule& s) {
     case ClauseKind::ArrayFlag: return (s.*row.arrays).empty();
     case ClauseKind::Number: return s.*row.number == row.defaultNumber;
     case ClauseKind::Keyword: return !(s.*row.flag);
+    case ClauseKind::Mma: return !(s.*row.mma).any();
   }
   return true;
 }
@@ -122,6 +173,7 @@ std::string clauseValue(const ClauseRow& row, const NestSchedule& s) {
     case ClauseKind::Number:
       return row.defaultNumber == 0 && s.*row.number == 0 ? "none" : std::to_string(s.*row.number);
     case ClauseKind::Keyword: return s.*row.flag ? row.yes : row.no;
+    case ClauseKind::Mma: return (s.*row.mma).any() ? printMmaSchedule(s.*row.mma) : "none";
   }
   return "";
 }
@@ -153,7 +205,8 @@ std::string printNestSchedule(const NestSchedule& s) {
       }
       case ClauseKind::ArrayFlag: break;
       case ClauseKind::Number:
-      case ClauseKind::Keyword: clauses.push_back(fmt::format("{}: {}", row.name, clauseValue(row, s))); break;
+      case ClauseKind::Keyword:
+      case ClauseKind::Mma: clauses.push_back(fmt::format("{}: {}", row.name, clauseValue(row, s))); break;
     }
   }
   if (clauses.empty()) return "-";
@@ -309,7 +362,80 @@ class ScheduleParser {
         } while (accept(','));
         return;
       case ClauseKind::ArrayFlag: return;
+      case ClauseKind::Mma: given = true, n.*row.mma = mmaClause(); return;
     }
+  }
+
+  // `WxH`: two positive numbers joined by 'x' (`warps 2x2`).
+  std::pair<int64_t, int64_t> dims(const char* what) {
+    skipSpace();
+    size_t start = pos_;
+    auto digits = [&] {
+      size_t from = pos_;
+      int64_t v = 0;
+      while (pos_ < t_.size() && std::isdigit((unsigned char)t_[pos_]) && v < 1'000'000) v = v * 10 + (t_[pos_++] - '0');
+      if (pos_ == from) failAt(start, fmt::format("expected {} as 'AxB' (e.g. '2x2')", what));
+      return v;
+    };
+    int64_t a = digits();
+    if (pos_ >= t_.size() || t_[pos_] != 'x') failAt(start, fmt::format("expected {} as 'AxB' (e.g. '2x2')", what));
+    ++pos_;
+    int64_t b = digits();
+    if (pos_ < t_.size() && (std::isalnum((unsigned char)t_[pos_]) || t_[pos_] == '_' || t_[pos_] == '.'))
+      fail(fmt::format("unexpected '{}' after {}", t_[pos_], what));
+    return {a, b};
+  }
+
+  void keyword(const char* kw, const char* after) {
+    size_t at = (skipSpace(), pos_);
+    std::string w = word(fmt::format("'{}' after {}", kw, after).c_str());
+    if (w != kw) failAt(at, fmt::format("expected '{}' after {}, found '{}'", kw, after, w));
+  }
+
+  // `tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16` after `mma:`. Numbers are range-checked here so that
+  // every parsed clause prints back; whether it fits the nest is the plan's question (Mma.h).
+  MmaSchedule mmaClause() {
+    MmaSchedule m;
+    size_t at = (skipSpace(), pos_);
+    std::string arith = word("'tf32', 'tf32x3' or 'f64' after 'mma:'");
+    for (MmaArith a : {MmaArith::Tf32, MmaArith::Tf32x3, MmaArith::F64})
+      if (arith == mmaArithName(a)) m.arith = a;
+    if (!m.any()) failAt(at, fmt::format("unknown mma arithmetic '{}' (expected 'tf32', 'tf32x3' or 'f64')", arith));
+    at = (skipSpace(), pos_);
+    std::string shape = word("the mma shape (m16n8k8 or m8n8k4)");
+    if (shape != mmaShapeName(m.arith))
+      failAt(at, fmt::format("mma shape '{}' does not fit '{}' (expected '{}')", shape, arith, mmaShapeName(m.arith)));
+    keyword("warps", "the mma shape");
+    at = (skipSpace(), pos_);
+    std::tie(m.warpsM, m.warpsN) = dims("the warps of a block");
+    if (m.warpsM < 1 || m.warpsN < 1 || m.warpsM * m.warpsN > 32)
+      failAt(at, "mma warps must be at least 1x1 and at most 32 in all");
+    keyword("tile", "the warps");
+    at = (skipSpace(), pos_);
+    std::tie(m.tileM, m.tileN) = dims("the fragments of a warp");
+    if (m.tileM < 1 || m.tileN < 1 || m.tileM * m.tileN > 32)
+      failAt(at, "an mma tile must be at least 1x1 and at most 32 fragments in all");
+    keyword("k", "the tile");
+    at = (skipSpace(), pos_);
+    if (!atNumber()) fail("expected the reduction values per step after 'k'");
+    m.k = number();
+    int64_t fragK = m.arith == MmaArith::F64 ? 4 : 8;
+    if (m.k < fragK || m.k > 128 || m.k % fragK != 0)
+      failAt(at, fmt::format("mma k must be a multiple of {} between {} and 128", fragK, fragK));
+    // `stages N`, optional: the next word, when it is that word.
+    size_t save = pos_;
+    skipSpace();
+    if (t_.substr(pos_, 6) == "stages" &&
+        (pos_ + 6 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 6]) || t_[pos_ + 6] == '_'))) {
+      pos_ += 6;
+      at = (skipSpace(), pos_);
+      if (!atNumber()) fail("expected the number of stages (2 to 4) after 'stages'");
+      m.stages = number();
+      if (m.stages < 2 || m.stages > 4) failAt(at, "mma stages must be between 2 and 4");
+    } else {
+      pos_ = save;
+    }
+    return m;
   }
 
   NestSchedule nest() {

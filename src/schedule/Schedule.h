@@ -86,6 +86,43 @@ struct IndexSchedule {
   bool operator==(const IndexSchedule&) const = default;
 };
 
+// Tensor-core arithmetic of an `mma:` clause (schedule/Mma.h): the operands of a contraction go
+// through the matrix units as TF32 (`tf32`: each operand rounded to 10 mantissa bits), as the
+// big/small split of three TF32 products that emulates FP32 (`tf32x3`), or as FP64 (`f64`: IEEE
+// products and sums, only the order of summation differs).
+enum class MmaArith : uint8_t { None, Tf32, Tf32x3, F64 };
+const char* mmaArithName(MmaArith a);    // "tf32", "tf32x3", "f64" ("none")
+const char* mmaShapeName(MmaArith a);    // the instruction's shape: "m16n8k8" (TF32), "m8n8k4" (F64)
+
+// `mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16`: the nest's one contraction statement computed by
+// warps of tensor-core fragments (schedule/Mma.h says which statements qualify and what the plan
+// is). A block has warpsM x warpsN warps; each warp owns tileM x tileN fragments of the output
+// (a fragment is 16x8 for TF32, 8x8 for F64), so a block owns (warpsM*tileM*16) x (warpsN*tileN*8)
+// outputs (F64: 8 rows per fragment); the block stages `k` values of the reduction per step.
+// `stages 3` (2 to 4) copies the steps with cp.async into that many buffers, stages - 1 steps ahead
+// of the arithmetic (the operands are then converted to TF32 as fragments are loaded); without it
+// (1) each step is loaded, converted once and stored between two barriers.
+struct MmaSchedule {
+  MmaArith arith = MmaArith::None;
+  int64_t warpsM = 1, warpsN = 1;
+  int64_t tileM = 1, tileN = 1;
+  int64_t k = 8;
+  int64_t stages = 1;
+  bool any() const { return arith != MmaArith::None; }
+  bool operator==(const MmaSchedule&) const = default;
+};
+std::string printMmaSchedule(const MmaSchedule& m);  // "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 [stages 3]"
+
+// The precision policy of f32 contractions (`--precision`, CompileOptions::precision): which
+// tensor-core arithmetic a schedule may use. `ieee` (the default) never rounds an f32 operand to
+// TF32 (f64 contractions may use FP64 mma: IEEE products and sums); `tf32x3` allows the 3xTF32
+// split (FP32-class accuracy); `tf32` allows plain TF32 (and tf32x3).
+enum class Precision : uint8_t { Ieee, Tf32x3, Tf32 };
+const char* precisionName(Precision p);  // "ieee", "tf32x3", "tf32"
+std::optional<Precision> parsePrecision(std::string_view s);
+// Whether the policy allows `arith`.
+bool precisionAllows(Precision p, MmaArith arith);
+
 struct NestSchedule {
   std::vector<IndexSchedule> indices;  // clause order
   std::vector<std::string> shared;     // arrays staged in shared memory
@@ -107,6 +144,8 @@ struct NestSchedule {
   // streaming store __stcs (evict-first in L2; NestPlan::streamedStores says which); `stores:
   // cached`, the default: plain stores.
   bool streamingStores = false;
+  // `mma: ...`: the nest's contraction on tensor cores (no index clauses beside it).
+  MmaSchedule mma;
   const IndexSchedule* find(std::string_view index) const;  // nullptr if absent
   bool isTransposed(std::string_view array) const;
   bool operator==(const NestSchedule&) const = default;
@@ -127,6 +166,7 @@ enum class ClauseKind : uint8_t {
   ArrayFlag,  // `a^T`: a mark on arrays of the Arrays row, printed and parsed with them
   Number,     // `buffers: 2`: an integer in [min, max], not printed at its default
   Keyword,    // `copy: async|registers`: a flag set by its first word, not printed when clear
+  Mma,        // `mma: tf32 m16n8k8 warps 2x2 tile 4x2 k 16`: the MmaSchedule, not printed when none
 };
 
 struct ClauseRow {
@@ -140,6 +180,7 @@ struct ClauseRow {
   bool NestSchedule::*flag = nullptr;  // Keyword
   const char* yes = nullptr;           // Keyword: the word that sets the flag
   const char* no = nullptr;            // Keyword: the word that clears it (the default)
+  MmaSchedule NestSchedule::*mma = nullptr;  // Mma
   // scheduleDistance: what a differing value costs (Arrays: per array only one schedule stages;
   // ArrayFlag: per array both stage, marked in one only).
   double distance = 1;

@@ -70,6 +70,7 @@ class NestSpace {
       crossBlockVariants();
       rowVariants();
       streamingVariants();
+      mmaVariants();
     }
     finishFamilies();
     prune();
@@ -805,6 +806,36 @@ class NestSpace {
     }
   }
 
+  // Tensor-core schedules of a qualifying contraction (schedule/Mma.h), in every arithmetic the
+  // precision policy allows for its type: warps of 1 to 8 per block, 1x1 to 4x4 fragments per
+  // warp, steps of 8, 16 and 32 values, staged per step or by cp.async in 3 stages (where the
+  // reduction has more than one step). Tiles much larger than the output (a block tile whose
+  // half already covers a dimension) are left out, as are steps past the reduction's length.
+  void mmaVariants() {
+    ContractionMatch m = matchContraction(k_, nest_);
+    if (!m.contraction) return;
+    const Contraction& c = *m.contraction;
+    static const std::pair<int64_t, int64_t> warps[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4}, {4, 2}};
+    static const std::pair<int64_t, int64_t> tiles[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4}, {4, 2}, {4, 4}};
+    for (MmaArith arith : mmaAriths(o_.precision, c.type)) {
+      const int64_t fragM = arith == MmaArith::F64 ? 8 : 16, fragN = 8, fragK = arith == MmaArith::F64 ? 4 : 8;
+      for (auto [wm, wn] : warps)
+        for (auto [tm, tn] : tiles) {
+          const int64_t bm = wm * tm * fragM, bn = wn * tn * fragN;
+          if ((bm > fragM && bm / 2 >= c.mExtent) || (bn > fragN && bn / 2 >= c.nExtent)) continue;
+          for (int64_t kStep : {int64_t(8), int64_t(16), int64_t(32)}) {
+            if (kStep > fragK && kStep / 2 >= c.kExtent) continue;
+            for (int64_t stages : {int64_t(1), int64_t(3)}) {
+              if (stages > 1 && c.kExtent <= kStep) continue;  // one step: nothing to pipeline
+              NestSchedule ns;
+              ns.mma = MmaSchedule{arith, wm, wn, tm, tn, kStep, stages};
+              add(ns, Family::Plain);
+            }
+          }
+        }
+    }
+  }
+
   // The model's pruning; the default schedule is never pruned.
   void prune() {
     const DeviceModel& d = o_.device;
@@ -973,6 +1004,7 @@ double clauseDistance(const ClauseRow& row, const NestSchedule& x, const NestSch
   switch (row.kind) {
     case ClauseKind::Number: return x.*row.number != y.*row.number ? row.distance : 0;
     case ClauseKind::Keyword: return x.*row.flag != y.*row.flag ? row.distance : 0;
+    case ClauseKind::Mma: return x.*row.mma != y.*row.mma ? row.distance : 0;
     case ClauseKind::Arrays: {
       std::set<std::string> sx((x.*row.arrays).begin(), (x.*row.arrays).end());
       std::set<std::string> sy((y.*row.arrays).begin(), (y.*row.arrays).end());

@@ -51,6 +51,9 @@ struct SpaceOptions {
   int64_t maxCandidates = 0;
   uint64_t seed = 1;            // for sampling
   bool allowShared = true;      // offer shared-memory staging where the emitter supports it
+  // Which tensor-core arithmetic the space offers (`mma:` schedules of qualifying contractions,
+  // schedule/Mma.h): under ieee f64 only, tf32x3 adds 3xTF32 for f32, tf32 adds plain TF32.
+  Precision precision = Precision::Ieee;
   DeviceModel device;
   ScheduleLimits limits;
 };

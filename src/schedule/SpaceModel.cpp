@@ -395,13 +395,88 @@ double NestModel::bankConflictWays(const NestPlan& plan, size_t access, const St
 }
 
 NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) const {
+  if (s.mma.any()) {  // a probe of an mma schedule: its plan, where it has one
+    NestPlanResult r = planNest(*k_, nest_, s);
+    if (r.plan) return estimate(*r.plan, d);
+    NestEstimate e;
+    e.seconds = std::numeric_limits<double>::infinity();
+    return e;
+  }
   NestPlan sketch = sketchNest(*k_, nest_, s, indices_);
   sketch.staging = planStaging(*k_, nest_, s, &indices_);
   if (s.earlyLoads) sketch.earlyLoads = earlyStatementLoads(*k_, nest_, s);
   return estimate(sketch, d);
 }
 
+namespace {
+
+// The mma term: a contraction on tensor cores (plan.mma). The arithmetic issued is the padded
+// tiles' (partial tiles compute zeros), three times over for tf32x3, at the tensor peak of the
+// arithmetic: TF32 half the dense FP16 rate (an H100 SXM's 1070 TF/s: 535, data sheet 495 at its
+// 1.83 GHz), FP64 mma twice the FP64 pipe (67 TF/s); counted at 60%: the steps are staged through
+// registers between two barriers, without a pipeline, and the fragment loads share the issue slots.
+// Memory: each operand element is read once per block that needs it (from L2 after the first; L2
+// serves about 3x DRAM), the output once (twice when the statement reads it back).
+NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceModel& d) {
+  const MmaPlan& p = *plan.mma;
+  const MmaSchedule& ms = plan.schedule.mma;
+  NestEstimate e;
+  e.threads = plan.launch.threads;
+  e.blocks = plan.launch.blocks;
+  e.registerTile = e.outputsPerThread = plan.launch.outputsPerThread;
+  e.sharedBytes = p.tileBytes;
+  const int64_t accs = ms.tileM * ms.tileN * (p.arith == MmaArith::F64 ? 2 : 4);
+  const int64_t regsPerValue = p.c.type == ScalarType::F64 ? 2 : 1;
+  const int64_t fragments = (ms.tileM * (p.arith == MmaArith::F64 ? 1 : 4) + ms.tileN * (p.arith == MmaArith::F64 ? 1 : 2)) *
+                            p.tilesPerOperand;
+  e.registers = std::min<int64_t>(255, 32 + (accs + fragments) * regsPerValue);
+  const int64_t warps = e.threads / 32;
+  int64_t perSm = d.maxBlocksPerMultiprocessor;
+  perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, e.threads));
+  perSm = std::min<int64_t>(perSm, d.registersPerMultiprocessor / ((e.registers + 7) / 8 * 8 * e.threads));
+  perSm = std::min<int64_t>(perSm, d.sharedPerMultiprocessor / std::max<int64_t>(1, e.sharedBytes));
+  e.blocksPerMultiprocessor = std::max<int64_t>(0, perSm);
+  if (e.blocksPerMultiprocessor == 0) {
+    e.seconds = std::numeric_limits<double>::infinity();
+    return e;
+  }
+  e.occupancy = double(e.blocksPerMultiprocessor * warps * 32) / d.maxThreadsPerMultiprocessor;
+  double batch = 1;
+  for (int64_t b : p.c.batchExtent) batch *= double(std::max<int64_t>(1, b));
+  const double nTiles = double(plan.launch.grid[0]) / batch;  // grid.x: the N tiles times the batch
+  const double elem = typeBytes(p.c.type);
+  e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
+  const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
+                        (p.arith == MmaArith::Tf32x3 ? 3 : 1);
+  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops : d.peakTensorFlops / 2;
+  const double compute = issued / ((p.stages > 1 ? 0.75 : 0.6) * peak);
+  const bool readsBack = [&] {
+    bool r = false;
+    const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement)];
+    visitExprs(st.value, [&](const Expr& x) { r |= x->kind == ExprKind::Load && x->array == st.array; });
+    return r;
+  }();
+  const double outputs = double(p.c.mExtent * p.c.nExtent) * batch * typeBytes(k.params[size_t(k.nests[plan.nest].body[size_t(p.c.statement)].array)].type);
+  const double operands = double(p.c.kExtent) * elem * batch;
+  const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputs * (readsBack ? 2 : 1);
+  const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(plan.launch.grid[1]));
+  e.bytes = dram;
+  const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));
+  const double sms = d.multiprocessors, blocks = double(e.blocks);
+  const double smUse = std::min(1.0, blocks / sms);
+  const double waveUse = blocks >= sms ? blocks / (sms * std::ceil(blocks / sms)) : 1.0;
+  // Barriers without a pipeline: a multiprocessor hides one block's staging behind another's mma.
+  const double hiding = p.stages > 1 ? 1.0 : std::min(1.0, 0.5 + 0.25 * double(std::min<int64_t>(e.blocksPerMultiprocessor, int64_t(std::ceil(blocks / sms)))));
+  e.efficiency = smUse * waveUse * hiding;
+  e.storeStride = 1;  // each quad of lanes stores runs of 8 neighbours along N
+  e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
+  return e;
+}
+
+}  // namespace
+
 NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) const {
+  if (plan.mma) return estimateMma(*k_, plan, d);
   const NestSchedule& s = plan.schedule;
   NestEstimate e;
   const LaunchPlan& launch = plan.launch;

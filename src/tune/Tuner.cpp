@@ -139,6 +139,7 @@ worker::SetupMessage setupMessage(const std::string& fileName, const std::string
   setup.sizes = bound.sizes;
   setup.scalars = scalars;
   setup.seed = options.seed;
+  setup.precision = precisionName(options.space.precision);
   for (size_t p = 0; p < bound.params.size(); ++p) {
     const Param& param = bound.params[p];
     if (!param.isArray() || param.mode == ArrayMode::Out) continue;
@@ -259,7 +260,8 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   std::string workerPath = findWorker(options.workerPath);
 
   TuneResult result;
-  result.key = tuningKeyFor(bound, props);
+  result.key = tuningKeyFor(bound, props, options.space.precision);
+  result.precision = options.space.precision;
   result.floatOps = floatOps(bound);
   result.minimalBytes = minimalBytes(bound);
   result.peakBandwidthGBs = props.peakBandwidthGBs();

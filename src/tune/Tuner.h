@@ -100,6 +100,7 @@ struct TuneResult {
   std::optional<CandidateRecord> best;      // fastest verified
   std::optional<CandidateRecord> defaultSchedule;  // the default schedule's record
   int64_t enumerated = 0, generated = 0, pruned = 0, sampledOut = 0;
+  Precision precision = Precision::Ieee;    // the policy searched under (part of the key)
   int64_t refined = 0;                      // of `generated`: picked by refinement rounds
   int64_t warmStarted = 0;                  // of `generated`: the database's winners at other sizes
   int64_t resumedSkipped = 0;               // with `resume`: measured by earlier searches, not again

@@ -13,11 +13,16 @@ std::string sizesText(const Kernel& bound) {
   return out;
 }
 
-std::string kernelHashOf(const Kernel& bound) { return fmt::format("{:016x}", structuralHash(bound)); }
+std::string kernelHashOf(const Kernel& bound, Precision precision) {
+  uint64_t h = structuralHash(bound);
+  if (precision != Precision::Ieee)  // FNV-1a over the policy's name, continuing from the kernel's hash
+    for (const char* c = precisionName(precision); *c; ++c) h = (h ^ uint8_t(*c)) * 1099511628211ULL;
+  return fmt::format("{:016x}", h);
+}
 
-TuningKey tuningKeyFor(const Kernel& bound, const cuda::DeviceProperties& device) {
+TuningKey tuningKeyFor(const Kernel& bound, const cuda::DeviceProperties& device, Precision precision) {
   TuningKey key;
-  key.kernelHash = kernelHashOf(bound);
+  key.kernelHash = kernelHashOf(bound, precision);
   key.kernelName = bound.name;
   key.sizes = sizesText(bound);
   key.device = device.name;

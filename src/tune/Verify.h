@@ -7,6 +7,11 @@
 //    element / 256) for long reductions (rounding error grows like the square root of the length);
 //  - f64: the same rule with 1e-12;
 //  - integers: exact.
+// The precision policy (`--precision`) widens the f32 rule where it lets contractions use tensor
+// cores: tf32x3 4e-5 (the split drops the small x small products, about 2^-22 of each, and the
+// tensor cores accumulate in their own order), tf32 2e-3 (each operand rounded to 10 mantissa
+// bits: 2^-11 of each product at worst, about 3e-4 measured), both scaled like the ieee rule. f64
+// is unchanged (FP64 mma has IEEE products and sums).
 // With a sampled reference (ExpectedOutput::checked), the rules apply to the checked elements,
 // and every other element of an `out` array must have been written: not NaN/Inf (float) nor the
 // integer poison. The sampled reference is used only for kernels that write every element of
@@ -21,6 +26,7 @@
 #include "ir/IR.h"
 #include "reference/Compare.h"
 #include "reference/HostArgs.h"
+#include "schedule/Schedule.h"
 
 namespace rtcg {
 
@@ -34,7 +40,7 @@ std::map<std::string, double> tuningScalars(const Kernel& bound, uint64_t seed);
 HostArgs tuningInputs(const Kernel& bound, uint64_t seed, const std::map<std::string, double>& scalars);
 
 // The relative L2 error allowed for written array parameter `param` of the bound kernel.
-double verificationTolerance(const Kernel& bound, int param);
+double verificationTolerance(const Kernel& bound, int param, Precision precision = Precision::Ieee);
 
 struct OutputCheck {
   std::string name;
@@ -61,6 +67,7 @@ struct ExpectedOutput {
 // Compares every written array of `gpu` with `expected` (one entry per written array, any order).
 // Throws rtcg::Error when `expected` does not match the kernel's written arrays (or a mask does
 // not match its array).
-Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::vector<ExpectedOutput>& expected);
+Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::vector<ExpectedOutput>& expected,
+                           Precision precision = Precision::Ieee);
 
 }  // namespace rtcg

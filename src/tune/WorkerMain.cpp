@@ -139,7 +139,7 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
     return fail(Outcome::LaunchFailed, e.what());
   }
 
-  Verification v = verifyOutputs(s.bound, s.gpu, s.expected);
+  Verification v = verifyOutputs(s.bound, s.gpu, s.expected, *parsePrecision(s.setup.precision));
   r.relativeError = v.worstRelativeError;
   if (!v.pass) return fail(Outcome::WrongResult, v.failures());
 

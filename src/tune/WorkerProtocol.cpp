@@ -98,7 +98,7 @@ struct ToJson {
             {"sizes", m.sizes},       {"scalars", m.scalars},   {"seed", m.seed},
             {"inputs", inputs},       {"reference", m.referencePath}, {"device", m.deviceOrdinal},
             {"warmup", m.warmup},     {"repeats", m.repeats},   {"flushL2", m.flushL2},
-            {"timingBudget", m.timingBudgetSeconds}};
+            {"timingBudget", m.timingBudgetSeconds}, {"precision", m.precision}};
   }
   json operator()(const ReadyMessage& m) const {
     return {{"device", m.device}, {"arch", m.arch}, {"driver", m.driverVersion}, {"setupSeconds", m.setupSeconds}};
@@ -155,6 +155,9 @@ Message fromJson(const json& j, std::string blob) {
     m.repeats = member<int>(j, t, "repeats");
     m.flushL2 = member<bool>(j, t, "flushL2");
     m.timingBudgetSeconds = member<double>(j, t, "timingBudget");
+    m.precision = member<std::string>(j, t, "precision");
+    if (!parsePrecision(m.precision))
+      throw ProtocolError(fmt::format("'setup' message: unknown precision '{}'", m.precision));
     return m;
   }
   if (type == "ready")

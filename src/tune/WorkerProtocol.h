@@ -61,6 +61,7 @@ struct SetupMessage {
   int warmup = 2, repeats = 20;
   bool flushL2 = true;
   double timingBudgetSeconds = 2;  // the worker lowers repeats (to >= 3) so timing takes about this long
+  std::string precision = "ieee";  // the policy the tolerances follow (verificationTolerance)
 };
 
 struct ReadyMessage {

@@ -145,9 +145,9 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
 
 // Compiles `source` at `sizes` with `o`, launches it on random inputs (seed `seed`; scalars
 // 0.75 + their position; outputs poisoned) passed as device arrays or host vectors, and expects
-// every output within 1e-5 of the CPU reference.
+// every output within `tolerance` (default 1e-5) of the CPU reference.
 void expectMatchesReference(Context& ctx, const std::string& source, const Sizes& sizes, const CompileOptions& o,
-                            bool deviceArrays, uint64_t seed) {
+                            bool deviceArrays, uint64_t seed, double tolerance = 1e-5) {
   CompiledKernel k = ctx.compile(source, sizes, o);
   const DeviceInfo& d = ctx.device();
   Kernel bound = prepareKernel(source, sizes, o, deviceScheduleLimits(int64_t(d.sharedPerBlockOptin), 1024)).bound;
@@ -164,7 +164,7 @@ void expectMatchesReference(Context& ctx, const std::string& source, const Sizes
   for (const ReferenceOutput& out : ref.outputs) {
     Comparison c = compare(host.array(out.param), out.values);
     EXPECT_EQ(c.nonFinite, 0) << out.name << ": " << c.str();
-    EXPECT_LT(c.relativeError, 1e-5) << out.name << ": " << c.str();
+    EXPECT_LT(c.relativeError, tolerance) << out.name << ": " << c.str();
   }
 }
 
@@ -272,6 +272,47 @@ TEST_F(ApiGpu, SixteenBitConversionsMatchTheReference) {
   Comparison c = compare(gh.array("c"), gr.values("c"));
   EXPECT_EQ(c.nonFinite, 0) << c.str();
   EXPECT_LE(c.relativeError, verificationTolerance(g, g.findParam("c"))) << c.str();
+}
+
+// Tensor cores (`mma:`) under their precision policies, at sizes no tile divides: 3xTF32 and TF32
+// on every qualifying example (with and without cp.async stages), FP64 mma on an f64 matmul.
+TEST_F(ApiGpu, MmaSchedulesMatchTheReference) {
+  Context ctx;
+  if (ctx.device().computeMajor < 8) GTEST_SKIP() << "mma.sync with TF32 and FP64 needs sm_80";
+  struct Case {
+    std::string file;
+    Sizes sizes;
+    std::string schedule;
+    PrecisionPolicy precision;
+    double tolerance;
+  };
+  const auto x3 = PrecisionPolicy::Tf32x3, tf32 = PrecisionPolicy::Tf32;
+  const std::vector<Case> cases = {
+      {"matmul.rtcg", {{"n", 301}}, "mma: tf32x3 m16n8k8 warps 2x2 tile 2x4 k 16", x3, 4e-5},
+      {"matmul.rtcg", {{"n", 301}}, "mma: tf32x3 m16n8k8 warps 2x4 tile 4x4 k 8 stages 3", x3, 4e-5},
+      {"matmul.rtcg", {{"n", 299}}, "mma: tf32 m16n8k8 warps 2x2 tile 4x4 k 8 stages 4", tf32, 2e-3},
+      {"matmul_flat.rtcg", {{"n", 133}}, "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 2", x3, 4e-5},
+      {"batched_matmul.rtcg", {{"nb", 1001}, {"n", 20}}, "mma: tf32x3 m16n8k8 warps 1x2 tile 1x1 k 8 stages 2", x3, 4e-5},
+      {"dg_diff_stacked.rtcg", {{"K", 1001}, {"Np", 35}}, "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16", x3, 4e-5},
+      {"dg_lift.rtcg", {{"K", 999}, {"Np", 56}, {"Nfp", 21}}, "mma: tf32x3 m16n8k8 warps 1x4 tile 2x2 k 8 stages 3", x3, 4e-5},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file + ": " + c.schedule);
+    CompileOptions o;
+    o.fileName = c.file;
+    o.schedule = c.schedule;
+    o.precision = c.precision;
+    expectMatchesReference(ctx, readFile(fs::path(RTCG_SOURCE_DIR) / "examples" / c.file), c.sizes, o, true, 7,
+                           c.tolerance);
+  }
+  const std::string dgemm = "kernel dgemm(n: int, a: f64[n, n], b: f64[n, n], out c: f64[n, n]) {\n"
+                            "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }\n}\n";
+  for (const char* s : {"mma: f64 m8n8k4 warps 2x2 tile 2x2 k 16", "mma: f64 m8n8k4 warps 2x4 tile 4x2 k 8 stages 3"}) {
+    SCOPED_TRACE(s);
+    CompileOptions o;
+    o.schedule = s;
+    expectMatchesReference(ctx, dgemm, {{"n", 301}}, o, true, 7, 1e-11);
+  }
 }
 
 // Split-K with staged steps: each block walks its share of k through shared memory, then the

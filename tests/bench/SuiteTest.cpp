@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   std::vector<Workload> all = allWorkloads();
-  ASSERT_EQ(all.size(), 34u);
+  ASSERT_EQ(all.size(), 53u);  // 30, the 4 CSR rows of issue 23 and the 19 tensor-core rows of issue 22
   std::set<std::string> names;
   for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
   for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
@@ -37,7 +37,21 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   for (int order = 1; order <= 8; ++order) {
     EXPECT_TRUE(names.count("dg_diff_N" + std::to_string(order)));
     EXPECT_TRUE(names.count("dg_diff_stacked_N" + std::to_string(order)));
+    EXPECT_TRUE(names.count("dg_diff_stacked_tf32x3_N" + std::to_string(order)));
   }
+  // Tensor cores: each row under the policy its peer compares it with.
+  for (const Workload& w : all) {
+    if (w.name.rfind("sgemm_tf32x3_", 0) == 0 || w.group == "dg_tc" || w.group == "batched_tc")
+      EXPECT_EQ(w.precision, Precision::Tf32x3) << w.name;
+    else if (w.name == "sgemm_tf32_4096")
+      EXPECT_EQ(w.peer, PeerKind::SgemmTf32);
+    else
+      EXPECT_EQ(w.precision, Precision::Ieee) << w.name;
+  }
+  for (const char* n : {"sgemm_tf32x3_1000", "sgemm_tf32x3_2048", "sgemm_tf32x3_4096", "sgemm_tf32_4096", "dgemm_1000",
+                        "dgemm_2048", "dgemm_4096", "batched_tf32x3_16x16x65536", "dg_lift_tf32x3_N3",
+                        "dg_lift_tf32x3_N5", "dg_lift_tf32x3_N7"})
+    EXPECT_TRUE(names.count(n)) << n;
 }
 
 TEST(BenchWorkloads, NodeCounts) {
@@ -111,7 +125,7 @@ TEST(BenchWorkloads, DgDataIsAbout256MiB) {
 }
 
 TEST(BenchWorkloads, Selection) {
-  EXPECT_EQ(selectWorkloads("").size(), 34u);
+  EXPECT_EQ(selectWorkloads("").size(), 53u);
   EXPECT_EQ(selectWorkloads("dg_diff").size(), 8u);  // a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff_stacked").size(), 8u);
   EXPECT_EQ(selectWorkloads("sgemm").size(), 6u);
@@ -220,7 +234,9 @@ TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
         loadEarlierSchedules(std::string(RTCG_SOURCE_DIR) + "/bench/results/" + table);
     EXPECT_EQ(committed.size(), 22u) << table;  // the suite before the stacked DG rows
     for (const Workload& w : allWorkloads()) {
-      if (w.group == "dg_diff_stacked" || w.group == "spmv") continue;  // rows added later
+      if (w.group == "dg_diff_stacked" || w.group == "spmv" || w.group == "sgemm_tc" || w.group == "dgemm" || w.group == "batched_tc" ||
+          w.group == "dg_tc")
+        continue;
       ASSERT_EQ(committed.count(w.name), 1u) << table << ": " << w.name;
       Diagnostics diags;
       std::optional<Program> prog = parseProgram(w.name, w.source, diags);

@@ -17,11 +17,12 @@ case $check in
     [ $rc -eq 0 ] || fail "--list exited $rc"
     for w in sgemm_500 sgemm_4096 sgemv_8192 transpose_8192x8192 transpose_4097x1023 'dot_2^26' \
              batched_16x16x65536 dg_diff_N1 dg_diff_N8 dg_diff_stacked_N1 dg_diff_stacked_N8 dg_lift_N3 \
-             dg_lift_N5 dg_lift_N7; do
+             dg_lift_N5 dg_lift_N7 sgemm_tf32x3_4096 sgemm_tf32_4096 dgemm_2048 batched_tf32x3_16x16x65536 \
+             dg_diff_stacked_tf32x3_N8 dg_lift_tf32x3_N7; do
       grep -q "^$w " "$tmp/out" || fail "--list does not show $w"
     done
-    n=$(grep -c -E '^(sgemm|sgemv|transpose|dot|batched|dg_)' "$tmp/out")
-    [ "$n" -eq 30 ] || fail "--list shows $n workloads, expected 30"
+    n=$(grep -c -E '^(sgemm|sgemv|transpose|dot|batched|dg_|dgemm|spmv)' "$tmp/out")
+    [ "$n" -eq 53 ] || fail "--list shows $n workloads, expected 53 (30, 4 CSR and 19 on tensor cores)"
     "$bin" --list --only sgemm,dg_lift_N5 >"$tmp/out" 2>"$tmp/err" || fail "--list --only failed"
     n=$(grep -c -E '^(sgemm|dg_lift)' "$tmp/out")
     [ "$n" -eq 7 ] || fail "--only sgemm,dg_lift_N5 selects $n workloads, expected 7"

@@ -486,3 +486,36 @@ TEST(Cli, GpuCsrRowsMatchTheReference) {
   EXPECT_EQ(down.code, 1) << down.out;
   EXPECT_NE(down.out.find("is decreasing (3 > 2) at i=1"), std::string::npos) << down.out;
 }
+
+// --precision on emit, run, explain and tune: the policy decides which mma arithmetic a schedule
+// may use; a policy that cannot apply is an input error with the reason, an unknown one a usage error.
+TEST(Cli, PrecisionPolicy) {
+  const std::string mm = example("matmul.rtcg") + " -D n=37";
+  const std::string x3 = " --schedule 'mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 8 stages 2'";
+  Result refused = rtcgc("explain " + mm + x3);
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("use --precision tf32x3"), std::string::npos) << refused.out;
+  Result plan = rtcgc("explain " + mm + x3 + " --precision tf32x3");
+  EXPECT_EQ(plan.code, 0) << plan.out;
+  EXPECT_NE(plan.out.find("pipeline: 2 buffers filled by cp.async"), std::string::npos) << plan.out;
+  Result emitted = rtcgc("emit " + mm + x3 + " --precision tf32", "2>/dev/null");
+  EXPECT_EQ(emitted.code, 0);
+  EXPECT_NE(emitted.out.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+  Result bogus = rtcgc("emit " + mm + " --precision fp8");
+  EXPECT_EQ(bogus.code, 2) << bogus.out;
+  const std::string f64 = writeTemp("dgemm.rtcg", "kernel dgemm(n: int, a: f64[n, n], b: f64[n, n], out c: f64[n, n]) {\n"
+                                                  "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }\n}\n");
+  Result onF64 = rtcgc("emit " + f64 + " -D n=20 --precision tf32");
+  EXPECT_EQ(onF64.code, 1) << onF64.out;
+  EXPECT_NE(onF64.out.find("computes in f64 only"), std::string::npos) << onF64.out;
+  Result tuneF64 = rtcgc("tune " + f64 + " -D n=20 --dry-run --precision tf32x3");
+  EXPECT_EQ(tuneF64.code, 1) << tuneF64.out;
+  // The dry run shows mma schedules where the policy and the types allow them.
+  Result ieee = rtcgc("tune " + example("matmul.rtcg") + " -D n=512 --dry-run --max-candidates 40");
+  EXPECT_EQ(ieee.out.find("mma:"), std::string::npos);
+  Result tc = rtcgc("tune " + example("matmul.rtcg") + " -D n=512 --dry-run --max-candidates 40 --precision tf32x3");
+  EXPECT_EQ(tc.code, 0) << tc.out;
+  EXPECT_NE(tc.out.find("mma: tf32x3"), std::string::npos) << tc.out;
+  Result fp64 = rtcgc("tune " + f64 + " -D n=512 --dry-run --max-candidates 40");
+  EXPECT_NE(fp64.out.find("mma: f64 m8n8k4"), std::string::npos) << fp64.out;
+}

@@ -200,6 +200,77 @@ inline void rtcg_cp_async_wait0() {}
 inline void rtcg_cp_async_wait1() {}
 inline void rtcg_cp_async_wait2() {}
 
+// Tensor cores ('mma:'): the helpers of the emitted prelude, with the fragment layouts of the PTX
+// ISA. Each lane deposits its fragment registers in per-block slots, a barrier, each lane computes
+// its elements of D from its warp's slots, a barrier (as the shuffles do: every thread of the block
+// reaches every mma, which the emitter guarantees). lane = 4 * group + thread_in_group.
+//   m16n8k8 TF32: A 16x8 row: a0 (group, t), a1 (group + 8, t), a2 (group, t + 4), a3 (group + 8, t + 4);
+//                 B 8x8 col:  b0 (t, group), b1 (t + 4, group);
+//                 C/D 16x8:   c0 (group, 2t), c1 (group, 2t + 1), c2 (group + 8, 2t), c3 (group + 8, 2t + 1).
+//   m8n8k4 FP64:  A 8x4: a0 (group, t); B 4x8: b0 (t, group); C/D 8x8: c0 (group, 2t), c1 (group, 2t + 1).
+// TF32: cvt.rna rounds to 10 mantissa bits, to nearest with ties away from zero (add half of the
+// dropped 13 bits' range to the magnitude, then clear them; Inf and NaN pass); the mma reads only
+// the top 19 bits of each operand, so the low 13 bits of an unconverted operand are ignored.
+inline float rtcg_emu_bits_float(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+inline uint32_t rtcg_emu_float_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+inline float rtcg_tf32_rna(float x) {
+  uint32_t b = rtcg_emu_float_bits(x);
+  if ((b & 0x7f800000u) == 0x7f800000u) return x;
+  return rtcg_emu_bits_float((b + 0x1000u) & 0xffffe000u);
+}
+inline float rtcg_emu_tf32_operand(float x) { return rtcg_emu_bits_float(rtcg_emu_float_bits(x) & 0xffffe000u); }
+inline double rtcg_emu_mma_slots[1024][6];
+
+inline void rtcg_mma_tf32(float& d0, float& d1, float& d2, float& d3, float a0, float a1, float a2, float a3, float b0,
+                          float b1) {
+  const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
+  const float mine[6] = {a0, a1, a2, a3, b0, b1};
+  for (int r = 0; r < 6; ++r) rtcg_emu_mma_slots[tid][r] = rtcg_emu_tf32_operand(mine[r]);
+  __syncthreads();
+  float a[16][8], b[8][8];
+  for (unsigned int l = 0; l < 32; ++l) {
+    const double* s = rtcg_emu_mma_slots[base + l];
+    const unsigned int g = l / 4, t = l % 4;
+    a[g][t] = float(s[0]), a[g + 8][t] = float(s[1]), a[g][t + 4] = float(s[2]), a[g + 8][t + 4] = float(s[3]);
+    b[t][g] = float(s[4]), b[t + 4][g] = float(s[5]);
+  }
+  __syncthreads();
+  const unsigned int g = lane / 4, t = lane % 4;
+  float* d[4] = {&d0, &d1, &d2, &d3};
+  for (int r = 0; r < 4; ++r) {
+    const unsigned int row = g + (r >= 2 ? 8 : 0), col = 2 * t + (r & 1);
+    float acc = *d[r];
+    for (int k = 0; k < 8; ++k) acc += a[row][k] * b[k][col];  // TF32 products are exact in float
+    *d[r] = acc;
+  }
+}
+
+inline void rtcg_mma_f64(double& d0, double& d1, double a0, double b0) {
+  const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
+  rtcg_emu_mma_slots[tid][0] = a0, rtcg_emu_mma_slots[tid][1] = b0;
+  __syncthreads();
+  double a[8][4], b[4][8];
+  for (unsigned int l = 0; l < 32; ++l) {
+    const unsigned int g = l / 4, t = l % 4;
+    a[g][t] = rtcg_emu_mma_slots[base + l][0], b[t][g] = rtcg_emu_mma_slots[base + l][1];
+  }
+  __syncthreads();
+  const unsigned int g = lane / 4, t = lane % 4;
+  for (int r = 0; r < 2; ++r) {
+    double acc = r ? d1 : d0;
+    for (int k = 0; k < 4; ++k) acc = std::fma(a[g][k], b[k][2 * t + r], acc);
+    (r ? d1 : d0) = acc;
+  }
+}
+
 // The order in which the blocks of a grid run: 0 in order (x fastest), 1 reversed, 2 a fixed
 // shuffle. A cross-block reduction must give the same bits whichever block arrives last.
 inline int rtcg_emu_block_order = 0;

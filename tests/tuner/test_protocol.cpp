@@ -33,6 +33,7 @@ SetupMessage sampleSetup() {
   s.repeats = 7;
   s.flushL2 = false;
   s.timingBudgetSeconds = 1.5;
+  s.precision = "tf32x3";
   return s;
 }
 
@@ -121,6 +122,7 @@ TEST(WorkerProtocol, SetupRoundTrips) {
   EXPECT_EQ(back.repeats, 7);
   EXPECT_FALSE(back.flushL2);
   EXPECT_EQ(back.timingBudgetSeconds, 1.5);
+  EXPECT_EQ(back.precision, "tf32x3");
 }
 
 TEST(WorkerProtocol, CandidateRoundTripsWithItsCubin) {

@@ -8,6 +8,7 @@
 #include "reference/RandomFill.h"
 #include "reference/Reference.h"
 #include "support/Error.h"
+#include "tune/TuningKeyFor.h"
 #include "tune/Verify.h"
 
 using namespace rtcg;
@@ -47,6 +48,18 @@ TEST(Verify, ToleranceScalesWithReductionLength) {
   EXPECT_DOUBLE_EQ(verificationTolerance(f64, 2), 1e-12);
   Kernel ints = bind("kernel k(n: int, x: i32[n], out y: i32[n]) { for i in 0..n { y[i] = 2 * x[i]; } }", {{"n", 10}});
   EXPECT_EQ(verificationTolerance(ints, 2), 0.0);
+}
+
+// The precision policy widens the f32 rule where tensor cores round operands (Verify.h), with the
+// same scaling by the reduction length; f64 and integers are the same under every policy.
+TEST(Verify, ToleranceFollowsThePrecisionPolicy) {
+  Kernel small = bind(kMatmul, {{"n", 64}}), big = bind(kMatmul, {{"n", 4096}});
+  EXPECT_DOUBLE_EQ(verificationTolerance(small, 3, Precision::Ieee), 1e-5);
+  EXPECT_DOUBLE_EQ(verificationTolerance(small, 3, Precision::Tf32x3), 4e-5);
+  EXPECT_DOUBLE_EQ(verificationTolerance(small, 3, Precision::Tf32), 2e-3);
+  EXPECT_NEAR(verificationTolerance(big, 3, Precision::Tf32x3), 4e-5 * std::sqrt(8192.0 / 256), 1e-9);
+  Kernel f64 = bind("kernel k(n: int, x: f64[n], out y: f64[n]) { for i in 0..n { y[i] = 2.0 * x[i]; } }", {{"n", 10}});
+  EXPECT_DOUBLE_EQ(verificationTolerance(f64, 2, Precision::Tf32), 1e-12);
 }
 
 TEST(Verify, CorrectOutputPassesAndAWrongElementFails) {
@@ -236,4 +249,16 @@ TEST(Verify, AnUnwrittenElementFailsInALargeOutput) {
   Verification v = verifyOutputs(k, gpu, expected);
   EXPECT_FALSE(v.pass);
   EXPECT_NE(v.failures().find("non-finite 1 of 300000"), std::string::npos) << v.failures();
+}
+
+// The precision policy is part of the tuning key: ieee keeps the structural hash (existing
+// databases stay valid), the others get their own.
+TEST(TuningKey, PrecisionIsPartOfTheKernelHash) {
+  Kernel k = bind(kMatmul, {{"n", 64}});
+  const std::string ieee = kernelHashOf(k), x3 = kernelHashOf(k, Precision::Tf32x3), tf32 = kernelHashOf(k, Precision::Tf32);
+  EXPECT_EQ(ieee, kernelHashOf(k, Precision::Ieee));
+  EXPECT_NE(x3, ieee);
+  EXPECT_NE(tf32, ieee);
+  EXPECT_NE(tf32, x3);
+  EXPECT_EQ(x3.size(), 16u);
 }

@@ -75,10 +75,11 @@ ExportedImage compileFor(const Kernel& bound, const ExportArgs& a, const std::st
   PipelineOptions options;
   options.arch = arch;
   options.schedule = a.schedule;
+  options.precision = parsePrecision(a.precision).value_or(Precision::Ieee);  // checked by the option
   options.limits = exportScheduleLimits(arch);
   if (a.tuned) {
     std::string used;
-    options.schedule = tunedSchedule(bound, arch, a.db, &used);
+    options.schedule = tunedSchedule(bound, arch, a.db, &used, options.precision);
     fmt::print(stderr, "rtcgc: {}: {}\n", arch, used);
   }
   Diagnostics diags;
@@ -201,7 +202,8 @@ std::string describe(const TuningKey& key, const CandidateRecord& best) {
 
 }  // namespace
 
-std::string tunedSchedule(const Kernel& bound, const std::string& arch, const std::string& dbPath, std::string* used) {
+std::string tunedSchedule(const Kernel& bound, const std::string& arch, const std::string& dbPath, std::string* used,
+                          Precision precision) {
   std::string path = dbPath.empty() ? TuningDb::defaultPath() : dbPath;
   std::string what = fmt::format("kernel '{}' ({}) for {}", bound.name, sizesText(bound), arch);
   if (!fs::exists(path)) throw Error(fmt::format("no tuning database at '{}' to take the tuned schedule of {} from", path, what));
@@ -209,7 +211,7 @@ std::string tunedSchedule(const Kernel& bound, const std::string& arch, const st
   if (cuda::cudaAvailable() && cuda::Device::count() > 0) {
     const cuda::DeviceProperties& device = cuda::Device(0).properties();
     if (device.arch() == arch) {
-      TuningKey key = tuningKeyFor(bound, device);
+      TuningKey key = tuningKeyFor(bound, device, precision);
       std::optional<CandidateRecord> best = db.best(key);
       if (!best)
         throw Error(fmt::format("{} has no verified schedule for {} in '{}': run `rtcgc tune` with these sizes first",
@@ -220,7 +222,7 @@ std::string tunedSchedule(const Kernel& bound, const std::string& arch, const st
   }
   std::vector<TuningDb::Entry> matches;
   for (TuningDb::Entry& e : db.list())
-    if (e.best && e.key.kernelHash == kernelHashOf(bound) && e.key.arch == arch && e.key.rtcgVersion == RTCG_VERSION)
+    if (e.best && e.key.kernelHash == kernelHashOf(bound, precision) && e.key.arch == arch && e.key.rtcgVersion == RTCG_VERSION)
       matches.push_back(std::move(e));
   if (matches.empty())
     throw Error(fmt::format("'{}' has no verified schedule for {} (rtcg {}): run `rtcgc tune` with these sizes on "
@@ -257,6 +259,10 @@ ExportCommand addExportCommand(CLI::App& app) {
   cmd->add_flag("--tuned", a.tuned, "use the tuning database's best schedule for each architecture");
   cmd->add_option("--db", a.db, "tuning database for --tuned (default: in the cache directory)");
   cmd->add_option("--arch", a.archs, "architectures, separated by commas (default sm_90), e.g. sm_80,sm_90");
+  cmd->add_option("--precision", a.precision,
+                  "tensor-core arithmetic f32 contractions may use (ieee, tf32x3, tf32; as for emit); with --tuned, "
+                  "the schedule tuned under it")
+      ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
   cmd->add_option("-o,--output", a.output, "the directory to write (replaced as a whole)")->required();
   return e;
 }

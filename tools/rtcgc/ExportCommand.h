@@ -21,6 +21,7 @@ struct ExportArgs {
   std::string db;  // empty: the default database
   std::string archs = "sm_90";
   std::string output;
+  std::string precision = "ieee";  // --precision: which mma arithmetic the schedule may use
 };
 
 struct ExportCommand {
@@ -39,8 +40,9 @@ int runExportCommand(const ExportCommand& cmd);
 // elsewhere the one key of this kernel hash, architecture and rtcg version the database holds.
 // `used` says where it came from (device, time). Throws rtcg::Error saying why when there is none,
 // or when several devices' keys match and no device says which.
+// `precision`: the policy the schedule was tuned under (part of the key, tune/TuningKeyFor.h).
 std::string tunedSchedule(const rtcg::Kernel& bound, const std::string& arch, const std::string& dbPath,
-                          std::string* used);
+                          std::string* used, rtcg::Precision precision = rtcg::Precision::Ieee);
 
 // What a schedule may use on `arch` (its shared memory opt-in limit), for the architectures export
 // supports; ScheduleLimits{} for others.

@@ -24,6 +24,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "schedule/DeviceModels.h"
+#include "schedule/Mma.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
 #include "support/Error.h"
@@ -241,10 +242,10 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
   d.device = measuredOn(r);
   d.arch = r.key.arch;
   d.settings = fmt::format("max-candidates={}, time-limit={}, min-threads={}, min-blocks={}, repeats={}, seed={}, "
-                           "reference={}",
+                           "reference={}, precision={}",
                            a.maxCandidates ? std::to_string(a.maxCandidates) : "none",
                            a.timeLimit > 0 ? fmt::format("{:g}s", a.timeLimit) : "none", a.minThreads, a.minBlocks,
-                           a.repeats, a.seed, r.reference);
+                           a.repeats, a.seed, r.reference, precisionName(r.precision));
   d.candidates = r.candidates;
   d.completedSeconds = r.completedSeconds;
   d.bestOverTime = r.bestOverTime;
@@ -346,6 +347,10 @@ int run(const TuneArgs& a) {
     return 1;
   }
 
+  if (std::string why = precisionObstacle(*bound, *parsePrecision(a.precision)); !why.empty()) {
+    fmt::print(stderr, "rtcgc: error: {}\n", why);
+    return 1;
+  }
   if (a.dryRun) return dryRun(*bound, a);
 
   fmt::print(stderr, "{}\n", timeLimitLine(a));
@@ -579,6 +584,7 @@ TuneOptions searchOptions(const TuneArgs& a) {
   o.space.minThreads = a.minThreads;
   o.space.minBlocks = a.minBlocks;
   o.space.seed = a.seed;
+  o.space.precision = parsePrecision(a.precision).value_or(Precision::Ieee);  // checked by the option
   o.timeLimitSeconds = a.timeLimit;
   o.repeats = a.repeats;
   o.compileThreads = a.compileThreads;
@@ -629,6 +635,10 @@ TuneCommand addTuneCommand(CLI::App& app) {
           },
           "LIST"));
   cmd->add_option("--seed", a.seed, "random seed for inputs and sampling (default 1)");
+  cmd->add_option("--precision", a.precision,
+                  "tensor-core arithmetic f32 contractions may use: ieee (default: none; f64 contractions may use "
+                  "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy)")
+      ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
   cmd->add_option("--worker", a.worker, "the rtcg-worker executable (default: $RTCG_WORKER, next to rtcgc, PATH)");
   CLI::Option* maxFlops =
       cmd->add_option("--reference-max-flops", a.referenceMaxFlops,

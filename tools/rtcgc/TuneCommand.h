@@ -38,6 +38,7 @@ struct TuneArgs {
   bool dryRun = false;  // --dry-run: print the space and the candidates a search would take; no GPU
   std::string arch;     // --arch with --dry-run: the model's device (schedule/DeviceModels.h); empty: sm_90
   std::string devices = "0";  // --devices: "all" or ordinals separated by commas
+  std::string precision = "ieee";  // --precision: which tensor-core arithmetic the space offers
 };
 
 // --devices: the ordinals of "0,2" (in that order), or an empty list for "all" (every device,

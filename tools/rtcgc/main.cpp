@@ -46,6 +46,8 @@ struct Common {
   std::string file;
   std::vector<std::string> defines;
   std::string kernel;
+  std::string precision = "ieee";  // --precision (emit, run, explain)
+  Precision policy() const { return parsePrecision(precision).value_or(Precision::Ieee); }  // checked by the option
 };
 
 void report(const Diagnostics& diags, const SourceText& src) {
@@ -145,9 +147,10 @@ int runEmit(const Common& c, const EmitArgs& e) {
   PipelineOptions options;
   options.kernelName = c.kernel;
   options.schedule = e.schedule;
+  options.precision = c.policy();
   if (e.tuned) {
     std::string used;
-    options.schedule = tunedSchedule(boundKernel(c, src), e.arch, e.db, &used);
+    options.schedule = tunedSchedule(boundKernel(c, src), e.arch, e.db, &used, c.policy());
     fmt::print(stderr, "rtcgc: {}\n", used);
   }
   options.arch = e.arch;
@@ -313,6 +316,7 @@ int runRun(const Common& c, const RunArgs& r) {
   PipelineOptions options;
   options.kernelName = c.kernel;
   options.schedule = r.schedule;
+  options.precision = c.policy();
   options.arch = dev.arch();
   options.limits = deviceScheduleLimits(int64_t(dev.sharedPerBlockOptin), dev.maxThreadsPerBlock);
   Compiled compiled = compile(c, src, options);
@@ -350,7 +354,7 @@ int runRun(const Common& c, const RunArgs& r) {
       const HostArray& out = result.array(o.param);
       Comparison cmp = o.computed.empty() ? compare(out, o.values) : compare(out, o.values, o.computed);
       if (!o.computed.empty()) cmp.unwritten = countUnwritten(out, o.computed);
-      double tol = r.tolerance >= 0 ? r.tolerance : verificationTolerance(bound, o.param);
+      double tol = r.tolerance >= 0 ? r.tolerance : verificationTolerance(bound, o.param, c.policy());
       bool pass = cmp.nonFinite == 0 && cmp.unwritten == 0 && cmp.relativeError <= tol;
       ok = ok && pass;
       fmt::print("  {}{}: {} (tolerance {:g}) {}\n", when, o.name, cmp.str(), tol, pass ? "ok" : "MISMATCH");
@@ -396,7 +400,7 @@ int runExplain(const Common& c, const ExplainArgs& e) {
   ScheduleLimits limits;
   limits.maxSharedBytes = e.maxSharedBytes;
   Diagnostics diags;
-  std::optional<Schedule> schedule = chooseSchedule(bound, e.schedule, limits, diags);
+  std::optional<Schedule> schedule = chooseSchedule(bound, e.schedule, limits, diags, c.policy());
   report(diags, src);
   if (!schedule) return kInputError;
   SchedulePlan plan = planSchedule(bound, *schedule, limits);
@@ -433,6 +437,13 @@ int runDevices() {
   int n = cuda::Device::count();
   for (int i = 0; i < n; ++i) fmt::print("{}: {}\n", i, cuda::Device(i).properties().describe());
   return kOk;
+}
+
+void addPrecision(CLI::App* cmd, Common& c) {
+  cmd->add_option("--precision", c.precision,
+                  "tensor-core arithmetic f32 contractions may use: ieee (default: none; f64 contractions may use "
+                  "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy)")
+      ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
 }
 
 void addCommon(CLI::App* cmd, Common& c, bool needFile = true) {
@@ -477,6 +488,7 @@ int runMain(int argc, char** argv) {
   CLI::App* emitCmd = app.add_subcommand("emit", "emit CUDA C (default), PTX or a cubin for bound sizes");
   addCommon(emitCmd, common);
   emitCmd->add_option("-s,--schedule", emit.schedule, "schedule text (default: the default schedule)");
+  addPrecision(emitCmd, common);
   emitCmd->add_option("-o,--output", emit.output, "output file (default: standard output)");
   emitCmd->add_flag("--ptx", emit.ptx, "emit PTX compiled by NVRTC");
   emitCmd->add_flag("--cubin", emit.cubin, "emit a cubin compiled by NVRTC (needs -o)");
@@ -496,6 +508,7 @@ int runMain(int argc, char** argv) {
   runCmd->add_flag("--cpu", run.cpu, "run the CPU reference executor and print checksums");
   runCmd->add_option("--seed", run.seed, "random seed for the inputs (default 1)");
   runCmd->add_option("-s,--schedule", run.schedule, "schedule text (default: the default schedule)");
+  addPrecision(runCmd, common);
   runCmd->add_option("-S,--scalar", run.scalars, "set a scalar parameter: -S alpha=2.5 (default random)");
   runCmd->add_option("--input", run.inputs,
                      "an in or inout array's values from a file: --input rowptr=rowptr.txt (whitespace-separated "
@@ -519,6 +532,7 @@ int runMain(int argc, char** argv) {
                                                        "parts, staged tiles, pipelines, split reductions, shared memory");
   addCommon(explainCmd, common);
   explainCmd->add_option("-s,--schedule", explain.schedule, "schedule text (default: the default schedule)");
+  addPrecision(explainCmd, common);
   explainCmd->add_option("--arch", explain.arch, "target architecture (default sm_90)");
   explainCmd->add_option("--max-shared", explain.maxSharedBytes,
                          "bytes of shared memory a block's staged tiles may use (default 49152, as for emit)")

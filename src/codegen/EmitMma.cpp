@@ -1,0 +1,357 @@
+// A contraction on tensor cores (`mma:`, schedule/Mma.h): the block stages both operands of a
+// reduction step in shared memory (converted once: TF32-rounded, tf32x3 split into big and small),
+// each warp loads its fragments from the tiles and issues mma.sync on accumulators held in
+// registers, and the epilogue evaluates the statement per output point with the sum replaced by
+// the accumulator. Every thread runs every mma (they are warp-wide): only the staging loads and the
+// epilogue's stores are guarded, and elements outside the domain are staged as zeros. With `stages`
+// the steps are copied by cp.async into a ring of buffers, stages - 1 steps ahead, and converted as
+// the fragments are loaded.
+#include <fmt/format.h>
+
+#include "codegen/CudaTypes.h"
+#include "codegen/EmitContext.h"
+#include "support/Error.h"
+
+namespace rtcg::emit {
+
+namespace {
+
+// A staged tile: its own static shared array (offset 0), or a slice of the dynamic shared memory.
+struct Tile {
+  std::string storage;
+  int64_t offset = 0;  // elements
+};
+
+struct MmaNames {
+  C::ExprP tid, g, t, wm, wn, m0, n0;
+  std::vector<Tile> tileA, tileB;  // per part: [0] the (big) value, [1] the small part (tf32x3)
+  std::vector<std::vector<std::vector<std::string>>> acc;  // [fm][fn][element]
+  std::map<int, C::ExprP> batch;                           // batch loop id -> its value
+};
+
+const char* elemType(const MmaPlan& p) { return p.c.type == ScalarType::F64 ? "double" : "float"; }
+
+// Element `at` of a tile.
+C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
+  return C::index(C::name(t.storage), t.offset ? C::sum({lit(t.offset), at}) : at);
+}
+int accElements(const MmaPlan& p) { return p.arith == MmaArith::F64 ? 2 : 4; }
+
+C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(op, std::move(a), std::move(b)); }
+
+// The block's and the thread's coordinates: warp, lane group and thread in group (PTX's groupID
+// and threadID_in_group), the tile origins, the batch indices from blockIdx.z.
+void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
+  const MmaSchedule& ms = ctx.sched.mma;
+  auto def = [&](const std::string& base, C::ExprP init) {
+    std::string n = ctx.names.fresh(base);
+    body.push_back(C::decl(ctx.idx, n, std::move(init)));
+    return C::name(n);
+  };
+  nm.tid = def("tid", coordinate(ctx, "threadIdx", 0));
+  C::ExprP warp = def("warp", bin("/", nm.tid, lit(32)));
+  C::ExprP lane = def("lane", bin("%", nm.tid, lit(32)));
+  nm.g = def("group", bin("/", lane, lit(4)));
+  nm.t = def("in_group", bin("%", lane, lit(4)));
+  nm.wm = def("warp_m", C::product(bin("/", warp, lit(ms.warpsN)), lit(ms.tileM * p.fragM)));
+  nm.wn = def("warp_n", C::product(bin("%", warp, lit(ms.warpsN)), lit(ms.tileN * p.fragN)));
+  nm.m0 = def("block_m", C::product(coordinate(ctx, "blockIdx", 1), lit(p.blockM)));
+  // blockIdx.x: the N tile, then the batch (grid.z holds only 65535 blocks; x holds 2^31 - 1).
+  const int64_t nTiles = (p.c.nExtent + p.blockN - 1) / p.blockN;
+  C::ExprP bx = coordinate(ctx, "blockIdx", 0);
+  nm.n0 = def("block_n", C::product(p.c.batch.empty() ? bx : bin("%", bx, lit(nTiles)), lit(p.blockN)));
+  // Batch indices, the last one fastest, from blockIdx.x / (the N tiles).
+  int64_t stride = 1;
+  std::vector<C::Stmt> batch;
+  for (size_t b = p.c.batch.size(); b-- > 0;) {
+    C::ExprP z = bin("/", bx, lit(nTiles));
+    C::ExprP v = bin("%", stride == 1 ? z : bin("/", z, lit(stride)), lit(std::max<int64_t>(1, p.c.batchExtent[b])));
+    std::string n = ctx.names.fresh("batch");
+    batch.insert(batch.begin(), C::decl(ctx.idx, n, C::sum({lit(p.c.batchLo[b]), v})));
+    nm.batch[p.c.batch[b]] = C::name(n);
+    stride *= std::max<int64_t>(1, p.c.batchExtent[b]);
+  }
+  append(body, std::move(batch));
+}
+
+// Without stages: the value stored converted (TF32 rounded to nearest, ties away; tf32x3 keeps the
+// rounded-off rest as a second TF32 value in the second tile).
+void stageConverted(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>& tiles, const C::ExprP& at,
+                    C::ExprP value, std::vector<C::Stmt>& out) {
+  std::string v = ctx.names.fresh("v");
+  out.push_back(C::decl(elemType(p), v, std::move(value)));
+  if (p.arith == MmaArith::F64) {
+    out.push_back(C::assign(tileRef(tiles[0], at), "=", C::name(v)));
+    return;
+  }
+  std::string big = ctx.names.fresh("big");
+  out.push_back(C::decl("float", big, C::call("rtcg_tf32_rna", {C::name(v)})));
+  out.push_back(C::assign(tileRef(tiles[0], at), "=", C::name(big)));
+  if (p.arith == MmaArith::Tf32x3)
+    out.push_back(C::assign(tileRef(tiles[1], at), "=",
+                            C::call("rtcg_tf32_rna", {bin("-", C::name(v), C::name(big))})));
+}
+
+// One operand's tiles: rows x blockK values of the step at k0, zero outside the domain, into the
+// buffer starting at element `buffer` of the tile (null: the only one). Without stages converted
+// and stored; with stages copied by cp.async (zero-filled outside the domain). The copy walks the
+// operand's contiguous direction with consecutive threads.
+void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
+                  const C::ExprP& buffer, std::vector<C::Stmt>& out) {
+  const int64_t rows = isA ? p.blockM : p.blockN, total = rows * p.blockK;
+  const int64_t threads = ctx.plan.launch.threads, rounds = (total + threads - 1) / threads;
+  const bool alongK = isA ? p.c.aAlongK : p.c.bAlongK;
+  std::string s = ctx.names.fresh(isA ? "copy_a" : "copy_b");
+  std::vector<C::Stmt> body;
+  std::string e = ctx.names.fresh("e");
+  body.push_back(C::decl(ctx.idx, e, C::sum({nm.tid, C::product(C::name(s), lit(threads))})));
+  C::ExprP r = alongK ? bin("/", C::name(e), lit(p.blockK)) : bin("%", C::name(e), lit(rows));
+  C::ExprP kk = alongK ? bin("%", C::name(e), lit(p.blockK)) : bin("/", C::name(e), lit(rows));
+  std::string rn = ctx.names.fresh("row"), kn = ctx.names.fresh("kk");
+  std::vector<C::Stmt> inner{C::decl(ctx.idx, rn, r), C::decl(ctx.idx, kn, kk)};
+  C::ExprP point = C::sum({isA ? nm.m0 : nm.n0, C::name(rn)});
+  C::ExprP kq = C::sum({k0, C::name(kn)});
+  Env env;
+  env.vars = nm.batch;
+  env.vars[isA ? p.c.m : p.c.n] = C::sum({lit(isA ? p.c.mLo : p.c.nLo), point});
+  env.vars[p.c.kLoop->id] = C::sum({lit(p.c.kLo), kq});
+  std::vector<C::Stmt> loads;
+  C::ExprP value = lower(ctx, isA ? p.c.a : p.c.b, env, loads);
+  RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
+  C::ExprP inside = bin("&&", bin("<", point, lit(isA ? p.c.mExtent : p.c.nExtent)), bin("<", kq, lit(p.c.kExtent)));
+  C::ExprP at = C::sum({buffer ? buffer : lit(0), C::product(C::name(rn), lit(p.pitch)), C::name(kn)});
+  const auto& tiles = isA ? nm.tileA : nm.tileB;
+  if (p.stages > 1) {
+    // The element's address only where it is inside (elsewhere the array's start: no byte is read).
+    RTCG_ASSERT(value->kind == C::ExprKind::Index, "an mma operand copied by cp.async is a plain load");
+    const int bytes = typeBytes(p.c.type);
+    C::ExprP src =
+        C::ternary(inside, C::unary("&", value), C::name(ctx.paramNames[size_t((isA ? p.c.a : p.c.b)->array)]));
+    inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", bytes),
+                                        {C::unary("&", tileRef(tiles[0], at)), src,
+                                         C::ternary(inside, lit(bytes), lit(0))})));
+  } else {
+    stageConverted(ctx, p, tiles, at, C::ternary(inside, value, literalOf(p.c.type, 0, 0.0)), inner);
+  }
+  if (total % threads == 0) append(body, std::move(inner));
+  else body.push_back(C::ifThen(bin("<", C::name(e), lit(total)), std::move(inner)));
+  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit(rounds), C::Unroll::Full, std::move(body)));
+}
+
+// A fragment value from a tile: row `row` (of the block tile), column kcol, in the buffer starting
+// at element `buffer` (null: the only one).
+C::ExprP tileAt(const MmaPlan& p, const Tile& tile, const C::ExprP& buffer, C::ExprP row, C::ExprP kcol) {
+  return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(row), lit(p.pitch)), std::move(kcol)}));
+}
+
+// One operand register of a fragment: its big part and (tf32x3) its small part. Tiles staged
+// converted hold them; tiles copied by cp.async hold the values, converted here.
+std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>& tiles,
+                                               const C::ExprP& buffer, const C::ExprP& row, const C::ExprP& kcol,
+                                               const std::string& base, std::vector<C::Stmt>& out) {
+  auto def = [&](const std::string& n, C::ExprP init) {
+    std::string name = ctx.names.fresh(n);
+    out.push_back(C::decl(elemType(p), name, std::move(init)));
+    return C::name(name);
+  };
+  const bool x3 = p.arith == MmaArith::Tf32x3;
+  if (p.stages == 1)
+    return {def(base, tileAt(p, tiles[0], buffer, row, kcol)),
+            x3 ? def(base + "_small", tileAt(p, tiles[1], buffer, row, kcol)) : nullptr};
+  C::ExprP raw = tileAt(p, tiles[0], buffer, row, kcol);
+  if (p.arith == MmaArith::F64) return {def(base, raw), nullptr};
+  if (!x3) return {def(base, C::call("rtcg_tf32_rna", {raw})), nullptr};
+  C::ExprP value = def(base + "_value", raw);
+  C::ExprP big = def(base, C::call("rtcg_tf32_rna", {value}));
+  return {big, def(base + "_small", C::call("rtcg_tf32_rna", {bin("-", value, big)}))};
+}
+
+// One fragment-k of the step: per warp fragment its operand registers, then every mma. tf32x3 adds
+// the small products first (a_small b_big, a_big b_small), then the big one, into one accumulator.
+void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
+                  const C::ExprP& bufB, std::vector<C::Stmt>& out) {
+  const MmaSchedule& ms = ctx.sched.mma;
+  const bool f64 = p.arith == MmaArith::F64, x3 = p.arith == MmaArith::Tf32x3;
+  // a[fm][part][reg], b[fn][part][reg] (part 1: the small parts)
+  std::vector<std::vector<std::vector<C::ExprP>>> a(ms.tileM, std::vector<std::vector<C::ExprP>>(2)),
+      b(ms.tileN, std::vector<std::vector<C::ExprP>>(2));
+  using Offsets = std::vector<std::pair<int64_t, int64_t>>;
+  const Offsets aAt = f64 ? Offsets{{0, 0}} : Offsets{{0, 0}, {8, 0}, {0, 4}, {8, 4}};  // (row, k) per register
+  const Offsets bAt = f64 ? Offsets{{0, 0}} : Offsets{{0, 0}, {0, 4}};
+  for (int64_t fm = 0; fm < ms.tileM; ++fm)
+    for (auto [dr, dc] : aAt) {
+      C::ExprP row = C::sum({nm.wm, lit(fm * p.fragM + dr), nm.g});
+      auto [big, small] = fragmentRegister(ctx, p, nm.tileA, bufA, row, C::sum({kk, nm.t, lit(dc)}),
+                                           fmt::format("a{}", fm), out);
+      a[fm][0].push_back(big), a[fm][1].push_back(small);
+    }
+  for (int64_t fn = 0; fn < ms.tileN; ++fn)
+    for (auto [dr, dc] : bAt) {
+      C::ExprP col = C::sum({nm.wn, lit(fn * p.fragN + dr), nm.g});
+      auto [big, small] = fragmentRegister(ctx, p, nm.tileB, bufB, col, C::sum({kk, nm.t, lit(dc)}),
+                                           fmt::format("b{}", fn), out);
+      b[fn][0].push_back(big), b[fn][1].push_back(small);
+    }
+  auto mma = [&](int64_t fm, int64_t fn, int pa, int pb) {
+    std::vector<C::ExprP> args;
+    for (const std::string& acc : nm.acc[fm][fn]) args.push_back(C::name(acc));
+    for (const C::ExprP& r : a[fm][pa]) args.push_back(r);
+    for (const C::ExprP& r : b[fn][pb]) args.push_back(r);
+    out.push_back(C::exprStmt(C::call(f64 ? "rtcg_mma_f64" : "rtcg_mma_tf32", std::move(args))));
+  };
+  for (int64_t fm = 0; fm < ms.tileM; ++fm)
+    for (int64_t fn = 0; fn < ms.tileN; ++fn) {
+      if (x3) mma(fm, fn, 1, 0), mma(fm, fn, 0, 1);
+      mma(fm, fn, 0, 0);
+    }
+}
+
+// The fragment-k loop over one step's tiles.
+C::Stmt fragmentLoop(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& bufA, const C::ExprP& bufB) {
+  std::string kf = ctx.names.fresh("kf");
+  std::vector<C::Stmt> frag;
+  fragmentStep(ctx, p, nm, C::product(C::name(kf), lit(p.fragK)), bufA, bufB, frag);
+  return C::forLoop(ctx.idx, kf, lit(0), lit(p.blockK / p.fragK), C::Unroll::Full, std::move(frag));
+}
+
+// The reduction without stages: per step, stage both operands between barriers, then compute.
+void emitSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  std::string step = ctx.names.fresh("step");
+  std::vector<C::Stmt> body;
+  std::string k0 = ctx.names.fresh("k0");
+  body.push_back(C::decl(ctx.idx, k0, C::product(C::name(step), lit(p.blockK))));
+  body.push_back(C::syncThreads());  // the previous step's fragments are read
+  stageOperand(ctx, p, nm, true, C::name(k0), nullptr, body);
+  stageOperand(ctx, p, nm, false, C::name(k0), nullptr, body);
+  body.push_back(C::syncThreads());
+  body.push_back(fragmentLoop(ctx, p, nm, nullptr, nullptr));
+  out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+}
+
+// The reduction with stages S: the first S - 1 steps are copied ahead (one cp.async group each,
+// empty past the last step, so that every thread counts the same groups); at each step, wait until
+// at most S - 2 groups are in flight (this step's has landed), a barrier (every thread's copies are
+// visible, and every thread is done with the buffer the step S - 1 ahead refills), copy that step,
+// then compute from this step's buffer.
+void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  const int64_t S = p.stages;
+  auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+    C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
+    stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.blockM * p.pitch)) : nullptr, to);
+    stageOperand(ctx, p, nm, false, k0, buffer ? C::product(buffer, lit(p.blockN * p.pitch)) : nullptr, to);
+  };
+  for (int64_t s = 0; s + 1 < S; ++s) {
+    if (s < p.steps) copyStep(lit(s), lit(s), out);
+    out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+  }
+  std::string step = ctx.names.fresh("step");
+  std::vector<C::Stmt> body;
+  body.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", S - 2), {})));
+  body.push_back(C::syncThreads());
+  std::string ahead = ctx.names.fresh("ahead");
+  body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(S - 1)})));
+  std::vector<C::Stmt> copy;
+  copyStep(C::name(ahead), bin("%", C::name(ahead), lit(S)), copy);
+  body.push_back(C::ifThen(bin("<", C::name(ahead), lit(p.steps)), std::move(copy)));
+  body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+  std::string buf = ctx.names.fresh("buffer");
+  body.push_back(C::decl(ctx.idx, buf, bin("%", C::name(step), lit(S))));
+  body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(buf), lit(p.blockM * p.pitch)),
+                              C::product(C::name(buf), lit(p.blockN * p.pitch))));
+  out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+}
+
+// Per accumulator element: its output point (PTX's C fragment layout), guarded, and the statement
+// evaluated there with the sum replaced by the accumulator.
+void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  const MmaSchedule& ms = ctx.sched.mma;
+  const Stmt& st = ctx.nest.body[size_t(p.c.statement)];
+  for (int64_t fm = 0; fm < ms.tileM; ++fm)
+    for (int64_t fn = 0; fn < ms.tileN; ++fn)
+      for (int r = 0; r < accElements(p); ++r) {
+        const int64_t dr = p.arith == MmaArith::F64 ? 0 : (r >= 2 ? 8 : 0);
+        C::ExprP mm = C::sum({nm.m0, nm.wm, lit(fm * p.fragM + dr), nm.g});
+        C::ExprP nn = C::sum({nm.n0, nm.wn, lit(fn * p.fragN + (r & 1)), C::product(nm.t, lit(2))});
+        std::vector<C::Stmt> store;
+        std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
+        std::vector<C::Stmt> point{C::decl(ctx.idx, mi, mm), C::decl(ctx.idx, ni, nn)};
+        Env env;
+        env.vars = nm.batch;
+        env.vars[p.c.m] = C::sum({lit(p.c.mLo), C::name(mi)});
+        env.vars[p.c.n] = C::sum({lit(p.c.nLo), C::name(ni)});
+        env.hoisted[p.c.sum.get()] = C::name(nm.acc[fm][fn][r]);
+        C::ExprP value = lower(ctx, st.value, env, store);
+        C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, store);
+        store.push_back(emitStore(ctx, size_t(p.c.statement), target, value));
+        C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
+        point.push_back(C::ifThen(inside, std::move(store)));
+        out.push_back(C::block(std::move(point)));
+      }
+}
+
+// The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
+// dynamic shared memory of the element type, one after the other.
+void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
+  const int64_t a = p.stages * p.blockM * p.pitch, b = p.stages * p.blockN * p.pitch;
+  if (ctx.plan.dynamicShared) {
+    const std::string storage = p.c.type == ScalarType::F64 ? "rtcg_smem_f64" : "rtcg_smem_f32";
+    body.push_back(C::externSharedArray(elemType(p), storage));
+    int64_t at = 0;
+    for (int part = 0; part < p.tilesPerOperand; ++part) {
+      nm.tileA.push_back({storage, at}), at += a;
+      nm.tileB.push_back({storage, at}), at += b;
+    }
+    return;
+  }
+  for (int part = 0; part < p.tilesPerOperand; ++part) {
+    nm.tileA.push_back({ctx.names.fresh(part ? "tile_a_small" : "tile_a"), 0});
+    body.push_back(C::sharedArray(elemType(p), nm.tileA.back().storage, a));
+    nm.tileB.push_back({ctx.names.fresh(part ? "tile_b_small" : "tile_b"), 0});
+    body.push_back(C::sharedArray(elemType(p), nm.tileB.back().storage, b));
+  }
+}
+
+}  // namespace
+
+C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
+  const MmaPlan& p = *ctx.plan.mma;
+  const MmaSchedule& ms = ctx.sched.mma;
+  const LaunchPlan& l = ctx.plan.launch;
+  for (int a = 0; a < 3; ++a) ctx.facts.grid[a] = l.grid[a], ctx.facts.block[a] = l.block[a];
+  ctx.facts.threads = l.threads;
+  // Index ranges, for the lowering of / and % (nonNegative).
+  if (auto indices = nestIndices(ctx.k, ctx.nestIdx))
+    for (const NestIndex& ni : *indices)
+      for (const Loop* loop : ni.loops) ctx.facts.ranges[loop->id] = ni.hull;
+  C::Function fn;
+  fn.kind = C::FunctionKind::Kernel;
+  fn.name = fmt::format("{}_{}", ctx.k.name, ctx.nestIdx);
+  launch.function = fn.name;
+  for (int a = 0; a < 3; ++a) launch.grid[a] = (uint32_t)l.grid[a], launch.block[a] = (uint32_t)l.block[a];
+  fn.launchBounds = (int)l.threads;
+  if (ctx.plan.dynamicShared) launch.dynamicSharedBytes = (uint32_t)ctx.plan.dynamicSharedBytes;
+  std::vector<C::Stmt> body;
+  declareNestParams(ctx, fn, launch, body);
+  MmaNames nm;
+  declareCoordinates(ctx, p, nm, body);
+  body.push_back(C::comment(fmt::format("Staged operands: {} x {} (M) and {} x {} (N) values per step, pitch {}{}",
+                                        p.blockM, p.blockK, p.blockN, p.blockK, p.pitch,
+                                        p.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.stages)
+                                        : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
+  declareMmaTiles(ctx, p, nm, body);
+  nm.acc.assign(size_t(ms.tileM), std::vector<std::vector<std::string>>(size_t(ms.tileN)));
+  for (int64_t fm = 0; fm < ms.tileM; ++fm)
+    for (int64_t fn = 0; fn < ms.tileN; ++fn)
+      for (int r = 0; r < accElements(p); ++r) {
+        nm.acc[fm][fn].push_back(ctx.names.fresh(fmt::format("acc{}_{}_{}", fm, fn, r)));
+        body.push_back(C::decl(elemType(p), nm.acc[fm][fn].back(), literalOf(p.c.type, 0, 0.0), false));
+      }
+  if (p.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
+  else emitSteps(ctx, p, nm, body);
+  emitEpilogue(ctx, p, nm, body);
+  fn.body = std::move(body);
+  describeNest(ctx, fn);
+  return fn;
+}
+
+}  // namespace rtcg::emit

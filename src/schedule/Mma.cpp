@@ -1,0 +1,264 @@
+#include "schedule/Mma.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "ir/Analysis.h"
+#include "ir/Printer.h"
+#include "ir/Walk.h"
+#include "schedule/Domain.h"
+
+namespace rtcg {
+
+namespace {
+
+// The load under an operand's conversions (`f64(a[i, k])`), or null when the operand is more.
+const ExprNode* operandLoad(const Expr& e) {
+  const ExprNode* x = e.get();
+  while (x->kind == ExprKind::Cast && isFloat(x->type)) x = x->operands[0].get();
+  return x->kind == ExprKind::Load && isFloat(x->type) ? x : nullptr;
+}
+
+// The loop ids an operand's indices use, or a reason why they are not affine.
+std::optional<std::set<int>> operandIndices(const ExprNode* load, const std::string& what,
+                                            std::vector<std::string>& reasons) {
+  std::set<int> ids;
+  for (const Expr& ix : load->operands) {
+    auto form = toAffine(ix);
+    if (!form) {
+      reasons.push_back(fmt::format("mma: an index of {} is not affine (indirect or quasi-affine)", what));
+      return std::nullopt;
+    }
+    for (const auto& [id, c] : form->coeffs) ids.insert(id);
+  }
+  return ids;
+}
+
+// Whether the coefficient of loop `id` in the flat offset of `load` is +-1 (consecutive values of
+// the index are neighbours in memory).
+bool unitStride(const Kernel& k, const ExprNode* load, int id) {
+  auto form = flatOffset(k, load->array, load->operands);
+  return form && (form->coeff(id) == 1 || form->coeff(id) == -1);
+}
+
+// The index sets of the two operands made into M, N and batch indices (c.m, c.n, c.batch).
+bool assignRoles(const std::vector<NestIndex>& indices, const std::set<int>& ia, const std::set<int>& ib,
+                 Contraction& c, std::vector<std::string>& reasons) {
+  std::vector<int> onlyA, onlyB;
+  for (const NestIndex& ni : indices) {
+    if (!ni.parallel) continue;
+    int id = ni.loops[0]->id;
+    if (ia.count(id) && !ib.count(id)) onlyA.push_back(id);
+    else if (ib.count(id) && !ia.count(id)) onlyB.push_back(id);
+    else c.batch.push_back(id);
+    if (!ni.constantBounds) {
+      reasons.push_back(fmt::format("mma: index '{}' has bounds that are not constant (tiles are rectangular)", ni.name));
+      return false;
+    }
+  }
+  if (onlyA.size() != 1 || onlyB.size() != 1) {
+    reasons.push_back(fmt::format("mma: a GEMM needs one parallel index in each operand only; the first operand "
+                                  "has {}, the second {} (a matrix-vector product or a product of several "
+                                  "row indices does not qualify)", onlyA.size(), onlyB.size()));
+    return false;
+  }
+  c.m = onlyA[0], c.n = onlyB[0];
+  for (const NestIndex& ni : indices) {
+    if (!ni.parallel) continue;
+    int id = ni.loops[0]->id;
+    const int64_t lo = ni.hull.lo, extent = ni.hull.extent();
+    if (id == c.m) c.mLo = lo, c.mExtent = extent;
+    else if (id == c.n) c.nLo = lo, c.nExtent = extent;
+    else c.batchLo.push_back(lo), c.batchExtent.push_back(extent);
+  }
+  return true;
+}
+
+// The sum over the product of two operands, with one constant reduction loop.
+const ExprNode* sumOfProduct(const Kernel& k, const Expr& sum, Contraction& c, std::vector<std::string>& reasons) {
+  if (sum->reduceOp != ReduceOp::Sum || sum->loops.size() != 1) {
+    reasons.push_back(fmt::format("mma: the reduction is a {} over {} indices, not a sum over one",
+                                  reduceName(sum->reduceOp), sum->loops.size()));
+    return nullptr;
+  }
+  if (sum->type != ScalarType::F32 && sum->type != ScalarType::F64) {
+    reasons.push_back(fmt::format("mma: the sum is of type {}, not f32 or f64", typeName(sum->type)));
+    return nullptr;
+  }
+  const Expr& body = sum->operands[0];
+  if (body->kind != ExprKind::Binary || body->binaryOp != BinaryOp::Mul) {
+    reasons.push_back("mma: the sum's body is not a product of two operands");
+    return nullptr;
+  }
+  auto lo = constIntValue(sum->loops[0].lo, k), hi = constIntValue(sum->loops[0].hi, k);
+  if (!lo || !hi) {
+    reasons.push_back(fmt::format("mma: reduction index '{}' has bounds that are not constant", sum->loops[0].name));
+    return nullptr;
+  }
+  c.kLoop = &sum->loops[0];
+  c.kLo = *lo, c.kExtent = std::max<int64_t>(0, *hi - *lo);
+  c.type = sum->type;
+  return body.get();
+}
+
+}  // namespace
+
+ContractionMatch matchContraction(const Kernel& k, int nest) {
+  ContractionMatch r;
+  const LoopNest& ln = k.nests[size_t(nest)];
+  if (ln.body.size() != 1 || ln.body[0].kind != StmtKind::Store) {
+    r.reasons.push_back(fmt::format("mma: the nest has {} statements; an mma schedule computes one store",
+                                    ln.body.size()));
+    return r;
+  }
+  std::vector<Expr> sums;
+  collectReductions(ln.body[0].value, sums);
+  if (sums.size() != 1) {
+    r.reasons.push_back(fmt::format("mma: the statement has {} reductions; an mma schedule computes one", sums.size()));
+    return r;
+  }
+  Contraction c;
+  c.sum = sums[0];
+  const ExprNode* product = sumOfProduct(k, c.sum, c, r.reasons);
+  if (!product) return r;
+  const ExprNode* la = operandLoad(product->operands[0]);
+  const ExprNode* lb = operandLoad(product->operands[1]);
+  if (!la || !lb) {
+    r.reasons.push_back("mma: a factor of the product is not a load of a float array (after conversions)");
+    return r;
+  }
+  auto ia = operandIndices(la, "the first operand", r.reasons);
+  auto ib = operandIndices(lb, "the second operand", r.reasons);
+  if (!ia || !ib) return r;
+  const int kId = c.kLoop->id;
+  if (!ia->count(kId) || !ib->count(kId)) {
+    r.reasons.push_back(fmt::format("mma: an operand does not depend on the reduction index '{}'", c.kLoop->name));
+    return r;
+  }
+  std::string err;
+  auto indices = nestIndices(k, nest, &err);
+  if (!indices) {
+    r.reasons.push_back(err);
+    return r;
+  }
+  std::set<int> parallel{kId};
+  for (const NestIndex& ni : *indices)
+    if (ni.parallel) parallel.insert(ni.loops[0]->id);
+  for (const std::set<int>* ids : {&*ia, &*ib})
+    for (int id : *ids)
+      if (!parallel.count(id)) {
+        r.reasons.push_back("mma: an operand depends on an index besides the parallel ones and the sum's");
+        return r;
+      }
+  c.a = product->operands[0], c.b = product->operands[1];
+  if (!assignRoles(*indices, *ia, *ib, c, r.reasons)) return r;
+  c.aAlongK = unitStride(k, la, kId) || !unitStride(k, la, c.m);
+  c.bAlongK = unitStride(k, lb, kId) || !unitStride(k, lb, c.n);
+  r.contraction = std::move(c);
+  return r;
+}
+
+namespace {
+
+// Clauses that an `mma:` schedule does not take: index clauses and every other clause row.
+void checkAlone(const NestSchedule& s, std::vector<std::string>& reasons) {
+  if (!s.indices.empty())
+    reasons.push_back(fmt::format("'mma:' maps the nest's indices itself: no index clause beside it ('{}')",
+                                  printIndexSchedule(s.indices[0])));
+  for (const ClauseRow& row : clauseTable())
+    if (row.kind != ClauseKind::Mma && !clauseAtDefault(row, s))
+      reasons.push_back(fmt::format("'{}:' does not apply beside 'mma:'", row.name));
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
+                               std::vector<std::string>& reasons) {
+  const size_t before = reasons.size();
+  checkAlone(s, reasons);
+  ContractionMatch m = matchContraction(k, nest);
+  for (std::string& r : m.reasons) reasons.push_back(std::move(r));
+  if (!m.contraction) return std::nullopt;
+  MmaPlan p;
+  p.arith = s.mma.arith;
+  p.c = std::move(*m.contraction);
+  const ScalarType want = p.arith == MmaArith::F64 ? ScalarType::F64 : ScalarType::F32;
+  if (p.c.type != want)
+    reasons.push_back(fmt::format("mma: '{}' computes {} contractions; this one is {}", mmaArithName(p.arith),
+                                  typeName(want), typeName(p.c.type)));
+  if (p.arith == MmaArith::F64) p.fragM = 8, p.fragN = 8, p.fragK = 4;
+  p.stages = s.mma.stages;
+  p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.stages == 1 ? 2 : 1;
+  if (p.stages > 1)
+    for (const Expr* op : {&p.c.a, &p.c.b})
+      if ((*op)->kind != ExprKind::Load || (*op)->type != p.c.type)
+        reasons.push_back(fmt::format("mma: 'stages' copies the operands with cp.async, which does not convert: "
+                                      "'{}' is not a load of {}", printExpr(*op, &k), typeName(p.c.type)));
+  p.blockM = s.mma.warpsM * s.mma.tileM * p.fragM;
+  p.blockN = s.mma.warpsN * s.mma.tileN * p.fragN;
+  p.blockK = s.mma.k;
+  p.pitch = p.blockK + (12 - p.blockK % 8) % 8;  // pitch = 4 (mod 8): conflict-free fragment loads
+  p.tileBytes = (p.blockM + p.blockN) * p.pitch * typeBytes(p.c.type) * p.tilesPerOperand * p.stages;
+  p.steps = ceilDiv(p.c.kExtent, p.blockK);
+  p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
+  const int64_t threads = s.mma.warpsM * s.mma.warpsN * 32;
+  if (threads > limits.maxThreadsPerBlock || threads > limits.maxBlockDim[0])
+    reasons.push_back(fmt::format("mma: {} warps are {} threads, more than a block holds ({})",
+                                  s.mma.warpsM * s.mma.warpsN, threads, limits.maxThreadsPerBlock));
+  // Past 48 KiB the tiles go to dynamic shared memory, up to what the limits (the device) allow.
+  const int64_t maxShared = limits.maxSharedBytes;
+  if (p.tileBytes > maxShared)
+    reasons.push_back(fmt::format("mma: the staged tiles take {} bytes of shared memory, more than {}", p.tileBytes,
+                                  maxShared));
+  int64_t batch = 1;
+  for (int64_t e : p.c.batchExtent) batch *= std::max<int64_t>(1, e);
+  const int64_t grid[3] = {ceilDiv(p.c.nExtent, p.blockN) * batch, ceilDiv(p.c.mExtent, p.blockM), 1};
+  for (int a = 0; a < 3; ++a)
+    if (grid[a] > limits.maxGridDim[a])
+      reasons.push_back(fmt::format("mma: {} blocks along grid.{}, more than {}", grid[a], "xyz"[a],
+                                    limits.maxGridDim[a]));
+  if (reasons.size() != before) return std::nullopt;
+  return p;
+}
+
+std::vector<MmaArith> mmaAriths(Precision precision, ScalarType t) {
+  if (t == ScalarType::F64) return {MmaArith::F64};
+  if (t != ScalarType::F32) return {};
+  switch (precision) {
+    case Precision::Ieee: return {};
+    case Precision::Tf32x3: return {MmaArith::Tf32x3};
+    case Precision::Tf32: return {MmaArith::Tf32, MmaArith::Tf32x3};
+  }
+  return {};
+}
+
+std::string precisionObstacle(const Kernel& k, Precision precision) {
+  if (precision == Precision::Ieee) return "";
+  bool f32 = false, f64 = false;
+  auto note = [&](ScalarType t) { f32 |= t == ScalarType::F32, f64 |= t == ScalarType::F64; };
+  for (const Param& p : k.params) note(p.type);
+  for (const LoopNest& n : k.nests)
+    for (const Stmt& s : n.body) visitExprs(s.value, [&](const Expr& e) { note(e->type); });
+  if (f64 && !f32)
+    return fmt::format("precision '{}' rounds f32 operands to TF32, but kernel '{}' computes in f64 only "
+                       "(f64 contractions use FP64 tensor cores under 'ieee')",
+                       precisionName(precision), k.name);
+  return "";
+}
+
+std::vector<std::string> precisionReasons(const Schedule& s, Precision precision) {
+  std::vector<std::string> out;
+  for (size_t n = 0; n < s.nests.size(); ++n)
+    if (!precisionAllows(precision, s.nests[n].mma.arith))
+      out.push_back(fmt::format("{}'mma: {}' rounds f32 operands to TF32, which precision '{}' does not allow "
+                                "(use --precision {})",
+                                s.nests.size() > 1 ? fmt::format("nest {}: ", n) : "", mmaArithName(s.nests[n].mma.arith),
+                                precisionName(precision), mmaArithName(s.nests[n].mma.arith)));
+  return out;
+}
+
+}  // namespace rtcg

@@ -1,0 +1,91 @@
+// Contractions on tensor cores: which statements qualify, and the plan of an `mma:` schedule.
+//
+// A nest qualifies when its body is one store whose value holds one sum over one reduction index
+// k of a product of two operands, each a load (after conversions) whose affine indices make a
+// GEMM with the nest's parallel indices:
+//
+//   o[k, i] = invJ[k] * sum(f, LIFT[i, f] * flux[k, f])      M = i (LIFT), N = k (flux), K = f
+//
+// One parallel index appears in the first operand only (M), one in the second only (N); every
+// other parallel index is a batch index (in both operands, or in neither: then the operands are
+// shared by the batch). Whatever surrounds the sum (`invJ[k] * `, `rhs[k, i] + `) is the epilogue:
+// evaluated per output point once the sum is known. Bounds are constant (rectangular tiles).
+//
+// The plan: a block of warpsM x warpsN warps owns a (blockM x blockN) output tile and walks the
+// reduction in steps of `k` values. Per step the block stages both operands' (rows x k) boxes in
+// shared memory, converted once (TF32-rounded; tf32x3: the big and the small part, two tiles each;
+// elements outside the domain are zeros, so partial tiles at odd sizes add nothing), with a pitch
+// of k + padding where padding makes pitch = 4 (mod 8) words: the eight rows a fragment load
+// touches then start in eight different 4-bank groups (no bank conflicts). Each warp loads its
+// fragments from the tiles in the PTX layouts and issues tileM x tileN mma per fragment-k; the
+// accumulators stay in registers. The epilogue maps each accumulator element to its output point,
+// guards it against the domain and evaluates the statement with the sum replaced by it. With
+// `stages N` the steps go to N buffers by cp.async (zero-filled outside the domain), N - 1 steps
+// ahead: one barrier per step, and the fragments convert to TF32 as they are loaded (cp.async
+// cannot convert, so the operands must be plain loads of the contraction's type).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "schedule/Schedule.h"
+
+namespace rtcg {
+
+// A statement that qualifies, as the plan and the emitter need it.
+struct Contraction {
+  int statement = 0;      // index into the nest's body
+  Expr sum;               // the Reduce node (the epilogue sees it replaced by the accumulator)
+  Expr a, b;              // the operands: a holds M, b holds N (each a Load or Cast of one)
+  ScalarType type{};      // of the product and the sum: F32 or F64
+  int m = -1, n = -1;     // loop ids of the M and N parallel indices
+  std::vector<int> batch; // loop ids of the batch indices, outermost first
+  const Loop* kLoop = nullptr;
+  int64_t mLo = 0, mExtent = 0, nLo = 0, nExtent = 0, kLo = 0, kExtent = 0;
+  std::vector<int64_t> batchLo, batchExtent;
+  // Whether the operand's elements along k are contiguous in memory (else along M / N): the
+  // staging copy walks the contiguous direction with consecutive threads (coalesced).
+  bool aAlongK = true, bAlongK = true;
+};
+
+struct ContractionMatch {
+  std::optional<Contraction> contraction;
+  std::vector<std::string> reasons;  // why the nest does not qualify
+};
+ContractionMatch matchContraction(const Kernel& k, int nest);
+
+struct MmaPlan {
+  MmaArith arith{};
+  Contraction c;
+  int64_t fragM = 16, fragN = 8, fragK = 8;  // the instruction's shape
+  int64_t blockM = 0, blockN = 0, blockK = 0;
+  int64_t pitch = 0;        // elements between rows of a staged tile (blockK + padding)
+  int64_t stages = 1;       // buffers of cp.async copies (1: loaded, converted and stored per step)
+  int tilesPerOperand = 1;  // tf32x3 without stages: 2 (big and small, converted when staged)
+  int64_t tileBytes = 0;    // shared memory of all staged tiles
+  int64_t steps = 0;        // reduction steps of blockK
+  int64_t mmaPerStep = 0;   // mma instructions per warp per step (x3 for tf32x3)
+};
+
+// The plan of `s.mma` for nest `nest`, or the reasons why none exists (appended to `reasons`):
+// the nest does not qualify, the arithmetic does not fit its type, other clauses beside `mma:`,
+// the launch exceeds `limits`.
+std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
+                               std::vector<std::string>& reasons);
+
+// The mma arithmetics `precision` allows for a contraction of type `t`: f32 under tf32x3 gets
+// tf32x3; under tf32 both tf32 and tf32x3; f64 gets f64 under every policy; others none.
+std::vector<MmaArith> mmaAriths(Precision precision, ScalarType t);
+
+// Why `precision` cannot apply to the bound kernel (empty: it can): tf32 and tf32x3 round f32
+// operands, so a kernel that computes only in f64 refuses them.
+std::string precisionObstacle(const Kernel& k, Precision precision);
+
+// Why schedule `s` may not run under `precision` (empty: it may): an `mma:` clause whose
+// arithmetic the policy does not allow.
+std::vector<std::string> precisionReasons(const Schedule& s, Precision precision);
+
+}  // namespace rtcg

@@ -1,0 +1,303 @@
+// Contractions on tensor cores (`mma:`, schedule/Mma.h): the clause's text, which statements
+// qualify and why others do not, the precision policy, the space's mma candidates, the emitted code
+// against the reference in the host emulation (its mma helpers follow the PTX fragment layouts and
+// TF32 rounding) at sizes no tile divides, and NVRTC compiles for sm_80 and sm_90.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/HostEmulation.h"
+#include "codegen/Nvrtc.h"
+#include "frontend/Frontend.h"
+#include "ir/Bind.h"
+#include "schedule/Mma.h"
+#include "schedule/Plan.h"
+#include "schedule/Space.h"
+#include "schedule/TestKernels.h"
+#include "FullTests.h"
+
+using namespace rtcg;
+using namespace rtcg::testing;
+
+namespace {
+
+Kernel example(const std::string& file, const SizeBindings& sizes) {
+  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Diagnostics diags;
+  auto prog = parseProgram(file, ss.str(), diags);
+  EXPECT_TRUE(prog.has_value()) << file;
+  if (!prog || prog->kernels.empty()) return Kernel{};
+  auto bound = bindSizes(prog->kernels[0], sizes, diags);
+  EXPECT_TRUE(bound.has_value()) << file;
+  return bound ? *bound : Kernel{};
+}
+
+Kernel fromSource(const std::string& source, const SizeBindings& sizes) {
+  Diagnostics diags;
+  auto prog = parseProgram("test.rtcg", source, diags);
+  EXPECT_TRUE(prog.has_value()) << source;
+  auto bound = prog ? bindSizes(prog->kernels[0], sizes, diags) : std::nullopt;
+  EXPECT_TRUE(bound.has_value());
+  return bound ? *bound : Kernel{};
+}
+
+// The qualifying examples at sizes that divide no tile (odd M, N and K).
+struct Case {
+  const char* file;
+  SizeBindings sizes;
+};
+const std::vector<Case>& qualifying() {
+  static const std::vector<Case> cases{
+      {"matmul.rtcg", {{"n", 37}}},
+      {"matmul_flat.rtcg", {{"n", 21}}},
+      {"batched_matmul.rtcg", {{"nb", 3}, {"n", 13}}},
+      {"dg_diff_stacked.rtcg", {{"K", 19}, {"Np", 7}}},
+      {"dg_lift.rtcg", {{"K", 23}, {"Np", 10}, {"Nfp", 3}}},
+  };
+  return cases;
+}
+
+const char* kF64Lift = R"(
+kernel lift64(K: int, Np: int, F: int, LIFT: f64[Np, F], flux: f64[K, F], invJ: f64[K], inout rhs: f64[K, Np]) {
+  for k in 0..K, i in 0..Np {
+    rhs[k, i] = rhs[k, i] + invJ[k] * sum(f in 0..F, LIFT[i, f] * flux[k, f]);
+  }
+}
+)";
+
+}  // namespace
+
+TEST(Mma, ClausePrintsAndParsesBack) {
+  for (const char* text : {"mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16", "mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8",
+                           "mma: f64 m8n8k4 warps 2x4 tile 2x2 k 12", "mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 stages 3"}) {
+    ScheduleParseResult r = parseSchedule(text);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.error;
+    EXPECT_EQ(printSchedule(*r.schedule), text);
+    EXPECT_EQ(parseSchedule(printSchedule(*r.schedule)).schedule, r.schedule);
+  }
+  struct Bad {
+    const char* text;
+    const char* error;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"mma: fp16 m16n8k8 warps 2x2 tile 1x1 k 8", "unknown mma arithmetic 'fp16'"},
+           {"mma: f64 m16n8k8 warps 2x2 tile 1x1 k 8", "mma shape 'm16n8k8' does not fit 'f64'"},
+           {"mma: tf32 m16n8k8 warps 2 tile 1x1 k 8", "expected the warps of a block as 'AxB'"},
+           {"mma: tf32 m16n8k8 warps 8x8 tile 1x1 k 8", "at most 32"},
+           {"mma: tf32 m16n8k8 warps 2x2 tile 1x1 k 12", "multiple of 8"},
+           {"mma: tf32 m16n8k8 warps 2x2 tiles 1x1 k 8", "expected 'tile'"},
+           {"mma: tf32 m16n8k8 warps 2x2 tile 1x1 k 8 stages 5", "between 2 and 4"},
+           {"mma: tf32 m16n8k8 warps 2x2 tile 1x1 k 8 stages", "expected the number of stages"},
+       }) {
+    ScheduleParseResult r = parseSchedule(b.text);
+    EXPECT_FALSE(r.ok()) << b.text;
+    EXPECT_NE(r.error.find(b.error), std::string::npos) << b.text << ": " << r.error;
+  }
+}
+
+TEST(Mma, QualifyingStatementsAndWhyOthersDoNot) {
+  for (const Case& c : qualifying()) {
+    Kernel k = example(c.file, c.sizes);
+    ContractionMatch m = matchContraction(k, 0);
+    EXPECT_TRUE(m.contraction.has_value()) << c.file << ": " << (m.reasons.empty() ? "" : m.reasons[0]);
+  }
+  Kernel lift = example("dg_lift.rtcg", {{"K", 23}, {"Np", 10}, {"Nfp", 3}});
+  ContractionMatch m = matchContraction(lift, 0);
+  ASSERT_TRUE(m.contraction);
+  EXPECT_EQ(m.contraction->mExtent, 10);  // i, from LIFT
+  EXPECT_EQ(m.contraction->nExtent, 23);  // k, from flux
+  EXPECT_EQ(m.contraction->kExtent, 12);
+  EXPECT_TRUE(m.contraction->batch.empty());
+  Kernel batched = example("batched_matmul.rtcg", {{"nb", 3}, {"n", 13}});
+  EXPECT_EQ(matchContraction(batched, 0).contraction->batch.size(), 1u);
+
+  struct Not {
+    const char* file;
+    SizeBindings sizes;
+    const char* reason;
+  };
+  for (const Not& n : std::vector<Not>{
+           {"dg_diff.rtcg", {{"K", 5}, {"Np", 4}}, "the nest has 3 statements"},
+           {"gemv.rtcg", {{"m", 5}, {"n", 4}}, "one parallel index in each operand only"},
+           {"dot.rtcg", {{"n", 5}}, "one parallel index in each operand only"},
+           {"axpby.rtcg", {{"n", 5}}, "0 reductions"},
+           {"dg_face_gather.rtcg", {{"K", 5}, {"Np", 4}, {"Nfaces", 4}, {"Nfp", 2}}, "0 reductions"},
+       }) {
+    Kernel k = example(n.file, n.sizes);
+    ContractionMatch r = matchContraction(k, 0);
+    EXPECT_FALSE(r.contraction) << n.file;
+    ASSERT_FALSE(r.reasons.empty()) << n.file;
+    EXPECT_NE(r.reasons[0].find(n.reason), std::string::npos) << n.file << ": " << r.reasons[0];
+  }
+}
+
+TEST(Mma, PlanReasons) {
+  Kernel k = matmul(37);
+  auto reasons = [&](const std::string& text) {
+    return validateSchedule(k, *parseSchedule(text).schedule);
+  };
+  EXPECT_TRUE(reasons("mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16").empty());
+  auto r = reasons("mma: f64 m8n8k4 warps 2x2 tile 2x2 k 16");
+  ASSERT_FALSE(r.empty());
+  EXPECT_NE(r[0].find("'f64' computes f64 contractions; this one is f32"), std::string::npos) << r[0];
+  r = reasons("i: grid.y; mma: tf32 m16n8k8 warps 2x2 tile 2x2 k 16");
+  ASSERT_FALSE(r.empty());
+  EXPECT_NE(r[0].find("no index clause beside it"), std::string::npos) << r[0];
+  r = reasons("shared: a; mma: tf32 m16n8k8 warps 2x2 tile 2x2 k 16");
+  ASSERT_FALSE(r.empty());
+  EXPECT_NE(r[0].find("'shared:' does not apply beside 'mma:'"), std::string::npos) << r[0];
+  r = reasons("mma: tf32x3 m16n8k8 warps 4x4 tile 4x4 k 64");
+  ASSERT_FALSE(r.empty());
+  EXPECT_NE(r[0].find("shared memory"), std::string::npos) << r[0];
+  // cp.async copies bytes: a converted operand cannot be pipelined.
+  Kernel mixed = fromSource("kernel mixed(n: int, a: f64[n, n], b: f32[n, n], out c: f32[n, n]) {\n"
+                            "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, f32(a[i, k]) * b[k, j]); }\n}\n",
+                            {{"n", 20}});
+  EXPECT_TRUE(validateSchedule(mixed, *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8").schedule).empty());
+  r = validateSchedule(mixed, *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8 stages 2").schedule);
+  ASSERT_FALSE(r.empty());
+  EXPECT_NE(r[0].find("cp.async, which does not convert"), std::string::npos) << r[0];
+  SchedulePlan plan = planSchedule(k, *parseSchedule("mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 16").schedule);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(plan.nests[0].mma);
+  EXPECT_EQ(plan.nests[0].mma->blockM, 32);
+  EXPECT_EQ(plan.nests[0].mma->blockN, 16);
+  EXPECT_EQ(plan.nests[0].mma->pitch % 8, 4);  // conflict-free fragment loads
+  EXPECT_EQ(plan.nests[0].launch.grid[0], 3);
+  EXPECT_EQ(plan.nests[0].launch.grid[1], 2);
+  EXPECT_EQ(plan.nests[0].launch.threads, 64);
+  EXPECT_NE(printPlan(k, plan.nests[0]).find("tf32x3 mma.sync m16n8k8"), std::string::npos);
+  // A batch larger than grid.z holds rides on grid.x with the N tiles.
+  SchedulePlan big = planSchedule(example("batched_matmul.rtcg", {{"nb", 70000}, {"n", 16}}), *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x2 k 8").schedule);
+  ASSERT_TRUE(big.ok()) << big.reasons[0];
+  EXPECT_EQ(big.nests[0].launch.grid[0], 70000);
+  EXPECT_EQ(big.nests[0].launch.grid[2], 1);
+}
+
+TEST(Mma, PrecisionPolicy) {
+  Schedule tf32 = *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8").schedule;
+  Schedule x3 = *parseSchedule("mma: tf32x3 m16n8k8 warps 1x1 tile 1x1 k 8").schedule;
+  Schedule f64 = *parseSchedule("mma: f64 m8n8k4 warps 1x1 tile 1x1 k 8").schedule;
+  EXPECT_FALSE(precisionReasons(tf32, Precision::Ieee).empty());
+  EXPECT_FALSE(precisionReasons(tf32, Precision::Tf32x3).empty());
+  EXPECT_TRUE(precisionReasons(tf32, Precision::Tf32).empty());
+  EXPECT_FALSE(precisionReasons(x3, Precision::Ieee).empty());
+  EXPECT_TRUE(precisionReasons(x3, Precision::Tf32x3).empty());
+  EXPECT_TRUE(precisionReasons(f64, Precision::Ieee).empty());
+  EXPECT_NE(precisionReasons(x3, Precision::Ieee)[0].find("use --precision tf32x3"), std::string::npos);
+  // tf32 on a kernel that computes only in f64: an error with the reason; on f32, none.
+  EXPECT_NE(precisionObstacle(matmul(8, ScalarType::F64), Precision::Tf32).find("computes in f64 only"),
+            std::string::npos);
+  EXPECT_EQ(precisionObstacle(matmul(8, ScalarType::F64), Precision::Ieee), "");
+  EXPECT_EQ(precisionObstacle(matmul(8), Precision::Tf32), "");
+  EXPECT_EQ(precisionObstacle(axpby(8), Precision::Tf32x3), "");  // no contraction: simply no mma candidates
+}
+
+TEST(Mma, SpaceOffersMmaWhereThePolicyAndTypesAllow) {
+  auto mmaCandidates = [](const Kernel& k, Precision p) {
+    SpaceOptions o;
+    o.precision = p;
+    Space s = enumerateSchedules(k, o);
+    std::set<MmaArith> seen;
+    for (const Candidate& c : s.candidates)
+      for (const NestSchedule& n : c.schedule.nests)
+        if (n.mma.any()) seen.insert(n.mma.arith);
+    return seen;
+  };
+  EXPECT_TRUE(mmaCandidates(matmul(512), Precision::Ieee).empty());
+  EXPECT_EQ(mmaCandidates(matmul(512), Precision::Tf32x3), std::set<MmaArith>{MmaArith::Tf32x3});
+  EXPECT_EQ(mmaCandidates(matmul(512), Precision::Tf32), (std::set<MmaArith>{MmaArith::Tf32, MmaArith::Tf32x3}));
+  EXPECT_EQ(mmaCandidates(matmul(64, ScalarType::F64), Precision::Ieee), std::set<MmaArith>{MmaArith::F64});
+  EXPECT_TRUE(mmaCandidates(axpby(1000), Precision::Tf32).empty());
+}
+
+// Every qualifying example's mma schedules against the reference in the host emulation, at sizes
+// no tile divides: tf32x3 within the FP32-class tolerance, tf32 within TF32's, and an f64 lifting
+// with FP64 mma within f64's. Several warps and fragments per warp, steps longer than the reduction.
+TEST(HostEmulation, MmaSchedulesMatchTheReference) {
+  rtcgtest::CaseSample sample(3);
+  const std::vector<std::string> shapes{"warps 2x1 tile 1x2 k 8", "warps 1x2 tile 2x1 k 16", "warps 1x1 tile 1x1 k 32"};
+  for (const Case& c : qualifying()) {
+    Kernel k = example(c.file, c.sizes);
+    for (const std::string& shape : shapes) {
+      if (sample.keep())
+        EXPECT_EQ(checkOnHost(k, "mma: tf32x3 m16n8k8 " + shape, 4e-5), "") << c.file << " tf32x3 " << shape;
+      if (sample.keep())
+        EXPECT_EQ(checkOnHost(k, "mma: tf32 m16n8k8 " + shape, 2e-3), "") << c.file << " tf32 " << shape;
+    }
+  }
+  Kernel lift = fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}});
+  EXPECT_EQ(checkOnHost(lift, "mma: f64 m8n8k4 warps 2x1 tile 1x2 k 8", 1e-12), "");
+  EXPECT_EQ(checkOnHost(lift, "mma: f64 m8n8k4 warps 1x2 tile 2x1 k 4 stages 3", 1e-12), "");
+  EXPECT_EQ(checkOnHost(matmul(21, ScalarType::F64), "mma: f64 m8n8k4 warps 1x2 tile 2x1 k 4", 1e-12), "");
+}
+
+// cp.async pipelines of 2 to 4 stages: steps copied ahead into a ring of buffers, converted as the
+// fragments load; reductions of fewer, as many and more steps than stages, odd sizes.
+TEST(HostEmulation, MmaStagesMatchTheReference) {
+  rtcgtest::CaseSample sample(2);
+  for (const Case& c : qualifying()) {
+    Kernel k = example(c.file, c.sizes);
+    for (const char* shape : {"warps 2x1 tile 1x2 k 8 stages 2", "warps 1x2 tile 2x1 k 8 stages 3",
+                              "warps 1x1 tile 1x1 k 16 stages 4"}) {
+      if (sample.keep())
+        EXPECT_EQ(checkOnHost(k, std::string("mma: tf32x3 m16n8k8 ") + shape, 4e-5), "") << c.file << " " << shape;
+      if (sample.keep())
+        EXPECT_EQ(checkOnHost(k, std::string("mma: tf32 m16n8k8 ") + shape, 2e-3), "") << c.file << " " << shape;
+    }
+  }
+}
+
+// Tiles over 48 KiB go to dynamic shared memory (the launch provides it), up to the device's limit.
+TEST(HostEmulation, MmaTilesInDynamicSharedMemory) {
+  ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
+  const std::string pipelined = "mma: tf32x3 m16n8k8 warps 2x2 tile 4x4 k 32 stages 3";
+  EXPECT_FALSE(validateSchedule(matmul(37), *parseSchedule(pipelined).schedule).empty());  // 81 KiB > 48 KiB
+  SchedulePlan plan = planSchedule(matmul(37), *parseSchedule(pipelined).schedule, sm90);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan.nests[0].dynamicShared);
+  EXPECT_EQ(emitCuda(matmul(37), *parseSchedule(pipelined).schedule, sm90).launches[0].dynamicSharedBytes, 82944u);
+  EXPECT_EQ(checkOnHost(matmul(37), pipelined, 4e-5, sm90), "");
+  EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32x3 m16n8k8 warps 2x2 tile 4x4 k 32", 4e-5, sm90), "");
+  Kernel lift = fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 37}});
+  EXPECT_EQ(checkOnHost(lift, "mma: f64 m8n8k4 warps 2x2 tile 4x4 k 32 stages 3", 1e-12, sm90), "");
+  EmittedModule m = emitCuda(lift, *parseSchedule("mma: f64 m8n8k4 warps 2x2 tile 4x4 k 32 stages 3").schedule, sm90);
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    CudaCompileResult r = compileCuda(m.source, "lift64.cu", arch);
+    EXPECT_TRUE(r.success) << arch << "\n" << r.log;
+  }
+}
+
+// TF32 alone is visibly less accurate than tf32x3 (the emulation rounds, it does not compute in
+// FP32 and call it TF32): the same schedule fails the FP32-class tolerance with tf32.
+TEST(HostEmulation, Tf32RoundsTheOperands) {
+  Kernel k = matmul(24);
+  EXPECT_EQ(checkOnHost(k, "mma: tf32x3 m16n8k8 warps 1x1 tile 1x1 k 8", 4e-5), "");
+  EXPECT_NE(checkOnHost(k, "mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8", 4e-5), "");
+}
+
+// NVRTC compiles mma candidates to cubins for sm_80 and sm_90 (no GPU needed).
+TEST(Mma, NvrtcCompilesForSm80AndSm90) {
+  rtcgtest::CaseSample sample(2);
+  std::vector<std::pair<Kernel, std::string>> cases;
+  for (const Case& c : qualifying()) {
+    cases.push_back({example(c.file, c.sizes), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16"});
+    cases.push_back({example(c.file, c.sizes), "mma: tf32 m16n8k8 warps 2x1 tile 4x2 k 8"});
+    cases.push_back({example(c.file, c.sizes), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3"});
+  }
+  cases.push_back({fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}}), "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8"});
+  cases.push_back({fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}}), "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8 stages 3"});
+  for (const auto& [k, text] : cases) {
+    if (!sample.keep()) continue;
+    EmittedModule m = emitCuda(k, *parseSchedule(text).schedule);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CudaCompileResult r = compileCuda(m.source, k.name + ".cu", arch);
+      EXPECT_TRUE(r.success) << k.name << " " << text << " " << arch << "\n" << r.log << "\n" << m.source;
+      EXPECT_FALSE(r.cubin.empty());
+    }
+  }
+}
