@@ -16,6 +16,17 @@ On a GPU::
 See docs/python.md.
 """
 
+import importlib.util as _importlib_util
+import sys as _sys
+
+# PyTorch first, where it is installed: on the GPU machine (torch 2.11+cu130, Python 3.12),
+# `import rtcg, torch` aborted inside torch's import ("free(): invalid pointer") while
+# `import torch, rtcg` and rtcg's GPU tests with PyTorch tensors ran; the cause is not found yet
+# (none of the extension's shared libraries alone does it). RTCG_NO_TORCH_PRELOAD=1 skips this.
+if "torch" not in _sys.modules and not __import__("os").environ.get("RTCG_NO_TORCH_PRELOAD"):
+    if _importlib_util.find_spec("torch") is not None:
+        import torch as _torch  # noqa: F401
+
 from ._paths import setup_worker as _setup_worker
 
 _setup_worker()

@@ -78,6 +78,7 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
      {{{{"K", 33}, {"Np", 20}, {"Nfaces", 4}, {"Nfp", 10}}, {{"K", 101}, {"Np", 4}, {"Nfaces", 4}, {"Nfp", 3}}}}},
     {"batched_matmul.rtcg", {{{{"nb", 5}, {"n", 16}}, {{"nb", 33}, {"n", 7}}}}},
     {"gemm_bf16.rtcg", {{{{"n", 37}}, {{"n", 130}}}}},
+    {"spmv.rtcg", {{{{"n", 37}, {"nnz", 200}}, {{"n", 1000}, {"nnz", 7001}}}}},
 };
 
 // Arguments for `bound` taken from `host`: host vectors (viewed in place) or device arrays (uploaded
