@@ -17,8 +17,9 @@ import sys
 # indices. `split-k`: a reduction index with a grid part and staged tiles (blocks take shares of the
 # staged steps); `cross-block`: a reduction index with a grid part otherwise (a grid-stride loop, the
 # last block combines the partials); `pipelined`: a parallel index whose block walks several
-# positions (a serial part after its grid part) with multi-buffered tiles.
-FAMILY_ORDER = ["split-k", "cross-block", "pipelined", "async", "early-loads", "staged"]
+# positions (a serial part after its grid part) with multi-buffered tiles; `mma`: tensor-core
+# fragments (`mma:`, under --precision tf32x3/tf32, or FP64 mma on f64 kernels).
+FAMILY_ORDER = ["mma", "split-k", "cross-block", "pipelined", "async", "early-loads", "staged"]
 
 
 def clauses(schedule):
@@ -26,7 +27,7 @@ def clauses(schedule):
     for nest in schedule.split("|"):
         for clause in nest.split(";"):
             name, _, parts = clause.strip().partition(":")
-            if re.fullmatch(r"[A-Za-z_]\w*", name) and name not in ("shared", "buffers", "copy", "loads", "blocks_per_sm"):
+            if re.fullmatch(r"[A-Za-z_]\w*", name) and name not in ("shared", "buffers", "copy", "loads", "blocks_per_sm", "stores", "mma"):
                 yield name, parts
 
 
@@ -37,6 +38,8 @@ def families_of(schedule, reductions):
             out.add("split-k" if "shared:" in schedule else "cross-block")
         if name not in reductions and re.search(r"grid\.[xyz][^;]*serial \d+", parts) and "buffers:" in schedule:
             out.add("pipelined")
+    if "mma:" in schedule:
+        out.add("mma")
     if "copy: async" in schedule:
         out.add("async")
     if "loads: early" in schedule:

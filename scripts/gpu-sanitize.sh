@@ -11,13 +11,16 @@
 #   usage: scripts/gpu-sanitize.sh [--list] [--db DB.sqlite|EXPORT.json[.gz]] [--per-example N]
 #                                  [--jobs J] [--seed S] [--tools "memcheck racecheck synccheck"]
 #                                  [--only REGEX]   (the examples whose file name matches)
+#                                  [--precision ieee|tf32x3|tf32]  (the policy of every search, sample
+#                                  and run: tf32x3/tf32 put the mma schedules of the qualifying examples
+#                                  in the sample)
 #                                  [--budget SECONDS]  (default 420: runs not started by then are
 #                                  counted as not run, so the summary comes within ~8 minutes)
 # --list prints the cases (FILE, bindings, kind, schedule) without a GPU: tests/scripts checks it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-list=0 only="" budget=420 db="" per=100 jobs=16 seed=1 tools="memcheck racecheck synccheck"
+list=0 only="" precision=ieee budget=420 db="" per=100 jobs=16 seed=1 tools="memcheck racecheck synccheck"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --list) list=1 ;;
@@ -28,6 +31,7 @@ while [[ $# -gt 0 ]]; do
     --tools) tools=$2; shift ;;
     --only) only=$2; shift ;;
     --budget) budget=$2; shift ;;
+    --precision) precision=$2; shift ;;
     *) echo "gpu-sanitize.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -48,6 +52,7 @@ sizes=(
   "dg_face_gather.rtcg K=1001 Np=20 Nfaces=4 Nfp=10"
   "batched_matmul.rtcg nb=1001 n=20"
   "gemm_bf16.rtcg n=257"
+  "spmv.rtcg n=2003 nnz=14011"
 )
 
 # rtcgc: $RTCGC, else the packed GPU build (set up as gpu-check.sh does), else this build.
@@ -101,7 +106,7 @@ short_searches() {
   for entry in "${sizes[@]}"; do
     file=${entry%% *}
     [[ -n "$only" && ! "$file" =~ $only ]] && continue
-    "$rtcgc" tune "examples/$file" $(defines "${entry#* }") --max-candidates 8 --time-limit 15 --repeats 3 \
+    "$rtcgc" tune "examples/$file" $(defines "${entry#* }") --precision "$precision" --max-candidates 8 --time-limit 15 --repeats 3 \
       --db - --json >"$out/search-$file.json" 2>"$out/search-$file.log" &
   done
   wait
@@ -130,9 +135,9 @@ for entry in "${sizes[@]}"; do
   fi
   # --max-candidates takes N/(2/3) so that the measured-first part (the dry run leaves out the
   # third kept for refinement rounds) holds N.
-  "$rtcgc" tune "examples/$file" $(defines "$bindings") --dry-run --json --seed "$seed" \
+  "$rtcgc" tune "examples/$file" $(defines "$bindings") --precision "$precision" --dry-run --json --seed "$seed" \
     --max-candidates $((per * 3 / 2)) >"$out/sample.json" 2>>"$out/dry-run.log" &&
-    "$rtcgc" tune "examples/$file" $(defines "$bindings") --dry-run --json >"$out/space.json" 2>>"$out/dry-run.log" ||
+    "$rtcgc" tune "examples/$file" $(defines "$bindings") --precision "$precision" --dry-run --json >"$out/space.json" 2>>"$out/dry-run.log" ||
     { echo "gpu-sanitize.sh: dry run of $file failed" >&2; exit 1; }
   python3 "$root/scripts/gpu-sanitize-sample.py" "$out/sample.json" "$out/space.json" "$per" "examples/$file" |
     while IFS=$'\t' read -r fam s; do printf '%s\t%s\t%s\t%s\n' "$file" "$bindings" "$fam" "$s"; done >>"$cases"
@@ -152,14 +157,17 @@ run_one() {
   log=$out/logs/$n-$tool.log
   local sched=(); [[ -n "$s" ]] && sched=(--schedule "$s")
   timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
-    "$rtcgc" run "examples/$file" $(defines "$bindings") "${sched[@]}" --repeats 1 >"$log" 2>&1
+    "$rtcgc" run "examples/$file" $(defines "$bindings") --precision "$precision" "${sched[@]}" --repeats 1 >"$log" 2>&1
   rc=$?
-  errors=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | grep -oE '[0-9]+' | tail -1)
+  # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with "RACECHECK SUMMARY:
+  # H hazards displayed (N errors, W warnings)"; a hazard that is an error also sets the exit code.
+  errors=$(grep -oE 'ERROR SUMMARY: [0-9]+|RACECHECK SUMMARY: [0-9]+ hazards? displayed \([0-9]+ errors?' "$log" |
+    grep -oE '[0-9]+' | tail -1)
   printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "$n" "$kind" "$rc" "${errors:-?}"
 }
 export -f run_one defines
 deadline=$(($(date +%s) + budget))
-export out cases rtcgc deadline
+export out cases rtcgc deadline precision
 total=$(wc -l <"$cases")
 echo "$total cases x ($tools) on $jobs processes, $budget s"
 # The runs ordered by their rank within their example (the default, the winner, the best
