@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "codegen/HalfHeaders.h"
 #include "driver/Pipeline.h"
 #include "runtime/Hash.h"
 #include "support/Diagnostics.h"
@@ -81,8 +82,13 @@ std::string requestKey(std::string_view source, const Sizes& sizes, const Compil
 }
 
 std::string cubinKey(const std::string& cudaSource, const std::string& arch) {
-  return hashKey({"rtcg-cubin-v1", cudaSource, arch, nvrtcVersionString(), RTCG_VERSION,
-                  fmt::format("{}", fmt::join(nvrtcOptions(), "\x1f"))});
+  std::vector<std::string> parts{"rtcg-cubin-v1", cudaSource, arch, nvrtcVersionString(), RTCG_VERSION,
+                                 fmt::format("{}", fmt::join(nvrtcOptions(), "\x1f"))};
+  // rtcg's own NVRTC headers compile with the source that includes them: their text is part of the
+  // key of such a kernel (a changed header must not serve an old cubin), and of no other kernel's.
+  for (const auto& [name, text] : nvrtcHalfHeaders())
+    if (cudaSource.find("#include <" + name + ">") != std::string::npos) parts.push_back(text);
+  return hashKey(parts);
 }
 
 std::string compileCubin(const PreparedKernel& k, const std::string& arch) {
