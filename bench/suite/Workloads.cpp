@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "reference/RandomFill.h"
 #include "support/Error.h"
 
 namespace rtcg::bench {
@@ -106,17 +107,6 @@ kernel dgemm(n: int, a: f64[n, n], b: f64[n, n], out c: f64[n, n]) {
 // The DG workloads move about this much data (their minimal traffic), so every order is
 // bandwidth-sized the same way and far larger than the L2.
 constexpr int64_t kDgFloats = (int64_t(256) << 20) / 4;
-
-// splitmix64 (the same everywhere, as std distributions are not).
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-};
 
 // Row lengths, Pareto with alpha 1.5 and minimum 1 by inversion: mean about 2.5, a heavy tail
 // capped at 4096. Their own stream, so that the sizes need no columns.

@@ -20,17 +20,6 @@
 namespace rtcg {
 namespace {
 
-// splitmix64: tiny, fast and the same everywhere (std distributions are not).
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-};
-
 uint64_t mixSeed(uint64_t seed, uint64_t salt) { return SplitMix{seed * 0x9e3779b97f4a7c15ull + salt}.next(); }
 
 }  // namespace

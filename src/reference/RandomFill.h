@@ -12,6 +12,18 @@
 
 namespace rtcg {
 
+// splitmix64: tiny, fast and the same everywhere (std distributions are not). The random inputs
+// and the benchmark's sparse matrices draw from it.
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+};
+
 // The value integer arrays are poisoned with (fits i32).
 constexpr int64_t kPoisonInt = -1234567891;
 
