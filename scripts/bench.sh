@@ -35,8 +35,27 @@ export RTCG_CACHE_DIR=${RTCG_CACHE_DIR:-$state/cache}
 out=${OUT:+$OUT/bench}
 out=${out:-$state}
 mkdir -p "$out"
+# The PyTorch peers (rows whose peer is "PyTorch") are timed first, in this same job, by their
+# script; bench_suite reads their times. Without PyTorch those rows say so and do not run.
+only=""
+args=("$@")
+for ((i = 0; i < ${#args[@]}; ++i)); do
+  case "${args[i]}" in
+    --only) only=${args[i + 1]:-} ;;
+    --only=*) only=${args[i]#--only=} ;;
+  esac
+done
+peers=()
+if "$bin" --list ${only:+--only "$only"} | grep -q ' PyTorch$'; then
+  if python3 -c 'import torch' 2>/dev/null; then
+    python3 "$root/bench/peers/torch_peers.py" --bench-suite "$bin" --out "$out/torch-peers.json" ${only:+--only "$only"} \
+      && peers=(--peer-times "$out/torch-peers.json")
+  else
+    echo "bench.sh: python3 cannot import torch: the rows whose peer is PyTorch will not run" >&2
+  fi
+fi
 rc=0
-"$bin" --out "$out" --db "$state/tuning.sqlite" "$@" || rc=$?
+"$bin" --out "$out" --db "$state/tuning.sqlite" "${peers[@]}" "$@" || rc=$?
 if [[ "$out" != "$state" && -f "$state/tuning.sqlite" ]]; then
   # One consistent file (the database runs in WAL mode): SQLite's backup when the CLI exists.
   if command -v sqlite3 >/dev/null; then

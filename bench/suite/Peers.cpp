@@ -120,6 +120,18 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
       upload("flux");
       allocate("p", host_.array("rhs").bytes());
       break;
+    case PeerKind::Strmv:
+      upload("a");
+      upload("x");
+      allocate("y", host_.array("y").bytes());
+      break;
+    case PeerKind::Ssyrk:
+      upload("a");
+      // From the poisoned host array: the upper triangle neither side writes stays NaN in both.
+      upload("c");
+      break;
+    case PeerKind::Torch:
+      throw Error(fmt::format("workload {}: its peer is timed by bench/peers/torch_peers.py, not in bench_suite", w_.name));
   }
 }
 
@@ -245,6 +257,24 @@ void Peer::enqueue(const cuda::Stream& stream) {
             "cublasSgemm");
       break;
     }
+    case PeerKind::Strmv: {
+      // cublasStrmv overwrites its vector: y = x first (n floats, next to the n^2 / 2 read). The
+      // row-major lower a is the column-major upper a^T, so y = L x is op T on the upper triangle.
+      int n = asInt(s.at("n"), "n");
+      buffer("y").copyFromDeviceAsync(buffer("x"), buffer("x").bytes(), &stream);
+      check(cublasStrmv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, n, ptr("a"), n, ptr("y"), 1),
+            "cublasStrmv");
+      break;
+    }
+    case PeerKind::Ssyrk: {
+      // Row-major a (n x K) is the column-major K x n a^T: c = (a^T)^T a^T with op T; the row-major
+      // lower triangle of c is the column-major upper one.
+      int n = asInt(s.at("n"), "n"), k = asInt(s.at("K"), "K");
+      check(cublasSsyrk(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &kOne, ptr("a"), k, &kZero, ptr("c"), n),
+            "cublasSsyrk");
+      break;
+    }
+    case PeerKind::Torch: break;  // never constructed (see the constructor)
   }
 }
 
@@ -259,7 +289,9 @@ std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Strea
     case PeerKind::SgemmTf32:
     case PeerKind::Dgemm:
     case PeerKind::SgemmBatched: out[param("c")] = download("c"); break;
+    case PeerKind::Ssyrk: out[param("c")] = download("c"); break;
     case PeerKind::Sgemv:
+    case PeerKind::Strmv:
     case PeerKind::SpmvCsr: out[param("y")] = download("y"); break;
     case PeerKind::Sdot: out[param("r")] = download("r"); break;
     case PeerKind::DgDiffStacked: {
@@ -291,7 +323,8 @@ std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Strea
       out[param("rhs")] = std::move(v);
       break;
     }
-    case PeerKind::Copy: break;
+    case PeerKind::Copy:
+    case PeerKind::Torch: break;
   }
   return out;
 }

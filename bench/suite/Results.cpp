@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -79,17 +80,42 @@ std::vector<Contender> legalEarlierSchedules(const Kernel& bound, const Schedule
   return out;
 }
 
-std::map<std::string, EarlierSchedule> loadEarlierSchedules(const std::string& path) {
+namespace {
+nlohmann::json readJsonFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("cannot read {}", path));
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(fmt::format("{}: not JSON: {}", path, e.what()));
   }
+}
+}  // namespace
+
+std::map<std::string, ExternalPeer> loadPeerTimes(const std::string& path) {
+  const nlohmann::json doc = readJsonFile(path);
+  if (!doc.is_object() || !doc.contains("workloads") || !doc["workloads"].is_object())
+    throw Error(fmt::format("{}: no \"workloads\" object (expected the output of bench/peers/torch_peers.py)", path));
+  std::map<std::string, ExternalPeer> out;
+  for (const auto& [name, w] : doc["workloads"].items()) {
+    if (!w.is_object() || !w.contains("peer") || !w["peer"].is_string() || !w.contains("ms") || !w["ms"].is_number())
+      throw Error(fmt::format("{}: workload {}: needs a \"peer\" string and an \"ms\" number", path, name));
+    ExternalPeer p{w["peer"].get<std::string>(), w["ms"].get<double>(), -1};
+    if (!(p.ms > 0) || !std::isfinite(p.ms))
+      throw Error(fmt::format("{}: workload {}: \"ms\" must be a positive time, not {}", path, name, w["ms"].dump()));
+    if (w.contains("relErr")) {
+      if (!w["relErr"].is_number()) throw Error(fmt::format("{}: workload {}: \"relErr\" is not a number", path, name));
+      p.relErr = w["relErr"].get<double>();
+    }
+    out.emplace(name, std::move(p));
+  }
+  return out;
+}
+
+std::map<std::string, EarlierSchedule> loadEarlierSchedules(const std::string& path) {
+  const nlohmann::json doc = readJsonFile(path);
   if (!doc.is_object() || !doc.contains("workloads") || !doc["workloads"].is_array())
     throw Error(fmt::format("{}: no \"workloads\" array (expected a bench.json of bench_suite)", path));
   std::map<std::string, EarlierSchedule> out;

@@ -60,6 +60,18 @@ struct EarlierSchedule {
 // did not run are left out). Throws rtcg::Error naming the file and what is wrong with it.
 std::map<std::string, EarlierSchedule> loadEarlierSchedules(const std::string& path);
 
+// A peer timed outside bench_suite in the same GPU job (bench/peers/torch_peers.py: PyTorch calls and
+// torch.compile), for the rows whose peer is PeerKind::Torch: the fastest form's label and median
+// time, and that form's error against the script's float64 computation.
+struct ExternalPeer {
+  std::string label;
+  double ms = 0;
+  double relErr = -1;  // -1: not given
+};
+// The file's peers by workload name ({"workloads": {NAME: {"peer": LABEL, "ms": MS, "relErr": E}}}).
+// Throws rtcg::Error naming the file, the workload and what is wrong with it.
+std::map<std::string, ExternalPeer> loadPeerTimes(const std::string& path);
+
 // A schedule a workload may be measured with, and where it came from.
 struct Contender {
   std::string schedule, source;

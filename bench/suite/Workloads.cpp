@@ -86,6 +86,45 @@ kernel spmv(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], val: f32[nnz], 
 
 constexpr uint64_t kPowerLawSeed = 23;
 
+// Issue 23's shapes beyond rectangles, written as a user would from the math.
+constexpr const char* kTrmv = R"(// Triangular matrix-vector product y = L x, L the lower triangle of a (diagonal included).
+kernel trmv(n: int, a: f32[n, n], x: f32[n], out y: f32[n]) {
+  for i in 0..n {
+    y[i] = sum(j in 0..i + 1, a[i, j] * x[j]);
+  }
+}
+)";
+
+constexpr const char* kSyrk = R"(// Symmetric rank-K update: the lower triangle of c = a a^T.
+kernel syrk(n: int, K: int, a: f32[n, K], out c: f32[n, n]) {
+  for i in 0..n, j in 0..i + 1 {
+    c[i, j] = sum(k in 0..K, a[i, k] * a[j, k]);
+  }
+}
+)";
+
+constexpr const char* kSoftmax = R"(// Row-wise softmax: the row maximum, the sum of the shifted exponentials, the quotient.
+kernel softmax(m: int, n: int, x: f32[m, n], out rowmax: f32[m], out rowsum: f32[m], out y: f32[m, n]) {
+  for i in 0..m {
+    rowmax[i] = max(j in 0..n, x[i, j]);
+  }
+  for i in 0..m {
+    rowsum[i] = sum(j in 0..n, exp(x[i, j] - rowmax[i]));
+  }
+  for i in 0..m, j in 0..n {
+    y[i, j] = exp(x[i, j] - rowmax[i]) / rowsum[i];
+  }
+}
+)";
+
+constexpr const char* kNearest = R"(// For each query point, the squared distance to its nearest reference point.
+kernel nearest(n: int, m: int, D: int, q: f32[n, D], r: f32[m, D], out d: f32[n]) {
+  for i in 0..n {
+    d[i] = min(j in 0..m, sum(e in 0..D, (q[i, e] - r[j, e]) * (q[i, e] - r[j, e])));
+  }
+}
+)";
+
 constexpr const char* kDgLift = R"(// DG lifting: face fluxes times the lift matrix, scaled by the inverse Jacobian.
 kernel dg_lift(K: int, Np: int, Nfp: int,
                LIFT: f32[Np, 4*Nfp], flux: f32[K, 4*Nfp], invJ: f32[K],
@@ -188,6 +227,18 @@ std::vector<Workload> allWorkloads() {
     w.push_back({fmt::format("dg_lift_tf32x3_N{}", order), "dg_tc", "dg_lift", kDgLift,
                  {{"K", k}, {"Np", np}, {"Nfp", nfp}}, PeerKind::DgLiftProduct, x3});
   }
+  // Beyond rectangles (issue 23): triangular products against cuBLAS, a row-wise normalisation and
+  // a distance-style nested reduction against PyTorch (bench/peers/torch_peers.py).
+  for (int64_t n : {8192, 16384})
+    w.push_back({fmt::format("trmv_{}", n), "trmv", "trmv", kTrmv, {{"n", n}}, PeerKind::Strmv});
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 2048}, {4096, 1024}})
+    w.push_back({fmt::format("syrk_{}x{}", n, k), "syrk", "syrk", kSyrk, {{"n", n}, {"K", k}}, PeerKind::Ssyrk});
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{65536, 256}, {8192, 2048}, {2048, 16384}})
+    w.push_back({fmt::format("softmax_{}x{}", m, n), "softmax", "softmax", kSoftmax, {{"m", m}, {"n", n}},
+                 PeerKind::Torch});
+  for (auto [n, d] : {std::pair<int64_t, int64_t>{8192, 16}, {16384, 64}})
+    w.push_back({fmt::format("nearest_{}_D{}", n, d), "nearest", "nearest", kNearest, {{"n", n}, {"m", n}, {"D", d}},
+                 PeerKind::Torch});
   return w;
 }
 
@@ -257,7 +308,8 @@ std::vector<Workload> selectWorkloads(const std::string& only) {
     std::string names;
     for (const Workload& w : all) names += (names.empty() ? "" : ", ") + w.name;
     throw Error(fmt::format("--only: unknown workload '{}'; give workload names ({}) or groups (sgemm, sgemv, "
-                            "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, dg_tc)",
+                            "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, dg_tc, "
+                            "trmv, syrk, softmax, nearest)",
                             item, names));
   }
   std::vector<Workload> out;
@@ -284,6 +336,9 @@ std::string peerLabel(PeerKind peer) {
     case PeerKind::SpmvCsr: return "cusparseSpMV (CSR)";
     case PeerKind::SgemmTf32: return "cublasGemmEx FAST_TF32";
     case PeerKind::Dgemm: return "cublasDgemm";
+    case PeerKind::Strmv: return "cublasStrmv";
+    case PeerKind::Ssyrk: return "cublasSsyrk";
+    case PeerKind::Torch: return "PyTorch";
   }
   return "?";
 }

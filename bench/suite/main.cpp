@@ -77,6 +77,8 @@ struct Options {
   double referenceMaxFlops = 3e9;
   int64_t bandwidthMiB = 512;
   std::vector<std::string> schedulesFiles;            // --schedules (repeatable)
+  std::string peerTimesFile;                           // --peer-times
+  std::map<std::string, ExternalPeer> peerTimes;       // its peers, by workload
   // Their schedules, by workload: (file, schedule) in the files' order.
   std::map<std::string, std::vector<std::pair<std::string, EarlierSchedule>>> earlier;
 };
@@ -282,8 +284,11 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   HostArgs out = host;
   dargs.download(bound, out);
 
-  Peer peer(w, bound, host, gpu.ctx, *gpu.blas);
-  std::optional<std::map<int, std::vector<double>>> peerOut = peer.result(stream);
+  // A PyTorch peer was timed by its script before this process (and checked there against float64).
+  std::optional<Peer> peer;
+  if (w.peer != PeerKind::Torch) peer.emplace(w, bound, host, gpu.ctx, *gpu.blas);
+  std::optional<std::map<int, std::vector<double>>> peerOut;
+  if (peer) peerOut = peer->result(stream);
   bool pass = true;
   for (size_t q = 0; q < bound.params.size(); ++q) {
     if (!bound.params[q].isWritten()) continue;
@@ -332,7 +337,14 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   // Timing: the same helper, stream and L2 flush for both.
   const cuda::BenchmarkOptions bo = timing(o);
   row.rtcgMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { exe.launch(dargs.args(), &s); }, bo).medianMs;
-  row.peerMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { peer.enqueue(s); }, bo).medianMs;
+  if (peer) {
+    row.peerMs = cuda::benchmark(stream, [&](const cuda::Stream& s, int) { peer->enqueue(s); }, bo).medianMs;
+  } else {
+    const ExternalPeer& ext = o.peerTimes.at(w.name);  // run() checked it is there
+    row.peerMs = ext.ms;
+    row.peer = ext.label;
+    row.relErrPeerReference = ext.relErr;
+  }
   if (const std::optional<Arithmetic> mma = mmaArithmeticOf(row.schedule)) {
     row.arithmetic = mma->name;
     row.peakGflops = mma->peakGflops;
@@ -378,6 +390,11 @@ int run(const Options& o) {
     all.push_back(std::move(p));
   }
   if (o.list) return listWorkloads(all);
+  for (Prepared& p : all)
+    if (p.workload.peer == PeerKind::Torch && !o.peerTimes.count(p.row.name))
+      p.row.error = fmt::format("no peer time: run bench/peers/torch_peers.py for it and pass its output with "
+                                "--peer-times (scripts/bench.sh does both){}",
+                                o.peerTimesFile.empty() ? "" : fmt::format("; {} has none", o.peerTimesFile));
 
   if (!cuda::cudaAvailable()) {
     fmt::print(stderr, "bench_suite: error: no CUDA device to benchmark on: {}\n", cuda::unavailableReason());
@@ -408,6 +425,7 @@ int run(const Options& o) {
 
   // Phase 1: schedules (the tuner's worker owns the GPU meanwhile).
   for (Prepared& p : all) {
+    if (!p.row.error.empty()) continue;  // no peer to compare with
     try {
       chooseSchedule(p, o, dbPath, gpu.props);
     } catch (const std::exception& e) {  // one workload's failure does not stop the suite
@@ -469,7 +487,10 @@ int main(int argc, char** argv) {
   Options o;
   app.add_flag("--list", o.list, "print the workloads and exit (needs no GPU)");
   app.add_option("--only", o.only, "comma-separated workload names or groups (sgemm, sgemv, transpose, dot, "
-                                    "batched, dg_diff, dg_diff_stacked, dg_lift); default: all");
+                                    "batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, "
+                                    "dg_tc, trmv, syrk, softmax, nearest); default: all");
+  app.add_option("--peer-times", o.peerTimesFile,
+                 "the PyTorch peers' times (bench/peers/torch_peers.py's JSON) for the rows whose peer is PyTorch");
   app.add_option("--out", o.out, "directory for bench.json, bench.html and the tuning database")->capture_default_str();
   app.add_option("--db", o.db, "tuning database (default: OUT/tuning.sqlite)");
   app.add_flag("--use-db", o.useDb, "take each workload's best schedule from the database; tune only those missing");
@@ -510,6 +531,14 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "bench_suite: error: --schedules {}: {}\n", file, e.what());
         return 1;
       }
+    }
+  }
+  if (!o.peerTimesFile.empty()) {
+    try {
+      o.peerTimes = loadPeerTimes(o.peerTimesFile);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "bench_suite: error: --peer-times {}: {}\n", o.peerTimesFile, e.what());
+      return 1;
     }
   }
   try {

@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 
 TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   std::vector<Workload> all = allWorkloads();
-  ASSERT_EQ(all.size(), 53u);  // 30, the 4 CSR rows of issue 23 and the 19 tensor-core rows of issue 22
+  // 30, the 4 CSR rows and 9 rows beyond rectangles of issue 23, and the 19 tensor-core rows of issue 22
+  ASSERT_EQ(all.size(), 62u);
   std::set<std::string> names;
   for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
   for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
@@ -52,6 +53,50 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
                         "dgemm_2048", "dgemm_4096", "batched_tf32x3_16x16x65536", "dg_lift_tf32x3_N3",
                         "dg_lift_tf32x3_N5", "dg_lift_tf32x3_N7"})
     EXPECT_TRUE(names.count(n)) << n;
+  // Beyond rectangles: cuBLAS peers for the triangular rows, PyTorch for the others.
+  for (const Workload& w : all) {
+    if (w.group == "trmv") EXPECT_EQ(w.peer, PeerKind::Strmv) << w.name;
+    if (w.group == "syrk") EXPECT_EQ(w.peer, PeerKind::Ssyrk) << w.name;
+    if (w.group == "softmax" || w.group == "nearest") EXPECT_EQ(w.peer, PeerKind::Torch) << w.name;
+  }
+  for (const char* n : {"trmv_8192", "trmv_16384", "syrk_2048x2048", "syrk_4096x1024", "softmax_65536x256",
+                        "softmax_8192x2048", "softmax_2048x16384", "nearest_8192_D16", "nearest_16384_D64"})
+    EXPECT_TRUE(names.count(n)) << n;
+}
+
+// --peer-times: the PyTorch peers' file (bench/peers/torch_peers.py) read back, and files that are
+// not one refused with the file, the workload and what is wrong.
+TEST(BenchResults, PeerTimesOfTheTorchScript) {
+  fs::path dir = fs::temp_directory_path() / fmt::format("rtcg-bench-peers-{}", ::getpid());
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  auto peers = loadPeerTimes(write("ok.json", R"J({"device": "H200", "workloads": {
+      "softmax_8192x2048": {"peer": "torch.softmax", "ms": 0.071, "relErr": 2e-7, "forms": {"torch.softmax": 0.071}},
+      "nearest_8192_D16": {"peer": "torch.compile(direct differences)", "ms": 1.5}}})J"));
+  ASSERT_EQ(peers.size(), 2u);
+  EXPECT_EQ(peers.at("softmax_8192x2048").label, "torch.softmax");
+  EXPECT_DOUBLE_EQ(peers.at("softmax_8192x2048").ms, 0.071);
+  EXPECT_DOUBLE_EQ(peers.at("softmax_8192x2048").relErr, 2e-7);
+  EXPECT_DOUBLE_EQ(peers.at("nearest_8192_D16").relErr, -1);
+  auto refused = [&](const std::string& text, const std::string& says) {
+    try {
+      loadPeerTimes(write("bad.json", text));
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+    }
+  };
+  refused("{", "not JSON");
+  refused(R"({"workloads": []})", "no \"workloads\" object");
+  refused(R"({"workloads": {"w": {"ms": 1}}})", "workload w: needs a \"peer\" string");
+  refused(R"({"workloads": {"w": {"peer": "p", "ms": 0}}})", "workload w: \"ms\" must be a positive time");
+  refused(R"({"workloads": {"w": {"peer": "p", "ms": 1, "relErr": "x"}}})", "\"relErr\" is not a number");
+  EXPECT_THROW(loadPeerTimes((dir / "missing.json").string()), Error);
+  fs::remove_all(dir);
 }
 
 TEST(BenchWorkloads, NodeCounts) {
@@ -125,7 +170,7 @@ TEST(BenchWorkloads, DgDataIsAbout256MiB) {
 }
 
 TEST(BenchWorkloads, Selection) {
-  EXPECT_EQ(selectWorkloads("").size(), 53u);
+  EXPECT_EQ(selectWorkloads("").size(), 62u);
   EXPECT_EQ(selectWorkloads("dg_diff").size(), 8u);  // a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff_stacked").size(), 8u);
   EXPECT_EQ(selectWorkloads("sgemm").size(), 6u);
@@ -235,7 +280,7 @@ TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
     EXPECT_EQ(committed.size(), 22u) << table;  // the suite before the stacked DG rows
     for (const Workload& w : allWorkloads()) {
       if (w.group == "dg_diff_stacked" || w.group == "spmv" || w.group == "sgemm_tc" || w.group == "dgemm" || w.group == "batched_tc" ||
-          w.group == "dg_tc")
+          w.group == "dg_tc" || w.group == "trmv" || w.group == "syrk" || w.group == "softmax" || w.group == "nearest")
         continue;
       ASSERT_EQ(committed.count(w.name), 1u) << table << ": " << w.name;
       Diagnostics diags;

@@ -4,6 +4,7 @@
 #   no-gpu:   a real run with the devices hidden exits 4 and says why
 #   bad-only: an unknown --only entry exits 1 naming it
 #   bad-schedules: --schedules with a missing or malformed file exits 1 before any GPU work, naming it
+#   bad-peer-times: --peer-times with a missing or malformed file exits 1 before any GPU work, naming it
 set -u
 check=$1
 bin=$2
@@ -18,11 +19,12 @@ case $check in
     for w in sgemm_500 sgemm_4096 sgemv_8192 transpose_8192x8192 transpose_4097x1023 'dot_2^26' \
              batched_16x16x65536 dg_diff_N1 dg_diff_N8 dg_diff_stacked_N1 dg_diff_stacked_N8 dg_lift_N3 \
              dg_lift_N5 dg_lift_N7 sgemm_tf32x3_4096 sgemm_tf32_4096 dgemm_2048 batched_tf32x3_16x16x65536 \
-             dg_diff_stacked_tf32x3_N8 dg_lift_tf32x3_N7; do
+             dg_diff_stacked_tf32x3_N8 dg_lift_tf32x3_N7 trmv_16384 syrk_4096x1024 softmax_8192x2048 \
+             nearest_16384_D64; do
       grep -q "^$w " "$tmp/out" || fail "--list does not show $w"
     done
-    n=$(grep -c -E '^(sgemm|sgemv|transpose|dot|batched|dg_|dgemm|spmv)' "$tmp/out")
-    [ "$n" -eq 53 ] || fail "--list shows $n workloads, expected 53 (30, 4 CSR and 19 on tensor cores)"
+    n=$(grep -c -E '^(sgemm|sgemv|transpose|dot|batched|dg_|dgemm|spmv|trmv|syrk|softmax|nearest)' "$tmp/out")
+    [ "$n" -eq 62 ] || fail "--list shows $n workloads, expected 62 (30, 4 CSR, 9 beyond rectangles and 19 on tensor cores)"
     "$bin" --list --only sgemm,dg_lift_N5 >"$tmp/out" 2>"$tmp/err" || fail "--list --only failed"
     n=$(grep -c -E '^(sgemm|dg_lift)' "$tmp/out")
     [ "$n" -eq 7 ] || fail "--only sgemm,dg_lift_N5 selects $n workloads, expected 7"
@@ -52,6 +54,16 @@ case $check in
     grep -q "cannot read $tmp/missing.json" "$tmp/err" || fail "the message does not name the second, missing file"
     "$bin" --only dot --schedules "$tmp/cut.json" --default-schedule >"$tmp/out" 2>"$tmp/err"; rc=$?
     [ $rc -eq 1 ] || fail "--schedules with --default-schedule exited $rc, expected 1"
+    [ ! -e "$tmp/out-dir/bench.json" ] || fail "a refused run wrote bench.json"
+    ;;
+  bad-peer-times)
+    "$bin" --only softmax --peer-times "$tmp/missing.json" --out "$tmp/out-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 1 ] || fail "--peer-times with a missing file exited $rc, expected 1"
+    grep -q "peer-times $tmp/missing.json: cannot read" "$tmp/err" || fail "the message does not name the missing file"
+    printf '{"workloads": {"softmax_8192x2048": {"peer": "torch.softmax"}}}' >"$tmp/no-ms.json"
+    "$bin" --only softmax --peer-times "$tmp/no-ms.json" --out "$tmp/out-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 1 ] || fail "--peer-times without a time exited $rc, expected 1"
+    grep -q 'workload softmax_8192x2048: needs a "peer" string and an "ms" number' "$tmp/err" || fail "the message does not name the workload"
     [ ! -e "$tmp/out-dir/bench.json" ] || fail "a refused run wrote bench.json"
     ;;
   *) echo "unknown check $check"; exit 2 ;;

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""PyTorch peers of the benchmark suite's rows whose peer is "PyTorch" (issue 23's row-wise
+normalisations and distance-style nested reductions), timed in the same GPU job as bench_suite.
+
+For each such workload (read from `bench_suite --list`), every PyTorch form of its computation runs
+on fresh random inputs of the workload's sizes; each form is checked against a float64 computation
+(on a sample of rows where the whole would be slow) and timed as bench_suite times rtcg: CUDA events
+around one call after warm-up, the L2 flushed before each run (a 256 MiB buffer overwritten), the
+median of --repeats runs. The fastest form that passed its check is the peer. Writes
+{"workloads": {NAME: {"peer": LABEL, "ms": MS, "relErr": E, "forms": {LABEL: MS, ...}}}, ...} for
+`bench_suite --peer-times`.
+
+  bench/peers/torch_peers.py --bench-suite BUILD/bench/suite/bench_suite --out FILE [--only GROUPS]
+"""
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+
+import torch
+
+FLUSH_BYTES = 256 << 20
+
+
+def workloads(bench_suite, only):
+    cmd = [bench_suite, "--list"] + (["--only", only] if only else [])
+    text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = []
+    for line in text.splitlines()[1:]:
+        m = re.match(r"^(\S+)\s+(\S+)\s+((?:\w+=\d+(?:, )?)+)\s+\S+\s+\S+\s+(.*)$", line)
+        if not m:
+            raise SystemExit(f"torch_peers: cannot read this line of bench_suite --list: {line!r}")
+        name, group, sizes, peer = m.groups()
+        if peer.strip() != "PyTorch":
+            continue
+        out.append((name, group, {k: int(v) for k, v in (s.split("=") for s in sizes.split(", "))}))
+    return out
+
+
+def timed(fn, repeats, flush):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def rel_err(out, ref):
+    out, ref = out.double(), ref.double()
+    return float(torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref))
+
+
+def compiled(fn):
+    try:
+        return torch.compile(fn, mode="max-autotune-no-cudagraphs")
+    except Exception as e:  # noqa: BLE001 - no compiler on this machine: the form is left out
+        print(f"torch_peers: torch.compile unavailable: {e}", file=sys.stderr)
+        return None
+
+
+def softmax_case(s, gen):
+    x = torch.randn(s["m"], s["n"], device="cuda", generator=gen)
+    ref = torch.softmax(x.double(), dim=1)
+    # The library kernel alone, writing its own output: the fused peer.
+    forms = {"torch.softmax": lambda: torch.softmax(x, dim=1)}
+    c = compiled(lambda t: torch.softmax(t, dim=1))
+    if c is not None:
+        forms["torch.compile(softmax)"] = lambda: c(x)
+    check = lambda f: rel_err(f(), ref)
+    return forms, check
+
+
+def nearest_case(s, gen):
+    n, m, d = s["n"], s["m"], s["D"]
+    q = torch.rand(n, d, device="cuda", generator=gen) * 2 - 1
+    r = torch.rand(m, d, device="cuda", generator=gen) * 2 - 1
+    rows = torch.randperm(n, device="cuda", generator=gen)[:256]
+    ref = ((q[rows].double()[:, None, :] - r.double()[None, :, :]) ** 2).sum(2).min(1).values
+
+    def expanded(a, b):  # |a|^2 - 2 a.b + |b|^2 through one GEMM (FP32: TF32 is off)
+        return ((a * a).sum(1, keepdim=True) - 2 * (a @ b.T) + (b * b).sum(1)[None, :]).min(1).values
+
+    def direct(a, b):
+        return ((a[:, None, :] - b[None, :, :]) ** 2).sum(2).min(1).values
+
+    forms = {
+        "torch.cdist().min": lambda: torch.cdist(q, r).square().min(1).values,
+        "torch |q|^2-2qr^T+|r|^2 .min": lambda: expanded(q, r),
+    }
+    c = compiled(direct)
+    if c is not None:
+        forms["torch.compile(direct differences)"] = lambda: c(q, r)
+    ce = compiled(expanded)
+    if ce is not None:
+        forms["torch.compile(|q|^2-2qr^T+|r|^2)"] = lambda: ce(q, r)
+    check = lambda f: rel_err(f()[rows], ref)
+    return forms, check
+
+
+CASES = {"softmax": softmax_case, "nearest": nearest_case}
+TOLERANCE = 1e-4  # FP32 forms against float64
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench-suite", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False  # FP32 peers, as the rows' arithmetic
+    torch.backends.cudnn.allow_tf32 = False
+    gen = torch.Generator(device="cuda").manual_seed(a.seed)
+    flush = torch.empty(FLUSH_BYTES // 4, device="cuda")
+    result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "workloads": {}}
+    for name, group, sizes in workloads(a.bench_suite, a.only):
+        if group not in CASES:
+            raise SystemExit(f"torch_peers: workload {name}: no PyTorch form for group {group!r}")
+        forms, check = CASES[group](sizes, gen)
+        times, errors = {}, {}
+        for label, fn in forms.items():
+            try:
+                errors[label] = check(fn)
+                times[label] = timed(fn, a.repeats, flush)
+            except Exception as e:  # noqa: BLE001 - a form that fails (out of memory, a compiler error) is left out
+                print(f"torch_peers: {name}: {label} failed: {e}", file=sys.stderr)
+                continue
+            print(f"torch_peers: {name}: {label}: {times[label]:.4f} ms, rel err {errors[label]:.2e}", file=sys.stderr)
+        ok = [l for l in times if errors[l] <= TOLERANCE]
+        if not ok:
+            print(f"torch_peers: {name}: no form passed its check", file=sys.stderr)
+            continue
+        best = min(ok, key=times.get)
+        result["workloads"][name] = {"peer": best, "ms": times[best], "relErr": errors[best], "forms": times}
+        torch.cuda.empty_cache()
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"torch_peers: wrote {a.out} ({len(result['workloads'])} workloads)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
