@@ -118,6 +118,13 @@ double sampledError(const std::vector<double>& out, const ReferenceOutput& r) {
   double num = 0, den = 0;
   for (size_t i = 0; i < out.size() && i < r.values.size(); ++i) {
     if (!r.computed.empty() && !r.computed[i]) continue;
+    // An element the reference left unwritten (NaN-poisoned, as is every output: a triangle's
+    // other half) must be unwritten in `out` too; any other non-finite pair is an error.
+    if (!std::isfinite(r.values[i]) || !std::isfinite(out[i])) {
+      if (std::isnan(r.values[i]) && std::isnan(out[i])) continue;
+      if (out[i] == r.values[i]) continue;
+      return INFINITY;
+    }
     const double d = out[i] - r.values[i];
     num += d * d, den += r.values[i] * r.values[i];
   }

@@ -115,6 +115,26 @@ TEST(ReferenceSample, MatmulRowsMatchTheFullRunExactly) {
       ASSERT_EQ(r.sampledArgs.array("c").get(int64_t(i)), r.fullArgs.array("c").get(int64_t(i)));
 }
 
+TEST(ReferenceSample, TriangularOutputDomainRunsInFull) {
+  // A symmetric rank-K update writes the lower triangle only: its output is not provably written
+  // everywhere, so a sample could not show the elements a GPU kernel leaves unwritten outside it.
+  // The run is the full one, and says why.
+  const int64_t n = 90, K = 17;
+  Kernel k = bindDsl(R"(kernel syrk(n: int, K: int, a: f32[n, K], out c: f32[n, n]) {
+    for i in 0..n, j in 0..i + 1 { c[i, j] = sum(k in 0..K, a[i, k] * a[j, k]); }
+  })", {{"n", n}, {"K", K}});
+  FullAndSampled r(k, 9, 5);
+  EXPECT_FALSE(r.sampled.sampled);
+  EXPECT_NE(r.sampled.fullReason.find("'c' is not provably written everywhere"), std::string::npos)
+      << r.sampled.fullReason;
+  EXPECT_TRUE(r.sampled.outputs[0].computed.empty());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double v = r.sampled.outputs[0].values[size_t(i * n + j)];
+      EXPECT_EQ(std::isnan(v), j > i) << i << ", " << j;  // the upper triangle stays poisoned
+    }
+}
+
 TEST(ReferenceSample, InoutAccumulationMatchesTheFullRun) {
   // rhs[k, i] = rhs[k, i] + ...: each point reads and writes its own element, so sampling k is exact;
   // the unsampled rows keep their inputs.
