@@ -72,6 +72,7 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
     case PeerKind::Sgemm:
     case PeerKind::SgemmTf32:
     case PeerKind::Dgemm:
+    case PeerKind::GemmBf16:
       upload("a");
       upload("b");
       allocate("c", host_.array("c").bytes());
@@ -200,6 +201,14 @@ void Peer::enqueue(const cuda::Stream& stream) {
             "cublasGemmEx (FAST_TF32)");
       break;
     }
+    case PeerKind::GemmBf16: {
+      // bf16 operands (the same bits rtcg reads), f32 products and sums on the tensor cores.
+      int n = asInt(s.at("n"), "n");
+      check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &kOne, ptr("b"), CUDA_R_16BF, n, ptr("a"), CUDA_R_16BF, n,
+                         &kZero, ptr("c"), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx (BF16)");
+      break;
+    }
     case PeerKind::Dgemm: {
       int n = asInt(s.at("n"), "n");
       auto dptr = [&](const std::string& name) { return reinterpret_cast<double*>(buffer(name).devicePtr()); };
@@ -288,6 +297,7 @@ std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Strea
     case PeerKind::Sgemm:
     case PeerKind::SgemmTf32:
     case PeerKind::Dgemm:
+    case PeerKind::GemmBf16:
     case PeerKind::SgemmBatched: out[param("c")] = download("c"); break;
     case PeerKind::Ssyrk: out[param("c")] = download("c"); break;
     case PeerKind::Sgemv:

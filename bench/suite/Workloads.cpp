@@ -86,6 +86,14 @@ kernel spmv(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], val: f32[nnz], 
 
 constexpr uint64_t kPowerLawSeed = 23;
 
+constexpr const char* kGemmBf16 = R"(// Mixed-precision matrix product: bf16 inputs, converted exactly and accumulated in f32.
+kernel gemm_bf16(n: int, a: bf16[n, n], b: bf16[n, n], out c: f32[n, n]) {
+  for i in 0..n, j in 0..n {
+    c[i, j] = sum(k in 0..n, f32(a[i, k]) * f32(b[k, j]));
+  }
+}
+)";
+
 // Issue 23's shapes beyond rectangles, written as a user would from the math.
 constexpr const char* kTrmv = R"(// Triangular matrix-vector product y = L x, L the lower triangle of a (diagonal included).
 kernel trmv(n: int, a: f32[n, n], x: f32[n], out y: f32[n]) {
@@ -227,6 +235,9 @@ std::vector<Workload> allWorkloads() {
     w.push_back({fmt::format("dg_lift_tf32x3_N{}", order), "dg_tc", "dg_lift", kDgLift,
                  {{"K", k}, {"Np", np}, {"Nfp", nfp}}, PeerKind::DgLiftProduct, x3});
   }
+  // bf16 storage with f32 accumulation (issue 22) against cuBLAS's BF16 tensor-core GEMM.
+  for (int64_t n : {2048, 4096})
+    w.push_back({fmt::format("gemm_bf16_{}", n), "gemm_bf16", "gemm_bf16", kGemmBf16, {{"n", n}}, PeerKind::GemmBf16});
   // Beyond rectangles (issue 23): triangular products against cuBLAS, a row-wise normalisation and
   // a distance-style nested reduction against PyTorch (bench/peers/torch_peers.py).
   for (int64_t n : {8192, 16384})
@@ -309,7 +320,7 @@ std::vector<Workload> selectWorkloads(const std::string& only) {
     for (const Workload& w : all) names += (names.empty() ? "" : ", ") + w.name;
     throw Error(fmt::format("--only: unknown workload '{}'; give workload names ({}) or groups (sgemm, sgemv, "
                             "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, dg_tc, "
-                            "trmv, syrk, softmax, nearest)",
+                            "gemm_bf16, trmv, syrk, softmax, nearest)",
                             item, names));
   }
   std::vector<Workload> out;
@@ -336,6 +347,7 @@ std::string peerLabel(PeerKind peer) {
     case PeerKind::SpmvCsr: return "cusparseSpMV (CSR)";
     case PeerKind::SgemmTf32: return "cublasGemmEx FAST_TF32";
     case PeerKind::Dgemm: return "cublasDgemm";
+    case PeerKind::GemmBf16: return "cublasGemmEx BF16";
     case PeerKind::Strmv: return "cublasStrmv";
     case PeerKind::Ssyrk: return "cublasSsyrk";
     case PeerKind::Torch: return "PyTorch";

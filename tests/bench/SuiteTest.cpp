@@ -26,8 +26,8 @@ namespace fs = std::filesystem;
 
 TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   std::vector<Workload> all = allWorkloads();
-  // 30, the 4 CSR rows and 9 rows beyond rectangles of issue 23, and the 19 tensor-core rows of issue 22
-  ASSERT_EQ(all.size(), 62u);
+  // 30, the 4 CSR rows and 9 rows beyond rectangles of issue 23, and the 21 tensor-core rows of issue 22
+  ASSERT_EQ(all.size(), 64u);
   std::set<std::string> names;
   for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
   for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
@@ -51,8 +51,10 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   }
   for (const char* n : {"sgemm_tf32x3_1000", "sgemm_tf32x3_2048", "sgemm_tf32x3_4096", "sgemm_tf32_4096", "dgemm_1000",
                         "dgemm_2048", "dgemm_4096", "batched_tf32x3_16x16x65536", "dg_lift_tf32x3_N3",
-                        "dg_lift_tf32x3_N5", "dg_lift_tf32x3_N7"})
+                        "dg_lift_tf32x3_N5", "dg_lift_tf32x3_N7", "gemm_bf16_2048", "gemm_bf16_4096"})
     EXPECT_TRUE(names.count(n)) << n;
+  for (const Workload& w : all)
+    if (w.group == "gemm_bf16") EXPECT_EQ(w.peer, PeerKind::GemmBf16) << w.name;
   // Beyond rectangles: cuBLAS peers for the triangular rows, PyTorch for the others.
   for (const Workload& w : all) {
     if (w.group == "trmv") EXPECT_EQ(w.peer, PeerKind::Strmv) << w.name;
@@ -170,7 +172,7 @@ TEST(BenchWorkloads, DgDataIsAbout256MiB) {
 }
 
 TEST(BenchWorkloads, Selection) {
-  EXPECT_EQ(selectWorkloads("").size(), 62u);
+  EXPECT_EQ(selectWorkloads("").size(), 64u);
   EXPECT_EQ(selectWorkloads("dg_diff").size(), 8u);  // a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff_stacked").size(), 8u);
   EXPECT_EQ(selectWorkloads("sgemm").size(), 6u);
@@ -280,7 +282,7 @@ TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
     EXPECT_EQ(committed.size(), 22u) << table;  // the suite before the stacked DG rows
     for (const Workload& w : allWorkloads()) {
       if (w.group == "dg_diff_stacked" || w.group == "spmv" || w.group == "sgemm_tc" || w.group == "dgemm" || w.group == "batched_tc" ||
-          w.group == "dg_tc" || w.group == "trmv" || w.group == "syrk" || w.group == "softmax" || w.group == "nearest")
+          w.group == "dg_tc" || w.group == "gemm_bf16" || w.group == "trmv" || w.group == "syrk" || w.group == "softmax" || w.group == "nearest")
         continue;
       ASSERT_EQ(committed.count(w.name), 1u) << table << ": " << w.name;
       Diagnostics diags;
