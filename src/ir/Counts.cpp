@@ -1,5 +1,6 @@
 #include "ir/Counts.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <vector>
@@ -10,13 +11,73 @@
 
 namespace rtcg {
 
+namespace {
+int64_t countPoints(const std::vector<const Loop*>& loops, size_t depth, std::map<int, int64_t>& env);
+
+// The elements of its array that an access can touch, when that is known exactly: every index a
+// distinct loop index whose loops' bounds name no loop outside them (a[i, j] under j in 0..i + 1:
+// the triangle's points). Otherwise (indirect or offset indices, a loop bounded by one the access
+// does not use, a range read from arrays) nothing: the whole array counts.
+std::optional<int64_t> accessFootprint(const std::vector<Expr>& indices, const std::vector<const Loop*>& scope) {
+  std::vector<const Loop*> used;
+  for (const Expr& ix : indices) {
+    if (ix->kind != ExprKind::Var || ix->varKind != VarKind::Index) return std::nullopt;
+    auto l = std::find_if(scope.begin(), scope.end(), [&](const Loop* s) { return s->id == ix->varId; });
+    if (l == scope.end() || std::count(used.begin(), used.end(), *l)) return std::nullopt;
+    used.push_back(*l);
+  }
+  std::sort(used.begin(), used.end(), [&](const Loop* a, const Loop* b) {
+    return std::find(scope.begin(), scope.end(), a) < std::find(scope.begin(), scope.end(), b);
+  });
+  for (const Loop* l : used)
+    for (const Expr& bound : {l->lo, l->hi}) {
+      std::optional<AffineForm> f = toAffine(bound);
+      if (!f) return std::nullopt;
+      for (const auto& [id, c] : f->coeffs)
+        if (c != 0 && std::none_of(used.begin(), used.end(), [&](const Loop* u) { return u->id == id; }))
+          return std::nullopt;
+    }
+  std::map<int, int64_t> env;
+  return countPoints(used, 0, env);
+}
+
+// Per array parameter, the largest exact footprint of its accesses (-1: some access has none).
+void footprints(const Expr& e, std::vector<const Loop*>& scope, std::map<int, int64_t>& out) {
+  if (e->kind == ExprKind::Load) {
+    std::optional<int64_t> f = accessFootprint(e->operands, scope);
+    int64_t& slot = out.try_emplace(e->array, 0).first->second;
+    slot = f && slot >= 0 ? std::max(slot, *f) : -1;
+  }
+  size_t before = scope.size();
+  if (e->kind == ExprKind::Reduce)
+    for (const Loop& l : e->loops) scope.push_back(&l);
+  for (const Expr& o : e->operands) footprints(o, scope, out);
+  scope.resize(before);
+}
+}  // namespace
+
 int64_t minimalBytes(const Kernel& bound) {
+  // What the accesses can touch (a triangle of a square array reads half of it), each array at
+  // most once; an inout array is read and written.
+  std::map<int, int64_t> touched;
+  for (const LoopNest& n : bound.nests) {
+    std::vector<const Loop*> scope;
+    for (const Loop& l : n.loops) scope.push_back(&l);
+    for (const Stmt& st : n.body) {
+      footprints(st.value, scope, touched);
+      if (st.kind != StmtKind::Store) continue;
+      std::optional<int64_t> f = accessFootprint(st.indices, scope);
+      int64_t& slot = touched.try_emplace(st.array, 0).first->second;
+      slot = f && slot >= 0 ? std::max(slot, *f) : -1;
+    }
+  }
   int64_t bytes = 0;
   for (size_t p = 0; p < bound.params.size(); ++p) {
     const Param& param = bound.params[p];
     if (param.kind != ParamKind::Array) continue;
     int64_t elements = 1;
     for (int64_t e : arrayShape(bound, int(p))) elements *= e;
+    if (auto t = touched.find(int(p)); t != touched.end() && t->second >= 0) elements = std::min(elements, t->second);
     int64_t once = elements * typeBytes(param.type);
     bytes += param.mode == ArrayMode::InOut ? 2 * once : once;
   }

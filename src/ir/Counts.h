@@ -10,7 +10,9 @@
 
 namespace rtcg {
 
-// Minimal traffic of one run: every array read once (in, inout) and written once (out, inout).
+// Minimal traffic of one run: every element an access can touch read once (in, inout) and written
+// once (out, inout). An access whose indices are distinct loop indices touches its loops' points
+// (the lower triangle of a: half of it); any other access counts its whole array.
 int64_t minimalBytes(const Kernel& bound);
 // Floating-point operations of one run: arithmetic and math calls on float values, counted per
 // point of their domain (a reduction step counts its combine as one operation).

@@ -1085,3 +1085,44 @@ TEST(SpaceModel, Fp64ArithmeticRunsAtTheFp64Peak) {
   EXPECT_EQ(e64.flops, e32.flops);
   EXPECT_GT(e64.seconds, 1.8 * e32.seconds);
 }
+
+namespace rtcg {
+namespace {
+
+Kernel boundSource(const std::string& src, const SizeBindings& sizes) {
+  Diagnostics diags;
+  std::optional<Program> prog = parseProgram("counts.rtcg", src, diags);
+  EXPECT_TRUE(prog.has_value()) << diags.render("counts.rtcg", src);
+  return bindAll(prog->kernels[0], sizes);
+}
+
+// The roofline's bytes: what the accesses can touch. A triangle of a square array is half of it
+// (diagonal included); accesses it cannot bound exactly (a[j, k] under j in 0..i + 1, indirect or
+// offset indices) count the whole array, so the figure never exceeds the traffic.
+TEST(Counts, MinimalBytesCountTheElementsAccessesTouch) {
+  const int64_t n = 1000, K = 300;
+  Kernel trmv = boundSource(R"(kernel trmv(n: int, a: f32[n, n], x: f32[n], out y: f32[n]) {
+    for i in 0..n { y[i] = sum(j in 0..i + 1, a[i, j] * x[j]); }
+  })", {{"n", n}});
+  EXPECT_EQ(minimalBytes(trmv), 4 * (n * (n + 1) / 2 + n + n));
+  Kernel syrk = boundSource(R"(kernel syrk(n: int, K: int, a: f32[n, K], out c: f32[n, n]) {
+    for i in 0..n, j in 0..i + 1 { c[i, j] = sum(k in 0..K, a[i, k] * a[j, k]); }
+  })", {{"n", n}, {"K", K}});
+  EXPECT_EQ(minimalBytes(syrk), 4 * (n * K + n * (n + 1) / 2));
+  // Strictly below the diagonal, read as a[j, i]: still the j < i triangle of a's elements.
+  Kernel upper = boundSource(R"(kernel u(n: int, a: f64[n, n], x: f64[n], out y: f64[n]) {
+    for i in 0..n { y[i] = sum(j in 0..i, a[j, i] * x[j]); }
+  })", {{"n", n}});
+  EXPECT_EQ(minimalBytes(upper), 8 * (n * (n - 1) / 2 + n + n));
+  // Offset and repeated indices count the whole array; y its n - 1 written elements.
+  Kernel shifted = boundSource(R"(kernel s(n: int, a: f32[n, n], out y: f32[n]) {
+    for i in 0..n - 1 { y[i] = a[i + 1, i] + a[i, i]; }
+  })", {{"n", n}});
+  EXPECT_EQ(minimalBytes(shifted), 4 * (n * n + n - 1));  // y[n - 1] is never written
+  // Rectangular kernels count their arrays, as before.
+  Kernel mm = bindAll(example("matmul").kernel, {{"n", 500}});
+  EXPECT_EQ(minimalBytes(mm), 3 * 500 * 500 * 4);
+}
+
+}  // namespace
+}  // namespace rtcg
