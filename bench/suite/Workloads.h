@@ -32,9 +32,8 @@ enum class PeerKind {
 };
 
 // The sparse matrix of a CSR workload: the rows' structure that its rowptr and col hold in the
-// measured run (val and x stay random). The tuner searches on random offsets of the same nnz
-// (reference/RandomFill.h: sorted uniform offsets), so its rows differ from these; the suite checks
-// and times every candidate it keeps on these.
+// tuning search and the measured run (val and x stay random): the tuner reads them from input files
+// (TuneOptions::inputFiles), so it ranks schedules on these rows.
 enum class SparseMatrix {
   None,
   Laplacian3D,  // the 7-point Laplacian on a side^3 grid: up to 7 nonzeros a row, banded

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <sstream>
 #include <limits>
 
 #include <fmt/format.h>
@@ -10,6 +13,7 @@
 
 #include "ir/IntOps.h"
 #include "support/Error.h"
+#include "support/InputFile.h"
 
 namespace rtcg {
 
@@ -165,6 +169,32 @@ const ScalarValue& HostArgs::scalar(int param) const {
   if (!isScalar(param)) throw Error(fmt::format("parameter '{}' of kernel '{}' is not a runtime scalar", names_[param], kernelName_));
   if (!scalars_[param]) throw Error(fmt::format("no value given for scalar '{}' of kernel '{}'", names_[param], kernelName_));
   return *scalars_[param];
+}
+
+void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name, const std::string& path) {
+  const int p = bound.findParam(name);
+  if (p < 0 || !bound.params[size_t(p)].isArray() || bound.params[size_t(p)].mode == ArrayMode::Out)
+    throw Error(fmt::format("'{}' is not an in or inout array of kernel '{}' (an input file gives one)", name, bound.name));
+  std::istringstream in(readInputFile(path, size_t(1) << 30));
+  HostArray& a = args.array(p);
+  const bool integer = isInteger(a.type());
+  std::string token;
+  int64_t n = 0;
+  while (in >> token) {
+    char* end = nullptr;
+    errno = 0;
+    const long long iv = integer ? std::strtoll(token.c_str(), &end, 10) : 0;
+    const double fv = integer ? double(iv) : std::strtod(token.c_str(), &end);
+    if (end == token.c_str() || *end || errno == ERANGE)
+      throw Error(fmt::format("{}: value {} ('{}') is not {} number", path, n + 1, token, integer ? "an integer" : "a"));
+    if (n >= a.size()) break;
+    if (integer) a.setInt(n, iv);
+    else a.set(n, fv);
+    ++n;
+  }
+  if (n != a.size() || (in >> token))
+    throw Error(fmt::format("{}: '{}' has {} elements, the file {}", path, name, a.size(),
+                            n < a.size() ? fmt::format("holds {}", n) : std::string("holds more")));
 }
 
 }  // namespace rtcg

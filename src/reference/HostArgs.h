@@ -32,6 +32,13 @@ std::vector<int64_t> hostArrayShape(const Kernel& bound, int param);
 // memory: `run --cpu -D n=2147483647` died of std::bad_alloc (exit 70) or the OOM killer instead.
 void checkHostMemory(const Kernel& bound, int copies);
 
+// Loads the values of in/inout array `name` of `bound` into `args` from `path`: whitespace-separated
+// numbers in row-major order, exactly as many as it has elements (integers for integer arrays).
+// Throws rtcg::Error naming the file, the array and what is wrong (not an in/inout array of the
+// kernel, a token that is not a number, too few or too many values, an unreadable file).
+class HostArgs;
+void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name, const std::string& path);
+
 class HostArgs {
  public:
   HostArgs() = default;

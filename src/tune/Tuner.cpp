@@ -139,6 +139,7 @@ worker::SetupMessage setupMessage(const std::string& fileName, const std::string
   setup.sizes = bound.sizes;
   setup.scalars = scalars;
   setup.seed = options.seed;
+  setup.inputFiles = options.inputFiles;
   setup.precision = precisionName(options.space.precision);
   for (size_t p = 0; p < bound.params.size(); ++p) {
     const Param& param = bound.params[p];
@@ -345,7 +346,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
 
   // The float64 reference on the CPU, once, on the inputs the worker regenerates.
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
-  HostArgs inputs = tuningInputs(bound, options.seed, scalars);
+  HostArgs inputs = tuningInputs(bound, options.seed, scalars, options.inputFiles);
   HostArgs refArgs = inputs;
   if (referenceOptions.sampleOuterValues > 0)
     log(fmt::format("computing the CPU reference ({:.3g} floating-point operations, over the limit of {:.3g}: on a "

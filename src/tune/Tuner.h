@@ -72,6 +72,10 @@ struct TuneOptions {
   double candidateTimeoutSeconds = 10;  // no result of the verifying launch within this: a hang
   double setupTimeoutSeconds = 300;     // worker start to ready (input upload)
   uint64_t seed = 1;               // inputs and scalars (and the reference's sample)
+  // In/inout arrays whose values come from files rather than the seed (rtcgc tune --input
+  // NAME=FILE): a CSR matrix of one's own, so that the search ranks schedules on the rows the
+  // kernel will see. Format: reference/HostArgs.h loadArrayFile.
+  std::map<std::string, std::string> inputFiles;
   // A kernel of more floating-point operations than this is verified against a sampled reference:
   // enough values of each nest's outermost loop (at least kMinReferenceSample) to cost about this
   // many operations, and only the output elements they write are compared (Reference.h; every

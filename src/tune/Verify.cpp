@@ -25,9 +25,11 @@ std::map<std::string, double> tuningScalars(const Kernel& bound, uint64_t seed) 
   return out;
 }
 
-HostArgs tuningInputs(const Kernel& bound, uint64_t seed, const std::map<std::string, double>& scalars) {
+HostArgs tuningInputs(const Kernel& bound, uint64_t seed, const std::map<std::string, double>& scalars,
+                      const std::map<std::string, std::string>& inputFiles) {
   HostArgs args(bound);
   fillInputs(bound, args, seed);
+  for (const auto& [name, path] : inputFiles) loadArrayFile(bound, args, name, path);
   size_t used = 0;
   for (size_t p = 0; p < bound.params.size(); ++p) {
     const Param& param = bound.params[p];

@@ -34,10 +34,12 @@ namespace rtcg {
 // integers, drawn from `seed` (the same rule as `rtcgc run`).
 std::map<std::string, double> tuningScalars(const Kernel& bound, uint64_t seed);
 
-// The arguments candidates are verified and timed on: fillInputs(bound, seed) and `scalars`.
-// The parent (for the reference) and the worker (for the GPU) both build them this way. Throws
-// rtcg::Error for a scalar that is missing or not a parameter.
-HostArgs tuningInputs(const Kernel& bound, uint64_t seed, const std::map<std::string, double>& scalars);
+// The arguments candidates are verified and timed on: fillInputs(bound, seed) and `scalars`, then
+// the arrays of `inputFiles` (name -> file) loaded from their files. The parent (for the
+// reference) and the worker (for the GPU) both build them this way. Throws rtcg::Error for a
+// scalar that is missing or not a parameter, or an input file that does not fit its array.
+HostArgs tuningInputs(const Kernel& bound, uint64_t seed, const std::map<std::string, double>& scalars,
+                      const std::map<std::string, std::string>& inputFiles = {});
 
 // The relative L2 error allowed for written array parameter `param` of the bound kernel.
 double verificationTolerance(const Kernel& bound, int param, Precision precision = Precision::Ieee);

@@ -76,7 +76,7 @@ void prepare(Session& s) {
   std::optional<Kernel> bound = proveKernel(src, m.sizes, m.kernel, diags);
   if (!bound) throw SetupFailure{"the kernel does not bind in the worker:\n" + renderDiagnostics(diags, src)};
   s.bound = std::move(*bound);
-  s.host = tuningInputs(s.bound, m.seed, m.scalars);
+  s.host = tuningInputs(s.bound, m.seed, m.scalars, m.inputFiles);
 
   // The parent computed the reference from inputs it filled the same way; prove they are equal.
   for (const InputChecksum& c : m.inputs) {

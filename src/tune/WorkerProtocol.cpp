@@ -96,6 +96,7 @@ struct ToJson {
     for (const InputChecksum& c : m.inputs) inputs.push_back({{"name", c.name}, {"sum", c.sum}, {"sumsq", c.sumSquares}});
     return {{"fileName", m.fileName}, {"source", m.source},     {"kernel", m.kernel},
             {"sizes", m.sizes},       {"scalars", m.scalars},   {"seed", m.seed},
+            {"inputFiles", m.inputFiles},
             {"inputs", inputs},       {"reference", m.referencePath}, {"device", m.deviceOrdinal},
             {"warmup", m.warmup},     {"repeats", m.repeats},   {"flushL2", m.flushL2},
             {"timingBudget", m.timingBudgetSeconds}, {"precision", m.precision}};
@@ -144,6 +145,7 @@ Message fromJson(const json& j, std::string blob) {
     m.sizes = member<std::map<std::string, int64_t>>(j, t, "sizes");
     m.scalars = member<std::map<std::string, double>>(j, t, "scalars");
     m.seed = member<uint64_t>(j, t, "seed");
+    m.inputFiles = member<std::map<std::string, std::string>>(j, t, "inputFiles");
     json inputs = member<json>(j, t, "inputs");
     if (!inputs.is_array()) throw ProtocolError("'setup' message: member 'inputs' is not an array");
     for (const json& c : inputs)

@@ -55,6 +55,7 @@ struct SetupMessage {
   std::map<std::string, int64_t> sizes;
   std::map<std::string, double> scalars;  // runtime scalar arguments by name
   uint64_t seed = 1;                      // for fillInputs
+  std::map<std::string, std::string> inputFiles;  // arrays loaded from files after it (TuneOptions)
   std::vector<InputChecksum> inputs;      // expected checksums of the in/inout arrays
   std::string referencePath;              // file with the reference outputs (writeReferenceFile)
   int deviceOrdinal = 0;

@@ -469,6 +469,37 @@ TEST(Cli, RunChecksTheRangesOfCsrOffsetsGivenAsInput) {
   fs::remove_all(dir);
 }
 
+TEST(Cli, TuneTakesInputFilesAndChecksThemBeforeAnyGpuWork) {
+  // tune --input: the same files as run's, read before the search (exit 1 naming a bad one), only
+  // for in/inout arrays (exit 2), and not with --dry-run or --manifest (exit 2). A good one gets as
+  // far as the device (exit 4 without one) and tunes on it.
+  const fs::path dir = fs::temp_directory_path() / ("rtcgc-tune-input-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::string spmv = example("spmv.rtcg") + " -D n=4 -D nnz=6 --time-limit 1 --db - --input rowptr=";
+  Result few = rtcgc("tune " + spmv + file("few.txt", "0 2 2"));
+  EXPECT_EQ(few.code, 1) << few.out;
+  EXPECT_NE(few.out.find("few.txt: 'rowptr' has 5 elements, the file holds 3"), std::string::npos) << few.out;
+  Result missing = rtcgc("tune " + spmv + (dir / "missing.txt").string());
+  EXPECT_EQ(missing.code, 1) << missing.out;
+  EXPECT_NE(missing.out.find("missing.txt"), std::string::npos) << missing.out;
+  Result out = rtcgc("tune " + example("spmv.rtcg") + " -D n=4 -D nnz=6 --db - --input y=" + file("y.txt", "0 0 0 0"));
+  EXPECT_EQ(out.code, 2) << out.out;
+  EXPECT_NE(out.out.find("expected NAME=FILE for an in or inout array of kernel 'spmv'"), std::string::npos) << out.out;
+  Result twice = rtcgc("tune " + spmv + file("a.txt", "0 2 2 5 6") + " --input rowptr=" + file("b.txt", "0 2 2 5 6"));
+  EXPECT_EQ(twice.code, 2) << twice.out;
+  EXPECT_NE(twice.out.find("--input gives 'rowptr' twice"), std::string::npos) << twice.out;
+  Result dry = rtcgc("tune " + spmv + file("c.txt", "0 2 2 5 6") + " --dry-run");
+  EXPECT_EQ(dry.code, 2) << dry.out;
+  EXPECT_NE(dry.out.find("a --dry-run measures nothing"), std::string::npos) << dry.out;
+  Result good = rtcgc("tune " + spmv + file("good.txt", "0 2 2 5 6") + " --input col=" + file("col.txt", "0 3 0 1 2 3"));
+  EXPECT_EQ(good.code, rtcgc("devices").code == 0 ? 0 : 4) << good.out;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, GpuCsrRowsMatchTheReference) {
   // CSR rows on the GPU at sizes no tile divides: a thread per row and groups of 4 and 32 lanes
   // per row; then offsets that decrease stop the run (exit 1) before the launch.

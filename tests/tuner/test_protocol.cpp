@@ -26,6 +26,7 @@ SetupMessage sampleSetup() {
   s.sizes = {{"n", 500}, {"m", 3}};
   s.scalars = {{"a", 0.1f}, {"b", -0.3333333333333333}};
   s.seed = 42;
+  s.inputFiles = {{"rowptr", "/tmp/m rowptr.txt"}, {"col", "/tmp/col\u00e9.txt"}};
   s.inputs = {{"x", 1.25, 1e-300}, {"y", -0.0, 3.5}};
   s.referencePath = "/tmp/ref";
   s.deviceOrdinal = 1;
@@ -113,6 +114,7 @@ TEST(WorkerProtocol, SetupRoundTrips) {
   EXPECT_EQ(back.sizes, s.sizes);
   EXPECT_EQ(back.scalars, s.scalars);  // doubles round-trip exactly
   EXPECT_EQ(back.seed, s.seed);
+  EXPECT_EQ(back.inputFiles, s.inputFiles);
   ASSERT_EQ(back.inputs.size(), 2u);
   EXPECT_EQ(back.inputs[0].sumSquares, 1e-300);
   EXPECT_EQ(back.inputs[1].name, "y");

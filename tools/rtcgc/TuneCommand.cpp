@@ -21,6 +21,7 @@
 #include "ManifestTune.h"
 #include "driver/Pipeline.h"
 #include "ir/Counts.h"
+#include "reference/HostArgs.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "schedule/DeviceModels.h"
@@ -334,6 +335,29 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   return 0;
 }
 
+// --input NAME=FILE: each an in/inout array of the kernel (else exit 2), its file read now so that
+// a bad one fails before any GPU work (exit 1, naming the file), as an absolute path for the worker.
+int checkInputFiles(const Kernel& bound, const std::vector<std::string>& specs, std::map<std::string, std::string>& out) {
+  HostArgs probe(bound);
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    const int p = eq == std::string::npos ? -1 : bound.findParam(spec.substr(0, eq));
+    if (p < 0 || !bound.params[size_t(p)].isArray() || bound.params[size_t(p)].mode == ArrayMode::Out) {
+      fmt::print(stderr, "rtcgc: error: bad '--input {}': expected NAME=FILE for an in or inout array of kernel '{}'\n",
+                 spec, bound.name);
+      return 2;
+    }
+    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    if (out.count(name)) {
+      fmt::print(stderr, "rtcgc: error: --input gives '{}' twice\n", name);
+      return 2;
+    }
+    loadArrayFile(bound, probe, name, path);  // throws rtcg::Error: exit 1
+    out[name] = std::filesystem::absolute(path).string();
+  }
+  return 0;
+}
+
 int run(const TuneArgs& a) {
   SourceText src = readSource(a.file);
   Diagnostics diags;
@@ -352,10 +376,14 @@ int run(const TuneArgs& a) {
     return 1;
   }
   if (a.dryRun) return dryRun(*bound, a);
+  std::map<std::string, std::string> inputFiles;
+  if (int rc = checkInputFiles(*bound, a.inputs, inputFiles); rc != 0) return rc;
 
   fmt::print(stderr, "{}\n", timeLimitLine(a));
   ProgressPrinter printer;
-  TuneResult r = tune(a.file, src.text, *bound, tuneOptions(a, printer, "rtcgc tune: "));
+  TuneOptions options = tuneOptions(a, printer, "rtcgc tune: ");
+  options.inputFiles = std::move(inputFiles);
+  TuneResult r = tune(a.file, src.text, *bound, options);
   printer.done();
 
   if (!a.report.empty()) {
@@ -640,6 +668,11 @@ TuneCommand addTuneCommand(CLI::App& app) {
                   "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy)")
       ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
   cmd->add_option("--worker", a.worker, "the rtcg-worker executable (default: $RTCG_WORKER, next to rtcgc, PATH)");
+  cmd->add_option("--input", a.inputs,
+                  "search on an in or inout array's values from a file: --input rowptr=rowptr.txt (whitespace-"
+                  "separated numbers, row-major, one per element; the other arrays random from --seed), so that "
+                  "candidates are ranked on the data the kernel will see (a sparse matrix's rows)")
+      ->allow_extra_args(false);
   CLI::Option* maxFlops =
       cmd->add_option("--reference-max-flops", a.referenceMaxFlops,
                       "verify kernels of more floating-point operations than F against a sampled CPU reference "
@@ -684,6 +717,11 @@ int runTuneCommand(const TuneCommand& cmd) {
   if (!a.arch.empty() && !archDeviceModel(a.arch)) {
     fmt::print(stderr, "rtcgc: error: no device model for architecture '{}': --arch takes {}\n", a.arch,
                fmt::join(modelArchitectures(), ", "));
+    return 2;
+  }
+  if (!a.inputs.empty() && (a.dryRun || !a.manifests.empty())) {
+    fmt::print(stderr, "rtcgc: error: --input gives the arrays a search of one DSL FILE measures on; a --dry-run "
+                       "measures nothing and a --manifest's kernels have their own arrays\n");
     return 2;
   }
   if (a.resume && (a.db == "-" || a.dryRun)) {

@@ -39,6 +39,7 @@ struct TuneArgs {
   std::string arch;     // --arch with --dry-run: the model's device (schedule/DeviceModels.h); empty: sm_90
   std::string devices = "0";  // --devices: "all" or ordinals separated by commas
   std::string precision = "ieee";  // --precision: which tensor-core arithmetic the space offers
+  std::vector<std::string> inputs;  // --input NAME=FILE: in/inout arrays' values for the search
 };
 
 // --devices: the ordinals of "0,2" (in that order), or an empty list for "all" (every device,

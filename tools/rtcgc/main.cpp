@@ -244,28 +244,7 @@ void loadInputs(const Kernel& k, HostArgs& args, const RunArgs& r) {
                  spec, k.name);
       throw Fail{kUsage};
     }
-    const std::string path = spec.substr(eq + 1);
-    std::istringstream in(readInputFile(path, size_t(1) << 30));
-    HostArray& a = args.array(p);
-    const bool integer = isInteger(a.type());
-    std::string token;
-    int64_t n = 0;
-    while (in >> token) {
-      char* end = nullptr;
-      errno = 0;
-      const long long iv = integer ? std::strtoll(token.c_str(), &end, 10) : 0;
-      const double fv = integer ? double(iv) : std::strtod(token.c_str(), &end);
-      if (end == token.c_str() || *end || errno == ERANGE)
-        throw Error(fmt::format("{}: value {} ('{}') is not {} number", path, n + 1, token,
-                                integer ? "an integer" : "a"));
-      if (n >= a.size()) break;
-      if (integer) a.setInt(n, iv);
-      else a.set(n, fv);
-      ++n;
-    }
-    if (n != a.size() || (in >> token))
-      throw Error(fmt::format("{}: '{}' has {} elements, the file {}", path, k.params[size_t(p)].name, a.size(),
-                              n < a.size() ? fmt::format("holds {}", n) : std::string("holds more")));
+    loadArrayFile(k, args, spec.substr(0, eq), spec.substr(eq + 1));
   }
 }
 
