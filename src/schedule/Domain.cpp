@@ -403,6 +403,100 @@ std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const 
   return out;
 }
 
+OuterTile outerTile(const Kernel& k, int nest, const NestSchedule& s, const std::vector<std::vector<Expr>>& groups,
+                    std::vector<std::string>& reasons) {
+  OuterTile tile;
+  const LoopNest& n = k.nests[nest];
+  std::set<std::string> parallelNames;
+  std::set<int> regIds;  // parallel loops with a register part
+  for (const Loop& l : n.loops) {
+    parallelNames.insert(l.name);
+    if (const IndexSchedule* is = s.find(l.name))
+      for (const SchedulePart& p : is->parts)
+        if (p.place == Placement::Reg) regIds.insert(l.id);
+  }
+  for (const IndexSchedule& is : s.indices) {
+    if (parallelNames.count(is.index)) continue;
+    for (size_t p = 0; p < is.parts.size(); ++p) {
+      if (is.parts[p].place != Placement::Reg) continue;
+      if (!tile.index.empty()) {
+        reasons.push_back(tile.index == is.index
+                              ? fmt::format("reduction index '{}' has two reg parts (at most one)", is.index)
+                              : fmt::format("reduction indices '{}' and '{}' both have reg parts: at most one reduction "
+                                            "index per nest takes a register tile", tile.index, is.index));
+        return tile;
+      }
+      tile.index = is.index;
+      tile.part = p;
+      tile.extent = is.parts[p].factor.value_or(1);
+      if (p == stepPartOf(is))
+        reasons.push_back(fmt::format("the reg part of '{}' would be its steps (its {} part): give '{}' a serial or "
+                                      "unroll part ahead of the reg part", is.index, p == 0 ? "first" : "first non-grid",
+                                      is.index));
+    }
+  }
+  if (tile.index.empty() || !reasons.empty()) return tile;
+  // Every reduction over the index is a one-index reduction of one hoisted group.
+  std::vector<int> over;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (const Expr& r : groups[g])
+      for (const Loop& l : r->loops)
+        if (l.name == tile.index && std::find(over.begin(), over.end(), (int)g) == over.end()) over.push_back((int)g);
+  size_t loopsOver = 0, hoistedOver = 0;
+  std::function<void(const Expr&)> count = [&](const Expr& e) {
+    if (e->kind == ExprKind::Reduce)
+      for (const Loop& l : e->loops) loopsOver += l.name == tile.index;
+    for (const Expr& o : e->operands) count(o);
+  };
+  for (const Stmt& st : n.body) count(st.value);
+  for (int g : over)
+    for (const Expr& r : groups[g]) hoistedOver += r->loops.size() == 1 && r->loops[0].name == tile.index;
+  const std::string why = fmt::format("a reg part on reduction index '{}' tiles an outer reduction computed ahead of "
+                                      "the statements, over that one index", tile.index);
+  if (over.size() != 1 || hoistedOver != loopsOver) {
+    reasons.push_back(why + (over.size() > 1 ? ": the reductions over it have different loops (bounds)"
+                                             : ": a reduction over it is computed inside a statement (it depends on a "
+                                               "let, reads an array the nest writes, is nested in another reduction, "
+                                               "runs over several indices, or its bounds depend on a register-tile index)"));
+    return tile;
+  }
+  tile.group = over[0];
+  // The inner reductions, grouped by their loops; their bounds may not move with the outer index
+  // (one pass serves all its values) nor with a register-tiled parallel index (one pass serves
+  // every point).
+  std::vector<std::string> keys;
+  for (const Expr& r : groups[tile.group]) {
+    const int outerId = r->loops[0].id;
+    std::vector<Expr> inner;
+    topReductions(r->operands[0], inner);
+    for (const Expr& ir : inner) {
+      std::set<int> boundRefs;
+      for (const Loop& l : ir->loops) {
+        varIds(l.lo, VarKind::Index, boundRefs);
+        varIds(l.hi, VarKind::Index, boundRefs);
+      }
+      for (int id : boundRefs)
+        if (id == outerId || regIds.count(id)) {
+          reasons.push_back(fmt::format("the reduction over '{}' nested in the reduction over '{}' has bounds that "
+                                        "depend on {}: a register tile of '{}' needs inner loops that serve all its "
+                                        "values and points", ir->loops[0].name, tile.index,
+                                        id == outerId ? "'" + tile.index + "'" : "a register-tiled parallel index",
+                                        tile.index));
+          return tile;
+        }
+      std::string key = loopsKey(ir);
+      auto it = std::find(keys.begin(), keys.end(), key);
+      if (it == keys.end()) {
+        tile.inner.push_back({ir});
+        keys.push_back(std::move(key));
+      } else {
+        tile.inner[it - keys.begin()].push_back(ir);
+      }
+    }
+  }
+  return tile;
+}
+
 CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s) {
   CrossBlockPlan plan;
   auto indices = nestIndices(k, nest);
