@@ -270,6 +270,34 @@ void findLoads(const Expr& e, int array, int group, const std::map<const ExprNod
   }
 }
 
+// How an array read in a hoisted group of outer reductions (reductions holding reductions) is
+// staged: Block where its reads do not move with the group's index, Step where they do and the
+// index has steps (more than one part), None (the usual rules) otherwise or outside such a group.
+enum class NestedOperand { None, Block, Step };
+NestedOperand nestedOperand(const std::vector<StagedLoad>& loads, const std::vector<std::vector<Expr>>& groups,
+                            const NestSchedule& s) {
+  const int g = loads.front().group;
+  if (g < 0 || std::any_of(loads.begin(), loads.end(), [&](const StagedLoad& l) { return l.group != g; }))
+    return NestedOperand::None;
+  std::set<int> outerIds;
+  bool nested = false;
+  for (const Expr& r : groups[g]) {
+    if (r->loops.size() != 1) return NestedOperand::None;
+    outerIds.insert(r->loops[0].id);
+    std::vector<Expr> inner;
+    topReductions(r->operands[0], inner);
+    nested = nested || !inner.empty();
+  }
+  if (!nested) return NestedOperand::None;
+  std::set<int> used;
+  for (const StagedLoad& l : loads)
+    for (const Expr& i : l.load->operands) varIds(i, VarKind::Index, used);
+  const bool moves = std::any_of(used.begin(), used.end(), [&](int id) { return outerIds.count(id) > 0; });
+  if (!moves) return NestedOperand::Block;
+  const IndexSchedule* is = s.find(groups[g][0]->loops[0].name);
+  return is && is->parts.size() > 1 ? NestedOperand::Step : NestedOperand::None;
+}
+
 }  // namespace
 
 bool movesWith(const StagedArray& sa, const std::string& index) {
@@ -719,7 +747,12 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
         varIds(i, VarKind::Index, ids);
         for (int id : ids) onReduction = onReduction || hull.count(id) > 0;
       }
-    if (whole || !onReduction) {
+    // The operands of an outer reduction (a group whose reductions hold reductions, as OuterTile
+    // tiles): one that moves with the outer index (r[j, e]) is staged per step of it where it has
+    // steps (even when the whole array would fit: it is read once per block either way, and the
+    // steps keep the tile small); one that does not (q[i, e]) once per block, for every step.
+    const NestedOperand nested = nestedOperand(loads, groups, s);
+    if (nested == NestedOperand::Block || (nested == NestedOperand::None && (whole || !onReduction))) {
       sa.level = StageLevel::Block;
     } else {
       // Step level: the reads in one hoisted group whose first loop moves the tile.

@@ -523,3 +523,15 @@ TEST(HostEmulation, OuterRegisterTilesOfNestedReductions) {
   EXPECT_EQ(checkOnHost(nestedKernel("min(j in 0..m, sum(e in 0..D, abs(q[i, e] - r[j, e])) + min(e in 0..D, q[i, e] * r[j, e]))", "f32", 37, 31, 6),
                         "i: grid.x, thread.x 8, reg 2; j: serial, reg 5; e: serial"), "");
 }
+
+// The outer tile with its operands staged (r per step of j, q once per block), double-buffered,
+// split across the threads of a block and across blocks (the last block folds the partials).
+TEST(HostEmulation, OuterRegisterTilesStagedAndSplit) {
+  const Kernel k = nestedKernel(kDistance, "f32", 101, 77, 13);
+  EXPECT_EQ(checkOnHost(k, "i: grid.x, reg 2, thread.x 16; j: serial, thread.y 2, reg 4; e: serial; shared: q, r"), "");
+  EXPECT_EQ(checkOnHost(k, "i: grid.x, reg 2, thread.x 16; j: grid.y, serial 3, thread.y 2, reg 4; e: serial, unroll 4; shared: q, r; buffers: 2"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("max(j in 0..m, sum(e in 0..D, q[i, e] * r[j, e]))", "f64", 53, 29, 7),
+                        "i: grid.x, thread.x 8, reg 2; j: grid.y, serial 2, serial 2, reg 3; e: serial; shared: r"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("product(j in 0..m, 1.0 + 0.125 * sum(e in 0..D, q[i, e] * r[j, e]))", "f32", 41, 23, 5),
+                        "i: grid.x, thread.x 4; j: serial, thread.y 8, reg 2; e: serial; shared: q, r"), "");
+}

@@ -514,4 +514,17 @@ TEST(Schedule, OuterRegisterTiles) {
   EXPECT_EQ(r.plan->outerTile.inner[0][0]->loops[0].name, "e");
   EXPECT_NE(printPlan(*k, *r.plan).find("outer register tile: 4 values of 'j' per thread"), std::string::npos);
   EXPECT_FALSE(planNest(*k, 1, parseOk("i: grid.x; j: serial; e: serial").nests[0]).plan->outerTile.any());
+  // Staged: q (which does not move with j) once per block, r per step of j; with j not stepped,
+  // r as the usual rules say (the whole array, once per block).
+  NestPlanResult staged = planNest(*k, 1, parseOk("i: grid.x, thread.x 32; j: serial, reg 4; e: serial; shared: q, r").nests[0]);
+  ASSERT_TRUE(staged.ok()) << joined(staged.reasons);
+  ASSERT_EQ(staged.plan->staging.arrays.size(), 2u);
+  EXPECT_EQ(staged.plan->staging.arrays[0].level, StageLevel::Block);
+  EXPECT_EQ(staged.plan->staging.arrays[1].level, StageLevel::Step);
+  EXPECT_EQ(staged.plan->staging.arrays[1].dims[0].size, 4);
+  ScheduleLimits large;
+  large.maxSharedBytes = 227 * 1024;
+  NestPlanResult whole = planNest(*k, 1, parseOk("i: grid.x, thread.x 32; j: serial; e: serial; shared: r").nests[0], large);
+  ASSERT_TRUE(whole.ok()) << joined(whole.reasons);
+  EXPECT_EQ(whole.plan->staging.arrays[0].level, StageLevel::Block);
 }
