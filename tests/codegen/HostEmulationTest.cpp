@@ -532,6 +532,8 @@ TEST(HostEmulation, OuterRegisterTilesStagedAndSplit) {
   EXPECT_EQ(checkOnHost(k, "i: grid.x, reg 2, thread.x 16; j: grid.y, serial 3, thread.y 2, reg 4; e: serial, unroll 4; shared: q, r; buffers: 2"), "");
   EXPECT_EQ(checkOnHost(nestedKernel("max(j in 0..m, sum(e in 0..D, q[i, e] * r[j, e]))", "f64", 53, 29, 7),
                         "i: grid.x, thread.x 8, reg 2; j: grid.y, serial 2, serial 2, reg 3; e: serial; shared: r"), "");
+  // The space's vector layout: x's points neighbours in the thread, both tiles transposed.
+  EXPECT_EQ(checkOnHost(k, "i: grid.x, thread.x 8, reg 4; j: grid.y, serial 3, thread.y 4, reg 4; e: serial, unroll 13; shared: q^T, r^T; buffers: 2"), "");
   EXPECT_EQ(checkOnHost(nestedKernel("product(j in 0..m, 1.0 + 0.125 * sum(e in 0..D, q[i, e] * r[j, e]))", "f32", 41, 23, 5),
                         "i: grid.x, thread.x 4; j: serial, thread.y 8, reg 2; e: serial; shared: q, r"), "");
 }
