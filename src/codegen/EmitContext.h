@@ -5,6 +5,7 @@
 //   EmitNest.cpp       the kernel function's skeleton: parameters, indices, guards, positions, stores
 //   EmitExpr.cpp       lowering of IR expressions and array accesses
 //   EmitReduction.cpp  reduction loops and steps, lane combines, the cross-block epilogue
+//   EmitOuterTile.cpp  an outer reduction's register tile: inner reductions per value, then the fold
 //   EmitStaging.cpp    shared-memory tiles: storage, bases, copies, prefetch and pipelines
 //   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
 //   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
@@ -135,11 +136,23 @@ enum class TileCopy { Direct, LoadToRegisters, StoreFromRegisters, Async };
 // the current one.
 using StepAt = std::function<std::pair<C::ExprP, C::ExprP>(int64_t n, bool fromStart)>;
 
+// The register part of the reduction loop whose body is being emitted (an outer register tile,
+// OuterTile in schedule/Domain.h): the loop's variable holds the first of the thread's values,
+// value v is that plus v * stride.
+struct RegisterValues {
+  int loop = -1;        // the loop's id; -1: none
+  int64_t extent = 1;   // values
+  int64_t stride = 1;   // between neighbouring values
+  C::ExprP hi;          // the loop's upper bound (exclusive)
+  bool guarded = false; // values may lie past hi (then computed at hi - 1 and left out)
+};
+
 // Per-point environment for lowering IR expressions.
 struct Env {
   std::map<int, C::ExprP> vars;                 // loop and let ids
   std::map<const ExprNode*, C::ExprP> hoisted;  // reductions computed ahead, by node
   std::map<int, StageRef> staged;               // arrays read from shared memory, by param
+  RegisterValues regValues;                     // of the enclosing reduction loop
 };
 
 // The shared-memory storage of the tiles and the prefetch registers of step tiles.
@@ -222,6 +235,8 @@ C::ExprP negate(const C::ExprP& e);
 C::ExprP andAll(C::ExprP a, C::ExprP b);
 // Appends `from` to `to`.
 void append(std::vector<C::Stmt>& to, std::vector<C::Stmt>&& from);
+// `stmts` under `guard` (null: unguarded), appended to `out`.
+void appendGuarded(const C::ExprP& guard, std::vector<C::Stmt>&& stmts, std::vector<C::Stmt>& out);
 
 // ---------------------------------------------------------------------------------------------
 // The parts
@@ -265,6 +280,11 @@ using PointAccumulators = std::vector<std::map<const ExprNode*, C::ExprP>>;
 void crossBlockCombine(EmitContext& ctx, const PointAccumulators& accs, const C::ExprP& position,
                        std::vector<C::Stmt>& out, std::vector<std::vector<C::Stmt>> pointStatements);
 bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env);
+
+// EmitOuterTile.cpp: one step of hoisted group `gi` with an outer register tile (NestPlan::outerTile):
+// the inner reductions of every register value of the outer index and point, then their fold into `accs`.
+void emitOuterTileStep(EmitContext& ctx, size_t gi, const Env& renv, const PointAccumulators& accs,
+                       std::vector<C::Stmt>& out);
 
 // EmitStaging.cpp
 void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body);

@@ -47,6 +47,11 @@ void append(std::vector<C::Stmt>& to, std::vector<C::Stmt>&& from) {
   for (C::Stmt& s : from) to.push_back(std::move(s));
 }
 
+void appendGuarded(const C::ExprP& guard, std::vector<C::Stmt>&& stmts, std::vector<C::Stmt>& out) {
+  if (guard) out.push_back(C::ifThen(guard, std::move(stmts)));
+  else append(out, std::move(stmts));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Index values and guards
 
@@ -237,12 +242,6 @@ void emitStatements(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) {
   }
 }
 
-// `stmts` under `guard` (null: unguarded), appended to `out`.
-void appendGuarded(const C::ExprP& guard, std::vector<C::Stmt>&& stmts, std::vector<C::Stmt>& out) {
-  if (guard) out.push_back(C::ifThen(guard, std::move(stmts)));
-  else append(out, std::move(stmts));
-}
-
 // The accumulators of the hoisted reductions, per register point.
 PointAccumulators declareAccumulators(EmitContext& ctx, std::vector<C::Stmt>& work) {
   const int64_t points = ctx.facts.regPoints;
@@ -295,6 +294,7 @@ void emitGroupReductions(EmitContext& ctx, size_t gi, const Env& genv, const Poi
   const std::vector<Expr>& g = ctx.plan.groups[gi];
   const int64_t points = ctx.facts.regPoints;
   emitReductionLoops(ctx, g[0]->loops, 0, genv, work, [&](Env& renv, std::vector<C::Stmt>& rbody) {
+    if ((int)gi == ctx.plan.outerTile.group) return emitOuterTileStep(ctx, gi, renv, accs, rbody);
     for (const Expr& r : g)
       for (size_t q = 0; q < r->loops.size(); ++q) renv.vars[r->loops[q].id] = renv.vars.at(g[0]->loops[q].id);
     for (int64_t pt = 0; pt < points; ++pt) {

@@ -62,7 +62,9 @@ struct SplitLoop {
   // there), and the values one step covers.
   size_t sp = 0;
   int64_t stepSpan = 1;
-  std::vector<std::string> vars;      // per part: the loop variable ("" for coordinates)
+  std::vector<std::string> vars;      // per part: the loop variable ("" for coordinates and reg)
+  int regPart = -1;                   // a reg part (an outer register tile): its number, and the
+  int64_t regStride = 1;              // distance between its values
   std::vector<C::ExprP> terms;        // lo + the parts' contributions: the index's value
   std::vector<C::ExprP> shareSteps;   // the block's first step: its grid coordinates, in steps
   C::ExprP stepTrips;                 // steps of this block
@@ -103,6 +105,13 @@ SplitLoop splitLoop(EmitContext& ctx, const Loop& l, C::ExprP lo, C::ExprP hi, b
       if (p < s.sp) s.shareSteps.push_back(C::product(c, lit(stride / s.stepSpan)));
       continue;
     }
+    if (pl == Placement::Reg) {
+      // An outer register tile: no loop; the body takes every value (RegisterValues).
+      s.vars.push_back("");
+      s.regPart = (int)p;
+      s.regStride = stride;
+      continue;
+    }
     s.vars.push_back(ctx.names.fresh(fmt::format("{}_{}", l.name, p)));
     s.terms.push_back(C::product(C::name(s.vars.back()), lit(stride)));
   }
@@ -116,15 +125,18 @@ SplitLoop splitLoop(EmitContext& ctx, const Loop& l, C::ExprP lo, C::ExprP hi, b
 std::vector<C::Stmt> innerParts(EmitContext& ctx, const SplitLoop& s, const std::string& v, bool guard,
                                 const std::vector<Loop>& loops, size_t q, const Env& env, const ReductionBody& inner) {
   std::vector<C::Stmt> body{C::decl(ctx.idx, v, C::sum(s.terms))};
+  Env inEnv = env;
+  if (s.regPart >= 0)
+    inEnv.regValues = RegisterValues{s.l.id, s.ext[(size_t)s.regPart], s.regStride, s.hi, guard};
   if (!guard) {
-    emitReductionLoops(ctx, loops, q + 1, env, body, inner);
+    emitReductionLoops(ctx, loops, q + 1, inEnv, body, inner);
   } else {
     std::vector<C::Stmt> guarded;
-    emitReductionLoops(ctx, loops, q + 1, env, guarded, inner);
+    emitReductionLoops(ctx, loops, q + 1, inEnv, guarded, inner);
     body.push_back(C::ifThen(C::binary("<", C::name(v), s.hi), std::move(guarded)));
   }
   for (size_t p = s.is.parts.size(); p-- > s.sp + 1;) {
-    if (isCoordinate(s.is.parts[p].place)) continue;
+    if (isCoordinate(s.is.parts[p].place) || s.is.parts[p].place == Placement::Reg) continue;
     std::vector<C::Stmt> loop{
         C::forLoop(ctx.idx, s.vars[p], lit(0), lit(s.ext[p]), unrollOf(s.is.parts[p].place), std::move(body))};
     body = std::move(loop);

@@ -270,6 +270,34 @@ void findLoads(const Expr& e, int array, int group, const std::map<const ExprNod
   }
 }
 
+// How an array read in a hoisted group of outer reductions (reductions holding reductions) is
+// staged: Block where its reads do not move with the group's index, Step where they do and the
+// index has steps (more than one part), None (the usual rules) otherwise or outside such a group.
+enum class NestedOperand { None, Block, Step };
+NestedOperand nestedOperand(const std::vector<StagedLoad>& loads, const std::vector<std::vector<Expr>>& groups,
+                            const NestSchedule& s) {
+  const int g = loads.front().group;
+  if (g < 0 || std::any_of(loads.begin(), loads.end(), [&](const StagedLoad& l) { return l.group != g; }))
+    return NestedOperand::None;
+  std::set<int> outerIds;
+  bool nested = false;
+  for (const Expr& r : groups[g]) {
+    if (r->loops.size() != 1) return NestedOperand::None;
+    outerIds.insert(r->loops[0].id);
+    std::vector<Expr> inner;
+    topReductions(r->operands[0], inner);
+    nested = nested || !inner.empty();
+  }
+  if (!nested) return NestedOperand::None;
+  std::set<int> used;
+  for (const StagedLoad& l : loads)
+    for (const Expr& i : l.load->operands) varIds(i, VarKind::Index, used);
+  const bool moves = std::any_of(used.begin(), used.end(), [&](int id) { return outerIds.count(id) > 0; });
+  if (!moves) return NestedOperand::Block;
+  const IndexSchedule* is = s.find(groups[g][0]->loops[0].name);
+  return is && is->parts.size() > 1 ? NestedOperand::Step : NestedOperand::None;
+}
+
 }  // namespace
 
 bool movesWith(const StagedArray& sa, const std::string& index) {
@@ -401,6 +429,100 @@ std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const 
     }
   }
   return out;
+}
+
+OuterTile outerTile(const Kernel& k, int nest, const NestSchedule& s, const std::vector<std::vector<Expr>>& groups,
+                    std::vector<std::string>& reasons) {
+  OuterTile tile;
+  const LoopNest& n = k.nests[nest];
+  std::set<std::string> parallelNames;
+  std::set<int> regIds;  // parallel loops with a register part
+  for (const Loop& l : n.loops) {
+    parallelNames.insert(l.name);
+    if (const IndexSchedule* is = s.find(l.name))
+      for (const SchedulePart& p : is->parts)
+        if (p.place == Placement::Reg) regIds.insert(l.id);
+  }
+  for (const IndexSchedule& is : s.indices) {
+    if (parallelNames.count(is.index)) continue;
+    for (size_t p = 0; p < is.parts.size(); ++p) {
+      if (is.parts[p].place != Placement::Reg) continue;
+      if (!tile.index.empty()) {
+        reasons.push_back(tile.index == is.index
+                              ? fmt::format("reduction index '{}' has two reg parts (at most one)", is.index)
+                              : fmt::format("reduction indices '{}' and '{}' both have reg parts: at most one reduction "
+                                            "index per nest takes a register tile", tile.index, is.index));
+        return tile;
+      }
+      tile.index = is.index;
+      tile.part = p;
+      tile.extent = is.parts[p].factor.value_or(1);
+      if (p == stepPartOf(is))
+        reasons.push_back(fmt::format("the reg part of '{}' would be its steps (its {} part): give '{}' a serial or "
+                                      "unroll part ahead of the reg part", is.index, p == 0 ? "first" : "first non-grid",
+                                      is.index));
+    }
+  }
+  if (tile.index.empty() || !reasons.empty()) return tile;
+  // Every reduction over the index is a one-index reduction of one hoisted group.
+  std::vector<int> over;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (const Expr& r : groups[g])
+      for (const Loop& l : r->loops)
+        if (l.name == tile.index && std::find(over.begin(), over.end(), (int)g) == over.end()) over.push_back((int)g);
+  size_t loopsOver = 0, hoistedOver = 0;
+  std::function<void(const Expr&)> count = [&](const Expr& e) {
+    if (e->kind == ExprKind::Reduce)
+      for (const Loop& l : e->loops) loopsOver += l.name == tile.index;
+    for (const Expr& o : e->operands) count(o);
+  };
+  for (const Stmt& st : n.body) count(st.value);
+  for (int g : over)
+    for (const Expr& r : groups[g]) hoistedOver += r->loops.size() == 1 && r->loops[0].name == tile.index;
+  const std::string why = fmt::format("a reg part on reduction index '{}' tiles an outer reduction computed ahead of "
+                                      "the statements, over that one index", tile.index);
+  if (over.size() != 1 || hoistedOver != loopsOver) {
+    reasons.push_back(why + (over.size() > 1 ? ": the reductions over it have different loops (bounds)"
+                                             : ": a reduction over it is computed inside a statement (it depends on a "
+                                               "let, reads an array the nest writes, is nested in another reduction, "
+                                               "runs over several indices, or its bounds depend on a register-tile index)"));
+    return tile;
+  }
+  tile.group = over[0];
+  // The inner reductions, grouped by their loops; their bounds may not move with the outer index
+  // (one pass serves all its values) nor with a register-tiled parallel index (one pass serves
+  // every point).
+  std::vector<std::string> keys;
+  for (const Expr& r : groups[tile.group]) {
+    const int outerId = r->loops[0].id;
+    std::vector<Expr> inner;
+    topReductions(r->operands[0], inner);
+    for (const Expr& ir : inner) {
+      std::set<int> boundRefs;
+      for (const Loop& l : ir->loops) {
+        varIds(l.lo, VarKind::Index, boundRefs);
+        varIds(l.hi, VarKind::Index, boundRefs);
+      }
+      for (int id : boundRefs)
+        if (id == outerId || regIds.count(id)) {
+          reasons.push_back(fmt::format("the reduction over '{}' nested in the reduction over '{}' has bounds that "
+                                        "depend on {}: a register tile of '{}' needs inner loops that serve all its "
+                                        "values and points", ir->loops[0].name, tile.index,
+                                        id == outerId ? "'" + tile.index + "'" : "a register-tiled parallel index",
+                                        tile.index));
+          return tile;
+        }
+      std::string key = loopsKey(ir);
+      auto it = std::find(keys.begin(), keys.end(), key);
+      if (it == keys.end()) {
+        tile.inner.push_back({ir});
+        keys.push_back(std::move(key));
+      } else {
+        tile.inner[it - keys.begin()].push_back(ir);
+      }
+    }
+  }
+  return tile;
 }
 
 CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s) {
@@ -625,7 +747,12 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
         varIds(i, VarKind::Index, ids);
         for (int id : ids) onReduction = onReduction || hull.count(id) > 0;
       }
-    if (whole || !onReduction) {
+    // The operands of an outer reduction (a group whose reductions hold reductions, as OuterTile
+    // tiles): one that moves with the outer index (r[j, e]) is staged per step of it where it has
+    // steps (even when the whole array would fit: it is read once per block either way, and the
+    // steps keep the tile small); one that does not (q[i, e]) once per block, for every step.
+    const NestedOperand nested = nestedOperand(loads, groups, s);
+    if (nested == NestedOperand::Block || (nested == NestedOperand::None && (whole || !onReduction))) {
       sa.level = StageLevel::Block;
     } else {
       // Step level: the reads in one hoisted group whose first loop moves the tile.

@@ -71,6 +71,33 @@ std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest,
 std::vector<Expr> earlyStatementLoads(const Kernel& k, int nest, const NestSchedule& s);
 
 // ---------------------------------------------------------------------------------------------
+// Register tiles of an outer reduction (a reg part on a reduction index).
+//
+// A reduction computed ahead of the statements whose body holds reductions of its own (`d[i] =
+// min(j in 0..m, sum(e in 0..D, (q[i, e] - r[j, e]) * (q[i, e] - r[j, e])))`: an outer reduction
+// over j around inner ones over e) may give its index a register part, as a parallel index does:
+// with `j: serial, reg 4` each thread evaluates the body for 4 values of j at once. The inner
+// reductions (grouped by their loops, as the hoisted groups are) make one pass over their loops for
+// every register point of the parallel indices and every value of j (a q[i, e] load serves the 4
+// values of j, an r[j, e] load the thread's points of i: the register tile of a matrix product),
+// then the 4 results are folded into the thread's accumulator of the outer reduction. Values of j
+// past its range are computed from its last value (in range) and left out of the fold. Thread and
+// grid parts of j split the outer reduction as usual, and `shared:` stages r per step of j.
+struct OuterTile {
+  std::string index;      // the reduction index with the reg part; empty: none
+  int group = -1;         // the hoisted group (hoistedReductionGroups) of the reductions over it
+  size_t part = 0;        // its reg part
+  int64_t extent = 1;     // values of the index a thread takes at once (the reg factor)
+  std::vector<std::vector<Expr>> inner;  // the reductions nested in the group's bodies, by loops
+  bool any() const { return group >= 0; }
+};
+// The outer tile of nest `nest` under `s` (any() false without a reg part on a reduction index),
+// and in `reasons` why such a reg part cannot be emitted (empty when it can). `groups`: the
+// nest's hoistedReductionGroups under `s`.
+OuterTile outerTile(const Kernel& k, int nest, const NestSchedule& s, const std::vector<std::vector<Expr>>& groups,
+                    std::vector<std::string>& reasons);
+
+// ---------------------------------------------------------------------------------------------
 // Shared-memory staging of read-only operands.
 //
 // A staged array is copied into a shared-memory tile (a box: one interval per dimension) and the

@@ -118,6 +118,7 @@ class NestPlanner {
     checkSharedClauses();
     checkBufferClauses();
     plan_.groups = hoistedReductionGroups(k_, nest_, s_);
+    outerRegisterTile();
     if (s_.earlyLoads) checkEarlyLoads();
     if (s_.streamingStores) streamStores();
     const bool staged = !s_.shared.empty() && reasons_.empty();
@@ -197,10 +198,7 @@ class NestPlanner {
                                  "index per nest can be split across blocks", crossBlock_->index, is.index));
             }
           }
-        } else if (pl == Placement::Reg && !ni->parallel)
-          reason(fmt::format("reduction index '{}' cannot be on reg: reduction indices take serial, unroll, "
-                             "thread and grid parts", is.index));
-        else if (pl == Placement::Unroll && ext[p] > 1024)
+        } else if (pl == Placement::Unroll && ext[p] > 1024)
           reason(fmt::format("unrolling {} iterations of '{}' is too much (at most 1024)", ext[p], is.index));
       }
     }
@@ -251,6 +249,18 @@ class NestPlanner {
                          s_.blocksPerSM, l.threads));
     if (l.regPoints > lim_.maxRegTile)
       reason(fmt::format("register tile of {} points per thread is too large (at most {})", l.regPoints, lim_.maxRegTile));
+  }
+
+  // A reg part on a reduction index (OuterTile, schedule/Domain.h): the outer reduction's values
+  // a thread takes at once, times its register points, within the register tile's limit.
+  void outerRegisterTile() {
+    std::vector<std::string> why;
+    plan_.outerTile = outerTile(k_, nest_, s_, plan_.groups, why);
+    for (std::string& m : why) reason(std::move(m));
+    const OuterTile& t = plan_.outerTile;
+    if (t.any() && plan_.launch.regPoints * t.extent > lim_.maxRegTile)
+      reason(fmt::format("register tile of {} points per thread times {} values of '{}' is too large (at most {})",
+                         plan_.launch.regPoints, t.extent, t.index, lim_.maxRegTile));
   }
 
   void checkScratch() {
@@ -627,6 +637,17 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
     for (const Loop& l : plan.groups[g][0]->loops) loops.push_back(l.name);
     s += fmt::format("  reduction group {}: {} reduction{} over {}, computed ahead of the statements\n", g,
                      plan.groups[g].size(), plan.groups[g].size() == 1 ? "" : "s", fmt::join(loops, ", "));
+  }
+  if (const OuterTile& t = plan.outerTile; t.any()) {
+    std::vector<std::string> inner;
+    for (const std::vector<Expr>& ig : t.inner) {
+      std::vector<std::string> loops;
+      for (const Loop& l : ig[0]->loops) loops.push_back(l.name);
+      inner.push_back(fmt::format("{} over {}", ig.size(), fmt::join(loops, ", ")));
+    }
+    s += fmt::format("  outer register tile: {} values of '{}' per thread (part {}) in reduction group {}; inner "
+                     "reductions per value and point: {}, then folded into the group's accumulators\n",
+                     t.extent, t.index, t.part, t.group, inner.empty() ? "none" : fmt::format("{}", fmt::join(inner, "; ")));
   }
   s += stagingLines(k, plan);
   if (plan.pipeline.any())

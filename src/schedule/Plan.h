@@ -70,6 +70,7 @@ struct NestPlan {
   LaunchPlan launch;
   std::vector<std::vector<Expr>> groups;  // hoistedReductionGroups
   std::vector<Expr> earlyLoads;           // earlyStatementLoads with `loads: early`, else empty
+  OuterTile outerTile;                    // a reg part on a reduction index (schedule/Domain.h)
   StagingPlan staging;                    // empty without `shared:`
   CrossBlockPlan crossBlock;
   PositionPipeline pipeline;

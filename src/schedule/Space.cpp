@@ -68,6 +68,7 @@ class NestSpace {
         parallelVariants();
       splitVariants();
       crossBlockVariants();
+      outerTileVariants();
       rowVariants();
       streamingVariants();
       mmaVariants();
@@ -77,7 +78,7 @@ class NestSpace {
   }
 
  private:
-  enum class Family { Plain, Shared, Split, CrossBlock };
+  enum class Family { Plain, Shared, Split, CrossBlock, OuterTile };
 
   const Kernel& k_;
   int nest_;
@@ -102,6 +103,7 @@ class NestSpace {
       } else {
         const char* what = family == Family::Shared      ? "shared-memory staging"
                            : family == Family::Split     ? "split reductions"
+                           : family == Family::OuterTile ? "outer register tiles"
                                                          : "reductions split across blocks";
         pruned.push_back({list.front().text, fmt::format("{} not offered ({} variant{}): {}", what, list.size(),
                                                          list.size() == 1 ? "" : "s", list.front().reason)});
@@ -804,6 +806,88 @@ class NestSpace {
         }
       }
     }
+  }
+
+  // The outer reduction of a reduction over a reduction (`min(j, sum(e, ...))`, the index of a
+  // hoisted group whose reductions hold reductions; "" if none): its index.
+  std::string outerReductionIndex() const {
+    NestSchedule plain;
+    for (const std::vector<Expr>& g : hoistedReductionGroups(k_, nest_, plain)) {
+      if (g[0]->loops.size() != 1) continue;
+      for (const Expr& r : g) {
+        std::vector<Expr> inner;
+        collectReductions(r->operands[0], inner);
+        if (!inner.empty()) return g[0]->loops[0].name;
+      }
+    }
+    return "";
+  }
+
+  // Register tiles of an outer reduction (OuterTile, schedule/Domain.h), the register tile of a
+  // matrix product with the outer combine in each step's epilogue: the innermost parallel index
+  // x on `reg rx, thread.x tx` (rx in 1..8 outside 16 or 32 threads), the outer index j on
+  // `serial, thread.y ty, reg R` (R = 2..8 values per thread, ty = 1..16 threads combined at the
+  // end), the inner reductions unrolled (in full up to 64 values), rx * R <= 32 accumulators;
+  // staged (q once per block, r per step of ty * R values, with two buffers) and not. Where the
+  // output tiles leave multiprocessors idle, j is also split across G blocks per tile (about two
+  // blocks per multiprocessor) on the grid axis x leaves free: `j: grid.y G, serial S, ...`.
+  void outerTileVariants() {
+    const std::string outer = outerReductionIndex();
+    const NestIndex* oj = outer.empty() ? nullptr : model_.index(outer);
+    auto par = model_.parallel();
+    if (!oj || par.empty()) return;
+    const NestIndex* x = par.back();
+    for (const NestIndex* ni : par)
+      if (ni->hull.extent() > x->hull.extent()) x = ni;
+    const int64_t extJ = std::max<int64_t>(1, oj->hull.extent());
+    const int64_t innerExt = innermostReductionExtent();
+    const int64_t unroll = innerExt <= 64 ? innerExt : 8;
+    static const Placement grids[3] = {Placement::GridX, Placement::GridY, Placement::GridZ};
+    for (int64_t tx : {16, 32})
+      for (int64_t rx : {1, 2, 4, 8})
+        for (int64_t ty : {1, 4, 8, 16})
+          for (int64_t R : {2, 4, 8})
+            for (bool inside : {false, true}) {
+            if (rx * R > 32 || tx * ty < 64 || tx * ty > o_.limits.maxThreadsPerBlock || ty * R > extJ) continue;
+            if (inside && rx < 4) continue;
+            // `inside`: x's points neighbours in the thread (`thread.x tx, reg rx`), read from a
+            // transposed tile as vectors.
+            const std::vector<IndexSchedule> pc =
+                parallelClauses(x, tx, rx, nullptr, 1, 1, Placement::ThreadX, TileLayout{inside ? rx : 1});
+            const auto [tiles, axis] = outputTiles(pc);
+            std::vector<int64_t> splits{1};
+            if (axis >= 0 && tiles < 2 * o_.device.multiprocessors) {
+              int64_t blocks = std::min(ceilDiv(2 * o_.device.multiprocessors, tiles), extJ / (4 * ty * R));
+              if (blocks >= 2) splits.push_back(std::min(blocks, o_.limits.maxGridDim[axis]));
+            }
+            for (int64_t G : splits) {
+              NestSchedule ns;
+              ns.indices = pc;
+              for (const NestIndex* red : model_.reductions()) {
+                IndexSchedule is{red->name, {part(Placement::Serial)}};
+                if (red == oj) {
+                  if (G > 1) is.parts = {part(grids[axis]), part(Placement::Serial, ceilDiv(extJ, G * ty * R))};
+                  if (ty > 1) is.parts.push_back(part(Placement::ThreadY, ty));
+                  is.parts.push_back(part(Placement::Reg, R));
+                } else if (red == model_.reductions().back() && unroll > 1) {
+                  is.parts.push_back(part(Placement::Unroll, unroll));
+                }
+                ns.indices.push_back(std::move(is));
+              }
+              const Family family = G > 1 ? Family::CrossBlock : Family::OuterTile;
+              if (!inside) add(ns, family);
+              if (!o_.allowShared) continue;
+              // Staged: every read-only operand; with `inside`, the two-dimensional ones
+              // transposed (q^T: x's points along the rows; r^T: j's values along the rows).
+              ns.shared = model_.readOnlyArrays();
+              if (inside)
+                for (const std::string& a : ns.shared)
+                  if (k_.params[k_.findParam(a)].shape.size() >= 2) ns.transposed.push_back(a);
+              add(ns, Family::Shared);
+              ns.buffers = 2;
+              add(ns, Family::Shared);
+            }
+            }
   }
 
   // Tensor-core schedules of a qualifying contraction (schedule/Mma.h), in every arithmetic the

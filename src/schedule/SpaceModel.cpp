@@ -105,6 +105,42 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
     }
   };
   for (const Stmt& s : k.nests[nest].body) flopsPerPoint_ += ops(s.value, fp64FlopsPerPoint_);
+
+  std::function<void(const Expr&, const std::string&)> nesting = [&](const Expr& e, const std::string& outer) {
+    if (!e) return;
+    std::string here = outer;
+    if (e->kind == ExprKind::Reduce && !e->loops.empty()) {
+      for (const Loop& l : e->loops)
+        if (!outer.empty() && l.name != outer) outerOf_.emplace(l.name, outer);
+      here = e->loops.front().name;
+    }
+    for (const Expr& o : e->operands) nesting(o, here);
+  };
+  for (const Stmt& s : k.nests[nest].body) nesting(s.value, "");
+}
+
+int64_t NestModel::regValues(const NestPlan& plan, const std::string& name) {
+  const IndexSchedule* is = plan.schedule.find(name);
+  int64_t r = 1;
+  if (is)
+    for (const SchedulePart& p : is->parts)
+      if (p.place == Placement::Reg) r *= p.factor.value_or(1);
+  return r;
+}
+
+double NestModel::reloads(const NestPlan& plan, const Tiles& t, size_t ai) const {
+  if (outerOf_.empty() || !usedLoops_[ai]) return 1;
+  const Access& a = accesses_[ai];
+  std::set<std::string> outers;
+  for (const Loop* l : a.scope)
+    if (auto it = outerOf_.find(l->name); it != outerOf_.end()) outers.insert(it->second);
+  double n = 1;
+  for (const Loop* l : a.scope) {
+    if (!outers.count(l->name) || usedLoops_[ai]->count(l->id)) continue;
+    auto c = t.threadCount.find(l->name);
+    if (c != t.threadCount.end()) n *= std::max(1.0, (double)c->second / (double)regValues(plan, l->name));
+  }
+  return n;
 }
 
 // A data-dependent range (a CSR row) has the hull of everything it may index ([0, nnz)), far more
@@ -297,9 +333,12 @@ int64_t NestModel::vectorWidth(const NestSchedule& s, size_t access, bool transp
 }
 
 // Iterations a thread makes of the staged reduction step (the outer part of the innermost
-// reduction index; 1 without one).
+// reduction index, or of the reduction around it; 1 without one).
 double NestModel::stepsPerThread(const NestPlan& plan) const {
   const NestIndex* inner = innermostReduction();
+  // A reduction over a reduction is staged along the outer index (OuterTile).
+  if (auto outer = inner ? outerOf_.find(inner->name) : outerOf_.end(); outer != outerOf_.end())
+    inner = index(outer->second);
   const IndexPlan* ip = inner ? plan.index(inner->name) : nullptr;
   if (!ip) return 1;
   const IndexSchedule& is = plan.clauseOf(*ip);
@@ -331,8 +370,21 @@ double NestModel::loopControl(const NestPlan& plan) const {
     for (size_t p = 0; p < is->parts.size(); ++p) {
       Placement pl = is->parts[p].place;
       if (isThreadPlacement(pl) || isGridPlacement(pl)) continue;
-      if (pl == Placement::Unroll) continue;
+      if (pl == Placement::Unroll || pl == Placement::Reg) continue;
       iterations *= (double)ext[p];
+    }
+    // An inner reduction's loops run again at every step of the outer one.
+    if (auto outer = outerOf_.find(ni->name); outer != outerOf_.end()) {
+      const IndexPlan* op = plan.index(outer->second);
+      const NestIndex* on = index(outer->second);
+      if (op && on) {
+        int64_t values = 1;
+        const IndexSchedule& os = plan.clauseOf(*op);
+        const std::vector<int64_t> oext = partsOf(plan, *op, *on);
+        for (size_t p = 0; p < os.parts.size(); ++p)
+          if (!isThreadPlacement(os.parts[p].place) && !isGridPlacement(os.parts[p].place)) values *= oext[p];
+        iterations *= std::max(1.0, (double)values / (double)regValues(plan, outer->second));
+      }
     }
     control += 3 * iterations;
   }
@@ -507,7 +559,8 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     std::optional<int64_t> stride = txLoop >= 0 ? strideAlong(*k_, a, txLoop) : std::optional<int64_t>(0);
     int64_t waste = !stride ? 4 : std::min<int64_t>(32, std::max<int64_t>(1, std::llabs(*stride)));
     double distinct = distinctElements(ai, t.block);
-    double perThread = distinctElements(ai, t.thread);
+    const double usedPerThread = distinctElements(ai, t.thread);
+    double perThread = usedPerThread * reloads(plan, t, ai);
     double requests = (double)e.threads * perThread;
     if (stride && *stride == 0) requests /= (double)std::min<int64_t>(threadX, 32);  // one request per warp
     if (a.isWrite) {
@@ -542,7 +595,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
         if (sa.array == a.array) ways = bankConflictWays(plan, ai, sa, (int64_t)width, e.threadXIndex, threadX);
     }
     issue.loads += perThread / width * ways;
-    operandsPerValue += perThread / std::max(1.0, reductionValuesPerThread);
+    operandsPerValue += usedPerThread / std::max(1.0, reductionValuesPerThread);
     if (isStaged) issue.copies += 3 * distinct / (double)std::max<int64_t>(1, e.threads);
   }
   for (const auto& [name, r] : reuse) e.reuse[name] = r.second > 0 ? r.first / r.second : 1;
@@ -561,6 +614,14 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   const double positions = (double)std::max<int64_t>(1, e.outputsPerThread / std::max<int64_t>(1, e.registerTile));
   double prefetch = s.shared.empty() || s.asyncCopy ? 0 : issue.copies / 3 / std::max(1.0, stepsPerThread(plan)) / positions;
   e.registers = 24 + statements * e.registerTile + (int64_t)std::ceil(operandsPerValue + prefetch);
+  // An outer register tile: R inner accumulators per register point and inner reduction.
+  int64_t outerValues = 1;
+  if (plan.outerTile.any()) {
+    outerValues = plan.outerTile.extent;
+    size_t innerReductions = 0;
+    for (const std::vector<Expr>& ig : plan.outerTile.inner) innerReductions += ig.size();
+    e.registers += e.registerTile * outerValues * (int64_t)innerReductions;
+  }
   // `loads: early`: the statements' loads held across the reductions, per register point.
   if (s.earlyLoads) e.registers += (int64_t)plan.earlyLoads.size() * e.registerTile;
   // __launch_bounds__(threads, N) caps the registers; so does NVCC at 255. Past the cap it spills.
@@ -585,7 +646,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   double blocks = (double)e.blocks;
   double smUse = std::min(1.0, blocks / sms);
   double residentBlocks = std::min<double>((double)e.blocksPerMultiprocessor, std::max(1.0, blocks / sms));
-  double ilp = (double)std::min<int64_t>(e.registerTile, 8);
+  double ilp = (double)std::min<int64_t>(e.registerTile * outerValues, 8);
   double hiding = std::min(1.0, residentBlocks * (double)warps * ilp / 32);
   // The last wave: what idles is the multiprocessors that run fewer blocks than the busiest, not
   // the block slots left empty (a multiprocessor with half its slots filled runs those blocks
@@ -619,7 +680,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // Register tiles past 64 points hide as many stalls with fewer warps, by their independent
   // multiply-adds: a 16 x 8 SGEMM tile issued 78% busy with 8 warps, as 8 x 8 tiles did with 16.
   double residentWarps = residentBlocks * (double)warps;
-  double effectiveWarps = residentWarps * std::max(1.0, (double)e.registerTile / 64);
+  double effectiveWarps = residentWarps * std::max(1.0, (double)(e.registerTile * outerValues) / 64);
   double issueHiding = effectiveWarps / (effectiveWarps + 4);
   double spill = spills ? 0.5 : 1.0;  // spilled registers go through local memory
   double memory = e.bytes / d.memoryBandwidth;

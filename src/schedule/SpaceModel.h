@@ -35,6 +35,11 @@
 //   tiles 9-17%), where efficiency =
 //   (fraction of multiprocessors with a block) * (latency hiding: warps in flight per
 //   multiprocessor times the ILP of the register tile, over 32) * (wave quantization), each <= 1.
+// - A reduction over a reduction (`min(j, sum(e, ...))`): the inner loops run once per step of
+//   the outer one, so an operand of the inner reduction that does not move with the outer index
+//   (q[i, e]) is loaded again at each step, and the inner loops' control repeats with it; a reg
+//   part on the outer index (an outer register tile) shares those loads over its R values and
+//   holds R inner accumulators per register point, whose independent chains count as ILP.
 // - A data-dependent range (a CSR row, ir/DataRanges.h) counts as a row of the mean length: its
 //   extent over the parallel points. Its arrays' footprints are then one row's per parallel point
 //   of the block's box (an undercount where a block holds several rows: each reads its own).
@@ -136,6 +141,15 @@ class NestModel {
     double total() const { return fmas + loads + copies + control + stores; }
   };
 
+  // Per reduction index nested in another reduction: the index of the reduction around it (an
+  // outer reduction, schedule/Domain.h OuterTile), by name.
+  std::map<std::string, std::string> outerOf_;
+  // Values of reduction index `name` a thread takes at once: the factors of its reg parts (1: none).
+  static int64_t regValues(const NestPlan& plan, const std::string& name);
+  // How many times a thread reads the elements of access `ai` it uses: once per step of every
+  // outer reduction around its inner reduction that it does not move with (q[i, e] in
+  // min(j, sum(e, ...)): once per value of j, over j's register values).
+  double reloads(const NestPlan& plan, const Tiles& t, size_t ai) const;
   void meanDataRows();
   // The extents of the parts of an index under its plan: the plan's, or for a data-dependent
   // range the parts of its mean row (meanDataRows), which the plan (split over its hull) is not.

@@ -487,3 +487,53 @@ TEST(HostEmulation, RangesOfOtherDataDependentShapes) {
   EXPECT_EQ(checkOnHost(rowsOfRows, "i: grid.x, thread.x 32; p: serial; s: serial"), "");
   EXPECT_EQ(checkOnHost(rowsOfRows, "i: grid.x, thread.y 8; p: serial; s: serial, thread.x 4"), "");
 }
+
+namespace {
+
+// A kernel of one nest `for i in 0..n { d[i] = <value>; }` over q: T[n, D] and r: T[m, D].
+Kernel nestedKernel(const std::string& value, const std::string& type, int64_t n, int64_t m, int64_t D) {
+  std::string src = fmt::format(
+      "kernel nested(n: int, m: int, D: int, q: {0}[n, D], r: {0}[m, D], out d: {0}[n]) {{\n"
+      "  for i in 0..n {{\n    d[i] = {1};\n  }}\n}}\n", type, value);
+  Diagnostics diags;
+  auto prog = parseProgram("nested.rtcg", src, diags);
+  EXPECT_TRUE(prog.has_value()) << src;
+  auto bound = prog ? bindSizes(*prog->find("nested"), {{"n", n}, {"m", m}, {"D", D}}, diags) : std::nullopt;
+  EXPECT_TRUE(bound.has_value()) << src;
+  return bound ? *bound : Kernel{};
+}
+
+const char* kDistance = "min(j in 0..m, sum(e in 0..D, (q[i, e] - r[j, e]) * (q[i, e] - r[j, e])))";
+
+}  // namespace
+
+// A reg part on the index of an outer reduction (`min(j, sum(e, ...))`): the inner sums of R
+// values of j per step, then folded; sizes no tile divides (values of j past m are left out).
+TEST(HostEmulation, OuterRegisterTilesOfNestedReductions) {
+  const Kernel k = nestedKernel(kDistance, "f32", 101, 77, 13);
+  EXPECT_EQ(checkOnHost(k, "i: grid.x, reg 2, thread.x 16; j: serial, thread.y 2, reg 4; e: serial, unroll 4"), "");
+  EXPECT_EQ(checkOnHost(k, "i: grid.x, thread.x 32; j: serial, reg 8; e: serial"), "");
+  // Every outer operator, with inner reductions of other shapes; f64 too.
+  EXPECT_EQ(checkOnHost(nestedKernel("max(j in 0..m, sum(e in 0..D, q[i, e] * r[j, e]))", "f32", 53, 29, 7),
+                        "i: grid.x, reg 4, thread.x 4; j: serial, reg 3; e: serial"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("sum(j in 0..m, max(e in 0..D, q[i, e] * r[j, e]) + r[j, 0])", "f64", 53, 29, 7),
+                        "i: grid.x, thread.x 8; j: serial, unroll 2, reg 4; e: serial, unroll 3"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("product(j in 0..m, 1.0 + 0.125 * sum(e in 0..D, q[i, e] * r[j, e]))", "f64", 41, 23, 5),
+                        "i: grid.x, reg 2, thread.x 8; j: serial, reg 4; e: serial"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("min(j in 0..m, sum(e in 0..D, abs(q[i, e] - r[j, e])) + min(e in 0..D, q[i, e] * r[j, e]))", "f32", 37, 31, 6),
+                        "i: grid.x, thread.x 8, reg 2; j: serial, reg 5; e: serial"), "");
+}
+
+// The outer tile with its operands staged (r per step of j, q once per block), double-buffered,
+// split across the threads of a block and across blocks (the last block folds the partials).
+TEST(HostEmulation, OuterRegisterTilesStagedAndSplit) {
+  const Kernel k = nestedKernel(kDistance, "f32", 101, 77, 13);
+  EXPECT_EQ(checkOnHost(k, "i: grid.x, reg 2, thread.x 16; j: serial, thread.y 2, reg 4; e: serial; shared: q, r"), "");
+  EXPECT_EQ(checkOnHost(k, "i: grid.x, reg 2, thread.x 16; j: grid.y, serial 3, thread.y 2, reg 4; e: serial, unroll 4; shared: q, r; buffers: 2"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("max(j in 0..m, sum(e in 0..D, q[i, e] * r[j, e]))", "f64", 53, 29, 7),
+                        "i: grid.x, thread.x 8, reg 2; j: grid.y, serial 2, serial 2, reg 3; e: serial; shared: r"), "");
+  // The space's vector layout: x's points neighbours in the thread, both tiles transposed.
+  EXPECT_EQ(checkOnHost(k, "i: grid.x, thread.x 8, reg 4; j: grid.y, serial 3, thread.y 4, reg 4; e: serial, unroll 13; shared: q^T, r^T; buffers: 2"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("product(j in 0..m, 1.0 + 0.125 * sum(e in 0..D, q[i, e] * r[j, e]))", "f32", 41, 23, 5),
+                        "i: grid.x, thread.x 4; j: serial, thread.y 8, reg 2; e: serial; shared: q, r"), "");
+}

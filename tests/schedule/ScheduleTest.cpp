@@ -164,7 +164,7 @@ TEST(Schedule, ValidationReasons) {
       {"i: grid.y, reg 16; j: grid.x, thread.x 32, reg 16; k: serial", "register tile of 256 points"},
       {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.x 8", "thread.x is used twice"},
       {"i: grid.y; j: grid.x, thread.x 32; k: serial, thread.y 64", "2048 threads per block"},
-      {"i: grid.y; j: grid.x; k: reg", "reduction index 'k' cannot be on reg"},
+      {"i: grid.y; j: grid.x; k: reg", "the reg part of 'k' would be its steps (its first part)"},
       {"i: grid.y; j: grid.x; k: serial, grid.x 4", "grid.x is used twice"},
       {"i: grid.y, thread.y 4; j: grid.x, thread.x 32; k: serial, grid.z 4, serial 8; shared: a",
        "'k' has a grid part after its first non-grid part, so a step along it would span the values of several blocks"},
@@ -466,4 +466,65 @@ TEST(Schedule, StreamingStores) {
   EXPECT_TRUE(hasReason(none, "nest 1: 'stores: streaming' streams the stores of outputs that no other statement "
                               "of the nest reads, but every array this nest stores is read back in it"))
       << joined(none);
+}
+
+// A reg part on a reduction index: the register tile of an outer reduction (OuterTile), and the
+// reasons where none can be emitted.
+TEST(Schedule, OuterRegisterTiles) {
+  Diagnostics diags;
+  const std::string source =
+      "kernel nd(n: int, m: int, D: int, q: f32[n, D], r: f32[m, D], out d: f32[n], out c: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    d[i] = min(j in 0..m, sum(e in 0..D, (q[i, e] - r[j, e]) * (q[i, e] - r[j, e])));\n"
+      "    c[i] = max(j in 0..m, sum(e in 0..j, q[i, e] * r[j, e]));\n"
+      "  }\n"
+      "  for i in 0..n { d[i] = d[i] + max(j in 0..m, sum(e in 0..D, q[i, e] * r[j, e])); }\n"
+      "}\n";
+  auto prog = parseProgram("nd.rtcg", source, diags);
+  ASSERT_TRUE(prog) << diags.render("nd.rtcg", source);
+  auto k = bindSizes(prog->kernels[0], {{"n", 1001}, {"m", 777}, {"D", 13}}, diags);
+  ASSERT_TRUE(k);
+  const std::string second = " | i: grid.x, thread.x 32; j: serial; e: serial";
+  struct Case {
+    const char* text;
+    const char* reason;
+  } cases[] = {
+      {"i: grid.x, thread.x 32; j: serial, reg 4; e: serial", "the reduction over 'e' nested in the reduction over 'j' has bounds that depend on 'j'"},
+      {"i: grid.x, thread.x 32; j: serial; e: serial, reg 4", "a reduction over it is computed inside a statement"},
+      {"i: grid.x, thread.x 32; j: serial, reg 2, reg 2; e: serial", "reduction index 'j' has two reg parts"},
+      {"i: grid.x, thread.x 32; j: grid.y, reg 4; e: serial", "the reg part of 'j' would be its steps (its first non-grid part)"},
+      {"i: grid.x, reg 16, thread.x 8; j: serial, reg 16; e: serial", "register tile of 16 points per thread times 16 values of 'j'"},
+  };
+  for (const Case& c : cases) {
+    auto reasons = validateSchedule(*k, parseOk(c.text + second));
+    EXPECT_TRUE(hasReason(reasons, c.reason)) << c.text << "\n" << joined(reasons);
+  }
+  // The second nest: one outer reduction with its inner sum; the plan says so, and the schedule
+  // prints and parses back.
+  const std::string text = "i: grid.x, thread.x 32; j: serial; e: serial | i: grid.x, reg 2, thread.x 16; j: grid.y, serial 25, thread.y 2, reg 4; e: serial, unroll 4";
+  Schedule s = parseOk(text);
+  EXPECT_EQ(printSchedule(s), text);
+  EXPECT_TRUE(validateSchedule(*k, s).empty()) << joined(validateSchedule(*k, s));
+  NestPlanResult r = planNest(*k, 1, s.nests[1]);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.plan->outerTile.index, "j");
+  EXPECT_EQ(r.plan->outerTile.extent, 4);
+  EXPECT_EQ(r.plan->outerTile.part, 3u);
+  ASSERT_EQ(r.plan->outerTile.inner.size(), 1u);
+  EXPECT_EQ(r.plan->outerTile.inner[0][0]->loops[0].name, "e");
+  EXPECT_NE(printPlan(*k, *r.plan).find("outer register tile: 4 values of 'j' per thread"), std::string::npos);
+  EXPECT_FALSE(planNest(*k, 1, parseOk("i: grid.x; j: serial; e: serial").nests[0]).plan->outerTile.any());
+  // Staged: q (which does not move with j) once per block, r per step of j; with j not stepped,
+  // r as the usual rules say (the whole array, once per block).
+  NestPlanResult staged = planNest(*k, 1, parseOk("i: grid.x, thread.x 32; j: serial, reg 4; e: serial; shared: q, r").nests[0]);
+  ASSERT_TRUE(staged.ok()) << joined(staged.reasons);
+  ASSERT_EQ(staged.plan->staging.arrays.size(), 2u);
+  EXPECT_EQ(staged.plan->staging.arrays[0].level, StageLevel::Block);
+  EXPECT_EQ(staged.plan->staging.arrays[1].level, StageLevel::Step);
+  EXPECT_EQ(staged.plan->staging.arrays[1].dims[0].size, 4);
+  ScheduleLimits large;
+  large.maxSharedBytes = 227 * 1024;
+  NestPlanResult whole = planNest(*k, 1, parseOk("i: grid.x, thread.x 32; j: serial; e: serial; shared: r").nests[0], large);
+  ASSERT_TRUE(whole.ok()) << joined(whole.reasons);
+  EXPECT_EQ(whole.plan->staging.arrays[0].level, StageLevel::Block);
 }

@@ -1126,3 +1126,38 @@ TEST(Counts, MinimalBytesCountTheElementsAccessesTouch) {
 
 }  // namespace
 }  // namespace rtcg
+
+TEST(Space, OuterReductionsGetRegisterTiles) {
+  // A reduction over a reduction (nearest: min over j of a sum over e): the space tiles the outer
+  // index j in registers (`reg R`), staged and split across threads and blocks, and the model,
+  // which charges the inner operands' reloads at every step of j, ranks such a tile first.
+  SpaceOptions o;
+  Kernel k = bindAll(example("nearest").kernel, {{"n", 8192}, {"m", 8192}, {"D", 16}});
+  Space space = enumerateSchedules(k, o);
+  ASSERT_FALSE(space.candidates.empty());
+  auto outerTiled = [&](const Candidate& c) { return planNest(k, 0, c.schedule.nests[0]).plan->outerTile.any(); };
+  EXPECT_TRUE(outerTiled(space.candidates.front())) << space.candidates.front().text;
+  int tiled = 0, staged = 0, crossBlock = 0;
+  for (const Candidate& c : space.candidates) {
+    if (!outerTiled(c)) continue;
+    ++tiled;
+    staged += !c.schedule.nests[0].shared.empty();
+    crossBlock += crossBlockPlan(k, 0, c.schedule.nests[0]).any();
+  }
+  EXPECT_GE(tiled, 20);
+  EXPECT_GE(staged, 10);
+  EXPECT_GE(crossBlock, 10);
+  // The model: q[i, e] is read again at every value of j, once per R values with a tile.
+  NestModel model(k, 0);
+  auto estimate = [&](const std::string& text) {
+    auto parsed = parseSchedule(text);
+    EXPECT_TRUE(parsed.ok()) << text;
+    NestPlanResult r = planNest(k, 0, parsed.schedule->nests[0]);
+    EXPECT_TRUE(r.ok()) << text;
+    return model.estimate(*r.plan, o.device);
+  };
+  NestEstimate plain = estimate("i: grid.x, thread.x 32; j: serial; e: serial, unroll 16");
+  NestEstimate tile = estimate("i: grid.x, thread.x 32; j: serial, reg 4; e: serial, unroll 16");
+  EXPECT_LT(plain.issueEfficiency, tile.issueEfficiency);
+  EXPECT_GT(plain.seconds, tile.seconds);
+}
