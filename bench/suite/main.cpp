@@ -132,12 +132,12 @@ double sampledError(const std::vector<double>& out, const ReferenceOutput& r) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-// A CSR workload's rowptr and col as the tuner's input files (OUT/inputs/NAME.rowptr, .col), so
+// A CSR workload's rowptr and col as the tuner's input files (DIR/inputs/NAME.rowptr, .col), so
 // that the search ranks schedules on the rows it is measured on (power-law rows favour other
 // schedules than the uniform ones random offsets give).
-std::map<std::string, std::string> writeMatrixFiles(const Workload& w, const std::string& out) {
+std::map<std::string, std::string> writeMatrixFiles(const Workload& w, const std::string& where) {
   const CsrStructure csr = csrOf(w);
-  const fs::path dir = fs::absolute(fs::path(out) / "inputs");
+  const fs::path dir = fs::absolute(fs::path(where) / "inputs");
   fs::create_directories(dir);
   std::map<std::string, std::string> files;
   auto write = [&](const char* name, const std::vector<int32_t>& values) {
@@ -203,7 +203,9 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
   t.dbPath = dbPath;
   t.workerPath = o.worker;
   t.log = [&](const std::string& s) { fmt::print(stderr, "bench_suite: {}: {}\n", row.name, s); };
-  if (p.workload.matrix != SparseMatrix::None) t.inputFiles = writeMatrixFiles(p.workload, o.out);
+  // Beside the database (scripts/bench.sh: BENCH_STATE), not among the results.
+  if (p.workload.matrix != SparseMatrix::None)
+    t.inputFiles = writeMatrixFiles(p.workload, fs::absolute(dbPath).parent_path().string());
   fmt::print(stderr, "bench_suite: {}: tuning (at most {} candidates, {:g} s)\n", row.name, o.maxCandidates,
              o.timeLimit);
   TuneResult r = tune(p.workload.name + ".rtcg", p.workload.source, p.bound, t);

@@ -79,7 +79,18 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"batched_matmul.rtcg", {{{{"nb", 5}, {"n", 16}}, {{"nb", 33}, {"n", 7}}}}},
     {"gemm_bf16.rtcg", {{{{"n", 37}}, {{"n", 130}}}}},
     {"spmv.rtcg", {{{{"n", 37}, {"nnz", 200}}, {{"n", 1000}, {"nnz", 7001}}}}},
+    {"nearest.rtcg", {{{{"n", 37}, {"m", 53}, {"D", 5}}, {{"n", 1001}, {"m", 777}, {"D", 13}}}}},
+    {"max_inner_product.rtcg", {{{{"n", 37}, {"m", 53}, {"D", 5}}, {{"n", 1001}, {"m", 777}, {"D", 13}}}}},
 };
+
+// Every example has test sizes here (the GPU test below would fail on a GPU machine only: CI,
+// which has none, checks the list).
+TEST(ApiExamples, EveryExampleHasTestSizes) {
+  for (const fs::directory_entry& e : fs::directory_iterator(fs::path(RTCG_SOURCE_DIR) / "examples"))
+    if (e.path().extension() == ".rtcg")
+      EXPECT_TRUE(kExampleSizes.count(e.path().filename().string()))
+          << e.path().filename().string() << " has no test sizes in kExampleSizes (tests/api/ApiGpuTest.cpp)";
+}
 
 // Arguments for `bound` taken from `host`: host vectors (viewed in place) or device arrays (uploaded
 // now, downloaded into `host` by the returned finisher).
