@@ -247,6 +247,8 @@ void planLaunch(EmitContext& ctx);
 // EmitNest.cpp: the kernel function of the nest.
 C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals);
 C::ExprP indexValue(EmitContext& ctx, const ParallelIndex& p, const std::vector<int64_t>* regValues);
+// The register coordinates of register point `point` (one per LaunchFacts::regParts entry).
+std::vector<int64_t> regValuesOf(const EmitContext& ctx, int64_t point);
 // The kernel's parameters (and the aligned array pointers), and the header comment from ctx.facts'
 // launch: for the mma emitter, which builds its own function.
 void declareNestParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::vector<C::Stmt>& body);
@@ -258,6 +260,15 @@ void declarePointIndices(EmitContext& ctx, int64_t point, Env& env, std::vector<
 // The condition under which the parallel indices that a range read (a data-dependent bound, IR.h)
 // uses are inside the domain, where a point outside it can get there (null: always inside).
 C::ExprP rangeGuard(EmitContext& ctx, const Expr& read, Env& env, std::vector<C::Stmt>& out);
+// EmitReduction.cpp: whether `e` names the parallel index of loop `index` where `env` does not
+// know it (a register-tile index outside a point), and whether it names any register-tile index so.
+bool pointIndexIn(const EmitContext& ctx, const Expr& e, const Loop& index, const Env& env);
+bool namesPointIndex(const EmitContext& ctx, const Expr& e, const Env& env);
+// A hoisted group's loops whose bounds name register-tile indices run over the union of the points'
+// ranges: the condition (null: none) under which a point's value of `loops` (in `penv`, which knows
+// the point's indices) lies in the point's own range; `groupEnv` is the environment of the loops.
+C::ExprP pointRangeGuard(EmitContext& ctx, const std::vector<Loop>& loops, const Env& groupEnv, Env& penv,
+                         std::vector<C::Stmt>& out);
 
 // EmitExpr.cpp
 C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out);

@@ -7,6 +7,7 @@
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitContext.h"
+#include "ir/Analysis.h"
 #include "ir/Walk.h"
 #include "support/Error.h"
 
@@ -55,8 +56,6 @@ void appendGuarded(const C::ExprP& guard, std::vector<C::Stmt>&& stmts, std::vec
 // ---------------------------------------------------------------------------------------------
 // Index values and guards
 
-namespace {
-
 // The register coordinates of point `point`: mixed radix, the first reg part most significant.
 std::vector<int64_t> regValuesOf(const EmitContext& ctx, int64_t point) {
   const std::vector<RegPart>& regParts = ctx.facts.regParts;
@@ -67,6 +66,8 @@ std::vector<int64_t> regValuesOf(const EmitContext& ctx, int64_t point) {
   }
   return v;
 }
+
+namespace {
 
 // The condition under which index `p` is inside the domain (null when it always is).
 C::ExprP guardOf(EmitContext& ctx, const ParallelIndex& p, Env& env, std::vector<C::Stmt>& out) {
@@ -199,6 +200,56 @@ void declareIndexBases(EmitContext& ctx, Env& env, std::vector<C::Stmt>& body) {
   }
 }
 
+// A parallel index whose bounds name other parallel indices (a triangle's `j in 0..i + 1`): a block
+// whose box holds no point of the domain (a tile above the diagonal) leaves at once. The test is
+// the same for every thread of the block (its box: each index from its grid terms to their last
+// in-block value), so cooperative code may leave too, and a reduction split across blocks loses
+// no arrival: every block of an output tile leaves together. The bounds are affine, so their
+// extremes over the box are at its corners.
+void exitEmptyBlocks(EmitContext& ctx, std::vector<C::Stmt>& body) {
+  std::map<int, std::pair<C::ExprP, C::ExprP>> box;  // loop id -> first and last value in the block
+  for (const ParallelIndex& p : ctx.facts.par) {
+    std::vector<C::ExprP> terms{lit(p.ni->hull.lo)};
+    int64_t span = 0;
+    for (size_t part = 0; part < p.ext.size(); ++part) {
+      const Placement pl = p.sched->parts[part].place;
+      if (isGridPlacement(pl)) terms.push_back(C::product(coordinate(ctx, "blockIdx", placementAxis(pl)), lit(p.stride[part])));
+      else span += p.stride[part] * (p.ext[part] - 1);
+    }
+    C::ExprP first = C::sum(terms);
+    box[p.loop->id] = {first, C::sum({first, lit(span)})};
+  }
+  C::ExprP empty;
+  for (const ParallelIndex& p : ctx.facts.par) {
+    std::vector<const ParallelIndex*> named;
+    for (const ParallelIndex& o : ctx.facts.par)
+      if (&o != &p && (anyExpr(p.loop->lo, [&](const Expr& x) { return x->kind == ExprKind::Var && x->varId == o.loop->id && x->varKind == VarKind::Index; }) ||
+                       anyExpr(p.loop->hi, [&](const Expr& x) { return x->kind == ExprKind::Var && x->varId == o.loop->id && x->varKind == VarKind::Index; })))
+        named.push_back(&o);
+    // Affine bounds only: the extremes of min(i, n - i) are not at the corners.
+    if (named.empty() || !toAffine(p.loop->lo) || !toAffine(p.loop->hi)) continue;
+    // The smallest lo and the largest hi over the corners of the box.
+    C::ExprP minLo, maxHi;
+    for (int64_t corner = 0; corner < (int64_t(1) << named.size()); ++corner) {
+      Env env;
+      for (size_t q = 0; q < named.size(); ++q) {
+        const auto& [first, last] = box.at(named[q]->loop->id);
+        env.vars[named[q]->loop->id] = (corner >> q) & 1 ? last : first;
+      }
+      std::vector<C::Stmt> unused;
+      C::ExprP lo = lower(ctx, p.loop->lo, env, unused), hi = lower(ctx, p.loop->hi, env, unused);
+      minLo = minLo ? C::call("min", {minLo, lo}) : lo;
+      maxHi = maxHi ? C::call("max", {maxHi, hi}) : hi;
+    }
+    const auto& [first, last] = box.at(p.loop->id);
+    empty = empty ? C::binary("||", empty, C::binary(">=", first, maxHi)) : C::binary(">=", first, maxHi);
+    if (!constIntValue(p.loop->lo, ctx.k)) empty = C::binary("||", empty, C::binary("<", last, minLo));
+  }
+  if (!empty) return;
+  body.push_back(C::comment("A block whose tile holds no point of the domain (beyond a triangle's diagonal) leaves at once"));
+  body.push_back(C::ifThen(empty, {C::returnStmt()}));
+}
+
 // Cooperative code: the linear thread index, the tiles' storage, the lanes of reductions across
 // threads and the coordinates of a reduction across blocks.
 void declareCooperative(EmitContext& ctx, std::vector<C::Stmt>& body) {
@@ -308,8 +359,10 @@ void emitGroupReductions(EmitContext& ctx, size_t gi, const Env& genv, const Poi
         updates.push_back(combine(r->reduceOp, r->type, accs[pt].at(r.get()), v));
       }
       // A point outside the domain that reads only shared tiles accumulates garbage it never
-      // stores: no guard, so that the points' reads can merge into vector loads.
-      appendGuarded(guard && !readsOnlyTiles(g, renv) ? guard : nullptr, std::move(updates), pbody);
+      // stores: no guard, so that the points' reads can merge into vector loads. The point's own
+      // range, where the loops run over the union of the points' ranges, is always checked.
+      C::ExprP own = pointRangeGuard(ctx, g[0]->loops, renv, penv, pbody);
+      appendGuarded(andAll(guard && !readsOnlyTiles(g, renv) ? guard : nullptr, own), std::move(updates), pbody);
       if (points > 1) rbody.push_back(C::block(std::move(pbody)));
       else append(rbody, std::move(pbody));
     }
@@ -513,6 +566,7 @@ C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Global
   Env env;
   declareParams(ctx, fn, launch, body);
   declareIndexBases(ctx, env, body);
+  exitEmptyBlocks(ctx, body);
   if (f.cooperative) declareCooperative(ctx, body);
   // Threads outside the domain leave at once.
   if (C::ExprP topGuard = guardsAt(ctx, Level::Top, env, body)) body.push_back(C::ifThen(negate(topGuard), {C::returnStmt()}));

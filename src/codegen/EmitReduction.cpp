@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <optional>
+#include <set>
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitContext.h"
@@ -165,11 +166,44 @@ std::vector<C::Stmt> stepBody(EmitContext& ctx, const SplitLoop& s, const std::s
   return body;
 }
 
+// A bound on register-tile indices (not known here: the loop is shared by the points of the
+// tile), into a local: the union of the points' ranges (the smallest lo, the largest hi over the
+// distinct values of those indices), clamped to the hull of the loop's values, so that points
+// outside the domain do not widen it. Each point's updates are guarded by its own range
+// (pointRangeGuard).
+C::ExprP unionBound(EmitContext& ctx, const Loop& l, const Expr& b, const char* which, Env& env,
+                    std::vector<C::Stmt>& out) {
+  const bool isLo = std::string(which) == "lo";
+  std::vector<int> regParts;  // the register parts of the indices b names
+  for (size_t r = 0; r < ctx.facts.regParts.size(); ++r)
+    if (pointIndexIn(ctx, b, *ctx.facts.par[ctx.facts.regParts[r].par].loop, env)) regParts.push_back((int)r);
+  std::set<std::vector<int64_t>> seen;
+  C::ExprP v;
+  for (int64_t pt = 0; pt < ctx.facts.regPoints; ++pt) {
+    const std::vector<int64_t> rv = regValuesOf(ctx, pt);
+    std::vector<int64_t> key;
+    for (int r : regParts) key.push_back(rv[size_t(r)]);
+    if (!seen.insert(key).second) continue;
+    Env penv = env;
+    for (const ParallelIndex& p : ctx.facts.par)
+      if (p.level == Level::Point) penv.vars[p.loop->id] = indexValue(ctx, p, &rv);
+    C::ExprP at = lower(ctx, b, penv, out);
+    v = v ? C::call(isLo ? "min" : "max", {v, at}) : at;
+  }
+  const IndexRange hull = ctx.facts.ranges.at(l.id);
+  v = isLo ? C::call("max", {v, lit(hull.lo)}) : C::call("min", {v, lit(hull.hi + 1)});
+  std::string name = ctx.names.fresh(fmt::format("{}_{}", l.name, which));
+  out.push_back(C::decl(ctx.idx, name, v));
+  return C::name(name);
+}
+
 // A bound of loop `l`. A range read (a data-dependent bound, IR.h) is loaded once, into a local
 // ahead of the loop, and a point outside the domain (a thread of cooperative code, a position
-// past the end) gets 0, an empty range, instead of reading past the bound's array.
+// past the end) gets 0, an empty range, instead of reading past the bound's array. A bound on
+// register-tile indices is the union of the points' ranges (unionBound).
 C::ExprP lowerBound(EmitContext& ctx, const Loop& l, const Expr& b, const char* which, Env& env,
                     std::vector<C::Stmt>& out) {
+  if (namesPointIndex(ctx, b, env)) return unionBound(ctx, l, b, which, env, out);
   C::ExprP v = lower(ctx, b, env, out);
   if (!isRangeRead(b)) return v;
   if (C::ExprP guard = rangeGuard(ctx, b, env, out)) v = C::ternary(guard, v, lit(0));
@@ -179,6 +213,30 @@ C::ExprP lowerBound(EmitContext& ctx, const Loop& l, const Expr& b, const char* 
 }
 
 }  // namespace
+
+bool pointIndexIn(const EmitContext& ctx, const Expr& e, const Loop& index, const Env& env) {
+  if (env.vars.count(index.id)) return false;
+  return anyExpr(e, [&](const Expr& x) {
+    return x->kind == ExprKind::Var && x->varKind == VarKind::Index && x->varId == index.id;
+  });
+}
+
+bool namesPointIndex(const EmitContext& ctx, const Expr& e, const Env& env) {
+  for (const ParallelIndex& p : ctx.facts.par)
+    if (p.level == Level::Point && pointIndexIn(ctx, e, *p.loop, env)) return true;
+  return false;
+}
+
+C::ExprP pointRangeGuard(EmitContext& ctx, const std::vector<Loop>& loops, const Env& groupEnv, Env& penv,
+                         std::vector<C::Stmt>& out) {
+  C::ExprP guard;
+  for (const Loop& l : loops) {
+    const C::ExprP v = penv.vars.at(l.id);
+    if (namesPointIndex(ctx, l.lo, groupEnv)) guard = andAll(guard, C::binary(">=", v, lower(ctx, l.lo, penv, out)));
+    if (namesPointIndex(ctx, l.hi, groupEnv)) guard = andAll(guard, C::binary("<", v, lower(ctx, l.hi, penv, out)));
+  }
+  return guard;
+}
 
 // The loops of reduction loops[q..], split as the schedule says, around `inner`. With
 // `stageGroup` (a hoisted group with arrays staged per step), every iteration of the outer part of

@@ -170,6 +170,85 @@ std::optional<std::vector<NestIndex>> nestIndices(const Kernel& k, int nest, std
   return c.out;
 }
 
+namespace {
+
+// Points and the sum of `target`'s trip counts (none: 0) over the values of scope[d..] (the indices
+// before d bound in `vars`), estimated from up to 16 evenly spaced values of each loop.
+std::optional<std::pair<double, double>> sampledTrips(const Kernel& k, const std::vector<const Loop*>& scope, size_t d,
+                                                      const Loop* target, std::map<int, IndexRange>& vars) {
+  auto boundsOf = [&](const Loop& l) -> std::optional<std::pair<int64_t, int64_t>> {
+    auto lo = rangeOfInt(l.lo, k, vars), hi = rangeOfInt(l.hi, k, vars);
+    if (!lo || !hi || lo->empty() || hi->empty() || lo->lo != lo->hi || hi->lo != hi->hi) return std::nullopt;
+    return std::pair{lo->lo, hi->lo};
+  };
+  if (d == scope.size()) {
+    if (!target) return std::pair{1.0, 0.0};
+    auto b = boundsOf(*target);
+    if (!b) return std::nullopt;
+    return std::pair{1.0, double(std::max<int64_t>(0, b->second - b->first))};
+  }
+  const Loop& l = *scope[d];
+  auto b = boundsOf(l);
+  if (!b) return std::nullopt;
+  const int64_t count = b->second - b->first;
+  if (count <= 0) return std::pair{0.0, 0.0};
+  const int64_t samples = std::min<int64_t>(count, 16);
+  double points = 0, trips = 0;
+  for (int64_t t = 0; t < samples; ++t) {
+    const int64_t v = b->first + int64_t((double(t) + 0.5) * double(count) / double(samples));
+    vars[l.id] = IndexRange{v, v};
+    auto sub = sampledTrips(k, scope, d + 1, target, vars);
+    if (!sub) return std::nullopt;
+    points += sub->first;
+    trips += sub->second;
+  }
+  vars.erase(l.id);
+  const double scale = double(count) / double(samples);
+  return std::pair{points * scale, trips * scale};
+}
+
+// Finds `target` among the reduction loops of `e`, with the loops around it appended to `scope`.
+bool scopeOf(const Expr& e, const Loop& target, std::vector<const Loop*>& scope) {
+  if (!e) return false;
+  const size_t before = scope.size();
+  if (e->kind == ExprKind::Reduce)
+    for (const Loop& l : e->loops) {
+      if (&l == &target) return true;
+      scope.push_back(&l);
+    }
+  for (const Expr& o : e->operands)
+    if (scopeOf(o, target, scope)) return true;
+  scope.resize(before);
+  return false;
+}
+
+}  // namespace
+
+std::optional<double> meanTripCount(const Kernel& k, int nest, const Loop& loop) {
+  const LoopNest& n = k.nests[nest];
+  std::vector<const Loop*> scope;
+  for (const Loop& l : n.loops) scope.push_back(&l);
+  bool found = false;
+  for (const Stmt& st : n.body) {
+    for (const Expr& i : st.indices) found = found || scopeOf(i, loop, scope);
+    found = found || scopeOf(st.value, loop, scope);
+  }
+  if (!found) return std::nullopt;
+  std::map<int, IndexRange> vars;
+  auto r = sampledTrips(k, scope, 0, &loop, vars);
+  if (!r || r->first <= 0) return std::nullopt;
+  return r->second / r->first;
+}
+
+std::optional<double> domainPoints(const Kernel& k, int nest) {
+  std::vector<const Loop*> scope;
+  for (const Loop& l : k.nests[nest].loops) scope.push_back(&l);
+  std::map<int, IndexRange> vars;
+  auto r = sampledTrips(k, scope, 0, nullptr, vars);
+  if (!r) return std::nullopt;
+  return r->first;
+}
+
 std::vector<int64_t> partExtents(const IndexSchedule& s, int64_t extent) {
   std::vector<int64_t> ext(s.parts.size(), 1);
   int64_t inner = 1;
@@ -360,14 +439,18 @@ std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest,
     std::vector<Expr> reds;
     topReductions(st.value, reds);
     for (const Expr& r : reds) {
-      std::set<int> lets, boundRefs;
+      std::set<int> lets, dataBoundRefs;
       varIds(r, VarKind::Let, lets);
       for (const Loop& l : r->loops) {
-        varIds(l.lo, VarKind::Index, boundRefs);
-        varIds(l.hi, VarKind::Index, boundRefs);
+        if (!isDataDependent(l)) continue;
+        varIds(l.lo, VarKind::Index, dataBoundRefs);
+        varIds(l.hi, VarKind::Index, dataBoundRefs);
       }
-      bool onReg = std::any_of(boundRefs.begin(), boundRefs.end(), [&](int id) { return regIds.count(id) > 0; });
-      if (!lets.empty() || readsArrayIn(r, written) || onReg) continue;
+      // Affine bounds on a register-tile index (a triangle's rows `j in 0..i + 1`, i in registers):
+      // the points' loops run over the union of their ranges, each point's updates guarded by its
+      // own. A range read at a register index (a CSR row per point) stays in its statement.
+      bool dataOnReg = std::any_of(dataBoundRefs.begin(), dataBoundRefs.end(), [&](int id) { return regIds.count(id) > 0; });
+      if (!lets.empty() || readsArrayIn(r, written) || dataOnReg) continue;
       std::string key = loopsKey(r);
       auto it = std::find(keys.begin(), keys.end(), key);
       if (it == keys.end()) {
@@ -408,22 +491,20 @@ std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const 
                                 "threads (the lanes of a row), not across blocks", ni.name));
       continue;
     }
+    // Bounds that vary with other indices (a triangle's row 0..i + 1) split the same way: each
+    // loop's own range, lowered where its group is computed (the indices its bounds name are known
+    // there: a bound on a register-tile index keeps the reduction in its statement, below), gives
+    // the trip counts at run time, and every value past the range's end is guarded.
     for (const Loop* l : ni.loops) {
-      auto lo = constIntValue(l->lo, k), hi = constIntValue(l->hi, k);
       if (ni.dataDependent && ni.loops.size() > 1) {
         out.push_back(fmt::format("reduction index '{}' has a range that reads an array and names {} reductions: "
                                   "only one such reduction may be split across threads", ni.name, ni.loops.size()));
         break;
       }
-      if (!ni.dataDependent && (!lo || !hi || *lo != ni.hull.lo || *hi - 1 != ni.hull.hi)) {
-        out.push_back(fmt::format("reduction index '{}' is split across {} but its bounds are not the same "
-                                  "constants everywhere", ni.name, across));
-        break;
-      }
       if (!hoistedLoops.count(l->id)) {
         out.push_back(fmt::format("reduction over '{}' cannot be split across {}: it is computed inside a "
                                   "statement (it depends on a let, reads an array the nest writes, is nested in "
-                                  "another reduction, or its bounds depend on a register-tile index)", ni.name, across));
+                                  "another reduction, or its range reads an array at a register-tile index)", ni.name, across));
         break;
       }
     }

@@ -41,6 +41,16 @@ struct NestIndex {
 // of first appearance. nullopt (with `error` set) when a bound cannot be bounded.
 std::optional<std::vector<NestIndex>> nestIndices(const Kernel& k, int nest, std::string* error = nullptr);
 
+// The mean trip count of reduction loop `loop` of nest `nest` over the points of its scope (the
+// parallel domain and the reduction loops around it): (n + 1) / 2 for `j in 0..i + 1` under
+// `i in 0..n`, where the hull is n. Sampled (up to 16 evenly spaced values per enclosing loop, each
+// weighted by the points under it), so exact for affine bounds over affine domains up to rounding.
+// nullopt when a bound in its scope cannot be evaluated at a point (it reads an array).
+std::optional<double> meanTripCount(const Kernel& k, int nest, const Loop& loop);
+// The points of nest `nest`'s parallel domain, sampled the same way: n (n + 1) / 2 for the triangle
+// `i in 0..n, j in 0..i + 1`. nullopt when a bound cannot be evaluated at a point.
+std::optional<double> domainPoints(const Kernel& k, int nest);
+
 // Extent of each part of an index of extent `extent` (the first part covers the rest; its extent
 // is at least 1). Factors must be positive.
 std::vector<int64_t> partExtents(const IndexSchedule& s, int64_t extent);
@@ -57,9 +67,12 @@ namespace rtcg {
 //
 // The emitter computes a top-level reduction of a statement ahead of the statements (so that the
 // points of a register tile share one pass over the reduction loops, and reductions over the same
-// loops share one loop) when it depends on no let, reads no array the nest writes, and its bounds
-// do not depend on a parallel index with a register part. Such reductions are grouped by their
-// loop structure (same names and bounds); groups and their members are in order of appearance.
+// loops share one loop) when it depends on no let, reads no array the nest writes, and its ranges
+// that read arrays (data-dependent) do not depend on a parallel index with a register part. Affine
+// bounds on a register-tile index are fine: the loops run over the union of the points' ranges
+// (clamped to the hull) and each point's updates are guarded by its own range. Such reductions are
+// grouped by their loop structure (same names and bounds); groups and their members are in order of
+// appearance.
 std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest, const NestSchedule& s);
 
 // The statements' loads that `loads: early` issues ahead of those reductions (an in-place
@@ -161,7 +174,10 @@ bool isInBlockPlacement(Placement p);
 //
 // Why a nest's split reduction indices (thread or grid parts) cannot be emitted (empty if they
 // can): every loop of a split index must be a loop of a reduction computed ahead of the
-// statements (see hoistedReductionGroups) and have the same constant bounds.
+// statements (see hoistedReductionGroups). Bounds may vary with other indices (a triangle's row
+// `j in 0..i + 1`; on a register-tile index: the union of the points' rows) or read arrays (a CSR
+// row; not across blocks): each loop strides through its own range from its start, with trip counts
+// computed at run time and the values past its end guarded.
 // `indices`: the nest's nestIndices when the caller has them (they are found again otherwise).
 std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s,
                                                const std::vector<NestIndex>* indices = nullptr);

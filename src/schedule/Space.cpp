@@ -132,7 +132,7 @@ class NestSpace {
     const NestPlanResult& r = hit->second;
     if (r.plan) return r.plan->staging;
     if (r.staging) return *r.staging;
-    return planStaging(k_, nest_, ns, &model_.indices());
+    return planStaging(k_, nest_, ns, &model_.domain());
   }
 
   // Adds a generated nest schedule (once), with its plan. Variants of a family the validator
@@ -724,14 +724,15 @@ class NestSpace {
   }
 
   // A group of lanes per row, for a data-dependent innermost reduction (a CSR row, whose length
-  // only the data know): L = 2..32 lanes of a warp stride through the row from its start
+  // only the data know) or one whose bounds vary with the parallel indices (a triangle's row
+  // `j in 0..i + 1`): L = 2..32 lanes of a warp stride through the row from its start
   // (`p: serial, thread.x L`) and combine by shuffles; 128 or 256 threads per block, so
   // 128/L or 256/L rows per block on thread.y, the rows' index on the grid. Short rows waste
   // lanes and long rows serialize on few, so the tuner measures which L fits the matrix.
   void rowVariants() {
     auto reds = model_.reductions();
     auto par = model_.parallel();
-    if (reds.empty() || par.empty() || !reds.back()->dataDependent) return;
+    if (reds.empty() || par.empty() || (!reds.back()->dataDependent && reds.back()->constantBounds)) return;
     const NestIndex* r = reds.back();
     for (int64_t lanes : {2, 4, 8, 16, 32})
       for (int64_t threads : {128, 256}) {

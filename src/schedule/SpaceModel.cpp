@@ -52,8 +52,10 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
   auto idx = nestIndices(k, nest, &error_);
   if (!idx) return;
   indices_ = std::move(*idx);
+  domain_ = indices_;
   ok_ = true;
   meanDataRows();
+  meanVaryingRows();
   accesses_ = collectAccesses(k, nest);
   for (const Access& a : accesses_) {
     usedLoops_.push_back(usedLoops(k, a));
@@ -67,6 +69,10 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
   }
   for (const NestIndex& ni : indices_)
     if (ni.parallel) points_ *= (double)std::max<int64_t>(1, ni.hull.extent());
+  // A triangular output domain has about half its hull's points.
+  for (const NestIndex& ni : domain_) parallelVarying_ = parallelVarying_ || (ni.parallel && !ni.constantBounds);
+  if (parallelVarying_)
+    if (std::optional<double> p = domainPoints(k, nest)) points_ = std::max(1.0, *p);
 
   std::set<int> written;
   for (const Access& a : accesses_)
@@ -155,11 +161,71 @@ void NestModel::meanDataRows() {
     if (ni.dataDependent) {
       int64_t mean = std::max<int64_t>(1, int64_t(std::ceil(double(ni.hull.extent()) / rows)));
       ni.hull = IndexRange{0, mean - 1};
+      meanRows_.insert(ni.name);
     }
 }
 
+// A reduction range whose bounds vary with the indices around it (`j in 0..i + 1`) counts as a
+// row of its mean trip count over the domain (meanTripCount; the longest of its loops' means when
+// several loops share the name), from the hull's start: a triangle has half the work of its square.
+void NestModel::meanVaryingRows() {
+  for (NestIndex& ni : indices_) {
+    if (ni.parallel || ni.constantBounds || ni.dataDependent) continue;
+    std::optional<double> mean;
+    for (const Loop* l : ni.loops)
+      if (std::optional<double> m = meanTripCount(*k_, nest_, *l)) mean = std::max(mean.value_or(0.0), *m);
+    if (!mean) continue;
+    const int64_t rows = std::clamp<int64_t>(int64_t(std::ceil(*mean)), 1, std::max<int64_t>(1, ni.hull.extent()));
+    ni.hull = IndexRange{ni.hull.lo, ni.hull.lo + rows - 1};
+    meanRows_.insert(ni.name);
+  }
+  for (const NestIndex& ni : indices_) varying_ = varying_ || (!ni.constantBounds && !ni.dataDependent);
+}
+
+// The fraction of the launch's blocks whose tile meets the domain: 1 unless a parallel index's
+// bounds vary with another's (the blocks of a triangle's tiles above its diagonal hold no point
+// and leave at once: the emitter checks each block's box against the bounds, as here). Sampled
+// over up to 64 block positions per parallel index; a block counts as covered when the hull of
+// each index's bounds over the block's box (rangeOfInt) meets the block's values.
+double NestModel::coveredBlocks(const NestPlan& plan) const {
+  if (!parallelVarying_) return 1;
+  struct Axis {
+    const NestIndex* ni;
+    int64_t span = 1, blocks = 1;
+  };
+  std::vector<Axis> axes;
+  for (const NestIndex& ni : domain_) {
+    if (!ni.parallel) continue;
+    const IndexPlan* ip = plan.index(ni.name);
+    if (!ip) return 1;
+    const IndexSchedule& is = plan.clauseOf(*ip);
+    Axis a{&ni};
+    for (size_t p = 0; p < is.parts.size(); ++p) (isGridPlacement(is.parts[p].place) ? a.blocks : a.span) *= ip->extents[p];
+    axes.push_back(a);
+  }
+  std::map<int, IndexRange> box;
+  std::function<double(size_t)> covered = [&](size_t d) -> double {
+    if (d == axes.size()) return 1;
+    const Axis& a = axes[d];
+    const Loop& l = *a.ni->loops.front();
+    const int64_t samples = std::min<int64_t>(a.blocks, 64);
+    double sum = 0;
+    for (int64_t t = 0; t < samples; ++t) {
+      const int64_t b = int64_t((double(t) + 0.5) * double(a.blocks) / double(samples));
+      const IndexRange mine{a.ni->hull.lo + b * a.span, a.ni->hull.lo + (b + 1) * a.span - 1};
+      auto lo = rangeOfInt(l.lo, *k_, box), hi = rangeOfInt(l.hi, *k_, box);
+      if (lo && hi && !lo->empty() && !hi->empty() && (lo->lo > mine.hi || hi->hi - 1 < mine.lo)) continue;
+      box[l.id] = mine;
+      sum += covered(d + 1);
+      box.erase(l.id);
+    }
+    return sum / double(samples);
+  };
+  return std::max(covered(0), 1.0 / double(std::max<int64_t>(1, plan.launch.blocks)));
+}
+
 std::vector<int64_t> NestModel::partsOf(const NestPlan& plan, const IndexPlan& ip, const NestIndex& ni) const {
-  if (!ni.dataDependent) return ip.extents;
+  if (!meanRows_.count(ni.name)) return ip.extents;
   return partExtents(plan.clauseOf(ip), std::max<int64_t>(1, ni.hull.extent()));
 }
 
@@ -196,6 +262,7 @@ int NestModel::loopIdIn(const Access& a, const std::string& index) const {
 // parts are the outer ones, which is how the space places grid parts).
 NestModel::Tiles NestModel::tiles(const NestPlan& plan) const {
   Tiles t;
+  std::map<int, IndexRange> middle;  // varying domains: the middle point, by loop id
   for (const NestIndex& ni : indices_) {
     const IndexPlan* ip = plan.index(ni.name);
     int64_t extent = std::max<int64_t>(1, ni.hull.extent());
@@ -221,10 +288,26 @@ NestModel::Tiles NestModel::tiles(const NestPlan& plan) const {
     inPosition = std::min(inPosition, extent);
     t.threadCount[ni.name] = inThread;
     for (const Loop* l : ni.loops) {
-      t.block[l->id] = {ni.hull.lo, ni.hull.lo + inBlock - 1};
-      t.thread[l->id] = {ni.hull.lo, ni.hull.lo + inThread - 1};
+      // Tiles start at the hull's start; in a domain with varying bounds, at the middle point of
+      // the domain instead (a triangle's middle rows are its mean rows; at its start a footprint
+      // would see the first, shortest ones): the parallel indices' tiles centred on their hulls,
+      // a varying reduction's from its row's start there.
+      int64_t origin = ni.hull.lo;
+      if (varying_ && ni.parallel) {
+        middle[l->id] = IndexRange{ni.hull.lo + (extent - 1) / 2, ni.hull.lo + (extent - 1) / 2};
+      } else if (varying_) {
+        std::optional<IndexRange> lo = rangeOfInt(l->lo, *k_, middle);
+        if (lo && !lo->empty() && lo->lo == lo->hi) origin = lo->lo;
+        middle[l->id] = IndexRange{origin + (extent - 1) / 2, origin + (extent - 1) / 2};
+      }
+      auto at = [&](int64_t n) {
+        const int64_t lo = varying_ && ni.parallel ? ni.hull.lo + (extent - n) / 2 : origin;
+        return Interval{lo, lo + n - 1};
+      };
+      t.block[l->id] = at(inBlock);
+      t.thread[l->id] = at(inThread);
       // A staged tile holds one position of the serial loops of parallel indices (it moves with them).
-      t.step[l->id] = Interval{ni.hull.lo, ni.hull.lo + (ni.parallel ? inPosition : inStep) - 1};
+      t.step[l->id] = at(ni.parallel ? inPosition : inStep);
     }
   }
   return t;
@@ -455,7 +538,7 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
     return e;
   }
   NestPlan sketch = sketchNest(*k_, nest_, s, indices_);
-  sketch.staging = planStaging(*k_, nest_, s, &indices_);
+  sketch.staging = planStaging(*k_, nest_, s, &domain_);
   if (s.earlyLoads) sketch.earlyLoads = earlyStatementLoads(*k_, nest_, s);
   return estimate(sketch, d);
 }
@@ -599,7 +682,9 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     if (isStaged) issue.copies += 3 * distinct / (double)std::max<int64_t>(1, e.threads);
   }
   for (const auto& [name, r] : reuse) e.reuse[name] = r.second > 0 ? r.first / r.second : 1;
-  e.bytes = perBlock * (double)e.blocks;
+  // Blocks with work: a triangle's empty blocks leave at once (coveredBlocks).
+  const double activeBlocks = std::max(1.0, (double)e.blocks * coveredBlocks(plan));
+  e.bytes = perBlock * activeBlocks;
   e.flops = flopsPerPoint_ * points_;
   e.fp64Flops = fp64FlopsPerPoint_ * points_;
 
@@ -643,7 +728,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   e.occupancy = (double)(e.blocksPerMultiprocessor * warps * 32) / d.maxThreadsPerMultiprocessor;
 
   double sms = d.multiprocessors;
-  double blocks = (double)e.blocks;
+  double blocks = activeBlocks;
   double smUse = std::min(1.0, blocks / sms);
   double residentBlocks = std::min<double>((double)e.blocksPerMultiprocessor, std::max(1.0, blocks / sms));
   double ilp = (double)std::min<int64_t>(e.registerTile * outerValues, 8);
@@ -664,8 +749,8 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // ranks compute-bound candidates by their traffic).
   // Arithmetic issues at one instruction per clock per scheduler: the multiply-adds' share of a
   // thread's instructions bounds the rate (loads, copies, loop control and stores take slots too).
-  int64_t totalThreads = e.threads * e.blocks;
-  issue.fmas = e.flops / 2 / (double)std::max<int64_t>(1, totalThreads);
+  const double totalThreads = (double)e.threads * activeBlocks;
+  issue.fmas = e.flops / 2 / std::max(1.0, totalThreads);
   issue.control = loopControl(plan);
   // A rolled loop inside the staged step computes every shared-memory address at run time
   // (unrolled, they are immediates): about one more instruction per load.

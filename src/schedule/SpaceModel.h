@@ -43,6 +43,10 @@
 // - A data-dependent range (a CSR row, ir/DataRanges.h) counts as a row of the mean length: its
 //   extent over the parallel points. Its arrays' footprints are then one row's per parallel point
 //   of the block's box (an undercount where a block holds several rows: each reads its own).
+//   So does a reduction range whose bounds vary with other indices (a triangle's row `0..i + 1`:
+//   (n + 1) / 2 values, not the hull's n; meanTripCount): a triangle costs half its square.
+//   A triangular output domain counts its own points (domainPoints), and only the blocks whose
+//   tile meets it (coveredBlocks): the others leave at once.
 // - `stores: streaming`: neutral (a factor of 1 on the memory time). A streaming store moves the
 //   same bytes as a plain one; its gain is L2 room for the reads other blocks repeat, which the
 //   traffic model already counts as hits, so the model cannot value it and the tuner measures it
@@ -93,7 +97,10 @@ class NestModel {
   const std::string& error() const { return error_; }
   const Kernel& kernel() const { return *k_; }
   int nest() const { return nest_; }
+  // The indices as the model counts them (a data-dependent or varying range: its mean row).
   const std::vector<NestIndex>& indices() const { return indices_; }
+  // The nest's indices as nestIndices finds them (true hulls): what planStaging needs.
+  const std::vector<NestIndex>& domain() const { return domain_; }
   const NestIndex* index(const std::string& name) const;
   std::vector<const NestIndex*> parallel() const;
   std::vector<const NestIndex*> reductions() const;
@@ -119,6 +126,10 @@ class NestModel {
   bool ok_ = false;
   std::string error_;
   std::vector<NestIndex> indices_;
+  std::vector<NestIndex> domain_;   // the nest's indices with their true hulls (staging plans need them)
+  std::set<std::string> meanRows_;  // indices whose hull here is a mean row (meanDataRows, meanVaryingRows)
+  bool varying_ = false;            // some index's bounds vary with other indices (a triangle)
+  bool parallelVarying_ = false;    // a parallel index's bounds do (a triangular output domain)
   std::vector<Access> accesses_;
   std::vector<std::string> readOnly_;
   double points_ = 1;       // parallel domain points (hull product)
@@ -151,8 +162,11 @@ class NestModel {
   // min(j, sum(e, ...)): once per value of j, over j's register values).
   double reloads(const NestPlan& plan, const Tiles& t, size_t ai) const;
   void meanDataRows();
-  // The extents of the parts of an index under its plan: the plan's, or for a data-dependent
-  // range the parts of its mean row (meanDataRows), which the plan (split over its hull) is not.
+  void meanVaryingRows();
+  double coveredBlocks(const NestPlan& plan) const;
+  // The extents of the parts of an index under its plan: the plan's, or for a data-dependent or
+  // varying range the parts of its mean row (meanDataRows, meanVaryingRows), which the plan (split
+  // over its hull) is not.
   std::vector<int64_t> partsOf(const NestPlan& plan, const IndexPlan& ip, const NestIndex& ni) const;
   Tiles tiles(const NestPlan& plan) const;
   std::optional<int64_t> stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const;

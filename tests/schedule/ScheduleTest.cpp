@@ -5,6 +5,7 @@
 #include "schedule/Domain.h"
 #include "schedule/Plan.h"
 #include "schedule/Schedule.h"
+#include "reference/DslKernels.h"
 #include "schedule/TestKernels.h"
 
 using namespace rtcg;
@@ -200,8 +201,19 @@ TEST(Schedule, StagingAndSplitReductionReasons) {
   Kernel tri = triangular(16);
   auto moves = validateSchedule(tri, parseOk("i: grid.y; j: grid.x; k: serial; shared: a | i: grid.x; k: serial"));
   EXPECT_TRUE(hasReason(moves, "array 'a' cannot be staged in shared memory")) << joined(moves);
-  auto bounds = validateSchedule(tri, parseOk("i: grid.y; j: grid.x; k: serial | i: grid.x; k: serial, thread.x 4"));
-  EXPECT_TRUE(hasReason(bounds, "reduction index 'k' is split across threads but its bounds are not the same constants"))
+  // A reduction whose bounds vary with a parallel index (`k in i..n`) splits across threads and
+  // blocks, also where that index has a register part (the points' union of ranges); one whose
+  // range reads an array at a register-tile index is computed in its statement, so it does not.
+  EXPECT_TRUE(validateSchedule(tri, parseOk("i: grid.y; j: grid.x; k: serial | i: grid.x; k: serial, thread.x 4")).empty());
+  EXPECT_TRUE(validateSchedule(tri, parseOk("i: grid.y; j: grid.x; k: serial | i: grid.x; k: serial, grid.y 2, thread.x 4")).empty());
+  EXPECT_TRUE(validateSchedule(tri, parseOk("i: grid.y; j: grid.x; k: serial | i: grid.x, reg 2; k: serial, thread.x 4")).empty());
+  Kernel ragged = bindDsl(
+      "kernel ragged(n: int, m: int, len: i32[n], a: f32[n, m], out s: f32[n]) {\n"
+      "  for i in 0..n { s[i] = sum(j in 0..len[i], a[i, j]); }\n"
+      "}\n",
+      {{"n", 45}, {"m", 37}});
+  auto bounds = validateSchedule(ragged, parseOk("i: grid.x, reg 2; j: serial, thread.x 4"));
+  EXPECT_TRUE(hasReason(bounds, "reduction over 'j' cannot be split across threads: it is computed inside a statement"))
       << joined(bounds);
   // Legal: staged per step, whole small arrays, split reductions.
   EXPECT_TRUE(validateSchedule(matmul(500), parseOk("i: grid.y, thread.y 16; j: grid.x, thread.x 16; k: serial, unroll 16; shared: a, b")).empty());
@@ -322,6 +334,26 @@ TEST(Schedule, DefaultSchedules) {
   Schedule s = defaultSchedule(b.k);
   EXPECT_EQ(printSchedule(s), "i: grid.y, serial 4; j: grid.x, thread.x 32");
   EXPECT_TRUE(validateSchedule(b.k, s).empty()) << joined(validateSchedule(b.k, s));
+}
+
+// The mean row of a varying reduction range: exact while every enclosing loop has at most 16
+// values, sampled past that.
+TEST(Domain, MeanTripCountOfVaryingRanges) {
+  auto reduction = [](const Kernel& k, int nest) {
+    auto idx = nestIndices(k, nest);
+    EXPECT_TRUE(idx.has_value());
+    return idx ? idx->back().loops.front() : nullptr;
+  };
+  Kernel t16 = triangular(16);
+  // `k in 0..j + 1` over the triangle i in 0..16, j in 0..i + 1: 816 values over 136 points.
+  EXPECT_DOUBLE_EQ(meanTripCount(t16, 0, *reduction(t16, 0)).value_or(-1), 6.0);
+  // `k in i..n`: (n + 1) / 2.
+  EXPECT_DOUBLE_EQ(meanTripCount(t16, 1, *reduction(t16, 1)).value_or(-1), 8.5);
+  Kernel t3000 = triangular(3000);
+  EXPECT_NEAR(meanTripCount(t3000, 1, *reduction(t3000, 1)).value_or(-1), 1500.5, 15);
+  // A rectangle's row is its extent.
+  Kernel mm = matmul(37);
+  EXPECT_DOUBLE_EQ(meanTripCount(mm, 0, *reduction(mm, 0)).value_or(-1), 37.0);
 }
 
 TEST(Domain, IndicesAndHulls) {
