@@ -35,7 +35,8 @@ void checkHostMemory(const Kernel& bound, int copies);
 class HostArgs {
  public:
   HostArgs() = default;
-  // Allocates every array parameter at its shape (zero-filled); scalars start unset.
+  // Allocates every array parameter of the signature at its shape (zero-filled); scalars start
+  // unset. The kernel's locals are no arguments: the reference executor allocates them.
   explicit HostArgs(const Kernel& bound);
 
   int numParams() const { return int(names_.size()); }
