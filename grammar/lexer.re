@@ -187,6 +187,7 @@ Parser::symbol_type Lexer::scan() {
       "out"                { return Parser::make_OUT(span()); }
       "inout"              { return Parser::make_INOUT(span()); }
       "let"                { return Parser::make_LET(span()); }
+      "local"              { return Parser::make_LOCAL(span()); }
       ident                { return identifier(b, (int)(cur_ - base)); }
       number               { return number(b, (int)(cur_ - base)); }
 

@@ -320,7 +320,7 @@ void measure(Prepared& p, const Options& o, Gpu& gpu) {
   std::optional<std::map<int, std::vector<double>>> peerOut;
   if (peer) peerOut = peer->result(stream);
   bool pass = true;
-  for (size_t q = 0; q < bound.params.size(); ++q) {
+  for (size_t q = 0; q < bound.numSignatureParams(); ++q) {  // the outputs (no local is one)
     if (!bound.params[q].isWritten()) continue;
     row.tolerance = std::max(row.tolerance, verificationTolerance(bound, int(q), w.precision));
   }

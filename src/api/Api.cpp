@@ -436,7 +436,7 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
   std::vector<std::optional<size_t>> match = matchArguments(bound, args);
 
   // Device copies of host vectors live until the launch and the copies back are done.
-  std::vector<std::optional<cuda::KernelArg>> kernelArgs(bound.params.size());
+  std::vector<std::optional<cuda::KernelArg>> kernelArgs(bound.numSignatureParams());
   struct Staged {
     size_t param, arg;
     cuda::DeviceBuffer copy;
@@ -444,7 +444,7 @@ void CompiledKernel::launch(const std::vector<detail::ArgRef>& args) const {
   std::vector<Staged> staged;
   std::vector<uint64_t> addresses;  // of the device arrays: which variant serves them
   detail::BorrowedStream stream(ctx);
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     if (!match[p]) continue;
     const Param& param = bound.params[p];
     const detail::ArgRef& a = args[*match[p]];
@@ -523,9 +523,9 @@ void CompiledKernel::enqueue(CUstream_st* stream, const std::vector<detail::ArgR
   const Kernel& bound = data.prepared.bound;
   detail::ContextImpl& ctx = *impl_->context;
   std::vector<std::optional<size_t>> match = matchArguments(bound, args);
-  std::vector<std::optional<cuda::KernelArg>> kernelArgs(bound.params.size());
+  std::vector<std::optional<cuda::KernelArg>> kernelArgs(bound.numSignatureParams());
   std::vector<uint64_t> addresses;
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     if (!match[p]) continue;
     const Param& param = bound.params[p];
     const detail::ArgRef& a = args[*match[p]];

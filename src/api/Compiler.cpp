@@ -28,7 +28,8 @@ const char* modeName(ArrayMode m) { return m == ArrayMode::In ? "in" : m == Arra
 KernelInfo infoOf(const Kernel& k) {
   KernelInfo info;
   info.name = k.name;
-  for (const Param& p : k.params) {
+  for (size_t i = 0; i < k.numSignatureParams(); ++i) {  // the signature: never the locals
+    const Param& p = k.params[i];
     ParamInfo pi;
     pi.name = p.name;
     pi.kind = p.kind == ParamKind::Size ? "size" : p.kind == ParamKind::Scalar ? "scalar" : "array";
@@ -227,7 +228,7 @@ ShapeBinding bindShapes(std::string_view source, const std::vector<std::optional
   ShapeBinding out;
   out.sizes = given;
   std::vector<int> argParams;  // argument position -> parameter
-  for (size_t p = 0; p < k.params.size(); ++p)
+  for (size_t p = 0; p < k.numSignatureParams(); ++p)
     if (k.params[p].kind != ParamKind::Size) argParams.push_back(int(p));
   if (shapes.size() != argParams.size())
     throw Error(fmt::format("{}: takes {} argument{} (its non-size parameters), given {}", k.name, argParams.size(),

@@ -112,7 +112,7 @@ std::string describeArgument(const detail::ArgRef& a) {
 
 std::string signatureOf(const Kernel& bound) {
   std::vector<std::string> params, sizes;
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     const Param& param = bound.params[p];
     if (param.kind == ParamKind::Size) {
       auto it = bound.sizes.find(param.name);
@@ -132,7 +132,7 @@ std::vector<std::optional<size_t>> matchArguments(const Kernel& bound, const std
   using Kind = detail::ArgRef::Kind;
   std::vector<int> argParams;  // argument position -> parameter index
   std::vector<std::string> sizeNames;
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     if (bound.params[p].kind == ParamKind::Size)
       sizeNames.push_back(bound.params[p].name);
     else
@@ -148,7 +148,7 @@ std::vector<std::optional<size_t>> matchArguments(const Kernel& bound, const std
                             sizesNote));
   }
 
-  std::vector<std::optional<size_t>> byParam(bound.params.size());
+  std::vector<std::optional<size_t>> byParam(bound.numSignatureParams());
   for (size_t i = 0; i < args.size(); ++i) {
     int p = argParams[i];
     const Param& param = bound.params[p];

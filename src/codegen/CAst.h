@@ -145,6 +145,7 @@ struct GlobalArray {
   std::string name;
   int64_t size = 0;
   std::vector<std::string> commentLines;
+  int align = 0;  // bytes (__align__), 0: the type's own
 };
 
 struct Module {

@@ -275,7 +275,8 @@ std::string printModule(const Module& m) {
     RTCG_ASSERT(g.size > 0, "C printer: a global array needs a positive size");
     out += '\n';
     for (const std::string& line : g.commentLines) out += line.empty() ? "//\n" : fmt::format("// {}\n", line);
-    out += "__device__ " + checkType(g.type) + " " + checkIdentifier(g.name) + fmt::format("[{}];\n", g.size);
+    std::string align = g.align > 0 ? fmt::format("__align__({}) ", g.align) : "";
+    out += "__device__ " + align + checkType(g.type) + " " + checkIdentifier(g.name) + fmt::format("[{}];\n", g.size);
   }
   for (const Function& f : m.functions) {
     out += '\n';

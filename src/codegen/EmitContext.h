@@ -252,6 +252,10 @@ std::vector<int64_t> regValuesOf(const EmitContext& ctx, int64_t point);
 // The kernel's parameters (and the aligned array pointers), and the header comment from ctx.facts'
 // launch: for the mma emitter, which builds its own function.
 void declareNestParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::vector<C::Stmt>& body);
+// The module-global array that holds kernel-local array `param` (IR.h), and the declarations of
+// all of them (EmitModule puts them before the functions).
+std::string localArrayName(const Kernel& k, int param);
+std::vector<C::GlobalArray> localArrays(const Kernel& k);
 void describeNest(const EmitContext& ctx, C::Function& fn);
 
 // EmitMma.cpp: the kernel function of a nest with an `mma:` plan.

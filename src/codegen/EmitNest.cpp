@@ -2,7 +2,9 @@
 // loops over positions (serial parts of parallel indices) around the work of one position, and
 // in that work the accumulators, the hoisted reductions, and the statements of each register
 // point. The launch facts come from planLaunch (EmitLaunch.cpp).
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <set>
 
 #include "codegen/CudaTypes.h"
@@ -146,10 +148,28 @@ namespace {
 // with the alignment known NVVM merges neighbouring accesses into 16-byte vector loads and stores.
 void declareParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::vector<C::Stmt>& body) {
   std::vector<C::Stmt> aligned;
+  // The locals' module globals first, so that no parameter's name hides them.
+  for (size_t i = ctx.k.numSignatureParams(); i < ctx.k.params.size(); ++i) {
+    std::string global = localArrayName(ctx.k, int(i));
+    RTCG_ASSERT(ctx.names.fresh(global) == global, "a local's global is named first");
+    launch.usesGlobalScratch = true;
+  }
   for (size_t i = 0; i < ctx.k.params.size(); ++i) {
     const Param& p = ctx.k.params[i];
     ctx.paramNames.push_back(ctx.names.fresh(p.name));
     if (p.kind == ParamKind::Size) continue;
+    if (p.isLocal()) {  // module memory, 16-byte aligned (localArrays): read through an aligned pointer
+      // Const (read-only loads) in every nest but its writer, as for an `in` array.
+      const std::vector<Stmt>& stmts = ctx.k.nests[size_t(ctx.nestIdx)].body;
+      const bool writes = std::any_of(stmts.begin(), stmts.end(),
+                                      [&](const Stmt& st) { return st.kind == StmtKind::Store && st.array == int(i); });
+      std::string type = fmt::format("{}{}*", writes ? "" : "const ", cudaTypeName(p.type));
+      aligned.push_back(C::decl(type + " __restrict__", ctx.paramNames.back(),
+                                C::castTo(type,
+                                          C::call("__builtin_assume_aligned", {C::name(localArrayName(ctx.k, int(i))), lit(16)})),
+                                false));
+      continue;
+    }
     launch.params.push_back((int)i);
     C::Param cp{cudaTypeName(p.type), ctx.paramNames.back()};
     if (p.isArray()) {
@@ -538,6 +558,26 @@ void declareNestParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, st
 }
 
 void describeNest(const EmitContext& ctx, C::Function& fn) { describe(ctx, fn); }
+
+std::string localArrayName(const Kernel& k, int param) {
+  return fmt::format("{}_local_{}", k.name, k.params[size_t(param)].name);
+}
+
+std::vector<C::GlobalArray> localArrays(const Kernel& k) {
+  std::vector<C::GlobalArray> out;
+  for (size_t i = k.numSignatureParams(); i < k.params.size(); ++i) {
+    const std::vector<int64_t> shape = arrayShape(k, int(i));
+    int64_t elements = 1;
+    for (int64_t e : shape) elements *= e;
+    const std::string dims = fmt::format("{}", fmt::join(shape, ", "));
+    out.push_back({cudaTypeName(k.params[i].type), localArrayName(k, int(i)), elements,
+                   {fmt::format("Local array '{}' of kernel {}: {}[{}], written by one nest and read by later ones; "
+                                "launches of this module must not overlap",
+                                k.params[i].name, k.name, typeName(k.params[i].type), dims)},
+                   16});
+  }
+  return out;
+}
 
 C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals) {
   if (ctx.plan.mma) return emitMmaNest(ctx, launch);

@@ -35,7 +35,7 @@ Executable::Executable(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
 }
 
 void Executable::launch(const std::vector<std::optional<cuda::KernelArg>>& args, const cuda::Stream* stream) const {
-  RTCG_ASSERT(args.size() == kernel_.params.size(), "one argument slot per parameter");
+  RTCG_ASSERT(args.size() == kernel_.numSignatureParams(), "one argument slot per parameter (no local takes one)");
   std::vector<cuda::KernelArg> list;
   for (size_t n = 0; n < launches_.size(); ++n) {
     const LaunchSpec& spec = launches_[n];
@@ -75,9 +75,9 @@ void poisonDevice(cuda::DeviceBuffer& b, ScalarType type) {
 }
 
 DeviceArgs::DeviceArgs(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, const HostArgs& host) {
-  buffers_.resize(bound.params.size());
-  args_.resize(bound.params.size());
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  buffers_.resize(bound.numSignatureParams());
+  args_.resize(bound.numSignatureParams());
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     const Param& param = bound.params[p];
     if (param.kind == ParamKind::Array) {
       buffers_[p].emplace(ctx, host.array(int(p)).bytes());
@@ -100,8 +100,8 @@ DeviceArgs::DeviceArgs(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
 
 
 void DeviceArgs::snapshotInputs(const Kernel& bound) {
-  snapshot_.resize(bound.params.size());
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  snapshot_.resize(bound.numSignatureParams());
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     const Param& param = bound.params[p];
     if (param.kind != ParamKind::Array || param.mode == ArrayMode::Out || !buffers_[p]) continue;
     size_t bytes = buffers_[p]->bytes();
@@ -117,7 +117,7 @@ void DeviceArgs::snapshotInputs(const Kernel& bound) {
 }
 
 void DeviceArgs::reset(const Kernel& bound, const HostArgs& host) {
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     const Param& param = bound.params[p];
     if (param.kind != ParamKind::Array) continue;
     const HostArray& a = host.array(int(p));
@@ -131,7 +131,7 @@ void DeviceArgs::reset(const Kernel& bound, const HostArgs& host) {
 }
 
 void DeviceArgs::download(const Kernel& bound, HostArgs& host) const {
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     if (!bound.params[p].isWritten()) continue;
     HostArray& a = host.array(int(p));
     if (a.bytes()) buffers_[p]->copyToHost(a.data(), a.bytes());

@@ -79,6 +79,7 @@ enum class StmtKind {
   Store,   // name[indices] = value;
   Assign,  // name = value;  (always an error: only array elements can be assigned)
   For,     // for binders { body }  (only valid at kernel top level)
+  Local,   // local name: type;  (a kernel-local array; only valid at kernel top level)
 };
 
 struct Stmt {
@@ -86,7 +87,7 @@ struct Stmt {
   Span span;
   std::string name;
   Span nameSpan;
-  std::optional<TypeRef> type;   // Let with an annotation
+  std::optional<TypeRef> type;   // Let with an annotation; Local
   std::vector<ExprPtr> indices;  // Store
   Span targetSpan;               // Store: `name[indices]`
   ExprPtr value;

@@ -215,6 +215,9 @@ class KernelSema {
 
   // Declarations
   void declareParams();
+  void declareLocal(const ast::Stmt& s);
+  void checkLocalReads();
+  void checkLocalsUsed();
   std::optional<ScalarType> scalarTypeOf(const ast::TypeRef& t, const char* what);
   Expr lowerShape(const ast::Expr& e, const std::string& array);
 
@@ -254,6 +257,11 @@ class KernelSema {
   Kernel kernel_;
   std::vector<Symbol> scope_;
   std::vector<bool> written_;       // per param: some statement before this point stores to it
+  // Locals (by param id): the nest that writes each and its first store, and the first read of
+  // each in the nest being lowered (checked when the nest ends) and in the kernel.
+  std::map<int, std::pair<int, SourceLoc>> localWriter_;
+  std::map<int, SourceLoc> localReadsInNest_;
+  std::map<int, SourceLoc> localReads_;
   std::map<int, Expr> letValues_;   // let id -> value, for inlining into index expressions
   std::map<std::pair<int, IndexUse>, std::pair<Expr, IndexFacts>> inlined_;  // checked let values
   // Some statements went unchecked (after an error in a loop header, or in a nested `for`):
@@ -395,6 +403,77 @@ void KernelSema::declareParams() {
 
 Expr KernelSema::lowerShape(const ast::Expr& e, const std::string& array) {
   return lowerInteger(e, IndexUse::Shape, fmt::format("shape of '{}'", array));
+}
+
+// --- kernel-local arrays ----------------------------------------------------------------------
+
+// `local t: f32[m];` at the top level of the body: an array that lives only inside the kernel,
+// appended to the params after the signature's (IR.h), in scope for the rest of the body.
+void KernelSema::declareLocal(const ast::Stmt& s) {
+  const int errorsBefore = diags_.errorCount();
+  Param ip;
+  ip.name = s.name;
+  ip.loc = loc(s.nameSpan);
+  ip.kind = ParamKind::Array;
+  ip.mode = ArrayMode::Local;
+  const ast::TypeRef& t = *s.type;
+  std::optional<ScalarType> et = scalarTypeOf(t, "array elements");
+  if (et == ScalarType::Bool) {
+    error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32 or i64, not bool");
+    et.reset();
+  }
+  if (et && !t.isArray)
+    error(loc(t.span), fmt::format("a local is an array: give it a shape from the size parameters, e.g. "
+                                   "local {}: {}[n]; (a value for one point is a 'let' inside a nest)",
+                                   s.name, t.name));
+  ip.type = et.value_or(ScalarType::F32);
+  for (const ast::ExprPtr& e : t.shape)
+    if (Expr x = lowerShape(*e, s.name)) ip.shape.push_back(std::move(x));
+  const int id = (int)kernel_.params.size();
+  // A clash is reported; the local stays in the IR unnamed. A declaration with an error counts
+  // as used: "never used" would only repeat it.
+  const bool named = declare(Symbol{Symbol::Kind::Array, s.name, id, ip.type, ip.loc});
+  const bool ok = named && diags_.errorCount() == errorsBefore;
+  kernel_.params.push_back(std::move(ip));
+  written_.push_back(!ok);
+  if (!ok) localReads_.emplace(id, loc(s.nameSpan));
+}
+
+// At the end of a nest: every local it read was written by an earlier nest. Its own writes do not
+// count: within a nest the points run in no order, so a point would read what it or another point
+// stores now (a value for the point itself is a `let`).
+void KernelSema::checkLocalReads() {
+  const int nestIdx = (int)kernel_.nests.size();
+  for (const auto& [array, at] : localReadsInNest_) {
+    const Param& p = kernel_.params[array];
+    auto w = localWriter_.find(array);
+    if (w != localWriter_.end() && w->second.first == nestIdx) {
+      error(at, fmt::format("'{}' is read in the loop nest that writes it; a local passes values from one nest to "
+                            "later ones (within a nest, keep the value in a 'let')", p.name));
+      diags_.note(w->second.second, fmt::format("'{}' is written here", p.name));
+    } else if (w == localWriter_.end()) {
+      error(at, fmt::format("'{}' is read before any loop nest writes it; a local must be written by an earlier "
+                            "nest", p.name));
+      diags_.note(p.loc, fmt::format("'{}' is declared here", p.name));
+    }
+  }
+  localReadsInNest_.clear();
+}
+
+// At the end of the kernel: every local is written and read (an unused one is most likely a typo
+// or a leftover, and a write nobody reads is wasted work).
+void KernelSema::checkLocalsUsed() {
+  if (bodyIncomplete_) return;
+  for (size_t i = 0; i < kernel_.params.size(); ++i) {
+    const Param& p = kernel_.params[i];
+    if (!p.isLocal()) continue;
+    bool written = written_[i], read = localReads_.count((int)i) > 0;
+    if (!written && !read)
+      error(p.loc, fmt::format("local '{}' is declared but never used", p.name));
+    else if (!read)
+      error(p.loc, fmt::format("local '{}' is written but never read; write an 'out' parameter instead if the "
+                               "caller needs it", p.name));
+  }
 }
 
 // --- integer expressions: indices, bounds, shapes ---------------------------------------------
@@ -653,10 +732,12 @@ void KernelSema::lowerNest(const std::vector<ast::Binder>* binders, const std::v
   }
   // An error in the header leaves its index undeclared; checking the body would only report
   // "unknown name" for it, so the body waits for the header to be fixed.
+  localReadsInNest_.clear();
   if (ok)
     for (const ast::Stmt* s : stmts) lowerStmt(*s, nest);
   else
     bodyIncomplete_ = true;
+  checkLocalReads();
   scope_.resize(scopeSize);
   kernel_.nests.push_back(std::move(nest));
 }
@@ -670,6 +751,12 @@ void KernelSema::lowerStmt(const ast::Stmt& s, LoopNest& nest) {
       bodyIncomplete_ = true;
       error(loc(s.headerSpan), "a 'for' cannot be nested inside another 'for'; list all the indices of a "
                                "loop nest in one header: for i in 0..n, j in 0..m { ... }");
+      return;
+    case ast::StmtKind::Local:
+      bodyIncomplete_ = true;
+      error(loc(s.span), fmt::format("'local' declares a kernel-local array at the top level of the kernel body, "
+                                     "not inside a loop nest; move it before the 'for' that writes '{}' (a value "
+                                     "for one point is a 'let')", s.name));
       return;
   }
 }
@@ -754,6 +841,16 @@ void KernelSema::lowerStore(const ast::Stmt& s, LoopNest& nest) {
       value = convert(v, p.type, fmt::format("an element of '{}'", s.name));
   }
   written_[array] = true;  // even after an error: one mistake should not also cause "never written"
+  if (p.isLocal()) {
+    const int nestIdx = (int)kernel_.nests.size();
+    auto [it, first] = localWriter_.emplace(array, std::make_pair(nestIdx, target));
+    if (!first && it->second.first != nestIdx) {
+      error(target, fmt::format("'{}' is already written by an earlier loop nest; a local array is written by "
+                                "exactly one nest (and read by later ones)", s.name));
+      diags_.note(it->second.second, fmt::format("'{}' is written here", s.name));
+      ok = false;
+    }
+  }
   if (!ok || !value || indices.size() != s.indices.size()) return;
   Stmt st;
   st.kind = StmtKind::Store;
@@ -946,6 +1043,10 @@ Value KernelSema::lowerIndexExpr(const ast::Expr& e) {
     error(l, fmt::format("'{}' is an 'out' array and is read here before anything is written to it; declare it "
                          "'inout' to read its initial contents", e.name));
     return {};
+  }
+  if (p.isLocal()) {
+    localReadsInNest_.emplace(array, l);
+    localReads_.emplace(array, l);
   }
   std::vector<Expr> indices = lowerIndices(e.args, array, l);
   if (indices.size() != e.args.size()) return {};
@@ -1243,6 +1344,11 @@ Kernel KernelSema::run() {
     group.clear();
   };
   for (const ast::Stmt& s : ast_.body) {
+    if (s.kind == ast::StmtKind::Local) {
+      flush();
+      declareLocal(s);
+      continue;
+    }
     if (s.kind != ast::StmtKind::For) {
       group.push_back(&s);
       continue;
@@ -1254,9 +1360,10 @@ Kernel KernelSema::run() {
   }
   flush();
 
+  checkLocalsUsed();
   for (size_t i = 0; i < kernel_.params.size(); ++i) {
     const Param& p = kernel_.params[i];
-    if (p.isWritten() && !written_[i] && !bodyIncomplete_)
+    if (p.isWritten() && !p.isLocal() && !written_[i] && !bodyIncomplete_)
       error(p.loc, fmt::format("'{}' is declared '{}' but never written{}", p.name,
                                p.mode == ArrayMode::Out ? "out" : "inout",
                                p.mode == ArrayMode::InOut ? "; declare it 'in' if it is only read" : ""));

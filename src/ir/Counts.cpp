@@ -72,7 +72,8 @@ int64_t minimalBytes(const Kernel& bound) {
     }
   }
   int64_t bytes = 0;
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  // The signature's arrays: a kernel-local array need never leave the chip (a fused kernel keeps it).
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     const Param& param = bound.params[p];
     if (param.kind != ParamKind::Array) continue;
     int64_t elements = 1;

@@ -54,6 +54,7 @@ class Canonicalizer {
           case ArrayMode::In: mode = "in"; break;
           case ArrayMode::Out: mode = "out"; break;
           case ArrayMode::InOut: mode = "inout"; break;
+          case ArrayMode::Local: mode = "local"; break;
         }
         out += fmt::format("array:{}:{}[", mode, typeName(p.type));
         for (const Expr& e : p.shape) expr(e), out += ",";

@@ -235,6 +235,12 @@ bool Kernel::isBound() const {
   return true;
 }
 
+size_t Kernel::numSignatureParams() const {
+  size_t n = params.size();
+  while (n > 0 && params[n - 1].isLocal()) --n;
+  return n;
+}
+
 int Kernel::findParam(const std::string& n) const {
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i].name == n) return (int)i;

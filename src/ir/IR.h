@@ -38,6 +38,14 @@
 // The storage types f16 and bf16 take no arithmetic (see ScalarType); a Cast to them rounds to
 // nearest, ties to even, and a Cast from them is exact.
 //
+// Kernel-local arrays (`local t: f32[m];`, ArrayMode::Local) are temporaries that live only
+// inside one run of the kernel: they are Params after all the signature's parameters (so Loads and
+// Stores name them like any array) but take no argument and are never seen by callers. The
+// frontend guarantees that each is written by exactly one nest and read only by later nests (never
+// by its writer), so every read sees a completed nest's result. Elements no nest writes are
+// undefined (the reference executor fills them with NaN / a sentinel). On the GPU a local is
+// module-global device memory, so launches of a kernel with locals do not overlap.
+//
 // Size parameters are integer constants that are bound before code generation (-D n=500).
 // bindSizes (ir/Bind.h) substitutes them, after which no Var of kind Size remains and shapes
 // and loop bounds are integer expressions in indices only (IntImm for rectangular domains).
@@ -180,7 +188,9 @@ struct LoopNest {
 };
 
 enum class ParamKind : uint8_t { Size, Scalar, Array };
-enum class ArrayMode : uint8_t { In, Out, InOut };
+// Local (appended: hashed by name) is a kernel-local temporary array (`local t: f32[m];`): not
+// part of the kernel's signature, see the semantics block above.
+enum class ArrayMode : uint8_t { In, Out, InOut, Local };
 
 struct Param {
   std::string name;
@@ -191,6 +201,7 @@ struct Param {
   SourceLoc loc;
   bool isArray() const { return kind == ParamKind::Array; }
   bool isWritten() const { return kind == ParamKind::Array && mode != ArrayMode::In; }
+  bool isLocal() const { return kind == ParamKind::Array && mode == ArrayMode::Local; }
 };
 
 struct Kernel {
@@ -204,7 +215,10 @@ struct Kernel {
   std::map<std::string, int64_t> sizes;
   bool isBound() const;
 
-  int findParam(const std::string& name) const;  // -1 if absent
+  int findParam(const std::string& name) const;  // -1 if absent; locals included
+  // The parameters of the kernel's signature: params[0, numSignatureParams()). The locals follow
+  // them (ArrayMode::Local); callers, arguments and outputs never see those.
+  size_t numSignatureParams() const;
 };
 
 // A parsed source file: several kernels.

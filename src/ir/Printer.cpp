@@ -140,6 +140,7 @@ struct Printer {
           case ArrayMode::In: mode = ""; break;
           case ArrayMode::Out: mode = "out "; break;
           case ArrayMode::InOut: mode = "inout "; break;
+          case ArrayMode::Local: mode = "local "; break;
         }
         return fmt::format("{}{}: {}[{}]", mode, p.name, typeName(p.type), list(p.shape));
       }
@@ -155,8 +156,10 @@ std::string printExpr(const Expr& e, const Kernel* k) { return Printer{k}.print(
 std::string printKernel(const Kernel& k) {
   Printer pr{&k};
   std::string out = fmt::format("kernel {}(", k.name);
-  for (size_t i = 0; i < k.params.size(); ++i) out += (i ? ", " : "") + pr.param(k.params[i]);
+  for (size_t i = 0; i < k.numSignatureParams(); ++i) out += (i ? ", " : "") + pr.param(k.params[i]);
   out += ") {\n";
+  // The locals, declared before every nest (as the source may write them, `local t: f32[m];`).
+  for (size_t i = k.numSignatureParams(); i < k.params.size(); ++i) out += "  " + pr.param(k.params[i]) + ";\n";
   for (const LoopNest& n : k.nests) {
     std::string indent = "  ";
     if (!n.loops.empty()) {

@@ -38,6 +38,7 @@ class Verifier {
   std::vector<std::string> run() {
     checkParams();
     for (size_t n = 0; n < k_.nests.size(); ++n) checkNest(n);
+    checkLocals();
     return std::move(out_);
   }
 
@@ -80,6 +81,34 @@ class Verifier {
           fail(d, "extent of a bound kernel is not a positive constant");
       }
       inExtent_ = false;
+    }
+  }
+
+  // Locals (IR.h): after the signature's parameters; each written by one nest and read only by
+  // later ones.
+  void checkLocals() {
+    where_ = "locals";
+    for (size_t i = k_.numSignatureParams(); i < k_.params.size(); ++i)
+      if (!k_.params[i].isLocal()) fail(fmt::format("parameter '{}' follows a local", k_.params[i].name));
+    std::map<int, size_t> writer;
+    for (size_t n = 0; n < k_.nests.size(); ++n) {
+      for (const Stmt& s : k_.nests[n].body) {
+        auto reads = [&](const Expr& e) {
+          visitExprs(e, [&](const Expr& x) {
+            if (x->kind != ExprKind::Load || !validParam(x->array) || !k_.params[x->array].isLocal()) return;
+            auto w = writer.find(x->array);
+            if (w == writer.end() || w->second >= n)
+              fail(fmt::format("nest {} reads local '{}', which no earlier nest writes", n, k_.params[x->array].name));
+          });
+        };
+        if (s.value) reads(s.value);
+        for (const Expr& i : s.indices) reads(i);
+      }
+      for (const Stmt& s : k_.nests[n].body) {
+        if (s.kind != StmtKind::Store || !validParam(s.array) || !k_.params[s.array].isLocal()) continue;
+        auto [w, fresh] = writer.emplace(s.array, n);
+        if (!fresh && w->second != n) fail(fmt::format("local '{}' is written by nests {} and {}", k_.params[s.array].name, w->second, n));
+      }
     }
   }
 

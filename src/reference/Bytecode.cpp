@@ -29,8 +29,10 @@ class Compiler {
   void compile() {
     out_.kernelName = k_.name;
     out_.shapes.resize(k_.params.size());
+    out_.signatureParams = int(k_.numSignatureParams());
     for (const Param& p : k_.params) {
       out_.paramNames.push_back(p.name);
+      out_.types.push_back(p.type);
       out_.written.push_back(p.isWritten());
     }
     for (size_t p = 0; p < k_.params.size(); ++p)

@@ -120,7 +120,9 @@ struct CompiledNest {
 struct CompiledKernel {
   std::string kernelName;
   std::vector<std::string> paramNames;              // for error messages
-  std::vector<bool> written;                        // by param: an out or inout array
+  std::vector<bool> written;                        // by param: an out, inout or local array
+  int signatureParams = 0;                          // params[signatureParams..] are locals (IR.h)
+  std::vector<ScalarType> types;                    // by param: the element or scalar type
   std::vector<Slot> frameTemplate;                  // constants preloaded; scalars filled per run
   std::vector<std::pair<int, int32_t>> scalarRegs;  // (param index, register)
   std::vector<AccessSite> sites;

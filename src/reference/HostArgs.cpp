@@ -107,7 +107,7 @@ void checkHostMemory(const Kernel& bound, int copies) {
 }
 
 HostArgs::HostArgs(const Kernel& bound) : kernelName_(bound.name) {
-  for (size_t i = 0; i < bound.params.size(); ++i) {
+  for (size_t i = 0; i < bound.numSignatureParams(); ++i) {
     const Param& p = bound.params[i];
     names_.push_back(p.name);
     kinds_.push_back(p.kind);

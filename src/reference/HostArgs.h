@@ -42,7 +42,8 @@ void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name,
 class HostArgs {
  public:
   HostArgs() = default;
-  // Allocates every array parameter at its shape (zero-filled); scalars start unset.
+  // Allocates every array parameter of the signature at its shape (zero-filled); scalars start
+  // unset. The kernel's locals are no arguments: the reference executor allocates them.
   explicit HostArgs(const Kernel& bound);
 
   int numParams() const { return int(names_.size()); }

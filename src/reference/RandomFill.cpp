@@ -305,7 +305,7 @@ void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
   std::map<int, ValueRange> ranges = indirectIndexRanges(bound);
   std::map<int, int64_t> offsets = rangeArrayExtents(bound);
   const std::set<int> distinct = storeIndexArrays(bound);
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {  // the locals are no arguments
     const Param& param = bound.params[p];
     if (!param.isArray()) continue;
     HostArray& a = args.array(int(p));

@@ -20,6 +20,7 @@
 #include "ir/Analysis.h"
 #include "ir/Walk.h"
 #include "reference/Bytecode.h"
+#include "reference/RandomFill.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -227,15 +228,25 @@ void runOuterLoop(const CompiledKernel& k, const CompiledNest& nest, const std::
 ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& options) const {
   const CompiledKernel& k = *compiled_;
   const int numParams = int(k.shapes.size());
-  if (args.numParams() != numParams)
-    throw Error(fmt::format("kernel '{}' has {} parameters, the arguments {}", k.kernelName, numParams, args.numParams()));
+  if (args.numParams() != k.signatureParams)
+    throw Error(fmt::format("kernel '{}' has {} parameters, the arguments {}", k.kernelName, k.signatureParams,
+                            args.numParams()));
+  // The kernel's locals (IR.h) live for this run only, poisoned so that an element no nest
+  // writes shows as NaN / the sentinel wherever it is read.
+  std::vector<HostArray> locals;
+  for (int p = k.signatureParams; p < numParams; ++p) {
+    locals.emplace_back(k.types[size_t(p)], k.shapes[p]);
+    poison(locals.back());
+  }
+  auto isArray = [&](int p) { return p >= k.signatureParams || args.isArray(p); };
+  auto arrayOf = [&](int p) -> HostArray& { return p >= k.signatureParams ? locals[size_t(p - k.signatureParams)] : args.array(p); };
 
   // Float arrays are worked on in double; integer arrays in place.
   std::vector<std::vector<double>> work(numParams);
   std::vector<ArrayView> views(numParams);
   for (int p = 0; p < numParams; ++p) {
-    if (!args.isArray(p)) continue;
-    HostArray& a = args.array(p);
+    if (!isArray(p)) continue;
+    HostArray& a = arrayOf(p);
     if (a.shape() != k.shapes[p])
       throw Error(fmt::format("argument '{}' is {}, kernel '{}' expects shape [{}]", k.paramNames[p], a.describe(),
                               k.kernelName, fmt::join(k.shapes[p], ", ")));
@@ -289,8 +300,8 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
   std::vector<std::vector<uint8_t>> written(numParams);
   if (track)
     for (int p = 0; p < numParams; ++p)
-      if (args.isArray(p) && k.written[p]) {
-        written[p].assign(size_t(args.array(p).size()), 0);
+      if (isArray(p) && k.written[p]) {
+        written[p].assign(size_t(arrayOf(p).size()), 0);
         views[p].written = written[p].data();
       }
 
@@ -311,7 +322,7 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
     std::vector<std::vector<int64_t>> owners(nest.claimed.size());
     for (size_t c = 0; c < nest.claimed.size(); ++c) {
       const int a = nest.claimed[c];
-      owners[c].assign(size_t(args.array(a).size()) * size_t(nest.pointWidth + 1), 0);
+      owners[c].assign(size_t(arrayOf(a).size()) * size_t(nest.pointWidth + 1), 0);
       views[a].owners = owners[c].data();
     }
     const int nestThreads = nest.claimed.empty() ? threads : 1;
@@ -328,7 +339,7 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
   result.sampled = sampled;
   if (sampled) result.outerValues = std::move(sample);
 
-  for (int p = 0; p < numParams; ++p) {
+  for (int p = 0; p < k.signatureParams; ++p) {  // the outputs: the locals are gone with the run
     if (!args.isArray(p) || !k.written[p]) continue;
     HostArray& a = args.array(p);
     ReferenceOutput out{p, k.paramNames[p], {}, {}};

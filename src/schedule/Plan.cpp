@@ -340,11 +340,12 @@ class NestPlanner {
     const std::vector<Stmt>& body = k_.nests[nest_].body;
     for (size_t i = 0; i < body.size(); ++i)
       if (body[i].kind == StmtKind::Store && k_.params[body[i].array].type != ScalarType::Bool &&
-          !readByAnotherStatement(body, i))
+          !k_.params[body[i].array].isLocal() && !readByAnotherStatement(body, i))
         plan_.streamedStores.push_back((int)i);
     if (plan_.streamedStores.empty())
       reason("'stores: streaming' streams the stores of outputs that no other statement of the nest reads, but "
-             "every array this nest stores is read back in it (or is bool, which has no streaming store)");
+             "every array this nest stores is read back in it (or is bool, which has no streaming store, or a "
+             "kernel-local array, which a later nest reads: evicting it first would only cost that nest)");
   }
 
   static bool readByAnotherStatement(const std::vector<Stmt>& body, size_t store) {

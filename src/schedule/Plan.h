@@ -90,7 +90,8 @@ struct NestPlan {
   // `stores: streaming`: the statements (indices into the nest's body) whose stores use the
   // streaming store __stcs. A store streams when no other statement of the nest reads its array
   // (a value read back is better left in L2; the statement's own read of the element it updates
-  // comes before the store) and its element type has one (not bool). The stores of a reduction
+  // comes before the store) and its element type has one (not bool); a kernel-local array never
+  // streams (a later nest reads it back). The stores of a reduction
   // split across blocks stream too: the output is stored once, by the tile's last block, after the
   // combine, whose partials (scratch the last block reads back) are never streamed. Empty with
   // `stores: cached`; a schedule asking for streaming where no store qualifies has no plan.

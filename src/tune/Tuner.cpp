@@ -141,7 +141,7 @@ worker::SetupMessage setupMessage(const std::string& fileName, const std::string
   setup.seed = options.seed;
   setup.inputFiles = options.inputFiles;
   setup.precision = precisionName(options.space.precision);
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     const Param& param = bound.params[p];
     if (!param.isArray() || param.mode == ArrayMode::Out) continue;
     Checksum c = checksum(inputs.array(int(p)));

@@ -31,7 +31,7 @@ HostArgs tuningInputs(const Kernel& bound, uint64_t seed, const std::map<std::st
   fillInputs(bound, args, seed);
   for (const auto& [name, path] : inputFiles) loadArrayFile(bound, args, name, path);
   size_t used = 0;
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     const Param& param = bound.params[p];
     if (param.kind != ParamKind::Scalar) continue;
     auto it = scalars.find(param.name);
@@ -67,7 +67,7 @@ double verificationTolerance(const Kernel& bound, int param, Precision precision
   // f32, the reference in double) to one last place, 2u, where the two straddle a rounding
   // boundary; such a store anywhere in the kernel can reach every output.
   double halfRoundoff = 0.0;
-  for (size_t q = 0; q < bound.params.size(); ++q) {
+  for (size_t q = 0; q < bound.numSignatureParams(); ++q) {
     if (!bound.params[q].isWritten()) continue;
     halfRoundoff = std::max(halfRoundoff, storeRoundoff(bound.params[q].type));
     int64_t n = 1;
@@ -92,7 +92,7 @@ Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::
                            Precision precision) {
   Verification v;
   int written = 0;
-  for (size_t p = 0; p < bound.params.size(); ++p) {
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {  // the outputs (a local is none)
     if (!bound.params[p].isWritten()) continue;
     ++written;
     auto it = std::find_if(expected.begin(), expected.end(), [&](const ExpectedOutput& e) { return e.param == int(p); });

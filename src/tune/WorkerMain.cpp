@@ -57,7 +57,7 @@ struct SetupFailure {
 void pinOutputs(Session& s) {
   // Below this a pageable copy costs little more than registering would.
   constexpr size_t kMinPinnedBytes = size_t(1) << 20;
-  for (size_t p = 0; p < s.bound.params.size(); ++p) {
+  for (size_t p = 0; p < s.bound.numSignatureParams(); ++p) {
     if (!s.bound.params[p].isWritten()) continue;
     HostArray& a = s.gpu.array(int(p));
     if (a.bytes() < kMinPinnedBytes) continue;

@@ -34,6 +34,23 @@ TEST(Compiler, CheckBindsShapes) {
   EXPECT_EQ(k.signature, "pad(x: f32[12, 20], out y: f32[10, 5]) with n = 10, m = 5");
 }
 
+// A kernel's local arrays (docs/language.md 4.1) are no part of its signature: parse, check and
+// bindShapes see only the parameters, and the emitted module holds the locals itself.
+TEST(Compiler, LocalArraysAreNotParameters) {
+  const char* softmax =
+      "kernel softmax(m: int, n: int, x: f32[m, n], out y: f32[m, n]) {\n"
+      "  local rowmax: f32[m];\n"
+      "  for i in 0..m { rowmax[i] = max(j in 0..n, x[i, j]); }\n"
+      "  for i in 0..m, j in 0..n { y[i, j] = exp(x[i, j] - rowmax[i]); }\n}\n";
+  rc::KernelInfo k = rc::check(softmax, {{"m", 30}, {"n", 7}});
+  ASSERT_EQ(k.params.size(), 4u);
+  EXPECT_EQ(k.params[3].name, "y");
+  EXPECT_EQ(k.signature, "softmax(x: f32[30, 7], out y: f32[30, 7]) with m = 30, n = 7");
+  std::string cuda = rc::emit(softmax, {{"m", 30}, {"n", 7}});
+  EXPECT_NE(cuda.find("__device__ __align__(16) float softmax_local_rowmax[30];"), std::string::npos) << cuda;
+  EXPECT_EQ(cuda.find("rowmax_arg"), std::string::npos) << cuda;
+}
+
 TEST(Compiler, EmitExplainAndCubin) {
   std::string cuda = rc::emit(kAxpy, {{"n", 1000}});
   EXPECT_NE(cuda.find("__global__"), std::string::npos);

@@ -211,8 +211,8 @@ void checkAgainstReference(const Kernel& bound, HostArgs host, Launch launch) {
   HostArgs ref = host;
   ReferenceResult expected = runReference(bound, ref);
   DeviceArgs dargs(ctx, bound, host);
-  std::vector<CUdeviceptr> pointers(bound.params.size(), 0);
-  for (size_t p = 0; p < bound.params.size(); ++p)
+  std::vector<CUdeviceptr> pointers(bound.numSignatureParams(), 0);
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p)
     if (bound.params[p].isArray()) std::memcpy(&pointers[p], dargs.args()[p]->data(), 8);
   cuda::Stream stream(ctx);
   ASSERT_EQ(launch(pointers, stream.handle()), "");

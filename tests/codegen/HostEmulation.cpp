@@ -70,7 +70,7 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
   // Argument storage: arrays by their host data, scalars at their type.
   std::vector<uint64_t> scalars(k.params.size());
   std::vector<void*> pointers(k.params.size());
-  for (size_t p = 0; p < k.params.size(); ++p) {
+  for (size_t p = 0; p < k.numSignatureParams(); ++p) {  // a local is module memory, no argument
     const Param& par = k.params[p];
     if (par.isArray()) {
       pointers[p] = args.array((int)p).data();
@@ -90,7 +90,7 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
   setOrder(options.blockOrder);
   for (int run = 0; run < options.runs; ++run) {
     if (run > 0)
-      for (size_t p = 0; p < k.params.size(); ++p)
+      for (size_t p = 0; p < k.numSignatureParams(); ++p)
         if (k.params[p].isArray() && k.params[p].mode == ArrayMode::Out) poison(args.array((int)p));
     for (const LaunchSpec& l : m.launches) {
       auto launch = (void (*)(void**))dlsym(so, ("rtcg_emu_run_" + l.function).c_str());
@@ -98,7 +98,7 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
       std::vector<void*> a;
       for (int p : l.params) a.push_back(pointers[p]);
       launch(a.data());
-      if (l.usesGlobalScratch) {
+      if (l.usesGlobalScratch && !l.arrivalCounters.empty()) {  // (a local's module memory has none)
         auto counters = (const unsigned int*)dlsym(so, l.arrivalCounters.c_str());
         if (!counters) return "missing global scratch " + l.arrivalCounters;
         for (uint32_t c = 0; c < l.arrivalCounterCount; ++c)
@@ -120,7 +120,7 @@ std::string checkOnHost(const Kernel& k, const std::string& schedule, double tol
   HostArgs args(k);
   fillInputs(k, args, 42);
   double scalar = 1.25;
-  for (size_t p = 0; p < k.params.size(); ++p)
+  for (size_t p = 0; p < k.numSignatureParams(); ++p)
     if (k.params[p].kind == ParamKind::Scalar) {
       args.setScalar((int)p, scalar);
       scalar -= 0.5;

@@ -445,6 +445,41 @@ TEST(HostEmulation, ThreadPartOfOneLaneOnAReduction) {
 // Data-dependent ranges (CSR rows) against the reference, at sizes no tile divides: a thread per
 // row, a group of lanes per row combined by shuffles (and through shared memory past a warp), rows
 // on the grid with several per block, and a serial part split in two around an unrolled one.
+// Kernel-local arrays (module memory, docs/language.md 4.1) passed from nest to nest, at sizes no
+// tile divides, under schedules that split the rows' reductions across threads; twice in one
+// loaded module (the second run overwrites the first's locals).
+TEST(HostEmulation, KernelLocalArrays) {
+  EmulationOptions twice;
+  twice.runs = 2;
+  Kernel softmax = fromSource(
+    "kernel softmax(m: int, n: int, x: f32[m, n], out y: f32[m, n]) {\n"
+    "  local rowmax: f32[m];\n"
+    "  local rowsum: f32[m];\n"
+    "  for i in 0..m { rowmax[i] = max(j in 0..n, x[i, j]); }\n"
+    "  for i in 0..m { rowsum[i] = sum(j in 0..n, exp(x[i, j] - rowmax[i])); }\n"
+    "  for i in 0..m, j in 0..n { y[i, j] = exp(x[i, j] - rowmax[i]) / rowsum[i]; }\n"
+    "}\n",
+    "softmax", {{"m", 37}, {"n", 53}});
+  EXPECT_EQ(checkOnHost(softmax, printSchedule(defaultSchedule(softmax)), 1e-5, {}, twice), "");
+  EXPECT_EQ(checkOnHost(softmax, "i: grid.x, thread.y 4; j: serial, thread.x 8 | "
+                                 "i: grid.x, thread.y 2; j: serial, thread.x 32 | "
+                                 "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 16"),
+            "");
+  Kernel layernorm = fromSource(
+    "kernel layernorm(m: int, n: int, x: f32[m, n], gamma: f32[n], beta: f32[n], out y: f32[m, n]) {\n"
+    "  local mean: f32[m];\n"
+    "  local rstd: f32[m];\n"
+    "  for i in 0..m { mean[i] = sum(j in 0..n, x[i, j]) / f32(n); }\n"
+    "  for i in 0..m { rstd[i] = 1.0 / sqrt(sum(j in 0..n, (x[i, j] - mean[i]) * (x[i, j] - mean[i])) / f32(n) + 1e-5); }\n"
+    "  for i in 0..m, j in 0..n { y[i, j] = (x[i, j] - mean[i]) * rstd[i] * gamma[j] + beta[j]; }\n"
+    "}\n",
+    "layernorm", {{"m", 29}, {"n", 41}});
+  EXPECT_EQ(checkOnHost(layernorm, "i: grid.x, thread.x 32; j: serial, unroll 4 | i: grid.x, thread.y 8; j: serial, "
+                                   "thread.x 4 | j: grid.x, thread.x 32; i: grid.y, thread.y 2, reg 2; shared: gamma",
+                        1e-5, {}, twice),
+            "");
+}
+
 TEST(HostEmulation, RowsOfDataDependentLength) {
   rtcgtest::CaseSample sample(2);
   Kernel spmv = example("spmv.rtcg", "spmv", {{"n", 301}, {"nnz", 2003}});

@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "TestUtil.h"
+#include "ir/Printer.h"
 
 namespace rtcg::test {
 namespace {
@@ -25,6 +26,38 @@ TEST(Features, GoodProgramsParseWithoutDiagnostics) {
     ++count;
   }
   EXPECT_GE(count, 8);
+}
+
+// `local t: T[...]` (docs/language.md 4.1): an array after the signature's parameters, mode Local,
+// printed as a declaration that parses back.
+TEST(Features, LocalArraysFollowTheSignature) {
+  Program p = parseClean(
+      "kernel ln(m: int, n: int, x: f32[m, n], out y: f32[m, n]) {\n"
+      "  local mean: f32[m];\n"
+      "  for i in 0..m { mean[i] = sum(j in 0..n, x[i, j]) / f32(n); }\n"
+      "  local c: f64[m, n];\n"
+      "  for i in 0..m, j in 0..n { c[i, j] = f64(x[i, j] - mean[i]); }\n"
+      "  for i in 0..m, j in 0..n { y[i, j] = f32(c[i, j] * c[i, j]); }\n"
+      "}\n");
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const Kernel& k = p.kernels[0];
+  ASSERT_EQ(k.params.size(), 6u);
+  EXPECT_EQ(k.numSignatureParams(), 4u);
+  EXPECT_EQ(k.params[4].name, "mean");
+  EXPECT_TRUE(k.params[4].isLocal());
+  EXPECT_TRUE(k.params[5].isLocal());
+  EXPECT_EQ(k.params[5].type, ScalarType::F64);
+  EXPECT_EQ(k.params[5].shape.size(), 2u);
+  ASSERT_EQ(k.nests.size(), 3u);
+  EXPECT_EQ(k.nests[1].body[0].array, 5);
+  std::string printed = printKernel(k);
+  EXPECT_NE(printed.find("kernel ln(m: int, n: int, x: f32[m, n], out y: f32[m, n]) {\n  local mean: f32[m];\n"
+                         "  local c: f64[m, n];\n"),
+            std::string::npos)
+      << printed;
+  Program again = parseClean(printed);
+  ASSERT_EQ(again.kernels.size(), 1u);
+  EXPECT_EQ(printKernel(again.kernels[0]), printed);
 }
 
 TEST(Features, IntLiteralInFloatContextIsCast) {

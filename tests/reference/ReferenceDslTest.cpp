@@ -164,6 +164,43 @@ TEST(ReferenceDsl, BatchedMatmul) {
       }
 }
 
+// Kernel-local arrays (docs/language.md 4.1): no argument and no output, allocated per run.
+TEST(ReferenceDsl, SoftmaxThroughLocalArrays) {
+  const int m = 7, n = 11;
+  DslRun r("kernel softmax(m: int, n: int, x: f32[m, n], out y: f32[m, n]) {\n"
+           "  local rowmax: f32[m];\n"
+           "  local rowsum: f32[m];\n"
+           "  for i in 0..m { rowmax[i] = max(j in 0..n, x[i, j]); }\n"
+           "  for i in 0..m { rowsum[i] = sum(j in 0..n, exp(x[i, j] - rowmax[i])); }\n"
+           "  for i in 0..m, j in 0..n { y[i, j] = exp(x[i, j] - rowmax[i]) / rowsum[i]; }\n"
+           "}\n",
+           {{"m", m}, {"n", n}});
+  EXPECT_EQ(r.args.numParams(), 4);  // m, n, x, y: the locals are none of them
+  ASSERT_EQ(r.result.outputs.size(), 1u);
+  EXPECT_EQ(r.result.outputs[0].name, "y");
+  auto x = r.in("x");
+  const std::vector<double>& y = r.out("y");
+  for (int i = 0; i < m; ++i) {
+    double mx = -INFINITY, s = 0;
+    for (int j = 0; j < n; ++j) mx = std::max(mx, x[i * n + j]);
+    for (int j = 0; j < n; ++j) s += std::exp(x[i * n + j] - mx);
+    for (int j = 0; j < n; ++j) EXPECT_DOUBLE_EQ(y[i * n + j], std::exp(x[i * n + j] - mx) / s) << i << " " << j;
+  }
+  EXPECT_THROW(r.args.paramIndex("rowmax"), Error);
+}
+
+// An element of a local no nest writes reads as the poison (NaN), not as a stale or zero value.
+TEST(ReferenceDsl, UnwrittenLocalElementsReadAsPoison) {
+  DslRun r("kernel half(n: int, x: f32[n], out y: f32[n]) {\n"
+           "  local t: f32[n];\n"
+           "  for i in 0..n / 2 { t[i] = x[i]; }\n"
+           "  for i in 0..n { y[i] = t[i]; }\n}\n",
+           {{"n", 6}});
+  const std::vector<double>& y = r.out("y");
+  EXPECT_FALSE(std::isnan(y[2]));
+  EXPECT_TRUE(std::isnan(y[3]));
+}
+
 TEST(ReferenceDsl, SemanticsCorners) {
   const char* src = R"(
 kernel corners(n: int, x: f64[n], q: i32[n], out tri: f64[n, n], out d: i32[n, 2],

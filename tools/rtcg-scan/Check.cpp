@@ -84,8 +84,8 @@ std::optional<Kernel> selectKernel(const Program& program, const std::optional<s
 
 void checkCalls(const Kernel& kernel, const std::vector<KernelCall>& calls, Diagnostics& diags) {
   std::vector<const Param*> params;
-  for (const Param& p : kernel.params)
-    if (p.kind != ParamKind::Size) params.push_back(&p);
+  for (size_t i = 0; i < kernel.numSignatureParams(); ++i)  // the locals take no argument
+    if (kernel.params[i].kind != ParamKind::Size) params.push_back(&kernel.params[i]);
   std::vector<std::string> signature;
   for (const Param* p : params) signature.push_back(paramText(kernel, *p));
 

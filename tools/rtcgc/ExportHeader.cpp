@@ -121,7 +121,8 @@ Names namesOf(const Kernel& k) {
                               "launches_", "std", "rtcg_export", "kernelName", "sizes"};
   n.cls = cName(k.name, taken);
   taken.insert(n.cls);
-  for (const Param& p : k.params) {
+  for (size_t i = 0; i < k.numSignatureParams(); ++i) {  // the locals are module memory, no argument
+    const Param& p = k.params[i];
     n.params.push_back(p.kind == ParamKind::Size ? "" : cName(p.name, taken));
     if (p.kind != ParamKind::Size) taken.insert(n.params.back());
   }
@@ -132,7 +133,7 @@ Names namesOf(const Kernel& k) {
 // The launch method: checks every array, then launches the nests in order.
 std::string launchMethod(const Kernel& k, const Names& n, size_t nests) {
   std::vector<std::string> decl, checks, args;
-  for (size_t p = 0; p < k.params.size(); ++p) {
+  for (size_t p = 0; p < k.numSignatureParams(); ++p) {
     const Param& param = k.params[p];
     const std::string& name = n.params[p];
     if (param.kind == ParamKind::Size) continue;
@@ -251,8 +252,12 @@ std::string exportHeader(const Kernel& k, const std::vector<ExportedImage>& imag
       "//   if (error.empty()) error = k.launch(..., stream);\n",
       k.name, fmt::join(sizes, " "), origin, n.cls);
   for (const ExportedImage& i : images) out += fmt::format("// {}: {}, schedule: {}\n", i.arch, i.cubinFile, i.schedule);
+  const bool locals = k.numSignatureParams() < k.params.size();
+  if (locals)
+    out += "// The kernel's local arrays are module-global memory: two launches of one loaded object must\n"
+           "// not overlap (launches in stream order are fine).\n";
   for (const LaunchSpec& l : images.front().launches)
-    if (l.usesGlobalScratch) {
+    if (l.usesGlobalScratch && !locals) {
       out += "// Some nest combines a reduction across blocks through module-global scratch: two launches\n"
              "// of one loaded object must not overlap (launches in stream order are fine).\n";
       break;

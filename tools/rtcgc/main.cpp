@@ -209,7 +209,7 @@ void setScalars(const Kernel& k, HostArgs& args, const RunArgs& r) {
     }
     given[s.substr(0, eq)] = s.substr(eq + 1);
   }
-  for (size_t p = 0; p < k.params.size(); ++p) {
+  for (size_t p = 0; p < k.numSignatureParams(); ++p) {
     const Param& param = k.params[p];
     if (param.kind != ParamKind::Scalar) continue;
     auto it = given.find(param.name);
@@ -239,7 +239,8 @@ void loadInputs(const Kernel& k, HostArgs& args, const RunArgs& r) {
   for (const std::string& spec : r.inputs) {
     size_t eq = spec.find('=');
     int p = eq == std::string::npos ? -1 : k.findParam(spec.substr(0, eq));
-    if (p < 0 || !k.params[size_t(p)].isArray() || k.params[size_t(p)].mode == ArrayMode::Out) {
+    if (p < 0 || !k.params[size_t(p)].isArray() || k.params[size_t(p)].mode == ArrayMode::Out ||
+        k.params[size_t(p)].isLocal()) {
       fmt::print(stderr, "rtcgc: error: bad '--input {}': expected NAME=FILE for an in or inout array of kernel '{}'\n",
                  spec, k.name);
       throw Fail{kUsage};
