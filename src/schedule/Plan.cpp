@@ -606,9 +606,13 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
   s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
                    p.tileBytes, p.tileBytes > 48 * 1024 ? "dynamic" : "static", p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);
+  if (mmaIs16Bit(p.arith))
+    s += fmt::format("  {} tiles as loaded: A {} (pitch {}), B {} (pitch {}); fragments by ldmatrix{}\n",
+                     typeName(p.staged), p.aKMajor ? "K x M" : "M x K", p.pitchA, p.bKMajor ? "K x N" : "N x K",
+                     p.pitchB, p.aKMajor || p.bKMajor ? " (.trans from a K-major tile)" : "");
   if (p.stages > 1)
-    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; operands converted as fragments load\n",
-                     p.stages, p.stages - 1);
+    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; {}\n", p.stages, p.stages - 1,
+                     mmaIs16Bit(p.arith) ? "no conversion" : "operands converted as fragments load");
   s += "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
   return s;
 }

@@ -412,7 +412,7 @@ namespace {
 
 // The mma term: a contraction on tensor cores (plan.mma). The arithmetic issued is the padded
 // tiles' (partial tiles compute zeros), three times over for tf32x3, at the tensor peak of the
-// arithmetic: TF32 half the dense FP16 rate (an H100 SXM's 1070 TF/s: 535, data sheet 495 at its
+// arithmetic: BF16/F16 the dense FP16 rate (peakTensorFlops), TF32 half of it (an H100 SXM's 1070 TF/s: 535, data sheet 495 at its
 // 1.83 GHz), FP64 mma twice the FP64 pipe (67 TF/s); counted at 60%: the steps are staged through
 // registers between two barriers, without a pipeline, and the fragment loads share the issue slots.
 // Memory: each operand element is read once per block that needs it (from L2 after the first; L2
@@ -444,11 +444,13 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   double batch = 1;
   for (int64_t b : p.c.batchExtent) batch *= double(std::max<int64_t>(1, b));
   const double nTiles = double(plan.launch.grid[0]) / batch;  // grid.x: the N tiles times the batch
-  const double elem = typeBytes(p.c.type);
+  const double elem = typeBytes(p.staged);  // 16-bit arithmetics: the operands' own 2 bytes
   e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
   const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
                         (p.arith == MmaArith::Tf32x3 ? 3 : 1);
-  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops : d.peakTensorFlops / 2;
+  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops
+                      : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
+                                               : d.peakTensorFlops / 2;
   const double compute = issued / ((p.stages > 1 ? 0.75 : 0.6) * peak);
   const bool readsBack = [&] {
     bool r = false;
