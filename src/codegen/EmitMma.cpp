@@ -250,32 +250,82 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
-// Per accumulator element: its output point (PTX's C fragment layout), guarded, and the statement
-// evaluated there with the sum replaced by the accumulator.
+// The output point (mm, nn) relative to the domain's origin: declared, guarded, and the statement
+// evaluated there with the sum replaced by `sum`.
+void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, C::ExprP sum,
+                std::vector<C::Stmt>& out) {
+  const Stmt& st = ctx.nest.body[size_t(p.c.statement)];
+  std::vector<C::Stmt> store;
+  std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
+  std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
+  Env env;
+  env.vars = nm.batch;
+  env.vars[p.c.m] = C::sum({lit(p.c.mLo), C::name(mi)});
+  env.vars[p.c.n] = C::sum({lit(p.c.nLo), C::name(ni)});
+  env.hoisted[p.c.sum.get()] = std::move(sum);
+  C::ExprP value = lower(ctx, st.value, env, store);
+  C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, store);
+  store.push_back(emitStore(ctx, size_t(p.c.statement), target, value));
+  C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
+  point.push_back(C::ifThen(inside, std::move(store)));
+  out.push_back(C::block(std::move(point)));
+}
+
+// Accumulator element r of fragment (fm, fn): its row and column in the block tile (PTX's C
+// fragment layout), or in the domain with `blockOrigin` (the block tile's origin added first).
+std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, int64_t fm, int64_t fn, int r,
+                                       bool blockOrigin) {
+  const int64_t dr = p.arith == MmaArith::F64 ? 0 : (r >= 2 ? 8 : 0);
+  std::vector<C::ExprP> row{nm.wm, lit(fm * p.fragM + dr), nm.g};
+  std::vector<C::ExprP> col{nm.wn, lit(fn * p.fragN + (r & 1)), C::product(nm.t, lit(2))};
+  if (blockOrigin) row.insert(row.begin(), nm.m0), col.insert(col.begin(), nm.n0);
+  return {C::sum(row), C::sum(col)};
+}
+
+// Per accumulator element: its output point, guarded, and the statement evaluated there with the
+// sum replaced by the accumulator.
 void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   const MmaSchedule& ms = ctx.sched.mma;
-  const Stmt& st = ctx.nest.body[size_t(p.c.statement)];
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)
       for (int r = 0; r < accElements(p); ++r) {
-        const int64_t dr = p.arith == MmaArith::F64 ? 0 : (r >= 2 ? 8 : 0);
-        C::ExprP mm = C::sum({nm.m0, nm.wm, lit(fm * p.fragM + dr), nm.g});
-        C::ExprP nn = C::sum({nm.n0, nm.wn, lit(fn * p.fragN + (r & 1)), C::product(nm.t, lit(2))});
-        std::vector<C::Stmt> store;
-        std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
-        std::vector<C::Stmt> point{C::decl(ctx.idx, mi, mm), C::decl(ctx.idx, ni, nn)};
-        Env env;
-        env.vars = nm.batch;
-        env.vars[p.c.m] = C::sum({lit(p.c.mLo), C::name(mi)});
-        env.vars[p.c.n] = C::sum({lit(p.c.nLo), C::name(ni)});
-        env.hoisted[p.c.sum.get()] = C::name(nm.acc[fm][fn][r]);
-        C::ExprP value = lower(ctx, st.value, env, store);
-        C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, store);
-        store.push_back(emitStore(ctx, size_t(p.c.statement), target, value));
-        C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
-        point.push_back(C::ifThen(inside, std::move(store)));
-        out.push_back(C::block(std::move(point)));
+        auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
+        storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
       }
+}
+
+// `epilogue shared`: after a barrier (every warp is done with the operand tiles), the accumulators
+// go to the epilogue tile (its fast direction the output's contiguous one), a barrier, then the
+// block walks the tile in that order, consecutive threads on consecutive output elements.
+void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  const MmaSchedule& ms = ctx.sched.mma;
+  const Tile tile{std::string("rtcg_smem_") + typeName(p.c.type), 0};
+  auto at = [&](C::ExprP row, C::ExprP col) {
+    return p.epilogueAlongM ? C::sum({C::product(std::move(col), lit(p.epiloguePitch)), std::move(row)})
+                            : C::sum({C::product(std::move(row), lit(p.epiloguePitch)), std::move(col)});
+  };
+  out.push_back(C::syncThreads());
+  for (int64_t fm = 0; fm < ms.tileM; ++fm)
+    for (int64_t fn = 0; fn < ms.tileN; ++fn)
+      for (int r = 0; r < accElements(p); ++r) {
+        auto [row, col] = accPoint(p, nm, fm, fn, r, false);
+        out.push_back(C::assign(tileRef(tile, at(row, col)), "=", C::name(nm.acc[fm][fn][r])));
+      }
+  out.push_back(C::syncThreads());
+  const int64_t total = p.blockM * p.blockN, threads = ctx.plan.launch.threads;
+  const int64_t fast = p.epilogueAlongM ? p.blockM : p.blockN;
+  std::string s = ctx.names.fresh("out"), e = ctx.names.fresh("e");
+  std::vector<C::Stmt> body{C::decl(ctx.idx, e, C::sum({nm.tid, C::product(C::name(s), lit(threads))}))};
+  std::string rn = ctx.names.fresh("row"), cn = ctx.names.fresh("col");
+  std::vector<C::Stmt> inner;
+  C::ExprP slowIx = bin("/", C::name(e), lit(fast)), fastIx = bin("%", C::name(e), lit(fast));
+  inner.push_back(C::decl(ctx.idx, rn, p.epilogueAlongM ? fastIx : slowIx));
+  inner.push_back(C::decl(ctx.idx, cn, p.epilogueAlongM ? slowIx : fastIx));
+  storePoint(ctx, p, nm, C::sum({nm.m0, C::name(rn)}), C::sum({nm.n0, C::name(cn)}),
+             tileRef(tile, at(C::name(rn), C::name(cn))), inner);
+  if (total % threads == 0) append(body, std::move(inner));
+  else body.push_back(C::ifThen(bin("<", C::name(e), lit(total)), std::move(inner)));
+  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit((total + threads - 1) / threads), C::Unroll::Never, std::move(body)));
 }
 
 // The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
@@ -286,6 +336,9 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
   if (ctx.plan.dynamicShared) {
     const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);
     body.push_back(C::externSharedArray(type, storage));
+    // The shared epilogue's view of the same memory, in the accumulators' type.
+    if (p.sharedEpilogue && p.staged != p.c.type)
+      body.push_back(C::externSharedArray(elemType(p), std::string("rtcg_smem_") + typeName(p.c.type)));
     int64_t at = 0;
     for (int part = 0; part < p.tilesPerOperand; ++part) {
       nm.tileA.push_back({storage, at}), at += a;
@@ -341,7 +394,8 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
       }
   if (p.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
   else emitSteps(ctx, p, nm, body);
-  emitEpilogue(ctx, p, nm, body);
+  if (p.sharedEpilogue) emitSharedEpilogue(ctx, p, nm, body);
+  else emitEpilogue(ctx, p, nm, body);
   fn.body = std::move(body);
   describeNest(ctx, fn);
   return fn;

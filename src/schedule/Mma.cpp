@@ -183,6 +183,21 @@ void checkAlone(const NestSchedule& s, std::vector<std::string>& reasons) {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The shared epilogue's tile (MmaPlan::sharedEpilogue): along M where the output's offset has unit
+// stride in M and not in N (a column of the output is contiguous), else along N.
+void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) {
+  p.sharedBytes = p.tileBytes;
+  if (!s.mma.sharedEpilogue) return;
+  const Stmt& st = k.nests[size_t(nest)].body[size_t(p.c.statement)];
+  auto form = flatOffset(k, st.array, st.indices);
+  p.sharedEpilogue = true;
+  p.epilogueAlongM = form && form->coeff(p.c.m) == 1 && form->coeff(p.c.n) != 1;
+  const int64_t fast = p.epilogueAlongM ? p.blockM : p.blockN, slow = p.epilogueAlongM ? p.blockN : p.blockM;
+  p.epiloguePitch = fast + (36 - fast % 32) % 32;  // 4 (mod 32): the fragments' writes spread over the banks
+  p.epilogueBytes = slow * p.epiloguePitch * typeBytes(p.c.type);
+  p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
+}
+
 }  // namespace
 
 std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
@@ -232,6 +247,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
   p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
   p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.stages;
+  planEpilogue(k, nest, s, p);
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   const int64_t threads = s.mma.warpsM * s.mma.warpsN * 32;
@@ -240,9 +256,9 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
                                   s.mma.warpsM * s.mma.warpsN, threads, limits.maxThreadsPerBlock));
   // Past 48 KiB the tiles go to dynamic shared memory, up to what the limits (the device) allow.
   const int64_t maxShared = limits.maxSharedBytes;
-  if (p.tileBytes > maxShared)
-    reasons.push_back(fmt::format("mma: the staged tiles take {} bytes of shared memory, more than {}", p.tileBytes,
-                                  maxShared));
+  if (p.sharedBytes > maxShared)
+    reasons.push_back(fmt::format("mma: the staged tiles{} take {} bytes of shared memory, more than {}",
+                                  p.sharedEpilogue ? " (or the epilogue's)" : "", p.sharedBytes, maxShared));
   int64_t batch = 1;
   for (int64_t e : p.c.batchExtent) batch *= std::max<int64_t>(1, e);
   const int64_t grid[3] = {ceilDiv(p.c.nExtent, p.blockN) * batch, ceilDiv(p.c.mExtent, p.blockM), 1};

@@ -83,6 +83,12 @@ struct MmaPlan {
   int64_t stages = 1;       // buffers of cp.async copies (1: loaded, converted and stored per step)
   int tilesPerOperand = 1;  // tf32x3 without stages: 2 (big and small, converted when staged)
   int64_t tileBytes = 0;    // shared memory of all staged tiles
+  // `epilogue shared`: the accumulators go to a (blockM x blockN) tile of the accumulator type laid
+  // out along the output's contiguous direction (epilogueAlongM: M fastest), pitch epiloguePitch
+  // = 4 (mod 32) elements, in the operand tiles' space after the last step; then the block stores
+  // the outputs in that order. sharedBytes: the larger of the two uses.
+  bool sharedEpilogue = false, epilogueAlongM = false;
+  int64_t epiloguePitch = 0, epilogueBytes = 0, sharedBytes = 0;
   int64_t steps = 0;        // reduction steps of blockK
   int64_t mmaPerStep = 0;   // mma instructions per warp per step (x3 for tf32x3)
 };

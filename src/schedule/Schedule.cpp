@@ -92,8 +92,9 @@ const char* mmaShapeName(MmaArith a) {
 int64_t mmaFragK(MmaArith a) { return a == MmaArith::F64 ? 4 : mmaIs16Bit(a) ? 16 : 8; }
 
 std::string printMmaSchedule(const MmaSchedule& m) {
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}", mmaArithName(m.arith), mmaShapeName(m.arith), m.warpsM,
-                     m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "");
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}", mmaArithName(m.arith), mmaShapeName(m.arith), m.warpsM,
+                     m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
+                     m.sharedEpilogue ? " epilogue shared" : "");
 }
 
 const char* precisionName(Precision p) {
@@ -443,6 +444,19 @@ class ScheduleParser {
       if (!atNumber()) fail("expected the number of stages (2 to 4) after 'stages'");
       m.stages = number();
       if (m.stages < 2 || m.stages > 4) failAt(at, "mma stages must be between 2 and 4");
+    } else {
+      pos_ = save;
+    }
+    // `epilogue shared`, optional.
+    save = pos_;
+    skipSpace();
+    if (t_.substr(pos_, 8) == "epilogue" &&
+        (pos_ + 8 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 8]) || t_[pos_ + 8] == '_'))) {
+      pos_ += 8;
+      at = (skipSpace(), pos_);
+      std::string how = word("'shared' after 'epilogue'");
+      if (how != "shared") failAt(at, fmt::format("expected 'shared' after 'epilogue', found '{}'", how));
+      m.sharedEpilogue = true;
     } else {
       pos_ = save;
     }

@@ -105,17 +105,21 @@ bool mmaIs16Bit(MmaArith a);             // bf16 or f16
 // outputs (F64: 8 rows per fragment); the block stages `k` values of the reduction per step.
 // `stages 3` (2 to 4) copies the steps with cp.async into that many buffers, stages - 1 steps ahead
 // of the arithmetic (the operands are then converted to TF32 as fragments are loaded); without it
-// (1) each step is loaded, converted once and stored between two barriers.
+// (1) each step is loaded, converted once and stored between two barriers. `epilogue shared`: the
+// warps write their accumulators to shared memory (the operand tiles' space) and the block applies
+// the statement per output point in the output's memory order (coalesced stores); without it each
+// thread stores its fragments' elements.
 struct MmaSchedule {
   MmaArith arith = MmaArith::None;
   int64_t warpsM = 1, warpsN = 1;
   int64_t tileM = 1, tileN = 1;
   int64_t k = 8;
   int64_t stages = 1;
+  bool sharedEpilogue = false;
   bool any() const { return arith != MmaArith::None; }
   bool operator==(const MmaSchedule&) const = default;
 };
-std::string printMmaSchedule(const MmaSchedule& m);  // "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 [stages 3]"
+std::string printMmaSchedule(const MmaSchedule& m);  // "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 [stages 3] [epilogue shared]"
 
 // The precision policy of f32 contractions (`--precision`, CompileOptions::precision): which
 // tensor-core arithmetic a schedule may use. `ieee` (the default) never rounds an f32 operand to

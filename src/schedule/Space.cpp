@@ -810,7 +810,7 @@ class NestSpace {
   // precision policy allows for its type (and bf16 / f16 where the operands are conversions of such
   // loads, under every policy): warps of 1 to 8 per block, 1x1 to 4x4 fragments per warp, steps of
   // 8, 16 and 32 values (16-bit: 16, 32 and 64), staged per step or by cp.async in 3 stages (where the
-  // reduction has more than one step). Tiles much larger than the output (a block tile whose
+  // reduction has more than one step; those also with `epilogue shared`). Tiles much larger than the output (a block tile whose
   // half already covers a dimension) are left out, as are steps past the reduction's length.
   void mmaVariants() {
     ContractionMatch m = matchContraction(k_, nest_);
@@ -834,6 +834,12 @@ class NestSpace {
               NestSchedule ns;
               ns.mma = MmaSchedule{arith, wm, wn, tm, tn, kStep, stages};
               add(ns, Family::Plain);
+              // Pipelined ones also with the coalesced shared epilogue (the model weighs the
+              // fragments' half-used store sectors against one more pass through shared memory).
+              if (stages > 1) {
+                ns.mma.sharedEpilogue = true;
+                add(ns, Family::Plain);
+              }
             }
           }
         }

@@ -424,7 +424,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   e.threads = plan.launch.threads;
   e.blocks = plan.launch.blocks;
   e.registerTile = e.outputsPerThread = plan.launch.outputsPerThread;
-  e.sharedBytes = p.tileBytes;
+  e.sharedBytes = p.sharedBytes;
   const int64_t accs = ms.tileM * ms.tileN * (p.arith == MmaArith::F64 ? 2 : 4);
   const int64_t regsPerValue = p.c.type == ScalarType::F64 ? 2 : 1;
   const int64_t fragments = (ms.tileM * (p.arith == MmaArith::F64 ? 1 : 4) + ms.tileN * (p.arith == MmaArith::F64 ? 1 : 2)) *
@@ -451,7 +451,10 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops
                       : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
                                                : d.peakTensorFlops / 2;
-  const double compute = issued / ((p.stages > 1 ? 0.75 : 0.6) * peak);
+  const double epiloguePass = p.sharedEpilogue ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
+                                                      (double(d.multiprocessors) * 32 * 1.5e9)
+                                                : 0.0;
+  const double compute = issued / ((p.stages > 1 ? 0.75 : 0.6) * peak) + epiloguePass;
   const bool readsBack = [&] {
     bool r = false;
     const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement)];
@@ -460,7 +463,11 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   }();
   const double outputs = double(p.c.mExtent * p.c.nExtent) * batch * typeBytes(k.params[size_t(k.nests[plan.nest].body[size_t(p.c.statement)].array)].type);
   const double operands = double(p.c.kExtent) * elem * batch;
-  const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputs * (readsBack ? 2 : 1);
+  // The fragment epilogue's stores (and loads of the output) use half of each 32-byte sector they
+  // touch (Nsight Compute, H200: 16 of 32 bytes); the shared epilogue's are whole, for one more
+  // pass through shared memory per block (two accesses per output, ~32 per cycle and multiprocessor).
+  const double outputTraffic = outputs * (readsBack ? 2 : 1) * (p.sharedEpilogue ? 1 : 2);
+  const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputTraffic;
   const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(plan.launch.grid[1]));
   e.bytes = dram;
   const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));

@@ -427,3 +427,39 @@ TEST(Mma, NvrtcCompilesHalfMma) {
     }
   }
 }
+
+// `epilogue shared`: accumulators through shared memory (the operand tiles' space, dynamic), the
+// outputs stored in the output's memory order: along N for c[i, j], along M for dg_lift's
+// rhs[k, i] (M = i); with an epilogue around the sum, at sizes no tile divides, every arithmetic.
+TEST(HostEmulation, MmaSharedEpilogueMatchesTheReference) {
+  const std::string text = "mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 8 stages 2 epilogue shared";
+  auto parsed = parseSchedule(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  EXPECT_EQ(printSchedule(*parsed.schedule), text);
+  EXPECT_NE(parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8 epilogue local").error.find("expected 'shared'"),
+            std::string::npos);
+  Kernel lift = example("dg_lift.rtcg", {{"K", 23}, {"Np", 10}, {"Nfp", 3}});
+  SchedulePlan plan = planSchedule(lift, *parsed.schedule);
+  ASSERT_TRUE(plan.ok()) << plan.reasons[0];
+  EXPECT_TRUE(plan.nests[0].mma->epilogueAlongM);  // rhs[k, i]: i (M) contiguous
+  EXPECT_EQ(plan.nests[0].mma->epiloguePitch % 32, 4);
+  EXPECT_TRUE(plan.nests[0].dynamicShared);
+  EXPECT_EQ(checkOnHost(lift, text, 4e-5), "");
+  EXPECT_FALSE(planSchedule(matmul(37), *parsed.schedule).nests[0].mma->epilogueAlongM);
+  EXPECT_EQ(checkOnHost(matmul(37), text, 4e-5), "");
+  EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32 m16n8k8 warps 2x2 tile 2x1 k 16 epilogue shared", 2e-3), "");
+  EXPECT_EQ(checkOnHost(example("batched_matmul.rtcg", {{"nb", 3}, {"n", 13}}), text, 4e-5), "");
+  EXPECT_EQ(checkOnHost(fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}}),
+                        "mma: f64 m8n8k4 warps 1x2 tile 2x1 k 4 stages 3 epilogue shared", 1e-12), "");
+  const std::string half = "mma: bf16 m16n8k16 warps 1x2 tile 2x3 k 32 stages 3 epilogue shared";
+  EXPECT_EQ(checkOnHost(example("gemm_bf16.rtcg", {{"n", 104}}), half, 1e-5), "");
+  EXPECT_EQ(checkOnHost(fromSource(kHalfT, {{"n", 29}, {"m", 50}, {"kk", 45}}),
+                        "mma: f16 m16n8k16 warps 2x1 tile 1x2 k 16 epilogue shared", 1e-5), "");
+  for (const auto& [k, s] : std::vector<std::pair<Kernel, std::string>>{{lift, text}, {example("gemm_bf16.rtcg", {{"n", 104}}), half}}) {
+    EmittedModule m = emitCuda(k, *parseSchedule(s).schedule);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CudaCompileResult r = compileCuda(m.source, k.name + ".cu", arch);
+      EXPECT_TRUE(r.success) << k.name << " " << s << " " << arch << "\n" << r.log;
+    }
+  }
+}
