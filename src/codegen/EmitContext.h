@@ -10,6 +10,7 @@
 //   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
 //   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
 //   EmitMma.cpp        a contraction on tensor cores (`mma:`): staged tiles, fragments, epilogue
+//   EmitMmaHalf.cpp    its 16-bit arithmetics (bf16 / f16): ldmatrix, 16-byte cp.async copies
 //   EmitPrelude.cpp    fixed device helpers (floor division, cp.async, mma)
 // Everything here is internal to src/codegen; Emitter.h is the interface.
 #pragma once
@@ -328,5 +329,7 @@ extern const char* const asyncCopyHelpers;
 // The tensor-core helpers of `mma:` (fixed text): TF32 rounding and one mma.sync per shape. The
 // host emulation of the tests defines the same functions (with the fragment layouts of the PTX ISA).
 extern const char* const mmaHelpers;
+// The 16-bit mma helpers (fixed text): ldmatrix and mma.sync m16n8k16, bf16 and f16.
+extern const char* const mma16Helpers;
 
 }  // namespace rtcg::emit

@@ -9,35 +9,18 @@
 #include <fmt/format.h>
 
 #include "codegen/CudaTypes.h"
-#include "codegen/EmitContext.h"
+#include "codegen/EmitMmaParts.h"
 #include "support/Error.h"
 
 namespace rtcg::emit {
 
 namespace {
 
-// A staged tile: its own static shared array (offset 0), or a slice of the dynamic shared memory.
-struct Tile {
-  std::string storage;
-  int64_t offset = 0;  // elements
-};
-
-struct MmaNames {
-  C::ExprP tid, g, t, wm, wn, m0, n0;
-  std::vector<Tile> tileA, tileB;  // per part: [0] the (big) value, [1] the small part (tf32x3)
-  std::vector<std::vector<std::vector<std::string>>> acc;  // [fm][fn][element]
-  std::map<int, C::ExprP> batch;                           // batch loop id -> its value
-};
+using namespace mma;
 
 const char* elemType(const MmaPlan& p) { return p.c.type == ScalarType::F64 ? "double" : "float"; }
 
-// Element `at` of a tile.
-C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
-  return C::index(C::name(t.storage), t.offset ? C::sum({lit(t.offset), at}) : at);
-}
 int accElements(const MmaPlan& p) { return p.arith == MmaArith::F64 ? 2 : 4; }
-
-C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(op, std::move(a), std::move(b)); }
 
 // The block's and the thread's coordinates: warp, lane group and thread in group (PTX's groupID
 // and threadID_in_group), the tile origins, the batch indices from blockIdx.z.
@@ -50,9 +33,9 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   };
   nm.tid = def("tid", coordinate(ctx, "threadIdx", 0));
   C::ExprP warp = def("warp", bin("/", nm.tid, lit(32)));
-  C::ExprP lane = def("lane", bin("%", nm.tid, lit(32)));
-  nm.g = def("group", bin("/", lane, lit(4)));
-  nm.t = def("in_group", bin("%", lane, lit(4)));
+  nm.lane = def("lane", bin("%", nm.tid, lit(32)));
+  nm.g = def("group", bin("/", nm.lane, lit(4)));
+  nm.t = def("in_group", bin("%", nm.lane, lit(4)));
   nm.wm = def("warp_m", C::product(bin("/", warp, lit(ms.warpsN)), lit(ms.tileM * p.fragM)));
   nm.wn = def("warp_n", C::product(bin("%", warp, lit(ms.warpsN)), lit(ms.tileN * p.fragN)));
   nm.m0 = def("block_m", C::product(coordinate(ctx, "blockIdx", 1), lit(p.blockM)));
@@ -98,6 +81,7 @@ void stageConverted(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>&
 // operand's contiguous direction with consecutive threads.
 void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
                   const C::ExprP& buffer, std::vector<C::Stmt>& out) {
+  if (mmaIs16Bit(p.arith)) return stageHalfOperand(ctx, p, nm, isA, k0, buffer, out);
   const int64_t rows = isA ? p.blockM : p.blockN, total = rows * p.blockK;
   const int64_t threads = ctx.plan.launch.threads, rounds = (total + threads - 1) / threads;
   const bool alongK = isA ? p.c.aAlongK : p.c.bAlongK;
@@ -170,6 +154,7 @@ std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& 
 // the small products first (a_small b_big, a_big b_small), then the big one, into one accumulator.
 void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
                   const C::ExprP& bufB, std::vector<C::Stmt>& out) {
+  if (mmaIs16Bit(p.arith)) return halfFragmentStep(ctx, p, nm, kk, bufA, bufB, out);
   const MmaSchedule& ms = ctx.sched.mma;
   const bool f64 = p.arith == MmaArith::F64, x3 = p.arith == MmaArith::Tf32x3;
   // a[fm][part][reg], b[fn][part][reg] (part 1: the small parts)
@@ -223,6 +208,10 @@ void emitSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::
   body.push_back(C::syncThreads());  // the previous step's fragments are read
   stageOperand(ctx, p, nm, true, C::name(k0), nullptr, body);
   stageOperand(ctx, p, nm, false, C::name(k0), nullptr, body);
+  if (mmaIs16Bit(p.arith) && halfCopiesAsync(ctx, p)) {  // 16-bit tiles copied by cp.async: this step's
+    body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+    body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
+  }
   body.push_back(C::syncThreads());
   body.push_back(fragmentLoop(ctx, p, nm, nullptr, nullptr));
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
@@ -237,8 +226,8 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   const int64_t S = p.stages;
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
-    stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.blockM * p.pitch)) : nullptr, to);
-    stageOperand(ctx, p, nm, false, k0, buffer ? C::product(buffer, lit(p.blockN * p.pitch)) : nullptr, to);
+    stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.bufferA)) : nullptr, to);
+    stageOperand(ctx, p, nm, false, k0, buffer ? C::product(buffer, lit(p.bufferB)) : nullptr, to);
   };
   for (int64_t s = 0; s + 1 < S; ++s) {
     if (s < p.steps) copyStep(lit(s), lit(s), out);
@@ -256,46 +245,100 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   std::string buf = ctx.names.fresh("buffer");
   body.push_back(C::decl(ctx.idx, buf, bin("%", C::name(step), lit(S))));
-  body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(buf), lit(p.blockM * p.pitch)),
-                              C::product(C::name(buf), lit(p.blockN * p.pitch))));
+  body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(buf), lit(p.bufferA)),
+                              C::product(C::name(buf), lit(p.bufferB))));
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
-// Per accumulator element: its output point (PTX's C fragment layout), guarded, and the statement
-// evaluated there with the sum replaced by the accumulator.
+// The output point (mm, nn) relative to the domain's origin: declared, guarded, and the statement
+// evaluated there with the sum replaced by `sum`.
+void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, C::ExprP sum,
+                std::vector<C::Stmt>& out) {
+  const Stmt& st = ctx.nest.body[size_t(p.c.statement)];
+  std::vector<C::Stmt> store;
+  std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
+  std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
+  Env env;
+  env.vars = nm.batch;
+  env.vars[p.c.m] = C::sum({lit(p.c.mLo), C::name(mi)});
+  env.vars[p.c.n] = C::sum({lit(p.c.nLo), C::name(ni)});
+  env.hoisted[p.c.sum.get()] = std::move(sum);
+  C::ExprP value = lower(ctx, st.value, env, store);
+  C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, store);
+  store.push_back(emitStore(ctx, size_t(p.c.statement), target, value));
+  C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
+  point.push_back(C::ifThen(inside, std::move(store)));
+  out.push_back(C::block(std::move(point)));
+}
+
+// Accumulator element r of fragment (fm, fn): its row and column in the block tile (PTX's C
+// fragment layout), or in the domain with `blockOrigin` (the block tile's origin added first).
+std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, int64_t fm, int64_t fn, int r,
+                                       bool blockOrigin) {
+  const int64_t dr = p.arith == MmaArith::F64 ? 0 : (r >= 2 ? 8 : 0);
+  std::vector<C::ExprP> row{nm.wm, lit(fm * p.fragM + dr), nm.g};
+  std::vector<C::ExprP> col{nm.wn, lit(fn * p.fragN + (r & 1)), C::product(nm.t, lit(2))};
+  if (blockOrigin) row.insert(row.begin(), nm.m0), col.insert(col.begin(), nm.n0);
+  return {C::sum(row), C::sum(col)};
+}
+
+// Per accumulator element: its output point, guarded, and the statement evaluated there with the
+// sum replaced by the accumulator.
 void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   const MmaSchedule& ms = ctx.sched.mma;
-  const Stmt& st = ctx.nest.body[size_t(p.c.statement)];
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)
       for (int r = 0; r < accElements(p); ++r) {
-        const int64_t dr = p.arith == MmaArith::F64 ? 0 : (r >= 2 ? 8 : 0);
-        C::ExprP mm = C::sum({nm.m0, nm.wm, lit(fm * p.fragM + dr), nm.g});
-        C::ExprP nn = C::sum({nm.n0, nm.wn, lit(fn * p.fragN + (r & 1)), C::product(nm.t, lit(2))});
-        std::vector<C::Stmt> store;
-        std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
-        std::vector<C::Stmt> point{C::decl(ctx.idx, mi, mm), C::decl(ctx.idx, ni, nn)};
-        Env env;
-        env.vars = nm.batch;
-        env.vars[p.c.m] = C::sum({lit(p.c.mLo), C::name(mi)});
-        env.vars[p.c.n] = C::sum({lit(p.c.nLo), C::name(ni)});
-        env.hoisted[p.c.sum.get()] = C::name(nm.acc[fm][fn][r]);
-        C::ExprP value = lower(ctx, st.value, env, store);
-        C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, store);
-        store.push_back(emitStore(ctx, size_t(p.c.statement), target, value));
-        C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
-        point.push_back(C::ifThen(inside, std::move(store)));
-        out.push_back(C::block(std::move(point)));
+        auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
+        storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
       }
+}
+
+// `epilogue shared`: after a barrier (every warp is done with the operand tiles), the accumulators
+// go to the epilogue tile (its fast direction the output's contiguous one), a barrier, then the
+// block walks the tile in that order, consecutive threads on consecutive output elements.
+void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  const MmaSchedule& ms = ctx.sched.mma;
+  const Tile tile{std::string("rtcg_smem_") + typeName(p.c.type), 0};
+  auto at = [&](C::ExprP row, C::ExprP col) {
+    return p.epilogueAlongM ? C::sum({C::product(std::move(col), lit(p.epiloguePitch)), std::move(row)})
+                            : C::sum({C::product(std::move(row), lit(p.epiloguePitch)), std::move(col)});
+  };
+  out.push_back(C::syncThreads());
+  for (int64_t fm = 0; fm < ms.tileM; ++fm)
+    for (int64_t fn = 0; fn < ms.tileN; ++fn)
+      for (int r = 0; r < accElements(p); ++r) {
+        auto [row, col] = accPoint(p, nm, fm, fn, r, false);
+        out.push_back(C::assign(tileRef(tile, at(row, col)), "=", C::name(nm.acc[fm][fn][r])));
+      }
+  out.push_back(C::syncThreads());
+  const int64_t total = p.blockM * p.blockN, threads = ctx.plan.launch.threads;
+  const int64_t fast = p.epilogueAlongM ? p.blockM : p.blockN;
+  std::string s = ctx.names.fresh("out"), e = ctx.names.fresh("e");
+  std::vector<C::Stmt> body{C::decl(ctx.idx, e, C::sum({nm.tid, C::product(C::name(s), lit(threads))}))};
+  std::string rn = ctx.names.fresh("row"), cn = ctx.names.fresh("col");
+  std::vector<C::Stmt> inner;
+  C::ExprP slowIx = bin("/", C::name(e), lit(fast)), fastIx = bin("%", C::name(e), lit(fast));
+  inner.push_back(C::decl(ctx.idx, rn, p.epilogueAlongM ? fastIx : slowIx));
+  inner.push_back(C::decl(ctx.idx, cn, p.epilogueAlongM ? slowIx : fastIx));
+  storePoint(ctx, p, nm, C::sum({nm.m0, C::name(rn)}), C::sum({nm.n0, C::name(cn)}),
+             tileRef(tile, at(C::name(rn), C::name(cn))), inner);
+  if (total % threads == 0) append(body, std::move(inner));
+  else body.push_back(C::ifThen(bin("<", C::name(e), lit(total)), std::move(inner)));
+  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit((total + threads - 1) / threads), C::Unroll::Never, std::move(body)));
 }
 
 // The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
 // dynamic shared memory of the element type, one after the other.
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
-  const int64_t a = p.stages * p.blockM * p.pitch, b = p.stages * p.blockN * p.pitch;
+  const int64_t a = p.stages * p.bufferA, b = p.stages * p.bufferB;
+  const std::string type = cudaTypeName(p.staged);  // 16-bit arithmetics: the values as loaded
   if (ctx.plan.dynamicShared) {
-    const std::string storage = p.c.type == ScalarType::F64 ? "rtcg_smem_f64" : "rtcg_smem_f32";
-    body.push_back(C::externSharedArray(elemType(p), storage));
+    const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);
+    body.push_back(C::externSharedArray(type, storage));
+    // The shared epilogue's view of the same memory, in the accumulators' type.
+    if (p.sharedEpilogue && p.staged != p.c.type)
+      body.push_back(C::externSharedArray(elemType(p), std::string("rtcg_smem_") + typeName(p.c.type)));
     int64_t at = 0;
     for (int part = 0; part < p.tilesPerOperand; ++part) {
       nm.tileA.push_back({storage, at}), at += a;
@@ -305,9 +348,9 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
   }
   for (int part = 0; part < p.tilesPerOperand; ++part) {
     nm.tileA.push_back({ctx.names.fresh(part ? "tile_a_small" : "tile_a"), 0});
-    body.push_back(C::sharedArray(elemType(p), nm.tileA.back().storage, a));
+    body.push_back(C::sharedArray(type, nm.tileA.back().storage, a));
     nm.tileB.push_back({ctx.names.fresh(part ? "tile_b_small" : "tile_b"), 0});
-    body.push_back(C::sharedArray(elemType(p), nm.tileB.back().storage, b));
+    body.push_back(C::sharedArray(type, nm.tileB.back().storage, b));
   }
 }
 
@@ -335,10 +378,13 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   MmaNames nm;
   declareCoordinates(ctx, p, nm, body);
   body.push_back(C::comment(fmt::format("Staged operands: {} x {} (M) and {} x {} (N) values per step, pitch {}{}",
-                                        p.blockM, p.blockK, p.blockN, p.blockK, p.pitch,
+                                        p.blockM, p.blockK, p.blockN, p.blockK,
+                                        p.pitchA == p.pitchB ? fmt::format("{}", p.pitch)
+                                                             : fmt::format("{} and {}", p.pitchA, p.pitchB),
                                         p.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.stages)
                                         : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
   declareMmaTiles(ctx, p, nm, body);
+  if (mmaIs16Bit(p.arith)) declareHalfLanes(ctx, p, nm, body);
   nm.acc.assign(size_t(ms.tileM), std::vector<std::vector<std::string>>(size_t(ms.tileN)));
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)
@@ -348,7 +394,8 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
       }
   if (p.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
   else emitSteps(ctx, p, nm, body);
-  emitEpilogue(ctx, p, nm, body);
+  if (p.sharedEpilogue) emitSharedEpilogue(ctx, p, nm, body);
+  else emitEpilogue(ctx, p, nm, body);
   fn.body = std::move(body);
   describeNest(ctx, fn);
   return fn;

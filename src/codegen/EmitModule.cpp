@@ -80,10 +80,14 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
   // The 16-bit types' headers only where the kernel has such values: other kernels' code stays as it was.
   if (usesType(k, ScalarType::F16)) mod.preludes.push_back("#include <cuda_fp16.h>");
   if (usesType(k, ScalarType::BF16)) mod.preludes.push_back("#include <cuda_bf16.h>");
-  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.asyncCopy || ns.mma.stages > 1; }))
+  // 16-bit mma tiles are copied by cp.async with or without stages.
+  auto half = [](const NestSchedule& ns) { return mmaIs16Bit(ns.mma.arith); };
+  if (std::any_of(s.nests.begin(), s.nests.end(),
+                  [&](const NestSchedule& ns) { return ns.asyncCopy || ns.mma.stages > 1 || half(ns); }))
     mod.preludes.push_back(emit::asyncCopyHelpers);
   if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.mma.any(); }))
     mod.preludes.push_back(emit::mmaHelpers);
+  if (std::any_of(s.nests.begin(), s.nests.end(), half)) mod.preludes.push_back(emit::mma16Helpers);
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needs.floorLL)

@@ -85,4 +85,51 @@ __device__ __forceinline__ void rtcg_mma_f64(double& d0, double& d1, double a0, 
 #endif
 #endif)mma";
 
+// The 16-bit arithmetics of `mma:` (bf16 / f16): ldmatrix (four or two 8x8 matrices of 16-bit
+// values from shared memory, lane l giving the address of row l % 8 of matrix l / 8; .trans
+// transposes each) and mma.sync m16n8k16 with f32 accumulators. Operands pass as 32-bit registers
+// of two packed values (layouts: PTX ISA, mma.m16n8k16 and ldmatrix). The host emulation defines
+// the same functions.
+const char* const mma16Helpers = R"mma(// Tensor-core helpers of 16-bit 'mma:' schedules: ldmatrix and mma.sync m16n8k16 (f32 += bf16/f16 products).
+#ifndef RTCG_HOST_EMULATION
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define RTCG_LDMATRIX(shape, ...) \
+  asm volatile("ldmatrix.sync.aligned.m8n8." shape ".shared.b16 " __VA_ARGS__)
+__device__ __forceinline__ unsigned int rtcg_smem_address(const void* p) {
+  return (unsigned int)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void rtcg_ldmatrix_x4(unsigned int& r0, unsigned int& r1, unsigned int& r2,
+                                                 unsigned int& r3, const void* p) {
+  RTCG_LDMATRIX("x4", "{%0, %1, %2, %3}, [%4];\n" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(rtcg_smem_address(p)));
+}
+__device__ __forceinline__ void rtcg_ldmatrix_x4_trans(unsigned int& r0, unsigned int& r1, unsigned int& r2,
+                                                       unsigned int& r3, const void* p) {
+  RTCG_LDMATRIX("x4.trans", "{%0, %1, %2, %3}, [%4];\n" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(rtcg_smem_address(p)));
+}
+__device__ __forceinline__ void rtcg_ldmatrix_x2(unsigned int& r0, unsigned int& r1, const void* p) {
+  RTCG_LDMATRIX("x2", "{%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(rtcg_smem_address(p)));
+}
+__device__ __forceinline__ void rtcg_ldmatrix_x2_trans(unsigned int& r0, unsigned int& r1, const void* p) {
+  RTCG_LDMATRIX("x2.trans", "{%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(rtcg_smem_address(p)));
+}
+#define RTCG_MMA16(type) \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." type "." type ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, " \
+               "{%8, %9}, {%0, %1, %2, %3};\n" \
+               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) \
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+__device__ __forceinline__ void rtcg_mma_bf16(float& d0, float& d1, float& d2, float& d3, unsigned int a0,
+                                              unsigned int a1, unsigned int a2, unsigned int a3, unsigned int b0,
+                                              unsigned int b1) {
+  RTCG_MMA16("bf16");
+}
+__device__ __forceinline__ void rtcg_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned int a0,
+                                             unsigned int a1, unsigned int a2, unsigned int a3, unsigned int b0,
+                                             unsigned int b1) {
+  RTCG_MMA16("f16");
+}
+#else
+#error "16-bit mma schedules need sm_80 or later (mma.sync m16n8k16 with f32 accumulators, ldmatrix)"
+#endif
+#endif)mma";
+
 }  // namespace rtcg::emit

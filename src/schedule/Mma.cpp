@@ -14,6 +14,14 @@ namespace rtcg {
 
 namespace {
 
+// The 16-bit type of an operand that is `f32(x[...])` of a load of f16 or bf16, else F32.
+ScalarType halfOperand(const Expr& e) {
+  if (e->kind != ExprKind::Cast || e->type != ScalarType::F32) return ScalarType::F32;
+  const Expr& x = e->operands[0];
+  if (x->kind != ExprKind::Load || (x->type != ScalarType::BF16 && x->type != ScalarType::F16)) return ScalarType::F32;
+  return x->type;
+}
+
 // The load under an operand's conversions (`f64(a[i, k])`), or null when the operand is more.
 const ExprNode* operandLoad(const Expr& e) {
   const ExprNode* x = e.get();
@@ -156,6 +164,7 @@ ContractionMatch matchContraction(const Kernel& k, int nest) {
   if (!assignRoles(*indices, *ia, *ib, c, r.reasons)) return r;
   c.aAlongK = unitStride(k, la, kId) || !unitStride(k, la, c.m);
   c.bAlongK = unitStride(k, lb, kId) || !unitStride(k, lb, c.n);
+  if (c.type == ScalarType::F32 && halfOperand(c.a) == halfOperand(c.b)) c.halfOperands = halfOperand(c.a);
   r.contraction = std::move(c);
   return r;
 }
@@ -174,6 +183,21 @@ void checkAlone(const NestSchedule& s, std::vector<std::string>& reasons) {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The shared epilogue's tile (MmaPlan::sharedEpilogue): along M where the output's offset has unit
+// stride in M and not in N (a column of the output is contiguous), else along N.
+void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) {
+  p.sharedBytes = p.tileBytes;
+  if (!s.mma.sharedEpilogue) return;
+  const Stmt& st = k.nests[size_t(nest)].body[size_t(p.c.statement)];
+  auto form = flatOffset(k, st.array, st.indices);
+  p.sharedEpilogue = true;
+  p.epilogueAlongM = form && form->coeff(p.c.m) == 1 && form->coeff(p.c.n) != 1;
+  const int64_t fast = p.epilogueAlongM ? p.blockM : p.blockN, slow = p.epilogueAlongM ? p.blockN : p.blockM;
+  p.epiloguePitch = fast + (36 - fast % 32) % 32;  // 4 (mod 32): the fragments' writes spread over the banks
+  p.epilogueBytes = slow * p.epiloguePitch * typeBytes(p.c.type);
+  p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
+}
+
 }  // namespace
 
 std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
@@ -187,13 +211,20 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.arith = s.mma.arith;
   p.c = std::move(*m.contraction);
   const ScalarType want = p.arith == MmaArith::F64 ? ScalarType::F64 : ScalarType::F32;
+  const bool half = mmaIs16Bit(p.arith);
+  const ScalarType halfType = p.arith == MmaArith::F16 ? ScalarType::F16 : ScalarType::BF16;
   if (p.c.type != want)
     reasons.push_back(fmt::format("mma: '{}' computes {} contractions; this one is {}", mmaArithName(p.arith),
                                   typeName(want), typeName(p.c.type)));
+  else if (half && p.c.halfOperands != halfType)
+    reasons.push_back(fmt::format("mma: '{0}' multiplies {0} values: both operands must be f32({0} load), "
+                                  "here '{1}' and '{2}'", mmaArithName(p.arith), printExpr(p.c.a, &k),
+                                  printExpr(p.c.b, &k)));
   if (p.arith == MmaArith::F64) p.fragM = 8, p.fragN = 8, p.fragK = 4;
+  if (half) p.fragK = 16;
   p.stages = s.mma.stages;
   p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.stages == 1 ? 2 : 1;
-  if (p.stages > 1)
+  if (p.stages > 1 && !half)
     for (const Expr* op : {&p.c.a, &p.c.b})
       if ((*op)->kind != ExprKind::Load || (*op)->type != p.c.type)
         reasons.push_back(fmt::format("mma: 'stages' copies the operands with cp.async, which does not convert: "
@@ -202,7 +233,21 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.blockN = s.mma.warpsN * s.mma.tileN * p.fragN;
   p.blockK = s.mma.k;
   p.pitch = p.blockK + (12 - p.blockK % 8) % 8;  // pitch = 4 (mod 8): conflict-free fragment loads
-  p.tileBytes = (p.blockM + p.blockN) * p.pitch * typeBytes(p.c.type) * p.tilesPerOperand * p.stages;
+  p.staged = p.c.type;
+  p.pitchA = p.pitchB = p.pitch;
+  if (half) {
+    // Rows of an odd number of 16-byte pieces: ldmatrix's eight row addresses hit eight bank groups.
+    auto oddPieces = [](int64_t len) { return len + ((len / 8) % 2 == 0 ? 8 : 0); };
+    p.staged = halfType;
+    p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
+    p.pitchA = oddPieces(p.aKMajor ? p.blockM : p.blockK);
+    p.pitchB = oddPieces(p.bKMajor ? p.blockN : p.blockK);
+    p.pitch = p.pitchA;
+  }
+  p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
+  p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
+  p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.stages;
+  planEpilogue(k, nest, s, p);
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   const int64_t threads = s.mma.warpsM * s.mma.warpsN * 32;
@@ -211,9 +256,9 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
                                   s.mma.warpsM * s.mma.warpsN, threads, limits.maxThreadsPerBlock));
   // Past 48 KiB the tiles go to dynamic shared memory, up to what the limits (the device) allow.
   const int64_t maxShared = limits.maxSharedBytes;
-  if (p.tileBytes > maxShared)
-    reasons.push_back(fmt::format("mma: the staged tiles take {} bytes of shared memory, more than {}", p.tileBytes,
-                                  maxShared));
+  if (p.sharedBytes > maxShared)
+    reasons.push_back(fmt::format("mma: the staged tiles{} take {} bytes of shared memory, more than {}",
+                                  p.sharedEpilogue ? " (or the epilogue's)" : "", p.sharedBytes, maxShared));
   int64_t batch = 1;
   for (int64_t e : p.c.batchExtent) batch *= std::max<int64_t>(1, e);
   const int64_t grid[3] = {ceilDiv(p.c.nExtent, p.blockN) * batch, ceilDiv(p.c.mExtent, p.blockM), 1};
@@ -234,6 +279,14 @@ std::vector<MmaArith> mmaAriths(Precision precision, ScalarType t) {
     case Precision::Tf32: return {MmaArith::Tf32, MmaArith::Tf32x3};
   }
   return {};
+}
+
+std::vector<MmaArith> mmaAriths(Precision precision, const Contraction& c) {
+  std::vector<MmaArith> out;
+  if (c.halfOperands == ScalarType::BF16) out.push_back(MmaArith::Bf16);
+  if (c.halfOperands == ScalarType::F16) out.push_back(MmaArith::F16);
+  for (MmaArith a : mmaAriths(precision, c.type)) out.push_back(a);
+  return out;
 }
 
 std::string precisionObstacle(const Kernel& k, Precision precision) {

@@ -23,6 +23,15 @@
 // `stages N` the steps go to N buffers by cp.async (zero-filled outside the domain), N - 1 steps
 // ahead: one barrier per step, and the fragments convert to TF32 as they are loaded (cp.async
 // cannot convert, so the operands must be plain loads of the contraction's type).
+//
+// 16-bit arithmetics (`bf16`, `f16`, m16n8k16): an f32 contraction whose operands are both
+// `f32(x[...])` of loads of one 16-bit type. The tiles hold the 16-bit values as loaded (no
+// conversion), in the operand's contiguous direction: (rows x k) where k is contiguous, else
+// (k x rows); the warps load fragments with ldmatrix (.trans from a (k x rows) tile). The pitch
+// is an odd number of 16-byte pieces, so the eight row addresses of an 8x8 matrix fall in eight
+// different 4-bank groups (no bank conflicts). Copies are cp.async of 16 bytes where every run of
+// 8 elements starts 16-byte aligned in the array (emitter: the flat offset's coefficients), else
+// element by element through registers.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +58,9 @@ struct Contraction {
   // Whether the operand's elements along k are contiguous in memory (else along M / N): the
   // staging copy walks the contiguous direction with consecutive threads (coalesced).
   bool aAlongK = true, bAlongK = true;
+  // The 16-bit storage type of both operands when each is an f32 conversion of a load of it (the
+  // 16-bit arithmetics apply), else F32.
+  ScalarType halfOperands = ScalarType::F32;
 };
 
 struct ContractionMatch {
@@ -63,9 +75,20 @@ struct MmaPlan {
   int64_t fragM = 16, fragN = 8, fragK = 8;  // the instruction's shape
   int64_t blockM = 0, blockN = 0, blockK = 0;
   int64_t pitch = 0;        // elements between rows of a staged tile (blockK + padding)
+  // 16-bit: each operand's tile is (k x rows) where its contiguous direction is not k (kMajor),
+  // with its own pitch; elements of one buffer (a stage) of each operand's tile.
+  ScalarType staged = ScalarType::F32;  // the tiles' element type
+  bool aKMajor = false, bKMajor = false;
+  int64_t pitchA = 0, pitchB = 0, bufferA = 0, bufferB = 0;
   int64_t stages = 1;       // buffers of cp.async copies (1: loaded, converted and stored per step)
   int tilesPerOperand = 1;  // tf32x3 without stages: 2 (big and small, converted when staged)
   int64_t tileBytes = 0;    // shared memory of all staged tiles
+  // `epilogue shared`: the accumulators go to a (blockM x blockN) tile of the accumulator type laid
+  // out along the output's contiguous direction (epilogueAlongM: M fastest), pitch epiloguePitch
+  // = 4 (mod 32) elements, in the operand tiles' space after the last step; then the block stores
+  // the outputs in that order. sharedBytes: the larger of the two uses.
+  bool sharedEpilogue = false, epilogueAlongM = false;
+  int64_t epiloguePitch = 0, epilogueBytes = 0, sharedBytes = 0;
   int64_t steps = 0;        // reduction steps of blockK
   int64_t mmaPerStep = 0;   // mma instructions per warp per step (x3 for tf32x3)
 };
@@ -79,6 +102,9 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
 // The mma arithmetics `precision` allows for a contraction of type `t`: f32 under tf32x3 gets
 // tf32x3; under tf32 both tf32 and tf32x3; f64 gets f64 under every policy; others none.
 std::vector<MmaArith> mmaAriths(Precision precision, ScalarType t);
+// The same for contraction `c`: where both operands are conversions of 16-bit loads, their
+// arithmetic (bf16 / f16: exact products) first, under every policy.
+std::vector<MmaArith> mmaAriths(Precision precision, const Contraction& c);
 
 // Why `precision` cannot apply to the bound kernel (empty: it can): tf32 and tf32x3 round f32
 // operands, so a kernel that computes only in f64 refuses them.

@@ -470,9 +470,10 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
   l.blocks = l.grid[0] * l.grid[1] * l.grid[2];
   l.regPoints = l.outputsPerThread = mma->blockM * mma->blockN / l.threads;
   l.threadX = l.block[0];
-  plan.sharedBytes = mma->tileBytes;
-  plan.dynamicShared = mma->tileBytes > 48 * 1024;
-  plan.dynamicSharedBytes = plan.dynamicShared ? mma->tileBytes : 0;
+  // The shared epilogue reuses the tiles' space: one dynamic shared array, viewed per type.
+  plan.sharedBytes = mma->sharedBytes;
+  plan.dynamicShared = mma->sharedBytes > 48 * 1024 || mma->sharedEpilogue;
+  plan.dynamicSharedBytes = plan.dynamicShared ? mma->sharedBytes : 0;
   plan.cooperative = true;
   plan.mma = std::move(mma);
   r.plan = std::move(plan);
@@ -616,11 +617,20 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                    mmaArithName(p.arith), mmaShapeName(p.arith), p.blockM, p.blockN, p.steps, p.blockK, p.mmaPerStep);
   s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
-                   p.tileBytes, p.tileBytes > 48 * 1024 ? "dynamic" : "static", p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);
+                   p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue ? "dynamic" : "static", p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);
+  if (mmaIs16Bit(p.arith))
+    s += fmt::format("  {} tiles as loaded: A {} (pitch {}), B {} (pitch {}); fragments by ldmatrix{}\n",
+                     typeName(p.staged), p.aKMajor ? "K x M" : "M x K", p.pitchA, p.bKMajor ? "K x N" : "N x K",
+                     p.pitchB, p.aKMajor || p.bKMajor ? " (.trans from a K-major tile)" : "");
   if (p.stages > 1)
-    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; operands converted as fragments load\n",
-                     p.stages, p.stages - 1);
-  s += "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
+    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; {}\n", p.stages, p.stages - 1,
+                     mmaIs16Bit(p.arith) ? "no conversion" : "operands converted as fragments load");
+  if (p.sharedEpilogue)
+    s += fmt::format("  epilogue: accumulators to a shared {}x{} tile ({} fastest, pitch {}, {} bytes, in the operand "
+                     "tiles' space), then the statement per output point in that order (coalesced), guarded\n",
+                     p.blockM, p.blockN, p.epilogueAlongM ? "M" : "N", p.epiloguePitch, p.epilogueBytes);
+  else
+    s += "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
   return s;
 }
 

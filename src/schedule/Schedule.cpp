@@ -77,15 +77,24 @@ const char* mmaArithName(MmaArith a) {
     case MmaArith::Tf32: return "tf32";
     case MmaArith::Tf32x3: return "tf32x3";
     case MmaArith::F64: return "f64";
+    case MmaArith::Bf16: return "bf16";
+    case MmaArith::F16: return "f16";
   }
   RTCG_ASSERT(false, "bad MmaArith");
 }
 
-const char* mmaShapeName(MmaArith a) { return a == MmaArith::F64 ? "m8n8k4" : "m16n8k8"; }
+bool mmaIs16Bit(MmaArith a) { return a == MmaArith::Bf16 || a == MmaArith::F16; }
+
+const char* mmaShapeName(MmaArith a) {
+  return a == MmaArith::F64 ? "m8n8k4" : mmaIs16Bit(a) ? "m16n8k16" : "m16n8k8";
+}
+
+int64_t mmaFragK(MmaArith a) { return a == MmaArith::F64 ? 4 : mmaIs16Bit(a) ? 16 : 8; }
 
 std::string printMmaSchedule(const MmaSchedule& m) {
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}", mmaArithName(m.arith), mmaShapeName(m.arith), m.warpsM,
-                     m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "");
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}", mmaArithName(m.arith), mmaShapeName(m.arith), m.warpsM,
+                     m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
+                     m.sharedEpilogue ? " epilogue shared" : "");
 }
 
 const char* precisionName(Precision p) {
@@ -106,7 +115,9 @@ std::optional<Precision> parsePrecision(std::string_view s) {
 bool precisionAllows(Precision p, MmaArith arith) {
   switch (arith) {
     case MmaArith::None:
-    case MmaArith::F64: return true;  // IEEE products and sums
+    case MmaArith::F64:   // IEEE products and sums
+    case MmaArith::Bf16:  // products of 16-bit values are exact in f32, sums in f32
+    case MmaArith::F16: return true;
     case MmaArith::Tf32x3: return p != Precision::Ieee;
     case MmaArith::Tf32: return p == Precision::Tf32;
   }
@@ -397,12 +408,13 @@ class ScheduleParser {
   MmaSchedule mmaClause() {
     MmaSchedule m;
     size_t at = (skipSpace(), pos_);
-    std::string arith = word("'tf32', 'tf32x3' or 'f64' after 'mma:'");
-    for (MmaArith a : {MmaArith::Tf32, MmaArith::Tf32x3, MmaArith::F64})
+    std::string arith = word("'tf32', 'tf32x3', 'f64', 'bf16' or 'f16' after 'mma:'");
+    for (MmaArith a : {MmaArith::Tf32, MmaArith::Tf32x3, MmaArith::F64, MmaArith::Bf16, MmaArith::F16})
       if (arith == mmaArithName(a)) m.arith = a;
-    if (!m.any()) failAt(at, fmt::format("unknown mma arithmetic '{}' (expected 'tf32', 'tf32x3' or 'f64')", arith));
+    if (!m.any())
+      failAt(at, fmt::format("unknown mma arithmetic '{}' (expected 'tf32', 'tf32x3', 'f64', 'bf16' or 'f16')", arith));
     at = (skipSpace(), pos_);
-    std::string shape = word("the mma shape (m16n8k8 or m8n8k4)");
+    std::string shape = word("the mma shape (m16n8k8, m8n8k4 or m16n8k16)");
     if (shape != mmaShapeName(m.arith))
       failAt(at, fmt::format("mma shape '{}' does not fit '{}' (expected '{}')", shape, arith, mmaShapeName(m.arith)));
     keyword("warps", "the mma shape");
@@ -419,7 +431,7 @@ class ScheduleParser {
     at = (skipSpace(), pos_);
     if (!atNumber()) fail("expected the reduction values per step after 'k'");
     m.k = number();
-    int64_t fragK = m.arith == MmaArith::F64 ? 4 : 8;
+    const int64_t fragK = mmaFragK(m.arith);
     if (m.k < fragK || m.k > 128 || m.k % fragK != 0)
       failAt(at, fmt::format("mma k must be a multiple of {} between {} and 128", fragK, fragK));
     // `stages N`, optional: the next word, when it is that word.
@@ -432,6 +444,19 @@ class ScheduleParser {
       if (!atNumber()) fail("expected the number of stages (2 to 4) after 'stages'");
       m.stages = number();
       if (m.stages < 2 || m.stages > 4) failAt(at, "mma stages must be between 2 and 4");
+    } else {
+      pos_ = save;
+    }
+    // `epilogue shared`, optional.
+    save = pos_;
+    skipSpace();
+    if (t_.substr(pos_, 8) == "epilogue" &&
+        (pos_ + 8 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 8]) || t_[pos_ + 8] == '_'))) {
+      pos_ += 8;
+      at = (skipSpace(), pos_);
+      std::string how = word("'shared' after 'epilogue'");
+      if (how != "shared") failAt(at, fmt::format("expected 'shared' after 'epilogue', found '{}'", how));
+      m.sharedEpilogue = true;
     } else {
       pos_ = save;
     }

@@ -88,30 +88,38 @@ struct IndexSchedule {
 
 // Tensor-core arithmetic of an `mma:` clause (schedule/Mma.h): the operands of a contraction go
 // through the matrix units as TF32 (`tf32`: each operand rounded to 10 mantissa bits), as the
-// big/small split of three TF32 products that emulates FP32 (`tf32x3`), or as FP64 (`f64`: IEEE
-// products and sums, only the order of summation differs).
-enum class MmaArith : uint8_t { None, Tf32, Tf32x3, F64 };
-const char* mmaArithName(MmaArith a);    // "tf32", "tf32x3", "f64" ("none")
-const char* mmaShapeName(MmaArith a);    // the instruction's shape: "m16n8k8" (TF32), "m8n8k4" (F64)
+// big/small split of three TF32 products that emulates FP32 (`tf32x3`), as FP64 (`f64`: IEEE
+// products and sums, only the order of summation differs), or as 16-bit values (`bf16`, `f16`: an
+// f32 contraction of conversions of bf16 / f16 loads; their products are exact in f32, the sums are
+// f32, only the order of summation differs).
+enum class MmaArith : uint8_t { None, Tf32, Tf32x3, F64, Bf16, F16 };
+const char* mmaArithName(MmaArith a);    // "tf32", "tf32x3", "f64", "bf16", "f16" ("none")
+const char* mmaShapeName(MmaArith a);    // the shape: "m16n8k8" (TF32), "m8n8k4" (F64), "m16n8k16" (16-bit)
+int64_t mmaFragK(MmaArith a);            // the shape's k: 8, 4, 16
+bool mmaIs16Bit(MmaArith a);             // bf16 or f16
 
 // `mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16`: the nest's one contraction statement computed by
 // warps of tensor-core fragments (schedule/Mma.h says which statements qualify and what the plan
 // is). A block has warpsM x warpsN warps; each warp owns tileM x tileN fragments of the output
-// (a fragment is 16x8 for TF32, 8x8 for F64), so a block owns (warpsM*tileM*16) x (warpsN*tileN*8)
+// (a fragment is 16x8 for TF32 and 16-bit, 8x8 for F64), so a block owns (warpsM*tileM*16) x (warpsN*tileN*8)
 // outputs (F64: 8 rows per fragment); the block stages `k` values of the reduction per step.
 // `stages 3` (2 to 4) copies the steps with cp.async into that many buffers, stages - 1 steps ahead
 // of the arithmetic (the operands are then converted to TF32 as fragments are loaded); without it
-// (1) each step is loaded, converted once and stored between two barriers.
+// (1) each step is loaded, converted once and stored between two barriers. `epilogue shared`: the
+// warps write their accumulators to shared memory (the operand tiles' space) and the block applies
+// the statement per output point in the output's memory order (coalesced stores); without it each
+// thread stores its fragments' elements.
 struct MmaSchedule {
   MmaArith arith = MmaArith::None;
   int64_t warpsM = 1, warpsN = 1;
   int64_t tileM = 1, tileN = 1;
   int64_t k = 8;
   int64_t stages = 1;
+  bool sharedEpilogue = false;
   bool any() const { return arith != MmaArith::None; }
   bool operator==(const MmaSchedule&) const = default;
 };
-std::string printMmaSchedule(const MmaSchedule& m);  // "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 [stages 3]"
+std::string printMmaSchedule(const MmaSchedule& m);  // "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 [stages 3] [epilogue shared]"
 
 // The precision policy of f32 contractions (`--precision`, CompileOptions::precision): which
 // tensor-core arithmetic a schedule may use. `ieee` (the default) never rounds an f32 operand to

@@ -892,9 +892,10 @@ class NestSpace {
   }
 
   // Tensor-core schedules of a qualifying contraction (schedule/Mma.h), in every arithmetic the
-  // precision policy allows for its type: warps of 1 to 8 per block, 1x1 to 4x4 fragments per
-  // warp, steps of 8, 16 and 32 values, staged per step or by cp.async in 3 stages (where the
-  // reduction has more than one step). Tiles much larger than the output (a block tile whose
+  // precision policy allows for its type (and bf16 / f16 where the operands are conversions of such
+  // loads, under every policy): warps of 1 to 8 per block, 1x1 to 4x4 fragments per warp, steps of
+  // 8, 16 and 32 values (16-bit: 16, 32 and 64), staged per step or by cp.async in 3 stages (where the
+  // reduction has more than one step; those also with `epilogue shared`). Tiles much larger than the output (a block tile whose
   // half already covers a dimension) are left out, as are steps past the reduction's length.
   void mmaVariants() {
     ContractionMatch m = matchContraction(k_, nest_);
@@ -902,19 +903,28 @@ class NestSpace {
     const Contraction& c = *m.contraction;
     static const std::pair<int64_t, int64_t> warps[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4}, {4, 2}};
     static const std::pair<int64_t, int64_t> tiles[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4}, {4, 2}, {4, 4}};
-    for (MmaArith arith : mmaAriths(o_.precision, c.type)) {
-      const int64_t fragM = arith == MmaArith::F64 ? 8 : 16, fragN = 8, fragK = arith == MmaArith::F64 ? 4 : 8;
+    for (MmaArith arith : mmaAriths(o_.precision, c)) {
+      const int64_t fragM = arith == MmaArith::F64 ? 8 : 16, fragN = 8, fragK = mmaFragK(arith);
+      // 16-bit steps: 16 to 64 values (32 to 128 bytes per row, as 8 to 32 of 32-bit values).
+      const std::vector<int64_t> kSteps = mmaIs16Bit(arith) ? std::vector<int64_t>{16, 32, 64}
+                                                            : std::vector<int64_t>{8, 16, 32};
       for (auto [wm, wn] : warps)
         for (auto [tm, tn] : tiles) {
           const int64_t bm = wm * tm * fragM, bn = wn * tn * fragN;
           if ((bm > fragM && bm / 2 >= c.mExtent) || (bn > fragN && bn / 2 >= c.nExtent)) continue;
-          for (int64_t kStep : {int64_t(8), int64_t(16), int64_t(32)}) {
-            if (kStep > fragK && kStep / 2 >= c.kExtent) continue;
+          for (int64_t kStep : kSteps) {
+            if (kStep < fragK || (kStep > fragK && kStep / 2 >= c.kExtent)) continue;
             for (int64_t stages : {int64_t(1), int64_t(3)}) {
               if (stages > 1 && c.kExtent <= kStep) continue;  // one step: nothing to pipeline
               NestSchedule ns;
               ns.mma = MmaSchedule{arith, wm, wn, tm, tn, kStep, stages};
               add(ns, Family::Plain);
+              // Pipelined ones also with the coalesced shared epilogue (the model weighs the
+              // fragments' half-used store sectors against one more pass through shared memory).
+              if (stages > 1) {
+                ns.mma.sharedEpilogue = true;
+                add(ns, Family::Plain);
+              }
             }
           }
         }

@@ -547,7 +547,7 @@ namespace {
 
 // The mma term: a contraction on tensor cores (plan.mma). The arithmetic issued is the padded
 // tiles' (partial tiles compute zeros), three times over for tf32x3, at the tensor peak of the
-// arithmetic: TF32 half the dense FP16 rate (an H100 SXM's 1070 TF/s: 535, data sheet 495 at its
+// arithmetic: BF16/F16 the dense FP16 rate (peakTensorFlops), TF32 half of it (an H100 SXM's 1070 TF/s: 535, data sheet 495 at its
 // 1.83 GHz), FP64 mma twice the FP64 pipe (67 TF/s); counted at 60%: the steps are staged through
 // registers between two barriers, without a pipeline, and the fragment loads share the issue slots.
 // Memory: each operand element is read once per block that needs it (from L2 after the first; L2
@@ -559,7 +559,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   e.threads = plan.launch.threads;
   e.blocks = plan.launch.blocks;
   e.registerTile = e.outputsPerThread = plan.launch.outputsPerThread;
-  e.sharedBytes = p.tileBytes;
+  e.sharedBytes = p.sharedBytes;
   const int64_t accs = ms.tileM * ms.tileN * (p.arith == MmaArith::F64 ? 2 : 4);
   const int64_t regsPerValue = p.c.type == ScalarType::F64 ? 2 : 1;
   const int64_t fragments = (ms.tileM * (p.arith == MmaArith::F64 ? 1 : 4) + ms.tileN * (p.arith == MmaArith::F64 ? 1 : 2)) *
@@ -579,12 +579,17 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   double batch = 1;
   for (int64_t b : p.c.batchExtent) batch *= double(std::max<int64_t>(1, b));
   const double nTiles = double(plan.launch.grid[0]) / batch;  // grid.x: the N tiles times the batch
-  const double elem = typeBytes(p.c.type);
+  const double elem = typeBytes(p.staged);  // 16-bit arithmetics: the operands' own 2 bytes
   e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
   const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
                         (p.arith == MmaArith::Tf32x3 ? 3 : 1);
-  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops : d.peakTensorFlops / 2;
-  const double compute = issued / ((p.stages > 1 ? 0.75 : 0.6) * peak);
+  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops
+                      : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
+                                               : d.peakTensorFlops / 2;
+  const double epiloguePass = p.sharedEpilogue ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
+                                                      (double(d.multiprocessors) * 32 * 1.5e9)
+                                                : 0.0;
+  const double compute = issued / ((p.stages > 1 ? 0.75 : 0.6) * peak) + epiloguePass;
   const bool readsBack = [&] {
     bool r = false;
     const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement)];
@@ -593,7 +598,11 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   }();
   const double outputs = double(p.c.mExtent * p.c.nExtent) * batch * typeBytes(k.params[size_t(k.nests[plan.nest].body[size_t(p.c.statement)].array)].type);
   const double operands = double(p.c.kExtent) * elem * batch;
-  const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputs * (readsBack ? 2 : 1);
+  // The fragment epilogue's stores (and loads of the output) use half of each 32-byte sector they
+  // touch (Nsight Compute, H200: 16 of 32 bytes); the shared epilogue's are whole, for one more
+  // pass through shared memory per block (two accesses per output, ~32 per cycle and multiprocessor).
+  const double outputTraffic = outputs * (readsBack ? 2 : 1) * (p.sharedEpilogue ? 1 : 2);
+  const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputTraffic;
   const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(plan.launch.grid[1]));
   e.bytes = dram;
   const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));

@@ -69,6 +69,30 @@ kernel lift64(K: int, Np: int, F: int, LIFT: f64[Np, F], flux: f64[K, F], invJ: 
 }
 )";
 
+// 16-bit operands: A stored along M (k-major tile, ldmatrix .trans), B along K, an epilogue
+// around the sum; f16 and bf16 versions, rectangular sizes.
+const char* kHalfT = R"(
+kernel half_t(n: int, m: int, kk: int, a: f16[kk, n], b: f16[m, kk], out c: f32[n, m]) {
+  for i in 0..n, j in 0..m {
+    c[i, j] = 2 * sum(k in 0..kk, f32(a[k, i]) * f32(b[j, k])) + 1;
+  }
+}
+)";
+const char* kBatchedBf16 = R"(
+kernel bbf16(nb: int, n: int, a: bf16[nb, n, n], x: bf16[nb, n, n], out c: f32[nb, n, n]) {
+  for b in 0..nb, i in 0..n, j in 0..n {
+    c[b, i, j] = sum(k in 0..n, f32(a[b, i, k]) * f32(x[b, k, j]));
+  }
+}
+)";
+const char* kMixed = R"(
+kernel mixed(n: int, a: bf16[n, n], b: f32[n, n], out c: f32[n, n]) {
+  for i in 0..n, j in 0..n {
+    c[i, j] = sum(k in 0..n, f32(a[i, k]) * b[k, j]);
+  }
+}
+)";
+
 }  // namespace
 
 TEST(Mma, ClausePrintsAndParsesBack) {
@@ -298,6 +322,144 @@ TEST(Mma, NvrtcCompilesForSm80AndSm90) {
       CudaCompileResult r = compileCuda(m.source, k.name + ".cu", arch);
       EXPECT_TRUE(r.success) << k.name << " " << text << " " << arch << "\n" << r.log << "\n" << m.source;
       EXPECT_FALSE(r.cubin.empty());
+    }
+  }
+}
+
+// 16-bit arithmetics (bf16 / f16 m16n8k16): the clause, which contractions qualify, the plan's
+// tiles (16-bit, conflict-free pitch, k-major where k is not contiguous).
+TEST(Mma, HalfClauseAndPlan) {
+  for (const char* text : {"mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3", "mma: f16 m16n8k16 warps 1x1 tile 1x1 k 16"}) {
+    auto parsed = parseSchedule(text);
+    ASSERT_TRUE(parsed.schedule) << text;
+    EXPECT_EQ(printSchedule(*parsed.schedule), text);
+  }
+  EXPECT_NE(parseSchedule("mma: bf16 m16n8k16 warps 1x1 tile 1x1 k 8").error.find("multiple of 16"), std::string::npos);
+  EXPECT_NE(parseSchedule("mma: bf16 m16n8k8 warps 1x1 tile 1x1 k 16").error.find("does not fit 'bf16'"), std::string::npos);
+  Kernel g = example("gemm_bf16.rtcg", {{"n", 100}});
+  ContractionMatch m = matchContraction(g, 0);
+  ASSERT_TRUE(m.contraction);
+  EXPECT_EQ(m.contraction->halfOperands, ScalarType::BF16);
+  EXPECT_EQ(mmaAriths(Precision::Ieee, *m.contraction), std::vector<MmaArith>{MmaArith::Bf16});
+  SchedulePlan plan = planSchedule(g, *parseSchedule("mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3").schedule);
+  ASSERT_TRUE(plan.ok()) << plan.reasons[0];
+  const MmaPlan& p = *plan.nests[0].mma;
+  EXPECT_EQ(p.staged, ScalarType::BF16);
+  EXPECT_FALSE(p.aKMajor);  // a[i, k]: k contiguous
+  EXPECT_TRUE(p.bKMajor);   // b[k, j]: j contiguous, the tile is (k x N), read by ldmatrix .trans
+  EXPECT_EQ((p.pitchA / 8) % 2, 1);  // an odd number of 16-byte pieces per row
+  EXPECT_EQ((p.pitchB / 8) % 2, 1);
+  EXPECT_EQ(p.tileBytes, 3 * (64 * p.pitchA + 32 * p.pitchB) * 2);
+  // The wrong 16-bit type, an f32 contraction, operands of two types.
+  std::vector<std::string> reasons;
+  EXPECT_FALSE(planMma(g, 0, parseSchedule("mma: f16 m16n8k16 warps 1x1 tile 1x1 k 16").schedule->nests[0], {}, reasons));
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons[0].find("both operands must be f32(f16 load)"), std::string::npos) << reasons[0];
+  reasons.clear();
+  EXPECT_FALSE(planMma(matmul(64), 0, parseSchedule("mma: bf16 m16n8k16 warps 1x1 tile 1x1 k 16").schedule->nests[0], {}, reasons));
+  Kernel mixed = fromSource(kMixed, {{"n", 40}});
+  ASSERT_TRUE(matchContraction(mixed, 0).contraction);
+  EXPECT_EQ(matchContraction(mixed, 0).contraction->halfOperands, ScalarType::F32);
+  EXPECT_TRUE(mmaAriths(Precision::Ieee, *matchContraction(mixed, 0).contraction).empty());
+  EXPECT_NE(printPlan(g, plan.nests[0]).find("ldmatrix (.trans"), std::string::npos) << printPlan(g, plan.nests[0]);
+}
+
+// The space offers the 16-bit arithmetic under the default policy (exact products), and beside it
+// the TF32 ones where the policy allows them.
+TEST(Mma, SpaceOffersHalfMma) {
+  auto arithsOf = [](const Kernel& k, Precision p) {
+    SpaceOptions o;
+    o.precision = p;
+    std::set<MmaArith> seen;
+    for (const Candidate& c : enumerateSchedules(k, o).candidates)
+      for (const NestSchedule& n : c.schedule.nests)
+        if (n.mma.any()) seen.insert(n.mma.arith);
+    return seen;
+  };
+  Kernel g = example("gemm_bf16.rtcg", {{"n", 512}});
+  EXPECT_EQ(arithsOf(g, Precision::Ieee), std::set<MmaArith>{MmaArith::Bf16});
+  EXPECT_EQ(arithsOf(fromSource(kHalfT, {{"n", 512}, {"m", 256}, {"kk", 384}}), Precision::Ieee),
+            std::set<MmaArith>{MmaArith::F16});
+}
+
+// 16-bit schedules against the reference in the host emulation (ldmatrix and m16n8k16 layouts),
+// at sizes no tile divides: element copies where runs are not 16-byte aligned (n = 100), 16-byte
+// cp.async with partial runs zero-filled (n = 104, 136), k-major tiles (.trans) for either
+// operand, x2 for an odd fragment count, stages, batches, an epilogue around the sum.
+TEST(HostEmulation, HalfMmaMatchesTheReference) {
+  rtcgtest::CaseSample sample(3);  // 4 shapes: every shape runs on some kernel
+  const std::vector<std::string> shapes{"warps 2x1 tile 1x2 k 16", "warps 1x2 tile 2x3 k 32 stages 3",
+                                        "warps 2x2 tile 1x1 k 16 stages 2", "warps 1x1 tile 2x1 k 64"};
+  std::vector<std::pair<Kernel, std::string>> cases;
+  for (int64_t n : {100, 104, 37})
+    cases.push_back({example("gemm_bf16.rtcg", {{"n", n}}), "bf16"});
+  cases.push_back({fromSource(kHalfT, {{"n", 72}, {"m", 50}, {"kk", 88}}), "f16"});
+  cases.push_back({fromSource(kHalfT, {{"n", 29}, {"m", 136}, {"kk", 45}}), "f16"});
+  cases.push_back({fromSource(kBatchedBf16, {{"nb", 3}, {"n", 24}}), "bf16"});
+  for (const auto& [k, arith] : cases)
+    for (const std::string& shape : shapes) {
+      if (!sample.keep()) continue;
+      const std::string text = "mma: " + arith + " m16n8k16 " + shape;
+      EXPECT_EQ(checkOnHost(k, text, 1e-5), "") << k.name << " " << text;
+    }
+  // The aligned case copies 16 bytes at a time; the unaligned one element by element.
+  Schedule s = *parseSchedule("mma: bf16 m16n8k16 warps 1x2 tile 2x3 k 32 stages 3").schedule;
+  const std::string aligned = emitCuda(example("gemm_bf16.rtcg", {{"n", 104}}), s).source;
+  EXPECT_NE(aligned.find("rtcg_cp_async16(&"), std::string::npos);
+  EXPECT_NE(aligned.find("rtcg_ldmatrix_x4_trans(b"), std::string::npos);
+  EXPECT_NE(aligned.find("rtcg_mma_bf16(acc"), std::string::npos);
+  EXPECT_EQ(emitCuda(example("gemm_bf16.rtcg", {{"n", 100}}), s).source.find("rtcg_cp_async16(&"), std::string::npos);
+}
+
+// NVRTC compiles 16-bit mma candidates for sm_80 and sm_90 (ptxas checks the ldmatrix and mma
+// operand lists).
+TEST(Mma, NvrtcCompilesHalfMma) {
+  std::vector<std::pair<Kernel, std::string>> cases{
+      {example("gemm_bf16.rtcg", {{"n", 256}}), "mma: bf16 m16n8k16 warps 2x2 tile 2x4 k 32 stages 3"},
+      {example("gemm_bf16.rtcg", {{"n", 100}}), "mma: bf16 m16n8k16 warps 2x1 tile 1x3 k 16"},
+      {fromSource(kHalfT, {{"n", 72}, {"m", 50}, {"kk", 88}}), "mma: f16 m16n8k16 warps 1x2 tile 2x1 k 32 stages 2"},
+  };
+  for (const auto& [k, text] : cases) {
+    EmittedModule m = emitCuda(k, *parseSchedule(text).schedule);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CudaCompileResult r = compileCuda(m.source, k.name + ".cu", arch);
+      EXPECT_TRUE(r.success) << k.name << " " << text << " " << arch << "\n" << r.log << "\n" << m.source;
+    }
+  }
+}
+
+// `epilogue shared`: accumulators through shared memory (the operand tiles' space, dynamic), the
+// outputs stored in the output's memory order: along N for c[i, j], along M for dg_lift's
+// rhs[k, i] (M = i); with an epilogue around the sum, at sizes no tile divides, every arithmetic.
+TEST(HostEmulation, MmaSharedEpilogueMatchesTheReference) {
+  const std::string text = "mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 8 stages 2 epilogue shared";
+  auto parsed = parseSchedule(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  EXPECT_EQ(printSchedule(*parsed.schedule), text);
+  EXPECT_NE(parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8 epilogue local").error.find("expected 'shared'"),
+            std::string::npos);
+  Kernel lift = example("dg_lift.rtcg", {{"K", 23}, {"Np", 10}, {"Nfp", 3}});
+  SchedulePlan plan = planSchedule(lift, *parsed.schedule);
+  ASSERT_TRUE(plan.ok()) << plan.reasons[0];
+  EXPECT_TRUE(plan.nests[0].mma->epilogueAlongM);  // rhs[k, i]: i (M) contiguous
+  EXPECT_EQ(plan.nests[0].mma->epiloguePitch % 32, 4);
+  EXPECT_TRUE(plan.nests[0].dynamicShared);
+  EXPECT_EQ(checkOnHost(lift, text, 4e-5), "");
+  EXPECT_FALSE(planSchedule(matmul(37), *parsed.schedule).nests[0].mma->epilogueAlongM);
+  EXPECT_EQ(checkOnHost(matmul(37), text, 4e-5), "");
+  EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32 m16n8k8 warps 2x2 tile 2x1 k 16 epilogue shared", 2e-3), "");
+  EXPECT_EQ(checkOnHost(example("batched_matmul.rtcg", {{"nb", 3}, {"n", 13}}), text, 4e-5), "");
+  EXPECT_EQ(checkOnHost(fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}}),
+                        "mma: f64 m8n8k4 warps 1x2 tile 2x1 k 4 stages 3 epilogue shared", 1e-12), "");
+  const std::string half = "mma: bf16 m16n8k16 warps 1x2 tile 2x3 k 32 stages 3 epilogue shared";
+  EXPECT_EQ(checkOnHost(example("gemm_bf16.rtcg", {{"n", 104}}), half, 1e-5), "");
+  EXPECT_EQ(checkOnHost(fromSource(kHalfT, {{"n", 29}, {"m", 50}, {"kk", 45}}),
+                        "mma: f16 m16n8k16 warps 2x1 tile 1x2 k 16 epilogue shared", 1e-5), "");
+  for (const auto& [k, s] : std::vector<std::pair<Kernel, std::string>>{{lift, text}, {example("gemm_bf16.rtcg", {{"n", 104}}), half}}) {
+    EmittedModule m = emitCuda(k, *parseSchedule(s).schedule);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CudaCompileResult r = compileCuda(m.source, k.name + ".cu", arch);
+      EXPECT_TRUE(r.success) << k.name << " " << s << " " << arch << "\n" << r.log;
     }
   }
 }

@@ -271,6 +271,96 @@ inline void rtcg_mma_f64(double& d0, double& d1, double a0, double b0) {
   }
 }
 
+// 16-bit mma ('mma: bf16 / f16 m16n8k16'): ldmatrix and mma.sync as in the PTX ISA, on registers
+// of two packed 16-bit values (the lower half the first). ldmatrix: lane l supplies the address of
+// row l % 8 of matrix l / 8 (x2: lanes 0-15 only; the others' addresses are ignored, as on the GPU);
+// lane (group g, thread t) receives per matrix M the pair M[g][2t], M[g][2t + 1], and with .trans
+// M[2t][g], M[2t + 1][g]. An address off 16 bytes aborts, as the GPU would fault.
+//   m16n8k16: A 16x16 row: a0 (g, 2t..), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..);
+//             B 16x8 col:  b0 (2t.., g), b1 (2t + 8.., g); C/D as m16n8k8.
+// The products of two 16-bit values are exact in float; the sum runs in float in k order.
+inline const void* rtcg_emu_ldmatrix_slots[1024];
+
+inline void rtcg_emu_ldmatrix(unsigned int* const regs[], int matrices, bool trans, const void* p) {
+  const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
+  if (lane < unsigned(matrices) * 8 && reinterpret_cast<uintptr_t>(p) % 16 != 0) {
+    std::fprintf(stderr, "misaligned ldmatrix row address %p\n", p);
+    std::abort();
+  }
+  rtcg_emu_ldmatrix_slots[tid] = p;
+  __syncthreads();
+  const unsigned int g = lane / 4, t = lane % 4;
+  auto at = [&](int m, unsigned int row, unsigned int col) {
+    return unsigned(static_cast<const unsigned short*>(rtcg_emu_ldmatrix_slots[base + 8 * m + row])[col]);
+  };
+  for (int m = 0; m < matrices; ++m)
+    *regs[m] = trans ? at(m, 2 * t, g) | at(m, 2 * t + 1, g) << 16 : at(m, g, 2 * t) | at(m, g, 2 * t + 1) << 16;
+  __syncthreads();
+}
+inline void rtcg_ldmatrix_x4(unsigned int& r0, unsigned int& r1, unsigned int& r2, unsigned int& r3, const void* p) {
+  unsigned int* const regs[] = {&r0, &r1, &r2, &r3};
+  rtcg_emu_ldmatrix(regs, 4, false, p);
+}
+inline void rtcg_ldmatrix_x4_trans(unsigned int& r0, unsigned int& r1, unsigned int& r2, unsigned int& r3,
+                                   const void* p) {
+  unsigned int* const regs[] = {&r0, &r1, &r2, &r3};
+  rtcg_emu_ldmatrix(regs, 4, true, p);
+}
+inline void rtcg_ldmatrix_x2(unsigned int& r0, unsigned int& r1, const void* p) {
+  unsigned int* const regs[] = {&r0, &r1};
+  rtcg_emu_ldmatrix(regs, 2, false, p);
+}
+inline void rtcg_ldmatrix_x2_trans(unsigned int& r0, unsigned int& r1, const void* p) {
+  unsigned int* const regs[] = {&r0, &r1};
+  rtcg_emu_ldmatrix(regs, 2, true, p);
+}
+
+inline float rtcg_emu_half_value(unsigned int bits, bool bf16) {
+  if (bf16) return rtcg_emu_bits_float(bits << 16);
+  _Float16 h;
+  const unsigned short b = (unsigned short)bits;
+  std::memcpy(&h, &b, sizeof h);
+  return float(h);
+}
+
+inline void rtcg_emu_mma16(bool bf16, float* const d[4], const unsigned int mine[6]) {
+  const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
+  for (int r = 0; r < 6; ++r) rtcg_emu_mma_slots[tid][r] = double(mine[r]);
+  __syncthreads();
+  float a[16][16], b[16][8];
+  for (unsigned int l = 0; l < 32; ++l) {
+    const double* s = rtcg_emu_mma_slots[base + l];
+    const unsigned int g = l / 4, t = l % 4;
+    auto pair = [&](int r, float& lo, float& hi) {
+      const unsigned int v = (unsigned int)s[r];
+      lo = rtcg_emu_half_value(v & 0xffffu, bf16), hi = rtcg_emu_half_value(v >> 16, bf16);
+    };
+    pair(0, a[g][2 * t], a[g][2 * t + 1]), pair(1, a[g + 8][2 * t], a[g + 8][2 * t + 1]);
+    pair(2, a[g][2 * t + 8], a[g][2 * t + 9]), pair(3, a[g + 8][2 * t + 8], a[g + 8][2 * t + 9]);
+    pair(4, b[2 * t][g], b[2 * t + 1][g]), pair(5, b[2 * t + 8][g], b[2 * t + 9][g]);
+  }
+  __syncthreads();
+  const unsigned int g = lane / 4, t = lane % 4;
+  for (int r = 0; r < 4; ++r) {
+    const unsigned int row = g + (r >= 2 ? 8 : 0), col = 2 * t + (r & 1);
+    float acc = *d[r];
+    for (int k = 0; k < 16; ++k) acc += a[row][k] * b[k][col];  // 16-bit products are exact in float
+    *d[r] = acc;
+  }
+}
+inline void rtcg_mma_bf16(float& d0, float& d1, float& d2, float& d3, unsigned int a0, unsigned int a1,
+                          unsigned int a2, unsigned int a3, unsigned int b0, unsigned int b1) {
+  float* const d[4] = {&d0, &d1, &d2, &d3};
+  const unsigned int mine[6] = {a0, a1, a2, a3, b0, b1};
+  rtcg_emu_mma16(true, d, mine);
+}
+inline void rtcg_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned int a0, unsigned int a1,
+                         unsigned int a2, unsigned int a3, unsigned int b0, unsigned int b1) {
+  float* const d[4] = {&d0, &d1, &d2, &d3};
+  const unsigned int mine[6] = {a0, a1, a2, a3, b0, b1};
+  rtcg_emu_mma16(false, d, mine);
+}
+
 // The order in which the blocks of a grid run: 0 in order (x fastest), 1 reversed, 2 a fixed
 // shuffle. A cross-block reduction must give the same bits whichever block arrives last.
 inline int rtcg_emu_block_order = 0;

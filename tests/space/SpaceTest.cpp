@@ -23,6 +23,7 @@
 #include "ir/Bind.h"
 #include "ir/Counts.h"
 #include "schedule/Domain.h"
+#include "schedule/Mma.h"
 #include "schedule/Space.h"
 #include "schedule/SpaceModel.h"
 #include "FullTests.h"
@@ -117,6 +118,14 @@ const Example& example(const std::string& name) {
 // Threads per block and blocks of one nest's launch, from its schedule (schedule/Domain.h).
 std::pair<int64_t, int64_t> launchShape(const Kernel& bound, int nest, const NestSchedule& ns) {
   int64_t threads = 1, blocks = 1;
+  if (ns.mma.any()) {  // warps of a block over the contraction's output tiles (schedule/Mma.h)
+    std::vector<std::string> reasons;
+    auto p = planMma(bound, nest, ns, ScheduleLimits{}, reasons);
+    RTCG_ASSERT(p.has_value(), "an mma candidate plans");
+    blocks = (p->c.mExtent + p->blockM - 1) / p->blockM * ((p->c.nExtent + p->blockN - 1) / p->blockN);
+    for (int64_t e : p->c.batchExtent) blocks *= std::max<int64_t>(1, e);
+    return {ns.mma.warpsM * ns.mma.warpsN * 32, blocks};
+  }
   auto indices = nestIndices(bound, nest);
   RTCG_ASSERT(indices.has_value(), "nest indices");
   for (const NestIndex& ni : *indices) {

@@ -1,0 +1,186 @@
+// The 16-bit arithmetics of `mma:` (bf16 / f16, mma.sync m16n8k16 with f32 accumulators;
+// schedule/Mma.h): tiles hold the operands' 16-bit values as loaded, in each operand's contiguous
+// direction ((rows x k), or (k x rows) where k is not contiguous), copied by cp.async of 16 bytes
+// where every run of 8 elements is 16-byte aligned in the array, else element by element. The
+// warps load their fragments with ldmatrix: x4 for an A fragment (16 x 16), x4 for two B fragments
+// (x2 for a last single one), .trans from a (k x rows) tile. The register layouts are PTX's (mma
+// m16n8k16, ldmatrix m8n8): lane l supplies the address of row l % 8 of matrix l / 8.
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "codegen/CudaTypes.h"
+#include "codegen/EmitMmaParts.h"
+#include "ir/Analysis.h"
+#include "support/Error.h"
+
+namespace rtcg::emit::mma {
+
+namespace {
+
+// The load under the operand's conversion (`f32(a[i, k])` -> `a[i, k]`).
+const Expr& operandLoad(const MmaPlan& p, bool isA) {
+  const Expr& e = isA ? p.c.a : p.c.b;
+  RTCG_ASSERT(e->kind == ExprKind::Cast && e->operands[0]->kind == ExprKind::Load, "a 16-bit mma operand");
+  return e->operands[0];
+}
+
+// The lower bound of loop `id` among the contraction's indices.
+int64_t loBound(const Contraction& c, int id) {
+  if (id == c.m) return c.mLo;
+  if (id == c.n) return c.nLo;
+  if (id == c.kLoop->id) return c.kLo;
+  for (size_t b = 0; b < c.batch.size(); ++b)
+    if (c.batch[b] == id) return c.batchLo[b];
+  return 0;
+}
+
+// Elements per copy of the operand's tile: 8 (16 bytes, one cp.async) when every run of 8
+// elements along its contiguous direction starts 16-byte aligned in the array, else 1. A run
+// starts at a tile origin plus a multiple of 8 along that direction (unit stride): aligned when the
+// array starts 16-byte aligned and the flat offset at the indices' lower bounds, and the strides
+// of every other index, are multiples of 8.
+int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
+  if (ctx.arrayAlignment < 16) return 1;
+  const ExprNode* load = operandLoad(p, isA).get();
+  auto form = flatOffset(ctx.k, load->array, load->operands);
+  if (!form) return 1;
+  const bool kMajor = isA ? p.aKMajor : p.bKMajor;
+  const int inner = kMajor ? (isA ? p.c.m : p.c.n) : p.c.kLoop->id;
+  if (form->coeff(inner) != 1) return 1;
+  int64_t base = form->constant, divisor = 0;
+  for (const auto& [id, c] : form->coeffs) {
+    base += c * loBound(p.c, id);
+    if (id != inner) divisor = std::gcd(divisor, c);
+  }
+  divisor = std::gcd(divisor, base);
+  return divisor % 8 == 0 ? 8 : 1;
+}
+
+}  // namespace
+
+bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p) {
+  return runElements(ctx, p, true) == 8 || runElements(ctx, p, false) == 8;
+}
+
+void declareHalfLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
+  auto def = [&](const std::string& base, C::ExprP init) {
+    std::string n = ctx.names.fresh(base);
+    body.push_back(C::decl(ctx.idx, n, std::move(init)));
+    return C::name(n);
+  };
+  // Lane l addresses row l % 8 of matrix l / 8; `half` and `pair` select the matrix.
+  C::ExprP row = def("ld_row", bin("%", nm.lane, lit(8)));
+  C::ExprP half = def("ld_half", bin("%", bin("/", nm.lane, lit(8)), lit(2)));
+  C::ExprP pair = def("ld_pair", bin("/", nm.lane, lit(16)));
+  // A (x4): matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
+  nm.aLane = def("a_lane", p.aKMajor ? C::sum({C::product(C::sum({row, C::product(pair, lit(8))}), lit(p.pitchA)),
+                                               nm.wm, C::product(half, lit(8))})
+                                     : C::sum({C::product(C::sum({nm.wm, row, C::product(half, lit(8))}), lit(p.pitchA)),
+                                               C::product(pair, lit(8))}));
+  // B (x4, two fragments): (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
+  nm.bLane = def("b_lane", p.bKMajor ? C::sum({C::product(C::sum({row, C::product(half, lit(8))}), lit(p.pitchB)),
+                                               nm.wn, C::product(pair, lit(8))})
+                                     : C::sum({C::product(C::sum({nm.wn, row, C::product(pair, lit(8))}), lit(p.pitchB)),
+                                               C::product(half, lit(8))}));
+}
+
+void stageHalfOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
+                      const C::ExprP& buffer, std::vector<C::Stmt>& out) {
+  const bool kMajor = isA ? p.aKMajor : p.bKMajor;
+  const int64_t rows = isA ? p.blockM : p.blockN, rowExtent = isA ? p.c.mExtent : p.c.nExtent;
+  const int64_t outerCount = kMajor ? p.blockK : rows, innerCount = kMajor ? rows : p.blockK;
+  const int64_t pitch = isA ? p.pitchA : p.pitchB, V = runElements(ctx, p, isA);
+  const int64_t runs = outerCount * (innerCount / V);
+  const int64_t threads = ctx.plan.launch.threads, rounds = (runs + threads - 1) / threads;
+  std::string s = ctx.names.fresh(isA ? "copy_a" : "copy_b");
+  std::vector<C::Stmt> body;
+  std::string e = ctx.names.fresh("e");
+  body.push_back(C::decl(ctx.idx, e, C::sum({nm.tid, C::product(C::name(s), lit(threads))})));
+  std::string on = ctx.names.fresh("outer"), in = ctx.names.fresh("inner");
+  std::vector<C::Stmt> inner{C::decl(ctx.idx, on, bin("/", C::name(e), lit(innerCount / V))),
+                             C::decl(ctx.idx, in, C::product(bin("%", C::name(e), lit(innerCount / V)), lit(V)))};
+  C::ExprP row = C::name(kMajor ? in : on), kk = C::name(kMajor ? on : in);
+  C::ExprP point = C::sum({isA ? nm.m0 : nm.n0, row});
+  C::ExprP kq = C::sum({k0, kk});
+  Env env;
+  env.vars = nm.batch;
+  env.vars[isA ? p.c.m : p.c.n] = C::sum({lit(isA ? p.c.mLo : p.c.nLo), point});
+  env.vars[p.c.kLoop->id] = C::sum({lit(p.c.kLo), kq});
+  const Expr& load = operandLoad(p, isA);
+  const Tile& tile = (isA ? nm.tileA : nm.tileB)[0];
+  C::ExprP at = C::sum({buffer ? buffer : lit(0), C::product(C::name(on), lit(pitch)), C::name(in)});
+  std::vector<C::Stmt> loads;
+  if (V == 8) {
+    // The run's bytes inside the domain: none where its row (k, or M / N) is outside, else up to
+    // 8 elements along the contiguous direction; cp.async zero-fills the rest.
+    C::ExprP outerInside = kMajor ? bin("<", kq, lit(p.c.kExtent)) : bin("<", point, lit(rowExtent));
+    std::string left = ctx.names.fresh("left"), bytes = ctx.names.fresh("bytes");
+    inner.push_back(C::decl(ctx.idx, left, kMajor ? bin("-", lit(rowExtent), point) : bin("-", lit(p.c.kExtent), kq)));
+    C::ExprP clamped = C::ternary(bin("<", C::name(left), lit(8)), C::name(left), lit(8));
+    inner.push_back(C::decl("int", bytes,
+                            C::ternary(bin("&&", outerInside, bin(">", C::name(left), lit(0))),
+                                       C::product(clamped, lit(2)), lit(0))));
+    C::ExprP element = lowerAccess(ctx, load->array, load->operands, env, loads);
+    RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
+    C::ExprP src = C::ternary(bin(">", C::name(bytes), lit(0)), C::unary("&", element),
+                              C::name(ctx.paramNames[size_t(load->array)]));
+    inner.push_back(C::exprStmt(C::call("rtcg_cp_async16", {C::unary("&", tileRef(tile, at)), src, C::name(bytes)})));
+  } else {
+    C::ExprP inside = bin("&&", bin("<", point, lit(rowExtent)), bin("<", kq, lit(p.c.kExtent)));
+    C::ExprP value = lower(ctx, load, env, loads);
+    RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
+    inner.push_back(C::assign(tileRef(tile, at), "=", C::ternary(inside, value, literalOf(p.staged, 0, 0.0))));
+  }
+  if (runs % threads == 0) append(body, std::move(inner));
+  else body.push_back(C::ifThen(bin("<", C::name(e), lit(runs)), std::move(inner)));
+  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit(rounds), C::Unroll::Full, std::move(body)));
+}
+
+void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
+                      const C::ExprP& bufB, std::vector<C::Stmt>& out) {
+  const MmaSchedule& ms = ctx.sched.mma;
+  auto regs = [&](const std::string& base, int count) {
+    std::vector<std::string> r;
+    for (int i = 0; i < count; ++i) {
+      r.push_back(ctx.names.fresh(fmt::format("{}_{}", base, i)));
+      out.push_back(C::decl("unsigned int", r.back(), nullptr, false));
+    }
+    return r;
+  };
+  auto ldmatrix = [&](const char* shape, bool trans, const std::vector<std::string>& r, C::ExprP address) {
+    std::vector<C::ExprP> args;
+    for (const std::string& x : r) args.push_back(C::name(x));
+    args.push_back(C::unary("&", address));
+    out.push_back(C::exprStmt(C::call(fmt::format("rtcg_ldmatrix_{}{}", shape, trans ? "_trans" : ""), std::move(args))));
+  };
+  std::vector<std::vector<std::string>> a(ms.tileM), b(ms.tileN);
+  const Tile& ta = nm.tileA[0];
+  const Tile& tb = nm.tileB[0];
+  for (int64_t fm = 0; fm < ms.tileM; ++fm) {
+    a[fm] = regs(fmt::format("a{}", fm), 4);
+    C::ExprP off = p.aKMajor ? C::sum({C::product(kk, lit(p.pitchA)), lit(fm * 16)})
+                             : C::sum({lit(fm * 16 * p.pitchA), kk});
+    ldmatrix("x4", p.aKMajor, a[fm], tileRef(ta, C::sum({bufA ? bufA : lit(0), nm.aLane, off})));
+  }
+  for (int64_t fn = 0; fn < ms.tileN; fn += 2) {
+    const bool two = fn + 1 < ms.tileN;
+    std::vector<std::string> r = regs(fmt::format("b{}", fn), two ? 4 : 2);
+    b[fn] = {r[0], r[1]};
+    if (two) b[fn + 1] = {r[2], r[3]};
+    C::ExprP off = p.bKMajor ? C::sum({C::product(kk, lit(p.pitchB)), lit(fn * 8)})
+                             : C::sum({lit(fn * 8 * p.pitchB), kk});
+    ldmatrix(two ? "x4" : "x2", p.bKMajor, r, tileRef(tb, C::sum({bufB ? bufB : lit(0), nm.bLane, off})));
+  }
+  const char* fnName = p.arith == MmaArith::F16 ? "rtcg_mma_f16" : "rtcg_mma_bf16";
+  for (int64_t fm = 0; fm < ms.tileM; ++fm)
+    for (int64_t fn = 0; fn < ms.tileN; ++fn) {
+      std::vector<C::ExprP> args;
+      for (const std::string& acc : nm.acc[fm][fn]) args.push_back(C::name(acc));
+      for (const std::string& r : a[fm]) args.push_back(C::name(r));
+      for (const std::string& r : b[fn]) args.push_back(C::name(r));
+      out.push_back(C::exprStmt(C::call(fnName, std::move(args))));
+    }
+}
+
+}  // namespace rtcg::emit::mma

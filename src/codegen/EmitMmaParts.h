@@ -1,0 +1,45 @@
+// Internal to the mma emitter (EmitMma.cpp, EmitMmaHalf.cpp): the names the kernel's parts share.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/EmitContext.h"
+
+namespace rtcg::emit::mma {
+
+// A staged tile: its own static shared array (offset 0), or a slice of the dynamic shared memory.
+struct Tile {
+  std::string storage;
+  int64_t offset = 0;  // elements
+};
+
+struct MmaNames {
+  C::ExprP tid, lane, g, t, wm, wn, m0, n0;
+  C::ExprP aLane, bLane;           // 16-bit: this lane's ldmatrix row address in each tile (elements)
+  std::vector<Tile> tileA, tileB;  // per part: [0] the (big) value, [1] the small part (tf32x3)
+  std::vector<std::vector<std::vector<std::string>>> acc;  // [fm][fn][element]
+  std::map<int, C::ExprP> batch;                           // batch loop id -> its value
+};
+
+// Element `at` of a tile.
+inline C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
+  return C::index(C::name(t.storage), t.offset ? C::sum({lit(t.offset), at}) : at);
+}
+inline C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(op, std::move(a), std::move(b)); }
+
+// EmitMmaHalf.cpp: the 16-bit arithmetics (bf16 / f16 m16n8k16).
+// The lane's ldmatrix addresses in the tiles (nm.aLane, nm.bLane).
+void declareHalfLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
+// One operand's (rows x k) box of the step at k0 into the buffer starting at element `buffer`
+// (null: the only one), as loaded: cp.async of 16 bytes where aligned, else element by element.
+void stageHalfOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
+                      const C::ExprP& buffer, std::vector<C::Stmt>& out);
+// Whether stageHalfOperand copies with cp.async (then the step waits for its group).
+bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p);
+// One fragment-k (kk) of the step: ldmatrix per fragment, then every mma.
+void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
+                      const C::ExprP& bufB, std::vector<C::Stmt>& out);
+
+}  // namespace rtcg::emit::mma
