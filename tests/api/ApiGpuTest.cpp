@@ -79,6 +79,8 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"batched_matmul.rtcg", {{{{"nb", 5}, {"n", 16}}, {{"nb", 33}, {"n", 7}}}}},
     {"gemm_bf16.rtcg", {{{{"n", 37}}, {{"n", 130}}}}},
     {"spmv.rtcg", {{{{"n", 37}, {"nnz", 200}}, {{"n", 1000}, {"nnz", 7001}}}}},
+    {"trmv.rtcg", {{{{"n", 37}}, {{"n", 3001}}}}},
+    {"syrk.rtcg", {{{{"n", 37}, {"K", 13}}, {{"n", 1000}, {"K", 300}}}}},
 };
 
 // Arguments for `bound` taken from `host`: host vectors (viewed in place) or device arrays (uploaded

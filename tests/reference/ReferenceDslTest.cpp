@@ -391,7 +391,7 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
     }
     ++count;
   }
-  EXPECT_EQ(count, 13);
+  EXPECT_EQ(count, 15);
 }
 
 }  // namespace
