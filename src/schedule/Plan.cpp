@@ -40,6 +40,7 @@ IndexPlan indexPlan(const NestIndex& ni, const IndexSchedule& is, size_t clause)
   for (size_t q = ip.extents.size() - 1; q-- > 0;) ip.strides[q] = ip.strides[q + 1] * ip.extents[q + 1];
   ip.exact = ni.constantBounds && ip.strides[0] * ip.extents[0] == ni.hull.extent();
   ip.dataDependent = ni.dataDependent;
+  ip.varying = !ni.parallel && !ni.constantBounds && !ni.dataDependent;
   return ip;
 }
 
@@ -536,7 +537,9 @@ std::string indexLines(const IndexPlan& ip, const IndexSchedule& is) {
     points *= ip.extents[p];
   }
   // A data-dependent range's first part runs as many trips as its row needs, computed at run time.
+  // So does a range that follows other indices (a triangle's rows; the hull is printed).
   std::string cover = ip.dataDependent ? "a range read from arrays: the first part's trips from its bounds at run time"
+                      : ip.varying     ? "a range that follows other indices: the first part's trips from its bounds at run time"
                       : ip.exact       ? "exact"
                                        : fmt::format("{} points, guarded", points);
   return fmt::format("  {} {} [{}, {}]: {} ({})\n    {} = {}\n", ip.parallel ? "parallel" : "reduction", ip.name,

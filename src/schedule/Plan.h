@@ -32,6 +32,7 @@ struct IndexPlan {
   std::vector<int64_t> strides;  // per part: the product of the extents of the parts after it
   bool exact = false;            // constant bounds and the parts cover them exactly: no guard
   bool dataDependent = false;    // its range reads arrays (ir/DataRanges.h): extents are over the hull
+  bool varying = false;          // a reduction range that follows other indices (`j in 0..i + 1`): likewise
 };
 
 // The launch: blocks and threads per axis, from the grid and thread parts of every index.

@@ -81,6 +81,10 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"spmv.rtcg", {{{{"n", 37}, {"nnz", 200}}, {{"n", 1000}, {"nnz", 7001}}}}},
     {"nearest.rtcg", {{{{"n", 37}, {"m", 53}, {"D", 5}}, {{"n", 1001}, {"m", 777}, {"D", 13}}}}},
     {"max_inner_product.rtcg", {{{{"n", 37}, {"m", 53}, {"D", 5}}, {{"n", 1001}, {"m", 777}, {"D", 13}}}}},
+    {"softmax.rtcg", {{{{"m", 37}, {"n", 41}}, {{"m", 3001}, {"n", 1000}}}}},
+    {"layernorm.rtcg", {{{{"m", 37}, {"n", 41}}, {{"m", 3001}, {"n", 1000}}}}},
+    {"trmv.rtcg", {{{{"n", 37}}, {{"n", 3001}}}}},
+    {"syrk.rtcg", {{{{"n", 37}, {"K", 13}}, {{"n", 1000}, {"K", 300}}}}},
 };
 
 // Every example has test sizes here (the GPU test below would fail on a GPU machine only: CI,

@@ -225,6 +225,33 @@ TEST(Cli, LargeTilesNeedTheSharedMemoryLimitRaised) {
   EXPECT_EQ(rtcgc("emit " + dg + " --max-shared 0").code, 2);
 }
 
+// docs/rtcgc.md, tune, "Triangles": trmv's rows split across threads (no "split reductions not
+// offered"); `explain` of a split row and of a register tile over rows; the reasons for what is not
+// offered (per-step staging along a varying row, one array read as two tiles).
+TEST(Cli, TriangularRangesAndDomains) {
+  Result r = rtcgc("tune " + example("trmv.rtcg") + " -D n=3001 --dry-run");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("split reductions not offered"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("i: grid.x, thread.y 8; j: serial, thread.x 32\n"), std::string::npos) << r.out;
+  Result rows = rtcgc("explain " + example("trmv.rtcg") + " -D n=3001 --schedule 'i: grid.x, thread.y 8; j: serial, thread.x 32'");
+  EXPECT_EQ(rows.code, 0) << rows.out;
+  EXPECT_NE(rows.out.find("  reduction j [0, 3000]: serial 94, thread.x 32 (a range that follows other indices: the first "
+                          "part's trips from its bounds at run time)\n"),
+            std::string::npos)
+      << rows.out;
+  Result reg = rtcgc("explain " + example("trmv.rtcg") + " -D n=3001 --schedule 'i: grid.x, reg 2, thread.y 4; j: serial, thread.x 32'");
+  EXPECT_EQ(reg.code, 0) << reg.out;
+  Result step = rtcgc("explain " + example("trmv.rtcg") + " -D n=3001 --schedule 'i: grid.x, thread.x 32; j: serial, unroll 4; shared: a'");
+  EXPECT_EQ(step.code, 1) << step.out;
+  EXPECT_NE(step.out.find("the reduction index 'j' it would be staged along has bounds that vary with other indices"),
+            std::string::npos)
+      << step.out;
+  Result two = rtcgc("explain " + example("syrk.rtcg") + " -D n=1000 -D K=300 --schedule "
+                     "'i: grid.y, thread.y 16; j: grid.x, thread.x 16; k: serial, unroll 8; shared: a'");
+  EXPECT_EQ(two.code, 1) << two.out;
+  EXPECT_NE(two.out.find("its accesses move differently with the loop indices"), std::string::npos) << two.out;
+}
+
 TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
   // No GPU needed: the space on the sm_90 model, and the sample the search would measure: of a
   // budget of 12, 8 sampled up front and 4 left for refinement rounds, as the tuner splits it.

@@ -259,6 +259,21 @@ TEST(Emitter, RejectsIllegalSchedules) {
   EXPECT_THROW(emitCuda(triangular(16), sched("i: grid.y; j: grid.x; k: serial; shared: a | i: grid.x; k: serial")), Error);
 }
 
+// Triangles: a triangular output domain's blocks above the diagonal leave at once (rectangles
+// have no such test), and a register tile over a triangle's rows runs the union of its rows,
+// each point guarded by its own.
+TEST(Emitter, TriangularDomains) {
+  EmittedModule syrk = emitCuda(example("syrk", {{"n", 100}, {"K", 30}}),
+                                sched("i: grid.y, thread.y 8, reg 2; j: grid.x, thread.x 32; k: serial, unroll 4"));
+  EXPECT_TRUE(contains(syrk.source, "if ((int)blockIdx.x * 32 >= max((int)blockIdx.y * 16 + 1, (int)blockIdx.y * 16 + 15 + 1)) {"))
+      << syrk.source;
+  EmittedModule mm = emitCuda(matmul(100), sched("i: grid.y, thread.y 8, reg 2; j: grid.x, thread.x 32; k: serial"));
+  EXPECT_FALSE(contains(mm.source, "leaves at once")) << mm.source;
+  EmittedModule trmv = emitCuda(example("trmv", {{"n", 3001}}), sched("i: grid.x, thread.x 32, reg 2; j: serial, unroll 4"));
+  EXPECT_TRUE(contains(trmv.source, "const int j_hi = min(max(i_base + 1, i_base + 1 + 1), 3001);")) << trmv.source;
+  EXPECT_TRUE(contains(trmv.source, "if (i < 3001 && j < i + 1) {")) << trmv.source;
+}
+
 TEST(Emitter, ScalarParamsByValue) {
   EmittedModule m = emitAndCompile(axpby(1000), defaultSchedule(axpby(1000)));
   EXPECT_TRUE(contains(m.source, "(float a, const float* __restrict__ x_arg, float b, const float* __restrict__ y_arg, "

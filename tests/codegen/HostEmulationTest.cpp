@@ -571,4 +571,66 @@ TEST(HostEmulation, OuterRegisterTilesStagedAndSplit) {
   EXPECT_EQ(checkOnHost(k, "i: grid.x, thread.x 8, reg 4; j: grid.y, serial 3, thread.y 4, reg 4; e: serial, unroll 13; shared: q^T, r^T; buffers: 2"), "");
   EXPECT_EQ(checkOnHost(nestedKernel("product(j in 0..m, 1.0 + 0.125 * sum(e in 0..D, q[i, e] * r[j, e]))", "f32", 41, 23, 5),
                         "i: grid.x, thread.x 4; j: serial, thread.y 8, reg 2; e: serial; shared: q, r"), "");
+
+// Triangular reduction ranges (`j in 0..i + 1`: each row its own length) split across the threads
+// of a block, at a size no tile divides: a warp or a group of lanes per row striding from the row's
+// start, several rows per block, runs of 4 per thread, lanes past a warp, and the reduction also
+// split across blocks (each block's share of the hull, clamped to the row's range).
+TEST(HostEmulation, TriangularRowsSplitAcrossThreads) {
+  rtcgtest::CaseSample sample(2);
+  Kernel trmv = example("trmv.rtcg", "trmv", {{"n", 301}});
+  EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.y 8; j: serial, thread.x 32"), "");
+  EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.y 4; j: serial, unroll 2, thread.x 64, unroll 4"), "");
+  EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.y 32; j: serial, thread.x 4"), "");
+  EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x; j: serial, thread.x 256"), "");
+  EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, serial 3, thread.y 2; j: serial, thread.x 16, unroll 4"), "");
+  EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.y 2; j: serial, grid.y 3, thread.x 32"), "");
+  EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.y 2; j: grid.y, serial 2, thread.x 32"), "");
+  // Rows that may be empty (row 0 of `j in 0..i`, the last row of `k in i + 1..n`) and rows that start
+  // past 0 (`j in i..n`).
+  Kernel strict = fromSource(
+      "kernel strict(n: int, a: f32[n, n], x: f32[n], out y: f32[n], out z: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = sum(j in 0..i, a[i, j] * x[j]);\n"
+      "    z[i] = max(j in i..n, a[j, i]) + sum(k in i + 1..n, a[i, k] * x[k]);\n"
+      "  }\n"
+      "}\n",
+      "strict", {{"n", 45}});
+  EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.y 4; j: serial, thread.x 8; k: serial, thread.z 2"), "");
+  EXPECT_EQ(sampledCheck(sample, strict, "i: grid.x, thread.y 2; j: serial, thread.x 32, unroll 2; k: serial"), "");
+}
+
+// Register tiles over the rows of a triangle: the points' loop runs over the union of their rows
+// (clamped to the hull), each point's updates guarded by its own row; with the reduction split
+// across threads too, and with x staged whole per block (points outside the domain read the tile
+// unguarded, but never outside their own row).
+TEST(HostEmulation, RegisterTilesOverTriangularRows) {
+  rtcgtest::CaseSample sample(2);
+  Kernel trmv = example("trmv.rtcg", "trmv", {{"n", 301}});
+  EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.x 32, reg 4; j: serial, unroll 4"), "");
+  EXPECT_EQ(checkOnHost(trmv, "i: grid.x, reg 2, thread.y 4; j: serial, thread.x 32, unroll 2"), "");
+  EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.x 64, reg 2; j: serial; shared: x"), "");
+  EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, serial 2, thread.x 16, reg 3; j: serial, grid.y 2, unroll 2"), "");
+  Kernel strict = fromSource(
+      "kernel strict(n: int, a: f32[n, n], x: f32[n], out y: f32[n], out z: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = sum(j in 0..i, a[i, j] * x[j]);\n"
+      "    z[i] = max(j in i..n, a[j, i]) + sum(k in i + 1..n, a[i, k] * x[k]);\n"
+      "  }\n"
+      "}\n",
+      "strict", {{"n", 45}});
+  EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.x 8, reg 3; j: serial, unroll 2; k: serial"), "");
+  EXPECT_EQ(sampledCheck(sample, strict, "i: grid.x, reg 2, thread.y 2; j: serial, thread.x 16; k: serial, unroll 4"), "");
+}
+
+// A triangular output domain (syrk: the lower triangle of a a^T) at sizes no tile divides: the
+// blocks above the diagonal leave at once, also in cooperative code (a reduction split across
+// threads, or across blocks, where every block of an empty tile leaves together).
+TEST(HostEmulation, TriangularOutputDomainSkipsEmptyBlocks) {
+  rtcgtest::CaseSample sample(2);
+  Kernel syrk = example("syrk.rtcg", "syrk", {{"n", 45}, {"K", 13}});
+  EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 8, reg 2; j: grid.x, thread.x 8, reg 2; k: serial, unroll 4"), "");
+  EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 4; j: grid.x, thread.x 4; k: serial, grid.z 2, thread.z 4"), "");
+  EXPECT_EQ(sampledCheck(sample, syrk, "i: grid.x, thread.x 16; j: grid.y, thread.y 8, reg 2; k: serial, unroll 4"), "");
+  EXPECT_EQ(sampledCheck(sample, syrk, "j: grid.x, serial 2, thread.x 8; i: grid.y, thread.y 4; k: serial"), "");
 }

@@ -428,7 +428,7 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
     }
     ++count;
   }
-  EXPECT_EQ(count, 15);
+  EXPECT_EQ(count, 19);
 }
 
 }  // namespace

@@ -102,6 +102,14 @@ Kernel bindAll(const Kernel& k, const SizeBindings& sizes) {
   return *b;
 }
 
+// The first kernel of DSL text, unbound.
+Kernel fromText(const std::string& src) {
+  Diagnostics diags;
+  auto prog = parseProgram("test.rtcg", src, diags);
+  RTCG_ASSERT(prog.has_value(), diags.render("test.rtcg", src));
+  return prog->kernels.at(0);
+}
+
 SizeBindings allSizes(const Kernel& k, int64_t n) {
   SizeBindings s;
   for (const Param& p : k.params)
@@ -779,6 +787,50 @@ TEST(Space, TinyOutputsGetReductionsSplitAcrossBlocks) {
     EXPECT_TRUE(splitK.count(tile + "k: grid.z, serial 63, unroll 8; shared: a^T, b"));  // 2 blocks per tile
     EXPECT_TRUE(splitK.count(tile + "k: grid.z, serial 32, unroll 8; shared: a^T, b; buffers: 2"));  // 4
   }
+}
+
+// Triangles: trmv's rows (`j in 0..i + 1`) split across threads (a warp or a group of lanes per
+// row) and over register tiles, and the model counts a triangle's work, not its square's: half the
+// flops and about half the bytes of gemv at the same n, and syrk's output counts its n (n + 1) / 2
+// points and the blocks of tiles that meet the triangle.
+TEST(Space, TriangularRangesAndDomains) {
+  SpaceOptions o;
+  Kernel trmv = bindAll(example("trmv").kernel, {{"n", 3001}});
+  Space space = enumerateSchedules(trmv, o);
+  EXPECT_TRUE(space.splitReductions);
+  std::set<std::string> texts;
+  for (const Candidate& c : space.candidates) texts.insert(c.text);
+  EXPECT_TRUE(texts.count("i: grid.x, thread.y 8; j: serial, thread.x 32")) << fmt::format("{}", fmt::join(texts, "\n"));
+  EXPECT_TRUE(texts.count("i: grid.x, thread.y 8; j: serial, unroll 2, thread.x 64, unroll 4"));
+  // Register tiles over rows are legal (a thread's rows share one loop over their union), but
+  // at one thread per row slower than the split rows by far: pruned.
+  EXPECT_TRUE(validateSchedule(trmv, parseSchedule("i: grid.x, reg 2, thread.y 4; j: serial, thread.x 32").schedule.value()).empty());
+  // The model ranks a split row first (a thread per row walks 1500 values alone).
+  const IndexSchedule* best = space.candidates.front().schedule.nests[0].find("j");
+  ASSERT_NE(best, nullptr);
+  EXPECT_TRUE(std::any_of(best->parts.begin(), best->parts.end(), [](const SchedulePart& p) { return isThreadPlacement(p.place); }))
+      << space.candidates.front().text;
+  for (const PrunedCandidate& p : space.pruned) EXPECT_EQ(p.reason.find("split reductions not offered"), std::string::npos);
+
+  const std::string rows = "i: grid.x, thread.y 8; j: serial, thread.x 32";
+  Kernel gemv = bindAll(example("gemv").kernel, {{"m", 3001}, {"n", 3001}});
+  NestModel triangle(trmv, 0), square(gemv, 0);
+  NestEstimate t = triangle.estimate(parseSchedule(rows).schedule->nests[0], o.device);
+  NestEstimate g = square.estimate(parseSchedule(rows).schedule->nests[0], o.device);
+  EXPECT_NEAR(t.flops / g.flops, 0.5, 0.01);
+  EXPECT_NEAR(t.bytes / g.bytes, 0.5, 0.05);
+
+  Kernel syrk = bindAll(example("syrk").kernel, {{"n", 3000}, {"K", 300}});
+  Kernel square2 = bindAll(fromText("kernel sq(n: int, K: int, a: f32[n, K], out c: f32[n, n]) {\n"
+                                    "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..K, a[i, k] * a[j, k]); }\n"
+                                    "}\n"), {{"n", 3000}, {"K", 300}});
+  const std::string tile = "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 16, reg 4; k: serial, unroll 4";
+  NestEstimate st = NestModel(syrk, 0).estimate(parseSchedule(tile).schedule->nests[0], o.device);
+  NestEstimate sq = NestModel(square2, 0).estimate(parseSchedule(tile).schedule->nests[0], o.device);
+  EXPECT_NEAR(st.flops / sq.flops, 3001.0 / 6000.0, 0.01);
+  // 47 x 47 tiles of 64 x 64 points: 1128 of the 2209 meet the triangle.
+  EXPECT_NEAR(st.bytes / sq.bytes, 1128.0 / 2209.0, 0.02);
+  EXPECT_LT(st.seconds, 0.7 * sq.seconds);
 }
 
 TEST(Space, EmittingACandidateIsCheap) {
