@@ -571,6 +571,7 @@ TEST(HostEmulation, OuterRegisterTilesStagedAndSplit) {
   EXPECT_EQ(checkOnHost(k, "i: grid.x, thread.x 8, reg 4; j: grid.y, serial 3, thread.y 4, reg 4; e: serial, unroll 13; shared: q^T, r^T; buffers: 2"), "");
   EXPECT_EQ(checkOnHost(nestedKernel("product(j in 0..m, 1.0 + 0.125 * sum(e in 0..D, q[i, e] * r[j, e]))", "f32", 41, 23, 5),
                         "i: grid.x, thread.x 4; j: serial, thread.y 8, reg 2; e: serial; shared: q, r"), "");
+}
 
 // Triangular reduction ranges (`j in 0..i + 1`: each row its own length) split across the threads
 // of a block, at a size no tile divides: a warp or a group of lanes per row striding from the row's
