@@ -148,13 +148,15 @@ std::vector<C::Stmt> innerParts(EmitContext& ctx, const SplitLoop& s, const std:
 // The body of one step of a split loop: the inner parts, peeled or guarded.
 std::vector<C::Stmt> stepBody(EmitContext& ctx, const SplitLoop& s, const std::string& v,
                               const std::vector<Loop>& loops, size_t q, const Env& env, const ReductionBody& inner) {
-  // When the range does not divide and inner parts are unrolled, every step but the last runs
-  // the unrolled body without the guard (which would keep neighbouring reads from merging into
-  // vector loads); the steps are uniform across the block, so the branch does not diverge.
+  // When the range does not divide and inner parts are unrolled (or a register tile of an outer
+  // reduction), every step but the last runs the unrolled body without the guard (which would
+  // keep neighbouring reads from merging into vector loads: the register values' clamp too); the
+  // steps are uniform across the block, so the branch does not diverge.
   const auto& parts = s.is.parts;
   bool peel = !s.exact && s.clo && s.chi && !isCoordinate(parts[s.sp].place) &&
-              std::any_of(parts.begin() + s.sp + 1, parts.end(),
-                          [](const SchedulePart& part) { return part.place == Placement::Unroll; });
+              std::any_of(parts.begin() + s.sp + 1, parts.end(), [](const SchedulePart& part) {
+                return part.place == Placement::Unroll || part.place == Placement::Reg;
+              });
   if (!peel) return innerParts(ctx, s, v, !s.exact, loops, q, env, inner);
   int64_t fullSteps = (*s.chi - *s.clo) / s.stepSpan;
   std::vector<C::ExprP> number = s.shareSteps;

@@ -14,7 +14,10 @@
 // Placements: grid.x|y|z (block index), thread.x|y|z (thread index in the block), reg (a fully
 // unrolled per-thread register tile of a parallel index: several independent outputs per thread,
 // placed innermost, inside the reduction loops), serial (a loop), unroll (an unrolled loop).
-// Reduction indices take serial, unroll, thread and grid parts (no reg). A thread part splits the
+// Reduction indices take serial, unroll, thread and grid parts, and the index of an outer reduction
+// (one computed ahead whose body holds reductions: `min(j, sum(e, ...))`) a reg part after its
+// steps: `j: serial, reg 4` evaluates the body for 4 values of j at once (OuterTile in
+// schedule/Domain.h). A thread part splits the
 // reduction across the threads of a block: each thread accumulates a partial, and the partials of
 // the threads that share an output are combined by a tree in shared memory. A grid part (on a
 // grid axis no parallel index of the nest uses) splits it across blocks, e.g. for a dot product

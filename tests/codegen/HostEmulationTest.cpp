@@ -635,3 +635,16 @@ TEST(HostEmulation, TriangularOutputDomainSkipsEmptyBlocks) {
   EXPECT_EQ(sampledCheck(sample, syrk, "i: grid.x, thread.x 16; j: grid.y, thread.y 8, reg 2; k: serial, unroll 4"), "");
   EXPECT_EQ(sampledCheck(sample, syrk, "j: grid.x, serial 2, thread.x 8; i: grid.y, thread.y 4; k: serial"), "");
 }
+
+// The outer reduction split across threads without a register tile, each operator combined with
+// its own identity-free tree: min by warp shuffles (j on thread.x 32), product and sum by the
+// shared-memory tree over a lane count that is not a power of two, max across blocks.
+TEST(HostEmulation, OuterReductionsSplitAcrossThreadsAndBlocks) {
+  EXPECT_EQ(checkOnHost(nestedKernel(kDistance, "f32", 19, 77, 13), "i: grid.x; j: serial, thread.x 32; e: serial, unroll 4"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("product(j in 0..m, 1.0 + 0.125 * sum(e in 0..D, q[i, e] * r[j, e]))", "f64", 23, 41, 5),
+                        "i: grid.x, thread.x 4; j: serial, thread.y 3, reg 2; e: serial"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("sum(j in 0..m, max(e in 0..D, q[i, e] * r[j, e]))", "f32", 23, 41, 5),
+                        "i: grid.x, thread.x 4; j: serial, thread.y 5; e: serial"), "");
+  EXPECT_EQ(checkOnHost(nestedKernel("max(j in 0..m, sum(e in 0..D, q[i, e] * r[j, e]))", "f32", 7, 101, 9),
+                        "i: grid.x, thread.x 8; j: grid.y, serial 4, thread.y 4, reg 2; e: serial; shared: q^T, r"), "");
+}
