@@ -53,6 +53,12 @@ sizes=(
   "batched_matmul.rtcg nb=1001 n=20"
   "gemm_bf16.rtcg n=257"
   "spmv.rtcg n=2003 nnz=14011"
+  "nearest.rtcg n=1001 m=777 D=13"
+  "max_inner_product.rtcg n=999 m=1031 D=37"
+  "softmax.rtcg m=1001 n=1031"
+  "layernorm.rtcg m=1001 n=1031"
+  "trmv.rtcg n=1031"
+  "syrk.rtcg n=257 K=131"
 )
 
 # rtcgc: $RTCGC, else the packed GPU build (set up as gpu-check.sh does), else this build.
