@@ -372,6 +372,7 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   launch.function = fn.name;
   for (int a = 0; a < 3; ++a) launch.grid[a] = (uint32_t)l.grid[a], launch.block[a] = (uint32_t)l.block[a];
   fn.launchBounds = (int)l.threads;
+  fn.minBlocks = (int)ctx.sched.blocksPerSM;  // `blocks_per_sm`: the registers capped for that many blocks
   if (ctx.plan.dynamicShared) launch.dynamicSharedBytes = (uint32_t)ctx.plan.dynamicSharedBytes;
   std::vector<C::Stmt> body;
   declareNestParams(ctx, fn, launch, body);

@@ -177,7 +177,7 @@ void checkAlone(const NestSchedule& s, std::vector<std::string>& reasons) {
     reasons.push_back(fmt::format("'mma:' maps the nest's indices itself: no index clause beside it ('{}')",
                                   printIndexSchedule(s.indices[0])));
   for (const ClauseRow& row : clauseTable())
-    if (row.kind != ClauseKind::Mma && !clauseAtDefault(row, s))
+    if (row.kind != ClauseKind::Mma && row.name != std::string("blocks_per_sm") && !clauseAtDefault(row, s))
       reasons.push_back(fmt::format("'{}:' does not apply beside 'mma:'", row.name));
 }
 
@@ -251,6 +251,9 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   const int64_t threads = s.mma.warpsM * s.mma.warpsN * 32;
+  if (s.blocksPerSM > 0 && threads * s.blocksPerSM > 2048)
+    reasons.push_back(fmt::format("mma: blocks_per_sm {} with {} threads per block exceeds 2048 threads per multiprocessor",
+                                  s.blocksPerSM, threads));
   if (threads > limits.maxThreadsPerBlock || threads > limits.maxBlockDim[0])
     reasons.push_back(fmt::format("mma: {} warps are {} threads, more than a block holds ({})",
                                   s.mma.warpsM * s.mma.warpsN, threads, limits.maxThreadsPerBlock));

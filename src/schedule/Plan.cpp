@@ -642,9 +642,9 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
 std::string printPlan(const Kernel& k, const NestPlan& plan) {
   std::string s = fmt::format("nest {}: {}\n", plan.nest, printNestSchedule(plan.schedule));
   s += launchLine(plan.launch);
-  if (plan.mma) return s + mmaLines(k, *plan.mma);
   if (plan.schedule.blocksPerSM > 0)
     s += fmt::format("  __launch_bounds__({}, {})\n", plan.launch.threads, plan.schedule.blocksPerSM);
+  if (plan.mma) return s + mmaLines(k, *plan.mma);
   for (const IndexPlan& ip : plan.parts) s += indexLines(ip, plan.clauseOf(ip));
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     std::vector<std::string> loops;

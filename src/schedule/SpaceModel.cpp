@@ -543,6 +543,13 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   return estimate(sketch, d);
 }
 
+int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
+  const bool f64 = ms.arith == MmaArith::F64;
+  const int64_t accs = ms.tileM * ms.tileN * (f64 ? 2 : 4);
+  const int64_t fragments = (ms.tileM * (f64 ? 1 : 4) + ms.tileN * (f64 ? 1 : 2)) * (ms.arith == MmaArith::Tf32x3 ? 2 : 1);
+  return std::min<int64_t>(255, 32 + (accs + fragments) * (type == ScalarType::F64 ? 2 : 1));
+}
+
 namespace {
 
 // The mma term: a contraction on tensor cores (plan.mma). The arithmetic issued is the padded
@@ -560,11 +567,12 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   e.blocks = plan.launch.blocks;
   e.registerTile = e.outputsPerThread = plan.launch.outputsPerThread;
   e.sharedBytes = p.sharedBytes;
-  const int64_t accs = ms.tileM * ms.tileN * (p.arith == MmaArith::F64 ? 2 : 4);
-  const int64_t regsPerValue = p.c.type == ScalarType::F64 ? 2 : 1;
-  const int64_t fragments = (ms.tileM * (p.arith == MmaArith::F64 ? 1 : 4) + ms.tileN * (p.arith == MmaArith::F64 ? 1 : 2)) *
-                            p.tilesPerOperand;
-  e.registers = std::min<int64_t>(255, 32 + (accs + fragments) * regsPerValue);
+  e.registers = mmaRegisters(ms, p.c.type);
+  // __launch_bounds__(threads, blocks_per_sm) caps the registers; past the cap NVCC spills.
+  const bool spills = plan.schedule.blocksPerSM > 0 &&
+                      e.registers > d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8;
+  if (plan.schedule.blocksPerSM > 0)
+    e.registers = std::min<int64_t>(e.registers, d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8);
   const int64_t warps = e.threads / 32;
   int64_t perSm = d.maxBlocksPerMultiprocessor;
   perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, e.threads));
@@ -614,6 +622,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   e.efficiency = smUse * waveUse * hiding;
   e.storeStride = 1;  // each quad of lanes stores runs of 8 neighbours along N
   e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
+  if (spills) e.seconds *= 2;  // local-memory traffic in the inner loop
   return e;
 }
 

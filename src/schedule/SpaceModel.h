@@ -182,4 +182,9 @@ class NestModel {
                           const std::string& threadXIndex, int64_t threadX) const;
 };
 
+// Registers per thread an `mma:` schedule of a contraction of type `type` needs (before a cap):
+// ~32 for addresses and indices, the accumulators, one step's fragment registers (tf32x3: big and
+// small parts). The model's estimate, and the space's count for `blocks_per_sm` beside `mma:`.
+int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type);
+
 }  // namespace rtcg

@@ -463,3 +463,27 @@ TEST(HostEmulation, MmaSharedEpilogueMatchesTheReference) {
     }
   }
 }
+
+// `blocks_per_sm` beside `mma:`: __launch_bounds__(threads, N) caps the registers for N blocks
+// per multiprocessor; the space offers it for large fragment tiles at the count the model's
+// register estimate allows; more threads than a multiprocessor holds are refused.
+TEST(Mma, BlocksPerSmBesideMma) {
+  Kernel g = example("gemm_bf16.rtcg", {{"n", 104}});
+  const std::string text = "mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3; blocks_per_sm: 2";
+  auto parsed = parseSchedule(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  EXPECT_TRUE(validateSchedule(g, *parsed.schedule).empty());
+  EmittedModule m = emitCuda(g, *parsed.schedule);
+  EXPECT_NE(m.source.find("__launch_bounds__(128, 2)"), std::string::npos);
+  EXPECT_EQ(checkOnHost(g, text, 1e-5), "");
+  CudaCompileResult r = compileCuda(m.source, "gemm_bf16.cu", "sm_90");
+  EXPECT_TRUE(r.success) << r.log;
+  auto reasons = validateSchedule(g, *parseSchedule("mma: bf16 m16n8k16 warps 2x4 tile 1x1 k 16; blocks_per_sm: 16").schedule);
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons[0].find("exceeds 2048 threads"), std::string::npos) << reasons[0];
+  SpaceOptions o;
+  bool offered = false;
+  for (const Candidate& c : enumerateSchedules(example("gemm_bf16.rtcg", {{"n", 4096}}), o).candidates)
+    offered |= c.schedule.nests[0].mma.any() && c.schedule.nests[0].blocksPerSM >= 2;
+  EXPECT_TRUE(offered);
+}

@@ -161,7 +161,9 @@ void expectPlansAgree(const Candidate& c, const EmittedModule& m) {
       EXPECT_EQ((int64_t)l.grid[a], p.launch.grid[a]) << c.text;
       EXPECT_EQ((int64_t)l.block[a], p.launch.block[a]) << c.text;
     }
-    EXPECT_EQ((int64_t)l.dynamicSharedBytes, p.dynamicShared ? p.staging.bytes : 0) << c.text;
+    // An mma plan's dynamic shared memory is its tiles' (or its shared epilogue's), not staging's.
+    EXPECT_EQ((int64_t)l.dynamicSharedBytes, p.dynamicShared ? (p.mma ? p.mma->sharedBytes : p.staging.bytes) : 0)
+        << c.text;
     pipelined = pipelined || p.pipeline.any();
   }
   EXPECT_EQ(pipelined, m.source.find("are copied ahead") != std::string::npos) << c.text;
