@@ -33,9 +33,11 @@ std::optional<int64_t> accessFootprint(const std::vector<Expr>& indices, const s
     for (const Expr& bound : {l->lo, l->hi}) {
       std::optional<AffineForm> f = toAffine(bound);
       if (!f) return std::nullopt;
-      for (const auto& [id, c] : f->coeffs)
-        if (c != 0 && std::none_of(used.begin(), used.end(), [&](const Loop* u) { return u->id == id; }))
+      for (const auto& coeff : f->coeffs) {
+        const int id = coeff.first;  // not a structured binding: clang's lambdas cannot capture one
+        if (coeff.second != 0 && std::none_of(used.begin(), used.end(), [&](const Loop* u) { return u->id == id; }))
           return std::nullopt;
+      }
     }
   std::map<int, int64_t> env;
   return countPoints(used, 0, env);
