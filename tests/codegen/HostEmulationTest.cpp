@@ -573,6 +573,19 @@ TEST(HostEmulation, OuterRegisterTilesStagedAndSplit) {
                         "i: grid.x, thread.x 4; j: serial, thread.y 8, reg 2; e: serial; shared: q, r"), "");
 }
 
+// Rows that may be empty (row 0 of `j in 0..i`, the last row of `k in i + 1..n`) and rows that
+// start past 0 (`j in i..n`), at a size no tile divides.
+Kernel strictTriangles() {
+  return fromSource(
+      "kernel strict(n: int, a: f32[n, n], x: f32[n], out y: f32[n], out z: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    y[i] = sum(j in 0..i, a[i, j] * x[j]);\n"
+      "    z[i] = max(j in i..n, a[j, i]) + sum(k in i + 1..n, a[i, k] * x[k]);\n"
+      "  }\n"
+      "}\n",
+      "strict", {{"n", 45}});
+}
+
 // Triangular reduction ranges (`j in 0..i + 1`: each row its own length) split across the threads
 // of a block, at a size no tile divides: a warp or a group of lanes per row striding from the row's
 // start, several rows per block, runs of 4 per thread, lanes past a warp, and the reduction also
@@ -587,16 +600,7 @@ TEST(HostEmulation, TriangularRowsSplitAcrossThreads) {
   EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, serial 3, thread.y 2; j: serial, thread.x 16, unroll 4"), "");
   EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.y 2; j: serial, grid.y 3, thread.x 32"), "");
   EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.y 2; j: grid.y, serial 2, thread.x 32"), "");
-  // Rows that may be empty (row 0 of `j in 0..i`, the last row of `k in i + 1..n`) and rows that start
-  // past 0 (`j in i..n`).
-  Kernel strict = fromSource(
-      "kernel strict(n: int, a: f32[n, n], x: f32[n], out y: f32[n], out z: f32[n]) {\n"
-      "  for i in 0..n {\n"
-      "    y[i] = sum(j in 0..i, a[i, j] * x[j]);\n"
-      "    z[i] = max(j in i..n, a[j, i]) + sum(k in i + 1..n, a[i, k] * x[k]);\n"
-      "  }\n"
-      "}\n",
-      "strict", {{"n", 45}});
+  Kernel strict = strictTriangles();
   EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.y 4; j: serial, thread.x 8; k: serial, thread.z 2"), "");
   EXPECT_EQ(sampledCheck(sample, strict, "i: grid.x, thread.y 2; j: serial, thread.x 32, unroll 2; k: serial"), "");
 }
@@ -612,14 +616,7 @@ TEST(HostEmulation, RegisterTilesOverTriangularRows) {
   EXPECT_EQ(checkOnHost(trmv, "i: grid.x, reg 2, thread.y 4; j: serial, thread.x 32, unroll 2"), "");
   EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.x 64, reg 2; j: serial; shared: x"), "");
   EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, serial 2, thread.x 16, reg 3; j: serial, grid.y 2, unroll 2"), "");
-  Kernel strict = fromSource(
-      "kernel strict(n: int, a: f32[n, n], x: f32[n], out y: f32[n], out z: f32[n]) {\n"
-      "  for i in 0..n {\n"
-      "    y[i] = sum(j in 0..i, a[i, j] * x[j]);\n"
-      "    z[i] = max(j in i..n, a[j, i]) + sum(k in i + 1..n, a[i, k] * x[k]);\n"
-      "  }\n"
-      "}\n",
-      "strict", {{"n", 45}});
+  Kernel strict = strictTriangles();
   EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.x 8, reg 3; j: serial, unroll 2; k: serial"), "");
   EXPECT_EQ(sampledCheck(sample, strict, "i: grid.x, reg 2, thread.y 2; j: serial, thread.x 16; k: serial, unroll 4"), "");
 }
