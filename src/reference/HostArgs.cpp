@@ -173,7 +173,8 @@ const ScalarValue& HostArgs::scalar(int param) const {
 
 void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name, const std::string& path) {
   const int p = bound.findParam(name);
-  if (p < 0 || !bound.params[size_t(p)].isArray() || bound.params[size_t(p)].mode == ArrayMode::Out)
+  if (p < 0 || !bound.params[size_t(p)].isArray() || bound.params[size_t(p)].mode == ArrayMode::Out ||
+      bound.params[size_t(p)].isLocal())
     throw Error(fmt::format("'{}' is not an in or inout array of kernel '{}' (an input file gives one)", name, bound.name));
   std::istringstream in(readInputFile(path, size_t(1) << 30));
   HostArray& a = args.array(p);

@@ -516,6 +516,10 @@ TEST(Cli, TuneTakesInputFilesAndChecksThemBeforeAnyGpuWork) {
   Result out = rtcgc("tune " + example("spmv.rtcg") + " -D n=4 -D nnz=6 --db - --input y=" + file("y.txt", "0 0 0 0"));
   EXPECT_EQ(out.code, 2) << out.out;
   EXPECT_NE(out.out.find("expected NAME=FILE for an in or inout array of kernel 'spmv'"), std::string::npos) << out.out;
+  // A kernel-local array is no input either (run and tune share the check).
+  Result local = rtcgc("tune " + example("softmax.rtcg") + " -D m=3 -D n=3 --db - --input rowmax=" + file("l.txt", "0 0 0"));
+  EXPECT_EQ(local.code, 2) << local.out;
+  EXPECT_NE(local.out.find("expected NAME=FILE for an in or inout array of kernel 'softmax'"), std::string::npos) << local.out;
   Result twice = rtcgc("tune " + spmv + file("a.txt", "0 2 2 5 6") + " --input rowptr=" + file("b.txt", "0 2 2 5 6"));
   EXPECT_EQ(twice.code, 2) << twice.out;
   EXPECT_NE(twice.out.find("--input gives 'rowptr' twice"), std::string::npos) << twice.out;

@@ -56,4 +56,16 @@ void writeFileAtomically(const std::string& path, std::string_view data) {
   }
 }
 
+std::pair<std::string, std::string> parseInputSpec(const rtcg::Kernel& k, const std::string& spec) {
+  const size_t eq = spec.find('=');
+  const int p = eq == std::string::npos ? -1 : k.findParam(spec.substr(0, eq));
+  if (p < 0 || !k.params[size_t(p)].isArray() || k.params[size_t(p)].mode == rtcg::ArrayMode::Out ||
+      k.params[size_t(p)].isLocal()) {
+    fmt::print(stderr, "rtcgc: error: bad '--input {}': expected NAME=FILE for an in or inout array of kernel '{}'\n",
+               spec, k.name);
+    throw Fail{kUsage};
+  }
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
 }  // namespace rtcgc

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "driver/Pipeline.h"
@@ -16,6 +17,10 @@ rtcg::SourceText readSource(const std::string& path);
 
 // -D NAME=INTEGER bindings: a malformed or repeated one is exit 2, a value past 64 bits exit 1.
 rtcg::SizeBindings parseDefines(const std::vector<std::string>& defines);
+
+// --input NAME=FILE (run, tune): NAME and FILE, NAME an `in` or `inout` array of `k`; anything
+// else is exit 2, naming the spec and the kernel.
+std::pair<std::string, std::string> parseInputSpec(const rtcg::Kernel& k, const std::string& spec);
 
 // Writes `data` to `path` atomically (support/OutputFile.h: through symbolic links, never over a
 // device or directory, with the umask's mode), so a failure never leaves a half-written output;

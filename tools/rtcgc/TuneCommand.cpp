@@ -340,14 +340,7 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
 int checkInputFiles(const Kernel& bound, const std::vector<std::string>& specs, std::map<std::string, std::string>& out) {
   HostArgs probe(bound);
   for (const std::string& spec : specs) {
-    const size_t eq = spec.find('=');
-    const int p = eq == std::string::npos ? -1 : bound.findParam(spec.substr(0, eq));
-    if (p < 0 || !bound.params[size_t(p)].isArray() || bound.params[size_t(p)].mode == ArrayMode::Out) {
-      fmt::print(stderr, "rtcgc: error: bad '--input {}': expected NAME=FILE for an in or inout array of kernel '{}'\n",
-                 spec, bound.name);
-      return 2;
-    }
-    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    const auto [name, path] = parseInputSpec(bound, spec);
     if (out.count(name)) {
       fmt::print(stderr, "rtcgc: error: --input gives '{}' twice\n", name);
       return 2;

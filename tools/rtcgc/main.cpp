@@ -237,15 +237,8 @@ void setScalars(const Kernel& k, HostArgs& args, const RunArgs& r) {
 // the reference executor checks ranges and indices before a GPU run reads through them).
 void loadInputs(const Kernel& k, HostArgs& args, const RunArgs& r) {
   for (const std::string& spec : r.inputs) {
-    size_t eq = spec.find('=');
-    int p = eq == std::string::npos ? -1 : k.findParam(spec.substr(0, eq));
-    if (p < 0 || !k.params[size_t(p)].isArray() || k.params[size_t(p)].mode == ArrayMode::Out ||
-        k.params[size_t(p)].isLocal()) {
-      fmt::print(stderr, "rtcgc: error: bad '--input {}': expected NAME=FILE for an in or inout array of kernel '{}'\n",
-                 spec, k.name);
-      throw Fail{kUsage};
-    }
-    loadArrayFile(k, args, spec.substr(0, eq), spec.substr(eq + 1));
+    const auto [name, path] = parseInputSpec(k, spec);
+    loadArrayFile(k, args, name, path);
   }
 }
 
