@@ -30,6 +30,9 @@ struct Options {
   // Bytes of shared memory a block's staged tiles may use (rtcgc's --max-shared); 0: the default
   // (48 KiB), as rtcgc emit and explain.
   int64_t maxSharedBytes = 0;
+  // The tensor-core arithmetic f32 contractions may use (rtcgc's --precision): a schedule's `mma:`
+  // clause must be allowed by it, and a policy that cannot apply to the kernel is an error.
+  PrecisionPolicy precision = PrecisionPolicy::Ieee;
 };
 
 struct ParamInfo {
@@ -107,6 +110,10 @@ struct TuneRequest {
   std::string workerPath;          // empty: $RTCG_WORKER, next to the program, PATH
   uint64_t seed = 1;
   bool resume = false;             // skip what earlier searches of this key measured
+  PrecisionPolicy precision = PrecisionPolicy::Ieee;  // searched under; part of the tuning key
+  // In or inout arrays whose values come from files rather than the seed (rtcgc tune --input
+  // NAME=FILE): whitespace-separated numbers, row-major, as many as the array's elements.
+  std::map<std::string, std::string> inputFiles;
   std::function<void(const TuningProgress&)> progress;  // after each candidate
   std::function<void(const std::string&)> log;          // search events
 };

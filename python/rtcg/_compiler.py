@@ -8,20 +8,19 @@ from typing import Mapping
 
 from ._native import native
 
-#: Precision policies this build knows. ``precision`` is accepted everywhere a kernel is compiled
-#: so that programs written for the precision policy (a parallel line of work on the C++ side)
-#: keep working; until the C++ API has the policy, only IEEE arithmetic exists, which is what
-#: None and "ieee" mean. Other values are refused rather than silently ignored: a caller asking
-#: for a relaxed policy must not get numbers they think are something else.
-PRECISIONS = (None, "ieee")
+#: The precision policies (rtcgc's --precision, docs/api.md "Precision"): which tensor-core
+#: arithmetic f32 contractions may use. None and "ieee" (the default) never round an f32 operand to
+#: TF32; "tf32x3" splits each operand into two TF32 values and sums three products (FP32-class
+#: accuracy); "tf32" uses one TF32 product (about 3e-4 relative error). The policy is part of the
+#: tuning key, and a policy that cannot apply to a kernel (tf32 on an f64 kernel) is an error.
+PRECISIONS = (None, "ieee", "tf32x3", "tf32")
 
 
-def check_precision(precision) -> None:
+def check_precision(precision) -> str:
+    """The policy's name as the native layer takes it ("" for the default)."""
     if precision not in PRECISIONS:
-        raise ValueError(
-            f"precision={precision!r}: this rtcg build compiles IEEE arithmetic only "
-            "(precision=None or 'ieee'); a precision policy is not available yet"
-        )
+        raise ValueError(f"precision={precision!r}: expected one of {', '.join(map(repr, PRECISIONS))}")
+    return precision or ""
 
 
 def source_text(source, file_name: str | None) -> tuple[str, str]:
@@ -91,31 +90,33 @@ def check(source, sizes: Mapping | None = None, *, kernel: str | None = None, fi
 def emit(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
          file_name: str | None = None, max_shared: int = 0) -> str:
     """The CUDA C of the kernel for these sizes under the schedule (default: the default schedule)."""
-    check_precision(precision)
+    policy = check_precision(precision)
     text, name = source_text(source, file_name)
-    return native.emit(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, int(max_shared))
+    return native.emit(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, int(max_shared), policy)
 
 
 def explain(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
             file_name: str | None = None, arch: str = "sm_90", max_shared: int = 0) -> str:
     """What the schedule means for the kernel, in words: launch, index parts, tiles, pipelines."""
-    check_precision(precision)
+    policy = check_precision(precision)
     text, name = source_text(source, file_name)
-    return native.explain(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared))
+    return native.explain(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), policy)
 
 
 def cubin(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
           file_name: str | None = None, arch: str = "sm_90", max_shared: int = 0) -> bytes:
     """The cubin NVRTC makes of the emitted CUDA C for ``arch`` (needs NVRTC, not a GPU)."""
-    check_precision(precision)
+    policy = check_precision(precision)
     text, name = source_text(source, file_name)
-    return native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), False)
+    return native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), False,
+                        policy)
 
 
 def ptx(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
         file_name: str | None = None, arch: str = "sm_90", max_shared: int = 0) -> str:
     """The PTX NVRTC makes of the emitted CUDA C for ``arch``."""
-    check_precision(precision)
+    policy = check_precision(precision)
     text, name = source_text(source, file_name)
-    data = native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), True)
+    data = native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), True,
+                        policy)
     return data.decode("utf-8", errors="replace")

@@ -53,7 +53,7 @@ class Context:
         schedule), or "tune" (as "cached"; on a miss, search now within ``max_candidates`` and
         ``time_limit`` seconds, showing ``progress``). ``schedule`` overrides all of them.
         ``log`` receives warnings and notes (which schedule was used and why)."""
-        check_precision(precision)
+        policy = check_precision(precision)
         if tuning not in _TUNING:
             raise ValueError(f"tuning={tuning!r}: expected one of {', '.join(map(repr, _TUNING))}")
         text, name = source_text(source, file_name)
@@ -64,7 +64,7 @@ class Context:
 
             progress = ProgressDisplay(f"tuning {info['name']}")
         compiled = self._native.compile(text, sizes, kernel or "", schedule or "", name, tuning, int(max_candidates),
-                                        float(time_limit), log, progress)
+                                        float(time_limit), log, progress, policy)
         if hasattr(progress, "close"):
             progress.close()
         return CompiledKernel(self, compiled, info)
@@ -230,7 +230,7 @@ class Kernel:
             k = self._compiled.get(key)
         if k is None:
             k = ctx.compile(self._text, sizes, kernel=self.name, schedule=self._schedule, tuning=self._tuning,
-                            file_name=self._file, log=self._log)
+                            precision=self._precision, file_name=self._file, log=self._log)
             with self._lock:
                 self._compiled[key] = k
         return k

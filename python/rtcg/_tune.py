@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -81,9 +83,35 @@ def _candidate(d):
     return None if d is None else Candidate(**d)
 
 
+def _input_files(inputs: Mapping | None, folder: str) -> dict[str, str]:
+    """name -> file for the search's own input arrays: a path is passed on as it is; an array's
+    values (NumPy, or anything numpy.asarray takes; CuPy and PyTorch arrays are copied to the host)
+    are written to a file in ``folder``, row-major, in the format rtcgc tune --input reads."""
+    out: dict[str, str] = {}
+    for name, value in (inputs or {}).items():
+        if not isinstance(name, str):
+            raise TypeError(f"inputs: keys are array names (str), given {type(name).__name__}")
+        if isinstance(value, (str, os.PathLike)):
+            out[name] = os.fspath(value)
+            continue
+        import numpy as np
+
+        if hasattr(value, "get") and type(value).__module__.startswith("cupy"):
+            value = value.get()
+        elif hasattr(value, "detach") and hasattr(value, "cpu"):
+            value = value.detach().cpu()
+        a = np.ascontiguousarray(np.asarray(value)).reshape(-1)
+        if a.dtype.kind not in "iuf":
+            raise TypeError(f"inputs[{name!r}]: expected integer or floating-point values, given dtype {a.dtype}")
+        path = os.path.join(folder, f"{len(out)}.txt")
+        np.savetxt(path, a, fmt="%d" if a.dtype.kind in "iu" else "%.17g")
+        out[name] = path
+    return out
+
+
 def tune(source, sizes: Mapping, *, kernel: str | None = None, time_limit: float = 60.0, max_candidates: int = 0,
          precision=None, devices=(0,), db: str | None = None, progress=True, log=None, seed: int = 1,
-         resume: bool = False, file_name: str | None = None) -> TuneResult:
+         resume: bool = False, file_name: str | None = None, inputs: Mapping | None = None) -> TuneResult:
     """Searches the kernel's schedule space on the GPU for these sizes: compiles candidates with
     NVRTC, verifies each against the CPU reference, times the verified ones, and records every
     candidate in the tuning database that ``rtcgc tune`` and ``rtcgc db`` use (``db``: another
@@ -92,8 +120,12 @@ def tune(source, sizes: Mapping, *, kernel: str | None = None, time_limit: float
     ``time_limit`` (seconds; 0: none) stops starting candidates; ``max_candidates`` (0: no limit)
     samples the space. ``progress``: True shows a line on the terminal or in the notebook, False
     nothing, or a callable taking (candidates, measured, verified, elapsed s, time limit s, best ms).
-    ``log`` receives the search's events. Raises NoDeviceError without a GPU."""
-    check_precision(precision)
+    ``log`` receives the search's events. ``precision`` is the policy searched under (part of the
+    tuning key, as for compile). ``inputs`` maps in or inout arrays to their values (an array, or
+    the path of a file of whitespace-separated numbers, as rtcgc tune --input): the search then
+    ranks schedules on the data the kernel will see, such as a sparse matrix's row pointers; the
+    other inputs stay random. Raises NoDeviceError without a GPU."""
+    policy = check_precision(precision)
     text, name = source_text(source, file_name)
     sizes = sizes_dict(sizes)
     display = None
@@ -109,8 +141,11 @@ def tune(source, sizes: Mapping, *, kernel: str | None = None, time_limit: float
     elif progress is False:
         progress = None
     try:
-        r = native.tune(text, sizes, kernel or "", name, int(max_candidates), float(time_limit),
-                        [int(d) for d in devices], db or "", "", int(seed), bool(resume), progress, log)
+        with tempfile.TemporaryDirectory(prefix="rtcg-inputs-") as folder:
+            files = _input_files(inputs, folder)
+            r = native.tune(text, sizes, kernel or "", name, int(max_candidates), float(time_limit),
+                            [int(d) for d in devices], db or "", "", int(seed), bool(resume), progress, log, policy,
+                            files)
     finally:
         if display is not None:
             display.close()

@@ -52,14 +52,23 @@ void translate(const std::exception_ptr& p, void*) {
   }
 }
 
+// The policy named as rtcgc's --precision names it (the Python side checked the name first).
+rtcg::PrecisionPolicy precisionPolicy(const std::string& name) {
+  if (name.empty() || name == "ieee") return rtcg::PrecisionPolicy::Ieee;
+  if (name == "tf32x3") return rtcg::PrecisionPolicy::Tf32x3;
+  if (name == "tf32") return rtcg::PrecisionPolicy::Tf32;
+  throw rtcg::Error("precision='" + name + "': expected 'ieee', 'tf32x3' or 'tf32'");
+}
+
 rtcg::compiler::Options options(const std::string& kernel, const std::string& schedule, const std::string& fileName,
-                                const std::string& arch, int64_t maxShared) {
+                                const std::string& arch, int64_t maxShared, const std::string& precision = "") {
   rtcg::compiler::Options o;
   o.kernel = kernel;
   o.schedule = schedule;
   o.fileName = fileName;
   o.arch = arch;
   o.maxSharedBytes = maxShared;
+  o.precision = precisionPolicy(precision);
   return o;
 }
 
@@ -226,26 +235,27 @@ NB_MODULE(_rtcg, m) {
   m.def(
       "emit",
       [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& schedule,
-         const std::string& fileName, int64_t maxShared) {
-        rtcg::compiler::Options o = options(kernel, schedule, fileName, "sm_90", maxShared);
+         const std::string& fileName, int64_t maxShared, const std::string& precision) {
+        rtcg::compiler::Options o = options(kernel, schedule, fileName, "sm_90", maxShared, precision);
         nb::gil_scoped_release release;
         return rtcg::compiler::emit(source, sizes, o);
       },
-      "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "max_shared"_a);
+      "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "max_shared"_a, "precision"_a);
   m.def(
       "explain",
       [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& schedule,
-         const std::string& fileName, const std::string& arch, int64_t maxShared) {
-        rtcg::compiler::Options o = options(kernel, schedule, fileName, arch, maxShared);
+         const std::string& fileName, const std::string& arch, int64_t maxShared, const std::string& precision) {
+        rtcg::compiler::Options o = options(kernel, schedule, fileName, arch, maxShared, precision);
         nb::gil_scoped_release release;
         return rtcg::compiler::explain(source, sizes, o);
       },
-      "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "arch"_a, "max_shared"_a);
+      "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "arch"_a, "max_shared"_a, "precision"_a);
   m.def(
       "cubin",
       [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& schedule,
-         const std::string& fileName, const std::string& arch, int64_t maxShared, bool ptx) {
-        rtcg::compiler::Options o = options(kernel, schedule, fileName, arch, maxShared);
+         const std::string& fileName, const std::string& arch, int64_t maxShared, bool ptx,
+         const std::string& precision) {
+        rtcg::compiler::Options o = options(kernel, schedule, fileName, arch, maxShared, precision);
         std::string data;
         {
           nb::gil_scoped_release release;
@@ -253,7 +263,8 @@ NB_MODULE(_rtcg, m) {
         }
         return nb::bytes(data.data(), data.size());
       },
-      "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "arch"_a, "max_shared"_a, "ptx"_a);
+      "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "arch"_a, "max_shared"_a, "ptx"_a,
+      "precision"_a);
   m.def(
       "bind_shapes",
       [](const std::string& source, const std::vector<std::optional<std::vector<int64_t>>>& shapes,
@@ -279,8 +290,11 @@ NB_MODULE(_rtcg, m) {
       "tune",
       [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& fileName,
          int64_t maxCandidates, double timeLimit, const std::vector<int>& devices, const std::string& db,
-         const std::string& worker, uint64_t seed, bool resume, nb::object progress, nb::object log) {
+         const std::string& worker, uint64_t seed, bool resume, nb::object progress, nb::object log,
+         const std::string& precision, const std::map<std::string, std::string>& inputFiles) {
         rtcg::compiler::TuneRequest r;
+        r.precision = precisionPolicy(precision);
+        r.inputFiles = inputFiles;
         r.kernel = kernel;
         r.fileName = fileName;
         r.maxCandidates = maxCandidates;
@@ -327,7 +341,8 @@ NB_MODULE(_rtcg, m) {
         return d;
       },
       "source"_a, "sizes"_a, "kernel"_a, "file_name"_a, "max_candidates"_a, "time_limit"_a, "devices"_a, "db"_a,
-      "worker"_a, "seed"_a, "resume"_a, "progress"_a.none(), "log"_a.none());
+      "worker"_a, "seed"_a, "resume"_a, "progress"_a.none(), "log"_a.none(), "precision"_a,
+      "input_files"_a);
 
   // ---- devices and kernels -----------------------------------------------------------------------
   nb::class_<rtcg::Context>(m, "Context")
@@ -361,8 +376,10 @@ NB_MODULE(_rtcg, m) {
           "compile",
           [](rtcg::Context& c, const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel,
              const std::string& schedule, const std::string& fileName, const std::string& tuning,
-             int64_t maxCandidates, double timeLimit, nb::object log, nb::object progress) {
+             int64_t maxCandidates, double timeLimit, nb::object log, nb::object progress,
+             const std::string& precision) {
             rtcg::CompileOptions o;
+            o.precision = precisionPolicy(precision);
             o.kernel = kernel;
             o.schedule = schedule;
             o.fileName = fileName;
@@ -378,7 +395,7 @@ NB_MODULE(_rtcg, m) {
             return c.compile(source, sizes, o);
           },
           "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "tuning"_a, "max_candidates"_a,
-          "time_limit"_a, "log"_a.none(), "progress"_a.none());
+          "time_limit"_a, "log"_a.none(), "progress"_a.none(), "precision"_a);
 
   nb::class_<rtcg::CompiledKernel>(m, "CompiledKernel")
       .def_prop_ro("name", &rtcg::CompiledKernel::name)

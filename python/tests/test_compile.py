@@ -153,12 +153,67 @@ def test_python_level_argument_errors():
     assert rtcg.emit(AXPY, {"n": np.int64(8)}) == rtcg.emit(AXPY, {"n": 8})
 
 
-def test_precision_is_accepted_only_as_ieee():
+F64_DOT = """kernel dot(n: int, x: f64[n], y: f64[n], out r: f64[1]) {
+  for o in 0..1 { r[o] = sum(i in 0..n, x[i] * y[i]); }
+}"""
+SPMV = example("spmv.rtcg")
+TF32_MMA = "mma: tf32 m16n8k8 warps 2x2 tile 2x2 k 8"
+
+
+def test_precision_policies_reach_the_compiler():
     assert rtcg.emit(AXPY, {"n": 8}, precision="ieee") == rtcg.emit(AXPY, {"n": 8})
+    # An mma schedule under the policy that allows it: tensor-core code, the same as rtcgc's.
+    cuda = rtcg.emit(MATMUL, {"n": 100}, schedule=TF32_MMA, precision="tf32")
+    assert "mma" in cuda and "rtcg_tf32_rna" in cuda
+    x3 = rtcg.emit(MATMUL, {"n": 100}, schedule=TF32_MMA.replace("tf32", "tf32x3"), precision="tf32x3")
+    assert "mma" in x3 and x3 != cuda
+    with pytest.raises(rtcg.CompileError, match="precision 'tf32x3' does not allow"):
+        rtcg.emit(MATMUL, {"n": 100}, schedule=TF32_MMA, precision="tf32x3")
+    assert "mma" in rtcg.explain(MATMUL, {"n": 100}, schedule=TF32_MMA, precision="tf32")
+    assert rtcg.ptx(MATMUL, {"n": 100}, schedule=TF32_MMA, precision="tf32").count("mma.sync") > 0
+    # Not allowed by the default policy: refused with the option that allows it.
+    for f in (rtcg.emit, rtcg.explain):
+        with pytest.raises(rtcg.CompileError, match="tf32"):
+            f(MATMUL, {"n": 100}, schedule=TF32_MMA)
+    # A policy that cannot apply to the kernel: an error with the reason.
+    with pytest.raises(rtcg.CompileError, match="f64"):
+        rtcg.emit(F64_DOT, {"n": 100}, precision="tf32")
     with pytest.raises(ValueError, match="precision"):
         rtcg.emit(AXPY, {"n": 8}, precision="fast")
     with pytest.raises(ValueError, match="precision"):
-        rtcg.Kernel(AXPY, precision="tf32")
+        rtcg.Kernel(AXPY, precision="TF32")
+    assert rtcg.Kernel(MATMUL, precision="tf32x3").name == "matmul"
+
+
+def test_tune_checks_its_inputs_before_any_gpu_work(tmp_path):
+    sizes = {"n": 4, "nnz": 6}
+    rowptr = np.array([0, 1, 3, 3, 6], np.int32)
+    # An output, an unknown array and a wrong element count: errors naming the array, whether or not
+    # a GPU is present (the search never starts).
+    with pytest.raises(rtcg.Error, match="'y' is not an in or inout array"):
+        rtcg.tune(SPMV, sizes, inputs={"y": np.zeros(4, np.float32)}, progress=False, db="-")
+    with pytest.raises(rtcg.Error, match="'nope' is not an in or inout array"):
+        rtcg.tune(SPMV, sizes, inputs={"nope": rowptr}, progress=False, db="-")
+    with pytest.raises(rtcg.Error, match="'rowptr' has 5 elements, the file holds 4"):
+        rtcg.tune(SPMV, sizes, inputs={"rowptr": rowptr[:4]}, progress=False, db="-")
+    bad = tmp_path / "rowptr.txt"
+    bad.write_text("0 1 x 3 6\n")
+    with pytest.raises(rtcg.Error, match="value 3 .'x'. is not an integer"):
+        rtcg.tune(SPMV, sizes, inputs={"rowptr": bad}, progress=False, db="-")
+    with pytest.raises(TypeError, match="dtype"):
+        rtcg.tune(SPMV, sizes, inputs={"rowptr": np.array(["a"] * 5)}, progress=False, db="-")
+    with pytest.raises(rtcg.Error, match="f64"):
+        rtcg.tune(F64_DOT, {"n": 100}, precision="tf32", progress=False, db="-")
+
+
+def test_input_arrays_are_written_in_rtcgcs_format(tmp_path):
+    from rtcg._tune import _input_files
+
+    files = _input_files({"rowptr": np.array([[0, 2], [5, 7]], np.int32), "val": np.float32([0.1, -3.0]),
+                          "x": "given.txt"}, str(tmp_path))
+    assert files["x"] == "given.txt"
+    assert pathlib.Path(files["rowptr"]).read_text().split() == ["0", "2", "5", "7"]
+    assert [np.float32(float(v)) for v in pathlib.Path(files["val"]).read_text().split()] == [np.float32(0.1), -3.0]
 
 
 def test_several_kernels_need_a_name():

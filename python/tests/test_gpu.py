@@ -246,6 +246,33 @@ def test_tune_then_compile_uses_the_tuned_schedule(tmp_path, monkeypatch):
         assert "matmul" in listing.stdout, listing.stdout + listing.stderr
 
 
+def test_tune_on_own_inputs_and_under_a_precision(tmp_path, monkeypatch):
+    monkeypatch.setenv("RTCG_TUNING_DB", str(tmp_path / "tuning.sqlite"))
+    # A skewed CSR matrix of one's own: the search runs on these rows (the values stay random).
+    r = rng(3)
+    lengths = np.minimum(r.zipf(1.6, 2000), 1500).astype(np.int64)
+    lengths[::7] = 0
+    rowptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    nnz = int(rowptr[-1])
+    col = r.integers(0, 2000, nnz).astype(np.int32)
+    sizes = {"n": 2000, "nnz": nnz}
+    result = rtcg.tune(example("spmv.rtcg"), sizes, inputs={"rowptr": rowptr, "col": col}, max_candidates=6,
+                       time_limit=120, progress=False)
+    assert result.best is not None and result.best.status == "verified"
+
+    # The policy is part of the key: a tf32 search is found by a tf32 compile, not by an IEEE one.
+    tuned = rtcg.tune(MATMUL, {"n": 256}, precision="tf32", max_candidates=8, time_limit=120, progress=False)
+    assert tuned.best is not None and tuned.best.status == "verified"
+    ctx = rtcg.Context(0)
+    assert ctx.compile(MATMUL, {"n": 256}, precision="tf32").schedule_origin == "tuning database"
+    assert not ctx.compile(MATMUL, {"n": 256}).schedule_origin.startswith("tuning database")
+    a = rng(4).standard_normal((256, 256)).astype(np.float32)
+    c = np.full((256, 256), np.nan, np.float32)
+    rtcg.Kernel(MATMUL, precision="tf32", context=ctx)(a, a, c)
+    ref = a.astype(np.float64) @ a.astype(np.float64)
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-2
+
+
 def test_tune_on_first_use_shows_progress(tmp_path, monkeypatch):
     monkeypatch.setenv("RTCG_TUNING_DB", str(tmp_path / "tuning.sqlite"))
     seen = []

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 
 #include "api/KernelArgs.h"
 #include "codegen/NvrtcArchs.h"
@@ -14,6 +15,8 @@
 #include "frontend/Frontend.h"
 #include "ir/Printer.h"
 #include "runtime/CudaDriver.h"
+#include "reference/HostArgs.h"
+#include "schedule/Mma.h"
 #include "schedule/Plan.h"
 #include "support/Error.h"
 #include "tune/Tuner.h"
@@ -56,6 +59,22 @@ ScheduleLimits limitsOf(const Options& o) {
   return limits;
 }
 
+Precision precisionOf(PrecisionPolicy p) { return Precision(uint8_t(p)); }
+
+// The arrays a search loads from files, checked before any GPU work (as rtcgc tune --input): each
+// names an in or inout array and its file holds exactly its elements. Returns absolute paths, as
+// the worker processes may run elsewhere.
+std::map<std::string, std::string> checkedInputFiles(const Kernel& bound, const std::map<std::string, std::string>& files) {
+  std::map<std::string, std::string> out;
+  if (files.empty()) return out;
+  HostArgs probe(bound);
+  for (const auto& [name, path] : files) {
+    loadArrayFile(bound, probe, name, path);  // rtcg::Error naming the array or the file's fault
+    out[name] = std::filesystem::absolute(path).string();
+  }
+  return out;
+}
+
 void checkArch(const std::string& arch) {
   if (std::string why = checkNvrtcArch(arch); !why.empty()) throw Error(fmt::format("arch '{}': {}", arch, why));
 }
@@ -69,6 +88,7 @@ Compiled runPipeline(std::string_view source, const Sizes& sizes, const Options&
   po.compile = compile;
   po.wantPtx = wantPtx;
   po.limits = limitsOf(o);
+  po.precision = precisionOf(o.precision);
   Diagnostics diags;
   bool nvrtcFailed = false;
   std::optional<Compiled> out = compilePipeline(src, sizes, po, diags, &nvrtcFailed);
@@ -193,7 +213,8 @@ std::string explain(std::string_view source, const Sizes& sizes, const Options& 
   std::optional<Kernel> bound = proveKernel(src, sizes, options.kernel, diags);
   if (!bound) throwDiagnostics(diags, src);
   ScheduleLimits limits = limitsOf(options);
-  std::optional<Schedule> schedule = chooseSchedule(*bound, options.schedule, limits, diags);
+  std::optional<Schedule> schedule =
+      chooseSchedule(*bound, options.schedule, limits, diags, precisionOf(options.precision));
   if (!schedule) throwDiagnostics(diags, src);
   SchedulePlan plan = planSchedule(*bound, *schedule, limits);
   RTCG_ASSERT(plan.ok(), "a chosen schedule has no plan");
@@ -293,7 +314,10 @@ TuneReport tune(std::string_view source, const Sizes& sizes, const TuneRequest& 
   co.kernel = request.kernel;
   co.fileName = request.fileName;
   Kernel bound = tuningTarget(source, sizes, co);  // CompileError for bad source or sizes
+  if (std::string why = precisionObstacle(bound, precisionOf(request.precision)); !why.empty()) throw Error(why);
   TuneOptions o;
+  o.space.precision = precisionOf(request.precision);
+  o.inputFiles = checkedInputFiles(bound, request.inputFiles);
   o.space.maxCandidates = request.maxCandidates;
   o.space.seed = request.seed;
   o.seed = request.seed;

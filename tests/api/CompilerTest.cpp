@@ -63,6 +63,50 @@ TEST(Compiler, EmitExplainAndCubin) {
   EXPECT_THROW(rc::cubin(kAxpy, {{"n", 1000}}, o), rtcg::Error);
 }
 
+// The precision policy reaches emit and explain (what Python's precision= passes): an mma
+// schedule compiles under the policy that allows it and is refused, with the option to use,
+// under another; a policy that cannot apply to the kernel is refused by tune() too.
+TEST(Compiler, PrecisionPolicyAndTuneInputsAreChecked) {
+  const char* matmul = "kernel matmul(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {\n"
+                       "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }\n}\n";
+  rc::Options o;
+  o.schedule = "mma: tf32 m16n8k8 warps 2x2 tile 2x2 k 8";
+  EXPECT_THROW(rc::emit(matmul, {{"n", 100}}, o), rtcg::CompileError);
+  o.precision = rtcg::PrecisionPolicy::Tf32;
+  EXPECT_NE(rc::emit(matmul, {{"n", 100}}, o).find("rtcg_mma_tf32"), std::string::npos);
+  EXPECT_NE(rc::explain(matmul, {{"n", 100}}, o).find("mma"), std::string::npos);
+  o.precision = rtcg::PrecisionPolicy::Tf32x3;
+  try {
+    rc::emit(matmul, {{"n", 100}}, o);
+    ADD_FAILURE() << "tf32 mma under tf32x3 was accepted";
+  } catch (const rtcg::CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("use --precision tf32"), std::string::npos) << e.what();
+  }
+
+  const char* dot = "kernel dot(n: int, x: f64[n], y: f64[n], out r: f64[1]) {\n"
+                    "  for o in 0..1 { r[o] = sum(i in 0..n, x[i] * y[i]); }\n}\n";
+  rc::TuneRequest r;
+  r.dbPath = "-";
+  r.precision = rtcg::PrecisionPolicy::Tf32;
+  try {
+    rc::tune(dot, {{"n", 100}}, r);
+    ADD_FAILURE() << "tf32 on an f64 kernel was accepted";
+  } catch (const rtcg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("computes in f64 only"), std::string::npos) << e.what();
+  }
+  // Input files are checked before any GPU work: an output array, a missing file.
+  r.precision = rtcg::PrecisionPolicy::Ieee;
+  r.inputFiles = {{"r", "/nonexistent"}};
+  EXPECT_THROW(rc::tune(dot, {{"n", 100}}, r), rtcg::Error);
+  r.inputFiles = {{"x", "/nonexistent/x.txt"}};
+  try {
+    rc::tune(dot, {{"n", 100}}, r);
+    ADD_FAILURE() << "a missing input file was accepted";
+  } catch (const rtcg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/x.txt"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Compiler, CompileErrorCarriesRecords) {
   std::string bad = std::string(kAxpy);
   bad.replace(bad.find("a * x[i]"), 8, "a * x[i + 1]");
