@@ -153,6 +153,11 @@ std::vector<C::Stmt> copyRun(EmitContext& ctx, const TileCopyJob& job, const C::
   return copy;
 }
 
+// What a tile holds, in comments: the array, or the access it serves (`a[i,k]`).
+std::string tileName(const StagedArray& sa, const Param& param) {
+  return sa.access.empty() ? param.name : fmt::format("{}[{}]", param.name, sa.access);
+}
+
 // The comment ahead of a tile copy: what is copied where, by how many threads.
 C::Stmt tileCopyComment(const EmitContext& ctx, const StagedArray& sa, const Param& param, TileCopy mode,
                         const TileTarget& target) {
@@ -166,7 +171,7 @@ C::Stmt tileCopyComment(const EmitContext& ctx, const StagedArray& sa, const Par
     where = target.buffer->kind == C::ExprKind::IntLit ? fmt::format(" (buffer {})", target.buffer->intValue)
                                                         : " (the other buffer)";
   return C::comment(fmt::format("{}{}: a tile of {} elements, copied by all {} threads",
-                                fmt::format(fmt::runtime(verbs[(int)mode]), param.name), where,
+                                fmt::format(fmt::runtime(verbs[(int)mode]), tileName(sa, param)), where,
                                 sa.dims.size() ? fmt::format("{}", fmt::join(box, " x ")) : "1", ctx.facts.threads));
 }
 
@@ -212,7 +217,7 @@ void stageTile(EmitContext& ctx, size_t t, const std::map<std::string, C::ExprP>
       out.push_back(C::block(guarded(e, copyRun(ctx, job, e, runRegs))));
     }
   }
-  if (mode != TileCopy::LoadToRegisters && target.pointReads) env.staged[sa.array] = std::move(ref);
+  if (mode != TileCopy::LoadToRegisters && target.pointReads) env.staged[{sa.array, sa.access}] = std::move(ref);
 }
 
 bool hasStepStaging(const EmitContext& ctx, int group) {
@@ -241,7 +246,7 @@ void readStep(EmitContext& ctx, int group, const C::ExprP& stepBase, const C::Ex
   const std::map<std::string, C::ExprP> bases = stepBases(ctx, group, stepBase);
   for (size_t t = 0; t < ctx.plan.staging.arrays.size(); ++t)
     if (ctx.plan.staging.arrays[t].level == StageLevel::Step && ctx.plan.staging.arrays[t].group == group)
-      env.staged[ctx.plan.staging.arrays[t].array] = tileRef(ctx, t, bases, buffer, out);
+      env.staged[{ctx.plan.staging.arrays[t].array, ctx.plan.staging.arrays[t].access}] = tileRef(ctx, t, bases, buffer, out);
 }
 
 // Registers for prefetching the step tiles of `group`, declared into `out`: a step is prefetched
