@@ -153,11 +153,6 @@ std::vector<C::Stmt> copyRun(EmitContext& ctx, const TileCopyJob& job, const C::
   return copy;
 }
 
-// What a tile holds, in comments: the array, or the access it serves (`a[i,k]`).
-std::string tileName(const StagedArray& sa, const Param& param) {
-  return sa.access.empty() ? param.name : fmt::format("{}[{}]", param.name, sa.access);
-}
-
 // The comment ahead of a tile copy: what is copied where, by how many threads.
 C::Stmt tileCopyComment(const EmitContext& ctx, const StagedArray& sa, const Param& param, TileCopy mode,
                         const TileTarget& target) {
@@ -171,7 +166,7 @@ C::Stmt tileCopyComment(const EmitContext& ctx, const StagedArray& sa, const Par
     where = target.buffer->kind == C::ExprKind::IntLit ? fmt::format(" (buffer {})", target.buffer->intValue)
                                                         : " (the other buffer)";
   return C::comment(fmt::format("{}{}: a tile of {} elements, copied by all {} threads",
-                                fmt::format(fmt::runtime(verbs[(int)mode]), tileName(sa, param)), where,
+                                fmt::format(fmt::runtime(verbs[(int)mode]), stagingEntry(ctx.k, sa)), where,
                                 sa.dims.size() ? fmt::format("{}", fmt::join(box, " x ")) : "1", ctx.facts.threads));
 }
 

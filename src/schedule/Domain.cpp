@@ -691,6 +691,11 @@ std::string accessKey(const Kernel& k, const std::vector<Expr>& indices) {
   return text;
 }
 
+std::string stagingEntry(const Kernel& k, const StagedArray& sa) {
+  const std::string& name = k.params[sa.array].name;
+  return sa.access.empty() ? name : fmt::format("{}[{}]", name, sa.access);
+}
+
 int64_t planStagingCount() { return stagingPlans.load(std::memory_order_relaxed); }
 
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known) {

@@ -172,6 +172,9 @@ struct StagingPlan {
 std::string accessKey(const Kernel& k, const std::vector<Expr>& indices);
 inline std::string accessKey(const Kernel& k, const Expr& load) { return accessKey(k, load->operands); }
 
+// The `shared:` entry a staged tile comes from: its array's name, or with its access ("a[i,k]").
+std::string stagingEntry(const Kernel& k, const StagedArray& sa);
+
 // The in-block span of each part placement of a parallel index: the thread and register parts.
 bool isInBlockPlacement(Placement p);
 

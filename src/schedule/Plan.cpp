@@ -586,8 +586,7 @@ std::string boxText(const StagedArray& sa) {
 std::string stagingLines(const Kernel& k, const NestPlan& plan) {
   std::string s;
   for (const StagedArray& sa : plan.staging.arrays) {
-    const std::string name = sa.access.empty() ? k.params[sa.array].name
-                                               : fmt::format("{}[{}]", k.params[sa.array].name, sa.access);
+    const std::string name = stagingEntry(k, sa);
     std::string level = sa.level == StageLevel::Step ? fmt::format("per step of reduction group {}", sa.group)
                         : sa.movesWithSerial      ? "per block, per position of its serial parts"
                                                   : "once per block";
