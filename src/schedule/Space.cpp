@@ -883,7 +883,7 @@ class NestSpace {
               ns.shared = model_.readOnlyArrays();
               if (inside)
                 for (const std::string& a : ns.shared)
-                  if (k_.params[k_.findParam(a)].shape.size() >= 2) ns.transposed.push_back(a);
+                  if (k_.params[k_.findParam(std::string(stagedArrayName(a)))].shape.size() >= 2) ns.transposed.push_back(a);
               add(ns, Family::Shared);
               ns.buffers = 2;
               add(ns, Family::Shared);

@@ -670,6 +670,24 @@ TEST(HostEmulation, TwoAccessesOfOneArrayInATriangularReduction) {
                             "staged along has bounds that vary with other indices"), std::string::npos) << refused[0];
 }
 
+// Two tiles of one array in an outer reduction (the nearest other point of one set: x[i, e] and
+// x[j, e] under min over j of a sum over e): x[i, e] staged once per block, x[j, e] per step of
+// j, also split across blocks (grid parts on j) and with j's register values, at sizes no tile
+// divides.
+TEST(HostEmulation, TwoTilesOfOneArrayInAnOuterReduction) {
+  Kernel near = fromSource(
+      "kernel selfnear(n: int, D: int, x: f32[n, D], out d: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    d[i] = min(j in 0..n, sum(e in 0..D, (x[i, e] - x[j, e]) * (x[i, e] - x[j, e])));\n"
+      "  }\n"
+      "}\n",
+      "selfnear", {{"n", 45}, {"D", 7}});
+  EXPECT_EQ(checkOnHost(near, "i: grid.x, thread.x 8, reg 2; j: grid.y, serial 2, thread.y 4, reg 2; e: serial, unroll 7; "
+                              "shared: x[i,e]^T, x[j,e]^T"), "");
+  EXPECT_EQ(checkOnHost(near, "i: grid.x, thread.x 8; j: serial, thread.y 4, reg 2; e: serial; shared: x[i,e], x[j,e]; "
+                              "buffers: 2"), "");
+}
+
 // The outer reduction split across threads without a register tile, each operator combined with
 // its own identity-free tree: min by warp shuffles (j on thread.x 32), product and sum by the
 // shared-memory tree over a lane count that is not a power of two, max across blocks.
