@@ -645,6 +645,9 @@ TEST(HostEmulation, TwoTilesOfOneArrayOnATriangle) {
                               "shared: a[i,k]^T, a[j,k]^T; buffers: 3; copy: async"), "");
   EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 8, reg 2; k: serial, unroll 8; "
                               "shared: a[i,k], a[j,k]; buffers: 2"), "");
+  // Split-K as the space offers it at 2048 x 2048: each block stages its share's steps of both tiles.
+  EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 4, reg 2; k: grid.z, serial 2, unroll 2; "
+                              "shared: a[i,k]^T, a[j,k]^T; buffers: 2"), "");
   EXPECT_EQ(sampledCheck(sample, syrk, "i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: serial, unroll 4; "
                                        "shared: a[j,k], a[i,k]"), "");
   EXPECT_EQ(sampledCheck(sample, syrk, "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 8, reg 2; k: serial, unroll 2; "
