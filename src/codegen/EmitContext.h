@@ -152,7 +152,9 @@ struct RegisterValues {
 struct Env {
   std::map<int, C::ExprP> vars;                 // loop and let ids
   std::map<const ExprNode*, C::ExprP> hoisted;  // reductions computed ahead, by node
-  std::map<int, StageRef> staged;               // arrays read from shared memory, by param
+  // Reads served from shared memory, by param and access (StagedArray::access: "" for every read
+  // of the array, "i,k" for the reads a[i, k] only); see findStaged.
+  std::map<std::pair<int, std::string>, StageRef> staged;
   RegisterValues regValues;                     // of the enclosing reduction loop
 };
 
@@ -277,6 +279,10 @@ C::ExprP pointRangeGuard(EmitContext& ctx, const std::vector<Loop>& loops, const
 
 // EmitExpr.cpp
 C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out);
+// The tile that serves the read of `array` at `indices` in `env` (its access's own tile, else the
+// array's), or null: read from global memory.
+const StageRef* findStaged(const EmitContext& ctx, const Env& env, int array, const std::vector<Expr>& indices);
+
 C::ExprP lowerAccess(EmitContext& ctx, int array, const std::vector<Expr>& indices, Env& env,
                      std::vector<C::Stmt>& out);
 
@@ -295,7 +301,7 @@ void combineLanes(EmitContext& ctx, ReduceOp op, ScalarType t, const C::ExprP& a
 using PointAccumulators = std::vector<std::map<const ExprNode*, C::ExprP>>;
 void crossBlockCombine(EmitContext& ctx, const PointAccumulators& accs, const C::ExprP& position,
                        std::vector<C::Stmt>& out, std::vector<std::vector<C::Stmt>> pointStatements);
-bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env);
+bool readsOnlyTiles(const EmitContext& ctx, const std::vector<Expr>& g, const Env& env);
 
 // EmitOuterTile.cpp: one step of hoisted group `gi` with an outer register tile (NestPlan::outerTile):
 // the inner reductions of every register value of the outer index and point, then their fold into `accs`.

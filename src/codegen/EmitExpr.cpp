@@ -47,13 +47,21 @@ C::ExprP lowerCall(const Expr& e, std::vector<C::ExprP> args) {
 
 }  // namespace
 
+const StageRef* findStaged(const EmitContext& ctx, const Env& env, int array, const std::vector<Expr>& indices) {
+  // Tiles of the array sort together, the whole array's ("") first.
+  auto it = env.staged.lower_bound({array, ""});
+  if (it == env.staged.end() || it->first.first != array) return nullptr;
+  if (it->first.second.empty()) return &it->second;
+  auto own = env.staged.find({array, accessKey(ctx.k, indices)});
+  return own == env.staged.end() ? nullptr : &own->second;
+}
+
 C::ExprP lowerAccess(EmitContext& ctx, int array, const std::vector<Expr>& indices, Env& env, std::vector<C::Stmt>& out) {
   const Param& p = ctx.k.params[array];
   RTCG_ASSERT(p.shape.size() == indices.size(), "access rank differs from the array's");
-  auto staged = env.staged.find(array);
-  if (staged != env.staged.end()) {
+  if (const StageRef* staged = findStaged(ctx, env, array, indices)) {
     // Served from the shared tile: (index - origin) * pitch per dimension.
-    const StageRef& ref = staged->second;
+    const StageRef& ref = *staged;
     std::vector<C::ExprP> terms{ref.offset};
     for (size_t d = 0; d < indices.size(); ++d) {
       C::ExprP e = lower(ctx, indices[d], env, out);

@@ -382,7 +382,7 @@ void emitGroupReductions(EmitContext& ctx, size_t gi, const Env& genv, const Poi
       // stores: no guard, so that the points' reads can merge into vector loads. The point's own
       // range, where the loops run over the union of the points' ranges, is always checked.
       C::ExprP own = pointRangeGuard(ctx, g[0]->loops, renv, penv, pbody);
-      appendGuarded(andAll(guard && !readsOnlyTiles(g, renv) ? guard : nullptr, own), std::move(updates), pbody);
+      appendGuarded(andAll(guard && !readsOnlyTiles(ctx, g, renv) ? guard : nullptr, own), std::move(updates), pbody);
       if (points > 1) rbody.push_back(C::block(std::move(pbody)));
       else append(rbody, std::move(pbody));
     }

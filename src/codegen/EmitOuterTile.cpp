@@ -88,7 +88,7 @@ void emitOuterTileStep(EmitContext& ctx, size_t gi, const Env& renv, const Point
                                       lower(ctx, red->operands[0], penv, updates)));
           // Values past the range read inside it; points outside the domain that read only
           // shared tiles accumulate garbage they never fold (unguarded: vector reads).
-          appendGuarded(guard && !readsOnlyTiles(ig, penv) ? guard : nullptr, std::move(updates), pbody);
+          appendGuarded(guard && !readsOnlyTiles(ctx, ig, penv) ? guard : nullptr, std::move(updates), pbody);
           body.push_back(C::block(std::move(pbody)));
         }
     });

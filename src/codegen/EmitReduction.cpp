@@ -576,9 +576,9 @@ void crossBlockCombine(EmitContext& ctx, const PointAccumulators& accs, const C:
 // Whether every array the reductions of group `g` read is served from a shared tile (in `env`),
 // and they contain no nested reduction: then a point outside the domain reads inside the tiles
 // (a tile spans the block's points, or is the whole array with clamped indices: StageRef::clampTo).
-bool readsOnlyTiles(const std::vector<Expr>& g, const Env& env) {
+bool readsOnlyTiles(const EmitContext& ctx, const std::vector<Expr>& g, const Env& env) {
   auto other = [&](const Expr& e) {
-    return e->kind == ExprKind::Reduce || (e->kind == ExprKind::Load && !env.staged.count(e->array));
+    return e->kind == ExprKind::Reduce || (e->kind == ExprKind::Load && !findStaged(ctx, env, e->array, e->operands));
   };
   return std::none_of(g.begin(), g.end(), [&](const Expr& r) { return anyExpr(r->operands[0], other); });
 }

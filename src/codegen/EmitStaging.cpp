@@ -166,7 +166,7 @@ C::Stmt tileCopyComment(const EmitContext& ctx, const StagedArray& sa, const Par
     where = target.buffer->kind == C::ExprKind::IntLit ? fmt::format(" (buffer {})", target.buffer->intValue)
                                                         : " (the other buffer)";
   return C::comment(fmt::format("{}{}: a tile of {} elements, copied by all {} threads",
-                                fmt::format(fmt::runtime(verbs[(int)mode]), param.name), where,
+                                fmt::format(fmt::runtime(verbs[(int)mode]), stagingEntry(ctx.k, sa)), where,
                                 sa.dims.size() ? fmt::format("{}", fmt::join(box, " x ")) : "1", ctx.facts.threads));
 }
 
@@ -212,7 +212,7 @@ void stageTile(EmitContext& ctx, size_t t, const std::map<std::string, C::ExprP>
       out.push_back(C::block(guarded(e, copyRun(ctx, job, e, runRegs))));
     }
   }
-  if (mode != TileCopy::LoadToRegisters && target.pointReads) env.staged[sa.array] = std::move(ref);
+  if (mode != TileCopy::LoadToRegisters && target.pointReads) env.staged[{sa.array, sa.access}] = std::move(ref);
 }
 
 bool hasStepStaging(const EmitContext& ctx, int group) {
@@ -241,7 +241,7 @@ void readStep(EmitContext& ctx, int group, const C::ExprP& stepBase, const C::Ex
   const std::map<std::string, C::ExprP> bases = stepBases(ctx, group, stepBase);
   for (size_t t = 0; t < ctx.plan.staging.arrays.size(); ++t)
     if (ctx.plan.staging.arrays[t].level == StageLevel::Step && ctx.plan.staging.arrays[t].group == group)
-      env.staged[ctx.plan.staging.arrays[t].array] = tileRef(ctx, t, bases, buffer, out);
+      env.staged[{ctx.plan.staging.arrays[t].array, ctx.plan.staging.arrays[t].access}] = tileRef(ctx, t, bases, buffer, out);
 }
 
 // Registers for prefetching the step tiles of `group`, declared into `out`: a step is prefetched

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -9,6 +10,7 @@
 
 #include "ir/Analysis.h"
 #include "ir/DataRanges.h"
+#include "ir/Printer.h"
 #include "ir/Walk.h"
 #include "support/Error.h"
 
@@ -377,6 +379,22 @@ NestedOperand nestedOperand(const std::vector<StagedLoad>& loads, const std::vec
   return is && is->parts.size() > 1 ? NestedOperand::Step : NestedOperand::None;
 }
 
+// The distinct accesses of `loads` as `shared:` entries name them ("a[i,k]"), in order of first read.
+std::vector<std::string> accessTexts(const Kernel& k, const std::vector<StagedLoad>& loads) {
+  std::vector<std::string> out;
+  for (const StagedLoad& l : loads) {
+    std::string t = fmt::format("{}[{}]", k.params[l.load->array].name, accessKey(k, l.load));
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
+  return out;
+}
+
+// Keeps the loads of `access` (accessKey) only; false when none is left.
+bool selectAccess(const Kernel& k, std::string_view access, std::vector<StagedLoad>& loads) {
+  std::erase_if(loads, [&](const StagedLoad& l) { return accessKey(k, l.load) != access; });
+  return !loads.empty();
+}
+
 }  // namespace
 
 bool movesWith(const StagedArray& sa, const std::string& index) {
@@ -395,7 +413,7 @@ std::vector<int64_t> storedPitches(const StagedArray& sa) {
 
 std::vector<Expr> earlyStatementLoads(const Kernel& k, int nest, const NestSchedule& s) {
   std::set<int> staged, written;
-  for (const std::string& a : s.shared) staged.insert(k.findParam(a));
+  for (const std::string& a : s.shared) staged.insert(k.findParam(std::string(stagedArrayName(a))));
   std::vector<Expr> loads;
   for (const Stmt& st : k.nests[nest].body) {
     if (st.kind != StmtKind::Store) break;  // loads after a let may use it: left in place
@@ -663,6 +681,21 @@ namespace {
 std::atomic<int64_t> stagingPlans{0};
 }  // namespace
 
+std::string accessKey(const Kernel& k, const std::vector<Expr>& indices) {
+  std::string text;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    if (d > 0) text += ',';
+    for (char c : printExpr(indices[d], &k))
+      if (!std::isspace((unsigned char)c)) text += c;
+  }
+  return text;
+}
+
+std::string stagingEntry(const Kernel& k, const StagedArray& sa) {
+  const std::string& name = k.params[sa.array].name;
+  return sa.access.empty() ? name : fmt::format("{}[{}]", name, sa.access);
+}
+
 int64_t planStagingCount() { return stagingPlans.load(std::memory_order_relaxed); }
 
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known) {
@@ -756,7 +789,9 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
           dims[d] = dim;
           hi[d] = dim.constant + dim.size;
         } else if (dims[d].coeffs != dim.coeffs) {
-          error = "its accesses move differently with the loop indices, so they do not share one tile";
+          error = fmt::format("its accesses move differently with the loop indices, so they do not share one tile "
+                              "(stage each access as its own tile: 'shared: {}')",
+                              fmt::join(accessTexts(k, loads), ", "));
           return false;
         } else {
           dims[d].constant = std::min(dims[d].constant, dim.constant);
@@ -780,10 +815,11 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
   std::set<int> dataDependentIds;  // loop ids of data-dependent ranges
   for (const DataRange& r : dataRanges(k, nest)) dataDependentIds.insert(r.loop->id);
   for (const std::string& name : s.shared) {
-    int a = k.findParam(name);
+    int a = k.findParam(std::string(stagedArrayName(name)));
     if (a < 0 || !k.params[a].isArray()) continue;  // validation reports this
     auto fail = [&](const std::string& why) {
-      plan.errors.push_back(fmt::format("array '{}' cannot be staged in shared memory: {}", name, why));
+      plan.errors.push_back(fmt::format("{} '{}' cannot be staged in shared memory: {}",
+                                        stagedAccess(name).empty() ? "array" : "access", name, why));
     };
     std::vector<StagedLoad> loads;
     for (const Stmt& st : n.body) {
@@ -791,6 +827,12 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
       findLoads(st.value, a, -1, groupOf, loads);
     }
     if (loads.empty()) continue;  // validation reports this
+    if (const std::vector<std::string> reads = accessTexts(k, loads);
+        !stagedAccess(name).empty() && !selectAccess(k, stagedAccess(name), loads)) {
+      fail(fmt::format("no read of the nest has these indices (its reads of '{}': {})", k.params[a].name,
+                       fmt::join(reads, ", ")));
+      continue;
+    }
     bool indirect = false;
     for (const StagedLoad& l : loads)
       for (const Expr& i : l.load->operands) indirect = indirect || containsLoad(i);
@@ -814,6 +856,7 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
     }
     StagedArray sa;
     sa.array = a;
+    sa.access = std::string(stagedAccess(name));
     std::string error;
     // Block level: every read, reduction indices over their hulls.
     if (!boxOf(loads, {}, 1, sa.dims, error)) {

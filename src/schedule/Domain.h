@@ -145,6 +145,9 @@ enum class StageLevel : uint8_t { Block, Step };
 
 struct StagedArray {
   int array = -1;  // param index
+  // The access it serves (accessKey: "i,k"), from a `shared: a[i,k]` entry; empty: every read of
+  // the array the level covers.
+  std::string access;
   StageLevel level = StageLevel::Block;
   int group = -1;              // Step: index into hoistedReductionGroups
   bool movesWithSerial = false;  // Block: the box depends on a serial/unroll part of a parallel index
@@ -163,6 +166,14 @@ struct StagingPlan {
   int64_t bytes = 0;                // every tile (all its buffers), each aligned to 16 bytes
   std::vector<std::string> errors;  // why an array cannot be staged (empty when the plan is usable)
 };
+
+// The index expressions of a load as a `shared:` entry names them: printed, without spaces ("i,k"
+// for a[i, k]).
+std::string accessKey(const Kernel& k, const std::vector<Expr>& indices);
+inline std::string accessKey(const Kernel& k, const Expr& load) { return accessKey(k, load->operands); }
+
+// The `shared:` entry a staged tile comes from: its array's name, or with its access ("a[i,k]").
+std::string stagingEntry(const Kernel& k, const StagedArray& sa);
 
 // The in-block span of each part placement of a parallel index: the thread and register parts.
 bool isInBlockPlacement(Placement p);

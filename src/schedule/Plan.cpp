@@ -281,10 +281,16 @@ class NestPlanner {
       for (const Expr& i : s.indices) arraysOf(i, reads);
       if (s.kind == StmtKind::Store) writes.insert(s.array);
     }
-    std::set<std::string> sharedSeen;
-    for (const std::string& a : s_.shared) {
+    std::set<std::string> sharedSeen, wholeArrays;
+    for (const std::string& e : s_.shared)
+      if (stagedAccess(e).empty()) wholeArrays.insert(e);
+    for (const std::string& e : s_.shared) {
+      const std::string a(stagedArrayName(e));
       int p = k_.findParam(a);
-      if (!sharedSeen.insert(a).second) reason(fmt::format("array '{}' is staged twice", a));
+      if (!sharedSeen.insert(e).second) reason(fmt::format("array '{}' is staged twice", e));
+      else if (!stagedAccess(e).empty() && wholeArrays.count(a))
+        reason(fmt::format("'{}' and '{}' are both in shared:, so two tiles would serve the access {}: stage the "
+                           "array whole or by its accesses", a, e, e));
       else if (p < 0) reason(fmt::format("'{}' in shared: is not a parameter of kernel '{}'", a, k_.name));
       else if (!k_.params[p].isArray()) reason(fmt::format("'{}' in shared: is not an array", a));
       else if (writes.count(p) || k_.params[p].isWritten())
@@ -293,7 +299,7 @@ class NestPlanner {
       else if (!reads.count(p)) reason(fmt::format("array '{}' is not read in this nest", a));
     }
     for (const std::string& a : s_.transposed) {
-      int p = k_.findParam(a);
+      int p = k_.findParam(std::string(stagedArrayName(a)));
       if (std::find(s_.shared.begin(), s_.shared.end(), a) == s_.shared.end())
         reason(fmt::format("array '{}' is marked transposed but is not staged in 'shared:'", a));
       if (p >= 0 && k_.params[p].isArray() && k_.params[p].shape.size() < 2)
@@ -308,11 +314,13 @@ class NestPlanner {
     if (s_.asyncCopy && s_.buffers < 2)
       reason("'copy: async' copies tiles one or more steps ahead and needs 'buffers: 2' or more");
     // cp.async moves 4, 8 or 16 bytes, and 16-bit tiles are copied element by element (copyVector).
-    for (const std::string& a : s_.shared)
+    for (const std::string& e : s_.shared) {
+      const std::string a(stagedArrayName(e));
       if (int p = k_.findParam(a); s_.asyncCopy && p >= 0 && k_.params[p].isArray() && typeBytes(k_.params[p].type) < 4)
         reason(fmt::format("'copy: async' copies 4, 8 or 16 bytes per cp.async, and the tile of '{}' is copied one "
                            "2-byte {} element at a time: stage it through registers (no 'copy: async')",
                            a, typeName(k_.params[p].type)));
+    }
     if (!s_.asyncCopy && s_.buffers > 2)
       reason(fmt::format("'buffers: {}' keeps {} steps in flight, which only asynchronous copies do: add 'copy: async'",
                          s_.buffers, s_.buffers - 1));
@@ -578,7 +586,7 @@ std::string boxText(const StagedArray& sa) {
 std::string stagingLines(const Kernel& k, const NestPlan& plan) {
   std::string s;
   for (const StagedArray& sa : plan.staging.arrays) {
-    const std::string& name = k.params[sa.array].name;
+    const std::string name = stagingEntry(k, sa);
     std::string level = sa.level == StageLevel::Step ? fmt::format("per step of reduction group {}", sa.group)
                         : sa.movesWithSerial      ? "per block, per position of its serial parts"
                                                   : "once per block";

@@ -68,6 +68,14 @@ bool NestSchedule::isTransposed(std::string_view array) const {
   return std::find(transposed.begin(), transposed.end(), array) != transposed.end();
 }
 
+std::string_view stagedArrayName(std::string_view entry) { return entry.substr(0, entry.find('[')); }
+
+std::string_view stagedAccess(std::string_view entry) {
+  const size_t open = entry.find('[');
+  if (open == std::string_view::npos || entry.size() < open + 2) return {};
+  return entry.substr(open + 1, entry.size() - open - 2);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tensor-core arithmetic and the precision policy
 
@@ -358,8 +366,9 @@ class ScheduleParser {
         do {
           // An array twice (`shared: a^T, a`) would print as one form for both, so the text would
           // not parse back to the schedule (found by tests/fuzz/schedule_fuzz): refused.
+          size_t at = (skipSpace(), pos_);
           std::string name = word("an array name");
-          size_t at = pos_ - name.size();
+          if (peek('[')) name += accessSelector();
           if (std::find((n.*row.arrays).begin(), (n.*row.arrays).end(), name) != (n.*row.arrays).end())
             failAt(at, fmt::format("'{}' is listed twice in '{}:'", name, row.name));
           (n.*row.arrays).push_back(name);
@@ -375,6 +384,25 @@ class ScheduleParser {
       case ClauseKind::ArrayFlag: return;
       case ClauseKind::Mma: given = true, n.*row.mma = mmaClause(); return;
     }
+  }
+
+  // `[i, k]` after an array name in `shared:`: one access of the array, returned as "[i,k]" (the
+  // brackets' text without spaces, so that it prints back as parsed). Brackets nest (`[idx[i], k]`
+  // parses; the plan refuses what no access of the nest matches).
+  std::string accessSelector() {
+    const size_t open = pos_;
+    std::string text = "[";
+    int depth = 1;
+    for (++pos_; pos_ < t_.size() && depth > 0; ++pos_) {
+      const char c = t_[pos_];
+      if (c == '[') ++depth;
+      if (c == ']') --depth;
+      if (c == ';' || c == '|') break;
+      if (!std::isspace((unsigned char)c)) text += c;
+    }
+    if (depth > 0) failAt(open, "unclosed '[' of an access in 'shared:' (e.g. 'a[i,k]')");
+    if (text == "[]") failAt(open, "an access in 'shared:' needs its index expressions (e.g. 'a[i,k]')");
+    return text;
   }
 
   // `WxH`: two positive numbers joined by 'x' (`warps 2x2`).

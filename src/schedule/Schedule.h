@@ -54,6 +54,11 @@
 // do not push out of L2 the inputs other blocks still read; see NestPlan::streamedStores for
 // which stores qualify). `shared`, `buffers`, `copy`, `loads`, `blocks_per_sm` and `stores` are
 // clause names, not index names.
+// An entry of `shared:` is an array (every read of it in the nest shares one tile) or one access
+// of it, its index expressions in brackets as `explain` and the messages print them, without
+// spaces: `shared: a[i,k]^T, a[j,k]` stages the two reads of a symmetric rank-k update (a[i, k] *
+// a[j, k]) as two tiles, one moving with i and one with j, which one tile of `a` cannot be. An
+// array named both whole and by an access is refused (which tile would serve that access?).
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.
@@ -136,7 +141,7 @@ bool precisionAllows(Precision p, MmaArith arith);
 
 struct NestSchedule {
   std::vector<IndexSchedule> indices;  // clause order
-  std::vector<std::string> shared;     // arrays staged in shared memory
+  std::vector<std::string> shared;     // staged in shared memory: arrays or accesses (`a[i,k]`, see above)
   std::vector<std::string> transposed; // of `shared`: tiles stored with their dimensions reversed (`a^T`)
   // `buffers: N`: tiles staged per reduction step get N buffers (1: one buffer; 2: the next step
   // is copied while this one computes; 3, 4 only with `copy: async`).
@@ -161,6 +166,11 @@ struct NestSchedule {
   bool isTransposed(std::string_view array) const;
   bool operator==(const NestSchedule&) const = default;
 };
+
+// The parts of a `shared:` entry: "a[i,k]" is array "a", access "i,k"; "a" is array "a", access ""
+// (every read of it).
+std::string_view stagedArrayName(std::string_view entry);
+std::string_view stagedAccess(std::string_view entry);
 
 struct Schedule {
   std::vector<NestSchedule> nests;  // one per loop nest of the kernel, in order

@@ -499,7 +499,7 @@ class NestSpace {
           // first, so that it ranks ahead of the untransposed tie.
           std::vector<std::string> transposable;
           for (const StagedArray& sa : single.arrays)
-            if (runsAlongFirstDimension(pc, sa)) transposable.push_back(k_.params[sa.array].name);
+            if (runsAlongFirstDimension(pc, sa)) transposable.push_back(stagingEntry(k_, sa));
           std::vector<std::vector<std::string>> layouts;
           if (!transposable.empty()) layouts.push_back(transposable);
           layouts.push_back({});
@@ -883,7 +883,7 @@ class NestSpace {
               ns.shared = model_.readOnlyArrays();
               if (inside)
                 for (const std::string& a : ns.shared)
-                  if (k_.params[k_.findParam(a)].shape.size() >= 2) ns.transposed.push_back(a);
+                  if (k_.params[k_.findParam(std::string(stagedArrayName(a)))].shape.size() >= 2) ns.transposed.push_back(a);
               add(ns, Family::Shared);
               ns.buffers = 2;
               add(ns, Family::Shared);

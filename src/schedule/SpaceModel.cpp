@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <fmt/format.h>
 
 namespace rtcg {
 
@@ -77,11 +78,7 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
   std::set<int> written;
   for (const Access& a : accesses_)
     if (a.isWrite) written.insert(a.array);
-  for (const Access& a : accesses_) {
-    if (a.isWrite || written.count(a.array) || k.params[a.array].isWritten()) continue;
-    const std::string& name = k.params[a.array].name;
-    if (std::find(readOnly_.begin(), readOnly_.end(), name) == readOnly_.end()) readOnly_.push_back(name);
-  }
+  listStagingEntries(written);
 
   // Arithmetic per parallel point: every operator once, reduction bodies once per iteration; those
   // on f64 values (its operands', or a reduction's combine) also count as fp64.
@@ -371,6 +368,49 @@ static double stagedTraffic(const Kernel& k, const Access& a, const std::optiona
   return rows * std::ceil(width * bytes / 32) * 32;
 }
 
+// readOnly_ and per access its entry: an array whose reads use different sets of parallel loops
+// (a[i, k] and a[j, k]) is listed by its accesses, each of which can be a tile of its own.
+void NestModel::listStagingEntries(const std::set<int>& written) {
+  std::map<int, std::set<std::set<int>>> parallelLoops;  // array -> the parallel loops of each read
+  std::set<int> parallelIds;
+  for (const NestIndex& ni : domain_)
+    if (ni.parallel)
+      for (const Loop* l : ni.loops) parallelIds.insert(l->id);
+  auto readOnly = [&](const Access& a) {
+    return !a.isWrite && !written.count(a.array) && !k_->params[a.array].isWritten();
+  };
+  for (const Access& a : accesses_) {
+    keyOf_.push_back(accessKey(*k_, a.indices));
+    if (!readOnly(a)) continue;
+    std::set<int> ids, par;
+    for (const Expr& i : a.indices)
+      visitExprs(i, [&](const Expr& x) {
+        if (x->kind == ExprKind::Var && x->varKind == VarKind::Index) ids.insert(x->varId);
+      });
+    for (int id : ids)
+      if (parallelIds.count(id)) par.insert(id);
+    parallelLoops[a.array].insert(par);
+  }
+  for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+    const Access& a = accesses_[ai];
+    entryOf_.push_back("");
+    if (!readOnly(a)) continue;
+    const std::string& name = k_->params[a.array].name;
+    entryOf_.back() = parallelLoops[a.array].size() > 1 && !a.indirect ? fmt::format("{}[{}]", name, keyOf_[ai]) : name;
+    if (std::find(readOnly_.begin(), readOnly_.end(), entryOf_.back()) == readOnly_.end())
+      readOnly_.push_back(entryOf_.back());
+  }
+}
+
+std::string NestModel::stagedEntry(const NestSchedule& s, size_t access) const {
+  const Access& a = accesses_[access];
+  if (a.isWrite) return "";
+  const std::string& name = k_->params[a.array].name;
+  for (const std::string& e : s.shared)
+    if (stagedArrayName(e) == name && (stagedAccess(e).empty() || stagedAccess(e) == keyOf_[access])) return e;
+  return "";
+}
+
 std::optional<int64_t> NestModel::stagedBytes(const NestSchedule& s, const std::vector<std::string>& arrays) const {
   return stagedBytes(sketchNest(*k_, nest_, s, indices_), arrays);
 }
@@ -382,11 +422,11 @@ std::optional<int64_t> NestModel::stagedBytes(const NestPlan& plan, const std::v
 std::optional<int64_t> NestModel::stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const {
   int64_t total = 0;
   for (const std::string& name : arrays) {
-    int p = k_->findParam(name);
+    int p = k_->findParam(std::string(stagedArrayName(name)));
     if (p < 0) return std::nullopt;
     for (size_t ai = 0; ai < accesses_.size(); ++ai) {
       const Access& a = accesses_[ai];
-      if (a.array != p || a.isWrite) continue;
+      if (a.array != p || a.isWrite || (!stagedAccess(name).empty() && stagedAccess(name) != keyOf_[ai])) continue;
       if (a.indirect) return std::nullopt;
       const std::optional<Box>& b = box(ai, t.step);
       if (!b) return std::nullopt;
@@ -643,7 +683,6 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   const int64_t lanes = launch.lanes;  // threads on reduction thread parts
 
   Tiles t = tiles(plan);
-  std::set<std::string> staged(s.shared.begin(), s.shared.end());
   double reductionValuesPerThread = 1;
   for (const NestIndex& ni : indices_)
     if (!ni.parallel) reductionValuesPerThread *= (double)t.threadCount[ni.name];
@@ -677,11 +716,14 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
       perBlock += requests * bytes * 4;
       continue;
     }
-    auto& r = reuse[param.name];
+    // Reuse and coalescing per staging entry (the array, or its access: readOnlyArrays).
+    const std::string& entry = entryOf_[ai].empty() ? param.name : entryOf_[ai];
+    auto& r = reuse[entry];
     r.first += requests;
     r.second += distinct;
-    e.coalescing[param.name] = std::max<int64_t>(e.coalescing[param.name], waste);
-    bool isStaged = staged.count(param.name) > 0;
+    e.coalescing[entry] = std::max<int64_t>(e.coalescing[entry], waste);
+    const std::string stagedAs = stagedEntry(s, ai);
+    bool isStaged = !stagedAs.empty();
     if (isStaged)
       perBlock += stagedTraffic(*k_, a, box(ai, t.block), distinct, bytes);
     else
@@ -689,11 +731,11 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     // Issue: each element a thread uses is loaded once per thread (register tiles share it),
     // staged tiles as vectors where the thread's points run along the stored rows; the tile copy
     // costs a load, a store and its address arithmetic per element.
-    double width = isStaged ? (double)vectorWidth(s, ai, s.isTransposed(param.name)) : 1.0;
+    double width = isStaged ? (double)vectorWidth(s, ai, s.isTransposed(stagedAs)) : 1.0;
     double ways = 1;
     if (isStaged) {
       for (const StagedArray& sa : plan.staging.arrays)
-        if (sa.array == a.array) ways = bankConflictWays(plan, ai, sa, (int64_t)width, e.threadXIndex, threadX);
+        if (sa.array == a.array && (sa.access.empty() || sa.access == keyOf_[ai])) ways = bankConflictWays(plan, ai, sa, (int64_t)width, e.threadXIndex, threadX);
     }
     issue.loads += perThread / width * ways;
     operandsPerValue += usedPerThread / std::max(1.0, reductionValuesPerThread);

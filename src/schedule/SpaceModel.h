@@ -105,8 +105,13 @@ class NestModel {
   std::vector<const NestIndex*> parallel() const;
   std::vector<const NestIndex*> reductions() const;
   double parallelPoints() const { return points_; }
-  // Arrays the nest only reads (candidates for staging), by name, in order of first access.
+  // What of the arrays the nest only reads can be staged (`shared:` entries), in order of first
+  // access: an array by name, or each access of it ("a[i,k]", "a[j,k]") where its reads move with
+  // different parallel indices (one tile cannot serve them: a symmetric rank-k update).
   const std::vector<std::string>& readOnlyArrays() const { return readOnly_; }
+  // The `shared:` entry of access `access` (an index into the nest's accesses) in `s` that stages
+  // it ("" if none does).
+  std::string stagedEntry(const NestSchedule& s, size_t access) const;
 
   // The estimate of a planned nest schedule (planNest): the launch, the staged tiles and the early
   // loads come from the plan.
@@ -132,6 +137,8 @@ class NestModel {
   bool parallelVarying_ = false;    // a parallel index's bounds do (a triangular output domain)
   std::vector<Access> accesses_;
   std::vector<std::string> readOnly_;
+  std::vector<std::string> entryOf_;   // per access: its readOnly_ entry ("" for writes and written arrays)
+  std::vector<std::string> keyOf_;     // per access: its accessKey ("i,k")
   double points_ = 1;       // parallel domain points (hull product)
   double flopsPerPoint_ = 0;
   double fp64FlopsPerPoint_ = 0;  // of which on f64 values
@@ -163,6 +170,7 @@ class NestModel {
   double reloads(const NestPlan& plan, const Tiles& t, size_t ai) const;
   void meanDataRows();
   void meanVaryingRows();
+  void listStagingEntries(const std::set<int>& written);
   double coveredBlocks(const NestPlan& plan) const;
   // The extents of the parts of an index under its plan: the plan's, or for a data-dependent or
   // varying range the parts of its mean row (meanDataRows, meanVaryingRows), which the plan (split

@@ -381,6 +381,30 @@ TEST(Emitter, SplitKTileCombinesInGroupsWithoutSpilling) {
   EXPECT_EQ(res->spillLoadBytes, 0);
 }
 
+TEST(Emitter, SyrkAccessTilesCompileWithoutSpilling) {
+  // syrk's two reads of a (a[i, k], a[j, k]) staged as two tiles, under the space's top candidate
+  // at n=4096, K=1024 (matmul's 128 x 128 tile of 128 threads: NVRTC gives it about 207 registers,
+  // matmul's a^T, b 209) and the 64 x 64 tile copied by cp.async into three buffers; neither may
+  // spill (the tuner skips candidates that do).
+  Kernel k = example("syrk", {{"n", 4096}, {"K", 1024}});
+  for (const char* text : {"i: grid.y, reg 2, thread.y 8, reg 8; j: grid.x, reg 2, thread.x 16, reg 4; k: serial, unroll 8; "
+                           "shared: a[i,k]^T, a[j,k]^T",
+                           "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 16, reg 4; k: serial, unroll 16; "
+                           "shared: a[i,k]^T, a[j,k]^T; buffers: 3; copy: async"}) {
+    SCOPED_TRACE(text);
+    EmittedModule m = emitCuda(k, sched(text));
+    EXPECT_TRUE(contains(m.source, "Copy a step's tile of a[i,k] into shared memory") ||
+                contains(m.source, "Load a step's tile of a[i,k] into registers")) << m.source.substr(0, 4000);
+    EXPECT_TRUE(contains(m.source, "s_a_2[")) << m.source.substr(0, 4000);  // the second tile of a
+    CudaCompileResult r = compileCuda(m.source, "syrk.cu");
+    ASSERT_TRUE(r.success) << r.log;
+    const KernelResources* res = r.find(m.launches.at(0).function);
+    ASSERT_NE(res, nullptr);
+    EXPECT_EQ(res->spillStoreBytes, 0) << res->registers << " registers";
+    EXPECT_EQ(res->spillLoadBytes, 0);
+  }
+}
+
 TEST(Emitter, TileOfExactly48KiBBesideTheLastBlockFlagIsDynamic) {
   // A 48 KiB tile fits static shared memory alone, but not with the 1-byte flag of a reduction
   // split across blocks: NVRTC rejected such a candidate of an SGEMM n=1000 search (49153 bytes).

@@ -633,6 +633,64 @@ TEST(HostEmulation, TriangularOutputDomainSkipsEmptyBlocks) {
   EXPECT_EQ(sampledCheck(sample, syrk, "j: grid.x, serial 2, thread.x 8; i: grid.y, thread.y 4; k: serial"), "");
 }
 
+// Two tiles of one array (`shared: a[i,k], a[j,k]`): syrk's a[i, k] and a[j, k] staged per step
+// of k as tiles that move with i and with j, at sizes no tile or step divides (n = 45, K = 13), so
+// that the diagonal blocks guard their points above the diagonal and the last step is partial:
+// one buffer, two (prefetched through registers), three filled by cp.async, transposed or not,
+// and one access staged while the other is read from global memory.
+TEST(HostEmulation, TwoTilesOfOneArrayOnATriangle) {
+  rtcgtest::CaseSample sample(2);
+  Kernel syrk = example("syrk.rtcg", "syrk", {{"n", 45}, {"K", 13}});
+  EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 4, reg 4; k: serial, unroll 4; "
+                              "shared: a[i,k]^T, a[j,k]^T; buffers: 3; copy: async"), "");
+  EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 8, reg 2; k: serial, unroll 8; "
+                              "shared: a[i,k], a[j,k]; buffers: 2"), "");
+  // Split-K as the space offers it at 2048 x 2048: each block stages its share's steps of both tiles.
+  EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 4, reg 2; k: grid.z, serial 2, unroll 2; "
+                              "shared: a[i,k]^T, a[j,k]^T; buffers: 2"), "");
+  EXPECT_EQ(sampledCheck(sample, syrk, "i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: serial, unroll 4; "
+                                       "shared: a[j,k], a[i,k]"), "");
+  EXPECT_EQ(sampledCheck(sample, syrk, "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 8, reg 2; k: serial, unroll 2; "
+                                       "shared: a[j,k]^T; buffers: 2"), "");
+  EXPECT_EQ(sampledCheck(sample, syrk, "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 4, reg 4; k: serial, unroll 8; "
+                                       "shared: a[i,k]^T, a[j,k]^T; buffers: 4; copy: async"), "");
+}
+
+// Two accesses of one array in a triangular reduction (`j in 0..i + 1` over a[i, k] * a[j, k]):
+// a[i, k] does not move with the reduction and is staged once per block (its own tile), a[j, k]
+// is read from global memory; staging a[j, k] per step is refused (the steps would differ per row).
+TEST(HostEmulation, TwoAccessesOfOneArrayInATriangularReduction) {
+  Kernel tri = fromSource(
+      "kernel trisyrk(n: int, K: int, a: f32[n, K], out y: f32[n, K]) {\n"
+      "  for i in 0..n, k in 0..K { y[i, k] = sum(j in 0..i + 1, a[i, k] * a[j, k]); }\n"
+      "}\n",
+      "trisyrk", {{"n", 37}, {"K", 29}});
+  EXPECT_EQ(checkOnHost(tri, "i: grid.y, thread.y 4, reg 2; k: grid.x, thread.x 16; j: serial, unroll 4; shared: a[i,k]"), "");
+  EXPECT_EQ(checkOnHost(tri, "i: grid.y, thread.y 8; k: grid.x, thread.x 8, reg 2; j: serial, thread.z 2; shared: a[i,k]^T"), "");
+  auto refused = validateSchedule(tri, *parseSchedule("i: grid.y, thread.y 8; k: grid.x, thread.x 8; j: serial; shared: a[j,k]").schedule);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].find("access 'a[j,k]' cannot be staged in shared memory: the reduction index 'j' it would be "
+                            "staged along has bounds that vary with other indices"), std::string::npos) << refused[0];
+}
+
+// Two tiles of one array in an outer reduction (the nearest other point of one set: x[i, e] and
+// x[j, e] under min over j of a sum over e): x[i, e] staged once per block, x[j, e] per step of
+// j, also split across blocks (grid parts on j) and with j's register values, at sizes no tile
+// divides.
+TEST(HostEmulation, TwoTilesOfOneArrayInAnOuterReduction) {
+  Kernel near = fromSource(
+      "kernel selfnear(n: int, D: int, x: f32[n, D], out d: f32[n]) {\n"
+      "  for i in 0..n {\n"
+      "    d[i] = min(j in 0..n, sum(e in 0..D, (x[i, e] - x[j, e]) * (x[i, e] - x[j, e])));\n"
+      "  }\n"
+      "}\n",
+      "selfnear", {{"n", 45}, {"D", 7}});
+  EXPECT_EQ(checkOnHost(near, "i: grid.x, thread.x 8, reg 2; j: grid.y, serial 2, thread.y 4, reg 2; e: serial, unroll 7; "
+                              "shared: x[i,e]^T, x[j,e]^T"), "");
+  EXPECT_EQ(checkOnHost(near, "i: grid.x, thread.x 8; j: serial, thread.y 4, reg 2; e: serial; shared: x[i,e], x[j,e]; "
+                              "buffers: 2"), "");
+}
+
 // The outer reduction split across threads without a register tile, each operator combined with
 // its own identity-free tree: min by warp shuffles (j on thread.x 32), product and sum by the
 // shared-memory tree over a lane count that is not a power of two, max across blocks.

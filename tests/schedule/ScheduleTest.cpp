@@ -66,12 +66,27 @@ TEST(Schedule, RoundTripsManyTexts) {
       "shared: x, a^T, y^T; buffers: 2; blocks_per_sm: 2",
       "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32, reg 4; k: serial, unroll 8; shared: a, b; buffers: 3; copy: async",
       "k: grid.x, serial 16, thread.y 8; i: serial, thread.x 32; f: serial, unroll 84; shared: LIFT, flux; buffers: 2; loads: early",
+      "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 16, reg 4; k: serial, unroll 16; shared: a[i,k]^T, a[j,k]^T; buffers: 3; copy: async",
+      "shared: a[j,k], b, a[i+1,k]^T",
   };
   for (const char* t : texts) {
     Schedule s = parseOk(t);
     EXPECT_EQ(printSchedule(s), t);
     EXPECT_EQ(parseOk(printSchedule(s)), s);
   }
+}
+
+// `shared:` entries name an array or one access of it; spaces inside the brackets are dropped, so
+// the entry prints as the accesses' keys (schedule/Domain.h accessKey) and parses back.
+TEST(Schedule, SharedAccessEntries) {
+  Schedule s = parseOk("i: serial; shared: a [ i, k ]^T, a[j , k], b");
+  EXPECT_EQ(s.nests[0].shared, (std::vector<std::string>{"a[i,k]", "a[j,k]", "b"}));
+  EXPECT_EQ(s.nests[0].transposed, (std::vector<std::string>{"a[i,k]"}));
+  EXPECT_EQ(printSchedule(s), "i: serial; shared: a[i,k]^T, a[j,k], b");
+  EXPECT_EQ(stagedArrayName("a[i,k]"), "a");
+  EXPECT_EQ(stagedAccess("a[i,k]"), "i,k");
+  EXPECT_EQ(stagedArrayName("b"), "b");
+  EXPECT_EQ(stagedAccess("b"), "");
 }
 
 TEST(Schedule, ParsingIsTolerantOfSpacing) {
@@ -122,6 +137,12 @@ TEST(Schedule, ParseErrorsHaveColumns) {
       {"i: serial; buffers: 2; buffers: 2", 24, "given twice"},
       {"i: serial; loads: soon", 19, "unknown loads 'soon' (expected 'early' or 'late')"},
       {"i: serial; loads: early; loads: late", 26, "'loads:' is given twice"},
+      // Accesses of an array in `shared:` (two tiles of one array): brackets closed and not empty,
+      // each access once (spaces do not make another access).
+      {"shared: a[i,k", 10, "unclosed '[' of an access"},
+      {"shared: a[i,k; i: serial", 10, "unclosed '[' of an access"},
+      {"shared: a[ ]", 10, "needs its index expressions"},
+      {"shared: a[i,k], a[i, k]^T", 17, "'a[i,k]' is listed twice in 'shared:'"},
   };
   for (const Case& c : cases) {
     auto r = parseSchedule(c.text);
@@ -255,6 +276,52 @@ TEST(Schedule, StagingAndSplitReductionReasons) {
   EXPECT_TRUE(hasReason(notStaged, "array 'a' is marked transposed but is not staged")) << joined(notStaged);
   auto blockOnly = validateSchedule(dgDiff(100, 20), parseOk("k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial; shared: Dr; buffers: 2"));
   EXPECT_TRUE(hasReason(blockOnly, "every staged array is staged once per block")) << joined(blockOnly);
+}
+
+// Two tiles of one array (a symmetric rank-k update reads a[i, k] and a[j, k]): each access staged
+// per step as its own tile, one moving with i and one with j; the whole array cannot be one tile
+// (the reason names the accesses to stage instead), an access no read of the nest has is refused,
+// and so is an array staged both whole and by an access.
+TEST(Schedule, StagingTwoAccessesOfOneArray) {
+  Kernel syrk = bindDsl(
+      "kernel syrk(n: int, K: int, a: f32[n, K], out c: f32[n, n]) {\n"
+      "  for i in 0..n, j in 0..i + 1 { c[i, j] = sum(k in 0..K, a[i, k] * a[j, k]); }\n"
+      "}\n",
+      {{"n", 100}, {"K", 30}});
+  const std::string tiles = "i: grid.y, thread.y 8, reg 4; j: grid.x, thread.x 8, reg 4; k: serial, unroll 8; ";
+  auto whole = validateSchedule(syrk, parseOk(tiles + "shared: a"));
+  EXPECT_TRUE(hasReason(whole, "(stage each access as its own tile: 'shared: a[i,k], a[j,k]')")) << joined(whole);
+  NestSchedule ns = parseOk(tiles + "shared: a[i,k]^T, a[j,k]; buffers: 2").nests[0];
+  auto plan = planNest(syrk, 0, ns);
+  ASSERT_TRUE(plan.ok()) << joined(plan.reasons);
+  const StagingPlan& st = plan.plan->staging;
+  ASSERT_EQ(st.arrays.size(), 2u);
+  EXPECT_EQ(st.arrays[0].access, "i,k");
+  EXPECT_EQ(st.arrays[1].access, "j,k");
+  for (const StagedArray& sa : st.arrays) {
+    EXPECT_EQ(sa.level, StageLevel::Step);
+    EXPECT_EQ(sa.buffers, 2);
+    EXPECT_EQ(sa.dims[0].size, 32);  // the block's 32 rows of i (or j)
+    EXPECT_EQ(sa.dims[1].size, 8);   // one step of k
+  }
+  EXPECT_TRUE(movesWith(st.arrays[0], "i") && !movesWith(st.arrays[0], "j"));
+  EXPECT_TRUE(movesWith(st.arrays[1], "j") && !movesWith(st.arrays[1], "i"));
+  EXPECT_EQ(st.arrays[0].order, (std::vector<size_t>{1, 0}));  // a[i,k]^T
+  EXPECT_EQ(st.arrays[1].order, (std::vector<size_t>{0, 1}));
+  std::string explained = printPlan(syrk, *plan.plan);
+  EXPECT_NE(explained.find("shared a[i,k]^T: per step of reduction group 0, box [i : 32, step : 8]"), std::string::npos)
+      << explained;
+  EXPECT_NE(explained.find("shared a[j,k]: per step of reduction group 0, box [j : 32, step : 8]"), std::string::npos)
+      << explained;
+  // One access alone: the other is read from global memory.
+  EXPECT_TRUE(validateSchedule(syrk, parseOk(tiles + "shared: a[j,k]")).empty());
+  auto none = validateSchedule(syrk, parseOk(tiles + "shared: a[k,i]"));
+  EXPECT_TRUE(hasReason(none, "access 'a[k,i]' cannot be staged in shared memory: no read of the nest has these "
+                              "indices (its reads of 'a': a[i,k], a[j,k])")) << joined(none);
+  auto both = validateSchedule(syrk, parseOk(tiles + "shared: a, a[i,k]"));
+  EXPECT_TRUE(hasReason(both, "'a' and 'a[i,k]' are both in shared:")) << joined(both);
+  auto written = validateSchedule(syrk, parseOk(tiles + "shared: c[i,j]"));
+  EXPECT_TRUE(hasReason(written, "array 'c' is written")) << joined(written);
 }
 
 // `loads: early`: which loads of the statements go ahead of their reductions, and the reasons it
