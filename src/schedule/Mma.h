@@ -80,6 +80,10 @@ struct MmaPlan {
   ScalarType staged = ScalarType::F32;  // the tiles' element type
   bool aKMajor = false, bKMajor = false;
   int64_t pitchA = 0, pitchB = 0, bufferA = 0, bufferB = 0;
+  // Tiles in each operand's contiguous direction (aKMajor / bKMajor), copied 16 bytes at a time by
+  // cp.async where aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics,
+  // and TF32 / tf32x3 with stages (cp.async copies the values unconverted; see planMma).
+  bool tilesAsLoaded = false;
   int64_t stages = 1;       // buffers of cp.async copies (1: loaded, converted and stored per step)
   int tilesPerOperand = 1;  // tf32x3 without stages: 2 (big and small, converted when staged)
   int64_t tileBytes = 0;    // shared memory of all staged tiles

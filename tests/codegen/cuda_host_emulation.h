@@ -221,6 +221,8 @@ inline uint32_t rtcg_emu_float_bits(float f) {
   std::memcpy(&b, &f, sizeof b);
   return b;
 }
+// TF32 fragments loaded by ldmatrix arrive as the bits of 32-bit words.
+inline float __uint_as_float(unsigned int u) { return rtcg_emu_bits_float(u); }
 inline float rtcg_tf32_rna(float x) {
   uint32_t b = rtcg_emu_float_bits(x);
   if ((b & 0x7f800000u) == 0x7f800000u) return x;
