@@ -139,7 +139,8 @@ std::pair<C::ExprP, C::ExprP> convertRegister(EmitContext& ctx, const MmaPlan& p
   };
   const bool x3 = p.arith == MmaArith::Tf32x3;
   if (p.arith == MmaArith::F64) return {def(base, raw), nullptr};
-  if (!x3) return {def(base, C::call("rtcg_tf32_rna", {raw})), nullptr};
+  // TF32 as copied: the tensor cores read the top 19 bits of each value (truncation; schedule/Mma.h).
+  if (!x3) return {def(base, raw), nullptr};
   C::ExprP value = def(base + "_value", raw);
   C::ExprP big = def(base, C::call("rtcg_tf32_rna", {value}));
   return {big, def(base + "_small", C::call("rtcg_tf32_rna", {bin("-", value, big)}))};

@@ -629,7 +629,9 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                                                      : " (value by value from a K-major tile)");
   if (p.stages > 1)
     s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; {}\n", p.stages, p.stages - 1,
-                     mmaIs16Bit(p.arith) ? "no conversion" : "operands converted as fragments load");
+                     mmaIs16Bit(p.arith)             ? "no conversion"
+                     : p.arith == MmaArith::Tf32 ? "TF32 operands as copied (the tensor cores truncate them)"
+                                                 : "operands split as fragments load");
   if (p.sharedEpilogue)
     s += fmt::format("  epilogue: accumulators to a shared {}x{} tile ({} fastest, pitch {}, {} bytes, in the operand "
                      "tiles' space), then the statement per output point in that order (coalesced), guarded\n",
