@@ -361,11 +361,19 @@ void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
                             : C::sum({C::product(std::move(row), lit(p.epiloguePitch)), std::move(col)});
   };
   out.push_back(C::syncThreads());
+  // Along N, f32 accumulators r and r + 1 are neighbours in a row: one float2 store (planEpilogue).
+  const bool pairs = !p.epilogueAlongM && p.c.type == ScalarType::F32;
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)
-      for (int r = 0; r < accElements(p); ++r) {
+      for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
         auto [row, col] = accPoint(p, nm, fm, fn, r, false);
-        out.push_back(C::assign(tileRef(tile, at(row, col)), "=", C::name(nm.acc[fm][fn][r])));
+        if (!pairs) {
+          out.push_back(C::assign(tileRef(tile, at(row, col)), "=", C::name(nm.acc[fm][fn][r])));
+          continue;
+        }
+        C::ExprP pair = C::castTo("float2*", C::unary("&", tileRef(tile, at(row, col))));
+        out.push_back(C::assign(C::index(pair, lit(0)), "=",
+                                C::call("make_float2", {C::name(nm.acc[fm][fn][r]), C::name(nm.acc[fm][fn][r + 1])})));
       }
   out.push_back(C::syncThreads());
   const int64_t total = p.blockM * p.blockN, threads = ctx.plan.launch.threads;

@@ -471,6 +471,10 @@ TEST(HostEmulation, MmaSharedEpilogueMatchesTheReference) {
   EXPECT_TRUE(plan.nests[0].dynamicShared);
   EXPECT_EQ(checkOnHost(lift, text, 4e-5), "");
   EXPECT_FALSE(planSchedule(matmul(37), *parsed.schedule).nests[0].mma->epilogueAlongM);
+  // Along N: pairs of f32 accumulators as one float2 store, pitch 8 (mod 32): conflict-free.
+  EXPECT_EQ(planSchedule(matmul(37), *parsed.schedule).nests[0].mma->epiloguePitch % 32, 8);
+  EXPECT_NE(emitCuda(matmul(37), *parsed.schedule).source.find("make_float2(acc"), std::string::npos);
+  EXPECT_EQ(emitCuda(lift, *parsed.schedule).source.find("make_float2("), std::string::npos);
   EXPECT_EQ(checkOnHost(matmul(37), text, 4e-5), "");
   EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32 m16n8k8 warps 2x2 tile 2x1 k 16 epilogue shared", 2e-3), "");
   EXPECT_EQ(checkOnHost(example("batched_matmul.rtcg", {{"nb", 3}, {"n", 13}}), text, 4e-5), "");
