@@ -301,6 +301,17 @@ TEST(HostEmulation, MmaTf32TilesAsLoadedMatchTheReference) {
   EXPECT_EQ(emitCuda(example("matmul.rtcg", {{"n", 37}}), s).source.find("rtcg_cp_async16(&"), std::string::npos);
 }
 
+// The space's largest warp tiles (4x8, 8x4 fragments) in blocks of 8 warps (128 x 256, 256 x 128)
+// against the reference, at sizes no tile divides (one partial block), every arithmetic that takes
+// them; within sm_90's shared memory (dynamic).
+TEST(HostEmulation, MmaLargeWarpTilesMatchTheReference) {
+  ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
+  EXPECT_EQ(checkOnHost(example("matmul.rtcg", {{"n", 36}}), "mma: tf32 m16n8k8 warps 2x4 tile 4x8 k 16 stages 3", 2e-3, sm90), "");
+  EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32x3 m16n8k8 warps 4x2 tile 8x4 k 8 stages 3 epilogue shared", 4e-5, sm90), "");
+  EXPECT_EQ(checkOnHost(example("gemm_bf16.rtcg", {{"n", 104}}), "mma: bf16 m16n8k16 warps 2x4 tile 4x8 k 32 stages 3 epilogue shared",
+                        1e-5, sm90), "");
+}
+
 // Tiles over 48 KiB go to dynamic shared memory (the launch provides it), up to the device's limit.
 TEST(HostEmulation, MmaTilesInDynamicSharedMemory) {
   ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
