@@ -30,7 +30,7 @@ const std::set<std::string>& reservedWords() {
       "rtcg_floordiv", "rtcg_floormod", "__syncthreads", "__shfl_down_sync", "rtcg_smem_f32",
       "rtcg_smem_f64", "rtcg_smem_i32", "rtcg_smem_i64", "__threadfence", "__ldcg", "atomicInc", "atomicAdd",
       "__ldg", "__shfl_xor_sync", "__builtin_assume_aligned", "float4", "int4", "double2", "longlong2",
-      "make_float4", "make_int4", "make_double2", "make_longlong2", "rtcg_cp_async4", "rtcg_cp_async8",
+      "make_float4", "make_int4", "float2", "make_float2", "make_double2", "make_longlong2", "rtcg_cp_async4", "rtcg_cp_async8",
       "rtcg_cp_async16", "rtcg_cp_async_commit", "rtcg_cp_async_wait0", "rtcg_cp_async_wait1", "rtcg_cp_async_wait2",
       "rtcg_smem_f16", "rtcg_smem_bf16"};  // the cuda_fp16.h/cuda_bf16.h names all start with __
   return words;

@@ -81,7 +81,7 @@ void stageConverted(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>&
 // operand's contiguous direction with consecutive threads.
 void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
                   const C::ExprP& buffer, std::vector<C::Stmt>& out) {
-  if (mmaIs16Bit(p.arith)) return stageHalfOperand(ctx, p, nm, isA, k0, buffer, out);
+  if (p.tilesAsLoaded) return stageOperandAsLoaded(ctx, p, nm, isA, k0, buffer, out);
   const int64_t rows = isA ? p.blockM : p.blockN, total = rows * p.blockK;
   const int64_t threads = ctx.plan.launch.threads, rounds = (total + threads - 1) / threads;
   const bool alongK = isA ? p.c.aAlongK : p.c.bAlongK;
@@ -128,26 +128,80 @@ C::ExprP tileAt(const MmaPlan& p, const Tile& tile, const C::ExprP& buffer, C::E
   return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(row), lit(p.pitch)), std::move(kcol)}));
 }
 
-// One operand register of a fragment: its big part and (tf32x3) its small part. Tiles staged
-// converted hold them; tiles copied by cp.async hold the values, converted here.
-std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>& tiles,
-                                               const C::ExprP& buffer, const C::ExprP& row, const C::ExprP& kcol,
-                                               const std::string& base, std::vector<C::Stmt>& out) {
+// A fragment register's value as copied by cp.async, converted: its big part and (tf32x3) its
+// small part.
+std::pair<C::ExprP, C::ExprP> convertRegister(EmitContext& ctx, const MmaPlan& p, C::ExprP raw,
+                                              const std::string& base, std::vector<C::Stmt>& out) {
   auto def = [&](const std::string& n, C::ExprP init) {
     std::string name = ctx.names.fresh(n);
     out.push_back(C::decl(elemType(p), name, std::move(init)));
     return C::name(name);
   };
   const bool x3 = p.arith == MmaArith::Tf32x3;
-  if (p.stages == 1)
-    return {def(base, tileAt(p, tiles[0], buffer, row, kcol)),
-            x3 ? def(base + "_small", tileAt(p, tiles[1], buffer, row, kcol)) : nullptr};
-  C::ExprP raw = tileAt(p, tiles[0], buffer, row, kcol);
   if (p.arith == MmaArith::F64) return {def(base, raw), nullptr};
-  if (!x3) return {def(base, C::call("rtcg_tf32_rna", {raw})), nullptr};
+  // TF32 as copied: the tensor cores read the top 19 bits of each value (truncation; schedule/Mma.h).
+  if (!x3) return {def(base, raw), nullptr};
   C::ExprP value = def(base + "_value", raw);
   C::ExprP big = def(base, C::call("rtcg_tf32_rna", {value}));
   return {big, def(base + "_small", C::call("rtcg_tf32_rna", {bin("-", value, big)}))};
+}
+
+// One operand register of a fragment: its big part and (tf32x3) its small part. Tiles staged
+// converted hold them; tiles copied by cp.async hold the values, converted here.
+std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>& tiles,
+                                               const C::ExprP& buffer, const C::ExprP& row, const C::ExprP& kcol,
+                                               const std::string& base, std::vector<C::Stmt>& out) {
+  if (p.stages > 1) return convertRegister(ctx, p, tileAt(p, tiles[0], buffer, row, kcol), base, out);
+  std::string name = ctx.names.fresh(base);
+  out.push_back(C::decl(elemType(p), name, tileAt(p, tiles[0], buffer, row, kcol)));
+  if (p.arith != MmaArith::Tf32x3) return {C::name(name), nullptr};
+  std::string small = ctx.names.fresh(base + "_small");
+  out.push_back(C::decl(elemType(p), small, tileAt(p, tiles[1], buffer, row, kcol)));
+  return {C::name(name), C::name(small)};
+}
+
+using Offsets = std::vector<std::pair<int64_t, int64_t>>;
+using Fragments = std::vector<std::vector<std::vector<C::ExprP>>>;  // [fragment][part][register]
+
+// TF32 tiles as loaded (MmaPlan::tilesAsLoaded): one operand's fragments of the fragment-k at kk,
+// converted. From a (rows x k) tile by ldmatrix, whose 8x8 b16 matrices are 8 x 4 words, thread
+// (g, t) getting word t of row g, as the m16n8k8 TF32 registers are laid out: x4 per A fragment
+// (a0-a3), x4 per two B fragments (b0, b1 of each), x2 for a last single one. From a (k x rows)
+// tile value by value (pitch = 8 (mod 32): conflict-free).
+void loadedOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& kk,
+                   const C::ExprP& buffer, Fragments& f, std::vector<C::Stmt>& out) {
+  const MmaSchedule& ms = ctx.sched.mma;
+  const int64_t count = isA ? ms.tileM : ms.tileN, rows = isA ? p.fragM : p.fragN, regs = isA ? 4 : 2;
+  const int64_t pitch = isA ? p.pitchA : p.pitchB;
+  const Tile& tile = (isA ? nm.tileA : nm.tileB)[0];
+  const char* letter = isA ? "a" : "b";
+  f.assign(size_t(count), std::vector<std::vector<C::ExprP>>(2));
+  auto add = [&](int64_t fr, C::ExprP raw) {
+    auto [big, small] = convertRegister(ctx, p, std::move(raw), fmt::format("{}{}", letter, fr), out);
+    f[size_t(fr)][0].push_back(big), f[size_t(fr)][1].push_back(small);
+  };
+  if (isA ? p.aKMajor : p.bKMajor) {
+    const Offsets at = isA ? Offsets{{0, 0}, {8, 0}, {0, 4}, {8, 4}} : Offsets{{0, 0}, {0, 4}};  // (row, k)
+    for (int64_t fr = 0; fr < count; ++fr)
+      for (auto [dr, dc] : at)
+        add(fr, tileRef(tile, C::sum({buffer, C::product(C::sum({kk, nm.t, lit(dc)}), lit(pitch)), isA ? nm.wm : nm.wn,
+                                      lit(fr * rows + dr), nm.g})));
+    return;
+  }
+  const int64_t per = isA ? 1 : 2;  // fragments per ldmatrix
+  for (int64_t fr = 0; fr < count; fr += per) {
+    const int64_t matrices = std::min(per, count - fr) * regs;
+    std::vector<C::ExprP> args;
+    std::vector<std::string> names;
+    for (int64_t i = 0; i < matrices; ++i) {
+      names.push_back(ctx.names.fresh(fmt::format("{}{}_bits", letter, fr)));
+      out.push_back(C::decl("unsigned int", names.back(), nullptr, false));
+      args.push_back(C::name(names.back()));
+    }
+    args.push_back(C::unary("&", tileRef(tile, C::sum({buffer, isA ? nm.aLane : nm.bLane, lit(fr * rows * pitch), kk}))));
+    out.push_back(C::exprStmt(C::call(matrices == 4 ? "rtcg_ldmatrix_x4" : "rtcg_ldmatrix_x2", std::move(args))));
+    for (int64_t i = 0; i < matrices; ++i) add(fr + i / regs, C::call("__uint_as_float", {C::name(names[size_t(i)])}));
+  }
 }
 
 // One fragment-k of the step: per warp fragment its operand registers, then every mma. tf32x3 adds
@@ -158,19 +212,21 @@ void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::Exp
   const MmaSchedule& ms = ctx.sched.mma;
   const bool f64 = p.arith == MmaArith::F64, x3 = p.arith == MmaArith::Tf32x3;
   // a[fm][part][reg], b[fn][part][reg] (part 1: the small parts)
-  std::vector<std::vector<std::vector<C::ExprP>>> a(ms.tileM, std::vector<std::vector<C::ExprP>>(2)),
-      b(ms.tileN, std::vector<std::vector<C::ExprP>>(2));
-  using Offsets = std::vector<std::pair<int64_t, int64_t>>;
+  Fragments a(ms.tileM, std::vector<std::vector<C::ExprP>>(2)), b(ms.tileN, std::vector<std::vector<C::ExprP>>(2));
+  if (p.tilesAsLoaded) {
+    loadedOperand(ctx, p, nm, true, kk, bufA, a, out);
+    loadedOperand(ctx, p, nm, false, kk, bufB, b, out);
+  }
   const Offsets aAt = f64 ? Offsets{{0, 0}} : Offsets{{0, 0}, {8, 0}, {0, 4}, {8, 4}};  // (row, k) per register
   const Offsets bAt = f64 ? Offsets{{0, 0}} : Offsets{{0, 0}, {0, 4}};
-  for (int64_t fm = 0; fm < ms.tileM; ++fm)
+  for (int64_t fm = 0; fm < (p.tilesAsLoaded ? 0 : ms.tileM); ++fm)
     for (auto [dr, dc] : aAt) {
       C::ExprP row = C::sum({nm.wm, lit(fm * p.fragM + dr), nm.g});
       auto [big, small] = fragmentRegister(ctx, p, nm.tileA, bufA, row, C::sum({kk, nm.t, lit(dc)}),
                                            fmt::format("a{}", fm), out);
       a[fm][0].push_back(big), a[fm][1].push_back(small);
     }
-  for (int64_t fn = 0; fn < ms.tileN; ++fn)
+  for (int64_t fn = 0; fn < (p.tilesAsLoaded ? 0 : ms.tileN); ++fn)
     for (auto [dr, dc] : bAt) {
       C::ExprP col = C::sum({nm.wn, lit(fn * p.fragN + dr), nm.g});
       auto [big, small] = fragmentRegister(ctx, p, nm.tileB, bufB, col, C::sum({kk, nm.t, lit(dc)}),
@@ -305,11 +361,19 @@ void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
                             : C::sum({C::product(std::move(row), lit(p.epiloguePitch)), std::move(col)});
   };
   out.push_back(C::syncThreads());
+  // Along N, f32 accumulators r and r + 1 are neighbours in a row: one float2 store (planEpilogue).
+  const bool pairs = !p.epilogueAlongM && p.c.type == ScalarType::F32;
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)
-      for (int r = 0; r < accElements(p); ++r) {
+      for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
         auto [row, col] = accPoint(p, nm, fm, fn, r, false);
-        out.push_back(C::assign(tileRef(tile, at(row, col)), "=", C::name(nm.acc[fm][fn][r])));
+        if (!pairs) {
+          out.push_back(C::assign(tileRef(tile, at(row, col)), "=", C::name(nm.acc[fm][fn][r])));
+          continue;
+        }
+        C::ExprP pair = C::castTo("float2*", C::unary("&", tileRef(tile, at(row, col))));
+        out.push_back(C::assign(C::index(pair, lit(0)), "=",
+                                C::call("make_float2", {C::name(nm.acc[fm][fn][r]), C::name(nm.acc[fm][fn][r + 1])})));
       }
   out.push_back(C::syncThreads());
   const int64_t total = p.blockM * p.blockN, threads = ctx.plan.launch.threads;
@@ -385,7 +449,7 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
                                         p.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.stages)
                                         : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
   declareMmaTiles(ctx, p, nm, body);
-  if (mmaIs16Bit(p.arith)) declareHalfLanes(ctx, p, nm, body);
+  if (p.tilesAsLoaded) declareLdmatrixLanes(ctx, p, nm, body);
   nm.acc.assign(size_t(ms.tileM), std::vector<std::vector<std::string>>(size_t(ms.tileN)));
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)

@@ -18,12 +18,17 @@ namespace rtcg::emit::mma {
 
 namespace {
 
-// The load under the operand's conversion (`f32(a[i, k])` -> `a[i, k]`).
+// The load under the operand's conversion (`f32(a[i, k])` -> `a[i, k]`; a TF32 operand copied by
+// cp.async is the load itself).
 const Expr& operandLoad(const MmaPlan& p, bool isA) {
   const Expr& e = isA ? p.c.a : p.c.b;
+  if (e->kind == ExprKind::Load) return e;
   RTCG_ASSERT(e->kind == ExprKind::Cast && e->operands[0]->kind == ExprKind::Load, "a 16-bit mma operand");
   return e->operands[0];
 }
+
+// Elements of the tiles' type in 16 bytes: one cp.async, one row of an ldmatrix 8x8 b16 matrix.
+int64_t piece(const MmaPlan& p) { return 16 / typeBytes(p.staged); }
 
 // The lower bound of loop `id` among the contraction's indices.
 int64_t loBound(const Contraction& c, int id) {
@@ -35,11 +40,11 @@ int64_t loBound(const Contraction& c, int id) {
   return 0;
 }
 
-// Elements per copy of the operand's tile: 8 (16 bytes, one cp.async) when every run of 8
-// elements along its contiguous direction starts 16-byte aligned in the array, else 1. A run
-// starts at a tile origin plus a multiple of 8 along that direction (unit stride): aligned when the
+// Elements per copy of the operand's tile: V = piece(p) (16 bytes, one cp.async) when every run of
+// V elements along its contiguous direction starts 16-byte aligned in the array, else 1. A run
+// starts at a tile origin plus a multiple of V along that direction (unit stride): aligned when the
 // array starts 16-byte aligned and the flat offset at the indices' lower bounds, and the strides
-// of every other index, are multiples of 8.
+// of every other index, are multiples of V.
 int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
   if (ctx.arrayAlignment < 16) return 1;
   const ExprNode* load = operandLoad(p, isA).get();
@@ -54,16 +59,16 @@ int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
     if (id != inner) divisor = std::gcd(divisor, c);
   }
   divisor = std::gcd(divisor, base);
-  return divisor % 8 == 0 ? 8 : 1;
+  return divisor % piece(p) == 0 ? piece(p) : 1;
 }
 
 }  // namespace
 
 bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p) {
-  return runElements(ctx, p, true) == 8 || runElements(ctx, p, false) == 8;
+  return runElements(ctx, p, true) > 1 || runElements(ctx, p, false) > 1;
 }
 
-void declareHalfLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
+void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
   auto def = [&](const std::string& base, C::ExprP init) {
     std::string n = ctx.names.fresh(base);
     body.push_back(C::decl(ctx.idx, n, std::move(init)));
@@ -73,19 +78,26 @@ void declareHalfLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vec
   C::ExprP row = def("ld_row", bin("%", nm.lane, lit(8)));
   C::ExprP half = def("ld_half", bin("%", bin("/", nm.lane, lit(8)), lit(2)));
   C::ExprP pair = def("ld_pair", bin("/", nm.lane, lit(16)));
-  // A (x4): matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
-  nm.aLane = def("a_lane", p.aKMajor ? C::sum({C::product(C::sum({row, C::product(pair, lit(8))}), lit(p.pitchA)),
-                                               nm.wm, C::product(half, lit(8))})
-                                     : C::sum({C::product(C::sum({nm.wm, row, C::product(half, lit(8))}), lit(p.pitchA)),
-                                               C::product(pair, lit(8))}));
-  // B (x4, two fragments): (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
-  nm.bLane = def("b_lane", p.bKMajor ? C::sum({C::product(C::sum({row, C::product(half, lit(8))}), lit(p.pitchB)),
-                                               nm.wn, C::product(pair, lit(8))})
-                                     : C::sum({C::product(C::sum({nm.wn, row, C::product(pair, lit(8))}), lit(p.pitchB)),
-                                               C::product(half, lit(8))}));
+  // A (x4): matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15); TF32: k in
+  // words, 0-3 and 4-7 (registers a0-a3 of m16n8k8). A TF32 (k x rows) tile has no lane address
+  // (its fragments load value by value).
+  const bool tf32 = !mmaIs16Bit(p.arith);
+  const int64_t v = piece(p);
+  if (!(tf32 && p.aKMajor))
+    nm.aLane = def("a_lane", p.aKMajor ? C::sum({C::product(C::sum({row, C::product(pair, lit(8))}), lit(p.pitchA)),
+                                                 nm.wm, C::product(half, lit(8))})
+                                       : C::sum({C::product(C::sum({nm.wm, row, C::product(half, lit(8))}), lit(p.pitchA)),
+                                                 C::product(pair, lit(v))}));
+  // B (x4, two fragments): (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15); TF32:
+  // registers b0, b1 of fragment n 0-7, then of n 8-15.
+  if (!(tf32 && p.bKMajor))
+    nm.bLane = def("b_lane", p.bKMajor ? C::sum({C::product(C::sum({row, C::product(half, lit(8))}), lit(p.pitchB)),
+                                                 nm.wn, C::product(pair, lit(8))})
+                                       : C::sum({C::product(C::sum({nm.wn, row, C::product(pair, lit(8))}), lit(p.pitchB)),
+                                                 C::product(half, lit(v))}));
 }
 
-void stageHalfOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
+void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
                       const C::ExprP& buffer, std::vector<C::Stmt>& out) {
   const bool kMajor = isA ? p.aKMajor : p.bKMajor;
   const int64_t rows = isA ? p.blockM : p.blockN, rowExtent = isA ? p.c.mExtent : p.c.nExtent;
@@ -111,21 +123,30 @@ void stageHalfOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA
   const Tile& tile = (isA ? nm.tileA : nm.tileB)[0];
   C::ExprP at = C::sum({buffer ? buffer : lit(0), C::product(C::name(on), lit(pitch)), C::name(in)});
   std::vector<C::Stmt> loads;
-  if (V == 8) {
+  const int64_t bytesPer = typeBytes(p.staged);
+  if (V > 1) {
     // The run's bytes inside the domain: none where its row (k, or M / N) is outside, else up to
-    // 8 elements along the contiguous direction; cp.async zero-fills the rest.
+    // V elements along the contiguous direction; cp.async zero-fills the rest.
     C::ExprP outerInside = kMajor ? bin("<", kq, lit(p.c.kExtent)) : bin("<", point, lit(rowExtent));
     std::string left = ctx.names.fresh("left"), bytes = ctx.names.fresh("bytes");
     inner.push_back(C::decl(ctx.idx, left, kMajor ? bin("-", lit(rowExtent), point) : bin("-", lit(p.c.kExtent), kq)));
-    C::ExprP clamped = C::ternary(bin("<", C::name(left), lit(8)), C::name(left), lit(8));
+    C::ExprP clamped = C::ternary(bin("<", C::name(left), lit(V)), C::name(left), lit(V));
     inner.push_back(C::decl("int", bytes,
                             C::ternary(bin("&&", outerInside, bin(">", C::name(left), lit(0))),
-                                       C::product(clamped, lit(2)), lit(0))));
+                                       C::product(clamped, lit(bytesPer)), lit(0))));
     C::ExprP element = lowerAccess(ctx, load->array, load->operands, env, loads);
     RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
     C::ExprP src = C::ternary(bin(">", C::name(bytes), lit(0)), C::unary("&", element),
                               C::name(ctx.paramNames[size_t(load->array)]));
     inner.push_back(C::exprStmt(C::call("rtcg_cp_async16", {C::unary("&", tileRef(tile, at)), src, C::name(bytes)})));
+  } else if (!mmaIs16Bit(p.arith)) {
+    // TF32 (with stages): one cp.async per value, its address only where it is inside.
+    C::ExprP inside = bin("&&", bin("<", point, lit(rowExtent)), bin("<", kq, lit(p.c.kExtent)));
+    C::ExprP element = lowerAccess(ctx, load->array, load->operands, env, loads);
+    RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
+    C::ExprP src = C::ternary(inside, C::unary("&", element), C::name(ctx.paramNames[size_t(load->array)]));
+    inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", bytesPer),
+                                        {C::unary("&", tileRef(tile, at)), src, C::ternary(inside, lit(bytesPer), lit(0))})));
   } else {
     C::ExprP inside = bin("&&", bin("<", point, lit(rowExtent)), bin("<", kq, lit(p.c.kExtent)));
     C::ExprP value = lower(ctx, load, env, loads);

@@ -29,14 +29,16 @@ inline C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
 }
 inline C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(op, std::move(a), std::move(b)); }
 
-// EmitMmaHalf.cpp: the 16-bit arithmetics (bf16 / f16 m16n8k16).
-// The lane's ldmatrix addresses in the tiles (nm.aLane, nm.bLane).
-void declareHalfLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
+// EmitMmaHalf.cpp: the 16-bit arithmetics (bf16 / f16 m16n8k16), and the tiles as loaded that
+// TF32 with stages shares with them (MmaPlan::tilesAsLoaded).
+// The lane's ldmatrix addresses in the tiles (nm.aLane, nm.bLane; TF32: of (rows x k) tiles only).
+void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
 // One operand's (rows x k) box of the step at k0 into the buffer starting at element `buffer`
-// (null: the only one), as loaded: cp.async of 16 bytes where aligned, else element by element.
-void stageHalfOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
+// (null: the only one), as loaded: cp.async of 16 bytes where aligned, else element by element
+// (16-bit: through registers; TF32: cp.async of 4 bytes).
+void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
                       const C::ExprP& buffer, std::vector<C::Stmt>& out);
-// Whether stageHalfOperand copies with cp.async (then the step waits for its group).
+// Whether stageOperandAsLoaded copies with cp.async (then the step waits for its group).
 bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p);
 // One fragment-k (kk) of the step: ldmatrix per fragment, then every mma.
 void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,

@@ -87,7 +87,12 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
     mod.preludes.push_back(emit::asyncCopyHelpers);
   if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.mma.any(); }))
     mod.preludes.push_back(emit::mmaHelpers);
-  if (std::any_of(s.nests.begin(), s.nests.end(), half)) mod.preludes.push_back(emit::mma16Helpers);
+  // ldmatrix: 16-bit tiles, and TF32 tiles as loaded (with stages, MmaPlan::tilesAsLoaded).
+  auto ldmatrix = [&](const NestSchedule& ns) {
+    const bool tf32 = ns.mma.arith == MmaArith::Tf32 || ns.mma.arith == MmaArith::Tf32x3;
+    return half(ns) || (ns.mma.any() && tf32 && ns.mma.stages > 1);
+  };
+  if (std::any_of(s.nests.begin(), s.nests.end(), ldmatrix)) mod.preludes.push_back(emit::mma16Helpers);
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needs.floorLL)

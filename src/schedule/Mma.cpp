@@ -193,7 +193,12 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
   p.sharedEpilogue = true;
   p.epilogueAlongM = form && form->coeff(p.c.m) == 1 && form->coeff(p.c.n) != 1;
   const int64_t fast = p.epilogueAlongM ? p.blockM : p.blockN, slow = p.epilogueAlongM ? p.blockN : p.blockM;
-  p.epiloguePitch = fast + (36 - fast % 32) % 32;  // 4 (mod 32): the fragments' writes spread over the banks
+  // The fragments' writes spread over the banks: along M (word col * pitch + row per lane) a pitch
+  // of 4 (mod 32) puts the 32 lanes of one store in 32 banks; along N the f32 accumulators go as
+  // pairs (float2, columns 2t and 2t + 1 of row g) and a pitch of 8 (mod 32) puts each half-warp's
+  // 16 pairs in 32 banks (with 4 (mod 32), single floats: 2-way conflicts, 4-way measured).
+  const bool pairs = !p.epilogueAlongM && p.c.type == ScalarType::F32;
+  p.epiloguePitch = fast + ((pairs ? 40 : 36) - fast % 32) % 32;
   p.epilogueBytes = slow * p.epiloguePitch * typeBytes(p.c.type);
   p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
 }
@@ -243,6 +248,20 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
     p.pitchA = oddPieces(p.aKMajor ? p.blockM : p.blockK);
     p.pitchB = oddPieces(p.bKMajor ? p.blockN : p.blockK);
     p.pitch = p.pitchA;
+  }
+  // TF32 and tf32x3 with stages: cp.async copies values as they are, so the tiles may follow each
+  // operand's contiguous direction as the 16-bit ones do: 16-byte copies (four values) instead of
+  // one per value, and an A or B fragment of a (rows x k) tile is four 8 x 4-word matrices, what
+  // ldmatrix (b16) gives. A (k x rows) tile has pitch = 8 (mod 32) words: the fragment loads at
+  // (k = t, row = g) then hit 32 different banks; a (rows x k) tile keeps pitch = 4 (mod 8), whose
+  // 16-byte rows ldmatrix reads without conflicts. FP64 keeps its layout (m8n8k4 has no ldmatrix form).
+  const bool tf32 = p.arith == MmaArith::Tf32 || p.arith == MmaArith::Tf32x3;
+  p.tilesAsLoaded = half || (tf32 && p.stages > 1);
+  if (tf32 && p.stages > 1) {
+    auto kMajorPitch = [](int64_t rows) { return rows + (40 - rows % 32) % 32; };
+    p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
+    p.pitchA = p.aKMajor ? kMajorPitch(p.blockM) : p.pitch;
+    p.pitchB = p.bKMajor ? kMajorPitch(p.blockN) : p.pitch;
   }
   p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
   p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;

@@ -21,8 +21,11 @@
 // accumulators stay in registers. The epilogue maps each accumulator element to its output point,
 // guards it against the domain and evaluates the statement with the sum replaced by it. With
 // `stages N` the steps go to N buffers by cp.async (zero-filled outside the domain), N - 1 steps
-// ahead: one barrier per step, and the fragments convert to TF32 as they are loaded (cp.async
-// cannot convert, so the operands must be plain loads of the contraction's type).
+// ahead: one barrier per step (cp.async cannot convert, so the operands must be plain loads of the
+// contraction's type). Then the tiles are as loaded (tilesAsLoaded), tf32x3 splits each fragment
+// register as it is loaded, and `tf32` passes the values as copied: the tensor cores read their top
+// 19 bits (truncation; relative error about 7e-4 against 3e-4 rounded, docs/rtcgc.md), two
+// instructions fewer per register, which the issue slots of the main loop need.
 //
 // 16-bit arithmetics (`bf16`, `f16`, m16n8k16): an f32 contraction whose operands are both
 // `f32(x[...])` of loads of one 16-bit type. The tiles hold the 16-bit values as loaded (no
@@ -80,6 +83,10 @@ struct MmaPlan {
   ScalarType staged = ScalarType::F32;  // the tiles' element type
   bool aKMajor = false, bKMajor = false;
   int64_t pitchA = 0, pitchB = 0, bufferA = 0, bufferB = 0;
+  // Tiles in each operand's contiguous direction (aKMajor / bKMajor), copied 16 bytes at a time by
+  // cp.async where aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics,
+  // and TF32 / tf32x3 with stages (cp.async copies the values unconverted; see planMma).
+  bool tilesAsLoaded = false;
   int64_t stages = 1;       // buffers of cp.async copies (1: loaded, converted and stored per step)
   int tilesPerOperand = 1;  // tf32x3 without stages: 2 (big and small, converted when staged)
   int64_t tileBytes = 0;    // shared memory of all staged tiles

@@ -893,7 +893,7 @@ class NestSpace {
 
   // Tensor-core schedules of a qualifying contraction (schedule/Mma.h), in every arithmetic the
   // precision policy allows for its type (and bf16 / f16 where the operands are conversions of such
-  // loads, under every policy): warps of 1 to 8 per block, 1x1 to 4x4 fragments per warp, steps of
+  // loads, under every policy): warps of 1 to 8 per block, 1x1 to 4x8 / 8x4 fragments per warp, steps of
   // 8, 16 and 32 values (16-bit: 16, 32 and 64), staged per step or by cp.async in 3 stages (where the
   // reduction has more than one step; those also with `epilogue shared`). Tiles much larger than the output (a block tile whose
   // half already covers a dimension) are left out, as are steps past the reduction's length.
@@ -902,7 +902,10 @@ class NestSpace {
     if (!m.contraction) return;
     const Contraction& c = *m.contraction;
     static const std::pair<int64_t, int64_t> warps[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4}, {4, 2}};
-    static const std::pair<int64_t, int64_t> tiles[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4}, {4, 2}, {4, 4}};
+    // 4x8 and 8x4: 64 x 64 and 128 x 32 warp tiles (TF32; 128 x 256 / 256 x 128 block tiles with 8
+    // warps), fewer fragment loads per mma where the issue slots bound the loop (mmaIssueSeconds).
+    static const std::pair<int64_t, int64_t> tiles[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4},
+                                                        {4, 2}, {4, 4}, {4, 8}, {8, 4}};
     for (MmaArith arith : mmaAriths(o_.precision, c)) {
       const int64_t fragM = arith == MmaArith::F64 ? 8 : 16, fragN = 8, fragK = mmaFragK(arith);
       // 16-bit steps: 16 to 64 values (32 to 128 bytes per row, as 8 to 32 of 32-bit values).

@@ -599,6 +599,34 @@ namespace {
 // registers between two barriers, without a pipeline, and the fragment loads share the issue slots.
 // Memory: each operand element is read once per block that needs it (from L2 after the first; L2
 // serves about 3x DRAM), the output once (twice when the statement reads it back).
+// Issue slots (mmaIssueSeconds) bound it too.
+
+// Warp instructions of the main loop, per warp and step: per fragment-k the fragment loads
+// (ldmatrix: one per A fragment or two B fragments; else one per register), tf32x3's split of
+// copied values (five per register: two conversions, a subtraction and two more), the mma; per
+// step the copies (about six instructions per cp.async of 16 bytes, eight per value converted
+// through registers) and the step's own (wait, barrier, loop: about 12). A multiprocessor issues
+// four warp instructions per cycle, one per quarter; an FP32 FMA is one, so the device issues
+// peakFp32Flops / 64 per second. Measured on an H200 (issue 22): with a 4x4 warp tile the loop was
+// issue-bound (49.5% of slots busy at IPC 2.08 with 'wait' stalls) rather than tensor-bound.
+double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, int64_t threads, const DeviceModel& d) {
+  const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
+  const int64_t aRegs = f64 ? 1 : 4, bRegs = f64 ? 1 : 2;
+  auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
+    const bool ldmatrix = p.tilesAsLoaded && (mmaIs16Bit(p.arith) || !kMajor);
+    return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && !p.tilesAsLoaded ? 2 : 1);
+  };
+  const int64_t split = x3 && p.tilesAsLoaded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
+  const int64_t perFragmentK = loads(ms.tileM, aRegs, p.aKMajor, 1) + loads(ms.tileN, bRegs, p.bKMajor, 2) + split +
+                               ms.tileM * ms.tileN * (x3 ? 3 : 1);
+  const int64_t values = (p.blockM + p.blockN) * p.blockK;
+  const double copies = p.tilesAsLoaded ? 6.0 * double(values) / double(16 / typeBytes(p.staged))
+                                        : 8.0 * double(values) * (x3 ? 1.5 : 1.0);
+  const double perStep = double(perFragmentK * (p.blockK / p.fragK)) + copies / double(threads) + 12;
+  const double warpInstructions = perStep * double(p.steps) * double(blocks) * double(threads / 32);
+  return warpInstructions / (d.peakFp32Flops / 64);
+}
+
 NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceModel& d) {
   const MmaPlan& p = *plan.mma;
   const MmaSchedule& ms = plan.schedule.mma;
@@ -637,7 +665,8 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double epiloguePass = p.sharedEpilogue ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
                                                       (double(d.multiprocessors) * 32 * 1.5e9)
                                                 : 0.0;
-  const double compute = issued / ((p.stages > 1 ? 0.75 : 0.6) * peak) + epiloguePass;
+  const double compute = std::max(issued / ((p.stages > 1 ? 0.75 : 0.6) * peak),
+                                  mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
   const bool readsBack = [&] {
     bool r = false;
     const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement)];

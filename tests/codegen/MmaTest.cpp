@@ -276,6 +276,42 @@ TEST(HostEmulation, MmaStagesMatchTheReference) {
   }
 }
 
+// TF32 with stages, tiles as loaded (MmaPlan::tilesAsLoaded): 16-byte cp.async where the runs of
+// four values are aligned (n = 36: partial tiles, zero-filled runs past the domain), ldmatrix for
+// (rows x k) tiles (A of matmul; both operands of dg_lift, x2 for the last of three B fragments),
+// value by value from (k x rows) tiles (B of matmul), batches; sizes no tile divides.
+TEST(HostEmulation, MmaTf32TilesAsLoadedMatchTheReference) {
+  const std::vector<std::string> shapes{"warps 2x1 tile 1x3 k 8 stages 2", "warps 1x2 tile 2x3 k 16 stages 3",
+                                        "warps 2x2 tile 2x1 k 8 stages 4"};
+  std::vector<Kernel> kernels{example("matmul.rtcg", {{"n", 36}}),
+                              example("dg_lift.rtcg", {{"K", 23}, {"Np", 10}, {"Nfp", 3}}),
+                              example("batched_matmul.rtcg", {{"nb", 3}, {"n", 12}})};
+  for (const Kernel& k : kernels)
+    for (const std::string& shape : shapes) {
+      EXPECT_EQ(checkOnHost(k, "mma: tf32x3 m16n8k8 " + shape, 4e-5), "") << k.name << " tf32x3 " << shape;
+      EXPECT_EQ(checkOnHost(k, "mma: tf32 m16n8k8 " + shape, 2e-3), "") << k.name << " tf32 " << shape;
+    }
+  Schedule s = *parseSchedule("mma: tf32 m16n8k8 warps 1x2 tile 2x3 k 16 stages 3").schedule;
+  const std::string mm = emitCuda(kernels[0], s).source, lift = emitCuda(kernels[1], s).source;
+  EXPECT_NE(mm.find("rtcg_cp_async16(&"), std::string::npos);
+  EXPECT_NE(mm.find("rtcg_ldmatrix_x4(a"), std::string::npos);
+  EXPECT_EQ(mm.find("rtcg_ldmatrix_x4(b"), std::string::npos);  // B of matmul is (k x n): value by value
+  EXPECT_NE(lift.find("rtcg_ldmatrix_x4(b"), std::string::npos);
+  EXPECT_NE(lift.find("rtcg_ldmatrix_x2(b"), std::string::npos);
+  EXPECT_EQ(emitCuda(example("matmul.rtcg", {{"n", 37}}), s).source.find("rtcg_cp_async16(&"), std::string::npos);
+}
+
+// The space's largest warp tiles (4x8, 8x4 fragments) in blocks of 8 warps (128 x 256, 256 x 128)
+// against the reference, at sizes no tile divides (one partial block), every arithmetic that takes
+// them; within sm_90's shared memory (dynamic).
+TEST(HostEmulation, MmaLargeWarpTilesMatchTheReference) {
+  ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
+  EXPECT_EQ(checkOnHost(example("matmul.rtcg", {{"n", 36}}), "mma: tf32 m16n8k8 warps 2x4 tile 4x8 k 16 stages 3", 2e-3, sm90), "");
+  EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32x3 m16n8k8 warps 4x2 tile 8x4 k 8 stages 3 epilogue shared", 4e-5, sm90), "");
+  EXPECT_EQ(checkOnHost(example("gemm_bf16.rtcg", {{"n", 104}}), "mma: bf16 m16n8k16 warps 2x4 tile 4x8 k 32 stages 3 epilogue shared",
+                        1e-5, sm90), "");
+}
+
 // Tiles over 48 KiB go to dynamic shared memory (the launch provides it), up to the device's limit.
 TEST(HostEmulation, MmaTilesInDynamicSharedMemory) {
   ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
@@ -446,6 +482,10 @@ TEST(HostEmulation, MmaSharedEpilogueMatchesTheReference) {
   EXPECT_TRUE(plan.nests[0].dynamicShared);
   EXPECT_EQ(checkOnHost(lift, text, 4e-5), "");
   EXPECT_FALSE(planSchedule(matmul(37), *parsed.schedule).nests[0].mma->epilogueAlongM);
+  // Along N: pairs of f32 accumulators as one float2 store, pitch 8 (mod 32): conflict-free.
+  EXPECT_EQ(planSchedule(matmul(37), *parsed.schedule).nests[0].mma->epiloguePitch % 32, 8);
+  EXPECT_NE(emitCuda(matmul(37), *parsed.schedule).source.find("make_float2(acc"), std::string::npos);
+  EXPECT_EQ(emitCuda(lift, *parsed.schedule).source.find("make_float2("), std::string::npos);
   EXPECT_EQ(checkOnHost(matmul(37), text, 4e-5), "");
   EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32 m16n8k8 warps 2x2 tile 2x1 k 16 epilogue shared", 2e-3), "");
   EXPECT_EQ(checkOnHost(example("batched_matmul.rtcg", {{"nb", 3}, {"n", 13}}), text, 4e-5), "");

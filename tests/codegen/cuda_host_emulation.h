@@ -149,10 +149,12 @@ inline T __ldcg(const T* address) {
 
 // 16-byte vectors and the read-only load. A vector load from an address that is not aligned to
 // its size faults on the GPU: here it aborts, so a wrong alignment proof fails the test.
+struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) int4 { int x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
 struct alignas(16) longlong2 { long long x, y; };
+inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 inline double2 make_double2(double x, double y) { return {x, y}; }
@@ -221,6 +223,8 @@ inline uint32_t rtcg_emu_float_bits(float f) {
   std::memcpy(&b, &f, sizeof b);
   return b;
 }
+// TF32 fragments loaded by ldmatrix arrive as the bits of 32-bit words.
+inline float __uint_as_float(unsigned int u) { return rtcg_emu_bits_float(u); }
 inline float rtcg_tf32_rna(float x) {
   uint32_t b = rtcg_emu_float_bits(x);
   if ((b & 0x7f800000u) == 0x7f800000u) return x;
