@@ -1,0 +1,148 @@
+// `long_rows: N` (LongRowPlan, schedule/Plan.h): a data-dependent range longer than N values is
+// taken from its lane group and given to the whole block.
+//
+// Per position of the serial loops: the first lane of every lane group clears its slot (an empty
+// range); a point whose range is long records its range and its parallel indices in the slot, runs
+// its own loop over an empty range and skips its statements. After the position's work a barrier,
+// then the block walks the slots in order: for each recorded range (the same test in every thread:
+// the block stays uniform around its barriers) every thread strides through it, the block combines
+// its threads' partials by a tree in shared memory, and its first thread runs the statements at the
+// slot's indices. A final barrier lets every thread read the slots before the next position clears
+// them. Every output is still written exactly once (by its lanes or by the block), so the output
+// needs no initialisation, and any reduction operator works (no atomics).
+#include <fmt/format.h>
+
+#include "codegen/CudaTypes.h"
+#include "codegen/EmitContext.h"
+#include "support/Error.h"
+
+namespace rtcg::emit {
+
+namespace {
+
+const ReductionState::LaneSet& laneSetOfLongRows(const EmitContext& ctx) {
+  return ctx.red.laneSets.at(groupMask(ctx, ctx.plan.groups[size_t(ctx.plan.longRows.group)]));
+}
+
+C::ExprP slotEntry(const std::string& array, const C::ExprP& slot) { return C::index(C::name(array), slot); }
+
+// acc = the combination of acc over every thread of the block, in every thread: a tree in the
+// combine buffer of acc's type (a value per thread), between barriers, as combineLanes does for
+// lanes (any thread count, no identity needed).
+void combineBlock(EmitContext& ctx, ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out) {
+  const C::ExprP buf = C::name(ctx.red.combineBuffers.at(t));
+  const int64_t threads = ctx.facts.threads;
+  out.push_back(C::assign(C::index(buf, ctx.tid), "=", acc));
+  out.push_back(C::syncThreads());
+  int64_t pow2 = 1;
+  while (pow2 < threads) pow2 *= 2;
+  for (int64_t step = pow2 / 2; step >= 1; step /= 2) {
+    const int64_t active = std::min(step, threads - step);
+    out.push_back(C::ifThen(C::binary("<", ctx.tid, lit(active)),
+                            {combine(op, t, C::index(buf, ctx.tid), C::index(buf, C::sum({ctx.tid, lit(step)})))}));
+    out.push_back(C::syncThreads());
+  }
+  out.push_back(C::assign(acc, "=", C::index(buf, lit(0))));
+  out.push_back(C::syncThreads());  // every thread has read before the buffer is reused
+}
+
+}  // namespace
+
+void declareLongRows(EmitContext& ctx, std::vector<C::Stmt>& body) {
+  const LongRowPlan& lr = ctx.plan.longRows;
+  if (!lr.any()) return;
+  LongRowState& st = ctx.longRows;
+  st.lo = ctx.names.fresh(lr.index + "_long_lo");
+  st.hi = ctx.names.fresh(lr.index + "_long_hi");
+  body.push_back(C::comment(fmt::format("Ranges of '{}' longer than {} go to the whole block: per lane group, the range "
+                                        "handed over (empty: none) and its point",
+                                        lr.index, lr.threshold)));
+  body.push_back(C::sharedArray(ctx.idx, st.lo, lr.slots));
+  body.push_back(C::sharedArray(ctx.idx, st.hi, lr.slots));
+  for (const ParallelIndex& p : ctx.facts.par) {
+    st.indices.push_back(ctx.names.fresh(p.loop->name + "_long"));
+    body.push_back(C::sharedArray(ctx.idx, st.indices.back(), lr.slots));
+  }
+}
+
+void clearLongRowSlot(EmitContext& ctx, std::vector<C::Stmt>& out) {
+  if (!ctx.plan.longRows.any()) return;
+  const ReductionState::LaneSet& ls = laneSetOfLongRows(ctx);
+  const LongRowState& st = ctx.longRows;
+  out.push_back(C::ifThen(C::binary("==", ls.lane, lit(0)), {C::assign(slotEntry(st.lo, ls.slot), "=", lit(0)),
+                                                             C::assign(slotEntry(st.hi, ls.slot), "=", lit(0))}));
+}
+
+C::ExprP longRowEnd(EmitContext& ctx, const Loop& l, const C::ExprP& lo, const C::ExprP& hi, const Env& env,
+                    std::vector<C::Stmt>& out) {
+  const LongRowPlan& lr = ctx.plan.longRows;
+  if (!lr.any() || l.name != lr.index) return hi;
+  LongRowState& st = ctx.longRows;
+  const ReductionState::LaneSet& ls = laneSetOfLongRows(ctx);
+  st.flag = ctx.names.fresh(l.name + "_long");
+  out.push_back(C::decl("bool", st.flag, C::binary(">", C::binary("-", hi, lo), lit(lr.threshold))));
+  std::vector<C::Stmt> record{C::assign(slotEntry(st.lo, ls.slot), "=", lo), C::assign(slotEntry(st.hi, ls.slot), "=", hi)};
+  for (size_t q = 0; q < ctx.facts.par.size(); ++q)
+    record.push_back(C::assign(slotEntry(st.indices[q], ls.slot), "=", env.vars.at(ctx.facts.par[q].loop->id)));
+  out.push_back(C::ifThen(C::binary("&&", C::name(st.flag), C::binary("==", ls.lane, lit(0))), std::move(record)));
+  const std::string end = ctx.names.fresh(l.name + "_end");
+  out.push_back(C::decl(ctx.idx, end, C::ternary(C::name(st.flag), lo, hi)));
+  return C::name(end);
+}
+
+C::ExprP shortRowGuard(const EmitContext& ctx) {
+  if (ctx.longRows.flag.empty()) return nullptr;
+  return C::unary("!", C::name(ctx.longRows.flag));
+}
+
+void emitLongRows(EmitContext& ctx, const Env& genv, std::vector<C::Stmt>& out) {
+  const LongRowPlan& lr = ctx.plan.longRows;
+  if (!lr.any()) return;
+  const LongRowState& st = ctx.longRows;
+  const std::vector<Expr>& g = ctx.plan.groups[size_t(lr.group)];
+  const Loop& l = g[0]->loops[0];
+  out.push_back(C::comment(fmt::format("The ranges of '{}' handed over, one after another, each by every thread of the block",
+                                       l.name)));
+  out.push_back(C::syncThreads());
+  const std::string s = ctx.names.fresh("slot_long");
+  const C::ExprP lo = slotEntry(st.lo, C::name(s)), hi = slotEntry(st.hi, C::name(s));
+  Env env = genv;
+  std::vector<C::Stmt> row;
+  for (size_t q = 0; q < ctx.facts.par.size(); ++q) {
+    const std::string n = ctx.names.fresh(ctx.facts.par[q].loop->name);
+    row.push_back(C::decl(ctx.idx, n, slotEntry(st.indices[q], C::name(s))));
+    env.vars[ctx.facts.par[q].loop->id] = C::name(n);
+  }
+  PointAccumulators accs(1);
+  for (const Expr& r : g) {
+    const std::string n = ctx.names.fresh(fmt::format("{}_{}_block", reduceName(r->reduceOp), l.name));
+    row.push_back(C::decl(cudaTypeName(r->type), n, reductionIdentity(r->reduceOp, r->type), false));
+    accs[0][r.get()] = C::name(n);
+  }
+  // Thread t takes lo + t, lo + t + threads, ...: consecutive threads read consecutive values.
+  const int64_t threads = ctx.facts.threads;
+  const std::string trips = ctx.names.fresh(l.name + "_trips"), t = ctx.names.fresh(l.name + "_step");
+  row.push_back(C::decl(ctx.idx, trips,
+                        C::binary("/", C::sum({C::binary("-", C::binary("-", hi, lo), ctx.tid), lit(threads - 1)}), lit(threads))));
+  const std::string v = ctx.names.fresh(l.name);
+  Env renv = env;
+  renv.vars[l.id] = C::name(v);
+  for (const Expr& r : g) renv.vars[r->loops[0].id] = C::name(v);
+  std::vector<C::Stmt> step{C::decl(ctx.idx, v, C::sum({lo, ctx.tid, C::product(C::name(t), lit(threads))}))};
+  for (const Expr& r : g) {
+    C::ExprP value = lower(ctx, r->operands[0], renv, step);
+    step.push_back(combine(r->reduceOp, r->type, accs[0].at(r.get()), value));
+  }
+  row.push_back(C::forLoop(ctx.idx, t, lit(0), C::name(trips), C::Unroll::Default, std::move(step)));
+  for (const Expr& r : g) combineBlock(ctx, r->reduceOp, r->type, accs[0].at(r.get()), row);
+  Env penv = env;
+  penv.hoisted = accs[0];
+  std::vector<C::Stmt> stmts;
+  emitStatementsAt(ctx, penv, stmts);
+  row.push_back(C::ifThen(C::binary("==", ctx.tid, lit(0)), std::move(stmts)));
+  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit(lr.slots), C::Unroll::Never,
+                           {C::ifThen(C::binary("<", lo, hi), std::move(row))}));
+  out.push_back(C::syncThreads());  // every thread has read the slots before the next position clears them
+}
+
+}  // namespace rtcg::emit
