@@ -52,7 +52,7 @@
 // those reductions. `stores: streaming` stores the outputs that no other statement of the nest
 // reads with the streaming store __stcs (st.global.cs: evict-first, so that outputs written once
 // do not push out of L2 the inputs other blocks still read; see NestPlan::streamedStores for
-// which stores qualify). `shared`, `buffers`, `copy`, `loads`, `blocks_per_sm` and `stores` are
+// which stores qualify). `shared`, `buffers`, `copy`, `loads`, `blocks_per_sm`, `stores` and `long_rows` (NestSchedule::longRows) are
 // clause names, not index names.
 //
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
