@@ -188,11 +188,13 @@ struct ReductionState {
   C::ExprP tile, rblock;                       // linear tile and block-within-tile coordinates
 };
 
-// `long_rows:` (EmitLongRows.cpp): the shared slots of the ranges handed to the block, and the
+// `long_rows:` (EmitLongRows.cpp): the shared list of the ranges handed to the block, and the
 // flag of this thread's point (set where its range's bounds are loaded).
 struct LongRowState {
-  std::string lo, hi;                // shared: per lane group, the range handed over
-  std::vector<std::string> indices;  // shared: per lane group, each parallel index (LaunchFacts::par order)
+  std::string count;                 // shared: two counters of the list's entries, by position parity
+  std::string lo, hi;                // shared: per entry, the range handed over
+  std::vector<std::string> indices;  // shared: per entry, each parallel index (LaunchFacts::par order)
+  C::ExprP parity;                   // this position's counter (0 or 1)
   std::string flag;                  // bool: this point's range goes to the block
 };
 
@@ -327,13 +329,13 @@ int64_t copyVector(const EmitContext& ctx, size_t t);
 int64_t baseDivisor(const EmitContext& ctx, const std::string& key, int group);
 
 
-// EmitLongRows.cpp (`long_rows:`, LongRowPlan): the shared slots (after declareLanes); a lane
-// group's slot cleared at the start of a position; the end of the range of loop `l` (its `hi`, or
-// `lo` for a range that goes to the block, which is recorded in the slot); the guard of the
-// statements of a point whose range stayed with its lanes (null: no such path); and the block's
-// pass over the handed-over ranges after the position.
+// EmitLongRows.cpp (`long_rows:`, LongRowPlan): the shared list and its counters (after
+// declareLanes, with a barrier); the position (linear) whose counter the appends use; the end of
+// the range of loop `l` (its `hi`, or `lo` for a range that goes to the block, which is appended to
+// the list); the guard of the statements of a point whose range stayed with its lanes (null: no
+// such path); and the block's pass over the list after the position.
 void declareLongRows(EmitContext& ctx, std::vector<C::Stmt>& body);
-void clearLongRowSlot(EmitContext& ctx, std::vector<C::Stmt>& out);
+void setLongRowPosition(EmitContext& ctx, const C::ExprP& position);
 C::ExprP longRowEnd(EmitContext& ctx, const Loop& l, const C::ExprP& lo, const C::ExprP& hi, const Env& env,
                     std::vector<C::Stmt>& out);
 C::ExprP shortRowGuard(const EmitContext& ctx);

@@ -1,15 +1,18 @@
 // `long_rows: N` (LongRowPlan, schedule/Plan.h): a data-dependent range longer than N values is
 // taken from its lane group and given to the whole block.
 //
-// Per position of the serial loops: the first lane of every lane group clears its slot (an empty
-// range); a point whose range is long records its range and its parallel indices in the slot, runs
-// its own loop over an empty range and skips its statements. After the position's work a barrier,
-// then the block walks the slots in order: for each recorded range (the same test in every thread:
-// the block stays uniform around its barriers) every thread strides through it, the block combines
-// its threads' partials by a tree in shared memory, and its first thread runs the statements at the
-// slot's indices. A final barrier lets every thread read the slots before the next position clears
-// them. Every output is still written exactly once (by its lanes or by the block), so the output
-// needs no initialisation, and any reduction operator works (no atomics).
+// A point whose range is long appends it (its range and its parallel indices) to a list in shared
+// memory (its first lane takes an entry with a shared atomic counter), runs its own loop over an
+// empty range and skips its statements. After the position's work a barrier, then the block walks
+// the list (its length read once: the same in every thread, so the block stays uniform around its
+// barriers): for each entry every thread strides through the range, the block combines its
+// threads' partials by a tree in shared memory, and its first thread runs the statements at the
+// entry's indices. The counter alternates between two by position parity: the first thread clears
+// the next position's after the barrier, when every thread has read it in the position before, and
+// a final barrier keeps the next position's appends after this one's reads. Each output is written
+// exactly once (by its lanes or by the block), so the output needs no initialisation, the list's
+// order (the order of the atomics) changes no result bit, and any reduction operator works (no
+// atomics on values).
 #include <fmt/format.h>
 
 #include "codegen/CudaTypes.h"
@@ -22,6 +25,11 @@ namespace {
 
 const ReductionState::LaneSet& laneSetOfLongRows(const EmitContext& ctx) {
   return ctx.red.laneSets.at(groupMask(ctx, ctx.plan.groups[size_t(ctx.plan.longRows.group)]));
+}
+
+// The counter of the next position: 1 - parity.
+C::ExprP otherParity(const C::ExprP& parity) {
+  return parity->kind == C::ExprKind::IntLit ? lit(1 - parity->intValue) : C::binary("-", lit(1), parity);
 }
 
 C::ExprP slotEntry(const std::string& array, const C::ExprP& slot) { return C::index(C::name(array), slot); }
@@ -52,25 +60,27 @@ void declareLongRows(EmitContext& ctx, std::vector<C::Stmt>& body) {
   const LongRowPlan& lr = ctx.plan.longRows;
   if (!lr.any()) return;
   LongRowState& st = ctx.longRows;
+  st.count = ctx.names.fresh(lr.index + "_long_count");
   st.lo = ctx.names.fresh(lr.index + "_long_lo");
   st.hi = ctx.names.fresh(lr.index + "_long_hi");
-  body.push_back(C::comment(fmt::format("Ranges of '{}' longer than {} go to the whole block: per lane group, the range "
-                                        "handed over (empty: none) and its point",
+  body.push_back(C::comment(fmt::format("Ranges of '{}' longer than {} go to the whole block: their count (per position "
+                                        "parity), ranges and points",
                                         lr.index, lr.threshold)));
+  body.push_back(C::sharedArray("unsigned int", st.count, 2));
   body.push_back(C::sharedArray(ctx.idx, st.lo, lr.slots));
   body.push_back(C::sharedArray(ctx.idx, st.hi, lr.slots));
   for (const ParallelIndex& p : ctx.facts.par) {
     st.indices.push_back(ctx.names.fresh(p.loop->name + "_long"));
     body.push_back(C::sharedArray(ctx.idx, st.indices.back(), lr.slots));
   }
+  body.push_back(C::ifThen(C::binary("==", ctx.tid, lit(0)), {C::assign(slotEntry(st.count, lit(0)), "=", C::uintLit(0)),
+                                                              C::assign(slotEntry(st.count, lit(1)), "=", C::uintLit(0))}));
+  body.push_back(C::syncThreads());
 }
 
-void clearLongRowSlot(EmitContext& ctx, std::vector<C::Stmt>& out) {
+void setLongRowPosition(EmitContext& ctx, const C::ExprP& position) {
   if (!ctx.plan.longRows.any()) return;
-  const ReductionState::LaneSet& ls = laneSetOfLongRows(ctx);
-  const LongRowState& st = ctx.longRows;
-  out.push_back(C::ifThen(C::binary("==", ls.lane, lit(0)), {C::assign(slotEntry(st.lo, ls.slot), "=", lit(0)),
-                                                             C::assign(slotEntry(st.hi, ls.slot), "=", lit(0))}));
+  ctx.longRows.parity = position->kind == C::ExprKind::IntLit ? lit(position->intValue & 1) : C::binary("&", position, lit(1));
 }
 
 C::ExprP longRowEnd(EmitContext& ctx, const Loop& l, const C::ExprP& lo, const C::ExprP& hi, const Env& env,
@@ -81,9 +91,14 @@ C::ExprP longRowEnd(EmitContext& ctx, const Loop& l, const C::ExprP& lo, const C
   const ReductionState::LaneSet& ls = laneSetOfLongRows(ctx);
   st.flag = ctx.names.fresh(l.name + "_long");
   out.push_back(C::decl("bool", st.flag, C::binary(">", C::binary("-", hi, lo), lit(lr.threshold))));
-  std::vector<C::Stmt> record{C::assign(slotEntry(st.lo, ls.slot), "=", lo), C::assign(slotEntry(st.hi, ls.slot), "=", hi)};
+  const std::string entry = ctx.names.fresh(l.name + "_entry");
+  std::vector<C::Stmt> record{C::decl(ctx.idx, entry,
+                                      C::castTo(ctx.idx, C::call("atomicAdd", {C::unary("&", slotEntry(st.count, st.parity)),
+                                                                               C::uintLit(1)})))};
+  record.push_back(C::assign(slotEntry(st.lo, C::name(entry)), "=", lo));
+  record.push_back(C::assign(slotEntry(st.hi, C::name(entry)), "=", hi));
   for (size_t q = 0; q < ctx.facts.par.size(); ++q)
-    record.push_back(C::assign(slotEntry(st.indices[q], ls.slot), "=", env.vars.at(ctx.facts.par[q].loop->id)));
+    record.push_back(C::assign(slotEntry(st.indices[q], C::name(entry)), "=", env.vars.at(ctx.facts.par[q].loop->id)));
   out.push_back(C::ifThen(C::binary("&&", C::name(st.flag), C::binary("==", ls.lane, lit(0))), std::move(record)));
   const std::string end = ctx.names.fresh(l.name + "_end");
   out.push_back(C::decl(ctx.idx, end, C::ternary(C::name(st.flag), lo, hi)));
@@ -104,7 +119,12 @@ void emitLongRows(EmitContext& ctx, const Env& genv, std::vector<C::Stmt>& out) 
   out.push_back(C::comment(fmt::format("The ranges of '{}' handed over, one after another, each by every thread of the block",
                                        l.name)));
   out.push_back(C::syncThreads());
-  const std::string s = ctx.names.fresh("slot_long");
+  const std::string count = ctx.names.fresh(l.name + "_long_rows");
+  out.push_back(C::decl(ctx.idx, count, C::castTo(ctx.idx, slotEntry(st.count, st.parity))));
+  // The next position's counter: read by every thread in the position before, which ended in a barrier.
+  out.push_back(C::ifThen(C::binary("==", ctx.tid, lit(0)),
+                          {C::assign(slotEntry(st.count, otherParity(st.parity)), "=", C::uintLit(0))}));
+  const std::string s = ctx.names.fresh("entry_long");
   const C::ExprP lo = slotEntry(st.lo, C::name(s)), hi = slotEntry(st.hi, C::name(s));
   Env env = genv;
   std::vector<C::Stmt> row;
@@ -140,9 +160,8 @@ void emitLongRows(EmitContext& ctx, const Env& genv, std::vector<C::Stmt>& out) 
   std::vector<C::Stmt> stmts;
   emitStatementsAt(ctx, penv, stmts);
   row.push_back(C::ifThen(C::binary("==", ctx.tid, lit(0)), std::move(stmts)));
-  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit(lr.slots), C::Unroll::Never,
-                           {C::ifThen(C::binary("<", lo, hi), std::move(row))}));
-  out.push_back(C::syncThreads());  // every thread has read the slots before the next position clears them
+  out.push_back(C::forLoop(ctx.idx, s, lit(0), C::name(count), C::Unroll::Never, std::move(row)));
+  out.push_back(C::syncThreads());  // every thread has read the list before the next position appends to it
 }
 
 }  // namespace rtcg::emit

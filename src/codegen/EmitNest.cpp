@@ -463,7 +463,7 @@ std::vector<C::Stmt> emitPosition(EmitContext& ctx, Env genv, const C::ExprP& po
                                          f.pipe.par->loop->name, ctx.sched.buffers)));
     copyStep(ctx, f.pipe.group, here, positionAt, genv, pipeBefore, out, pipeAfter);
   }
-  clearLongRowSlot(ctx, out);
+  setLongRowPosition(ctx, position);
   std::vector<C::Stmt> work;
   const PointAccumulators accs = declareAccumulators(ctx, work);
   const PointAccumulators early = emitEarlyLoads(ctx, genv, work);

@@ -468,8 +468,8 @@ class NestPlanner {
       for (const auto& [t, v] : plan_.crossBlock.values) types.insert(t);
       for (ScalarType t : types) extra += plan_.launch.threads * typeBytes(t);
     }
-    // `long_rows:`: per lane group, the handed-over range and the point's parallel indices.
-    if (plan_.longRows.any()) extra += plan_.longRows.slots * int64_t(2 + parallelCount()) * 8;
+    // `long_rows:`: the list's two counters and, per entry, a range and the point's parallel indices.
+    if (plan_.longRows.any()) extra += 8 + plan_.longRows.slots * int64_t(2 + parallelCount()) * 8;
     // A thread part on a reduction index, even of one thread, makes the emitter combine lanes.
     plan_.cooperative = !plan_.staging.arrays.empty() || plan_.launch.reductionThreadAxes != 0 || plan_.crossBlock.any();
     plan_.staticExtraBytes = extra;

@@ -65,7 +65,8 @@ struct PositionPipeline {
 // `long_rows: N` (Schedule.h): the one hoisted group whose single loop runs over a data-dependent
 // range and is split across a group of lanes per output point. At run time a point whose range
 // holds more than `threshold` values leaves it to the whole block: its lanes skip the range and the
-// statement, the point's indices and range go to shared memory (one slot per lane group), and after
+// statement, the point's indices and range are appended to a list in shared memory (room for
+// every lane group of the block), and after
 // the position every thread of the block strides through each such range, the block combines by a
 // tree in shared memory and its first thread runs the statements. Rows of a power-law matrix (most
 // short, a few of thousands) then take a few lanes each, and the long ones every thread of a block.
@@ -73,7 +74,7 @@ struct LongRowPlan {
   int64_t threshold = 0;  // 0: none
   int group = -1;         // index into NestPlan::groups
   std::string index;      // the reduction index
-  int64_t slots = 0;      // lane groups per block: the ranges a block may hand over per position
+  int64_t slots = 0;      // lane groups per block: the most ranges a block hands over per position
   bool any() const { return threshold > 0; }
 };
 
