@@ -34,12 +34,26 @@ C::ExprP otherParity(const C::ExprP& parity) {
 
 C::ExprP slotEntry(const std::string& array, const C::ExprP& slot) { return C::index(C::name(array), slot); }
 
-// acc = the combination of acc over every thread of the block, in every thread: a tree in the
-// combine buffer of acc's type (a value per thread), between barriers, as combineLanes does for
-// lanes (any thread count, no identity needed).
+// acc = the combination of acc over every thread of the block, in every thread. Blocks of whole
+// warps: a butterfly of shuffles in each warp (every lane ends with the same bits), the warps'
+// values through the combine buffer, folded in warp order by every thread (two barriers). Else a
+// tree in the combine buffer, as combineLanes does (any thread count, no identity needed).
 void combineBlock(EmitContext& ctx, ReduceOp op, ScalarType t, const C::ExprP& acc, std::vector<C::Stmt>& out) {
   const C::ExprP buf = C::name(ctx.red.combineBuffers.at(t));
   const int64_t threads = ctx.facts.threads;
+  if (threads % 32 == 0) {
+    for (int64_t offset = 16; offset >= 1; offset /= 2)
+      out.push_back(combine(op, t, acc, C::call("__shfl_xor_sync", {C::uintLit(0xffffffffu), acc, lit(offset)})));
+    const int64_t warps = threads / 32;
+    if (warps == 1) return;
+    out.push_back(C::ifThen(C::binary("==", C::binary("%", ctx.tid, lit(32)), lit(0)),
+                            {C::assign(C::index(buf, C::binary("/", ctx.tid, lit(32))), "=", acc)}));
+    out.push_back(C::syncThreads());
+    out.push_back(C::assign(acc, "=", C::index(buf, lit(0))));
+    for (int64_t w = 1; w < warps; ++w) out.push_back(combine(op, t, acc, C::index(buf, lit(w))));
+    out.push_back(C::syncThreads());  // every thread has read before the buffer is reused
+    return;
+  }
   out.push_back(C::assign(C::index(buf, ctx.tid), "=", acc));
   out.push_back(C::syncThreads());
   int64_t pow2 = 1;

@@ -687,7 +687,7 @@ const char* const kSpmvF32 =
 }  // namespace
 
 // `long_rows: N`: ranges longer than N go from their lanes to the whole block, on a skewed matrix at
-// a size no tile divides (613 rows: blocks of 4, 8, 32 rows leave a partial last block), long rows
+// a size no tile divides (613 rows: blocks of 5, 8, 16, 96 rows leave a partial last block), long rows
 // at the edges of blocks and the last row. Run twice with the output poisoned in between (every
 // element written, by its lanes or by the block) and in reversed and shuffled block order.
 TEST(HostEmulation, LongRowsGoToTheWholeBlock) {
@@ -696,6 +696,8 @@ TEST(HostEmulation, LongRowsGoToTheWholeBlock) {
   {
     auto [k, args] = skewedCsr(kSpmvF32, "spmv", 613);
     EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.y 8; p: serial, thread.x 4; long_rows: 32", args, 1e-5, {}, twice), "");
+    // A block of 20 threads (not whole warps): the block combines by a tree in shared memory.
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.y 5; p: serial, thread.x 4; long_rows: 20", args), "");
     EmulationOptions shuffled;
     shuffled.blockOrder = 2;
     // Lanes on thread.y (combined through shared memory), rows on thread.x and a serial part.
