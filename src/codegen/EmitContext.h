@@ -5,6 +5,7 @@
 //   EmitNest.cpp       the kernel function's skeleton: parameters, indices, guards, positions, stores
 //   EmitExpr.cpp       lowering of IR expressions and array accesses
 //   EmitReduction.cpp  reduction loops and steps, lane combines, the cross-block epilogue
+//   EmitLongRows.cpp   `long_rows:`: data-dependent ranges too long for their lanes, taken by the block
 //   EmitOuterTile.cpp  an outer reduction's register tile: inner reductions per value, then the fold
 //   EmitStaging.cpp    shared-memory tiles: storage, bases, copies, prefetch and pipelines
 //   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
@@ -189,6 +190,16 @@ struct ReductionState {
   C::ExprP tile, rblock;                       // linear tile and block-within-tile coordinates
 };
 
+// `long_rows:` (EmitLongRows.cpp): the shared list of the ranges handed to the block, and the
+// flag of this thread's point (set where its range's bounds are loaded).
+struct LongRowState {
+  std::string count;                 // shared: two counters of the list's entries, by position parity
+  std::string lo, hi;                // shared: per entry, the range handed over
+  std::vector<std::string> indices;  // shared: per entry, each parallel index (LaunchFacts::par order)
+  C::ExprP parity;                   // this position's counter (0 or 1)
+  std::string flag;                  // bool: this point's range goes to the block
+};
+
 // Which floor helpers (rtcg_floordiv/rtcg_floormod) the module needs, per index type.
 struct ModuleNeeds {
   bool floorInt = false;
@@ -218,6 +229,7 @@ struct EmitContext {
   C::ExprP tid;                         // linear thread index in the block (cooperative code)
   StagingState stage;
   ReductionState red;
+  LongRowState longRows;
 
   const IndexSchedule& scheduleOf(const std::string& name) const;
 };
@@ -322,6 +334,20 @@ void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& s
 int64_t copyVector(const EmitContext& ctx, size_t t);
 int64_t baseDivisor(const EmitContext& ctx, const std::string& key, int group);
 
+
+// EmitLongRows.cpp (`long_rows:`, LongRowPlan): the shared list and its counters (after
+// declareLanes, with a barrier); the position (linear) whose counter the appends use; the end of
+// the range of loop `l` (its `hi`, or `lo` for a range that goes to the block, which is appended to
+// the list); the guard of the statements of a point whose range stayed with its lanes (null: no
+// such path); and the block's pass over the list after the position.
+void declareLongRows(EmitContext& ctx, std::vector<C::Stmt>& body);
+void setLongRowPosition(EmitContext& ctx, const C::ExprP& position);
+C::ExprP longRowEnd(EmitContext& ctx, const Loop& l, const C::ExprP& lo, const C::ExprP& hi, const Env& env,
+                    std::vector<C::Stmt>& out);
+C::ExprP shortRowGuard(const EmitContext& ctx);
+void emitLongRows(EmitContext& ctx, const Env& genv, std::vector<C::Stmt>& out);
+// EmitNest.cpp: the statements of the nest (lets and stores) at one point, in `env`.
+void emitStatementsAt(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out);
 
 // EmitStore.cpp: the store of statement `statement` (an index into the nest's body) of `value`
 // into `target`, the lowered access.

@@ -289,6 +289,7 @@ void declareCooperative(EmitContext& ctx, std::vector<C::Stmt>& body) {
   }
   declareTiles(ctx, body);
   declareLanes(ctx, body);
+  declareLongRows(ctx, body);
   declareCrossBlock(ctx, body);
 }
 
@@ -414,6 +415,7 @@ std::vector<std::vector<C::Stmt>> pointStatements(EmitContext& ctx, const Env& g
     emitStatements(ctx, penv, stmts);
     // Every lane holds the combined value; the first one stores.
     if (ctx.red.lanes > 1) guard = andAll(guard, C::binary("==", ctx.red.lane, lit(0)));
+    guard = andAll(guard, shortRowGuard(ctx));  // `long_rows:`: a long range's statements run in the block's pass
     appendGuarded(guard, std::move(stmts), pbody);
     if (f.regPoints == 1) {
       all[pt] = std::move(pbody);
@@ -461,6 +463,7 @@ std::vector<C::Stmt> emitPosition(EmitContext& ctx, Env genv, const C::ExprP& po
                                          f.pipe.par->loop->name, ctx.sched.buffers)));
     copyStep(ctx, f.pipe.group, here, positionAt, genv, pipeBefore, out, pipeAfter);
   }
+  setLongRowPosition(ctx, position);
   std::vector<C::Stmt> work;
   const PointAccumulators accs = declareAccumulators(ctx, work);
   const PointAccumulators early = emitEarlyLoads(ctx, genv, work);
@@ -473,6 +476,7 @@ std::vector<C::Stmt> emitPosition(EmitContext& ctx, Env genv, const C::ExprP& po
     for (std::vector<C::Stmt>& s : statements) append(work, std::move(s));
   }
   appendGuarded(groupGuard, std::move(work), out);
+  emitLongRows(ctx, genv, out);
   if (f.pipe.group >= 0) {
     append(out, std::move(pipeAfter));
     out.push_back(C::syncThreads());  // the position's tiles are read by all before the next copy
@@ -552,6 +556,8 @@ void declareScratch(const EmitContext& ctx, C::Function& fn, LaunchSpec& launch,
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+
+void emitStatementsAt(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) { emitStatements(ctx, env, out); }
 
 void declareNestParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::vector<C::Stmt>& body) {
   declareParams(ctx, fn, launch, body);

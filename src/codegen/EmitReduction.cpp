@@ -253,6 +253,7 @@ void emitReductionLoops(EmitContext& ctx, const std::vector<Loop>& loops, size_t
   const Loop& l = loops[q];
   const IndexSchedule& is = ctx.scheduleOf(l.name);
   C::ExprP lo = lowerBound(ctx, l, l.lo, "lo", env, out), hi = lowerBound(ctx, l, l.hi, "hi", env, out);
+  hi = longRowEnd(ctx, l, lo, hi, env, out);  // `long_rows:`: a long range goes to the block (lo: none here)
   if (is.parts.size() == 1 && !isCoordinate(is.parts[0].place)) {
     emitSerialReductionLoop(ctx, loops, q, std::move(env), out, inner, staging ? stageGroup : -1, lo, hi);
     return;

@@ -122,6 +122,7 @@ class NestPlanner {
     outerRegisterTile();
     if (s_.earlyLoads) checkEarlyLoads();
     if (s_.streamingStores) streamStores();
+    if (s_.longRows > 0) checkLongRows();
     const bool staged = !s_.shared.empty() && reasons_.empty();
     if (staged) stage();
     if (!reasons_.empty()) {
@@ -344,6 +345,37 @@ class NestPlanner {
              "the element the statement writes)");
   }
 
+  // `long_rows: N` (LongRowPlan in Plan.h): one group over one data-dependent range, split across a
+  // group of lanes per point and nothing else that needs the point's lanes or the block's barriers
+  // in its own way (the block path runs after the position's statements, uniformly).
+  void checkLongRows() {
+    const std::string what = fmt::format("'long_rows: {}' hands ranges longer than {} to the whole block", s_.longRows,
+                                         s_.longRows);
+    if (plan_.groups.size() != 1 || plan_.groups[0][0]->loops.size() != 1 ||
+        !isDataDependent(plan_.groups[0][0]->loops[0])) {
+      reason(what + ", and needs exactly one reduction computed ahead of the statements, over one data-dependent "
+                    "range (p in rowptr[i]..rowptr[i + 1])");
+      return;
+    }
+    const Loop& l = plan_.groups[0][0]->loops[0];
+    const IndexPlan* ip = plan_.index(l.name);
+    if (!ip) return;  // checkClauses said why
+    bool threads = false, grid = false;
+    for (const SchedulePart& p : plan_.clauseOf(*ip).parts) {
+      threads = threads || isThreadPlacement(p.place);
+      grid = grid || isGridPlacement(p.place);
+    }
+    if (!threads || plan_.launch.lanes < 2)
+      reason(fmt::format("{}: the reduction over '{}' must be split across a group of lanes (a thread part of 2 or "
+                         "more, e.g. '{}: serial, thread.x 8'), which the block path stands in for", what, l.name, l.name));
+    if (grid) reason(fmt::format("{}: it does not combine with a reduction split across blocks (grid parts of '{}')", what, l.name));
+    if (plan_.launch.regPoints > 1 || plan_.outerTile.any())
+      reason(what + ": it does not combine with register tiles (reg parts), whose points share the lanes' loop");
+    if (!s_.shared.empty()) reason(what + ": it does not combine with staged tiles ('shared:')");
+    if (s_.earlyLoads) reason(what + ": it does not combine with 'loads: early'");
+    plan_.longRows = LongRowPlan{s_.longRows, 0, l.name, plan_.launch.threads / std::max<int64_t>(1, plan_.launch.lanes)};
+  }
+
   // `stores: streaming`: the stores that stream (see NestPlan::streamedStores).
   void streamStores() {
     const std::vector<Stmt>& body = k_.nests[nest_].body;
@@ -377,6 +409,10 @@ class NestPlanner {
                          "staged once per block", s_.buffers));
     if (st.bytes > lim_.maxSharedBytes)
       reason(fmt::format("staging needs {} bytes of shared memory (at most {})", st.bytes, lim_.maxSharedBytes));
+  }
+
+  int64_t parallelCount() const {
+    return std::count_if(indices_.begin(), indices_.end(), [](const NestIndex& ni) { return ni.parallel; });
   }
 
   bool hasStepStaging(int group) const {
@@ -440,6 +476,8 @@ class NestPlanner {
       for (const auto& [t, v] : plan_.crossBlock.values) types.insert(t);
       for (ScalarType t : types) extra += plan_.launch.threads * typeBytes(t);
     }
+    // `long_rows:`: the list's two counters and, per entry, a range and the point's parallel indices.
+    if (plan_.longRows.any()) extra += 8 + plan_.longRows.slots * int64_t(2 + parallelCount()) * 8;
     // A thread part on a reduction index, even of one thread, makes the emitter combine lanes.
     plan_.cooperative = !plan_.staging.arrays.empty() || plan_.launch.reductionThreadAxes != 0 || plan_.crossBlock.any();
     plan_.staticExtraBytes = extra;
@@ -680,6 +718,10 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
     s += fmt::format("  positions pipelined: part {} (serial) of '{}', the one step of reduction group {}\n",
                      plan.pipeline.part, plan.pipeline.index, plan.pipeline.group);
   if (plan.crossBlock.any()) s += crossBlockLine(plan.crossBlock);
+  if (const LongRowPlan& lr = plan.longRows; lr.any())
+    s += fmt::format("  long rows: a range of '{}' longer than {} goes to the whole block ({} threads) instead of its "
+                     "lanes; up to {} per block and position\n",
+                     lr.index, lr.threshold, plan.launch.threads, lr.slots);
   if (plan.sharedBytes > 0)
     s += fmt::format("  shared memory: {} bytes ({} of tiles, {} besides), {}\n", plan.sharedBytes, plan.staging.bytes,
                      plan.staticExtraBytes,

@@ -62,6 +62,22 @@ struct PositionPipeline {
   bool any() const { return group >= 0; }
 };
 
+// `long_rows: N` (Schedule.h): the one hoisted group whose single loop runs over a data-dependent
+// range and is split across a group of lanes per output point. At run time a point whose range
+// holds more than `threshold` values leaves it to the whole block: its lanes skip the range and the
+// statement, the point's indices and range are appended to a list in shared memory (room for
+// every lane group of the block), and after
+// the position every thread of the block strides through each such range, the block combines by a
+// tree in shared memory and its first thread runs the statements. Rows of a power-law matrix (most
+// short, a few of thousands) then take a few lanes each, and the long ones every thread of a block.
+struct LongRowPlan {
+  int64_t threshold = 0;  // 0: none
+  int group = -1;         // index into NestPlan::groups
+  std::string index;      // the reduction index
+  int64_t slots = 0;      // lane groups per block: the most ranges a block hands over per position
+  bool any() const { return threshold > 0; }
+};
+
 struct NestPlan {
   int nest = 0;
   NestSchedule schedule;
@@ -75,6 +91,7 @@ struct NestPlan {
   StagingPlan staging;                    // empty without `shared:`
   CrossBlockPlan crossBlock;
   PositionPipeline pipeline;
+  LongRowPlan longRows;
   // Shared memory of the tiles and of what the emitter declares beside them (a combine buffer per
   // accumulator type with reduction thread axes, the last-block flag of a reduction split across
   // blocks). Past 48 KiB the tiles go to dynamic shared memory, which the launch provides.

@@ -164,6 +164,10 @@ const std::vector<ClauseRow>& clauseTable() {
     stores.flag = &NestSchedule::streamingStores;
     stores.yes = "streaming", stores.no = "cached", stores.family = "stores: streaming";
     r.push_back(stores);
+    ClauseRow longRows{"long_rows", ClauseKind::Number, nullptr, &NestSchedule::longRows, 0, 1, int64_t(1) << 30,
+                       "a row length (1 to 1073741824)", "long_rows must be between 1 and 1073741824"};
+    longRows.family = "long_rows";
+    r.push_back(longRows);
     ClauseRow mma{"mma", ClauseKind::Mma};
     mma.mma = &NestSchedule::mma;
     mma.distance = 4, mma.family = "mma";

@@ -52,7 +52,7 @@
 // those reductions. `stores: streaming` stores the outputs that no other statement of the nest
 // reads with the streaming store __stcs (st.global.cs: evict-first, so that outputs written once
 // do not push out of L2 the inputs other blocks still read; see NestPlan::streamedStores for
-// which stores qualify). `shared`, `buffers`, `copy`, `loads`, `blocks_per_sm` and `stores` are
+// which stores qualify). `shared`, `buffers`, `copy`, `loads`, `blocks_per_sm`, `stores` and `long_rows` (NestSchedule::longRows) are
 // clause names, not index names.
 // An entry of `shared:` is an array (every read of it in the nest shares one tile) or one access
 // of it, its index expressions in brackets as `explain` and the messages print them, without
@@ -160,6 +160,10 @@ struct NestSchedule {
   // streaming store __stcs (evict-first in L2; NestPlan::streamedStores says which); `stores:
   // cached`, the default: plain stores.
   bool streamingStores = false;
+  // `long_rows: N`: a reduction over a data-dependent range (a CSR row) split across a group of
+  // lanes per output point sends each row longer than N values to the whole block instead: the
+  // block strides through it and combines by a tree (NestPlan::longRows; 0: no such path).
+  int64_t longRows = 0;
   // `mma: ...`: the nest's contraction on tensor cores (no index clauses beside it).
   MmaSchedule mma;
   const IndexSchedule* find(std::string_view index) const;  // nullptr if absent

@@ -744,7 +744,20 @@ class NestSpace {
           ns.indices.push_back(std::move(is));
         }
         add(ns, Family::Split);
+        if (r->dataDependent && lanes <= 8) longRowVariants(ns, lanes, threads);
       }
+  }
+
+  // `long_rows: N` beside a few lanes per row (CSR-adaptive: the short rows on 2 to 8 lanes, a row
+  // longer than N on every thread of the block): N the block's threads (a row the block takes in
+  // one pass) or 16 passes of the lanes. The model gives it no credit (it cannot see the rows), so
+  // sampling keeps a few of the family and the tuner measures them on the user's matrix.
+  void longRowVariants(const NestSchedule& base, int64_t lanes, int64_t threads) {
+    for (int64_t threshold : {threads, 16 * lanes}) {
+      NestSchedule ns = base;
+      ns.longRows = threshold;
+      add(ns, Family::Split);  // once: 16 * 8 lanes is 128 threads
+    }
   }
 
   // thread.y sizes for a few outputs per block beside a reduction split on thread.x: 1, and those

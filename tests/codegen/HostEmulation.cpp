@@ -115,8 +115,6 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
 
 std::string checkOnHost(const Kernel& k, const std::string& schedule, double tolerance, const ScheduleLimits& limits,
                         const EmulationOptions& options) {
-  auto parsed = parseSchedule(schedule);
-  if (!parsed.ok()) return "schedule does not parse: " + parsed.error;
   HostArgs args(k);
   fillInputs(k, args, 42);
   double scalar = 1.25;
@@ -125,6 +123,13 @@ std::string checkOnHost(const Kernel& k, const std::string& schedule, double tol
       args.setScalar((int)p, scalar);
       scalar -= 0.5;
     }
+  return checkOnHostWith(k, schedule, std::move(args), tolerance, limits, options);
+}
+
+std::string checkOnHostWith(const Kernel& k, const std::string& schedule, HostArgs args, double tolerance,
+                            const ScheduleLimits& limits, const EmulationOptions& options) {
+  auto parsed = parseSchedule(schedule);
+  if (!parsed.ok()) return "schedule does not parse: " + parsed.error;
   HostArgs refArgs = args;
   ReferenceResult ref = runReference(k, refArgs);
   std::string err = runEmittedOnHost(k, *parsed.schedule, args, limits, options);

@@ -32,4 +32,8 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
 std::string checkOnHost(const Kernel& k, const std::string& schedule, double tolerance = 1e-5,
                         const ScheduleLimits& limits = {}, const EmulationOptions& options = {});
 
+// checkOnHost on the given arguments (inputs as the caller filled them: a CSR matrix of its own).
+std::string checkOnHostWith(const Kernel& k, const std::string& schedule, HostArgs args, double tolerance = 1e-5,
+                            const ScheduleLimits& limits = {}, const EmulationOptions& options = {});
+
 }  // namespace rtcg::testing

@@ -703,3 +703,108 @@ TEST(HostEmulation, OuterReductionsSplitAcrossThreadsAndBlocks) {
   EXPECT_EQ(checkOnHost(nestedKernel("max(j in 0..m, sum(e in 0..D, q[i, e] * r[j, e]))", "f32", 7, 101, 9),
                         "i: grid.x, thread.x 8; j: grid.y, serial 4, thread.y 4, reg 2; e: serial; shared: q^T, r"), "");
 }
+
+namespace {
+
+// A skewed CSR matrix of n rows (a power law in miniature): many empty rows and rows of 1 to 4
+// values, and a few rows of hundreds to thousands (the first row, the last, rows at the edges of
+// blocks of 4, 8 and 32 rows, one just past the threshold 32), with columns spread over 0..n-1.
+std::vector<int64_t> skewedRowLengths(int64_t n) {
+  std::vector<int64_t> len(size_t(n), 0);
+  for (int64_t r = 0; r < n; ++r) len[size_t(r)] = r % 7 == 3 ? 0 : r % 5;
+  for (auto [r, l] : std::vector<std::pair<int64_t, int64_t>>{{0, 1500}, {7, 33}, {31, 700}, {32, 64}, {255, 999}, {256, 1200}, {n - 1, 2001}})
+    len[size_t(r)] = l;
+  return len;
+}
+
+// The kernel `src` with sizes n and nnz (the sum of the lengths), its rowptr and col set to the
+// skewed matrix, the other inputs random.
+std::pair<Kernel, HostArgs> skewedCsr(const std::string& src, const std::string& name, int64_t n) {
+  const std::vector<int64_t> len = skewedRowLengths(n);
+  int64_t nnz = 0;
+  for (int64_t l : len) nnz += l;
+  Kernel k = fromSource(src, name, {{"n", n}, {"nnz", nnz}});
+  HostArgs args(k);
+  fillInputs(k, args, 7);
+  HostArray& rowptr = args.array("rowptr");
+  HostArray& col = args.array("col");
+  int64_t at = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    rowptr.setInt(r, at);
+    for (int64_t q = 0; q < len[size_t(r)]; ++q, ++at) col.setInt(at, (at * 7919 + r) % n);
+  }
+  rowptr.setInt(n, at);
+  return {k, std::move(args)};
+}
+
+const char* const kSpmvF32 =
+    "kernel spmv(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], val: f32[nnz], x: f32[n], out y: f32[n]) {\n"
+    "  for i in 0..n { y[i] = sum(p in rowptr[i]..rowptr[i + 1], val[p] * x[col[p]]); }\n"
+    "}\n";
+
+}  // namespace
+
+// `long_rows: N`: ranges longer than N go from their lanes to the whole block, on a skewed matrix at
+// a size no tile divides (613 rows: blocks of 5, 8, 16, 96 rows leave a partial last block), long rows
+// at the edges of blocks and the last row. Run twice with the output poisoned in between (every
+// element written, by its lanes or by the block) and in reversed and shuffled block order.
+TEST(HostEmulation, LongRowsGoToTheWholeBlock) {
+  EmulationOptions twice;
+  twice.runs = 2;
+  {
+    auto [k, args] = skewedCsr(kSpmvF32, "spmv", 613);
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.y 8; p: serial, thread.x 4; long_rows: 32", args, 1e-5, {}, twice), "");
+    // A block of 20 threads (not whole warps): the block combines by a tree in shared memory.
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.y 5; p: serial, thread.x 4; long_rows: 20", args), "");
+    EmulationOptions shuffled;
+    shuffled.blockOrder = 2;
+    // Lanes on thread.y (combined through shared memory), rows on thread.x and a serial part.
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, serial 3, thread.x 32; p: serial, thread.y 3; long_rows: 100", args, 1e-5, {},
+                              shuffled),
+              "");
+  }
+  {
+    // f64, a statement around the sum, more lanes than a warp.
+    auto [k, args] = skewedCsr(
+        "kernel axpy(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], val: f64[nnz], x: f64[n], out y: f64[n]) {\n"
+        "  for i in 0..n { y[i] = 0.5 * x[i] + 2.0 * sum(p in rowptr[i]..rowptr[i + 1], val[p] * x[col[p]]); }\n"
+        "}\n",
+        "axpy", 613);
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.y 2; p: serial, thread.x 64; long_rows: 256", args, 1e-12, {}, twice), "");
+  }
+  {
+    // max (no atomics needed: the block combines by a tree; an empty row's -inf is clamped).
+    auto [k, args] = skewedCsr(
+        "kernel rowstats(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], val: f32[nnz], x: f32[n], out y: f32[n]) {\n"
+        "  for i in 0..n {\n"
+        "    y[i] = max(-1.0, max(p in rowptr[i]..rowptr[i + 1], val[p] * x[col[p]]));\n"
+        "  }\n"
+        "}\n",
+        "rowstats", 613);
+    EmulationOptions reversed;
+    reversed.blockOrder = 1;
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.y 16; p: serial, thread.x 8; long_rows: 16", args, 1e-5, {}, reversed), "");
+  }
+}
+
+// Where the block path cannot stand in for a point's lanes, the schedule is refused with the reason.
+TEST(HostEmulation, LongRowsRefusedWhereTheyCannotApply) {
+  Kernel spmv = example("spmv.rtcg", "spmv", {{"n", 301}, {"nnz", 2003}});
+  auto reasons = [&](const Kernel& k, const std::string& text) {
+    auto parsed = parseSchedule(text);
+    EXPECT_TRUE(parsed.ok()) << text << ": " << parsed.error;
+    EXPECT_EQ(printSchedule(*parsed.schedule), text);  // prints as it parses
+    std::string all;
+    for (const std::string& r : validateSchedule(k, *parsed.schedule)) all += r + "\n";
+    return all;
+  };
+  EXPECT_EQ(reasons(spmv, "i: grid.x, thread.y 8; p: serial, thread.x 4; long_rows: 32"), "");
+  EXPECT_NE(reasons(spmv, "i: grid.x, thread.x 64; p: serial; long_rows: 32").find("must be split across a group of lanes"),
+            std::string::npos);
+  EXPECT_NE(reasons(spmv, "i: grid.x, thread.x 32, reg 2; p: serial, thread.y 4; long_rows: 32").find("long_rows: 32"),
+            std::string::npos);
+  EXPECT_NE(reasons(matmul(37), "i: grid.y, thread.y 8; j: grid.x, thread.x 8; k: serial; long_rows: 8")
+                .find("one data-dependent range"),
+            std::string::npos);
+  EXPECT_FALSE(parseSchedule("i: grid.x; p: serial; long_rows: 0").ok());
+}

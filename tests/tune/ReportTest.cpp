@@ -111,17 +111,17 @@ TEST(Report, ScheduleChoicesComeFromTheScheduleText) {
   std::vector<std::pair<std::string, std::string>> expected = {
       {"thread.x", "j 32"}, {"threads per block", "512"}, {"register tile", "4"}, {"unroll", "4"},
       {"shared", "a, b"},   {"transposed", "none"},       {"buffers", "1"},       {"copy", "registers"},
-      {"loads", "late"},    {"blocks_per_sm", "none"},    {"stores", "cached"},   {"mma", "none"},
-      {"grid axes", "2"}};
+      {"loads", "late"},    {"blocks_per_sm", "none"},    {"stores", "cached"},   {"long_rows", "none"},
+      {"mma", "none"},      {"grid axes", "2"}};
   EXPECT_EQ(c, expected);
   // The newer clauses: every row of the clause table is a choice.
   auto staged = scheduleChoices("i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4; "
                                 "shared: a^T, b; buffers: 3; copy: async; loads: early; blocks_per_sm: 2; "
-                                "stores: streaming");
+                                "stores: streaming; long_rows: 64");
   std::vector<std::pair<std::string, std::string>> clauses(staged.begin() + 4, staged.end() - 1);
   std::vector<std::pair<std::string, std::string>> expectedClauses = {
       {"shared", "a, b"}, {"transposed", "a"}, {"buffers", "3"}, {"copy", "async"}, {"loads", "early"}, {"blocks_per_sm", "2"},
-      {"stores", "streaming"}, {"mma", "none"}};
+      {"stores", "streaming"}, {"long_rows", "64"}, {"mma", "none"}};
   EXPECT_EQ(clauses, expectedClauses);
   // An mma schedule (no index clauses): its clause is the choice.
   auto mma = scheduleChoices("mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16");
