@@ -138,4 +138,14 @@ std::vector<FusionGroup> planFusion(const Kernel& k, const Schedule& s, std::vec
   return groups;
 }
 
+std::string printFusion(const Kernel& k, const FusionGroup& g) {
+  std::vector<std::string> locals;
+  for (int p : g.sharedLocals) locals.push_back(k.params[size_t(p)].name);
+  return fmt::format("fused: nests {} to {} in one launch over '{}' ({} value{} per block, a barrier between nests); "
+                     "locals in shared memory: {}\n",
+                     g.first, g.first + g.count - 1, g.index, g.rows, g.rows == 1 ? "" : "s",
+                     locals.empty() ? std::string("none")
+                                    : fmt::format("{} ({} bytes per block)", fmt::join(locals, ", "), g.sharedBytes));
+}
+
 }  // namespace rtcg

@@ -159,5 +159,8 @@ NestPlan sketchNest(const Kernel& k, int nest, const NestSchedule& s, const std:
 // The plan in words, for `rtcgc explain`: launch, index parts, staged tiles, pipeline, split
 // reductions, shared memory, early loads. Several lines, each ending in '\n'.
 std::string printPlan(const Kernel& k, const NestPlan& plan);
+// A fusion group in words: "fused: nests 0 to 2 in one launch over 'i' (1 value per block);
+// locals in shared memory: rowmax, rowsum (8 bytes per block)\n".
+std::string printFusion(const Kernel& k, const FusionGroup& g);
 
 }  // namespace rtcg

@@ -12,6 +12,7 @@
 #include "ir/Bind.h"
 #include "schedule/Plan.h"
 #include "schedule/Schedule.h"
+#include "schedule/Space.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
@@ -141,4 +142,40 @@ TEST(Fusion, SchedulesThatCannotShareALaunchAreRefused) {
   EXPECT_NE(reasonsOf(softmax, "i: grid.x; j: serial; fuse: 2 | i: grid.x; j: serial; fuse: 2 | i: grid.x; j: serial")
                 .find("nest 1: fuse: 2 inside the nests that nest 0 fuses"),
             std::string::npos);
+}
+
+// `explain` says what is fused and what moved to shared memory.
+TEST(Fusion, PlanInWords) {
+  Kernel softmax = exampleKernel("softmax.rtcg", "softmax", {{"m", 37}, {"n", 300}});
+  SchedulePlan plan = planSchedule(softmax, *parseSchedule(fusedThree("i: grid.x, thread.y 2; j: serial, thread.x 32")).schedule);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan.fusions.size(), 1u);
+  EXPECT_EQ(printFusion(softmax, plan.fusions[0]),
+            "fused: nests 0 to 2 in one launch over 'i' (2 values per block, a barrier between nests); locals in "
+            "shared memory: rowmax, rowsum (16 bytes per block)\n");
+}
+
+// The space offers fused candidates beside the unfused ones, each legal, and the model ranks a
+// fused one first for softmax at a bench shape (one launch, the statistics and re-reads of x saved).
+TEST(Fusion, SpaceOffersFusedCandidates) {
+  Kernel softmax = exampleKernel("softmax.rtcg", "softmax", {{"m", 8192}, {"n", 2048}});
+  Space space = enumerateSchedules(softmax);
+  int64_t fused = 0, unfused = 0;
+  for (const Candidate& c : space.candidates) {
+    const bool f = c.schedule.nests[0].fuse == 3;
+    (f ? fused : unfused)++;
+    if (f) EXPECT_TRUE(validateSchedule(softmax, c.schedule).empty()) << c.text;
+  }
+  EXPECT_GT(fused, 20);
+  EXPECT_GT(unfused, 1000);
+  ASSERT_FALSE(space.candidates.empty());
+  EXPECT_EQ(space.candidates[0].schedule.nests[0].fuse, 3) << space.candidates[0].text;
+  // A kernel whose nests cannot share a launch gets none.
+  Kernel k = fromSource(
+      "kernel shift(m: int, n: int, x: f32[m, n], out a: f32[m], out y: f32[m, n]) {\n"
+      "  for i in 0..m { a[i] = sum(j in 0..n, x[i, j]); }\n"
+      "  for i in 0..m, j in 0..n { y[i, j] = x[i, j] * a[m - 1 - i]; }\n"
+      "}\n",
+      "shift", {{"m", 64}, {"n", 64}});
+  for (const Candidate& c : enumerateSchedules(k).candidates) EXPECT_EQ(c.schedule.nests[0].fuse, 1) << c.text;
 }
