@@ -1056,6 +1056,9 @@ void addFusedCandidates(const Kernel& k, const SpaceOptions& o, std::pair<int, i
   std::vector<NestModel> models;
   for (int n = first; n < first + count; ++n) models.emplace_back(k, n);
   if (!std::all_of(models.begin(), models.end(), [](const NestModel& m) { return m.ok(); })) return;
+  // A nest with no index but the shared one has no threads to match the others' block with.
+  for (int n = first; n < first + count; ++n)
+    if (models[size_t(n - first)].domain().size() < 2) return;
   const int64_t rowsTotal = k.nests[size_t(first)].loops[0].hi->intValue - k.nests[size_t(first)].loops[0].lo->intValue;
   for (int64_t rows : {1, 2, 4})
     for (int64_t threads : {32, 64, 128, 256, 512, 1024})
@@ -1091,7 +1094,8 @@ void addFusedCandidates(const Kernel& k, const SpaceOptions& o, std::pair<int, i
         }
         SchedulePlan plan = planSchedule(k, s, o.limits);
         if (!plan.ok() || plan.fusions.empty()) {
-          pruned.push_back({printSchedule(s), plan.ok() ? "not fused" : fmt::format("{}", fmt::join(plan.reasons, "; "))});
+          pruned.push_back({fmt::format("nest {}: {}", first, printSchedule(s)),
+                            plan.ok() ? "not fused" : fmt::format("{}", fmt::join(plan.reasons, "; "))});
           continue;
         }
         Candidate c;
