@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch peers of the benchmark suite's rows whose peer is "PyTorch" (issue 23's row-wise
-normalisations and distance-style nested reductions), timed in the same GPU job as bench_suite.
+normalisations (softmax, layer normalisation) and distance-style nested reductions), timed in the same GPU job as bench_suite.
 
 For each such workload (read from `bench_suite --list`), every PyTorch form of its computation runs
 on fresh random inputs of the workload's sizes; each form is checked against a float64 computation
@@ -80,6 +80,19 @@ def softmax_case(s, gen):
     return forms, check
 
 
+def layernorm_case(s, gen):
+    x = torch.randn(s["m"], s["n"], device="cuda", generator=gen)
+    n = s["n"]
+    ref = torch.nn.functional.layer_norm(x.double(), (n,), eps=1e-5)
+    # Without weight and bias, as bench_suite's kernel: y = (x - mean) / sqrt(var + 1e-5), var biased.
+    forms = {"torch.nn.functional.layer_norm": lambda: torch.nn.functional.layer_norm(x, (n,), eps=1e-5)}
+    c = compiled(lambda t: torch.nn.functional.layer_norm(t, (n,), eps=1e-5))
+    if c is not None:
+        forms["torch.compile(layer_norm)"] = lambda: c(x)
+    check = lambda f: rel_err(f(), ref)
+    return forms, check
+
+
 def nearest_case(s, gen):
     n, m, d = s["n"], s["m"], s["D"]
     q = torch.rand(n, d, device="cuda", generator=gen) * 2 - 1
@@ -107,7 +120,7 @@ def nearest_case(s, gen):
     return forms, check
 
 
-CASES = {"softmax": softmax_case, "nearest": nearest_case}
+CASES = {"softmax": softmax_case, "layernorm": layernorm_case, "nearest": nearest_case}
 TOLERANCE = 1e-4  # FP32 forms against float64
 
 

@@ -111,8 +111,11 @@ kernel syrk(n: int, K: int, a: f32[n, K], out c: f32[n, n]) {
 }
 )";
 
-constexpr const char* kSoftmax = R"(// Row-wise softmax: the row maximum, the sum of the shifted exponentials, the quotient.
-kernel softmax(m: int, n: int, x: f32[m, n], out rowmax: f32[m], out rowsum: f32[m], out y: f32[m, n]) {
+constexpr const char* kSoftmax = R"(// Row-wise softmax, as a user writes it: the row maximum and the sum of the shifted exponentials
+// are kernel-local (no caller sees them, as torch.softmax outputs only y).
+kernel softmax(m: int, n: int, x: f32[m, n], out y: f32[m, n]) {
+  local rowmax: f32[m];
+  local rowsum: f32[m];
   for i in 0..m {
     rowmax[i] = max(j in 0..n, x[i, j]);
   }
@@ -121,6 +124,23 @@ kernel softmax(m: int, n: int, x: f32[m, n], out rowmax: f32[m], out rowsum: f32
   }
   for i in 0..m, j in 0..n {
     y[i, j] = exp(x[i, j] - rowmax[i]) / rowsum[i];
+  }
+}
+)";
+
+constexpr const char* kLayernorm = R"(// Layer normalisation of each row without the affine step (torch.nn.functional.layer_norm
+// without weight and bias): the mean and the reciprocal standard deviation are kernel-local.
+kernel layernorm(m: int, n: int, x: f32[m, n], out y: f32[m, n]) {
+  local mean: f32[m];
+  local rstd: f32[m];
+  for i in 0..m {
+    mean[i] = sum(j in 0..n, x[i, j]) / f32(n);
+  }
+  for i in 0..m {
+    rstd[i] = 1.0 / sqrt(sum(j in 0..n, (x[i, j] - mean[i]) * (x[i, j] - mean[i])) / f32(n) + 1e-5);
+  }
+  for i in 0..m, j in 0..n {
+    y[i, j] = (x[i, j] - mean[i]) * rstd[i];
   }
 }
 )";
@@ -247,6 +267,10 @@ std::vector<Workload> allWorkloads() {
   for (auto [m, n] : {std::pair<int64_t, int64_t>{65536, 256}, {8192, 2048}, {2048, 16384}})
     w.push_back({fmt::format("softmax_{}x{}", m, n), "softmax", "softmax", kSoftmax, {{"m", m}, {"n", n}},
                  PeerKind::Torch});
+  // Fusion of nests (issue 23): layer normalisation at the softmax shapes, against PyTorch.
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{65536, 256}, {8192, 2048}, {2048, 16384}})
+    w.push_back({fmt::format("layernorm_{}x{}", m, n), "layernorm", "layernorm", kLayernorm, {{"m", m}, {"n", n}},
+                 PeerKind::Torch});
   for (auto [n, d] : {std::pair<int64_t, int64_t>{8192, 16}, {16384, 64}})
     w.push_back({fmt::format("nearest_{}_D{}", n, d), "nearest", "nearest", kNearest, {{"n", n}, {"m", n}, {"D", d}},
                  PeerKind::Torch});
@@ -320,7 +344,7 @@ std::vector<Workload> selectWorkloads(const std::string& only) {
     for (const Workload& w : all) names += (names.empty() ? "" : ", ") + w.name;
     throw Error(fmt::format("--only: unknown workload '{}'; give workload names ({}) or groups (sgemm, sgemv, "
                             "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, dg_tc, "
-                            "gemm_bf16, trmv, syrk, softmax, nearest)",
+                            "gemm_bf16, trmv, syrk, softmax, layernorm, nearest)",
                             item, names));
   }
   std::vector<Workload> out;

@@ -223,6 +223,7 @@ std::string explain(std::string_view source, const Sizes& sizes, const Options& 
   std::string out = fmt::format("kernel {} ({}) for {}, schedule: {}\n", bound->name, fmt::join(sizeText, " "),
                                 options.arch, printSchedule(*schedule));
   for (const NestPlan& n : plan.nests) out += printPlan(*bound, n);
+  for (const FusionGroup& g : plan.fusions) out += printFusion(*bound, g);
   return out;
 }
 

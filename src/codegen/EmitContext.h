@@ -10,6 +10,7 @@
 //   EmitStaging.cpp    shared-memory tiles: storage, bases, copies, prefetch and pipelines
 //   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
 //   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
+//   EmitFusion.cpp     nests fused into one launch (`fuse:`): their code in one function, barriers between
 //   EmitMma.cpp        a contraction on tensor cores (`mma:`): staged tiles, fragments, epilogue
 //   EmitMmaHalf.cpp    its 16-bit arithmetics (bf16 / f16): ldmatrix, 16-byte cp.async copies
 //   EmitPrelude.cpp    fixed device helpers (floor division, cp.async, mma)
@@ -230,6 +231,14 @@ struct EmitContext {
   StagingState stage;
   ReductionState red;
   LongRowState longRows;
+  // A nest fused with others (FusionGroup, schedule/Plan.h): the kernel-local arrays held in
+  // shared memory, by param id -> the shared array of the block's rows, and the first value of
+  // the shared index in the block (its row 0). Empty for a nest of its own.
+  std::map<int, std::string> rowStorage;
+  C::ExprP rowBase;
+  // The kernel-local arrays that some fused nests keep in shared memory: they have no module
+  // global, and no other nest names them (every nest's context knows them).
+  std::set<int> localsInShared;
 
   const IndexSchedule& scheduleOf(const std::string& name) const;
 };
@@ -272,6 +281,11 @@ void declareNestParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, st
 std::string localArrayName(const Kernel& k, int param);
 std::vector<C::GlobalArray> localArrays(const Kernel& k);
 void describeNest(const EmitContext& ctx, C::Function& fn);
+
+// EmitFusion.cpp: the one kernel function of the nests of a fusion group.
+C::Function emitFusedNests(const Kernel& k, const SchedulePlan& plan, const FusionGroup& g, ModuleNeeds& needs,
+                           const std::string& indexType, int arrayAlignment, const std::set<int>& localsInShared,
+                           LaunchSpec& launch);
 
 // EmitMma.cpp: the kernel function of a nest with an `mma:` plan.
 C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch);

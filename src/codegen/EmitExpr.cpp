@@ -72,6 +72,8 @@ C::ExprP lowerAccess(EmitContext& ctx, int array, const std::vector<Expr>& indic
     }
     return C::index(C::name(ref.storage), C::sum(terms));
   }
+  if (auto rows = ctx.rowStorage.find(array); rows != ctx.rowStorage.end())  // the block's rows, in shared memory
+    return C::index(C::name(rows->second), C::binary("-", lower(ctx, indices[0], env, out), ctx.rowBase));
   C::ExprP flat;
   for (size_t d = 0; d < indices.size(); ++d) {
     C::ExprP e = lower(ctx, indices[d], env, out);

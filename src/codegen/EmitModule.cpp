@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <limits>
+#include <set>
 
 #include "codegen/CPrinter.h"
 #include "codegen/EmitContext.h"
@@ -68,11 +69,26 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
   emit::ModuleNeeds needs;
   std::vector<C::Function> kernels;
   mod.globals = emit::localArrays(k);  // the kernel-local arrays (IR.h) live in module memory
+  std::set<int> localsInShared;
+  for (const FusionGroup& g : plan.fusions)  // ... unless fused nests keep them in shared memory
+    for (int p : g.sharedLocals) {
+      const std::string name = emit::localArrayName(k, p);
+      std::erase_if(mod.globals, [&](const C::GlobalArray& a) { return a.name == name; });
+      localsInShared.insert(p);
+    }
   for (size_t n = 0; n < k.nests.size(); ++n) {
+    if (const FusionGroup* g = plan.groupOf(int(n))) {  // one function for the group's nests
+      LaunchSpec launch;
+      kernels.push_back(emit::emitFusedNests(k, plan, *g, needs, indexType, arrayAlignment, localsInShared, launch));
+      m.launches.push_back(std::move(launch));
+      n += size_t(g->count - 1);
+      continue;
+    }
     LaunchSpec launch;
     std::vector<C::GlobalArray> globals;
     emit::EmitContext ctx(k, plan.nests[n], needs, indexType);
     ctx.arrayAlignment = arrayAlignment;
+    ctx.localsInShared = localsInShared;
     kernels.push_back(emit::emitNest(ctx, launch, globals));
     for (C::GlobalArray& g : globals) mod.globals.push_back(std::move(g));
     m.launches.push_back(std::move(launch));

@@ -158,6 +158,7 @@ void declareParams(EmitContext& ctx, C::Function& fn, LaunchSpec& launch, std::v
     const Param& p = ctx.k.params[i];
     ctx.paramNames.push_back(ctx.names.fresh(p.name));
     if (p.kind == ParamKind::Size) continue;
+    if (p.isLocal() && ctx.localsInShared.count(int(i))) continue;  // in shared memory (fused nests)
     if (p.isLocal()) {  // module memory, 16-byte aligned (localArrays): read through an aligned pointer
       // Const (read-only loads) in every nest but its writer, as for an `in` array.
       const std::vector<Stmt>& stmts = ctx.k.nests[size_t(ctx.nestIdx)].body;

@@ -1,5 +1,6 @@
 // The CUDA emitter: readable CUDA C for a bound kernel under a schedule, one `extern "C"
-// __global__` function per loop nest (named `<kernel>_<nest>`), launched in nest order.
+// __global__` function per loop nest (named `<kernel>_<nest>`; nests fused by `fuse:` share one,
+// `<kernel>_<first>_<last>`), launched in nest order.
 //
 // The code is built as a C syntax tree (CAst.h) and printed by the strict printer. Sizes are
 // baked in as constants. Each function starts with a comment naming the kernel, the bound sizes,
@@ -41,7 +42,7 @@ constexpr int kWholeAllocationAlignment = 16;
 
 struct EmittedModule {
   std::string source;                // the whole CUDA translation unit
-  std::vector<LaunchSpec> launches;  // one per loop nest, in launch order
+  std::vector<LaunchSpec> launches;  // one per loop nest (fused nests: one per group), in launch order
   int arrayAlignment = kWholeAllocationAlignment;  // what the code assumes of array addresses
 };
 

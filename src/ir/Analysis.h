@@ -90,6 +90,15 @@ bool checkBounds(const Kernel& k, Diagnostics& diags);
 // no point reads an element another point of the same nest writes. Errors at the store.
 bool checkRaces(const Kernel& k, Diagnostics& diags);
 
+// Why nests first..first+count-1 of a bound kernel cannot run fused in one launch (empty: they
+// can), e.g. "nest 1 reads x[i + 1, j] at another value of its leading index 'i' than the
+// point's own". Fused nests share their leading parallel index: every nest has one, over the same
+// constant range, and every domain is rectangular. Every array that one of them writes and another
+// one reads or writes is accessed, in all of them, only at the accessing point's own value of its
+// leading index (first index exactly that index), so that running all nests for one value of the
+// shared index one after another (a barrier between nests) computes what the nests in sequence do.
+std::vector<std::string> fusionConflicts(const Kernel& k, int first, int count);
+
 // A hash of the kernel's structure and bound sizes, independent of names, comments, whitespace
 // and source locations: equal for kernels that compute the same thing the same way.
 uint64_t structuralHash(const Kernel& k);

@@ -3,7 +3,8 @@
 // Semantics
 // ---------
 // A Kernel has parameters and a sequence of LoopNests, executed one after another (each nest
-// sees all writes of the nests before it; on the GPU each nest is its own launch).
+// sees all writes of the nests before it; on the GPU each nest is its own launch, unless the
+// schedule fuses consecutive nests that share their leading index: fusionConflicts, ir/Analysis.h).
 //
 // A LoopNest has an ordered list of Loops (outermost first) and a body of Stmts. Each Loop is a
 // named integer index running over the half-open range [lo, hi), where lo and hi are affine in

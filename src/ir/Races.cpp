@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 #include "ir/Analysis.h"
@@ -345,6 +346,81 @@ bool checkRaces(const Kernel& k, Diagnostics& diags) {
   int errorsBefore = diags.errorCount();
   for (int n = 0; n < (int)k.nests.size(); ++n) RaceChecker(k, n, diags).run();
   return diags.errorCount() == errorsBefore;
+}
+
+}  // namespace rtcg
+
+// ---------------------------------------------------------------------------------------------
+// Fusion of consecutive nests (fusionConflicts, Analysis.h)
+
+namespace rtcg {
+
+namespace {
+
+// Whether access `a` of a nest whose leading index is loop `lead` touches only elements of the
+// point's own value of it: its first index is exactly that index (affine: coefficient 1, nothing
+// else). Rank-0 arrays and indirect first indices never are.
+bool atOwnLeadingPoint(const Access& a, int lead) {
+  if (a.indices.empty() || a.indirect) return false;
+  auto f = toAffine(a.indices[0]);
+  return f && f->constant == 0 && f->coeffs.size() == 1 && f->coeff(lead) == 1;
+}
+
+}  // namespace
+
+std::vector<std::string> fusionConflicts(const Kernel& k, int first, int count) {
+  std::vector<std::string> reasons;
+  const LoopNest& head = k.nests[size_t(first)];
+  if (head.loops.empty()) {
+    reasons.push_back(fmt::format("nest {} has no parallel index to share", first));
+    return reasons;
+  }
+  const Loop& lead = head.loops[0];
+  for (int n = first; n < first + count; ++n) {
+    const LoopNest& nest = k.nests[size_t(n)];
+    if (nest.loops.empty()) {
+      reasons.push_back(fmt::format("nest {} has no parallel index to share", n));
+      continue;
+    }
+    const Loop& l = nest.loops[0];
+    auto constant = [](const Expr& e) { return e->kind == ExprKind::IntImm; };
+    if (!constant(l.lo) || !constant(l.hi) || !constant(lead.lo) || !constant(lead.hi) ||
+        l.lo->intValue != lead.lo->intValue || l.hi->intValue != lead.hi->intValue)
+      reasons.push_back(fmt::format("nest {}'s leading index '{}' does not have the constant range of nest {}'s '{}'", n,
+                                    l.name, first, lead.name));
+    // One block runs every nest's points of one value of the shared index; an early exit of a
+    // block outside a triangle would skip the later nests, so the domains are rectangular.
+    for (const Loop& o : nest.loops)
+      if (o.lo->kind != ExprKind::IntImm || o.hi->kind != ExprKind::IntImm)
+        reasons.push_back(fmt::format("nest {}'s index '{}' has bounds that are not constant", n, o.name));
+  }
+  if (!reasons.empty()) return reasons;
+  // Every array that one nest of the group writes and another one touches: each access to it in
+  // the group is at the accessing point's own value of the shared index, so that one block (which
+  // runs all nests for its values of the index, with a barrier between nests) sees the earlier
+  // nests' results for its values and no other block's.
+  std::map<int, std::set<int>> writers, users;  // array -> nests
+  std::vector<std::vector<Access>> accesses;
+  for (int n = first; n < first + count; ++n) {
+    accesses.push_back(collectAccesses(k, n));
+    for (const Access& a : accesses.back()) {
+      users[a.array].insert(n);
+      if (a.isWrite) writers[a.array].insert(n);
+    }
+  }
+  for (const auto& [array, ws] : writers) {
+    if (users[array].size() < 2) continue;
+    for (int n = first; n < first + count; ++n)
+      for (const Access& a : accesses[size_t(n - first)]) {
+        if (a.array != array || atOwnLeadingPoint(a, k.nests[size_t(n)].loops[0].id)) continue;
+        reasons.push_back(fmt::format("nest {} {} {} at another value of its leading index '{}' than the point's own "
+                                      "({} is written by nest {} of the fused nests)",
+                                      n, a.isWrite ? "writes" : "reads", accessText(k, a.array, a.indices),
+                                      k.nests[size_t(n)].loops[0].name, k.params[size_t(array)].name, *ws.begin()));
+        break;
+      }
+  }
+  return reasons;
 }
 
 }  // namespace rtcg

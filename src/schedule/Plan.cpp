@@ -550,8 +550,15 @@ SchedulePlan planSchedule(const Kernel& k, const Schedule& s, const ScheduleLimi
     if (r.plan) out.nests.push_back(std::move(*r.plan));
     for (std::string& m : r.reasons) out.reasons.push_back(std::move(m));
   }
-  if (!out.ok()) out.nests.clear();
+  if (out.ok()) out.fusions = planFusion(k, s, out.nests, limits, out.reasons);
+  if (!out.ok()) out.nests.clear(), out.fusions.clear();
   return out;
+}
+
+const FusionGroup* SchedulePlan::groupOf(int nest) const {
+  for (const FusionGroup& g : fusions)
+    if (g.holds(nest)) return &g;
+  return nullptr;
 }
 
 }  // namespace rtcg

@@ -135,11 +135,37 @@ struct NestPlanResult {
 };
 NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits = {});
 
+// Nests run fused in one launch (`fuse: N`, Schedule.h): nests first..first+count-1 share their
+// leading parallel index `index` (fusionConflicts, ir/Analysis.h, says when they may), whose
+// clause is the same in each and whose first part, on grid axis `axis`, is the only grid part of
+// the nests; so a block owns the values lo + blockIdx * rows + [0, rows) of it in every nest, runs
+// the nests' points of them one nest after another, and the launch is theirs (the same block).
+// The kernel-local arrays that only these nests use, each access at the shared index alone
+// (`rowmax[i]`), live in shared memory: `rows` elements per block, never in device memory.
+struct FusionGroup {
+  int first = 0, count = 1;
+  std::string index;  // the shared index, as nest `first` names it
+  int axis = 0;
+  int64_t lo = 0;
+  int64_t rows = 1;
+  std::vector<int> sharedLocals;  // param ids
+  int64_t sharedBytes = 0;        // of the shared locals
+  bool holds(int nest) const { return nest >= first && nest < first + count; }
+};
+
 struct SchedulePlan {
   std::vector<NestPlan> nests;        // one per nest when every nest has a plan
   std::vector<std::string> reasons;   // else why not
+  std::vector<FusionGroup> fusions;   // the groups of more than one nest, in nest order
   bool ok() const { return reasons.empty(); }
+  const FusionGroup* groupOf(int nest) const;  // nullptr: the nest runs alone
 };
+
+// The fusion groups of `s` (its `fuse:` clauses) for the nests' plans, or the reasons why they
+// cannot be fused (schedule/Fusion.cpp). Marks the fused nests' plans cooperative: every thread of
+// a block reaches the barriers between the nests.
+std::vector<FusionGroup> planFusion(const Kernel& k, const Schedule& s, std::vector<NestPlan>& plans,
+                                    const ScheduleLimits& limits, std::vector<std::string>& reasons);
 SchedulePlan planSchedule(const Kernel& k, const Schedule& s, const ScheduleLimits& limits = {});
 
 // The index parts and the launch of `s` alone, without checking anything (clauses of unknown
@@ -150,5 +176,8 @@ NestPlan sketchNest(const Kernel& k, int nest, const NestSchedule& s, const std:
 // The plan in words, for `rtcgc explain`: launch, index parts, staged tiles, pipeline, split
 // reductions, shared memory, early loads. Several lines, each ending in '\n'.
 std::string printPlan(const Kernel& k, const NestPlan& plan);
+// A fusion group in words: "fused: nests 0 to 2 in one launch over 'i' (1 value per block);
+// locals in shared memory: rowmax, rowsum (8 bytes per block)\n".
+std::string printFusion(const Kernel& k, const FusionGroup& g);
 
 }  // namespace rtcg

@@ -172,6 +172,10 @@ const std::vector<ClauseRow>& clauseTable() {
     mma.mma = &NestSchedule::mma;
     mma.distance = 4, mma.family = "mma";
     r.push_back(mma);
+    ClauseRow fuse{"fuse", ClauseKind::Number, nullptr, &NestSchedule::fuse, 1, 1, 64,
+                   "a number of nests (1 to 64)", "fuse must be between 1 and 64"};
+    fuse.distance = 2;
+    r.push_back(fuse);
     return r;
   }();
   return rows;

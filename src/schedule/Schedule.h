@@ -60,6 +60,13 @@
 // a[j, k]) as two tiles, one moving with i and one with j, which one tile of `a` cannot be. An
 // array named both whole and by an access is refused (which tile would serve that access?).
 //
+// `fuse: 3` on a nest's schedule runs it and the 2 nests after it as one launch: the nests share
+// their leading parallel index (the same range), which every one of them maps identically onto
+// the grid (the same clause, its first part the only grid part of the nests); each block runs the
+// nests' points of its values of that index one nest after another, with a barrier between
+// them, and a kernel-local array that only the fused nests use, at the shared index alone
+// (`rowmax[i]`), lives in shared memory instead of device memory (softmax in one launch).
+//
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.
 #pragma once
@@ -166,6 +173,10 @@ struct NestSchedule {
   int64_t longRows = 0;
   // `mma: ...`: the nest's contraction on tensor cores (no index clauses beside it).
   MmaSchedule mma;
+  // `fuse: N` (on the first nest of the group): this nest and the N - 1 after it run fused, as
+  // one launch (FusionPlan, schedule/Plan.h; legality: fusionConflicts, ir/Analysis.h). 1, the
+  // default: a launch of its own.
+  int64_t fuse = 1;
   const IndexSchedule* find(std::string_view index) const;  // nullptr if absent
   bool isTransposed(std::string_view array) const;
   bool operator==(const NestSchedule&) const = default;

@@ -1045,6 +1045,105 @@ Candidate makeCandidate(const std::vector<const NestCandidate*>& parts) {
   return c;
 }
 
+// The runs of consecutive nests that may be fused (fusionConflicts empty), longest from each start:
+// [first, first + count) with count >= 2.
+std::vector<std::pair<int, int>> fusableRuns(const Kernel& k) {
+  std::vector<std::pair<int, int>> runs;
+  const int nests = int(k.nests.size());
+  for (int f = 0; f + 1 < nests;) {
+    int c = 1;
+    while (f + c < nests && fusionConflicts(k, f, c + 1).empty()) ++c;
+    if (c >= 2) runs.push_back({f, c});
+    f += c;
+  }
+  return runs;
+}
+
+// The fused candidates of run `run` (fusableRuns): a block of R rows of the shared index
+// (`i: grid.x[, thread.y R]`), the nests' other index (each nest's innermost one; the others
+// serial) across T threads, U values at once (`j: serial[, unroll U], thread.x T`): the row
+// reductions split across the block's threads (shuffles, then shared memory) and the row walked
+// coalesced. The other nests take their best-predicted schedule (`best`). Valued as the sum of
+// the nests' estimates less what fusion saves (fusionSavings).
+void addFusedCandidates(const Kernel& k, const SpaceOptions& o, std::pair<int, int> run,
+                        const std::vector<const NestCandidate*>& best, std::vector<Candidate>& out,
+                        std::vector<PrunedCandidate>& pruned) {
+  const auto [first, count] = run;
+  std::vector<NestModel> models;
+  for (int n = first; n < first + count; ++n) models.emplace_back(k, n);
+  if (!std::all_of(models.begin(), models.end(), [](const NestModel& m) { return m.ok(); })) return;
+  // A nest with no index but the shared one has no threads to match the others' block with.
+  for (int n = first; n < first + count; ++n)
+    if (models[size_t(n - first)].domain().size() < 2) return;
+  const int64_t rowsTotal = k.nests[size_t(first)].loops[0].hi->intValue - k.nests[size_t(first)].loops[0].lo->intValue;
+  for (int64_t rows : {1, 2, 4})
+    for (int64_t threads : {32, 64, 128, 256, 512, 1024})
+      for (int64_t unroll : {1, 4}) {
+        if (rows * threads > std::min<int64_t>(o.limits.maxThreadsPerBlock, o.device.maxThreadsPerBlock) || rows * threads < o.minThreads ||
+            (rowsTotal + rows - 1) / rows < o.minBlocks)
+          continue;
+        Schedule s;
+        for (size_t n = 0; n < k.nests.size(); ++n) {
+          if (int(n) < first || int(n) >= first + count) {
+            s.nests.push_back(best[n]->plan->schedule);
+            continue;
+          }
+          NestSchedule ns;
+          const NestModel& m = models[n - size_t(first)];
+          const std::string& lead = k.nests[n].loops[0].name;
+          IndexSchedule li{lead, {{Placement::GridX, std::nullopt}}};
+          if (rows > 1) li.parts.push_back({Placement::ThreadY, rows});
+          ns.indices.push_back(li);
+          std::vector<std::string> others;
+          for (const NestIndex& ni : m.domain())
+            if (ni.name != lead) others.push_back(ni.name);
+          for (size_t q = 0; q < others.size(); ++q) {
+            IndexSchedule is{others[q], {{Placement::Serial, std::nullopt}}};
+            if (q + 1 == others.size()) {
+              if (unroll > 1) is.parts.push_back({Placement::Unroll, unroll});
+              is.parts.push_back({Placement::ThreadX, threads});
+            }
+            ns.indices.push_back(is);
+          }
+          if (int(n) == first) ns.fuse = count;
+          s.nests.push_back(ns);
+        }
+        SchedulePlan plan = planSchedule(k, s, o.limits);
+        if (!plan.ok() || plan.fusions.empty()) {
+          pruned.push_back({fmt::format("nest {}: {}", first, printSchedule(s)),
+                            plan.ok() ? "not fused" : fmt::format("{}", fmt::join(plan.reasons, "; "))});
+          continue;
+        }
+        Candidate c;
+        c.schedule = s;
+        c.text = printSchedule(s);
+        double seconds = 0;
+        std::vector<NestEstimate> parts;
+        const NestEstimate* dominant = nullptr;
+        for (size_t n = 0; n < k.nests.size(); ++n) {
+          auto p = std::make_shared<const NestPlan>(plan.nests[n]);
+          const bool fused = int(n) >= first && int(n) < first + count;
+          NestEstimate e = fused ? models[n - size_t(first)].estimate(*p, o.device) : best[n]->est;
+          if (fused) parts.push_back(e);
+          c.plans.push_back(fused ? p : best[n]->plan);
+          c.estimatedBytes += e.bytes;
+          c.estimatedFlops += e.flops;
+          seconds += e.seconds;
+        }
+        const FusionSavings saved = fusionSavings(k, plan.fusions[0], parts, o.device);
+        for (const NestEstimate& e : parts)
+          if (!dominant || e.seconds > dominant->seconds) dominant = &e;
+        c.estimatedBytes -= saved.bytes;
+        c.score = (seconds - saved.seconds) * 1e6;
+        c.threadsPerBlock = dominant->threads;
+        c.blocks = dominant->blocks;
+        c.registerTile = dominant->registerTile;
+        c.sharedBytes = dominant->sharedBytes;
+        c.occupancy = dominant->occupancy;
+        out.push_back(std::move(c));
+      }
+}
+
 // Deterministic sample of `count` distinct indices of [0, n): a partial Fisher-Yates shuffle
 // driven by mt19937_64, whose output sequence the standard fixes.
 std::vector<size_t> sampleIndices(size_t n, size_t count, uint64_t seed) {
@@ -1239,6 +1338,15 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
       if (n == nests.size()) break;
     }
   }
+  // Fused launches (`fuse: N`) of the runs of nests that may share one, beside the unfused products.
+  if (!someNestEmpty)
+    for (std::pair<int, int> run : fusableRuns(bound)) {
+      std::vector<const NestCandidate*> best;
+      for (const NestSpace& ns : nests) best.push_back(&ns.kept[0]);
+      const size_t before = all.size();
+      addFusedCandidates(bound, options, run, best, all, space.pruned);
+      space.enumerated += int64_t(all.size() - before);
+    }
   for (Candidate& c : all) {
     // Every kept candidate must parse back to itself: the tuner stores the text.
     auto again = parseSchedule(c.text);

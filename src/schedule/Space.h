@@ -103,7 +103,9 @@ struct Space {
 // printSchedule/parseSchedule; each launch other than a nest's default schedule honors minThreads
 // and minBlocks. The default schedule is always kept (unless options.limits exclude it, which is
 // reported in `pruned`). Several nests: the product of the nests' spaces, each nest capped to its
-// best-predicted schedules when the product would pass 200000. Deterministic for a given seed.
+// best-predicted schedules when the product would pass 200000; beside the product, for every run of
+// nests that may share one launch (fusionConflicts, ir/Analysis.h), fused candidates (`fuse: N`,
+// the other nests at their best-predicted schedule). Deterministic for a given seed.
 // Throws rtcg::Error only if the kernel is not bound.
 Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options = {});
 
@@ -114,8 +116,8 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options = {});
 // steps unsplit); plus per placement of the other parts |log2| of the ratio of their factors (a
 // missing part counts as factor 1), capped at 2; 3 per index only one has; 1.5
 // per array staged in only one, 1 per array staged the other way round; 1 per differing
-// blocks_per_sm, buffers, copy or loads clause. 0 for equal schedules; infinite for different nest
-// counts.
+// blocks_per_sm, buffers, copy or loads clause, 2 per differing fuse clause. 0 for equal
+// schedules; infinite for different nest counts.
 double scheduleDistance(const Schedule& a, const Schedule& b);
 
 }  // namespace rtcg

@@ -897,4 +897,32 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   return e;
 }
 
+FusionSavings fusionSavings(const Kernel& k, const FusionGroup& g, const std::vector<NestEstimate>& parts,
+                            const DeviceModel& d) {
+  FusionSavings out;
+  out.seconds = d.launchOverhead * double(g.count - 1);
+  const std::set<int> inShared(g.sharedLocals.begin(), g.sharedLocals.end());
+  std::set<int> readBefore;  // arrays an earlier nest of the group read
+  for (int n = g.first; n < g.first + g.count; ++n) {
+    const NestEstimate& e = parts[size_t(n - g.first)];
+    std::map<int, double> bytes;  // per array this nest stops moving (once per array)
+    std::set<int> readHere;
+    for (const Access& a : collectAccesses(k, n)) {
+      auto box = footprint(k, a);
+      const double whole = box ? double(box->elements()) * typeBytes(k.params[size_t(a.array)].type) : 0;
+      if (inShared.count(a.array)) bytes[a.array] = std::max(bytes[a.array], whole);
+      else if (!a.isWrite && readBefore.count(a.array)) bytes[a.array] = std::max(bytes[a.array], 0.75 * whole);
+      if (!a.isWrite) readHere.insert(a.array);
+    }
+    double saved = 0;
+    for (const auto& [array, b] : bytes) saved += b;
+    saved = std::min(saved, e.bytes);
+    out.bytes += saved;
+    const double own = std::max(0.0, e.seconds - d.launchOverhead);
+    out.seconds += std::min(0.8 * own, saved / d.memoryBandwidth / std::max(e.efficiency, 0.05));
+    readBefore.insert(readHere.begin(), readHere.end());
+  }
+  return out;
+}
+
 }  // namespace rtcg

@@ -198,4 +198,18 @@ class NestModel {
 // small parts). The model's estimate, and the space's count for `blocks_per_sm` beside `mma:`.
 int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type);
 
+// Nests fused into one launch (FusionGroup, schedule/Plan.h), against the sum of their own
+// estimates (`parts`, one per nest of the group): the launches after the first, and per nest the
+// device-memory bytes it no longer moves: its accesses to the locals kept in shared memory (the
+// whole local per array and nest), and three quarters of its reads of an array that an earlier
+// fused nest read (the block read the same rows moments before: L1/L2 hits, charged at a quarter
+// as the traffic model charges repeated reads). A nest's saved time is its saved bytes at the
+// bandwidth over its efficiency, at most 80% of its own time (it still computes, and barriers).
+struct FusionSavings {
+  double bytes = 0;
+  double seconds = 0;
+};
+FusionSavings fusionSavings(const Kernel& k, const FusionGroup& g, const std::vector<NestEstimate>& parts,
+                            const DeviceModel& d);
+
 }  // namespace rtcg

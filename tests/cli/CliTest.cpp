@@ -581,3 +581,23 @@ TEST(Cli, PrecisionPolicy) {
   Result fp64 = rtcgc("tune " + f64 + " -D n=512 --dry-run --max-candidates 40");
   EXPECT_NE(fp64.out.find("mma: f64 m8n8k4"), std::string::npos) << fp64.out;
 }
+
+// `fuse: N`: explain says which nests share a launch and which locals moved to shared memory; a
+// fusion that cannot apply is an error (exit 1) with its reason, a bad count a parse error.
+TEST(Cli, ExplainAndEmitFusedNests) {
+  const std::string nest = "i: grid.x; j: serial, thread.x 64";
+  Result ok = rtcgcStdout("explain " + example("softmax.rtcg") + " -D m=37 -D n=300 -s '" + nest + "; fuse: 3 | " + nest +
+                          " | " + nest + "'");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("fused: nests 0 to 2 in one launch over 'i' (1 value per block, a barrier between nests); "
+                        "locals in shared memory: rowmax, rowsum (8 bytes per block)\n"),
+            std::string::npos)
+      << ok.out;
+  Result bad = rtcgc("emit " + example("softmax.rtcg") + " -D m=37 -D n=300 -s '" + nest + "; fuse: 3 | " + nest +
+                     " | i: grid.x; j: grid.y, thread.x 64'");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("nest 0: fuse: 3: nest 2: index 'j' has a grid part"), std::string::npos) << bad.out;
+  Result count = rtcgc("emit " + example("softmax.rtcg") + " -D m=37 -D n=300 -s 'i: grid.x; fuse: 0'");
+  EXPECT_NE(count.code, 0) << count.out;
+  EXPECT_NE(count.out.find("fuse must be between 1 and 64"), std::string::npos) << count.out;
+}

@@ -151,12 +151,16 @@ std::pair<int64_t, int64_t> launchShape(const Kernel& bound, int nest, const Nes
 // Every invariant of a space: legal, round-tripping, emitted, sorted, constraints, default present.
 // A candidate's plans say what the emitter generates: the launch shape of each nest, its dynamic
 // shared memory and whether positions are pipelined (the emitter still derives them itself).
+// Nests fused by `fuse: N` share one launch: the plan of the group's first nest says its shape
+// (the others have the same block and grid).
 void expectPlansAgree(const Candidate& c, const EmittedModule& m) {
-  ASSERT_EQ(c.plans.size(), m.launches.size()) << c.text;
+  size_t launches = 0;
+  for (size_t n = 0; n < c.plans.size(); n += size_t(c.plans[n]->schedule.fuse)) ++launches;
+  ASSERT_EQ(launches, m.launches.size()) << c.text;
   bool pipelined = false;
-  for (size_t n = 0; n < c.plans.size(); ++n) {
+  for (size_t n = 0, launch = 0; n < c.plans.size(); n += size_t(c.plans[n]->schedule.fuse), ++launch) {
     const NestPlan& p = *c.plans[n];
-    const LaunchSpec& l = m.launches[n];
+    const LaunchSpec& l = m.launches[launch];
     for (int a = 0; a < 3; ++a) {
       EXPECT_EQ((int64_t)l.grid[a], p.launch.grid[a]) << c.text;
       EXPECT_EQ((int64_t)l.block[a], p.launch.block[a]) << c.text;

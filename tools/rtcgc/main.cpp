@@ -383,6 +383,7 @@ int runExplain(const Common& c, const ExplainArgs& e) {
   fmt::print("kernel {} ({}) for {}, schedule: {}\n", bound.name, fmt::join(sizes, " "), e.arch,
              printSchedule(*schedule));
   for (const NestPlan& n : plan.nests) fmt::print("{}", printPlan(bound, n));
+  for (const FusionGroup& g : plan.fusions) fmt::print("{}", printFusion(bound, g));
   return kOk;
 }
 
