@@ -787,6 +787,25 @@ TEST(HostEmulation, LongRowsGoToTheWholeBlock) {
   }
 }
 
+// `long_rows` in nests fused into one launch (`fuse: 2`, after merging both): each nest keeps its
+// own list of long rows and its own block pass, the local row statistic lives in shared memory, and
+// the second nest reads it for rows the block passed to its whole threads in the first.
+TEST(HostEmulation, LongRowsInFusedNests) {
+  auto [k, args] = skewedCsr(
+      "kernel two(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], val: f32[nnz], x: f32[n], out y: f32[n]) {\n"
+      "  local t: f32[n];\n"
+      "  for i in 0..n { t[i] = sum(p in rowptr[i]..rowptr[i + 1], val[p] * x[col[p]]); }\n"
+      "  for i in 0..n { y[i] = sum(p in rowptr[i]..rowptr[i + 1], val[p] * t[i]) + t[i]; }\n"
+      "}\n",
+      "two", 613);
+  EmulationOptions o;
+  o.runs = 2;
+  o.blockOrder = 2;
+  const std::string nest = "i: grid.x, thread.y 8; p: serial, thread.x 4; long_rows: 32";
+  EXPECT_EQ(checkOnHostWith(k, nest + "; fuse: 2 | " + nest, args, 1e-5, {}, o), "");
+  EXPECT_EQ(checkOnHostWith(k, nest + "; fuse: 2 | i: grid.x, thread.y 8; p: serial, thread.x 4", args, 1e-5, {}, o), "");
+}
+
 // Where the block path cannot stand in for a point's lanes, the schedule is refused with the reason.
 TEST(HostEmulation, LongRowsRefusedWhereTheyCannotApply) {
   Kernel spmv = example("spmv.rtcg", "spmv", {{"n", 301}, {"nnz", 2003}});
