@@ -204,8 +204,9 @@ void loadedOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, c
   }
 }
 
-// One fragment-k of the step: per warp fragment its operand registers, then every mma. tf32x3 adds
-// the small products first (a_small b_big, a_big b_small), then the big one, into one accumulator.
+// One fragment-k of the step: per warp fragment its operand registers, then every mma. tf32x3 sums
+// the small products first (a_small b_big, a_big b_small), then the big one, and adds that to the
+// accumulator in FP32.
 void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
                   const C::ExprP& bufB, std::vector<C::Stmt>& out) {
   if (mmaIs16Bit(p.arith)) return halfFragmentStep(ctx, p, nm, kk, bufA, bufB, out);
@@ -233,17 +234,32 @@ void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::Exp
                                            fmt::format("b{}", fn), out);
       b[fn][0].push_back(big), b[fn][1].push_back(small);
     }
-  auto mma = [&](int64_t fm, int64_t fn, int pa, int pb) {
+  auto mma = [&](const std::vector<std::string>& acc, int64_t fm, int64_t fn, int pa, int pb, std::vector<C::Stmt>& to) {
     std::vector<C::ExprP> args;
-    for (const std::string& acc : nm.acc[fm][fn]) args.push_back(C::name(acc));
+    for (const std::string& r : acc) args.push_back(C::name(r));
     for (const C::ExprP& r : a[fm][pa]) args.push_back(r);
     for (const C::ExprP& r : b[fn][pb]) args.push_back(r);
-    out.push_back(C::exprStmt(C::call(f64 ? "rtcg_mma_f64" : "rtcg_mma_tf32", std::move(args))));
+    to.push_back(C::exprStmt(C::call(f64 ? "rtcg_mma_f64" : "rtcg_mma_tf32", std::move(args))));
   };
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn) {
-      if (x3) mma(fm, fn, 1, 0), mma(fm, fn, 0, 1);
-      mma(fm, fn, 0, 0);
+      if (!x3) {
+        mma(nm.acc[fm][fn], fm, fn, 0, 0, out);
+        continue;
+      }
+      // tf32x3: the three products of this fragment-k go into zeroed registers, which are then
+      // added to the accumulator by FP32 adds (rounded to nearest). The tensor cores' own sums
+      // truncate; with the products accumulated in place over K = 4096 that bias grew with K to
+      // 25x cublasSgemm's error (H200, session 23), against FP32-class accuracy the policy promises.
+      std::vector<C::Stmt> part;
+      std::vector<std::string> t;
+      for (size_t r = 0; r < nm.acc[fm][fn].size(); ++r) {
+        t.push_back(ctx.names.fresh("part"));
+        part.push_back(C::decl("float", t.back(), C::floatLit(0, true), false));
+      }
+      mma(t, fm, fn, 1, 0, part), mma(t, fm, fn, 0, 1, part), mma(t, fm, fn, 0, 0, part);
+      for (size_t r = 0; r < t.size(); ++r) part.push_back(C::assign(C::name(nm.acc[fm][fn][r]), "+=", C::name(t[r])));
+      out.push_back(C::block(std::move(part)));
     }
 }
 
