@@ -3,13 +3,9 @@
 // placement of kernel-local rows, and the reasons a fusion is refused.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "codegen/Emitter.h"
 #include "codegen/HostEmulation.h"
-#include "frontend/Frontend.h"
-#include "ir/Bind.h"
+#include "codegen/SourceKernels.h"
 #include "schedule/Plan.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
@@ -18,25 +14,6 @@ using namespace rtcg;
 using namespace rtcg::testing;
 
 namespace {
-
-Kernel fromSource(const std::string& source, const std::string& kernel, const SizeBindings& sizes,
-                  const std::string& file = "test.rtcg") {
-  Diagnostics diags;
-  auto prog = parseProgram(file, source, diags);
-  EXPECT_TRUE(prog.has_value()) << file;
-  const Kernel* k = prog ? prog->find(kernel) : nullptr;
-  EXPECT_NE(k, nullptr) << kernel;
-  auto bound = k ? bindSizes(*k, sizes, diags) : std::nullopt;
-  EXPECT_TRUE(bound.has_value()) << kernel;
-  return bound ? *bound : Kernel{};
-}
-
-Kernel exampleKernel(const std::string& file, const std::string& kernel, const SizeBindings& sizes) {
-  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return fromSource(ss.str(), kernel, sizes, file);
-}
 
 // The nest schedule `nest` three times, the first one fusing all three.
 std::string fusedThree(const std::string& nest) { return nest + "; fuse: 3 | " + nest + " | " + nest; }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "codegen/HostEmulation.h"
+#include "codegen/SourceKernels.h"
 #include "frontend/Frontend.h"
 #include "ir/Bind.h"
 #include "reference/RandomFill.h"
@@ -20,20 +21,6 @@ using namespace rtcg;
 using namespace rtcg::testing;
 
 namespace {
-
-Kernel example(const std::string& file, const std::string& kernel, const SizeBindings& sizes) {
-  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Diagnostics diags;
-  auto prog = parseProgram(file, ss.str(), diags);
-  EXPECT_TRUE(prog.has_value()) << file;
-  const Kernel* k = prog ? prog->find(kernel) : nullptr;
-  EXPECT_NE(k, nullptr) << kernel;
-  auto bound = k ? bindSizes(*k, sizes, diags) : std::nullopt;
-  EXPECT_TRUE(bound.has_value()) << kernel;
-  return bound ? *bound : Kernel{};
-}
 
 // checkOnHost for the cases the sample keeps; "" (a pass) for those the default run leaves out.
 // Every g++ compile of an emitted module costs seconds, so the long tests below run every other
@@ -77,7 +64,7 @@ TEST(HostEmulation, TransposedAndDoubleBufferedTiles) {
   // DG: the matrices whole (once per block), u per step of j in two buffers; odd step counts.
   EXPECT_EQ(sampledCheck(sample, dgDiff(13, 20), "k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial, unroll 3; shared: Dr, Ds, Dt, u; buffers: 2"), "");
   EXPECT_EQ(sampledCheck(sample, dgDiff(13, 20), "k: grid.x, reg 2, thread.y 2; i: serial, thread.x 20; j: serial, unroll 7; shared: Dr^T, u^T; buffers: 2"), "");
-  EXPECT_EQ(sampledCheck(sample, example("dg_lift.rtcg", "dg_lift", {{"K", 7}, {"Np", 10}, {"Nfp", 4}}),
+  EXPECT_EQ(sampledCheck(sample, exampleKernel("dg_lift.rtcg", "dg_lift", {{"K", 7}, {"Np", 10}, {"Nfp", 4}}),
                         "k: grid.x, thread.y 2; i: serial, thread.x 16; f: serial; shared: LIFT^T, flux, invJ; buffers: 2"), "");
 }
 
@@ -86,7 +73,7 @@ TEST(HostEmulation, StackedDgDifferentiation) {
   // 105 outputs (a block of 128 of them, a register tile of 8 spaced by the 16 threads), steps of
   // 8 over 35 nodes, the last one partial; and three cp.async buffers. The searches' winners at
   // N=6..8 on an H100.
-  Kernel k = example("dg_diff_stacked.rtcg", "dg_diff_stacked", {{"K", 300}, {"Np", 35}});
+  Kernel k = exampleKernel("dg_diff_stacked.rtcg", "dg_diff_stacked", {{"K", 300}, {"Np", 35}});
   EXPECT_EQ(checkOnHost(k, "k: grid.y, thread.y 8, reg 8; m: grid.x, reg 8, thread.x 16; j: serial, unroll 8; shared: D, u^T; blocks_per_sm: 2"), "");
   EXPECT_EQ(checkOnHost(k, "k: grid.y, reg 2, thread.y 8, reg 8; m: grid.x, reg 2, thread.x 16, reg 4; j: serial, unroll 8; "
                            "shared: D^T, u^T; buffers: 3; copy: async"), "");
@@ -111,11 +98,11 @@ TEST(HostEmulation, WholeArrayAndBlockTiles) {
 }
 
 TEST(HostEmulation, ExamplesStaged) {
-  EXPECT_EQ(checkOnHost(example("transpose.rtcg", "transpose", {{"m", 45}, {"n", 37}}),
+  EXPECT_EQ(checkOnHost(exampleKernel("transpose.rtcg", "transpose", {{"m", 45}, {"n", 37}}),
                         "i: grid.y, thread.y 8, reg 4; j: grid.x, thread.x 32; shared: a"), "");
-  EXPECT_EQ(checkOnHost(example("gemv.rtcg", "gemv", {{"m", 45}, {"n", 70}}),
+  EXPECT_EQ(checkOnHost(exampleKernel("gemv.rtcg", "gemv", {{"m", 45}, {"n", 70}}),
                         "i: grid.x, thread.x 32, reg 2; j: serial, unroll 8; shared: a, x"), "");
-  EXPECT_EQ(checkOnHost(example("dg_lift.rtcg", "dg_lift", {{"K", 7}, {"Np", 10}, {"Nfp", 4}}),
+  EXPECT_EQ(checkOnHost(exampleKernel("dg_lift.rtcg", "dg_lift", {{"K", 7}, {"Np", 10}, {"Nfp", 4}}),
                         "k: grid.x, thread.y 2; i: serial, thread.x 16; f: serial, unroll 4; shared: LIFT, flux, invJ"), "");
 }
 
@@ -124,7 +111,7 @@ TEST(HostEmulation, ExamplesStaged) {
 // and a reduction split across blocks whose output the last block stores.
 TEST(HostEmulation, StreamingStores) {
   EXPECT_EQ(checkOnHost(axpby(1003), "i: grid.x, thread.x 64, reg 4; stores: streaming"), "");
-  EXPECT_EQ(checkOnHost(example("transpose.rtcg", "transpose", {{"m", 45}, {"n", 37}}),
+  EXPECT_EQ(checkOnHost(exampleKernel("transpose.rtcg", "transpose", {{"m", 45}, {"n", 37}}),
                         "i: grid.y, thread.y 8, reg 4; j: grid.x, thread.x 32; shared: a; stores: streaming"), "");
   EXPECT_EQ(checkOnHost(dgDiff(13, 20), "k: grid.x, thread.y 4; i: serial, thread.x 32; j: serial, unroll 4; "
                                         "shared: Dr, Ds, Dt, u; stores: streaming"), "");
@@ -151,15 +138,6 @@ TEST(HostEmulation, DynamicSharedMemory) {
 }
 
 namespace {
-Kernel fromSource(const std::string& source, const std::string& kernel, const SizeBindings& sizes) {
-  Diagnostics diags;
-  auto prog = parseProgram("inline.rtcg", source, diags);
-  EXPECT_TRUE(prog.has_value()) << diags.render("inline.rtcg", source);
-  const Kernel* k = prog ? prog->find(kernel) : nullptr;
-  auto bound = k ? bindSizes(*k, sizes, diags) : std::nullopt;
-  EXPECT_TRUE(bound.has_value()) << kernel;
-  return bound ? *bound : Kernel{};
-}
 
 // Row-wise max, min and product of an n x n matrix: reductions with their own operators.
 Kernel maxMinProduct(int64_t n) {
@@ -181,7 +159,7 @@ TEST(HostEmulation, SplitReductions) {
   EXPECT_EQ(sampledCheck(sample, dot(1000), "i: thread.x, serial 7"), "");
   EXPECT_EQ(sampledCheck(sample, dot(1000), "i: serial, unroll 2, thread.x 96"), "");
   // gemv: rows on thread.y and the grid, the row's dot product across thread.x.
-  Kernel gemv = example("gemv.rtcg", "gemv", {{"m", 45}, {"n", 70}});
+  Kernel gemv = exampleKernel("gemv.rtcg", "gemv", {{"m", 45}, {"n", 70}});
   EXPECT_EQ(sampledCheck(sample, gemv, "i: grid.x, thread.y 4; j: serial, thread.x 32"), "");
   EXPECT_EQ(sampledCheck(sample, gemv, "i: grid.x, thread.x 4, reg 2; j: serial, thread.y 8, unroll 2; shared: x"), "");
   // max, min and product combine with their own operators.
@@ -219,7 +197,7 @@ TEST(HostEmulation, VectorCopiesAndWarpCombines) {
   EXPECT_EQ(sampledCheck(sample, dgDiff(13, 20), "k: grid.x, thread.y 4; i: serial, thread.x 20; j: serial, unroll 4; shared: Dr, u; buffers: 2"), "");
   EXPECT_EQ(sampledCheck(sample, axpby(1004), "i: grid.x, thread.x 64, reg 4; shared: x, y"), "");
   // Sub-warp lanes (16 per row, two rows a warp), several warps a row, runs of 4 per thread.
-  Kernel gemv = example("gemv.rtcg", "gemv", {{"m", 45}, {"n", 72}});
+  Kernel gemv = exampleKernel("gemv.rtcg", "gemv", {{"m", 45}, {"n", 72}});
   EXPECT_EQ(sampledCheck(sample, gemv, "i: grid.x, thread.y 8; j: serial, thread.x 16, unroll 4"), "");
   EXPECT_EQ(sampledCheck(sample, gemv, "i: grid.x; j: serial, unroll 2, thread.x 64, unroll 4"), "");
   EXPECT_EQ(sampledCheck(sample, gemv, "i: grid.x, thread.y 2; j: serial, thread.x 128"), "");
@@ -276,8 +254,8 @@ TEST(HostEmulation, PositionsOfASerialPartPipelined) {
   // reduction) staged per position as before, rhs read and written in place.
   for (const char* text : {"k: grid.x, serial 4, thread.y 4; i: serial, thread.x 20; f: serial, serial 68; shared: invJ, LIFT, flux; buffers: 2",
                            "k: grid.x, serial 3, reg 2, thread.y 2; i: serial, reg 2, thread.x 10; f: serial, unroll 68; shared: LIFT, flux; buffers: 3; copy: async"})
-    EXPECT_EQ(sampledCheck(sample, example("dg_lift.rtcg", "dg_lift", {{"K", 37}, {"Np", 20}, {"Nfp", 17}}), text), "") << text;
-  EXPECT_EQ(sampledCheck(sample, example("batched_matmul.rtcg", "batched_matmul", {{"nb", 37}, {"n", 16}}),
+    EXPECT_EQ(sampledCheck(sample, exampleKernel("dg_lift.rtcg", "dg_lift", {{"K", 37}, {"Np", 20}, {"Nfp", 17}}), text), "") << text;
+  EXPECT_EQ(sampledCheck(sample, exampleKernel("batched_matmul.rtcg", "batched_matmul", {{"nb", 37}, {"n", 16}}),
                         "b: grid.x, serial 4; i: serial, reg 4, thread.y 4; j: serial, thread.x 16; k: serial, unroll 16; shared: a, x; buffers: 2"), "");
 }
 
@@ -285,7 +263,7 @@ TEST(HostEmulation, PositionsOfASerialPartPipelined) {
 // per register point, guarded where a block runs past the last element (K = 37), with the steps
 // staged, positions pipelined, and unstaged.
 TEST(HostEmulation, StatementLoadsAheadOfTheReductions) {
-  Kernel lift = example("dg_lift.rtcg", "dg_lift", {{"K", 37}, {"Np", 20}, {"Nfp", 5}});
+  Kernel lift = exampleKernel("dg_lift.rtcg", "dg_lift", {{"K", 37}, {"Np", 20}, {"Nfp", 5}});
   for (const char* text : {"k: grid.x, thread.y 4, reg 2; i: serial, reg 2, thread.x 10; f: serial, unroll 4; shared: invJ, LIFT, flux; buffers: 2; loads: early",
                            "k: grid.x, serial 3, thread.y 4; i: serial, thread.x 20; f: serial, unroll 20; shared: LIFT, flux; buffers: 2; loads: early",
                            "k: grid.x, thread.y 4; i: serial, thread.x 32; f: serial, unroll 4; loads: early"})
@@ -335,7 +313,7 @@ TEST(HostEmulation, ReductionsSplitAcrossBlocks) {
   // gemv with 3 long rows: rows on the grid (one tile each), several rows per block on thread.y
   // (a slot per row, one out of the domain), rows in a serial loop (one combine per row) and in a
   // register tile (three partials per block).
-  Kernel gemv = example("gemv.rtcg", "gemv", {{"m", 3}, {"n", 100003}});
+  Kernel gemv = exampleKernel("gemv.rtcg", "gemv", {{"m", 3}, {"n", 100003}});
   check(gemv, "i: grid.x; j: serial, grid.y 5, thread.x 64");
   check(gemv, "i: serial, thread.y 4; j: serial, grid.x 6, thread.x 32");
   check(gemv, "i: serial; j: serial, grid.x 5, thread.x 32");
@@ -451,15 +429,7 @@ TEST(HostEmulation, ThreadPartOfOneLaneOnAReduction) {
 TEST(HostEmulation, KernelLocalArrays) {
   EmulationOptions twice;
   twice.runs = 2;
-  Kernel softmax = fromSource(
-    "kernel softmax(m: int, n: int, x: f32[m, n], out y: f32[m, n]) {\n"
-    "  local rowmax: f32[m];\n"
-    "  local rowsum: f32[m];\n"
-    "  for i in 0..m { rowmax[i] = max(j in 0..n, x[i, j]); }\n"
-    "  for i in 0..m { rowsum[i] = sum(j in 0..n, exp(x[i, j] - rowmax[i])); }\n"
-    "  for i in 0..m, j in 0..n { y[i, j] = exp(x[i, j] - rowmax[i]) / rowsum[i]; }\n"
-    "}\n",
-    "softmax", {{"m", 37}, {"n", 53}});
+  Kernel softmax = exampleKernel("softmax.rtcg", "softmax", {{"m", 37}, {"n", 53}});
   EXPECT_EQ(checkOnHost(softmax, printSchedule(defaultSchedule(softmax)), 1e-5, {}, twice), "");
   EXPECT_EQ(checkOnHost(softmax, "i: grid.x, thread.y 4; j: serial, thread.x 8 | "
                                  "i: grid.x, thread.y 2; j: serial, thread.x 32 | "
@@ -482,7 +452,7 @@ TEST(HostEmulation, KernelLocalArrays) {
 
 TEST(HostEmulation, RowsOfDataDependentLength) {
   rtcgtest::CaseSample sample(2);
-  Kernel spmv = example("spmv.rtcg", "spmv", {{"n", 301}, {"nnz", 2003}});
+  Kernel spmv = exampleKernel("spmv.rtcg", "spmv", {{"n", 301}, {"nnz", 2003}});
   EXPECT_EQ(checkOnHost(spmv, "i: grid.x, thread.x 64; p: serial"), "");
   EXPECT_EQ(checkOnHost(spmv, "i: grid.x, thread.y 8; p: serial, thread.x 32"), "");
   EXPECT_EQ(sampledCheck(sample, spmv, "i: grid.x, thread.y 32; p: serial, thread.x 4"), "");
@@ -592,7 +562,7 @@ Kernel strictTriangles() {
 // split across blocks (each block's share of the hull, clamped to the row's range).
 TEST(HostEmulation, TriangularRowsSplitAcrossThreads) {
   rtcgtest::CaseSample sample(2);
-  Kernel trmv = example("trmv.rtcg", "trmv", {{"n", 301}});
+  Kernel trmv = exampleKernel("trmv.rtcg", "trmv", {{"n", 301}});
   EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.y 8; j: serial, thread.x 32"), "");
   EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.y 4; j: serial, unroll 2, thread.x 64, unroll 4"), "");
   EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.y 32; j: serial, thread.x 4"), "");
@@ -611,7 +581,7 @@ TEST(HostEmulation, TriangularRowsSplitAcrossThreads) {
 // unguarded, but never outside their own row).
 TEST(HostEmulation, RegisterTilesOverTriangularRows) {
   rtcgtest::CaseSample sample(2);
-  Kernel trmv = example("trmv.rtcg", "trmv", {{"n", 301}});
+  Kernel trmv = exampleKernel("trmv.rtcg", "trmv", {{"n", 301}});
   EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.x 32, reg 4; j: serial, unroll 4"), "");
   EXPECT_EQ(checkOnHost(trmv, "i: grid.x, reg 2, thread.y 4; j: serial, thread.x 32, unroll 2"), "");
   EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.x 64, reg 2; j: serial; shared: x"), "");
@@ -626,7 +596,7 @@ TEST(HostEmulation, RegisterTilesOverTriangularRows) {
 // threads, or across blocks, where every block of an empty tile leaves together).
 TEST(HostEmulation, TriangularOutputDomainSkipsEmptyBlocks) {
   rtcgtest::CaseSample sample(2);
-  Kernel syrk = example("syrk.rtcg", "syrk", {{"n", 45}, {"K", 13}});
+  Kernel syrk = exampleKernel("syrk.rtcg", "syrk", {{"n", 45}, {"K", 13}});
   EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 8, reg 2; j: grid.x, thread.x 8, reg 2; k: serial, unroll 4"), "");
   EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 4; j: grid.x, thread.x 4; k: serial, grid.z 2, thread.z 4"), "");
   EXPECT_EQ(sampledCheck(sample, syrk, "i: grid.x, thread.x 16; j: grid.y, thread.y 8, reg 2; k: serial, unroll 4"), "");
@@ -640,7 +610,7 @@ TEST(HostEmulation, TriangularOutputDomainSkipsEmptyBlocks) {
 // and one access staged while the other is read from global memory.
 TEST(HostEmulation, TwoTilesOfOneArrayOnATriangle) {
   rtcgtest::CaseSample sample(2);
-  Kernel syrk = example("syrk.rtcg", "syrk", {{"n", 45}, {"K", 13}});
+  Kernel syrk = exampleKernel("syrk.rtcg", "syrk", {{"n", 45}, {"K", 13}});
   EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 4, reg 4; j: grid.x, thread.x 4, reg 4; k: serial, unroll 4; "
                               "shared: a[i,k]^T, a[j,k]^T; buffers: 3; copy: async"), "");
   EXPECT_EQ(checkOnHost(syrk, "i: grid.y, thread.y 4, reg 2; j: grid.x, thread.x 8, reg 2; k: serial, unroll 8; "
@@ -808,7 +778,7 @@ TEST(HostEmulation, LongRowsInFusedNests) {
 
 // Where the block path cannot stand in for a point's lanes, the schedule is refused with the reason.
 TEST(HostEmulation, LongRowsRefusedWhereTheyCannotApply) {
-  Kernel spmv = example("spmv.rtcg", "spmv", {{"n", 301}, {"nnz", 2003}});
+  Kernel spmv = exampleKernel("spmv.rtcg", "spmv", {{"n", 301}, {"nnz", 2003}});
   auto reasons = [&](const Kernel& k, const std::string& text) {
     auto parsed = parseSchedule(text);
     EXPECT_TRUE(parsed.ok()) << text << ": " << parsed.error;
