@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 
 #include "api/KernelArgs.h"
 #include "codegen/NvrtcArchs.h"
@@ -57,22 +56,6 @@ ScheduleLimits limitsOf(const Options& o) {
   ScheduleLimits limits;
   if (o.maxSharedBytes > 0) limits.maxSharedBytes = o.maxSharedBytes;
   return limits;
-}
-
-Precision precisionOf(PrecisionPolicy p) { return Precision(uint8_t(p)); }
-
-// The arrays a search loads from files, checked before any GPU work (as rtcgc tune --input): each
-// names an in or inout array and its file holds exactly its elements. Returns absolute paths, as
-// the worker processes may run elsewhere.
-std::map<std::string, std::string> checkedInputFiles(const Kernel& bound, const std::map<std::string, std::string>& files) {
-  std::map<std::string, std::string> out;
-  if (files.empty()) return out;
-  HostArgs probe(bound);
-  for (const auto& [name, path] : files) {
-    loadArrayFile(bound, probe, name, path);  // rtcg::Error naming the array or the file's fault
-    out[name] = std::filesystem::absolute(path).string();
-  }
-  return out;
 }
 
 void checkArch(const std::string& arch) {
@@ -318,7 +301,7 @@ TuneReport tune(std::string_view source, const Sizes& sizes, const TuneRequest& 
   if (std::string why = precisionObstacle(bound, precisionOf(request.precision)); !why.empty()) throw Error(why);
   TuneOptions o;
   o.space.precision = precisionOf(request.precision);
-  o.inputFiles = checkedInputFiles(bound, request.inputFiles);
+  o.inputFiles = checkArrayFiles(bound, request.inputFiles);  // before any GPU work
   o.space.maxCandidates = request.maxCandidates;
   o.space.seed = request.seed;
   o.seed = request.seed;

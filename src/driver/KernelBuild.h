@@ -33,7 +33,8 @@ struct PreparedKernel {
 // Runs the pipeline up to CUDA C (no NVRTC). Throws rtcg::Error whose message is the rendered
 // diagnostics of bad source, sizes or schedule. `limits`: the device's (deviceScheduleLimits).
 // The schedule layer's policy for the API's (the same three values, in the same order).
-inline Precision precisionOf(const CompileOptions& options) { return Precision(uint8_t(options.precision)); }
+inline Precision precisionOf(PrecisionPolicy p) { return Precision(uint8_t(p)); }
+inline Precision precisionOf(const CompileOptions& options) { return precisionOf(options.precision); }
 static_assert(uint8_t(PrecisionPolicy::Tf32x3) == uint8_t(Precision::Tf32x3) && uint8_t(PrecisionPolicy::Tf32) == uint8_t(Precision::Tf32));
 
 PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options,

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <sstream>
 #include <limits>
@@ -196,6 +197,17 @@ void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name,
   if (n != a.size() || (in >> token))
     throw Error(fmt::format("{}: '{}' has {} elements, the file {}", path, name, a.size(),
                             n < a.size() ? fmt::format("holds {}", n) : std::string("holds more")));
+}
+
+std::map<std::string, std::string> checkArrayFiles(const Kernel& bound, const std::map<std::string, std::string>& files) {
+  std::map<std::string, std::string> out;
+  if (files.empty()) return out;
+  HostArgs probe(bound);
+  for (const auto& [name, path] : files) {
+    loadArrayFile(bound, probe, name, path);
+    out[name] = std::filesystem::absolute(path).string();
+  }
+  return out;
 }
 
 }  // namespace rtcg

@@ -3,6 +3,7 @@
 // (Kernel::params index). Size parameters take no argument (they are baked into the kernel).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ void checkHostMemory(const Kernel& bound, int copies);
 // kernel, a token that is not a number, too few or too many values, an unreadable file).
 class HostArgs;
 void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name, const std::string& path);
+// The arrays a search loads from files (name -> path), each loaded once into a scratch copy of the
+// arguments so that a wrong name or file fails before any GPU work (loadArrayFile's errors).
+// Returns the paths made absolute: the worker processes that load them again may run elsewhere.
+std::map<std::string, std::string> checkArrayFiles(const Kernel& bound, const std::map<std::string, std::string>& files);
 
 class HostArgs {
  public:

@@ -338,16 +338,15 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
 // --input NAME=FILE: each an in/inout array of the kernel (else exit 2), its file read now so that
 // a bad one fails before any GPU work (exit 1, naming the file), as an absolute path for the worker.
 int checkInputFiles(const Kernel& bound, const std::vector<std::string>& specs, std::map<std::string, std::string>& out) {
-  HostArgs probe(bound);
+  std::map<std::string, std::string> given;
   for (const std::string& spec : specs) {
     const auto [name, path] = parseInputSpec(bound, spec);
-    if (out.count(name)) {
+    if (!given.emplace(name, path).second) {
       fmt::print(stderr, "rtcgc: error: --input gives '{}' twice\n", name);
       return 2;
     }
-    loadArrayFile(bound, probe, name, path);  // throws rtcg::Error: exit 1
-    out[name] = std::filesystem::absolute(path).string();
   }
+  out = checkArrayFiles(bound, given);  // throws rtcg::Error: exit 1
   return 0;
 }
 
