@@ -1123,7 +1123,8 @@ void addFusedCandidate(const Kernel& k, const SpaceOptions& o, int first, int co
 // reductions split across the block's threads (shuffles, then shared memory) and the row walked
 // coalesced. The other nests take their best-predicted schedule (`best`). Valued as the sum of
 // the nests' estimates less what fusion saves (fusionSavings). Beside each, where the plan allows
-// it, the same with `keep:` of the arrays several of the nests read (their rows in registers).
+// it, the same with `keep:` of the arrays several of the nests read (their rows in registers), and
+// that with `stores: streaming` in the nests that store outputs.
 void addFusedCandidates(const Kernel& k, const SpaceOptions& o, std::pair<int, int> run,
                         const std::vector<const NestCandidate*>& best, std::vector<Candidate>& out,
                         std::vector<PrunedCandidate>& pruned) {
@@ -1137,9 +1138,11 @@ void addFusedCandidates(const Kernel& k, const SpaceOptions& o, std::pair<int, i
   const int64_t rowsTotal = k.nests[size_t(first)].loops[0].hi->intValue - k.nests[size_t(first)].loops[0].lo->intValue;
   const std::vector<std::string> keepable = sharedReads(k, first, count);
   // 8 rows of 32 threads: short rows (256 values) a warp each.
+  // Unrolled values after the thread part (`thread.x T, unroll 4`) are a thread's 4 neighbours:
+  // 16-byte vector loads and stores where the row is aligned.
   for (int64_t rows : {1, 2, 4, 8})
     for (int64_t threads : {32, 64, 128, 256, 512, 1024})
-      for (int64_t unroll : {1, 4}) {
+      for (int64_t unroll : {1, 4, -4}) {
         if (rows * threads > std::min<int64_t>(o.limits.maxThreadsPerBlock, o.device.maxThreadsPerBlock) || rows * threads < o.minThreads ||
             (rowsTotal + rows - 1) / rows < o.minBlocks || (rows == 8 && threads != 32))
           continue;
@@ -1163,6 +1166,7 @@ void addFusedCandidates(const Kernel& k, const SpaceOptions& o, std::pair<int, i
             if (q + 1 == others.size()) {
               if (unroll > 1) is.parts.push_back({Placement::Unroll, unroll});
               is.parts.push_back({Placement::ThreadX, threads});
+              if (unroll < 0) is.parts.push_back({Placement::Unroll, -unroll});
             }
             ns.indices.push_back(is);
           }
@@ -1172,8 +1176,19 @@ void addFusedCandidates(const Kernel& k, const SpaceOptions& o, std::pair<int, i
         if (!keepable.empty()) {
           Schedule kept = s;
           kept.nests[size_t(first)].kept = keepable;
-          if (planSchedule(k, kept, o.limits).ok())
+          if (planSchedule(k, kept, o.limits).ok()) {
+            // With the row read once, the outputs are the other half of the traffic: streamed
+            // past L2 (evict-first) in the nests that store them.
+            Schedule streamed = kept;
+            bool any = false;
+            for (int n = first; n < first + count; ++n)
+              for (const Stmt& st : k.nests[size_t(n)].body)
+                if (st.kind == StmtKind::Store && !k.params[size_t(st.array)].isLocal())
+                  any = streamed.nests[size_t(n)].streamingStores = true;
+            if (any && planSchedule(k, streamed, o.limits).ok())
+              addFusedCandidate(k, o, first, count, std::move(streamed), models, best, out, pruned);
             addFusedCandidate(k, o, first, count, std::move(kept), models, best, out, pruned);
+          }
         }
         addFusedCandidate(k, o, first, count, std::move(s), models, best, out, pruned);
       }

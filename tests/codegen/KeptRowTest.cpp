@@ -89,6 +89,9 @@ TEST(KeptRow, LayernormMatchesTheReference) {
   o.blockOrder = 1;
   EXPECT_EQ(checkOnHost(layernorm, keptThree("i: grid.x; j: serial, unroll 4, thread.x 256"), 1e-5, {}, o), "");
   EXPECT_EQ(checkOnHost(layernorm, keptThree("i: grid.x, thread.y 8; j: serial, unroll 4, thread.x 32"), 1e-5, {}, o), "");
+  // A thread's 4 neighbouring values (vector loads where aligned), the output streamed.
+  const std::string n = "i: grid.x, thread.y 2; j: serial, thread.x 64, unroll 4";
+  EXPECT_EQ(checkOnHost(layernorm, n + "; fuse: 3; keep: x | " + n + " | " + n + "; stores: streaming", 1e-5, {}, o), "");
 }
 
 // Two of three nests fused and x kept between them: nest 0 runs alone and reads x itself.
