@@ -108,6 +108,12 @@ ExprP product(ExprP a, ExprP b) {
   return binary("*", std::move(a), std::move(b));
 }
 
+Stmt localArray(std::string type, std::string name, int64_t elements) {
+  Stmt s = decl(std::move(type), std::move(name), nullptr, false);
+  s.size = elements;
+  return s;
+}
+
 Stmt decl(std::string type, std::string name, ExprP init, bool isConst) {
   Stmt s;
   s.kind = StmtKind::Decl;

@@ -84,7 +84,7 @@ struct Stmt {
   bool isConstexpr = false;
   bool isExtern = false;  // SharedArray: dynamic shared memory (size given at launch)
   bool isScalar = false;  // SharedArray: one variable, not an array
-  int64_t size = 0;       // SharedArray: elements
+  int64_t size = 0;       // SharedArray, Decl (a thread's array, localArray): elements
   ExprP init;
   // Assign
   ExprP lhs;
@@ -100,6 +100,9 @@ struct Stmt {
 };
 
 Stmt decl(std::string type, std::string name, ExprP init, bool isConst = true);
+// `type name[elements];`: a thread's own array, indexed only by constants once its loops are
+// unrolled (so that it lives in registers).
+Stmt localArray(std::string type, std::string name, int64_t elements);
 Stmt constexprDecl(std::string type, std::string name, ExprP init);
 Stmt assign(ExprP lhs, std::string op, ExprP rhs);
 Stmt forLoop(std::string type, std::string var, ExprP lo, ExprP hi, Unroll unroll, std::vector<Stmt> body);

@@ -162,6 +162,7 @@ void printStmtTo(const Stmt& s, int indent, std::string& out) {
     case StmtKind::Decl: {
       std::string q = s.isConstexpr ? "constexpr " : s.isConst ? "const " : "";
       out += pad + q + checkType(s.type) + " " + checkIdentifier(s.name);
+      if (s.size > 0) out += "[" + std::to_string(s.size) + "]";  // a thread's array (registers)
       if (s.init) out += " = " + printExpr(s.init);
       out += ";\n";
       return;

@@ -11,6 +11,7 @@
 //   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
 //   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
 //   EmitFusion.cpp     nests fused into one launch (`fuse:`): their code in one function, barriers between
+//   EmitKeptRows.cpp   `keep:`: a row that several fused nests read, held in the thread's registers
 //   EmitMma.cpp        a contraction on tensor cores (`mma:`): staged tiles, fragments, epilogue
 //   EmitMmaHalf.cpp    its 16-bit arithmetics (bf16 / f16): ldmatrix, 16-byte cp.async copies
 //   EmitPrelude.cpp    fixed device helpers (floor division, cp.async, mma)
@@ -158,6 +159,17 @@ struct Env {
   // of the array, "i,k" for the reads a[i, k] only); see findStaged.
   std::map<std::pair<int, std::string>, StageRef> staged;
   RegisterValues regValues;                     // of the enclosing reduction loop
+  // `keep:` (EmitKeptRows.cpp): by name of a kept row's index (every loop of that name in the
+  // nest has its clause), the slot of the thread's value where a loop of it encloses the code.
+  std::map<std::string, C::ExprP> keptSlots;
+};
+
+// A kept row (`keep:`, KeptRow in schedule/Plan.h) that the nest reads: the thread's array of its
+// values (declared by the fused function) and whether this nest loads it (its first reader).
+struct KeptState {
+  const KeptRow* row = nullptr;
+  std::string storage;
+  bool loads = false;
 };
 
 // The shared-memory storage of the tiles and the prefetch registers of step tiles.
@@ -239,6 +251,8 @@ struct EmitContext {
   // The kernel-local arrays that some fused nests keep in shared memory: they have no module
   // global, and no other nest names them (every nest's context knows them).
   std::set<int> localsInShared;
+  // The kept rows this nest reads (`keep:`); empty in other nests.
+  std::vector<KeptState> kept;
 
   const IndexSchedule& scheduleOf(const std::string& name) const;
 };
@@ -366,6 +380,18 @@ void emitStatementsAt(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out);
 // EmitStore.cpp: the store of statement `statement` (an index into the nest's body) of `value`
 // into `target`, the lowered access.
 C::Stmt emitStore(const EmitContext& ctx, size_t statement, const C::ExprP& target, const C::ExprP& value);
+
+// EmitKeptRows.cpp (`keep:`): the unrolling of a loop of index `index` (fully, where the index is
+// a kept row's: its slots must be constants); the slot of the thread's value of a kept row's index
+// at loop variables `vars` (per part; "" for thread parts) of parts of extents `ext`, or of a one-
+// part serial loop at value `value`, into env; the kept value that serves a read (null: none); the
+// loads of the rows this nest loads, into body.
+C::Unroll keptUnroll(const EmitContext& ctx, const std::string& index, Placement place);
+void setKeptSlot(const EmitContext& ctx, const std::string& index, const std::vector<int64_t>& ext,
+                 const std::vector<std::string>& vars, Env& env);
+void setKeptSlotOfSerial(const EmitContext& ctx, const Loop& l, const C::ExprP& value, Env& env);
+C::ExprP keptRead(const EmitContext& ctx, int array, const std::vector<Expr>& indices, const Env& env);
+void loadKeptRows(EmitContext& ctx, const Env& env, std::vector<C::Stmt>& body);
 
 // EmitPrelude.cpp
 // __device__ helpers for floor division and modulo of possibly negative integers of `type`.

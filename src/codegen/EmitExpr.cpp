@@ -59,6 +59,7 @@ const StageRef* findStaged(const EmitContext& ctx, const Env& env, int array, co
 C::ExprP lowerAccess(EmitContext& ctx, int array, const std::vector<Expr>& indices, Env& env, std::vector<C::Stmt>& out) {
   const Param& p = ctx.k.params[array];
   RTCG_ASSERT(p.shape.size() == indices.size(), "access rank differs from the array's");
+  if (C::ExprP kept = ctx.kept.empty() ? nullptr : keptRead(ctx, array, indices, env)) return kept;  // `keep:`
   if (const StageRef* staged = findStaged(ctx, env, array, indices)) {
     // Served from the shared tile: (index - origin) * pitch per dimension.
     const StageRef& ref = *staged;

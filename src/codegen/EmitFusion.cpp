@@ -5,6 +5,8 @@
 // the earlier nests stored for them (__syncthreads orders the block's global and shared memory).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/EmitContext.h"
 #include "codegen/CudaTypes.h"
 
@@ -29,10 +31,25 @@ C::Function emitFusedNests(const Kernel& k, const SchedulePlan& plan, const Fusi
     body.insert(body.begin(), C::comment(fmt::format("Local {} of the block's {} value{} of '{}', in shared memory",
                                                      fmt::join(names, ", "), g.rows, g.rows == 1 ? "" : "s", g.index)));
   }
+  // Kept rows (`keep:`, EmitKeptRows.cpp): the thread's array of each, for every nest's code.
+  std::vector<std::string> kept;
+  for (const KeptRow& r : g.kept) {
+    kept.push_back(k.params[size_t(r.array)].name + "_kept");
+    body.push_back(C::comment(fmt::format("Row {}[{}] kept in registers: the thread's {} value{} of '{}'",
+                                          k.params[size_t(r.array)].name, r.access, r.count, r.count == 1 ? "" : "s",
+                                          r.index)));
+    body.push_back(C::localArray(cudaTypeName(k.params[size_t(r.array)].type), kept.back(), r.count));
+  }
   for (int n = g.first; n <= last; ++n) {
     EmitContext ctx(k, plan.nests[size_t(n)], needs, indexType);
     ctx.arrayAlignment = arrayAlignment;
     for (const auto& [p, storage] : rows) ctx.names.fresh(storage);  // no name of the nest hides it
+    for (size_t r = 0; r < g.kept.size(); ++r) {
+      ctx.names.fresh(kept[r]);
+      const std::vector<int>& readers = g.kept[r].readers;
+      if (std::find(readers.begin(), readers.end(), n) != readers.end())
+        ctx.kept.push_back({&g.kept[r], kept[r], readers.front() == n});
+    }
     ctx.rowStorage = rows;
     ctx.localsInShared = localsInShared;
     ctx.rowBase = C::sum({lit(g.lo), C::product(coordinate(ctx, "blockIdx", g.axis), lit(g.rows))});

@@ -446,6 +446,8 @@ std::vector<C::Stmt> emitPosition(EmitContext& ctx, Env genv, const C::ExprP& po
     out.push_back(C::decl(ctx.idx, n, indexValue(ctx, p, nullptr)));
     genv.vars[p.loop->id] = C::name(n);
   }
+  for (const ParallelIndex& p : ctx.facts.par)  // `keep:`: the slot of a kept row's index
+    if (p.level != Level::Point) setKeptSlot(ctx, p.loop->name, p.ext, p.loopVars, genv);
   C::ExprP groupGuard = guardsAt(ctx, Level::Group, genv, out);
   // Tiles that move with the serial parts of parallel indices: staged per position, read by all
   // before the next position's copy.
@@ -507,7 +509,7 @@ std::vector<C::Stmt> emitPositionLoops(EmitContext& ctx, const Env& env) {
     std::vector<C::Stmt> loop;
     if (q == pipeLoop) append(loop, std::move(pipeBefore));  // the first positions' copies
     loop.push_back(C::forLoop(ctx.idx, lp.p->loopVars[lp.part], lit(0), lit(lp.p->ext[lp.part]),
-                              unrollOf(lp.p->sched->parts[lp.part].place), std::move(inner)));
+                              keptUnroll(ctx, lp.p->loop->name, lp.p->sched->parts[lp.part].place), std::move(inner)));
     inner = std::move(loop);
   }
   return inner;
@@ -618,6 +620,7 @@ C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Global
   // Threads outside the domain leave at once.
   if (C::ExprP topGuard = guardsAt(ctx, Level::Top, env, body)) body.push_back(C::ifThen(negate(topGuard), {C::returnStmt()}));
   stageBlockTiles(ctx, false, env, body);  // tiles staged once per block
+  loadKeptRows(ctx, env, body);            // `keep:`: the rows this nest loads for the later fused nests
   append(body, emitPositionLoops(ctx, env));
   fn.body = std::move(body);
   describe(ctx, fn);

@@ -41,10 +41,11 @@ void emitSerialReductionLoop(EmitContext& ctx, const std::vector<Loop>& loops, s
     };
     copyStep(ctx, stageGroup, step, stepAt, env, out, body, after);
   }
+  setKeptSlotOfSerial(ctx, l, C::name(v), env);
   emitReductionLoops(ctx, loops, q + 1, env, body, inner);
   append(body, std::move(after));
   if (stageGroup >= 0) body.push_back(C::syncThreads());  // the tile is read by all before the next copy
-  out.push_back(C::forLoop(ctx.idx, v, lo, hi, unrollOf(is.parts[0].place), std::move(body)));
+  out.push_back(C::forLoop(ctx.idx, v, lo, hi, keptUnroll(ctx, l.name, is.parts[0].place), std::move(body)));
 }
 
 // A reduction loop of several parts (or a coordinate part): its extents, the terms of the
@@ -129,6 +130,7 @@ std::vector<C::Stmt> innerParts(EmitContext& ctx, const SplitLoop& s, const std:
   Env inEnv = env;
   if (s.regPart >= 0)
     inEnv.regValues = RegisterValues{s.l.id, s.ext[(size_t)s.regPart], s.regStride, s.hi, guard};
+  setKeptSlot(ctx, s.l.name, s.ext, s.vars, inEnv);
   if (!guard) {
     emitReductionLoops(ctx, loops, q + 1, inEnv, body, inner);
   } else {
@@ -139,7 +141,8 @@ std::vector<C::Stmt> innerParts(EmitContext& ctx, const SplitLoop& s, const std:
   for (size_t p = s.is.parts.size(); p-- > s.sp + 1;) {
     if (isCoordinate(s.is.parts[p].place) || s.is.parts[p].place == Placement::Reg) continue;
     std::vector<C::Stmt> loop{
-        C::forLoop(ctx.idx, s.vars[p], lit(0), lit(s.ext[p]), unrollOf(s.is.parts[p].place), std::move(body))};
+        C::forLoop(ctx.idx, s.vars[p], lit(0), lit(s.ext[p]), keptUnroll(ctx, s.l.name, s.is.parts[p].place),
+                   std::move(body))};
     body = std::move(loop);
   }
   return body;
@@ -285,7 +288,8 @@ void emitReductionLoops(EmitContext& ctx, const std::vector<Loop>& loops, size_t
   // The step part's loop (the first part's without staging); parts ahead of it are grid parts.
   if (!isCoordinate(is.parts[s.sp].place)) {
     std::vector<C::Stmt> loop{
-        C::forLoop(ctx.idx, s.vars[s.sp], lit(0), s.stepTrips, unrollOf(is.parts[s.sp].place), std::move(body))};
+        C::forLoop(ctx.idx, s.vars[s.sp], lit(0), s.stepTrips, keptUnroll(ctx, l.name, is.parts[s.sp].place),
+                   std::move(body))};
     body = std::move(loop);
   }
   append(out, std::move(body));

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ir/Analysis.h"
+#include "ir/Walk.h"
 #include "schedule/Plan.h"
 
 namespace rtcg {
@@ -92,7 +93,103 @@ void placeSharedLocals(const Kernel& k, FusionGroup& g) {
   }
 }
 
+// The loop of nest access `a` named `name` (nullptr: none): the access's scope holds it.
+const Loop* scopeLoop(const Access& a, int id) {
+  for (const Loop* l : a.scope)
+    if (l->id == id) return l;
+  return nullptr;
+}
+
+// The indices that `a` names, as loops of its scope.
+std::vector<const Loop*> accessLoops(const Access& a) {
+  std::vector<const Loop*> out;
+  for (const Expr& e : a.indices)
+    visitExprs(e, [&](const Expr& x) {
+      if (x->kind != ExprKind::Var || x->varKind != VarKind::Index) return;
+      const Loop* l = scopeLoop(a, x->varId);
+      if (l && std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+    });
+  return out;
+}
+
+// `keep: x` of the group (KeptRow): the reads of x in the group's nests, the one other index they
+// share with the same mapping, and the thread's count of values; every reason why not (empty: kept).
+std::vector<std::string> planKeptRow(const Kernel& k, const Schedule& s, const FusionGroup& g, int64_t threads,
+                                     const std::string& name, KeptRow& row) {
+  std::vector<std::string> why;
+  auto param = std::find_if(k.params.begin(), k.params.end(), [&](const Param& p) { return p.name == name; });
+  if (param == k.params.end() || !param->isArray())
+    return {fmt::format("'{}' is not an array of kernel '{}'", name, k.name)};
+  row.array = int(param - k.params.begin());
+  const IndexSchedule* lead = leadingClause(k, s.nests[size_t(g.first)], g.first);
+  for (const SchedulePart& part : lead->parts)
+    if (!isGridPlacement(part.place) && !isThreadPlacement(part.place))
+      return {fmt::format("the shared index '{}' has a {} part: a thread must own one value of it to keep a row",
+                          g.index, placementName(part.place))};
+  int keyNest = -1;
+  for (int n = g.first; n < g.first + g.count; ++n) {
+    bool reads = false;
+    for (const Access& a : collectAccesses(k, n)) {
+      if (a.array != row.array) continue;
+      if (a.isWrite) return {fmt::format("nest {} writes '{}': a kept row is read-only in the fused nests", n, name)};
+      if (a.indirect) return {fmt::format("nest {} reads '{}' at an index read from memory", n, name)};
+      const std::string key = accessKey(k, a.indices);
+      if (keyNest < 0) row.access = key, keyNest = n;
+      if (key != row.access)
+        return {fmt::format("nest {} reads '{}[{}]', nest {} '{}[{}]': the kept values are those of one access", n,
+                            name, key, keyNest, name, row.access)};
+      const Loop* other = nullptr;
+      for (const Loop* l : accessLoops(a)) {
+        if (l->id == k.nests[size_t(n)].loops[0].id) continue;
+        if (other) return {fmt::format("'{}[{}]' names two indices besides the shared one", name, key)};
+        other = l;
+      }
+      if (!other) return {fmt::format("'{}[{}]' names no index besides the shared one '{}'", name, key, g.index)};
+      auto lo = constIntValue(other->lo, k), hi = constIntValue(other->hi, k);
+      if (!lo || !hi) return {fmt::format("the range of '{}' in nest {} is not constant", other->name, n)};
+      const IndexSchedule* c = s.nests[size_t(n)].find(other->name);
+      if (!c) return {fmt::format("nest {} has no clause for '{}'", n, other->name)};
+      if (row.index.empty()) row.index = other->name, row.parts = c->parts, row.lo = *lo, row.extent = *hi - *lo;
+      if (*lo != row.lo || *hi - *lo != row.extent)
+        return {fmt::format("nest {} reads '{}' over {}..{}, nest {} over {}..{}", n, name, *lo, *hi, keyNest, row.lo,
+                            row.lo + row.extent)};
+      if (c->parts != row.parts)
+        return {fmt::format("nest {} maps '{}' as '{}', nest {} as '{}': each thread must read the same values in "
+                            "every nest",
+                            n, row.index, printIndexSchedule(*c), row.readers.empty() ? keyNest : row.readers[0],
+                            printIndexSchedule(IndexSchedule{row.index, row.parts}))};
+      reads = true;
+    }
+    if (!reads) continue;
+    row.readers.push_back(n);
+    for (const std::string& e : s.nests[size_t(n)].shared)
+      if (stagedArrayName(e) == name) why.push_back(fmt::format("nest {} stages '{}' in shared memory", n, name));
+  }
+  if (row.readers.size() < 2)
+    return {fmt::format("{} of the fused nests read{} '{}': a kept row serves later nests", row.readers.size(),
+                        row.readers.size() == 1 ? "s" : "", name)};
+  const std::vector<int64_t> ext = partExtents(IndexSchedule{row.index, row.parts}, row.extent);
+  for (size_t p = 0; p < row.parts.size(); ++p) {
+    const Placement pl = row.parts[p].place;
+    if (pl != Placement::Serial && pl != Placement::Unroll && !isThreadPlacement(pl))
+      why.push_back(fmt::format("'{}' has a {} part: kept values are those of serial, unroll and thread parts",
+                                row.index, placementName(pl)));
+    else if (!isThreadPlacement(pl)) row.count *= ext[p];
+  }
+  const int64_t cap = keptValueCap(threads);
+  if (row.count > cap)
+    why.push_back(fmt::format("each thread would hold {} values of '{}' ('{}'), more than the {} a kept row may take "
+                              "with {} threads per block",
+                              row.count, name, printIndexSchedule(IndexSchedule{row.index, row.parts}), cap, threads));
+  return why;
+}
+
 }  // namespace
+
+int64_t keptValueCap(int64_t threadsPerBlock) {
+  const int64_t registers = std::min<int64_t>(255, 65536 / std::max<int64_t>(1, threadsPerBlock));
+  return std::min(kMaxKeptValues, registers / 2);
+}
 
 std::vector<FusionGroup> planFusion(const Kernel& k, const Schedule& s, std::vector<NestPlan>& plans,
                                     const ScheduleLimits& limits, std::vector<std::string>& reasons) {
@@ -101,6 +198,8 @@ std::vector<FusionGroup> planFusion(const Kernel& k, const Schedule& s, std::vec
   int askedFrom = 0, askedUntil = 0;  // the nests the last `fuse:` asked for
   for (int n = 0; n < nests; ++n) {
     const int64_t count = s.nests[size_t(n)].fuse;
+    if (!s.nests[size_t(n)].kept.empty() && count == 1)
+      reasons.push_back(fmt::format("nest {}: keep: needs fuse: on the same nest (it keeps a row between fused nests)", n));
     if (count == 1) continue;
     if (n < askedUntil) {
       reasons.push_back(fmt::format("nest {}: fuse: {} inside the nests that nest {} fuses; fuse them from nest {}", n,
@@ -127,6 +226,12 @@ std::vector<FusionGroup> planFusion(const Kernel& k, const Schedule& s, std::vec
       }
       placeSharedLocals(k, g);
       why = launchConflicts(k, s, plans, g, limits);
+      for (const std::string& name : s.nests[size_t(n)].kept) {
+        if (!why.empty()) break;
+        KeptRow row;
+        for (const std::string& w : planKeptRow(k, s, g, plans[size_t(n)].launch.threads, name, row)) why.push_back(fmt::format("keep: {}: {}", name, w));
+        g.kept.push_back(std::move(row));
+      }
     }
     for (const std::string& w : why)
       reasons.push_back(fmt::format("nest {}: fuse: {}: {}", n, count, w));
@@ -141,11 +246,17 @@ std::vector<FusionGroup> planFusion(const Kernel& k, const Schedule& s, std::vec
 std::string printFusion(const Kernel& k, const FusionGroup& g) {
   std::vector<std::string> locals;
   for (int p : g.sharedLocals) locals.push_back(k.params[size_t(p)].name);
-  return fmt::format("fused: nests {} to {} in one launch over '{}' ({} value{} per block, a barrier between nests); "
-                     "locals in shared memory: {}\n",
-                     g.first, g.first + g.count - 1, g.index, g.rows, g.rows == 1 ? "" : "s",
-                     locals.empty() ? std::string("none")
-                                    : fmt::format("{} ({} bytes per block)", fmt::join(locals, ", "), g.sharedBytes));
+  std::string out = fmt::format(
+      "fused: nests {} to {} in one launch over '{}' ({} value{} per block, a barrier between nests); "
+      "locals in shared memory: {}\n",
+      g.first, g.first + g.count - 1, g.index, g.rows, g.rows == 1 ? "" : "s",
+      locals.empty() ? std::string("none") : fmt::format("{} ({} bytes per block)", fmt::join(locals, ", "), g.sharedBytes));
+  for (const KeptRow& r : g.kept)
+    out += fmt::format("kept row: {}[{}] in registers, {} value{} of '{}' per thread ('{}'), loaded by nest {}, read "
+                       "by nests {}\n",
+                       k.params[size_t(r.array)].name, r.access, r.count, r.count == 1 ? "" : "s", r.index,
+                       printIndexSchedule(IndexSchedule{r.index, r.parts}), r.readers[0], fmt::join(r.readers, ", "));
+  return out;
 }
 
 }  // namespace rtcg

@@ -142,6 +142,30 @@ NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const 
 // the nests' points of them one nest after another, and the launch is theirs (the same block).
 // The kernel-local arrays that only these nests use, each access at the shared index alone
 // (`rowmax[i]`), live in shared memory: `rows` elements per block, never in device memory.
+// `keep: x` on the group's first nest (Schedule.h): the values of array `array` that the group's
+// nests read at one access (`access`, accessKey "i,j"), held in each thread's registers. The
+// access names, besides the shared index, one other index `index`, which every nest that reads it
+// (`readers`, the first loads) maps by the same clause (`parts`: serial, unroll and thread parts
+// only) over the same constant range lo..lo+extent, and the shared index is one value per thread
+// (grid and thread parts only): so a thread reads the same `count` values in every reader. Value
+// `slot` is the mixed-radix number of the index's serial and unroll parts (thread parts are the
+// thread's own), the same in every reader; slots past the range are guarded (never read).
+struct KeptRow {
+  int array = -1;
+  std::string access;
+  std::string index;
+  std::vector<SchedulePart> parts;
+  int64_t lo = 0, extent = 0;
+  int64_t count = 1;
+  std::vector<int> readers;
+};
+// The most values of one kept row a thread holds: registers, not local memory (the emitter indexes
+// them by constants; past this a row spills or costs occupancy). A block of T threads must fit a
+// multiprocessor's 65536 registers (at most 255 a thread), and the nests' own code needs about as
+// many as the row may take: half of min(255, 65536 / T), at most 64 (1024 threads: 32 values).
+constexpr int64_t kMaxKeptValues = 64;
+int64_t keptValueCap(int64_t threadsPerBlock);
+
 struct FusionGroup {
   int first = 0, count = 1;
   std::string index;  // the shared index, as nest `first` names it
@@ -150,6 +174,7 @@ struct FusionGroup {
   int64_t rows = 1;
   std::vector<int> sharedLocals;  // param ids
   int64_t sharedBytes = 0;        // of the shared locals
+  std::vector<KeptRow> kept;      // `keep:`, in clause order
   bool holds(int nest) const { return nest >= first && nest < first + count; }
 };
 

@@ -67,6 +67,10 @@
 // them, and a kernel-local array that only the fused nests use, at the shared index alone
 // (`rowmax[i]`), lives in shared memory instead of device memory (softmax in one launch).
 //
+// `keep: x` beside `fuse: N` holds the values of x that several fused nests read at one access
+// (`x[i, j]`, the other index mapped alike in each) in each thread's registers: one load per
+// value for the whole group (KeptRow in schedule/Plan.h).
+//
 // Several nests: one schedule per nest, separated by ` | `. A nest with nothing to schedule (no
 // parallel and no reduction index) prints as `-`.
 #pragma once
@@ -177,6 +181,11 @@ struct NestSchedule {
   // one launch (FusionPlan, schedule/Plan.h; legality: fusionConflicts, ir/Analysis.h). 1, the
   // default: a launch of its own.
   int64_t fuse = 1;
+  // `keep: x` (on the first nest of a fused group): the values of x that the group's nests read at
+  // one access (`x[i, j]`), with the same mapping of its other index onto each thread, stay in
+  // that thread's registers: the first nest that reads them loads them, all at once, and the later
+  // nests read the registers (KeptRow, schedule/Plan.h). Array names only.
+  std::vector<std::string> kept;
   const IndexSchedule* find(std::string_view index) const;  // nullptr if absent
   bool isTransposed(std::string_view array) const;
   bool operator==(const NestSchedule&) const = default;
@@ -223,6 +232,9 @@ struct ClauseRow {
   // The family of schedules whose clause is not at its default that sampling keeps a few of (the
   // static model gives them no credit; "": none).
   const char* family = "";
+  // Arrays: whether an entry may name one access (`a[i,k]`) and carry the `^T` mark (`shared:`),
+  // or only an array name (`keep:`).
+  bool accesses = true;
 };
 
 const std::vector<ClauseRow>& clauseTable();

@@ -902,6 +902,8 @@ FusionSavings fusionSavings(const Kernel& k, const FusionGroup& g, const std::ve
   FusionSavings out;
   out.seconds = d.launchOverhead * double(g.count - 1);
   const std::set<int> inShared(g.sharedLocals.begin(), g.sharedLocals.end());
+  std::set<int> kept;  // `keep:`: a later reader's reads cost no traffic at all (registers)
+  for (const KeptRow& r : g.kept) kept.insert(r.array);
   std::set<int> readBefore;  // arrays an earlier nest of the group read
   for (int n = g.first; n < g.first + g.count; ++n) {
     const NestEstimate& e = parts[size_t(n - g.first)];
@@ -911,7 +913,8 @@ FusionSavings fusionSavings(const Kernel& k, const FusionGroup& g, const std::ve
       auto box = footprint(k, a);
       const double whole = box ? double(box->elements()) * typeBytes(k.params[size_t(a.array)].type) : 0;
       if (inShared.count(a.array)) bytes[a.array] = std::max(bytes[a.array], whole);
-      else if (!a.isWrite && readBefore.count(a.array)) bytes[a.array] = std::max(bytes[a.array], 0.75 * whole);
+      else if (!a.isWrite && readBefore.count(a.array))
+        bytes[a.array] = std::max(bytes[a.array], (kept.count(a.array) ? 1.0 : 0.75) * whole);
       if (!a.isWrite) readHere.insert(a.array);
     }
     double saved = 0;

@@ -203,7 +203,8 @@ int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type);
 // device-memory bytes it no longer moves: its accesses to the locals kept in shared memory (the
 // whole local per array and nest), and three quarters of its reads of an array that an earlier
 // fused nest read (the block read the same rows moments before: L1/L2 hits, charged at a quarter
-// as the traffic model charges repeated reads). A nest's saved time is its saved bytes at the
+// as the traffic model charges repeated reads; all of them for a row kept in registers, `keep:`,
+// whose registers the plan caps, keptValueCap). A nest's saved time is its saved bytes at the
 // bandwidth over its efficiency, at most 80% of its own time (it still computes, and barriers).
 struct FusionSavings {
   double bytes = 0;

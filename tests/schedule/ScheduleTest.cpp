@@ -508,7 +508,9 @@ TEST(Schedule, ClauseTableDrivesPrintingAndParsing) {
     NestSchedule ns = parseOk("i: grid.x, thread.x 32; k: serial; shared: a").nests[0];
     EXPECT_TRUE(row.kind == ClauseKind::Arrays || clauseAtDefault(row, ns)) << row.name;
     switch (row.kind) {
-      case ClauseKind::Arrays: break;  // `shared: a` above
+      case ClauseKind::Arrays:  // `shared: a` above; another row of arrays names one too
+        if ((ns.*row.arrays).empty()) (ns.*row.arrays).push_back("a");
+        break;
       case ClauseKind::ArrayFlag: (ns.*row.arrays).push_back("a"); break;
       case ClauseKind::Number: ns.*row.number = row.max; break;
       case ClauseKind::Keyword: ns.*row.flag = true; break;
