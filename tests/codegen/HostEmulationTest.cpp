@@ -14,6 +14,7 @@
 #include "ir/Bind.h"
 #include "reference/RandomFill.h"
 #include "schedule/Schedule.h"
+#include "schedule/Space.h"
 #include "schedule/TestKernels.h"
 #include "FullTests.h"
 
@@ -798,6 +799,27 @@ TEST(HostEmulation, LongRowsOnARowAThread) {
     reversed.blockOrder = 1;
     EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.x 96; p: serial; long_rows: 16", args, 1e-12, {}, reversed), "") << op;
   }
+}
+
+// The `long_rows` candidates the space offers for spmv on 1003 rows (lanes per row and a row a
+// thread, both thresholds, unrolled or not) runs correctly on the skewed matrix; the space offers
+// the row-a-thread shape at all. (A device model of 4 multiprocessors: 1003 rows make too few
+// blocks of 128 rows to keep for a whole H100.)
+TEST(HostEmulation, LongRowsCandidatesOfTheSpace) {
+  auto [k, args] = skewedCsr(kSpmvF32, "spmv", 1003);
+  SpaceOptions o;
+  o.device.multiprocessors = 4;
+  Space space = enumerateSchedules(k, o);
+  rtcgtest::CaseSample sample(3);  // every third by default, all under RTCG_FULL_TESTS=1
+  int rowAThread = 0, checked = 0;
+  for (const Candidate& c : space.candidates) {
+    if (c.schedule.nests.empty() || c.schedule.nests[0].longRows == 0) continue;
+    if (c.text.find("thread.x", c.text.find("p:")) == std::string::npos) ++rowAThread;
+    ++checked;
+    if (sample.keep()) EXPECT_EQ(checkOnHostWith(k, c.text, args), "") << c.text;
+  }
+  EXPECT_EQ(rowAThread, 8);  // 128 and 256 threads, p serial or unrolled by 4, N 16 or 32
+  EXPECT_GE(checked, rowAThread + 4);
 }
 
 // `long_rows` in nests fused into one launch (`fuse: 2`, after merging both): each nest keeps its
