@@ -1,5 +1,6 @@
 // `long_rows: N` (LongRowPlan, schedule/Plan.h): a data-dependent range longer than N values is
-// taken from its lane group and given to the whole block.
+// taken from its lane group (or its one thread, where a thread takes a row) and given to the whole
+// block.
 //
 // A point whose range is long appends it (its range and its parallel indices) to a list in shared
 // memory (its first lane takes an entry with a shared atomic counter), runs its own loop over an
@@ -23,8 +24,12 @@ namespace rtcg::emit {
 
 namespace {
 
-const ReductionState::LaneSet& laneSetOfLongRows(const EmitContext& ctx) {
-  return ctx.red.laneSets.at(groupMask(ctx, ctx.plan.groups[size_t(ctx.plan.longRows.group)]));
+// The long row's first lane appends it: with lanes (a thread part on the range), the lane set's
+// lane 0; with one thread per row (a serial range), that thread (null: no condition).
+C::ExprP firstLaneOfLongRows(const EmitContext& ctx) {
+  if (ctx.red.lanes < 2) return nullptr;
+  const ReductionState::LaneSet& ls = ctx.red.laneSets.at(groupMask(ctx, ctx.plan.groups[size_t(ctx.plan.longRows.group)]));
+  return C::binary("==", ls.lane, lit(0));
 }
 
 // The counter of the next position: 1 - parity.
@@ -87,6 +92,13 @@ void declareLongRows(EmitContext& ctx, std::vector<C::Stmt>& body) {
     st.indices.push_back(ctx.names.fresh(p.loop->name + "_long"));
     body.push_back(C::sharedArray(ctx.idx, st.indices.back(), lr.slots));
   }
+  // A row a thread declares no lanes' combine buffers (declareLanes): the block's pass needs its own.
+  for (const Expr& r : ctx.plan.groups[size_t(lr.group)])
+    if (!ctx.red.combineBuffers.count(r->type)) {
+      std::string n = ctx.names.fresh(fmt::format("red_{}", typeName(r->type)));
+      body.push_back(C::sharedArray(cudaTypeName(r->type), n, ctx.facts.threads));
+      ctx.red.combineBuffers[r->type] = n;
+    }
   body.push_back(C::ifThen(C::binary("==", ctx.tid, lit(0)), {C::assign(slotEntry(st.count, lit(0)), "=", C::uintLit(0)),
                                                               C::assign(slotEntry(st.count, lit(1)), "=", C::uintLit(0))}));
   body.push_back(C::syncThreads());
@@ -102,7 +114,6 @@ C::ExprP longRowEnd(EmitContext& ctx, const Loop& l, const C::ExprP& lo, const C
   const LongRowPlan& lr = ctx.plan.longRows;
   if (!lr.any() || l.name != lr.index) return hi;
   LongRowState& st = ctx.longRows;
-  const ReductionState::LaneSet& ls = laneSetOfLongRows(ctx);
   st.flag = ctx.names.fresh(l.name + "_long");
   out.push_back(C::decl("bool", st.flag, C::binary(">", C::binary("-", hi, lo), lit(lr.threshold))));
   const std::string entry = ctx.names.fresh(l.name + "_entry");
@@ -113,7 +124,7 @@ C::ExprP longRowEnd(EmitContext& ctx, const Loop& l, const C::ExprP& lo, const C
   record.push_back(C::assign(slotEntry(st.hi, C::name(entry)), "=", hi));
   for (size_t q = 0; q < ctx.facts.par.size(); ++q)
     record.push_back(C::assign(slotEntry(st.indices[q], C::name(entry)), "=", env.vars.at(ctx.facts.par[q].loop->id)));
-  out.push_back(C::ifThen(C::binary("&&", C::name(st.flag), C::binary("==", ls.lane, lit(0))), std::move(record)));
+  out.push_back(C::ifThen(andAll(C::name(st.flag), firstLaneOfLongRows(ctx)), std::move(record)));
   const std::string end = ctx.names.fresh(l.name + "_end");
   out.push_back(C::decl(ctx.idx, end, C::ternary(C::name(st.flag), lo, hi)));
   return C::name(end);

@@ -345,9 +345,10 @@ class NestPlanner {
              "the element the statement writes)");
   }
 
-  // `long_rows: N` (LongRowPlan in Plan.h): one group over one data-dependent range, split across a
-  // group of lanes per point and nothing else that needs the point's lanes or the block's barriers
-  // in its own way (the block path runs after the position's statements, uniformly).
+  // `long_rows: N` (LongRowPlan in Plan.h): one group over one data-dependent range, run by a group
+  // of lanes per point or by one thread (a serial reduction: a row a thread, the short rows' best
+  // shape when most rows hold a few values), and nothing else that needs the point's lanes or the
+  // block's barriers in its own way (the block path runs after the position's statements, uniformly).
   void checkLongRows() {
     const std::string what = fmt::format("'long_rows: {}' hands ranges longer than {} to the whole block", s_.longRows,
                                          s_.longRows);
@@ -360,14 +361,8 @@ class NestPlanner {
     const Loop& l = plan_.groups[0][0]->loops[0];
     const IndexPlan* ip = plan_.index(l.name);
     if (!ip) return;  // checkClauses said why
-    bool threads = false, grid = false;
-    for (const SchedulePart& p : plan_.clauseOf(*ip).parts) {
-      threads = threads || isThreadPlacement(p.place);
-      grid = grid || isGridPlacement(p.place);
-    }
-    if (!threads || plan_.launch.lanes < 2)
-      reason(fmt::format("{}: the reduction over '{}' must be split across a group of lanes (a thread part of 2 or "
-                         "more, e.g. '{}: serial, thread.x 8'), which the block path stands in for", what, l.name, l.name));
+    bool grid = false;
+    for (const SchedulePart& p : plan_.clauseOf(*ip).parts) grid = grid || isGridPlacement(p.place);
     if (grid) reason(fmt::format("{}: it does not combine with a reduction split across blocks (grid parts of '{}')", what, l.name));
     if (plan_.launch.regPoints > 1 || plan_.outerTile.any())
       reason(what + ": it does not combine with register tiles (reg parts), whose points share the lanes' loop");
@@ -460,6 +455,15 @@ class NestPlanner {
     plan_.pipeline = PositionPipeline{group, ip->name, part, *clo};
   }
 
+  // The bytes of one value of each accumulator type of a group (a combine buffer's per thread).
+  static int64_t groupTypeBytes(const std::vector<Expr>& g) {
+    std::set<ScalarType> types;
+    for (const Expr& r : g) types.insert(r->type);
+    int64_t bytes = 0;
+    for (ScalarType t : types) bytes += typeBytes(t);
+    return bytes;
+  }
+
   // What the emitter declares in shared memory: the tiles, a combine buffer per accumulator type
   // of the groups split across threads and of the values combined across blocks (with reduction
   // thread axes), the last-block flag. Static up to 48 KiB; a 48 KiB tile plus the 1-byte flag
@@ -476,10 +480,16 @@ class NestPlanner {
       for (const auto& [t, v] : plan_.crossBlock.values) types.insert(t);
       for (ScalarType t : types) extra += plan_.launch.threads * typeBytes(t);
     }
-    // `long_rows:`: the list's two counters and, per entry, a range and the point's parallel indices.
-    if (plan_.longRows.any()) extra += 8 + plan_.longRows.slots * int64_t(2 + parallelCount()) * 8;
-    // A thread part on a reduction index, even of one thread, makes the emitter combine lanes.
-    plan_.cooperative = !plan_.staging.arrays.empty() || plan_.launch.reductionThreadAxes != 0 || plan_.crossBlock.any();
+    // `long_rows:`: the list's two counters and, per entry, a range and the point's parallel indices;
+    // with a row a thread (no lanes, so no combine buffer above) the block's combine buffer per type.
+    if (plan_.longRows.any()) {
+      extra += 8 + plan_.longRows.slots * int64_t(2 + parallelCount()) * 8;
+      if (plan_.launch.lanes == 1) extra += plan_.launch.threads * groupTypeBytes(plan_.groups[size_t(plan_.longRows.group)]);
+    }
+    // A thread part on a reduction index, even of one thread, makes the emitter combine lanes; the
+    // block's pass of `long_rows:` needs every thread at its barriers.
+    plan_.cooperative = !plan_.staging.arrays.empty() || plan_.launch.reductionThreadAxes != 0 || plan_.crossBlock.any() ||
+                        plan_.longRows.any();
     plan_.staticExtraBytes = extra;
     plan_.sharedBytes = plan_.staging.bytes + extra;
     plan_.dynamicShared = plan_.sharedBytes > 48 * 1024;
@@ -727,8 +737,8 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
   if (plan.crossBlock.any()) s += crossBlockLine(plan.crossBlock);
   if (const LongRowPlan& lr = plan.longRows; lr.any())
     s += fmt::format("  long rows: a range of '{}' longer than {} goes to the whole block ({} threads) instead of its "
-                     "lanes; up to {} per block and position\n",
-                     lr.index, lr.threshold, plan.launch.threads, lr.slots);
+                     "{}; up to {} per block and position\n",
+                     lr.index, lr.threshold, plan.launch.threads, plan.launch.lanes > 1 ? "lanes" : "thread", lr.slots);
   if (plan.sharedBytes > 0)
     s += fmt::format("  shared memory: {} bytes ({} of tiles, {} besides), {}\n", plan.sharedBytes, plan.staging.bytes,
                      plan.staticExtraBytes,

@@ -63,7 +63,9 @@ struct PositionPipeline {
 };
 
 // `long_rows: N` (Schedule.h): the one hoisted group whose single loop runs over a data-dependent
-// range and is split across a group of lanes per output point. At run time a point whose range
+// range and is split across a group of lanes per output point (or run by one thread per point: a
+// group of one, whose lane is the thread and whose combine buffer the pass declares itself; the
+// plan is then cooperative, every thread reaching the pass's barriers). At run time a point whose range
 // holds more than `threshold` values leaves it to the whole block: its lanes skip the range and the
 // statement, the point's indices and range are appended to a list in shared memory (room for
 // every lane group of the block), and after

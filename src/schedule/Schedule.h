@@ -172,8 +172,9 @@ struct NestSchedule {
   // cached`, the default: plain stores.
   bool streamingStores = false;
   // `long_rows: N`: a reduction over a data-dependent range (a CSR row) split across a group of
-  // lanes per output point sends each row longer than N values to the whole block instead: the
-  // block strides through it and combines by a tree (NestPlan::longRows; 0: no such path).
+  // lanes per output point, or run by one thread per point, sends each row longer than N values to
+  // the whole block instead: the block strides through it and combines by a tree
+  // (NestPlan::longRows; 0: no such path).
   int64_t longRows = 0;
   // `mma: ...`: the nest's contraction on tensor cores (no index clauses beside it).
   MmaSchedule mma;

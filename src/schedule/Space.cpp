@@ -746,6 +746,28 @@ class NestSpace {
         add(ns, Family::Split);
         if (r->dataDependent && lanes <= 8) longRowVariants(ns, lanes, threads);
       }
+    if (r->dataDependent) rowPerThreadLongRowVariants();
+  }
+
+  // `long_rows: N` beside one thread per row (`i: grid.x, thread.x T; p: serial; long_rows: N`):
+  // where most rows hold a few values (a power-law matrix: 2.5 a row on average), lanes sharing a
+  // row mostly idle and pay a shuffle combine, while a thread of its own has no combine at all;
+  // what kept one thread per row out was the long rows serialized on it, which the block takes
+  // here. N 16 or 32: rows up to N loads in a row on one thread, longer ones on the block. The row
+  // also unrolled by 4 whatever its mean length: a short row's 2 or 3 gathers x[col[p]] then are
+  // in flight together (guarded loads of one step) instead of one latency each.
+  void rowPerThreadLongRowVariants() {
+    auto par = model_.parallel();
+    const NestIndex* x = par.back();
+    for (int64_t threads : sizesFor({128, 256}, std::max<int64_t>(1, x->hull.extent())))
+      for (int64_t unroll : {4, 1})
+        for (int64_t threshold : {32, 16}) {
+          NestSchedule ns;
+          ns.indices = parallelClauses(x, threads, 1, nullptr, 1, 1);
+          for (IndexSchedule& r : reductionClauses(unroll, 0)) ns.indices.push_back(std::move(r));
+          ns.longRows = threshold;
+          add(ns, Family::Split);
+        }
   }
 
   // `long_rows: N` beside a few lanes per row (CSR-adaptive: the short rows on 2 to 8 lanes, a row
@@ -1253,6 +1275,13 @@ std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::strin
   for (const NestSchedule& n : s.nests) {
     for (const ClauseRow& row : clauseTable())
       if (*row.family && !clauseAtDefault(row, n)) out.push_back(row.family);
+    // `long_rows:` on one thread per row and on lanes per row are two shapes (SpMV's power-law
+    // rows: one thread per row, or 2 lanes; the model values neither's rebalancing): one of each.
+    if (n.longRows > 0 && std::none_of(n.indices.begin(), n.indices.end(), [&](const IndexSchedule& is) {
+          return !parallelNames.count(is.index) &&
+                 std::any_of(is.parts.begin(), is.parts.end(), [](const SchedulePart& p) { return isThreadPlacement(p.place); });
+        }))
+      std::replace(out.begin(), out.end(), std::string("long_rows"), std::string("long_rows, a row a thread"));
     for (const IndexSchedule& is : n.indices) {
       const bool parallel = parallelNames.count(is.index) > 0;
       for (size_t p = 1; p < is.parts.size(); ++p) {

@@ -885,14 +885,17 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     e.bytes += partials * 16;
   }
   if (const LongRowPlan& lr = plan.longRows; lr.any()) {
-    // `long_rows:`: the block's pass after each position costs two barriers and a scan of the
-    // slots, about 100 + 4 * slots cycles per block and position (at ~1.5 GHz), whether or not a
-    // row is long. Its gain, the long rows no longer serialized on a few lanes, depends on the
-    // data, which the model does not see: the space samples the family and the tuner measures it
-    // on the user's matrix (`tune --input`).
+    // `long_rows:`: the block's pass after each position costs two barriers and the read of the
+    // list's count, about 120 cycles per block and position (at ~1.5 GHz), whether or not a row is
+    // long; it walks the rows handed over, not its slots, so a row a thread (as many slots as
+    // threads) pays no more than lanes per row. Its gain, the long rows no longer serialized on
+    // one thread or a few lanes, depends on the data, which the model does not see: it ranks the
+    // family just behind its siblings (on regular rows it is their code plus the pass), the
+    // sampling keeps one of each shape (familiesOf) and the tuner measures it on the user's matrix
+    // (`tune --input`).
     const double passes = double(e.blocks) * double(std::max<int64_t>(1, launch.outputsPerThread));
     const double resident = double(d.multiprocessors) * double(std::max<int64_t>(1, e.blocksPerMultiprocessor));
-    e.seconds += passes * (100.0 + 4.0 * double(lr.slots)) / (resident * 1.5e9);
+    e.seconds += passes * 120.0 / (resident * 1.5e9);
   }
   return e;
 }

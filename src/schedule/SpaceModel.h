@@ -52,8 +52,9 @@
 //   traffic model already counts as hits, so the model cannot value it and the tuner measures it
 //   (see streamingStoreFactor).
 // - `long_rows: N` (rows longer than N go to the whole block): the block's pass after each position,
-//   100 + 4 * slots cycles per block and position; no credit for the rows it rebalances (the data
-//   decide: the space offers the family, the search samples it, the tuner measures it).
+//   120 cycles per block and position (two barriers, whatever the slots); no credit for the rows it
+//   rebalances (the data decide: the space offers the family on lanes per row and on a row a
+//   thread, the search samples one of each, the tuner measures them).
 // - A reduction split across blocks (grid parts on a reduction index: blocks count them like any
 //   grid part, and each block's footprint is its share) adds its second pass: 1 us for the fence
 //   and atomic round trip, plus the last block of a tile reading the tile's partials (8 bytes per

@@ -14,6 +14,7 @@
 #include "ir/Bind.h"
 #include "reference/RandomFill.h"
 #include "schedule/Schedule.h"
+#include "schedule/Space.h"
 #include "schedule/TestKernels.h"
 #include "FullTests.h"
 
@@ -757,6 +758,70 @@ TEST(HostEmulation, LongRowsGoToTheWholeBlock) {
   }
 }
 
+// `long_rows: N` with one thread per row (the reduction serial, no lanes): a long row's thread hands
+// it to the block, which combines through the combine buffer the pass declares itself. Skewed rows at
+// sizes no block divides (613, 1003), blocks of whole warps (shuffles) and not (a tree), p unrolled
+// by 4 (rows of 1 to 3 shorter than a step), f32 and f64 sums, max, product; output poisoned between
+// two runs, blocks in reversed and shuffled order.
+TEST(HostEmulation, LongRowsOnARowAThread) {
+  EmulationOptions twice;
+  twice.runs = 2;
+  EmulationOptions shuffled;
+  shuffled.blockOrder = 2;
+  for (int64_t n : {613, 1003}) {
+    auto [k, args] = skewedCsr(kSpmvF32, "spmv", n);
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.x 128; p: serial; long_rows: 32", args, 1e-5, {}, twice), "") << n;
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.x 256; p: serial, unroll 4; long_rows: 16", args, 1e-5, {}, shuffled),
+              "")
+        << n;
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.x 40; p: serial, unroll 4; long_rows: 64", args), "") << n;
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, serial 3, thread.x 64; p: serial; long_rows: 32", args, 1e-5, {}, twice), "")
+        << n;
+  }
+  {
+    auto [k, args] = skewedCsr(
+        "kernel axpy(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], val: f64[nnz], x: f64[n], out y: f64[n]) {\n"
+        "  for i in 0..n { y[i] = 0.5 * x[i] + 2.0 * sum(p in rowptr[i]..rowptr[i + 1], val[p] * x[col[p]]); }\n"
+        "}\n",
+        "axpy", 1003);
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.x 128; p: serial, unroll 4; long_rows: 32", args, 1e-12, {}, twice), "");
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.x 24; p: serial; long_rows: 8", args, 1e-12, {}, shuffled), "");
+  }
+  for (const char* op : {"max", "min"}) {
+    auto [k, args] = skewedCsr(fmt::format("kernel rowstats(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], "
+                                           "val: f64[nnz], x: f64[n], out y: f64[n]) {{\n"
+                                           "  for i in 0..n {{ y[i] = {0}(0.0, {0}(p in rowptr[i]..rowptr[i + 1], "
+                                           "val[p] * x[col[p]])); }}\n"
+                                           "}}\n",
+                                           op),
+                               "rowstats", 613);
+    EmulationOptions reversed;
+    reversed.blockOrder = 1;
+    EXPECT_EQ(checkOnHostWith(k, "i: grid.x, thread.x 96; p: serial; long_rows: 16", args, 1e-12, {}, reversed), "") << op;
+  }
+}
+
+// The `long_rows` candidates the space offers for spmv on 1003 rows (lanes per row and a row a
+// thread, both thresholds, unrolled or not) runs correctly on the skewed matrix; the space offers
+// the row-a-thread shape at all. (A device model of 4 multiprocessors: 1003 rows make too few
+// blocks of 128 rows to keep for a whole H100.)
+TEST(HostEmulation, LongRowsCandidatesOfTheSpace) {
+  auto [k, args] = skewedCsr(kSpmvF32, "spmv", 1003);
+  SpaceOptions o;
+  o.device.multiprocessors = 4;
+  Space space = enumerateSchedules(k, o);
+  rtcgtest::CaseSample sample(3);  // every third by default, all under RTCG_FULL_TESTS=1
+  int rowAThread = 0, checked = 0;
+  for (const Candidate& c : space.candidates) {
+    if (c.schedule.nests.empty() || c.schedule.nests[0].longRows == 0) continue;
+    if (c.text.find("thread.x", c.text.find("p:")) == std::string::npos) ++rowAThread;
+    ++checked;
+    if (sample.keep()) EXPECT_EQ(checkOnHostWith(k, c.text, args), "") << c.text;
+  }
+  EXPECT_EQ(rowAThread, 8);  // 128 and 256 threads, p serial or unrolled by 4, N 16 or 32
+  EXPECT_GE(checked, rowAThread + 4);
+}
+
 // `long_rows` in nests fused into one launch (`fuse: 2`, after merging both): each nest keeps its
 // own list of long rows and its own block pass, the local row statistic lives in shared memory, and
 // the second nest reads it for rows the block passed to its whole threads in the first.
@@ -774,6 +839,9 @@ TEST(HostEmulation, LongRowsInFusedNests) {
   const std::string nest = "i: grid.x, thread.y 8; p: serial, thread.x 4; long_rows: 32";
   EXPECT_EQ(checkOnHostWith(k, nest + "; fuse: 2 | " + nest, args, 1e-5, {}, o), "");
   EXPECT_EQ(checkOnHostWith(k, nest + "; fuse: 2 | i: grid.x, thread.y 8; p: serial, thread.x 4", args, 1e-5, {}, o), "");
+  // A row a thread in both: 32 threads of 32 rows each, the block passes through the pass's own buffers.
+  const std::string row = "i: grid.x, thread.x 32; p: serial; long_rows: 32";
+  EXPECT_EQ(checkOnHostWith(k, row + "; fuse: 2 | " + row, args, 1e-5, {}, o), "");
 }
 
 // Where the block path cannot stand in for a point's lanes, the schedule is refused with the reason.
@@ -788,7 +856,12 @@ TEST(HostEmulation, LongRowsRefusedWhereTheyCannotApply) {
     return all;
   };
   EXPECT_EQ(reasons(spmv, "i: grid.x, thread.y 8; p: serial, thread.x 4; long_rows: 32"), "");
-  EXPECT_NE(reasons(spmv, "i: grid.x, thread.x 64; p: serial; long_rows: 32").find("must be split across a group of lanes"),
+  // One thread per row (no lanes) hands its long rows to the block too.
+  EXPECT_EQ(reasons(spmv, "i: grid.x, thread.x 64; p: serial; long_rows: 32"), "");
+  EXPECT_EQ(reasons(spmv, "i: grid.x, thread.x 64; p: serial, unroll 4; long_rows: 32"), "");
+  EXPECT_NE(reasons(spmv, "i: grid.x, reg 2, thread.x 64; p: serial; long_rows: 32").find("long_rows: 32"),
+            std::string::npos);
+  EXPECT_NE(reasons(spmv, "i: grid.x, thread.x 64; p: serial, grid.y 4, thread.y 2; long_rows: 32").find("split across blocks"),
             std::string::npos);
   EXPECT_NE(reasons(spmv, "i: grid.x, thread.x 32, reg 2; p: serial, thread.y 4; long_rows: 32").find("long_rows: 32"),
             std::string::npos);
