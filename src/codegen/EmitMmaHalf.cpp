@@ -51,6 +51,9 @@ int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
   auto form = flatOffset(ctx.k, load->array, load->operands);
   if (!form) return 1;
   const bool kMajor = isA ? p.aKMajor : p.bKMajor;
+  // wgmma's TF32 tile of an operand contiguous along M / N is K-major: its 16 bytes run across the
+  // copy's direction, so the copy goes value by value.
+  if (p.wgmma && kMajor && !(isA ? p.aMnMajor : p.bMnMajor)) return 1;
   const int inner = kMajor ? (isA ? p.c.m : p.c.n) : p.c.kLoop->id;
   if (form->coeff(inner) != 1) return 1;
   int64_t base = form->constant, divisor = 0;
@@ -121,7 +124,9 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   env.vars[p.c.kLoop->id] = C::sum({lit(p.c.kLo), kq});
   const Expr& load = operandLoad(p, isA);
   const Tile& tile = (isA ? nm.tileA : nm.tileB)[0];
-  C::ExprP at = C::sum({buffer ? buffer : lit(0), C::product(C::name(on), lit(pitch)), C::name(in)});
+  // wgmma: the tile's canonical layout (core matrices); else rows of `pitch` elements.
+  C::ExprP at = p.wgmma ? C::sum({buffer ? buffer : lit(0), wgmmaTileAt(p, isA, row, kk)})
+                        : C::sum({buffer ? buffer : lit(0), C::product(C::name(on), lit(pitch)), C::name(in)});
   std::vector<C::Stmt> loads;
   const int64_t bytesPer = typeBytes(p.staged);
   if (V > 1) {

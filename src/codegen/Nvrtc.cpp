@@ -159,6 +159,12 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
 
 std::vector<std::string> nvrtcOptions() { return {}; }
 
+std::string nvrtcArchFor(const std::string& source, const std::string& arch) {
+  if ((arch == "sm_90" || arch == "compute_90") && source.find("\n// rtcg-arch: sm_90a") != std::string::npos)
+    return arch + "a";
+  return arch;
+}
+
 std::string nvrtcVersionString() {
   int major = 0, minor = 0;
   if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";

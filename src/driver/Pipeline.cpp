@@ -98,7 +98,7 @@ std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions
 
 CudaCompileResult compileGenerated(const std::string& kernelName, const std::string& cudaSource,
                                    const std::string& arch, bool wantPtx) {
-  return compileCuda(cudaSource, kernelName + ".cu", arch, nvrtcOptions(), wantPtx);
+  return compileCuda(cudaSource, kernelName + ".cu", nvrtcArchFor(cudaSource, arch), nvrtcOptions(), wantPtx);
 }
 
 std::string nvrtcFailureMessage(const std::string& kernelName, const std::string& arch, const std::string& log) {
