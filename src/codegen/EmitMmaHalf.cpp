@@ -115,6 +115,15 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   std::string on = ctx.names.fresh("outer"), in = ctx.names.fresh("inner");
   std::vector<C::Stmt> inner{C::decl(ctx.idx, on, bin("/", C::name(e), lit(innerCount / V))),
                              C::decl(ctx.idx, in, C::product(bin("%", C::name(e), lit(innerCount / V)), lit(V)))};
+  if (p.wgmma && V > 1) {
+    // wgmma's core matrices hold 8 outer rows of one 16-byte run each: eight consecutive threads
+    // copy one core matrix (128 contiguous bytes, no bank conflict), a warp 8 rows x 4 runs (64
+    // contiguous bytes of each row in memory). The outer count is a multiple of 8 (rows of 64, k
+    // of 8 or 16).
+    const int64_t chunks = innerCount / V;
+    inner = {C::decl(ctx.idx, on, C::sum({C::product(bin("/", C::name(e), lit(8 * chunks)), lit(8)), bin("%", C::name(e), lit(8))})),
+             C::decl(ctx.idx, in, C::product(bin("%", bin("/", C::name(e), lit(8)), lit(chunks)), lit(V)))};
+  }
   C::ExprP row = C::name(kMajor ? in : on), kk = C::name(kMajor ? on : in);
   C::ExprP point = C::sum({isA ? nm.m0 : nm.n0, row});
   C::ExprP kq = C::sum({k0, kk});

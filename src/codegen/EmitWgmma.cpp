@@ -4,10 +4,12 @@
 // reduction step's tiles by cp.async (16 bytes where aligned, zero-filled outside the domain) into
 // a ring of `stages` buffers in the canonical layouts of schedule/Mma.h; per step every thread
 // waits for its copies, fences them for the async proxy (wgmma reads shared memory through it),
-// a barrier, the copy of the step stages - 1 ahead, then the warpgroup's wgmma over the step's
-// k, committed and waited for before the next step's barrier (so the buffer refilled next is
-// free). The accumulators stay in registers in the m16n8 fragment layout per warp, so the
-// mma.sync epilogues (EmitMma.cpp) store them.
+// a barrier, the copy of the step MmaPlan::copyAhead ahead, then the warpgroup's wgmma over the
+// step's k, committed; with 3 or more stages it stays in flight through the next step's copies and
+// issue (wait_group 1, so the buffer refilled at a step is the one read two steps before, whose
+// wgmma every warpgroup waited for before that step's barrier), else it is waited for at once.
+// The accumulators stay in registers in the m16n8 fragment layout per warp, so the mma.sync
+// epilogues (EmitMma.cpp) store them.
 #include <fmt/format.h>
 
 #include "codegen/CudaTypes.h"
@@ -60,29 +62,32 @@ C::Stmt withAccumulators(const MmaNames& nm, const std::string& name, std::vecto
   return C::exprStmt(C::call(name, std::move(lead)));
 }
 
-// The reduction: the first stages - 1 steps copied ahead (a cp.async group each, empty past the
-// last step), then per step: wait for its group, fence the copies for the async proxy, a barrier
-// (every copy visible; every warpgroup done with the buffer refilled next, as each waited for its
-// wgmma), the copy stages - 1 ahead, then the wgmma of each k of the step.
+// The reduction: the first D = copyAhead steps copied ahead (a cp.async group each, empty past
+// the last step), then per step: wait for its group, fence the copies for the async proxy, a
+// barrier (every copy visible; every warpgroup done with the buffer refilled next), the copy D
+// ahead, then the wgmma of each k of the step, committed and waited for down to 1 group in flight
+// (overlap) or 0.
 void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& descA, const C::ExprP& descB,
                     std::vector<C::Stmt>& out) {
-  const int64_t S = p.stages;
+  const int64_t S = p.stages, D = p.copyAhead;
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperandAsLoaded(ctx, p, nm, true, k0, C::product(buffer, lit(p.bufferA)), to);
     stageOperandAsLoaded(ctx, p, nm, false, k0, C::product(buffer, lit(p.bufferB)), to);
   };
-  for (int64_t s = 0; s + 1 < S; ++s) {
+  for (int64_t s = 0; s < D; ++s) {
     if (s < p.steps) copyStep(lit(s), lit(s), out);
     out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   }
   std::string step = ctx.names.fresh("step");
   std::vector<C::Stmt> body;
-  body.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", S - 2), {})));
+  // D groups before the loop and one per step before this one: this step's has landed when at
+  // most D - 1 are in flight.
+  body.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", D - 1), {})));
   body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
   body.push_back(C::syncThreads());
   std::string ahead = ctx.names.fresh("ahead");
-  body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(S - 1)})));
+  body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(D)})));
   std::vector<C::Stmt> copy;
   copyStep(C::name(ahead), bin("%", C::name(ahead), lit(S)), copy);
   body.push_back(C::ifThen(bin("<", C::name(ahead), lit(p.steps)), std::move(copy)));
@@ -98,8 +103,9 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
     body.push_back(withAccumulators(nm, name, {a, b}));
   }
   body.push_back(C::exprStmt(C::call("rtcg_wgmma_commit", {})));
-  body.push_back(withAccumulators(nm, name + "_wait", {}));
+  body.push_back(withAccumulators(nm, name + (p.wgmmaOverlap ? "_wait1" : "_wait0"), {}));
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+  if (p.wgmmaOverlap) out.push_back(withAccumulators(nm, name + "_wait0", {}));
 }
 
 }  // namespace
@@ -157,7 +163,8 @@ __device__ __forceinline__ void rtcg_wgmma_commit() { asm volatile("wgmma.commit
 
 // One shape's helpers: `NAME(desc_a, desc_b, d0, ...)` issues wgmma.mma_async (D += A B: scale-d
 // set, no negation, imm-trans per operand's layout; TF32 has no transpose operands);
-// `NAME_fence(d...)` and `NAME_wait(d...)` are wgmma.fence and wgmma.wait_group 0 with the
+// `NAME_fence(d...)` and `NAME_wait0(d...)`, `NAME_wait1(d...)` are wgmma.fence and
+// wgmma.wait_group 0 / 1 with the
 // accumulators as operands, so that the compiler keeps every write and read of them on its side
 // of the asynchronous operation.
 std::string wgmmaShapeHelper(const MmaPlan& p) {
@@ -180,7 +187,8 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   s += fmt::format("inline void {}(unsigned long long desc_a, unsigned long long desc_b, {}) {{\n"
                    "  float* const d[] = {{{}}};\n  rtcg_emu_wgmma({}, {}, {}, {}, desc_a, desc_b, d);\n}}\n",
                    name, accParams, fmt::join(refs, ", "), kind, p.fragN, p.aMnMajor ? 1 : 0, p.bMnMajor ? 1 : 0);
-  s += fmt::format("inline void {}_fence({}) {{}}\ninline void {}_wait({}) {{}}\n#else\n", name, accParams, name, accParams);
+  s += fmt::format("inline void {0}_fence({1}) {{}}\ninline void {0}_wait0({1}) {{ rtcg_emu_wgmma_wait(0); }}\n"
+                   "inline void {0}_wait1({1}) {{ rtcg_emu_wgmma_wait(1); }}\n#else\n", name, accParams);
   const std::string type = tf32 ? "tf32" : mmaArithName(p.arith);
   s += fmt::format("__device__ __forceinline__ void {}(unsigned long long desc_a, unsigned long long desc_b, {}) {{\n"
                    "  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"\n"
@@ -191,9 +199,11 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   s += fmt::format("__device__ __forceinline__ void {}_fence({}) {{\n"
                    "  asm volatile(\"wgmma.fence.sync.aligned;\\n\" : {} :: \"memory\");\n}}\n",
                    name, accParams, accOuts);
-  s += fmt::format("__device__ __forceinline__ void {}_wait({}) {{\n"
-                   "  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" : {} :: \"memory\");\n}}\n#endif",
-                   name, accParams, accOuts);
+  for (int pending : {0, 1})
+    s += fmt::format("__device__ __forceinline__ void {0}_wait{3}({1}) {{\n"
+                     "  asm volatile(\"wgmma.wait_group.sync.aligned {3};\\n\" : {2} :: \"memory\");\n}}\n",
+                     name, accParams, accOuts, pending);
+  s += "#endif";
   return s;
 }
 

@@ -45,6 +45,7 @@ std::vector<std::string> nvrtcOptions();
 // only on sm_90) compiles for sm_90a where the target is sm_90 (its own features are a superset);
 // every other module and target as given.
 std::string nvrtcArchFor(const std::string& source, const std::string& arch);
+bool nvrtcNeedsSm90a(const std::string& source);  // whether the source holds that line
 
 // "13.0": the NVRTC library loaded at run time ("unknown" if it cannot say); part of cubin and
 // tuning keys.

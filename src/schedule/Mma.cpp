@@ -225,6 +225,8 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
     lbo = mnMajor ? rows * 8 * bytes : 128;
     sbo = mnMajor ? 128 : p.blockK * 8 * bytes;
   };
+  p.wgmmaOverlap = p.stages >= 3;
+  p.copyAhead = p.wgmmaOverlap ? p.stages - 2 : p.stages - 1;
   strides(p.aMnMajor, p.blockM, p.lboA, p.sboA);
   strides(p.bMnMajor, p.blockN, p.lboB, p.sboB);
 }

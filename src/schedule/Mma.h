@@ -112,6 +112,11 @@ struct MmaPlan {
   // in bytes (the descriptor holds them >> 4).
   bool wgmma = false;
   bool aMnMajor = false, bMnMajor = false;
+  // With 3 or more stages a step's wgmma stays in flight while the next step is copied and issued
+  // (wait_group 1: the buffer refilled at step s is the one step s - 2 read), so the copies run
+  // stages - 2 steps ahead; with 2, each step waits for its wgmma (wait_group 0), 1 step ahead.
+  bool wgmmaOverlap = false;
+  int64_t copyAhead = 0;    // steps the copies run ahead of the arithmetic (stages - 1 for mma.sync)
   int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
 };
 

@@ -684,8 +684,10 @@ std::string wgmmaLines(const MmaPlan& p) {
                    "no swizzle): {}; {}\n",
                    p.sharedBytes, typeName(p.staged), layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
                    layout("B", p.bMnMajor, p.bKMajor, p.lboB, p.sboB));
-  s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; each step's wgmma committed and "
-                   "waited for before the next barrier\n", p.stages, p.stages - 1);
+  s += fmt::format("  pipeline: {} buffers filled by cp.async, {} step{} ahead; {}\n", p.stages, p.copyAhead,
+                   p.copyAhead == 1 ? "" : "s",
+                   p.wgmmaOverlap ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1)"
+                                  : "each step's wgmma waited for before the next step (wait_group 0)");
   return s + mmaEpilogueLine(p);
 }
 

@@ -220,7 +220,8 @@ TEST(Wgmma, NvrtcCompilesForSm90a) {
   }
 }
 
-// The space offers wgmma on sm_90 only, and the model ranks it ahead of mma.sync there.
+// The space offers wgmma on sm_90 only; the model ranks it below mma.sync there (measured slower,
+// SpaceModel.cpp), so the best-predicted candidates stay mma.sync ones.
 TEST(Wgmma, SpaceOffersWgmmaOnSm90) {
   for (const char* arch : {"sm_80", "sm_90"}) {
     SpaceOptions o;
@@ -236,6 +237,7 @@ TEST(Wgmma, SpaceOffersWgmmaOnSm90) {
     }
     EXPECT_GT(wgmma, 10u);
     ASSERT_FALSE(space.candidates.empty());
-    EXPECT_NE(space.candidates[0].text.find(" wgmma "), std::string::npos) << space.candidates[0].text;
+    EXPECT_EQ(space.candidates[0].text.find(" wgmma "), std::string::npos) << space.candidates[0].text;
+    EXPECT_NE(space.candidates[0].text.find("mma: bf16 m16n8k16"), std::string::npos) << space.candidates[0].text;
   }
 }
