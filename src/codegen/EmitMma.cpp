@@ -36,8 +36,17 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   nm.lane = def("lane", bin("%", nm.tid, lit(32)));
   nm.g = def("group", bin("/", nm.lane, lit(4)));
   nm.t = def("in_group", bin("%", nm.lane, lit(4)));
-  nm.wm = def("warp_m", C::product(bin("/", warp, lit(ms.warpsN)), lit(ms.tileM * p.fragM)));
-  nm.wn = def("warp_n", C::product(bin("%", warp, lit(ms.warpsN)), lit(ms.tileN * p.fragN)));
+  if (p.wgmma) {
+    // Warpgroup wg = warp / 4 owns rows 64 (wg / warpsN) and columns N (wg % warpsN) of the block
+    // tile; its warp w = warp % 4 holds accumulator rows 16w..16w + 15 (wgmma's D layout).
+    nm.wgm = def("group_m", C::product(bin("/", bin("/", warp, lit(4)), lit(ms.warpsN)), lit(p.fragM)));
+    nm.wgn = def("group_n", C::product(bin("%", bin("/", warp, lit(4)), lit(ms.warpsN)), lit(p.fragN)));
+    nm.wm = def("warp_m", C::sum({nm.wgm, C::product(bin("%", warp, lit(4)), lit(16))}));
+    nm.wn = nm.wgn;
+  } else {
+    nm.wm = def("warp_m", C::product(bin("/", warp, lit(ms.warpsN)), lit(ms.tileM * p.fragM)));
+    nm.wn = def("warp_n", C::product(bin("%", warp, lit(ms.warpsN)), lit(ms.tileN * p.fragN)));
+  }
   nm.m0 = def("block_m", C::product(coordinate(ctx, "blockIdx", 1), lit(p.blockM)));
   // blockIdx.x: the N tile, then the batch (grid.z holds only 65535 blocks; x holds 2^31 - 1).
   const int64_t nTiles = (p.c.nExtent + p.blockN - 1) / p.blockN;
@@ -345,11 +354,14 @@ void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C
 
 // Accumulator element r of fragment (fm, fn): its row and column in the block tile (PTX's C
 // fragment layout), or in the domain with `blockOrigin` (the block tile's origin added first).
-std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, int64_t fm, int64_t fn, int r,
+std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, size_t fm, size_t fn, int r,
                                        bool blockOrigin) {
   const int64_t dr = p.arith == MmaArith::F64 ? 0 : (r >= 2 ? 8 : 0);
-  std::vector<C::ExprP> row{nm.wm, lit(fm * p.fragM + dr), nm.g};
-  std::vector<C::ExprP> col{nm.wn, lit(fn * p.fragN + (r & 1)), C::product(nm.t, lit(2))};
+  // wgmma: a warp's accumulators are 16 rows by N / 8 chunks of 8 columns, each laid out as an
+  // m16n8 fragment (nm.acc[0][chunk]).
+  const int64_t fragN = p.wgmma ? 8 : p.fragN;
+  std::vector<C::ExprP> row{nm.wm, lit(int64_t(fm) * p.fragM + dr), nm.g};
+  std::vector<C::ExprP> col{nm.wn, lit(int64_t(fn) * fragN + (r & 1)), C::product(nm.t, lit(2))};
   if (blockOrigin) row.insert(row.begin(), nm.m0), col.insert(col.begin(), nm.n0);
   return {C::sum(row), C::sum(col)};
 }
@@ -357,9 +369,8 @@ std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, int
 // Per accumulator element: its output point, guarded, and the statement evaluated there with the
 // sum replaced by the accumulator.
 void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
-  const MmaSchedule& ms = ctx.sched.mma;
-  for (int64_t fm = 0; fm < ms.tileM; ++fm)
-    for (int64_t fn = 0; fn < ms.tileN; ++fn)
+  for (size_t fm = 0; fm < nm.acc.size(); ++fm)
+    for (size_t fn = 0; fn < nm.acc[fm].size(); ++fn)
       for (int r = 0; r < accElements(p); ++r) {
         auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
         storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
@@ -370,7 +381,6 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
 // go to the epilogue tile (its fast direction the output's contiguous one), a barrier, then the
 // block walks the tile in that order, consecutive threads on consecutive output elements.
 void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
-  const MmaSchedule& ms = ctx.sched.mma;
   const Tile tile{std::string("rtcg_smem_") + typeName(p.c.type), 0};
   auto at = [&](C::ExprP row, C::ExprP col) {
     return p.epilogueAlongM ? C::sum({C::product(std::move(col), lit(p.epiloguePitch)), std::move(row)})
@@ -379,8 +389,8 @@ void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   out.push_back(C::syncThreads());
   // Along N, f32 accumulators r and r + 1 are neighbours in a row: one float2 store (planEpilogue).
   const bool pairs = !p.epilogueAlongM && p.c.type == ScalarType::F32;
-  for (int64_t fm = 0; fm < ms.tileM; ++fm)
-    for (int64_t fn = 0; fn < ms.tileN; ++fn)
+  for (size_t fm = 0; fm < nm.acc.size(); ++fm)
+    for (size_t fn = 0; fn < nm.acc[fm].size(); ++fn)
       for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
         auto [row, col] = accPoint(p, nm, fm, fn, r, false);
         if (!pairs) {
@@ -408,6 +418,10 @@ void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   out.push_back(C::forLoop(ctx.idx, s, lit(0), lit((total + threads - 1) / threads), C::Unroll::Never, std::move(body)));
 }
 
+}  // namespace
+
+namespace mma {
+
 // The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
 // dynamic shared memory of the element type, one after the other.
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
@@ -434,6 +448,32 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
   }
 }
 
+}  // namespace mma
+
+namespace {
+
+// mma.sync: the tiles, the accumulators and the reduction's steps.
+void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
+  const MmaSchedule& ms = ctx.sched.mma;
+  body.push_back(C::comment(fmt::format("Staged operands: {} x {} (M) and {} x {} (N) values per step, pitch {}{}",
+                                        p.blockM, p.blockK, p.blockN, p.blockK,
+                                        p.pitchA == p.pitchB ? fmt::format("{}", p.pitch)
+                                                             : fmt::format("{} and {}", p.pitchA, p.pitchB),
+                                        p.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.stages)
+                                        : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
+  declareMmaTiles(ctx, p, nm, body);
+  if (p.tilesAsLoaded) declareLdmatrixLanes(ctx, p, nm, body);
+  nm.acc.assign(size_t(ms.tileM), std::vector<std::vector<std::string>>(size_t(ms.tileN)));
+  for (int64_t fm = 0; fm < ms.tileM; ++fm)
+    for (int64_t fn = 0; fn < ms.tileN; ++fn)
+      for (int r = 0; r < accElements(p); ++r) {
+        nm.acc[fm][fn].push_back(ctx.names.fresh(fmt::format("acc{}_{}_{}", fm, fn, r)));
+        body.push_back(C::decl(elemType(p), nm.acc[fm][fn].back(), literalOf(p.c.type, 0, 0.0), false));
+      }
+  if (p.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
+  else emitSteps(ctx, p, nm, body);
+}
+
 }  // namespace
 
 C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
@@ -458,23 +498,8 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   declareNestParams(ctx, fn, launch, body);
   MmaNames nm;
   declareCoordinates(ctx, p, nm, body);
-  body.push_back(C::comment(fmt::format("Staged operands: {} x {} (M) and {} x {} (N) values per step, pitch {}{}",
-                                        p.blockM, p.blockK, p.blockN, p.blockK,
-                                        p.pitchA == p.pitchB ? fmt::format("{}", p.pitch)
-                                                             : fmt::format("{} and {}", p.pitchA, p.pitchB),
-                                        p.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.stages)
-                                        : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
-  declareMmaTiles(ctx, p, nm, body);
-  if (p.tilesAsLoaded) declareLdmatrixLanes(ctx, p, nm, body);
-  nm.acc.assign(size_t(ms.tileM), std::vector<std::vector<std::string>>(size_t(ms.tileN)));
-  for (int64_t fm = 0; fm < ms.tileM; ++fm)
-    for (int64_t fn = 0; fn < ms.tileN; ++fn)
-      for (int r = 0; r < accElements(p); ++r) {
-        nm.acc[fm][fn].push_back(ctx.names.fresh(fmt::format("acc{}_{}_{}", fm, fn, r)));
-        body.push_back(C::decl(elemType(p), nm.acc[fm][fn].back(), literalOf(p.c.type, 0, 0.0), false));
-      }
-  if (p.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
-  else emitSteps(ctx, p, nm, body);
+  if (p.wgmma) mma::emitWgmmaMain(ctx, p, nm, body);
+  else emitSyncMain(ctx, p, nm, body);
   if (p.sharedEpilogue) emitSharedEpilogue(ctx, p, nm, body);
   else emitEpilogue(ctx, p, nm, body);
   fn.body = std::move(body);

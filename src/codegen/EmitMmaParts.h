@@ -17,6 +17,7 @@ struct Tile {
 
 struct MmaNames {
   C::ExprP tid, lane, g, t, wm, wn, m0, n0;
+  C::ExprP wgm, wgn;               // wgmma: the warpgroup's origin in the block tile
   C::ExprP aLane, bLane;           // 16-bit: this lane's ldmatrix row address in each tile (elements)
   std::vector<Tile> tileA, tileB;  // per part: [0] the (big) value, [1] the small part (tf32x3)
   std::vector<std::vector<std::vector<std::string>>> acc;  // [fm][fn][element]
@@ -43,5 +44,18 @@ bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p);
 // One fragment-k (kk) of the step: ldmatrix per fragment, then every mma.
 void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
                       const C::ExprP& bufB, std::vector<C::Stmt>& out);
+
+// EmitMma.cpp: the staged tiles (static arrays, or slices of the dynamic shared memory).
+void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
+
+// EmitWgmma.cpp: wgmma (MmaPlan::wgmma): the tiles, the warpgroup's accumulators (nm.acc[0][chunk]:
+// 16 rows x 8 columns of each warp, as m16n8 fragments) and the pipelined steps.
+void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
+// Element offset of (row, k) in a stage's tile of one operand, in its canonical layout.
+C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::ExprP& k);
+// The helpers' text: the common one (descriptors, fences; once per module) and the instruction of
+// one plan's shape and layouts (a function per distinct name).
+extern const char* const wgmmaCommonHelpers;
+std::string wgmmaShapeHelper(const MmaPlan& p);
 
 }  // namespace rtcg::emit::mma

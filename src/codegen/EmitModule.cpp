@@ -7,6 +7,7 @@
 
 #include "codegen/CPrinter.h"
 #include "codegen/EmitContext.h"
+#include "codegen/EmitMmaParts.h"
 #include "ir/Walk.h"
 #include "support/Error.h"
 
@@ -109,6 +110,15 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
     return half(ns) || (ns.mma.any() && tf32 && ns.mma.stages > 1);
   };
   if (std::any_of(s.nests.begin(), s.nests.end(), ldmatrix)) mod.preludes.push_back(emit::mma16Helpers);
+  // wgmma: the common helpers once, then each distinct shape's (a module may have several nests).
+  std::vector<std::string> wgmmaShapes;
+  for (const NestPlan& np : plan.nests)
+    if (np.mma && np.mma->wgmma) {
+      std::string h = emit::mma::wgmmaShapeHelper(*np.mma);
+      if (std::find(wgmmaShapes.begin(), wgmmaShapes.end(), h) == wgmmaShapes.end()) wgmmaShapes.push_back(std::move(h));
+    }
+  if (!wgmmaShapes.empty()) mod.preludes.push_back(emit::mma::wgmmaCommonHelpers);
+  for (std::string& h : wgmmaShapes) mod.preludes.push_back(std::move(h));
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needs.floorLL)

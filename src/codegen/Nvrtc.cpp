@@ -159,6 +159,13 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
 
 std::vector<std::string> nvrtcOptions() { return {}; }
 
+bool nvrtcNeedsSm90a(const std::string& source) { return source.find("\n// rtcg-arch: sm_90a") != std::string::npos; }
+
+std::string nvrtcArchFor(const std::string& source, const std::string& arch) {
+  if ((arch == "sm_90" || arch == "compute_90") && nvrtcNeedsSm90a(source)) return arch + "a";
+  return arch;
+}
+
 std::string nvrtcVersionString() {
   int major = 0, minor = 0;
   if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";

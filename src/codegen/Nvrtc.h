@@ -40,6 +40,13 @@ std::vector<KernelResources> parsePtxasInfo(const std::string& log);
 // kernel cache, the tuner's compile workers) passes these, and they are part of every cubin key.
 std::vector<std::string> nvrtcOptions();
 
+// The architecture to compile `source` for when the target is `arch`: a module whose source holds
+// the line "// rtcg-arch: sm_90a" (wgmma schedules: arch-specific instructions, whose cubin loads
+// only on sm_90) compiles for sm_90a where the target is sm_90 (its own features are a superset);
+// every other module and target as given.
+std::string nvrtcArchFor(const std::string& source, const std::string& arch);
+bool nvrtcNeedsSm90a(const std::string& source);  // whether the source holds that line
+
 // "13.0": the NVRTC library loaded at run time ("unknown" if it cannot say); part of cubin and
 // tuning keys.
 std::string nvrtcVersionString();

@@ -87,6 +87,13 @@ std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions
 
   Compiled out{bound, *schedule, emitCuda(bound, *schedule, options.limits, options.arrayAlignment), {}};
   if (!options.compile) return out;
+  // A wgmma schedule on another target is the user's error, not NVRTC's (wgmma is sm_90a's alone).
+  if (const std::string arch = nvrtcArchFor(out.module.source, options.arch);
+      nvrtcNeedsSm90a(out.module.source) && arch != "sm_90a" && arch != "compute_90a") {
+    diags.error({}, fmt::format("illegal schedule: wgmma runs on sm_90 devices only (it compiles for sm_90a); "
+                                "the target is {}", options.arch));
+    return std::nullopt;
+  }
   out.binary = compileGenerated(bound.name, out.module.source, options.arch, options.wantPtx);
   if (!out.binary.success) {
     if (nvrtcFailed) *nvrtcFailed = true;
@@ -98,7 +105,7 @@ std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions
 
 CudaCompileResult compileGenerated(const std::string& kernelName, const std::string& cudaSource,
                                    const std::string& arch, bool wantPtx) {
-  return compileCuda(cudaSource, kernelName + ".cu", arch, nvrtcOptions(), wantPtx);
+  return compileCuda(cudaSource, kernelName + ".cu", nvrtcArchFor(cudaSource, arch), nvrtcOptions(), wantPtx);
 }
 
 std::string nvrtcFailureMessage(const std::string& kernelName, const std::string& arch, const std::string& log) {

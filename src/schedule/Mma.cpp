@@ -203,7 +203,37 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
   p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
 }
 
+// wgmma's part of the plan (MmaPlan::wgmma): the instruction's shape, the block tile of 64 x N
+// per warpgroup, the canonical tile layouts and their descriptor strides. The arithmetic must be one
+// wgmma takes, and the tiles are copied by cp.async (`stages`): wgmma reads shared memory itself.
+void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
+  if (!mmaWgmmaArith(p.arith))
+    reasons.push_back(fmt::format("mma: wgmma multiplies bf16, f16 or tf32 operands, not '{}'", mmaArithName(p.arith)));
+  if (p.stages < 2)
+    reasons.push_back("mma: wgmma reads tiles copied by cp.async: give 'stages 2' to 'stages 4'");
+  p.wgmma = true;
+  p.fragM = 64, p.fragN = ms.wgmmaN, p.fragK = mmaFragK(p.arith);
+  p.blockM = ms.warpsM * 64, p.blockN = ms.warpsN * ms.wgmmaN;
+  p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
+  p.aMnMajor = p.aKMajor && mmaIs16Bit(p.arith), p.bMnMajor = p.bKMajor && mmaIs16Bit(p.arith);
+  p.tilesAsLoaded = true;
+  // Unpadded tiles: (rows x k) values of a stage each, in core matrices (the canonical layouts).
+  p.pitchA = p.aKMajor ? p.blockM : p.blockK, p.pitchB = p.bKMajor ? p.blockN : p.blockK;
+  p.pitch = p.pitchA;
+  const int64_t bytes = typeBytes(p.staged);
+  auto strides = [&](bool mnMajor, int64_t rows, int64_t& lbo, int64_t& sbo) {
+    lbo = mnMajor ? rows * 8 * bytes : 128;
+    sbo = mnMajor ? 128 : p.blockK * 8 * bytes;
+  };
+  p.wgmmaOverlap = p.stages >= 3;
+  p.copyAhead = p.wgmmaOverlap ? p.stages - 2 : p.stages - 1;
+  strides(p.aMnMajor, p.blockM, p.lboA, p.sboA);
+  strides(p.bMnMajor, p.blockN, p.lboB, p.sboB);
+}
+
 }  // namespace
+
+int64_t wgmmaRegisters(int64_t n) { return n / 2 + 40; }
 
 std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
                                std::vector<std::string>& reasons) {
@@ -263,19 +293,28 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
     p.pitchA = p.aKMajor ? kMajorPitch(p.blockM) : p.pitch;
     p.pitchB = p.bKMajor ? kMajorPitch(p.blockN) : p.pitch;
   }
+  if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
   p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
   p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
   p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.stages;
   planEpilogue(k, nest, s, p);
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
-  const int64_t threads = s.mma.warpsM * s.mma.warpsN * 32;
+  const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.wgmma ? 128 : 32);
   if (s.blocksPerSM > 0 && threads * s.blocksPerSM > 2048)
     reasons.push_back(fmt::format("mma: blocks_per_sm {} with {} threads per block exceeds 2048 threads per multiprocessor",
                                   s.blocksPerSM, threads));
   if (threads > limits.maxThreadsPerBlock || threads > limits.maxBlockDim[0])
-    reasons.push_back(fmt::format("mma: {} warps are {} threads, more than a block holds ({})",
-                                  s.mma.warpsM * s.mma.warpsN, threads, limits.maxThreadsPerBlock));
+    reasons.push_back(fmt::format("mma: {} {} are {} threads, more than a block holds ({})",
+                                  s.mma.warpsM * s.mma.warpsN, p.wgmma ? "warpgroups" : "warps", threads,
+                                  limits.maxThreadsPerBlock));
+  // wgmma: every thread holds N / 2 f32 accumulators besides ~40 registers of addresses, loop
+  // counters and descriptors; the block must fit a multiprocessor's 65536 registers.
+  if (p.wgmma && threads * wgmmaRegisters(s.mma.wgmmaN) > 65536)
+    reasons.push_back(fmt::format("mma: {} warpgroups of m64n{} need about {} registers per thread ({} accumulators), "
+                                  "{} per block: more than a multiprocessor's 65536",
+                                  s.mma.warpsM * s.mma.warpsN, s.mma.wgmmaN, wgmmaRegisters(s.mma.wgmmaN),
+                                  s.mma.wgmmaN / 2, threads * wgmmaRegisters(s.mma.wgmmaN)));
   // Past 48 KiB the tiles go to dynamic shared memory, up to what the limits (the device) allow.
   const int64_t maxShared = limits.maxSharedBytes;
   if (p.sharedBytes > maxShared)

@@ -97,7 +97,27 @@ struct MmaPlan {
   bool sharedEpilogue = false, epilogueAlongM = false;
   int64_t epiloguePitch = 0, epilogueBytes = 0, sharedBytes = 0;
   int64_t steps = 0;        // reduction steps of blockK
-  int64_t mmaPerStep = 0;   // mma instructions per warp per step (x3 for tf32x3)
+  int64_t mmaPerStep = 0;   // mma instructions per warp per step (x3 for tf32x3); wgmma: per warpgroup
+  int64_t threads = 0;      // of a block: 32 per warp (wgmma: 128 per warpgroup)
+  // wgmma (MmaSchedule::wgmmaN): fragM x fragN = 64 x N per warpgroup, fragK 16 (bf16, f16) or 8
+  // (tf32). Each operand's tile of a stage is in a canonical layout without swizzle of the PTX ISA:
+  // core matrices of 8 rows of 16 bytes, each stored as 128 contiguous bytes. K-major (the rows
+  // are M / N, the 16 bytes run along k): core (r / 8, k / E) (E = 16 bytes of elements) at
+  // (r / 8) * SBO + (k / E) * LBO with LBO = 128 (a row group's cores adjacent along k) and SBO =
+  // blockK * 8 elements (the whole step of a row group). MN-major (16-bit only, imm-trans = 1; the
+  // rows are k, the 16 bytes run along M / N): core (r / E, k / 8) at (r / E) * SBO + (k / 8) * LBO
+  // with SBO = 128 and LBO = rows * 8 elements. A tile is MN-major where the operand's contiguous
+  // direction is M / N (kMajor above) and the arithmetic is 16-bit; a TF32 operand contiguous along
+  // M / N (wgmma takes TF32 K-major only) is copied value by value into a K-major tile. LBO and SBO
+  // in bytes (the descriptor holds them >> 4).
+  bool wgmma = false;
+  bool aMnMajor = false, bMnMajor = false;
+  // With 3 or more stages a step's wgmma stays in flight while the next step is copied and issued
+  // (wait_group 1: the buffer refilled at step s is the one step s - 2 read), so the copies run
+  // stages - 2 steps ahead; with 2, each step waits for its wgmma (wait_group 0), 1 step ahead.
+  bool wgmmaOverlap = false;
+  int64_t copyAhead = 0;    // steps the copies run ahead of the arithmetic (stages - 1 for mma.sync)
+  int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
 };
 
 // The plan of `s.mma` for nest `nest`, or the reasons why none exists (appended to `reasons`):
@@ -105,6 +125,9 @@ struct MmaPlan {
 // the launch exceeds `limits`.
 std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
                                std::vector<std::string>& reasons);
+
+// Registers per thread of a wgmma m64nN schedule: N / 2 f32 accumulators and ~40 others.
+int64_t wgmmaRegisters(int64_t n);
 
 // The mma arithmetics `precision` allows for a contraction of type `t`: f32 under tf32x3 gets
 // tf32x3; under tf32 both tf32 and tf32x3; f64 gets f64 under every policy; others none.

@@ -517,7 +517,7 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
   plan.nest = nest;
   plan.schedule = s;
   LaunchPlan& l = plan.launch;
-  l.block[0] = s.mma.warpsM * s.mma.warpsN * 32;
+  l.block[0] = mma->threads;
   // The batch rides on grid.x with the N tiles (grid.z would hold only 65535 of them).
   l.grid[0] = (mma->c.nExtent + mma->blockN - 1) / mma->blockN;
   for (int64_t e : mma->c.batchExtent) l.grid[0] *= std::max<int64_t>(1, e);
@@ -529,7 +529,8 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
   l.threadX = l.block[0];
   // The shared epilogue reuses the tiles' space: one dynamic shared array, viewed per type.
   plan.sharedBytes = mma->sharedBytes;
-  plan.dynamicShared = mma->sharedBytes > 48 * 1024 || mma->sharedEpilogue;
+  // wgmma: always dynamic, one array from the start of the shared window (descriptors address it).
+  plan.dynamicShared = mma->sharedBytes > 48 * 1024 || mma->sharedEpilogue || mma->wgmma;
   plan.dynamicSharedBytes = plan.dynamicShared ? mma->sharedBytes : 0;
   plan.cooperative = true;
   plan.mma = std::move(mma);
@@ -669,6 +670,37 @@ std::string crossBlockLine(const CrossBlockPlan& cb) {
                      count(cb.regPoints, "register point"), cb.scratchBytes);
 }
 
+// The epilogue of an mma plan in words.
+std::string mmaEpilogueLine(const MmaPlan& p) {
+  if (p.sharedEpilogue)
+    return fmt::format("  epilogue: accumulators to a shared {}x{} tile ({} fastest, pitch {}, {} bytes, in the operand "
+                       "tiles' space), then the statement per output point in that order (coalesced), guarded\n",
+                       p.blockM, p.blockN, p.epilogueAlongM ? "M" : "N", p.epiloguePitch, p.epilogueBytes);
+  return "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
+}
+
+// A wgmma plan in words (after the contraction's lines): the instruction, the tiles' canonical
+// layouts and descriptor strides, the pipeline, the epilogue.
+std::string wgmmaLines(const MmaPlan& p) {
+  std::string s = fmt::format("  {} wgmma.mma_async m64n{}k{} (sm_90a): block tile {}x{} ({} warpgroups of 64x{}), "
+                              "{} reduction steps of {}, {} wgmma per warpgroup and step\n",
+                              mmaArithName(p.arith), p.fragN, p.fragK, p.blockM, p.blockN, p.threads / 128, p.fragN,
+                              p.steps, p.blockK, p.mmaPerStep);
+  auto layout = [&](const char* name, bool mnMajor, bool contiguousMn, int64_t lbo, int64_t sbo) {
+    return fmt::format("{} {} (LBO {}, SBO {} bytes){}", name, mnMajor ? "MN-major" : "K-major", lbo, sbo,
+                       contiguousMn && !mnMajor ? ", copied value by value (TF32 is K-major only)" : "");
+  };
+  s += fmt::format("  shared memory: {} bytes, dynamic; {} tiles as loaded in core matrices (8 rows x 16 bytes, "
+                   "no swizzle): {}; {}\n",
+                   p.sharedBytes, typeName(p.staged), layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
+                   layout("B", p.bMnMajor, p.bKMajor, p.lboB, p.sboB));
+  s += fmt::format("  pipeline: {} buffers filled by cp.async, {} step{} ahead; {}\n", p.stages, p.copyAhead,
+                   p.copyAhead == 1 ? "" : "s",
+                   p.wgmmaOverlap ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1)"
+                                  : "each step's wgmma waited for before the next step (wait_group 0)");
+  return s + mmaEpilogueLine(p);
+}
+
 // An mma plan in words: the GEMM it sees, the tiles, the staging, the epilogue.
 std::string mmaLines(const Kernel& k, const MmaPlan& p) {
   std::string s = fmt::format("  contraction: M {} x N {} x K {} ({} sum over '{}'), batch of {}\n", p.c.mExtent,
@@ -679,6 +711,7 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                               }());
   s += fmt::format("  operands: {} (M, staged along {}), {} (N, staged along {})\n", printExpr(p.c.a, &k),
                    p.c.aAlongK ? "K" : "M", printExpr(p.c.b, &k), p.c.bAlongK ? "K" : "N");
+  if (p.wgmma) return s + wgmmaLines(p);
   s += fmt::format("  {} mma.sync {}: block tile {}x{}, {} reduction steps of {}, {} mma per warp and step\n",
                    mmaArithName(p.arith), mmaShapeName(p.arith), p.blockM, p.blockN, p.steps, p.blockK, p.mmaPerStep);
   s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
@@ -695,13 +728,7 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                      mmaIs16Bit(p.arith)             ? "no conversion"
                      : p.arith == MmaArith::Tf32 ? "TF32 operands as copied (the tensor cores truncate them)"
                                                  : "operands split as fragments load");
-  if (p.sharedEpilogue)
-    s += fmt::format("  epilogue: accumulators to a shared {}x{} tile ({} fastest, pitch {}, {} bytes, in the operand "
-                     "tiles' space), then the statement per output point in that order (coalesced), guarded\n",
-                     p.blockM, p.blockN, p.epilogueAlongM ? "M" : "N", p.epiloguePitch, p.epilogueBytes);
-  else
-    s += "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
-  return s;
+  return s + mmaEpilogueLine(p);
 }
 
 }  // namespace

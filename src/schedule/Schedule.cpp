@@ -99,7 +99,13 @@ const char* mmaShapeName(MmaArith a) {
 
 int64_t mmaFragK(MmaArith a) { return a == MmaArith::F64 ? 4 : mmaIs16Bit(a) ? 16 : 8; }
 
+bool mmaWgmmaArith(MmaArith a) { return mmaIs16Bit(a) || a == MmaArith::Tf32; }
+
 std::string printMmaSchedule(const MmaSchedule& m) {
+  if (m.wgmmaN > 0)
+    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}", mmaArithName(m.arith), m.wgmmaN,
+                       mmaFragK(m.arith), m.warpsM, m.warpsN, m.k,
+                       m.stages > 1 ? fmt::format(" stages {}", m.stages) : "", m.sharedEpilogue ? " epilogue shared" : "");
   return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}", mmaArithName(m.arith), mmaShapeName(m.arith), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
@@ -450,6 +456,33 @@ class ScheduleParser {
     if (w != kw) failAt(at, fmt::format("expected '{}' after {}, found '{}'", kw, after, w));
   }
 
+  // `wgmma m64n128k16 warpgroups 2x1` after the arithmetic (up to 'k'): the instruction's shape
+  // (m64, n a multiple of 8 from 8 to 256, k16 for 16-bit and k8 for TF32, the only arithmetics
+  // wgmma has with f32 accumulators) and the warpgroups of a block (at most 8: 1024 threads).
+  void wgmmaShape(MmaSchedule& m, const std::string& arith, size_t arithAt) {
+    if (!mmaWgmmaArith(m.arith))
+      failAt(arithAt, fmt::format("wgmma multiplies bf16, f16 or tf32 operands, not '{}'", arith));
+    size_t at = (skipSpace(), pos_);
+    std::string shape = word("the wgmma shape (e.g. m64n128k16)");
+    const std::string k = fmt::format("k{}", mmaFragK(m.arith));
+    int64_t n = 0;
+    size_t digits = 0;
+    if (shape.rfind("m64n", 0) == 0)
+      while (4 + digits < shape.size() && std::isdigit((unsigned char)shape[4 + digits]) && digits < 4)
+        n = n * 10 + (shape[4 + digits++] - '0');
+    if (digits == 0 || shape.substr(4 + digits) != k)
+      failAt(at, fmt::format("expected a wgmma shape 'm64nN{}' for '{}', found '{}'", k, arith, shape));
+    if (n < 8 || n > 256 || n % 8 != 0)
+      failAt(at, fmt::format("wgmma N must be a multiple of 8 from 8 to 256, not {}", n));
+    m.wgmmaN = n;
+    keyword("warpgroups", "the wgmma shape");
+    at = (skipSpace(), pos_);
+    std::tie(m.warpsM, m.warpsN) = dims("the warpgroups of a block");
+    if (m.warpsM < 1 || m.warpsN < 1 || m.warpsM * m.warpsN > 8)
+      failAt(at, "wgmma warpgroups must be at least 1x1 and at most 8 in all (1024 threads)");
+    keyword("k", "the warpgroups");
+  }
+
   // `tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16` after `mma:`. Numbers are range-checked here so that
   // every parsed clause prints back; whether it fits the nest is the plan's question (Mma.h).
   MmaSchedule mmaClause() {
@@ -460,21 +493,27 @@ class ScheduleParser {
       if (arith == mmaArithName(a)) m.arith = a;
     if (!m.any())
       failAt(at, fmt::format("unknown mma arithmetic '{}' (expected 'tf32', 'tf32x3', 'f64', 'bf16' or 'f16')", arith));
+    const size_t arithAt = at;
     at = (skipSpace(), pos_);
-    std::string shape = word("the mma shape (m16n8k8, m8n8k4 or m16n8k16)");
-    if (shape != mmaShapeName(m.arith))
-      failAt(at, fmt::format("mma shape '{}' does not fit '{}' (expected '{}')", shape, arith, mmaShapeName(m.arith)));
-    keyword("warps", "the mma shape");
-    at = (skipSpace(), pos_);
-    std::tie(m.warpsM, m.warpsN) = dims("the warps of a block");
-    if (m.warpsM < 1 || m.warpsN < 1 || m.warpsM * m.warpsN > 32)
-      failAt(at, "mma warps must be at least 1x1 and at most 32 in all");
-    keyword("tile", "the warps");
-    at = (skipSpace(), pos_);
-    std::tie(m.tileM, m.tileN) = dims("the fragments of a warp");
-    if (m.tileM < 1 || m.tileN < 1 || m.tileM * m.tileN > 32)
-      failAt(at, "an mma tile must be at least 1x1 and at most 32 fragments in all");
-    keyword("k", "the tile");
+    std::string shape = word("the mma shape (m16n8k8, m8n8k4, m16n8k16 or 'wgmma')");
+    if (shape == "wgmma") {
+      wgmmaShape(m, arith, arithAt);
+    } else {
+      if (shape != mmaShapeName(m.arith))
+        failAt(at, fmt::format("mma shape '{}' does not fit '{}' (expected '{}' or 'wgmma')", shape, arith,
+                               mmaShapeName(m.arith)));
+      keyword("warps", "the mma shape");
+      at = (skipSpace(), pos_);
+      std::tie(m.warpsM, m.warpsN) = dims("the warps of a block");
+      if (m.warpsM < 1 || m.warpsN < 1 || m.warpsM * m.warpsN > 32)
+        failAt(at, "mma warps must be at least 1x1 and at most 32 in all");
+      keyword("tile", "the warps");
+      at = (skipSpace(), pos_);
+      std::tie(m.tileM, m.tileN) = dims("the fragments of a warp");
+      if (m.tileM < 1 || m.tileN < 1 || m.tileM * m.tileN > 32)
+        failAt(at, "an mma tile must be at least 1x1 and at most 32 fragments in all");
+      keyword("k", "the tile");
+    }
     at = (skipSpace(), pos_);
     if (!atNumber()) fail("expected the reduction values per step after 'k'");
     m.k = number();

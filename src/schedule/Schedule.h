@@ -135,10 +135,17 @@ struct MmaSchedule {
   int64_t k = 8;
   int64_t stages = 1;
   bool sharedEpilogue = false;
+  // `mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4`: Hopper's warpgroup MMA
+  // (wgmma.mma_async, sm_90a) instead of mma.sync. wgmmaN is the instruction's N (8 to 256, a
+  // multiple of 8; 0: mma.sync); warpsM x warpsN then count warpgroups (4 warps each), each
+  // owning a 64 x wgmmaN output tile (tileM = tileN = 1). Operands are read from the staged
+  // tiles through matrix descriptors (schedule/Mma.h).
+  int64_t wgmmaN = 0;
   bool any() const { return arith != MmaArith::None; }
   bool operator==(const MmaSchedule&) const = default;
 };
 std::string printMmaSchedule(const MmaSchedule& m);  // "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 [stages 3] [epilogue shared]"
+bool mmaWgmmaArith(MmaArith a);  // the arithmetics wgmma takes: bf16, f16 (k16) and tf32 (k8)
 
 // The precision policy of f32 contractions (`--precision`, CompileOptions::precision): which
 // tensor-core arithmetic a schedule may use. `ieee` (the default) never rounds an f32 operand to

@@ -942,6 +942,7 @@ class NestSpace {
     static const std::pair<int64_t, int64_t> tiles[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4},
                                                         {4, 2}, {4, 4}, {4, 8}, {8, 4}};
     for (MmaArith arith : mmaAriths(o_.precision, c)) {
+      wgmmaVariants(c, arith);
       const int64_t fragM = arith == MmaArith::F64 ? 8 : 16, fragN = 8, fragK = mmaFragK(arith);
       // 16-bit steps: 16 to 64 values (32 to 128 bytes per row, as 8 to 32 of 32-bit values).
       const std::vector<int64_t> kSteps = mmaIs16Bit(arith) ? std::vector<int64_t>{16, 32, 64}
@@ -981,6 +982,32 @@ class NestSpace {
           }
         }
     }
+  }
+
+  // wgmma schedules (sm_90 devices, DeviceModel::warpgroupMma) of the arithmetics it takes: 1x1
+  // to 2x2 warpgroups of m64n64 to m64n256, steps of 32 and 64 values (TF32: 16 and 32: 64 and 128
+  // bytes per row), 3 or 4 stages, with either epilogue. Register and shared memory limits are the
+  // plan's (refused ones do not enter).
+  void wgmmaVariants(const Contraction& c, MmaArith arith) {
+    if (!o_.device.warpgroupMma || !mmaWgmmaArith(arith) || c.kExtent <= 16) return;
+    static const std::pair<int64_t, int64_t> groups[] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}};
+    const std::vector<int64_t> kSteps = mmaIs16Bit(arith) ? std::vector<int64_t>{32, 64} : std::vector<int64_t>{16, 32};
+    for (auto [gm, gn] : groups)
+      for (int64_t n : {64, 128, 256}) {
+        const int64_t bm = gm * 64, bn = gn * n;
+        if ((bm > 64 && bm / 2 >= c.mExtent) || (bn > 64 && bn / 2 >= c.nExtent)) continue;
+        for (int64_t kStep : kSteps) {
+          if (c.kExtent <= kStep) continue;
+          for (int64_t stages : {3, 4}) {
+            NestSchedule ns;
+            ns.mma = MmaSchedule{arith, gm, gn, 1, 1, kStep, stages};
+            ns.mma.wgmmaN = n;
+            add(ns, Family::Plain);
+            ns.mma.sharedEpilogue = true;
+            add(ns, Family::Plain);
+          }
+        }
+      }
   }
 
   // The model's pruning; the default schedule is never pruned.

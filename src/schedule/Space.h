@@ -40,6 +40,9 @@ struct DeviceModel {
   // divides by, is the fp32 peak times kSustainedFp32Fraction.
   double peakFp32Flops = 66.9e12, peakFp64Flops = 33.5e12, peakTensorFlops = 1070e12;
   double launchOverhead = 3e-6;     // seconds per kernel launch
+  // Whether the device runs Hopper's warpgroup MMA (wgmma, sm_90a: compute capability 9.0 only):
+  // the space offers `mma: ... wgmma` schedules there (these defaults: an H100).
+  bool warpgroupMma = true;
 };
 
 struct SpaceOptions {

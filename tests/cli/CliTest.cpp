@@ -582,6 +582,33 @@ TEST(Cli, PrecisionPolicy) {
   EXPECT_NE(fp64.out.find("mma: f64 m8n8k4"), std::string::npos) << fp64.out;
 }
 
+// wgmma (`mma: ... wgmma`): explain says the layouts, emit compiles an sm_90a cubin where the
+// target is sm_90 and refuses another target (exit 1), bad text is refused with its column, and the
+// dry run offers wgmma for sm_90 only.
+TEST(Cli, WgmmaSchedules) {
+  const std::string gemm = example("gemm_bf16.rtcg");
+  const std::string s = " -D n=1000 --max-shared 232448 -s 'mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4'";
+  Result ex = rtcgcStdout("explain " + gemm + s);
+  EXPECT_EQ(ex.code, 0) << ex.out;
+  EXPECT_NE(ex.out.find("bf16 wgmma.mma_async m64n128k16 (sm_90a): block tile 128x128"), std::string::npos) << ex.out;
+  Result cubin = rtcgc("emit " + gemm + s + " --arch sm_90 --cubin -o " + (tempDir() / "wgmma.cubin").string());
+  EXPECT_EQ(cubin.code, 0) << cubin.out;
+  Result other = rtcgc("emit " + gemm + s + " --arch sm_80 --cubin -o " + (tempDir() / "wgmma80.cubin").string());
+  EXPECT_EQ(other.code, 1) << other.out;
+  EXPECT_NE(other.out.find("wgmma runs on sm_90 devices only (it compiles for sm_90a); the target is sm_80"),
+            std::string::npos) << other.out;
+  EXPECT_FALSE(std::filesystem::exists(tempDir() / "wgmma80.cubin"));
+  Result bad = rtcgc("explain " + gemm + " -D n=64 -s 'mma: bf16 wgmma m64n100k16 warpgroups 1x1 k 16 stages 2'");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("wgmma N must be a multiple of 8 from 8 to 256, not 100"), std::string::npos) << bad.out;
+  Result sm90 = rtcgc("tune " + gemm + " -D n=2048 --dry-run --max-candidates 40 --arch sm_90");
+  EXPECT_EQ(sm90.code, 0) << sm90.out;
+  EXPECT_NE(sm90.out.find(" wgmma m64n"), std::string::npos) << sm90.out;
+  Result sm80 = rtcgc("tune " + gemm + " -D n=2048 --dry-run --max-candidates 40 --arch sm_80");
+  EXPECT_EQ(sm80.code, 0) << sm80.out;
+  EXPECT_EQ(sm80.out.find(" wgmma "), std::string::npos) << sm80.out;
+}
+
 // `fuse: N`: explain says which nests share a launch and which locals moved to shared memory; a
 // fusion that cannot apply is an error (exit 1) with its reason, a bad count a parse error.
 TEST(Cli, ExplainAndEmitFusedNests) {

@@ -365,6 +365,109 @@ inline void rtcg_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned in
   rtcg_emu_mma16(false, d, mine);
 }
 
+// wgmma ('mma: ... wgmma', sm_90a): the descriptors and the instruction as the PTX ISA defines
+// them, decoded against the emulated shared memory, so that a wrong start address, leading or stride
+// byte offset reads wrong values (and fails the comparison with the reference). Tiles live in the
+// dynamic shared memory (the plan's), whose start is shared address 0 here. Descriptor: start
+// address >> 4 in bits 0-13, leading dimension byte offset (LBO) >> 4 in 16-29, stride dimension
+// byte offset (SBO) >> 4 in 32-45, base offset in 49-51 (0 here), swizzle in 62-63 (0: none; the
+// only one rtcg emits, others abort). Canonical layouts without swizzle, in core matrices of 8 rows
+// of 16 bytes (e = 16 bytes of elements): K-major (imm-trans 0) element (row, k) at start + (row / 8)
+// SBO + (k / e) LBO + (row % 8) 16 + (k % e) bytes; MN-major (imm-trans 1, 16-bit only) at start +
+// (row / e) SBO + (k / 8) LBO + (k % 8) 16 + (row % e) bytes (row: M of A, N of B). D of m64nN: thread
+// (warp w of the warpgroup, group g, thread t) holds d[4c + i] at row 16w + g (+ 8 for i >= 2), column
+// 8c + 2t + (i & 1). TF32 operands: their top 19 bits (as mma.sync reads them); the sum runs in
+// float in k order. Each thread computes its own D from shared memory (no exchange is needed),
+// and as late as the hardware may: an issued wgmma joins the thread's next committed group and
+// runs when a wait_group leaves fewer groups in flight, reading shared memory then, so a buffer
+// refilled before its wgmma was waited for gives wrong values (and a group never waited for
+// aborts at the thread's end).
+inline unsigned long long rtcg_wgmma_desc(const void* p, unsigned int lbo, unsigned int sbo) {
+  const std::ptrdiff_t at = static_cast<const unsigned char*>(p) - rtcg_emu_dynamic_smem;
+  if (at < 0 || at >= std::ptrdiff_t(sizeof rtcg_emu_dynamic_smem) || at % 16 != 0) {
+    std::fprintf(stderr, "wgmma descriptor of %p: not a 16-byte aligned address of the dynamic shared memory\n", p);
+    std::abort();
+  }
+  return (unsigned long long)(at >> 4) | (unsigned long long)(lbo >> 4) << 16 | (unsigned long long)(sbo >> 4) << 32;
+}
+inline void rtcg_fence_proxy_async() {}
+
+// Element (row, k) of a wgmma operand (kind 0 f16, 1 bf16, 2 tf32) through its descriptor.
+inline float rtcg_emu_wgmma_operand(unsigned long long desc, bool mnMajor, int kind, unsigned int row, unsigned int k) {
+  if ((desc >> 62) != 0 || ((desc >> 49) & 7) != 0) {
+    std::fprintf(stderr, "wgmma descriptor %llx: swizzled or with a base offset (not emulated)\n", desc);
+    std::abort();
+  }
+  const unsigned long long start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
+                           sbo = ((desc >> 32) & 0x3fff) << 4;
+  const unsigned int size = kind == 2 ? 4 : 2, e = 16 / size;
+  const unsigned long long at = mnMajor ? start + (row / e) * sbo + (k / 8) * lbo + (k % 8) * 16 + (row % e) * size
+                                        : start + (row / 8) * sbo + (k / e) * lbo + (row % 8) * 16 + (k % e) * size;
+  if (at + size > sizeof rtcg_emu_dynamic_smem) {
+    std::fprintf(stderr, "wgmma operand element at shared byte %llu: outside the shared memory\n", at);
+    std::abort();
+  }
+  const unsigned char* p = rtcg_emu_dynamic_smem + at;
+  if (kind == 2) {
+    uint32_t bits;
+    std::memcpy(&bits, p, 4);
+    return rtcg_emu_bits_float(bits & 0xffffe000u);
+  }
+  unsigned short bits;
+  std::memcpy(&bits, p, 2);
+  return rtcg_emu_half_value(bits, kind == 1);
+}
+
+inline void rtcg_emu_wgmma_run(int kind, int n, int transA, int transB, unsigned long long descA,
+                               unsigned long long descB, float* const d[]) {
+  const unsigned int tid = rtcg_emu_linear_tid % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const unsigned int depth = kind == 2 ? 8 : 16;
+  for (int c = 0; c < n / 8; ++c)
+    for (int i = 0; i < 4; ++i) {
+      const unsigned int row = 16 * warp + g + (i >= 2 ? 8 : 0), col = 8 * c + 2 * t + (i & 1);
+      float acc = *d[4 * c + i];
+      for (unsigned int k = 0; k < depth; ++k)
+        acc += rtcg_emu_wgmma_operand(descA, transA, kind, row, k) * rtcg_emu_wgmma_operand(descB, transB, kind, col, k);
+      *d[4 * c + i] = acc;
+    }
+}
+
+struct rtcg_emu_wgmma_op {
+  int kind, n, transA, transB;
+  unsigned long long descA, descB;
+  std::vector<float*> d;
+};
+// This thread's wgmma issued since the last commit, and its committed groups, oldest first.
+struct rtcg_emu_wgmma_queue {
+  std::vector<rtcg_emu_wgmma_op> issued;
+  std::vector<std::vector<rtcg_emu_wgmma_op>> groups;
+  ~rtcg_emu_wgmma_queue() {
+    if (!issued.empty() || !groups.empty()) {
+      std::fprintf(stderr, "a thread ended with wgmma not waited for\n");
+      std::abort();
+    }
+  }
+};
+inline thread_local rtcg_emu_wgmma_queue rtcg_emu_wgmma_pending;
+
+inline void rtcg_emu_wgmma(int kind, int n, int transA, int transB, unsigned long long descA, unsigned long long descB,
+                           float* const d[]) {
+  rtcg_emu_wgmma_pending.issued.push_back({kind, n, transA, transB, descA, descB, std::vector<float*>(d, d + n / 2)});
+}
+inline void rtcg_wgmma_commit() {
+  rtcg_emu_wgmma_pending.groups.push_back(std::move(rtcg_emu_wgmma_pending.issued));
+  rtcg_emu_wgmma_pending.issued.clear();
+}
+// wgmma.wait_group N: the oldest groups run until at most N are in flight.
+inline void rtcg_emu_wgmma_wait(size_t inFlight) {
+  auto& groups = rtcg_emu_wgmma_pending.groups;
+  while (groups.size() > inFlight) {
+    for (const rtcg_emu_wgmma_op& op : groups.front())
+      rtcg_emu_wgmma_run(op.kind, op.n, op.transA, op.transB, op.descA, op.descB, op.d.data());
+    groups.erase(groups.begin());
+  }
+}
+
 // The order in which the blocks of a grid run: 0 in order (x fastest), 1 reversed, 2 a fixed
 // shuffle. A cross-block reduction must give the same bits whichever block arrives last.
 inline int rtcg_emu_block_order = 0;

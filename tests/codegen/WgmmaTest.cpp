@@ -1,0 +1,243 @@
+// Hopper's warpgroup MMA (`mma: ... wgmma`, schedule/Mma.h): the clause's text and its refusals,
+// the plan's canonical tile layouts, the space offering it on sm_90 only, the emitted code in the
+// host emulation (which decodes the matrix descriptors against the emulated shared memory, so a
+// wrong layout, LBO or SBO gives wrong values) at sizes no tile divides, in every operand layout,
+// and NVRTC compiles to sm_90a cubins without local memory.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/CubinInfo.h"
+#include "codegen/Emitter.h"
+#include "codegen/HostEmulation.h"
+#include "codegen/Nvrtc.h"
+#include "codegen/SourceKernels.h"
+#include "schedule/DeviceModels.h"
+#include "schedule/Mma.h"
+#include "schedule/Plan.h"
+#include "schedule/Space.h"
+#include "FullTests.h"
+
+using namespace rtcg;
+using namespace rtcg::testing;
+
+namespace {
+
+// C = A B with A (m x kk) along K and B (kk x n) along N (gemm_bf16's layouts, rectangular).
+const char* kRect = R"(
+kernel rect(m: int, n: int, kk: int, a: bf16[m, kk], b: bf16[kk, n], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, f32(a[i, k]) * f32(b[k, j]));
+  }
+}
+kernel rect_t(m: int, n: int, kk: int, a: f16[kk, m], b: f16[n, kk], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = 2 * sum(k in 0..kk, f32(a[k, i]) * f32(b[j, k])) + 1;
+  }
+}
+kernel rect32(m: int, n: int, kk: int, a: f32[m, kk], b: f32[kk, n], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, a[i, k] * b[k, j]);
+  }
+}
+kernel rect32_t(m: int, n: int, kk: int, a: f32[kk, m], b: f32[n, kk], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, a[k, i] * b[j, k]);
+  }
+}
+)";
+
+Kernel rect(const char* name, int64_t m, int64_t n, int64_t kk) {
+  return fromSource(kRect, name, {{"m", m}, {"n", n}, {"kk", kk}});
+}
+
+const ScheduleLimits kSm90 = deviceScheduleLimits(227 * 1024, 1024);
+
+std::optional<MmaPlan> plan(const Kernel& k, const std::string& text, std::vector<std::string>& reasons) {
+  auto parsed = parseSchedule(text);
+  EXPECT_TRUE(parsed.schedule) << text << ": " << parsed.error;
+  if (!parsed.schedule) return std::nullopt;
+  return planMma(k, 0, parsed.schedule->nests[0], kSm90, reasons);
+}
+
+}  // namespace
+
+TEST(Wgmma, ClausePrintsAndParsesBack) {
+  for (const char* text : {"mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4",
+                           "mma: f16 wgmma m64n8k16 warpgroups 1x1 k 16 stages 2 epilogue shared",
+                           "mma: tf32 wgmma m64n256k8 warpgroups 1x2 k 32 stages 3"}) {
+    auto parsed = parseSchedule(text);
+    ASSERT_TRUE(parsed.schedule) << text << ": " << parsed.error;
+    EXPECT_EQ(printSchedule(*parsed.schedule), text);
+    EXPECT_GT(parsed.schedule->nests[0].mma.wgmmaN, 0);
+  }
+}
+
+TEST(Wgmma, BadTextIsRefusedWithAColumnAndAReason) {
+  struct Bad {
+    const char* text;
+    size_t column;
+    const char* reason;
+  };
+  const Bad bad[] = {
+      {"mma: f64 wgmma m64n64k16 warpgroups 1x1 k 16", 6, "wgmma multiplies bf16, f16 or tf32 operands, not 'f64'"},
+      {"mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 8", 6, "not 'tf32x3'"},
+      {"mma: bf16 wgmma m64n100k16 warpgroups 1x1 k 16", 17, "wgmma N must be a multiple of 8 from 8 to 256, not 100"},
+      {"mma: bf16 wgmma m64n264k16 warpgroups 1x1 k 16", 17, "not 264"},
+      {"mma: bf16 wgmma m64n64k8 warpgroups 1x1 k 16", 17, "expected a wgmma shape 'm64nNk16' for 'bf16'"},
+      {"mma: tf32 wgmma m64n64k16 warpgroups 1x1 k 16", 17, "expected a wgmma shape 'm64nNk8' for 'tf32'"},
+      {"mma: bf16 wgmma m32n64k16 warpgroups 1x1 k 16", 17, "expected a wgmma shape"},
+      {"mma: bf16 wgmma m64n64k16 warps 1x1 k 16", 27, "expected 'warpgroups' after the wgmma shape"},
+      {"mma: bf16 wgmma m64n64k16 warpgroups 3x3 k 16", 38, "at most 8 in all"},
+      {"mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 24", 44, "mma k must be a multiple of 16"},
+  };
+  for (const Bad& b : bad) {
+    auto parsed = parseSchedule(b.text);
+    EXPECT_FALSE(parsed.schedule) << b.text;
+    EXPECT_EQ(parsed.column, b.column) << b.text << ": " << parsed.error;
+    EXPECT_NE(parsed.error.find(b.reason), std::string::npos) << b.text << ": " << parsed.error;
+  }
+}
+
+TEST(Wgmma, PlanLayoutsAndReasons) {
+  std::vector<std::string> reasons;
+  // gemm_bf16's layouts: A K-major (a row group's cores adjacent along k), B MN-major (trans-b).
+  auto p = plan(rect("rect", 200, 136, 72), "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4", reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_TRUE(p->wgmma);
+  EXPECT_EQ(p->threads, 256);
+  EXPECT_EQ(p->blockM, 128);
+  EXPECT_EQ(p->blockN, 128);
+  EXPECT_FALSE(p->aMnMajor);
+  EXPECT_TRUE(p->bMnMajor);
+  EXPECT_EQ(p->lboA, 128);
+  EXPECT_EQ(p->sboA, 64 * 8 * 2);   // 8 rows of the whole step
+  EXPECT_EQ(p->lboB, 128 * 8 * 2);  // 8 k of the whole N tile
+  EXPECT_EQ(p->sboB, 128);
+  EXPECT_EQ(p->tileBytes, 4 * (128 * 64 + 128 * 64) * 2);
+  // TF32 takes K-major operands only: B along N is staged K-major (value by value).
+  p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3", reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_FALSE(p->aMnMajor);
+  EXPECT_FALSE(p->bMnMajor);
+  EXPECT_EQ(p->sboB, 32 * 8 * 4);
+  // Refusals: no stages, registers past a multiprocessor, shared memory, arithmetic of the nest.
+  struct Refused {
+    const char* kernel;
+    const char* text;
+    const char* reason;
+  };
+  const Refused refused[] = {
+      {"rect", "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64", "wgmma reads tiles copied by cp.async"},
+      {"rect", "mma: bf16 wgmma m64n256k16 warpgroups 2x2 k 16 stages 2",
+       "4 warpgroups of m64n256 need about 168 registers per thread (128 accumulators), 86016 per block"},
+      {"rect", "mma: bf16 wgmma m64n256k16 warpgroups 1x2 k 128 stages 4", "bytes of shared memory, more than"},
+      {"rect", "mma: f16 wgmma m64n64k16 warpgroups 1x1 k 16 stages 2", "'f16' multiplies f16 values"},
+      {"rect32", "mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 16 stages 2", "'bf16' multiplies bf16 values"},
+  };
+  for (const Refused& r : refused) {
+    reasons.clear();
+    EXPECT_FALSE(plan(rect(r.kernel, 200, 136, 72), r.text, reasons)) << r.text;
+    std::string all = fmt::format("{}", fmt::join(reasons, "; "));
+    EXPECT_NE(all.find(r.reason), std::string::npos) << r.text << ": " << all;
+  }
+}
+
+TEST(Wgmma, ExplainSaysTheLayouts) {
+  Kernel k = rect("rect", 200, 136, 72);
+  NestPlanResult r = planNest(k, 0, parseSchedule("mma: bf16 wgmma m64n64k16 warpgroups 2x1 k 32 stages 3").schedule->nests[0], kSm90);
+  ASSERT_TRUE(r.plan);
+  const std::string text = printPlan(k, *r.plan);
+  EXPECT_NE(text.find("bf16 wgmma.mma_async m64n64k16 (sm_90a): block tile 128x64 (2 warpgroups of 64x64)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("A K-major (LBO 128, SBO 512 bytes); B MN-major (LBO 1024, SBO 128 bytes)"), std::string::npos)
+      << text;
+}
+
+// Every operand layout (A and B along K or along M / N), bf16 / f16 and TF32, 16-byte copies
+// (sizes multiples of 8) and value-by-value ones (odd sizes), partial tiles, both epilogues.
+TEST(HostEmulation, WgmmaMatchesTheReference) {
+  struct Case {
+    const char* kernel;
+    int64_t m, n, kk;
+    const char* schedule;
+    double tolerance;
+  };
+  const Case cases[] = {
+      {"rect", 200, 136, 72, "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4", 1e-5},
+      {"rect", 200, 136, 72, "mma: bf16 wgmma m64n64k16 warpgroups 1x2 k 32 stages 3 epilogue shared", 1e-5},
+      {"rect", 61, 45, 29, "mma: bf16 wgmma m64n48k16 warpgroups 1x1 k 16 stages 2", 1e-5},
+      {"rect_t", 200, 136, 72, "mma: f16 wgmma m64n32k16 warpgroups 2x2 k 32 stages 3", 1e-5},
+      {"rect_t", 61, 45, 29, "mma: f16 wgmma m64n16k16 warpgroups 1x2 k 16 stages 2 epilogue shared", 1e-5},
+      {"rect32", 200, 136, 72, "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3", 2e-3},
+      {"rect32", 61, 45, 29, "mma: tf32 wgmma m64n24k8 warpgroups 1x1 k 8 stages 2 epilogue shared", 2e-3},
+      {"rect32_t", 200, 136, 72, "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 16 stages 4", 2e-3},
+  };
+  rtcgtest::CaseSample sample(4);
+  for (const Case& c : cases) {
+    if (!sample.keep()) continue;
+    EXPECT_EQ(checkOnHost(rect(c.kernel, c.m, c.n, c.kk), c.schedule, c.tolerance, kSm90), "")
+        << c.kernel << " " << c.m << "x" << c.n << "x" << c.kk << " " << c.schedule;
+  }
+  // The examples as the GPU probe runs them, at a size no tile divides.
+  EXPECT_EQ(checkOnHost(exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 72}}),
+                        "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4", 1e-5, kSm90), "");
+  EXPECT_EQ(checkOnHost(exampleKernel("matmul.rtcg", "matmul", {{"n", 37}}),
+                        "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 16 stages 3 epilogue shared", 2e-3, kSm90), "");
+}
+
+// NVRTC compiles wgmma modules for sm_90a where the target is sm_90 (compileGenerated's route,
+// nvrtcArchFor), with no local memory; other modules keep their architecture.
+TEST(Wgmma, NvrtcCompilesForSm90a) {
+  EXPECT_EQ(nvrtcArchFor("int x;\n// rtcg-arch: sm_90a (wgmma)\n", "sm_90"), "sm_90a");
+  EXPECT_EQ(nvrtcArchFor("int x;\n// rtcg-arch: sm_90a (wgmma)\n", "sm_80"), "sm_80");
+  EXPECT_EQ(nvrtcArchFor("int x;\n", "sm_90"), "sm_90");
+  struct Case {
+    Kernel k;
+    const char* schedule;
+  };
+  const std::vector<Case> cases = {
+      {exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 4096}}), "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4"},
+      {exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 4096}}), "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3"},
+      {exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}}), "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4"},
+      {rect("rect_t", 200, 136, 72), "mma: f16 wgmma m64n64k16 warpgroups 2x1 k 32 stages 3 epilogue shared"},
+  };
+  rtcgtest::CaseSample sample(2);
+  for (const Case& c : cases) {
+    if (!sample.keep()) continue;
+    EmittedModule m = emitCuda(c.k, *parseSchedule(c.schedule).schedule, kSm90);
+    CudaCompileResult r = compileCuda(m.source, c.k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
+    ASSERT_TRUE(r.success) << c.schedule << "\n" << r.log;
+    ASSERT_EQ(r.resources.size(), 1u) << r.log;
+    EXPECT_EQ(r.resources[0].localBytes, 0) << c.schedule << "\n" << r.log;
+    EXPECT_LE(r.resources[0].registers, 255);
+    // ptxas serializes wgmma it cannot keep asynchronous, and says so in the log.
+    EXPECT_EQ(r.log.find("serialized"), std::string::npos) << c.schedule << "\n" << r.log;
+    // For plain sm_90 the module refuses itself with the reason.
+    CudaCompileResult plain = compileCuda(m.source, c.k.name + ".cu", "sm_90", nvrtcOptions());
+    EXPECT_FALSE(plain.success);
+    EXPECT_NE(plain.log.find("wgmma schedules need sm_90a"), std::string::npos) << plain.log;
+  }
+}
+
+// The space offers wgmma on sm_90 only; the model ranks it below mma.sync there (measured slower,
+// SpaceModel.cpp), so the best-predicted candidates stay mma.sync ones.
+TEST(Wgmma, SpaceOffersWgmmaOnSm90) {
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    SpaceOptions o;
+    o.device = *archDeviceModel(arch);
+    o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
+    Kernel k = exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 4096}});
+    Space space = enumerateSchedules(k, o);
+    size_t wgmma = 0;
+    for (const Candidate& c : space.candidates) wgmma += c.text.find(" wgmma ") != std::string::npos;
+    if (std::string(arch) == "sm_80") {
+      EXPECT_EQ(wgmma, 0u);
+      continue;
+    }
+    EXPECT_GT(wgmma, 10u);
+    ASSERT_FALSE(space.candidates.empty());
+    EXPECT_EQ(space.candidates[0].text.find(" wgmma "), std::string::npos) << space.candidates[0].text;
+    EXPECT_NE(space.candidates[0].text.find("mma: bf16 m16n8k16"), std::string::npos) << space.candidates[0].text;
+  }
+}
