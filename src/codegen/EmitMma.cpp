@@ -20,7 +20,7 @@ using namespace mma;
 
 const char* elemType(const MmaPlan& p) { return p.c.type == ScalarType::F64 ? "double" : "float"; }
 
-int accElements(const MmaPlan& p) { return p.arith == MmaArith::F64 ? 2 : 4; }
+int accElements(const MmaPlan& p) { return p.arith == MmaArith::F64 ? f64AccElements(p) : 4; }
 
 // The block's and the thread's coordinates: warp, lane group and thread in group (PTX's groupID
 // and threadID_in_group), the tile origins, the batch indices from blockIdx.z.
@@ -160,7 +160,6 @@ std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& 
   return {C::name(name), C::name(small)};
 }
 
-using Offsets = std::vector<std::pair<int64_t, int64_t>>;
 using Fragments = std::vector<std::vector<std::vector<C::ExprP>>>;  // [fragment][part][register]
 
 // TF32 tiles as loaded (MmaPlan::tilesAsLoaded): one operand's fragments of the fragment-k at kk,
@@ -218,8 +217,8 @@ void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::Exp
     loadedOperand(ctx, p, nm, true, kk, bufA, a, out);
     loadedOperand(ctx, p, nm, false, kk, bufB, b, out);
   }
-  const Offsets aAt = f64 ? Offsets{{0, 0}} : Offsets{{0, 0}, {8, 0}, {0, 4}, {8, 4}};  // (row, k) per register
-  const Offsets bAt = f64 ? Offsets{{0, 0}} : Offsets{{0, 0}, {0, 4}};
+  const Offsets aAt = f64 ? f64AOffsets(p) : Offsets{{0, 0}, {8, 0}, {0, 4}, {8, 4}};  // (row, k) per register
+  const Offsets bAt = f64 ? f64BOffsets(p) : Offsets{{0, 0}, {0, 4}};
   for (int64_t fm = 0; fm < (p.tilesAsLoaded ? 0 : ms.tileM); ++fm)
     for (auto [dr, dc] : aAt) {
       C::ExprP row = C::sum({nm.wm, lit(fm * p.fragM + dr), nm.g});
@@ -239,7 +238,7 @@ void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::Exp
     for (const std::string& r : acc) args.push_back(C::name(r));
     for (const C::ExprP& r : a[fm][pa]) args.push_back(r);
     for (const C::ExprP& r : b[fn][pb]) args.push_back(r);
-    to.push_back(C::exprStmt(C::call(f64 ? "rtcg_mma_f64" : "rtcg_mma_tf32", std::move(args))));
+    to.push_back(C::exprStmt(C::call(f64 ? f64MmaHelper(p) : "rtcg_mma_tf32", std::move(args))));
   };
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn) {
@@ -347,7 +346,7 @@ void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C
 // fragment layout), or in the domain with `blockOrigin` (the block tile's origin added first).
 std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, int64_t fm, int64_t fn, int r,
                                        bool blockOrigin) {
-  const int64_t dr = p.arith == MmaArith::F64 ? 0 : (r >= 2 ? 8 : 0);
+  const int64_t dr = p.fragM == 16 && r >= 2 ? 8 : 0;  // 16-row fragments: c2, c3 are row g + 8
   std::vector<C::ExprP> row{nm.wm, lit(fm * p.fragM + dr), nm.g};
   std::vector<C::ExprP> col{nm.wn, lit(fn * p.fragN + (r & 1)), C::product(nm.t, lit(2))};
   if (blockOrigin) row.insert(row.begin(), nm.m0), col.insert(col.begin(), nm.n0);

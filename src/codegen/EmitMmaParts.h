@@ -23,6 +23,14 @@ struct MmaNames {
   std::map<int, C::ExprP> batch;                           // batch loop id -> its value
 };
 
+using Offsets = std::vector<std::pair<int64_t, int64_t>>;  // per fragment register: (row, k) from (g, t)
+
+// EmitMmaF64.cpp: the FP64 shapes' fragments (m8n8k4; sm_90's m16n8k4, m16n8k8, m16n8k16).
+Offsets f64AOffsets(const MmaPlan& p);  // A registers: (row, k) offsets from (g, t)
+Offsets f64BOffsets(const MmaPlan& p);  // B registers: (column, k) offsets from (g, t)
+int f64AccElements(const MmaPlan& p);   // accumulators per fragment: 2 (m8n8k4) or 4
+const char* f64MmaHelper(const MmaPlan& p);  // the prelude's helper of the shape
+
 // Element `at` of a tile.
 inline C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
   return C::index(C::name(t.storage), t.offset ? C::sum({lit(t.offset), at}) : at);

@@ -225,8 +225,18 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
     reasons.push_back(fmt::format("mma: '{0}' multiplies {0} values: both operands must be f32({0} load), "
                                   "here '{1}' and '{2}'", mmaArithName(p.arith), printExpr(p.c.a, &k),
                                   printExpr(p.c.b, &k)));
-  if (p.arith == MmaArith::F64) p.fragM = 8, p.fragN = 8, p.fragK = 4;
-  if (half) p.fragK = 16;
+  const MmaDims dims = mmaDims(s.mma);
+  p.fragM = dims.m, p.fragN = dims.n, p.fragK = dims.k;
+  p.shape = s.mma.shape;
+  if (p.shape != MmaShape::Native && p.arith != MmaArith::F64)
+    reasons.push_back(fmt::format("mma: shape '{}' is an f64 shape; '{}' takes '{}'", mmaShapeName(s.mma),
+                                  mmaArithName(p.arith), mmaShapeName(p.arith)));
+  // FP64's m16n8k* exist on sm_90 only (PTX ISA 7.8); a target known to be older refuses them.
+  const int need = mmaMinComputeCapability(s.mma);
+  if (limits.computeCapability > 0 && limits.computeCapability < need)
+    reasons.push_back(fmt::format("mma: shape '{}' of '{}' needs sm_{} or later (mma.sync.m16n8k*.f64); the target "
+                                  "is sm_{} (use 'm8n8k4')", mmaShapeName(s.mma), mmaArithName(p.arith), need,
+                                  limits.computeCapability));
   p.stages = s.mma.stages;
   p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.stages == 1 ? 2 : 1;
   if (p.stages > 1 && !half)

@@ -669,8 +669,12 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                               }());
   s += fmt::format("  operands: {} (M, staged along {}), {} (N, staged along {})\n", printExpr(p.c.a, &k),
                    p.c.aAlongK ? "K" : "M", printExpr(p.c.b, &k), p.c.bAlongK ? "K" : "N");
-  s += fmt::format("  {} mma.sync {}: block tile {}x{}, {} reduction steps of {}, {} mma per warp and step\n",
-                   mmaArithName(p.arith), mmaShapeName(p.arith), p.blockM, p.blockN, p.steps, p.blockK, p.mmaPerStep);
+  MmaSchedule shape{p.arith};
+  shape.shape = p.shape;
+  s += fmt::format("  {} mma.sync {}{}: block tile {}x{}, {} reduction steps of {}, {} mma per warp and step\n",
+                   mmaArithName(p.arith), mmaShapeName(shape),
+                   mmaMinComputeCapability(shape) >= 90 ? " (sm_90: Hopper's FP64 tensor rate)" : "", p.blockM,
+                   p.blockN, p.steps, p.blockK, p.mmaPerStep);
   s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
                    p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue ? "dynamic" : "static", p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);

@@ -904,12 +904,31 @@ class NestSpace {
             }
   }
 
+  // The arithmetics and instruction shapes of the contraction's mma schedules: every arithmetic the
+  // policy allows, f64 in m8n8k4 and, on sm_90 (device model and target), m16n8k4/k8/k16.
+  std::vector<MmaSchedule> mmaInstructions(const Contraction& c) const {
+    std::vector<MmaSchedule> out;
+    const bool sm90 = o_.device.computeCapability >= 90 &&
+                      (o_.limits.computeCapability == 0 || o_.limits.computeCapability >= 90);
+    for (MmaArith arith : mmaAriths(o_.precision, c)) {
+      out.push_back(MmaSchedule{arith});
+      if (arith == MmaArith::F64 && sm90)
+        for (MmaShape shape : {MmaShape::M16N8K4, MmaShape::M16N8K8, MmaShape::M16N8K16}) {
+          out.push_back(MmaSchedule{arith});
+          out.back().shape = shape;
+        }
+    }
+    return out;
+  }
+
   // Tensor-core schedules of a qualifying contraction (schedule/Mma.h), in every arithmetic the
   // precision policy allows for its type (and bf16 / f16 where the operands are conversions of such
   // loads, under every policy): warps of 1 to 8 per block, 1x1 to 4x8 / 8x4 fragments per warp, steps of
   // 8, 16 and 32 values (16-bit: 16, 32 and 64), staged per step or by cp.async in 3 stages (where the
   // reduction has more than one step; those also with `epilogue shared`). Tiles much larger than the output (a block tile whose
-  // half already covers a dimension) are left out, as are steps past the reduction's length.
+  // half already covers a dimension) are left out, as are steps past the reduction's length. f64 on
+  // sm_90 also in m16n8k4/k8/k16 (steps of at least the shape's k), without warp tiles whose
+  // accumulators and fragments the register estimate puts at the cap.
   void mmaVariants() {
     ContractionMatch m = matchContraction(k_, nest_);
     if (!m.contraction) return;
@@ -919,8 +938,10 @@ class NestSpace {
     // warps), fewer fragment loads per mma where the issue slots bound the loop (mmaIssueSeconds).
     static const std::pair<int64_t, int64_t> tiles[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4},
                                                         {4, 2}, {4, 4}, {4, 8}, {8, 4}};
-    for (MmaArith arith : mmaAriths(o_.precision, c)) {
-      const int64_t fragM = arith == MmaArith::F64 ? 8 : 16, fragN = 8, fragK = mmaFragK(arith);
+    for (const MmaSchedule& instruction : mmaInstructions(c)) {
+      const MmaArith arith = instruction.arith;
+      const MmaDims dims = mmaDims(instruction);
+      const int64_t fragM = dims.m, fragN = dims.n, fragK = dims.k;
       // 16-bit steps: 16 to 64 values (32 to 128 bytes per row, as 8 to 32 of 32-bit values).
       const std::vector<int64_t> kSteps = mmaIs16Bit(arith) ? std::vector<int64_t>{16, 32, 64}
                                                             : std::vector<int64_t>{8, 16, 32};
@@ -930,10 +951,17 @@ class NestSpace {
           if ((bm > fragM && bm / 2 >= c.mExtent) || (bn > fragN && bn / 2 >= c.nExtent)) continue;
           for (int64_t kStep : kSteps) {
             if (kStep < fragK || (kStep > fragK && kStep / 2 >= c.kExtent)) continue;
+            // FP64's 16 x 8 fragments: four doubles of accumulators each, and the step's fragments
+            // loaded ahead; warp tiles and steps whose registers the model puts at the 255 cap
+            // would spill (mmaRegisters).
+            MmaSchedule probe = instruction;
+            probe.tileM = tm, probe.tileN = tn, probe.k = kStep;
+            if (instruction.shape != MmaShape::Native && mmaRegisters(probe, c.type) >= 255) continue;
             for (int64_t stages : {int64_t(1), int64_t(3)}) {
               if (stages > 1 && c.kExtent <= kStep) continue;  // one step: nothing to pipeline
               NestSchedule ns;
               ns.mma = MmaSchedule{arith, wm, wn, tm, tn, kStep, stages};
+              ns.mma.shape = instruction.shape;
               add(ns, Family::Plain);
               // Pipelined ones also with the coalesced shared epilogue (the model weighs the
               // fragments' half-used store sectors against one more pass through shared memory).

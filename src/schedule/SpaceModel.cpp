@@ -585,6 +585,16 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
 
 int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
   const bool f64 = ms.arith == MmaArith::F64;
+  if (ms.shape != MmaShape::Native) {
+    // FP64's sm_90 shapes: NVCC loads the fragments of the whole (unrolled) step ahead of its mma,
+    // so all of them count, two registers a double, besides the accumulators and ~64 for addresses
+    // and copies. Against NVRTC 13 for sm_90 (m16n8k8 2x4 k 16: 188 registers, estimate 192; 4x4
+    // k 8: 234, 240; m16n8k16 2x4 k 32 and m16n8k8 4x4 k 16: 255 and spills, estimates 256 and 288).
+    const MmaDims dims = mmaDims(ms);
+    const int64_t accs = ms.tileM * ms.tileN * dims.m * dims.n / 32;
+    const int64_t step = (ms.tileM * dims.m + ms.tileN * dims.n) * ms.k / 32;
+    return std::min<int64_t>(255, 64 + 2 * (accs + step));
+  }
   const int64_t accs = ms.tileM * ms.tileN * (f64 ? 2 : 4);
   const int64_t fragments = (ms.tileM * (f64 ? 1 : 4) + ms.tileN * (f64 ? 1 : 2)) * (ms.arith == MmaArith::Tf32x3 ? 2 : 1);
   return std::min<int64_t>(255, 32 + (accs + fragments) * (type == ScalarType::F64 ? 2 : 1));
@@ -611,7 +621,7 @@ namespace {
 // issue-bound (49.5% of slots busy at IPC 2.08 with 'wait' stalls) rather than tensor-bound.
 double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, int64_t threads, const DeviceModel& d) {
   const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
-  const int64_t aRegs = f64 ? 1 : 4, bRegs = f64 ? 1 : 2;
+  const int64_t aRegs = f64 ? p.fragM * p.fragK / 32 : 4, bRegs = f64 ? p.fragN * p.fragK / 32 : 2;
   auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
     const bool ldmatrix = p.tilesAsLoaded && (mmaIs16Bit(p.arith) || !kMajor);
     return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && !p.tilesAsLoaded ? 2 : 1);
@@ -659,7 +669,10 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
   const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
                         (p.arith == MmaArith::Tf32x3 ? 3 : 1);
-  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops
+  // FP64 mma: twice the FP64 pipe in the architecture's own shape. On sm_90 that is m16n8k*: m8n8k4,
+  // Ampere's shape, issues at about half of it there (26 of 67 TF/s measured on an H200, issue #22).
+  const bool slowF64Shape = p.shape == MmaShape::Native && d.computeCapability >= 90;
+  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops * (slowF64Shape ? 0.5 : 1.0)
                       : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
                                                : d.peakTensorFlops / 2;
   const double epiloguePass = p.sharedEpilogue ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
