@@ -266,9 +266,16 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   // (k = t, row = g) then hit 32 different banks; a (rows x k) tile keeps pitch = 4 (mod 8), whose
   // 16-byte rows ldmatrix reads without conflicts. FP64 keeps its layout (m8n8k4 has no ldmatrix form).
   const bool tf32 = p.arith == MmaArith::Tf32 || p.arith == MmaArith::Tf32x3;
-  p.tilesAsLoaded = half || (tf32 && p.stages > 1);
-  if (tf32 && p.stages > 1) {
-    auto kMajorPitch = [](int64_t rows) { return rows + (40 - rows % 32) % 32; };
+  // FP64's sm_90 shapes with stages likewise: 16-byte copies (two doubles) along each operand's
+  // contiguous direction, fragments loaded value by value from either tile. A (k x rows) tile has
+  // pitch = 4 (mod 16) doubles (8 (mod 32) words, as TF32's): a half-warp's 64-bit loads at (k = t,
+  // row = g) fall on 16 different 8-byte bank pairs. m8n8k4 keeps its layout, as it was.
+  const bool f64Loaded = p.arith == MmaArith::F64 && p.shape != MmaShape::Native && p.stages > 1;
+  p.tilesAsLoaded = half || (tf32 && p.stages > 1) || f64Loaded;
+  if ((tf32 && p.stages > 1) || f64Loaded) {
+    auto kMajorPitch = [&](int64_t rows) {
+      return f64Loaded ? rows + (20 - rows % 16) % 16 : rows + (40 - rows % 32) % 32;
+    };
     p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
     p.pitchA = p.aKMajor ? kMajorPitch(p.blockM) : p.pitch;
     p.pitchB = p.bKMajor ? kMajorPitch(p.blockN) : p.pitch;

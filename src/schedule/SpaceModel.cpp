@@ -623,7 +623,7 @@ double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, 
   const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
   const int64_t aRegs = f64 ? p.fragM * p.fragK / 32 : 4, bRegs = f64 ? p.fragN * p.fragK / 32 : 2;
   auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
-    const bool ldmatrix = p.tilesAsLoaded && (mmaIs16Bit(p.arith) || !kMajor);
+    const bool ldmatrix = p.tilesAsLoaded && !f64 && (mmaIs16Bit(p.arith) || !kMajor);  // FP64: value by value
     return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && !p.tilesAsLoaded ? 2 : 1);
   };
   const int64_t split = x3 && p.tilesAsLoaded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;

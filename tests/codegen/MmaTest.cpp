@@ -591,7 +591,30 @@ TEST(Mma, F64Sm90ShapesClauseTargetAndPlan) {
     EXPECT_EQ(p.mmaPerStep, 2 * 2 * (32 / fragK));
     const std::string text = printPlan(k, plan.nests[0]);
     EXPECT_NE(text.find("f64 mma.sync " + shape + " (sm_90"), std::string::npos) << text;
+    EXPECT_FALSE(p.tilesAsLoaded);
   }
+  // With stages the tiles follow each operand's contiguous direction (16-byte cp.async where
+  // aligned): matmul's b[k, j] as a (k x n) tile, pitch = 4 (mod 16) doubles (conflict-free loads
+  // at (k = t, n = g)); m8n8k4 keeps its (rows x k) tiles.
+  const ScheduleLimits hopper = deviceScheduleLimits(227 * 1024, 1024);
+  SchedulePlan staged = planSchedule(k, *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper);
+  ASSERT_TRUE(staged.ok());
+  const MmaPlan& sp = *staged.nests[0].mma;
+  EXPECT_TRUE(sp.tilesAsLoaded);
+  EXPECT_FALSE(sp.aKMajor);
+  EXPECT_TRUE(sp.bKMajor);
+  EXPECT_EQ(sp.pitchA % 8, 4);
+  EXPECT_EQ(sp.pitchB % 16, 4);
+  EXPECT_EQ(sp.bufferB, 16 * sp.pitchB);
+  EXPECT_NE(printPlan(k, staged.nests[0]).find("B K x N (pitch 36); fragments value by value"), std::string::npos)
+      << printPlan(k, staged.nests[0]);
+  SchedulePlan old = planSchedule(k, *parseSchedule("mma: f64 m8n8k4 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper);
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old.nests[0].mma->tilesAsLoaded);
+  const std::string aligned = emitCuda(matmul(1000, ScalarType::F64),
+                                       *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper).source;
+  EXPECT_NE(aligned.find("rtcg_cp_async16(&"), std::string::npos);
+  EXPECT_EQ(aligned.find("rtcg_ldmatrix"), std::string::npos);
 }
 
 // The sm_90 FP64 shapes against the reference in the host emulation (IEEE products and sums, only
@@ -601,7 +624,9 @@ TEST(Mma, F64Sm90ShapesClauseTargetAndPlan) {
 TEST(HostEmulation, MmaF64Sm90ShapesMatchTheReference) {
   ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
   sm90.computeCapability = 90;
-  const std::vector<Kernel> kernels{matmul(37, ScalarType::F64),
+  // 37 and the lift: odd rows, copied value by value; 36 and the rectangle: 16-byte copies with
+  // runs cut at the domain's edge.
+  const std::vector<Kernel> kernels{matmul(37, ScalarType::F64), matmul(36, ScalarType::F64),
                                     fromSource(kF64Rect, {{"m", 100}, {"n", 72}, {"kk", 36}}),
                                     fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 37}})};
   const std::vector<std::string> rest{"warps 2x1 tile 1x2 k 16", "warps 2x2 tile 2x2 k 32 stages 3",
