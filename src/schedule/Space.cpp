@@ -927,8 +927,8 @@ class NestSpace {
   // 8, 16 and 32 values (16-bit: 16, 32 and 64), staged per step or by cp.async in 3 stages (where the
   // reduction has more than one step; those also with `epilogue shared`). Tiles much larger than the output (a block tile whose
   // half already covers a dimension) are left out, as are steps past the reduction's length. f64 on
-  // sm_90 also in m16n8k4/k8/k16 (steps of at least the shape's k), without warp tiles whose
-  // accumulators and fragments the register estimate puts at the cap.
+  // sm_90 also in m16n8k4/k8/k16 (steps of at least the shape's k; 4 stages too), without warp
+  // tiles whose accumulators and fragments the register estimate puts at the cap.
   void mmaVariants() {
     ContractionMatch m = matchContraction(k_, nest_);
     if (!m.contraction) return;
@@ -951,14 +951,24 @@ class NestSpace {
           if ((bm > fragM && bm / 2 >= c.mExtent) || (bn > fragN && bn / 2 >= c.nExtent)) continue;
           for (int64_t kStep : kSteps) {
             if (kStep < fragK || (kStep > fragK && kStep / 2 >= c.kExtent)) continue;
-            // FP64's 16 x 8 fragments: four doubles of accumulators each, and the step's fragments
-            // loaded ahead; warp tiles and steps whose registers the model puts at the 255 cap
-            // would spill (mmaRegisters).
-            MmaSchedule probe = instruction;
-            probe.tileM = tm, probe.tileN = tn, probe.k = kStep;
-            if (instruction.shape != MmaShape::Native && mmaRegisters(probe, c.type) >= 255) continue;
-            for (int64_t stages : {int64_t(1), int64_t(3)}) {
+            // FP64's sm_90 shapes also with 4 stages: more bytes in flight per block, where the 16 x 8
+            // fragments' registers leave few blocks per multiprocessor (H200 probe: 0.75-0.8x cuBLAS
+            // with 3).
+            const bool sm90F64 = instruction.shape != MmaShape::Native;
+            // FP64's sm_90 shapes in blocks of 4 warps or more: with one warp NVCC hoists a step's
+            // copies (32 values a thread at k 32) and spilled where the estimate saw room (m16n8k4
+            // warps 1x1 tile 2x4 k 32 stages 3).
+            if (sm90F64 && wm * wn < 4) break;
+            for (int64_t stages : {int64_t(1), int64_t(3), int64_t(4)}) {
               if (stages > 1 && c.kExtent <= kStep) continue;  // one step: nothing to pipeline
+              if (stages == 4 && !sm90F64) continue;
+              // Their four doubles of accumulators per fragment and the step's fragments loaded
+              // ahead: warp tiles and steps whose registers the model puts near the 255 cap may
+              // spill (mmaRegisters; at an estimate of 248, m16n8k16 tile 4x4 k 16 spilled with
+              // warps 4x2 and not with 2x2), so the space keeps below 248.
+              MmaSchedule probe = instruction;
+              probe.tileM = tm, probe.tileN = tn, probe.k = kStep, probe.stages = stages;
+              if (sm90F64 && mmaRegisters(probe, c.type) >= 248) continue;
               NestSchedule ns;
               ns.mma = MmaSchedule{arith, wm, wn, tm, tn, kStep, stages};
               ns.mma.shape = instruction.shape;
