@@ -14,6 +14,7 @@
 //   EmitKeptRows.cpp   `keep:`: a row that several fused nests read, held in the thread's registers
 //   EmitMma.cpp        a contraction on tensor cores (`mma:`): staged tiles, fragments, epilogue
 //   EmitMmaHalf.cpp    its 16-bit arithmetics (bf16 / f16): ldmatrix, 16-byte cp.async copies
+//   EmitMmaF64.cpp     its FP64 shapes (m8n8k4; sm_90's m16n8k4/k8/k16): fragment registers, helpers
 //   EmitPrelude.cpp    fixed device helpers (floor division, cp.async, mma)
 // Everything here is internal to src/codegen; Emitter.h is the interface.
 #pragma once
@@ -403,5 +404,7 @@ extern const char* const asyncCopyHelpers;
 extern const char* const mmaHelpers;
 // The 16-bit mma helpers (fixed text): ldmatrix and mma.sync m16n8k16, bf16 and f16.
 extern const char* const mma16Helpers;
+// EmitMmaF64.cpp: the sm_90 FP64 mma helpers (fixed text): mma.sync m16n8k4, m16n8k8, m16n8k16 .f64.
+extern const char* const mmaF64Sm90Helpers;
 
 }  // namespace rtcg::emit

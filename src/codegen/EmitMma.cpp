@@ -20,7 +20,7 @@ using namespace mma;
 
 const char* elemType(const MmaPlan& p) { return p.c.type == ScalarType::F64 ? "double" : "float"; }
 
-int accElements(const MmaPlan& p) { return p.arith == MmaArith::F64 ? 2 : 4; }
+int accElements(const MmaPlan& p) { return p.arith == MmaArith::F64 ? f64AccElements(p) : 4; }
 
 // The block's and the thread's coordinates: warp, lane group and thread in group (PTX's groupID
 // and threadID_in_group), the tile origins, the batch indices from blockIdx.z.
@@ -131,10 +131,14 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
   out.push_back(C::forLoop(ctx.idx, s, lit(0), lit(rounds), C::Unroll::Full, std::move(body)));
 }
 
-// A fragment value from a tile: row `row` (of the block tile), column kcol, in the buffer starting
-// at element `buffer` (null: the only one).
-C::ExprP tileAt(const MmaPlan& p, const Tile& tile, const C::ExprP& buffer, C::ExprP row, C::ExprP kcol) {
-  return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(row), lit(p.pitch)), std::move(kcol)}));
+// A fragment value from operand `isA`'s tile: row `row` (of the block tile), column kcol, in the
+// buffer starting at element `buffer` (null: the only one). FP64 tiles as loaded may be (k x rows).
+C::ExprP tileAt(const MmaPlan& p, bool isA, const Tile& tile, const C::ExprP& buffer, C::ExprP row, C::ExprP kcol) {
+  if (isA ? p.aKMajor : p.bKMajor)
+    return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(kcol), lit(isA ? p.pitchA : p.pitchB)),
+                                 std::move(row)}));
+  return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(row), lit(isA ? p.pitchA : p.pitchB)),
+                               std::move(kcol)}));
 }
 
 // A fragment register's value as copied by cp.async, converted: its big part and (tf32x3) its
@@ -157,19 +161,19 @@ std::pair<C::ExprP, C::ExprP> convertRegister(EmitContext& ctx, const MmaPlan& p
 
 // One operand register of a fragment: its big part and (tf32x3) its small part. Tiles staged
 // converted hold them; tiles copied by cp.async hold the values, converted here.
-std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>& tiles,
-                                               const C::ExprP& buffer, const C::ExprP& row, const C::ExprP& kcol,
-                                               const std::string& base, std::vector<C::Stmt>& out) {
-  if (p.stages > 1) return convertRegister(ctx, p, tileAt(p, tiles[0], buffer, row, kcol), base, out);
+std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& p, bool isA,
+                                               const std::vector<Tile>& tiles, const C::ExprP& buffer,
+                                               const C::ExprP& row, const C::ExprP& kcol, const std::string& base,
+                                               std::vector<C::Stmt>& out) {
+  if (p.stages > 1) return convertRegister(ctx, p, tileAt(p, isA, tiles[0], buffer, row, kcol), base, out);
   std::string name = ctx.names.fresh(base);
-  out.push_back(C::decl(elemType(p), name, tileAt(p, tiles[0], buffer, row, kcol)));
+  out.push_back(C::decl(elemType(p), name, tileAt(p, isA, tiles[0], buffer, row, kcol)));
   if (p.arith != MmaArith::Tf32x3) return {C::name(name), nullptr};
   std::string small = ctx.names.fresh(base + "_small");
-  out.push_back(C::decl(elemType(p), small, tileAt(p, tiles[1], buffer, row, kcol)));
+  out.push_back(C::decl(elemType(p), small, tileAt(p, isA, tiles[1], buffer, row, kcol)));
   return {C::name(name), C::name(small)};
 }
 
-using Offsets = std::vector<std::pair<int64_t, int64_t>>;
 using Fragments = std::vector<std::vector<std::vector<C::ExprP>>>;  // [fragment][part][register]
 
 // TF32 tiles as loaded (MmaPlan::tilesAsLoaded): one operand's fragments of the fragment-k at kk,
@@ -223,23 +227,25 @@ void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::Exp
   const bool f64 = p.arith == MmaArith::F64, x3 = p.arith == MmaArith::Tf32x3;
   // a[fm][part][reg], b[fn][part][reg] (part 1: the small parts)
   Fragments a(ms.tileM, std::vector<std::vector<C::ExprP>>(2)), b(ms.tileN, std::vector<std::vector<C::ExprP>>(2));
-  if (p.tilesAsLoaded) {
+  // TF32 tiles as loaded: ldmatrix where it applies; FP64's value by value from either tile.
+  const bool byLdmatrix = p.tilesAsLoaded && !f64;
+  if (byLdmatrix) {
     loadedOperand(ctx, p, nm, true, kk, bufA, a, out);
     loadedOperand(ctx, p, nm, false, kk, bufB, b, out);
   }
-  const Offsets aAt = f64 ? Offsets{{0, 0}} : Offsets{{0, 0}, {8, 0}, {0, 4}, {8, 4}};  // (row, k) per register
-  const Offsets bAt = f64 ? Offsets{{0, 0}} : Offsets{{0, 0}, {0, 4}};
-  for (int64_t fm = 0; fm < (p.tilesAsLoaded ? 0 : ms.tileM); ++fm)
+  const Offsets aAt = f64 ? f64AOffsets(p) : Offsets{{0, 0}, {8, 0}, {0, 4}, {8, 4}};  // (row, k) per register
+  const Offsets bAt = f64 ? f64BOffsets(p) : Offsets{{0, 0}, {0, 4}};
+  for (int64_t fm = 0; fm < (byLdmatrix ? 0 : ms.tileM); ++fm)
     for (auto [dr, dc] : aAt) {
       C::ExprP row = C::sum({nm.wm, lit(fm * p.fragM + dr), nm.g});
-      auto [big, small] = fragmentRegister(ctx, p, nm.tileA, bufA, row, C::sum({kk, nm.t, lit(dc)}),
+      auto [big, small] = fragmentRegister(ctx, p, true, nm.tileA, bufA, row, C::sum({kk, nm.t, lit(dc)}),
                                            fmt::format("a{}", fm), out);
       a[fm][0].push_back(big), a[fm][1].push_back(small);
     }
-  for (int64_t fn = 0; fn < (p.tilesAsLoaded ? 0 : ms.tileN); ++fn)
+  for (int64_t fn = 0; fn < (byLdmatrix ? 0 : ms.tileN); ++fn)
     for (auto [dr, dc] : bAt) {
       C::ExprP col = C::sum({nm.wn, lit(fn * p.fragN + dr), nm.g});
-      auto [big, small] = fragmentRegister(ctx, p, nm.tileB, bufB, col, C::sum({kk, nm.t, lit(dc)}),
+      auto [big, small] = fragmentRegister(ctx, p, false, nm.tileB, bufB, col, C::sum({kk, nm.t, lit(dc)}),
                                            fmt::format("b{}", fn), out);
       b[fn][0].push_back(big), b[fn][1].push_back(small);
     }
@@ -248,7 +254,7 @@ void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::Exp
     for (const std::string& r : acc) args.push_back(C::name(r));
     for (const C::ExprP& r : a[fm][pa]) args.push_back(r);
     for (const C::ExprP& r : b[fn][pb]) args.push_back(r);
-    to.push_back(C::exprStmt(C::call(f64 ? "rtcg_mma_f64" : "rtcg_mma_tf32", std::move(args))));
+    to.push_back(C::exprStmt(C::call(f64 ? f64MmaHelper(p) : "rtcg_mma_tf32", std::move(args))));
   };
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn) {
@@ -356,7 +362,9 @@ void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C
 // fragment layout), or in the domain with `blockOrigin` (the block tile's origin added first).
 std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, size_t fm, size_t fn, int r,
                                        bool blockOrigin) {
-  const int64_t dr = p.arith == MmaArith::F64 ? 0 : (r >= 2 ? 8 : 0);
+  // c2, c3 are row g + 8 in every 16-row fragment (m16n8 and wgmma's chunks); m8n8k4's 8-row
+  // fragment has none.
+  const int64_t dr = p.fragM != 8 && r >= 2 ? 8 : 0;
   // wgmma: a warp's accumulators are 16 rows by N / 8 chunks of 8 columns, each laid out as an
   // m16n8 fragment (nm.acc[0][chunk]).
   const int64_t fragN = p.wgmma ? 8 : p.fragN;
@@ -462,7 +470,7 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
                                         p.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.stages)
                                         : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
   declareMmaTiles(ctx, p, nm, body);
-  if (p.tilesAsLoaded) declareLdmatrixLanes(ctx, p, nm, body);
+  if (p.tilesAsLoaded && p.arith != MmaArith::F64) declareLdmatrixLanes(ctx, p, nm, body);
   nm.acc.assign(size_t(ms.tileM), std::vector<std::vector<std::string>>(size_t(ms.tileN)));
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)

@@ -154,7 +154,7 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
                               C::name(ctx.paramNames[size_t(load->array)]));
     inner.push_back(C::exprStmt(C::call("rtcg_cp_async16", {C::unary("&", tileRef(tile, at)), src, C::name(bytes)})));
   } else if (!mmaIs16Bit(p.arith)) {
-    // TF32 (with stages): one cp.async per value, its address only where it is inside.
+    // TF32 and FP64 (with stages): one cp.async per value, its address only where it is inside.
     C::ExprP inside = bin("&&", bin("<", point, lit(rowExtent)), bin("<", kq, lit(p.c.kExtent)));
     C::ExprP element = lowerAccess(ctx, load->array, load->operands, env, loads);
     RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");

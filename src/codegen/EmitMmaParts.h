@@ -24,6 +24,14 @@ struct MmaNames {
   std::map<int, C::ExprP> batch;                           // batch loop id -> its value
 };
 
+using Offsets = std::vector<std::pair<int64_t, int64_t>>;  // per fragment register: (row, k) from (g, t)
+
+// EmitMmaF64.cpp: the FP64 shapes' fragments (m8n8k4; sm_90's m16n8k4, m16n8k8, m16n8k16).
+Offsets f64AOffsets(const MmaPlan& p);  // A registers: (row, k) offsets from (g, t)
+Offsets f64BOffsets(const MmaPlan& p);  // B registers: (column, k) offsets from (g, t)
+int f64AccElements(const MmaPlan& p);   // accumulators per fragment: 2 (m8n8k4) or 4
+const char* f64MmaHelper(const MmaPlan& p);  // the prelude's helper of the shape
+
 // Element `at` of a tile.
 inline C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
   return C::index(C::name(t.storage), t.offset ? C::sum({lit(t.offset), at}) : at);
@@ -31,7 +39,7 @@ inline C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
 inline C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(op, std::move(a), std::move(b)); }
 
 // EmitMmaHalf.cpp: the 16-bit arithmetics (bf16 / f16 m16n8k16), and the tiles as loaded that
-// TF32 with stages shares with them (MmaPlan::tilesAsLoaded).
+// TF32 and FP64's sm_90 shapes with stages share with them (MmaPlan::tilesAsLoaded).
 // The lane's ldmatrix addresses in the tiles (nm.aLane, nm.bLane; TF32: of (rows x k) tiles only).
 void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
 // One operand's (rows x k) box of the step at k0 into the buffer starting at element `buffer`

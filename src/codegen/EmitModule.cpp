@@ -104,6 +104,9 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
     mod.preludes.push_back(emit::asyncCopyHelpers);
   if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.mma.any(); }))
     mod.preludes.push_back(emit::mmaHelpers);
+  // FP64's sm_90 shapes: their helpers only where used (other modules' text stays as it was).
+  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.mma.shape != MmaShape::Native; }))
+    mod.preludes.push_back(emit::mmaF64Sm90Helpers);
   // ldmatrix: 16-bit tiles, and TF32 tiles as loaded (with stages, MmaPlan::tilesAsLoaded).
   auto ldmatrix = [&](const NestSchedule& ns) {
     const bool tf32 = ns.mma.arith == MmaArith::Tf32 || ns.mma.arith == MmaArith::Tf32x3;

@@ -82,10 +82,13 @@ std::optional<Kernel> proveKernel(const SourceText& src, const SizeBindings& siz
 std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions& options, Diagnostics& diags,
                                       bool* nvrtcFailed) {
   if (nvrtcFailed) *nvrtcFailed = false;
-  std::optional<Schedule> schedule = chooseSchedule(bound, options.schedule, options.limits, diags, options.precision);
+  // The architecture NVRTC compiles for decides which mma shapes exist (FP64 m16n8k*: sm_90).
+  ScheduleLimits limits = options.limits;
+  if (limits.computeCapability == 0) limits.computeCapability = computeCapabilityOf(options.arch);
+  std::optional<Schedule> schedule = chooseSchedule(bound, options.schedule, limits, diags, options.precision);
   if (!schedule) return std::nullopt;
 
-  Compiled out{bound, *schedule, emitCuda(bound, *schedule, options.limits, options.arrayAlignment), {}};
+  Compiled out{bound, *schedule, emitCuda(bound, *schedule, limits, options.arrayAlignment), {}};
   if (!options.compile) return out;
   // A wgmma schedule on another target is the user's error, not NVRTC's (wgmma is sm_90a's alone).
   if (const std::string arch = nvrtcArchFor(out.module.source, options.arch);

@@ -31,8 +31,8 @@ DevicePeaks devicePeaks(int computeMajor, int computeMinor, int multiprocessors,
 // TFLOP/s gives the model's 50.
 constexpr double kSustainedFp32Fraction = 0.75;
 
-// Sets the model's peaks (and peakFlops) from the device; leaves them when the architecture is
-// unknown.
+// Sets the model's compute capability, and its peaks (and peakFlops) from the device; leaves the
+// peaks when the architecture is unknown.
 void setModelPeaks(DeviceModel& d, int computeMajor, int computeMinor, int multiprocessors, double clockHz);
 
 // A typical device of `arch` for a dry run: sm_80 an A100 SXM, sm_89 an L40S, sm_90 an H100 SXM

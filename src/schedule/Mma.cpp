@@ -255,8 +255,24 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
     reasons.push_back(fmt::format("mma: '{0}' multiplies {0} values: both operands must be f32({0} load), "
                                   "here '{1}' and '{2}'", mmaArithName(p.arith), printExpr(p.c.a, &k),
                                   printExpr(p.c.b, &k)));
-  if (p.arith == MmaArith::F64) p.fragM = 8, p.fragN = 8, p.fragK = 4;
-  if (half) p.fragK = 16;
+  const MmaDims dims = mmaDims(s.mma);
+  p.fragM = dims.m, p.fragN = dims.n, p.fragK = dims.k;
+  p.shape = s.mma.shape;
+  if (p.shape != MmaShape::Native && p.arith != MmaArith::F64)
+    reasons.push_back(fmt::format("mma: shape '{}' is an f64 shape; '{}' takes '{}'", mmaShapeName(s.mma),
+                                  mmaArithName(p.arith), mmaShapeName(p.arith)));
+  // FP64's m16n8k* exist on sm_90 only (PTX ISA 7.8); a target known to be older refuses them.
+  const int need = mmaMinComputeCapability(s.mma);
+  if (limits.computeCapability > 0 && limits.computeCapability < need)
+    reasons.push_back(fmt::format("mma: shape '{}' of '{}' needs sm_{} or later (mma.sync.m16n8k*.f64); the target "
+                                  "is sm_{} (use 'm8n8k4')", mmaShapeName(s.mma), mmaArithName(p.arith), need,
+                                  limits.computeCapability));
+  // wgmma is sm_90a's alone (not in sm_80's nor in later architectures' PTX): a target known to be
+  // another refuses it here, with the reason, before NVRTC meets the emitted code's #error.
+  if (s.mma.wgmmaN > 0 && limits.computeCapability > 0 && limits.computeCapability != 90)
+    reasons.push_back(fmt::format("mma: wgmma (wgmma.mma_async) exists on sm_90 only (compiled for sm_90a); the "
+                                  "target is sm_{} (use mma.sync: 'mma: {} {} warps ...')", limits.computeCapability,
+                                  mmaArithName(p.arith), mmaShapeName(p.arith)));
   p.stages = s.mma.stages;
   p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.stages == 1 ? 2 : 1;
   if (p.stages > 1 && !half)
@@ -286,9 +302,16 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   // (k = t, row = g) then hit 32 different banks; a (rows x k) tile keeps pitch = 4 (mod 8), whose
   // 16-byte rows ldmatrix reads without conflicts. FP64 keeps its layout (m8n8k4 has no ldmatrix form).
   const bool tf32 = p.arith == MmaArith::Tf32 || p.arith == MmaArith::Tf32x3;
-  p.tilesAsLoaded = half || (tf32 && p.stages > 1);
-  if (tf32 && p.stages > 1) {
-    auto kMajorPitch = [](int64_t rows) { return rows + (40 - rows % 32) % 32; };
+  // FP64's sm_90 shapes with stages likewise: 16-byte copies (two doubles) along each operand's
+  // contiguous direction, fragments loaded value by value from either tile. A (k x rows) tile has
+  // pitch = 4 (mod 16) doubles (8 (mod 32) words, as TF32's): a half-warp's 64-bit loads at (k = t,
+  // row = g) fall on 16 different 8-byte bank pairs. m8n8k4 keeps its layout, as it was.
+  const bool f64Loaded = p.arith == MmaArith::F64 && p.shape != MmaShape::Native && p.stages > 1;
+  p.tilesAsLoaded = half || (tf32 && p.stages > 1) || f64Loaded;
+  if ((tf32 && p.stages > 1) || f64Loaded) {
+    auto kMajorPitch = [&](int64_t rows) {
+      return f64Loaded ? rows + (20 - rows % 16) % 16 : rows + (40 - rows % 32) % 32;
+    };
     p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
     p.pitchA = p.aKMajor ? kMajorPitch(p.blockM) : p.pitch;
     p.pitchB = p.bKMajor ? kMajorPitch(p.blockN) : p.pitch;

@@ -27,6 +27,13 @@
 // 19 bits (truncation; relative error about 7e-4 against 3e-4 rounded, docs/rtcgc.md), two
 // instructions fewer per register, which the issue slots of the main loop need.
 //
+// FP64 (`f64`): m8n8k4, or on sm_90 m16n8k4, m16n8k8 and m16n8k16 (a 16 x 8 output fragment of
+// four doubles a lane, the TF32 register pattern with 64-bit elements: A 2, 4 or 8 doubles, B 1, 2
+// or 4). The tiles are (rows x k) doubles with pitch = 4 (mod 8) elements: a 64-bit fragment load
+// is served per half-warp, whose 16 lanes (g = 0..3, t = 0..3) read row g, column t: the four rows
+// start at four different multiples of 8 words (mod 32), the lanes' two banks each cover all 32
+// banks once (no conflicts), for every shape.
+//
 // 16-bit arithmetics (`bf16`, `f16`, m16n8k16): an f32 contraction whose operands are both
 // `f32(x[...])` of loads of one 16-bit type. The tiles hold the 16-bit values as loaded (no
 // conversion), in the operand's contiguous direction: (rows x k) where k is contiguous, else
@@ -76,6 +83,7 @@ struct MmaPlan {
   MmaArith arith{};
   Contraction c;
   int64_t fragM = 16, fragN = 8, fragK = 8;  // the instruction's shape
+  MmaShape shape = MmaShape::Native;         // f64: m8n8k4 (Native) or sm_90's m16n8k4/k8/k16
   int64_t blockM = 0, blockN = 0, blockK = 0;
   int64_t pitch = 0;        // elements between rows of a staged tile (blockK + padding)
   // 16-bit: each operand's tile is (k x rows) where its contiguous direction is not k (kMajor),

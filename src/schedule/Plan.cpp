@@ -712,20 +712,25 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
   s += fmt::format("  operands: {} (M, staged along {}), {} (N, staged along {})\n", printExpr(p.c.a, &k),
                    p.c.aAlongK ? "K" : "M", printExpr(p.c.b, &k), p.c.bAlongK ? "K" : "N");
   if (p.wgmma) return s + wgmmaLines(p);
-  s += fmt::format("  {} mma.sync {}: block tile {}x{}, {} reduction steps of {}, {} mma per warp and step\n",
-                   mmaArithName(p.arith), mmaShapeName(p.arith), p.blockM, p.blockN, p.steps, p.blockK, p.mmaPerStep);
+  MmaSchedule shape{p.arith};
+  shape.shape = p.shape;
+  s += fmt::format("  {} mma.sync {}{}: block tile {}x{}, {} reduction steps of {}, {} mma per warp and step\n",
+                   mmaArithName(p.arith), mmaShapeName(shape),
+                   mmaMinComputeCapability(shape) >= 90 ? " (sm_90: Hopper's FP64 tensor rate)" : "", p.blockM,
+                   p.blockN, p.steps, p.blockK, p.mmaPerStep);
   s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
                    p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue ? "dynamic" : "static", p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);
   if (p.tilesAsLoaded)
-    s += fmt::format("  {} tiles as loaded: A {} (pitch {}), B {} (pitch {}); fragments by ldmatrix{}\n",
+    s += fmt::format("  {} tiles as loaded: A {} (pitch {}), B {} (pitch {}); fragments {}{}\n",
                      typeName(p.staged), p.aKMajor ? "K x M" : "M x K", p.pitchA, p.bKMajor ? "K x N" : "N x K",
-                     p.pitchB, !(p.aKMajor || p.bKMajor) ? ""
+                     p.pitchB, p.arith == MmaArith::F64 ? "value by value" : "by ldmatrix",
+                     p.arith == MmaArith::F64 || !(p.aKMajor || p.bKMajor) ? ""
                                : mmaIs16Bit(p.arith) ? " (.trans from a K-major tile)"
                                                      : " (value by value from a K-major tile)");
   if (p.stages > 1)
     s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; {}\n", p.stages, p.stages - 1,
-                     mmaIs16Bit(p.arith)             ? "no conversion"
+                     mmaIs16Bit(p.arith) || p.arith == MmaArith::F64 ? "no conversion"
                      : p.arith == MmaArith::Tf32 ? "TF32 operands as copied (the tensor cores truncate them)"
                                                  : "operands split as fragments load");
   return s + mmaEpilogueLine(p);

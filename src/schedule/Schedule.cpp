@@ -99,6 +99,41 @@ const char* mmaShapeName(MmaArith a) {
 
 int64_t mmaFragK(MmaArith a) { return a == MmaArith::F64 ? 4 : mmaIs16Bit(a) ? 16 : 8; }
 
+namespace {
+// FP64's sm_90 shapes, by name (MmaShape order after Native).
+constexpr std::pair<MmaShape, const char*> kF64Sm90Shapes[] = {
+    {MmaShape::M16N8K4, "m16n8k4"}, {MmaShape::M16N8K8, "m16n8k8"}, {MmaShape::M16N8K16, "m16n8k16"}};
+}  // namespace
+
+const char* mmaShapeName(const MmaSchedule& m) {
+  for (const auto& [shape, name] : kF64Sm90Shapes)
+    if (m.shape == shape) return name;
+  return mmaShapeName(m.arith);
+}
+
+MmaDims mmaDims(const MmaSchedule& m) {
+  switch (m.shape) {
+    case MmaShape::M16N8K4: return {16, 8, 4};
+    case MmaShape::M16N8K8: return {16, 8, 8};
+    case MmaShape::M16N8K16: return {16, 8, 16};
+    case MmaShape::Native: break;
+  }
+  return {m.arith == MmaArith::F64 ? 8 : 16, 8, mmaFragK(m.arith)};
+}
+
+int mmaMinComputeCapability(const MmaSchedule& m) { return m.shape == MmaShape::Native ? 80 : 90; }
+
+int computeCapabilityOf(std::string_view arch) {
+  for (std::string_view prefix : {"sm_", "compute_"})
+    if (arch.substr(0, prefix.size()) == prefix) {
+      int cc = 0;
+      size_t i = prefix.size();
+      for (; i < arch.size() && std::isdigit((unsigned char)arch[i]) && cc < 10000; ++i) cc = cc * 10 + (arch[i] - '0');
+      return i > prefix.size() ? cc : 0;
+    }
+  return 0;
+}
+
 bool mmaWgmmaArith(MmaArith a) { return mmaIs16Bit(a) || a == MmaArith::Tf32; }
 
 std::string printMmaSchedule(const MmaSchedule& m) {
@@ -106,7 +141,7 @@ std::string printMmaSchedule(const MmaSchedule& m) {
     return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}", mmaArithName(m.arith), m.wgmmaN,
                        mmaFragK(m.arith), m.warpsM, m.warpsN, m.k,
                        m.stages > 1 ? fmt::format(" stages {}", m.stages) : "", m.sharedEpilogue ? " epilogue shared" : "");
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}", mmaArithName(m.arith), mmaShapeName(m.arith), m.warpsM,
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
 }
@@ -499,9 +534,14 @@ class ScheduleParser {
     if (shape == "wgmma") {
       wgmmaShape(m, arith, arithAt);
     } else {
-      if (shape != mmaShapeName(m.arith))
-        failAt(at, fmt::format("mma shape '{}' does not fit '{}' (expected '{}' or 'wgmma')", shape, arith,
-                               mmaShapeName(m.arith)));
+      // f64 also takes the sm_90 shapes (whether the target has them is the plan's question).
+      if (m.arith == MmaArith::F64)
+        for (const auto& [s, name] : kF64Sm90Shapes)
+          if (shape == name) m.shape = s;
+      if (m.shape == MmaShape::Native && shape != mmaShapeName(m.arith))
+        failAt(at, fmt::format("mma shape '{}' does not fit '{}' (expected '{}'{})", shape, arith, mmaShapeName(m.arith),
+                               m.arith == MmaArith::F64 ? ", or on sm_90 'm16n8k4', 'm16n8k8' or 'm16n8k16'"
+                                                        : " or 'wgmma'"));
       keyword("warps", "the mma shape");
       at = (skipSpace(), pos_);
       std::tie(m.warpsM, m.warpsN) = dims("the warps of a block");
@@ -517,7 +557,7 @@ class ScheduleParser {
     at = (skipSpace(), pos_);
     if (!atNumber()) fail("expected the reduction values per step after 'k'");
     m.k = number();
-    const int64_t fragK = mmaFragK(m.arith);
+    const int64_t fragK = mmaDims(m).k;
     if (m.k < fragK || m.k > 128 || m.k % fragK != 0)
       failAt(at, fmt::format("mma k must be a multiple of {} between {} and 128", fragK, fragK));
     // `stages N`, optional: the next word, when it is that word.

@@ -117,6 +117,14 @@ const char* mmaShapeName(MmaArith a);    // the shape: "m16n8k8" (TF32), "m8n8k4
 int64_t mmaFragK(MmaArith a);            // the shape's k: 8, 4, 16
 bool mmaIs16Bit(MmaArith a);             // bf16 or f16
 
+// The instruction shape of an `mma:` clause. Native: the arithmetic's own (mmaShapeName). FP64 also
+// has the shapes PTX ISA 7.8 adds for sm_90 (mma.sync m16n8k4, m16n8k8, m16n8k16 .f64): Hopper's FP64
+// tensor cores reach their rate with these; m8n8k4, the Ampere shape, runs at a fraction of it.
+enum class MmaShape : uint8_t { Native, M16N8K4, M16N8K8, M16N8K16 };
+struct MmaDims {
+  int64_t m = 16, n = 8, k = 8;
+};
+
 // `mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16`: the nest's one contraction statement computed by
 // warps of tensor-core fragments (schedule/Mma.h says which statements qualify and what the plan
 // is). A block has warpsM x warpsN warps; each warp owns tileM x tileN fragments of the output
@@ -141,11 +149,17 @@ struct MmaSchedule {
   // owning a 64 x wgmmaN output tile (tileM = tileN = 1). Operands are read from the staged
   // tiles through matrix descriptors (schedule/Mma.h).
   int64_t wgmmaN = 0;
+  MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
   bool any() const { return arith != MmaArith::None; }
   bool operator==(const MmaSchedule&) const = default;
 };
 std::string printMmaSchedule(const MmaSchedule& m);  // "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 [stages 3] [epilogue shared]"
 bool mmaWgmmaArith(MmaArith a);  // the arithmetics wgmma takes: bf16, f16 (k16) and tf32 (k8)
+const char* mmaShapeName(const MmaSchedule& m);      // its shape's name: "m16n8k8" (f64 on sm_90 too)
+MmaDims mmaDims(const MmaSchedule& m);                // its instruction's M, N, K
+// The lowest compute capability (80: sm_80) whose mma.sync has the clause's shape: 90 for FP64's
+// m16n8k*, else 80.
+int mmaMinComputeCapability(const MmaSchedule& m);
 
 // The precision policy of f32 contractions (`--precision`, CompileOptions::precision): which
 // tensor-core arithmetic a schedule may use. `ieee` (the default) never rounds an f32 operand to
@@ -278,7 +292,14 @@ struct ScheduleLimits {
   // Global scratch of a reduction split across blocks (partials and arrival counters, static
   // `__device__` arrays of the module): 128 MiB holds SGEMM n=3000 split in two (72 MB).
   int64_t maxGlobalScratchBytes = 128 * 1024 * 1024;
+  // The target's compute capability (90: sm_90), where known (0: any; the emitted code's #error
+  // guards then stop NVRTC). An `mma:` shape the target lacks is refused with a reason.
+  int computeCapability = 0;
 };
+
+// The compute capability of an architecture name: "sm_90" and "sm_90a" are 90, "compute_80" 80; 0
+// for a name of another form.
+int computeCapabilityOf(std::string_view arch);
 
 // The limits of a device with `sharedPerBlockOptin` bytes of shared memory per block with opt-in
 // (227 KiB on sm_90) and `maxThreadsPerBlock` threads: tiles up to the opt-in limit.

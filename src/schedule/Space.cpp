@@ -926,12 +926,31 @@ class NestSpace {
             }
   }
 
+  // The arithmetics and instruction shapes of the contraction's mma schedules: every arithmetic the
+  // policy allows, f64 in m8n8k4 and, on sm_90 (device model and target), m16n8k4/k8/k16.
+  std::vector<MmaSchedule> mmaInstructions(const Contraction& c) const {
+    std::vector<MmaSchedule> out;
+    const bool sm90 = o_.device.computeCapability >= 90 &&
+                      (o_.limits.computeCapability == 0 || o_.limits.computeCapability >= 90);
+    for (MmaArith arith : mmaAriths(o_.precision, c)) {
+      out.push_back(MmaSchedule{arith});
+      if (arith == MmaArith::F64 && sm90)
+        for (MmaShape shape : {MmaShape::M16N8K4, MmaShape::M16N8K8, MmaShape::M16N8K16}) {
+          out.push_back(MmaSchedule{arith});
+          out.back().shape = shape;
+        }
+    }
+    return out;
+  }
+
   // Tensor-core schedules of a qualifying contraction (schedule/Mma.h), in every arithmetic the
   // precision policy allows for its type (and bf16 / f16 where the operands are conversions of such
   // loads, under every policy): warps of 1 to 8 per block, 1x1 to 4x8 / 8x4 fragments per warp, steps of
   // 8, 16 and 32 values (16-bit: 16, 32 and 64), staged per step or by cp.async in 3 stages (where the
   // reduction has more than one step; those also with `epilogue shared`). Tiles much larger than the output (a block tile whose
-  // half already covers a dimension) are left out, as are steps past the reduction's length.
+  // half already covers a dimension) are left out, as are steps past the reduction's length. f64 on
+  // sm_90 also in m16n8k4/k8/k16 (steps of at least the shape's k; 4 stages too), without warp
+  // tiles whose accumulators and fragments the register estimate puts at the cap.
   void mmaVariants() {
     ContractionMatch m = matchContraction(k_, nest_);
     if (!m.contraction) return;
@@ -941,9 +960,11 @@ class NestSpace {
     // warps), fewer fragment loads per mma where the issue slots bound the loop (mmaIssueSeconds).
     static const std::pair<int64_t, int64_t> tiles[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4},
                                                         {4, 2}, {4, 4}, {4, 8}, {8, 4}};
-    for (MmaArith arith : mmaAriths(o_.precision, c)) {
-      wgmmaVariants(c, arith);
-      const int64_t fragM = arith == MmaArith::F64 ? 8 : 16, fragN = 8, fragK = mmaFragK(arith);
+    for (const MmaSchedule& instruction : mmaInstructions(c)) {
+      const MmaArith arith = instruction.arith;
+      if (instruction.shape == MmaShape::Native) wgmmaVariants(c, arith);
+      const MmaDims dims = mmaDims(instruction);
+      const int64_t fragM = dims.m, fragN = dims.n, fragK = dims.k;
       // 16-bit steps: 16 to 64 values (32 to 128 bytes per row, as 8 to 32 of 32-bit values).
       const std::vector<int64_t> kSteps = mmaIs16Bit(arith) ? std::vector<int64_t>{16, 32, 64}
                                                             : std::vector<int64_t>{8, 16, 32};
@@ -953,10 +974,27 @@ class NestSpace {
           if ((bm > fragM && bm / 2 >= c.mExtent) || (bn > fragN && bn / 2 >= c.nExtent)) continue;
           for (int64_t kStep : kSteps) {
             if (kStep < fragK || (kStep > fragK && kStep / 2 >= c.kExtent)) continue;
-            for (int64_t stages : {int64_t(1), int64_t(3)}) {
+            // FP64's sm_90 shapes also with 4 stages: more bytes in flight per block, where the 16 x 8
+            // fragments' registers leave few blocks per multiprocessor (H200 probe: 0.75-0.8x cuBLAS
+            // with 3).
+            const bool sm90F64 = instruction.shape != MmaShape::Native;
+            // FP64's sm_90 shapes in blocks of 4 warps or more: with one warp NVCC hoists a step's
+            // copies (32 values a thread at k 32) and spilled where the estimate saw room (m16n8k4
+            // warps 1x1 tile 2x4 k 32 stages 3).
+            if (sm90F64 && wm * wn < 4) break;
+            for (int64_t stages : {int64_t(1), int64_t(3), int64_t(4)}) {
               if (stages > 1 && c.kExtent <= kStep) continue;  // one step: nothing to pipeline
+              if (stages == 4 && !sm90F64) continue;
+              // Their four doubles of accumulators per fragment and the step's fragments loaded
+              // ahead: warp tiles and steps whose registers the model puts near the 255 cap may
+              // spill (mmaRegisters; at an estimate of 248, m16n8k16 tile 4x4 k 16 spilled with
+              // warps 4x2 and not with 2x2), so the space keeps below 248.
+              MmaSchedule probe = instruction;
+              probe.tileM = tm, probe.tileN = tn, probe.k = kStep, probe.stages = stages;
+              if (sm90F64 && mmaRegisters(probe, c.type) >= 248) continue;
               NestSchedule ns;
               ns.mma = MmaSchedule{arith, wm, wn, tm, tn, kStep, stages};
+              ns.mma.shape = instruction.shape;
               add(ns, Family::Plain);
               // Pipelined ones also with the coalesced shared epilogue (the model weighs the
               // fragments' half-used store sectors against one more pass through shared memory).

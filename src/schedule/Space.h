@@ -43,6 +43,9 @@ struct DeviceModel {
   // Whether the device runs Hopper's warpgroup MMA (wgmma, sm_90a: compute capability 9.0 only):
   // the space offers `mma: ... wgmma` schedules there (these defaults: an H100).
   bool warpgroupMma = true;
+  // 90: sm_90 (schedule/DeviceModels.h sets it with the peaks). Which mma shapes the space offers
+  // (FP64's m16n8k*: sm_90) and at what rate the model counts them.
+  int computeCapability = 90;
 };
 
 struct SpaceOptions {

@@ -586,6 +586,22 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
 int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
   if (ms.wgmmaN > 0) return wgmmaRegisters(ms.wgmmaN);
   const bool f64 = ms.arith == MmaArith::F64;
+  if (ms.shape != MmaShape::Native) {
+    // FP64's sm_90 shapes: NVCC loads the fragments of the whole (unrolled) step ahead of its mma,
+    // so all of them count, two registers a double, besides the accumulators and the addresses:
+    // about 24 with stages (tiles as loaded); without, 40 and the thread's share of the step's
+    // copies, which pass through registers (a value and its address). Against NVRTC 13 for sm_90 (warps 2x2), with stages:
+    // m16n8k16 4x4 k 16: 251 registers (estimate 248), k 32: 255 and spills (344); 2x4 k 32: 202
+    // (216); m16n8k8 4x4 k 16: 246 (248), k 8: 208 (200); m16n8k4 4x4 k 16: 228 (248); without:
+    // m16n8k8 4x4 k 8: 236 (252), m16n8k16 4x2 k 16: 210 (244); spills with warps 2x1 (292) and
+    // m16n8k16 warps 1x1 tile 2x4 k 16 (264).
+    const MmaDims dims = mmaDims(ms);
+    const int64_t accs = ms.tileM * ms.tileN * dims.m * dims.n / 32;
+    const int64_t step = (ms.tileM * dims.m + ms.tileN * dims.n) * ms.k / 32;
+    const int64_t threads = ms.warpsM * ms.warpsN * 32;
+    const int64_t copies = (ms.warpsM * ms.tileM * dims.m + ms.warpsN * ms.tileN * dims.n) * ms.k / threads;
+    return std::min<int64_t>(255, (ms.stages > 1 ? 24 : 40 + 3 * copies) + 2 * (accs + step));
+  }
   const int64_t accs = ms.tileM * ms.tileN * (f64 ? 2 : 4);
   const int64_t fragments = (ms.tileM * (f64 ? 1 : 4) + ms.tileN * (f64 ? 1 : 2)) * (ms.arith == MmaArith::Tf32x3 ? 2 : 1);
   return std::min<int64_t>(255, 32 + (accs + fragments) * (type == ScalarType::F64 ? 2 : 1));
@@ -625,9 +641,9 @@ double wgmmaIssueSeconds(const MmaPlan& p, int64_t blocks, int64_t threads, cons
 double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, int64_t threads, const DeviceModel& d) {
   if (p.wgmma) return wgmmaIssueSeconds(p, blocks, threads, d);
   const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
-  const int64_t aRegs = f64 ? 1 : 4, bRegs = f64 ? 1 : 2;
+  const int64_t aRegs = f64 ? p.fragM * p.fragK / 32 : 4, bRegs = f64 ? p.fragN * p.fragK / 32 : 2;
   auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
-    const bool ldmatrix = p.tilesAsLoaded && (mmaIs16Bit(p.arith) || !kMajor);
+    const bool ldmatrix = p.tilesAsLoaded && !f64 && (mmaIs16Bit(p.arith) || !kMajor);  // FP64: value by value
     return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && !p.tilesAsLoaded ? 2 : 1);
   };
   const int64_t split = x3 && p.tilesAsLoaded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
@@ -673,7 +689,13 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
   const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
                         (p.arith == MmaArith::Tf32x3 ? 3 : 1);
-  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops
+  // FP64 mma: twice the FP64 pipe in the architecture's own shape. On sm_90 that is m16n8k*: m8n8k4,
+  // Ampere's shape, issues at about half of it there (26 of 67 TF/s measured on an H200, issue #22).
+  // Of those, m16n8k16 measured fastest (H200, n = 4096, warps 2x2 tile 4x4: 46.1 TF/s; m16n8k4 42.0,
+  // 0.91 of it): fewer, longer instructions per product.
+  const bool slowF64Shape = p.shape == MmaShape::Native && d.computeCapability >= 90;
+  const double f64Shape = slowF64Shape ? 0.5 : p.shape == MmaShape::M16N8K4 || p.shape == MmaShape::M16N8K8 ? 0.91 : 1.0;
+  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops * f64Shape
                       : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
                                                : d.peakTensorFlops / 2;
   const double epiloguePass = p.sharedEpilogue ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /

@@ -578,8 +578,22 @@ TEST(Cli, PrecisionPolicy) {
   Result tc = rtcgc("tune " + example("matmul.rtcg") + " -D n=512 --dry-run --max-candidates 40 --precision tf32x3");
   EXPECT_EQ(tc.code, 0) << tc.out;
   EXPECT_NE(tc.out.find("mma: tf32x3"), std::string::npos) << tc.out;
+  // f64: on sm_90 the model ranks the m16n8k* shapes first; sm_80 has m8n8k4 only.
   Result fp64 = rtcgc("tune " + f64 + " -D n=512 --dry-run --max-candidates 40");
-  EXPECT_NE(fp64.out.find("mma: f64 m8n8k4"), std::string::npos) << fp64.out;
+  EXPECT_NE(fp64.out.find("mma: f64 m16n8k"), std::string::npos) << fp64.out;
+  Result fp64a100 = rtcgc("tune " + f64 + " -D n=512 --dry-run --max-candidates 40 --arch sm_80");
+  EXPECT_NE(fp64a100.out.find("mma: f64 m8n8k4"), std::string::npos) << fp64a100.out;
+  EXPECT_EQ(fp64a100.out.find("mma: f64 m16n8k"), std::string::npos) << fp64a100.out;
+  // A target below sm_90 refuses the sm_90 shapes with the reason (exit 1); sm_90 emits them.
+  const std::string dmma = " -D n=37 -s 'mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3'";
+  Result old = rtcgc("emit " + f64 + dmma + " --arch sm_80");
+  EXPECT_EQ(old.code, 1) << old.out;
+  EXPECT_NE(old.out.find("needs sm_90 or later"), std::string::npos) << old.out;
+  Result hopper = rtcgc("emit " + f64 + dmma + " --arch sm_90");
+  EXPECT_EQ(hopper.code, 0) << hopper.out;
+  EXPECT_NE(hopper.out.find("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64"), std::string::npos);
+  Result explained = rtcgc("explain " + f64 + dmma + " --arch sm_80");
+  EXPECT_EQ(explained.code, 1) << explained.out;
 }
 
 // wgmma (`mma: ... wgmma`): explain says the layouts, emit compiles an sm_90a cubin where the
@@ -595,9 +609,19 @@ TEST(Cli, WgmmaSchedules) {
   EXPECT_EQ(cubin.code, 0) << cubin.out;
   Result other = rtcgc("emit " + gemm + s + " --arch sm_80 --cubin -o " + (tempDir() / "wgmma80.cubin").string());
   EXPECT_EQ(other.code, 1) << other.out;
-  EXPECT_NE(other.out.find("wgmma runs on sm_90 devices only (it compiles for sm_90a); the target is sm_80"),
+  EXPECT_NE(other.out.find("wgmma (wgmma.mma_async) exists on sm_90 only (compiled for sm_90a); the target is sm_80"),
             std::string::npos) << other.out;
   EXPECT_FALSE(std::filesystem::exists(tempDir() / "wgmma80.cubin"));
+  // export for several architectures refuses it the same way (the plan knows each target), and
+  // writes nothing.
+  const std::filesystem::path exported = tempDir() / "wgmma-export";
+  Result both = rtcgc("export " + gemm + " -D n=1000 -s 'mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 32 stages 3'" +
+                      " --arch sm_80,sm_90 -o " + exported.string());
+  EXPECT_EQ(both.code, 1) << both.out;
+  EXPECT_NE(both.out.find("exists on sm_90 only (compiled for sm_90a); the target is sm_80"), std::string::npos)
+      << both.out;
+  EXPECT_EQ(both.out.find("bug in rtcg"), std::string::npos) << both.out;
+  EXPECT_FALSE(std::filesystem::exists(exported / "gemm_bf16.h"));
   Result bad = rtcgc("explain " + gemm + " -D n=64 -s 'mma: bf16 wgmma m64n100k16 warpgroups 1x1 k 16 stages 2'");
   EXPECT_EQ(bad.code, 1) << bad.out;
   EXPECT_NE(bad.out.find("wgmma N must be a multiple of 8 from 8 to 256, not 100"), std::string::npos) << bad.out;

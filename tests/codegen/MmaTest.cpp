@@ -6,15 +6,18 @@
 
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "codegen/HostEmulation.h"
 #include "codegen/Nvrtc.h"
 #include "frontend/Frontend.h"
 #include "ir/Bind.h"
+#include "schedule/DeviceModels.h"
 #include "schedule/Mma.h"
 #include "schedule/Plan.h"
 #include "schedule/Space.h"
+#include "schedule/SpaceModel.h"
 #include "schedule/TestKernels.h"
 #include "FullTests.h"
 
@@ -60,6 +63,14 @@ const std::vector<Case>& qualifying() {
   };
   return cases;
 }
+
+const char* kF64Rect = R"(
+kernel dgemm_rect(m: int, n: int, kk: int, a: f64[m, kk], b: f64[kk, n], out c: f64[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, a[i, k] * b[k, j]);
+  }
+}
+)";
 
 const char* kF64Lift = R"(
 kernel lift64(K: int, Np: int, F: int, LIFT: f64[Np, F], flux: f64[K, F], invJ: f64[K], inout rhs: f64[K, Np]) {
@@ -109,7 +120,8 @@ TEST(Mma, ClausePrintsAndParsesBack) {
   };
   for (const Bad& b : std::vector<Bad>{
            {"mma: fp16 m16n8k8 warps 2x2 tile 1x1 k 8", "unknown mma arithmetic 'fp16'"},
-           {"mma: f64 m16n8k8 warps 2x2 tile 1x1 k 8", "mma shape 'm16n8k8' does not fit 'f64'"},
+           {"mma: f64 m16n8k32 warps 2x2 tile 1x1 k 32", "mma shape 'm16n8k32' does not fit 'f64'"},
+           {"mma: tf32 m16n8k4 warps 2x2 tile 1x1 k 8", "mma shape 'm16n8k4' does not fit 'tf32'"},
            {"mma: tf32 m16n8k8 warps 2 tile 1x1 k 8", "expected the warps of a block as 'AxB'"},
            {"mma: tf32 m16n8k8 warps 8x8 tile 1x1 k 8", "at most 32"},
            {"mma: tf32 m16n8k8 warps 2x2 tile 1x1 k 12", "multiple of 8"},
@@ -526,4 +538,170 @@ TEST(Mma, BlocksPerSmBesideMma) {
   for (const Candidate& c : enumerateSchedules(example("gemm_bf16.rtcg", {{"n", 4096}}), o).candidates)
     offered |= c.schedule.nests[0].mma.any() && c.schedule.nests[0].blocksPerSM >= 2;
   EXPECT_TRUE(offered);
+}
+
+// FP64's sm_90 shapes (m16n8k4, m16n8k8, m16n8k16, PTX ISA 7.8): the clause prints and parses back,
+// bad shapes are refused at their column, a target below sm_90 refuses them with the reason, the
+// plan's fragments, tiles and conflict-free pitch, and explain names the shape.
+TEST(Mma, F64Sm90ShapesClauseTargetAndPlan) {
+  for (const char* text : {"mma: f64 m16n8k4 warps 2x2 tile 2x2 k 8", "mma: f64 m16n8k8 warps 2x2 tile 4x4 k 16 stages 3",
+                           "mma: f64 m16n8k16 warps 2x4 tile 2x2 k 32 stages 3 epilogue shared"}) {
+    ScheduleParseResult r = parseSchedule(text);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.error;
+    EXPECT_EQ(printSchedule(*r.schedule), text);
+    EXPECT_EQ(parseSchedule(printSchedule(*r.schedule)).schedule, r.schedule);
+    EXPECT_NE(r.schedule->nests[0].mma.shape, MmaShape::Native);
+  }
+  ScheduleParseResult bad = parseSchedule("mma: f64 m16n8k2 warps 1x1 tile 1x1 k 4");
+  EXPECT_EQ(bad.column, 10) << bad.error;
+  EXPECT_NE(bad.error.find("'m8n8k4', or on sm_90 'm16n8k4', 'm16n8k8' or 'm16n8k16'"), std::string::npos) << bad.error;
+  ScheduleParseResult k8 = parseSchedule("mma: f64 m16n8k16 warps 1x1 tile 1x1 k 8");
+  EXPECT_EQ(k8.column, 40) << k8.error;
+  EXPECT_NE(k8.error.find("multiple of 16"), std::string::npos) << k8.error;
+  EXPECT_NE(parseSchedule("mma: bf16 m16n8k8 warps 1x1 tile 1x1 k 16").error.find("does not fit 'bf16'"), std::string::npos);
+
+  Kernel k = matmul(37, ScalarType::F64);
+  const Schedule s = *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3").schedule;
+  ScheduleLimits sm80, sm90;
+  sm80.computeCapability = 80, sm90.computeCapability = 90;
+  std::vector<std::string> r = validateSchedule(k, s, sm80);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].find("shape 'm16n8k8' of 'f64' needs sm_90 or later"), std::string::npos) << r[0];
+  EXPECT_NE(r[0].find("the target is sm_80"), std::string::npos) << r[0];
+  EXPECT_TRUE(validateSchedule(k, s, sm90).empty());
+  EXPECT_TRUE(validateSchedule(k, s).empty());  // target unknown: the emitted #error guards
+  EXPECT_TRUE(validateSchedule(k, *parseSchedule("mma: f64 m8n8k4 warps 2x2 tile 2x2 k 16").schedule, sm80).empty());
+  // On f32 contractions the shape is refused (a schedule built in code; the parser refuses the text).
+  Schedule tf = *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8").schedule;
+  tf.nests[0].mma.shape = MmaShape::M16N8K8;
+  std::vector<std::string> tr = validateSchedule(matmul(37), tf);
+  ASSERT_FALSE(tr.empty());
+  EXPECT_NE(tr[0].find("is an f64 shape"), std::string::npos) << tr[0];
+
+  for (auto [shape, fragK] : std::vector<std::pair<std::string, int64_t>>{{"m16n8k4", 4}, {"m16n8k8", 8}, {"m16n8k16", 16}}) {
+    SchedulePlan plan = planSchedule(k, *parseSchedule("mma: f64 " + shape + " warps 2x2 tile 2x2 k 32").schedule);
+    ASSERT_TRUE(plan.ok()) << shape;
+    const MmaPlan& p = *plan.nests[0].mma;
+    EXPECT_EQ(p.fragM, 16);
+    EXPECT_EQ(p.fragN, 8);
+    EXPECT_EQ(p.fragK, fragK);
+    EXPECT_EQ(p.blockM, 64);
+    EXPECT_EQ(p.blockN, 32);
+    EXPECT_EQ(p.pitch % 8, 4);  // 8-byte fragment loads without bank conflicts (Mma.h)
+    EXPECT_EQ(p.mmaPerStep, 2 * 2 * (32 / fragK));
+    const std::string text = printPlan(k, plan.nests[0]);
+    EXPECT_NE(text.find("f64 mma.sync " + shape + " (sm_90"), std::string::npos) << text;
+    EXPECT_FALSE(p.tilesAsLoaded);
+  }
+  // With stages the tiles follow each operand's contiguous direction (16-byte cp.async where
+  // aligned): matmul's b[k, j] as a (k x n) tile, pitch = 4 (mod 16) doubles (conflict-free loads
+  // at (k = t, n = g)); m8n8k4 keeps its (rows x k) tiles.
+  const ScheduleLimits hopper = deviceScheduleLimits(227 * 1024, 1024);
+  SchedulePlan staged = planSchedule(k, *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper);
+  ASSERT_TRUE(staged.ok());
+  const MmaPlan& sp = *staged.nests[0].mma;
+  EXPECT_TRUE(sp.tilesAsLoaded);
+  EXPECT_FALSE(sp.aKMajor);
+  EXPECT_TRUE(sp.bKMajor);
+  EXPECT_EQ(sp.pitchA % 8, 4);
+  EXPECT_EQ(sp.pitchB % 16, 4);
+  EXPECT_EQ(sp.bufferB, 16 * sp.pitchB);
+  EXPECT_NE(printPlan(k, staged.nests[0]).find("B K x N (pitch 36); fragments value by value"), std::string::npos)
+      << printPlan(k, staged.nests[0]);
+  SchedulePlan old = planSchedule(k, *parseSchedule("mma: f64 m8n8k4 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper);
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old.nests[0].mma->tilesAsLoaded);
+  const std::string aligned = emitCuda(matmul(1000, ScalarType::F64),
+                                       *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper).source;
+  EXPECT_NE(aligned.find("rtcg_cp_async16(&"), std::string::npos);
+  EXPECT_EQ(aligned.find("rtcg_ldmatrix"), std::string::npos);
+}
+
+// The sm_90 FP64 shapes against the reference in the host emulation (IEEE products and sums, only
+// the order differs: f64's tolerance), at sizes no tile divides: square, rectangular (M 100, N 72,
+// K 36), an epilogue around the sum reading its output (lift), with and without stages, the
+// shared epilogue, several warps and fragments; and the emitted call per shape.
+TEST(HostEmulation, MmaF64Sm90ShapesMatchTheReference) {
+  ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
+  sm90.computeCapability = 90;
+  // 37 and the lift: odd rows, copied value by value; 36 and the rectangle: 16-byte copies with
+  // runs cut at the domain's edge.
+  const std::vector<Kernel> kernels{matmul(37, ScalarType::F64), matmul(36, ScalarType::F64),
+                                    fromSource(kF64Rect, {{"m", 100}, {"n", 72}, {"kk", 36}}),
+                                    fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 37}})};
+  const std::vector<std::string> rest{"warps 2x1 tile 1x2 k 16", "warps 2x2 tile 2x2 k 32 stages 3",
+                                      "warps 1x2 tile 3x1 k 16 stages 2 epilogue shared"};
+  for (const char* shape : {"m16n8k4", "m16n8k8", "m16n8k16"}) {
+    for (const Kernel& k : kernels)
+      for (const std::string& r : rest)
+        EXPECT_EQ(checkOnHost(k, fmt::format("mma: f64 {} {}", shape, r), 1e-12, sm90), "") << k.name << " " << shape << " " << r;
+    const std::string src = emitCuda(kernels[0], *parseSchedule(fmt::format("mma: f64 {} {}", shape, rest[0])).schedule).source;
+    EXPECT_NE(src.find(fmt::format("rtcg_mma_f64_{}(acc", shape)), std::string::npos) << shape;
+    EXPECT_NE(src.find(fmt::format("mma.sync.aligned.{}.row.col.f64.f64.f64.f64", shape)), std::string::npos) << shape;
+  }
+  // n = 1000 + 3, the size of the benchmark's smallest row: the full run only (minutes on the host).
+  if (rtcgtest::fullTests())
+    EXPECT_EQ(checkOnHost(matmul(1003, ScalarType::F64), "mma: f64 m16n8k8 warps 2x2 tile 4x4 k 16 stages 3", 1e-12, sm90), "");
+}
+
+// NVRTC compiles the sm_90 FP64 shapes to cubins for sm_90 without local memory (no spills) for the
+// three candidates of each shape that the space offers with the most registers (the model's
+// estimate; blocks_per_sm caps included), and refuses them for sm_80 (the prelude's #error: the
+// pipeline refuses such a schedule before, with its reason); m8n8k4 modules carry no sm_90 helper.
+TEST(Mma, F64Sm90ShapesCompileForSm90Only) {
+  Kernel k = matmul(1003, ScalarType::F64);
+  ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
+  SpaceOptions o;
+  o.limits = sm90;
+  std::map<MmaShape, std::multimap<int64_t, std::string>> largest;  // per shape: estimate -> schedule
+  for (const Candidate& c : enumerateSchedules(k, o).candidates) {
+    const MmaSchedule& ms = c.schedule.nests[0].mma;
+    if (ms.shape == MmaShape::Native) continue;
+    std::multimap<int64_t, std::string>& top = largest[ms.shape];
+    top.emplace(mmaRegisters(ms, ScalarType::F64) + (c.schedule.nests[0].blocksPerSM > 0 ? 0 : 1), c.text);
+    if (top.size() > 3) top.erase(top.begin());
+  }
+  ASSERT_EQ(largest.size(), 3u);
+  std::vector<std::string> texts;
+  for (const auto& shape : largest)
+    for (const auto& entry : shape.second) texts.push_back(entry.second);
+  for (const std::string& text : texts) {
+    EmittedModule m = emitCuda(k, *parseSchedule(text).schedule, sm90);
+    CudaCompileResult r = compileCuda(m.source, "matmul64.cu", "sm_90");
+    ASSERT_TRUE(r.success) << text << "\n" << r.log;
+    ASSERT_EQ(r.resources.size(), 1u) << text;
+    EXPECT_EQ(r.resources[0].localBytes, 0) << text << ": " << r.resources[0].registers << " registers";
+    EXPECT_EQ(r.resources[0].spillStoreBytes, 0) << text;
+    CudaCompileResult old = compileCuda(m.source, "matmul64.cu", "sm_80");
+    EXPECT_FALSE(old.success) << text;
+    EXPECT_NE(old.log.find("need sm_90 or later"), std::string::npos) << old.log;
+  }
+  const std::string m8 = emitCuda(k, *parseSchedule("mma: f64 m8n8k4 warps 2x2 tile 4x4 k 16 stages 3").schedule, sm90).source;
+  EXPECT_EQ(m8.find("rtcg_mma_f64_m16n8k"), std::string::npos);
+}
+
+// The space offers the sm_90 FP64 shapes beside m8n8k4 on sm_90 and ranks them first (the model
+// counts m8n8k4 at half of Hopper's FP64 tensor rate); on sm_80 only m8n8k4.
+TEST(Mma, SpaceOffersF64Sm90ShapesOnSm90) {
+  Kernel k = matmul(1000, ScalarType::F64);
+  auto shapes = [&](const DeviceModel& d) {
+    SpaceOptions o;
+    o.device = d;
+    Space s = enumerateSchedules(k, o);
+    std::set<std::string> seen;
+    std::string firstMma;
+    for (const Candidate& c : s.candidates)
+      for (const NestSchedule& n : c.schedule.nests)
+        if (n.mma.any()) {
+          seen.insert(mmaShapeName(n.mma));
+          if (firstMma.empty()) firstMma = mmaShapeName(n.mma);
+        }
+    return std::pair{seen, firstMma};
+  };
+  auto [sm90, first90] = shapes(DeviceModel{});
+  EXPECT_EQ(sm90, (std::set<std::string>{"m8n8k4", "m16n8k4", "m16n8k8", "m16n8k16"}));
+  EXPECT_NE(first90, "m8n8k4");
+  DeviceModel a100 = *archDeviceModel("sm_80");
+  auto [sm80, first80] = shapes(a100);
+  EXPECT_EQ(sm80, std::set<std::string>{"m8n8k4"});
 }

@@ -210,6 +210,8 @@ inline void rtcg_cp_async_wait2() {}
 //                 B 8x8 col:  b0 (t, group), b1 (t + 4, group);
 //                 C/D 16x8:   c0 (group, 2t), c1 (group, 2t + 1), c2 (group + 8, 2t), c3 (group + 8, 2t + 1).
 //   m8n8k4 FP64:  A 8x4: a0 (group, t); B 4x8: b0 (t, group); C/D 8x8: c0 (group, 2t), c1 (group, 2t + 1).
+//   m16n8kK FP64 (sm_90, K = 4, 8, 16): A 16xK: a(2j + i) (group + 8i, t + 4j); B Kx8: bj (t + 4j, group);
+//                 C/D 16x8 as TF32's.
 // TF32: cvt.rna rounds to 10 mantissa bits, to nearest with ties away from zero (add half of the
 // dropped 13 bits' range to the magnitude, then clear them; Inf and NaN pass); the mma reads only
 // the top 19 bits of each operand, so the low 13 bits of an unconverted operand are ignored.
@@ -231,7 +233,7 @@ inline float rtcg_tf32_rna(float x) {
   return rtcg_emu_bits_float((b + 0x1000u) & 0xffffe000u);
 }
 inline float rtcg_emu_tf32_operand(float x) { return rtcg_emu_bits_float(rtcg_emu_float_bits(x) & 0xffffe000u); }
-inline double rtcg_emu_mma_slots[1024][6];
+inline double rtcg_emu_mma_slots[1024][12];
 
 inline void rtcg_mma_tf32(float& d0, float& d1, float& d2, float& d3, float a0, float a1, float a2, float a3, float b0,
                           float b1) {
@@ -273,6 +275,51 @@ inline void rtcg_mma_f64(double& d0, double& d1, double a0, double b0) {
     for (int k = 0; k < 4; ++k) acc = std::fma(a[g][k], b[k][2 * t + r], acc);
     (r ? d1 : d0) = acc;
   }
+}
+
+// FP64 m16n8kK (K = 4, 8, 16): `mine` holds the lane's K / 2 A registers, then its K / 4 B
+// registers. Each element of D is the fused sum in k order (IEEE products and sums: the tensor
+// cores' order may differ, as any parallel sum's).
+template <int K>
+inline void rtcg_emu_mma_f64_16x8(double* const d[4], const double* mine) {
+  const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
+  for (int r = 0; r < K / 2 + K / 4; ++r) rtcg_emu_mma_slots[tid][r] = mine[r];
+  __syncthreads();
+  double a[16][K], b[K][8];
+  for (unsigned int l = 0; l < 32; ++l) {
+    const double* s = rtcg_emu_mma_slots[base + l];
+    const unsigned int g = l / 4, t = l % 4;
+    for (int j = 0; j < K / 4; ++j) {
+      a[g][t + 4 * j] = s[2 * j], a[g + 8][t + 4 * j] = s[2 * j + 1];
+      b[t + 4 * j][g] = s[K / 2 + j];
+    }
+  }
+  __syncthreads();
+  const unsigned int g = lane / 4, t = lane % 4;
+  for (int r = 0; r < 4; ++r) {
+    const unsigned int row = g + (r >= 2 ? 8 : 0), col = 2 * t + (r & 1);
+    double acc = *d[r];
+    for (int k = 0; k < K; ++k) acc = std::fma(a[row][k], b[k][col], acc);
+    *d[r] = acc;
+  }
+}
+inline void rtcg_mma_f64_m16n8k4(double& d0, double& d1, double& d2, double& d3, double a0, double a1, double b0) {
+  double* const d[4] = {&d0, &d1, &d2, &d3};
+  const double mine[3] = {a0, a1, b0};
+  rtcg_emu_mma_f64_16x8<4>(d, mine);
+}
+inline void rtcg_mma_f64_m16n8k8(double& d0, double& d1, double& d2, double& d3, double a0, double a1, double a2,
+                                 double a3, double b0, double b1) {
+  double* const d[4] = {&d0, &d1, &d2, &d3};
+  const double mine[6] = {a0, a1, a2, a3, b0, b1};
+  rtcg_emu_mma_f64_16x8<8>(d, mine);
+}
+inline void rtcg_mma_f64_m16n8k16(double& d0, double& d1, double& d2, double& d3, double a0, double a1, double a2,
+                                  double a3, double a4, double a5, double a6, double a7, double b0, double b1,
+                                  double b2, double b3) {
+  double* const d[4] = {&d0, &d1, &d2, &d3};
+  const double mine[12] = {a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3};
+  rtcg_emu_mma_f64_16x8<16>(d, mine);
 }
 
 // 16-bit mma ('mma: bf16 / f16 m16n8k16'): ldmatrix and mma.sync as in the PTX ISA, on registers

@@ -372,6 +372,7 @@ int runExplain(const Common& c, const ExplainArgs& e) {
   Kernel bound = boundKernel(c, src);
   ScheduleLimits limits;
   limits.maxSharedBytes = e.maxSharedBytes;
+  limits.computeCapability = computeCapabilityOf(e.arch);  // which mma shapes the target has
   Diagnostics diags;
   std::optional<Schedule> schedule = chooseSchedule(bound, e.schedule, limits, diags, c.policy());
   report(diags, src);
