@@ -115,6 +115,25 @@ run64() {
 run64 -k lift64 -D K=33333 -D Np=35 -D F=60 --schedule "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 16"
 run64 -k dgemm -D n=1001 --schedule "mma: f64 m8n8k4 warps 2x2 tile 4x4 k 16"
 run64 -k dgemm -D n=1001 --schedule "mma: f64 m8n8k4 warps 2x4 tile 4x2 k 8 stages 3"
+# FP64's sm_90 shapes (m16n8k4/k8/k16: 16-byte copies, 4 stages, the shared epilogue).
+run64 -k dgemm -D n=1001 --schedule "mma: f64 m16n8k16 warps 2x2 tile 4x4 k 16 stages 3"
+run64 -k dgemm -D n=1001 --schedule "mma: f64 m16n8k8 warps 2x4 tile 2x4 k 16 stages 4 epilogue shared"
+run64 -k dgemm -D n=1001 --schedule "mma: f64 m16n8k4 warps 2x2 tile 2x2 k 8"
+run64 -k lift64 -D K=33333 -D Np=35 -D F=60 --schedule "mma: f64 m16n8k16 warps 2x2 tile 2x2 k 16 stages 3"
+# Hopper's warpgroup MMA (wgmma through shared-memory descriptors, sm_90a) at sizes no tile divides.
+run_example gemm_bf16.rtcg -D n=1003 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
+run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 4"
+run_example matmul.rtcg -D n=1003 --precision tf32 --schedule "mma: tf32 wgmma m64n64k8 warpgroups 2x2 k 32 stages 3"
+# Rows kept in registers across fused nests (`keep:`), with the neighbouring-values order and
+# streaming stores, at row lengths no thread count divides.
+keep() { local file=$1 nest=$2; shift 2; run_example "$file" "$@" --schedule "$nest; fuse: 3; keep: x | $nest | $nest; stores: streaming"; }
+keep softmax.rtcg "i: grid.x; j: serial, unroll 4, thread.x 256" -D m=1001 -D n=1031
+keep softmax.rtcg "i: grid.x; j: serial, thread.x 1024, unroll 4" -D m=37 -D n=16381
+keep layernorm.rtcg "i: grid.x, thread.y 8; j: serial, thread.x 32, unroll 4" -D m=1001 -D n=257
+keep layernorm.rtcg "i: grid.x; j: serial, thread.x 1024, unroll 4" -D m=37 -D n=16381
+# Long CSR rows handed to the whole block from a row a thread.
+run_example spmv.rtcg -D n=100003 -D nnz=700021 --schedule "i: grid.x, thread.x 128; p: serial, unroll 4; long_rows: 16"
+run_example spmv.rtcg -D n=100003 -D nnz=700021 --schedule "i: grid.x, thread.x 256; p: serial; long_rows: 32"
 mismatches=$(grep -c MISMATCH "$out/examples.log" || true)
 failures=$(grep -c '^rc=[1-9]' "$out/examples.log" || true)
 

@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # Nsight Compute on benchmark rows, as the suite ran them (after scripts/bench.sh on the GPU
-# machine): each row's winner is taken from the suite's tuning database (--use-db: no search),
-# and ncu records the first launch of every kernel the row's process starts -- rtcg's winner and
+# machine): each row's winner is taken from the suite's bench.json (--schedules) or tuning
+# database (--use-db), with no search, and ncu records the first launch of every kernel the row's process starts -- rtcg's winner and
 # the peer's kernels (cuBLAS, cuSPARSE; for the rows whose peer is PyTorch, the peer script's
 # forms in a second process). One ncu process per row, so each row's kernels are its own.
 # Writes $OUT/ncu-rows/summary.md (a line per kernel: time, throughputs, issue, occupancy, top
 # warp stalls), made by scripts/ncu-summary.py from ncu's CSV; the reports stay in a scratch
 # folder (NCU_KEEP=DIR keeps them there); the CSVs and ncu's logs go to $OUT/ncu-rows/ncu-rows.tar.gz.
 #
-#   scripts/gpu-ncu-rows.sh DB ROW[,ROW...]      e.g. $BENCH_STATE/tuning.sqlite sgemm_tf32_4096,spmv_powerlaw_4M
+#   scripts/gpu-ncu-rows.sh RESULTS ROW[,ROW...]   RESULTS: a bench.json or a tuning database, e.g.
+#     $OUT/bench/bench.json sgemm_tf32_4096,spmv_powerlaw_4M
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-db=${1:?usage: scripts/gpu-ncu-rows.sh DB ROW[,ROW...]}
-rows=${2:?usage: scripts/gpu-ncu-rows.sh DB ROW[,ROW...]}
-[[ -f "$db" ]] || { echo "gpu-ncu-rows: no tuning database at $db (run scripts/bench.sh first)" >&2; exit 2; }
+db=${1:?usage: scripts/gpu-ncu-rows.sh RESULTS ROW[,ROW...]}
+rows=${2:?usage: scripts/gpu-ncu-rows.sh RESULTS ROW[,ROW...]}
+[[ -f "$db" ]] || { echo "gpu-ncu-rows: no bench.json or tuning database at $db (run scripts/bench.sh first)" >&2; exit 2; }
+# The winners: an earlier run's bench.json (each row measured with its schedule there) or the
+# tuning database's best.
+case $db in
+  *.json) winners=(--schedules "$db") ;;
+  *) winners=(--use-db --db "$db") ;;
+esac
 [[ -e "$root/build-gpu" ]] || ln -s "$root/.gpu/build-gpu" "$root/build-gpu"
 export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 bin=$root/build-gpu/bench/suite/bench_suite
@@ -45,7 +52,7 @@ for row in "${list[@]}"; do
       --out "$work/torch-$row.json"
     peers=(--peer-times "$work/torch-$row.json")
   fi
-  profile "$row" "$bin" --use-db --db "$db" --only "$row" --repeats 3 --reference-max-flops 0 --out "$work/bench-$row" \
+  profile "$row" "$bin" "${winners[@]}" --only "$row" --repeats 3 --reference-max-flops 0 --out "$work/bench-$row" \
     "${peers[@]}"
 done
 python3 "$root/scripts/ncu-summary.py" "$work"/*.csv >"$out/summary.md"
