@@ -97,9 +97,12 @@ def main():
             roof += f" ({100 * tc_share:.0f}% of TF32/3 roof)"
         err = f"{fmt(r.get('relErrReference'), '.1e')} / {fmt(r.get('relErrPeerReference'), '.1e')}"
         before = previous.get(name)
+        # A row measured with an earlier run's schedule (--schedules) had its search there.
+        searched = fmt(r.get('tuneSeconds'), '.0f') if str(r.get('scheduleSource', 'tuned')).startswith('tuned') \
+            else "earlier"
         print(f"| {name} | {fmt(ms, '.4f')} | {fmt(r.get('gflops'), '.0f')} | {fmt(r.get('gbytes'), '.0f')} | {roof} | "
               f"{r.get('peer', '–')} | {fmt(r.get('peerMs'), '.4f')} | {fmt(r.get('speedRatio'), '.2f')}× | "
-              f"{fmt(before, '.2f')}{'×' if before else ''} | {err} | {fmt(r.get('tuneSeconds'), '.0f')} | {text} | "
+              f"{fmt(before, '.2f')}{'×' if before else ''} | {err} | {searched} | {text} | "
               f"{'–' if met is None else ('yes' if met else '**no**')} |")
     print()
     print(f"Missed: {len(missed)} of {sum(1 for n in rows if target(n, 0, 0, 0))} rows with a target"
