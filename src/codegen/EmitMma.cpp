@@ -304,11 +304,8 @@ void emitSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
-// The reduction with stages S: the first S - 1 steps are copied ahead (one cp.async group each,
-// empty past the last step, so that every thread counts the same groups); at each step, wait until
-// at most S - 2 groups are in flight (this step's has landed), a barrier (every thread's copies are
-// visible, and every thread is done with the buffer the step S - 1 ahead refills), copy that step,
-// then compute from this step's buffer.
+// The reduction with stages S: the cp.async ring (openStepRing) with S - 1 steps copied ahead,
+// then the fragments of this step's buffer.
 void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   const int64_t S = p.stages;
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
@@ -316,25 +313,11 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
     stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.bufferA)) : nullptr, to);
     stageOperand(ctx, p, nm, false, k0, buffer ? C::product(buffer, lit(p.bufferB)) : nullptr, to);
   };
-  for (int64_t s = 0; s + 1 < S; ++s) {
-    if (s < p.steps) copyStep(lit(s), lit(s), out);
-    out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-  }
-  std::string step = ctx.names.fresh("step");
   std::vector<C::Stmt> body;
-  body.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", S - 2), {})));
-  body.push_back(C::syncThreads());
-  std::string ahead = ctx.names.fresh("ahead");
-  body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(S - 1)})));
-  std::vector<C::Stmt> copy;
-  copyStep(C::name(ahead), bin("%", C::name(ahead), lit(S)), copy);
-  body.push_back(C::ifThen(bin("<", C::name(ahead), lit(p.steps)), std::move(copy)));
-  body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-  std::string buf = ctx.names.fresh("buffer");
-  body.push_back(C::decl(ctx.idx, buf, bin("%", C::name(step), lit(S))));
-  body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(buf), lit(p.bufferA)),
-                              C::product(C::name(buf), lit(p.bufferB))));
-  out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+  const StepRing ring = openStepRing(ctx, p, S - 1, false, copyStep, out, body);
+  body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.bufferA)),
+                              C::product(C::name(ring.buffer), lit(p.bufferB))));
+  out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
 // The output point (mm, nn) relative to the domain's origin: declared, guarded, and the statement
@@ -456,6 +439,31 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
   }
 }
 
+StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fenceAsync, const CopyStep& copyStep,
+                      std::vector<C::Stmt>& out, std::vector<C::Stmt>& body) {
+  const int64_t S = p.stages;
+  for (int64_t s = 0; s < ahead; ++s) {
+    if (s < p.steps) copyStep(lit(s), lit(s), out);
+    out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+  }
+  StepRing ring;
+  ring.step = ctx.names.fresh("step");
+  // `ahead` groups before the loop and one per step before this one: this step's has landed when at
+  // most ahead - 1 are in flight.
+  body.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", ahead - 1), {})));
+  if (fenceAsync) body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+  body.push_back(C::syncThreads());
+  std::string next = ctx.names.fresh("ahead");
+  body.push_back(C::decl(ctx.idx, next, C::sum({C::name(ring.step), lit(ahead)})));
+  std::vector<C::Stmt> copy;
+  copyStep(C::name(next), bin("%", C::name(next), lit(S)), copy);
+  body.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy)));
+  body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+  ring.buffer = ctx.names.fresh("buffer");
+  body.push_back(C::decl(ctx.idx, ring.buffer, bin("%", C::name(ring.step), lit(S))));
+  return ring;
+}
+
 }  // namespace mma
 
 namespace {
@@ -486,7 +494,6 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
 
 C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   const MmaPlan& p = *ctx.plan.mma;
-  const MmaSchedule& ms = ctx.sched.mma;
   const LaunchPlan& l = ctx.plan.launch;
   for (int a = 0; a < 3; ++a) ctx.facts.grid[a] = l.grid[a], ctx.facts.block[a] = l.block[a];
   ctx.facts.threads = l.threads;

@@ -1,6 +1,7 @@
 // Internal to the mma emitter (EmitMma.cpp, EmitMmaHalf.cpp): the names the kernel's parts share.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -55,6 +56,20 @@ void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C:
 
 // EmitMma.cpp: the staged tiles (static arrays, or slices of the dynamic shared memory).
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
+
+// EmitMma.cpp: the cp.async ring of a pipelined reduction (mma.sync with stages, wgmma). Copies of
+// step s into buffer s % stages by `copyStep(step, buffer, to)`. openStepRing emits the first
+// `ahead` steps' copies into `out` (a cp.async group each, empty past the last step, so every
+// thread counts the same groups), then starts the step loop's body: wait until this step's group
+// has landed (at most ahead - 1 in flight), wgmma's proxy fence where `fenceAsync`, a barrier
+// (every copy visible, every thread done with the buffer refilled next), the copy `ahead` steps
+// on and its commit. It returns the loop's step and this step's buffer index, declared in `body`.
+using CopyStep = std::function<void(const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& to)>;
+struct StepRing {
+  std::string step, buffer;
+};
+StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fenceAsync, const CopyStep& copyStep,
+                      std::vector<C::Stmt>& out, std::vector<C::Stmt>& body);
 
 // EmitWgmma.cpp: wgmma (MmaPlan::wgmma): the tiles, the warpgroup's accumulators (nm.acc[0][chunk]:
 // 16 rows x 8 columns of each warp, as m16n8 fragments) and the pipelined steps.

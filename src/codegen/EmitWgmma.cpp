@@ -62,38 +62,20 @@ C::Stmt withAccumulators(const MmaNames& nm, const std::string& name, std::vecto
   return C::exprStmt(C::call(name, std::move(lead)));
 }
 
-// The reduction: the first D = copyAhead steps copied ahead (a cp.async group each, empty past
-// the last step), then per step: wait for its group, fence the copies for the async proxy, a
-// barrier (every copy visible; every warpgroup done with the buffer refilled next), the copy D
-// ahead, then the wgmma of each k of the step, committed and waited for down to 1 group in flight
-// (overlap) or 0.
+// The reduction: the cp.async ring (openStepRing) with D = copyAhead steps copied ahead and the
+// copies fenced for the async proxy, then per step the wgmma of each k of the step, committed and
+// waited for down to 1 group in flight (overlap) or 0.
 void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& descA, const C::ExprP& descB,
                     std::vector<C::Stmt>& out) {
-  const int64_t S = p.stages, D = p.copyAhead;
+  const int64_t D = p.copyAhead;
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperandAsLoaded(ctx, p, nm, true, k0, C::product(buffer, lit(p.bufferA)), to);
     stageOperandAsLoaded(ctx, p, nm, false, k0, C::product(buffer, lit(p.bufferB)), to);
   };
-  for (int64_t s = 0; s < D; ++s) {
-    if (s < p.steps) copyStep(lit(s), lit(s), out);
-    out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-  }
-  std::string step = ctx.names.fresh("step");
   std::vector<C::Stmt> body;
-  // D groups before the loop and one per step before this one: this step's has landed when at
-  // most D - 1 are in flight.
-  body.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", D - 1), {})));
-  body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
-  body.push_back(C::syncThreads());
-  std::string ahead = ctx.names.fresh("ahead");
-  body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(D)})));
-  std::vector<C::Stmt> copy;
-  copyStep(C::name(ahead), bin("%", C::name(ahead), lit(S)), copy);
-  body.push_back(C::ifThen(bin("<", C::name(ahead), lit(p.steps)), std::move(copy)));
-  body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-  std::string buf = ctx.names.fresh("buffer");
-  body.push_back(C::decl(ctx.idx, buf, bin("%", C::name(step), lit(S))));
+  const StepRing ring = openStepRing(ctx, p, D, true, copyStep, out, body);
+  const std::string& buf = ring.buffer;
   const std::string name = helperName(p);
   body.push_back(withAccumulators(nm, name + "_fence", {}));
   const int64_t bytes = typeBytes(p.staged);
@@ -104,7 +86,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
   }
   body.push_back(C::exprStmt(C::call("rtcg_wgmma_commit", {})));
   body.push_back(withAccumulators(nm, name + (p.wgmmaOverlap ? "_wait1" : "_wait0"), {}));
-  out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+  out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
   if (p.wgmmaOverlap) out.push_back(withAccumulators(nm, name + "_wait0", {}));
 }
 
