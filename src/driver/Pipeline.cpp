@@ -90,13 +90,6 @@ std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions
 
   Compiled out{bound, *schedule, emitCuda(bound, *schedule, limits, options.arrayAlignment), {}};
   if (!options.compile) return out;
-  // A wgmma schedule on another target is the user's error, not NVRTC's (wgmma is sm_90a's alone).
-  if (const std::string arch = nvrtcArchFor(out.module.source, options.arch);
-      nvrtcNeedsSm90a(out.module.source) && arch != "sm_90a" && arch != "compute_90a") {
-    diags.error({}, fmt::format("illegal schedule: wgmma runs on sm_90 devices only (it compiles for sm_90a); "
-                                "the target is {}", options.arch));
-    return std::nullopt;
-  }
   out.binary = compileGenerated(bound.name, out.module.source, options.arch, options.wantPtx);
   if (!out.binary.success) {
     if (nvrtcFailed) *nvrtcFailed = true;

@@ -23,7 +23,6 @@ DevicePeaks devicePeaks(int major, int minor, int multiprocessors, double clockH
 void setModelPeaks(DeviceModel& d, int major, int minor, int multiprocessors, double clockHz) {
   d.computeCapability = major * 10 + minor;
   DevicePeaks p = devicePeaks(major, minor, multiprocessors, clockHz);
-  d.warpgroupMma = major == 9 && minor == 0;  // wgmma is sm_90a's alone (not in sm_100's)
   if (p.fp32 <= 0) return;
   d.peakFp32Flops = p.fp32;
   d.peakFp64Flops = p.fp64;

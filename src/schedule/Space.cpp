@@ -1022,12 +1022,14 @@ class NestSpace {
     }
   }
 
-  // wgmma schedules (sm_90 devices, DeviceModel::warpgroupMma) of the arithmetics it takes: 1x1
+  // wgmma schedules (sm_90 devices, DeviceModel::warpgroupMma()) of the arithmetics it takes: 1x1
   // to 2x2 warpgroups of m64n64 to m64n256, steps of 32 and 64 values (TF32: 16 and 32: 64 and 128
   // bytes per row), 3 or 4 stages, with either epilogue. Register and shared memory limits are the
   // plan's (refused ones do not enter).
   void wgmmaVariants(const Contraction& c, MmaArith arith) {
-    if (!o_.device.warpgroupMma || !mmaWgmmaArith(arith) || c.kExtent <= 16) return;
+    // The device and, where known, the target (the plan refuses wgmma on any other).
+    const bool sm90 = o_.device.warpgroupMma() && (o_.limits.computeCapability == 0 || o_.limits.computeCapability == 90);
+    if (!sm90 || !mmaWgmmaArith(arith) || c.kExtent <= 16) return;
     static const std::pair<int64_t, int64_t> groups[] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}};
     const std::vector<int64_t> kSteps = mmaIs16Bit(arith) ? std::vector<int64_t>{32, 64} : std::vector<int64_t>{16, 32};
     for (auto [gm, gn] : groups)

@@ -40,12 +40,12 @@ struct DeviceModel {
   // divides by, is the fp32 peak times kSustainedFp32Fraction.
   double peakFp32Flops = 66.9e12, peakFp64Flops = 33.5e12, peakTensorFlops = 1070e12;
   double launchOverhead = 3e-6;     // seconds per kernel launch
-  // Whether the device runs Hopper's warpgroup MMA (wgmma, sm_90a: compute capability 9.0 only):
-  // the space offers `mma: ... wgmma` schedules there (these defaults: an H100).
-  bool warpgroupMma = true;
   // 90: sm_90 (schedule/DeviceModels.h sets it with the peaks). Which mma shapes the space offers
   // (FP64's m16n8k*: sm_90) and at what rate the model counts them.
   int computeCapability = 90;
+  // Whether the device runs Hopper's warpgroup MMA (wgmma, sm_90a: compute capability 9.0 only,
+  // not sm_100's): the space offers `mma: ... wgmma` schedules there.
+  bool warpgroupMma() const { return computeCapability == 90; }
 };
 
 struct SpaceOptions {
