@@ -576,6 +576,28 @@ TEST(HostEmulation, TriangularRowsSplitAcrossThreads) {
   EXPECT_EQ(sampledCheck(sample, strict, "i: grid.x, thread.y 2; j: serial, thread.x 32, unroll 2; k: serial"), "");
 }
 
+// Cyclic rows (`i: serial, grid.x G, ...`: row i = (s * G + blockIdx.x) * T + threadIdx.y, each
+// block's rows spread over the whole triangle) at sizes no tile or grid divides (37, 1003): a warp
+// or a group of lanes per row, a block a row with runs of 4, the reduction also split across blocks;
+// and on a triangular output domain, block rows walked cyclically with the columns on the grid
+// (blocks past the diagonal skip that position) or in the block.
+TEST(HostEmulation, CyclicRowsOfATriangle) {
+  rtcgtest::CaseSample sample(2);
+  for (int64_t n : {37, 1003}) {
+    SCOPED_TRACE(n);
+    Kernel trmv = exampleKernel("trmv.rtcg", "trmv", {{"n", n}});
+    EXPECT_EQ(checkOnHost(trmv, "i: serial, grid.x 3, thread.y 4; j: serial, thread.x 8"), "");
+    EXPECT_EQ(checkOnHost(trmv, "i: serial, grid.x 5; j: serial, unroll 2, thread.x 64, unroll 4"), "");
+    EXPECT_EQ(sampledCheck(sample, trmv, "i: serial, grid.x 7, thread.y 2; j: serial, thread.x 32, unroll 2"), "");
+    EXPECT_EQ(sampledCheck(sample, trmv, "i: serial, grid.x 2, thread.y 2; j: serial, grid.y 3, thread.x 32"), "");
+  }
+  Kernel syrk = exampleKernel("syrk.rtcg", "syrk", {{"n", 45}, {"K", 13}});
+  EXPECT_EQ(checkOnHost(syrk, "i: serial, grid.y 3, thread.y 4, reg 2; j: grid.x, thread.x 8; k: serial, unroll 4"), "");
+  EXPECT_EQ(checkOnHost(syrk, "i: serial, grid.x 4, thread.y 4; j: serial, thread.x 16; k: serial, unroll 4"), "");
+  EXPECT_EQ(sampledCheck(sample, syrk, "i: serial, grid.y 2, thread.y 4, reg 2; j: grid.x, thread.x 4, reg 2; k: serial; "
+                                       "shared: a[i,k]^T, a[j,k]^T"), "");
+}
+
 // Register tiles over the rows of a triangle: the points' loop runs over the union of their rows
 // (clamped to the hull), each point's updates guarded by its own row; with the reduction split
 // across threads too, and with x staged whole per block (points outside the domain read the tile
