@@ -70,6 +70,7 @@ class NestSpace {
       crossBlockVariants();
       outerTileVariants();
       rowVariants();
+      cyclicVariants();
       streamingVariants();
       mmaVariants();
     }
@@ -749,6 +750,74 @@ class NestSpace {
     if (r->dataDependent) rowPerThreadLongRowVariants();
   }
 
+  // The parallel indices whose values set how much work a point holds: those a varying bound
+  // reads (`i` in trmv's `j in 0..i + 1` and in syrk's output triangle `j in 0..i + 1`).
+  std::set<std::string> workIndices() const {
+    std::map<int, std::string> parallelLoops;
+    for (const NestIndex& ni : model_.domain())
+      if (ni.parallel) parallelLoops[ni.loops.front()->id] = ni.name;
+    std::set<std::string> out;
+    for (const NestIndex& ni : model_.domain()) {
+      if (ni.constantBounds || ni.dataDependent) continue;
+      for (const Loop* l : ni.loops)
+        for (const Expr& bound : {l->lo, l->hi})
+          if (std::optional<AffineForm> f = toAffine(bound))
+            for (const auto& [id, c] : f->coeffs)
+              if (parallelLoops.count(id)) out.insert(parallelLoops[id]);
+    }
+    return out;
+  }
+
+  // Cyclic rows (issue 23), where the rows of a triangle hold unequal work: `i: grid.x, ...`
+  // gives each block consecutive rows, so the last blocks hold the longest ones and leave a tail;
+  // `i: serial, grid.x G, ...` walks G blocks' rows at a time (row (s * G + blockIdx.x) * T + ...),
+  // every block's rows spread over the whole triangle. G is 1, 2 or 4 times the block slots
+  // (multiprocessors x the candidate's resident blocks) over the blocks of the other grid parts,
+  // below the blocks it replaces. Siblings of
+  // the model's best 4 candidates of each block of rows (the parts after the grid part: lanes per
+  // row with rows on thread.y, a block a row, the block rows of a triangular output) whose clause
+  // of such an index starts with a grid part; the balance term (SpaceModel.h) ranks them against
+  // consecutive rows.
+  void cyclicVariants() {
+    const std::set<std::string> rows = workIndices();
+    if (rows.empty()) return;
+    std::vector<size_t> order;
+    for (size_t i = 0; i < kept.size(); ++i)
+      if (kept[i].est.blocksPerMultiprocessor > 0) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return kept[a].est.seconds < kept[b].est.seconds; });
+    std::map<std::string, int> perBlockOfRows;  // siblings made per index and its parts after the grid part
+    std::vector<NestSchedule> siblings;
+    for (size_t i : order) {
+      const NestCandidate& c = kept[i];
+      const int64_t slots = o_.device.multiprocessors * c.est.blocksPerMultiprocessor;
+      for (size_t x = 0; x < c.plan->schedule.indices.size(); ++x) {
+        const IndexSchedule& is = c.plan->schedule.indices[x];
+        const IndexPlan* ip = c.plan->index(is.index);
+        if (!rows.count(is.index) || !ip || !isGridPlacement(is.parts[0].place) || is.parts[0].factor) continue;
+        IndexSchedule tail = is;
+        tail.parts.erase(tail.parts.begin());
+        if (++perBlockOfRows[printIndexSchedule(tail)] > 4) continue;
+        const int axis = placementAxis(is.parts[0].place);
+        // The blocks of the other grid parts (a triangular output's block columns) share the slots.
+        const int64_t others = std::max<int64_t>(1, c.plan->launch.blocks / ip->extents[0]);
+        int64_t last = 0;
+        for (int64_t k : {1, 2, 4}) {
+          const int64_t g = ceilDiv(k * slots, others);
+          if (g >= ip->extents[0] || g > o_.limits.maxGridDim[axis]) break;
+          if (g < 2 || g == last) continue;
+          last = g;
+          NestSchedule ns = c.plan->schedule;
+          std::vector<SchedulePart>& parts = ns.indices[x].parts;
+          parts[0] = part(Placement::Serial);
+          parts.insert(parts.begin() + 1, part(is.parts[0].place, g));
+          siblings.push_back(std::move(ns));
+        }
+      }
+    }
+    for (const NestSchedule& ns : siblings) add(ns, Family::Plain);
+  }
+
   // `long_rows: N` beside one thread per row (`i: grid.x, thread.x T; p: serial; long_rows: N`):
   // where most rows hold a few values (a power-law matrix: 2.5 a row on average), lanes sharing a
   // row mostly idle and pay a shuffle combine, while a thread of its own has no combine at all;
@@ -1130,6 +1199,7 @@ Candidate makeCandidate(const std::vector<const NestCandidate*>& parts) {
     c.registerTile = dominant->registerTile;
     c.sharedBytes = dominant->sharedBytes;
     c.occupancy = dominant->occupancy;
+    c.balance = dominant->balance;
   }
   return c;
 }
@@ -1357,6 +1427,10 @@ std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::strin
             isGridPlacement(is.parts[0].place))
           out.push_back("positions pipelined");
       }
+      // Cyclic rows (a serial part ahead of the grid part of a parallel index): the balance term
+      // values them, but on a model of the dispatch that no measurement has calibrated yet.
+      if (parallel && is.parts.size() > 1 && is.parts[0].place == Placement::Serial && isGridPlacement(is.parts[1].place))
+        out.push_back("cyclic rows");
       // A staged reduction split across blocks (split-K).
       if (!parallel && !n.shared.empty() && !is.parts.empty() && isGridPlacement(is.parts[0].place))
         out.push_back("split-K");

@@ -75,6 +75,8 @@ struct Candidate {
   double occupancy = 0;       // resident threads / maximum, from threads, registers and shared memory
   double estimatedBytes = 0;  // global-memory bytes moved, from footprints and coalescing
   double estimatedFlops = 0;
+  // Rows of unequal length: block-slot use against equal blocks (NestEstimate::balance; 1: equal).
+  double balance = 1;
   double score = 0;           // lower is better: the model's predicted time in microseconds
   // One per nest: the plan the model valued (planNest), shared by the candidates of several-nest
   // products; the emitter and the report read it instead of planning again.

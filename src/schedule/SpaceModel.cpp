@@ -875,6 +875,12 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // fell behind unmeasured candidates (N=5 477th -> 1010th, N=7 1624th -> 2209th).
   double waveUse = blocks >= sms ? blocks / (sms * std::ceil(blocks / sms)) : 1.0;
   e.efficiency = smUse * hiding * waveUse;
+  // Rows of unequal length: the blocks' own work over the block slots (workBalance).
+  if (std::optional<double> b = workBalance(plan, d.multiprocessors, e.blocksPerMultiprocessor,
+                                            std::min(1.0, (double)warps * ilp / 32))) {
+    e.balance = *b;
+    e.efficiency *= *b;
+  }
   // Memory and arithmetic overlap, not perfectly: a quarter of the smaller one shows (this also
   // ranks compute-bound candidates by their traffic).
   // Arithmetic issues at one instruction per clock per scheduler: the multiply-adds' share of a

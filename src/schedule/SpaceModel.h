@@ -47,6 +47,17 @@
 //   (n + 1) / 2 values, not the hull's n; meanTripCount): a triangle costs half its square.
 //   A triangular output domain counts its own points (domainPoints), and only the blocks whose
 //   tile meets it (coveredBlocks): the others leave at once.
+// - Work balance: where rows are of unequal length (a triangle's reduction range, a triangular
+//   output domain), blocks hold unequal work, and a multiprocessor left at the end with a few long
+//   blocks runs them at a fraction of its rate (k blocks of W warps hide latency as k * W * ILP / 32
+//   of them, as in the efficiency). The model counts each block's work from the bounds (blockWork:
+//   the trip counts of its points, a short row at least one step of its lanes), runs the blocks in
+//   dispatch order on the multiprocessors (the first dealt in turn, each later one to the first
+//   slot that frees, a multiprocessor's blocks sharing its rate), and scales the efficiency by the
+//   time of equal blocks over that time (workBalance). So `i: grid.x` on trmv, whose last blocks
+//   hold the longest rows, is charged its tail, and cyclic rows (`i: serial, grid.x G`: every
+//   block's rows spread over the triangle) their own: a block's rows still differ by G per
+//   position, so they balance only over several positions.
 // - `stores: streaming`: neutral (a factor of 1 on the memory time). A streaming store moves the
 //   same bytes as a plain one; its gain is L2 room for the reads other blocks repeat, which the
 //   traffic model already counts as hits, so the model cannot value it and the tuner measures it
@@ -66,6 +77,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ir/Analysis.h"
@@ -81,6 +93,10 @@ struct NestEstimate {
   int64_t crossBlocks = 1;  // blocks sharing one output tile (grid parts of a reduction index)
   int64_t registers = 0, sharedBytes = 0, blocksPerMultiprocessor = 0;  // 0: cannot be resident
   double occupancy = 0, efficiency = 0;
+  // Rows of unequal length: how busy the block slots stay with the blocks' own work, relative to
+  // equal blocks (NestModel::workBalance; 1 where every block holds the same work). A factor of
+  // the efficiency.
+  double balance = 1;
   double issueEfficiency = 1;  // multiply-adds over all instructions a thread issues
   double bytes = 0, flops = 0, seconds = 0;
   double fp64Flops = 0;  // the share of flops on f64 values, at the device's FP64 rate
@@ -116,6 +132,22 @@ class NestModel {
   // The `shared:` entry of access `access` (an index into the nest's accesses) in `s` that stages
   // it ("" if none does).
   std::string stagedEntry(const NestSchedule& s, size_t access) const;
+
+  // The work of each block of the launch, in dispatch order (blockIdx.x fastest): per point of its
+  // tile at each of its positions, the product of its reductions' trip counts, at least one step of
+  // the lanes sharing the point. nullopt where every block holds the same work (constant bounds) or
+  // it cannot be counted (a data-dependent range, a bound that reads a reduction index, more than
+  // 65536 blocks). A reduction split across blocks gives each of a tile's blocks its share.
+  // The list is memoized by the model (valid while it lives); nullptr where it does not apply.
+  const std::vector<double>* blockWork(const NestPlan& plan) const;
+  // The values one step of the innermost reduction takes per point: its lanes times its unroll
+  // parts (a row shorter than that still costs the step).
+  int64_t stepValues(const NestPlan& plan) const;
+  // The balance term (see "Work balance" above): the time the blocks would take with equal work
+  // over the time they take with their own, both run on `sms` multiprocessors of `perSm` block
+  // slots, a multiprocessor's blocks sharing its rate, k of them issuing at min(1, k * share) of
+  // it. nullopt where blockWork is.
+  std::optional<double> workBalance(const NestPlan& plan, int64_t sms, int64_t perSm, double share) const;
 
   // The estimate of a planned nest schedule (planNest): the launch, the staged tiles and the early
   // loads come from the plan.
@@ -156,6 +188,14 @@ class NestModel {
   std::vector<std::pair<int, int>> rowLoops_;
   mutable std::map<std::vector<int64_t>, double> distinctCache_;
   mutable std::map<std::vector<int64_t>, std::optional<Box>> boxCache_;
+  // blockWork's, by distribution of the rows (std::map: the entries stay where they are), with
+  // workBalance's by residency (multiprocessors, blocks per multiprocessor, share).
+  struct BlockWork {
+    std::vector<double> works;
+    std::map<std::tuple<int64_t, int64_t, double>, std::optional<double>> balance;
+  };
+  mutable std::map<std::vector<int64_t>, BlockWork> workCache_;
+  BlockWork* countBlockWork(const NestPlan& plan) const;
 
   // Instructions one thread issues, by kind (see the model above).
   struct IssueCounts {

@@ -325,12 +325,17 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
              refinable > 0
                  ? fmt::format(", then up to {} more in refinement rounds around the fastest it measures", refinable)
                  : "");
-  fmt::print("{:>5}  {:>10}  {:>7}  {:>8}  {:>4}  {:>7}  {:>5}  {}\n", "rank", "model us", "threads", "blocks", "tile",
-             "shared", "occ", "schedule");
+  // Rows of unequal length (a triangle): a column for the model's work balance over the block slots
+  // (SpaceModel.h), which ranks the distributions of the rows (cyclic rows against consecutive ones).
+  const bool balanced = std::any_of(space.candidates.begin(), space.candidates.end(),
+                                    [](const Candidate& c) { return c.balance != 1; });
+  fmt::print("{:>5}  {:>10}  {:>7}  {:>8}  {:>4}  {:>7}  {:>5}  {}{}\n", "rank", "model us", "threads", "blocks", "tile",
+             "shared", "occ", balanced ? "  bal  " : "", "schedule");
   for (size_t q = 0; q < space.candidates.size(); ++q) {
     const Candidate& c = space.candidates[q];
-    fmt::print("{:>5}  {:>10.1f}  {:>7}  {:>8}  {:>4}  {:>7}  {:>4.0f}%  {}\n", q + 1, c.score, c.threadsPerBlock,
-               c.blocks, c.registerTile, c.sharedBytes, 100 * c.occupancy, c.text);
+    fmt::print("{:>5}  {:>10.1f}  {:>7}  {:>8}  {:>4}  {:>7}  {:>4.0f}%  {}{}\n", q + 1, c.score, c.threadsPerBlock,
+               c.blocks, c.registerTile, c.sharedBytes, 100 * c.occupancy,
+               balanced ? fmt::format("{:>4.0f}%  ", 100 * c.balance) : "", c.text);
   }
   return 0;
 }
