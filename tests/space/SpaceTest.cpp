@@ -839,6 +839,68 @@ TEST(Space, TriangularRangesAndDomains) {
   EXPECT_LT(st.seconds, 0.7 * sq.seconds);
 }
 
+// Cyclic rows (issue 23) and the model's work balance. trmv n=8192 a block a row (bench trmv_8192's
+// winner) gives the last blocks the longest rows: the multiprocessors left with them at the end run
+// at a fraction of their rate, so the balance term charges the tail; the same rows dealt cyclically
+// over 1056 blocks (8 resident per multiprocessor) give every block rows from the whole triangle,
+// which the term values (the space's first candidate is a cyclic one). On syrk's output triangle in 64 x 64 tiles every
+// tile that meets the triangle holds the same work, while cyclic block rows give the block columns
+// unequal shares: the term charges them (their traffic, a block's footprint over its positions,
+// favours them otherwise). Rectangular nests have no balance term.
+TEST(Space, CyclicRowsAndTheirWorkBalance) {
+  SpaceOptions o;
+  Kernel trmv = bindAll(example("trmv").kernel, {{"n", 8192}});
+  NestModel model(trmv, 0);
+  auto plan = [](const Kernel& k, const std::string& text) {
+    NestPlanResult r = planNest(k, 0, parseSchedule(text).schedule->nests[0]);
+    EXPECT_TRUE(r.plan) << text;
+    return std::move(*r.plan);
+  };
+  const NestPlan rowsInOrder = plan(trmv, "i: grid.x; j: serial, unroll 2, thread.x 256, unroll 4");
+  const NestPlan rowsCyclic = plan(trmv, "i: serial, grid.x 1056; j: serial, unroll 2, thread.x 256, unroll 4");
+  const NestEstimate inOrder = model.estimate(rowsInOrder, o.device), cyclic = model.estimate(rowsCyclic, o.device);
+  // Block b holds row b (the last one 8192 values); cyclically, rows b, b + 1056, ... (7 or 8 of them).
+  const std::vector<double>* w = model.blockWork(rowsInOrder);
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(w->size(), 8192u);
+  EXPECT_DOUBLE_EQ(w->back(), 8192);
+  EXPECT_DOUBLE_EQ(w->front(), 2048);  // one row of 1 value still takes a step of 256 lanes x 8 values
+  const std::vector<double>* wc = model.blockWork(rowsCyclic);
+  ASSERT_NE(wc, nullptr);
+  ASSERT_EQ(wc->size(), 1056u);
+  EXPECT_LT(*std::max_element(wc->begin(), wc->end()) / *std::min_element(wc->begin(), wc->end()), 1.7);
+  EXPECT_LT(inOrder.balance, 0.95);
+  EXPECT_GT(cyclic.balance, inOrder.balance + 0.03);
+  EXPECT_LT(cyclic.seconds, inOrder.seconds);
+
+  // The space offers cyclic siblings, with a family sampling keeps.
+  Space space = enumerateSchedules(trmv, o);
+  std::set<std::string> texts;
+  for (const Candidate& c : space.candidates) texts.insert(c.text);
+  EXPECT_TRUE(texts.count("i: serial, grid.x 1056; j: serial, thread.x 256")) << fmt::format("{}", fmt::join(texts, "\n"));
+  EXPECT_TRUE(texts.count("i: serial, grid.x 528, thread.y 2; j: serial, thread.x 256"));
+  EXPECT_EQ(space.candidates.front().text.rfind("i: serial, grid.x ", 0), 0u) << space.candidates.front().text;
+  SpaceOptions sampled = o;
+  sampled.maxCandidates = 12;
+  Space few = enumerateSchedules(bindAll(example("trmv").kernel, {{"n", 3001}}), sampled);
+  EXPECT_TRUE(std::any_of(few.candidates.begin(), few.candidates.end(),
+                          [](const Candidate& c) { return c.text.find("serial, grid.x") != std::string::npos; }));
+
+  Kernel syrk = bindAll(example("syrk").kernel, {{"n", 2048}, {"K", 256}});
+  NestModel triangle(syrk, 0);
+  const std::string tile = "thread.y 16, reg 4; j: grid.x, thread.x 16, reg 4; k: serial, unroll 16";
+  const NestEstimate tiles = triangle.estimate(plan(syrk, "i: grid.y, " + tile), o.device);
+  const NestEstimate cyclicTiles = triangle.estimate(plan(syrk, "i: serial, grid.y 8, " + tile), o.device);
+  EXPECT_GT(tiles.balance, 0.9);
+  EXPECT_LT(cyclicTiles.balance, tiles.balance - 0.1);
+
+  Kernel gemv = bindAll(example("gemv").kernel, {{"m", 3001}, {"n", 3001}});
+  NestModel square(gemv, 0);
+  const NestPlan rows = plan(gemv, "i: grid.x, thread.y 8; j: serial, thread.x 32");
+  EXPECT_EQ(square.blockWork(rows), nullptr);
+  EXPECT_EQ(square.estimate(rows, o.device).balance, 1.0);
+}
+
 // syrk reads a along i and along j: the model lists its accesses as staging entries (one tile of
 // a cannot serve both), and the space offers the GEMM-like schedules (register tiles, both accesses
 // staged per step and transposed, multi-buffered and cp.async) that matmul's space offers for a^T
