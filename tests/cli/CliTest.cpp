@@ -252,6 +252,31 @@ TEST(Cli, TriangularRangesAndDomains) {
   EXPECT_NE(two.out.find("its accesses move differently with the loop indices"), std::string::npos) << two.out;
 }
 
+// docs/rtcgc.md, tune, "Cyclic rows": trmv n=8192's dry-run has the model's balance column and ranks a
+// cyclic distribution of the rows first, `explain` prints a cyclic row's index, and a rectangular
+// kernel's dry-run has no balance column.
+TEST(Cli, CyclicRows) {
+  Result r = rtcgc("tune " + example("trmv.rtcg") + " -D n=8192 --dry-run");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(" rank    model us  threads    blocks  tile   shared    occ    bal  schedule\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    1        54.6      512       528     1        0    75%   100%  i: serial, grid.x 528, thread.y 2; "
+                       "j: serial, thread.x 256\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("   78        98.5      256      8192     1        0   100%    99%  i: grid.x; j: serial, thread.x 256\n"),
+            std::string::npos)
+      << r.out;
+  Result e = rtcgc("explain " + example("trmv.rtcg") +
+                   " -D n=8192 -s 'i: serial, grid.x 1056; j: serial, unroll 2, thread.x 256, unroll 4'");
+  EXPECT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find("  parallel i [0, 8191]: serial 8, grid.x 1056 (8448 points, guarded)\n    i = 1056 * i_0 + blockIdx.x\n"),
+            std::string::npos)
+      << e.out;
+  Result square = rtcgc("tune " + example("gemv.rtcg") + " -D m=2000 -D n=1500 --dry-run");
+  EXPECT_EQ(square.code, 0) << square.out;
+  EXPECT_EQ(square.out.find("bal"), std::string::npos) << square.out;
+}
+
 TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
   // No GPU needed: the space on the sm_90 model, and the sample the search would measure: of a
   // budget of 12, 8 sampled up front and 4 left for refinement rounds, as the tuner splits it.
