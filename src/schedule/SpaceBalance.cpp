@@ -8,7 +8,6 @@
 #include "schedule/SpaceModel.h"
 
 #include <algorithm>
-#include <functional>
 #include <numeric>
 #include <queue>
 
@@ -99,28 +98,32 @@ int64_t NestModel::stepValues(const NestPlan& plan) const {
   return step;
 }
 
-NestModel::BlockWork* NestModel::countBlockWork(const NestPlan& plan) const {
-  // Past 65536 blocks the count would cost more than the rest of the estimate: such launches (one
-  // block per short row) count as equal blocks.
-  if ((!varying_ && !parallelVarying_) || plan.mma || plan.launch.blocks > 65536)
-    return nullptr;
-  std::map<int, size_t> slotOf;
-  std::vector<const NestIndex*> par;
-  for (const NestIndex& ni : domain_)
-    if (ni.parallel) {
-      slotOf[ni.loops.front()->id] = par.size();
-      par.push_back(&ni);
-    }
+namespace {
+
+// What the work of a block depends on: how the parallel indices' parts place their values, and the
+// trip counts of the reductions at a point (constant ones multiplied into one factor).
+struct Rows {
   std::vector<ParallelAxis> axes;
-  for (const NestIndex* ni : par) {
-    const IndexPlan* ip = plan.index(ni->name);
-    if (!ip) return nullptr;
-    auto lo = boundOver(ni->loops.front()->lo, slotOf), hi = boundOver(ni->loops.front()->hi, slotOf);
-    if (!lo || !hi) return nullptr;
+  std::vector<std::vector<std::pair<Bound, Bound>>> trips;  // per varying reduction index, its loops
+  double constantTrips = 1;
+};
+
+// The rows of nest indices `domain` under `plan`; nullopt where a bound is not affine in the
+// parallel indices or a range is data-dependent.
+std::optional<Rows> rowsOf(const std::vector<NestIndex>& domain, const NestPlan& plan) {
+  std::map<int, size_t> slotOf;
+  for (const NestIndex& ni : domain)
+    if (ni.parallel) slotOf.emplace(ni.loops.front()->id, slotOf.size());
+  Rows rows;
+  for (const NestIndex& ni : domain) {
+    if (!ni.parallel) continue;
+    const IndexPlan* ip = plan.index(ni.name);
+    auto lo = boundOver(ni.loops.front()->lo, slotOf), hi = boundOver(ni.loops.front()->hi, slotOf);
+    if (!ip || !lo || !hi) return std::nullopt;
     ParallelAxis a;
     a.lo = *lo;
     a.hi = *hi;
-    a.hullLo = ni->hull.lo;
+    a.hullLo = ni.hull.lo;
     const IndexSchedule& is = plan.clauseOf(*ip);
     for (size_t p = 0; p < is.parts.size(); ++p) {
       const Placement pl = is.parts[p].place;
@@ -130,101 +133,112 @@ NestModel::BlockWork* NestModel::countBlockWork(const NestPlan& plan) const {
         a.count *= ip->extents[p];
       } else if (ip->extents[p] > 1) a.positions.push_back({ip->extents[p], ip->strides[p]});
     }
-    axes.push_back(std::move(a));
+    rows.axes.push_back(std::move(a));
   }
-  // Each point's work: the product of its reductions' trip counts, at least one step of the lanes
-  // that share it (a row shorter than a step still takes the step).
-  std::vector<std::vector<std::pair<Bound, Bound>>> trips;
-  double constantTrips = 1;
-  for (const NestIndex& ni : domain_) {
+  for (const NestIndex& ni : domain) {
     if (ni.parallel) continue;
-    if (ni.dataDependent) return nullptr;
+    if (ni.dataDependent) return std::nullopt;
     if (ni.constantBounds) {
-      constantTrips *= double(std::max<int64_t>(1, ni.hull.extent()));
+      rows.constantTrips *= double(std::max<int64_t>(1, ni.hull.extent()));
       continue;
     }
-    trips.emplace_back();
+    rows.trips.emplace_back();
     for (const Loop* l : ni.loops) {
       auto lo = boundOver(l->lo, slotOf), hi = boundOver(l->hi, slotOf);
-      if (!lo || !hi) return nullptr;
-      trips.back().push_back({*lo, *hi});
+      if (!lo || !hi) return std::nullopt;
+      rows.trips.back().push_back({*lo, *hi});
     }
   }
+  return rows;
+}
+
+// The work of one position's box ([boxLo, boxHi] per index) at `point` (the values of the indices
+// before `d`), walking the indices outermost first: up to 8 sampled rows of each but the innermost,
+// whose points count at their middle's work. A point's work: the product of its reductions' trip
+// counts, at least `step` (a row shorter than a step still takes the step).
+double boxWork(const Rows& rows, double step, const std::vector<int64_t>& boxLo, const std::vector<int64_t>& boxHi,
+               std::vector<int64_t>& point, size_t d) {
+  const ParallelAxis& a = rows.axes[d];
+  const int64_t lo = std::max(boxLo[d], a.lo.at(point)), hi = std::min(boxHi[d], a.hi.at(point) - 1);
+  if (hi < lo) return 0;
+  const double density = double(a.count) / double(a.spanHi - a.spanLo + 1);
+  if (d + 1 == rows.axes.size()) {
+    point[d] = lo + (hi - lo) / 2;
+    double w = rows.constantTrips;
+    for (const auto& loops : rows.trips) {
+      int64_t t = 0;
+      for (const auto& [tripLo, tripHi] : loops) t = std::max(t, tripHi.at(point) - tripLo.at(point));
+      w *= double(t);
+    }
+    return double(hi - lo + 1) * density * std::max(w, step);
+  }
+  const int64_t n = hi - lo + 1, samples = std::min<int64_t>(n, 8);
+  double sum = 0;
+  for (int64_t t = 0; t < samples; ++t) {
+    point[d] = lo + int64_t((double(t) + 0.5) * double(n) / double(samples));
+    sum += boxWork(rows, step, boxLo, boxHi, point, d + 1);
+  }
+  return sum * double(n) / double(samples) * density;
+}
+
+// Every block's work in dispatch order (blockIdx.x fastest), each over its positions (up to 64
+// sampled); a reduction split across blocks (split-K) gives each block of a tile its share.
+std::vector<double> countWorks(const Rows& rows, const LaunchPlan& launch, double step) {
+  std::vector<double> works;
+  works.reserve(size_t(launch.blocks));
+  const size_t n = rows.axes.size();
+  std::vector<int64_t> point(n), boxLo(n), boxHi(n);
+  int64_t positions = 1;
+  for (const ParallelAxis& a : rows.axes)
+    for (const auto& [extent, stride] : a.positions) positions *= extent;
+  const int64_t samples = std::min<int64_t>(positions, 64);
+  for (int64_t bz = 0; bz < launch.grid[2]; ++bz)
+    for (int64_t by = 0; by < launch.grid[1]; ++by)
+      for (int64_t bx = 0; bx < launch.grid[0]; ++bx) {
+        const int64_t block[3] = {bx, by, bz};
+        double w = 0;
+        for (int64_t t = 0; t < samples; ++t) {
+          int64_t pos = int64_t((double(t) + 0.5) * double(positions) / double(samples));
+          for (size_t d = 0; d < n; ++d) {
+            const ParallelAxis& a = rows.axes[d];
+            int64_t base = a.hullLo;
+            for (const auto& [axis, stride] : a.grid) base += block[axis] * stride;
+            for (const auto& [extent, stride] : a.positions) {
+              base += (pos % extent) * stride;
+              pos /= extent;
+            }
+            boxLo[d] = base + a.spanLo;
+            boxHi[d] = base + a.spanHi;
+          }
+          w += boxWork(rows, step, boxLo, boxHi, point, 0);
+        }
+        works.push_back(w * double(positions) / double(samples) / double(launch.crossBlocks));
+      }
+  return works;
+}
+
+}  // namespace
+
+NestModel::BlockWork* NestModel::countBlockWork(const NestPlan& plan) const {
+  // Past 65536 blocks the count would cost more than the rest of the estimate: such launches (one
+  // block per short row) count as equal blocks.
+  if ((!varying_ && !parallelVarying_) || plan.mma || plan.launch.blocks > 65536) return nullptr;
+  const std::optional<Rows> rows = rowsOf(domain_, plan);
+  if (!rows) return nullptr;
   const double step = double(stepValues(plan));
   // Candidates that differ only in unrolling, staging, layouts of their tiles or clauses share the
   // distribution of the rows (the blocks' boxes, their positions and the step, which only matters
   // where the trip counts vary): its blocks' work is counted once.
-  std::vector<int64_t> key{plan.launch.grid[0], plan.launch.grid[1], plan.launch.grid[2], plan.launch.crossBlocks,
-                           trips.empty() ? 0 : int64_t(step)};
-  for (const ParallelAxis& a : axes) {
+  const LaunchPlan& L = plan.launch;
+  std::vector<int64_t> key{L.grid[0], L.grid[1], L.grid[2], L.crossBlocks, rows->trips.empty() ? 0 : int64_t(step)};
+  for (const ParallelAxis& a : rows->axes) {
     key.insert(key.end(), {-1, a.spanLo, a.spanHi, a.count});
     for (const auto& [axis, stride] : a.grid) key.insert(key.end(), {axis, stride});
     key.push_back(-2);
     for (const auto& [extent, stride] : a.positions) key.insert(key.end(), {extent, stride});
   }
   auto [hit, fresh] = workCache_.try_emplace(std::move(key));
-  if (!fresh) return &hit->second;
-  std::vector<double>& works = hit->second.works;
-  auto pointWork = [&](const std::vector<int64_t>& point) {
-    double w = constantTrips;
-    for (const auto& loops : trips) {
-      int64_t t = 0;
-      for (const auto& [lo, hi] : loops) t = std::max(t, hi.at(point) - lo.at(point));
-      w *= double(t);
-    }
-    return std::max(w, step);
-  };
-
-  // The work of one position's box ([lo, hi] per index), walking the indices outermost first (up
-  // to 8 sampled rows of each but the innermost, whose points count at their middle's work).
-  std::vector<int64_t> point(axes.size()), boxLo(axes.size()), boxHi(axes.size());
-  std::function<double(size_t)> boxWork = [&](size_t d) -> double {
-    const ParallelAxis& a = axes[d];
-    const int64_t lo = std::max(boxLo[d], a.lo.at(point)), hi = std::min(boxHi[d], a.hi.at(point) - 1);
-    if (hi < lo) return 0;
-    const double density = double(a.count) / double(a.spanHi - a.spanLo + 1);
-    if (d + 1 == axes.size()) {
-      point[d] = lo + (hi - lo) / 2;
-      return double(hi - lo + 1) * density * pointWork(point);
-    }
-    const int64_t rows = hi - lo + 1, samples = std::min<int64_t>(rows, 8);
-    double sum = 0;
-    for (int64_t t = 0; t < samples; ++t) {
-      point[d] = lo + int64_t((double(t) + 0.5) * double(rows) / double(samples));
-      sum += boxWork(d + 1);
-    }
-    return sum * double(rows) / double(samples) * density;
-  };
-
-  // Blocks in dispatch order (blockIdx.x fastest), each over its positions (up to 64 sampled).
-  const LaunchPlan& L = plan.launch;
-  works.reserve(size_t(L.blocks));
-  int64_t positions = 1;
-  for (const ParallelAxis& a : axes)
-    for (const auto& [extent, stride] : a.positions) positions *= extent;
-  const int64_t samples = std::min<int64_t>(positions, 64);
-  for (int64_t bz = 0; bz < L.grid[2]; ++bz)
-    for (int64_t by = 0; by < L.grid[1]; ++by)
-      for (int64_t bx = 0; bx < L.grid[0]; ++bx) {
-        const int64_t block[3] = {bx, by, bz};
-        double w = 0;
-        for (int64_t t = 0; t < samples; ++t) {
-          int64_t pos = int64_t((double(t) + 0.5) * double(positions) / double(samples));
-          for (size_t d = 0; d < axes.size(); ++d) {
-            int64_t base = axes[d].hullLo;
-            for (const auto& [axis, stride] : axes[d].grid) base += block[axis] * stride;
-            for (const auto& [extent, stride] : axes[d].positions) {
-              base += (pos % extent) * stride;
-              pos /= extent;
-            }
-            boxLo[d] = base + axes[d].spanLo;
-            boxHi[d] = base + axes[d].spanHi;
-          }
-          w += boxWork(0);
-        }
-        // A reduction split across blocks (split-K): each block of the tile takes a share.
-        works.push_back(w * double(positions) / double(samples) / double(L.crossBlocks));
-      }
+  if (fresh) hit->second.works = countWorks(*rows, L, step);
   return &hit->second;
 }
 
