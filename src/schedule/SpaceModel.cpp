@@ -268,7 +268,12 @@ NestModel::Tiles NestModel::tiles(const NestPlan& plan) const {
       const IndexSchedule* is = &plan.clauseOf(*ip);
       const std::vector<int64_t> ext = partsOf(plan, *ip, ni);
       inBlock = inThread = inPosition = 1;
-      for (size_t p = 0; p < is->parts.size(); ++p) {
+      // Cyclic rows: the leading serial part's positions are as far apart as separate blocks.
+      const bool cyclic = ni.parallel && is->parts.size() > 1 && is->parts[0].place == Placement::Serial &&
+                          isGridPlacement(is->parts[1].place);
+      // (The mean positions a block takes: the last round of positions holds fewer than G blocks.)
+      if (cyclic) t.cyclicPositions *= std::min(double(ext[0]), double(extent) / double(std::max<int64_t>(1, ip->strides[0])));
+      for (size_t p = cyclic ? 1 : 0; p < is->parts.size(); ++p) {
         Placement pl = is->parts[p].place;
         if (!isGridPlacement(pl)) inBlock *= ext[p];
         if (!isGridPlacement(pl) && !isThreadPlacement(pl)) inThread *= ext[p];
@@ -812,6 +817,12 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     if (isStaged) issue.copies += 3 * distinct / (double)std::max<int64_t>(1, e.threads);
   }
   for (const auto& [name, r] : reuse) e.reuse[name] = r.second > 0 ? r.first / r.second : 1;
+  if (t.cyclicPositions > 1) {
+    // Cyclic rows: every position moves its own tile's traffic and its threads load their own.
+    perBlock *= t.cyclicPositions;
+    issue.loads *= t.cyclicPositions;
+    issue.copies *= t.cyclicPositions;
+  }
   // Blocks with work: a triangle's empty blocks leave at once (coveredBlocks).
   const double activeBlocks = std::max(1.0, (double)e.blocks * coveredBlocks(plan));
   e.bytes = perBlock * activeBlocks;
@@ -876,8 +887,11 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   double waveUse = blocks >= sms ? blocks / (sms * std::ceil(blocks / sms)) : 1.0;
   e.efficiency = smUse * hiding * waveUse;
   // Rows of unequal length: the blocks' own work over the block slots (workBalance).
+  // A block's share of its multiprocessor's latency hiding: its warps times the independent
+  // values each has in flight (register points, and the innermost reduction's unrolled loads).
+  const double inFlight = ilp * (double)std::max<int64_t>(1, stepValues(plan) / std::max<int64_t>(1, lanes));
   if (std::optional<double> b = workBalance(plan, d.multiprocessors, e.blocksPerMultiprocessor,
-                                            std::min(1.0, (double)warps * ilp / 32))) {
+                                            std::min(1.0, (double)warps * inFlight / 32))) {
     e.balance = *b;
     e.efficiency *= *b;
   }

@@ -182,6 +182,10 @@ class NestModel {
   struct Tiles {
     std::map<int, Interval> block, thread, step;  // by loop id
     std::map<std::string, int64_t> threadCount;     // index -> points per thread
+    // Cyclic rows (a serial part ahead of a parallel index's grid part): the tiles are one
+    // position's, whose rows lie G blocks' rows apart from the next position's; the block moves
+    // this many positions' traffic.
+    double cyclicPositions = 1;
   };
   std::vector<std::optional<std::set<int>>> usedLoops_;  // per access: loop ids of its affine offset
   // Per access: the loop id its last and its first index are (coefficient 1, alone), else -1.

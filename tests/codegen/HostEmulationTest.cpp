@@ -596,6 +596,16 @@ TEST(HostEmulation, CyclicRowsOfATriangle) {
   EXPECT_EQ(checkOnHost(syrk, "i: serial, grid.x 4, thread.y 4; j: serial, thread.x 16; k: serial, unroll 4"), "");
   EXPECT_EQ(sampledCheck(sample, syrk, "i: serial, grid.y 2, thread.y 4, reg 2; j: grid.x, thread.x 4, reg 2; k: serial; "
                                        "shared: a[i,k]^T, a[j,k]^T"), "");
+  // A triangular matrix product (the reduction's range follows the output's row: a block row near
+  // the bottom takes every step, one at the top a few), its register-tiled block rows walked
+  // cyclically (as the space offers them, G about the resident block rows), at odd sizes.
+  Kernel trmm = fromSource(
+      "kernel trmm(n: int, m: int, a: f32[n, n], b: f32[n, m], out c: f32[n, m]) {\n"
+      "  for i in 0..n, j in 0..m { c[i, j] = sum(k in 0..i + 1, a[i, k] * b[k, j]); }\n"
+      "}\n",
+      "trmm", {{"n", 37}, {"m", 29}});
+  EXPECT_EQ(checkOnHost(trmm, "i: serial, grid.y 3, thread.y 4, reg 2; j: grid.x, reg 2, thread.x 8; k: serial, unroll 4"), "");
+  EXPECT_EQ(sampledCheck(sample, trmm, "i: serial, grid.y 2, thread.y 2, reg 4; j: grid.x, thread.x 4, reg 4; k: serial, unroll 8"), "");
 }
 
 // Register tiles over the rows of a triangle: the points' loop runs over the union of their rows
