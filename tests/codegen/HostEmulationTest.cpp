@@ -576,6 +576,35 @@ TEST(HostEmulation, TriangularRowsSplitAcrossThreads) {
   EXPECT_EQ(sampledCheck(sample, strict, "i: grid.x, thread.y 2; j: serial, thread.x 32, unroll 2; k: serial"), "");
 }
 
+// Tiles staged per step along a triangular reduction range: the block's steps run over the hull of
+// its threads' ranges (the same steps and barriers for all), steps inside every thread's range run
+// unguarded and the others check each thread's (or register point's) own range; at sizes no tile
+// or step divides, with one buffer, two, and three filled by cp.async. trmm (`k in 0..i + 1`, hi
+// varying with a register-tiled i), trmv (hi varying with a thread index) and rows that start past
+// 0 (`j in i..n`, lo varying) or are empty (`j in 0..i`).
+TEST(HostEmulation, StagedStepsOverTheBlockHullOfTriangularRows) {
+  rtcgtest::CaseSample sample(2);
+  for (int64_t n : {37, 131}) {
+    Kernel trmm = exampleKernel("trmm.rtcg", "trmm", {{"n", n}});
+    EXPECT_EQ(checkOnHost(trmm, "i: grid.y, thread.y 4, reg 2; j: grid.x, reg 2, thread.x 4; k: serial, unroll 4; "
+                                "shared: a^T, b"), "") << n;
+    EXPECT_EQ(checkOnHost(trmm, "i: grid.y, thread.y 8, reg 4; j: grid.x, reg 4, thread.x 8; k: serial, unroll 8; "
+                                "shared: a^T, b; buffers: 2"), "") << n;
+    EXPECT_EQ(sampledCheck(sample, trmm, "i: grid.y, thread.y 4, reg 4; j: grid.x, reg 4, thread.x 8; k: serial, "
+                                         "unroll 16; shared: a^T, b; buffers: 3; copy: async"), "") << n;
+    EXPECT_EQ(sampledCheck(sample, trmm, "i: grid.y, thread.y 8; j: grid.x, thread.x 16; k: serial, unroll 4; shared: a, b"),
+              "") << n;
+    Kernel trmv = exampleKernel("trmv.rtcg", "trmv", {{"n", n}});
+    EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.y 8; j: serial, thread.x 32; shared: a"), "") << n;
+    EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.y 4; j: serial, unroll 2, thread.x 16; shared: a; buffers: 2"), "") << n;
+    EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.x 16, reg 2; j: serial, unroll 4; shared: a"), "") << n;
+  }
+  Kernel strict = strictTriangles();
+  EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.y 4; j: serial, thread.x 8; k: serial, thread.z 2; shared: a[j,i]"), "");
+  EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.x 8, reg 2; j: serial, unroll 4; k: serial, unroll 2; shared: a[i,j], a[i,k]"),
+            "");
+}
+
 // Register tiles over the rows of a triangle: the points' loop runs over the union of their rows
 // (clamped to the hull), each point's updates guarded by its own row; with the reduction split
 // across threads too, and with x staged whole per block (points outside the domain read the tile
