@@ -602,6 +602,13 @@ TEST(HostEmulation, StagedStepsOverTheBlockHullOfTriangularRows) {
     EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.x 8; j: serial; shared: a"), "") << n;
     EXPECT_EQ(checkOnHost(trmv, "i: grid.x, serial 3, thread.y 2; j: serial, thread.x 16, unroll 2; shared: a"), "") << n;
   }
+  // Cyclic rows (a serial part of i outside its grid part): the hull is the block's at each
+  // position of that serial loop, computed inside it.
+  Kernel trmm = exampleKernel("trmm.rtcg", "trmm", {{"n", 131}});
+  EXPECT_EQ(checkOnHost(trmm, "i: serial, grid.y 3, thread.y 8, reg 2; j: grid.x, thread.x 16, reg 2; k: serial, unroll 4; "
+                              "shared: a^T, b"), "");
+  EXPECT_EQ(sampledCheck(sample, trmm, "i: serial, grid.y 2, thread.y 4, reg 4; j: grid.x, thread.x 8, reg 4; k: serial, "
+                                       "unroll 8; shared: a^T, b; buffers: 2"), "");
   Kernel strict = strictTriangles();
   EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.y 4; j: serial, thread.x 8; k: serial, thread.z 2; shared: a[j,i]"), "");
   EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.x 8, reg 2; j: serial, unroll 4; k: serial, unroll 2; shared: a[i,j], a[i,k]"),
