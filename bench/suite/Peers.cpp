@@ -126,6 +126,11 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
       upload("x");
       allocate("y", host_.array("y").bytes());
       break;
+    case PeerKind::Strmm:
+      upload("a");
+      upload("b");
+      allocate("c", host_.array("c").bytes());
+      break;
     case PeerKind::Ssyrk:
       upload("a");
       // From the poisoned host array: the upper triangle neither side writes stays NaN in both.
@@ -283,6 +288,15 @@ void Peer::enqueue(const cuda::Stream& stream) {
             "cublasSsyrk");
       break;
     }
+    case PeerKind::Strmm: {
+      // Out of place, c = L b. Column-major, the row-major arrays are their transposes: c^T = b^T L^T,
+      // with L^T the upper triangle of the column-major view of a: side right, upper, no transpose.
+      int n = asInt(s.at("n"), "n");
+      check(cublasStrmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n, n, &kOne,
+                        ptr("a"), n, ptr("b"), n, ptr("c"), n),
+            "cublasStrmm");
+      break;
+    }
     case PeerKind::Torch: break;  // never constructed (see the constructor)
   }
 }
@@ -299,7 +313,8 @@ std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Strea
     case PeerKind::Dgemm:
     case PeerKind::GemmBf16:
     case PeerKind::SgemmBatched: out[param("c")] = download("c"); break;
-    case PeerKind::Ssyrk: out[param("c")] = download("c"); break;
+    case PeerKind::Ssyrk:
+    case PeerKind::Strmm: out[param("c")] = download("c"); break;
     case PeerKind::Sgemv:
     case PeerKind::Strmv:
     case PeerKind::SpmvCsr: out[param("y")] = download("y"); break;

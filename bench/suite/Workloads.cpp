@@ -103,6 +103,14 @@ kernel trmv(n: int, a: f32[n, n], x: f32[n], out y: f32[n]) {
 }
 )";
 
+constexpr const char* kTrmm = R"(// Triangular matrix-matrix product c = L b, L the lower triangle of a (diagonal included).
+kernel trmm(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {
+  for i in 0..n, j in 0..n {
+    c[i, j] = sum(k in 0..i + 1, a[i, k] * b[k, j]);
+  }
+}
+)";
+
 constexpr const char* kSyrk = R"(// Symmetric rank-K update: the lower triangle of c = a a^T.
 kernel syrk(n: int, K: int, a: f32[n, K], out c: f32[n, n]) {
   for i in 0..n, j in 0..i + 1 {
@@ -262,6 +270,8 @@ std::vector<Workload> allWorkloads() {
   // a distance-style nested reduction against PyTorch (bench/peers/torch_peers.py).
   for (int64_t n : {8192, 16384})
     w.push_back({fmt::format("trmv_{}", n), "trmv", "trmv", kTrmv, {{"n", n}}, PeerKind::Strmv});
+  for (int64_t n : {2048, 4096})
+    w.push_back({fmt::format("trmm_{}", n), "trmm", "trmm", kTrmm, {{"n", n}}, PeerKind::Strmm});
   for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 2048}, {4096, 1024}})
     w.push_back({fmt::format("syrk_{}x{}", n, k), "syrk", "syrk", kSyrk, {{"n", n}, {"K", k}}, PeerKind::Ssyrk});
   for (auto [m, n] : {std::pair<int64_t, int64_t>{65536, 256}, {8192, 2048}, {2048, 16384}})
@@ -344,7 +354,7 @@ std::vector<Workload> selectWorkloads(const std::string& only) {
     for (const Workload& w : all) names += (names.empty() ? "" : ", ") + w.name;
     throw Error(fmt::format("--only: unknown workload '{}'; give workload names ({}) or groups (sgemm, sgemv, "
                             "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, dg_tc, "
-                            "gemm_bf16, trmv, syrk, softmax, layernorm, nearest)",
+                            "gemm_bf16, trmv, trmm, syrk, softmax, layernorm, nearest)",
                             item, names));
   }
   std::vector<Workload> out;
@@ -374,6 +384,7 @@ std::string peerLabel(PeerKind peer) {
     case PeerKind::GemmBf16: return "cublasGemmEx BF16";
     case PeerKind::Strmv: return "cublasStrmv";
     case PeerKind::Ssyrk: return "cublasSsyrk";
+    case PeerKind::Strmm: return "cublasStrmm";
     case PeerKind::Torch: return "PyTorch";
   }
   return "?";

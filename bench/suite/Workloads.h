@@ -27,6 +27,7 @@ enum class PeerKind {
   GemmBf16,       // cublasGemmEx with bf16 A and B, f32 C, CUBLAS_COMPUTE_32F (tensor cores), operands swapped as for Sgemm
   Strmv,          // cublasStrmv (lower, non-unit) on a copy of x, the copy timed with it (trmv is in place)
   Ssyrk,          // cublasSsyrk writing the lower triangle of a a^T (row-major: column-major upper, op T)
+  Strmm,          // cublasStrmm out of place: c = L b (row-major: c^T = b^T L^T, side right, column-major upper)
   Torch,          // a PyTorch call or torch.compile, timed by bench/peers/torch_peers.py in the same GPU job
                   // and read from --peer-times (the fastest of the script's forms for that workload)
 };

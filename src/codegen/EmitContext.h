@@ -163,6 +163,9 @@ struct Env {
   // `keep:` (EmitKeptRows.cpp): by name of a kept row's index (every loop of that name in the
   // nest has its clause), the slot of the thread's value where a loop of it encloses the code.
   std::map<std::string, C::ExprP> keptSlots;
+  // Reduction loops (ids) whose value lies in every point's own range here (a full step over a
+  // block's hull, HullSteps): pointRangeGuard does not check them.
+  std::set<int> coveredLoops;
 };
 
 // A kept row (`keep:`, KeptRow in schedule/Plan.h) that the nest reads: the thread's array of its
@@ -343,6 +346,21 @@ using PointAccumulators = std::vector<std::map<const ExprNode*, C::ExprP>>;
 void crossBlockCombine(EmitContext& ctx, const PointAccumulators& accs, const C::ExprP& position,
                        std::vector<C::Stmt>& out, std::vector<std::vector<C::Stmt>> pointStatements);
 bool readsOnlyTiles(const EmitContext& ctx, const std::vector<Expr>& g, const Env& env);
+
+// EmitBlockHull.cpp: the steps of a group staged along a varying reduction range (BlockHullSteps
+// in schedule/Domain.h). The block's steps run over [lo, hi) (uniform); values in [fullLo, fullHi)
+// lie in every thread's range; ownLo and ownHi (null: not checked per thread, being constant or on
+// register-tile indices, which pointRangeGuard checks per point) are the thread's own bounds.
+struct HullSteps {
+  C::ExprP lo, hi, fullLo, fullHi, ownLo, ownHi;
+};
+const BlockHullSteps* blockHullOf(const EmitContext& ctx, int group);
+// The bounds of loop `l` (the group's first) declared into `out`, in `env` (the block's position).
+HullSteps hullSteps(EmitContext& ctx, const BlockHullSteps& bh, const Loop& l, Env& env, std::vector<C::Stmt>& out);
+// v inside the thread's own range (null: always).
+C::ExprP ownRangeGuard(const HullSteps& h, const C::ExprP& v);
+// Whether the step of `span` values from `start` lies inside every thread's range.
+C::ExprP fullStep(const HullSteps& h, const C::ExprP& start, int64_t span);
 
 // EmitOuterTile.cpp: one step of hoisted group `gi` with an outer register tile (NestPlan::outerTile):
 // the inner reductions of every register value of the outer index and point, then their fold into `accs`.

@@ -24,9 +24,10 @@ bool isCoordinate(Placement pl) { return isThreadPlacement(pl) || isGridPlacemen
 
 // A reduction loop of one part that is not a coordinate: a plain loop. With `stageGroup`, each
 // iteration is one step: the tile is the footprint of this value of the index.
+// Over a block's hull (`hull`), each value is guarded by the thread's own range.
 void emitSerialReductionLoop(EmitContext& ctx, const std::vector<Loop>& loops, size_t q, Env env,
                              std::vector<C::Stmt>& out, const ReductionBody& inner, int stageGroup,
-                             const C::ExprP& lo, const C::ExprP& hi) {
+                             const C::ExprP& lo, const C::ExprP& hi, const HullSteps* hull) {
   const Loop& l = loops[q];
   const IndexSchedule& is = ctx.scheduleOf(l.name);
   std::string v = ctx.names.fresh(l.name);
@@ -42,7 +43,13 @@ void emitSerialReductionLoop(EmitContext& ctx, const std::vector<Loop>& loops, s
     copyStep(ctx, stageGroup, step, stepAt, env, out, body, after);
   }
   setKeptSlotOfSerial(ctx, l, C::name(v), env);
-  emitReductionLoops(ctx, loops, q + 1, env, body, inner);
+  if (C::ExprP own = hull ? ownRangeGuard(*hull, C::name(v)) : nullptr) {
+    std::vector<C::Stmt> guarded;
+    emitReductionLoops(ctx, loops, q + 1, env, guarded, inner);
+    body.push_back(C::ifThen(own, std::move(guarded)));
+  } else {
+    emitReductionLoops(ctx, loops, q + 1, env, body, inner);
+  }
   append(body, std::move(after));
   if (stageGroup >= 0) body.push_back(C::syncThreads());  // the tile is read by all before the next copy
   out.push_back(C::forLoop(ctx.idx, v, lo, hi, keptUnroll(ctx, l.name, is.parts[0].place), std::move(body)));
@@ -70,6 +77,7 @@ struct SplitLoop {
   std::vector<C::ExprP> terms;        // lo + the parts' contributions: the index's value
   std::vector<C::ExprP> shareSteps;   // the block's first step: its grid coordinates, in steps
   C::ExprP stepTrips;                 // steps of this block
+  const HullSteps* hull = nullptr;    // steps over the block's hull of a varying range
 };
 
 SplitLoop splitLoop(EmitContext& ctx, const Loop& l, C::ExprP lo, C::ExprP hi, bool staging) {
@@ -136,7 +144,9 @@ std::vector<C::Stmt> innerParts(EmitContext& ctx, const SplitLoop& s, const std:
   } else {
     std::vector<C::Stmt> guarded;
     emitReductionLoops(ctx, loops, q + 1, inEnv, guarded, inner);
-    body.push_back(C::ifThen(C::binary("<", C::name(v), s.hi), std::move(guarded)));
+    C::ExprP cond = C::binary("<", C::name(v), s.hi);
+    if (s.hull) cond = andAll(cond, ownRangeGuard(*s.hull, C::name(v)));
+    body.push_back(C::ifThen(cond, std::move(guarded)));
   }
   for (size_t p = s.is.parts.size(); p-- > s.sp + 1;) {
     if (isCoordinate(s.is.parts[p].place) || s.is.parts[p].place == Placement::Reg) continue;
@@ -148,6 +158,20 @@ std::vector<C::Stmt> innerParts(EmitContext& ctx, const SplitLoop& s, const std:
   return body;
 }
 
+// A step over a block's hull: unguarded where it lies inside every thread's range (the loop is
+// then covered for every point, so pointRangeGuard skips it too), else each value guarded by the
+// block's end and the thread's own range. The step's start: lo + n * span (no grid parts: planStaging).
+std::vector<C::Stmt> hullStepBody(EmitContext& ctx, const SplitLoop& s, const std::string& v,
+                                  const std::vector<Loop>& loops, size_t q, const Env& env, const ReductionBody& inner) {
+  C::ExprP start = C::sum({s.lo, C::product(C::name(s.vars[s.sp]), lit(s.stepSpan))});
+  Env covered = env;
+  covered.coveredLoops.insert(s.l.id);
+  std::vector<C::Stmt> body;
+  body.push_back(C::ifThen(fullStep(*s.hull, start, s.stepSpan), innerParts(ctx, s, v, false, loops, q, covered, inner),
+                           innerParts(ctx, s, v, true, loops, q, env, inner)));
+  return body;
+}
+
 // The body of one step of a split loop: the inner parts, peeled or guarded.
 std::vector<C::Stmt> stepBody(EmitContext& ctx, const SplitLoop& s, const std::string& v,
                               const std::vector<Loop>& loops, size_t q, const Env& env, const ReductionBody& inner) {
@@ -155,6 +179,7 @@ std::vector<C::Stmt> stepBody(EmitContext& ctx, const SplitLoop& s, const std::s
   // reduction), every step but the last runs the unrolled body without the guard (which would
   // keep neighbouring reads from merging into vector loads: the register values' clamp too); the
   // steps are uniform across the block, so the branch does not diverge.
+  if (s.hull) return hullStepBody(ctx, s, v, loops, q, env, inner);
   const auto& parts = s.is.parts;
   bool peel = !s.exact && s.clo && s.chi && !isCoordinate(parts[s.sp].place) &&
               std::any_of(parts.begin() + s.sp + 1, parts.end(), [](const SchedulePart& part) {
@@ -236,6 +261,7 @@ C::ExprP pointRangeGuard(EmitContext& ctx, const std::vector<Loop>& loops, const
                          std::vector<C::Stmt>& out) {
   C::ExprP guard;
   for (const Loop& l : loops) {
+    if (groupEnv.coveredLoops.count(l.id)) continue;
     const C::ExprP v = penv.vars.at(l.id);
     if (namesPointIndex(ctx, l.lo, groupEnv)) guard = andAll(guard, C::binary(">=", v, lower(ctx, l.lo, penv, out)));
     if (namesPointIndex(ctx, l.hi, groupEnv)) guard = andAll(guard, C::binary("<", v, lower(ctx, l.hi, penv, out)));
@@ -255,13 +281,24 @@ void emitReductionLoops(EmitContext& ctx, const std::vector<Loop>& loops, size_t
   const bool staging = q == 0 && stageGroup >= 0 && hasStepStaging(ctx, stageGroup);
   const Loop& l = loops[q];
   const IndexSchedule& is = ctx.scheduleOf(l.name);
-  C::ExprP lo = lowerBound(ctx, l, l.lo, "lo", env, out), hi = lowerBound(ctx, l, l.hi, "hi", env, out);
-  hi = longRowEnd(ctx, l, lo, hi, env, out);  // `long_rows:`: a long range goes to the block (lo: none here)
+  // Staged along a varying range: the block's steps over the hull of its threads' ranges.
+  const BlockHullSteps* bh = staging ? blockHullOf(ctx, stageGroup) : nullptr;
+  std::optional<HullSteps> hull;
+  C::ExprP lo, hi;
+  if (bh) {
+    hull = hullSteps(ctx, *bh, l, env, out);
+    lo = hull->lo, hi = hull->hi;
+  } else {
+    lo = lowerBound(ctx, l, l.lo, "lo", env, out), hi = lowerBound(ctx, l, l.hi, "hi", env, out);
+    hi = longRowEnd(ctx, l, lo, hi, env, out);  // `long_rows:`: a long range goes to the block (lo: none here)
+  }
+  const HullSteps* hs = hull ? &*hull : nullptr;
   if (is.parts.size() == 1 && !isCoordinate(is.parts[0].place)) {
-    emitSerialReductionLoop(ctx, loops, q, std::move(env), out, inner, staging ? stageGroup : -1, lo, hi);
+    emitSerialReductionLoop(ctx, loops, q, std::move(env), out, inner, staging ? stageGroup : -1, lo, hi, hs);
     return;
   }
-  const SplitLoop s = splitLoop(ctx, l, lo, hi, staging);
+  SplitLoop s = splitLoop(ctx, l, lo, hi, staging);
+  s.hull = hs;
   std::vector<C::Stmt> stage, after;
   if (staging) {
     // Step n of the block covers lo + (share + n) * span .. + span - 1. Prefetched: this step's

@@ -395,6 +395,48 @@ bool selectAccess(const Kernel& k, std::string_view access, std::vector<StagedLo
   return !loads.empty();
 }
 
+// The block hull of the varying range of staged loop `first` (BlockHullSteps), or nullopt with
+// `error` saying why the block's threads cannot share its steps: a range read (its rows are only
+// known from the data), a bound that names a reduction index or is not affine, or grid or register
+// parts on the index (a block's share of split-K, or an outer register tile, is measured from the
+// bounds of one thread's range). `parKey` and `spans`: the parallel loops' keys and in-block spans.
+std::optional<BlockHullSteps> blockHullSteps(const Kernel& k, const Loop& first, const NestIndex& ni,
+                                             const IndexSchedule& is, const std::map<int, std::string>& parKey,
+                                             const std::map<std::string, int64_t>& spans, std::string& error) {
+  if (ni.dataDependent) {
+    error = "its range reads an array (the steps of a block are known only from the data)";
+    return std::nullopt;
+  }
+  for (const SchedulePart& p : is.parts)
+    if (isGridPlacement(p.place) || p.place == Placement::Reg) {
+      error = fmt::format("'{}' has a {} part: the block's steps over the hull of its threads' ranges take serial, "
+                          "unroll and thread parts only", first.name, placementName(p.place));
+      return std::nullopt;
+    }
+  BlockHullSteps bh;
+  bh.index = first.name;
+  bh.hull = ni.hull;
+  for (auto [bound, out] : {std::pair{&first.lo, &bh.lo}, std::pair{&first.hi, &bh.hi}}) {
+    std::optional<AffineForm> form = toAffine(*bound);
+    const bool parallelOnly = form && std::all_of(form->coeffs.begin(), form->coeffs.end(),
+                                                  [&](const auto& term) { return parKey.count(term.first) > 0; });
+    if (!parallelOnly) {
+      error = fmt::format("its bound '{}' is not affine in the parallel indices alone (the block's steps are the "
+                          "extremes of the bounds over the block's parallel indices)", printExpr(*bound, &k));
+      return std::nullopt;
+    }
+    out->least = out->most = form->constant;
+    for (const auto& [id, c] : form->coeffs) {
+      const std::string& key = parKey.at(id);
+      out->coeffs[key] = c;
+      const int64_t reach = c * (spans.at(key) - 1);
+      out->least += std::min<int64_t>(0, reach);
+      out->most += std::max<int64_t>(0, reach);
+    }
+  }
+  return bh;
+}
+
 }  // namespace
 
 bool movesWith(const StagedArray& sa, const std::string& index) {
@@ -892,14 +934,20 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
       int g = *gs.begin();
       const Loop& first = groups[g][0]->loops.front();
       const NestIndex* ni = reductionByName.at(first.name);
+      const IndexSchedule* is = s.find(first.name);
       if (!ni->constantBounds) {
-        fail(fmt::format("the reduction index '{}' it would be staged along has bounds that vary with other "
-                         "indices (staging needs the same steps for every thread)", first.name));
-        continue;
+        std::optional<BlockHullSteps> bh = blockHullSteps(k, first, *ni, *is, parKey, spans, error);
+        if (!bh) {
+          fail(fmt::format("the reduction index '{}' it would be staged along has bounds that vary with other "
+                           "indices, and {}", first.name, error));
+          continue;
+        }
+        bh->group = g;
+        if (std::none_of(plan.blockHulls.begin(), plan.blockHulls.end(), [&](const BlockHullSteps& b) { return b.group == g; }))
+          plan.blockHulls.push_back(std::move(*bh));
       }
       std::set<int> stepIds;
       for (const Expr& r : groups[g]) stepIds.insert(r->loops.front().id);
-      const IndexSchedule* is = s.find(first.name);
       const size_t stepPart = stepPartOf(*is);
       if (stepPart == is->parts.size()) {
         fail(fmt::format("every part of '{}' is on the grid, so a block has no steps to stage: give '{}' a serial "

@@ -161,8 +161,32 @@ struct StagedArray {
   int64_t bytes = 0;             // every buffer
 };
 
+// Steps over a block's hull of a varying reduction range. Tiles staged per step along a reduction
+// index whose bounds follow parallel indices (a triangle's row `k in 0..i + 1`) need the same
+// steps, and so the same barriers, in every thread of the block: the steps run over the union of
+// the block's ranges (for bounds affine in the parallel indices, their extremes over the block's
+// in-block spans of those indices, at the block's bases, clamped to the index's hull), and each
+// thread keeps its own range: a step that lies inside every thread's range (from the largest lo
+// to the smallest hi over the block) runs unguarded, the others guard each value against the
+// thread's (or register point's) own bounds. A block on a triangle's diagonal so takes up to one
+// tile of values more than its longest row needs, masked.
+struct HullBound {
+  // Over the block, the bound lies in [least + sum(c * base), most + sum(c * base)], base the
+  // block's base of each parallel index (the "p:<name>" keys of StagedDim: grid and serial parts).
+  std::map<std::string, int64_t> coeffs;
+  int64_t least = 0, most = 0;
+  bool varies() const { return !coeffs.empty(); }
+};
+struct BlockHullSteps {
+  int group = -1;     // the hoisted group staged per step (hoistedReductionGroups)
+  std::string index;  // its first loop's index
+  HullBound lo, hi;
+  IndexRange hull;    // of the index: the steps are clamped to it
+};
+
 struct StagingPlan {
   std::vector<StagedArray> arrays;  // in the order of NestSchedule::shared
+  std::vector<BlockHullSteps> blockHulls;  // per group staged along a varying range
   int64_t bytes = 0;                // every tile (all its buffers), each aligned to 16 bytes
   std::vector<std::string> errors;  // why an array cannot be staged (empty when the plan is usable)
 };

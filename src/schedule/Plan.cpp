@@ -639,6 +639,14 @@ std::string boxText(const StagedArray& sa) {
   return fmt::format("[{}]", fmt::join(dims, ", "));
 }
 
+// The extremes of a bound over a block: "base_i + 1, base_i + 8", or "0, 0" for a constant one.
+std::string hullBoundText(const HullBound& b) {
+  std::string at;
+  for (const auto& [key, c] : b.coeffs)
+    at += (c == 1 ? std::string() : fmt::format("{} * ", c)) + "base_" + key.substr(2) + " + ";
+  return fmt::format("{}{}, {}{}", at, b.least, at, b.most);
+}
+
 std::string stagingLines(const Kernel& k, const NestPlan& plan) {
   std::string s;
   for (const StagedArray& sa : plan.staging.arrays) {
@@ -652,6 +660,11 @@ std::string stagingLines(const Kernel& k, const NestPlan& plan) {
                      fmt::join(sa.order, ", "), fmt::join(sa.padded, " x "), fmt::join(pitch, ", "), sa.elements,
                      sa.buffers, sa.buffers == 1 ? "" : "s", sa.bytes);
   }
+  for (const BlockHullSteps& bh : plan.staging.blockHulls)
+    s += fmt::format("  steps of reduction group {} along '{}': over the block's hull of its threads' ranges, lo in [{}], "
+                     "hi in [{}] over the block (base: the block's first value of each parallel index), clamped to "
+                     "[{}, {}]; a step inside every thread's range runs unguarded, the others check each thread's own\n",
+                     bh.group, bh.index, hullBoundText(bh.lo), hullBoundText(bh.hi), bh.hull.lo, bh.hull.hi + 1);
   if (!plan.staging.arrays.empty())
     s += fmt::format("  copies: {}, {} buffer{}\n", plan.schedule.asyncCopy ? "cp.async" : "through registers",
                      plan.schedule.buffers, plan.schedule.buffers == 1 ? "" : "s");

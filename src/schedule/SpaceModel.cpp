@@ -223,7 +223,25 @@ double NestModel::coveredBlocks(const NestPlan& plan) const {
 
 std::vector<int64_t> NestModel::partsOf(const NestPlan& plan, const IndexPlan& ip, const NestIndex& ni) const {
   if (!meanRows_.count(ni.name)) return ip.extents;
-  return partExtents(plan.clauseOf(ip), std::max<int64_t>(1, ni.hull.extent()));
+  return partExtents(plan.clauseOf(ip), hullRow(plan, ni));
+}
+
+int64_t NestModel::hullRow(const NestPlan& plan, const NestIndex& ni) const {
+  const int64_t row = std::max<int64_t>(1, ni.hull.extent());
+  for (const BlockHullSteps& bh : plan.staging.blockHulls) {
+    if (bh.index != ni.name) continue;
+    const int64_t spread = (bh.hi.most - bh.hi.least) + (bh.lo.most - bh.lo.least);
+    return std::min<int64_t>(std::max<int64_t>(row, bh.hull.extent()), row + (spread + 1) / 2);
+  }
+  return row;
+}
+
+double NestModel::hullWaste(const NestPlan& plan) const {
+  double waste = 1;
+  for (const BlockHullSteps& bh : plan.staging.blockHulls)
+    if (const NestIndex* ni = index(bh.index))
+      waste *= double(hullRow(plan, *ni)) / double(std::max<int64_t>(1, ni->hull.extent()));
+  return waste;
 }
 
 const NestIndex* NestModel::index(const std::string& name) const {
@@ -826,8 +844,9 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // Blocks with work: a triangle's empty blocks leave at once (coveredBlocks).
   const double activeBlocks = std::max(1.0, (double)e.blocks * coveredBlocks(plan));
   e.bytes = perBlock * activeBlocks;
-  e.flops = flopsPerPoint_ * points_;
-  e.fp64Flops = fp64FlopsPerPoint_ * points_;
+  // Steps over a block's hull (BlockHullSteps) also issue their masked values.
+  e.flops = flopsPerPoint_ * points_ * hullWaste(plan);
+  e.fp64Flops = fp64FlopsPerPoint_ * points_ * hullWaste(plan);
 
   // Residency and occupancy.
   if (!s.shared.empty()) e.sharedBytes = stagedBytes(t, s.shared).value_or(0);

@@ -224,6 +224,14 @@ class NestModel {
   // varying range the parts of its mean row (meanDataRows, meanVaryingRows), which the plan (split
   // over its hull) is not.
   std::vector<int64_t> partsOf(const NestPlan& plan, const IndexPlan& ip, const NestIndex& ni) const;
+  // The values a block steps through along a varying range staged over the block's hull
+  // (BlockHullSteps): its mean row plus half the spread of the bounds over the block (a block of T
+  // rows of a triangle takes its longest row, about T / 2 more than their mean), at most the true
+  // hull; the mean row where `plan` does not stage along `ni` over a hull.
+  int64_t hullRow(const NestPlan& plan, const NestIndex& ni) const;
+  // Values stepped through per useful one over the plan's block hulls (1 without any): the masked
+  // values of the steps take the issue slots of computed ones.
+  double hullWaste(const NestPlan& plan) const;
   Tiles tiles(const NestPlan& plan) const;
   std::optional<int64_t> stagedBytes(const Tiles& t, const std::vector<std::string>& arrays) const;
   int64_t vectorWidth(const NestSchedule& s, size_t access, bool transposed) const;

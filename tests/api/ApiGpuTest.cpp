@@ -84,6 +84,7 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"softmax.rtcg", {{{{"m", 37}, {"n", 41}}, {{"m", 3001}, {"n", 1000}}}}},
     {"layernorm.rtcg", {{{{"m", 37}, {"n", 41}}, {{"m", 3001}, {"n", 1000}}}}},
     {"trmv.rtcg", {{{{"n", 37}}, {{"n", 3001}}}}},
+    {"trmm.rtcg", {{{{"n", 37}}, {{"n", 131}}}}},
     {"syrk.rtcg", {{{{"n", 37}, {"K", 13}}, {{"n", 1000}, {"K", 300}}}}},
 };
 

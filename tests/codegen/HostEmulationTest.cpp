@@ -608,6 +608,45 @@ TEST(HostEmulation, CyclicRowsOfATriangle) {
   EXPECT_EQ(sampledCheck(sample, trmm, "i: serial, grid.y 2, thread.y 2, reg 4; j: grid.x, thread.x 4, reg 4; k: serial, unroll 8"), "");
 }
 
+// Tiles staged per step along a triangular reduction range: the block's steps run over the hull of
+// its threads' ranges (the same steps and barriers for all), steps inside every thread's range run
+// unguarded and the others check each thread's (or register point's) own range; at sizes no tile
+// or step divides, with one buffer, two, and three filled by cp.async. trmm (`k in 0..i + 1`, hi
+// varying with a register-tiled i), trmv (hi varying with a thread index) and rows that start past
+// 0 (`j in i..n`, lo varying) or are empty (`j in 0..i`).
+TEST(HostEmulation, StagedStepsOverTheBlockHullOfTriangularRows) {
+  rtcgtest::CaseSample sample(2);
+  for (int64_t n : {37, 131}) {
+    Kernel trmm = exampleKernel("trmm.rtcg", "trmm", {{"n", n}});
+    EXPECT_EQ(checkOnHost(trmm, "i: grid.y, thread.y 4, reg 2; j: grid.x, reg 2, thread.x 4; k: serial, unroll 4; "
+                                "shared: a^T, b"), "") << n;
+    EXPECT_EQ(checkOnHost(trmm, "i: grid.y, thread.y 8, reg 4; j: grid.x, reg 4, thread.x 8; k: serial, unroll 8; "
+                                "shared: a^T, b; buffers: 2"), "") << n;
+    EXPECT_EQ(sampledCheck(sample, trmm, "i: grid.y, thread.y 4, reg 4; j: grid.x, reg 4, thread.x 8; k: serial, "
+                                         "unroll 16; shared: a^T, b; buffers: 3; copy: async"), "") << n;
+    EXPECT_EQ(sampledCheck(sample, trmm, "i: grid.y, thread.y 8; j: grid.x, thread.x 16; k: serial, unroll 4; shared: a, b"),
+              "") << n;
+    Kernel trmv = exampleKernel("trmv.rtcg", "trmv", {{"n", n}});
+    EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.y 8; j: serial, thread.x 32; shared: a"), "") << n;
+    EXPECT_EQ(checkOnHost(trmv, "i: grid.x, thread.y 4; j: serial, unroll 2, thread.x 16; shared: a; buffers: 2"), "") << n;
+    EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.x 16, reg 2; j: serial, unroll 4; shared: a"), "") << n;
+    // One value a step (a one-part serial loop), and rows that move with a serial part of i.
+    EXPECT_EQ(sampledCheck(sample, trmv, "i: grid.x, thread.x 8; j: serial; shared: a"), "") << n;
+    EXPECT_EQ(checkOnHost(trmv, "i: grid.x, serial 3, thread.y 2; j: serial, thread.x 16, unroll 2; shared: a"), "") << n;
+  }
+  // Cyclic rows (a serial part of i outside its grid part): the hull is the block's at each
+  // position of that serial loop, computed inside it.
+  Kernel trmm = exampleKernel("trmm.rtcg", "trmm", {{"n", 131}});
+  EXPECT_EQ(checkOnHost(trmm, "i: serial, grid.y 3, thread.y 8, reg 2; j: grid.x, thread.x 16, reg 2; k: serial, unroll 4; "
+                              "shared: a^T, b"), "");
+  EXPECT_EQ(sampledCheck(sample, trmm, "i: serial, grid.y 2, thread.y 4, reg 4; j: grid.x, thread.x 8, reg 4; k: serial, "
+                                       "unroll 8; shared: a^T, b; buffers: 2"), "");
+  Kernel strict = strictTriangles();
+  EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.y 4; j: serial, thread.x 8; k: serial, thread.z 2; shared: a[j,i]"), "");
+  EXPECT_EQ(checkOnHost(strict, "i: grid.x, thread.x 8, reg 2; j: serial, unroll 4; k: serial, unroll 2; shared: a[i,j], a[i,k]"),
+            "");
+}
+
 // Register tiles over the rows of a triangle: the points' loop runs over the union of their rows
 // (clamped to the hull), each point's updates guarded by its own row; with the reduction split
 // across threads too, and with x staged whole per block (points outside the domain read the tile
@@ -661,7 +700,8 @@ TEST(HostEmulation, TwoTilesOfOneArrayOnATriangle) {
 
 // Two accesses of one array in a triangular reduction (`j in 0..i + 1` over a[i, k] * a[j, k]):
 // a[i, k] does not move with the reduction and is staged once per block (its own tile), a[j, k]
-// is read from global memory; staging a[j, k] per step is refused (the steps would differ per row).
+// is read from global memory, or staged per step over the block's hull of its rows; with a grid
+// part on j (a block's share of the rows' hull) that staging is refused.
 TEST(HostEmulation, TwoAccessesOfOneArrayInATriangularReduction) {
   Kernel tri = fromSource(
       "kernel trisyrk(n: int, K: int, a: f32[n, K], out y: f32[n, K]) {\n"
@@ -670,10 +710,15 @@ TEST(HostEmulation, TwoAccessesOfOneArrayInATriangularReduction) {
       "trisyrk", {{"n", 37}, {"K", 29}});
   EXPECT_EQ(checkOnHost(tri, "i: grid.y, thread.y 4, reg 2; k: grid.x, thread.x 16; j: serial, unroll 4; shared: a[i,k]"), "");
   EXPECT_EQ(checkOnHost(tri, "i: grid.y, thread.y 8; k: grid.x, thread.x 8, reg 2; j: serial, thread.z 2; shared: a[i,k]^T"), "");
-  auto refused = validateSchedule(tri, *parseSchedule("i: grid.y, thread.y 8; k: grid.x, thread.x 8; j: serial; shared: a[j,k]").schedule);
+  EXPECT_EQ(checkOnHost(tri, "i: grid.y, thread.y 8; k: grid.x, thread.x 8; j: serial; shared: a[j,k]"), "");
+  EXPECT_EQ(checkOnHost(tri, "i: grid.y, thread.y 4, reg 2; k: grid.x, thread.x 16; j: serial, unroll 4; "
+                             "shared: a[i,k], a[j,k]; buffers: 2"), "");
+  auto refused = validateSchedule(
+      tri, *parseSchedule("i: grid.y, thread.y 8; k: grid.x, thread.x 8; j: grid.z, serial 2; shared: a[j,k]").schedule);
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_NE(refused[0].find("access 'a[j,k]' cannot be staged in shared memory: the reduction index 'j' it would be "
-                            "staged along has bounds that vary with other indices"), std::string::npos) << refused[0];
+                            "staged along has bounds that vary with other indices, and 'j' has a grid.z part"),
+            std::string::npos) << refused[0];
 }
 
 // Two tiles of one array in an outer reduction (the nearest other point of one set: x[i, e] and

@@ -795,6 +795,31 @@ TEST(Space, TinyOutputsGetReductionsSplitAcrossBlocks) {
   }
 }
 
+// Tiles staged per step along a triangle's rows (trmm's `k in 0..i + 1`) step over each block's
+// hull of its rows: the space offers them (one buffer, two, cp.async), and the model counts the
+// block's longest row, its mean row plus half the spread of a 64-row tile (32 values more than the
+// mean 1025 of n = 2048), where the unstaged schedule counts the mean row, half a square's work.
+TEST(Space, StagedStepsOverTheBlockHull) {
+  SpaceOptions o;
+  Kernel trmm = bindAll(example("trmm").kernel, {{"n", 2048}});
+  Space space = enumerateSchedules(trmm, o);
+  std::set<std::string> texts;
+  for (const Candidate& c : space.candidates) texts.insert(c.text);
+  const std::string tile = "i: grid.y, reg 2, thread.y 8, reg 8; j: grid.x, reg 2, thread.x 32, reg 4; k: serial, unroll 8; ";
+  EXPECT_TRUE(texts.count(tile + "shared: a^T, b"));
+  EXPECT_TRUE(texts.count(tile + "shared: a^T, b; buffers: 2"));
+  EXPECT_TRUE(texts.count(tile + "shared: a^T, b; buffers: 3; copy: async"));
+
+  const std::string rows = "i: grid.y, thread.y 16, reg 4; j: grid.x, reg 4, thread.x 16; k: serial, unroll 8";
+  Kernel matmul = bindAll(example("matmul").kernel, {{"n", 2048}});
+  NestModel triangle(trmm, 0);
+  NestEstimate plain = triangle.estimate(parseSchedule(rows).schedule->nests[0], o.device);
+  NestEstimate staged = triangle.estimate(parseSchedule(rows + "; shared: a^T, b").schedule->nests[0], o.device);
+  NestEstimate square = NestModel(matmul, 0).estimate(parseSchedule(rows).schedule->nests[0], o.device);
+  EXPECT_NEAR(plain.flops / square.flops, 0.5, 0.01);
+  EXPECT_NEAR(staged.flops / plain.flops, (1025.0 + 32.0) / 1025.0, 1e-9);
+}
+
 // Triangles: trmv's rows (`j in 0..i + 1`) split across threads (a warp or a group of lanes per
 // row) and over register tiles, and the model counts a triangle's work, not its square's: half the
 // flops and about half the bytes of gemv at the same n, and syrk's output counts its n (n + 1) / 2
