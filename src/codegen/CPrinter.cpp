@@ -54,6 +54,7 @@ int binaryPrecedence(const std::string& op) {
   if (op == "<" || op == "<=" || op == ">" || op == ">=") return 10;
   if (op == "==" || op == "!=") return 9;
   if (op == "&") return 8;
+  if (op == "^") return 7;
   if (op == "&&") return 5;
   if (op == "||") return 4;
   RTCG_ASSERT(false, "C printer: unknown binary operator '" + op + "'");
@@ -208,7 +209,7 @@ void printStmtTo(const Stmt& s, int indent, std::string& out) {
     case StmtKind::Blank: out += "\n"; return;
     case StmtKind::SharedArray:
       if (s.isExtern) {
-        out += pad + "extern __shared__ __align__(16) " + checkType(s.type) + " " + checkIdentifier(s.name) + "[];\n";
+        out += pad + fmt::format("extern __shared__ __align__({}) ", s.align) + checkType(s.type) + " " + checkIdentifier(s.name) + "[];\n";
       } else if (s.isScalar) {
         out += pad + "__shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + ";\n";
       } else {

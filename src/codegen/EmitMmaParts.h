@@ -79,6 +79,7 @@ C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::E
 // The helpers' text: the common one (descriptors, fences; once per module) and the instruction of
 // one plan's shape and layouts (a function per distinct name).
 extern const char* const wgmmaCommonHelpers;
+extern const char* const wgmmaSwizzleHelpers;  // `swizzle 128`'s descriptor, after the common ones
 std::string wgmmaShapeHelper(const MmaPlan& p);
 
 }  // namespace rtcg::emit::mma

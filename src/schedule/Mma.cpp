@@ -203,6 +203,26 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
   p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
 }
 
+// `swizzle 128`'s part of a wgmma plan (MmaPlan::swizzle128): the swizzled layouts' strides, and
+// the reasons where a tile does not fill whole 128-byte rows of atoms.
+void planSwizzle128(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
+  p.swizzle128 = true;
+  const int64_t bytes = typeBytes(p.staged), w = 128 / bytes;
+  auto operand = [&](const char* name, bool mnMajor, int64_t groupRows, int64_t& lbo, int64_t& sbo) {
+    if (!mnMajor && p.blockK % w != 0)
+      reasons.push_back(fmt::format("mma: 'swizzle 128' needs 128-byte rows of k: k a multiple of {} for {} (the "
+                                    "{} tile is K-major), not {}", w, mmaArithName(p.arith), name, p.blockK));
+    if (mnMajor && groupRows % w != 0)
+      reasons.push_back(fmt::format("mma: 'swizzle 128' needs 128-byte rows along {}: the {} tile is MN-major and "
+                                    "a warpgroup's {} is {}, not a multiple of {}", name[0] == 'A' ? "M" : "N", name,
+                                    name[0] == 'A' ? "M" : "N", groupRows, w));
+    lbo = mnMajor ? p.blockK * 128 : 16;
+    sbo = 1024;
+  };
+  operand("A", p.aMnMajor, 64, p.lboA, p.sboA);
+  operand("B", p.bMnMajor, ms.wgmmaN, p.lboB, p.sboB);
+}
+
 // wgmma's part of the plan (MmaPlan::wgmma): the instruction's shape, the block tile of 64 x N
 // per warpgroup, the canonical tile layouts and their descriptor strides. The arithmetic must be one
 // wgmma takes, and the tiles are copied by cp.async (`stages`): wgmma reads shared memory itself.
@@ -229,6 +249,7 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   p.copyAhead = p.wgmmaOverlap ? p.stages - 2 : p.stages - 1;
   strides(p.aMnMajor, p.blockM, p.lboA, p.sboA);
   strides(p.bMnMajor, p.blockN, p.lboB, p.sboB);
+  if (ms.swizzle == 128) planSwizzle128(ms, p, reasons);
 }
 
 }  // namespace

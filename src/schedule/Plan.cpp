@@ -690,9 +690,12 @@ std::string wgmmaLines(const MmaPlan& p) {
     return fmt::format("{} {} (LBO {}, SBO {} bytes){}", name, mnMajor ? "MN-major" : "K-major", lbo, sbo,
                        contiguousMn && !mnMajor ? ", copied value by value (TF32 is K-major only)" : "");
   };
-  s += fmt::format("  shared memory: {} bytes, dynamic; {} tiles as loaded in core matrices (8 rows x 16 bytes, "
-                   "no swizzle): {}; {}\n",
-                   p.sharedBytes, typeName(p.staged), layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
+  s += fmt::format("  shared memory: {} bytes, dynamic; {} tiles as loaded in {}: {}; {}\n", p.sharedBytes,
+                   typeName(p.staged),
+                   p.swizzle128 ? "128-byte swizzled atoms (8 rows x 128 bytes, 16-byte chunks XORed by row % 8; "
+                                  "1024-byte aligned)"
+                                : "core matrices (8 rows x 16 bytes, no swizzle)",
+                   layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
                    layout("B", p.bMnMajor, p.bKMajor, p.lboB, p.sboB));
   s += fmt::format("  pipeline: {} buffers filled by cp.async, {} step{} ahead; {}\n", p.stages, p.copyAhead,
                    p.copyAhead == 1 ? "" : "s",

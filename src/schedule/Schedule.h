@@ -149,6 +149,10 @@ struct MmaSchedule {
   // owning a 64 x wgmmaN output tile (tileM = tileN = 1). Operands are read from the staged
   // tiles through matrix descriptors (schedule/Mma.h).
   int64_t wgmmaN = 0;
+  // `swizzle 128` (wgmma only): the tiles in the 128-byte swizzled layouts of the PTX ISA (8 rows
+  // of 128 bytes an atom, the 16-byte chunks of row r XORed with r % 8) instead of the canonical
+  // ones without swizzle: wgmma reads them without bank conflicts (schedule/Mma.h). 0: none.
+  int64_t swizzle = 0;
   MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
   bool any() const { return arith != MmaArith::None; }
   bool operator==(const MmaSchedule&) const = default;

@@ -65,7 +65,9 @@ std::optional<MmaPlan> plan(const Kernel& k, const std::string& text, std::vecto
 TEST(Wgmma, ClausePrintsAndParsesBack) {
   for (const char* text : {"mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4",
                            "mma: f16 wgmma m64n8k16 warpgroups 1x1 k 16 stages 2 epilogue shared",
-                           "mma: tf32 wgmma m64n256k8 warpgroups 1x2 k 32 stages 3"}) {
+                           "mma: tf32 wgmma m64n256k8 warpgroups 1x2 k 32 stages 3",
+                           "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128",
+                           "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3 swizzle 128 epilogue shared"}) {
     auto parsed = parseSchedule(text);
     ASSERT_TRUE(parsed.schedule) << text << ": " << parsed.error;
     EXPECT_EQ(printSchedule(*parsed.schedule), text);
@@ -90,6 +92,10 @@ TEST(Wgmma, BadTextIsRefusedWithAColumnAndAReason) {
       {"mma: bf16 wgmma m64n64k16 warps 1x1 k 16", 27, "expected 'warpgroups' after the wgmma shape"},
       {"mma: bf16 wgmma m64n64k16 warpgroups 3x3 k 16", 38, "at most 8 in all"},
       {"mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 24", 44, "mma k must be a multiple of 16"},
+      {"mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3 swizzle 64", 64,
+       "rtcg swizzles wgmma's tiles by 128 bytes only, not 64"},
+      {"mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3 swizzle", 63, "expected the swizzle's bytes (128)"},
+      {"mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3 swizzle 128", 53, "'swizzle' lays out wgmma's tiles"},
   };
   for (const Bad& b : bad) {
     auto parsed = parseSchedule(b.text);
@@ -143,6 +149,46 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   }
 }
 
+// `swizzle 128`: the swizzled layouts' strides (K-major SBO 1024 and LBO unused; MN-major LBO 1024
+// between atoms along M / N, SBO per 8 k), 1024-byte multiples, and the refusals where a tile
+// does not fill 128-byte rows.
+TEST(Wgmma, Swizzle128PlanAndReasons) {
+  std::vector<std::string> reasons;
+  auto p = plan(rect("rect", 200, 136, 72), "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128",
+                reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_TRUE(p->swizzle128);
+  EXPECT_FALSE(p->aMnMajor);
+  EXPECT_TRUE(p->bMnMajor);
+  EXPECT_EQ(p->lboA, 16);
+  EXPECT_EQ(p->sboA, 1024);
+  EXPECT_EQ(p->lboB, 64 * 128);  // a column of atoms: the step's 64 k rows of 128 bytes
+  EXPECT_EQ(p->sboB, 1024);
+  EXPECT_EQ(p->bufferA * 2 % 1024, 0);
+  EXPECT_EQ(p->bufferB * 2 % 1024, 0);
+  p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 64 stages 3 swizzle 128", reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_EQ(p->sboB, 1024);
+  struct Refused {
+    const char* kernel;
+    const char* text;
+    const char* reason;
+  };
+  const Refused refused[] = {
+      {"rect", "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 4 swizzle 128",
+       "'swizzle 128' needs 128-byte rows of k: k a multiple of 64 for bf16 (the A tile is K-major), not 32"},
+      {"rect", "mma: bf16 wgmma m64n96k16 warpgroups 1x1 k 64 stages 3 swizzle 128",
+       "the B tile is MN-major and a warpgroup's N is 96, not a multiple of 64"},
+      {"rect32", "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 16 stages 3 swizzle 128", "k a multiple of 32 for tf32"},
+  };
+  for (const Refused& r : refused) {
+    reasons.clear();
+    EXPECT_FALSE(plan(rect(r.kernel, 200, 136, 72), r.text, reasons)) << r.text;
+    std::string all = fmt::format("{}", fmt::join(reasons, "; "));
+    EXPECT_NE(all.find(r.reason), std::string::npos) << r.text << ": " << all;
+  }
+}
+
 TEST(Wgmma, ExplainSaysTheLayouts) {
   Kernel k = rect("rect", 200, 136, 72);
   NestPlanResult r = planNest(k, 0, parseSchedule("mma: bf16 wgmma m64n64k16 warpgroups 2x1 k 32 stages 3").schedule->nests[0], kSm90);
@@ -186,6 +232,37 @@ TEST(HostEmulation, WgmmaMatchesTheReference) {
                         "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 16 stages 3 epilogue shared", 2e-3, kSm90), "");
 }
 
+// `swizzle 128` in every operand layout and arithmetic, at sizes no tile divides: 16-byte copies
+// and value-by-value ones into the swizzled atoms, k of one and of several atom columns, both
+// epilogues. The emulation decodes the swizzled descriptors as the hardware does (the XOR on the
+// address), so a wrong chunk, stride or start reads wrong values.
+TEST(HostEmulation, WgmmaSwizzle128MatchesTheReference) {
+  struct Case {
+    const char* kernel;
+    int64_t m, n, kk;
+    const char* schedule;
+    double tolerance;
+  };
+  const Case cases[] = {
+      {"rect", 200, 136, 72, "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128", 1e-5},
+      {"rect", 61, 45, 29, "mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3 swizzle 128 epilogue shared", 1e-5},
+      {"rect", 136, 200, 200, "mma: bf16 wgmma m64n64k16 warpgroups 1x2 k 128 stages 2 swizzle 128", 1e-5},
+      {"rect_t", 200, 136, 72, "mma: f16 wgmma m64n64k16 warpgroups 2x2 k 64 stages 3 swizzle 128", 1e-5},
+      {"rect_t", 61, 45, 29, "mma: f16 wgmma m64n128k16 warpgroups 1x1 k 128 stages 2 swizzle 128", 1e-5},
+      {"rect32", 200, 136, 72, "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 swizzle 128", 2e-3},
+      {"rect32", 61, 45, 29, "mma: tf32 wgmma m64n24k8 warpgroups 1x1 k 64 stages 2 swizzle 128 epilogue shared", 2e-3},
+      {"rect32_t", 200, 136, 72, "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 32 stages 4 swizzle 128", 2e-3},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(checkOnHost(rect(c.kernel, c.m, c.n, c.kk), c.schedule, c.tolerance, kSm90), "")
+        << c.kernel << " " << c.m << "x" << c.n << "x" << c.kk << " " << c.schedule;
+  // The examples as the GPU probe runs them, at sizes no tile divides.
+  EXPECT_EQ(checkOnHost(exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 203}}),
+                        "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128", 1e-5, kSm90), "");
+  EXPECT_EQ(checkOnHost(exampleKernel("matmul.rtcg", "matmul", {{"n", 101}}),
+                        "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128", 2e-3, kSm90), "");
+}
+
 // NVRTC compiles wgmma modules for sm_90a where the target is sm_90 (compileGenerated's route,
 // nvrtcArchFor), with no local memory; other modules keep their architecture.
 TEST(Wgmma, NvrtcCompilesForSm90a) {
@@ -201,10 +278,19 @@ TEST(Wgmma, NvrtcCompilesForSm90a) {
       {exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 4096}}), "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3"},
       {exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}}), "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4"},
       {rect("rect_t", 200, 136, 72), "mma: f16 wgmma m64n64k16 warpgroups 2x1 k 32 stages 3 epilogue shared"},
+      {exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 4096}}),
+       "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128"},
+      {exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 4096}}),
+       "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3 swizzle 128"},
+      {exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}}),
+       "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128"},
+      {rect("rect_t", 200, 136, 72), "mma: f16 wgmma m64n64k16 warpgroups 2x1 k 64 stages 3 swizzle 128 epilogue shared"},
   };
+  // The swizzled ones always (the last four), the others sampled.
   rtcgtest::CaseSample sample(2);
-  for (const Case& c : cases) {
-    if (!sample.keep()) continue;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    if (!sample.keep() && i + 4 < cases.size()) continue;
     EmittedModule m = emitCuda(c.k, *parseSchedule(c.schedule).schedule, kSm90);
     CudaCompileResult r = compileCuda(m.source, c.k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
     ASSERT_TRUE(r.success) << c.schedule << "\n" << r.log;

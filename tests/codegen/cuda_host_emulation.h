@@ -417,8 +417,8 @@ inline void rtcg_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned in
 // byte offset reads wrong values (and fails the comparison with the reference). Tiles live in the
 // dynamic shared memory (the plan's), whose start is shared address 0 here. Descriptor: start
 // address >> 4 in bits 0-13, leading dimension byte offset (LBO) >> 4 in 16-29, stride dimension
-// byte offset (SBO) >> 4 in 32-45, base offset in 49-51 (0 here), swizzle in 62-63 (0: none; the
-// only one rtcg emits, others abort). Canonical layouts without swizzle, in core matrices of 8 rows
+// byte offset (SBO) >> 4 in 32-45, base offset in 49-51 (0 here), swizzle in 62-63 (0: none, 1:
+// 128 bytes (rtcg_emu_wgmma_swizzled); the only ones rtcg emits, others abort). Canonical layouts without swizzle, in core matrices of 8 rows
 // of 16 bytes (e = 16 bytes of elements): K-major (imm-trans 0) element (row, k) at start + (row / 8)
 // SBO + (k / e) LBO + (row % 8) 16 + (k % e) bytes; MN-major (imm-trans 1, 16-bit only) at start +
 // (row / e) SBO + (k / 8) LBO + (k % 8) 16 + (row % e) bytes (row: M of A, N of B). D of m64nN: thread
@@ -438,18 +438,46 @@ inline unsigned long long rtcg_wgmma_desc(const void* p, unsigned int lbo, unsig
   return (unsigned long long)(at >> 4) | (unsigned long long)(lbo >> 4) << 16 | (unsigned long long)(sbo >> 4) << 32;
 }
 inline void rtcg_fence_proxy_async() {}
+// 'swizzle 128': layout type 1 in bits 62-63.
+inline unsigned long long rtcg_wgmma_desc_sw128(const void* p, unsigned int lbo, unsigned int sbo) {
+  return rtcg_wgmma_desc(p, lbo, sbo) | 1ull << 62;
+}
+
+// The 128-byte swizzled layouts (layout type 1), as the PTX ISA's canonical layouts with
+// Swizzle<3, 4, 3> on the byte address: the address formed from the start, the row (K-major: rows
+// of 128 bytes, SBO per 8 rows, k within the row from the start; MN-major: W = 128 bytes of rows
+// per atom row, LBO per W rows, k rows of 128 bytes, SBO per 8 k), then bits 4-6 XORed with bits
+// 7-9. With base offset 0 the atoms must start at multiples of 1024 bytes: a K-major start may sit
+// within the first 128-byte row of an atom (k inside the row), an MN-major one only at an atom.
+inline unsigned long long rtcg_emu_wgmma_swizzled(unsigned long long desc, bool mnMajor, unsigned int size,
+                                                   unsigned int row, unsigned int k, unsigned int depth) {
+  const unsigned long long start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
+                           sbo = ((desc >> 32) & 0x3fff) << 4, w = 128 / size;
+  const bool aligned = mnMajor ? start % 1024 == 0 : (start % 1024) + depth * size <= 128;
+  if (!aligned) {
+    std::fprintf(stderr, "wgmma descriptor %llx: a 128-byte swizzled %s operand's start at shared byte %llu is not "
+                 "where a 1024-byte atom (base offset 0) allows\n", desc, mnMajor ? "MN-major" : "K-major", start);
+    std::abort();
+  }
+  const unsigned long long at = mnMajor ? start + (row / w) * lbo + (k / 8) * sbo + (k % 8) * 128 + (row % w) * size
+                                        : start + (row / 8) * sbo + (row % 8) * 128 + k * size;
+  return at ^ ((at >> 7) & 7) << 4;
+}
 
 // Element (row, k) of a wgmma operand (kind 0 f16, 1 bf16, 2 tf32) through its descriptor.
 inline float rtcg_emu_wgmma_operand(unsigned long long desc, bool mnMajor, int kind, unsigned int row, unsigned int k) {
-  if ((desc >> 62) != 0 || ((desc >> 49) & 7) != 0) {
-    std::fprintf(stderr, "wgmma descriptor %llx: swizzled or with a base offset (not emulated)\n", desc);
+  const unsigned int layout = unsigned(desc >> 62);
+  if ((layout != 0 && layout != 1) || ((desc >> 49) & 7) != 0) {
+    std::fprintf(stderr, "wgmma descriptor %llx: 64- or 32-byte swizzle or a base offset (not emulated)\n", desc);
     std::abort();
   }
   const unsigned long long start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
                            sbo = ((desc >> 32) & 0x3fff) << 4;
   const unsigned int size = kind == 2 ? 4 : 2, e = 16 / size;
-  const unsigned long long at = mnMajor ? start + (row / e) * sbo + (k / 8) * lbo + (k % 8) * 16 + (row % e) * size
-                                        : start + (row / 8) * sbo + (k / e) * lbo + (row % 8) * 16 + (k % e) * size;
+  const unsigned long long at =
+      layout == 1 ? rtcg_emu_wgmma_swizzled(desc, mnMajor, size, row, k, kind == 2 ? 8 : 16)
+      : mnMajor   ? start + (row / e) * sbo + (k / 8) * lbo + (k % 8) * 16 + (row % e) * size
+                  : start + (row / 8) * sbo + (k / e) * lbo + (row % 8) * 16 + (k % e) * size;
   if (at + size > sizeof rtcg_emu_dynamic_smem) {
     std::fprintf(stderr, "wgmma operand element at shared byte %llu: outside the shared memory\n", at);
     std::abort();
