@@ -124,6 +124,7 @@ struct Param {
   bool pointer = false;    // `type*`
   bool constPointee = false;
   bool restrict = false;   // __restrict__
+  bool gridConstant = false;  // `const __grid_constant__ type name` (a TMA tensor map)
 };
 
 enum class FunctionKind : uint8_t {

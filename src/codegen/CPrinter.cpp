@@ -30,7 +30,7 @@ const std::string& checkIdentifier(const std::string& s) {
 // pointer optionally `__restrict__` (`const float* __restrict__`).
 const std::string& checkType(const std::string& t) {
   static const std::set<std::string> types = {"void", "bool", "int", "unsigned int", "long long", "unsigned long long", "float", "double",
-                                              "float2", "float4", "int4", "double2", "longlong2", "__half", "__nv_bfloat16"};
+                                              "float2", "float4", "int4", "double2", "longlong2", "__half", "__nv_bfloat16", "rtcg_tensor_map"};
   std::string_view base = t;
   auto strip = [&](std::string_view affix, bool front) {
     bool has = front ? base.starts_with(affix) : base.ends_with(affix);
@@ -227,6 +227,7 @@ void printBody(const std::vector<Stmt>& body, int indent, std::string& out) {
 }
 
 std::string printParam(const Param& p) {
+  if (p.gridConstant) return "const __grid_constant__ " + checkType(p.type) + " " + checkIdentifier(p.name);
   std::string s = p.constPointee ? "const " : "";
   s += checkType(p.type);
   if (p.pointer) s += "*";

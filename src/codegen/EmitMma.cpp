@@ -514,6 +514,7 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   std::vector<C::Stmt> body;
   declareNestParams(ctx, fn, launch, body);
   MmaNames nm;
+  if (p.tma) mma::declareTensorMaps(ctx, p, nm, fn, launch);
   declareCoordinates(ctx, p, nm, body);
   if (p.wgmma) mma::emitWgmmaMain(ctx, p, nm, body);
   else emitSyncMain(ctx, p, nm, body);

@@ -85,7 +85,8 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
     stageOperandAsLoaded(ctx, p, nm, false, k0, C::product(buffer, lit(p.bufferB)), to);
   };
   std::vector<C::Stmt> body;
-  const StepRing ring = openStepRing(ctx, p, D, true, copyStep, out, body);
+  const StepRing ring = p.tma ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, body)
+                              : openStepRing(ctx, p, D, true, copyStep, out, body);
   const std::string& buf = ring.buffer;
   const std::string name = helperName(p);
   body.push_back(withAccumulators(nm, name + "_fence", {}));
@@ -131,9 +132,10 @@ C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::E
 void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
   body.push_back(C::comment(fmt::format(
       "wgmma m64n{}k{}: operands {} x {} (M, {}) and {} x {} (N, {}) values per step in {}, {} buffers "
-      "filled by cp.async",
+      "filled by {}",
       p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.blockN, p.blockK,
-      p.bMnMajor ? "MN-major" : "K-major", p.swizzle128 ? "128-byte swizzled atoms" : "core matrices", p.stages)));
+      p.bMnMajor ? "MN-major" : "K-major", p.swizzle128 ? "128-byte swizzled atoms" : "core matrices", p.stages,
+      p.tma ? "TMA (thread 0), an mbarrier each" : "cp.async")));
   declareMmaTiles(ctx, p, nm, body);
   declareAccumulators(ctx, p, nm, body);
   // Each warpgroup's descriptors at buffer 0, k 0: the tile's start plus its rows' offset.

@@ -141,6 +141,25 @@ struct MmaPlan {
   bool wgmmaOverlap = false;
   int64_t copyAhead = 0;    // steps the copies run ahead of the arithmetic (stages - 1 for mma.sync)
   int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
+  // `tma` (MmaPlan::tma, with swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
+  // operand's array, W (128 bytes) along its contiguous dimension by `boxOuter` rows (K-major: the
+  // tile's rows; MN-major: blockK), written by cp.async.bulk.tensor with 128-byte swizzle, which is
+  // the swizzled layout above; `boxes` per stage (K-major: blockK / W columns of atoms; MN-major:
+  // rows / W). The map's extents are the array's, which must be the contraction's domain (TMA
+  // zero-fills what lies outside the array, which then is what lies outside the domain), its rows
+  // 16-byte multiples apart (TMA's global strides). One thread issues a stage's boxes after an
+  // mbarrier.arrive.expect_tx of their bytes; every thread waits on the stage's mbarrier (parity:
+  // the stage's use count) before the step's barrier. The mbarriers (8 bytes a stage) follow the
+  // tiles and the epilogue at barrierOffset.
+  struct TmaOperand {
+    int array = -1;
+    int64_t inner = 0, outer = 0;  // the array's extents: contiguous dimension, the other
+    int64_t pitchBytes = 0;        // bytes between consecutive outer indices
+    int64_t boxInner = 0, boxOuter = 0, boxes = 0;
+  };
+  bool tma = false;
+  TmaOperand tmaA, tmaB;
+  int64_t barrierOffset = 0;
 };
 
 // The plan of `s.mma` for nest `nest`, or the reasons why none exists (appended to `reasons`):

@@ -16,7 +16,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <math.h>
 #include <thread>
 #include <vector>
@@ -38,6 +41,7 @@ inline thread_local unsigned int rtcg_emu_linear_tid = 0;
 #define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
+#define __grid_constant__
 
 inline void __syncthreads() { rtcg_emu_barrier->arrive_and_wait(); }
 
@@ -541,6 +545,111 @@ inline void rtcg_emu_wgmma_wait(size_t inFlight) {
       rtcg_emu_wgmma_run(op.kind, op.n, op.transA, op.transB, op.descA, op.descB, op.d.data());
     groups.erase(groups.begin());
   }
+}
+
+// TMA ('mma: ... tma'): the emulated tensor map (the launcher encodes it in the parameter's 128
+// bytes: address, extents, row pitch, box, element size), the mbarriers and the 2-D box copy.
+// An mbarrier (8 bytes of shared memory, keyed by address) counts pending arrivals and
+// transaction bytes; a phase completes when both reach zero, and try_wait.parity p returns once
+// the phase of parity p has completed (the completed phases' count has another parity). The copy
+// runs at once, as a box of the array with zeros outside it, written with the 128-byte swizzle
+// (chunk bits 4-6 of the shared address XORed with bits 7-9), and completes its bytes on the
+// mbarrier. Threads run concurrently: a wait spins, and aborts after 20 s (a phase that never
+// completes: a protocol error would hang the GPU).
+struct rtcg_emu_mbarrier {
+  int count = 0, pending = 0;
+  long long tx = 0;
+  unsigned long long completed = 0;
+};
+inline std::mutex rtcg_emu_mbar_mutex;
+inline std::map<const void*, rtcg_emu_mbarrier> rtcg_emu_mbars;
+
+inline rtcg_emu_mbarrier& rtcg_emu_mbar_at(void* bar) {
+  const std::ptrdiff_t at = static_cast<unsigned char*>(bar) - rtcg_emu_dynamic_smem;
+  if (at < 0 || at + 8 > std::ptrdiff_t(sizeof rtcg_emu_dynamic_smem) || at % 8 != 0) {
+    std::fprintf(stderr, "mbarrier at %p: not an 8-byte aligned address of the dynamic shared memory\n", bar);
+    std::abort();
+  }
+  return rtcg_emu_mbars[bar];
+}
+inline void rtcg_emu_mbar_complete(rtcg_emu_mbarrier& b) {
+  if (b.pending == 0 && b.tx == 0) ++b.completed, b.pending = b.count;
+}
+inline void rtcg_mbar_init(void* bar, unsigned int count) {
+  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
+  rtcg_emu_mbar_at(bar) = {int(count), int(count), 0, 0};
+}
+inline void rtcg_mbar_init_fence() {}
+inline void rtcg_mbar_expect_tx(void* bar, unsigned int bytes) {
+  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
+  rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
+  if (b.count == 0 || b.pending == 0) {
+    std::fprintf(stderr, "mbarrier at %p: arrive on an uninitialized barrier or past its count\n", bar);
+    std::abort();
+  }
+  b.tx += bytes, --b.pending;
+  rtcg_emu_mbar_complete(b);
+}
+inline void rtcg_mbar_wait(void* bar, unsigned int parity) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
+      rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
+      if (b.count == 0) {
+        std::fprintf(stderr, "mbarrier at %p: wait on an uninitialized barrier\n", bar);
+        std::abort();
+      }
+      if ((b.completed & 1) != (parity & 1)) return;
+    }
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
+      std::fprintf(stderr, "mbarrier at %p: the phase of parity %u never completed\n", bar, parity);
+      std::abort();
+    }
+    std::this_thread::yield();
+  }
+}
+struct rtcg_emu_tensor_map_fields {
+  const unsigned char* address;
+  unsigned long long inner, outer, pitchBytes, boxInner, boxOuter, elementBytes;
+};
+// The launcher's encoding of a tensor map (what cuTensorMapEncodeTiled would make of the spec).
+template <class Map>
+inline Map rtcg_emu_tensor_map(const void* address, unsigned long long inner, unsigned long long outer,
+                               unsigned long long pitchBytes, unsigned long long boxInner, unsigned long long boxOuter,
+                               unsigned long long elementBytes) {
+  static_assert(sizeof(Map) == 128 && sizeof(rtcg_emu_tensor_map_fields) <= 128);
+  const rtcg_emu_tensor_map_fields f{static_cast<const unsigned char*>(address), inner, outer, pitchBytes,
+                                     boxInner, boxOuter, elementBytes};
+  Map m{};
+  std::memcpy(&m, &f, sizeof f);
+  return m;
+}
+template <class Map>
+inline void rtcg_tma_load_2d(void* dst, const Map* map, void* bar, int inner, int outer) {
+  rtcg_emu_tensor_map_fields f;
+  std::memcpy(&f, map, sizeof f);
+  const std::ptrdiff_t base = static_cast<unsigned char*>(dst) - rtcg_emu_dynamic_smem;
+  const unsigned long long rowBytes = f.boxInner * f.elementBytes, bytes = rowBytes * f.boxOuter;
+  if (rowBytes != 128 || base < 0 || base % 1024 != 0 ||
+      base + std::ptrdiff_t(bytes) > std::ptrdiff_t(sizeof rtcg_emu_dynamic_smem)) {
+    std::fprintf(stderr, "TMA box to shared byte %td: not 1024-byte aligned, rows not 128 bytes (128-byte swizzle), "
+                 "or past the shared memory\n", base);
+    std::abort();
+  }
+  for (unsigned long long r = 0; r < f.boxOuter; ++r)
+    for (unsigned long long e = 0; e < f.boxInner; ++e) {
+      const long long gi = (long long)inner + (long long)e, go = (long long)outer + (long long)r;
+      unsigned long long at = base + r * rowBytes + e * f.elementBytes;
+      at ^= ((at >> 7) & 7) << 4;
+      const bool inside = gi >= 0 && go >= 0 && (unsigned long long)gi < f.inner && (unsigned long long)go < f.outer;
+      if (inside) std::memcpy(rtcg_emu_dynamic_smem + at, f.address + go * f.pitchBytes + gi * f.elementBytes, f.elementBytes);
+      else std::memset(rtcg_emu_dynamic_smem + at, 0, f.elementBytes);
+    }
+  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
+  rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
+  b.tx -= (long long)bytes;
+  rtcg_emu_mbar_complete(b);
 }
 
 // The order in which the blocks of a grid run: 0 in order (x fastest), 1 reversed, 2 a fixed
