@@ -704,8 +704,15 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // wgmma as emitted (no swizzle, cp.async by every thread, one barrier per step) measured slower
   // than mma.sync (H200, probe of issue 22: bf16 n = 4096 m64n256 2x1 k 64 stages 3 191 TF/s and
   // tf32 m64n128 85 TF/s, against mma.sync's 313 and 177 TF/s): counted at 45% of the peak, below
-  // mma.sync's 75%, until it measures faster (the bench keeps the model's best).
-  const double sustained = p.wgmma ? 0.45 : p.stages > 1 ? 0.75 : 0.6;
+  // mma.sync's 75%, until it measures faster (the bench keeps the model's best). With `swizzle 128`
+  // it does (H200, probe of issue 22, n = 4096, verified): bf16 m64n256 2x1 k 64 stages 3 391 TF/s
+  // and m64n128 2x1 k 64 stages 4 344 TF/s against mma.sync's 314 (warps 2x4 tile 4x8 k 64 stages
+  // 3): 391 / 314 of mma.sync's 75%, about 90%. TF32 whose operand stored along N is copied value
+  // by value into its K-major tile (matmul's b[k, j]) reached only 126 TF/s against mma.sync's 179:
+  // 126 / 179 of 75%, about 50%.
+  const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.aKMajor && !p.aMnMajor) || (p.bKMajor && !p.bMnMajor));
+  const double swizzled = valueCopies ? 0.5 : 0.9;
+  const double sustained = p.wgmma ? (p.swizzle128 ? swizzled : 0.45) : p.stages > 1 ? 0.75 : 0.6;
   const double compute = std::max(issued / (sustained * peak),
                                   mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
   const bool readsBack = [&] {
