@@ -645,7 +645,9 @@ TEST(Cli, WgmmaTmaSchedules) {
                         "the arrays): A 1 box of 64 x 128 from a 1000 x 1000 map; B 2 boxes of 64 x 64"),
             std::string::npos) << ex.out;
   const std::filesystem::path exported = tempDir() / "tma-export";
-  Result exp = rtcgc("export " + gemm + s + " --arch sm_90 -o " + exported.string());
+  // (export takes the architecture's shared memory; it has no --max-shared)
+  Result exp = rtcgc("export " + gemm + " -D n=1000 -s 'mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 "
+                     "swizzle 128 tma' --arch sm_90 -o " + exported.string());
   EXPECT_EQ(exp.code, 1) << exp.out;
   EXPECT_NE(exp.out.find("copies tiles by TMA ('tma'), whose tensor maps an exported header does not encode"),
             std::string::npos) << exp.out;
