@@ -194,9 +194,10 @@ Stmt sharedArray(std::string type, std::string name, int64_t elements) {
   s.size = elements;
   return s;
 }
-Stmt externSharedArray(std::string type, std::string name) {
+Stmt externSharedArray(std::string type, std::string name, int64_t align) {
   Stmt s = sharedArray(std::move(type), std::move(name), 0);
   s.isExtern = true;
+  s.align = align;
   return s;
 }
 

@@ -84,6 +84,7 @@ struct Stmt {
   bool isConstexpr = false;
   bool isExtern = false;  // SharedArray: dynamic shared memory (size given at launch)
   bool isScalar = false;  // SharedArray: one variable, not an array
+  int64_t align = 16;     // SharedArray (extern): its alignment in bytes (wgmma's swizzle: 1024)
   int64_t size = 0;       // SharedArray, Decl (a thread's array, localArray): elements
   ExprP init;
   // Assign
@@ -113,7 +114,7 @@ Stmt syncThreads();
 Stmt returnStmt(ExprP value = nullptr);
 Stmt blank();
 Stmt sharedArray(std::string type, std::string name, int64_t elements);  // __shared__ type name[elements];
-Stmt externSharedArray(std::string type, std::string name);             // extern __shared__ type name[];
+Stmt externSharedArray(std::string type, std::string name, int64_t align = 16);  // extern __shared__ __align__(align) type name[];
 Stmt sharedScalar(std::string type, std::string name);                  // __shared__ type name;
 Stmt exprStmt(ExprP call);                                               // call;
 
@@ -123,6 +124,7 @@ struct Param {
   bool pointer = false;    // `type*`
   bool constPointee = false;
   bool restrict = false;   // __restrict__
+  bool gridConstant = false;  // `const __grid_constant__ type name` (a TMA tensor map)
 };
 
 enum class FunctionKind : uint8_t {

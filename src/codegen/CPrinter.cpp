@@ -30,7 +30,7 @@ const std::string& checkIdentifier(const std::string& s) {
 // pointer optionally `__restrict__` (`const float* __restrict__`).
 const std::string& checkType(const std::string& t) {
   static const std::set<std::string> types = {"void", "bool", "int", "unsigned int", "long long", "unsigned long long", "float", "double",
-                                              "float2", "float4", "int4", "double2", "longlong2", "__half", "__nv_bfloat16"};
+                                              "float2", "float4", "int4", "double2", "longlong2", "__half", "__nv_bfloat16", "rtcg_tensor_map"};
   std::string_view base = t;
   auto strip = [&](std::string_view affix, bool front) {
     bool has = front ? base.starts_with(affix) : base.ends_with(affix);
@@ -54,6 +54,7 @@ int binaryPrecedence(const std::string& op) {
   if (op == "<" || op == "<=" || op == ">" || op == ">=") return 10;
   if (op == "==" || op == "!=") return 9;
   if (op == "&") return 8;
+  if (op == "^") return 7;
   if (op == "&&") return 5;
   if (op == "||") return 4;
   RTCG_ASSERT(false, "C printer: unknown binary operator '" + op + "'");
@@ -208,7 +209,7 @@ void printStmtTo(const Stmt& s, int indent, std::string& out) {
     case StmtKind::Blank: out += "\n"; return;
     case StmtKind::SharedArray:
       if (s.isExtern) {
-        out += pad + "extern __shared__ __align__(16) " + checkType(s.type) + " " + checkIdentifier(s.name) + "[];\n";
+        out += pad + fmt::format("extern __shared__ __align__({}) ", s.align) + checkType(s.type) + " " + checkIdentifier(s.name) + "[];\n";
       } else if (s.isScalar) {
         out += pad + "__shared__ " + checkType(s.type) + " " + checkIdentifier(s.name) + ";\n";
       } else {
@@ -226,6 +227,7 @@ void printBody(const std::vector<Stmt>& body, int indent, std::string& out) {
 }
 
 std::string printParam(const Param& p) {
+  if (p.gridConstant) return "const __grid_constant__ " + checkType(p.type) + " " + checkIdentifier(p.name);
   std::string s = p.constPointee ? "const " : "";
   s += checkType(p.type);
   if (p.pointer) s += "*";

@@ -420,10 +420,12 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
   const std::string type = cudaTypeName(p.staged);  // 16-bit arithmetics: the values as loaded
   if (ctx.plan.dynamicShared) {
     const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);
-    body.push_back(C::externSharedArray(type, storage));
+    // wgmma's 128-byte swizzle: atoms at multiples of 1024 bytes (the descriptors' base offset 0).
+    const int64_t align = p.swizzle128 ? 1024 : 16;
+    body.push_back(C::externSharedArray(type, storage, align));
     // The shared epilogue's view of the same memory, in the accumulators' type.
     if (p.sharedEpilogue && p.staged != p.c.type)
-      body.push_back(C::externSharedArray(elemType(p), std::string("rtcg_smem_") + typeName(p.c.type)));
+      body.push_back(C::externSharedArray(elemType(p), std::string("rtcg_smem_") + typeName(p.c.type), align));
     int64_t at = 0;
     for (int part = 0; part < p.tilesPerOperand; ++part) {
       nm.tileA.push_back({storage, at}), at += a;
@@ -512,6 +514,7 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   std::vector<C::Stmt> body;
   declareNestParams(ctx, fn, launch, body);
   MmaNames nm;
+  if (p.tma) mma::declareTensorMaps(ctx, p, nm, fn, launch);
   declareCoordinates(ctx, p, nm, body);
   if (p.wgmma) mma::emitWgmmaMain(ctx, p, nm, body);
   else emitSyncMain(ctx, p, nm, body);

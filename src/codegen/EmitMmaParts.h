@@ -23,6 +23,7 @@ struct MmaNames {
   std::vector<Tile> tileA, tileB;  // per part: [0] the (big) value, [1] the small part (tf32x3)
   std::vector<std::vector<std::vector<std::string>>> acc;  // [fm][fn][element]
   std::map<int, C::ExprP> batch;                           // batch loop id -> its value
+  std::string tmapA, tmapB;                                // TMA: the tensor map parameters' names
 };
 
 using Offsets = std::vector<std::pair<int64_t, int64_t>>;  // per fragment register: (row, k) from (g, t)
@@ -71,6 +72,17 @@ struct StepRing {
 StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fenceAsync, const CopyStep& copyStep,
                       std::vector<C::Stmt>& out, std::vector<C::Stmt>& body);
 
+// EmitTma.cpp: the TMA ring (MmaPlan::tma): the stages' mbarriers and thread 0's first boxes into
+// `out`, then the step loop's body's start as openStepRing's (wait for this step's mbarrier
+// phase, a barrier, thread 0's boxes `copyAhead` steps on), from the tensor map parameters named
+// mapA and mapB. tmaHelpers: the prelude (rtcg_tensor_map, mbarrier and copy helpers).
+StepRing openTmaRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const std::string& mapA,
+                     const std::string& mapB, std::vector<C::Stmt>& out, std::vector<C::Stmt>& body);
+extern const char* const tmaHelpers;
+// The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
+// LaunchSpec::tensorMaps.
+void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch);
+
 // EmitWgmma.cpp: wgmma (MmaPlan::wgmma): the tiles, the warpgroup's accumulators (nm.acc[0][chunk]:
 // 16 rows x 8 columns of each warp, as m16n8 fragments) and the pipelined steps.
 void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
@@ -79,6 +91,7 @@ C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::E
 // The helpers' text: the common one (descriptors, fences; once per module) and the instruction of
 // one plan's shape and layouts (a function per distinct name).
 extern const char* const wgmmaCommonHelpers;
+extern const char* const wgmmaSwizzleHelpers;  // `swizzle 128`'s descriptor, after the common ones
 std::string wgmmaShapeHelper(const MmaPlan& p);
 
 }  // namespace rtcg::emit::mma

@@ -121,6 +121,16 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
       if (std::find(wgmmaShapes.begin(), wgmmaShapes.end(), h) == wgmmaShapes.end()) wgmmaShapes.push_back(std::move(h));
     }
   if (!wgmmaShapes.empty()) mod.preludes.push_back(emit::mma::wgmmaCommonHelpers);
+  for (const NestPlan& np : plan.nests)
+    if (np.mma && np.mma->swizzle128) {
+      mod.preludes.push_back(emit::mma::wgmmaSwizzleHelpers);
+      break;
+    }
+  for (const NestPlan& np : plan.nests)
+    if (np.mma && np.mma->tma) {
+      mod.preludes.push_back(emit::mma::tmaHelpers);
+      break;
+    }
   for (std::string& h : wgmmaShapes) mod.preludes.push_back(std::move(h));
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));

@@ -31,16 +31,27 @@ std::string helperName(const MmaPlan& p) {
                      p.bMnMajor ? 'm' : 'k');
 }
 
+// Elements of the staged type in 128 bytes (a swizzle atom's row).
+int64_t atomRow(const MmaPlan& p) { return 128 / typeBytes(p.staged); }
+
 // A descriptor's offset (in 16-byte units, what its start address field counts) of the core
-// matrix holding row `rows` (a multiple of 8 and of a core row) of k 0: SBO per row group.
+// matrix holding row `rows` (a multiple of 8 and of a core row) of k 0: SBO per row group. Swizzled
+// MN-major: LBO per atom of W rows (a warpgroup's rows start at an atom, planSwizzle128).
 C::ExprP rowsOffset(const MmaPlan& p, bool isA, const C::ExprP& rows) {
   const int64_t sbo = isA ? p.sboA : p.sboB;
+  if (p.swizzle128 && mnMajor(p, isA))
+    return C::product(bin("/", rows, lit(atomRow(p))), lit((isA ? p.lboA : p.lboB) / 16));
   return C::product(bin("/", rows, lit(mnMajor(p, isA) ? coreRow(p) : 8)), lit(sbo / 16));
 }
 
-// The same for k = kk (a multiple of the instruction's k): LBO per core along k.
+// The same for k = kk (a multiple of the instruction's k): LBO per core along k. Swizzled: K-major
+// moves by the column of atoms (rows x 128 bytes) and within its row (kk's bytes: the hardware
+// XORs the address it forms), MN-major by SBO per 8 k.
 int64_t kOffset(const MmaPlan& p, bool isA, int64_t kk) {
-  const int64_t lbo = isA ? p.lboA : p.lboB;
+  const int64_t lbo = isA ? p.lboA : p.lboB, rows = isA ? p.blockM : p.blockN, w = atomRow(p);
+  if (p.swizzle128)
+    return mnMajor(p, isA) ? kk / 8 * ((isA ? p.sboA : p.sboB) / 16)
+                           : (kk / w * rows * 128 + kk % w * typeBytes(p.staged)) / 16;
   return kk / (mnMajor(p, isA) ? 8 : coreRow(p)) * (lbo / 16);
 }
 
@@ -74,7 +85,8 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
     stageOperandAsLoaded(ctx, p, nm, false, k0, C::product(buffer, lit(p.bufferB)), to);
   };
   std::vector<C::Stmt> body;
-  const StepRing ring = openStepRing(ctx, p, D, true, copyStep, out, body);
+  const StepRing ring = p.tma ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, body)
+                              : openStepRing(ctx, p, D, true, copyStep, out, body);
   const std::string& buf = ring.buffer;
   const std::string name = helperName(p);
   body.push_back(withAccumulators(nm, name + "_fence", {}));
@@ -92,7 +104,21 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
 
 }  // namespace
 
+// The 128-byte swizzled layouts (MmaPlan::swizzle128): the unswizzled element offset, whose
+// 128-byte row index (mod 8) is row % 8 (K-major) or k % 8 (MN-major) as every atom starts at a
+// multiple of 1024 bytes, with its 16-byte chunk XORed by that.
+C::ExprP swizzledTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::ExprP& k) {
+  const int64_t e = coreRow(p), w = atomRow(p), rows = isA ? p.blockM : p.blockN;
+  // K-major: columns of atoms along k, rows of 128 bytes; MN-major: columns along M / N, k rows.
+  if (!mnMajor(p, isA))
+    return C::sum({C::product(bin("/", k, lit(w)), lit(rows * w)), C::product(row, lit(w)),
+                   bin("^", bin("%", k, lit(w)), C::product(bin("%", row, lit(8)), lit(e)))});
+  return C::sum({C::product(bin("/", row, lit(w)), lit(p.blockK * w)), C::product(k, lit(w)),
+                 bin("^", bin("%", row, lit(w)), C::product(bin("%", k, lit(8)), lit(e)))});
+}
+
 C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::ExprP& k) {
+  if (p.swizzle128) return swizzledTileAt(p, isA, row, k);
   const int64_t e = coreRow(p), rows = isA ? p.blockM : p.blockN;
   // K-major: core (row / 8, k / e), 8 * e elements each, a row group's cores adjacent along k.
   if (!mnMajor(p, isA))
@@ -105,17 +131,18 @@ C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::E
 
 void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
   body.push_back(C::comment(fmt::format(
-      "wgmma m64n{}k{}: operands {} x {} (M, {}) and {} x {} (N, {}) values per step in core matrices, {} buffers "
-      "filled by cp.async",
+      "wgmma m64n{}k{}: operands {} x {} (M, {}) and {} x {} (N, {}) values per step in {}, {} buffers "
+      "filled by {}",
       p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.blockN, p.blockK,
-      p.bMnMajor ? "MN-major" : "K-major", p.stages)));
+      p.bMnMajor ? "MN-major" : "K-major", p.swizzle128 ? "128-byte swizzled atoms" : "core matrices", p.stages,
+      p.tma ? "TMA (thread 0), an mbarrier each" : "cp.async")));
   declareMmaTiles(ctx, p, nm, body);
   declareAccumulators(ctx, p, nm, body);
   // Each warpgroup's descriptors at buffer 0, k 0: the tile's start plus its rows' offset.
   auto descriptor = [&](bool isA) {
     const Tile& tile = (isA ? nm.tileA : nm.tileB)[0];
     std::string n = ctx.names.fresh(isA ? "desc_a" : "desc_b");
-    C::ExprP base = C::call("rtcg_wgmma_desc", {C::unary("&", tileRef(tile, lit(0))), lit(isA ? p.lboA : p.lboB),
+    C::ExprP base = C::call(p.swizzle128 ? "rtcg_wgmma_desc_sw128" : "rtcg_wgmma_desc", {C::unary("&", tileRef(tile, lit(0))), lit(isA ? p.lboA : p.lboB),
                                                 lit(isA ? p.sboA : p.sboB)});
     body.push_back(C::decl("unsigned long long", n, C::sum({base, rowsOffset(p, isA, isA ? nm.wgm : nm.wgn)})));
     return C::name(n);
@@ -141,6 +168,16 @@ __device__ __forceinline__ unsigned long long rtcg_wgmma_desc(const void* p, uns
 }
 __device__ __forceinline__ void rtcg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void rtcg_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+#endif)wgmma";
+
+// `swizzle 128`'s descriptor (a prelude of its own, so that modules without it stay as they were):
+// layout type 1 (128-byte swizzle) in bits 62-63, base offset 0 (every atom starts at a multiple of
+// 1024 bytes: the dynamic shared memory is aligned to 1024 for such a module).
+const char* const wgmmaSwizzleHelpers = R"wgmma(// wgmma's 128-byte swizzled descriptors ('mma: ... swizzle 128').
+#ifndef RTCG_HOST_EMULATION
+__device__ __forceinline__ unsigned long long rtcg_wgmma_desc_sw128(const void* p, unsigned int lbo, unsigned int sbo) {
+  return rtcg_wgmma_desc(p, lbo, sbo) | 1ull << 62;
+}
 #endif)wgmma";
 
 // One shape's helpers: `NAME(desc_a, desc_b, d0, ...)` issues wgmma.mma_async (D += A B: scale-d

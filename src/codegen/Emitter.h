@@ -18,6 +18,19 @@
 
 namespace rtcg {
 
+// A TMA tensor map the launch passes (`mma: ... tma`): a 2-D tiled CUtensorMap of array parameter
+// `param` (its device pointer), `inner` x `outer` elements of `type` (inner contiguous, rows
+// pitchBytes apart), boxes of boxInner x boxOuter elements, 128-byte swizzle, out-of-bounds
+// elements zero-filled. Executable::launch encodes it (cuTensorMapEncodeTiled) and passes its 128
+// bytes after the parameters.
+struct TensorMapSpec {
+  int param = -1;
+  ScalarType type{};
+  uint64_t inner = 0, outer = 0, pitchBytes = 0;
+  uint32_t boxInner = 0, boxOuter = 0;
+  bool operator==(const TensorMapSpec&) const = default;
+};
+
 struct LaunchSpec {
   std::string function;                  // `<kernel>_<nest>`
   std::array<uint32_t, 3> grid{1, 1, 1};   // blocks per grid, x y z
@@ -26,6 +39,8 @@ struct LaunchSpec {
   // Kernel arguments in order, as indices into Kernel::params: every parameter except the Size
   // ones, in declaration order. Arrays are passed as device pointers, scalars by value.
   std::vector<int> params;
+  // TMA tensor maps, passed after `params` in this order (`const __grid_constant__` parameters).
+  std::vector<TensorMapSpec> tensorMaps;
   // A reduction split across blocks: the function combines the blocks' partials through
   // module-global scratch (`__device__` arrays) and resets it itself, so launches of it must not
   // overlap (two concurrent launches would share the scratch); launches in stream order are fine.

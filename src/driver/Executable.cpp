@@ -18,7 +18,7 @@ Executable::Executable(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
     : kernel_(bound), alignment_(module.arrayAlignment), module_(ctx, image), launches_(module.launches) {
   const cuda::DeviceProperties& dev = ctx->device().properties();
   for (const LaunchSpec& spec : launches_) {
-    cuda::Function fn = module_.function(spec.function, spec.params.size());
+    cuda::Function fn = module_.function(spec.function, spec.params.size() + spec.tensorMaps.size());
     uint64_t threads = uint64_t(spec.block[0]) * spec.block[1] * spec.block[2];
     cuda::FunctionAttributes attrs = fn.attributes();
     if (threads > uint64_t(attrs.maxThreadsPerBlock))
@@ -51,6 +51,19 @@ void Executable::launch(const std::vector<std::optional<cuda::KernelArg>>& args,
         throw Error(fmt::format("array '{}' is at {:#x}, which is not {}-byte aligned, as this module's code assumes",
                                 kernel_.params[p].name, address, alignment_));
       list.push_back(*args[p]);
+    }
+    // TMA tensor maps (`mma: ... tma`), encoded from the arrays' device pointers per launch.
+    for (const TensorMapSpec& t : spec.tensorMaps) {
+      const Param& array = kernel_.params[size_t(t.param)];
+      if (!args[t.param] || args[t.param]->kind() != cuda::KernelArg::Kind::Pointer)
+        throw Error(fmt::format("no device pointer for array '{}', whose TMA tensor map {} takes", array.name,
+                                spec.function));
+      cuda::TensorMap2d m;
+      std::memcpy(&m.address, args[t.param]->data(), 8);
+      m.elementBytes = typeBytes(t.type), m.bf16 = t.type == ScalarType::BF16;
+      m.inner = t.inner, m.outer = t.outer, m.pitchBytes = t.pitchBytes;
+      m.boxInner = t.boxInner, m.boxOuter = t.boxOuter;
+      list.push_back(cuda::encodeTensorMap2d(m, fmt::format("array '{}'", array.name)));
     }
     cuda::launch(functions_[n], {spec.grid[0], spec.grid[1], spec.grid[2]},
                  {spec.block[0], spec.block[1], spec.block[2]}, spec.dynamicSharedBytes, stream, list);

@@ -103,6 +103,8 @@ DriverTable loadDriverTable(const std::string& library) {
     t.eventElapsedTime = reinterpret_cast<decltype(t.eventElapsedTime)>(resolve(t.library, "cuEventElapsedTime"));
   if (!t.eventElapsedTime) missing("cuEventElapsedTime");
   t.funcGetParamInfo = reinterpret_cast<decltype(t.funcGetParamInfo)>(resolve(t.library, "cuFuncGetParamInfo"));
+  t.tensorMapEncodeTiled =
+      reinterpret_cast<decltype(t.tensorMapEncodeTiled)>(resolve(t.library, "cuTensorMapEncodeTiled"));
   return t;
 }
 

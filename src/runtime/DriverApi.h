@@ -71,6 +71,9 @@ struct DriverTable {
   decltype(&::cuEventElapsedTime_v2) eventElapsedTime = nullptr;
   // Optional (CUDA 12.4+): lets launch() check argument count and sizes. Null on older drivers.
   decltype(&::cuFuncGetParamInfo) funcGetParamInfo = nullptr;
+  // Optional (CUDA 12.0+): TMA tensor maps ('mma: ... tma'). Null on older drivers: encoding one
+  // then fails with the reason (encodeTensorMap2d).
+  decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 
   void* library = nullptr;  // dlopen handle
   std::string libraryName;

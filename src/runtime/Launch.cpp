@@ -19,6 +19,30 @@ KernelArg KernelArg::i32(int32_t v) { return KernelArg(Kind::I32, &v, 4); }
 KernelArg KernelArg::i64(int64_t v) { return KernelArg(Kind::I64, &v, 8); }
 KernelArg KernelArg::f32(float v) { return KernelArg(Kind::F32, &v, 4); }
 KernelArg KernelArg::f64(double v) { return KernelArg(Kind::F64, &v, 8); }
+KernelArg KernelArg::tensorMap(const unsigned char (&bytes)[128]) { return KernelArg(Kind::TensorMap, bytes, 128); }
+
+KernelArg encodeTensorMap2d(const TensorMap2d& m, const std::string& what) {
+  const detail::DriverTable& d = detail::driver();
+  const std::string box = fmt::format("a box of {} x {} elements of a {} x {} array (rows {} bytes apart) at {:#x}",
+                                      m.boxInner, m.boxOuter, m.inner, m.outer, m.pitchBytes, m.address);
+  if (!d.tensorMapEncodeTiled)
+    throw Error(fmt::format("{}: TMA needs cuTensorMapEncodeTiled (CUDA 12 driver), which {} lacks; for {}", what,
+                            d.libraryName, box));
+  const CUtensorMapDataType type = m.elementBytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : m.bf16            ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const cuuint64_t dims[2] = {m.inner, m.outer}, strides[1] = {m.pitchBytes};
+  const cuuint32_t boxDims[2] = {m.boxInner, m.boxOuter}, elementStrides[2] = {1, 1};
+  CUtensorMap map;
+  const CUresult r = d.tensorMapEncodeTiled(&map, type, 2, reinterpret_cast<void*>(m.address), dims, strides, boxDims,
+                                            elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                            CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  detail::check(r, "cuTensorMapEncodeTiled", fmt::format("the tensor map of {}: {}", what, box));
+  static_assert(sizeof(CUtensorMap) == 128);
+  unsigned char bytes[128];
+  std::memcpy(bytes, &map, 128);
+  return KernelArg::tensorMap(bytes);
+}
 
 std::string KernelArg::describe() const {
   auto as = [&](auto zero) {
@@ -32,6 +56,7 @@ std::string KernelArg::describe() const {
     case Kind::I64: return fmt::format("i64 {}", as(int64_t{}));
     case Kind::F32: return fmt::format("f32 {}", as(float{}));
     case Kind::F64: return fmt::format("f64 {}", as(double{}));
+    case Kind::TensorMap: return "tensor map (128 bytes)";
   }
   return "?";
 }

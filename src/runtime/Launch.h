@@ -20,7 +20,7 @@ struct Dim3 {
 // One kernel argument: a device pointer or a scalar of i32/i64/f32/f64, stored by value.
 class KernelArg {
  public:
-  enum class Kind : uint8_t { Pointer, I32, I64, F32, F64 };
+  enum class Kind : uint8_t { Pointer, I32, I64, F32, F64, TensorMap };
 
   static KernelArg pointer(uint64_t devicePtr);
   static KernelArg buffer(const DeviceBuffer& b) { return pointer(b.devicePtr()); }
@@ -32,9 +32,11 @@ class KernelArg {
   static KernelArg i64(int64_t v);
   static KernelArg f32(float v);
   static KernelArg f64(double v);
+  // A TMA tensor map (a `const __grid_constant__` 128-byte parameter): encodeTensorMap2d's bytes.
+  static KernelArg tensorMap(const unsigned char (&bytes)[128]);
 
   Kind kind() const { return kind_; }
-  size_t size() const { return kind_ == Kind::I32 || kind_ == Kind::F32 ? 4 : 8; }
+  size_t size() const { return kind_ == Kind::TensorMap ? 128 : kind_ == Kind::I32 || kind_ == Kind::F32 ? 4 : 8; }
   // The value's bytes, as cuLaunchKernel reads them; valid while this KernelArg lives.
   const void* data() const { return bytes_; }
   std::string describe() const;  // "f32 1.5", "pointer 0x7f..."
@@ -42,8 +44,21 @@ class KernelArg {
  private:
   KernelArg(Kind k, const void* value, size_t size);
   Kind kind_ = Kind::I32;
-  alignas(8) unsigned char bytes_[8] = {};
+  alignas(64) unsigned char bytes_[128] = {};  // scalars and pointers: the first 8
 };
+
+// A 2-D tiled TMA tensor map (cuTensorMapEncodeTiled) of `inner` x `outer` elements at `address`
+// (`elementBytes` 2: bf16 or f16 as `bf16`, 4: f32), rows `pitchBytes` apart, boxes of boxInner x
+// boxOuter, 128-byte swizzle, zero fill out of bounds. Throws rtcg::Error naming `what` (the
+// array) and the box when the driver lacks the entry point or refuses the encoding.
+struct TensorMap2d {
+  uint64_t address = 0;
+  int elementBytes = 4;
+  bool bf16 = false;  // 2-byte elements: bf16 (else f16)
+  uint64_t inner = 0, outer = 0, pitchBytes = 0;
+  uint32_t boxInner = 0, boxOuter = 0;
+};
+KernelArg encodeTensorMap2d(const TensorMap2d& map, const std::string& what);
 
 // Launches `fn` on `grid` x `block` threads with `dynamicSharedBytes` of dynamic shared memory on
 // `stream` (null: the default stream). Asynchronous: errors in the kernel itself show up at the

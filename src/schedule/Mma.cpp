@@ -203,6 +203,65 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
   p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
 }
 
+// `swizzle 128`'s part of a wgmma plan (MmaPlan::swizzle128): the swizzled layouts' strides, and
+// the reasons where a tile does not fill whole 128-byte rows of atoms.
+void planSwizzle128(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
+  p.swizzle128 = true;
+  const int64_t bytes = typeBytes(p.staged), w = 128 / bytes;
+  auto operand = [&](const char* name, bool mnMajor, int64_t groupRows, int64_t& lbo, int64_t& sbo) {
+    if (!mnMajor && p.blockK % w != 0)
+      reasons.push_back(fmt::format("mma: 'swizzle 128' needs 128-byte rows of k: k a multiple of {} for {} (the "
+                                    "{} tile is K-major), not {}", w, mmaArithName(p.arith), name, p.blockK));
+    if (mnMajor && groupRows % w != 0)
+      reasons.push_back(fmt::format("mma: 'swizzle 128' needs 128-byte rows along {}: the {} tile is MN-major and "
+                                    "a warpgroup's {} is {}, not a multiple of {}", name[0] == 'A' ? "M" : "N", name,
+                                    name[0] == 'A' ? "M" : "N", groupRows, w));
+    lbo = mnMajor ? p.blockK * 128 : 16;
+    sbo = 1024;
+  };
+  operand("A", p.aMnMajor, 64, p.lboA, p.sboA);
+  operand("B", p.bMnMajor, ms.wgmmaN, p.lboB, p.sboB);
+}
+
+// `tma`'s part (MmaPlan::tma): each operand's tensor map and boxes, or the reasons why TMA cannot
+// copy it: the box must be a 2-D array read whole as [outer, inner] by the contraction's own
+// indices (TMA's zero fill at the array's edge is then the domain's), with rows a multiple of 16
+// bytes apart, not batched, and as stored (TF32 stored along M / N needs a transposition).
+void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
+  p.tma = true;
+  const int64_t bytes = typeBytes(p.staged), w = 128 / bytes;
+  auto operand = [&](bool isA, MmaPlan::TmaOperand& t) {
+    const char* name = isA ? "A" : "B";
+    const Expr& e = isA ? p.c.a : p.c.b;
+    const Expr& load = e->kind == ExprKind::Load ? e : e->operands[0];
+    const bool mnContiguous = isA ? p.aKMajor : p.bKMajor, mnMajor = isA ? p.aMnMajor : p.bMnMajor;
+    const int rowVar = isA ? p.c.m : p.c.n;
+    const int64_t rows = isA ? p.blockM : p.blockN;
+    const int64_t rowLo = isA ? p.c.mLo : p.c.nLo, rowExtent = isA ? p.c.mExtent : p.c.nExtent;
+    auto refuse = [&](const std::string& why) {
+      reasons.push_back(fmt::format("mma: 'tma' cannot copy {} ('{}'): {}", name, printExpr(e, &k), why));
+    };
+    if (mnContiguous && !mnMajor) return refuse("TF32 tiles are K-major and TMA copies boxes as stored, along M / N");
+    if (!p.c.batch.empty()) return refuse("a batched contraction's operands are not 2-D boxes");
+    const std::vector<int64_t> shape = arrayShape(k, load->array);
+    auto form = flatOffset(k, load->array, load->operands);
+    const int innerVar = mnContiguous ? rowVar : p.c.kLoop->id, outerVar = mnContiguous ? p.c.kLoop->id : rowVar;
+    const int64_t innerExtent = mnContiguous ? rowExtent : p.c.kExtent, outerExtent = mnContiguous ? p.c.kExtent : rowExtent;
+    if (shape.size() != 2 || !form || form->constant != 0 || form->coeffs.size() != 2 || form->coeff(innerVar) != 1 ||
+        form->coeff(outerVar) != shape[1] || rowLo != 0 || p.c.kLo != 0 || shape[1] != innerExtent ||
+        shape[0] != outerExtent)
+      return refuse("it must be a 2-D array read whole by the contraction's indices, as [row, column] from 0");
+    t.array = load->array;
+    t.inner = shape[1], t.outer = shape[0], t.pitchBytes = shape[1] * bytes;
+    if (t.pitchBytes % 16 != 0)
+      refuse(fmt::format("its rows are {} bytes apart, not a multiple of 16 (TMA's global strides)", t.pitchBytes));
+    t.boxInner = w, t.boxOuter = mnMajor ? p.blockK : rows, t.boxes = mnMajor ? rows / w : p.blockK / w;
+    if (t.boxOuter > 256) refuse(fmt::format("a box of {} rows, more than TMA's 256", t.boxOuter));
+  };
+  operand(true, p.tmaA);
+  operand(false, p.tmaB);
+}
+
 // wgmma's part of the plan (MmaPlan::wgmma): the instruction's shape, the block tile of 64 x N
 // per warpgroup, the canonical tile layouts and their descriptor strides. The arithmetic must be one
 // wgmma takes, and the tiles are copied by cp.async (`stages`): wgmma reads shared memory itself.
@@ -229,6 +288,7 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   p.copyAhead = p.wgmmaOverlap ? p.stages - 2 : p.stages - 1;
   strides(p.aMnMajor, p.blockM, p.lboA, p.sboA);
   strides(p.bMnMajor, p.blockN, p.lboB, p.sboB);
+  if (ms.swizzle == 128) planSwizzle128(ms, p, reasons);
 }
 
 }  // namespace
@@ -317,10 +377,16 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
     p.pitchB = p.bKMajor ? kMajorPitch(p.blockN) : p.pitch;
   }
   if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
+  if (s.mma.tma && p.swizzle128) planTma(k, p, reasons);
   p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
   p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
   p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.stages;
   planEpilogue(k, nest, s, p);
+  // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
+  if (p.tma) {
+    p.barrierOffset = (p.sharedBytes + 7) / 8 * 8;
+    p.sharedBytes = p.barrierOffset + 8 * p.stages;
+  }
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.wgmma ? 128 : 32);

@@ -118,6 +118,21 @@ struct MmaPlan {
   // direction is M / N (kMajor above) and the arithmetic is 16-bit; a TF32 operand contiguous along
   // M / N (wgmma takes TF32 K-major only) is copied value by value into a K-major tile. LBO and SBO
   // in bytes (the descriptor holds them >> 4).
+  //
+  // `swizzle 128` (swizzle128): the 128-byte swizzled layouts instead (descriptor layout type 1).
+  // An atom is 8 rows of 128 bytes (1024 bytes, 1024-byte aligned: the dynamic shared memory is,
+  // and every buffer and row group is a multiple of 1024 bytes), the 16-byte chunk c of row r
+  // stored at chunk c ^ (r % 8): the eight rows wgmma reads at one k fall in eight different bank
+  // groups. K-major (rows M / N, 128 bytes of k each): the tile is blockK / W columns of atoms (W =
+  // 128 bytes of elements), each the whole row extent (rows x 128 bytes), SBO = 1024 between row
+  // groups, LBO unused (16); a wgmma's k moves the start address within the row (a k16 of bf16 is
+  // 32 bytes), as the hardware applies the XOR to the address bits (4-6 by 7-9). MN-major (16-bit,
+  // rows k, 128 bytes of M / N each): rows / W columns of atoms along M / N, each the whole step
+  // (blockK rows of 128 bytes), LBO = blockK * 128 bytes between them, SBO = 1024 between groups
+  // of 8 k. Either is what a TMA box of W x rows (K-major) or W x blockK (MN-major) elements with
+  // 128-byte swizzle writes. K-major needs blockK a multiple of W, MN-major each warpgroup's M / N
+  // (64 or wgmmaN) a multiple of W.
+  bool swizzle128 = false;
   bool wgmma = false;
   bool aMnMajor = false, bMnMajor = false;
   // With 3 or more stages a step's wgmma stays in flight while the next step is copied and issued
@@ -126,6 +141,25 @@ struct MmaPlan {
   bool wgmmaOverlap = false;
   int64_t copyAhead = 0;    // steps the copies run ahead of the arithmetic (stages - 1 for mma.sync)
   int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
+  // `tma` (MmaPlan::tma, with swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
+  // operand's array, W (128 bytes) along its contiguous dimension by `boxOuter` rows (K-major: the
+  // tile's rows; MN-major: blockK), written by cp.async.bulk.tensor with 128-byte swizzle, which is
+  // the swizzled layout above; `boxes` per stage (K-major: blockK / W columns of atoms; MN-major:
+  // rows / W). The map's extents are the array's, which must be the contraction's domain (TMA
+  // zero-fills what lies outside the array, which then is what lies outside the domain), its rows
+  // 16-byte multiples apart (TMA's global strides). One thread issues a stage's boxes after an
+  // mbarrier.arrive.expect_tx of their bytes; every thread waits on the stage's mbarrier (parity:
+  // the stage's use count) before the step's barrier. The mbarriers (8 bytes a stage) follow the
+  // tiles and the epilogue at barrierOffset.
+  struct TmaOperand {
+    int array = -1;
+    int64_t inner = 0, outer = 0;  // the array's extents: contiguous dimension, the other
+    int64_t pitchBytes = 0;        // bytes between consecutive outer indices
+    int64_t boxInner = 0, boxOuter = 0, boxes = 0;
+  };
+  bool tma = false;
+  TmaOperand tmaA, tmaB;
+  int64_t barrierOffset = 0;
 };
 
 // The plan of `s.mma` for nest `nest`, or the reasons why none exists (appended to `reasons`):

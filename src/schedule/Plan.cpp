@@ -703,11 +703,23 @@ std::string wgmmaLines(const MmaPlan& p) {
     return fmt::format("{} {} (LBO {}, SBO {} bytes){}", name, mnMajor ? "MN-major" : "K-major", lbo, sbo,
                        contiguousMn && !mnMajor ? ", copied value by value (TF32 is K-major only)" : "");
   };
-  s += fmt::format("  shared memory: {} bytes, dynamic; {} tiles as loaded in core matrices (8 rows x 16 bytes, "
-                   "no swizzle): {}; {}\n",
-                   p.sharedBytes, typeName(p.staged), layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
+  s += fmt::format("  shared memory: {} bytes, dynamic; {} tiles as loaded in {}: {}; {}\n", p.sharedBytes,
+                   typeName(p.staged),
+                   p.swizzle128 ? "128-byte swizzled atoms (8 rows x 128 bytes, 16-byte chunks XORed by row % 8; "
+                                  "1024-byte aligned)"
+                                : "core matrices (8 rows x 16 bytes, no swizzle)",
+                   layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
                    layout("B", p.bMnMajor, p.bKMajor, p.lboB, p.sboB));
-  s += fmt::format("  pipeline: {} buffers filled by cp.async, {} step{} ahead; {}\n", p.stages, p.copyAhead,
+  auto box = [&](const char* name, const MmaPlan::TmaOperand& t) {
+    return fmt::format("{} {} box{} of {} x {} from a {} x {} map", name, t.boxes, t.boxes == 1 ? "" : "es", t.boxInner,
+                       t.boxOuter, t.inner, t.outer);
+  };
+  if (p.tma)
+    s += fmt::format("  TMA: thread 0 copies each stage by cp.async.bulk.tensor.2d (128-byte swizzle, zeros outside "
+                     "the arrays): {}; {}; an mbarrier per stage (expect_tx {} bytes, waited for by parity)\n",
+                     box("A", p.tmaA), box("B", p.tmaB), (p.bufferA + p.bufferB) * typeBytes(p.staged));
+  s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.stages, p.tma ? "TMA" : "cp.async",
+                   p.copyAhead,
                    p.copyAhead == 1 ? "" : "s",
                    p.wgmmaOverlap ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1)"
                                   : "each step's wgmma waited for before the next step (wait_group 0)");

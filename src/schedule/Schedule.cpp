@@ -138,9 +138,11 @@ bool mmaWgmmaArith(MmaArith a) { return mmaIs16Bit(a) || a == MmaArith::Tf32; }
 
 std::string printMmaSchedule(const MmaSchedule& m) {
   if (m.wgmmaN > 0)
-    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}", mmaArithName(m.arith), m.wgmmaN,
+    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
                        mmaFragK(m.arith), m.warpsM, m.warpsN, m.k,
-                       m.stages > 1 ? fmt::format(" stages {}", m.stages) : "", m.sharedEpilogue ? " epilogue shared" : "");
+                       m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
+                       m.swizzle > 0 ? fmt::format(" swizzle {}", m.swizzle) : "", m.tma ? " tma" : "",
+                       m.sharedEpilogue ? " epilogue shared" : "");
   return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
@@ -570,6 +572,32 @@ class ScheduleParser {
       if (!atNumber()) fail("expected the number of stages (2 to 4) after 'stages'");
       m.stages = number();
       if (m.stages < 2 || m.stages > 4) failAt(at, "mma stages must be between 2 and 4");
+    } else {
+      pos_ = save;
+    }
+    // `swizzle 128`, optional, wgmma only (the layouts wgmma's descriptors describe).
+    save = pos_;
+    skipSpace();
+    if (t_.substr(pos_, 7) == "swizzle" &&
+        (pos_ + 7 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 7]) || t_[pos_ + 7] == '_'))) {
+      if (m.wgmmaN == 0) failAt(pos_, "'swizzle' lays out wgmma's tiles: it needs 'wgmma' (mma.sync pads its rows)");
+      pos_ += 7;
+      at = (skipSpace(), pos_);
+      if (!atNumber()) fail("expected the swizzle's bytes (128) after 'swizzle'");
+      m.swizzle = number();
+      if (m.swizzle != 128) failAt(at, fmt::format("rtcg swizzles wgmma's tiles by 128 bytes only, not {}", m.swizzle));
+    } else {
+      pos_ = save;
+    }
+    // `tma`, optional: TMA writes the swizzled layout (a box of 128-byte rows), so it needs it.
+    save = pos_;
+    skipSpace();
+    if (t_.substr(pos_, 3) == "tma" &&
+        (pos_ + 3 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 3]) || t_[pos_ + 3] == '_'))) {
+      if (m.swizzle != 128)
+        failAt(pos_, "'tma' fills wgmma's swizzled tiles: it needs 'wgmma' and 'swizzle 128' before it");
+      pos_ += 3;
+      m.tma = true;
     } else {
       pos_ = save;
     }

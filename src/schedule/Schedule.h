@@ -149,6 +149,14 @@ struct MmaSchedule {
   // owning a 64 x wgmmaN output tile (tileM = tileN = 1). Operands are read from the staged
   // tiles through matrix descriptors (schedule/Mma.h).
   int64_t wgmmaN = 0;
+  // `swizzle 128` (wgmma only): the tiles in the 128-byte swizzled layouts of the PTX ISA (8 rows
+  // of 128 bytes an atom, the 16-byte chunks of row r XORed with r % 8) instead of the canonical
+  // ones without swizzle: wgmma reads them without bank conflicts (schedule/Mma.h). 0: none.
+  int64_t swizzle = 0;
+  // `tma` (after `swizzle 128`): the tiles come by the Tensor Memory Accelerator
+  // (cp.async.bulk.tensor) instead of cp.async, one thread issuing each stage's boxes, an mbarrier
+  // per stage saying when they have landed (schedule/Mma.h).
+  bool tma = false;
   MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
   bool any() const { return arith != MmaArith::None; }
   bool operator==(const MmaSchedule&) const = default;

@@ -1093,7 +1093,8 @@ class NestSpace {
 
   // wgmma schedules (sm_90 devices, DeviceModel::warpgroupMma()) of the arithmetics it takes: 1x1
   // to 2x2 warpgroups of m64n64 to m64n256, steps of 32 and 64 values (TF32: 16 and 32: 64 and 128
-  // bytes per row), 3 or 4 stages, with either epilogue. Register and shared memory limits are the
+  // bytes per row), 3 or 4 stages, with either epilogue; those of 128-byte steps also with
+  // `swizzle 128`, and with `swizzle 128 tma`. Register, shared memory and TMA limits are the
   // plan's (refused ones do not enter).
   void wgmmaVariants(const Contraction& c, MmaArith arith) {
     // The device and, where known, the target (the plan refuses wgmma on any other).
@@ -1111,6 +1112,17 @@ class NestSpace {
             NestSchedule ns;
             ns.mma = MmaSchedule{arith, gm, gn, 1, 1, kStep, stages};
             ns.mma.wgmmaN = n;
+            add(ns, Family::Plain);
+            ns.mma.sharedEpilogue = true;
+            add(ns, Family::Plain);
+            // `swizzle 128` where the step fills 128-byte rows (bf16 k 64, TF32 k 32).
+            if (kStep * (mmaIs16Bit(arith) ? 2 : 4) % 128 != 0) continue;
+            ns.mma.swizzle = 128;
+            add(ns, Family::Plain);
+            ns.mma.sharedEpilogue = false;
+            add(ns, Family::Plain);
+            // And by TMA, where the operands are whole 2-D arrays with 16-byte rows (planTma).
+            ns.mma.tma = true;
             add(ns, Family::Plain);
             ns.mma.sharedEpilogue = true;
             add(ns, Family::Plain);

@@ -645,10 +645,13 @@ namespace {
 // issue it), the fences, commit and wait (~8), the copies as mma.sync's (six per cp.async: of 16
 // bytes, or of one value where a TF32 tile is K-major across the operand's contiguous direction)
 // and the step's own (~12). No fragment loads: the tensor cores read shared memory themselves.
+// With `tma` no thread copies: the step waits on its mbarrier (~4 more) and thread 0's few boxes
+// are noise.
 double wgmmaIssueSeconds(const MmaPlan& p, int64_t blocks, int64_t threads, const DeviceModel& d) {
   auto perCopy = [&](bool contiguousMn, bool mnMajor) { return contiguousMn && !mnMajor ? 1.0 : 16.0 / typeBytes(p.staged); };
-  const double copies = 6.0 * (double(p.blockM * p.blockK) / perCopy(p.aKMajor, p.aMnMajor) +
-                               double(p.blockN * p.blockK) / perCopy(p.bKMajor, p.bMnMajor));
+  const double copies = p.tma ? 4.0 * double(threads)
+                              : 6.0 * (double(p.blockM * p.blockK) / perCopy(p.aKMajor, p.aMnMajor) +
+                                       double(p.blockN * p.blockK) / perCopy(p.bKMajor, p.bMnMajor));
   const double perStep = double(p.blockK / p.fragK) + 8 + copies / double(threads) + 12;
   return perStep * double(p.steps) * double(blocks) * double(threads / 32) / (d.peakFp32Flops / 64);
 }
@@ -727,8 +730,18 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // wgmma as emitted (no swizzle, cp.async by every thread, one barrier per step) measured slower
   // than mma.sync (H200, probe of issue 22: bf16 n = 4096 m64n256 2x1 k 64 stages 3 191 TF/s and
   // tf32 m64n128 85 TF/s, against mma.sync's 313 and 177 TF/s): counted at 45% of the peak, below
-  // mma.sync's 75%, until it measures faster (the bench keeps the model's best).
-  const double sustained = p.wgmma ? 0.45 : p.stages > 1 ? 0.75 : 0.6;
+  // mma.sync's 75%, until it measures faster (the bench keeps the model's best). With `swizzle 128`
+  // it does (H200, probe of issue 22, n = 4096, verified): bf16 m64n256 2x1 k 64 stages 3 391 TF/s
+  // and m64n128 2x1 k 64 stages 4 344 TF/s against mma.sync's 314 (warps 2x4 tile 4x8 k 64 stages
+  // 3): 391 / 314 of mma.sync's 75%, about 90%. TF32 whose operand stored along N is copied value
+  // by value into its K-major tile (matmul's b[k, j]) reached only 126 TF/s against mma.sync's 179:
+  // 126 / 179 of 75%, about 50%. With `tma` as well (second probe, same H200, verified): bf16
+  // m64n256 2x1 k 64 stages 4 623 TF/s (0.82 of cuBLAS's 763), stages 3 453, m64n128 stages 4 467,
+  // at n = 2048 433 against 294 without: counted at the whole peak, above the swizzled copies, with
+  // boxes 2 steps ahead (4 stages); 1 step ahead (3 stages) at 453 / 623 of it, about 75%.
+  const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.aKMajor && !p.aMnMajor) || (p.bKMajor && !p.bMnMajor));
+  const double swizzled = p.tma ? (p.copyAhead >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
+  const double sustained = p.wgmma ? (p.swizzle128 ? swizzled : 0.45) : p.stages > 1 ? 0.75 : 0.6;
   const double compute = std::max(issued / (sustained * peak),
                                   mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
   const bool readsBack = [&] {

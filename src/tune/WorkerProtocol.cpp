@@ -33,11 +33,12 @@ uint64_t getLe(std::string_view in, size_t at, int bytes) {
 }
 
 json launchToJson(const LaunchSpec& l) {
-  return {{"function", l.function},
-          {"grid", l.grid},
-          {"block", l.block},
-          {"smem", l.dynamicSharedBytes},
-          {"params", l.params}};
+  json maps = json::array();
+  for (const TensorMapSpec& t : l.tensorMaps)
+    maps.push_back({{"param", t.param}, {"type", int(t.type)}, {"inner", t.inner}, {"outer", t.outer},
+                    {"pitch", t.pitchBytes}, {"boxInner", t.boxInner}, {"boxOuter", t.boxOuter}});
+  return {{"function", l.function}, {"grid", l.grid}, {"block", l.block}, {"smem", l.dynamicSharedBytes},
+          {"params", l.params},     {"tensorMaps", maps}};
 }
 
 // Typed member access with messages that name the message type and member.
@@ -81,6 +82,20 @@ LaunchSpec launchFromJson(const json& j) {
   l.block = member<std::array<uint32_t, 3>>(j, "launch", "block");
   l.dynamicSharedBytes = member<uint32_t>(j, "launch", "smem");
   l.params = member<std::vector<int>>(j, "launch", "params");
+  // TMA tensor maps (optional: launches without them may leave the member out).
+  const json maps = j.contains("tensorMaps") ? member<json>(j, "launch", "tensorMaps") : json::array();
+  if (!maps.is_array()) throw ProtocolError("'launch' message: member 'tensorMaps' is not an array");
+  for (const json& t : maps) {
+    TensorMapSpec m;
+    m.param = member<int>(t, "tensor map", "param");
+    m.type = ScalarType(member<int>(t, "tensor map", "type"));
+    m.inner = member<uint64_t>(t, "tensor map", "inner");
+    m.outer = member<uint64_t>(t, "tensor map", "outer");
+    m.pitchBytes = member<uint64_t>(t, "tensor map", "pitch");
+    m.boxInner = member<uint32_t>(t, "tensor map", "boxInner");
+    m.boxOuter = member<uint32_t>(t, "tensor map", "boxOuter");
+    l.tensorMaps.push_back(m);
+  }
   return l;
 }
 

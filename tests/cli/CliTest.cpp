@@ -699,6 +699,32 @@ TEST(Cli, WgmmaSchedules) {
   EXPECT_EQ(sm80.out.find(" wgmma "), std::string::npos) << sm80.out;
 }
 
+// `swizzle 128 tma`: explain says the boxes and the mbarriers; export refuses it with the reason
+// (its header does not encode tensor maps) and writes nothing; a refusal names the operand.
+TEST(Cli, WgmmaTmaSchedules) {
+  const std::string gemm = example("gemm_bf16.rtcg");
+  const std::string s =
+      " -D n=1000 --max-shared 232448 -s 'mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma'";
+  Result ex = rtcgcStdout("explain " + gemm + s);
+  EXPECT_EQ(ex.code, 0) << ex.out;
+  EXPECT_NE(ex.out.find("TMA: thread 0 copies each stage by cp.async.bulk.tensor.2d (128-byte swizzle, zeros outside "
+                        "the arrays): A 1 box of 64 x 128 from a 1000 x 1000 map; B 2 boxes of 64 x 64"),
+            std::string::npos) << ex.out;
+  const std::filesystem::path exported = tempDir() / "tma-export";
+  // (export takes the architecture's shared memory; it has no --max-shared)
+  Result exp = rtcgc("export " + gemm + " -D n=1000 -s 'mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 "
+                     "swizzle 128 tma' --arch sm_90 -o " + exported.string());
+  EXPECT_EQ(exp.code, 1) << exp.out;
+  EXPECT_NE(exp.out.find("copies tiles by TMA ('tma'), whose tensor maps an exported header does not encode"),
+            std::string::npos) << exp.out;
+  EXPECT_FALSE(std::filesystem::exists(exported / "gemm_bf16.h"));
+  Result odd = rtcgc("explain " + gemm + " -D n=1003 --max-shared 232448 -s 'mma: bf16 wgmma m64n128k16 warpgroups 2x1 "
+                     "k 64 stages 4 swizzle 128 tma'");
+  EXPECT_EQ(odd.code, 1) << odd.out;
+  EXPECT_NE(odd.out.find("'tma' cannot copy A ('f32(a[i, k])'): its rows are 2006 bytes apart, not a multiple of 16"),
+            std::string::npos) << odd.out;
+}
+
 // `fuse: N`: explain says which nests share a launch and which locals moved to shared memory; a
 // fusion that cannot apply is an error (exit 1) with its reason, a bad count a parse error.
 TEST(Cli, ExplainAndEmitFusedNests) {

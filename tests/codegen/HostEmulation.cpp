@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,12 @@ std::string hostSource(const Kernel& k, const EmittedModule& m) {
       const Param& p = k.params[l.params[a]];
       std::string type = cudaTypeName(p.type);
       args.push_back(p.isArray() ? fmt::format("({}*)args[{}]", type, a) : fmt::format("*({}*)args[{}]", type, a));
+    }
+    // TMA tensor maps: the emulation's encoding of each, from its array's pointer.
+    for (const TensorMapSpec& t : l.tensorMaps) {
+      const size_t a = size_t(std::find(l.params.begin(), l.params.end(), t.param) - l.params.begin());
+      args.push_back(fmt::format("rtcg_emu_tensor_map<rtcg_tensor_map>(args[{}], {}, {}, {}, {}, {}, {})", a, t.inner,
+                                 t.outer, t.pitchBytes, t.boxInner, t.boxOuter, typeBytes(t.type)));
     }
     out += fmt::format(
         "extern \"C\" void rtcg_emu_run_{0}(void** args) {{\n"

@@ -16,7 +16,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <math.h>
 #include <thread>
 #include <vector>
@@ -38,6 +41,7 @@ inline thread_local unsigned int rtcg_emu_linear_tid = 0;
 #define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
+#define __grid_constant__
 
 inline void __syncthreads() { rtcg_emu_barrier->arrive_and_wait(); }
 
@@ -417,8 +421,8 @@ inline void rtcg_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned in
 // byte offset reads wrong values (and fails the comparison with the reference). Tiles live in the
 // dynamic shared memory (the plan's), whose start is shared address 0 here. Descriptor: start
 // address >> 4 in bits 0-13, leading dimension byte offset (LBO) >> 4 in 16-29, stride dimension
-// byte offset (SBO) >> 4 in 32-45, base offset in 49-51 (0 here), swizzle in 62-63 (0: none; the
-// only one rtcg emits, others abort). Canonical layouts without swizzle, in core matrices of 8 rows
+// byte offset (SBO) >> 4 in 32-45, base offset in 49-51 (0 here), swizzle in 62-63 (0: none, 1:
+// 128 bytes (rtcg_emu_wgmma_swizzled); the only ones rtcg emits, others abort). Canonical layouts without swizzle, in core matrices of 8 rows
 // of 16 bytes (e = 16 bytes of elements): K-major (imm-trans 0) element (row, k) at start + (row / 8)
 // SBO + (k / e) LBO + (row % 8) 16 + (k % e) bytes; MN-major (imm-trans 1, 16-bit only) at start +
 // (row / e) SBO + (k / 8) LBO + (k % 8) 16 + (row % e) bytes (row: M of A, N of B). D of m64nN: thread
@@ -438,18 +442,46 @@ inline unsigned long long rtcg_wgmma_desc(const void* p, unsigned int lbo, unsig
   return (unsigned long long)(at >> 4) | (unsigned long long)(lbo >> 4) << 16 | (unsigned long long)(sbo >> 4) << 32;
 }
 inline void rtcg_fence_proxy_async() {}
+// 'swizzle 128': layout type 1 in bits 62-63.
+inline unsigned long long rtcg_wgmma_desc_sw128(const void* p, unsigned int lbo, unsigned int sbo) {
+  return rtcg_wgmma_desc(p, lbo, sbo) | 1ull << 62;
+}
+
+// The 128-byte swizzled layouts (layout type 1), as the PTX ISA's canonical layouts with
+// Swizzle<3, 4, 3> on the byte address: the address formed from the start, the row (K-major: rows
+// of 128 bytes, SBO per 8 rows, k within the row from the start; MN-major: W = 128 bytes of rows
+// per atom row, LBO per W rows, k rows of 128 bytes, SBO per 8 k), then bits 4-6 XORed with bits
+// 7-9. With base offset 0 the atoms must start at multiples of 1024 bytes: a K-major start may sit
+// within the first 128-byte row of an atom (k inside the row), an MN-major one only at an atom.
+inline unsigned long long rtcg_emu_wgmma_swizzled(unsigned long long desc, bool mnMajor, unsigned int size,
+                                                   unsigned int row, unsigned int k, unsigned int depth) {
+  const unsigned long long start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
+                           sbo = ((desc >> 32) & 0x3fff) << 4, w = 128 / size;
+  const bool aligned = mnMajor ? start % 1024 == 0 : (start % 1024) + depth * size <= 128;
+  if (!aligned) {
+    std::fprintf(stderr, "wgmma descriptor %llx: a 128-byte swizzled %s operand's start at shared byte %llu is not "
+                 "where a 1024-byte atom (base offset 0) allows\n", desc, mnMajor ? "MN-major" : "K-major", start);
+    std::abort();
+  }
+  const unsigned long long at = mnMajor ? start + (row / w) * lbo + (k / 8) * sbo + (k % 8) * 128 + (row % w) * size
+                                        : start + (row / 8) * sbo + (row % 8) * 128 + k * size;
+  return at ^ ((at >> 7) & 7) << 4;
+}
 
 // Element (row, k) of a wgmma operand (kind 0 f16, 1 bf16, 2 tf32) through its descriptor.
 inline float rtcg_emu_wgmma_operand(unsigned long long desc, bool mnMajor, int kind, unsigned int row, unsigned int k) {
-  if ((desc >> 62) != 0 || ((desc >> 49) & 7) != 0) {
-    std::fprintf(stderr, "wgmma descriptor %llx: swizzled or with a base offset (not emulated)\n", desc);
+  const unsigned int layout = unsigned(desc >> 62);
+  if ((layout != 0 && layout != 1) || ((desc >> 49) & 7) != 0) {
+    std::fprintf(stderr, "wgmma descriptor %llx: 64- or 32-byte swizzle or a base offset (not emulated)\n", desc);
     std::abort();
   }
   const unsigned long long start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
                            sbo = ((desc >> 32) & 0x3fff) << 4;
   const unsigned int size = kind == 2 ? 4 : 2, e = 16 / size;
-  const unsigned long long at = mnMajor ? start + (row / e) * sbo + (k / 8) * lbo + (k % 8) * 16 + (row % e) * size
-                                        : start + (row / 8) * sbo + (k / e) * lbo + (row % 8) * 16 + (k % e) * size;
+  const unsigned long long at =
+      layout == 1 ? rtcg_emu_wgmma_swizzled(desc, mnMajor, size, row, k, kind == 2 ? 8 : 16)
+      : mnMajor   ? start + (row / e) * sbo + (k / 8) * lbo + (k % 8) * 16 + (row % e) * size
+                  : start + (row / 8) * sbo + (k / e) * lbo + (row % 8) * 16 + (k % e) * size;
   if (at + size > sizeof rtcg_emu_dynamic_smem) {
     std::fprintf(stderr, "wgmma operand element at shared byte %llu: outside the shared memory\n", at);
     std::abort();
@@ -513,6 +545,111 @@ inline void rtcg_emu_wgmma_wait(size_t inFlight) {
       rtcg_emu_wgmma_run(op.kind, op.n, op.transA, op.transB, op.descA, op.descB, op.d.data());
     groups.erase(groups.begin());
   }
+}
+
+// TMA ('mma: ... tma'): the emulated tensor map (the launcher encodes it in the parameter's 128
+// bytes: address, extents, row pitch, box, element size), the mbarriers and the 2-D box copy.
+// An mbarrier (8 bytes of shared memory, keyed by address) counts pending arrivals and
+// transaction bytes; a phase completes when both reach zero, and try_wait.parity p returns once
+// the phase of parity p has completed (the completed phases' count has another parity). The copy
+// runs at once, as a box of the array with zeros outside it, written with the 128-byte swizzle
+// (chunk bits 4-6 of the shared address XORed with bits 7-9), and completes its bytes on the
+// mbarrier. Threads run concurrently: a wait spins, and aborts after 20 s (a phase that never
+// completes: a protocol error would hang the GPU).
+struct rtcg_emu_mbarrier {
+  int count = 0, pending = 0;
+  long long tx = 0;
+  unsigned long long completed = 0;
+};
+inline std::mutex rtcg_emu_mbar_mutex;
+inline std::map<const void*, rtcg_emu_mbarrier> rtcg_emu_mbars;
+
+inline rtcg_emu_mbarrier& rtcg_emu_mbar_at(void* bar) {
+  const std::ptrdiff_t at = static_cast<unsigned char*>(bar) - rtcg_emu_dynamic_smem;
+  if (at < 0 || at + 8 > std::ptrdiff_t(sizeof rtcg_emu_dynamic_smem) || at % 8 != 0) {
+    std::fprintf(stderr, "mbarrier at %p: not an 8-byte aligned address of the dynamic shared memory\n", bar);
+    std::abort();
+  }
+  return rtcg_emu_mbars[bar];
+}
+inline void rtcg_emu_mbar_complete(rtcg_emu_mbarrier& b) {
+  if (b.pending == 0 && b.tx == 0) ++b.completed, b.pending = b.count;
+}
+inline void rtcg_mbar_init(void* bar, unsigned int count) {
+  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
+  rtcg_emu_mbar_at(bar) = {int(count), int(count), 0, 0};
+}
+inline void rtcg_mbar_init_fence() {}
+inline void rtcg_mbar_expect_tx(void* bar, unsigned int bytes) {
+  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
+  rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
+  if (b.count == 0 || b.pending == 0) {
+    std::fprintf(stderr, "mbarrier at %p: arrive on an uninitialized barrier or past its count\n", bar);
+    std::abort();
+  }
+  b.tx += bytes, --b.pending;
+  rtcg_emu_mbar_complete(b);
+}
+inline void rtcg_mbar_wait(void* bar, unsigned int parity) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
+      rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
+      if (b.count == 0) {
+        std::fprintf(stderr, "mbarrier at %p: wait on an uninitialized barrier\n", bar);
+        std::abort();
+      }
+      if ((b.completed & 1) != (parity & 1)) return;
+    }
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
+      std::fprintf(stderr, "mbarrier at %p: the phase of parity %u never completed\n", bar, parity);
+      std::abort();
+    }
+    std::this_thread::yield();
+  }
+}
+struct rtcg_emu_tensor_map_fields {
+  const unsigned char* address;
+  unsigned long long inner, outer, pitchBytes, boxInner, boxOuter, elementBytes;
+};
+// The launcher's encoding of a tensor map (what cuTensorMapEncodeTiled would make of the spec).
+template <class Map>
+inline Map rtcg_emu_tensor_map(const void* address, unsigned long long inner, unsigned long long outer,
+                               unsigned long long pitchBytes, unsigned long long boxInner, unsigned long long boxOuter,
+                               unsigned long long elementBytes) {
+  static_assert(sizeof(Map) == 128 && sizeof(rtcg_emu_tensor_map_fields) <= 128);
+  const rtcg_emu_tensor_map_fields f{static_cast<const unsigned char*>(address), inner, outer, pitchBytes,
+                                     boxInner, boxOuter, elementBytes};
+  Map m{};
+  std::memcpy(&m, &f, sizeof f);
+  return m;
+}
+template <class Map>
+inline void rtcg_tma_load_2d(void* dst, const Map* map, void* bar, int inner, int outer) {
+  rtcg_emu_tensor_map_fields f;
+  std::memcpy(&f, map, sizeof f);
+  const std::ptrdiff_t base = static_cast<unsigned char*>(dst) - rtcg_emu_dynamic_smem;
+  const unsigned long long rowBytes = f.boxInner * f.elementBytes, bytes = rowBytes * f.boxOuter;
+  if (rowBytes != 128 || base < 0 || base % 1024 != 0 ||
+      base + std::ptrdiff_t(bytes) > std::ptrdiff_t(sizeof rtcg_emu_dynamic_smem)) {
+    std::fprintf(stderr, "TMA box to shared byte %td: not 1024-byte aligned, rows not 128 bytes (128-byte swizzle), "
+                 "or past the shared memory\n", base);
+    std::abort();
+  }
+  for (unsigned long long r = 0; r < f.boxOuter; ++r)
+    for (unsigned long long e = 0; e < f.boxInner; ++e) {
+      const long long gi = (long long)inner + (long long)e, go = (long long)outer + (long long)r;
+      unsigned long long at = base + r * rowBytes + e * f.elementBytes;
+      at ^= ((at >> 7) & 7) << 4;
+      const bool inside = gi >= 0 && go >= 0 && (unsigned long long)gi < f.inner && (unsigned long long)go < f.outer;
+      if (inside) std::memcpy(rtcg_emu_dynamic_smem + at, f.address + go * f.pitchBytes + gi * f.elementBytes, f.elementBytes);
+      else std::memset(rtcg_emu_dynamic_smem + at, 0, f.elementBytes);
+    }
+  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
+  rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
+  b.tx -= (long long)bytes;
+  rtcg_emu_mbar_complete(b);
 }
 
 // The order in which the blocks of a grid run: 0 in order (x fastest), 1 reversed, 2 a fixed

@@ -48,6 +48,8 @@ CandidateMessage sampleCandidate() {
   l.dynamicSharedBytes = 4096;
   l.params = {1, 2, 4};
   c.launches = {l, l};
+  // The second launch passes a TMA tensor map (`mma: ... tma`).
+  c.launches[1].tensorMaps = {{1, ScalarType::BF16, 1000, 200, 2000, 64, 128}};
   c.cubin = std::string("\x7f" "ELF\0\0binary\xff", 12);
   c.raceMs = 2.5;
   c.raceTimedMs = 1.25;
@@ -141,6 +143,8 @@ TEST(WorkerProtocol, CandidateRoundTripsWithItsCubin) {
   EXPECT_EQ(back.launches[1].block, c.launches[1].block);
   EXPECT_EQ(back.launches[1].dynamicSharedBytes, 4096u);
   EXPECT_EQ(back.launches[1].params, c.launches[1].params);
+  EXPECT_TRUE(back.launches[0].tensorMaps.empty());
+  EXPECT_EQ(back.launches[1].tensorMaps, c.launches[1].tensorMaps);
 }
 
 TEST(WorkerProtocol, EveryOtherMessageRoundTrips) {

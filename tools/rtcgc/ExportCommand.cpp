@@ -88,6 +88,14 @@ ExportedImage compileFor(const Kernel& bound, const ExportArgs& a, const std::st
   std::string text = renderDiagnostics(diags, src);
   if (!text.empty()) fputs(text.c_str(), stderr);
   if (!c) throw Fail{nvrtcFailed ? 3 : 1};
+  // The exported header launches with plain pointers and scalars; TMA's tensor maps would need the
+  // driver's encoding at each launch, which it does not do.
+  for (const LaunchSpec& l : c->module.launches)
+    if (!l.tensorMaps.empty()) {
+      fmt::print(stderr, "rtcgc: export: {}: schedule '{}' copies tiles by TMA ('tma'), whose tensor maps an exported "
+                 "header does not encode; export the schedule without 'tma'\n", arch, printSchedule(c->schedule));
+      throw Fail{1};
+    }
   cubin.assign(c->binary.cubin.begin(), c->binary.cubin.end());
   return {arch, fmt::format("{}.{}.cubin", bound.name, arch), printSchedule(c->schedule), c->module.launches};
 }
