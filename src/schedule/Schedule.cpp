@@ -141,8 +141,9 @@ std::string printMmaSchedule(const MmaSchedule& m) {
     return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}", mmaArithName(m.arith), m.wgmmaN,
                        mmaFragK(m.arith), m.warpsM, m.warpsN, m.k,
                        m.stages > 1 ? fmt::format(" stages {}", m.stages) : "", m.sharedEpilogue ? " epilogue shared" : "");
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
+                     m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
 }
 
@@ -570,6 +571,21 @@ class ScheduleParser {
       if (!atNumber()) fail("expected the number of stages (2 to 4) after 'stages'");
       m.stages = number();
       if (m.stages < 2 || m.stages > 4) failAt(at, "mma stages must be between 2 and 4");
+    } else {
+      pos_ = save;
+    }
+    // `fragments 2`, optional.
+    save = pos_;
+    skipSpace();
+    if (t_.substr(pos_, 9) == "fragments" &&
+        (pos_ + 9 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 9]) || t_[pos_ + 9] == '_'))) {
+      if (m.wgmmaN > 0)
+        fail("'fragments' double-buffers mma.sync's fragment registers; wgmma reads its operands from shared memory");
+      pos_ += 9;
+      at = (skipSpace(), pos_);
+      if (!atNumber()) fail("expected the fragment register sets (2) after 'fragments'");
+      m.fragments = number();
+      if (m.fragments != 2) failAt(at, "mma fragments must be 2 (double-buffered fragment registers; without the word: 1)");
     } else {
       pos_ = save;
     }

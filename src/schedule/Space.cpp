@@ -1016,9 +1016,31 @@ class NestSpace {
                 add(ns, Family::Plain);
                 withBounds(ns);
               }
+              if (sm90F64 && stages > 1) fragmentVariants(ns.mma, c.type);
             }
           }
         }
+    }
+  }
+
+  // FP64's sm_90 shapes with stages also with `fragments 2` (the next fragment-k loaded while this
+  // one's mma issue, across the step's barrier too), with either epilogue, where the register
+  // estimate with the carried fragment-k stays below the spill line above (248); also with the
+  // __launch_bounds__ that keep that many registers for two or more blocks per multiprocessor.
+  void fragmentVariants(MmaSchedule ms, ScalarType type) {
+    ms.fragments = 2;
+    const int64_t regs = mmaRegisters(ms, type), threads = ms.warpsM * ms.warpsN * 32;
+    if (regs >= 248) return;
+    const int64_t resident = std::min<int64_t>(
+        o_.device.registersPerMultiprocessor / (threads * ((regs + 7) / 8 * 8)), 2048 / threads);
+    for (bool shared : {false, true}) {
+      NestSchedule ns;
+      ns.mma = ms;
+      ns.mma.sharedEpilogue = shared;
+      add(ns, Family::Plain);
+      if (resident < 2) continue;
+      ns.blocksPerSM = resident;
+      add(ns, Family::Plain);
     }
   }
 

@@ -600,7 +600,10 @@ int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
     const int64_t step = (ms.tileM * dims.m + ms.tileN * dims.n) * ms.k / 32;
     const int64_t threads = ms.warpsM * ms.warpsN * 32;
     const int64_t copies = (ms.warpsM * ms.tileM * dims.m + ms.warpsN * ms.tileN * dims.n) * ms.k / threads;
-    return std::min<int64_t>(255, (ms.stages > 1 ? 24 : 40 + 3 * copies) + 2 * (accs + step));
+    // `fragments 2`: the next step's first fragment-k is loaded while the step's last one is still
+    // held for its mma: one fragment-k's registers more.
+    const int64_t carried = ms.fragments > 1 ? (ms.tileM * dims.m + ms.tileN * dims.n) * dims.k / 32 : 0;
+    return std::min<int64_t>(255, (ms.stages > 1 ? 24 : 40 + 3 * copies) + 2 * (accs + step + carried));
   }
   const int64_t accs = ms.tileM * ms.tileN * (f64 ? 2 : 4);
   const int64_t fragments = (ms.tileM * (f64 ? 1 : 4) + ms.tileN * (f64 ? 1 : 2)) * (ms.arith == MmaArith::Tf32x3 ? 2 : 1);
@@ -705,7 +708,9 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // than mma.sync (H200, probe of issue 22: bf16 n = 4096 m64n256 2x1 k 64 stages 3 191 TF/s and
   // tf32 m64n128 85 TF/s, against mma.sync's 313 and 177 TF/s): counted at 45% of the peak, below
   // mma.sync's 75%, until it measures faster (the bench keeps the model's best).
-  const double sustained = p.wgmma ? 0.45 : p.stages > 1 ? 0.75 : 0.6;
+  // `fragments 2` takes the shared-memory loads' latency off the path from each step's barrier to
+  // its mma (EmitMmaPrefetch.cpp): counted at 80%.
+  const double sustained = p.wgmma ? 0.45 : p.prefetchFragments ? 0.8 : p.stages > 1 ? 0.75 : 0.6;
   const double compute = std::max(issued / (sustained * peak),
                                   mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
   const bool readsBack = [&] {
