@@ -787,3 +787,39 @@ TEST(HostEmulation, MmaF64FragmentsMatchTheReference) {
     EXPECT_EQ(checkOnHost(matmul(1003, ScalarType::F64), "mma: f64 m16n8k16 warps 2x2 tile 2x4 k 16 stages 3 fragments 2",
                           1e-12, sm90), "");
 }
+
+// The space offers `fragments 2` with FP64's sm_90 shapes and stages only (none on sm_80, none
+// without stages), and NVRTC compiles the offered ones with the most registers (the model's
+// estimate, two per shape, bounds included) for sm_90 without local memory.
+TEST(Mma, SpaceOffersF64FragmentsThatCompileWithoutSpills) {
+  Kernel k = matmul(1003, ScalarType::F64);
+  SpaceOptions o;
+  o.limits = deviceScheduleLimits(227 * 1024, 1024);
+  std::map<MmaShape, std::multimap<int64_t, std::string>> largest;
+  int offered = 0;
+  for (const Candidate& c : enumerateSchedules(k, o).candidates) {
+    const MmaSchedule& ms = c.schedule.nests[0].mma;
+    if (ms.fragments < 2) continue;
+    ++offered;
+    EXPECT_NE(ms.shape, MmaShape::Native) << c.text;
+    EXPECT_GT(ms.stages, 1) << c.text;
+    EXPECT_LT(mmaRegisters(ms, ScalarType::F64), 248) << c.text;
+    std::multimap<int64_t, std::string>& top = largest[ms.shape];
+    top.emplace(mmaRegisters(ms, ScalarType::F64) + (c.schedule.nests[0].blocksPerSM > 0 ? 0 : 1), c.text);
+    if (top.size() > 2) top.erase(top.begin());
+  }
+  EXPECT_GT(offered, 0);
+  EXPECT_EQ(largest.size(), 3u);
+  for (const auto& shape : largest)
+    for (const auto& entry : shape.second) {
+      const std::string& text = entry.second;
+      CudaCompileResult r = compileCuda(emitCuda(k, *parseSchedule(text).schedule, o.limits).source, "dgemm.cu", "sm_90");
+      ASSERT_TRUE(r.success) << text << "\n" << r.log;
+      ASSERT_EQ(r.resources.size(), 1u) << text;
+      EXPECT_EQ(r.resources[0].localBytes, 0) << text << ": " << r.resources[0].registers << " registers";
+    }
+  SpaceOptions a100;
+  a100.device = *archDeviceModel("sm_80");
+  for (const Candidate& c : enumerateSchedules(k, a100).candidates)
+    EXPECT_EQ(c.schedule.nests[0].mma.fragments, 1) << c.text;
+}
