@@ -697,7 +697,19 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // Of those, m16n8k16 measured fastest (H200, n = 4096, warps 2x2 tile 4x4: 46.1 TF/s; m16n8k4 42.0,
   // 0.91 of it): fewer, longer instructions per product.
   const bool slowF64Shape = p.shape == MmaShape::Native && d.computeCapability >= 90;
-  const double f64Shape = slowF64Shape ? 0.5 : p.shape == MmaShape::M16N8K4 || p.shape == MmaShape::M16N8K8 ? 0.91 : 1.0;
+  // `fragments 2` on block tiles of 128 x 64 or more: the H200 probe (n = 4096, median of 20) timed
+  // blocks_per_sm 2, m16n8k4 warps 4x2 tile 2x4 k 8 stages 4 at 2.878 ms (0.93x cuBLAS) and
+  // m16n8k8 warps 2x2 tile 4x4 k 8 stages 4 at 2.932 ms, against 3.025 ms for the best schedule
+  // without it (m16n8k16 warps 2x2 tile 2x4 k 16 stages 3, 64 x 64): with the operands double-buffered the
+  // shorter shapes lose nothing to m16n8k16, and these tiles read half as much of L2 per product.
+  // On 64 x 64 tiles it was slower (2048: 0.397 against 0.366 ms; 4096: 3.114 against 3.025): its
+  // registers cost a block per multiprocessor, and the L2 traffic, not the loads' latency, bounds
+  // those tiles. Counted at 79% and 69%, around the 75% of stages alone.
+  const bool bigPrefetch = p.prefetchFragments && p.blockM * p.blockN >= 128 * 64;
+  const double f64Shape = slowF64Shape ? 0.5
+                          : bigPrefetch ? 1.0
+                          : p.shape == MmaShape::M16N8K4 || p.shape == MmaShape::M16N8K8 ? 0.91
+                                                                                          : 1.0;
   const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops * f64Shape
                       : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
                                                : d.peakTensorFlops / 2;
@@ -709,8 +721,11 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // tf32 m64n128 85 TF/s, against mma.sync's 313 and 177 TF/s): counted at 45% of the peak, below
   // mma.sync's 75%, until it measures faster (the bench keeps the model's best).
   // `fragments 2` takes the shared-memory loads' latency off the path from each step's barrier to
-  // its mma (EmitMmaPrefetch.cpp): counted at 80%.
-  const double sustained = p.wgmma ? 0.45 : p.prefetchFragments ? 0.8 : p.stages > 1 ? 0.75 : 0.6;
+  // its mma (EmitMmaPrefetch.cpp): 79% on large block tiles, 69% on others (measured, above).
+  const double sustained = p.wgmma               ? 0.45
+                           : p.prefetchFragments ? (bigPrefetch ? 0.79 : 0.69)
+                           : p.stages > 1        ? 0.75
+                                                 : 0.6;
   const double compute = std::max(issued / (sustained * peak),
                                   mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
   const bool readsBack = [&] {

@@ -768,6 +768,7 @@ TEST(HostEmulation, MmaF64FragmentsMatchTheReference) {
       "m16n8k8 warps 2x4 tile 2x2 k 32 stages 2 fragments 2 epilogue shared",
       "m16n8k4 warps 1x2 tile 3x1 k 12 stages 3 fragments 2",
       "m16n8k4 warps 2x2 tile 4x4 k 8 stages 4 fragments 2 epilogue shared; blocks_per_sm: 2",
+      "m16n8k4 warps 4x2 tile 2x4 k 8 stages 4 fragments 2 epilogue shared; blocks_per_sm: 2",
       "m8n8k4 warps 2x1 tile 2x2 k 8 stages 3 fragments 2"};
   for (const Kernel& k : kernels)
     for (const std::string& s : schedules)
@@ -803,7 +804,7 @@ TEST(Mma, SpaceOffersF64FragmentsThatCompileWithoutSpills) {
     ++offered;
     EXPECT_NE(ms.shape, MmaShape::Native) << c.text;
     EXPECT_GT(ms.stages, 1) << c.text;
-    EXPECT_LT(mmaRegisters(ms, ScalarType::F64), 248) << c.text;
+    EXPECT_LT(mmaRegisters(ms, ScalarType::F64), 255) << c.text;
     std::multimap<int64_t, std::string>& top = largest[ms.shape];
     top.emplace(mmaRegisters(ms, ScalarType::F64) + (c.schedule.nests[0].blocksPerSM > 0 ? 0 : 1), c.text);
     if (top.size() > 2) top.erase(top.begin());
