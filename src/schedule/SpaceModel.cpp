@@ -705,7 +705,12 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // On 64 x 64 tiles it was slower (2048: 0.397 against 0.366 ms; 4096: 3.114 against 3.025): its
   // registers cost a block per multiprocessor, and the L2 traffic, not the loads' latency, bounds
   // those tiles. Counted at 79% and 69%, around the 75% of stages alone.
-  const bool bigPrefetch = p.prefetchFragments && p.blockM * p.blockN >= 128 * 64;
+  // Second probe: tune found m16n8k4 warps 2x4 tile 4x4 k 8 stages 4 fragments 2 at 2.707 ms
+  // (n = 4096, ~0.99x cuBLAS) and stages 3 epilogue shared at 0.342 ms (2048, 0.85x), but at
+  // n = 1000 (64 to 128 such blocks for 132 multiprocessors) warps 2x2 tile 4x4 ran 0.0683 ms
+  // against 0.0532 without it: the credit needs more blocks than multiprocessors.
+  const bool bigPrefetch = p.prefetchFragments && p.blockM * p.blockN >= 128 * 64 &&
+                           e.blocks > d.multiprocessors;
   const double f64Shape = slowF64Shape ? 0.5
                           : bigPrefetch ? 1.0
                           : p.shape == MmaShape::M16N8K4 || p.shape == MmaShape::M16N8K8 ? 0.91
