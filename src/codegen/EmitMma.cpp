@@ -174,8 +174,6 @@ std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& 
   return {C::name(name), C::name(small)};
 }
 
-using Fragments = std::vector<std::vector<std::vector<C::ExprP>>>;  // [fragment][part][register]
-
 // TF32 tiles as loaded (MmaPlan::tilesAsLoaded): one operand's fragments of the fragment-k at kk,
 // converted. From a (rows x k) tile by ldmatrix, whose 8x8 b16 matrices are 8 x 4 words, thread
 // (g, t) getting word t of row g, as the m16n8k8 TF32 registers are laid out: x4 per A fragment
@@ -217,16 +215,19 @@ void loadedOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, c
   }
 }
 
-// One fragment-k of the step: per warp fragment its operand registers, then every mma. tf32x3 sums
-// the small products first (a_small b_big, a_big b_small), then the big one, and adds that to the
-// accumulator in FP32.
-void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
-                  const C::ExprP& bufB, std::vector<C::Stmt>& out) {
-  if (mmaIs16Bit(p.arith)) return halfFragmentStep(ctx, p, nm, kk, bufA, bufB, out);
+}  // namespace
+
+namespace mma {
+
+WarpFragments loadFragments(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk,
+                            const C::ExprP& bufA, const C::ExprP& bufB, std::vector<C::Stmt>& out) {
   const MmaSchedule& ms = ctx.sched.mma;
-  const bool f64 = p.arith == MmaArith::F64, x3 = p.arith == MmaArith::Tf32x3;
-  // a[fm][part][reg], b[fn][part][reg] (part 1: the small parts)
-  Fragments a(ms.tileM, std::vector<std::vector<C::ExprP>>(2)), b(ms.tileN, std::vector<std::vector<C::ExprP>>(2));
+  const bool f64 = p.arith == MmaArith::F64;
+  WarpFragments f;
+  Fragments& a = f.a;
+  Fragments& b = f.b;
+  a.assign(size_t(ms.tileM), std::vector<std::vector<C::ExprP>>(2));
+  b.assign(size_t(ms.tileN), std::vector<std::vector<C::ExprP>>(2));
   // TF32 tiles as loaded: ldmatrix where it applies; FP64's value by value from either tile.
   const bool byLdmatrix = p.tilesAsLoaded && !f64;
   if (byLdmatrix) {
@@ -249,6 +250,14 @@ void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::Exp
                                            fmt::format("b{}", fn), out);
       b[fn][0].push_back(big), b[fn][1].push_back(small);
     }
+  return f;
+}
+
+void issueMmas(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const WarpFragments& f, std::vector<C::Stmt>& out) {
+  const MmaSchedule& ms = ctx.sched.mma;
+  const bool f64 = p.arith == MmaArith::F64, x3 = p.arith == MmaArith::Tf32x3;
+  const Fragments& a = f.a;
+  const Fragments& b = f.b;
   auto mma = [&](const std::vector<std::string>& acc, int64_t fm, int64_t fn, int pa, int pb, std::vector<C::Stmt>& to) {
     std::vector<C::ExprP> args;
     for (const std::string& r : acc) args.push_back(C::name(r));
@@ -276,6 +285,17 @@ void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::Exp
       for (size_t r = 0; r < t.size(); ++r) part.push_back(C::assign(C::name(nm.acc[fm][fn][r]), "+=", C::name(t[r])));
       out.push_back(C::block(std::move(part)));
     }
+}
+
+}  // namespace mma
+
+namespace {
+
+// One fragment-k of the step: per warp fragment its operand registers, then every mma.
+void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
+                  const C::ExprP& bufB, std::vector<C::Stmt>& out) {
+  if (mmaIs16Bit(p.arith)) return halfFragmentStep(ctx, p, nm, kk, bufA, bufB, out);
+  issueMmas(ctx, p, nm, loadFragments(ctx, p, nm, kk, bufA, bufB, out), out);
 }
 
 // The fragment-k loop over one step's tiles.
@@ -313,6 +333,7 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
     stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.bufferA)) : nullptr, to);
     stageOperand(ctx, p, nm, false, k0, buffer ? C::product(buffer, lit(p.bufferB)) : nullptr, to);
   };
+  if (p.prefetchFragments) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
   std::vector<C::Stmt> body;
   const StepRing ring = openStepRing(ctx, p, S - 1, false, copyStep, out, body);
   body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.bufferA)),

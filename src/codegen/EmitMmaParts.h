@@ -55,6 +55,18 @@ bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p);
 void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
                       const C::ExprP& bufB, std::vector<C::Stmt>& out);
 
+// EmitMma.cpp: one fragment-k's operand registers at kk of the buffers starting at bufA and bufB
+// (null: the only ones), as const locals declared in `out` (TF32 and FP64; the 16-bit
+// arithmetics: halfFragmentStep), and the warp's mma on them. tf32x3 sums the small products first
+// (a_small b_big, a_big b_small), then the big one, and adds that to the accumulator in FP32.
+using Fragments = std::vector<std::vector<std::vector<C::ExprP>>>;  // [fragment][part][register]
+struct WarpFragments {
+  Fragments a, b;  // a[fm][part][reg], b[fn][part][reg] (part 1: tf32x3's small parts)
+};
+WarpFragments loadFragments(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk,
+                            const C::ExprP& bufA, const C::ExprP& bufB, std::vector<C::Stmt>& out);
+void issueMmas(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const WarpFragments& f, std::vector<C::Stmt>& out);
+
 // EmitMma.cpp: the staged tiles (static arrays, or slices of the dynamic shared memory).
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
 
@@ -82,6 +94,11 @@ extern const char* const tmaHelpers;
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.
 void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch);
+// EmitMmaPrefetch.cpp: the reduction with `fragments 2` (MmaPlan::prefetchFragments): the
+// cp.async ring `stages` steps ahead, each step's fragment-k loaded before the previous one's mma,
+// and the next step's first fragments loaded after the barrier that precedes the step's last mma.
+void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const CopyStep& copyStep,
+                         std::vector<C::Stmt>& out);
 
 // EmitWgmma.cpp: wgmma (MmaPlan::wgmma): the tiles, the warpgroup's accumulators (nm.acc[0][chunk]:
 // 16 rows x 8 columns of each warp, as m16n8 fragments) and the pipelined steps.

@@ -291,6 +291,22 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   if (ms.swizzle == 128) planSwizzle128(ms, p, reasons);
 }
 
+// `fragments 2` (MmaPlan::prefetchFragments): the step's fragments come from a stage that is
+// resident one barrier before the step's last mma, so it needs the cp.async ring, and it is
+// emitted for FP64's register layout (value-by-value loads; TF32's conversions and the 16-bit
+// ldmatrix path keep one set).
+void planFragments(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
+  if (ms.fragments < 2) return;
+  p.prefetchFragments = true;
+  if (p.stages < 2)
+    reasons.push_back("mma: 'fragments 2' loads the next step's fragments from its stage before the step ends: "
+                      "give 'stages 2' to 'stages 4'");
+  if (p.wgmma)
+    reasons.push_back("mma: 'fragments 2' double-buffers mma.sync's fragment registers; wgmma reads shared memory");
+  else if (p.arith != MmaArith::F64)
+    reasons.push_back(fmt::format("mma: 'fragments 2' is emitted for 'f64' only, not '{}'", mmaArithName(p.arith)));
+}
+
 }  // namespace
 
 int64_t wgmmaRegisters(int64_t n) { return n / 2 + 40; }
@@ -378,6 +394,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   }
   if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
   if (s.mma.tma && p.swizzle128) planTma(k, p, reasons);
+  planFragments(s.mma, p, reasons);
   p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
   p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
   p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.stages;

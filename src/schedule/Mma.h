@@ -140,6 +140,13 @@ struct MmaPlan {
   // stages - 2 steps ahead; with 2, each step waits for its wgmma (wait_group 0), 1 step ahead.
   bool wgmmaOverlap = false;
   int64_t copyAhead = 0;    // steps the copies run ahead of the arithmetic (stages - 1 for mma.sync)
+  // `fragments 2` (f64 with stages): two sets of fragment registers. Fragment-k f + 1's registers
+  // are loaded before fragment-k f's mma issue; at the step's last one the block first waits for
+  // the next step's stage and meets at the barrier, refills this step's buffer (every fragment of
+  // it is in registers by then: the copies run `stages` steps ahead instead of stages - 1) and
+  // loads the next step's first fragments, then issues the last mma. No mma waits on a
+  // shared-memory load after a barrier, and the barrier's wait overlaps the mma in flight.
+  bool prefetchFragments = false;
   int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
   // `tma` (MmaPlan::tma, with swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
   // operand's array, W (128 bytes) along its contiguous dimension by `boxOuter` rows (K-major: the

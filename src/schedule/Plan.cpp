@@ -754,10 +754,14 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                                : mmaIs16Bit(p.arith) ? " (.trans from a K-major tile)"
                                                      : " (value by value from a K-major tile)");
   if (p.stages > 1)
-    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; {}\n", p.stages, p.stages - 1,
+    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; {}\n", p.stages,
+                     p.prefetchFragments ? p.stages : p.stages - 1,
                      mmaIs16Bit(p.arith) || p.arith == MmaArith::F64 ? "no conversion"
                      : p.arith == MmaArith::Tf32 ? "TF32 operands as copied (the tensor cores truncate them)"
                                                  : "operands split as fragments load");
+  if (p.prefetchFragments)
+    s += "  fragments: two register sets; the next fragment-k's loaded while this one's mma issue, the next "
+         "step's first from its stage (waited for before the step's last mma)\n";
   return s + mmaEpilogueLine(p);
 }
 

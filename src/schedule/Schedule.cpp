@@ -143,8 +143,9 @@ std::string printMmaSchedule(const MmaSchedule& m) {
                        m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                        m.swizzle > 0 ? fmt::format(" swizzle {}", m.swizzle) : "", m.tma ? " tma" : "",
                        m.sharedEpilogue ? " epilogue shared" : "");
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
+                     m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
 }
 
@@ -598,6 +599,21 @@ class ScheduleParser {
         failAt(pos_, "'tma' fills wgmma's swizzled tiles: it needs 'wgmma' and 'swizzle 128' before it");
       pos_ += 3;
       m.tma = true;
+    } else {
+      pos_ = save;
+    }
+    // `fragments 2`, optional.
+    save = pos_;
+    skipSpace();
+    if (t_.substr(pos_, 9) == "fragments" &&
+        (pos_ + 9 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 9]) || t_[pos_ + 9] == '_'))) {
+      if (m.wgmmaN > 0)
+        fail("'fragments' double-buffers mma.sync's fragment registers; wgmma reads its operands from shared memory");
+      pos_ += 9;
+      at = (skipSpace(), pos_);
+      if (!atNumber()) fail("expected the fragment register sets (2) after 'fragments'");
+      m.fragments = number();
+      if (m.fragments != 2) failAt(at, "mma fragments must be 2 (double-buffered fragment registers; without the word: 1)");
     } else {
       pos_ = save;
     }

@@ -158,10 +158,17 @@ struct MmaSchedule {
   // per stage saying when they have landed (schedule/Mma.h).
   bool tma = false;
   MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
+  // `fragments 2` (with stages): two sets of fragment registers. The next fragment-k's A and B
+  // fragments are loaded from shared memory while this one's mma issue, and the next step's first
+  // ones (its stage resident: one barrier earlier) while the step's last mma issue, so that no mma
+  // waits on a shared-memory load after the barrier (CUTLASS's warp-level double buffering;
+  // schedule/Mma.h). 1, the default: each fragment-k's fragments loaded just before its mma.
+  int64_t fragments = 1;
   bool any() const { return arith != MmaArith::None; }
   bool operator==(const MmaSchedule&) const = default;
 };
-std::string printMmaSchedule(const MmaSchedule& m);  // "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 [stages 3] [epilogue shared]"
+// "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16 [stages 3] [fragments 2] [epilogue shared]"
+std::string printMmaSchedule(const MmaSchedule& m);
 bool mmaWgmmaArith(MmaArith a);  // the arithmetics wgmma takes: bf16, f16 (k16) and tf32 (k8)
 const char* mmaShapeName(const MmaSchedule& m);      // its shape's name: "m16n8k8" (f64 on sm_90 too)
 MmaDims mmaDims(const MmaSchedule& m);                // its instruction's M, N, K

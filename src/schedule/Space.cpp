@@ -1085,9 +1085,38 @@ class NestSpace {
                 add(ns, Family::Plain);
                 withBounds(ns);
               }
+              if (sm90F64 && stages > 1) fragmentVariants(ns.mma, c.type);
             }
           }
         }
+    }
+  }
+
+  // FP64's sm_90 shapes with stages also with `fragments 2` (the next fragment-k loaded while this
+  // one's mma issue, across the step's barrier too), with either epilogue, where the register
+  // estimate with the carried fragment-k stays below the cap (255): it overcounts the large tiles
+  // here (m16n8k8 warps 2x2 tile 4x4 k 8 stages 4, 2.932 ms at n = 4096 in the H200 probe: estimate
+  // 248, 231 registers; m16n8k4 warps 2x4 tile 4x4 k 8: 224, 206), and the tuner refuses what
+  // spills after all (launchObstacle); also with the
+  // __launch_bounds__ that keep that many registers for two or more blocks per multiprocessor,
+  // counted with 16 registers to spare: the estimate is within about that of NVRTC's count here,
+  // and at a cap of exactly the estimate m16n8k8 warps 2x2 tile 2x2 k 16 spilled (155 registers
+  // unbounded against an estimate of 128). None for the smallest tiles (estimate 64 or less):
+  // their caps (9 blocks: 56 registers) are below what ptxas can compile an FP64 mma with.
+  void fragmentVariants(MmaSchedule ms, ScalarType type) {
+    ms.fragments = 2;
+    const int64_t regs = mmaRegisters(ms, type), threads = ms.warpsM * ms.warpsN * 32;
+    if (regs >= 255) return;
+    const int64_t resident = std::min<int64_t>(
+        o_.device.registersPerMultiprocessor / (threads * ((regs + 16 + 7) / 8 * 8)), 2048 / threads);
+    for (bool shared : {false, true}) {
+      NestSchedule ns;
+      ns.mma = ms;
+      ns.mma.sharedEpilogue = shared;
+      add(ns, Family::Plain);
+      if (resident < 2 || regs <= 64) continue;
+      ns.blocksPerSM = resident;
+      add(ns, Family::Plain);
     }
   }
 

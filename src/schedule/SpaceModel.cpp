@@ -623,7 +623,10 @@ int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
     const int64_t step = (ms.tileM * dims.m + ms.tileN * dims.n) * ms.k / 32;
     const int64_t threads = ms.warpsM * ms.warpsN * 32;
     const int64_t copies = (ms.warpsM * ms.tileM * dims.m + ms.warpsN * ms.tileN * dims.n) * ms.k / threads;
-    return std::min<int64_t>(255, (ms.stages > 1 ? 24 : 40 + 3 * copies) + 2 * (accs + step));
+    // `fragments 2`: the next step's first fragment-k is loaded while the step's last one is still
+    // held for its mma: one fragment-k's registers more.
+    const int64_t carried = ms.fragments > 1 ? (ms.tileM * dims.m + ms.tileN * dims.n) * dims.k / 32 : 0;
+    return std::min<int64_t>(255, (ms.stages > 1 ? 24 : 40 + 3 * copies) + 2 * (accs + step + carried));
   }
   const int64_t accs = ms.tileM * ms.tileN * (f64 ? 2 : 4);
   const int64_t fragments = (ms.tileM * (f64 ? 1 : 4) + ms.tileN * (f64 ? 1 : 2)) * (ms.arith == MmaArith::Tf32x3 ? 2 : 1);
@@ -720,7 +723,24 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // Of those, m16n8k16 measured fastest (H200, n = 4096, warps 2x2 tile 4x4: 46.1 TF/s; m16n8k4 42.0,
   // 0.91 of it): fewer, longer instructions per product.
   const bool slowF64Shape = p.shape == MmaShape::Native && d.computeCapability >= 90;
-  const double f64Shape = slowF64Shape ? 0.5 : p.shape == MmaShape::M16N8K4 || p.shape == MmaShape::M16N8K8 ? 0.91 : 1.0;
+  // `fragments 2` on block tiles of 128 x 64 or more: the H200 probe (n = 4096, median of 20) timed
+  // blocks_per_sm 2, m16n8k4 warps 4x2 tile 2x4 k 8 stages 4 at 2.878 ms (0.93x cuBLAS) and
+  // m16n8k8 warps 2x2 tile 4x4 k 8 stages 4 at 2.932 ms, against 3.025 ms for the best schedule
+  // without it (m16n8k16 warps 2x2 tile 2x4 k 16 stages 3, 64 x 64): with the operands double-buffered the
+  // shorter shapes lose nothing to m16n8k16, and these tiles read half as much of L2 per product.
+  // On 64 x 64 tiles it was slower (2048: 0.397 against 0.366 ms; 4096: 3.114 against 3.025): its
+  // registers cost a block per multiprocessor, and the L2 traffic, not the loads' latency, bounds
+  // those tiles. Counted at 79% and 69%, around the 75% of stages alone.
+  // Second probe: tune found m16n8k4 warps 2x4 tile 4x4 k 8 stages 4 fragments 2 at 2.707 ms
+  // (n = 4096, ~0.99x cuBLAS) and stages 3 epilogue shared at 0.342 ms (2048, 0.85x), but at
+  // n = 1000 (64 to 128 such blocks for 132 multiprocessors) warps 2x2 tile 4x4 ran 0.0683 ms
+  // against 0.0532 without it: the credit needs more blocks than multiprocessors.
+  const bool bigPrefetch = p.prefetchFragments && p.blockM * p.blockN >= 128 * 64 &&
+                           e.blocks > d.multiprocessors;
+  const double f64Shape = slowF64Shape ? 0.5
+                          : bigPrefetch ? 1.0
+                          : p.shape == MmaShape::M16N8K4 || p.shape == MmaShape::M16N8K8 ? 0.91
+                                                                                          : 1.0;
   const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops * f64Shape
                       : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
                                                : d.peakTensorFlops / 2;
@@ -741,7 +761,12 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // boxes 2 steps ahead (4 stages); 1 step ahead (3 stages) at 453 / 623 of it, about 75%.
   const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.aKMajor && !p.aMnMajor) || (p.bKMajor && !p.bMnMajor));
   const double swizzled = p.tma ? (p.copyAhead >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
-  const double sustained = p.wgmma ? (p.swizzle128 ? swizzled : 0.45) : p.stages > 1 ? 0.75 : 0.6;
+  // `fragments 2` takes the shared-memory loads' latency off the path from each step's barrier to
+  // its mma (EmitMmaPrefetch.cpp): 79% on large block tiles, 69% on others (measured, above).
+  const double sustained = p.wgmma               ? (p.swizzle128 ? swizzled : 0.45)
+                           : p.prefetchFragments ? (bigPrefetch ? 0.79 : 0.69)
+                           : p.stages > 1        ? 0.75
+                                                 : 0.6;
   const double compute = std::max(issued / (sustained * peak),
                                   mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
   const bool readsBack = [&] {

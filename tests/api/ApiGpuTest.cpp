@@ -86,6 +86,7 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"trmv.rtcg", {{{{"n", 37}}, {{"n", 3001}}}}},
     {"trmm.rtcg", {{{{"n", 37}}, {{"n", 131}}}}},
     {"syrk.rtcg", {{{{"n", 37}, {"K", 13}}, {{"n", 1000}, {"K", 300}}}}},
+    {"dgemm.rtcg", {{{{"n", 37}}, {{"n", 1003}}}}},
 };
 
 // Every example has test sizes here (the GPU test below would fail on a GPU machine only: CI,

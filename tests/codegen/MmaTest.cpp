@@ -705,3 +705,122 @@ TEST(Mma, SpaceOffersF64Sm90ShapesOnSm90) {
   auto [sm80, first80] = shapes(a100);
   EXPECT_EQ(sm80, std::set<std::string>{"m8n8k4"});
 }
+
+// `fragments 2` (double-buffered fragment registers, EmitMmaPrefetch.cpp): the clause prints and
+// parses back, a count other than 2 and wgmma are refused at their column, the plan refuses it
+// without stages and beside other arithmetics than f64 (with the reason), and explain says what it does.
+TEST(Mma, FragmentsClauseAndPlan) {
+  for (const char* text : {"mma: f64 m16n8k16 warps 2x2 tile 4x4 k 16 stages 3 fragments 2",
+                           "blocks_per_sm: 2; mma: f64 m16n8k4 warps 2x4 tile 2x4 k 16 stages 4 fragments 2 epilogue shared",
+                           "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8 fragments 2"}) {
+    ScheduleParseResult r = parseSchedule(text);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.error;
+    EXPECT_EQ(printSchedule(*r.schedule), text);
+    EXPECT_EQ(parseSchedule(printSchedule(*r.schedule)).schedule, r.schedule);
+    EXPECT_EQ(r.schedule->nests[0].mma.fragments, 2);
+  }
+  ScheduleParseResult three = parseSchedule("mma: f64 m16n8k16 warps 2x2 tile 2x4 k 16 stages 3 fragments 3");
+  EXPECT_EQ(three.column, 62) << three.error;
+  EXPECT_NE(three.error.find("mma fragments must be 2"), std::string::npos) << three.error;
+  ScheduleParseResult none = parseSchedule("mma: f64 m16n8k16 warps 2x2 tile 2x4 k 16 stages 3 fragments");
+  EXPECT_FALSE(none.ok());
+  EXPECT_NE(none.error.find("after 'fragments'"), std::string::npos) << none.error;
+  ScheduleParseResult wg = parseSchedule("mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 fragments 2");
+  EXPECT_EQ(wg.column, 57) << wg.error;
+  EXPECT_NE(wg.error.find("wgmma reads its operands from shared memory"), std::string::npos) << wg.error;
+
+  const Kernel k = matmul(37, ScalarType::F64);
+  auto reasons = [&](const Kernel& kernel, const std::string& text) {
+    return validateSchedule(kernel, *parseSchedule(text).schedule);
+  };
+  std::vector<std::string> unstaged = reasons(k, "mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 fragments 2");
+  ASSERT_EQ(unstaged.size(), 1u);
+  EXPECT_NE(unstaged[0].find("'fragments 2' loads the next step's fragments"), std::string::npos) << unstaged[0];
+  std::vector<std::string> tf32 = reasons(matmul(37), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3 fragments 2");
+  ASSERT_EQ(tf32.size(), 1u);
+  EXPECT_NE(tf32[0].find("emitted for 'f64' only, not 'tf32x3'"), std::string::npos) << tf32[0];
+
+  SchedulePlan plan = planSchedule(k, *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3 fragments 2").schedule);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan.nests[0].mma->prefetchFragments);
+  const std::string text = printPlan(k, plan.nests[0]);
+  EXPECT_NE(text.find("3 buffers filled by cp.async, 3 steps ahead"), std::string::npos) << text;
+  EXPECT_NE(text.find("fragments: two register sets"), std::string::npos) << text;
+  SchedulePlan one = planSchedule(k, *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3").schedule);
+  ASSERT_TRUE(one.ok());
+  EXPECT_FALSE(one.nests[0].mma->prefetchFragments);
+  EXPECT_EQ(printPlan(k, one.nests[0]).find("fragments: two"), std::string::npos);
+}
+
+// `fragments 2` against the reference in the host emulation at sizes no tile divides (the brief's
+// 200 x 136 x 72 rectangle, 37, the lift's epilogue reading its output): one fragment-k per step
+// (m16n8k16 k 16: the carried set is all a step loads), several, an odd number (m16n8k4 k 12), 2 to
+// 4 stages, a reduction of one step (the ring's empty groups), m8n8k4, both epilogues, bounds.
+TEST(HostEmulation, MmaF64FragmentsMatchTheReference) {
+  ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
+  sm90.computeCapability = 90;
+  const std::vector<Kernel> kernels{fromSource(kF64Rect, {{"m", 200}, {"n", 136}, {"kk", 72}}),
+                                    matmul(37, ScalarType::F64),
+                                    fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 37}})};
+  const std::vector<std::string> schedules{
+      "m16n8k16 warps 2x2 tile 2x4 k 16 stages 3 fragments 2 epilogue shared",
+      "m16n8k16 warps 2x2 tile 4x4 k 16 stages 4 fragments 2",
+      "m16n8k8 warps 2x4 tile 2x2 k 32 stages 2 fragments 2 epilogue shared",
+      "m16n8k4 warps 1x2 tile 3x1 k 12 stages 3 fragments 2",
+      "m16n8k4 warps 2x2 tile 4x4 k 8 stages 4 fragments 2 epilogue shared; blocks_per_sm: 2",
+      "m16n8k4 warps 4x2 tile 2x4 k 8 stages 4 fragments 2 epilogue shared; blocks_per_sm: 2",
+      "m8n8k4 warps 2x1 tile 2x2 k 8 stages 3 fragments 2"};
+  for (const Kernel& k : kernels)
+    for (const std::string& s : schedules)
+      EXPECT_EQ(checkOnHost(k, "mma: f64 " + s, 1e-12, sm90), "") << k.name << " " << s;
+  // One step (K = 12 <= k 16): the prologue's copies past the last step are empty groups.
+  EXPECT_EQ(checkOnHost(fromSource(kF64Rect, {{"m", 33}, {"n", 17}, {"kk", 12}}),
+                        "mma: f64 m16n8k8 warps 2x1 tile 1x2 k 16 stages 3 fragments 2", 1e-12, sm90), "");
+  // The emitted loop: the barrier precedes the step's last mma, the copies run `stages` ahead.
+  const std::string src = emitCuda(matmul(1003, ScalarType::F64),
+                                   *parseSchedule("mma: f64 m16n8k16 warps 2x2 tile 2x4 k 16 stages 3 fragments 2").schedule,
+                                   sm90).source;
+  const size_t loop = src.find("for (int step = 0;");
+  ASSERT_NE(loop, std::string::npos) << src;
+  EXPECT_NE(src.find("const int ahead = step + 3;", loop), std::string::npos) << src;
+  EXPECT_LT(src.find("__syncthreads();", loop), src.find("rtcg_mma_f64_m16n8k16(acc", loop)) << src;
+  if (rtcgtest::fullTests())
+    EXPECT_EQ(checkOnHost(matmul(1003, ScalarType::F64), "mma: f64 m16n8k16 warps 2x2 tile 2x4 k 16 stages 3 fragments 2",
+                          1e-12, sm90), "");
+}
+
+// The space offers `fragments 2` with FP64's sm_90 shapes and stages only (none on sm_80, none
+// without stages), and NVRTC compiles the offered ones with the most registers (the model's
+// estimate, two per shape, bounds included) for sm_90 without local memory.
+TEST(Mma, SpaceOffersF64FragmentsThatCompileWithoutSpills) {
+  Kernel k = matmul(1003, ScalarType::F64);
+  SpaceOptions o;
+  o.limits = deviceScheduleLimits(227 * 1024, 1024);
+  std::map<MmaShape, std::multimap<int64_t, std::string>> largest;
+  int offered = 0;
+  for (const Candidate& c : enumerateSchedules(k, o).candidates) {
+    const MmaSchedule& ms = c.schedule.nests[0].mma;
+    if (ms.fragments < 2) continue;
+    ++offered;
+    EXPECT_NE(ms.shape, MmaShape::Native) << c.text;
+    EXPECT_GT(ms.stages, 1) << c.text;
+    EXPECT_LT(mmaRegisters(ms, ScalarType::F64), 255) << c.text;
+    std::multimap<int64_t, std::string>& top = largest[ms.shape];
+    top.emplace(mmaRegisters(ms, ScalarType::F64) + (c.schedule.nests[0].blocksPerSM > 0 ? 0 : 1), c.text);
+    if (top.size() > 2) top.erase(top.begin());
+  }
+  EXPECT_GT(offered, 0);
+  EXPECT_EQ(largest.size(), 3u);
+  for (const auto& shape : largest)
+    for (const auto& entry : shape.second) {
+      const std::string& text = entry.second;
+      CudaCompileResult r = compileCuda(emitCuda(k, *parseSchedule(text).schedule, o.limits).source, "dgemm.cu", "sm_90");
+      ASSERT_TRUE(r.success) << text << "\n" << r.log;
+      ASSERT_EQ(r.resources.size(), 1u) << text;
+      EXPECT_EQ(r.resources[0].localBytes, 0) << text << ": " << r.resources[0].registers << " registers";
+    }
+  SpaceOptions a100;
+  a100.device = *archDeviceModel("sm_80");
+  for (const Candidate& c : enumerateSchedules(k, a100).candidates)
+    EXPECT_EQ(c.schedule.nests[0].mma.fragments, 1) << c.text;
+}
