@@ -428,7 +428,7 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
     }
     ++count;
   }
-  EXPECT_EQ(count, 20);
+  EXPECT_EQ(count, 21);
 }
 
 }  // namespace
