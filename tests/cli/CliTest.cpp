@@ -254,11 +254,11 @@ TEST(Cli, CyclicRows) {
   Result r = rtcgc("tune " + example("trmv.rtcg") + " -D n=8192 --dry-run");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find(" rank    model us  threads    blocks  tile   shared    occ    bal  schedule\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("    1        73.3      256      1024     1        0   100%    91%  i: grid.x, thread.y 8; "
+  EXPECT_NE(r.out.find("    1        71.5      128      2048     1        0   100%   100%  i: grid.x, thread.y 4; "
                        "j: serial, thread.x 32, unroll 4\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("    3        73.7     1024       264     1        0   100%    88%  i: serial, grid.x 264, thread.y 8; "
+  EXPECT_NE(r.out.find("   12        73.7     1024       264     1        0   100%    88%  i: serial, grid.x 264, thread.y 8; "
                        "j: serial, thread.x 128\n"),
             std::string::npos)
       << r.out;
