@@ -124,6 +124,23 @@ run64 -k lift64 -D K=33333 -D Np=35 -D F=60 --schedule "mma: f64 m16n8k16 warps 
 run_example gemm_bf16.rtcg -D n=1003 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
 run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 4"
 run_example matmul.rtcg -D n=1003 --precision tf32 --schedule "mma: tf32 wgmma m64n64k8 warpgroups 2x2 k 32 stages 3"
+# wgmma with 128-byte swizzled tiles, and filled by TMA from tensor maps encoded at launch (TMA
+# needs rows 16-byte apart: n = 1000 for bf16; tf32's b[k, j] is not K-major, so swizzled copies
+# only), at sizes no tile divides.
+run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x2 k 64 stages 4 swizzle 128 tma epilogue shared"
+run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3 swizzle 128 tma"
+run_example gemm_bf16.rtcg -D n=1003 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3 swizzle 128 epilogue shared"
+run_example matmul.rtcg -D n=1003 --precision tf32 --schedule "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128"
+# FP64 with double-buffered fragment registers (`fragments 2`).
+run_example dgemm.rtcg -D n=1001 --schedule "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 4 fragments 2"
+run_example dgemm.rtcg -D n=1001 --schedule "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2 epilogue shared"
+# Tiles staged per step along triangular ranges over each block's hull, and cyclic rows (each
+# block's rows spread over the triangle), on reduction ranges and output domains.
+run_example trmm.rtcg -D n=1001 --schedule "i: grid.y, thread.y 8, reg 8; j: grid.x, thread.x 16, reg 4; k: serial, unroll 16; shared: a^T, b; buffers: 3; copy: async"
+run_example trmm.rtcg -D n=1001 --schedule "i: serial, grid.y 5, thread.y 8, reg 8; j: grid.x, thread.x 16, reg 4; k: serial, unroll 8; shared: a^T, b; buffers: 2"
+run_example trmv.rtcg -D n=8191 --schedule "i: serial, grid.x 1056; j: serial, unroll 2, thread.x 256, unroll 4"
+run_example trmv.rtcg -D n=8191 --schedule "i: grid.x, thread.y 4; j: serial, unroll 2, thread.x 64, unroll 4; shared: a; buffers: 3; copy: async"
+run_example syrk.rtcg -D n=1001 -D K=257 --schedule "i: serial, grid.y 3, thread.y 8, reg 4; j: grid.x, thread.x 16, reg 4; k: serial, unroll 8; shared: a[i,k]^T, a[j,k]^T"
 # Rows kept in registers across fused nests (`keep:`), with the neighbouring-values order and
 # streaming stores, at row lengths no thread count divides.
 keep() { local file=$1 nest=$2; shift 2; run_example "$file" "$@" --schedule "$nest; fuse: 3; keep: x | $nest | $nest; stores: streaming"; }
