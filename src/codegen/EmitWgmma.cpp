@@ -8,6 +8,9 @@
 // step's k, committed; with 3 or more stages it stays in flight through the next step's copies and
 // issue (wait_group 1, so the buffer refilled at a step is the one read two steps before, whose
 // wgmma every warpgroup waited for before that step's barrier), else it is waited for at once.
+// With `swizzle 128` (MmaPlan::swizzle128) the same copies land in the 128-byte swizzled layouts
+// and the descriptors say so; with `tma` as well (MmaPlan::tma) thread 0 fills each stage by TMA
+// boxes on the stage's mbarrier instead (EmitTma.cpp, openTmaRing), the rest of the step as here.
 // The accumulators stay in registers in the m16n8 fragment layout per warp, so the mma.sync
 // epilogues (EmitMma.cpp) store them.
 #include <fmt/format.h>
