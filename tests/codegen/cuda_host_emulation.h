@@ -12,11 +12,11 @@
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -554,14 +554,16 @@ inline void rtcg_emu_wgmma_wait(size_t inFlight) {
 // the phase of parity p has completed (the completed phases' count has another parity). The copy
 // runs at once, as a box of the array with zeros outside it, written with the 128-byte swizzle
 // (chunk bits 4-6 of the shared address XORed with bits 7-9), and completes its bytes on the
-// mbarrier. Threads run concurrently: a wait spins, and aborts after 20 s (a phase that never
-// completes: a protocol error would hang the GPU).
+// mbarrier. Threads run concurrently: a wait blocks until the phase completes, as
+// __syncthreads' std::barrier does (a protocol error hangs here as it would on the GPU, until
+// ctest's timeout; no clock decides it).
 struct rtcg_emu_mbarrier {
   int count = 0, pending = 0;
   long long tx = 0;
   unsigned long long completed = 0;
 };
 inline std::mutex rtcg_emu_mbar_mutex;
+inline std::condition_variable rtcg_emu_mbar_phase;  // notified when a phase completes
 inline std::map<const void*, rtcg_emu_mbarrier> rtcg_emu_mbars;
 
 inline rtcg_emu_mbarrier& rtcg_emu_mbar_at(void* bar) {
@@ -573,7 +575,7 @@ inline rtcg_emu_mbarrier& rtcg_emu_mbar_at(void* bar) {
   return rtcg_emu_mbars[bar];
 }
 inline void rtcg_emu_mbar_complete(rtcg_emu_mbarrier& b) {
-  if (b.pending == 0 && b.tx == 0) ++b.completed, b.pending = b.count;
+  if (b.pending == 0 && b.tx == 0) ++b.completed, b.pending = b.count, rtcg_emu_mbar_phase.notify_all();
 }
 inline void rtcg_mbar_init(void* bar, unsigned int count) {
   std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
@@ -591,23 +593,13 @@ inline void rtcg_mbar_expect_tx(void* bar, unsigned int bytes) {
   rtcg_emu_mbar_complete(b);
 }
 inline void rtcg_mbar_wait(void* bar, unsigned int parity) {
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
-      rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
-      if (b.count == 0) {
-        std::fprintf(stderr, "mbarrier at %p: wait on an uninitialized barrier\n", bar);
-        std::abort();
-      }
-      if ((b.completed & 1) != (parity & 1)) return;
-    }
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
-      std::fprintf(stderr, "mbarrier at %p: the phase of parity %u never completed\n", bar, parity);
-      std::abort();
-    }
-    std::this_thread::yield();
+  std::unique_lock<std::mutex> lock(rtcg_emu_mbar_mutex);
+  rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);  // std::map: the reference stays valid
+  if (b.count == 0) {
+    std::fprintf(stderr, "mbarrier at %p: wait on an uninitialized barrier\n", bar);
+    std::abort();
   }
+  rtcg_emu_mbar_phase.wait(lock, [&] { return (b.completed & 1) != (parity & 1); });
 }
 struct rtcg_emu_tensor_map_fields {
   const unsigned char* address;
