@@ -488,6 +488,22 @@ class ScheduleParser {
     return {a, b};
   }
 
+  // The next word when it is `w` (not the start of a longer word): consumed, its column in `at`;
+  // else nothing is consumed.
+  bool optionalWord(std::string_view w, size_t& at) {
+    const size_t save = pos_;
+    skipSpace();
+    const size_t end = pos_ + w.size();
+    if (t_.compare(pos_, w.size(), w) == 0 &&
+        (end >= t_.size() || !(std::isalnum((unsigned char)t_[end]) || t_[end] == '_'))) {
+      at = pos_;
+      pos_ = end;
+      return true;
+    }
+    pos_ = save;
+    return false;
+  }
+
   void keyword(const char* kw, const char* after) {
     size_t at = (skipSpace(), pos_);
     std::string w = word(fmt::format("'{}' after {}", kw, after).c_str());
@@ -564,71 +580,42 @@ class ScheduleParser {
     if (m.k < fragK || m.k > 128 || m.k % fragK != 0)
       failAt(at, fmt::format("mma k must be a multiple of {} between {} and 128", fragK, fragK));
     // `stages N`, optional: the next word, when it is that word.
-    size_t save = pos_;
-    skipSpace();
-    if (t_.substr(pos_, 6) == "stages" &&
-        (pos_ + 6 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 6]) || t_[pos_ + 6] == '_'))) {
-      pos_ += 6;
+    size_t wordAt = 0;
+    if (optionalWord("stages", wordAt)) {
       at = (skipSpace(), pos_);
       if (!atNumber()) fail("expected the number of stages (2 to 4) after 'stages'");
       m.stages = number();
       if (m.stages < 2 || m.stages > 4) failAt(at, "mma stages must be between 2 and 4");
-    } else {
-      pos_ = save;
     }
     // `swizzle 128`, optional, wgmma only (the layouts wgmma's descriptors describe).
-    save = pos_;
-    skipSpace();
-    if (t_.substr(pos_, 7) == "swizzle" &&
-        (pos_ + 7 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 7]) || t_[pos_ + 7] == '_'))) {
-      if (m.wgmmaN == 0) failAt(pos_, "'swizzle' lays out wgmma's tiles: it needs 'wgmma' (mma.sync pads its rows)");
-      pos_ += 7;
+    if (optionalWord("swizzle", wordAt)) {
+      if (m.wgmmaN == 0) failAt(wordAt, "'swizzle' lays out wgmma's tiles: it needs 'wgmma' (mma.sync pads its rows)");
       at = (skipSpace(), pos_);
       if (!atNumber()) fail("expected the swizzle's bytes (128) after 'swizzle'");
       m.swizzle = number();
       if (m.swizzle != 128) failAt(at, fmt::format("rtcg swizzles wgmma's tiles by 128 bytes only, not {}", m.swizzle));
-    } else {
-      pos_ = save;
     }
     // `tma`, optional: TMA writes the swizzled layout (a box of 128-byte rows), so it needs it.
-    save = pos_;
-    skipSpace();
-    if (t_.substr(pos_, 3) == "tma" &&
-        (pos_ + 3 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 3]) || t_[pos_ + 3] == '_'))) {
+    if (optionalWord("tma", wordAt)) {
       if (m.swizzle != 128)
-        failAt(pos_, "'tma' fills wgmma's swizzled tiles: it needs 'wgmma' and 'swizzle 128' before it");
-      pos_ += 3;
+        failAt(wordAt, "'tma' fills wgmma's swizzled tiles: it needs 'wgmma' and 'swizzle 128' before it");
       m.tma = true;
-    } else {
-      pos_ = save;
     }
     // `fragments 2`, optional.
-    save = pos_;
-    skipSpace();
-    if (t_.substr(pos_, 9) == "fragments" &&
-        (pos_ + 9 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 9]) || t_[pos_ + 9] == '_'))) {
+    if (optionalWord("fragments", wordAt)) {
       if (m.wgmmaN > 0)
-        fail("'fragments' double-buffers mma.sync's fragment registers; wgmma reads its operands from shared memory");
-      pos_ += 9;
+        failAt(wordAt, "'fragments' double-buffers mma.sync's fragment registers; wgmma reads its operands from shared memory");
       at = (skipSpace(), pos_);
       if (!atNumber()) fail("expected the fragment register sets (2) after 'fragments'");
       m.fragments = number();
       if (m.fragments != 2) failAt(at, "mma fragments must be 2 (double-buffered fragment registers; without the word: 1)");
-    } else {
-      pos_ = save;
     }
     // `epilogue shared`, optional.
-    save = pos_;
-    skipSpace();
-    if (t_.substr(pos_, 8) == "epilogue" &&
-        (pos_ + 8 >= t_.size() || !(std::isalnum((unsigned char)t_[pos_ + 8]) || t_[pos_ + 8] == '_'))) {
-      pos_ += 8;
+    if (optionalWord("epilogue", wordAt)) {
       at = (skipSpace(), pos_);
       std::string how = word("'shared' after 'epilogue'");
       if (how != "shared") failAt(at, fmt::format("expected 'shared' after 'epilogue', found '{}'", how));
       m.sharedEpilogue = true;
-    } else {
-      pos_ = save;
     }
     return m;
   }
