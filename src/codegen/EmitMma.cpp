@@ -452,6 +452,13 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
       nm.tileA.push_back({storage, at}), at += a;
       nm.tileB.push_back({storage, at}), at += b;
     }
+    // tf32x3 on wgmma: the small tiles' rings after the operands' (A's only where it is read from
+    // shared memory).
+    if (p.splitBuffers) {
+      at = p.smallOffset;
+      if (!p.registerA) nm.tileA.push_back({storage, at}), at += p.splitBuffers * p.bufferA;
+      nm.tileB.push_back({storage, at});
+    }
     return;
   }
   for (int part = 0; part < p.tilesPerOperand; ++part) {

@@ -109,6 +109,7 @@ C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::E
 // one plan's shape and layouts (a function per distinct name).
 extern const char* const wgmmaCommonHelpers;
 extern const char* const wgmmaSwizzleHelpers;  // `swizzle 128`'s descriptor, after the common ones
+extern const char* const wgmmaSplitHelpers;    // tf32x3's split of a step's tiles (MmaPlan::splitBuffers)
 std::string wgmmaShapeHelper(const MmaPlan& p);
 
 }  // namespace rtcg::emit::mma

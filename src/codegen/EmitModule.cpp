@@ -127,6 +127,11 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
       break;
     }
   for (const NestPlan& np : plan.nests)
+    if (np.mma && np.mma->splitBuffers) {
+      mod.preludes.push_back(emit::mma::wgmmaSplitHelpers);
+      break;
+    }
+  for (const NestPlan& np : plan.nests)
     if (np.mma && np.mma->tma) {
       mod.preludes.push_back(emit::mma::tmaHelpers);
       break;

@@ -28,10 +28,11 @@ int64_t coreRow(const MmaPlan& p) { return 16 / typeBytes(p.staged); }
 
 bool mnMajor(const MmaPlan& p, bool isA) { return isA ? p.aMnMajor : p.bMnMajor; }
 
-// The helper's name: arithmetic, shape and each operand's layout (k: K-major, m: MN-major).
+// The helper's name: arithmetic, shape and each operand's layout (k: K-major, m: MN-major, r: A
+// from registers). tf32x3's issue TF32 instructions, and have a `_zero` form (scale-d 0).
 std::string helperName(const MmaPlan& p) {
-  return fmt::format("rtcg_wgmma_{}_m64n{}k{}_{}{}", mmaArithName(p.arith), p.fragN, p.fragK, p.aMnMajor ? 'm' : 'k',
-                     p.bMnMajor ? 'm' : 'k');
+  return fmt::format("rtcg_wgmma_{}_m64n{}k{}_{}{}", mmaArithName(p.arith), p.fragN, p.fragK,
+                     p.registerA ? 'r' : p.aMnMajor ? 'm' : 'k', p.bMnMajor ? 'm' : 'k');
 }
 
 // Elements of the staged type in 128 bytes (a swizzle atom's row).
@@ -60,11 +61,12 @@ int64_t kOffset(const MmaPlan& p, bool isA, int64_t kk) {
 
 // The accumulators of a warpgroup's 64 x N tile: N / 2 per thread, chunk c (8 columns) holding
 // elements 4c..4c + 3 (rows g, g, g + 8, g + 8 of the warp's 16; columns 2t, 2t + 1).
-void declareAccumulators(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
+void declareAccumulators(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body,
+                         const char* base = "acc") {
   nm.acc.assign(1, std::vector<std::vector<std::string>>(size_t(p.fragN / 8)));
   for (size_t c = 0; c < nm.acc[0].size(); ++c)
     for (int r = 0; r < 4; ++r) {
-      nm.acc[0][c].push_back(ctx.names.fresh(fmt::format("acc{}_{}", c, r)));
+      nm.acc[0][c].push_back(ctx.names.fresh(fmt::format("{}{}_{}", base, c, r)));
       body.push_back(C::decl("float", nm.acc[0][c].back(), literalOf(ScalarType::F32, 0, 0.0), false));
     }
 }
@@ -76,11 +78,64 @@ C::Stmt withAccumulators(const MmaNames& nm, const std::string& name, std::vecto
   return C::exprStmt(C::call(name, std::move(lead)));
 }
 
+// The descriptors of the step's tiles: per operand [0] the (big) value, [1] tf32x3's small part.
+struct StepDescriptors {
+  std::vector<C::ExprP> a, b;
+};
+
+// tf32x3 (MmaPlan::splitBuffers): the step's buffer of each tile wgmma reads from shared memory
+// split in place into its big part and, in the small tile's buffer `small`, its small part, four
+// values a thread at a time (the buffers are multiples of 16 bytes); then the async proxy fence
+// (wgmma reads these generic writes) and a barrier.
+void splitStep(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer, const C::ExprP& small,
+               std::vector<C::Stmt>& body) {
+  const int64_t threads = ctx.plan.launch.threads;
+  for (bool isA : {true, false}) {
+    if (isA && p.registerA) continue;
+    const std::vector<Tile>& tiles = isA ? nm.tileA : nm.tileB;
+    const int64_t size = isA ? p.bufferA : p.bufferB, quads = size / 4, rounds = (quads + threads - 1) / threads;
+    std::string s = ctx.names.fresh(isA ? "split_a" : "split_b"), e = ctx.names.fresh("e");
+    std::vector<C::Stmt> inner{C::exprStmt(C::call(
+        "rtcg_tf32_split4", {C::unary("&", tileRef(tiles[0], C::sum({C::product(buffer, lit(size)), C::name(e)}))),
+                             C::unary("&", tileRef(tiles[1], C::sum({C::product(small, lit(size)), C::name(e)})))}))};
+    std::vector<C::Stmt> loop{C::decl(ctx.idx, e, C::product(C::sum({nm.tid, C::product(C::name(s), lit(threads))}), lit(4)))};
+    if (quads % threads == 0) append(loop, std::move(inner));
+    else loop.push_back(C::ifThen(bin("<", C::name(e), lit(size)), std::move(inner)));
+    body.push_back(C::forLoop(ctx.idx, s, lit(0), lit(rounds), C::Unroll::Full, std::move(loop)));
+  }
+  body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+  body.push_back(C::syncThreads());
+}
+
+// registerA: the warp's A fragment of fragment-k kk from the step's buffer of the MN-major tile,
+// as const locals: [0] the values (TF32 reads their top 19 bits), tf32x3 [0] big and [1] small.
+std::vector<std::vector<C::ExprP>> registerFragment(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm,
+                                                    const C::ExprP& buffer, int64_t kk, std::vector<C::Stmt>& body) {
+  static const std::pair<int64_t, int64_t> at[] = {{0, 0}, {8, 0}, {0, 4}, {8, 4}};  // (row, k) from (g, t)
+  std::vector<std::vector<C::ExprP>> regs(p.splitBuffers ? 2 : 1);
+  for (auto [dr, dk] : at) {
+    C::ExprP row = C::sum({nm.wm, lit(dr), nm.g}), k = C::sum({lit(kk + dk), nm.t});
+    C::ExprP value = tileRef(nm.tileA[0], C::sum({C::product(buffer, lit(p.bufferA)), wgmmaTileAt(p, true, row, k)}));
+    std::string v = ctx.names.fresh(fmt::format("a{}", kk / p.fragK));
+    // Those passed to wgmma are not const: the keep helper after the wait holds them.
+    body.push_back(C::decl("float", v, std::move(value), p.splitBuffers > 0));
+    if (!p.splitBuffers) {
+      regs[0].push_back(C::name(v));
+      continue;
+    }
+    std::string big = ctx.names.fresh(v + "_big"), small = ctx.names.fresh(v + "_small");
+    body.push_back(C::decl("float", big, C::call("rtcg_tf32_rna", {C::name(v)}), false));
+    body.push_back(C::decl("float", small, C::call("rtcg_tf32_rna", {bin("-", C::name(v), C::name(big))}), false));
+    regs[0].push_back(C::name(big)), regs[1].push_back(C::name(small));
+  }
+  return regs;
+}
+
 // The reduction: the cp.async ring (openStepRing) with D = copyAhead steps copied ahead and the
-// copies fenced for the async proxy, then per step the wgmma of each k of the step, committed and
-// waited for down to 1 group in flight (overlap) or 0.
-void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& descA, const C::ExprP& descB,
-                    std::vector<C::Stmt>& out) {
+// copies fenced for the async proxy, then per step tf32x3's split, A's registers (registerA), the
+// wgmma of each k of the step, committed and waited for down to 1 group in flight (overlap) or 0.
+void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const StepDescriptors& desc,
+                    const MmaNames& partial, std::vector<C::Stmt>& out) {
   const int64_t D = p.copyAhead;
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
@@ -92,15 +147,58 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
                               : openStepRing(ctx, p, D, true, copyStep, out, body);
   const std::string& buf = ring.buffer;
   const std::string name = helperName(p);
-  body.push_back(withAccumulators(nm, name + "_fence", {}));
-  const int64_t bytes = typeBytes(p.staged);
-  for (int64_t kk = 0; kk < p.blockK; kk += p.fragK) {
-    C::ExprP a = C::sum({descA, C::product(C::name(buf), lit(p.bufferA * bytes / 16)), lit(kOffset(p, true, kk))});
-    C::ExprP b = C::sum({descB, C::product(C::name(buf), lit(p.bufferB * bytes / 16)), lit(kOffset(p, false, kk))});
-    body.push_back(withAccumulators(nm, name, {a, b}));
+  std::string small;
+  if (p.splitBuffers) {
+    small = ctx.names.fresh("small");
+    body.push_back(C::decl(ctx.idx, small, bin("%", C::name(ring.step), lit(p.splitBuffers))));
+    splitStep(ctx, p, nm, C::name(buf), C::name(small), body);
   }
-  body.push_back(C::exprStmt(C::call("rtcg_wgmma_commit", {})));
-  body.push_back(withAccumulators(nm, name + (p.wgmmaOverlap ? "_wait1" : "_wait0"), {}));
+  std::vector<std::vector<std::vector<C::ExprP>>> aRegs;  // [fragment-k][part][register]
+  if (p.registerA)
+    for (int64_t kk = 0; kk < p.blockK; kk += p.fragK) aRegs.push_back(registerFragment(ctx, p, nm, C::name(buf), kk, body));
+  const int64_t bytes = typeBytes(p.staged);
+  // Operand `isA`'s descriptor of part `part` at kk (parts: the ring's buffer, the small tile's).
+  auto descAt = [&](bool isA, int part, int64_t kk) {
+    const int64_t size = (isA ? p.bufferA : p.bufferB) * bytes / 16;
+    C::ExprP at = C::name(part ? small : buf);
+    return C::sum({(isA ? desc.a : desc.b)[size_t(part)], C::product(at, lit(size)), lit(kOffset(p, isA, kk))});
+  };
+  // tf32x3: the small products first (small A by big B, big A by small B), then the big one.
+  const std::vector<std::pair<int, int>> products =
+      p.splitBuffers ? std::vector<std::pair<int, int>>{{1, 0}, {0, 1}, {0, 0}} : std::vector<std::pair<int, int>>{{0, 0}};
+  // The wgmma of fragment-k's [from, to) on `acc` (nm.acc's layout), the first with scale-d 0
+  // where `fresh`, then commit, wait, and the A registers kept until then.
+  auto issue = [&](int64_t from, int64_t to, const MmaNames& acc, bool fresh, const char* wait) {
+    body.push_back(withAccumulators(acc, name + "_fence", {}));
+    for (int64_t f = from; f < to; ++f)
+      for (auto [pa, pb] : products) {
+        std::vector<C::ExprP> lead = p.registerA ? aRegs[size_t(f)][size_t(pa)]
+                                                 : std::vector<C::ExprP>{descAt(true, pa, f * p.fragK)};
+        lead.push_back(descAt(false, pb, f * p.fragK));
+        const bool zero = fresh && f == from && pa == products[0].first && pb == products[0].second;
+        body.push_back(withAccumulators(acc, name + (zero ? "_zero" : ""), std::move(lead)));
+      }
+    body.push_back(C::exprStmt(C::call("rtcg_wgmma_commit", {})));
+    body.push_back(withAccumulators(acc, name + wait, {}));
+    // registerA: the A registers stay allocated until the wait (the compiler sees them read by
+    // the asm statement that issues wgmma, which returns before the tensor cores read them).
+    for (int64_t f = from; p.registerA && f < to; ++f)
+      for (const auto& part : aRegs[size_t(f)]) body.push_back(C::exprStmt(C::call(name + "_keep", part)));
+  };
+  const int64_t frags = p.blockK / p.fragK;
+  if (!p.splitBuffers) {
+    issue(0, frags, nm, false, p.wgmmaOverlap ? "_wait1" : "_wait0");
+  } else {
+    // tf32x3 (MmaPlan::x3Sum): per x3Sum fragment-k a partial sum in fresh accumulators, added to
+    // the block's in FP32 (rounded to nearest): the tensor cores' own accumulation truncates, and
+    // over the whole reduction that error grows with its length (H200: 2.9e-5 at n = 4096).
+    for (int64_t f = 0; f < frags; f += p.x3Sum) {
+      issue(f, std::min(frags, f + p.x3Sum), partial, true, "_wait0");
+      for (size_t c = 0; c < nm.acc[0].size(); ++c)
+        for (size_t r = 0; r < nm.acc[0][c].size(); ++r)
+          body.push_back(C::assign(C::name(nm.acc[0][c][r]), "+=", C::name(partial.acc[0][c][r])));
+    }
+  }
   out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
   if (p.wgmmaOverlap) out.push_back(withAccumulators(nm, name + "_wait0", {}));
 }
@@ -134,24 +232,33 @@ C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::E
 
 void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
   body.push_back(C::comment(fmt::format(
-      "wgmma m64n{}k{}: operands {} x {} (M, {}) and {} x {} (N, {}) values per step in {}, {} buffers "
-      "filled by {}",
-      p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.blockN, p.blockK,
-      p.bMnMajor ? "MN-major" : "K-major", p.swizzle128 ? "128-byte swizzled atoms" : "core matrices", p.stages,
-      p.tma ? "TMA (thread 0), an mbarrier each" : "cp.async")));
+      "wgmma m64n{}k{}: operands {} x {} (M, {}{}) and {} x {} (N, {}) values per step in {}, {} buffers "
+      "filled by {}{}{}",
+      p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.registerA ? ", A from registers" : "",
+      p.blockN, p.blockK, p.bMnMajor ? "MN-major" : "K-major", p.swizzle128 ? "128-byte swizzled atoms" : "core matrices",
+      p.stages, p.tma ? "TMA (thread 0), an mbarrier each" : "cp.async",
+      p.transposed ? "; the product transposed (M is the output's column index)" : "",
+      p.splitBuffers ? fmt::format("; tf32x3: split per step, small parts in {} buffers", p.splitBuffers) : "")));
   declareMmaTiles(ctx, p, nm, body);
   declareAccumulators(ctx, p, nm, body);
   // Each warpgroup's descriptors at buffer 0, k 0: the tile's start plus its rows' offset.
-  auto descriptor = [&](bool isA) {
-    const Tile& tile = (isA ? nm.tileA : nm.tileB)[0];
-    std::string n = ctx.names.fresh(isA ? "desc_a" : "desc_b");
+  auto descriptor = [&](bool isA, int part) {
+    const Tile& tile = (isA ? nm.tileA : nm.tileB)[size_t(part)];
+    std::string n = ctx.names.fresh(std::string(isA ? "desc_a" : "desc_b") + (part ? "_small" : ""));
     C::ExprP base = C::call(p.swizzle128 ? "rtcg_wgmma_desc_sw128" : "rtcg_wgmma_desc", {C::unary("&", tileRef(tile, lit(0))), lit(isA ? p.lboA : p.lboB),
                                                 lit(isA ? p.sboA : p.sboB)});
     body.push_back(C::decl("unsigned long long", n, C::sum({base, rowsOffset(p, isA, isA ? nm.wgm : nm.wgn)})));
     return C::name(n);
   };
-  C::ExprP descA = descriptor(true), descB = descriptor(false);
-  emitWgmmaSteps(ctx, p, nm, descA, descB, body);
+  StepDescriptors desc;
+  for (int part = 0; part < (p.splitBuffers ? 2 : 1); ++part) {
+    if (!p.registerA) desc.a.push_back(descriptor(true, part));
+    desc.b.push_back(descriptor(false, part));
+  }
+  // tf32x3's partial sums (their own accumulators; MmaPlan::x3Sum).
+  MmaNames partial;
+  if (p.splitBuffers) declareAccumulators(ctx, p, partial, body, "part");
+  emitWgmmaSteps(ctx, p, nm, desc, partial, body);
 }
 
 // Descriptors and fences (PTX ISA: wgmma, the shared memory matrix descriptor; fence.proxy.async).
@@ -184,7 +291,8 @@ __device__ __forceinline__ unsigned long long rtcg_wgmma_desc_sw128(const void* 
 #endif)wgmma";
 
 // One shape's helpers: `NAME(desc_a, desc_b, d0, ...)` issues wgmma.mma_async (D += A B: scale-d
-// set, no negation, imm-trans per operand's layout; TF32 has no transpose operands);
+// set, no negation, imm-trans per operand's layout; TF32 has no transpose operands), with A from
+// registers (MmaPlan::registerA) `NAME(a0, a1, a2, a3, desc_b, d0, ...)`;
 // `NAME_fence(d...)` and `NAME_wait0(d...)`, `NAME_wait1(d...)` are wgmma.fence and
 // wgmma.wait_group 0 / 1 with the
 // accumulators as operands, so that the compiler keeps every write and read of them on its side
@@ -192,7 +300,7 @@ __device__ __forceinline__ unsigned long long rtcg_wgmma_desc_sw128(const void* 
 std::string wgmmaShapeHelper(const MmaPlan& p) {
   const int64_t regs = p.fragN / 2;
   const std::string name = helperName(p);
-  const bool tf32 = p.arith == MmaArith::Tf32;
+  const bool tf32 = !mmaIs16Bit(p.arith);
   const int kind = tf32 ? 2 : p.arith == MmaArith::Bf16 ? 1 : 0;
   std::vector<std::string> params, refs, outs, slots;
   for (int64_t i = 0; i < regs; ++i) {
@@ -203,21 +311,48 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   }
   const std::string accParams = fmt::format("{}", fmt::join(params, ", "));
   const std::string accOuts = fmt::format("{}", fmt::join(outs, ", "));
+  // The A operand: a descriptor, or (registerA, TF32 only) four registers.
+  const std::string aParams = p.registerA ? "float a0, float a1, float a2, float a3" : "unsigned long long desc_a";
+  const std::string typeName = tf32 ? "tf32" : mmaArithName(p.arith);
   std::string s = fmt::format("// wgmma.mma_async m64n{}k{} {} (A {}, B {}).\n#ifdef RTCG_HOST_EMULATION\n", p.fragN, p.fragK,
-                              mmaArithName(p.arith), p.aMnMajor ? "MN-major" : "K-major",
+                              typeName, p.registerA ? "from registers" : p.aMnMajor ? "MN-major" : "K-major",
                               p.bMnMajor ? "MN-major" : "K-major");
-  s += fmt::format("inline void {}(unsigned long long desc_a, unsigned long long desc_b, {}) {{\n"
-                   "  float* const d[] = {{{}}};\n  rtcg_emu_wgmma({}, {}, {}, {}, desc_a, desc_b, d);\n}}\n",
-                   name, accParams, fmt::join(refs, ", "), kind, p.fragN, p.aMnMajor ? 1 : 0, p.bMnMajor ? 1 : 0);
+  // tf32x3 also NAME_zero: scale-d 0 (D = A B, the partial sums' first).
+  for (int scaleD : p.splitBuffers ? std::vector<int>{1, 0} : std::vector<int>{1}) {
+    const std::string fn = name + (scaleD ? "" : "_zero"), zeroArg = scaleD ? "" : ", 0";
+    if (p.registerA)
+      s += fmt::format("inline void {}({}, unsigned long long desc_b, {}) {{\n"
+                       "  float* const d[] = {{{}}};\n  const float a[] = {{a0, a1, a2, a3}};\n"
+                       "  rtcg_emu_wgmma_rs({}, a, desc_b, d{});\n}}\n",
+                       fn, aParams, accParams, fmt::join(refs, ", "), p.fragN, zeroArg);
+    else
+      s += fmt::format("inline void {}({}, unsigned long long desc_b, {}) {{\n"
+                       "  float* const d[] = {{{}}};\n  rtcg_emu_wgmma({}, {}, {}, {}, desc_a, desc_b, d{});\n}}\n",
+                       fn, aParams, accParams, fmt::join(refs, ", "), kind, p.fragN, p.aMnMajor ? 1 : 0,
+                       p.bMnMajor ? 1 : 0, zeroArg);
+  }
   s += fmt::format("inline void {0}_fence({1}) {{}}\ninline void {0}_wait0({1}) {{ rtcg_emu_wgmma_wait(0); }}\n"
-                   "inline void {0}_wait1({1}) {{ rtcg_emu_wgmma_wait(1); }}\n#else\n", name, accParams);
-  const std::string type = tf32 ? "tf32" : mmaArithName(p.arith);
-  s += fmt::format("__device__ __forceinline__ void {}(unsigned long long desc_a, unsigned long long desc_b, {}) {{\n"
-                   "  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"\n"
-                   "               \"wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, %{}, %{}, p, 1, 1{};\\n}}\\n\"\n"
-                   "               : {}\n               : \"l\"(desc_a), \"l\"(desc_b), \"r\"(1));\n}}\n",
-                   name, accParams, regs + 2, p.fragN, p.fragK, type, type, fmt::join(slots, ", "), regs, regs + 1,
-                   tf32 ? "" : fmt::format(", {}, {}", p.aMnMajor ? 1 : 0, p.bMnMajor ? 1 : 0), accOuts);
+                   "inline void {0}_wait1({1}) {{ rtcg_emu_wgmma_wait(1); }}\n", name, accParams);
+  if (p.registerA) s += fmt::format("inline void {}_keep(float&, float&, float&, float&) {{}}\n", name);
+  s += "#else\n";
+  // Operands after the accumulators: A (a descriptor or four registers), B's descriptor, scale-d.
+  const int64_t aCount = p.registerA ? 4 : 1;
+  std::vector<std::string> aSlots;
+  for (int64_t i = 0; i < aCount; ++i) aSlots.push_back(fmt::format("%{}", regs + i));
+  const std::string aSlot = p.registerA ? fmt::format("{{{}}}", fmt::join(aSlots, ", ")) : aSlots[0];
+  const std::string aInputs = p.registerA ? "\"r\"(__float_as_uint(a0)), \"r\"(__float_as_uint(a1)), "
+                                            "\"r\"(__float_as_uint(a2)), \"r\"(__float_as_uint(a3))"
+                                          : "\"l\"(desc_a)";
+  const std::string trans = tf32 ? ""
+                            : p.registerA ? fmt::format(", {}", p.bMnMajor ? 1 : 0)
+                                          : fmt::format(", {}, {}", p.aMnMajor ? 1 : 0, p.bMnMajor ? 1 : 0);
+  for (int scaleD : p.splitBuffers ? std::vector<int>{1, 0} : std::vector<int>{1})
+    s += fmt::format("__device__ __forceinline__ void {}({}, unsigned long long desc_b, {}) {{\n"
+                     "  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"\n"
+                     "               \"wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, %{}, p, 1, 1{};\\n}}\\n\"\n"
+                     "               : {}\n               : {}, \"l\"(desc_b), \"r\"({}));\n}}\n",
+                     name + (scaleD ? "" : "_zero"), aParams, accParams, regs + aCount + 1, p.fragN, p.fragK, typeName,
+                     typeName, fmt::join(slots, ", "), aSlot, regs + aCount, trans, accOuts, aInputs, scaleD);
   s += fmt::format("__device__ __forceinline__ void {}_fence({}) {{\n"
                    "  asm volatile(\"wgmma.fence.sync.aligned;\\n\" : {} :: \"memory\");\n}}\n",
                    name, accParams, accOuts);
@@ -225,8 +360,24 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
     s += fmt::format("__device__ __forceinline__ void {0}_wait{3}({1}) {{\n"
                      "  asm volatile(\"wgmma.wait_group.sync.aligned {3};\\n\" : {2} :: \"memory\");\n}}\n",
                      name, accParams, accOuts, pending);
+  // registerA: NAME_keep(a0, ...) after the wait keeps A's registers from reuse until then.
+  if (p.registerA)
+    s += fmt::format("__device__ __forceinline__ void {}_keep(float& a0, float& a1, float& a2, float& a3) {{\n"
+                     "  asm volatile(\"\" : \"+f\"(a0), \"+f\"(a1), \"+f\"(a2), \"+f\"(a3) :: \"memory\");\n}}\n",
+                     name);
   s += "#endif";
   return s;
 }
+
+// tf32x3's split of a step's tile (MmaPlan::splitBuffers): four values at `x` become their big
+// parts (TF32 rounded to nearest) in place and their small parts (the rest, rounded) at `small`.
+const char* const wgmmaSplitHelpers = R"wgmma(// tf32x3 on wgmma: a tile's values split in place (big) and into the small tile.
+__device__ __forceinline__ void rtcg_tf32_split4(float* x, float* small) {
+  const float4 v = *reinterpret_cast<const float4*>(x);
+  const float4 big = make_float4(rtcg_tf32_rna(v.x), rtcg_tf32_rna(v.y), rtcg_tf32_rna(v.z), rtcg_tf32_rna(v.w));
+  *reinterpret_cast<float4*>(x) = big;
+  *reinterpret_cast<float4*>(small) = make_float4(rtcg_tf32_rna(v.x - big.x), rtcg_tf32_rna(v.y - big.y),
+                                                  rtcg_tf32_rna(v.z - big.z), rtcg_tf32_rna(v.w - big.w));
+})wgmma";
 
 }  // namespace rtcg::emit::mma

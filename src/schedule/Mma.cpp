@@ -267,14 +267,24 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
 // wgmma takes, and the tiles are copied by cp.async (`stages`): wgmma reads shared memory itself.
 void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
   if (!mmaWgmmaArith(p.arith))
-    reasons.push_back(fmt::format("mma: wgmma multiplies bf16, f16 or tf32 operands, not '{}'", mmaArithName(p.arith)));
+    reasons.push_back(fmt::format("mma: wgmma multiplies bf16, f16, tf32 or tf32x3 operands, not '{}'", mmaArithName(p.arith)));
   if (p.stages < 2)
     reasons.push_back("mma: wgmma reads tiles copied by cp.async: give 'stages 2' to 'stages 4'");
   p.wgmma = true;
   p.fragM = 64, p.fragN = ms.wgmmaN, p.fragK = mmaFragK(p.arith);
   p.blockM = ms.warpsM * 64, p.blockN = ms.warpsN * ms.wgmmaN;
+  // TF32 stored along M / N goes through A's registers (MmaPlan::registerA): B stored along N
+  // with A along K makes the transposed product, whose A is then the one stored along M.
+  const bool tf32 = !mmaIs16Bit(p.arith);
+  if (tf32 && !p.c.bAlongK && p.c.aAlongK) {
+    Contraction& c = p.c;
+    std::swap(c.a, c.b), std::swap(c.m, c.n), std::swap(c.mLo, c.nLo), std::swap(c.mExtent, c.nExtent);
+    std::swap(c.aAlongK, c.bAlongK);
+    p.transposed = true;
+  }
   p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
-  p.aMnMajor = p.aKMajor && mmaIs16Bit(p.arith), p.bMnMajor = p.bKMajor && mmaIs16Bit(p.arith);
+  p.registerA = tf32 && p.aKMajor;
+  p.aMnMajor = p.aKMajor && (mmaIs16Bit(p.arith) || p.registerA), p.bMnMajor = p.bKMajor && mmaIs16Bit(p.arith);
   p.tilesAsLoaded = true;
   // Unpadded tiles: (rows x k) values of a stage each, in core matrices (the canonical layouts).
   p.pitchA = p.aKMajor ? p.blockM : p.blockK, p.pitchB = p.bKMajor ? p.blockN : p.blockK;
@@ -284,8 +294,17 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
     lbo = mnMajor ? rows * 8 * bytes : 128;
     sbo = mnMajor ? 128 : p.blockK * 8 * bytes;
   };
-  p.wgmmaOverlap = p.stages >= 3;
+  // A in registers is read while its wgmma runs: the registers may be reused only once it is
+  // waited for, so each step waits for its own (no overlap; H200: with wait_group 1 the loop's
+  // next A registers overwrote those of the wgmma in flight, wrong results).
+  p.wgmmaOverlap = p.stages >= 3 && !p.registerA && p.arith != MmaArith::Tf32x3;
   p.copyAhead = p.wgmmaOverlap ? p.stages - 2 : p.stages - 1;
+  if (p.arith == MmaArith::Tf32x3) {
+    // A partial sum per step (H200, n = 4096: relative error 3.1e-7 against 4.1e-7 per fragment-k
+    // and 2.9e-5 without partial sums; cublasSgemm 1.15e-6), the fastest of the three measured.
+    p.splitBuffers = 1;
+    p.x3Sum = p.blockK / p.fragK;
+  }
   strides(p.aMnMajor, p.blockM, p.lboA, p.sboA);
   strides(p.bMnMajor, p.blockN, p.lboB, p.sboB);
   if (ms.swizzle == 128) planSwizzle128(ms, p, reasons);
@@ -398,6 +417,9 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
   p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
   p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.stages;
+  // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
+  p.smallOffset = (p.bufferA + p.bufferB) * p.stages;
+  p.tileBytes += p.splitBuffers * ((p.registerA ? 0 : p.bufferA) + p.bufferB) * typeBytes(p.staged);
   planEpilogue(k, nest, s, p);
   // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
   if (p.tma) {
@@ -416,11 +438,16 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
                                   limits.maxThreadsPerBlock));
   // wgmma: every thread holds N / 2 f32 accumulators besides ~40 registers of addresses, loop
   // counters and descriptors; the block must fit a multiprocessor's 65536 registers.
-  if (p.wgmma && threads * wgmmaRegisters(s.mma.wgmmaN) > 65536)
+  // tf32x3 holds its partial sums too, and A's registers (registerA) their big and small parts.
+  const int64_t accumulators = s.mma.wgmmaN / 2 * (p.x3Sum ? 2 : 1);
+  const int64_t regs = accumulators + 40 + (p.registerA ? 4 * (p.blockK / p.fragK) * (p.x3Sum ? 2 : 1) : 0);
+  if (p.wgmma && threads * regs > 65536)
     reasons.push_back(fmt::format("mma: {} warpgroups of m64n{} need about {} registers per thread ({} accumulators), "
                                   "{} per block: more than a multiprocessor's 65536",
-                                  s.mma.warpsM * s.mma.warpsN, s.mma.wgmmaN, wgmmaRegisters(s.mma.wgmmaN),
-                                  s.mma.wgmmaN / 2, threads * wgmmaRegisters(s.mma.wgmmaN)));
+                                  s.mma.warpsM * s.mma.warpsN, s.mma.wgmmaN, regs, accumulators, threads * regs));
+  else if (p.wgmma && regs > 255)
+    reasons.push_back(fmt::format("mma: m64n{} needs about {} registers per thread ({} accumulators{}), more than 255",
+                                  s.mma.wgmmaN, regs, accumulators, p.x3Sum ? " with tf32x3's partial sums" : ""));
   // Past 48 KiB the tiles go to dynamic shared memory, up to what the limits (the device) allow.
   const int64_t maxShared = limits.maxSharedBytes;
   if (p.sharedBytes > maxShared)

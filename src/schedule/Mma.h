@@ -167,6 +167,27 @@ struct MmaPlan {
   bool tma = false;
   TmaOperand tmaA, tmaB;
   int64_t barrierOffset = 0;
+  // TF32 operands stored along M / N (registerA): wgmma takes TF32 tiles K-major only, but its A
+  // may come from registers, which any layout feeds. A TF32 contraction whose second operand is
+  // stored along N and whose first along K (matmul's a[i, k] b[k, j]) is planned transposed
+  // (`transposed`: C^T = B^T A^T, the contraction's operands, M and N swapped, so the plan's M is
+  // the output's column index); then the operand stored along M is A, staged as loaded in the
+  // MN-major layout above (cp.async of 16 bytes, or TMA boxes of 128 bytes along M: the 16-bit
+  // arithmetics' MN-major tile), and each warp loads its A fragment per fragment-k from it (the
+  // m16n8k8 register pattern over its 16 rows: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)).
+  bool registerA = false, transposed = false;
+  // tf32x3 on wgmma (splitBuffers > 0): after a step lands, the block splits each tile wgmma reads
+  // from shared memory (B; A too unless registerA) in place into its big part (rounded to nearest)
+  // and a small part in a tile of its own, whose ring has splitBuffers buffers (2 with wait_group 1:
+  // the small tile a step writes is the one read two steps before; else 1); then an async proxy
+  // fence and a barrier. Per fragment-k three wgmma: small A by big B, big A by small B, then big
+  // by big, into the accumulators. smallOffset: the small tiles' start (elements of the staged
+  // type), A's first where it has one.
+  int64_t splitBuffers = 0, smallOffset = 0;
+  // tf32x3 on wgmma: every x3Sum fragment-k the three products go to fresh accumulators (the first
+  // wgmma with scale-d 0), waited for and added to the block's in FP32 (rounded to nearest): the
+  // tensor cores truncate as they accumulate, an error that grows with the reduction's length.
+  int64_t x3Sum = 0;
 };
 
 // The plan of `s.mma` for nest `nest`, or the reasons why none exists (appended to `reasons`):

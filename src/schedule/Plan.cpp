@@ -700,9 +700,21 @@ std::string wgmmaLines(const MmaPlan& p) {
                               mmaArithName(p.arith), p.fragN, p.fragK, p.blockM, p.blockN, p.threads / 128, p.fragN,
                               p.steps, p.blockK, p.mmaPerStep);
   auto layout = [&](const char* name, bool mnMajor, bool contiguousMn, int64_t lbo, int64_t sbo) {
+    if (name[0] == 'A' && p.registerA)
+      return std::string("A MN-major, each warp's fragment loaded into registers per fragment-k (wgmma's A from "
+                         "registers: TF32 tiles in shared memory are K-major only)");
     return fmt::format("{} {} (LBO {}, SBO {} bytes){}", name, mnMajor ? "MN-major" : "K-major", lbo, sbo,
                        contiguousMn && !mnMajor ? ", copied value by value (TF32 is K-major only)" : "");
   };
+  if (p.transposed)
+    s += "  transposed: C^T = B^T A^T (the operand stored along N is A, from registers; M is the output's column "
+         "index)\n";
+  if (p.splitBuffers)
+    s += fmt::format("  tf32x3: each step's {} split in place into big parts and small ones ({} bytes after the "
+                     "rings), then a barrier; per fragment-k small A x big B, big A x small B, big x big into partial "
+                     "sums of the step (scale-d 0 first), added to the accumulators in FP32 after its wait\n",
+                     p.registerA ? "B tile" : "A and B tiles",
+                     ((p.registerA ? 0 : p.bufferA) + p.bufferB) * p.splitBuffers * typeBytes(p.staged));
   s += fmt::format("  shared memory: {} bytes, dynamic; {} tiles as loaded in {}: {}; {}\n", p.sharedBytes,
                    typeName(p.staged),
                    p.swizzle128 ? "128-byte swizzled atoms (8 rows x 128 bytes, 16-byte chunks XORed by row % 8; "
@@ -722,7 +734,10 @@ std::string wgmmaLines(const MmaPlan& p) {
                    p.copyAhead,
                    p.copyAhead == 1 ? "" : "s",
                    p.wgmmaOverlap ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1)"
-                                  : "each step's wgmma waited for before the next step (wait_group 0)");
+                   : p.registerA || p.splitBuffers
+                       ? fmt::format("each step's wgmma waited for before the next step (wait_group 0: {})",
+                                     p.registerA ? "A's registers are reloaded" : "tf32x3's partial sums are added")
+                       : "each step's wgmma waited for before the next step (wait_group 0)");
   return s + mmaEpilogueLine(p);
 }
 

@@ -134,7 +134,7 @@ int computeCapabilityOf(std::string_view arch) {
   return 0;
 }
 
-bool mmaWgmmaArith(MmaArith a) { return mmaIs16Bit(a) || a == MmaArith::Tf32; }
+bool mmaWgmmaArith(MmaArith a) { return mmaIs16Bit(a) || a == MmaArith::Tf32 || a == MmaArith::Tf32x3; }
 
 std::string printMmaSchedule(const MmaSchedule& m) {
   if (m.wgmmaN > 0)
@@ -515,7 +515,7 @@ class ScheduleParser {
   // wgmma has with f32 accumulators) and the warpgroups of a block (at most 8: 1024 threads).
   void wgmmaShape(MmaSchedule& m, const std::string& arith, size_t arithAt) {
     if (!mmaWgmmaArith(m.arith))
-      failAt(arithAt, fmt::format("wgmma multiplies bf16, f16 or tf32 operands, not '{}'", arith));
+      failAt(arithAt, fmt::format("wgmma multiplies bf16, f16, tf32 or tf32x3 operands, not '{}'", arith));
     size_t at = (skipSpace(), pos_);
     std::string shape = word("the wgmma shape (e.g. m64n128k16)");
     const std::string k = fmt::format("k{}", mmaFragK(m.arith));

@@ -50,6 +50,11 @@ kernel rect32_t(m: int, n: int, kk: int, a: f32[kk, m], b: f32[n, kk], out c: f3
     c[i, j] = sum(k in 0..kk, a[k, i] * b[j, k]);
   }
 }
+kernel rect32_tn(m: int, n: int, kk: int, a: f32[kk, m], b: f32[kk, n], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, a[k, i] * b[k, j]) - 1;
+  }
+}
 )";
 
 Kernel rect(const char* name, int64_t m, int64_t n, int64_t kk) {
@@ -74,7 +79,8 @@ TEST(Wgmma, ClausePrintsAndParsesBack) {
                            "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128",
                            "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3 swizzle 128 epilogue shared",
                            "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma",
-                           "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2 swizzle 128 tma epilogue shared"}) {
+                           "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2 swizzle 128 tma epilogue shared",
+                           "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma"}) {
     auto parsed = parseSchedule(text);
     ASSERT_TRUE(parsed.schedule) << text << ": " << parsed.error;
     EXPECT_EQ(printSchedule(*parsed.schedule), text);
@@ -89,8 +95,7 @@ TEST(Wgmma, BadTextIsRefusedWithAColumnAndAReason) {
     const char* reason;
   };
   const Bad bad[] = {
-      {"mma: f64 wgmma m64n64k16 warpgroups 1x1 k 16", 6, "wgmma multiplies bf16, f16 or tf32 operands, not 'f64'"},
-      {"mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 8", 6, "not 'tf32x3'"},
+      {"mma: f64 wgmma m64n64k16 warpgroups 1x1 k 16", 6, "wgmma multiplies bf16, f16, tf32 or tf32x3 operands, not 'f64'"},
       {"mma: bf16 wgmma m64n100k16 warpgroups 1x1 k 16", 17, "wgmma N must be a multiple of 8 from 8 to 256, not 100"},
       {"mma: bf16 wgmma m64n264k16 warpgroups 1x1 k 16", 17, "not 264"},
       {"mma: bf16 wgmma m64n64k8 warpgroups 1x1 k 16", 17, "expected a wgmma shape 'm64nNk16' for 'bf16'"},
@@ -129,12 +134,52 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   EXPECT_EQ(p->lboB, 128 * 8 * 2);  // 8 k of the whole N tile
   EXPECT_EQ(p->sboB, 128);
   EXPECT_EQ(p->tileBytes, 4 * (128 * 64 + 128 * 64) * 2);
-  // TF32 takes K-major operands only: B along N is staged K-major (value by value).
+  // TF32 takes K-major tiles only: matmul's b[k, j] (along N) makes the product transposed, whose A
+  // (b, along M now) comes from registers out of an MN-major tile and whose B (a) is K-major.
   p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_FALSE(p->aMnMajor);
+  EXPECT_TRUE(p->transposed);
+  EXPECT_TRUE(p->registerA);
+  EXPECT_TRUE(p->aMnMajor);
   EXPECT_FALSE(p->bMnMajor);
+  EXPECT_EQ(p->c.mExtent, 136);
+  EXPECT_EQ(p->c.nExtent, 200);
   EXPECT_EQ(p->sboB, 32 * 8 * 4);
+  EXPECT_EQ(p->splitBuffers, 0);
+  // A along M: registers without transposing; both along M / N: B is still copied value by value.
+  p = plan(rect("rect32_t", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3", reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_FALSE(p->transposed);
+  EXPECT_TRUE(p->registerA);
+  p = plan(rect("rect32_tn", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3", reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_TRUE(p->registerA);
+  EXPECT_TRUE(p->bKMajor);
+  EXPECT_FALSE(p->bMnMajor);
+  // tf32x3: the small tiles after the rings, B's only where A comes from registers, one buffer
+  // (each step waits for its wgmma: partial sums), a partial sum per step; A from registers waits too.
+  p = plan(rect("rect32", 200, 136, 72), "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3", reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_EQ(p->splitBuffers, 1);
+  EXPECT_EQ(p->x3Sum, 4);
+  EXPECT_FALSE(p->wgmmaOverlap);
+  EXPECT_EQ(p->copyAhead, 2);
+  EXPECT_EQ(p->smallOffset, 3 * (p->bufferA + p->bufferB));
+  EXPECT_EQ(p->tileBytes, (3 * (p->bufferA + p->bufferB) + p->bufferB) * 4);
+  EXPECT_EQ(p->mmaPerStep, 4 * 3);
+  p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3", reasons);
+  ASSERT_TRUE(p);
+  EXPECT_FALSE(p->wgmmaOverlap);
+  // tf32x3's partial sums double the accumulators: m64n256 is past 255 registers a thread.
+  reasons.clear();
+  EXPECT_FALSE(plan(rect("rect32", 200, 136, 72), "mma: tf32x3 wgmma m64n256k8 warpgroups 1x1 k 32 stages 3", reasons));
+  EXPECT_NE(fmt::format("{}", fmt::join(reasons, "; ")).find("with tf32x3's partial sums), more than 255"),
+            std::string::npos) << fmt::format("{}", fmt::join(reasons, "; "));
+  p = plan(rect("rect32_nt", 200, 136, 72), "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2", reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_FALSE(p->registerA);
+  EXPECT_EQ(p->splitBuffers, 1);
+  EXPECT_EQ(p->tileBytes, 3 * (p->bufferA + p->bufferB) * 4);
   // Refusals: no stages, registers past a multiprocessor, shared memory, arithmetic of the nest.
   struct Refused {
     const char* kernel;
@@ -226,7 +271,7 @@ TEST(Wgmma, TmaPlanAndReasons) {
   const Refused refused[] = {
       {"rect", 61, 45, 29, "mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3 swizzle 128 tma",
        "its rows are 58 bytes apart, not a multiple of 16"},
-      {"rect32", 200, 136, 72, "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3 swizzle 128 tma",
+      {"rect32_tn", 200, 136, 72, "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3 swizzle 128 tma",
        "'tma' cannot copy B ('b[k, j]'): TF32 tiles are K-major"},
       {"rect", 200, 136, 72, "mma: bf16 wgmma m64n64k16 warpgroups 8x1 k 64 stages 2 swizzle 128 tma",
        "a box of 512 rows, more than TMA's 256"},
@@ -280,6 +325,7 @@ TEST(HostEmulation, WgmmaMatchesTheReference) {
       {"rect32", 200, 136, 72, "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3", 2e-3},
       {"rect32", 61, 45, 29, "mma: tf32 wgmma m64n24k8 warpgroups 1x1 k 8 stages 2 epilogue shared", 2e-3},
       {"rect32_t", 200, 136, 72, "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 16 stages 4", 2e-3},
+      {"rect32_tn", 61, 45, 29, "mma: tf32 wgmma m64n32k8 warpgroups 1x2 k 16 stages 3", 2e-3},
   };
   rtcgtest::CaseSample sample(4);
   for (const Case& c : cases) {
@@ -353,6 +399,33 @@ TEST(HostEmulation, WgmmaTmaMatchesTheReference) {
                         "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma", 1e-5, kSm90), "");
 }
 
+// TF32 stored along M / N through A's registers (MmaPlan::registerA; matmul's layout transposed)
+// and tf32x3 (the split of each step's tiles, three wgmma per fragment-k), at sizes no tile
+// divides, with cp.async and TMA, 1 and 2 small buffers, A from registers or from shared memory.
+// The emulation gathers the A registers from the warp's lanes as the fragment layout says, so a
+// wrong (row, k) per register fails; tf32x3's tolerance fails plain TF32 accuracy (about 5e-4).
+TEST(HostEmulation, WgmmaRegisterAAndTf32x3MatchTheReference) {
+  struct Case {
+    const char* kernel;
+    int64_t m, n, kk;
+    const char* schedule;
+    double tolerance;
+  };
+  const Case cases[] = {
+      {"rect32", 200, 136, 72, "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma", 2e-3},
+      {"rect32", 61, 45, 29, "mma: tf32x3 wgmma m64n24k8 warpgroups 1x1 k 8 stages 2", 2e-5},
+      {"rect32", 200, 136, 72,
+       "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma epilogue shared", 2e-5},
+      {"rect32_nt", 100, 60, 36, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3 swizzle 128 tma", 2e-5},
+      {"rect32_t", 61, 45, 29, "mma: tf32x3 wgmma m64n16k8 warpgroups 1x2 k 16 stages 3", 2e-5},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(checkOnHost(rect(c.kernel, c.m, c.n, c.kk), c.schedule, c.tolerance, kSm90), "")
+        << c.kernel << " " << c.m << "x" << c.n << "x" << c.kk << " " << c.schedule;
+  EXPECT_EQ(checkOnHost(exampleKernel("matmul.rtcg", "matmul", {{"n", 101}}),
+                        "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128", 2e-5, kSm90), "");
+}
+
 // NVRTC compiles wgmma modules for sm_90a where the target is sm_90 (compileGenerated's route,
 // nvrtcArchFor), with no local memory; other modules keep their architecture.
 TEST(Wgmma, NvrtcCompilesForSm90a) {
@@ -378,12 +451,16 @@ TEST(Wgmma, NvrtcCompilesForSm90a) {
       {exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 4096}}),
        "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma"},
       {rect("rect32_nt", 4096, 4096, 4096), "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma"},
+      {exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}}),
+       "mma: tf32 wgmma m64n256k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma epilogue shared"},
+      {exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}}),
+       "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma"},
   };
-  // The swizzled and TMA ones always (the last six), the others sampled.
+  // The swizzled and TMA ones always (the last eight), the others sampled.
   rtcgtest::CaseSample sample(2);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
-    if (!sample.keep() && i + 6 < cases.size()) continue;
+    if (!sample.keep() && i + 8 < cases.size()) continue;
     EmittedModule m = emitCuda(c.k, *parseSchedule(c.schedule).schedule, kSm90);
     CudaCompileResult r = compileCuda(m.source, c.k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
     ASSERT_TRUE(r.success) << c.schedule << "\n" << r.log;

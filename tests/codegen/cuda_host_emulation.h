@@ -497,16 +497,20 @@ inline float rtcg_emu_wgmma_operand(unsigned long long desc, bool mnMajor, int k
   return rtcg_emu_half_value(bits, kind == 1);
 }
 
+// aRows: A from registers (TF32, 'rs'): this thread's rows g and g + 8 of its warp's 16, k 0-7,
+// gathered at issue; else null (A through descA).
 inline void rtcg_emu_wgmma_run(int kind, int n, int transA, int transB, unsigned long long descA,
-                               unsigned long long descB, float* const d[]) {
+                               unsigned long long descB, float* const d[], const float (*aRows)[8] = nullptr,
+                               int scaleD = 1) {
   const unsigned int tid = rtcg_emu_linear_tid % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const unsigned int depth = kind == 2 ? 8 : 16;
   for (int c = 0; c < n / 8; ++c)
     for (int i = 0; i < 4; ++i) {
       const unsigned int row = 16 * warp + g + (i >= 2 ? 8 : 0), col = 8 * c + 2 * t + (i & 1);
-      float acc = *d[4 * c + i];
+      float acc = scaleD ? *d[4 * c + i] : 0.0f;
       for (unsigned int k = 0; k < depth; ++k)
-        acc += rtcg_emu_wgmma_operand(descA, transA, kind, row, k) * rtcg_emu_wgmma_operand(descB, transB, kind, col, k);
+        acc += (aRows ? aRows[i >= 2 ? 1 : 0][k] : rtcg_emu_wgmma_operand(descA, transA, kind, row, k)) *
+               rtcg_emu_wgmma_operand(descB, transB, kind, col, k);
       *d[4 * c + i] = acc;
     }
 }
@@ -515,6 +519,9 @@ struct rtcg_emu_wgmma_op {
   int kind, n, transA, transB;
   unsigned long long descA, descB;
   std::vector<float*> d;
+  bool registerA = false;
+  float aRows[2][8] = {};
+  int scaleD = 1;  // 0: D = A B (the accumulators' values ignored)
 };
 // This thread's wgmma issued since the last commit, and its committed groups, oldest first.
 struct rtcg_emu_wgmma_queue {
@@ -530,8 +537,27 @@ struct rtcg_emu_wgmma_queue {
 inline thread_local rtcg_emu_wgmma_queue rtcg_emu_wgmma_pending;
 
 inline void rtcg_emu_wgmma(int kind, int n, int transA, int transB, unsigned long long descA, unsigned long long descB,
-                           float* const d[]) {
-  rtcg_emu_wgmma_pending.issued.push_back({kind, n, transA, transB, descA, descB, std::vector<float*>(d, d + n / 2)});
+                           float* const d[], int scaleD = 1) {
+  rtcg_emu_wgmma_pending.issued.push_back(
+      {kind, n, transA, transB, descA, descB, std::vector<float*>(d, d + n / 2), false, {}, scaleD});
+}
+// wgmma with A from registers (TF32, m64nNk8): thread (warp w, g, t) holds a0 (row g, k t), a1 (g + 8,
+// t), a2 (g, t + 4), a3 (g + 8, t + 4) of its warp's 16 rows, the m16n8k8 pattern. The values are
+// gathered from the warp's lanes at issue (the registers' values then; the block meets twice, as
+// every thread issues the same wgmma) and their top 19 bits used.
+inline void rtcg_emu_wgmma_rs(int n, const float a[4], unsigned long long descB, float* const d[], int scaleD = 1) {
+  const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, g = tid % 32 / 4;
+  for (int r = 0; r < 4; ++r) rtcg_emu_mma_slots[tid][r] = rtcg_emu_tf32_operand(a[r]);
+  __syncthreads();
+  rtcg_emu_wgmma_op op{2, n, 0, 0, 0, descB, std::vector<float*>(d, d + n / 2)};
+  op.registerA = true, op.scaleD = scaleD;
+  for (unsigned int t = 0; t < 4; ++t) {
+    const double* s = rtcg_emu_mma_slots[base + 4 * g + t];
+    op.aRows[0][t] = float(s[0]), op.aRows[1][t] = float(s[1]), op.aRows[0][t + 4] = float(s[2]),
+    op.aRows[1][t + 4] = float(s[3]);
+  }
+  __syncthreads();
+  rtcg_emu_wgmma_pending.issued.push_back(std::move(op));
 }
 inline void rtcg_wgmma_commit() {
   rtcg_emu_wgmma_pending.groups.push_back(std::move(rtcg_emu_wgmma_pending.issued));
@@ -542,7 +568,8 @@ inline void rtcg_emu_wgmma_wait(size_t inFlight) {
   auto& groups = rtcg_emu_wgmma_pending.groups;
   while (groups.size() > inFlight) {
     for (const rtcg_emu_wgmma_op& op : groups.front())
-      rtcg_emu_wgmma_run(op.kind, op.n, op.transA, op.transB, op.descA, op.descB, op.d.data());
+      rtcg_emu_wgmma_run(op.kind, op.n, op.transA, op.transB, op.descA, op.descB, op.d.data(),
+                         op.registerA ? op.aRows : nullptr, op.scaleD);
     groups.erase(groups.begin());
   }
 }
