@@ -335,7 +335,7 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   };
   if (p.prefetchFragments) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
   std::vector<C::Stmt> body;
-  const StepRing ring = openStepRing(ctx, p, S - 1, false, copyStep, out, body);
+  const StepRing ring = openStepRing(ctx, p, S - 1, false, copyStep, out, &body);
   body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.bufferA)),
                               C::product(C::name(ring.buffer), lit(p.bufferB))));
   out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
@@ -470,7 +470,7 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
 }
 
 StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fenceAsync, const CopyStep& copyStep,
-                      std::vector<C::Stmt>& out, std::vector<C::Stmt>& body) {
+                      std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
   const int64_t S = p.stages;
   for (int64_t s = 0; s < ahead; ++s) {
     if (s < p.steps) copyStep(lit(s), lit(s), out);
@@ -478,19 +478,23 @@ StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fe
   }
   StepRing ring;
   ring.step = ctx.names.fresh("step");
-  // `ahead` groups before the loop and one per step before this one: this step's has landed when at
-  // most ahead - 1 are in flight.
-  body.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", ahead - 1), {})));
-  if (fenceAsync) body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
-  body.push_back(C::syncThreads());
-  std::string next = ctx.names.fresh("ahead");
-  body.push_back(C::decl(ctx.idx, next, C::sum({C::name(ring.step), lit(ahead)})));
-  std::vector<C::Stmt> copy;
-  copyStep(C::name(next), bin("%", C::name(next), lit(S)), copy);
-  body.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy)));
-  body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-  ring.buffer = ctx.names.fresh("buffer");
-  body.push_back(C::decl(ctx.idx, ring.buffer, bin("%", C::name(ring.step), lit(S))));
+  ring.stepAt = [&ctx, &p, ahead, fenceAsync, copyStep, S](const C::ExprP& step, std::vector<C::Stmt>& to) {
+    // `ahead` groups before the loop and one per step before this one: this step's has landed
+    // when at most ahead - 1 are in flight.
+    to.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", ahead - 1), {})));
+    if (fenceAsync) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+    to.push_back(C::syncThreads());
+    std::string next = ctx.names.fresh("ahead");
+    to.push_back(C::decl(ctx.idx, next, C::sum({step, lit(ahead)})));
+    std::vector<C::Stmt> copy;
+    copyStep(C::name(next), bin("%", C::name(next), lit(S)), copy);
+    to.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy)));
+    to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+    std::string buffer = ctx.names.fresh("buffer");
+    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(S))));
+    return buffer;
+  };
+  if (body) ring.buffer = ring.stepAt(C::name(ring.step), *body);
   return ring;
 }
 

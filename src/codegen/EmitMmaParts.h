@@ -78,18 +78,21 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
 // (every copy visible, every thread done with the buffer refilled next), the copy `ahead` steps
 // on and its commit. It returns the loop's step and this step's buffer index, declared in `body`.
 using CopyStep = std::function<void(const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& to)>;
+// stepAt(step, to) emits that start for any step expression and returns its buffer's name; with a
+// null `body` the ring is opened without it (the caller emits each step's start by stepAt).
 struct StepRing {
   std::string step, buffer;
+  std::function<std::string(const C::ExprP& step, std::vector<C::Stmt>& to)> stepAt;
 };
 StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fenceAsync, const CopyStep& copyStep,
-                      std::vector<C::Stmt>& out, std::vector<C::Stmt>& body);
+                      std::vector<C::Stmt>& out, std::vector<C::Stmt>* body);
 
 // EmitTma.cpp: the TMA ring (MmaPlan::tma): the stages' mbarriers and thread 0's first boxes into
 // `out`, then the step loop's body's start as openStepRing's (wait for this step's mbarrier
 // phase, a barrier, thread 0's boxes `copyAhead` steps on), from the tensor map parameters named
 // mapA and mapB. tmaHelpers: the prelude (rtcg_tensor_map, mbarrier and copy helpers).
 StepRing openTmaRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const std::string& mapA,
-                     const std::string& mapB, std::vector<C::Stmt>& out, std::vector<C::Stmt>& body);
+                     const std::string& mapB, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body);
 extern const char* const tmaHelpers;
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.

@@ -73,7 +73,7 @@ void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Func
 }
 
 StepRing openTmaRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const std::string& mapA,
-                     const std::string& mapB, std::vector<C::Stmt>& out, std::vector<C::Stmt>& body) {
+                     const std::string& mapB, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
   const int64_t S = p.stages, ahead = p.copyAhead;
   C::ExprP first = bin("==", nm.tid, lit(0));
   // The mbarriers, initialized by thread 0 and made visible (to the async proxy too) before use.
@@ -87,16 +87,20 @@ StepRing openTmaRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const std
   out.push_back(C::ifThen(first, std::move(prologue)));
   StepRing ring;
   ring.step = ctx.names.fresh("step");
-  ring.buffer = ctx.names.fresh("buffer");
-  body.push_back(C::decl(ctx.idx, ring.buffer, bin("%", C::name(ring.step), lit(S))));
-  // The phase of this buffer's use: its (step / S)-th.
-  body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {barrierAt(p, nm, C::name(ring.buffer)),
-                                                         bin("%", bin("/", C::name(ring.step), lit(S)), lit(2))})));
-  body.push_back(C::syncThreads());
-  std::string next = ctx.names.fresh("ahead");
-  body.push_back(C::decl(ctx.idx, next, C::sum({C::name(ring.step), lit(ahead)})));
-  body.push_back(C::ifThen(bin("&&", first, bin("<", C::name(next), lit(p.steps))),
+  ring.stepAt = [&ctx, &p, &nm, mapA, mapB, first, S, ahead](const C::ExprP& step, std::vector<C::Stmt>& to) {
+    std::string buffer = ctx.names.fresh("buffer");
+    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(S))));
+    // The phase of this buffer's use: its (step / S)-th.
+    to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {barrierAt(p, nm, C::name(buffer)),
+                                                         bin("%", bin("/", step, lit(S)), lit(2))})));
+    to.push_back(C::syncThreads());
+    std::string next = ctx.names.fresh("ahead");
+    to.push_back(C::decl(ctx.idx, next, C::sum({step, lit(ahead)})));
+    to.push_back(C::ifThen(bin("&&", first, bin("<", C::name(next), lit(p.steps))),
                            issueStep(p, nm, mapA, mapB, C::name(next), bin("%", C::name(next), lit(S)))));
+    return buffer;
+  };
+  if (body) ring.buffer = ring.stepAt(C::name(ring.step), *body);
   return ring;
 }
 

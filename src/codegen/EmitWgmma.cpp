@@ -107,100 +107,172 @@ void splitStep(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::
   body.push_back(C::syncThreads());
 }
 
-// registerA: the warp's A fragment of fragment-k kk from the step's buffer of the MN-major tile,
-// as const locals: [0] the values (TF32 reads their top 19 bits), tf32x3 [0] big and [1] small.
-std::vector<std::vector<C::ExprP>> registerFragment(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm,
-                                                    const C::ExprP& buffer, int64_t kk, std::vector<C::Stmt>& body) {
-  static const std::pair<int64_t, int64_t> at[] = {{0, 0}, {8, 0}, {0, 4}, {8, 4}};  // (row, k) from (g, t)
-  std::vector<std::vector<C::ExprP>> regs(p.splitBuffers ? 2 : 1);
-  for (auto [dr, dk] : at) {
-    C::ExprP row = C::sum({nm.wm, lit(dr), nm.g}), k = C::sum({lit(kk + dk), nm.t});
-    C::ExprP value = tileRef(nm.tileA[0], C::sum({C::product(buffer, lit(p.bufferA)), wgmmaTileAt(p, true, row, k)}));
-    std::string v = ctx.names.fresh(fmt::format("a{}", kk / p.fragK));
-    // Those passed to wgmma are not const: the keep helper after the wait holds them.
-    body.push_back(C::decl("float", v, std::move(value), p.splitBuffers > 0));
-    if (!p.splitBuffers) {
-      regs[0].push_back(C::name(v));
-      continue;
-    }
-    std::string big = ctx.names.fresh(v + "_big"), small = ctx.names.fresh(v + "_small");
-    body.push_back(C::decl("float", big, C::call("rtcg_tf32_rna", {C::name(v)}), false));
-    body.push_back(C::decl("float", small, C::call("rtcg_tf32_rna", {bin("-", C::name(v), C::name(big))}), false));
-    regs[0].push_back(C::name(big)), regs[1].push_back(C::name(small));
+// A set of registers a step's wgmma reads while it runs (MmaPlan::pingPong: two, by the step's
+// parity): A's fragments (registerA; [fragment-k][part][register], part 1 tf32x3's small ones) and
+// tf32x3's partial sums. Declared before the loop, so that each set keeps its registers.
+struct RegisterSet {
+  std::vector<std::vector<std::vector<std::string>>> a;
+  MmaNames partial;
+};
+
+RegisterSet declareRegisterSet(EmitContext& ctx, const MmaPlan& p, int set, std::vector<C::Stmt>& body) {
+  RegisterSet rs;
+  if (p.splitBuffers) declareAccumulators(ctx, p, rs.partial, body, set ? "part_b" : "part");
+  for (int64_t f = 0; p.registerA && f < p.blockK / p.fragK; ++f) {
+    rs.a.emplace_back(p.splitBuffers ? 2 : 1);
+    for (size_t part = 0; part < rs.a.back().size(); ++part)
+      for (int r = 0; r < 4; ++r) {
+        rs.a.back()[part].push_back(ctx.names.fresh(fmt::format("a{}{}_{}{}", set ? "b" : "", f, r, part ? "_small" : "")));
+        body.push_back(C::decl("unsigned int", rs.a.back()[part].back(), lit(0), false));
+      }
   }
-  return regs;
+  return rs;
+}
+
+std::vector<C::ExprP> names(const std::vector<std::string>& v) {
+  std::vector<C::ExprP> out;
+  for (const std::string& n : v) out.push_back(C::name(n));
+  return out;
+}
+
+// registerA: the warp's A fragments of the step from its buffer of the MN-major tile into the
+// set's registers (the m16n8k8 pattern: (row, k) = (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)):
+// TF32 the values (the tensor cores read their top 19 bits), tf32x3 big and small parts. The
+// registers hold the bits (unsigned int), which the asm statement takes as they are: a float
+// would pass through a converted copy, whose register the compiler may reuse while wgmma runs.
+void loadRegisterA(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer,
+                   const RegisterSet& rs, std::vector<C::Stmt>& body) {
+  static const std::pair<int64_t, int64_t> at[] = {{0, 0}, {8, 0}, {0, 4}, {8, 4}};
+  for (size_t f = 0; f < rs.a.size(); ++f)
+    for (size_t r = 0; r < 4; ++r) {
+      auto [dr, dk] = at[r];
+      C::ExprP row = C::sum({nm.wm, lit(dr), nm.g}), k = C::sum({lit(int64_t(f) * p.fragK + dk), nm.t});
+      C::ExprP value = tileRef(nm.tileA[0], C::sum({C::product(buffer, lit(p.bufferA)), wgmmaTileAt(p, true, row, k)}));
+      if (!p.splitBuffers) {
+        body.push_back(C::assign(C::name(rs.a[f][0][r]), "=", C::call("__float_as_uint", {std::move(value)})));
+        continue;
+      }
+      std::string v = ctx.names.fresh("a_value"), big = ctx.names.fresh("a_big");
+      body.push_back(C::decl("float", v, std::move(value)));
+      body.push_back(C::decl("float", big, C::call("rtcg_tf32_rna", {C::name(v)})));
+      body.push_back(C::assign(C::name(rs.a[f][0][r]), "=", C::call("__float_as_uint", {C::name(big)})));
+      body.push_back(C::assign(C::name(rs.a[f][1][r]), "=", C::call("__float_as_uint", {C::call(
+                                   "rtcg_tf32_rna", {bin("-", C::name(v), C::name(big))})})));
+    }
+}
+
+// After the wait that retired a group: its A registers read into the sink (so they stay allocated
+// until here: the compilers see them read by the instruction that issues wgmma, which returns
+// before the tensor cores read them, and would otherwise reuse them; H200: wrong results), and
+// tf32x3's partial sums added to the accumulators in FP32 (rounded to nearest).
+void retire(const MmaPlan& p, const MmaNames& nm, const std::string& name, const RegisterSet& rs,
+            const std::string& sink, std::vector<C::Stmt>& to) {
+  for (const auto& fragment : rs.a)
+    for (const auto& part : fragment) {
+      std::vector<C::ExprP> args{C::name(sink)};
+      for (const C::ExprP& a : names(part)) args.push_back(a);
+      to.push_back(C::exprStmt(C::call(name + "_keep", std::move(args))));
+    }
+  if (!p.splitBuffers) return;
+  for (size_t c = 0; c < nm.acc[0].size(); ++c)
+    for (size_t r = 0; r < nm.acc[0][c].size(); ++r)
+      to.push_back(C::assign(C::name(nm.acc[0][c][r]), "+=", C::name(rs.partial.acc[0][c][r])));
 }
 
 // The reduction: the cp.async ring (openStepRing) with D = copyAhead steps copied ahead and the
 // copies fenced for the async proxy, then per step tf32x3's split, A's registers (registerA), the
 // wgmma of each k of the step, committed and waited for down to 1 group in flight (overlap) or 0.
+// What the wgmma in flight reads stays allocated until the wait that retires it: with pingPong the
+// step's parity picks a register set, and after its wait_group 1 the other set (the previous
+// step's) is kept, and (tf32x3) its partial sums added; without, the step waits for its own.
 void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const StepDescriptors& desc,
-                    const MmaNames& partial, std::vector<C::Stmt>& out) {
+                    std::vector<C::Stmt>& out) {
   const int64_t D = p.copyAhead;
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperandAsLoaded(ctx, p, nm, true, k0, C::product(buffer, lit(p.bufferA)), to);
     stageOperandAsLoaded(ctx, p, nm, false, k0, C::product(buffer, lit(p.bufferB)), to);
   };
-  std::vector<C::Stmt> body;
-  const StepRing ring = p.tma ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, body)
-                              : openStepRing(ctx, p, D, true, copyStep, out, body);
-  const std::string& buf = ring.buffer;
-  const std::string name = helperName(p);
-  std::string small;
-  if (p.splitBuffers) {
-    small = ctx.names.fresh("small");
-    body.push_back(C::decl(ctx.idx, small, bin("%", C::name(ring.step), lit(p.splitBuffers))));
-    splitStep(ctx, p, nm, C::name(buf), C::name(small), body);
+  std::vector<RegisterSet> sets;
+  for (int set = 0; set < (p.pingPong ? 2 : 1) && (p.registerA || p.splitBuffers); ++set)
+    sets.push_back(declareRegisterSet(ctx, p, set, out));
+  std::string sink;
+  if (p.registerA) {
+    sink = ctx.names.fresh("a_sink");
+    out.push_back(C::decl("unsigned int", sink, lit(0), false));
   }
-  std::vector<std::vector<std::vector<C::ExprP>>> aRegs;  // [fragment-k][part][register]
-  if (p.registerA)
-    for (int64_t kk = 0; kk < p.blockK; kk += p.fragK) aRegs.push_back(registerFragment(ctx, p, nm, C::name(buf), kk, body));
+  std::vector<C::Stmt> body;
+  // pingPong opens each step of a pair itself (ring.stepAt).
+  std::vector<C::Stmt>* first = p.pingPong ? nullptr : &body;
+  const StepRing ring = p.tma ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, first)
+                              : openStepRing(ctx, p, D, true, copyStep, out, first);
+  const std::string name = helperName(p);
   const int64_t bytes = typeBytes(p.staged);
-  // Operand `isA`'s descriptor of part `part` at kk (parts: the ring's buffer, the small tile's).
-  auto descAt = [&](bool isA, int part, int64_t kk) {
-    const int64_t size = (isA ? p.bufferA : p.bufferB) * bytes / 16;
-    C::ExprP at = C::name(part ? small : buf);
-    return C::sum({(isA ? desc.a : desc.b)[size_t(part)], C::product(at, lit(size)), lit(kOffset(p, isA, kk))});
-  };
   // tf32x3: the small products first (small A by big B, big A by small B), then the big one.
   const std::vector<std::pair<int, int>> products =
       p.splitBuffers ? std::vector<std::pair<int, int>>{{1, 0}, {0, 1}, {0, 0}} : std::vector<std::pair<int, int>>{{0, 0}};
-  // The wgmma of fragment-k's [from, to) on `acc` (nm.acc's layout), the first with scale-d 0
-  // where `fresh`, then commit, wait, and the A registers kept until then.
-  auto issue = [&](int64_t from, int64_t to, const MmaNames& acc, bool fresh, const char* wait) {
-    body.push_back(withAccumulators(acc, name + "_fence", {}));
-    for (int64_t f = from; f < to; ++f)
+  const int64_t frags = p.blockK / p.fragK;
+  const char* wait = p.wgmmaOverlap ? "_wait1" : "_wait0";
+  // Step `at` (its ring buffer `buf`) on register set `rs` (or none): tf32x3's split, A's
+  // registers, the fence, the wgmma of every fragment-k (tf32x3: into the set's partial sums, the
+  // first with scale-d 0), commit, wait, then the retired group's set retired.
+  auto step = [&](const C::ExprP& at, const std::string& buf, const RegisterSet* rs, const RegisterSet* retired,
+                  std::vector<C::Stmt>& to) {
+    std::string small;
+    if (p.splitBuffers) {
+      small = ctx.names.fresh("small");
+      to.push_back(C::decl(ctx.idx, small, bin("%", at, lit(p.splitBuffers))));
+      splitStep(ctx, p, nm, C::name(buf), C::name(small), to);
+    }
+    // Operand `isA`'s descriptor of part `part` at kk (parts: the ring's buffer, the small tile's).
+    auto descAt = [&](bool isA, int part, int64_t kk) {
+      const int64_t size = (isA ? p.bufferA : p.bufferB) * bytes / 16;
+      C::ExprP b = C::name(part ? small : buf);
+      return C::sum({(isA ? desc.a : desc.b)[size_t(part)], C::product(b, lit(size)), lit(kOffset(p, isA, kk))});
+    };
+    if (p.registerA) loadRegisterA(ctx, p, nm, C::name(buf), *rs, to);
+    const MmaNames& acc = p.splitBuffers ? rs->partial : nm;
+    to.push_back(withAccumulators(acc, name + "_fence", {}));
+    for (int64_t f = 0; f < frags; ++f)
       for (auto [pa, pb] : products) {
-        std::vector<C::ExprP> lead = p.registerA ? aRegs[size_t(f)][size_t(pa)]
+        std::vector<C::ExprP> lead = p.registerA ? names(rs->a[size_t(f)][size_t(pa)])
                                                  : std::vector<C::ExprP>{descAt(true, pa, f * p.fragK)};
         lead.push_back(descAt(false, pb, f * p.fragK));
-        const bool zero = fresh && f == from && pa == products[0].first && pb == products[0].second;
-        body.push_back(withAccumulators(acc, name + (zero ? "_zero" : ""), std::move(lead)));
+        const bool zero = p.splitBuffers && f == 0 && pa == products[0].first && pb == products[0].second;
+        to.push_back(withAccumulators(acc, name + (zero ? "_zero" : ""), std::move(lead)));
       }
-    body.push_back(C::exprStmt(C::call("rtcg_wgmma_commit", {})));
-    body.push_back(withAccumulators(acc, name + wait, {}));
-    // registerA: the A registers stay allocated until the wait (the compiler sees them read by
-    // the asm statement that issues wgmma, which returns before the tensor cores read them).
-    for (int64_t f = from; p.registerA && f < to; ++f)
-      for (const auto& part : aRegs[size_t(f)]) body.push_back(C::exprStmt(C::call(name + "_keep", part)));
+    to.push_back(C::exprStmt(C::call("rtcg_wgmma_commit", {})));
+    // The wait names what the retired group wrote: the accumulators, or its partial sums.
+    to.push_back(withAccumulators(p.splitBuffers ? retired->partial : nm, name + wait, {}));
+    if (retired) retire(p, nm, name, *retired, sink, to);
   };
-  const int64_t frags = p.blockK / p.fragK;
-  if (!p.splitBuffers) {
-    issue(0, frags, nm, false, p.wgmmaOverlap ? "_wait1" : "_wait0");
+  if (!p.pingPong) {
+    const RegisterSet* rs = sets.empty() ? nullptr : &sets[0];
+    step(C::name(ring.step), ring.buffer, rs, rs, body);
+    out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
   } else {
-    // tf32x3 (MmaPlan::x3Sum): per x3Sum fragment-k a partial sum in fresh accumulators, added to
-    // the block's in FP32 (rounded to nearest): the tensor cores' own accumulation truncates, and
-    // over the whole reduction that error grows with its length (H200: 2.9e-5 at n = 4096).
-    for (int64_t f = 0; f < frags; f += p.x3Sum) {
-      issue(f, std::min(frags, f + p.x3Sum), partial, true, "_wait0");
-      for (size_t c = 0; c < nm.acc[0].size(); ++c)
-        for (size_t r = 0; r < nm.acc[0][c].size(); ++r)
-          body.push_back(C::assign(C::name(nm.acc[0][c][r]), "+=", C::name(partial.acc[0][c][r])));
-    }
+    // Two steps an iteration, in straight-line code: the sets are distinct registers of the
+    // compilers' own (a branch on the parity let them merge the two sets' loads into one).
+    std::string pair = ctx.names.fresh("pair"), odd = ctx.names.fresh("step_odd");
+    body.push_back(C::decl(ctx.idx, ring.step, C::product(C::name(pair), lit(2))));
+    step(C::name(ring.step), ring.stepAt(C::name(ring.step), body), &sets[0], &sets[1], body);
+    body.push_back(C::decl(ctx.idx, odd, C::sum({C::name(ring.step), lit(1)})));
+    std::vector<C::Stmt> second;
+    step(C::name(odd), ring.stepAt(C::name(odd), second), &sets[1], &sets[0], second);
+    if (p.steps % 2 == 0) append(body, std::move(second));
+    else body.push_back(C::ifThen(bin("<", C::name(odd), lit(p.steps)), std::move(second)));
+    out.push_back(C::forLoop(ctx.idx, pair, lit(0), lit((p.steps + 1) / 2), C::Unroll::Never, std::move(body)));
   }
-  out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
-  if (p.wgmmaOverlap) out.push_back(withAccumulators(nm, name + "_wait0", {}));
+  if (p.wgmmaOverlap) {
+    // The last step's group: waited for, then retired as the steps retire theirs.
+    const RegisterSet* last = sets.empty() ? nullptr : &sets[size_t((p.steps - 1) % int64_t(sets.size()))];
+    out.push_back(withAccumulators(p.splitBuffers ? last->partial : nm, name + "_wait0", {}));
+    if (last) retire(p, nm, name, *last, sink, out);
+  }
+  // The sink's use, which changes no value (a NaN's payload at most), keeps its reads.
+  if (p.registerA)
+    out.push_back(C::assign(C::name(nm.acc[0][0][0]), "=",
+                            C::call(name + "_sink", {C::name(nm.acc[0][0][0]), C::name(sink)})));
 }
 
 }  // namespace
@@ -255,10 +327,7 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
     if (!p.registerA) desc.a.push_back(descriptor(true, part));
     desc.b.push_back(descriptor(false, part));
   }
-  // tf32x3's partial sums (their own accumulators; MmaPlan::x3Sum).
-  MmaNames partial;
-  if (p.splitBuffers) declareAccumulators(ctx, p, partial, body, "part");
-  emitWgmmaSteps(ctx, p, nm, desc, partial, body);
+  emitWgmmaSteps(ctx, p, nm, desc, body);
 }
 
 // Descriptors and fences (PTX ISA: wgmma, the shared memory matrix descriptor; fence.proxy.async).
@@ -312,7 +381,8 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   const std::string accParams = fmt::format("{}", fmt::join(params, ", "));
   const std::string accOuts = fmt::format("{}", fmt::join(outs, ", "));
   // The A operand: a descriptor, or (registerA, TF32 only) four registers.
-  const std::string aParams = p.registerA ? "float a0, float a1, float a2, float a3" : "unsigned long long desc_a";
+  const std::string aParams =
+      p.registerA ? "unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3" : "unsigned long long desc_a";
   const std::string typeName = tf32 ? "tf32" : mmaArithName(p.arith);
   std::string s = fmt::format("// wgmma.mma_async m64n{}k{} {} (A {}, B {}).\n#ifdef RTCG_HOST_EMULATION\n", p.fragN, p.fragK,
                               typeName, p.registerA ? "from registers" : p.aMnMajor ? "MN-major" : "K-major",
@@ -322,7 +392,8 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
     const std::string fn = name + (scaleD ? "" : "_zero"), zeroArg = scaleD ? "" : ", 0";
     if (p.registerA)
       s += fmt::format("inline void {}({}, unsigned long long desc_b, {}) {{\n"
-                       "  float* const d[] = {{{}}};\n  const float a[] = {{a0, a1, a2, a3}};\n"
+                       "  float* const d[] = {{{}}};\n"
+                       "  const float a[] = {{__uint_as_float(a0), __uint_as_float(a1), __uint_as_float(a2), __uint_as_float(a3)}};\n"
                        "  rtcg_emu_wgmma_rs({}, a, desc_b, d{});\n}}\n",
                        fn, aParams, accParams, fmt::join(refs, ", "), p.fragN, zeroArg);
     else
@@ -333,16 +404,18 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   }
   s += fmt::format("inline void {0}_fence({1}) {{}}\ninline void {0}_wait0({1}) {{ rtcg_emu_wgmma_wait(0); }}\n"
                    "inline void {0}_wait1({1}) {{ rtcg_emu_wgmma_wait(1); }}\n", name, accParams);
-  if (p.registerA) s += fmt::format("inline void {}_keep(float&, float&, float&, float&) {{}}\n", name);
+  if (p.registerA)
+    s += fmt::format("inline void {0}_keep(unsigned int& sink, unsigned int a0, unsigned int a1, unsigned int a2, "
+                     "unsigned int a3) {{ sink ^= a0 ^ a1 ^ a2 ^ a3; }}\n"
+                     "inline float {0}_sink(float x, unsigned int sink) {{\n"
+                     "  return x != x ? __uint_as_float(__float_as_uint(x) | (sink & 1u)) : x;\n}}\n", name);
   s += "#else\n";
   // Operands after the accumulators: A (a descriptor or four registers), B's descriptor, scale-d.
   const int64_t aCount = p.registerA ? 4 : 1;
   std::vector<std::string> aSlots;
   for (int64_t i = 0; i < aCount; ++i) aSlots.push_back(fmt::format("%{}", regs + i));
   const std::string aSlot = p.registerA ? fmt::format("{{{}}}", fmt::join(aSlots, ", ")) : aSlots[0];
-  const std::string aInputs = p.registerA ? "\"r\"(__float_as_uint(a0)), \"r\"(__float_as_uint(a1)), "
-                                            "\"r\"(__float_as_uint(a2)), \"r\"(__float_as_uint(a3))"
-                                          : "\"l\"(desc_a)";
+  const std::string aInputs = p.registerA ? "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3)" : "\"l\"(desc_a)";
   const std::string trans = tf32 ? ""
                             : p.registerA ? fmt::format(", {}", p.bMnMajor ? 1 : 0)
                                           : fmt::format(", {}, {}", p.aMnMajor ? 1 : 0, p.bMnMajor ? 1 : 0);
@@ -360,10 +433,16 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
     s += fmt::format("__device__ __forceinline__ void {0}_wait{3}({1}) {{\n"
                      "  asm volatile(\"wgmma.wait_group.sync.aligned {3};\\n\" : {2} :: \"memory\");\n}}\n",
                      name, accParams, accOuts, pending);
-  // registerA: NAME_keep(a0, ...) after the wait keeps A's registers from reuse until then.
+  // registerA: NAME_keep(sink, a0, ...) after the wait reads A's registers (an xor into the sink,
+  // in order after the wait: both are volatile), NAME_sink(x, sink) uses the sink without changing
+  // x (a NaN's payload at most).
   if (p.registerA)
-    s += fmt::format("__device__ __forceinline__ void {}_keep(float& a0, float& a1, float& a2, float& a3) {{\n"
-                     "  asm volatile(\"\" : \"+f\"(a0), \"+f\"(a1), \"+f\"(a2), \"+f\"(a3) :: \"memory\");\n}}\n",
+    s += fmt::format("__device__ __forceinline__ void {0}_keep(unsigned int& sink, unsigned int a0, unsigned int a1, "
+                     "unsigned int a2, unsigned int a3) {{\n"
+                     "  asm volatile(\"xor.b32 %0, %0, %1;\\nxor.b32 %0, %0, %2;\\nxor.b32 %0, %0, %3;\\nxor.b32 %0, %0, %4;\\n\"\n"
+                     "               : \"+r\"(sink) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3) : \"memory\");\n}}\n"
+                     "__device__ __forceinline__ float {0}_sink(float x, unsigned int sink) {{\n"
+                     "  return x != x ? __uint_as_float(__float_as_uint(x) | (sink & 1u)) : x;\n}}\n",
                      name);
   s += "#endif";
   return s;

@@ -188,7 +188,17 @@ struct MmaPlan {
   // wgmma with scale-d 0), waited for and added to the block's in FP32 (rounded to nearest): the
   // tensor cores truncate as they accumulate, an error that grows with the reduction's length.
   int64_t x3Sum = 0;
+  // With 3 or more stages, what a step's wgmma reads from registers (registerA's fragments) or
+  // writes besides the accumulators (tf32x3's partial sums) comes in two sets picked by the step's
+  // parity (pingPong), so that the step's wgmma stays in flight (wait_group 1) while the next step
+  // fills the other set; the set is kept (and its partial sums added) after the wait that retires
+  // it. Where two sets do not fit the registers, each step waits for its own (no overlap).
+  bool pingPong = false;
 };
+
+// Registers per thread of a wgmma plan: the accumulators (N / 2), tf32x3's partial sums and
+// registerA's fragments (per set), ~40 others.
+int64_t wgmmaPlanRegisters(const MmaPlan& p);
 
 // The plan of `s.mma` for nest `nest`, or the reasons why none exists (appended to `reasons`):
 // the nest does not qualify, the arithmetic does not fit its type, other clauses beside `mma:`,

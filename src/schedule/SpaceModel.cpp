@@ -763,10 +763,11 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double swizzled = p.tma ? (p.copyAhead >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
   // `fragments 2` takes the shared-memory loads' latency off the path from each step's barrier to
   // its mma (EmitMmaPrefetch.cpp): 79% on large block tiles, 69% on others (measured, above).
-  // TF32 along M / N through A's registers waits for each step's wgmma (MmaPlan::registerA): H200,
-  // n = 4096, verified: tf32 m64n256 2x1 k 32 stages 4 swizzle 128 tma 309 TF/s, 62% of the TF32
-  // peak; tf32x3 (split, partial sums) m64n128 1x1 / 2x1 74 / 71 TF/s, three products each: 44%.
-  const double registerWait = p.splitBuffers ? 0.44 : p.registerA ? 0.62 : 1.0;
+  // TF32 along M / N through A's registers (MmaPlan::registerA), H200, n = 4096, verified: with two
+  // register sets (pingPong) m64n256 2x1 k 32 stages 4 swizzle 128 tma 393 TF/s, 79% of the TF32
+  // peak; waiting for each step's wgmma 309 (62%); tf32x3 (split, partial sums, each step waits)
+  // m64n128 1x1 / 2x1 74 / 71 TF/s, three products each: 44%.
+  const double registerWait = p.splitBuffers ? 0.44 : p.pingPong ? 0.79 : p.registerA ? 0.62 : 1.0;
   // tf32x3 on mma.sync splits every fragment register (as it loads it, or as it stages it): H200,
   // n = 4096, verified, 54 TF/s (table of record, session 25) where the model predicted 119.
   const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.wgmma ? 0.45 : 1.0;

@@ -167,8 +167,19 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   EXPECT_EQ(p->smallOffset, 3 * (p->bufferA + p->bufferB));
   EXPECT_EQ(p->tileBytes, (3 * (p->bufferA + p->bufferB) + p->bufferB) * 4);
   EXPECT_EQ(p->mmaPerStep, 4 * 3);
+  // TF32 from registers overlaps its steps with two register sets where they fit (pingPong), and
+  // waits for each step where they do not (4 warpgroups of m64n128: 512 x 136 registers) or with 2 stages.
   p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3", reasons);
   ASSERT_TRUE(p);
+  EXPECT_TRUE(p->wgmmaOverlap);
+  EXPECT_TRUE(p->pingPong);
+  EXPECT_EQ(wgmmaPlanRegisters(*p), 32 + 2 * 16 + 40);
+  p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 2", reasons);
+  ASSERT_TRUE(p);
+  EXPECT_FALSE(p->pingPong);
+  p = plan(rect("rect32", 400, 536, 72), "mma: tf32 wgmma m64n128k8 warpgroups 2x2 k 32 stages 3", reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_FALSE(p->pingPong);
   EXPECT_FALSE(p->wgmmaOverlap);
   // tf32x3's partial sums double the accumulators: m64n256 is past 255 registers a thread.
   reasons.clear();

@@ -231,6 +231,7 @@ inline uint32_t rtcg_emu_float_bits(float f) {
 }
 // TF32 fragments loaded by ldmatrix arrive as the bits of 32-bit words.
 inline float __uint_as_float(unsigned int u) { return rtcg_emu_bits_float(u); }
+inline unsigned int __float_as_uint(float f) { return rtcg_emu_float_bits(f); }
 inline float rtcg_tf32_rna(float x) {
   uint32_t b = rtcg_emu_float_bits(x);
   if ((b & 0x7f800000u) == 0x7f800000u) return x;
