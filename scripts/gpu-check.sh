@@ -125,12 +125,19 @@ run_example gemm_bf16.rtcg -D n=1003 --schedule "mma: bf16 wgmma m64n128k16 warp
 run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 4"
 run_example matmul.rtcg -D n=1003 --precision tf32 --schedule "mma: tf32 wgmma m64n64k8 warpgroups 2x2 k 32 stages 3"
 # wgmma with 128-byte swizzled tiles, and filled by TMA from tensor maps encoded at launch (TMA
-# needs rows 16-byte apart: n = 1000 for bf16; tf32's b[k, j] is not K-major, so swizzled copies
-# only), at sizes no tile divides.
+# needs rows 16-byte apart: n = 1000), at sizes no tile divides.
 run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x2 k 64 stages 4 swizzle 128 tma epilogue shared"
 run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3 swizzle 128 tma"
 run_example gemm_bf16.rtcg -D n=1003 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3 swizzle 128 epilogue shared"
 run_example matmul.rtcg -D n=1003 --precision tf32 --schedule "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128"
+# TF32 through A's registers (matmul transposed), two register sets (3-4 stages) or one (2 stages,
+# 4 warpgroups), and tf32x3 on wgmma (the split tiles, partial sums per step), TMA and cp.async.
+run_example matmul.rtcg -D n=1000 --precision tf32 --schedule "mma: tf32 wgmma m64n256k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma"
+run_example matmul.rtcg -D n=1003 --precision tf32 --schedule "mma: tf32 wgmma m64n128k8 warpgroups 2x2 k 32 stages 3 swizzle 128 epilogue shared"
+run_example matmul.rtcg -D n=1000 --precision tf32 --schedule "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 16 stages 2"
+run_example matmul.rtcg -D n=1000 --precision tf32x3 --schedule "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma epilogue shared"
+run_example matmul.rtcg -D n=1003 --precision tf32x3 --schedule "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3 swizzle 128"
+run_example matmul.rtcg -D n=1003 --precision tf32x3 --schedule "mma: tf32x3 wgmma m64n32k8 warpgroups 2x1 k 16 stages 2"
 # FP64 with double-buffered fragment registers (`fragments 2`).
 run_example dgemm.rtcg -D n=1001 --schedule "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 4 fragments 2"
 run_example dgemm.rtcg -D n=1001 --schedule "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2 epilogue shared"

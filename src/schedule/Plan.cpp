@@ -741,7 +741,9 @@ std::string wgmmaLines(const MmaPlan& p) {
                    : p.wgmmaOverlap ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1)"
                    : p.registerA || p.splitBuffers
                        ? fmt::format("each step's wgmma waited for before the next step (wait_group 0: {})",
-                                     p.stages >= 3 ? "two register sets would not fit" : "2 stages")
+                                     p.x3Sum         ? "tf32x3 adds each step's partial sums"
+                                     : p.stages >= 3 ? "two register sets would not fit"
+                                                     : "2 stages")
                        : "each step's wgmma waited for before the next step (wait_group 0)");
   return s + mmaEpilogueLine(p);
 }
