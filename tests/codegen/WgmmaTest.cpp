@@ -410,9 +410,11 @@ TEST(HostEmulation, WgmmaTmaMatchesTheReference) {
                         "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma", 1e-5, kSm90), "");
 }
 
-// TF32 stored along M / N through A's registers (MmaPlan::registerA; matmul's layout transposed)
-// and tf32x3 (the split of each step's tiles, three wgmma per fragment-k), at sizes no tile
-// divides, with cp.async and TMA, 1 and 2 small buffers, A from registers or from shared memory.
+// TF32 stored along M / N through A's registers (MmaPlan::registerA; matmul's layout transposed):
+// two register sets over an odd and an even count of steps (pingPong: the loop's second step
+// guarded or not) and one (2 stages); tf32x3 (the split of each step's tiles, three wgmma per
+// fragment-k, partial sums), at sizes no tile divides, with cp.async and TMA, A from registers
+// or from shared memory.
 // The emulation gathers the A registers from the warp's lanes as the fragment layout says, so a
 // wrong (row, k) per register fails; tf32x3's tolerance fails plain TF32 accuracy (about 5e-4).
 TEST(HostEmulation, WgmmaRegisterAAndTf32x3MatchTheReference) {
@@ -424,6 +426,8 @@ TEST(HostEmulation, WgmmaRegisterAAndTf32x3MatchTheReference) {
   };
   const Case cases[] = {
       {"rect32", 200, 136, 72, "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma", 2e-3},
+      {"rect32", 100, 60, 64, "mma: tf32 wgmma m64n32k8 warpgroups 1x2 k 16 stages 4", 2e-3},
+      {"rect32", 61, 45, 29, "mma: tf32 wgmma m64n16k8 warpgroups 1x1 k 8 stages 2", 2e-3},
       {"rect32", 61, 45, 29, "mma: tf32x3 wgmma m64n24k8 warpgroups 1x1 k 8 stages 2", 2e-5},
       {"rect32", 200, 136, 72,
        "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma epilogue shared", 2e-5},

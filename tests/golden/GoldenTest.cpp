@@ -70,6 +70,46 @@ std::vector<ExampleSizes> exampleSizes() {
 }
 
 
+// Tensor-core schedules the sampled space (default device, ieee precision) never reaches: wgmma
+// (sm_90), TF32 and tf32x3, FP64 mma; each module hashed on its own ("<file>/<kernel>
+// tensor:<sizes>:<schedule, spaces as _>").
+void hashTensorSchedules(std::map<std::string, std::string>& out) {
+  struct Fixed {
+    const char* file;
+    SizeBindings sizes;
+    const char* schedule;
+  };
+  const Fixed fixed[] = {
+      {"gemm_bf16.rtcg", {{"n", 1000}}, "mma: bf16 wgmma m64n128k16 warpgroups 2x2 k 64 stages 4 swizzle 128 tma epilogue shared"},
+      {"gemm_bf16.rtcg", {{"n", 1003}}, "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3"},
+      {"gemm_bf16.rtcg", {{"n", 1003}}, "mma: bf16 m16n8k16 warps 2x2 tile 4x8 k 32 stages 3 epilogue shared"},
+      {"matmul.rtcg", {{"n", 1000}}, "mma: tf32 wgmma m64n256k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma"},
+      {"matmul.rtcg", {{"n", 1003}}, "mma: tf32 wgmma m64n128k8 warpgroups 2x2 k 32 stages 3 swizzle 128 epilogue shared"},
+      {"matmul.rtcg", {{"n", 1003}}, "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 16 stages 2"},
+      {"matmul.rtcg", {{"n", 1000}}, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma epilogue shared"},
+      {"matmul.rtcg", {{"n", 1003}}, "mma: tf32x3 m16n8k8 warps 2x2 tile 4x8 k 8 stages 3"},
+      {"matmul.rtcg", {{"n", 1003}}, "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16"},
+      {"dgemm.rtcg", {{"n", 1001}}, "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 4 fragments 2"},
+      {"dgemm.rtcg", {{"n", 1001}}, "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8"},
+  };
+  const ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
+  for (const Fixed& f : fixed) {
+    std::string what = "tensor:";
+    for (const auto& [name, value] : f.sizes) what += name + "=" + std::to_string(value) + ":";
+    for (const char* c = f.schedule; *c; ++c) what += *c == ' ' ? '_' : *c;
+    Diagnostics diags;
+    auto prog = parseProgram(f.file, readFile(fs::path(RTCG_SOURCE_DIR) / "examples" / f.file), diags);
+    EXPECT_TRUE(prog.has_value()) << f.file;
+    if (!prog) continue;
+    const std::string key = std::string(f.file) + "/" + prog->kernels[0].name + " " + what;
+    auto bound = bindSizes(prog->kernels[0], f.sizes, diags);
+    auto parsed = parseSchedule(f.schedule);
+    EXPECT_TRUE(bound && parsed.schedule) << key << ": " << parsed.error;
+    if (!bound || !parsed.schedule) continue;
+    out[key] = hash128(emitCuda(*bound, *parsed.schedule, sm90).source).hex();
+  }
+}
+
 // "<file>/<kernel> <what>" -> hash, computed now.
 std::map<std::string, std::string> computeHashes() {
   std::map<std::string, std::string> out;
@@ -107,6 +147,7 @@ std::map<std::string, std::string> computeHashes() {
       out[key + " dry-run"] = hash128(dry.out).hex();
     }
   }
+  hashTensorSchedules(out);
   return out;
 }
 
