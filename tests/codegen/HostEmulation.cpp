@@ -44,24 +44,26 @@ std::string hostSource(const Kernel& k, const EmittedModule& m) {
                                  t.outer, t.pitchBytes, t.boxInner, t.boxOuter, typeBytes(t.type)));
     }
     out += fmt::format(
-        "extern \"C\" void rtcg_emu_run_{0}(void** args) {{\n"
+        "extern \"C\" void rtcg_emu_run_{0}(void** arguments) {{\n"
         "  const unsigned int grid[3] = {{{1}, {2}, {3}}}, block[3] = {{{4}, {5}, {6}}};\n"
-        "  rtcg_emu_launch(grid, block, [&] {{ {0}({7}); }});\n}}\n",
+        "  rtcg_emu_launch(grid, block, [](void* context) {{ void** args = static_cast<void**>(context); {0}({7}); }}, arguments);\n}}\n",
         l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], fmt::join(args, ", "));
   }
   out += "extern \"C\" void rtcg_emu_set_block_order(int order) { rtcg_emu_block_order = order; }\n";
   return out;
 }
 
-// The g++ command that builds `dir`/kernel.so. The header's precompiled form (tests/CMakeLists.txt
-// makes it with the same options, RTCG_EMU_CXX_FLAGS) is on the include path before the header's
-// folder: g++ uses it when its options match and reads the header itself otherwise.
-#if !defined(RTCG_EMU_CXX_FLAGS) || !defined(RTCG_EMU_PCH_DIR)
+// The g++ command that builds `dir`/kernel.so, linking the emulation's runtime in. The header's
+// precompiled form (tests/CMakeLists.txt makes it and the runtime's object with the same options,
+// RTCG_EMU_CXX_FLAGS) is on the include path before the header's folder: g++ uses it when its
+// options match and reads the header itself otherwise.
+#if !defined(RTCG_EMU_CXX_FLAGS) || !defined(RTCG_EMU_BUILD_DIR)
 #error "a target with HostEmulation.cpp calls rtcg_use_host_emulation (tests/CMakeLists.txt)"
 #endif
 std::string compileCommand(const std::filesystem::path& dir) {
-  return fmt::format("g++ {0} -shared -I{1} -I{2}/tests/codegen -o {3}/kernel.so {3}/kernel.cpp > {3}/log.txt 2>&1",
-                     RTCG_EMU_CXX_FLAGS, RTCG_EMU_PCH_DIR, RTCG_SOURCE_DIR, dir.string());
+  return fmt::format("g++ {0} -shared -I{1} -I{2}/tests/codegen -o {3}/kernel.so {3}/kernel.cpp {1}/cuda_host_emulation_runtime.o "
+                     "> {3}/log.txt 2>&1",
+                     RTCG_EMU_CXX_FLAGS, RTCG_EMU_BUILD_DIR, RTCG_SOURCE_DIR, dir.string());
 }
 
 }  // namespace
