@@ -242,10 +242,42 @@ std::string pruneSummary(const Space& s) {
   return out;
 }
 
+// NVRTC compiles a sample of an example's space: the best predicted, the default, and three spread
+// over the ranking (the full run only: NVRTC takes seconds a module on a loaded machine), and the
+// best predicted of each family the sampling singles out (in both runs).
+void compileASample(const Example& ex, const Kernel& bound, const Space& space) {
+  std::vector<const Candidate*> sample{&space.candidates.front()};
+  // The spread ones only in the full run (NVRTC takes seconds a module on a loaded machine); the
+  // families below are in both.
+  if (rtcgtest::fullTests())
+    for (size_t q = 1; q <= 3; ++q) sample.push_back(&space.candidates[q * (space.candidates.size() - 1) / 4]);
+  std::string defaultText = printSchedule(defaultSchedule(bound));
+  for (const Candidate& c : space.candidates)
+    if (c.text == defaultText) sample.push_back(&c);
+  // And the best predicted of each family the sampling singles out (pipelined positions: blocks
+  // walking 4 or 16 positions with multi-buffered tiles).
+  static const std::regex walks(R"(grid\.[xyz], serial (4|16)[,;])");
+  std::set<std::string> families;
+  for (const Candidate& c : space.candidates) {
+    for (const char* f : {"loads: early", "copy: async"})
+      if (c.text.find(f) != std::string::npos && families.insert(f).second) sample.push_back(&c);
+    if (std::regex_search(c.text, walks) && c.text.find("buffers:") != std::string::npos && families.insert("walks").second)
+      sample.push_back(&c);
+  }
+  std::set<std::string> done;
+  for (const Candidate* c : sample) {
+    if (!done.insert(c->text).second) continue;
+    EmittedModule m = emitCuda(bound, c->schedule);
+    CudaCompileResult r = compileCuda(m.source, ex.kernel.name + ".cu");
+    EXPECT_TRUE(r.success) << ex.kernel.name << " " << c->text << "\n" << r.log << "\n" << m.source;
+  }
+}
+
 }  // namespace
 
 // Every example's space at its sizes: its variants accounted for, every candidate checked
-// (checkSpace), a sample emitted, and staging planned once per variant (one enumeration for all).
+// (checkSpace), a sample emitted and a smaller one compiled by NVRTC (compileASample), and staging
+// planned once per variant (one enumeration for all).
 TEST(Space, EveryExampleAtItsSizes) {
   ASSERT_GE(examples().size(), 10u);
   SpaceOptions o;
@@ -291,6 +323,7 @@ TEST(Space, EveryExampleAtItsSizes) {
     // Every candidate is still checked (legal, round-tripping, constrained); by default a sample
     // of them is emitted (the full run emits all tens of thousands: minutes on two cores).
     checkSpace(bound, space, so, /*emitAll=*/true, rtcgtest::fullTests() ? 1 : 8);
+    compileASample(ex, bound, space);
   }
 }
 
@@ -1016,39 +1049,6 @@ TEST(Space, EmittingACandidatePlansStagingOncePerStagedNest) {
     staged += stagedNests > 0;
   }
   EXPECT_GT(staged, 0u);
-}
-
-TEST(Space, NvrtcCompilesASampleOfEveryExample) {
-  for (const Example& ex : examples()) {
-    Kernel bound = bindAll(ex.kernel, ex.sizes);
-    Space space = enumerateSchedules(bound);
-    // The best predicted, the default, and three spread over the ranking.
-    std::vector<const Candidate*> sample{&space.candidates.front()};
-    // The spread ones only in the full run (NVRTC takes seconds a module on a loaded machine); the
-    // families below are in both.
-    if (rtcgtest::fullTests())
-      for (size_t q = 1; q <= 3; ++q) sample.push_back(&space.candidates[q * (space.candidates.size() - 1) / 4]);
-    std::string defaultText = printSchedule(defaultSchedule(bound));
-    for (const Candidate& c : space.candidates)
-      if (c.text == defaultText) sample.push_back(&c);
-    // And the best predicted of each family the sampling singles out (pipelined positions: blocks
-    // walking 4 or 16 positions with multi-buffered tiles).
-    static const std::regex walks(R"(grid\.[xyz], serial (4|16)[,;])");
-    std::set<std::string> families;
-    for (const Candidate& c : space.candidates) {
-      for (const char* f : {"loads: early", "copy: async"})
-        if (c.text.find(f) != std::string::npos && families.insert(f).second) sample.push_back(&c);
-      if (std::regex_search(c.text, walks) && c.text.find("buffers:") != std::string::npos && families.insert("walks").second)
-        sample.push_back(&c);
-    }
-    std::set<std::string> done;
-    for (const Candidate* c : sample) {
-      if (!done.insert(c->text).second) continue;
-      EmittedModule m = emitCuda(bound, c->schedule);
-      CudaCompileResult r = compileCuda(m.source, ex.kernel.name + ".cu");
-      EXPECT_TRUE(r.success) << ex.kernel.name << " " << c->text << "\n" << r.log << "\n" << m.source;
-    }
-  }
 }
 
 TEST(Space, SeveralNestsAreCombined) {
