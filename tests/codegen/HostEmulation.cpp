@@ -26,7 +26,7 @@ namespace {
 // header defines what the code uses of cuda_fp16.h and cuda_bf16.h), and one launcher per
 // kernel taking its arguments as an array of pointers.
 std::string hostSource(const Kernel& k, const EmittedModule& m) {
-  std::string out = fmt::format("#include \"{}/tests/codegen/cuda_host_emulation.h\"\n", RTCG_SOURCE_DIR);
+  std::string out = "#include \"cuda_host_emulation.h\"\n";  // found by compileCommand's include path
   std::istringstream in(m.source);
   for (std::string line; std::getline(in, line);)
     if (line.find("extern __shared__") == std::string::npos && line.rfind("#include <cuda_", 0) != 0) out += line + "\n";
@@ -44,13 +44,26 @@ std::string hostSource(const Kernel& k, const EmittedModule& m) {
                                  t.outer, t.pitchBytes, t.boxInner, t.boxOuter, typeBytes(t.type)));
     }
     out += fmt::format(
-        "extern \"C\" void rtcg_emu_run_{0}(void** args) {{\n"
+        "extern \"C\" void rtcg_emu_run_{0}(void** arguments) {{\n"
         "  const unsigned int grid[3] = {{{1}, {2}, {3}}}, block[3] = {{{4}, {5}, {6}}};\n"
-        "  rtcg_emu_launch(grid, block, [&] {{ {0}({7}); }});\n}}\n",
+        "  rtcg_emu_launch(grid, block, [](void* context) {{ void** args = static_cast<void**>(context); {0}({7}); }}, arguments);\n}}\n",
         l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], fmt::join(args, ", "));
   }
   out += "extern \"C\" void rtcg_emu_set_block_order(int order) { rtcg_emu_block_order = order; }\n";
   return out;
+}
+
+// The g++ command that builds `dir`/kernel.so, linking the emulation's runtime in. The header's
+// precompiled form (tests/CMakeLists.txt makes it and the runtime's object with the same options,
+// RTCG_EMU_CXX_FLAGS) is on the include path before the header's folder: g++ uses it when its
+// options match and reads the header itself otherwise.
+#if !defined(RTCG_EMU_CXX_FLAGS) || !defined(RTCG_EMU_BUILD_DIR)
+#error "a target with HostEmulation.cpp calls rtcg_use_host_emulation (tests/CMakeLists.txt)"
+#endif
+std::string compileCommand(const std::filesystem::path& dir) {
+  return fmt::format("g++ {0} -shared -I{1} -I{2}/tests/codegen -o {3}/kernel.so {3}/kernel.cpp {1}/cuda_host_emulation_runtime.o "
+                     "> {3}/log.txt 2>&1",
+                     RTCG_EMU_CXX_FLAGS, RTCG_EMU_BUILD_DIR, RTCG_SOURCE_DIR, dir.string());
 }
 
 }  // namespace
@@ -63,8 +76,7 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
                               fmt::format("rtcg_emu_{}_{}", getpid(), counter++);
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "kernel.cpp") << hostSource(k, m);
-  std::string cmd = fmt::format("g++ -std=c++20 -O1 -w -shared -fPIC -pthread -o {0}/kernel.so {0}/kernel.cpp > {0}/log.txt 2>&1",
-                                dir.string());
+  const std::string cmd = compileCommand(dir);
   if (std::system(cmd.c_str()) != 0) {
     std::ifstream log(dir / "log.txt");
     std::stringstream ss;

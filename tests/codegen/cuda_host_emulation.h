@@ -2,27 +2,25 @@
 //
 // The emitted CUDA translation unit is compiled with g++ after this header. Blocks run one after
 // another (in grid order, or reversed or shuffled: rtcg_emu_block_order); the threads of a block run as std::threads meeting at a std::barrier for each
-// __syncthreads() (and around each emulated warp shuffle). `__shared__` becomes `static`: one
+// __syncthreads() (and around each emulated warp shuffle). What needs threads, barriers, locks or
+// containers (the launch, __syncthreads, the mbarriers, the wgmma queues) is declared here and
+// defined in cuda_host_emulation_runtime.cpp, which the build compiles once and the emulation links
+// into every kernel's shared object (each has its own copy of the runtime's state, as of this
+// header's); so this header includes only light standard headers, and a kernel's compile neither
+// reads <thread> and the like nor instantiates them (tests/CMakeLists.txt precompiles it). `__shared__` becomes `static`: one
 // instance shared by the threads of the running block. Dynamic shared memory (`extern
 // __shared__ T rtcg_smem_*[]`) is the storage defined here: the test drops those declaration lines. Every function is `inline` so
 // that the header can be included in several test binaries.
 #pragma once
 
 #include <algorithm>
-#include <atomic>
-#include <barrier>
 #include <cmath>
-#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <map>
-#include <mutex>
 #include <math.h>
-#include <thread>
-#include <vector>
 
 #include "../../include/rtcg/Half.h"
 
@@ -31,7 +29,6 @@ struct rtcg_emu_dim3 {
 };
 
 inline thread_local rtcg_emu_dim3 threadIdx, blockIdx;
-inline thread_local std::barrier<>* rtcg_emu_barrier = nullptr;
 inline thread_local unsigned int rtcg_emu_linear_tid = 0;
 
 #define __global__
@@ -43,7 +40,7 @@ inline thread_local unsigned int rtcg_emu_linear_tid = 0;
 #define __align__(n) __attribute__((aligned(n)))
 #define __grid_constant__
 
-inline void __syncthreads() { rtcg_emu_barrier->arrive_and_wait(); }
+void __syncthreads();  // the block's barrier (the runtime's)
 
 inline float __int_as_float(int bits) {
   float f;
@@ -134,7 +131,7 @@ inline T __shfl_xor_sync(unsigned int, T v, int laneMask) {
 // are plain globals of the shared object (zero-initialized, like a loaded module's). The blocks of
 // the emulation run one after another, so fences and atomics only have to be correct among the
 // threads of one block; they are real ones anyway.
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline unsigned int atomicAdd(unsigned int* address, unsigned int value) {
   return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
 }
@@ -516,64 +513,19 @@ inline void rtcg_emu_wgmma_run(int kind, int n, int transA, int transB, unsigned
     }
 }
 
-struct rtcg_emu_wgmma_op {
-  int kind, n, transA, transB;
-  unsigned long long descA, descB;
-  std::vector<float*> d;
-  bool registerA = false;
-  float aRows[2][8] = {};
-  int scaleD = 1;  // 0: D = A B (the accumulators' values ignored)
-};
-// This thread's wgmma issued since the last commit, and its committed groups, oldest first.
-struct rtcg_emu_wgmma_queue {
-  std::vector<rtcg_emu_wgmma_op> issued;
-  std::vector<std::vector<rtcg_emu_wgmma_op>> groups;
-  ~rtcg_emu_wgmma_queue() {
-    if (!issued.empty() || !groups.empty()) {
-      std::fprintf(stderr, "a thread ended with wgmma not waited for\n");
-      std::abort();
-    }
-  }
-};
-inline thread_local rtcg_emu_wgmma_queue rtcg_emu_wgmma_pending;
-
-inline void rtcg_emu_wgmma(int kind, int n, int transA, int transB, unsigned long long descA, unsigned long long descB,
-                           float* const d[], int scaleD = 1) {
-  rtcg_emu_wgmma_pending.issued.push_back(
-      {kind, n, transA, transB, descA, descB, std::vector<float*>(d, d + n / 2), false, {}, scaleD});
-}
-// wgmma with A from registers (TF32, m64nNk8): thread (warp w, g, t) holds a0 (row g, k t), a1 (g + 8,
-// t), a2 (g, t + 4), a3 (g + 8, t + 4) of its warp's 16 rows, the m16n8k8 pattern. The values are
-// gathered from the warp's lanes at issue (the registers' values then; the block meets twice, as
-// every thread issues the same wgmma) and their top 19 bits used.
-inline void rtcg_emu_wgmma_rs(int n, const float a[4], unsigned long long descB, float* const d[], int scaleD = 1) {
-  const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, g = tid % 32 / 4;
-  for (int r = 0; r < 4; ++r) rtcg_emu_mma_slots[tid][r] = rtcg_emu_tf32_operand(a[r]);
-  __syncthreads();
-  rtcg_emu_wgmma_op op{2, n, 0, 0, 0, descB, std::vector<float*>(d, d + n / 2)};
-  op.registerA = true, op.scaleD = scaleD;
-  for (unsigned int t = 0; t < 4; ++t) {
-    const double* s = rtcg_emu_mma_slots[base + 4 * g + t];
-    op.aRows[0][t] = float(s[0]), op.aRows[1][t] = float(s[1]), op.aRows[0][t + 4] = float(s[2]),
-    op.aRows[1][t + 4] = float(s[3]);
-  }
-  __syncthreads();
-  rtcg_emu_wgmma_pending.issued.push_back(std::move(op));
-}
-inline void rtcg_wgmma_commit() {
-  rtcg_emu_wgmma_pending.groups.push_back(std::move(rtcg_emu_wgmma_pending.issued));
-  rtcg_emu_wgmma_pending.issued.clear();
-}
-// wgmma.wait_group N: the oldest groups run until at most N are in flight.
-inline void rtcg_emu_wgmma_wait(size_t inFlight) {
-  auto& groups = rtcg_emu_wgmma_pending.groups;
-  while (groups.size() > inFlight) {
-    for (const rtcg_emu_wgmma_op& op : groups.front())
-      rtcg_emu_wgmma_run(op.kind, op.n, op.transA, op.transB, op.descA, op.descB, op.d.data(),
-                         op.registerA ? op.aRows : nullptr, op.scaleD);
-    groups.erase(groups.begin());
-  }
-}
+// The wgmma queues (the runtime's): rtcg_emu_wgmma issues one into this thread's next group
+// (scaleD 0: D = A B, the accumulators' values ignored), rtcg_wgmma_commit closes the group,
+// rtcg_emu_wgmma_wait(N) runs the oldest groups (rtcg_emu_wgmma_run) until at most N are in
+// flight; a thread that ends with wgmma not waited for aborts. rtcg_emu_wgmma_rs is wgmma with A
+// from registers (TF32, m64nNk8): thread (warp w, g, t) holds a0 (row g, k t), a1 (g + 8, t), a2
+// (g, t + 4), a3 (g + 8, t + 4) of its warp's 16 rows, the m16n8k8 pattern; the values are gathered
+// from the warp's lanes at issue (the registers' values then; the block meets twice, as every
+// thread issues the same wgmma) and their top 19 bits used.
+void rtcg_emu_wgmma(int kind, int n, int transA, int transB, unsigned long long descA, unsigned long long descB,
+                    float* const d[], int scaleD = 1);
+void rtcg_emu_wgmma_rs(int n, const float a[4], unsigned long long descB, float* const d[], int scaleD = 1);
+void rtcg_wgmma_commit();
+void rtcg_emu_wgmma_wait(size_t inFlight);
 
 // TMA ('mma: ... tma'): the emulated tensor map (the launcher encodes it in the parameter's 128
 // bytes: address, extents, row pitch, box, element size), the mbarriers and the 2-D box copy.
@@ -585,50 +537,11 @@ inline void rtcg_emu_wgmma_wait(size_t inFlight) {
 // mbarrier. Threads run concurrently: a wait blocks until the phase completes, as
 // __syncthreads' std::barrier does (a protocol error hangs here as it would on the GPU, until
 // ctest's timeout; no clock decides it).
-struct rtcg_emu_mbarrier {
-  int count = 0, pending = 0;
-  long long tx = 0;
-  unsigned long long completed = 0;
-};
-inline std::mutex rtcg_emu_mbar_mutex;
-inline std::condition_variable rtcg_emu_mbar_phase;  // notified when a phase completes
-inline std::map<const void*, rtcg_emu_mbarrier> rtcg_emu_mbars;
-
-inline rtcg_emu_mbarrier& rtcg_emu_mbar_at(void* bar) {
-  const std::ptrdiff_t at = static_cast<unsigned char*>(bar) - rtcg_emu_dynamic_smem;
-  if (at < 0 || at + 8 > std::ptrdiff_t(sizeof rtcg_emu_dynamic_smem) || at % 8 != 0) {
-    std::fprintf(stderr, "mbarrier at %p: not an 8-byte aligned address of the dynamic shared memory\n", bar);
-    std::abort();
-  }
-  return rtcg_emu_mbars[bar];
-}
-inline void rtcg_emu_mbar_complete(rtcg_emu_mbarrier& b) {
-  if (b.pending == 0 && b.tx == 0) ++b.completed, b.pending = b.count, rtcg_emu_mbar_phase.notify_all();
-}
-inline void rtcg_mbar_init(void* bar, unsigned int count) {
-  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
-  rtcg_emu_mbar_at(bar) = {int(count), int(count), 0, 0};
-}
+void rtcg_mbar_init(void* bar, unsigned int count);
 inline void rtcg_mbar_init_fence() {}
-inline void rtcg_mbar_expect_tx(void* bar, unsigned int bytes) {
-  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
-  rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
-  if (b.count == 0 || b.pending == 0) {
-    std::fprintf(stderr, "mbarrier at %p: arrive on an uninitialized barrier or past its count\n", bar);
-    std::abort();
-  }
-  b.tx += bytes, --b.pending;
-  rtcg_emu_mbar_complete(b);
-}
-inline void rtcg_mbar_wait(void* bar, unsigned int parity) {
-  std::unique_lock<std::mutex> lock(rtcg_emu_mbar_mutex);
-  rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);  // std::map: the reference stays valid
-  if (b.count == 0) {
-    std::fprintf(stderr, "mbarrier at %p: wait on an uninitialized barrier\n", bar);
-    std::abort();
-  }
-  rtcg_emu_mbar_phase.wait(lock, [&] { return (b.completed & 1) != (parity & 1); });
-}
+void rtcg_mbar_expect_tx(void* bar, unsigned int bytes);
+void rtcg_mbar_wait(void* bar, unsigned int parity);
+void rtcg_emu_mbar_complete_tx(void* bar, long long bytes);  // a TMA copy's bytes arrived
 struct rtcg_emu_tensor_map_fields {
   const unsigned char* address;
   unsigned long long inner, outer, pitchBytes, boxInner, boxOuter, elementBytes;
@@ -666,43 +579,13 @@ inline void rtcg_tma_load_2d(void* dst, const Map* map, void* bar, int inner, in
       if (inside) std::memcpy(rtcg_emu_dynamic_smem + at, f.address + go * f.pitchBytes + gi * f.elementBytes, f.elementBytes);
       else std::memset(rtcg_emu_dynamic_smem + at, 0, f.elementBytes);
     }
-  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
-  rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
-  b.tx -= (long long)bytes;
-  rtcg_emu_mbar_complete(b);
+  rtcg_emu_mbar_complete_tx(bar, (long long)bytes);
 }
 
 // The order in which the blocks of a grid run: 0 in order (x fastest), 1 reversed, 2 a fixed
 // shuffle. A cross-block reduction must give the same bits whichever block arrives last.
 inline int rtcg_emu_block_order = 0;
 
-// Runs `kernel` (a call of the emitted function with its arguments) on every thread of the grid.
-inline void rtcg_emu_launch(const unsigned int grid[3], const unsigned int block[3], const std::function<void()>& kernel) {
-  const unsigned int threads = block[0] * block[1] * block[2];
-  std::vector<rtcg_emu_dim3> blocks;
-  for (unsigned int bz = 0; bz < grid[2]; ++bz)
-    for (unsigned int by = 0; by < grid[1]; ++by)
-      for (unsigned int bx = 0; bx < grid[0]; ++bx) blocks.push_back({bx, by, bz});
-  if (rtcg_emu_block_order == 1) std::reverse(blocks.begin(), blocks.end());
-  if (rtcg_emu_block_order == 2) {
-    uint64_t state = 0x9e3779b97f4a7c15ull;  // a fixed xorshift permutation
-    for (size_t i = blocks.size(); i > 1; --i) {
-      state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-      std::swap(blocks[i - 1], blocks[state % i]);
-    }
-  }
-  for (const rtcg_emu_dim3& b : blocks) {
-    std::barrier<> barrier((std::ptrdiff_t)threads);
-    std::vector<std::thread> pool;
-    pool.reserve(threads);
-    for (unsigned int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        rtcg_emu_barrier = &barrier;
-        rtcg_emu_linear_tid = t;
-        threadIdx = {t % block[0], (t / block[0]) % block[1], t / (block[0] * block[1])};
-        blockIdx = b;
-        kernel();
-      });
-    for (std::thread& th : pool) th.join();
-  }
-}
+// Runs kernel(context) (a call of the emitted function with its arguments) on every thread of the
+// grid (the runtime's).
+void rtcg_emu_launch(const unsigned int grid[3], const unsigned int block[3], void (*kernel)(void*), void* context);

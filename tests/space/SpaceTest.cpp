@@ -242,8 +242,42 @@ std::string pruneSummary(const Space& s) {
   return out;
 }
 
+// NVRTC compiles a sample of an example's space: the best predicted, the default, and three spread
+// over the ranking (the full run only: NVRTC takes seconds a module on a loaded machine), and the
+// best predicted of each family the sampling singles out (in both runs).
+void compileASample(const Example& ex, const Kernel& bound, const Space& space) {
+  std::vector<const Candidate*> sample{&space.candidates.front()};
+  // The spread ones only in the full run (NVRTC takes seconds a module on a loaded machine); the
+  // families below are in both.
+  if (rtcgtest::fullTests())
+    for (size_t q = 1; q <= 3; ++q) sample.push_back(&space.candidates[q * (space.candidates.size() - 1) / 4]);
+  std::string defaultText = printSchedule(defaultSchedule(bound));
+  for (const Candidate& c : space.candidates)
+    if (c.text == defaultText) sample.push_back(&c);
+  // And the best predicted of each family the sampling singles out (pipelined positions: blocks
+  // walking 4 or 16 positions with multi-buffered tiles).
+  static const std::regex walks(R"(grid\.[xyz], serial (4|16)[,;])");
+  std::set<std::string> families;
+  for (const Candidate& c : space.candidates) {
+    for (const char* f : {"loads: early", "copy: async"})
+      if (c.text.find(f) != std::string::npos && families.insert(f).second) sample.push_back(&c);
+    if (std::regex_search(c.text, walks) && c.text.find("buffers:") != std::string::npos && families.insert("walks").second)
+      sample.push_back(&c);
+  }
+  std::set<std::string> done;
+  for (const Candidate* c : sample) {
+    if (!done.insert(c->text).second) continue;
+    EmittedModule m = emitCuda(bound, c->schedule);
+    CudaCompileResult r = compileCuda(m.source, ex.kernel.name + ".cu");
+    EXPECT_TRUE(r.success) << ex.kernel.name << " " << c->text << "\n" << r.log << "\n" << m.source;
+  }
+}
+
 }  // namespace
 
+// Every example's space at its sizes: its variants accounted for, every candidate checked
+// (checkSpace), a sample emitted and a smaller one compiled by NVRTC (compileASample), and staging
+// planned once per variant (one enumeration for all).
 TEST(Space, EveryExampleAtItsSizes) {
   ASSERT_GE(examples().size(), 10u);
   SpaceOptions o;
@@ -254,9 +288,11 @@ TEST(Space, EveryExampleAtItsSizes) {
     const bool severalNests = bound.nests.size() > 1;
     SpaceOptions so = o;
     if (severalNests) so.maxCandidates = kSampleOfSeveralNests;
+    const int64_t stagingBefore = planStagingCount();
     Space space = enumerateSchedules(bound, so);
-    std::printf("%-16s enumerated %5lld kept %5zu pruned %5zu%s%s%s\n", ex.kernel.name.c_str(),
-                (long long)space.enumerated, space.candidates.size(), space.pruned.size(),
+    const int64_t stagingPlans = planStagingCount() - stagingBefore;
+    std::printf("%-16s enumerated %5lld kept %5zu pruned %5zu staging plans %6lld%s%s%s\n", ex.kernel.name.c_str(),
+                (long long)space.enumerated, space.candidates.size(), space.pruned.size(), (long long)stagingPlans,
                 space.sharedStaging ? " shared" : "", space.splitReductions ? " split" : "",
                 pruneSummary(space).c_str());
     // Enumeration costs about one validation per enumerated variant, so the count is what keeps
@@ -275,9 +311,19 @@ TEST(Space, EveryExampleAtItsSizes) {
       EXPECT_EQ(accounted, size_t(space.enumerated)) << ex.kernel.name;
       EXPECT_EQ(space.sampledOut, 0);
     }
+    // Staging is planned once per generated variant that stages (by its plan, which the candidate
+    // carries to the model), not again by the model and the space's probes. Before the plans
+    // (validation, the model's estimate and three probes each planned staging on their own): 1.5
+    // to 2.9 per variant. Now the variant's plan, and probes of variants that are not generated.
+    EXPECT_LT(stagingPlans, 2 * std::max<int64_t>(1, space.enumerated)) << ex.kernel.name;
+    for (const Candidate& c : space.candidates) {
+      ASSERT_EQ(c.plans.size(), bound.nests.size()) << c.text;
+      for (size_t n = 0; n < c.plans.size(); ++n) EXPECT_EQ(c.plans[n]->schedule, c.schedule.nests[n]) << c.text;
+    }
     // Every candidate is still checked (legal, round-tripping, constrained); by default a sample
     // of them is emitted (the full run emits all tens of thousands: minutes on two cores).
     checkSpace(bound, space, so, /*emitAll=*/true, rtcgtest::fullTests() ? 1 : 8);
+    compileASample(ex, bound, space);
   }
 }
 
@@ -1005,39 +1051,6 @@ TEST(Space, EmittingACandidatePlansStagingOncePerStagedNest) {
   EXPECT_GT(staged, 0u);
 }
 
-TEST(Space, NvrtcCompilesASampleOfEveryExample) {
-  for (const Example& ex : examples()) {
-    Kernel bound = bindAll(ex.kernel, ex.sizes);
-    Space space = enumerateSchedules(bound);
-    // The best predicted, the default, and three spread over the ranking.
-    std::vector<const Candidate*> sample{&space.candidates.front()};
-    // The spread ones only in the full run (NVRTC takes seconds a module on a loaded machine); the
-    // families below are in both.
-    if (rtcgtest::fullTests())
-      for (size_t q = 1; q <= 3; ++q) sample.push_back(&space.candidates[q * (space.candidates.size() - 1) / 4]);
-    std::string defaultText = printSchedule(defaultSchedule(bound));
-    for (const Candidate& c : space.candidates)
-      if (c.text == defaultText) sample.push_back(&c);
-    // And the best predicted of each family the sampling singles out (pipelined positions: blocks
-    // walking 4 or 16 positions with multi-buffered tiles).
-    static const std::regex walks(R"(grid\.[xyz], serial (4|16)[,;])");
-    std::set<std::string> families;
-    for (const Candidate& c : space.candidates) {
-      for (const char* f : {"loads: early", "copy: async"})
-        if (c.text.find(f) != std::string::npos && families.insert(f).second) sample.push_back(&c);
-      if (std::regex_search(c.text, walks) && c.text.find("buffers:") != std::string::npos && families.insert("walks").second)
-        sample.push_back(&c);
-    }
-    std::set<std::string> done;
-    for (const Candidate* c : sample) {
-      if (!done.insert(c->text).second) continue;
-      EmittedModule m = emitCuda(bound, c->schedule);
-      CudaCompileResult r = compileCuda(m.source, ex.kernel.name + ".cu");
-      EXPECT_TRUE(r.success) << ex.kernel.name << " " << c->text << "\n" << r.log << "\n" << m.source;
-    }
-  }
-}
-
 TEST(Space, SeveralNestsAreCombined) {
   // Three launches: a map, an outer product, and a zero-loop reduction (one thread).
   const std::string src = R"(
@@ -1231,28 +1244,6 @@ TEST(SpaceModel, ExhaustiveSgemm4096SampleHoldsANearBest) {
   EXPECT_LE(winnerRank, 40u);
   EXPECT_GE(correlation, 0.6);
   EXPECT_LE(sampleBest, 1.05 * bestMs) << sampleBestText;
-}
-
-// Staging is planned once per generated variant that stages (by its plan, which the candidate
-// carries to the model), not again by the model and the space's probes.
-TEST(Space, PlansStagingOncePerVariant) {
-  SpaceOptions o;
-  for (const Example& ex : examples()) {
-    Kernel bound = bindAll(ex.kernel, ex.sizes);
-    const int64_t before = planStagingCount();
-    Space space = enumerateSchedules(bound, o);
-    const int64_t plans = planStagingCount() - before;
-    std::printf("%-16s enumerated %5lld staging plans %6lld (%.2f per variant)\n", ex.kernel.name.c_str(),
-                (long long)space.enumerated, (long long)plans, (double)plans / (double)std::max<int64_t>(1, space.enumerated));
-    // Before the plans (validation, the model's estimate and three probes each planned staging
-    // on their own): 1.5 to 2.9 per variant. Now the variant's plan, and probes of variants that
-    // are not generated.
-    EXPECT_LT(plans, 2 * std::max<int64_t>(1, space.enumerated)) << ex.kernel.name;
-    for (const Candidate& c : space.candidates) {
-      ASSERT_EQ(c.plans.size(), bound.nests.size()) << c.text;
-      for (size_t n = 0; n < c.plans.size(); ++n) EXPECT_EQ(c.plans[n]->schedule, c.schedule.nests[n]) << c.text;
-    }
-  }
 }
 
 TEST(SpaceModel, Fp64ArithmeticRunsAtTheFp64Peak) {
