@@ -103,6 +103,35 @@ void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Func
 void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const CopyStep& copyStep,
                          std::vector<C::Stmt>& out);
 
+// EmitWgmma.cpp: a warpgroup's accumulators of its 64 x N tile (nm.acc[0][chunk]: N / 2 a thread,
+// chunk c holding rows g, g, g + 8, g + 8 and columns 2t, 2t + 1 of the warp's 16 x 8), declared
+// as floats of zero named base<c>_<r>.
+void declareWgmmaAccumulators(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body,
+                              const char* base);
+
+// EmitWgmmaRegisters.cpp: what a step's wgmma reads or writes in registers besides the
+// accumulators. A set (MmaPlan::pingPong: two, alternating by step): A's fragments (registerA;
+// [fragment-k][part][register], part 1 tf32x3's small ones, unsigned int bits) and tf32x3's
+// partial sums, declared before the loop so that each set keeps its registers.
+struct RegisterSet {
+  std::vector<std::vector<std::vector<std::string>>> a;
+  MmaNames partial;
+};
+RegisterSet declareRegisterSet(EmitContext& ctx, const MmaPlan& p, int set, std::vector<C::Stmt>& body);
+std::vector<C::ExprP> nameList(const std::vector<std::string>& v);
+// registerA: the warp's A fragments of the step from buffer `buffer` of the MN-major tile into the
+// set's registers.
+void loadRegisterA(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer,
+                   const RegisterSet& rs, std::vector<C::Stmt>& body);
+// After the wait that retired a group of helper `name`: its set's A registers read into `sink`
+// (NAME_keep) and tf32x3's partial sums added to the accumulators.
+void retire(const MmaPlan& p, const MmaNames& nm, const std::string& name, const RegisterSet& rs,
+            const std::string& sink, std::vector<C::Stmt>& to);
+// tf32x3: the step's buffer of each shared-memory tile split into big (in place) and small parts
+// (the small tile's buffer `small`), then the async proxy fence and a barrier.
+void splitStep(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer, const C::ExprP& small,
+               std::vector<C::Stmt>& body);
+
 // EmitWgmma.cpp: wgmma (MmaPlan::wgmma): the tiles, the warpgroup's accumulators (nm.acc[0][chunk]:
 // 16 rows x 8 columns of each warp, as m16n8 fragments) and the pipelined steps.
 void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
@@ -112,7 +141,7 @@ C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::E
 // one plan's shape and layouts (a function per distinct name).
 extern const char* const wgmmaCommonHelpers;
 extern const char* const wgmmaSwizzleHelpers;  // `swizzle 128`'s descriptor, after the common ones
-extern const char* const wgmmaSplitHelpers;    // tf32x3's split of a step's tiles (MmaPlan::splitBuffers)
+extern const char* const wgmmaSplitHelpers;    // tf32x3's split (EmitWgmmaRegisters.cpp)
 std::string wgmmaShapeHelper(const MmaPlan& p);
 
 }  // namespace rtcg::emit::mma
