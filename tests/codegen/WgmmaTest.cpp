@@ -70,6 +70,20 @@ std::optional<MmaPlan> plan(const Kernel& k, const std::string& text, std::vecto
   return planMma(k, 0, parsed.schedule->nests[0], kSm90, reasons);
 }
 
+// A kernel of kRect at (m, n, kk) under `schedule`, run in the host emulation against the
+// reference within `tolerance`.
+struct Case {
+  const char* kernel;
+  int64_t m, n, kk;
+  const char* schedule;
+  double tolerance;
+};
+
+void expectOnHost(const Case& c) {
+  EXPECT_EQ(checkOnHost(rect(c.kernel, c.m, c.n, c.kk), c.schedule, c.tolerance, kSm90), "")
+      << c.kernel << " " << c.m << "x" << c.n << "x" << c.kk << " " << c.schedule;
+}
+
 }  // namespace
 
 TEST(Wgmma, ClausePrintsAndParsesBack) {
@@ -321,12 +335,6 @@ TEST(Wgmma, ExplainSaysTheLayouts) {
 // Every operand layout (A and B along K or along M / N), bf16 / f16 and TF32, 16-byte copies
 // (sizes multiples of 8) and value-by-value ones (odd sizes), partial tiles, both epilogues.
 TEST(HostEmulation, WgmmaMatchesTheReference) {
-  struct Case {
-    const char* kernel;
-    int64_t m, n, kk;
-    const char* schedule;
-    double tolerance;
-  };
   const Case cases[] = {
       {"rect", 200, 136, 72, "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4", 1e-5},
       {"rect", 200, 136, 72, "mma: bf16 wgmma m64n64k16 warpgroups 1x2 k 32 stages 3 epilogue shared", 1e-5},
@@ -339,11 +347,8 @@ TEST(HostEmulation, WgmmaMatchesTheReference) {
       {"rect32_tn", 61, 45, 29, "mma: tf32 wgmma m64n32k8 warpgroups 1x2 k 16 stages 3", 2e-3},
   };
   rtcgtest::CaseSample sample(4);
-  for (const Case& c : cases) {
-    if (!sample.keep()) continue;
-    EXPECT_EQ(checkOnHost(rect(c.kernel, c.m, c.n, c.kk), c.schedule, c.tolerance, kSm90), "")
-        << c.kernel << " " << c.m << "x" << c.n << "x" << c.kk << " " << c.schedule;
-  }
+  for (const Case& c : cases)
+    if (sample.keep()) expectOnHost(c);
   // The examples as the GPU probe runs them, at a size no tile divides.
   EXPECT_EQ(checkOnHost(exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 72}}),
                         "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4", 1e-5, kSm90), "");
@@ -356,12 +361,6 @@ TEST(HostEmulation, WgmmaMatchesTheReference) {
 // epilogues. The emulation decodes the swizzled descriptors as the hardware does (the XOR on the
 // address), so a wrong chunk, stride or start reads wrong values.
 TEST(HostEmulation, WgmmaSwizzle128MatchesTheReference) {
-  struct Case {
-    const char* kernel;
-    int64_t m, n, kk;
-    const char* schedule;
-    double tolerance;
-  };
   const Case cases[] = {
       {"rect", 200, 136, 72, "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128", 1e-5},
       {"rect", 61, 45, 29, "mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3 swizzle 128 epilogue shared", 1e-5},
@@ -372,9 +371,7 @@ TEST(HostEmulation, WgmmaSwizzle128MatchesTheReference) {
       {"rect32", 61, 45, 29, "mma: tf32 wgmma m64n24k8 warpgroups 1x1 k 64 stages 2 swizzle 128 epilogue shared", 2e-3},
       {"rect32_t", 200, 136, 72, "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 32 stages 4 swizzle 128", 2e-3},
   };
-  for (const Case& c : cases)
-    EXPECT_EQ(checkOnHost(rect(c.kernel, c.m, c.n, c.kk), c.schedule, c.tolerance, kSm90), "")
-        << c.kernel << " " << c.m << "x" << c.n << "x" << c.kk << " " << c.schedule;
+  for (const Case& c : cases) expectOnHost(c);
   // The examples as the GPU probe runs them, at sizes no tile divides.
   EXPECT_EQ(checkOnHost(exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 203}}),
                         "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128", 1e-5, kSm90), "");
@@ -387,12 +384,6 @@ TEST(HostEmulation, WgmmaSwizzle128MatchesTheReference) {
 // encoding of the tensor maps with the 128-byte swizzle and runs the mbarriers' phases and
 // transaction counts, so a wrong box, coordinate, byte count or parity fails (or hangs, and aborts).
 TEST(HostEmulation, WgmmaTmaMatchesTheReference) {
-  struct Case {
-    const char* kernel;
-    int64_t m, n, kk;
-    const char* schedule;
-    double tolerance;
-  };
   const Case cases[] = {
       {"rect", 200, 136, 72, "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma", 1e-5},
       {"rect", 200, 136, 200, "mma: bf16 wgmma m64n64k16 warpgroups 1x2 k 64 stages 2 swizzle 128 tma epilogue shared",
@@ -403,9 +394,7 @@ TEST(HostEmulation, WgmmaTmaMatchesTheReference) {
       {"rect32_nt", 100, 60, 36,
        "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 64 stages 4 swizzle 128 tma epilogue shared", 2e-3},
   };
-  for (const Case& c : cases)
-    EXPECT_EQ(checkOnHost(rect(c.kernel, c.m, c.n, c.kk), c.schedule, c.tolerance, kSm90), "")
-        << c.kernel << " " << c.m << "x" << c.n << "x" << c.kk << " " << c.schedule;
+  for (const Case& c : cases) expectOnHost(c);
   EXPECT_EQ(checkOnHost(exampleKernel("gemm_bf16.rtcg", "gemm_bf16", {{"n", 200}}),
                         "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma", 1e-5, kSm90), "");
 }
@@ -418,12 +407,6 @@ TEST(HostEmulation, WgmmaTmaMatchesTheReference) {
 // The emulation gathers the A registers from the warp's lanes as the fragment layout says, so a
 // wrong (row, k) per register fails; tf32x3's tolerance fails plain TF32 accuracy (about 5e-4).
 TEST(HostEmulation, WgmmaRegisterAAndTf32x3MatchTheReference) {
-  struct Case {
-    const char* kernel;
-    int64_t m, n, kk;
-    const char* schedule;
-    double tolerance;
-  };
   const Case cases[] = {
       {"rect32", 200, 136, 72, "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma", 2e-3},
       {"rect32", 100, 60, 64, "mma: tf32 wgmma m64n32k8 warpgroups 1x2 k 16 stages 4", 2e-3},
@@ -434,9 +417,7 @@ TEST(HostEmulation, WgmmaRegisterAAndTf32x3MatchTheReference) {
       {"rect32_nt", 100, 60, 36, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3 swizzle 128 tma", 2e-5},
       {"rect32_t", 61, 45, 29, "mma: tf32x3 wgmma m64n16k8 warpgroups 1x2 k 16 stages 3", 2e-5},
   };
-  for (const Case& c : cases)
-    EXPECT_EQ(checkOnHost(rect(c.kernel, c.m, c.n, c.kk), c.schedule, c.tolerance, kSm90), "")
-        << c.kernel << " " << c.m << "x" << c.n << "x" << c.kk << " " << c.schedule;
+  for (const Case& c : cases) expectOnHost(c);
   EXPECT_EQ(checkOnHost(exampleKernel("matmul.rtcg", "matmul", {{"n", 101}}),
                         "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128", 2e-5, kSm90), "");
 }
