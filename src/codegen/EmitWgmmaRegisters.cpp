@@ -2,7 +2,7 @@
 // TF32 stored along M / N, whose shared-memory tiles wgmma takes K-major only) in one or two
 // register sets (MmaPlan::pingPong), kept allocated until the wait that retires their wgmma; and
 // tf32x3's split of each step's shared-memory tiles into big and small parts, and its partial
-// sums per step (MmaPlan::splitBuffers, x3Sum). EmitWgmma.cpp's step loop calls these.
+// sums per step (MmaPlan::splitBuffers). EmitWgmma.cpp's step loop calls these.
 #include <fmt/format.h>
 
 #include "codegen/CudaTypes.h"

@@ -294,22 +294,23 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
     lbo = mnMajor ? rows * 8 * bytes : 128;
     sbo = mnMajor ? 128 : p.blockK * 8 * bytes;
   };
-  // A partial sum per step (H200, n = 4096: relative error 3.1e-7 against 4.1e-7 per fragment-k
-  // and 2.9e-5 without partial sums; cublasSgemm 1.15e-6), the fastest of the three measured.
-  if (p.arith == MmaArith::Tf32x3) p.x3Sum = p.blockK / p.fragK;
+  // tf32x3: its split tiles and a partial sum per step (H200, n = 4096: relative error 3.1e-7
+  // against 4.1e-7 per fragment-k and 2.9e-5 without partial sums; cublasSgemm 1.15e-6), the
+  // fastest of the three measured; one small buffer, as each step waits (below).
+  const bool x3 = p.arith == MmaArith::Tf32x3;
+  if (x3) p.splitBuffers = 1;
   // A in registers is read while its wgmma runs: registers may be reused only once it is waited
   // for (H200: with one set and wait_group 1 the loop's next A registers overwrote those of the
   // wgmma in flight, wrong results), hence two sets where they fit (MmaPlan::pingPong).
   p.wgmmaOverlap = p.stages >= 3;
   // tf32x3 does not overlap: ptxas serializes wgmma whose partial sums the other parity adds (H200:
   // m64n64 2x1 49 TF/s with two sets, 72 with one and wait_group 0).
-  p.pingPong = p.wgmmaOverlap && p.registerA && !p.x3Sum;
-  if (p.x3Sum) p.wgmmaOverlap = false;
+  p.pingPong = p.wgmmaOverlap && p.registerA && !x3;
+  if (x3) p.wgmmaOverlap = false;
   const int64_t threads = ms.warpsM * ms.warpsN * 128;
   if (p.pingPong && (wgmmaPlanRegisters(p) > 255 || threads * wgmmaPlanRegisters(p) > 65536))
     p.wgmmaOverlap = p.pingPong = false;
   p.copyAhead = p.wgmmaOverlap ? p.stages - 2 : p.stages - 1;
-  if (p.x3Sum) p.splitBuffers = p.wgmmaOverlap ? 2 : 1;
   strides(p.aMnMajor, p.blockM, p.lboA, p.sboA);
   strides(p.bMnMajor, p.blockN, p.lboB, p.sboB);
   if (ms.swizzle == 128) planSwizzle128(ms, p, reasons);
@@ -336,8 +337,8 @@ void planFragments(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& 
 int64_t wgmmaRegisters(int64_t n) { return n / 2 + 40; }
 
 int64_t wgmmaPlanRegisters(const MmaPlan& p) {
-  const int64_t sets = p.pingPong ? 2 : 1, x3 = p.x3Sum ? 2 : 1;
-  const int64_t partials = p.x3Sum ? p.fragN / 2 * sets : 0;
+  const int64_t sets = p.pingPong ? 2 : 1, x3 = p.splitBuffers ? 2 : 1;
+  const int64_t partials = p.splitBuffers ? p.fragN / 2 * sets : 0;
   const int64_t a = p.registerA ? 4 * (p.blockK / p.fragK) * x3 * sets : 0;
   return p.fragN / 2 + partials + a + 40;
 }
@@ -451,7 +452,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   // wgmma: every thread holds N / 2 f32 accumulators besides ~40 registers of addresses, loop
   // counters and descriptors; the block must fit a multiprocessor's 65536 registers.
   // tf32x3 holds its partial sums too, and A's registers (registerA) their big and small parts.
-  const int64_t accumulators = s.mma.wgmmaN / 2 * (p.x3Sum ? 2 : 1);
+  const int64_t accumulators = s.mma.wgmmaN / 2 * (p.splitBuffers ? 2 : 1);
   const int64_t regs = wgmmaPlanRegisters(p);
   if (p.wgmma && threads * regs > 65536)
     reasons.push_back(fmt::format("mma: {} warpgroups of m64n{} need about {} registers per thread ({} accumulators), "
@@ -459,7 +460,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
                                   s.mma.warpsM * s.mma.warpsN, s.mma.wgmmaN, regs, accumulators, threads * regs));
   else if (p.wgmma && regs > 255)
     reasons.push_back(fmt::format("mma: m64n{} needs about {} registers per thread ({} accumulators{}), more than 255",
-                                  s.mma.wgmmaN, regs, accumulators, p.x3Sum ? " with tf32x3's partial sums" : ""));
+                                  s.mma.wgmmaN, regs, accumulators, p.splitBuffers ? " with tf32x3's partial sums" : ""));
   // Past 48 KiB the tiles go to dynamic shared memory, up to what the limits (the device) allow.
   const int64_t maxShared = limits.maxSharedBytes;
   if (p.sharedBytes > maxShared)

@@ -178,21 +178,18 @@ struct MmaPlan {
   bool registerA = false, transposed = false;
   // tf32x3 on wgmma (splitBuffers > 0): after a step lands, the block splits each tile wgmma reads
   // from shared memory (B; A too unless registerA) in place into its big part (rounded to nearest)
-  // and a small part in a tile of its own, whose ring has splitBuffers buffers (2 with wait_group 1:
-  // the small tile a step writes is the one read two steps before; else 1); then an async proxy
+  // and a small part in a tile of its own, whose ring has splitBuffers buffers; then an async proxy
   // fence and a barrier. Per fragment-k three wgmma: small A by big B, big A by small B, then big
-  // by big, into the accumulators. smallOffset: the small tiles' start (elements of the staged
-  // type), A's first where it has one.
+  // by big, into partial sums of the step (fresh accumulators, the first wgmma with scale-d 0),
+  // waited for and added to the block's in FP32 (rounded to nearest): the tensor cores truncate as
+  // they accumulate, an error that grows with the reduction's length. Each step waits for its own
+  // wgmma (no overlap), so one small buffer serves. smallOffset: the small tiles' start (elements
+  // of the staged type), A's first where it has one.
   int64_t splitBuffers = 0, smallOffset = 0;
-  // tf32x3 on wgmma: every x3Sum fragment-k the three products go to fresh accumulators (the first
-  // wgmma with scale-d 0), waited for and added to the block's in FP32 (rounded to nearest): the
-  // tensor cores truncate as they accumulate, an error that grows with the reduction's length.
-  int64_t x3Sum = 0;
-  // With 3 or more stages, what a step's wgmma reads from registers (registerA's fragments) or
-  // writes besides the accumulators (tf32x3's partial sums) comes in two sets picked by the step's
-  // parity (pingPong), so that the step's wgmma stays in flight (wait_group 1) while the next step
-  // fills the other set; the set is kept (and its partial sums added) after the wait that retires
-  // it. Where two sets do not fit the registers, each step waits for its own (no overlap).
+  // With 3 or more stages, registerA's fragments come in two sets picked by the step's parity
+  // (pingPong), so that the step's wgmma stays in flight (wait_group 1) while the next step fills
+  // the other set; a set is kept after the wait that retires it. Where two sets do not fit the
+  // registers, each step waits for its own (no overlap); tf32x3 always does.
   bool pingPong = false;
 };
 

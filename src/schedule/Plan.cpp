@@ -733,15 +733,12 @@ std::string wgmmaLines(const MmaPlan& p) {
   s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.stages, p.tma ? "TMA" : "cp.async",
                    p.copyAhead,
                    p.copyAhead == 1 ? "" : "s",
-                   p.pingPong ? fmt::format("each step's wgmma in flight while the next step is copied and issued "
-                                            "(wait_group 1), its {} in one of two register sets by the step's parity",
-                                            p.registerA && p.splitBuffers ? "A fragments and partial sums"
-                                            : p.registerA                 ? "A fragments"
-                                                                          : "partial sums")
+                   p.pingPong ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1), "
+                                "its A fragments in one of two register sets by the step's parity"
                    : p.wgmmaOverlap ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1)"
                    : p.registerA || p.splitBuffers
                        ? fmt::format("each step's wgmma waited for before the next step (wait_group 0: {})",
-                                     p.x3Sum         ? "tf32x3 adds each step's partial sums"
+                                     p.splitBuffers  ? "tf32x3 adds each step's partial sums"
                                      : p.stages >= 3 ? "two register sets would not fit"
                                                      : "2 stages")
                        : "each step's wgmma waited for before the next step (wait_group 0)");

@@ -175,7 +175,20 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   p = plan(rect("rect32", 200, 136, 72), "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
   EXPECT_EQ(p->splitBuffers, 1);
-  EXPECT_EQ(p->x3Sum, 4);
+  // One partial sum per step: of the step's 12 wgmma (4 fragment-k x 3 products), one starts it.
+  {
+    const std::string src = emitCuda(rect("rect32", 200, 136, 72),
+                                     *parseSchedule("mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3").schedule,
+                                     kSm90).source;
+    const std::string body = src.substr(src.find("__global__"));
+    auto count = [&](const std::string& what) {
+      size_t n = 0;
+      for (size_t at = body.find(what); at != std::string::npos; at = body.find(what, at + 1)) ++n;
+      return n;
+    };
+    EXPECT_EQ(count("_rk_zero("), 1u);
+    EXPECT_EQ(count("_rk("), 11u);
+  }
   EXPECT_FALSE(p->wgmmaOverlap);
   EXPECT_EQ(p->copyAhead, 2);
   EXPECT_EQ(p->smallOffset, 3 * (p->bufferA + p->bufferB));
