@@ -138,6 +138,12 @@ run_example matmul.rtcg -D n=1000 --precision tf32 --schedule "mma: tf32 wgmma m
 run_example matmul.rtcg -D n=1000 --precision tf32x3 --schedule "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma epilogue shared"
 run_example matmul.rtcg -D n=1003 --precision tf32x3 --schedule "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3 swizzle 128"
 run_example matmul.rtcg -D n=1003 --precision tf32x3 --schedule "mma: tf32x3 wgmma m64n32k8 warpgroups 2x1 k 16 stages 2"
+# A producer warpgroup (`producer`: TMA issue and tf32x3's split beside the consumers, mbarriers
+# between them; setmaxnreg where the consumers need it), consumers in turn or alone, n = 1000 (TMA).
+run_example matmul.rtcg -D n=1000 --precision tf32x3 --schedule "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer"
+run_example matmul.rtcg -D n=1000 --precision tf32x3 --schedule "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3 swizzle 128 tma producer"
+run_example matmul.rtcg -D n=1000 --precision tf32 --schedule "mma: tf32 wgmma m64n256k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma producer"
+run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x2 k 64 stages 4 swizzle 128 tma producer"
 # FP64 with double-buffered fragment registers (`fragments 2`).
 run_example dgemm.rtcg -D n=1001 --schedule "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 4 fragments 2"
 run_example dgemm.rtcg -D n=1001 --schedule "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2 epilogue shared"

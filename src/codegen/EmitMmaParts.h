@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,25 @@ StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fe
 StepRing openTmaRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const std::string& mapA,
                      const std::string& mapB, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body);
 extern const char* const tmaHelpers;
+// The pointer to mbarrier `index` (8 bytes each from MmaPlan::barrierOffset; stage s's is s).
+C::ExprP barrierAt(const MmaPlan& p, const MmaNames& nm, const C::ExprP& index);
+// The issue of step `stepIndex` into `buffer` (one thread's): the bytes expected on the stage's
+// mbarrier (every box's, zero-filled parts too), then the boxes.
+std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::string& mapA, const std::string& mapB,
+                               const C::ExprP& stepIndex, const C::ExprP& buffer);
+// EmitWgmmaProducer.cpp (MmaPlan::producer): the mbarriers' initialization and the producer
+// warpgroup's branch (its steps' boxes, tf32x3's splits; then it returns) into `out`, then the
+// consumers' ring: stepAt waits for the step's stage (full, or tf32x3's ready). release(step)
+// is the consumers' arrival on that step's stage's `empty` mbarrier, once its wgmma is waited for.
+StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out,
+                          std::vector<C::Stmt>* body);
+void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to);
+// orderedIssue: before a step's first wgmma, the wait for this warpgroup's turn; after its commit,
+// the turn passed to the next consumer warpgroup.
+void waitTurn(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to);
+void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
+// The prelude: rtcg_mbar_arrive, and rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
+std::string producerHelpers(const std::set<int64_t>& counts);
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.
 void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch);
@@ -131,6 +151,9 @@ void retire(const MmaPlan& p, const MmaNames& nm, const std::string& name, const
 // (the small tile's buffer `small`), then the async proxy fence and a barrier.
 void splitStep(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer, const C::ExprP& small,
                std::vector<C::Stmt>& body);
+// The split's loops alone, by `threads` threads whose index is `tid` (splitStep: the block's).
+void splitTiles(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer,
+                const C::ExprP& small, const C::ExprP& tid, int64_t threads, std::vector<C::Stmt>& body);
 
 // EmitWgmma.cpp: wgmma (MmaPlan::wgmma): the tiles, the warpgroup's accumulators (nm.acc[0][chunk]:
 // 16 rows x 8 columns of each warp, as m16n8 fragments) and the pipelined steps.

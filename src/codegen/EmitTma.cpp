@@ -16,13 +16,12 @@
 
 namespace rtcg::emit::mma {
 
-namespace {
-
-// The pointer to stage `buffer`'s mbarrier: 8 bytes each from the plan's barrierOffset.
 C::ExprP barrierAt(const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer) {
   return C::call("rtcg_tma_barrier", {C::name(nm.tileA[0].storage),
                                       C::sum({lit(p.barrierOffset), C::product(buffer, lit(8))})});
 }
+
+namespace {
 
 // One operand's boxes of the step at k0 into the buffer at element `buffer` of its tile: K-major a
 // column of atoms (W of k by the tile's rows) per box, MN-major W of M / N by the step's k.
@@ -40,8 +39,8 @@ void issueOperand(const MmaPlan& p, const MmaNames& nm, bool isA, const std::str
   }
 }
 
-// Thread 0's issue of step `stepIndex` into `buffer`: the expected bytes (every box's, zero-filled
-// parts too), then the boxes.
+}  // namespace
+
 std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::string& mapA, const std::string& mapB,
                                const C::ExprP& stepIndex, const C::ExprP& buffer) {
   std::vector<C::Stmt> out;
@@ -53,8 +52,6 @@ std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::
   issueOperand(p, nm, false, mapB, k0, C::product(buffer, lit(p.bufferB)), bar, out);
   return out;
 }
-
-}  // namespace
 
 void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch) {
   if (ctx.arrayAlignment < 16)

@@ -99,8 +99,9 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
   std::vector<C::Stmt> body;
   // pingPong opens each step of a pair itself (ring.stepAt).
   std::vector<C::Stmt>* first = p.pingPong ? nullptr : &body;
-  const StepRing ring = p.tma ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, first)
-                              : openStepRing(ctx, p, D, true, copyStep, out, first);
+  const StepRing ring = p.producer ? openProducerRing(ctx, p, nm, out, first)
+                        : p.tma      ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, first)
+                                     : openStepRing(ctx, p, D, true, copyStep, out, first);
   const std::string name = helperName(p);
   const int64_t bytes = typeBytes(p.staged);
   // tf32x3: the small products first (small A by big B, big A by small B), then the big one.
@@ -117,7 +118,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     if (p.splitBuffers) {
       small = ctx.names.fresh("small");
       to.push_back(C::decl(ctx.idx, small, bin("%", at, lit(p.splitBuffers))));
-      splitStep(ctx, p, nm, C::name(buf), C::name(small), to);
+      if (!p.producer) splitStep(ctx, p, nm, C::name(buf), C::name(small), to);
     }
     // Operand `isA`'s descriptor of part `part` at kk (parts: the ring's buffer, the small tile's).
     auto descAt = [&](bool isA, int part, int64_t kk) {
@@ -127,6 +128,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     };
     if (p.registerA) loadRegisterA(ctx, p, nm, C::name(buf), *rs, to);
     const MmaNames& acc = p.splitBuffers ? rs->partial : nm;
+    waitTurn(p, nm, at, to);
     to.push_back(withAccumulators(acc, name + "_fence", {}));
     for (int64_t f = 0; f < frags; ++f)
       for (auto [pa, pb] : products) {
@@ -137,9 +139,17 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
         to.push_back(withAccumulators(acc, name + (zero ? "_zero" : ""), std::move(lead)));
       }
     to.push_back(C::exprStmt(C::call("rtcg_wgmma_commit", {})));
+    passTurn(p, nm, to);
     // The wait names what the retired group wrote: the accumulators, or its partial sums.
     to.push_back(withAccumulators(p.splitBuffers ? retired->partial : nm, name + wait, {}));
     if (retired) retire(p, nm, name, *retired, sink, to);
+    // The producer's stage is free once its wgmma is waited for: this step's, or the one before.
+    if (p.producer && !p.wgmmaOverlap) releaseStage(p, nm, at, to);
+    if (p.producer && p.wgmmaOverlap) {
+      std::vector<C::Stmt> release;
+      releaseStage(p, nm, bin("-", at, lit(1)), release);
+      to.push_back(C::ifThen(bin(">", at, lit(0)), std::move(release)));
+    }
   };
   if (!p.pingPong) {
     const RegisterSet* rs = sets.empty() ? nullptr : &sets[0];

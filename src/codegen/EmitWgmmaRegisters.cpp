@@ -16,7 +16,13 @@ namespace rtcg::emit::mma {
 // (wgmma reads these generic writes) and a barrier.
 void splitStep(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer, const C::ExprP& small,
                std::vector<C::Stmt>& body) {
-  const int64_t threads = ctx.plan.launch.threads;
+  splitTiles(ctx, p, nm, buffer, small, nm.tid, ctx.plan.launch.threads, body);
+  body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+  body.push_back(C::syncThreads());
+}
+
+void splitTiles(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer,
+                const C::ExprP& small, const C::ExprP& tid, int64_t threads, std::vector<C::Stmt>& body) {
   for (bool isA : {true, false}) {
     if (isA && p.registerA) continue;
     const std::vector<Tile>& tiles = isA ? nm.tileA : nm.tileB;
@@ -25,13 +31,11 @@ void splitStep(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::
     std::vector<C::Stmt> inner{C::exprStmt(C::call(
         "rtcg_tf32_split4", {C::unary("&", tileRef(tiles[0], C::sum({C::product(buffer, lit(size)), C::name(e)}))),
                              C::unary("&", tileRef(tiles[1], C::sum({C::product(small, lit(size)), C::name(e)})))}))};
-    std::vector<C::Stmt> loop{C::decl(ctx.idx, e, C::product(C::sum({nm.tid, C::product(C::name(s), lit(threads))}), lit(4)))};
+    std::vector<C::Stmt> loop{C::decl(ctx.idx, e, C::product(C::sum({tid, C::product(C::name(s), lit(threads))}), lit(4)))};
     if (quads % threads == 0) append(loop, std::move(inner));
     else loop.push_back(C::ifThen(bin("<", C::name(e), lit(size)), std::move(inner)));
     body.push_back(C::forLoop(ctx.idx, s, lit(0), lit(rounds), C::Unroll::Full, std::move(loop)));
   }
-  body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
-  body.push_back(C::syncThreads());
 }
 
 RegisterSet declareRegisterSet(EmitContext& ctx, const MmaPlan& p, int set, std::vector<C::Stmt>& body) {

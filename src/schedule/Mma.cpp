@@ -262,6 +262,34 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
   operand(false, p.tmaB);
 }
 
+// `producer`'s part (MmaPlan::producer): a warpgroup more, which issues the TMA boxes (and
+// splits tf32x3's tiles, then a small buffer per stage), or the reasons why it cannot.
+void planProducer(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
+  p.producer = true;
+  if (ms.sharedEpilogue)
+    reasons.push_back("mma: 'producer' leaves after its last step, and 'epilogue shared' meets the whole block at "
+                      "barriers: give one of them");
+  if (p.splitBuffers) p.splitBuffers = p.stages;
+  p.copyAhead = p.stages;
+  p.orderedIssue = ms.warpsM * ms.warpsN > 1;
+}
+
+// The producer's registers (MmaPlan::producerRegisters, consumerRegisters): none moved where the
+// consumers' `regs` fit the registers __launch_bounds__ leaves every thread of the block (in 8s);
+// else setmaxnreg within the pool the launch gets, the producer keeping 40 (its loops and
+// addresses; NVRTC 13 spills none of them, tf32x3's split included), as many as that leaves the
+// consumers (at most 240). Whether the consumers then fit is planMma's register check. (Loading
+// the next step's A registers into a second set while the step's wgmma run, before its wait,
+// measured no faster on an H200: m64n128 2x1 n = 4096 1.542 against 1.540 ms, m64n64 1.886
+// against 1.764.)
+void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
+  p.consumerThreads = p.threads - 128;
+  const int64_t launch = std::min<int64_t>(248, 65536 / (p.threads * std::max<int64_t>(1, blocksPerSM)) / 8 * 8);
+  if (regs <= launch) return;
+  p.producerRegisters = 40;
+  p.consumerRegisters = std::min<int64_t>(240, (p.threads * launch - 128 * 40) / p.consumerThreads / 8 * 8);
+}
+
 // wgmma's part of the plan (MmaPlan::wgmma): the instruction's shape, the block tile of 64 x N
 // per warpgroup, the canonical tile layouts and their descriptor strides. The arithmetic must be one
 // wgmma takes, and the tiles are copied by cp.async (`stages`): wgmma reads shared memory itself.
@@ -426,6 +454,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   }
   if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
   if (s.mma.tma && p.swizzle128) planTma(k, p, reasons);
+  if (s.mma.producer && p.tma) planProducer(s.mma, p, reasons);
   planFragments(s.mma, p, reasons);
   p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
   p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
@@ -435,13 +464,15 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.tileBytes += p.splitBuffers * ((p.registerA ? 0 : p.bufferA) + p.bufferB) * typeBytes(p.staged);
   planEpilogue(k, nest, s, p);
   // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
+  // `producer`: the stages' full, empty and (tf32x3) ready mbarriers.
   if (p.tma) {
     p.barrierOffset = (p.sharedBytes + 7) / 8 * 8;
-    p.sharedBytes = p.barrierOffset + 8 * p.stages;
+    p.sharedBytes = p.barrierOffset + 8 * p.stages * (p.producer ? (p.splitBuffers ? 3 : 2) : 1) +
+                    (p.orderedIssue ? 8 * s.mma.warpsM * s.mma.warpsN : 0);
   }
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
-  const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.wgmma ? 128 : 32);
+  const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.wgmma ? 128 : 32) + (p.producer ? 128 : 0);
   if (s.blocksPerSM > 0 && threads * s.blocksPerSM > 2048)
     reasons.push_back(fmt::format("mma: blocks_per_sm {} with {} threads per block exceeds 2048 threads per multiprocessor",
                                   s.blocksPerSM, threads));
@@ -454,7 +485,14 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   // tf32x3 holds its partial sums too, and A's registers (registerA) their big and small parts.
   const int64_t accumulators = s.mma.wgmmaN / 2 * (p.splitBuffers ? 2 : 1);
   const int64_t regs = wgmmaPlanRegisters(p);
-  if (p.wgmma && threads * regs > 65536)
+  if (p.producer) planProducerRegisters(p, regs, s.blocksPerSM);
+  // With setmaxnreg (producer) the consumers' share counts; else the whole block's.
+  if (p.consumerRegisters > 0 && regs > p.consumerRegisters)
+    reasons.push_back(fmt::format("mma: {} warpgroups of m64n{} need about {} registers per thread ({} accumulators); "
+                                  "with the producer's {} setmaxnreg leaves them {} of the block's",
+                                  s.mma.warpsM * s.mma.warpsN, s.mma.wgmmaN, regs, accumulators, p.producerRegisters,
+                                  p.consumerRegisters));
+  else if (p.wgmma && p.consumerRegisters == 0 && threads * regs > 65536)
     reasons.push_back(fmt::format("mma: {} warpgroups of m64n{} need about {} registers per thread ({} accumulators), "
                                   "{} per block: more than a multiprocessor's 65536",
                                   s.mma.warpsM * s.mma.warpsN, s.mma.wgmmaN, regs, accumulators, threads * regs));

@@ -191,6 +191,25 @@ struct MmaPlan {
   // the other set; a set is kept after the wait that retires it. Where two sets do not fit the
   // registers, each step waits for its own (no overlap); tf32x3 always does.
   bool pingPong = false;
+  // `producer` (with `tma`; warp specialization): the block has one warpgroup more, after the
+  // consumers (the warpgroups of the output tile). Its thread 0 issues every step's TMA boxes as
+  // soon as the stage's buffer is free (the consumers' mbarrier `empty` of the stage, one arrival
+  // per consumer warp once the wgmma that read it is waited for), up to `stages` steps ahead; the
+  // consumers wait for the stage's mbarrier (TMA's `full`; tf32x3: `ready`, which the producer's
+  // other three warps arrive on after splitting the landed tiles, so the split runs beside the
+  // consumers' wgmma and each stage has a small buffer of its own: splitBuffers = stages). No
+  // block-wide barrier per step. The producer leaves after its last step, so the epilogue is the
+  // fragments' (`epilogue shared` meets the whole block). Where the block's threads at the
+  // registers the consumers need exceed the multiprocessor's, setmaxnreg moves registers from the
+  // producer (producerRegisters) to the consumers (consumerRegisters); 0: no setmaxnreg.
+  // mbarriers: full, empty and (tf32x3) ready, `stages` each, from barrierOffset.
+  bool producer = false;
+  int64_t consumerThreads = 0, producerRegisters = 0, consumerRegisters = 0;
+  // With two or more consumer warpgroups they issue their steps' wgmma in turn (orderedIssue:
+  // warpgroup w after w - 1, the first after the last's previous step; an mbarrier each, after the
+  // stages'), so that one's wgmma run while the other waits for its own and adds its partial sums,
+  // instead of all issuing together and idling the tensor cores together (CUTLASS's ping-pong).
+  bool orderedIssue = false;
 };
 
 // Registers per thread of a wgmma plan: the accumulators (N / 2), tf32x3's partial sums and

@@ -697,7 +697,8 @@ std::string mmaEpilogueLine(const MmaPlan& p) {
 std::string wgmmaLines(const MmaPlan& p) {
   std::string s = fmt::format("  {} wgmma.mma_async m64n{}k{} (sm_90a): block tile {}x{} ({} warpgroups of 64x{}), "
                               "{} reduction steps of {}, {} wgmma per warpgroup and step\n",
-                              mmaArithName(p.arith), p.fragN, p.fragK, p.blockM, p.blockN, p.threads / 128, p.fragN,
+                              mmaArithName(p.arith), p.fragN, p.fragK, p.blockM, p.blockN,
+                              (p.producer ? p.consumerThreads : p.threads) / 128, p.fragN,
                               p.steps, p.blockK, p.mmaPerStep);
   auto layout = [&](const char* name, bool mnMajor, bool contiguousMn, int64_t lbo, int64_t sbo) {
     if (name[0] == 'A' && p.registerA)
@@ -730,6 +731,14 @@ std::string wgmmaLines(const MmaPlan& p) {
     s += fmt::format("  TMA: thread 0 copies each stage by cp.async.bulk.tensor.2d (128-byte swizzle, zeros outside "
                      "the arrays): {}; {}; an mbarrier per stage (expect_tx {} bytes, waited for by parity)\n",
                      box("A", p.tmaA), box("B", p.tmaB), (p.bufferA + p.bufferB) * typeBytes(p.staged));
+  if (p.producer)
+    s += fmt::format("  producer: a warpgroup more (threads {}-{}) issues the boxes up to {} steps ahead, as the "
+                     "consumers free each stage (mbarrier 'empty', {} arrivals){}; no block-wide barrier per step{}\n",
+                     p.consumerThreads, p.threads - 1, p.stages, p.consumerThreads / 32,
+                     p.splitBuffers ? ", and splits each landed stage (mbarrier 'ready'), a small buffer per stage" : "",
+                     p.consumerRegisters ? fmt::format("; setmaxnreg: producer {}, consumers {} registers",
+                                                       p.producerRegisters, p.consumerRegisters)
+                                         : "");
   s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.stages, p.tma ? "TMA" : "cp.async",
                    p.copyAhead,
                    p.copyAhead == 1 ? "" : "s",

@@ -138,11 +138,11 @@ bool mmaWgmmaArith(MmaArith a) { return mmaIs16Bit(a) || a == MmaArith::Tf32 || 
 
 std::string printMmaSchedule(const MmaSchedule& m) {
   if (m.wgmmaN > 0)
-    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
+    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
                        mmaFragK(m.arith), m.warpsM, m.warpsN, m.k,
                        m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                        m.swizzle > 0 ? fmt::format(" swizzle {}", m.swizzle) : "", m.tma ? " tma" : "",
-                       m.sharedEpilogue ? " epilogue shared" : "");
+                       m.producer ? " producer" : "", m.sharedEpilogue ? " epilogue shared" : "");
   return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                      m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
@@ -600,6 +600,11 @@ class ScheduleParser {
       if (m.swizzle != 128)
         failAt(wordAt, "'tma' fills wgmma's swizzled tiles: it needs 'wgmma' and 'swizzle 128' before it");
       m.tma = true;
+    }
+    // `producer`, optional: a warpgroup of its own issues the TMA boxes, so it needs them.
+    if (optionalWord("producer", wordAt)) {
+      if (!m.tma) failAt(wordAt, "'producer' is a warpgroup that issues the TMA boxes: it needs 'tma' before it");
+      m.producer = true;
     }
     // `fragments 2`, optional.
     if (optionalWord("fragments", wordAt)) {

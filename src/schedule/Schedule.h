@@ -157,6 +157,10 @@ struct MmaSchedule {
   // (cp.async.bulk.tensor) instead of cp.async, one thread issuing each stage's boxes, an mbarrier
   // per stage saying when they have landed (schedule/Mma.h).
   bool tma = false;
+  // `producer` (after `tma`): one more warpgroup issues the TMA boxes (and splits tf32x3's tiles)
+  // while the others only compute; stages are handed over by mbarriers, no block-wide barrier per
+  // step (warp specialization; schedule/Mma.h, MmaPlan::producer).
+  bool producer = false;
   MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
   // `fragments 2` (with stages): two sets of fragment registers. The next fragment-k's A and B
   // fragments are loaded from shared memory while this one's mma issue, and the next step's first

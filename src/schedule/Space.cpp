@@ -1127,8 +1127,8 @@ class NestSpace {
   // wgmma schedules (sm_90 devices, DeviceModel::warpgroupMma()) of the arithmetics it takes: 1x1
   // to 2x2 warpgroups of m64n64 to m64n256, steps of 32 and 64 values (TF32: 16 and 32: 64 and 128
   // bytes per row), 3 or 4 stages, with either epilogue; those of 128-byte steps also with
-  // `swizzle 128`, and with `swizzle 128 tma`. Register, shared memory and TMA limits are the
-  // plan's (refused ones do not enter).
+  // `swizzle 128`, and with `swizzle 128 tma` (and `tma producer`). Register, shared memory and
+  // TMA limits are the plan's (refused ones do not enter).
   void wgmmaVariants(const Contraction& c, MmaArith arith) {
     // The device and, where known, the target (the plan refuses wgmma on any other).
     const bool sm90 = o_.device.warpgroupMma() && (o_.limits.computeCapability == 0 || o_.limits.computeCapability == 90);
@@ -1157,6 +1157,10 @@ class NestSpace {
             // And by TMA, where the operands are whole 2-D arrays with 16-byte rows (planTma).
             ns.mma.tma = true;
             add(ns, Family::Plain);
+            // And with a producer warpgroup (no block-wide barrier per step), fragment epilogue only.
+            ns.mma.producer = true;
+            add(ns, Family::Plain);
+            ns.mma.producer = false;
             ns.mma.sharedEpilogue = true;
             add(ns, Family::Plain);
           }

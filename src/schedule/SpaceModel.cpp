@@ -767,7 +767,17 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // register sets (pingPong) m64n256 2x1 k 32 stages 4 swizzle 128 tma 393 TF/s, 79% of the TF32
   // peak; waiting for each step's wgmma 309 (62%); tf32x3 (split, partial sums, each step waits)
   // m64n128 1x1 / 2x1 74 / 71 TF/s, three products each: 44%.
-  const double registerWait = p.splitBuffers ? 0.44 : p.pingPong ? 0.79 : p.registerA ? 0.62 : 1.0;
+  // A producer warpgroup (MmaPlan::producer) takes the split and the step's barrier off the
+  // consumers (H200, n = 4096, verified): tf32x3 m64n128 2x1 k 32 stages 4 89 TF/s (54%; 72
+  // without), m64n64 2x1 75-78 (46%; 81 without); TF32 m64n256 2x1 with two sets 386-397, as
+  // without (79%); bf16 m64n256 2x1 / m64n128 2x2 k 64 stages 4 616-632 TF/s against 733-739 of
+  // the TMA schedule with the shared epilogue (85% of its whole peak).
+  const double producerX3 = p.fragN >= 128 ? 0.54 : 0.46;
+  const double registerWait = p.producer ? (p.splitBuffers ? producerX3 : p.pingPong ? 0.79 : p.registerA ? 0.62 : 0.85)
+                              : p.splitBuffers ? 0.44
+                              : p.pingPong     ? 0.79
+                              : p.registerA    ? 0.62
+                                               : 1.0;
   // tf32x3 on mma.sync splits every fragment register (as it loads it, or as it stages it): H200,
   // n = 4096, verified, 54 TF/s (table of record, session 25) where the model predicted 119.
   const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.wgmma ? 0.45 : 1.0;

@@ -94,7 +94,8 @@ TEST(Wgmma, ClausePrintsAndParsesBack) {
                            "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3 swizzle 128 epilogue shared",
                            "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma",
                            "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2 swizzle 128 tma epilogue shared",
-                           "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma"}) {
+                           "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma",
+                           "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma producer"}) {
     auto parsed = parseSchedule(text);
     ASSERT_TRUE(parsed.schedule) << text << ": " << parsed.error;
     EXPECT_EQ(printSchedule(*parsed.schedule), text);
@@ -123,6 +124,8 @@ TEST(Wgmma, BadTextIsRefusedWithAColumnAndAReason) {
       {"mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3 swizzle", 63, "expected the swizzle's bytes (128)"},
       {"mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3 swizzle 128", 53, "'swizzle' lays out wgmma's tiles"},
       {"mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3 tma", 56, "'tma' fills wgmma's swizzled tiles"},
+      {"mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3 swizzle 128 producer", 68,
+       "'producer' is a warpgroup that issues the TMA boxes: it needs 'tma' before it"},
   };
   for (const Bad& b : bad) {
     auto parsed = parseSchedule(b.text);
@@ -435,6 +438,70 @@ TEST(HostEmulation, WgmmaRegisterAAndTf32x3MatchTheReference) {
                         "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128", 2e-5, kSm90), "");
 }
 
+// `producer` (warp specialization): the producer warpgroup issues the boxes and (tf32x3) splits the
+// landed tiles, the consumers wait on mbarriers and free each stage after the wait that retires
+// its wgmma (this step's, or with wait_group 1 the one before); with tf32x3 A from registers or
+// from shared memory (the producer splits both tiles), two register sets over an odd count of
+// steps, bf16 with wait_group 1 and 0. The emulated TMA writes at issue and wgmma reads shared
+// memory at its wait, so a stage refilled before its consumers freed it, or read before it was
+// split, gives wrong values; a wrong count or parity hangs.
+TEST(HostEmulation, WgmmaProducerMatchesTheReference) {
+  const Case cases[] = {
+      {"rect32", 200, 136, 72, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma producer", 2e-5},
+      {"rect32_nt", 100, 60, 100, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2 swizzle 128 tma producer",
+       2e-5},
+      {"rect32", 200, 136, 72, "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer", 2e-3},
+      {"rect", 200, 136, 200, "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma producer", 1e-5},
+      {"rect_t", 136, 200, 72, "mma: f16 wgmma m64n64k16 warpgroups 1x2 k 64 stages 2 swizzle 128 tma producer", 1e-5},
+  };
+  for (const Case& c : cases) expectOnHost(c);
+}
+
+// The producer's plan: a warpgroup more, a small buffer per stage (tf32x3), three mbarriers a
+// stage, setmaxnreg where the block's registers would not fit; refused with `epilogue shared`.
+TEST(Wgmma, ProducerPlanAndReasons) {
+  std::vector<std::string> reasons;
+  Kernel k = exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}});
+  auto p = plan(k, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer", reasons);
+  ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_TRUE(p->producer);
+  EXPECT_EQ(p->threads, 384);
+  EXPECT_EQ(p->consumerThreads, 256);
+  EXPECT_EQ(p->splitBuffers, 4);
+  EXPECT_EQ(p->producerRegisters, 0);  // 136 registers a thread fit 384 threads
+  EXPECT_TRUE(p->orderedIssue);
+  EXPECT_EQ(p->sharedBytes, p->barrierOffset + 3 * 4 * 8 + 2 * 8);  // full, empty, ready; two turns
+  // m64n128's consumers need about 200: the producer gives up its registers.
+  auto wide = plan(k, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer", reasons);
+  ASSERT_TRUE(wide) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_EQ(wide->producerRegisters, 40);
+  EXPECT_EQ(wide->consumerRegisters, 232);  // (384 x 168 - 128 x 40) / 256, in 8s
+  // Without a split: 40 for the producer; TF32 from registers in two sets needs 232.
+  auto tf32 = plan(k, "mma: tf32 wgmma m64n256k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer", reasons);
+  ASSERT_TRUE(tf32) << fmt::format("{}", fmt::join(reasons, "; "));
+  EXPECT_TRUE(tf32->pingPong);
+  EXPECT_EQ(tf32->sharedBytes, tf32->barrierOffset + 2 * 4 * 8 + 2 * 8);
+  EXPECT_EQ(tf32->producerRegisters, 40);
+  EXPECT_EQ(tf32->consumerRegisters, 232);
+  EXPECT_TRUE(reasons.empty());
+  EXPECT_FALSE(plan(k, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer epilogue shared",
+                    reasons));
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].find("'producer' leaves after its last step"), std::string::npos) << reasons[0];
+  // Three warpgroups of m64n256 TF32 from registers with two sets: no register count serves them.
+  reasons.clear();
+  EXPECT_FALSE(plan(k, "mma: tf32 wgmma m64n256k8 warpgroups 3x1 k 32 stages 4 swizzle 128 tma producer", reasons));
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons.back().find("setmaxnreg leaves them"), std::string::npos) << reasons.back();
+  NestPlanResult r = planNest(k, 0, parseSchedule("mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 "
+                                                  "tma producer").schedule->nests[0], kSm90);
+  ASSERT_TRUE(r.plan);
+  const std::string text = printPlan(k, *r.plan);
+  EXPECT_NE(text.find("(2 warpgroups of 64x128)"), std::string::npos) << text;
+  EXPECT_NE(text.find("producer: a warpgroup more (threads 256-383)"), std::string::npos) << text;
+  EXPECT_NE(text.find("setmaxnreg: producer 40, consumers 232 registers"), std::string::npos) << text;
+}
+
 // NVRTC compiles wgmma modules for sm_90a where the target is sm_90 (compileGenerated's route,
 // nvrtcArchFor), with no local memory; other modules keep their architecture.
 TEST(Wgmma, NvrtcCompilesForSm90a) {
@@ -464,12 +531,16 @@ TEST(Wgmma, NvrtcCompilesForSm90a) {
        "mma: tf32 wgmma m64n256k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma epilogue shared"},
       {exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}}),
        "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma"},
+      {exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}}),
+       "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer"},
+      {exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}}),
+       "mma: tf32 wgmma m64n256k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer"},
   };
-  // The swizzled and TMA ones always (the last eight), the others sampled.
+  // The swizzled, TMA and producer ones always (the last ten), the others sampled.
   rtcgtest::CaseSample sample(2);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
-    if (!sample.keep() && i + 8 < cases.size()) continue;
+    if (!sample.keep() && i + 10 < cases.size()) continue;
     EmittedModule m = emitCuda(c.k, *parseSchedule(c.schedule).schedule, kSm90);
     CudaCompileResult r = compileCuda(m.source, c.k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
     ASSERT_TRUE(r.success) << c.schedule << "\n" << r.log;

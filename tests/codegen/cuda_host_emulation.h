@@ -41,6 +41,8 @@ inline thread_local unsigned int rtcg_emu_linear_tid = 0;
 #define __grid_constant__
 
 void __syncthreads();  // the block's barrier (the runtime's)
+void rtcg_emu_warp_sync();  // this thread's warp's barrier: the lanes' exchanges (shuffles, mma)
+inline void __syncwarp(unsigned int = 0xffffffffu) { rtcg_emu_warp_sync(); }
 
 inline float __int_as_float(int bits) {
   float f;
@@ -102,9 +104,8 @@ alignas(16) inline unsigned char rtcg_emu_dynamic_smem[232448];
 #define rtcg_smem_f16 (reinterpret_cast<__half*>(rtcg_emu_dynamic_smem))
 #define rtcg_smem_bf16 (reinterpret_cast<__nv_bfloat16*>(rtcg_emu_dynamic_smem))
 
-// Warp shuffles: the lanes exchange values through per-block slots between two barriers. Every
-// thread of the block calls the shuffle at the same point (the emitter only shuffles in uniform
-// code), so a block-wide barrier stands in for the warp's convergence.
+// Warp shuffles: the lanes exchange values through per-thread slots between two barriers of the
+// warp (every lane calls the shuffle at the same point: the emitter only shuffles in uniform code).
 inline double rtcg_emu_slots[1024];
 // v of lane `source` of this thread's warp (this thread's own v when source is outside the warp).
 template <class T>
@@ -112,10 +113,10 @@ inline T rtcg_emu_shuffle(T v, unsigned int source) {
   unsigned int warpBase = rtcg_emu_linear_tid - rtcg_emu_linear_tid % 32;
   static_assert(sizeof(T) <= sizeof(double));
   std::memcpy(&rtcg_emu_slots[rtcg_emu_linear_tid], &v, sizeof v);
-  __syncthreads();
+  rtcg_emu_warp_sync();
   T out = v;
   if (source < 32) std::memcpy(&out, &rtcg_emu_slots[warpBase + source], sizeof out);
-  __syncthreads();
+  rtcg_emu_warp_sync();
   return out;
 }
 template <class T>
@@ -242,7 +243,7 @@ inline void rtcg_mma_tf32(float& d0, float& d1, float& d2, float& d3, float a0, 
   const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
   const float mine[6] = {a0, a1, a2, a3, b0, b1};
   for (int r = 0; r < 6; ++r) rtcg_emu_mma_slots[tid][r] = rtcg_emu_tf32_operand(mine[r]);
-  __syncthreads();
+  rtcg_emu_warp_sync();
   float a[16][8], b[8][8];
   for (unsigned int l = 0; l < 32; ++l) {
     const double* s = rtcg_emu_mma_slots[base + l];
@@ -250,7 +251,7 @@ inline void rtcg_mma_tf32(float& d0, float& d1, float& d2, float& d3, float a0, 
     a[g][t] = float(s[0]), a[g + 8][t] = float(s[1]), a[g][t + 4] = float(s[2]), a[g + 8][t + 4] = float(s[3]);
     b[t][g] = float(s[4]), b[t + 4][g] = float(s[5]);
   }
-  __syncthreads();
+  rtcg_emu_warp_sync();
   const unsigned int g = lane / 4, t = lane % 4;
   float* d[4] = {&d0, &d1, &d2, &d3};
   for (int r = 0; r < 4; ++r) {
@@ -264,13 +265,13 @@ inline void rtcg_mma_tf32(float& d0, float& d1, float& d2, float& d3, float a0, 
 inline void rtcg_mma_f64(double& d0, double& d1, double a0, double b0) {
   const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
   rtcg_emu_mma_slots[tid][0] = a0, rtcg_emu_mma_slots[tid][1] = b0;
-  __syncthreads();
+  rtcg_emu_warp_sync();
   double a[8][4], b[4][8];
   for (unsigned int l = 0; l < 32; ++l) {
     const unsigned int g = l / 4, t = l % 4;
     a[g][t] = rtcg_emu_mma_slots[base + l][0], b[t][g] = rtcg_emu_mma_slots[base + l][1];
   }
-  __syncthreads();
+  rtcg_emu_warp_sync();
   const unsigned int g = lane / 4, t = lane % 4;
   for (int r = 0; r < 2; ++r) {
     double acc = r ? d1 : d0;
@@ -286,7 +287,7 @@ template <int K>
 inline void rtcg_emu_mma_f64_16x8(double* const d[4], const double* mine) {
   const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
   for (int r = 0; r < K / 2 + K / 4; ++r) rtcg_emu_mma_slots[tid][r] = mine[r];
-  __syncthreads();
+  rtcg_emu_warp_sync();
   double a[16][K], b[K][8];
   for (unsigned int l = 0; l < 32; ++l) {
     const double* s = rtcg_emu_mma_slots[base + l];
@@ -296,7 +297,7 @@ inline void rtcg_emu_mma_f64_16x8(double* const d[4], const double* mine) {
       b[t + 4 * j][g] = s[K / 2 + j];
     }
   }
-  __syncthreads();
+  rtcg_emu_warp_sync();
   const unsigned int g = lane / 4, t = lane % 4;
   for (int r = 0; r < 4; ++r) {
     const unsigned int row = g + (r >= 2 ? 8 : 0), col = 2 * t + (r & 1);
@@ -341,14 +342,14 @@ inline void rtcg_emu_ldmatrix(unsigned int* const regs[], int matrices, bool tra
     std::abort();
   }
   rtcg_emu_ldmatrix_slots[tid] = p;
-  __syncthreads();
+  rtcg_emu_warp_sync();
   const unsigned int g = lane / 4, t = lane % 4;
   auto at = [&](int m, unsigned int row, unsigned int col) {
     return unsigned(static_cast<const unsigned short*>(rtcg_emu_ldmatrix_slots[base + 8 * m + row])[col]);
   };
   for (int m = 0; m < matrices; ++m)
     *regs[m] = trans ? at(m, 2 * t, g) | at(m, 2 * t + 1, g) << 16 : at(m, g, 2 * t) | at(m, g, 2 * t + 1) << 16;
-  __syncthreads();
+  rtcg_emu_warp_sync();
 }
 inline void rtcg_ldmatrix_x4(unsigned int& r0, unsigned int& r1, unsigned int& r2, unsigned int& r3, const void* p) {
   unsigned int* const regs[] = {&r0, &r1, &r2, &r3};
@@ -379,7 +380,7 @@ inline float rtcg_emu_half_value(unsigned int bits, bool bf16) {
 inline void rtcg_emu_mma16(bool bf16, float* const d[4], const unsigned int mine[6]) {
   const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
   for (int r = 0; r < 6; ++r) rtcg_emu_mma_slots[tid][r] = double(mine[r]);
-  __syncthreads();
+  rtcg_emu_warp_sync();
   float a[16][16], b[16][8];
   for (unsigned int l = 0; l < 32; ++l) {
     const double* s = rtcg_emu_mma_slots[base + l];
@@ -392,7 +393,7 @@ inline void rtcg_emu_mma16(bool bf16, float* const d[4], const unsigned int mine
     pair(2, a[g][2 * t + 8], a[g][2 * t + 9]), pair(3, a[g + 8][2 * t + 8], a[g + 8][2 * t + 9]);
     pair(4, b[2 * t][g], b[2 * t + 1][g]), pair(5, b[2 * t + 8][g], b[2 * t + 9][g]);
   }
-  __syncthreads();
+  rtcg_emu_warp_sync();
   const unsigned int g = lane / 4, t = lane % 4;
   for (int r = 0; r < 4; ++r) {
     const unsigned int row = g + (r >= 2 ? 8 : 0), col = 2 * t + (r & 1);
@@ -541,6 +542,7 @@ void rtcg_mbar_init(void* bar, unsigned int count);
 inline void rtcg_mbar_init_fence() {}
 void rtcg_mbar_expect_tx(void* bar, unsigned int bytes);
 void rtcg_mbar_wait(void* bar, unsigned int parity);
+void rtcg_mbar_arrive(void* bar);  // an arrival without bytes (`producer`'s consumers and splitters)
 void rtcg_emu_mbar_complete_tx(void* bar, long long bytes);  // a TMA copy's bytes arrived
 struct rtcg_emu_tensor_map_fields {
   const unsigned char* address;

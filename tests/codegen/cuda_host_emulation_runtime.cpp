@@ -7,15 +7,18 @@
 #include <barrier>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace {
 thread_local std::barrier<>* rtcg_emu_barrier = nullptr;
+thread_local std::barrier<>* rtcg_emu_warp_barrier = nullptr;
 }  // namespace
 
 void __syncthreads() { rtcg_emu_barrier->arrive_and_wait(); }
+void rtcg_emu_warp_sync() { rtcg_emu_warp_barrier->arrive_and_wait(); }
 
 // The wgmma queues: this thread's issued wgmma, run at the wait that needs them.
 namespace {
@@ -49,7 +52,7 @@ void rtcg_emu_wgmma(int kind, int n, int transA, int transB, unsigned long long 
 void rtcg_emu_wgmma_rs(int n, const float a[4], unsigned long long descB, float* const d[], int scaleD) {
   const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, g = tid % 32 / 4;
   for (int r = 0; r < 4; ++r) rtcg_emu_mma_slots[tid][r] = rtcg_emu_tf32_operand(a[r]);
-  __syncthreads();
+  rtcg_emu_warp_sync();
   rtcg_emu_wgmma_op op{2, n, 0, 0, 0, descB, std::vector<float*>(d, d + n / 2)};
   op.registerA = true, op.scaleD = scaleD;
   for (unsigned int t = 0; t < 4; ++t) {
@@ -57,7 +60,7 @@ void rtcg_emu_wgmma_rs(int n, const float a[4], unsigned long long descB, float*
     op.aRows[0][t] = float(s[0]), op.aRows[1][t] = float(s[1]), op.aRows[0][t + 4] = float(s[2]),
     op.aRows[1][t + 4] = float(s[3]);
   }
-  __syncthreads();
+  rtcg_emu_warp_sync();
   rtcg_emu_wgmma_pending.issued.push_back(std::move(op));
 }
 void rtcg_wgmma_commit() {
@@ -97,13 +100,8 @@ rtcg_emu_mbarrier& rtcg_emu_mbar_at(void* bar) {
 void rtcg_emu_mbar_complete(rtcg_emu_mbarrier& b) {
   if (b.pending == 0 && b.tx == 0) ++b.completed, b.pending = b.count, rtcg_emu_mbar_phase.notify_all();
 }
-}  // namespace
-
-void rtcg_mbar_init(void* bar, unsigned int count) {
-  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
-  rtcg_emu_mbar_at(bar) = {int(count), int(count), 0, 0};
-}
-void rtcg_mbar_expect_tx(void* bar, unsigned int bytes) {
+// An arrival, with the bytes it expects (expect_tx) or none.
+void rtcg_emu_mbar_arrive(void* bar, unsigned int bytes) {
   std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
   rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);
   if (b.count == 0 || b.pending == 0) {
@@ -113,6 +111,14 @@ void rtcg_mbar_expect_tx(void* bar, unsigned int bytes) {
   b.tx += bytes, --b.pending;
   rtcg_emu_mbar_complete(b);
 }
+}  // namespace
+
+void rtcg_mbar_init(void* bar, unsigned int count) {
+  std::lock_guard<std::mutex> lock(rtcg_emu_mbar_mutex);
+  rtcg_emu_mbar_at(bar) = {int(count), int(count), 0, 0};
+}
+void rtcg_mbar_expect_tx(void* bar, unsigned int bytes) { rtcg_emu_mbar_arrive(bar, bytes); }
+void rtcg_mbar_arrive(void* bar) { rtcg_emu_mbar_arrive(bar, 0); }
 void rtcg_mbar_wait(void* bar, unsigned int parity) {
   std::unique_lock<std::mutex> lock(rtcg_emu_mbar_mutex);
   rtcg_emu_mbarrier& b = rtcg_emu_mbar_at(bar);  // std::map: the reference stays valid
@@ -147,11 +153,16 @@ void rtcg_emu_launch(const unsigned int grid[3], const unsigned int block[3], vo
   }
   for (const rtcg_emu_dim3& b : blocks) {
     std::barrier<> barrier((std::ptrdiff_t)threads);
+    // A barrier per warp, of its lanes (the last warp's may be partial).
+    std::vector<std::unique_ptr<std::barrier<>>> warps;
+    for (unsigned int w = 0; w * 32 < threads; ++w)
+      warps.push_back(std::make_unique<std::barrier<>>((std::ptrdiff_t)std::min(32u, threads - w * 32)));
     std::vector<std::thread> pool;
     pool.reserve(threads);
     for (unsigned int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
         rtcg_emu_barrier = &barrier;
+        rtcg_emu_warp_barrier = warps[t / 32].get();
         rtcg_emu_linear_tid = t;
         threadIdx = {t % block[0], (t / block[0]) % block[1], t / (block[0] * block[1])};
         blockIdx = b;

@@ -91,6 +91,9 @@ void hashTensorSchedules(std::map<std::string, std::string>& out) {
       {"matmul.rtcg", {{"n", 1003}}, "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16"},
       {"dgemm.rtcg", {{"n", 1001}}, "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 4 fragments 2"},
       {"dgemm.rtcg", {{"n", 1001}}, "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8"},
+      {"matmul.rtcg", {{"n", 1000}}, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer"},
+      {"matmul.rtcg", {{"n", 1000}}, "mma: tf32 wgmma m64n256k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma producer"},
+      {"gemm_bf16.rtcg", {{"n", 1000}}, "mma: bf16 wgmma m64n128k16 warpgroups 1x1 k 64 stages 4 swizzle 128 tma producer"},
   };
   const ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
   for (const Fixed& f : fixed) {

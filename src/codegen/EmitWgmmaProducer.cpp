@@ -1,0 +1,159 @@
+// Warp specialization for wgmma (`mma: ... swizzle 128 tma producer`, MmaPlan::producer): the
+// block's last warpgroup is a producer. Its thread 0 issues each step's TMA boxes once the stage's
+// buffer is free, which the consumers (the warpgroups of the output tile) say on the stage's
+// `empty` mbarrier, every consumer warp arriving once the wgmma that read the stage is waited
+// for; TMA completes the stage's `full` mbarrier. Under tf32x3 the producer's other three warps
+// split the landed tiles (big parts in place, small ones into the stage's own small buffer), fence
+// them for the async proxy and arrive on the stage's `ready` mbarrier, which the consumers wait
+// for instead of `full`. So no step meets the whole block at a barrier: the consumers' wgmma wait
+// only for data, and the split runs beside them. The producer returns after its last step; it
+// needs few registers, which setmaxnreg gives the consumers where the plan says so.
+#include <fmt/format.h>
+
+#include "codegen/CudaTypes.h"
+#include "codegen/EmitMmaParts.h"
+
+#include <set>
+
+namespace rtcg::emit::mma {
+
+namespace {
+
+enum class Barrier { Full, Empty, Ready, Turn };
+
+constexpr int64_t kSplitThreads = 96;  // tf32x3: the producer's warps 1-3 split the landed tiles
+
+C::ExprP stageBarrier(const MmaPlan& p, const MmaNames& nm, Barrier which, const C::ExprP& buffer) {
+  const int64_t first = which == Barrier::Turn ? (p.splitBuffers ? 3 : 2) * p.stages : int64_t(which) * p.stages;
+  return barrierAt(p, nm, first ? C::sum({lit(first), buffer}) : buffer);
+}
+
+// A warp's one arrival on `bar`: lane 0's after a __syncwarp, which orders every lane's part
+// before it (and in the host emulation, whose lanes are threads, makes the warp's wgmma waits
+// precede it). One arrival a warp instead of 32 on one mbarrier: the same speed on an H200
+// (tf32x3 m64n128 2x1 n = 4096 1.552 against 1.523-1.540 ms), fewer shared-memory atomics. Nor
+// did a sleep between the producer's polls help (100 ns: 1.559, 400 ns: 1.570 ms).
+void warpArrives(const MmaNames& nm, C::ExprP bar, std::vector<C::Stmt>& to) {
+  to.push_back(C::exprStmt(C::call("__syncwarp", {})));
+  to.push_back(C::ifThen(bin("==", nm.lane, lit(0)), {C::exprStmt(C::call("rtcg_mbar_arrive", {std::move(bar)}))}));
+}
+
+// Parity of the phase of a buffer's use by step `step`: its (step / stages)-th.
+C::ExprP useParity(const MmaPlan& p, const C::ExprP& step) {
+  return bin("%", bin("/", step, lit(p.stages)), lit(2));
+}
+
+// The producer's steps. Its thread 0 issues every step's boxes, from the second round on once the
+// consumers have freed the stage (the previous use's phase of `empty`): up to `stages` steps
+// ahead. Under tf32x3 its other three warps (96 threads) wait for each step's boxes to land,
+// split them, fence and arrive on `ready` (a warp each): the split never waits for the consumers.
+std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
+  auto loop = [&](auto&& each) {
+    const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
+    std::vector<C::Stmt> body{C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(p.stages)))};
+    each(C::name(step), C::name(buffer), body);
+    return C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body));
+  };
+  C::Stmt issuer = loop([&](const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
+    C::ExprP previous = bin("%", C::sum({bin("/", step, lit(p.stages)), lit(1)}), lit(2));
+    body.push_back(C::ifThen(bin(">=", step, lit(p.stages)),
+                             {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, buffer), previous}))}));
+    append(body, issueStep(p, nm, nm.tmapA, nm.tmapB, step, buffer));
+  });
+  if (!p.splitBuffers) return {C::ifThen(bin("==", ptid, lit(0)), {std::move(issuer)})};
+  C::Stmt splitter = loop([&](const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
+    body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Full, buffer), useParity(p, step)})));
+    splitTiles(ctx, p, nm, buffer, buffer, bin("-", ptid, lit(32)), kSplitThreads, body);
+    body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+    warpArrives(nm, stageBarrier(p, nm, Barrier::Ready, buffer), body);
+  });
+  return {C::ifThen(bin("==", ptid, lit(0)), {std::move(issuer)}),
+          C::ifThen(bin(">=", ptid, lit(32)), {std::move(splitter)})};
+}
+
+}  // namespace
+
+StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out,
+                          std::vector<C::Stmt>* body) {
+  // The mbarriers: full (TMA's, count 1), empty (every consumer warp), ready (the splitting warps).
+  std::vector<C::Stmt> init;
+  const std::vector<std::pair<Barrier, int64_t>> barriers = {
+      {Barrier::Full, 1}, {Barrier::Empty, p.consumerThreads / 32}, {Barrier::Ready, kSplitThreads / 32}};
+  for (auto [which, count] : barriers) {
+    if (which == Barrier::Ready && !p.splitBuffers) continue;
+    for (int64_t s = 0; s < p.stages; ++s)
+      init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, which, lit(s)), lit(count)})));
+  }
+  // The consumers' turns (orderedIssue): one a warpgroup, its four warps arrive on the next's.
+  for (int64_t w = 0; p.orderedIssue && w < p.consumerThreads / 128; ++w)
+    init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::Turn, lit(w)), lit(4)})));
+  init.push_back(C::exprStmt(C::call("rtcg_mbar_init_fence", {})));
+  out.push_back(C::ifThen(bin("==", nm.tid, lit(0)), std::move(init)));
+  out.push_back(C::syncThreads());
+  // The producer's branch: its registers given up first (setmaxnreg is per warp, every thread).
+  std::string ptid = ctx.names.fresh("producer_tid");
+  std::vector<C::Stmt> producer;
+  if (p.producerRegisters)
+    producer.push_back(C::exprStmt(C::call(fmt::format("rtcg_setmaxnreg_dec_{}", p.producerRegisters), {})));
+  producer.push_back(C::decl(ctx.idx, ptid, bin("-", nm.tid, lit(p.consumerThreads))));
+  append(producer, producerSteps(ctx, p, nm, C::name(ptid)));
+  producer.push_back(C::returnStmt());
+  out.push_back(C::ifThen(bin(">=", nm.tid, lit(p.consumerThreads)), std::move(producer)));
+  if (p.consumerRegisters)
+    out.push_back(C::exprStmt(C::call(fmt::format("rtcg_setmaxnreg_inc_{}", p.consumerRegisters), {})));
+  StepRing ring;
+  ring.step = ctx.names.fresh("step");
+  ring.stepAt = [&ctx, &p, &nm](const C::ExprP& step, std::vector<C::Stmt>& to) {
+    std::string buffer = ctx.names.fresh("buffer");
+    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(p.stages))));
+    const Barrier landed = p.splitBuffers ? Barrier::Ready : Barrier::Full;
+    to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, landed, C::name(buffer)), useParity(p, step)})));
+    return buffer;
+  };
+  if (body) ring.buffer = ring.stepAt(C::name(ring.step), *body);
+  return ring;
+}
+
+void waitTurn(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to) {
+  if (!p.orderedIssue) return;
+  // Warpgroup w > 0 waits for w - 1's issue of the same step, warpgroup 0 for the last one's issue
+  // of the step before (none before step 0).
+  C::ExprP wg = bin("/", nm.tid, lit(128)), first = bin("==", wg, lit(0));
+  C::ExprP phase = bin("-", step, C::castTo("int", first));
+  to.push_back(C::ifThen(bin(">=", phase, lit(0)),
+                         {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Turn, wg),
+                                                                 bin("%", phase, lit(2))}))}));
+}
+
+void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to) {
+  if (!p.orderedIssue) return;
+  C::ExprP next = bin("%", C::sum({bin("/", nm.tid, lit(128)), lit(1)}), lit(p.consumerThreads / 128));
+  warpArrives(nm, stageBarrier(p, nm, Barrier::Turn, next), to);
+}
+
+void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to) {
+  warpArrives(nm, stageBarrier(p, nm, Barrier::Empty, bin("%", step, lit(p.stages))), to);
+}
+
+// The plain arrival and, per register count a plan moves to (`counts`), setmaxnreg's increase
+// and decrease (PTX ISA: mbarrier.arrive; setmaxnreg, sm_90a: an immediate). The host emulation
+// defines the arrival; setmaxnreg has nothing to emulate.
+std::string producerHelpers(const std::set<int64_t>& counts) {
+  std::string s = R"producer(// Warp specialization ('mma: ... tma producer'): an arrival on an mbarrier, setmaxnreg.
+#ifndef RTCG_HOST_EMULATION
+__device__ __forceinline__ void rtcg_mbar_arrive(void* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"((unsigned int)__cvta_generic_to_shared(bar)) : "memory");
+}
+#endif
+)producer";
+  for (int64_t n : counts)
+    for (const char* dir : {"inc", "dec"})
+      s += fmt::format("#ifdef RTCG_HOST_EMULATION\ninline void rtcg_setmaxnreg_{0}_{1}() {{}}\n#else\n"
+                       "__device__ __forceinline__ void rtcg_setmaxnreg_{0}_{1}() {{\n"
+                       "  asm volatile(\"setmaxnreg.{0}.sync.aligned.u32 {1};\\n\" ::: \"memory\");\n}}\n#endif\n",
+                       dir, n);
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+}  // namespace rtcg::emit::mma
