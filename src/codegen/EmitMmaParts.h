@@ -112,8 +112,9 @@ void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, st
 // the turn passed to the next consumer warpgroup.
 void waitTurn(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to);
 void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
-// The prelude: rtcg_mbar_arrive, and rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
-std::string producerHelpers(const std::set<int64_t>& counts);
+// The prelude: rtcg_mbar_arrive, rtcg_tf32_small4 (`split`: a plan splits tf32x3's tiles), and
+// rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
+std::string producerHelpers(const std::set<int64_t>& counts, bool split);
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.
 void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch);
@@ -152,8 +153,11 @@ void retire(const MmaPlan& p, const MmaNames& nm, const std::string& name, const
 void splitStep(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer, const C::ExprP& small,
                std::vector<C::Stmt>& body);
 // The split's loops alone, by `threads` threads whose index is `tid` (splitStep: the block's).
+// `helper(x, small)` splits four values: rtcg_tf32_split4 (big parts rounded to nearest, in place)
+// or the producer's rtcg_tf32_small4 (big parts truncated as the tensor cores read them: no write).
 void splitTiles(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer,
-                const C::ExprP& small, const C::ExprP& tid, int64_t threads, std::vector<C::Stmt>& body);
+                const C::ExprP& small, const C::ExprP& tid, int64_t threads, std::vector<C::Stmt>& body,
+                const char* helper = "rtcg_tf32_split4");
 
 // EmitWgmma.cpp: wgmma (MmaPlan::wgmma): the tiles, the warpgroup's accumulators (nm.acc[0][chunk]:
 // 16 rows x 8 columns of each warp, as m16n8 fragments) and the pipelined steps.

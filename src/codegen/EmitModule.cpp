@@ -138,14 +138,15 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
     }
   // `producer`: one prelude with every register count the nests' setmaxnreg move to.
   std::set<int64_t> registerCounts;
-  bool producer = false;
+  bool producer = false, producerSplit = false;
   for (const NestPlan& np : plan.nests)
     if (np.mma && np.mma->producer) {
       producer = true;
+      producerSplit |= np.mma->splitBuffers > 0;
       for (int64_t n : {np.mma->producerRegisters, np.mma->consumerRegisters})
         if (n > 0) registerCounts.insert(n);
     }
-  if (producer) mod.preludes.push_back(emit::mma::producerHelpers(registerCounts));
+  if (producer) mod.preludes.push_back(emit::mma::producerHelpers(registerCounts, producerSplit));
   for (std::string& h : wgmmaShapes) mod.preludes.push_back(std::move(h));
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));

@@ -3,9 +3,14 @@
 // buffer is free, which the consumers (the warpgroups of the output tile) say on the stage's
 // `empty` mbarrier, every consumer warp arriving once the wgmma that read the stage is waited
 // for; TMA completes the stage's `full` mbarrier. Under tf32x3 the producer's other three warps
-// split the landed tiles (big parts in place, small ones into the stage's own small buffer), fence
-// them for the async proxy and arrive on the stage's `ready` mbarrier, which the consumers wait
-// for instead of `full`. So no step meets the whole block at a barrier: the consumers' wgmma wait
+// split the landed tiles, fence the small parts for the async proxy and arrive on the stage's
+// `ready` mbarrier, which the consumers wait for instead of `full`. The big parts are the values as
+// the tensor cores read them (their top 19 bits, truncated), so only the small parts (the rest,
+// rounded to nearest) are written, to the stage's own small buffer. The split was what limited
+// tf32x3 (Nsight Compute, H200, m64n128 2x1 n = 4096: the consumers waited for `ready` 15% of the
+// samples, the splitting warps for their boxes 1%); rounding the big parts to nearest in place
+// took 1.54 ms, this 1.30 (errors 3.1e-7 both). All four warps splitting, thread 0 issuing from
+// the split's loop, measured slower (1.34-1.35 ms): the issue waits for the consumers. So no step meets the whole block at a barrier: the consumers' wgmma wait
 // only for data, and the split runs beside them. The producer returns after its last step; it
 // needs few registers, which setmaxnreg gives the consumers where the plan says so.
 #include <fmt/format.h>
@@ -63,7 +68,7 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   if (!p.splitBuffers) return {C::ifThen(bin("==", ptid, lit(0)), {std::move(issuer)})};
   C::Stmt splitter = loop([&](const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
     body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Full, buffer), useParity(p, step)})));
-    splitTiles(ctx, p, nm, buffer, buffer, bin("-", ptid, lit(32)), kSplitThreads, body);
+    splitTiles(ctx, p, nm, buffer, buffer, bin("-", ptid, lit(32)), kSplitThreads, body, "rtcg_tf32_small4");
     body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
     warpArrives(nm, stageBarrier(p, nm, Barrier::Ready, buffer), body);
   });
@@ -138,13 +143,22 @@ void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, st
 // The plain arrival and, per register count a plan moves to (`counts`), setmaxnreg's increase
 // and decrease (PTX ISA: mbarrier.arrive; setmaxnreg, sm_90a: an immediate). The host emulation
 // defines the arrival; setmaxnreg has nothing to emulate.
-std::string producerHelpers(const std::set<int64_t>& counts) {
+std::string producerHelpers(const std::set<int64_t>& counts, bool split) {
   std::string s = R"producer(// Warp specialization ('mma: ... tma producer'): an arrival on an mbarrier, setmaxnreg.
 #ifndef RTCG_HOST_EMULATION
 __device__ __forceinline__ void rtcg_mbar_arrive(void* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"((unsigned int)__cvta_generic_to_shared(bar)) : "memory");
 }
 #endif
+)producer";
+  // tf32x3's split by the producer: the small parts alone, against the big parts as the tensor
+  // cores read the values (their top 19 bits: truncated), so the landed tile stays as it is.
+  if (split)
+    s += R"producer(__device__ __forceinline__ void rtcg_tf32_small4(const float* x, float* small) {
+  const float4 v = *reinterpret_cast<const float4*>(x);
+  auto part = [](float a) { return rtcg_tf32_rna(a - __uint_as_float(__float_as_uint(a) & 0xffffe000u)); };
+  *reinterpret_cast<float4*>(small) = make_float4(part(v.x), part(v.y), part(v.z), part(v.w));
+}
 )producer";
   for (int64_t n : counts)
     for (const char* dir : {"inc", "dec"})

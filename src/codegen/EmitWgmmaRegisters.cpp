@@ -22,14 +22,15 @@ void splitStep(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::
 }
 
 void splitTiles(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer,
-                const C::ExprP& small, const C::ExprP& tid, int64_t threads, std::vector<C::Stmt>& body) {
+                const C::ExprP& small, const C::ExprP& tid, int64_t threads, std::vector<C::Stmt>& body,
+                const char* helper) {
   for (bool isA : {true, false}) {
     if (isA && p.registerA) continue;
     const std::vector<Tile>& tiles = isA ? nm.tileA : nm.tileB;
     const int64_t size = isA ? p.bufferA : p.bufferB, quads = size / 4, rounds = (quads + threads - 1) / threads;
     std::string s = ctx.names.fresh(isA ? "split_a" : "split_b"), e = ctx.names.fresh("e");
     std::vector<C::Stmt> inner{C::exprStmt(C::call(
-        "rtcg_tf32_split4", {C::unary("&", tileRef(tiles[0], C::sum({C::product(buffer, lit(size)), C::name(e)}))),
+        helper, {C::unary("&", tileRef(tiles[0], C::sum({C::product(buffer, lit(size)), C::name(e)}))),
                              C::unary("&", tileRef(tiles[1], C::sum({C::product(small, lit(size)), C::name(e)})))}))};
     std::vector<C::Stmt> loop{C::decl(ctx.idx, e, C::product(C::sum({tid, C::product(C::name(s), lit(threads))}), lit(4)))};
     if (quads % threads == 0) append(loop, std::move(inner));

@@ -768,13 +768,13 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // peak; waiting for each step's wgmma 309 (62%); tf32x3 (split, partial sums, each step waits)
   // m64n128 1x1 / 2x1 74 / 71 TF/s, three products each: 44%.
   // A producer warpgroup (MmaPlan::producer) takes the split and the step's barrier off the
-  // consumers (H200, n = 4096, verified): tf32x3 m64n128 2x1 k 32 stages 4 89 TF/s (54%; 72
-  // without), m64n64 2x1 75-78 (46%; 81 without); TF32 m64n256 2x1 with two sets 386-397, as
+  // consumers (H200, n = 4096, verified): tf32x3 m64n128 2x1 k 32 stages 4 106 TF/s (64%; 72
+  // without), m64n64 2x1 84 (51%; 81 without); TF32 m64n256 2x1 with two sets 386-397, as
   // without (79%); bf16 m64n256 2x1 / m64n128 2x2 k 64 stages 4 616-632 TF/s against 733-739 of
   // the TMA schedule with the shared epilogue (85% of its whole peak). tf32x3 with both tiles in
   // shared memory (the producer's three warps split both: dg_diff_stacked N7, 4 steps of k 32)
-  // m64n64 2x1 26 TF/s against 54 without: 22%.
-  const double producerX3 = !p.registerA ? 0.22 : p.fragN >= 128 ? 0.54 : 0.46;
+  // m64n64 2x1 29 TF/s against 53 without: 24%.
+  const double producerX3 = !p.registerA ? 0.24 : p.fragN >= 128 ? 0.64 : 0.51;
   const double registerWait = p.producer ? (p.splitBuffers ? producerX3 : p.pingPong ? 0.79 : p.registerA ? 0.62 : 0.85)
                               : p.splitBuffers ? 0.44
                               : p.pingPong     ? 0.79
