@@ -710,7 +710,14 @@ std::string wgmmaLines(const MmaPlan& p) {
   if (p.transposed)
     s += "  transposed: C^T = B^T A^T (the operand stored along N is A, from registers; M is the output's column "
          "index)\n";
-  if (p.splitBuffers)
+  if (p.splitBuffers && p.producer)
+    s += fmt::format("  tf32x3: the producer splits each landed stage's {}: the big parts are the values truncated (as "
+                     "the tensor cores read them), the small parts the rest rounded to nearest, into a buffer per stage "
+                     "({} bytes after the rings); per fragment-k small A x big B, big A x small B, big x big into "
+                     "partial sums of the step (scale-d 0 first), added to the accumulators in FP32 after its wait\n",
+                     p.registerA ? "B tile" : "A and B tiles",
+                     ((p.registerA ? 0 : p.bufferA) + p.bufferB) * p.splitBuffers * typeBytes(p.staged));
+  else if (p.splitBuffers)
     s += fmt::format("  tf32x3: each step's {} split in place into big parts and small ones ({} bytes after the "
                      "rings), then a barrier; per fragment-k small A x big B, big A x small B, big x big into partial "
                      "sums of the step (scale-d 0 first), added to the accumulators in FP32 after its wait\n",
