@@ -103,7 +103,7 @@ std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::
                                const C::ExprP& stepIndex, const C::ExprP& buffer);
 // EmitWgmmaProducer.cpp (MmaPlan::producer): the mbarriers' initialization and the producer
 // warpgroup's branch (its steps' boxes, tf32x3's splits; then it returns) into `out`, then the
-// consumers' ring: stepAt waits for the step's stage (full, or tf32x3's ready). release(step)
+// consumers' ring: stepAt waits for the step's stage (full, or tf32x3's ready). releaseStage(step)
 // is the consumers' arrival on that step's stage's `empty` mbarrier, once its wgmma is waited for.
 StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out,
                           std::vector<C::Stmt>* body);

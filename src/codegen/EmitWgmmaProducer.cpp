@@ -4,21 +4,22 @@
 // `empty` mbarrier, every consumer warp arriving once the wgmma that read the stage is waited
 // for; TMA completes the stage's `full` mbarrier. Under tf32x3 the producer's other three warps
 // split the landed tiles, fence the small parts for the async proxy and arrive on the stage's
-// `ready` mbarrier, which the consumers wait for instead of `full`. The big parts are the values as
-// the tensor cores read them (their top 19 bits, truncated), so only the small parts (the rest,
-// rounded to nearest) are written, to the stage's own small buffer. The split was what limited
-// tf32x3 (Nsight Compute, H200, m64n128 2x1 n = 4096: the consumers waited for `ready` 15% of the
-// samples, the splitting warps for their boxes 1%); rounding the big parts to nearest in place
-// took 1.54 ms, this 1.30 (errors 3.1e-7 both). All four warps splitting, thread 0 issuing from
-// the split's loop, measured slower (1.34-1.35 ms): the issue waits for the consumers. So no step meets the whole block at a barrier: the consumers' wgmma wait
-// only for data, and the split runs beside them. The producer returns after its last step; it
-// needs few registers, which setmaxnreg gives the consumers where the plan says so.
+// `ready` mbarrier, which the consumers wait for instead of `full`. So no step meets the whole
+// block at a barrier: the consumers' wgmma wait only for data, and the split runs beside them.
+// The producer returns after its last step; it needs few registers, which setmaxnreg gives the
+// consumers where the plan says so.
+//
+// The big parts of the split are the values as the tensor cores read them (their top 19 bits,
+// truncated), so only the small parts (the rest, rounded to nearest) are written, to the stage's
+// own small buffer. The split was what limited tf32x3 (Nsight Compute, H200, m64n128 2x1 n = 4096:
+// the consumers waited for `ready` 15% of the samples, the splitting warps for their boxes 1%);
+// rounding the big parts to nearest in place took 1.54 ms, this 1.30 (errors 3.1e-7 both). All
+// four warps splitting, thread 0 issuing from the split's loop, measured slower (1.34-1.35 ms):
+// the issue waits for the consumers.
 #include <fmt/format.h>
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
-
-#include <set>
 
 namespace rtcg::emit::mma {
 

@@ -199,8 +199,8 @@ struct MmaPlan {
   // other three warps arrive on after splitting the landed tiles, so the split runs beside the
   // consumers' wgmma and each stage has a small buffer of its own: splitBuffers = stages; the
   // big parts are the landed values truncated, as the tensor cores read them, and only the small
-  // parts, the rest rounded to nearest, are written). No
-  // block-wide barrier per step. The producer leaves after its last step, so the epilogue is the
+  // parts, the rest rounded to nearest, are written). No block-wide barrier per step. The
+  // producer leaves after its last step, so the epilogue is the
   // fragments' (`epilogue shared` meets the whole block). Where the block's threads at the
   // registers the consumers need exceed the multiprocessor's, setmaxnreg moves registers from the
   // producer (producerRegisters) to the consumers (consumerRegisters); 0: no setmaxnreg.

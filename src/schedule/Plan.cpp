@@ -710,19 +710,20 @@ std::string wgmmaLines(const MmaPlan& p) {
   if (p.transposed)
     s += "  transposed: C^T = B^T A^T (the operand stored along N is A, from registers; M is the output's column "
          "index)\n";
-  if (p.splitBuffers && p.producer)
-    s += fmt::format("  tf32x3: the producer splits each landed stage's {}: the big parts are the values truncated (as "
-                     "the tensor cores read them), the small parts the rest rounded to nearest, into a buffer per stage "
-                     "({} bytes after the rings); per fragment-k small A x big B, big A x small B, big x big into "
-                     "partial sums of the step (scale-d 0 first), added to the accumulators in FP32 after its wait\n",
-                     p.registerA ? "B tile" : "A and B tiles",
-                     ((p.registerA ? 0 : p.bufferA) + p.bufferB) * p.splitBuffers * typeBytes(p.staged));
-  else if (p.splitBuffers)
-    s += fmt::format("  tf32x3: each step's {} split in place into big parts and small ones ({} bytes after the "
-                     "rings), then a barrier; per fragment-k small A x big B, big A x small B, big x big into partial "
-                     "sums of the step (scale-d 0 first), added to the accumulators in FP32 after its wait\n",
-                     p.registerA ? "B tile" : "A and B tiles",
-                     ((p.registerA ? 0 : p.bufferA) + p.bufferB) * p.splitBuffers * typeBytes(p.staged));
+  // tf32x3: who splits which tiles how, then the products and the partial sums.
+  if (p.splitBuffers) {
+    const char* tiles = p.registerA ? "B tile" : "A and B tiles";
+    const int64_t smallBytes = ((p.registerA ? 0 : p.bufferA) + p.bufferB) * p.splitBuffers * typeBytes(p.staged);
+    s += p.producer ? fmt::format("  tf32x3: the producer splits each landed stage's {}: the big parts are the values "
+                                  "truncated (as the tensor cores read them), the small parts the rest rounded to "
+                                  "nearest, into a buffer per stage ({} bytes after the rings)",
+                                  tiles, smallBytes)
+                    : fmt::format("  tf32x3: each step's {} split in place into big parts and small ones ({} bytes "
+                                  "after the rings), then a barrier",
+                                  tiles, smallBytes);
+    s += "; per fragment-k small A x big B, big A x small B, big x big into partial sums of the step (scale-d 0 first), "
+         "added to the accumulators in FP32 after its wait\n";
+  }
   s += fmt::format("  shared memory: {} bytes, dynamic; {} tiles as loaded in {}: {}; {}\n", p.sharedBytes,
                    typeName(p.staged),
                    p.swizzle128 ? "128-byte swizzled atoms (8 rows x 128 bytes, 16-byte chunks XORed by row % 8; "
