@@ -472,24 +472,24 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
 StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fenceAsync, const CopyStep& copyStep,
                       std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
   const int64_t S = p.stages;
-  for (int64_t s = 0; s < ahead; ++s) {
-    if (s < p.steps) copyStep(lit(s), lit(s), out);
+  for (int64_t s = 0; s < ahead && s < p.steps; ++s) {
+    copyStep(lit(s), lit(s), out);
     out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   }
   StepRing ring;
   ring.step = ctx.names.fresh("step");
   ring.stepAt = [&ctx, &p, ahead, fenceAsync, copyStep, S](const C::ExprP& step, std::vector<C::Stmt>& to) {
-    // `ahead` groups before the loop and one per step before this one: this step's has landed
-    // when at most ahead - 1 are in flight.
-    to.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", ahead - 1), {})));
+    // A group per step copied, up to `ahead` steps ahead: this step's has landed when no more are
+    // in flight than the steps after it that were copied (waitForStepCopies).
+    waitForStepCopies(ahead - 1, [&](int64_t n) { return bin("<", C::sum({step, lit(n)}), lit(p.steps)); }, to);
     if (fenceAsync) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
     to.push_back(C::syncThreads());
     std::string next = ctx.names.fresh("ahead");
     to.push_back(C::decl(ctx.idx, next, C::sum({step, lit(ahead)})));
     std::vector<C::Stmt> copy;
     copyStep(C::name(next), bin("%", C::name(next), lit(S)), copy);
+    copy.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
     to.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy)));
-    to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
     std::string buffer = ctx.names.fresh("buffer");
     to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(S))));
     return buffer;

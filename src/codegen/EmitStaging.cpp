@@ -318,31 +318,45 @@ StageRef tileRef(EmitContext& ctx, size_t t, const std::map<std::string, C::Expr
   return ref;
 }
 
+}  // namespace
+
+C::Stmt cpAsyncWait(int64_t pending) {
+  RTCG_ASSERT(pending >= 0 && pending <= 2, "the prelude has cp.async waits for 0 to 2 groups");
+  return C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", pending), {}));
+}
+
+void waitForStepCopies(int64_t most, const std::function<C::ExprP(int64_t n)>& exists, std::vector<C::Stmt>& out) {
+  std::vector<C::Stmt> chain{cpAsyncWait(0)};
+  for (int64_t n = 1; n <= most; ++n) chain = {C::ifThen(exists(n), {cpAsyncWait(n)}, std::move(chain))};
+  append(out, std::move(chain));
+}
+
+namespace {
+
 // The steps of `copy: async` (see copyStep): N buffers, N - 1 steps in flight (cp.async groups,
-// one per step, committed in step order): steps 0 .. N-2 are issued ahead of the loop; step s
-// issues step s + N - 1 into the buffer step s - 1 read (every thread passed the barrier that
-// ended step s - 1), computes from buffer s % N, then waits for its own copies of step s + 1, and
-// the caller's barrier makes everyone's copies visible. A step past the end commits an empty
-// group, which keeps the count of pending groups the same in every step.
+// one per step that exists, committed in step order): steps 0 .. N-2 are issued ahead of the loop;
+// step s issues step s + N - 1 into the buffer step s - 1 read (every thread passed the barrier
+// that ended step s - 1), computes from buffer s % N, then waits for its own copies of step s + 1
+// (waitForStepCopies: the steps after it that exist), and the caller's barrier makes everyone's
+// copies visible.
 void copyStepAsync(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
                    std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
   Env scratch = env;  // copies that the reads of this step do not see
   const C::ExprP base = stepAt(0, false).first;
   const int64_t buffers = ctx.sched.buffers;
-  const std::string wait = fmt::format("rtcg_cp_async_wait{}", buffers - 2);
   auto issue = [&](int64_t n, bool fromStart, const C::ExprP& buffer, std::vector<C::Stmt>& out) {
     auto [at, exists] = stepAt(n, fromStart);
     std::vector<C::Stmt> copies;
     stageStep(ctx, group, at, scratch, copies, TileCopy::Async, TileTarget{buffer, false});
+    copies.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
     out.push_back(C::ifThen(exists, std::move(copies)));
-    out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   };
   for (int64_t n = 0; n + 1 < buffers; ++n) issue(n, true, lit(n), before);
-  before.push_back(C::exprStmt(C::call(wait, {})));
+  waitForStepCopies(buffers - 2, [&](int64_t n) { return stepAt(n, true).second; }, before);
   before.push_back(C::syncThreads());
   issue(buffers - 1, false, C::binary("%", C::sum({step, lit(buffers - 1)}), lit(buffers)), stage);
   readStep(ctx, group, base, C::binary("%", step, lit(buffers)), env, stage);
-  after.push_back(C::exprStmt(C::call(wait, {})));
+  waitForStepCopies(buffers - 2, [&](int64_t n) { return stepAt(n + 1, false).second; }, after);
 }
 
 // Two buffers (`buffers: 2`, see copyStep): the first step is copied into buffer 0 ahead of the

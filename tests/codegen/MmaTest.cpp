@@ -799,6 +799,36 @@ TEST(HostEmulation, MmaF64FragmentsMatchTheReference) {
                           1e-12, sm90), "");
 }
 
+// The f64 DG differentiation of issue 36 (D of 3 Np rows, the output along M): reductions of
+// fewer steps than stages, where the cp.async rings counted empty groups (complete at once on the
+// GPU, so a wait passed before its stage landed: 4-27% wrong on an H200). The emulation lands a
+// copy only when a wait retires its group and makes no group of an empty commit, as the GPU.
+TEST(HostEmulation, MmaF64RingsOfFewerStepsThanStagesMatchTheReference) {
+  ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
+  sm90.computeCapability = 90;
+  const char* src = R"(
+kernel dgd(K: int, Np: int, D: f64[3 * Np, Np], u: f64[K, Np], out w: f64[K, 3 * Np]) {
+  for k in 0..K, m in 0..3 * Np {
+    w[k, m] = sum(j in 0..Np, D[m, j] * u[k, j]);
+  }
+}
+)";
+  struct Case {
+    int64_t np;
+    const char* schedule;
+  };
+  const Case cases[] = {{35, "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 16 stages 4 fragments 2 epilogue shared"},
+                        {35, "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 16 stages 4 fragments 2"},
+                        {32, "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 16 stages 4 fragments 2 epilogue shared"},
+                        {35, "mma: f64 m16n8k8 warps 2x2 tile 1x1 k 32 stages 3 fragments 2 epilogue shared"},
+                        {35, "mma: f64 m16n8k4 warps 4x1 tile 1x1 k 16 stages 4 fragments 2 epilogue shared"},
+                        {35, "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 16 stages 3 fragments 2 epilogue shared"},
+                        {32, "mma: f64 m16n8k8 warps 2x2 tile 2x1 k 16 stages 4"}};
+  for (const Case& c : cases)
+    EXPECT_EQ(checkOnHost(fromSource(src, {{"K", 37}, {"Np", c.np}}), c.schedule, 1e-12, sm90), "")
+        << "Np " << c.np << ": " << c.schedule;
+}
+
 // The space offers `fragments 2` with FP64's sm_90 shapes and stages only (none on sm_80, none
 // without stages), and NVRTC compiles the offered ones with the most registers (the model's
 // estimate, two per shape, bounds included) for sm_90 without local memory.

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <math.h>
+#include <vector>
 
 #include "../../include/rtcg/Half.h"
 
@@ -184,25 +185,49 @@ inline void __stcs(T* address, T value) {
   *address = value;
 }
 
-// cp.async ('copy: async'): the emitted module leaves its helpers to this header, whose copies
-// complete at once (a wait has nothing left to wait for) and abort on an address that is not
-// aligned to the copy's size, as the GPU would fault; src_bytes < size zero-fills the rest.
+// cp.async ('copy: async', mma stages): the emitted module leaves its helpers to this header. A
+// copy aborts on an address that is not aligned to its size, as the GPU would fault; src_bytes <
+// size zero-fills the rest. The copies land as late as the GPU may land them: a copy waits in this
+// thread's queue until a wait retires its group, so a read of a stage that no wait covered sees
+// what the buffer held before (a test against the reference then fails). A commit of no copies
+// makes no group: on the GPU an empty group is complete at once and does not hold back a
+// `cp.async.wait_group N`, whose count then covers only groups with copies (H200: a ring that
+// counted on empty groups read stages before they landed).
 #define RTCG_HOST_EMULATION 1
+struct rtcg_emu_copy {
+  void* dst;
+  int size;
+  unsigned char data[16];
+};
+inline thread_local std::vector<rtcg_emu_copy> rtcg_emu_uncommitted;
+inline thread_local std::vector<std::vector<rtcg_emu_copy>> rtcg_emu_groups;  // committed, oldest first
 inline void rtcg_emu_cp_async(void* dst, const void* src, int size, int src_bytes) {
   if (reinterpret_cast<uintptr_t>(dst) % size != 0 || (src_bytes > 0 && reinterpret_cast<uintptr_t>(src) % size != 0)) {
     std::fprintf(stderr, "misaligned %d-byte cp.async from %p to %p\n", size, src, dst);
     std::abort();
   }
-  if (src_bytes > 0) std::memcpy(dst, src, src_bytes);
-  std::memset(static_cast<char*>(dst) + src_bytes, 0, size - src_bytes);
+  rtcg_emu_copy c{dst, size, {}};
+  if (src_bytes > 0) std::memcpy(c.data, src, src_bytes);
+  rtcg_emu_uncommitted.push_back(c);
 }
 inline void rtcg_cp_async4(void* dst, const void* src, int src_bytes) { rtcg_emu_cp_async(dst, src, 4, src_bytes); }
 inline void rtcg_cp_async8(void* dst, const void* src, int src_bytes) { rtcg_emu_cp_async(dst, src, 8, src_bytes); }
 inline void rtcg_cp_async16(void* dst, const void* src, int src_bytes) { rtcg_emu_cp_async(dst, src, 16, src_bytes); }
-inline void rtcg_cp_async_commit() {}
-inline void rtcg_cp_async_wait0() {}
-inline void rtcg_cp_async_wait1() {}
-inline void rtcg_cp_async_wait2() {}
+inline void rtcg_cp_async_commit() {
+  if (rtcg_emu_uncommitted.empty()) return;
+  rtcg_emu_groups.push_back(std::move(rtcg_emu_uncommitted));
+  rtcg_emu_uncommitted.clear();
+}
+// Lands the oldest groups until at most `pending` are left.
+inline void rtcg_emu_cp_async_wait(size_t pending) {
+  size_t landed = 0;
+  for (; rtcg_emu_groups.size() - landed > pending; ++landed)
+    for (const rtcg_emu_copy& c : rtcg_emu_groups[landed]) std::memcpy(c.dst, c.data, size_t(c.size));
+  rtcg_emu_groups.erase(rtcg_emu_groups.begin(), rtcg_emu_groups.begin() + std::ptrdiff_t(landed));
+}
+inline void rtcg_cp_async_wait0() { rtcg_emu_cp_async_wait(0); }
+inline void rtcg_cp_async_wait1() { rtcg_emu_cp_async_wait(1); }
+inline void rtcg_cp_async_wait2() { rtcg_emu_cp_async_wait(2); }
 
 // Tensor cores ('mma:'): the helpers of the emitted prelude, with the fragment layouts of the PTX
 // ISA. Each lane deposits its fragment registers in per-block slots, a barrier, each lane computes
