@@ -335,7 +335,7 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   };
   if (p.prefetchFragments) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
   std::vector<C::Stmt> body;
-  const StepRing ring = openStepRing(ctx, p, S - 1, false, copyStep, out, &body);
+  const StepRing ring = openStepRing(ctx, p, nm, S - 1, false, copyStep, out, &body);
   body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.bufferA)),
                               C::product(C::name(ring.buffer), lit(p.bufferB))));
   out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
@@ -469,27 +469,41 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
   }
 }
 
-StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fenceAsync, const CopyStep& copyStep,
-                      std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
+std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer) {
+  // Four zero bytes (no global byte read: the source only names A's array) at this thread's word
+  // of A's buffer, which no step reads any more; words repeat past the buffer's.
+  const int64_t words = std::max<int64_t>(1, p.bufferA * typeBytes(p.staged) / 4);
+  const Expr& a = p.c.a->kind == ExprKind::Load ? p.c.a : p.c.a->operands[0];
+  C::ExprP start = C::castTo("int*", C::unary("&", tileRef(nm.tileA[0], C::product(buffer, lit(p.bufferA)))));
+  C::ExprP word = words >= ctx.plan.launch.threads ? nm.tid : bin("%", nm.tid, lit(words));
+  return {C::exprStmt(
+      C::call("rtcg_cp_async4", {C::sum({start, word}), C::name(ctx.paramNames[size_t(a->array)]), lit(0)}))};
+}
+
+StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, int64_t ahead, bool fenceAsync,
+                      const CopyStep& copyStep, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
   const int64_t S = p.stages;
-  for (int64_t s = 0; s < ahead && s < p.steps; ++s) {
-    copyStep(lit(s), lit(s), out);
+  for (int64_t s = 0; s < ahead; ++s) {
+    if (s < p.steps) copyStep(lit(s), lit(s), out);
+    else append(out, keepGroupFilled(ctx, p, nm, lit(s)));
     out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   }
   StepRing ring;
   ring.step = ctx.names.fresh("step");
-  ring.stepAt = [&ctx, &p, ahead, fenceAsync, copyStep, S](const C::ExprP& step, std::vector<C::Stmt>& to) {
-    // A group per step copied, up to `ahead` steps ahead: this step's has landed when no more are
-    // in flight than the steps after it that were copied (waitForStepCopies).
-    waitForStepCopies(ahead - 1, [&](int64_t n) { return bin("<", C::sum({step, lit(n)}), lit(p.steps)); }, to);
+  ring.stepAt = [&ctx, &p, &nm, ahead, fenceAsync, copyStep, S](const C::ExprP& step, std::vector<C::Stmt>& to) {
+    // `ahead` groups before the loop and one per step before this one, none empty (past the last
+    // step a copy of no bytes: keepGroupFilled): this step's has landed when at most ahead - 1
+    // are in flight.
+    to.push_back(cpAsyncWait(ahead - 1));
     if (fenceAsync) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
     to.push_back(C::syncThreads());
     std::string next = ctx.names.fresh("ahead");
     to.push_back(C::decl(ctx.idx, next, C::sum({step, lit(ahead)})));
     std::vector<C::Stmt> copy;
     copyStep(C::name(next), bin("%", C::name(next), lit(S)), copy);
-    copy.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-    to.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy)));
+    to.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy),
+                           keepGroupFilled(ctx, p, nm, bin("%", C::name(next), lit(S)))));
+    to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
     std::string buffer = ctx.names.fresh("buffer");
     to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(S))));
     return buffer;
@@ -550,6 +564,8 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   declareCoordinates(ctx, p, nm, body);
   if (p.wgmma) mma::emitWgmmaMain(ctx, p, nm, body);
   else emitSyncMain(ctx, p, nm, body);
+  // The epilogue's tile is the operand tiles' space: no copy of a cp.async ring may land there after.
+  if (p.sharedEpilogue && p.stages > 1 && !p.tma) body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
   if (p.sharedEpilogue) emitSharedEpilogue(ctx, p, nm, body);
   else emitEpilogue(ctx, p, nm, body);
   fn.body = std::move(body);

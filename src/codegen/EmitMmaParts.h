@@ -73,11 +73,15 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
 
 // EmitMma.cpp: the cp.async ring of a pipelined reduction (mma.sync with stages, wgmma). Copies of
 // step s into buffer s % stages by `copyStep(step, buffer, to)`. openStepRing emits the first
-// `ahead` steps' copies into `out` (a cp.async group each, empty past the last step, so every
-// thread counts the same groups), then starts the step loop's body: wait until this step's group
+// `ahead` steps' copies into `out` (a cp.async group each), then starts the step loop's body: wait until this step's group
 // has landed (at most ahead - 1 in flight), wgmma's proxy fence where `fenceAsync`, a barrier
 // (every copy visible, every thread done with the buffer refilled next), the copy `ahead` steps
 // on and its commit. It returns the loop's step and this step's buffer index, declared in `body`.
+// Past the last step a group holds keepGroupFilled's copy of no bytes, so that no group is empty:
+// on the GPU an empty group is complete at once and does not hold back cp.async.wait_group's count
+// (CUTLASS's rings zero-fill past the end for the same reason), and a ring that committed empty
+// groups there let a wait pass before its stage landed where a reduction had fewer steps than
+// stages (H200). The shared epilogue waits for every group (its tile is the operands' space).
 using CopyStep = std::function<void(const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& to)>;
 // stepAt(step, to) emits that start for any step expression and returns its buffer's name; with a
 // null `body` the ring is opened without it (the caller emits each step's start by stepAt).
@@ -85,8 +89,11 @@ struct StepRing {
   std::string step, buffer;
   std::function<std::string(const C::ExprP& step, std::vector<C::Stmt>& to)> stepAt;
 };
-StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, int64_t ahead, bool fenceAsync, const CopyStep& copyStep,
-                      std::vector<C::Stmt>& out, std::vector<C::Stmt>* body);
+StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, int64_t ahead, bool fenceAsync,
+                      const CopyStep& copyStep, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body);
+// In place of a step past the last one: a cp.async of no bytes (zero fill) into this thread's word
+// of A's buffer `buffer`, which no later step reads, so that the group is not empty.
+std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer);
 
 // EmitTma.cpp: the TMA ring (MmaPlan::tma): the stages' mbarriers and thread 0's first boxes into
 // `out`, then the step loop's body's start as openStepRing's (wait for this step's mbarrier

@@ -11,15 +11,17 @@
 // The ring: the copies run `stages` steps ahead (instead of stages - 1). Step s's buffer s % S is
 // refilled with step s + S right after the barrier of step s, which every warp reaches only after
 // loading all of step s's fragments (its last fragment-k's were loaded before the barrier, the
-// first's in step s - 1), so no warp still reads it. At that barrier up to S - 2 groups may be in
-// flight (steps s + 2 .. s + S - 1, those that exist: a group per step copied, waitForStepCopies):
-// step s + 1 has landed. Before the loop the block waits for the first two steps and loads step
-// 0's first fragments.
+// first's in step s - 1), so no warp still reads it. At that barrier S - 2 groups may be in flight
+// (steps s + 2 .. s + S - 1): step s + 1 has landed. Before the loop the block waits for the first
+// two steps and loads step 0's first fragments. No group is empty (EmitMmaParts.h): the prelude
+// copies the steps past the last one as zero fills, the loop commits a copy of no bytes there
+// (keepGroupFilled). So the last step's loads of the step after it read zeros or a step's values,
+// never a buffer no copy wrote (whose values reached the sums on an H200, NVCC's scheduling at
+// -O3: 11-22% wrong at 2 steps of 4 stages, right with ptxas -O1 or these loads guarded).
 // The fragments carried from one step to the next are variables declared before the loop; within a
 // step every fragment-k's registers are const locals (NVCC renames them: the register sets are its
 // allocation of these lifetimes). The last step loads the first fragments of a buffer past the last
 // step, which no copy writes any more; they are never used.
-#include <algorithm>
 #include <fmt/format.h>
 
 #include "codegen/EmitMmaParts.h"
@@ -72,12 +74,11 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
   const int64_t S = p.stages, fragmentKs = p.blockK / p.fragK;
   auto bufferA = [&](const C::ExprP& b) { return C::product(b, lit(p.bufferA)); };
   auto bufferB = [&](const C::ExprP& b) { return C::product(b, lit(p.bufferB)); };
-  for (int64_t s = 0; s < S && s < p.steps; ++s) {
-    copyStep(lit(s), lit(s), out);
+  for (int64_t s = 0; s < S; ++s) {
+    copyStep(lit(s), lit(s), out);  // past the last step: zero fills
     out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   }
-  // Steps 0 and 1 landed: in flight at most the steps copied after step 1 (a group per step copied).
-  out.push_back(cpAsyncWait(std::clamp<int64_t>(std::min(S, p.steps) - 2, 0, S - 2)));
+  out.push_back(cpAsyncWait(S - 2));
   out.push_back(C::syncThreads());
   const WarpFragments carried =
       declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufferA(lit(0)), bufferB(lit(0)), out), out);
@@ -97,8 +98,7 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
     // The step's last fragment-k: the next step's stage (landed: S - 2 newer groups in flight) and
     // the barrier, the next step's first fragments, this one's mma, then the refill of this
     // step's buffer, read by no warp any more.
-    waitForStepCopies(S - 2, [&](int64_t n) { return bin("<", C::sum({C::name(step), lit(1 + n)}), lit(p.steps)); },
-                      body);
+    body.push_back(cpAsyncWait(S - 2));
     body.push_back(C::syncThreads());
     const C::ExprP following = bin("%", C::sum({C::name(step), lit(1)}), lit(S));
     assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(following), body), body);
@@ -107,8 +107,9 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
     body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(S)})));
     std::vector<C::Stmt> copy;
     copyStep(C::name(ahead), C::name(buffer), copy);
-    copy.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-    body.push_back(C::ifThen(bin("<", C::name(ahead), lit(p.steps)), std::move(copy)));
+    body.push_back(C::ifThen(bin("<", C::name(ahead), lit(p.steps)), std::move(copy),
+                             keepGroupFilled(ctx, p, nm, C::name(buffer))));
+    body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   }
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }

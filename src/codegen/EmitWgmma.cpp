@@ -101,7 +101,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
   std::vector<C::Stmt>* first = p.pingPong ? nullptr : &body;
   const StepRing ring = p.producer ? openProducerRing(ctx, p, nm, out, first)
                         : p.tma      ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, first)
-                                     : openStepRing(ctx, p, D, true, copyStep, out, first);
+                                     : openStepRing(ctx, p, nm, D, true, copyStep, out, first);
   const std::string name = helperName(p);
   const int64_t bytes = typeBytes(p.staged);
   // tf32x3: the small products first (small A by big B, big A by small B), then the big one.

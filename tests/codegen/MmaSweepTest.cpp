@@ -167,6 +167,12 @@ std::vector<SweepCase> wgmmaCases() {
           c.blockN = ge.n * ge.groupsN;
           // Swizzled K-major tiles take whole 128-byte rows of k; without swizzle any multiple of the instruction's k.
           c.blockK = mode == 0 ? fragK * (ge.kAtoms + 1) : atom * ge.kAtoms;
+          // Within the shared memory (tf32x3 adds a small tile per stage): halve the step, then N.
+          const int64_t split = arith == MmaArith::Tf32x3 ? 2 : 1;
+          while ((c.blockM + c.blockN) * c.blockK * stages * split * elementBytes(arith) > 200 * 1024) {
+            if (c.blockK > (mode == 0 ? fragK : atom)) c.blockK /= 2;
+            else ge.n /= 2, c.blockN = ge.n * ge.groupsN;
+          }
           c.align = 16 / elementBytes(arith);
           c.tma = mode >= 2;
           const char* modeText[] = {"", " swizzle 128", " swizzle 128 tma", " swizzle 128 tma producer"};
