@@ -21,6 +21,7 @@
 // second process with the same kernel starts without NVRTC.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -388,7 +389,13 @@ RawArg rawArg(const T& value) {
   r.kind = RawArg::Kind::Value;
   r.bytes.assign(reinterpret_cast<const char*>(&value), sizeof(T));
   r.description = rawTypeName<T>();
-  if constexpr (std::is_arithmetic_v<T>) r.description += " " + std::to_string(value);
+  if constexpr (std::is_floating_point_v<T>) {
+    char text[32];
+    std::to_chars_result end = std::to_chars(text, text + sizeof text, value);  // shortest: "2.5", not "2.500000"
+    r.description += " " + std::string(text, end.ptr);
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    r.description += " " + std::to_string(value);
+  }
   return r;
 }
 }  // namespace detail

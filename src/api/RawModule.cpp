@@ -56,6 +56,7 @@ RawModule Context::module(std::string_view cudaSource, const ModuleOptions& opti
     log.warn(fmt::format("the kernel cache cannot be written, compiled modules stay in memory: {}",
                          cache.lastDiskError()));
   if (!m->image.warnings.empty()) log.warn(fmt::format("NVRTC's warnings for {}:\n{}", m->fileName, m->image.warnings));
+  m->image.ptx.clear();  // only `rtcgc cuda --ptx` writes it out
   m->module = cuda::Module(ctx.cuda, m->image.cubin);
   m->fromDisk = source == CacheSource::Disk;
   {

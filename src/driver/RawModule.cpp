@@ -77,6 +77,7 @@ ModuleImage compileModule(const std::string& text, const std::string& fileName, 
   ModuleImage image;
   image.cubin.assign(r.cubin.begin(), r.cubin.end());
   image.entries = parsePtxEntries(r.ptx);
+  image.ptx = std::move(r.ptx);
   image.warnings = diags.render(fileName, text);
   return image;
 }

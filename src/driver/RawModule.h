@@ -25,11 +25,13 @@ struct PtxEntry {
   bool operator==(const PtxEntry&) const = default;
 };
 
-// A compiled module: the cubin, its entries, and NVRTC's warnings (empty when read from the cache).
+// A compiled module: the cubin, its entries, NVRTC's warnings and the PTX (the last two only from
+// compileModule: the cache keeps the cubin and the entries).
 struct ModuleImage {
   std::string cubin;
   std::vector<PtxEntry> entries;
   std::string warnings;
+  std::string ptx;
   const PtxEntry* find(std::string_view name) const;  // nullptr if absent
   std::string entryNames() const;                     // "saxpy, scale" (or "none")
 };

@@ -94,7 +94,7 @@ TEST_F(RawModuleGpu, LaunchesOnTheApplicationsStreamAndChecksArgumentsFirst) {
   y.upload(std::vector<float>(kN, -1.0f));
   LaunchConfig c{{(kN + 255) / 256}, {256}};
   EXPECT_EQ(errorOf([&] { f.launch(c, kN, 2.0, x, y); }),
-            "'scale_reference': argument 2 for parameter 2 'a' (float) is double 2.000000 (8 bytes), but the parameter "
+            "'scale_reference': argument 2 for parameter 2 'a' (float) is double 2 (8 bytes), but the parameter "
             "takes 4 bytes");
   EXPECT_EQ(errorOf([&] { f.launch(c, kN, 2.0f, x); }),
             "'scale_reference' takes 4 parameters (int n, float a, const float* x, float* y), but 3 arguments were given");
