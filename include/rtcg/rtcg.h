@@ -554,7 +554,8 @@ class Context {
 
   // Tunes options.function of a raw module over options.space with these arguments (as for
   // RawFunction::launch: rtcg::Array for anything an output or reference compares), in this
-  // process, on a stream of its own. Throws rtcg::Error for a bad space or request, or when a
+  // process, on a stream of its own; it waits for the device first (the arrays' producers on other
+  // streams), and the arrays hold their values from before the search when it returns. Throws rtcg::Error for a bad space or request, or when a
   // variant faults (an illegal address leaves the device's context unusable: the search stops;
   // the variants measured before it are in the database).
   template <class... Args>

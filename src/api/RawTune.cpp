@@ -104,6 +104,7 @@ struct Session {
 
   Session(detail::ContextImpl& c, const RawTuneOptions& o, const std::vector<detail::RawArg>& a)
       : ctx(c), options(o), args(a), stream(c.cuda) {
+    ctx.cuda->synchronize();  // the arrays' producers, on the application's streams, are done
     for (size_t i = 0; i < args.size(); ++i)
       if (args[i].kind == detail::RawArg::Kind::Array && args[i].buffer && args[i].buffer->memory.bytes()) {
         const cuda::DeviceBuffer& from = args[i].buffer->memory;
@@ -114,9 +115,13 @@ struct Session {
     stream.synchronize();
   }
 
-  // Every array as before the search; the outputs poisoned (NaN bytes) unless told otherwise.
-  void reset() {
+  // Every array as before the search.
+  void restore() {
     for (auto& [i, copy] : snapshots) args[i].buffer->memory.copyFromDeviceAsync(copy, copy.bytes(), &stream);
+  }
+  // Before a verifying launch: restored, the outputs poisoned (NaN bytes) unless told otherwise.
+  void reset() {
+    restore();
     if (options.poisonOutputs)
       for (size_t i : options.outputs)
         if (args[i].buffer && args[i].buffer->memory.bytes()) args[i].buffer->memory.fill8Async(0xFF, &stream);
@@ -288,6 +293,8 @@ RawTuneResult Context::tuneModuleWith(std::string_view cudaSource, const ModuleO
       bestIndex = result.candidates.size() - 1;
   }
   if (db) db->endSearch(searchId, msSince(start) / 1e3, int(result.candidates.size()));
+  session.restore();  // the application gets its arrays back as they were
+  session.stream.synchronize();
   if (bestIndex) {  // candidates[i] is variants[i]
     finish(variants[*bestIndex], CandidateRecord{});
     result.best = result.candidates[*bestIndex];

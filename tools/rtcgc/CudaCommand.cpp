@@ -77,7 +77,13 @@ int runCudaCommand(const CudaCommand& cmd) {
     return kUsage;
   }
   SourceText src = readSource(a.file);
-  raw::ModuleImage image = raw::compileModule(src.text, src.fileName, options, a.arch);  // CompileError: exit 1
+  raw::ModuleImage image;
+  try {
+    image = raw::compileModule(src.text, src.fileName, options, a.arch);
+  } catch (const CompileError& e) {  // the module's errors, rendered as rtcgc renders a program's
+    fmt::print(stderr, "{}", e.what());
+    return kInputError;
+  }
   if (!image.warnings.empty()) fmt::print(stderr, "{}", image.warnings);
   if (a.cubin) {
     writeFileAtomically(a.output, image.cubin);
