@@ -205,8 +205,15 @@ void measure(Context& context, Session& s, std::string_view source, const Module
   cuda::BenchmarkOptions bo;
   bo.warmup = warmup;
   bo.repeats = repeats;
-  cuda::BenchmarkResult t = cuda::benchmark(
-      s.stream, [&](const cuda::Stream& st, int) { fn.enqueue(s.onStream(config), s.args); }, bo);
+  cuda::BenchmarkResult t;
+  try {
+    t = cuda::benchmark(s.stream, [&](const cuda::Stream& st, int) { fn.enqueue(s.onStream(config), s.args); }, bo);
+  } catch (const cuda::CudaError& e) {
+    if (e.sticky()) throw;
+    rec.status = CandidateStatus::LaunchFailed;
+    rec.reason = std::string("while timing: ") + e.what();
+    return;
+  }
   rec.status = CandidateStatus::Verified;
   rec.medianMs = t.medianMs;
   rec.registers = fn.registers();

@@ -130,7 +130,7 @@ TuningKey rawTuningKey(const std::string& text, const std::string& fileName, con
   key.kernelHash = hashKey({"rtcg-raw-tuning-v1", text, fileName, fmt::format("{}", fmt::join(options, "\x1f")),
                             function, spaceText(space), problem})
                        .substr(0, 16);
-  key.kernelName = function;
+  key.kernelName = "raw:" + function;  // never a DSL kernel's name: its lookups and warm starts pass raw rows by
   key.sizes = problem;
   key.device = device.name;
   key.arch = device.arch();

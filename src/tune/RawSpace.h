@@ -43,8 +43,9 @@ std::string spaceText(const TuneSpace& space);
 
 // The tuning-database key of a search: kernelHash is 16 hex digits of a hash of the source, its
 // file name, the options, the function, the space and `problem` (what the arguments are: "n=1048576";
-// the caller's words); kernelName is the function, sizes is `problem`, and the device fields are
-// the device's, as for rtcg's own kernels.
+// the caller's words); kernelName is "raw:" and the function (no DSL kernel has such a name, so
+// compile()'s lookups and the tuner's warm starts never take a raw row), sizes is `problem`, and
+// the device fields are the device's, as for rtcg's own kernels.
 TuningKey rawTuningKey(const std::string& text, const std::string& fileName, const std::vector<std::string>& options,
                        const std::string& function, const TuneSpace& space, const std::string& problem,
                        const cuda::DeviceProperties& device);

@@ -285,5 +285,32 @@ TEST(RawArgumentCheck, DeclarationOfAnotherCountIsNotUsed) {
   EXPECT_EQ(argumentMismatch("k", t, {array("f32"), array("f32")}), "");
 }
 
+// The text parsers meet whatever an application passes (its source) or NVRTC prints: seeded random
+// mixtures of the tokens they look for, unbalanced brackets, unterminated comments and literals.
+// None may crash or throw; a decoded image encodes and decodes to itself.
+TEST(RawTextParsers, SurviveHostileText) {
+  const char* const pieces[] = {"__global__", " void ", "k", "(", ")", "<", ">", "[4]", ",", "*", "/*", "*/", "//",
+                                "\n", "\"", "'", "\\", "=", "{", "}", ";", "int", " x", "k.cu", "(12): ",
+                                "error: ", "warning #1-D: ", "\n  ^", ".entry ", ".param .u64 ", ".b8 p[", "E k 2 4 ",
+                                "C 3\n", "rtcg-raw-image-1\n", "\t", "\r", "99999999999999999999"};
+  uint64_t state = 12345;
+  auto next = [&] { return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  for (int round = 0; round < 3000; ++round) {
+    std::string text;
+    for (int n = int(next() % 40); n > 0; --n) text += pieces[next() % std::size(pieces)];
+    EXPECT_NO_THROW({
+      nvrtcDiagnostics(text, "k.cu", text);
+      std::optional<std::vector<SourceParam>> params = sourceParameters(text, "k");
+      std::vector<Parameter> table = parameterTable({4, 8}, params);
+      argumentMismatch("k", table, {value(4, "int32_t 1"), array("f32")});
+      parsePtxEntries(text);
+      if (std::optional<ModuleImage> image = decodeImage(text)) {
+        std::optional<ModuleImage> again = decodeImage(encodeImage(*image));
+        EXPECT_TRUE(again && again->cubin == image->cubin && again->entries == image->entries);
+      }
+    }) << text;
+  }
+}
+
 }  // namespace
 }  // namespace rtcg::raw

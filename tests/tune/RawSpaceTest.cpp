@@ -80,7 +80,7 @@ TEST(RawSpace, KeyCoversSourceOptionsFunctionSpaceProblemAndDevice) {
   const std::string src = "extern \"C\" __global__ void k(float* x) {}";
   TuningKey key = rawTuningKey(src, "k.cu", {"-O3"}, "k", kSpace, "n=1000", h200());
   EXPECT_EQ(key.kernelHash.size(), 16u);
-  EXPECT_EQ(key.kernelName, "k");
+  EXPECT_EQ(key.kernelName, "raw:k");
   EXPECT_EQ(key.sizes, "n=1000");
   EXPECT_EQ(key.device, "NVIDIA H200");
   EXPECT_EQ(key.arch, "sm_90");
@@ -132,7 +132,7 @@ TEST(RawSpace, DatabaseRoundTrip) {
   EXPECT_FALSE(db.best(elsewhere));
   std::vector<TuningDb::Entry> list = db.list();
   ASSERT_EQ(list.size(), 1u);
-  EXPECT_EQ(list[0].key.kernelName, "k");
+  EXPECT_EQ(list[0].key.kernelName, "raw:k");
   EXPECT_EQ(list[0].measured, 6);
   EXPECT_EQ(list[0].verified, 4);
 }
