@@ -5,6 +5,7 @@ parameters first, and tune_source, the search over macro values (Kernel Tuner's 
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import operator
 import struct
@@ -13,6 +14,7 @@ from typing import Callable, Mapping, Sequence
 
 from . import _arrays
 from ._compiler import source_text
+from ._errors import CompileError
 from ._kernel import Context, default_context
 from ._native import native
 
@@ -206,6 +208,22 @@ class RawTuneResult:
         return dict(self.best["variant"]) if self.best else None
 
 
+def _parameters_of_some_variant(text, file_name, options, function, pairs, restrict, ctx) -> list[dict]:
+    """The function's parameters in the first variant that compiles (the kernel cache keeps it for the
+    search); [] when none does (the search then records every variant's compile failure)."""
+    for values in itertools.product(*(vs for _, vs in pairs)):
+        variant = {k: v for (k, _), v in zip(pairs, values)}
+        if restrict is not None and not restrict(dict(variant)):
+            continue
+        try:
+            module = SourceModule(text, list(options) + [f"-D{k}={v}" for k, v in variant.items()],
+                                  file_name=file_name, context=ctx, log=lambda line: None)
+        except CompileError:
+            continue
+        return module.get_function(function).parameters
+    return []
+
+
 def tune_source(source, function: str, space: Mapping[str, Sequence], args: Sequence, *,
                 geometry: Callable, reference: RawFunction | None = None, reference_grid=(1, 1, 1),
                 reference_block=(1, 1, 1), reference_shared: int = 0, outputs: Sequence[int] = (),
@@ -232,10 +250,8 @@ def tune_source(source, function: str, space: Mapping[str, Sequence], args: Sequ
     if not isinstance(space, Mapping) or not space:
         raise TypeError("space: expected a mapping of macro names to lists of values, e.g. {'TILE': [64, 128]}")
     pairs = [(str(k), [str(v) for v in vs]) for k, vs in space.items()]
-    probe = SourceModule(text, list(options) + [f"-D{k}={vs[0]}" for k, vs in pairs], file_name=file_name,
-                         context=ctx)
-    params = probe.get_function(function).parameters  # to convert Python numbers; the check is per variant
-    tuples, _ = raw_arg_tuples(function, params, args)
+    params = _parameters_of_some_variant(text, file_name, options, function, pairs, restrict, ctx)
+    tuples, _ = raw_arg_tuples(function, params, args)  # Python numbers as the parameters' types
 
     def geometry3(variant):
         g = geometry(dict(variant))
