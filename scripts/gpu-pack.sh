@@ -45,7 +45,7 @@ cmake --install "$build" --prefix "$build/prefix" >/dev/null
 cmake -S "$root/examples/embed" -B "$build/embed" -DCMAKE_PREFIX_PATH="$build/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build/embed" >/dev/null
 mkdir -p "$root/.gpu/embed"
-for p in matmul dg_diff; do strip -o "$root/.gpu/embed/$p" "$build/embed/$p"; done
+for p in matmul dg_diff raw_module; do strip -o "$root/.gpu/embed/$p" "$build/embed/$p"; done
 # rtcg-scan's manifest of their kernels (written by the build where rtcg-scan is built), for the
 # GPU check's ahead-of-time tuning (rtcgc tune --manifest); its file paths are this machine's,
 # which does not matter for tuning.

@@ -7,7 +7,8 @@
 # Writes logs under $OUT (default ./gpu-out): python-build.log, python-tests.log,
 # python-examples.log, python-timing.txt.
 #
-#   scripts/gpu-python.sh [all|tests|timing]   # all (default): tests, examples, timing; or one part
+#   scripts/gpu-python.sh [all|tests|timing|raw]   # all (default): tests, examples, timing; or one part
+#                                                  # raw: the raw-module tests and example only (gpu-rawmodule.sh)
 # Each part fits one device call of 10 minutes; the build (build-gpu-python/, kept on a warm machine)
 # is incremental.
 #
@@ -19,7 +20,7 @@ mkdir -p "$out"
 py=${PYTHON:-python3}
 work=${RTCG_PY_BUILD:-$root/build-gpu-python}
 mode=${1:-all}
-case "$mode" in all|tests|timing) ;; *) echo "usage: scripts/gpu-python.sh [all|tests|timing]" >&2; exit 2 ;; esac
+case "$mode" in all|tests|timing|raw) ;; *) echo "usage: scripts/gpu-python.sh [all|tests|timing|raw]" >&2; exit 2 ;; esac
 export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 # Only the wheels whose module is missing: the machine's own versions stay in front.
 missing=()
@@ -55,6 +56,14 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee "$out/python-device.txt"
 "$py" -c "import rtcg, numpy; print('rtcg', rtcg.__version__, 'numpy', numpy.__version__)"
 status=0
+if [[ $mode == raw ]]; then
+  timeout 300 "$py" -m pytest -v -p no:cacheprovider "$root/python/tests/test_raw.py" >"$out/python-raw-tests.log" 2>&1 ||
+    status=1
+  tail -5 "$out/python-raw-tests.log"
+  timeout 300 "$py" "$root/examples/python/raw_module.py" >"$out/python-raw-example.log" 2>&1 || status=1
+  tail -4 "$out/python-raw-example.log"
+  exit $status
+fi
 if [[ $mode != timing ]]; then
   timeout 420 "$py" -m pytest -v -p no:cacheprovider "$root/python/tests" >"$out/python-tests.log" 2>&1 || status=1
   tail -5 "$out/python-tests.log"

@@ -21,11 +21,13 @@
 // second process with the same kernel starts without NVRTC.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -118,6 +120,8 @@ namespace detail {
 struct ContextImpl;
 struct BufferImpl;
 struct KernelImpl;
+struct RawModuleImpl;
+struct RawFunctionImpl;
 
 // One launch argument as the type-erased call path sees it.
 struct ArgRef {
@@ -282,6 +286,228 @@ class CompiledKernel {
   std::shared_ptr<detail::KernelImpl> impl_;
 };
 
+// ---- raw CUDA modules ------------------------------------------------------------------------------
+//
+// CUDA C of the application's own, compiled at run time (PyCUDA's SourceModule, jitify): through
+// the same NVRTC route and the same disk cache as rtcg's generated code, functions looked up by
+// name, launched on the application's stream with each argument checked against the function's
+// parameters before the launch (docs/api.md, Raw CUDA modules).
+//
+//   rtcg::RawModule m = ctx.module(R"(extern "C" __global__ void scale(int n, float a, float* x) {
+//                                       int i = blockIdx.x * blockDim.x + threadIdx.x;
+//                                       if (i < n) x[i] *= a; })");
+//   m.function("scale").launch({{(n + 255) / 256}, {256}}, n, 2.0f, x);   // x: rtcg::Array<float>
+
+// Grid or block extents; any integer types (so that {(n + 255) / 256} of an int is no narrowing).
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  Dim3() = default;
+  template <class X, class Y = unsigned, class Z = unsigned,
+            std::enable_if_t<std::is_integral_v<X> && std::is_integral_v<Y> && std::is_integral_v<Z>, int> = 0>
+  Dim3(X x_, Y y_ = 1, Z z_ = 1) : x(unsigned(x_)), y(unsigned(y_)), z(unsigned(z_)) {}
+};
+
+struct LaunchConfig {
+  Dim3 grid, block;
+  size_t sharedBytes = 0;           // dynamic shared memory per block (above 48 KiB: opted in for the launch)
+  CUstream_st* stream = nullptr;    // the application's stream of this device's primary context; nullptr: the legacy default stream
+};
+
+struct ModuleOptions {
+  // NVRTC options, each one word: -DTILE=128, -I/path, --use_fast_math, -lineinfo. The
+  // architecture is the device's (a line "// rtcg-arch: sm_90a" in the source picks sm_90a on
+  // sm_90); options that choose another one or another output are refused.
+  std::vector<std::string> nvrtcOptions;
+  std::string fileName = "module.cu";  // in NVRTC's messages (and __FILE__); errors point into it
+  // Receives NVRTC's warnings, rendered with the source line; empty: they go to stderr.
+  std::function<void(const std::string&)> log;
+};
+
+// A parameter of a raw module's function: its size (from the driver, cuFuncGetParamInfo, or the
+// NVRTC-lowered signature on drivers before CUDA 12.4) and, where the source's declaration of the
+// function is found, its name and type ("" otherwise).
+struct RawParameter {
+  std::string name, type;
+  size_t size = 0;
+  bool pointer = false;
+};
+
+namespace detail {
+// One argument of a raw launch: an rtcg::Array (its device address, element type and count), a
+// bare device pointer, or a value passed by its bytes.
+struct RawArg {
+  enum class Kind : uint8_t { Array, Pointer, Value } kind{};
+  std::shared_ptr<BufferImpl> buffer;  // Array
+  ElementType type{};                  // Array
+  size_t count = 0;                    // Array: elements
+  std::string bytes;                   // Pointer and Value: what is passed
+  std::string description;             // for messages: "rtcg::Array<f32> of 1000 elements", "float 2.5"
+};
+
+template <class T>
+std::string rawTypeName() {
+  if constexpr (std::is_same_v<T, float>) return "float";
+  else if constexpr (std::is_same_v<T, double>) return "double";
+  else if constexpr (std::is_same_v<T, int32_t>) return "int32_t";
+  else if constexpr (std::is_same_v<T, uint32_t>) return "uint32_t";
+  else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
+  else if constexpr (std::is_same_v<T, uint64_t>) return "uint64_t";
+  else if constexpr (std::is_same_v<T, bool>) return "bool";
+  else if constexpr (std::is_integral_v<T>) return std::to_string(sizeof(T)) + "-byte integer";
+  else return std::to_string(sizeof(T)) + "-byte value";
+}
+
+template <class T>
+RawArg rawArg(const Array<T>& a) {
+  RawArg r;
+  r.kind = RawArg::Kind::Array;
+  r.buffer = a.buffer();
+  r.type = elementTypeOf<T>();
+  r.count = a.size();
+  r.description = std::string("rtcg::Array<") + elementTypeName(r.type) + "> of " + std::to_string(a.size()) +
+                  " elements";
+  return r;
+}
+template <class T>
+RawArg rawArg(Array<T>& a) { return rawArg(static_cast<const Array<T>&>(a)); }
+template <class T>
+RawArg rawArg(T* devicePointer) {  // the application's device memory (cudaMalloc, a framework's data pointer)
+  RawArg r;
+  r.kind = RawArg::Kind::Pointer;
+  uint64_t address = reinterpret_cast<uint64_t>(devicePointer);
+  r.bytes.assign(reinterpret_cast<const char*>(&address), sizeof address);
+  r.description = "a device pointer";
+  return r;
+}
+template <class T>
+RawArg rawArg(const std::vector<T>&) = delete;  // host memory: upload it (Context::upload) or wrap device memory
+template <class T, std::enable_if_t<!std::is_pointer_v<std::decay_t<T>>, int> = 0>
+RawArg rawArg(const T& value) {
+  static_assert(std::is_trivially_copyable_v<T>, "raw kernel arguments are rtcg::Array, device pointers or values "
+                                                 "of trivially copyable types (numbers, plain structs)");
+  RawArg r;
+  r.kind = RawArg::Kind::Value;
+  r.bytes.assign(reinterpret_cast<const char*>(&value), sizeof(T));
+  r.description = rawTypeName<T>();
+  if constexpr (std::is_floating_point_v<T>) {
+    char text[32];
+    std::to_chars_result end = std::to_chars(text, text + sizeof text, value);  // shortest: "2.5", not "2.500000"
+    r.description += " " + std::string(text, end.ptr);
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    r.description += " " + std::to_string(value);
+  }
+  return r;
+}
+}  // namespace detail
+
+// A __global__ function of a RawModule. Cheap to copy; keeps its module loaded.
+class RawFunction {
+ public:
+  RawFunction() = default;
+  bool valid() const { return impl_ != nullptr; }
+  const std::string& name() const;
+  std::vector<RawParameter> parameters() const;
+  int maxThreadsPerBlock() const;  // for this function (its registers decide)
+  int registers() const;           // per thread
+
+  // Enqueues the launch on config.stream and returns without waiting (like <<<...>>>). Every
+  // argument is checked first: the count and each size against the parameters, an array or
+  // pointer for a pointer parameter, a value for any other, an rtcg::Array's element type against
+  // the declared pointer type where the declaration is known; a mismatch throws rtcg::Error naming
+  // the parameter, and nothing is launched. Arguments: rtcg::Array<T> (of this device), device
+  // pointers T*, and values of trivially copyable types (int, float, a struct) passed as their
+  // bytes: pass exactly the parameter's type (2.0f for a float, not 2.0).
+  template <class... Args>
+  void launch(const LaunchConfig& config, Args&&... args) const {
+    std::vector<detail::RawArg> refs;
+    refs.reserve(sizeof...(Args));
+    (refs.push_back(detail::rawArg(std::forward<Args>(args))), ...);
+    enqueue(config, refs);
+  }
+  void enqueue(const LaunchConfig& config, const std::vector<detail::RawArg>& args) const;
+
+ private:
+  friend class RawModule;
+  explicit RawFunction(std::shared_ptr<detail::RawFunctionImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::RawFunctionImpl> impl_;
+};
+
+// A compiled and loaded raw CUDA module (Context::module). Cheap to copy.
+class RawModule {
+ public:
+  RawModule() = default;
+  bool valid() const { return impl_ != nullptr; }
+  // The __global__ function `name` (extern "C" functions by their name; others by their mangled
+  // name). Throws rtcg::Error listing the module's functions when it has none of that name.
+  RawFunction function(const std::string& name) const;
+  std::vector<std::string> functionNames() const;
+  bool loadedFromDiskCache() const;  // NVRTC did not run for it in this call
+  const std::string& warnings() const;  // NVRTC's warnings, rendered (empty when read from the cache)
+
+ private:
+  friend class Context;
+  explicit RawModule(std::shared_ptr<detail::RawModuleImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::RawModuleImpl> impl_;
+};
+
+// One variant of a raw module's tuning space: each macro with its value ("TILE" -> "128").
+using RawVariant = std::map<std::string, std::string>;
+
+// Tuning a raw module's function over macro values (Kernel Tuner's use): every variant compiles
+// with -DMACRO=VALUE for each macro, launches with the geometry `geometry` gives for it, is
+// verified (against `reference` on `outputs`, and/or by `check`) and, when right, timed like
+// rtcg's own candidates (warm-up, repeats, L2 flushed between runs, the median); every variant is
+// recorded in rtcg's tuning database under a key of the source, options, function, space,
+// problem and device (docs/api.md, Tuning a raw module).
+struct RawTuneOptions {
+  std::string function;
+  // Macros with their values, in order (the last varies fastest): {{"TILE", {"64", "128", "256"}}}.
+  std::vector<std::pair<std::string, std::vector<std::string>>> space;
+  std::function<bool(const RawVariant&)> restrict;          // optional: false leaves a variant out
+  std::function<LaunchConfig(const RawVariant&)> geometry;  // required: grid, block, shared memory (stream ignored)
+  // Verification (at least one of the two). `reference`: a function of any module launched once
+  // with `referenceConfig` on the same arguments; `outputs` (argument indices, rtcg::Array
+  // arguments) are then compared with its results: relative L2 error within `tolerance` (0: 1e-5
+  // for f32, 1e-12 for f64, 1e-3 for f16, 1e-2 for bf16, integers exact).
+  RawFunction reference;
+  LaunchConfig referenceConfig;
+  std::vector<size_t> outputs;
+  double tolerance = 0;
+  // Before each verifying launch every array argument gets back its values from before the search
+  // and the `outputs` are overwritten with 0xFF bytes (NaN), so an element a variant does not write
+  // shows; false for outputs the kernel also reads (in place).
+  bool poisonOutputs = true;
+  // Called after each variant's verifying launch (complete; the arrays hold its results): "" when
+  // they are right, else why not.
+  std::function<std::string(const RawVariant&)> check;
+  std::string problem;      // what the arguments are ("n=1048576"), part of the key; empty: their array sizes
+  std::string database;     // tuning database file; empty: the default (docs/api.md); "-": none
+  bool useCached = true;    // the database's best for the key, when there is one, without a search
+  size_t maxVariants = 0;   // 0: every variant of the space
+  int warmup = 2, repeats = 20;
+  double timingBudgetSeconds = 2;  // about how long timing one variant may take (fewer repeats, at least 3)
+  std::function<void(const std::string&)> log;  // one line per variant
+};
+
+struct RawTuneCandidate {
+  RawVariant variant;
+  std::string text;     // "TILE=128 UNROLL=4", as the database records it
+  std::string status;   // "verified", "wrong-result", "compile-failed", "launch-failed"
+  std::string reason;   // why not verified
+  double medianMs = 0, relativeError = 0, compileMs = 0;
+  int registers = 0;
+};
+
+struct RawTuneResult {
+  std::vector<RawTuneCandidate> candidates;  // measured now, in order (empty when from the database)
+  std::optional<RawTuneCandidate> best;      // the fastest verified
+  bool fromDatabase = false;                 // best is the database's, no search ran
+  std::string kernelHash;                    // the key's hash (`rtcgc db show HASH`)
+  // The NVRTC options of the best variant: the module's own, then -DMACRO=VALUE for each macro
+  // (Context::module with these builds it). Empty without a best.
+  std::vector<std::string> bestOptions;
+};
+
 // A CUDA device with its primary context, and rtcg's compile caches for it.
 class Context {
  public:
@@ -320,6 +546,28 @@ class Context {
     a.upload(host);
     return a;
   }
+
+  // Compiles CUDA C text (a raw module) for this device, or reads it from the kernel cache, and
+  // loads it. Throws rtcg::CompileError with NVRTC's errors at their lines and columns of
+  // options.fileName, rtcg::Error for a refused option.
+  RawModule module(std::string_view cudaSource, const ModuleOptions& options = {});
+
+  // Tunes options.function of a raw module over options.space with these arguments (as for
+  // RawFunction::launch: rtcg::Array for anything an output or reference compares), in this
+  // process, on a stream of its own; it waits for the device first (the arrays' producers on other
+  // streams), and the arrays hold their values from before the search when it returns. Throws rtcg::Error for a bad space or request, or when a
+  // variant faults (an illegal address leaves the device's context unusable: the search stops;
+  // the variants measured before it are in the database).
+  template <class... Args>
+  RawTuneResult tuneModule(std::string_view cudaSource, const ModuleOptions& moduleOptions,
+                           const RawTuneOptions& options, Args&&... args) {
+    std::vector<detail::RawArg> refs;
+    refs.reserve(sizeof...(Args));
+    (refs.push_back(detail::rawArg(std::forward<Args>(args))), ...);
+    return tuneModuleWith(cudaSource, moduleOptions, options, refs);
+  }
+  RawTuneResult tuneModuleWith(std::string_view cudaSource, const ModuleOptions& moduleOptions,
+                               const RawTuneOptions& options, const std::vector<detail::RawArg>& args);
 
   const DeviceInfo& device() const;
   void synchronize();  // waits for all work on the device (launches already wait for themselves)

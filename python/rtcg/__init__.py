@@ -34,6 +34,7 @@ _setup_worker()
 from ._errors import CompileError, Diagnostic, Error, NoDeviceError  # noqa: E402
 from ._compiler import PRECISIONS, check, cubin, emit, explain, parse, ptx  # noqa: E402
 from ._kernel import CompiledKernel, Context, Kernel, default_context  # noqa: E402
+from ._raw import RawFunction, RawTuneResult, SourceModule, tune_source  # noqa: E402
 from ._progress import ProgressDisplay  # noqa: E402
 from ._tune import Candidate, TuneResult, tune  # noqa: E402
 from ._native import native as _native  # noqa: E402
@@ -43,5 +44,5 @@ __version__ = _native.version()
 __all__ = [
     "CompileError", "Diagnostic", "Error", "NoDeviceError", "PRECISIONS", "check", "cubin", "emit", "explain",
     "parse", "ptx", "CompiledKernel", "Context", "Kernel", "default_context", "ProgressDisplay", "Candidate",
-    "TuneResult", "tune",
+    "TuneResult", "tune", "RawFunction", "RawTuneResult", "SourceModule", "tune_source",
 ]

@@ -206,6 +206,67 @@ std::vector<rtcg::detail::ArgRef> argRefs(rtcg::Context& ctx, const std::vector<
 
 using ArgTuples = std::vector<std::tuple<std::string, nb::object, size_t, std::string>>;
 
+// ---- raw modules -----------------------------------------------------------------------------------
+
+// One raw launch argument, as python/rtcg/_raw.py makes it: ("array", address, count, type) for a
+// device array of f32, f64, i32 or i64 (checked against a declared pointer type), ("pointer",
+// address, 0, what) for any other device array, ("bytes", bytes, 0, what) for a value.
+template <class T>
+rtcg::detail::RawArg rawArray(rtcg::Context& ctx, uint64_t address, size_t count) {
+  return rtcg::detail::rawArg(ctx.wrap(reinterpret_cast<T*>(address), count));
+}
+
+std::vector<rtcg::detail::RawArg> rawArgs(rtcg::Context& ctx, const ArgTuples& args) {
+  std::vector<rtcg::detail::RawArg> out;
+  for (const auto& [kind, value, count, type] : args) {
+    if (kind == "array") {
+      uint64_t address = nb::cast<uint64_t>(value);
+      if (type == "f32") out.push_back(rawArray<float>(ctx, address, count));
+      else if (type == "f64") out.push_back(rawArray<double>(ctx, address, count));
+      else if (type == "i32") out.push_back(rawArray<int32_t>(ctx, address, count));
+      else if (type == "i64") out.push_back(rawArray<int64_t>(ctx, address, count));
+      else throw rtcg::Error("bad raw array type " + type);
+    } else if (kind == "pointer") {
+      rtcg::detail::RawArg r = rtcg::detail::rawArg(reinterpret_cast<void*>(nb::cast<uintptr_t>(value)));
+      r.description = "a device array of " + type;
+      out.push_back(std::move(r));
+    } else if (kind == "bytes") {
+      rtcg::detail::RawArg r;
+      r.kind = rtcg::detail::RawArg::Kind::Value;
+      r.bytes = std::string(nb::cast<nb::bytes>(value).c_str(), nb::cast<nb::bytes>(value).size());
+      r.description = type;
+      out.push_back(std::move(r));
+    } else {
+      throw rtcg::Error("bad raw argument kind " + kind);
+    }
+  }
+  return out;
+}
+
+using Dims = std::tuple<unsigned, unsigned, unsigned>;
+
+rtcg::LaunchConfig launchConfig(const Dims& grid, const Dims& block, size_t shared, uintptr_t stream) {
+  rtcg::LaunchConfig c;
+  c.grid = rtcg::Dim3(std::get<0>(grid), std::get<1>(grid), std::get<2>(grid));
+  c.block = rtcg::Dim3(std::get<0>(block), std::get<1>(block), std::get<2>(block));
+  c.sharedBytes = shared;
+  c.stream = reinterpret_cast<CUstream_st*>(stream);
+  return c;
+}
+
+nb::dict rawCandidateDict(const rtcg::RawTuneCandidate& c) {
+  nb::dict d;
+  d["variant"] = c.variant;
+  d["text"] = c.text;
+  d["status"] = c.status;
+  d["reason"] = c.reason;
+  d["median_ms"] = c.medianMs;
+  d["relative_error"] = c.relativeError;
+  d["compile_ms"] = c.compileMs;
+  d["registers"] = c.registers;
+  return d;
+}
+
 }  // namespace
 
 NB_MODULE(_rtcg, m) {
@@ -396,6 +457,125 @@ NB_MODULE(_rtcg, m) {
           },
           "source"_a, "sizes"_a, "kernel"_a, "schedule"_a, "file_name"_a, "tuning"_a, "max_candidates"_a,
           "time_limit"_a, "log"_a.none(), "progress"_a.none(), "precision"_a);
+
+  m.def(
+      "raw_module",
+      [](rtcg::Context& ctx, const std::string& source, const std::vector<std::string>& options,
+         const std::string& fileName, nb::object log) {
+        rtcg::ModuleOptions o;
+        o.nvrtcOptions = options;
+        o.fileName = fileName;
+        o.log = logFn(log, "rtcg SourceModule log");
+        nb::gil_scoped_release release;
+        return ctx.module(source, o);
+      },
+      "context"_a, "source"_a, "options"_a, "file_name"_a, "log"_a.none());
+  m.def(
+      "raw_tune",
+      [](rtcg::Context& ctx, const std::string& source, const std::vector<std::string>& options,
+         const std::string& fileName, const std::string& function,
+         const std::vector<std::pair<std::string, std::vector<std::string>>>& space, nb::object restrict,
+         nb::object geometry, std::optional<rtcg::RawFunction> reference, const Dims& refGrid, const Dims& refBlock,
+         size_t refShared, const std::vector<size_t>& outputs, double tolerance, bool poison, nb::object check,
+         const std::string& problem, const std::string& db, bool useCached, size_t maxVariants, int warmup,
+         int repeats, nb::object log, const ArgTuples& args) {
+        rtcg::ModuleOptions mo;
+        mo.nvrtcOptions = options;
+        mo.fileName = fileName;
+        rtcg::RawTuneOptions o;
+        o.function = function;
+        o.space = space;
+        // The callables run on this thread, which holds no GIL during the search: each takes it.
+        // A Python exception in one ends the search with it (nanobind rethrows it as it unwinds).
+        auto held = [](nb::object f) { return std::make_shared<Held>(std::move(f)); };
+        if (!restrict.is_none()) {
+          auto f = held(restrict);
+          o.restrict = [f](const rtcg::RawVariant& v) {
+            nb::gil_scoped_acquire gil;
+            return nb::cast<bool>(f->f(v));
+          };
+        }
+        auto g = held(geometry);
+        o.geometry = [g](const rtcg::RawVariant& v) {
+          nb::gil_scoped_acquire gil;
+          auto [grid, block, shared] = nb::cast<std::tuple<Dims, Dims, size_t>>(g->f(v));
+          return launchConfig(grid, block, shared, 0);
+        };
+        if (reference) {
+          o.reference = *reference;
+          o.referenceConfig = launchConfig(refGrid, refBlock, refShared, 0);
+        }
+        o.outputs = outputs;
+        o.tolerance = tolerance;
+        o.poisonOutputs = poison;
+        if (!check.is_none()) {
+          auto f = held(check);
+          o.check = [f](const rtcg::RawVariant& v) {
+            nb::gil_scoped_acquire gil;
+            nb::object r = f->f(v);
+            if (r.is_none()) return std::string();
+            if (nb::isinstance<nb::bool_>(r)) return nb::cast<bool>(r) ? std::string() : std::string("the check said no");
+            return nb::cast<std::string>(r);
+          };
+        }
+        o.problem = problem;
+        o.database = db;
+        o.useCached = useCached;
+        o.maxVariants = maxVariants;
+        o.warmup = warmup;
+        o.repeats = repeats;
+        o.log = logFn(log, "rtcg tune_source log");
+        std::vector<rtcg::detail::RawArg> refs = rawArgs(ctx, args);
+        rtcg::RawTuneResult r;
+        {
+          nb::gil_scoped_release release;
+          r = ctx.tuneModuleWith(source, mo, o, refs);
+        }
+        nb::dict d;
+        nb::list cs;
+        for (const auto& c : r.candidates) cs.append(rawCandidateDict(c));
+        d["candidates"] = cs;
+        d["best"] = r.best ? nb::object(rawCandidateDict(*r.best)) : nb::none();
+        d["from_database"] = r.fromDatabase;
+        d["kernel_hash"] = r.kernelHash;
+        d["best_options"] = r.bestOptions;
+        return d;
+      },
+      "context"_a, "source"_a, "options"_a, "file_name"_a, "function"_a, "space"_a, "restrict"_a.none(),
+      "geometry"_a, "reference"_a.none(), "reference_grid"_a, "reference_block"_a, "reference_shared"_a, "outputs"_a,
+      "tolerance"_a, "poison"_a, "check"_a.none(), "problem"_a, "db"_a, "use_cached"_a, "max_variants"_a, "warmup"_a,
+      "repeats"_a, "log"_a.none(), "args"_a);
+
+  nb::class_<rtcg::RawFunction>(m, "RawFunction")
+      .def_prop_ro("name", &rtcg::RawFunction::name)
+      .def_prop_ro("parameters",
+                   [](const rtcg::RawFunction& f) {
+                     nb::list out;
+                     for (const rtcg::RawParameter& p : f.parameters()) {
+                       nb::dict d;
+                       d["name"] = p.name;
+                       d["type"] = p.type;
+                       d["size"] = p.size;
+                       d["pointer"] = p.pointer;
+                       out.append(d);
+                     }
+                     return out;
+                   })
+      .def_prop_ro("max_threads_per_block", &rtcg::RawFunction::maxThreadsPerBlock)
+      .def_prop_ro("registers", &rtcg::RawFunction::registers)
+      // Enqueued on `stream` (an address; 0: the legacy default stream) after the argument check.
+      .def("launch", [](const rtcg::RawFunction& f, rtcg::Context& ctx, const Dims& grid, const Dims& block,
+                        size_t shared, uintptr_t stream, const ArgTuples& args) {
+        std::vector<rtcg::detail::RawArg> refs = rawArgs(ctx, args);
+        nb::gil_scoped_release release;
+        f.enqueue(launchConfig(grid, block, shared, stream), refs);
+      });
+
+  nb::class_<rtcg::RawModule>(m, "RawModule")
+      .def("function", &rtcg::RawModule::function, "name"_a)
+      .def_prop_ro("function_names", &rtcg::RawModule::functionNames)
+      .def_prop_ro("loaded_from_disk_cache", &rtcg::RawModule::loadedFromDiskCache)
+      .def_prop_ro("warnings", &rtcg::RawModule::warnings);
 
   nb::class_<rtcg::CompiledKernel>(m, "CompiledKernel")
       .def_prop_ro("name", &rtcg::CompiledKernel::name)

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "api/ContextImpl.h"
 #include "api/KernelArgs.h"
 #include "api/ScheduleChoice.h"
 #include "driver/Executable.h"
@@ -29,11 +30,6 @@ namespace rtcg {
 
 namespace detail {
 
-struct BufferImpl {
-  cuda::DeviceBuffer memory;
-  std::shared_ptr<ContextImpl> owner;  // for streams, and to check the device at launch
-};
-
 // What a compile() produces, shared by every CompiledKernel (and the in-memory cache) for it.
 struct KernelData {
   PreparedKernel prepared;
@@ -53,63 +49,6 @@ struct KernelData {
   // Kernels with a cross-block reduction: a module instance per (alignment, stream) of
   // launchAsync (streamInstance).
   mutable std::map<std::pair<int, CUstream_st*>, std::shared_ptr<const Executable>> streamInstances;
-};
-
-// A loaded module: the cubin as a module in this context, and where the cubin came from.
-struct LoadedModule {
-  std::shared_ptr<const Executable> executable;
-  CacheSource source = CacheSource::Computed;
-};
-
-struct ContextImpl {
-  std::shared_ptr<cuda::Context> cuda;
-  DeviceInfo info;
-  std::string arch;
-
-  std::mutex mutex;  // guards everything below
-  // compile() requests already served (requestKey) -> their kernel.
-  std::unordered_map<std::string, std::shared_ptr<const KernelData>> requests;
-  // Modules by cubinKey; a future so that concurrent compiles of one kernel load it once.
-  std::unordered_map<std::string, std::shared_future<LoadedModule>> modules;
-  // Streams not in use; a launch or copy takes one and gives it back.
-  std::vector<std::unique_ptr<cuda::Stream>> idleStreams;
-  Context::CacheStats stats;
-
-  std::unique_ptr<cuda::Stream> takeStream() {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!idleStreams.empty()) {
-        std::unique_ptr<cuda::Stream> s = std::move(idleStreams.back());
-        idleStreams.pop_back();
-        return s;
-      }
-    }
-    return std::make_unique<cuda::Stream>(cuda);
-  }
-  void giveBack(std::unique_ptr<cuda::Stream> s) {
-    std::lock_guard<std::mutex> lock(mutex);
-    idleStreams.push_back(std::move(s));
-  }
-};
-
-// A stream borrowed from the context for one synchronous operation. A stream whose operation
-// failed is dropped rather than reused.
-class BorrowedStream {
- public:
-  explicit BorrowedStream(ContextImpl& ctx) : ctx_(ctx), stream_(ctx.takeStream()) {}
-  ~BorrowedStream() {
-    if (ok_) ctx_.giveBack(std::move(stream_));
-  }
-  const cuda::Stream* get() const { return stream_.get(); }
-  void synchronize() {
-    stream_->synchronize();
-    ok_ = true;
-  }
-
- private:
-  ContextImpl& ctx_;
-  std::unique_ptr<cuda::Stream> stream_;
-  bool ok_ = false;
 };
 
 struct KernelImpl {

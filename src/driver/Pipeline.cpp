@@ -99,9 +99,17 @@ std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions
   return out;
 }
 
+CudaCompileResult compileThroughNvrtc(const std::string& fileName, const std::string& cudaSource,
+                                      const std::string& arch, const std::vector<std::string>& userOptions,
+                                      bool wantPtx) {
+  std::vector<std::string> options = nvrtcOptions();
+  options.insert(options.end(), userOptions.begin(), userOptions.end());
+  return compileCuda(cudaSource, fileName, nvrtcArchFor(cudaSource, arch), options, wantPtx);
+}
+
 CudaCompileResult compileGenerated(const std::string& kernelName, const std::string& cudaSource,
                                    const std::string& arch, bool wantPtx) {
-  return compileCuda(cudaSource, kernelName + ".cu", nvrtcArchFor(cudaSource, arch), nvrtcOptions(), wantPtx);
+  return compileThroughNvrtc(kernelName + ".cu", cudaSource, arch, {}, wantPtx);
 }
 
 std::string nvrtcFailureMessage(const std::string& kernelName, const std::string& arch, const std::string& log) {

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "codegen/Emitter.h"
 #include "codegen/Nvrtc.h"
@@ -77,9 +78,17 @@ std::optional<Kernel> proveKernel(const SourceText& src, const SizeBindings& siz
 std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions& options, Diagnostics& diags,
                                       bool* nvrtcFailed = nullptr);
 
-// The one route from generated CUDA C to NVRTC: the pipeline, the kernel cache (compileCubin) and
-// the tuner's compile pool and compile workers all compile here, under `<kernelName>.cu` and with
-// nvrtcOptions() (codegen/Nvrtc.h), so that a cubin does not depend on which of them built it.
+// The one route from CUDA C to NVRTC: generated code (compileGenerated) and raw CUDA modules
+// (driver/RawModule.h) both compile here, with nvrtcOptions() (codegen/Nvrtc.h) first, then
+// `userOptions` (a raw module's own: -DTILE=128, --use_fast_math; none for generated code), for
+// the architecture nvrtcArchFor picks, under the name `fileName` (what NVRTC's messages say).
+CudaCompileResult compileThroughNvrtc(const std::string& fileName, const std::string& cudaSource,
+                                      const std::string& arch, const std::vector<std::string>& userOptions,
+                                      bool wantPtx);
+
+// Generated code's use of that route: the pipeline, the kernel cache (compileCubin) and the
+// tuner's compile pool and compile workers all compile here, under `<kernelName>.cu`, so that a
+// cubin does not depend on which of them built it.
 CudaCompileResult compileGenerated(const std::string& kernelName, const std::string& cudaSource,
                                    const std::string& arch, bool wantPtx = false);
 

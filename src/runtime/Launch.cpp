@@ -73,22 +73,26 @@ void launch(const Function& fn, Dim3 grid, Dim3 block, size_t dynamicSharedBytes
         throw Error(fmt::format("argument {} of kernel '{}' is {} ({} bytes), but the parameter takes {} bytes", i,
                                 fn.name(), args[i].describe(), args[i].size(), (*sizes)[i]));
   }
+  // cuLaunchKernel reads each parameter through a pointer to its value.
+  std::vector<void*> params;
+  params.reserve(args.size());
+  for (const KernelArg& a : args) params.push_back(const_cast<void*>(a.data()));
+  launchPacked(fn, grid, block, dynamicSharedBytes, stream, params);
+}
+
+void launchPacked(const Function& fn, Dim3 grid, Dim3 block, size_t dynamicSharedBytes, const Stream* stream,
+                  std::span<void* const> params) {
+  RTCG_ASSERT(fn.valid(), "launch of an empty Function");
   if (dynamicSharedBytes > UINT32_MAX)
     throw Error(fmt::format("{} bytes of dynamic shared memory for kernel '{}' is beyond any device", dynamicSharedBytes,
                             fn.name()));
   if (stream && stream->context() != fn.context())
     throw Error(fmt::format("kernel '{}' and the stream it is launched on belong to different CUDA contexts",
                             fn.name()));
-
-  // cuLaunchKernel reads each parameter through a pointer to its value.
-  std::vector<void*> params;
-  params.reserve(args.size());
-  for (const KernelArg& a : args) params.push_back(const_cast<void*>(a.data()));
-
   fn.context()->makeCurrent();
   detail::check(detail::driver().launchKernel(fn.handle(), grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                               static_cast<unsigned>(dynamicSharedBytes), streamHandle(stream),
-                                              params.empty() ? nullptr : params.data(), nullptr),
+                                              params.empty() ? nullptr : const_cast<void**>(params.data()), nullptr),
                 "cuLaunchKernel",
                 fmt::format("launching kernel '{}' with grid {}, block {} and {} bytes of dynamic shared memory",
                             fn.name(), grid.str(), block.str(), dynamicSharedBytes));

@@ -68,4 +68,10 @@ KernelArg encodeTensorMap2d(const TensorMap2d& map, const std::string& what);
 void launch(const Function& fn, Dim3 grid, Dim3 block, size_t dynamicSharedBytes, const Stream* stream,
             std::span<const KernelArg> args);
 
+// The same with the parameters already marshalled (`params[i]` points at parameter i's bytes) and
+// checked by the caller (a raw module's launch checks them against the function's parameters, by
+// name): only the dynamic shared memory and the stream's context are checked here.
+void launchPacked(const Function& fn, Dim3 grid, Dim3 block, size_t dynamicSharedBytes, const Stream* stream,
+                  std::span<void* const> params);
+
 }  // namespace rtcg::cuda

@@ -16,6 +16,7 @@
 #include "CommandLine.h"
 #include "DbCommand.h"
 #include "ExitCodes.h"
+#include "CudaCommand.h"
 #include "ExportCommand.h"
 #include "TuneCommand.h"
 #include "codegen/NvrtcArchs.h"
@@ -520,6 +521,7 @@ int runMain(int argc, char** argv) {
   TuneCommand tuneCmd = addTuneCommand(app);
   DbCommand dbCmd = addDbCommand(app);
   ExportCommand exportCmd = addExportCommand(app);
+  CudaCommand cudaCmd = addCudaCommand(app);
 
   try {
     app.parse(argc, argv);
@@ -547,6 +549,7 @@ int runMain(int argc, char** argv) {
     if (tuneCmd.command->parsed()) return runTuneCommand(tuneCmd);
     if (dbCmd.cmd->parsed()) return runDbCommand(dbCmd);
     if (exportCmd.command->parsed()) return runExportCommand(exportCmd);
+    if (cudaCmd.command->parsed()) return runCudaCommand(cudaCmd);
     return kUsage;
   });
 }
