@@ -1,0 +1,143 @@
+// The regression tests of issue 40, the defects of a hostile-input audit (overflow at the edges
+// of integer ranges, names, output files): each test is one item's reproducer and its siblings,
+// through rtcgc as a user meets them, and fails without its fix.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "Shell.h"
+#include "codegen/CudaTypes.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Result = rtcg::tests::ShellResult;
+using rtcg::tests::shell;
+
+Result rtcgc(const std::string& args) { return shell(std::string(RTCGC_PATH) + " " + args + " 2>&1"); }
+
+fs::path tempDir() {
+  fs::path d = fs::temp_directory_path() / ("rtcgc-audit-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::string writeTemp(const std::string& name, const std::string& text) {
+  fs::path p = tempDir() / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+std::string readText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string example(const std::string& name) { return std::string(RTCG_SOURCE_DIR) + "/examples/" + name; }
+
+bool has(const Result& r, const std::string& text) { return r.out.find(text) != std::string::npos; }
+
+}  // namespace
+
+// 1. Size-only bounds that overflow i32 were accepted: check said well-formed, the emitted CUDA
+// computed `46341 * 46341` in int (the kernel compiled to a store of 0) and the reference in 64
+// bits; at n*n*n = 2^63 the reference wrapped to 0 iterations. Refused where the sizes are bound,
+// with a caret at the operator, by every command.
+TEST(HostileAudit, SizeArithmeticThatOverflowsI32IsRefusedWhenSizesAreBound) {
+  std::string sum = writeTemp("nm.rtcg", "kernel k(n: int, m: int, out y: f32[1]) {\n"
+                                         "  y[0] = sum(i in 0..n * m, 1.0f32) / 1024.0;\n}\n");
+  for (const std::string& command : {"check", "emit", "explain", "run --cpu"}) {
+    Result r = rtcgc(std::string(command) + " " + sum + " -D n=46341 -D m=46341");
+    EXPECT_EQ(r.code, 1) << command << ": " << r.out;
+    EXPECT_TRUE(has(r, "nm.rtcg:2:22: error: '46341 * 46341' is 2147488281 with these sizes, which does not fit in "
+                       "i32"))
+        << command << ": " << r.out;
+    EXPECT_TRUE(has(r, "^")) << r.out;
+  }
+  EXPECT_EQ(rtcgc("check " + sum + " -D n=46340 -D m=46340").code, 0);  // 2147395600 fits
+
+  // A guard (4 * n - m) and a bound of three factors whose product wraps 64 bits to 0.
+  std::string guard = writeTemp("guard.rtcg", "kernel k(n: int, m: int, x: f32[n, 4], out y: f32[n, 4]) {\n"
+                                              "  for i in 0..4 * n - m { y[i / 4, i % 4] = 2.0 * x[i / 4, i % 4]; }\n}\n");
+  Result g = rtcgc("emit " + guard + " -D n=600000000 -D m=1");
+  EXPECT_EQ(g.code, 1) << g.out;
+  EXPECT_TRUE(has(g, "'4 * 600000000' is 2400000000 with these sizes, which does not fit in i32")) << g.out;
+  std::string cube = writeTemp("cube.rtcg", "kernel k(n: int, out y: f32[1]) { y[0] = sum(i in 0..n * n * n, 1.0f32); }\n");
+  Result c = rtcgc("run --cpu " + cube + " -D n=2097152");
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_TRUE(has(c, "'2097152 * 2097152' is 4398046511104 with these sizes")) << c.out;
+  // In an index and in a value too.
+  std::string index = writeTemp("index.rtcg", "kernel k(n: int, x: f32[n], out y: i32[1]) { y[0] = n * n + i32(x[0]); }\n");
+  EXPECT_EQ(rtcgc("check " + index + " -D n=65536").code, 1);
+  EXPECT_EQ(rtcgc("check " + index + " -D n=46340").code, 0);
+}
+
+// 1 (sibling): a bound in indices and sizes whose values leave i32 over the loops around it.
+TEST(HostileAudit, LoopBoundsThatLeaveI32OverTheirLoopsAreRefused) {
+  std::string f = writeTemp("tri.rtcg", "kernel k(n: int, x: f32[n], out y: f32[n]) {\n"
+                                        "  for i in 0..n { y[i] = sum(j in 0..i + n, 1.0f32) + x[i]; }\n}\n");
+  Result r = rtcgc("check " + f + " -D n=2147483647");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "error: the bound 'i + 2147483647' of 'j' reaches 4294967293 with these sizes, beyond i32")) << r.out;
+  EXPECT_EQ(rtcgc("check " + f + " -D n=1000").code, 0);
+}
+
+// 2. The planner died of SIGFPE when a clause's factors multiplied past 64 bits (0 in 64 bits, a
+// division by zero), in explain, emit and export alike; 3. a factor of 2^31 wrapped the int
+// counter of its loop (no exit, stores at negative offsets), and so did a product that wraps
+// negative. Each is refused with the reason; the largest product that fits is accepted.
+TEST(HostileAudit, ClausesCoveringMorePointsThanTheCountersHoldAreRefused) {
+  const std::string matmul = example("matmul.rtcg") + " -D n=100 -s ";
+  const std::string exportTo = " -o " + (tempDir() / "export-fpe").string();
+  for (const std::string& schedule :
+       {"'i: grid.y, serial 65536, serial 65536, serial 65536, serial 65536; j: grid.x; k: serial'",
+        "'i: grid.y, serial 2147483648, unroll 2147483648, reg 2147483648; j: grid.x; k: serial'",
+        "'i: grid.y, serial 2147483648; j: grid.x; k: serial'",
+        "'i: grid.y, serial 2147483648, serial 2147483648, serial 3; j: grid.x; k: serial'",
+        "'i: grid.y; j: grid.x; k: serial, serial 65536, serial 65536'"}) {
+    for (const std::string& command : {"explain ", "emit ", "export "}) {
+      Result r = rtcgc(command + matmul + schedule + (command == "export " ? exportTo : ""));
+      EXPECT_EQ(r.code, 1) << command << schedule << ": " << r.out;
+      EXPECT_TRUE(has(r, "but an index and the counters of its parts are 32-bit integers in the emitted code: at "
+                         "most 2^31 - 1 points"))
+          << command << schedule << ": " << r.out;
+    }
+  }
+  Result fits = rtcgc("emit " + matmul + "'i: grid.y, serial 2147483647; j: grid.x; k: serial'");
+  EXPECT_EQ(fits.code, 0) << fits.out;
+}
+
+// 2. `db import` took such a row as verified (it only parsed), and every lookup of it crashed.
+TEST(HostileAudit, DbImportRefusesARowWhoseFactorsCannotPlanForAnyKernel) {
+  const std::string db = (tempDir() / "fpe.sqlite").string();
+  fs::remove(db);
+  const std::string row = R"({"format": "rtcg-tuning-db", "keys": [{"key": {"kernelHash": "0123456789abcdef",
+    "kernelName": "matmul", "sizes": "n=100", "device": "NVIDIA H200", "arch": "sm_90", "driverVersion": 13000,
+    "nvrtcVersion": "13.0", "rtcgVersion": "0.1"}, "searches": [], "candidates": [{"schedule":
+    "i: grid.y, serial 65536, serial 65536, serial 65536, serial 65536; j: grid.x; k: serial",
+    "status": "verified", "medianMs": 0.5, "recordedAt": 1}]}]})";
+  Result r = rtcgc("db import " + writeTemp("fpe.json", row) + " --db " + db);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "the schedule cannot plan for any kernel: the parts of 'i' cover more than")) << r.out;
+}
+
+// 8. The unroll limit was per part and the product unbounded: syrk's unroll parts on three indices
+// (100 x 512 x 4 copies of the body) made NVRTC run for 325 CPU-seconds on 3.8 KB of CUDA.
+TEST(HostileAudit, TheUnrolledBodyOfANestIsBounded) {
+  Result r = rtcgc("explain " + example("syrk.rtcg") + " -D n=100 -D K=30 -s 'i: unroll; j: thread.x, unroll 8, "
+                   "unroll 64, reg 2, thread.z 1; k: unroll, grid.z 8'");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "the unroll parts of the nest unroll 204800 copies of its body in all")) << r.out;
+  Result fits = rtcgc("explain " + example("syrk.rtcg") + " -D n=100 -D K=30 -s 'i: grid.y, unroll 4; j: grid.x, "
+                      "thread.x 32, unroll 4; k: serial, unroll 16'");
+  EXPECT_EQ(fits.code, 0) << fits.out;
+}
+
