@@ -129,6 +129,94 @@ TEST(HostileAudit, DbImportRefusesARowWhoseFactorsCannotPlanForAnyKernel) {
   EXPECT_TRUE(has(r, "the schedule cannot plan for any kernel: the parts of 'i' cover more than")) << r.out;
 }
 
+// 5. C++ keywords and other reserved words as names broke NVRTC (exit 3, "a bug in rtcg"): every
+// word of the emitter's list that the language accepts as a name, as an array, a scalar, a let, a
+// loop index and a local of one kernel, compiles (PTX, all at once), and the kernel named after one.
+TEST(HostileAudit, EveryReservedWordIsANameTheEmittedCodeSurvives) {
+  std::vector<std::string> words;
+  for (const std::string& w : rtcg::emit::reservedWords()) {
+    // The language's own keywords and type names are refused by the frontend: not names at all.
+    std::string probe = writeTemp("probe.rtcg", "kernel k(" + w + ": f32[1], out y: f32[1]) { y[0] = " + w + "[0]; }\n");
+    if (rtcgc("check " + probe).code == 0) words.push_back(w);
+  }
+  ASSERT_GT(words.size(), 250u);
+  // Roles by turn: array (read), scalar, let, reduction index, parallel index of a nest of its own.
+  std::string params = "n: int", body, nests;
+  std::vector<std::string> terms;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    switch (i % 5) {
+      case 0: params += ", " + w + ": f32[n]"; terms.push_back(w + "[i]"); break;
+      case 1: params += ", " + w + ": f32"; terms.push_back(w); break;
+      case 2: body += "    let " + w + " = f32(i) * 2.0;\n"; terms.push_back(w); break;
+      case 3: terms.push_back("sum(" + w + " in 0..n, f32(" + w + "))"); break;
+      case 4: nests += "  for " + w + " in 0..n { z" + std::to_string(i) + "[" + w + "] = f32(" + w + "); }\n";
+              params += ", out z" + std::to_string(i) + ": f32[n]";
+    }
+  }
+  // One let per term (a chain of hundreds of `+` is nested too deeply for the language).
+  std::string value = "0.0f32";
+  for (size_t t = 0; t < terms.size(); ++t) {
+    body += "    let q" + std::to_string(t) + " = " + value + " + " + terms[t] + ";\n";
+    value = "q" + std::to_string(t);
+  }
+  std::string kernel = "kernel " + words.front() + "(" + params + ", out y: f32[n]) {\n  for i in 0..n {\n" + body +
+                       "    y[i] = " + value + ";\n  }\n" + nests + "}\n";
+  std::string f = writeTemp("reserved.rtcg", kernel);
+  Result r = rtcgc("emit " + f + " -D n=64 --ptx -o " + (tempDir() / "reserved.ptx").string());
+  EXPECT_EQ(r.code, 0) << r.out.substr(0, 4000);
+  // The words of the issue, each as a local array too.
+  for (const std::string& w : {"NULL", "noexcept", "wchar_t", "char16_t", "char32_t", "protected", "typeid",
+                               "dynamic_cast", "static_cast", "reinterpret_cast", "const_cast", "and_eq", "or_eq",
+                               "not_eq", "xor_eq", "__LINE__", "_Bool", "errno", "offsetof"}) {
+    std::string local = writeTemp("local.rtcg", "kernel k(n: int, x: f32[n], out y: f32[n]) {\n  local " + w +
+                                                    ": f32[n];\n  for i in 0..n { " + w + "[i] = x[i]; }\n"
+                                                    "  for i in 0..n { y[i] = " + w + "[i]; }\n}\n");
+    Result l = rtcgc("emit " + local + " -D n=64 --ptx -o " + (tempDir() / "local.ptx").string());
+    EXPECT_EQ(l.code, 0) << w << ": " << l.out.substr(0, 2000);
+  }
+}
+
+// 6. `rtcgc export` wrote headers that did not compile for parameters named like the header's own
+// locals (e, args), the CUDA driver's names (CUstream, cuLaunchKernel, CUDA_SUCCESS), macros of the
+// C and C++ headers (errno, NULL, EOF, offsetof, stdin) and keywords, as kernel or size names too;
+// 11. a newline in the DSL file's name ended the header's first comment line (`#error` injected).
+TEST(HostileAudit, ExportedHeadersCompileWhateverTheNames) {
+  const std::vector<std::string> names = {"e", "args", "f", "l", "r", "CUstream", "CUdeviceptr", "CUresult",
+                                          "cuLaunchKernel", "CUDA_SUCCESS", "cuCtxGetDevice", "errno", "offsetof",
+                                          "NULL", "EOF", "stdin", "BUFSIZ", "EINVAL", "assert", "noexcept",
+                                          "wchar_t", "protected", "static_cast", "and_eq", "xor_eq", "std",
+                                          "detail", "load", "launch", "sizes", "stream", "kernelName"};
+  std::string params = "errno: int, NULL: int";
+  std::string value = "0.0f32";
+  for (const std::string& n : names) {
+    if (n == "errno" || n == "NULL") continue;  // the sizes
+    params += ", " + n + ": f32[errno]";
+    value += " + " + n + "[i]";
+  }
+  params += ", EOF_s: f32, out y: f32[errno + NULL]";
+  const std::string dslName = "bad\n#error injected\nname.rtcg";
+  fs::path src = tempDir() / dslName;
+  std::ofstream(src) << "kernel cuLaunchKernel(" + params + ") {\n  for i in 0..errno { y[i] = " + value +
+                            " * EOF_s; }\n}\n";
+  fs::path out = tempDir() / "risky-export";
+  fs::remove_all(out);
+  Result r = rtcgc("export '" + src.string() + "' -D errno=64 -D NULL=0 --arch sm_80 -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  fs::path header = out / "cuLaunchKernel.h";
+  ASSERT_TRUE(fs::exists(header));
+  EXPECT_EQ(readText(header).find("\n#error"), std::string::npos);
+  // Included after the C and C++ headers whose macros the names are, -Werror.
+  fs::path tu = tempDir() / "risky.cpp";
+  std::ofstream(tu) << "#include <cassert>\n#include <cerrno>\n#include <cstddef>\n#include <cstdio>\n#include \""
+                    << header.string() << "\"\nint main() { rtcg_export::v_cuLaunchKernel k; (void)k; return EOF + "
+                    << "errno; }\n";
+  std::string cmd = std::string(RTCG_CXX) + " -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I" +
+                    RTCG_CUDA_INCLUDE + " " + tu.string() + " 2>&1";
+  Result compiled = shell(cmd);
+  EXPECT_EQ(compiled.code, 0) << cmd << "\n" << compiled.out.substr(0, 4000);
+}
+
 // 8. The unroll limit was per part and the product unbounded: syrk's unroll parts on three indices
 // (100 x 512 x 4 copies of the body) made NVRTC run for 325 CPU-seconds on 3.8 KB of CUDA.
 TEST(HostileAudit, TheUnrolledBodyOfANestIsBounded) {
