@@ -217,6 +217,33 @@ TEST(HostileAudit, ExportedHeadersCompileWhateverTheNames) {
   EXPECT_EQ(compiled.code, 0) << cmd << "\n" << compiled.out.substr(0, 4000);
 }
 
+// 7. `-o` resolved a symbolic link itself and renamed over its target: a link another user planted
+// (in a shared sticky /tmp) redirected a root run's output onto any file. And a replaced file kept
+// its set-user-id and set-group-id bits under its new owner.
+TEST(HostileAudit, OutputDoesNotFollowAnotherUsersLinkAndClearsSetIdBits) {
+  std::string f = writeTemp("copy.rtcg", "kernel copy(n: int, x: f32[n], out y: f32[n]) { for i in 0..n { y[i] = x[i]; } }\n");
+  fs::path victim = tempDir() / "victim.txt", link = tempDir() / "planted.cu";
+  std::ofstream(victim) << "precious";
+  fs::remove(link);
+  fs::create_symlink(victim, link);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::lchown(link.c_str(), 12345, 12345), 0);
+    Result r = rtcgc("emit " + f + " -D n=8 -o " + link.string());
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_TRUE(has(r, "is a symbolic link owned by another user (uid 12345), which rtcg does not follow")) << r.out;
+    EXPECT_EQ(readText(victim), "precious");
+    EXPECT_TRUE(fs::is_symlink(link));
+  }
+  fs::path setid = tempDir() / "setid.cu";
+  std::ofstream(setid) << "old";
+  ASSERT_EQ(::chmod(setid.c_str(), 06755), 0);
+  Result r = rtcgc("emit " + f + " -D n=8 -o " + setid.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  struct stat st {};
+  ASSERT_EQ(::stat(setid.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+}
+
 // 8. The unroll limit was per part and the product unbounded: syrk's unroll parts on three indices
 // (100 x 512 x 4 copies of the body) made NVRTC run for 325 CPU-seconds on 3.8 KB of CUDA.
 TEST(HostileAudit, TheUnrolledBodyOfANestIsBounded) {
