@@ -256,3 +256,54 @@ TEST(HostileAudit, TheUnrolledBodyOfANestIsBounded) {
   EXPECT_EQ(fits.code, 0) << fits.out;
 }
 
+// 9. Under a file-size limit SIGXFSZ killed rtcgc and left its temporary files and export staging
+// directories behind: the write now fails with EFBIG, reported, and the cleanup runs.
+TEST(HostileAudit, AFileSizeLimitIsAnErrorThatLeavesNothingBehind) {
+  fs::path dir = tempDir() / "xfsz";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string limited = "ulimit -f 1 && " + std::string(RTCGC_PATH) + " ";
+  Result emit = shell(limited + "emit " + example("matmul.rtcg") + " -D n=100 -o " + (dir / "m.cu").string() + " 2>&1");
+  EXPECT_EQ(emit.code, 1) << emit.out;
+  EXPECT_TRUE(has(emit, "File too large")) << emit.out;
+  Result exported = shell(limited + "export " + example("matmul.rtcg") + " -D n=100 --arch sm_80 -o " +
+                          (dir / "exp").string() + " 2>&1");
+  EXPECT_EQ(exported.code, 1) << exported.out;
+  for (const auto& e : fs::directory_iterator(dir)) ADD_FAILURE() << "left behind: " << e.path();
+}
+
+// 10. `-S` parsed i64 scalars through strtod: 2^53 + 1 became 2^53 silently. Integers are parsed
+// exactly, and a value the type cannot hold is a bad command line.
+TEST(HostileAudit, IntegerScalarsAreParsedExactly) {
+  std::string f = writeTemp("scal.rtcg", "kernel k(n: int, s: i64, t: i32, out y: i64[n]) { for i in 0..n { y[i] = s + "
+                                         "i64(t); } }\n");
+  Result ok = rtcgc("run --cpu " + f + " -D n=4 -S s=9007199254740993 -S t=-2147483648");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  for (const std::string& bad : {"-S s=1.5 -S t=1", "-S s=9223372036854775808 -S t=1", "-S s=1 -S t=2147483648",
+                                 "-S s=1e3 -S t=1"}) {
+    Result r = rtcgc("run --cpu " + f + " -D n=4 " + bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+    EXPECT_TRUE(has(r, "needs an integer of type")) << r.out;
+  }
+}
+
+// 12. Smaller items: NUL refused in `//` comments but accepted in `/* */`; FLT_MAX written to 8
+// digits (3.4028235e38f32, which rounds to it) refused; `emit -o ""` wrote to standard output
+// with exit 0; `--seed -1` accepted silently.
+TEST(HostileAudit, SmallerItems) {
+  std::string nul = writeTemp("nul.rtcg", std::string("kernel k(n: int, x: f32[n], out y: f32[n]) { /* a \0 b */ for i in "
+                                                      "0..n { y[i] = x[i]; } }\n", 90));
+  Result r = rtcgc("check " + nul + " -D n=4");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "nul.rtcg:1:51: error: unexpected byte 0x00")) << r.out;
+  std::string fmax = writeTemp("fmax.rtcg", "kernel k(n: int, out y: f32[n]) { for i in 0..n { y[i] = select(i > 0, "
+                                            "3.4028235e38f32, -3.4028235e38); } }\n");
+  EXPECT_EQ(rtcgc("check " + fmax + " -D n=4").code, 0);
+  std::string over = writeTemp("over.rtcg", "kernel k(n: int, out y: f32[n]) { for i in 0..n { y[i] = 3.4028236e38f32; } }\n");
+  EXPECT_EQ(rtcgc("check " + over + " -D n=4").code, 1);
+  Result empty = rtcgc("emit " + example("axpby.rtcg") + " -D n=8 -o ''");
+  EXPECT_EQ(empty.code, 2) << empty.out.substr(0, 500);
+  EXPECT_TRUE(has(empty, "an empty file name")) << empty.out.substr(0, 500);
+  EXPECT_EQ(rtcgc("run --cpu " + example("axpby.rtcg") + " -D n=8 --seed -1").code, 2);
+  EXPECT_EQ(rtcgc("tune " + example("axpby.rtcg") + " -D n=8 --dry-run --seed -1").code, 2);
+}
