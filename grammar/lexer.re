@@ -49,9 +49,17 @@ void Lexer::skipBlockComment(int begin) {
     error(begin, begin + 2, "unterminated comment: '/*' has no matching '*/'");
     cur_ = lim_;
   } else {
+    // A NUL byte is refused in a `//` comment (it ends the comment and is an unexpected byte):
+    // in a block comment too, once, at its place.
+    const size_t from = size_t(cur_ - reinterpret_cast<const unsigned char*>(source_.c_str()));
+    if (size_t nul = source_.find('\0', from); nul < close) error(int(nul), int(nul) + 1, "unexpected byte 0x00");
     cur_ = reinterpret_cast<const unsigned char*>(source_.c_str()) + close + 2;
   }
 }
+
+// The least magnitude that rounds to infinity in f32: FLT_MAX plus half its unit in the last place
+// (3.4028235e38, FLT_MAX printed to 8 digits, is above FLT_MAX and rounds to it).
+constexpr double kF32Overflow = 0x1.ffffffp127;
 
 // The power of ten of a float literal's leading nonzero digit (2 for 123.4, -3 for 0.00123e0,
 // 309 for 1e309), saturated far beyond any double's range; 0 for zero.
@@ -127,7 +135,7 @@ Parser::symbol_type Lexer::number(int begin, int end) {
     bool tooBig = ec == std::errc::result_out_of_range && decimalExponent(body) >= 0;
     if (ec == std::errc::result_out_of_range && !tooBig) n.floatValue = 0.0;  // underflow: 1e-999 is 0
     if (tooBig || std::isinf(n.floatValue) ||
-        (n.suffix == ScalarType::F32 && std::fabs(n.floatValue) > FLT_MAX)) {
+        (n.suffix == ScalarType::F32 && std::fabs(n.floatValue) >= kF32Overflow)) {
       error(begin, end, fmt::format("float literal '{}' is out of range for {}", body,
                                     n.suffix == ScalarType::F32 ? "f32" : "f64"));
       n.valid = false;

@@ -132,6 +132,18 @@ def test_bad_sizes_and_schedule_raise_compile_error():
         rtcg.emit(AXPY, {"n": 10}, schedule="i: bogus")
 
 
+def test_overflowing_schedules_and_sizes_raise_compile_error():
+    # Issue 40: factors whose product passes 2^64 killed the interpreter (SIGFPE in the planner);
+    # a size product past i32 compiled to a kernel that stores 0.
+    with pytest.raises(rtcg.CompileError, match="2\\^31 - 1 points"):
+        rtcg.emit(MATMUL, {"n": 100},
+                  schedule="i: grid.y, serial 2147483648, unroll 2147483648, reg 2147483648; j: grid.x; k: serial")
+    nm = "kernel k(n: int, m: int, out y: f32[1]) { y[0] = sum(i in 0..n * m, 1.0f32); }"
+    with pytest.raises(rtcg.CompileError, match="does not fit in i32"):
+        rtcg.emit(nm, {"n": 46341, "m": 46341})
+    assert "__global__" in rtcg.emit(nm, {"n": 46340, "m": 46340})
+
+
 def test_compile_error_is_a_value_error_and_an_rtcg_error():
     with pytest.raises(ValueError):
         rtcg.check("kernel")

@@ -94,7 +94,9 @@ std::optional<ScheduleChoice> firstThatPlans(std::string_view source, const Prov
       log.note(fmt::format("{}: schedule from the {} (measured for {}): {}", proved.bound.name, offer.origin,
                            offer.from, choice.prepared.scheduleText));
       return choice;
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
+      // Any failure, a user error or not: a stored row is data from elsewhere (another rtcg, an
+      // import, a hand edit), and the kernel still compiles under the next offer or the default.
       std::string message = fmt::format("{}: the stored schedule '{}' (measured for {}) does not plan for this "
                                         "kernel, skipped: {}",
                                         proved.bound.name, offer.schedule, offer.from, e.what());

@@ -11,28 +11,50 @@
 namespace rtcg::emit {
 
 const std::set<std::string>& reservedWords() {
-  static const std::set<std::string> words = {
-      // C/C++ keywords and type words
-      "auto", "bool", "break", "case", "char", "class", "const", "constexpr", "continue", "default",
-      "delete", "do", "double", "else", "enum", "extern", "false", "float", "for", "goto", "if",
-      "inline", "int", "long", "namespace", "new", "operator", "private", "public", "register",
-      "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template",
-      "this", "true", "typedef", "union", "unsigned", "using", "virtual", "void", "volatile",
-      "while", "asm", "catch", "throw", "try", "typename", "friend", "mutable", "explicit",
-      "export", "decltype", "nullptr", "alignas", "alignof", "static_assert", "thread_local",
-      "and", "or", "not", "xor", "bitand", "bitor", "compl",
-      // CUDA built-ins
-      "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3",
-      // functions the emitted code calls
-      "sqrt", "sqrtf", "exp", "expf", "log", "logf", "sin", "sinf", "cos", "cosf", "fabs", "fabsf",
-      "abs", "llabs", "fmin", "fminf", "fmax", "fmaxf", "min", "max", "pow", "powf", "fma", "fmaf",
-      "floor", "floorf", "fmod", "fmodf", "__int_as_float", "__longlong_as_double",
-      "rtcg_floordiv", "rtcg_floormod", "__syncthreads", "__shfl_down_sync", "rtcg_smem_f32",
-      "rtcg_smem_f64", "rtcg_smem_i32", "rtcg_smem_i64", "__threadfence", "__ldcg", "atomicInc", "atomicAdd",
-      "__ldg", "__shfl_xor_sync", "__builtin_assume_aligned", "float4", "int4", "double2", "longlong2",
-      "make_float4", "make_int4", "float2", "make_float2", "make_double2", "make_longlong2", "rtcg_cp_async4", "rtcg_cp_async8",
-      "rtcg_cp_async16", "rtcg_cp_async_commit", "rtcg_cp_async_wait0", "rtcg_cp_async_wait1", "rtcg_cp_async_wait2",
-      "rtcg_smem_f16", "rtcg_smem_bf16"};  // the cuda_fp16.h/cuda_bf16.h names all start with __
+  static const std::set<std::string> words = [] {
+    std::set<std::string> w = {
+        // Every C++20 keyword and alternative token ([lex.key], [lex.digraph]); C's `restrict`.
+        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+        "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+        "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default",
+        "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false",
+        "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new",
+        "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
+        "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+        "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true",
+        "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+        "wchar_t", "while", "xor", "xor_eq", "restrict",
+        // Identifiers with a meaning in some places, and the standard namespace.
+        "final", "override", "import", "module", "std",
+        // Macros the C and C++ headers (and NVRTC's built-in ones) define, and standard typedefs.
+        "NULL", "EOF", "errno", "assert", "offsetof", "INFINITY", "NAN", "HUGE_VAL", "HUGE_VALF", "CHAR_BIT",
+        "INT_MAX", "INT_MIN", "UINT_MAX", "LONG_MAX", "LONG_MIN", "LLONG_MAX", "LLONG_MIN", "ULLONG_MAX",
+        "FLT_MAX", "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON", "RAND_MAX", "EXIT_SUCCESS",
+        "EXIT_FAILURE", "SIZE_MAX", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX", "UINT8_MAX", "UINT16_MAX",
+        "UINT32_MAX", "UINT64_MAX", "INT32_MIN", "INT64_MIN", "stdin", "stdout", "stderr", "size_t", "ptrdiff_t",
+        "nullptr_t", "max_align_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+        "uint64_t", "intptr_t", "uintptr_t", "uint", "ushort", "ulong", "printf", "malloc", "free", "memcpy",
+        "memset", "clock", "clock64",
+        // CUDA built-ins
+        "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3",
+        // functions the emitted code calls
+        "sqrt", "sqrtf", "exp", "expf", "log", "logf", "sin", "sinf", "cos", "cosf", "fabs", "fabsf", "abs",
+        "llabs", "fmin", "fminf", "fmax", "fmaxf", "min", "max", "pow", "powf", "fma", "fmaf", "floor", "floorf",
+        "fmod", "fmodf", "rtcg_floordiv", "rtcg_floormod", "rtcg_smem_f32", "rtcg_smem_f64", "rtcg_smem_i32",
+        "rtcg_smem_i64", "atomicInc", "atomicAdd", "atomicCAS", "atomicExch", "rtcg_cp_async4", "rtcg_cp_async8",
+        "rtcg_cp_async16", "rtcg_cp_async_commit", "rtcg_cp_async_wait0", "rtcg_cp_async_wait1",
+        "rtcg_cp_async_wait2", "rtcg_smem_f16", "rtcg_smem_bf16"};
+    // CUDA's vector types and their make_ functions (char1 ... double4); the cuda_fp16.h and
+    // cuda_bf16.h names, and every other name the implementation reserves, start with __ or _X
+    // (Names::fresh renames those).
+    for (const char* base : {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong",
+                             "ulonglong", "float", "double"})
+      for (int n = 1; n <= 4; ++n) {
+        w.insert(std::string(base) + std::to_string(n));
+        w.insert("make_" + std::string(base) + std::to_string(n));
+      }
+    return w;
+  }();
   return words;
 }
 
@@ -40,7 +62,8 @@ std::string Names::fresh(const std::string& base) {
   std::string s;
   for (char ch : base) s += (std::isalnum((unsigned char)ch) || ch == '_') ? ch : '_';
   if (s.empty() || std::isdigit((unsigned char)s[0])) s = "v_" + s;
-  if (s.rfind("__", 0) == 0) s = "v" + s;  // leading __ is reserved for the implementation
+  // A leading __, or _ and a capital, is reserved for the implementation (__LINE__, _Bool).
+  if (s.rfind("__", 0) == 0 || (s.size() > 1 && s[0] == '_' && std::isupper((unsigned char)s[1]))) s = "v" + s;
   std::string name = s;
   for (int n = 2; reservedWords().count(name) || used_.count(name); ++n) name = fmt::format("{}_{}", s, n);
   used_.insert(name);

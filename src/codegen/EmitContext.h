@@ -257,6 +257,14 @@ struct EmitContext {
   std::set<int> localsInShared;
   // The kept rows this nest reads (`keep:`); empty in other nests.
   std::vector<KeptState> kept;
+  // Float products lowered while this is positive are written __fmul_rn / __dmul_rn, which NVRTC
+  // never contracts into a fused multiply-add: their operands reach a comparison, a conversion to
+  // an integer or bool, or floor, where the one rounding the contraction saves could move the
+  // result across a boundary (0.7f * 10.0f - 7.0f is 0 rounded, -1.2e-7 fused), and the
+  // reference rounds every f32 product (docs/language.md 6.2). exactLets: the lets whose values
+  // reach such an operation (emitStatements lowers them so too).
+  int exactProducts = 0;
+  std::set<int> exactLets;
 
   const IndexSchedule& scheduleOf(const std::string& name) const;
 };
@@ -323,6 +331,9 @@ C::ExprP pointRangeGuard(EmitContext& ctx, const std::vector<Loop>& loops, const
 
 // EmitExpr.cpp
 C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out);
+// The lets of `nest` whose values reach a comparison, a conversion to an integer or bool, or floor
+// of floats (EmitContext::exactLets): lowered with exactProducts set.
+std::set<int> lowerLetsExactly(const LoopNest& nest);
 // The tile that serves the read of `array` at `indices` in `env` (its access's own tile, else the
 // array's), or null: read from global memory.
 const StageRef* findStaged(const EmitContext& ctx, const Env& env, int array, const std::vector<Expr>& indices);

@@ -2,8 +2,12 @@
 // the IR's variables to C names and may serve loads from shared tiles or hoisted values.
 #include <fmt/format.h>
 
+#include <functional>
+#include <utility>
+
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitContext.h"
+#include "ir/Walk.h"
 #include "support/Error.h"
 
 namespace rtcg::emit {
@@ -90,7 +94,48 @@ C::ExprP lowerAccess(EmitContext& ctx, int array, const std::vector<Expr>& indic
   return C::index(C::name(ctx.paramNames[array]), flat);
 }
 
+namespace {
+
+// A comparison, a conversion to an integer or bool, or floor, of float operands: where a value one
+// rounding apart may give another result (EmitContext::exactProducts).
+bool reachesDiscontinuity(const Expr& e) {
+  if (e->operands.empty() || !isFloat(e->operands[0]->type)) return false;
+  return (e->kind == ExprKind::Binary && isComparison(e->binaryOp)) || (e->kind == ExprKind::Cast && !isFloat(e->type)) ||
+         (e->kind == ExprKind::Call && e->mathFn == MathFn::Floor);
+}
+
+C::ExprP lowerNode(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out);
+
+}  // namespace
+
+std::set<int> lowerLetsExactly(const LoopNest& nest) {
+  std::set<int> lets;
+  std::function<void(const Expr&, bool)> walk = [&](const Expr& x, bool under) {
+    under = under || reachesDiscontinuity(x);
+    if (under && x->kind == ExprKind::Var && x->varKind == VarKind::Let) lets.insert(x->varId);
+    forEachChild(x, [&](const Expr& c) { walk(c, under); });
+  };
+  for (size_t i = nest.body.size(); i-- > 0;) {  // a let's uses follow it: see them first
+    const Stmt& s = nest.body[i];
+    for (const Expr& x : s.indices) walk(x, false);
+    walk(s.value, s.kind == StmtKind::Let && lets.count(s.letId));
+  }
+  return lets;
+}
+
 C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out) {
+  if (!reachesDiscontinuity(e)) return lowerNode(ctx, e, env, out);
+  struct Exact {
+    int& depth;
+    explicit Exact(int& d) : depth(++d) {}
+    ~Exact() { --depth; }
+  } exact(ctx.exactProducts);
+  return lowerNode(ctx, e, env, out);
+}
+
+namespace {
+
+C::ExprP lowerNode(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out) {
   auto op = [&](int i) { return lower(ctx, e->operands[i], env, out); };
   switch (e->kind) {
     case ExprKind::IntImm:
@@ -117,6 +162,8 @@ C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& 
     case ExprKind::Unary: return C::unary(e->unaryOp == UnaryOp::Neg ? "-" : "!", op(0));
     case ExprKind::Binary: {
       C::ExprP a = op(0), b = op(1);
+      if (ctx.exactProducts > 0 && e->binaryOp == BinaryOp::Mul && isFloat(e->type) && !isHalf(e->type))
+        return C::call(e->type == ScalarType::F32 ? "__fmul_rn" : "__dmul_rn", {a, b});
       return lowerBinary(ctx, e, a, b);
     }
     case ExprKind::Call: {
@@ -135,16 +182,18 @@ C::ExprP lower(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& 
   RTCG_ASSERT(false, "bad ExprKind");
 }
 
-namespace {
-
 // A reduction computed where it is used: an accumulator and its loops.
 C::ExprP lowerReduction(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out) {
   std::string acc = ctx.names.fresh(fmt::format("{}_{}", reduceName(e->reduceOp), e->loops.front().name));
   out.push_back(C::decl(cudaTypeName(e->type), acc, reductionIdentity(e->reduceOp, e->type), false));
+  // A reduction's terms contract as in any accumulation (the reference sums them exactly), even
+  // where its result reaches a comparison.
+  const int exact = std::exchange(ctx.exactProducts, 0);
   emitReductionLoops(ctx, e->loops, 0, env, out, [&](Env& inner, std::vector<C::Stmt>& body) {
     C::ExprP v = lower(ctx, e->operands[0], inner, body);
     body.push_back(combine(e->reduceOp, e->type, C::name(acc), v));
   });
+  ctx.exactProducts = exact;
   return C::name(acc);
 }
 

@@ -299,12 +299,16 @@ void declareCooperative(EmitContext& ctx, std::vector<C::Stmt>& body) {
 
 // The statements of the nest (lets and stores) at one point, in `env`.
 void emitStatements(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) {
+  ctx.exactLets = lowerLetsExactly(ctx.nest);
   for (size_t i = 0; i < ctx.nest.body.size(); ++i) {
     const Stmt& s = ctx.nest.body[i];
     if (s.kind == StmtKind::Let) {
       auto it = ctx.letNames.find(s.letId);
       if (it == ctx.letNames.end()) it = ctx.letNames.emplace(s.letId, ctx.names.fresh(s.letName)).first;
+      const bool exact = ctx.exactLets.count(s.letId) > 0;
+      ctx.exactProducts += exact;
       C::ExprP v = lower(ctx, s.value, env, out);
+      ctx.exactProducts -= exact;
       out.push_back(C::decl(cudaTypeName(s.value->type), it->second, v));
       env.vars[s.letId] = C::name(it->second);
     } else {

@@ -939,7 +939,7 @@ Expr KernelSema::convert(const Value& v, ScalarType t, const std::string& contex
     }
     return cast(t, floatImm(v.f, ScalarType::F64, v.loc), v.loc);
   }
-  if (std::fabs(v.f) > FLT_MAX) {
+  if (std::fabs(v.f) >= 0x1.ffffffp127) {  // rounds to infinity in f32 (FLT_MAX + half an ulp)
     error(v.loc, fmt::format("float literal {} is out of range for f32", v.f));
     return nullptr;
   }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/Analysis.h"
+#include "ir/IntOps.h"
 #include "ir/Printer.h"
 #include "ir/Verify.h"
 #include "ir/Walk.h"
@@ -208,6 +210,78 @@ static void checkDivisors(const Expr& e, Diagnostics& diags) {
   });
 }
 
+// i32 arithmetic on sizes and literals alone that left the type once the sizes were bound
+// (`0..n * m` at n = m = 46341): the fold refuses it (foldBinary), and the device would compute it
+// in 32 bits (undefined in C; NVRTC folded it negative) while the reference computed it in 64.
+// Such an expression is an error at its operator; only the innermost one is reported.
+static std::string decimal(__int128 v) {
+  if (v < 0) return "-" + decimal(-v);
+  std::string s;
+  do s.insert(s.begin(), char('0' + int(v % 10))); while ((v /= 10) != 0);
+  return s;
+}
+
+static void checkConstantOverflow(const Expr& e, Diagnostics& diags) {
+  visitExprs(e, [&](const Expr& x) {
+    if (!isInteger(x->type) || x->type == ScalarType::Bool) return;
+    auto isConst = [&](int i) { return x->operands[i]->kind == ExprKind::IntImm; };
+    __int128 value = 0;
+    if (x->kind == ExprKind::Binary && !isComparison(x->binaryOp) && !isLogical(x->binaryOp) && isConst(0) &&
+        isConst(1)) {
+      const __int128 a = x->operands[0]->intValue, b = x->operands[1]->intValue;
+      switch (x->binaryOp) {
+        case BinaryOp::Add: value = a + b; break;
+        case BinaryOp::Sub: value = a - b; break;
+        case BinaryOp::Mul: value = a * b; break;
+        default:  // floor / and %: only INT64_MIN / -1 leaves 64 bits; a zero divisor is checkDivisors'
+          if (b == 0) return;
+          value = -a;
+      }
+    } else if ((x->kind == ExprKind::Unary && x->unaryOp == UnaryOp::Neg) ||
+               (x->kind == ExprKind::Call && x->mathFn == MathFn::Abs)) {
+      if (!isConst(0)) return;
+      value = -__int128(x->operands[0]->intValue);
+    } else {
+      return;
+    }
+    diags.error(x->loc, fmt::format("'{}' is {} with these sizes, which does not fit in {} (sizes, loop indices and "
+                                    "the integer arithmetic on them are {}: a bound or an index must not overflow)",
+                                    printExpr(x, nullptr), decimal(value), typeName(x->type), typeName(x->type)));
+  });
+}
+
+// Loop indices are i32: each loop's bounds, over the values of the loops around it, must stay in
+// i32 (`j in 0..i + n` at n = 2^31 - 1 would run j past it). Reduction loops are checked with
+// the nest's loops and the enclosing reductions' in scope; ranges that read arrays are data.
+static void checkLoopRanges(const std::vector<Loop>& loops, LoopScope& scope, Diagnostics& diags);
+
+static void checkReductionRanges(const Expr& e, LoopScope& scope, Diagnostics& diags) {
+  if (!e) return;
+  if (e->kind == ExprKind::Reduce) {
+    const size_t depth = scope.size();
+    checkLoopRanges(e->loops, scope, diags);
+    for (const Expr& o : e->operands) checkReductionRanges(o, scope, diags);
+    scope.resize(depth);
+    return;
+  }
+  for (const Expr& o : e->operands) checkReductionRanges(o, scope, diags);
+}
+
+static void checkLoopRanges(const std::vector<Loop>& loops, LoopScope& scope, Diagnostics& diags) {
+  for (const Loop& l : loops) {
+    for (const Expr& bound : {l.lo, l.hi}) {
+      checkReductionRanges(bound, scope, diags);
+      if (isRangeRead(bound)) continue;
+      std::optional<Interval> r = rangeOf(bound, scope);
+      if (r && !r->empty() && (r->lo < INT32_MIN || r->hi > INT32_MAX))
+        diags.error(bound->loc, fmt::format("the bound '{}' of '{}' reaches {} with these sizes, beyond i32 (loop "
+                                            "indices are i32)",
+                                            printExpr(bound, nullptr), l.name, r->hi > INT32_MAX ? r->hi : r->lo));
+    }
+    scope.push_back(&l);
+  }
+}
+
 std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diagnostics& diags) {
   int errorsBefore = diags.errorCount();
   std::vector<std::string> sizeNames;
@@ -273,6 +347,23 @@ std::optional<Kernel> bindSizes(const Kernel& k, const SizeBindings& sizes, Diag
     for (Stmt& s : n.body) {
       for (Expr& i : s.indices) checkDivisors(i = substituteSizes(i, values), diags);
       checkDivisors(s.value = substituteSizes(s.value, values), diags);
+    }
+  }
+  if (diags.errorCount() != errorsBefore) return std::nullopt;
+  for (const LoopNest& n : r.nests) {
+    for (const Loop& l : n.loops) checkConstantOverflow(l.lo, diags), checkConstantOverflow(l.hi, diags);
+    for (const Stmt& s : n.body) {
+      for (const Expr& i : s.indices) checkConstantOverflow(i, diags);
+      checkConstantOverflow(s.value, diags);
+    }
+  }
+  if (diags.errorCount() != errorsBefore) return std::nullopt;
+  for (const LoopNest& n : r.nests) {
+    LoopScope scope;
+    checkLoopRanges(n.loops, scope, diags);
+    for (const Stmt& s : n.body) {
+      for (const Expr& i : s.indices) checkReductionRanges(i, scope, diags);
+      checkReductionRanges(s.value, scope, diags);
     }
   }
   if (diags.errorCount() != errorsBefore) return std::nullopt;

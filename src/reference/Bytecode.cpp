@@ -252,6 +252,9 @@ class Compiler {
       case BinaryOp::Or: RTCG_ASSERT(false, "logical ops handled above");
     }
     emit(code, o, dst, ra, rb, site);
+    // f32 arithmetic is IEEE f32 (docs/language.md 6.2), but for the product that forms a sum's
+    // term: the device fuses it with the accumulation (FMA), and the sum is exact in double here.
+    if (e->type == ScalarType::F32 && !isComparison(op) && e.get() != fusedProduct_) emit(code, Op::FToF32, dst, dst);
     return dst;
   }
 
@@ -279,6 +282,9 @@ class Compiler {
         case MathFn::Pow: two(Op::FPow); break;
         case MathFn::Fma: emit(code, Op::FFma, dst, r[0], r[1], r[2]); break;
       }
+      // f32 results are f32 values (min, max, abs and floor of one are already).
+      if (e->type == ScalarType::F32 && fn != MathFn::Min && fn != MathFn::Max && fn != MathFn::Abs && fn != MathFn::Floor)
+        emit(code, Op::FToF32, dst, dst);
       return dst;
     }
     switch (fn) {
@@ -340,7 +346,15 @@ class Compiler {
     int dot = tryDot(e, acc, code);
     emit(code, Op::Move, acc, identity);
     auto loops = openLoops(e->loops, code, e);
-    int32_t v = expr(e->operands[0], code);
+    // A float sum accumulates in double, in loop order: more exact than any order of the device's,
+    // with which it is compared under a tolerance. Its term's top product is not rounded (binary).
+    const ExprNode* outerFused = fusedProduct_;
+    const Expr& term = e->operands[0];
+    fusedProduct_ = e->reduceOp == ReduceOp::Sum && term->kind == ExprKind::Binary && term->binaryOp == BinaryOp::Mul
+                        ? term.get()
+                        : nullptr;
+    int32_t v = expr(term, code);
+    fusedProduct_ = outerFused;
     emit(code, combine, acc, acc, v);
     closeLoops(loops, code);
     if (dot >= 0) out_.dots[dot].skipPc = here(code);
@@ -593,6 +607,7 @@ class Compiler {
   std::vector<std::pair<std::string, int32_t>> scope_;
   std::set<int> claimed_;  // the nest being compiled's (CompiledNest::claimed)
   SourceLoc stmtLoc_;
+  const ExprNode* fusedProduct_ = nullptr;  // the product that forms the term of the sum being compiled
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "schedule/Domain.h"
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <cctype>
 #include <cstdlib>
@@ -258,10 +259,42 @@ std::vector<int64_t> partExtents(const IndexSchedule& s, int64_t extent) {
     int64_t f = s.parts[p].factor.value_or(1);
     RTCG_ASSERT(f > 0, "partExtents needs positive factors");
     ext[p] = f;
-    inner *= f;
+    // Saturated: four factors of 65536 multiplied to 0 in 64 bits (a division by zero below, the
+    // planner's SIGFPE). indexPointsProblem refuses any product this large.
+    if (__builtin_mul_overflow(inner, f, &inner) || inner > kMaxSaturatedPoints) inner = kMaxSaturatedPoints;
   }
   if (!ext.empty()) ext[0] = std::max<int64_t>(1, (extent + inner - 1) / inner);
   return ext;
+}
+
+std::optional<std::string> indexPointsProblem(const IndexSchedule& s, const IndexRange& hull) {
+  const std::vector<int64_t> ext = partExtents(s, std::max<int64_t>(1, hull.extent()));
+  int64_t points = 1;
+  for (int64_t e : ext)
+    if (__builtin_mul_overflow(points, e, &points)) points = kMaxSaturatedPoints;
+  const int64_t last = hull.lo + std::min(points, kMaxSaturatedPoints) - 1;
+  if (points <= INT32_MAX && last <= INT32_MAX) return std::nullopt;
+  std::vector<std::string> factors;
+  for (int64_t e : ext) factors.push_back(std::to_string(e));
+  return fmt::format("the parts of '{}' cover {}{} points ({}), but an index and the counters of its parts are "
+                     "32-bit integers in the emitted code: at most 2^31 - 1 points{}",
+                     s.index, points >= kMaxSaturatedPoints ? "more than " : "",
+                     points >= kMaxSaturatedPoints ? kMaxSaturatedPoints : points, fmt::join(factors, " x "),
+                     points <= INT32_MAX ? fmt::format(", up to the value 2^31 - 1 (from {}, the last would be {})",
+                                                       hull.lo, last)
+                                         : "");
+}
+
+std::optional<std::string> factorProductProblem(const Schedule& s) {
+  for (size_t n = 0; n < s.nests.size(); ++n)
+    for (const IndexSchedule& is : s.nests[n].indices) {
+      bool usable = !is.parts.empty();
+      for (size_t p = 1; p < is.parts.size(); ++p) usable = usable && is.parts[p].factor && *is.parts[p].factor > 0;
+      if (!usable) continue;  // planning says what is wrong with it
+      if (std::optional<std::string> why = indexPointsProblem(is, IndexRange{0, 0}))
+        return s.nests.size() > 1 ? fmt::format("nest {}: {}", n, *why) : *why;
+    }
+  return std::nullopt;
 }
 
 }  // namespace rtcg

@@ -52,8 +52,19 @@ std::optional<double> meanTripCount(const Kernel& k, int nest, const Loop& loop)
 std::optional<double> domainPoints(const Kernel& k, int nest);
 
 // Extent of each part of an index of extent `extent` (the first part covers the rest; its extent
-// is at least 1). Factors must be positive.
+// is at least 1). Factors must be positive. Their product saturates at kMaxSaturatedPoints (no
+// overflow, however large the factors): indexPointsProblem refuses such clauses.
+constexpr int64_t kMaxSaturatedPoints = int64_t(1) << 62;
 std::vector<int64_t> partExtents(const IndexSchedule& s, int64_t extent);
+
+// Why the parts of clause `s` cover more points than the emitted code can count (nullopt: they do
+// not): an index and the counters of its parts are 32-bit integers, so the points (the product of
+// the part extents) must be at most 2^31 - 1, and the last one, hull.lo + points - 1, too. A
+// `serial 2147483648` part wrapped its int counter: the loop never ended and stored out of bounds.
+std::optional<std::string> indexPointsProblem(const IndexSchedule& s, const IndexRange& hull);
+// The part of indexPointsProblem that holds for every kernel (the product of a clause's factors
+// alone), for schedules met without their kernel: a tuning database's imported rows.
+std::optional<std::string> factorProductProblem(const Schedule& s);
 
 // Every Reduce expression reachable from `e` (pre-order, outer reductions first).
 void collectReductions(const Expr& e, std::vector<Expr>& out);

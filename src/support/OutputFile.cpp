@@ -49,7 +49,14 @@ std::string resolveOutputPath(const std::string& path) {
   fs::path p(path);
   for (int links = 0; links < 40; ++links) {
     std::error_code ec;
-    if (!fs::is_symlink(fs::symlink_status(p, ec))) return p.string();
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p.string();
+    // The kernel's protected-symlink rule, which a resolve-then-rename sidesteps: a link planted by
+    // another user (in a shared sticky /tmp) must not redirect this run's output onto any file.
+    if (st.st_uid != ::geteuid())
+      cannotWrite(path, fmt::format("'{}' is a symbolic link owned by another user (uid {}), which rtcg does not "
+                                    "follow; remove it or name its target",
+                                    p.string(), st.st_uid));
     fs::path target = fs::read_symlink(p, ec);
     if (ec) return p.string();
     p = target.is_absolute() ? target : p.parent_path() / target;
@@ -70,8 +77,9 @@ void writeOutputFile(const std::string& path, std::string_view data) {
   int fd = createTemporary(dir, target.filename().string(), mode, temp);
   if (fd < 0) cannotWrite(path, std::strerror(errno));
   bool ok = writeAll(fd, data) && ::fsync(fd) == 0;
-  // A replaced file keeps its permissions (ownership is the writer's, as with any new file).
-  if (ok && exists) ok = ::fchmod(fd, st.st_mode & 07777) == 0;
+  // A replaced file keeps its permissions (ownership is the writer's, as with any new file), less
+  // the set-user-id and set-group-id bits: with the owner changed they would grant the writer's id.
+  if (ok && exists) ok = ::fchmod(fd, st.st_mode & 01777 & ~mode_t(S_ISUID | S_ISGID)) == 0;
   int err = errno;
   if (::close(fd) != 0 && ok) ok = false, err = errno;
   if (ok && ::rename(temp.c_str(), target.c_str()) != 0) ok = false, err = errno;

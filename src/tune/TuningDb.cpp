@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "runtime/StateDirs.h"
+#include "schedule/Domain.h"
 #include "schedule/Schedule.h"
 #include "support/Error.h"
 
@@ -820,6 +821,11 @@ CandidateRecord importedCandidate(const nlohmann::json& jc, const TuningKey& key
   // A verified candidate may become the kernel's best: its schedule must at least parse.
   if (ScheduleParseResult parsed = parseSchedule(c.schedule); verified && !parsed.ok())
     throw Error(fmt::format("{}: the schedule does not parse (column {}: {})", where, parsed.column, parsed.error));
+  // The database has no kernel to plan a schedule for, but a clause whose factors alone cover more
+  // points than the emitted code counts cannot plan for any kernel (it crashed the planner).
+  if (ScheduleParseResult parsed = parseSchedule(c.schedule); verified && parsed.ok())
+    if (std::optional<std::string> why = factorProductProblem(*parsed.schedule))
+      throw Error(fmt::format("{}: the schedule cannot plan for any kernel: {}", where, *why));
   c.reason = jc.value("reason", std::string());
   c.medianMs = numberField(jc, where, "medianMs", 0, verified, std::nullopt);
   c.relativeError = numberField(jc, where, "relativeError", 0, false, 0.0);

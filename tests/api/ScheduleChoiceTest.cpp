@@ -162,6 +162,31 @@ TEST(ScheduleChoice, StoredScheduleThatNoLongerPlansIsSkipped) {
   EXPECT_NE(c.all().find("rtcg: warning: matmul: the stored schedule"), std::string::npos) << c.all();
 }
 
+// Issue 40, 2: a stored row whose factors multiply past 64 bits (written by an rtcg before the
+// import refused it) crashed the planner (SIGFPE) in every application that met it; it is now
+// skipped with a warning, and such a row is no longer imported.
+TEST(ScheduleChoice, StoredScheduleWhoseFactorsOverflowIsSkippedAndNotImported) {
+  TempDir dir;
+  const std::string overflow = "i: grid.y, serial 65536, serial 65536, serial 65536, serial 65536; j: grid.x; k: serial";
+  std::string json;
+  {
+    TuningDb db(dir.file("t.sqlite"));
+    db.record(matmulKey(64), verified(overflow, 0.5));
+    json = db.exportJson();
+  }
+  Chosen c = choose(64, dir.file("t.sqlite"));
+  EXPECT_EQ(c.choice.origin, "default");
+  EXPECT_NE(c.all().find("rtcg: warning: matmul: the stored schedule '" + overflow), std::string::npos) << c.all();
+  EXPECT_NE(c.all().find("at most 2^31 - 1 points"), std::string::npos) << c.all();
+  TuningDb other(dir.file("other.sqlite"));
+  try {
+    other.importJson(json);
+    ADD_FAILURE() << "imported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the schedule cannot plan for any kernel"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ScheduleChoice, StoredScheduleIsUsedAndNamed) {
   TempDir dir;
   std::string def = defaultText();

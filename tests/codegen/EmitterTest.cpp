@@ -415,3 +415,32 @@ TEST(Emitter, TileOfExactly48KiBBesideTheLastBlockFlagIsDynamic) {
   EXPECT_EQ(m.launches[0].dynamicSharedBytes, 49152u) << m.source.substr(0, 3000);
   EXPECT_TRUE(contains(m.source, "extern __shared__")) << m.source.substr(0, 3000);
 }
+
+// Issue 40, 4: a product whose value reaches a comparison, a conversion to an integer or floor is
+// written __fmul_rn, which NVRTC never fuses into an FMA (fused, 0.7f * 10.0f - 7.0f is -1.2e-7
+// instead of 0, and the comparison flips against the reference's f32 arithmetic); through a let too.
+// Products elsewhere, and a sum's terms, contract as before (matmul's code is unchanged).
+TEST(Emitter, ProductsThatReachADiscontinuityAreNotContracted) {
+  const std::string src = R"(kernel k(n: int, x: f32[n], w: f64[n], out a: i32[n], out b: i32[n], out y: f32[n],
+                                       out z: i64[n]) {
+    for i in 0..n {
+      let t = x[i] * 10.0;
+      a[i] = i32(x[i] * 10.0 - 7.0);
+      b[i] = select(t - 7.0 >= 0.0, 1, 0);
+      y[i] = x[i] * 10.0 + 1.0;
+      z[i] = i64(floor(w[i] * 3.0 + 1.0));
+    }
+  })";
+  Diagnostics diags;
+  auto prog = parseProgram("k.rtcg", src, diags);
+  ASSERT_TRUE(prog) << diags.render("k.rtcg", src);
+  auto bound = bindSizes(prog->kernels[0], {{"n", 100}}, diags);
+  ASSERT_TRUE(bound);
+  EmittedModule m = emitAndCompile(*bound, defaultSchedule(*bound));
+  EXPECT_TRUE(contains(m.source, "const float t = __fmul_rn(")) << m.source;
+  EXPECT_TRUE(contains(m.source, "a[i] = (int)(__fmul_rn(")) << m.source;
+  EXPECT_TRUE(contains(m.source, "__dmul_rn(w[i], 3.0)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "y[i] = x[i] * 10.0f + 1.0f;")) << m.source;
+  EmittedModule mm = emitCuda(matmul(100), defaultSchedule(matmul(100)));
+  EXPECT_FALSE(contains(mm.source, "_rn(")) << mm.source;
+}

@@ -45,6 +45,10 @@ void __syncthreads();  // the block's barrier (the runtime's)
 void rtcg_emu_warp_sync();  // this thread's warp's barrier: the lanes' exchanges (shuffles, mma)
 inline void __syncwarp(unsigned int = 0xffffffffu) { rtcg_emu_warp_sync(); }
 
+// Products the emitter keeps out of fused multiply-adds (EmitContext::exactProducts): rounded once.
+inline float __fmul_rn(float a, float b) { volatile float p = a * b; return p; }
+inline double __dmul_rn(double a, double b) { volatile double p = a * b; return p; }
+
 inline float __int_as_float(int bits) {
   float f;
   std::memcpy(&f, &bits, sizeof f);

@@ -36,7 +36,9 @@ const std::vector<Kernel>& kernels() {
       boundExample("matmul.rtcg", {{"n", 37}}), boundExample("dot.rtcg", {{"n", 1003}}),
       boundExample("gemv.rtcg", {{"m", 45}, {"n", 70}}), boundExample("transpose.rtcg", {{"m", 33}, {"n", 65}}),
       boundExample("dg_lift.rtcg", {{"K", 37}, {"Np", 20}, {"Nfp", 5}}),
-      boundExample("batched_matmul.rtcg", {{"nb", 37}, {"n", 16}})};
+      boundExample("batched_matmul.rtcg", {{"nb", 37}, {"n", 16}}),
+      // Index ranges at the end of i32: a clause's last point must stay below 2^31.
+      boundExample("axpby.rtcg", {{"n", 2147483647}}), boundExample("matmul.rtcg", {{"n", 46340}})};
   return ks;
 }
 

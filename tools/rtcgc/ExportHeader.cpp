@@ -96,9 +96,35 @@ inline std::string checkArray(const char* kernel, const char* name, CUdeviceptr 
 #endif  // RTCG_EXPORT_COMMON_V1
 )rtcg";
 
+// A name of the header that could mean something else where it is compiled gets a trailing `_`
+// (a C++ keyword or another reserved word of the emitter, a name the header uses), or a leading
+// `v_` when its prefix is the risk: the CUDA driver API's (cuLaunchKernel, CUstream, CUDA_SUCCESS:
+// a parameter of that name hides what the header calls) or the implementation's (a leading _).
+// Macros of other names (errno, NULL, EOF, offsetof) are undefined around the class instead
+// (withoutMacros), whatever headers came before.
 std::string cName(const std::string& name, const std::set<std::string>& taken) {
-  std::string out = name;
+  auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
+  std::string out = starts("cu") || starts("CU") || starts("_") ? "v_" + name : name;
   while (emit::reservedWords().count(out) || taken.count(out)) out += "_";
+  return out;
+}
+
+// `body` with every name in `names` kept from expanding as a macro: pushed, undefined, and popped
+// after it (#pragma push_macro: GCC, Clang, MSVC and NVCC's host compilers).
+std::string withoutMacros(const std::set<std::string>& names, const std::string& body) {
+  std::string before, after;
+  for (const std::string& n : names) {
+    before += fmt::format("#pragma push_macro(\"{0}\")\n#undef {0}\n", n);
+    after += fmt::format("#pragma pop_macro(\"{}\")\n", n);
+  }
+  return before + body + after;
+}
+
+// A file name for a comment line: printable ASCII, anything else (a newline that would end the
+// comment) as \xNN.
+std::string commentText(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) out += c >= 0x20 && c < 0x7f ? std::string(1, char(c)) : fmt::format("\\x{:02x}", c);
   return out;
 }
 
@@ -115,10 +141,14 @@ struct Names {
   std::vector<std::string> params;  // by Kernel::params index (empty for sizes)
 };
 
+std::string sizeName(const std::string& name) { return cName(name, {"sizes"}); }
+
 Names namesOf(const Kernel& k) {
   Names n;
+  // The members, and the locals of launch() that a parameter would hide (`e`, `args`, `f`, `l`, `r`).
   std::set<std::string> taken{"load", "launch", "detail", "kLaunches", "kImages", "module_", "functions_",
-                              "launches_", "std", "rtcg_export", "kernelName", "sizes"};
+                              "launches_", "std", "rtcg_export", "kernelName", "sizes", "e", "args", "f", "l",
+                              "r"};
   n.cls = cName(k.name, taken);
   taken.insert(n.cls);
   for (size_t i = 0; i < k.numSignatureParams(); ++i) {  // the locals are module memory, no argument
@@ -213,7 +243,7 @@ std::string classBody(const Kernel& k, const std::vector<ExportedImage>& images,
                                 k.name);
   out += "  struct sizes {\n";
   for (const auto& [name, value] : k.sizes)
-    out += fmt::format("    static constexpr long long {} = {};\n", cName(name, {"sizes"}), value);
+    out += fmt::format("    static constexpr long long {} = {};\n", sizeName(name), value);
   out += "  };\n\n";
   out += fmt::format("  {0}() = default;\n  {0}(const {0}&) = delete;\n  {0}& operator=(const {0}&) = delete;\n"
                      "  ~{0}() {{\n    if (module_) cuModuleUnload(module_);\n  }}\n\n",
@@ -250,8 +280,8 @@ std::string exportHeader(const Kernel& k, const std::vector<ExportedImage>& imag
       "//   rtcg_export::{} k;\n"
       "//   std::string error = k.load(\"DIR\");  // in a current CUDA context\n"
       "//   if (error.empty()) error = k.launch(..., stream);\n",
-      k.name, fmt::join(sizes, " "), origin, n.cls);
-  for (const ExportedImage& i : images) out += fmt::format("// {}: {}, schedule: {}\n", i.arch, i.cubinFile, i.schedule);
+      k.name, fmt::join(sizes, " "), commentText(origin), n.cls);
+  for (const ExportedImage& i : images) out += fmt::format("// {}: {}, schedule: {}\n", i.arch, i.cubinFile, commentText(i.schedule));
   const bool locals = k.numSignatureParams() < k.params.size();
   if (locals)
     out += "// The kernel's local arrays are module-global memory: two launches of one loaded object must\n"
@@ -265,7 +295,12 @@ std::string exportHeader(const Kernel& k, const std::vector<ExportedImage>& imag
   out += "#pragma once\n\n#include <cuda.h>\n\n#include <fstream>\n#include <iterator>\n#include <string>\n"
          "#include <type_traits>\n\n";
   out += kCommon;
-  out += "\nnamespace rtcg_export {\n\n" + classBody(k, images, n) + "\n}  // namespace rtcg_export\n";
+  std::set<std::string> identifiers{n.cls, n.stream};
+  for (const std::string& p : n.params)
+    if (!p.empty()) identifiers.insert(p);
+  for (const auto& [name, value] : k.sizes) identifiers.insert(sizeName(name));
+  out += "\n" + withoutMacros(identifiers, "namespace rtcg_export {\n\n" + classBody(k, images, n) +
+                                               "\n}  // namespace rtcg_export\n");
   return out;
 }
 

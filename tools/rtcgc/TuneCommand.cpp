@@ -666,7 +666,7 @@ TuneCommand addTuneCommand(CLI::App& app) {
                                            "each listed once";
           },
           "LIST"));
-  cmd->add_option("--seed", a.seed, "random seed for inputs and sampling (default 1)");
+  cmd->add_option("--seed", a.seed, "random seed for inputs and sampling (default 1)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--precision", a.precision,
                   "tensor-core arithmetic f32 contractions may use: ieee (default: none; f64 contractions may use "
                   "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy)")

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -216,6 +217,21 @@ void setScalars(const Kernel& k, HostArgs& args, const RunArgs& r) {
     auto it = given.find(param.name);
     double value = isFloat(param.type) ? std::uniform_real_distribution<double>(-1, 1)(rng)
                                        : double(std::uniform_int_distribution<int>(1, 8)(rng));
+    if (it != given.end() && isInteger(param.type)) {
+      // Exactly, in 64 bits: through strtod, 2^53 + 1 became 2^53 silently.
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(it->second.c_str(), &end, 10);
+      if (end == it->second.c_str() || *end || errno == ERANGE ||
+          (param.type == ScalarType::I32 && (v < INT32_MIN || v > INT32_MAX))) {
+        fmt::print(stderr, "rtcgc: error: scalar '{}' needs an integer of type {}, got '{}'\n", param.name,
+                   typeName(param.type), it->second);
+        throw Fail{kUsage};
+      }
+      given.erase(it);
+      args.setScalarInt(param.name, v);
+      continue;
+    }
     if (it != given.end()) {
       char* end = nullptr;
       value = std::strtod(it->second.c_str(), &end);
@@ -437,6 +453,9 @@ int runMain(int argc, char** argv);
 // A command that printed to a full or closed standard output failed, whatever it returned (`emit >
 // /dev/full` exited 0, `db export > /dev/full` died as an internal error in fmt::print).
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process, so
+  // the writers' cleanup runs (temporaries, export staging directories) and the error is reported.
+  std::signal(SIGXFSZ, SIG_IGN);
   int code = runMain(argc, argv);
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
     fmt::print(stderr, "rtcgc: error: cannot write to standard output: {}\n", std::strerror(errno ? errno : EIO));
@@ -465,7 +484,9 @@ int runMain(int argc, char** argv) {
   addCommon(emitCmd, common);
   emitCmd->add_option("-s,--schedule", emit.schedule, "schedule text (default: the default schedule)");
   addPrecision(emitCmd, common);
-  emitCmd->add_option("-o,--output", emit.output, "output file (default: standard output)");
+  emitCmd->add_option("-o,--output", emit.output, "output file (default: standard output)")
+      ->check(CLI::Validator([](std::string& p) { return p.empty() ? std::string("an empty file name") : std::string(); },
+                             "FILE"));
   emitCmd->add_flag("--ptx", emit.ptx, "emit PTX compiled by NVRTC");
   emitCmd->add_flag("--cubin", emit.cubin, "emit a cubin compiled by NVRTC (needs -o)");
   emitCmd->add_flag("--resources", emit.resources, "print registers, shared and local memory per function");
@@ -482,7 +503,7 @@ int runMain(int argc, char** argv) {
   CLI::App* runCmd = app.add_subcommand("run", "run on random inputs: --cpu on the reference executor, else on the GPU");
   addCommon(runCmd, common);
   runCmd->add_flag("--cpu", run.cpu, "run the CPU reference executor and print checksums");
-  runCmd->add_option("--seed", run.seed, "random seed for the inputs (default 1)");
+  runCmd->add_option("--seed", run.seed, "random seed for the inputs (default 1)")->check(CLI::NonNegativeNumber);
   runCmd->add_option("-s,--schedule", run.schedule, "schedule text (default: the default schedule)");
   addPrecision(runCmd, common);
   runCmd->add_option("-S,--scalar", run.scalars, "set a scalar parameter: -S alpha=2.5 (default random)");
