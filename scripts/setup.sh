@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Installs what rtcg needs on Debian 12 (the CUDA 13 toolkit with NVRTC is assumed present in
+# Installs what rtcg needs on Debian 12 (OpenMPI for rtcgc's optional MPI mode and its tests) (the CUDA 13 toolkit with NVRTC is assumed present in
 # /usr/local/cuda). Idempotent: does nothing when every package is already installed.
 set -euo pipefail
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev re2c bison libfmt-dev nlohmann-json3-dev
           libcli11-dev libsqlite3-dev libgtest-dev libgmock-dev libclang-14-dev libclang-cpp14-dev
-          llvm-14-dev)
+          llvm-14-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
