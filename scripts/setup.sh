@@ -47,6 +47,11 @@ if command -v "$python" >/dev/null; then
     "$pyenv/bin/python" -m pip install -q --upgrade nanobind scikit-build-core pytest numpy ||
       echo "setup: warning: pip could not install them: the Python package is not built or tested" >&2
   fi
+  # mpi4py for the test of rtcg.tune under mpiexec (python/tests/test_mpi.py; skipped without it).
+  if [[ -x "$pyenv/bin/python" ]] && command -v mpicc >/dev/null && ! "$pyenv/bin/python" -c "import mpi4py" 2>/dev/null; then
+    echo "setup: installing mpi4py into $pyenv"
+    "$pyenv/bin/python" -m pip install -q mpi4py || echo "setup: warning: pip could not install mpi4py" >&2
+  fi
 else
   echo "setup: no $python: the Python package is not built" >&2
 fi

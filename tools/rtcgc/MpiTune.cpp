@@ -30,6 +30,7 @@
 #include "support/Error.h"
 #include "support/InputFile.h"
 #include "tune/ResultJson.h"
+#include "tune/ServedWorker.h"
 #include "tune/TuningKeyFor.h"
 #include "tune/WorkerProcess.h"
 #include "tune/WorkerProtocol.h"
@@ -454,17 +455,9 @@ class RemoteRank : public RemoteMeasurer {
 
   MeasureOutcome measure(const worker::CandidateMessage& candidate) override {
     comm_.send(rank_, kCandidate, worker::encode(candidate));
-    std::vector<std::string> parts = unpack(await(kOutcome));
-    json head = json::parse(parts.at(0));
-    size_t consumed = 0;
-    std::optional<worker::Message> result = worker::decode(parts.at(1), consumed);
-    if (!result || !std::holds_alternative<worker::ResultMessage>(*result))
-      throw Error(fmt::format("{} sent an outcome without a result", name_));
-    MeasureOutcome o;
-    o.status = *parseStatus(head["status"].get<std::string>());
-    o.reason = head["reason"].get<std::string>();
-    o.result = std::get<worker::ResultMessage>(*result);
-    restarts_ = head["restarts"].get<int>();
+    int restarts = 0;
+    MeasureOutcome o = decodeOutcome(await(kOutcome), &restarts);
+    restarts_ = restarts;
     return o;
   }
   std::string name() const override { return name_; }
@@ -560,72 +553,36 @@ int leadSearch(const TuneArgs& a, Comm& comm, Ranks& ranks, const Identity& mine
   return code;
 }
 
-// A temporary file for the reference outputs a rank receives.
-std::string writeTemporary(const std::string& bytes) {
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string path = fmt::format("{}/rtcg-mpi-reference-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  int fd = ::mkostemp(path.data(), O_CLOEXEC);
-  if (fd < 0) throw Error(fmt::format("cannot create a temporary file for the reference outputs: {}", std::strerror(errno)));
-  size_t at = 0;
-  while (at < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(path.c_str());
-      throw Error(fmt::format("cannot write the reference outputs to '{}': {}", path, std::strerror(errno)));
-    }
-    at += size_t(n);
-  }
-  ::close(fd);
-  return path;
-}
-
 // Another rank: a measuring worker on its GPU, set up as rank 0 says, measuring what rank 0 sends.
 int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine) {
   StateReporter reporter(comm, nullptr);
-  std::unique_ptr<WorkerProcess> worker;
-  std::string referencePath;
+  std::unique_ptr<ServedWorker> worker;
   int64_t measured = 0;
-  auto cleanUp = [&] {
-    worker.reset();
-    if (!referencePath.empty()) ::unlink(referencePath.c_str());
-  };
   for (;;) {
     std::optional<Received> m;
     while (!(m = comm.tryReceive(0, MPI_ANY_TAG))) std::this_thread::sleep_for(kPoll);
     if (m->tag == kEnd) {
-      cleanUp();
+      worker.reset();
       return json::parse(m->bytes)["lost"].get<bool>() ? -1 : 0;
     }
     if (m->tag == kSetup) {
       std::string error;
       try {
         std::vector<std::string> parts = unpack(m->bytes);
-        size_t consumed = 0;
-        std::optional<worker::Message> frame = worker::decode(parts.at(0), consumed);
-        if (!frame || !std::holds_alternative<worker::SetupMessage>(*frame)) throw Error("rank 0 sent no setup");
-        worker::SetupMessage setup = std::get<worker::SetupMessage>(*frame);
-        referencePath = writeTemporary(parts.at(1));
-        setup.referencePath = referencePath;
-        setup.deviceOrdinal = mine.ordinal;
-        reporter.set({{"what", "setting up " + setup.kernel}});
-        worker = std::make_unique<WorkerProcess>(findWorker(a.worker), setup, WorkerTimeouts{},
-                                                 [&](const std::string& line) {
-                                                   fmt::print(stderr, "rtcgc tune: [rank {}] {}\n", comm.rank(), line);
-                                                 });
-        reporter.set({{"what", "measuring " + setup.kernel}, {"measured", measured}});
+        reporter.set({{"what", "setting up"}});
+        worker = std::make_unique<ServedWorker>(parts.at(0), parts.at(1), mine.ordinal, a.worker,
+                                                [&](const std::string& line) {
+                                                  fmt::print(stderr, "rtcgc tune: [rank {}] {}\n", comm.rank(), line);
+                                                });
+        reporter.set({{"what", "measuring " + worker->setup().kernel}, {"measured", measured}});
       } catch (const std::exception& e) {
         error = e.what();
       }
       comm.send(0, kSetupReply, json{{"error", error}}.dump());
     } else if (m->tag == kCandidate && worker) {
-      size_t consumed = 0;
-      std::optional<worker::Message> frame = worker::decode(m->bytes, consumed);
-      MeasureOutcome o = worker->measure(std::get<worker::CandidateMessage>(*frame));
+      comm.send(0, kOutcome, worker->measure(m->bytes));
       ++measured;
-      json head = {{"status", statusName(o.status)}, {"reason", o.reason}, {"restarts", worker->restarts()}};
-      comm.send(0, kOutcome, pack({head.dump(), worker::encode(o.result)}));
-      reporter.set({{"what", "measuring"}, {"measured", measured}});
+      reporter.set({{"what", "measuring " + worker->setup().kernel}, {"measured", measured}});
     }
   }
 }

@@ -13,6 +13,7 @@
 
 #include "ManifestTune.h"
 #include "runtime/Device.h"
+#include "tune/TestDevice.h"
 #include "tune/Tuner.h"
 
 constexpr double kDefaultTuneTimeLimit = 300;  // seconds
@@ -65,13 +66,6 @@ std::string timeLimitLine(const TuneArgs& a);
 
 // Adds the `tune` subcommand to `app`.
 TuneCommand addTuneCommand(CLI::App& app);
-
-// $RTCG_TEST_DEVICE="NAME,ARCH,MULTIPROCESSORS" (e.g. "Fake GPU,sm_90,132"): the properties of
-// a stand-in device (the typical device of ARCH, schedule/DeviceModels.h, with that name and
-// count) on which searches run without a GPU, measured by the worker --worker names (the test
-// suite's fake worker): tests of the MPI mode on machines without GPUs. Nullptr when unset;
-// throws rtcg::Error for a malformed value.
-std::shared_ptr<const rtcg::cuda::DeviceProperties> testDeviceFromEnv();
 
 // One kernel of a --manifest to tune: what Context::compile looks up.
 struct ManifestKey {
