@@ -2,10 +2,8 @@
 // dealt out by rank 0, and a single search measured by every rank's GPU.
 #include "MpiTune.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <mpi.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,14 +11,11 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <map>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "ExitCodes.h"
