@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Installs what rtcg needs on Debian 12 (the CUDA 13 toolkit with NVRTC is assumed present in
+# Installs what rtcg needs on Debian 12 (OpenMPI for rtcgc's optional MPI mode and its tests) (the CUDA 13 toolkit with NVRTC is assumed present in
 # /usr/local/cuda). Idempotent: does nothing when every package is already installed.
 set -euo pipefail
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev re2c bison libfmt-dev nlohmann-json3-dev
           libcli11-dev libsqlite3-dev libgtest-dev libgmock-dev libclang-14-dev libclang-cpp14-dev
-          llvm-14-dev)
+          llvm-14-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -46,6 +46,11 @@ if command -v "$python" >/dev/null; then
     echo "setup: installing nanobind scikit-build-core pytest numpy into $pyenv"
     "$pyenv/bin/python" -m pip install -q --upgrade nanobind scikit-build-core pytest numpy ||
       echo "setup: warning: pip could not install them: the Python package is not built or tested" >&2
+  fi
+  # mpi4py for the test of rtcg.tune under mpiexec (python/tests/test_mpi.py; skipped without it).
+  if [[ -x "$pyenv/bin/python" ]] && command -v mpicc >/dev/null && ! "$pyenv/bin/python" -c "import mpi4py" 2>/dev/null; then
+    echo "setup: installing mpi4py into $pyenv"
+    "$pyenv/bin/python" -m pip install -q mpi4py || echo "setup: warning: pip could not install mpi4py" >&2
   fi
 else
   echo "setup: no $python: the Python package is not built" >&2

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,6 +101,34 @@ struct TuneCandidate {
   double completedSeconds = 0;  // when it completed, seconds since the search started
 };
 
+// A measuring device of another process: another MPI rank's GPU, for rtcg.tune under mpiexec
+// (python/rtcg/_tune.py carries the bytes over mpi4py). `measure` takes a candidate as the worker
+// protocol's frame and returns its outcome as MeasuringWorker::measure does on that rank; it
+// throws rtcg::Error when the device is gone (the search stops).
+struct RemoteDevice {
+  std::string name;  // "rank 2 (node7, device 0)", for the log
+  std::function<std::string(const std::string& candidate)> measure;
+};
+
+// The other side: a measuring worker process on this process's device `deviceOrdinal`, set up
+// from a search's setup frame and reference outputs (the bytes TuneRequest::remoteDevices is
+// given), measuring the candidates the searching process sends. Throws NoDeviceError or
+// rtcg::Error when the worker cannot be started or set up.
+class MeasuringWorker {
+ public:
+  MeasuringWorker(const std::string& setup, const std::string& reference, int deviceOrdinal,
+                  const std::string& workerPath = "");
+  ~MeasuringWorker();  // ends the worker, removes the reference file
+  MeasuringWorker(const MeasuringWorker&) = delete;
+  MeasuringWorker& operator=(const MeasuringWorker&) = delete;
+  std::string measure(const std::string& candidate);  // the outcome's bytes (never throws for a candidate)
+  std::string device() const;                         // "NVIDIA H200 (sm_90)", as the worker reported
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 struct TuneRequest {
   std::string kernel;
   std::string fileName = "<string>";
@@ -116,6 +145,11 @@ struct TuneRequest {
   std::map<std::string, std::string> inputFiles;
   std::function<void(const TuningProgress&)> progress;  // after each candidate
   std::function<void(const std::string&)> log;          // search events
+  // Measuring devices of other processes beyond `devices` (an MPI job's other ranks), made once
+  // this process's worker is set up, from the setup frame and the reference outputs' bytes that a
+  // MeasuringWorker of theirs needs; `remoteDeviceCount` of them (the compile pool is sized for all).
+  std::function<std::vector<RemoteDevice>(const std::string& setup, const std::string& reference)> remoteDevices;
+  int remoteDeviceCount = 0;
 };
 
 struct TuneReport {
@@ -130,6 +164,7 @@ struct TuneReport {
   bool timeLimitReached = false;
   double wallSeconds = 0;
   std::string reference;                    // how candidates were verified
+  int devices = 1;                          // measuring devices (remote ones included)
 };
 
 // Searches the schedule space of the kernel on the GPU and records every candidate in the tuning

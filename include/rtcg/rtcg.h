@@ -102,6 +102,12 @@ struct CompileOptions {
   std::string fileName = "<string>";  // used in diagnostics
   Tuning tuning = Tuning::UseCached;
   PrecisionPolicy precision = PrecisionPolicy::Ieee;
+  // Read the tuning database as a snapshot that nobody writes meanwhile: no locks, nothing written
+  // (SQLite's immutable mode), so that the many ranks of an MPI application read one file at once,
+  // also on a network file system (docs/api.md, "Many ranks, one database"). The environment
+  // variable RTCG_TUNING_DB_SNAPSHOT=1 does the same for every open. A TuneOnFirstUse search then
+  // keeps its result nowhere.
+  bool tuningDbSnapshot = false;
   int tuneMaxCandidates = 64;         // for TuneOnFirstUse
   double tuneTimeLimitSeconds = 30;   // for TuneOnFirstUse
   // Receives compile()'s warnings ("rtcg: warning: ...": a cache or tuning database that cannot be

@@ -47,6 +47,7 @@ class TuneResult:
     time_limit_reached: bool = False
     wall_seconds: float = 0.0
     reference: str = ""
+    devices: int = 1  # measuring devices (under mpiexec: every rank's)
 
     @property
     def schedule(self) -> str | None:
@@ -109,9 +110,96 @@ def _input_files(inputs: Mapping | None, folder: str) -> dict[str, str]:
     return out
 
 
+# Tags of rtcg.tune's messages between MPI ranks.
+_SETUP, _CANDIDATE, _END = 3801, 3802, 3803
+
+
+def _mpi_world(mpi):
+    """mpi4py's COMM_WORLD when this process is one of several MPI ranks (mpi None: when a launcher
+    started it and mpi4py is installed; True: mpi4py must be there; False: never)."""
+    if mpi is False:
+        return None
+    if mpi is None and not any(os.environ.get(v) for v in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")):
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        if mpi:
+            raise
+        return None
+    return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+
+
+def _local_rank(comm) -> int:
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return node.Get_rank()
+    finally:
+        node.Free()
+
+
+def _remote_devices(comm):
+    """Rank 0's side: the other ranks as the search's remote devices (each a measuring worker on
+    its GPU, set up from this search's setup and reference outputs)."""
+
+    def measure_on(rank):
+        def measure(candidate: bytes) -> bytes:
+            comm.send(candidate, dest=rank, tag=_CANDIDATE)
+            ok, outcome = comm.recv(source=rank, tag=_CANDIDATE)
+            if not ok:
+                raise RuntimeError(f"rank {rank}: {outcome}")
+            return outcome
+
+        return measure
+
+    def make(setup: bytes, reference: bytes):
+        for rank in range(1, comm.Get_size()):
+            comm.send((setup, reference), dest=rank, tag=_SETUP)
+        devices, errors = [], []
+        for rank in range(1, comm.Get_size()):
+            ok, what = comm.recv(source=rank, tag=_SETUP)
+            if ok:
+                devices.append((f"rank {rank} ({what})", measure_on(rank)))
+            else:
+                errors.append(f"rank {rank}: {what}")
+        names = {d[0].split("(", 1)[1] for d in devices}
+        if errors or len(names) > 1:
+            raise RuntimeError("; ".join(errors) or "the ranks' devices differ (a search compares medians measured on "
+                               "all of them): " + ", ".join(d[0] for d in devices))
+        return devices
+
+    return make
+
+
+def _serve(comm, device: int, worker: str):
+    """Another rank's side: measure what rank 0's search sends until it ends; rank 0's result."""
+    from mpi4py import MPI
+
+    measuring = None
+    status = MPI.Status()
+    while True:
+        message = comm.recv(source=0, tag=MPI.ANY_TAG, status=status)
+        tag = status.Get_tag()
+        if tag == _END:
+            measuring = None
+            return message
+        try:
+            if tag == _SETUP:
+                measuring = native.MeasuringWorker(message[0], message[1], device, worker)
+                reply = (True, measuring.device)
+            else:
+                reply = (True, measuring.measure(message))
+        except Exception as e:  # rank 0 reports it and stops the search
+            reply = (False, f"{type(e).__name__}: {e}")
+        comm.send(reply, dest=0, tag=tag)
+
+
 def tune(source, sizes: Mapping, *, kernel: str | None = None, time_limit: float = 60.0, max_candidates: int = 0,
-         precision=None, devices=(0,), db: str | None = None, progress=True, log=None, seed: int = 1,
-         resume: bool = False, file_name: str | None = None, inputs: Mapping | None = None) -> TuneResult:
+         precision=None, devices=None, db: str | None = None, progress=True, log=None, seed: int = 1,
+         resume: bool = False, file_name: str | None = None, inputs: Mapping | None = None,
+         mpi: bool | None = None) -> TuneResult:
     """Searches the kernel's schedule space on the GPU for these sizes: compiles candidates with
     NVRTC, verifies each against the CPU reference, times the verified ones, and records every
     candidate in the tuning database that ``rtcgc tune`` and ``rtcgc db`` use (``db``: another
@@ -124,7 +212,45 @@ def tune(source, sizes: Mapping, *, kernel: str | None = None, time_limit: float
     tuning key, as for compile). ``inputs`` maps in or inout arrays to their values (an array, or
     the path of a file of whitespace-separated numbers, as rtcgc tune --input): the search then
     ranks schedules on the data the kernel will see, such as a sparse matrix's row pointers; the
-    other inputs stay random. Raises NoDeviceError without a GPU."""
+    other inputs stay random. Raises NoDeviceError without a GPU.
+
+    Under ``mpiexec`` (with mpi4py installed; ``mpi=False`` turns it off) every rank calls tune with
+    the same arguments: rank 0 runs the search and every other rank measures its candidates on its
+    own GPU (the device of its rank within its node, ``devices[local rank]`` when given), as
+    ``mpirun rtcgc tune FILE`` does; every rank returns rank 0's result, and rank 0 alone writes the
+    database. Ranks must see the same GPU model."""
+    comm = _mpi_world(mpi)
+    if comm is not None:
+        local = _local_rank(comm)
+        device = list(devices)[local % len(devices)] if devices else local
+        if comm.Get_rank() != 0:
+            ok, result = _serve(comm, device, os.environ.get("RTCG_WORKER", ""))
+            if not ok:
+                from ._errors import Error
+
+                raise Error(f"rank 0's search failed: {result}")
+            return result
+        devices = (device,)
+        try:
+            result = _tune_here(source, sizes, kernel=kernel, time_limit=time_limit, max_candidates=max_candidates,
+                                precision=precision, devices=devices, db=db, progress=progress, log=log, seed=seed,
+                                resume=resume, file_name=file_name, inputs=inputs, remote=_remote_devices(comm),
+                                remote_count=comm.Get_size() - 1)
+        except BaseException as e:
+            for rank in range(1, comm.Get_size()):
+                comm.send((False, f"{type(e).__name__}: {e}"), dest=rank, tag=_END)
+            raise
+        for rank in range(1, comm.Get_size()):
+            comm.send((True, result), dest=rank, tag=_END)
+        return result
+    return _tune_here(source, sizes, kernel=kernel, time_limit=time_limit, max_candidates=max_candidates,
+                      precision=precision, devices=devices or (0,), db=db, progress=progress, log=log, seed=seed,
+                      resume=resume, file_name=file_name, inputs=inputs)
+
+
+def _tune_here(source, sizes, *, kernel, time_limit, max_candidates, precision, devices, db, progress, log, seed,
+               resume, file_name, inputs, remote=None, remote_count=0) -> TuneResult:
+    """The search in this process (with other ranks' devices, ``remote``)."""
     policy = check_precision(precision)
     text, name = source_text(source, file_name)
     sizes = sizes_dict(sizes)
@@ -145,10 +271,10 @@ def tune(source, sizes: Mapping, *, kernel: str | None = None, time_limit: float
             files = _input_files(inputs, folder)
             r = native.tune(text, sizes, kernel or "", name, int(max_candidates), float(time_limit),
                             [int(d) for d in devices], db or "", "", int(seed), bool(resume), progress, log, policy,
-                            files)
+                            files, remote, int(remote_count))
     finally:
         if display is not None:
             display.close()
     return TuneResult(r["kernel"], r["sizes"], r["device"], r["arch"], r["search_id"], _candidate(r["best"]),
                       _candidate(r["default"]), [Candidate(**c) for c in r["candidates"]], r["counts"],
-                      r["time_limit_reached"], r["wall_seconds"], r["reference"])
+                      r["time_limit_reached"], r["wall_seconds"], r["reference"], r["devices"])

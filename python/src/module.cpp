@@ -156,6 +156,37 @@ std::function<void(const rtcg::TuningProgress&)> progressFn(nb::object f, const 
   };
 }
 
+// rtcg.tune's remote devices (python/rtcg/_tune.py, under mpiexec): `f(setup, reference)` returns
+// [(name, measure)] with `measure(candidate) -> outcome`, all bytes. A Python exception in them
+// becomes an rtcg::Error (raised in the search's threads, it stops the search).
+std::function<std::vector<rtcg::compiler::RemoteDevice>(const std::string&, const std::string&)> remoteFn(nb::object f) {
+  if (f.is_none()) return {};
+  auto held = std::make_shared<Held>(std::move(f));
+  auto bytes = [](const std::string& s) { return nb::bytes(s.data(), s.size()); };
+  return [held, bytes](const std::string& setup, const std::string& reference) {
+    nb::gil_scoped_acquire gil;
+    std::vector<rtcg::compiler::RemoteDevice> out;
+    try {
+      for (nb::handle item : held->f(bytes(setup), bytes(reference))) {
+        nb::tuple t = nb::cast<nb::tuple>(item);
+        auto measure = std::make_shared<Held>(nb::borrow(t[1]));
+        out.push_back({nb::cast<std::string>(t[0]), [measure, bytes](const std::string& candidate) {
+                         nb::gil_scoped_acquire gil;
+                         try {
+                           nb::bytes b = nb::cast<nb::bytes>(measure->f(bytes(candidate)));
+                           return std::string(b.c_str(), b.size());
+                         } catch (nb::python_error& e) {
+                           throw rtcg::Error(std::string("a remote device failed: ") + e.what());
+                         }
+                       }});
+      }
+    } catch (nb::python_error& e) {
+      throw rtcg::Error(std::string("setting up the remote devices failed: ") + e.what());
+    }
+    return out;
+  };
+}
+
 // One launch argument, as python/rtcg/_launch.py makes it: (kind, value, count, type) with kind
 // "host" (value: the address of a NumPy array's data), "device" (a device address) or "scalar"
 // (value: the Python number), and type "f32", "f64", "i32" or "i64".
@@ -352,8 +383,11 @@ NB_MODULE(_rtcg, m) {
       [](const std::string& source, const rtcg::Sizes& sizes, const std::string& kernel, const std::string& fileName,
          int64_t maxCandidates, double timeLimit, const std::vector<int>& devices, const std::string& db,
          const std::string& worker, uint64_t seed, bool resume, nb::object progress, nb::object log,
-         const std::string& precision, const std::map<std::string, std::string>& inputFiles) {
+         const std::string& precision, const std::map<std::string, std::string>& inputFiles, nb::object remote,
+         int remoteCount) {
         rtcg::compiler::TuneRequest r;
+        r.remoteDevices = remoteFn(std::move(remote));
+        r.remoteDeviceCount = remoteCount;
         r.precision = precisionPolicy(precision);
         r.inputFiles = inputFiles;
         r.kernel = kernel;
@@ -399,11 +433,33 @@ NB_MODULE(_rtcg, m) {
         d["time_limit_reached"] = t.timeLimitReached;
         d["wall_seconds"] = t.wallSeconds;
         d["reference"] = t.reference;
+        d["devices"] = t.devices;
         return d;
       },
       "source"_a, "sizes"_a, "kernel"_a, "file_name"_a, "max_candidates"_a, "time_limit"_a, "devices"_a, "db"_a,
       "worker"_a, "seed"_a, "resume"_a, "progress"_a.none(), "log"_a.none(), "precision"_a,
-      "input_files"_a);
+      "input_files"_a, "remote"_a.none() = nb::none(), "remote_count"_a = 0);
+
+  // The measuring side of rtcg.tune under mpiexec: another rank's search measured on this device.
+  nb::class_<rtcg::compiler::MeasuringWorker>(m, "MeasuringWorker")
+      .def("__init__",
+           [](rtcg::compiler::MeasuringWorker* self, nb::bytes setup, nb::bytes reference, int device,
+              const std::string& worker) {
+             std::string s(setup.c_str(), setup.size()), r(reference.c_str(), reference.size());
+             nb::gil_scoped_release release;
+             new (self) rtcg::compiler::MeasuringWorker(s, r, device, worker);
+           },
+           "setup"_a, "reference"_a, "device"_a, "worker"_a = "")
+      .def("measure",
+           [](rtcg::compiler::MeasuringWorker& w, nb::bytes candidate) {
+             std::string c(candidate.c_str(), candidate.size()), out;
+             {
+               nb::gil_scoped_release release;
+               out = w.measure(c);
+             }
+             return nb::bytes(out.data(), out.size());
+           })
+      .def_prop_ro("device", &rtcg::compiler::MeasuringWorker::device);
 
   // ---- devices and kernels -----------------------------------------------------------------------
   nb::class_<rtcg::Context>(m, "Context")

@@ -23,6 +23,7 @@
 #include "runtime/Stream.h"
 #include "support/Error.h"
 #include "tune/Tuner.h"
+#include "runtime/StateDirs.h"
 #include "tune/TuningDb.h"
 #include "tune/TuningKeyFor.h"
 
@@ -229,6 +230,7 @@ ScheduleInputs scheduleInputs(detail::ContextImpl& ctx, std::string_view source,
   ScheduleInputs in;
   in.key = tuningKeyFor(target, props, precisionOf(options));
   in.limits = deviceLimits(ctx);
+  in.dbSnapshot = options.tuningDbSnapshot;
   in.tuneNow = [&ctx, source, &target, &options, &log]() -> std::optional<CandidateRecord> {
     TuneOptions tuneOptions;
     tuneOptions.space.maxCandidates = options.tuneMaxCandidates;
@@ -236,6 +238,8 @@ ScheduleInputs scheduleInputs(detail::ContextImpl& ctx, std::string_view source,
     tuneOptions.timeLimitSeconds = options.tuneTimeLimitSeconds;
     tuneOptions.deviceOrdinals = {ctx.info.ordinal};
     try {
+      if (options.tuningDbSnapshot || state::tuningDbSnapshot())
+        throw Error("it is read as a snapshot (tuningDbSnapshot, RTCG_TUNING_DB_SNAPSHOT), which is never written");
       tuneOptions.dbPath = TuningDb::defaultPath();
     } catch (const Error& e) {
       log.warn(fmt::format("tuning without a database (the result is not kept): {}", e.what()));

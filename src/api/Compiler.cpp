@@ -5,7 +5,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "api/KernelArgs.h"
 #include "codegen/NvrtcArchs.h"
@@ -18,6 +20,9 @@
 #include "schedule/Mma.h"
 #include "schedule/Plan.h"
 #include "support/Error.h"
+#include "support/InputFile.h"
+#include "tune/ServedWorker.h"
+#include "tune/TestDevice.h"
 #include "tune/Tuner.h"
 #include "tune/TuningDb.h"
 
@@ -293,6 +298,42 @@ ShapeBinding bindShapes(std::string_view source, const std::vector<std::optional
   return out;
 }
 
+namespace {
+
+// A RemoteDevice of the request behind the tuner's remote measurer interface.
+class RemoteDeviceMeasurer : public RemoteMeasurer {
+ public:
+  explicit RemoteDeviceMeasurer(RemoteDevice device) : device_(std::move(device)) {}
+  MeasureOutcome measure(const worker::CandidateMessage& candidate) override {
+    int restarts = 0;
+    MeasureOutcome o = decodeOutcome(device_.measure(worker::encode(candidate)), &restarts);
+    restarts_ = restarts;
+    return o;
+  }
+  std::string name() const override { return device_.name; }
+  int restarts() const override { return restarts_; }
+
+ private:
+  RemoteDevice device_;
+  std::atomic<int> restarts_{0};
+};
+
+}  // namespace
+
+struct MeasuringWorker::Impl {
+  ServedWorker served;
+};
+
+MeasuringWorker::MeasuringWorker(const std::string& setup, const std::string& reference, int deviceOrdinal,
+                                 const std::string& workerPath)
+    : impl_(new Impl{ServedWorker(setup, reference, deviceOrdinal, workerPath)}) {}
+MeasuringWorker::~MeasuringWorker() = default;
+std::string MeasuringWorker::measure(const std::string& candidate) { return impl_->served.measure(candidate); }
+std::string MeasuringWorker::device() const {
+  const worker::ReadyMessage& r = impl_->served.worker().ready();
+  return r.device + " (" + r.arch + ")";
+}
+
 TuneReport tune(std::string_view source, const Sizes& sizes, const TuneRequest& request) {
   CompileOptions co;
   co.kernel = request.kernel;
@@ -311,6 +352,17 @@ TuneReport tune(std::string_view source, const Sizes& sizes, const TuneRequest& 
   o.workerPath = request.workerPath;
   o.resume = request.resume;
   o.log = request.log;
+  o.deviceProperties = testDeviceFromEnv();  // tests: a stand-in device (tune/TestDevice.h)
+  if (request.remoteDevices) {
+    o.remoteDeviceCount = request.remoteDeviceCount;
+    auto make = request.remoteDevices;
+    o.remoteDevices = [make](const worker::SetupMessage& setup) {
+      std::vector<std::unique_ptr<RemoteMeasurer>> out;
+      for (RemoteDevice& d : make(worker::encode(setup), readInputFile(setup.referencePath, size_t(1) << 40)))
+        out.push_back(std::make_unique<RemoteDeviceMeasurer>(std::move(d)));
+      return out;
+    };
+  }
   if (request.progress) {
     double limit = request.timeLimitSeconds;
     auto progress = request.progress;
@@ -329,6 +381,7 @@ TuneReport tune(std::string_view source, const Sizes& sizes, const TuneRequest& 
   if (r.defaultSchedule) out.defaultSchedule = candidateOf(*r.defaultSchedule);
   for (size_t i = 0; i < r.candidates.size(); ++i)
     out.candidates.push_back(candidateOf(r.candidates[i], i < r.completedSeconds.size() ? r.completedSeconds[i] : 0));
+  out.devices = r.devices;
   out.enumerated = r.enumerated;
   out.generated = r.generated;
   out.pruned = r.pruned;

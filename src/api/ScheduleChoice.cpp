@@ -66,7 +66,7 @@ std::optional<std::vector<Offer>> databaseOffers(const ScheduleInputs& in, bool 
   if (!path) return std::nullopt;
   std::vector<Offer> offers;
   try {
-    TuningDb db(*path, TuningDb::Access::ReadOnly);
+    TuningDb db(*path, in.dbSnapshot ? TuningDb::Access::Snapshot : TuningDb::Access::ReadOnly);
     if (exact) {
       if (std::optional<CandidateRecord> best = db.best(in.key))
         offers.push_back({best->schedule, rungOrigin(LookupRung::Exact), describe(in.key), true});

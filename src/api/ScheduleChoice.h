@@ -39,6 +39,7 @@ struct ScheduleInputs {
   TuningKey key;                      // the device's key for the proved kernel (tuningKeyFor)
   ScheduleLimits limits;              // the device's (deviceScheduleLimits)
   std::optional<std::string> dbPath;  // nullopt: TuningDb::existingDefaultPath()
+  bool dbSnapshot = false;            // read it as TuningDb::Access::Snapshot
   // Runs a search now (Tuning::TuneOnFirstUse) and returns its winner; empty: no search possible.
   std::function<std::optional<CandidateRecord>()> tuneNow;
 };

@@ -203,18 +203,40 @@ class PoolCompiler : public SearchCompiler {
   CompilePoolOptions options_;
 };
 
-// The measuring worker processes, one per device, behind the search's measurer interface.
+// The measuring worker processes, one per device, and the remote devices after them, behind the
+// search's measurer interface.
 class WorkerMeasurer : public SearchMeasurer {
  public:
-  explicit WorkerMeasurer(std::vector<std::unique_ptr<WorkerProcess>>& workers) : workers_(workers) {}
-  size_t devices() const override { return workers_.size(); }
+  WorkerMeasurer(std::vector<std::unique_ptr<WorkerProcess>>& workers,
+                 std::vector<std::unique_ptr<RemoteMeasurer>>& remotes)
+      : workers_(workers), remotes_(remotes) {}
+  size_t devices() const override { return workers_.size() + remotes_.size(); }
   MeasureOutcome measure(size_t device, const std::string&, worker::CandidateMessage msg) override {
-    return workers_[device]->measure(msg);
+    if (device < workers_.size()) return workers_[device]->measure(msg);
+    return remotes_[device - workers_.size()]->measure(msg);
   }
 
  private:
   std::vector<std::unique_ptr<WorkerProcess>>& workers_;
+  std::vector<std::unique_ptr<RemoteMeasurer>>& remotes_;
 };
+
+// The search's database: none for "-"; read-only (none if that fails, with a line in the log)
+// when the search writes nothing (TuneOptions::writeDb).
+std::unique_ptr<TuningDb> openDatabase(const TuneOptions& options, const WorkerProcess::Log& log) {
+  if (options.dbPath == "-") return nullptr;
+  if (options.writeDb)
+    return std::make_unique<TuningDb>(options.dbPath.empty() ? TuningDb::defaultPath() : options.dbPath);
+  std::optional<std::string> path =
+      options.dbPath.empty() ? TuningDb::existingDefaultPath() : std::optional<std::string>(options.dbPath);
+  if (!path) return nullptr;
+  try {
+    return std::make_unique<TuningDb>(*path, TuningDb::Access::ReadOnly);
+  } catch (const Error& e) {
+    log(fmt::format("the tuning database is not read here (no warm start; resuming skips nothing): {}", e.what()));
+    return nullptr;
+  }
+}
 
 }  // namespace
 
@@ -252,12 +274,18 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     throw Error(fmt::format("tuning needs at least 1 timed repeat and no negative warm-up (got {} and {})",
                             options.repeats, options.warmup));
 
-  // The device, without a context: cuInit and property queries only.
-  if (!cuda::cudaAvailable()) throw NoDeviceError(cuda::unavailableReason());
+  // The device, without a context: cuInit and property queries only (or the stand-in's properties).
   if (options.deviceOrdinals.empty()) throw Error("tuning needs at least one device");
-  cuda::Device device(options.deviceOrdinals.front());
-  const cuda::DeviceProperties& props = device.properties();
-  checkSameModel(options.deviceOrdinals, props);
+  std::optional<cuda::Device> device;
+  if (options.deviceProperties) {
+    if (options.deviceOrdinals.size() != 1)
+      throw Error("a search on given device properties (a stand-in device) measures on one device");
+  } else {
+    if (!cuda::cudaAvailable()) throw NoDeviceError(cuda::unavailableReason());
+    device.emplace(options.deviceOrdinals.front());
+    checkSameModel(options.deviceOrdinals, device->properties());
+  }
+  const cuda::DeviceProperties& props = options.deviceProperties ? *options.deviceProperties : device->properties();
   std::string workerPath = findWorker(options.workerPath);
 
   TuneResult result;
@@ -285,8 +313,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // Opened now, so an unusable database fails before the reference (and the warm start below can
   // read it); the search is begun once the reference says how candidates are verified (part of its
   // settings).
-  std::unique_ptr<TuningDb> db;
-  if (options.dbPath != "-") db = std::make_unique<TuningDb>(options.dbPath.empty() ? TuningDb::defaultPath() : options.dbPath);
+  std::unique_ptr<TuningDb> db = openDatabase(options, log);
 
   // Refinement draws from what sampling left out; without any, its budget goes back to the sample.
   std::vector<Candidate> reserve = std::move(space.reserve);
@@ -334,7 +361,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // In rtcg-worker --compile-worker processes: NVRTC scales across processes, not threads.
   CompilePoolOptions poolOptions;
   poolOptions.parallel = options.compileThreads;
-  poolOptions.measuringDevices = int(options.deviceOrdinals.size());
+  poolOptions.measuringDevices = int(options.deviceOrdinals.size()) + options.remoteDeviceCount;
   poolOptions.workerPath = workerPath;
   poolOptions.log = log;
   std::map<std::string, Schedule> scheduleOf;  // measured labels -> schedules, for refinement
@@ -361,7 +388,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   log(fmt::format("CPU reference ({}): {:.3f} s", result.reference, ref.seconds));
   settings["reference"] = result.reference;
   result.settings = settings.dump();
-  if (db) result.searchId = db->beginSearch(result.key, result.settings);
+  if (db && options.writeDb) result.searchId = db->beginSearch(result.key, result.settings);
   TempFile refFile;
   {
     std::vector<worker::ReferenceArray> arrays;
@@ -371,10 +398,17 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
 
   worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
   std::vector<std::unique_ptr<WorkerProcess>> workers = startWorkers(workerPath, setup, options, log);
-  result.devices = int(workers.size());
+  std::vector<std::unique_ptr<RemoteMeasurer>> remotes;
+  if (options.remoteDevices) {
+    worker::SetupMessage remoteSetup = setup;
+    remoteSetup.deviceOrdinal = options.deviceOrdinals.front();
+    remotes = options.remoteDevices(remoteSetup);
+  }
+  result.devices = int(workers.size() + remotes.size());
   if (workers.size() > 1)
     log(fmt::format("measuring on {} devices ({}), one worker each", workers.size(),
                     fmt::join(options.deviceOrdinals, ", ")));
+  for (const std::unique_ptr<RemoteMeasurer>& r : remotes) log(fmt::format("measuring also on {}", r->name()));
   // The search proper (tune/Search.h): the default schedule, then the rest, then refinement.
   SearchInputs in;
   in.queued = std::move(scheduleOf);
@@ -388,7 +422,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   in.progress = options.progress;
   bool dbFailed = false;
   in.record = [&](const CandidateRecord& rec) {
-    if (!db || dbFailed) return;
+    if (!db || !options.writeDb || dbFailed) return;
     try {
       db->record(result.key, rec);
     } catch (const std::exception& e) {
@@ -397,12 +431,12 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     }
   };
   PoolCompiler compiler(std::move(pool), bound, props.arch(), limits, poolOptions);
-  WorkerMeasurer measurer(workers);
+  WorkerMeasurer measurer(workers, remotes);
   SearchTotals totals;
   try {
     totals = runSearch(std::move(in), compiler, measurer, result);
   } catch (...) {
-    if (db && !dbFailed) {
+    if (db && options.writeDb && !dbFailed) {
       try {
         db->endSearch(result.searchId, secondsSince(t0), int(result.candidates.size()));
       } catch (...) {
@@ -417,9 +451,14 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   result.compileSeconds = totals.compileSeconds;
   result.candidatesPerSecond = totals.compileSeconds > 0 ? double(totals.compiled) / totals.compileSeconds : 0;
   for (const std::unique_ptr<WorkerProcess>& w : workers) result.workerRestarts += w->restarts();
+  for (const std::unique_ptr<RemoteMeasurer>& r : remotes) result.workerRestarts += r->restarts();
   result.wallSeconds = secondsSince(t0);
-  if (db && !dbFailed) db->endSearch(result.searchId, result.wallSeconds, int(result.candidates.size()));
-  if (options.resume && db && !dbFailed) result.bestOfAllSearches = db->best(result.key);
+  if (db && options.writeDb && !dbFailed) db->endSearch(result.searchId, result.wallSeconds, int(result.candidates.size()));
+  if (options.resume && db && !dbFailed) {
+    result.bestOfAllSearches = db->best(result.key);  // written elsewhere: this search's best may be faster
+    if (!options.writeDb && result.best && (!result.bestOfAllSearches || result.best->medianMs < result.bestOfAllSearches->medianMs))
+      result.bestOfAllSearches = result.best;
+  }
   log(fmt::format("search done in {:.1f} s: {} candidates ({} from refinement), {} verified, {} wrong, {} faulted, {} timed out, {} failed "
                   "to launch, {} skipped, {} failed to compile, {} not measured, {} timed once (too slow to win); NVRTC "
                   "{:.1f} candidates/s with {} compiles in parallel{}; worker restarts: {}",
@@ -429,6 +468,16 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
                   fallback ? " (some on threads: a compile worker could not start)" : "",
                   result.workerRestarts));
   return result;
+}
+
+int64_t recordSearch(TuningDb& db, const TuneResult& result) {
+  int64_t id = db.beginSearch(result.key, result.settings);
+  for (CandidateRecord c : result.candidates) {
+    c.searchId = id;
+    db.record(result.key, c);
+  }
+  db.endSearch(id, result.wallSeconds, int(result.candidates.size()));
+  return id;
 }
 
 }  // namespace rtcg

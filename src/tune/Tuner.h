@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,8 +34,24 @@
 #include "ir/IR.h"
 #include "schedule/Space.h"
 #include "tune/TuningDb.h"
+#include "tune/WorkerProcess.h"
 
 namespace rtcg {
+
+namespace cuda {
+struct DeviceProperties;
+}
+
+// A measuring device outside this process's workers (TuneOptions::remoteDevices): measures one
+// candidate at a time, like WorkerProcess::measure. Throws rtcg::Error when the device is gone
+// (the search stops, as it does when a local worker cannot be restarted).
+class RemoteMeasurer {
+ public:
+  virtual ~RemoteMeasurer() = default;
+  virtual MeasureOutcome measure(const worker::CandidateMessage& candidate) = 0;
+  virtual std::string name() const = 0;  // "rank 2 (host, device 0)", for the log
+  virtual int restarts() const = 0;      // of its worker process
+};
 
 struct TuneProgress {
   int64_t generated = 0;      // candidates to try (kept by the space, plus planted ones)
@@ -94,6 +111,19 @@ struct TuneOptions {
   std::function<void(const TuneProgress&)> progress;  // called after each candidate, one call at a time
   std::function<void(const std::string&)> log;         // search events: reference time, pruning, worker restarts
   std::vector<ExtraCandidate> extraCandidates;         // test hook (see above)
+  // The device's properties instead of the driver's: a search on a machine without a GPU, whose
+  // measuring worker is a stand-in (the test suite's fake worker; `rtcgc tune` sets it from
+  // $RTCG_TEST_DEVICE). Needs one device ordinal; null: ask the driver.
+  std::shared_ptr<const cuda::DeviceProperties> deviceProperties;
+  // false: the database is read (warm start, resume) but nothing is written to it; the caller
+  // records the result elsewhere (an MPI rank whose searches rank 0 writes with recordSearch).
+  // A database that cannot be opened read-only is then no database.
+  bool writeDb = true;
+  // Measuring devices beyond the local ones (an MPI rank's GPU: tools/rtcgc/MpiTune.h), made once
+  // the local workers are set up, from the setup message they got (the reference outputs are in
+  // the file setup.referencePath names, on this machine). Each measures one candidate at a time.
+  std::function<std::vector<std::unique_ptr<RemoteMeasurer>>(const worker::SetupMessage& setup)> remoteDevices;
+  int remoteDeviceCount = 0;  // how many remoteDevices makes: the compile pool is sized for them too
 };
 
 struct TuneResult {
@@ -149,9 +179,6 @@ int64_t refinementBudget(int64_t maxCandidates);
 
 // `options` with the device model and schedule limits of a device: the space a search on it
 // enumerates.
-namespace cuda {
-struct DeviceProperties;
-}
 void setSpaceDevice(SpaceOptions& options, const cuda::DeviceProperties& props);
 
 // Tunes the bound kernel (from `source`, which the worker re-parses). Throws NoDeviceError without
@@ -159,5 +186,9 @@ void setSpaceDevice(SpaceOptions& options, const cuda::DeviceProperties& props);
 // that cannot start, an unwritable database); candidates' failures are results, not errors.
 TuneResult tune(const std::string& fileName, const std::string& source, const Kernel& bound,
                 const TuneOptions& options);
+
+// Writes a search run elsewhere (TuneOptions::writeDb false: an MPI rank's) into `db`: a search
+// row with its settings and time, and every candidate of it. Returns the new search's id.
+int64_t recordSearch(TuningDb& db, const TuneResult& result);
 
 }  // namespace rtcg

@@ -558,6 +558,12 @@ TuningDb::TuningDb(const std::string& path, Access access) : impl_(new Impl) {
   // as an immutable file (no locks; nobody can write it here anyway).
   std::error_code ec;
   bool exists = std::filesystem::exists(path, ec);
+  if (access == Access::Snapshot || state::tuningDbSnapshot()) {
+    if (!exists) throw Error(fmt::format("tuning database snapshot '{}' does not exist", path));
+    impl_->open(Impl::Mode::Immutable);
+    guard.release();
+    return;
+  }
   try {
     impl_->open(access == Access::ReadOnly ? Impl::Mode::ReadOnly : Impl::Mode::ReadWrite);
   } catch (const Error&) {
@@ -658,6 +664,29 @@ void TuningDb::copyTo(const std::string& file) {
   q->run();
 }
 
+void TuningDb::snapshotTo(const std::string& file) {
+  namespace fs = std::filesystem;
+  fs::path temp = withSuffix(fs::path(file), fmt::format(".{}.snapshot", static_cast<long>(::getpid())));
+  std::error_code ec;
+  fs::remove(temp, ec);
+  try {
+    copyTo(temp.string());
+    TuningDb copy(temp.string());  // VACUUM INTO keeps WAL mode: an immutable reader needs none
+    std::lock_guard lock(copy.impl_->mutex);
+    Impl::Use q = copy.impl_->use("PRAGMA journal_mode = DELETE");
+    if (!q->step() || q->text(0) != "delete")
+      throw Error(fmt::format("cannot switch the snapshot '{}' out of WAL mode", temp.string()));
+  } catch (...) {
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(withSuffix(temp, suffix), ec);
+    throw;
+  }
+  fs::rename(temp, file, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    throw Error(fmt::format("cannot write the snapshot '{}': {}", file, ec.message()));
+  }
+}
+
 const std::string& TuningDb::path() const { return impl_->path; }
 
 int64_t TuningDb::beginSearch(const TuningKey& key, const std::string& settings) {
@@ -711,6 +740,17 @@ std::optional<CandidateRecord> TuningDb::best(const TuningKey& key) {
   std::optional<int64_t> id = impl_->findKey(key);
   if (!id) return std::nullopt;
   return impl_->bestOf(*id);
+}
+
+int TuningDb::finishedSearches(const TuningKey& key) {
+  std::lock_guard lock(impl_->mutex);
+  Impl::Transaction t(*impl_, false);
+  std::optional<int64_t> id = impl_->findKey(key);
+  if (!id) return 0;
+  Impl::Use q = impl_->use("SELECT count(*) FROM searches WHERE key_id = ?1 AND finished_at IS NOT NULL");
+  q->bind(1, *id);
+  q->step();
+  return q->int32(0);
 }
 
 std::vector<CandidateRecord> TuningDb::candidates(const TuningKey& key) {

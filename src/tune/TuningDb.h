@@ -67,7 +67,11 @@ class TuningDb {
   // (a schema version this build does not know). A write-protected file, or Access::ReadOnly,
   // opens read-only: it is only read (its journal mode is not switched, nothing is migrated; an
   // empty file reads as an empty database) and every write throws.
-  enum class Access { ReadWrite, ReadOnly };
+  // Access::Snapshot (also what every open becomes with RTCG_TUNING_DB_SNAPSHOT=1,
+  // runtime/StateDirs.h): a file nobody writes while it is open (a snapshot: `rtcgc db snapshot`),
+  // read as SQLite's immutable file: no locks taken, nothing written (not even a -shm or -wal
+  // file), so any number of processes read it at once, on any file system; every write throws.
+  enum class Access { ReadWrite, ReadOnly, Snapshot };
   explicit TuningDb(const std::string& path, Access access = Access::ReadWrite);
   ~TuningDb();
   TuningDb(const TuningDb&) = delete;
@@ -85,6 +89,10 @@ class TuningDb {
   static std::optional<std::string> existingDefaultPath(std::string* warning = nullptr);
   // A consistent copy of the whole database into a new file (VACUUM INTO).
   void copyTo(const std::string& file);
+  // A snapshot for Access::Snapshot readers: a consistent copy in one file (rollback journal, no
+  // WAL), written to a temporary file beside `file` and renamed over it, so readers of an older
+  // snapshot at that path never see a half-written one. Throws rtcg::Error when it cannot.
+  void snapshotTo(const std::string& file);
   const std::string& path() const;
 
   int64_t beginSearch(const TuningKey& key, const std::string& settings);  // returns searchId
@@ -93,6 +101,9 @@ class TuningDb {
 
   // The fastest verified candidate for exactly this key.
   std::optional<CandidateRecord> best(const TuningKey& key);
+  // The searches of exactly this key that ran to their end (endSearch): a search cut by a crash
+  // has its candidates but no end. `rtcgc tune --manifest --resume` under MPI skips such keys.
+  int finishedSearches(const TuningKey& key);
   // Every candidate of exactly this key, in the order they were recorded.
   std::vector<CandidateRecord> candidates(const TuningKey& key);
 

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 extern char** environ;
@@ -297,6 +298,38 @@ MeasureOutcome WorkerProcess::measure(const CandidateMessage& c) {
     }
     return out;
   }
+}
+
+std::string encodeOutcome(const MeasureOutcome& outcome, int restarts) {
+  std::string head =
+      nlohmann::json{{"status", statusName(outcome.status)}, {"reason", outcome.reason}, {"restarts", restarts}}.dump();
+  uint32_t n = uint32_t(head.size());
+  std::string out(reinterpret_cast<const char*>(&n), sizeof n);
+  return out + head + worker::encode(outcome.result);
+}
+
+MeasureOutcome decodeOutcome(const std::string& bytes, int* restarts) {
+  uint32_t n = 0;
+  if (bytes.size() < sizeof n) throw worker::ProtocolError("a measurement's outcome: too short");
+  std::memcpy(&n, bytes.data(), sizeof n);
+  if (bytes.size() - sizeof n < n) throw worker::ProtocolError("a measurement's outcome: truncated");
+  MeasureOutcome o;
+  try {
+    nlohmann::json head = nlohmann::json::parse(bytes.substr(sizeof n, n));
+    std::optional<CandidateStatus> status = parseStatus(head.at("status").get<std::string>());
+    if (!status) throw worker::ProtocolError("a measurement's outcome: unknown status " + head.at("status").dump());
+    o.status = *status;
+    o.reason = head.at("reason").get<std::string>();
+    if (restarts) *restarts = head.at("restarts").get<int>();
+  } catch (const nlohmann::json::exception& e) {
+    throw worker::ProtocolError(std::string("a measurement's outcome: ") + e.what());
+  }
+  size_t consumed = 0;
+  std::optional<worker::Message> frame = worker::decode(std::string_view(bytes).substr(sizeof n + n), consumed);
+  if (!frame || !std::holds_alternative<worker::ResultMessage>(*frame))
+    throw worker::ProtocolError("a measurement's outcome holds no result frame");
+  o.result = std::get<worker::ResultMessage>(*frame);
+  return o;
 }
 
 }  // namespace rtcg

@@ -57,6 +57,12 @@ struct MeasureOutcome {
   worker::ResultMessage result;  // meaningful for Verified (and for the counters of the others)
 };
 
+// An outcome as bytes, for a worker of another process (rtcgc tune under MPI, rtcg.tune under
+// mpiexec): the status, reason and the worker's restarts as JSON, then the result frame.
+std::string encodeOutcome(const MeasureOutcome& outcome, int restarts);
+// Throws worker::ProtocolError for bytes that are not such an outcome.
+MeasureOutcome decodeOutcome(const std::string& bytes, int* restarts = nullptr);
+
 class WorkerProcess {
  public:
   using Log = std::function<void(const std::string&)>;

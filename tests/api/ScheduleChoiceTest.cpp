@@ -74,12 +74,14 @@ struct Chosen {
   }
 };
 
-Chosen choose(int64_t n, std::optional<std::string> dbPath = std::nullopt, Tuning policy = Tuning::UseCached) {
+Chosen choose(int64_t n, std::optional<std::string> dbPath = std::nullopt, Tuning policy = Tuning::UseCached,
+              bool snapshot = false) {
   CompileOptions options;
   ProvedKernel proved = proveKernel(kMatmul, {{"n", n}}, options);
   ScheduleInputs in;
   in.key = tuningKeyFor(proved.bound, h100());
   in.dbPath = std::move(dbPath);
+  in.dbSnapshot = snapshot;
   Chosen out;
   CompileLog log([&](const std::string& m) { out.messages.push_back(m); });
   out.choice = pickSchedule(kMatmul, proved, options, policy, in, log);
@@ -198,6 +200,29 @@ TEST(ScheduleChoice, StoredScheduleIsUsedAndNamed) {
   EXPECT_EQ(c.choice.origin, "tuning database");
   EXPECT_NE(c.all().find("schedule from the tuning database"), std::string::npos) << c.all();
   EXPECT_EQ(choose(64, dir.file("t.sqlite"), Tuning::Off).choice.origin, "default");
+}
+
+// CompileOptions::tuningDbSnapshot: a snapshot is read without SQLite's locks, so even an exclusive
+// lock held by another connection does not keep compile() from the tuned schedule (a reader taking
+// locks is refused: the database cannot be read, a warning and the default schedule).
+TEST(ScheduleChoice, ASnapshotIsReadWithoutLocks) {
+  TempDir dir;
+  std::string def = defaultText();
+  {
+    TuningDb db(dir.file("t.sqlite"));
+    db.record(matmulKey(64), verified(def, 1.0));
+    db.snapshotTo(dir.file("snapshot.sqlite"));
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.file("snapshot.sqlite").c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  Chosen c = choose(64, dir.file("snapshot.sqlite"), Tuning::UseCached, true);
+  EXPECT_EQ(c.choice.origin, "tuning database") << c.all();
+  for (const char* suffix : {"-wal", "-shm", "-journal"})
+    EXPECT_FALSE(fs::exists(dir.file(std::string("snapshot.sqlite") + suffix))) << suffix;
+  sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
 }
 
 TEST(ScheduleChoice, WriteProtectedDatabaseIsReadWithoutSwitchingItsJournalMode) {

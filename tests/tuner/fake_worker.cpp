@@ -5,6 +5,14 @@
 //   garbage-setup  answers setup with bytes that are not a frame
 //   mixed          ready; then by candidate id % 5: 0 verified (median 1 + id ms), 1 segfault,
 //                  2 hang, 3 garbage reply, 4 fatal 'faulted' result then exit 3
+//   verified       ready; every candidate verified, its median a function of its cubin's bytes
+//                  (0.1 to 1.1 ms: the same candidate measures the same on every rank), after
+//                  $RTCG_FAKE_WORKER_DELAY_MS milliseconds (default 0). With
+//                  $RTCG_FAKE_WORKER_KILL_RANK=R it kills its parent (the MPI rank, by
+//                  $OMPI_COMM_WORLD_RANK or $PMI_RANK) with SIGKILL at its first candidate when
+//                  that rank is R: a rank that dies in the middle of a search.
+// With --compile-worker it is the real compile worker (tune/CompilePool.h): a search on a machine
+// without a GPU (rtcgc tune with $RTCG_TEST_DEVICE) compiles with NVRTC and measures here.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -14,11 +22,57 @@
 #include <string>
 #include <thread>
 
+#include "tune/CompilePool.h"
 #include "tune/WorkerProtocol.h"
 
 using namespace rtcg::worker;
 
-int main() {
+namespace {
+
+// FNV-1a of the cubin: a stand-in median that is the same for a candidate wherever it is measured.
+double fakeMedianMs(const std::string& cubin) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : cubin) h = (h ^ c) * 1099511628211ULL;
+  return 0.1 + double(h % 1000) / 1000.0;
+}
+
+const char* rankOfParent() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* v = std::getenv(name)) return v;
+  return nullptr;
+}
+
+// Mode "verified": see the head comment.
+int serveVerified(Channel& ch) {
+  const char* delay = std::getenv("RTCG_FAKE_WORKER_DELAY_MS");
+  const char* killRank = std::getenv("RTCG_FAKE_WORKER_KILL_RANK");
+  const char* rank = rankOfParent();
+  bool kill = killRank && rank && std::strcmp(killRank, rank) == 0;
+  for (;;) {
+    Channel::Received in = ch.receive();
+    if (in.status != Channel::Status::Message || std::holds_alternative<QuitMessage>(*in.message)) return 0;
+    const auto& c = std::get<CandidateMessage>(*in.message);
+    if (kill) {
+      fmt::print(stderr, "fake worker: killing rank {} (pid {})\n", rank, ::getppid());
+      ::kill(::getppid(), SIGKILL);
+      return 9;
+    }
+    if (delay) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
+    ch.send(ProgressMessage{c.id, 0.5, 1, 3});
+    ResultMessage r;
+    r.id = c.id;
+    r.medianMs = r.minMs = fakeMedianMs(c.cubin);
+    r.repeats = 3;
+    r.registers = 32;
+    r.occupancy = 1;
+    ch.send(r);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--compile-worker") == 0) return rtcg::serveCompileWorker(STDIN_FILENO);
   const char* env = std::getenv("RTCG_FAKE_WORKER_MODE");
   std::string mode = env ? env : "mixed";
   if (mode == "die-at-setup") {
@@ -39,6 +93,7 @@ int main() {
     return 0;
   }
   ch.send(ReadyMessage{"Fake GPU", "sm_90", 13000, 0.01});
+  if (mode == "verified") return serveVerified(ch);
   for (;;) {
     in = ch.receive();
     if (in.status != Channel::Status::Message || std::holds_alternative<QuitMessage>(*in.message)) return 0;

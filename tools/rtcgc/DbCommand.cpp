@@ -272,6 +272,23 @@ int runImport(const DbOptions& o, const Io& io) {
   return kOk;
 }
 
+// A snapshot for many readers (TuningDb::Access::Snapshot): one consistent file, replaced atomically.
+int runSnapshot(const DbOptions& o, const Io& io) {
+  std::string path = dbPathOf(o);
+  if (!dbExists(path)) io.fail(kInputError, "no tuning database at {}", path);
+  TuningDb db(path, TuningDb::Access::ReadOnly);
+  db.snapshotTo(o.output);
+  int keys = 0;
+  {
+    TuningDb copy(o.output, TuningDb::Access::Snapshot);
+    keys = int(copy.list().size());
+  }
+  fmt::print(io.out,
+             "Wrote a snapshot of {} ({} tuned keys) to {}: read it with RTCG_TUNING_DB={} RTCG_TUNING_DB_SNAPSHOT=1.\n",
+             path, keys, o.output, o.output);
+  return kOk;
+}
+
 int runClear(const DbOptions& o, const Io& io) {
   std::string path = dbPathOf(o);
   if (!dbExists(path)) {
@@ -420,6 +437,11 @@ DbCommand addDbCommand(CLI::App& app) {
   d.importCmd = d.cmd->add_subcommand("import", "merge a JSON export into the database, skipping duplicates");
   d.importCmd->add_option("file", o.file, "the export to read (- for standard input)")->required();
   addDb(d.importCmd);
+  d.snapshot = d.cmd->add_subcommand("snapshot",
+                                     "write a consistent copy in one file that many processes read at once without "
+                                     "locks (RTCG_TUNING_DB_SNAPSHOT=1): the database to ship to an MPI job's ranks");
+  d.snapshot->add_option("output", o.output, "the snapshot file (replaced atomically)")->required();
+  addDb(d.snapshot);
   d.clear = d.cmd->add_subcommand("clear", "remove every entry (or one kernel's)");
   d.clear->add_option("hash", o.hash, "only this kernel hash (or a unique prefix)");
   d.clear->add_flag("-y,--yes", o.yes, "do not ask for confirmation");
@@ -448,8 +470,9 @@ int runDbCommand(const DbCommand& db, std::FILE* in, std::FILE* out, std::FILE* 
         if (db.exportCmd->parsed()) return runExport(o, io);
         if (db.importCmd->parsed()) return runImport(o, io);
         if (db.clear->parsed()) return runClear(o, io);
+        if (db.snapshot->parsed()) return runSnapshot(o, io);
         if (db.lookup->parsed()) return runLookup(o, io);
-        fmt::print(err, "rtcgc: error: `db` needs a subcommand: list, show, export, import, clear or lookup\n");
+        fmt::print(err, "rtcgc: error: `db` needs a subcommand: list, show, export, import, snapshot, clear or lookup\n");
         return int(kUsage);
       },
       err);

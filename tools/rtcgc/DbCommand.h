@@ -23,7 +23,7 @@ namespace rtcg {
 struct DbOptions {
   std::string dbPath;  // empty: TuningDb::defaultPath()
   std::string hash;
-  std::string output;  // export: empty for standard output
+  std::string output;  // export: empty for standard output; snapshot: the file
   bool verifiedTsv = false;  // export: verified candidates as tab-separated lines instead of JSON
   std::string file;    // import
   bool yes = false;    // clear without asking
@@ -40,6 +40,7 @@ struct DbCommand {
   CLI::App* exportCmd = nullptr;
   CLI::App* importCmd = nullptr;
   CLI::App* clear = nullptr;
+  CLI::App* snapshot = nullptr;
   CLI::App* lookup = nullptr;
   std::shared_ptr<DbOptions> options;  // what the options parse into (shared: the struct may be copied)
 };

@@ -18,6 +18,7 @@
 #include "CommandLine.h"
 #include "ExitCodes.h"
 #include "ManifestTune.h"
+#include "MpiTune.h"
 #include "driver/Pipeline.h"
 #include "ir/Counts.h"
 #include "reference/HostArgs.h"
@@ -270,6 +271,7 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a) {
 // The search options of the command line; log lines start with `logPrefix`.
 TuneOptions tuneOptions(const TuneArgs& a, ProgressPrinter& printer, const std::string& logPrefix) {
   TuneOptions o = searchOptions(a);
+  o.deviceProperties = testDeviceFromEnv();  // a stand-in device for tests, if set
   o.log = [&printer, logPrefix](const std::string& s) { printer.log(logPrefix + s); };
   o.progress = [&printer](const TuneProgress& p) { printer.update(p); };
   return o;
@@ -362,7 +364,9 @@ int checkInputFiles(const Kernel& bound, const std::vector<std::string>& specs, 
   return 0;
 }
 
-int run(const TuneArgs& a) {
+}  // namespace
+
+int runSingle(const TuneArgs& a, const std::function<void(TuneOptions&)>& adjust) {
   SourceText src = readSource(a.file);
   Diagnostics diags;
   std::optional<Kernel> bound = proveKernel(src, parseDefines(a.defines), a.kernel, diags);
@@ -387,6 +391,7 @@ int run(const TuneArgs& a) {
   ProgressPrinter printer;
   TuneOptions options = tuneOptions(a, printer, "rtcgc tune: ");
   options.inputFiles = std::move(inputFiles);
+  if (adjust) adjust(options);
   TuneResult r = tune(a.file, src.text, *bound, options);
   printer.done();
 
@@ -406,6 +411,8 @@ int run(const TuneArgs& a) {
 }
 
 // ---- --manifest ----------------------------------------------------------------------------------
+
+namespace {
 
 // What happened to one manifest entry.
 struct ManifestOutcome {
@@ -467,7 +474,7 @@ nlohmann::json manifestJson(const std::vector<ManifestOutcome>& outcomes, const 
     nlohmann::json j = {{"manifest", e.manifestPath}, {"index", e.index},   {"file", e.file},
                         {"line", e.line},             {"column", e.column}, {"kernel", kernelLabel(e)},
                         {"sizes", o.planned->sizes},  {"outcome", o.outcome}};
-    if (o.outcome != "tuned") j["reason"] = o.detail;
+    if (o.outcome != "tuned" || !o.result) j["reason"] = o.detail;  // a key tuned by an earlier run says so
     if (!o.planned->kernelHash.empty()) j["kernelHash"] = o.planned->kernelHash;
     if (o.result) j["result"] = summaryJson(*o.result);
     if (!o.report.empty()) j["report"] = o.report;
@@ -476,27 +483,82 @@ nlohmann::json manifestJson(const std::vector<ManifestOutcome>& outcomes, const 
   return {{"database", db}, {"kernels", kernels}};
 }
 
-int runManifest(const TuneArgs& a) {
-  // Every manifest is read and checked before anything runs: a malformed one changes nothing.
-  std::vector<manifest::Entry> entries;
-  for (const std::string& path : a.manifests) {
-    try {
-      std::vector<manifest::Entry> more = manifest::readManifest(path);
-      entries.insert(entries.end(), more.begin(), more.end());
-    } catch (const manifest::ManifestError& e) {
-      fmt::print(stderr, "{}\n", e.what());
-      return 1;
-    }
+// The report, table and one-line detail of a key's search that finished.
+void finishTuned(const TuneArgs& a, ManifestOutcome& o) {
+  const manifest::Planned& p = *o.planned;
+  const TuneResult& r = *o.result;
+  if (!a.report.empty()) {
+    o.report = reportPathFor(a.report, p);
+    writeFileAtomically(o.report, renderSearchReport(reportData(r, a)));
+    fmt::print(stderr, "rtcgc tune: wrote the report of {} to {}\n", p.bound->name, o.report);
   }
+  if (!a.json) {
+    printTable(r);
+    fmt::print("\n");
+  }
+  if (r.best) {
+    o.detail = tunedDetail(r);
+  } else {
+    o.outcome = "failed", o.code = 5, o.detail = "no candidate was verified";
+    fmt::print(stderr, "rtcgc: error: {}: {}: no candidate was verified (see the failures above)\n",
+               p.entry.location(), p.bound->name);
+  }
+}
+
+// Each key one after another, here.
+void tuneHere(const TuneArgs& a, const std::vector<ManifestKey>& keys, const KeyDone& done) {
+  for (size_t k = 0; k < keys.size(); ++k) {
+    fmt::print(stderr, "rtcgc tune: [{}/{}] {}\n", k + 1, keys.size(), keys[k].label);
+    std::string prefix = fmt::format("rtcgc tune: [{}/{} {}] ", k + 1, keys.size(), keys[k].bound.name);
+    KeyOutcome o = tuneKey(a, keys[k], prefix, nullptr);
+    if (o.code == 4) throw NoDeviceError(o.error);  // no kernel can be tuned: exit 4
+    done(k, std::move(o));
+  }
+}
+
+}  // namespace
+
+std::vector<ManifestKey> manifestKeys(const std::vector<manifest::Planned>& plan) {
+  std::vector<ManifestKey> keys;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const manifest::Planned& p = plan[i];
+    if (p.outcome != manifest::Outcome::Tune) continue;
+    keys.push_back({i, fmt::format("<kernel at {}>", p.entry.location()), p.entry.source, *p.bound,
+                    fmt::format("{} ({}) at {}", p.bound->name, p.sizes, p.entry.location())});
+  }
+  return keys;
+}
+
+KeyOutcome tuneKey(const TuneArgs& a, const ManifestKey& key, const std::string& logPrefix,
+                   const std::function<void(TuneOptions&)>& adjust) {
+  KeyOutcome o;
+  ProgressPrinter printer;
+  try {
+    TuneOptions options = tuneOptions(a, printer, logPrefix);
+    if (adjust) adjust(options);
+    o.recorded = options.writeDb && options.dbPath != "-";
+    // The source, kernel and sizes Context::compile has: the key is the one it looks up.
+    o.result = tune(key.fileName, key.source, key.bound, options);
+  } catch (const NoDeviceError& e) {
+    o.code = 4, o.error = e.what();
+  } catch (const Error& e) {
+    o.code = 1, o.error = e.what();
+  } catch (const InternalError& e) {
+    o.code = 70, o.error = e.what();
+  }
+  printer.done();
+  return o;
+}
+
+int runManifestEntries(const TuneArgs& a, const std::vector<manifest::Entry>& entries, const ManifestDealer* dealer) {
   fmt::print(stderr, "{} (for each kernel)\n", timeLimitLine(a));
   std::vector<manifest::Planned> plan = manifest::plan(entries);
   std::vector<ManifestOutcome> outcomes;
-  int toTune = 0;
   for (const manifest::Planned& p : plan) {
     ManifestOutcome o;
     o.planned = &p;
     switch (p.outcome) {
-      case manifest::Outcome::Tune: o.outcome = "tuned"; ++toTune; break;  // until it fails
+      case manifest::Outcome::Tune: o.outcome = "tuned"; break;  // until it fails
       case manifest::Outcome::Skipped: o.outcome = "skipped"; break;
       case manifest::Outcome::Duplicate: o.outcome = "duplicate"; break;
       case manifest::Outcome::Invalid: o.outcome = "failed"; o.code = 1; break;
@@ -508,57 +570,35 @@ int runManifest(const TuneArgs& a) {
     }
     outcomes.push_back(std::move(o));
   }
+  std::vector<ManifestKey> keys = manifestKeys(plan);
   fmt::print(stderr, "rtcgc tune: {} kernel{} in the manifest{}, {} to tune\n", plan.size(),
-             plan.size() == 1 ? "" : "s", a.manifests.size() == 1 ? "" : "s", toTune);
-  if (toTune > 0 && !cuda::cudaAvailable()) {
+             plan.size() == 1 ? "" : "s", a.manifests.size() == 1 ? "" : "s", keys.size());
+  if (!keys.empty() && !dealer && !testDeviceFromEnv() && !cuda::cudaAvailable()) {
     fmt::print(stderr, "rtcgc: error: {}\n", cuda::unavailableReason());
     return 4;
   }
 
-  int done = 0;
-  for (ManifestOutcome& o : outcomes) {
+  KeyDone done = [&](size_t k, KeyOutcome ko) {
+    ManifestOutcome& o = outcomes[keys[k].plan];
     const manifest::Planned& p = *o.planned;
-    if (p.outcome != manifest::Outcome::Tune) continue;
-    ++done;
-    fmt::print(stderr, "rtcgc tune: [{}/{}] {} ({}) at {}\n", done, toTune, p.bound->name, p.sizes,
-               p.entry.location());
-    ProgressPrinter printer;
-    std::string prefix = fmt::format("rtcgc tune: [{}/{} {}] ", done, toTune, p.bound->name);
-    try {
-      // The source, kernel and sizes Context::compile has: the key is the one it looks up.
-      o.result = tune(fmt::format("<kernel at {}>", p.entry.location()), p.entry.source, *p.bound,
-                      tuneOptions(a, printer, prefix));
-    } catch (const NoDeviceError&) {
-      throw;  // no kernel can be tuned: exit 4
-    } catch (const Error& e) {
-      o.outcome = "failed", o.code = 1, o.detail = e.what();
-    } catch (const InternalError& e) {
-      o.outcome = "failed", o.code = 70, o.detail = e.what();
+    if (!ko.earlier.empty()) {
+      o.detail = ko.earlier;
+      fmt::print(stderr, "rtcgc tune: {}: tuned {}\n", p.entry.location(), o.detail);
+      return;
     }
-    printer.done();
-    if (!o.result) {
+    if (!ko.result) {
+      o.outcome = ko.lost ? "lost" : "failed", o.code = ko.code, o.detail = ko.error;
       fmt::print(stderr, "rtcgc: error: {}: {}\n", p.entry.location(), o.detail);
       o.detail = o.detail.substr(0, o.detail.find('\n'));
-      continue;
+      return;
     }
-    const TuneResult& r = *o.result;
-    if (!a.report.empty()) {
-      o.report = reportPathFor(a.report, p);
-      writeFileAtomically(o.report, renderSearchReport(reportData(r, a)));
-      fmt::print(stderr, "rtcgc tune: wrote the report of {} to {}\n", p.bound->name, o.report);
-    }
-    if (!a.json) {
-      printTable(r);
-      fmt::print("\n");
-    }
-    if (r.best) {
-      o.detail = tunedDetail(r);
-    } else {
-      o.outcome = "failed", o.code = 5, o.detail = "no candidate was verified";
-      fmt::print(stderr, "rtcgc: error: {}: {}: no candidate was verified (see the failures above)\n",
-                 p.entry.location(), p.bound->name);
-    }
-  }
+    o.result = std::move(ko.result);
+    finishTuned(a, o);
+  };
+  if (dealer)
+    (*dealer)(keys, done);
+  else
+    tuneHere(a, keys, done);
 
   std::string db = a.db == "-" ? "none" : a.db;
   if (db.empty()) {
@@ -573,8 +613,25 @@ int runManifest(const TuneArgs& a) {
   else
     printManifestTable(outcomes, db);
   for (const ManifestOutcome& o : outcomes)
-    if (o.outcome == "failed") return o.code;
+    if (o.outcome == "failed" || o.outcome == "lost") return o.code;
   return 0;
+}
+
+namespace {
+
+int runManifest(const TuneArgs& a) {
+  // Every manifest is read and checked before anything runs: a malformed one changes nothing.
+  std::vector<manifest::Entry> entries;
+  for (const std::string& path : a.manifests) {
+    try {
+      std::vector<manifest::Entry> more = manifest::readManifest(path);
+      entries.insert(entries.end(), more.begin(), more.end());
+    } catch (const manifest::ManifestError& e) {
+      fmt::print(stderr, "{}\n", e.what());
+      return 1;
+    }
+  }
+  return runManifestEntries(a, entries, nullptr);
 }
 
 }  // namespace
@@ -667,6 +724,10 @@ TuneCommand addTuneCommand(CLI::App& app) {
           },
           "LIST"));
   cmd->add_option("--seed", a.seed, "random seed for inputs and sampling (default 1)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rank-timeout", a.rankTimeout,
+                  "under MPI: a rank that sends nothing for S seconds is lost (default 120); its key is reported "
+                  "and --resume tunes it")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--precision", a.precision,
                   "tensor-core arithmetic f32 contractions may use: ieee (default: none; f64 contractions may use "
                   "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy)")
@@ -733,5 +794,6 @@ int runTuneCommand(const TuneCommand& cmd) {
                        "--db - or --dry-run\n");
     return 2;
   }
-  return runCommand([&] { return a.manifests.empty() ? run(a) : runManifest(a); });
+  if (launcherRanks() > 1 && !a.dryRun) return runMpiTune(a);  // as one of several ranks
+  return runCommand([&] { return a.manifests.empty() ? runSingle(a, nullptr) : runManifest(a); });
 }

@@ -5,11 +5,15 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ManifestTune.h"
+#include "runtime/Device.h"
+#include "tune/TestDevice.h"
 #include "tune/Tuner.h"
 
 constexpr double kDefaultTuneTimeLimit = 300;  // seconds
@@ -37,9 +41,12 @@ struct TuneArgs {
   bool resume = false;                                         // --resume: skip what earlier searches measured
   bool dryRun = false;  // --dry-run: print the space and the candidates a search would take; no GPU
   std::string arch;     // --arch with --dry-run: the model's device (schedule/DeviceModels.h); empty: sm_90
-  std::string devices = "0";  // --devices: "all" or ordinals separated by commas
+  // --devices: "all" or ordinals separated by commas; empty (not given): device 0, under MPI every
+  // device (a rank takes the one of its local rank)
+  std::string devices;
   std::string precision = "ieee";  // --precision: which tensor-core arithmetic the space offers
   std::vector<std::string> inputs;  // --input NAME=FILE: in/inout arrays' values for the search
+  double rankTimeout = 120;  // MPI: a rank silent this long is lost (MpiTune.h)
 };
 
 // --devices: the ordinals of "0,2" (in that order), or an empty list for "all" (every device,
@@ -59,6 +66,42 @@ std::string timeLimitLine(const TuneArgs& a);
 
 // Adds the `tune` subcommand to `app`.
 TuneCommand addTuneCommand(CLI::App& app);
+
+// One kernel of a --manifest to tune: what Context::compile looks up.
+struct ManifestKey {
+  size_t plan = 0;     // its entry's index in the plan
+  std::string fileName, source;
+  rtcg::Kernel bound;
+  std::string label;   // "matmul (n=500) at app.cpp:3:5"
+};
+// What became of one key's search.
+struct KeyOutcome {
+  std::optional<rtcg::TuneResult> result;  // none: failed (error, code) or lost
+  std::string error;
+  int code = 0;
+  bool lost = false;    // its rank stopped answering mid-search (MPI)
+  std::string earlier;  // not searched: tuned by an earlier run (MPI --resume), in words
+  bool recorded = false;  // in the database already (a search of this process with writeDb)
+  int rank = 0;         // which MPI rank ran it
+};
+// Tunes one key in this process; `adjust` changes the options first (an MPI rank's device and
+// database). Errors of the search become the outcome (codes as runTuneCommand's).
+KeyOutcome tuneKey(const TuneArgs& a, const ManifestKey& key, const std::string& logPrefix,
+                   const std::function<void(rtcg::TuneOptions&)>& adjust);
+// The keys a plan tunes, in plan order.
+std::vector<ManifestKey> manifestKeys(const std::vector<rtcg::manifest::Planned>& plan);
+
+// Runs the searches of a manifest's keys and reports each as it finishes, through `done` (called
+// from the caller's thread, one at a time). The default runs them one after another here; the MPI
+// mode deals them out to its ranks (MpiTune.h).
+using KeyDone = std::function<void(size_t key, KeyOutcome outcome)>;
+using ManifestDealer = std::function<void(const std::vector<ManifestKey>& keys, const KeyDone& done)>;
+// --manifest on `entries` (read and parsed by the caller), the searches through `dealer` (null:
+// here, one after another). Returns the exit status as runTuneCommand.
+int runManifestEntries(const TuneArgs& a, const std::vector<rtcg::manifest::Entry>& entries,
+                       const ManifestDealer* dealer);
+// A search of one DSL FILE (not --manifest), with `adjust` applied to its options.
+int runSingle(const TuneArgs& a, const std::function<void(rtcg::TuneOptions&)>& adjust);
 
 // Runs it; returns the exit status: 0 ok, 1 input error (program, sizes, unreadable file, database,
 // a malformed manifest), 2 bad command line, 4 no CUDA device, 5 no candidate was verified, 70

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# rtcgc tune under MPI on one machine of several GPUs (issue 38), in one call, from the repository
+# root with .gpu/ beside it (scripts/gpu-pack.sh, then scripts/gpu-pack-mpi.sh for the MPI
+# runtime). One rank per GPU. Measures, each with R ranks (every GPU) against 1:
+#   1. a manifest of the examples at examples/sizes.txt's sizes (20 keys): wall time, winners;
+#   2. one search, SGEMM n=4096 tf32x3 with a fixed candidate budget: candidates measured per
+#      second (and `--devices` on one rank, the single-host mode, for comparison);
+#   3. the rows of the merged database against the ranks' results;
+#   4. a rank killed mid-run (mpirun --enable-recovery): its key reported, --resume completes it.
+# Results under $OUT (default ./gpu-out/mpi): logs, JSON summaries, the databases, summary.txt.
+set -uo pipefail
+root=$(pwd)
+out=${OUT:-$root/gpu-out}/mpi
+mkdir -p "$out"
+src=$(cat "$root/.gpu/source-dir" 2>/dev/null || echo /work/main)
+if [[ ! -e "$src" ]]; then mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"; fi
+[[ -e "$root/build-gpu" ]] || ln -s "$root/.gpu/build-gpu" "$root/build-gpu"
+export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PATH=$root/build-gpu/tools/rtcgc:$root/build-gpu/tools/rtcg-worker:$PATH
+budget=${RTCG_MPI_BUDGET:-16}          # candidates per manifest key
+sgemm_budget=${RTCG_MPI_SGEMM_BUDGET:-240}
+exec > >(tee "$out/summary.txt") 2>&1
+
+nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+cores=$(nproc)
+echo "gpus=$gpus cores=$cores"
+
+# The MPI launcher: the machine's own, else the carried Open MPI wheel (.gpu/mpi), whose
+# libmpi.so.40 then serves rtcgc too.
+echo "== MPI on this machine"
+command -v mpirun mpiexec || echo "no mpirun/mpiexec on PATH"
+python3 -c "import mpi4py, mpi4py.MPI as M; print('mpi4py', mpi4py.__version__, M.Get_library_version().splitlines()[0])" 2>&1
+if [[ -x "$root/.gpu/mpi/bin/mpirun" ]]; then
+  mpirun_bin=$root/.gpu/mpi/bin/mpirun
+  export OPAL_PREFIX=$root/.gpu/mpi PRTE_PREFIX=$root/.gpu/mpi PMIX_PREFIX=$root/.gpu/mpi
+  export LD_LIBRARY_PATH=$root/.gpu/mpi/lib:$LD_LIBRARY_PATH
+  echo "using the carried $(cat "$root/.gpu/mpi/WHEEL")"
+elif command -v mpirun >/dev/null; then
+  mpirun_bin=$(command -v mpirun)
+  echo "using this machine's $mpirun_bin (rtcgc was built against Open MPI 4.1's libmpi.so.40)"
+else
+  echo "no MPI launcher: run scripts/gpu-pack-mpi.sh before carrying .gpu"; exit 1
+fi
+"$mpirun_bin" --version 2>&1 | head -1
+ldd build-gpu/tools/rtcgc/rtcgc | grep -i mpi
+mpi() { "$mpirun_bin" --allow-run-as-root --bind-to none "$@"; }
+
+# Every rank's searches get its share of the cores for NVRTC.
+per_rank=$((cores / gpus))
+((per_rank > 16)) && per_rank=16
+
+# ---- 1. the manifest --------------------------------------------------------------------------
+python3 - "$out/kernels.json" <<'PY'
+import json, re, sys
+kernels = []
+for line in open("examples/sizes.txt"):
+    parts = line.split()
+    if not parts or parts[0].startswith("#") or parts[0] == "spmv.rtcg":
+        continue  # spmv's search wants a real matrix (--input)
+    source = open("examples/" + parts[0]).read()
+    names = re.findall(r"^kernel\s+(\w+)", source, re.M)
+    sizes = {k: int(v) for k, v in (b.split("=") for b in parts[1:])}
+    kernels.append({"file": parts[0], "line": 1, "column": 1, "source": source, "sizes": sizes,
+                    "sizesConstant": True, "errors": 0, "kernel": names[0], "kernels": names})
+json.dump({"version": 1, "kernels": kernels}, open(sys.argv[1], "w"))
+print(len(kernels), "manifest keys")
+PY
+manifest_args=(--manifest "$out/kernels.json" --max-candidates "$budget" --time-limit 60 --json)
+t0=$(date +%s.%N)
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 mpi -n 1 rtcgc tune "${manifest_args[@]}" --compile-threads 16 \
+  --db "$out/manifest-1.sqlite" >"$out/manifest-1.json" 2>"$out/manifest-1.log"
+rc1=$?
+t1=$(date +%s.%N)
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 mpi -n "$gpus" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
+  --db "$out/manifest-$gpus.sqlite" >"$out/manifest-$gpus.json" 2>"$out/manifest-$gpus.log"
+rcR=$?
+t2=$(date +%s.%N)
+python3 -c "import sys; a,b,c=map(float,sys.argv[1:]); print(f'== 1. manifest: 1 rank rc=$rc1 {b-a:.1f} s; $gpus ranks rc=$rcR {c-b:.1f} s: {(b-a)/(c-b):.2f}x')" "$t0" "$t1" "$t2"
+python3 - "$out/manifest-1.json" "$out/manifest-$gpus.json" "$out/manifest-$gpus.sqlite" <<'PY'
+import json, sqlite3, sys
+def load(p):
+    try:
+        return {(k["kernel"], k["sizes"]): k for k in json.load(open(p))["kernels"]}
+    except Exception as e:
+        print("cannot read", p, e); return {}
+one, many = load(sys.argv[1]), load(sys.argv[2])
+print(f"{'kernel':<20} {'sizes':<26} {'1 rank ms':>10} {'R ranks ms':>10} {'ratio':>6}  outcome")
+rows_sent = 0
+for key, k in many.items():
+    r1 = one.get(key, {}).get("result") or {}
+    rR = k.get("result") or {}
+    b1 = (r1.get("best") or {}).get("medianMs", 0)
+    bR = (rR.get("best") or {}).get("medianMs", 0)
+    c = rR.get("counts", {})
+    rows_sent += sum(c.get(n, 0) for n in ("verified", "wrong", "faulted", "timedOut", "launchFailed",
+                                            "compileFailed", "skipped"))
+    ratio = f"{bR / b1:.3f}" if b1 and bR else "-"
+    print(f"{key[0]:<20} {key[1]:<26} {b1:>10.4f} {bR:>10.4f} {ratio:>6}  {k['outcome']}")
+db = sqlite3.connect(sys.argv[3])
+rows = db.execute("SELECT count(*) FROM candidates").fetchone()[0]
+searches = db.execute("SELECT count(*) FROM searches WHERE finished_at IS NOT NULL").fetchone()[0]
+print(f"== 3. merged database: {rows} candidate rows against {rows_sent} in the ranks' results; "
+      f"{searches} finished searches, {len(many)} keys")
+PY
+grep -c "tunes " "$out/manifest-$gpus.log" | sed 's/^/keys dealt: /'
+grep "rtcgc tune: rank [0-9]* tunes" "$out/manifest-$gpus.log" | awk '{print $4}' | sort | uniq -c | sed 's/^/  keys per rank: /'
+
+# ---- 2. one search -----------------------------------------------------------------------------
+search_args=(examples/matmul.rtcg -D n=4096 --precision tf32x3 --max-candidates "$sgemm_budget" --time-limit 0 --json)
+rate() {
+  python3 -c "
+import json,sys
+j=json.load(open(sys.argv[1]))
+c=j['counts']; m=c['verified']+c['wrong']+c['faulted']+c['timedOut']+c['launchFailed']
+t=j['wallSeconds']-j['referenceSeconds']
+print(f\"devices={j['devices']} measured={m} wall={j['wallSeconds']:.1f}s reference={j['referenceSeconds']:.1f}s \"
+      f\"rate={m/t:.2f}/s best={j['best']['medianMs'] if j['best'] else None}\")" "$1" 2>&1
+}
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 mpi -n 1 rtcgc tune "${search_args[@]}" --db "$out/sgemm-1.sqlite" \
+  >"$out/sgemm-1.json" 2>"$out/sgemm-1.log"
+echo "== 2. one SGEMM search, 1 rank (rc=$?): $(rate "$out/sgemm-1.json")"
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 mpi -n "$gpus" rtcgc tune "${search_args[@]}" --db "$out/sgemm-$gpus.sqlite" \
+  >"$out/sgemm-$gpus.json" 2>"$out/sgemm-$gpus.log"
+echo "== 2. one SGEMM search, $gpus ranks (rc=$?): $(rate "$out/sgemm-$gpus.json")"
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 rtcgc tune "${search_args[@]}" --devices all --db "$out/sgemm-devices.sqlite" \
+  >"$out/sgemm-devices.json" 2>"$out/sgemm-devices.log"
+echo "== 2. one SGEMM search, --devices all, no MPI (rc=$?): $(rate "$out/sgemm-devices.json")"
+
+# ---- 4. a rank killed mid-run --------------------------------------------------------------------
+if ((gpus > 1)); then
+  kill_db=$out/kill.sqlite
+  RTCG_CACHE_DIR=$(mktemp -d) mpi --enable-recovery -n "$gpus" rtcgc tune "${manifest_args[@]}" --max-candidates 8 \
+    --compile-threads "$per_rank" --rank-timeout 20 --db "$kill_db" >"$out/kill.json" 2>"$out/kill.log" &
+  launcher=$!
+  victim=""
+  for _ in $(seq 1 60); do  # rank 1's rtcgc, once it is searching
+    sleep 1
+    for p in $(pgrep -x rtcgc); do
+      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then victim=$p; fi
+    done
+    [[ -n "$victim" ]] && grep -q "rank 1 tunes" "$out/kill.log" && break
+  done
+  sleep 2
+  echo "== 4. killing rank 1 (pid $victim)"
+  [[ -n "$victim" ]] && kill -9 "$victim"
+  wait "$launcher"
+  echo "killed run rc=$?: $(grep -c '"outcome": "lost"' "$out/kill.json") lost, $(grep -c '"outcome": "tuned"' "$out/kill.json") tuned"
+  grep "it is lost" "$out/kill.log"
+  RTCG_CACHE_DIR=$(mktemp -d) timeout 300 mpi -n "$gpus" rtcgc tune "${manifest_args[@]}" --max-candidates 8 \
+    --compile-threads "$per_rank" --resume --db "$kill_db" >"$out/resume.json" 2>"$out/resume.log"
+  echo "resumed rc=$?: $(grep -c 'by an earlier run' "$out/resume.json") from the earlier run, $(grep -c 'rtcgc tune: rank [0-9]* tunes' "$out/resume.log") tuned now"
+fi
+echo "== done; logs in $out"
