@@ -30,7 +30,8 @@ ctest --output-on-failure -j2 --timeout 600
 pyenv=$root/build/pyenv
 if [[ -x "$pyenv/bin/python" ]] && "$pyenv/bin/python" -c "import nanobind, scikit_build_core, auditwheel, pytest, numpy" 2>/dev/null; then
   echo "the wheel (scripts/wheel.sh --from-build build)"
-  wheel=$("$root/scripts/wheel.sh" --from-build "$root/build" | tee /dev/stderr | tail -1)
+  "$root/scripts/wheel.sh" --from-build "$root/build" | tee "$root/build/wheel.log"  # its path last
+  wheel=$(tail -1 "$root/build/wheel.log")
   "$root/scripts/wheel-check.sh" "$wheel" "$(readlink -f "$pyenv/bin/python")"
 else
   echo "warning: no build/pyenv with nanobind, scikit-build-core and auditwheel (scripts/setup.sh needs PyPI): the Python package was not tested" >&2
