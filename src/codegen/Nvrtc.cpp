@@ -2,9 +2,9 @@
 #include "codegen/HalfHeaders.h"
 
 #include "codegen/CubinInfo.h"
+#include "codegen/NvrtcLibrary.h"
 
 #include <fmt/format.h>
-#include <nvrtc.h>
 #include <cctype>
 #include <charconv>
 #include <optional>
@@ -71,17 +71,18 @@ namespace {
 
 // Owns an nvrtcProgram for the duration of one compilation.
 struct Program {
+  const detail::NvrtcTable& nvrtc;
   nvrtcProgram handle = nullptr;
   ~Program() {
-    if (handle) nvrtcDestroyProgram(&handle);
+    if (handle) nvrtc.destroyProgram(&handle);
   }
 };
 
-std::string programLog(nvrtcProgram p) {
+std::string programLog(const detail::NvrtcTable& nvrtc, nvrtcProgram p) {
   size_t size = 0;
-  if (nvrtcGetProgramLogSize(p, &size) != NVRTC_SUCCESS || size <= 1) return "";
+  if (nvrtc.getProgramLogSize(p, &size) != NVRTC_SUCCESS || size <= 1) return "";
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(p, log.data()) != NVRTC_SUCCESS) return "";
+  if (nvrtc.getProgramLog(p, log.data()) != NVRTC_SUCCESS) return "";
   log.resize(size - 1);  // drop the terminating NUL
   return log;
 }
@@ -96,7 +97,8 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
     r.log = fmt::format("unknown GPU architecture '{}' (expected sm_XX or compute_XX)", arch);
     return r;
   }
-  Program prog;
+  const detail::NvrtcTable& nvrtc = detail::nvrtcLibrary();  // throws rtcg::Error where there is none
+  Program prog{nvrtc};
   // rtcg's cuda_fp16.h and cuda_bf16.h (HalfHeaders.h): NVRTC reads a header only where the
   // source includes it, so other kernels compile as before.
   std::vector<const char*> headers, includeNames;
@@ -104,10 +106,10 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
     includeNames.push_back(include.c_str());
     headers.push_back(text.c_str());
   }
-  nvrtcResult rc = nvrtcCreateProgram(&prog.handle, source.c_str(), name.c_str(), int(headers.size()), headers.data(),
+  nvrtcResult rc = nvrtc.createProgram(&prog.handle, source.c_str(), name.c_str(), int(headers.size()), headers.data(),
                                       includeNames.data());
   if (rc != NVRTC_SUCCESS) {
-    r.log = fmt::format("nvrtcCreateProgram failed: {}", nvrtcGetErrorString(rc));
+    r.log = fmt::format("nvrtcCreateProgram failed: {}", nvrtc.getErrorString(rc));
     return r;
   }
   std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17"};
@@ -116,21 +118,21 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
   std::vector<const char*> argv;
   for (const std::string& o : options) argv.push_back(o.c_str());
 
-  rc = nvrtcCompileProgram(prog.handle, (int)argv.size(), argv.data());
-  r.log = programLog(prog.handle);
+  rc = nvrtc.compileProgram(prog.handle, (int)argv.size(), argv.data());
+  r.log = programLog(nvrtc, prog.handle);
   if (rc != NVRTC_SUCCESS) {
-    r.log = fmt::format("NVRTC could not compile '{}' for {}: {}\n{}", name, arch, nvrtcGetErrorString(rc), r.log);
+    r.log = fmt::format("NVRTC could not compile '{}' for {}: {}\n{}", name, arch, nvrtc.getErrorString(rc), r.log);
     return r;
   }
   if (real) {
     size_t size = 0;
-    if ((rc = nvrtcGetCUBINSize(prog.handle, &size)) != NVRTC_SUCCESS) {
-      r.log += fmt::format("\nnvrtcGetCUBINSize failed: {}", nvrtcGetErrorString(rc));
+    if ((rc = nvrtc.getCUBINSize(prog.handle, &size)) != NVRTC_SUCCESS) {
+      r.log += fmt::format("\nnvrtcGetCUBINSize failed: {}", nvrtc.getErrorString(rc));
       return r;
     }
     r.cubin.resize(size);
-    if ((rc = nvrtcGetCUBIN(prog.handle, r.cubin.data())) != NVRTC_SUCCESS) {
-      r.log += fmt::format("\nnvrtcGetCUBIN failed: {}", nvrtcGetErrorString(rc));
+    if ((rc = nvrtc.getCUBIN(prog.handle, r.cubin.data())) != NVRTC_SUCCESS) {
+      r.log += fmt::format("\nnvrtcGetCUBIN failed: {}", nvrtc.getErrorString(rc));
       r.cubin.clear();
       return r;
     }
@@ -141,13 +143,13 @@ CudaCompileResult compileCuda(const std::string& source, const std::string& name
   }
   if (wantPtx || !real) {
     size_t size = 0;
-    if ((rc = nvrtcGetPTXSize(prog.handle, &size)) != NVRTC_SUCCESS) {
-      r.log += fmt::format("\nnvrtcGetPTXSize failed: {}", nvrtcGetErrorString(rc));
+    if ((rc = nvrtc.getPTXSize(prog.handle, &size)) != NVRTC_SUCCESS) {
+      r.log += fmt::format("\nnvrtcGetPTXSize failed: {}", nvrtc.getErrorString(rc));
       return r;
     }
     r.ptx.assign(size, '\0');
-    if ((rc = nvrtcGetPTX(prog.handle, r.ptx.data())) != NVRTC_SUCCESS) {
-      r.log += fmt::format("\nnvrtcGetPTX failed: {}", nvrtcGetErrorString(rc));
+    if ((rc = nvrtc.getPTX(prog.handle, r.ptx.data())) != NVRTC_SUCCESS) {
+      r.log += fmt::format("\nnvrtcGetPTX failed: {}", nvrtc.getErrorString(rc));
       r.ptx.clear();
       return r;
     }
@@ -167,8 +169,9 @@ std::string nvrtcArchFor(const std::string& source, const std::string& arch) {
 }
 
 std::string nvrtcVersionString() {
+  const detail::NvrtcTable* nvrtc = detail::tryNvrtcLibrary();
   int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  if (!nvrtc || nvrtc->version(&major, &minor) != NVRTC_SUCCESS) return "unknown";
   return fmt::format("{}.{}", major, minor);
 }
 

@@ -1,8 +1,8 @@
 #include "codegen/NvrtcArchs.h"
+#include "codegen/NvrtcLibrary.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nvrtc.h>
 
 #include <algorithm>
 #include <cctype>
@@ -10,10 +10,13 @@
 namespace rtcg {
 
 std::vector<int> nvrtcSupportedArchs() {
+  // Without NVRTC (compile-only work that stops at CUDA C) no architecture is refused here; a
+  // compile then says that NVRTC is missing.
+  const detail::NvrtcTable* nvrtc = detail::tryNvrtcLibrary();
   int count = 0;
-  if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return {};
+  if (!nvrtc || nvrtc->getNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return {};
   std::vector<int> archs(static_cast<size_t>(count));
-  if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) return {};
+  if (nvrtc->getSupportedArchs(archs.data()) != NVRTC_SUCCESS) return {};
   std::sort(archs.begin(), archs.end());
   return archs;
 }

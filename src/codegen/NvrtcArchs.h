@@ -8,7 +8,7 @@
 namespace rtcg {
 
 // NVRTC's supported compute capabilities (nvrtcGetSupportedArchs): 75, 80, ..., ascending.
-std::vector<int> nvrtcSupportedArchs();
+std::vector<int> nvrtcSupportedArchs();  // empty where NVRTC cannot be loaded
 
 // An empty string when `arch` is "sm_XX" or "compute_XX" (optionally with an a/f suffix, as
 // sm_90a) for a supported XX; else why not, naming the supported ones.
