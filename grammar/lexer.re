@@ -210,6 +210,7 @@ Parser::symbol_type Lexer::scan() {
       ">"                  { return Parser::make_GT(span()); }
       "!"                  { return Parser::make_NOT(span()); }
       "="                  { return Parser::make_ASSIGN(span()); }
+      "+="                 { return Parser::make_PLUSASSIGN(span()); }
       "+"                  { return Parser::make_PLUS(span()); }
       "-"                  { return Parser::make_MINUS(span()); }
       "*"                  { return Parser::make_STAR(span()); }

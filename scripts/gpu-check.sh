@@ -176,6 +176,15 @@ keep layernorm.rtcg "i: grid.x; j: serial, thread.x 1024, unroll 4" -D m=37 -D n
 # Long CSR rows handed to the whole block from a row a thread.
 run_example spmv.rtcg -D n=100003 -D nnz=700021 --schedule "i: grid.x, thread.x 128; p: serial, unroll 4; long_rows: 16"
 run_example spmv.rtcg -D n=100003 -D nnz=700021 --schedule "i: grid.x, thread.x 256; p: serial; long_rows: 32"
+# Accumulations (issue 37): global atomics, the block's copy in shared memory, warp aggregation and
+# both, on grid-stride loops, a partial last warp (80 threads) and register points, n no block divides.
+run_example histogram.rtcg -D n=1000003 -D bins=256 --schedule "i: serial, grid.x 264, thread.x 256; accumulate: shared"
+run_example histogram.rtcg -D n=1000003 -D bins=256 --schedule "i: serial, grid.x 528, thread.x 80; aggregate: warp"
+run_example histogram.rtcg -D n=1000003 -D bins=7 --schedule "i: grid.x, thread.x 32, reg 3; accumulate: shared; aggregate: warp"
+run_example histogram.rtcg -D n=1000003 -D bins=65537
+run_example histogram_weighted.rtcg -D n=1000003 -D bins=1000 --schedule "i: serial, grid.x 264, thread.x 160; accumulate: shared; aggregate: warp"
+run_example assemble.rtcg -D K=100003 -D Np=20 -D N=9001 --schedule "k: serial, grid.x 528, thread.y 5; j: thread.x; accumulate: shared"
+run_example assemble.rtcg -D K=100003 -D Np=20 -D N=400009 --schedule "k: grid.x, thread.y 5; j: thread.x; aggregate: warp"
 mismatches=$(grep -c MISMATCH "$out/examples.log" || true)
 failures=$(grep -c '^rc=[1-9]' "$out/examples.log" || true)
 

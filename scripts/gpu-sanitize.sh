@@ -59,6 +59,9 @@ sizes=(
   "layernorm.rtcg m=1001 n=1031"
   "trmv.rtcg n=1031"
   "syrk.rtcg n=257 K=131"
+  "histogram.rtcg n=100003 bins=256"
+  "histogram_weighted.rtcg n=100003 bins=1000"
+  "assemble.rtcg K=1001 Np=20 N=5003"
 )
 
 # rtcgc: $RTCGC, else the packed GPU build (set up as gpu-check.sh does), else this build.

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch peers of the benchmark suite's rows whose peer is "PyTorch" (issue 23's row-wise
-normalisations (softmax, layer normalisation) and distance-style nested reductions), timed in the same GPU job as bench_suite.
+normalisations (softmax, layer normalisation) and distance-style nested reductions; issue 37's
+histograms (torch.bincount, Tensor.index_add_) and assembly through a map (index_add_)), timed in
+the same GPU job as bench_suite.
 
 For each such workload (read from `bench_suite --list`), every PyTorch form of its computation runs
 on fresh random inputs of the workload's sizes; each form is checked against a float64 computation
@@ -120,7 +122,45 @@ def nearest_case(s, gen):
     return forms, check
 
 
-CASES = {"softmax": softmax_case, "layernorm": layernorm_case, "nearest": nearest_case}
+def histogram_case(s, gen):
+    n, bins = s["n"], s["bins"]
+    b = torch.randint(0, bins, (n,), device="cuda", generator=gen, dtype=torch.int64)
+    ref = torch.bincount(b, minlength=bins).double()
+    b32 = b.int()
+    ones = torch.ones(n, device="cuda", dtype=torch.int32)
+    forms = {"torch.bincount": lambda: torch.bincount(b, minlength=bins),
+             "torch.bincount(int32)": lambda: torch.bincount(b32, minlength=bins),
+             "Tensor.index_add_": lambda: torch.zeros(bins, device="cuda", dtype=torch.int32).index_add_(0, b32, ones)}
+    check = lambda f: rel_err(f(), ref)
+    return forms, check
+
+
+def histogram_weighted_case(s, gen):
+    n, bins = s["n"], s["bins"]
+    b = torch.randint(0, bins, (n,), device="cuda", generator=gen, dtype=torch.int64)
+    w = torch.rand(n, device="cuda", generator=gen) * 2 - 1
+    ref = torch.zeros(bins, dtype=torch.float64, device="cuda").index_add_(0, b, w.double())
+    b32 = b.int()
+    forms = {"torch.bincount(weights)": lambda: torch.bincount(b, weights=w, minlength=bins),
+             "Tensor.index_add_": lambda: torch.zeros(bins, device="cuda").index_add_(0, b32, w)}
+    check = lambda f: rel_err(f(), ref)
+    return forms, check
+
+
+def assemble_case(s, gen):
+    k, np_, nodes = s["K"], s["Np"], s["N"]
+    m = torch.randint(0, nodes, (k * np_,), device="cuda", generator=gen, dtype=torch.int32)
+    c = torch.rand(k * np_, device="cuda", generator=gen) * 2 - 1
+    u = torch.zeros(nodes, device="cuda")
+    ref = torch.zeros(nodes, dtype=torch.float64, device="cuda").index_add_(0, m, c.double())
+    # In place into the global vector, as rtcg's inout u (the vector's zeroing is not timed).
+    forms = {"Tensor.index_add_": lambda: u.index_add_(0, m, c)}
+    check = lambda f: rel_err(torch.zeros_like(u).index_add_(0, m, c), ref)
+    return forms, check
+
+
+CASES = {"softmax": softmax_case, "layernorm": layernorm_case, "nearest": nearest_case,
+         "histogram": histogram_case, "histogram_weighted": histogram_weighted_case, "assemble": assemble_case}
 TOLERANCE = 1e-4  # FP32 forms against float64
 
 

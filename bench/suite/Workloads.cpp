@@ -161,6 +161,30 @@ kernel nearest(n: int, m: int, D: int, q: f32[n, D], r: f32[m, D], out d: f32[n]
 }
 )";
 
+constexpr const char* kHistogram = R"(// A histogram: each sample adds one to its bin (an accumulation, docs/language.md 5.1).
+kernel histogram(n: int, bins: int, bin: i32[n], inout counts: i32[bins]) {
+  for i in 0..n {
+    counts[bin[i]] += 1;
+  }
+}
+)";
+
+constexpr const char* kHistogramWeighted = R"(// A weighted histogram: each sample adds its weight to its bin.
+kernel histogram_weighted(n: int, bins: int, bin: i32[n], w: f32[n], inout h: f32[bins]) {
+  for i in 0..n {
+    h[bin[i]] += w[i];
+  }
+}
+)";
+
+constexpr const char* kAssemble = R"(// Assembly: node j of element k adds its contribution to global node map[k, j].
+kernel assemble(K: int, Np: int, N: int, map: i32[K, Np], contrib: f32[K, Np], inout u: f32[N]) {
+  for k in 0..K, j in 0..Np {
+    u[map[k, j]] += contrib[k, j];
+  }
+}
+)";
+
 constexpr const char* kDgLift = R"(// DG lifting: face fluxes times the lift matrix, scaled by the inverse Jacobian.
 kernel dg_lift(K: int, Np: int, Nfp: int,
                LIFT: f32[Np, 4*Nfp], flux: f32[K, 4*Nfp], invJ: f32[K],
@@ -284,6 +308,15 @@ std::vector<Workload> allWorkloads() {
   for (auto [n, d] : {std::pair<int64_t, int64_t>{8192, 16}, {16384, 64}})
     w.push_back({fmt::format("nearest_{}_D{}", n, d), "nearest", "nearest", kNearest, {{"n", n}, {"m", n}, {"D", d}},
                  PeerKind::Torch});
+  // Accumulations (issue 37): histograms of 2^26 uniform samples and an assembly through a random
+  // map (2^20 elements of 20 nodes into 2^22 global nodes), against torch.bincount / index_add_.
+  for (int64_t bins : {256, 65536})
+    w.push_back({fmt::format("histogram_2^26_{}", bins), "histogram", "histogram", kHistogram,
+                 {{"n", int64_t(1) << 26}, {"bins", bins}}, PeerKind::Torch});
+  w.push_back({"histogram_weighted_2^26_1024", "histogram_weighted", "histogram_weighted", kHistogramWeighted,
+               {{"n", int64_t(1) << 26}, {"bins", 1024}}, PeerKind::Torch});
+  w.push_back({"assemble_2^20x20", "assemble", "assemble", kAssemble,
+               {{"K", int64_t(1) << 20}, {"Np", 20}, {"N", int64_t(1) << 22}}, PeerKind::Torch});
   return w;
 }
 
@@ -354,7 +387,7 @@ std::vector<Workload> selectWorkloads(const std::string& only) {
     for (const Workload& w : all) names += (names.empty() ? "" : ", ") + w.name;
     throw Error(fmt::format("--only: unknown workload '{}'; give workload names ({}) or groups (sgemm, sgemv, "
                             "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, dg_tc, "
-                            "gemm_bf16, trmv, trmm, syrk, softmax, layernorm, nearest)",
+                            "gemm_bf16, trmv, trmm, syrk, softmax, layernorm, nearest, histogram, histogram_weighted, assemble)",
                             item, names));
   }
   std::vector<Workload> out;

@@ -223,6 +223,13 @@ struct ModuleNeeds {
   bool floorLL = false;
 };
 
+// An accumulation's emission (EmitAccumulate.cpp): the block's copy in shared memory
+// (`accumulate: shared`), and with `aggregate: warp` the current point's pending update.
+struct AccumulationState {
+  std::string copy;
+  std::string ok, at, value;
+};
+
 // The state of one nest's emission. Not copyable: the facts point into themselves.
 struct EmitContext {
   EmitContext(const Kernel& k, const NestPlan& plan, ModuleNeeds& needs, std::string indexType)
@@ -247,6 +254,7 @@ struct EmitContext {
   StagingState stage;
   ReductionState red;
   LongRowState longRows;
+  AccumulationState accum;
   // A nest fused with others (FusionGroup, schedule/Plan.h): the kernel-local arrays held in
   // shared memory, by param id -> the shared array of the block's rows, and the first value of
   // the shared index in the block (its row 0). Empty for a nest of its own.
@@ -418,6 +426,18 @@ void emitStatementsAt(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out);
 // EmitStore.cpp: the store of statement `statement` (an index into the nest's body) of `value`
 // into `target`, the lowered access.
 C::Stmt emitStore(const EmitContext& ctx, size_t statement, const C::ExprP& target, const C::ExprP& value);
+
+// EmitAccumulate.cpp: accumulations (Stmt::accumulate, AccumulationPlan). The atomic of statement
+// `statement` into `target` (the lowered element), or with `aggregate: warp` the point's record of
+// its update; the block's copy (`accumulate: shared`) declared and set to the identity, and merged
+// at the end; the warp's pending update declared before a point's guard and issued after it.
+C::Stmt emitAccumulation(EmitContext& ctx, size_t statement, const C::ExprP& target, const C::ExprP& value);
+void declareAccumulationCopy(EmitContext& ctx, std::vector<C::Stmt>& body);
+void mergeAccumulationCopy(EmitContext& ctx, std::vector<C::Stmt>& body);
+void openWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody);
+void closeWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody);
+// The atomics and the warp-aggregated accumulations (fixed text), in a module with accumulations.
+extern const char* const accumulateHelpers;
 
 // EmitKeptRows.cpp (`keep:`): the unrolling of a loop of index `index` (fully, where the index is
 // a kept row's: its slots must be constants); the slot of the thread's value of a kept row's index

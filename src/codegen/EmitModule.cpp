@@ -148,6 +148,11 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
     }
   if (producer) mod.preludes.push_back(emit::mma::producerHelpers(registerCounts, producerSplit));
   for (std::string& h : wgmmaShapes) mod.preludes.push_back(std::move(h));
+  // Accumulations: the atomics (only in modules that have one: other modules' text is unchanged).
+  if (std::any_of(k.nests.begin(), k.nests.end(), [](const LoopNest& n) {
+        return std::any_of(n.body.begin(), n.body.end(), [](const Stmt& st) { return st.kind == StmtKind::Store && st.accumulate; });
+      }))
+    mod.preludes.push_back(emit::accumulateHelpers);
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needs.floorLL)

@@ -314,7 +314,7 @@ void emitStatements(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) {
     } else {
       C::ExprP target = lowerAccess(ctx, s.array, s.indices, env, out);
       C::ExprP v = lower(ctx, s.value, env, out);
-      out.push_back(emitStore(ctx, i, target, v));
+      out.push_back(s.accumulate ? emitAccumulation(ctx, i, target, v) : emitStore(ctx, i, target, v));
     }
   }
 }
@@ -415,6 +415,7 @@ std::vector<std::vector<C::Stmt>> pointStatements(EmitContext& ctx, const Env& g
     penv.hoisted.insert(early[pt].begin(), early[pt].end());
     std::vector<C::Stmt> pbody;
     C::ExprP guard;
+    openWarpAggregation(ctx, pbody);  // `aggregate: warp`: the point's update, issued after its guard
     declarePointIndices(ctx, pt, penv, pbody, guard);
     std::vector<C::Stmt> stmts;
     emitStatements(ctx, penv, stmts);
@@ -422,6 +423,7 @@ std::vector<std::vector<C::Stmt>> pointStatements(EmitContext& ctx, const Env& g
     if (ctx.red.lanes > 1) guard = andAll(guard, C::binary("==", ctx.red.lane, lit(0)));
     guard = andAll(guard, shortRowGuard(ctx));  // `long_rows:`: a long range's statements run in the block's pass
     appendGuarded(guard, std::move(stmts), pbody);
+    closeWarpAggregation(ctx, pbody);
     if (f.regPoints == 1) {
       all[pt] = std::move(pbody);
       continue;
@@ -625,7 +627,9 @@ C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Global
   if (C::ExprP topGuard = guardsAt(ctx, Level::Top, env, body)) body.push_back(C::ifThen(negate(topGuard), {C::returnStmt()}));
   stageBlockTiles(ctx, false, env, body);  // tiles staged once per block
   loadKeptRows(ctx, env, body);            // `keep:`: the rows this nest loads for the later fused nests
+  declareAccumulationCopy(ctx, body);      // `accumulate: shared`
   append(body, emitPositionLoops(ctx, env));
+  mergeAccumulationCopy(ctx, body);
   fn.body = std::move(body);
   describe(ctx, fn);
   if (ctx.plan.crossBlock.any()) declareScratch(ctx, fn, launch, globals);

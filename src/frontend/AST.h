@@ -77,6 +77,7 @@ struct TypeRef {
 enum class StmtKind {
   Let,     // let name (: type)? = value;
   Store,   // name[indices] = value;
+  Accumulate,  // name[indices] += value;  name[indices] max= value;  (min=)
   Assign,  // name = value;  (always an error: only array elements can be assigned)
   For,     // for binders { body }  (only valid at kernel top level)
   Local,   // local name: type;  (a kernel-local array; only valid at kernel top level)
@@ -89,7 +90,9 @@ struct Stmt {
   Span nameSpan;
   std::optional<TypeRef> type;   // Let with an annotation; Local
   std::vector<ExprPtr> indices;  // Store
-  Span targetSpan;               // Store: `name[indices]`
+  Span targetSpan;               // Store, Accumulate: `name[indices]`
+  std::string accumOp;           // Accumulate: "+" or the word before '=' ("max", "min"; Sema checks it)
+  Span opSpan;                   // Accumulate: the operator (`+=`, `max=`)
   ExprPtr value;
   std::vector<Binder> binders;   // For
   Span headerSpan;               // For: from `for` to the last bound

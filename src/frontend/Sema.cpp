@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "frontend/Parser.h"
+#include "ir/Walk.h"
 #include "ir/IntOps.h"
 #include "support/Error.h"
 
@@ -230,6 +231,8 @@ class KernelSema {
   void lowerStore(const ast::Stmt& s, LoopNest& nest);
   void lowerLet(const ast::Stmt& s, LoopNest& nest);
   void lowerAssign(const ast::Stmt& s);
+  std::optional<ReduceOp> accumulationOp(const ast::Stmt& s);
+  void checkAccumulations(const LoopNest& nest);
 
   // Expressions
   Value lower(const ast::Expr& e, std::optional<ScalarType> hint);
@@ -738,6 +741,7 @@ void KernelSema::lowerNest(const std::vector<ast::Binder>* binders, const std::v
   else
     bodyIncomplete_ = true;
   checkLocalReads();
+  checkAccumulations(nest);
   scope_.resize(scopeSize);
   kernel_.nests.push_back(std::move(nest));
 }
@@ -745,7 +749,8 @@ void KernelSema::lowerNest(const std::vector<ast::Binder>* binders, const std::v
 void KernelSema::lowerStmt(const ast::Stmt& s, LoopNest& nest) {
   switch (s.kind) {
     case ast::StmtKind::Let: return lowerLet(s, nest);
-    case ast::StmtKind::Store: return lowerStore(s, nest);
+    case ast::StmtKind::Store:
+    case ast::StmtKind::Accumulate: return lowerStore(s, nest);
     case ast::StmtKind::Assign: return lowerAssign(s);
     case ast::StmtKind::For:
       bodyIncomplete_ = true;
@@ -807,8 +812,72 @@ void KernelSema::lowerLet(const ast::Stmt& s, LoopNest& nest) {
   nest.body.push_back(std::move(st));
 }
 
+// The operator of an accumulation (`+=`, `max=`, `min=`), or nullopt after reporting a word that
+// is none of them.
+std::optional<ReduceOp> KernelSema::accumulationOp(const ast::Stmt& s) {
+  if (s.accumOp == "+") return ReduceOp::Sum;
+  if (s.accumOp == "max") return ReduceOp::Max;
+  if (s.accumOp == "min") return ReduceOp::Min;
+  error(loc(s.opSpan), fmt::format("'{}=' is not an accumulation; an accumulation is 'a[i] += v', 'a[i] max= v' or "
+                                   "'a[i] min= v'",
+                                   s.accumOp));
+  return std::nullopt;
+}
+
+// A nest that accumulates into an array (IR.h): every other write of that array in the nest is an
+// accumulation with the same operator, and the nest does not read it (a read would see the element
+// part-way through the updates, in an order nothing fixes). ir/Races.cpp checks the same on IR
+// built without the frontend.
+void KernelSema::checkAccumulations(const LoopNest& nest) {
+  std::map<int, const Stmt*> first;  // array -> its first accumulation
+  for (const Stmt& st : nest.body)
+    if (st.kind == StmtKind::Store && st.accumulate) first.emplace(st.array, &st);
+  if (first.empty()) return;
+  auto shown = [&](const Stmt& st) {
+    return fmt::format("'{} {} ...'", text(st.loc), accumSymbol(st.accumOp));
+  };
+  for (const Stmt& st : nest.body) {
+    auto it = st.kind == StmtKind::Store ? first.find(st.array) : first.end();
+    if (it != first.end() && !st.accumulate) {
+      error(st.loc, fmt::format("a plain store to '{}' in the loop nest that accumulates into it; the order of the "
+                                "store and the updates is not defined. Store in an earlier loop nest, or accumulate "
+                                "here too",
+                                kernel_.params[st.array].name));
+      diags_.note(it->second->loc, fmt::format("the accumulation {}", shown(*it->second)));
+    } else if (it != first.end() && st.accumOp != it->second->accumOp) {
+      error(st.loc, fmt::format("'{}' is accumulated into with both '{}' and '{}' in one loop nest; the result "
+                                "would depend on the order of the updates. Use one operator per array and loop nest",
+                                kernel_.params[st.array].name, accumSymbol(it->second->accumOp),
+                                accumSymbol(st.accumOp)));
+    }
+    auto reads = [&](const Expr& e) {
+      visitExprs(e, [&](const Expr& x) {
+        if (x->kind != ExprKind::Load || !first.count(x->array)) return;
+        error(x->loc, fmt::format("'{}' is read in the loop nest that accumulates into it; the value read would "
+                                  "depend on the order of the updates. Read it in a later loop nest",
+                                  kernel_.params[x->array].name));
+        diags_.note(first.at(x->array)->loc, fmt::format("the accumulation {}", shown(*first.at(x->array))));
+      });
+    };
+    if (st.value) reads(st.value);
+    for (const Expr& i : st.indices) reads(i);
+  }
+}
+
 void KernelSema::lowerStore(const ast::Stmt& s, LoopNest& nest) {
   SourceLoc target = loc(s.targetSpan);
+  const bool accumulate = s.kind == ast::StmtKind::Accumulate;
+  ReduceOp op = ReduceOp::Sum;
+  if (accumulate) {
+    std::optional<ReduceOp> o = accumulationOp(s);
+    if (!o) {
+      lower(*s.value, std::nullopt);  // for the errors it may hold
+      // One mistake should not also cause "never written".
+      if (const Symbol* sym = lookup(s.name); sym && sym->kind == Symbol::Kind::Array) written_[sym->id] = true;
+      return;
+    }
+    op = *o;
+  }
   const Symbol* sym = lookup(s.name);
   if (!sym) {
     unknownName(s.name, loc(s.nameSpan), "array");
@@ -821,10 +890,30 @@ void KernelSema::lowerStore(const ast::Stmt& s, LoopNest& nest) {
   int array = sym->id;
   const Param& p = kernel_.params[array];
   bool ok = true;
-  if (p.mode == ArrayMode::In) {
+  if (accumulate && p.mode == ArrayMode::In) {
+    error(target, fmt::format("cannot accumulate into '{}': it is an input array; declare it 'inout' (its contents "
+                              "are then the starting values of the accumulation)", s.name));
+    diags_.note(p.loc, fmt::format("'{}' is declared here", s.name));
+    ok = false;
+  } else if (p.mode == ArrayMode::In) {
     error(target, fmt::format("cannot write to '{}': it is an input array; declare it 'out' (or 'inout' to also "
                               "read its initial contents)", s.name));
     diags_.note(p.loc, fmt::format("'{}' is declared here", s.name));
+    ok = false;
+  } else if (accumulate && p.isLocal()) {
+    error(target, fmt::format("cannot accumulate into the local array '{}': its elements start undefined and only "
+                              "one loop nest may write it; accumulate into an 'inout' parameter", s.name));
+    ok = false;
+  } else if (accumulate && p.mode == ArrayMode::Out && !written_[array]) {
+    error(target, fmt::format("'{}' is an 'out' array and is accumulated into before anything is written to it; "
+                              "store its starting values in an earlier loop nest, or declare it 'inout' (the "
+                              "caller's contents are the starting values)", s.name));
+    ok = false;
+  }
+  std::string why;
+  if (accumulate && ok && !accumulationSupported(op, p.type, &why)) {
+    error(loc(s.opSpan), fmt::format("cannot accumulate with '{}' into '{}', an array of {}: {}", accumSymbol(op),
+                                     s.name, typeName(p.type), why));
     ok = false;
   }
   std::vector<Expr> indices = lowerIndices(s.indices, array, target);
@@ -855,6 +944,8 @@ void KernelSema::lowerStore(const ast::Stmt& s, LoopNest& nest) {
   Stmt st;
   st.kind = StmtKind::Store;
   st.loc = target;
+  st.accumulate = accumulate;
+  st.accumOp = op;
   st.array = array;
   st.indices = std::move(indices);
   st.value = value;

@@ -98,6 +98,8 @@ std::vector<Access> collectAccesses(const Kernel& k, int nest) {
       case StmtKind::Store:
         for (const Expr& i : s.indices) c.expr(i);
         c.add(s.array, s.indices, true, s.loc);
+        c.out.back().accumulate = s.accumulate;
+        c.out.back().accumOp = s.accumOp;
         break;
     }
   }

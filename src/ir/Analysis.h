@@ -55,6 +55,8 @@ struct Access {
   int array = -1;
   std::vector<Expr> indices;
   bool isWrite = false;
+  bool accumulate = false;           // a write that is an accumulation (Stmt::accumulate)
+  ReduceOp accumOp = ReduceOp::Sum;  // its operator
   bool indirect = false;  // some index contains a Load
   LoopScope scope;        // parallel loops of the nest, then enclosing reduction loops
   SourceLoc loc;

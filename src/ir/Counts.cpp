@@ -195,7 +195,12 @@ FloatOpsByPrecision floatOpsByPrecision(const Kernel& bound) {
     std::vector<const Loop*> scope;
     for (const Loop& l : nest.loops) scope.push_back(&l);
     double points = domainPoints(bound, scope);
-    for (const Stmt& s : nest.body) exprOps(bound, s.value, scope, points, ops);
+    for (const Stmt& s : nest.body) {
+      exprOps(bound, s.value, scope, points, ops);
+      // An accumulation combines once per point (+=, max=, min= of a float element).
+      const ScalarType t = s.kind == StmtKind::Store ? bound.params[size_t(s.array)].type : ScalarType::Bool;
+      if (s.kind == StmtKind::Store && s.accumulate && isFloat(t)) (t == ScalarType::F64 ? ops.fp64 : ops.fp32) += points;
+    }
   }
   return ops;
 }

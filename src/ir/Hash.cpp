@@ -81,6 +81,8 @@ class Canonicalizer {
         out += fmt::format(" -> #{};", define(s.letId));
         return;
       case StmtKind::Store:
+        // An accumulation says so (a plain store's text is what it always was: hashes unchanged).
+        if (s.accumulate) out += fmt::format("accumulate {} ", reduceName(s.accumOp));
         out += fmt::format("store p{}[", s.array);
         for (const Expr& e : s.indices) expr(e), out += ",";
         out += "]=";

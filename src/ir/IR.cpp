@@ -130,6 +130,35 @@ const char* reduceName(ReduceOp op) {
   RTCG_ASSERT(false, "bad ReduceOp");
 }
 
+const char* accumSymbol(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "+=";
+    case ReduceOp::Product: return "*=";
+    case ReduceOp::Max: return "max=";
+    case ReduceOp::Min: return "min=";
+  }
+  RTCG_ASSERT(false, "bad ReduceOp");
+}
+
+bool accumulationSupported(ReduceOp op, ScalarType t, std::string* why) {
+  auto refuse = [&](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  if (op == ReduceOp::Product)
+    return refuse("the GPU has no atomic multiplication; accumulate with '+=', 'max=' or 'min='");
+  if (t == ScalarType::Bool) return refuse("a bool cannot be accumulated");
+  if (isHalf(t))
+    return refuse(fmt::format("accumulating into {} elements is not supported (their sums would round at every "
+                              "update); accumulate into an f32 array",
+                              typeName(t)));
+  if (isFloat(t) && op != ReduceOp::Sum)
+    return refuse(fmt::format("the GPU has no atomic {} of {} values; '{}' takes i32 and i64 elements, and '+=' "
+                              "takes {}",
+                              reduceName(op), typeName(t), accumSymbol(op), typeName(t)));
+  return true;
+}
+
 bool isComparison(BinaryOp op) {
   return op == BinaryOp::Lt || op == BinaryOp::Le || op == BinaryOp::Gt || op == BinaryOp::Ge ||
          op == BinaryOp::Eq || op == BinaryOp::Ne;

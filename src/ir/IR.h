@@ -16,6 +16,16 @@
 // The body is a list of Stmts run in order at each point:
 //   Let   : a scalar temporary, visible to the following statements of the same body;
 //   Store : array[indices] = value, once per point.
+//   A Store with `accumulate` set is an *accumulation*, `array[indices] op= value` (op: Sum adds,
+//   Max and Min keep the larger / smaller): every point combines its value into the element, and
+//   several points may name the same element (a histogram, a scatter-add through an index map).
+//   The result equals the updates applied one after another in some order of the points (the
+//   reference executor: domain order); an integer result is therefore exact and a max/min one
+//   too, while a floating-point sum's rounding depends on the order (verification allows the
+//   error of a sum of that length). Element types: i32, i64, f32, f64 for Sum, i32 and i64 for
+//   Max and Min (the operations the GPU has atomics for). A nest that accumulates into an array
+//   neither reads it nor stores it plainly, and accumulates into it with one operator only
+//   (checkRaces); the array is written (out after an earlier nest's store, or inout).
 //
 // Reductions are expressions: Reduce(op, loops, body) combines `body` over its own loops
 // (the *reduction* indices), whose bounds may depend on enclosing parallel and reduction
@@ -178,9 +188,17 @@ struct Stmt {
   // Store
   int array = -1;
   std::vector<Expr> indices;
+  // Store: an accumulation `array[indices] op= value` (see the semantics block) when set.
+  bool accumulate = false;
+  ReduceOp accumOp = ReduceOp::Sum;
   // Both: the value (its type is the Let's type / the array's element type)
   Expr value;
 };
+// Whether the GPU has an atomic for accumulating values of type `t` with `op` (i32, i64, f32, f64
+// for Sum; i32, i64 for Max and Min); when not, `why` says so in words.
+bool accumulationSupported(ReduceOp op, ScalarType t, std::string* why = nullptr);
+// The operator's text in an accumulation: "+=", "max=", "min=" ("*=" for Product, never accepted).
+const char* accumSymbol(ReduceOp op);
 
 struct LoopNest {
   std::vector<Loop> loops;  // parallel indices, outermost first

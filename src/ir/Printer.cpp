@@ -121,7 +121,9 @@ struct Printer {
       case StmtKind::Let:
         return fmt::format("let {}: {} = {};", s.letName.empty() ? fmt::format("v{}", s.letId) : s.letName,
                            typeName(s.value->type), print(s.value));
-      case StmtKind::Store: return fmt::format("{}[{}] = {};", paramName(s.array), list(s.indices), print(s.value));
+      case StmtKind::Store:
+        return fmt::format("{}[{}] {} {};", paramName(s.array), list(s.indices),
+                           s.accumulate ? accumSymbol(s.accumOp) : "=", print(s.value));
     }
     return "<?>";
   }

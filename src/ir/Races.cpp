@@ -194,9 +194,20 @@ class RaceChecker {
     std::map<int, std::vector<const Access*>> storesByArray;
     for (const Access& a : accesses_)
       if (a.isWrite) storesByArray[a.array].push_back(&a);
-    for (const auto& [array, stores] : storesByArray) checkWrites(array, stores);
-    for (const Access& a : accesses_)
-      if (!a.isWrite && storesByArray.count(a.array)) checkRead(a, storesByArray[a.array]);
+    std::set<int> accumulated;
+    for (const auto& [array, stores] : storesByArray) {
+      if (std::none_of(stores.begin(), stores.end(), [](const Access* a) { return a->accumulate; })) {
+        checkWrites(array, stores);
+        continue;
+      }
+      accumulated.insert(array);
+      checkAccumulations(stores);
+    }
+    for (const Access& a : accesses_) {
+      if (a.isWrite || !storesByArray.count(a.array)) continue;
+      if (accumulated.count(a.array)) reportAccumulatedRead(a, storesByArray[a.array]);
+      else checkRead(a, storesByArray[a.array]);
+    }
   }
 
  private:
@@ -214,6 +225,38 @@ class RaceChecker {
         found |= e->kind == ExprKind::Var && e->varKind == VarKind::Index && e->varId == loopId;
       });
     return found;
+  }
+
+  // Accumulations may name one element from several points (that is what they are for), but the
+  // array's every write in the nest is one with the same operator: a plain store's value would be
+  // overwritten or added to in an order nothing fixes, and sum and max updates do not commute.
+  void checkAccumulations(const std::vector<const Access*>& stores) {
+    const Access* first = *std::find_if(stores.begin(), stores.end(), [](const Access* a) { return a->accumulate; });
+    for (const Access* s : stores) {
+      if (!s->accumulate) {
+        diags_.error(s->loc, fmt::format("a plain store to {} in the loop nest that accumulates into it ({} {} ...): "
+                                         "the order of the store and the updates is not defined. Store in an "
+                                         "earlier loop nest, or accumulate here too",
+                                         name(s->array), accessText(k_, first->array, first->indices),
+                                         accumSymbol(first->accumOp)));
+        return;
+      }
+      if (s->accumOp != first->accumOp) {
+        diags_.error(s->loc, fmt::format("{} is accumulated into with both '{}' and '{}' in one loop nest; the "
+                                         "result would depend on the order of the updates. Use one operator per "
+                                         "array and loop nest",
+                                         name(s->array), accumSymbol(first->accumOp), accumSymbol(s->accumOp)));
+        return;
+      }
+    }
+  }
+
+  void reportAccumulatedRead(const Access& r, const std::vector<const Access*>& stores) {
+    const Access& first = *stores[0];
+    diags_.error(r.loc, fmt::format("the read {} sees {} while this loop nest accumulates into it ({} {} ...): its "
+                                    "value would depend on the order of the updates. Read it in a later loop nest",
+                                    accessText(k_, r.array, r.indices), name(r.array),
+                                    accessText(k_, first.array, first.indices), accumSymbol(first.accumOp)));
   }
 
   void checkWrites(int array, const std::vector<const Access*>& stores) {
@@ -382,6 +425,13 @@ std::vector<std::string> fusionConflicts(const Kernel& k, int first, int count) 
       reasons.push_back(fmt::format("nest {} has no parallel index to share", n));
       continue;
     }
+    for (const Stmt& st : nest.body)
+      if (st.kind == StmtKind::Store && st.accumulate) {
+        reasons.push_back(fmt::format("nest {} accumulates into {} (its updates meet in device memory): it runs as a "
+                                      "launch of its own",
+                                      n, k.params[size_t(st.array)].name));
+        break;
+      }
     const Loop& l = nest.loops[0];
     auto constant = [](const Expr& e) { return e->kind == ExprKind::IntImm; };
     if (!constant(l.lo) || !constant(l.hi) || !constant(lead.lo) || !constant(lead.hi) ||

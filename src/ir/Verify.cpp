@@ -174,6 +174,9 @@ class Verifier {
       if (checkExpr(i) && !isInteger(i->type)) fail(i, fmt::format("index of type {}", typeName(i->type)));
     if (checkExpr(s.value) && s.value->type != p.type)
       fail(s.value, fmt::format("stores {} into '{}' of {}", typeName(s.value->type), p.name, typeName(p.type)));
+    std::string why;
+    if (s.accumulate && !accumulationSupported(s.accumOp, p.type, &why))
+      fail(fmt::format("accumulation into '{}': {}", p.name, why));
   }
 
   // Checks `e` and its subexpressions; false when `e` is null (nothing else can be checked).

@@ -565,9 +565,28 @@ class Compiler {
       if (isFloat(t) != isFloat(s.value->type))
         fail(s.loc, fmt::format("storing a {} value into {} array '{}'", typeName(s.value->type), typeName(t),
                                 k_.params[s.array].name));
+      if (s.accumulate) v = accumulated(s, t, site, v, code);
       Op o = isFloat(t) ? Op::StoreF : t == ScalarType::I32 ? Op::StoreI32 : Op::StoreI64;
       emit(code, o, 0, site, v);
     }
+  }
+
+  // An accumulation's new element: the old one (loaded through the store's own site) combined
+  // with `v`. Floats combine in double, as the reference computes f32 arithmetic (the store keeps
+  // the double); an i32 sum wraps when stored, as the device's atomicAdd does.
+  int32_t accumulated(const Stmt& s, ScalarType t, int32_t site, int32_t v, Code& code) {
+    const bool fl = isFloat(t);
+    int32_t old = newReg(), dst = newReg();
+    emit(code, fl ? Op::LoadF : t == ScalarType::I32 ? Op::LoadI32 : Op::LoadI64, old, site);
+    Op combine{};
+    switch (s.accumOp) {
+      case ReduceOp::Sum: combine = fl ? Op::FAdd : Op::IAdd; break;
+      case ReduceOp::Max: combine = fl ? Op::FMax : Op::IMax; break;
+      case ReduceOp::Min: combine = fl ? Op::FMin : Op::IMin; break;
+      case ReduceOp::Product: fail(s.loc, "an accumulation with '*='");
+    }
+    emit(code, combine, dst, old, v);
+    return dst;
   }
 
   CompiledNest compileNest(const LoopNest& nest) {
@@ -580,8 +599,11 @@ class Compiler {
     // (collectAccesses inlines lets, so `let g = idx[i]; y[g] = ...` is indirect too.)
     if (!nest.loops.empty())
       for (const Access& a : collectAccesses(k_, int(&nest - k_.nests.data())))
-        if (a.isWrite && a.indirect) claimed_.insert(a.array);
+        if (a.isWrite && a.indirect && !a.accumulate) claimed_.insert(a.array);
     cn.claimed.assign(claimed_.begin(), claimed_.end());
+    // An accumulation's points update shared elements: they run on one thread, in domain order
+    // (the order that defines the reference's result).
+    for (const Stmt& s : nest.body) cn.accumulates |= s.kind == StmtKind::Store && s.accumulate;
     cn.pointWidth = int(nest.loops.size());
     std::vector<Loop> inner = nest.loops;
     if (!nest.loops.empty()) {

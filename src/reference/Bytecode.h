@@ -115,6 +115,8 @@ struct CompiledNest {
   // nest's parallel loops (the values that name a point).
   std::vector<int> claimed;
   int pointWidth = 0;
+  // The nest accumulates (Stmt::accumulate): its points run on one thread, in domain order.
+  bool accumulates = false;
 };
 
 struct CompiledKernel {

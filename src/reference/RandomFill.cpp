@@ -268,7 +268,8 @@ static std::set<int> storeIndexArrays(const Kernel& bound) {
   std::set<int> out;
   for (size_t n = 0; n < bound.nests.size(); ++n)
     for (const Access& a : collectAccesses(bound, int(n))) {
-      if (!a.isWrite || !a.indirect) continue;
+      // An accumulation's indices may repeat (that is what a histogram is): uniform random values.
+      if (!a.isWrite || !a.indirect || a.accumulate) continue;
       for (const Expr& i : a.indices)
         visitExprs(i, [&](const Expr& e) {
           if (e->kind == ExprKind::Load) out.insert(e->array);

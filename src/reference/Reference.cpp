@@ -120,6 +120,12 @@ std::string samplingObstacle(const Kernel& bound) {
                          "space), so elements a GPU kernel leaves unwritten outside the sample would go unseen",
                          param.name);
   }
+  // An accumulation's elements collect the updates of every point: a sample's would be partial.
+  for (size_t n = 0; n < bound.nests.size(); ++n)
+    for (const Stmt& st : bound.nests[n].body)
+      if (st.kind == StmtKind::Store && st.accumulate)
+        return fmt::format("nest {} accumulates into '{}': an element sums the updates of all the points, a sample's "
+                           "would be partial", n + 1, bound.params[size_t(st.array)].name);
   // Stores through an indirect index are checked for two points writing one element
   // (AccessSite::claims) only among the points that run.
   for (size_t n = 0; n < bound.nests.size(); ++n) {
@@ -325,7 +331,7 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
       owners[c].assign(size_t(arrayOf(a).size()) * size_t(nest.pointWidth + 1), 0);
       views[a].owners = owners[c].data();
     }
-    const int nestThreads = nest.claimed.empty() ? threads : 1;
+    const int nestThreads = nest.claimed.empty() && !nest.accumulates ? threads : 1;
     if (sampled) {
       runOuterLoop(k, nest, frame, views.data(), lo, sample[n].data(), int64_t(sample[n].size()), nestThreads, true);
       result.outerValuesRun += int64_t(sample[n].size());

@@ -116,6 +116,10 @@ const ExprNode* sumOfProduct(const Kernel& k, const Expr& sum, Contraction& c, s
 ContractionMatch matchContraction(const Kernel& k, int nest) {
   ContractionMatch r;
   const LoopNest& ln = k.nests[size_t(nest)];
+  if (ln.body.size() == 1 && ln.body[0].kind == StmtKind::Store && ln.body[0].accumulate) {
+    r.reasons.push_back("mma: the nest accumulates (a[i] += v); an mma schedule computes one plain store");
+    return r;
+  }
   if (ln.body.size() != 1 || ln.body[0].kind != StmtKind::Store) {
     r.reasons.push_back(fmt::format("mma: the nest has {} statements; an mma schedule computes one store",
                                     ln.body.size()));

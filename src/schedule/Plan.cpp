@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "ir/Analysis.h"
 #include "ir/Printer.h"
 #include "support/Error.h"
 
@@ -132,6 +133,7 @@ class NestPlanner {
     if (s_.earlyLoads) checkEarlyLoads();
     if (s_.streamingStores) streamStores();
     if (s_.longRows > 0) checkLongRows();
+    checkAccumulation();
     const bool staged = !s_.shared.empty() && reasons_.empty();
     if (staged) stage();
     if (!reasons_.empty()) {
@@ -372,6 +374,40 @@ class NestPlanner {
   // of lanes per point or by one thread (a serial reduction: a row a thread, the short rows' best
   // shape when most rows hold a few values), and nothing else that needs the point's lanes or the
   // block's barriers in its own way (the block path runs after the position's statements, uniformly).
+  // `accumulate: shared` and `aggregate: warp` (AccumulationPlan): the nest's one accumulation; the
+  // private copy's range fits in static shared memory. Neither combines with a reduction split
+  // across blocks or `long_rows:`, whose statements run in a second pass.
+  void checkAccumulation() {
+    if (!s_.privatizeAccumulation && !s_.warpAggregation) return;
+    const std::string what = s_.privatizeAccumulation && s_.warpAggregation ? "'accumulate: shared' and 'aggregate: warp'"
+                             : s_.privatizeAccumulation                     ? "'accumulate: shared'"
+                                                                            : "'aggregate: warp'";
+    const std::vector<int> acc = accumulationStatements(k_, nest_);
+    if (acc.size() != 1) {
+      reason(fmt::format("{} applies to the nest's one accumulation (a[i] += v), and the nest has {}", what, acc.size()));
+      return;
+    }
+    if (crossBlock_ || s_.longRows > 0) {
+      reason(fmt::format("{} does not combine with a reduction split across blocks or 'long_rows:'", what));
+      return;
+    }
+    AccumulationPlan& a = plan_.accumulation;
+    a.statement = acc[0];
+    a.array = k_.nests[size_t(nest_)].body[size_t(acc[0])].array;
+    a.warp = s_.warpAggregation;
+    if (!s_.privatizeAccumulation) return;
+    std::tie(a.lo, a.extent) = accumulationRange(k_, nest_, acc[0]);
+    a.bytes = a.extent * typeBytes(k_.params[size_t(a.array)].type);
+    a.shared = true;
+    if (a.bytes > kMaxPrivateCopyBytes)
+      reason(fmt::format("'accumulate: shared' keeps a copy of the {} elements of '{}' the accumulation can reach in "
+                         "each block's shared memory: {} bytes, more than the {} a block's static shared memory holds "
+                         "beside the rest; accumulate with global atomics",
+                         a.extent, k_.params[size_t(a.array)].name, a.bytes, kMaxPrivateCopyBytes));
+  }
+
+  static constexpr int64_t kMaxPrivateCopyBytes = 40 * 1024;
+
   void checkLongRows() {
     const std::string what = fmt::format("'long_rows: {}' hands ranges longer than {} to the whole block", s_.longRows,
                                          s_.longRows);
@@ -398,7 +434,7 @@ class NestPlanner {
   void streamStores() {
     const std::vector<Stmt>& body = k_.nests[nest_].body;
     for (size_t i = 0; i < body.size(); ++i)
-      if (body[i].kind == StmtKind::Store && k_.params[body[i].array].type != ScalarType::Bool &&
+      if (body[i].kind == StmtKind::Store && !body[i].accumulate && k_.params[body[i].array].type != ScalarType::Bool &&
           !k_.params[body[i].array].isLocal() && !readByAnotherStatement(body, i))
         plan_.streamedStores.push_back((int)i);
     if (plan_.streamedStores.empty())
@@ -511,8 +547,9 @@ class NestPlanner {
     }
     // A thread part on a reduction index, even of one thread, makes the emitter combine lanes; the
     // block's pass of `long_rows:` needs every thread at its barriers.
+    extra += plan_.accumulation.shared ? (plan_.accumulation.bytes + 15) / 16 * 16 : 0;
     plan_.cooperative = !plan_.staging.arrays.empty() || plan_.launch.reductionThreadAxes != 0 || plan_.crossBlock.any() ||
-                        plan_.longRows.any();
+                        plan_.longRows.any() || plan_.accumulation.any();
     plan_.staticExtraBytes = extra;
     plan_.sharedBytes = plan_.staging.bytes + extra;
     plan_.dynamicShared = plan_.sharedBytes > 48 * 1024;
@@ -526,6 +563,35 @@ class NestPlanner {
 };
 
 }  // namespace
+
+std::vector<int> accumulationStatements(const Kernel& k, int nest) {
+  std::vector<int> out;
+  const std::vector<Stmt>& body = k.nests[size_t(nest)].body;
+  for (size_t i = 0; i < body.size(); ++i)
+    if (body[i].kind == StmtKind::Store && body[i].accumulate) out.push_back(int(i));
+  return out;
+}
+
+std::pair<int64_t, int64_t> accumulationRange(const Kernel& k, int nest, int statement) {
+  const Stmt& st = k.nests[size_t(nest)].body[size_t(statement)];
+  const std::vector<int64_t> shape = arrayShape(k, st.array);
+  // The access as collectAccesses sees it (lets inlined), for its index ranges over the nest.
+  for (const Access& a : collectAccesses(k, nest)) {
+    if (!a.isWrite || !a.accumulate || a.array != st.array || !(a.loc == st.loc)) continue;
+    int64_t lo = 0, hi = 0;  // flat offsets of the lowest and highest corner of the box
+    for (size_t d = 0; d < shape.size(); ++d) {
+      Interval r{0, shape[d] - 1};
+      if (!containsLoad(a.indices[d]))
+        if (auto v = rangeOf(a.indices[d], a.scope)) r = Interval{std::max<int64_t>(0, v->lo), std::min(shape[d] - 1, v->hi)};
+      lo = lo * shape[d] + r.lo;
+      hi = hi * shape[d] + r.hi;
+    }
+    return {lo, std::max<int64_t>(1, hi - lo + 1)};
+  }
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return {0, n};
+}
 
 // The plan of an `mma:` schedule: the launch and shared memory of its MmaPlan.
 NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits) {
@@ -865,6 +931,16 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
                      plan.dynamicShared ? fmt::format("dynamic: the launch provides {} bytes", plan.staging.bytes)
                                         : std::string("static"));
   for (const Expr& e : plan.earlyLoads) s += fmt::format("  early load: {}\n", printExpr(e, &k));
+  if (const AccumulationPlan& a = plan.accumulation; a.any()) {
+    const std::string name = k.params[size_t(a.array)].name;
+    if (a.shared)
+      s += fmt::format("  accumulation into {}: a copy of its elements {}..{} per block in shared memory ({} bytes), "
+                       "merged by one atomic per changed element at the end\n",
+                       name, a.lo, a.lo + a.extent, a.bytes);
+    if (a.warp)
+      s += fmt::format("  accumulation into {}: the lanes of a warp naming one element combine first, one atomic "
+                       "each\n", name);
+  }
   for (int i : plan.streamedStores)
     s += fmt::format("  streaming store: {} (statement {})\n", k.params[k.nests[plan.nest].body[i].array].name, i);
   return s;

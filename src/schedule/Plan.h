@@ -80,6 +80,33 @@ struct LongRowPlan {
   bool any() const { return threshold > 0; }
 };
 
+// An accumulation (`h[bin[i]] += w[i]`, Stmt::accumulate) reaches memory by atomics. Without
+// clauses each update is one atomic on the array's element in device memory (global atomics: any
+// nest, any number of accumulations). `accumulate: shared` privatizes the nest's one accumulation
+// per block: the block keeps a copy of the elements [lo, lo + extent) of the array (the flat range
+// its index can reach: the whole array through an index map) in shared memory, set to the
+// operator's identity at the start, updated by shared-memory atomics, and merged into the array at
+// the end by one device atomic per element the block changed. The plan refuses it where the copy
+// does not fit in static shared memory beside the rest (48 KiB), so a small range (256 bins) can
+// take it and a large one (65536 i32 bins: 256 KiB) cannot. `aggregate: warp`: the lanes of a warp
+// whose updates name the same element first combine them (__match_any_sync and shuffles), and one
+// lane issues the atomic: many lanes hitting one element cost one atomic (into shared memory too,
+// with both clauses). Both make the plan cooperative (no thread leaves early: the block's barriers
+// and the warp's exchanges need every thread).
+struct AccumulationPlan {
+  int statement = -1;       // index into the nest's body of the accumulation the clauses apply to
+  int array = -1;
+  bool shared = false;      // `accumulate: shared`
+  int64_t lo = 0, extent = 0;  // shared: the flat element range of the block's copy
+  int64_t bytes = 0;        // shared: the copy's bytes
+  bool warp = false;        // `aggregate: warp`
+  bool any() const { return shared || warp; }
+};
+// The nest's accumulations (indices into its body), and the flat element range [lo, lo + extent)
+// statement `statement`'s index can reach (an index map's: the array's whole extent).
+std::vector<int> accumulationStatements(const Kernel& k, int nest);
+std::pair<int64_t, int64_t> accumulationRange(const Kernel& k, int nest, int statement);
+
 struct NestPlan {
   int nest = 0;
   NestSchedule schedule;
@@ -94,6 +121,7 @@ struct NestPlan {
   CrossBlockPlan crossBlock;
   PositionPipeline pipeline;
   LongRowPlan longRows;
+  AccumulationPlan accumulation;          // `accumulate: shared`, `aggregate: warp`
   // Shared memory of the tiles and of what the emitter declares beside them (a combine buffer per
   // accumulator type with reduction thread axes, the last-block flag of a reduction split across
   // blocks). Past 48 KiB the tiles go to dynamic shared memory, which the launch provides.

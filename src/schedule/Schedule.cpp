@@ -226,6 +226,14 @@ const std::vector<ClauseRow>& clauseTable() {
     // Where the model ranks fusion itself low (layernorm 2048 x 16384), sampling still measures one.
     keep.family = "keep";
     r.push_back(keep);
+    ClauseRow accumulate{"accumulate", ClauseKind::Keyword};
+    accumulate.flag = &NestSchedule::privatizeAccumulation;
+    accumulate.yes = "shared", accumulate.no = "global", accumulate.family = "accumulate: shared";
+    r.push_back(accumulate);
+    ClauseRow aggregate{"aggregate", ClauseKind::Keyword};
+    aggregate.flag = &NestSchedule::warpAggregation;
+    aggregate.yes = "warp", aggregate.no = "none", aggregate.family = "aggregate: warp";
+    r.push_back(aggregate);
     return r;
   }();
   return rows;

@@ -227,6 +227,12 @@ struct NestSchedule {
   // that thread's registers: the first nest that reads them loads them, all at once, and the later
   // nests read the registers (KeptRow, schedule/Plan.h). Array names only.
   std::vector<std::string> kept;
+  // `accumulate: shared` (`accumulate: global`, the default): the nest's accumulation updates a
+  // per-block copy of its elements in shared memory, merged at the end (AccumulationPlan,
+  // schedule/Plan.h). `aggregate: warp` (`aggregate: none`, the default): the lanes of a warp that
+  // update one element combine their values and issue one atomic.
+  bool privatizeAccumulation = false;
+  bool warpAggregation = false;
   const IndexSchedule* find(std::string_view index) const;  // nullptr if absent
   bool isTransposed(std::string_view array) const;
   bool operator==(const NestSchedule&) const = default;

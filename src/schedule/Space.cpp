@@ -72,6 +72,7 @@ class NestSpace {
       rowVariants();
       cyclicVariants();
       streamingVariants();
+      accumulationVariants();
       mmaVariants();
     }
     finishFamilies();
@@ -383,6 +384,43 @@ class NestSpace {
       const size_t before = pruned.size();
       if (!add(ns, Family::Plain) && pruned.size() > before) return;  // no store streams here
     }
+  }
+
+  // A nest that accumulates (`h[bin[i]] += w[i]`): its updates as global atomics, in the block's
+  // copy in shared memory (`accumulate: shared`, where the plan finds the copy fits), warp-aggregated
+  // (`aggregate: warp`), or both, on siblings of the model's best few candidates; and for a nest of
+  // one parallel index, grid-stride loops of a few blocks per multiprocessor (`i: serial, grid.x G,
+  // thread.x T`), where each block makes enough updates to pay for its copy's set-up and merge.
+  void accumulationVariants() {
+    if (accumulationStatements(k_, nest_).empty()) return;
+    auto withClauses = [&](NestSchedule ns) {
+      for (int c = 1; c < 4; ++c) {
+        ns.privatizeAccumulation = c & 1;
+        ns.warpAggregation = c & 2;
+        add(ns, Family::Plain);
+      }
+    };
+    std::vector<size_t> order;
+    for (size_t i = 0; i < kept.size(); ++i)
+      if (kept[i].est.blocksPerMultiprocessor > 0) order.push_back(i);
+    const size_t n = std::min<size_t>(4, order.size());
+    std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                      [&](size_t a, size_t b) { return kept[a].est.seconds < kept[b].est.seconds; });
+    std::vector<NestSchedule> best;
+    for (size_t i = 0; i < n; ++i) best.push_back(kept[order[i]].plan->schedule);
+    for (const NestSchedule& ns : best) withClauses(ns);
+    const auto par = model_.parallel();
+    if (par.size() != 1) return;
+    for (int64_t threads : {256, 512})
+      for (int64_t perSM : {2, 4, 8}) {
+        if (threads > o_.limits.maxThreadsPerBlock) continue;
+        NestSchedule ns;
+        ns.indices.push_back(IndexSchedule{par[0]->name, {part(Placement::Serial), part(Placement::GridX, perSM * o_.device.multiprocessors),
+                                                          part(Placement::ThreadX, threads)}});
+        for (IndexSchedule& r : reductionClauses(1, 0)) ns.indices.push_back(std::move(r));
+        add(ns, Family::Plain);
+        withClauses(ns);
+      }
   }
 
   // A staged variant, and the same with the statements' own loads issued ahead of the reductions

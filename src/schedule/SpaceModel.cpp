@@ -23,6 +23,60 @@ namespace {
 constexpr double kStreamingStoreMemory = 1.0;
 double streamingStoreFactor(const NestPlan& plan) { return plan.streamedStores.empty() ? 1.0 : kStreamingStoreMemory; }
 
+// Accumulations (AccumulationPlan, schedule/Plan.h), per update of the nest's points: the atomics
+// they issue and how those meet. An update whose element is read from an index map counts as
+// uniform over the E elements it can reach, so a warp's 32 lanes name E (1 - (1 - 1/E)^32) distinct
+// ones; an affine one names 32 where it moves with the thread.x index, else one. Device atomics
+// run at kGlobalAtomicsPerByte of the bandwidth in elements (L2's atomic units) and at most
+// kAtomicsPerElement per second on one element (updates of one element serialize in its L2 slice):
+// a histogram of 256 bins is bound by the second, one of 65536 by the first. `aggregate: warp`
+// issues one atomic per distinct element of a warp, for about 60 instructions per warp and update
+// (the match, five rounds of shuffles and votes); `accumulate: shared` turns the updates into
+// shared-memory atomics (one per lane and clock of a multiprocessor, lanes naming one element
+// serialized) plus the block's merge: E device atomics and two passes over its copy.
+constexpr double kGlobalAtomicsPerByte = 1.0 / 16;
+constexpr double kAtomicsPerElement = 1.5e9;
+constexpr double kClock = 1.7e9;
+
+double accumulationSeconds(const Kernel& k, const NestPlan& plan, const NestEstimate& e, const DeviceModel& d) {
+  double total = 0;
+  const std::optional<double> points = domainPoints(k, plan.nest);
+  if (!points) return 0;
+  const std::vector<Access> accesses = collectAccesses(k, plan.nest);
+  int loopX = -1;
+  for (const Loop& l : k.nests[size_t(plan.nest)].loops)
+    if (l.name == e.threadXIndex) loopX = l.id;
+  for (int st : accumulationStatements(k, plan.nest)) {
+    const auto [lo, extent] = accumulationRange(k, plan.nest, st);
+    const double elements = double(std::max<int64_t>(1, extent));
+    double distinct = 1;  // per warp
+    for (const Access& a : accesses)
+      if (a.accumulate && a.array == k.nests[size_t(plan.nest)].body[size_t(st)].array) {
+        if (a.indirect) distinct = elements * (1 - std::pow(1 - 1 / elements, 32.0));
+        else if (auto f = flatOffset(k, a.array, a.indices); f && loopX >= 0 && f->coeff(loopX) != 0) distinct = 32;
+        break;
+      }
+    distinct = std::clamp(distinct, 1.0, 32.0);
+    const AccumulationPlan& ap = plan.accumulation;
+    const bool planned = ap.statement == st;
+    const double issueRate = double(d.multiprocessors) * 4 * kClock;  // warp instructions per second
+    const bool warp = planned && ap.warp, shared = planned && ap.shared;
+    const double atomics = warp ? *points * distinct / 32 : *points;
+    if (warp) total += *points / 32 * 60 / issueRate;
+    if (shared) {
+      const double conflicts = warp ? 1 : 32 / distinct;  // lanes a shared atomic serializes
+      total += atomics / 32 * conflicts / issueRate;
+      const double merged = double(e.blocks) * elements;
+      // The merge's device atomics, and the two passes over the copy (about 10 instructions per
+      // element a pass, 32 elements a warp instruction).
+      total += merged / (d.memoryBandwidth * kGlobalAtomicsPerByte) + merged * 2 * 10 / 32 / issueRate;
+    } else {
+      total += std::max(atomics / (d.memoryBandwidth * kGlobalAtomicsPerByte), atomics / (elements * kAtomicsPerElement));
+    }
+  }
+  return total;
+}
+
 // The sustained arithmetic rate of the nest's mix of operations: peakFlops for fp32 work, and fp64
 // operations at the device's FP64 share of it (an H100: half; an L40S: 1/64), so that an f64
 // nest's compute time is its own. Without fp64 operations, peakFlops exactly.
@@ -857,6 +911,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     double perThread = usedPerThread * reloads(plan, t, ai);
     double requests = (double)e.threads * perThread;
     if (stride && *stride == 0) requests /= (double)std::min<int64_t>(threadX, 32);  // one request per warp
+    if (a.isWrite && a.accumulate) continue;  // its atomics: accumulationSeconds
     if (a.isWrite) {
       perBlock += distinct * bytes * (double)waste;
       if (!sawStore) {
@@ -911,6 +966,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
 
   // Residency and occupancy.
   if (!s.shared.empty()) e.sharedBytes = stagedBytes(t, s.shared).value_or(0);
+  if (plan.accumulation.shared) e.sharedBytes += plan.accumulation.bytes;  // the block's copy
   // Registers: the accumulators of every statement's register tile, one reduction value's
   // operands, the staged step held in registers while the previous one computes, and ~24 for
   // addresses and indices (an 8 x 8 matrix-product tile with both operands staged: 112; NVCC: 128).
@@ -1043,6 +1099,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     const double resident = double(d.multiprocessors) * double(std::max<int64_t>(1, e.blocksPerMultiprocessor));
     e.seconds += passes * 120.0 / (resident * 1.5e9);
   }
+  if (!accumulationStatements(*k_, plan.nest).empty()) e.seconds += accumulationSeconds(*k_, plan, e, d);
   return e;
 }
 

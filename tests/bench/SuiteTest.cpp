@@ -27,8 +27,8 @@ namespace fs = std::filesystem;
 TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   std::vector<Workload> all = allWorkloads();
   // 30, the 4 CSR rows and 14 rows beyond rectangles of issue 23 (trmm's two with the staged steps
-  // over a block's hull), and the 21 tensor-core rows of issue 22
-  ASSERT_EQ(all.size(), 69u);
+  // over a block's hull), the 21 tensor-core rows of issue 22 and the 4 accumulation rows of issue 37
+  ASSERT_EQ(all.size(), 73u);
   std::set<std::string> names;
   for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
   for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
@@ -61,12 +61,15 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
     if (w.group == "trmv") EXPECT_EQ(w.peer, PeerKind::Strmv) << w.name;
     if (w.group == "syrk") EXPECT_EQ(w.peer, PeerKind::Ssyrk) << w.name;
     if (w.group == "trmm") EXPECT_EQ(w.peer, PeerKind::Strmm) << w.name;
-    if (w.group == "softmax" || w.group == "layernorm" || w.group == "nearest")
+    if (w.group == "softmax" || w.group == "layernorm" || w.group == "nearest" || w.group == "histogram" ||
+        w.group == "histogram_weighted" || w.group == "assemble")
       EXPECT_EQ(w.peer, PeerKind::Torch) << w.name;
     // Compared with PyTorch, which outputs y alone: the row statistics are kernel-local.
     if (w.group == "softmax" || w.group == "layernorm")
       EXPECT_EQ(w.source.find("out rowmax"), std::string::npos) << w.name;
   }
+  for (const char* n : {"histogram_2^26_256", "histogram_2^26_65536", "histogram_weighted_2^26_1024", "assemble_2^20x20"})
+    EXPECT_TRUE(names.count(n)) << n;
   for (const char* n : {"trmv_8192", "trmv_16384", "trmm_2048", "trmm_4096", "syrk_2048x2048", "syrk_4096x1024", "softmax_65536x256",
                         "softmax_8192x2048", "softmax_2048x16384", "layernorm_65536x256", "layernorm_8192x2048",
                         "layernorm_2048x16384", "nearest_8192_D16", "nearest_16384_D64"})
@@ -179,7 +182,8 @@ TEST(BenchWorkloads, DgDataIsAbout256MiB) {
 }
 
 TEST(BenchWorkloads, Selection) {
-  EXPECT_EQ(selectWorkloads("").size(), 69u);
+  EXPECT_EQ(selectWorkloads("").size(), 73u);
+  EXPECT_EQ(selectWorkloads("histogram").size(), 2u);  // not histogram_weighted: a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff").size(), 8u);  // a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff_stacked").size(), 8u);
   EXPECT_EQ(selectWorkloads("sgemm").size(), 6u);
@@ -290,7 +294,8 @@ TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
     for (const Workload& w : allWorkloads()) {
       if (w.group == "dg_diff_stacked" || w.group == "spmv" || w.group == "sgemm_tc" || w.group == "dgemm" || w.group == "batched_tc" ||
           w.group == "dg_tc" || w.group == "gemm_bf16" || w.group == "trmv" || w.group == "trmm" || w.group == "syrk" || w.group == "softmax" ||
-          w.group == "layernorm" || w.group == "nearest")
+          w.group == "layernorm" || w.group == "nearest" || w.group == "histogram" || w.group == "histogram_weighted" ||
+          w.group == "assemble")
         continue;
       ASSERT_EQ(committed.count(w.name), 1u) << table << ": " << w.name;
       Diagnostics diags;

@@ -141,6 +141,86 @@ inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline unsigned int atomicAdd(unsigned int* address, unsigned int value) {
   return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
 }
+// The atomics of accumulations (EmitAccumulate.cpp's rtcg_atomic_*), for every type the emitter
+// uses: compare-and-swap loops on the value's bits where the builtins have no such operation.
+inline int atomicAdd(int* address, int value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }
+inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
+}
+template <class T, class F>
+inline T rtcg_emu_atomic_update(T* address, F f) {
+  T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
+  while (!__atomic_compare_exchange_n(address, &old, f(old), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return old;
+}
+inline float atomicAdd(float* address, float value) {
+  static_assert(sizeof(float) == sizeof(uint32_t));
+  uint32_t* bits = reinterpret_cast<uint32_t*>(address);
+  uint32_t old = rtcg_emu_atomic_update(bits, [&](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    f += value;
+    std::memcpy(&b, &f, 4);
+    return b;
+  });
+  float f;
+  std::memcpy(&f, &old, 4);
+  return f;
+}
+inline double atomicAdd(double* address, double value) {
+  uint64_t* bits = reinterpret_cast<uint64_t*>(address);
+  uint64_t old = rtcg_emu_atomic_update(bits, [&](uint64_t b) {
+    double d;
+    std::memcpy(&d, &b, 8);
+    d += value;
+    std::memcpy(&b, &d, 8);
+    return b;
+  });
+  double d;
+  std::memcpy(&d, &old, 8);
+  return d;
+}
+inline int atomicMax(int* address, int value) { return rtcg_emu_atomic_update(address, [&](int o) { return o > value ? o : value; }); }
+inline int atomicMin(int* address, int value) { return rtcg_emu_atomic_update(address, [&](int o) { return o < value ? o : value; }); }
+inline long long atomicMax(long long* address, long long value) {
+  return rtcg_emu_atomic_update(address, [&](long long o) { return o > value ? o : value; });
+}
+inline long long atomicMin(long long* address, long long value) {
+  return rtcg_emu_atomic_update(address, [&](long long o) { return o < value ? o : value; });
+}
+
+// The warp votes and exchanges of warp-aggregated accumulations. As the shuffles above, every lane
+// of the warp calls them at the same point (the emitter calls rtcg_warp_* in uniform code); the
+// mask names the lanes of the warp (all of them: the emitter passes the partial last warp's).
+template <class T>
+inline T __shfl_sync(unsigned int, T v, int source) {
+  return rtcg_emu_shuffle(v, (unsigned int)source);
+}
+inline unsigned long long rtcg_emu_keys[1024];
+// Every lane of the warp publishes `mine`; the bits of the lanes in `mask` whose value `pick` takes.
+template <class F>
+inline unsigned int rtcg_emu_vote(unsigned int mask, unsigned long long mine, F pick) {
+  unsigned int warpBase = rtcg_emu_linear_tid - rtcg_emu_linear_tid % 32;
+  rtcg_emu_keys[rtcg_emu_linear_tid] = mine;
+  rtcg_emu_warp_sync();
+  unsigned int out = 0;
+  for (unsigned int l = 0; l < 32; ++l)
+    if ((mask >> l & 1u) && pick(rtcg_emu_keys[warpBase + l])) out |= 1u << l;
+  rtcg_emu_warp_sync();
+  return out;
+}
+// The lanes of this warp (within `mask`) whose `key` equals this lane's.
+inline unsigned int __match_any_sync(unsigned int mask, unsigned long long key) {
+  return rtcg_emu_vote(mask, key, [&](unsigned long long k) { return k == key; });
+}
+inline unsigned int __ballot_sync(unsigned int mask, int predicate) {
+  return rtcg_emu_vote(mask, predicate != 0, [](unsigned long long k) { return k != 0; });
+}
+inline int __any_sync(unsigned int mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+inline int __ffs(unsigned int x) { return x == 0 ? 0 : __builtin_ctz(x) + 1; }
+inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+
 // ((old >= limit) ? 0 : old + 1), returning old.
 inline unsigned int atomicInc(unsigned int* address, unsigned int limit) {
   unsigned int old = __atomic_load_n(address, __ATOMIC_SEQ_CST);

@@ -109,8 +109,9 @@ std::string randomExpr(std::mt19937_64& rng, int depth, const std::string& bRead
   }
 }
 
-// A small random kernel from a grammar: a map over (i, j), a row reduction over j, or a whole-array
-// reduction, of a random expression; b is [n, m] or [m, n] (read transposed).
+// A small random kernel from a grammar: a map over (i, j), a row reduction over j, a whole-array
+// reduction, or an accumulation into c, of a random expression; b is [n, m] or [m, n] (read
+// transposed).
 Source randomKernel(std::mt19937_64& rng) {
   bool transposed = rng() % 2;
   // b in f32 or one of the 16-bit storage types (read through an exact conversion to f32).
@@ -129,6 +130,23 @@ Source randomKernel(std::mt19937_64& rng) {
   }
   const char* reductions[] = {"sum", "max", "min"};
   std::string red = reductions[rng() % 3], body, outType;
+  if (rng() % 4 == 0) {
+    // An accumulation (docs/language.md 5.1): through an index map k (values in 0..m: the random
+    // inputs of an index array), or at an affine element every i shares; a float sum, or the
+    // maximum of integers.
+    std::string target = rng() % 2 ? "c[k[i, j]]" : "c[j]", update;
+    std::string elem = "f32";
+    switch (rng() % 3) {
+      case 0: update = " += " + e; break;
+      case 1: update = " += " + e + " * 0.5"; break;
+      default: elem = "i32", update = " max= i32(" + e + " * 8.0)"; break;
+    }
+    std::string text = fmt::format(
+        "kernel g(n: int, m: int, a: f32[n, m], b: {}, k: i32[n, m], inout c: {}[m]) {{\n"
+        "  for i in 0..n, j in 0..m {{ {}{}; }}\n}}\n",
+        bType, elem, target, update);
+    return {"grammar", text};
+  }
   switch (rng() % 3) {
     case 0:  // the map's output in f32, or rounded to f16 when stored
       if (rng() % 2) outType = "f32[n, m]", body = "for i in 0..n, j in 0..m { c[i, j] = " + e + "; }";
