@@ -475,6 +475,13 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
                     (p.orderedIssue ? 8 * s.mma.warpsM * s.mma.warpsN : 0);
   }
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
+  // `fragments 2` over fewer steps than stages copies nothing ahead that it would not copy without
+  // it, and on an H200 such schedules of the f64 DG differentiation (3 steps of 4 stages, 2 of 4)
+  // computed wrong sums (0.7-7%) where every ring and emulation said right: refused.
+  if (p.prefetchFragments && p.stages > 1 && p.steps < p.stages)
+    reasons.push_back(fmt::format("mma: 'fragments 2' needs at least as many reduction steps as stages: {} steps of {} "
+                                  "over {} values, {} stages (give fewer stages or a smaller k)",
+                                  p.steps, p.blockK, p.c.kExtent, p.stages));
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.wgmma ? 128 : 32) + (p.producer ? 128 : 0);
   if (s.blocksPerSM > 0 && threads * s.blocksPerSM > 2048)

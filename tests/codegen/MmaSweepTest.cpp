@@ -77,6 +77,7 @@ struct SweepCase {
   MmaArith arith{};
   int64_t blockM = 0, blockN = 0, blockK = 0, align = 1;  // align: elements per 16 bytes (TMA rows)
   bool tma = false;
+  int64_t stages = 1;
   std::vector<std::string> features;                      // "arith=...", "stages=3", ...
 };
 
@@ -124,6 +125,7 @@ std::vector<SweepCase> syncCases() {
           const Geometry& ge = geometries[size_t(g++) % std::size(geometries)];
           SweepCase c;
           c.arith = a.arith;
+          c.stages = stages;
           c.blockM = ge.warpsM * ge.tileM * a.fragM;
           c.blockN = ge.warpsN * ge.tileN * a.fragN;
           c.blockK = ge.kFactor * a.fragK;
@@ -163,6 +165,7 @@ std::vector<SweepCase> wgmmaCases() {
           const int64_t fragK = half ? 16 : 8, atom = 128 / elementBytes(arith);
           SweepCase c;
           c.arith = arith;
+          c.stages = stages;
           c.blockM = 64 * ge.groupsM;
           c.blockN = ge.n * ge.groupsN;
           // Swizzled K-major tiles take whole 128-byte rows of k; without swizzle any multiple of the instruction's k.
@@ -227,7 +230,10 @@ std::vector<SweepRun> runsOf(const std::vector<SweepCase>& cases) {
   for (const SweepCase& c : cases) {
     const int64_t part = c.tma ? c.align : 1;
     const std::pair<const char*, int64_t> lengths[] = {
-        {"shorter", c.blockK - part}, {"equal", c.blockK}, {"not a multiple", 2 * c.blockK + (c.tma ? part : 3)}};
+        {"shorter", c.blockK - part},
+        {"equal", c.blockK},
+        // as many steps as stages at least (`fragments 2` refuses fewer), the last one partial
+        {"not a multiple", std::max<int64_t>(2, c.stages) * c.blockK + (c.tma ? part : 3)}};
     const int64_t m = c.blockM + (c.tma ? c.align : 7), n = c.blockN + (c.tma ? c.align : 5);
     for (const auto& [name, kk] : lengths) runs.push_back({&c, kernelFor(c.arith, turn++), name, m, n, kk});
   }

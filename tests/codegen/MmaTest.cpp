@@ -781,11 +781,21 @@ TEST(HostEmulation, MmaF64FragmentsMatchTheReference) {
       "m8n8k4 warps 2x1 tile 2x2 k 8 stages 3 fragments 2"};
   for (size_t k = 0; k < kernels.size(); ++k)
     for (size_t s = 0; s < schedules.size(); ++s)
-      if (rtcgtest::fullTests() || (k + s) % kernels.size() != 2)
-        EXPECT_EQ(checkOnHost(kernels[k], "mma: f64 " + schedules[s], 1e-12, sm90), "") << kernels[k].name << " " << schedules[s];
-  // One step (K = 12 <= k 16): the prologue's copies past the last step are empty groups.
-  EXPECT_EQ(checkOnHost(fromSource(kF64Rect, {{"m", 33}, {"n", 17}, {"kk", 12}}),
-                        "mma: f64 m16n8k8 warps 2x1 tile 1x2 k 16 stages 3 fragments 2", 1e-12, sm90), "");
+      if (rtcgtest::fullTests() || (k + s) % kernels.size() != 2) {
+        const std::string text = "mma: f64 " + schedules[s];
+        const std::vector<std::string> refused = validateSchedule(kernels[k], *parseSchedule(text).schedule, sm90);
+        if (!refused.empty()) {  // fewer reduction steps than stages (37 values in steps of 16, 4 stages)
+          EXPECT_NE(refused[0].find("needs at least as many reduction steps as stages"), std::string::npos) << refused[0];
+          continue;
+        }
+        EXPECT_EQ(checkOnHost(kernels[k], text, 1e-12, sm90), "") << kernels[k].name << " " << schedules[s];
+      }
+  // One step (K = 12 <= k 16) of 3 stages: refused with the reason.
+  const std::vector<std::string> oneStep = validateSchedule(fromSource(kF64Rect, {{"m", 33}, {"n", 17}, {"kk", 12}}),
+      *parseSchedule("mma: f64 m16n8k8 warps 2x1 tile 1x2 k 16 stages 3 fragments 2").schedule, sm90);
+  ASSERT_EQ(oneStep.size(), 1u);
+  EXPECT_NE(oneStep[0].find("'fragments 2' needs at least as many reduction steps as stages: 1 steps of 16 over 12 "
+                            "values, 3 stages"), std::string::npos) << oneStep[0];
   // The emitted loop: the barrier precedes the step's last mma, the copies run `stages` ahead.
   const std::string src = emitCuda(matmul(1003, ScalarType::F64),
                                    *parseSchedule("mma: f64 m16n8k16 warps 2x2 tile 2x4 k 16 stages 3 fragments 2").schedule,
@@ -824,9 +834,17 @@ kernel dgd(K: int, Np: int, D: f64[3 * Np, Np], u: f64[K, Np], out w: f64[K, 3 *
                         {35, "mma: f64 m16n8k4 warps 4x1 tile 1x1 k 16 stages 4 fragments 2 epilogue shared"},
                         {35, "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 16 stages 3 fragments 2 epilogue shared"},
                         {32, "mma: f64 m16n8k8 warps 2x2 tile 2x1 k 16 stages 4"}};
-  for (const Case& c : cases)
-    EXPECT_EQ(checkOnHost(fromSource(src, {{"K", 37}, {"Np", c.np}}), c.schedule, 1e-12, sm90), "")
-        << "Np " << c.np << ": " << c.schedule;
+  // Each schedule as it is where the plan takes it (`fragments 2` needs as many steps as stages,
+  // which these reductions of 2 and 3 steps do not have), and without `fragments 2`.
+  for (const Case& c : cases) {
+    const Kernel k = fromSource(src, {{"K", 37}, {"Np", c.np}});
+    std::string text = c.schedule;
+    if (!validateSchedule(k, *parseSchedule(text).schedule, sm90).empty()) {
+      EXPECT_NE(text.find("fragments 2"), std::string::npos) << text;
+      text.replace(text.find(" fragments 2"), 12, "");
+    }
+    EXPECT_EQ(checkOnHost(k, text, 1e-12, sm90), "") << "Np " << c.np << ": " << text;
+  }
 }
 
 // The space offers `fragments 2` with FP64's sm_90 shapes and stages only (none on sm_80, none
