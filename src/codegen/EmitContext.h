@@ -398,8 +398,9 @@ bool hasStepStaging(const EmitContext& ctx, int group);
 void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
               std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after);
 int64_t copyVector(const EmitContext& ctx, size_t t);
-// cp.async rings (copy: async, mma stages, wgmma): a ring commits a group only where it issued
-// copies, and waits for one step's group by counting the groups with copies committed after it:
+// The cp.async ring of `copy: async` (copyStepAsync; the mma rings never commit an empty group
+// instead: EmitMmaParts.h, keepGroupFilled) commits a group only where it issued copies, and waits
+// for one step's group by counting the groups with copies committed after it:
 // `exists(n)` says whether the n-th step after the one waited for was copied (monotone in n; up to
 // `most` of them). The wait is wait_group n for the largest such n (a chain of uniform branches),
 // 0 where none: an empty group is complete at once and does not hold back a wait_group's count on

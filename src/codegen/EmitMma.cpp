@@ -480,6 +480,14 @@ std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const M
       C::call("rtcg_cp_async4", {C::sum({start, word}), C::name(ctx.paramNames[size_t(a->array)]), lit(0)}))};
 }
 
+void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const CopyStep& copyStep,
+                const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+  std::vector<C::Stmt> copy;
+  copyStep(stepIndex, buffer, copy);
+  to.push_back(C::ifThen(bin("<", stepIndex, lit(p.steps)), std::move(copy), keepGroupFilled(ctx, p, nm, buffer)));
+  to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+}
+
 StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, int64_t ahead, bool fenceAsync,
                       const CopyStep& copyStep, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
   const int64_t S = p.stages;
@@ -499,11 +507,7 @@ StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, in
     to.push_back(C::syncThreads());
     std::string next = ctx.names.fresh("ahead");
     to.push_back(C::decl(ctx.idx, next, C::sum({step, lit(ahead)})));
-    std::vector<C::Stmt> copy;
-    copyStep(C::name(next), bin("%", C::name(next), lit(S)), copy);
-    to.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy),
-                           keepGroupFilled(ctx, p, nm, bin("%", C::name(next), lit(S)))));
-    to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+    copyOrFill(ctx, p, nm, copyStep, C::name(next), bin("%", C::name(next), lit(S)), to);
     std::string buffer = ctx.names.fresh("buffer");
     to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(S))));
     return buffer;

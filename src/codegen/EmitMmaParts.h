@@ -94,6 +94,10 @@ StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, in
 // In place of a step past the last one: a cp.async of no bytes (zero fill) into this thread's word
 // of A's buffer `buffer`, which no later step reads, so that the group is not empty.
 std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer);
+// A ring's refill in the loop: step `stepIndex` copied into `buffer`, or past the last step
+// keepGroupFilled's copy there; then the commit (the group is never empty).
+void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const CopyStep& copyStep,
+                const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to);
 
 // EmitTma.cpp: the TMA ring (MmaPlan::tma): the stages' mbarriers and thread 0's first boxes into
 // `out`, then the step loop's body's start as openStepRing's (wait for this step's mbarrier

@@ -20,8 +20,8 @@
 // -O3: 11-22% wrong at 2 steps of 4 stages, right with ptxas -O1 or these loads guarded).
 // The fragments carried from one step to the next are variables declared before the loop; within a
 // step every fragment-k's registers are const locals (NVCC renames them: the register sets are its
-// allocation of these lifetimes). The last step loads the first fragments of a buffer past the last
-// step, which no copy writes any more; they are never used.
+// allocation of these lifetimes). The last step loads the first fragments of the buffer after it
+// (zeros, or an earlier step's values); they are never used.
 #include <fmt/format.h>
 
 #include "codegen/EmitMmaParts.h"
@@ -105,11 +105,7 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
     issueMmas(ctx, p, nm, current, body);
     std::string ahead = ctx.names.fresh("ahead");
     body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(S)})));
-    std::vector<C::Stmt> copy;
-    copyStep(C::name(ahead), C::name(buffer), copy);
-    body.push_back(C::ifThen(bin("<", C::name(ahead), lit(p.steps)), std::move(copy),
-                             keepGroupFilled(ctx, p, nm, C::name(buffer))));
-    body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+    copyOrFill(ctx, p, nm, copyStep, C::name(ahead), C::name(buffer), body);
   }
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
