@@ -542,10 +542,37 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   else emitSteps(ctx, p, nm, body);
 }
 
+// The preludes the nest's tensor-core code calls: the mma helpers; cp.async for a ring of stages
+// and for 16-bit tiles (copied by cp.async with or without stages); ldmatrix for 16-bit tiles and
+// TF32 tiles as loaded (with stages, MmaPlan::tilesAsLoaded); each wgmma shape's helpers once.
+void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs) {
+  const bool half = mmaIs16Bit(s.arith);
+  const bool tf32 = s.arith == MmaArith::Tf32 || s.arith == MmaArith::Tf32x3;
+  needs.mma = true;
+  needs.asyncCopy |= s.stages > 1 || half;
+  needs.mmaF64Sm90 |= s.shape != MmaShape::Native;
+  needs.ldmatrix |= half || (tf32 && s.stages > 1);
+  if (p.wgmma) {
+    std::string h = mma::wgmmaShapeHelper(p);
+    if (std::find(needs.wgmmaShapes.begin(), needs.wgmmaShapes.end(), h) == needs.wgmmaShapes.end())
+      needs.wgmmaShapes.push_back(std::move(h));
+  }
+  needs.wgmmaSwizzle |= p.swizzle128;
+  needs.wgmmaSplit |= p.splitBuffers > 0;
+  needs.tma |= p.tma;
+  if (p.producer) {
+    needs.producer = true;
+    needs.producerSplit |= p.splitBuffers > 0;
+    for (int64_t n : {p.producerRegisters, p.consumerRegisters})
+      if (n > 0) needs.producerRegisters.insert(n);
+  }
+}
+
 }  // namespace
 
 C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   const MmaPlan& p = *ctx.plan.mma;
+  declareMmaNeeds(p, ctx.sched.mma, ctx.needs);
   const LaunchPlan& l = ctx.plan.launch;
   for (int a = 0; a < 3; ++a) ctx.facts.grid[a] = l.grid[a], ctx.facts.block[a] = l.block[a];
   ctx.facts.threads = l.threads;

@@ -1337,6 +1337,7 @@ void addFusedCandidate(const Kernel& k, const SpaceOptions& o, int first, int co
   Candidate c;
   c.schedule = s;
   c.text = printSchedule(s);
+  c.fusions = plan.fusions;
   double seconds = 0;
   std::vector<NestEstimate> parts;
   const NestEstimate* dominant = nullptr;
@@ -1593,6 +1594,14 @@ double scheduleDistance(const Schedule& a, const Schedule& b) {
     for (const ClauseRow& row : clauseTable()) d += clauseDistance(row, x, y);
   }
   return d;
+}
+
+SchedulePlan candidatePlan(const Candidate& c) {
+  SchedulePlan out;
+  RTCG_ASSERT(c.plans.size() == c.schedule.nests.size(), "a candidate holds a plan per nest");
+  for (const std::shared_ptr<const NestPlan>& p : c.plans) out.nests.push_back(*p);
+  out.fusions = c.fusions;
+  return out;
 }
 
 Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
