@@ -238,6 +238,20 @@ class NestModel {
   const NestIndex* innermostReduction() const;  // the last reduction index; nullptr if none
   double stepsPerThread(const NestPlan& plan) const;
   double loopControl(const NestPlan& plan) const;
+  // What estimate's parts hand on to each other.
+  struct EstimateState {
+    Tiles t;
+    IssueCounts issue;
+    double operandsPerValue = 0;  // registers holding one reduction value's operands
+    double activeBlocks = 1;      // blocks with work (a triangle's empty blocks leave at once)
+    int64_t outerValues = 1;      // an outer register tile's values per point
+    int64_t warps = 1;            // per block
+    bool spills = false;          // the registers pass the cap
+  };
+  void estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateState& st) const;
+  bool estimateResidency(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, EstimateState& st) const;
+  void estimateTime(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, EstimateState& st) const;
+  void addSecondPasses(const NestPlan& plan, const DeviceModel& d, NestEstimate& e) const;
   double distinctElements(size_t access, const std::map<int, Interval>& tile) const;
   const std::optional<Box>& box(size_t access, const std::map<int, Interval>& tile) const;
   std::vector<int64_t> tileKey(size_t access, const std::map<int, Interval>& tile) const;
