@@ -22,7 +22,7 @@ bool rowApplies(NestSpace&);
 void rowVariants(NestSpace&);
 bool cyclicApplies(NestSpace&);
 void cyclicVariants(NestSpace&);
-bool always(NestSpace&);
+bool streamingApplies(NestSpace&);
 void streamingVariants(NestSpace&);
 bool accumulationApplies(NestSpace&);
 void accumulationVariants(NestSpace&);
@@ -41,7 +41,7 @@ const std::vector<SpaceFamily>& spaceFamilies() {
       {"rows", rowApplies, rowVariants},
       // Siblings of the best candidates so far: after the families above.
       {"cyclic rows", cyclicApplies, cyclicVariants},
-      {"streaming stores", always, streamingVariants},
+      {"streaming stores", streamingApplies, streamingVariants},
       {"accumulation", accumulationApplies, accumulationVariants},
       // Each arithmetic's wgmma schedules (WgmmaFamily.cpp), then its mma ones.
       {"mma", mmaApplies, mmaVariants},

@@ -5,7 +5,8 @@
 
 namespace rtcg::space {
 
-bool always(NestSpace&) { return true; }
+// Every nest: the first sibling says whether a store can stream.
+bool streamingApplies(NestSpace&) { return true; }
 
 // None when the nest has no store that can stream (the first sibling's plan says so).
 void streamingVariants(NestSpace& s) {
