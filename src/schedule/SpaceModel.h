@@ -265,6 +265,9 @@ class NestModel {
 // small parts). The model's estimate, and the space's count for `blocks_per_sm` beside `mma:`.
 int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type);
 
+// The model's estimate of a plan on tensor cores (plan.mma; schedule/SpaceModelMma.cpp).
+NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceModel& d);
+
 // Nests fused into one launch (FusionGroup, schedule/Plan.h), against the sum of their own
 // estimates (`parts`, one per nest of the group): the launches after the first, and per nest the
 // device-memory bytes it no longer moves: its accesses to the locals kept in shared memory (the
