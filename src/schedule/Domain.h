@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,10 @@ std::optional<std::string> factorProductProblem(const Schedule& s);
 
 // Every Reduce expression reachable from `e` (pre-order, outer reductions first).
 void collectReductions(const Expr& e, std::vector<Expr>& out);
+// The Reduce expressions of `e` not inside another one (schedule/Reduction.cpp).
+void topReductions(const Expr& e, std::vector<Expr>& out);
+// The ids of the variables of `kind` that `e` names, into `out`.
+void varIds(const Expr& e, VarKind kind, std::set<int>& out);
 
 }  // namespace rtcg
 

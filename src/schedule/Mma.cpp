@@ -284,8 +284,7 @@ void planProducer(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& r
 // addresses; NVRTC 13 spills none of them, tf32x3's split included), as many as that leaves the
 // consumers (at most 240). Whether the consumers then fit is planMma's register check. (Loading
 // the next step's A registers into a second set while the step's wgmma run, before its wait,
-// measured no faster on an H200: m64n128 2x1 n = 4096 1.542 against 1.540 ms, m64n64 1.886
-// against 1.764.)
+// measured no faster: docs/bench.md.)
 void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
   p.consumerThreads = p.threads - 128;
   const int64_t launch = std::min<int64_t>(248, 65536 / (p.threads * std::max<int64_t>(1, blocksPerSM)) / 8 * 8);
@@ -326,17 +325,17 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
     lbo = mnMajor ? rows * 8 * bytes : 128;
     sbo = mnMajor ? 128 : p.blockK * 8 * bytes;
   };
-  // tf32x3: its split tiles and a partial sum per step (H200, n = 4096: relative error 3.1e-7
-  // against 4.1e-7 per fragment-k and 2.9e-5 without partial sums; cublasSgemm 1.15e-6), the
-  // fastest of the three measured; one small buffer, as each step waits (below).
+  // tf32x3: its split tiles and a partial sum per step (more accurate than cublasSgemm, and the
+  // fastest of the three forms measured: docs/bench.md); one small buffer, as each step waits
+  // (below).
   const bool x3 = p.arith == MmaArith::Tf32x3;
   if (x3) p.splitBuffers = 1;
   // A in registers is read while its wgmma runs: registers may be reused only once it is waited
   // for (H200: with one set and wait_group 1 the loop's next A registers overwrote those of the
   // wgmma in flight, wrong results), hence two sets where they fit (MmaPlan::pingPong).
   p.wgmmaOverlap = p.stages >= 3;
-  // tf32x3 does not overlap: ptxas serializes wgmma whose partial sums the other parity adds (H200:
-  // m64n64 2x1 49 TF/s with two sets, 72 with one and wait_group 0).
+  // tf32x3 does not overlap: ptxas serializes wgmma whose partial sums the other parity adds (two
+  // register sets ran slower than one and wait_group 0: docs/bench.md).
   p.pingPong = p.wgmmaOverlap && p.registerA && !x3;
   if (x3) p.wgmmaOverlap = false;
   const int64_t threads = ms.warpsM * ms.warpsN * 128;
@@ -375,16 +374,12 @@ int64_t wgmmaPlanRegisters(const MmaPlan& p) {
   return p.fragN / 2 + partials + a + 40;
 }
 
-std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
-                               std::vector<std::string>& reasons) {
-  const size_t before = reasons.size();
-  checkAlone(s, reasons);
-  ContractionMatch m = matchContraction(k, nest);
-  for (std::string& r : m.reasons) reasons.push_back(std::move(r));
-  if (!m.contraction) return std::nullopt;
-  MmaPlan p;
-  p.arith = s.mma.arith;
-  p.c = std::move(*m.contraction);
+namespace {
+
+// The arithmetic against the contraction's type, the instruction shape against the arithmetic and
+// the target (p.fragM, fragN, fragK, shape).
+void planArithmetic(const Kernel& k, const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p,
+                    std::vector<std::string>& reasons) {
   const ScalarType want = p.arith == MmaArith::F64 ? ScalarType::F64 : ScalarType::F32;
   const bool half = mmaIs16Bit(p.arith);
   const ScalarType halfType = p.arith == MmaArith::F16 ? ScalarType::F16 : ScalarType::BF16;
@@ -413,6 +408,12 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
     reasons.push_back(fmt::format("mma: wgmma (wgmma.mma_async) exists on sm_90 only (compiled for sm_90a); the "
                                   "target is sm_{} (use mma.sync: 'mma: {} {} warps ...')", limits.computeCapability,
                                   mmaArithName(p.arith), mmaShapeName(p.arith)));
+}
+
+// The stages and the block tile, the staged type and the tiles' layouts and pitches.
+void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<std::string>& reasons) {
+  const bool half = mmaIs16Bit(p.arith);
+  const ScalarType halfType = p.arith == MmaArith::F16 ? ScalarType::F16 : ScalarType::BF16;
   p.stages = s.mma.stages;
   p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.stages == 1 ? 2 : 1;
   if (p.stages > 1 && !half)
@@ -456,32 +457,10 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
     p.pitchA = p.aKMajor ? kMajorPitch(p.blockM) : p.pitch;
     p.pitchB = p.bKMajor ? kMajorPitch(p.blockN) : p.pitch;
   }
-  if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
-  if (s.mma.tma && p.swizzle128) planTma(k, p, reasons);
-  if (s.mma.producer && p.tma) planProducer(s.mma, p, reasons);
-  planFragments(s.mma, p, reasons);
-  p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
-  p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
-  p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.stages;
-  // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
-  p.smallOffset = (p.bufferA + p.bufferB) * p.stages;
-  p.tileBytes += p.splitBuffers * ((p.registerA ? 0 : p.bufferA) + p.bufferB) * typeBytes(p.staged);
-  planEpilogue(k, nest, s, p);
-  // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
-  // `producer`: the stages' full, empty and (tf32x3) ready mbarriers.
-  if (p.tma) {
-    p.barrierOffset = (p.sharedBytes + 7) / 8 * 8;
-    p.sharedBytes = p.barrierOffset + 8 * p.stages * (p.producer ? (p.splitBuffers ? 3 : 2) : 1) +
-                    (p.orderedIssue ? 8 * s.mma.warpsM * s.mma.warpsN : 0);
-  }
-  p.steps = ceilDiv(p.c.kExtent, p.blockK);
-  // `fragments 2` over fewer steps than stages copies nothing ahead that it would not copy without
-  // it, and on an H200 such schedules of the f64 DG differentiation (3 steps of 4 stages, 2 of 4)
-  // computed wrong sums (0.7-7%) where every ring and emulation said right: refused.
-  if (p.prefetchFragments && p.stages > 1 && p.steps < p.stages)
-    reasons.push_back(fmt::format("mma: 'fragments 2' needs at least as many reduction steps as stages: {} steps of {} "
-                                  "over {} values, {} stages (give fewer stages or a smaller k)",
-                                  p.steps, p.blockK, p.c.kExtent, p.stages));
+}
+
+// The block's threads, registers, shared memory and grid against the limits.
+void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p, std::vector<std::string>& reasons) {
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.wgmma ? 128 : 32) + (p.producer ? 128 : 0);
   if (s.blocksPerSM > 0 && threads * s.blocksPerSM > 2048)
@@ -522,6 +501,49 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
     if (grid[a] > limits.maxGridDim[a])
       reasons.push_back(fmt::format("mma: {} blocks along grid.{}, more than {}", grid[a], "xyz"[a],
                                     limits.maxGridDim[a]));
+}
+
+}  // namespace
+
+std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
+                               std::vector<std::string>& reasons) {
+  const size_t before = reasons.size();
+  checkAlone(s, reasons);
+  ContractionMatch m = matchContraction(k, nest);
+  for (std::string& r : m.reasons) reasons.push_back(std::move(r));
+  if (!m.contraction) return std::nullopt;
+  MmaPlan p;
+  p.arith = s.mma.arith;
+  p.c = std::move(*m.contraction);
+  planArithmetic(k, s, limits, p, reasons);
+  planTiles(k, s, p, reasons);
+  if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
+  if (s.mma.tma && p.swizzle128) planTma(k, p, reasons);
+  if (s.mma.producer && p.tma) planProducer(s.mma, p, reasons);
+  planFragments(s.mma, p, reasons);
+  p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
+  p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
+  p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.stages;
+  // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
+  p.smallOffset = (p.bufferA + p.bufferB) * p.stages;
+  p.tileBytes += p.splitBuffers * ((p.registerA ? 0 : p.bufferA) + p.bufferB) * typeBytes(p.staged);
+  planEpilogue(k, nest, s, p);
+  // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
+  // `producer`: the stages' full, empty and (tf32x3) ready mbarriers.
+  if (p.tma) {
+    p.barrierOffset = (p.sharedBytes + 7) / 8 * 8;
+    p.sharedBytes = p.barrierOffset + 8 * p.stages * (p.producer ? (p.splitBuffers ? 3 : 2) : 1) +
+                    (p.orderedIssue ? 8 * s.mma.warpsM * s.mma.warpsN : 0);
+  }
+  p.steps = ceilDiv(p.c.kExtent, p.blockK);
+  // `fragments 2` over fewer steps than stages copies nothing ahead that it would not copy without
+  // it, and on an H200 such schedules of the f64 DG differentiation (3 steps of 4 stages, 2 of 4)
+  // computed wrong sums (0.7-7%) where every ring and emulation said right: refused.
+  if (p.prefetchFragments && p.stages > 1 && p.steps < p.stages)
+    reasons.push_back(fmt::format("mma: 'fragments 2' needs at least as many reduction steps as stages: {} steps of {} "
+                                  "over {} values, {} stages (give fewer stages or a smaller k)",
+                                  p.steps, p.blockK, p.c.kExtent, p.stages));
+  checkLaunch(s, limits, p, reasons);
   if (reasons.size() != before) return std::nullopt;
   return p;
 }

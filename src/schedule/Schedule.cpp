@@ -177,7 +177,9 @@ bool precisionAllows(Precision p, MmaArith arith) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The clause table
+// The clause table (Schedule.h). The space generates schedules by families, listed the same way in
+// the family table (schedule/space/Families.cpp): a clause the space should offer is a family file
+// and a row there.
 
 const std::vector<ClauseRow>& clauseTable() {
   static const std::vector<ClauseRow> rows = [] {

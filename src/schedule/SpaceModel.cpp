@@ -660,225 +660,12 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
   return estimate(sketch, d);
 }
 
-int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
-  if (ms.wgmmaN > 0) return wgmmaRegisters(ms.wgmmaN);
-  const bool f64 = ms.arith == MmaArith::F64;
-  if (ms.shape != MmaShape::Native) {
-    // FP64's sm_90 shapes: NVCC loads the fragments of the whole (unrolled) step ahead of its mma,
-    // so all of them count, two registers a double, besides the accumulators and the addresses:
-    // about 24 with stages (tiles as loaded); without, 40 and the thread's share of the step's
-    // copies, which pass through registers (a value and its address). Against NVRTC 13 for sm_90 (warps 2x2), with stages:
-    // m16n8k16 4x4 k 16: 251 registers (estimate 248), k 32: 255 and spills (344); 2x4 k 32: 202
-    // (216); m16n8k8 4x4 k 16: 246 (248), k 8: 208 (200); m16n8k4 4x4 k 16: 228 (248); without:
-    // m16n8k8 4x4 k 8: 236 (252), m16n8k16 4x2 k 16: 210 (244); spills with warps 2x1 (292) and
-    // m16n8k16 warps 1x1 tile 2x4 k 16 (264).
-    const MmaDims dims = mmaDims(ms);
-    const int64_t accs = ms.tileM * ms.tileN * dims.m * dims.n / 32;
-    const int64_t step = (ms.tileM * dims.m + ms.tileN * dims.n) * ms.k / 32;
-    const int64_t threads = ms.warpsM * ms.warpsN * 32;
-    const int64_t copies = (ms.warpsM * ms.tileM * dims.m + ms.warpsN * ms.tileN * dims.n) * ms.k / threads;
-    // `fragments 2`: the next step's first fragment-k is loaded while the step's last one is still
-    // held for its mma: one fragment-k's registers more.
-    // The ring's copy of no bytes past the last step (keepGroupFilled) keeps an address of its own
-    // live beside them: 8 more (m16n8k16 warps 2x2 tile 4x2 k 16 stages 3 fragments 2 epilogue
-    // shared, estimate 248, spilled 4 bytes at 255).
-    const int64_t carried = ms.fragments > 1 ? (ms.tileM * dims.m + ms.tileN * dims.n) * dims.k / 32 + 4 : 0;
-    return std::min<int64_t>(255, (ms.stages > 1 ? 24 : 40 + 3 * copies) + 2 * (accs + step + carried));
-  }
-  const int64_t accs = ms.tileM * ms.tileN * (f64 ? 2 : 4);
-  const int64_t fragments = (ms.tileM * (f64 ? 1 : 4) + ms.tileN * (f64 ? 1 : 2)) * (ms.arith == MmaArith::Tf32x3 ? 2 : 1);
-  return std::min<int64_t>(255, 32 + (accs + fragments) * (type == ScalarType::F64 ? 2 : 1));
-}
 
-namespace {
-
-// The mma term: a contraction on tensor cores (plan.mma). The arithmetic issued is the padded
-// tiles' (partial tiles compute zeros), three times over for tf32x3, at the tensor peak of the
-// arithmetic: BF16/F16 the dense FP16 rate (peakTensorFlops), TF32 half of it (an H100 SXM's 1070 TF/s: 535, data sheet 495 at its
-// 1.83 GHz), FP64 mma twice the FP64 pipe (67 TF/s); counted at 60%: the steps are staged through
-// registers between two barriers, without a pipeline, and the fragment loads share the issue slots.
-// Memory: each operand element is read once per block that needs it (from L2 after the first; L2
-// serves about 3x DRAM), the output once (twice when the statement reads it back).
-// Issue slots (mmaIssueSeconds) bound it too.
-
-// wgmma's main loop: per warp and step one instruction per wgmma (the warpgroup's four warps each
-// issue it), the fences, commit and wait (~8), the copies as mma.sync's (six per cp.async: of 16
-// bytes, or of one value where a TF32 tile is K-major across the operand's contiguous direction)
-// and the step's own (~12). No fragment loads: the tensor cores read shared memory themselves.
-// With `tma` no thread copies: the step waits on its mbarrier (~4 more) and thread 0's few boxes
-// are noise.
-double wgmmaIssueSeconds(const MmaPlan& p, int64_t blocks, int64_t threads, const DeviceModel& d) {
-  auto perCopy = [&](bool contiguousMn, bool mnMajor) { return contiguousMn && !mnMajor ? 1.0 : 16.0 / typeBytes(p.staged); };
-  const double copies = p.tma ? 4.0 * double(threads)
-                              : 6.0 * (double(p.blockM * p.blockK) / perCopy(p.aKMajor, p.aMnMajor) +
-                                       double(p.blockN * p.blockK) / perCopy(p.bKMajor, p.bMnMajor));
-  const double perStep = double(p.blockK / p.fragK) + 8 + copies / double(threads) + 12;
-  return perStep * double(p.steps) * double(blocks) * double(threads / 32) / (d.peakFp32Flops / 64);
-}
-
-// Warp instructions of the main loop, per warp and step: per fragment-k the fragment loads
-// (ldmatrix: one per A fragment or two B fragments; else one per register), tf32x3's split of
-// copied values (five per register: two conversions, a subtraction and two more), the mma; per
-// step the copies (about six instructions per cp.async of 16 bytes, eight per value converted
-// through registers) and the step's own (wait, barrier, loop: about 12). A multiprocessor issues
-// four warp instructions per cycle, one per quarter; an FP32 FMA is one, so the device issues
-// peakFp32Flops / 64 per second. Measured on an H200 (issue 22): with a 4x4 warp tile the loop was
-// issue-bound (49.5% of slots busy at IPC 2.08 with 'wait' stalls) rather than tensor-bound.
-double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, int64_t threads, const DeviceModel& d) {
-  if (p.wgmma) return wgmmaIssueSeconds(p, blocks, threads, d);
-  const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
-  const int64_t aRegs = f64 ? p.fragM * p.fragK / 32 : 4, bRegs = f64 ? p.fragN * p.fragK / 32 : 2;
-  auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
-    const bool ldmatrix = p.tilesAsLoaded && !f64 && (mmaIs16Bit(p.arith) || !kMajor);  // FP64: value by value
-    return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && !p.tilesAsLoaded ? 2 : 1);
-  };
-  const int64_t split = x3 && p.tilesAsLoaded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
-  const int64_t perFragmentK = loads(ms.tileM, aRegs, p.aKMajor, 1) + loads(ms.tileN, bRegs, p.bKMajor, 2) + split +
-                               ms.tileM * ms.tileN * (x3 ? 3 : 1);
-  const int64_t values = (p.blockM + p.blockN) * p.blockK;
-  const double copies = p.tilesAsLoaded ? 6.0 * double(values) / double(16 / typeBytes(p.staged))
-                                        : 8.0 * double(values) * (x3 ? 1.5 : 1.0);
-  const double perStep = double(perFragmentK * (p.blockK / p.fragK)) + copies / double(threads) + 12;
-  const double warpInstructions = perStep * double(p.steps) * double(blocks) * double(threads / 32);
-  return warpInstructions / (d.peakFp32Flops / 64);
-}
-
-NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceModel& d) {
-  const MmaPlan& p = *plan.mma;
-  const MmaSchedule& ms = plan.schedule.mma;
-  NestEstimate e;
-  e.threads = plan.launch.threads;
-  e.blocks = plan.launch.blocks;
-  e.registerTile = e.outputsPerThread = plan.launch.outputsPerThread;
-  e.sharedBytes = p.sharedBytes;
-  e.registers = mmaRegisters(ms, p.c.type);
-  // __launch_bounds__(threads, blocks_per_sm) caps the registers; past the cap NVCC spills.
-  const bool spills = plan.schedule.blocksPerSM > 0 &&
-                      e.registers > d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8;
-  if (plan.schedule.blocksPerSM > 0)
-    e.registers = std::min<int64_t>(e.registers, d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8);
-  const int64_t warps = e.threads / 32;
-  int64_t perSm = d.maxBlocksPerMultiprocessor;
-  perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, e.threads));
-  perSm = std::min<int64_t>(perSm, d.registersPerMultiprocessor / ((e.registers + 7) / 8 * 8 * e.threads));
-  perSm = std::min<int64_t>(perSm, d.sharedPerMultiprocessor / std::max<int64_t>(1, e.sharedBytes));
-  e.blocksPerMultiprocessor = std::max<int64_t>(0, perSm);
-  if (e.blocksPerMultiprocessor == 0) {
-    e.seconds = std::numeric_limits<double>::infinity();
-    return e;
-  }
-  e.occupancy = double(e.blocksPerMultiprocessor * warps * 32) / d.maxThreadsPerMultiprocessor;
-  double batch = 1;
-  for (int64_t b : p.c.batchExtent) batch *= double(std::max<int64_t>(1, b));
-  const double nTiles = double(plan.launch.grid[0]) / batch;  // grid.x: the N tiles times the batch
-  const double elem = typeBytes(p.staged);  // 16-bit arithmetics: the operands' own 2 bytes
-  e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
-  const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
-                        (p.arith == MmaArith::Tf32x3 ? 3 : 1);
-  // FP64 mma: twice the FP64 pipe in the architecture's own shape. On sm_90 that is m16n8k*: m8n8k4,
-  // Ampere's shape, issues at about half of it there (26 of 67 TF/s measured on an H200, issue #22).
-  // Of those, m16n8k16 measured fastest (H200, n = 4096, warps 2x2 tile 4x4: 46.1 TF/s; m16n8k4 42.0,
-  // 0.91 of it): fewer, longer instructions per product.
-  const bool slowF64Shape = p.shape == MmaShape::Native && d.computeCapability >= 90;
-  // `fragments 2` on block tiles of 128 x 64 or more: the H200 probe (n = 4096, median of 20) timed
-  // blocks_per_sm 2, m16n8k4 warps 4x2 tile 2x4 k 8 stages 4 at 2.878 ms (0.93x cuBLAS) and
-  // m16n8k8 warps 2x2 tile 4x4 k 8 stages 4 at 2.932 ms, against 3.025 ms for the best schedule
-  // without it (m16n8k16 warps 2x2 tile 2x4 k 16 stages 3, 64 x 64): with the operands double-buffered the
-  // shorter shapes lose nothing to m16n8k16, and these tiles read half as much of L2 per product.
-  // On 64 x 64 tiles it was slower (2048: 0.397 against 0.366 ms; 4096: 3.114 against 3.025): its
-  // registers cost a block per multiprocessor, and the L2 traffic, not the loads' latency, bounds
-  // those tiles. Counted at 79% and 69%, around the 75% of stages alone.
-  // Second probe: tune found m16n8k4 warps 2x4 tile 4x4 k 8 stages 4 fragments 2 at 2.707 ms
-  // (n = 4096, ~0.99x cuBLAS) and stages 3 epilogue shared at 0.342 ms (2048, 0.85x), but at
-  // n = 1000 (64 to 128 such blocks for 132 multiprocessors) warps 2x2 tile 4x4 ran 0.0683 ms
-  // against 0.0532 without it: the credit needs more blocks than multiprocessors.
-  const bool bigPrefetch = p.prefetchFragments && p.blockM * p.blockN >= 128 * 64 &&
-                           e.blocks > d.multiprocessors;
-  const double f64Shape = slowF64Shape ? 0.5
-                          : bigPrefetch ? 1.0
-                          : p.shape == MmaShape::M16N8K4 || p.shape == MmaShape::M16N8K8 ? 0.91
-                                                                                          : 1.0;
-  const double peak = p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops * f64Shape
-                      : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
-                                               : d.peakTensorFlops / 2;
-  const double epiloguePass = p.sharedEpilogue ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
-                                                      (double(d.multiprocessors) * 32 * 1.5e9)
-                                                : 0.0;
-  // wgmma as emitted (no swizzle, cp.async by every thread, one barrier per step) measured slower
-  // than mma.sync (H200, probe of issue 22: bf16 n = 4096 m64n256 2x1 k 64 stages 3 191 TF/s and
-  // tf32 m64n128 85 TF/s, against mma.sync's 313 and 177 TF/s): counted at 45% of the peak, below
-  // mma.sync's 75%, until it measures faster (the bench keeps the model's best). With `swizzle 128`
-  // it does (H200, probe of issue 22, n = 4096, verified): bf16 m64n256 2x1 k 64 stages 3 391 TF/s
-  // and m64n128 2x1 k 64 stages 4 344 TF/s against mma.sync's 314 (warps 2x4 tile 4x8 k 64 stages
-  // 3): 391 / 314 of mma.sync's 75%, about 90%. TF32 whose operand stored along N is copied value
-  // by value into its K-major tile (matmul's b[k, j]) reached only 126 TF/s against mma.sync's 179:
-  // 126 / 179 of 75%, about 50%. With `tma` as well (second probe, same H200, verified): bf16
-  // m64n256 2x1 k 64 stages 4 623 TF/s (0.82 of cuBLAS's 763), stages 3 453, m64n128 stages 4 467,
-  // at n = 2048 433 against 294 without: counted at the whole peak, above the swizzled copies, with
-  // boxes 2 steps ahead (4 stages); 1 step ahead (3 stages) at 453 / 623 of it, about 75%.
-  const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.aKMajor && !p.aMnMajor) || (p.bKMajor && !p.bMnMajor));
-  const double swizzled = p.tma ? (p.copyAhead >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
-  // `fragments 2` takes the shared-memory loads' latency off the path from each step's barrier to
-  // its mma (EmitMmaPrefetch.cpp): 79% on large block tiles, 69% on others (measured, above).
-  // TF32 along M / N through A's registers (MmaPlan::registerA), H200, n = 4096, verified: with two
-  // register sets (pingPong) m64n256 2x1 k 32 stages 4 swizzle 128 tma 393 TF/s, 79% of the TF32
-  // peak; waiting for each step's wgmma 309 (62%); tf32x3 (split, partial sums, each step waits)
-  // m64n128 1x1 / 2x1 74 / 71 TF/s, three products each: 44%.
-  // A producer warpgroup (MmaPlan::producer) takes the split and the step's barrier off the
-  // consumers (H200, n = 4096, verified): tf32x3 m64n128 2x1 k 32 stages 4 106 TF/s (64%; 72
-  // without), m64n64 2x1 84 (51%; 81 without); TF32 m64n256 2x1 with two sets 386-397, as
-  // without (79%); bf16 m64n256 2x1 / m64n128 2x2 k 64 stages 4 616-632 TF/s against 733-739 of
-  // the TMA schedule with the shared epilogue (85% of its whole peak). tf32x3 with both tiles in
-  // shared memory (the producer's three warps split both: dg_diff_stacked N7, 4 steps of k 32)
-  // m64n64 2x1 29 TF/s against 53 without: 24%.
-  const double producerX3 = !p.registerA ? 0.24 : p.fragN >= 128 ? 0.64 : 0.51;
-  const double registerWait = p.producer ? (p.splitBuffers ? producerX3 : p.pingPong ? 0.79 : p.registerA ? 0.62 : 0.85)
-                              : p.splitBuffers ? 0.44
-                              : p.pingPong     ? 0.79
-                              : p.registerA    ? 0.62
-                                               : 1.0;
-  // tf32x3 on mma.sync splits every fragment register (as it loads it, or as it stages it): H200,
-  // n = 4096, verified, 54 TF/s (table of record, session 25) where the model predicted 119.
-  const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.wgmma ? 0.45 : 1.0;
-  const double sustained = p.wgmma               ? (p.swizzle128 ? swizzled : 0.45) * registerWait
-                           : p.prefetchFragments ? (bigPrefetch ? 0.79 : 0.69)
-                           : p.stages > 1        ? 0.75 * tf32x3Sync
-                                                 : 0.6 * tf32x3Sync;
-  const double compute = std::max(issued / (sustained * peak),
-                                  mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
-  const bool readsBack = [&] {
-    bool r = false;
-    const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement)];
-    visitExprs(st.value, [&](const Expr& x) { r |= x->kind == ExprKind::Load && x->array == st.array; });
-    return r;
-  }();
-  const double outputs = double(p.c.mExtent * p.c.nExtent) * batch * typeBytes(k.params[size_t(k.nests[plan.nest].body[size_t(p.c.statement)].array)].type);
-  const double operands = double(p.c.kExtent) * elem * batch;
-  // The fragment epilogue's stores (and loads of the output) use half of each 32-byte sector they
-  // touch (Nsight Compute, H200: 16 of 32 bytes); the shared epilogue's are whole, for one more
-  // pass through shared memory per block (two accesses per output, ~32 per cycle and multiprocessor).
-  const double outputTraffic = outputs * (readsBack ? 2 : 1) * (p.sharedEpilogue ? 1 : 2);
-  const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputTraffic;
-  const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(plan.launch.grid[1]));
-  e.bytes = dram;
-  const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));
-  const double sms = d.multiprocessors, blocks = double(e.blocks);
-  const double smUse = std::min(1.0, blocks / sms);
-  const double waveUse = blocks >= sms ? blocks / (sms * std::ceil(blocks / sms)) : 1.0;
-  // Barriers without a pipeline: a multiprocessor hides one block's staging behind another's mma.
-  const double hiding = p.stages > 1 ? 1.0 : std::min(1.0, 0.5 + 0.25 * double(std::min<int64_t>(e.blocksPerMultiprocessor, int64_t(std::ceil(blocks / sms)))));
-  e.efficiency = smUse * waveUse * hiding;
-  e.storeStride = 1;  // each quad of lanes stores runs of 8 neighbours along N
-  e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
-  if (spills) e.seconds *= 2;  // local-memory traffic in the inner loop
-  return e;
-}
-
-}  // namespace
-
+// The model of a SIMT plan (estimate), in four parts: the traffic and issue counts of the
+// accesses; registers, shared memory and residency; the time; the second passes (cross-block
+// combines, long rows, accumulation).
 NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) const {
   if (plan.mma) return estimateMma(*k_, plan, d);
-  const NestSchedule& s = plan.schedule;
   NestEstimate e;
   const LaunchPlan& launch = plan.launch;
   e.threads = launch.threads;
@@ -887,15 +674,26 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   e.registerTile = launch.regPoints;
   e.outputsPerThread = launch.outputsPerThread;
   e.threadXIndex = launch.threadXIndex;
-  const int64_t threadX = launch.threadX;
-  const int64_t lanes = launch.lanes;  // threads on reduction thread parts
+  EstimateState st;
+  estimateTraffic(plan, e, st);
+  if (!estimateResidency(plan, d, e, st)) return e;
+  estimateTime(plan, d, e, st);
+  addSecondPasses(plan, d, e);
+  return e;
+}
 
-  Tiles t = tiles(plan);
+// The accesses' traffic per block (e.bytes), arithmetic (e.flops), reuse and coalescing per
+// staging entry, and what a thread issues for them.
+void NestModel::estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateState& st) const {
+  const NestSchedule& s = plan.schedule;
+  const int64_t threadX = plan.launch.threadX;
+  st.t = tiles(plan);
+  Tiles& t = st.t;  // not const: threadCount[] counts an index it lacks as 0
   double reductionValuesPerThread = 1;
   for (const NestIndex& ni : indices_)
     if (!ni.parallel) reductionValuesPerThread *= (double)t.threadCount[ni.name];
-  IssueCounts issue;
-  double operandsPerValue = 0;  // registers holding one reduction value's operands
+  IssueCounts& issue = st.issue;
+  double& operandsPerValue = st.operandsPerValue;  // registers holding one reduction value's operands
   std::map<std::string, std::pair<double, double>> reuse;  // array -> (requests, distinct)
   double perBlock = 0;
   bool sawStore = false;
@@ -958,13 +756,19 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     issue.copies *= t.cyclicPositions;
   }
   // Blocks with work: a triangle's empty blocks leave at once (coveredBlocks).
-  const double activeBlocks = std::max(1.0, (double)e.blocks * coveredBlocks(plan));
-  e.bytes = perBlock * activeBlocks;
+  st.activeBlocks = std::max(1.0, (double)e.blocks * coveredBlocks(plan));
+  e.bytes = perBlock * st.activeBlocks;
   // Steps over a block's hull (BlockHullSteps) also issue their masked values.
   e.flops = flopsPerPoint_ * points_ * hullWaste(plan);
   e.fp64Flops = fp64FlopsPerPoint_ * points_ * hullWaste(plan);
 
-  // Residency and occupancy.
+}
+
+// Registers (e.registers, capped: st.spills past the cap), shared memory and blocks per
+// multiprocessor; false (with infinite seconds) where no block can be resident.
+bool NestModel::estimateResidency(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, EstimateState& st) const {
+  const NestSchedule& s = plan.schedule;
+  const Tiles& t = st.t;
   if (!s.shared.empty()) e.sharedBytes = stagedBytes(t, s.shared).value_or(0);
   if (plan.accumulation.shared) e.sharedBytes += plan.accumulation.bytes;  // the block's copy
   // Registers: the accumulators of every statement's register tile, one reduction value's
@@ -974,10 +778,10 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // One step at one position of the serial loops of parallel indices is held (a block's copies
   // cover every position; the tiles move with them).
   const double positions = (double)std::max<int64_t>(1, e.outputsPerThread / std::max<int64_t>(1, e.registerTile));
-  double prefetch = s.shared.empty() || s.asyncCopy ? 0 : issue.copies / 3 / std::max(1.0, stepsPerThread(plan)) / positions;
-  e.registers = 24 + statements * e.registerTile + (int64_t)std::ceil(operandsPerValue + prefetch);
+  double prefetch = s.shared.empty() || s.asyncCopy ? 0 : st.issue.copies / 3 / std::max(1.0, stepsPerThread(plan)) / positions;
+  e.registers = 24 + statements * e.registerTile + (int64_t)std::ceil(st.operandsPerValue + prefetch);
   // An outer register tile: R inner accumulators per register point and inner reduction.
-  int64_t outerValues = 1;
+  int64_t& outerValues = st.outerValues;
   if (plan.outerTile.any()) {
     outerValues = plan.outerTile.extent;
     size_t innerReductions = 0;
@@ -989,9 +793,9 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // __launch_bounds__(threads, N) caps the registers; so does NVCC at 255. Past the cap it spills.
   int64_t cap = 255;
   if (s.blocksPerSM > 0) cap = std::min<int64_t>(cap, d.registersPerMultiprocessor / (e.threads * s.blocksPerSM) / 8 * 8);
-  bool spills = e.registers > cap;
+  st.spills = e.registers > cap;
   e.registers = std::min(e.registers, cap);
-  int64_t warps = ceilDiv(e.threads, 32);
+  const int64_t warps = st.warps = ceilDiv(e.threads, 32);
   int64_t perSm = d.maxBlocksPerMultiprocessor;
   perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, warps * 32));
   perSm = std::min<int64_t>(perSm, d.registersPerMultiprocessor / (ceilDiv(e.registers, 8) * 8 * warps * 32));
@@ -1000,26 +804,29 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   e.blocksPerMultiprocessor = std::max<int64_t>(0, perSm);
   if (e.blocksPerMultiprocessor == 0) {
     e.seconds = std::numeric_limits<double>::infinity();
-    return e;
+    return false;
   }
   e.occupancy = (double)(e.blocksPerMultiprocessor * warps * 32) / d.maxThreadsPerMultiprocessor;
 
+  return true;
+}
+
+// The time (e.seconds) from the traffic, the arithmetic and how well the residency hides them.
+void NestModel::estimateTime(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, EstimateState& st) const {
+  const NestSchedule& s = plan.schedule;
+  const int64_t lanes = plan.launch.lanes;  // threads on reduction thread parts
+  const int64_t warps = st.warps, outerValues = st.outerValues;
+  IssueCounts& issue = st.issue;
   double sms = d.multiprocessors;
-  double blocks = activeBlocks;
+  double blocks = st.activeBlocks;
   double smUse = std::min(1.0, blocks / sms);
   double residentBlocks = std::min<double>((double)e.blocksPerMultiprocessor, std::max(1.0, blocks / sms));
   double ilp = (double)std::min<int64_t>(e.registerTile * outerValues, 8);
   double hiding = std::min(1.0, residentBlocks * (double)warps * ilp / 32);
   // The last wave: what idles is the multiprocessors that run fewer blocks than the busiest, not
   // the block slots left empty (a multiprocessor with half its slots filled runs those blocks
-  // faster). Measured on an H100, SGEMM n=3000: 64 x 64 tiles, 2209 blocks at 5 per
-  // multiprocessor, are 3.35 waves of slots (84% busy) but 16.7 blocks per multiprocessor (98%);
-  // split in two, 6.69 waves (96%), they ran only 1.7% faster (1.371 -> 1.347 ms), and 64 x 128
-  // tiles in 3 waves at 71% were the fastest (1.302 ms). Over this session's 2000 measured
-  // candidates, ranking by multiprocessor balance lifted the model's rank correlation for SGEMM
-  // n=1500 from 0.50 to 0.76 and its winner's rank from 38 to 2 (n=3000: 3325 to 61); DG
-  // differentiation and lifting kept their correlations (0.29-0.67), though the lifting winners
-  // fell behind unmeasured candidates (N=5 477th -> 1010th, N=7 1624th -> 2209th).
+  // faster); ranking by multiprocessor balance raised the model's rank correlation on SGEMM
+  // (docs/bench.md, "Decisions and their measurements").
   double waveUse = blocks >= sms ? blocks / (sms * std::ceil(blocks / sms)) : 1.0;
   e.efficiency = smUse * hiding * waveUse;
   // Rows of unequal length: the blocks' own work over the block slots (workBalance).
@@ -1030,9 +837,8 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
                                             std::min(1.0, (double)warps * inFlight / 32))) {
     // Imbalance under 5% is left out: the hardware hands blocks to multiprocessors as they free
     // up, and what dealing rows cyclically costs (the serial loop, neighbouring blocks no longer
-    // sharing tiles in L2) is not counted. Measured (H200, session 25): cyclic rows ran trmv 2-4%
-    // slower than consecutive ones at n = 8192 and 16384, and syrk n = 2048's search fell from
-    // 0.98x to 0.77x cublasSsyrk when a 3% modelled imbalance ranked cyclic block rows first.
+    // sharing tiles in L2) is not counted; a small modelled imbalance ranked slower cyclic rows
+    // first (docs/bench.md).
     e.balance = *b >= 0.95 ? 1.0 : *b;
     e.efficiency *= e.balance;
   }
@@ -1040,7 +846,7 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   // ranks compute-bound candidates by their traffic).
   // Arithmetic issues at one instruction per clock per scheduler: the multiply-adds' share of a
   // thread's instructions bounds the rate (loads, copies, loop control and stores take slots too).
-  const double totalThreads = (double)e.threads * activeBlocks;
+  const double totalThreads = (double)e.threads * st.activeBlocks;
   issue.fmas = e.flops / 2 / std::max(1.0, totalThreads);
   issue.control = loopControl(plan);
   // A rolled loop inside the staged step computes every shared-memory address at run time
@@ -1051,32 +857,34 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   issue.stores = (double)e.outputsPerThread;
   e.issueEfficiency = issue.fmas > 0 ? issue.fmas / issue.total() : 1.0;
   // Issue slots also go idle while every warp of a scheduler waits (a barrier, a shared-memory
-  // load): about W / (W + 4) of them issue with W warps resident per multiprocessor (measured:
-  // 75% busy with 16 warps for an 8 x 8 matrix-product tile on an H100).
-  // Register tiles past 64 points hide as many stalls with fewer warps, by their independent
-  // multiply-adds: a 16 x 8 SGEMM tile issued 78% busy with 8 warps, as 8 x 8 tiles did with 16.
+  // load): about W / (W + 4) of them issue with W warps resident per multiprocessor. Register
+  // tiles past 64 points hide as many stalls with fewer warps, by their independent multiply-adds
+  // (both calibrated on an H100: docs/bench.md).
   double residentWarps = residentBlocks * (double)warps;
   double effectiveWarps = residentWarps * std::max(1.0, (double)(e.registerTile * outerValues) / 64);
   double issueHiding = effectiveWarps / (effectiveWarps + 4);
-  double spill = spills ? 0.5 : 1.0;  // spilled registers go through local memory
+  double spill = st.spills ? 0.5 : 1.0;  // spilled registers go through local memory
   double memory = e.bytes / d.memoryBandwidth;
   double compute = e.flops / (sustainedPeak(d, e) * e.issueEfficiency * issueHiding * spill);
   // Copies steps ahead with cp.async: more bytes in flight, but waits and element-sized copies
-  // of transposed tiles in the step. Measured on an H100 against the same tile copied through
-  // registers: DG lifting N=5 8% and differentiation N=4 3% faster, differentiation N=8 9% and
-  // a 128 x 128 SGEMM tile 17% slower; search runs where the model credited the overlap
-  // (memory * 0.9) lost DG differentiation N=3 and N=6 to async tiles slower than their
-  // siblings. So no credit: async ties where memory bounds (ranked after its sibling, which is
-  // generated first) and pays where arithmetic does; the tuner measures which wins.
+  // of transposed tiles in the step; it helped some tiles and hurt others, and crediting the
+  // overlap lost searches (docs/bench.md). So no credit: async ties where memory bounds (ranked
+  // after its sibling, which is generated first) and pays where arithmetic does; the tuner
+  // measures which wins.
   if (s.asyncCopy) compute *= 1.15;
   memory *= streamingStoreFactor(plan);
-  // Large blocks lose more to their barriers (each waits for the block's slowest warp): over the
-  // exhaustive SGEMM n=4096 space (bench/results/h100-2026-11-25-exhaustive-4096.tsv), blocks of
-  // 512 threads ran 8% and of 1024 threads 22% slower than this model predicted, against its mean
-  // error. Charging that moved every calibration winner up (SpaceModel tests), none down.
+  // Large blocks lose more to their barriers (each waits for the block's slowest warp): 8% at 512
+  // threads and 22% at 1024, from the exhaustive SGEMM n=4096 space (docs/bench.md).
   if (e.threads >= 1024) compute *= 1.22;
   else if (e.threads >= 512) compute *= 1.08;
   e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
+}
+
+// What passes after the nest's own loop cost: a reduction's combine across blocks, `long_rows:`'s
+// pass, the accumulation's atomics.
+void NestModel::addSecondPasses(const NestPlan& plan, const DeviceModel& d, NestEstimate& e) const {
+  const LaunchPlan& launch = plan.launch;
+  const int64_t lanes = launch.lanes;
   if (e.crossBlocks > 1) {
     // The second pass: every block stores a partial per output point it holds (8 bytes, with a
     // fence and an atomic), and the last block of each tile reads its tile's partials back alone,
@@ -1100,7 +908,6 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
     e.seconds += passes * 120.0 / (resident * 1.5e9);
   }
   if (!accumulationStatements(*k_, plan.nest).empty()) e.seconds += accumulationSeconds(*k_, plan, e, d);
-  return e;
 }
 
 FusionSavings fusionSavings(const Kernel& k, const FusionGroup& g, const std::vector<NestEstimate>& parts,

@@ -238,6 +238,20 @@ class NestModel {
   const NestIndex* innermostReduction() const;  // the last reduction index; nullptr if none
   double stepsPerThread(const NestPlan& plan) const;
   double loopControl(const NestPlan& plan) const;
+  // What estimate's parts hand on to each other.
+  struct EstimateState {
+    Tiles t;
+    IssueCounts issue;
+    double operandsPerValue = 0;  // registers holding one reduction value's operands
+    double activeBlocks = 1;      // blocks with work (a triangle's empty blocks leave at once)
+    int64_t outerValues = 1;      // an outer register tile's values per point
+    int64_t warps = 1;            // per block
+    bool spills = false;          // the registers pass the cap
+  };
+  void estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateState& st) const;
+  bool estimateResidency(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, EstimateState& st) const;
+  void estimateTime(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, EstimateState& st) const;
+  void addSecondPasses(const NestPlan& plan, const DeviceModel& d, NestEstimate& e) const;
   double distinctElements(size_t access, const std::map<int, Interval>& tile) const;
   const std::optional<Box>& box(size_t access, const std::map<int, Interval>& tile) const;
   std::vector<int64_t> tileKey(size_t access, const std::map<int, Interval>& tile) const;
@@ -250,6 +264,9 @@ class NestModel {
 // ~32 for addresses and indices, the accumulators, one step's fragment registers (tf32x3: big and
 // small parts). The model's estimate, and the space's count for `blocks_per_sm` beside `mma:`.
 int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type);
+
+// The model's estimate of a plan on tensor cores (plan.mma; schedule/SpaceModelMma.cpp).
+NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceModel& d);
 
 // Nests fused into one launch (FusionGroup, schedule/Plan.h), against the sum of their own
 // estimates (`parts`, one per nest of the group): the launches after the first, and per nest the

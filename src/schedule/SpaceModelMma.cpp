@@ -1,0 +1,223 @@
+// The mma term of the static model (SpaceModel.h): registers, residency, the share of the
+// tensor-core peak a schedule sustains, issue slots and traffic of a contraction on tensor cores.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/Walk.h"
+#include "schedule/SpaceModel.h"
+
+namespace rtcg {
+
+int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
+  if (ms.wgmmaN > 0) return wgmmaRegisters(ms.wgmmaN);
+  const bool f64 = ms.arith == MmaArith::F64;
+  if (ms.shape != MmaShape::Native) {
+    // FP64's sm_90 shapes: NVCC loads the fragments of the whole (unrolled) step ahead of its mma,
+    // so all of them count, two registers a double, besides the accumulators and the addresses:
+    // about 24 with stages (tiles as loaded); without, 40 and the thread's share of the step's
+    // copies, which pass through registers (a value and its address). Against NVRTC 13 for sm_90 (warps 2x2), with stages:
+    // m16n8k16 4x4 k 16: 251 registers (estimate 248), k 32: 255 and spills (344); 2x4 k 32: 202
+    // (216); m16n8k8 4x4 k 16: 246 (248), k 8: 208 (200); m16n8k4 4x4 k 16: 228 (248); without:
+    // m16n8k8 4x4 k 8: 236 (252), m16n8k16 4x2 k 16: 210 (244); spills with warps 2x1 (292) and
+    // m16n8k16 warps 1x1 tile 2x4 k 16 (264).
+    const MmaDims dims = mmaDims(ms);
+    const int64_t accs = ms.tileM * ms.tileN * dims.m * dims.n / 32;
+    const int64_t step = (ms.tileM * dims.m + ms.tileN * dims.n) * ms.k / 32;
+    const int64_t threads = ms.warpsM * ms.warpsN * 32;
+    const int64_t copies = (ms.warpsM * ms.tileM * dims.m + ms.warpsN * ms.tileN * dims.n) * ms.k / threads;
+    // `fragments 2`: the next step's first fragment-k is loaded while the step's last one is still
+    // held for its mma: one fragment-k's registers more.
+    // The ring's copy of no bytes past the last step (keepGroupFilled) keeps an address of its own
+    // live beside them: 8 more (m16n8k16 warps 2x2 tile 4x2 k 16 stages 3 fragments 2 epilogue
+    // shared, estimate 248, spilled 4 bytes at 255).
+    const int64_t carried = ms.fragments > 1 ? (ms.tileM * dims.m + ms.tileN * dims.n) * dims.k / 32 + 4 : 0;
+    return std::min<int64_t>(255, (ms.stages > 1 ? 24 : 40 + 3 * copies) + 2 * (accs + step + carried));
+  }
+  const int64_t accs = ms.tileM * ms.tileN * (f64 ? 2 : 4);
+  const int64_t fragments = (ms.tileM * (f64 ? 1 : 4) + ms.tileN * (f64 ? 1 : 2)) * (ms.arith == MmaArith::Tf32x3 ? 2 : 1);
+  return std::min<int64_t>(255, 32 + (accs + fragments) * (type == ScalarType::F64 ? 2 : 1));
+}
+
+namespace {
+
+// The mma term: a contraction on tensor cores (plan.mma). The arithmetic issued is the padded
+// tiles' (partial tiles compute zeros), three times over for tf32x3, at the share of the
+// arithmetic's peak (mmaPeak; an H100 SXM's dense FP16 1070 TF/s, TF32 535, FP64 mma 67) that the
+// schedule sustains (mmaSustained). Memory: each operand element is read once per block that needs
+// it (from L2 after the first; L2 serves about 3x DRAM), the output once (twice when the statement
+// reads it back). Issue slots (mmaIssueSeconds) bound it too.
+
+// wgmma's main loop: per warp and step one instruction per wgmma (the warpgroup's four warps each
+// issue it), the fences, commit and wait (~8), the copies as mma.sync's (six per cp.async: of 16
+// bytes, or of one value where a TF32 tile is K-major across the operand's contiguous direction)
+// and the step's own (~12). No fragment loads: the tensor cores read shared memory themselves.
+// With `tma` no thread copies: the step waits on its mbarrier (~4 more) and thread 0's few boxes
+// are noise.
+double wgmmaIssueSeconds(const MmaPlan& p, int64_t blocks, int64_t threads, const DeviceModel& d) {
+  auto perCopy = [&](bool contiguousMn, bool mnMajor) { return contiguousMn && !mnMajor ? 1.0 : 16.0 / typeBytes(p.staged); };
+  const double copies = p.tma ? 4.0 * double(threads)
+                              : 6.0 * (double(p.blockM * p.blockK) / perCopy(p.aKMajor, p.aMnMajor) +
+                                       double(p.blockN * p.blockK) / perCopy(p.bKMajor, p.bMnMajor));
+  const double perStep = double(p.blockK / p.fragK) + 8 + copies / double(threads) + 12;
+  return perStep * double(p.steps) * double(blocks) * double(threads / 32) / (d.peakFp32Flops / 64);
+}
+
+// Warp instructions of the main loop, per warp and step: per fragment-k the fragment loads
+// (ldmatrix: one per A fragment or two B fragments; else one per register), tf32x3's split of
+// copied values (five per register: two conversions, a subtraction and two more), the mma; per
+// step the copies (about six instructions per cp.async of 16 bytes, eight per value converted
+// through registers) and the step's own (wait, barrier, loop: about 12). A multiprocessor issues
+// four warp instructions per cycle, one per quarter; an FP32 FMA is one, so the device issues
+// peakFp32Flops / 64 per second. Large warp tiles are issue-bound rather than tensor-bound
+// (docs/bench.md, "Decisions and their measurements").
+double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, int64_t threads, const DeviceModel& d) {
+  if (p.wgmma) return wgmmaIssueSeconds(p, blocks, threads, d);
+  const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
+  const int64_t aRegs = f64 ? p.fragM * p.fragK / 32 : 4, bRegs = f64 ? p.fragN * p.fragK / 32 : 2;
+  auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
+    const bool ldmatrix = p.tilesAsLoaded && !f64 && (mmaIs16Bit(p.arith) || !kMajor);  // FP64: value by value
+    return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && !p.tilesAsLoaded ? 2 : 1);
+  };
+  const int64_t split = x3 && p.tilesAsLoaded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
+  const int64_t perFragmentK = loads(ms.tileM, aRegs, p.aKMajor, 1) + loads(ms.tileN, bRegs, p.bKMajor, 2) + split +
+                               ms.tileM * ms.tileN * (x3 ? 3 : 1);
+  const int64_t values = (p.blockM + p.blockN) * p.blockK;
+  const double copies = p.tilesAsLoaded ? 6.0 * double(values) / double(16 / typeBytes(p.staged))
+                                        : 8.0 * double(values) * (x3 ? 1.5 : 1.0);
+  const double perStep = double(perFragmentK * (p.blockK / p.fragK)) + copies / double(threads) + 12;
+  const double warpInstructions = perStep * double(p.steps) * double(blocks) * double(threads / 32);
+  return warpInstructions / (d.peakFp32Flops / 64);
+}
+
+// Registers (capped by blocks_per_sm; `spills` past the cap), shared memory and blocks per
+// multiprocessor of an mma plan; false (with infinite seconds) where no block can be resident.
+bool mmaResidency(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, bool& spills) {
+  const MmaPlan& p = *plan.mma;
+  e.sharedBytes = p.sharedBytes;
+  e.registers = mmaRegisters(plan.schedule.mma, p.c.type);
+  // __launch_bounds__(threads, blocks_per_sm) caps the registers; past the cap NVCC spills.
+  spills = plan.schedule.blocksPerSM > 0 &&
+           e.registers > d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8;
+  if (plan.schedule.blocksPerSM > 0)
+    e.registers = std::min<int64_t>(e.registers, d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8);
+  const int64_t warps = e.threads / 32;
+  int64_t perSm = d.maxBlocksPerMultiprocessor;
+  perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, e.threads));
+  perSm = std::min<int64_t>(perSm, d.registersPerMultiprocessor / ((e.registers + 7) / 8 * 8 * e.threads));
+  perSm = std::min<int64_t>(perSm, d.sharedPerMultiprocessor / std::max<int64_t>(1, e.sharedBytes));
+  e.blocksPerMultiprocessor = std::max<int64_t>(0, perSm);
+  if (e.blocksPerMultiprocessor == 0) {
+    e.seconds = std::numeric_limits<double>::infinity();
+    return false;
+  }
+  e.occupancy = double(e.blocksPerMultiprocessor * warps * 32) / d.maxThreadsPerMultiprocessor;
+  return true;
+}
+
+// The peak of the plan's arithmetic: BF16/F16 the dense FP16 rate (peakTensorFlops), TF32 half of
+// it, FP64 mma twice the FP64 pipe in the architecture's own shape. On sm_90 that is m16n8k*:
+// m8n8k4, Ampere's shape, issues at about half of it there; of the sm_90 shapes, m16n8k16's
+// fewer, longer instructions per product run fastest (m16n8k4/k8 at 0.91 of it), except with
+// `fragments 2` on large tiles (`bigPrefetch`), where the operands double-buffered make the shorter
+// shapes lose nothing. (Measurements: docs/bench.md, "Decisions and their measurements".)
+double mmaPeak(const MmaPlan& p, const DeviceModel& d, bool bigPrefetch) {
+  const bool slowF64Shape = p.shape == MmaShape::Native && d.computeCapability >= 90;
+  const double f64Shape = slowF64Shape ? 0.5
+                          : bigPrefetch ? 1.0
+                          : p.shape == MmaShape::M16N8K4 || p.shape == MmaShape::M16N8K8 ? 0.91
+                                                                                          : 1.0;
+  return p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops * f64Shape
+         : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
+                                  : d.peakTensorFlops / 2;
+}
+
+// The share of the peak the plan's main loop sustains, each calibrated on an H200 (the
+// measurements: docs/bench.md, "Decisions and their measurements"):
+// - mma.sync: 60% with the steps staged through registers between two barriers, 75% pipelined in
+//   stages; tf32x3 on mma.sync splits every fragment register, 0.45 of that.
+// - `fragments 2` takes the shared-memory loads' latency off the path from each step's barrier to
+//   its mma: 79% on block tiles of 128 x 64 or more with more blocks than multiprocessors
+//   (`bigPrefetch`), 69% on others (where its registers cost a block per multiprocessor and the
+//   L2 traffic, not the loads' latency, bounds the tile).
+// - wgmma: 45% as emitted without swizzle (slower than mma.sync); with `swizzle 128` 90%, 50%
+//   where TF32 copies an operand value by value into its K-major tile; with `tma` the whole peak
+//   with boxes 2 steps ahead (4 stages), 75% 1 step ahead.
+// - times the wait for A's registers: TF32 through A's registers 62% waiting for each step's
+//   wgmma, 79% with two register sets (pingPong); tf32x3 (split, partial sums) 44%; a producer
+//   warpgroup takes the split and the barrier off the consumers: tf32x3 64% (m64n128) / 51%, 24%
+//   with both tiles split in shared memory; with neither (bf16) 85%.
+double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
+  const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.aKMajor && !p.aMnMajor) || (p.bKMajor && !p.bMnMajor));
+  const double swizzled = p.tma ? (p.copyAhead >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
+  const double producerX3 = !p.registerA ? 0.24 : p.fragN >= 128 ? 0.64 : 0.51;
+  const double registerWait = p.producer ? (p.splitBuffers ? producerX3 : p.pingPong ? 0.79 : p.registerA ? 0.62 : 0.85)
+                              : p.splitBuffers ? 0.44
+                              : p.pingPong     ? 0.79
+                              : p.registerA    ? 0.62
+                                               : 1.0;
+  const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.wgmma ? 0.45 : 1.0;
+  return p.wgmma               ? (p.swizzle128 ? swizzled : 0.45) * registerWait
+         : p.prefetchFragments ? (bigPrefetch ? 0.79 : 0.69)
+         : p.stages > 1        ? 0.75 * tf32x3Sync
+                               : 0.6 * tf32x3Sync;
+}
+
+}  // namespace
+
+NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceModel& d) {
+  const MmaPlan& p = *plan.mma;
+  const MmaSchedule& ms = plan.schedule.mma;
+  NestEstimate e;
+  e.threads = plan.launch.threads;
+  e.blocks = plan.launch.blocks;
+  e.registerTile = e.outputsPerThread = plan.launch.outputsPerThread;
+  bool spills = false;
+  if (!mmaResidency(plan, d, e, spills)) return e;
+  double batch = 1;
+  for (int64_t b : p.c.batchExtent) batch *= double(std::max<int64_t>(1, b));
+  const double nTiles = double(plan.launch.grid[0]) / batch;  // grid.x: the N tiles times the batch
+  const double elem = typeBytes(p.staged);  // 16-bit arithmetics: the operands' own 2 bytes
+  e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
+  const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
+                        (p.arith == MmaArith::Tf32x3 ? 3 : 1);
+  // `fragments 2`'s credit needs block tiles of 128 x 64 or more and more blocks than
+  // multiprocessors (smaller tiles and fewer blocks measured slower with it).
+  const bool bigPrefetch = p.prefetchFragments && p.blockM * p.blockN >= 128 * 64 &&
+                           e.blocks > d.multiprocessors;
+  const double peak = mmaPeak(p, d, bigPrefetch);
+  const double epiloguePass = p.sharedEpilogue ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
+                                                      (double(d.multiprocessors) * 32 * 1.5e9)
+                                                : 0.0;
+  const double sustained = mmaSustained(p, bigPrefetch);
+  const double compute = std::max(issued / (sustained * peak),
+                                  mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
+  const bool readsBack = [&] {
+    bool r = false;
+    const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement)];
+    visitExprs(st.value, [&](const Expr& x) { r |= x->kind == ExprKind::Load && x->array == st.array; });
+    return r;
+  }();
+  const double outputs = double(p.c.mExtent * p.c.nExtent) * batch * typeBytes(k.params[size_t(k.nests[plan.nest].body[size_t(p.c.statement)].array)].type);
+  const double operands = double(p.c.kExtent) * elem * batch;
+  // The fragment epilogue's stores (and loads of the output) use half of each 32-byte sector they
+  // touch (Nsight Compute: 16 of 32 bytes); the shared epilogue's are whole, for one more pass
+  // through shared memory per block (two accesses per output, ~32 per cycle and multiprocessor).
+  const double outputTraffic = outputs * (readsBack ? 2 : 1) * (p.sharedEpilogue ? 1 : 2);
+  const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputTraffic;
+  const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(plan.launch.grid[1]));
+  e.bytes = dram;
+  const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));
+  const double sms = d.multiprocessors, blocks = double(e.blocks);
+  const double smUse = std::min(1.0, blocks / sms);
+  const double waveUse = blocks >= sms ? blocks / (sms * std::ceil(blocks / sms)) : 1.0;
+  // Barriers without a pipeline: a multiprocessor hides one block's staging behind another's mma.
+  const double hiding = p.stages > 1 ? 1.0 : std::min(1.0, 0.5 + 0.25 * double(std::min<int64_t>(e.blocksPerMultiprocessor, int64_t(std::ceil(blocks / sms)))));
+  e.efficiency = smUse * waveUse * hiding;
+  e.storeStride = 1;  // each quad of lanes stores runs of 8 neighbours along N
+  e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
+  if (spills) e.seconds *= 2;  // local-memory traffic in the inner loop
+  return e;
+}
+
+}  // namespace rtcg

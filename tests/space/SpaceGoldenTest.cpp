@@ -1,0 +1,159 @@
+// Golden hashes of the whole schedule space of every example at its sizes (examples/sizes.txt),
+// under each precision policy and on two device models, so that a refactor of the space's
+// generators (schedule/Space.cpp and its families) is proven to generate the same candidates, in
+// the same order, with the same estimates, pruned entries and counts. tests/golden hashes the
+// emitted CUDA of a sample; this hashes everything the space holds:
+//   every kept candidate (text, score, launch shape, tile, shared bytes, occupancy, balance, bytes,
+//   flops), in order; every pruned entry with its reason; the counts and the families offered.
+// Spaces: the default device (sm_90) under ieee, tf32x3 and tf32 (the mma and wgmma families), and
+// the sm_80 device model under tf32x3 (no wgmma, no sm_90 f64 shapes); each also sampled down to
+// 100 candidates (sampling, its families and the reserve).
+// RTCG_UPDATE_GOLDEN=1 rewrites space-golden.txt; RTCG_SPACE_DUMP=DIR writes each space's full
+// text to DIR/<example>.<kernel>.<config>.txt for a diff against an earlier build.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "frontend/Frontend.h"
+#include "ir/Bind.h"
+#include "runtime/Hash.h"
+#include "schedule/DeviceModels.h"
+#include "schedule/Space.h"
+#include "support/Diagnostics.h"
+
+using namespace rtcg;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kGolden = fs::path(RTCG_SOURCE_DIR) / "tests/space/space-golden.txt";
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::map<std::string, SizeBindings> exampleSizes() {
+  std::map<std::string, SizeBindings> out;
+  std::istringstream in(readFile(fs::path(RTCG_SOURCE_DIR) / "examples/sizes.txt"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string file, binding;
+    ls >> file;
+    while (ls >> binding)
+      if (auto eq = binding.find('='); eq != std::string::npos)
+        out[file][binding.substr(0, eq)] = std::stoll(binding.substr(eq + 1));
+  }
+  return out;
+}
+
+void dumpCandidate(std::string& out, const Candidate& c) {
+  out += fmt::format("{:a} {} | threads {} blocks {} tile {} shared {} occupancy {:a} balance {:a} bytes {:a} flops {:a}\n",
+                     c.score, c.text, c.threadsPerBlock, c.blocks, c.registerTile, c.sharedBytes, c.occupancy,
+                     c.balance, c.estimatedBytes, c.estimatedFlops);
+}
+
+// Everything the space holds, as text.
+std::string dumpSpace(const Space& s) {
+  std::string out = fmt::format("enumerated {} sampled-out {} shared {} split {} cross-block {}\n", s.enumerated,
+                                s.sampledOut, s.sharedStaging, s.splitReductions, s.crossBlockReductions);
+  out += fmt::format("candidates {}\n", s.candidates.size());
+  for (const Candidate& c : s.candidates) dumpCandidate(out, c);
+  out += fmt::format("reserve {}\n", s.reserve.size());
+  for (const Candidate& c : s.reserve) dumpCandidate(out, c);
+  out += fmt::format("pruned {}\n", s.pruned.size());
+  for (const PrunedCandidate& p : s.pruned) out += p.text + "\t" + p.reason + "\n";
+  return out;
+}
+
+struct Config {
+  const char* name;
+  const char* arch;
+  Precision precision;
+  int64_t maxCandidates;
+};
+const Config kConfigs[] = {
+    {"sm_90-ieee", "sm_90", Precision::Ieee, 0},         {"sm_90-tf32x3", "sm_90", Precision::Tf32x3, 0},
+    {"sm_90-tf32", "sm_90", Precision::Tf32, 0},         {"sm_80-tf32x3", "sm_80", Precision::Tf32x3, 0},
+    {"sm_90-tf32x3-sample100", "sm_90", Precision::Tf32x3, 100},
+};
+
+// "<file>/<kernel> <config>" -> "<hash> <candidates> <pruned>", computed now.
+std::map<std::string, std::string> computeHashes() {
+  std::map<std::string, std::string> out;
+  const char* dumpDir = std::getenv("RTCG_SPACE_DUMP");
+  if (dumpDir) fs::create_directories(dumpDir);
+  for (const auto& [file, sizes] : exampleSizes()) {
+    const std::string src = readFile(fs::path(RTCG_SOURCE_DIR) / "examples" / file);
+    Diagnostics diags;
+    auto prog = parseProgram(file, src, diags);
+    EXPECT_TRUE(prog.has_value()) << file;
+    if (!prog) continue;
+    for (const Kernel& k : prog->kernels) {
+      auto bound = bindSizes(k, sizes, diags);
+      EXPECT_TRUE(bound.has_value()) << file << "/" << k.name;
+      if (!bound) continue;
+      for (const Config& cfg : kConfigs) {
+        SpaceOptions o;
+        o.device = *archDeviceModel(cfg.arch);
+        o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
+        o.precision = cfg.precision;
+        o.maxCandidates = cfg.maxCandidates;
+        const Space space = enumerateSchedules(*bound, o);
+        const std::string text = dumpSpace(space);
+        if (dumpDir)
+          std::ofstream(fs::path(dumpDir) / (file + "." + k.name + "." + cfg.name + ".txt"), std::ios::binary) << text;
+        out[file + "/" + k.name + " " + cfg.name] = fmt::format("{} {} {}", hash128(text).hex(),
+                                                                space.candidates.size(), space.pruned.size());
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(SpaceGolden, EverySpaceOfEveryExampleIsUnchanged) {
+  const std::map<std::string, std::string> now = computeHashes();
+  ASSERT_GE(now.size(), 100u);
+  std::string text = "# Golden hashes of whole spaces (tests/space/SpaceGoldenTest.cpp): "
+                     "<example>/<kernel> <config> <hash> <candidates> <pruned>\n";
+  for (const auto& [key, hash] : now) text += key + " " + hash + "\n";
+  if (const char* u = std::getenv("RTCG_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    std::ofstream(kGolden, std::ios::binary) << text;
+    GTEST_SKIP() << "rewrote " << kGolden;
+  }
+  std::map<std::string, std::string> golden;
+  std::istringstream in(readFile(kGolden));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto a = line.find(' ');
+    auto b = line.find(' ', a + 1);
+    ASSERT_NE(b, std::string::npos) << line;
+    golden[line.substr(0, b)] = line.substr(b + 1);
+  }
+  ASSERT_FALSE(golden.empty()) << "no golden hashes in " << kGolden;
+  for (const auto& [key, hash] : golden) {
+    auto it = now.find(key);
+    if (it == now.end()) {
+      ADD_FAILURE() << key << ": no longer produced";
+      continue;
+    }
+    EXPECT_EQ(it->second, hash) << key << " changed: the space differs from " << kGolden.filename()
+                                << " (RTCG_SPACE_DUMP=DIR writes the spaces for a diff; RTCG_UPDATE_GOLDEN=1 "
+                                   "rewrites the file for a deliberate change)";
+  }
+  for (const auto& [key, hash] : now) EXPECT_TRUE(golden.count(key)) << key << ": not in " << kGolden.filename();
+}
