@@ -219,8 +219,8 @@ void checkAgainstReference(const Kernel& bound, HostArgs host, Launch launch) {
   stream.synchronize();
   dargs.download(bound, host);
   for (const ReferenceOutput& o : expected.outputs) {
-    Comparison c = compare(host.array(o.param), o.values);
-    EXPECT_LT(c.relativeError, 1e-5) << o.name << ": " << c.str();
+    Comparison c = compareWithReference(host.array(o.param), o);  // integers exactly
+    EXPECT_TRUE(c.passes(1e-5)) << o.name << ": " << c.str();
   }
 }
 
