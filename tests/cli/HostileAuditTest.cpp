@@ -119,7 +119,7 @@ TEST(HostileAudit, ClausesCoveringMorePointsThanTheCountersHoldAreRefused) {
 TEST(HostileAudit, DbImportRefusesARowWhoseFactorsCannotPlanForAnyKernel) {
   const std::string db = (tempDir() / "fpe.sqlite").string();
   fs::remove(db);
-  const std::string row = R"({"format": "rtcg-tuning-db", "keys": [{"key": {"kernelHash": "0123456789abcdef",
+  const std::string row = R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": [{"key": {"kernelHash": "0123456789abcdef",
     "kernelName": "matmul", "sizes": "n=100", "device": "NVIDIA H200", "arch": "sm_90", "driverVersion": 13000,
     "nvrtcVersion": "13.0", "rtcgVersion": "0.1"}, "searches": [], "candidates": [{"schedule":
     "i: grid.y, serial 65536, serial 65536, serial 65536, serial 65536; j: grid.x; k: serial",
@@ -368,6 +368,53 @@ TEST(HostileAudit, CheckClaimsOnlyWhatItProved) {
   Result plain = rtcgc("check " + example("matmul.rtcg") + " -D n=16");
   EXPECT_TRUE(has(plain, "every access is in bounds, no nest races and every element of its out arrays is written"))
       << plain.out;
+}
+
+// 12. Smaller items, second part: a FIFO as input blocked forever (now refused, as any file that
+// is not a regular one); `--max-candidates -1` printed a 309-digit number; `db import` took
+// "schemaVersion": 99 and "keys": {}.
+TEST(HostileAudit, SmallerItemsSecondPart) {
+  fs::path fifo = tempDir() / "input.fifo";
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& command : {"check ", "emit ", "export "}) {
+    // `timeout` ends the old behaviour (waiting for a writer) with 124.
+    Result r = shell("timeout 20 " + std::string(RTCGC_PATH) + " " + command + fifo.string() + " -D n=8" +
+                     (command == "export " ? " -o " + (tempDir() / "fifo-export").string() : "") + " 2>&1");
+    EXPECT_EQ(r.code, 1) << command << r.out;
+    EXPECT_TRUE(has(r, "cannot read '" + fifo.string() + "': it is a FIFO (named pipe), not a regular file")) << r.out;
+  }
+  Result piped = shell("cat " + example("axpby.rtcg") + " | " + std::string(RTCGC_PATH) + " check - 2>&1");
+  EXPECT_EQ(piped.code, 0) << piped.out;
+
+  for (const std::string& option : {"--max-candidates -1", "--time-limit -1", "--seed -1", "--min-threads 0"}) {
+    Result negative = rtcgc("tune " + example("axpby.rtcg") + " -D n=8 --dry-run " + option);
+    EXPECT_EQ(negative.code, 2) << option << ": " << negative.out.substr(0, 400);
+    EXPECT_TRUE(has(negative, "must be ")) << option << ": " << negative.out.substr(0, 400);
+    EXPECT_LT(negative.out.size(), 200u) << option << ": " << negative.out.substr(0, 400);
+  }
+
+  const std::string db = (tempDir() / "import.sqlite").string();
+  const std::string key = R"({"key": {"kernelHash": "0123456789abcdef", "kernelName": "axpby", "sizes": "n=8",
+    "device": "NVIDIA H200", "arch": "sm_90", "driverVersion": 13000, "nvrtcVersion": "13.0", "rtcgVersion": "0.1"},
+    "searches": [], "candidates": [{"schedule": "i: grid.x, thread.x 32", "status": "verified", "medianMs": 0.5,
+    "recordedAt": 1}]})";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"({"format": "rtcg-tuning-db", "schemaVersion": 99, "keys": [)" + key + "]}",
+       "'schemaVersion' must be an integer from 1 to"},
+      {R"({"format": "rtcg-tuning-db", "keys": [)" + key + "]}", "'schemaVersion' is missing"},
+      {R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": {}})", "\"keys\" must be an array"},
+      {R"({"format": "rtcg-tuning-db", "schemaVersion": 1})", "\"keys\" must be an array"},
+      {R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": []})", "holds no tuned keys"}};
+  for (const auto& [text, why] : refused) {
+    Result r = rtcgc("db import " + writeTemp("import.json", text) + " --db " + db);
+    EXPECT_EQ(r.code, 1) << text << ": " << r.out;
+    EXPECT_TRUE(has(r, why)) << text << ": " << r.out;
+  }
+  Result ok = rtcgc("db import " + writeTemp("import.json", R"({"format": "rtcg-tuning-db", "schemaVersion": 2, "keys": [)" +
+                                                                key + "]}") +
+                    " --db " + db);
+  EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
 // 12. `3.4028235e38f32` (FLT_MAX) was refused; f32 literals at the edge of the range are rounded

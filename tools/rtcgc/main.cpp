@@ -516,7 +516,7 @@ int runMain(int argc, char** argv) {
   CLI::App* runCmd = app.add_subcommand("run", "run on random inputs: --cpu on the reference executor, else on the GPU");
   addCommon(runCmd, common);
   runCmd->add_flag("--cpu", run.cpu, "run the CPU reference executor and print checksums");
-  runCmd->add_option("--seed", run.seed, "random seed for the inputs (default 1)")->check(CLI::NonNegativeNumber);
+  runCmd->add_option("--seed", run.seed, "random seed for the inputs (default 1)")->check(nonNegative());
   runCmd->add_option("-s,--schedule", run.schedule, "schedule text (default: the default schedule)");
   addPrecision(runCmd, common);
   runCmd->add_option("-S,--scalar", run.scalars, "set a scalar parameter: -S alpha=2.5 (default random)");
@@ -532,7 +532,7 @@ int runMain(int argc, char** argv) {
       runCmd->add_option("--reference-max-flops", run.referenceMaxFlops,
                          "verify kernels of more floating-point operations than F against a sampled CPU reference "
                          "costing about F (default 2e9; 0: always the full reference)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(nonNegative());
   bool runFullReference = false;
   runCmd->add_flag("--full-reference", runFullReference, "verify against the full CPU reference (no sampling)")
       ->excludes(runMaxFlops);
