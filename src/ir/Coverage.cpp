@@ -18,13 +18,14 @@ namespace rtcg {
 
 namespace {
 
-// Stores of up to this many points in all are enumerated into a bitmap of up to kElementLimit
-// elements (a bit each: 8 MiB); beyond, only the counting argument and a plain cover decide.
-constexpr int64_t kEnumerationLimit = int64_t(1) << 22;
+// Stores of up to this many points in all are enumerated (as the race check enumerates) into a
+// bitmap of up to kElementLimit elements (a bit each: 8 MiB); beyond, only the counting argument
+// and a plain cover decide. The check runs at every binding: these bound its cost.
+constexpr int64_t kEnumerationLimit = int64_t(1) << 20;
 constexpr int64_t kElementLimit = int64_t(1) << 26;
 // A domain's points are counted exactly by visiting the points of its loops but the innermost,
 // up to this many; beyond, the box of the loops bounds the count.
-constexpr int64_t kCountLimit = int64_t(1) << 22;
+constexpr int64_t kCountLimit = int64_t(1) << 20;
 
 using Point = std::map<int, int64_t>;  // loop id -> value
 
@@ -168,12 +169,8 @@ bool checkArray(const Kernel& k, int array, Diagnostics& diags) {
   if (elements == 0 || stores.empty()) return true;  // an array never written is the frontend's error
   for (const Store& s : stores)
     if (s.access.indices.size() != shape.size()) return true;  // checkBounds reports it
-  int64_t points = 0;
-  for (const Store& s : stores) {
-    std::optional<int64_t> c = pointCount(k.nests[size_t(s.nest)]);
-    if (!c && undecided.empty()) undecided = "a loop range of a nest that stores into it reads an array";
-    points = saturatingAdd(points, c.value_or(0));
-  }
+  for (const Store& s : stores)  // the common case, decided without counting
+    if (!s.access.indirect && plainCover(k, s, shape)) return true;
   auto warn = [&](const std::string& why) {
     diags.warning(param.loc, fmt::format("cannot prove with these sizes that every element of 'out' array '{}' is "
                                          "written ({}); an element left unwritten fails `rtcgc run --cpu` and the "
@@ -182,8 +179,12 @@ bool checkArray(const Kernel& k, int array, Diagnostics& diags) {
     return true;
   };
   if (!undecided.empty()) return warn(undecided);
-  for (const Store& s : stores)
-    if (plainCover(k, s, shape)) return true;
+  int64_t points = 0;
+  for (const Store& s : stores) {
+    std::optional<int64_t> c = pointCount(k.nests[size_t(s.nest)]);
+    if (!c) return warn("a loop range of a nest that stores into it reads an array");
+    points = saturatingAdd(points, *c);
+  }
   if (points <= kEnumerationLimit && elements <= kElementLimit) {
     std::optional<std::vector<bool>> written = writtenElements(k, stores, shape, elements);
     if (!written) return warn("an index or a bound cannot be evaluated");
