@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -56,10 +57,6 @@ void Lexer::skipBlockComment(int begin) {
     cur_ = reinterpret_cast<const unsigned char*>(source_.c_str()) + close + 2;
   }
 }
-
-// The least magnitude that rounds to infinity in f32: FLT_MAX plus half its unit in the last place
-// (3.4028235e38, FLT_MAX printed to 8 digits, is above FLT_MAX and rounds to it).
-constexpr double kF32Overflow = 0x1.ffffffp127;
 
 // The power of ten of a float literal's leading nonzero digit (2 for 123.4, -3 for 0.00123e0,
 // 309 for 1e309), saturated far beyond any double's range; 0 for zero.
@@ -134,11 +131,20 @@ Parser::symbol_type Lexer::number(int begin, int end) {
     // the literal's decimal exponent, not by the value: 1e309 was silently 0.0.
     bool tooBig = ec == std::errc::result_out_of_range && decimalExponent(body) >= 0;
     if (ec == std::errc::result_out_of_range && !tooBig) n.floatValue = 0.0;  // underflow: 1e-999 is 0
-    if (tooBig || std::isinf(n.floatValue) ||
-        (n.suffix == ScalarType::F32 && std::fabs(n.floatValue) >= kF32Overflow)) {
-      error(begin, end, fmt::format("float literal '{}' is out of range for {}", body,
-                                    n.suffix == ScalarType::F32 ? "f32" : "f64"));
+    // As an f32, rounded once from the decimal text: through the double, a literal just below
+    // FLT_MAX plus half an ulp (3.4028235677973366e38) became that midpoint and then infinity.
+    auto [pf, ecf] = std::from_chars(body.data(), body.data() + body.size(), n.f32Value);
+    if (ecf == std::errc::result_out_of_range)
+      n.f32Value = decimalExponent(body) >= 0 ? std::numeric_limits<float>::infinity() : 0.0f;
+    const bool f32 = n.suffix == ScalarType::F32;
+    if (tooBig || std::isinf(n.floatValue) || (f32 && std::isinf(n.f32Value))) {
+      error(begin, end, f32 && !tooBig && !std::isinf(n.floatValue)
+                            ? fmt::format("float literal '{}' is out of range for f32: it rounds to infinity (the "
+                                          "largest f32 is 3.4028235e38)", body)
+                            : fmt::format("float literal '{}' is out of range for {}", body, f32 ? "f32" : "f64"));
       n.valid = false;
+    } else if (f32) {
+      n.floatValue = double(n.f32Value);  // exact: the literal is this f32 value
     }
   } else {
     uint64_t v = 0;

@@ -5,7 +5,8 @@
 # through a let, a quotient and a contraction the emitter now keeps apart (__fmul_rn), each at the
 # issue's input and on random inputs; and item 1's n*m kernel, refused at n = m = 46341 (exit 1,
 # was a MISMATCH of 0 against 2.1e6) and run at sizes that fit. Writes $OUT/hostile.log (default
-# ./gpu-out); the last lines are one "rc=" per run: every run 0 but the refusal, which is 1.
+# ./gpu-out); the last lines are one "rc=" per run: every run 0 but the refusal, which is 1. Then
+# item 10's i64 outputs above 2^53 (compared exactly: "mismatched 0 of 100003, max abs 0 (exact) ok").
 set -uo pipefail
 root=$(pwd)
 out=${OUT:-$root/gpu-out}
@@ -35,6 +36,16 @@ kernel k(n: int, m: int, out y: f32[1]) {
   y[0] = sum(i in 0..n * m, 1.0f32) / 1024.0;
 }
 K
+# Item 10: i64 outputs above 2^53, compared exactly ('mismatched 0 of N ... (exact) ok'), and
+# item 12's literal rounded once from its digits (FLT_MAX, not infinity, on the device too).
+cat >"$work/big.rtcg" <<'K'
+kernel big(n: int, s: i64, out y: i64[n], out z: f32[n]) {
+  for i in 0..n {
+    y[i] = s * i64(1 + i % 3) + i64(i);
+    z[i] = 3.4028235677973366e38;
+  }
+}
+K
 summary=()
 run() {
   echo "== rtcgc $*" | tee -a "$log"
@@ -48,4 +59,5 @@ run run "$work/round.rtcg" -D n=1000003 --repeats 3
 run emit "$work/round.rtcg" -D n=3
 run run "$work/nm.rtcg" -D n=46341 -D m=46341 --repeats 1
 run run "$work/nm.rtcg" -D n=1000 -D m=1000 --repeats 3
+run run "$work/big.rtcg" -D n=100003 -S s=9007199254740993 --repeats 3
 printf '%s\n' "${summary[@]}" | tee -a "$log"

@@ -111,8 +111,9 @@ kernel trmm(n: int, a: f32[n, n], b: f32[n, n], out c: f32[n, n]) {
 }
 )";
 
-constexpr const char* kSyrk = R"(// Symmetric rank-K update: the lower triangle of c = a a^T.
-kernel syrk(n: int, K: int, a: f32[n, K], out c: f32[n, n]) {
+constexpr const char* kSyrk = R"(// Symmetric rank-K update: the lower triangle of c = a a^T; the upper one keeps the caller's
+// values (inout: as out, no point would write it, an error when the sizes are bound).
+kernel syrk(n: int, K: int, a: f32[n, K], inout c: f32[n, n]) {
   for i in 0..n, j in 0..i + 1 {
     c[i, j] = sum(k in 0..K, a[i, k] * a[j, k]);
   }

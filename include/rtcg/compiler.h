@@ -27,9 +27,12 @@ struct Options {
   std::string kernel;                 // which kernel of the source; empty: the only one
   std::string schedule;               // schedule text; empty: the default schedule
   std::string fileName = "<string>";  // used in diagnostics
-  std::string arch = "sm_90";         // for cubin() and ptx(), and what explain() names
+  // For cubin() and ptx(), and what explain() names; an architecture NVRTC does not know (or a
+  // path) is an rtcg::Error in all three.
+  std::string arch = "sm_90";
   // Bytes of shared memory a block's staged tiles may use (rtcgc's --max-shared); 0: the default
-  // (48 KiB), as rtcgc emit and explain.
+  // (48 KiB), as rtcgc emit and explain. Negative: rtcg::Error. A source is at most 16 MiB, as
+  // rtcgc reads (kMaxSourceBytes): a larger one is an rtcg::Error.
   int64_t maxSharedBytes = 0;
   // The tensor-core arithmetic f32 contractions may use (rtcgc's --precision): a schedule's `mma:`
   // clause must be allowed by it, and a policy that cannot apply to the kernel is an error.

@@ -474,7 +474,8 @@ struct RawTuneOptions {
   // Verification (at least one of the two). `reference`: a function of any module launched once
   // with `referenceConfig` on the same arguments; `outputs` (argument indices, rtcg::Array
   // arguments) are then compared with its results: relative L2 error within `tolerance` (0: 1e-5
-  // for f32, 1e-12 for f64, 1e-3 for f16, 1e-2 for bf16, integers exact).
+  // for f32, 1e-12 for f64, 1e-3 for f16, 1e-2 for bf16); i32 and i64 outputs exactly, element by
+  // element in 64 bits, whatever `tolerance` says.
   RawFunction reference;
   LaunchConfig referenceConfig;
   std::vector<size_t> outputs;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
+import stat
 from typing import Mapping
 
 from ._native import native
@@ -23,17 +24,54 @@ def check_precision(precision) -> str:
     return precision or ""
 
 
+#: The largest DSL source accepted, as rtcgc's (kMaxSourceBytes in src/support/InputFile.h): a
+#: 100 MB string was parsed, and a path to /dev/zero read until MemoryError.
+MAX_SOURCE_BYTES = 16 << 20
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
 def source_text(source, file_name: str | None) -> tuple[str, str]:
-    """(text, file name) of a source given as a string or a path (os.PathLike)."""
+    """(text, file name) of a source given as a string or a path (os.PathLike). A path must name a
+    regular file (a FIFO would block, a device never end) of at most MAX_SOURCE_BYTES; a string
+    must be no longer (ValueError)."""
     if isinstance(source, os.PathLike):
         path = os.fspath(source)
-        with open(path, encoding="utf-8") as f:
-            return f.read(), file_name or path
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"cannot read {path!r}: it is {_file_kind(mode)}, not a regular file")
+        with open(path, "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)
+        if len(data) > MAX_SOURCE_BYTES:
+            raise ValueError(f"cannot read {path!r}: it is larger than {MAX_SOURCE_BYTES >> 20} MiB, the limit")
+        return data.decode("utf-8"), file_name or path
     if isinstance(source, bytes):
         source = source.decode("utf-8")
     if not isinstance(source, str):
         raise TypeError(f"source: expected the DSL program as a str (or a path), given {type(source).__name__}")
+    if len(source) > MAX_SOURCE_BYTES or len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+        raise ValueError(f"source: the program is larger than {MAX_SOURCE_BYTES >> 20} MiB, the limit")
     return source, file_name or "<string>"
+
+
+def max_shared_bytes(value) -> int:
+    """Checks max_shared: 0 (the default limit) or a positive number of bytes."""
+    if isinstance(value, bool):
+        raise TypeError(f"max_shared must be an integer, given {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"max_shared must be an integer, given {value!r}") from None
+    if not 0 <= n < 2**63:
+        raise ValueError(f"max_shared={value}: expected 0 (the default limit) or a positive number of bytes")
+    return n
 
 
 def sizes_dict(sizes: Mapping | None, what: str = "sizes") -> dict[str, int]:
@@ -92,7 +130,7 @@ def emit(source, sizes: Mapping, schedule: str | None = None, precision=None, ke
     """The CUDA C of the kernel for these sizes under the schedule (default: the default schedule)."""
     policy = check_precision(precision)
     text, name = source_text(source, file_name)
-    return native.emit(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, int(max_shared), policy)
+    return native.emit(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, max_shared_bytes(max_shared), policy)
 
 
 def explain(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
@@ -100,7 +138,7 @@ def explain(source, sizes: Mapping, schedule: str | None = None, precision=None,
     """What the schedule means for the kernel, in words: launch, index parts, tiles, pipelines."""
     policy = check_precision(precision)
     text, name = source_text(source, file_name)
-    return native.explain(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), policy)
+    return native.explain(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, max_shared_bytes(max_shared), policy)
 
 
 def cubin(source, sizes: Mapping, schedule: str | None = None, precision=None, kernel: str | None = None, *,
@@ -108,7 +146,7 @@ def cubin(source, sizes: Mapping, schedule: str | None = None, precision=None, k
     """The cubin NVRTC makes of the emitted CUDA C for ``arch`` (needs NVRTC, not a GPU)."""
     policy = check_precision(precision)
     text, name = source_text(source, file_name)
-    return native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), False,
+    return native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, max_shared_bytes(max_shared), False,
                         policy)
 
 
@@ -117,6 +155,6 @@ def ptx(source, sizes: Mapping, schedule: str | None = None, precision=None, ker
     """The PTX NVRTC makes of the emitted CUDA C for ``arch``."""
     policy = check_precision(precision)
     text, name = source_text(source, file_name)
-    data = native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, int(max_shared), True,
+    data = native.cubin(text, sizes_dict(sizes), _opt(kernel), _opt(schedule), name, arch, max_shared_bytes(max_shared), True,
                         policy)
     return data.decode("utf-8", errors="replace")

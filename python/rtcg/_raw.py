@@ -237,7 +237,8 @@ def tune_source(source, function: str, space: Mapping[str, Sequence], args: Sequ
     ``geometry(variant)`` gives the launch of a variant as (grid, block) or (grid, block, shared)
     (``variant`` maps each macro to its value as a string). Each variant is verified, against
     ``reference`` (a RawFunction launched once with reference_grid/block/shared on the same
-    arguments; ``outputs`` are the indices of the arguments compared, within ``tolerance``) and/or
+    arguments; ``outputs`` are the indices of the arguments compared, float ones within
+    ``tolerance``, integer ones exactly) and/or
     by ``check(variant)`` (called after the variant's launch has completed: None or True when the
     outputs are right, False or a string saying why not), then timed like rtcg's own candidates;
     every variant goes into the tuning database (``db``: its file, "-" for none) under a key of the

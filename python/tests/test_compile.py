@@ -269,3 +269,32 @@ def test_every_native_signature_has_its_type_casters():
     assert len(found) > 10
     raw = [(name, doc.splitlines()[0]) for name, doc in found if "std::" in doc]
     assert raw == []
+
+
+def test_hostile_arguments_are_refused(tmp_path):
+    """Issue 40, item 12: an arch that is a path, a negative shared-memory limit, a 100 MB source
+    and a source path that is a device or a FIFO were accepted (or read until MemoryError)."""
+    with pytest.raises(rtcg.Error, match="arch '../../etc'"):
+        rtcg.explain(AXPY, {"n": 10}, arch="../../etc")
+    with pytest.raises(rtcg.Error, match="arch"):
+        rtcg.cubin(AXPY, {"n": 10}, arch="../../etc")
+    for call in (rtcg.emit, rtcg.explain):
+        with pytest.raises(ValueError, match="max_shared=-1"):
+            call(AXPY, {"n": 10}, max_shared=-1)
+    assert "__global__" in rtcg.emit(AXPY, {"n": 10}, max_shared=0)
+    huge = AXPY + "\n" + "//" + "x" * (16 << 20) + "\n"
+    with pytest.raises(ValueError, match="larger than 16 MiB"):
+        rtcg.check(huge, {"n": 10})
+    with pytest.raises(ValueError, match="character device, not a regular file"):
+        rtcg.check(pathlib.Path("/dev/zero"))
+    fifo = tmp_path / "fifo.rtcg"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="FIFO"):
+        rtcg.emit(fifo, {"n": 10})
+    big = tmp_path / "big.rtcg"
+    big.write_bytes(AXPY.encode() + b"\n//" + b"x" * (16 << 20))
+    with pytest.raises(ValueError, match="larger than 16 MiB"):
+        rtcg.check(big)
+    good = tmp_path / "axpy.rtcg"
+    good.write_text(AXPY)
+    assert rtcg.check(good, {"n": 10})["name"] == "axpy"

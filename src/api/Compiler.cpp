@@ -53,11 +53,18 @@ KernelInfo infoOf(const Kernel& k) {
   return info;
 }
 
+// The program, at most kMaxSourceBytes as rtcgc reads (a 100 MB string was parsed).
 SourceText sourceText(std::string_view source, const std::string& fileName) {
+  if (source.size() > kMaxSourceBytes)
+    throw Error(fmt::format("the source is {} bytes, larger than the limit of {} MiB", source.size(),
+                            kMaxSourceBytes >> 20));
   return SourceText{fileName, std::string(source)};
 }
 
 ScheduleLimits limitsOf(const Options& o) {
+  if (o.maxSharedBytes < 0)  // -1 meant the default silently
+    throw Error(fmt::format("maxSharedBytes {}: expected 0 (the default limit) or a positive number of bytes",
+                            o.maxSharedBytes));
   ScheduleLimits limits;
   if (o.maxSharedBytes > 0) limits.maxSharedBytes = o.maxSharedBytes;
   return limits;
@@ -196,6 +203,7 @@ std::string emit(std::string_view source, const Sizes& sizes, const Options& opt
 }
 
 std::string explain(std::string_view source, const Sizes& sizes, const Options& options) {
+  checkArch(options.arch);  // named in the text: '../../etc' was printed as the target
   SourceText src = sourceText(source, options.fileName);
   Diagnostics diags;
   std::optional<Kernel> bound = proveKernel(src, sizes, options.kernel, diags);

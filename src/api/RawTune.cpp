@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 
 #include "api/RawModuleApi.h"
 #include "api/ScheduleChoice.h"
@@ -50,19 +51,30 @@ double defaultTolerance(ElementType t) {
   return 0;
 }
 
-// An array argument's elements, as doubles (for the comparison with the reference's).
-std::vector<double> download(const detail::RawArg& a, const cuda::Stream& stream) {
+// An array argument's elements: integers exactly (compared exactly: through double, i64 values
+// that differ above 2^53 compare equal), every other type as doubles.
+struct Elements {
+  std::vector<double> values;
+  std::vector<int64_t> integers;
+  bool exact = false;
+};
+
+Elements download(const detail::RawArg& a, const cuda::Stream& stream) {
   const size_t bytes = a.buffer->memory.bytes();
   std::string host(bytes, '\0');
   if (bytes) a.buffer->memory.copyToHostAsync(host.data(), bytes, &stream);
   stream.synchronize();
-  std::vector<double> out(a.count);
+  Elements out;
+  out.exact = a.type == ElementType::I32 || a.type == ElementType::I64;
+  if (out.exact) out.integers.assign(a.count, 0);
+  else out.values.assign(a.count, 0.0);
   auto convert = [&](auto zero) {
     using T = decltype(zero);
     for (size_t i = 0; i < a.count && (i + 1) * sizeof(T) <= bytes; ++i) {
       T v;
       std::memcpy(&v, host.data() + i * sizeof(T), sizeof(T));
-      out[i] = double(v);
+      if constexpr (std::is_integral_v<T>) out.integers[i] = int64_t(v);
+      else out.values[i] = double(v);
     }
   };
   switch (a.type) {
@@ -74,6 +86,11 @@ std::vector<double> download(const detail::RawArg& a, const cuda::Stream& stream
     case ElementType::BF16: convert(bf16{}); break;
   }
   return out;
+}
+
+// An output against the reference's: integers exactly, floats by relative L2 error.
+Comparison compareElements(const Elements& out, const Elements& ref) {
+  return out.exact ? compareExact(out.integers, ref.integers) : compare(out.values, ref.values);
 }
 
 void checkRequest(const RawTuneOptions& o, const std::vector<detail::RawArg>& args) {
@@ -100,7 +117,7 @@ struct Session {
   const std::vector<detail::RawArg>& args;
   cuda::Stream stream;
   std::vector<std::pair<size_t, cuda::DeviceBuffer>> snapshots;  // (argument, copy)
-  std::vector<std::vector<double>> expected;                     // per output
+  std::vector<Elements> expected;                                // per output
 
   Session(detail::ContextImpl& c, const RawTuneOptions& o, const std::vector<detail::RawArg>& a)
       : ctx(c), options(o), args(a), stream(c.cuda) {
@@ -144,11 +161,14 @@ struct Session {
     worst = 0;
     for (size_t k = 0; k < options.outputs.size(); ++k) {
       const detail::RawArg& a = args[options.outputs[k]];
-      Comparison c = compare(download(a, stream), expected[k]);
+      Comparison c = compareElements(download(a, stream), expected[k]);
       double tol = options.tolerance > 0 ? options.tolerance : defaultTolerance(a.type);
       worst = std::max(worst, c.relativeError);
-      if (!(c.relativeError <= tol))
-        return fmt::format("argument {}: {} > tolerance {:g} against the reference", options.outputs[k], c.str(), tol);
+      if (!c.passes(tol))
+        return c.exact ? fmt::format("argument {}: {} against the reference (integers must be exact)",
+                                     options.outputs[k], c.str())
+                       : fmt::format("argument {}: {} > tolerance {:g} against the reference", options.outputs[k],
+                                     c.str(), tol);
     }
     return "";
   }

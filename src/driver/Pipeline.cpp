@@ -4,6 +4,7 @@
 
 #include "frontend/Frontend.h"
 #include "ir/Analysis.h"
+#include "ir/Coverage.h"
 #include "ir/Bind.h"
 #include "schedule/Mma.h"
 #include "support/Error.h"
@@ -40,7 +41,8 @@ std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, D
   // Both checks run so that one run reports every problem.
   bool inBounds = checkBounds(*bound, diags);
   bool raceFree = checkRaces(*bound, diags);
-  if (!inBounds || !raceFree || diags.hasErrors()) return std::nullopt;
+  bool written = checkOutputsWritten(*bound, diags);
+  if (!inBounds || !raceFree || !written || diags.hasErrors()) return std::nullopt;
   return bound;
 }
 

@@ -25,6 +25,9 @@ struct Number {
   bool isFloat = false;
   int64_t intValue = 0;
   double floatValue = 0.0;
+  // A float literal's value rounded once from its decimal text to f32 (infinity past the f32
+  // range): what it is as an f32, without the double rounding decimal -> f64 -> f32.
+  float f32Value = 0.0f;
   std::optional<ScalarType> suffix;
   bool valid = true;  // false after a lexical error (already reported)
 };

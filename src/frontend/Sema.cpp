@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -92,6 +93,7 @@ struct Value {
   Expr ir;
   int64_t i = 0;
   double f = 0.0;
+  std::optional<float> f32;  // UntypedFloat: see untypedFloat
   SourceLoc loc;
 
   static Value typed(Expr e) {
@@ -108,10 +110,13 @@ struct Value {
     v.loc = l;
     return v;
   }
-  static Value untypedFloat(double x, SourceLoc l) {
+  // `asF32`: the literal's own value rounded once to f32 (ast::Number::f32Value), kept through a
+  // negation; a folded value has none and is rounded from its double.
+  static Value untypedFloat(double x, SourceLoc l, std::optional<float> asF32 = std::nullopt) {
     Value v;
     v.kind = Kind::UntypedFloat;
     v.f = x;
+    v.f32 = asF32;
     v.loc = l;
     return v;
   }
@@ -1030,11 +1035,15 @@ Expr KernelSema::convert(const Value& v, ScalarType t, const std::string& contex
     }
     return cast(t, floatImm(v.f, ScalarType::F64, v.loc), v.loc);
   }
-  if (std::fabs(v.f) >= 0x1.ffffffp127) {  // rounds to infinity in f32 (FLT_MAX + half an ulp)
-    error(v.loc, fmt::format("float literal {} is out of range for f32", v.f));
+  // A literal is rounded once from its decimal text (v.f32); a folded value from its double.
+  const float asF32 = v.f32 ? *v.f32 : std::fabs(v.f) >= 0x1.ffffffp127 ? std::numeric_limits<float>::infinity()
+                                                                         : float(v.f);
+  if (std::isinf(asF32)) {  // FLT_MAX + half an ulp and beyond round to infinity
+    error(v.loc, fmt::format("float literal {} is out of range for f32: it rounds to infinity (the largest f32 is "
+                             "3.4028235e38)", v.f));
     return nullptr;
   }
-  return cast(ScalarType::F32, floatImm(v.f, ScalarType::F64, v.loc), v.loc);
+  return cast(ScalarType::F32, floatImm(v.f32 ? double(*v.f32) : v.f, ScalarType::F64, v.loc), v.loc);
 }
 
 // An untyped constant with no context takes the default type: i32 for integers, f64 for floats.
@@ -1084,7 +1093,7 @@ Value KernelSema::lower(const ast::Expr& e, std::optional<ScalarType> hint) {
     case ast::ExprKind::Number: {
       SourceLoc l = loc(e.span);
       const ast::Number& n = e.number;
-      if (!n.suffix) return n.isFloat ? Value::untypedFloat(n.floatValue, l) : Value::untypedInt(n.intValue, l);
+      if (!n.suffix) return n.isFloat ? Value::untypedFloat(n.floatValue, l, n.f32Value) : Value::untypedInt(n.intValue, l);
       if (isFloat(*n.suffix)) return Value::typed(floatImm(n.isFloat ? n.floatValue : (double)n.intValue, *n.suffix, l));
       return Value::typed(intImm(n.intValue, *n.suffix, l));
     }
@@ -1165,7 +1174,8 @@ Value KernelSema::lowerUnary(const ast::Expr& e, std::optional<ScalarType> hint)
     }
     return Value::untypedInt(-a.i, l);
   }
-  if (a.kind == Value::Kind::UntypedFloat) return Value::untypedFloat(-a.f, l);
+  if (a.kind == Value::Kind::UntypedFloat)
+    return Value::untypedFloat(-a.f, l, a.f32 ? std::optional<float>(-*a.f32) : std::nullopt);
   if (a.type() == ScalarType::Bool) {
     error(l, "unary '-' needs a number, found a bool");
     return {};

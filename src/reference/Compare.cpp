@@ -19,9 +19,16 @@
 namespace rtcg {
 
 std::string Comparison::str() const {
-  std::string s = fmt::format("rel {:.3g}, max abs {:.3g}, non-finite {} of {}", relativeError, maxAbsError, nonFinite, count);
+  std::string s = exact ? fmt::format("mismatched {} of {}, max abs {:.3g}", mismatched, count, maxAbsError)
+                        : fmt::format("rel {:.3g}, max abs {:.3g}, non-finite {} of {}", relativeError, maxAbsError,
+                                      nonFinite, count);
   if (sampled) s += fmt::format(" checked, unwritten {} of {} unchecked", unwritten, unchecked);
   return s;
+}
+
+bool Comparison::passes(double tolerance) const {
+  if (nonFinite != 0 || unwritten != 0) return false;
+  return exact ? mismatched == 0 : relativeError <= tolerance;
 }
 
 namespace {
@@ -70,7 +77,7 @@ void forEachChunk(size_t elements, int threads, F&& work) {
 struct Partial {
   double diff2[kLanes] = {}, ref2[kLanes] = {};
   double maxAbs = 0.0;
-  int64_t nonFinite = 0, unchecked = 0, unwritten = 0;
+  int64_t nonFinite = 0, unchecked = 0, unwritten = 0, mismatched = 0;
 };
 
 // The comparison rule for one element, in lane `lane` of `p`.
@@ -87,6 +94,18 @@ inline void compareElement(Partial& p, size_t lane, double o, double r) {
   const double d = o - r;
   p.diff2[lane] += d * d;
   p.ref2[lane] += r * r;
+  p.maxAbs = std::max(p.maxAbs, std::fabs(d));
+}
+
+// The exact rule for one integer element: equal in 64 bits. The difference is taken in 128 bits
+// (two i64 values can be 2^64 apart) and only then rounded to double for the error measures.
+inline void compareExactElement(Partial& p, size_t lane, int64_t o, int64_t r) {
+  const double rd = double(r);
+  p.ref2[lane] += rd * rd;
+  if (o == r) return;
+  ++p.mismatched;
+  const double d = double(__int128(o) - __int128(r));
+  p.diff2[lane] += d * d;
   p.maxAbs = std::max(p.maxAbs, std::fabs(d));
 }
 
@@ -187,6 +206,7 @@ Comparison combine(const std::vector<Partial>& parts, size_t count, bool sampled
     c.nonFinite += p.nonFinite;
     c.unchecked += p.unchecked;
     c.unwritten += p.unwritten;
+    c.mismatched += p.mismatched;
   }
   if (c.nonFinite > 0 || std::isinf(c.maxAbsError)) {
     c.relativeError = std::numeric_limits<double>::infinity();
@@ -232,6 +252,38 @@ Comparison compareCheckedValues(const T* out, size_t count, const std::vector<do
   return combine(parts, count, true);
 }
 
+// Exact comparisons of integer elements (any integer type T), all of them or the checked ones.
+template <class T>
+Comparison compareExactValues(const T* out, size_t count, const std::vector<int64_t>& ref,
+                              const std::vector<uint8_t>* checked, Unchecked unchecked, int threads) {
+  if (count != ref.size()) throw Error(fmt::format("comparing {} values with a reference of {}", count, ref.size()));
+  std::vector<Partial> parts((count + kChunkElements - 1) / kChunkElements);
+  forEachChunk(count, threads, [&](size_t c, size_t begin, size_t end) {
+    Partial p;
+    int64_t compared = 0;
+    for (size_t i = begin; i < end; ++i) {
+      if (checked && !(*checked)[i]) continue;
+      ++compared;
+      compareExactElement(p, i % kLanes, int64_t(out[i]), ref[i]);
+    }
+    if (checked) {
+      p.unchecked = int64_t(end - begin) - compared;
+      if (unchecked == Unchecked::MustBeWritten) p.unwritten = unwrittenInChunk(out + begin, checked->data() + begin, end - begin);
+    }
+    parts[c] = p;
+  });
+  Comparison cmp = combine(parts, count, checked != nullptr);
+  cmp.exact = true;
+  return cmp;
+}
+
+template <class F>
+Comparison withIntegerElements(const HostArray& out, F&& f) {
+  if (out.type() == ScalarType::I32) return f(out.as<int32_t>());
+  if (out.type() == ScalarType::I64) return f(out.as<int64_t>());
+  throw Error(fmt::format("an exact comparison needs an integer array, not {}", out.describe()));
+}
+
 // Calls f(elements) with the array's elements at their own type.
 template <class F>
 auto withElements(const HostArray& out, F&& f) {
@@ -267,6 +319,26 @@ Comparison compare(const HostArray& out, const std::vector<double>& ref, const s
   checkMask(n, checked);
   return withElements(out, [&](const auto* values) {
     return compareCheckedValues(values, n, ref, checked, unchecked, threads);
+  });
+}
+
+Comparison compareExact(const HostArray& out, const std::vector<int64_t>& ref, int threads) {
+  const size_t n = size_t(out.size());
+  return withIntegerElements(out, [&](const auto* values) {
+    return compareExactValues(values, n, ref, nullptr, Unchecked::Ignore, threads);
+  });
+}
+
+Comparison compareExact(const std::vector<int64_t>& out, const std::vector<int64_t>& ref, int threads) {
+  return compareExactValues(out.data(), out.size(), ref, nullptr, Unchecked::Ignore, threads);
+}
+
+Comparison compareExact(const HostArray& out, const std::vector<int64_t>& ref, const std::vector<uint8_t>& checked,
+                        Unchecked unchecked, int threads) {
+  const size_t n = size_t(out.size());
+  checkMask(n, checked);
+  return withIntegerElements(out, [&](const auto* values) {
+    return compareExactValues(values, n, ref, &checked, unchecked, threads);
   });
 }
 

@@ -19,9 +19,16 @@ struct Comparison {
   // of them were found unwritten (Unchecked::MustBeWritten, or the caller's countUnwritten).
   bool sampled = false;
   int64_t unchecked = 0, unwritten = 0;
-  // "rel 1.2e-07, max abs 3.4e-06, non-finite 0 of 250000"; sampled comparisons add
-  // " checked, unwritten 0 of 249000 unchecked".
+  // Exact comparisons (compareExact: integer outputs): the elements that differ from the
+  // reference. relativeError and maxAbsError then come from the exact differences.
+  bool exact = false;
+  int64_t mismatched = 0;
+  // "rel 1.2e-07, max abs 3.4e-06, non-finite 0 of 250000"; exact ones "mismatched 0 of 250000,
+  // max abs 0"; sampled comparisons add " checked, unwritten 0 of 249000 unchecked".
   std::string str() const;
+  // The verdict: nothing non-finite or unwritten, and an exact comparison with no mismatched
+  // element or a floating-point one with relativeError <= tolerance (which an exact one ignores).
+  bool passes(double tolerance) const;
 };
 
 // What a sampled comparison does with the elements it does not check (checked[i] == 0).
@@ -41,6 +48,15 @@ Comparison compare(const std::vector<double>& out, const std::vector<double>& re
 // no reference value). Throws rtcg::Error if the sizes differ.
 Comparison compare(const HostArray& out, const std::vector<double>& ref, const std::vector<uint8_t>& checked,
                    Unchecked unchecked = Unchecked::Ignore, int threads = 0);
+
+// Integer outputs, exactly: each element in 64 bits against its reference value. Through double,
+// i64 values that differ above 2^53 compared equal (a tolerance of 0 let them through). `out` must
+// be an i32 or i64 array (else rtcg::Error); the sizes must match (else rtcg::Error).
+Comparison compareExact(const HostArray& out, const std::vector<int64_t>& ref, int threads = 0);
+Comparison compareExact(const std::vector<int64_t>& out, const std::vector<int64_t>& ref, int threads = 0);
+// The same over the elements i with checked[i] != 0 only (a sampled reference).
+Comparison compareExact(const HostArray& out, const std::vector<int64_t>& ref, const std::vector<uint8_t>& checked,
+                        Unchecked unchecked = Unchecked::Ignore, int threads = 0);
 
 // Elements i with checked[i] == 0 that still hold what a poisoned output holds where a kernel did
 // not write: NaN (or any non-finite value) for floats, kPoisonInt for integers.

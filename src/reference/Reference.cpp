@@ -361,10 +361,21 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
       out.values = std::move(work[p]);
     } else {
       out.values = a.toDoubles();
+      out.integers.resize(size_t(a.size()));
+      for (int64_t i = 0; i < a.size(); ++i) out.integers[size_t(i)] = a.getInt(i);
     }
     result.outputs.push_back(std::move(out));
   }
   return result;
+}
+
+Comparison compareWithReference(const HostArray& out, const ReferenceOutput& ref, Unchecked unchecked) {
+  if (isInteger(out.type())) {
+    if (ref.integers.size() != ref.values.size())
+      throw Error(fmt::format("the reference of integer output '{}' has no exact values", ref.name));
+    return ref.computed.empty() ? compareExact(out, ref.integers) : compareExact(out, ref.integers, ref.computed, unchecked);
+  }
+  return ref.computed.empty() ? compare(out, ref.values) : compare(out, ref.values, ref.computed, unchecked);
 }
 
 std::vector<int64_t> ReferenceProgram::outerExtents() const {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "reference/Compare.h"
 #include "reference/HostArgs.h"
 #include "support/Error.h"
 
@@ -63,6 +64,9 @@ struct ReferenceOutput {
   int param = -1;
   std::string name;
   std::vector<double> values;  // row-major, unrounded (an f32 output's values before rounding)
+  // Integer outputs: the exact values (`values` holds them as doubles, exact only up to 2^53, for
+  // checksums); compare with compareWithReference, which uses these. Empty for float outputs.
+  std::vector<int64_t> integers;
   // Sampled runs: 1 for each element the sampled points wrote, the only elements whose `values`
   // are the kernel's result; empty for full runs (every element is).
   std::vector<uint8_t> computed;
@@ -86,6 +90,13 @@ struct ReferenceResult {
   // The values of output `name`; throws rtcg::Error if it is not a written array.
   const std::vector<double>& values(const std::string& name) const;
 };
+
+// `out` (a result of the kernel, e.g. a GPU's) against the reference output `ref` of the same
+// array: integer arrays exactly (compareExact with ref.integers), float arrays by compare() with
+// ref.values; a sampled reference (ref.computed) compares the computed elements only, and
+// `unchecked` says what to do with the others. Throws rtcg::Error if the sizes differ.
+Comparison compareWithReference(const HostArray& out, const ReferenceOutput& ref,
+                                Unchecked unchecked = Unchecked::Ignore);
 
 // Why sampling the outer loops of `bound` would not give exact reference values for the
 // elements the sampled points write, or would lose the unwritten-element check; empty when it is

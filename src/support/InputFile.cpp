@@ -28,11 +28,32 @@ struct Fd {
 
 }  // namespace
 
+// What a file that is not a regular one is, in words.
+std::string kindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 std::string readInputFile(const std::string& path, size_t maxBytes) {
-  Fd in{path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC), path != "-"};
+  // A named file is opened without blocking (opening a FIFO waits for a writer, forever) and must
+  // be a regular file: a FIFO, a device such as /dev/zero or /dev/tty, a socket is refused; a pipe
+  // is read from standard input, '-'.
+  Fd in{path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), path != "-"};
   if (in.fd < 0) cannotRead(path, std::strerror(errno));
   struct stat st {};
-  if (::fstat(in.fd, &st) == 0 && S_ISDIR(st.st_mode)) cannotRead(path, "it is a directory");
+  if (::fstat(in.fd, &st) != 0) cannotRead(path, std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) cannotRead(path, "it is a directory");
+  if (path != "-" && !S_ISREG(st.st_mode))
+    cannotRead(path, fmt::format("it is {}, not a regular file (read a pipe from standard input: '-')",
+                                 kindOf(st.st_mode)));
+  if (path != "-") {
+    const int flags = ::fcntl(in.fd, F_GETFL);
+    if (flags >= 0) ::fcntl(in.fd, F_SETFL, flags & ~O_NONBLOCK);
+  }
   std::string text;
   char buf[65536];
   for (;;) {

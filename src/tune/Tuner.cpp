@@ -392,7 +392,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   TempFile refFile;
   {
     std::vector<worker::ReferenceArray> arrays;
-    for (ReferenceOutput& o : ref.outputs) arrays.push_back({o.param, std::move(o.values), std::move(o.computed)});
+    for (ReferenceOutput& o : ref.outputs) {
+      // Integer outputs go as their exact values only (verifyOutputs compares them exactly).
+      if (!o.integers.empty()) o.values.clear();
+      arrays.push_back({o.param, std::move(o.values), std::move(o.computed), std::move(o.integers)});
+    }
     worker::writeReferenceFile(refFile.path, arrays);
   }
 

@@ -105,6 +105,10 @@ ALTER TABLE tuning_keys ADD COLUMN multiprocessors INTEGER NOT NULL DEFAULT 0;
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 constexpr int kBusyTimeoutMs = 10000;
+// Readers wait less: a WAL database never blocks them, and a rollback-journal one (made by another
+// tool) blocks them only while a writer holds its exclusive lock, which a read-only command
+// reports at once rather than after ten seconds.
+constexpr int kReadBusyTimeoutMs = 1000;
 
 constexpr const char* kExportFormat = "rtcg-tuning-db";
 
@@ -202,7 +206,14 @@ struct TuningDb::Impl {
   bool noTables = false;  // read-only and empty: every lookup finds nothing
   std::string multiprocessorsColumn = "multiprocessors";  // "0" in a read-only file of schema version 1
 
+  int busyTimeoutMs = kBusyTimeoutMs;
+
   [[noreturn]] void fail(const std::string& call) const {
+    if (db && (sqlite3_extended_errcode(db) & 0xff) == SQLITE_BUSY)
+      throw Error(fmt::format("tuning database '{}' is locked: another process holds it for writing (waited {:g} s; "
+                              "a rollback-journal database cannot be read while it is written). Try again when it "
+                              "is done",
+                              path, busyTimeoutMs / 1000.0));
     throw Error(fmt::format("tuning database '{}': {} failed: {}", path, call,
                             db ? sqlite3_errmsg(db) : "out of memory"));
   }
@@ -303,7 +314,7 @@ struct TuningDb::Impl {
   // an exclusive lock that SQLite does not wait for through the busy handler (waiting could
   // deadlock), so processes opening a new database at the same moment get SQLITE_BUSY at once.
   void execRetryingWhileBusy(const char* sql, const char* what) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busyTimeoutMs);
     for (int attempt = 0;; ++attempt) {
       int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
       if (rc == SQLITE_OK) return;
@@ -339,7 +350,8 @@ struct TuningDb::Impl {
     }
     try {
       sqlite3_extended_result_codes(db, 1);
-      if (sqlite3_busy_timeout(db, kBusyTimeoutMs) != SQLITE_OK) fail("sqlite3_busy_timeout");
+      busyTimeoutMs = mode == Mode::ReadWrite ? kBusyTimeoutMs : kReadBusyTimeoutMs;
+      if (sqlite3_busy_timeout(db, busyTimeoutMs) != SQLITE_OK) fail("sqlite3_busy_timeout");
       // SQLite opens a write-protected file read-only even when asked for read-write.
       readOnly = sqlite3_db_readonly(db, "main") == 1;
       if (readOnly)
@@ -896,6 +908,14 @@ int TuningDb::importJson(const std::string& text, int* duplicatesSkipped) {
   try {
     if (!doc.is_object() || doc.value("format", std::string()) != kExportFormat)
       throw Error(fmt::format("not a tuning database export: expected \"format\": \"{}\"", kExportFormat));
+    // The versions this build's exports can have been written by (a newer one may hold what this
+    // build would misread: refused, not guessed at).
+    integerField(doc, "the export", "schemaVersion", 1, kSchemaVersion, std::nullopt);
+    // An array of keys ("keys": {} imported nothing and said so with exit 0), and not an empty one.
+    if (!doc.contains("keys") || !doc.at("keys").is_array())
+      throw Error("malformed tuning database export: \"keys\" must be an array of tuned keys");
+    if (doc.at("keys").empty())
+      throw Error("the export holds no tuned keys (\"keys\" is empty): nothing to import");
     for (const json& entry : doc.at("keys")) {
       const json& jk = entry.at("key");
       TuningKey key = importedKey(jk);

@@ -78,12 +78,22 @@ double verificationTolerance(const Kernel& bound, int param, Precision precision
   return (base + 2 * halfRoundoff) * std::max(1.0, std::sqrt(opsPerOutput / 256.0));
 }
 
+ExpectedOutput expectedOutput(const ReferenceOutput& ref) {
+  ExpectedOutput e;
+  e.param = ref.param;
+  e.checked = ref.computed;
+  if (ref.integers.empty()) e.values = ref.values;
+  else e.integers = ref.integers;
+  return e;
+}
+
 std::string Verification::failures() const {
   std::string out;
   for (const OutputCheck& o : outputs) {
     if (o.pass) continue;
     if (!out.empty()) out += "; ";
-    out += fmt::format("{}: {} exceeds tolerance {:g}", o.name, o.comparison.str(), o.tolerance);
+    out += o.comparison.exact ? fmt::format("{}: {} (integers must be exact)", o.name, o.comparison.str())
+                              : fmt::format("{}: {} exceeds tolerance {:g}", o.name, o.comparison.str(), o.tolerance);
   }
   return out;
 }
@@ -101,17 +111,21 @@ Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::
     OutputCheck c;
     c.name = bound.params[p].name;
     const HostArray& out = gpu.array(int(p));
-    if (it->checked.empty()) {
-      c.comparison = compare(out, it->values);  // throws on a size mismatch
+    // The poison check a sample would lose: unchecked elements of an `out` array must be written.
+    const Unchecked unchecked = bound.params[p].mode == ArrayMode::Out ? Unchecked::MustBeWritten : Unchecked::Ignore;
+    if (isInteger(bound.params[p].type)) {
+      if (it->integers.size() != size_t(out.size()))
+        throw Error(fmt::format("the reference of integer output '{}' of kernel '{}' holds {} exact values for {} "
+                                "elements",
+                                bound.params[p].name, bound.name, it->integers.size(), out.size()));
+      c.comparison = it->checked.empty() ? compareExact(out, it->integers)
+                                         : compareExact(out, it->integers, it->checked, unchecked);
     } else {
-      // The poison check the sample would lose: unchecked elements of an `out` array must be written.
-      c.comparison = compare(out, it->values, it->checked,
-                             bound.params[p].mode == ArrayMode::Out ? Unchecked::MustBeWritten : Unchecked::Ignore);
+      // Both throw on a size mismatch.
+      c.comparison = it->checked.empty() ? compare(out, it->values) : compare(out, it->values, it->checked, unchecked);
     }
     c.tolerance = verificationTolerance(bound, int(p), precision);
-    c.pass = c.comparison.nonFinite == 0 && c.comparison.unwritten == 0 &&
-             (isFloat(bound.params[p].type) ? c.comparison.relativeError <= c.tolerance
-                                            : c.comparison.maxAbsError == 0.0);
+    c.pass = c.comparison.passes(c.tolerance);
     v.pass = v.pass && c.pass;
     v.worstRelativeError = std::max(v.worstRelativeError, c.comparison.relativeError);
     v.outputs.push_back(std::move(c));

@@ -6,7 +6,7 @@
 //  - f32: relative L2 error <= 1e-5, scaled up by sqrt(floating-point operations per output
 //    element / 256) for long reductions (rounding error grows like the square root of the length);
 //  - f64: the same rule with 1e-12;
-//  - integers: exact.
+//  - integers: exact, in 64 bits (never through double, which cannot tell i64 values apart above 2^53).
 // The precision policy (`--precision`) widens the f32 rule where it lets contractions use tensor
 // cores: tf32x3 4e-5 (the split drops the small x small products, about 2^-22 of each, and the
 // tensor cores accumulate in their own order), tf32 2e-3 (each operand rounded to 10 mantissa
@@ -26,6 +26,7 @@
 #include "ir/IR.h"
 #include "reference/Compare.h"
 #include "reference/HostArgs.h"
+#include "reference/Reference.h"
 #include "schedule/Schedule.h"
 
 namespace rtcg {
@@ -61,14 +62,18 @@ struct Verification {
 
 struct ExpectedOutput {
   int param = -1;
-  std::vector<double> values;
-  // A sampled reference: 1 for the elements `values` holds the reference of; empty: all.
+  std::vector<double> values;  // float outputs
+  // A sampled reference: 1 for the elements `values` (or `integers`) holds the reference of; empty: all.
   std::vector<uint8_t> checked;
+  // Integer outputs: the exact values, compared exactly (compareExact); `values` is not used.
+  std::vector<int64_t> integers;
 };
+// The expected output of a reference output: its exact integers for an integer array, else its values.
+ExpectedOutput expectedOutput(const ReferenceOutput& ref);
 
 // Compares every written array of `gpu` with `expected` (one entry per written array, any order).
 // Throws rtcg::Error when `expected` does not match the kernel's written arrays (or a mask does
-// not match its array).
+// not match its array, or an integer output comes without its exact `integers`).
 Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::vector<ExpectedOutput>& expected,
                            Precision precision = Precision::Ieee);
 

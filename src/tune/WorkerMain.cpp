@@ -87,7 +87,7 @@ void prepare(Session& s) {
                                      c.name, mine.str(), c.sum, c.sumSquares)};
   }
   for (ReferenceArray& r : readReferenceFile(m.referencePath))
-    s.expected.push_back({r.param, std::move(r.values), std::move(r.checked)});
+    s.expected.push_back({r.param, std::move(r.values), std::move(r.checked), std::move(r.integers)});
 
   if (!cuda::cudaAvailable()) throw SetupFailure{cuda::unavailableReason(), true};
   s.ctx = cuda::Context::primary(m.deviceOrdinal);

@@ -337,29 +337,37 @@ Channel::Received Channel::receive(double timeoutSeconds) {
 void writeReferenceFile(const std::string& path, const std::vector<ReferenceArray>& outputs) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
-  // A full reference keeps the first format, byte for byte.
+  // A full float reference keeps the first format, byte for byte.
   const bool sampled = std::any_of(outputs.begin(), outputs.end(), [](const ReferenceArray& a) { return !a.checked.empty(); });
-  std::string header = sampled ? "RTCGREF2" : "RTCGREF1";
+  const bool integers = std::any_of(outputs.begin(), outputs.end(), [](const ReferenceArray& a) { return !a.integers.empty(); });
+  const bool masks = sampled || integers;
+  std::string header = integers ? "RTCGREF3" : sampled ? "RTCGREF2" : "RTCGREF1";
   putLe(header, outputs.size(), 4);
   out.write(header.data(), std::streamsize(header.size()));
   for (const ReferenceArray& a : outputs) {
-    if (!a.checked.empty() && a.checked.size() != a.values.size())
+    const bool exact = !a.integers.empty();
+    if (exact && !a.values.empty())
+      throw Error(fmt::format("reference output {}: both exact integers and float values", a.param));
+    const size_t count = exact ? a.integers.size() : a.values.size();
+    if (!a.checked.empty() && a.checked.size() != count)
       throw Error(fmt::format("reference output {}: a mask of {} elements for {} values", a.param, a.checked.size(),
-                              a.values.size()));
+                              count));
     std::string h;
     putLe(h, uint32_t(a.param), 4);
-    putLe(h, a.values.size(), 8);
+    if (integers) h += char(exact ? 1 : 0);
+    putLe(h, count, 8);
     out.write(h.data(), std::streamsize(h.size()));
     static_assert(sizeof(double) == 8);
     std::string bytes;
-    bytes.reserve(a.values.size() * 8);
-    for (double v : a.values) {
+    bytes.reserve(count * 8);
+    for (size_t k = 0; k < count; ++k) {
       uint64_t bits;
-      std::memcpy(&bits, &v, 8);
+      if (exact) bits = uint64_t(a.integers[k]);
+      else std::memcpy(&bits, &a.values[k], 8);
       putLe(bytes, bits, 8);
     }
     out.write(bytes.data(), std::streamsize(bytes.size()));
-    if (sampled) {
+    if (masks) {
       const char masked = a.checked.empty() ? 0 : 1;
       out.write(&masked, 1);
       out.write(reinterpret_cast<const char*>(a.checked.data()), std::streamsize(a.checked.size()));
@@ -376,25 +384,30 @@ std::vector<ReferenceArray> readReferenceFile(const std::string& path) {
   auto bad = [&](const std::string& why) {
     return Error(fmt::format("reference file '{}' is malformed: {}", path, why));
   };
-  if (data.size() < 12 || (data.compare(0, 8, "RTCGREF1") != 0 && data.compare(0, 8, "RTCGREF2") != 0))
-    throw bad("no 'RTCGREF1' or 'RTCGREF2' header");
-  const bool sampled = data.compare(0, 8, "RTCGREF2") == 0;
+  const int version = data.size() < 12 || data.compare(0, 7, "RTCGREF") != 0 ? 0 : data[7] - '0';
+  if (version < 1 || version > 3) throw bad("no 'RTCGREF1', 'RTCGREF2' or 'RTCGREF3' header");
+  const bool masks = version >= 2, typed = version == 3;
   uint64_t count = getLe(data, 8, 4);
   size_t at = 12;
   std::vector<ReferenceArray> out;
   for (uint64_t i = 0; i < count; ++i) {
-    if (data.size() - at < 12) throw bad(fmt::format("truncated in the header of output {}", i));
+    if (data.size() - at < (typed ? 13u : 12u)) throw bad(fmt::format("truncated in the header of output {}", i));
     ReferenceArray a;
     a.param = int(int32_t(uint32_t(getLe(data, at, 4))));
-    uint64_t n = getLe(data, at + 4, 8);
-    at += 12;
+    at += 4;
+    const uint8_t exact = typed ? uint8_t(data[at++]) : 0;
+    if (exact > 1) throw bad(fmt::format("output {} has integer flag {} (0 or 1)", i, exact));
+    uint64_t n = getLe(data, at, 8);
+    at += 8;
     if (n > (data.size() - at) / 8) throw bad(fmt::format("output {} claims {} values; the file is shorter", i, n));
-    a.values.resize(n);
+    if (exact) a.integers.resize(n);
+    else a.values.resize(n);
     for (uint64_t k = 0; k < n; ++k, at += 8) {
       uint64_t bits = getLe(data, at, 8);
-      std::memcpy(&a.values[k], &bits, 8);
+      if (exact) a.integers[k] = int64_t(bits);
+      else std::memcpy(&a.values[k], &bits, 8);
     }
-    if (sampled) {
+    if (masks) {
       if (at == data.size()) throw bad(fmt::format("truncated before the mask flag of output {}", i));
       const uint8_t masked = uint8_t(data[at++]);
       if (masked > 1) throw bad(fmt::format("output {} has mask flag {} (0 or 1)", i, masked));

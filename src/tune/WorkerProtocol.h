@@ -157,10 +157,14 @@ class Channel {
 // Layout: "RTCGREF1" | u32 outputs | per output: i32 param, u64 count, count x f64 (little endian).
 // A sampled reference (some array with a `checked` mask) is written as "RTCGREF2": the same, with
 // after each output's values u8 masked (0 or 1) and, when 1, count x u8 checked (each 0 or 1).
+// A reference with exact integers (some array with `integers`) is written as "RTCGREF3": as
+// "RTCGREF2", with u8 integer (0 or 1) after each output's param, and when 1 count x i64 values
+// (the exact integers) in place of the f64 ones.
 struct ReferenceArray {
   int param = -1;
   std::vector<double> values;
   std::vector<uint8_t> checked;  // empty: every element has its reference value
+  std::vector<int64_t> integers;  // an integer output's exact values (then `values` is empty)
 };
 void writeReferenceFile(const std::string& path, const std::vector<ReferenceArray>& outputs);
 // Throws rtcg::Error naming the file for a missing, truncated or malformed file.

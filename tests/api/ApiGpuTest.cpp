@@ -184,9 +184,9 @@ void expectMatchesReference(Context& ctx, const std::string& source, const Sizes
   for (auto& d : args.downloads) d();
   for (const ReferenceOutput& out : ref.outputs) {
     if (size_t(out.param) >= bound.numSignatureParams()) continue;  // a kernel-local array: no caller sees it
-    Comparison c = compare(host.array(out.param), out.values);
+    Comparison c = compareWithReference(host.array(out.param), out);  // integers exactly
     EXPECT_EQ(c.nonFinite, 0) << out.name << ": " << c.str();
-    EXPECT_LT(c.relativeError, tolerance) << out.name << ": " << c.str();
+    EXPECT_TRUE(c.passes(tolerance)) << out.name << ": " << c.str();
   }
 }
 
@@ -276,7 +276,7 @@ TEST_F(ApiGpu, SixteenBitConversionsMatchTheReference) {
   ctx.compile(conv, {{"n", 1000}}).launch(args.refs);
   for (auto& d : args.downloads) d();
   for (const ReferenceOutput& out : ref.outputs)
-    EXPECT_EQ(compare(host.array(out.param), out.values).maxAbsError, 0.0) << out.name;
+    EXPECT_EQ(compareWithReference(host.array(out.param), out).maxAbsError, 0.0) << out.name;
 
   const std::string gemm = R"(kernel g(n: int, a: bf16[n, n], b: f16[n, n], out c: f16[n, n]) {
     for i in 0..n, j in 0..n { c[i, j] = f16(sum(k in 0..n, f32(a[i, k]) * f32(b[k, j]))); }

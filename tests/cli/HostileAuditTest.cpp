@@ -119,7 +119,7 @@ TEST(HostileAudit, ClausesCoveringMorePointsThanTheCountersHoldAreRefused) {
 TEST(HostileAudit, DbImportRefusesARowWhoseFactorsCannotPlanForAnyKernel) {
   const std::string db = (tempDir() / "fpe.sqlite").string();
   fs::remove(db);
-  const std::string row = R"({"format": "rtcg-tuning-db", "keys": [{"key": {"kernelHash": "0123456789abcdef",
+  const std::string row = R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": [{"key": {"kernelHash": "0123456789abcdef",
     "kernelName": "matmul", "sizes": "n=100", "device": "NVIDIA H200", "arch": "sm_90", "driverVersion": 13000,
     "nvrtcVersion": "13.0", "rtcgVersion": "0.1"}, "searches": [], "candidates": [{"schedule":
     "i: grid.y, serial 65536, serial 65536, serial 65536, serial 65536; j: grid.x; k: serial",
@@ -306,4 +306,142 @@ TEST(HostileAudit, SmallerItems) {
   EXPECT_TRUE(has(empty, "an empty file name")) << empty.out.substr(0, 500);
   EXPECT_EQ(rtcgc("run --cpu " + example("axpby.rtcg") + " -D n=8 --seed -1").code, 2);
   EXPECT_EQ(rtcgc("tune " + example("axpby.rtcg") + " -D n=8 --dry-run --seed -1").code, 2);
+}
+
+// 12. An `out` array that no point writes in part passed `check -D` and failed only in `run --cpu`
+// (docs/language.md's own `lower` example). It is an error where the sizes are bound, naming the
+// first element never written; `inout` keeps the caller's values there and is accepted.
+TEST(HostileAudit, OutArraysNotWrittenInFullAreRefusedWhenSizesAreBound) {
+  std::string lower = writeTemp("lower.rtcg", "kernel lower(n: int, a: f64[n, n], out b: f64[n, n]) {\n"
+                                              "  for i in 0..n, j in 0..i + 1 { b[i, j] = a[i, j]; }\n}\n");
+  for (const std::string& command : {"check", "emit", "run --cpu"}) {
+    Result r = rtcgc(command + " " + lower + " -D n=8");
+    EXPECT_EQ(r.code, 1) << command << ": " << r.out;
+    EXPECT_TRUE(has(r, "lower.rtcg:1:40: error: 'b' is an 'out' array, but with these sizes no point writes b[0, 1] "
+                       "(28 of its 64 elements are never written)"))
+        << command << ": " << r.out;
+  }
+  // Too many points to enumerate: the counting argument (n (n + 1) / 2 stores for n^2 elements).
+  Result big = rtcgc("check " + lower + " -D n=20000");
+  EXPECT_EQ(big.code, 1) << big.out;
+  EXPECT_TRUE(has(big, "its stores write at most 200010000 of its 400000000 elements")) << big.out;
+  // A stride that skips every other element, and two nests that together cover the array.
+  std::string strided = writeTemp("strided.rtcg", "kernel k(n: int, x: f32[n], out y: f32[2 * n]) {\n"
+                                                  "  for i in 0..n { y[2 * i] = x[i]; }\n}\n");
+  Result s = rtcgc("check " + strided + " -D n=10");
+  EXPECT_EQ(s.code, 1) << s.out;
+  EXPECT_TRUE(has(s, "no point writes y[1] (10 of its 20 elements are never written)")) << s.out;
+  std::string halves = writeTemp("halves.rtcg", "kernel k(n: int, x: f32[n], out y: f32[2 * n]) {\n"
+                                                "  for i in 0..n { y[2 * i] = x[i]; }\n"
+                                                "  for i in 0..n { y[2 * i + 1] = -x[i]; }\n}\n");
+  Result h = rtcgc("check " + halves + " -D n=10");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_TRUE(has(h, "every element of its out arrays is written")) << h.out;
+  // The documented fix: inout keeps the caller's values above the diagonal.
+  std::string kept = writeTemp("kept.rtcg", "kernel lower(n: int, a: f64[n, n], inout b: f64[n, n]) {\n"
+                                            "  for i in 0..n, j in 0..i + 1 { b[i, j] = a[i, j]; }\n}\n");
+  EXPECT_EQ(rtcgc("check " + kept + " -D n=8").code, 0);
+  EXPECT_EQ(rtcgc("run --cpu " + kept + " -D n=8").code, 0);
+}
+
+// 12. docs/language.md's examples bind as documented: `lower` (now `inout`) passes check -D.
+TEST(HostileAudit, TheLanguageDocsLowerExampleBinds) {
+  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/docs/language.md");
+  std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t at = doc.find("kernel lower(");
+  ASSERT_NE(at, std::string::npos);
+  std::string kernel = doc.substr(at, doc.find("\n}\n", at) + 3 - at);
+  Result r = rtcgc("check " + writeTemp("doc-lower.rtcg", kernel) + " -D n=16");
+  EXPECT_EQ(r.code, 0) << kernel << r.out;
+}
+
+// 12. `check` warned that it could not prove distinct writes (or an index in bounds) and then said
+// "no nest races": after a warning it says what is proved and what is left to run time.
+TEST(HostileAudit, CheckClaimsOnlyWhatItProved) {
+  std::string scatter = writeTemp("scatter.rtcg", "kernel k(n: int, idx: i32[n], x: f32[n], out y: f32[n]) {\n"
+                                                  "  for i in 0..n { y[idx[i]] = x[i]; }\n}\n");
+  Result r = rtcgc("check " + scatter + " -D n=16");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r, "warning: indirect store into")) << r.out;
+  EXPECT_FALSE(has(r, "no nest races")) << r.out;
+  EXPECT_TRUE(has(r, "but not what the 3 warnings above name: `rtcgc run --cpu` checks it")) << r.out;
+  Result plain = rtcgc("check " + example("matmul.rtcg") + " -D n=16");
+  EXPECT_TRUE(has(plain, "every access is in bounds, no nest races and every element of its out arrays is written"))
+      << plain.out;
+}
+
+// 12. Smaller items, second part: a FIFO as input blocked forever (now refused, as any file that
+// is not a regular one); `--max-candidates -1` printed a 309-digit number; `db import` took
+// "schemaVersion": 99 and "keys": {}.
+TEST(HostileAudit, SmallerItemsSecondPart) {
+  fs::path fifo = tempDir() / "input.fifo";
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& command : {"check ", "emit ", "export "}) {
+    // `timeout` ends the old behaviour (waiting for a writer) with 124.
+    Result r = shell("timeout 20 " + std::string(RTCGC_PATH) + " " + command + fifo.string() + " -D n=8" +
+                     (command == "export " ? " -o " + (tempDir() / "fifo-export").string() : "") + " 2>&1");
+    EXPECT_EQ(r.code, 1) << command << r.out;
+    EXPECT_TRUE(has(r, "cannot read '" + fifo.string() + "': it is a FIFO (named pipe), not a regular file")) << r.out;
+  }
+  Result piped = shell("cat " + example("axpby.rtcg") + " | " + std::string(RTCGC_PATH) + " check - 2>&1");
+  EXPECT_EQ(piped.code, 0) << piped.out;
+
+  for (const std::string& option : {"--max-candidates -1", "--time-limit -1", "--seed -1", "--min-threads 0"}) {
+    Result negative = rtcgc("tune " + example("axpby.rtcg") + " -D n=8 --dry-run " + option);
+    EXPECT_EQ(negative.code, 2) << option << ": " << negative.out.substr(0, 400);
+    EXPECT_TRUE(has(negative, "must be ")) << option << ": " << negative.out.substr(0, 400);
+    EXPECT_LT(negative.out.size(), 200u) << option << ": " << negative.out.substr(0, 400);
+  }
+
+  const std::string db = (tempDir() / "import.sqlite").string();
+  const std::string key = R"({"key": {"kernelHash": "0123456789abcdef", "kernelName": "axpby", "sizes": "n=8",
+    "device": "NVIDIA H200", "arch": "sm_90", "driverVersion": 13000, "nvrtcVersion": "13.0", "rtcgVersion": "0.1"},
+    "searches": [], "candidates": [{"schedule": "i: grid.x, thread.x 32", "status": "verified", "medianMs": 0.5,
+    "recordedAt": 1}]})";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"({"format": "rtcg-tuning-db", "schemaVersion": 99, "keys": [)" + key + "]}",
+       "'schemaVersion' must be an integer from 1 to"},
+      {R"({"format": "rtcg-tuning-db", "keys": [)" + key + "]}", "'schemaVersion' is missing"},
+      {R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": {}})", "\"keys\" must be an array"},
+      {R"({"format": "rtcg-tuning-db", "schemaVersion": 1})", "\"keys\" must be an array"},
+      {R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": []})", "holds no tuned keys"}};
+  for (const auto& [text, why] : refused) {
+    Result r = rtcgc("db import " + writeTemp("import.json", text) + " --db " + db);
+    EXPECT_EQ(r.code, 1) << text << ": " << r.out;
+    EXPECT_TRUE(has(r, why)) << text << ": " << r.out;
+  }
+  Result ok = rtcgc("db import " + writeTemp("import.json", R"({"format": "rtcg-tuning-db", "schemaVersion": 2, "keys": [)" +
+                                                                key + "]}") +
+                    " --db " + db);
+  EXPECT_EQ(ok.code, 0) << ok.out;
+}
+
+// 12. `3.4028235e38f32` (FLT_MAX) was refused; f32 literals at the edge of the range are rounded
+// once, from their digits, and what rounds to infinity is refused with the reason.
+TEST(HostileAudit, F32LiteralsAreRoundedOnceFromTheirDigits) {
+  // f32 literals at the edge of the range: rounded once from the decimal digits, so the literal just
+  // below FLT_MAX + half an ulp is FLT_MAX (through a double it became that midpoint, then
+  // infinity), the midpoint itself rounds to infinity and is refused with the reason, in both the
+  // typed and the untyped form.
+  for (const std::string& literal : {"3.4028235677973366e38f32", "3.4028235677973366e38", "-3.4028235677973366e38"}) {
+    std::string f = writeTemp("edge.rtcg", "kernel k(n: int, out y: f32[n]) { for i in 0..n { y[i] = " + literal +
+                                               "; } }\n");
+    Result r = rtcgc("run --cpu " + f + " -D n=1");
+    EXPECT_EQ(r.code, 0) << literal << ": " << r.out;
+    EXPECT_TRUE(has(r, "sum=" + std::string(literal[0] == '-' ? "-" : "") + "3.4028234663852886e+38")) << literal << r.out;
+  }
+  // Away from the edge too: 1 + 2^-24 + 10^-29 is nearest 1 + 2^-23 in f32; through a double (1 + 2^-24,
+  // a tie) it became 1.
+  std::string mid = writeTemp("mid.rtcg", "kernel k(n: int, out y: f32[n]) { for i in 0..n { y[i] = "
+                                          "1.00000005960464477539062500001f32; } }\n");
+  Result m = rtcgc("run --cpu " + mid + " -D n=1");
+  EXPECT_TRUE(has(m, "sum=1.0000001192092896")) << m.out;
+  for (const std::string& literal : {"3.40282356779733661637539395458142568448e38f32", "3.4028236e38"}) {
+    std::string f = writeTemp("over.rtcg", "kernel k(n: int, out y: f32[n]) { for i in 0..n { y[i] = " + literal +
+                                               "; } }\n");
+    Result r = rtcgc("check " + f + " -D n=1");
+    EXPECT_EQ(r.code, 1) << literal << ": " << r.out;
+    EXPECT_TRUE(has(r, "is out of range for f32: it rounds to infinity (the largest f32 is 3.4028235e38)")) << r.out;
+  }
 }

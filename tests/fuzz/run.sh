@@ -53,7 +53,7 @@ seed() {
       # The schedules the tests spell out, each for every example kernel (the first byte picks it).
       grep -ohE '"[a-z]+: (grid|serial|thread|unroll|reg)[^"]*"' "$root"/tests/codegen/*.cpp "$root"/tests/space/*.cpp |
         tr -d '"' | sort -u | head -300 | nl -ba | while read -r i s; do
-        for k in 0 1 2 3 4 5 6 7; do printf "\\x$k%s" "$s" >"$corpus/seed-$k-$i"; done
+        for k in 0 1 2 3 4 5 6 7 8 9; do printf "\\x$k%s" "$s" >"$corpus/seed-$k-$i"; done
       done
       cp "$root"/tests/fuzz/seeds/schedule/* "$corpus"/ ;;
     *) cp "$root/tests/fuzz/seeds/$1"/* "$corpus"/ ;;

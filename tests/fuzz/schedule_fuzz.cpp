@@ -30,6 +30,15 @@ Kernel boundExample(const std::string& file, const SizeBindings& sizes) {
   return *bound;
 }
 
+Kernel boundSource(const std::string& text, const SizeBindings& sizes) {
+  Diagnostics diags;
+  auto prog = parseProgram("source.rtcg", text, diags);
+  if (!prog) __builtin_trap();
+  auto bound = bindAndProve(prog->kernels.front(), sizes, diags);
+  if (!bound) __builtin_trap();
+  return *bound;
+}
+
 // Sizes that divide no tile, small enough that emitting stays fast.
 const std::vector<Kernel>& kernels() {
   static const std::vector<Kernel> ks{
@@ -38,7 +47,18 @@ const std::vector<Kernel>& kernels() {
       boundExample("dg_lift.rtcg", {{"K", 37}, {"Np", 20}, {"Nfp", 5}}),
       boundExample("batched_matmul.rtcg", {{"nb", 37}, {"n", 16}}),
       // Index ranges at the end of i32: a clause's last point must stay below 2^31.
-      boundExample("axpby.rtcg", {{"n", 2147483647}}), boundExample("matmul.rtcg", {{"n", 46340}})};
+      boundExample("axpby.rtcg", {{"n", 2147483647}}), boundExample("matmul.rtcg", {{"n", 46340}}),
+      // A triangle of 2^31 + 2^15 points (65536 rows): the domain passes i32 where its box does not.
+      boundSource("kernel tri(n: int, a: f32[n, n], inout b: f32[n, n]) {\n"
+                  "  for i in 0..n, j in 0..i + 1 { b[i, j] = a[i, j]; }\n}\n",
+                  {{"n", 65536}}),
+      // Names from the C++ and CUDA keyword and macro lists (issue 40, item 5), as the kernel, its
+      // size, arrays and indices: schedules name the indices (schedule.dict holds the words).
+      boundSource("kernel noexcept(NULL: int, typeid: f32[NULL, NULL], out wchar_t: f32[NULL, NULL]) {\n"
+                  "  for protected in 0..NULL, xor_eq in 0..NULL {\n"
+                  "    wchar_t[protected, xor_eq] = sum(and_eq in 0..NULL, typeid[protected, and_eq] * "
+                  "typeid[and_eq, xor_eq]);\n  }\n}\n",
+                  {{"NULL", 37}})};
   return ks;
 }
 

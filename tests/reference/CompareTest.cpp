@@ -11,6 +11,7 @@
 
 #include "reference/Compare.h"
 #include "reference/RandomFill.h"
+#include "support/Error.h"
 
 namespace rtcg {
 namespace {
@@ -174,6 +175,44 @@ TEST(CompareChunks, IntegerPoisonInAnUncheckedRegionIsFound) {
     EXPECT_EQ(m.unwritten, 1) << t << " threads";
     EXPECT_EQ(m.maxAbsError, 0.0) << t << " threads";
   }
+}
+
+// Issue 40, item 10: in double, 2^53 + 1 and 2^53 are equal and i64 values 2^63 apart differ by
+// a rounded amount; compareExact counts every element that differs, on any number of threads,
+// and takes the difference in 128 bits.
+TEST(CompareChunks, IntegersAreComparedExactly) {
+  HostArray out(ScalarType::I64, {kRows, kColumns});
+  std::vector<int64_t> ref(static_cast<size_t>(kElements));
+  for (int64_t i = 0; i < kElements; ++i) {
+    ref[size_t(i)] = (int64_t(1) << 53) + i;
+    out.setInt(i, ref[size_t(i)]);
+  }
+  for (int t : kThreadCounts) {
+    Comparison same = compareExact(out, ref, t);
+    EXPECT_TRUE(same.exact && same.passes(0)) << same.str();
+    EXPECT_EQ(same.str(), fmt::format("mismatched 0 of {}, max abs 0", kElements));
+  }
+  out.setInt(0, ref[0] + 1);  // 2^53 + 1 for 2^53: the same double
+  EXPECT_EQ(compare(out, std::vector<double>(ref.begin(), ref.end())).maxAbsError, 0.0);  // what double missed
+  EXPECT_EQ(compareExact(out, ref).mismatched, 1);
+  out.setInt(kElements - 1, INT64_MIN);
+  ref[size_t(kElements - 1)] = INT64_MAX;
+  for (int t : kThreadCounts) {
+    Comparison c = compareExact(out, ref, t);
+    EXPECT_EQ(c.mismatched, 2) << t << " threads";
+    EXPECT_FALSE(c.passes(1.0)) << "an exact comparison ignores the tolerance";
+    EXPECT_EQ(c.maxAbsError, 0x1p64) << t << " threads";  // INT64_MAX - INT64_MIN, not a wrapped -1
+  }
+  // Sampled: the unchecked elements are not compared; poison there is found when asked.
+  std::vector<uint8_t> checked = rowMask(50);
+  out.setInt(0, ref[0]);
+  out.setInt(333 * kColumns + 7, kPoisonInt);
+  Comparison m = compareExact(out, ref, checked, Unchecked::MustBeWritten, 3);
+  EXPECT_EQ(m.mismatched, 0);
+  EXPECT_EQ(m.unwritten, 1);
+  EXPECT_FALSE(m.passes(0));
+  EXPECT_THROW(compareExact(HostArray(ScalarType::F32, {2}), std::vector<int64_t>{1, 2}), Error);
+  EXPECT_THROW(compareExact(out, std::vector<int64_t>{1, 2}), Error);
 }
 
 TEST(CompareChunks, ChecksumReadsInPlaceAsDoubles) {

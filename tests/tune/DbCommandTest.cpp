@@ -7,6 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tune/TempDir.h"
 #include "tune/TuningDb.h"
@@ -393,4 +396,79 @@ TEST(DbCommand, LookupShowsTheRowsThatWouldServeAKey) {
   EXPECT_NE(unbound.err.find("error"), std::string::npos) << unbound.err;
   Result badArch = runDb({"lookup", file, "-D", "n=64", "--arch", "hopper", "--db", db});
   EXPECT_EQ(badArch.code, 2);
+}
+
+// Another process that holds a rollback-journal database's locks on command (SQLite's locks are
+// per process: one connection of this process could not stand for another process's writer).
+// Commands, one byte each, answered 'k' or 'e': 'R' reserved (a write begun), 'C' commit, 'X'
+// exclusive, 'B' roll back, 'Q' quit.
+class LockHolder {
+ public:
+  explicit LockHolder(const std::string& path) {
+    if (::pipe(to_) != 0 || ::pipe(from_) != 0) ADD_FAILURE() << "pipe";
+    pid_ = ::fork();
+    if (pid_ == 0) serve(path);
+  }
+  ~LockHolder() {
+    command('Q');
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+  bool command(char c) {
+    char answer = 0;
+    return ::write(to_[1], &c, 1) == 1 && ::read(from_[0], &answer, 1) == 1 && answer == 'k';
+  }
+
+ private:
+  [[noreturn]] void serve(const std::string& path) {
+    sqlite3* db = nullptr;
+    bool ok = sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
+              sqlite3_exec(db, "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr) == SQLITE_OK;
+    for (char c; ::read(to_[0], &c, 1) == 1 && c != 'Q';) {
+      const char* sql = c == 'R'   ? "BEGIN IMMEDIATE; DELETE FROM candidates WHERE schedule = 'i: grid.x, thread.x 256'"
+                        : c == 'C' ? "COMMIT"
+                        : c == 'X' ? "BEGIN EXCLUSIVE"
+                                   : "ROLLBACK";
+      const char answer = ok && sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK ? 'k' : 'e';
+      if (::write(from_[1], &answer, 1) != 1) break;
+    }
+    sqlite3_close(db);
+    const char bye = 'k';
+    [[maybe_unused]] ssize_t n = ::write(from_[1], &bye, 1);
+    ::_exit(0);
+  }
+  int to_[2] = {-1, -1}, from_[2] = {-1, -1};
+  pid_t pid_ = -1;
+};
+
+// Issue 40, item 12: `db list` on a rollback-journal database (made by another tool) that another
+// process is writing failed after ten seconds: it opened the file for writing and waited to
+// switch it to WAL. The reading commands open it read-only: they read past a writer's reserved
+// lock, and where the writer holds the exclusive lock they fail at once with what is going on.
+TEST(DbCommand, ReadingCommandsWorkOrFailClearlyOnALockedRollbackJournalDatabase) {
+  TempDir dir;
+  const std::string path = dir.file("journal.sqlite");
+  populate(path);
+  {
+    LockHolder writer(path);
+    ASSERT_TRUE(writer.command('R'));  // a writer's reserved lock: readers go on
+    for (const char* command : {"list", "export"}) {
+      Result r = runDb({command, "--db", path});
+      EXPECT_EQ(r.code, 0) << command << ": " << r.err;
+      EXPECT_NE(r.out.find("ab34000000000002"), std::string::npos) << command << ": the last committed state";
+    }
+    Result show = runDb({"show", "ab12", "--db", path});
+    EXPECT_EQ(show.code, 0) << show.err;
+    ASSERT_TRUE(writer.command('C'));
+    ASSERT_TRUE(writer.command('X'));  // now nobody may read the file
+    for (const char* command : {"list", "export"}) {
+      Result r = runDb({command, "--db", path});
+      EXPECT_EQ(r.code, 1) << command << ": " << r.out << r.err;
+      EXPECT_NE(r.err.find("is locked: another process holds it for writing (waited 1 s"), std::string::npos)
+          << command << ": " << r.err;
+    }
+    ASSERT_TRUE(writer.command('B'));
+  }
+  Result after = runDb({"list", "--db", path});
+  EXPECT_EQ(after.code, 0) << after.err;
 }

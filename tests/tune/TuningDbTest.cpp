@@ -390,7 +390,7 @@ TEST(TuningDb, ExportImportRoundTripsAndSkipsDuplicates) {
 
 // An import with `field: value` replaced in its one candidate or its key, and what it must say.
 static std::string importError(const std::string& field, const std::string& value) {
-  nlohmann::json doc = nlohmann::json::parse(R"({"format": "rtcg-tuning-db", "keys": [{"key": {
+  nlohmann::json doc = nlohmann::json::parse(R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": [{"key": {
       "kernelHash": "ab00000000000000", "kernelName": "k", "sizes": "n=8", "device": "d", "arch": "sm_90",
       "driverVersion": 1, "nvrtcVersion": "1", "rtcgVersion": "1"}, "candidates": [{"schedule": "i: grid.x, thread.x 32",
       "status": "verified", "medianMs": 1.0, "registers": 32, "recordedAt": 1.0}]}]})");
@@ -429,7 +429,7 @@ TEST(TuningDb, ImportValidatesEveryValue) {
 // count of 1.6e65 (too large for an integer, so JSON holds a double) was undefined behaviour.
 TEST(TuningDb, ImportValidatesTheSearchesToo) {
   auto importWith = [](const std::string& field, const std::string& value, bool inCandidate = false) -> std::string {
-    nlohmann::json doc = nlohmann::json::parse(R"({"format": "rtcg-tuning-db", "keys": [{"key": {
+    nlohmann::json doc = nlohmann::json::parse(R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": [{"key": {
         "kernelHash": "ab00000000000000", "kernelName": "k", "sizes": "n=8", "device": "d", "arch": "sm_90",
         "driverVersion": 1, "nvrtcVersion": "1", "rtcgVersion": "1"},
         "searches": [{"id": 3, "settings": "s", "startedAt": 1.0, "finishedAt": 2.0, "wallSeconds": 1.0,
@@ -466,7 +466,7 @@ TEST(TuningDb, MalformedImportAddsNothing) {
   EXPECT_THROW(db.importJson("{not json"), Error);
   EXPECT_THROW(db.importJson(R"({"format": "something-else", "keys": []})"), Error);
   // The first candidate is fine, the second lacks its time: the whole import is rolled back.
-  std::string half = R"({"format": "rtcg-tuning-db", "keys": [{"key": {"kernelHash": "ab00000000000000", "kernelName": "k",
+  std::string half = R"({"format": "rtcg-tuning-db", "schemaVersion": 1, "keys": [{"key": {"kernelHash": "ab00000000000000", "kernelName": "k",
       "sizes": "", "device": "d", "arch": "sm_90", "driverVersion": 1, "nvrtcVersion": "1", "rtcgVersion": "1"},
       "candidates": [{"schedule": "i: grid.x, thread.x 32", "status": "verified", "medianMs": 1.0, "recordedAt": 1.0},
                      {"schedule": "i: grid.x, thread.x 64", "status": "verified", "recordedAt": 2.0}]}]})";

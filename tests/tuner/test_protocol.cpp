@@ -347,3 +347,35 @@ TEST(ReferenceFile, MasksRoundTripAndAFullReferenceKeepsTheFirstFormat) {
   EXPECT_THROW(writeReferenceFile(path, {{1, {1.0, 2.0}, {1}}}), Error);
   std::filesystem::remove(path);
 }
+
+// Issue 40, item 10: integer outputs travel to the worker as their exact i64 values (as doubles,
+// 2^53 + 1 became 2^53 and a candidate off by one there passed).
+TEST(ReferenceFile, IntegersTravelExactly) {
+  std::string path = (std::filesystem::temp_directory_path() / "rtcg_test_reference_ints.bin").string();
+  const std::vector<int64_t> big = {(int64_t(1) << 53) + 1, INT64_MIN, INT64_MAX, -1};
+  ReferenceArray ints;
+  ints.param = 2;
+  ints.integers = big;
+  ints.checked = {1, 1, 0, 1};
+  ReferenceArray floats;
+  floats.param = 3;
+  floats.values = {0.5, -2.0};
+  writeReferenceFile(path, {ints, floats});
+  std::vector<ReferenceArray> back = readReferenceFile(path);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].integers, big);
+  EXPECT_TRUE(back[0].values.empty());
+  EXPECT_EQ(back[0].checked, ints.checked);
+  EXPECT_EQ(back[1].values, floats.values);
+  EXPECT_TRUE(back[1].integers.empty());
+  // An integer flag other than 0 or 1 is damage; integers and floats at once cannot be written.
+  {
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(12 + 4);
+    f.put(char(2));
+  }
+  EXPECT_THROW(readReferenceFile(path), Error);
+  ints.values = {1.0, 2.0, 3.0, 4.0};
+  EXPECT_THROW(writeReferenceFile(path, {ints}), Error);
+  std::filesystem::remove(path);
+}

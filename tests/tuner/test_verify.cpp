@@ -34,7 +34,7 @@ std::pair<HostArgs, std::vector<ExpectedOutput>> referenceRun(const Kernel& k) {
   HostArgs ref = in;
   ReferenceResult r = runReference(k, ref);
   std::vector<ExpectedOutput> expected;
-  for (const ReferenceOutput& o : r.outputs) expected.push_back({o.param, o.values});
+  for (const ReferenceOutput& o : r.outputs) expected.push_back(expectedOutput(o));
   return {ref, expected};  // `ref` holds the outputs rounded to their element types, like a GPU's
 }
 
@@ -93,6 +93,28 @@ TEST(Verify, IntegersMustBeExact) {
   EXPECT_FALSE(verifyOutputs(k, gpu, expected).pass);
 }
 
+// Issue 40, item 10: i64 outputs were compared in double, so a candidate off by one above 2^53
+// passed with a tolerance of 0. They are compared exactly, and an integer output without its
+// exact reference values is an error, not a comparison in double.
+TEST(Verify, I64OutputsAreComparedExactlyAbove2To53) {
+  Kernel k = bind("kernel k(n: int, s: i64, out y: i64[n]) { for i in 0..n { y[i] = s + i64(i); } }", {{"n", 8}});
+  HostArgs in(k);
+  in.setScalarInt("s", int64_t(1) << 53);
+  HostArgs gpu = in;
+  ReferenceResult r = runReference(k, gpu);
+  ASSERT_EQ(r.outputs.size(), 1u);
+  std::vector<ExpectedOutput> expected = {expectedOutput(r.outputs[0])};
+  EXPECT_TRUE(verifyOutputs(k, gpu, expected).pass);
+  gpu.array("y").setInt(0, gpu.array("y").getInt(0) + 1);  // 2^53 + 1 for 2^53: equal in double
+  EXPECT_EQ(double(gpu.array("y").getInt(0)), 0x1p53);
+  Verification v = verifyOutputs(k, gpu, expected);
+  EXPECT_FALSE(v.pass);
+  EXPECT_NE(v.failures().find("y: mismatched 1 of 8, max abs 1 (integers must be exact)"), std::string::npos)
+      << v.failures();
+  ExpectedOutput inDouble{r.outputs[0].param, r.outputs[0].values, {}, {}};
+  EXPECT_THROW(verifyOutputs(k, gpu, {inDouble}), Error);
+}
+
 TEST(Verify, MismatchedReferenceIsAnError) {
   Kernel k = bind(kMatmul, {{"n", 8}});
   auto [gpu, expected] = referenceRun(k);
@@ -135,7 +157,7 @@ SampledRun sampledReferenceRun(const Kernel& k, int64_t sample) {
   ReferenceResult r = runReference(k, sampled, o);
   EXPECT_TRUE(r.sampled) << r.fullReason;
   SampledRun run{full, {}, r.outerValues};
-  for (const ReferenceOutput& out : r.outputs) run.expected.push_back({out.param, out.values, out.computed});
+  for (const ReferenceOutput& out : r.outputs) run.expected.push_back(expectedOutput(out));
   return run;
 }
 

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <regex>
 
 #include "ExitCodes.h"
@@ -67,5 +70,26 @@ std::pair<std::string, std::string> parseInputSpec(const rtcg::Kernel& k, const 
   }
   return {spec.substr(0, eq), spec.substr(eq + 1)};
 }
+
+namespace {
+
+// A number at least `lo` (or above it, `strict`); the message names the bound, not CLI11's range.
+CLI::Validator atLeast(double lo, bool strict, const std::string& words) {
+  return CLI::Validator(
+      [=](std::string& text) {
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end || errno == ERANGE || std::isnan(v) || v < lo || (strict && v == lo))
+          return "must be " + words + ", not '" + text + "'";
+        return std::string();
+      },
+      words == "0 or more" ? "NUMBER >= 0" : "NUMBER > 0");
+}
+
+}  // namespace
+
+CLI::Validator nonNegative() { return atLeast(0, false, "0 or more"); }
+CLI::Validator positive() { return atLeast(0, true, "more than 0"); }
 
 }  // namespace rtcgc

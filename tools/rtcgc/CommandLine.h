@@ -3,6 +3,7 @@
 // on stderr and throws rtcgc::Fail with the exit code (ExitCodes.h).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,5 +27,10 @@ std::pair<std::string, std::string> parseInputSpec(const rtcg::Kernel& k, const 
 // device or directory, with the umask's mode), so a failure never leaves a half-written output;
 // exit 1 on failure.
 void writeFileAtomically(const std::string& path, std::string_view data);
+
+// Option checks with a short message: CLI11's NonNegativeNumber answered `--max-candidates -1`
+// with its range, 0 to a 309-digit number. "must be 0 or more, not '-1'" (a usage error, exit 2).
+CLI::Validator nonNegative();
+CLI::Validator positive();  // "must be more than 0, not '0'"
 
 }  // namespace rtcgc

@@ -129,7 +129,7 @@ int runList(const DbOptions& o, const Io& io) {
     fmt::print(io.out, "No tuning database at {} yet.\n", path);
     return kOk;
   }
-  TuningDb db(path);
+  TuningDb db(path, TuningDb::Access::ReadOnly);  // no journal-mode switch or migration, which wait for writers
   std::vector<TuningDb::Entry> entries = db.list();
   if (entries.empty()) {
     fmt::print(io.out, "No tuned kernels in {}.\n", path);
@@ -151,7 +151,7 @@ int runList(const DbOptions& o, const Io& io) {
 int runShow(const DbOptions& o, const Io& io) {
   std::string path = dbPathOf(o);
   if (!dbExists(path)) io.fail(kInputError, "no tuning database at {}", path);
-  TuningDb db(path);
+  TuningDb db(path, TuningDb::Access::ReadOnly);  // no journal-mode switch or migration, which wait for writers
   std::string hash = resolveHash(db, o.hash, io);
   bool firstKey = true;
   for (const TuningDb::Entry& e : db.list()) {
@@ -227,7 +227,7 @@ std::string verifiedTsv(TuningDb& db, const std::string& hash) {
 int runExport(const DbOptions& o, const Io& io) {
   std::string path = dbPathOf(o);
   if (!dbExists(path)) io.fail(kInputError, "no tuning database at {}", path);
-  TuningDb db(path);
+  TuningDb db(path, TuningDb::Access::ReadOnly);  // no journal-mode switch or migration, which wait for writers
   std::string hash = o.hash.empty() ? "" : resolveHash(db, o.hash, io);
   std::string json = o.verifiedTsv ? verifiedTsv(db, hash) : db.exportJson(hash) + "\n";
   if (o.output.empty() || o.output == "-") {

@@ -707,14 +707,14 @@ TuneCommand addTuneCommand(CLI::App& app) {
   cmd->add_option("-D,--define", a.defines, "bind a size parameter: -D n=4096")->allow_extra_args(false);
   cmd->add_option("-k,--kernel", a.kernel, "the kernel to tune when the file defines several");
   cmd->add_option("--max-candidates", a.maxCandidates, "try at most N candidates (a deterministic sample; default all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegative());
   cmd->add_option("--time-limit", a.timeLimit, "start no new candidate after S seconds of search (default 300; 0: the whole space)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--min-threads", a.minThreads, "threads per block at least T (default 32)")->check(CLI::PositiveNumber);
-  cmd->add_option("--min-blocks", a.minBlocks, "blocks per launch at least B (default 1)")->check(CLI::PositiveNumber);
+      ->check(nonNegative());
+  cmd->add_option("--min-threads", a.minThreads, "threads per block at least T (default 32)")->check(positive());
+  cmd->add_option("--min-blocks", a.minBlocks, "blocks per launch at least B (default 1)")->check(positive());
   cmd->add_option("--repeats", a.repeats, "timed runs per candidate, median (default 20)")->check(CLI::Range(1, 100000));
   cmd->add_option("--compile-threads", a.compileThreads, "parallel NVRTC compile processes (default: all cores, at most 16 per device of --devices)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegative());
   cmd->add_option("--report", a.report, "write an HTML report of the search to FILE");
   cmd->add_flag("--json", a.json, "print a JSON summary instead of the table");
   cmd->add_option("--db", a.db, "tuning database (default: in the cache directory; '-': none)");
@@ -731,11 +731,11 @@ TuneCommand addTuneCommand(CLI::App& app) {
                                            "each listed once";
           },
           "LIST"));
-  cmd->add_option("--seed", a.seed, "random seed for inputs and sampling (default 1)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", a.seed, "random seed for inputs and sampling (default 1)")->check(nonNegative());
   cmd->add_option("--rank-timeout", a.rankTimeout,
                   "under MPI: a rank that sends nothing for S seconds is lost (default 120); its key is reported "
                   "and --resume tunes it")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--precision", a.precision,
                   "tensor-core arithmetic f32 contractions may use: ieee (default: none; f64 contractions may use "
                   "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy)")
@@ -750,7 +750,7 @@ TuneCommand addTuneCommand(CLI::App& app) {
       cmd->add_option("--reference-max-flops", a.referenceMaxFlops,
                       "verify kernels of more floating-point operations than F against a sampled CPU reference "
                       "costing about F (default 2e9; 0: always the full reference)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(nonNegative());
   cmd->add_flag("--full-reference", a.fullReference,
                 "verify against the full CPU reference whatever it costs (no sampling)")
       ->excludes(maxFlops);
