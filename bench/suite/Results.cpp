@@ -27,8 +27,7 @@ std::string check(const Row& r) {
 
 std::string shortSchedule(const std::string& schedule, size_t width) {
   if (schedule.empty()) return "default";
-  std::string s;
-  for (const auto& [choice, value] : scheduleChoices(schedule)) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", choice, value);
+  std::string s = schedule;
   if (s.size() > width) s = s.substr(0, width - 3) + "...";
   return s;
 }

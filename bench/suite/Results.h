@@ -46,7 +46,7 @@ struct SuiteInfo {
 
 // The table, one line per row (aligned columns), with a header.
 std::string renderTable(const std::vector<Row>& rows);
-// The schedule's choices in a few words ("thread.x=j 32, tile=4, shared=a,b"), at most `width` chars.
+// The schedule text, cut to at most `width` characters ("default" for the default schedule).
 std::string shortSchedule(const std::string& schedule, size_t width = 48);
 
 nlohmann::json toJson(const SuiteInfo& info, const std::vector<Row>& rows);

@@ -201,11 +201,11 @@ std::string explain(std::string_view source, const Sizes& sizes, const Options& 
   std::optional<Kernel> bound = proveKernel(src, sizes, options.kernel, diags);
   if (!bound) throwDiagnostics(diags, src);
   ScheduleLimits limits = limitsOf(options);
-  std::optional<Schedule> schedule =
+  std::optional<ChosenSchedule> chosen =
       chooseSchedule(*bound, options.schedule, limits, diags, precisionOf(options.precision));
-  if (!schedule) throwDiagnostics(diags, src);
-  SchedulePlan plan = planSchedule(*bound, *schedule, limits);
-  RTCG_ASSERT(plan.ok(), "a chosen schedule has no plan");
+  if (!chosen) throwDiagnostics(diags, src);
+  const Schedule* schedule = &chosen->schedule;
+  const SchedulePlan& plan = chosen->plan;
   std::vector<std::string> sizeText;
   for (const auto& [name, value] : bound->sizes) sizeText.push_back(fmt::format("{}={}", name, value));
   std::string out = fmt::format("kernel {} ({}) for {}, schedule: {}\n", bound->name, fmt::join(sizeText, " "),

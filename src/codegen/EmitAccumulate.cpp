@@ -168,6 +168,7 @@ void closeWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody) {
 C::Stmt emitAccumulation(EmitContext& ctx, size_t statement, const C::ExprP& target, const C::ExprP& value) {
   const Stmt& st = ctx.nest.body[statement];
   RTCG_ASSERT(target->kind == C::ExprKind::Index, "an accumulation's target is an element of its array");
+  ctx.needs.atomics = true;
   const AccumulationPlan& a = ctx.plan.accumulation;
   const bool planned = a.any() && a.statement == int(statement);
   if (planned && a.warp) {  // recorded here, issued after the point's guard (closeWarpAggregation)

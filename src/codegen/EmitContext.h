@@ -218,9 +218,20 @@ struct LongRowState {
 };
 
 // Which floor helpers (rtcg_floordiv/rtcg_floormod) the module needs, per index type.
+// What the module must carry beside its kernels, declared by the emitter parts that use it
+// (EmitModule.cpp prints the preludes in a fixed order, so a module's text depends only on them).
 struct ModuleNeeds {
   bool floorInt = false;
   bool floorLL = false;
+  bool asyncCopy = false;     // cp.async copies (asyncCopyHelpers)
+  bool mma = false;           // mma.sync (mmaHelpers)
+  bool mmaF64Sm90 = false;    // FP64's sm_90 shapes
+  bool ldmatrix = false;      // ldmatrix of 16-bit or TF32-as-loaded tiles (mma16Helpers)
+  std::vector<std::string> wgmmaShapes;  // each distinct wgmma shape's helpers, in first use order
+  bool wgmmaSwizzle = false, wgmmaSplit = false, tma = false;
+  bool producer = false, producerSplit = false;
+  std::set<int64_t> producerRegisters;  // every count a `producer` nest's setmaxnreg moves to
+  bool atomics = false;       // accumulations (accumulateHelpers)
 };
 
 // An accumulation's emission (EmitAccumulate.cpp): the block's copy in shared memory

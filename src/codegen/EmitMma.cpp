@@ -491,23 +491,30 @@ void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const Co
 StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, int64_t ahead, bool fenceAsync,
                       const CopyStep& copyStep, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
   const int64_t S = p.stages;
-  for (int64_t s = 0; s < ahead; ++s) {
-    if (s < p.steps) copyStep(lit(s), lit(s), out);
-    else append(out, keepGroupFilled(ctx, p, nm, lit(s)));
+  // One group per step, none past the last step (an empty group is complete at once and holds no
+  // wait back), so the waits count only copies.
+  for (int64_t s = 0; s < std::min(ahead, p.steps); ++s) {
+    copyStep(lit(s), lit(s), out);
     out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   }
   StepRing ring;
   ring.step = ctx.names.fresh("step");
-  ring.stepAt = [&ctx, &p, &nm, ahead, fenceAsync, copyStep, S](const C::ExprP& step, std::vector<C::Stmt>& to) {
-    // `ahead` groups before the loop and one per step before this one, none empty (past the last
-    // step a copy of no bytes: keepGroupFilled): this step's has landed when at most ahead - 1
-    // are in flight.
-    to.push_back(cpAsyncWait(ahead - 1));
+  ring.stepAt = [&ctx, &p, ahead, fenceAsync, copyStep, S](const C::ExprP& step, std::vector<C::Stmt>& to) {
+    // This step's group has landed when at most ahead - 1 newer ones are in flight; the last
+    // ahead - 1 steps have fewer newer groups and wait for all.
+    if (ahead > 1)
+      to.push_back(C::ifThen(bin("<", C::sum({step, lit(ahead - 1)}), lit(p.steps)), {cpAsyncWait(ahead - 1)},
+                             {cpAsyncWait(0)}));
+    else
+      to.push_back(cpAsyncWait(0));
     if (fenceAsync) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
     to.push_back(C::syncThreads());
     std::string next = ctx.names.fresh("ahead");
     to.push_back(C::decl(ctx.idx, next, C::sum({step, lit(ahead)})));
-    copyOrFill(ctx, p, nm, copyStep, C::name(next), bin("%", C::name(next), lit(S)), to);
+    std::vector<C::Stmt> copy;
+    copyStep(C::name(next), bin("%", C::name(next), lit(S)), copy);
+    copy.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+    to.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy)));
     std::string buffer = ctx.names.fresh("buffer");
     to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(S))));
     return buffer;
@@ -542,10 +549,37 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   else emitSteps(ctx, p, nm, body);
 }
 
+// The preludes the nest's tensor-core code calls: the mma helpers; cp.async for a ring of stages
+// and for 16-bit tiles (copied by cp.async with or without stages); ldmatrix for 16-bit tiles and
+// TF32 tiles as loaded (with stages, MmaPlan::tilesAsLoaded); each wgmma shape's helpers once.
+void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs) {
+  const bool half = mmaIs16Bit(s.arith);
+  const bool tf32 = s.arith == MmaArith::Tf32 || s.arith == MmaArith::Tf32x3;
+  needs.mma = true;
+  needs.asyncCopy |= s.stages > 1 || half;
+  needs.mmaF64Sm90 |= s.shape != MmaShape::Native;
+  needs.ldmatrix |= half || (tf32 && s.stages > 1);
+  if (p.wgmma) {
+    std::string h = mma::wgmmaShapeHelper(p);
+    if (std::find(needs.wgmmaShapes.begin(), needs.wgmmaShapes.end(), h) == needs.wgmmaShapes.end())
+      needs.wgmmaShapes.push_back(std::move(h));
+  }
+  needs.wgmmaSwizzle |= p.swizzle128;
+  needs.wgmmaSplit |= p.splitBuffers > 0;
+  needs.tma |= p.tma;
+  if (p.producer) {
+    needs.producer = true;
+    needs.producerSplit |= p.splitBuffers > 0;
+    for (int64_t n : {p.producerRegisters, p.consumerRegisters})
+      if (n > 0) needs.producerRegisters.insert(n);
+  }
+}
+
 }  // namespace
 
 C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   const MmaPlan& p = *ctx.plan.mma;
+  declareMmaNeeds(p, ctx.sched.mma, ctx.needs);
   const LaunchPlan& l = ctx.plan.launch;
   for (int a = 0; a < 3; ++a) ctx.facts.grid[a] = l.grid[a], ctx.facts.block[a] = l.block[a];
   ctx.facts.threads = l.threads;

@@ -73,15 +73,15 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
 
 // EmitMma.cpp: the cp.async ring of a pipelined reduction (mma.sync with stages, wgmma). Copies of
 // step s into buffer s % stages by `copyStep(step, buffer, to)`. openStepRing emits the first
-// `ahead` steps' copies into `out` (a cp.async group each), then starts the step loop's body: wait until this step's group
-// has landed (at most ahead - 1 in flight), wgmma's proxy fence where `fenceAsync`, a barrier
-// (every copy visible, every thread done with the buffer refilled next), the copy `ahead` steps
-// on and its commit. It returns the loop's step and this step's buffer index, declared in `body`.
-// Past the last step a group holds keepGroupFilled's copy of no bytes, so that no group is empty:
-// on the GPU an empty group is complete at once and does not hold back cp.async.wait_group's count
-// (CUTLASS's rings zero-fill past the end for the same reason), and a ring that committed empty
-// groups there let a wait pass before its stage landed where a reduction had fewer steps than
-// stages (H200). The shared epilogue waits for every group (its tile is the operands' space).
+// min(ahead, steps) steps' copies into `out` (a cp.async group each), then starts the step loop's
+// body: wait until this step's group has landed (at most ahead - 1 newer groups in flight; in the
+// last ahead - 1 steps, none), wgmma's proxy fence where `fenceAsync`, a barrier (every copy
+// visible, every thread done with the buffer refilled next), and the copy `ahead` steps on with
+// its commit where that step exists. No group is committed past the last step: on the GPU an
+// empty group is complete at once and does not hold back cp.async.wait_group's count, and a ring
+// that counted empty groups let a wait pass before its stage landed where a reduction had fewer
+// steps than stages (H200). The shared epilogue waits for every group (its tile is the operands'
+// space). `fragments 2`'s ring (EmitMmaPrefetch.cpp) fills past the end instead (copyOrFill).
 using CopyStep = std::function<void(const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& to)>;
 // stepAt(step, to) emits that start for any step expression and returns its buffer's name; with a
 // null `body` the ring is opened without it (the caller emits each step's start by stepAt).

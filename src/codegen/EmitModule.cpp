@@ -53,14 +53,21 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
 }
 
 EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits& limits, int arrayAlignment) {
-  namespace C = rtcg::c;
-  RTCG_ASSERT(arrayAlignment > 0 && (arrayAlignment & (arrayAlignment - 1)) == 0, "alignment is a power of two");
   // The plan of each nest, derived once: its reasons are why the schedule is illegal, and the
   // emitter reads everything the schedule means from it.
   const SchedulePlan plan = planSchedule(k, s, limits);
   if (!plan.ok())
     throw Error(fmt::format("cannot emit kernel '{}' with schedule '{}':\n  {}", k.name, printSchedule(s),
                             fmt::join(plan.reasons, "\n  ")));
+  return emitCuda(k, plan, arrayAlignment);
+}
+
+EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlignment) {
+  namespace C = rtcg::c;
+  RTCG_ASSERT(arrayAlignment > 0 && (arrayAlignment & (arrayAlignment - 1)) == 0, "alignment is a power of two");
+  RTCG_ASSERT(plan.ok() && plan.nests.size() == k.nests.size(), "the emitter was given no plan of every nest");
+  for (size_t n = 0; n < plan.nests.size(); ++n)
+    RTCG_ASSERT(plan.nests[n].nest == int(n), "the emitter's plans are not the kernel's nests in order");
   const std::string indexType = indexTypeOf(k);
 
   EmittedModule m;
@@ -97,62 +104,18 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
   // The 16-bit types' headers only where the kernel has such values: other kernels' code stays as it was.
   if (usesType(k, ScalarType::F16)) mod.preludes.push_back("#include <cuda_fp16.h>");
   if (usesType(k, ScalarType::BF16)) mod.preludes.push_back("#include <cuda_bf16.h>");
-  // 16-bit mma tiles are copied by cp.async with or without stages.
-  auto half = [](const NestSchedule& ns) { return mmaIs16Bit(ns.mma.arith); };
-  if (std::any_of(s.nests.begin(), s.nests.end(),
-                  [&](const NestSchedule& ns) { return ns.asyncCopy || ns.mma.stages > 1 || half(ns); }))
-    mod.preludes.push_back(emit::asyncCopyHelpers);
-  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.mma.any(); }))
-    mod.preludes.push_back(emit::mmaHelpers);
-  // FP64's sm_90 shapes: their helpers only where used (other modules' text stays as it was).
-  if (std::any_of(s.nests.begin(), s.nests.end(), [](const NestSchedule& ns) { return ns.mma.shape != MmaShape::Native; }))
-    mod.preludes.push_back(emit::mmaF64Sm90Helpers);
-  // ldmatrix: 16-bit tiles, and TF32 tiles as loaded (with stages, MmaPlan::tilesAsLoaded).
-  auto ldmatrix = [&](const NestSchedule& ns) {
-    const bool tf32 = ns.mma.arith == MmaArith::Tf32 || ns.mma.arith == MmaArith::Tf32x3;
-    return half(ns) || (ns.mma.any() && tf32 && ns.mma.stages > 1);
-  };
-  if (std::any_of(s.nests.begin(), s.nests.end(), ldmatrix)) mod.preludes.push_back(emit::mma16Helpers);
-  // wgmma: the common helpers once, then each distinct shape's (a module may have several nests).
-  std::vector<std::string> wgmmaShapes;
-  for (const NestPlan& np : plan.nests)
-    if (np.mma && np.mma->wgmma) {
-      std::string h = emit::mma::wgmmaShapeHelper(*np.mma);
-      if (std::find(wgmmaShapes.begin(), wgmmaShapes.end(), h) == wgmmaShapes.end()) wgmmaShapes.push_back(std::move(h));
-    }
-  if (!wgmmaShapes.empty()) mod.preludes.push_back(emit::mma::wgmmaCommonHelpers);
-  for (const NestPlan& np : plan.nests)
-    if (np.mma && np.mma->swizzle128) {
-      mod.preludes.push_back(emit::mma::wgmmaSwizzleHelpers);
-      break;
-    }
-  for (const NestPlan& np : plan.nests)
-    if (np.mma && np.mma->splitBuffers) {
-      mod.preludes.push_back(emit::mma::wgmmaSplitHelpers);
-      break;
-    }
-  for (const NestPlan& np : plan.nests)
-    if (np.mma && np.mma->tma) {
-      mod.preludes.push_back(emit::mma::tmaHelpers);
-      break;
-    }
-  // `producer`: one prelude with every register count the nests' setmaxnreg move to.
-  std::set<int64_t> registerCounts;
-  bool producer = false, producerSplit = false;
-  for (const NestPlan& np : plan.nests)
-    if (np.mma && np.mma->producer) {
-      producer = true;
-      producerSplit |= np.mma->splitBuffers > 0;
-      for (int64_t n : {np.mma->producerRegisters, np.mma->consumerRegisters})
-        if (n > 0) registerCounts.insert(n);
-    }
-  if (producer) mod.preludes.push_back(emit::mma::producerHelpers(registerCounts, producerSplit));
-  for (std::string& h : wgmmaShapes) mod.preludes.push_back(std::move(h));
-  // Accumulations: the atomics (only in modules that have one: other modules' text is unchanged).
-  if (std::any_of(k.nests.begin(), k.nests.end(), [](const LoopNest& n) {
-        return std::any_of(n.body.begin(), n.body.end(), [](const Stmt& st) { return st.kind == StmtKind::Store && st.accumulate; });
-      }))
-    mod.preludes.push_back(emit::accumulateHelpers);
+  // The preludes the emitter parts declared (ModuleNeeds), in a fixed order.
+  if (needs.asyncCopy) mod.preludes.push_back(emit::asyncCopyHelpers);
+  if (needs.mma) mod.preludes.push_back(emit::mmaHelpers);
+  if (needs.mmaF64Sm90) mod.preludes.push_back(emit::mmaF64Sm90Helpers);
+  if (needs.ldmatrix) mod.preludes.push_back(emit::mma16Helpers);
+  if (!needs.wgmmaShapes.empty()) mod.preludes.push_back(emit::mma::wgmmaCommonHelpers);
+  if (needs.wgmmaSwizzle) mod.preludes.push_back(emit::mma::wgmmaSwizzleHelpers);
+  if (needs.wgmmaSplit) mod.preludes.push_back(emit::mma::wgmmaSplitHelpers);
+  if (needs.tma) mod.preludes.push_back(emit::mma::tmaHelpers);
+  if (needs.producer) mod.preludes.push_back(emit::mma::producerHelpers(needs.producerRegisters, needs.producerSplit));
+  for (const std::string& h : needs.wgmmaShapes) mod.preludes.push_back(h);
+  if (needs.atomics) mod.preludes.push_back(emit::accumulateHelpers);
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needs.floorLL)

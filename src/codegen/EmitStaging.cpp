@@ -402,7 +402,10 @@ void copyStepDoubleBuffered(EmitContext& ctx, int group, const C::ExprP& step, c
 // arithmetic. Several buffers: copyStepDoubleBuffered, copyStepAsync (`copy: async`).
 void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
               std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
-  if (ctx.sched.asyncCopy) return copyStepAsync(ctx, group, step, stepAt, env, before, stage, after);
+  if (ctx.sched.asyncCopy) {
+    ctx.needs.asyncCopy = true;
+    return copyStepAsync(ctx, group, step, stepAt, env, before, stage, after);
+  }
   const bool prefetch = declarePrefetch(ctx, group, before);
   if (ctx.sched.buffers > 1)
     return copyStepDoubleBuffered(ctx, group, step, stepAt, env, prefetch, before, stage, after);

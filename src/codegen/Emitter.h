@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "schedule/Plan.h"
 #include "schedule/Schedule.h"
 
 namespace rtcg {
@@ -61,7 +62,12 @@ struct EmittedModule {
   int arrayAlignment = kWholeAllocationAlignment;  // what the code assumes of array addresses
 };
 
-// Emits CUDA C for the bound kernel `k` (ir/Bind.h) under schedule `s`. Throws rtcg::Error whose
+// Emits CUDA C for the bound kernel `k` (ir/Bind.h) under `plan`, the one meaning of its schedule
+// (planSchedule, or the plans a space's Candidate carries: candidatePlan, schedule/Space.h). The
+// plan must hold a plan per nest: one with reasons is an internal error (the caller plans, and
+// rejects the schedule with those reasons), as is any failure of the emitter itself.
+EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlignment = kWholeAllocationAlignment);
+// Plans the schedule (planSchedule) and emits it. Throws rtcg::Error whose
 // message lists the reasons when the kernel is not bound or the schedule is illegal for it
 // (validateSchedule).
 // `limits` bounds what validation accepts (raise maxSharedBytes for tiles in dynamic shared

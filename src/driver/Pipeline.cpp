@@ -44,24 +44,31 @@ std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, D
   return bound;
 }
 
-std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, const ScheduleLimits& limits,
-                                       Diagnostics& diags, Precision precision) {
+std::optional<ChosenSchedule> chooseSchedule(const Kernel& bound, const std::string& text, const ScheduleLimits& limits,
+                                             Diagnostics& diags, Precision precision) {
   if (std::string why = precisionObstacle(bound, precision); !why.empty()) {
     diags.error({}, why);
     return std::nullopt;
   }
-  if (text.empty()) return defaultSchedule(bound);
-  ScheduleParseResult parsed = parseSchedule(text);
-  if (!parsed.ok()) {
-    diags.error({}, fmt::format("bad schedule at column {}: {}\n  {}\n  {}^", parsed.column, parsed.error, text,
-                                std::string(parsed.column > 1 ? parsed.column - 1 : 0, ' ')));
-    return std::nullopt;
+  Schedule schedule;
+  if (text.empty()) {
+    schedule = defaultSchedule(bound);
+  } else {
+    ScheduleParseResult parsed = parseSchedule(text);
+    if (!parsed.ok()) {
+      diags.error({}, fmt::format("bad schedule at column {}: {}\n  {}\n  {}^", parsed.column, parsed.error, text,
+                                  std::string(parsed.column > 1 ? parsed.column - 1 : 0, ' ')));
+      return std::nullopt;
+    }
+    schedule = std::move(*parsed.schedule);
   }
-  std::vector<std::string> reasons = validateSchedule(bound, *parsed.schedule, limits);
-  for (std::string& r : precisionReasons(*parsed.schedule, precision)) reasons.push_back(std::move(r));
+  SchedulePlan plan = planSchedule(bound, schedule, limits);
+  std::vector<std::string> reasons = plan.reasons;
+  if (!text.empty())
+    for (std::string& r : precisionReasons(schedule, precision)) reasons.push_back(std::move(r));
   for (const std::string& r : reasons) diags.error({}, "illegal schedule: " + r);
   if (!reasons.empty()) return std::nullopt;
-  return parsed.schedule;
+  return ChosenSchedule{std::move(schedule), std::move(plan)};
 }
 
 std::optional<Compiled> compilePipeline(const SourceText& src, const SizeBindings& sizes,
@@ -85,10 +92,10 @@ std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions
   // The architecture NVRTC compiles for decides which mma shapes exist (FP64 m16n8k*: sm_90).
   ScheduleLimits limits = options.limits;
   if (limits.computeCapability == 0) limits.computeCapability = computeCapabilityOf(options.arch);
-  std::optional<Schedule> schedule = chooseSchedule(bound, options.schedule, limits, diags, options.precision);
-  if (!schedule) return std::nullopt;
+  std::optional<ChosenSchedule> chosen = chooseSchedule(bound, options.schedule, limits, diags, options.precision);
+  if (!chosen) return std::nullopt;
 
-  Compiled out{bound, *schedule, emitCuda(bound, *schedule, limits, options.arrayAlignment), {}};
+  Compiled out{bound, chosen->schedule, emitCuda(bound, chosen->plan, options.arrayAlignment), {}};
   if (!options.compile) return out;
   out.binary = compileGenerated(bound.name, out.module.source, options.arch, options.wantPtx);
   if (!out.binary.success) {

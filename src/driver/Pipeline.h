@@ -36,8 +36,13 @@ std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, D
 // default schedule when `text` is empty. Errors go to diags (without a DSL location). The
 // precision policy must apply to the kernel (precisionObstacle) and allow the schedule's mma
 // arithmetic (precisionReasons, schedule/Mma.h).
-std::optional<Schedule> chooseSchedule(const Kernel& bound, const std::string& text, const ScheduleLimits& limits,
-                                       Diagnostics& diags, Precision precision = Precision::Ieee);
+// The schedule comes with its plan (planned once; the emitter and `explain` read it).
+struct ChosenSchedule {
+  Schedule schedule;
+  SchedulePlan plan;
+};
+std::optional<ChosenSchedule> chooseSchedule(const Kernel& bound, const std::string& text, const ScheduleLimits& limits,
+                                             Diagnostics& diags, Precision precision = Precision::Ieee);
 
 struct Compiled {
   Kernel kernel;  // bound

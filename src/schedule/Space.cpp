@@ -224,6 +224,14 @@ void sampleDown(std::vector<Candidate>& all, const SpaceOptions& options, const 
 
 }  // namespace
 
+SchedulePlan candidatePlan(const Candidate& c) {
+  SchedulePlan out;
+  RTCG_ASSERT(c.plans.size() == c.schedule.nests.size(), "a candidate holds a plan per nest");
+  for (const std::shared_ptr<const NestPlan>& p : c.plans) out.nests.push_back(*p);
+  out.fusions = c.fusions;
+  return out;
+}
+
 Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
   Space space;
   if (!bound.isBound()) throw Error(fmt::format("kernel '{}' must be bound before its schedules are enumerated", bound.name));

@@ -81,9 +81,14 @@ struct Candidate {
   // One per nest: the plan the model valued (planNest), shared by the candidates of several-nest
   // products; the emitter and the report read it instead of planning again.
   std::vector<std::shared_ptr<const NestPlan>> plans;
+  std::vector<FusionGroup> fusions;  // the nests a fused candidate runs in one launch (planFusion)
   // For several nests: threads/blocks/tile/shared/occupancy are those of the nest with the largest
   // predicted time; bytes, flops and score are sums over the nests.
 };
+
+// The candidate's plan for the emitter (emitCuda): its nests' plans and fusion groups, as the
+// space planned and valued them (the same as planSchedule of its schedule under the space's limits).
+SchedulePlan candidatePlan(const Candidate& c);
 
 struct PrunedCandidate {
   std::string text;

@@ -166,17 +166,29 @@ std::string logHead(const std::string& log, size_t lines = 6) {
   return out;
 }
 
-// Emits the job's CUDA C into `c` (tiles up to the device's opt-in shared memory); false (with c
-// failed) when the emitter rejects the schedule.
+// Emits the job's CUDA C into `c` from its plan (tiles up to the device's opt-in shared memory);
+// false (with c failed) when the schedule has no plan or the emitter fails on it (a bug in rtcg).
 bool emitJob(const Kernel& bound, const CompileJob& job, const LaunchLimits& limits, CompiledCandidate& c) {
   c.label = job.label;
   Clock::time_point t0 = Clock::now();
+  std::shared_ptr<const SchedulePlan> plan = job.plan;
+  if (!plan) {
+    auto planned = std::make_shared<SchedulePlan>(
+        planSchedule(bound, job.schedule, deviceScheduleLimits(limits.sharedPerBlockOptin, limits.maxThreadsPerBlock)));
+    if (!planned->ok()) {
+      c.status = CandidateStatus::CompileFailed;
+      c.reason = fmt::format("the schedule has no plan: {}", fmt::join(planned->reasons, "; "));
+      return false;
+    }
+    plan = std::move(planned);
+  }
   try {
-    c.module = emitCuda(bound, job.schedule, deviceScheduleLimits(limits.sharedPerBlockOptin, limits.maxThreadsPerBlock));
+    c.module = emitCuda(bound, *plan);
     if (job.rewrite) c.module.source = job.rewrite(c.module.source);
   } catch (const std::exception& e) {
     c.status = CandidateStatus::CompileFailed;
-    c.reason = fmt::format("the emitter rejected the schedule: {}", e.what());
+    c.emitterError = true;
+    c.reason = fmt::format("the emitter failed on the schedule's plan (a bug in rtcg): {}", e.what());
     return false;
   }
   c.emitMs = msSince(t0);

@@ -50,6 +50,10 @@ struct CompileJob {
   // Test hook: replaces the emitted CUDA C (e.g. a planted wrong or faulting kernel with the same
   // functions and launches). Empty: the emitted code as it is.
   std::function<std::string(const std::string& emitted)> rewrite;
+  // The schedule's plan (a space candidate's: candidatePlan), which the emitter takes. Null for a
+  // schedule known only as text (the default, the warm start's, planted ones): planned once, before
+  // emission, and rejected with the plan's reasons when it has none.
+  std::shared_ptr<const SchedulePlan> plan;
 };
 
 // What a launch must fit in, from the device's properties.
@@ -66,6 +70,9 @@ struct CompiledCandidate {
   // `reason` otherwise.
   CandidateStatus status = CandidateStatus::Verified;
   std::string reason;
+  // CompileFailed because the emitter failed on a plan it was given: a bug in rtcg, counted apart
+  // from schedules without a plan and from NVRTC's failures (TuneResult::emitterErrors).
+  bool emitterError = false;
   EmittedModule module;
   std::string cubin;
   // Max over the functions that ptxas reported; 0 with resourcesKnown false when it reported none

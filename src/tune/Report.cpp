@@ -46,37 +46,29 @@ std::optional<double> rooflineFraction(const CandidateRecord& c, double peakGflo
   return f;
 }
 
-std::vector<std::pair<std::string, std::string>> scheduleChoices(std::string_view scheduleText) {
-  ScheduleParseResult parsed = parseSchedule(scheduleText);
-  if (!parsed.ok()) return {{"schedule", "unparsed"}};
-  const Schedule& s = *parsed.schedule;
+std::vector<std::pair<std::string, std::string>> scheduleChoices(const SchedulePlan& plan) {
+  if (!plan.ok()) return {{"schedule", "no plan"}};
 
   // One value per nest for each choice; nests with nothing to schedule are left out.
   std::vector<std::string> threadX, threads, reg, unroll, grid;
   std::vector<std::vector<std::string>> clauses(clauseTable().size());  // per clause row
-  for (const NestSchedule& nest : s.nests) {
+  for (const NestPlan& np : plan.nests) {
+    const NestSchedule& nest = np.schedule;
     if (nest.indices.empty() && !nest.mma.any()) continue;
     std::string tx = "none";
-    int64_t threadCount = 1, regTile = 1, unrollFactor = 1;
-    bool threadsKnown = true;
+    int64_t regTile = 1, unrollFactor = 1;
     std::set<int> gridAxes;
     for (const IndexSchedule& index : nest.indices) {
       for (const SchedulePart& part : index.parts) {
         if (part.place == Placement::ThreadX)
           tx = part.factor ? fmt::format("{} {}", index.index, *part.factor) : index.index;
-        if (isThreadPlacement(part.place)) {
-          if (part.factor)
-            threadCount *= *part.factor;
-          else
-            threadsKnown = false;  // a first part's extent depends on the sizes
-        }
         if (part.place == Placement::Reg) regTile *= part.factor.value_or(1);
         if (part.place == Placement::Unroll) unrollFactor *= part.factor.value_or(1);
         if (isGridPlacement(part.place)) gridAxes.insert(placementAxis(part.place));
       }
     }
     threadX.push_back(tx);
-    threads.push_back(threadsKnown ? std::to_string(threadCount) : "by size");
+    threads.push_back(std::to_string(np.launch.threads));
     reg.push_back(std::to_string(regTile));
     unroll.push_back(unrollFactor > 1 ? std::to_string(unrollFactor) : "none");
     for (size_t r = 0; r < clauseTable().size(); ++r) clauses[r].push_back(clauseValue(clauseTable()[r], nest));
@@ -93,6 +85,17 @@ std::vector<std::pair<std::string, std::string>> scheduleChoices(std::string_vie
   // Every clause of the clause table (shared, transposed, buffers, copy, loads, blocks_per_sm).
   for (size_t r = 0; r < clauseTable().size(); ++r) out.push_back({clauseTable()[r].name, join(clauses[r])});
   out.push_back({"grid axes", join(grid)});
+  return out;
+}
+
+std::map<std::string, SchedulePlan> planCandidates(const Kernel& bound, const std::vector<CandidateRecord>& candidates,
+                                                   const ScheduleLimits& limits) {
+  std::map<std::string, SchedulePlan> out;
+  for (const CandidateRecord& c : candidates) {
+    if (out.count(c.schedule)) continue;
+    ScheduleParseResult parsed = parseSchedule(c.schedule);
+    if (parsed.ok()) out.emplace(c.schedule, planSchedule(bound, *parsed.schedule, limits));
+  }
   return out;
 }
 
@@ -348,14 +351,17 @@ struct Group {
 std::string breakdownSection(const ReportData& d) {
   std::vector<std::string> order;  // choices in scheduleChoices order
   std::map<std::string, std::map<std::string, Group>> byChoice;
-  for (const CandidateRecord& c : d.candidates)
-    for (auto& [choice, value] : scheduleChoices(c.schedule)) {
+  static const SchedulePlan noPlan{{}, {"none"}, {}};
+  for (const CandidateRecord& c : d.candidates) {
+    auto plan = d.plans.find(c.schedule);
+    for (auto& [choice, value] : scheduleChoices(plan == d.plans.end() ? noPlan : plan->second)) {
       if (!byChoice.count(choice)) order.push_back(choice);
       Group& g = byChoice[choice][value];
       g.value = value;
       ++g.total;
       if (c.status == CandidateStatus::Verified && c.medianMs > 0) g.times.push_back(c.medianMs);
     }
+  }
   if (order.empty()) return "<p>No candidates.</p>\n";
 
   std::string s, constant;

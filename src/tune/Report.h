@@ -7,12 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "ir/IR.h"
+#include "schedule/Plan.h"
 #include "tune/TuningDb.h"
 
 namespace rtcg {
@@ -45,6 +48,9 @@ struct ReportData {
   double peakGflops = 0, peakGbytesPerSecond = 0;
 
   int topCount = 20;  // rows of the top-candidates table
+  // The plan of each candidate's schedule (planCandidates), by schedule text: the breakdown by
+  // schedule choice reads them. A candidate without one is counted under ("schedule", "no plan").
+  std::map<std::string, SchedulePlan> plans;
 };
 
 // The whole page. Every text from the data is HTML-escaped.
@@ -56,13 +62,18 @@ std::string renderSearchReport(const ReportData& data);
 // candidate has no rates.
 std::optional<double> rooflineFraction(const CandidateRecord& c, double peakGflops, double peakGbytesPerSecond);
 
-// The schedule choices a candidate made, as (choice, value) pairs in a fixed order, parsed from
-// its schedule text: ("thread.x", "j 32"), ("threads per block", "256"), ("register tile", "4"),
-// ("unroll", "4"), then one per row of the clause table (clauseTable, schedule/Schedule.h:
-// ("shared", "a, b"), ("transposed", "none"), ("buffers", "2"), ("copy", "async"), ("loads",
-// "late"), ("blocks_per_sm", "none")), and ("grid axes", "2"). Several nests join their values with
-// " | ". Text that does not parse gives {("schedule", "unparsed")}.
-std::vector<std::pair<std::string, std::string>> scheduleChoices(std::string_view scheduleText);
+// The schedule choices a candidate made, read from its plan, as (choice, value) pairs in a fixed
+// order: ("thread.x", "j 32"), ("threads per block", "256": the launch's, whatever the sizes),
+// ("register tile", "4"), ("unroll", "4"), then one per row of the clause table (clauseTable,
+// schedule/Schedule.h: ("shared", "a, b"), ("transposed", "none"), ("buffers", "2"), ("copy",
+// "async"), ("loads", "late"), ("blocks_per_sm", "none"), ...), and ("grid axes", "2"). Several
+// nests join their values with " | ". A plan with reasons gives {("schedule", "no plan")}.
+std::vector<std::pair<std::string, std::string>> scheduleChoices(const SchedulePlan& plan);
+
+// The plans of the candidates' schedules (each distinct text planned once against the bound
+// kernel under `limits`), for ReportData::plans. Text that does not parse has none.
+std::map<std::string, SchedulePlan> planCandidates(const Kernel& bound, const std::vector<CandidateRecord>& candidates,
+                                                   const ScheduleLimits& limits);
 
 // & < > " ' as entities.
 std::string htmlEscape(std::string_view text);

@@ -51,7 +51,8 @@ template <typename Result, typename F>
 void forEachCount(Result& r, F&& f) {
   f("enumerated", r.enumerated), f("generated", r.generated), f("pruned", r.pruned), f("sampledOut", r.sampledOut);
   f("refined", r.refined), f("warmStarted", r.warmStarted), f("resumedSkipped", r.resumedSkipped);
-  f("compiled", r.compiled), f("compileFailed", r.compileFailed), f("skipped", r.skipped);
+  f("compiled", r.compiled), f("compileFailed", r.compileFailed), f("emitterErrors", r.emitterErrors);
+  f("skipped", r.skipped);
   f("verified", r.verified), f("wrong", r.wrong), f("faulted", r.faulted), f("timedOut", r.timedOut);
   f("launchFailed", r.launchFailed), f("notMeasured", r.notMeasured), f("timedOnce", r.timedOnce);
   f("floatOps", r.floatOps), f("minimalBytes", r.minimalBytes), f("searchId", r.searchId);

@@ -199,6 +199,7 @@ void SearchLoop::measureOne(size_t device, CompiledCandidate c, bool isDefault) 
     rec.status = c.status;
     rec.reason = c.reason;
     std::lock_guard<std::mutex> lock(resultMutex_);
+    if (c.emitterError) ++result_.emitterErrors;
     log(fmt::format("candidate {} {}: {}", jobOffset_ + c.job, statusName(rec.status), rec.reason));
     finish(std::move(rec), isDefault);
     return;
@@ -287,7 +288,7 @@ void SearchLoop::refine() {
     std::vector<bool> used(in_.reserve.size(), false);
     for (const auto& [distance, at] : r.picked) {
       const Candidate& c = in_.reserve[at];
-      next.push_back({c.text, c.schedule, {}});
+      next.push_back({c.text, c.schedule, {}, std::make_shared<const SchedulePlan>(candidatePlan(c))});
       scheduleOf_[c.text] = c.schedule;
       used[at] = true;
     }

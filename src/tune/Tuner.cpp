@@ -111,7 +111,7 @@ void queuePlanted(const std::vector<ExtraCandidate>& extras, const Schedule& def
       if (!p.ok()) throw Error(fmt::format("planted candidate '{}': bad schedule: {}", e.label, p.error));
       s = *p.schedule;
     }
-    jobs.push_back({e.label, s, e.rewrite});
+    jobs.push_back({e.label, s, e.rewrite, nullptr});
   }
 }
 
@@ -460,10 +460,12 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
       result.bestOfAllSearches = result.best;
   }
   log(fmt::format("search done in {:.1f} s: {} candidates ({} from refinement), {} verified, {} wrong, {} faulted, {} timed out, {} failed "
-                  "to launch, {} skipped, {} failed to compile, {} not measured, {} timed once (too slow to win); NVRTC "
+                  "to launch, {} skipped, {} failed to compile{}, {} not measured, {} timed once (too slow to win); NVRTC "
                   "{:.1f} candidates/s with {} compiles in parallel{}; worker restarts: {}",
                   result.wallSeconds, result.candidates.size(), result.refined, result.verified, result.wrong, result.faulted,
-                  result.timedOut, result.launchFailed, result.skipped, result.compileFailed, result.notMeasured,
+                  result.timedOut, result.launchFailed, result.skipped, result.compileFailed,
+                  result.emitterErrors ? fmt::format(" ({} of them emitter errors: bugs in rtcg)", result.emitterErrors) : "",
+                  result.notMeasured,
                   result.timedOnce, result.candidatesPerSecond, result.compileThreads,
                   fallback ? " (some on threads: a compile worker could not start)" : "",
                   result.workerRestarts));

@@ -140,6 +140,7 @@ struct TuneResult {
   int64_t resumedSkipped = 0;               // with `resume`: measured by earlier searches, not again
   std::optional<CandidateRecord> bestOfAllSearches;  // with `resume`: the database's best for the key
   int64_t compiled = 0, compileFailed = 0, skipped = 0;
+  int64_t emitterErrors = 0;                // of compileFailed: the emitter failed on a plan (a bug in rtcg)
   int64_t verified = 0, wrong = 0, faulted = 0, timedOut = 0, launchFailed = 0;
   int64_t notMeasured = 0;                  // compiled or never started when the time limit hit
   int64_t timedOnce = 0;                    // of `verified`: timed by one run (slow: lost the race)

@@ -69,29 +69,32 @@ std::vector<std::string> queueSearch(const Kernel& bound, const ScheduleLimits& 
                                      const std::vector<Candidate>& sample, std::vector<Candidate>& reserve,
                                      const std::vector<std::string>& warm, bool budgeted, std::vector<CompileJob>& jobs) {
   const std::string defaultText = printSchedule(defaultSchedule);
-  jobs.push_back({defaultText, defaultSchedule, {}});
+  jobs.push_back({defaultText, defaultSchedule, {}, nullptr});
   std::set<std::string> queued{defaultText};
   for (const Candidate& c : sample) queued.insert(c.text);
   std::vector<std::string> warmed;
   for (const std::string& text : warm) {
     if (queued.count(text)) continue;  // the sample measures it anyway
     std::optional<Schedule> schedule;
+    std::shared_ptr<const SchedulePlan> plan;
     auto inReserve = std::find_if(reserve.begin(), reserve.end(), [&](const Candidate& c) { return c.text == text; });
     if (inReserve != reserve.end()) {
       schedule = inReserve->schedule;
+      plan = std::make_shared<const SchedulePlan>(candidatePlan(*inReserve));
       reserve.erase(inReserve);
     } else if (ScheduleParseResult p = parseSchedule(text); p.ok() && validateSchedule(bound, *p.schedule, limits).empty()) {
       schedule = *p.schedule;
     }
     if (!schedule) continue;
-    jobs.push_back({text, *schedule, {}});
+    jobs.push_back({text, *schedule, {}, plan});
     queued.insert(text);
     warmed.push_back(text);
   }
   size_t kept = sample.size();
   if (budgeted) kept -= std::min(kept, warmed.size());
   for (size_t c = 0; c < kept; ++c)
-    if (sample[c].text != defaultText) jobs.push_back({sample[c].text, sample[c].schedule, {}});
+    if (sample[c].text != defaultText)
+      jobs.push_back({sample[c].text, sample[c].schedule, {}, std::make_shared<const SchedulePlan>(candidatePlan(sample[c]))});
   return warmed;
 }
 

@@ -139,7 +139,7 @@ std::map<std::string, std::string> computeHashes() {
       for (const Candidate& c : space.candidates) {
         all += c.text;
         all += '\n';
-        all += emitCuda(*bound, c.schedule, o.limits).source;
+        all += emitCuda(*bound, candidatePlan(c)).source;  // as the tuner emits it: from the candidate's plans
       }
       out[key + " cuda-sample"] = hash128(all).hex() + " " + std::to_string(space.candidates.size());
 

@@ -220,6 +220,8 @@ void checkSpace(const Kernel& bound, const Space& space, const SpaceOptions& o, 
         EmittedModule m = emitCuda(bound, c.schedule);
         EXPECT_FALSE(m.source.empty());
         expectPlansAgree(c, m);
+        // The tuner emits from the plans the candidate carries (no second planning): the same module.
+        EXPECT_EQ(emitCuda(bound, candidatePlan(c)).source, emitCuda(bound, c.schedule, o.limits).source) << c.text;
       } catch (const std::exception& e) {
         ADD_FAILURE() << "emitCuda failed for " << c.text << ": " << e.what();
       }
@@ -1049,6 +1051,27 @@ TEST(Space, EmittingACandidatePlansStagingOncePerStagedNest) {
     staged += stagedNests > 0;
   }
   EXPECT_GT(staged, 0u);
+}
+
+// A candidate reaches the emitter with its plans (candidatePlan): emitting it plans nothing again.
+TEST(Space, EmittingACandidateFromItsPlansPlansNothing) {
+  Kernel bound = bindAll(example("matmul").kernel, {{"n", 512}});
+  Space space = enumerateSchedules(bound);
+  size_t staged = 0;
+  for (size_t i = 0; i < 100; ++i) {
+    const Candidate& c = space.candidates[i * space.candidates.size() / 100];
+    const SchedulePlan plan = candidatePlan(c);
+    const int64_t before = planStagingCount();
+    const EmittedModule m = emitCuda(bound, plan);
+    EXPECT_EQ(planStagingCount(), before) << c.text;
+    EXPECT_EQ(m.source, emitCuda(bound, c.schedule).source) << c.text;
+    for (const NestSchedule& n : c.schedule.nests) staged += n.shared.empty() ? 0 : 1;
+  }
+  EXPECT_GT(staged, 0u);
+  // A plan with reasons (no plan of some nest) is an internal error, not a module.
+  SchedulePlan none;
+  none.reasons.push_back("planned nothing");
+  EXPECT_THROW(emitCuda(bound, none), InternalError);
 }
 
 TEST(Space, SeveralNestsAreCombined) {

@@ -4,8 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <vector>
+
+#include "frontend/Frontend.h"
+#include "ir/Bind.h"
+#include "support/Diagnostics.h"
 
 using namespace rtcg;
 
@@ -61,6 +67,48 @@ CandidateRecord candidate(const std::string& schedule, CandidateStatus status, d
   return c;
 }
 
+// examples/NAME's first kernel bound at `sizes`.
+Kernel exampleKernel(const std::string& name, const SizeBindings& sizes) {
+  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  Diagnostics diags;
+  auto program = parseProgram(name, text.str(), diags);
+  EXPECT_TRUE(program.has_value()) << name;
+  auto bound = bindSizes(program->kernels[0], sizes, diags);
+  EXPECT_TRUE(bound.has_value()) << name;
+  return *bound;
+}
+
+const ScheduleLimits kLimits = deviceScheduleLimits(227 * 1024, 1024);
+
+// The choices of `text`'s plan for `k`.
+std::vector<std::pair<std::string, std::string>> choicesOf(const Kernel& k, const std::string& text) {
+  ScheduleParseResult parsed = parseSchedule(text);
+  if (!parsed.ok()) {
+    ADD_FAILURE() << text << ": " << parsed.error;
+    return {};
+  }
+  return scheduleChoices(planSchedule(k, *parsed.schedule, kLimits));
+}
+
+// A plan that holds only what scheduleChoices reads (the nests' schedules and launch threads):
+// the rendering of clauses no one kernel has together.
+SchedulePlan sketchPlan(const std::string& text, int64_t threads) {
+  ScheduleParseResult parsed = parseSchedule(text);
+  SchedulePlan plan;
+  if (!parsed.ok()) {
+    ADD_FAILURE() << text << ": " << parsed.error;
+    return plan;
+  }
+  for (const NestSchedule& ns : parsed.schedule->nests) {
+    plan.nests.emplace_back();
+    plan.nests.back().schedule = ns;
+    plan.nests.back().launch.threads = threads;
+  }
+  return plan;
+}
+
 ReportData sampleData() {
   ReportData d;
   d.kernelName = "matmul";
@@ -96,6 +144,7 @@ ReportData sampleData() {
   d.prunedReasons = {{"threads per block 16 < min_threads 32", 40}, {"uncoalesced: thread.x on i", 20}};
   d.peakGflops = 60000;
   d.peakGbytesPerSecond = 4800;
+  d.plans = planCandidates(exampleKernel("matmul.rtcg", {{"n", 500}}), d.candidates, kLimits);
   return d;
 }
 
@@ -106,38 +155,55 @@ TEST(Report, EscapesHtml) {
   EXPECT_EQ(htmlEscape("plain"), "plain");
 }
 
-TEST(Report, ScheduleChoicesComeFromTheScheduleText) {
-  auto c = scheduleChoices("i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4; shared: a, b");
+TEST(Report, ScheduleChoicesComeFromThePlans) {
+  const Kernel matmul = exampleKernel("matmul.rtcg", {{"n", 500}});
+  auto c = choicesOf(matmul, "i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, serial 8; shared: a, b");
   std::vector<std::pair<std::string, std::string>> expected = {
-      {"thread.x", "j 32"}, {"threads per block", "512"}, {"register tile", "4"}, {"unroll", "4"},
+      {"thread.x", "j 32"}, {"threads per block", "512"}, {"register tile", "4"}, {"unroll", "none"},
       {"shared", "a, b"},   {"transposed", "none"},       {"buffers", "1"},       {"copy", "registers"},
       {"loads", "late"},    {"blocks_per_sm", "none"},    {"stores", "cached"},   {"long_rows", "none"},
       {"mma", "none"},      {"fuse", "1"},                {"keep", "none"},       {"accumulate", "global"},
       {"aggregate", "none"}, {"grid axes", "2"}};
   EXPECT_EQ(c, expected);
+  // Threads the schedule text does not say (a first part spans the index): the launch's.
+  auto bySize = choicesOf(matmul, "i: grid.y; j: thread.x; k: serial");
+  EXPECT_EQ(bySize[1], (std::pair<std::string, std::string>{"threads per block", "500"}));
+  // A schedule without a plan for the kernel.
+  auto none = choicesOf(matmul, "i: grid.y; j: grid.x, thread.x 2048; k: serial");
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0], (std::pair<std::string, std::string>{"schedule", "no plan"}));
   // The newer clauses: every row of the clause table is a choice.
-  auto staged = scheduleChoices("i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4; "
-                                "shared: a^T, b; buffers: 3; copy: async; loads: early; blocks_per_sm: 2; "
-                                "stores: streaming; long_rows: 64; accumulate: shared; aggregate: warp");
+  auto staged = scheduleChoices(sketchPlan("i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4; "
+                                           "shared: a^T, b; buffers: 3; copy: async; loads: early; blocks_per_sm: 2; "
+                                           "stores: streaming; long_rows: 64; accumulate: shared; aggregate: warp", 512));
   std::vector<std::pair<std::string, std::string>> clauses(staged.begin() + 4, staged.end() - 1);
   std::vector<std::pair<std::string, std::string>> expectedClauses = {
       {"shared", "a, b"}, {"transposed", "a"}, {"buffers", "3"}, {"copy", "async"}, {"loads", "early"}, {"blocks_per_sm", "2"},
       {"stores", "streaming"}, {"long_rows", "64"}, {"mma", "none"}, {"fuse", "1"}, {"keep", "none"},
       {"accumulate", "shared"}, {"aggregate", "warp"}};
   EXPECT_EQ(clauses, expectedClauses);
-  // An mma schedule (no index clauses): its clause is the choice.
-  auto mma = scheduleChoices("mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16");
+  EXPECT_EQ(staged[3].second, "4");
+  // An mma schedule (no index clauses): its clause is the choice, its threads the warps'.
+  auto mma = choicesOf(matmul, "mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16");
+  EXPECT_EQ(mma[1], (std::pair<std::string, std::string>{"threads per block", "128"}));
   EXPECT_EQ(mma[mma.size() - 6], (std::pair<std::string, std::string>{"mma", "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16"}));
   // Nests fused: the first nest's count, the others' 1.
-  auto fused = scheduleChoices("i: grid.x; j: serial, thread.x 64; fuse: 2; keep: x | i: grid.x; j: serial, thread.x 64");
-  EXPECT_EQ(fused[fused.size() - 5], (std::pair<std::string, std::string>{"fuse", "2 | 1"}));
-  EXPECT_EQ(fused[fused.size() - 4], (std::pair<std::string, std::string>{"keep", "x | none"}));
-  auto two = scheduleChoices("i: grid.x, thread.x 64 | i: grid.x, thread.x 256, reg 2");
+  const Kernel softmax = exampleKernel("softmax.rtcg", {{"m", 7}, {"n", 1003}});
+  const std::string row = "i: grid.x; j: serial, thread.x 64";
+  auto fused = choicesOf(softmax, row + "; fuse: 3; keep: x | " + row + " | " + row);
+  EXPECT_EQ(fused[fused.size() - 5], (std::pair<std::string, std::string>{"fuse", "3 | 1 | 1"}));
+  EXPECT_EQ(fused[fused.size() - 4], (std::pair<std::string, std::string>{"keep", "x | none | none"}));
+  auto two = scheduleChoices(sketchPlan("i: grid.x, thread.x 64 | i: grid.x, thread.x 256, reg 2", 64));
   EXPECT_EQ(two[0].second, "i 64 | i 256");
   EXPECT_EQ(two[2].second, "1 | 2");
-  auto bad = scheduleChoices("i: sideways 3");
-  ASSERT_EQ(bad.size(), 1u);
-  EXPECT_EQ(bad[0].second, "unparsed");
+}
+
+TEST(Report, TheBreakdownCountsCandidatesWithoutAPlan) {
+  ReportData d = sampleData();
+  d.plans.clear();
+  const std::string page = renderSearchReport(d);
+  EXPECT_EQ(balanceProblem(page), "");
+  EXPECT_NE(page.find("no plan"), std::string::npos);
 }
 
 TEST(Report, RooflineIsTheLargerFraction) {

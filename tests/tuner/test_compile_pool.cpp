@@ -75,10 +75,39 @@ TEST(LaunchObstacle, AcceptsWhatFitsAndSaysWhyNot) {
 
 TEST(CompileCandidate, BadCudaIsACompileFailureNotAnException) {
   Kernel k = matmul(64);
-  CompileJob job{"broken", defaultSchedule(k), [](const std::string& s) { return s + "\nthis is not CUDA;\n"; }};
+  CompileJob job{"broken", defaultSchedule(k), [](const std::string& s) { return s + "\nthis is not CUDA;\n"; }, nullptr};
   CompiledCandidate c = compileCandidate(k, job, "sm_90", {});
   EXPECT_EQ(c.status, CandidateStatus::CompileFailed);
   EXPECT_NE(c.reason.find("NVRTC failed"), std::string::npos) << c.reason;
+}
+
+// A schedule without a plan is rejected with the plan's reasons; a plan the emitter fails on is an
+// emitter error (a bug in rtcg), counted apart (TuneResult::emitterErrors). Neither reaches NVRTC.
+TEST(CompileCandidate, NoPlanIsARejectionAndAnEmitterFailureIsABug) {
+  Kernel k = matmul(64);
+  auto parsed = parseSchedule("i: grid.y; j: grid.x, thread.x 4096; k: serial");
+  ASSERT_TRUE(parsed.ok());
+  CompiledCandidate rejected = compileCandidate(k, CompileJob{"no plan", *parsed.schedule, {}, nullptr}, "sm_90", {});
+  EXPECT_EQ(rejected.status, CandidateStatus::CompileFailed);
+  EXPECT_FALSE(rejected.emitterError);
+  EXPECT_NE(rejected.reason.find("the schedule has no plan: "), std::string::npos) << rejected.reason;
+  auto planless = std::make_shared<SchedulePlan>();
+  planless->reasons.push_back("nothing planned");
+  CompiledCandidate bug = compileCandidate(k, CompileJob{"bug", defaultSchedule(k), {}, planless}, "sm_90", {});
+  EXPECT_EQ(bug.status, CandidateStatus::CompileFailed);
+  EXPECT_TRUE(bug.emitterError);
+  EXPECT_NE(bug.reason.find("a bug in rtcg"), std::string::npos) << bug.reason;
+  // A candidate's own plans: the module the schedule's planning gives.
+  SpaceOptions so;
+  so.maxCandidates = 4;
+  Space space = enumerateSchedules(k, so);
+  ASSERT_FALSE(space.candidates.empty());
+  const Candidate& c = space.candidates.front();
+  CompileJob planned{c.text, c.schedule, [](const std::string& s) { return s + "\nthis is not CUDA;\n"; },
+                     std::make_shared<const SchedulePlan>(candidatePlan(c))};
+  CompiledCandidate fromPlan = compileCandidate(k, planned, "sm_90", {});
+  EXPECT_FALSE(fromPlan.emitterError);
+  EXPECT_EQ(fromPlan.module.source, emitCuda(k, c.schedule, so.limits).source + "\nthis is not CUDA;\n");
 }
 
 TEST(CompilePool, CompilesASampleOfMatmulCandidatesInParallel) {
@@ -88,7 +117,7 @@ TEST(CompilePool, CompilesASampleOfMatmulCandidatesInParallel) {
   Space space = enumerateSchedules(k, so);
   ASSERT_FALSE(space.candidates.empty());
   std::vector<CompileJob> jobs;
-  for (const Candidate& c : space.candidates) jobs.push_back({c.text, c.schedule, {}});
+  for (const Candidate& c : space.candidates) jobs.push_back({c.text, c.schedule, {}, nullptr});
   size_t n = jobs.size();
 
   auto t0 = std::chrono::steady_clock::now();
@@ -120,7 +149,7 @@ TEST(CompilePool, CompilesASampleOfMatmulCandidatesInParallel) {
 
 TEST(CompilePool, StopStartsNoMoreJobs) {
   Kernel k = matmul(64);
-  std::vector<CompileJob> jobs(40, CompileJob{"default", defaultSchedule(k), {}});
+  std::vector<CompileJob> jobs(40, CompileJob{"default", defaultSchedule(k), {}, nullptr});
   CompilePoolOptions options;
   options.parallel = 1;
   options.workerPath = RTCG_WORKER_EXE;
@@ -141,7 +170,7 @@ std::vector<CompileJob> matmulJobs(const Kernel& k, int count) {
   so.maxCandidates = count;
   Space space = enumerateSchedules(k, so);
   std::vector<CompileJob> jobs;
-  for (const Candidate& c : space.candidates) jobs.push_back({c.text, c.schedule, {}});
+  for (const Candidate& c : space.candidates) jobs.push_back({c.text, c.schedule, {}, nullptr});
   return jobs;
 }
 
@@ -255,7 +284,7 @@ TEST(CompilePool, AKilledWorkerFailsOnlyItsCandidateAndIsRestarted) {
 
 TEST(CompilePool, ACompileOverTheTimeoutIsKilledAndFails) {
   Kernel k = matmul(64);
-  std::vector<CompileJob> jobs(3, CompileJob{"default", defaultSchedule(k), {}});
+  std::vector<CompileJob> jobs(3, CompileJob{"default", defaultSchedule(k), {}, nullptr});
   CompilePoolOptions options;
   options.parallel = 1;
   options.workerPath = RTCG_WORKER_EXE;
@@ -298,7 +327,7 @@ TEST(CompilePool, FallsBackToThreadsWhenNoWorkerStarts) {
 
 TEST(CompilePool, DestroyingThePoolAbandonsCompilesInFlight) {
   Kernel k = matmul(64);
-  std::vector<CompileJob> jobs(40, CompileJob{"default", defaultSchedule(k), {}});
+  std::vector<CompileJob> jobs(40, CompileJob{"default", defaultSchedule(k), {}, nullptr});
   CompilePoolOptions options;
   options.parallel = 2;
   options.workerPath = RTCG_WORKER_EXE;

@@ -235,8 +235,16 @@ std::vector<std::pair<std::string, int64_t>> countReasons(const std::vector<Prun
   return out;
 }
 
-ReportData reportData(const TuneResult& r, const TuneArgs& a) {
+// The report of a search of `bound`; its breakdown reads the candidates' plans, made under the
+// limits of the searched architecture's device model (the opt-in shared memory of an H100 where the
+// architecture has none).
+ReportData reportData(const TuneResult& r, const TuneArgs& a, const Kernel& bound) {
   ReportData d;
+  const std::optional<DeviceModel> model = archDeviceModel(r.key.arch);
+  ScheduleLimits limits = model ? deviceScheduleLimits(model->sharedPerBlockOptin, model->maxThreadsPerBlock)
+                                : deviceScheduleLimits(227 * 1024, 1024);
+  limits.computeCapability = computeCapabilityOf(r.key.arch);
+  d.plans = planCandidates(bound, r.candidates, limits);
   d.kernelName = r.key.kernelName;
   d.kernelHash = r.key.kernelHash;
   d.sizes = r.key.sizes;
@@ -396,7 +404,7 @@ int runSingle(const TuneArgs& a, const std::function<void(TuneOptions&)>& adjust
   printer.done();
 
   if (!a.report.empty()) {
-    writeFileAtomically(a.report, renderSearchReport(reportData(r, a)));
+    writeFileAtomically(a.report, renderSearchReport(reportData(r, a, *bound)));
     fmt::print(stderr, "rtcgc tune: wrote the report to {}\n", a.report);
   }
   if (a.json)
@@ -489,7 +497,7 @@ void finishTuned(const TuneArgs& a, ManifestOutcome& o) {
   const TuneResult& r = *o.result;
   if (!a.report.empty()) {
     o.report = reportPathFor(a.report, p);
-    writeFileAtomically(o.report, renderSearchReport(reportData(r, a)));
+    writeFileAtomically(o.report, renderSearchReport(reportData(r, a, *p.bound)));
     fmt::print(stderr, "rtcgc tune: wrote the report of {} to {}\n", p.bound->name, o.report);
   }
   if (!a.json) {

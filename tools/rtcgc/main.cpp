@@ -391,11 +391,11 @@ int runExplain(const Common& c, const ExplainArgs& e) {
   limits.maxSharedBytes = e.maxSharedBytes;
   limits.computeCapability = computeCapabilityOf(e.arch);  // which mma shapes the target has
   Diagnostics diags;
-  std::optional<Schedule> schedule = chooseSchedule(bound, e.schedule, limits, diags, c.policy());
+  std::optional<ChosenSchedule> chosen = chooseSchedule(bound, e.schedule, limits, diags, c.policy());
   report(diags, src);
-  if (!schedule) return kInputError;
-  SchedulePlan plan = planSchedule(bound, *schedule, limits);
-  RTCG_ASSERT(plan.ok(), "a chosen schedule has no plan");
+  if (!chosen) return kInputError;
+  const Schedule* schedule = &chosen->schedule;
+  const SchedulePlan& plan = chosen->plan;
   std::vector<std::string> sizes;
   for (const auto& [name, value] : bound.sizes) sizes.push_back(fmt::format("{}={}", name, value));
   fmt::print("kernel {} ({}) for {}, schedule: {}\n", bound.name, fmt::join(sizes, " "), e.arch,

@@ -39,6 +39,7 @@ void addFusedCandidate(const Kernel& k, const SpaceOptions& o, int first, int co
   Candidate c;
   c.schedule = s;
   c.text = printSchedule(s);
+  c.fusions = plan.fusions;
   double seconds = 0;
   std::vector<NestEstimate> parts;
   const NestEstimate* dominant = nullptr;
