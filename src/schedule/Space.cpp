@@ -90,18 +90,6 @@ std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::strin
   return out;
 }
 
-}  // namespace
-
-SchedulePlan candidatePlan(const Candidate& c) {
-  SchedulePlan out;
-  RTCG_ASSERT(c.plans.size() == c.schedule.nests.size(), "a candidate holds a plan per nest");
-  for (const std::shared_ptr<const NestPlan>& p : c.plans) out.nests.push_back(*p);
-  out.fusions = c.fusions;
-  return out;
-}
-
-namespace {
-
 // The nests' spaces, enumerated; their counts, families offered and pruned entries into `space`.
 std::vector<NestSpace> nestSpaces(const Kernel& bound, const SpaceOptions& options, const Schedule& defaults,
                                   Space& space) {
@@ -235,6 +223,14 @@ void sampleDown(std::vector<Candidate>& all, const SpaceOptions& options, const 
 }
 
 }  // namespace
+
+SchedulePlan candidatePlan(const Candidate& c) {
+  SchedulePlan out;
+  RTCG_ASSERT(c.plans.size() == c.schedule.nests.size(), "a candidate holds a plan per nest");
+  for (const std::shared_ptr<const NestPlan>& p : c.plans) out.nests.push_back(*p);
+  out.fusions = c.fusions;
+  return out;
+}
 
 Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
   Space space;
