@@ -181,7 +181,8 @@ void checkAlone(const NestSchedule& s, std::vector<std::string>& reasons) {
     reasons.push_back(fmt::format("'mma:' maps the nest's indices itself: no index clause beside it ('{}')",
                                   printIndexSchedule(s.indices[0])));
   for (const ClauseRow& row : clauseTable())
-    if (row.kind != ClauseKind::Mma && row.name != std::string("blocks_per_sm") && !clauseAtDefault(row, s))
+    if (row.kind != ClauseKind::Mma && row.name != std::string("blocks_per_sm") && row.name != std::string("stores") &&
+        !clauseAtDefault(row, s))
       reasons.push_back(fmt::format("'{}:' does not apply beside 'mma:'", row.name));
 }
 

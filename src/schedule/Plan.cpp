@@ -104,6 +104,33 @@ void arraysOf(const Expr& e, std::set<int>& reads) {
   });
 }
 
+// Whether another statement of `body` than `store` reads the array `store` writes.
+bool readByAnotherStatement(const std::vector<Stmt>& body, size_t store) {
+  std::set<int> reads;
+  for (size_t j = 0; j < body.size(); ++j) {
+    if (j == store) continue;
+    arraysOf(body[j].value, reads);
+    for (const Expr& i : body[j].indices) arraysOf(i, reads);
+  }
+  return reads.count(body[store].array) > 0;
+}
+
+// `stores: streaming`: the statements of nest `nest` whose stores stream (NestPlan::streamedStores),
+// for the SIMT and the tensor-core plans alike; none: kNothingStreams says why.
+std::vector<int> streamedStatements(const Kernel& k, int nest) {
+  std::vector<int> out;
+  const std::vector<Stmt>& body = k.nests[size_t(nest)].body;
+  for (size_t i = 0; i < body.size(); ++i)
+    if (body[i].kind == StmtKind::Store && !body[i].accumulate && k.params[body[i].array].type != ScalarType::Bool &&
+        !k.params[body[i].array].isLocal() && !readByAnotherStatement(body, i))
+      out.push_back(int(i));
+  return out;
+}
+const char* const kNothingStreams =
+    "'stores: streaming' streams the stores of outputs that no other statement of the nest reads, but every array "
+    "this nest stores is read back in it (or is bool, which has no streaming store, or a kernel-local array, which "
+    "a later nest reads: evicting it first would only cost that nest)";
+
 // Builds the plan of one nest, collecting every reason why it does not exist. The checks run in
 // the order validateSchedule has always reported them (tests and users compare the first reason).
 class NestPlanner {
@@ -432,25 +459,8 @@ class NestPlanner {
 
   // `stores: streaming`: the stores that stream (see NestPlan::streamedStores).
   void streamStores() {
-    const std::vector<Stmt>& body = k_.nests[nest_].body;
-    for (size_t i = 0; i < body.size(); ++i)
-      if (body[i].kind == StmtKind::Store && !body[i].accumulate && k_.params[body[i].array].type != ScalarType::Bool &&
-          !k_.params[body[i].array].isLocal() && !readByAnotherStatement(body, i))
-        plan_.streamedStores.push_back((int)i);
-    if (plan_.streamedStores.empty())
-      reason("'stores: streaming' streams the stores of outputs that no other statement of the nest reads, but "
-             "every array this nest stores is read back in it (or is bool, which has no streaming store, or a "
-             "kernel-local array, which a later nest reads: evicting it first would only cost that nest)");
-  }
-
-  static bool readByAnotherStatement(const std::vector<Stmt>& body, size_t store) {
-    std::set<int> reads;
-    for (size_t j = 0; j < body.size(); ++j) {
-      if (j == store) continue;
-      arraysOf(body[j].value, reads);
-      for (const Expr& i : body[j].indices) arraysOf(i, reads);
-    }
-    return reads.count(body[store].array) > 0;
+    plan_.streamedStores = streamedStatements(k_, nest_);
+    if (plan_.streamedStores.empty()) reason(kNothingStreams);
   }
 
   void stage() {
@@ -597,6 +607,9 @@ std::pair<int64_t, int64_t> accumulationRange(const Kernel& k, int nest, int sta
 NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits) {
   NestPlanResult r;
   auto mma = planMma(k, nest, s, limits, r.reasons);
+  // `stores: streaming` beside `mma:`: the epilogue's stores stream as a SIMT nest's do.
+  std::vector<int> streamed = s.streamingStores ? streamedStatements(k, nest) : std::vector<int>{};
+  if (s.streamingStores && streamed.empty()) r.reasons.push_back(kNothingStreams), mma.reset();
   if (!mma) {
     if (k.nests.size() > 1)
       for (std::string& m : r.reasons) m = fmt::format("nest {}: {}", nest, m);
@@ -622,6 +635,7 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
   plan.dynamicShared = mma->sharedBytes > 48 * 1024 || mma->sharedEpilogue || mma->wgmma;
   plan.dynamicSharedBytes = plan.dynamicShared ? mma->sharedBytes : 0;
   plan.cooperative = true;
+  plan.streamedStores = std::move(streamed);
   plan.mma = std::move(mma);
   r.plan = std::move(plan);
   return r;

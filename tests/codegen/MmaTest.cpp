@@ -540,6 +540,33 @@ TEST(Mma, BlocksPerSmBesideMma) {
   EXPECT_TRUE(offered);
 }
 
+// `stores: streaming` beside `mma:`: the epilogue's stores are __stcs (the plan streams the
+// statement), with the register epilogue and the shared one, at sizes no tile divides; the host
+// emulation agrees with the reference; the space offers streaming siblings of mma candidates.
+TEST(Mma, StreamingStoresBesideMma) {
+  Kernel g = example("gemm_bf16.rtcg", {{"n", 104}});
+  for (const char* text : {"stores: streaming; mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3",
+                           "stores: streaming; mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3 epilogue shared"}) {
+    auto parsed = parseSchedule(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.error;
+    EXPECT_EQ(printSchedule(*parsed.schedule), text);
+    SchedulePlan plan = planSchedule(g, *parsed.schedule, {});
+    ASSERT_TRUE(plan.ok()) << text << ": " << plan.reasons[0];
+    EXPECT_EQ(plan.nests[0].streamedStores, std::vector<int>{0}) << text;
+    EmittedModule m = emitCuda(g, plan);
+    EXPECT_NE(m.source.find("__stcs(&"), std::string::npos) << text;
+    EXPECT_EQ(checkOnHost(g, text, 1e-5), "") << text;
+  }
+  Kernel f = example("matmul.rtcg", {{"n", 77}});
+  const std::string tf = "stores: streaming; mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3";
+  EXPECT_EQ(checkOnHost(f, tf, 1e-5), "");
+  SpaceOptions o;
+  bool offered = false;
+  for (const Candidate& c : enumerateSchedules(example("gemm_bf16.rtcg", {{"n", 4096}}), o).candidates)
+    offered |= c.schedule.nests[0].mma.any() && c.schedule.nests[0].streamingStores;
+  EXPECT_TRUE(offered);
+}
+
 // FP64's sm_90 shapes (m16n8k4, m16n8k8, m16n8k16, PTX ISA 7.8): the clause prints and parses back,
 // bad shapes are refused at their column, a target below sm_90 refuses them with the reason, the
 // plan's fragments, tiles and conflict-free pitch, and explain names the shape.

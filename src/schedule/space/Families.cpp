@@ -41,10 +41,11 @@ const std::vector<SpaceFamily>& spaceFamilies() {
       {"rows", rowApplies, rowVariants},
       // Siblings of the best candidates so far: after the families above.
       {"cyclic rows", cyclicApplies, cyclicVariants},
-      {"streaming stores", streamingApplies, streamingVariants},
       {"accumulation", accumulationApplies, accumulationVariants},
       // Each arithmetic's wgmma schedules (WgmmaFamily.cpp), then its mma ones.
       {"mma", mmaApplies, mmaVariants},
+      // After mma: the best candidates may be tensor-core ones, whose stores stream too.
+      {"streaming stores", streamingApplies, streamingVariants},
   };
   return rows;
 }
