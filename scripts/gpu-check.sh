@@ -136,6 +136,12 @@ run64 -k dgdiff64 -D K=100001 -D Np=20 --schedule "mma: f64 m16n8k4 warps 2x2 ti
 run_example gemm_bf16.rtcg -D n=1003 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
 run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 4"
 run_example matmul.rtcg -D n=1003 --precision tf32 --schedule "mma: tf32 wgmma m64n64k8 warpgroups 2x2 k 32 stages 3"
+# `stores: streaming` beside `mma:` (the epilogue's stores __stcs), register and shared epilogues,
+# mma.sync and wgmma, at sizes no tile divides.
+run_example gemm_bf16.rtcg -D n=1003 --schedule "stores: streaming; mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3"
+run_example gemm_bf16.rtcg -D n=1003 --schedule "stores: streaming; mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
+run_example matmul.rtcg -D n=1003 --precision tf32x3 --schedule "stores: streaming; mma: tf32x3 m16n8k8 warps 2x2 tile 4x4 k 16 stages 3 epilogue shared"
+run64 -k dgemm -D n=1001 --schedule "stores: streaming; mma: f64 m16n8k16 warps 2x4 tile 2x2 k 16 stages 4 epilogue shared"
 # wgmma with 128-byte swizzled tiles, and filled by TMA from tensor maps encoded at launch (TMA
 # needs rows 16-byte apart: n = 1000), at sizes no tile divides.
 run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x2 k 64 stages 4 swizzle 128 tma epilogue shared"
