@@ -153,6 +153,9 @@ EmittedModule emitCuda(const Kernel& k, const Schedule& s, const ScheduleLimits&
         return std::any_of(n.body.begin(), n.body.end(), [](const Stmt& st) { return st.kind == StmtKind::Store && st.accumulate; });
       }))
     mod.preludes.push_back(emit::accumulateHelpers);
+  // Scans: the templates, then each scan nest's function (only in modules that have one).
+  if (!needs.scanFunctions.empty()) mod.preludes.push_back(emit::scanHelpers);
+  for (std::string& f : needs.scanFunctions) mod.preludes.push_back(std::move(f));
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needs.floorLL)

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "ir/Scan.h"
 #include "reference/HostArgs.h"
 #include "support/Error.h"
 
@@ -131,6 +132,8 @@ class ReferenceProgram {
  private:
   std::unique_ptr<refvm::CompiledKernel> compiled_;
   std::string samplingObstacle_;  // samplingObstacle(bound), computed once
+  // Per nest: its scan form (ir/Scan.h), which runs in one pass instead of a reduction per point.
+  std::vector<std::optional<ScanForm>> scans_;
 };
 
 // Compiles and runs once.

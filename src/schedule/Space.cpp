@@ -9,6 +9,7 @@
 #include <set>
 
 #include "schedule/SpaceModel.h"
+#include "schedule/SpaceScan.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -61,7 +62,8 @@ class NestSpace {
 
   void run() {
     add(defaults_.nests[nest_], Family::Plain, /*isDefault=*/true);
-    if (model_.ok()) {
+    for (const NestSchedule& ns : scanVariants(k_, nest_, o_)) add(ns, Family::Plain);  // SpaceScan.h
+    if (model_.ok() && pointwiseOffered(k_, nest_)) {
       if (model_.parallel().empty())
         sequentialVariants();
       else
@@ -1536,6 +1538,7 @@ double clauseDistance(const ClauseRow& row, const NestSchedule& x, const NestSch
     case ClauseKind::Number: return x.*row.number != y.*row.number ? row.distance : 0;
     case ClauseKind::Keyword: return x.*row.flag != y.*row.flag ? row.distance : 0;
     case ClauseKind::Mma: return x.*row.mma != y.*row.mma ? row.distance : 0;
+    case ClauseKind::Scan: return x.*row.scan != y.*row.scan ? row.distance : 0;
     case ClauseKind::Arrays: {
       std::set<std::string> sx((x.*row.arrays).begin(), (x.*row.arrays).end());
       std::set<std::string> sy((y.*row.arrays).begin(), (y.*row.arrays).end());

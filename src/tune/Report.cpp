@@ -55,7 +55,7 @@ std::vector<std::pair<std::string, std::string>> scheduleChoices(std::string_vie
   std::vector<std::string> threadX, threads, reg, unroll, grid;
   std::vector<std::vector<std::string>> clauses(clauseTable().size());  // per clause row
   for (const NestSchedule& nest : s.nests) {
-    if (nest.indices.empty() && !nest.mma.any()) continue;
+    if (nest.indices.empty() && !nest.mma.any() && !nest.scan.any()) continue;
     std::string tx = "none";
     int64_t threadCount = 1, regTile = 1, unrollFactor = 1;
     bool threadsKnown = true;

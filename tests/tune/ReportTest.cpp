@@ -113,7 +113,7 @@ TEST(Report, ScheduleChoicesComeFromTheScheduleText) {
       {"shared", "a, b"},   {"transposed", "none"},       {"buffers", "1"},       {"copy", "registers"},
       {"loads", "late"},    {"blocks_per_sm", "none"},    {"stores", "cached"},   {"long_rows", "none"},
       {"mma", "none"},      {"fuse", "1"},                {"keep", "none"},       {"accumulate", "global"},
-      {"aggregate", "none"}, {"grid axes", "2"}};
+      {"aggregate", "none"}, {"scan", "none"},     {"grid axes", "2"}};
   EXPECT_EQ(c, expected);
   // The newer clauses: every row of the clause table is a choice.
   auto staged = scheduleChoices("i: grid.y, thread.y 16, reg 4; j: grid.x, thread.x 32; k: serial, unroll 4; "
@@ -123,15 +123,18 @@ TEST(Report, ScheduleChoicesComeFromTheScheduleText) {
   std::vector<std::pair<std::string, std::string>> expectedClauses = {
       {"shared", "a, b"}, {"transposed", "a"}, {"buffers", "3"}, {"copy", "async"}, {"loads", "early"}, {"blocks_per_sm", "2"},
       {"stores", "streaming"}, {"long_rows", "64"}, {"mma", "none"}, {"fuse", "1"}, {"keep", "none"},
-      {"accumulate", "shared"}, {"aggregate", "warp"}};
+      {"accumulate", "shared"}, {"aggregate", "warp"}, {"scan", "none"}};
   EXPECT_EQ(clauses, expectedClauses);
   // An mma schedule (no index clauses): its clause is the choice.
   auto mma = scheduleChoices("mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16");
-  EXPECT_EQ(mma[mma.size() - 6], (std::pair<std::string, std::string>{"mma", "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16"}));
+  EXPECT_EQ(mma[mma.size() - 7], (std::pair<std::string, std::string>{"mma", "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16"}));
   // Nests fused: the first nest's count, the others' 1.
   auto fused = scheduleChoices("i: grid.x; j: serial, thread.x 64; fuse: 2; keep: x | i: grid.x; j: serial, thread.x 64");
-  EXPECT_EQ(fused[fused.size() - 5], (std::pair<std::string, std::string>{"fuse", "2 | 1"}));
-  EXPECT_EQ(fused[fused.size() - 4], (std::pair<std::string, std::string>{"keep", "x | none"}));
+  EXPECT_EQ(fused[fused.size() - 6], (std::pair<std::string, std::string>{"fuse", "2 | 1"}));
+  EXPECT_EQ(fused[fused.size() - 5], (std::pair<std::string, std::string>{"keep", "x | none"}));
+  // A scan schedule: its clause is the choice.
+  auto scan = scheduleChoices("scan: lookback threads 256 items 8");
+  EXPECT_EQ(scan[scan.size() - 2], (std::pair<std::string, std::string>{"scan", "lookback threads 256 items 8"}));
   auto two = scheduleChoices("i: grid.x, thread.x 64 | i: grid.x, thread.x 256, reg 2");
   EXPECT_EQ(two[0].second, "i 64 | i 256");
   EXPECT_EQ(two[2].second, "1 | 2");
