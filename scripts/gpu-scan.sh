@@ -35,6 +35,8 @@ if [[ ! -e "$src" ]]; then mkdir -p "$(dirname "$src")" && ln -s "$root" "$src";
 export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export RTCG_CACHE_DIR=$(mktemp -d)
 export PATH=$root/build-gpu/tools/rtcgc:$root/build-gpu/tools/rtcg-worker:$PATH
+# CuPy's cumsum through CUB's device scan (its own kernel otherwise).
+export CUPY_ACCELERATORS=${CUPY_ACCELERATORS:-cub}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
 
 # 1. Examples on the GPU against the reference (rtcgc run: a full reference run).

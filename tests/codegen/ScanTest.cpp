@@ -130,12 +130,19 @@ TEST(Scan, ReferenceRefusesABrokenSegmentation) {
   }
 }
 
+// Each of the 32 forms under two of the five schedules, in turn (every schedule meets every
+// operator, type and end; all five for f32 sums), to keep the test's compiles few.
 TEST(Scan, EveryOperatorAndTypeInclusiveAndExclusive) {
+  size_t turn = 0;
   for (const char* op : {"sum", "product", "max", "min"})
     for (const char* t : {"i32", "i64", "f32", "f64"})
       for (const char* end : {"i + 1", "i"}) {
         const Kernel k = fromSource(flatSource(op, t, end), "scan", {{"n", 1003}});
-        for (const char* s : kFlatSchedules) EXPECT_EQ(checkOnHost(k, s, 1e-5), "") << op << " " << t << " " << end << ": " << s;
+        const bool all = std::string(op) == "sum" && std::string(t) == "f32";
+        for (size_t s = 0; s < std::size(kFlatSchedules); ++s)
+          if (all || s == turn % 5 || s == (turn + 2) % 5)
+            EXPECT_EQ(checkOnHost(k, kFlatSchedules[s], 1e-5), "") << op << " " << t << " " << end << ": " << kFlatSchedules[s];
+        ++turn;
       }
 }
 
