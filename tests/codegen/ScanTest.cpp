@@ -6,14 +6,18 @@
 // reversed and shuffled block order (its tickets).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "codegen/HostEmulation.h"
 #include "codegen/SourceKernels.h"
+#include "ir/Counts.h"
 #include "ir/Scan.h"
 #include "reference/RandomFill.h"
 #include "reference/Reference.h"
 #include "schedule/Plan.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
+#include "tune/Verify.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
@@ -254,4 +258,14 @@ TEST(Scan, SpaceOffersScansAndTrianglesWhereShort) {
   const auto [shortScans, shortOthers] = families(form("rows", {{"m", 4096}, {"n", 300}}));
   EXPECT_GT(shortScans, 5);
   EXPECT_GT(shortOthers, 5);
+}
+
+// A scan counts one combine per value, and its verification allows the error of a sum of its line.
+TEST(Scan, CountsAndTolerance) {
+  const Kernel k = fromSource(flatSource("sum", "f32", "i + 1"), "scan", {{"n", 25600}});
+  EXPECT_EQ(floatOps(k), 25600);
+  EXPECT_NEAR(verificationTolerance(k, k.findParam("y"), Precision::Ieee), 1e-5 * 10, 1e-12);  // sqrt(25600 / 256)
+  const Kernel rows = form("rows", {{"m", 8}, {"n", 2560}});
+  EXPECT_EQ(floatOps(rows), 8 * 2560);
+  EXPECT_NEAR(verificationTolerance(rows, rows.findParam("y"), Precision::Ieee), 1e-5 * std::sqrt(10.0), 1e-12);
 }
