@@ -191,6 +191,17 @@ run_example histogram.rtcg -D n=1000003 -D bins=65537
 run_example histogram_weighted.rtcg -D n=1000003 -D bins=1000 --schedule "i: serial, grid.x 264, thread.x 160; accumulate: shared; aggregate: warp"
 run_example assemble.rtcg -D K=100003 -D Np=20 -D N=9001 --schedule "k: serial, grid.x 528, thread.y 5; j: thread.x; accumulate: shared"
 run_example assemble.rtcg -D K=100003 -D Np=20 -D N=400009 --schedule "k: grid.x, thread.y 5; j: thread.x; aggregate: warp"
+# Scans (issue 37): the look-back (tiles no size divides, f32 packed status words, i32 exclusive),
+# lines per warp and per thread, rows and a segmented sum, each against the reference.
+run_example cumsum.rtcg -D n=1000003 --schedule "scan: lookback threads 256 items 7"
+run_example cumsum.rtcg -D n=1000003 --schedule "scan: lookback threads 128 items 16"
+run_example cumsum.rtcg -D n=100003 --schedule "scan: lines lanes 32 items 4 threads 32"
+run_example exclusive_scan.rtcg -D n=1000003 --schedule "scan: lookback threads 512 items 5"
+run_example row_cumsum.rtcg -D m=1001 -D n=3001 --schedule "scan: lines lanes 32 items 3 threads 256"
+run_example row_cumsum.rtcg -D m=1001 -D n=3001 --schedule "scan: lookback threads 128 items 3"
+run_example row_cumsum.rtcg -D m=1001 -D n=3001 --schedule "scan: lines lanes 1 items 4 threads 96"
+run_example segmented_sum.rtcg -D n=1000003 --schedule "scan: lookback threads 256 items 9"
+run_example segmented_sum.rtcg -D n=1000003 --schedule "scan: lines lanes 32 items 2 threads 64"
 mismatches=$(grep -c MISMATCH "$out/examples.log" || true)
 failures=$(grep -c '^rc=[1-9]' "$out/examples.log" || true)
 

@@ -62,6 +62,10 @@ sizes=(
   "histogram.rtcg n=100003 bins=256"
   "histogram_weighted.rtcg n=100003 bins=1000"
   "assemble.rtcg K=1001 Np=20 N=5003"
+  "cumsum.rtcg n=100003"
+  "exclusive_scan.rtcg n=100003"
+  "row_cumsum.rtcg m=257 n=1031"
+  "segmented_sum.rtcg n=100003"
 )
 
 # rtcgc: $RTCGC, else the packed GPU build (set up as gpu-check.sh does), else this build.

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch peers of the benchmark suite's rows whose peer is "PyTorch" (issue 23's row-wise
 normalisations (softmax, layer normalisation) and distance-style nested reductions; issue 37's
-histograms (torch.bincount, Tensor.index_add_) and assembly through a map (index_add_)), timed in
-the same GPU job as bench_suite.
+histograms (torch.bincount, Tensor.index_add_) and assembly through a map (index_add_), and its
+scans (torch.cumsum, and CuPy's cumsum, CUB's scan, where CuPy is installed)), timed in the same GPU
+job as bench_suite.
 
 For each such workload (read from `bench_suite --list`), every PyTorch form of its computation runs
 on fresh random inputs of the workload's sizes; each form is checked against a float64 computation
@@ -159,8 +160,74 @@ def assemble_case(s, gen):
     return forms, check
 
 
+def cupy_or_none():
+    try:
+        import cupy  # noqa: PLC0415 - optional: CuPy's cumsum (CUB's scan) is a second peer where installed
+        return cupy
+    except Exception as e:  # noqa: BLE001 - no CuPy: torch's forms only
+        print(f"torch_peers: cupy unavailable: {e}", file=sys.stderr)
+        return None
+
+
+def cumsum_case(s, gen):
+    x = torch.rand(s["n"], device="cuda", generator=gen) * 2 - 1
+    ref = torch.cumsum(x.double(), 0)
+    forms = {"torch.cumsum": lambda: torch.cumsum(x, 0)}
+    cp = cupy_or_none()
+    if cp is not None:
+        xc = cp.from_dlpack(x)
+        forms["cupy.cumsum"] = lambda: torch.from_dlpack(cp.cumsum(xc))
+    return forms, lambda f: rel_err(f(), ref)
+
+
+def exclusive_scan_case(s, gen):
+    c = torch.randint(-8, 8, (s["n"],), device="cuda", generator=gen, dtype=torch.int32)
+    inclusive = torch.cumsum(c.long(), 0)
+    ref = inclusive - c.long()
+    forms = {"torch.cumsum - x": lambda: torch.cumsum(c, 0, dtype=torch.int32).sub_(c)}
+    cp = cupy_or_none()
+    if cp is not None:
+        cc = cp.from_dlpack(c)
+        forms["cupy.cumsum - x"] = lambda: torch.from_dlpack(cp.cumsum(cc, dtype=cp.int32) - cc)
+    return forms, lambda f: rel_err(f(), ref)
+
+
+def row_cumsum_case(s, gen):
+    x = torch.rand(s["m"], s["n"], device="cuda", generator=gen) * 2 - 1
+    ref = torch.cumsum(x.double(), 1)
+    forms = {"torch.cumsum(dim=1)": lambda: torch.cumsum(x, 1)}
+    cp = cupy_or_none()
+    if cp is not None:
+        xc = cp.from_dlpack(x)
+        forms["cupy.cumsum(axis=1)"] = lambda: torch.from_dlpack(cp.cumsum(xc, axis=1))
+    return forms, lambda f: rel_err(f(), ref)
+
+
+def segmented_sum_case(s, gen):
+    # Segments as rtcg's inputs: a start at position 0 and at each other with probability 1/64.
+    n = s["n"]
+    x = torch.rand(n, device="cuda", generator=gen) * 2 - 1
+    starts = torch.rand(n, device="cuda", generator=gen) < 1.0 / 64
+    starts[0] = True
+    idx = torch.arange(n, device="cuda")
+    head = torch.cummax(torch.where(starts, idx, torch.zeros_like(idx)), 0).values
+    ref64 = torch.cumsum(x.double(), 0)
+    ref = ref64 - ref64[head] + x.double()[head]
+    # Neither library has a segmented scan: a cumsum, less its value before each segment's start
+    # (in f32, and in f64 where f32's cancellation fails the check).
+    def by_cumsum(dtype):
+        def f():
+            cs = torch.cumsum(x.to(dtype), 0)
+            return (cs - cs[head] + x.to(dtype)[head]).float()
+        return f
+    forms = {"cumsum - cumsum[head]": by_cumsum(torch.float32), "cumsum(f64) - cumsum[head]": by_cumsum(torch.float64)}
+    return forms, lambda f: rel_err(f(), ref)
+
+
 CASES = {"softmax": softmax_case, "layernorm": layernorm_case, "nearest": nearest_case,
-         "histogram": histogram_case, "histogram_weighted": histogram_weighted_case, "assemble": assemble_case}
+         "histogram": histogram_case, "histogram_weighted": histogram_weighted_case, "assemble": assemble_case,
+         "cumsum": cumsum_case, "exclusive_scan": exclusive_scan_case, "row_cumsum": row_cumsum_case,
+         "segmented_sum": segmented_sum_case}
 TOLERANCE = 1e-4  # FP32 forms against float64
 
 

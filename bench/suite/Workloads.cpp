@@ -186,6 +186,38 @@ kernel assemble(K: int, Np: int, N: int, map: i32[K, Np], contrib: f32[K, Np], i
 }
 )";
 
+constexpr const char* kCumsum = R"(// Inclusive prefix sum (a scan, docs/language.md 5.2).
+kernel cumsum(n: int, x: f32[n], out y: f32[n]) {
+  for i in 0..n {
+    y[i] = sum(j in 0..i + 1, x[j]);
+  }
+}
+)";
+
+constexpr const char* kExclusiveScan = R"(// Exclusive prefix sum of i32 counts: the offsets of items of those sizes.
+kernel exclusive_scan(n: int, counts: i32[n], out starts: i32[n]) {
+  for i in 0..n {
+    starts[i] = sum(j in 0..i, counts[j]);
+  }
+}
+)";
+
+constexpr const char* kRowCumsum = R"(// Prefix sums along the rows of a matrix.
+kernel row_cumsum(m: int, n: int, x: f32[m, n], out y: f32[m, n]) {
+  for r in 0..m, c in 0..n {
+    y[r, c] = sum(j in 0..c + 1, x[r, j]);
+  }
+}
+)";
+
+constexpr const char* kSegmentedSum = R"(// Segmented prefix sum: head[i] is the start of i's segment.
+kernel segmented_sum(n: int, head: i32[n], x: f32[n], out y: f32[n]) {
+  for i in 0..n {
+    y[i] = sum(j in head[i]..i + 1, x[j]);
+  }
+}
+)";
+
 constexpr const char* kDgLift = R"(// DG lifting: face fluxes times the lift matrix, scaled by the inverse Jacobian.
 kernel dg_lift(K: int, Np: int, Nfp: int,
                LIFT: f32[Np, 4*Nfp], flux: f32[K, 4*Nfp], invJ: f32[K],
@@ -318,6 +350,16 @@ std::vector<Workload> allWorkloads() {
                {{"n", int64_t(1) << 26}, {"bins", 1024}}, PeerKind::Torch});
   w.push_back({"assemble_2^20x20", "assemble", "assemble", kAssemble,
                {{"K", int64_t(1) << 20}, {"Np", 20}, {"N", int64_t(1) << 22}}, PeerKind::Torch});
+  // Scans (issue 37): a 2^26-value f32 inclusive sum, an i32 exclusive one, the rows of an 8192 x
+  // 4096 matrix, and a segmented sum of 2^26 values in about 2^20 segments (the inputs' random
+  // segments of mean length 64), against torch.cumsum and CuPy's cumsum.
+  w.push_back({"cumsum_2^26", "cumsum", "cumsum", kCumsum, {{"n", int64_t(1) << 26}}, PeerKind::Torch});
+  w.push_back({"exclusive_scan_2^26", "exclusive_scan", "exclusive_scan", kExclusiveScan, {{"n", int64_t(1) << 26}},
+               PeerKind::Torch});
+  w.push_back({"row_cumsum_8192x4096", "row_cumsum", "row_cumsum", kRowCumsum, {{"m", 8192}, {"n", 4096}},
+               PeerKind::Torch});
+  w.push_back({"segmented_sum_2^26", "segmented_sum", "segmented_sum", kSegmentedSum, {{"n", int64_t(1) << 26}},
+               PeerKind::Torch});
   return w;
 }
 

@@ -15,6 +15,7 @@
 //   EmitMma.cpp        a contraction on tensor cores (`mma:`): staged tiles, fragments, epilogue
 //   EmitMmaHalf.cpp    its 16-bit arithmetics (bf16 / f16): ldmatrix, 16-byte cp.async copies
 //   EmitMmaF64.cpp     its FP64 shapes (m8n8k4; sm_90's m16n8k4/k8/k16): fragment registers, helpers
+//   EmitScan.cpp       a scan (`scan:`): a look-back scan or a scan per line, from fixed templates
 //   EmitPrelude.cpp    fixed device helpers (floor division, cp.async, mma)
 // Everything here is internal to src/codegen; Emitter.h is the interface.
 #pragma once
@@ -232,6 +233,8 @@ struct ModuleNeeds {
   bool producer = false, producerSplit = false;
   std::set<int64_t> producerRegisters;  // every count a `producer` nest's setmaxnreg moves to
   bool atomics = false;       // accumulations (accumulateHelpers)
+  // Scans (EmitScan.cpp): each scan nest's device function, after the fixed scan templates.
+  std::vector<std::string> scanFunctions;
 };
 
 // An accumulation's emission (EmitAccumulate.cpp): the block's copy in shared memory
@@ -450,6 +453,12 @@ void openWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody);
 void closeWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody);
 // The atomics and the warp-aggregated accumulations (fixed text), in a module with accumulations.
 extern const char* const accumulateHelpers;
+
+// EmitScan.cpp: a scan nest (`scan:`, ScanPlan): its kernel, which calls the nest's device
+// function (appended to needs.scanFunctions) that instantiates the fixed scan templates
+// (scanHelpers) for it; the look-back's status words and ticket in `globals`.
+C::Function emitScanNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals);
+extern const char* const scanHelpers;
 
 // EmitKeptRows.cpp (`keep:`): the unrolling of a loop of index `index` (fully, where the index is
 // a kept row's: its slots must be constants); the slot of the thread's value of a kept row's index

@@ -116,6 +116,9 @@ EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlign
   if (needs.producer) mod.preludes.push_back(emit::mma::producerHelpers(needs.producerRegisters, needs.producerSplit));
   for (const std::string& h : needs.wgmmaShapes) mod.preludes.push_back(h);
   if (needs.atomics) mod.preludes.push_back(emit::accumulateHelpers);
+  // Scans: the templates, then each scan nest's function (only in modules that have one).
+  if (!needs.scanFunctions.empty()) mod.preludes.push_back(emit::scanHelpers);
+  for (std::string& f : needs.scanFunctions) mod.preludes.push_back(std::move(f));
   if (needs.floorInt)
     for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
   if (needs.floorLL)

@@ -596,6 +596,7 @@ std::vector<C::GlobalArray> localArrays(const Kernel& k) {
 
 C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals) {
   if (ctx.plan.mma) return emitMmaNest(ctx, launch);
+  if (ctx.plan.scan) return emitScanNest(ctx, launch, globals);
   planLaunch(ctx);
   const LaunchFacts& f = ctx.facts;
   C::Function fn;

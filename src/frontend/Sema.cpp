@@ -10,6 +10,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <set>
 
 #include "frontend/Parser.h"
 #include "ir/Walk.h"
@@ -1393,6 +1394,17 @@ Value KernelSema::lowerCall(const ast::Expr& e, std::optional<ScalarType> hint) 
 Value KernelSema::lowerReduce(const ast::Expr& e, std::optional<ScalarType> hint) {
   SourceLoc l = loc(e.span);
   std::optional<ReduceOp> op = reduction(e.name);
+  // A difference or a quotient over a range (a scan of one, over 0..i + 1) has no order-free
+  // meaning: the reduction and its scan may combine in any order (docs/language.md 6.1, 5.2).
+  static const std::set<std::string> unordered = {"difference", "diff", "sub", "subtract", "minus",
+                                                  "quotient", "div", "divide"};
+  if (!op && unordered.count(e.name)) {
+    error(loc(e.nameSpan), fmt::format("'{}' is not associative, so it cannot be a reduction or a scan (their values "
+                                       "may combine in any order); only sum, product, max and min take index ranges (a running "
+                                       "difference x[0] - x[1] - ... - x[i] is x[0] - sum(j in 1..i + 1, x[j]))",
+                                       e.name));
+    return {};
+  }
   if (!op) {
     error(loc(e.nameSpan), fmt::format("'{}' is not a reduction; only sum, product, max and min take index "
                                        "ranges{}", e.name, suggestion(e.name, {"sum", "product", "max", "min"})));

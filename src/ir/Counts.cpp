@@ -1,4 +1,5 @@
 #include "ir/Counts.h"
+#include "ir/Scan.h"
 
 #include <algorithm>
 #include <map>
@@ -191,7 +192,13 @@ void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, do
 
 FloatOpsByPrecision floatOpsByPrecision(const Kernel& bound) {
   FloatOpsByPrecision ops;
-  for (const LoopNest& nest : bound.nests) {
+  for (size_t n = 0; n < bound.nests.size(); ++n) {
+    const LoopNest& nest = bound.nests[n];
+    // A scan (ir/Scan.h) combines each value once, whatever its triangular form says.
+    if (auto scan = recogniseScan(bound, int(n))) {
+      if (isFloat(scan->type)) (scan->type == ScalarType::F64 ? ops.fp64 : ops.fp32) += double(scan->lines() * scan->length);
+      continue;
+    }
     std::vector<const Loop*> scope;
     for (const Loop& l : nest.loops) scope.push_back(&l);
     double points = domainPoints(bound, scope);

@@ -15,7 +15,8 @@ namespace rtcg {
 // (the lower triangle of a: half of it); any other access counts its whole array.
 int64_t minimalBytes(const Kernel& bound);
 // Floating-point operations of one run: arithmetic and math calls on float values, counted per
-// point of their domain (a reduction step counts its combine as one operation).
+// point of their domain (a reduction step counts its combine as one operation; a scan, ir/Scan.h,
+// one combine per value).
 int64_t floatOps(const Kernel& bound);
 
 // The same operations by precision: an operation on f64 operands counts as fp64, every other one

@@ -376,10 +376,19 @@ class RaceChecker {
     }
     diags_.error(r.loc, fmt::format("cross-iteration dependence: the read {} may see an element of {} that "
                                     "another iteration of this loop nest writes (the store {}); a loop nest "
-                                    "may only read the element it writes at the same point. Split the "
-                                    "computation into two loop nests",
+                                    "may only read the element it writes at the same point. {}",
                                     accessText(k_, r.array, r.indices), arr,
-                                    accessText(k_, first.array, first.indices)));
+                                    accessText(k_, first.array, first.indices), recurrenceAdvice(r, first)));
+  }
+
+  // A read of the element just before the stored one (`y[i] = y[i - 1] + x[i]`) is a recurrence:
+  // a running sum, product, max or min is a scan, written as a reduction over the prefix.
+  std::string recurrenceAdvice(const Access& r, const Access& s) const {
+    auto rf = flatOffset(k_, r.array, r.indices), sf = flatOffset(k_, s.array, s.indices);
+    if (rf && sf && !r.indirect && !s.indirect && rf->coeffs == sf->coeffs && rf->constant < sf->constant)
+      return "A running sum (or product, max, min) is a scan: write it as a reduction over the prefix, "
+             "y[i] = sum(j in 0..i + 1, x[j]), which compiles to one pass (docs/language.md 5.2)";
+    return "Split the computation into two loop nests";
   }
 };
 

@@ -12,6 +12,7 @@
 
 #include "ir/Analysis.h"
 #include "ir/DataRanges.h"
+#include "ir/Scan.h"
 #include "ir/IntOps.h"
 #include "ir/Walk.h"
 #include "rtcg/Half.h"
@@ -302,7 +303,23 @@ void fillOffsets(HostArray& a, uint64_t seed, int64_t extent) {
   for (int64_t i = 0; i < a.size(); ++i) a.setInt(i, v[size_t(i)]);
 }
 
+void fillSegmentHeads(HostArray& a, uint64_t seed, int64_t length, int64_t inner, int64_t meanSegment) {
+  SplitMix rng{seed};
+  const int64_t lines = length > 0 ? a.size() / length : 0;
+  for (int64_t line = 0; line < lines; ++line) {
+    const int64_t base = line / inner * length * inner + line % inner;
+    int64_t start = 0;
+    for (int64_t p = 0; p < length; ++p) {
+      if (p == 0 || rng.next() % uint64_t(std::max<int64_t>(1, meanSegment)) == 0) start = p;
+      a.setInt(base + p * inner, start);
+    }
+  }
+}
+
 void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
+  std::map<int, ScanForm> heads;  // segmented scans' head arrays (ir/Scan.h)
+  for (size_t n = 0; n < bound.nests.size(); ++n)
+    if (auto f = recogniseScan(bound, int(n)); f && f->head >= 0) heads.emplace(f->head, *f);
   std::map<int, ValueRange> ranges = indirectIndexRanges(bound);
   std::map<int, int64_t> offsets = rangeArrayExtents(bound);
   const std::set<int> distinct = storeIndexArrays(bound);
@@ -312,6 +329,7 @@ void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
     HostArray& a = args.array(int(p));
     uint64_t s = mixSeed(seed, p);
     if (param.mode == ArrayMode::Out) poison(a);
+    else if (auto h = heads.find(int(p)); h != heads.end()) fillSegmentHeads(a, s, h->second.length, h->second.inner);
     else if (auto it = offsets.find(int(p)); it != offsets.end()) fillOffsets(a, s, it->second);
     else if (auto it = ranges.find(int(p)); it != ranges.end() && isInteger(a.type())) {
       // The indices of a scatter distinct where they can be, so that its points write distinct

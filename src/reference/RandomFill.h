@@ -59,8 +59,15 @@ std::map<int, int64_t> rangeArrayExtents(const Kernel& bound);
 // partition [0, extent)). A one-element array holds 0.
 void fillOffsets(HostArray& a, uint64_t seed, int64_t extent);
 
+// The segment heads of a segmented scan (ir/Scan.h) of `lines` lines of `length` positions at
+// stride `inner` (ScanForm's view of the array): every line's position 0 starts a segment, and so
+// does each other position with probability 1 / meanSegment (64: about 2^20 segments in 2^26
+// values); a position holds its segment's start.
+void fillSegmentHeads(HostArray& a, uint64_t seed, int64_t length, int64_t inner, int64_t meanSegment = 64);
+
 // Fills every `in` and `inout` array with random data (seeded per parameter): arrays read by
-// range bounds with fillOffsets (so that rowptr[i]..rowptr[i + 1] are valid rows), integer arrays
+// range bounds with fillOffsets (so that rowptr[i]..rowptr[i + 1] are valid rows), a segmented
+// scan's heads with fillSegmentHeads, integer arrays
 // used as indirect indices with values valid for their uses (distinct values where they index a
 // store and the range holds enough: a scatter's points then write distinct elements), other
 // arrays with fillRandom;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <unordered_set>
 
 #include "ir/Analysis.h"
+#include "ir/IntOps.h"
 #include "ir/Walk.h"
 #include "reference/Bytecode.h"
 #include "reference/RandomFill.h"
@@ -163,7 +165,9 @@ std::vector<int64_t> sampleOuterValues(int64_t lo, int64_t hi, int64_t count, ui
 
 ReferenceProgram::ReferenceProgram(const Kernel& bound)
     : compiled_(std::make_unique<CompiledKernel>(refvm::compileKernel(bound))),
-      samplingObstacle_(samplingObstacle(bound)) {}
+      samplingObstacle_(samplingObstacle(bound)) {
+  for (size_t n = 0; n < bound.nests.size(); ++n) scans_.push_back(recogniseScan(bound, int(n)));
+}
 ReferenceProgram::~ReferenceProgram() = default;
 ReferenceProgram::ReferenceProgram(ReferenceProgram&&) noexcept = default;
 ReferenceProgram& ReferenceProgram::operator=(ReferenceProgram&&) noexcept = default;
@@ -227,6 +231,67 @@ void runOuterLoop(const CompiledKernel& k, const CompiledNest& nest, const std::
   for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);
+}
+
+// A scan nest (ir/Scan.h) in one pass: each line combined from its start in order, as the
+// triangular form's reduction combines each of its points' values (floats in double, integers
+// wrapping), so the results are the same. A segmented scan's heads are checked to be a
+// segmentation of each line (ir/Scan.h).
+void runScan(const CompiledKernel& k, const ScanForm& f, const ArrayView* views, bool track) {
+  const ArrayView &in = views[f.in], &out = views[f.out];
+  const int32_t* head = f.head >= 0 ? static_cast<const int32_t*>(views[f.head].data) : nullptr;
+  const bool fl = isFloat(f.type);
+  auto get = [&](int64_t at, double& d, int64_t& i) {
+    if (fl) d = static_cast<const double*>(in.data)[at];
+    else i = f.type == ScalarType::I32 ? static_cast<const int32_t*>(in.data)[at] : static_cast<const int64_t*>(in.data)[at];
+  };
+  auto put = [&](int64_t at, double d, int64_t i) {
+    if (fl) static_cast<double*>(out.data)[at] = d;
+    else if (f.type == ScalarType::I32) static_cast<int32_t*>(out.data)[at] = int32_t(uint32_t(uint64_t(i)));
+    else static_cast<int64_t*>(out.data)[at] = i;
+    if (track && out.written) out.written[at] = 1;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const int64_t imin = f.type == ScalarType::I32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
+  const int64_t imax = f.type == ScalarType::I32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+  double did = 0;
+  int64_t iid = 0;
+  switch (f.op) {
+    case ReduceOp::Sum: did = 0, iid = 0; break;
+    case ReduceOp::Product: did = 1, iid = 1; break;
+    case ReduceOp::Max: did = -inf, iid = imin; break;
+    case ReduceOp::Min: did = inf, iid = imax; break;
+  }
+  auto combine = [&](double& da, int64_t& ia, double dv, int64_t iv) {
+    switch (f.op) {
+      case ReduceOp::Sum: fl ? void(da = da + dv) : void(ia = wrapAdd(ia, iv)); break;
+      case ReduceOp::Product: fl ? void(da = da * dv) : void(ia = wrapMul(ia, iv)); break;
+      case ReduceOp::Max: fl ? void(da = (da > dv || std::isnan(da)) ? da : dv) : void(ia = std::max(ia, iv)); break;
+      case ReduceOp::Min: fl ? void(da = (da < dv || std::isnan(da)) ? da : dv) : void(ia = std::min(ia, iv)); break;
+    }
+  };
+  for (int64_t line = 0; line < f.lines(); ++line) {
+    const int64_t base = line / f.inner * f.length * f.inner + line % f.inner;
+    double da = did;
+    int64_t ia = iid;
+    for (int64_t p = 0; p < f.length; ++p) {
+      const int64_t at = base + p * f.inner;
+      if (head) {
+        const int64_t h = head[at], before = p > 0 ? head[at - f.inner] : 0;
+        if (h != p && (p == 0 || h != before))
+          throw Error(fmt::format("kernel '{}': segmented scan: '{}' holds {} at flat element {} (position {} of its line): "
+                                  "a segment's start is the position itself or, within a segment, the value before it ({})",
+                                  k.kernelName, k.paramNames[size_t(f.head)], h, at, p, p == 0 ? int64_t(0) : before));
+        if (h == p) da = did, ia = iid;
+      }
+      double dv = 0;
+      int64_t iv = 0;
+      get(at, dv, iv);
+      if (f.exclusive) put(at, da, ia);
+      combine(da, ia, dv, iv);
+      if (!f.exclusive) put(at, da, ia);
+    }
+  }
 }
 
 }  // namespace
@@ -314,6 +379,13 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
   auto t0 = std::chrono::steady_clock::now();
   for (size_t n = 0; n < k.nests.size(); ++n) {
     const CompiledNest& nest = k.nests[n];
+    if (scans_[n]) {  // every line in one pass, sampled or not (ir/Scan.h)
+      runScan(k, *scans_[n], views.data(), track);
+      refvm::execute(k, nest.prelude, frame.data(), views.data());
+      const int64_t values = std::max<int64_t>(0, frame[nest.outerHi].i - frame[nest.outerLo].i);
+      result.outerValuesTotal += values, result.outerValuesRun += values;
+      continue;
+    }
     if (nest.outerVar < 0) {
       std::vector<Slot> f = frame;
       refvm::execute(k, nest.body, f.data(), views.data(), track);

@@ -30,6 +30,7 @@
 
 #include "ir/IR.h"
 #include "reference/Compare.h"
+#include "ir/Scan.h"
 #include "reference/HostArgs.h"
 #include "support/Error.h"
 
@@ -142,6 +143,8 @@ class ReferenceProgram {
  private:
   std::unique_ptr<refvm::CompiledKernel> compiled_;
   std::string samplingObstacle_;  // samplingObstacle(bound), computed once
+  // Per nest: its scan form (ir/Scan.h), which runs in one pass instead of a reduction per point.
+  std::vector<std::optional<ScanForm>> scans_;
 };
 
 // Compiles and runs once.

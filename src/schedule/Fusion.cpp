@@ -36,6 +36,7 @@ std::vector<std::string> launchConflicts(const Kernel& k, const Schedule& s, con
     const NestSchedule& ns = s.nests[size_t(n)];
     const IndexSchedule* c = leadingClause(k, ns, n);
     if (p.mma) why.push_back(fmt::format("nest {} computes on tensor cores (mma:), which runs as a launch of its own", n));
+    if (p.scan) why.push_back(fmt::format("nest {} is a scan (scan:), which runs as a launch of its own", n));
     if (p.crossBlock.any())
       why.push_back(fmt::format("nest {} splits a reduction across blocks, which needs a launch of its own", n));
     if (p.dynamicShared) why.push_back(fmt::format("nest {} keeps its tiles in dynamic shared memory", n));

@@ -643,6 +643,7 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
 
 NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits) {
   if (s.mma.any()) return planMmaNest(k, nest, s, limits);
+  if (s.scan.any()) return planScanNest(k, nest, s, limits);
   return NestPlanner(k, nest, s, limits).run();
 }
 
@@ -912,6 +913,7 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
   if (plan.schedule.blocksPerSM > 0)
     s += fmt::format("  __launch_bounds__({}, {})\n", plan.launch.threads, plan.schedule.blocksPerSM);
   if (plan.mma) return s + mmaLines(k, *plan.mma);
+  if (plan.scan) return s + scanLines(k, *plan.scan);
   for (const IndexPlan& ip : plan.parts) s += indexLines(ip, plan.clauseOf(ip));
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     std::vector<std::string> loops;

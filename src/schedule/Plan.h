@@ -17,6 +17,7 @@
 #include "ir/IR.h"
 #include "schedule/Domain.h"
 #include "schedule/Mma.h"
+#include "schedule/ScanPlan.h"
 #include "schedule/Schedule.h"
 
 namespace rtcg {
@@ -147,6 +148,8 @@ struct NestPlan {
   // `mma:`: the nest's contraction on tensor cores (schedule/Mma.h). Such a plan has no index
   // parts: the launch and the shared memory above are the mma plan's.
   std::optional<MmaPlan> mma;
+  // `scan:`: the nest's scan in one pass (schedule/ScanPlan.h); no index parts either.
+  std::optional<ScanPlan> scan;
 
   const IndexPlan* index(std::string_view name) const;  // nullptr if absent
   const IndexSchedule& clauseOf(const IndexPlan& ip) const { return schedule.indices[ip.clause]; }
@@ -164,6 +167,8 @@ struct NestPlanResult {
   bool ok() const { return plan.has_value(); }
 };
 NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits = {});
+// The same for a schedule with a `scan:` clause (schedule/ScanPlan.cpp).
+NestPlanResult planScanNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits);
 
 // Nests run fused in one launch (`fuse: N`, Schedule.h): nests first..first+count-1 share their
 // leading parallel index `index` (fusionConflicts, ir/Analysis.h, says when they may), whose

@@ -1,4 +1,5 @@
 #include "schedule/Schedule.h"
+#include "schedule/ScanPlan.h"
 
 #include <algorithm>
 #include <cctype>
@@ -136,6 +137,12 @@ int computeCapabilityOf(std::string_view arch) {
 
 bool mmaWgmmaArith(MmaArith a) { return mmaIs16Bit(a) || a == MmaArith::Tf32 || a == MmaArith::Tf32x3; }
 
+std::string printScanSchedule(const ScanSchedule& s) {
+  if (s.kind == ScanSchedule::Kind::Lines)
+    return fmt::format("lines lanes {} items {} threads {}", s.lanes, s.items, s.threads);
+  return fmt::format("lookback threads {} items {}", s.threads, s.items);
+}
+
 std::string printMmaSchedule(const MmaSchedule& m) {
   if (m.wgmmaN > 0)
     return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
@@ -236,6 +243,10 @@ const std::vector<ClauseRow>& clauseTable() {
     aggregate.flag = &NestSchedule::warpAggregation;
     aggregate.yes = "warp", aggregate.no = "none", aggregate.family = "aggregate: warp";
     r.push_back(aggregate);
+    ClauseRow scan{"scan", ClauseKind::Scan};
+    scan.scan = &NestSchedule::scan;
+    scan.distance = 4, scan.family = "scan";
+    r.push_back(scan);
     return r;
   }();
   return rows;
@@ -248,6 +259,7 @@ bool clauseAtDefault(const ClauseRow& row, const NestSchedule& s) {
     case ClauseKind::Number: return s.*row.number == row.defaultNumber;
     case ClauseKind::Keyword: return !(s.*row.flag);
     case ClauseKind::Mma: return !(s.*row.mma).any();
+    case ClauseKind::Scan: return !(s.*row.scan).any();
   }
   return true;
 }
@@ -261,6 +273,7 @@ std::string clauseValue(const ClauseRow& row, const NestSchedule& s) {
       return row.defaultNumber == 0 && s.*row.number == 0 ? "none" : std::to_string(s.*row.number);
     case ClauseKind::Keyword: return s.*row.flag ? row.yes : row.no;
     case ClauseKind::Mma: return (s.*row.mma).any() ? printMmaSchedule(s.*row.mma) : "none";
+    case ClauseKind::Scan: return (s.*row.scan).any() ? printScanSchedule(s.*row.scan) : "none";
   }
   return "";
 }
@@ -294,7 +307,8 @@ std::string printNestSchedule(const NestSchedule& s) {
       case ClauseKind::ArrayFlag: break;
       case ClauseKind::Number:
       case ClauseKind::Keyword:
-      case ClauseKind::Mma: clauses.push_back(fmt::format("{}: {}", row.name, clauseValue(row, s))); break;
+      case ClauseKind::Mma:
+      case ClauseKind::Scan: clauses.push_back(fmt::format("{}: {}", row.name, clauseValue(row, s))); break;
     }
   }
   if (clauses.empty()) return "-";
@@ -456,6 +470,7 @@ class ScheduleParser {
         return;
       case ClauseKind::ArrayFlag: return;
       case ClauseKind::Mma: given = true, n.*row.mma = mmaClause(); return;
+      case ClauseKind::Scan: given = true, n.*row.scan = scanClause(); return;
     }
   }
 
@@ -476,6 +491,38 @@ class ScheduleParser {
     if (depth > 0) failAt(open, "unclosed '[' of an access in 'shared:' (e.g. 'a[i,k]')");
     if (text == "[]") failAt(open, "an access in 'shared:' needs its index expressions (e.g. 'a[i,k]')");
     return text;
+  }
+
+  // `lookback threads 256 items 8` or `lines lanes 32 items 4 threads 256` after `scan:`. Numbers
+  // are range-checked here so that every parsed clause prints back; whether the nest is a scan is
+  // the plan's question (ScanPlan.h).
+  ScanSchedule scanClause() {
+    ScanSchedule s;
+    size_t at = (skipSpace(), pos_);
+    const std::string kind = word("'lookback' or 'lines' after 'scan:'");
+    if (kind == "lookback") s.kind = ScanSchedule::Kind::Lookback;
+    else if (kind == "lines") s.kind = ScanSchedule::Kind::Lines;
+    else failAt(at, fmt::format("unknown scan '{}' (expected 'lookback' or 'lines')", kind));
+    auto value = [&](const char* kw, const char* after, int64_t lo, int64_t hi, const char* rule) {
+      keyword(kw, after);
+      size_t vat = (skipSpace(), pos_);
+      if (!atNumber()) fail(fmt::format("expected a number after '{}'", kw));
+      const int64_t v = number();
+      if (v < lo || v > hi || (std::string(rule).find("power") != std::string::npos && (v & (v - 1)) != 0) ||
+          (std::string(rule).find("multiple") != std::string::npos && v % 32 != 0))
+        failAt(vat, fmt::format("scan {} must be {}", kw, rule));
+      return v;
+    };
+    const char* threadsRule = "a multiple of 32 from 32 to 1024";
+    if (s.kind == ScanSchedule::Kind::Lookback) {
+      s.threads = value("threads", "'lookback'", 32, 1024, threadsRule);
+      s.items = value("items", "the threads", 1, 32, "between 1 and 32");
+    } else {
+      s.lanes = value("lanes", "'lines'", 1, 32, "a power of two from 1 to 32");
+      s.items = value("items", "the lanes", 1, 32, "between 1 and 32");
+      s.threads = value("threads", "the items", 32, 1024, threadsRule);
+    }
+    return s;
   }
 
   // `WxH`: two positive numbers joined by 'x' (`warps 2x2`).
@@ -714,6 +761,10 @@ std::vector<std::string> validateSchedule(const Kernel& k, const Schedule& s, co
 Schedule defaultSchedule(const Kernel& k) {
   Schedule s;
   for (size_t n = 0; n < k.nests.size(); ++n) {
+    if (auto scan = defaultScanSchedule(k, int(n))) {  // a scan: one pass (schedule/ScanPlan.h)
+      s.nests.push_back(std::move(*scan));
+      continue;
+    }
     NestSchedule ns;
     auto indices = nestIndices(k, (int)n);
     std::vector<NestIndex> list = indices ? *indices : std::vector<NestIndex>{};

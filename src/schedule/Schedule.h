@@ -180,6 +180,25 @@ MmaDims mmaDims(const MmaSchedule& m);                // its instruction's M, N,
 // m16n8k*, else 80.
 int mmaMinComputeCapability(const MmaSchedule& m);
 
+// `scan: lookback threads 256 items 8` or `scan: lines lanes 32 items 4 threads 256`: the nest is a
+// scan (ir/Scan.h: a prefix reduction in its triangular form) computed in one pass instead of one
+// reduction per point (schedule/ScanPlan.h says what each variant is). `lookback`: every line cut
+// into tiles of threads x items values, one block a tile, tiles chained by a decoupled look-back;
+// `lines`: `lanes` threads (1 to 32, a power of two: a part of one warp) scan one line from its
+// start to its end, items values per lane a step, threads / lanes lines per block. No index clause
+// beside it.
+struct ScanSchedule {
+  enum class Kind : uint8_t { None, Lookback, Lines };
+  Kind kind = Kind::None;
+  int64_t threads = 256;
+  int64_t items = 8;
+  int64_t lanes = 32;  // lines only
+  bool any() const { return kind != Kind::None; }
+  bool operator==(const ScanSchedule&) const = default;
+};
+// "lookback threads 256 items 8", "lines lanes 32 items 4 threads 256"
+std::string printScanSchedule(const ScanSchedule& s);
+
 // The precision policy of f32 contractions (`--precision`, CompileOptions::precision): which
 // tensor-core arithmetic a schedule may use. `ieee` (the default) never rounds an f32 operand to
 // TF32 (f64 contractions may use FP64 mma: IEEE products and sums); `tf32x3` allows the 3xTF32
@@ -233,6 +252,8 @@ struct NestSchedule {
   // update one element combine their values and issue one atomic.
   bool privatizeAccumulation = false;
   bool warpAggregation = false;
+  // `scan: ...`: the nest's scan in one pass (ScanSchedule above; no index clauses beside it).
+  ScanSchedule scan;
   const IndexSchedule* find(std::string_view index) const;  // nullptr if absent
   bool isTransposed(std::string_view array) const;
   bool operator==(const NestSchedule&) const = default;
@@ -259,6 +280,7 @@ enum class ClauseKind : uint8_t {
   Number,     // `buffers: 2`: an integer in [min, max], not printed at its default
   Keyword,    // `copy: async|registers`: a flag set by its first word, not printed when clear
   Mma,        // `mma: tf32 m16n8k8 warps 2x2 tile 4x2 k 16`: the MmaSchedule, not printed when none
+  Scan,       // `scan: lookback threads 256 items 8`: the ScanSchedule, not printed when none
 };
 
 struct ClauseRow {
@@ -273,6 +295,7 @@ struct ClauseRow {
   const char* yes = nullptr;           // Keyword: the word that sets the flag
   const char* no = nullptr;            // Keyword: the word that clears it (the default)
   MmaSchedule NestSchedule::*mma = nullptr;  // Mma
+  ScanSchedule NestSchedule::*scan = nullptr;  // Scan
   // scheduleDistance: what a differing value costs (Arrays: per array only one schedule stages;
   // ArrayFlag: per array both stage, marked in one only).
   double distance = 1;

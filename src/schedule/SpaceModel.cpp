@@ -1,4 +1,5 @@
 #include "schedule/SpaceModel.h"
+#include "schedule/SpaceScan.h"
 
 #include "ir/Counts.h"
 #include "ir/Walk.h"
@@ -647,7 +648,7 @@ double NestModel::bankConflictWays(const NestPlan& plan, size_t access, const St
 }
 
 NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) const {
-  if (s.mma.any()) {  // a probe of an mma schedule: its plan, where it has one
+  if (s.mma.any() || s.scan.any()) {  // a probe of an mma or scan schedule: its plan, where it has one
     NestPlanResult r = planNest(*k_, nest_, s);
     if (r.plan) return estimate(*r.plan, d);
     NestEstimate e;
@@ -666,6 +667,7 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
 // combines, long rows, accumulation).
 NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) const {
   if (plan.mma) return estimateMma(*k_, plan, d);
+  if (plan.scan) return estimateScan(*k_, plan, d);  // SpaceScan.h
   NestEstimate e;
   const LaunchPlan& launch = plan.launch;
   e.threads = launch.threads;

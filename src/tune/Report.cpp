@@ -54,7 +54,7 @@ std::vector<std::pair<std::string, std::string>> scheduleChoices(const ScheduleP
   std::vector<std::vector<std::string>> clauses(clauseTable().size());  // per clause row
   for (const NestPlan& np : plan.nests) {
     const NestSchedule& nest = np.schedule;
-    if (nest.indices.empty() && !nest.mma.any()) continue;
+    if (nest.indices.empty() && !nest.mma.any() && !nest.scan.any()) continue;
     std::string tx = "none";
     int64_t regTile = 1, unrollFactor = 1;
     std::set<int> gridAxes;

@@ -90,6 +90,10 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"histogram.rtcg", {{{{"n", 1003}, {"bins", 37}}, {{"n", 100003}, {"bins", 256}}}}},
     {"histogram_weighted.rtcg", {{{{"n", 1003}, {"bins", 37}}, {{"n", 100003}, {"bins", 1000}}}}},
     {"assemble.rtcg", {{{{"K", 37}, {"Np", 7}, {"N", 101}}, {{"K", 1001}, {"Np", 20}, {"N", 5003}}}}},
+    {"cumsum.rtcg", {{{{"n", 37}}, {{"n", 100003}}}}},
+    {"exclusive_scan.rtcg", {{{{"n", 37}}, {{"n", 100003}}}}},
+    {"row_cumsum.rtcg", {{{{"m", 37}, {"n", 41}}, {{"m", 1001}, {"n", 3001}}}}},
+    {"segmented_sum.rtcg", {{{{"n", 37}}, {{"n", 100003}}}}},
 };
 
 // Every example has test sizes here (the GPU test below would fail on a GPU machine only: CI,

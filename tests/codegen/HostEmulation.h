@@ -19,6 +19,9 @@ struct EmulationOptions {
   // run, the arrival counters of the functions with global scratch must be back at 0.
   int runs = 1;
   int blockOrder = 0;  // the order the blocks run in: 0 grid order, 1 reversed, 2 shuffled
+  // Scans' look-back: tiles publish their aggregates only (RTCG_SCAN_HOLD_PREFIX), so that each
+  // look-back combines the aggregates of every tile before it in its line.
+  bool scanHoldPrefix = false;
 };
 
 // Emits `k` under `s` (with `limits`), runs it on the host on `args` (written arrays updated in

@@ -132,6 +132,14 @@ template <class T>
 inline T __shfl_xor_sync(unsigned int, T v, int laneMask) {
   return rtcg_emu_shuffle(v, (rtcg_emu_linear_tid % 32) ^ (unsigned int)laneMask);
 }
+// Scans' shuffles (EmitScan.cpp) within segments of `width` lanes: up by `delta` (a lane below
+// its segment's delta keeps its own value), and from lane `source` of the segment.
+template <class T>
+inline T __shfl_up_sync(unsigned int, T v, unsigned int delta, int width = 32) {
+  const unsigned int lane = rtcg_emu_linear_tid % 32, inSegment = lane % (unsigned int)width;
+  return rtcg_emu_shuffle(v, inSegment >= delta ? lane - delta : 32u);
+}
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
 
 // Global memory across blocks (reductions split across blocks): `__device__` arrays at module scope
 // are plain globals of the shared object (zero-initialized, like a loaded module's). The blocks of
@@ -194,8 +202,9 @@ inline long long atomicMin(long long* address, long long value) {
 // of the warp calls them at the same point (the emitter calls rtcg_warp_* in uniform code); the
 // mask names the lanes of the warp (all of them: the emitter passes the partial last warp's).
 template <class T>
-inline T __shfl_sync(unsigned int, T v, int source) {
-  return rtcg_emu_shuffle(v, (unsigned int)source);
+inline T __shfl_sync(unsigned int, T v, int source, int width = 32) {
+  const unsigned int lane = rtcg_emu_linear_tid % 32;
+  return rtcg_emu_shuffle(v, lane - lane % (unsigned int)width + (unsigned int)source % (unsigned int)width);
 }
 inline unsigned long long rtcg_emu_keys[1024];
 // Every lane of the warp publishes `mine`; the bits of the lanes in `mask` whose value `pick` takes.
@@ -696,6 +705,10 @@ inline void rtcg_tma_load_2d(void* dst, const Map* map, void* bar, int inner, in
 // The order in which the blocks of a grid run: 0 in order (x fastest), 1 reversed, 2 a fixed
 // shuffle. A cross-block reduction must give the same bits whichever block arrives last.
 inline int rtcg_emu_block_order = 0;
+// Scans' look-back (EmitScan.cpp): with this set, tiles publish aggregates only (a line's first
+// tile its prefix), so every look-back walks back to the line's start (EmulationOptions).
+inline bool rtcg_emu_scan_hold_prefix = false;
+#define RTCG_SCAN_HOLD_PREFIX rtcg_emu_scan_hold_prefix
 
 // Runs kernel(context) (a call of the emitted function with its arguments) on every thread of the
 // grid (the runtime's).

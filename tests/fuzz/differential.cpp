@@ -110,7 +110,7 @@ std::string randomExpr(std::mt19937_64& rng, int depth, const std::string& bRead
 }
 
 // A small random kernel from a grammar: a map over (i, j), a row reduction over j, a whole-array
-// reduction, or an accumulation into c, of a random expression; b is [n, m] or [m, n] (read
+// reduction, an accumulation into c, or a scan of a local, of a random expression; b is [n, m] or [m, n] (read
 // transposed).
 Source randomKernel(std::mt19937_64& rng) {
   bool transposed = rng() % 2;
@@ -145,6 +145,23 @@ Source randomKernel(std::mt19937_64& rng) {
         "kernel g(n: int, m: int, a: f32[n, m], b: {}, k: i32[n, m], inout c: {}[m]) {{\n"
         "  for i in 0..n, j in 0..m {{ {}{}; }}\n}}\n",
         bType, elem, target, update);
+    return {"grammar", text};
+  }
+  if (rng() % 5 == 0) {
+    // A scan (docs/language.md 5.2) of the expression, computed into a local first: inclusive or
+    // exclusive, along a row or down a column, segmented by heads (random segments of the reference's
+    // filling), of f32 values (sum, max, min) or of i32 ones (any operator: products wrap exactly).
+    const bool i32 = rng() % 3 == 0, rows = rng() % 2, seg = rng() % 4 == 0, excl = rng() % 3 == 0;
+    const char* ops[] = {"sum", "max", "min", "product"};
+    const std::string op = ops[rng() % (i32 ? 4 : 3)], elem = i32 ? "i32" : "f32";
+    const std::string value = i32 ? "i32(" + e + " * 4.0)" : e, s = rows ? "j" : "i";
+    const std::string lo = seg ? "head[i, j]" : "0", hi = excl ? s : s + " + 1", read = rows ? "t[i, q]" : "t[q, j]";
+    std::string text = fmt::format(
+        "kernel g(n: int, m: int, a: f32[n, m], b: {},{} out c: {}[n, m]) {{\n"
+        "  local t: {}[n, m];\n"
+        "  for i in 0..n, j in 0..m {{ t[i, j] = {}; }}\n"
+        "  for i in 0..n, j in 0..m {{ c[i, j] = {}(q in {}..{}, {}); }}\n}}\n",
+        bType, seg ? " head: i32[n, m]," : "", elem, elem, value, op, lo, hi, read);
     return {"grammar", text};
   }
   switch (rng() % 4) {

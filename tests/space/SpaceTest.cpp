@@ -134,6 +134,11 @@ std::pair<int64_t, int64_t> launchShape(const Kernel& bound, int nest, const Nes
     for (int64_t e : p->c.batchExtent) blocks *= std::max<int64_t>(1, e);
     return {ns.mma.warpsM * ns.mma.warpsN * 32, blocks};
   }
+  if (ns.scan.any()) {  // the scan's own launch (schedule/ScanPlan.h)
+    NestPlanResult r = planNest(bound, nest, ns);
+    RTCG_ASSERT(r.plan.has_value(), "a scan candidate plans");
+    return {r.plan->launch.threads, r.plan->launch.blocks};
+  }
   auto indices = nestIndices(bound, nest);
   RTCG_ASSERT(indices.has_value(), "nest indices");
   for (const NestIndex& ni : *indices) {

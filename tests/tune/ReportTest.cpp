@@ -163,7 +163,7 @@ TEST(Report, ScheduleChoicesComeFromThePlans) {
       {"shared", "a, b"},   {"transposed", "none"},       {"buffers", "1"},       {"copy", "registers"},
       {"loads", "late"},    {"blocks_per_sm", "none"},    {"stores", "cached"},   {"long_rows", "none"},
       {"mma", "none"},      {"fuse", "1"},                {"keep", "none"},       {"accumulate", "global"},
-      {"aggregate", "none"}, {"grid axes", "2"}};
+      {"aggregate", "none"}, {"scan", "none"},     {"grid axes", "2"}};
   EXPECT_EQ(c, expected);
   // Threads the schedule text does not say (a first part spans the index): the launch's.
   auto bySize = choicesOf(matmul, "i: grid.y; j: thread.x; k: serial");
@@ -180,19 +180,22 @@ TEST(Report, ScheduleChoicesComeFromThePlans) {
   std::vector<std::pair<std::string, std::string>> expectedClauses = {
       {"shared", "a, b"}, {"transposed", "a"}, {"buffers", "3"}, {"copy", "async"}, {"loads", "early"}, {"blocks_per_sm", "2"},
       {"stores", "streaming"}, {"long_rows", "64"}, {"mma", "none"}, {"fuse", "1"}, {"keep", "none"},
-      {"accumulate", "shared"}, {"aggregate", "warp"}};
+      {"accumulate", "shared"}, {"aggregate", "warp"}, {"scan", "none"}};
   EXPECT_EQ(clauses, expectedClauses);
   EXPECT_EQ(staged[3].second, "4");
   // An mma schedule (no index clauses): its clause is the choice, its threads the warps'.
   auto mma = choicesOf(matmul, "mma: tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16");
   EXPECT_EQ(mma[1], (std::pair<std::string, std::string>{"threads per block", "128"}));
-  EXPECT_EQ(mma[mma.size() - 6], (std::pair<std::string, std::string>{"mma", "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16"}));
+  EXPECT_EQ(mma[mma.size() - 7], (std::pair<std::string, std::string>{"mma", "tf32x3 m16n8k8 warps 2x2 tile 4x2 k 16"}));
   // Nests fused: the first nest's count, the others' 1.
   const Kernel softmax = exampleKernel("softmax.rtcg", {{"m", 7}, {"n", 1003}});
   const std::string row = "i: grid.x; j: serial, thread.x 64";
   auto fused = choicesOf(softmax, row + "; fuse: 3; keep: x | " + row + " | " + row);
-  EXPECT_EQ(fused[fused.size() - 5], (std::pair<std::string, std::string>{"fuse", "3 | 1 | 1"}));
-  EXPECT_EQ(fused[fused.size() - 4], (std::pair<std::string, std::string>{"keep", "x | none | none"}));
+  EXPECT_EQ(fused[fused.size() - 6], (std::pair<std::string, std::string>{"fuse", "3 | 1 | 1"}));
+  EXPECT_EQ(fused[fused.size() - 5], (std::pair<std::string, std::string>{"keep", "x | none | none"}));
+  // A scan schedule: its clause is the choice.
+  auto scan = scheduleChoices(sketchPlan("scan: lookback threads 256 items 8", 256));
+  EXPECT_EQ(scan[scan.size() - 2], (std::pair<std::string, std::string>{"scan", "lookback threads 256 items 8"}));
   auto two = scheduleChoices(sketchPlan("i: grid.x, thread.x 64 | i: grid.x, thread.x 256, reg 2", 64));
   EXPECT_EQ(two[0].second, "i 64 | i 256");
   EXPECT_EQ(two[2].second, "1 | 2");

@@ -2,6 +2,8 @@
 // variants through add; run calls them in the order of the family table.
 #include "schedule/space/NestSpace.h"
 
+#include "schedule/SpaceScan.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -30,7 +32,9 @@ NestSpace::NestSpace(const Kernel& k, int nest, const SpaceOptions& o, const Sch
 
 void NestSpace::run() {
   add(defaults_.nests[nest_], Group::Plain, /*isDefault=*/true);
-  if (model_.ok())
+  // A scan's one-pass schedules (SpaceScan.h); the other families only where its triangle is short.
+  for (const NestSchedule& ns : scanVariants(k_, nest_, o_)) add(ns, Group::Plain);
+  if (model_.ok() && pointwiseOffered(k_, nest_))
     for (const SpaceFamily& family : spaceFamilies())
       if (family.applies(*this)) family.generate(*this);
   finishGroups();
