@@ -125,13 +125,15 @@ run64 -k dgemm -D n=1001 --schedule "mma: f64 m16n8k16 warps 2x2 tile 4x4 k 16 s
 run64 -k dgemm -D n=1001 --schedule "mma: f64 m16n8k8 warps 2x4 tile 2x4 k 16 stages 4 epilogue shared"
 run64 -k dgemm -D n=1001 --schedule "mma: f64 m16n8k4 warps 2x2 tile 2x2 k 8"
 run64 -k lift64 -D K=33333 -D Np=35 -D F=60 --schedule "mma: f64 m16n8k16 warps 2x2 tile 2x2 k 16 stages 3"
-# cp.async rings over reductions of fewer steps than stages (f64 DG differentiation, Np = 35 and
-# 32: 2 or 3 steps), where a wait that counted empty groups read stages before they landed.
-run64 -k dgdiff64 -D K=100000 -D Np=35 --schedule "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 16 stages 4 fragments 2 epilogue shared"
-run64 -k dgdiff64 -D K=100000 -D Np=35 --schedule "mma: f64 m16n8k8 warps 2x2 tile 1x1 k 32 stages 3 fragments 2 epilogue shared"
-run64 -k dgdiff64 -D K=100000 -D Np=32 --schedule "mma: f64 m16n8k4 warps 4x1 tile 1x1 k 16 stages 4 fragments 2"
+# cp.async rings over reductions of fewer steps than stages (f64 DG differentiation, Np = 35: 3
+# steps of 16), where a wait that counted empty groups read stages before they landed, and
+# `fragments 2` rings of as many steps as stages or more (fewer are refused with the reason).
+run64 -k dgdiff64 -D K=100000 -D Np=35 --schedule "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 16 stages 4 epilogue shared"
+run64 -k dgdiff64 -D K=100000 -D Np=35 --schedule "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 8 stages 4 fragments 2 epilogue shared"
+run64 -k dgdiff64 -D K=100000 -D Np=35 --schedule "mma: f64 m16n8k8 warps 2x2 tile 1x1 k 16 stages 3 fragments 2 epilogue shared"
+run64 -k dgdiff64 -D K=100000 -D Np=32 --schedule "mma: f64 m16n8k4 warps 4x1 tile 1x1 k 8 stages 4 fragments 2"
 run64 -k dgdiff64 -D K=100001 -D Np=35 --schedule "mma: f64 m16n8k8 warps 2x2 tile 2x1 k 16 stages 4"
-run64 -k dgdiff64 -D K=100001 -D Np=20 --schedule "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 8 stages 4 fragments 2"
+run64 -k dgdiff64 -D K=100001 -D Np=20 --schedule "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 4 stages 4 fragments 2"
 # Hopper's warpgroup MMA (wgmma through shared-memory descriptors, sm_90a) at sizes no tile divides.
 run_example gemm_bf16.rtcg -D n=1003 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
 run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 4"

@@ -429,21 +429,24 @@ TEST_F(ApiGpu, ArgumentMismatchesWithRealArrays) {
 
 TEST_F(ApiGpu, HostVectorsAreInOutAndInOut) {
   Context ctx;
-  CompiledKernel k = ctx.compile(R"(kernel io(n: int, a: f32[n], out b: f32[2*n], inout c: f32[n]) {
+  // An out array the kernel does not write in full is refused when the sizes are bound (issue 40).
+  EXPECT_THROW(ctx.compile(R"(kernel part(n: int, a: f32[n], out b: f32[2*n]) { for i in 0..n { b[i] = a[i]; } })",
+                           {{"n", 1000}}),
+               CompileError);
+  CompiledKernel k = ctx.compile(R"(kernel io(n: int, a: f32[n], out b: f32[n], inout c: f32[n]) {
     for i in 0..n { b[i] = a[i] + c[i]; c[i] = c[i] * 2; }
   })", {{"n", 1000}});
-  std::vector<float> a(1000), b(2000, 7.0f), c(1000);
+  std::vector<float> a(1000), b(1000, 7.0f), c(1000);
   for (int i = 0; i < 1000; ++i) a[i] = float(i), c[i] = float(3 * i);
   const std::vector<float> aConst = a;
   k(aConst, b, c);
   for (int i = 0; i < 1000; ++i) {
     ASSERT_EQ(a[i], float(i));            // in: untouched
     ASSERT_EQ(b[i], float(i + 3 * i));    // out: written
-    ASSERT_EQ(b[1000 + i], 0.0f);         // out: elements the kernel does not write become 0
     ASSERT_EQ(c[i], float(6 * i));        // inout: read and written back
   }
   // Device arrays keep their contents between launches: inout accumulates.
-  Array<float> da = ctx.upload(a), db = ctx.empty<float>(2000), dc = ctx.upload(c);
+  Array<float> da = ctx.upload(a), db = ctx.empty<float>(1000), dc = ctx.upload(c);
   k(da, db, dc);
   k(da, db, dc);
   std::vector<float> hc = dc.download();
