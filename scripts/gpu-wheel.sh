@@ -69,6 +69,19 @@ make_wheel() {
 
 venv=$work/venv
 "$py" -m venv --system-site-packages "$venv" || { echo "gpu-wheel: python -m venv failed" >&2; exit 1; }
+# The machine's PyTorch, NumPy, CuPy and pytest, wherever its Python finds them (site-packages, a
+# user site, or PYTHONPATH, which is unset below): their folders in a .pth file of the venv.
+"$py" - >"$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/machine-packages.pth" <<'PY'
+import importlib.util, os
+seen = []
+for name in ("torch", "numpy", "cupy", "pytest"):
+    spec = importlib.util.find_spec(name)
+    if spec and spec.origin:
+        folder = os.path.dirname(os.path.dirname(spec.origin))
+        if folder not in seen:
+            seen.append(folder)
+print("\n".join(seen))
+PY
 tag=cp$("$py" -c "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')")
 wheel=$(ls "$root"/.gpu/wheelhouse/rtcg-*-"$tag"-*.whl 2>/dev/null | head -1)
 if [[ -n $wheel ]] && "$venv/bin/python" -m pip install -q --no-index --no-deps "$wheel"; then
