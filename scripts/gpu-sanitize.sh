@@ -66,6 +66,7 @@ sizes=(
   "exclusive_scan.rtcg n=100003"
   "row_cumsum.rtcg m=257 n=1031"
   "segmented_sum.rtcg n=100003"
+  "sumfact.rtcg E=101 p=7"
 )
 
 # rtcgc: $RTCGC, else the packed GPU build (set up as gpu-check.sh does), else this build.

@@ -2,7 +2,8 @@
 """PyTorch peers of the benchmark suite's rows whose peer is "PyTorch" (issue 23's row-wise
 normalisations (softmax, layer normalisation) and distance-style nested reductions; issue 37's
 histograms (torch.bincount, Tensor.index_add_) and assembly through a map (index_add_), and its
-scans (torch.cumsum, and CuPy's cumsum, CUB's scan, where CuPy is installed)), timed in the same GPU
+scans (torch.cumsum, and CuPy's cumsum, CUB's scan, where CuPy is installed)); issue 36's sum
+factorisation (torch.einsum and the same product as one cuBLAS GEMM)), timed in the same GPU
 job as bench_suite.
 
 For each such workload (read from `bench_suite --list`), every PyTorch form of its computation runs
@@ -224,7 +225,24 @@ def segmented_sum_case(s, gen):
     return forms, lambda f: rel_err(f(), ref)
 
 
-CASES = {"softmax": softmax_case, "layernorm": layernorm_case, "nearest": nearest_case,
+def sumfact_case(s, gen):
+    # v[e, a, b, i] = sum_j A[i, j] u[e, a, b, j]: one GEMM of (E p^2 x p) by A^T, FP32 (TF32 off).
+    e, p = s["E"], s["p"]
+    A = torch.randn(p, p, device="cuda", generator=gen)
+    u = torch.randn(e, p, p, p, device="cuda", generator=gen)
+    ref = torch.einsum("ij,eabj->eabi", A.double(), u.double())
+    flat = u.view(-1, p)
+    forms = {"torch.einsum": lambda: torch.einsum("ij,eabj->eabi", A, u),
+             "torch.matmul (u flat by A^T)": lambda: torch.matmul(flat, A.t()),
+             "torch.tensordot": lambda: torch.tensordot(u, A, dims=([3], [1]))}
+    c = compiled(lambda x, m: torch.einsum("ij,eabj->eabi", m, x))
+    if c is not None:
+        forms["torch.compile(einsum)"] = lambda: c(u, A)
+    check = lambda f: rel_err(f().reshape(ref.shape), ref)
+    return forms, check
+
+
+CASES = {"softmax": softmax_case, "sumfact": sumfact_case, "layernorm": layernorm_case, "nearest": nearest_case,
          "histogram": histogram_case, "histogram_weighted": histogram_weighted_case, "assemble": assemble_case,
          "cumsum": cumsum_case, "exclusive_scan": exclusive_scan_case, "row_cumsum": row_cumsum_case,
          "segmented_sum": segmented_sum_case}

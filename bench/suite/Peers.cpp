@@ -96,7 +96,8 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
       upload("x");
       allocate("c", host_.array("c").bytes());
       break;
-    case PeerKind::DgDiffStacked: {
+    case PeerKind::DgDiffStacked:
+    case PeerKind::DgDiffStackedF64: {
       upload("u");
       if (stackedKernel()) {  // the kernel's own layout: D and w as they are
         upload("D");
@@ -181,7 +182,7 @@ void Peer::upload(const std::string& name) {
 }
 
 std::vector<double> Peer::download(const std::string& name) const {
-  if (w_.peer == PeerKind::Dgemm) return buffers_.at(name).download<double>();
+  if (w_.peer == PeerKind::Dgemm || w_.peer == PeerKind::DgDiffStackedF64) return buffers_.at(name).download<double>();
   std::vector<float> f = buffers_.at(name).download<float>();
   return std::vector<double>(f.begin(), f.end());
 }
@@ -256,6 +257,15 @@ void Peer::enqueue(const cuda::Stream& stream) {
             "cublasSgemm");
       break;
     }
+    case PeerKind::DgDiffStackedF64: {  // as DgDiffStacked, in f64 (the stacked kernel only)
+      int k = asInt(s.at("K"), "K"), np = asInt(s.at("Np"), "Np");
+      auto dptr = [&](const std::string& name) { return reinterpret_cast<double*>(buffer(name).devicePtr()); };
+      const double one = 1.0, zero = 0.0;
+      check(cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, 3 * np, k, np, &one, dptr("D"), np, dptr("u"), np, &zero,
+                        dptr("w"), 3 * np),
+            "cublasDgemm");
+      break;
+    }
     case PeerKind::SpmvCsr: {
       prepareSparse(stream);
       check(cusparseSpMV(sparse_->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne, sparse_->a, sparse_->x, &kZero,
@@ -319,7 +329,8 @@ std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Strea
     case PeerKind::Strmv:
     case PeerKind::SpmvCsr: out[param("y")] = download("y"); break;
     case PeerKind::Sdot: out[param("r")] = download("r"); break;
-    case PeerKind::DgDiffStacked: {
+    case PeerKind::DgDiffStacked:
+    case PeerKind::DgDiffStackedF64: {
       if (stackedKernel()) {
         out[param("w")] = download("w");
         break;

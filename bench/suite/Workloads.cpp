@@ -76,6 +76,24 @@ kernel dg_diff_stacked(K: int, Np: int, D: f32[3 * Np, Np], u: f32[K, Np], out w
 }
 )";
 
+// DG differentiation in f64 (the stacked form, cuBLAS's layout).
+constexpr const char* kDgDiffStacked64 = R"(// DG differentiation in f64, the three matrices stacked.
+kernel dg_diff_stacked64(K: int, Np: int, D: f64[3 * Np, Np], u: f64[K, Np], out w: f64[K, 3 * Np]) {
+  for k in 0..K, m in 0..3 * Np {
+    w[k, m] = sum(j in 0..Np, D[m, j] * u[k, j]);
+  }
+}
+)";
+
+// Sum factorisation's core: a 1-D operator applied along the last axis of each element's p^3 nodes.
+constexpr const char* kSumFact = R"(// A p x p operator along the last axis of E elements' p x p x p nodes.
+kernel sumfact(E: int, p: int, A: f32[p, p], u: f32[E, p, p, p], out v: f32[E, p, p, p]) {
+  for e in 0..E, a in 0..p, b in 0..p, i in 0..p {
+    v[e, a, b, i] = sum(j in 0..p, A[i, j] * u[e, a, b, j]);
+  }
+}
+)";
+
 constexpr const char* kSpmv = R"(// Sparse matrix-vector product y = A x, A in CSR form.
 kernel spmv(n: int, nnz: int, rowptr: i32[n + 1], col: i32[nnz], val: f32[nnz], x: f32[n], out y: f32[n]) {
   for i in 0..n {
@@ -320,6 +338,17 @@ std::vector<Workload> allWorkloads() {
     w.push_back({fmt::format("dg_lift_tf32x3_N{}", order), "dg_tc", "dg_lift", kDgLift,
                  {{"K", k}, {"Np", np}, {"Nfp", nfp}}, PeerKind::DgLiftProduct, x3});
   }
+  // Issue 36: the three-statement differentiation on tensor cores (stacked by the plan), the f64
+  // differentiation at K = 10^5, and sum factorisation's 1-D operator (E for ~256 MiB moved).
+  for (int order = 5; order <= 8; ++order)
+    w.push_back({fmt::format("dg_diff_tf32x3_N{}", order), "dg_tc3", "dg_diff", kDgDiff, dgDiffSizes(order),
+                 PeerKind::DgDiffStacked, x3});
+  for (int order : {3, 5, 7})
+    w.push_back({fmt::format("dg_diff_f64_N{}", order), "dg_f64", "dg_diff_stacked64", kDgDiffStacked64,
+                 {{"K", 100000}, {"Np", tetNodes(order)}}, PeerKind::DgDiffStackedF64});
+  for (int64_t p : {5, 7, 9})
+    w.push_back({fmt::format("sumfact_tf32x3_p{}", p), "sumfact", "sumfact", kSumFact,
+                 {{"E", kDgFloats / (2 * p * p * p)}, {"p", p}}, PeerKind::Torch, x3});
   // bf16 storage with f32 accumulation (issue 22) against cuBLAS's BF16 tensor-core GEMM.
   for (int64_t n : {2048, 4096})
     w.push_back({fmt::format("gemm_bf16_{}", n), "gemm_bf16", "gemm_bf16", kGemmBf16, {{"n", n}}, PeerKind::GemmBf16});
@@ -453,6 +482,7 @@ std::string peerLabel(PeerKind peer) {
     case PeerKind::Sdot: return "cublasSdot";
     case PeerKind::SgemmBatched: return "cublasSgemmStridedBatched";
     case PeerKind::DgDiffStacked: return "cublasSgemm (D stacked)";
+    case PeerKind::DgDiffStackedF64: return "cublasDgemm (D stacked)";
     case PeerKind::DgLiftProduct: return "cublasSgemm (lift product)";
     case PeerKind::SpmvCsr: return "cusparseSpMV (CSR)";
     case PeerKind::SgemmTf32: return "cublasGemmEx FAST_TF32";

@@ -20,6 +20,7 @@ enum class PeerKind {
   SgemmBatched,   // cublasSgemmStridedBatched, operands swapped as for Sgemm
   DgDiffStacked,  // one cublasSgemm: u (K x Np) times [Dr; Ds; Dt]^T (Np x 3Np) -> K x 3Np (both DG
                   // differentiation kernels: the stacked one reads and writes exactly these arrays)
+  DgDiffStackedF64,  // the same in f64: one cublasDgemm
   DgLiftProduct,  // cublasSgemm of flux (K x 4Nfp) times LIFT^T; invJ scaling and += untimed
   SgemmTf32,      // cublasGemmEx in f32 with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores)
   Dgemm,          // cublasDgemm (FP64 tensor cores on sm_80 and later), operands swapped as for Sgemm

@@ -106,20 +106,25 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
   C::ExprP kq = C::sum({k0, C::name(kn)});
   Env env;
   env.vars = nm.batch;
-  env.vars[isA ? p.c.m : p.c.n] = C::sum({lit(isA ? p.c.mLo : p.c.nLo), point});
-  env.vars[p.c.kLoop->id] = C::sum({lit(p.c.kLo), kq});
+  C::ExprP part = bindRow(p, isA, point, env);
+  bindK(p, kq, env);
   std::vector<C::Stmt> loads;
-  C::ExprP value = lower(ctx, isA ? p.c.a : p.c.b, env, loads);
+  auto lowerOne = [&](const Expr& operand) { return lower(ctx, operand, env, loads); };
+  C::ExprP value = operandAt(p, isA, part, lowerOne);
   RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
   C::ExprP inside = bin("&&", bin("<", point, lit(isA ? p.c.mExtent : p.c.nExtent)), bin("<", kq, lit(p.c.kExtent)));
   C::ExprP at = C::sum({buffer ? buffer : lit(0), C::product(C::name(rn), lit(p.pitch)), C::name(kn)});
   const auto& tiles = isA ? nm.tileA : nm.tileB;
   if (p.stages > 1) {
     // The element's address only where it is inside (elsewhere the array's start: no byte is read).
-    RTCG_ASSERT(value->kind == C::ExprKind::Index, "an mma operand copied by cp.async is a plain load");
     const int bytes = typeBytes(p.c.type);
-    C::ExprP src =
-        C::ternary(inside, C::unary("&", value), C::name(ctx.paramNames[size_t((isA ? p.c.a : p.c.b)->array)]));
+    auto addressOf = [](C::ExprP v) {
+      RTCG_ASSERT(v->kind == C::ExprKind::Index, "an mma operand copied by cp.async is a plain load");
+      return C::unary("&", std::move(v));
+    };
+    C::ExprP address = part ? operandAt(p, isA, part, [&](const Expr& operand) { return addressOf(lowerOne(operand)); })
+                            : addressOf(value);
+    C::ExprP src = C::ternary(inside, address, C::name(ctx.paramNames[size_t((isA ? p.c.a : p.c.b)->array)]));
     inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", bytes),
                                         {C::unary("&", tileRef(tiles[0], at)), src,
                                          C::ternary(inside, lit(bytes), lit(0))})));
@@ -345,18 +350,25 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
 // evaluated there with the sum replaced by `sum`.
 void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, C::ExprP sum,
                 std::vector<C::Stmt>& out) {
-  const Stmt& st = ctx.nest.body[size_t(p.c.statement)];
-  std::vector<C::Stmt> store;
   std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
   std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
   Env env;
   env.vars = nm.batch;
-  env.vars[p.c.m] = C::sum({lit(p.c.mLo), C::name(mi)});
-  env.vars[p.c.n] = C::sum({lit(p.c.nLo), C::name(ni)});
-  env.hoisted[p.c.sum.get()] = std::move(sum);
-  C::ExprP value = lower(ctx, st.value, env, store);
-  C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, store);
-  store.push_back(emitStore(ctx, size_t(p.c.statement), target, value));
+  C::ExprP partM = bindRow(p, true, C::name(mi), env), partN = bindRow(p, false, C::name(ni), env);
+  // The statement of the point (one, or the stacked one its row picks), with its sum replaced.
+  auto storeOf = [&](size_t q) {
+    const ContractionPart& part = p.c.parts[q];
+    const Stmt& st = ctx.nest.body[size_t(part.statement)];
+    std::vector<C::Stmt> store;
+    Env at = env;
+    at.hoisted[part.sum.get()] = sum;
+    C::ExprP value = lower(ctx, st.value, at, store);
+    C::ExprP target = lowerAccess(ctx, st.array, st.indices, at, store);
+    store.push_back(emitStore(ctx, size_t(part.statement), target, value));
+    return store;
+  };
+  C::ExprP part = partM ? partM : partN;
+  std::vector<C::Stmt> store = part ? std::vector<C::Stmt>{chooseStatement(p, part, storeOf)} : storeOf(0);
   C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
   point.push_back(C::ifThen(inside, std::move(store)));
   out.push_back(C::block(std::move(point)));

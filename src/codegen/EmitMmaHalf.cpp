@@ -20,8 +20,7 @@ namespace {
 
 // The load under the operand's conversion (`f32(a[i, k])` -> `a[i, k]`; a TF32 operand copied by
 // cp.async is the load itself).
-const Expr& operandLoad(const MmaPlan& p, bool isA) {
-  const Expr& e = isA ? p.c.a : p.c.b;
+const Expr& operandLoad(const Expr& e) {
   if (e->kind == ExprKind::Load) return e;
   RTCG_ASSERT(e->kind == ExprKind::Cast && e->operands[0]->kind == ExprKind::Load, "a 16-bit mma operand");
   return e->operands[0];
@@ -32,8 +31,9 @@ int64_t piece(const MmaPlan& p) { return 16 / typeBytes(p.staged); }
 
 // The lower bound of loop `id` among the contraction's indices.
 int64_t loBound(const Contraction& c, int id) {
-  if (id == c.m) return c.mLo;
-  if (id == c.n) return c.nLo;
+  for (const auto* rows : {&c.mRows, &c.nRows})
+    for (const ContractionRow& r : *rows)
+      if (r.loop == id) return r.lo;
   if (id == c.kLoop->id) return c.kLo;
   for (size_t b = 0; b < c.batch.size(); ++b)
     if (c.batch[b] == id) return c.batchLo[b];
@@ -47,10 +47,14 @@ int64_t loBound(const Contraction& c, int id) {
 // of every other index, are multiples of V.
 int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
   if (ctx.arrayAlignment < 16) return 1;
-  const ExprNode* load = operandLoad(p, isA).get();
+  const ExprNode* load = operandLoad(isA ? p.c.a : p.c.b).get();
   auto form = flatOffset(ctx.k, load->array, load->operands);
   if (!form) return 1;
   const bool kMajor = isA ? p.aKMajor : p.bKMajor;
+  // Rows of several indices or statements: a run along the rows stays in one value of the outer
+  // ones where the innermost extent is a multiple of V (stacked operands share indices and shape).
+  const std::vector<ContractionRow>& rows = isA ? p.c.mRows : p.c.nRows;
+  if (kMajor && !plainRows(p.c, isA) && rows.back().extent % piece(p) != 0) return 1;
   // wgmma's TF32 tile of an operand contiguous along M / N is K-major: its 16 bytes run across the
   // copy's direction, so the copy goes value by value.
   if (p.wgmma && kMajor && !(isA ? p.aMnMajor : p.bMnMajor)) return 1;
@@ -129,14 +133,21 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   C::ExprP kq = C::sum({k0, kk});
   Env env;
   env.vars = nm.batch;
-  env.vars[isA ? p.c.m : p.c.n] = C::sum({lit(isA ? p.c.mLo : p.c.nLo), point});
-  env.vars[p.c.kLoop->id] = C::sum({lit(p.c.kLo), kq});
-  const Expr& load = operandLoad(p, isA);
+  C::ExprP part = bindRow(p, isA, point, env);
+  bindK(p, kq, env);
+  const Expr& load = operandLoad(isA ? p.c.a : p.c.b);
+  std::vector<C::Stmt> loads;
+  // The element's address in the array (a choice over stacked statements' arrays).
+  auto address = [&]() {
+    return operandAt(p, isA, part, [&](const Expr& operand) {
+      const Expr& l = operandLoad(operand);
+      return C::unary("&", lowerAccess(ctx, l->array, l->operands, env, loads));
+    });
+  };
   const Tile& tile = (isA ? nm.tileA : nm.tileB)[0];
   // wgmma: the tile's canonical layout (core matrices); else rows of `pitch` elements.
   C::ExprP at = p.wgmma ? C::sum({buffer ? buffer : lit(0), wgmmaTileAt(p, isA, row, kk)})
                         : C::sum({buffer ? buffer : lit(0), C::product(C::name(on), lit(pitch)), C::name(in)});
-  std::vector<C::Stmt> loads;
   const int64_t bytesPer = typeBytes(p.staged);
   if (V > 1) {
     // The run's bytes inside the domain: none where its row (k, or M / N) is outside, else up to
@@ -148,22 +159,21 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
     inner.push_back(C::decl("int", bytes,
                             C::ternary(bin("&&", outerInside, bin(">", C::name(left), lit(0))),
                                        C::product(clamped, lit(bytesPer)), lit(0))));
-    C::ExprP element = lowerAccess(ctx, load->array, load->operands, env, loads);
+    C::ExprP element = address();
     RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
-    C::ExprP src = C::ternary(bin(">", C::name(bytes), lit(0)), C::unary("&", element),
-                              C::name(ctx.paramNames[size_t(load->array)]));
+    C::ExprP src = C::ternary(bin(">", C::name(bytes), lit(0)), element, C::name(ctx.paramNames[size_t(load->array)]));
     inner.push_back(C::exprStmt(C::call("rtcg_cp_async16", {C::unary("&", tileRef(tile, at)), src, C::name(bytes)})));
   } else if (!mmaIs16Bit(p.arith)) {
     // TF32 and FP64 (with stages): one cp.async per value, its address only where it is inside.
     C::ExprP inside = bin("&&", bin("<", point, lit(rowExtent)), bin("<", kq, lit(p.c.kExtent)));
-    C::ExprP element = lowerAccess(ctx, load->array, load->operands, env, loads);
+    C::ExprP element = address();
     RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
-    C::ExprP src = C::ternary(inside, C::unary("&", element), C::name(ctx.paramNames[size_t(load->array)]));
+    C::ExprP src = C::ternary(inside, element, C::name(ctx.paramNames[size_t(load->array)]));
     inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", bytesPer),
                                         {C::unary("&", tileRef(tile, at)), src, C::ternary(inside, lit(bytesPer), lit(0))})));
   } else {
     C::ExprP inside = bin("&&", bin("<", point, lit(rowExtent)), bin("<", kq, lit(p.c.kExtent)));
-    C::ExprP value = lower(ctx, load, env, loads);
+    C::ExprP value = operandAt(p, isA, part, [&](const Expr& operand) { return lower(ctx, operandLoad(operand), env, loads); });
     RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
     inner.push_back(C::assign(tileRef(tile, at), "=", C::ternary(inside, value, literalOf(p.staged, 0, 0.0))));
   }

@@ -41,6 +41,21 @@ inline C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
 }
 inline C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(op, std::move(a), std::move(b)); }
 
+// EmitMmaRows.cpp: the rows of a side (Contraction::mRows / nRows). bindRow binds the loops of
+// row `point` (from the side's origin) in env and returns the stacked statement's index there
+// (null where the side stacks none); a plain side binds its loop to lo + point, as always.
+C::ExprP bindRow(const MmaPlan& p, bool isA, const C::ExprP& point, Env& env);
+// Binds the reduction loop of every statement (each sum has its own) to kLo + kq.
+void bindK(const MmaPlan& p, const C::ExprP& kq, Env& env);
+// The side's operand lowered by `lowerOne`: one expression, or where the side stacks statements
+// (part not null) the choice `part == 0 ? x0 : part == 1 ? x1 : ... x_last` over their operands.
+C::ExprP operandAt(const MmaPlan& p, bool isA, const C::ExprP& part,
+                   const std::function<C::ExprP(const Expr& operand)>& lowerOne);
+// The statements `body(q)` of stacked statement q chosen by `part` (an if-else chain), or body(0)
+// in a block where part is null.
+C::Stmt chooseStatement(const MmaPlan& p, const C::ExprP& part,
+                        const std::function<std::vector<C::Stmt>(size_t q)>& body);
+
 // EmitMmaHalf.cpp: the 16-bit arithmetics (bf16 / f16 m16n8k16), and the tiles as loaded that
 // TF32 and FP64's sm_90 shapes with stages share with them (MmaPlan::tilesAsLoaded).
 // The lane's ldmatrix addresses in the tiles (nm.aLane, nm.bLane; TF32: of (rows x k) tiles only).

@@ -14,167 +14,6 @@ namespace rtcg {
 
 namespace {
 
-// The 16-bit type of an operand that is `f32(x[...])` of a load of f16 or bf16, else F32.
-ScalarType halfOperand(const Expr& e) {
-  if (e->kind != ExprKind::Cast || e->type != ScalarType::F32) return ScalarType::F32;
-  const Expr& x = e->operands[0];
-  if (x->kind != ExprKind::Load || (x->type != ScalarType::BF16 && x->type != ScalarType::F16)) return ScalarType::F32;
-  return x->type;
-}
-
-// The load under an operand's conversions (`f64(a[i, k])`), or null when the operand is more.
-const ExprNode* operandLoad(const Expr& e) {
-  const ExprNode* x = e.get();
-  while (x->kind == ExprKind::Cast && isFloat(x->type)) x = x->operands[0].get();
-  return x->kind == ExprKind::Load && isFloat(x->type) ? x : nullptr;
-}
-
-// The loop ids an operand's indices use, or a reason why they are not affine.
-std::optional<std::set<int>> operandIndices(const ExprNode* load, const std::string& what,
-                                            std::vector<std::string>& reasons) {
-  std::set<int> ids;
-  for (const Expr& ix : load->operands) {
-    auto form = toAffine(ix);
-    if (!form) {
-      reasons.push_back(fmt::format("mma: an index of {} is not affine (indirect or quasi-affine)", what));
-      return std::nullopt;
-    }
-    for (const auto& [id, c] : form->coeffs) ids.insert(id);
-  }
-  return ids;
-}
-
-// Whether the coefficient of loop `id` in the flat offset of `load` is +-1 (consecutive values of
-// the index are neighbours in memory).
-bool unitStride(const Kernel& k, const ExprNode* load, int id) {
-  auto form = flatOffset(k, load->array, load->operands);
-  return form && (form->coeff(id) == 1 || form->coeff(id) == -1);
-}
-
-// The index sets of the two operands made into M, N and batch indices (c.m, c.n, c.batch).
-bool assignRoles(const std::vector<NestIndex>& indices, const std::set<int>& ia, const std::set<int>& ib,
-                 Contraction& c, std::vector<std::string>& reasons) {
-  std::vector<int> onlyA, onlyB;
-  for (const NestIndex& ni : indices) {
-    if (!ni.parallel) continue;
-    int id = ni.loops[0]->id;
-    if (ia.count(id) && !ib.count(id)) onlyA.push_back(id);
-    else if (ib.count(id) && !ia.count(id)) onlyB.push_back(id);
-    else c.batch.push_back(id);
-    if (!ni.constantBounds) {
-      reasons.push_back(fmt::format("mma: index '{}' has bounds that are not constant (tiles are rectangular)", ni.name));
-      return false;
-    }
-  }
-  if (onlyA.size() != 1 || onlyB.size() != 1) {
-    reasons.push_back(fmt::format("mma: a GEMM needs one parallel index in each operand only; the first operand "
-                                  "has {}, the second {} (a matrix-vector product or a product of several "
-                                  "row indices does not qualify)", onlyA.size(), onlyB.size()));
-    return false;
-  }
-  c.m = onlyA[0], c.n = onlyB[0];
-  for (const NestIndex& ni : indices) {
-    if (!ni.parallel) continue;
-    int id = ni.loops[0]->id;
-    const int64_t lo = ni.hull.lo, extent = ni.hull.extent();
-    if (id == c.m) c.mLo = lo, c.mExtent = extent;
-    else if (id == c.n) c.nLo = lo, c.nExtent = extent;
-    else c.batchLo.push_back(lo), c.batchExtent.push_back(extent);
-  }
-  return true;
-}
-
-// The sum over the product of two operands, with one constant reduction loop.
-const ExprNode* sumOfProduct(const Kernel& k, const Expr& sum, Contraction& c, std::vector<std::string>& reasons) {
-  if (sum->reduceOp != ReduceOp::Sum || sum->loops.size() != 1) {
-    reasons.push_back(fmt::format("mma: the reduction is a {} over {} indices, not a sum over one",
-                                  reduceName(sum->reduceOp), sum->loops.size()));
-    return nullptr;
-  }
-  if (sum->type != ScalarType::F32 && sum->type != ScalarType::F64) {
-    reasons.push_back(fmt::format("mma: the sum is of type {}, not f32 or f64", typeName(sum->type)));
-    return nullptr;
-  }
-  const Expr& body = sum->operands[0];
-  if (body->kind != ExprKind::Binary || body->binaryOp != BinaryOp::Mul) {
-    reasons.push_back("mma: the sum's body is not a product of two operands");
-    return nullptr;
-  }
-  auto lo = constIntValue(sum->loops[0].lo, k), hi = constIntValue(sum->loops[0].hi, k);
-  if (!lo || !hi) {
-    reasons.push_back(fmt::format("mma: reduction index '{}' has bounds that are not constant", sum->loops[0].name));
-    return nullptr;
-  }
-  c.kLoop = &sum->loops[0];
-  c.kLo = *lo, c.kExtent = std::max<int64_t>(0, *hi - *lo);
-  c.type = sum->type;
-  return body.get();
-}
-
-}  // namespace
-
-ContractionMatch matchContraction(const Kernel& k, int nest) {
-  ContractionMatch r;
-  const LoopNest& ln = k.nests[size_t(nest)];
-  if (ln.body.size() == 1 && ln.body[0].kind == StmtKind::Store && ln.body[0].accumulate) {
-    r.reasons.push_back("mma: the nest accumulates (a[i] += v); an mma schedule computes one plain store");
-    return r;
-  }
-  if (ln.body.size() != 1 || ln.body[0].kind != StmtKind::Store) {
-    r.reasons.push_back(fmt::format("mma: the nest has {} statements; an mma schedule computes one store",
-                                    ln.body.size()));
-    return r;
-  }
-  std::vector<Expr> sums;
-  collectReductions(ln.body[0].value, sums);
-  if (sums.size() != 1) {
-    r.reasons.push_back(fmt::format("mma: the statement has {} reductions; an mma schedule computes one", sums.size()));
-    return r;
-  }
-  Contraction c;
-  c.sum = sums[0];
-  const ExprNode* product = sumOfProduct(k, c.sum, c, r.reasons);
-  if (!product) return r;
-  const ExprNode* la = operandLoad(product->operands[0]);
-  const ExprNode* lb = operandLoad(product->operands[1]);
-  if (!la || !lb) {
-    r.reasons.push_back("mma: a factor of the product is not a load of a float array (after conversions)");
-    return r;
-  }
-  auto ia = operandIndices(la, "the first operand", r.reasons);
-  auto ib = operandIndices(lb, "the second operand", r.reasons);
-  if (!ia || !ib) return r;
-  const int kId = c.kLoop->id;
-  if (!ia->count(kId) || !ib->count(kId)) {
-    r.reasons.push_back(fmt::format("mma: an operand does not depend on the reduction index '{}'", c.kLoop->name));
-    return r;
-  }
-  std::string err;
-  auto indices = nestIndices(k, nest, &err);
-  if (!indices) {
-    r.reasons.push_back(err);
-    return r;
-  }
-  std::set<int> parallel{kId};
-  for (const NestIndex& ni : *indices)
-    if (ni.parallel) parallel.insert(ni.loops[0]->id);
-  for (const std::set<int>* ids : {&*ia, &*ib})
-    for (int id : *ids)
-      if (!parallel.count(id)) {
-        r.reasons.push_back("mma: an operand depends on an index besides the parallel ones and the sum's");
-        return r;
-      }
-  c.a = product->operands[0], c.b = product->operands[1];
-  if (!assignRoles(*indices, *ia, *ib, c, r.reasons)) return r;
-  c.aAlongK = unitStride(k, la, kId) || !unitStride(k, la, c.m);
-  c.bAlongK = unitStride(k, lb, kId) || !unitStride(k, lb, c.n);
-  if (c.type == ScalarType::F32 && halfOperand(c.a) == halfOperand(c.b)) c.halfOperands = halfOperand(c.a);
-  r.contraction = std::move(c);
-  return r;
-}
-
-namespace {
-
 // Clauses that an `mma:` schedule does not take: index clauses and every other clause row.
 void checkAlone(const NestSchedule& s, std::vector<std::string>& reasons) {
   if (!s.indices.empty())
@@ -248,6 +87,9 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
     };
     if (mnContiguous && !mnMajor) return refuse("TF32 tiles are K-major and TMA copies boxes as stored, along M / N");
     if (!p.c.batch.empty()) return refuse("a batched contraction's operands are not 2-D boxes");
+    if (!plainRows(p.c, isA))
+      return refuse(fmt::format("its rows ({}) are several indices or stacked statements, not one dimension of a "
+                                "2-D box", isA ? "M" : "N"));
     const std::vector<int64_t> shape = arrayShape(k, load->array);
     auto form = flatOffset(k, load->array, load->operands);
     const int innerVar = mnContiguous ? rowVar : p.c.kLoop->id, outerVar = mnContiguous ? p.c.kLoop->id : rowVar;
@@ -309,9 +151,7 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   // with A along K makes the transposed product, whose A is then the one stored along M.
   const bool tf32 = !mmaIs16Bit(p.arith);
   if (tf32 && !p.c.bAlongK && p.c.aAlongK) {
-    Contraction& c = p.c;
-    std::swap(c.a, c.b), std::swap(c.m, c.n), std::swap(c.mLo, c.nLo), std::swap(c.mExtent, c.nExtent);
-    std::swap(c.aAlongK, c.bAlongK);
+    transpose(p.c);
     p.transposed = true;
   }
   p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;

@@ -1,15 +1,5 @@
-// Contractions on tensor cores: which statements qualify, and the plan of an `mma:` schedule.
-//
-// A nest qualifies when its body is one store whose value holds one sum over one reduction index
-// k of a product of two operands, each a load (after conversions) whose affine indices make a
-// GEMM with the nest's parallel indices:
-//
-//   o[k, i] = invJ[k] * sum(f, LIFT[i, f] * flux[k, f])      M = i (LIFT), N = k (flux), K = f
-//
-// One parallel index appears in the first operand only (M), one in the second only (N); every
-// other parallel index is a batch index (in both operands, or in neither: then the operands are
-// shared by the batch). Whatever surrounds the sum (`invJ[k] * `, `rhs[k, i] + `) is the epilogue:
-// evaluated per output point once the sum is known. Bounds are constant (rectangular tiles).
+// Contractions on tensor cores: the plan of an `mma:` schedule (which nests qualify:
+// schedule/Contraction.h).
 //
 // The plan: a block of warpsM x warpsN warps owns a (blockM x blockN) output tile and walks the
 // reduction in steps of `k` values. Per step the block stages both operands' (rows x k) boxes in
@@ -50,34 +40,10 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "schedule/Contraction.h"
 #include "schedule/Schedule.h"
 
 namespace rtcg {
-
-// A statement that qualifies, as the plan and the emitter need it.
-struct Contraction {
-  int statement = 0;      // index into the nest's body
-  Expr sum;               // the Reduce node (the epilogue sees it replaced by the accumulator)
-  Expr a, b;              // the operands: a holds M, b holds N (each a Load or Cast of one)
-  ScalarType type{};      // of the product and the sum: F32 or F64
-  int m = -1, n = -1;     // loop ids of the M and N parallel indices
-  std::vector<int> batch; // loop ids of the batch indices, outermost first
-  const Loop* kLoop = nullptr;
-  int64_t mLo = 0, mExtent = 0, nLo = 0, nExtent = 0, kLo = 0, kExtent = 0;
-  std::vector<int64_t> batchLo, batchExtent;
-  // Whether the operand's elements along k are contiguous in memory (else along M / N): the
-  // staging copy walks the contiguous direction with consecutive threads (coalesced).
-  bool aAlongK = true, bAlongK = true;
-  // The 16-bit storage type of both operands when each is an f32 conversion of a load of it (the
-  // 16-bit arithmetics apply), else F32.
-  ScalarType halfOperands = ScalarType::F32;
-};
-
-struct ContractionMatch {
-  std::optional<Contraction> contraction;
-  std::vector<std::string> reasons;  // why the nest does not qualify
-};
-ContractionMatch matchContraction(const Kernel& k, int nest);
 
 struct MmaPlan {
   MmaArith arith{};

@@ -876,6 +876,8 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                               }());
   s += fmt::format("  operands: {} (M, staged along {}), {} (N, staged along {})\n", printExpr(p.c.a, &k),
                    p.c.aAlongK ? "K" : "M", printExpr(p.c.b, &k), p.c.bAlongK ? "K" : "N");
+  for (bool isA : {true, false})
+    if (!plainRows(p.c, isA)) s += fmt::format("  rows: {}\n", rowsText(k, p.c, isA));
   if (p.wgmma) return s + wgmmaLines(p);
   MmaSchedule shape{p.arith};
   shape.shape = p.shape;

@@ -27,8 +27,10 @@ namespace fs = std::filesystem;
 TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   std::vector<Workload> all = allWorkloads();
   // 30, the 4 CSR rows and 14 rows beyond rectangles of issue 23 (trmm's two with the staged steps
-  // over a block's hull), the 21 tensor-core rows of issue 22, the 4 accumulation rows and the 4 scan rows of issue 37
-  ASSERT_EQ(all.size(), 77u);
+  // over a block's hull), the 21 tensor-core rows of issue 22, the 4 accumulation rows and the 4 scan rows of issue 37,
+  // and issue 36's 10 rows (dg_diff of three statements N5-N8 and sum factorisation p = 5, 7, 9 under
+  // tf32x3, the f64 differentiation N3, N5, N7)
+  ASSERT_EQ(all.size(), 87u);
   std::set<std::string> names;
   for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
   for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
@@ -43,7 +45,8 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   }
   // Tensor cores: each row under the policy its peer compares it with.
   for (const Workload& w : all) {
-    if (w.name.rfind("sgemm_tf32x3_", 0) == 0 || w.group == "dg_tc" || w.group == "batched_tc")
+    if (w.name.rfind("sgemm_tf32x3_", 0) == 0 || w.group == "dg_tc" || w.group == "batched_tc" ||
+        w.group == "dg_tc3" || w.group == "sumfact")
       EXPECT_EQ(w.precision, Precision::Tf32x3) << w.name;
     else if (w.name == "sgemm_tf32_4096")
       EXPECT_EQ(w.peer, PeerKind::SgemmTf32);
@@ -67,6 +70,13 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
     // Compared with PyTorch, which outputs y alone: the row statistics are kernel-local.
     if (w.group == "softmax" || w.group == "layernorm")
       EXPECT_EQ(w.source.find("out rowmax"), std::string::npos) << w.name;
+  }
+  for (const char* n : {"dg_diff_tf32x3_N5", "dg_diff_tf32x3_N8", "dg_diff_f64_N3", "dg_diff_f64_N7", "sumfact_tf32x3_p5",
+                        "sumfact_tf32x3_p9"})
+    EXPECT_TRUE(names.count(n)) << n;
+  for (const Workload& w : all) {
+    if (w.group == "dg_f64") EXPECT_EQ(w.peer, PeerKind::DgDiffStackedF64) << w.name;
+    if (w.group == "sumfact") EXPECT_EQ(w.peer, PeerKind::Torch) << w.name;
   }
   for (const char* n : {"histogram_2^26_256", "histogram_2^26_65536", "histogram_weighted_2^26_1024", "assemble_2^20x20"})
     EXPECT_TRUE(names.count(n)) << n;
@@ -182,7 +192,7 @@ TEST(BenchWorkloads, DgDataIsAbout256MiB) {
 }
 
 TEST(BenchWorkloads, Selection) {
-  EXPECT_EQ(selectWorkloads("").size(), 77u);
+  EXPECT_EQ(selectWorkloads("").size(), 87u);
   EXPECT_EQ(selectWorkloads("histogram").size(), 2u);  // not histogram_weighted: a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff").size(), 8u);  // a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff_stacked").size(), 8u);

@@ -157,7 +157,6 @@ TEST(Mma, QualifyingStatementsAndWhyOthersDoNot) {
     const char* reason;
   };
   for (const Not& n : std::vector<Not>{
-           {"dg_diff.rtcg", {{"K", 5}, {"Np", 4}}, "the nest has 3 statements"},
            {"gemv.rtcg", {{"m", 5}, {"n", 4}}, "one parallel index in each operand only"},
            {"dot.rtcg", {{"n", 5}}, "one parallel index in each operand only"},
            {"axpby.rtcg", {{"n", 5}}, "0 reductions"},
