@@ -334,3 +334,32 @@ TEST(MmaRows, NvrtcCompilesStackedAndCollapsedRows) {
     EXPECT_TRUE(r.success) << k.name << " " << text << "\n" << r.log;
   }
 }
+
+// The epilogue is the statement's own arithmetic around the sum (issue 36 item 2): a per-output
+// scale and a bias array, max with a constant, and a conversion to a 16-bit output, on mma.sync,
+// wgmma and either epilogue, at sizes no tile divides.
+TEST(HostEmulation, MmaEpilogueArithmetic) {
+  const char* source = R"(
+kernel epi(m: int, n: int, kk: int, a: f32[m, kk], b: f32[kk, n], s: f32[m], bias: f32[n], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = max(s[i] * sum(k in 0..kk, a[i, k] * b[k, j]) + bias[j], 0.25);
+  }
+}
+kernel epi16(m: int, n: int, kk: int, a: bf16[m, kk], b: bf16[kk, n], out c: bf16[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = bf16(min(sum(k in 0..kk, f32(a[i, k]) * f32(b[k, j])), 4.0));
+  }
+}
+)";
+  Kernel k = bound(source, {{"m", 37}, {"n", 29}, {"kk", 19}});
+  for (const char* s : {"mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 8", "mma: tf32x3 m16n8k8 warps 1x2 tile 2x1 k 8 stages 3 epilogue shared",
+                        "mma: tf32x3 wgmma m64n16k8 warpgroups 1x1 k 8 stages 2 epilogue shared"}) {
+    ContractionMatch m = matchContraction(k, 0);
+    ASSERT_TRUE(m.contraction) << firstReason(m);
+    EXPECT_EQ(checkOnHost(k, s, 4e-5, kSm90), "") << s;
+  }
+  // bf16 outputs: a tolerance of bf16's rounding.
+  Kernel h = second(source, {{"m", 37}, {"n", 29}, {"kk", 19}});
+  for (const char* s : {"mma: bf16 m16n8k16 warps 2x1 tile 1x2 k 16 stages 2", "mma: bf16 wgmma m64n16k16 warpgroups 1x1 k 16 stages 2 epilogue shared"})
+    EXPECT_EQ(checkOnHost(h, s, 8e-3, kSm90), "") << s;
+}
