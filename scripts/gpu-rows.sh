@@ -10,7 +10,7 @@
 #   3. bench rows (scripts/bench.sh --only ROWS, peers in the same run): by default issue 36's new
 #      rows (dg_diff tf32x3 N5-N8, dg_diff f64 N3/5/7, sum factorisation p = 5, 7, 9).
 # Writes everything under $OUT/rows (default ./gpu-out/rows) and prints a summary last.
-#   usage: scripts/gpu-rows.sh [--bench ROWS|none] [--skip-examples] [--skip-sanitize] [--time-limit S]
+#   usage: [MAX_CANDIDATES=N] scripts/gpu-rows.sh [--bench ROWS|none] [--skip-examples] [--skip-sanitize] [--time-limit S]
 set -uo pipefail
 root=$(pwd)
 rows="dg_tc3,dg_f64,sumfact" skip_examples=0 skip_sanitize=0 limit=15
@@ -114,7 +114,7 @@ fi
 bench_line="bench: skipped"
 if [[ "$rows" != none ]]; then
   BENCH_STATE=${BENCH_STATE:-/tmp/rtcg-bench} OUT=$out timeout 420 scripts/bench.sh --only "$rows" \
-    --max-candidates 48 --time-limit "$limit" >"$out/bench.log" 2>&1
+    --max-candidates "${MAX_CANDIDATES:-48}" --time-limit "$limit" >"$out/bench.log" 2>&1
   bench_line="bench: rc=$? ($out/bench/bench.json)"
 fi
 

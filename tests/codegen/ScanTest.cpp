@@ -183,6 +183,24 @@ TEST(Scan, LookBackCombinesAggregates) {
   EXPECT_EQ(checkOnHostWith(seg, "scan: lookback threads 32 items 1", args, 1e-5, {}, held), "");
 }
 
+// Whole tiles and a line's last, partial tile, for every value type, inclusive and exclusive, in
+// lines whose length no tile divides, and rows that start at an odd offset (1001) or an aligned one.
+TEST(Scan, WholeAndPartialTilesOfEveryType) {
+  for (const char* t : {"i32", "f32", "f64", "i64"}) {
+    const Kernel incl = fromSource(flatSource("sum", t, "i + 1"), "scan", {{"n", 4099}});
+    const Kernel excl = fromSource(flatSource("max", t, "i"), "scan", {{"n", 4099}});
+    for (const char* s : {"scan: lookback threads 32 items 4", "scan: lookback threads 64 items 8"}) {
+      EXPECT_EQ(checkOnHost(incl, s, 1e-5, {}, twiceShuffled()), "") << t << " " << s;
+      EXPECT_EQ(checkOnHost(excl, s, 0.0, {}, twiceShuffled()), "") << t << " " << s;
+    }
+  }
+  // Rows of 1001 (the second row starts at an odd offset) and of 1024.
+  for (int64_t n : {1001, 1024}) {
+    const Kernel rows = form("rows", {{"m", 5}, {"n", n}});
+    EXPECT_EQ(checkOnHost(rows, "scan: lookback threads 32 items 8", 1e-5, {}, twiceShuffled()), "") << n;
+  }
+}
+
 TEST(Scan, RowsAndColumns) {
   const Kernel rows = form("rows", {{"m", 37}, {"n", 301}});
   for (const char* s : {"scan: lookback threads 64 items 2", "scan: lines lanes 32 items 3 threads 64",
