@@ -278,8 +278,8 @@ void issueMmas(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const WarpFragm
       }
       // tf32x3: the three products of this fragment-k go into zeroed registers, which are then
       // added to the accumulator by FP32 adds (rounded to nearest). The tensor cores' own sums
-      // truncate; with the products accumulated in place over K = 4096 that bias grew with K to
-      // 25x cublasSgemm's error (H200, session 23), against FP32-class accuracy the policy promises.
+      // truncate, and accumulated in place that bias grows with K past the FP32-class accuracy the
+      // policy promises (docs/bench.md, "Decisions and their measurements").
       std::vector<C::Stmt> part;
       std::vector<std::string> t;
       for (size_t r = 0; r < nm.acc[fm][fn].size(); ++r) {

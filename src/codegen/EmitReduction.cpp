@@ -574,10 +574,10 @@ void readPartials(EmitContext& ctx, const C::ExprP& counter, const Partial& v, c
 // itself in; the last block, point by point, reads back every block's partials of the point in
 // block order into `accs`, combines them, and runs the point's statements (`pointStatements`).
 // In groups of points whose partials are about kCombineLoadsInFlight loads: all of a group's reads
-// first, then its statements. All points' reads first left NVCC 384 loads of a 128-point tile split
-// in three to hoist, and it spilled 48 registers; one point at a time serialized the tile on
-// memory latency (a point's reads wait for the previous point's store, which the reads may alias
-// for all the compiler knows: SGEMM n=500 split in two, 0.0174 -> 0.0233 ms on an H100).
+// first, then its statements. All points' reads first left NVCC hundreds of loads to hoist, and it
+// spilled; one point at a time serialized the tile on memory latency (a point's reads wait for the
+// previous point's store, which the reads may alias for all the compiler knows). Measurements:
+// docs/bench.md, "Decisions and their measurements".
 void crossBlockCombine(EmitContext& ctx, const PointAccumulators& accs, const C::ExprP& position,
                        std::vector<C::Stmt>& out, std::vector<std::vector<C::Stmt>> pointStatements) {
   const CrossBlockPlan& xb = ctx.plan.crossBlock;

@@ -101,8 +101,8 @@ int serveCompileWorker(int fd);
 
 struct CompilePoolOptions {
   int parallel = 0;        // compilations at once; 0: hardware concurrency, at most 16 per measuring device
-  // The devices measuring what the pool compiles: two H100s measure SGEMM n=4096 candidates at
-  // about 50 per second, and 16 NVRTC processes compile about 60.
+  // The devices measuring what the pool compiles: the pool runs up to 16 compiles per device, about
+  // what one device measures in the same time (docs/bench.md, "Decisions and their measurements").
   int measuringDevices = 1;
   std::string workerPath;  // rtcg-worker (see findWorker); empty: compile on threads in this process
   double compileTimeoutSeconds = 60;  // a worker still compiling after this is killed and restarted

@@ -1,9 +1,8 @@
 // Warm start: a search begins with what the tuning database already knows about the same kernel
-// at other sizes on the same device. Winners move little between nearby sizes (on an H100, SGEMM
-// n=2048 and n=4096 share their 128 x 128 tile; n=1000 and n=1500 their split-K tile, split
-// differently), and the static model ranks such winners anywhere from 2nd to 3000th, so the
-// search measures them first instead of hoping its sample holds them; refinement then explores
-// around whichever is fastest here.
+// at other sizes on the same device. Winners move little between nearby sizes, and the static
+// model may rank such a winner far down the space (docs/bench.md, "Decisions and their
+// measurements"), so the search measures them first instead of hoping its sample holds them;
+// refinement then explores around whichever is fastest here.
 #pragma once
 
 #include <string>
