@@ -114,7 +114,7 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
   C::ExprP inside = bin("&&", bin("<", point, lit(isA ? p.c.mExtent : p.c.nExtent)), bin("<", kq, lit(p.c.kExtent)));
   C::ExprP at = C::sum({buffer ? buffer : lit(0), C::product(C::name(rn), lit(p.pitch)), C::name(kn)});
   const auto& tiles = isA ? nm.tileA : nm.tileB;
-  if (p.stages > 1) {
+  if (p.ring.stages > 1) {
     // The element's address only where it is inside (elsewhere the array's start: no byte is read).
     RTCG_ASSERT(value->kind == C::ExprKind::Index, "an mma operand copied by cp.async is a plain load");
     const int bytes = typeBytes(p.c.type);
@@ -165,7 +165,7 @@ std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& 
                                                const std::vector<Tile>& tiles, const C::ExprP& buffer,
                                                const C::ExprP& row, const C::ExprP& kcol, const std::string& base,
                                                std::vector<C::Stmt>& out) {
-  if (p.stages > 1) return convertRegister(ctx, p, tileAt(p, isA, tiles[0], buffer, row, kcol), base, out);
+  if (p.ring.stages > 1) return convertRegister(ctx, p, tileAt(p, isA, tiles[0], buffer, row, kcol), base, out);
   std::string name = ctx.names.fresh(base);
   out.push_back(C::decl(elemType(p), name, tileAt(p, isA, tiles[0], buffer, row, kcol)));
   if (p.arith != MmaArith::Tf32x3) return {C::name(name), nullptr};
@@ -324,10 +324,9 @@ void emitSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
-// The reduction with stages S: the cp.async ring (openStepRing) with S - 1 steps copied ahead,
+// The reduction with stages: the cp.async ring (openStepRing) with ring.ahead() steps copied ahead,
 // then the fragments of this step's buffer.
 void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
-  const int64_t S = p.stages;
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.bufferA)) : nullptr, to);
@@ -335,7 +334,7 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   };
   if (p.prefetchFragments) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
   std::vector<C::Stmt> body;
-  const StepRing ring = openStepRing(ctx, p, nm, S - 1, false, copyStep, out, &body);
+  const StepRing ring = openStepRing(ctx, p, nm, p.ring.ahead(), p.ring.fenceAsyncProxy, copyStep, out, &body);
   body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.bufferA)),
                               C::product(C::name(ring.buffer), lit(p.bufferB))));
   out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
@@ -437,7 +436,7 @@ namespace mma {
 // The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
 // dynamic shared memory of the element type, one after the other.
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
-  const int64_t a = p.stages * p.bufferA, b = p.stages * p.bufferB;
+  const int64_t a = p.ring.stages * p.bufferA, b = p.ring.stages * p.bufferB;
   const std::string type = cudaTypeName(p.staged);  // 16-bit arithmetics: the values as loaded
   if (ctx.plan.dynamicShared) {
     const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);
@@ -490,7 +489,7 @@ void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const Co
 
 StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, int64_t ahead, bool fenceAsync,
                       const CopyStep& copyStep, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
-  const int64_t S = p.stages;
+  const int64_t S = p.ring.stages;
   // One group per step, none past the last step (an empty group is complete at once and holds no
   // wait back), so the waits count only copies.
   for (int64_t s = 0; s < std::min(ahead, p.steps); ++s) {
@@ -534,7 +533,7 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
                                         p.blockM, p.blockK, p.blockN, p.blockK,
                                         p.pitchA == p.pitchB ? fmt::format("{}", p.pitch)
                                                              : fmt::format("{} and {}", p.pitchA, p.pitchB),
-                                        p.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.stages)
+                                        p.ring.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.ring.stages)
                                         : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
   declareMmaTiles(ctx, p, nm, body);
   if (p.tilesAsLoaded && p.arith != MmaArith::F64) declareLdmatrixLanes(ctx, p, nm, body);
@@ -545,7 +544,7 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
         nm.acc[fm][fn].push_back(ctx.names.fresh(fmt::format("acc{}_{}_{}", fm, fn, r)));
         body.push_back(C::decl(elemType(p), nm.acc[fm][fn].back(), literalOf(p.c.type, 0, 0.0), false));
       }
-  if (p.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
+  if (p.ring.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
   else emitSteps(ctx, p, nm, body);
 }
 
@@ -566,8 +565,8 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
   }
   needs.wgmmaSwizzle |= p.swizzle128;
   needs.wgmmaSplit |= p.splitBuffers > 0;
-  needs.tma |= p.tma;
-  if (p.producer) {
+  needs.tma |= p.ring.tma();
+  if (p.ring.producer()) {
     needs.producer = true;
     needs.producerSplit |= p.splitBuffers > 0;
     for (int64_t n : {p.producerRegisters, p.consumerRegisters})
@@ -598,12 +597,12 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   std::vector<C::Stmt> body;
   declareNestParams(ctx, fn, launch, body);
   MmaNames nm;
-  if (p.tma) mma::declareTensorMaps(ctx, p, nm, fn, launch);
+  if (p.ring.tma()) mma::declareTensorMaps(ctx, p, nm, fn, launch);
   declareCoordinates(ctx, p, nm, body);
   if (p.wgmma) mma::emitWgmmaMain(ctx, p, nm, body);
   else emitSyncMain(ctx, p, nm, body);
   // The epilogue's tile is the operand tiles' space: no copy of a cp.async ring may land there after.
-  if (p.sharedEpilogue && p.stages > 1 && !p.tma) body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
+  if (p.sharedEpilogue && p.ring.stages > 1 && !p.ring.tma()) body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
   if (p.sharedEpilogue) emitSharedEpilogue(ctx, p, nm, body);
   else emitEpilogue(ctx, p, nm, body);
   fn.body = std::move(body);

@@ -99,7 +99,7 @@ std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const M
 void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const CopyStep& copyStep,
                 const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to);
 
-// EmitTma.cpp: the TMA ring (MmaPlan::tma): the stages' mbarriers and thread 0's first boxes into
+// EmitTma.cpp: the TMA ring (MmaPlan::ring: TMA): the stages' mbarriers and thread 0's first boxes into
 // `out`, then the step loop's body's start as openStepRing's (wait for this step's mbarrier
 // phase, a barrier, thread 0's boxes `copyAhead` steps on), from the tensor map parameters named
 // mapA and mapB. tmaHelpers: the prelude (rtcg_tensor_map, mbarrier and copy helpers).
@@ -112,7 +112,7 @@ C::ExprP barrierAt(const MmaPlan& p, const MmaNames& nm, const C::ExprP& index);
 // mbarrier (every box's, zero-filled parts too), then the boxes.
 std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::string& mapA, const std::string& mapB,
                                const C::ExprP& stepIndex, const C::ExprP& buffer);
-// EmitWgmmaProducer.cpp (MmaPlan::producer): the mbarriers' initialization and the producer
+// EmitWgmmaProducer.cpp (MmaPlan::ring: producer-consumer): the mbarriers' initialization and the producer
 // warpgroup's branch (its steps' boxes, tf32x3's splits; then it returns) into `out`, then the
 // consumers' ring: stepAt waits for the step's stage (full, or tf32x3's ready). releaseStage(step)
 // is the consumers' arrival on that step's stage's `empty` mbarrier, once its wgmma is waited for.

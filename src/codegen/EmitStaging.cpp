@@ -343,7 +343,7 @@ void copyStepAsync(EmitContext& ctx, int group, const C::ExprP& step, const Step
                    std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
   Env scratch = env;  // copies that the reads of this step do not see
   const C::ExprP base = stepAt(0, false).first;
-  const int64_t buffers = ctx.sched.buffers;
+  const int64_t buffers = ctx.plan.staging.ring.stages;
   auto issue = [&](int64_t n, bool fromStart, const C::ExprP& buffer, std::vector<C::Stmt>& out) {
     auto [at, exists] = stepAt(n, fromStart);
     std::vector<C::Stmt> copies;
@@ -402,12 +402,12 @@ void copyStepDoubleBuffered(EmitContext& ctx, int group, const C::ExprP& step, c
 // arithmetic. Several buffers: copyStepDoubleBuffered, copyStepAsync (`copy: async`).
 void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
               std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
-  if (ctx.sched.asyncCopy) {
+  if (ctx.plan.staging.ring.engine == CopyEngine::CpAsync) {
     ctx.needs.asyncCopy = true;
     return copyStepAsync(ctx, group, step, stepAt, env, before, stage, after);
   }
   const bool prefetch = declarePrefetch(ctx, group, before);
-  if (ctx.sched.buffers > 1)
+  if (ctx.plan.staging.ring.stages > 1)
     return copyStepDoubleBuffered(ctx, group, step, stepAt, env, prefetch, before, stage, after);
   if (!prefetch) {
     stageStep(ctx, group, stepAt(0, false).first, env, stage);

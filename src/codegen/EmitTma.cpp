@@ -1,4 +1,4 @@
-// TMA for wgmma's tiles (`mma: ... swizzle 128 tma`, MmaPlan::tma): instead of every thread's
+// TMA for wgmma's tiles (`mma: ... swizzle 128 tma`, MmaPlan::ring: TMA): instead of every thread's
 // cp.async, thread 0 issues each stage's boxes with cp.async.bulk.tensor.2d from the operands'
 // tensor maps (kernel parameters `const __grid_constant__ rtcg_tensor_map`, encoded at launch from
 // LaunchSpec::tensorMaps), with 128-byte swizzle: the swizzled layouts wgmma's descriptors
@@ -71,7 +71,7 @@ void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Func
 
 StepRing openTmaRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const std::string& mapA,
                      const std::string& mapB, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
-  const int64_t S = p.stages, ahead = p.copyAhead;
+  const int64_t S = p.ring.stages, ahead = p.ring.ahead();
   C::ExprP first = bin("==", nm.tid, lit(0));
   // The mbarriers, initialized by thread 0 and made visible (to the async proxy too) before use.
   std::vector<C::Stmt> init;

@@ -4,12 +4,12 @@
 // reduction step's tiles by cp.async (16 bytes where aligned, zero-filled outside the domain) into
 // a ring of `stages` buffers in the canonical layouts of schedule/Mma.h; per step every thread
 // waits for its copies, fences them for the async proxy (wgmma reads shared memory through it),
-// a barrier, the copy of the step MmaPlan::copyAhead ahead, then the warpgroup's wgmma over the
+// a barrier, the copy of the step MmaPlan::ring.ahead() ahead, then the warpgroup's wgmma over the
 // step's k, committed; with 3 or more stages it stays in flight through the next step's copies and
 // issue (wait_group 1, so the buffer refilled at a step is the one read two steps before, whose
 // wgmma every warpgroup waited for before that step's barrier), else it is waited for at once.
 // With `swizzle 128` (MmaPlan::swizzle128) the same copies land in the 128-byte swizzled layouts
-// and the descriptors say so; with `tma` as well (MmaPlan::tma) thread 0 fills each stage by TMA
+// and the descriptors say so; with `tma` as well (MmaPlan::ring: TMA) thread 0 fills each stage by TMA
 // boxes on the stage's mbarrier instead (EmitTma.cpp, openTmaRing), the rest of the step as here.
 // TF32 stored along M / N comes from registers instead of a descriptor (MmaPlan::registerA), with
 // the product transposed where that operand is B, and tf32x3 splits its tiles and sums per step
@@ -82,7 +82,7 @@ struct StepDescriptors {
 // step's) is kept, and (tf32x3) its partial sums added; without, the step waits for its own.
 void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const StepDescriptors& desc,
                     std::vector<C::Stmt>& out) {
-  const int64_t D = p.copyAhead;
+  const int64_t D = p.ring.ahead();
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperandAsLoaded(ctx, p, nm, true, k0, C::product(buffer, lit(p.bufferA)), to);
@@ -99,9 +99,9 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
   std::vector<C::Stmt> body;
   // pingPong opens each step of a pair itself (ring.stepAt).
   std::vector<C::Stmt>* first = p.pingPong ? nullptr : &body;
-  const StepRing ring = p.producer ? openProducerRing(ctx, p, nm, out, first)
-                        : p.tma      ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, first)
-                                     : openStepRing(ctx, p, nm, D, true, copyStep, out, first);
+  const StepRing ring = p.ring.producer() ? openProducerRing(ctx, p, nm, out, first)
+                        : p.ring.tma()      ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, first)
+                                     : openStepRing(ctx, p, nm, D, p.ring.fenceAsyncProxy, copyStep, out, first);
   const std::string name = helperName(p);
   const int64_t bytes = typeBytes(p.staged);
   // tf32x3: the small products first (small A by big B, big A by small B), then the big one.
@@ -118,7 +118,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     if (p.splitBuffers) {
       small = ctx.names.fresh("small");
       to.push_back(C::decl(ctx.idx, small, bin("%", at, lit(p.splitBuffers))));
-      if (!p.producer) splitStep(ctx, p, nm, C::name(buf), C::name(small), to);
+      if (!p.ring.producer()) splitStep(ctx, p, nm, C::name(buf), C::name(small), to);
     }
     // Operand `isA`'s descriptor of part `part` at kk (parts: the ring's buffer, the small tile's).
     auto descAt = [&](bool isA, int part, int64_t kk) {
@@ -144,8 +144,8 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     to.push_back(withAccumulators(p.splitBuffers ? retired->partial : nm, name + wait, {}));
     if (retired) retire(p, nm, name, *retired, sink, to);
     // The producer's stage is free once its wgmma is waited for: this step's, or the one before.
-    if (p.producer && !p.wgmmaOverlap) releaseStage(p, nm, at, to);
-    if (p.producer && p.wgmmaOverlap) {
+    if (p.ring.producer() && !p.wgmmaOverlap) releaseStage(p, nm, at, to);
+    if (p.ring.producer() && p.wgmmaOverlap) {
       std::vector<C::Stmt> release;
       releaseStage(p, nm, bin("-", at, lit(1)), release);
       to.push_back(C::ifThen(bin(">", at, lit(0)), std::move(release)));
@@ -225,7 +225,7 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
       "filled by {}{}{}",
       p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.registerA ? ", A from registers" : "",
       p.blockN, p.blockK, p.bMnMajor ? "MN-major" : "K-major", p.swizzle128 ? "128-byte swizzled atoms" : "core matrices",
-      p.stages, p.tma ? "TMA (thread 0), an mbarrier each" : "cp.async",
+      p.ring.stages, p.ring.tma() ? "TMA (thread 0), an mbarrier each" : "cp.async",
       p.transposed ? "; the product transposed (M is the output's column index)" : "",
       p.splitBuffers ? fmt::format("; tf32x3: split per step, small parts in {} buffers", p.splitBuffers) : "")));
   declareMmaTiles(ctx, p, nm, body);

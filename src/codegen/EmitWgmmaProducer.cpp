@@ -1,4 +1,4 @@
-// Warp specialization for wgmma (`mma: ... swizzle 128 tma producer`, MmaPlan::producer): the
+// Warp specialization for wgmma (`mma: ... swizzle 128 tma producer`, MmaPlan::ring: producer-consumer): the
 // block's last warpgroup is a producer. Its thread 0 issues each step's TMA boxes once the stage's
 // buffer is free, which the consumers (the warpgroups of the output tile) say on the stage's
 // `empty` mbarrier, every consumer warp arriving once the wgmma that read the stage is waited
@@ -30,7 +30,7 @@ enum class Barrier { Full, Empty, Ready, Turn };
 constexpr int64_t kSplitThreads = 96;  // tf32x3: the producer's warps 1-3 split the landed tiles
 
 C::ExprP stageBarrier(const MmaPlan& p, const MmaNames& nm, Barrier which, const C::ExprP& buffer) {
-  const int64_t first = which == Barrier::Turn ? (p.splitBuffers ? 3 : 2) * p.stages : int64_t(which) * p.stages;
+  const int64_t first = which == Barrier::Turn ? (p.splitBuffers ? 3 : 2) * p.ring.stages : int64_t(which) * p.ring.stages;
   return barrierAt(p, nm, first ? C::sum({lit(first), buffer}) : buffer);
 }
 
@@ -46,7 +46,7 @@ void warpArrives(const MmaNames& nm, C::ExprP bar, std::vector<C::Stmt>& to) {
 
 // Parity of the phase of a buffer's use by step `step`: its (step / stages)-th.
 C::ExprP useParity(const MmaPlan& p, const C::ExprP& step) {
-  return bin("%", bin("/", step, lit(p.stages)), lit(2));
+  return bin("%", bin("/", step, lit(p.ring.stages)), lit(2));
 }
 
 // The producer's steps. Its thread 0 issues every step's boxes, from the second round on once the
@@ -56,13 +56,13 @@ C::ExprP useParity(const MmaPlan& p, const C::ExprP& step) {
 std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
   auto loop = [&](auto&& each) {
     const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
-    std::vector<C::Stmt> body{C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(p.stages)))};
+    std::vector<C::Stmt> body{C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(p.ring.stages)))};
     each(C::name(step), C::name(buffer), body);
     return C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body));
   };
   C::Stmt issuer = loop([&](const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
-    C::ExprP previous = bin("%", C::sum({bin("/", step, lit(p.stages)), lit(1)}), lit(2));
-    body.push_back(C::ifThen(bin(">=", step, lit(p.stages)),
+    C::ExprP previous = bin("%", C::sum({bin("/", step, lit(p.ring.stages)), lit(1)}), lit(2));
+    body.push_back(C::ifThen(bin(">=", step, lit(p.ring.stages)),
                              {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, buffer), previous}))}));
     append(body, issueStep(p, nm, nm.tmapA, nm.tmapB, step, buffer));
   });
@@ -87,7 +87,7 @@ StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std:
       {Barrier::Full, 1}, {Barrier::Empty, p.consumerThreads / 32}, {Barrier::Ready, kSplitThreads / 32}};
   for (auto [which, count] : barriers) {
     if (which == Barrier::Ready && !p.splitBuffers) continue;
-    for (int64_t s = 0; s < p.stages; ++s)
+    for (int64_t s = 0; s < p.ring.stages; ++s)
       init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, which, lit(s)), lit(count)})));
   }
   // The consumers' turns (orderedIssue): one a warpgroup, its four warps arrive on the next's.
@@ -111,7 +111,7 @@ StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std:
   ring.step = ctx.names.fresh("step");
   ring.stepAt = [&ctx, &p, &nm](const C::ExprP& step, std::vector<C::Stmt>& to) {
     std::string buffer = ctx.names.fresh("buffer");
-    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(p.stages))));
+    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(p.ring.stages))));
     const Barrier landed = p.splitBuffers ? Barrier::Ready : Barrier::Full;
     to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, landed, C::name(buffer)), useParity(p, step)})));
     return buffer;
@@ -138,7 +138,7 @@ void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to) {
 }
 
 void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to) {
-  warpArrives(nm, stageBarrier(p, nm, Barrier::Empty, bin("%", step, lit(p.stages))), to);
+  warpArrives(nm, stageBarrier(p, nm, Barrier::Empty, bin("%", step, lit(p.ring.stages))), to);
 }
 
 // The plain arrival and, per register count a plan moves to (`counts`), setmaxnreg's increase

@@ -51,6 +51,7 @@
 
 #include "ir/IR.h"
 #include "schedule/Schedule.h"
+#include "schedule/StageRing.h"
 
 namespace rtcg {
 
@@ -95,7 +96,10 @@ struct MmaPlan {
   // cp.async where aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics,
   // and TF32 / tf32x3 with stages (cp.async copies the values unconverted; see planMma).
   bool tilesAsLoaded = false;
-  int64_t stages = 1;       // buffers of cp.async copies (1: loaded, converted and stored per step)
+  // The ring of the steps' tiles (schedule/StageRing.h): `stages` buffers (1: loaded, converted and
+  // stored per step), cp.async or TMA (`tma`), the block's barrier, the mbarrier (`tma`) or the
+  // producer warpgroup (`producer`), the copies ring.ahead() steps ahead.
+  StageRing ring;
   int tilesPerOperand = 1;  // tf32x3 without stages: 2 (big and small, converted when staged)
   int64_t tileBytes = 0;    // shared memory of all staged tiles
   // `epilogue shared`: the accumulators go to a (blockM x blockN) tile of the accumulator type laid
@@ -139,7 +143,6 @@ struct MmaPlan {
   // (wait_group 1: the buffer refilled at step s is the one step s - 2 read), so the copies run
   // stages - 2 steps ahead; with 2, each step waits for its wgmma (wait_group 0), 1 step ahead.
   bool wgmmaOverlap = false;
-  int64_t copyAhead = 0;    // steps the copies run ahead of the arithmetic (stages - 1 for mma.sync)
   // `fragments 2` (f64 with stages): two sets of fragment registers. Fragment-k f + 1's registers
   // are loaded before fragment-k f's mma issue; at the step's last one the block first waits for
   // the next step's stage and meets at the barrier, refills this step's buffer (every fragment of
@@ -148,7 +151,7 @@ struct MmaPlan {
   // shared-memory load after a barrier, and the barrier's wait overlaps the mma in flight.
   bool prefetchFragments = false;
   int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
-  // `tma` (MmaPlan::tma, with swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
+  // `tma` (MmaPlan::ring: TMA, with swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
   // operand's array, W (128 bytes) along its contiguous dimension by `boxOuter` rows (K-major: the
   // tile's rows; MN-major: blockK), written by cp.async.bulk.tensor with 128-byte swizzle, which is
   // the swizzled layout above; `boxes` per stage (K-major: blockK / W columns of atoms; MN-major:
@@ -164,7 +167,6 @@ struct MmaPlan {
     int64_t pitchBytes = 0;        // bytes between consecutive outer indices
     int64_t boxInner = 0, boxOuter = 0, boxes = 0;
   };
-  bool tma = false;
   TmaOperand tmaA, tmaB;
   int64_t barrierOffset = 0;
   // TF32 operands stored along M / N (registerA): wgmma takes TF32 tiles K-major only, but its A
@@ -205,7 +207,6 @@ struct MmaPlan {
   // registers the consumers need exceed the multiprocessor's, setmaxnreg moves registers from the
   // producer (producerRegisters) to the consumers (consumerRegisters); 0: no setmaxnreg.
   // mbarriers: full, empty and (tf32x3) ready, `stages` each, from barrierOffset.
-  bool producer = false;
   int64_t consumerThreads = 0, producerRegisters = 0, consumerRegisters = 0;
   // With two or more consumer warpgroups they issue their steps' wgmma in turn (orderedIssue:
   // warpgroup w after w - 1, the first after the last's previous step; an mbarrier each, after the
