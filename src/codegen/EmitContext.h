@@ -8,6 +8,7 @@
 //   EmitLongRows.cpp   `long_rows:`: data-dependent ranges too long for their lanes, taken by the block
 //   EmitOuterTile.cpp  an outer reduction's register tile: inner reductions per value, then the fold
 //   EmitStaging.cpp    shared-memory tiles: storage, bases, copies, prefetch and pipelines
+//   EmitStageRing.cpp  the rings of staged tiles (schedule/StageRing.h): every ring's copies ahead and hand-over
 //   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
 //   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
 //   EmitFusion.cpp     nests fused into one launch (`fuse:`): their code in one function, barriers between

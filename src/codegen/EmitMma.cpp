@@ -324,7 +324,7 @@ void emitSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
-// The reduction with stages: the cp.async ring (openStepRing) with ring.ahead() steps copied ahead,
+// The reduction with stages: the cp.async ring (openRing) with stages - 1 steps copied ahead,
 // then the fragments of this step's buffer.
 void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
@@ -334,7 +334,7 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   };
   if (p.prefetchFragments) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
   std::vector<C::Stmt> body;
-  const StepRing ring = openStepRing(ctx, p, nm, p.ring.ahead(), p.ring.fenceAsyncProxy, copyStep, out, &body);
+  const StepRing ring = openRing(ctx, p.ring, p.steps, RingCopy{copyStep, nullptr}, RingHandOver{}, out, &body);
   body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.bufferA)),
                               C::product(C::name(ring.buffer), lit(p.bufferB))));
   out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
@@ -485,41 +485,6 @@ void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const Co
   copyStep(stepIndex, buffer, copy);
   to.push_back(C::ifThen(bin("<", stepIndex, lit(p.steps)), std::move(copy), keepGroupFilled(ctx, p, nm, buffer)));
   to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-}
-
-StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, int64_t ahead, bool fenceAsync,
-                      const CopyStep& copyStep, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
-  const int64_t S = p.ring.stages;
-  // One group per step, none past the last step (an empty group is complete at once and holds no
-  // wait back), so the waits count only copies.
-  for (int64_t s = 0; s < std::min(ahead, p.steps); ++s) {
-    copyStep(lit(s), lit(s), out);
-    out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-  }
-  StepRing ring;
-  ring.step = ctx.names.fresh("step");
-  ring.stepAt = [&ctx, &p, ahead, fenceAsync, copyStep, S](const C::ExprP& step, std::vector<C::Stmt>& to) {
-    // This step's group has landed when at most ahead - 1 newer ones are in flight; the last
-    // ahead - 1 steps have fewer newer groups and wait for all.
-    if (ahead > 1)
-      to.push_back(C::ifThen(bin("<", C::sum({step, lit(ahead - 1)}), lit(p.steps)), {cpAsyncWait(ahead - 1)},
-                             {cpAsyncWait(0)}));
-    else
-      to.push_back(cpAsyncWait(0));
-    if (fenceAsync) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
-    to.push_back(C::syncThreads());
-    std::string next = ctx.names.fresh("ahead");
-    to.push_back(C::decl(ctx.idx, next, C::sum({step, lit(ahead)})));
-    std::vector<C::Stmt> copy;
-    copyStep(C::name(next), bin("%", C::name(next), lit(S)), copy);
-    copy.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-    to.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy)));
-    std::string buffer = ctx.names.fresh("buffer");
-    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(S))));
-    return buffer;
-  };
-  if (body) ring.buffer = ring.stepAt(C::name(ring.step), *body);
-  return ring;
 }
 
 }  // namespace mma

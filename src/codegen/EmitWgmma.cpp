@@ -10,7 +10,7 @@
 // wgmma every warpgroup waited for before that step's barrier), else it is waited for at once.
 // With `swizzle 128` (MmaPlan::swizzle128) the same copies land in the 128-byte swizzled layouts
 // and the descriptors say so; with `tma` as well (MmaPlan::ring: TMA) thread 0 fills each stage by TMA
-// boxes on the stage's mbarrier instead (EmitTma.cpp, openTmaRing), the rest of the step as here.
+// boxes on the stage's mbarrier instead (EmitTma.cpp, openRing), the rest of the step as here.
 // TF32 stored along M / N comes from registers instead of a descriptor (MmaPlan::registerA), with
 // the product transposed where that operand is B, and tf32x3 splits its tiles and sums per step
 // (EmitWgmmaRegisters.cpp); with two register sets (MmaPlan::pingPong) the loop runs two steps an
@@ -74,15 +74,14 @@ struct StepDescriptors {
   std::vector<C::ExprP> a, b;
 };
 
-// The reduction: the cp.async ring (openStepRing) with D = copyAhead steps copied ahead and the
-// copies fenced for the async proxy, then per step tf32x3's split, A's registers (registerA), the
+// The reduction: the ring (openRing: cp.async copies ring.ahead() steps ahead, fenced for the
+// async proxy; or TMA's, or the producer's), then per step tf32x3's split, A's registers (registerA), the
 // wgmma of each k of the step, committed and waited for down to 1 group in flight (overlap) or 0.
 // What the wgmma in flight reads stays allocated until the wait that retires it: with pingPong the
 // step's parity picks a register set, and after its wait_group 1 the other set (the previous
 // step's) is kept, and (tf32x3) its partial sums added; without, the step waits for its own.
 void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const StepDescriptors& desc,
                     std::vector<C::Stmt>& out) {
-  const int64_t D = p.ring.ahead();
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperandAsLoaded(ctx, p, nm, true, k0, C::product(buffer, lit(p.bufferA)), to);
@@ -99,9 +98,11 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
   std::vector<C::Stmt> body;
   // pingPong opens each step of a pair itself (ring.stepAt).
   std::vector<C::Stmt>* first = p.pingPong ? nullptr : &body;
-  const StepRing ring = p.ring.producer() ? openProducerRing(ctx, p, nm, out, first)
-                        : p.ring.tma()      ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, first)
-                                     : openStepRing(ctx, p, nm, D, p.ring.fenceAsyncProxy, copyStep, out, first);
+  const RingCopy copy = p.ring.tma() ? tmaCopy(p, nm) : RingCopy{copyStep, nullptr};
+  const RingHandOver handOver = p.ring.producer() ? producerHandOver(ctx, p, nm)
+                                : p.ring.tma()     ? tmaHandOver(p, nm)
+                                                   : RingHandOver{};
+  const StepRing ring = openRing(ctx, p.ring, p.steps, copy, handOver, out, first);
   const std::string name = helperName(p);
   const int64_t bytes = typeBytes(p.staged);
   // tf32x3: the small products first (small A by big B, big A by small B), then the big one.

@@ -77,10 +77,8 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
           C::ifThen(bin(">=", ptid, lit(32)), {std::move(splitter)})};
 }
 
-}  // namespace
-
-StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out,
-                          std::vector<C::Stmt>* body) {
+// The producer-consumer ring's opening: the mbarriers and the producer's branch.
+void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   // The mbarriers: full (TMA's, count 1), empty (every consumer warp), ready (the splitting warps).
   std::vector<C::Stmt> init;
   const std::vector<std::pair<Barrier, int64_t>> barriers = {
@@ -107,17 +105,15 @@ StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std:
   out.push_back(C::ifThen(bin(">=", nm.tid, lit(p.consumerThreads)), std::move(producer)));
   if (p.consumerRegisters)
     out.push_back(C::exprStmt(C::call(fmt::format("rtcg_setmaxnreg_inc_{}", p.consumerRegisters), {})));
-  StepRing ring;
-  ring.step = ctx.names.fresh("step");
-  ring.stepAt = [&ctx, &p, &nm](const C::ExprP& step, std::vector<C::Stmt>& to) {
-    std::string buffer = ctx.names.fresh("buffer");
-    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(p.ring.stages))));
-    const Barrier landed = p.splitBuffers ? Barrier::Ready : Barrier::Full;
-    to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, landed, C::name(buffer)), useParity(p, step)})));
-    return buffer;
-  };
-  if (body) ring.buffer = ring.stepAt(C::name(ring.step), *body);
-  return ring;
+}
+
+}  // namespace
+
+RingHandOver producerHandOver(EmitContext& ctx, const MmaPlan& p, MmaNames& nm) {
+  // The consumers wait for the stage's `full` (TMA's), or under tf32x3 its `ready` (the split's).
+  const Barrier landed = p.splitBuffers ? Barrier::Ready : Barrier::Full;
+  return RingHandOver{[&p, &nm, landed](const C::ExprP& buffer) { return stageBarrier(p, nm, landed, buffer); },
+                      [&ctx, &p, &nm](std::vector<C::Stmt>& out) { openProducer(ctx, p, nm, out); }};
 }
 
 void waitTurn(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to) {
