@@ -2,6 +2,8 @@
 // `ahead` steps ahead by the copy part, and each step's hand-over, from the plan's StageRing.
 #include "codegen/EmitStageRing.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "support/Error.h"
@@ -88,6 +90,86 @@ StepRing openRing(EmitContext& ctx, const StageRing& ring, int64_t steps, const 
   };
   if (body) opened.buffer = opened.stepAt(C::name(opened.step), *body);
   return opened;
+}
+
+C::Stmt cpAsyncWait(int64_t pending) {
+  RTCG_ASSERT(pending >= 0 && pending <= 2, "the prelude has cp.async waits for 0 to 2 groups");
+  return C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", pending), {}));
+}
+
+void waitForStepCopies(int64_t most, const std::function<C::ExprP(int64_t n)>& exists, std::vector<C::Stmt>& out) {
+  std::vector<C::Stmt> chain{cpAsyncWait(0)};
+  for (int64_t n = 1; n <= most; ++n) chain = {C::ifThen(exists(n), {cpAsyncWait(n)}, std::move(chain))};
+  append(out, std::move(chain));
+}
+
+namespace {
+
+// One stage: each step copies its tiles and points the reads at them, then a barrier; prefetched,
+// the registers loaded ahead (the first step's ahead of the loop, the next one's after the
+// barrier) are stored at the step's start.
+void emitOneStage(const StepAt& stepAt, const StepCopies& copies, std::vector<C::Stmt>& before,
+                  std::vector<C::Stmt>& stage) {
+  if (!copies.throughRegisters) {
+    copies.copyAndRead(stepAt(0, false).first, TileCopy::Direct, stage);
+    stage.push_back(C::syncThreads());
+    return;
+  }
+  const auto [next, hasNext] = stepAt(1, false);
+  copies.copy(stepAt(0, true).first, TileCopy::LoadToRegisters, TileTarget(), before);
+  copies.copyAndRead(stepAt(0, false).first, TileCopy::StoreFromRegisters, stage);
+  stage.push_back(C::syncThreads());
+  std::vector<C::Stmt> loads;
+  copies.copy(next, TileCopy::LoadToRegisters, TileTarget(), loads);
+  stage.push_back(C::ifThen(hasNext, std::move(loads)));
+}
+
+}  // namespace
+
+void emitStepRing(const StageRing& ring, const C::ExprP& step, const StepAt& stepAt,
+                  const StepCopies& copies, std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage,
+                  std::vector<C::Stmt>& after) {
+  if (ring.stages == 1) return emitOneStage(stepAt, copies, before, stage);
+  const int64_t N = ring.stages, ahead = ring.ahead();
+  const bool async = ring.engine == CopyEngine::CpAsync;
+  RTCG_ASSERT(async || N == 2, "more than two stages copy by cp.async");
+  // Step `step + k`'s buffer: its number modulo N (two buffers through the registers: its parity).
+  auto bufferOf = [&](int64_t k) {
+    C::ExprP at = k ? C::sum({step, lit(k)}) : step;
+    return async ? C::binary("%", at, lit(N)) : C::binary("&", at, lit(1));
+  };
+  // The copy of the step at `at` into `buffer`: cp.async's committed, the registers' loaded.
+  const TileCopy issued = async ? TileCopy::Async : copies.throughRegisters ? TileCopy::LoadToRegisters : TileCopy::Direct;
+  auto issue = [&](const C::ExprP& at, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+    copies.copy(at, issued, issued == TileCopy::LoadToRegisters ? TileTarget() : TileTarget{buffer, false}, to);
+    if (async) to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+  };
+  // The first `ahead` steps. cp.async commits groups only for the steps that exist (its waits
+  // count them: waitForStepCopies); the threads' copies guard every element against the array.
+  for (int64_t n = 0; n < ahead; ++n) {
+    auto [at, exists] = stepAt(n, true);
+    std::vector<C::Stmt> first;
+    issue(at, lit(n), first);
+    if (async) before.push_back(C::ifThen(exists, std::move(first)));
+    else append(before, std::move(first));
+  }
+  if (async) waitForStepCopies(N - 2, [&](int64_t n) { return stepAt(n, true).second; }, before);
+  else if (copies.throughRegisters) copies.copy(stepAt(0, true).first, TileCopy::StoreFromRegisters, TileTarget{lit(0), false}, before);
+  before.push_back(C::syncThreads());
+  // Each step: the copy `ahead` steps on into its buffer, the landing of the next step at the end.
+  auto [at, exists] = stepAt(ahead, false);
+  std::vector<C::Stmt> refill;
+  issue(at, bufferOf(ahead), refill);
+  stage.push_back(C::ifThen(exists, std::move(refill)));
+  if (async) {
+    waitForStepCopies(N - 2, [&](int64_t n) { return stepAt(n + 1, false).second; }, after);
+  } else if (copies.throughRegisters) {
+    const auto [next, hasNext] = stepAt(1, false);
+    std::vector<C::Stmt> stores;
+    copies.copy(next, TileCopy::StoreFromRegisters, TileTarget{bufferOf(1), false}, stores);
+    after.push_back(C::ifThen(hasNext, std::move(stores)));
+  }
+  copies.read(bufferOf(0), stage);
 }
 
 }  // namespace rtcg::emit

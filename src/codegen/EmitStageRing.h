@@ -53,4 +53,44 @@ struct StepRing {
 StepRing openRing(EmitContext& ctx, const StageRing& ring, int64_t steps, const RingCopy& copy,
                   const RingHandOver& handOver, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body);
 
+// The SIMT staging's rings (`shared:` tiles staged per reduction step or pipelined position,
+// StagingPlan::ring), over steps whose count and bases `stepAt` gives at run time. The copy part
+// (EmitStaging.cpp): `copy(at, mode, target, to)` copies (TileCopy: directly, by cp.async, or
+// loads into and stores from the prefetch registers) the tiles of the step at base `at` without
+// pointing the reads at them; `copyAndRead(at, mode, to)` does so and points the reads at the one
+// buffer; `read(buffer, to)` points the reads at the current step's buffer `buffer`. Prefetched
+// (`throughRegisters`: few enough elements a thread), a step is loaded into registers while the
+// one before is computed and stored at its own start (one stage) or at that one's end (two).
+struct StepCopies {
+  std::function<void(const C::ExprP& at, TileCopy mode, const TileTarget& target, std::vector<C::Stmt>& to)> copy;
+  std::function<void(const C::ExprP& at, TileCopy mode, std::vector<C::Stmt>& to)> copyAndRead;
+  std::function<void(const C::ExprP& buffer, std::vector<C::Stmt>& to)> read;
+  bool throughRegisters = false;
+};
+
+// The steps' copies: `before` goes ahead of the loop over steps, `stage` at the start of each
+// step, `after` at its end, followed by the caller's barrier (which hands each step's buffer back
+// to the copies); `step` counts the steps from 0. One stage: each step copies its tiles, then a
+// barrier; prefetched, the first step is loaded ahead of the loop, each step stores its registers,
+// and after the barrier issues the loads of the next one (where there is one) so that they overlap
+// the step's arithmetic. More stages: the first ahead() steps are copied ahead of the loop (then
+// landed and a barrier), each step issues the copy ahead() steps on into its buffer (freed by
+// the caller's barrier of the step before) and reads its own; its end lands the next step.
+// cp.async (N stages, N - 1 ahead) commits a group per step that exists and lands a step by
+// waitForStepCopies; two buffers through the registers land by storing them.
+void emitStepRing(const StageRing& ring, const C::ExprP& step, const StepAt& stepAt,
+                  const StepCopies& copies, std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage,
+                  std::vector<C::Stmt>& after);
+
+// The cp.async ring of the SIMT staging commits a group only where it issued copies (the mma
+// rings never commit an empty group: openRing; `fragments 2` fills past the end instead,
+// EmitMmaParts.h keepGroupFilled), and waits for one step's group by counting the groups with
+// copies committed after it: `exists(n)` says whether the n-th step after the one waited for was
+// copied (monotone in n; up to `most` of them). The wait is wait_group n for the largest such n (a
+// chain of uniform branches), 0 where none: an empty group is complete at once and does not hold
+// back a wait_group's count on the GPU (H200), so a count that includes empty groups lets a wait
+// pass before its step landed.
+void waitForStepCopies(int64_t most, const std::function<C::ExprP(int64_t n)>& exists, std::vector<C::Stmt>& out);
+C::Stmt cpAsyncWait(int64_t pending);  // cp.async.wait_group `pending` (0 to 2)
+
 }  // namespace rtcg::emit
