@@ -90,7 +90,7 @@ void stageConverted(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>&
 // operand's contiguous direction with consecutive threads.
 void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
                   const C::ExprP& buffer, std::vector<C::Stmt>& out) {
-  if (p.tilesAsLoaded) return stageOperandAsLoaded(ctx, p, nm, isA, k0, buffer, out);
+  if (p.tiles != TileForm::Padded) return stageOperandAsLoaded(ctx, p, nm, isA, k0, buffer, out);
   const int64_t rows = isA ? p.blockM : p.blockN, total = rows * p.blockK;
   const int64_t threads = ctx.plan.launch.threads, rounds = (total + threads - 1) / threads;
   const bool alongK = isA ? p.c.aAlongK : p.c.bAlongK;
@@ -174,7 +174,7 @@ std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& 
   return {C::name(name), C::name(small)};
 }
 
-// TF32 tiles as loaded (MmaPlan::tilesAsLoaded): one operand's fragments of the fragment-k at kk,
+// TF32 tiles as loaded (MmaPlan::tiles: AsLoaded): one operand's fragments of the fragment-k at kk,
 // converted. From a (rows x k) tile by ldmatrix, whose 8x8 b16 matrices are 8 x 4 words, thread
 // (g, t) getting word t of row g, as the m16n8k8 TF32 registers are laid out: x4 per A fragment
 // (a0-a3), x4 per two B fragments (b0, b1 of each), x2 for a last single one. From a (k x rows)
@@ -229,7 +229,7 @@ WarpFragments loadFragments(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, co
   a.assign(size_t(ms.tileM), std::vector<std::vector<C::ExprP>>(2));
   b.assign(size_t(ms.tileN), std::vector<std::vector<C::ExprP>>(2));
   // TF32 tiles as loaded: ldmatrix where it applies; FP64's value by value from either tile.
-  const bool byLdmatrix = p.tilesAsLoaded && !f64;
+  const bool byLdmatrix = p.tiles != TileForm::Padded && !f64;
   if (byLdmatrix) {
     loadedOperand(ctx, p, nm, true, kk, bufA, a, out);
     loadedOperand(ctx, p, nm, false, kk, bufB, b, out);
@@ -441,7 +441,7 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
   if (ctx.plan.dynamicShared) {
     const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);
     // wgmma's 128-byte swizzle: atoms at multiples of 1024 bytes (the descriptors' base offset 0).
-    const int64_t align = p.swizzle128 ? 1024 : 16;
+    const int64_t align = p.tiles == TileForm::Swizzle128 ? 1024 : 16;
     body.push_back(C::externSharedArray(type, storage, align));
     // The shared epilogue's view of the same memory, in the accumulators' type.
     if (p.sharedEpilogue && p.staged != p.c.type)
@@ -501,7 +501,7 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
                                         p.ring.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.ring.stages)
                                         : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
   declareMmaTiles(ctx, p, nm, body);
-  if (p.tilesAsLoaded && p.arith != MmaArith::F64) declareLdmatrixLanes(ctx, p, nm, body);
+  if (p.tiles != TileForm::Padded && p.arith != MmaArith::F64) declareLdmatrixLanes(ctx, p, nm, body);
   nm.acc.assign(size_t(ms.tileM), std::vector<std::vector<std::string>>(size_t(ms.tileN)));
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)
@@ -515,7 +515,7 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
 
 // The preludes the nest's tensor-core code calls: the mma helpers; cp.async for a ring of stages
 // and for 16-bit tiles (copied by cp.async with or without stages); ldmatrix for 16-bit tiles and
-// TF32 tiles as loaded (with stages, MmaPlan::tilesAsLoaded); each wgmma shape's helpers once.
+// TF32 tiles as loaded (with stages, MmaPlan::tiles: AsLoaded); each wgmma shape's helpers once.
 void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs) {
   const bool half = mmaIs16Bit(s.arith);
   const bool tf32 = s.arith == MmaArith::Tf32 || s.arith == MmaArith::Tf32x3;
@@ -528,7 +528,7 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
     if (std::find(needs.wgmmaShapes.begin(), needs.wgmmaShapes.end(), h) == needs.wgmmaShapes.end())
       needs.wgmmaShapes.push_back(std::move(h));
   }
-  needs.wgmmaSwizzle |= p.swizzle128;
+  needs.wgmmaSwizzle |= p.tiles == TileForm::Swizzle128;
   needs.wgmmaSplit |= p.splitBuffers > 0;
   needs.tma |= p.ring.tma();
   if (p.ring.producer()) {

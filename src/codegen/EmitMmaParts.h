@@ -43,7 +43,7 @@ inline C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
 inline C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(op, std::move(a), std::move(b)); }
 
 // EmitMmaHalf.cpp: the 16-bit arithmetics (bf16 / f16 m16n8k16), and the tiles as loaded that
-// TF32 and FP64's sm_90 shapes with stages share with them (MmaPlan::tilesAsLoaded).
+// TF32 and FP64's sm_90 shapes with stages share with them (MmaPlan::tiles: AsLoaded).
 // The lane's ldmatrix addresses in the tiles (nm.aLane, nm.bLane; TF32: of (rows x k) tiles only).
 void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
 // One operand's (rows x k) box of the step at k0 into the buffer starting at element `buffer`

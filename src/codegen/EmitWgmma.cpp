@@ -8,7 +8,7 @@
 // step's k, committed; with 3 or more stages it stays in flight through the next step's copies and
 // issue (wait_group 1, so the buffer refilled at a step is the one read two steps before, whose
 // wgmma every warpgroup waited for before that step's barrier), else it is waited for at once.
-// With `swizzle 128` (MmaPlan::swizzle128) the same copies land in the 128-byte swizzled layouts
+// With `swizzle 128` (MmaPlan::tiles: Swizzle128) the same copies land in the 128-byte swizzled layouts
 // and the descriptors say so; with `tma` as well (MmaPlan::ring: TMA) thread 0 fills each stage by TMA
 // boxes on the stage's mbarrier instead (EmitTma.cpp, openRing), the rest of the step as here.
 // TF32 stored along M / N comes from registers instead of a descriptor (MmaPlan::registerA), with
@@ -46,7 +46,7 @@ int64_t atomRow(const MmaPlan& p) { return 128 / typeBytes(p.staged); }
 // MN-major: LBO per atom of W rows (a warpgroup's rows start at an atom, planSwizzle128).
 C::ExprP rowsOffset(const MmaPlan& p, bool isA, const C::ExprP& rows) {
   const int64_t sbo = isA ? p.sboA : p.sboB;
-  if (p.swizzle128 && mnMajor(p, isA))
+  if (p.tiles == TileForm::Swizzle128 && mnMajor(p, isA))
     return C::product(bin("/", rows, lit(atomRow(p))), lit((isA ? p.lboA : p.lboB) / 16));
   return C::product(bin("/", rows, lit(mnMajor(p, isA) ? coreRow(p) : 8)), lit(sbo / 16));
 }
@@ -56,7 +56,7 @@ C::ExprP rowsOffset(const MmaPlan& p, bool isA, const C::ExprP& rows) {
 // XORs the address it forms), MN-major by SBO per 8 k.
 int64_t kOffset(const MmaPlan& p, bool isA, int64_t kk) {
   const int64_t lbo = isA ? p.lboA : p.lboB, rows = isA ? p.blockM : p.blockN, w = atomRow(p);
-  if (p.swizzle128)
+  if (p.tiles == TileForm::Swizzle128)
     return mnMajor(p, isA) ? kk / 8 * ((isA ? p.sboA : p.sboB) / 16)
                            : (kk / w * rows * 128 + kk % w * typeBytes(p.staged)) / 16;
   return kk / (mnMajor(p, isA) ? 8 : coreRow(p)) * (lbo / 16);
@@ -195,7 +195,7 @@ void declareWgmmaAccumulators(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, 
     }
 }
 
-// The 128-byte swizzled layouts (MmaPlan::swizzle128): the unswizzled element offset, whose
+// The 128-byte swizzled layouts (MmaPlan::tiles: Swizzle128): the unswizzled element offset, whose
 // 128-byte row index (mod 8) is row % 8 (K-major) or k % 8 (MN-major) as every atom starts at a
 // multiple of 1024 bytes, with its 16-byte chunk XORed by that.
 C::ExprP swizzledTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::ExprP& k) {
@@ -209,7 +209,7 @@ C::ExprP swizzledTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C
 }
 
 C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::ExprP& k) {
-  if (p.swizzle128) return swizzledTileAt(p, isA, row, k);
+  if (p.tiles == TileForm::Swizzle128) return swizzledTileAt(p, isA, row, k);
   const int64_t e = coreRow(p), rows = isA ? p.blockM : p.blockN;
   // K-major: core (row / 8, k / e), 8 * e elements each, a row group's cores adjacent along k.
   if (!mnMajor(p, isA))
@@ -225,7 +225,7 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
       "wgmma m64n{}k{}: operands {} x {} (M, {}{}) and {} x {} (N, {}) values per step in {}, {} buffers "
       "filled by {}{}{}",
       p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.registerA ? ", A from registers" : "",
-      p.blockN, p.blockK, p.bMnMajor ? "MN-major" : "K-major", p.swizzle128 ? "128-byte swizzled atoms" : "core matrices",
+      p.blockN, p.blockK, p.bMnMajor ? "MN-major" : "K-major", p.tiles == TileForm::Swizzle128 ? "128-byte swizzled atoms" : "core matrices",
       p.ring.stages, p.ring.tma() ? "TMA (thread 0), an mbarrier each" : "cp.async",
       p.transposed ? "; the product transposed (M is the output's column index)" : "",
       p.splitBuffers ? fmt::format("; tf32x3: split per step, small parts in {} buffers", p.splitBuffers) : "")));
@@ -235,7 +235,7 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
   auto descriptor = [&](bool isA, int part) {
     const Tile& tile = (isA ? nm.tileA : nm.tileB)[size_t(part)];
     std::string n = ctx.names.fresh(std::string(isA ? "desc_a" : "desc_b") + (part ? "_small" : ""));
-    C::ExprP base = C::call(p.swizzle128 ? "rtcg_wgmma_desc_sw128" : "rtcg_wgmma_desc", {C::unary("&", tileRef(tile, lit(0))), lit(isA ? p.lboA : p.lboB),
+    C::ExprP base = C::call(p.tiles == TileForm::Swizzle128 ? "rtcg_wgmma_desc_sw128" : "rtcg_wgmma_desc", {C::unary("&", tileRef(tile, lit(0))), lit(isA ? p.lboA : p.lboB),
                                                 lit(isA ? p.sboA : p.sboB)});
     body.push_back(C::decl("unsigned long long", n, C::sum({base, rowsOffset(p, isA, isA ? nm.wgm : nm.wgn)})));
     return C::name(n);

@@ -208,10 +208,10 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
   p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
 }
 
-// `swizzle 128`'s part of a wgmma plan (MmaPlan::swizzle128): the swizzled layouts' strides, and
+// `swizzle 128`'s part of a wgmma plan (TileForm::Swizzle128): the swizzled layouts' strides, and
 // the reasons where a tile does not fill whole 128-byte rows of atoms.
 void planSwizzle128(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
-  p.swizzle128 = true;
+  p.tiles = TileForm::Swizzle128;
   const int64_t bytes = typeBytes(p.staged), w = 128 / bytes;
   auto operand = [&](const char* name, bool mnMajor, int64_t groupRows, int64_t& lbo, int64_t& sbo) {
     if (!mnMajor && p.blockK % w != 0)
@@ -319,7 +319,7 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
   p.registerA = tf32 && p.aKMajor;
   p.aMnMajor = p.aKMajor && (mmaIs16Bit(p.arith) || p.registerA), p.bMnMajor = p.bKMajor && mmaIs16Bit(p.arith);
-  p.tilesAsLoaded = true;
+  p.tiles = TileForm::Canonical;
   // Unpadded tiles: (rows x k) values of a stage each, in core matrices (the canonical layouts).
   p.pitchA = p.aKMajor ? p.blockM : p.blockK, p.pitchB = p.bKMajor ? p.blockN : p.blockK;
   p.pitch = p.pitchA;
@@ -454,7 +454,7 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
   // pitch = 4 (mod 16) doubles (8 (mod 32) words, as TF32's): a half-warp's 64-bit loads at (k = t,
   // row = g) fall on 16 different 8-byte bank pairs. m8n8k4 keeps its layout, as it was.
   const bool f64Loaded = p.arith == MmaArith::F64 && p.shape != MmaShape::Native && p.ring.stages > 1;
-  p.tilesAsLoaded = half || (tf32 && p.ring.stages > 1) || f64Loaded;
+  p.tiles = half || (tf32 && p.ring.stages > 1) || f64Loaded ? TileForm::AsLoaded : TileForm::Padded;
   if ((tf32 && p.ring.stages > 1) || f64Loaded) {
     auto kMajorPitch = [&](int64_t rows) {
       return f64Loaded ? rows + (20 - rows % 16) % 16 : rows + (40 - rows % 32) % 32;
@@ -524,7 +524,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   planArithmetic(k, s, limits, p, reasons);
   planTiles(k, s, p, reasons);
   if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
-  if (s.mma.tma && p.swizzle128) planTma(k, p, reasons);
+  if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, p, reasons);
   if (s.mma.producer && p.ring.tma()) planProducer(s.mma, p, reasons);
   planFragments(s.mma, p, reasons);
   p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;

@@ -22,7 +22,7 @@
 // guards it against the domain and evaluates the statement with the sum replaced by it. With
 // `stages N` the steps go to N buffers by cp.async (zero-filled outside the domain), N - 1 steps
 // ahead: one barrier per step (cp.async cannot convert, so the operands must be plain loads of the
-// contraction's type). Then the tiles are as loaded (tilesAsLoaded), tf32x3 splits each fragment
+// contraction's type). Then the tiles are as loaded (TileForm::AsLoaded), tf32x3 splits each fragment
 // register as it is loaded, and `tf32` passes the values as copied: the tensor cores read their top
 // 19 bits (truncation; relative error about 7e-4 against 3e-4 rounded, docs/rtcgc.md), two
 // instructions fewer per register, which the issue slots of the main loop need.
@@ -92,10 +92,12 @@ struct MmaPlan {
   ScalarType staged = ScalarType::F32;  // the tiles' element type
   bool aKMajor = false, bKMajor = false;
   int64_t pitchA = 0, pitchB = 0, bufferA = 0, bufferB = 0;
-  // Tiles in each operand's contiguous direction (aKMajor / bKMajor), copied 16 bytes at a time by
-  // cp.async where aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics,
-  // and TF32 / tf32x3 with stages (cp.async copies the values unconverted; see planMma).
-  bool tilesAsLoaded = false;
+  // The tiles' form (schedule/StageRing.h): Padded, converted as stored (above); AsLoaded, in each
+  // operand's contiguous direction (aKMajor / bKMajor), copied 16 bytes at a time by cp.async where
+  // aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics, and TF32 /
+  // tf32x3 with stages (cp.async copies the values unconverted; see planMma); wgmma's Canonical or
+  // Swizzle128 (below).
+  TileForm tiles = TileForm::Padded;
   // The ring of the steps' tiles (schedule/StageRing.h): `stages` buffers (1: loaded, converted and
   // stored per step), cp.async or TMA (`tma`), the block's barrier, the mbarrier (`tma`) or the
   // producer warpgroup (`producer`), the copies ring.ahead() steps ahead.
@@ -123,7 +125,7 @@ struct MmaPlan {
   // M / N (wgmma takes TF32 K-major only) is copied value by value into a K-major tile. LBO and SBO
   // in bytes (the descriptor holds them >> 4).
   //
-  // `swizzle 128` (swizzle128): the 128-byte swizzled layouts instead (descriptor layout type 1).
+  // `swizzle 128` (TileForm::Swizzle128): the 128-byte swizzled layouts instead (descriptor layout type 1).
   // An atom is 8 rows of 128 bytes (1024 bytes, 1024-byte aligned: the dynamic shared memory is,
   // and every buffer and row group is a multiple of 1024 bytes), the 16-byte chunk c of row r
   // stored at chunk c ^ (r % 8): the eight rows wgmma reads at one k fall in eight different bank
@@ -136,7 +138,6 @@ struct MmaPlan {
   // of 8 k. Either is what a TMA box of W x rows (K-major) or W x blockK (MN-major) elements with
   // 128-byte swizzle writes. K-major needs blockK a multiple of W, MN-major each warpgroup's M / N
   // (64 or wgmmaN) a multiple of W.
-  bool swizzle128 = false;
   bool wgmma = false;
   bool aMnMajor = false, bMnMajor = false;
   // With 3 or more stages a step's wgmma stays in flight while the next step is copied and issued
@@ -151,7 +152,7 @@ struct MmaPlan {
   // shared-memory load after a barrier, and the barrier's wait overlaps the mma in flight.
   bool prefetchFragments = false;
   int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
-  // `tma` (MmaPlan::ring: TMA, with swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
+  // `tma` (MmaPlan::ring: TMA, with TileForm::Swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
   // operand's array, W (128 bytes) along its contiguous dimension by `boxOuter` rows (K-major: the
   // tile's rows; MN-major: blockK), written by cp.async.bulk.tensor with 128-byte swizzle, which is
   // the swizzled layout above; `boxes` per stage (K-major: blockK / W columns of atoms; MN-major:

@@ -831,7 +831,7 @@ std::string wgmmaLines(const MmaPlan& p) {
   }
   s += fmt::format("  shared memory: {} bytes, dynamic; {} tiles as loaded in {}: {}; {}\n", p.sharedBytes,
                    typeName(p.staged),
-                   p.swizzle128 ? "128-byte swizzled atoms (8 rows x 128 bytes, 16-byte chunks XORed by row % 8; "
+                   p.tiles == TileForm::Swizzle128 ? "128-byte swizzled atoms (8 rows x 128 bytes, 16-byte chunks XORed by row % 8; "
                                   "1024-byte aligned)"
                                 : "core matrices (8 rows x 16 bytes, no swizzle)",
                    layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
@@ -887,7 +887,7 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
   s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
                    p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue ? "dynamic" : "static", p.tilesPerOperand * p.ring.stages, p.tilesPerOperand * p.ring.stages == 1 ? "" : "s", p.pitch);
-  if (p.tilesAsLoaded)
+  if (p.tiles != TileForm::Padded)
     s += fmt::format("  {} tiles as loaded: A {} (pitch {}), B {} (pitch {}); fragments {}{}\n",
                      typeName(p.staged), p.aKMajor ? "K x M" : "M x K", p.pitchA, p.bKMajor ? "K x N" : "N x K",
                      p.pitchB, p.arith == MmaArith::F64 ? "value by value" : "by ldmatrix",

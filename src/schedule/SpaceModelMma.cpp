@@ -76,14 +76,14 @@ double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, 
   const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
   const int64_t aRegs = f64 ? p.fragM * p.fragK / 32 : 4, bRegs = f64 ? p.fragN * p.fragK / 32 : 2;
   auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
-    const bool ldmatrix = p.tilesAsLoaded && !f64 && (mmaIs16Bit(p.arith) || !kMajor);  // FP64: value by value
-    return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && !p.tilesAsLoaded ? 2 : 1);
+    const bool ldmatrix = p.tiles != TileForm::Padded && !f64 && (mmaIs16Bit(p.arith) || !kMajor);  // FP64: value by value
+    return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && p.tiles == TileForm::Padded ? 2 : 1);
   };
-  const int64_t split = x3 && p.tilesAsLoaded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
+  const int64_t split = x3 && p.tiles != TileForm::Padded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
   const int64_t perFragmentK = loads(ms.tileM, aRegs, p.aKMajor, 1) + loads(ms.tileN, bRegs, p.bKMajor, 2) + split +
                                ms.tileM * ms.tileN * (x3 ? 3 : 1);
   const int64_t values = (p.blockM + p.blockN) * p.blockK;
-  const double copies = p.tilesAsLoaded ? 6.0 * double(values) / double(16 / typeBytes(p.staged))
+  const double copies = p.tiles != TileForm::Padded ? 6.0 * double(values) / double(16 / typeBytes(p.staged))
                                         : 8.0 * double(values) * (x3 ? 1.5 : 1.0);
   const double perStep = double(perFragmentK * (p.blockK / p.fragK)) + copies / double(threads) + 12;
   const double warpInstructions = perStep * double(p.steps) * double(blocks) * double(threads / 32);
@@ -157,7 +157,7 @@ double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
                               : p.registerA    ? 0.62
                                                : 1.0;
   const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.wgmma ? 0.45 : 1.0;
-  return p.wgmma               ? (p.swizzle128 ? swizzled : 0.45) * registerWait
+  return p.wgmma               ? (p.tiles == TileForm::Swizzle128 ? swizzled : 0.45) * registerWait
          : p.prefetchFragments ? (bigPrefetch ? 0.79 : 0.69)
          : p.ring.stages > 1        ? 0.75 * tf32x3Sync
                                : 0.6 * tf32x3Sync;

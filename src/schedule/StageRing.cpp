@@ -1,9 +1,19 @@
-// The stage ring's names (schedule/StageRing.h).
+// The names of the staged tiles' plan parts (schedule/StageRing.h).
 #include "schedule/StageRing.h"
 
 #include <fmt/format.h>
 
 namespace rtcg {
+
+const char* tileFormName(TileForm f) {
+  switch (f) {
+    case TileForm::Padded: return "padded";
+    case TileForm::AsLoaded: return "as loaded";
+    case TileForm::Canonical: return "canonical";
+    case TileForm::Swizzle128: return "128-byte swizzle";
+  }
+  return "?";
+}
 
 const char* copyEngineName(CopyEngine e) {
   switch (e) {

@@ -1,5 +1,5 @@
-// The stage ring: how the tiles of a reduction's steps reach shared memory, one plan part that the
-// SIMT staging (`shared:` with `buffers:` and `copy:`, StagingPlan::ring) and the tensor-core
+// The plan parts of staged tiles. The stage ring: how the tiles of a reduction's steps reach
+// shared memory, one plan part that the SIMT staging (`shared:` with `buffers:` and `copy:`, StagingPlan::ring) and the tensor-core
 // plans (`mma: ... stages N [tma [producer]]`, MmaPlan::ring) fill alike, and that one emitter
 // (codegen/EmitStageRing.cpp) turns into code.
 //
@@ -46,6 +46,16 @@ struct StageRing {
   bool producer() const { return handOver == HandOver::ProducerConsumer; }
 };
 
+// The form of a staged tile in shared memory: Padded, the box's rows padded against bank conflicts
+// (the SIMT staging, whose StagedArray::padded and ::order say its pitches and transposition;
+// mma.sync without stages, converted as stored); AsLoaded, the values as the copy moves them,
+// rows along the operand's contiguous direction (mma.sync with stages, the 16-bit arithmetics);
+// Canonical, wgmma's core matrices of 8 rows of 16 bytes; Swizzle128, wgmma's 128-byte swizzled
+// atoms, what a TMA box with 128-byte swizzle writes (MmaPlan::tiles, with the pitches and the
+// transposition of each operand: MmaPlan::pitchA / pitchB, aKMajor / bKMajor).
+enum class TileForm : uint8_t { Padded, AsLoaded, Canonical, Swizzle128 };
+
+const char* tileFormName(TileForm f);      // "padded", "as loaded", "canonical", "128-byte swizzle"
 const char* copyEngineName(CopyEngine e);  // "registers", "cp.async", "TMA"
 const char* handOverName(HandOver h);      // "barrier", "mbarrier", "producer-consumer"
 // The ring in words, for `rtcgc explain` and tests: "3 stages, 2 steps ahead, cp.async, barrier".

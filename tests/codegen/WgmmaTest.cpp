@@ -251,7 +251,7 @@ TEST(Wgmma, Swizzle128PlanAndReasons) {
   auto p = plan(rect("rect", 200, 136, 72), "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128",
                 reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_TRUE(p->swizzle128);
+  EXPECT_EQ(p->tiles, TileForm::Swizzle128);
   EXPECT_FALSE(p->aMnMajor);
   EXPECT_TRUE(p->bMnMajor);
   EXPECT_EQ(p->lboA, 16);

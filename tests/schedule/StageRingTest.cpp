@@ -74,3 +74,20 @@ TEST(StageRing, SimtStagingAndMmaPlanTheSamePart) {
   EXPECT_EQ(f64.release, StageRelease::BeforeRefill);
   EXPECT_EQ(f64.engine, CopyEngine::CpAsync);
 }
+
+// The tiles' form of the mma plans: padded and converted as stored without stages, as loaded with
+// them, wgmma's canonical layout or its 128-byte swizzled atoms.
+TEST(StageRing, MmaTileForms) {
+  const Kernel mm = matmul(256);
+  const std::pair<const char*, TileForm> cases[] = {
+      {"mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16", TileForm::Padded},
+      {"mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3", TileForm::AsLoaded},
+      {"mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4", TileForm::Canonical},
+      {"mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma", TileForm::Swizzle128},
+  };
+  for (const auto& [schedule, form] : cases) {
+    const NestPlan p = planOf(mm, schedule);
+    ASSERT_TRUE(p.mma) << schedule;
+    EXPECT_STREQ(tileFormName(p.mma->tiles), tileFormName(form)) << schedule;
+  }
+}
