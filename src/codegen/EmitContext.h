@@ -8,6 +8,7 @@
 //   EmitLongRows.cpp   `long_rows:`: data-dependent ranges too long for their lanes, taken by the block
 //   EmitOuterTile.cpp  an outer reduction's register tile: inner reductions per value, then the fold
 //   EmitStaging.cpp    shared-memory tiles: storage, bases, copies, prefetch and pipelines
+//   EmitStageRing.cpp  the rings of staged tiles (schedule/StageRing.h): every ring's copies ahead and hand-over
 //   EmitStore.cpp      the statements' stores: plain or streaming (`stores: streaming`)
 //   CudaTypes.cpp      CUDA names of types, vector types, literals, math functions, identities
 //   EmitFusion.cpp     nests fused into one launch (`fuse:`): their code in one function, barriers between
@@ -412,15 +413,6 @@ bool hasStepStaging(const EmitContext& ctx, int group);
 void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
               std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after);
 int64_t copyVector(const EmitContext& ctx, size_t t);
-// The cp.async ring of `copy: async` (copyStepAsync; the mma rings never commit an empty group
-// instead: EmitMmaParts.h, keepGroupFilled) commits a group only where it issued copies, and waits
-// for one step's group by counting the groups with copies committed after it:
-// `exists(n)` says whether the n-th step after the one waited for was copied (monotone in n; up to
-// `most` of them). The wait is wait_group n for the largest such n (a chain of uniform branches),
-// 0 where none: an empty group is complete at once and does not hold back a wait_group's count on
-// the GPU (H200), so a count that includes empty groups lets a wait pass before its step landed.
-void waitForStepCopies(int64_t most, const std::function<C::ExprP(int64_t n)>& exists, std::vector<C::Stmt>& out);
-C::Stmt cpAsyncWait(int64_t pending);
 int64_t baseDivisor(const EmitContext& ctx, const std::string& key, int group);
 
 

@@ -90,7 +90,7 @@ void stageConverted(EmitContext& ctx, const MmaPlan& p, const std::vector<Tile>&
 // operand's contiguous direction with consecutive threads.
 void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
                   const C::ExprP& buffer, std::vector<C::Stmt>& out) {
-  if (p.tilesAsLoaded) return stageOperandAsLoaded(ctx, p, nm, isA, k0, buffer, out);
+  if (p.tiles != TileForm::Padded) return stageOperandAsLoaded(ctx, p, nm, isA, k0, buffer, out);
   const int64_t rows = isA ? p.blockM : p.blockN, total = rows * p.blockK;
   const int64_t threads = ctx.plan.launch.threads, rounds = (total + threads - 1) / threads;
   const bool alongK = isA ? p.c.aAlongK : p.c.bAlongK;
@@ -115,7 +115,7 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
   C::ExprP inside = bin("&&", bin("<", point, lit(isA ? p.c.mExtent : p.c.nExtent)), bin("<", kq, lit(p.c.kExtent)));
   C::ExprP at = C::sum({buffer ? buffer : lit(0), C::product(C::name(rn), lit(p.pitch)), C::name(kn)});
   const auto& tiles = isA ? nm.tileA : nm.tileB;
-  if (p.stages > 1) {
+  if (p.ring.stages > 1) {
     // The element's address only where it is inside (elsewhere the array's start: no byte is read).
     const int bytes = typeBytes(p.c.type);
     auto addressOf = [](C::ExprP v) {
@@ -170,7 +170,7 @@ std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& 
                                                const std::vector<Tile>& tiles, const C::ExprP& buffer,
                                                const C::ExprP& row, const C::ExprP& kcol, const std::string& base,
                                                std::vector<C::Stmt>& out) {
-  if (p.stages > 1) return convertRegister(ctx, p, tileAt(p, isA, tiles[0], buffer, row, kcol), base, out);
+  if (p.ring.stages > 1) return convertRegister(ctx, p, tileAt(p, isA, tiles[0], buffer, row, kcol), base, out);
   std::string name = ctx.names.fresh(base);
   out.push_back(C::decl(elemType(p), name, tileAt(p, isA, tiles[0], buffer, row, kcol)));
   if (p.arith != MmaArith::Tf32x3) return {C::name(name), nullptr};
@@ -179,7 +179,7 @@ std::pair<C::ExprP, C::ExprP> fragmentRegister(EmitContext& ctx, const MmaPlan& 
   return {C::name(name), C::name(small)};
 }
 
-// TF32 tiles as loaded (MmaPlan::tilesAsLoaded): one operand's fragments of the fragment-k at kk,
+// TF32 tiles as loaded (MmaPlan::tiles: AsLoaded): one operand's fragments of the fragment-k at kk,
 // converted. From a (rows x k) tile by ldmatrix, whose 8x8 b16 matrices are 8 x 4 words, thread
 // (g, t) getting word t of row g, as the m16n8k8 TF32 registers are laid out: x4 per A fragment
 // (a0-a3), x4 per two B fragments (b0, b1 of each), x2 for a last single one. From a (k x rows)
@@ -234,7 +234,7 @@ WarpFragments loadFragments(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, co
   a.assign(size_t(ms.tileM), std::vector<std::vector<C::ExprP>>(2));
   b.assign(size_t(ms.tileN), std::vector<std::vector<C::ExprP>>(2));
   // TF32 tiles as loaded: ldmatrix where it applies; FP64's value by value from either tile.
-  const bool byLdmatrix = p.tilesAsLoaded && !f64;
+  const bool byLdmatrix = p.tiles != TileForm::Padded && !f64;
   if (byLdmatrix) {
     loadedOperand(ctx, p, nm, true, kk, bufA, a, out);
     loadedOperand(ctx, p, nm, false, kk, bufB, b, out);
@@ -329,10 +329,9 @@ void emitSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
-// The reduction with stages S: the cp.async ring (openStepRing) with S - 1 steps copied ahead,
+// The reduction with stages: the cp.async ring (openRing) with stages - 1 steps copied ahead,
 // then the fragments of this step's buffer.
 void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
-  const int64_t S = p.stages;
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.bufferA)) : nullptr, to);
@@ -340,7 +339,7 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   };
   if (p.prefetchFragments) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
   std::vector<C::Stmt> body;
-  const StepRing ring = openStepRing(ctx, p, nm, S - 1, false, copyStep, out, &body);
+  const StepRing ring = openRing(ctx, p.ring, p.steps, RingCopy{copyStep, nullptr}, RingHandOver{}, out, &body);
   body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.bufferA)),
                               C::product(C::name(ring.buffer), lit(p.bufferB))));
   out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
@@ -449,12 +448,12 @@ namespace mma {
 // The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
 // dynamic shared memory of the element type, one after the other.
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
-  const int64_t a = p.stages * p.bufferA, b = p.stages * p.bufferB;
+  const int64_t a = p.ring.stages * p.bufferA, b = p.ring.stages * p.bufferB;
   const std::string type = cudaTypeName(p.staged);  // 16-bit arithmetics: the values as loaded
   if (ctx.plan.dynamicShared) {
     const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);
     // wgmma's 128-byte swizzle: atoms at multiples of 1024 bytes (the descriptors' base offset 0).
-    const int64_t align = p.swizzle128 ? 1024 : 16;
+    const int64_t align = p.tiles == TileForm::Swizzle128 ? 1024 : 16;
     body.push_back(C::externSharedArray(type, storage, align));
     // The shared epilogue's view of the same memory, in the accumulators' type.
     if (p.sharedEpilogue && p.staged != p.c.type)
@@ -500,41 +499,6 @@ void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const Co
   to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
 }
 
-StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, int64_t ahead, bool fenceAsync,
-                      const CopyStep& copyStep, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
-  const int64_t S = p.stages;
-  // One group per step, none past the last step (an empty group is complete at once and holds no
-  // wait back), so the waits count only copies.
-  for (int64_t s = 0; s < std::min(ahead, p.steps); ++s) {
-    copyStep(lit(s), lit(s), out);
-    out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-  }
-  StepRing ring;
-  ring.step = ctx.names.fresh("step");
-  ring.stepAt = [&ctx, &p, ahead, fenceAsync, copyStep, S](const C::ExprP& step, std::vector<C::Stmt>& to) {
-    // This step's group has landed when at most ahead - 1 newer ones are in flight; the last
-    // ahead - 1 steps have fewer newer groups and wait for all.
-    if (ahead > 1)
-      to.push_back(C::ifThen(bin("<", C::sum({step, lit(ahead - 1)}), lit(p.steps)), {cpAsyncWait(ahead - 1)},
-                             {cpAsyncWait(0)}));
-    else
-      to.push_back(cpAsyncWait(0));
-    if (fenceAsync) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
-    to.push_back(C::syncThreads());
-    std::string next = ctx.names.fresh("ahead");
-    to.push_back(C::decl(ctx.idx, next, C::sum({step, lit(ahead)})));
-    std::vector<C::Stmt> copy;
-    copyStep(C::name(next), bin("%", C::name(next), lit(S)), copy);
-    copy.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-    to.push_back(C::ifThen(bin("<", C::name(next), lit(p.steps)), std::move(copy)));
-    std::string buffer = ctx.names.fresh("buffer");
-    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(S))));
-    return buffer;
-  };
-  if (body) ring.buffer = ring.stepAt(C::name(ring.step), *body);
-  return ring;
-}
-
 }  // namespace mma
 
 namespace {
@@ -546,10 +510,10 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
                                         p.blockM, p.blockK, p.blockN, p.blockK,
                                         p.pitchA == p.pitchB ? fmt::format("{}", p.pitch)
                                                              : fmt::format("{} and {}", p.pitchA, p.pitchB),
-                                        p.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.stages)
+                                        p.ring.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.ring.stages)
                                         : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
   declareMmaTiles(ctx, p, nm, body);
-  if (p.tilesAsLoaded && p.arith != MmaArith::F64) declareLdmatrixLanes(ctx, p, nm, body);
+  if (p.tiles != TileForm::Padded && p.arith != MmaArith::F64) declareLdmatrixLanes(ctx, p, nm, body);
   nm.acc.assign(size_t(ms.tileM), std::vector<std::vector<std::string>>(size_t(ms.tileN)));
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn)
@@ -557,13 +521,13 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
         nm.acc[fm][fn].push_back(ctx.names.fresh(fmt::format("acc{}_{}_{}", fm, fn, r)));
         body.push_back(C::decl(elemType(p), nm.acc[fm][fn].back(), literalOf(p.c.type, 0, 0.0), false));
       }
-  if (p.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
+  if (p.ring.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
   else emitSteps(ctx, p, nm, body);
 }
 
 // The preludes the nest's tensor-core code calls: the mma helpers; cp.async for a ring of stages
 // and for 16-bit tiles (copied by cp.async with or without stages); ldmatrix for 16-bit tiles and
-// TF32 tiles as loaded (with stages, MmaPlan::tilesAsLoaded); each wgmma shape's helpers once.
+// TF32 tiles as loaded (with stages, MmaPlan::tiles: AsLoaded); each wgmma shape's helpers once.
 void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs) {
   const bool half = mmaIs16Bit(s.arith);
   const bool tf32 = s.arith == MmaArith::Tf32 || s.arith == MmaArith::Tf32x3;
@@ -576,10 +540,10 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
     if (std::find(needs.wgmmaShapes.begin(), needs.wgmmaShapes.end(), h) == needs.wgmmaShapes.end())
       needs.wgmmaShapes.push_back(std::move(h));
   }
-  needs.wgmmaSwizzle |= p.swizzle128;
+  needs.wgmmaSwizzle |= p.tiles == TileForm::Swizzle128;
   needs.wgmmaSplit |= p.splitBuffers > 0;
-  needs.tma |= p.tma;
-  if (p.producer) {
+  needs.tma |= p.ring.tma();
+  if (p.ring.producer()) {
     needs.producer = true;
     needs.producerSplit |= p.splitBuffers > 0;
     for (int64_t n : {p.producerRegisters, p.consumerRegisters})
@@ -610,12 +574,12 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   std::vector<C::Stmt> body;
   declareNestParams(ctx, fn, launch, body);
   MmaNames nm;
-  if (p.tma) mma::declareTensorMaps(ctx, p, nm, fn, launch);
+  if (p.ring.tma()) mma::declareTensorMaps(ctx, p, nm, fn, launch);
   declareCoordinates(ctx, p, nm, body);
   if (p.wgmma) mma::emitWgmmaMain(ctx, p, nm, body);
   else emitSyncMain(ctx, p, nm, body);
   // The epilogue's tile is the operand tiles' space: no copy of a cp.async ring may land there after.
-  if (p.sharedEpilogue && p.stages > 1 && !p.tma) body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
+  if (p.sharedEpilogue && p.ring.stages > 1 && !p.ring.tma()) body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
   if (p.sharedEpilogue) emitSharedEpilogue(ctx, p, nm, body);
   else emitEpilogue(ctx, p, nm, body);
   fn.body = std::move(body);

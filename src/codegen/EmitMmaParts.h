@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/EmitContext.h"
+#include "codegen/EmitStageRing.h"
 
 namespace rtcg::emit::mma {
 
@@ -57,7 +58,7 @@ C::Stmt chooseStatement(const MmaPlan& p, const C::ExprP& part,
                         const std::function<std::vector<C::Stmt>(size_t q)>& body);
 
 // EmitMmaHalf.cpp: the 16-bit arithmetics (bf16 / f16 m16n8k16), and the tiles as loaded that
-// TF32 and FP64's sm_90 shapes with stages share with them (MmaPlan::tilesAsLoaded).
+// TF32 and FP64's sm_90 shapes with stages share with them (MmaPlan::tiles: AsLoaded).
 // The lane's ldmatrix addresses in the tiles (nm.aLane, nm.bLane; TF32: of (rows x k) tiles only).
 void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
 // One operand's (rows x k) box of the step at k0 into the buffer starting at element `buffer`
@@ -86,26 +87,10 @@ void issueMmas(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const WarpFragm
 // EmitMma.cpp: the staged tiles (static arrays, or slices of the dynamic shared memory).
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
 
-// EmitMma.cpp: the cp.async ring of a pipelined reduction (mma.sync with stages, wgmma). Copies of
-// step s into buffer s % stages by `copyStep(step, buffer, to)`. openStepRing emits the first
-// min(ahead, steps) steps' copies into `out` (a cp.async group each), then starts the step loop's
-// body: wait until this step's group has landed (at most ahead - 1 newer groups in flight; in the
-// last ahead - 1 steps, none), wgmma's proxy fence where `fenceAsync`, a barrier (every copy
-// visible, every thread done with the buffer refilled next), and the copy `ahead` steps on with
-// its commit where that step exists. No group is committed past the last step: on the GPU an
-// empty group is complete at once and does not hold back cp.async.wait_group's count, and a ring
-// that counted empty groups let a wait pass before its stage landed where a reduction had fewer
-// steps than stages (H200). The shared epilogue waits for every group (its tile is the operands'
-// space). `fragments 2`'s ring (EmitMmaPrefetch.cpp) fills past the end instead (copyOrFill).
-using CopyStep = std::function<void(const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& to)>;
-// stepAt(step, to) emits that start for any step expression and returns its buffer's name; with a
-// null `body` the ring is opened without it (the caller emits each step's start by stepAt).
-struct StepRing {
-  std::string step, buffer;
-  std::function<std::string(const C::ExprP& step, std::vector<C::Stmt>& to)> stepAt;
-};
-StepRing openStepRing(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, int64_t ahead, bool fenceAsync,
-                      const CopyStep& copyStep, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body);
+// The rings of the pipelined reductions are openRing's (EmitStageRing.h): mma.sync's and wgmma's
+// cp.async copies of step s into buffer s % stages by a CopyStep, wgmma's fenced for the async
+// proxy; the shared epilogue waits for every group (its tile is the operands' space). `fragments
+// 2`'s ring (EmitMmaPrefetch.cpp) fills past the end instead (copyOrFill).
 // In place of a step past the last one: a cp.async of no bytes (zero fill) into this thread's word
 // of A's buffer `buffer`, which no later step reads, so that the group is not empty.
 std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer);
@@ -114,12 +99,12 @@ std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const M
 void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const CopyStep& copyStep,
                 const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to);
 
-// EmitTma.cpp: the TMA ring (MmaPlan::tma): the stages' mbarriers and thread 0's first boxes into
-// `out`, then the step loop's body's start as openStepRing's (wait for this step's mbarrier
-// phase, a barrier, thread 0's boxes `copyAhead` steps on), from the tensor map parameters named
-// mapA and mapB. tmaHelpers: the prelude (rtcg_tensor_map, mbarrier and copy helpers).
-StepRing openTmaRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const std::string& mapA,
-                     const std::string& mapB, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body);
+// EmitTma.cpp: TMA's parts of the ring (MmaPlan::ring: TMA): the copy (thread 0 issues a step's
+// boxes from the tensor map parameters nm.tmapA and nm.tmapB) and the mbarrier hand-over (a
+// stage's mbarrier at barrierAt). tmaHelpers: the prelude (rtcg_tensor_map, mbarrier and copy
+// helpers).
+RingCopy tmaCopy(const MmaPlan& p, const MmaNames& nm);
+RingHandOver tmaHandOver(const MmaPlan& p, const MmaNames& nm);
 extern const char* const tmaHelpers;
 // The pointer to mbarrier `index` (8 bytes each from MmaPlan::barrierOffset; stage s's is s).
 C::ExprP barrierAt(const MmaPlan& p, const MmaNames& nm, const C::ExprP& index);
@@ -127,12 +112,12 @@ C::ExprP barrierAt(const MmaPlan& p, const MmaNames& nm, const C::ExprP& index);
 // mbarrier (every box's, zero-filled parts too), then the boxes.
 std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::string& mapA, const std::string& mapB,
                                const C::ExprP& stepIndex, const C::ExprP& buffer);
-// EmitWgmmaProducer.cpp (MmaPlan::producer): the mbarriers' initialization and the producer
-// warpgroup's branch (its steps' boxes, tf32x3's splits; then it returns) into `out`, then the
-// consumers' ring: stepAt waits for the step's stage (full, or tf32x3's ready). releaseStage(step)
-// is the consumers' arrival on that step's stage's `empty` mbarrier, once its wgmma is waited for.
-StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out,
-                          std::vector<C::Stmt>* body);
+// EmitWgmmaProducer.cpp (MmaPlan::ring: producer-consumer): the ring's hand-over part: its opening
+// is the mbarriers' initialization and the producer warpgroup's branch (its steps' boxes, tf32x3's
+// splits; then it returns), and the consumers wait for each step's stage (full, or tf32x3's
+// ready). releaseStage(step) is the consumers' arrival on that step's stage's `empty` mbarrier,
+// once its wgmma is waited for.
+RingHandOver producerHandOver(EmitContext& ctx, const MmaPlan& p, MmaNames& nm);
 void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to);
 // orderedIssue: before a step's first wgmma, the wait for this warpgroup's turn; after its commit,
 // the turn passed to the next consumer warpgroup.

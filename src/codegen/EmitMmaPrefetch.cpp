@@ -71,10 +71,10 @@ WarpFragments takeCarried(EmitContext& ctx, WarpFragments carried, std::vector<C
 
 void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const CopyStep& copyStep,
                          std::vector<C::Stmt>& out) {
-  const int64_t S = p.stages, fragmentKs = p.blockK / p.fragK;
+  const int64_t S = p.ring.stages, fragmentKs = p.blockK / p.fragK;
   auto bufferA = [&](const C::ExprP& b) { return C::product(b, lit(p.bufferA)); };
   auto bufferB = [&](const C::ExprP& b) { return C::product(b, lit(p.bufferB)); };
-  for (int64_t s = 0; s < S; ++s) {
+  for (int64_t s = 0; s < p.ring.ahead(); ++s) {
     copyStep(lit(s), lit(s), out);  // past the last step: zero fills
     out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   }
@@ -104,7 +104,7 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
     assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(following), body), body);
     issueMmas(ctx, p, nm, current, body);
     std::string ahead = ctx.names.fresh("ahead");
-    body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(S)})));
+    body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(p.ring.ahead())})));
     copyOrFill(ctx, p, nm, copyStep, C::name(ahead), C::name(buffer), body);
   }
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));

@@ -469,7 +469,7 @@ std::vector<C::Stmt> emitPosition(EmitContext& ctx, Env genv, const C::ExprP& po
       return std::pair{at, C::binary("<", at, lit(positions))};
     };
     out.push_back(C::comment(fmt::format("Tiles of later positions of '{}' are copied ahead ({} buffers)",
-                                         f.pipe.par->loop->name, ctx.sched.buffers)));
+                                         f.pipe.par->loop->name, ctx.plan.staging.ring.stages)));
     copyStep(ctx, f.pipe.group, here, positionAt, genv, pipeBefore, out, pipeAfter);
   }
   setLongRowPosition(ctx, position);

@@ -1,11 +1,12 @@
 // Shared-memory staging: the storage of the tiles, their bases at the current position or
 // step, and the cooperative copies into them (direct, through prefetch registers, or cp.async),
-// one step or position ahead with several buffers.
+// steps or positions ahead by the ring of the plan (EmitStageRing.cpp).
 #include <fmt/format.h>
 #include <numeric>
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitContext.h"
+#include "codegen/EmitStageRing.h"
 #include "support/Error.h"
 
 namespace rtcg::emit {
@@ -320,108 +321,29 @@ StageRef tileRef(EmitContext& ctx, size_t t, const std::map<std::string, C::Expr
 
 }  // namespace
 
-C::Stmt cpAsyncWait(int64_t pending) {
-  RTCG_ASSERT(pending >= 0 && pending <= 2, "the prelude has cp.async waits for 0 to 2 groups");
-  return C::exprStmt(C::call(fmt::format("rtcg_cp_async_wait{}", pending), {}));
-}
-
-void waitForStepCopies(int64_t most, const std::function<C::ExprP(int64_t n)>& exists, std::vector<C::Stmt>& out) {
-  std::vector<C::Stmt> chain{cpAsyncWait(0)};
-  for (int64_t n = 1; n <= most; ++n) chain = {C::ifThen(exists(n), {cpAsyncWait(n)}, std::move(chain))};
-  append(out, std::move(chain));
-}
-
-namespace {
-
-// The steps of `copy: async` (see copyStep): N buffers, N - 1 steps in flight (cp.async groups,
-// one per step that exists, committed in step order): steps 0 .. N-2 are issued ahead of the loop;
-// step s issues step s + N - 1 into the buffer step s - 1 read (every thread passed the barrier
-// that ended step s - 1), computes from buffer s % N, then waits for its own copies of step s + 1
-// (waitForStepCopies: the steps after it that exist), and the caller's barrier makes everyone's
-// copies visible.
-void copyStepAsync(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
-                   std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
-  Env scratch = env;  // copies that the reads of this step do not see
-  const C::ExprP base = stepAt(0, false).first;
-  const int64_t buffers = ctx.sched.buffers;
-  auto issue = [&](int64_t n, bool fromStart, const C::ExprP& buffer, std::vector<C::Stmt>& out) {
-    auto [at, exists] = stepAt(n, fromStart);
-    std::vector<C::Stmt> copies;
-    stageStep(ctx, group, at, scratch, copies, TileCopy::Async, TileTarget{buffer, false});
-    copies.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
-    out.push_back(C::ifThen(exists, std::move(copies)));
-  };
-  for (int64_t n = 0; n + 1 < buffers; ++n) issue(n, true, lit(n), before);
-  waitForStepCopies(buffers - 2, [&](int64_t n) { return stepAt(n, true).second; }, before);
-  before.push_back(C::syncThreads());
-  issue(buffers - 1, false, C::binary("%", C::sum({step, lit(buffers - 1)}), lit(buffers)), stage);
-  readStep(ctx, group, base, C::binary("%", step, lit(buffers)), env, stage);
-  waitForStepCopies(buffers - 2, [&](int64_t n) { return stepAt(n + 1, false).second; }, after);
-}
-
-// Two buffers (`buffers: 2`, see copyStep): the first step is copied into buffer 0 ahead of the
-// loop; step s reads buffer s % 2 and copies step s + 1 into the other one (prefetched: loads at
-// the start, stores at the end), so the caller's one barrier per step both publishes the next
-// tiles and frees the ones just read.
-void copyStepDoubleBuffered(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
-                            bool prefetch, std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage,
-                            std::vector<C::Stmt>& after) {
-  Env scratch = env;  // copies that the reads of this step do not see
-  const C::ExprP first = stepAt(0, true).first, base = stepAt(0, false).first;
-  const auto [next, hasNext] = stepAt(1, false);
-  const C::ExprP current = C::binary("&", step, lit(1));
-  const C::ExprP other = C::binary("&", C::sum({step, lit(1)}), lit(1));
-  const TileTarget first0{lit(0), false}, toOther{other, false};
-  std::vector<C::Stmt> copies;
-  if (prefetch) {
-    stageStep(ctx, group, first, scratch, before, TileCopy::LoadToRegisters);
-    stageStep(ctx, group, first, scratch, before, TileCopy::StoreFromRegisters, first0);
-    stageStep(ctx, group, next, scratch, copies, TileCopy::LoadToRegisters);
-    stage.push_back(C::ifThen(hasNext, std::move(copies)));
-    std::vector<C::Stmt> stores;
-    stageStep(ctx, group, next, scratch, stores, TileCopy::StoreFromRegisters, toOther);
-    after.push_back(C::ifThen(hasNext, std::move(stores)));
-  } else {
-    stageStep(ctx, group, first, scratch, before, TileCopy::Direct, first0);
-    stageStep(ctx, group, next, scratch, copies, TileCopy::Direct, toOther);
-    stage.push_back(C::ifThen(hasNext, std::move(copies)));
-  }
-  before.push_back(C::syncThreads());
-  readStep(ctx, group, base, current, env, stage);
-}
-
-}  // namespace
-
 // The copy of a step's tiles of `group` (the step number `step`, counting from 0, whose base and
-// those of the others `stepAt` gives) into shared memory: `before` goes ahead of the loop over
+// those of the others `stepAt` gives) into shared memory, by the ring of the plan
+// (StagingPlan::ring; emitStepRing, EmitStageRing.cpp): `before` goes ahead of the loop over
 // steps, `stage` at the start of each step, `after` at its end, followed by the caller's barrier;
-// `env` then reads the step's tiles.
-// One buffer: each step copies its tiles, then a barrier. Prefetched (declarePrefetch): the first
-// step is loaded into registers ahead of the loop; each step stores its registers, and after the
-// barrier issues the loads of the next step (when there is one) so they overlap the step's
-// arithmetic. Several buffers: copyStepDoubleBuffered, copyStepAsync (`copy: async`).
+// `env` then reads the step's tiles. Through the registers a step is prefetched where
+// declarePrefetch takes it.
 void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
               std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
-  if (ctx.sched.asyncCopy) {
-    ctx.needs.asyncCopy = true;
-    return copyStepAsync(ctx, group, step, stepAt, env, before, stage, after);
-  }
-  const bool prefetch = declarePrefetch(ctx, group, before);
-  if (ctx.sched.buffers > 1)
-    return copyStepDoubleBuffered(ctx, group, step, stepAt, env, prefetch, before, stage, after);
-  if (!prefetch) {
-    stageStep(ctx, group, stepAt(0, false).first, env, stage);
-    stage.push_back(C::syncThreads());
-    return;
-  }
+  const StageRing& ring = ctx.plan.staging.ring;
+  if (ring.engine == CopyEngine::CpAsync) ctx.needs.asyncCopy = true;
   Env scratch = env;  // copies that the reads of this step do not see
-  const auto [next, hasNext] = stepAt(1, false);
-  stageStep(ctx, group, stepAt(0, true).first, scratch, before, TileCopy::LoadToRegisters);
-  stageStep(ctx, group, stepAt(0, false).first, env, stage, TileCopy::StoreFromRegisters);
-  stage.push_back(C::syncThreads());
-  std::vector<C::Stmt> loads;
-  stageStep(ctx, group, next, scratch, loads, TileCopy::LoadToRegisters);
-  stage.push_back(C::ifThen(hasNext, std::move(loads)));
+  StepCopies copies;
+  copies.throughRegisters = ring.engine == CopyEngine::Registers && declarePrefetch(ctx, group, before);
+  copies.copy = [&](const C::ExprP& at, TileCopy mode, const TileTarget& target, std::vector<C::Stmt>& to) {
+    stageStep(ctx, group, at, scratch, to, mode, target);
+  };
+  copies.copyAndRead = [&](const C::ExprP& at, TileCopy mode, std::vector<C::Stmt>& to) {
+    stageStep(ctx, group, at, env, to, mode);
+  };
+  copies.read = [&](const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+    readStep(ctx, group, stepAt(0, false).first, buffer, env, to);
+  };
+  emitStepRing(ring, step, stepAt, copies, before, stage, after);
 }
 
 // The uniform-based keys of staged boxes (StagedDim::coeffs) at the current position: "p:<name>"

@@ -1,12 +1,13 @@
-// TMA for wgmma's tiles (`mma: ... swizzle 128 tma`, MmaPlan::tma): instead of every thread's
+// TMA for wgmma's tiles (`mma: ... swizzle 128 tma`, MmaPlan::ring: TMA): instead of every thread's
 // cp.async, thread 0 issues each stage's boxes with cp.async.bulk.tensor.2d from the operands'
 // tensor maps (kernel parameters `const __grid_constant__ rtcg_tensor_map`, encoded at launch from
 // LaunchSpec::tensorMaps), with 128-byte swizzle: the swizzled layouts wgmma's descriptors
 // describe. Each stage has an mbarrier (count 1): thread 0 arrives on it with the stage's bytes
 // expected (arrive.expect_tx), the boxes complete them, and every thread waits for the phase of the
-// stage's use (parity = (step / stages) & 1) before the step's barrier. The ring is the cp.async
-// one's (openStepRing): the barrier after the wait also says that every warpgroup has waited for
-// the wgmma that read the buffer refilled next, so thread 0 refills it after the barrier. TMA
+// stage's use (parity = (step / stages) & 1) before the step's barrier. The ring is openRing's
+// (EmitStageRing.cpp) with this copy and the mbarrier hand-over: the barrier after the wait also
+// says that every warpgroup has waited for the wgmma that read the buffer refilled next, so
+// thread 0 refills it after the barrier. TMA
 // zero-fills what lies outside the array (the domain: planTma), which replaces the copies' guards.
 #include <fmt/format.h>
 
@@ -69,36 +70,15 @@ void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Func
   }
 }
 
-StepRing openTmaRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const std::string& mapA,
-                     const std::string& mapB, std::vector<C::Stmt>& out, std::vector<C::Stmt>* body) {
-  const int64_t S = p.stages, ahead = p.copyAhead;
-  C::ExprP first = bin("==", nm.tid, lit(0));
-  // The mbarriers, initialized by thread 0 and made visible (to the async proxy too) before use.
-  std::vector<C::Stmt> init;
-  for (int64_t s = 0; s < S; ++s) init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {barrierAt(p, nm, lit(s)), lit(1)})));
-  init.push_back(C::exprStmt(C::call("rtcg_mbar_init_fence", {})));
-  out.push_back(C::ifThen(first, std::move(init)));
-  out.push_back(C::syncThreads());
-  std::vector<C::Stmt> prologue;
-  for (int64_t s = 0; s < ahead && s < p.steps; ++s) append(prologue, issueStep(p, nm, mapA, mapB, lit(s), lit(s)));
-  out.push_back(C::ifThen(first, std::move(prologue)));
-  StepRing ring;
-  ring.step = ctx.names.fresh("step");
-  ring.stepAt = [&ctx, &p, &nm, mapA, mapB, first, S, ahead](const C::ExprP& step, std::vector<C::Stmt>& to) {
-    std::string buffer = ctx.names.fresh("buffer");
-    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(S))));
-    // The phase of this buffer's use: its (step / S)-th.
-    to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {barrierAt(p, nm, C::name(buffer)),
-                                                         bin("%", bin("/", step, lit(S)), lit(2))})));
-    to.push_back(C::syncThreads());
-    std::string next = ctx.names.fresh("ahead");
-    to.push_back(C::decl(ctx.idx, next, C::sum({step, lit(ahead)})));
-    to.push_back(C::ifThen(bin("&&", first, bin("<", C::name(next), lit(p.steps))),
-                           issueStep(p, nm, mapA, mapB, C::name(next), bin("%", C::name(next), lit(S)))));
-    return buffer;
-  };
-  if (body) ring.buffer = ring.stepAt(C::name(ring.step), *body);
-  return ring;
+RingCopy tmaCopy(const MmaPlan& p, const MmaNames& nm) {
+  return RingCopy{[&p, &nm](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+                    append(to, issueStep(p, nm, nm.tmapA, nm.tmapB, stepIndex, buffer));
+                  },
+                  bin("==", nm.tid, lit(0))};
+}
+
+RingHandOver tmaHandOver(const MmaPlan& p, const MmaNames& nm) {
+  return RingHandOver{[&p, &nm](const C::ExprP& buffer) { return barrierAt(p, nm, buffer); }, nullptr};
 }
 
 // The tensor map's parameter type, the mbarrier and the TMA copy (PTX ISA: mbarrier,

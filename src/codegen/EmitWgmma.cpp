@@ -4,13 +4,13 @@
 // reduction step's tiles by cp.async (16 bytes where aligned, zero-filled outside the domain) into
 // a ring of `stages` buffers in the canonical layouts of schedule/Mma.h; per step every thread
 // waits for its copies, fences them for the async proxy (wgmma reads shared memory through it),
-// a barrier, the copy of the step MmaPlan::copyAhead ahead, then the warpgroup's wgmma over the
+// a barrier, the copy of the step MmaPlan::ring.ahead() ahead, then the warpgroup's wgmma over the
 // step's k, committed; with 3 or more stages it stays in flight through the next step's copies and
 // issue (wait_group 1, so the buffer refilled at a step is the one read two steps before, whose
 // wgmma every warpgroup waited for before that step's barrier), else it is waited for at once.
-// With `swizzle 128` (MmaPlan::swizzle128) the same copies land in the 128-byte swizzled layouts
-// and the descriptors say so; with `tma` as well (MmaPlan::tma) thread 0 fills each stage by TMA
-// boxes on the stage's mbarrier instead (EmitTma.cpp, openTmaRing), the rest of the step as here.
+// With `swizzle 128` (MmaPlan::tiles: Swizzle128) the same copies land in the 128-byte swizzled layouts
+// and the descriptors say so; with `tma` as well (MmaPlan::ring: TMA) thread 0 fills each stage by TMA
+// boxes on the stage's mbarrier instead (EmitTma.cpp, openRing), the rest of the step as here.
 // TF32 stored along M / N comes from registers instead of a descriptor (MmaPlan::registerA), with
 // the product transposed where that operand is B, and tf32x3 splits its tiles and sums per step
 // (EmitWgmmaRegisters.cpp); with two register sets (MmaPlan::pingPong) the loop runs two steps an
@@ -46,7 +46,7 @@ int64_t atomRow(const MmaPlan& p) { return 128 / typeBytes(p.staged); }
 // MN-major: LBO per atom of W rows (a warpgroup's rows start at an atom, planSwizzle128).
 C::ExprP rowsOffset(const MmaPlan& p, bool isA, const C::ExprP& rows) {
   const int64_t sbo = isA ? p.sboA : p.sboB;
-  if (p.swizzle128 && mnMajor(p, isA))
+  if (p.tiles == TileForm::Swizzle128 && mnMajor(p, isA))
     return C::product(bin("/", rows, lit(atomRow(p))), lit((isA ? p.lboA : p.lboB) / 16));
   return C::product(bin("/", rows, lit(mnMajor(p, isA) ? coreRow(p) : 8)), lit(sbo / 16));
 }
@@ -56,7 +56,7 @@ C::ExprP rowsOffset(const MmaPlan& p, bool isA, const C::ExprP& rows) {
 // XORs the address it forms), MN-major by SBO per 8 k.
 int64_t kOffset(const MmaPlan& p, bool isA, int64_t kk) {
   const int64_t lbo = isA ? p.lboA : p.lboB, rows = isA ? p.blockM : p.blockN, w = atomRow(p);
-  if (p.swizzle128)
+  if (p.tiles == TileForm::Swizzle128)
     return mnMajor(p, isA) ? kk / 8 * ((isA ? p.sboA : p.sboB) / 16)
                            : (kk / w * rows * 128 + kk % w * typeBytes(p.staged)) / 16;
   return kk / (mnMajor(p, isA) ? 8 : coreRow(p)) * (lbo / 16);
@@ -74,15 +74,14 @@ struct StepDescriptors {
   std::vector<C::ExprP> a, b;
 };
 
-// The reduction: the cp.async ring (openStepRing) with D = copyAhead steps copied ahead and the
-// copies fenced for the async proxy, then per step tf32x3's split, A's registers (registerA), the
+// The reduction: the ring (openRing: cp.async copies ring.ahead() steps ahead, fenced for the
+// async proxy; or TMA's, or the producer's), then per step tf32x3's split, A's registers (registerA), the
 // wgmma of each k of the step, committed and waited for down to 1 group in flight (overlap) or 0.
 // What the wgmma in flight reads stays allocated until the wait that retires it: with pingPong the
 // step's parity picks a register set, and after its wait_group 1 the other set (the previous
 // step's) is kept, and (tf32x3) its partial sums added; without, the step waits for its own.
 void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const StepDescriptors& desc,
                     std::vector<C::Stmt>& out) {
-  const int64_t D = p.copyAhead;
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperandAsLoaded(ctx, p, nm, true, k0, C::product(buffer, lit(p.bufferA)), to);
@@ -99,9 +98,11 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
   std::vector<C::Stmt> body;
   // pingPong opens each step of a pair itself (ring.stepAt).
   std::vector<C::Stmt>* first = p.pingPong ? nullptr : &body;
-  const StepRing ring = p.producer ? openProducerRing(ctx, p, nm, out, first)
-                        : p.tma      ? openTmaRing(ctx, p, nm, nm.tmapA, nm.tmapB, out, first)
-                                     : openStepRing(ctx, p, nm, D, true, copyStep, out, first);
+  const RingCopy copy = p.ring.tma() ? tmaCopy(p, nm) : RingCopy{copyStep, nullptr};
+  const RingHandOver handOver = p.ring.producer() ? producerHandOver(ctx, p, nm)
+                                : p.ring.tma()     ? tmaHandOver(p, nm)
+                                                   : RingHandOver{};
+  const StepRing ring = openRing(ctx, p.ring, p.steps, copy, handOver, out, first);
   const std::string name = helperName(p);
   const int64_t bytes = typeBytes(p.staged);
   // tf32x3: the small products first (small A by big B, big A by small B), then the big one.
@@ -118,7 +119,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     if (p.splitBuffers) {
       small = ctx.names.fresh("small");
       to.push_back(C::decl(ctx.idx, small, bin("%", at, lit(p.splitBuffers))));
-      if (!p.producer) splitStep(ctx, p, nm, C::name(buf), C::name(small), to);
+      if (!p.ring.producer()) splitStep(ctx, p, nm, C::name(buf), C::name(small), to);
     }
     // Operand `isA`'s descriptor of part `part` at kk (parts: the ring's buffer, the small tile's).
     auto descAt = [&](bool isA, int part, int64_t kk) {
@@ -144,8 +145,8 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     to.push_back(withAccumulators(p.splitBuffers ? retired->partial : nm, name + wait, {}));
     if (retired) retire(p, nm, name, *retired, sink, to);
     // The producer's stage is free once its wgmma is waited for: this step's, or the one before.
-    if (p.producer && !p.wgmmaOverlap) releaseStage(p, nm, at, to);
-    if (p.producer && p.wgmmaOverlap) {
+    if (p.ring.producer() && !p.wgmmaOverlap) releaseStage(p, nm, at, to);
+    if (p.ring.producer() && p.wgmmaOverlap) {
       std::vector<C::Stmt> release;
       releaseStage(p, nm, bin("-", at, lit(1)), release);
       to.push_back(C::ifThen(bin(">", at, lit(0)), std::move(release)));
@@ -194,7 +195,7 @@ void declareWgmmaAccumulators(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, 
     }
 }
 
-// The 128-byte swizzled layouts (MmaPlan::swizzle128): the unswizzled element offset, whose
+// The 128-byte swizzled layouts (MmaPlan::tiles: Swizzle128): the unswizzled element offset, whose
 // 128-byte row index (mod 8) is row % 8 (K-major) or k % 8 (MN-major) as every atom starts at a
 // multiple of 1024 bytes, with its 16-byte chunk XORed by that.
 C::ExprP swizzledTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::ExprP& k) {
@@ -208,7 +209,7 @@ C::ExprP swizzledTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C
 }
 
 C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::ExprP& k) {
-  if (p.swizzle128) return swizzledTileAt(p, isA, row, k);
+  if (p.tiles == TileForm::Swizzle128) return swizzledTileAt(p, isA, row, k);
   const int64_t e = coreRow(p), rows = isA ? p.blockM : p.blockN;
   // K-major: core (row / 8, k / e), 8 * e elements each, a row group's cores adjacent along k.
   if (!mnMajor(p, isA))
@@ -224,8 +225,8 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
       "wgmma m64n{}k{}: operands {} x {} (M, {}{}) and {} x {} (N, {}) values per step in {}, {} buffers "
       "filled by {}{}{}",
       p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.registerA ? ", A from registers" : "",
-      p.blockN, p.blockK, p.bMnMajor ? "MN-major" : "K-major", p.swizzle128 ? "128-byte swizzled atoms" : "core matrices",
-      p.stages, p.tma ? "TMA (thread 0), an mbarrier each" : "cp.async",
+      p.blockN, p.blockK, p.bMnMajor ? "MN-major" : "K-major", p.tiles == TileForm::Swizzle128 ? "128-byte swizzled atoms" : "core matrices",
+      p.ring.stages, p.ring.tma() ? "TMA (thread 0), an mbarrier each" : "cp.async",
       p.transposed ? "; the product transposed (M is the output's column index)" : "",
       p.splitBuffers ? fmt::format("; tf32x3: split per step, small parts in {} buffers", p.splitBuffers) : "")));
   declareMmaTiles(ctx, p, nm, body);
@@ -234,7 +235,7 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
   auto descriptor = [&](bool isA, int part) {
     const Tile& tile = (isA ? nm.tileA : nm.tileB)[size_t(part)];
     std::string n = ctx.names.fresh(std::string(isA ? "desc_a" : "desc_b") + (part ? "_small" : ""));
-    C::ExprP base = C::call(p.swizzle128 ? "rtcg_wgmma_desc_sw128" : "rtcg_wgmma_desc", {C::unary("&", tileRef(tile, lit(0))), lit(isA ? p.lboA : p.lboB),
+    C::ExprP base = C::call(p.tiles == TileForm::Swizzle128 ? "rtcg_wgmma_desc_sw128" : "rtcg_wgmma_desc", {C::unary("&", tileRef(tile, lit(0))), lit(isA ? p.lboA : p.lboB),
                                                 lit(isA ? p.sboA : p.sboB)});
     body.push_back(C::decl("unsigned long long", n, C::sum({base, rowsOffset(p, isA, isA ? nm.wgm : nm.wgn)})));
     return C::name(n);

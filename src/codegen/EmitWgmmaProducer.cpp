@@ -1,4 +1,4 @@
-// Warp specialization for wgmma (`mma: ... swizzle 128 tma producer`, MmaPlan::producer): the
+// Warp specialization for wgmma (`mma: ... swizzle 128 tma producer`, MmaPlan::ring: producer-consumer): the
 // block's last warpgroup is a producer. Its thread 0 issues each step's TMA boxes once the stage's
 // buffer is free, which the consumers (the warpgroups of the output tile) say on the stage's
 // `empty` mbarrier, every consumer warp arriving once the wgmma that read the stage is waited
@@ -30,7 +30,7 @@ enum class Barrier { Full, Empty, Ready, Turn };
 constexpr int64_t kSplitThreads = 96;  // tf32x3: the producer's warps 1-3 split the landed tiles
 
 C::ExprP stageBarrier(const MmaPlan& p, const MmaNames& nm, Barrier which, const C::ExprP& buffer) {
-  const int64_t first = which == Barrier::Turn ? (p.splitBuffers ? 3 : 2) * p.stages : int64_t(which) * p.stages;
+  const int64_t first = which == Barrier::Turn ? (p.splitBuffers ? 3 : 2) * p.ring.stages : int64_t(which) * p.ring.stages;
   return barrierAt(p, nm, first ? C::sum({lit(first), buffer}) : buffer);
 }
 
@@ -46,7 +46,7 @@ void warpArrives(const MmaNames& nm, C::ExprP bar, std::vector<C::Stmt>& to) {
 
 // Parity of the phase of a buffer's use by step `step`: its (step / stages)-th.
 C::ExprP useParity(const MmaPlan& p, const C::ExprP& step) {
-  return bin("%", bin("/", step, lit(p.stages)), lit(2));
+  return bin("%", bin("/", step, lit(p.ring.stages)), lit(2));
 }
 
 // The producer's steps. Its thread 0 issues every step's boxes, from the second round on once the
@@ -56,13 +56,13 @@ C::ExprP useParity(const MmaPlan& p, const C::ExprP& step) {
 std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
   auto loop = [&](auto&& each) {
     const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
-    std::vector<C::Stmt> body{C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(p.stages)))};
+    std::vector<C::Stmt> body{C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(p.ring.stages)))};
     each(C::name(step), C::name(buffer), body);
     return C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body));
   };
   C::Stmt issuer = loop([&](const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
-    C::ExprP previous = bin("%", C::sum({bin("/", step, lit(p.stages)), lit(1)}), lit(2));
-    body.push_back(C::ifThen(bin(">=", step, lit(p.stages)),
+    C::ExprP previous = bin("%", C::sum({bin("/", step, lit(p.ring.stages)), lit(1)}), lit(2));
+    body.push_back(C::ifThen(bin(">=", step, lit(p.ring.stages)),
                              {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, buffer), previous}))}));
     append(body, issueStep(p, nm, nm.tmapA, nm.tmapB, step, buffer));
   });
@@ -77,17 +77,15 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
           C::ifThen(bin(">=", ptid, lit(32)), {std::move(splitter)})};
 }
 
-}  // namespace
-
-StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out,
-                          std::vector<C::Stmt>* body) {
+// The producer-consumer ring's opening: the mbarriers and the producer's branch.
+void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   // The mbarriers: full (TMA's, count 1), empty (every consumer warp), ready (the splitting warps).
   std::vector<C::Stmt> init;
   const std::vector<std::pair<Barrier, int64_t>> barriers = {
       {Barrier::Full, 1}, {Barrier::Empty, p.consumerThreads / 32}, {Barrier::Ready, kSplitThreads / 32}};
   for (auto [which, count] : barriers) {
     if (which == Barrier::Ready && !p.splitBuffers) continue;
-    for (int64_t s = 0; s < p.stages; ++s)
+    for (int64_t s = 0; s < p.ring.stages; ++s)
       init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, which, lit(s)), lit(count)})));
   }
   // The consumers' turns (orderedIssue): one a warpgroup, its four warps arrive on the next's.
@@ -107,17 +105,15 @@ StepRing openProducerRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std:
   out.push_back(C::ifThen(bin(">=", nm.tid, lit(p.consumerThreads)), std::move(producer)));
   if (p.consumerRegisters)
     out.push_back(C::exprStmt(C::call(fmt::format("rtcg_setmaxnreg_inc_{}", p.consumerRegisters), {})));
-  StepRing ring;
-  ring.step = ctx.names.fresh("step");
-  ring.stepAt = [&ctx, &p, &nm](const C::ExprP& step, std::vector<C::Stmt>& to) {
-    std::string buffer = ctx.names.fresh("buffer");
-    to.push_back(C::decl(ctx.idx, buffer, bin("%", step, lit(p.stages))));
-    const Barrier landed = p.splitBuffers ? Barrier::Ready : Barrier::Full;
-    to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, landed, C::name(buffer)), useParity(p, step)})));
-    return buffer;
-  };
-  if (body) ring.buffer = ring.stepAt(C::name(ring.step), *body);
-  return ring;
+}
+
+}  // namespace
+
+RingHandOver producerHandOver(EmitContext& ctx, const MmaPlan& p, MmaNames& nm) {
+  // The consumers wait for the stage's `full` (TMA's), or under tf32x3 its `ready` (the split's).
+  const Barrier landed = p.splitBuffers ? Barrier::Ready : Barrier::Full;
+  return RingHandOver{[&p, &nm, landed](const C::ExprP& buffer) { return stageBarrier(p, nm, landed, buffer); },
+                      [&ctx, &p, &nm](std::vector<C::Stmt>& out) { openProducer(ctx, p, nm, out); }};
 }
 
 void waitTurn(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to) {
@@ -138,7 +134,7 @@ void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to) {
 }
 
 void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to) {
-  warpArrives(nm, stageBarrier(p, nm, Barrier::Empty, bin("%", step, lit(p.stages))), to);
+  warpArrives(nm, stageBarrier(p, nm, Barrier::Empty, bin("%", step, lit(p.ring.stages))), to);
 }
 
 // The plain arrival and, per register count a plan moves to (`counts`), setmaxnreg's increase

@@ -14,6 +14,7 @@
 #include "ir/IR.h"
 #include "ir/Interval.h"
 #include "schedule/Schedule.h"
+#include "schedule/StageRing.h"
 
 namespace rtcg {
 
@@ -202,6 +203,9 @@ struct BlockHullSteps {
 
 struct StagingPlan {
   std::vector<StagedArray> arrays;  // in the order of NestSchedule::shared
+  // The ring of the tiles staged per step (`buffers: N` stages; `copy: async`: cp.async, else
+  // the threads' registers; the block's barrier each step).
+  StageRing ring;
   std::vector<BlockHullSteps> blockHulls;  // per group staged along a varying range
   int64_t bytes = 0;                // every tile (all its buffers), each aligned to 16 bytes
   std::vector<std::string> errors;  // why an array cannot be staged (empty when the plan is usable)

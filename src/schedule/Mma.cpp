@@ -47,10 +47,10 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
   p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
 }
 
-// `swizzle 128`'s part of a wgmma plan (MmaPlan::swizzle128): the swizzled layouts' strides, and
+// `swizzle 128`'s part of a wgmma plan (TileForm::Swizzle128): the swizzled layouts' strides, and
 // the reasons where a tile does not fill whole 128-byte rows of atoms.
 void planSwizzle128(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
-  p.swizzle128 = true;
+  p.tiles = TileForm::Swizzle128;
   const int64_t bytes = typeBytes(p.staged), w = 128 / bytes;
   auto operand = [&](const char* name, bool mnMajor, int64_t groupRows, int64_t& lbo, int64_t& sbo) {
     if (!mnMajor && p.blockK % w != 0)
@@ -67,12 +67,14 @@ void planSwizzle128(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>&
   operand("B", p.bMnMajor, ms.wgmmaN, p.lboB, p.sboB);
 }
 
-// `tma`'s part (MmaPlan::tma): each operand's tensor map and boxes, or the reasons why TMA cannot
+// `tma`'s part (MmaPlan::ring: TMA): each operand's tensor map and boxes, or the reasons why TMA cannot
 // copy it: the box must be a 2-D array read whole as [outer, inner] by the contraction's own
 // indices (TMA's zero fill at the array's edge is then the domain's), with rows a multiple of 16
 // bytes apart, not batched, and as stored (TF32 stored along M / N needs a transposition).
 void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
-  p.tma = true;
+  p.ring.engine = CopyEngine::Tma;
+  p.ring.handOver = HandOver::Mbarrier;
+  p.ring.fenceAsyncProxy = false;  // TMA writes through the async proxy itself
   const int64_t bytes = typeBytes(p.staged), w = 128 / bytes;
   auto operand = [&](bool isA, MmaPlan::TmaOperand& t) {
     const char* name = isA ? "A" : "B";
@@ -109,15 +111,15 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
   operand(false, p.tmaB);
 }
 
-// `producer`'s part (MmaPlan::producer): a warpgroup more, which issues the TMA boxes (and
+// `producer`'s part (MmaPlan::ring: producer-consumer): a warpgroup more, which issues the TMA boxes (and
 // splits tf32x3's tiles, then a small buffer per stage), or the reasons why it cannot.
 void planProducer(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
-  p.producer = true;
+  p.ring.handOver = HandOver::ProducerConsumer;
+  p.ring.release = StageRelease::BeforeRefill;  // the consumers' `empty`
   if (ms.sharedEpilogue)
     reasons.push_back("mma: 'producer' leaves after its last step, and 'epilogue shared' meets the whole block at "
                       "barriers: give one of them");
-  if (p.splitBuffers) p.splitBuffers = p.stages;
-  p.copyAhead = p.stages;
+  if (p.splitBuffers) p.splitBuffers = p.ring.stages;
   p.orderedIssue = ms.warpsM * ms.warpsN > 1;
 }
 
@@ -142,7 +144,7 @@ void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
 void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
   if (!mmaWgmmaArith(p.arith))
     reasons.push_back(fmt::format("mma: wgmma multiplies bf16, f16, tf32 or tf32x3 operands, not '{}'", mmaArithName(p.arith)));
-  if (p.stages < 2)
+  if (p.ring.stages < 2)
     reasons.push_back("mma: wgmma reads tiles copied by cp.async: give 'stages 2' to 'stages 4'");
   p.wgmma = true;
   p.fragM = 64, p.fragN = ms.wgmmaN, p.fragK = mmaFragK(p.arith);
@@ -157,7 +159,7 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
   p.registerA = tf32 && p.aKMajor;
   p.aMnMajor = p.aKMajor && (mmaIs16Bit(p.arith) || p.registerA), p.bMnMajor = p.bKMajor && mmaIs16Bit(p.arith);
-  p.tilesAsLoaded = true;
+  p.tiles = TileForm::Canonical;
   // Unpadded tiles: (rows x k) values of a stage each, in core matrices (the canonical layouts).
   p.pitchA = p.aKMajor ? p.blockM : p.blockK, p.pitchB = p.bKMajor ? p.blockN : p.blockK;
   p.pitch = p.pitchA;
@@ -174,7 +176,7 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   // A in registers is read while its wgmma runs: registers may be reused only once it is waited
   // for (H200: with one set and wait_group 1 the loop's next A registers overwrote those of the
   // wgmma in flight, wrong results), hence two sets where they fit (MmaPlan::pingPong).
-  p.wgmmaOverlap = p.stages >= 3;
+  p.wgmmaOverlap = p.ring.stages >= 3;
   // tf32x3 does not overlap: ptxas serializes wgmma whose partial sums the other parity adds (two
   // register sets ran slower than one and wait_group 0: docs/bench.md).
   p.pingPong = p.wgmmaOverlap && p.registerA && !x3;
@@ -182,7 +184,8 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   const int64_t threads = ms.warpsM * ms.warpsN * 128;
   if (p.pingPong && (wgmmaPlanRegisters(p) > 255 || threads * wgmmaPlanRegisters(p) > 65536))
     p.wgmmaOverlap = p.pingPong = false;
-  p.copyAhead = p.wgmmaOverlap ? p.stages - 2 : p.stages - 1;
+  p.ring.release = p.wgmmaOverlap ? StageRelease::AfterNextStep : StageRelease::AtStepEnd;
+  p.ring.fenceAsyncProxy = true;
   strides(p.aMnMajor, p.blockM, p.lboA, p.sboA);
   strides(p.bMnMajor, p.blockN, p.lboB, p.sboB);
   if (ms.swizzle == 128) planSwizzle128(ms, p, reasons);
@@ -195,7 +198,8 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
 void planFragments(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
   if (ms.fragments < 2) return;
   p.prefetchFragments = true;
-  if (p.stages < 2)
+  p.ring.release = StageRelease::BeforeRefill;  // every fragment of the step is in registers before the refill
+  if (p.ring.stages < 2)
     reasons.push_back("mma: 'fragments 2' loads the next step's fragments from its stage before the step ends: "
                       "give 'stages 2' to 'stages 4'");
   if (p.wgmma)
@@ -255,9 +259,10 @@ void planArithmetic(const Kernel& k, const NestSchedule& s, const ScheduleLimits
 void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<std::string>& reasons) {
   const bool half = mmaIs16Bit(p.arith);
   const ScalarType halfType = p.arith == MmaArith::F16 ? ScalarType::F16 : ScalarType::BF16;
-  p.stages = s.mma.stages;
-  p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.stages == 1 ? 2 : 1;
-  if (p.stages > 1 && !half)
+  p.ring.stages = s.mma.stages;
+  p.ring.engine = p.ring.stages > 1 ? CopyEngine::CpAsync : CopyEngine::Registers;
+  p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.ring.stages == 1 ? 2 : 1;
+  if (p.ring.stages > 1 && !half)
     for (const Expr* op : {&p.c.a, &p.c.b})
       if ((*op)->kind != ExprKind::Load || (*op)->type != p.c.type)
         reasons.push_back(fmt::format("mma: 'stages' copies the operands with cp.async, which does not convert: "
@@ -288,9 +293,9 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
   // contiguous direction, fragments loaded value by value from either tile. A (k x rows) tile has
   // pitch = 4 (mod 16) doubles (8 (mod 32) words, as TF32's): a half-warp's 64-bit loads at (k = t,
   // row = g) fall on 16 different 8-byte bank pairs. m8n8k4 keeps its layout, as it was.
-  const bool f64Loaded = p.arith == MmaArith::F64 && p.shape != MmaShape::Native && p.stages > 1;
-  p.tilesAsLoaded = half || (tf32 && p.stages > 1) || f64Loaded;
-  if ((tf32 && p.stages > 1) || f64Loaded) {
+  const bool f64Loaded = p.arith == MmaArith::F64 && p.shape != MmaShape::Native && p.ring.stages > 1;
+  p.tiles = half || (tf32 && p.ring.stages > 1) || f64Loaded ? TileForm::AsLoaded : TileForm::Padded;
+  if ((tf32 && p.ring.stages > 1) || f64Loaded) {
     auto kMajorPitch = [&](int64_t rows) {
       return f64Loaded ? rows + (20 - rows % 16) % 16 : rows + (40 - rows % 32) % 32;
     };
@@ -303,7 +308,7 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
 // The block's threads, registers, shared memory and grid against the limits.
 void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p, std::vector<std::string>& reasons) {
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
-  const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.wgmma ? 128 : 32) + (p.producer ? 128 : 0);
+  const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.wgmma ? 128 : 32) + (p.ring.producer() ? 128 : 0);
   if (s.blocksPerSM > 0 && threads * s.blocksPerSM > 2048)
     reasons.push_back(fmt::format("mma: blocks_per_sm {} with {} threads per block exceeds 2048 threads per multiprocessor",
                                   s.blocksPerSM, threads));
@@ -316,7 +321,7 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
   // tf32x3 holds its partial sums too, and A's registers (registerA) their big and small parts.
   const int64_t accumulators = s.mma.wgmmaN / 2 * (p.splitBuffers ? 2 : 1);
   const int64_t regs = wgmmaPlanRegisters(p);
-  if (p.producer) planProducerRegisters(p, regs, s.blocksPerSM);
+  if (p.ring.producer()) planProducerRegisters(p, regs, s.blocksPerSM);
   // With setmaxnreg (producer) the consumers' share counts; else the whole block's.
   if (p.consumerRegisters > 0 && regs > p.consumerRegisters)
     reasons.push_back(fmt::format("mma: {} warpgroups of m64n{} need about {} registers per thread ({} accumulators); "
@@ -359,31 +364,31 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   planArithmetic(k, s, limits, p, reasons);
   planTiles(k, s, p, reasons);
   if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
-  if (s.mma.tma && p.swizzle128) planTma(k, p, reasons);
-  if (s.mma.producer && p.tma) planProducer(s.mma, p, reasons);
+  if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, p, reasons);
+  if (s.mma.producer && p.ring.tma()) planProducer(s.mma, p, reasons);
   planFragments(s.mma, p, reasons);
   p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
   p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
-  p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.stages;
+  p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.ring.stages;
   // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
-  p.smallOffset = (p.bufferA + p.bufferB) * p.stages;
+  p.smallOffset = (p.bufferA + p.bufferB) * p.ring.stages;
   p.tileBytes += p.splitBuffers * ((p.registerA ? 0 : p.bufferA) + p.bufferB) * typeBytes(p.staged);
   planEpilogue(k, nest, s, p);
   // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
   // `producer`: the stages' full, empty and (tf32x3) ready mbarriers.
-  if (p.tma) {
+  if (p.ring.tma()) {
     p.barrierOffset = (p.sharedBytes + 7) / 8 * 8;
-    p.sharedBytes = p.barrierOffset + 8 * p.stages * (p.producer ? (p.splitBuffers ? 3 : 2) : 1) +
+    p.sharedBytes = p.barrierOffset + 8 * p.ring.stages * (p.ring.producer() ? (p.splitBuffers ? 3 : 2) : 1) +
                     (p.orderedIssue ? 8 * s.mma.warpsM * s.mma.warpsN : 0);
   }
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   // `fragments 2` over fewer steps than stages copies nothing ahead that it would not copy without
   // it, and on an H200 such schedules of the f64 DG differentiation (3 steps of 4 stages, 2 of 4)
   // computed wrong sums (0.7-7%) where every ring and emulation said right: refused.
-  if (p.prefetchFragments && p.stages > 1 && p.steps < p.stages)
+  if (p.prefetchFragments && p.ring.stages > 1 && p.steps < p.ring.stages)
     reasons.push_back(fmt::format("mma: 'fragments 2' needs at least as many reduction steps as stages: {} steps of {} "
                                   "over {} values, {} stages (give fewer stages or a smaller k)",
-                                  p.steps, p.blockK, p.c.kExtent, p.stages));
+                                  p.steps, p.blockK, p.c.kExtent, p.ring.stages));
   checkLaunch(s, limits, p, reasons);
   if (reasons.size() != before) return std::nullopt;
   return p;

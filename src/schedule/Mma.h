@@ -12,7 +12,7 @@
 // guards it against the domain and evaluates the statement with the sum replaced by it. With
 // `stages N` the steps go to N buffers by cp.async (zero-filled outside the domain), N - 1 steps
 // ahead: one barrier per step (cp.async cannot convert, so the operands must be plain loads of the
-// contraction's type). Then the tiles are as loaded (tilesAsLoaded), tf32x3 splits each fragment
+// contraction's type). Then the tiles are as loaded (TileForm::AsLoaded), tf32x3 splits each fragment
 // register as it is loaded, and `tf32` passes the values as copied: the tensor cores read their top
 // 19 bits (truncation; relative error about 7e-4 against 3e-4 rounded, docs/rtcgc.md), two
 // instructions fewer per register, which the issue slots of the main loop need.
@@ -42,6 +42,7 @@
 #include "ir/IR.h"
 #include "schedule/Contraction.h"
 #include "schedule/Schedule.h"
+#include "schedule/StageRing.h"
 
 namespace rtcg {
 
@@ -57,11 +58,16 @@ struct MmaPlan {
   ScalarType staged = ScalarType::F32;  // the tiles' element type
   bool aKMajor = false, bKMajor = false;
   int64_t pitchA = 0, pitchB = 0, bufferA = 0, bufferB = 0;
-  // Tiles in each operand's contiguous direction (aKMajor / bKMajor), copied 16 bytes at a time by
-  // cp.async where aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics,
-  // and TF32 / tf32x3 with stages (cp.async copies the values unconverted; see planMma).
-  bool tilesAsLoaded = false;
-  int64_t stages = 1;       // buffers of cp.async copies (1: loaded, converted and stored per step)
+  // The tiles' form (schedule/StageRing.h): Padded, converted as stored (above); AsLoaded, in each
+  // operand's contiguous direction (aKMajor / bKMajor), copied 16 bytes at a time by cp.async where
+  // aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics, and TF32 /
+  // tf32x3 with stages (cp.async copies the values unconverted; see planMma); wgmma's Canonical or
+  // Swizzle128 (below).
+  TileForm tiles = TileForm::Padded;
+  // The ring of the steps' tiles (schedule/StageRing.h): `stages` buffers (1: loaded, converted and
+  // stored per step), cp.async or TMA (`tma`), the block's barrier, the mbarrier (`tma`) or the
+  // producer warpgroup (`producer`), the copies ring.ahead() steps ahead.
+  StageRing ring;
   int tilesPerOperand = 1;  // tf32x3 without stages: 2 (big and small, converted when staged)
   int64_t tileBytes = 0;    // shared memory of all staged tiles
   // `epilogue shared`: the accumulators go to a (blockM x blockN) tile of the accumulator type laid
@@ -85,7 +91,7 @@ struct MmaPlan {
   // M / N (wgmma takes TF32 K-major only) is copied value by value into a K-major tile. LBO and SBO
   // in bytes (the descriptor holds them >> 4).
   //
-  // `swizzle 128` (swizzle128): the 128-byte swizzled layouts instead (descriptor layout type 1).
+  // `swizzle 128` (TileForm::Swizzle128): the 128-byte swizzled layouts instead (descriptor layout type 1).
   // An atom is 8 rows of 128 bytes (1024 bytes, 1024-byte aligned: the dynamic shared memory is,
   // and every buffer and row group is a multiple of 1024 bytes), the 16-byte chunk c of row r
   // stored at chunk c ^ (r % 8): the eight rows wgmma reads at one k fall in eight different bank
@@ -98,14 +104,12 @@ struct MmaPlan {
   // of 8 k. Either is what a TMA box of W x rows (K-major) or W x blockK (MN-major) elements with
   // 128-byte swizzle writes. K-major needs blockK a multiple of W, MN-major each warpgroup's M / N
   // (64 or wgmmaN) a multiple of W.
-  bool swizzle128 = false;
   bool wgmma = false;
   bool aMnMajor = false, bMnMajor = false;
   // With 3 or more stages a step's wgmma stays in flight while the next step is copied and issued
   // (wait_group 1: the buffer refilled at step s is the one step s - 2 read), so the copies run
   // stages - 2 steps ahead; with 2, each step waits for its wgmma (wait_group 0), 1 step ahead.
   bool wgmmaOverlap = false;
-  int64_t copyAhead = 0;    // steps the copies run ahead of the arithmetic (stages - 1 for mma.sync)
   // `fragments 2` (f64 with stages): two sets of fragment registers. Fragment-k f + 1's registers
   // are loaded before fragment-k f's mma issue; at the step's last one the block first waits for
   // the next step's stage and meets at the barrier, refills this step's buffer (every fragment of
@@ -114,7 +118,7 @@ struct MmaPlan {
   // shared-memory load after a barrier, and the barrier's wait overlaps the mma in flight.
   bool prefetchFragments = false;
   int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
-  // `tma` (MmaPlan::tma, with swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
+  // `tma` (MmaPlan::ring: TMA, with TileForm::Swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
   // operand's array, W (128 bytes) along its contiguous dimension by `boxOuter` rows (K-major: the
   // tile's rows; MN-major: blockK), written by cp.async.bulk.tensor with 128-byte swizzle, which is
   // the swizzled layout above; `boxes` per stage (K-major: blockK / W columns of atoms; MN-major:
@@ -130,7 +134,6 @@ struct MmaPlan {
     int64_t pitchBytes = 0;        // bytes between consecutive outer indices
     int64_t boxInner = 0, boxOuter = 0, boxes = 0;
   };
-  bool tma = false;
   TmaOperand tmaA, tmaB;
   int64_t barrierOffset = 0;
   // TF32 operands stored along M / N (registerA): wgmma takes TF32 tiles K-major only, but its A
@@ -171,7 +174,6 @@ struct MmaPlan {
   // registers the consumers need exceed the multiprocessor's, setmaxnreg moves registers from the
   // producer (producerRegisters) to the consumers (consumerRegisters); 0: no setmaxnreg.
   // mbarriers: full, empty and (tf32x3) ready, `stages` each, from barrierOffset.
-  bool producer = false;
   int64_t consumerThreads = 0, producerRegisters = 0, consumerRegisters = 0;
   // With two or more consumer warpgroups they issue their steps' wgmma in turn (orderedIssue:
   // warpgroup w after w - 1, the first after the last's previous step; an mbarrier each, after the

@@ -770,8 +770,9 @@ std::string stagingLines(const Kernel& k, const NestPlan& plan) {
                      "[{}, {}]; a step inside every thread's range runs unguarded, the others check each thread's own\n",
                      bh.group, bh.index, hullBoundText(bh.lo), hullBoundText(bh.hi), bh.hull.lo, bh.hull.hi + 1);
   if (!plan.staging.arrays.empty())
-    s += fmt::format("  copies: {}, {} buffer{}\n", plan.schedule.asyncCopy ? "cp.async" : "through registers",
-                     plan.schedule.buffers, plan.schedule.buffers == 1 ? "" : "s");
+    s += fmt::format("  copies: {}, {} buffer{}\n",
+                     plan.staging.ring.engine == CopyEngine::CpAsync ? "cp.async" : "through registers",
+                     plan.staging.ring.stages, plan.staging.ring.stages == 1 ? "" : "s");
   return s;
 }
 
@@ -802,7 +803,7 @@ std::string wgmmaLines(const MmaPlan& p) {
   std::string s = fmt::format("  {} wgmma.mma_async m64n{}k{} (sm_90a): block tile {}x{} ({} warpgroups of 64x{}), "
                               "{} reduction steps of {}, {} wgmma per warpgroup and step\n",
                               mmaArithName(p.arith), p.fragN, p.fragK, p.blockM, p.blockN,
-                              (p.producer ? p.consumerThreads : p.threads) / 128, p.fragN,
+                              (p.ring.producer() ? p.consumerThreads : p.threads) / 128, p.fragN,
                               p.steps, p.blockK, p.mmaPerStep);
   auto layout = [&](const char* name, bool mnMajor, bool contiguousMn, int64_t lbo, int64_t sbo) {
     if (name[0] == 'A' && p.registerA)
@@ -818,7 +819,7 @@ std::string wgmmaLines(const MmaPlan& p) {
   if (p.splitBuffers) {
     const char* tiles = p.registerA ? "B tile" : "A and B tiles";
     const int64_t smallBytes = ((p.registerA ? 0 : p.bufferA) + p.bufferB) * p.splitBuffers * typeBytes(p.staged);
-    s += p.producer ? fmt::format("  tf32x3: the producer splits each landed stage's {}: the big parts are the values "
+    s += p.ring.producer() ? fmt::format("  tf32x3: the producer splits each landed stage's {}: the big parts are the values "
                                   "truncated (as the tensor cores read them), the small parts the rest rounded to "
                                   "nearest, into a buffer per stage ({} bytes after the rings)",
                                   tiles, smallBytes)
@@ -830,7 +831,7 @@ std::string wgmmaLines(const MmaPlan& p) {
   }
   s += fmt::format("  shared memory: {} bytes, dynamic; {} tiles as loaded in {}: {}; {}\n", p.sharedBytes,
                    typeName(p.staged),
-                   p.swizzle128 ? "128-byte swizzled atoms (8 rows x 128 bytes, 16-byte chunks XORed by row % 8; "
+                   p.tiles == TileForm::Swizzle128 ? "128-byte swizzled atoms (8 rows x 128 bytes, 16-byte chunks XORed by row % 8; "
                                   "1024-byte aligned)"
                                 : "core matrices (8 rows x 16 bytes, no swizzle)",
                    layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
@@ -839,28 +840,28 @@ std::string wgmmaLines(const MmaPlan& p) {
     return fmt::format("{} {} box{} of {} x {} from a {} x {} map", name, t.boxes, t.boxes == 1 ? "" : "es", t.boxInner,
                        t.boxOuter, t.inner, t.outer);
   };
-  if (p.tma)
+  if (p.ring.tma())
     s += fmt::format("  TMA: thread 0 copies each stage by cp.async.bulk.tensor.2d (128-byte swizzle, zeros outside "
                      "the arrays): {}; {}; an mbarrier per stage (expect_tx {} bytes, waited for by parity)\n",
                      box("A", p.tmaA), box("B", p.tmaB), (p.bufferA + p.bufferB) * typeBytes(p.staged));
-  if (p.producer)
+  if (p.ring.producer())
     s += fmt::format("  producer: a warpgroup more (threads {}-{}) issues the boxes up to {} steps ahead, as the "
                      "consumers free each stage (mbarrier 'empty', {} arrivals){}; no block-wide barrier per step{}\n",
-                     p.consumerThreads, p.threads - 1, p.stages, p.consumerThreads / 32,
+                     p.consumerThreads, p.threads - 1, p.ring.ahead(), p.consumerThreads / 32,
                      p.splitBuffers ? ", and splits each landed stage (mbarrier 'ready'), a small buffer per stage" : "",
                      p.consumerRegisters ? fmt::format("; setmaxnreg: producer {}, consumers {} registers",
                                                        p.producerRegisters, p.consumerRegisters)
                                          : "");
-  s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.stages, p.tma ? "TMA" : "cp.async",
-                   p.copyAhead,
-                   p.copyAhead == 1 ? "" : "s",
+  s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.ring.stages, p.ring.tma() ? "TMA" : "cp.async",
+                   p.ring.ahead(),
+                   p.ring.ahead() == 1 ? "" : "s",
                    p.pingPong ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1), "
                                 "its A fragments in one of two register sets by the step's parity"
                    : p.wgmmaOverlap ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1)"
                    : p.registerA || p.splitBuffers
                        ? fmt::format("each step's wgmma waited for before the next step (wait_group 0: {})",
                                      p.splitBuffers  ? "tf32x3 adds each step's partial sums"
-                                     : p.stages >= 3 ? "two register sets would not fit"
+                                     : p.ring.stages >= 3 ? "two register sets would not fit"
                                                      : "2 stages")
                        : "each step's wgmma waited for before the next step (wait_group 0)");
   return s + mmaEpilogueLine(p);
@@ -887,17 +888,17 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                    p.blockN, p.steps, p.blockK, p.mmaPerStep);
   s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
-                   p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue ? "dynamic" : "static", p.tilesPerOperand * p.stages, p.tilesPerOperand * p.stages == 1 ? "" : "s", p.pitch);
-  if (p.tilesAsLoaded)
+                   p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue ? "dynamic" : "static", p.tilesPerOperand * p.ring.stages, p.tilesPerOperand * p.ring.stages == 1 ? "" : "s", p.pitch);
+  if (p.tiles != TileForm::Padded)
     s += fmt::format("  {} tiles as loaded: A {} (pitch {}), B {} (pitch {}); fragments {}{}\n",
                      typeName(p.staged), p.aKMajor ? "K x M" : "M x K", p.pitchA, p.bKMajor ? "K x N" : "N x K",
                      p.pitchB, p.arith == MmaArith::F64 ? "value by value" : "by ldmatrix",
                      p.arith == MmaArith::F64 || !(p.aKMajor || p.bKMajor) ? ""
                                : mmaIs16Bit(p.arith) ? " (.trans from a K-major tile)"
                                                      : " (value by value from a K-major tile)");
-  if (p.stages > 1)
-    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; {}\n", p.stages,
-                     p.prefetchFragments ? p.stages : p.stages - 1,
+  if (p.ring.stages > 1)
+    s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; {}\n", p.ring.stages,
+                     p.ring.ahead(),
                      mmaIs16Bit(p.arith) || p.arith == MmaArith::F64 ? "no conversion"
                      : p.arith == MmaArith::Tf32 ? "TF32 operands as copied (the tensor cores truncate them)"
                                                  : "operands split as fragments load");

@@ -159,7 +159,7 @@ struct MmaSchedule {
   bool tma = false;
   // `producer` (after `tma`): one more warpgroup issues the TMA boxes (and splits tf32x3's tiles)
   // while the others only compute; stages are handed over by mbarriers, no block-wide barrier per
-  // step (warp specialization; schedule/Mma.h, MmaPlan::producer).
+  // step (warp specialization; schedule/Mma.h, MmaPlan::ring: producer-consumer).
   bool producer = false;
   MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
   // `fragments 2` (with stages): two sets of fragment registers. The next fragment-k's A and B

@@ -56,7 +56,7 @@ namespace {
 // are noise.
 double wgmmaIssueSeconds(const MmaPlan& p, int64_t blocks, int64_t threads, const DeviceModel& d) {
   auto perCopy = [&](bool contiguousMn, bool mnMajor) { return contiguousMn && !mnMajor ? 1.0 : 16.0 / typeBytes(p.staged); };
-  const double copies = p.tma ? 4.0 * double(threads)
+  const double copies = p.ring.tma() ? 4.0 * double(threads)
                               : 6.0 * (double(p.blockM * p.blockK) / perCopy(p.aKMajor, p.aMnMajor) +
                                        double(p.blockN * p.blockK) / perCopy(p.bKMajor, p.bMnMajor));
   const double perStep = double(p.blockK / p.fragK) + 8 + copies / double(threads) + 12;
@@ -76,14 +76,14 @@ double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, 
   const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
   const int64_t aRegs = f64 ? p.fragM * p.fragK / 32 : 4, bRegs = f64 ? p.fragN * p.fragK / 32 : 2;
   auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
-    const bool ldmatrix = p.tilesAsLoaded && !f64 && (mmaIs16Bit(p.arith) || !kMajor);  // FP64: value by value
-    return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && !p.tilesAsLoaded ? 2 : 1);
+    const bool ldmatrix = p.tiles != TileForm::Padded && !f64 && (mmaIs16Bit(p.arith) || !kMajor);  // FP64: value by value
+    return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && p.tiles == TileForm::Padded ? 2 : 1);
   };
-  const int64_t split = x3 && p.tilesAsLoaded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
+  const int64_t split = x3 && p.tiles != TileForm::Padded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
   const int64_t perFragmentK = loads(ms.tileM, aRegs, p.aKMajor, 1) + loads(ms.tileN, bRegs, p.bKMajor, 2) + split +
                                ms.tileM * ms.tileN * (x3 ? 3 : 1);
   const int64_t values = (p.blockM + p.blockN) * p.blockK;
-  const double copies = p.tilesAsLoaded ? 6.0 * double(values) / double(16 / typeBytes(p.staged))
+  const double copies = p.tiles != TileForm::Padded ? 6.0 * double(values) / double(16 / typeBytes(p.staged))
                                         : 8.0 * double(values) * (x3 ? 1.5 : 1.0);
   const double perStep = double(perFragmentK * (p.blockK / p.fragK)) + copies / double(threads) + 12;
   const double warpInstructions = perStep * double(p.steps) * double(blocks) * double(threads / 32);
@@ -149,17 +149,17 @@ double mmaPeak(const MmaPlan& p, const DeviceModel& d, bool bigPrefetch) {
 //   with both tiles split in shared memory; with neither (bf16) 85%.
 double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
   const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.aKMajor && !p.aMnMajor) || (p.bKMajor && !p.bMnMajor));
-  const double swizzled = p.tma ? (p.copyAhead >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
+  const double swizzled = p.ring.tma() ? (p.ring.ahead() >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
   const double producerX3 = !p.registerA ? 0.24 : p.fragN >= 128 ? 0.64 : 0.51;
-  const double registerWait = p.producer ? (p.splitBuffers ? producerX3 : p.pingPong ? 0.79 : p.registerA ? 0.62 : 0.85)
+  const double registerWait = p.ring.producer() ? (p.splitBuffers ? producerX3 : p.pingPong ? 0.79 : p.registerA ? 0.62 : 0.85)
                               : p.splitBuffers ? 0.44
                               : p.pingPong     ? 0.79
                               : p.registerA    ? 0.62
                                                : 1.0;
   const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.wgmma ? 0.45 : 1.0;
-  return p.wgmma               ? (p.swizzle128 ? swizzled : 0.45) * registerWait
+  return p.wgmma               ? (p.tiles == TileForm::Swizzle128 ? swizzled : 0.45) * registerWait
          : p.prefetchFragments ? (bigPrefetch ? 0.79 : 0.69)
-         : p.stages > 1        ? 0.75 * tf32x3Sync
+         : p.ring.stages > 1        ? 0.75 * tf32x3Sync
                                : 0.6 * tf32x3Sync;
 }
 
@@ -212,7 +212,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double smUse = std::min(1.0, blocks / sms);
   const double waveUse = blocks >= sms ? blocks / (sms * std::ceil(blocks / sms)) : 1.0;
   // Barriers without a pipeline: a multiprocessor hides one block's staging behind another's mma.
-  const double hiding = p.stages > 1 ? 1.0 : std::min(1.0, 0.5 + 0.25 * double(std::min<int64_t>(e.blocksPerMultiprocessor, int64_t(std::ceil(blocks / sms)))));
+  const double hiding = p.ring.stages > 1 ? 1.0 : std::min(1.0, 0.5 + 0.25 * double(std::min<int64_t>(e.blocksPerMultiprocessor, int64_t(std::ceil(blocks / sms)))));
   e.efficiency = smUse * waveUse * hiding;
   e.storeStride = 1;  // each quad of lanes stores runs of 8 neighbours along N
   e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;

@@ -420,7 +420,7 @@ void stageArray(const StagingContext& c, const std::string& name, int a, Staging
     for (const auto& [key, coeff] : d.coeffs) sa.movesWithSerial = sa.movesWithSerial || (key != "step" && c.serialKey.at(key));
   layOut(c, name, loads, sa);
   for (int64_t e : sa.padded) sa.elements *= e;
-  if (sa.level == StageLevel::Step) sa.buffers = c.s.buffers;
+  if (sa.level == StageLevel::Step) sa.buffers = plan.ring.stages;
   sa.bytes = sa.elements * sa.buffers * typeBytes(c.k.params[a].type);
   plan.bytes += (sa.bytes + 15) / 16 * 16;
   plan.arrays.push_back(std::move(sa));
@@ -463,6 +463,8 @@ int64_t planStagingCount() { return stagingPlans.load(std::memory_order_relaxed)
 
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known) {
   StagingPlan plan;
+  plan.ring.stages = s.buffers;
+  plan.ring.engine = s.asyncCopy ? CopyEngine::CpAsync : CopyEngine::Registers;
   if (s.shared.empty()) return plan;
   stagingPlans.fetch_add(1, std::memory_order_relaxed);
   std::optional<std::vector<NestIndex>> found;

@@ -287,7 +287,7 @@ TEST(HostEmulation, MmaStagesMatchTheReference) {
   }
 }
 
-// TF32 with stages, tiles as loaded (MmaPlan::tilesAsLoaded): 16-byte cp.async where the runs of
+// TF32 with stages, tiles as loaded (MmaPlan::tiles: AsLoaded): 16-byte cp.async where the runs of
 // four values are aligned (n = 36: partial tiles, zero-filled runs past the domain), ldmatrix for
 // (rows x k) tiles (A of matmul; both operands of dg_lift, x2 for the last of three B fragments),
 // value by value from (k x rows) tiles (B of matmul), batches; sizes no tile divides.
@@ -617,7 +617,7 @@ TEST(Mma, F64Sm90ShapesClauseTargetAndPlan) {
     EXPECT_EQ(p.mmaPerStep, 2 * 2 * (32 / fragK));
     const std::string text = printPlan(k, plan.nests[0]);
     EXPECT_NE(text.find("f64 mma.sync " + shape + " (sm_90"), std::string::npos) << text;
-    EXPECT_FALSE(p.tilesAsLoaded);
+    EXPECT_EQ(p.tiles, TileForm::Padded);
   }
   // With stages the tiles follow each operand's contiguous direction (16-byte cp.async where
   // aligned): matmul's b[k, j] as a (k x n) tile, pitch = 4 (mod 16) doubles (conflict-free loads
@@ -626,7 +626,7 @@ TEST(Mma, F64Sm90ShapesClauseTargetAndPlan) {
   SchedulePlan staged = planSchedule(k, *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper);
   ASSERT_TRUE(staged.ok());
   const MmaPlan& sp = *staged.nests[0].mma;
-  EXPECT_TRUE(sp.tilesAsLoaded);
+  EXPECT_EQ(sp.tiles, TileForm::AsLoaded);
   EXPECT_FALSE(sp.aKMajor);
   EXPECT_TRUE(sp.bKMajor);
   EXPECT_EQ(sp.pitchA % 8, 4);
@@ -636,7 +636,7 @@ TEST(Mma, F64Sm90ShapesClauseTargetAndPlan) {
       << printPlan(k, staged.nests[0]);
   SchedulePlan old = planSchedule(k, *parseSchedule("mma: f64 m8n8k4 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper);
   ASSERT_TRUE(old.ok());
-  EXPECT_FALSE(old.nests[0].mma->tilesAsLoaded);
+  EXPECT_EQ(old.nests[0].mma->tiles, TileForm::Padded);
   const std::string aligned = emitCuda(matmul(1000, ScalarType::F64),
                                        *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper).source;
   EXPECT_NE(aligned.find("rtcg_cp_async16(&"), std::string::npos);

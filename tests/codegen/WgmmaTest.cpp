@@ -193,7 +193,7 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
     EXPECT_EQ(count("_rk("), 11u);
   }
   EXPECT_FALSE(p->wgmmaOverlap);
-  EXPECT_EQ(p->copyAhead, 2);
+  EXPECT_EQ(p->ring.ahead(), 2);
   EXPECT_EQ(p->smallOffset, 3 * (p->bufferA + p->bufferB));
   EXPECT_EQ(p->tileBytes, (3 * (p->bufferA + p->bufferB) + p->bufferB) * 4);
   EXPECT_EQ(p->mmaPerStep, 4 * 3);
@@ -251,7 +251,7 @@ TEST(Wgmma, Swizzle128PlanAndReasons) {
   auto p = plan(rect("rect", 200, 136, 72), "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128",
                 reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_TRUE(p->swizzle128);
+  EXPECT_EQ(p->tiles, TileForm::Swizzle128);
   EXPECT_FALSE(p->aMnMajor);
   EXPECT_TRUE(p->bMnMajor);
   EXPECT_EQ(p->lboA, 16);
@@ -290,7 +290,7 @@ TEST(Wgmma, TmaPlanAndReasons) {
   auto p = plan(rect("rect", 200, 136, 72), "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4 swizzle 128 tma",
                 reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_TRUE(p->tma);
+  EXPECT_TRUE(p->ring.tma());
   EXPECT_EQ(p->tmaA.inner, 72);
   EXPECT_EQ(p->tmaA.outer, 200);
   EXPECT_EQ(p->tmaA.pitchBytes, 144);
@@ -464,7 +464,7 @@ TEST(Wgmma, ProducerPlanAndReasons) {
   Kernel k = exampleKernel("matmul.rtcg", "matmul", {{"n", 4096}});
   auto p = plan(k, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_TRUE(p->producer);
+  EXPECT_TRUE(p->ring.producer());
   EXPECT_EQ(p->threads, 384);
   EXPECT_EQ(p->consumerThreads, 256);
   EXPECT_EQ(p->splitBuffers, 4);
