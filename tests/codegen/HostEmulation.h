@@ -1,6 +1,6 @@
 // Runs emitted CUDA on the host: the source is compiled with the system g++ after
 // cuda_host_emulation.h into a shared object, loaded, and each launch runs on its grid with the
-// threads of a block as std::threads. Lets the tests check the emitted code's results against the
+// threads of a block as fibers of one thread (cuda_host_emulation.h). Lets the tests check the emitted code's results against the
 // reference executor for any schedule, without a GPU.
 #pragma once
 

@@ -1,8 +1,10 @@
 // Just enough of CUDA to run the emitter's kernels on the host, for tests without a GPU.
 //
 // The emitted CUDA translation unit is compiled with g++ after this header. Blocks run one after
-// another (in grid order, or reversed or shuffled: rtcg_emu_block_order); the threads of a block run as std::threads meeting at a std::barrier for each
-// __syncthreads() (and around each emulated warp shuffle). What needs threads, barriers, locks or
+// another (in grid order, or reversed or shuffled: rtcg_emu_block_order); the threads of a block
+// run as fibers of one OS thread, each until it waits at a barrier: __syncthreads(), its warp's
+// around each emulated warp shuffle and mma, an mbarrier (the runtime's scheduler; the per-thread
+// state below is a global it saves and restores at each switch). What needs fibers, barriers or
 // containers (the launch, __syncthreads, the mbarriers, the wgmma queues) is declared here and
 // defined in cuda_host_emulation_runtime.cpp, which the build compiles once and the emulation links
 // into every kernel's shared object (each has its own copy of the runtime's state, as of this
@@ -29,8 +31,9 @@ struct rtcg_emu_dim3 {
   unsigned int x = 0, y = 0, z = 0;
 };
 
-inline thread_local rtcg_emu_dim3 threadIdx, blockIdx;
-inline thread_local unsigned int rtcg_emu_linear_tid = 0;
+// The running thread's (the runtime switches them with the fibers).
+inline rtcg_emu_dim3 threadIdx, blockIdx;
+inline unsigned int rtcg_emu_linear_tid = 0;
 
 #define __global__
 #define __device__
@@ -292,8 +295,9 @@ struct rtcg_emu_copy {
   int size;
   unsigned char data[16];
 };
-inline thread_local std::vector<rtcg_emu_copy> rtcg_emu_uncommitted;
-inline thread_local std::vector<std::vector<rtcg_emu_copy>> rtcg_emu_groups;  // committed, oldest first
+// The running thread's queues (the runtime switches them with the fibers).
+inline std::vector<rtcg_emu_copy> rtcg_emu_uncommitted;
+inline std::vector<std::vector<rtcg_emu_copy>> rtcg_emu_groups;  // committed, oldest first
 inline void rtcg_emu_cp_async(void* dst, const void* src, int size, int src_bytes) {
   if (reinterpret_cast<uintptr_t>(dst) % size != 0 || (src_bytes > 0 && reinterpret_cast<uintptr_t>(src) % size != 0)) {
     std::fprintf(stderr, "misaligned %d-byte cp.async from %p to %p\n", size, src, dst);
@@ -653,9 +657,9 @@ void rtcg_emu_wgmma_wait(size_t inFlight);
 // the phase of parity p has completed (the completed phases' count has another parity). The copy
 // runs at once, as a box of the array with zeros outside it, written with the 128-byte swizzle
 // (chunk bits 4-6 of the shared address XORed with bits 7-9), and completes its bytes on the
-// mbarrier. Threads run concurrently: a wait blocks until the phase completes, as
-// __syncthreads' std::barrier does (a protocol error hangs here as it would on the GPU, until
-// ctest's timeout; no clock decides it).
+// mbarrier. A wait holds its thread until the phase completes, as __syncthreads holds it until
+// every thread arrived (a protocol error that leaves every thread waiting, a hang on the GPU, is
+// reported as a deadlock and aborts; no clock decides it).
 void rtcg_mbar_init(void* bar, unsigned int count);
 inline void rtcg_mbar_init_fence() {}
 void rtcg_mbar_expect_tx(void* bar, unsigned int bytes);
