@@ -339,6 +339,9 @@ C::Function emitFusedNests(const Kernel& k, const SchedulePlan& plan, const Fusi
 // EmitMma.cpp: the kernel function of a nest with an `mma:` plan.
 C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch);
 void declarePointIndices(EmitContext& ctx, int64_t point, Env& env, std::vector<C::Stmt>& out, C::ExprP& guard);
+// The condition under which the current point is inside the domain, where a point outside it can
+// get here (null: always inside).
+C::ExprP pointGuard(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out);
 // The condition under which the parallel indices that a range read (a data-dependent bound, IR.h)
 // uses are inside the domain, where a point outside it can get there (null: always inside).
 C::ExprP rangeGuard(EmitContext& ctx, const Expr& read, Env& env, std::vector<C::Stmt>& out);

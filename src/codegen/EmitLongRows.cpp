@@ -115,7 +115,12 @@ C::ExprP longRowEnd(EmitContext& ctx, const Loop& l, const C::ExprP& lo, const C
   if (!lr.any() || l.name != lr.index) return hi;
   LongRowState& st = ctx.longRows;
   st.flag = ctx.names.fresh(l.name + "_long");
-  out.push_back(C::decl("bool", st.flag, C::binary(">", C::binary("-", hi, lo), lit(lr.threshold))));
+  // Only a point inside the domain hands its range over: a thread past the domain's edge has no
+  // range (its bounds read nothing), and its entry would make the block compute and store a point
+  // that does not exist.
+  Env penv = env;
+  C::ExprP inside = pointGuard(ctx, penv, out);
+  out.push_back(C::decl("bool", st.flag, andAll(inside, C::binary(">", C::binary("-", hi, lo), lit(lr.threshold)))));
   const std::string entry = ctx.names.fresh(l.name + "_entry");
   std::vector<C::Stmt> record{C::decl(ctx.idx, entry,
                                       C::castTo(ctx.idx, C::call("atomicAdd", {C::unary("&", slotEntry(st.count, st.parity)),

@@ -90,6 +90,13 @@ C::ExprP guardsAt(EmitContext& ctx, Level level, Env& env, std::vector<C::Stmt>&
 
 }  // namespace
 
+C::ExprP pointGuard(EmitContext& ctx, Env& env, std::vector<C::Stmt>& out) {
+  C::ExprP guard;
+  for (ParallelIndex& p : ctx.facts.par)
+    if (p.guardLevel != Level::Top || ctx.facts.cooperative) guard = andAll(guard, guardOf(ctx, p, env, out));
+  return guard;
+}
+
 C::ExprP rangeGuard(EmitContext& ctx, const Expr& read, Env& env, std::vector<C::Stmt>& out) {
   std::set<int> ids;
   visitExprs(read, [&](const Expr& x) {

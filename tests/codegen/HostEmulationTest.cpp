@@ -792,6 +792,26 @@ const char* const kSpmvF32 =
 
 }  // namespace
 
+// `long_rows:` where a block has more threads than the domain has points along an index (16 values
+// of j on 128 threads): only points inside the domain hand a long range over. The differential
+// fuzzer found threads past the edge handing over ranges of their own, whose points the block then
+// computed and stored past the rows (heap corruption in the emulation, wrong rows on a GPU).
+TEST(HostEmulation, LongRowsOnlyOfPointsInsideTheDomain) {
+  const char* src = R"(kernel g(n: int, m: int, head: i32[n, m], t: f32[n, m], out c: f32[n, m]) {
+  for i in 0..n, j in 0..m { c[i, j] = max(q in head[i, j]..i + 1, t[q, j]); }
+})";
+  Diagnostics diags;
+  auto prog = parseProgram("g.rtcg", src, diags);
+  ASSERT_TRUE(prog) << diags.render("g.rtcg", src);
+  for (int64_t m : {16, 5}) {
+    auto k = bindSizes(prog->kernels[0], {{"n", 37}, {"m", m}}, diags);
+    ASSERT_TRUE(k);
+    for (const char* s : {"i: grid.x; j: serial, thread.x 128; q: serial; stores: streaming; long_rows: 32",
+                          "i: grid.x; j: serial, thread.x 32; q: serial; long_rows: 8"})
+      EXPECT_EQ(checkOnHost(*k, s, 0.0), "") << m << " " << s;
+  }
+}
+
 // `long_rows: N`: ranges longer than N go from their lanes to the whole block, on a skewed matrix at
 // a size no tile divides (613 rows: blocks of 5, 8, 16, 96 rows leave a partial last block), long rows
 // at the edges of blocks and the last row. Run twice with the output poisoned in between (every
