@@ -94,6 +94,7 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"exclusive_scan.rtcg", {{{{"n", 37}}, {{"n", 100003}}}}},
     {"row_cumsum.rtcg", {{{{"m", 37}, {"n", 41}}, {{"m", 1001}, {"n", 3001}}}}},
     {"segmented_sum.rtcg", {{{{"n", 37}}, {{"n", 100003}}}}},
+    {"sumfact.rtcg", {{{{"E", 37}, {"p", 7}}, {{"E", 20011}, {"p", 5}}}}},
 };
 
 // Every example has test sizes here (the GPU test below would fail on a GPU machine only: CI,

@@ -501,7 +501,7 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
     }
     ++count;
   }
-  EXPECT_EQ(count, 28);
+  EXPECT_EQ(count, 29);
 }
 
 }  // namespace
