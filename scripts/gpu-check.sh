@@ -92,6 +92,13 @@ mma tf32 "tf32 m16n8k8 warps 2x4 tile 4x4 k 8 stages 3" matmul.rtcg -D n=1001
 mma tf32x3 "tf32x3 m16n8k8 warps 1x1 tile 1x2 k 8 stages 2" batched_matmul.rtcg -D nb=65536 -D n=16
 mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3" dg_diff_stacked.rtcg -D K=77777 -D Np=35
 mma tf32x3 "tf32x3 m16n8k8 warps 1x4 tile 2x2 k 8 stages 3" dg_lift.rtcg -D K=33333 -D Np=35 -D Nfp=15
+# Stacked statements (dg_diff's three matrices on u) and collapsed rows (sum factorisation): the
+# whole family sweep of these is scripts/gpu-rows.sh.
+mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 2x4 k 16 stages 3" dg_diff.rtcg -D K=77777 -D Np=56
+mma tf32x3 "tf32x3 wgmma m64n64k8 warpgroups 2x1 k 16 stages 3" dg_diff.rtcg -D K=77777 -D Np=35
+mma tf32 "tf32 m16n8k8 warps 2x2 tile 4x2 k 8 stages 2 epilogue shared" dg_diff.rtcg -D K=77777 -D Np=35
+mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 1x4 k 8" sumfact.rtcg -D E=20011 -D p=7
+mma tf32x3 "tf32x3 wgmma m64n128k8 warpgroups 1x1 k 8 stages 2" sumfact.rtcg -D E=20011 -D p=9
 # Tiles over 48 KiB (dynamic shared memory, up to the device's opt-in limit).
 mma tf32x3 "tf32x3 m16n8k8 warps 2x4 tile 4x4 k 32 stages 3" matmul.rtcg -D n=1000
 mma tf32 "tf32 m16n8k8 warps 2x4 tile 4x4 k 32 stages 4" matmul.rtcg -D n=2049
