@@ -33,6 +33,7 @@
 #include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
 #include "reference/Reference.h"
+#include "schedule/Mma.h"
 #include "schedule/Space.h"
 #include "tune/Verify.h"
 
@@ -204,12 +205,14 @@ Source randomKernel(std::mt19937_64& rng) {
 struct Case {
   std::string sourceName, source, kernel, schedule;
   SizeBindings sizes;
+  Precision precision = Precision::Ieee;  // the policy the space was searched under
 };
 
 std::string describe(const Case& c) {
   std::string defs;
   for (const auto& [n, v] : c.sizes) defs += fmt::format(" -D {}={}", n, v);
-  return fmt::format("{} kernel {}{} --schedule '{}'", c.sourceName, c.kernel, defs, c.schedule);
+  const std::string policy = c.precision == Precision::Ieee ? "" : fmt::format(" --precision {}", precisionName(c.precision));
+  return fmt::format("{} kernel {}{}{} --schedule '{}'", c.sourceName, c.kernel, defs, policy, c.schedule);
 }
 
 // Writes the reproducer (the source, then the case as an rtcgc command line and what went wrong).
@@ -235,16 +238,24 @@ std::optional<Kernel> bindRandom(const Kernel& k, std::mt19937_64& rng, SizeBind
   return std::nullopt;
 }
 
-// The schedules of one case: the default, then `count` random candidates of a seeded sample.
-std::vector<std::string> schedulesOf(const Kernel& bound, std::mt19937_64& rng, int count) {
+// The schedules of one case: the default, then `count` random candidates of a seeded sample of the
+// space under `precision` (tf32x3: with the mma candidates of f32 contractions).
+std::vector<std::string> schedulesOf(const Kernel& bound, std::mt19937_64& rng, int count,
+                                     Precision precision = Precision::Ieee) {
   std::vector<std::string> out{printSchedule(defaultSchedule(bound))};
   SpaceOptions so;
+  so.precision = precision;
   so.maxCandidates = 40;
   so.seed = rng();
   so.minThreads = 1;
   Space space = enumerateSchedules(bound, so);
   for (int i = 0; i < count && !space.candidates.empty(); ++i)
     out.push_back(space.candidates[rng() % space.candidates.size()].text);
+  // Under tf32x3 one of the space's tensor-core candidates too, where it has any (a few among many).
+  std::vector<const Candidate*> mma;
+  for (const Candidate& c : space.candidates)
+    if (c.text.find("mma:") != std::string::npos) mma.push_back(&c);
+  if (precision != Precision::Ieee && !mma.empty()) out.push_back(mma[rng() % mma.size()]->text);
   return out;
 }
 
@@ -275,7 +286,12 @@ std::string bigSizesProblem(const Kernel& k, std::mt19937_64& rng, SizeBindings&
 }
 
 // One case; returns false on a finding.
-bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, int& emulated, int& rejected) {
+// Counts of the run: schedules emulated (on tensor cores among them) and cases rejected.
+struct Counts {
+  int emulated = 0, mma = 0, rejected = 0;
+};
+
+bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, Counts& counts) {
   Diagnostics diags;
   auto prog = parseProgram(src.name, src.text, diags);
   if (!prog || prog->kernels.empty()) return true;  // a grammar kernel the checker refuses: not ours
@@ -283,24 +299,30 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, i
   Case c{src.name, src.text, k.name, "", {}};
   std::optional<Kernel> bound = bindRandom(k, rng, c.sizes);
   if (!bound) return true;
-  // 1e-4, or more where the kernel stores 16-bit values (one rounding of each, as the tuner allows).
+  // A third of the kernels that compute in f32 search under tf32x3, so that the tensor-core
+  // schedules of their contractions (stacked statements, collapsed rows) run too.
+  if (rng() % 3 == 0 && precisionObstacle(*bound, Precision::Tf32x3).empty()) c.precision = Precision::Tf32x3;
+  // 1e-4, or more where the kernel stores 16-bit values (one rounding of each, as the tuner allows)
+  // or the policy rounds operands.
   double tolerance = 1e-4;
   for (size_t p = 0; p < bound->params.size(); ++p)
-    if (bound->params[p].isWritten()) tolerance = std::max(tolerance, verificationTolerance(*bound, int(p)));
+    if (bound->params[p].isWritten())
+      tolerance = std::max(tolerance, verificationTolerance(*bound, int(p), c.precision));
   try {
-    for (const std::string& s : schedulesOf(*bound, rng, o.schedules)) {
+    for (const std::string& s : schedulesOf(*bound, rng, o.schedules, c.precision)) {
       c.schedule = s;
       testing::EmulationOptions eo;
       eo.blockOrder = int(rng() % 3);
       std::string err = testing::checkOnHost(*bound, s, tolerance, {}, eo);
-      ++emulated;
+      ++counts.emulated;
+      counts.mma += s.find("mma:") != std::string::npos;
       if (!err.empty()) return report(o, n, c, err), false;
     }
   } catch (const WriteConflictError&) {
     // Two points store to one element through an index array (indirect.rtcg's scatter at n > m,
     // the first finding of this fuzzer): the kernel's result depends on the order its points run
     // in, and the reference executor refuses it, as `rtcgc run` does. Rejected input, not a finding.
-    ++rejected;
+    ++counts.rejected;
   } catch (const std::exception& e) {
     return report(o, n, c, std::string("exception: ") + e.what()), false;
   }
@@ -331,16 +353,18 @@ int main(int argc, char** argv) {
   std::vector<Source> seeds = corpus();
   std::mt19937_64 rng(o.seed);
   auto start = std::chrono::steady_clock::now();
-  int cases = 0, emulated = 0, rejected = 0;
+  int cases = 0;
+  Counts counts;
   for (; cases < o.cases; ++cases) {
     // The time bound is checked between cases: a case is never cut halfway.
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     if (elapsed.count() >= o.seconds) break;
     // Half the cases from the corpus, half from the grammar.
     Source src = rng() % 2 ? seeds[rng() % seeds.size()] : randomKernel(rng);
-    if (!runCase(o, cases, src, rng, emulated, rejected)) return 1;
+    if (!runCase(o, cases, src, rng, counts)) return 1;
   }
-  std::printf("Done %d cases, %d emulated schedules, %d rejected (order-dependent indirect stores), seed %llu: no "
-              "finding\n", cases, emulated, rejected, (unsigned long long)o.seed);
+  std::printf("Done %d cases, %d emulated schedules (%d on tensor cores), %d rejected (order-dependent indirect "
+              "stores), seed %llu: no finding\n", cases, counts.emulated, counts.mma, counts.rejected,
+              (unsigned long long)o.seed);
   return 0;
 }
