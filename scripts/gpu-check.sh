@@ -8,14 +8,8 @@ root=$(pwd)
 # (the device tool brings back at most 8 files).
 out=${OUT:-$root/gpu-out}/logs
 mkdir -p "$out"
-# Test binaries have the source and build paths of the packing machine built in.
-src=$(cat "$root/.gpu/source-dir" 2>/dev/null || echo /work/main)
-if [[ ! -e "$src" ]]; then mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"; fi
-[[ -e "$root/build-gpu" ]] || ln -s "$root/.gpu/build-gpu" "$root/build-gpu"
-export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RTCG_CACHE_DIR=$(mktemp -d)
-export PATH=$root/build-gpu/tools/rtcgc:$root/build-gpu/tools/rtcg-worker:$PATH
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
+source "$root/scripts/gpu-env.sh"
+gpu_env "$root" "$out"
 
 summary=()
 # The test binaries with GPU tests (the others are CPU-only and run in CI).

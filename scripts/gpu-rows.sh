@@ -27,13 +27,8 @@ done
 base=${OUT:-$root/gpu-out}
 out=$base/rows
 mkdir -p "$out"
-src=$(cat "$root/.gpu/source-dir" 2>/dev/null || echo /work/main)
-if [[ ! -e "$src" ]]; then mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"; fi
-[[ -e "$root/build-gpu" ]] || ln -s "$root/.gpu/build-gpu" "$root/build-gpu"
-export LD_LIBRARY_PATH=$root/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RTCG_CACHE_DIR=$(mktemp -d)
-export PATH=$root/build-gpu/tools/rtcgc:$root/build-gpu/tools/rtcg-worker:$PATH
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
+source "$root/scripts/gpu-env.sh"
+gpu_env "$root" "$out"
 
 # The kernels beside the examples: dg_diff in f64 and bf16, sum factorisation along the middle
 # axis and in f64.
