@@ -24,7 +24,7 @@ C::ExprP bindRow(const MmaPlan& p, bool isA, const C::ExprP& point, Env& env) {
 }
 
 void bindK(const MmaPlan& p, const C::ExprP& kq, Env& env) {
-  env.vars[p.c.kLoop->id] = C::sum({lit(p.c.kLo), kq});
+  // parts[0]'s loop is the contraction's own (Contraction::kLoop).
   for (const ContractionPart& part : p.c.parts) env.vars[part.kLoop->id] = C::sum({lit(p.c.kLo), kq});
 }
 
