@@ -20,8 +20,11 @@ import rtcg
 from mpi4py import MPI
 source = "kernel scale(n: int, alpha: f32, x: f32[n], out y: f32[n]) { for i in 0..n { y[i] = alpha * x[i]; } }"
 r = rtcg.tune(source, {"n": 100000}, max_candidates=6, time_limit=0, progress=False, db=sys.argv[1])
-print(json.dumps({"rank": MPI.COMM_WORLD.Get_rank(), "devices": r.devices, "candidates": len(r.candidates),
-                  "verified": r.counts["verified"], "schedule": r.schedule}), flush=True)
+rank = MPI.COMM_WORLD.Get_rank()
+# one file per rank: mpiexec forwards the ranks' stdout without keeping their lines apart
+with open(f"{sys.argv[2]}/rank{rank}.json", "w") as f:
+    json.dump({"rank": rank, "devices": r.devices, "candidates": len(r.candidates),
+               "verified": r.counts["verified"], "schedule": r.schedule}, f)
 """
 
 
@@ -50,9 +53,9 @@ def test_one_search_measured_on_every_rank(tmp_path):
     env = dict(os.environ, RTCG_TEST_DEVICE="Fake GPU,sm_90,132", RTCG_FAKE_WORKER_MODE="verified",
                RTCG_FAKE_WORKER_DELAY_MS="20", RTCG_WORKER=str(fake))
     p = subprocess.run([mpiexec, "--oversubscribe", "--allow-run-as-root", "--bind-to", "none", "-n", "3",
-                        sys.executable, str(script), str(db)], env=env, capture_output=True, text=True, timeout=300)
+                        sys.executable, str(script), str(db), str(tmp_path)], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
-    results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    results = [json.loads(f.read_text()) for f in sorted(tmp_path.glob("rank*.json"))]
     assert sorted(r["rank"] for r in results) == [0, 1, 2], p.stdout + p.stderr
     first = results[0]
     for r in results:  # every rank returns rank 0's result
