@@ -142,6 +142,12 @@ run_example matmul.rtcg -D n=1003 --precision tf32 --schedule "mma: tf32 wgmma m
 # `stores: streaming` beside `mma:` (the epilogue's stores __stcs), register and shared epilogues,
 # mma.sync and wgmma, at sizes no tile divides.
 run_example gemm_bf16.rtcg -D n=1003 --schedule "stores: streaming; mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3"
+# INT8 tensor cores (s8 m16n8k32): exact i32 sums at sizes no tile or step divides (K = 1008: rows
+# 16-byte aligned, 16-byte cp.async; else byte by byte), the i8 range in full.
+run_example gemm_i8.rtcg -D m=1003 -D n=517 -D K=1000
+run_example gemm_i8.rtcg -D m=1003 -D n=517 -D K=1008 --schedule "mma: s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3"
+run_example gemm_i8.rtcg -D m=1003 -D n=517 -D K=999 --schedule "mma: s8 m16n8k32 warps 2x1 tile 2x4 k 128 stages 4 epilogue shared"
+run_example gemm_i8.rtcg -D m=257 -D n=130 -D K=77 --schedule "mma: s8 m16n8k32 warps 1x1 tile 1x1 k 32"
 run_example gemm_bf16.rtcg -D n=1003 --schedule "stores: streaming; mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
 run_example matmul.rtcg -D n=1003 --precision tf32x3 --schedule "stores: streaming; mma: tf32x3 m16n8k8 warps 2x2 tile 4x4 k 16 stages 3 epilogue shared"
 run64 -k dgemm -D n=1001 --schedule "stores: streaming; mma: f64 m16n8k16 warps 2x4 tile 2x2 k 16 stages 4 epilogue shared"

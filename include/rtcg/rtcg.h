@@ -45,7 +45,7 @@ namespace rtcg {
 
 using Sizes = std::map<std::string, int64_t>;
 
-enum class ElementType : uint8_t { I32, I64, F32, F64, F16, BF16 };
+enum class ElementType : uint8_t { I32, I64, F32, F64, F16, BF16, I8, U8 };
 template <class T> constexpr ElementType elementTypeOf();
 template <> constexpr ElementType elementTypeOf<float>() { return ElementType::F32; }
 template <> constexpr ElementType elementTypeOf<double>() { return ElementType::F64; }
@@ -53,6 +53,8 @@ template <> constexpr ElementType elementTypeOf<int32_t>() { return ElementType:
 template <> constexpr ElementType elementTypeOf<int64_t>() { return ElementType::I64; }
 template <> constexpr ElementType elementTypeOf<f16>() { return ElementType::F16; }   // rtcg/Half.h
 template <> constexpr ElementType elementTypeOf<bf16>() { return ElementType::BF16; }
+template <> constexpr ElementType elementTypeOf<int8_t>() { return ElementType::I8; }
+template <> constexpr ElementType elementTypeOf<uint8_t>() { return ElementType::U8; }
 const char* elementTypeName(ElementType t);  // "f32", ...
 
 struct DeviceInfo {
@@ -153,9 +155,10 @@ void copyToHost(const BufferImpl& b, void* dst, size_t bytes);
 template <class T>
 class Array {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
-                    std::is_same_v<T, int64_t> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>,
-                "rtcg::Array holds f32, f64, i32, i64, f16 or bf16 elements (float, double, int32_t, int64_t, "
-                "rtcg::f16, rtcg::bf16)");
+                    std::is_same_v<T, int64_t> || std::is_same_v<T, f16> || std::is_same_v<T, bf16> ||
+                    std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>,
+                "rtcg::Array holds f32, f64, i32, i64, f16, bf16, i8 or u8 elements (float, double, int32_t, "
+                "int64_t, rtcg::f16, rtcg::bf16, int8_t, uint8_t)");
 
  public:
   Array() = default;

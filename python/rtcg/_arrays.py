@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 from ._native import native
 
-_NUMPY_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+_NUMPY_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "int8": "i8", "uint8": "u8"}
 _TYPE_NUMPY = {v: k for k, v in _NUMPY_TYPES.items()}
-_TYPESTR = {"f4": "f32", "f8": "f64", "i4": "i32", "i8": "i64"}
-_ITEMSIZE = {"f32": 4, "f64": 8, "i32": 4, "i64": 8}
-# DLPack's type codes (kDLInt 0, kDLFloat 2) and device types (kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3,
+_TYPESTR = {"f4": "f32", "f8": "f64", "i4": "i32", "i8": "i64", "i1": "i8", "u1": "u8"}  # NumPy's typestr codes
+_ITEMSIZE = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "i8": 1, "u8": 1}
+# DLPack's type codes (kDLInt 0, kDLUInt 1, kDLFloat 2) and device types (kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3,
 # kDLCUDAManaged 13).
-_DLPACK_TYPES = {(2, 32): "f32", (2, 64): "f64", (0, 32): "i32", (0, 64): "i64"}
+_DLPACK_TYPES = {(2, 32): "f32", (2, 64): "f64", (0, 32): "i32", (0, 64): "i64", (0, 8): "i8", (1, 8): "u8"}
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Array:
     kind: str                 # "host" or "device"
     address: int
     shape: tuple
-    dtype: str | None         # "f32", "f64", "i32", "i64"; None: a type rtcg has no arrays of
+    dtype: str | None         # "f32", "f64", "i32", "i64", "i8", "u8"; None: a type rtcg has no arrays of
     dtype_name: str           # as its library names it, for messages
     contiguous: bool
     writable: bool

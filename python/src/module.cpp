@@ -230,6 +230,8 @@ std::vector<rtcg::detail::ArgRef> argRefs(rtcg::Context& ctx, const std::vector<
     else if (type == "f64") addArray<double>(ctx, a, refs);
     else if (type == "i32") addArray<int32_t>(ctx, a, refs);
     else if (type == "i64") addArray<int64_t>(ctx, a, refs);
+    else if (type == "i8") addArray<int8_t>(ctx, a, refs);
+    else if (type == "u8") addArray<uint8_t>(ctx, a, refs);
     else throw rtcg::Error("bad array type " + type);
   }
   return refs;

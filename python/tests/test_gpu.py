@@ -182,6 +182,23 @@ def test_torch_tensors_in_place_on_the_current_stream():
         k(*D, u, out[0][:100], out[1], out[2])
 
 
+def test_int8_tensors_through_the_s8_tensor_cores():
+    torch = torch_cuda()
+    dev = torch.device("cuda", 0)
+    g = torch.Generator(device=dev).manual_seed(1)
+    m, n, K = 301, 203, 1008
+    a = torch.randint(-128, 128, (m, K), dtype=torch.int8, device=dev, generator=g)
+    bt = torch.randint(-128, 128, (n, K), dtype=torch.int8, device=dev, generator=g)
+    q = torch.empty(m, n, dtype=torch.int8, device=dev)
+    exact = a.cpu().long() @ bt.cpu().long().T  # integer products on the CPU (CUDA has no int64 matmul)
+    want = exact.div(4096 * 3, rounding_mode="floor").clamp(-128, 127).to(torch.int8)
+    for schedule in ("", "mma: s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3"):
+        q.fill_(7)
+        rtcg.Kernel(example("gemm_i8.rtcg"), schedule=schedule)(3, a, bt, q)
+        torch.cuda.synchronize()
+        assert torch.equal(q.cpu(), want), schedule
+
+
 def test_torch_cpu_tensors_are_host_arrays():
     torch = pytest.importorskip("torch")
     k = rtcg.Kernel(AXPY)

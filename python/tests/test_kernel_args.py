@@ -298,3 +298,15 @@ def test_cuda_array_interface_stream_asks_for_a_wait_on_another_stream():
     assert not needs_device_sync([describe(cai(1234))], 1234)
     assert needs_device_sync([describe(cai(1234))], 0)
     assert needs_device_sync([describe(cai(None)), describe(cai(99))], 1234)
+
+
+def test_eight_bit_arrays_are_int8_and_uint8():
+    k = rtcg.Kernel("""kernel q(n: int, x: i8[n], out y: u8[n], out z: i32[n]) {
+      for i in 0..n { y[i] = u8(i32(x[i])); z[i] = i32(x[i]); }
+    }""")
+    info = k.check(np.zeros(8, np.int8), np.zeros(8, np.uint8), np.zeros(8, np.int32))
+    assert info["signature"].startswith("q(x: i8[8], out y: u8[8]")
+    with pytest.raises(TypeError, match=r"argument 1 \(x\): expected i8\[8\] \(int8\), given NumPy array of uint8"):
+        k.check(np.zeros(8, np.uint8), np.zeros(8, np.uint8), np.zeros(8, np.int32))
+    with pytest.raises(TypeError, match=r"argument 2 \(out y\)"):
+        k.check(np.zeros(8, np.int8), np.zeros(8, np.int16), np.zeros(8, np.int32))

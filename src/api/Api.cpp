@@ -321,9 +321,11 @@ cuda::KernelArg scalarArg(const detail::ArgRef& a, ScalarType want) {
     case ScalarType::I64: return cuda::KernelArg::i64(a.type == ElementType::I32 ? int64_t(a.scalar.i32) : a.scalar.i64);
     case ScalarType::Bool:
     case ScalarType::F16:
-    case ScalarType::BF16: break;  // the frontend has no such scalar parameters
+    case ScalarType::BF16:
+    case ScalarType::I8:
+    case ScalarType::U8: break;  // the frontend has no such scalar parameters
   }
-  RTCG_ASSERT(false, "bool or 16-bit scalar parameter");
+  RTCG_ASSERT(false, "bool or storage-type scalar parameter");
 }
 
 // The pointer argument of an rtcg::Array, checked to be of this context; its address is noted in

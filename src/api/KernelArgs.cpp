@@ -19,6 +19,8 @@ const char* cppTypeName(ScalarType t) {
     case ScalarType::I64: return "int64_t";
     case ScalarType::F16: return "rtcg::f16";
     case ScalarType::BF16: return "rtcg::bf16";
+    case ScalarType::I8: return "int8_t";
+    case ScalarType::U8: return "uint8_t";
     case ScalarType::Bool: return "bool";
   }
   return "?";
@@ -32,6 +34,8 @@ const char* cppTypeName(ElementType t) {
     case ElementType::I64: return "int64_t";
     case ElementType::F16: return "rtcg::f16";
     case ElementType::BF16: return "rtcg::bf16";
+    case ElementType::I8: return "int8_t";
+    case ElementType::U8: return "uint8_t";
   }
   return "?";
 }
@@ -44,6 +48,8 @@ ScalarType toScalarType(ElementType t) {
     case ElementType::I64: return ScalarType::I64;
     case ElementType::F16: return ScalarType::F16;
     case ElementType::BF16: return ScalarType::BF16;
+    case ElementType::I8: return ScalarType::I8;
+    case ElementType::U8: return ScalarType::U8;
   }
   RTCG_ASSERT(false, "unknown ElementType");
 }

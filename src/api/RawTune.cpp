@@ -46,7 +46,9 @@ double defaultTolerance(ElementType t) {
     case ElementType::F16: return 1e-3;
     case ElementType::BF16: return 1e-2;
     case ElementType::I32:
-    case ElementType::I64: return 0;
+    case ElementType::I64:
+    case ElementType::I8:
+    case ElementType::U8: return 0;
   }
   return 0;
 }
@@ -65,7 +67,8 @@ Elements download(const detail::RawArg& a, const cuda::Stream& stream) {
   if (bytes) a.buffer->memory.copyToHostAsync(host.data(), bytes, &stream);
   stream.synchronize();
   Elements out;
-  out.exact = a.type == ElementType::I32 || a.type == ElementType::I64;
+  out.exact = a.type == ElementType::I32 || a.type == ElementType::I64 || a.type == ElementType::I8 ||
+              a.type == ElementType::U8;
   if (out.exact) out.integers.assign(a.count, 0);
   else out.values.assign(a.count, 0.0);
   auto convert = [&](auto zero) {
@@ -84,6 +87,8 @@ Elements download(const detail::RawArg& a, const cuda::Stream& stream) {
     case ElementType::I64: convert(int64_t{}); break;
     case ElementType::F16: convert(f16{}); break;
     case ElementType::BF16: convert(bf16{}); break;
+    case ElementType::I8: convert(int8_t{}); break;
+    case ElementType::U8: convert(uint8_t{}); break;
   }
   return out;
 }

@@ -96,7 +96,9 @@ std::string vectorTypeName(ScalarType t) {
     case ScalarType::F64: return "double2";
     case ScalarType::I64: return "longlong2";
     case ScalarType::F16:
-    case ScalarType::BF16:  // copied element by element (copyVector)
+    case ScalarType::BF16:
+    case ScalarType::I8:
+    case ScalarType::U8:  // copied element by element (copyVector)
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "no 16-byte vector of this element type");
@@ -112,6 +114,9 @@ c::ExprP literalOf(ScalarType t, int64_t iv, double fv) {
     // The 16-bit types have no literals: their bits, exact (fv is a value of the type).
     case ScalarType::F16: return c::call("__ushort_as_half", {c::intLit(f16(fv).bits)});
     case ScalarType::BF16: return c::call("__ushort_as_bfloat16", {c::intLit(bf16(fv).bits)});
+    // Nor do the 8-bit integers: a conversion of the int.
+    case ScalarType::I8:
+    case ScalarType::U8: return c::castTo(cudaTypeName(t), c::intLit(iv));
   }
   RTCG_ASSERT(false, "bad ScalarType");
 }
@@ -129,7 +134,9 @@ c::ExprP convert(ScalarType to, ScalarType from, c::ExprP v) {
     case ScalarType::F64: return c::call(h ? "__double2half" : "__double2bfloat16", {v});
     case ScalarType::I32: return c::call(h ? "__int2half_rn" : "__int2bfloat16_rn", {v});
     case ScalarType::I64: return c::call(h ? "__ll2half_rn" : "__ll2bfloat16_rn", {v});
-    case ScalarType::Bool: return c::call(h ? "__int2half_rn" : "__int2bfloat16_rn", {c::castTo("int", v)});
+    case ScalarType::Bool:
+    case ScalarType::I8:
+    case ScalarType::U8: return c::call(h ? "__int2half_rn" : "__int2bfloat16_rn", {c::castTo("int", v)});
     default: break;
   }
   RTCG_ASSERT(false, "bad conversion");

@@ -223,12 +223,15 @@ struct LongRowState {
 // What the module must carry beside its kernels, declared by the emitter parts that use it
 // (EmitModule.cpp prints the preludes in a fixed order, so a module's text depends only on them).
 struct ModuleNeeds {
-  bool floorInt = false;
-  bool floorLL = false;
+  // The floor division / modulo helpers used, of int and long long: bit 0 rtcg_floordiv, bit 1
+  // rtcg_floormod (only those are emitted: NVRTC warns of an unused static function).
+  uint8_t floorInt = 0;
+  uint8_t floorLL = 0;
   bool asyncCopy = false;     // cp.async copies (asyncCopyHelpers)
   bool mma = false;           // mma.sync (mmaHelpers)
   bool mmaF64Sm90 = false;    // FP64's sm_90 shapes
   bool ldmatrix = false;      // ldmatrix of 16-bit or TF32-as-loaded tiles (mma16Helpers)
+  bool mmaS8 = false;         // mma.sync m16n8k32 of s8 operands (mmaS8Helpers)
   std::vector<std::string> wgmmaShapes;  // each distinct wgmma shape's helpers, in first use order
   bool wgmmaSwizzle = false, wgmmaSplit = false, tma = false;
   bool producer = false, producerSplit = false;
@@ -469,7 +472,7 @@ void loadKeptRows(EmitContext& ctx, const Env& env, std::vector<C::Stmt>& body);
 
 // EmitPrelude.cpp
 // __device__ helpers for floor division and modulo of possibly negative integers of `type`.
-std::vector<C::Function> floorHelpers(const std::string& type);
+std::vector<C::Function> floorHelpers(const std::string& type, uint8_t which);
 // The cp.async helpers of `copy: async` (fixed text).
 extern const char* const asyncCopyHelpers;
 // The tensor-core helpers of `mma:` (fixed text): TF32 rounding and one mma.sync per shape. The
@@ -477,6 +480,7 @@ extern const char* const asyncCopyHelpers;
 extern const char* const mmaHelpers;
 // The 16-bit mma helpers (fixed text): ldmatrix and mma.sync m16n8k16, bf16 and f16.
 extern const char* const mma16Helpers;
+extern const char* const mmaS8Helpers;
 // EmitMmaF64.cpp: the sm_90 FP64 mma helpers (fixed text): mma.sync m16n8k4, m16n8k8, m16n8k16 .f64.
 extern const char* const mmaF64Sm90Helpers;
 

@@ -30,7 +30,7 @@ C::ExprP lowerBinary(EmitContext& ctx, const Expr& e, const C::ExprP& a, const C
     // Floor semantics: C's truncating / and % agree when both sides are non-negative.
     if (nonNegative(ctx, e->operands[0]) && nonNegative(ctx, e->operands[1]))
       return C::binary(opSymbol(e->binaryOp), a, b);
-    (t == ScalarType::I64 ? ctx.needs.floorLL : ctx.needs.floorInt) = true;
+    (t == ScalarType::I64 ? ctx.needs.floorLL : ctx.needs.floorInt) |= e->binaryOp == BinaryOp::Div ? 1 : 2;
     return C::call(e->binaryOp == BinaryOp::Div ? "rtcg_floordiv" : "rtcg_floormod", {a, b});
   }
   if (e->binaryOp == BinaryOp::Mod && isFloat(t)) return C::call(t == ScalarType::F32 ? "fmodf" : "fmod", {a, b});

@@ -18,7 +18,8 @@ namespace {
 
 using namespace mma;
 
-const char* elemType(const MmaPlan& p) { return p.c.type == ScalarType::F64 ? "double" : "float"; }
+// The accumulators' (and the contraction's) type: float, double or (s8) int.
+const char* elemType(const MmaPlan& p) { return cudaTypeName(p.c.type); }
 
 int accElements(const MmaPlan& p) { return p.arith == MmaArith::F64 ? f64AccElements(p) : 4; }
 
@@ -299,7 +300,7 @@ namespace {
 // One fragment-k of the step: per warp fragment its operand registers, then every mma.
 void fragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
                   const C::ExprP& bufB, std::vector<C::Stmt>& out) {
-  if (mmaIs16Bit(p.arith)) return halfFragmentStep(ctx, p, nm, kk, bufA, bufB, out);
+  if (mmaPacked(p.arith)) return halfFragmentStep(ctx, p, nm, kk, bufA, bufB, out);
   issueMmas(ctx, p, nm, loadFragments(ctx, p, nm, kk, bufA, bufB, out), out);
 }
 
@@ -320,7 +321,7 @@ void emitSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::
   body.push_back(C::syncThreads());  // the previous step's fragments are read
   stageOperand(ctx, p, nm, true, C::name(k0), nullptr, body);
   stageOperand(ctx, p, nm, false, C::name(k0), nullptr, body);
-  if (mmaIs16Bit(p.arith) && halfCopiesAsync(ctx, p)) {  // 16-bit tiles copied by cp.async: this step's
+  if (mmaPacked(p.arith) && halfCopiesAsync(ctx, p)) {  // packed tiles copied by cp.async: this step's
     body.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
     body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
   }
@@ -526,10 +527,12 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
 }
 
 // The preludes the nest's tensor-core code calls: the mma helpers; cp.async for a ring of stages
-// and for 16-bit tiles (copied by cp.async with or without stages); ldmatrix for 16-bit tiles and
-// TF32 tiles as loaded (with stages, MmaPlan::tiles: AsLoaded); each wgmma shape's helpers once.
+// and for packed tiles (16- and 8-bit, copied by cp.async with or without stages); ldmatrix for
+// packed tiles and TF32 tiles as loaded (with stages, MmaPlan::tiles: AsLoaded); s8's mma; each
+// wgmma shape's helpers once.
 void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs) {
-  const bool half = mmaIs16Bit(s.arith);
+  const bool half = mmaPacked(s.arith);
+  needs.mmaS8 |= s.arith == MmaArith::S8;
   const bool tf32 = s.arith == MmaArith::Tf32 || s.arith == MmaArith::Tf32x3;
   needs.mma = true;
   needs.asyncCopy |= s.stages > 1 || half;

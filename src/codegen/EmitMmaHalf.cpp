@@ -1,10 +1,12 @@
-// The 16-bit arithmetics of `mma:` (bf16 / f16, mma.sync m16n8k16 with f32 accumulators;
-// schedule/Mma.h): tiles hold the operands' 16-bit values as loaded, in each operand's contiguous
-// direction ((rows x k), or (k x rows) where k is not contiguous), copied by cp.async of 16 bytes
-// where every run of 8 elements is 16-byte aligned in the array, else element by element. The
-// warps load their fragments with ldmatrix: x4 for an A fragment (16 x 16), x4 for two B fragments
-// (x2 for a last single one), .trans from a (k x rows) tile. The register layouts are PTX's (mma
-// m16n8k16, ldmatrix m8n8): lane l supplies the address of row l % 8 of matrix l / 8.
+// The packed arithmetics of `mma:` (bf16 / f16, mma.sync m16n8k16 with f32 accumulators; s8,
+// m16n8k32 with s32 accumulators; schedule/Mma.h): tiles hold the operands' 16- or 8-bit values as
+// loaded, in each operand's contiguous direction ((rows x k), or (k x rows) where k is not
+// contiguous; s8 always (rows x k)), copied by cp.async of 16 bytes where every run of 16 bytes is
+// 16-byte aligned in the array, else element by element. The warps load their fragments with
+// ldmatrix: x4 for an A fragment (16 x 16 values, 16 x 32 bytes of s8), x4 for two B fragments (x2
+// for a last single one), .trans from a (k x rows) tile. The register layouts are PTX's (mma
+// m16n8k16 and m16n8k32, ldmatrix m8n8): lane l supplies the address of row l % 8 of matrix l / 8;
+// a row of a matrix is 16 bytes either way, so s8's fragments are the 16-bit ones' bytes.
 #include <fmt/format.h>
 
 #include <numeric>
@@ -88,7 +90,7 @@ void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std:
   // A (x4): matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15); TF32: k in
   // words, 0-3 and 4-7 (registers a0-a3 of m16n8k8). A TF32 (k x rows) tile has no lane address
   // (its fragments load value by value).
-  const bool tf32 = !mmaIs16Bit(p.arith);
+  const bool tf32 = !mmaPacked(p.arith);
   const int64_t v = piece(p);
   if (!(tf32 && p.aKMajor))
     nm.aLane = def("a_lane", p.aKMajor ? C::sum({C::product(C::sum({row, C::product(pair, lit(8))}), lit(p.pitchA)),
@@ -163,7 +165,7 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
     RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
     C::ExprP src = C::ternary(bin(">", C::name(bytes), lit(0)), element, C::name(ctx.paramNames[size_t(load->array)]));
     inner.push_back(C::exprStmt(C::call("rtcg_cp_async16", {C::unary("&", tileRef(tile, at)), src, C::name(bytes)})));
-  } else if (!mmaIs16Bit(p.arith)) {
+  } else if (!mmaPacked(p.arith)) {
     // TF32 and FP64 (with stages): one cp.async per value, its address only where it is inside.
     C::ExprP inside = bin("&&", bin("<", point, lit(rowExtent)), bin("<", kq, lit(p.c.kExtent)));
     C::ExprP element = address();
@@ -217,7 +219,7 @@ void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C:
                              : C::sum({lit(fn * 8 * p.pitchB), kk});
     ldmatrix(two ? "x4" : "x2", p.bKMajor, r, tileRef(tb, C::sum({bufB ? bufB : lit(0), nm.bLane, off})));
   }
-  const char* fnName = p.arith == MmaArith::F16 ? "rtcg_mma_f16" : "rtcg_mma_bf16";
+  const char* fnName = p.arith == MmaArith::F16 ? "rtcg_mma_f16" : p.arith == MmaArith::S8 ? "rtcg_mma_s8" : "rtcg_mma_bf16";
   for (int64_t fm = 0; fm < ms.tileM; ++fm)
     for (int64_t fn = 0; fn < ms.tileN; ++fn) {
       std::vector<C::ExprP> args;

@@ -109,6 +109,7 @@ EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlign
   if (needs.mma) mod.preludes.push_back(emit::mmaHelpers);
   if (needs.mmaF64Sm90) mod.preludes.push_back(emit::mmaF64Sm90Helpers);
   if (needs.ldmatrix) mod.preludes.push_back(emit::mma16Helpers);
+  if (needs.mmaS8) mod.preludes.push_back(emit::mmaS8Helpers);
   if (!needs.wgmmaShapes.empty()) mod.preludes.push_back(emit::mma::wgmmaCommonHelpers);
   if (needs.wgmmaSwizzle) mod.preludes.push_back(emit::mma::wgmmaSwizzleHelpers);
   if (needs.wgmmaSplit) mod.preludes.push_back(emit::mma::wgmmaSplitHelpers);
@@ -119,10 +120,8 @@ EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlign
   // Scans: the templates, then each scan nest's function (only in modules that have one).
   if (!needs.scanFunctions.empty()) mod.preludes.push_back(emit::scanHelpers);
   for (std::string& f : needs.scanFunctions) mod.preludes.push_back(std::move(f));
-  if (needs.floorInt)
-    for (C::Function& f : emit::floorHelpers("int")) mod.functions.push_back(std::move(f));
-  if (needs.floorLL)
-    for (C::Function& f : emit::floorHelpers("long long")) mod.functions.push_back(std::move(f));
+  for (C::Function& f : emit::floorHelpers("int", needs.floorInt)) mod.functions.push_back(std::move(f));
+  for (C::Function& f : emit::floorHelpers("long long", needs.floorLL)) mod.functions.push_back(std::move(f));
   for (C::Function& f : kernels) mod.functions.push_back(std::move(f));
   m.source = C::printModule(mod);
   return m;

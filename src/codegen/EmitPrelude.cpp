@@ -4,8 +4,9 @@
 
 namespace rtcg::emit {
 
-// __device__ helpers for floor division and modulo of possibly negative integers.
-std::vector<C::Function> floorHelpers(const std::string& type) {
+// __device__ helpers for floor division (which & 1) and modulo (which & 2) of possibly negative
+// integers.
+std::vector<C::Function> floorHelpers(const std::string& type, uint8_t which) {
   C::Param a{type, "a"}, b{type, "b"};
   C::Function div{C::FunctionKind::DeviceInline, type, "rtcg_floordiv", {a, b}, 0,
                   {fmt::format("Floor division of {} (rounds toward -infinity).", type)}, {}};
@@ -18,7 +19,10 @@ std::vector<C::Function> floorHelpers(const std::string& type) {
                   {fmt::format("Floor modulo of {} (the result has the sign of b).", type)}, {}};
   mod.body = {C::decl(type, "r", C::binary("%", na, nb)),
               C::returnStmt(C::ternary(C::binary("&&", C::binary("!=", r, zero), signsDiffer(r)), C::binary("+", r, nb), r))};
-  return {div, mod};
+  std::vector<C::Function> out;
+  if (which & 1) out.push_back(std::move(div));
+  if (which & 2) out.push_back(std::move(mod));
+  return out;
 }
 
 // The cp.async helpers of `copy: async` (fixed text). Before sm_80 and in the host emulation of
@@ -129,6 +133,24 @@ __device__ __forceinline__ void rtcg_mma_f16(float& d0, float& d1, float& d2, fl
 }
 #else
 #error "16-bit mma schedules need sm_80 or later (mma.sync m16n8k16 with f32 accumulators, ldmatrix)"
+#endif
+#endif)mma";
+
+// The s8 arithmetic of `mma:`: mma.sync m16n8k32 with s32 accumulators (wrapping, as the i32 sum
+// does: no .satfinite). Operands pass as 32-bit registers of four packed bytes (layouts: PTX ISA,
+// mma.m16n8k32), loaded by mma16Helpers' ldmatrix. The host emulation defines the same function.
+const char* const mmaS8Helpers = R"mma(// Tensor-core helper of s8 'mma:' schedules: mma.sync m16n8k32 (s32 += s8 products).
+#ifndef RTCG_HOST_EMULATION
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+__device__ __forceinline__ void rtcg_mma_s8(int& d0, int& d1, int& d2, int& d3, unsigned int a0, unsigned int a1,
+                                            unsigned int a2, unsigned int a3, unsigned int b0, unsigned int b1) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+r"(d0), "+r"(d1), "+r"(d2), "+r"(d3)
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+#else
+#error "s8 mma schedules need sm_80 or later (mma.sync m16n8k32 with s32 accumulators)"
 #endif
 #endif)mma";
 

@@ -81,6 +81,8 @@ void poisonDevice(cuda::DeviceBuffer& b, ScalarType type) {
       b.copyFromHost(words.data(), b.bytes());
       break;
     }
+    case ScalarType::I8:
+    case ScalarType::U8: b.fill8(uint8_t(uint64_t(kPoisonInt))); break;  // its low byte, as the host's setInt
     case ScalarType::F16:
     case ScalarType::BF16:  // 0xffff is a NaN in both
     case ScalarType::Bool: b.fill8(0xff); break;
@@ -104,7 +106,9 @@ DeviceArgs::DeviceArgs(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
         case ScalarType::I64: args_[p] = cuda::KernelArg::i64(v.i); break;
         case ScalarType::Bool:
         case ScalarType::F16:
-        case ScalarType::BF16: RTCG_ASSERT(false, "bool or 16-bit scalar parameter");  // the frontend refuses them
+        case ScalarType::BF16:
+        case ScalarType::I8:
+        case ScalarType::U8: RTCG_ASSERT(false, "bool or storage-type scalar parameter");  // the frontend refuses them
       }
     }
   }

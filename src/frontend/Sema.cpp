@@ -24,7 +24,7 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Names
 
-const char* const kTypeNames[] = {"int", "bool", "f32", "f64", "i32", "i64", "f16", "bf16"};
+const char* const kTypeNames[] = {"int", "bool", "f32", "f64", "i32", "i64", "f16", "bf16", "i8", "u8"};
 
 bool isTypeName(const std::string& s) {
   return std::find(std::begin(kTypeNames), std::end(kTypeNames), s) != std::end(kTypeNames);
@@ -138,7 +138,8 @@ bool fitsI32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
 // What to write instead of arithmetic on a storage type: the conversion to its compute type.
 std::string halfAdvice(ScalarType t) {
-  return fmt::format("{} is a storage type without arithmetic; convert the value first: f32(...)", typeName(t));
+  return fmt::format("{} is a storage type without arithmetic; convert the value first: {}(...)", typeName(t),
+                     isNarrowInt(t) ? "i32" : "f32");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,9 +338,9 @@ std::optional<ScalarType> KernelSema::scalarTypeOf(const ast::TypeRef& t, const 
   SourceLoc l = loc(t.nameSpan);
   std::optional<ScalarType> st = parseTypeName(t.name);
   if (t.name == "int") {
-    const bool array = std::string(what) == "array elements";  // only arrays hold the 16-bit storage types
+    const bool array = std::string(what) == "array elements";  // only arrays hold the storage types
     error(l, fmt::format("'int' declares a size parameter; {} must have type {}", what,
-                         array ? "f32, f64, f16, bf16, i32 or i64" : "f32, f64, i32 or i64"));
+                         array ? "f32, f64, f16, bf16, i32, i64, i8 or u8" : "f32, f64, i32 or i64"));
     return std::nullopt;
   }
   if (!st) {
@@ -374,7 +375,7 @@ void KernelSema::declareParams() {
       sym.kind = Symbol::Kind::Array;
       std::optional<ScalarType> et = scalarTypeOf(t, "array elements");
       if (et == ScalarType::Bool) {
-        error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32 or i64, not bool");
+        error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32, i64, i8 or u8, not bool");
         et.reset();
       }
       ip.type = et.value_or(ScalarType::F32);
@@ -388,11 +389,12 @@ void KernelSema::declareParams() {
       if (st == ScalarType::Bool) {
         error(loc(t.nameSpan), "scalar parameters must have type f32, f64, i32 or i64, not bool");
         st.reset();
-      } else if (st && isHalf(*st)) {
-        // A kernel argument of 16 bits has no C++ host type the launch could check; f32 holds every
-        // f16 and bf16 value exactly.
-        error(loc(t.nameSpan), fmt::format("scalar parameters cannot have the storage type {}; pass an f32 and "
-                                           "convert it where it is stored: {}(x)", typeName(*st), typeName(*st)));
+      } else if (st && isStorage(*st)) {
+        // A kernel argument of 8 or 16 bits has no C++ host type the launch could check; f32 holds
+        // every f16 and bf16 value exactly, i32 every i8 and u8 value.
+        error(loc(t.nameSpan), fmt::format("scalar parameters cannot have the storage type {}; pass an {} and "
+                                           "convert it where it is stored: {}(x)", typeName(*st),
+                                           isNarrowInt(*st) ? "i32" : "f32", typeName(*st)));
         st.reset();
       }
       ip.type = st.value_or(ScalarType::F32);
@@ -428,7 +430,7 @@ void KernelSema::declareLocal(const ast::Stmt& s) {
   const ast::TypeRef& t = *s.type;
   std::optional<ScalarType> et = scalarTypeOf(t, "array elements");
   if (et == ScalarType::Bool) {
-    error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32 or i64, not bool");
+    error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32, i64, i8 or u8, not bool");
     et.reset();
   }
   if (et && !t.isArray)
@@ -1016,11 +1018,23 @@ Expr KernelSema::convert(const Value& v, ScalarType t, const std::string& contex
       return nullptr;
     }
     if (isInteger(t)) return intImm(v.i, t, v.loc);
+    if (isNarrowInt(t)) {
+      const int64_t lo = t == ScalarType::I8 ? -128 : 0, hi = t == ScalarType::I8 ? 127 : 255;
+      if (v.i < lo || v.i > hi) {
+        error(v.loc, fmt::format("integer literal {} is out of range for {} ({} to {})", v.i, typeName(t), lo, hi));
+        return nullptr;
+      }
+      return cast(t, intImm(v.i, ScalarType::I32, v.loc), v.loc);
+    }
     if (isHalf(t) && std::isinf(intToFloat(v.i, t))) {
       error(v.loc, fmt::format("integer literal {} is out of range for {}", v.i, typeName(t)));
       return nullptr;
     }
     return cast(t, intImm(v.i, fitsI32(v.i) ? ScalarType::I32 : ScalarType::I64, v.loc), v.loc);
+  }
+  if (isNarrowInt(t)) {
+    error(v.loc, fmt::format("a float literal cannot be used as {}; {} holds integers", typeName(t), typeName(t)));
+    return nullptr;
   }
   if (isInteger(t)) {
     error(v.loc, fmt::format("a float literal cannot be used as {} implicitly; use an explicit cast: {}(...)",
@@ -1067,9 +1081,9 @@ std::optional<ScalarType> KernelSema::unify(std::vector<Value>& vals, std::optio
     if (!t) {
       t = v.type();
     } else if (*t != v.type()) {
-      ScalarType half = isHalf(*t) ? *t : v.type();
+      ScalarType half = isStorage(*t) ? *t : v.type();
       error(l, fmt::format("mismatched types {} and {} in {}; {}", typeName(*t), typeName(v.type()), what,
-                           isHalf(half) ? halfAdvice(half)
+                           isStorage(half) ? halfAdvice(half)
                                         : fmt::format("use an explicit cast such as {}(...)", typeName(*t))));
       return std::nullopt;
     }
@@ -1156,7 +1170,7 @@ Value KernelSema::lowerIndexExpr(const ast::Expr& e) {
 
 Value KernelSema::lowerUnary(const ast::Expr& e, std::optional<ScalarType> hint) {
   SourceLoc l = loc(e.span);
-  if (hint && isHalf(*hint)) hint.reset();  // negation is arithmetic: never on a storage type
+  if (hint && isStorage(*hint)) hint.reset();  // negation is arithmetic: never on a storage type
   if (e.unaryOp == UnaryOp::Not) {
     Value a = lower(*e.args[0], std::nullopt);
     if (!a.ok()) return {};
@@ -1181,7 +1195,7 @@ Value KernelSema::lowerUnary(const ast::Expr& e, std::optional<ScalarType> hint)
     error(l, "unary '-' needs a number, found a bool");
     return {};
   }
-  if (isHalf(a.type())) {
+  if (isStorage(a.type())) {
     error(l, fmt::format("unary '-' cannot be applied to {} values: {}", typeName(a.type()), halfAdvice(a.type())));
     return {};
   }
@@ -1243,7 +1257,7 @@ Value KernelSema::lowerBinary(const ast::Expr& e, std::optional<ScalarType> hint
   SourceLoc l = loc(e.span);
   BinaryOp op = e.binaryOp;
   std::string what = fmt::format("'{}'", opSymbol(op));
-  if (hint && isHalf(*hint)) hint.reset();  // operators never yield a storage type: literals keep their default
+  if (hint && isStorage(*hint)) hint.reset();  // operators never yield a storage type: literals keep their default
 
   if (isLogical(op)) {
     Value a = lower(*e.args[0], std::nullopt), b = lower(*e.args[1], std::nullopt);
@@ -1271,7 +1285,7 @@ Value KernelSema::lowerBinary(const ast::Expr& e, std::optional<ScalarType> hint
     error(l, fmt::format("'{}' cannot be applied to bool values", opSymbol(op)));
     return {};
   }
-  if (isHalf(*t)) {
+  if (isStorage(*t)) {
     error(l, fmt::format("'{}' cannot be applied to {} values: {}", opSymbol(op), typeName(*t), halfAdvice(*t)));
     return {};
   }
@@ -1297,9 +1311,16 @@ Value KernelSema::lowerCast(const ast::Expr& e, ScalarType to) {
     error(l, fmt::format("a conversion to {} takes 1 argument, found {}", typeName(to), e.args.size()));
     return {};
   }
-  // A conversion to a storage type computes its argument in f32 (literals alone are rounded once).
-  Value v = lower(*e.args[0], isHalf(to) ? ScalarType::F32 : to);
+  // A conversion to a storage type computes its argument in f32 (literals alone are rounded once),
+  // to i8 or u8 in i32.
+  Value v = lower(*e.args[0], isHalf(to) ? ScalarType::F32 : isNarrowInt(to) ? ScalarType::I32 : to);
   if (!v.ok()) return {};
+  // i8 / u8 keep an integer's low 8 bits; a float has no such bits: it is converted to an integer first.
+  if (isNarrowInt(to) && (v.kind == Value::Kind::UntypedFloat || (v.isTyped() && isFloat(v.type())))) {
+    error(l, fmt::format("{0}(...) converts integers (keeping their low 8 bits), not {1}; convert the float to an "
+                         "integer first: {0}(i32(...))", typeName(to), describe(v)));
+    return {};
+  }
   if (v.isUntyped()) {
     // An explicit conversion of a literal: to its own kind it is just a typed literal.
     if (v.kind == Value::Kind::UntypedFloat && isInteger(to))
@@ -1364,7 +1385,7 @@ Value KernelSema::lowerCall(const ast::Expr& e, std::optional<ScalarType> hint) 
   if (!arity((size_t)fnArity(f))) return {};
   // Float-only functions make literal arguments floats: sqrt(2) is sqrt(2.0). No function takes a
   // storage type, so its hint does not reach the arguments.
-  std::optional<ScalarType> argHint = hint && isHalf(*hint) ? std::nullopt : hint;
+  std::optional<ScalarType> argHint = hint && isStorage(*hint) ? std::nullopt : hint;
   if (isFloatOnly(f) && !(argHint && isFloat(*argHint))) argHint = ScalarType::F64;
   std::vector<Value> vals;
   for (const ast::ExprPtr& a : e.args) {
@@ -1377,7 +1398,7 @@ Value KernelSema::lowerCall(const ast::Expr& e, std::optional<ScalarType> hint) 
     error(l, fmt::format("'{}' cannot be applied to bool values", name));
     return {};
   }
-  if (isHalf(*t)) {
+  if (isStorage(*t)) {
     error(l, fmt::format("'{}' cannot be applied to {} values: {}", name, typeName(*t), halfAdvice(*t)));
     return {};
   }
@@ -1419,7 +1440,7 @@ Value KernelSema::lowerReduce(const ast::Expr& e, std::optional<ScalarType> hint
     else ok = false;
   }
   Value body;
-  if (ok) body = lower(*e.args[0], hint && isHalf(*hint) ? std::nullopt : hint);  // never reduces a storage type
+  if (ok) body = lower(*e.args[0], hint && isStorage(*hint) ? std::nullopt : hint);  // never reduces a storage type
   scope_.resize(scopeSize);
   if (!ok || !body.ok()) return {};
   Expr x;
@@ -1435,7 +1456,7 @@ Value KernelSema::lowerReduce(const ast::Expr& e, std::optional<ScalarType> hint
     error(body.loc, fmt::format("'{}' cannot reduce bool values", e.name));
     return {};
   }
-  if (isHalf(x->type)) {
+  if (isStorage(x->type)) {
     error(body.loc, fmt::format("'{}' cannot reduce {} values: {}", e.name, typeName(x->type), halfAdvice(x->type)));
     return {};
   }

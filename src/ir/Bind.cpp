@@ -16,6 +16,7 @@ namespace rtcg {
 namespace {
 
 bool fitsType(int64_t v, ScalarType t) {
+  if (isNarrowInt(t)) return false;  // i8 / u8 constants stay conversions of i32 ones (no 8-bit literals)
   if (t == ScalarType::I32) return v >= INT32_MIN && v <= INT32_MAX;
   if (t == ScalarType::Bool) return v == 0 || v == 1;
   return true;

@@ -159,7 +159,9 @@ double domainPoints(const Kernel& k, const std::vector<const Loop*>& scope) {
 }
 
 void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, double points, FloatOpsByPrecision& ops) {
-  auto count = [&ops](ScalarType t, double n) { (t == ScalarType::F64 ? ops.fp64 : ops.fp32) += n; };
+  auto count = [&ops](ScalarType t, double n) {
+    (!isFloat(t) ? ops.integer : t == ScalarType::F64 ? ops.fp64 : ops.fp32) += n;
+  };
   switch (e->kind) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm:
@@ -169,7 +171,7 @@ void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, do
     case ExprKind::Unary:
     case ExprKind::Binary:
     case ExprKind::Call:
-      if (isFloat(e->operands[0]->type) && !(e->kind == ExprKind::Unary && e->unaryOp == UnaryOp::Not))
+      if (e->operands[0]->type != ScalarType::Bool && !(e->kind == ExprKind::Unary && e->unaryOp == UnaryOp::Not))
         count(e->operands[0]->type, (e->kind == ExprKind::Call && e->mathFn == MathFn::Fma ? 2 : 1) * points);
       break;
     case ExprKind::Cast:
@@ -179,7 +181,7 @@ void exprOps(const Kernel& k, const Expr& e, std::vector<const Loop*>& scope, do
       size_t before = scope.size();
       for (const Loop& l : e->loops) scope.push_back(&l);
       double inner = domainPoints(k, scope);
-      if (isFloat(e->type)) count(e->type, inner);  // one combine per step
+      if (e->type != ScalarType::Bool) count(e->type, inner);  // one combine per step
       exprOps(k, e->operands[0], scope, inner, ops);
       scope.resize(before);
       return;
@@ -213,6 +215,11 @@ FloatOpsByPrecision floatOpsByPrecision(const Kernel& bound) {
 }
 
 int64_t floatOps(const Kernel& bound) { return int64_t(floatOpsByPrecision(bound).total()); }
+
+int64_t arithmeticOps(const Kernel& bound) {
+  const FloatOpsByPrecision ops = floatOpsByPrecision(bound);
+  return int64_t(ops.total() + ops.integer);
+}
 
 double arithmeticPeak(double fp32Peak, double fp64Peak, const FloatOpsByPrecision& ops) {
   if (ops.fp64 <= 0 || fp64Peak <= 0 || fp32Peak <= 0) return fp32Peak;

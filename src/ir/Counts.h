@@ -22,11 +22,17 @@ int64_t floatOps(const Kernel& bound);
 // The same operations by precision: an operation on f64 operands counts as fp64, every other one
 // as fp32 (a GPU runs FP64 at a fraction of the FP32 rate: half on an H100, 1/64 on an L40S), so
 // that rooflines and the static model divide each by its own peak (arithmeticPeak).
+// Integer arithmetic (i32, i64) is counted apart (`integer`, not in total()): the work of the
+// CPU reference (its sampling) and the throughput of integer kernels (an i8 GEMM's i32 sums).
 struct FloatOpsByPrecision {
   double fp32 = 0, fp64 = 0;
+  double integer = 0;
   double total() const { return fp32 + fp64; }
 };
 FloatOpsByPrecision floatOpsByPrecision(const Kernel& bound);
+// Arithmetic operations of one run of any type (floats and integers, as above): what the CPU
+// reference executes, for sizing its sample.
+int64_t arithmeticOps(const Kernel& bound);
 
 // The peak a mix of operations runs at when each precision runs at its own: the time of both
 // (fp32Ops / fp32Peak + fp64Ops / fp64Peak) spread over all. Without fp64 operations, fp32Peak

@@ -16,6 +16,8 @@ const char* typeName(ScalarType t) {
     case ScalarType::F64: return "f64";
     case ScalarType::F16: return "f16";
     case ScalarType::BF16: return "bf16";
+    case ScalarType::I8: return "i8";
+    case ScalarType::U8: return "u8";
   }
   RTCG_ASSERT(false, "bad ScalarType");
 }
@@ -29,6 +31,8 @@ const char* cudaTypeName(ScalarType t) {
     case ScalarType::F64: return "double";
     case ScalarType::F16: return "__half";
     case ScalarType::BF16: return "__nv_bfloat16";
+    case ScalarType::I8: return "signed char";
+    case ScalarType::U8: return "unsigned char";
   }
   RTCG_ASSERT(false, "bad ScalarType");
 }
@@ -41,12 +45,16 @@ std::optional<ScalarType> parseTypeName(const std::string& s) {
   if (s == "f64") return ScalarType::F64;
   if (s == "f16") return ScalarType::F16;
   if (s == "bf16") return ScalarType::BF16;
+  if (s == "i8") return ScalarType::I8;
+  if (s == "u8") return ScalarType::U8;
   return std::nullopt;
 }
 
 int typeBytes(ScalarType t) {
   switch (t) {
-    case ScalarType::Bool: return 1;
+    case ScalarType::Bool:
+    case ScalarType::I8:
+    case ScalarType::U8: return 1;
     case ScalarType::I32: return 4;
     case ScalarType::I64: return 8;
     case ScalarType::F32: return 4;
@@ -152,6 +160,8 @@ bool accumulationSupported(ReduceOp op, ScalarType t, std::string* why) {
     return refuse(fmt::format("accumulating into {} elements is not supported (their sums would round at every "
                               "update); accumulate into an f32 array",
                               typeName(t)));
+  if (isNarrowInt(t))
+    return refuse(fmt::format("the GPU has no atomic update of {} elements; accumulate into an i32 array", typeName(t)));
   if (isFloat(t) && op != ReduceOp::Sum)
     return refuse(fmt::format("the GPU has no atomic {} of {} values; '{}' takes i32 and i64 elements, and '+=' "
                               "takes {}",

@@ -79,16 +79,22 @@
 
 namespace rtcg {
 
-// F16 and BF16 (appended: the enum's values are part of structural hashes) are storage types:
-// array elements, loads, conversions to and from them, lets and selects; never operands of
+// F16, BF16, I8 and U8 (appended: the enum's values are part of structural hashes) are storage
+// types: array elements, loads, conversions to and from them, lets and selects; never operands of
 // arithmetic, comparisons, functions or reductions (the frontend requires a conversion first).
-enum class ScalarType : uint8_t { Bool, I32, I64, F32, F64, F16, BF16 };
+// A conversion to I8 / U8 takes an integer or a bool and keeps its low 8 bits (two's complement).
+enum class ScalarType : uint8_t { Bool, I32, I64, F32, F64, F16, BF16, I8, U8 };
 
-const char* typeName(ScalarType t);      // "bool", "i32", "i64", "f32", "f64", "f16", "bf16"
-const char* cudaTypeName(ScalarType t);  // "bool", "int", "long long", "float", "double", "__half", "__nv_bfloat16"
+const char* typeName(ScalarType t);      // "bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8"
+// "bool", "int", "long long", "float", "double", "__half", "__nv_bfloat16", "signed char", "unsigned char"
+const char* cudaTypeName(ScalarType t);
 std::optional<ScalarType> parseTypeName(const std::string& s);
 // The 16-bit storage floats (f16, bf16).
 inline bool isHalf(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
+// The 8-bit storage integers (i8, u8).
+inline bool isNarrowInt(ScalarType t) { return t == ScalarType::I8 || t == ScalarType::U8; }
+// The storage types: no arithmetic on them (see above).
+inline bool isStorage(ScalarType t) { return isHalf(t) || isNarrowInt(t); }
 inline bool isFloat(ScalarType t) { return t == ScalarType::F32 || t == ScalarType::F64 || isHalf(t); }
 inline bool isInteger(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64; }
 int typeBytes(ScalarType t);  // bool counts 1

@@ -217,11 +217,11 @@ class Verifier {
   // The node itself, its operands being non-null and checked.
   void checkNode(const Expr& e) {
     const std::vector<Expr>& ops = e->operands;
-    // f16 and bf16 are storage types: no arithmetic, comparison, function or reduction on them.
+    // f16, bf16, i8 and u8 are storage types: no arithmetic, comparison, function or reduction on them.
     if (e->kind == ExprKind::Unary || e->kind == ExprKind::Binary || e->kind == ExprKind::Call ||
         e->kind == ExprKind::Reduce)
       for (const Expr& o : ops)
-        if (isHalf(o->type)) fail(e, fmt::format("on a value of the storage type {}", typeName(o->type)));
+        if (isStorage(o->type)) fail(e, fmt::format("on a value of the storage type {}", typeName(o->type)));
     auto arity = [&](size_t n) {
       if (ops.size() == n) return true;
       fail(e, fmt::format("with {} operands, not {}", ops.size(), n));

@@ -22,6 +22,27 @@
 namespace rtcg::refvm {
 namespace {
 
+// The load and the store of an array's element type: floats in the reference's double arrays,
+// integers at their own width (stores wrap to it).
+Op loadOp(ScalarType t) {
+  if (isFloat(t)) return Op::LoadF;
+  switch (t) {
+    case ScalarType::I32: return Op::LoadI32;
+    case ScalarType::I8: return Op::LoadI8;
+    case ScalarType::U8: return Op::LoadU8;
+    default: return Op::LoadI64;
+  }
+}
+Op storeOp(ScalarType t) {
+  if (isFloat(t)) return Op::StoreF;
+  switch (t) {
+    case ScalarType::I32: return Op::StoreI32;
+    case ScalarType::I8: return Op::StoreI8;
+    case ScalarType::U8: return Op::StoreU8;
+    default: return Op::StoreI64;
+  }
+}
+
 class Compiler {
  public:
   Compiler(const Kernel& k, CompiledKernel& out) : k_(k), out_(out) {}
@@ -319,7 +340,7 @@ class Compiler {
       emit(code, isFloat(from) ? Op::FToBool : Op::ToBool, dst, r);
     } else if (isFloat(from)) {
       emit(code, Op::FToInt, dst, r, int32_t(to));
-    } else if (to == ScalarType::I32 && from == ScalarType::I64) {
+    } else if ((to == ScalarType::I32 && from == ScalarType::I64) || (isNarrowInt(to) && from != ScalarType::Bool)) {
       emit(code, Op::IWrap, dst, r, int32_t(to));
     } else {
       return r;  // bool or i32 widened: same value
@@ -530,7 +551,7 @@ class Compiler {
         int32_t site = access(e->array, e->operands, false, e->loc, code);
         int32_t dst = newReg();
         ScalarType t = k_.params[e->array].type;
-        emit(code, isFloat(t) ? Op::LoadF : t == ScalarType::I32 ? Op::LoadI32 : Op::LoadI64, dst, site);
+        emit(code, loadOp(t), dst, site);
         return dst;
       }
       case ExprKind::Unary: {
@@ -566,8 +587,7 @@ class Compiler {
         fail(s.loc, fmt::format("storing a {} value into {} array '{}'", typeName(s.value->type), typeName(t),
                                 k_.params[s.array].name));
       if (s.accumulate) v = accumulated(s, t, site, v, code);
-      Op o = isFloat(t) ? Op::StoreF : t == ScalarType::I32 ? Op::StoreI32 : Op::StoreI64;
-      emit(code, o, 0, site, v);
+      emit(code, storeOp(t), 0, site, v);
     }
   }
 
@@ -577,7 +597,7 @@ class Compiler {
   int32_t accumulated(const Stmt& s, ScalarType t, int32_t site, int32_t v, Code& code) {
     const bool fl = isFloat(t);
     int32_t old = newReg(), dst = newReg();
-    emit(code, fl ? Op::LoadF : t == ScalarType::I32 ? Op::LoadI32 : Op::LoadI64, old, site);
+    emit(code, loadOp(t), old, site);
     Op combine{};
     switch (s.accumOp) {
       case ReduceOp::Sum: combine = fl ? Op::FAdd : Op::IAdd; break;

@@ -49,7 +49,7 @@ enum class Op : uint8_t {
   // generic code of the same reduction, which reports the exact failing point.
   DotF,
   // memory: a = access index, b = value register (stores)
-  LoadF, LoadI32, LoadI64, StoreF, StoreI32, StoreI64,
+  LoadF, LoadI32, LoadI64, LoadI8, LoadU8, StoreF, StoreI32, StoreI64, StoreI8, StoreU8,
 };
 
 struct Instr {

@@ -281,6 +281,8 @@ template <class F>
 Comparison withIntegerElements(const HostArray& out, F&& f) {
   if (out.type() == ScalarType::I32) return f(out.as<int32_t>());
   if (out.type() == ScalarType::I64) return f(out.as<int64_t>());
+  if (out.type() == ScalarType::I8) return f(out.as<int8_t>());
+  if (out.type() == ScalarType::U8) return f(out.as<uint8_t>());
   throw Error(fmt::format("an exact comparison needs an integer array, not {}", out.describe()));
 }
 
@@ -294,6 +296,8 @@ auto withElements(const HostArray& out, F&& f) {
     case ScalarType::I64: return f(out.as<int64_t>());
     case ScalarType::F16: return f(out.as<f16>());
     case ScalarType::BF16: return f(out.as<bf16>());
+    case ScalarType::I8: return f(out.as<int8_t>());
+    case ScalarType::U8: return f(out.as<uint8_t>());
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");

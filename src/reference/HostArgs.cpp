@@ -179,7 +179,7 @@ void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name,
     throw Error(fmt::format("'{}' is not an in or inout array of kernel '{}' (an input file gives one)", name, bound.name));
   std::istringstream in(readInputFile(path, size_t(1) << 30));
   HostArray& a = args.array(p);
-  const bool integer = isInteger(a.type());
+  const bool integer = isInteger(a.type()) || isNarrowInt(a.type());
   std::string token;
   int64_t n = 0;
   while (in >> token) {
@@ -190,6 +190,8 @@ void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name,
     if (end == token.c_str() || *end || errno == ERANGE)
       throw Error(fmt::format("{}: value {} ('{}') is not {} number", path, n + 1, token, integer ? "an integer" : "a"));
     if (n >= a.size()) break;
+    if (isNarrowInt(a.type()) && wrapToInt(iv, a.type()) != iv)
+      throw Error(fmt::format("{}: value {} ({}) is out of the range of {}", path, n + 1, iv, typeName(a.type())));
     if (integer) a.setInt(n, iv);
     else a.set(n, fv);
     ++n;

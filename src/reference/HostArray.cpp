@@ -14,20 +14,29 @@ namespace rtcg {
 
 int64_t truncateToInt(double v, ScalarType t) {
   if (std::isnan(v)) return 0;
-  const double lo = t == ScalarType::I32 ? double(std::numeric_limits<int32_t>::min())
-                                         : double(std::numeric_limits<int64_t>::min());
-  // 2^31 and 2^63 are exactly representable; anything at or above them saturates.
-  const double hiExclusive = t == ScalarType::I32 ? 2147483648.0 : 9223372036854775808.0;
-  if (v <= lo) return int64_t(lo);
-  if (v >= hiExclusive)
-    return t == ScalarType::I32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+  // The range [lo, hi]; 2^7, 2^8, 2^31 and 2^63 are exactly representable: anything at or above
+  // hi + 1 saturates.
+  int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  double hiExclusive = 9223372036854775808.0;
+  switch (t) {
+    case ScalarType::I32: lo = INT32_MIN, hi = INT32_MAX, hiExclusive = 2147483648.0; break;
+    case ScalarType::I8: lo = -128, hi = 127, hiExclusive = 128.0; break;
+    case ScalarType::U8: lo = 0, hi = 255, hiExclusive = 256.0; break;
+    default: break;
+  }
+  if (v <= double(lo)) return lo;
+  if (v >= hiExclusive) return hi;
   return int64_t(v);  // truncates toward zero
 }
 
 int64_t wrapToInt(int64_t v, ScalarType t) {
-  if (t == ScalarType::I32) return int32_t(uint32_t(uint64_t(v)));  // modular since C++20
-  if (t == ScalarType::Bool) return v != 0;
-  return v;
+  switch (t) {
+    case ScalarType::I32: return int32_t(uint32_t(uint64_t(v)));  // modular since C++20
+    case ScalarType::I8: return int8_t(uint8_t(uint64_t(v)));
+    case ScalarType::U8: return uint8_t(uint64_t(v));
+    case ScalarType::Bool: return v != 0;
+    default: return v;
+  }
 }
 
 HostArray::HostArray(ScalarType type, std::vector<int64_t> shape) : type_(type), shape_(std::move(shape)) {
@@ -53,6 +62,10 @@ template <> int32_t* HostArray::as<int32_t>() { checkType(ScalarType::I32, "int3
 template <> int64_t* HostArray::as<int64_t>() { checkType(ScalarType::I64, "int64_t"); return reinterpret_cast<int64_t*>(storage_.data()); }
 template <> f16* HostArray::as<f16>() { checkType(ScalarType::F16, "rtcg::f16"); return reinterpret_cast<f16*>(storage_.data()); }
 template <> bf16* HostArray::as<bf16>() { checkType(ScalarType::BF16, "rtcg::bf16"); return reinterpret_cast<bf16*>(storage_.data()); }
+template <> int8_t* HostArray::as<int8_t>() { checkType(ScalarType::I8, "int8_t"); return reinterpret_cast<int8_t*>(storage_.data()); }
+template <> uint8_t* HostArray::as<uint8_t>() { checkType(ScalarType::U8, "uint8_t"); return reinterpret_cast<uint8_t*>(storage_.data()); }
+template <> const int8_t* HostArray::as<int8_t>() const { return const_cast<HostArray*>(this)->as<int8_t>(); }
+template <> const uint8_t* HostArray::as<uint8_t>() const { return const_cast<HostArray*>(this)->as<uint8_t>(); }
 template <> const f16* HostArray::as<f16>() const { return const_cast<HostArray*>(this)->as<f16>(); }
 template <> const bf16* HostArray::as<bf16>() const { return const_cast<HostArray*>(this)->as<bf16>(); }
 template <> const float* HostArray::as<float>() const { return const_cast<HostArray*>(this)->as<float>(); }
@@ -73,6 +86,8 @@ double HostArray::get(int64_t i) const {
     case ScalarType::I64: return double(as<int64_t>()[i]);
     case ScalarType::F16: return double(as<f16>()[i]);  // exact
     case ScalarType::BF16: return double(as<bf16>()[i]);
+    case ScalarType::I8: return as<int8_t>()[i];
+    case ScalarType::U8: return as<uint8_t>()[i];
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");
@@ -87,6 +102,8 @@ void HostArray::set(int64_t i, double v) {
     case ScalarType::I64: as<int64_t>()[i] = truncateToInt(v, ScalarType::I64); return;
     case ScalarType::F16: as<f16>()[i] = f16(v); return;  // to nearest, ties to even
     case ScalarType::BF16: as<bf16>()[i] = bf16(v); return;
+    case ScalarType::I8: as<int8_t>()[i] = int8_t(truncateToInt(v, ScalarType::I8)); return;
+    case ScalarType::U8: as<uint8_t>()[i] = uint8_t(truncateToInt(v, ScalarType::U8)); return;
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");
@@ -97,6 +114,8 @@ int64_t HostArray::getInt(int64_t i) const {
   switch (type_) {
     case ScalarType::I32: return as<int32_t>()[i];
     case ScalarType::I64: return as<int64_t>()[i];
+    case ScalarType::I8: return as<int8_t>()[i];
+    case ScalarType::U8: return as<uint8_t>()[i];
     case ScalarType::F32:
     case ScalarType::F64:
     case ScalarType::F16:
@@ -111,6 +130,8 @@ void HostArray::setInt(int64_t i, int64_t v) {
   switch (type_) {
     case ScalarType::I32: as<int32_t>()[i] = int32_t(wrapToInt(v, ScalarType::I32)); return;
     case ScalarType::I64: as<int64_t>()[i] = v; return;
+    case ScalarType::I8: as<int8_t>()[i] = int8_t(wrapToInt(v, ScalarType::I8)); return;
+    case ScalarType::U8: as<uint8_t>()[i] = uint8_t(wrapToInt(v, ScalarType::U8)); return;
     case ScalarType::F32:
     case ScalarType::F64:
     case ScalarType::F16:
@@ -128,7 +149,9 @@ std::vector<double> HostArray::toDoubles() const {
     case ScalarType::I32: { const int32_t* p = as<int32_t>(); for (int64_t i = 0; i < size_; ++i) out[i] = p[i]; break; }
     case ScalarType::I64: { const int64_t* p = as<int64_t>(); for (int64_t i = 0; i < size_; ++i) out[i] = double(p[i]); break; }
     case ScalarType::F16:
-    case ScalarType::BF16: for (int64_t i = 0; i < size_; ++i) out[i] = get(i); break;
+    case ScalarType::BF16:
+    case ScalarType::I8:
+    case ScalarType::U8: for (int64_t i = 0; i < size_; ++i) out[i] = get(i); break;
     case ScalarType::Bool: RTCG_ASSERT(false, "bad host array type");
   }
   return out;

@@ -258,6 +258,16 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
         r[I.dst].i = static_cast<const int64_t*>(arrays[s.array].data)[offsetOf(k, s, r)];
         break;
       }
+      case Op::LoadI8: {
+        const AccessSite& s = sites[I.a];
+        r[I.dst].i = static_cast<const int8_t*>(arrays[s.array].data)[offsetOf(k, s, r)];
+        break;
+      }
+      case Op::LoadU8: {
+        const AccessSite& s = sites[I.a];
+        r[I.dst].i = static_cast<const uint8_t*>(arrays[s.array].data)[offsetOf(k, s, r)];
+        break;
+      }
       case Op::StoreF: {
         const AccessSite& s = sites[I.a];
         const int64_t off = offsetOf(k, s, r);
@@ -278,6 +288,16 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
         const AccessSite& s = sites[I.a];
         const int64_t off = offsetOf(k, s, r);
         static_cast<int64_t*>(arrays[s.array].data)[off] = r[I.b].i;
+        markWritten<kTrackWrites>(arrays, s, off);
+        if (s.claims) claim(k, s, r, arrays[s.array], off);
+        break;
+      }
+      case Op::StoreI8:
+      case Op::StoreU8: {
+        const AccessSite& s = sites[I.a];
+        const int64_t off = offsetOf(k, s, r);
+        const ScalarType t = I.op == Op::StoreI8 ? ScalarType::I8 : ScalarType::U8;
+        static_cast<uint8_t*>(arrays[s.array].data)[off] = uint8_t(wrapToInt(r[I.b].i, t));
         markWritten<kTrackWrites>(arrays, s, off);
         if (s.claims) claim(k, s, r, arrays[s.array], off);
         break;

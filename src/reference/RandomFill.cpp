@@ -50,6 +50,9 @@ void fillRandom(HostArray& a, uint64_t seed) {
       for (int64_t i = 0; i < n; ++i) p[i] = bf16(double(int64_t(rng.next() >> 56) - 128) * 0x1p-7);
       break;
     }
+    // The 8-bit integers: their whole range (signs and the top bit exercised).
+    case ScalarType::I8: fillRandomInts(a, seed, -128, 128); break;
+    case ScalarType::U8: fillRandomInts(a, seed, 0, 256); break;
     default: fillRandomInts(a, seed, -8, 8); break;
   }
 }

@@ -442,7 +442,7 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
 }
 
 Comparison compareWithReference(const HostArray& out, const ReferenceOutput& ref, Unchecked unchecked) {
-  if (isInteger(out.type())) {
+  if (isInteger(out.type()) || isNarrowInt(out.type())) {
     if (ref.integers.size() != ref.values.size())
       throw Error(fmt::format("the reference of integer output '{}' has no exact values", ref.name));
     return ref.computed.empty() ? compareExact(out, ref.integers) : compareExact(out, ref.integers, ref.computed, unchecked);

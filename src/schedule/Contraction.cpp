@@ -15,17 +15,22 @@ namespace rtcg {
 
 namespace {
 
-// The 16-bit type of an operand that is `f32(x[...])` of a load of f16 or bf16, else F32.
-ScalarType halfOperand(const Expr& e) {
-  if (e->kind != ExprKind::Cast || e->type != ScalarType::F32) return ScalarType::F32;
+// The storage type of an operand that is `f32(x[...])` of a load of f16 or bf16, or `i32(x[...])`
+// of a load of i8 or u8, else the operand's type.
+ScalarType narrowOperand(const Expr& e) {
+  if (e->kind != ExprKind::Cast) return e->type;
   const Expr& x = e->operands[0];
-  if (x->kind != ExprKind::Load || (x->type != ScalarType::BF16 && x->type != ScalarType::F16)) return ScalarType::F32;
-  return x->type;
+  const bool f32 = e->type == ScalarType::F32 && isHalf(x->type), i32 = e->type == ScalarType::I32 && isNarrowInt(x->type);
+  return x->kind == ExprKind::Load && (f32 || i32) ? x->type : e->type;
 }
 
-// The load under an operand's conversions (`f64(a[i, k])`), or null when the operand is more.
+// The load under an operand's conversions (`f64(a[i, k])`, `i32(a8[i, k])` of an 8-bit load), or
+// null when the operand is more.
 const ExprNode* operandLoad(const Expr& e) {
   const ExprNode* x = e.get();
+  if (x->kind == ExprKind::Cast && x->type == ScalarType::I32 && x->operands[0]->kind == ExprKind::Load &&
+      isNarrowInt(x->operands[0]->type))
+    return x->operands[0].get();
   while (x->kind == ExprKind::Cast && isFloat(x->type)) x = x->operands[0].get();
   return x->kind == ExprKind::Load && isFloat(x->type) ? x : nullptr;
 }
@@ -91,8 +96,8 @@ const ExprNode* sumOfProduct(const Kernel& k, const Expr& sum, Contraction& c, s
                                   reduceName(sum->reduceOp), sum->loops.size()));
     return nullptr;
   }
-  if (sum->type != ScalarType::F32 && sum->type != ScalarType::F64) {
-    reasons.push_back(fmt::format("mma: the sum is of type {}, not f32 or f64", typeName(sum->type)));
+  if (sum->type != ScalarType::F32 && sum->type != ScalarType::F64 && sum->type != ScalarType::I32) {
+    reasons.push_back(fmt::format("mma: the sum is of type {}, not f32, f64 or i32", typeName(sum->type)));
     return nullptr;
   }
   const Expr& body = sum->operands[0];
@@ -128,7 +133,8 @@ std::optional<Contraction> matchStatement(const Kernel& k, int nest, int stateme
   const ExprNode* la = operandLoad(product->operands[0]);
   const ExprNode* lb = operandLoad(product->operands[1]);
   if (!la || !lb) {
-    reasons.push_back("mma: a factor of the product is not a load of a float array (after conversions)");
+    reasons.push_back("mma: a factor of the product is not a load of a float array (after conversions) or an i32 "
+                      "conversion of a load of an i8 or u8 array");
     return std::nullopt;
   }
   auto ia = operandIndices(la, "the first operand", reasons);
@@ -158,7 +164,7 @@ std::optional<Contraction> matchStatement(const Kernel& k, int nest, int stateme
   if (!assignRoles(*indices, *ia, *ib, c, reasons)) return std::nullopt;
   c.aAlongK = unitStride(k, la, kId) || !unitStride(k, la, c.m);
   c.bAlongK = unitStride(k, lb, kId) || !unitStride(k, lb, c.n);
-  if (c.type == ScalarType::F32 && halfOperand(c.a) == halfOperand(c.b)) c.halfOperands = halfOperand(c.a);
+  c.narrowOperands = narrowOperand(c.a) == narrowOperand(c.b) ? narrowOperand(c.a) : c.type;
   c.parts = {{statement, c.sum, c.a, c.b, c.kLoop}};
   return c;
 }
@@ -217,7 +223,7 @@ std::optional<Contraction> stack(const Kernel& k, const LoopNest& ln, std::vecto
   bool shareA = true, shareB = true;
   for (const Contraction& x : cs) {
     if (x.type != c.type || x.kLo != c.kLo || x.kExtent != c.kExtent || x.batch != c.batch ||
-        !sameRows(x.mRows, c.mRows) || !sameRows(x.nRows, c.nRows) || x.halfOperands != c.halfOperands) {
+        !sameRows(x.mRows, c.mRows) || !sameRows(x.nRows, c.nRows) || x.narrowOperands != c.narrowOperands) {
       reasons.push_back(fmt::format("mma: statements 1 and {} are contractions of other indices, extents or types; "
                                     "a stacked contraction needs the same M, N, K and batch",
                                     x.statement + 1));

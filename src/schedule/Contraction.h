@@ -59,7 +59,7 @@ struct Contraction {
   Expr sum;
   Expr a, b;
   std::vector<ContractionPart> parts;  // every statement computed, parts[0] the first
-  ScalarType type{};                   // of the product and the sum: F32 or F64
+  ScalarType type{};                   // of the product and the sum: F32, F64 or I32
   int m = -1, n = -1;                  // the innermost (fastest) loop of M and of N
   // The rows of each side, outermost first: a row point r of M is lo + (r / stride) % extent in
   // each dimension (stride: the product of the extents after it). A side of one loop is {m}.
@@ -72,9 +72,10 @@ struct Contraction {
   // Whether the operand's elements along k are contiguous in memory (else along M / N): the
   // staging copy walks the contiguous direction with consecutive threads (coalesced).
   bool aAlongK = true, bAlongK = true;
-  // The 16-bit storage type of both operands when each is an f32 conversion of a load of it (the
-  // 16-bit arithmetics apply), else F32.
-  ScalarType halfOperands = ScalarType::F32;
+  // The storage type of both operands when each is a conversion of a load of it to the
+  // contraction's type: f16 / bf16 under f32 (the 16-bit arithmetics apply), i8 / u8 under i32
+  // (i8: the s8 arithmetic), else the contraction's type.
+  ScalarType narrowOperands = ScalarType::F32;
 };
 
 // Whether side A (isA) or B has rows of one loop (no collapsed indices, no stacked statements):

@@ -14,6 +14,11 @@ namespace rtcg {
 
 namespace {
 
+// The storage type a packed arithmetic (mmaPacked) multiplies: its tiles' element type.
+ScalarType packedType(MmaArith a) {
+  return a == MmaArith::F16 ? ScalarType::F16 : a == MmaArith::S8 ? ScalarType::I8 : ScalarType::BF16;
+}
+
 // Clauses that an `mma:` schedule does not take: index clauses and every other clause row.
 void checkAlone(const NestSchedule& s, std::vector<std::string>& reasons) {
   if (!s.indices.empty())
@@ -225,16 +230,21 @@ namespace {
 // the target (p.fragM, fragN, fragK, shape).
 void planArithmetic(const Kernel& k, const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p,
                     std::vector<std::string>& reasons) {
-  const ScalarType want = p.arith == MmaArith::F64 ? ScalarType::F64 : ScalarType::F32;
-  const bool half = mmaIs16Bit(p.arith);
-  const ScalarType halfType = p.arith == MmaArith::F16 ? ScalarType::F16 : ScalarType::BF16;
+  const ScalarType want = p.arith == MmaArith::F64 ? ScalarType::F64 : p.arith == MmaArith::S8 ? ScalarType::I32
+                                                                                                : ScalarType::F32;
   if (p.c.type != want)
     reasons.push_back(fmt::format("mma: '{}' computes {} contractions; this one is {}", mmaArithName(p.arith),
                                   typeName(want), typeName(p.c.type)));
-  else if (half && p.c.halfOperands != halfType)
-    reasons.push_back(fmt::format("mma: '{0}' multiplies {0} values: both operands must be f32({0} load), "
-                                  "here '{1}' and '{2}'", mmaArithName(p.arith), printExpr(p.c.a, &k),
-                                  printExpr(p.c.b, &k)));
+  else if (mmaPacked(p.arith) && p.c.narrowOperands != packedType(p.arith))
+    reasons.push_back(fmt::format("mma: '{0}' multiplies {1} values: both operands must be {2}({1} load), "
+                                  "here '{3}' and '{4}'", mmaArithName(p.arith), typeName(packedType(p.arith)),
+                                  typeName(want), printExpr(p.c.a, &k), printExpr(p.c.b, &k)));
+  // ldmatrix moves 16-bit elements: transposed (.trans) it would swap the bytes of 8-bit pairs, so
+  // s8 tiles are (rows x k), copied along k: both operands contiguous along the reduction.
+  else if (p.arith == MmaArith::S8 && (!p.c.aAlongK || !p.c.bAlongK))
+    reasons.push_back(fmt::format("mma: 's8' loads its fragments with ldmatrix, which has no 8-bit transpose: '{}' "
+                                  "must be contiguous along the reduction index '{}' (store it transposed)",
+                                  printExpr(p.c.aAlongK ? p.c.b : p.c.a, &k), p.c.kLoop->name));
   const MmaDims dims = mmaDims(s.mma);
   p.fragM = dims.m, p.fragN = dims.n, p.fragK = dims.k;
   p.shape = s.mma.shape;
@@ -257,8 +267,7 @@ void planArithmetic(const Kernel& k, const NestSchedule& s, const ScheduleLimits
 
 // The stages and the block tile, the staged type and the tiles' layouts and pitches.
 void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<std::string>& reasons) {
-  const bool half = mmaIs16Bit(p.arith);
-  const ScalarType halfType = p.arith == MmaArith::F16 ? ScalarType::F16 : ScalarType::BF16;
+  const bool half = mmaPacked(p.arith);
   p.ring.stages = s.mma.stages;
   p.ring.engine = p.ring.stages > 1 ? CopyEngine::CpAsync : CopyEngine::Registers;
   p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.ring.stages == 1 ? 2 : 1;
@@ -275,8 +284,9 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
   p.pitchA = p.pitchB = p.pitch;
   if (half) {
     // Rows of an odd number of 16-byte pieces: ldmatrix's eight row addresses hit eight bank groups.
-    auto oddPieces = [](int64_t len) { return len + ((len / 8) % 2 == 0 ? 8 : 0); };
-    p.staged = halfType;
+    const int64_t piece = 16 / typeBytes(packedType(p.arith));
+    auto oddPieces = [&](int64_t len) { return len + ((len / piece) % 2 == 0 ? piece : 0); };
+    p.staged = packedType(p.arith);
     p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
     p.pitchA = oddPieces(p.aKMajor ? p.blockM : p.blockK);
     p.pitchB = oddPieces(p.bKMajor ? p.blockN : p.blockK);
@@ -407,8 +417,9 @@ std::vector<MmaArith> mmaAriths(Precision precision, ScalarType t) {
 
 std::vector<MmaArith> mmaAriths(Precision precision, const Contraction& c) {
   std::vector<MmaArith> out;
-  if (c.halfOperands == ScalarType::BF16) out.push_back(MmaArith::Bf16);
-  if (c.halfOperands == ScalarType::F16) out.push_back(MmaArith::F16);
+  if (c.narrowOperands == ScalarType::BF16) out.push_back(MmaArith::Bf16);
+  if (c.narrowOperands == ScalarType::F16) out.push_back(MmaArith::F16);
+  if (c.narrowOperands == ScalarType::I8 && c.aAlongK && c.bAlongK) out.push_back(MmaArith::S8);
   for (MmaArith a : mmaAriths(precision, c.type)) out.push_back(a);
   return out;
 }

@@ -366,13 +366,13 @@ class NestPlanner {
                          "('shared:')", s_.buffers));
     if (s_.asyncCopy && s_.buffers < 2)
       reason("'copy: async' copies tiles one or more steps ahead and needs 'buffers: 2' or more");
-    // cp.async moves 4, 8 or 16 bytes, and 16-bit tiles are copied element by element (copyVector).
+    // cp.async moves 4, 8 or 16 bytes, and 8- and 16-bit tiles are copied element by element (copyVector).
     for (const std::string& e : s_.shared) {
       const std::string a(stagedArrayName(e));
       if (int p = k_.findParam(a); s_.asyncCopy && p >= 0 && k_.params[p].isArray() && typeBytes(k_.params[p].type) < 4)
         reason(fmt::format("'copy: async' copies 4, 8 or 16 bytes per cp.async, and the tile of '{}' is copied one "
-                           "2-byte {} element at a time: stage it through registers (no 'copy: async')",
-                           a, typeName(k_.params[p].type)));
+                           "{}-byte {} element at a time: stage it through registers (no 'copy: async')",
+                           a, typeBytes(k_.params[p].type), typeName(k_.params[p].type)));
     }
     if (!s_.asyncCopy && s_.buffers > 2)
       reason(fmt::format("'buffers: {}' keeps {} steps in flight, which only asynchronous copies do: add 'copy: async'",
@@ -894,12 +894,12 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                      typeName(p.staged), p.aKMajor ? "K x M" : "M x K", p.pitchA, p.bKMajor ? "K x N" : "N x K",
                      p.pitchB, p.arith == MmaArith::F64 ? "value by value" : "by ldmatrix",
                      p.arith == MmaArith::F64 || !(p.aKMajor || p.bKMajor) ? ""
-                               : mmaIs16Bit(p.arith) ? " (.trans from a K-major tile)"
+                               : mmaPacked(p.arith) ? " (.trans from a K-major tile)"
                                                      : " (value by value from a K-major tile)");
   if (p.ring.stages > 1)
     s += fmt::format("  pipeline: {} buffers filled by cp.async, {} steps ahead; {}\n", p.ring.stages,
                      p.ring.ahead(),
-                     mmaIs16Bit(p.arith) || p.arith == MmaArith::F64 ? "no conversion"
+                     mmaPacked(p.arith) || p.arith == MmaArith::F64 ? "no conversion"
                      : p.arith == MmaArith::Tf32 ? "TF32 operands as copied (the tensor cores truncate them)"
                                                  : "operands split as fragments load");
   if (p.prefetchFragments)

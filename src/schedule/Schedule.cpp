@@ -88,17 +88,19 @@ const char* mmaArithName(MmaArith a) {
     case MmaArith::F64: return "f64";
     case MmaArith::Bf16: return "bf16";
     case MmaArith::F16: return "f16";
+    case MmaArith::S8: return "s8";
   }
   RTCG_ASSERT(false, "bad MmaArith");
 }
 
 bool mmaIs16Bit(MmaArith a) { return a == MmaArith::Bf16 || a == MmaArith::F16; }
+bool mmaPacked(MmaArith a) { return mmaIs16Bit(a) || a == MmaArith::S8; }
 
 const char* mmaShapeName(MmaArith a) {
-  return a == MmaArith::F64 ? "m8n8k4" : mmaIs16Bit(a) ? "m16n8k16" : "m16n8k8";
+  return a == MmaArith::F64 ? "m8n8k4" : a == MmaArith::S8 ? "m16n8k32" : mmaIs16Bit(a) ? "m16n8k16" : "m16n8k8";
 }
 
-int64_t mmaFragK(MmaArith a) { return a == MmaArith::F64 ? 4 : mmaIs16Bit(a) ? 16 : 8; }
+int64_t mmaFragK(MmaArith a) { return a == MmaArith::F64 ? 4 : a == MmaArith::S8 ? 32 : mmaIs16Bit(a) ? 16 : 8; }
 
 namespace {
 // FP64's sm_90 shapes, by name (MmaShape order after Native).
@@ -176,7 +178,8 @@ bool precisionAllows(Precision p, MmaArith arith) {
     case MmaArith::None:
     case MmaArith::F64:   // IEEE products and sums
     case MmaArith::Bf16:  // products of 16-bit values are exact in f32, sums in f32
-    case MmaArith::F16: return true;
+    case MmaArith::F16:
+    case MmaArith::S8: return true;  // integer products and sums, as the i32 contraction's
     case MmaArith::Tf32x3: return p != Precision::Ieee;
     case MmaArith::Tf32: return p == Precision::Tf32;
   }
@@ -599,14 +602,15 @@ class ScheduleParser {
   MmaSchedule mmaClause() {
     MmaSchedule m;
     size_t at = (skipSpace(), pos_);
-    std::string arith = word("'tf32', 'tf32x3', 'f64', 'bf16' or 'f16' after 'mma:'");
-    for (MmaArith a : {MmaArith::Tf32, MmaArith::Tf32x3, MmaArith::F64, MmaArith::Bf16, MmaArith::F16})
+    std::string arith = word("'tf32', 'tf32x3', 'f64', 'bf16', 'f16' or 's8' after 'mma:'");
+    for (MmaArith a : {MmaArith::Tf32, MmaArith::Tf32x3, MmaArith::F64, MmaArith::Bf16, MmaArith::F16, MmaArith::S8})
       if (arith == mmaArithName(a)) m.arith = a;
     if (!m.any())
-      failAt(at, fmt::format("unknown mma arithmetic '{}' (expected 'tf32', 'tf32x3', 'f64', 'bf16' or 'f16')", arith));
+      failAt(at, fmt::format("unknown mma arithmetic '{}' (expected 'tf32', 'tf32x3', 'f64', 'bf16', 'f16' or 's8')",
+                             arith));
     const size_t arithAt = at;
     at = (skipSpace(), pos_);
-    std::string shape = word("the mma shape (m16n8k8, m8n8k4, m16n8k16 or 'wgmma')");
+    std::string shape = word("the mma shape (m16n8k8, m8n8k4, m16n8k16, m16n8k32 or 'wgmma')");
     if (shape == "wgmma") {
       wgmmaShape(m, arith, arithAt);
     } else {

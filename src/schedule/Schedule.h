@@ -110,12 +110,17 @@ struct IndexSchedule {
 // big/small split of three TF32 products that emulates FP32 (`tf32x3`), as FP64 (`f64`: IEEE
 // products and sums, only the order of summation differs), or as 16-bit values (`bf16`, `f16`: an
 // f32 contraction of conversions of bf16 / f16 loads; their products are exact in f32, the sums are
-// f32, only the order of summation differs).
-enum class MmaArith : uint8_t { None, Tf32, Tf32x3, F64, Bf16, F16 };
-const char* mmaArithName(MmaArith a);    // "tf32", "tf32x3", "f64", "bf16", "f16" ("none")
-const char* mmaShapeName(MmaArith a);    // the shape: "m16n8k8" (TF32), "m8n8k4" (F64), "m16n8k16" (16-bit)
-int64_t mmaFragK(MmaArith a);            // the shape's k: 8, 4, 16
+// f32, only the order of summation differs), or as 8-bit integers (`s8`: an i32 contraction of
+// i32 conversions of i8 loads; products and sums exact in i32, wrapping as the i32 sum does).
+enum class MmaArith : uint8_t { None, Tf32, Tf32x3, F64, Bf16, F16, S8 };
+const char* mmaArithName(MmaArith a);    // "tf32", "tf32x3", "f64", "bf16", "f16", "s8" ("none")
+// The shape: "m16n8k8" (TF32), "m8n8k4" (F64), "m16n8k16" (16-bit), "m16n8k32" (s8)
+const char* mmaShapeName(MmaArith a);
+int64_t mmaFragK(MmaArith a);            // the shape's k: 8, 4, 16, 32
 bool mmaIs16Bit(MmaArith a);             // bf16 or f16
+// The arithmetics whose operands pass packed in 32-bit registers, loaded by ldmatrix from tiles of
+// their storage type as loaded (bf16, f16, s8).
+bool mmaPacked(MmaArith a);
 
 // The instruction shape of an `mma:` clause. Native: the arithmetic's own (mmaShapeName). FP64 also
 // has the shapes PTX ISA 7.8 adds for sm_90 (mma.sync m16n8k4, m16n8k8, m16n8k16 .f64): Hopper's FP64

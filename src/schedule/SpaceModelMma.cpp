@@ -76,7 +76,7 @@ double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, 
   const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
   const int64_t aRegs = f64 ? p.fragM * p.fragK / 32 : 4, bRegs = f64 ? p.fragN * p.fragK / 32 : 2;
   auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
-    const bool ldmatrix = p.tiles != TileForm::Padded && !f64 && (mmaIs16Bit(p.arith) || !kMajor);  // FP64: value by value
+    const bool ldmatrix = p.tiles != TileForm::Padded && !f64 && (mmaPacked(p.arith) || !kMajor);  // FP64: value by value
     return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && p.tiles == TileForm::Padded ? 2 : 1);
   };
   const int64_t split = x3 && p.tiles != TileForm::Padded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
@@ -115,8 +115,8 @@ bool mmaResidency(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, b
   return true;
 }
 
-// The peak of the plan's arithmetic: BF16/F16 the dense FP16 rate (peakTensorFlops), TF32 half of
-// it, FP64 mma twice the FP64 pipe in the architecture's own shape. On sm_90 that is m16n8k*:
+// The peak of the plan's arithmetic: BF16/F16 the dense FP16 rate (peakTensorFlops), INT8 twice it
+// (the H100 / H200 data sheets' dense INT8 TOPS), TF32 half of it, FP64 mma twice the FP64 pipe in the architecture's own shape. On sm_90 that is m16n8k*:
 // m8n8k4, Ampere's shape, issues at about half of it there; of the sm_90 shapes, m16n8k16's
 // fewer, longer instructions per product run fastest (m16n8k4/k8 at 0.91 of it), except with
 // `fragments 2` on large tiles (`bigPrefetch`), where the operands double-buffered make the shorter
@@ -128,6 +128,7 @@ double mmaPeak(const MmaPlan& p, const DeviceModel& d, bool bigPrefetch) {
                           : p.shape == MmaShape::M16N8K4 || p.shape == MmaShape::M16N8K8 ? 0.91
                                                                                           : 1.0;
   return p.arith == MmaArith::F64 ? 2 * d.peakFp64Flops * f64Shape
+         : p.arith == MmaArith::S8 ? 2 * d.peakTensorFlops
          : mmaIs16Bit(p.arith)    ? d.peakTensorFlops
                                   : d.peakTensorFlops / 2;
 }

@@ -351,8 +351,10 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   ReferenceProgram referenceProgram(bound);
   ReferenceOptions referenceOptions;
   referenceOptions.sampleSeed = options.seed;
+  // Sized by every arithmetic operation the reference executes (an integer GEMM has no float ones).
+  const int64_t referenceOps = arithmeticOps(bound);
   referenceOptions.sampleOuterValues =
-      referenceSampleSize(result.floatOps, options.referenceMaxFlops, referenceProgram.outerExtents());
+      referenceSampleSize(referenceOps, options.referenceMaxFlops, referenceProgram.outerExtents());
 
   nlohmann::json settings = searchSettings(options);
 
@@ -376,11 +378,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   HostArgs inputs = tuningInputs(bound, options.seed, scalars, options.inputFiles);
   HostArgs refArgs = inputs;
   if (referenceOptions.sampleOuterValues > 0)
-    log(fmt::format("computing the CPU reference ({:.3g} floating-point operations, over the limit of {:.3g}: on a "
+    log(fmt::format("computing the CPU reference ({:.3g} arithmetic operations, over the limit of {:.3g}: on a "
                     "sample of {} values of each nest's outer loop) ...",
-                    double(result.floatOps), options.referenceMaxFlops, referenceOptions.sampleOuterValues));
+                    double(referenceOps), options.referenceMaxFlops, referenceOptions.sampleOuterValues));
   else
-    log(fmt::format("computing the CPU reference ({:.3g} floating-point operations) ...", double(result.floatOps)));
+    log(fmt::format("computing the CPU reference ({:.3g} arithmetic operations) ...", double(referenceOps)));
   ReferenceResult ref = referenceProgram.run(refArgs, referenceOptions);
   result.referenceSeconds = ref.seconds;
   result.referenceSampled = ref.sampled;

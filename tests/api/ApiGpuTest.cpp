@@ -78,6 +78,7 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
      {{{{"K", 33}, {"Np", 20}, {"Nfaces", 4}, {"Nfp", 10}}, {{"K", 101}, {"Np", 4}, {"Nfaces", 4}, {"Nfp", 3}}}}},
     {"batched_matmul.rtcg", {{{{"nb", 5}, {"n", 16}}, {{"nb", 33}, {"n", 7}}}}},
     {"gemm_bf16.rtcg", {{{{"n", 37}}, {{"n", 130}}}}},
+    {"gemm_i8.rtcg", {{{{"m", 37}, {"n", 21}, {"K", 45}}, {{"m", 301}, {"n", 203}, {"K", 1008}}}}},
     {"spmv.rtcg", {{{{"n", 37}, {"nnz", 200}}, {{"n", 1000}, {"nnz", 7001}}}}},
     {"nearest.rtcg", {{{{"n", 37}, {"m", 53}, {"D", 5}}, {{"n", 1001}, {"m", 777}, {"D", 13}}}}},
     {"max_inner_product.rtcg", {{{{"n", 37}, {"m", 53}, {"D", 5}}, {{"n", 1001}, {"m", 777}, {"D", 13}}}}},
@@ -180,7 +181,7 @@ void expectMatchesReference(Context& ctx, const std::string& source, const Sizes
   HostArgs host(bound);
   fillInputs(bound, host, seed);
   for (size_t p = 0; p < bound.params.size(); ++p)
-    if (bound.params[p].kind == ParamKind::Scalar) host.setScalar(int(p), 0.75 + double(p));
+    if (bound.params[p].kind == ParamKind::Scalar) host.setScalar(int(p), isFloat(bound.params[p].type) ? 0.75 + double(p) : double(p + 1));
   HostArgs refArgs = host;
   ReferenceResult ref = runReference(bound, refArgs);
 

@@ -386,7 +386,7 @@ TEST(Mma, HalfClauseAndPlan) {
   Kernel g = example("gemm_bf16.rtcg", {{"n", 100}});
   ContractionMatch m = matchContraction(g, 0);
   ASSERT_TRUE(m.contraction);
-  EXPECT_EQ(m.contraction->halfOperands, ScalarType::BF16);
+  EXPECT_EQ(m.contraction->narrowOperands, ScalarType::BF16);
   EXPECT_EQ(mmaAriths(Precision::Ieee, *m.contraction), std::vector<MmaArith>{MmaArith::Bf16});
   SchedulePlan plan = planSchedule(g, *parseSchedule("mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3").schedule);
   ASSERT_TRUE(plan.ok()) << plan.reasons[0];
@@ -406,7 +406,7 @@ TEST(Mma, HalfClauseAndPlan) {
   EXPECT_FALSE(planMma(matmul(64), 0, parseSchedule("mma: bf16 m16n8k16 warps 1x1 tile 1x1 k 16").schedule->nests[0], {}, reasons));
   Kernel mixed = fromSource(kMixed, {{"n", 40}});
   ASSERT_TRUE(matchContraction(mixed, 0).contraction);
-  EXPECT_EQ(matchContraction(mixed, 0).contraction->halfOperands, ScalarType::F32);
+  EXPECT_EQ(matchContraction(mixed, 0).contraction->narrowOperands, ScalarType::F32);
   EXPECT_TRUE(mmaAriths(Precision::Ieee, *matchContraction(mixed, 0).contraction).empty());
   EXPECT_NE(printPlan(g, plan.nests[0]).find("ldmatrix (.trans"), std::string::npos) << printPlan(g, plan.nests[0]);
 }

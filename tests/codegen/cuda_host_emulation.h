@@ -111,6 +111,8 @@ alignas(16) inline unsigned char rtcg_emu_dynamic_smem[232448];
 #define rtcg_smem_i64 (reinterpret_cast<long long*>(rtcg_emu_dynamic_smem))
 #define rtcg_smem_f16 (reinterpret_cast<__half*>(rtcg_emu_dynamic_smem))
 #define rtcg_smem_bf16 (reinterpret_cast<__nv_bfloat16*>(rtcg_emu_dynamic_smem))
+#define rtcg_smem_i8 (reinterpret_cast<signed char*>(rtcg_emu_dynamic_smem))
+#define rtcg_smem_u8 (reinterpret_cast<unsigned char*>(rtcg_emu_dynamic_smem))
 
 // Warp shuffles: the lanes exchange values through per-thread slots between two barriers of the
 // warp (every lane calls the shuffle at the same point: the emitter only shuffles in uniform code).
@@ -535,6 +537,43 @@ inline void rtcg_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned in
   float* const d[4] = {&d0, &d1, &d2, &d3};
   const unsigned int mine[6] = {a0, a1, a2, a3, b0, b1};
   rtcg_emu_mma16(false, d, mine);
+}
+
+// s8 mma ('mma: s8 m16n8k32'): registers of four packed bytes (the lowest the first), loaded by
+// the ldmatrix above (a row of its matrices is 16 bytes either way):
+//   m16n8k32: A 16x32 row: a0 (g, 4t..), a1 (g + 8, 4t..), a2 (g, 4t + 16..), a3 (g + 8, 4t + 16..);
+//             B 32x8 col:  b0 (4t.., g), b1 (4t + 16.., g); C/D as m16n8k8, in s32.
+// The sum wraps modulo 2^32, as mma.sync without .satfinite does.
+inline void rtcg_mma_s8(int& d0, int& d1, int& d2, int& d3, unsigned int a0, unsigned int a1, unsigned int a2,
+                        unsigned int a3, unsigned int b0, unsigned int b1) {
+  const unsigned int tid = rtcg_emu_linear_tid, base = tid - tid % 32, lane = tid % 32;
+  const unsigned int mine[6] = {a0, a1, a2, a3, b0, b1};
+  for (int r = 0; r < 6; ++r) rtcg_emu_mma_slots[tid][r] = double(mine[r]);
+  rtcg_emu_warp_sync();
+  int a[16][32], b[32][8];
+  for (unsigned int l = 0; l < 32; ++l) {
+    const double* s = rtcg_emu_mma_slots[base + l];
+    const unsigned int g = l / 4, t = l % 4;
+    auto bytes = [&](int r, auto&& put) {
+      const unsigned int v = (unsigned int)s[r];
+      for (unsigned int i = 0; i < 4; ++i) put(i, int(static_cast<signed char>((v >> (8 * i)) & 0xffu)));
+    };
+    bytes(0, [&](unsigned int i, int x) { a[g][4 * t + i] = x; });
+    bytes(1, [&](unsigned int i, int x) { a[g + 8][4 * t + i] = x; });
+    bytes(2, [&](unsigned int i, int x) { a[g][4 * t + 16 + i] = x; });
+    bytes(3, [&](unsigned int i, int x) { a[g + 8][4 * t + 16 + i] = x; });
+    bytes(4, [&](unsigned int i, int x) { b[4 * t + i][g] = x; });
+    bytes(5, [&](unsigned int i, int x) { b[4 * t + 16 + i][g] = x; });
+  }
+  rtcg_emu_warp_sync();
+  const unsigned int g = lane / 4, t = lane % 4;
+  int* const d[4] = {&d0, &d1, &d2, &d3};
+  for (int r = 0; r < 4; ++r) {
+    const unsigned int row = g + (r >= 2 ? 8 : 0), col = 2 * t + (r & 1);
+    unsigned int acc = unsigned(*d[r]);
+    for (int k = 0; k < 32; ++k) acc += unsigned(a[row][k] * b[k][col]);
+    *d[r] = int(acc);
+  }
 }
 
 // wgmma ('mma: ... wgmma', sm_90a): the descriptors and the instruction as the PTX ISA defines

@@ -493,7 +493,7 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
     HostArgs args(k);
     fillInputs(k, args, 1);
     for (int p = 0; p < args.numParams(); ++p)
-      if (args.isScalar(p)) args.setScalar(p, 0.5);
+      if (args.isScalar(p)) args.setScalar(p, isFloat(k.params[size_t(p)].type) ? 0.5 : 3.0);
     ReferenceResult r = runReference(k, args);
     for (const ReferenceOutput& o : r.outputs) {
       Checksum c = checksum(o.values);
@@ -501,7 +501,7 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
     }
     ++count;
   }
-  EXPECT_EQ(count, 29);
+  EXPECT_EQ(count, 30);
 }
 
 }  // namespace

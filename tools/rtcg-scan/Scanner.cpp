@@ -82,7 +82,10 @@ std::optional<ScalarType> scalarTypeOf(QualType t, const ASTContext& ctx) {
   if (const auto* b = t->getAs<BuiltinType>()) {
     if (b->getKind() == BuiltinType::Float) return ScalarType::F32;
     if (b->getKind() == BuiltinType::Double) return ScalarType::F64;
-    if (b->isSignedInteger() && b->getKind() != BuiltinType::Char_S && b->getKind() != BuiltinType::SChar) {
+    // int8_t and uint8_t (signed / unsigned char): the 8-bit storage integers; plain char is neither.
+    if (b->getKind() == BuiltinType::SChar) return ScalarType::I8;
+    if (b->getKind() == BuiltinType::UChar) return ScalarType::U8;
+    if (b->isSignedInteger() && b->getKind() != BuiltinType::Char_S) {
       uint64_t bits = ctx.getTypeSize(t);
       if (bits == 32) return ScalarType::I32;
       if (bits == 64) return ScalarType::I64;

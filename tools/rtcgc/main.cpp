@@ -333,12 +333,12 @@ int runRun(const Common& c, const RunArgs& r) {
   ReferenceOptions referenceOptions;
   referenceOptions.sampleSeed = r.seed;
   referenceOptions.sampleOuterValues =
-      referenceSampleSize(floatOps(bound), r.referenceMaxFlops, referenceProgram.outerExtents());
+      referenceSampleSize(arithmeticOps(bound), r.referenceMaxFlops, referenceProgram.outerExtents());
   ReferenceResult ref = referenceProgram.run(refArgs, referenceOptions);
   if (ref.sampled)
-    fmt::print("reference: sampled ({} values of each nest's outer loop; {:.3g} floating-point operations are over "
+    fmt::print("reference: sampled ({} values of each nest's outer loop; {:.3g} arithmetic operations are over "
                "--reference-max-flops {:.3g})\n",
-               referenceOptions.sampleOuterValues, double(floatOps(bound)), r.referenceMaxFlops);
+               referenceOptions.sampleOuterValues, double(arithmeticOps(bound)), r.referenceMaxFlops);
 
   Executable exe(ctx, bound, compiled.module,
                  std::string_view(compiled.binary.cubin.data(), compiled.binary.cubin.size()));
@@ -381,9 +381,13 @@ int runRun(const Common& c, const RunArgs& r) {
   dargs.download(bound, again);
   verify(again, "again after timing, ");
   double seconds = t.medianMs * 1e-3;
-  int64_t flops = floatOps(bound), bytes = minimalBytes(bound);
-  fmt::print("  time {:.4f} ms (median of {}, L2 flushed), {:.1f} GF/s, {:.1f} GB/s\n", t.medianMs, r.repeats,
-             flops / seconds * 1e-9, bytes / seconds * 1e-9);
+  // Floating-point operations per second; a kernel without any, its integer operations (GOP/s).
+  const FloatOpsByPrecision ops = floatOpsByPrecision(bound);
+  const bool integer = ops.total() == 0 && ops.integer > 0;
+  const int64_t bytes = minimalBytes(bound);
+  fmt::print("  time {:.4f} ms (median of {}, L2 flushed), {:.1f} {}, {:.1f} GB/s\n", t.medianMs, r.repeats,
+             (integer ? ops.integer : ops.total()) / seconds * 1e-9, integer ? "GOP/s (integer)" : "GF/s",
+             bytes / seconds * 1e-9);
   return ok ? kOk : kMismatch;
 }
 

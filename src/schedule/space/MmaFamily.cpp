@@ -121,9 +121,11 @@ void mmaVariants(NestSpace& s) {
     if (instruction.shape == MmaShape::Native) wgmmaVariants(s, c, arith);
     const MmaDims dims = mmaDims(instruction);
     const int64_t fragM = dims.m, fragN = dims.n, fragK = dims.k;
-    // 16-bit steps: 16 to 64 values (32 to 128 bytes per row, as 8 to 32 of 32-bit values).
-    const std::vector<int64_t> kSteps = mmaIs16Bit(arith) ? std::vector<int64_t>{16, 32, 64}
-                                                          : std::vector<int64_t>{8, 16, 32};
+    // 16-bit steps: 16 to 64 values (32 to 128 bytes per row, as 8 to 32 of 32-bit values); s8:
+    // 32 to 128 (the same bytes).
+    const std::vector<int64_t> kSteps = arith == MmaArith::S8 ? std::vector<int64_t>{32, 64, 128}
+                                        : mmaIs16Bit(arith)   ? std::vector<int64_t>{16, 32, 64}
+                                                              : std::vector<int64_t>{8, 16, 32};
     for (auto [wm, wn] : warps)
       for (auto [tm, tn] : tiles) {
         const int64_t bm = wm * tm * fragM, bn = wn * tn * fragN;
