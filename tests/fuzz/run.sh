@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzzers in their own clang build directory (every source instrumented for libFuzzer,
 # ASan and UBSan) and runs each for its share of SECONDS seconds (default 60):
-#   frontend  any bytes as a DSL program (parse, names, types)
+#   frontend  any bytes as a DSL program (parse, names, types), bound at sizes near 2^31 and emitted
 #   schedule  any schedule text, printed back, validated, planned and emitted for example kernels
 #   manifest  any rtcg-scan manifest, read and planned by `rtcgc tune --manifest`
 #   dbimport  any JSON imported by `rtcgc db import`, exported and imported again
@@ -48,7 +48,8 @@ seed() {
   local corpus=$build/corpus/$1
   mkdir -p "$corpus"
   case $1 in
-    frontend) cp "$root"/examples/*.rtcg "$root"/tests/frontend/good/*.rtcg "$root"/tests/frontend/bad/*.rtcg "$corpus"/ ;;
+    frontend) cp "$root"/examples/*.rtcg "$root"/tests/frontend/good/*.rtcg "$root"/tests/frontend/bad/*.rtcg \
+      "$root"/tests/fuzz/seeds/frontend/*.rtcg "$corpus"/ ;;
     schedule)
       # The schedules the tests spell out, each for every example kernel (the first byte picks it).
       grep -ohE '"[a-z]+: (grid|serial|thread|unroll|reg)[^"]*"' "$root"/tests/codegen/*.cpp "$root"/tests/space/*.cpp |
