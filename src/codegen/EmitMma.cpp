@@ -125,7 +125,7 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
     };
     C::ExprP address = part ? operandAt(p, isA, part, [&](const Expr& operand) { return addressOf(lowerOne(operand)); })
                             : addressOf(value);
-    C::ExprP src = C::ternary(inside, address, C::name(ctx.paramNames[size_t((isA ? p.c.a : p.c.b)->array)]));
+    C::ExprP src = C::ternary(inside, address, C::name(ctx.paramNames[size_t((isA ? p.c.a() : p.c.b())->array)]));
     inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", bytes),
                                         {C::unary("&", tileRef(tiles[0], at)), src,
                                          C::ternary(inside, lit(bytes), lit(0))})));
@@ -485,7 +485,7 @@ std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const M
   // Four zero bytes (no global byte read: the source only names A's array) at this thread's word
   // of A's buffer, which no step reads any more; words repeat past the buffer's.
   const int64_t words = std::max<int64_t>(1, p.bufferA * typeBytes(p.staged) / 4);
-  const Expr& a = p.c.a->kind == ExprKind::Load ? p.c.a : p.c.a->operands[0];
+  const Expr& a = p.c.a()->kind == ExprKind::Load ? p.c.a() : p.c.a()->operands[0];
   C::ExprP start = C::castTo("int*", C::unary("&", tileRef(nm.tileA[0], C::product(buffer, lit(p.bufferA)))));
   C::ExprP word = words >= ctx.plan.launch.threads ? nm.tid : bin("%", nm.tid, lit(words));
   return {C::exprStmt(

@@ -36,7 +36,7 @@ int64_t loBound(const Contraction& c, int id) {
   for (const auto* rows : {&c.mRows, &c.nRows})
     for (const ContractionRow& r : *rows)
       if (r.loop == id) return r.lo;
-  if (id == c.kLoop->id) return c.kLo;
+  if (id == c.kLoop()->id) return c.kLo;
   for (size_t b = 0; b < c.batch.size(); ++b)
     if (c.batch[b] == id) return c.batchLo[b];
   return 0;
@@ -49,7 +49,7 @@ int64_t loBound(const Contraction& c, int id) {
 // of every other index, are multiples of V.
 int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
   if (ctx.arrayAlignment < 16) return 1;
-  const ExprNode* load = operandLoad(isA ? p.c.a : p.c.b).get();
+  const ExprNode* load = operandLoad(isA ? p.c.a() : p.c.b()).get();
   auto form = flatOffset(ctx.k, load->array, load->operands);
   if (!form) return 1;
   const bool kMajor = isA ? p.aKMajor : p.bKMajor;
@@ -60,7 +60,7 @@ int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
   // wgmma's TF32 tile of an operand contiguous along M / N is K-major: its 16 bytes run across the
   // copy's direction, so the copy goes value by value.
   if (p.wgmma && kMajor && !(isA ? p.aMnMajor : p.bMnMajor)) return 1;
-  const int inner = kMajor ? (isA ? p.c.m : p.c.n) : p.c.kLoop->id;
+  const int inner = kMajor ? (isA ? p.c.m : p.c.n) : p.c.kLoop()->id;
   if (form->coeff(inner) != 1) return 1;
   int64_t base = form->constant, divisor = 0;
   for (const auto& [id, c] : form->coeffs) {
@@ -137,7 +137,7 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   env.vars = nm.batch;
   C::ExprP part = bindRow(p, isA, point, env);
   bindK(p, kq, env);
-  const Expr& load = operandLoad(isA ? p.c.a : p.c.b);
+  const Expr& load = operandLoad(isA ? p.c.a() : p.c.b());
   std::vector<C::Stmt> loads;
   // The element's address in the array (a choice over stacked statements' arrays).
   auto address = [&]() {

@@ -30,7 +30,7 @@ void bindK(const MmaPlan& p, const C::ExprP& kq, Env& env) {
 
 C::ExprP operandAt(const MmaPlan& p, bool isA, const C::ExprP& part,
                    const std::function<C::ExprP(const Expr& operand)>& lowerOne) {
-  if (!part) return lowerOne(isA ? p.c.a : p.c.b);
+  if (!part) return lowerOne(isA ? p.c.a() : p.c.b());
   C::ExprP chosen = lowerOne(isA ? p.c.parts.back().a : p.c.parts.back().b);
   for (size_t q = p.c.parts.size() - 1; q-- > 0;)
     chosen = C::ternary(bin("==", part, lit(int64_t(q))), lowerOne(isA ? p.c.parts[q].a : p.c.parts[q].b),

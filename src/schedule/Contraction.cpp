@@ -90,7 +90,8 @@ bool assignRoles(const std::vector<NestIndex>& indices, const std::set<int>& ia,
 }
 
 // The sum over the product of two operands, with one constant reduction loop.
-const ExprNode* sumOfProduct(const Kernel& k, const Expr& sum, Contraction& c, std::vector<std::string>& reasons) {
+const ExprNode* sumOfProduct(const Kernel& k, const Expr& sum, Contraction& c, ContractionPart& part,
+                             std::vector<std::string>& reasons) {
   if (sum->reduceOp != ReduceOp::Sum || sum->loops.size() != 1) {
     reasons.push_back(fmt::format("mma: the reduction is a {} over {} indices, not a sum over one",
                                   reduceName(sum->reduceOp), sum->loops.size()));
@@ -110,7 +111,7 @@ const ExprNode* sumOfProduct(const Kernel& k, const Expr& sum, Contraction& c, s
     reasons.push_back(fmt::format("mma: reduction index '{}' has bounds that are not constant", sum->loops[0].name));
     return nullptr;
   }
-  c.kLoop = &sum->loops[0];
+  part.kLoop = &sum->loops[0];
   c.kLo = *lo, c.kExtent = std::max<int64_t>(0, *hi - *lo);
   c.type = sum->type;
   return body.get();
@@ -126,9 +127,8 @@ std::optional<Contraction> matchStatement(const Kernel& k, int nest, int stateme
     return std::nullopt;
   }
   Contraction c;
-  c.statement = statement;
-  c.sum = sums[0];
-  const ExprNode* product = sumOfProduct(k, c.sum, c, reasons);
+  ContractionPart part{statement, sums[0], nullptr, nullptr, nullptr};
+  const ExprNode* product = sumOfProduct(k, part.sum, c, part, reasons);
   if (!product) return std::nullopt;
   const ExprNode* la = operandLoad(product->operands[0]);
   const ExprNode* lb = operandLoad(product->operands[1]);
@@ -140,9 +140,9 @@ std::optional<Contraction> matchStatement(const Kernel& k, int nest, int stateme
   auto ia = operandIndices(la, "the first operand", reasons);
   auto ib = operandIndices(lb, "the second operand", reasons);
   if (!ia || !ib) return std::nullopt;
-  const int kId = c.kLoop->id;
+  const int kId = part.kLoop->id;
   if (!ia->count(kId) || !ib->count(kId)) {
-    reasons.push_back(fmt::format("mma: an operand does not depend on the reduction index '{}'", c.kLoop->name));
+    reasons.push_back(fmt::format("mma: an operand does not depend on the reduction index '{}'", part.kLoop->name));
     return std::nullopt;
   }
   std::string err;
@@ -160,12 +160,12 @@ std::optional<Contraction> matchStatement(const Kernel& k, int nest, int stateme
         reasons.push_back("mma: an operand depends on an index besides the parallel ones and the sum's");
         return std::nullopt;
       }
-  c.a = product->operands[0], c.b = product->operands[1];
+  part.a = product->operands[0], part.b = product->operands[1];
   if (!assignRoles(*indices, *ia, *ib, c, reasons)) return std::nullopt;
   c.aAlongK = unitStride(k, la, kId) || !unitStride(k, la, c.m);
   c.bAlongK = unitStride(k, lb, kId) || !unitStride(k, lb, c.n);
-  c.narrowOperands = narrowOperand(c.a) == narrowOperand(c.b) ? narrowOperand(c.a) : c.type;
-  c.parts = {{statement, c.sum, c.a, c.b, c.kLoop}};
+  c.narrowOperands = narrowOperand(part.a) == narrowOperand(part.b) ? narrowOperand(part.a) : c.type;
+  c.parts = {part};
   return c;
 }
 
@@ -226,12 +226,12 @@ std::optional<Contraction> stack(const Kernel& k, const LoopNest& ln, std::vecto
         !sameRows(x.mRows, c.mRows) || !sameRows(x.nRows, c.nRows) || x.narrowOperands != c.narrowOperands) {
       reasons.push_back(fmt::format("mma: statements 1 and {} are contractions of other indices, extents or types; "
                                     "a stacked contraction needs the same M, N, K and batch",
-                                    x.statement + 1));
+                                    x.statement() + 1));
       return std::nullopt;
     }
-    const int xk = x.kLoop->id, ck = c.kLoop->id;
-    shareA &= sameOperand(k, x.a, xk, c.a, ck, false) && sameOperand(k, x.b, xk, c.b, ck, true);
-    shareB &= sameOperand(k, x.b, xk, c.b, ck, false) && sameOperand(k, x.a, xk, c.a, ck, true);
+    const int xk = x.kLoop()->id, ck = c.kLoop()->id;
+    shareA &= sameOperand(k, x.a(), xk, c.a(), ck, false) && sameOperand(k, x.b(), xk, c.b(), ck, true);
+    shareB &= sameOperand(k, x.b(), xk, c.b(), ck, false) && sameOperand(k, x.a(), xk, c.a(), ck, true);
   }
   if (!shareA && !shareB) {
     reasons.push_back(fmt::format("mma: the nest's {} statements do not share one operand with the others differing "
@@ -239,7 +239,7 @@ std::optional<Contraction> stack(const Kernel& k, const LoopNest& ln, std::vecto
     return std::nullopt;
   }
   c.parts.clear();
-  for (const Contraction& x : cs) c.parts.push_back({x.statement, x.sum, x.a, x.b, x.kLoop});
+  for (const Contraction& x : cs) c.parts.push_back(x.parts[0]);
   const ContractionRow statements{-1, 0, int64_t(cs.size()), "statement"};
   if (shareB) c.mRows.insert(c.mRows.begin(), statements), c.mExtent *= statements.extent;
   else c.nRows.insert(c.nRows.begin(), statements), c.nExtent *= statements.extent;
@@ -266,7 +266,7 @@ std::string rowsText(const Kernel& k, const Contraction& c, bool isA) {
 }
 
 void transpose(Contraction& c) {
-  std::swap(c.a, c.b), std::swap(c.m, c.n), std::swap(c.mLo, c.nLo), std::swap(c.mExtent, c.nExtent);
+  std::swap(c.m, c.n), std::swap(c.mLo, c.nLo), std::swap(c.mExtent, c.nExtent);
   std::swap(c.mRows, c.nRows), std::swap(c.aAlongK, c.bAlongK);
   for (ContractionPart& part : c.parts) std::swap(part.a, part.b);
 }

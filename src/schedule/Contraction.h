@@ -54,18 +54,20 @@ struct ContractionPart {
 
 // A nest that qualifies, as the plan and the emitter need it.
 struct Contraction {
-  // The first (or only) statement: its body index, sum and operands.
-  int statement = 0;
-  Expr sum;
-  Expr a, b;
   std::vector<ContractionPart> parts;  // every statement computed, parts[0] the first
+  // The first (or only) statement's body index, sum, operands and reduction loop (parts[0]'s): a
+  // plain side's operand, the sizes' and the loop's names for explain, K's bounds.
+  int statement() const { return parts[0].statement; }
+  const Expr& sum() const { return parts[0].sum; }
+  const Expr& a() const { return parts[0].a; }
+  const Expr& b() const { return parts[0].b; }
+  const Loop* kLoop() const { return parts[0].kLoop; }
   ScalarType type{};                   // of the product and the sum: F32, F64 or I32
   int m = -1, n = -1;                  // the innermost (fastest) loop of M and of N
   // The rows of each side, outermost first: a row point r of M is lo + (r / stride) % extent in
   // each dimension (stride: the product of the extents after it). A side of one loop is {m}.
   std::vector<ContractionRow> mRows, nRows;
   std::vector<int> batch;  // loop ids of the batch indices, outermost first
-  const Loop* kLoop = nullptr;
   // mLo / nLo: the lower bound of loop m / n; mExtent / nExtent: the product of the side's extents.
   int64_t mLo = 0, mExtent = 0, nLo = 0, nExtent = 0, kLo = 0, kExtent = 0;
   std::vector<int64_t> batchLo, batchExtent;

@@ -37,7 +37,7 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) {
   p.sharedBytes = p.tileBytes;
   if (!s.mma.sharedEpilogue) return;
-  const Stmt& st = k.nests[size_t(nest)].body[size_t(p.c.statement)];
+  const Stmt& st = k.nests[size_t(nest)].body[size_t(p.c.statement())];
   auto form = flatOffset(k, st.array, st.indices);
   p.sharedEpilogue = true;
   p.epilogueAlongM = form && form->coeff(p.c.m) == 1 && form->coeff(p.c.n) != 1;
@@ -83,7 +83,7 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
   const int64_t bytes = typeBytes(p.staged), w = 128 / bytes;
   auto operand = [&](bool isA, MmaPlan::TmaOperand& t) {
     const char* name = isA ? "A" : "B";
-    const Expr& e = isA ? p.c.a : p.c.b;
+    const Expr& e = isA ? p.c.a() : p.c.b();
     const Expr& load = e->kind == ExprKind::Load ? e : e->operands[0];
     const bool mnContiguous = isA ? p.aKMajor : p.bKMajor, mnMajor = isA ? p.aMnMajor : p.bMnMajor;
     const int rowVar = isA ? p.c.m : p.c.n;
@@ -99,7 +99,7 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
                                 "2-D box", isA ? "M" : "N"));
     const std::vector<int64_t> shape = arrayShape(k, load->array);
     auto form = flatOffset(k, load->array, load->operands);
-    const int innerVar = mnContiguous ? rowVar : p.c.kLoop->id, outerVar = mnContiguous ? p.c.kLoop->id : rowVar;
+    const int innerVar = mnContiguous ? rowVar : p.c.kLoop()->id, outerVar = mnContiguous ? p.c.kLoop()->id : rowVar;
     const int64_t innerExtent = mnContiguous ? rowExtent : p.c.kExtent, outerExtent = mnContiguous ? p.c.kExtent : rowExtent;
     if (shape.size() != 2 || !form || form->constant != 0 || form->coeffs.size() != 2 || form->coeff(innerVar) != 1 ||
         form->coeff(outerVar) != shape[1] || rowLo != 0 || p.c.kLo != 0 || shape[1] != innerExtent ||
@@ -238,13 +238,13 @@ void planArithmetic(const Kernel& k, const NestSchedule& s, const ScheduleLimits
   else if (mmaPacked(p.arith) && p.c.narrowOperands != packedType(p.arith))
     reasons.push_back(fmt::format("mma: '{0}' multiplies {1} values: both operands must be {2}({1} load), "
                                   "here '{3}' and '{4}'", mmaArithName(p.arith), typeName(packedType(p.arith)),
-                                  typeName(want), printExpr(p.c.a, &k), printExpr(p.c.b, &k)));
+                                  typeName(want), printExpr(p.c.a(), &k), printExpr(p.c.b(), &k)));
   // ldmatrix moves 16-bit elements: transposed (.trans) it would swap the bytes of 8-bit pairs, so
   // s8 tiles are (rows x k), copied along k: both operands contiguous along the reduction.
   else if (p.arith == MmaArith::S8 && (!p.c.aAlongK || !p.c.bAlongK))
     reasons.push_back(fmt::format("mma: 's8' loads its fragments with ldmatrix, which has no 8-bit transpose: '{}' "
                                   "must be contiguous along the reduction index '{}' (store it transposed)",
-                                  printExpr(p.c.aAlongK ? p.c.b : p.c.a, &k), p.c.kLoop->name));
+                                  printExpr(p.c.aAlongK ? p.c.b() : p.c.a(), &k), p.c.kLoop()->name));
   const MmaDims dims = mmaDims(s.mma);
   p.fragM = dims.m, p.fragN = dims.n, p.fragK = dims.k;
   p.shape = s.mma.shape;
@@ -272,7 +272,7 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
   p.ring.engine = p.ring.stages > 1 ? CopyEngine::CpAsync : CopyEngine::Registers;
   p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.ring.stages == 1 ? 2 : 1;
   if (p.ring.stages > 1 && !half)
-    for (const Expr* op : {&p.c.a, &p.c.b})
+    for (const Expr* op : {&p.c.a(), &p.c.b()})
       if ((*op)->kind != ExprKind::Load || (*op)->type != p.c.type)
         reasons.push_back(fmt::format("mma: 'stages' copies the operands with cp.async, which does not convert: "
                                       "'{}' is not a load of {}", printExpr(*op, &k), typeName(p.c.type)));

@@ -870,13 +870,13 @@ std::string wgmmaLines(const MmaPlan& p) {
 // An mma plan in words: the GEMM it sees, the tiles, the staging, the epilogue.
 std::string mmaLines(const Kernel& k, const MmaPlan& p) {
   std::string s = fmt::format("  contraction: M {} x N {} x K {} ({} sum over '{}'), batch of {}\n", p.c.mExtent,
-                              p.c.nExtent, p.c.kExtent, typeName(p.c.type), p.c.kLoop->name, [&] {
+                              p.c.nExtent, p.c.kExtent, typeName(p.c.type), p.c.kLoop()->name, [&] {
                                 int64_t b = 1;
                                 for (int64_t e : p.c.batchExtent) b *= e;
                                 return b;
                               }());
-  s += fmt::format("  operands: {} (M, staged along {}), {} (N, staged along {})\n", printExpr(p.c.a, &k),
-                   p.c.aAlongK ? "K" : "M", printExpr(p.c.b, &k), p.c.bAlongK ? "K" : "N");
+  s += fmt::format("  operands: {} (M, staged along {}), {} (N, staged along {})\n", printExpr(p.c.a(), &k),
+                   p.c.aAlongK ? "K" : "M", printExpr(p.c.b(), &k), p.c.bAlongK ? "K" : "N");
   for (bool isA : {true, false})
     if (!plainRows(p.c, isA)) s += fmt::format("  rows: {}\n", rowsText(k, p.c, isA));
   if (p.wgmma) return s + wgmmaLines(p);

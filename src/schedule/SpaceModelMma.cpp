@@ -195,11 +195,11 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
                                   mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
   const bool readsBack = [&] {
     bool r = false;
-    const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement)];
+    const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement())];
     visitExprs(st.value, [&](const Expr& x) { r |= x->kind == ExprKind::Load && x->array == st.array; });
     return r;
   }();
-  const double outputs = double(p.c.mExtent * p.c.nExtent) * batch * typeBytes(k.params[size_t(k.nests[plan.nest].body[size_t(p.c.statement)].array)].type);
+  const double outputs = double(p.c.mExtent * p.c.nExtent) * batch * typeBytes(k.params[size_t(k.nests[plan.nest].body[size_t(p.c.statement())].array)].type);
   const double operands = double(p.c.kExtent) * elem * batch;
   // The fragment epilogue's stores (and loads of the output) use half of each 32-byte sector they
   // touch (Nsight Compute: 16 of 32 bytes); the shared epilogue's are whole, for one more pass
