@@ -21,24 +21,16 @@
 #include "schedule/Space.h"
 #include "schedule/TestKernels.h"
 #include "FullTests.h"
+#include "SourceKernels.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
 
 namespace {
 
-Kernel bound(const std::string& source, const SizeBindings& sizes) {
-  Diagnostics diags;
-  auto prog = parseProgram("half.rtcg", source, diags);
-  EXPECT_TRUE(prog.has_value()) << diags.render("half.rtcg", source);
-  auto b = prog ? bindSizes(prog->kernels.at(0), sizes, diags) : std::nullopt;
-  EXPECT_TRUE(b.has_value()) << diags.render("half.rtcg", source);
-  return b ? *b : Kernel{};
-}
-
 // bf16 inputs, f32 accumulation, an f32 and an f16 output.
 Kernel gemm(int64_t n) {
-  return bound(R"(kernel gemm(n: int, a: bf16[n, n], b: bf16[n, n], out c: f32[n, n], out h: f16[n, n]) {
+  return fromSource(R"(kernel gemm(n: int, a: bf16[n, n], b: bf16[n, n], out c: f32[n, n], out h: f16[n, n]) {
     for i in 0..n, j in 0..n {
       let s = sum(k in 0..n, f32(a[i, k]) * f32(b[k, j]));
       c[i, j] = s;
@@ -49,7 +41,7 @@ Kernel gemm(int64_t n) {
 
 // Every conversion to and from the 16-bit types, lets and selects of them, folded literals.
 Kernel conversions(int64_t n) {
-  return bound(R"(kernel conv(n: int, x: f16[n], w: bf16[n], k: i32[n], big: i64[n], d: f64[n],
+  return fromSource(R"(kernel conv(n: int, x: f16[n], w: bf16[n], k: i32[n], big: i64[n], d: f64[n],
                                out y: f16[n], out z: bf16[n], out e: f64[n], out m: i32[n], out v: f16[n]) {
     for i in 0..n {
       let h = x[i];
@@ -76,7 +68,7 @@ TEST(Half, HeadersOnlyWhereTheTypesAre) {
   EmittedModule plain = emitCuda(matmul(9), defaultSchedule(matmul(9)));
   EXPECT_EQ(plain.source.find("#include"), std::string::npos);
   // A kernel with only a bf16 value (no such array) still includes its header.
-  Kernel onlyLet = bound(R"(kernel r(n: int, x: f32[n], out y: f32[n]) {
+  Kernel onlyLet = fromSource(R"(kernel r(n: int, x: f32[n], out y: f32[n]) {
     for i in 0..n { let b = bf16(x[i]); y[i] = f32(b); }
   })", {{"n", 5}});
   EmittedModule l = emitCuda(onlyLet, defaultSchedule(onlyLet));
@@ -130,7 +122,7 @@ TEST(Half, HostEmulationMatchesTheReference) {
 // every candidate's emitted code in the host emulation against the reference; a few by default,
 // all of them under RTCG_FULL_TESTS=1.
 TEST(Half, SpaceSampleMatchesTheReference) {
-  Kernel k = bound(R"(kernel g(n: int, a: bf16[n, n], b: f16[n, n], out c: f16[n, n]) {
+  Kernel k = fromSource(R"(kernel g(n: int, a: bf16[n, n], b: f16[n, n], out c: f16[n, n]) {
     for i in 0..n, j in 0..n { c[i, j] = f16(sum(k in 0..n, f32(a[i, k]) * f32(b[k, j]))); }
   })", {{"n", 37}});
   SpaceOptions o;

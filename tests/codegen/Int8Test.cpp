@@ -19,25 +19,17 @@
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
 #include "FullTests.h"
+#include "SourceKernels.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
 
 namespace {
 
-Kernel bound(const std::string& source, const SizeBindings& sizes) {
-  Diagnostics diags;
-  auto prog = parseProgram("int8.rtcg", source, diags);
-  EXPECT_TRUE(prog.has_value()) << diags.render("int8.rtcg", source);
-  auto b = prog ? bindSizes(prog->kernels.at(0), sizes, diags) : std::nullopt;
-  EXPECT_TRUE(b.has_value()) << diags.render("int8.rtcg", source);
-  return b ? *b : Kernel{};
-}
-
 // Every conversion to and from i8 and u8: from i32 and i64 (low 8 bits), bool, literals; to i32,
 // f32, f64 and f16; lets and selects of 8-bit values.
 Kernel conversions(int64_t n) {
-  return bound(R"(kernel conv(n: int, x: i8[n], u: u8[n], k: i32[n], big: i64[n],
+  return fromSource(R"(kernel conv(n: int, x: i8[n], u: u8[n], k: i32[n], big: i64[n],
                                out y: i8[n], out z: u8[n], out m: i32[n], out f: f32[n], out h: f16[n]) {
     for i in 0..n {
       let v = x[i];
@@ -53,7 +45,7 @@ Kernel conversions(int64_t n) {
 // An i8 x i8 -> i32 contraction, both operands contiguous along k (B transposed), with an
 // epilogue and an i8 output saturated to its range.
 Kernel gemm(int64_t m, int64_t n, int64_t K) {
-  return bound(R"(kernel gemm_i8(m: int, n: int, K: int, a: i8[m, K], bt: i8[n, K], out c: i32[m, n]) {
+  return fromSource(R"(kernel gemm_i8(m: int, n: int, K: int, a: i8[m, K], bt: i8[n, K], out c: i32[m, n]) {
     for i in 0..m, j in 0..n {
       c[i, j] = sum(k in 0..K, i32(a[i, k]) * i32(bt[j, k])) + i - 3 * j;
     }
@@ -144,7 +136,7 @@ TEST(Int8, S8MmaMatchesTheReferenceExactly) {
 }
 
 TEST(Int8, S8NeedsBothOperandsAlongTheReductionAndI8Operands) {
-  Kernel notAlongK = bound(R"(kernel g(n: int, a: i8[n, n], b: i8[n, n], out c: i32[n, n]) {
+  Kernel notAlongK = fromSource(R"(kernel g(n: int, a: i8[n, n], b: i8[n, n], out c: i32[n, n]) {
     for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, i32(a[i, k]) * i32(b[k, j])); }
   })", {{"n", 64}});
   std::vector<std::string> reasons;
@@ -160,7 +152,7 @@ TEST(Int8, S8NeedsBothOperandsAlongTheReductionAndI8Operands) {
   o.maxCandidates = 16;
   for (const Candidate& c : enumerateSchedules(notAlongK, o).candidates)
     EXPECT_NE(c.schedule.nests[0].mma.arith, MmaArith::S8) << c.text;
-  Kernel unsignedOperands = bound(R"(kernel g(n: int, a: u8[n, n], b: u8[n, n], out c: i32[n, n]) {
+  Kernel unsignedOperands = fromSource(R"(kernel g(n: int, a: u8[n, n], b: u8[n, n], out c: i32[n, n]) {
     for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, i32(a[i, k]) * i32(b[j, k])); }
   })", {{"n", 64}});
   reasons.clear();

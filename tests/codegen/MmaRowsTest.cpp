@@ -20,20 +20,12 @@
 #include "schedule/Plan.h"
 #include "schedule/Space.h"
 #include "FullTests.h"
+#include "SourceKernels.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
 
 namespace {
-
-Kernel bound(const std::string& source, const SizeBindings& sizes) {
-  Diagnostics diags;
-  auto prog = parseProgram("rows.rtcg", source, diags);
-  EXPECT_TRUE(prog.has_value()) << source;
-  auto k = prog ? bindSizes(prog->kernels[0], sizes, diags) : std::nullopt;
-  EXPECT_TRUE(k.has_value()) << source;
-  return k ? *k : Kernel{};
-}
 
 // dg_diff in each element type: three statements sharing u (the second operand), an epilogue on
 // the second.
@@ -109,7 +101,7 @@ std::string firstReason(const ContractionMatch& m) { return m.reasons.empty() ? 
 }  // namespace
 
 TEST(MmaRows, StackedStatementsQualify) {
-  Kernel k = bound(dgDiff("f32", "f32"), {{"K", 19}, {"Np", 7}});
+  Kernel k = fromSource(dgDiff("f32", "f32"), {{"K", 19}, {"Np", 7}});
   ContractionMatch m = matchContraction(k, 0);
   ASSERT_TRUE(m.contraction) << firstReason(m);
   const Contraction& c = *m.contraction;
@@ -125,14 +117,14 @@ TEST(MmaRows, StackedStatementsQualify) {
   EXPECT_TRUE(plainRows(c, false));
   EXPECT_EQ(rowsText(k, c, true), "M = (statement, i): Dr[i, j] | Ds[i, j] | Dt[i, j]");
 
-  Kernel shared = bound(kSharedFirst, {{"K", 19}, {"Np", 7}});
+  Kernel shared = fromSource(kSharedFirst, {{"K", 19}, {"Np", 7}});
   ContractionMatch s = matchContraction(shared, 0);
   ASSERT_TRUE(s.contraction) << firstReason(s);
   EXPECT_TRUE(stackedRows(*s.contraction, false));  // the first operand is shared: N stacks
   EXPECT_EQ(s.contraction->nExtent, 14);
 
   // The example itself.
-  Kernel example = bound(R"(
+  Kernel example = fromSource(R"(
 kernel dg_diff(K: int, Np: int, Dr: f32[Np, Np], Ds: f32[Np, Np], Dt: f32[Np, Np], u: f32[K, Np],
                out ur: f32[K, Np], out us: f32[K, Np], out ut: f32[K, Np]) {
   for k in 0..K, i in 0..Np {
@@ -146,7 +138,7 @@ kernel dg_diff(K: int, Np: int, Dr: f32[Np, Np], Ds: f32[Np, Np], Dt: f32[Np, Np
 
 TEST(MmaRows, CollapsedRowsAndBatchesAnywhereQualify) {
   const std::string src = sumFact("f32", "f32");
-  Kernel last = bound(src, {{"E", 5}, {"p", 3}});
+  Kernel last = fromSource(src, {{"E", 5}, {"p", 3}});
   ContractionMatch m = matchContraction(last, 0);
   ASSERT_TRUE(m.contraction) << firstReason(m);
   EXPECT_EQ(m.contraction->nRows.size(), 3u);
@@ -159,7 +151,7 @@ TEST(MmaRows, CollapsedRowsAndBatchesAnywhereQualify) {
   ASSERT_TRUE(mm.contraction) << firstReason(mm);
   EXPECT_EQ(rowsText(mid, *mm.contraction, false), "N = (e, a, c)");
   EXPECT_FALSE(mm.contraction->bAlongK);  // u's contiguous index is c, a row index
-  Kernel inside = bound(kBatchInside, {{"nb", 3}, {"n", 5}});
+  Kernel inside = fromSource(kBatchInside, {{"nb", 3}, {"n", 5}});
   ContractionMatch b = matchContraction(inside, 0);
   ASSERT_TRUE(b.contraction) << firstReason(b);
   EXPECT_EQ(b.contraction->batch.size(), 1u);
@@ -202,7 +194,7 @@ TEST(MmaRows, WhyNestsDoNotStack) {
   }
 })", "0 reductions; an mma schedule computes one (statement 2)"},
        }) {
-    Kernel k = bound(n.source, {{"n", 9}});
+    Kernel k = fromSource(n.source, {{"n", 9}});
     ContractionMatch r = matchContraction(k, 0);
     EXPECT_FALSE(r.contraction) << n.source;
     EXPECT_NE(firstReason(r).find(n.reason), std::string::npos) << firstReason(r);
@@ -210,7 +202,7 @@ TEST(MmaRows, WhyNestsDoNotStack) {
 }
 
 TEST(MmaRows, PlanAndExplain) {
-  Kernel k = bound(dgDiff("f32", "f32"), {{"K", 19}, {"Np", 7}});
+  Kernel k = fromSource(dgDiff("f32", "f32"), {{"K", 19}, {"Np", 7}});
   std::vector<std::string> reasons;
   auto p = plan(k, "mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 8 stages 2", reasons);
   ASSERT_TRUE(p) << reasons[0];
@@ -221,7 +213,7 @@ TEST(MmaRows, PlanAndExplain) {
   std::string text = printPlan(k, *np.plan);
   EXPECT_NE(text.find("rows: M = (statement, i): Dr[i, j] | Ds[i, j] | Dt[i, j]"), std::string::npos) << text;
   // TMA copies 2-D boxes of one array: neither stacked nor collapsed rows.
-  Kernel bf = bound(dgDiff("bf16", "f32"), {{"K", 64}, {"Np", 64}});
+  Kernel bf = fromSource(dgDiff("bf16", "f32"), {{"K", 64}, {"Np", 64}});
   reasons.clear();
   EXPECT_FALSE(plan(bf, "mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 2 swizzle 128 tma", reasons));
   ASSERT_FALSE(reasons.empty());
@@ -231,8 +223,8 @@ TEST(MmaRows, PlanAndExplain) {
 TEST(MmaRows, SpaceOffersMmaToStackedAndCollapsedRows) {
   SpaceOptions o;
   o.precision = Precision::Tf32x3;
-  for (const Kernel& k : {bound(dgDiff("f32", "f32"), {{"K", 1000}, {"Np", 20}}),
-                          bound(sumFact("f32", "f32"), {{"E", 300}, {"p", 7}})}) {
+  for (const Kernel& k : {fromSource(dgDiff("f32", "f32"), {{"K", 1000}, {"Np", 20}}),
+                          fromSource(sumFact("f32", "f32"), {{"E", 300}, {"p", 7}})}) {
     Space space = enumerateSchedules(k, o);
     int mma = 0;
     for (const Candidate& c : space.candidates) mma += c.schedule.nests[0].mma.any();
@@ -301,9 +293,9 @@ void expectEveryFamilyRan(const Runs& runs) {
 TEST(HostEmulation, StackedStatementsOnEveryMmaFamily) {
   Runs runs;
   for (const char* t : {"f32", "f64", "bf16"})
-    for (int64_t np : {7, 11}) expectFamilies(bound(dgDiff(t, "f32"), {{"K", 19}, {"Np", np}}), t, runs);
+    for (int64_t np : {7, 11}) expectFamilies(fromSource(dgDiff(t, "f32"), {{"K", 19}, {"Np", np}}), t, runs);
   expectEveryFamilyRan(runs);
-  Kernel shared = bound(kSharedFirst, {{"K", 19}, {"Np", 9}});
+  Kernel shared = fromSource(kSharedFirst, {{"K", 19}, {"Np", 9}});
   EXPECT_EQ(checkOnHost(shared, "mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 8 stages 2", 4e-5, kSm90), "");
   EXPECT_EQ(checkOnHost(shared, "mma: tf32x3 wgmma m64n16k8 warpgroups 1x1 k 8 stages 2", 4e-5, kSm90), "");
 }
@@ -314,20 +306,20 @@ TEST(HostEmulation, CollapsedRowsOnEveryMmaFamily) {
   for (const char* t : {"f32", "f64", "bf16"})
     for (int64_t p : {3, 5, 9}) {
       const std::string src = sumFact(t, "f32");
-      expectFamilies(bound(src, {{"E", 5}, {"p", p}}), t, runs);
+      expectFamilies(fromSource(src, {{"E", 5}, {"p", p}}), t, runs);
       expectFamilies(second(src, {{"E", 5}, {"p", p}}), t, runs);
     }
   expectEveryFamilyRan(runs);
-  EXPECT_EQ(checkOnHost(bound(kBatchInside, {{"nb", 3}, {"n", 13}}), "mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 8 stages 2",
+  EXPECT_EQ(checkOnHost(fromSource(kBatchInside, {{"nb", 3}, {"n", 13}}), "mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 8 stages 2",
                         4e-5, kSm90), "");
 }
 
 TEST(MmaRows, NvrtcCompilesStackedAndCollapsedRows) {
   const std::vector<std::pair<Kernel, std::string>> cases{
-      {bound(dgDiff("f32", "f32"), {{"K", 1000}, {"Np", 20}}), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3"},
-      {bound(dgDiff("f64", "f64"), {{"K", 1000}, {"Np", 20}}), "mma: f64 m16n8k8 warps 2x2 tile 1x1 k 16 stages 3"},
-      {bound(sumFact("f32", "f32"), {{"E", 100}, {"p", 7}}), "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 8 stages 2"},
-      {bound(sumFact("bf16", "f32"), {{"E", 100}, {"p", 8}}), "mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 16 stages 2"}};
+      {fromSource(dgDiff("f32", "f32"), {{"K", 1000}, {"Np", 20}}), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3"},
+      {fromSource(dgDiff("f64", "f64"), {{"K", 1000}, {"Np", 20}}), "mma: f64 m16n8k8 warps 2x2 tile 1x1 k 16 stages 3"},
+      {fromSource(sumFact("f32", "f32"), {{"E", 100}, {"p", 7}}), "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 8 stages 2"},
+      {fromSource(sumFact("bf16", "f32"), {{"E", 100}, {"p", 8}}), "mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 16 stages 2"}};
   for (const auto& [k, text] : cases) {
     EmittedModule m = emitCuda(k, *parseSchedule(text).schedule);
     CudaCompileResult r = compileCuda(m.source, k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
@@ -351,7 +343,7 @@ kernel epi16(m: int, n: int, kk: int, a: bf16[m, kk], b: bf16[kk, n], out c: bf1
   }
 }
 )";
-  Kernel k = bound(source, {{"m", 37}, {"n", 29}, {"kk", 19}});
+  Kernel k = fromSource(source, {{"m", 37}, {"n", 29}, {"kk", 19}});
   for (const char* s : {"mma: tf32x3 m16n8k8 warps 2x1 tile 1x2 k 8", "mma: tf32x3 m16n8k8 warps 1x2 tile 2x1 k 8 stages 3 epilogue shared",
                         "mma: tf32x3 wgmma m64n16k8 warpgroups 1x1 k 8 stages 2 epilogue shared"}) {
     ContractionMatch m = matchContraction(k, 0);

@@ -5,9 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "codegen/HostEmulation.h"
 #include "codegen/Nvrtc.h"
@@ -20,33 +18,12 @@
 #include "schedule/SpaceModel.h"
 #include "schedule/TestKernels.h"
 #include "FullTests.h"
+#include "SourceKernels.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
 
 namespace {
-
-Kernel example(const std::string& file, const SizeBindings& sizes) {
-  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Diagnostics diags;
-  auto prog = parseProgram(file, ss.str(), diags);
-  EXPECT_TRUE(prog.has_value()) << file;
-  if (!prog || prog->kernels.empty()) return Kernel{};
-  auto bound = bindSizes(prog->kernels[0], sizes, diags);
-  EXPECT_TRUE(bound.has_value()) << file;
-  return bound ? *bound : Kernel{};
-}
-
-Kernel fromSource(const std::string& source, const SizeBindings& sizes) {
-  Diagnostics diags;
-  auto prog = parseProgram("test.rtcg", source, diags);
-  EXPECT_TRUE(prog.has_value()) << source;
-  auto bound = prog ? bindSizes(prog->kernels[0], sizes, diags) : std::nullopt;
-  EXPECT_TRUE(bound.has_value());
-  return bound ? *bound : Kernel{};
-}
 
 // The qualifying examples at sizes that divide no tile (odd M, N and K).
 struct Case {
@@ -137,18 +114,18 @@ TEST(Mma, ClausePrintsAndParsesBack) {
 
 TEST(Mma, QualifyingStatementsAndWhyOthersDoNot) {
   for (const Case& c : qualifying()) {
-    Kernel k = example(c.file, c.sizes);
+    Kernel k = exampleKernel(c.file, "", c.sizes);
     ContractionMatch m = matchContraction(k, 0);
     EXPECT_TRUE(m.contraction.has_value()) << c.file << ": " << (m.reasons.empty() ? "" : m.reasons[0]);
   }
-  Kernel lift = example("dg_lift.rtcg", {{"K", 23}, {"Np", 10}, {"Nfp", 3}});
+  Kernel lift = exampleKernel("dg_lift.rtcg", "", {{"K", 23}, {"Np", 10}, {"Nfp", 3}});
   ContractionMatch m = matchContraction(lift, 0);
   ASSERT_TRUE(m.contraction);
   EXPECT_EQ(m.contraction->mExtent, 10);  // i, from LIFT
   EXPECT_EQ(m.contraction->nExtent, 23);  // k, from flux
   EXPECT_EQ(m.contraction->kExtent, 12);
   EXPECT_TRUE(m.contraction->batch.empty());
-  Kernel batched = example("batched_matmul.rtcg", {{"nb", 3}, {"n", 13}});
+  Kernel batched = exampleKernel("batched_matmul.rtcg", "", {{"nb", 3}, {"n", 13}});
   EXPECT_EQ(matchContraction(batched, 0).contraction->batch.size(), 1u);
 
   struct Not {
@@ -162,7 +139,7 @@ TEST(Mma, QualifyingStatementsAndWhyOthersDoNot) {
            {"axpby.rtcg", {{"n", 5}}, "0 reductions"},
            {"dg_face_gather.rtcg", {{"K", 5}, {"Np", 4}, {"Nfaces", 4}, {"Nfp", 2}}, "0 reductions"},
        }) {
-    Kernel k = example(n.file, n.sizes);
+    Kernel k = exampleKernel(n.file, "", n.sizes);
     ContractionMatch r = matchContraction(k, 0);
     EXPECT_FALSE(r.contraction) << n.file;
     ASSERT_FALSE(r.reasons.empty()) << n.file;
@@ -207,7 +184,7 @@ TEST(Mma, PlanReasons) {
   EXPECT_EQ(plan.nests[0].launch.threads, 64);
   EXPECT_NE(printPlan(k, plan.nests[0]).find("tf32x3 mma.sync m16n8k8"), std::string::npos);
   // A batch larger than grid.z holds rides on grid.x with the N tiles.
-  SchedulePlan big = planSchedule(example("batched_matmul.rtcg", {{"nb", 70000}, {"n", 16}}), *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x2 k 8").schedule);
+  SchedulePlan big = planSchedule(exampleKernel("batched_matmul.rtcg", "", {{"nb", 70000}, {"n", 16}}), *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x2 k 8").schedule);
   ASSERT_TRUE(big.ok()) << big.reasons[0];
   EXPECT_EQ(big.nests[0].launch.grid[0], 70000);
   EXPECT_EQ(big.nests[0].launch.grid[2], 1);
@@ -257,7 +234,7 @@ TEST(HostEmulation, MmaSchedulesMatchTheReference) {
   rtcgtest::CaseSample sample(3);
   const std::vector<std::string> shapes{"warps 2x1 tile 1x2 k 8", "warps 1x2 tile 2x1 k 16", "warps 1x1 tile 1x1 k 32"};
   for (const Case& c : qualifying()) {
-    Kernel k = example(c.file, c.sizes);
+    Kernel k = exampleKernel(c.file, "", c.sizes);
     for (const std::string& shape : shapes) {
       if (sample.keep())
         EXPECT_EQ(checkOnHost(k, "mma: tf32x3 m16n8k8 " + shape, 4e-5), "") << c.file << " tf32x3 " << shape;
@@ -276,7 +253,7 @@ TEST(HostEmulation, MmaSchedulesMatchTheReference) {
 TEST(HostEmulation, MmaStagesMatchTheReference) {
   rtcgtest::CaseSample sample(2);
   for (const Case& c : qualifying()) {
-    Kernel k = example(c.file, c.sizes);
+    Kernel k = exampleKernel(c.file, "", c.sizes);
     for (const char* shape : {"warps 2x1 tile 1x2 k 8 stages 2", "warps 1x2 tile 2x1 k 8 stages 3",
                               "warps 1x1 tile 1x1 k 16 stages 4"}) {
       if (sample.keep())
@@ -294,9 +271,9 @@ TEST(HostEmulation, MmaStagesMatchTheReference) {
 TEST(HostEmulation, MmaTf32TilesAsLoadedMatchTheReference) {
   const std::vector<std::string> shapes{"warps 2x1 tile 1x3 k 8 stages 2", "warps 1x2 tile 2x3 k 16 stages 3",
                                         "warps 2x2 tile 2x1 k 8 stages 4"};
-  std::vector<Kernel> kernels{example("matmul.rtcg", {{"n", 36}}),
-                              example("dg_lift.rtcg", {{"K", 23}, {"Np", 10}, {"Nfp", 3}}),
-                              example("batched_matmul.rtcg", {{"nb", 3}, {"n", 12}})};
+  std::vector<Kernel> kernels{exampleKernel("matmul.rtcg", "", {{"n", 36}}),
+                              exampleKernel("dg_lift.rtcg", "", {{"K", 23}, {"Np", 10}, {"Nfp", 3}}),
+                              exampleKernel("batched_matmul.rtcg", "", {{"nb", 3}, {"n", 12}})};
   for (const Kernel& k : kernels)
     for (const std::string& shape : shapes) {
       EXPECT_EQ(checkOnHost(k, "mma: tf32x3 m16n8k8 " + shape, 4e-5), "") << k.name << " tf32x3 " << shape;
@@ -309,7 +286,7 @@ TEST(HostEmulation, MmaTf32TilesAsLoadedMatchTheReference) {
   EXPECT_EQ(mm.find("rtcg_ldmatrix_x4(b"), std::string::npos);  // B of matmul is (k x n): value by value
   EXPECT_NE(lift.find("rtcg_ldmatrix_x4(b"), std::string::npos);
   EXPECT_NE(lift.find("rtcg_ldmatrix_x2(b"), std::string::npos);
-  EXPECT_EQ(emitCuda(example("matmul.rtcg", {{"n", 37}}), s).source.find("rtcg_cp_async16(&"), std::string::npos);
+  EXPECT_EQ(emitCuda(exampleKernel("matmul.rtcg", "", {{"n", 37}}), s).source.find("rtcg_cp_async16(&"), std::string::npos);
 }
 
 // The space's largest warp tiles (4x8, 8x4 fragments) in blocks of 8 warps (128 x 256, 256 x 128)
@@ -317,9 +294,9 @@ TEST(HostEmulation, MmaTf32TilesAsLoadedMatchTheReference) {
 // them; within sm_90's shared memory (dynamic).
 TEST(HostEmulation, MmaLargeWarpTilesMatchTheReference) {
   ScheduleLimits sm90 = deviceScheduleLimits(227 * 1024, 1024);
-  EXPECT_EQ(checkOnHost(example("matmul.rtcg", {{"n", 36}}), "mma: tf32 m16n8k8 warps 2x4 tile 4x8 k 16 stages 3", 2e-3, sm90), "");
+  EXPECT_EQ(checkOnHost(exampleKernel("matmul.rtcg", "", {{"n", 36}}), "mma: tf32 m16n8k8 warps 2x4 tile 4x8 k 16 stages 3", 2e-3, sm90), "");
   EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32x3 m16n8k8 warps 4x2 tile 8x4 k 8 stages 3 epilogue shared", 4e-5, sm90), "");
-  EXPECT_EQ(checkOnHost(example("gemm_bf16.rtcg", {{"n", 104}}), "mma: bf16 m16n8k16 warps 2x4 tile 4x8 k 32 stages 3 epilogue shared",
+  EXPECT_EQ(checkOnHost(exampleKernel("gemm_bf16.rtcg", "", {{"n", 104}}), "mma: bf16 m16n8k16 warps 2x4 tile 4x8 k 32 stages 3 epilogue shared",
                         1e-5, sm90), "");
 }
 
@@ -356,9 +333,9 @@ TEST(Mma, NvrtcCompilesForSm80AndSm90) {
   rtcgtest::CaseSample sample(2);
   std::vector<std::pair<Kernel, std::string>> cases;
   for (const Case& c : qualifying()) {
-    cases.push_back({example(c.file, c.sizes), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16"});
-    cases.push_back({example(c.file, c.sizes), "mma: tf32 m16n8k8 warps 2x1 tile 4x2 k 8"});
-    cases.push_back({example(c.file, c.sizes), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3"});
+    cases.push_back({exampleKernel(c.file, "", c.sizes), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16"});
+    cases.push_back({exampleKernel(c.file, "", c.sizes), "mma: tf32 m16n8k8 warps 2x1 tile 4x2 k 8"});
+    cases.push_back({exampleKernel(c.file, "", c.sizes), "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3"});
   }
   cases.push_back({fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}}), "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8"});
   cases.push_back({fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}}), "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8 stages 3"});
@@ -383,7 +360,7 @@ TEST(Mma, HalfClauseAndPlan) {
   }
   EXPECT_NE(parseSchedule("mma: bf16 m16n8k16 warps 1x1 tile 1x1 k 8").error.find("multiple of 16"), std::string::npos);
   EXPECT_NE(parseSchedule("mma: bf16 m16n8k8 warps 1x1 tile 1x1 k 16").error.find("does not fit 'bf16'"), std::string::npos);
-  Kernel g = example("gemm_bf16.rtcg", {{"n", 100}});
+  Kernel g = exampleKernel("gemm_bf16.rtcg", "", {{"n", 100}});
   ContractionMatch m = matchContraction(g, 0);
   ASSERT_TRUE(m.contraction);
   EXPECT_EQ(m.contraction->narrowOperands, ScalarType::BF16);
@@ -423,7 +400,7 @@ TEST(Mma, SpaceOffersHalfMma) {
         if (n.mma.any()) seen.insert(n.mma.arith);
     return seen;
   };
-  Kernel g = example("gemm_bf16.rtcg", {{"n", 512}});
+  Kernel g = exampleKernel("gemm_bf16.rtcg", "", {{"n", 512}});
   EXPECT_EQ(arithsOf(g, Precision::Ieee), std::set<MmaArith>{MmaArith::Bf16});
   EXPECT_EQ(arithsOf(fromSource(kHalfT, {{"n", 512}, {"m", 256}, {"kk", 384}}), Precision::Ieee),
             std::set<MmaArith>{MmaArith::F16});
@@ -439,7 +416,7 @@ TEST(HostEmulation, HalfMmaMatchesTheReference) {
                                         "warps 2x2 tile 1x1 k 16 stages 2", "warps 1x1 tile 2x1 k 64"};
   std::vector<std::pair<Kernel, std::string>> cases;
   for (int64_t n : {100, 104, 37})
-    cases.push_back({example("gemm_bf16.rtcg", {{"n", n}}), "bf16"});
+    cases.push_back({exampleKernel("gemm_bf16.rtcg", "", {{"n", n}}), "bf16"});
   cases.push_back({fromSource(kHalfT, {{"n", 72}, {"m", 50}, {"kk", 88}}), "f16"});
   cases.push_back({fromSource(kHalfT, {{"n", 29}, {"m", 136}, {"kk", 45}}), "f16"});
   cases.push_back({fromSource(kBatchedBf16, {{"nb", 3}, {"n", 24}}), "bf16"});
@@ -451,19 +428,19 @@ TEST(HostEmulation, HalfMmaMatchesTheReference) {
     }
   // The aligned case copies 16 bytes at a time; the unaligned one element by element.
   Schedule s = *parseSchedule("mma: bf16 m16n8k16 warps 1x2 tile 2x3 k 32 stages 3").schedule;
-  const std::string aligned = emitCuda(example("gemm_bf16.rtcg", {{"n", 104}}), s).source;
+  const std::string aligned = emitCuda(exampleKernel("gemm_bf16.rtcg", "", {{"n", 104}}), s).source;
   EXPECT_NE(aligned.find("rtcg_cp_async16(&"), std::string::npos);
   EXPECT_NE(aligned.find("rtcg_ldmatrix_x4_trans(b"), std::string::npos);
   EXPECT_NE(aligned.find("rtcg_mma_bf16(acc"), std::string::npos);
-  EXPECT_EQ(emitCuda(example("gemm_bf16.rtcg", {{"n", 100}}), s).source.find("rtcg_cp_async16(&"), std::string::npos);
+  EXPECT_EQ(emitCuda(exampleKernel("gemm_bf16.rtcg", "", {{"n", 100}}), s).source.find("rtcg_cp_async16(&"), std::string::npos);
 }
 
 // NVRTC compiles 16-bit mma candidates for sm_80 and sm_90 (ptxas checks the ldmatrix and mma
 // operand lists).
 TEST(Mma, NvrtcCompilesHalfMma) {
   std::vector<std::pair<Kernel, std::string>> cases{
-      {example("gemm_bf16.rtcg", {{"n", 256}}), "mma: bf16 m16n8k16 warps 2x2 tile 2x4 k 32 stages 3"},
-      {example("gemm_bf16.rtcg", {{"n", 100}}), "mma: bf16 m16n8k16 warps 2x1 tile 1x3 k 16"},
+      {exampleKernel("gemm_bf16.rtcg", "", {{"n", 256}}), "mma: bf16 m16n8k16 warps 2x2 tile 2x4 k 32 stages 3"},
+      {exampleKernel("gemm_bf16.rtcg", "", {{"n", 100}}), "mma: bf16 m16n8k16 warps 2x1 tile 1x3 k 16"},
       {fromSource(kHalfT, {{"n", 72}, {"m", 50}, {"kk", 88}}), "mma: f16 m16n8k16 warps 1x2 tile 2x1 k 32 stages 2"},
   };
   for (const auto& [k, text] : cases) {
@@ -485,7 +462,7 @@ TEST(HostEmulation, MmaSharedEpilogueMatchesTheReference) {
   EXPECT_EQ(printSchedule(*parsed.schedule), text);
   EXPECT_NE(parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x1 k 8 epilogue local").error.find("expected 'shared'"),
             std::string::npos);
-  Kernel lift = example("dg_lift.rtcg", {{"K", 23}, {"Np", 10}, {"Nfp", 3}});
+  Kernel lift = exampleKernel("dg_lift.rtcg", "", {{"K", 23}, {"Np", 10}, {"Nfp", 3}});
   SchedulePlan plan = planSchedule(lift, *parsed.schedule);
   ASSERT_TRUE(plan.ok()) << plan.reasons[0];
   EXPECT_TRUE(plan.nests[0].mma->epilogueAlongM);  // rhs[k, i]: i (M) contiguous
@@ -499,14 +476,14 @@ TEST(HostEmulation, MmaSharedEpilogueMatchesTheReference) {
   EXPECT_EQ(emitCuda(lift, *parsed.schedule).source.find("make_float2("), std::string::npos);
   EXPECT_EQ(checkOnHost(matmul(37), text, 4e-5), "");
   EXPECT_EQ(checkOnHost(matmul(37), "mma: tf32 m16n8k8 warps 2x2 tile 2x1 k 16 epilogue shared", 2e-3), "");
-  EXPECT_EQ(checkOnHost(example("batched_matmul.rtcg", {{"nb", 3}, {"n", 13}}), text, 4e-5), "");
+  EXPECT_EQ(checkOnHost(exampleKernel("batched_matmul.rtcg", "", {{"nb", 3}, {"n", 13}}), text, 4e-5), "");
   EXPECT_EQ(checkOnHost(fromSource(kF64Lift, {{"K", 19}, {"Np", 11}, {"F", 13}}),
                         "mma: f64 m8n8k4 warps 1x2 tile 2x1 k 4 stages 3 epilogue shared", 1e-12), "");
   const std::string half = "mma: bf16 m16n8k16 warps 1x2 tile 2x3 k 32 stages 3 epilogue shared";
-  EXPECT_EQ(checkOnHost(example("gemm_bf16.rtcg", {{"n", 104}}), half, 1e-5), "");
+  EXPECT_EQ(checkOnHost(exampleKernel("gemm_bf16.rtcg", "", {{"n", 104}}), half, 1e-5), "");
   EXPECT_EQ(checkOnHost(fromSource(kHalfT, {{"n", 29}, {"m", 50}, {"kk", 45}}),
                         "mma: f16 m16n8k16 warps 2x1 tile 1x2 k 16 epilogue shared", 1e-5), "");
-  for (const auto& [k, s] : std::vector<std::pair<Kernel, std::string>>{{lift, text}, {example("gemm_bf16.rtcg", {{"n", 104}}), half}}) {
+  for (const auto& [k, s] : std::vector<std::pair<Kernel, std::string>>{{lift, text}, {exampleKernel("gemm_bf16.rtcg", "", {{"n", 104}}), half}}) {
     EmittedModule m = emitCuda(k, *parseSchedule(s).schedule);
     for (const char* arch : {"sm_80", "sm_90"}) {
       CudaCompileResult r = compileCuda(m.source, k.name + ".cu", arch);
@@ -519,7 +496,7 @@ TEST(HostEmulation, MmaSharedEpilogueMatchesTheReference) {
 // per multiprocessor; the space offers it for large fragment tiles at the count the model's
 // register estimate allows; more threads than a multiprocessor holds are refused.
 TEST(Mma, BlocksPerSmBesideMma) {
-  Kernel g = example("gemm_bf16.rtcg", {{"n", 104}});
+  Kernel g = exampleKernel("gemm_bf16.rtcg", "", {{"n", 104}});
   const std::string text = "mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3; blocks_per_sm: 2";
   auto parsed = parseSchedule(text);
   ASSERT_TRUE(parsed.ok()) << parsed.error;
@@ -534,7 +511,7 @@ TEST(Mma, BlocksPerSmBesideMma) {
   EXPECT_NE(reasons[0].find("exceeds 2048 threads"), std::string::npos) << reasons[0];
   SpaceOptions o;
   bool offered = false;
-  for (const Candidate& c : enumerateSchedules(example("gemm_bf16.rtcg", {{"n", 4096}}), o).candidates)
+  for (const Candidate& c : enumerateSchedules(exampleKernel("gemm_bf16.rtcg", "", {{"n", 4096}}), o).candidates)
     offered |= c.schedule.nests[0].mma.any() && c.schedule.nests[0].blocksPerSM >= 2;
   EXPECT_TRUE(offered);
 }
@@ -543,7 +520,7 @@ TEST(Mma, BlocksPerSmBesideMma) {
 // statement), with the register epilogue and the shared one, at sizes no tile divides; the host
 // emulation agrees with the reference; the space offers streaming siblings of mma candidates.
 TEST(Mma, StreamingStoresBesideMma) {
-  Kernel g = example("gemm_bf16.rtcg", {{"n", 104}});
+  Kernel g = exampleKernel("gemm_bf16.rtcg", "", {{"n", 104}});
   for (const char* text : {"stores: streaming; mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3",
                            "stores: streaming; mma: bf16 m16n8k16 warps 2x2 tile 2x2 k 32 stages 3 epilogue shared"}) {
     auto parsed = parseSchedule(text);
@@ -556,12 +533,12 @@ TEST(Mma, StreamingStoresBesideMma) {
     EXPECT_NE(m.source.find("__stcs(&"), std::string::npos) << text;
     EXPECT_EQ(checkOnHost(g, text, 1e-5), "") << text;
   }
-  Kernel f = example("matmul.rtcg", {{"n", 77}});
+  Kernel f = exampleKernel("matmul.rtcg", "", {{"n", 77}});
   const std::string tf = "stores: streaming; mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3";
   EXPECT_EQ(checkOnHost(f, tf, 1e-5), "");
   SpaceOptions o;
   bool offered = false;
-  for (const Candidate& c : enumerateSchedules(example("gemm_bf16.rtcg", {{"n", 4096}}), o).candidates)
+  for (const Candidate& c : enumerateSchedules(exampleKernel("gemm_bf16.rtcg", "", {{"n", 4096}}), o).candidates)
     offered |= c.schedule.nests[0].mma.any() && c.schedule.nests[0].streamingStores;
   EXPECT_TRUE(offered);
 }

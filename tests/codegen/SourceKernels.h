@@ -14,20 +14,26 @@
 
 namespace rtcg::testing {
 
-// Kernel `kernel` of `source`, its sizes bound.
+// Kernel `kernel` of `source` (empty: its first kernel), its sizes bound.
 inline Kernel fromSource(const std::string& source, const std::string& kernel, const SizeBindings& sizes,
                          const std::string& file = "inline.rtcg") {
   Diagnostics diags;
   auto prog = parseProgram(file, source, diags);
   EXPECT_TRUE(prog.has_value()) << diags.render(file, source);
-  const Kernel* k = prog ? prog->find(kernel) : nullptr;
+  const Kernel* k = !prog                ? nullptr
+                    : !kernel.empty()    ? prog->find(kernel)
+                    : prog->kernels.empty() ? nullptr
+                                            : &prog->kernels[0];
   EXPECT_NE(k, nullptr) << kernel;
   auto bound = k ? bindSizes(*k, sizes, diags) : std::nullopt;
-  EXPECT_TRUE(bound.has_value()) << kernel;
+  EXPECT_TRUE(bound.has_value()) << kernel << "\n" << diags.render(file, source);
   return bound ? *bound : Kernel{};
 }
 
-// Kernel `kernel` of examples/`file`, its sizes bound.
+// The first kernel of `source`, its sizes bound.
+inline Kernel fromSource(const std::string& source, const SizeBindings& sizes) { return fromSource(source, "", sizes); }
+
+// Kernel `kernel` of examples/`file` (empty: its first kernel), its sizes bound.
 inline Kernel exampleKernel(const std::string& file, const std::string& kernel, const SizeBindings& sizes) {
   std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + file);
   std::stringstream ss;
