@@ -151,6 +151,22 @@ inline void markWritten(const ArrayView* arrays, const AccessSite& s, int64_t of
   }
 }
 
+// The integer element of type T that site `s` reads.
+template <class T>
+inline int64_t loadInt(const CompiledKernel& k, const AccessSite& s, const Slot* r, const ArrayView* arrays) {
+  return static_cast<const T*>(arrays[s.array].data)[offsetOf(k, s, r)];
+}
+
+// Stores `v` as an element of type T at site `s` (converted modulo 2^bits, as the device's
+// conversion wraps), marks it written and claims it.
+template <class T, bool kTrackWrites>
+inline void storeInt(const CompiledKernel& k, const AccessSite& s, const Slot* r, const ArrayView* arrays, int64_t v) {
+  const int64_t off = offsetOf(k, s, r);
+  static_cast<T*>(arrays[s.array].data)[off] = T(v);
+  markWritten<kTrackWrites>(arrays, s, off);
+  if (s.claims) claim(k, s, r, arrays[s.array], off);
+}
+
 template <bool kTrackWrites>
 void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* arrays) {
   const Instr* ins = code.instrs.data();
@@ -248,26 +264,10 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
         r[I.dst].f = static_cast<const double*>(arrays[s.array].data)[offsetOf(k, s, r)];
         break;
       }
-      case Op::LoadI32: {
-        const AccessSite& s = sites[I.a];
-        r[I.dst].i = static_cast<const int32_t*>(arrays[s.array].data)[offsetOf(k, s, r)];
-        break;
-      }
-      case Op::LoadI64: {
-        const AccessSite& s = sites[I.a];
-        r[I.dst].i = static_cast<const int64_t*>(arrays[s.array].data)[offsetOf(k, s, r)];
-        break;
-      }
-      case Op::LoadI8: {
-        const AccessSite& s = sites[I.a];
-        r[I.dst].i = static_cast<const int8_t*>(arrays[s.array].data)[offsetOf(k, s, r)];
-        break;
-      }
-      case Op::LoadU8: {
-        const AccessSite& s = sites[I.a];
-        r[I.dst].i = static_cast<const uint8_t*>(arrays[s.array].data)[offsetOf(k, s, r)];
-        break;
-      }
+      case Op::LoadI32: r[I.dst].i = loadInt<int32_t>(k, sites[I.a], r, arrays); break;
+      case Op::LoadI64: r[I.dst].i = loadInt<int64_t>(k, sites[I.a], r, arrays); break;
+      case Op::LoadI8: r[I.dst].i = loadInt<int8_t>(k, sites[I.a], r, arrays); break;
+      case Op::LoadU8: r[I.dst].i = loadInt<uint8_t>(k, sites[I.a], r, arrays); break;
       case Op::StoreF: {
         const AccessSite& s = sites[I.a];
         const int64_t off = offsetOf(k, s, r);
@@ -276,32 +276,10 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
         if (s.claims) claim(k, s, r, arrays[s.array], off);
         break;
       }
-      case Op::StoreI32: {
-        const AccessSite& s = sites[I.a];
-        const int64_t off = offsetOf(k, s, r);
-        static_cast<int32_t*>(arrays[s.array].data)[off] = int32_t(wrapToInt(r[I.b].i, ScalarType::I32));
-        markWritten<kTrackWrites>(arrays, s, off);
-        if (s.claims) claim(k, s, r, arrays[s.array], off);
-        break;
-      }
-      case Op::StoreI64: {
-        const AccessSite& s = sites[I.a];
-        const int64_t off = offsetOf(k, s, r);
-        static_cast<int64_t*>(arrays[s.array].data)[off] = r[I.b].i;
-        markWritten<kTrackWrites>(arrays, s, off);
-        if (s.claims) claim(k, s, r, arrays[s.array], off);
-        break;
-      }
-      case Op::StoreI8:
-      case Op::StoreU8: {
-        const AccessSite& s = sites[I.a];
-        const int64_t off = offsetOf(k, s, r);
-        const ScalarType t = I.op == Op::StoreI8 ? ScalarType::I8 : ScalarType::U8;
-        static_cast<uint8_t*>(arrays[s.array].data)[off] = uint8_t(wrapToInt(r[I.b].i, t));
-        markWritten<kTrackWrites>(arrays, s, off);
-        if (s.claims) claim(k, s, r, arrays[s.array], off);
-        break;
-      }
+      case Op::StoreI32: storeInt<int32_t, kTrackWrites>(k, sites[I.a], r, arrays, r[I.b].i); break;
+      case Op::StoreI64: storeInt<int64_t, kTrackWrites>(k, sites[I.a], r, arrays, r[I.b].i); break;
+      case Op::StoreI8: storeInt<int8_t, kTrackWrites>(k, sites[I.a], r, arrays, r[I.b].i); break;
+      case Op::StoreU8: storeInt<uint8_t, kTrackWrites>(k, sites[I.a], r, arrays, r[I.b].i); break;
     }
   }
 }
