@@ -93,7 +93,7 @@ double referenceMs(const Kernel& bound, const ReferenceOptions& o) {
   HostArgs args(bound);
   fillInputs(bound, args, 1);
   for (int p = 0; p < args.numParams(); ++p)
-    if (args.isScalar(p)) args.setScalar(p, 0.5);
+    if (args.isScalar(p)) args.setScalar(p, isFloat(bound.params[size_t(p)].type) ? 0.5 : 3.0);
   return ReferenceProgram(bound).run(args, o).seconds * 1e3;
 }
 

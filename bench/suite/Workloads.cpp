@@ -327,6 +327,12 @@ std::vector<Workload> allWorkloads() {
   w.push_back({"sgemm_tf32_4096", "sgemm_tc", "matmul", kMatmul, {{"n", 4096}}, PeerKind::SgemmTf32, Precision::Tf32});
   for (int64_t n : {1000, 2048, 4096})
     w.push_back({fmt::format("dgemm_{}", n), "dgemm", "dgemm", kDgemm, {{"n", n}}, PeerKind::Dgemm});
+  // The Ozaki scheme II on INT8 tensor cores (issue 41): FP64-class DGEMM against cublasDgemm,
+  // FP32-class SGEMM against strict FP32 cuBLAS (and the tf32x3 rows above).
+  for (int64_t n : {4096, 8192})
+    w.push_back({fmt::format("dgemm_fp64x_{}", n), "ozaki", "dgemm", kDgemm, {{"n", n}}, PeerKind::Dgemm, Precision::Fp64x});
+  for (int64_t n : {4096, 8192})
+    w.push_back({fmt::format("sgemm_fp32x_{}", n), "ozaki", "matmul", kMatmul, {{"n", n}}, PeerKind::Sgemm, Precision::Fp32x});
   w.push_back({"batched_tf32x3_16x16x65536", "batched_tc", "batched_matmul", kBatched, {{"nb", 65536}, {"n", 16}},
                PeerKind::SgemmBatched, x3});
   for (int order = 1; order <= 8; ++order)
@@ -458,7 +464,7 @@ std::vector<Workload> selectWorkloads(const std::string& only) {
     std::string names;
     for (const Workload& w : all) names += (names.empty() ? "" : ", ") + w.name;
     throw Error(fmt::format("--only: unknown workload '{}'; give workload names ({}) or groups (sgemm, sgemv, "
-                            "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, dg_tc, "
+                            "transpose, dot, batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, ozaki, batched_tc, dg_tc, "
                             "gemm_bf16, trmv, trmm, syrk, softmax, layernorm, nearest, histogram, histogram_weighted, assemble)",
                             item, names));
   }

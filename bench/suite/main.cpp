@@ -519,7 +519,7 @@ int main(int argc, char** argv) {
   Options o;
   app.add_flag("--list", o.list, "print the workloads and exit (needs no GPU)");
   app.add_option("--only", o.only, "comma-separated workload names or groups (sgemm, sgemv, transpose, dot, "
-                                    "batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, batched_tc, "
+                                    "batched, dg_diff, dg_diff_stacked, dg_lift, spmv, sgemm_tc, dgemm, ozaki, batched_tc, "
                                     "dg_tc, gemm_bf16, trmv, trmm, syrk, softmax, layernorm, nearest, histogram, histogram_weighted, assemble); default: all");
   app.add_option("--peer-times", o.peerTimesFile,
                  "the PyTorch peers' times (bench/peers/torch_peers.py's JSON) for the rows whose peer is PyTorch");

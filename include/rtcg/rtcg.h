@@ -95,8 +95,11 @@ struct TuningProgress {
 // IEEE products and sums, only the order of summation differs); Tf32x3 allows the split of each
 // operand into two TF32 values and three products (FP32-class accuracy); Tf32 allows one TF32
 // product (about 3e-4 relative error). A policy other than Ieee on a kernel that computes only in
-// f64 is an error. The policy is part of the tuning key: each has its own tuned schedules.
-enum class PrecisionPolicy : uint8_t { Ieee, Tf32x3, Tf32 };
+// f64 is an error. Fp64x and Fp32x compute each f64 (Fp64x) or f32 (Fp32x) contraction on INT8
+// tensor cores by the Ozaki scheme II (docs/api.md, "Precision": FP64- and FP32-class accuracy,
+// and its limits); a kernel without such a contraction refuses them. The policy is part of the
+// tuning key: each has its own tuned schedules.
+enum class PrecisionPolicy : uint8_t { Ieee, Tf32x3, Tf32, Fp64x, Fp32x };
 
 struct CompileOptions {
   std::string kernel;    // which kernel of the source; empty: the only one

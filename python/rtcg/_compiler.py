@@ -12,9 +12,11 @@ from ._native import native
 #: The precision policies (rtcgc's --precision, docs/api.md "Precision"): which tensor-core
 #: arithmetic f32 contractions may use. None and "ieee" (the default) never round an f32 operand to
 #: TF32; "tf32x3" splits each operand into two TF32 values and sums three products (FP32-class
-#: accuracy); "tf32" uses one TF32 product (about 3e-4 relative error). The policy is part of the
-#: tuning key, and a policy that cannot apply to a kernel (tf32 on an f64 kernel) is an error.
-PRECISIONS = (None, "ieee", "tf32x3", "tf32")
+#: accuracy); "tf32" uses one TF32 product (about 3e-4 relative error); "fp64x" and "fp32x" compute
+#: f64 and f32 contractions on INT8 tensor cores by the Ozaki scheme II (FP64- and FP32-class
+#: accuracy, docs/api.md). The policy is part of the tuning key, and a policy that cannot apply to a
+#: kernel (tf32 on an f64 kernel, fp64x on a kernel without an f64 contraction) is an error.
+PRECISIONS = (None, "ieee", "tf32x3", "tf32", "fp64x", "fp32x")
 
 
 def check_precision(precision) -> str:

@@ -57,7 +57,9 @@ rtcg::PrecisionPolicy precisionPolicy(const std::string& name) {
   if (name.empty() || name == "ieee") return rtcg::PrecisionPolicy::Ieee;
   if (name == "tf32x3") return rtcg::PrecisionPolicy::Tf32x3;
   if (name == "tf32") return rtcg::PrecisionPolicy::Tf32;
-  throw rtcg::Error("precision='" + name + "': expected 'ieee', 'tf32x3' or 'tf32'");
+  if (name == "fp64x") return rtcg::PrecisionPolicy::Fp64x;
+  if (name == "fp32x") return rtcg::PrecisionPolicy::Fp32x;
+  throw rtcg::Error("precision='" + name + "': expected 'ieee', 'tf32x3', 'tf32', 'fp64x' or 'fp32x'");
 }
 
 rtcg::compiler::Options options(const std::string& kernel, const std::string& schedule, const std::string& fileName,

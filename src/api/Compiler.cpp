@@ -19,6 +19,7 @@
 #include "reference/HostArgs.h"
 #include "schedule/Mma.h"
 #include "schedule/Plan.h"
+#include "schedule/PolicyRewrite.h"
 #include "support/Error.h"
 #include "support/InputFile.h"
 #include "tune/ServedWorker.h"
@@ -218,8 +219,9 @@ std::string explain(std::string_view source, const Sizes& sizes, const Options& 
   for (const auto& [name, value] : bound->sizes) sizeText.push_back(fmt::format("{}={}", name, value));
   std::string out = fmt::format("kernel {} ({}) for {}, schedule: {}\n", bound->name, fmt::join(sizeText, " "),
                                 options.arch, printSchedule(*schedule));
-  for (const NestPlan& n : plan.nests) out += printPlan(*bound, n);
-  for (const FusionGroup& g : plan.fusions) out += printFusion(*bound, g);
+  if (!chosen->kernel.policy.empty()) out += printPolicyRewrite(chosen->kernel);
+  for (const NestPlan& n : plan.nests) out += printPlan(chosen->kernel, n);
+  for (const FusionGroup& g : plan.fusions) out += printFusion(chosen->kernel, g);
   return out;
 }
 

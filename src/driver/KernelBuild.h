@@ -36,6 +36,7 @@ struct PreparedKernel {
 inline Precision precisionOf(PrecisionPolicy p) { return Precision(uint8_t(p)); }
 inline Precision precisionOf(const CompileOptions& options) { return precisionOf(options.precision); }
 static_assert(uint8_t(PrecisionPolicy::Tf32x3) == uint8_t(Precision::Tf32x3) && uint8_t(PrecisionPolicy::Tf32) == uint8_t(Precision::Tf32));
+static_assert(uint8_t(PrecisionPolicy::Fp64x) == uint8_t(Precision::Fp64x) && uint8_t(PrecisionPolicy::Fp32x) == uint8_t(Precision::Fp32x));
 
 PreparedKernel prepareKernel(std::string_view source, const Sizes& sizes, const CompileOptions& options,
                              const ScheduleLimits& limits = {});

@@ -7,6 +7,7 @@
 #include "ir/Coverage.h"
 #include "ir/Bind.h"
 #include "schedule/Mma.h"
+#include "schedule/PolicyRewrite.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -46,12 +47,15 @@ std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, D
   return bound;
 }
 
-std::optional<ChosenSchedule> chooseSchedule(const Kernel& bound, const std::string& text, const ScheduleLimits& limits,
+std::optional<ChosenSchedule> chooseSchedule(const Kernel& proved, const std::string& text, const ScheduleLimits& limits,
                                              Diagnostics& diags, Precision precision) {
-  if (std::string why = precisionObstacle(bound, precision); !why.empty()) {
+  if (std::string why = precisionObstacle(proved, precision); !why.empty()) {
     diags.error({}, why);
     return std::nullopt;
   }
+  std::optional<Kernel> rewritten = applyPolicy(proved, precision, diags);
+  if (!rewritten) return std::nullopt;
+  const Kernel& bound = *rewritten;
   Schedule schedule;
   if (text.empty()) {
     schedule = defaultSchedule(bound);
@@ -70,7 +74,7 @@ std::optional<ChosenSchedule> chooseSchedule(const Kernel& bound, const std::str
     for (std::string& r : precisionReasons(schedule, precision)) reasons.push_back(std::move(r));
   for (const std::string& r : reasons) diags.error({}, "illegal schedule: " + r);
   if (!reasons.empty()) return std::nullopt;
-  return ChosenSchedule{std::move(schedule), std::move(plan)};
+  return ChosenSchedule{std::move(*rewritten), std::move(schedule), std::move(plan)};
 }
 
 std::optional<Compiled> compilePipeline(const SourceText& src, const SizeBindings& sizes,
@@ -97,7 +101,7 @@ std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions
   std::optional<ChosenSchedule> chosen = chooseSchedule(bound, options.schedule, limits, diags, options.precision);
   if (!chosen) return std::nullopt;
 
-  Compiled out{bound, chosen->schedule, emitCuda(bound, chosen->plan, options.arrayAlignment), {}};
+  Compiled out{chosen->kernel, chosen->schedule, emitCuda(chosen->kernel, chosen->plan, options.arrayAlignment), {}};
   if (!options.compile) return out;
   out.binary = compileGenerated(bound.name, out.module.source, options.arch, options.wantPtx);
   if (!out.binary.success) {

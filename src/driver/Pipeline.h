@@ -35,9 +35,12 @@ std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, D
 // The schedule: parsed from `text` and validated against the kernel under `limits`, or the
 // default schedule when `text` is empty. Errors go to diags (without a DSL location). The
 // precision policy must apply to the kernel (precisionObstacle) and allow the schedule's mma
-// arithmetic (precisionReasons, schedule/Mma.h).
+// arithmetic (precisionReasons, schedule/Mma.h). A policy that rewrites contractions (fp64x,
+// fp32x) is applied first (applyPolicy, schedule/PolicyRewrite.h): the schedule is one of the
+// rewritten kernel, which comes with it.
 // The schedule comes with its plan (planned once; the emitter and `explain` read it).
 struct ChosenSchedule {
+  Kernel kernel;  // what the schedule schedules: the proved kernel, or its policy's rewrite
   Schedule schedule;
   SchedulePlan plan;
 };
@@ -45,7 +48,7 @@ std::optional<ChosenSchedule> chooseSchedule(const Kernel& bound, const std::str
                                              Diagnostics& diags, Precision precision = Precision::Ieee);
 
 struct Compiled {
-  Kernel kernel;  // bound
+  Kernel kernel;  // bound (its precision policy's rewrite, where one applies)
   Schedule schedule;
   EmittedModule module;
   CudaCompileResult binary;  // NVRTC output (empty when PipelineOptions::compile is false)

@@ -31,7 +31,8 @@
 // (the *reduction* indices), whose bounds may depend on enclosing parallel and reduction
 // indices. Reductions nest. An empty reduction yields op's identity (0, 1, -inf, +inf).
 // A reduction loop's bound may also be a *range read*: one Load of an `in` i32 array whose
-// indices are affine in sizes and enclosing indices (CSR rows: p in rowptr[i]..rowptr[i + 1]).
+// indices are affine in sizes and enclosing indices (CSR rows: p in rowptr[i]..rowptr[i + 1]);
+// passes may also read a local i32 array an earlier nest wrote (the language does not).
 // Such a *data-dependent range* must be non-decreasing (lo <= hi) and lie within the extent of
 // every array dimension the index indexes alone (ir/DataRanges.h): its hull for the schedule and
 // the model; the reference executor checks both at run time, and the bounds proof cannot.
@@ -238,6 +239,9 @@ struct Kernel {
 
   // Values of the size parameters once bound (empty before bindSizes).
   std::map<std::string, int64_t> sizes;
+  // The precision policy whose rewrite made these nests ("fp64x": schedule/PolicyRewrite.h), or
+  // empty: the nests as written. The reference executes the kernel as written, never a rewrite.
+  std::string policy;
   bool isBound() const;
 
   int findParam(const std::string& name) const;  // -1 if absent; locals included

@@ -127,7 +127,7 @@ class Verifier {
   }
 
   // A loop's bounds (in the current scope), then its index enters the scope.
-  // A reduction loop's bound may also be a range read (IR.h): one load of an `in` i32 array.
+  // A reduction loop's bound may also be a range read (IR.h): one load of an `in` (or local) i32 array.
   void checkLoop(const Loop& l, bool define = true, bool reduction = false) {
     auto readsOrReduces = [](const Expr& x) { return x->kind == ExprKind::Load || x->kind == ExprKind::Reduce; };
     for (const Expr* b : {&l.lo, &l.hi}) {
@@ -139,8 +139,8 @@ class Verifier {
       if (!isInteger((*b)->type)) fail(*b, fmt::format("bound of '{}' of type {}", l.name, typeName((*b)->type)));
       if (reduction && isRangeRead(*b)) {
         const Param& p = k_.params[(*b)->array];
-        if (p.isWritten() || p.type != ScalarType::I32)
-          fail(*b, fmt::format("bound of '{}' reads '{}', which is not an in i32 array", l.name, p.name));
+        if ((p.isWritten() && !p.isLocal()) || p.type != ScalarType::I32)
+          fail(*b, fmt::format("bound of '{}' reads '{}', which is not an in or local i32 array", l.name, p.name));
         for (const Expr& i : (*b)->operands)
           if (anyExpr(i, readsOrReduces)) fail(*b, fmt::format("bound of '{}' reads an array in an index", l.name));
         continue;

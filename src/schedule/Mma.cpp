@@ -9,6 +9,7 @@
 #include "ir/Printer.h"
 #include "ir/Walk.h"
 #include "schedule/Domain.h"
+#include "schedule/PolicyRewrite.h"
 
 namespace rtcg {
 
@@ -408,7 +409,9 @@ std::vector<MmaArith> mmaAriths(Precision precision, ScalarType t) {
   if (t == ScalarType::F64) return {MmaArith::F64};
   if (t != ScalarType::F32) return {};
   switch (precision) {
-    case Precision::Ieee: return {};
+    case Precision::Ieee:
+    case Precision::Fp64x:  // the contractions they rewrite are gone; the others follow ieee
+    case Precision::Fp32x: return {};
     case Precision::Tf32x3: return {MmaArith::Tf32x3};
     case Precision::Tf32: return {MmaArith::Tf32, MmaArith::Tf32x3};
   }
@@ -426,6 +429,10 @@ std::vector<MmaArith> mmaAriths(Precision precision, const Contraction& c) {
 
 std::string precisionObstacle(const Kernel& k, Precision precision) {
   if (precision == Precision::Ieee) return "";
+  if (precisionRewrites(precision)) {
+    Diagnostics diags;
+    return applyPolicy(k, precision, diags) || diags.all().empty() ? "" : diags.all()[0].message;
+  }
   bool f32 = false, f64 = false;
   auto note = [&](ScalarType t) { f32 |= t == ScalarType::F32, f64 |= t == ScalarType::F64; };
   for (const Param& p : k.params) note(p.type);

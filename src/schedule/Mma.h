@@ -203,7 +203,8 @@ std::vector<MmaArith> mmaAriths(Precision precision, ScalarType t);
 std::vector<MmaArith> mmaAriths(Precision precision, const Contraction& c);
 
 // Why `precision` cannot apply to the bound kernel (empty: it can): tf32 and tf32x3 round f32
-// operands, so a kernel that computes only in f64 refuses them.
+// operands, so a kernel that computes only in f64 refuses them; fp64x and fp32x need a
+// contraction they can rewrite (applyPolicy, schedule/PolicyRewrite.h).
 std::string precisionObstacle(const Kernel& k, Precision precision);
 
 // Why schedule `s` may not run under `precision` (empty: it may): an `mma:` clause whose

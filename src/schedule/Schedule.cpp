@@ -163,12 +163,14 @@ const char* precisionName(Precision p) {
     case Precision::Ieee: return "ieee";
     case Precision::Tf32x3: return "tf32x3";
     case Precision::Tf32: return "tf32";
+    case Precision::Fp64x: return "fp64x";
+    case Precision::Fp32x: return "fp32x";
   }
   RTCG_ASSERT(false, "bad Precision");
 }
 
 std::optional<Precision> parsePrecision(std::string_view s) {
-  for (Precision p : {Precision::Ieee, Precision::Tf32x3, Precision::Tf32})
+  for (Precision p : {Precision::Ieee, Precision::Tf32x3, Precision::Tf32, Precision::Fp64x, Precision::Fp32x})
     if (s == precisionName(p)) return p;
   return std::nullopt;
 }
@@ -180,7 +182,7 @@ bool precisionAllows(Precision p, MmaArith arith) {
     case MmaArith::Bf16:  // products of 16-bit values are exact in f32, sums in f32
     case MmaArith::F16:
     case MmaArith::S8: return true;  // integer products and sums, as the i32 contraction's
-    case MmaArith::Tf32x3: return p != Precision::Ieee;
+    case MmaArith::Tf32x3: return p == Precision::Tf32x3 || p == Precision::Tf32;
     case MmaArith::Tf32: return p == Precision::Tf32;
   }
   return false;

@@ -204,12 +204,17 @@ struct ScanSchedule {
 // "lookback threads 256 items 8", "lines lanes 32 items 4 threads 256"
 std::string printScanSchedule(const ScanSchedule& s);
 
-// The precision policy of f32 contractions (`--precision`, CompileOptions::precision): which
+// The precision policy of contractions (`--precision`, CompileOptions::precision): which
 // tensor-core arithmetic a schedule may use. `ieee` (the default) never rounds an f32 operand to
 // TF32 (f64 contractions may use FP64 mma: IEEE products and sums); `tf32x3` allows the 3xTF32
-// split (FP32-class accuracy); `tf32` allows plain TF32 (and tf32x3).
-enum class Precision : uint8_t { Ieee, Tf32x3, Tf32 };
-const char* precisionName(Precision p);  // "ieee", "tf32x3", "tf32"
+// split (FP32-class accuracy); `tf32` allows plain TF32 (and tf32x3). `fp64x` and `fp32x` rewrite
+// each f64 (fp64x) or f32 (fp32x) contraction into the steps of the Ozaki scheme II on INT8
+// tensor cores (schedule/PolicyRewrite.h) with FP64- or FP32-class accuracy; their other nests
+// follow `ieee`.
+enum class Precision : uint8_t { Ieee, Tf32x3, Tf32, Fp64x, Fp32x };
+const char* precisionName(Precision p);  // "ieee", "tf32x3", "tf32", "fp64x", "fp32x"
+// Whether the policy rewrites contractions (fp64x, fp32x) before they are scheduled.
+inline bool precisionRewrites(Precision p) { return p == Precision::Fp64x || p == Precision::Fp32x; }
 std::optional<Precision> parsePrecision(std::string_view s);
 // Whether the policy allows `arith`.
 bool precisionAllows(Precision p, MmaArith arith);

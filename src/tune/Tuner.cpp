@@ -27,6 +27,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "schedule/DeviceModels.h"
+#include "schedule/PolicyRewrite.h"
 #include "tune/CompilePool.h"
 #include "tune/Search.h"
 #include "tune/Verify.h"
@@ -274,6 +275,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     throw Error(fmt::format("tuning needs at least 1 timed repeat and no negative warm-up (got {} and {})",
                             options.repeats, options.warmup));
 
+  // The kernel the schedules schedule: the proved one, or its precision policy's rewrite
+  // (schedule/PolicyRewrite.h). The reference, the inputs, the key and the rates are those of the
+  // kernel as written.
+  const Kernel scheduled = policyKernel(bound, options.space.precision);
+
   // The device, without a context: cuInit and property queries only (or the stand-in's properties).
   if (options.deviceOrdinals.empty()) throw Error("tuning needs at least one device");
   std::optional<cuda::Device> device;
@@ -307,8 +313,8 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   int64_t refineBudget = refinementBudget(spaceOptions.maxCandidates);
   spaceOptions.maxCandidates -= refineBudget;
   setSpaceDevice(spaceOptions, props);
-  Space space = enumerateSchedules(bound, spaceOptions);
-  noteSpace(space, bound, result, log);
+  Space space = enumerateSchedules(scheduled, spaceOptions);
+  noteSpace(space, scheduled, result, log);
 
   // Opened now, so an unusable database fails before the reference (and the warm start below can
   // read it); the search is begun once the reference says how candidates are verified (part of its
@@ -324,9 +330,9 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // budgeted sample gives up as many of its last, randomly drawn, ones as the warm start added),
   // then planted ones.
   std::vector<CompileJob> jobs;
-  Schedule defaultSched = defaultSchedule(bound);
+  Schedule defaultSched = defaultSchedule(scheduled);
   std::vector<std::string> warmed =
-      queueSearch(bound, spaceOptions.limits, defaultSched, space.candidates, reserve,
+      queueSearch(scheduled, spaceOptions.limits, defaultSched, space.candidates, reserve,
                   db ? warmStartSchedules(db->list(), result.key, kWarmStartSchedules) : std::vector<std::string>{},
                   spaceOptions.maxCandidates > 0, jobs);
   if (!warmed.empty())
@@ -368,7 +374,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   poolOptions.log = log;
   std::map<std::string, Schedule> scheduleOf;  // measured labels -> schedules, for refinement
   for (const CompileJob& j : jobs) scheduleOf[j.label] = j.schedule;
-  auto pool = std::make_unique<CompilePool>(bound, props.arch(), limits, std::move(jobs), poolOptions);
+  auto pool = std::make_unique<CompilePool>(scheduled, props.arch(), limits, std::move(jobs), poolOptions);
   result.compileThreads = pool->parallel();
   log(fmt::format("compiling {} candidates with NVRTC in {} worker processes for {}", result.generated,
                   pool->parallel(), props.arch()));
@@ -436,7 +442,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
       log(fmt::format("cannot record in the tuning database (no more records will be written): {}", e.what()));
     }
   };
-  PoolCompiler compiler(std::move(pool), bound, props.arch(), limits, poolOptions);
+  PoolCompiler compiler(std::move(pool), scheduled, props.arch(), limits, poolOptions);
   WorkerMeasurer measurer(workers, remotes);
   SearchTotals totals;
   try {

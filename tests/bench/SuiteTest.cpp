@@ -29,8 +29,9 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   // 30, the 4 CSR rows and 14 rows beyond rectangles of issue 23 (trmm's two with the staged steps
   // over a block's hull), the 21 tensor-core rows of issue 22, the 4 accumulation rows and the 4 scan rows of issue 37,
   // and issue 36's 10 rows (dg_diff of three statements N5-N8 and sum factorisation p = 5, 7, 9 under
-  // tf32x3, the f64 differentiation N3, N5, N7)
-  ASSERT_EQ(all.size(), 87u);
+  // tf32x3, the f64 differentiation N3, N5, N7), and issue 41's 4 Ozaki rows (DGEMM fp64x, SGEMM
+  // fp32x at n = 4096, 8192)
+  ASSERT_EQ(all.size(), 91u);
   std::set<std::string> names;
   for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
   for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
@@ -50,6 +51,8 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
       EXPECT_EQ(w.precision, Precision::Tf32x3) << w.name;
     else if (w.name == "sgemm_tf32_4096")
       EXPECT_EQ(w.peer, PeerKind::SgemmTf32);
+    else if (w.group == "ozaki")
+      EXPECT_EQ(w.precision, w.kernelName == "dgemm" ? Precision::Fp64x : Precision::Fp32x) << w.name;
     else
       EXPECT_EQ(w.precision, Precision::Ieee) << w.name;
   }
@@ -192,7 +195,8 @@ TEST(BenchWorkloads, DgDataIsAbout256MiB) {
 }
 
 TEST(BenchWorkloads, Selection) {
-  EXPECT_EQ(selectWorkloads("").size(), 87u);
+  EXPECT_EQ(selectWorkloads("").size(), 91u);
+  EXPECT_EQ(selectWorkloads("ozaki").size(), 4u);
   EXPECT_EQ(selectWorkloads("histogram").size(), 2u);  // not histogram_weighted: a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff").size(), 8u);  // a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff_stacked").size(), 8u);
@@ -306,7 +310,8 @@ TEST(BenchResults, EarlierSchedulesFromAnEarlierRun) {
           w.group == "dg_tc" || w.group == "gemm_bf16" || w.group == "trmv" || w.group == "trmm" || w.group == "syrk" || w.group == "softmax" ||
           w.group == "layernorm" || w.group == "nearest" || w.group == "histogram" || w.group == "histogram_weighted" ||
           w.group == "assemble" || w.group == "cumsum" || w.group == "exclusive_scan" || w.group == "row_cumsum" ||
-          w.group == "segmented_sum" || w.group == "dg_tc3" || w.group == "dg_f64" || w.group == "sumfact")
+          w.group == "segmented_sum" || w.group == "dg_tc3" || w.group == "dg_f64" || w.group == "sumfact" ||
+          w.group == "ozaki")
         continue;
       ASSERT_EQ(committed.count(w.name), 1u) << table << ": " << w.name;
       Diagnostics diags;

@@ -138,23 +138,41 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
 
 std::string checkOnHost(const Kernel& k, const std::string& schedule, double tolerance, const ScheduleLimits& limits,
                         const EmulationOptions& options) {
+  return checkScheduledOnHost(k, k, schedule, tolerance, limits, options);
+}
+
+std::string checkScheduledOnHost(const Kernel& proved, const Kernel& scheduled, const std::string& schedule,
+                                 double tolerance, const ScheduleLimits& limits, const EmulationOptions& options) {
+  const Kernel& k = proved;
   HostArgs args(k);
   fillInputs(k, args, 42);
-  double scalar = 1.25;
-  for (size_t p = 0; p < k.numSignatureParams(); ++p)
-    if (k.params[p].kind == ParamKind::Scalar) {
+  double scalar = 1.25;     // float scalars: 1.25, 0.75, 0.25, ...
+  int64_t integer = 3;      // integer scalars: 3, 2, 1, 1, ... (never 0: kernels may divide by one)
+  for (size_t p = 0; p < k.numSignatureParams(); ++p) {
+    const Param& param = k.params[p];
+    if (param.kind != ParamKind::Scalar) continue;
+    if (isInteger(param.type)) {
+      args.setScalarInt(param.name, integer);
+      integer = std::max<int64_t>(1, integer - 1);
+    } else {
       args.setScalar((int)p, scalar);
       scalar -= 0.5;
     }
-  return checkOnHostWith(k, schedule, std::move(args), tolerance, limits, options);
+  }
+  return checkScheduledOnHostWith(k, scheduled, schedule, std::move(args), tolerance, limits, options);
 }
 
 std::string checkOnHostWith(const Kernel& k, const std::string& schedule, HostArgs args, double tolerance,
                             const ScheduleLimits& limits, const EmulationOptions& options) {
+  return checkScheduledOnHostWith(k, k, schedule, std::move(args), tolerance, limits, options);
+}
+
+std::string checkScheduledOnHostWith(const Kernel& proved, const Kernel& k, const std::string& schedule, HostArgs args,
+                                     double tolerance, const ScheduleLimits& limits, const EmulationOptions& options) {
   auto parsed = parseSchedule(schedule);
   if (!parsed.ok()) return "schedule does not parse: " + parsed.error;
   HostArgs refArgs = args;
-  ReferenceResult ref = runReference(k, refArgs);
+  ReferenceResult ref = runReference(proved, refArgs);
   std::string err = runEmittedOnHost(k, *parsed.schedule, args, limits, options);
   if (!err.empty()) return err;
   std::string out;

@@ -35,8 +35,20 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
 std::string checkOnHost(const Kernel& k, const std::string& schedule, double tolerance = 1e-5,
                         const ScheduleLimits& limits = {}, const EmulationOptions& options = {});
 
+// checkOnHost for a kernel a precision policy rewrote: inputs and scalars as checkOnHost fills
+// them, the reference of `proved`, the emulation of `scheduled` (checkScheduledOnHostWith).
+std::string checkScheduledOnHost(const Kernel& proved, const Kernel& scheduled, const std::string& schedule,
+                                 double tolerance = 1e-5, const ScheduleLimits& limits = {},
+                                 const EmulationOptions& options = {});
+
 // checkOnHost on the given arguments (inputs as the caller filled them: a CSR matrix of its own).
 std::string checkOnHostWith(const Kernel& k, const std::string& schedule, HostArgs args, double tolerance = 1e-5,
                             const ScheduleLimits& limits = {}, const EmulationOptions& options = {});
+
+// The same for a kernel a precision policy rewrote (schedule/PolicyRewrite.h): the reference runs
+// `proved` (the kernel as written), the emulation `scheduled` (its rewrite) under the schedule.
+std::string checkScheduledOnHostWith(const Kernel& proved, const Kernel& scheduled, const std::string& schedule,
+                                     HostArgs args, double tolerance = 1e-5, const ScheduleLimits& limits = {},
+                                     const EmulationOptions& options = {});
 
 }  // namespace rtcg::testing

@@ -35,6 +35,7 @@
 #include "reference/Reference.h"
 #include "schedule/Mma.h"
 #include "schedule/Space.h"
+#include "schedule/PolicyRewrite.h"
 #include "tune/Verify.h"
 
 using namespace rtcg;
@@ -302,6 +303,11 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
   // A third of the kernels that compute in f32 search under tf32x3, so that the tensor-core
   // schedules of their contractions (stacked statements, collapsed rows) run too.
   if (rng() % 3 == 0 && precisionObstacle(*bound, Precision::Tf32x3).empty()) c.precision = Precision::Tf32x3;
+  // And a third of those with a contraction the Ozaki policies take run rewritten (fp64x, fp32x):
+  // the schedules are the rewritten kernel's, the reference the kernel's as written.
+  for (Precision p : {Precision::Fp64x, Precision::Fp32x})
+    if (c.precision == Precision::Ieee && rng() % 3 == 0 && precisionObstacle(*bound, p).empty()) c.precision = p;
+  const Kernel scheduled = policyKernel(*bound, c.precision);
   // 1e-4, or more where the kernel stores 16-bit values (one rounding of each, as the tuner allows)
   // or the policy rounds operands.
   double tolerance = 1e-4;
@@ -309,11 +315,11 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
     if (bound->params[p].isWritten())
       tolerance = std::max(tolerance, verificationTolerance(*bound, int(p), c.precision));
   try {
-    for (const std::string& s : schedulesOf(*bound, rng, o.schedules, c.precision)) {
+    for (const std::string& s : schedulesOf(scheduled, rng, o.schedules, c.precision)) {
       c.schedule = s;
       testing::EmulationOptions eo;
       eo.blockOrder = int(rng() % 3);
-      std::string err = testing::checkOnHost(*bound, s, tolerance, {}, eo);
+      std::string err = testing::checkScheduledOnHost(*bound, scheduled, s, tolerance, {}, eo);
       ++counts.emulated;
       counts.mma += s.find("mma:") != std::string::npos;
       if (!err.empty()) return report(o, n, c, err), false;

@@ -317,9 +317,9 @@ ExportCommand addExportCommand(CLI::App& app) {
   cmd->add_option("--db", a.db, "tuning database for --tuned (default: in the cache directory)");
   cmd->add_option("--arch", a.archs, "architectures, separated by commas (default sm_90), e.g. sm_80,sm_90");
   cmd->add_option("--precision", a.precision,
-                  "tensor-core arithmetic f32 contractions may use (ieee, tf32x3, tf32; as for emit); with --tuned, "
+                  "tensor-core arithmetic f32 contractions may use (ieee, tf32x3, tf32, fp64x, fp32x; as for emit); with --tuned, "
                   "the schedule tuned under it")
-      ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
+      ->check(CLI::IsMember({"ieee", "tf32x3", "tf32", "fp64x", "fp32x"}));
   cmd->add_option("-o,--output", a.output, "the directory to write (replaced as a whole)")->required();
   return e;
 }

@@ -26,6 +26,7 @@
 #include "runtime/Device.h"
 #include "schedule/DeviceModels.h"
 #include "schedule/Mma.h"
+#include "schedule/PolicyRewrite.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
 #include "support/Error.h"
@@ -244,7 +245,7 @@ ReportData reportData(const TuneResult& r, const TuneArgs& a, const Kernel& boun
   ScheduleLimits limits = model ? deviceScheduleLimits(model->sharedPerBlockOptin, model->maxThreadsPerBlock)
                                 : deviceScheduleLimits(227 * 1024, 1024);
   limits.computeCapability = computeCapabilityOf(r.key.arch);
-  d.plans = planCandidates(bound, r.candidates, limits);
+  d.plans = planCandidates(policyKernel(bound, r.precision), r.candidates, limits);  // plans of what was scheduled
   d.kernelName = r.key.kernelName;
   d.kernelHash = r.key.kernelHash;
   d.sizes = r.key.sizes;
@@ -296,7 +297,7 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   // sample leaves out once they know the fastest measured candidates.
   const int64_t refine = refinementBudget(o.maxCandidates);
   o.maxCandidates -= refine;
-  Space space = enumerateSchedules(bound, o);
+  Space space = enumerateSchedules(policyKernel(bound, o.precision), o);
   const int64_t refinable = std::min<int64_t>(refine, int64_t(space.reserve.size()));  // what refinement can add
   // The reason's kind: before any detail in parentheses or after a colon, numbers as N.
   // (Each run of digits replaced by hand: a std::regex built per pruned candidate was a tenth of a
@@ -737,9 +738,10 @@ TuneCommand addTuneCommand(CLI::App& app) {
                   "and --resume tunes it")
       ->check(positive());
   cmd->add_option("--precision", a.precision,
-                  "tensor-core arithmetic f32 contractions may use: ieee (default: none; f64 contractions may use "
-                  "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy)")
-      ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
+                  "tensor-core arithmetic contractions may use: ieee (default: no TF32; f64 contractions may use "
+                  "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy), fp64x / fp32x (f64 / f32 "
+                  "contractions on INT8 tensor cores by the Ozaki scheme II, FP64- / FP32-class accuracy)")
+      ->check(CLI::IsMember({"ieee", "tf32x3", "tf32", "fp64x", "fp32x"}));
   cmd->add_option("--worker", a.worker, "the rtcg-worker executable (default: $RTCG_WORKER, next to rtcgc, PATH)");
   cmd->add_option("--input", a.inputs,
                   "search on an in or inout array's values from a file: --input rowptr=rowptr.txt (whitespace-"

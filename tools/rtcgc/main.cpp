@@ -32,6 +32,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "schedule/Plan.h"
+#include "schedule/PolicyRewrite.h"
 #include "support/Error.h"
 #include "support/InputFile.h"
 #include "support/OutputFile.h"
@@ -417,8 +418,9 @@ int runExplain(const Common& c, const ExplainArgs& e) {
   for (const auto& [name, value] : bound.sizes) sizes.push_back(fmt::format("{}={}", name, value));
   fmt::print("kernel {} ({}) for {}, schedule: {}\n", bound.name, fmt::join(sizes, " "), e.arch,
              printSchedule(*schedule));
-  for (const NestPlan& n : plan.nests) fmt::print("{}", printPlan(bound, n));
-  for (const FusionGroup& g : plan.fusions) fmt::print("{}", printFusion(bound, g));
+  if (!chosen->kernel.policy.empty()) fmt::print("{}", printPolicyRewrite(chosen->kernel));
+  for (const NestPlan& n : plan.nests) fmt::print("{}", printPlan(chosen->kernel, n));
+  for (const FusionGroup& g : plan.fusions) fmt::print("{}", printFusion(chosen->kernel, g));
   return kOk;
 }
 
@@ -450,9 +452,10 @@ int runDevices() {
 
 void addPrecision(CLI::App* cmd, Common& c) {
   cmd->add_option("--precision", c.precision,
-                  "tensor-core arithmetic f32 contractions may use: ieee (default: none; f64 contractions may use "
-                  "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy)")
-      ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
+                  "tensor-core arithmetic contractions may use: ieee (default: no TF32; f64 contractions may use "
+                  "FP64 mma), tf32x3 (3xTF32, FP32-class accuracy), tf32 (TF32 accuracy), fp64x / fp32x (f64 / f32 "
+                  "contractions on INT8 tensor cores by the Ozaki scheme II, FP64- / FP32-class accuracy)")
+      ->check(CLI::IsMember({"ieee", "tf32x3", "tf32", "fp64x", "fp32x"}));
 }
 
 void addCommon(CLI::App* cmd, Common& c, bool needFile = true) {

@@ -1,0 +1,504 @@
+#include "schedule/PolicyRewrite.h"
+
+#include <fmt/format.h>
+
+#include <cfloat>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "ir/Analysis.h"
+#include "ir/Coverage.h"
+#include "ir/Printer.h"
+#include "ir/Verify.h"
+#include "ir/Walk.h"
+#include "schedule/Contraction.h"
+#include "schedule/Domain.h"
+#include "support/Error.h"
+
+namespace rtcg {
+
+const std::vector<int>& ozakiModuli() {
+  static const std::vector<int> m = {256, 255, 253, 251, 247, 241, 239, 233, 229, 227,
+                                     223, 217, 211, 199, 197, 193, 191, 181, 179, 173};
+  return m;
+}
+
+namespace {
+
+constexpr int kMaxAlpha = 62;          // |a'| < 2^63: an i64
+constexpr int64_t kMaxK = 131071;      // K 128^2 < 2^31: the i32 sums of i8 products are exact
+
+int floorLog2Product(int n) {
+  double bits = 0;
+  for (int l = 0; l < n; ++l) bits += std::log2(double(ozakiModuli()[size_t(l)]));
+  return int(std::floor(bits + 1e-9));
+}
+
+int ceilLog2(int64_t v) {
+  int b = 0;
+  while ((int64_t(1) << b) < v) ++b;
+  return b;
+}
+
+}  // namespace
+
+std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why) {
+  auto fail = [&](std::string w) -> std::optional<OzakiSplit> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (K < 1) return fail("the sum has no terms");
+  if (K > kMaxK)
+    return fail(fmt::format("its reduction has {} values; the INT8 products' i32 sums are exact up to {} "
+                            "(longer sums are not split along K)",
+                            K, kMaxK));
+  const int target = p == Precision::Fp64x ? 53 : 24;
+  for (int n = 2; n <= int(ozakiModuli().size()); ++n) {
+    const int spare = floorLog2Product(n) - ceilLog2(K) - 2;  // K 2^(2 alpha) <= P / 4
+    if (spare >= 2 * target) return OzakiSplit{n, std::min(kMaxAlpha, spare / 2)};
+  }
+  return fail(fmt::format("no set of up to {} moduli holds the product of {}-bit entries over {} values",
+                          ozakiModuli().size(), target, K));
+}
+
+namespace {
+
+// Small integer helpers for the reconstruction's constants.
+int64_t modOf(int64_t v, int64_t p) { return ((v % p) + p) % p; }
+int64_t inverseMod(int64_t a, int64_t p) {
+  for (int64_t x = 1; x < p; ++x)
+    if (modOf(a * x, p) == 1) return x;
+  RTCG_ASSERT(false, "moduli are not coprime");
+}
+
+// Expression builders for the rewritten nests (types as IR.h requires: operands alike).
+constexpr ScalarType F64 = ScalarType::F64, I32 = ScalarType::I32, I64 = ScalarType::I64;
+Expr i32c(int64_t v) { return intImm(v, I32); }
+Expr f64c(double v) { return floatImm(v, F64); }
+Expr add(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
+Expr subE(Expr a, Expr b) { return binary(BinaryOp::Sub, std::move(a), std::move(b)); }
+Expr mul(Expr a, Expr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+Expr modE(Expr a, Expr b) { return binary(BinaryOp::Mod, std::move(a), std::move(b)); }
+Expr cmp(BinaryOp op, Expr a, Expr b) { return binary(op, std::move(a), std::move(b)); }
+Expr fn(MathFn f, std::vector<Expr> args) { return call(f, std::move(args)); }
+
+// The state of one rewrite: the kernel being built and fresh ids and names.
+class Rewriter {
+ public:
+  Rewriter(const Kernel& k, Precision p) : k_(k), policy_(p) { k_.nests.clear(); }
+
+  Kernel& kernel() { return k_; }
+
+  Loop freshLoop(const std::string& name, int64_t lo, int64_t hi) {
+    return Loop{k_.numVarIds++, name, i32c(lo), i32c(hi), {}};
+  }
+  Expr use(const Loop& l) { return var(VarKind::Index, l.id, l.name, I32); }
+  // A let in `body`; returns its variable.
+  Expr let(std::vector<Stmt>& body, const std::string& name, Expr value) {
+    Stmt s;
+    s.kind = StmtKind::Let;
+    s.letId = k_.numVarIds++;
+    s.letName = name;
+    ScalarType t = value->type;
+    s.value = std::move(value);
+    body.push_back(std::move(s));
+    return var(VarKind::Let, body.back().letId, name, t);
+  }
+  void store(std::vector<Stmt>& body, int array, std::vector<Expr> indices, Expr value) {
+    Stmt s;
+    s.kind = StmtKind::Store;
+    s.array = array;
+    s.indices = std::move(indices);
+    s.value = std::move(value);
+    body.push_back(std::move(s));
+  }
+  // A new local array (a name no parameter has).
+  int local(const std::string& base, ScalarType t, const std::vector<int64_t>& shape) {
+    std::string name = base;
+    for (int n = 2; k_.findParam(name) >= 0; ++n) name = fmt::format("{}_{}", base, n);
+    Param p;
+    p.name = name;
+    p.kind = ParamKind::Array;
+    p.type = t;
+    p.mode = ArrayMode::Local;
+    for (int64_t e : shape) p.shape.push_back(intImm(e, e > INT32_MAX ? I64 : I32));
+    k_.params.push_back(std::move(p));
+    return int(k_.params.size()) - 1;
+  }
+  Expr loadOf(int array, std::vector<Expr> indices) {
+    return load(array, k_.params[size_t(array)].type, std::move(indices));
+  }
+
+ private:
+  Kernel k_;
+  Precision policy_;
+};
+
+// `e` with the loops of `from` (by id) replaced by the variables of `to`.
+Expr substitute(const Expr& e, const std::map<int, Expr>& vars) {
+  return rewriteExpr(e, [&](const Expr& x) -> Expr {
+    if (x->kind != ExprKind::Var || x->varKind != VarKind::Index) return nullptr;
+    auto it = vars.find(x->varId);
+    return it == vars.end() ? nullptr : it->second;
+  });
+}
+
+// One operand side of a contraction: its expression and the nest's loops it uses (its rows).
+struct Side {
+  Expr operand;                    // in the original nest's loop ids and the sum's loop
+  std::vector<const Loop*> rows;   // parallel loops of the nest the operand uses, nest order
+  int exponent = -1, scale1 = -1, scale2 = -1, bad = -1, residues = -1;  // its locals
+};
+
+// The rewrite of one statement (a part) of a contraction nest: its steps as nests appended to
+// `out`, and the local holding the reconstructed sum at each point of the nest.
+class PartRewrite {
+ public:
+  PartRewrite(Rewriter& rw, const LoopNest& nest, const Contraction& c, const ContractionPart& part,
+              const OzakiSplit& split, const std::string& prefix)
+      : rw_(rw), nest_(nest), c_(c), part_(part), split_(split), prefix_(prefix) {
+    kLo_ = c.kLo, kHi_ = c.kLo + c.kExtent;
+    a_ = side(part.a), b_ = side(part.b);
+  }
+
+  // Appends the steps; returns the local with the sum at each point (indexed like outputIndex).
+  int run(std::vector<LoopNest>& out) {
+    for (auto [s, name] : {std::pair{&a_, "a"}, std::pair{&b_, "b"}}) {
+      declareSide(*s, name);
+      out.push_back(scaleNest(*s));
+      out.push_back(residueNest(*s));
+    }
+    out.push_back(productNest());
+    out.push_back(reconstructNest());
+    return sum_;
+  }
+
+  // The indices of the nest's point into a local shaped by the nest's loops (loops' ids -> `vars`).
+  std::vector<Expr> pointIndex(const std::vector<const Loop*>& loops, const std::map<int, Expr>& vars) const {
+    std::vector<Expr> out;
+    for (const Loop* l : loops) {
+      Expr v = vars.at(l->id);
+      const int64_t lo = loInt(*l);
+      out.push_back(lo == 0 ? v : subE(v, i32c(lo)));
+    }
+    if (out.empty()) out.push_back(i32c(0));
+    return out;
+  }
+  std::vector<const Loop*> nestLoops() const {
+    std::vector<const Loop*> out;
+    for (const Loop& l : nest_.loops) out.push_back(&l);
+    return out;
+  }
+
+ private:
+  static int64_t loInt(const Loop& l) { return l.lo->intValue; }
+  static int64_t extentOf(const Loop& l) { return l.hi->intValue - l.lo->intValue; }
+  std::vector<int64_t> shapeOf(const std::vector<const Loop*>& loops) const {
+    std::vector<int64_t> out;
+    for (const Loop* l : loops) out.push_back(extentOf(*l));
+    if (out.empty()) out.push_back(1);
+    return out;
+  }
+
+  Side side(const Expr& operand) const {
+    Side s;
+    s.operand = operand;
+    for (const Loop& l : nest_.loops)
+      if (anyExpr(operand, [&](const Expr& x) { return x->kind == ExprKind::Var && x->varKind == VarKind::Index && x->varId == l.id; }))
+        s.rows.push_back(&l);
+    return s;
+  }
+
+  void declareSide(Side& s, const std::string& name) {
+    const std::vector<int64_t> rows = shapeOf(s.rows);
+    s.exponent = rw_.local(fmt::format("{}_{}_exponent", prefix_, name), F64, rows);
+    s.scale1 = rw_.local(fmt::format("{}_{}_scale1", prefix_, name), F64, rows);
+    s.scale2 = rw_.local(fmt::format("{}_{}_scale2", prefix_, name), F64, rows);
+    s.bad = rw_.local(fmt::format("{}_{}_nonfinite", prefix_, name), I32, rows);
+    std::vector<int64_t> residues{split_.moduli};
+    residues.insert(residues.end(), rows.begin(), rows.end());
+    residues.push_back(c_.kExtent);
+    s.residues = rw_.local(fmt::format("{}_{}8", prefix_, name), ScalarType::I8, residues);
+  }
+
+  // Fresh copies of `loops` (same names and bounds) as a new nest's loops, with the variables
+  // that replace the originals' ids.
+  std::vector<Loop> copyLoops(const std::vector<const Loop*>& loops, std::map<int, Expr>& vars) {
+    std::vector<Loop> out;
+    for (const Loop* l : loops) {
+      out.push_back(rw_.freshLoop(l->name, loInt(*l), l->hi->intValue));
+      vars[l->id] = rw_.use(out.back());
+    }
+    return out;
+  }
+
+  // The operand as f64 at the new nest's loops (`vars`) and reduction index `k`.
+  Expr operandAt(const Side& s, std::map<int, Expr> vars, const Loop& k) {
+    vars[part_.kLoop->id] = rw_.use(k);
+    Expr x = substitute(s.operand, vars);
+    return x->type == F64 ? x : cast(F64, x);
+  }
+
+  // 1. Per row: the exponent e with |x 2^e| < 2^alpha (0 for a zero row), 2^e as two factors
+  // (each representable where 2^e is not: subnormal rows), and whether the row holds a value
+  // that is not finite (its range for the fallback sum: K values, else none).
+  LoopNest scaleNest(const Side& s) {
+    LoopNest n;
+    n.loc = nest_.loc;
+    std::map<int, Expr> vars;
+    n.loops = copyLoops(s.rows, vars);
+    Loop k = rw_.freshLoop(part_.kLoop->name, kLo_, kHi_);
+    Expr ax = fn(MathFn::Abs, {operandAt(s, vars, k)});
+    Expr big = f64c(DBL_MAX);
+    Expr mx = rw_.let(n.body, "rowmax", reduce(ReduceOp::Max, {k}, select(cmp(BinaryOp::Le, ax, big), ax, big)));
+    Expr e0 = rw_.let(n.body, "e0", fn(MathFn::Floor, {mul(fn(MathFn::Log, {mx}), f64c(1.0 / std::log(2.0)))}));
+    Expr p0 = rw_.let(n.body, "p0", fn(MathFn::Pow, {f64c(2.0), e0}));
+    // log and pow may be an ulp off: p = 2^e1 <= rowmax < 2^(e1 + 1) after the correction.
+    Expr e1 = rw_.let(n.body, "e1", select(cmp(BinaryOp::Gt, p0, mx), subE(e0, f64c(1)),
+                                           select(cmp(BinaryOp::Le, mul(p0, f64c(2)), mx), add(e0, f64c(1)), e0)));
+    Expr finite = binary(BinaryOp::And, cmp(BinaryOp::Gt, mx, f64c(0)), cmp(BinaryOp::Lt, mx, big));
+    Expr e = rw_.let(n.body, "e", select(finite, subE(f64c(split_.alpha - 1), e1), f64c(0)));
+    Expr h = rw_.let(n.body, "h", fn(MathFn::Floor, {mul(e, f64c(0.5))}));
+    std::vector<Expr> at = pointIndex(s.rows, vars);
+    rw_.store(n.body, s.exponent, at, e);
+    rw_.store(n.body, s.scale1, at, fn(MathFn::Pow, {f64c(2.0), h}));
+    rw_.store(n.body, s.scale2, at, fn(MathFn::Pow, {f64c(2.0), subE(e, h)}));
+    rw_.store(n.body, s.bad, at, select(cmp(BinaryOp::Ge, mx, big), i32c(c_.kExtent), i32c(0)));
+    return n;
+  }
+
+  // 2. Per entry: a' = round(x 2^e) (0 in a row that is not finite) and its balanced residue
+  // modulo each p_l, ((a' + h_l) mod p_l) - h_l with h_l = floor(p_l / 2).
+  LoopNest residueNest(const Side& s) {
+    LoopNest n;
+    n.loc = nest_.loc;
+    std::map<int, Expr> vars;
+    n.loops = copyLoops(s.rows, vars);
+    n.loops.push_back(rw_.freshLoop(part_.kLoop->name, kLo_, kHi_));
+    const Loop k = n.loops.back();
+    std::vector<Expr> at = pointIndex(s.rows, vars);
+    Expr x = operandAt(s, vars, k);
+    Expr scaled = mul(mul(x, rw_.loadOf(s.scale1, at)), rw_.loadOf(s.scale2, at));
+    Expr t = rw_.let(n.body, "t", select(cmp(BinaryOp::Gt, rw_.loadOf(s.bad, at), i32c(0)), f64c(0), scaled));
+    Expr rounded = select(cmp(BinaryOp::Lt, fn(MathFn::Abs, {t}), f64c(0x1p52)), fn(MathFn::Floor, {add(t, f64c(0.5))}), t);
+    Expr v = rw_.let(n.body, "v", cast(I64, rounded));
+    Expr kAt = kLo_ == 0 ? rw_.use(k) : subE(rw_.use(k), i32c(kLo_));
+    for (int l = 0; l < split_.moduli; ++l) {
+      const int64_t p = ozakiModuli()[size_t(l)], half = p / 2;
+      std::vector<Expr> idx{i32c(l)};
+      idx.insert(idx.end(), at.begin(), at.end());
+      idx.push_back(kAt);
+      Expr r = subE(modE(add(v, intImm(half, I64)), intImm(p, I64)), intImm(half, I64));
+      rw_.store(n.body, s.residues, std::move(idx), cast(ScalarType::I8, r));
+    }
+    return n;
+  }
+
+  // p_l (or h_l = floor(p_l / 2) with `half`) at the modulus index `l`: a chain of selects.
+  Expr modulusAt(const Expr& l, bool half) const {
+    auto value = [&](int i) { return i32c(half ? ozakiModuli()[size_t(i)] / 2 : ozakiModuli()[size_t(i)]); };
+    Expr e = value(split_.moduli - 1);
+    for (int i = split_.moduli - 2; i >= 0; --i) e = select(cmp(BinaryOp::Eq, l, i32c(i)), value(i), e);
+    return e;
+  }
+
+  // The residue arrays' indices at modulus `l`, the side's rows (`vars`) and K position `k`.
+  std::vector<Expr> residueIndex(const Side& s, const Expr& l, const std::map<int, Expr>& vars, const Expr& k) const {
+    std::vector<Expr> idx{l};
+    for (Expr& e : pointIndex(s.rows, vars)) idx.push_back(std::move(e));
+    idx.push_back(k);
+    return idx;
+  }
+
+  // 3. c8[l, point] = the balanced residue modulo p_l of sum_k a8[l, ., k] b8[l, ., k] (exact in
+  // i32): one contraction of i8 operands, batched over l.
+  LoopNest productNest() {
+    LoopNest n;
+    n.loc = nest_.loc;
+    n.loops.push_back(rw_.freshLoop("modulus", 0, split_.moduli));
+    Expr l = rw_.use(n.loops[0]);
+    std::map<int, Expr> vars;
+    for (Loop& copy : copyLoops(nestLoops(), vars)) n.loops.push_back(std::move(copy));
+    Loop k = rw_.freshLoop(part_.kLoop->name, 0, c_.kExtent);
+    Expr ka = cast(I32, rw_.loadOf(a_.residues, residueIndex(a_, l, vars, rw_.use(k))));
+    Expr kb = cast(I32, rw_.loadOf(b_.residues, residueIndex(b_, l, vars, rw_.use(k))));
+    Expr sum = reduce(ReduceOp::Sum, {k}, mul(ka, kb));
+    Expr half = modulusAt(l, true);
+    Expr r = subE(modE(add(sum, half), modulusAt(l, false)), half);
+    std::vector<Expr> idx{l};
+    for (Expr& e : pointIndex(nestLoops(), vars)) idx.push_back(std::move(e));
+    std::vector<int64_t> shape{split_.moduli};
+    for (int64_t e : shapeOf(nestLoops())) shape.push_back(e);
+    products_ = rw_.local(prefix_ + "_c8", ScalarType::I8, shape);
+    rw_.store(n.body, products_, std::move(idx), cast(ScalarType::I8, r));
+    return n;
+  }
+
+  // Garner's mixed-radix digits v_l of C' from its residues r_l (balanced, i32), then
+  // C' = v_0 + p_0 (v_1 + p_1 (v_2 + ...)) in f64.
+  Expr reconstruct(std::vector<Stmt>& body, const std::vector<Expr>& residues) {
+    const std::vector<int>& p = ozakiModuli();
+    std::vector<Expr> digits{residues[0]};
+    for (int l = 1; l < split_.moduli; ++l) {
+      const int64_t pl = p[size_t(l)];
+      int64_t w = 1;  // W_j mod p_l, W_j = p_0 ... p_{j-1}
+      Expr t = i32c(0);
+      for (int j = 0; j < l; ++j) {
+        t = j == 0 ? digits[0] : add(t, mul(digits[size_t(j)], i32c(w)));
+        w = modOf(w * p[size_t(j)], pl);
+      }
+      const int64_t inv = inverseMod(w, pl), half = pl / 2;
+      Expr v = subE(modE(add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half)), i32c(pl)), i32c(half));
+      digits.push_back(rw_.let(body, fmt::format("digit{}", l), v));
+    }
+    Expr x = cast(F64, digits.back());
+    for (int l = split_.moduli - 2; l >= 0; --l)
+      x = rw_.let(body, fmt::format("horner{}", l), add(cast(F64, digits[size_t(l)]), mul(f64c(p[size_t(l)]), x)));
+    return x;
+  }
+
+  // The plain sum of the statement over the range a row's non-finite flag gives (K values or none).
+  // The range counts from 0 and indexes the side's residues alone (a8[0, row, k]): what bounds a
+  // data-dependent range (ir/DataRanges.h) where the operands index K inside an expression
+  // (a[i + n * k]); the term is the same either way.
+  Expr fallbackSum(const Side& s, const std::map<int, Expr>& vars) {
+    Loop k = rw_.freshLoop(part_.kLoop->name, 0, c_.kExtent);
+    k.hi = rw_.loadOf(s.bad, pointIndex(s.rows, vars));
+    std::map<int, Expr> withK = vars;
+    withK[part_.kLoop->id] = kLo_ == 0 ? rw_.use(k) : add(rw_.use(k), i32c(kLo_));
+    Expr term = substitute(part_.sum->operands[0], withK);
+    Expr residue = cast(I32, rw_.loadOf(s.residues, residueIndex(s, i32c(0), vars, rw_.use(k))));
+    return reduce(ReduceOp::Sum, {k}, select(cmp(BinaryOp::Le, residue, i32c(128)), term, term));
+  }
+
+  // 4. The sum at each point: C' 2^-(e_i + f_j), or the plain sum where a row or column is not
+  // finite.
+  LoopNest reconstructNest() {
+    LoopNest n;
+    n.loc = nest_.loc;
+    std::map<int, Expr> vars;
+    n.loops = copyLoops(nestLoops(), vars);
+    std::vector<Expr> at = pointIndex(nestLoops(), vars), residues;
+    for (int l = 0; l < split_.moduli; ++l) {
+      std::vector<Expr> idx{i32c(l)};
+      idx.insert(idx.end(), at.begin(), at.end());
+      residues.push_back(rw_.let(n.body, fmt::format("r{}", l), cast(I32, rw_.loadOf(products_, std::move(idx)))));
+    }
+    Expr x = reconstruct(n.body, residues);
+    std::vector<Expr> ia = pointIndex(a_.rows, vars), ib = pointIndex(b_.rows, vars);
+    Expr f = rw_.let(n.body, "f", unary(UnaryOp::Neg, add(rw_.loadOf(a_.exponent, ia), rw_.loadOf(b_.exponent, ib))));
+    Expr h = rw_.let(n.body, "fh", fn(MathFn::Floor, {mul(f, f64c(0.5))}));
+    Expr value = mul(mul(x, fn(MathFn::Pow, {f64c(2.0), h})), fn(MathFn::Pow, {f64c(2.0), subE(f, h)}));
+    const ScalarType t = part_.sum->type;
+    if (t != F64) value = cast(t, value);
+    Expr oz = rw_.let(n.body, "ozaki", value);
+    Expr badA = cmp(BinaryOp::Gt, rw_.loadOf(a_.bad, ia), i32c(0));
+    Expr badB = cmp(BinaryOp::Gt, rw_.loadOf(b_.bad, ib), i32c(0));
+    Expr result = select(badA, fallbackSum(a_, vars), select(badB, fallbackSum(b_, vars), oz));
+    sum_ = rw_.local(prefix_ + "_sum", t, shapeOf(nestLoops()));
+    rw_.store(n.body, sum_, at, result);
+    return n;
+  }
+
+  Rewriter& rw_;
+  const LoopNest& nest_;
+  const Contraction& c_;
+  const ContractionPart& part_;
+  OzakiSplit split_;
+  std::string prefix_;
+  int64_t kLo_ = 0, kHi_ = 0;
+  Side a_, b_;
+  int products_ = -1, sum_ = -1;
+};
+
+// The nest with each part's sum replaced by a load of its reconstructed value.
+LoopNest readSums(Rewriter& rw, const LoopNest& nest, const std::vector<std::pair<Expr, int>>& sums,
+                  const PartRewrite& any) {
+  LoopNest out = nest;
+  std::map<int, Expr> vars;
+  for (const Loop& l : nest.loops) vars[l.id] = var(VarKind::Index, l.id, l.name, I32);
+  for (Stmt& s : out.body)
+    s.value = rewriteExpr(s.value, [&](const Expr& x) -> Expr {
+      for (const auto& [sum, local] : sums)
+        if (x.get() == sum.get() || sameExpr(x, sum)) return rw.loadOf(local, any.pointIndex(any.nestLoops(), vars));
+      return nullptr;
+    });
+  return out;
+}
+
+// The rewritten kernel must pass what the proved one passed: an internal error otherwise.
+void checkRewrite(const Kernel& k, Precision p) {
+  std::vector<std::string> problems = verifyKernel(k);
+  Diagnostics diags;
+  if (problems.empty() && (!checkBounds(k, diags) || !checkRaces(k, diags) || !checkOutputsWritten(k, diags)))
+    for (const Diagnostic& d : diags.all())  // (warnings: what the data-dependent ranges leave unproved)
+      if (d.severity == Severity::Error) problems.push_back(d.message);
+  RTCG_ASSERT(problems.empty(), fmt::format("the {} rewrite of kernel '{}' is not well formed: {}\n{}", precisionName(p),
+                                            k.name, fmt::join(problems, "; "), printKernel(k)));
+}
+
+}  // namespace
+
+Kernel policyKernel(const Kernel& proved, Precision p) {
+  Diagnostics diags;
+  std::optional<Kernel> k = applyPolicy(proved, p, diags);
+  if (!k) throw Error(diags.all().empty() ? "the precision policy cannot apply" : diags.all()[0].message);
+  return std::move(*k);
+}
+
+std::string printPolicyRewrite(const Kernel& k) {
+  return fmt::format("precision {}: the {} contractions are rewritten into the steps of the Ozaki scheme II on INT8 "
+                     "tensor cores (per contraction: scale and residues of each operand, the products, the "
+                     "reconstruction); the kernel scheduled:\n{}",
+                     k.policy, k.policy == "fp64x" ? "f64" : "f32", printKernel(k));
+}
+
+std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics& diags) {
+  if (!precisionRewrites(p) || proved.policy == precisionName(p)) return proved;
+  const std::string name = precisionName(p);
+  if (!proved.policy.empty()) {
+    diags.error(proved.loc, fmt::format("kernel '{}' is already rewritten for precision '{}'", proved.name, proved.policy));
+    return std::nullopt;
+  }
+  const ScalarType type = p == Precision::Fp64x ? F64 : ScalarType::F32;
+  Rewriter rw(proved, p);
+  std::vector<std::string> notTaken;
+  int rewritten = 0;
+  for (int n = 0; n < int(proved.nests.size()); ++n) {
+    const LoopNest& nest = proved.nests[size_t(n)];
+    ContractionMatch m = matchContraction(proved, n);
+    if (!m.contraction || m.contraction->type != type) {
+      if (!m.contraction && !m.reasons.empty()) notTaken.push_back(fmt::format("nest {}: {}", n + 1, m.reasons[0]));
+      rw.kernel().nests.push_back(nest);
+      continue;
+    }
+    const Contraction& c = *m.contraction;
+    std::string why;
+    std::optional<OzakiSplit> split = ozakiSplit(p, c.kExtent, &why);
+    if (!split) {
+      diags.error(nest.loc, fmt::format("precision '{}' cannot compute this contraction on INT8 tensor cores: {}", name, why));
+      return std::nullopt;
+    }
+    std::vector<std::pair<Expr, int>> sums;
+    std::optional<PartRewrite> last;
+    for (size_t i = 0; i < c.parts.size(); ++i) {
+      last.emplace(rw, nest, c, c.parts[i], *split, fmt::format("ozaki{}", rewritten++));
+      sums.emplace_back(c.parts[i].sum, last->run(rw.kernel().nests));
+    }
+    rw.kernel().nests.push_back(readSums(rw, nest, sums, *last));
+  }
+  if (rewritten == 0) {
+    diags.error(proved.loc, fmt::format("precision '{}' computes {} contractions on INT8 tensor cores, but kernel '{}' has "
+                                        "none{}{}",
+                                        name, typeName(type), proved.name, notTaken.empty() ? "" : ": ",
+                                        fmt::format("{}", fmt::join(notTaken, "; "))));
+    return std::nullopt;
+  }
+  Kernel out = std::move(rw.kernel());
+  out.policy = name;
+  checkRewrite(out, p);
+  return out;
+}
+
+}  // namespace rtcg

@@ -1,0 +1,62 @@
+// The precision policies that rewrite contractions before they are scheduled: `fp64x` (each f64
+// contraction) and `fp32x` (each f32 contraction) compute C = A B by the Ozaki scheme II on INT8
+// tensor cores (Uchino, Ozaki and Imamura, arXiv 2504.08009), as loop nests over kernel-local
+// arrays that the planner schedules, fuses and tunes like any others:
+//
+//   1. scale    per row of A (column of B): the largest |value| -> a power of two 2^e with
+//               |x 2^e| < 2^alpha, and whether the row holds a value that is not finite;
+//   2. residues a' = round(x 2^e), an integer of at most alpha bits, as its balanced residue
+//               modulo each of N pairwise coprime moduli p_l <= 256: a8[l, row, k], an i8 array
+//               contiguous along k (the s8 tensor cores' operand layout);
+//   3. products c8[l, i, j] = (sum_k a8[l, i, k] b8[l, j, k]) mod p_l: one i32 contraction of i8
+//               operands batched over l (`mma: s8 ...`), exact while K 2^14 < 2^31, its balanced
+//               residue stored as i8;
+//   4. reconstruction: the exact C' = A' B' from its residues (Garner's mixed-radix digits in
+//               i32, Horner's rule in f64: all terms of one sign after the first exact steps, so
+//               C' comes out to a few ulps), times 2^-(e_i + f_j); an output whose row of A or
+//               column of B holds an infinity or a NaN is the plain sum over that row instead (a
+//               data-dependent range of K or 0 values), so IEEE's non-finite results stay.
+//
+// The original statement then reads the reconstructed sum from a local. The moduli are the
+// fewest with K 2^(2 alpha) <= P / 4 (P their product) for alpha = 53 (fp64x) or 24 (fp32x):
+// each entry of A' and B' keeps alpha bits below its row's (column's) largest, and C' lies in
+// the range the balanced residues represent. The error is the truncation of entries far below
+// their row's largest value (docs/language.md 6.2 states the bound and its limits).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "schedule/Schedule.h"
+#include "support/Diagnostics.h"
+
+namespace rtcg {
+
+// The pairwise coprime moduli, in the order the scheme uses them (256 first).
+const std::vector<int>& ozakiModuli();
+
+// How a contraction over K values is computed under a rewriting policy: the number of moduli and
+// the bits alpha each scaled entry keeps; nullopt with `why` when no number of moduli suffices or
+// K is too long for exact i32 sums.
+struct OzakiSplit {
+  int moduli = 0;
+  int alpha = 0;
+};
+std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why = nullptr);
+
+// The proved kernel rewritten for `p` (a copy when p does not rewrite, or when the kernel is
+// already the rewrite of p: Kernel::policy). A kernel the policy cannot apply to (no contraction
+// of its type, K too long) is an error in diags with the reasons, and nullopt.
+std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics& diags);
+
+// applyPolicy for callers without diagnostics (the tuner, the API): throws rtcg::Error with the
+// reason when the policy cannot apply.
+Kernel policyKernel(const Kernel& proved, Precision p);
+
+// For `explain`: the rewritten kernel's steps, a line saying which policy made them, then the
+// kernel's nests as printKernel prints them (their nest numbers are the plan's).
+std::string printPolicyRewrite(const Kernel& rewritten);
+
+}  // namespace rtcg

@@ -1,0 +1,314 @@
+// The precision policies fp64x and fp32x (schedule/PolicyRewrite.h): the moduli and the split they
+// choose, the rewritten kernel's steps in the host emulation against the float64 reference at sizes
+// no tile divides (default schedules and the s8 tensor-core schedule of the products), inputs with
+// wide exponent ranges (the stated bound holds element by element), zeros, subnormals, infinities
+// and NaN (IEEE's results), and the refusals with their reasons.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cfloat>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "codegen/HostEmulation.h"
+#include "reference/HostArgs.h"
+#include "reference/RandomFill.h"
+#include "reference/Reference.h"
+#include "schedule/Contraction.h"
+#include "schedule/PolicyRewrite.h"
+#include "schedule/Schedule.h"
+#include "schedule/Space.h"
+#include "SourceKernels.h"
+
+using namespace rtcg;
+using namespace rtcg::testing;
+
+namespace {
+
+// C = A B with A (m x K) and B (K x n), row-major, of element type `t`.
+Kernel gemm(const char* t, int64_t m, int64_t n, int64_t K) {
+  return fromSource(fmt::format(R"(kernel g(m: int, n: int, K: int, a: {0}[m, K], b: {0}[K, n], out c: {0}[m, n]) {{
+    for i in 0..m, j in 0..n {{ c[i, j] = sum(k in 0..K, a[i, k] * b[k, j]); }}
+  }})", t), {{"m", m}, {"n", n}, {"K", K}});
+}
+
+Kernel rewrite(const Kernel& k, Precision p) {
+  Diagnostics diags;
+  std::optional<Kernel> r = applyPolicy(k, p, diags);
+  EXPECT_TRUE(r.has_value()) << (diags.all().empty() ? "" : diags.all()[0].message);
+  return r ? *r : Kernel{};
+}
+
+std::string refusal(const Kernel& k, Precision p) {
+  Diagnostics diags;
+  std::optional<Kernel> r = applyPolicy(k, p, diags);
+  EXPECT_FALSE(r.has_value());
+  return diags.all().empty() ? "" : diags.all()[0].message;
+}
+
+// The schedule of every nest at its default but nest `nest`'s.
+std::string withNest(const Kernel& k, int nest, const std::string& text) {
+  Schedule s = defaultSchedule(k);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < s.nests.size(); ++i)
+    parts.push_back(int(i) == nest ? text : printNestSchedule(s.nests[i]));
+  return fmt::format("{}", fmt::join(parts, " | "));
+}
+
+// The index of the products' nest (its first loop is `modulus`).
+int productNest(const Kernel& k) {
+  for (size_t n = 0; n < k.nests.size(); ++n)
+    if (!k.nests[n].loops.empty() && k.nests[n].loops[0].name == "modulus") return int(n);
+  return -1;
+}
+
+// Runs the rewrite of `k` under `schedule` on `args` in the host emulation; the reference of `k`
+// too; returns both outputs of parameter `out`.
+struct Outputs {
+  std::vector<double> got, want;
+};
+Outputs runBoth(const Kernel& k, const Kernel& rewritten, const std::string& schedule, HostArgs args, int out) {
+  HostArgs refArgs = args;
+  ReferenceResult ref = runReference(k, refArgs);
+  auto parsed = parseSchedule(schedule);
+  EXPECT_TRUE(parsed.ok()) << parsed.error;
+  std::string err = runEmittedOnHost(rewritten, *parsed.schedule, args);
+  EXPECT_EQ(err, "");
+  Outputs o;
+  o.got = args.array(out).toDoubles();
+  for (const ReferenceOutput& r : ref.outputs)
+    if (r.param == out) o.want = r.values;
+  return o;
+}
+
+double relativeError(const Outputs& o) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < o.want.size(); ++i) num += (o.got[i] - o.want[i]) * (o.got[i] - o.want[i]), den += o.want[i] * o.want[i];
+  return std::sqrt(num / den);
+}
+
+}  // namespace
+
+TEST(Ozaki, ModuliArePairwiseCoprimeAndTheSplitHoldsTheProduct) {
+  const std::vector<int>& p = ozakiModuli();
+  for (size_t i = 0; i < p.size(); ++i)
+    for (size_t j = i + 1; j < p.size(); ++j) EXPECT_EQ(std::gcd(p[i], p[j]), 1) << p[i] << " " << p[j];
+  for (Precision pol : {Precision::Fp64x, Precision::Fp32x})
+    for (int64_t K : {1, 2, 37, 1000, 4096, 8192, 131071}) {
+      std::optional<OzakiSplit> s = ozakiSplit(pol, K);
+      ASSERT_TRUE(s.has_value()) << K;
+      EXPECT_GE(s->alpha, pol == Precision::Fp64x ? 53 : 24);
+      // K 2^(2 alpha) <= P / 4, and one modulus fewer would not hold 53 (24) bits.
+      double bits = 0;
+      for (int l = 0; l < s->moduli; ++l) bits += std::log2(double(p[size_t(l)]));
+      EXPECT_LE(std::log2(double(K)) + 2.0 * s->alpha + 2, bits) << K;
+      EXPECT_GT(std::ceil(std::log2(double(K))) + 2.0 * (pol == Precision::Fp64x ? 53 : 24) + 2,
+                bits - std::log2(double(p[size_t(s->moduli - 1)])))
+          << K;
+    }
+  EXPECT_EQ(ozakiSplit(Precision::Fp64x, 4096)->moduli, 16);
+  EXPECT_EQ(ozakiSplit(Precision::Fp32x, 4096)->moduli, 8);
+  std::string why;
+  EXPECT_FALSE(ozakiSplit(Precision::Fp64x, 131072, &why).has_value());
+  EXPECT_NE(why.find("131071"), std::string::npos) << why;
+}
+
+TEST(Ozaki, RefusalsSayWhy) {
+  EXPECT_NE(refusal(gemm("f32", 8, 8, 8), Precision::Fp64x).find("f64 contractions"), std::string::npos);
+  EXPECT_NE(refusal(gemm("f64", 8, 8, 8), Precision::Fp32x).find("f32 contractions"), std::string::npos);
+  EXPECT_NE(refusal(gemm("f64", 2, 2, 200000), Precision::Fp64x).find("exact up to 131071"), std::string::npos);
+  Kernel norm = fromSource(R"(kernel nrm(n: int, x: f64[n, n], out y: f64[n]) {
+    for i in 0..n { y[i] = sum(j in 0..n, x[i, j] * x[i, j] + 1.0); }
+  })", {{"n", 8}});
+  std::string why = refusal(norm, Precision::Fp64x);
+  EXPECT_NE(why.find("has none: nest 1: mma:"), std::string::npos) << why;
+  // The rewrite is applied once: a rewritten kernel is kept as it is.
+  Kernel r = rewrite(gemm("f64", 5, 6, 7), Precision::Fp64x);
+  EXPECT_EQ(r.policy, "fp64x");
+  Diagnostics diags;
+  EXPECT_EQ(applyPolicy(r, Precision::Fp64x, diags)->nests.size(), r.nests.size());
+  EXPECT_FALSE(applyPolicy(r, Precision::Fp32x, diags).has_value());
+}
+
+TEST(Ozaki, Fp64xMatchesTheReferenceAtOddSizes) {
+  for (auto [m, n, K] : {std::tuple{37, 29, 45}, std::tuple{1, 17, 300}, std::tuple{33, 1, 5}}) {
+    Kernel k = gemm("f64", m, n, K);
+    Kernel r = rewrite(k, Precision::Fp64x);
+    ASSERT_GE(productNest(r), 0);
+    HostArgs args(k);
+    fillInputs(k, args, 7);
+    Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 5);
+    EXPECT_LT(relativeError(o), 1e-15) << m << "x" << n << "x" << K;
+  }
+}
+
+TEST(Ozaki, ProductsRunOnS8TensorCoresInTheEmulation) {
+  Kernel k = gemm("f64", 37, 29, 45);
+  Kernel r = rewrite(k, Precision::Fp64x);
+  const int p = productNest(r);
+  // The space offers the products' nest the s8 arithmetic.
+  SpaceOptions so;
+  so.maxCandidates = 400;
+  Space space = enumerateSchedules(r, so);
+  bool offered = false;
+  for (const Candidate& c : space.candidates) offered |= c.schedule.nests[size_t(p)].mma.arith == MmaArith::S8;
+  for (const Candidate& c : space.reserve) offered |= c.schedule.nests[size_t(p)].mma.arith == MmaArith::S8;
+  EXPECT_TRUE(offered);
+  for (const char* mma : {"mma: s8 m16n8k32 warps 1x1 tile 1x1 k 32", "mma: s8 m16n8k32 warps 2x2 tile 2x1 k 64 stages 3"}) {
+    HostArgs args(k);
+    fillInputs(k, args, 11);
+    Outputs o = runBoth(k, r, withNest(r, p, mma), args, 5);
+    EXPECT_LT(relativeError(o), 1e-15) << mma;
+  }
+}
+
+TEST(Ozaki, Fp32xMatchesTheReference) {
+  Kernel k = gemm("f32", 40, 23, 67);
+  Kernel r = rewrite(k, Precision::Fp32x);
+  HostArgs args(k);
+  fillInputs(k, args, 3);
+  Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 5);
+  EXPECT_LT(relativeError(o), 2e-7);
+}
+
+// Entries spread over 2^-40 .. 2^40 in each row and column: every element is within the stated
+// bound 2^-alpha (max_k |a_ik| sum_k |b_kj| + max_k |b_kj| sum_k |a_ik|) plus a few roundings of
+// the result (docs/language.md 6.2), even where the relative error is large (cancellation, or
+// large entries of a row meeting small ones of a column).
+TEST(Ozaki, WideExponentRangesStayWithinTheStatedBound) {
+  const int64_t m = 19, n = 21, K = 50;
+  Kernel k = gemm("f64", m, n, K);
+  Kernel r = rewrite(k, Precision::Fp64x);
+  HostArgs args(k);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> mant(-1, 1), ex(-40, 40);
+  for (int q : {3, 4})
+    for (int64_t i = 0; i < args.array(q).size(); ++i) args.array(q).set(i, mant(rng) * std::exp2(std::round(ex(rng))));
+  const std::vector<double> a = args.array(3).toDoubles(), b = args.array(4).toDoubles();
+  Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 5);
+  const double alpha = ozakiSplit(Precision::Fp64x, K)->alpha;
+  int large = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double amax = 0, bmax = 0, asum = 0, bsum = 0;
+      for (int64_t q = 0; q < K; ++q) {
+        amax = std::max(amax, std::abs(a[size_t(i * K + q)])), asum += std::abs(a[size_t(i * K + q)]);
+        bmax = std::max(bmax, std::abs(b[size_t(q * n + j)])), bsum += std::abs(b[size_t(q * n + j)]);
+      }
+      const double want = o.want[size_t(i * n + j)], got = o.got[size_t(i * n + j)];
+      const double bound = std::exp2(-alpha) * (amax * bsum + bmax * asum) * (1 + 1e-12) + 32 * DBL_EPSILON * std::abs(want);
+      EXPECT_LE(std::abs(got - want), bound) << i << "," << j;
+      large += std::abs(got - want) > 1e-10 * std::abs(want);
+    }
+  // Such inputs do lose relative accuracy somewhere (what the docs say of them).
+  EXPECT_GT(large, 0);
+}
+
+// Zeros, subnormals, infinities and NaN: finite rows and columns keep the scheme's accuracy
+// (subnormal and zero rows included); an output whose row of A or column of B is not finite is
+// IEEE's sum (inf, -inf or NaN as the reference says).
+TEST(Ozaki, NonFiniteValuesComeOutAsIeeeSays) {
+  const int64_t m = 9, n = 7, K = 11;
+  Kernel k = gemm("f64", m, n, K);
+  Kernel r = rewrite(k, Precision::Fp64x);
+  HostArgs args(k);
+  fillInputs(k, args, 9);
+  HostArray& a = args.array(3);
+  HostArray& b = args.array(4);
+  for (int64_t q = 0; q < K; ++q) a.set(0 * K + q, 0.0);                   // a zero row
+  for (int64_t q = 0; q < K; ++q) a.set(1 * K + q, 3e-310 * (q + 1));      // a subnormal row
+  a.set(2 * K + 4, INFINITY);                                             // +inf
+  a.set(3 * K + 1, NAN);                                                  // NaN
+  a.set(4 * K + 2, INFINITY), a.set(4 * K + 3, -INFINITY);                // inf - inf
+  b.set(5 * n + 3, -INFINITY);                                            // a column with -inf
+  b.set(4 * n + 6, 0.0);                                                  // 0 * inf = NaN in row 2?
+  b.set(2 * n + 6, DBL_MAX);                                              // overflowing products
+  Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 5);
+  int nonFinite = 0;
+  for (size_t e = 0; e < o.want.size(); ++e) {
+    const double want = o.want[e], got = o.got[e];
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << e << ": " << got;
+      ++nonFinite;
+    } else if (std::isinf(want)) {
+      EXPECT_EQ(got, want) << e;
+      ++nonFinite;
+    } else {
+      EXPECT_NEAR(got, want, 1e-14 * (1 + std::abs(want))) << e;  // entries O(1) (or smaller)
+    }
+  }
+  EXPECT_GT(nonFinite, 10);
+}
+
+// DG differentiation in f64 (w[k, m] = sum(j, D[m, j] u[k, j]): the batch index outermost, D
+// shared), and three statements sharing u (a stacked contraction: each statement its own steps).
+TEST(Ozaki, DgDifferentiationInF64) {
+  Kernel k = fromSource(R"(kernel d(K: int, Np: int, D: f64[Np, Np], u: f64[K, Np], out w: f64[K, Np]) {
+    for e in 0..K, m in 0..Np { w[e, m] = 2.0 * sum(j in 0..Np, D[m, j] * u[e, j]) + u[e, m]; }
+  })", {{"K", 13}, {"Np", 10}});
+  Kernel r = rewrite(k, Precision::Fp64x);
+  HostArgs args(k);
+  fillInputs(k, args, 4);
+  EXPECT_LT(relativeError(runBoth(k, r, printSchedule(defaultSchedule(r)), args, 4)), 1e-15);
+  Kernel s = fromSource(R"(kernel s(K: int, Np: int, Dr: f64[Np, Np], Ds: f64[Np, Np], u: f64[K, Np],
+                                   out ur: f64[K, Np], out us: f64[K, Np]) {
+    for e in 0..K, m in 0..Np {
+      ur[e, m] = sum(j in 0..Np, Dr[m, j] * u[e, j]);
+      us[e, m] = sum(j in 0..Np, Ds[m, j] * u[e, j]);
+    }
+  })", {{"K", 9}, {"Np", 6}});
+  Kernel sr = rewrite(s, Precision::Fp64x);
+  HostArgs sargs(s);
+  fillInputs(s, sargs, 8);
+  const std::string sched = printSchedule(defaultSchedule(sr));
+  EXPECT_LT(relativeError(runBoth(s, sr, sched, sargs, 5)), 1e-15);
+  EXPECT_LT(relativeError(runBoth(s, sr, sched, sargs, 6)), 1e-15);
+}
+
+// The space of a rewritten kernel: its best-predicted candidates (fused scale and residue nests,
+// kept rows, s8 products) and the default all match the reference in the emulation.
+TEST(Ozaki, BestPredictedCandidatesMatchTheReference) {
+  Kernel k = gemm("f64", 35, 27, 41);
+  Kernel r = rewrite(k, Precision::Fp64x);
+  SpaceOptions so;
+  so.maxCandidates = 300;
+  Space space = enumerateSchedules(r, so);
+  ASSERT_GE(space.candidates.size(), 6u);
+  bool fused = false, s8 = false;
+  for (size_t c = 0; c < 6; ++c) {
+    const Schedule& s = space.candidates[c].schedule;
+    for (const NestSchedule& n : s.nests) fused |= n.fuse > 1, s8 |= n.mma.arith == MmaArith::S8;
+    HostArgs args(k);
+    fillInputs(k, args, 20 + c);
+    EXPECT_LT(relativeError(runBoth(k, r, printSchedule(s), args, 5)), 1e-15) << printSchedule(s);
+  }
+  EXPECT_TRUE(fused);
+  EXPECT_TRUE(s8);
+}
+
+// Operands that index K inside an expression (column-major flat arrays, the fallback sum's range
+// bounded by the residues it indexes) and a reduction that starts past 0, with non-finite values.
+TEST(Ozaki, FlatOperandsAndOffsetReductions) {
+  Kernel k = fromSource(R"(kernel f(n: int, a: f64[n * n], b: f64[n * n], inout c: f64[n * n]) {
+    for i in 0..n, j in 1..n { c[i + n * j] = sum(k in 2..n, a[i + n * k] * b[k + n * j]); }
+  })", {{"n", 23}});
+  Kernel r = rewrite(k, Precision::Fp64x);
+  HostArgs args(k);
+  fillInputs(k, args, 12);
+  args.array(1).set(3 + 23 * 5, INFINITY);  // a[3, 5]: row 3 of A
+  Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 3);
+  int inf = 0;
+  for (size_t e = 0; e < o.want.size(); ++e) {
+    if (std::isnan(o.want[e])) {
+      EXPECT_TRUE(std::isnan(o.got[e])) << e;
+    } else if (std::isinf(o.want[e])) {
+      EXPECT_EQ(o.got[e], o.want[e]) << e;
+      ++inf;
+    } else {
+      EXPECT_NEAR(o.got[e], o.want[e], 1e-14 * (1 + std::abs(o.want[e]))) << e;  // entries O(1): sums of O(1)
+    }
+  }
+  EXPECT_EQ(inf, 22);
+}
