@@ -532,7 +532,7 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
 // wgmma shape's helpers once.
 void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs) {
   const bool half = mmaPacked(s.arith);
-  needs.mmaS8 |= s.arith == MmaArith::S8;
+  needs.mmaS8 |= s.arith == MmaArith::S8 && !p.wgmma;
   const bool tf32 = s.arith == MmaArith::Tf32 || s.arith == MmaArith::Tf32x3;
   needs.mma = true;
   needs.asyncCopy |= s.stages > 1 || half;

@@ -31,6 +31,9 @@ int64_t coreRow(const MmaPlan& p) { return 16 / typeBytes(p.staged); }
 
 bool mnMajor(const MmaPlan& p, bool isA) { return isA ? p.aMnMajor : p.bMnMajor; }
 
+// wgmma's accumulators: s32 for s8, else f32.
+ScalarType accumulatorType(const MmaPlan& p) { return p.arith == MmaArith::S8 ? ScalarType::I32 : ScalarType::F32; }
+
 // The helper's name: arithmetic, shape and each operand's layout (k: K-major, m: MN-major, r: A
 // from registers). tf32x3's issue TF32 instructions, and have a `_zero` form (scale-d 0).
 std::string helperName(const MmaPlan& p) {
@@ -184,14 +187,16 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
 }  // namespace
 
 // The accumulators of a warpgroup's 64 x N tile: N / 2 per thread, chunk c (8 columns) holding
-// elements 4c..4c + 3 (rows g, g, g + 8, g + 8 of the warp's 16; columns 2t, 2t + 1).
+// elements 4c..4c + 3 (rows g, g, g + 8, g + 8 of the warp's 16; columns 2t, 2t + 1); f32, or s32
+// for s8.
 void declareWgmmaAccumulators(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body,
                                const char* base) {
+  const ScalarType t = accumulatorType(p);
   nm.acc.assign(1, std::vector<std::vector<std::string>>(size_t(p.fragN / 8)));
   for (size_t c = 0; c < nm.acc[0].size(); ++c)
     for (int r = 0; r < 4; ++r) {
       nm.acc[0][c].push_back(ctx.names.fresh(fmt::format("{}{}_{}", base, c, r)));
-      body.push_back(C::decl("float", nm.acc[0][c].back(), literalOf(ScalarType::F32, 0, 0.0), false));
+      body.push_back(C::decl(cudaTypeName(t), nm.acc[0][c].back(), literalOf(t, 0, 0.0), false));
     }
 }
 
@@ -287,13 +292,15 @@ __device__ __forceinline__ unsigned long long rtcg_wgmma_desc_sw128(const void* 
 std::string wgmmaShapeHelper(const MmaPlan& p) {
   const int64_t regs = p.fragN / 2;
   const std::string name = helperName(p);
-  const bool tf32 = !mmaIs16Bit(p.arith);
-  const int kind = tf32 ? 2 : p.arith == MmaArith::Bf16 ? 1 : 0;
+  const bool s8 = p.arith == MmaArith::S8;
+  const bool tf32 = p.arith == MmaArith::Tf32 || p.arith == MmaArith::Tf32x3;
+  const int kind = tf32 ? 2 : s8 ? 3 : p.arith == MmaArith::Bf16 ? 1 : 0;
+  const char* acc = s8 ? "int" : "float";
   std::vector<std::string> params, refs, outs, slots;
   for (int64_t i = 0; i < regs; ++i) {
-    params.push_back(fmt::format("float& d{}", i));
+    params.push_back(fmt::format("{}& d{}", acc, i));
     refs.push_back(fmt::format("&d{}", i));
-    outs.push_back(fmt::format("\"+f\"(d{})", i));
+    outs.push_back(fmt::format("\"+{}\"(d{})", s8 ? 'r' : 'f', i));
     slots.push_back(fmt::format("%{}", i));
   }
   const std::string accParams = fmt::format("{}", fmt::join(params, ", "));
@@ -313,6 +320,10 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
                        "  float* const d[] = {{{}}};\n"
                        "  const float a[] = {{__uint_as_float(a0), __uint_as_float(a1), __uint_as_float(a2), __uint_as_float(a3)}};\n"
                        "  rtcg_emu_wgmma_rs({}, a, desc_b, d{});\n}}\n",
+                       fn, aParams, accParams, fmt::join(refs, ", "), p.fragN, zeroArg);
+    else if (s8)
+      s += fmt::format("inline void {}({}, unsigned long long desc_b, {}) {{\n"
+                       "  int* const d[] = {{{}}};\n  rtcg_emu_wgmma_s8({}, desc_a, desc_b, d{});\n}}\n",
                        fn, aParams, accParams, fmt::join(refs, ", "), p.fragN, zeroArg);
     else
       s += fmt::format("inline void {}({}, unsigned long long desc_b, {}) {{\n"
@@ -334,16 +345,20 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   for (int64_t i = 0; i < aCount; ++i) aSlots.push_back(fmt::format("%{}", regs + i));
   const std::string aSlot = p.registerA ? fmt::format("{{{}}}", fmt::join(aSlots, ", ")) : aSlots[0];
   const std::string aInputs = p.registerA ? "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3)" : "\"l\"(desc_a)";
-  const std::string trans = tf32 ? ""
-                            : p.registerA ? fmt::format(", {}", p.bMnMajor ? 1 : 0)
-                                          : fmt::format(", {}, {}", p.aMnMajor ? 1 : 0, p.bMnMajor ? 1 : 0);
+  // The operands after scale-d: imm-scale-a and -b (floating point only), then imm-trans-a and -b
+  // (16-bit only; A's only from shared memory).
+  const std::string immediates = s8     ? ""
+                                 : tf32 ? ", 1, 1"
+                                 : p.registerA ? fmt::format(", 1, 1, {}", p.bMnMajor ? 1 : 0)
+                                               : fmt::format(", 1, 1, {}, {}", p.aMnMajor ? 1 : 0, p.bMnMajor ? 1 : 0);
+  const std::string types = s8 ? "s32.s8.s8" : fmt::format("f32.{0}.{0}", typeName);
   for (int scaleD : p.splitBuffers ? std::vector<int>{1, 0} : std::vector<int>{1})
     s += fmt::format("__device__ __forceinline__ void {}({}, unsigned long long desc_b, {}) {{\n"
                      "  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"\n"
-                     "               \"wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, %{}, p, 1, 1{};\\n}}\\n\"\n"
+                     "               \"wgmma.mma_async.sync.aligned.m64n{}k{}.{} {{{}}}, {}, %{}, p{};\\n}}\\n\"\n"
                      "               : {}\n               : {}, \"l\"(desc_b), \"r\"({}));\n}}\n",
-                     name + (scaleD ? "" : "_zero"), aParams, accParams, regs + aCount + 1, p.fragN, p.fragK, typeName,
-                     typeName, fmt::join(slots, ", "), aSlot, regs + aCount, trans, accOuts, aInputs, scaleD);
+                     name + (scaleD ? "" : "_zero"), aParams, accParams, regs + aCount + 1, p.fragN, p.fragK, types,
+                     fmt::join(slots, ", "), aSlot, regs + aCount, immediates, accOuts, aInputs, scaleD);
   s += fmt::format("__device__ __forceinline__ void {}_fence({}) {{\n"
                    "  asm volatile(\"wgmma.fence.sync.aligned;\\n\" : {} :: \"memory\");\n}}\n",
                    name, accParams, accOuts);

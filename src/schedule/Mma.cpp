@@ -149,7 +149,9 @@ void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
 // wgmma takes, and the tiles are copied by cp.async (`stages`): wgmma reads shared memory itself.
 void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
   if (!mmaWgmmaArith(p.arith))
-    reasons.push_back(fmt::format("mma: wgmma multiplies bf16, f16, tf32 or tf32x3 operands, not '{}'", mmaArithName(p.arith)));
+    reasons.push_back(fmt::format("mma: wgmma multiplies bf16, f16, tf32, tf32x3 or s8 operands, not '{}'", mmaArithName(p.arith)));
+  if (p.arith == MmaArith::S8 && (!p.c.aAlongK || !p.c.bAlongK))
+    reasons.push_back("mma: s8 wgmma reads both operands K-major (contiguous along the reduction index)");
   if (p.ring.stages < 2)
     reasons.push_back("mma: wgmma reads tiles copied by cp.async: give 'stages 2' to 'stages 4'");
   p.wgmma = true;
@@ -157,7 +159,7 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   p.blockM = ms.warpsM * 64, p.blockN = ms.warpsN * ms.wgmmaN;
   // TF32 stored along M / N goes through A's registers (MmaPlan::registerA): B stored along N
   // with A along K makes the transposed product, whose A is then the one stored along M.
-  const bool tf32 = !mmaIs16Bit(p.arith);
+  const bool tf32 = p.arith == MmaArith::Tf32 || p.arith == MmaArith::Tf32x3;
   if (tf32 && !p.c.bAlongK && p.c.aAlongK) {
     transpose(p.c);
     p.transposed = true;

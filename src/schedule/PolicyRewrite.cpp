@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <map>
@@ -27,7 +28,9 @@ const std::vector<int>& ozakiModuli() {
 namespace {
 
 constexpr int kMaxAlpha = 62;          // |a'| < 2^63: an i64
+constexpr double kFastUnscale = 480;   // |e| up to this: 2^-e and C' 2^-e are normal and exact
 constexpr int64_t kMaxK = 131071;      // K 128^2 < 2^31: the i32 sums of i8 products are exact
+constexpr int64_t kKBlock = 130944;    // longer sums: blocks of this many (1023 steps of 128) values
 
 int floorLog2Product(int n) {
   double bits = 0;
@@ -49,10 +52,8 @@ std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why) {
     return std::nullopt;
   };
   if (K < 1) return fail("the sum has no terms");
-  if (K > kMaxK)
-    return fail(fmt::format("its reduction has {} values; the INT8 products' i32 sums are exact up to {} "
-                            "(longer sums are not split along K)",
-                            K, kMaxK));
+  if (K > int64_t(INT32_MAX) / 2)
+    return fail(fmt::format("its reduction has {} values; the rewrite indexes its residues in i32", K));
   const int target = p == Precision::Fp64x ? 53 : 24;
   for (int n = 2; n <= int(ozakiModuli().size()); ++n) {
     const int spare = floorLog2Product(n) - ceilLog2(K) - 2;  // K 2^(2 alpha) <= P / 4
@@ -148,11 +149,15 @@ Expr substitute(const Expr& e, const std::map<int, Expr>& vars) {
 struct Side {
   Expr operand;                    // in the original nest's loop ids and the sum's loop
   std::vector<const Loop*> rows;   // parallel loops of the nest the operand uses, nest order
-  int exponent = -1, scale1 = -1, scale2 = -1, bad = -1, residues = -1;  // its locals
+  int scale1 = -1, scale2 = -1, exponent = -1, unscale = -1, bad = -1, residues = -1;  // its locals
 };
 
 // The rewrite of one statement (a part) of a contraction nest: its steps as nests appended to
 // `out`, and the local holding the reconstructed sum at each point of the nest.
+// The operand sides a nest's parts have scaled already (a stacked contraction's shared operand,
+// DG's u): each operand with its sum's loop standing for K, and its locals.
+using KnownSides = std::vector<std::pair<Expr, Side>>;
+
 class PartRewrite {
  public:
   PartRewrite(Rewriter& rw, const LoopNest& nest, const Contraction& c, const ContractionPart& part,
@@ -162,14 +167,29 @@ class PartRewrite {
     a_ = side(part.a), b_ = side(part.b);
   }
 
-  // Appends the steps; returns the local with the sum at each point (indexed like outputIndex).
-  int run(std::vector<LoopNest>& out) {
+  // Appends the steps (an operand `known` holds is scaled once); returns the local with the sum
+  // at each point (indexed like pointIndex).
+  int run(std::vector<LoopNest>& out, KnownSides& known) {
     for (auto [s, name] : {std::pair{&a_, "a"}, std::pair{&b_, "b"}}) {
+      const Expr key = canonical(s->operand);
+      auto it = std::find_if(known.begin(), known.end(), [&](const auto& k) { return sameExpr(k.first, key); });
+      if (it != known.end()) {
+        *s = it->second;
+        continue;
+      }
       declareSide(*s, name);
       out.push_back(scaleNest(*s));
       out.push_back(residueNest(*s));
+      known.emplace_back(key, *s);
     }
-    out.push_back(productNest());
+    // K beyond kMaxK: blocks of kKBlock values (batched like the moduli), then the rest.
+    const int64_t K = c_.kExtent;
+    if (K <= kMaxK) {
+      out.push_back(productNest(1, 0, K, false));
+    } else {
+      out.push_back(productNest(K / kKBlock, 0, kKBlock, true));
+      if (K % kKBlock) out.push_back(productNest(1, K / kKBlock * kKBlock, K % kKBlock, false));
+    }
     out.push_back(reconstructNest());
     return sum_;
   }
@@ -201,6 +221,11 @@ class PartRewrite {
     return out;
   }
 
+  // The operand with its sum's loop replaced by one variable that stands for K in every part.
+  Expr canonical(const Expr& operand) const {
+    return substitute(operand, {{part_.kLoop->id, var(VarKind::Index, -2, "K", I32)}});
+  }
+
   Side side(const Expr& operand) const {
     Side s;
     s.operand = operand;
@@ -212,9 +237,10 @@ class PartRewrite {
 
   void declareSide(Side& s, const std::string& name) {
     const std::vector<int64_t> rows = shapeOf(s.rows);
-    s.exponent = rw_.local(fmt::format("{}_{}_exponent", prefix_, name), F64, rows);
     s.scale1 = rw_.local(fmt::format("{}_{}_scale1", prefix_, name), F64, rows);
     s.scale2 = rw_.local(fmt::format("{}_{}_scale2", prefix_, name), F64, rows);
+    s.exponent = rw_.local(fmt::format("{}_{}_exponent", prefix_, name), F64, rows);
+    s.unscale = rw_.local(fmt::format("{}_{}_unscale", prefix_, name), F64, rows);
     s.bad = rw_.local(fmt::format("{}_{}_nonfinite", prefix_, name), I32, rows);
     std::vector<int64_t> residues{split_.moduli};
     residues.insert(residues.end(), rows.begin(), rows.end());
@@ -241,8 +267,9 @@ class PartRewrite {
   }
 
   // 1. Per row: the exponent e with |x 2^e| < 2^alpha (0 for a zero row), 2^e as two factors
-  // (each representable where 2^e is not: subnormal rows), and whether the row holds a value
-  // that is not finite (its range for the fallback sum: K values, else none).
+  // (each representable where 2^e is not: subnormal rows), 2^-e where |e| <= kFastUnscale (else 0),
+  // and whether the row holds a value that is not finite (its range for the fallback sum: K
+  // values, else none).
   LoopNest scaleNest(const Side& s) {
     LoopNest n;
     n.loc = nest_.loc;
@@ -261,9 +288,12 @@ class PartRewrite {
     Expr e = rw_.let(n.body, "e", select(finite, subE(f64c(split_.alpha - 1), e1), f64c(0)));
     Expr h = rw_.let(n.body, "h", fn(MathFn::Floor, {mul(e, f64c(0.5))}));
     std::vector<Expr> at = pointIndex(s.rows, vars);
-    rw_.store(n.body, s.exponent, at, e);
     rw_.store(n.body, s.scale1, at, fn(MathFn::Pow, {f64c(2.0), h}));
     rw_.store(n.body, s.scale2, at, fn(MathFn::Pow, {f64c(2.0), subE(e, h)}));
+    rw_.store(n.body, s.exponent, at, e);
+    rw_.store(n.body, s.unscale, at,
+              select(cmp(BinaryOp::Le, fn(MathFn::Abs, {e}), f64c(kFastUnscale)), fn(MathFn::Pow, {f64c(2.0), unary(UnaryOp::Neg, e)}),
+                     f64c(0)));
     rw_.store(n.body, s.bad, at, select(cmp(BinaryOp::Ge, mx, big), i32c(c_.kExtent), i32c(0)));
     return n;
   }
@@ -312,27 +342,60 @@ class PartRewrite {
   }
 
   // 3. c8[l, point] = the balanced residue modulo p_l of sum_k a8[l, ., k] b8[l, ., k] (exact in
-  // i32): one contraction of i8 operands, batched over l.
-  LoopNest productNest() {
+  // i32): one contraction of i8 operands, batched over l. Over K positions [start, start +
+  // length), or with `blockLoop` over `count` blocks of them (c8[l, block, point], a batch index
+  // too).
+  LoopNest productNest(int64_t count, int64_t start, int64_t length, bool blockLoop) {
     LoopNest n;
     n.loc = nest_.loc;
     n.loops.push_back(rw_.freshLoop("modulus", 0, split_.moduli));
     Expr l = rw_.use(n.loops[0]);
+    if (blockLoop) n.loops.push_back(rw_.freshLoop("kblock", 0, count));
     std::map<int, Expr> vars;
     for (Loop& copy : copyLoops(nestLoops(), vars)) n.loops.push_back(std::move(copy));
-    Loop k = rw_.freshLoop(part_.kLoop->name, 0, c_.kExtent);
-    Expr ka = cast(I32, rw_.loadOf(a_.residues, residueIndex(a_, l, vars, rw_.use(k))));
-    Expr kb = cast(I32, rw_.loadOf(b_.residues, residueIndex(b_, l, vars, rw_.use(k))));
+    Loop k = rw_.freshLoop(part_.kLoop->name, 0, length);
+    Expr at = rw_.use(k);
+    if (start) at = add(at, i32c(start));
+    if (blockLoop) at = add(mul(rw_.use(n.loops[1]), i32c(length)), at);
+    Expr ka = cast(I32, rw_.loadOf(a_.residues, residueIndex(a_, l, vars, at)));
+    Expr kb = cast(I32, rw_.loadOf(b_.residues, residueIndex(b_, l, vars, at)));
     Expr sum = reduce(ReduceOp::Sum, {k}, mul(ka, kb));
     Expr half = modulusAt(l, true);
     Expr r = subE(modE(add(sum, half), modulusAt(l, false)), half);
     std::vector<Expr> idx{l};
-    for (Expr& e : pointIndex(nestLoops(), vars)) idx.push_back(std::move(e));
     std::vector<int64_t> shape{split_.moduli};
+    if (blockLoop) idx.push_back(rw_.use(n.loops[1])), shape.push_back(count);
+    for (Expr& e : pointIndex(nestLoops(), vars)) idx.push_back(std::move(e));
     for (int64_t e : shapeOf(nestLoops())) shape.push_back(e);
-    products_ = rw_.local(prefix_ + "_c8", ScalarType::I8, shape);
-    rw_.store(n.body, products_, std::move(idx), cast(ScalarType::I8, r));
+    const int local = rw_.local(fmt::format("{}_c8{}", prefix_, products_.empty() ? "" : "_rest"), ScalarType::I8, shape);
+    products_.push_back({local, blockLoop ? count : 0});
+    rw_.store(n.body, local, std::move(idx), cast(ScalarType::I8, r));
     return n;
+  }
+
+  // Residue l of C' at the point (`at`): the products' balanced residue, or (K in blocks) the sum
+  // of every block's, reduced modulo p_l by the reconstruction.
+  Expr residueAt(int l, const std::vector<Expr>& at) {
+    Expr r;
+    for (const auto& [local, blocks] : products_) {
+      std::vector<Expr> idx{i32c(l)};
+      Expr term;
+      if (blocks > 0) {
+        Loop kb = rw_.freshLoop("kblock", 0, blocks);
+        idx.push_back(rw_.use(kb));
+        idx.insert(idx.end(), at.begin(), at.end());
+        term = reduce(ReduceOp::Sum, {kb}, cast(I32, rw_.loadOf(local, std::move(idx))));
+      } else {
+        idx.insert(idx.end(), at.begin(), at.end());
+        term = cast(I32, rw_.loadOf(local, std::move(idx)));
+      }
+      r = r ? add(r, term) : term;
+    }
+    if (products_.size() > 1 || products_[0].second > 0) {  // reduce r_0 too (Garner reduces the others)
+      const int64_t p = ozakiModuli()[size_t(l)], half = p / 2;
+      if (l == 0) r = subE(modE(add(r, i32c(half)), i32c(p)), i32c(half));
+    }
+    return r;
   }
 
   // Garner's mixed-radix digits v_l of C' from its residues r_l (balanced, i32), then
@@ -380,16 +443,20 @@ class PartRewrite {
     std::map<int, Expr> vars;
     n.loops = copyLoops(nestLoops(), vars);
     std::vector<Expr> at = pointIndex(nestLoops(), vars), residues;
-    for (int l = 0; l < split_.moduli; ++l) {
-      std::vector<Expr> idx{i32c(l)};
-      idx.insert(idx.end(), at.begin(), at.end());
-      residues.push_back(rw_.let(n.body, fmt::format("r{}", l), cast(I32, rw_.loadOf(products_, std::move(idx)))));
-    }
+    for (int l = 0; l < split_.moduli; ++l) residues.push_back(rw_.let(n.body, fmt::format("r{}", l), residueAt(l, at)));
     Expr x = reconstruct(n.body, residues);
     std::vector<Expr> ia = pointIndex(a_.rows, vars), ib = pointIndex(b_.rows, vars);
-    Expr f = rw_.let(n.body, "f", unary(UnaryOp::Neg, add(rw_.loadOf(a_.exponent, ia), rw_.loadOf(b_.exponent, ib))));
-    Expr h = rw_.let(n.body, "fh", fn(MathFn::Floor, {mul(f, f64c(0.5))}));
-    Expr value = mul(mul(x, fn(MathFn::Pow, {f64c(2.0), h})), fn(MathFn::Pow, {f64c(2.0), subE(f, h)}));
+    // C' 2^-(e_i + f_j): where both exponents are within kFastUnscale, C' 2^-e_i is exact and in
+    // range (|C'| < 2^127), so only the second product rounds (where the result is subnormal or
+    // overflows); otherwise (rows near the ends of the exponent range) two factors 2^h, 2^(f - h)
+    // of the total shift f, halves of one sign, so that an intermediate overflows only where the
+    // result does. The select's other side is not evaluated on the GPU.
+    Expr ua = rw_.loadOf(a_.unscale, ia), ub = rw_.loadOf(b_.unscale, ib);
+    Expr fast = mul(mul(x, ua), ub);
+    Expr f = unary(UnaryOp::Neg, add(rw_.loadOf(a_.exponent, ia), rw_.loadOf(b_.exponent, ib)));
+    Expr h = fn(MathFn::Floor, {mul(f, f64c(0.5))});
+    Expr slow = mul(mul(x, fn(MathFn::Pow, {f64c(2.0), h})), fn(MathFn::Pow, {f64c(2.0), subE(f, h)}));
+    Expr value = select(binary(BinaryOp::And, cmp(BinaryOp::Ne, ua, f64c(0)), cmp(BinaryOp::Ne, ub, f64c(0))), fast, slow);
     const ScalarType t = part_.sum->type;
     if (t != F64) value = cast(t, value);
     Expr oz = rw_.let(n.body, "ozaki", value);
@@ -409,7 +476,8 @@ class PartRewrite {
   std::string prefix_;
   int64_t kLo_ = 0, kHi_ = 0;
   Side a_, b_;
-  int products_ = -1, sum_ = -1;
+  std::vector<std::pair<int, int64_t>> products_;  // the products' locals and their K blocks (0: none)
+  int sum_ = -1;
 };
 
 // The nest with each part's sum replaced by a load of its reconstructed value.
@@ -482,9 +550,10 @@ std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics
     }
     std::vector<std::pair<Expr, int>> sums;
     std::optional<PartRewrite> last;
+    KnownSides known;
     for (size_t i = 0; i < c.parts.size(); ++i) {
       last.emplace(rw, nest, c, c.parts[i], *split, fmt::format("ozaki{}", rewritten++));
-      sums.emplace_back(c.parts[i].sum, last->run(rw.kernel().nests));
+      sums.emplace_back(c.parts[i].sum, last->run(rw.kernel().nests, known));
     }
     rw.kernel().nests.push_back(readSums(rw, nest, sums, *last));
   }

@@ -9,8 +9,9 @@
 //               modulo each of N pairwise coprime moduli p_l <= 256: a8[l, row, k], an i8 array
 //               contiguous along k (the s8 tensor cores' operand layout);
 //   3. products c8[l, i, j] = (sum_k a8[l, i, k] b8[l, j, k]) mod p_l: one i32 contraction of i8
-//               operands batched over l (`mma: s8 ...`), exact while K 2^14 < 2^31, its balanced
-//               residue stored as i8;
+//               operands batched over l (`mma: s8 ...`), exact while K 2^14 < 2^31 (longer sums
+//               in blocks of 130944 values, batched too, and the rest), its balanced residue
+//               stored as i8;
 //   4. reconstruction: the exact C' = A' B' from its residues (Garner's mixed-radix digits in
 //               i32, Horner's rule in f64: all terms of one sign after the first exact steps, so
 //               C' comes out to a few ulps), times 2^-(e_i + f_j); an output whose row of A or
@@ -39,7 +40,7 @@ const std::vector<int>& ozakiModuli();
 
 // How a contraction over K values is computed under a rewriting policy: the number of moduli and
 // the bits alpha each scaled entry keeps; nullopt with `why` when no number of moduli suffices or
-// K is too long for exact i32 sums.
+// K passes 2^30 (the residues are indexed in i32).
 struct OzakiSplit {
   int moduli = 0;
   int alpha = 0;
@@ -48,7 +49,7 @@ std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why = 
 
 // The proved kernel rewritten for `p` (a copy when p does not rewrite, or when the kernel is
 // already the rewrite of p: Kernel::policy). A kernel the policy cannot apply to (no contraction
-// of its type, K too long) is an error in diags with the reasons, and nullopt.
+// of its type) is an error in diags with the reasons, and nullopt.
 std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics& diags);
 
 // applyPolicy for callers without diagnostics (the tuner, the API): throws rtcg::Error with the

@@ -137,7 +137,14 @@ int computeCapabilityOf(std::string_view arch) {
   return 0;
 }
 
-bool mmaWgmmaArith(MmaArith a) { return mmaIs16Bit(a) || a == MmaArith::Tf32 || a == MmaArith::Tf32x3; }
+bool mmaWgmmaArith(MmaArith a) {
+  return mmaIs16Bit(a) || a == MmaArith::Tf32 || a == MmaArith::Tf32x3 || a == MmaArith::S8;
+}
+
+bool wgmmaShapeExists(MmaArith a, int64_t n) {
+  if (a == MmaArith::S8) return n == 8 || n == 16 || n == 24 || (n >= 32 && n <= 224 && n % 16 == 0);
+  return n >= 8 && n <= 256 && n % 8 == 0;
+}
 
 std::string printScanSchedule(const ScanSchedule& s) {
   if (s.kind == ScanSchedule::Kind::Lines)
@@ -573,11 +580,11 @@ class ScheduleParser {
   }
 
   // `wgmma m64n128k16 warpgroups 2x1` after the arithmetic (up to 'k'): the instruction's shape
-  // (m64, n a multiple of 8 from 8 to 256, k16 for 16-bit and k8 for TF32, the only arithmetics
-  // wgmma has with f32 accumulators) and the warpgroups of a block (at most 8: 1024 threads).
+  // (m64, n as wgmmaShapeExists says, k16 for 16-bit, k8 for TF32 and k32 for s8) and the
+  // warpgroups of a block (at most 8: 1024 threads).
   void wgmmaShape(MmaSchedule& m, const std::string& arith, size_t arithAt) {
     if (!mmaWgmmaArith(m.arith))
-      failAt(arithAt, fmt::format("wgmma multiplies bf16, f16, tf32 or tf32x3 operands, not '{}'", arith));
+      failAt(arithAt, fmt::format("wgmma multiplies bf16, f16, tf32, tf32x3 or s8 operands, not '{}'", arith));
     size_t at = (skipSpace(), pos_);
     std::string shape = word("the wgmma shape (e.g. m64n128k16)");
     const std::string k = fmt::format("k{}", mmaFragK(m.arith));
@@ -588,8 +595,10 @@ class ScheduleParser {
         n = n * 10 + (shape[4 + digits++] - '0');
     if (digits == 0 || shape.substr(4 + digits) != k)
       failAt(at, fmt::format("expected a wgmma shape 'm64nN{}' for '{}', found '{}'", k, arith, shape));
-    if (n < 8 || n > 256 || n % 8 != 0)
-      failAt(at, fmt::format("wgmma N must be a multiple of 8 from 8 to 256, not {}", n));
+    if (!wgmmaShapeExists(m.arith, n))
+      failAt(at, m.arith == MmaArith::S8
+                     ? fmt::format("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 224, not {}", n)
+                     : fmt::format("wgmma N must be a multiple of 8 from 8 to 256, not {}", n));
     m.wgmmaN = n;
     keyword("warpgroups", "the wgmma shape");
     at = (skipSpace(), pos_);

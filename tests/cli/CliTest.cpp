@@ -671,7 +671,7 @@ TEST(Cli, PrecisionPolicy) {
 
 // --precision fp64x / fp32x: explain prints the rewritten kernel before the plans, the dry run
 // offers the products' nest s8 tensor cores, and a kernel without a contraction of the policy's
-// type (or with too long a one) is an input error with the reason.
+// type is an input error with the reason.
 TEST(Cli, OzakiPolicies) {
   const std::string f64 = writeTemp("dgemm_oz.rtcg", "kernel dgemm(n: int, a: f64[n, n], b: f64[n, n], out c: f64[n, n]) {\n"
                                                      "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }\n}\n");
@@ -682,7 +682,7 @@ TEST(Cli, OzakiPolicies) {
   EXPECT_NE(ex.out.find("nest 6:"), std::string::npos) << ex.out;
   Result dry = rtcgc("tune " + f64 + " -D n=256 --dry-run --max-candidates 40 --precision fp64x");
   EXPECT_EQ(dry.code, 0) << dry.out;
-  EXPECT_NE(dry.out.find("mma: s8 m16n8k32"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("mma: s8 "), std::string::npos) << dry.out;  // mma.sync or wgmma
   Result f32 = rtcgc("emit " + example("matmul.rtcg") + " -D n=20 --precision fp64x");
   EXPECT_EQ(f32.code, 1) << f32.out;
   EXPECT_NE(f32.out.find("precision 'fp64x' computes f64 contractions on INT8 tensor cores, but kernel 'matmul' has none"),
@@ -690,9 +690,6 @@ TEST(Cli, OzakiPolicies) {
       << f32.out;
   Result tuneF32 = rtcgc("tune " + example("matmul.rtcg") + " -D n=20 --dry-run --precision fp64x");
   EXPECT_EQ(tuneF32.code, 1) << tuneF32.out;
-  Result longK = rtcgc("emit " + f64 + " -D n=131072 --precision fp64x");
-  EXPECT_EQ(longK.code, 1) << longK.out;
-  EXPECT_NE(longK.out.find("exact up to 131071"), std::string::npos) << longK.out;
   Result emitted = rtcgc("emit " + example("matmul.rtcg") + " -D n=33 --precision fp32x", "2>/dev/null");
   EXPECT_EQ(emitted.code, 0);
   EXPECT_NE(emitted.out.find("matmul_local_ozaki0_c8"), std::string::npos);

@@ -135,6 +135,41 @@ TEST(Int8, S8MmaMatchesTheReferenceExactly) {
   }
 }
 
+// Hopper's warpgroup MMA on s8 (m64nNk32, s32 accumulators): exact at sizes no tile divides and
+// reduction lengths no step divides, with cp.async rings, the shared epilogue, 128-byte swizzled
+// tiles, TMA (K = 80, 160: 16-byte rows) and a producer warpgroup; NVRTC compiles it for sm_90a.
+TEST(Int8, S8WgmmaMatchesTheReferenceExactly) {
+  const std::vector<std::string> schedules = {
+      "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 64 stages 3",
+      "mma: s8 wgmma m64n32k32 warpgroups 2x1 k 128 stages 4 epilogue shared",
+      "mma: s8 wgmma m64n48k32 warpgroups 1x2 k 128 stages 3 swizzle 128",
+      "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 2 swizzle 128 tma",
+      "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma producer",
+  };
+  for (auto [m, n, K] : {std::tuple<int64_t, int64_t, int64_t>{37, 21, 80}, {70, 50, 160}, {50, 33, 77}}) {
+    Kernel g = gemm(m, n, K);
+    for (const std::string& text : schedules) {
+      const bool tma = text.find("tma") != std::string::npos;
+      std::vector<std::string> reasons = validateSchedule(g, *parseSchedule(text).schedule, deviceScheduleLimits(227 * 1024, 1024));
+      if (tma && K % 16 != 0) continue;  // TMA needs 16-byte rows (refused with its reason)
+      ASSERT_TRUE(reasons.empty()) << text << ": " << reasons[0];
+      ScheduleLimits limits = deviceScheduleLimits(227 * 1024, 1024);
+      EXPECT_EQ(checkOnHost(g, text, 0, limits), "") << m << "x" << n << "x" << K << " " << text;
+    }
+  }
+  Kernel g = gemm(37, 21, 80);
+  EmittedModule m = emitCuda(g, *parseSchedule(schedules[2]).schedule, deviceScheduleLimits(227 * 1024, 1024));
+  EXPECT_NE(m.source.find("wgmma.mma_async.sync.aligned.m64n48k32.s32.s8.s8"), std::string::npos) << m.source;
+  CudaCompileResult c = compileCuda(m.source, "gemm_i8.cu", "sm_90a", nvrtcOptions());
+  EXPECT_TRUE(c.success) << c.log << "\n" << m.source;
+  // The integer shapes: N = 8, 16, 24 and multiples of 16 to 224.
+  ScheduleParseResult bad = parseSchedule("mma: s8 wgmma m64n40k32 warpgroups 1x1 k 64 stages 3");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.error.find("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 224, not 40"), std::string::npos)
+      << bad.error;
+  EXPECT_FALSE(parseSchedule("mma: s8 wgmma m64n256k32 warpgroups 1x1 k 64 stages 3").ok());
+}
+
 TEST(Int8, S8NeedsBothOperandsAlongTheReductionAndI8Operands) {
   Kernel notAlongK = fromSource(R"(kernel g(n: int, a: i8[n, n], b: i8[n, n], out c: i32[n, n]) {
     for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, i32(a[i, k]) * i32(b[k, j])); }

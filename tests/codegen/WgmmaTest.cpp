@@ -110,7 +110,7 @@ TEST(Wgmma, BadTextIsRefusedWithAColumnAndAReason) {
     const char* reason;
   };
   const Bad bad[] = {
-      {"mma: f64 wgmma m64n64k16 warpgroups 1x1 k 16", 6, "wgmma multiplies bf16, f16, tf32 or tf32x3 operands, not 'f64'"},
+      {"mma: f64 wgmma m64n64k16 warpgroups 1x1 k 16", 6, "wgmma multiplies bf16, f16, tf32, tf32x3 or s8 operands, not 'f64'"},
       {"mma: bf16 wgmma m64n100k16 warpgroups 1x1 k 16", 17, "wgmma N must be a multiple of 8 from 8 to 256, not 100"},
       {"mma: bf16 wgmma m64n264k16 warpgroups 1x1 k 16", 17, "not 264"},
       {"mma: bf16 wgmma m64n64k8 warpgroups 1x1 k 16", 17, "expected a wgmma shape 'm64nNk16' for 'bf16'"},

@@ -628,7 +628,9 @@ inline unsigned long long rtcg_emu_wgmma_swizzled(unsigned long long desc, bool 
   return at ^ ((at >> 7) & 7) << 4;
 }
 
-// Element (row, k) of a wgmma operand (kind 0 f16, 1 bf16, 2 tf32) through its descriptor.
+// Element (row, k) of a wgmma operand (kind 0 f16, 1 bf16, 2 tf32, 3 s8) through its descriptor.
+inline unsigned int rtcg_emu_wgmma_size(int kind) { return kind == 2 ? 4 : kind == 3 ? 1 : 2; }
+inline unsigned int rtcg_emu_wgmma_depth(int kind) { return kind == 2 ? 8 : kind == 3 ? 32 : 16; }
 inline float rtcg_emu_wgmma_operand(unsigned long long desc, bool mnMajor, int kind, unsigned int row, unsigned int k) {
   const unsigned int layout = unsigned(desc >> 62);
   if ((layout != 0 && layout != 1) || ((desc >> 49) & 7) != 0) {
@@ -637,9 +639,9 @@ inline float rtcg_emu_wgmma_operand(unsigned long long desc, bool mnMajor, int k
   }
   const unsigned long long start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
                            sbo = ((desc >> 32) & 0x3fff) << 4;
-  const unsigned int size = kind == 2 ? 4 : 2, e = 16 / size;
+  const unsigned int size = rtcg_emu_wgmma_size(kind), e = 16 / size;
   const unsigned long long at =
-      layout == 1 ? rtcg_emu_wgmma_swizzled(desc, mnMajor, size, row, k, kind == 2 ? 8 : 16)
+      layout == 1 ? rtcg_emu_wgmma_swizzled(desc, mnMajor, size, row, k, rtcg_emu_wgmma_depth(kind))
       : mnMajor   ? start + (row / e) * sbo + (k / 8) * lbo + (k % 8) * 16 + (row % e) * size
                   : start + (row / 8) * sbo + (k / e) * lbo + (row % 8) * 16 + (k % e) * size;
   if (at + size > sizeof rtcg_emu_dynamic_smem) {
@@ -647,6 +649,7 @@ inline float rtcg_emu_wgmma_operand(unsigned long long desc, bool mnMajor, int k
     std::abort();
   }
   const unsigned char* p = rtcg_emu_dynamic_smem + at;
+  if (kind == 3) return float(static_cast<signed char>(*p));
   if (kind == 2) {
     uint32_t bits;
     std::memcpy(&bits, p, 4);
@@ -663,7 +666,7 @@ inline void rtcg_emu_wgmma_run(int kind, int n, int transA, int transB, unsigned
                                unsigned long long descB, float* const d[], const float (*aRows)[8] = nullptr,
                                int scaleD = 1) {
   const unsigned int tid = rtcg_emu_linear_tid % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const unsigned int depth = kind == 2 ? 8 : 16;
+  const unsigned int depth = rtcg_emu_wgmma_depth(kind);
   for (int c = 0; c < n / 8; ++c)
     for (int i = 0; i < 4; ++i) {
       const unsigned int row = 16 * warp + g + (i >= 2 ? 8 : 0), col = 8 * c + 2 * t + (i & 1);
@@ -686,6 +689,20 @@ inline void rtcg_emu_wgmma_run(int kind, int n, int transA, int transB, unsigned
 void rtcg_emu_wgmma(int kind, int n, int transA, int transB, unsigned long long descA, unsigned long long descB,
                     float* const d[], int scaleD = 1);
 void rtcg_emu_wgmma_rs(int n, const float a[4], unsigned long long descB, float* const d[], int scaleD = 1);
+// s8 (K-major operands, m64nNk32): D (s32) += the exact i32 sum of the products, wrapping as the
+// tensor cores do.
+void rtcg_emu_wgmma_s8(int n, unsigned long long descA, unsigned long long descB, int* const d[], int scaleD = 1);
+inline void rtcg_emu_wgmma_run_s8(int n, unsigned long long descA, unsigned long long descB, int* const d[], int scaleD) {
+  const unsigned int tid = rtcg_emu_linear_tid % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  for (int c = 0; c < n / 8; ++c)
+    for (int i = 0; i < 4; ++i) {
+      const unsigned int row = 16 * warp + g + (i >= 2 ? 8 : 0), col = 8 * c + 2 * t + (i & 1);
+      unsigned int acc = scaleD ? unsigned(*d[4 * c + i]) : 0u;
+      for (unsigned int k = 0; k < 32; ++k)
+        acc += unsigned(int(rtcg_emu_wgmma_operand(descA, false, 3, row, k)) * int(rtcg_emu_wgmma_operand(descB, false, 3, col, k)));
+      *d[4 * c + i] = int(acc);
+    }
+}
 void rtcg_wgmma_commit();
 void rtcg_emu_wgmma_wait(size_t inFlight);
 

@@ -33,6 +33,7 @@ struct rtcg_emu_wgmma_op {
   bool registerA = false;  // A from registers: this thread's rows g and g + 8, k 0-7, in aRows
   float aRows[2][8] = {};
   int scaleD = 1;  // 0: D = A B (the accumulators' values ignored)
+  std::vector<int*> di;  // s8 (kind 3): the s32 accumulators instead of d
 };
 // This thread's wgmma issued since the last commit, and its committed groups, oldest first.
 struct rtcg_emu_wgmma_queue {
@@ -111,6 +112,11 @@ void rtcg_emu_wgmma_rs(int n, const float a[4], unsigned long long descB, float*
   rtcg_emu_warp_sync();
   rtcg_emu_wgmma_pending().issued.push_back(std::move(op));
 }
+void rtcg_emu_wgmma_s8(int n, unsigned long long descA, unsigned long long descB, int* const d[], int scaleD) {
+  rtcg_emu_wgmma_op op{3, n, 0, 0, descA, descB, {}};
+  op.di.assign(d, d + n / 2), op.scaleD = scaleD;
+  rtcg_emu_wgmma_pending().issued.push_back(std::move(op));
+}
 void rtcg_wgmma_commit() {
   rtcg_emu_wgmma_pending().groups.push_back(std::move(rtcg_emu_wgmma_pending().issued));
   rtcg_emu_wgmma_pending().issued.clear();
@@ -120,8 +126,11 @@ void rtcg_emu_wgmma_wait(size_t inFlight) {
   auto& groups = rtcg_emu_wgmma_pending().groups;
   while (groups.size() > inFlight) {
     for (const rtcg_emu_wgmma_op& op : groups.front())
-      rtcg_emu_wgmma_run(op.kind, op.n, op.transA, op.transB, op.descA, op.descB, op.d.data(),
-                         op.registerA ? op.aRows : nullptr, op.scaleD);
+      if (op.kind == 3)
+        rtcg_emu_wgmma_run_s8(op.n, op.descA, op.descB, op.di.data(), op.scaleD);
+      else
+        rtcg_emu_wgmma_run(op.kind, op.n, op.transA, op.transB, op.descA, op.descB, op.d.data(),
+                           op.registerA ? op.aRows : nullptr, op.scaleD);
     groups.erase(groups.begin());
   }
 }
