@@ -1,5 +1,5 @@
 // The sweep of every tensor-core family in the host emulation (issue 36, item 6): each arithmetic
-// (tf32, tf32x3, bf16, f16, f64 in each of its shapes) on mma.sync with and without stages,
+// (tf32, tf32x3, bf16, f16, s8, f64 in each of its shapes) on mma.sync with and without stages,
 // `fragments 2` and either epilogue, and on wgmma with 2 to 4 stages, `swizzle 128`, `tma`,
 // `producer` and either epilogue, against the reference at output sizes no tile divides and at
 // reduction lengths shorter than one step, equal to it and not a multiple of it. A schedule the
@@ -55,6 +55,11 @@ kernel s64(m: int, n: int, kk: int, a: f64[m, kk], b: f64[kk, n], out c: f64[m, 
     c[i, j] = sum(k in 0..kk, a[i, k] * b[k, j]);
   }
 }
+kernel s8k(m: int, n: int, kk: int, a: i8[m, kk], b: i8[n, kk], out c: i32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, i32(a[i, k]) * i32(b[j, k])) + i - 3 * j;
+  }
+}
 kernel s64m(m: int, n: int, kk: int, a: f64[m, kk], b: f64[n, kk], inout c: f64[n, m]) {
   for j in 0..n, i in 0..m {
     c[j, i] = c[j, i] + 0.5 * sum(k in 0..kk, a[i, k] * b[j, k]);
@@ -88,11 +93,14 @@ const char* arithName(MmaArith a) {
     case MmaArith::Bf16: return "bf16";
     case MmaArith::F16: return "f16";
     case MmaArith::F64: return "f64";
+    case MmaArith::S8: return "s8";
     default: return "?";
   }
 }
 
-int64_t elementBytes(MmaArith a) { return a == MmaArith::F64 ? 8 : a == MmaArith::Bf16 || a == MmaArith::F16 ? 2 : 4; }
+int64_t elementBytes(MmaArith a) {
+  return a == MmaArith::F64 ? 8 : a == MmaArith::Bf16 || a == MmaArith::F16 ? 2 : a == MmaArith::S8 ? 1 : 4;
+}
 
 // mma.sync: every arithmetic and shape, 1 to 4 stages, fragments 1 / 2 (f64 with stages), both
 // epilogues; the warp and register tiles and the step cycle through a few geometries.
@@ -107,6 +115,7 @@ std::vector<SweepCase> syncCases() {
                           {MmaArith::Tf32x3, MmaShape::Native, "m16n8k8", 16, 8, 8},
                           {MmaArith::Bf16, MmaShape::Native, "m16n8k16", 16, 8, 16},
                           {MmaArith::F16, MmaShape::Native, "m16n8k16", 16, 8, 16},
+                          {MmaArith::S8, MmaShape::Native, "m16n8k32", 16, 8, 32},
                           {MmaArith::F64, MmaShape::Native, "m8n8k4", 8, 8, 4},
                           {MmaArith::F64, MmaShape::M16N8K4, "m16n8k4", 16, 8, 4},
                           {MmaArith::F64, MmaShape::M16N8K8, "m16n8k8", 16, 8, 8},
@@ -144,10 +153,10 @@ std::vector<SweepCase> syncCases() {
   return out;
 }
 
-// wgmma: bf16, f16, tf32 and tf32x3, 2 to 4 stages, canonical or 128-byte swizzled tiles, cp.async or
+// wgmma: bf16, f16, tf32, tf32x3 and s8, 2 to 4 stages, canonical or 128-byte swizzled tiles, cp.async or
 // TMA, the producer warpgroup, both epilogues (the producer's refuses the shared one: not swept).
 std::vector<SweepCase> wgmmaCases() {
-  const MmaArith ariths[] = {MmaArith::Bf16, MmaArith::F16, MmaArith::Tf32, MmaArith::Tf32x3};
+  const MmaArith ariths[] = {MmaArith::Bf16, MmaArith::F16, MmaArith::Tf32, MmaArith::Tf32x3, MmaArith::S8};
   struct Geometry {
     int64_t groupsM, groupsN, n, kAtoms;
   };
@@ -162,7 +171,7 @@ std::vector<SweepCase> wgmmaCases() {
           Geometry ge = geometries[size_t(g++) % std::size(geometries)];
           if (mode >= 1) ge.n = std::max<int64_t>(64, ge.n / 64 * 64);  // swizzled MN-major tiles: 128-byte rows
           const bool half = arith == MmaArith::Bf16 || arith == MmaArith::F16;
-          const int64_t fragK = half ? 16 : 8, atom = 128 / elementBytes(arith);
+          const int64_t fragK = half ? 16 : arith == MmaArith::S8 ? 32 : 8, atom = 128 / elementBytes(arith);
           SweepCase c;
           c.arith = arith;
           c.stages = stages;
@@ -170,6 +179,7 @@ std::vector<SweepCase> wgmmaCases() {
           c.blockN = ge.n * ge.groupsN;
           // Swizzled K-major tiles take whole 128-byte rows of k; without swizzle any multiple of the instruction's k.
           c.blockK = mode == 0 ? fragK * (ge.kAtoms + 1) : atom * ge.kAtoms;
+          if (arith == MmaArith::S8) c.blockK = std::min<int64_t>(c.blockK, 128);  // s8's k: 32 to 128
           // Within the shared memory (tf32x3 adds a small tile per stage): halve the step, then N.
           const int64_t split = arith == MmaArith::Tf32x3 ? 2 : 1;
           while ((c.blockM + c.blockN) * c.blockK * stages * split * elementBytes(arith) > 200 * 1024) {
@@ -201,6 +211,7 @@ const char* kernelFor(MmaArith a, size_t turn) {
     case MmaArith::Tf32x3: return turn % 2 ? "s32nt" : "s32";
     case MmaArith::Bf16: return "sbf16";
     case MmaArith::F16: return "sf16t";
+    case MmaArith::S8: return "s8k";
     default: return turn % 2 ? "s64m" : "s64";
   }
 }
@@ -210,6 +221,7 @@ double toleranceFor(MmaArith a) {
     case MmaArith::Tf32: return 2e-3;
     case MmaArith::Tf32x3: return 2e-5;
     case MmaArith::F64: return 1e-12;
+    case MmaArith::S8: return 0;  // exact
     default: return 1e-5;  // bf16 / f16 operands are exact in f32 products
   }
 }
