@@ -16,8 +16,8 @@
 // two steps and loads step 0's first fragments. No group is empty (EmitMmaParts.h): the prelude
 // copies the steps past the last one as zero fills, the loop commits a copy of no bytes there
 // (keepGroupFilled). So the last step's loads of the step after it read zeros or a step's values,
-// never a buffer no copy wrote (whose values reached the sums on an H200, NVCC's scheduling at
-// -O3: 11-22% wrong at 2 steps of 4 stages, right with ptxas -O1 or these loads guarded).
+// never a buffer no copy wrote (whose values NVCC's scheduling let reach the sums: the wrong f64
+// `fragments 2` candidates of issue 36, docs/bench.md).
 // The fragments carried from one step to the next are variables declared before the loop; within a
 // step every fragment-k's registers are const locals (NVCC renames them: the register sets are its
 // allocation of these lifetimes). The last step loads the first fragments of the buffer after it

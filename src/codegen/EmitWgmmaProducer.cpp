@@ -11,11 +11,10 @@
 //
 // The big parts of the split are the values as the tensor cores read them (their top 19 bits,
 // truncated), so only the small parts (the rest, rounded to nearest) are written, to the stage's
-// own small buffer. The split was what limited tf32x3 (Nsight Compute, H200, m64n128 2x1 n = 4096:
-// the consumers waited for `ready` 15% of the samples, the splitting warps for their boxes 1%);
-// rounding the big parts to nearest in place took 1.54 ms, this 1.30 (errors 3.1e-7 both). All
-// four warps splitting, thread 0 issuing from the split's loop, measured slower (1.34-1.35 ms):
-// the issue waits for the consumers.
+// own small buffer: the split was what limited tf32x3, and writing only the small parts is faster
+// at the same error than rounding the big parts in place; three warps split and thread 0 issues
+// apart from them, as the issue would otherwise wait for the consumers (docs/bench.md, "Decisions
+// and their measurements").
 #include <fmt/format.h>
 
 #include "codegen/CudaTypes.h"
@@ -36,9 +35,8 @@ C::ExprP stageBarrier(const MmaPlan& p, const MmaNames& nm, Barrier which, const
 
 // A warp's one arrival on `bar`: lane 0's after a __syncwarp, which orders every lane's part
 // before it (and in the host emulation, whose lanes are threads, makes the warp's wgmma waits
-// precede it). One arrival a warp instead of 32 on one mbarrier: the same speed on an H200
-// (tf32x3 m64n128 2x1 n = 4096 1.552 against 1.523-1.540 ms), fewer shared-memory atomics. Nor
-// did a sleep between the producer's polls help (100 ns: 1.559, 400 ns: 1.570 ms).
+// precede it). One arrival a warp instead of 32 on one mbarrier: fewer shared-memory atomics at
+// the same speed; the producer polls without sleeping (docs/bench.md).
 void warpArrives(const MmaNames& nm, C::ExprP bar, std::vector<C::Stmt>& to) {
   to.push_back(C::exprStmt(C::call("__syncwarp", {})));
   to.push_back(C::ifThen(bin("==", nm.lane, lit(0)), {C::exprStmt(C::call("rtcg_mbar_arrive", {std::move(bar)}))}));
