@@ -290,6 +290,7 @@ std::string bigSizesProblem(const Kernel& k, std::mt19937_64& rng, SizeBindings&
 // Counts of the run: schedules emulated (on tensor cores among them) and cases rejected.
 struct Counts {
   int emulated = 0, mma = 0, rejected = 0;
+  int rewritten = 0;  // cases under fp64x / fp32x (their schedules are the rewritten kernel's)
 };
 
 bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, Counts& counts) {
@@ -308,6 +309,7 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
   for (Precision p : {Precision::Fp64x, Precision::Fp32x})
     if (c.precision == Precision::Ieee && rng() % 3 == 0 && precisionObstacle(*bound, p).empty()) c.precision = p;
   const Kernel scheduled = policyKernel(*bound, c.precision);
+  counts.rewritten += precisionRewrites(c.precision);
   // 1e-4, or more where the kernel stores 16-bit values (one rounding of each, as the tuner allows)
   // or the policy rounds operands.
   double tolerance = 1e-4;
@@ -369,8 +371,8 @@ int main(int argc, char** argv) {
     Source src = rng() % 2 ? seeds[rng() % seeds.size()] : randomKernel(rng);
     if (!runCase(o, cases, src, rng, counts)) return 1;
   }
-  std::printf("Done %d cases, %d emulated schedules (%d on tensor cores), %d rejected (order-dependent indirect "
-              "stores), seed %llu: no finding\n", cases, counts.emulated, counts.mma, counts.rejected,
-              (unsigned long long)o.seed);
+  std::printf("Done %d cases (%d rewritten by fp64x or fp32x), %d emulated schedules (%d on tensor cores), %d "
+              "rejected (order-dependent indirect stores), seed %llu: no finding\n",
+              cases, counts.rewritten, counts.emulated, counts.mma, counts.rejected, (unsigned long long)o.seed);
   return 0;
 }
