@@ -195,6 +195,11 @@ def test_precision_policies_reach_the_compiler():
     with pytest.raises(ValueError, match="precision"):
         rtcg.Kernel(AXPY, precision="TF32")
     assert rtcg.Kernel(MATMUL, precision="tf32x3").name == "matmul"
+    # The Ozaki policies: fp32x rewrites the f32 contraction (explain prints the steps), fp64x has
+    # none to take in it.
+    assert "precision fp32x: the f32 contractions are rewritten" in rtcg.explain(MATMUL, {"n": 40}, precision="fp32x")
+    with pytest.raises(rtcg.CompileError, match="computes f64 contractions on INT8 tensor cores"):
+        rtcg.emit(MATMUL, {"n": 40}, precision="fp64x")
 
 
 def test_tune_checks_its_inputs_before_any_gpu_work(tmp_path):

@@ -94,6 +94,23 @@ TEST(Compiler, PrecisionPolicyAndTuneInputsAreChecked) {
   } catch (const rtcg::Error& e) {
     EXPECT_NE(std::string(e.what()).find("computes in f64 only"), std::string::npos) << e.what();
   }
+  // fp64x rewrites an f64 contraction (explain shows the steps); the dot product is none (a single
+  // output point), so tune() refuses it with the reason before any GPU work.
+  const char* dgemm = "kernel dgemm(n: int, a: f64[n, n], b: f64[n, n], out c: f64[n, n]) {\n"
+                      "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }\n}\n";
+  rc::Options oz;
+  oz.precision = rtcg::PrecisionPolicy::Fp64x;
+  EXPECT_NE(rc::explain(dgemm, {{"n", 40}}, oz).find("precision fp64x: the f64 contractions are rewritten"), std::string::npos);
+  EXPECT_NE(rc::emit(dgemm, {{"n", 40}}, oz).find("dgemm_local_ozaki0_c8"), std::string::npos);
+  oz.precision = rtcg::PrecisionPolicy::Fp32x;
+  EXPECT_THROW(rc::emit(dgemm, {{"n", 40}}, oz), rtcg::CompileError);
+  r.precision = rtcg::PrecisionPolicy::Fp64x;
+  try {
+    rc::tune(dot, {{"n", 100}}, r);
+    ADD_FAILURE() << "fp64x on a dot product was accepted";
+  } catch (const rtcg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("precision 'fp64x' computes f64 contractions"), std::string::npos) << e.what();
+  }
   // Input files are checked before any GPU work: an output array, a missing file.
   r.precision = rtcg::PrecisionPolicy::Ieee;
   r.inputFiles = {{"r", "/nonexistent"}};
