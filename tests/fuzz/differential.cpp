@@ -301,13 +301,14 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
   Case c{src.name, src.text, k.name, "", {}};
   std::optional<Kernel> bound = bindRandom(k, rng, c.sizes);
   if (!bound) return true;
-  // A third of the kernels that compute in f32 search under tf32x3, so that the tensor-core
-  // schedules of their contractions (stacked statements, collapsed rows) run too.
-  if (rng() % 3 == 0 && precisionObstacle(*bound, Precision::Tf32x3).empty()) c.precision = Precision::Tf32x3;
-  // And a third of those with a contraction the Ozaki policies take run rewritten (fp64x, fp32x):
-  // the schedules are the rewritten kernel's, the reference the kernel's as written.
-  for (Precision p : {Precision::Fp64x, Precision::Fp32x})
-    if (c.precision == Precision::Ieee && rng() % 3 == 0 && precisionObstacle(*bound, p).empty()) c.precision = p;
+  // Half of the kernels a policy other than ieee applies to search under one of them: tf32x3 (f32:
+  // the tensor-core schedules of their contractions, stacked statements, collapsed rows), fp64x or
+  // fp32x (a contraction the Ozaki rewrite takes: the schedules are the rewritten kernel's, the
+  // reference the kernel's as written).
+  std::vector<Precision> policies;
+  for (Precision p : {Precision::Tf32x3, Precision::Fp64x, Precision::Fp32x})
+    if (precisionObstacle(*bound, p).empty()) policies.push_back(p);
+  if (!policies.empty() && rng() % 2 == 0) c.precision = policies[rng() % policies.size()];
   const Kernel scheduled = policyKernel(*bound, c.precision);
   counts.rewritten += precisionRewrites(c.precision);
   // 1e-4, or more where the kernel stores 16-bit values (one rounding of each, as the tuner allows)
