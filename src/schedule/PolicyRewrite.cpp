@@ -6,7 +6,6 @@
 #include <cfloat>
 #include <cmath>
 #include <map>
-#include <numeric>
 
 #include "ir/Analysis.h"
 #include "ir/Coverage.h"
@@ -14,7 +13,6 @@
 #include "ir/Verify.h"
 #include "ir/Walk.h"
 #include "schedule/Contraction.h"
-#include "schedule/Domain.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -87,7 +85,7 @@ Expr fn(MathFn f, std::vector<Expr> args) { return call(f, std::move(args)); }
 // The state of one rewrite: the kernel being built and fresh ids and names.
 class Rewriter {
  public:
-  Rewriter(const Kernel& k, Precision p) : k_(k), policy_(p) { k_.nests.clear(); }
+  explicit Rewriter(const Kernel& k) : k_(k) { k_.nests.clear(); }
 
   Kernel& kernel() { return k_; }
 
@@ -133,10 +131,9 @@ class Rewriter {
 
  private:
   Kernel k_;
-  Precision policy_;
 };
 
-// `e` with the loops of `from` (by id) replaced by the variables of `to`.
+// `e` with the index variables `vars` names (by loop id) replaced by their expressions.
 Expr substitute(const Expr& e, const std::map<int, Expr>& vars) {
   return rewriteExpr(e, [&](const Expr& x) -> Expr {
     if (x->kind != ExprKind::Var || x->varKind != VarKind::Index) return nullptr;
@@ -530,7 +527,7 @@ std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics
     return std::nullopt;
   }
   const ScalarType type = p == Precision::Fp64x ? F64 : ScalarType::F32;
-  Rewriter rw(proved, p);
+  Rewriter rw(proved);
   std::vector<std::string> notTaken;
   int rewritten = 0;
   for (int n = 0; n < int(proved.nests.size()); ++n) {
