@@ -164,9 +164,10 @@ class PartRewrite {
     a_ = side(part.a), b_ = side(part.b);
   }
 
-  // Appends the steps (an operand `known` holds is scaled once); returns the local with the sum
-  // at each point (indexed like pointIndex).
-  int run(std::vector<LoopNest>& out, KnownSides& known) {
+  // Appends the steps before the nest (an operand `known` holds is scaled once) and the
+  // reconstruction's lets to `lets` (statements of the nest itself, ahead of its own); returns the
+  // variable holding the sum.
+  Expr run(std::vector<LoopNest>& out, KnownSides& known, std::vector<Stmt>& lets) {
     for (auto [s, name] : {std::pair{&a_, "a"}, std::pair{&b_, "b"}}) {
       const Expr key = canonical(s->operand);
       auto it = std::find_if(known.begin(), known.end(), [&](const auto& k) { return sameExpr(k.first, key); });
@@ -187,8 +188,7 @@ class PartRewrite {
       out.push_back(productNest(K / kKBlock, 0, kKBlock, true));
       if (K % kKBlock) out.push_back(productNest(1, K / kKBlock * kKBlock, K % kKBlock, false));
     }
-    out.push_back(reconstructNest());
-    return sum_;
+    return reconstruct(lets);
   }
 
   // The indices of the nest's point into a local shaped by the nest's loops (loops' ids -> `vars`).
@@ -397,7 +397,7 @@ class PartRewrite {
 
   // Garner's mixed-radix digits v_l of C' from its residues r_l (balanced, i32), then
   // C' = v_0 + p_0 (v_1 + p_1 (v_2 + ...)) in f64.
-  Expr reconstruct(std::vector<Stmt>& body, const std::vector<Expr>& residues) {
+  Expr exactSum(std::vector<Stmt>& body, const std::vector<Expr>& residues) {
     const std::vector<int>& p = ozakiModuli();
     std::vector<Expr> digits{residues[0]};
     for (int l = 1; l < split_.moduli; ++l) {
@@ -410,11 +410,11 @@ class PartRewrite {
       }
       const int64_t inv = inverseMod(w, pl), half = pl / 2;
       Expr v = subE(modE(add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half)), i32c(pl)), i32c(half));
-      digits.push_back(rw_.let(body, fmt::format("digit{}", l), v));
+      digits.push_back(rw_.let(body, fmt::format("{}_digit{}", prefix_, l), v));
     }
     Expr x = cast(F64, digits.back());
     for (int l = split_.moduli - 2; l >= 0; --l)
-      x = rw_.let(body, fmt::format("horner{}", l), add(cast(F64, digits[size_t(l)]), mul(f64c(p[size_t(l)]), x)));
+      x = rw_.let(body, fmt::format("{}_horner{}", prefix_, l), add(cast(F64, digits[size_t(l)]), mul(f64c(p[size_t(l)]), x)));
     return x;
   }
 
@@ -432,16 +432,15 @@ class PartRewrite {
     return reduce(ReduceOp::Sum, {k}, select(cmp(BinaryOp::Le, residue, i32c(128)), term, term));
   }
 
-  // 4. The sum at each point: C' 2^-(e_i + f_j), or the plain sum where a row or column is not
-  // finite.
-  LoopNest reconstructNest() {
-    LoopNest n;
-    n.loc = nest_.loc;
-    std::map<int, Expr> vars;
-    n.loops = copyLoops(nestLoops(), vars);
+  // 4. The sum at each point of the nest itself (lets in `body`): C' 2^-(e_i + f_j), or the plain
+  // sum where a row or column is not finite.
+  Expr reconstruct(std::vector<Stmt>& body) {
+    std::map<int, Expr> vars;  // the nest's own loops
+    for (const Loop& l : nest_.loops) vars[l.id] = rw_.use(l);
     std::vector<Expr> at = pointIndex(nestLoops(), vars), residues;
-    for (int l = 0; l < split_.moduli; ++l) residues.push_back(rw_.let(n.body, fmt::format("r{}", l), residueAt(l, at)));
-    Expr x = reconstruct(n.body, residues);
+    for (int l = 0; l < split_.moduli; ++l)
+      residues.push_back(rw_.let(body, fmt::format("{}_r{}", prefix_, l), residueAt(l, at)));
+    Expr x = exactSum(body, residues);
     std::vector<Expr> ia = pointIndex(a_.rows, vars), ib = pointIndex(b_.rows, vars);
     // C' 2^-(e_i + f_j): where both exponents are within kFastUnscale, C' 2^-e_i is exact and in
     // range (|C'| < 2^127), so only the second product rounds (where the result is subnormal or
@@ -456,13 +455,11 @@ class PartRewrite {
     Expr value = select(binary(BinaryOp::And, cmp(BinaryOp::Ne, ua, f64c(0)), cmp(BinaryOp::Ne, ub, f64c(0))), fast, slow);
     const ScalarType t = part_.sum->type;
     if (t != F64) value = cast(t, value);
-    Expr oz = rw_.let(n.body, "ozaki", value);
+    Expr oz = rw_.let(body, prefix_ + "_scaled", value);
     Expr badA = cmp(BinaryOp::Gt, rw_.loadOf(a_.bad, ia), i32c(0));
     Expr badB = cmp(BinaryOp::Gt, rw_.loadOf(b_.bad, ib), i32c(0));
-    Expr result = select(badA, fallbackSum(a_, vars), select(badB, fallbackSum(b_, vars), oz));
-    sum_ = rw_.local(prefix_ + "_sum", t, shapeOf(nestLoops()));
-    rw_.store(n.body, sum_, at, result);
-    return n;
+    return rw_.let(body, prefix_ + "_sum",
+                   select(badA, fallbackSum(a_, vars), select(badB, fallbackSum(b_, vars), oz)));
   }
 
   Rewriter& rw_;
@@ -474,21 +471,20 @@ class PartRewrite {
   int64_t kLo_ = 0, kHi_ = 0;
   Side a_, b_;
   std::vector<std::pair<int, int64_t>> products_;  // the products' locals and their K blocks (0: none)
-  int sum_ = -1;
 };
 
-// The nest with each part's sum replaced by a load of its reconstructed value.
-LoopNest readSums(Rewriter& rw, const LoopNest& nest, const std::vector<std::pair<Expr, int>>& sums,
-                  const PartRewrite& any) {
+// The nest with the reconstruction's lets ahead of its statements and each part's sum replaced by
+// the let holding its value.
+LoopNest readSums(const LoopNest& nest, std::vector<Stmt> lets, const std::vector<std::pair<Expr, Expr>>& sums) {
   LoopNest out = nest;
-  std::map<int, Expr> vars;
-  for (const Loop& l : nest.loops) vars[l.id] = var(VarKind::Index, l.id, l.name, I32);
   for (Stmt& s : out.body)
     s.value = rewriteExpr(s.value, [&](const Expr& x) -> Expr {
-      for (const auto& [sum, local] : sums)
-        if (x.get() == sum.get() || sameExpr(x, sum)) return rw.loadOf(local, any.pointIndex(any.nestLoops(), vars));
+      for (const auto& [sum, value] : sums)
+        if (x.get() == sum.get() || sameExpr(x, sum)) return value;
       return nullptr;
     });
+  lets.insert(lets.end(), out.body.begin(), out.body.end());
+  out.body = std::move(lets);
   return out;
 }
 
@@ -545,14 +541,14 @@ std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics
       diags.error(nest.loc, fmt::format("precision '{}' cannot compute this contraction on INT8 tensor cores: {}", name, why));
       return std::nullopt;
     }
-    std::vector<std::pair<Expr, int>> sums;
-    std::optional<PartRewrite> last;
+    std::vector<std::pair<Expr, Expr>> sums;
+    std::vector<Stmt> lets;
     KnownSides known;
     for (size_t i = 0; i < c.parts.size(); ++i) {
-      last.emplace(rw, nest, c, c.parts[i], *split, fmt::format("ozaki{}", rewritten++));
-      sums.emplace_back(c.parts[i].sum, last->run(rw.kernel().nests, known));
+      PartRewrite part(rw, nest, c, c.parts[i], *split, fmt::format("ozaki{}", rewritten++));
+      sums.emplace_back(c.parts[i].sum, part.run(rw.kernel().nests, known, lets));
     }
-    rw.kernel().nests.push_back(readSums(rw, nest, sums, *last));
+    rw.kernel().nests.push_back(readSums(nest, std::move(lets), sums));
   }
   if (rewritten == 0) {
     diags.error(proved.loc, fmt::format("precision '{}' computes {} contractions on INT8 tensor cores, but kernel '{}' has "

@@ -18,7 +18,8 @@
 //               column of B holds an infinity or a NaN is the plain sum over that row instead (a
 //               data-dependent range of K or 0 values), so IEEE's non-finite results stay.
 //
-// The original statement then reads the reconstructed sum from a local. The moduli are the
+// The reconstruction runs in the contraction's own nest, as lets ahead of its statements, which
+// use the reconstructed sum where they had the sum. The moduli are the
 // fewest with K 2^(2 alpha) <= P / 4 (P their product) for alpha = 53 (fp64x) or 24 (fp32x):
 // each entry of A' and B' keeps alpha bits below its row's (column's) largest, and C' lies in
 // the range the balanced residues represent. The error is the truncation of entries far below
