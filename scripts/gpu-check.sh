@@ -148,6 +148,9 @@ run_example gemm_i8.rtcg -D m=1003 -D n=517 -D K=1000
 run_example gemm_i8.rtcg -D m=1003 -D n=517 -D K=1008 --schedule "mma: s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3"
 run_example gemm_i8.rtcg -D m=1003 -D n=517 -D K=999 --schedule "mma: s8 m16n8k32 warps 2x1 tile 2x4 k 128 stages 4 epilogue shared"
 run_example gemm_i8.rtcg -D m=257 -D n=130 -D K=77 --schedule "mma: s8 m16n8k32 warps 1x1 tile 1x1 k 32"
+run_example gemm_i8.rtcg -D m=1003 -D n=517 -D K=1008 --schedule "mma: s8 wgmma m64n128k32 warpgroups 2x1 k 128 stages 3 swizzle 128"
+run_example gemm_i8.rtcg -D m=1003 -D n=517 -D K=999 --schedule "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 64 stages 3"
+run_example gemm_i8.rtcg -D m=1003 -D n=512 -D K=1008 --schedule "mma: s8 wgmma m64n128k32 warpgroups 2x1 k 128 stages 4 swizzle 128 tma producer"
 # The Ozaki scheme II policies (fp64x, fp32x: issue 41): the rewritten kernels at their default
 # schedules, and with the products' nest (its first index `modulus`) on s8 tensor cores.
 ozaki() {
@@ -161,6 +164,7 @@ run_example dgemm.rtcg -D n=1003 --precision fp64x
 run_example matmul.rtcg -D n=777 --precision fp32x
 ozaki fp64x "s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3" dgemm.rtcg -D n=1003
 ozaki fp64x "s8 m16n8k32 warps 2x1 tile 2x4 k 128 stages 4 epilogue shared" dgemm.rtcg -D n=2048
+ozaki fp64x "s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 3 swizzle 128" dgemm.rtcg -D n=2048
 ozaki fp32x "s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3" matmul.rtcg -D n=1003
 run_example gemm_bf16.rtcg -D n=1003 --schedule "stores: streaming; mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
 run_example matmul.rtcg -D n=1003 --precision tf32x3 --schedule "stores: streaming; mma: tf32x3 m16n8k8 warps 2x2 tile 4x4 k 16 stages 3 epilogue shared"
