@@ -332,7 +332,12 @@ TEST(Ozaki, LongReductionsInBlocks) {
     HostArgs args(k);
     fillInputs(k, args, 31);
     const std::vector<double> a = args.array(3).toDoubles(), b = args.array(4).toDoubles();
-    Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 5);
+    // At the first length the blocks' products (batched over modulus and block) run on s8 tensor
+    // cores (one length only: the emulation of 130944-long fragments' sums takes seconds).
+    const std::string schedule = K == 131072 ? withNest(r, productNest(r), "mma: s8 m16n8k32 warps 1x1 tile 1x1 k 128 stages 3")
+                                             : printSchedule(defaultSchedule(r));
+    ASSERT_TRUE(validateSchedule(r, *parseSchedule(schedule).schedule).empty()) << schedule;
+    Outputs o = runBoth(k, r, schedule, args, 5);
     double num = 0, den = 0;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
