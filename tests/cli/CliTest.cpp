@@ -693,6 +693,16 @@ TEST(Cli, OzakiPolicies) {
   Result emitted = rtcgc("emit " + example("matmul.rtcg") + " -D n=33 --precision fp32x", "2>/dev/null");
   EXPECT_EQ(emitted.code, 0);
   EXPECT_NE(emitted.out.find("matmul_local_ozaki0_c8"), std::string::npos);
+  // A search under fp64x on a stand-in device (the test suite's fake worker measures): the
+  // rewritten kernel's candidates compile with NVRTC, s8 products among them, and the key's
+  // reference is the kernel's as written.
+  Result tuned = rtcg::tests::shell("RTCG_TEST_DEVICE='Fake GPU,sm_90,132' RTCG_FAKE_WORKER_MODE=verified RTCG_CACHE_DIR=" +
+                                    (tempDir() / "oz-cache").string() + " " + RTCGC_PATH + " tune " + f64 +
+                                    " -D n=48 --precision fp64x --max-candidates 6 --compile-threads 1 --db - --worker " +
+                                    RTCG_FAKE_WORKER + " 2>&1");
+  EXPECT_EQ(tuned.code, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find(" 0 wrong"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("mma: s8 "), std::string::npos) << tuned.out;
 }
 
 // wgmma (`mma: ... wgmma`): explain says the layouts, emit compiles an sm_90a cubin where the
