@@ -529,8 +529,16 @@ std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics
   for (int n = 0; n < int(proved.nests.size()); ++n) {
     const LoopNest& nest = proved.nests[size_t(n)];
     ContractionMatch m = matchContraction(proved, n);
-    if (!m.contraction || m.contraction->type != type) {
+    // A contraction of 16-bit operands keeps its own tensor cores (bf16 / f16 products are exact
+    // in f32: already FP32-class, in one product instead of N).
+    const bool halfOperands = m.contraction && isHalf(m.contraction->narrowOperands);
+    if (!m.contraction || m.contraction->type != type || halfOperands) {
       if (!m.contraction && !m.reasons.empty()) notTaken.push_back(fmt::format("nest {}: {}", n + 1, m.reasons[0]));
+      if (halfOperands && m.contraction->type == type)
+        notTaken.push_back(fmt::format("nest {}: its operands are {} values, which the {} tensor cores multiply exactly "
+                                       "(mma: {} under every policy)",
+                                       n + 1, typeName(m.contraction->narrowOperands), typeName(m.contraction->narrowOperands),
+                                       typeName(m.contraction->narrowOperands)));
       rw.kernel().nests.push_back(nest);
       continue;
     }

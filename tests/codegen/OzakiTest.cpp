@@ -123,6 +123,13 @@ TEST(Ozaki, RefusalsSayWhy) {
   })", {{"n", 8}});
   std::string why = refusal(norm, Precision::Fp64x);
   EXPECT_NE(why.find("has none: nest 1: mma:"), std::string::npos) << why;
+  // 16-bit operands keep their exact bf16 / f16 tensor cores.
+  Kernel bf16 = fromSource(R"(kernel h(n: int, a: bf16[n, n], b: bf16[n, n], out c: f32[n, n]) {
+    for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, f32(a[i, k]) * f32(b[k, j])); }
+  })", {{"n", 8}});
+  why = refusal(bf16, Precision::Fp32x);
+  EXPECT_NE(why.find("nest 1: its operands are bf16 values, which the bf16 tensor cores multiply exactly"), std::string::npos)
+      << why;
   // The rewrite is applied once: a rewritten kernel is kept as it is.
   Kernel r = rewrite(gemm("f64", 5, 6, 7), Precision::Fp64x);
   EXPECT_EQ(r.policy, "fp64x");
