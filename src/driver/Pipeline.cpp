@@ -49,7 +49,8 @@ std::optional<Kernel> bindAndProve(const Kernel& k, const SizeBindings& sizes, D
 
 std::optional<ChosenSchedule> chooseSchedule(const Kernel& proved, const std::string& text, const ScheduleLimits& limits,
                                              Diagnostics& diags, Precision precision) {
-  if (std::string why = precisionObstacle(proved, precision); !why.empty()) {
+  // A rewriting policy's obstacles are its rewrite's errors (with their locations): rewritten once.
+  if (std::string why = precisionRewrites(precision) ? "" : precisionObstacle(proved, precision); !why.empty()) {
     diags.error({}, why);
     return std::nullopt;
   }

@@ -388,9 +388,10 @@ class PartRewrite {
       }
       r = r ? add(r, term) : term;
     }
-    if (products_.size() > 1 || products_[0].second > 0) {  // reduce r_0 too (Garner reduces the others)
-      const int64_t p = ozakiModuli()[size_t(l)], half = p / 2;
-      if (l == 0) r = subE(modE(add(r, i32c(half)), i32c(p)), i32c(half));
+    // A sum of several residues: r_0 reduced too (Garner's digits reduce the others).
+    if (l == 0 && (products_.size() > 1 || products_[0].second > 0)) {
+      const int64_t p = ozakiModuli()[0], half = p / 2;
+      r = subE(modE(add(r, i32c(half)), i32c(p)), i32c(half));
     }
     return r;
   }

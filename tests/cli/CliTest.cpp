@@ -673,8 +673,7 @@ TEST(Cli, PrecisionPolicy) {
 // offers the products' nest s8 tensor cores, and a kernel without a contraction of the policy's
 // type is an input error with the reason.
 TEST(Cli, OzakiPolicies) {
-  const std::string f64 = writeTemp("dgemm_oz.rtcg", "kernel dgemm(n: int, a: f64[n, n], b: f64[n, n], out c: f64[n, n]) {\n"
-                                                     "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, a[i, k] * b[k, j]); }\n}\n");
+  const std::string f64 = example("dgemm.rtcg");
   Result ex = rtcgcStdout("explain " + f64 + " -D n=37 --precision fp64x");
   EXPECT_EQ(ex.code, 0) << ex.out;
   EXPECT_NE(ex.out.find("precision fp64x: the f64 contractions are rewritten"), std::string::npos) << ex.out;

@@ -662,20 +662,25 @@ inline float rtcg_emu_wgmma_operand(unsigned long long desc, bool mnMajor, int k
 
 // aRows: A from registers (TF32, 'rs'): this thread's rows g and g + 8 of its warp's 16, k 0-7,
 // gathered at issue; else null (A through descA).
+// Calls f(e, row, col) for each of this thread's accumulators d[e] of an m64nN tile (D's layout).
+template <class F>
+inline void rtcg_emu_wgmma_each(int n, F&& f) {
+  const unsigned int tid = rtcg_emu_linear_tid % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  for (int c = 0; c < n / 8; ++c)
+    for (int i = 0; i < 4; ++i) f(4 * c + i, 16 * warp + g + (i >= 2 ? 8 : 0), 8 * c + 2 * t + (i & 1));
+}
+
 inline void rtcg_emu_wgmma_run(int kind, int n, int transA, int transB, unsigned long long descA,
                                unsigned long long descB, float* const d[], const float (*aRows)[8] = nullptr,
                                int scaleD = 1) {
-  const unsigned int tid = rtcg_emu_linear_tid % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const unsigned int depth = rtcg_emu_wgmma_depth(kind);
-  for (int c = 0; c < n / 8; ++c)
-    for (int i = 0; i < 4; ++i) {
-      const unsigned int row = 16 * warp + g + (i >= 2 ? 8 : 0), col = 8 * c + 2 * t + (i & 1);
-      float acc = scaleD ? *d[4 * c + i] : 0.0f;
-      for (unsigned int k = 0; k < depth; ++k)
-        acc += (aRows ? aRows[i >= 2 ? 1 : 0][k] : rtcg_emu_wgmma_operand(descA, transA, kind, row, k)) *
-               rtcg_emu_wgmma_operand(descB, transB, kind, col, k);
-      *d[4 * c + i] = acc;
-    }
+  rtcg_emu_wgmma_each(n, [&](int e, unsigned int row, unsigned int col) {
+    float acc = scaleD ? *d[e] : 0.0f;
+    for (unsigned int k = 0; k < depth; ++k)
+      acc += (aRows ? aRows[e % 4 >= 2 ? 1 : 0][k] : rtcg_emu_wgmma_operand(descA, transA, kind, row, k)) *
+             rtcg_emu_wgmma_operand(descB, transB, kind, col, k);
+    *d[e] = acc;
+  });
 }
 
 // The wgmma queues (the runtime's): rtcg_emu_wgmma issues one into this thread's next group
@@ -693,15 +698,12 @@ void rtcg_emu_wgmma_rs(int n, const float a[4], unsigned long long descB, float*
 // tensor cores do.
 void rtcg_emu_wgmma_s8(int n, unsigned long long descA, unsigned long long descB, int* const d[], int scaleD = 1);
 inline void rtcg_emu_wgmma_run_s8(int n, unsigned long long descA, unsigned long long descB, int* const d[], int scaleD) {
-  const unsigned int tid = rtcg_emu_linear_tid % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  for (int c = 0; c < n / 8; ++c)
-    for (int i = 0; i < 4; ++i) {
-      const unsigned int row = 16 * warp + g + (i >= 2 ? 8 : 0), col = 8 * c + 2 * t + (i & 1);
-      unsigned int acc = scaleD ? unsigned(*d[4 * c + i]) : 0u;
-      for (unsigned int k = 0; k < 32; ++k)
-        acc += unsigned(int(rtcg_emu_wgmma_operand(descA, false, 3, row, k)) * int(rtcg_emu_wgmma_operand(descB, false, 3, col, k)));
-      *d[4 * c + i] = int(acc);
-    }
+  rtcg_emu_wgmma_each(n, [&](int e, unsigned int row, unsigned int col) {
+    unsigned int acc = scaleD ? unsigned(*d[e]) : 0u;
+    for (unsigned int k = 0; k < rtcg_emu_wgmma_depth(3); ++k)
+      acc += unsigned(int(rtcg_emu_wgmma_operand(descA, false, 3, row, k)) * int(rtcg_emu_wgmma_operand(descB, false, 3, col, k)));
+    *d[e] = int(acc);
+  });
 }
 void rtcg_wgmma_commit();
 void rtcg_emu_wgmma_wait(size_t inFlight);
