@@ -77,6 +77,11 @@ Peer::Peer(const Workload& w, const Kernel& bound, const HostArgs& host, std::sh
       upload("b");
       allocate("c", host_.array("c").bytes());
       break;
+    case PeerKind::GemmI8:
+      upload("a");
+      upload("bt");
+      allocate("c", host_.array("c").bytes());
+      break;
     case PeerKind::Sgemv:
       upload("a");
       upload("x");
@@ -183,6 +188,10 @@ void Peer::upload(const std::string& name) {
 
 std::vector<double> Peer::download(const std::string& name) const {
   if (w_.peer == PeerKind::Dgemm || w_.peer == PeerKind::DgDiffStackedF64) return buffers_.at(name).download<double>();
+  if (w_.peer == PeerKind::GemmI8) {
+    std::vector<int32_t> v = buffers_.at(name).download<int32_t>();
+    return std::vector<double>(v.begin(), v.end());
+  }
   std::vector<float> f = buffers_.at(name).download<float>();
   return std::vector<double>(f.begin(), f.end());
 }
@@ -213,6 +222,16 @@ void Peer::enqueue(const cuda::Stream& stream) {
       check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &kOne, ptr("b"), CUDA_R_16BF, n, ptr("a"), CUDA_R_16BF, n,
                          &kZero, ptr("c"), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx (BF16)");
+      break;
+    }
+    case PeerKind::GemmI8: {
+      // Row-major c = a bt^T is column-major c^T = bt a^T: bt and a read as column-major K x n
+      // matrices, the first transposed (cuBLAS's "TN" INT8 form).
+      int n = asInt(s.at("n"), "n");
+      const int32_t one = 1, zero = 0;
+      check(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, ptr("bt"), CUDA_R_8I, n, ptr("a"), CUDA_R_8I, n,
+                         &zero, ptr("c"), CUDA_R_32I, n, CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx (INT8)");
       break;
     }
     case PeerKind::Dgemm: {
@@ -322,6 +341,7 @@ std::optional<std::map<int, std::vector<double>>> Peer::result(const cuda::Strea
     case PeerKind::SgemmTf32:
     case PeerKind::Dgemm:
     case PeerKind::GemmBf16:
+    case PeerKind::GemmI8:
     case PeerKind::SgemmBatched: out[param("c")] = download("c"); break;
     case PeerKind::Ssyrk:
     case PeerKind::Strmm: out[param("c")] = download("c"); break;

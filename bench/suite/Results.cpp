@@ -48,7 +48,7 @@ std::string renderTable(const std::vector<Row>& rows) {
                        err(r.relErrReference), check(r), shortSchedule(r.schedule));
   }
   out += "roof: share of the roofline max(flops / peak of the arithmetic the schedule uses (FP32 67, FP64 34, "
-         "TF32 mma 495, 3xTF32 mma 165, FP64 mma 67 TF/s), bytes / measured copy bandwidth); speed: peer time / "
+         "TF32 mma 495, 3xTF32 mma 165, FP64 mma 67 TF/s, INT8 mma 1979 TOPS), bytes / measured copy bandwidth); speed: peer time / "
          "rtcg time (> 1: rtcg faster); err: relative L2 error of rtcg's output against the peer's and against "
          "the float64 CPU reference\n";
   return out;

@@ -254,6 +254,14 @@ kernel dgemm(n: int, a: f64[n, n], b: f64[n, n], out c: f64[n, n]) {
 }
 )";
 
+constexpr const char* kIgemm = R"(// 8-bit integer matrix product, exact in i32: c = a * bt^T (bt holds b's columns as rows).
+kernel igemm(n: int, a: i8[n, n], bt: i8[n, n], out c: i32[n, n]) {
+  for i in 0..n, j in 0..n {
+    c[i, j] = sum(k in 0..n, i32(a[i, k]) * i32(bt[j, k]));
+  }
+}
+)";
+
 // The DG workloads move about this much data (their minimal traffic), so every order is
 // bandwidth-sized the same way and far larger than the L2.
 constexpr int64_t kDgFloats = (int64_t(256) << 20) / 4;
@@ -331,6 +339,8 @@ std::vector<Workload> allWorkloads() {
   // FP32-class SGEMM against strict FP32 cuBLAS (and the tf32x3 rows above).
   for (int64_t n : {4096, 8192})
     w.push_back({fmt::format("dgemm_fp64x_{}", n), "ozaki", "dgemm", kDgemm, {{"n", n}}, PeerKind::Dgemm, Precision::Fp64x});
+  // The products of those policies: one INT8 matrix product against cuBLAS's.
+  w.push_back({"igemm_4096", "ozaki", "igemm", kIgemm, {{"n", 4096}}, PeerKind::GemmI8});
   for (int64_t n : {4096, 8192})
     w.push_back({fmt::format("sgemm_fp32x_{}", n), "ozaki", "matmul", kMatmul, {{"n", n}}, PeerKind::Sgemm, Precision::Fp32x});
   w.push_back({"batched_tf32x3_16x16x65536", "batched_tc", "batched_matmul", kBatched, {{"nb", 65536}, {"n", 16}},
@@ -494,6 +504,7 @@ std::string peerLabel(PeerKind peer) {
     case PeerKind::SgemmTf32: return "cublasGemmEx FAST_TF32";
     case PeerKind::Dgemm: return "cublasDgemm";
     case PeerKind::GemmBf16: return "cublasGemmEx BF16";
+    case PeerKind::GemmI8: return "cublasGemmEx INT8";
     case PeerKind::Strmv: return "cublasStrmv";
     case PeerKind::Ssyrk: return "cublasSsyrk";
     case PeerKind::Strmm: return "cublasStrmm";

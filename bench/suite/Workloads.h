@@ -25,6 +25,7 @@ enum class PeerKind {
   SgemmTf32,      // cublasGemmEx in f32 with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores)
   Dgemm,          // cublasDgemm (FP64 tensor cores on sm_80 and later), operands swapped as for Sgemm
   SpmvCsr,        // cusparseSpMV on the same CSR arrays (CUSPARSE_SPMV_CSR_ALG1, FP32)
+  GemmI8,         // cublasGemmEx with i8 A and B^T (n x K), i32 C, CUBLAS_COMPUTE_32I: the "TN" form its INT8 tensor cores take
   GemmBf16,       // cublasGemmEx with bf16 A and B, f32 C, CUBLAS_COMPUTE_32F (tensor cores), operands swapped as for Sgemm
   Strmv,          // cublasStrmv (lower, non-unit) on a copy of x, the copy timed with it (trmv is in place)
   Ssyrk,          // cublasSsyrk writing the lower triangle of a a^T (row-major: column-major upper, op T)

@@ -52,7 +52,7 @@ constexpr double kPeakGflopsFp64 = 34000;
 
 // The arithmetic a measured schedule uses and its H100/H200 peak (issue 22's figures), for the
 // roofline: FP32 67, FP64 34 TF/s on the pipes; TF32 mma 495, of which 3xTF32 gets a third (three
-// products per product), FP64 mma 67, BF16/F16 mma 990.
+// products per product), FP64 mma 67, BF16/F16 mma 990, INT8 mma 1979 (TOPS).
 struct Arithmetic {
   const char* name;
   double peakGflops;
@@ -66,6 +66,7 @@ std::optional<Arithmetic> mmaArithmeticOf(const std::string& schedule) {
       if (n.mma.arith == MmaArith::F64) return Arithmetic{"FP64 mma", 67000};
       if (n.mma.arith == MmaArith::Bf16) return Arithmetic{"BF16 mma", 990000};
       if (n.mma.arith == MmaArith::F16) return Arithmetic{"F16 mma", 990000};
+      if (n.mma.arith == MmaArith::S8) return Arithmetic{"INT8 mma", 1979000};
     }
   return std::nullopt;
 }

@@ -102,7 +102,8 @@ std::optional<Compiled> compileProved(const Kernel& bound, const PipelineOptions
   std::optional<ChosenSchedule> chosen = chooseSchedule(bound, options.schedule, limits, diags, options.precision);
   if (!chosen) return std::nullopt;
 
-  Compiled out{chosen->kernel, chosen->schedule, emitCuda(chosen->kernel, chosen->plan, options.arrayAlignment), {}};
+  Compiled out{chosen->kernel, chosen->schedule, emitCuda(chosen->kernel, chosen->plan, options.arrayAlignment), {},
+               bound};
   if (!options.compile) return out;
   out.binary = compileGenerated(bound.name, out.module.source, options.arch, options.wantPtx);
   if (!out.binary.success) {

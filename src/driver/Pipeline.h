@@ -48,10 +48,11 @@ std::optional<ChosenSchedule> chooseSchedule(const Kernel& bound, const std::str
                                              Diagnostics& diags, Precision precision = Precision::Ieee);
 
 struct Compiled {
-  Kernel kernel;  // bound (its precision policy's rewrite, where one applies)
+  Kernel kernel;  // bound (its precision policy's rewrite, where one applies): what the module runs
   Schedule schedule;
   EmittedModule module;
   CudaCompileResult binary;  // NVRTC output (empty when PipelineOptions::compile is false)
+  Kernel source;  // bound as written: its reference, inputs and tolerance are the run's (the same parameters)
 };
 
 struct PipelineOptions {

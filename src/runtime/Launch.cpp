@@ -28,9 +28,15 @@ KernelArg encodeTensorMap2d(const TensorMap2d& m, const std::string& what) {
   if (!d.tensorMapEncodeTiled)
     throw Error(fmt::format("{}: TMA needs cuTensorMapEncodeTiled (CUDA 12 driver), which {} lacks; for {}", what,
                             d.libraryName, box));
-  const CUtensorMapDataType type = m.elementBytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-                                   : m.bf16            ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  // The copy moves bits: the type only fixes the element size (and the out-of-bounds fill, zero here).
+  CUtensorMapDataType type;
+  switch (m.elementBytes) {
+    case 1: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;  // i8 / u8
+    case 2: type = m.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    case 4: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    case 8: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; break;
+    default: throw Error(fmt::format("{}: no TMA element type of {} bytes; for {}", what, m.elementBytes, box));
+  }
   const cuuint64_t dims[2] = {m.inner, m.outer}, strides[1] = {m.pitchBytes};
   const cuuint32_t boxDims[2] = {m.boxInner, m.boxOuter}, elementStrides[2] = {1, 1};
   CUtensorMap map;

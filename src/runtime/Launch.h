@@ -48,7 +48,7 @@ class KernelArg {
 };
 
 // A 2-D tiled TMA tensor map (cuTensorMapEncodeTiled) of `inner` x `outer` elements at `address`
-// (`elementBytes` 2: bf16 or f16 as `bf16`, 4: f32), rows `pitchBytes` apart, boxes of boxInner x
+// (`elementBytes` 1: i8/u8, 2: bf16 or f16 as `bf16`, 4: f32/i32, 8: f64), rows `pitchBytes` apart, boxes of boxInner x
 // boxOuter, 128-byte swizzle, zero fill out of bounds. Throws rtcg::Error naming `what` (the
 // array) and the box when the driver lacks the entry point or refuses the encoding.
 struct TensorMap2d {

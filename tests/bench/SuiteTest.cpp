@@ -31,7 +31,7 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   // and issue 36's 10 rows (dg_diff of three statements N5-N8 and sum factorisation p = 5, 7, 9 under
   // tf32x3, the f64 differentiation N3, N5, N7), and issue 41's 4 Ozaki rows (DGEMM fp64x, SGEMM
   // fp32x at n = 4096, 8192)
-  ASSERT_EQ(all.size(), 91u);
+  ASSERT_EQ(all.size(), 92u);
   std::set<std::string> names;
   for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
   for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
@@ -51,6 +51,8 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
       EXPECT_EQ(w.precision, Precision::Tf32x3) << w.name;
     else if (w.name == "sgemm_tf32_4096")
       EXPECT_EQ(w.peer, PeerKind::SgemmTf32);
+    else if (w.name == "igemm_4096")
+      EXPECT_EQ(w.peer, PeerKind::GemmI8);
     else if (w.group == "ozaki")
       EXPECT_EQ(w.precision, w.kernelName == "dgemm" ? Precision::Fp64x : Precision::Fp32x) << w.name;
     else
