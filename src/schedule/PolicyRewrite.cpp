@@ -25,7 +25,7 @@ const std::vector<int>& ozakiModuli() {
 
 namespace {
 
-constexpr int kMaxAlpha = 62;          // |a'| < 2^63: an i64
+constexpr int kMaxAlpha = 58;          // |a'| < 2^58: a' / p_l in f64 is within 1/2 of its value (residueNest)
 constexpr double kFastUnscale = 480;   // |e| up to this: 2^-e and C' 2^-e are normal and exact
 constexpr int64_t kMaxK = 131071;      // K 128^2 < 2^31: the i32 sums of i8 products are exact
 constexpr int64_t kKBlock = 130944;    // longer sums: blocks of this many (1023 steps of 128) values
@@ -295,8 +295,11 @@ class PartRewrite {
     return n;
   }
 
-  // 2. Per entry: a' = round(x 2^e) (0 in a row that is not finite) and its balanced residue
-  // modulo each p_l, ((a' + h_l) mod p_l) - h_l with h_l = floor(p_l / 2).
+  // 2. Per entry: a' = round(x 2^e) (0 in a row that is not finite; an integer in f64, exactly) and
+  // a residue modulo each p_l in [-128, 127]: r = a' - q p_l with q = floor(a' / p_l + 1/2), a' / p_l
+  // taken in f64 (off by less than 1/2 for |a'| < 2^58, so |r| <= p_l / 2 + p_l / 2) and a' - q p_l
+  // by fma (exact: an integer of a few bits), then one step of p_l toward 0 where r leaves i8.
+  // Floating-point work on the FP64 pipe instead of 64-bit integer division.
   LoopNest residueNest(const Side& s) {
     LoopNest n;
     n.loc = nest_.loc;
@@ -308,16 +311,19 @@ class PartRewrite {
     Expr x = operandAt(s, vars, k);
     Expr scaled = mul(mul(x, rw_.loadOf(s.scale1, at)), rw_.loadOf(s.scale2, at));
     Expr t = rw_.let(n.body, "t", select(cmp(BinaryOp::Gt, rw_.loadOf(s.bad, at), i32c(0)), f64c(0), scaled));
-    Expr rounded = select(cmp(BinaryOp::Lt, fn(MathFn::Abs, {t}), f64c(0x1p52)), fn(MathFn::Floor, {add(t, f64c(0.5))}), t);
-    Expr v = rw_.let(n.body, "v", cast(I64, rounded));
+    Expr v = rw_.let(n.body, "v", select(cmp(BinaryOp::Lt, fn(MathFn::Abs, {t}), f64c(0x1p52)),
+                                         fn(MathFn::Floor, {add(t, f64c(0.5))}), t));
     Expr kAt = kLo_ == 0 ? rw_.use(k) : subE(rw_.use(k), i32c(kLo_));
     for (int l = 0; l < split_.moduli; ++l) {
-      const int64_t p = ozakiModuli()[size_t(l)], half = p / 2;
+      const double p = ozakiModuli()[size_t(l)];
       std::vector<Expr> idx{i32c(l)};
       idx.insert(idx.end(), at.begin(), at.end());
       idx.push_back(kAt);
-      Expr r = subE(modE(add(v, intImm(half, I64)), intImm(p, I64)), intImm(half, I64));
-      rw_.store(n.body, s.residues, std::move(idx), cast(ScalarType::I8, r));
+      Expr q = fn(MathFn::Floor, {add(mul(v, f64c(1.0 / p)), f64c(0.5))});
+      Expr r = rw_.let(n.body, fmt::format("r{}", l), fn(MathFn::Fma, {unary(UnaryOp::Neg, q), f64c(p), v}));
+      Expr inI8 = select(cmp(BinaryOp::Gt, r, f64c(127)), subE(r, f64c(p)),
+                         select(cmp(BinaryOp::Lt, r, f64c(-128)), add(r, f64c(p)), r));
+      rw_.store(n.body, s.residues, std::move(idx), cast(ScalarType::I8, inI8));
     }
     return n;
   }

@@ -101,6 +101,7 @@ TEST(Ozaki, ModuliArePairwiseCoprimeAndTheSplitHoldsTheProduct) {
       std::optional<OzakiSplit> s = ozakiSplit(pol, K);
       ASSERT_TRUE(s.has_value()) << K;
       EXPECT_GE(s->alpha, pol == Precision::Fp64x ? 53 : 24);
+      EXPECT_LE(s->alpha, 58);  // the residues' quotient a' / p in f64 stays within 1/2
       // K 2^(2 alpha) <= P / 4, and one modulus fewer would not hold 53 (24) bits.
       double bits = 0;
       for (int l = 0; l < s->moduli; ++l) bits += std::log2(double(p[size_t(l)]));
