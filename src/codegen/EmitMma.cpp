@@ -48,16 +48,22 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
     nm.wm = def("warp_m", C::product(bin("/", warp, lit(ms.warpsN)), lit(ms.tileM * p.fragM)));
     nm.wn = def("warp_n", C::product(bin("%", warp, lit(ms.warpsN)), lit(ms.tileN * p.fragN)));
   }
-  nm.m0 = def("block_m", C::product(coordinate(ctx, "blockIdx", 1), lit(p.blockM)));
-  // blockIdx.x: the N tile, then the batch (grid.z holds only 65535 blocks; x holds 2^31 - 1).
-  const int64_t nTiles = (p.c.nExtent + p.blockN - 1) / p.blockN;
+  // Unbatched: blockIdx.x the N tile, blockIdx.y the M tile. Batched: blockIdx.x the N tile, then
+  // the M tile, then the batch (Plan.cpp: the blocks that run at once share the batch's operands).
+  const int64_t nTiles = p.nTiles(), mTiles = p.mTiles();
   C::ExprP bx = coordinate(ctx, "blockIdx", 0);
-  nm.n0 = def("block_n", C::product(p.c.batch.empty() ? bx : bin("%", bx, lit(nTiles)), lit(p.blockN)));
-  // Batch indices, the last one fastest, from blockIdx.x / (the N tiles).
+  if (p.c.batch.empty()) {
+    nm.m0 = def("block_m", C::product(coordinate(ctx, "blockIdx", 1), lit(p.blockM)));
+    nm.n0 = def("block_n", C::product(bx, lit(p.blockN)));
+    return;
+  }
+  nm.m0 = def("block_m", C::product(bin("%", bin("/", bx, lit(nTiles)), lit(mTiles)), lit(p.blockM)));
+  nm.n0 = def("block_n", C::product(bin("%", bx, lit(nTiles)), lit(p.blockN)));
+  // Batch indices, the last one fastest, from blockIdx.x / (the M and N tiles).
   int64_t stride = 1;
   std::vector<C::Stmt> batch;
   for (size_t b = p.c.batch.size(); b-- > 0;) {
-    C::ExprP z = bin("/", bx, lit(nTiles));
+    C::ExprP z = bin("/", bx, lit(nTiles * mTiles));
     C::ExprP v = bin("%", stride == 1 ? z : bin("/", z, lit(stride)), lit(std::max<int64_t>(1, p.c.batchExtent[b])));
     std::string n = ctx.names.fresh("batch");
     batch.insert(batch.begin(), C::decl(ctx.idx, n, C::sum({lit(p.c.batchLo[b]), v})));

@@ -30,7 +30,10 @@ void issueOperand(const MmaPlan& p, const MmaNames& nm, bool isA, const std::str
                   const C::ExprP& buffer, const C::ExprP& bar, std::vector<C::Stmt>& out) {
   const MmaPlan::TmaOperand& t = isA ? p.tmaA : p.tmaB;
   const bool mnMajor = isA ? p.aMnMajor : p.bMnMajor;
-  const C::ExprP& origin = isA ? nm.m0 : nm.n0;
+  // A batched operand's box starts at its batch's rows (MmaPlan::TmaOperand::batchRows).
+  std::vector<C::ExprP> rows{isA ? nm.m0 : nm.n0};
+  for (const auto& [loop, step] : t.batchRows) rows.push_back(C::product(nm.batch.at(loop), lit(step)));
+  const C::ExprP origin = C::sum(rows);
   for (int64_t j = 0; j < t.boxes; ++j) {
     C::ExprP dst = C::unary("&", tileRef((isA ? nm.tileA : nm.tileB)[0],
                                          C::sum({buffer, lit(j * t.boxInner * t.boxOuter)})));
@@ -65,8 +68,9 @@ void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Func
     C::Param param{"rtcg_tensor_map", name};
     param.gridConstant = true;
     fn.params.push_back(param);
-    launch.tensorMaps.push_back({t.array, p.staged, uint64_t(t.inner), uint64_t(t.outer), uint64_t(t.pitchBytes),
-                                 uint32_t(t.boxInner), uint32_t(t.boxOuter)});
+    const bool local = ctx.k.params[size_t(t.array)].isLocal();
+    launch.tensorMaps.push_back({t.array, local ? localArrayName(ctx.k, t.array) : "", p.staged, uint64_t(t.inner),
+                                 uint64_t(t.outer), uint64_t(t.pitchBytes), uint32_t(t.boxInner), uint32_t(t.boxOuter)});
   }
 }
 

@@ -26,6 +26,7 @@ namespace rtcg {
 // bytes after the parameters.
 struct TensorMapSpec {
   int param = -1;
+  std::string symbol;  // a kernel-local array's `__device__` variable (its address is the module's); else empty
   ScalarType type{};
   uint64_t inner = 0, outer = 0, pitchBytes = 0;
   uint32_t boxInner = 0, boxOuter = 0;

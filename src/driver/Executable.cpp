@@ -53,17 +53,27 @@ void Executable::launch(const std::vector<std::optional<cuda::KernelArg>>& args,
       list.push_back(*args[p]);
     }
     // TMA tensor maps (`mma: ... tma`), encoded from the arrays' device pointers per launch.
+    // A kernel-local array's map is of its module variable (the kernel this runs for may be the
+    // one as written, whose parameters do not list the locals of its precision policy's rewrite).
     for (const TensorMapSpec& t : spec.tensorMaps) {
-      const Param& array = kernel_.params[size_t(t.param)];
-      if (!args[t.param] || args[t.param]->kind() != cuda::KernelArg::Kind::Pointer)
-        throw Error(fmt::format("no device pointer for array '{}', whose TMA tensor map {} takes", array.name,
-                                spec.function));
       cuda::TensorMap2d m;
-      std::memcpy(&m.address, args[t.param]->data(), 8);
+      std::string name = t.symbol;
+      if (!t.symbol.empty()) {
+        m.address = module_.globalAddress(t.symbol);
+      } else {
+        if (t.param < 0 || size_t(t.param) >= args.size())
+          throw Error(fmt::format("{}: a TMA tensor map of parameter {}, which the kernel does not have", spec.function,
+                                  t.param));
+        name = kernel_.params[size_t(t.param)].name;
+        if (!args[t.param] || args[t.param]->kind() != cuda::KernelArg::Kind::Pointer)
+          throw Error(fmt::format("no device pointer for array '{}', whose TMA tensor map {} takes", name,
+                                  spec.function));
+        std::memcpy(&m.address, args[t.param]->data(), 8);
+      }
       m.elementBytes = typeBytes(t.type), m.bf16 = t.type == ScalarType::BF16;
       m.inner = t.inner, m.outer = t.outer, m.pitchBytes = t.pitchBytes;
       m.boxInner = t.boxInner, m.boxOuter = t.boxOuter;
-      list.push_back(cuda::encodeTensorMap2d(m, fmt::format("array '{}'", array.name)));
+      list.push_back(cuda::encodeTensorMap2d(m, fmt::format("array '{}'", name)));
     }
     cuda::launch(functions_[n], {spec.grid[0], spec.grid[1], spec.grid[2]},
                  {spec.block[0], spec.block[1], spec.block[2]}, spec.dynamicSharedBytes, stream, list);

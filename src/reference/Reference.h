@@ -3,7 +3,10 @@
 // It executes a bound kernel exactly as ir/IR.h states (nests in order, every point of each
 // nest's domain, statements in order, lets, reductions starting from their identities), with
 // all floating-point arithmetic in double (f32 data included: f32 values are carried in double
-// and rounded to float only by an explicit cast to f32 and when stored into an f32 array), and
+// and rounded to float only by an explicit cast to f32 and when stored into an f32 array; a
+// reduction that is a sum of loads or of products of two loads is accumulated as if in twice
+// double precision and rounded once, Machine.cpp's Dot2, so it is far more accurate than any
+// GPU order of the same sum and a comparison measures the GPU's error), and
 // integer arithmetic in 64 bits with floor / and %. Every array access, affine or indirect, is
 // bounds-checked: an out-of-range index throws rtcg::Error naming the array, the index, the
 // extent, the source line and the loop indices of the point.

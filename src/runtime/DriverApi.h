@@ -49,6 +49,7 @@ namespace rtcg::cuda::detail {
   X(moduleLoadDataEx, cuModuleLoadDataEx)                                          \
   X(moduleUnload, cuModuleUnload)                                                  \
   X(moduleGetFunction, cuModuleGetFunction)                                        \
+  X(moduleGetGlobal, cuModuleGetGlobal_v2)                                         \
   X(funcGetAttribute, cuFuncGetAttribute)                                          \
   X(funcSetAttribute, cuFuncSetAttribute)                                          \
   X(occupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor) \

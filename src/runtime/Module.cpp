@@ -68,6 +68,18 @@ const std::string& Module::jitLog() const {
   return state_->jitLog;
 }
 
+uint64_t Module::globalAddress(const std::string& name) const {
+  RTCG_ASSERT(state_, "use of an empty Module");
+  const detail::DriverTable& d = driver();
+  state_->ctx->makeCurrent();
+  CUdeviceptr address = 0;
+  size_t bytes = 0;
+  CUresult r = d.moduleGetGlobal(&address, &bytes, state_->module, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) throw Error(fmt::format("the GPU module has no variable named '{}'", name));
+  check(r, "cuModuleGetGlobal", fmt::format("for variable '{}'", name));
+  return uint64_t(address);
+}
+
 Function Module::function(const std::string& name, std::optional<size_t> expectedParams) const {
   RTCG_ASSERT(state_, "use of an empty Module");
   const detail::DriverTable& d = driver();

@@ -78,6 +78,9 @@ class Module {
   // only those indices are asked of cuFuncGetParamInfo, so no call fails on purpose (a failing call
   // is an API error to compute-sanitizer; without it, the count is found by asking until one fails).
   Function function(const std::string& name, std::optional<size_t> expectedParams = std::nullopt) const;
+  // The device address of the module's `__device__` variable `name` (a kernel-local array). Throws
+  // rtcg::Error naming it when the module has none of that name.
+  uint64_t globalAddress(const std::string& name) const;
 
   const std::shared_ptr<Context>& context() const;
   // What the driver's JIT said while loading (PTX only; often empty).

@@ -94,7 +94,6 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
       reasons.push_back(fmt::format("mma: 'tma' cannot copy {} ('{}'): {}", name, printExpr(e, &k), why));
     };
     if (mnContiguous && !mnMajor) return refuse("TF32 tiles are K-major and TMA copies boxes as stored, along M / N");
-    if (!p.c.batch.empty()) return refuse("a batched contraction's operands are not 2-D boxes");
     if (!plainRows(p.c, isA))
       return refuse(fmt::format("its rows ({}) are several indices or stacked statements, not one dimension of a "
                                 "2-D box", isA ? "M" : "N"));
@@ -102,12 +101,33 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
     auto form = flatOffset(k, load->array, load->operands);
     const int innerVar = mnContiguous ? rowVar : p.c.kLoop()->id, outerVar = mnContiguous ? p.c.kLoop()->id : rowVar;
     const int64_t innerExtent = mnContiguous ? rowExtent : p.c.kExtent, outerExtent = mnContiguous ? p.c.kExtent : rowExtent;
-    if (shape.size() != 2 || !form || form->constant != 0 || form->coeffs.size() != 2 || form->coeff(innerVar) != 1 ||
-        form->coeff(outerVar) != shape[1] || rowLo != 0 || p.c.kLo != 0 || shape[1] != innerExtent ||
-        shape[0] != outerExtent)
+    // Leading dimensions indexed by batch loops (each alone, from 0, over its whole extent) make
+    // one 2-D array of their rows stacked: [b.., row, k] is [(b..) rows + row, k]. Only with K
+    // contiguous: a box past a batch's last row reads the next batch's rows, which feed only
+    // outputs past the domain (not stored); past K it would feed the sums.
+    const size_t lead = shape.size() >= 2 ? shape.size() - 2 : 0;
+    std::vector<std::pair<int, int64_t>> batchRows;
+    int64_t stacked = outerExtent;
+    for (size_t d = lead; d-- > 0;) {
+      const Expr& ix = load->operands[d];
+      const auto at = ix->kind == ExprKind::Var && ix->varKind == VarKind::Index
+                          ? std::find(p.c.batch.begin(), p.c.batch.end(), ix->varId) : p.c.batch.end();
+      if (at == p.c.batch.end() || mnContiguous) return refuse(
+          "it must be a 2-D array read whole by the contraction's indices, as [row, column] from 0, or K-major with "
+          "batch indices before them");
+      const size_t b = size_t(at - p.c.batch.begin());
+      if (p.c.batchLo[b] != 0 || p.c.batchExtent[b] != shape[d])
+        return refuse("its batch dimensions must be read whole, from 0");
+      batchRows.emplace_back(*at, stacked);
+      stacked *= shape[d];
+    }
+    if (shape.size() < 2 || !form || form->constant != 0 || form->coeffs.size() != 2 + lead ||
+        form->coeff(innerVar) != 1 || form->coeff(outerVar) != shape[lead + 1] || rowLo != 0 || p.c.kLo != 0 ||
+        shape[lead + 1] != innerExtent || shape[lead] != outerExtent)
       return refuse("it must be a 2-D array read whole by the contraction's indices, as [row, column] from 0");
     t.array = load->array;
-    t.inner = shape[1], t.outer = shape[0], t.pitchBytes = shape[1] * bytes;
+    t.inner = shape[lead + 1], t.outer = stacked, t.pitchBytes = shape[lead + 1] * bytes;
+    t.batchRows = std::move(batchRows);
     if (t.pitchBytes % 16 != 0)
       refuse(fmt::format("its rows are {} bytes apart, not a multiple of 16 (TMA's global strides)", t.pitchBytes));
     t.boxInner = w, t.boxOuter = mnMajor ? p.blockK : rows, t.boxes = mnMajor ? rows / w : p.blockK / w;
@@ -353,9 +373,7 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
   if (p.sharedBytes > maxShared)
     reasons.push_back(fmt::format("mma: the staged tiles{} take {} bytes of shared memory, more than {}",
                                   p.sharedEpilogue ? " (or the epilogue's)" : "", p.sharedBytes, maxShared));
-  int64_t batch = 1;
-  for (int64_t e : p.c.batchExtent) batch *= std::max<int64_t>(1, e);
-  const int64_t grid[3] = {ceilDiv(p.c.nExtent, p.blockN) * batch, ceilDiv(p.c.mExtent, p.blockM), 1};
+  const int64_t grid[3] = {p.gridX(), p.c.batch.empty() ? p.mTiles() : 1, 1};
   for (int a = 0; a < 3; ++a)
     if (grid[a] > limits.maxGridDim[a])
       reasons.push_back(fmt::format("mma: {} blocks along grid.{}, more than {}", grid[a], "xyz"[a],

@@ -133,8 +133,21 @@ struct MmaPlan {
     int64_t inner = 0, outer = 0;  // the array's extents: contiguous dimension, the other
     int64_t pitchBytes = 0;        // bytes between consecutive outer indices
     int64_t boxInner = 0, boxOuter = 0, boxes = 0;
+    // A batched operand's leading dimensions, stacked into the rows: per batch loop (id) the rows
+    // one of its steps moves the box (the outer coordinate adds the sum of value * rows).
+    std::vector<std::pair<int, int64_t>> batchRows;
   };
   TmaOperand tmaA, tmaB;
+  // The block tiles along M and N, and the blocks along grid.x (Plan.cpp: with the batch, all).
+  int64_t mTiles() const { return (c.mExtent + blockM - 1) / blockM; }
+  int64_t nTiles() const { return (c.nExtent + blockN - 1) / blockN; }
+  int64_t gridX() const {
+    int64_t x = nTiles();
+    if (c.batch.empty()) return x;
+    x *= mTiles();
+    for (int64_t e : c.batchExtent) x *= std::max<int64_t>(1, e);
+    return x;
+  }
   int64_t barrierOffset = 0;
   // TF32 operands stored along M / N (registerA): wgmma takes TF32 tiles K-major only, but its A
   // may come from registers, which any layout feeds. A TF32 contraction whose second operand is

@@ -296,9 +296,9 @@ class PartRewrite {
   }
 
   // 2. Per entry: a' = round(x 2^e) (0 in a row that is not finite; an integer in f64, exactly) and
-  // a residue modulo each p_l in [-128, 127]: r = a' - q p_l with q = floor(a' / p_l + 1/2), a' / p_l
-  // taken in f64 (off by less than 1/2 for |a'| < 2^58, so |r| <= p_l / 2 + p_l / 2) and a' - q p_l
-  // by fma (exact: an integer of a few bits), then one step of p_l toward 0 where r leaves i8.
+  // a residue modulo each p_l in [-128, 127]: r = a' - q p_l with q the integer nearest a' / p_l
+  // taken in f64 (off by less than 1/2 for |a'| < 2^58, so |r| < p_l) and a' - q p_l by fma (exact:
+  // an integer of a few bits), then one step of p_l toward 0 where r leaves i8.
   // Floating-point work on the FP64 pipe instead of 64-bit integer division.
   LoopNest residueNest(const Side& s) {
     LoopNest n;
@@ -319,7 +319,9 @@ class PartRewrite {
       std::vector<Expr> idx{i32c(l)};
       idx.insert(idx.end(), at.begin(), at.end());
       idx.push_back(kAt);
-      Expr q = fn(MathFn::Floor, {add(mul(v, f64c(1.0 / p)), f64c(0.5))});
+      // q = a' / p rounded to an integer by adding and taking away 1.5 2^52 (|a' / p| < 2^51):
+      // additions, where floor() would be one more conversion-pipe instruction per residue.
+      Expr q = subE(add(mul(v, f64c(1.0 / p)), f64c(0x1.8p52)), f64c(0x1.8p52));
       Expr r = rw_.let(n.body, fmt::format("r{}", l), fn(MathFn::Fma, {unary(UnaryOp::Neg, q), f64c(p), v}));
       Expr inI8 = select(cmp(BinaryOp::Gt, r, f64c(127)), subE(r, f64c(p)),
                          select(cmp(BinaryOp::Lt, r, f64c(-128)), add(r, f64c(p)), r));

@@ -206,7 +206,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // through shared memory per block (two accesses per output, ~32 per cycle and multiprocessor).
   const double outputTraffic = outputs * (readsBack ? 2 : 1) * (p.sharedEpilogue ? 1 : 2);
   const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputTraffic;
-  const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(plan.launch.grid[1]));
+  const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(p.mTiles()));
   e.bytes = dram;
   const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));
   const double sms = d.multiprocessors, blocks = double(e.blocks);

@@ -34,9 +34,12 @@ uint64_t getLe(std::string_view in, size_t at, int bytes) {
 
 json launchToJson(const LaunchSpec& l) {
   json maps = json::array();
-  for (const TensorMapSpec& t : l.tensorMaps)
-    maps.push_back({{"param", t.param}, {"type", int(t.type)}, {"inner", t.inner}, {"outer", t.outer},
-                    {"pitch", t.pitchBytes}, {"boxInner", t.boxInner}, {"boxOuter", t.boxOuter}});
+  for (const TensorMapSpec& t : l.tensorMaps) {
+    json m = {{"param", t.param},      {"type", int(t.type)},        {"inner", t.inner},      {"outer", t.outer},
+              {"pitch", t.pitchBytes}, {"boxInner", t.boxInner}, {"boxOuter", t.boxOuter}};
+    if (!t.symbol.empty()) m["symbol"] = t.symbol;  // a kernel-local array's
+    maps.push_back(std::move(m));
+  }
   return {{"function", l.function}, {"grid", l.grid}, {"block", l.block}, {"smem", l.dynamicSharedBytes},
           {"params", l.params},     {"tensorMaps", maps}};
 }
@@ -94,6 +97,7 @@ LaunchSpec launchFromJson(const json& j) {
     m.pitchBytes = member<uint64_t>(t, "tensor map", "pitch");
     m.boxInner = member<uint32_t>(t, "tensor map", "boxInner");
     m.boxOuter = member<uint32_t>(t, "tensor map", "boxOuter");
+    if (t.contains("symbol")) m.symbol = member<std::string>(t, "tensor map", "symbol");
     l.tensorMaps.push_back(m);
   }
   return l;

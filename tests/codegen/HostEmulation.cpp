@@ -40,7 +40,9 @@ std::string hostSource(const Kernel& k, const EmittedModule& m) {
     // TMA tensor maps: the emulation's encoding of each, from its array's pointer.
     for (const TensorMapSpec& t : l.tensorMaps) {
       const size_t a = size_t(std::find(l.params.begin(), l.params.end(), t.param) - l.params.begin());
-      args.push_back(fmt::format("rtcg_emu_tensor_map<rtcg_tensor_map>(args[{}], {}, {}, {}, {}, {}, {})", a, t.inner,
+      // A kernel-local array's map: of its module variable.
+      const std::string data = t.symbol.empty() ? fmt::format("args[{}]", a) : fmt::format("(void*){}", t.symbol);
+      args.push_back(fmt::format("rtcg_emu_tensor_map<rtcg_tensor_map>({}, {}, {}, {}, {}, {}, {})", data, t.inner,
                                  t.outer, t.pitchBytes, t.boxInner, t.boxOuter, typeBytes(t.type)));
     }
     out += fmt::format(

@@ -172,6 +172,18 @@ TEST(Ozaki, ProductsRunOnS8TensorCoresInTheEmulation) {
     Outputs o = runBoth(k, r, withNest(r, p, mma), args, 5);
     EXPECT_LT(relativeError(o), 1e-15) << mma;
   }
+  // TMA boxes of the batched local residues ([modulus, rows, K] read as one 2-D array of stacked
+  // rows; TMA's 16-byte strides want K a multiple of 16): rows and K that no box divides.
+  Kernel k2 = gemm("f64", 37, 29, 176);
+  Kernel r2 = rewrite(k2, Precision::Fp64x);
+  for (const char* mma : {"mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma",
+                          "mma: s8 wgmma m64n128k32 warpgroups 2x1 k 128 stages 4 swizzle 128 tma producer",
+                          "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma epilogue shared"}) {
+    HostArgs args(k2);
+    fillInputs(k2, args, 12);
+    Outputs o = runBoth(k2, r2, withNest(r2, p, mma), args, 5);
+    EXPECT_LT(relativeError(o), 1e-15) << mma;
+  }
 }
 
 TEST(Ozaki, Fp32xMatchesTheReference) {

@@ -69,6 +69,41 @@ TEST(ReferenceIr, ThreadedEqualsSequential) {
   EXPECT_EQ(r1.values("c"), r2.values("c"));
 }
 
+// A long dot product (a row of a K = 4096 product, f64, uniform in [-1, 1)) is within an ulp or so
+// of the exact sum, where the plain sum is off by ~1e-15 (Machine.cpp's Dot2); infinities give
+// what the plain sum gives.
+TEST(ReferenceIr, DotProductsAreAccurateAndIeeeAtInfinities) {
+  const int64_t K = 4096;
+  IrBuilder b("dot");
+  Expr N = b.size("K", K);
+  int X = b.array("x", F64, {N}), Y = b.array("y", F64, {N}), R = b.array("r", F64, {i32(1)}, ArrayMode::Out);
+  Loop one = b.loop("o", i32(0), i32(1)), k = b.loop("k", i32(0), N);
+  b.nest({one}, {b.store(R, {IrBuilder::idx(one)},
+                         reduce(ReduceOp::Sum, {k}, mul(b.ld(X, {IrBuilder::idx(k)}), b.ld(Y, {IrBuilder::idx(k)}))))});
+  double worstRef = 0, worstPlain = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    HostArgs args(b.k);
+    fillInputs(b.k, args, seed);
+    const double *x = args.array("x").as<double>(), *y = args.array("y").as<double>();
+    __float128 exact = 0;
+    double plain = 0;
+    for (int64_t q = 0; q < K; ++q) exact += (__float128)x[q] * y[q], plain += x[q] * y[q];
+    const double got = runReference(b.k, args).values("r")[0], want = double(exact);
+    worstRef = std::max(worstRef, std::fabs(got - want) / std::fabs(want));
+    worstPlain = std::max(worstPlain, std::fabs(plain - want) / std::fabs(want));
+  }
+  EXPECT_LT(worstRef, 2.3e-16);
+  EXPECT_GT(worstPlain, 1e-15);  // what the reference would be off by without it
+  for (double bad : {INFINITY, -INFINITY, NAN}) {
+    HostArgs args(b.k);
+    fillInputs(b.k, args, 1);
+    args.array("x").as<double>()[17] = bad;
+    const double got = runReference(b.k, args).values("r")[0];
+    if (std::isnan(bad)) EXPECT_TRUE(std::isnan(got));
+    else EXPECT_EQ(got, args.array("y").as<double>()[17] > 0 ? bad : -bad);
+  }
+}
+
 // for i in 0..n, j in 0..i+1: c[i, j] = sum(k in j..i+1, a[i, k] * b[k, j])
 TEST(ReferenceIr, TriangularDomainWritesOnlyTheTriangle) {
   const int n = 9;
@@ -91,9 +126,14 @@ TEST(ReferenceIr, TriangularDomainWritesOnlyTheTriangle) {
         EXPECT_TRUE(std::isnan(c[ii * n + jj])) << ii << "," << jj;
         continue;
       }
-      double s = 0;
-      for (int kk = jj; kk <= ii; ++kk) s += a[ii * n + kk] * bb[kk * n + jj];
-      EXPECT_DOUBLE_EQ(c[ii * n + jj], s);
+      // The sum over the triangle's k, exactly (the reference sums products as if in twice double
+      // precision: within an ulp or so of it, where a plain f64 sum may be several off).
+      __float128 s = 0, mag = 0;
+      for (int kk = jj; kk <= ii; ++kk) {
+        const __float128 t = (__float128)a[ii * n + kk] * bb[kk * n + jj];
+        s += t, mag += t < 0 ? -t : t;
+      }
+      EXPECT_NEAR(c[ii * n + jj], double(s), 2.3e-16 * std::fabs(double(s)) + 1e-30 * double(mag)) << ii << "," << jj;
     }
 }
 

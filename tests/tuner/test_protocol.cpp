@@ -49,7 +49,8 @@ CandidateMessage sampleCandidate() {
   l.params = {1, 2, 4};
   c.launches = {l, l};
   // The second launch passes a TMA tensor map (`mma: ... tma`).
-  c.launches[1].tensorMaps = {{1, ScalarType::BF16, 1000, 200, 2000, 64, 128}};
+  c.launches[1].tensorMaps = {{1, "", ScalarType::BF16, 1000, 200, 2000, 64, 128},
+                              {3, "k_local_a8", ScalarType::I8, 128, 4096, 128, 128, 128}};
   c.cubin = std::string("\x7f" "ELF\0\0binary\xff", 12);
   c.raceMs = 2.5;
   c.raceTimedMs = 1.25;
