@@ -416,7 +416,8 @@ int run(const Options& o) {
     p.row.sizes = sizesLabel(w.sizes);
     p.row.peer = peerLabel(w.peer);
     const FloatOpsByPrecision ops = floatOpsByPrecision(p.bound);
-    p.row.flops = int64_t(ops.total());
+    // An integer kernel (igemm): its integer operations, against the INT8 mma peak of its schedule.
+    p.row.flops = int64_t(ops.total() > 0 ? ops.total() : ops.integer);
     p.row.arithmetic = arithmeticName(ops);
     p.row.peakGflops = arithmeticPeak(kPeakGflopsFp32, kPeakGflopsFp64, ops);
     p.row.bytes = minimalBytes(p.bound);

@@ -31,7 +31,7 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   // and issue 36's 10 rows (dg_diff of three statements N5-N8 and sum factorisation p = 5, 7, 9 under
   // tf32x3, the f64 differentiation N3, N5, N7), and issue 41's 4 Ozaki rows (DGEMM fp64x, SGEMM
   // fp32x at n = 4096, 8192)
-  ASSERT_EQ(all.size(), 92u);
+  ASSERT_EQ(all.size(), 94u);
   std::set<std::string> names;
   for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
   for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
@@ -54,7 +54,7 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
     else if (w.name == "igemm_4096")
       EXPECT_EQ(w.peer, PeerKind::GemmI8);
     else if (w.group == "ozaki")
-      EXPECT_EQ(w.precision, w.kernelName == "dgemm" ? Precision::Fp64x : Precision::Fp32x) << w.name;
+      EXPECT_EQ(w.precision, w.kernelName == "matmul" ? Precision::Fp32x : Precision::Fp64x) << w.name;
     else
       EXPECT_EQ(w.precision, Precision::Ieee) << w.name;
   }
@@ -197,8 +197,8 @@ TEST(BenchWorkloads, DgDataIsAbout256MiB) {
 }
 
 TEST(BenchWorkloads, Selection) {
-  EXPECT_EQ(selectWorkloads("").size(), 92u);
-  EXPECT_EQ(selectWorkloads("ozaki").size(), 5u);  // the policies' four rows and igemm_4096, their products
+  EXPECT_EQ(selectWorkloads("").size(), 94u);
+  EXPECT_EQ(selectWorkloads("ozaki").size(), 7u);  // the policies' GEMM and DG rows, and igemm_4096 (their products)
   EXPECT_EQ(selectWorkloads("histogram").size(), 2u);  // not histogram_weighted: a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff").size(), 8u);  // a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff_stacked").size(), 8u);
