@@ -839,8 +839,11 @@ std::string wgmmaLines(const MmaPlan& p) {
                    layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
                    layout("B", p.bMnMajor, p.bKMajor, p.lboB, p.sboB));
   auto box = [&](const char* name, const MmaPlan::TmaOperand& t) {
-    return fmt::format("{} {} box{} of {} x {} from a {} x {} map", name, t.boxes, t.boxes == 1 ? "" : "es", t.boxInner,
-                       t.boxOuter, t.inner, t.outer);
+    std::string stacked;
+    if (!t.batchRows.empty())  // its first entry is the innermost batch index's: one batch's rows
+      stacked = fmt::format(" (the batches' rows stacked, {} a batch)", t.batchRows.front().second);
+    return fmt::format("{} {} box{} of {} x {} from a {} x {} map{}", name, t.boxes, t.boxes == 1 ? "" : "es",
+                       t.boxInner, t.boxOuter, t.inner, t.outer, stacked);
   };
   if (p.ring.tma())
     s += fmt::format("  TMA: thread 0 copies each stage by cp.async.bulk.tensor.2d (128-byte swizzle, zeros outside "
