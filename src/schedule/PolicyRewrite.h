@@ -20,7 +20,8 @@
 //
 // The reconstruction runs in the contraction's own nest, as lets ahead of its statements, which
 // use the reconstructed sum where they had the sum. The moduli are the
-// fewest with K 2^(2 alpha) <= P / 4 (P their product) for alpha = 53 (fp64x) or 24 (fp32x):
+// fewest with K 2^(2 alpha) <= P / 4 (P their product) for alpha = p + 2 - ceil(log2(K) / 2), at
+// most p (p = 53 for fp64x, 24 for fp32x: a plain sum's own error grows as sqrt(K) 2^-p):
 // each entry of A' and B' keeps alpha bits below its row's (column's) largest, and C' lies in
 // the range the balanced residues represent. The error is the truncation of entries far below
 // their row's largest value (docs/language.md 6.2 states the bound and its limits).
@@ -47,6 +48,10 @@ struct OzakiSplit {
   int alpha = 0;
 };
 std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why = nullptr);
+// The bits alpha the split keeps at least: fewer as K grows, as a plain sum's own error grows as
+// sqrt(K) 2^-p: p + 2 - ceil(log2(K) / 2), at most p (p = 53 for fp64x, 24 for fp32x; K = 4096:
+// 49 and 20).
+int ozakiTargetBits(Precision p, int64_t K);
 
 // The proved kernel rewritten for `p` (a copy when p does not rewrite, or when the kernel is
 // already the rewrite of p: Kernel::policy). A kernel the policy cannot apply to (no contraction
