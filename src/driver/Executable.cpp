@@ -35,49 +35,52 @@ Executable::Executable(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
 }
 
 void Executable::launch(const std::vector<std::optional<cuda::KernelArg>>& args, const cuda::Stream* stream) const {
+  for (size_t n = 0; n < launches_.size(); ++n) launchOne(n, args, stream);
+}
+
+void Executable::launchOne(size_t n, const std::vector<std::optional<cuda::KernelArg>>& args,
+                           const cuda::Stream* stream) const {
   RTCG_ASSERT(args.size() == kernel_.numSignatureParams(), "one argument slot per parameter (no local takes one)");
+  RTCG_ASSERT(n < launches_.size(), "no such launch");
   std::vector<cuda::KernelArg> list;
-  for (size_t n = 0; n < launches_.size(); ++n) {
-    const LaunchSpec& spec = launches_[n];
-    list.clear();
-    for (int p : spec.params) {
-      if (!args[p]) throw Error(fmt::format("no argument for parameter '{}'", kernel_.params[p].name));
-      // The emitted code reads arrays as arrayAlignment()-byte aligned (see emitCuda): a
-      // misaligned pointer would fault on the device and poison the context, so it is refused here
-      // (the API picks a variant that fits its pointers before it gets here).
-      uint64_t address = 0;
-      if (args[p]->kind() == cuda::KernelArg::Kind::Pointer) std::memcpy(&address, args[p]->data(), 8);
-      if (address % uint64_t(alignment_) != 0)
-        throw Error(fmt::format("array '{}' is at {:#x}, which is not {}-byte aligned, as this module's code assumes",
-                                kernel_.params[p].name, address, alignment_));
-      list.push_back(*args[p]);
-    }
-    // TMA tensor maps (`mma: ... tma`), encoded from the arrays' device pointers per launch.
-    // A kernel-local array's map is of its module variable (the kernel this runs for may be the
-    // one as written, whose parameters do not list the locals of its precision policy's rewrite).
-    for (const TensorMapSpec& t : spec.tensorMaps) {
-      cuda::TensorMap2d m;
-      std::string name = t.symbol;
-      if (!t.symbol.empty()) {
-        m.address = module_.globalAddress(t.symbol);
-      } else {
-        if (t.param < 0 || size_t(t.param) >= args.size())
-          throw Error(fmt::format("{}: a TMA tensor map of parameter {}, which the kernel does not have", spec.function,
-                                  t.param));
-        name = kernel_.params[size_t(t.param)].name;
-        if (!args[t.param] || args[t.param]->kind() != cuda::KernelArg::Kind::Pointer)
-          throw Error(fmt::format("no device pointer for array '{}', whose TMA tensor map {} takes", name,
-                                  spec.function));
-        std::memcpy(&m.address, args[t.param]->data(), 8);
-      }
-      m.elementBytes = typeBytes(t.type), m.bf16 = t.type == ScalarType::BF16;
-      m.inner = t.inner, m.outer = t.outer, m.pitchBytes = t.pitchBytes;
-      m.boxInner = t.boxInner, m.boxOuter = t.boxOuter;
-      list.push_back(cuda::encodeTensorMap2d(m, fmt::format("array '{}'", name)));
-    }
-    cuda::launch(functions_[n], {spec.grid[0], spec.grid[1], spec.grid[2]},
-                 {spec.block[0], spec.block[1], spec.block[2]}, spec.dynamicSharedBytes, stream, list);
+  const LaunchSpec& spec = launches_[n];
+  for (int p : spec.params) {
+    if (!args[p]) throw Error(fmt::format("no argument for parameter '{}'", kernel_.params[p].name));
+    // The emitted code reads arrays as arrayAlignment()-byte aligned (see emitCuda): a
+    // misaligned pointer would fault on the device and poison the context, so it is refused here
+    // (the API picks a variant that fits its pointers before it gets here).
+    uint64_t address = 0;
+    if (args[p]->kind() == cuda::KernelArg::Kind::Pointer) std::memcpy(&address, args[p]->data(), 8);
+    if (address % uint64_t(alignment_) != 0)
+      throw Error(fmt::format("array '{}' is at {:#x}, which is not {}-byte aligned, as this module's code assumes",
+                              kernel_.params[p].name, address, alignment_));
+    list.push_back(*args[p]);
   }
+  // TMA tensor maps (`mma: ... tma`), encoded from the arrays' device pointers per launch.
+  // A kernel-local array's map is of its module variable (the kernel this runs for may be the
+  // one as written, whose parameters do not list the locals of its precision policy's rewrite).
+  for (const TensorMapSpec& t : spec.tensorMaps) {
+    cuda::TensorMap2d m;
+    std::string name = t.symbol;
+    if (!t.symbol.empty()) {
+      m.address = module_.globalAddress(t.symbol);
+    } else {
+      if (t.param < 0 || size_t(t.param) >= args.size())
+        throw Error(fmt::format("{}: a TMA tensor map of parameter {}, which the kernel does not have", spec.function,
+                                t.param));
+      name = kernel_.params[size_t(t.param)].name;
+      if (!args[t.param] || args[t.param]->kind() != cuda::KernelArg::Kind::Pointer)
+        throw Error(fmt::format("no device pointer for array '{}', whose TMA tensor map {} takes", name,
+                                spec.function));
+      std::memcpy(&m.address, args[t.param]->data(), 8);
+    }
+    m.elementBytes = typeBytes(t.type), m.bf16 = t.type == ScalarType::BF16;
+    m.inner = t.inner, m.outer = t.outer, m.pitchBytes = t.pitchBytes;
+    m.boxInner = t.boxInner, m.boxOuter = t.boxOuter;
+    list.push_back(cuda::encodeTensorMap2d(m, fmt::format("array '{}'", name)));
+  }
+  cuda::launch(functions_[n], {spec.grid[0], spec.grid[1], spec.grid[2]},
+               {spec.block[0], spec.block[1], spec.block[2]}, spec.dynamicSharedBytes, stream, list);
 }
 
 void poisonDevice(cuda::DeviceBuffer& b, ScalarType type) {

@@ -29,6 +29,9 @@ class Executable {
   // Launches every nest in order on `stream`. `args[p]` is the argument of kernel parameter p (a
   // device pointer for arrays, the value for scalars; ignored for size parameters).
   void launch(const std::vector<std::optional<cuda::KernelArg>>& args, const cuda::Stream* stream) const;
+  // Launches nest launch `n` alone (launches()[n]): for timing each launch of a module (it reads
+  // what the launches before it left, as in launch()).
+  void launchOne(size_t n, const std::vector<std::optional<cuda::KernelArg>>& args, const cuda::Stream* stream) const;
 
   const Kernel& kernel() const { return kernel_; }
   const std::vector<cuda::Function>& functions() const { return functions_; }

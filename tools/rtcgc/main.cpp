@@ -374,6 +374,15 @@ int runRun(const Common& c, const RunArgs& r) {
   bo.repeats = r.repeats;
   cuda::BenchmarkResult t =
       cuda::benchmark(stream, [&](const cuda::Stream& s, int) { exe.launch(dargs.args(), &s); }, bo);
+  // A module of several launches (nests, a policy's steps): each launch timed alone as well, in
+  // order (each reads what the ones before it left), so the run says where the time goes.
+  std::vector<std::string> perLaunch;
+  if (exe.launches().size() > 1)
+    for (size_t n = 0; n < exe.launches().size(); ++n) {
+      cuda::BenchmarkResult one =
+          cuda::benchmark(stream, [&](const cuda::Stream& s, int) { exe.launchOne(n, dargs.args(), &s); }, bo);
+      perLaunch.push_back(fmt::format("{} {:.4f}", exe.launches()[n].function, one.medianMs));
+    }
   // Once more after the timed launches, from fresh inputs and poisoned outputs: a kernel that
   // keeps state between launches (the arrival counters of a reduction split across blocks) must
   // leave it ready for the next one.
@@ -391,6 +400,8 @@ int runRun(const Common& c, const RunArgs& r) {
   fmt::print("  time {:.4f} ms (median of {}, L2 flushed), {:.1f} {}, {:.1f} GB/s\n", t.medianMs, r.repeats,
              (integer ? ops.integer : ops.total()) / seconds * 1e-9, integer ? "GOP/s (integer)" : "GF/s",
              bytes / seconds * 1e-9);
+  if (!perLaunch.empty())
+    fmt::print("  per launch, ms (each alone, median of {}, L2 flushed): {}\n", r.repeats, fmt::join(perLaunch, ", "));
   return ok ? kOk : kMismatch;
 }
 
