@@ -166,6 +166,9 @@ ozaki fp64x "s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3" dgemm.rtcg -D n=1003
 ozaki fp64x "s8 m16n8k32 warps 2x1 tile 2x4 k 128 stages 4 epilogue shared" dgemm.rtcg -D n=2048
 ozaki fp64x "s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 3 swizzle 128" dgemm.rtcg -D n=2048
 ozaki fp32x "s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3" matmul.rtcg -D n=1003
+# The products' operands (kernel-local, batched over the moduli) copied by TMA, rows no box divides.
+ozaki fp64x "s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128 tma epilogue shared" dgemm.rtcg -D n=1040
+ozaki fp32x "s8 wgmma m64n128k32 warpgroups 2x1 k 128 stages 4 swizzle 128 tma producer" matmul.rtcg -D n=1008
 run_example gemm_bf16.rtcg -D n=1003 --schedule "stores: streaming; mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
 run_example matmul.rtcg -D n=1003 --precision tf32x3 --schedule "stores: streaming; mma: tf32x3 m16n8k8 warps 2x2 tile 4x4 k 16 stages 3 epilogue shared"
 run64 -k dgemm -D n=1001 --schedule "stores: streaming; mma: f64 m16n8k16 warps 2x4 tile 2x2 k 16 stages 4 epilogue shared"
