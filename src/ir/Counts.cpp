@@ -227,6 +227,7 @@ double arithmeticPeak(double fp32Peak, double fp64Peak, const FloatOpsByPrecisio
 }
 
 std::string arithmeticName(const FloatOpsByPrecision& ops) {
+  if (ops.total() <= 0 && ops.integer > 0) return "integer";  // an i8 GEMM's i32 sums
   if (ops.fp64 <= 0) return "fp32";
   if (ops.fp32 <= 0) return "fp64";
   return "mixed (" + std::to_string(int(100 * ops.fp64 / ops.total() + 0.5)) + "% fp64)";

@@ -38,7 +38,8 @@ int64_t arithmeticOps(const Kernel& bound);
 // (fp32Ops / fp32Peak + fp64Ops / fp64Peak) spread over all. Without fp64 operations, fp32Peak
 // exactly; with fp64 operations and no fp64 peak (0: unknown), fp32Peak.
 double arithmeticPeak(double fp32Peak, double fp64Peak, const FloatOpsByPrecision& ops);
-// "fp32", "fp64" or "mixed (N% fp64)": the arithmetic the peak above is for, in words.
+// "fp32", "fp64" or "mixed (N% fp64)": the arithmetic the peak above is for, in words; "integer"
+// for a kernel of integer arithmetic only (an i8 GEMM).
 std::string arithmeticName(const FloatOpsByPrecision& ops);
 
 }  // namespace rtcg
