@@ -229,6 +229,11 @@ void SearchLoop::measureOne(size_t device, CompiledCandidate c, bool isDefault) 
   }
   std::lock_guard<std::mutex> lock(resultMutex_);
   if (m.status == CandidateStatus::Verified && m.result.repeats == 1 && in_.repeats > 1) ++result_.timedOnce;
+  if (m.status == CandidateStatus::Verified && (!result_.best || rec.medianMs < result_.best->medianMs)) {
+    result_.bestLaunches.clear();  // finish() makes it the best
+    for (size_t n = 0; n < m.result.launchMs.size() && n < c.module.launches.size(); ++n)
+      result_.bestLaunches.push_back(fmt::format("{} {:.4f}", c.module.launches[n].function, m.result.launchMs[n]));
+  }
   finish(std::move(rec), isDefault);
 }
 

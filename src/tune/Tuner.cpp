@@ -481,6 +481,8 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
                   result.timedOnce, result.candidatesPerSecond, result.compileThreads,
                   fallback ? " (some on threads: a compile worker could not start)" : "",
                   result.workerRestarts));
+  if (!result.bestLaunches.empty())
+    log(fmt::format("the best's launches, each alone (ms): {}", fmt::join(result.bestLaunches, ", ")));
   return result;
 }
 

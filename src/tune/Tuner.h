@@ -156,6 +156,9 @@ struct TuneResult {
   double candidatesPerSecond = 0;           // NVRTC throughput during the search
   std::vector<PrunedCandidate> prunedList;
   std::vector<std::pair<double, double>> bestOverTime;  // (seconds since start, best median ms)
+  // The best's launches, each timed alone (a module of several: worker::ResultMessage::launchMs),
+  // as "function ms"; empty for one launch.
+  std::vector<std::string> bestLaunches;
   // For rates and rooflines: the kernel's ideal work and the device's peak bandwidth.
   int64_t floatOps = 0, minimalBytes = 0;
   FloatOpsByPrecision ops;  // floatOps by precision

@@ -168,6 +168,24 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
     r.medianMs = t.medianMs;
     r.minMs = t.minMs;
     r.repeats = int(t.samplesMs.size());  // 1 when it lost the timed race
+    // Several launches, still in the race: each alone as well (ResultMessage::launchMs). Only
+    // information: what fails here without breaking the context leaves the candidate measured.
+    if (exe->launches().size() > 1 && r.repeats > 1) {
+      cuda::BenchmarkOptions alone = bo;
+      alone.raceMs = alone.closeRaceMs = 0;
+      alone.repeats = r.repeats;
+      try {
+        for (size_t n = 0; n < exe->launches().size(); ++n)
+          r.launchMs.push_back(cuda::benchmark(*s.stream, [&](const cuda::Stream& st, int) {
+                                 exe->launchOne(n, s.dargs->args(), &st);
+                               }, alone).medianMs);
+      } catch (const cuda::CudaError& e) {
+        if (e.sticky()) throw;
+        r.launchMs.clear();
+      } catch (const std::exception&) {
+        r.launchMs.clear();
+      }
+    }
 
     r.occupancy = 1.0;
     for (size_t i = 0; i < exe->functions().size(); ++i) {

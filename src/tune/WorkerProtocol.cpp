@@ -145,6 +145,7 @@ struct ToJson {
             {"localBytes", m.localBytes},
             {"sharedBytes", m.sharedBytes},
             {"occupancy", m.occupancy},
+            {"launchMs", m.launchMs},
             {"fatal", m.fatal}};
   }
   json operator()(const QuitMessage&) const { return json::object(); }
@@ -213,6 +214,7 @@ Message fromJson(const json& j, std::string blob) {
     m.localBytes = member<int>(j, t, "localBytes");
     m.sharedBytes = member<int>(j, t, "sharedBytes");
     m.occupancy = member<double>(j, t, "occupancy");
+    if (j.contains("launchMs")) m.launchMs = member<std::vector<double>>(j, t, "launchMs");
     m.fatal = member<bool>(j, t, "fatal");
     return m;
   }

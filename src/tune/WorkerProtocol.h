@@ -110,6 +110,9 @@ struct ResultMessage {
   double relativeError = 0;    // worst over outputs
   int registers = 0, localBytes = 0, sharedBytes = 0;  // max over the launches
   double occupancy = 0;        // min over the launches (0..1)
+  // A module of several launches that did not lose the timed race: each launch timed alone, in
+  // order (median, as medianMs): where its time goes. Empty otherwise.
+  std::vector<double> launchMs;
   bool fatal = false;          // the worker exits after this reply
 };
 

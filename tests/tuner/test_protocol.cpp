@@ -71,6 +71,7 @@ ResultMessage sampleResult() {
   r.localBytes = 8;
   r.sharedBytes = 1024;
   r.occupancy = 0.75;
+  r.launchMs = {0.5, 1.25};
   r.fatal = true;
   return r;
 }
@@ -167,7 +168,11 @@ TEST(WorkerProtocol, EveryOtherMessageRoundTrips) {
   EXPECT_EQ(back.medianMs, 0.125);
   EXPECT_EQ(back.occupancy, 0.75);
   EXPECT_EQ(back.sharedBytes, 1024);
+  EXPECT_EQ(back.launchMs, (std::vector<double>{0.5, 1.25}));
   EXPECT_TRUE(back.fatal);
+  // A result without per-launch times (one launch, a lost race, an older worker) has none.
+  r.launchMs.clear();
+  EXPECT_TRUE(std::get<ResultMessage>(roundTrip(r)).launchMs.empty());
   for (Outcome o : {Outcome::Verified, Outcome::LaunchFailed, Outcome::Faulted}) {
     r.outcome = o;
     EXPECT_EQ(std::get<ResultMessage>(roundTrip(r)).outcome, o);

@@ -2,6 +2,7 @@
 // thresholds, the time limit and the refinement rounds, driven by a compiler that hands jobs back
 // at once and a measurer that replays what an H100 measured for every candidate of the SGEMM
 // n=4096 space (bench/results/h100-2026-11-25-exhaustive-4096.tsv), on a simulated clock.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,6 +82,7 @@ class ReplayCompiler : public SearchCompiler {
     CompiledCandidate c;
     c.job = job;
     c.label = jobs_[job].label;
+    c.module.launches = {LaunchSpec{"first"}, LaunchSpec{"second"}};  // two launches, timed alone too
     if (!recorded_.count(c.label)) {
       c.status = CandidateStatus::Skipped;
       c.reason = "not legal on the recording's device";
@@ -131,6 +133,7 @@ class ReplayMeasurer : public SearchMeasurer {
     m.result.id = msg.id;
     m.result.medianMs = recorded_.at(label);
     m.result.repeats = msg.raceTimedMs > 0 && m.result.medianMs > msg.raceTimedMs ? 1 : 20;
+    if (m.result.repeats > 1) m.result.launchMs = {0.25 * m.result.medianMs, 0.75 * m.result.medianMs};
     sent.push_back({label, device, std::move(msg)});
     return m;
   }
@@ -231,6 +234,15 @@ TEST_F(SearchReplay, SameInputsMeasureTheSameCandidatesInTheSameOrder) {
   EXPECT_EQ(labels(a.result), labels(b.result));
   ASSERT_TRUE(a.result.best && b.result.best);
   EXPECT_EQ(a.result.best->schedule, b.result.best->schedule);
+}
+
+// A module of several launches: the best's launches, each timed alone by the worker, in the result.
+TEST_F(SearchReplay, KeepsTheBestCandidatesTimePerLaunch) {
+  Run run = search(36);
+  ASSERT_TRUE(run.result.best);
+  const double ms = run.result.best->medianMs;
+  EXPECT_EQ(run.result.bestLaunches,
+            (std::vector<std::string>{fmt::format("first {:.4f}", 0.25 * ms), fmt::format("second {:.4f}", 0.75 * ms)}));
 }
 
 TEST_F(SearchReplay, RacesEachCandidateAgainstTheBestMeasuredBeforeIt) {
