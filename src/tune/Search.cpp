@@ -34,6 +34,27 @@ double raceBest(const std::optional<CandidateRecord>& best, const std::optional<
   return ms;
 }
 
+std::optional<Schedule> recombineNests(const std::vector<std::pair<Schedule, std::vector<double>>>& measured) {
+  std::vector<const std::pair<Schedule, std::vector<double>>*> usable;
+  for (const auto& m : measured) {
+    bool fused = false;
+    for (const NestSchedule& n : m.first.nests) fused |= n.fuse > 1;
+    if (!fused && m.first.nests.size() > 1 && m.first.nests.size() == m.second.size()) usable.push_back(&m);
+  }
+  if (usable.size() < 2) return std::nullopt;
+  Schedule out = usable[0]->first;
+  for (size_t n = 0; n < out.nests.size(); ++n) {
+    const std::pair<Schedule, std::vector<double>>* best = nullptr;
+    for (const auto* u : usable)
+      if (u->first.nests.size() == out.nests.size() && (!best || u->second[n] < best->second[n])) best = u;
+    out.nests[n] = best->first.nests[n];
+  }
+  const std::string text = printSchedule(out);
+  for (const auto* u : usable)
+    if (printSchedule(u->first) == text) return std::nullopt;
+  return out;
+}
+
 RefinementRound rankRefinement(const std::vector<CandidateRecord>& measured,
                                const std::map<std::string, Schedule>& scheduleOf,
                                const std::vector<Candidate>& reserve, size_t take) {
@@ -84,6 +105,7 @@ class SearchLoop {
   void finish(CandidateRecord rec, bool isDefault);
   bool measureAll();
   void refine();
+  std::optional<CompileJob> recombination();
   void retireBatch() {
     totals_.compiled += compiler_.finished();
     totals_.compileSeconds += compiler_.seconds();
@@ -100,6 +122,7 @@ class SearchLoop {
   SearchMeasurer& measurer_;
   TuneResult& result_;
   std::map<std::string, Schedule> scheduleOf_;  // queued labels -> schedules, for refinement
+  std::map<std::string, std::vector<double>> launchMsOf_;  // verified labels -> each launch's time
   TuneProgress progress_;
   SearchTotals totals_;                // over the batches retired so far
   double searchStart_ = 0;             // the time limit counts from here (reset after the default)
@@ -229,6 +252,7 @@ void SearchLoop::measureOne(size_t device, CompiledCandidate c, bool isDefault) 
   }
   std::lock_guard<std::mutex> lock(resultMutex_);
   if (m.status == CandidateStatus::Verified && m.result.repeats == 1 && in_.repeats > 1) ++result_.timedOnce;
+  if (m.status == CandidateStatus::Verified && !m.result.launchMs.empty()) launchMsOf_[c.label] = m.result.launchMs;
   if (m.status == CandidateStatus::Verified && (!result_.best || rec.medianMs < result_.best->medianMs)) {
     result_.bestLaunches.clear();  // finish() makes it the best
     for (size_t n = 0; n < m.result.launchMs.size() && n < c.module.launches.size(); ++n)
@@ -279,6 +303,22 @@ bool SearchLoop::measureAll() {
   return !result_.timeLimitReached;
 }
 
+// The recombined candidate of the schedules measured so far (recombineNests), as a job, when it
+// is not one queued already.
+std::optional<CompileJob> SearchLoop::recombination() {
+  std::vector<std::pair<Schedule, std::vector<double>>> measured;
+  {
+    std::lock_guard<std::mutex> lock(resultMutex_);
+    for (const auto& [label, ms] : launchMsOf_)
+      if (auto it = scheduleOf_.find(label); it != scheduleOf_.end()) measured.emplace_back(it->second, ms);
+  }
+  std::optional<Schedule> s = recombineNests(measured);
+  if (!s) return std::nullopt;
+  std::string text = printSchedule(*s);
+  if (scheduleOf_.count(text)) return std::nullopt;
+  return CompileJob{text, *s, {}, nullptr};  // planned (or refused) by the compiler
+}
+
 // Refinement: rounds of the unmeasured candidates nearest (scheduleDistance) to the fastest
 // verified ones, as many per round as compile in parallel, until the budget or the time is spent.
 void SearchLoop::refine() {
@@ -286,10 +326,18 @@ void SearchLoop::refine() {
   while (in_.refineBudget > 0 && !in_.reserve.empty()) {
     if (overTime()) break;
     size_t take = std::min<size_t>(size_t(in_.refineBudget), size_t(std::max(1, result_.compileThreads)));
+    // Each nest's fastest measured schedule together, when that is new (recombineNests).
+    std::optional<CompileJob> recombined = recombination();
+    if (recombined) --take;
     RefinementRound r = rankRefinement(result_.candidates, scheduleOf_, in_.reserve, take);
-    if (r.picked.empty()) break;
-    take = r.picked.size();
+    if (r.picked.empty() && !recombined) break;
+    take = r.picked.size() + (recombined ? 1 : 0);
     std::vector<CompileJob> next;
+    if (recombined) {
+      scheduleOf_[recombined->label] = recombined->schedule;
+      log(fmt::format("refinement: each nest's fastest measured schedule together: {}", recombined->label));
+      next.push_back(std::move(*recombined));
+    }
     std::vector<bool> used(in_.reserve.size(), false);
     for (const auto& [distance, at] : r.picked) {
       const Candidate& c = in_.reserve[at];
@@ -305,9 +353,10 @@ void SearchLoop::refine() {
     result_.generated += int64_t(take);
     result_.refined += int64_t(take);
     progress_.generated = result_.generated;
-    log(fmt::format("refinement round {}: {} candidates nearest to the best {} (distance {:.2g} to {:.2g}); best so far "
-                    "{:.4f} ms", ++round, take, r.top.size(), r.picked.front().first, r.picked.back().first,
-                    r.top.front()->medianMs));
+    if (!r.picked.empty())
+      log(fmt::format("refinement round {}: {} candidates nearest to the best {} (distance {:.2g} to {:.2g}); best so "
+                      "far {:.4f} ms", ++round, r.picked.size(), r.top.size(), r.picked.front().first,
+                      r.picked.back().first, r.top.front()->medianMs));
     retireBatch();
     firstBatch_ = false;
     jobOffset_ = size_t(result_.generated) - take;

@@ -65,6 +65,13 @@ RaceLimits raceLimits(double bestMs);
 // key (a resumed search) when faster; 0 when there is neither.
 double raceBest(const std::optional<CandidateRecord>& best, const std::optional<CandidateRecord>& earlierBest);
 
+// Recombination: where a kernel's nests run as one launch each (no `fuse:`), a launch's time
+// depends on its own nest's schedule, so each nest's fastest measured schedule together is a
+// candidate of its own. `measured`: verified schedules with each launch's time (a worker's
+// ResultMessage::launchMs); the combination, or nullopt where fewer than two qualify (as many
+// launches as nests, no fusion) or it is one of them.
+std::optional<Schedule> recombineNests(const std::vector<std::pair<Schedule, std::vector<double>>>& measured);
+
 // One refinement round: the unmeasured reserve candidates nearest (scheduleDistance, plus 0.75
 // per rank of the measured candidate they are near) to the three fastest verified candidates.
 struct RefinementRound {

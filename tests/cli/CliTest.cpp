@@ -704,6 +704,23 @@ TEST(Cli, OzakiPolicies) {
   EXPECT_NE(tuned.out.find("mma: s8 "), std::string::npos) << tuned.out;
 }
 
+// A kernel of several launches (fp64x's steps): the worker times each launch alone (the fake one
+// by its launch configuration), refinement tries each nest's fastest measured schedule together,
+// and the log gives the best's launches.
+TEST(Cli, TuneRecombinesEachNestsFastestSchedule) {
+  const std::string f64 = std::string(RTCG_SOURCE_DIR) + "/examples/dgemm.rtcg";
+  Result tuned = rtcg::tests::shell("RTCG_TEST_DEVICE='Fake GPU,sm_90,132' RTCG_FAKE_WORKER_MODE=verified "
+                                    "RTCG_FAKE_WORKER_PER_LAUNCH=1 RTCG_CACHE_DIR=" +
+                                    (tempDir() / "recombine-cache").string() + " " + RTCGC_PATH + " tune " + f64 +
+                                    " -D n=48 --precision fp64x --max-candidates 12 --compile-threads 2 --db - --worker " +
+                                    RTCG_FAKE_WORKER + " 2>&1");
+  EXPECT_EQ(tuned.code, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find("refinement: each nest's fastest measured schedule together: "), std::string::npos)
+      << tuned.out;
+  EXPECT_NE(tuned.out.find("the best's launches, each alone (ms): dgemm_"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find(" 0 wrong"), std::string::npos) << tuned.out;
+}
+
 // wgmma (`mma: ... wgmma`): explain says the layouts, emit compiles an sm_90a cubin where the
 // target is sm_90 and refuses another target (exit 1), bad text is refused with its column, and the
 // dry run offers wgmma for sm_90 only.

@@ -7,7 +7,8 @@
 //                  2 hang, 3 garbage reply, 4 fatal 'faulted' result then exit 3
 //   verified       ready; every candidate verified, its median a function of its cubin's bytes
 //                  (0.1 to 1.1 ms: the same candidate measures the same on every rank), after
-//                  $RTCG_FAKE_WORKER_DELAY_MS milliseconds (default 0). With
+//                  $RTCG_FAKE_WORKER_DELAY_MS milliseconds (default 0); with $RTCG_FAKE_WORKER_PER_LAUNCH,
+//                  a module of several launches each timed by its launch configuration, summed. With
 //                  $RTCG_FAKE_WORKER_KILL_RANK=R it kills its parent (the MPI rank, by
 //                  $OMPI_COMM_WORLD_RANK or $PMI_RANK) with SIGKILL at its first candidate when
 //                  that rank is R: a rank that dies in the middle of a search.
@@ -62,6 +63,17 @@ int serveVerified(Channel& ch) {
     ResultMessage r;
     r.id = c.id;
     r.medianMs = r.minMs = fakeMedianMs(c.cubin);
+    // With RTCG_FAKE_WORKER_PER_LAUNCH: a module of several launches times each by its own launch
+    // configuration alone (as a nest's schedule decides its launch's time), the median their sum.
+    if (std::getenv("RTCG_FAKE_WORKER_PER_LAUNCH") && c.launches.size() > 1) {
+      r.medianMs = 0;
+      for (const rtcg::LaunchSpec& l : c.launches) {
+        const double ms = 0.1 + double((l.grid[0] * 7 + l.grid[1] * 3 + l.block[0] * 5 + l.block[1] + l.dynamicSharedBytes) % 97) / 10;
+        r.launchMs.push_back(ms);
+        r.medianMs += ms;
+      }
+      r.minMs = r.medianMs;
+    }
     r.repeats = 3;
     r.registers = 32;
     r.occupancy = 1;

@@ -397,3 +397,22 @@ TEST(SearchPolicy, RaceLimitsAreMultiplesOfTheBestWithAOneMillisecondFloor) {
 }
 
 }  // namespace
+
+// Recombination: each nest's fastest measured schedule together (a kernel whose nests run as a
+// launch each), never a fused schedule's nests, nothing when it is a measured one or only one
+// schedule qualifies.
+TEST(Recombination, TakesEachNestsFastestMeasuredSchedule) {
+  auto parse = [](const char* text) { return *parseSchedule(text).schedule; };
+  const Schedule a = parse("i: grid.x, thread.x 256 | j: grid.x, thread.x 64");
+  const Schedule b = parse("i: grid.x, thread.x 128 | j: grid.x, thread.x 128");
+  std::optional<Schedule> r = recombineNests({{a, {1.0, 5.0}}, {b, {3.0, 2.0}}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(printSchedule(*r), "i: grid.x, thread.x 256 | j: grid.x, thread.x 128");
+  // The combination is a measured schedule: nothing new.
+  EXPECT_FALSE(recombineNests({{a, {1.0, 2.0}}, {b, {3.0, 5.0}}}));
+  // One schedule alone, launch times that do not match the nests, a fused schedule: not used.
+  EXPECT_FALSE(recombineNests({{a, {1.0, 5.0}}}));
+  EXPECT_FALSE(recombineNests({{a, {1.0, 5.0}}, {b, {3.0}}}));
+  const Schedule fused = parse("fuse: 2; i: grid.x, thread.x 64 | -");
+  EXPECT_FALSE(recombineNests({{a, {1.0, 5.0}}, {fused, {0.5, 0.0}}}));
+}
