@@ -83,6 +83,16 @@ void Executable::launchOne(size_t n, const std::vector<std::optional<cuda::Kerne
                {spec.block[0], spec.block[1], spec.block[2]}, spec.dynamicSharedBytes, stream, list);
 }
 
+std::vector<double> Executable::timeEachLaunch(const std::vector<std::optional<cuda::KernelArg>>& args,
+                                               const cuda::Stream& stream, cuda::BenchmarkOptions options) const {
+  options.raceMs = options.closeRaceMs = 0;
+  std::vector<double> ms;
+  for (size_t n = 0; n < launches_.size(); ++n)
+    ms.push_back(
+        cuda::benchmark(stream, [&](const cuda::Stream& s, int) { launchOne(n, args, &s); }, options).medianMs);
+  return ms;
+}
+
 void poisonDevice(cuda::DeviceBuffer& b, ScalarType type) {
   if (b.bytes() == 0) return;
   switch (type) {

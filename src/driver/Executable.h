@@ -32,6 +32,10 @@ class Executable {
   // Launches nest launch `n` alone (launches()[n]): for timing each launch of a module (it reads
   // what the launches before it left, as in launch()).
   void launchOne(size_t n, const std::vector<std::optional<cuda::KernelArg>>& args, const cuda::Stream* stream) const;
+  // Each launch timed alone, in order (median ms under `options`, racing off): where a module of
+  // several launches spends its time (`rtcgc run`'s per-launch line, the tuner's worker).
+  std::vector<double> timeEachLaunch(const std::vector<std::optional<cuda::KernelArg>>& args, const cuda::Stream& stream,
+                                     cuda::BenchmarkOptions options) const;
 
   const Kernel& kernel() const { return kernel_; }
   const std::vector<cuda::Function>& functions() const { return functions_; }

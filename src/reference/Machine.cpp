@@ -116,12 +116,12 @@ inline bool dotOperand(const DotOperand& op, const Slot* r, int64_t lo, int64_t 
 // itself off by ~1e-15, as much as cuBLAS's DGEMM). The loop-carried chain stays one addition.
 struct Dot2 {
   double sum = 0, err = 0;
-  void add(double p) {
+  [[gnu::always_inline]] void add(double p) {
     const double s = sum + p, t = s - sum;
     err += (sum - (s - t)) + (p - t);
     sum = s;
   }
-  void addProduct(double a, double b) {
+  [[gnu::always_inline]] void addProduct(double a, double b) {
     const double p = a * b;
     err += std::fma(a, b, -p);
     add(p);
@@ -133,8 +133,9 @@ struct Dot2 {
 
 // The loops of runDot: a sum, or a sum of products (b at any stride). Generic and, on x86-64 CPUs
 // that have it, compiled for the FMA instruction (std::fma is otherwise a library call per term).
+// Always inlined, so that the FMA variant below compiles the same loop for its target.
 template <bool Products>
-inline double dotLoop(const double* a, int64_t stepA, const double* b, int64_t stepB, int64_t n) {
+[[gnu::always_inline]] inline double dotLoop(const double* a, int64_t stepA, const double* b, int64_t stepB, int64_t n) {
   Dot2 acc;
   for (int64_t v = 0; v < n; ++v) {
     if constexpr (Products) acc.addProduct(a[v * stepA], b[v * stepB]);
@@ -145,13 +146,7 @@ inline double dotLoop(const double* a, int64_t stepA, const double* b, int64_t s
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("fma"))) double dotProductsFma(const double* a, int64_t stepA, const double* b, int64_t stepB,
                                                      int64_t n) {
-  Dot2 acc;
-  for (int64_t v = 0; v < n; ++v) {
-    const double x = a[v * stepA], y = b[v * stepB], p = x * y;
-    acc.err += __builtin_fma(x, y, -p);
-    acc.add(p);
-  }
-  return acc.value();
+  return dotLoop<true>(a, stepA, b, stepB, n);
 }
 const bool kHaveFma = __builtin_cpu_supports("fma");
 #endif

@@ -373,7 +373,7 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
   if (p.sharedBytes > maxShared)
     reasons.push_back(fmt::format("mma: the staged tiles{} take {} bytes of shared memory, more than {}",
                                   p.sharedEpilogue ? " (or the epilogue's)" : "", p.sharedBytes, maxShared));
-  const int64_t grid[3] = {p.gridX(), p.c.batch.empty() ? p.mTiles() : 1, 1};
+  const int64_t grid[3] = {p.gridX(), p.gridY(), 1};
   for (int a = 0; a < 3; ++a)
     if (grid[a] > limits.maxGridDim[a])
       reasons.push_back(fmt::format("mma: {} blocks along grid.{}, more than {}", grid[a], "xyz"[a],

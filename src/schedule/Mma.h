@@ -138,7 +138,8 @@ struct MmaPlan {
     std::vector<std::pair<int, int64_t>> batchRows;
   };
   TmaOperand tmaA, tmaB;
-  // The block tiles along M and N, and the blocks along grid.x (Plan.cpp: with the batch, all).
+  // The block tiles along M and N, and the blocks along grid.x and grid.y (Plan.cpp: unbatched, the
+  // N tiles along x and the M tiles along y; batched, all along x).
   int64_t mTiles() const { return (c.mExtent + blockM - 1) / blockM; }
   int64_t nTiles() const { return (c.nExtent + blockN - 1) / blockN; }
   int64_t gridX() const {
@@ -148,6 +149,7 @@ struct MmaPlan {
     for (int64_t e : c.batchExtent) x *= std::max<int64_t>(1, e);
     return x;
   }
+  int64_t gridY() const { return c.batch.empty() ? mTiles() : 1; }
   int64_t barrierOffset = 0;
   // TF32 operands stored along M / N (registerA): wgmma takes TF32 tiles K-major only, but its A
   // may come from registers, which any layout feeds. A TF32 contraction whose second operand is

@@ -625,7 +625,7 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
   // that run at once share one batch's operands in L2 (the Ozaki products: 16 moduli of 16 MiB
   // operands each at n = 4096, which do not fit together).
   l.grid[0] = mma->gridX();
-  l.grid[1] = mma->c.batch.empty() ? mma->mTiles() : 1;
+  l.grid[1] = mma->gridY();
   l.grid[2] = 1;
   l.threads = l.block[0];
   l.blocks = l.grid[0] * l.grid[1] * l.grid[2];

@@ -102,7 +102,8 @@ class SearchLoop {
   std::optional<CompiledCandidate> nextCandidate();
   std::optional<std::pair<CompiledCandidate, bool>> fetch();
   void measureOne(size_t device, CompiledCandidate c, bool isDefault);
-  void finish(CandidateRecord rec, bool isDefault);
+  // `launches`: the candidate's launches, each timed alone ("function ms"), kept if it is the best.
+  void finish(CandidateRecord rec, bool isDefault, std::vector<std::string> launches = {});
   bool measureAll();
   void refine();
   std::optional<CompileJob> recombination();
@@ -179,7 +180,7 @@ std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetch() {
 }
 
 // Counts a finished candidate, records it and reports progress (under resultMutex_).
-void SearchLoop::finish(CandidateRecord rec, bool isDefault) {
+void SearchLoop::finish(CandidateRecord rec, bool isDefault, std::vector<std::string> launches) {
   double at = in_.now();
   rec.searchId = result_.searchId;
   if (in_.record) in_.record(rec);
@@ -195,6 +196,7 @@ void SearchLoop::finish(CandidateRecord rec, bool isDefault) {
   if (rec.status == CandidateStatus::Verified && (!result_.best || rec.medianMs < result_.best->medianMs)) {
     result_.best = rec;
     result_.bestOverTime.emplace_back(at, rec.medianMs);
+    result_.bestLaunches = std::move(launches);
   }
   if (isDefault) result_.defaultSchedule = rec;
   result_.candidates.push_back(std::move(rec));
@@ -252,13 +254,13 @@ void SearchLoop::measureOne(size_t device, CompiledCandidate c, bool isDefault) 
   }
   std::lock_guard<std::mutex> lock(resultMutex_);
   if (m.status == CandidateStatus::Verified && m.result.repeats == 1 && in_.repeats > 1) ++result_.timedOnce;
-  if (m.status == CandidateStatus::Verified && !m.result.launchMs.empty()) launchMsOf_[c.label] = m.result.launchMs;
-  if (m.status == CandidateStatus::Verified && (!result_.best || rec.medianMs < result_.best->medianMs)) {
-    result_.bestLaunches.clear();  // finish() makes it the best
+  std::vector<std::string> launches;
+  if (m.status == CandidateStatus::Verified && !m.result.launchMs.empty()) {
+    launchMsOf_[c.label] = m.result.launchMs;
     for (size_t n = 0; n < m.result.launchMs.size() && n < c.module.launches.size(); ++n)
-      result_.bestLaunches.push_back(fmt::format("{} {:.4f}", c.module.launches[n].function, m.result.launchMs[n]));
+      launches.push_back(fmt::format("{} {:.4f}", c.module.launches[n].function, m.result.launchMs[n]));
   }
-  finish(std::move(rec), isDefault);
+  finish(std::move(rec), isDefault, std::move(launches));
 }
 
 // Measures every candidate the current batch hands out, on every device; false once the time

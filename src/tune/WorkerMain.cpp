@@ -172,13 +172,9 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
     // information: what fails here without breaking the context leaves the candidate measured.
     if (exe->launches().size() > 1 && r.repeats > 1) {
       cuda::BenchmarkOptions alone = bo;
-      alone.raceMs = alone.closeRaceMs = 0;
       alone.repeats = r.repeats;
       try {
-        for (size_t n = 0; n < exe->launches().size(); ++n)
-          r.launchMs.push_back(cuda::benchmark(*s.stream, [&](const cuda::Stream& st, int) {
-                                 exe->launchOne(n, s.dargs->args(), &st);
-                               }, alone).medianMs);
+        r.launchMs = exe->timeEachLaunch(s.dargs->args(), *s.stream, alone);
       } catch (const cuda::CudaError& e) {
         if (e.sticky()) throw;
         r.launchMs.clear();

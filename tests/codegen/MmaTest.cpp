@@ -183,7 +183,7 @@ TEST(Mma, PlanReasons) {
   EXPECT_EQ(plan.nests[0].launch.grid[1], 2);
   EXPECT_EQ(plan.nests[0].launch.threads, 64);
   EXPECT_NE(printPlan(k, plan.nests[0]).find("tf32x3 mma.sync m16n8k8"), std::string::npos);
-  // A batch larger than grid.z holds rides on grid.x with the N tiles.
+  // A batch larger than grid.z holds rides on grid.x with the N and M tiles.
   SchedulePlan big = planSchedule(exampleKernel("batched_matmul.rtcg", "", {{"nb", 70000}, {"n", 16}}), *parseSchedule("mma: tf32 m16n8k8 warps 1x1 tile 1x2 k 8").schedule);
   ASSERT_TRUE(big.ok()) << big.reasons[0];
   EXPECT_EQ(big.nests[0].launch.grid[0], 70000);

@@ -377,12 +377,10 @@ int runRun(const Common& c, const RunArgs& r) {
   // A module of several launches (nests, a policy's steps): each launch timed alone as well, in
   // order (each reads what the ones before it left), so the run says where the time goes.
   std::vector<std::string> perLaunch;
-  if (exe.launches().size() > 1)
-    for (size_t n = 0; n < exe.launches().size(); ++n) {
-      cuda::BenchmarkResult one =
-          cuda::benchmark(stream, [&](const cuda::Stream& s, int) { exe.launchOne(n, dargs.args(), &s); }, bo);
-      perLaunch.push_back(fmt::format("{} {:.4f}", exe.launches()[n].function, one.medianMs));
-    }
+  if (exe.launches().size() > 1) {
+    const std::vector<double> ms = exe.timeEachLaunch(dargs.args(), stream, bo);
+    for (size_t n = 0; n < ms.size(); ++n) perLaunch.push_back(fmt::format("{} {:.4f}", exe.launches()[n].function, ms[n]));
+  }
   // Once more after the timed launches, from fresh inputs and poisoned outputs: a kernel that
   // keeps state between launches (the arrival counters of a reduction split across blocks) must
   // leave it ready for the next one.
