@@ -171,6 +171,11 @@ class PartRewrite {
               const OzakiSplit& split, const std::string& prefix)
       : rw_(rw), nest_(nest), c_(c), part_(part), split_(split), prefix_(prefix) {
     kLo_ = c.kLo, kHi_ = c.kLo + c.kExtent;
+    // The nest's loops' values: bounds that are expressions of outer loops with one value (a
+    // triangle's j in 0..i + 1 with i in 0..1) are constants here, as the contraction found them.
+    for (const auto* rows : {&c.mRows, &c.nRows})
+      for (const ContractionRow& r : *rows) bounds_[r.loop] = {r.lo, r.extent};
+    for (size_t i = 0; i < c.batch.size(); ++i) bounds_[c.batch[i]] = {c.batchLo[i], c.batchExtent[i]};
     a_ = side(part.a), b_ = side(part.b);
   }
 
@@ -219,8 +224,8 @@ class PartRewrite {
   }
 
  private:
-  static int64_t loInt(const Loop& l) { return l.lo->intValue; }
-  static int64_t extentOf(const Loop& l) { return l.hi->intValue - l.lo->intValue; }
+  int64_t loInt(const Loop& l) const { return bounds_.at(l.id).first; }
+  int64_t extentOf(const Loop& l) const { return bounds_.at(l.id).second; }
   std::vector<int64_t> shapeOf(const std::vector<const Loop*>& loops) const {
     std::vector<int64_t> out;
     for (const Loop* l : loops) out.push_back(extentOf(*l));
@@ -260,7 +265,7 @@ class PartRewrite {
   std::vector<Loop> copyLoops(const std::vector<const Loop*>& loops, std::map<int, Expr>& vars) {
     std::vector<Loop> out;
     for (const Loop* l : loops) {
-      out.push_back(rw_.freshLoop(l->name, loInt(*l), l->hi->intValue));
+      out.push_back(rw_.freshLoop(l->name, loInt(*l), loInt(*l) + extentOf(*l)));
       vars[l->id] = rw_.use(out.back());
     }
     return out;
@@ -488,6 +493,7 @@ class PartRewrite {
   OzakiSplit split_;
   std::string prefix_;
   int64_t kLo_ = 0, kHi_ = 0;
+  std::map<int, std::pair<int64_t, int64_t>> bounds_;  // the nest's loops (ids): lower bound, extent
   Side a_, b_;
   std::vector<std::pair<int, int64_t>> products_;  // the products' locals and their K blocks (0: none)
 };

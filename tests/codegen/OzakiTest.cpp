@@ -387,6 +387,25 @@ TEST(Ozaki, FlatOperandsAndOffsetReductions) {
   EXPECT_EQ(inf, 22);
 }
 
+// A bound whose expression has one value over the nest (a triangle of one row: j in 0..i + 1 with
+// i in 0..1) is a constant to the contraction: the rewrite sizes its steps by that value, not by the
+// expression (once a local of extent 0 and an internal error; the differential fuzzer's finding).
+TEST(Ozaki, BoundsOfOneValueThatAreExpressions) {
+  Kernel k = fromSource(R"(kernel syrk(n: int, K: int, a: f32[n, K], inout c: f32[n, n]) {
+    for i in 0..n, j in 0..i + 1 { c[i, j] = sum(k in 0..K, a[i, k] * a[j, k]); }
+  })", {{"n", 1}, {"K", 23}});
+  Kernel r = rewrite(k, Precision::Fp32x);
+  HostArgs args(k);
+  fillInputs(k, args, 5);
+  Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 3);
+  ASSERT_EQ(o.got.size(), 1u);
+  EXPECT_NEAR(o.got[0], o.want[0], 1e-6 * std::abs(o.want[0]));
+  Kernel wide = fromSource(R"(kernel syrk(n: int, K: int, a: f64[n, K], inout c: f64[n, n]) {
+    for i in 0..n, j in 0..i + 1 { c[i, j] = sum(k in 0..K, a[i, k] * a[j, k]); }
+  })", {{"n", 5}, {"K", 23}});
+  EXPECT_NE(refusal(wide, Precision::Fp64x).find("bounds that are not constant"), std::string::npos);
+}
+
 // Reductions longer than the i32 sums of i8 products hold exactly (K > 131071): the products in
 // blocks of 130944 values and the rest, their residues summed in the reconstruction. Compared with
 // sums in 113-bit precision (__float128: each product exact), the error stays below a plain f64

@@ -309,7 +309,6 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
   for (Precision p : {Precision::Tf32x3, Precision::Fp64x, Precision::Fp32x})
     if (precisionObstacle(*bound, p).empty()) policies.push_back(p);
   if (!policies.empty() && rng() % 2 == 0) c.precision = policies[rng() % policies.size()];
-  const Kernel scheduled = policyKernel(*bound, c.precision);
   counts.rewritten += precisionRewrites(c.precision);
   // 1e-4, or more where the kernel stores 16-bit values (one rounding of each, as the tuner allows)
   // or the policy rounds operands.
@@ -318,6 +317,8 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
     if (bound->params[p].isWritten())
       tolerance = std::max(tolerance, verificationTolerance(*bound, int(p), c.precision));
   try {
+    // (inside: a rewrite that fails is a finding with its reproducer, not an abort)
+    const Kernel scheduled = policyKernel(*bound, c.precision);
     for (const std::string& s : schedulesOf(scheduled, rng, o.schedules, c.precision)) {
       c.schedule = s;
       testing::EmulationOptions eo;
