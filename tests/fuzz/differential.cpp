@@ -11,9 +11,13 @@
 // Every case compiles emitted code with g++ (seconds), far too slow for libFuzzer's loop, so this
 // is a seeded, bounded driver: the same seed gives the same cases.
 //   usage: differential_fuzz [--seed S] [--cases N] [--seconds T] [--schedules K] [--out DIR]
+//                            [--policy PRECISION]
+// --policy fp64x (or any precision) runs only the kernels it applies to, each under it: a long run
+// aimed at one rewrite (the others' cases are skipped before any compile).
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 #include <chrono>
 #include <cstdio>
@@ -49,6 +53,7 @@ struct Options {
   double seconds = 60;
   int schedules = 2;  // random candidates per case, besides the default
   fs::path out = "differential-findings";
+  std::optional<Precision> policy;  // every case under it (the kernels it does not apply to skipped)
 };
 
 struct Source {
@@ -291,6 +296,7 @@ std::string bigSizesProblem(const Kernel& k, std::mt19937_64& rng, SizeBindings&
 struct Counts {
   int emulated = 0, mma = 0, rejected = 0;
   int rewritten = 0;  // cases under fp64x / fp32x (their schedules are the rewritten kernel's)
+  int skipped = 0;    // kernels --policy does not apply to
 };
 
 bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, Counts& counts) {
@@ -308,7 +314,12 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
   std::vector<Precision> policies;
   for (Precision p : {Precision::Tf32x3, Precision::Fp64x, Precision::Fp32x})
     if (precisionObstacle(*bound, p).empty()) policies.push_back(p);
-  if (!policies.empty() && rng() % 2 == 0) c.precision = policies[rng() % policies.size()];
+  if (o.policy) {
+    if (!precisionObstacle(*bound, *o.policy).empty()) return ++counts.skipped, true;
+    c.precision = *o.policy;
+  } else if (!policies.empty() && rng() % 2 == 0) {
+    c.precision = policies[rng() % policies.size()];
+  }
   counts.rewritten += precisionRewrites(c.precision);
   // 1e-4, or more where the kernel stores 16-bit values (one rounding of each, as the tuner allows)
   // or the policy rounds operands.
@@ -351,6 +362,11 @@ Options parseArgs(int argc, char** argv) {
     else if (a == "--seconds") o.seconds = std::stod(v);
     else if (a == "--schedules") o.schedules = std::stoi(v);
     else if (a == "--out") o.out = v;
+    else if (a == "--policy") {
+      std::optional<Precision> p = parsePrecision(v);
+      if (!p) throw std::invalid_argument("unknown precision '" + v + "'");
+      o.policy = p;
+    }
     else throw std::runtime_error("unknown option " + a);
   }
   return o;
@@ -373,8 +389,9 @@ int main(int argc, char** argv) {
     Source src = rng() % 2 ? seeds[rng() % seeds.size()] : randomKernel(rng);
     if (!runCase(o, cases, src, rng, counts)) return 1;
   }
-  std::printf("Done %d cases (%d rewritten by fp64x or fp32x), %d emulated schedules (%d on tensor cores), %d "
-              "rejected (order-dependent indirect stores), seed %llu: no finding\n",
-              cases, counts.rewritten, counts.emulated, counts.mma, counts.rejected, (unsigned long long)o.seed);
+  std::printf("Done %d cases (%d rewritten by fp64x or fp32x, %d skipped: not under --policy), %d emulated schedules "
+              "(%d on tensor cores), %d rejected (order-dependent indirect stores), seed %llu: no finding\n",
+              cases, counts.rewritten, counts.skipped, counts.emulated, counts.mma, counts.rejected,
+              (unsigned long long)o.seed);
   return 0;
 }
