@@ -37,7 +37,7 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   nm.lane = def("lane", bin("%", nm.tid, lit(32)));
   nm.g = def("group", bin("/", nm.lane, lit(4)));
   nm.t = def("in_group", bin("%", nm.lane, lit(4)));
-  if (p.wgmma) {
+  if (p.isWgmma()) {
     // Warpgroup wg = warp / 4 owns rows 64 (wg / warpsN) and columns N (wg % warpsN) of the block
     // tile; its warp w = warp % 4 holds accumulator rows 16w..16w + 15 (wgmma's D layout).
     nm.wgm = def("group_m", C::product(bin("/", bin("/", warp, lit(4)), lit(ms.warpsN)), lit(p.fragM)));
@@ -344,7 +344,7 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
     stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.bufferA)) : nullptr, to);
     stageOperand(ctx, p, nm, false, k0, buffer ? C::product(buffer, lit(p.bufferB)) : nullptr, to);
   };
-  if (p.prefetchFragments) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
+  if (p.prefetchFragments()) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
   std::vector<C::Stmt> body;
   const StepRing ring = openRing(ctx, p.ring, p.steps, RingCopy{copyStep, nullptr}, RingHandOver{}, out, &body);
   body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.bufferA)),
@@ -389,7 +389,7 @@ std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, siz
   const int64_t dr = p.fragM != 8 && r >= 2 ? 8 : 0;
   // wgmma: a warp's accumulators are 16 rows by N / 8 chunks of 8 columns, each laid out as an
   // m16n8 fragment (nm.acc[0][chunk]).
-  const int64_t fragN = p.wgmma ? 8 : p.fragN;
+  const int64_t fragN = p.isWgmma() ? 8 : p.fragN;
   std::vector<C::ExprP> row{nm.wm, lit(int64_t(fm) * p.fragM + dr), nm.g};
   std::vector<C::ExprP> col{nm.wn, lit(int64_t(fn) * fragN + (r & 1)), C::product(nm.t, lit(2))};
   if (blockOrigin) row.insert(row.begin(), nm.m0), col.insert(col.begin(), nm.n0);
@@ -413,12 +413,12 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
 void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   const Tile tile{std::string("rtcg_smem_") + typeName(p.c.type), 0};
   auto at = [&](C::ExprP row, C::ExprP col) {
-    return p.epilogueAlongM ? C::sum({C::product(std::move(col), lit(p.epiloguePitch)), std::move(row)})
+    return p.epilogueAlongM() ? C::sum({C::product(std::move(col), lit(p.epiloguePitch)), std::move(row)})
                             : C::sum({C::product(std::move(row), lit(p.epiloguePitch)), std::move(col)});
   };
   out.push_back(C::syncThreads());
   // Along N, f32 accumulators r and r + 1 are neighbours in a row: one float2 store (planEpilogue).
-  const bool pairs = !p.epilogueAlongM && p.c.type == ScalarType::F32;
+  const bool pairs = !p.epilogueAlongM() && p.c.type == ScalarType::F32;
   for (size_t fm = 0; fm < nm.acc.size(); ++fm)
     for (size_t fn = 0; fn < nm.acc[fm].size(); ++fn)
       for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
@@ -433,14 +433,14 @@ void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
       }
   out.push_back(C::syncThreads());
   const int64_t total = p.blockM * p.blockN, threads = ctx.plan.launch.threads;
-  const int64_t fast = p.epilogueAlongM ? p.blockM : p.blockN;
+  const int64_t fast = p.epilogueAlongM() ? p.blockM : p.blockN;
   std::string s = ctx.names.fresh("out"), e = ctx.names.fresh("e");
   std::vector<C::Stmt> body{C::decl(ctx.idx, e, C::sum({nm.tid, C::product(C::name(s), lit(threads))}))};
   std::string rn = ctx.names.fresh("row"), cn = ctx.names.fresh("col");
   std::vector<C::Stmt> inner;
   C::ExprP slowIx = bin("/", C::name(e), lit(fast)), fastIx = bin("%", C::name(e), lit(fast));
-  inner.push_back(C::decl(ctx.idx, rn, p.epilogueAlongM ? fastIx : slowIx));
-  inner.push_back(C::decl(ctx.idx, cn, p.epilogueAlongM ? slowIx : fastIx));
+  inner.push_back(C::decl(ctx.idx, rn, p.epilogueAlongM() ? fastIx : slowIx));
+  inner.push_back(C::decl(ctx.idx, cn, p.epilogueAlongM() ? slowIx : fastIx));
   storePoint(ctx, p, nm, C::sum({nm.m0, C::name(rn)}), C::sum({nm.n0, C::name(cn)}),
              tileRef(tile, at(C::name(rn), C::name(cn))), inner);
   if (total % threads == 0) append(body, std::move(inner));
@@ -463,7 +463,7 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
     const int64_t align = p.tiles == TileForm::Swizzle128 ? 1024 : 16;
     body.push_back(C::externSharedArray(type, storage, align));
     // The shared epilogue's view of the same memory, in the accumulators' type.
-    if (p.sharedEpilogue && p.staged != p.c.type)
+    if (p.sharedEpilogue() && p.staged != p.c.type)
       body.push_back(C::externSharedArray(elemType(p), std::string("rtcg_smem_") + typeName(p.c.type), align));
     int64_t at = 0;
     for (int part = 0; part < p.tilesPerOperand; ++part) {
@@ -474,7 +474,7 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
     // shared memory).
     if (p.splitBuffers) {
       at = p.smallOffset;
-      if (!p.registerA) nm.tileA.push_back({storage, at}), at += p.splitBuffers * p.bufferA;
+      if (!p.registerA()) nm.tileA.push_back({storage, at}), at += p.splitBuffers * p.bufferA;
       nm.tileB.push_back({storage, at});
     }
     return;
@@ -538,13 +538,13 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
 // wgmma shape's helpers once.
 void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs) {
   const bool half = mmaPacked(s.arith);
-  needs.mmaS8 |= s.arith == MmaArith::S8 && !p.wgmma;
+  needs.mmaS8 |= s.arith == MmaArith::S8 && !p.isWgmma();
   const bool tf32 = s.arith == MmaArith::Tf32 || s.arith == MmaArith::Tf32x3;
   needs.mma = true;
   needs.asyncCopy |= s.stages > 1 || half;
   needs.mmaF64Sm90 |= s.shape != MmaShape::Native;
   needs.ldmatrix |= half || (tf32 && s.stages > 1);
-  if (p.wgmma) {
+  if (p.isWgmma()) {
     std::string h = mma::wgmmaShapeHelper(p);
     if (std::find(needs.wgmmaShapes.begin(), needs.wgmmaShapes.end(), h) == needs.wgmmaShapes.end())
       needs.wgmmaShapes.push_back(std::move(h));
@@ -585,11 +585,11 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   MmaNames nm;
   if (p.ring.tma()) mma::declareTensorMaps(ctx, p, nm, fn, launch);
   declareCoordinates(ctx, p, nm, body);
-  if (p.wgmma) mma::emitWgmmaMain(ctx, p, nm, body);
+  if (p.isWgmma()) mma::emitWgmmaMain(ctx, p, nm, body);
   else emitSyncMain(ctx, p, nm, body);
   // The epilogue's tile is the operand tiles' space: no copy of a cp.async ring may land there after.
-  if (p.sharedEpilogue && p.ring.stages > 1 && !p.ring.tma()) body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
-  if (p.sharedEpilogue) emitSharedEpilogue(ctx, p, nm, body);
+  if (p.sharedEpilogue() && p.ring.stages > 1 && !p.ring.tma()) body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
+  if (p.sharedEpilogue()) emitSharedEpilogue(ctx, p, nm, body);
   else emitEpilogue(ctx, p, nm, body);
   fn.body = std::move(body);
   describeNest(ctx, fn);

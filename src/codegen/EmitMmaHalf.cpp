@@ -59,7 +59,7 @@ int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
   if (kMajor && !plainRows(p.c, isA) && rows.back().extent % piece(p) != 0) return 1;
   // wgmma's TF32 tile of an operand contiguous along M / N is K-major: its 16 bytes run across the
   // copy's direction, so the copy goes value by value.
-  if (p.wgmma && kMajor && !(isA ? p.aMnMajor : p.bMnMajor)) return 1;
+  if (p.isWgmma() && kMajor && !(isA ? p.aMnMajor : p.bMnMajor)) return 1;
   const int inner = kMajor ? (isA ? p.c.m : p.c.n) : p.c.kLoop()->id;
   if (form->coeff(inner) != 1) return 1;
   int64_t base = form->constant, divisor = 0;
@@ -121,7 +121,7 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   std::string on = ctx.names.fresh("outer"), in = ctx.names.fresh("inner");
   std::vector<C::Stmt> inner{C::decl(ctx.idx, on, bin("/", C::name(e), lit(innerCount / V))),
                              C::decl(ctx.idx, in, C::product(bin("%", C::name(e), lit(innerCount / V)), lit(V)))};
-  if (p.wgmma && V > 1) {
+  if (p.isWgmma() && V > 1) {
     // wgmma's core matrices hold 8 outer rows of one 16-byte run each: eight consecutive threads
     // copy one core matrix (128 contiguous bytes, no bank conflict), a warp 8 rows x 4 runs (64
     // contiguous bytes of each row in memory). The outer count is a multiple of 8 (rows of 64, k
@@ -148,7 +148,7 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   };
   const Tile& tile = (isA ? nm.tileA : nm.tileB)[0];
   // wgmma: the tile's canonical layout (core matrices); else rows of `pitch` elements.
-  C::ExprP at = p.wgmma ? C::sum({buffer ? buffer : lit(0), wgmmaTileAt(p, isA, row, kk)})
+  C::ExprP at = p.isWgmma() ? C::sum({buffer ? buffer : lit(0), wgmmaTileAt(p, isA, row, kk)})
                         : C::sum({buffer ? buffer : lit(0), C::product(C::name(on), lit(pitch)), C::name(in)});
   const int64_t bytesPer = typeBytes(p.staged);
   if (V > 1) {

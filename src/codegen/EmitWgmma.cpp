@@ -38,7 +38,7 @@ ScalarType accumulatorType(const MmaPlan& p) { return p.arith == MmaArith::S8 ? 
 // from registers). tf32x3's issue TF32 instructions, and have a `_zero` form (scale-d 0).
 std::string helperName(const MmaPlan& p) {
   return fmt::format("rtcg_wgmma_{}_m64n{}k{}_{}{}", mmaArithName(p.arith), p.fragN, p.fragK,
-                     p.registerA ? 'r' : p.aMnMajor ? 'm' : 'k', p.bMnMajor ? 'm' : 'k');
+                     p.registerA() ? 'r' : p.aMnMajor ? 'm' : 'k', p.bMnMajor ? 'm' : 'k');
 }
 
 // Elements of the staged type in 128 bytes (a swizzle atom's row).
@@ -91,16 +91,16 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     stageOperandAsLoaded(ctx, p, nm, false, k0, C::product(buffer, lit(p.bufferB)), to);
   };
   std::vector<RegisterSet> sets;
-  for (int set = 0; set < (p.pingPong ? 2 : 1) && (p.registerA || p.splitBuffers); ++set)
+  for (int set = 0; set < (p.pingPong() ? 2 : 1) && (p.registerA() || p.splitBuffers); ++set)
     sets.push_back(declareRegisterSet(ctx, p, set, out));
   std::string sink;
-  if (p.registerA) {
+  if (p.registerA()) {
     sink = ctx.names.fresh("a_sink");
     out.push_back(C::decl("unsigned int", sink, lit(0), false));
   }
   std::vector<C::Stmt> body;
   // pingPong opens each step of a pair itself (ring.stepAt).
-  std::vector<C::Stmt>* first = p.pingPong ? nullptr : &body;
+  std::vector<C::Stmt>* first = p.pingPong() ? nullptr : &body;
   const RingCopy copy = p.ring.tma() ? tmaCopy(p, nm) : RingCopy{copyStep, nullptr};
   const RingHandOver handOver = p.ring.producer() ? producerHandOver(ctx, p, nm)
                                 : p.ring.tma()     ? tmaHandOver(p, nm)
@@ -112,7 +112,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
   const std::vector<std::pair<int, int>> products =
       p.splitBuffers ? std::vector<std::pair<int, int>>{{1, 0}, {0, 1}, {0, 0}} : std::vector<std::pair<int, int>>{{0, 0}};
   const int64_t frags = p.blockK / p.fragK;
-  const char* wait = p.wgmmaOverlap ? "_wait1" : "_wait0";
+  const char* wait = p.wgmmaInFlight() ? "_wait1" : "_wait0";
   // Step `at` (its ring buffer `buf`) on register set `rs` (or none): tf32x3's split, A's
   // registers, the fence, the wgmma of every fragment-k (tf32x3: into the set's partial sums, the
   // first with scale-d 0), commit, wait, then the retired group's set retired.
@@ -130,13 +130,13 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
       C::ExprP b = C::name(part ? small : buf);
       return C::sum({(isA ? desc.a : desc.b)[size_t(part)], C::product(b, lit(size)), lit(kOffset(p, isA, kk))});
     };
-    if (p.registerA) loadRegisterA(ctx, p, nm, C::name(buf), *rs, to);
+    if (p.registerA()) loadRegisterA(ctx, p, nm, C::name(buf), *rs, to);
     const MmaNames& acc = p.splitBuffers ? rs->partial : nm;
     waitTurn(p, nm, at, to);
     to.push_back(withAccumulators(acc, name + "_fence", {}));
     for (int64_t f = 0; f < frags; ++f)
       for (auto [pa, pb] : products) {
-        std::vector<C::ExprP> lead = p.registerA ? nameList(rs->a[size_t(f)][size_t(pa)])
+        std::vector<C::ExprP> lead = p.registerA() ? nameList(rs->a[size_t(f)][size_t(pa)])
                                                  : std::vector<C::ExprP>{descAt(true, pa, f * p.fragK)};
         lead.push_back(descAt(false, pb, f * p.fragK));
         const bool zero = p.splitBuffers && f == 0 && pa == products[0].first && pb == products[0].second;
@@ -148,14 +148,14 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     to.push_back(withAccumulators(p.splitBuffers ? retired->partial : nm, name + wait, {}));
     if (retired) retire(p, nm, name, *retired, sink, to);
     // The producer's stage is free once its wgmma is waited for: this step's, or the one before.
-    if (p.ring.producer() && !p.wgmmaOverlap) releaseStage(p, nm, at, to);
-    if (p.ring.producer() && p.wgmmaOverlap) {
+    if (p.ring.producer() && !p.wgmmaInFlight()) releaseStage(p, nm, at, to);
+    if (p.ring.producer() && p.wgmmaInFlight()) {
       std::vector<C::Stmt> release;
       releaseStage(p, nm, bin("-", at, lit(1)), release);
       to.push_back(C::ifThen(bin(">", at, lit(0)), std::move(release)));
     }
   };
-  if (!p.pingPong) {
+  if (!p.pingPong()) {
     const RegisterSet* rs = sets.empty() ? nullptr : &sets[0];
     step(C::name(ring.step), ring.buffer, rs, rs, body);
     out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
@@ -172,14 +172,14 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     else body.push_back(C::ifThen(bin("<", C::name(odd), lit(p.steps)), std::move(second)));
     out.push_back(C::forLoop(ctx.idx, pair, lit(0), lit((p.steps + 1) / 2), C::Unroll::Never, std::move(body)));
   }
-  if (p.wgmmaOverlap) {
+  if (p.wgmmaInFlight()) {
     // The last step's group: waited for, then retired as the steps retire theirs.
     const RegisterSet* last = sets.empty() ? nullptr : &sets[size_t((p.steps - 1) % int64_t(sets.size()))];
     out.push_back(withAccumulators(p.splitBuffers ? last->partial : nm, name + "_wait0", {}));
     if (last) retire(p, nm, name, *last, sink, out);
   }
   // The sink's use, which changes no value (a NaN's payload at most), keeps its reads.
-  if (p.registerA)
+  if (p.registerA())
     out.push_back(C::assign(C::name(nm.acc[0][0][0]), "=",
                             C::call(name + "_sink", {C::name(nm.acc[0][0][0]), C::name(sink)})));
 }
@@ -229,7 +229,7 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
   body.push_back(C::comment(fmt::format(
       "wgmma m64n{}k{}: operands {} x {} (M, {}{}) and {} x {} (N, {}) values per step in {}, {} buffers "
       "filled by {}{}{}",
-      p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.registerA ? ", A from registers" : "",
+      p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.registerA() ? ", A from registers" : "",
       p.blockN, p.blockK, p.bMnMajor ? "MN-major" : "K-major", p.tiles == TileForm::Swizzle128 ? "128-byte swizzled atoms" : "core matrices",
       p.ring.stages, p.ring.tma() ? "TMA (thread 0), an mbarrier each" : "cp.async",
       p.transposed ? "; the product transposed (M is the output's column index)" : "",
@@ -247,7 +247,7 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
   };
   StepDescriptors desc;
   for (int part = 0; part < (p.splitBuffers ? 2 : 1); ++part) {
-    if (!p.registerA) desc.a.push_back(descriptor(true, part));
+    if (!p.registerA()) desc.a.push_back(descriptor(true, part));
     desc.b.push_back(descriptor(false, part));
   }
   emitWgmmaSteps(ctx, p, nm, desc, body);
@@ -307,15 +307,15 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   const std::string accOuts = fmt::format("{}", fmt::join(outs, ", "));
   // The A operand: a descriptor, or (registerA, TF32 only) four registers.
   const std::string aParams =
-      p.registerA ? "unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3" : "unsigned long long desc_a";
+      p.registerA() ? "unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3" : "unsigned long long desc_a";
   const std::string typeName = tf32 ? "tf32" : mmaArithName(p.arith);
   std::string s = fmt::format("// wgmma.mma_async m64n{}k{} {} (A {}, B {}).\n#ifdef RTCG_HOST_EMULATION\n", p.fragN, p.fragK,
-                              typeName, p.registerA ? "from registers" : p.aMnMajor ? "MN-major" : "K-major",
+                              typeName, p.registerA() ? "from registers" : p.aMnMajor ? "MN-major" : "K-major",
                               p.bMnMajor ? "MN-major" : "K-major");
   // tf32x3 also NAME_zero: scale-d 0 (D = A B, the partial sums' first).
   for (int scaleD : p.splitBuffers ? std::vector<int>{1, 0} : std::vector<int>{1}) {
     const std::string fn = name + (scaleD ? "" : "_zero"), zeroArg = scaleD ? "" : ", 0";
-    if (p.registerA)
+    if (p.registerA())
       s += fmt::format("inline void {}({}, unsigned long long desc_b, {}) {{\n"
                        "  float* const d[] = {{{}}};\n"
                        "  const float a[] = {{__uint_as_float(a0), __uint_as_float(a1), __uint_as_float(a2), __uint_as_float(a3)}};\n"
@@ -333,23 +333,23 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   }
   s += fmt::format("inline void {0}_fence({1}) {{}}\ninline void {0}_wait0({1}) {{ rtcg_emu_wgmma_wait(0); }}\n"
                    "inline void {0}_wait1({1}) {{ rtcg_emu_wgmma_wait(1); }}\n", name, accParams);
-  if (p.registerA)
+  if (p.registerA())
     s += fmt::format("inline void {0}_keep(unsigned int& sink, unsigned int a0, unsigned int a1, unsigned int a2, "
                      "unsigned int a3) {{ sink ^= a0 ^ a1 ^ a2 ^ a3; }}\n"
                      "inline float {0}_sink(float x, unsigned int sink) {{\n"
                      "  return x != x ? __uint_as_float(__float_as_uint(x) | (sink & 1u)) : x;\n}}\n", name);
   s += "#else\n";
   // Operands after the accumulators: A (a descriptor or four registers), B's descriptor, scale-d.
-  const int64_t aCount = p.registerA ? 4 : 1;
+  const int64_t aCount = p.registerA() ? 4 : 1;
   std::vector<std::string> aSlots;
   for (int64_t i = 0; i < aCount; ++i) aSlots.push_back(fmt::format("%{}", regs + i));
-  const std::string aSlot = p.registerA ? fmt::format("{{{}}}", fmt::join(aSlots, ", ")) : aSlots[0];
-  const std::string aInputs = p.registerA ? "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3)" : "\"l\"(desc_a)";
+  const std::string aSlot = p.registerA() ? fmt::format("{{{}}}", fmt::join(aSlots, ", ")) : aSlots[0];
+  const std::string aInputs = p.registerA() ? "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3)" : "\"l\"(desc_a)";
   // The operands after scale-d: imm-scale-a and -b (floating point only), then imm-trans-a and -b
   // (16-bit only; A's only from shared memory).
   const std::string immediates = s8     ? ""
                                  : tf32 ? ", 1, 1"
-                                 : p.registerA ? fmt::format(", 1, 1, {}", p.bMnMajor ? 1 : 0)
+                                 : p.registerA() ? fmt::format(", 1, 1, {}", p.bMnMajor ? 1 : 0)
                                                : fmt::format(", 1, 1, {}, {}", p.aMnMajor ? 1 : 0, p.bMnMajor ? 1 : 0);
   const std::string types = s8 ? "s32.s8.s8" : fmt::format("f32.{0}.{0}", typeName);
   for (int scaleD : p.splitBuffers ? std::vector<int>{1, 0} : std::vector<int>{1})
@@ -369,7 +369,7 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   // registerA: NAME_keep(sink, a0, ...) after the wait reads A's registers (an xor into the sink,
   // in order after the wait: both are volatile), NAME_sink(x, sink) uses the sink without changing
   // x (a NaN's payload at most).
-  if (p.registerA)
+  if (p.registerA())
     s += fmt::format("__device__ __forceinline__ void {0}_keep(unsigned int& sink, unsigned int a0, unsigned int a1, "
                      "unsigned int a2, unsigned int a3) {{\n"
                      "  asm volatile(\"xor.b32 %0, %0, %1;\\nxor.b32 %0, %0, %2;\\nxor.b32 %0, %0, %3;\\nxor.b32 %0, %0, %4;\\n\"\n"

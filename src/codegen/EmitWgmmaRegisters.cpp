@@ -25,7 +25,7 @@ void splitTiles(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C:
                 const C::ExprP& small, const C::ExprP& tid, int64_t threads, std::vector<C::Stmt>& body,
                 const char* helper) {
   for (bool isA : {true, false}) {
-    if (isA && p.registerA) continue;
+    if (isA && p.registerA()) continue;
     const std::vector<Tile>& tiles = isA ? nm.tileA : nm.tileB;
     const int64_t size = isA ? p.bufferA : p.bufferB, quads = size / 4, rounds = (quads + threads - 1) / threads;
     std::string s = ctx.names.fresh(isA ? "split_a" : "split_b"), e = ctx.names.fresh("e");
@@ -42,7 +42,7 @@ void splitTiles(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C:
 RegisterSet declareRegisterSet(EmitContext& ctx, const MmaPlan& p, int set, std::vector<C::Stmt>& body) {
   RegisterSet rs;
   if (p.splitBuffers) declareWgmmaAccumulators(ctx, p, rs.partial, body, set ? "part_b" : "part");
-  for (int64_t f = 0; p.registerA && f < p.blockK / p.fragK; ++f) {
+  for (int64_t f = 0; p.registerA() && f < p.blockK / p.fragK; ++f) {
     rs.a.emplace_back(p.splitBuffers ? 2 : 1);
     for (size_t part = 0; part < rs.a.back().size(); ++part)
       for (int r = 0; r < 4; ++r) {

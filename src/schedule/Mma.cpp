@@ -40,14 +40,14 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
   if (!s.mma.sharedEpilogue) return;
   const Stmt& st = k.nests[size_t(nest)].body[size_t(p.c.statement())];
   auto form = flatOffset(k, st.array, st.indices);
-  p.sharedEpilogue = true;
-  p.epilogueAlongM = form && form->coeff(p.c.m) == 1 && form->coeff(p.c.n) != 1;
-  const int64_t fast = p.epilogueAlongM ? p.blockM : p.blockN, slow = p.epilogueAlongM ? p.blockN : p.blockM;
+  const bool alongM = form && form->coeff(p.c.m) == 1 && form->coeff(p.c.n) != 1;
+  p.epilogue = alongM ? MmaEpilogue::SharedAlongM : MmaEpilogue::SharedAlongN;
+  const int64_t fast = p.epilogueAlongM() ? p.blockM : p.blockN, slow = p.epilogueAlongM() ? p.blockN : p.blockM;
   // The fragments' writes spread over the banks: along M (word col * pitch + row per lane) a pitch
   // of 4 (mod 32) puts the 32 lanes of one store in 32 banks; along N the f32 accumulators go as
   // pairs (float2, columns 2t and 2t + 1 of row g) and a pitch of 8 (mod 32) puts each half-warp's
   // 16 pairs in 32 banks (with 4 (mod 32), single floats: 2-way conflicts, 4-way measured).
-  const bool pairs = !p.epilogueAlongM && p.c.type == ScalarType::F32;
+  const bool pairs = !p.epilogueAlongM() && p.c.type == ScalarType::F32;
   p.epiloguePitch = fast + ((pairs ? 40 : 36) - fast % 32) % 32;
   p.epilogueBytes = slow * p.epiloguePitch * typeBytes(p.c.type);
   p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
@@ -174,7 +174,7 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
     reasons.push_back("mma: s8 wgmma reads both operands K-major (contiguous along the reduction index)");
   if (p.ring.stages < 2)
     reasons.push_back("mma: wgmma reads tiles copied by cp.async: give 'stages 2' to 'stages 4'");
-  p.wgmma = true;
+  p.instr = MmaInstr::Wgmma;
   p.fragM = 64, p.fragN = ms.wgmmaN, p.fragK = mmaFragK(p.arith);
   p.blockM = ms.warpsM * 64, p.blockN = ms.warpsN * ms.wgmmaN;
   // TF32 stored along M / N goes through A's registers (MmaPlan::registerA): B stored along N
@@ -185,8 +185,8 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
     p.transposed = true;
   }
   p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
-  p.registerA = tf32 && p.aKMajor;
-  p.aMnMajor = p.aKMajor && (mmaIs16Bit(p.arith) || p.registerA), p.bMnMajor = p.bKMajor && mmaIs16Bit(p.arith);
+  p.aSource = tf32 && p.aKMajor ? MmaASource::Registers : MmaASource::SharedTile;
+  p.aMnMajor = p.aKMajor && (mmaIs16Bit(p.arith) || p.registerA()), p.bMnMajor = p.bKMajor && mmaIs16Bit(p.arith);
   p.tiles = TileForm::Canonical;
   // Unpadded tiles: (rows x k) values of a stage each, in core matrices (the canonical layouts).
   p.pitchA = p.aKMajor ? p.blockM : p.blockK, p.pitchB = p.bKMajor ? p.blockN : p.blockK;
@@ -203,16 +203,14 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   if (x3) p.splitBuffers = 1;
   // A in registers is read while its wgmma runs: registers may be reused only once it is waited
   // for (H200: with one set and wait_group 1 the loop's next A registers overwrote those of the
-  // wgmma in flight, wrong results), hence two sets where they fit (MmaPlan::pingPong).
-  p.wgmmaOverlap = p.ring.stages >= 3;
+  // wgmma in flight, wrong results), hence two sets where they fit (InFlightPingPong).
   // tf32x3 does not overlap: ptxas serializes wgmma whose partial sums the other parity adds (two
   // register sets ran slower than one and wait_group 0: docs/bench.md).
-  p.pingPong = p.wgmmaOverlap && p.registerA && !x3;
-  if (x3) p.wgmmaOverlap = false;
+  if (p.ring.stages >= 3 && !x3) p.overlap = p.registerA() ? MmaOverlap::InFlightPingPong : MmaOverlap::InFlight;
   const int64_t threads = ms.warpsM * ms.warpsN * 128;
-  if (p.pingPong && (wgmmaPlanRegisters(p) > 255 || threads * wgmmaPlanRegisters(p) > 65536))
-    p.wgmmaOverlap = p.pingPong = false;
-  p.ring.release = p.wgmmaOverlap ? StageRelease::AfterNextStep : StageRelease::AtStepEnd;
+  if (p.pingPong() && (wgmmaPlanRegisters(p) > 255 || threads * wgmmaPlanRegisters(p) > 65536))
+    p.overlap = MmaOverlap::None;
+  p.ring.release = p.wgmmaInFlight() ? StageRelease::AfterNextStep : StageRelease::AtStepEnd;
   p.ring.fenceAsyncProxy = true;
   strides(p.aMnMajor, p.blockM, p.lboA, p.sboA);
   strides(p.bMnMajor, p.blockN, p.lboB, p.sboB);
@@ -225,12 +223,12 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
 // ldmatrix path keep one set).
 void planFragments(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
   if (ms.fragments < 2) return;
-  p.prefetchFragments = true;
+  p.overlap = MmaOverlap::PrefetchFragments;
   p.ring.release = StageRelease::BeforeRefill;  // every fragment of the step is in registers before the refill
   if (p.ring.stages < 2)
     reasons.push_back("mma: 'fragments 2' loads the next step's fragments from its stage before the step ends: "
                       "give 'stages 2' to 'stages 4'");
-  if (p.wgmma)
+  if (p.isWgmma())
     reasons.push_back("mma: 'fragments 2' double-buffers mma.sync's fragment registers; wgmma reads shared memory");
   else if (p.arith != MmaArith::F64)
     reasons.push_back(fmt::format("mma: 'fragments 2' is emitted for 'f64' only, not '{}'", mmaArithName(p.arith)));
@@ -241,9 +239,9 @@ void planFragments(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& 
 int64_t wgmmaRegisters(int64_t n) { return n / 2 + 40; }
 
 int64_t wgmmaPlanRegisters(const MmaPlan& p) {
-  const int64_t sets = p.pingPong ? 2 : 1, x3 = p.splitBuffers ? 2 : 1;
+  const int64_t sets = p.pingPong() ? 2 : 1, x3 = p.splitBuffers ? 2 : 1;
   const int64_t partials = p.splitBuffers ? p.fragN / 2 * sets : 0;
-  const int64_t a = p.registerA ? 4 * (p.blockK / p.fragK) * x3 * sets : 0;
+  const int64_t a = p.registerA() ? 4 * (p.blockK / p.fragK) * x3 * sets : 0;
   return p.fragN / 2 + partials + a + 40;
 }
 
@@ -341,13 +339,13 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
 // The block's threads, registers, shared memory and grid against the limits.
 void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p, std::vector<std::string>& reasons) {
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
-  const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.wgmma ? 128 : 32) + (p.ring.producer() ? 128 : 0);
+  const int64_t threads = p.threads = s.mma.warpsM * s.mma.warpsN * (p.isWgmma() ? 128 : 32) + (p.ring.producer() ? 128 : 0);
   if (s.blocksPerSM > 0 && threads * s.blocksPerSM > 2048)
     reasons.push_back(fmt::format("mma: blocks_per_sm {} with {} threads per block exceeds 2048 threads per multiprocessor",
                                   s.blocksPerSM, threads));
   if (threads > limits.maxThreadsPerBlock || threads > limits.maxBlockDim[0])
     reasons.push_back(fmt::format("mma: {} {} are {} threads, more than a block holds ({})",
-                                  s.mma.warpsM * s.mma.warpsN, p.wgmma ? "warpgroups" : "warps", threads,
+                                  s.mma.warpsM * s.mma.warpsN, p.isWgmma() ? "warpgroups" : "warps", threads,
                                   limits.maxThreadsPerBlock));
   // wgmma: every thread holds N / 2 f32 accumulators besides ~40 registers of addresses, loop
   // counters and descriptors; the block must fit a multiprocessor's 65536 registers.
@@ -361,18 +359,18 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
                                   "with the producer's {} setmaxnreg leaves them {} of the block's",
                                   s.mma.warpsM * s.mma.warpsN, s.mma.wgmmaN, regs, accumulators, p.producerRegisters,
                                   p.consumerRegisters));
-  else if (p.wgmma && p.consumerRegisters == 0 && threads * regs > 65536)
+  else if (p.isWgmma() && p.consumerRegisters == 0 && threads * regs > 65536)
     reasons.push_back(fmt::format("mma: {} warpgroups of m64n{} need about {} registers per thread ({} accumulators), "
                                   "{} per block: more than a multiprocessor's 65536",
                                   s.mma.warpsM * s.mma.warpsN, s.mma.wgmmaN, regs, accumulators, threads * regs));
-  else if (p.wgmma && regs > 255)
+  else if (p.isWgmma() && regs > 255)
     reasons.push_back(fmt::format("mma: m64n{} needs about {} registers per thread ({} accumulators{}), more than 255",
                                   s.mma.wgmmaN, regs, accumulators, p.splitBuffers ? " with tf32x3's partial sums" : ""));
   // Past 48 KiB the tiles go to dynamic shared memory, up to what the limits (the device) allow.
   const int64_t maxShared = limits.maxSharedBytes;
   if (p.sharedBytes > maxShared)
     reasons.push_back(fmt::format("mma: the staged tiles{} take {} bytes of shared memory, more than {}",
-                                  p.sharedEpilogue ? " (or the epilogue's)" : "", p.sharedBytes, maxShared));
+                                  p.sharedEpilogue() ? " (or the epilogue's)" : "", p.sharedBytes, maxShared));
   const int64_t grid[3] = {p.gridX(), p.gridY(), 1};
   for (int a = 0; a < 3; ++a)
     if (grid[a] > limits.maxGridDim[a])
@@ -403,7 +401,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.ring.stages;
   // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
   p.smallOffset = (p.bufferA + p.bufferB) * p.ring.stages;
-  p.tileBytes += p.splitBuffers * ((p.registerA ? 0 : p.bufferA) + p.bufferB) * typeBytes(p.staged);
+  p.tileBytes += p.splitBuffers * ((p.registerA() ? 0 : p.bufferA) + p.bufferB) * typeBytes(p.staged);
   planEpilogue(k, nest, s, p);
   // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
   // `producer`: the stages' full, empty and (tf32x3) ready mbarriers.
@@ -416,7 +414,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   // `fragments 2` over fewer steps than stages copies nothing ahead that it would not copy without
   // it, and on an H200 such schedules of the f64 DG differentiation (3 steps of 4 stages, 2 of 4)
   // computed wrong sums (0.7-7%) where every ring and emulation said right: refused.
-  if (p.prefetchFragments && p.ring.stages > 1 && p.steps < p.ring.stages)
+  if (p.prefetchFragments() && p.ring.stages > 1 && p.steps < p.ring.stages)
     reasons.push_back(fmt::format("mma: 'fragments 2' needs at least as many reduction steps as stages: {} steps of {} "
                                   "over {} values, {} stages (give fewer stages or a smaller k)",
                                   p.steps, p.blockK, p.c.kExtent, p.ring.stages));

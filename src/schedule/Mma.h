@@ -46,6 +46,13 @@
 
 namespace rtcg {
 
+// What an mma plan is, beside its sizes: the instruction, where wgmma's A comes from, how a step
+// overlaps the next, and the epilogue (each explained at its field of MmaPlan).
+enum class MmaInstr : uint8_t { Sync, Wgmma };
+enum class MmaASource : uint8_t { SharedTile, Registers };
+enum class MmaOverlap : uint8_t { None, PrefetchFragments, InFlight, InFlightPingPong };
+enum class MmaEpilogue : uint8_t { Fragments, SharedAlongN, SharedAlongM };
+
 struct MmaPlan {
   MmaArith arith{};
   Contraction c;
@@ -71,10 +78,13 @@ struct MmaPlan {
   int tilesPerOperand = 1;  // tf32x3 without stages: 2 (big and small, converted when staged)
   int64_t tileBytes = 0;    // shared memory of all staged tiles
   // `epilogue shared`: the accumulators go to a (blockM x blockN) tile of the accumulator type laid
-  // out along the output's contiguous direction (epilogueAlongM: M fastest), pitch epiloguePitch
+  // out along the output's contiguous direction (SharedAlongM: M fastest), pitch epiloguePitch
   // = 4 (mod 32) elements, in the operand tiles' space after the last step; then the block stores
-  // the outputs in that order. sharedBytes: the larger of the two uses.
-  bool sharedEpilogue = false, epilogueAlongM = false;
+  // the outputs in that order. sharedBytes: the larger of the two uses. Fragments: each lane
+  // stores its accumulators.
+  MmaEpilogue epilogue = MmaEpilogue::Fragments;
+  bool sharedEpilogue() const { return epilogue != MmaEpilogue::Fragments; }
+  bool epilogueAlongM() const { return epilogue == MmaEpilogue::SharedAlongM; }
   int64_t epiloguePitch = 0, epilogueBytes = 0, sharedBytes = 0;
   int64_t steps = 0;        // reduction steps of blockK
   int64_t mmaPerStep = 0;   // mma instructions per warp per step (x3 for tf32x3); wgmma: per warpgroup
@@ -104,19 +114,24 @@ struct MmaPlan {
   // of 8 k. Either is what a TMA box of W x rows (K-major) or W x blockK (MN-major) elements with
   // 128-byte swizzle writes. K-major needs blockK a multiple of W, MN-major each warpgroup's M / N
   // (64 or wgmmaN) a multiple of W.
-  bool wgmma = false;
+  MmaInstr instr = MmaInstr::Sync;
+  bool isWgmma() const { return instr == MmaInstr::Wgmma; }
   bool aMnMajor = false, bMnMajor = false;
-  // With 3 or more stages a step's wgmma stays in flight while the next step is copied and issued
-  // (wait_group 1: the buffer refilled at step s is the one step s - 2 read), so the copies run
-  // stages - 2 steps ahead; with 2, each step waits for its wgmma (wait_group 0), 1 step ahead.
-  bool wgmmaOverlap = false;
-  // `fragments 2` (f64 with stages): two sets of fragment registers. Fragment-k f + 1's registers
+  // How a step overlaps the next (`overlap`). InFlight (wgmma, 3 or more stages): a step's wgmma
+  // stays in flight while the next step is copied and issued (wait_group 1: the buffer refilled at
+  // step s is the one step s - 2 read), so the copies run stages - 2 steps ahead; None with wgmma:
+  // each step waits for its wgmma (wait_group 0), 1 step ahead. InFlightPingPong: InFlight with
+  // two sets of A registers (below). PrefetchFragments (mma.sync, `fragments 2`, f64 with
+  // stages): two sets of fragment registers. Fragment-k f + 1's registers
   // are loaded before fragment-k f's mma issue; at the step's last one the block first waits for
   // the next step's stage and meets at the barrier, refills this step's buffer (every fragment of
   // it is in registers by then: the copies run `stages` steps ahead instead of stages - 1) and
   // loads the next step's first fragments, then issues the last mma. No mma waits on a
   // shared-memory load after a barrier, and the barrier's wait overlaps the mma in flight.
-  bool prefetchFragments = false;
+  MmaOverlap overlap = MmaOverlap::None;
+  bool prefetchFragments() const { return overlap == MmaOverlap::PrefetchFragments; }
+  bool wgmmaInFlight() const { return overlap == MmaOverlap::InFlight || overlap == MmaOverlap::InFlightPingPong; }
+  bool pingPong() const { return overlap == MmaOverlap::InFlightPingPong; }
   int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
   // `tma` (MmaPlan::ring: TMA, with TileForm::Swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
   // operand's array, W (128 bytes) along its contiguous dimension by `boxOuter` rows (K-major: the
@@ -151,7 +166,7 @@ struct MmaPlan {
   }
   int64_t gridY() const { return c.batch.empty() ? mTiles() : 1; }
   int64_t barrierOffset = 0;
-  // TF32 operands stored along M / N (registerA): wgmma takes TF32 tiles K-major only, but its A
+  // TF32 operands stored along M / N (aSource Registers): wgmma takes TF32 tiles K-major only, but its A
   // may come from registers, which any layout feeds. A TF32 contraction whose second operand is
   // stored along N and whose first along K (matmul's a[i, k] b[k, j]) is planned transposed
   // (`transposed`: C^T = B^T A^T, the contraction's operands, M and N swapped, so the plan's M is
@@ -159,7 +174,9 @@ struct MmaPlan {
   // MN-major layout above (cp.async of 16 bytes, or TMA boxes of 128 bytes along M: the 16-bit
   // arithmetics' MN-major tile), and each warp loads its A fragment per fragment-k from it (the
   // m16n8k8 register pattern over its 16 rows: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)).
-  bool registerA = false, transposed = false;
+  MmaASource aSource = MmaASource::SharedTile;
+  bool registerA() const { return aSource == MmaASource::Registers; }
+  bool transposed = false;
   // tf32x3 on wgmma (splitBuffers > 0): after a step lands, the block splits each tile wgmma reads
   // from shared memory (B; A too unless registerA) in place into its big part (rounded to nearest)
   // and a small part in a tile of its own, whose ring has splitBuffers buffers; then an async proxy
@@ -171,10 +188,9 @@ struct MmaPlan {
   // of the staged type), A's first where it has one.
   int64_t splitBuffers = 0, smallOffset = 0;
   // With 3 or more stages, registerA's fragments come in two sets picked by the step's parity
-  // (pingPong), so that the step's wgmma stays in flight (wait_group 1) while the next step fills
+  // (InFlightPingPong), so that the step's wgmma stays in flight (wait_group 1) while the next step fills
   // the other set; a set is kept after the wait that retires it. Where two sets do not fit the
   // registers, each step waits for its own (no overlap); tf32x3 always does.
-  bool pingPong = false;
   // `producer` (with `tma`; warp specialization): the block has one warpgroup more, after the
   // consumers (the warpgroups of the output tile). Its thread 0 issues every step's TMA boxes as
   // soon as the stage's buffer is free (the consumers' mbarrier `empty` of the stage, one arrival

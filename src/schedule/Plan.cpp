@@ -634,7 +634,7 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
   // The shared epilogue reuses the tiles' space: one dynamic shared array, viewed per type.
   plan.sharedBytes = mma->sharedBytes;
   // wgmma: always dynamic, one array from the start of the shared window (descriptors address it).
-  plan.dynamicShared = mma->sharedBytes > 48 * 1024 || mma->sharedEpilogue || mma->wgmma;
+  plan.dynamicShared = mma->sharedBytes > 48 * 1024 || mma->sharedEpilogue() || mma->isWgmma();
   plan.dynamicSharedBytes = plan.dynamicShared ? mma->sharedBytes : 0;
   plan.cooperative = true;
   plan.streamedStores = std::move(streamed);
@@ -792,10 +792,10 @@ std::string crossBlockLine(const CrossBlockPlan& cb) {
 
 // The epilogue of an mma plan in words.
 std::string mmaEpilogueLine(const MmaPlan& p) {
-  if (p.sharedEpilogue)
+  if (p.sharedEpilogue())
     return fmt::format("  epilogue: accumulators to a shared {}x{} tile ({} fastest, pitch {}, {} bytes, in the operand "
                        "tiles' space), then the statement per output point in that order (coalesced), guarded\n",
-                       p.blockM, p.blockN, p.epilogueAlongM ? "M" : "N", p.epiloguePitch, p.epilogueBytes);
+                       p.blockM, p.blockN, p.epilogueAlongM() ? "M" : "N", p.epiloguePitch, p.epilogueBytes);
   return "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
 }
 
@@ -808,7 +808,7 @@ std::string wgmmaLines(const MmaPlan& p) {
                               (p.ring.producer() ? p.consumerThreads : p.threads) / 128, p.fragN,
                               p.steps, p.blockK, p.mmaPerStep);
   auto layout = [&](const char* name, bool mnMajor, bool contiguousMn, int64_t lbo, int64_t sbo) {
-    if (name[0] == 'A' && p.registerA)
+    if (name[0] == 'A' && p.registerA())
       return std::string("A MN-major, each warp's fragment loaded into registers per fragment-k (wgmma's A from "
                          "registers: TF32 tiles in shared memory are K-major only)");
     return fmt::format("{} {} (LBO {}, SBO {} bytes){}", name, mnMajor ? "MN-major" : "K-major", lbo, sbo,
@@ -819,8 +819,8 @@ std::string wgmmaLines(const MmaPlan& p) {
          "index)\n";
   // tf32x3: who splits which tiles how, then the products and the partial sums.
   if (p.splitBuffers) {
-    const char* tiles = p.registerA ? "B tile" : "A and B tiles";
-    const int64_t smallBytes = ((p.registerA ? 0 : p.bufferA) + p.bufferB) * p.splitBuffers * typeBytes(p.staged);
+    const char* tiles = p.registerA() ? "B tile" : "A and B tiles";
+    const int64_t smallBytes = ((p.registerA() ? 0 : p.bufferA) + p.bufferB) * p.splitBuffers * typeBytes(p.staged);
     s += p.ring.producer() ? fmt::format("  tf32x3: the producer splits each landed stage's {}: the big parts are the values "
                                   "truncated (as the tensor cores read them), the small parts the rest rounded to "
                                   "nearest, into a buffer per stage ({} bytes after the rings)",
@@ -860,10 +860,10 @@ std::string wgmmaLines(const MmaPlan& p) {
   s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.ring.stages, p.ring.tma() ? "TMA" : "cp.async",
                    p.ring.ahead(),
                    p.ring.ahead() == 1 ? "" : "s",
-                   p.pingPong ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1), "
+                   p.pingPong() ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1), "
                                 "its A fragments in one of two register sets by the step's parity"
-                   : p.wgmmaOverlap ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1)"
-                   : p.registerA || p.splitBuffers
+                   : p.wgmmaInFlight() ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1)"
+                   : p.registerA() || p.splitBuffers
                        ? fmt::format("each step's wgmma waited for before the next step (wait_group 0: {})",
                                      p.splitBuffers  ? "tf32x3 adds each step's partial sums"
                                      : p.ring.stages >= 3 ? "two register sets would not fit"
@@ -884,7 +884,7 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                    p.c.aAlongK ? "K" : "M", printExpr(p.c.b(), &k), p.c.bAlongK ? "K" : "N");
   for (bool isA : {true, false})
     if (!plainRows(p.c, isA)) s += fmt::format("  rows: {}\n", rowsText(k, p.c, isA));
-  if (p.wgmma) return s + wgmmaLines(p);
+  if (p.isWgmma()) return s + wgmmaLines(p);
   MmaSchedule shape{p.arith};
   shape.shape = p.shape;
   s += fmt::format("  {} mma.sync {}{}: block tile {}x{}, {} reduction steps of {}, {} mma per warp and step\n",
@@ -893,7 +893,7 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                    p.blockN, p.steps, p.blockK, p.mmaPerStep);
   s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
-                   p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue ? "dynamic" : "static", p.tilesPerOperand * p.ring.stages, p.tilesPerOperand * p.ring.stages == 1 ? "" : "s", p.pitch);
+                   p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue() ? "dynamic" : "static", p.tilesPerOperand * p.ring.stages, p.tilesPerOperand * p.ring.stages == 1 ? "" : "s", p.pitch);
   if (p.tiles != TileForm::Padded)
     s += fmt::format("  {} tiles as loaded: A {} (pitch {}), B {} (pitch {}); fragments {}{}\n",
                      typeName(p.staged), p.aKMajor ? "K x M" : "M x K", p.pitchA, p.bKMajor ? "K x N" : "N x K",
@@ -907,7 +907,7 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                      mmaPacked(p.arith) || p.arith == MmaArith::F64 ? "no conversion"
                      : p.arith == MmaArith::Tf32 ? "TF32 operands as copied (the tensor cores truncate them)"
                                                  : "operands split as fragments load");
-  if (p.prefetchFragments)
+  if (p.prefetchFragments())
     s += "  fragments: two register sets; the next fragment-k's loaded while this one's mma issue, the next "
          "step's first from its stage (waited for before the step's last mma)\n";
   return s + mmaEpilogueLine(p);

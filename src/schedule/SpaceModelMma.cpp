@@ -72,7 +72,7 @@ double wgmmaIssueSeconds(const MmaPlan& p, int64_t blocks, int64_t threads, cons
 // peakFp32Flops / 64 per second. Large warp tiles are issue-bound rather than tensor-bound
 // (docs/bench.md, "Decisions and their measurements").
 double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, int64_t threads, const DeviceModel& d) {
-  if (p.wgmma) return wgmmaIssueSeconds(p, blocks, threads, d);
+  if (p.isWgmma()) return wgmmaIssueSeconds(p, blocks, threads, d);
   const bool x3 = p.arith == MmaArith::Tf32x3, f64 = p.arith == MmaArith::F64;
   const int64_t aRegs = f64 ? p.fragM * p.fragK / 32 : 4, bRegs = f64 ? p.fragN * p.fragK / 32 : 2;
   auto loads = [&](int64_t frags, int64_t regs, bool kMajor, int64_t perLdmatrix) {
@@ -151,15 +151,15 @@ double mmaPeak(const MmaPlan& p, const DeviceModel& d, bool bigPrefetch) {
 double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
   const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.aKMajor && !p.aMnMajor) || (p.bKMajor && !p.bMnMajor));
   const double swizzled = p.ring.tma() ? (p.ring.ahead() >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
-  const double producerX3 = !p.registerA ? 0.24 : p.fragN >= 128 ? 0.64 : 0.51;
-  const double registerWait = p.ring.producer() ? (p.splitBuffers ? producerX3 : p.pingPong ? 0.79 : p.registerA ? 0.62 : 0.85)
+  const double producerX3 = !p.registerA() ? 0.24 : p.fragN >= 128 ? 0.64 : 0.51;
+  const double registerWait = p.ring.producer() ? (p.splitBuffers ? producerX3 : p.pingPong() ? 0.79 : p.registerA() ? 0.62 : 0.85)
                               : p.splitBuffers ? 0.44
-                              : p.pingPong     ? 0.79
-                              : p.registerA    ? 0.62
+                              : p.pingPong()     ? 0.79
+                              : p.registerA()    ? 0.62
                                                : 1.0;
-  const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.wgmma ? 0.45 : 1.0;
-  return p.wgmma               ? (p.tiles == TileForm::Swizzle128 ? swizzled : 0.45) * registerWait
-         : p.prefetchFragments ? (bigPrefetch ? 0.79 : 0.69)
+  const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.isWgmma() ? 0.45 : 1.0;
+  return p.isWgmma()               ? (p.tiles == TileForm::Swizzle128 ? swizzled : 0.45) * registerWait
+         : p.prefetchFragments() ? (bigPrefetch ? 0.79 : 0.69)
          : p.ring.stages > 1        ? 0.75 * tf32x3Sync
                                : 0.6 * tf32x3Sync;
 }
@@ -184,10 +184,10 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
                         (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   // `fragments 2`'s credit needs block tiles of 128 x 64 or more and more blocks than
   // multiprocessors (smaller tiles and fewer blocks measured slower with it).
-  const bool bigPrefetch = p.prefetchFragments && p.blockM * p.blockN >= 128 * 64 &&
+  const bool bigPrefetch = p.prefetchFragments() && p.blockM * p.blockN >= 128 * 64 &&
                            e.blocks > d.multiprocessors;
   const double peak = mmaPeak(p, d, bigPrefetch);
-  const double epiloguePass = p.sharedEpilogue ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
+  const double epiloguePass = p.sharedEpilogue() ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
                                                       (double(d.multiprocessors) * 32 * 1.5e9)
                                                 : 0.0;
   const double sustained = mmaSustained(p, bigPrefetch);
@@ -204,7 +204,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // The fragment epilogue's stores (and loads of the output) use half of each 32-byte sector they
   // touch (Nsight Compute: 16 of 32 bytes); the shared epilogue's are whole, for one more pass
   // through shared memory per block (two accesses per output, ~32 per cycle and multiprocessor).
-  const double outputTraffic = outputs * (readsBack ? 2 : 1) * (p.sharedEpilogue ? 1 : 2);
+  const double outputTraffic = outputs * (readsBack ? 2 : 1) * (p.sharedEpilogue() ? 1 : 2);
   const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputTraffic;
   const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(p.mTiles()));
   e.bytes = dram;

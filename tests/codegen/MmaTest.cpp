@@ -465,11 +465,11 @@ TEST(HostEmulation, MmaSharedEpilogueMatchesTheReference) {
   Kernel lift = exampleKernel("dg_lift.rtcg", "", {{"K", 23}, {"Np", 10}, {"Nfp", 3}});
   SchedulePlan plan = planSchedule(lift, *parsed.schedule);
   ASSERT_TRUE(plan.ok()) << plan.reasons[0];
-  EXPECT_TRUE(plan.nests[0].mma->epilogueAlongM);  // rhs[k, i]: i (M) contiguous
+  EXPECT_TRUE(plan.nests[0].mma->epilogueAlongM());  // rhs[k, i]: i (M) contiguous
   EXPECT_EQ(plan.nests[0].mma->epiloguePitch % 32, 4);
   EXPECT_TRUE(plan.nests[0].dynamicShared);
   EXPECT_EQ(checkOnHost(lift, text, 4e-5), "");
-  EXPECT_FALSE(planSchedule(matmul(37), *parsed.schedule).nests[0].mma->epilogueAlongM);
+  EXPECT_FALSE(planSchedule(matmul(37), *parsed.schedule).nests[0].mma->epilogueAlongM());
   // Along N: pairs of f32 accumulators as one float2 store, pitch 8 (mod 32): conflict-free.
   EXPECT_EQ(planSchedule(matmul(37), *parsed.schedule).nests[0].mma->epiloguePitch % 32, 8);
   EXPECT_NE(emitCuda(matmul(37), *parsed.schedule).source.find("make_float2(acc"), std::string::npos);
@@ -752,13 +752,13 @@ TEST(Mma, FragmentsClauseAndPlan) {
 
   SchedulePlan plan = planSchedule(k, *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3 fragments 2").schedule);
   ASSERT_TRUE(plan.ok());
-  EXPECT_TRUE(plan.nests[0].mma->prefetchFragments);
+  EXPECT_TRUE(plan.nests[0].mma->prefetchFragments());
   const std::string text = printPlan(k, plan.nests[0]);
   EXPECT_NE(text.find("3 buffers filled by cp.async, 3 steps ahead"), std::string::npos) << text;
   EXPECT_NE(text.find("fragments: two register sets"), std::string::npos) << text;
   SchedulePlan one = planSchedule(k, *parseSchedule("mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3").schedule);
   ASSERT_TRUE(one.ok());
-  EXPECT_FALSE(one.nests[0].mma->prefetchFragments);
+  EXPECT_FALSE(one.nests[0].mma->prefetchFragments());
   EXPECT_EQ(printPlan(k, one.nests[0]).find("fragments: two"), std::string::npos);
 }
 

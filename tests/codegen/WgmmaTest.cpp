@@ -140,7 +140,7 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   // gemm_bf16's layouts: A K-major (a row group's cores adjacent along k), B MN-major (trans-b).
   auto p = plan(rect("rect", 200, 136, 72), "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 64 stages 4", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_TRUE(p->wgmma);
+  EXPECT_TRUE(p->isWgmma());
   EXPECT_EQ(p->threads, 256);
   EXPECT_EQ(p->blockM, 128);
   EXPECT_EQ(p->blockN, 128);
@@ -156,7 +156,7 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
   EXPECT_TRUE(p->transposed);
-  EXPECT_TRUE(p->registerA);
+  EXPECT_TRUE(p->registerA());
   EXPECT_TRUE(p->aMnMajor);
   EXPECT_FALSE(p->bMnMajor);
   EXPECT_EQ(p->c.mExtent, 136);
@@ -167,10 +167,10 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   p = plan(rect("rect32_t", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
   EXPECT_FALSE(p->transposed);
-  EXPECT_TRUE(p->registerA);
+  EXPECT_TRUE(p->registerA());
   p = plan(rect("rect32_tn", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_TRUE(p->registerA);
+  EXPECT_TRUE(p->registerA());
   EXPECT_TRUE(p->bKMajor);
   EXPECT_FALSE(p->bMnMajor);
   // tf32x3: the small tiles after the rings, B's only where A comes from registers, one buffer
@@ -192,7 +192,7 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
     EXPECT_EQ(count("_rk_zero("), 1u);
     EXPECT_EQ(count("_rk("), 11u);
   }
-  EXPECT_FALSE(p->wgmmaOverlap);
+  EXPECT_FALSE(p->wgmmaInFlight());
   EXPECT_EQ(p->ring.ahead(), 2);
   EXPECT_EQ(p->smallOffset, 3 * (p->bufferA + p->bufferB));
   EXPECT_EQ(p->tileBytes, (3 * (p->bufferA + p->bufferB) + p->bufferB) * 4);
@@ -201,16 +201,16 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   // waits for each step where they do not (4 warpgroups of m64n128: 512 x 136 registers) or with 2 stages.
   p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3", reasons);
   ASSERT_TRUE(p);
-  EXPECT_TRUE(p->wgmmaOverlap);
-  EXPECT_TRUE(p->pingPong);
+  EXPECT_TRUE(p->wgmmaInFlight());
+  EXPECT_TRUE(p->pingPong());
   EXPECT_EQ(wgmmaPlanRegisters(*p), 32 + 2 * 16 + 40);
   p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 2", reasons);
   ASSERT_TRUE(p);
-  EXPECT_FALSE(p->pingPong);
+  EXPECT_FALSE(p->pingPong());
   p = plan(rect("rect32", 400, 536, 72), "mma: tf32 wgmma m64n128k8 warpgroups 2x2 k 32 stages 3", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_FALSE(p->pingPong);
-  EXPECT_FALSE(p->wgmmaOverlap);
+  EXPECT_FALSE(p->pingPong());
+  EXPECT_FALSE(p->wgmmaInFlight());
   // tf32x3's partial sums double the accumulators: m64n256 is past 255 registers a thread.
   reasons.clear();
   EXPECT_FALSE(plan(rect("rect32", 200, 136, 72), "mma: tf32x3 wgmma m64n256k8 warpgroups 1x1 k 32 stages 3", reasons));
@@ -218,7 +218,7 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
             std::string::npos) << fmt::format("{}", fmt::join(reasons, "; "));
   p = plan(rect("rect32_nt", 200, 136, 72), "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_FALSE(p->registerA);
+  EXPECT_FALSE(p->registerA());
   EXPECT_EQ(p->splitBuffers, 1);
   EXPECT_EQ(p->tileBytes, 3 * (p->bufferA + p->bufferB) * 4);
   // Refusals: no stages, registers past a multiprocessor, shared memory, arithmetic of the nest.
@@ -479,7 +479,7 @@ TEST(Wgmma, ProducerPlanAndReasons) {
   // Without a split: 40 for the producer; TF32 from registers in two sets needs 232.
   auto tf32 = plan(k, "mma: tf32 wgmma m64n256k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer", reasons);
   ASSERT_TRUE(tf32) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_TRUE(tf32->pingPong);
+  EXPECT_TRUE(tf32->pingPong());
   EXPECT_EQ(tf32->sharedBytes, tf32->barrierOffset + 2 * 4 * 8 + 2 * 8);
   EXPECT_EQ(tf32->producerRegisters, 40);
   EXPECT_EQ(tf32->consumerRegisters, 232);
