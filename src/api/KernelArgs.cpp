@@ -62,6 +62,7 @@ const char* modePrefix(const Param& p) {
     case ArrayMode::In: return "";
     case ArrayMode::Out: return "out ";
     case ArrayMode::InOut: return "inout ";
+    case ArrayMode::Local: return "";  // (a local is no argument)
   }
   return "";
 }

@@ -420,7 +420,8 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
   for (int p = 0; p < k.signatureParams; ++p) {  // the outputs: the locals are gone with the run
     if (!args.isArray(p) || !k.written[p]) continue;
     HostArray& a = args.array(p);
-    ReferenceOutput out{p, k.paramNames[p], {}, {}};
+    ReferenceOutput out;
+    out.param = p, out.name = k.paramNames[p];
     if (sampled) {
       out.computed = std::move(written[p]);
     } else if (options.countUnwritten) {
