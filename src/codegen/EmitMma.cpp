@@ -146,10 +146,10 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
 // A fragment value from operand `isA`'s tile: row `row` (of the block tile), column kcol, in the
 // buffer starting at element `buffer` (null: the only one). FP64 tiles as loaded may be (k x rows).
 C::ExprP tileAt(const MmaPlan& p, bool isA, const Tile& tile, const C::ExprP& buffer, C::ExprP row, C::ExprP kcol) {
-  if (isA ? p.aKMajor : p.bKMajor)
-    return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(kcol), lit(isA ? p.pitchA : p.pitchB)),
+  if (p.tile(isA).kMajor)
+    return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(kcol), lit(p.tile(isA).pitch)),
                                  std::move(row)}));
-  return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(row), lit(isA ? p.pitchA : p.pitchB)),
+  return tileRef(tile, C::sum({buffer ? buffer : lit(0), C::product(std::move(row), lit(p.tile(isA).pitch)),
                                std::move(kcol)}));
 }
 
@@ -195,7 +195,7 @@ void loadedOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, c
                    const C::ExprP& buffer, Fragments& f, std::vector<C::Stmt>& out) {
   const MmaSchedule& ms = ctx.sched.mma;
   const int64_t count = isA ? ms.tileM : ms.tileN, rows = isA ? p.fragM : p.fragN, regs = isA ? 4 : 2;
-  const int64_t pitch = isA ? p.pitchA : p.pitchB;
+  const int64_t pitch = p.tile(isA).pitch;
   const Tile& tile = (isA ? nm.tileA : nm.tileB)[0];
   const char* letter = isA ? "a" : "b";
   f.assign(size_t(count), std::vector<std::vector<C::ExprP>>(2));
@@ -203,7 +203,7 @@ void loadedOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, c
     auto [big, small] = convertRegister(ctx, p, std::move(raw), fmt::format("{}{}", letter, fr), out);
     f[size_t(fr)][0].push_back(big), f[size_t(fr)][1].push_back(small);
   };
-  if (isA ? p.aKMajor : p.bKMajor) {
+  if (p.tile(isA).kMajor) {
     const Offsets at = isA ? Offsets{{0, 0}, {8, 0}, {0, 4}, {8, 4}} : Offsets{{0, 0}, {0, 4}};  // (row, k)
     for (int64_t fr = 0; fr < count; ++fr)
       for (auto [dr, dc] : at)
@@ -341,14 +341,14 @@ void emitSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::
 void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
-    stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.bufferA)) : nullptr, to);
-    stageOperand(ctx, p, nm, false, k0, buffer ? C::product(buffer, lit(p.bufferB)) : nullptr, to);
+    stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.a.buffer)) : nullptr, to);
+    stageOperand(ctx, p, nm, false, k0, buffer ? C::product(buffer, lit(p.b.buffer)) : nullptr, to);
   };
   if (p.prefetchFragments()) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
   std::vector<C::Stmt> body;
   const StepRing ring = openRing(ctx, p.ring, p.steps, RingCopy{copyStep, nullptr}, RingHandOver{}, out, &body);
-  body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.bufferA)),
-                              C::product(C::name(ring.buffer), lit(p.bufferB))));
+  body.push_back(fragmentLoop(ctx, p, nm, C::product(C::name(ring.buffer), lit(p.a.buffer)),
+                              C::product(C::name(ring.buffer), lit(p.b.buffer))));
   out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
@@ -455,7 +455,7 @@ namespace mma {
 // The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
 // dynamic shared memory of the element type, one after the other.
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
-  const int64_t a = p.ring.stages * p.bufferA, b = p.ring.stages * p.bufferB;
+  const int64_t a = p.ring.stages * p.a.buffer, b = p.ring.stages * p.b.buffer;
   const std::string type = cudaTypeName(p.staged);  // 16-bit arithmetics: the values as loaded
   if (ctx.plan.dynamicShared) {
     const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);
@@ -474,7 +474,7 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
     // shared memory).
     if (p.splitBuffers) {
       at = p.smallOffset;
-      if (!p.registerA()) nm.tileA.push_back({storage, at}), at += p.splitBuffers * p.bufferA;
+      if (!p.registerA()) nm.tileA.push_back({storage, at}), at += p.splitBuffers * p.a.buffer;
       nm.tileB.push_back({storage, at});
     }
     return;
@@ -490,9 +490,9 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
 std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer) {
   // Four zero bytes (no global byte read: the source only names A's array) at this thread's word
   // of A's buffer, which no step reads any more; words repeat past the buffer's.
-  const int64_t words = std::max<int64_t>(1, p.bufferA * typeBytes(p.staged) / 4);
+  const int64_t words = std::max<int64_t>(1, p.a.buffer * typeBytes(p.staged) / 4);
   const Expr& a = p.c.a()->kind == ExprKind::Load ? p.c.a() : p.c.a()->operands[0];
-  C::ExprP start = C::castTo("int*", C::unary("&", tileRef(nm.tileA[0], C::product(buffer, lit(p.bufferA)))));
+  C::ExprP start = C::castTo("int*", C::unary("&", tileRef(nm.tileA[0], C::product(buffer, lit(p.a.buffer)))));
   C::ExprP word = words >= ctx.plan.launch.threads ? nm.tid : bin("%", nm.tid, lit(words));
   return {C::exprStmt(
       C::call("rtcg_cp_async4", {C::sum({start, word}), C::name(ctx.paramNames[size_t(a->array)]), lit(0)}))};
@@ -515,8 +515,8 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   const MmaSchedule& ms = ctx.sched.mma;
   body.push_back(C::comment(fmt::format("Staged operands: {} x {} (M) and {} x {} (N) values per step, pitch {}{}",
                                         p.blockM, p.blockK, p.blockN, p.blockK,
-                                        p.pitchA == p.pitchB ? fmt::format("{}", p.pitch)
-                                                             : fmt::format("{} and {}", p.pitchA, p.pitchB),
+                                        p.a.pitch == p.b.pitch ? fmt::format("{}", p.pitch)
+                                                             : fmt::format("{} and {}", p.a.pitch, p.b.pitch),
                                         p.ring.stages > 1 ? fmt::format("; {} buffers filled by cp.async", p.ring.stages)
                                         : p.tilesPerOperand == 2 ? "; TF32 big and small parts" : "")));
   declareMmaTiles(ctx, p, nm, body);

@@ -52,14 +52,14 @@ int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
   const ExprNode* load = operandLoad(isA ? p.c.a() : p.c.b()).get();
   auto form = flatOffset(ctx.k, load->array, load->operands);
   if (!form) return 1;
-  const bool kMajor = isA ? p.aKMajor : p.bKMajor;
+  const bool kMajor = p.tile(isA).kMajor;
   // Rows of several indices or statements: a run along the rows stays in one value of the outer
   // ones where the innermost extent is a multiple of V (stacked operands share indices and shape).
   const std::vector<ContractionRow>& rows = isA ? p.c.mRows : p.c.nRows;
   if (kMajor && !plainRows(p.c, isA) && rows.back().extent % piece(p) != 0) return 1;
   // wgmma's TF32 tile of an operand contiguous along M / N is K-major: its 16 bytes run across the
   // copy's direction, so the copy goes value by value.
-  if (p.isWgmma() && kMajor && !(isA ? p.aMnMajor : p.bMnMajor)) return 1;
+  if (p.isWgmma() && kMajor && !p.tile(isA).mnMajor) return 1;
   const int inner = kMajor ? (isA ? p.c.m : p.c.n) : p.c.kLoop()->id;
   if (form->coeff(inner) != 1) return 1;
   int64_t base = form->constant, divisor = 0;
@@ -92,26 +92,26 @@ void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std:
   // (its fragments load value by value).
   const bool tf32 = !mmaPacked(p.arith);
   const int64_t v = piece(p);
-  if (!(tf32 && p.aKMajor))
-    nm.aLane = def("a_lane", p.aKMajor ? C::sum({C::product(C::sum({row, C::product(pair, lit(8))}), lit(p.pitchA)),
+  if (!(tf32 && p.a.kMajor))
+    nm.aLane = def("a_lane", p.a.kMajor ? C::sum({C::product(C::sum({row, C::product(pair, lit(8))}), lit(p.a.pitch)),
                                                  nm.wm, C::product(half, lit(8))})
-                                       : C::sum({C::product(C::sum({nm.wm, row, C::product(half, lit(8))}), lit(p.pitchA)),
+                                       : C::sum({C::product(C::sum({nm.wm, row, C::product(half, lit(8))}), lit(p.a.pitch)),
                                                  C::product(pair, lit(v))}));
   // B (x4, two fragments): (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15); TF32:
   // registers b0, b1 of fragment n 0-7, then of n 8-15.
-  if (!(tf32 && p.bKMajor))
-    nm.bLane = def("b_lane", p.bKMajor ? C::sum({C::product(C::sum({row, C::product(half, lit(8))}), lit(p.pitchB)),
+  if (!(tf32 && p.b.kMajor))
+    nm.bLane = def("b_lane", p.b.kMajor ? C::sum({C::product(C::sum({row, C::product(half, lit(8))}), lit(p.b.pitch)),
                                                  nm.wn, C::product(pair, lit(8))})
-                                       : C::sum({C::product(C::sum({nm.wn, row, C::product(pair, lit(8))}), lit(p.pitchB)),
+                                       : C::sum({C::product(C::sum({nm.wn, row, C::product(pair, lit(8))}), lit(p.b.pitch)),
                                                  C::product(half, lit(v))}));
 }
 
 void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
                       const C::ExprP& buffer, std::vector<C::Stmt>& out) {
-  const bool kMajor = isA ? p.aKMajor : p.bKMajor;
+  const bool kMajor = p.tile(isA).kMajor;
   const int64_t rows = isA ? p.blockM : p.blockN, rowExtent = isA ? p.c.mExtent : p.c.nExtent;
   const int64_t outerCount = kMajor ? p.blockK : rows, innerCount = kMajor ? rows : p.blockK;
-  const int64_t pitch = isA ? p.pitchA : p.pitchB, V = runElements(ctx, p, isA);
+  const int64_t pitch = p.tile(isA).pitch, V = runElements(ctx, p, isA);
   const int64_t runs = outerCount * (innerCount / V);
   const int64_t threads = ctx.plan.launch.threads, rounds = (runs + threads - 1) / threads;
   std::string s = ctx.names.fresh(isA ? "copy_a" : "copy_b");
@@ -206,18 +206,18 @@ void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C:
   const Tile& tb = nm.tileB[0];
   for (int64_t fm = 0; fm < ms.tileM; ++fm) {
     a[fm] = regs(fmt::format("a{}", fm), 4);
-    C::ExprP off = p.aKMajor ? C::sum({C::product(kk, lit(p.pitchA)), lit(fm * 16)})
-                             : C::sum({lit(fm * 16 * p.pitchA), kk});
-    ldmatrix("x4", p.aKMajor, a[fm], tileRef(ta, C::sum({bufA ? bufA : lit(0), nm.aLane, off})));
+    C::ExprP off = p.a.kMajor ? C::sum({C::product(kk, lit(p.a.pitch)), lit(fm * 16)})
+                             : C::sum({lit(fm * 16 * p.a.pitch), kk});
+    ldmatrix("x4", p.a.kMajor, a[fm], tileRef(ta, C::sum({bufA ? bufA : lit(0), nm.aLane, off})));
   }
   for (int64_t fn = 0; fn < ms.tileN; fn += 2) {
     const bool two = fn + 1 < ms.tileN;
     std::vector<std::string> r = regs(fmt::format("b{}", fn), two ? 4 : 2);
     b[fn] = {r[0], r[1]};
     if (two) b[fn + 1] = {r[2], r[3]};
-    C::ExprP off = p.bKMajor ? C::sum({C::product(kk, lit(p.pitchB)), lit(fn * 8)})
-                             : C::sum({lit(fn * 8 * p.pitchB), kk});
-    ldmatrix(two ? "x4" : "x2", p.bKMajor, r, tileRef(tb, C::sum({bufB ? bufB : lit(0), nm.bLane, off})));
+    C::ExprP off = p.b.kMajor ? C::sum({C::product(kk, lit(p.b.pitch)), lit(fn * 8)})
+                             : C::sum({lit(fn * 8 * p.b.pitch), kk});
+    ldmatrix(two ? "x4" : "x2", p.b.kMajor, r, tileRef(tb, C::sum({bufB ? bufB : lit(0), nm.bLane, off})));
   }
   const char* fnName = p.arith == MmaArith::F16 ? "rtcg_mma_f16" : p.arith == MmaArith::S8 ? "rtcg_mma_s8" : "rtcg_mma_bf16";
   for (int64_t fm = 0; fm < ms.tileM; ++fm)

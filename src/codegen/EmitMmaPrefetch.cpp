@@ -72,8 +72,8 @@ WarpFragments takeCarried(EmitContext& ctx, WarpFragments carried, std::vector<C
 void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const CopyStep& copyStep,
                          std::vector<C::Stmt>& out) {
   const int64_t S = p.ring.stages, fragmentKs = p.blockK / p.fragK;
-  auto bufferA = [&](const C::ExprP& b) { return C::product(b, lit(p.bufferA)); };
-  auto bufferB = [&](const C::ExprP& b) { return C::product(b, lit(p.bufferB)); };
+  auto bufferA = [&](const C::ExprP& b) { return C::product(b, lit(p.a.buffer)); };
+  auto bufferB = [&](const C::ExprP& b) { return C::product(b, lit(p.b.buffer)); };
   for (int64_t s = 0; s < p.ring.ahead(); ++s) {
     copyStep(lit(s), lit(s), out);  // past the last step: zero fills
     out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));

@@ -28,8 +28,8 @@ namespace {
 // column of atoms (W of k by the tile's rows) per box, MN-major W of M / N by the step's k.
 void issueOperand(const MmaPlan& p, const MmaNames& nm, bool isA, const std::string& map, const C::ExprP& k0,
                   const C::ExprP& buffer, const C::ExprP& bar, std::vector<C::Stmt>& out) {
-  const MmaPlan::TmaOperand& t = isA ? p.tmaA : p.tmaB;
-  const bool mnMajor = isA ? p.aMnMajor : p.bMnMajor;
+  const MmaPlan::TmaOperand& t = p.tile(isA).tma;
+  const bool mnMajor = p.tile(isA).mnMajor;
   // A batched operand's box starts at its batch's rows (MmaPlan::TmaOperand::batchRows).
   std::vector<C::ExprP> rows{isA ? nm.m0 : nm.n0};
   for (const auto& [loop, step] : t.batchRows) rows.push_back(C::product(nm.batch.at(loop), lit(step)));
@@ -48,12 +48,12 @@ void issueOperand(const MmaPlan& p, const MmaNames& nm, bool isA, const std::str
 std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::string& mapA, const std::string& mapB,
                                const C::ExprP& stepIndex, const C::ExprP& buffer) {
   std::vector<C::Stmt> out;
-  const int64_t bytes = (p.bufferA + p.bufferB) * typeBytes(p.staged);
+  const int64_t bytes = (p.a.buffer + p.b.buffer) * typeBytes(p.staged);
   C::ExprP bar = barrierAt(p, nm, buffer);
   out.push_back(C::exprStmt(C::call("rtcg_mbar_expect_tx", {bar, lit(bytes)})));
   C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
-  issueOperand(p, nm, true, mapA, k0, C::product(buffer, lit(p.bufferA)), bar, out);
-  issueOperand(p, nm, false, mapB, k0, C::product(buffer, lit(p.bufferB)), bar, out);
+  issueOperand(p, nm, true, mapA, k0, C::product(buffer, lit(p.a.buffer)), bar, out);
+  issueOperand(p, nm, false, mapB, k0, C::product(buffer, lit(p.b.buffer)), bar, out);
   return out;
 }
 
@@ -62,7 +62,7 @@ void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Func
     throw Error(fmt::format("'tma' needs 16-byte aligned arrays (TMA's global addresses); this variant assumes {}",
                             ctx.arrayAlignment));
   for (bool isA : {true, false}) {
-    const MmaPlan::TmaOperand& t = isA ? p.tmaA : p.tmaB;
+    const MmaPlan::TmaOperand& t = p.tile(isA).tma;
     std::string& name = isA ? nm.tmapA : nm.tmapB;
     name = ctx.names.fresh(ctx.k.params[size_t(t.array)].name + "_map");
     C::Param param{"rtcg_tensor_map", name};

@@ -29,7 +29,7 @@ namespace {
 // Elements of the staged type in 16 bytes (a core matrix row).
 int64_t coreRow(const MmaPlan& p) { return 16 / typeBytes(p.staged); }
 
-bool mnMajor(const MmaPlan& p, bool isA) { return isA ? p.aMnMajor : p.bMnMajor; }
+bool mnMajor(const MmaPlan& p, bool isA) { return p.tile(isA).mnMajor; }
 
 // wgmma's accumulators: s32 for s8, else f32.
 ScalarType accumulatorType(const MmaPlan& p) { return p.arith == MmaArith::S8 ? ScalarType::I32 : ScalarType::F32; }
@@ -38,7 +38,7 @@ ScalarType accumulatorType(const MmaPlan& p) { return p.arith == MmaArith::S8 ? 
 // from registers). tf32x3's issue TF32 instructions, and have a `_zero` form (scale-d 0).
 std::string helperName(const MmaPlan& p) {
   return fmt::format("rtcg_wgmma_{}_m64n{}k{}_{}{}", mmaArithName(p.arith), p.fragN, p.fragK,
-                     p.registerA() ? 'r' : p.aMnMajor ? 'm' : 'k', p.bMnMajor ? 'm' : 'k');
+                     p.registerA() ? 'r' : p.a.mnMajor ? 'm' : 'k', p.b.mnMajor ? 'm' : 'k');
 }
 
 // Elements of the staged type in 128 bytes (a swizzle atom's row).
@@ -48,9 +48,9 @@ int64_t atomRow(const MmaPlan& p) { return 128 / typeBytes(p.staged); }
 // matrix holding row `rows` (a multiple of 8 and of a core row) of k 0: SBO per row group. Swizzled
 // MN-major: LBO per atom of W rows (a warpgroup's rows start at an atom, planSwizzle128).
 C::ExprP rowsOffset(const MmaPlan& p, bool isA, const C::ExprP& rows) {
-  const int64_t sbo = isA ? p.sboA : p.sboB;
+  const int64_t sbo = p.tile(isA).sbo;
   if (p.tiles == TileForm::Swizzle128 && mnMajor(p, isA))
-    return C::product(bin("/", rows, lit(atomRow(p))), lit((isA ? p.lboA : p.lboB) / 16));
+    return C::product(bin("/", rows, lit(atomRow(p))), lit(p.tile(isA).lbo / 16));
   return C::product(bin("/", rows, lit(mnMajor(p, isA) ? coreRow(p) : 8)), lit(sbo / 16));
 }
 
@@ -58,9 +58,9 @@ C::ExprP rowsOffset(const MmaPlan& p, bool isA, const C::ExprP& rows) {
 // moves by the column of atoms (rows x 128 bytes) and within its row (kk's bytes: the hardware
 // XORs the address it forms), MN-major by SBO per 8 k.
 int64_t kOffset(const MmaPlan& p, bool isA, int64_t kk) {
-  const int64_t lbo = isA ? p.lboA : p.lboB, rows = isA ? p.blockM : p.blockN, w = atomRow(p);
+  const int64_t lbo = p.tile(isA).lbo, rows = isA ? p.blockM : p.blockN, w = atomRow(p);
   if (p.tiles == TileForm::Swizzle128)
-    return mnMajor(p, isA) ? kk / 8 * ((isA ? p.sboA : p.sboB) / 16)
+    return mnMajor(p, isA) ? kk / 8 * (p.tile(isA).sbo / 16)
                            : (kk / w * rows * 128 + kk % w * typeBytes(p.staged)) / 16;
   return kk / (mnMajor(p, isA) ? 8 : coreRow(p)) * (lbo / 16);
 }
@@ -87,8 +87,8 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
                     std::vector<C::Stmt>& out) {
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
-    stageOperandAsLoaded(ctx, p, nm, true, k0, C::product(buffer, lit(p.bufferA)), to);
-    stageOperandAsLoaded(ctx, p, nm, false, k0, C::product(buffer, lit(p.bufferB)), to);
+    stageOperandAsLoaded(ctx, p, nm, true, k0, C::product(buffer, lit(p.a.buffer)), to);
+    stageOperandAsLoaded(ctx, p, nm, false, k0, C::product(buffer, lit(p.b.buffer)), to);
   };
   std::vector<RegisterSet> sets;
   for (int set = 0; set < (p.pingPong() ? 2 : 1) && (p.registerA() || p.splitBuffers); ++set)
@@ -126,7 +126,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     }
     // Operand `isA`'s descriptor of part `part` at kk (parts: the ring's buffer, the small tile's).
     auto descAt = [&](bool isA, int part, int64_t kk) {
-      const int64_t size = (isA ? p.bufferA : p.bufferB) * bytes / 16;
+      const int64_t size = p.tile(isA).buffer * bytes / 16;
       C::ExprP b = C::name(part ? small : buf);
       return C::sum({(isA ? desc.a : desc.b)[size_t(part)], C::product(b, lit(size)), lit(kOffset(p, isA, kk))});
     };
@@ -229,8 +229,8 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
   body.push_back(C::comment(fmt::format(
       "wgmma m64n{}k{}: operands {} x {} (M, {}{}) and {} x {} (N, {}) values per step in {}, {} buffers "
       "filled by {}{}{}",
-      p.fragN, p.fragK, p.blockM, p.blockK, p.aMnMajor ? "MN-major" : "K-major", p.registerA() ? ", A from registers" : "",
-      p.blockN, p.blockK, p.bMnMajor ? "MN-major" : "K-major", p.tiles == TileForm::Swizzle128 ? "128-byte swizzled atoms" : "core matrices",
+      p.fragN, p.fragK, p.blockM, p.blockK, p.a.mnMajor ? "MN-major" : "K-major", p.registerA() ? ", A from registers" : "",
+      p.blockN, p.blockK, p.b.mnMajor ? "MN-major" : "K-major", p.tiles == TileForm::Swizzle128 ? "128-byte swizzled atoms" : "core matrices",
       p.ring.stages, p.ring.tma() ? "TMA (thread 0), an mbarrier each" : "cp.async",
       p.transposed ? "; the product transposed (M is the output's column index)" : "",
       p.splitBuffers ? fmt::format("; tf32x3: split per step, small parts in {} buffers", p.splitBuffers) : "")));
@@ -240,8 +240,8 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
   auto descriptor = [&](bool isA, int part) {
     const Tile& tile = (isA ? nm.tileA : nm.tileB)[size_t(part)];
     std::string n = ctx.names.fresh(std::string(isA ? "desc_a" : "desc_b") + (part ? "_small" : ""));
-    C::ExprP base = C::call(p.tiles == TileForm::Swizzle128 ? "rtcg_wgmma_desc_sw128" : "rtcg_wgmma_desc", {C::unary("&", tileRef(tile, lit(0))), lit(isA ? p.lboA : p.lboB),
-                                                lit(isA ? p.sboA : p.sboB)});
+    C::ExprP base = C::call(p.tiles == TileForm::Swizzle128 ? "rtcg_wgmma_desc_sw128" : "rtcg_wgmma_desc", {C::unary("&", tileRef(tile, lit(0))), lit(p.tile(isA).lbo),
+                                                lit(p.tile(isA).sbo)});
     body.push_back(C::decl("unsigned long long", n, C::sum({base, rowsOffset(p, isA, isA ? nm.wgm : nm.wgn)})));
     return C::name(n);
   };
@@ -310,8 +310,8 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
       p.registerA() ? "unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3" : "unsigned long long desc_a";
   const std::string typeName = tf32 ? "tf32" : mmaArithName(p.arith);
   std::string s = fmt::format("// wgmma.mma_async m64n{}k{} {} (A {}, B {}).\n#ifdef RTCG_HOST_EMULATION\n", p.fragN, p.fragK,
-                              typeName, p.registerA() ? "from registers" : p.aMnMajor ? "MN-major" : "K-major",
-                              p.bMnMajor ? "MN-major" : "K-major");
+                              typeName, p.registerA() ? "from registers" : p.a.mnMajor ? "MN-major" : "K-major",
+                              p.b.mnMajor ? "MN-major" : "K-major");
   // tf32x3 also NAME_zero: scale-d 0 (D = A B, the partial sums' first).
   for (int scaleD : p.splitBuffers ? std::vector<int>{1, 0} : std::vector<int>{1}) {
     const std::string fn = name + (scaleD ? "" : "_zero"), zeroArg = scaleD ? "" : ", 0";
@@ -328,8 +328,8 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
     else
       s += fmt::format("inline void {}({}, unsigned long long desc_b, {}) {{\n"
                        "  float* const d[] = {{{}}};\n  rtcg_emu_wgmma({}, {}, {}, {}, desc_a, desc_b, d{});\n}}\n",
-                       fn, aParams, accParams, fmt::join(refs, ", "), kind, p.fragN, p.aMnMajor ? 1 : 0,
-                       p.bMnMajor ? 1 : 0, zeroArg);
+                       fn, aParams, accParams, fmt::join(refs, ", "), kind, p.fragN, p.a.mnMajor ? 1 : 0,
+                       p.b.mnMajor ? 1 : 0, zeroArg);
   }
   s += fmt::format("inline void {0}_fence({1}) {{}}\ninline void {0}_wait0({1}) {{ rtcg_emu_wgmma_wait(0); }}\n"
                    "inline void {0}_wait1({1}) {{ rtcg_emu_wgmma_wait(1); }}\n", name, accParams);
@@ -349,8 +349,8 @@ std::string wgmmaShapeHelper(const MmaPlan& p) {
   // (16-bit only; A's only from shared memory).
   const std::string immediates = s8     ? ""
                                  : tf32 ? ", 1, 1"
-                                 : p.registerA() ? fmt::format(", 1, 1, {}", p.bMnMajor ? 1 : 0)
-                                               : fmt::format(", 1, 1, {}, {}", p.aMnMajor ? 1 : 0, p.bMnMajor ? 1 : 0);
+                                 : p.registerA() ? fmt::format(", 1, 1, {}", p.b.mnMajor ? 1 : 0)
+                                               : fmt::format(", 1, 1, {}, {}", p.a.mnMajor ? 1 : 0, p.b.mnMajor ? 1 : 0);
   const std::string types = s8 ? "s32.s8.s8" : fmt::format("f32.{0}.{0}", typeName);
   for (int scaleD : p.splitBuffers ? std::vector<int>{1, 0} : std::vector<int>{1})
     s += fmt::format("__device__ __forceinline__ void {}({}, unsigned long long desc_b, {}) {{\n"

@@ -27,7 +27,7 @@ void splitTiles(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C:
   for (bool isA : {true, false}) {
     if (isA && p.registerA()) continue;
     const std::vector<Tile>& tiles = isA ? nm.tileA : nm.tileB;
-    const int64_t size = isA ? p.bufferA : p.bufferB, quads = size / 4, rounds = (quads + threads - 1) / threads;
+    const int64_t size = p.tile(isA).buffer, quads = size / 4, rounds = (quads + threads - 1) / threads;
     std::string s = ctx.names.fresh(isA ? "split_a" : "split_b"), e = ctx.names.fresh("e");
     std::vector<C::Stmt> inner{C::exprStmt(C::call(
         helper, {C::unary("&", tileRef(tiles[0], C::sum({C::product(buffer, lit(size)), C::name(e)}))),
@@ -71,7 +71,7 @@ void loadRegisterA(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const
     for (size_t r = 0; r < 4; ++r) {
       auto [dr, dk] = at[r];
       C::ExprP row = C::sum({nm.wm, lit(dr), nm.g}), k = C::sum({lit(int64_t(f) * p.fragK + dk), nm.t});
-      C::ExprP value = tileRef(nm.tileA[0], C::sum({C::product(buffer, lit(p.bufferA)), wgmmaTileAt(p, true, row, k)}));
+      C::ExprP value = tileRef(nm.tileA[0], C::sum({C::product(buffer, lit(p.a.buffer)), wgmmaTileAt(p, true, row, k)}));
       if (!p.splitBuffers) {
         body.push_back(C::assign(C::name(rs.a[f][0][r]), "=", C::call("__float_as_uint", {std::move(value)})));
         continue;

@@ -69,8 +69,8 @@ void planSwizzle128(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>&
     lbo = mnMajor ? p.blockK * 128 : 16;
     sbo = 1024;
   };
-  operand("A", p.aMnMajor, 64, p.lboA, p.sboA);
-  operand("B", p.bMnMajor, ms.wgmmaN, p.lboB, p.sboB);
+  operand("A", p.a.mnMajor, 64, p.a.lbo, p.a.sbo);
+  operand("B", p.b.mnMajor, ms.wgmmaN, p.b.lbo, p.b.sbo);
 }
 
 // `tma`'s part (MmaPlan::ring: TMA): each operand's tensor map and boxes, or the reasons why TMA cannot
@@ -86,7 +86,7 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
     const char* name = isA ? "A" : "B";
     const Expr& e = isA ? p.c.a() : p.c.b();
     const Expr& load = e->kind == ExprKind::Load ? e : e->operands[0];
-    const bool mnContiguous = isA ? p.aKMajor : p.bKMajor, mnMajor = isA ? p.aMnMajor : p.bMnMajor;
+    const bool mnContiguous = p.tile(isA).kMajor, mnMajor = p.tile(isA).mnMajor;
     const int rowVar = isA ? p.c.m : p.c.n;
     const int64_t rows = isA ? p.blockM : p.blockN;
     const int64_t rowLo = isA ? p.c.mLo : p.c.nLo, rowExtent = isA ? p.c.mExtent : p.c.nExtent;
@@ -133,8 +133,8 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
     t.boxInner = w, t.boxOuter = mnMajor ? p.blockK : rows, t.boxes = mnMajor ? rows / w : p.blockK / w;
     if (t.boxOuter > 256) refuse(fmt::format("a box of {} rows, more than TMA's 256", t.boxOuter));
   };
-  operand(true, p.tmaA);
-  operand(false, p.tmaB);
+  operand(true, p.a.tma);
+  operand(false, p.b.tma);
 }
 
 // `producer`'s part (MmaPlan::ring: producer-consumer): a warpgroup more, which issues the TMA boxes (and
@@ -184,13 +184,13 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
     transpose(p.c);
     p.transposed = true;
   }
-  p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
-  p.aSource = tf32 && p.aKMajor ? MmaASource::Registers : MmaASource::SharedTile;
-  p.aMnMajor = p.aKMajor && (mmaIs16Bit(p.arith) || p.registerA()), p.bMnMajor = p.bKMajor && mmaIs16Bit(p.arith);
+  p.a.kMajor = !p.c.aAlongK, p.b.kMajor = !p.c.bAlongK;
+  p.aSource = tf32 && p.a.kMajor ? MmaASource::Registers : MmaASource::SharedTile;
+  p.a.mnMajor = p.a.kMajor && (mmaIs16Bit(p.arith) || p.registerA()), p.b.mnMajor = p.b.kMajor && mmaIs16Bit(p.arith);
   p.tiles = TileForm::Canonical;
   // Unpadded tiles: (rows x k) values of a stage each, in core matrices (the canonical layouts).
-  p.pitchA = p.aKMajor ? p.blockM : p.blockK, p.pitchB = p.bKMajor ? p.blockN : p.blockK;
-  p.pitch = p.pitchA;
+  p.a.pitch = p.a.kMajor ? p.blockM : p.blockK, p.b.pitch = p.b.kMajor ? p.blockN : p.blockK;
+  p.pitch = p.a.pitch;
   const int64_t bytes = typeBytes(p.staged);
   auto strides = [&](bool mnMajor, int64_t rows, int64_t& lbo, int64_t& sbo) {
     lbo = mnMajor ? rows * 8 * bytes : 128;
@@ -212,8 +212,8 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
     p.overlap = MmaOverlap::None;
   p.ring.release = p.wgmmaInFlight() ? StageRelease::AfterNextStep : StageRelease::AtStepEnd;
   p.ring.fenceAsyncProxy = true;
-  strides(p.aMnMajor, p.blockM, p.lboA, p.sboA);
-  strides(p.bMnMajor, p.blockN, p.lboB, p.sboB);
+  strides(p.a.mnMajor, p.blockM, p.a.lbo, p.a.sbo);
+  strides(p.b.mnMajor, p.blockN, p.b.lbo, p.b.sbo);
   if (ms.swizzle == 128) planSwizzle128(ms, p, reasons);
 }
 
@@ -302,16 +302,16 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
   p.blockK = s.mma.k;
   p.pitch = p.blockK + (12 - p.blockK % 8) % 8;  // pitch = 4 (mod 8): conflict-free fragment loads
   p.staged = p.c.type;
-  p.pitchA = p.pitchB = p.pitch;
+  p.a.pitch = p.b.pitch = p.pitch;
   if (half) {
     // Rows of an odd number of 16-byte pieces: ldmatrix's eight row addresses hit eight bank groups.
     const int64_t piece = 16 / typeBytes(packedType(p.arith));
     auto oddPieces = [&](int64_t len) { return len + ((len / piece) % 2 == 0 ? piece : 0); };
     p.staged = packedType(p.arith);
-    p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
-    p.pitchA = oddPieces(p.aKMajor ? p.blockM : p.blockK);
-    p.pitchB = oddPieces(p.bKMajor ? p.blockN : p.blockK);
-    p.pitch = p.pitchA;
+    p.a.kMajor = !p.c.aAlongK, p.b.kMajor = !p.c.bAlongK;
+    p.a.pitch = oddPieces(p.a.kMajor ? p.blockM : p.blockK);
+    p.b.pitch = oddPieces(p.b.kMajor ? p.blockN : p.blockK);
+    p.pitch = p.a.pitch;
   }
   // TF32 and tf32x3 with stages: cp.async copies values as they are, so the tiles may follow each
   // operand's contiguous direction as the 16-bit ones do: 16-byte copies (four values) instead of
@@ -330,9 +330,9 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
     auto kMajorPitch = [&](int64_t rows) {
       return f64Loaded ? rows + (20 - rows % 16) % 16 : rows + (40 - rows % 32) % 32;
     };
-    p.aKMajor = !p.c.aAlongK, p.bKMajor = !p.c.bAlongK;
-    p.pitchA = p.aKMajor ? kMajorPitch(p.blockM) : p.pitch;
-    p.pitchB = p.bKMajor ? kMajorPitch(p.blockN) : p.pitch;
+    p.a.kMajor = !p.c.aAlongK, p.b.kMajor = !p.c.bAlongK;
+    p.a.pitch = p.a.kMajor ? kMajorPitch(p.blockM) : p.pitch;
+    p.b.pitch = p.b.kMajor ? kMajorPitch(p.blockN) : p.pitch;
   }
 }
 
@@ -396,12 +396,12 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, p, reasons);
   if (s.mma.producer && p.ring.tma()) planProducer(s.mma, p, reasons);
   planFragments(s.mma, p, reasons);
-  p.bufferA = (p.aKMajor ? p.blockK : p.blockM) * p.pitchA;
-  p.bufferB = (p.bKMajor ? p.blockK : p.blockN) * p.pitchB;
-  p.tileBytes = (p.bufferA + p.bufferB) * typeBytes(p.staged) * p.tilesPerOperand * p.ring.stages;
+  p.a.buffer = (p.a.kMajor ? p.blockK : p.blockM) * p.a.pitch;
+  p.b.buffer = (p.b.kMajor ? p.blockK : p.blockN) * p.b.pitch;
+  p.tileBytes = (p.a.buffer + p.b.buffer) * typeBytes(p.staged) * p.tilesPerOperand * p.ring.stages;
   // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
-  p.smallOffset = (p.bufferA + p.bufferB) * p.ring.stages;
-  p.tileBytes += p.splitBuffers * ((p.registerA() ? 0 : p.bufferA) + p.bufferB) * typeBytes(p.staged);
+  p.smallOffset = (p.a.buffer + p.b.buffer) * p.ring.stages;
+  p.tileBytes += p.splitBuffers * ((p.registerA() ? 0 : p.a.buffer) + p.b.buffer) * typeBytes(p.staged);
   planEpilogue(k, nest, s, p);
   // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
   // `producer`: the stages' full, empty and (tf32x3) ready mbarriers.

@@ -61,12 +61,11 @@ struct MmaPlan {
   int64_t blockM = 0, blockN = 0, blockK = 0;
   int64_t pitch = 0;        // elements between rows of a staged tile (blockK + padding)
   // 16-bit: each operand's tile is (k x rows) where its contiguous direction is not k (kMajor),
-  // with its own pitch; elements of one buffer (a stage) of each operand's tile.
+  // with its own pitch; elements of one buffer (a stage) of each operand's tile (OperandTile, a
+  // and b below).
   ScalarType staged = ScalarType::F32;  // the tiles' element type
-  bool aKMajor = false, bKMajor = false;
-  int64_t pitchA = 0, pitchB = 0, bufferA = 0, bufferB = 0;
   // The tiles' form (schedule/StageRing.h): Padded, converted as stored (above); AsLoaded, in each
-  // operand's contiguous direction (aKMajor / bKMajor), copied 16 bytes at a time by cp.async where
+  // operand's contiguous direction (OperandTile::kMajor), copied 16 bytes at a time by cp.async where
   // aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics, and TF32 /
   // tf32x3 with stages (cp.async copies the values unconverted; see planMma); wgmma's Canonical or
   // Swizzle128 (below).
@@ -116,7 +115,6 @@ struct MmaPlan {
   // (64 or wgmmaN) a multiple of W.
   MmaInstr instr = MmaInstr::Sync;
   bool isWgmma() const { return instr == MmaInstr::Wgmma; }
-  bool aMnMajor = false, bMnMajor = false;
   // How a step overlaps the next (`overlap`). InFlight (wgmma, 3 or more stages): a step's wgmma
   // stays in flight while the next step is copied and issued (wait_group 1: the buffer refilled at
   // step s is the one step s - 2 read), so the copies run stages - 2 steps ahead; None with wgmma:
@@ -132,7 +130,6 @@ struct MmaPlan {
   bool prefetchFragments() const { return overlap == MmaOverlap::PrefetchFragments; }
   bool wgmmaInFlight() const { return overlap == MmaOverlap::InFlight || overlap == MmaOverlap::InFlightPingPong; }
   bool pingPong() const { return overlap == MmaOverlap::InFlightPingPong; }
-  int64_t lboA = 0, sboA = 0, lboB = 0, sboB = 0;
   // `tma` (MmaPlan::ring: TMA, with TileForm::Swizzle128): each stage's tiles are boxes of a 2-D tensor map of the
   // operand's array, W (128 bytes) along its contiguous dimension by `boxOuter` rows (K-major: the
   // tile's rows; MN-major: blockK), written by cp.async.bulk.tensor with 128-byte swizzle, which is
@@ -152,7 +149,18 @@ struct MmaPlan {
     // one of its steps moves the box (the outer coordinate adds the sum of value * rows).
     std::vector<std::pair<int, int64_t>> batchRows;
   };
-  TmaOperand tmaA, tmaB;
+  // Each operand's staged tile: its orientation (kMajor: (k x rows), the operand contiguous along
+  // M / N; wgmma's mnMajor: the MN-major canonical layout, above), its pitch and the elements of
+  // one buffer, wgmma's descriptor strides (bytes) and its TMA boxes. `a` and `b` are the tiles of
+  // the contraction's operands c.a() and c.b() (after `transposed`).
+  struct OperandTile {
+    bool kMajor = false, mnMajor = false;
+    int64_t pitch = 0, buffer = 0;
+    int64_t lbo = 0, sbo = 0;
+    TmaOperand tma;
+  };
+  OperandTile a, b;
+  const OperandTile& tile(bool isA) const { return isA ? a : b; }
   // The block tiles along M and N, and the blocks along grid.x and grid.y (Plan.cpp: unbatched, the
   // N tiles along x and the M tiles along y; batched, all along x).
   int64_t mTiles() const { return (c.mExtent + blockM - 1) / blockM; }

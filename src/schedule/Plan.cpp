@@ -820,7 +820,7 @@ std::string wgmmaLines(const MmaPlan& p) {
   // tf32x3: who splits which tiles how, then the products and the partial sums.
   if (p.splitBuffers) {
     const char* tiles = p.registerA() ? "B tile" : "A and B tiles";
-    const int64_t smallBytes = ((p.registerA() ? 0 : p.bufferA) + p.bufferB) * p.splitBuffers * typeBytes(p.staged);
+    const int64_t smallBytes = ((p.registerA() ? 0 : p.a.buffer) + p.b.buffer) * p.splitBuffers * typeBytes(p.staged);
     s += p.ring.producer() ? fmt::format("  tf32x3: the producer splits each landed stage's {}: the big parts are the values "
                                   "truncated (as the tensor cores read them), the small parts the rest rounded to "
                                   "nearest, into a buffer per stage ({} bytes after the rings)",
@@ -836,8 +836,8 @@ std::string wgmmaLines(const MmaPlan& p) {
                    p.tiles == TileForm::Swizzle128 ? "128-byte swizzled atoms (8 rows x 128 bytes, 16-byte chunks XORed by row % 8; "
                                   "1024-byte aligned)"
                                 : "core matrices (8 rows x 16 bytes, no swizzle)",
-                   layout("A", p.aMnMajor, p.aKMajor, p.lboA, p.sboA),
-                   layout("B", p.bMnMajor, p.bKMajor, p.lboB, p.sboB));
+                   layout("A", p.a.mnMajor, p.a.kMajor, p.a.lbo, p.a.sbo),
+                   layout("B", p.b.mnMajor, p.b.kMajor, p.b.lbo, p.b.sbo));
   auto box = [&](const char* name, const MmaPlan::TmaOperand& t) {
     std::string stacked;
     if (!t.batchRows.empty())  // its first entry is the innermost batch index's: one batch's rows
@@ -848,7 +848,7 @@ std::string wgmmaLines(const MmaPlan& p) {
   if (p.ring.tma())
     s += fmt::format("  TMA: thread 0 copies each stage by cp.async.bulk.tensor.2d (128-byte swizzle, zeros outside "
                      "the arrays): {}; {}; an mbarrier per stage (expect_tx {} bytes, waited for by parity)\n",
-                     box("A", p.tmaA), box("B", p.tmaB), (p.bufferA + p.bufferB) * typeBytes(p.staged));
+                     box("A", p.a.tma), box("B", p.b.tma), (p.a.buffer + p.b.buffer) * typeBytes(p.staged));
   if (p.ring.producer())
     s += fmt::format("  producer: a warpgroup more (threads {}-{}) issues the boxes up to {} steps ahead, as the "
                      "consumers free each stage (mbarrier 'empty', {} arrivals){}; no block-wide barrier per step{}\n",
@@ -896,9 +896,9 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                    p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue() ? "dynamic" : "static", p.tilesPerOperand * p.ring.stages, p.tilesPerOperand * p.ring.stages == 1 ? "" : "s", p.pitch);
   if (p.tiles != TileForm::Padded)
     s += fmt::format("  {} tiles as loaded: A {} (pitch {}), B {} (pitch {}); fragments {}{}\n",
-                     typeName(p.staged), p.aKMajor ? "K x M" : "M x K", p.pitchA, p.bKMajor ? "K x N" : "N x K",
-                     p.pitchB, p.arith == MmaArith::F64 ? "value by value" : "by ldmatrix",
-                     p.arith == MmaArith::F64 || !(p.aKMajor || p.bKMajor) ? ""
+                     typeName(p.staged), p.a.kMajor ? "K x M" : "M x K", p.a.pitch, p.b.kMajor ? "K x N" : "N x K",
+                     p.b.pitch, p.arith == MmaArith::F64 ? "value by value" : "by ldmatrix",
+                     p.arith == MmaArith::F64 || !(p.a.kMajor || p.b.kMajor) ? ""
                                : mmaPacked(p.arith) ? " (.trans from a K-major tile)"
                                                      : " (value by value from a K-major tile)");
   if (p.ring.stages > 1)

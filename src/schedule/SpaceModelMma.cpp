@@ -57,8 +57,8 @@ namespace {
 double wgmmaIssueSeconds(const MmaPlan& p, int64_t blocks, int64_t threads, const DeviceModel& d) {
   auto perCopy = [&](bool contiguousMn, bool mnMajor) { return contiguousMn && !mnMajor ? 1.0 : 16.0 / typeBytes(p.staged); };
   const double copies = p.ring.tma() ? 4.0 * double(threads)
-                              : 6.0 * (double(p.blockM * p.blockK) / perCopy(p.aKMajor, p.aMnMajor) +
-                                       double(p.blockN * p.blockK) / perCopy(p.bKMajor, p.bMnMajor));
+                              : 6.0 * (double(p.blockM * p.blockK) / perCopy(p.a.kMajor, p.a.mnMajor) +
+                                       double(p.blockN * p.blockK) / perCopy(p.b.kMajor, p.b.mnMajor));
   const double perStep = double(p.blockK / p.fragK) + 8 + copies / double(threads) + 12;
   return perStep * double(p.steps) * double(blocks) * double(threads / 32) / (d.peakFp32Flops / 64);
 }
@@ -80,7 +80,7 @@ double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, 
     return ldmatrix ? (frags + perLdmatrix - 1) / perLdmatrix : frags * regs * (x3 && p.tiles == TileForm::Padded ? 2 : 1);
   };
   const int64_t split = x3 && p.tiles != TileForm::Padded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
-  const int64_t perFragmentK = loads(ms.tileM, aRegs, p.aKMajor, 1) + loads(ms.tileN, bRegs, p.bKMajor, 2) + split +
+  const int64_t perFragmentK = loads(ms.tileM, aRegs, p.a.kMajor, 1) + loads(ms.tileN, bRegs, p.b.kMajor, 2) + split +
                                ms.tileM * ms.tileN * (x3 ? 3 : 1);
   const int64_t values = (p.blockM + p.blockN) * p.blockK;
   const double copies = p.tiles != TileForm::Padded ? 6.0 * double(values) / double(16 / typeBytes(p.staged))
@@ -149,7 +149,7 @@ double mmaPeak(const MmaPlan& p, const DeviceModel& d, bool bigPrefetch) {
 //   warpgroup takes the split and the barrier off the consumers: tf32x3 64% (m64n128) / 51%, 24%
 //   with both tiles split in shared memory; with neither (bf16) 85%.
 double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
-  const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.aKMajor && !p.aMnMajor) || (p.bKMajor && !p.bMnMajor));
+  const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.a.kMajor && !p.a.mnMajor) || (p.b.kMajor && !p.b.mnMajor));
   const double swizzled = p.ring.tma() ? (p.ring.ahead() >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
   const double producerX3 = !p.registerA() ? 0.24 : p.fragN >= 128 ? 0.64 : 0.51;
   const double registerWait = p.ring.producer() ? (p.splitBuffers ? producerX3 : p.pingPong() ? 0.79 : p.registerA() ? 0.62 : 0.85)

@@ -52,7 +52,7 @@ struct StageRing {
 // rows along the operand's contiguous direction (mma.sync with stages, the 16-bit arithmetics);
 // Canonical, wgmma's core matrices of 8 rows of 16 bytes; Swizzle128, wgmma's 128-byte swizzled
 // atoms, what a TMA box with 128-byte swizzle writes (MmaPlan::tiles, with the pitches and the
-// transposition of each operand: MmaPlan::pitchA / pitchB, aKMajor / bKMajor).
+// transposition of each operand: MmaPlan::OperandTile: pitch, kMajor).
 enum class TileForm : uint8_t { Padded, AsLoaded, Canonical, Swizzle128 };
 
 const char* tileFormName(TileForm f);      // "padded", "as loaded", "canonical", "128-byte swizzle"

@@ -369,11 +369,11 @@ TEST(Mma, HalfClauseAndPlan) {
   ASSERT_TRUE(plan.ok()) << plan.reasons[0];
   const MmaPlan& p = *plan.nests[0].mma;
   EXPECT_EQ(p.staged, ScalarType::BF16);
-  EXPECT_FALSE(p.aKMajor);  // a[i, k]: k contiguous
-  EXPECT_TRUE(p.bKMajor);   // b[k, j]: j contiguous, the tile is (k x N), read by ldmatrix .trans
-  EXPECT_EQ((p.pitchA / 8) % 2, 1);  // an odd number of 16-byte pieces per row
-  EXPECT_EQ((p.pitchB / 8) % 2, 1);
-  EXPECT_EQ(p.tileBytes, 3 * (64 * p.pitchA + 32 * p.pitchB) * 2);
+  EXPECT_FALSE(p.a.kMajor);  // a[i, k]: k contiguous
+  EXPECT_TRUE(p.b.kMajor);   // b[k, j]: j contiguous, the tile is (k x N), read by ldmatrix .trans
+  EXPECT_EQ((p.a.pitch / 8) % 2, 1);  // an odd number of 16-byte pieces per row
+  EXPECT_EQ((p.b.pitch / 8) % 2, 1);
+  EXPECT_EQ(p.tileBytes, 3 * (64 * p.a.pitch + 32 * p.b.pitch) * 2);
   // The wrong 16-bit type, an f32 contraction, operands of two types.
   std::vector<std::string> reasons;
   EXPECT_FALSE(planMma(g, 0, parseSchedule("mma: f16 m16n8k16 warps 1x1 tile 1x1 k 16").schedule->nests[0], {}, reasons));
@@ -604,11 +604,11 @@ TEST(Mma, F64Sm90ShapesClauseTargetAndPlan) {
   ASSERT_TRUE(staged.ok());
   const MmaPlan& sp = *staged.nests[0].mma;
   EXPECT_EQ(sp.tiles, TileForm::AsLoaded);
-  EXPECT_FALSE(sp.aKMajor);
-  EXPECT_TRUE(sp.bKMajor);
-  EXPECT_EQ(sp.pitchA % 8, 4);
-  EXPECT_EQ(sp.pitchB % 16, 4);
-  EXPECT_EQ(sp.bufferB, 16 * sp.pitchB);
+  EXPECT_FALSE(sp.a.kMajor);
+  EXPECT_TRUE(sp.b.kMajor);
+  EXPECT_EQ(sp.a.pitch % 8, 4);
+  EXPECT_EQ(sp.b.pitch % 16, 4);
+  EXPECT_EQ(sp.b.buffer, 16 * sp.b.pitch);
   EXPECT_NE(printPlan(k, staged.nests[0]).find("B K x N (pitch 36); fragments value by value"), std::string::npos)
       << printPlan(k, staged.nests[0]);
   SchedulePlan old = planSchedule(k, *parseSchedule("mma: f64 m8n8k4 warps 2x2 tile 2x2 k 16 stages 3").schedule, hopper);

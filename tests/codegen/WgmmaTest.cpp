@@ -144,12 +144,12 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   EXPECT_EQ(p->threads, 256);
   EXPECT_EQ(p->blockM, 128);
   EXPECT_EQ(p->blockN, 128);
-  EXPECT_FALSE(p->aMnMajor);
-  EXPECT_TRUE(p->bMnMajor);
-  EXPECT_EQ(p->lboA, 128);
-  EXPECT_EQ(p->sboA, 64 * 8 * 2);   // 8 rows of the whole step
-  EXPECT_EQ(p->lboB, 128 * 8 * 2);  // 8 k of the whole N tile
-  EXPECT_EQ(p->sboB, 128);
+  EXPECT_FALSE(p->a.mnMajor);
+  EXPECT_TRUE(p->b.mnMajor);
+  EXPECT_EQ(p->a.lbo, 128);
+  EXPECT_EQ(p->a.sbo, 64 * 8 * 2);   // 8 rows of the whole step
+  EXPECT_EQ(p->b.lbo, 128 * 8 * 2);  // 8 k of the whole N tile
+  EXPECT_EQ(p->b.sbo, 128);
   EXPECT_EQ(p->tileBytes, 4 * (128 * 64 + 128 * 64) * 2);
   // TF32 takes K-major tiles only: matmul's b[k, j] (along N) makes the product transposed, whose A
   // (b, along M now) comes from registers out of an MN-major tile and whose B (a) is K-major.
@@ -157,11 +157,11 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
   EXPECT_TRUE(p->transposed);
   EXPECT_TRUE(p->registerA());
-  EXPECT_TRUE(p->aMnMajor);
-  EXPECT_FALSE(p->bMnMajor);
+  EXPECT_TRUE(p->a.mnMajor);
+  EXPECT_FALSE(p->b.mnMajor);
   EXPECT_EQ(p->c.mExtent, 136);
   EXPECT_EQ(p->c.nExtent, 200);
-  EXPECT_EQ(p->sboB, 32 * 8 * 4);
+  EXPECT_EQ(p->b.sbo, 32 * 8 * 4);
   EXPECT_EQ(p->splitBuffers, 0);
   // A along M: registers without transposing; both along M / N: B is still copied value by value.
   p = plan(rect("rect32_t", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3", reasons);
@@ -171,8 +171,8 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   p = plan(rect("rect32_tn", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
   EXPECT_TRUE(p->registerA());
-  EXPECT_TRUE(p->bKMajor);
-  EXPECT_FALSE(p->bMnMajor);
+  EXPECT_TRUE(p->b.kMajor);
+  EXPECT_FALSE(p->b.mnMajor);
   // tf32x3: the small tiles after the rings, B's only where A comes from registers, one buffer
   // (each step waits for its wgmma: partial sums), a partial sum per step; A from registers waits too.
   p = plan(rect("rect32", 200, 136, 72), "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3", reasons);
@@ -194,8 +194,8 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   }
   EXPECT_FALSE(p->wgmmaInFlight());
   EXPECT_EQ(p->ring.ahead(), 2);
-  EXPECT_EQ(p->smallOffset, 3 * (p->bufferA + p->bufferB));
-  EXPECT_EQ(p->tileBytes, (3 * (p->bufferA + p->bufferB) + p->bufferB) * 4);
+  EXPECT_EQ(p->smallOffset, 3 * (p->a.buffer + p->b.buffer));
+  EXPECT_EQ(p->tileBytes, (3 * (p->a.buffer + p->b.buffer) + p->b.buffer) * 4);
   EXPECT_EQ(p->mmaPerStep, 4 * 3);
   // TF32 from registers overlaps its steps with two register sets where they fit (pingPong), and
   // waits for each step where they do not (4 warpgroups of m64n128: 512 x 136 registers) or with 2 stages.
@@ -220,7 +220,7 @@ TEST(Wgmma, PlanLayoutsAndReasons) {
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
   EXPECT_FALSE(p->registerA());
   EXPECT_EQ(p->splitBuffers, 1);
-  EXPECT_EQ(p->tileBytes, 3 * (p->bufferA + p->bufferB) * 4);
+  EXPECT_EQ(p->tileBytes, 3 * (p->a.buffer + p->b.buffer) * 4);
   // Refusals: no stages, registers past a multiprocessor, shared memory, arithmetic of the nest.
   struct Refused {
     const char* kernel;
@@ -252,17 +252,17 @@ TEST(Wgmma, Swizzle128PlanAndReasons) {
                 reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
   EXPECT_EQ(p->tiles, TileForm::Swizzle128);
-  EXPECT_FALSE(p->aMnMajor);
-  EXPECT_TRUE(p->bMnMajor);
-  EXPECT_EQ(p->lboA, 16);
-  EXPECT_EQ(p->sboA, 1024);
-  EXPECT_EQ(p->lboB, 64 * 128);  // a column of atoms: the step's 64 k rows of 128 bytes
-  EXPECT_EQ(p->sboB, 1024);
-  EXPECT_EQ(p->bufferA * 2 % 1024, 0);
-  EXPECT_EQ(p->bufferB * 2 % 1024, 0);
+  EXPECT_FALSE(p->a.mnMajor);
+  EXPECT_TRUE(p->b.mnMajor);
+  EXPECT_EQ(p->a.lbo, 16);
+  EXPECT_EQ(p->a.sbo, 1024);
+  EXPECT_EQ(p->b.lbo, 64 * 128);  // a column of atoms: the step's 64 k rows of 128 bytes
+  EXPECT_EQ(p->b.sbo, 1024);
+  EXPECT_EQ(p->a.buffer * 2 % 1024, 0);
+  EXPECT_EQ(p->b.buffer * 2 % 1024, 0);
   p = plan(rect("rect32", 200, 136, 72), "mma: tf32 wgmma m64n64k8 warpgroups 1x1 k 64 stages 3 swizzle 128", reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
-  EXPECT_EQ(p->sboB, 1024);
+  EXPECT_EQ(p->b.sbo, 1024);
   struct Refused {
     const char* kernel;
     const char* text;
@@ -291,16 +291,16 @@ TEST(Wgmma, TmaPlanAndReasons) {
                 reasons);
   ASSERT_TRUE(p) << fmt::format("{}", fmt::join(reasons, "; "));
   EXPECT_TRUE(p->ring.tma());
-  EXPECT_EQ(p->tmaA.inner, 72);
-  EXPECT_EQ(p->tmaA.outer, 200);
-  EXPECT_EQ(p->tmaA.pitchBytes, 144);
-  EXPECT_EQ(p->tmaA.boxInner, 64);
-  EXPECT_EQ(p->tmaA.boxOuter, 128);
-  EXPECT_EQ(p->tmaA.boxes, 1);
-  EXPECT_EQ(p->tmaB.inner, 136);
-  EXPECT_EQ(p->tmaB.outer, 72);
-  EXPECT_EQ(p->tmaB.boxOuter, 64);
-  EXPECT_EQ(p->tmaB.boxes, 2);
+  EXPECT_EQ(p->a.tma.inner, 72);
+  EXPECT_EQ(p->a.tma.outer, 200);
+  EXPECT_EQ(p->a.tma.pitchBytes, 144);
+  EXPECT_EQ(p->a.tma.boxInner, 64);
+  EXPECT_EQ(p->a.tma.boxOuter, 128);
+  EXPECT_EQ(p->a.tma.boxes, 1);
+  EXPECT_EQ(p->b.tma.inner, 136);
+  EXPECT_EQ(p->b.tma.outer, 72);
+  EXPECT_EQ(p->b.tma.boxOuter, 64);
+  EXPECT_EQ(p->b.tma.boxes, 2);
   EXPECT_EQ(p->barrierOffset, p->tileBytes);
   EXPECT_EQ(p->sharedBytes, p->tileBytes + 4 * 8);
   struct Refused {
