@@ -1,8 +1,8 @@
 // The packed arithmetics of `mma:` (bf16 / f16, mma.sync m16n8k16 with f32 accumulators; s8,
 // m16n8k32 with s32 accumulators; schedule/Mma.h): tiles hold the operands' 16- or 8-bit values as
 // loaded, in each operand's contiguous direction ((rows x k), or (k x rows) where k is not
-// contiguous; s8 always (rows x k)), copied by cp.async of 16 bytes where every run of 16 bytes is
-// 16-byte aligned in the array, else element by element. The warps load their fragments with
+// contiguous; s8 always (rows x k)), copied by cp.async of 16, 8 or 4 bytes where every run of that many bytes
+// is aligned to its size in the array (runElements), else element by element. The warps load their fragments with
 // ldmatrix: x4 for an A fragment (16 x 16 values, 16 x 32 bytes of s8), x4 for two B fragments (x2
 // for a last single one), .trans from a (k x rows) tile. The register layouts are PTX's (mma
 // m16n8k16 and m16n8k32, ldmatrix m8n8): lane l supplies the address of row l % 8 of matrix l / 8;
@@ -42,21 +42,19 @@ int64_t loBound(const Contraction& c, int id) {
   return 0;
 }
 
-// Elements per copy of the operand's tile: V = piece(p) (16 bytes, one cp.async) when every run of
-// V elements along its contiguous direction starts 16-byte aligned in the array, else 1. A run
-// starts at a tile origin plus a multiple of V along that direction (unit stride): aligned when the
-// array starts 16-byte aligned and the flat offset at the indices' lower bounds, and the strides
-// of every other index, are multiples of V.
+// Elements per copy of the operand's tile: V elements of 16, 8 or 4 bytes (one cp.async, the
+// largest that fits; at least two elements) when every run of V elements along its contiguous
+// direction starts aligned to its bytes in the array, else 1. A run starts at a tile origin plus a
+// multiple of V along that direction (unit stride): aligned when the array starts 16-byte aligned
+// and the flat offset at the indices' lower bounds, and the strides of every other index, are
+// multiples of V. (A reduction of K = 1000 i8 values: rows 8-byte aligned, 8-byte copies instead
+// of byte by byte.) wgmma's core matrices take 16-byte runs only.
 int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
   if (ctx.arrayAlignment < 16) return 1;
   const ExprNode* load = operandLoad(isA ? p.c.a() : p.c.b()).get();
   auto form = flatOffset(ctx.k, load->array, load->operands);
   if (!form) return 1;
   const bool kMajor = p.tile(isA).kMajor;
-  // Rows of several indices or statements: a run along the rows stays in one value of the outer
-  // ones where the innermost extent is a multiple of V (stacked operands share indices and shape).
-  const std::vector<ContractionRow>& rows = isA ? p.c.mRows : p.c.nRows;
-  if (kMajor && !plainRows(p.c, isA) && rows.back().extent % piece(p) != 0) return 1;
   // wgmma's TF32 tile of an operand contiguous along M / N is K-major: its 16 bytes run across the
   // copy's direction, so the copy goes value by value.
   if (p.isWgmma() && kMajor && !p.tile(isA).mnMajor) return 1;
@@ -68,7 +66,16 @@ int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
     if (id != inner) divisor = std::gcd(divisor, c);
   }
   divisor = std::gcd(divisor, base);
-  return divisor % piece(p) == 0 ? piece(p) : 1;
+  // Rows of several indices or statements: a run along the rows stays in one value of the outer
+  // ones where the innermost extent is a multiple of V (stacked operands share indices and shape).
+  const std::vector<ContractionRow>& rows = isA ? p.c.mRows : p.c.nRows;
+  for (int64_t bytes : {16, 8, 4}) {
+    const int64_t v = bytes / typeBytes(p.staged);
+    if (v < 2 || (p.isWgmma() && v != piece(p))) break;
+    if (kMajor && !plainRows(p.c, isA) && rows.back().extent % v != 0) continue;
+    if (divisor % v == 0) return v;
+  }
+  return 1;
 }
 
 }  // namespace
@@ -164,7 +171,8 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
     C::ExprP element = address();
     RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
     C::ExprP src = C::ternary(bin(">", C::name(bytes), lit(0)), element, C::name(ctx.paramNames[size_t(load->array)]));
-    inner.push_back(C::exprStmt(C::call("rtcg_cp_async16", {C::unary("&", tileRef(tile, at)), src, C::name(bytes)})));
+    inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", V * bytesPer),
+                                        {C::unary("&", tileRef(tile, at)), src, C::name(bytes)})));
   } else if (!mmaPacked(p.arith)) {
     // TF32 and FP64 (with stages): one cp.async per value, its address only where it is inside.
     C::ExprP inside = bin("&&", bin("<", point, lit(rowExtent)), bin("<", kq, lit(p.c.kExtent)));

@@ -31,7 +31,8 @@
 // is an odd number of 16-byte pieces, so the eight row addresses of an 8x8 matrix fall in eight
 // different 4-bank groups (no bank conflicts). Copies are cp.async of 16 bytes where every run of
 // 8 elements starts 16-byte aligned in the array (emitter: the flat offset's coefficients), else
-// element by element through registers.
+// of 8 or 4 bytes where runs of that size are aligned (not wgmma's core matrices), else element by
+// element through registers.
 #pragma once
 
 #include <cstdint>
@@ -65,8 +66,8 @@ struct MmaPlan {
   // and b below).
   ScalarType staged = ScalarType::F32;  // the tiles' element type
   // The tiles' form (schedule/StageRing.h): Padded, converted as stored (above); AsLoaded, in each
-  // operand's contiguous direction (OperandTile::kMajor), copied 16 bytes at a time by cp.async where
-  // aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics, and TF32 /
+  // operand's contiguous direction (OperandTile::kMajor), copied 16 (or 8, 4) bytes at a time by cp.async
+  // where aligned, fragments from (rows x k) tiles by ldmatrix: the 16-bit arithmetics, and TF32 /
   // tf32x3 with stages (cp.async copies the values unconverted; see planMma); wgmma's Canonical or
   // Swizzle128 (below).
   TileForm tiles = TileForm::Padded;

@@ -114,9 +114,10 @@ TEST(Int8, NvrtcCompilesForSm80AndSm90) {
 }
 
 // The s8 arithmetic at sizes no block tile divides (M = 37, N = 21) and reduction lengths no step
-// (nor the instruction's k = 32) divides (K = 45, 77): without stages, with cp.async stages (16-byte
-// copies where K keeps the rows aligned, K = 64 + 16, else byte by byte), larger warp tiles, and the
-// shared epilogue. The inputs span the whole i8 range.
+// (nor the instruction's k = 32) divides (K = 45, 72, 76): without stages, with cp.async stages
+// (copies of 16 bytes where K keeps the rows 16-byte aligned, K = 64 + 16; of 8 bytes at K = 72, 4
+// at K = 76; else byte by byte), larger warp tiles, and the shared epilogue. The inputs span the
+// whole i8 range.
 TEST(Int8, S8MmaMatchesTheReferenceExactly) {
   const std::vector<std::string> schedules = {
       "mma: s8 m16n8k32 warps 1x1 tile 1x1 k 32",
@@ -125,7 +126,7 @@ TEST(Int8, S8MmaMatchesTheReferenceExactly) {
       "mma: s8 m16n8k32 warps 1x2 tile 2x1 k 128 stages 4",
   };
   rtcgtest::CaseSample sample(6);
-  for (auto [m, n, K] : {std::tuple<int64_t, int64_t, int64_t>{37, 21, 45}, {37, 21, 80}, {50, 33, 77}}) {
+  for (auto [m, n, K] : {std::tuple<int64_t, int64_t, int64_t>{37, 21, 45}, {37, 21, 80}, {37, 21, 72}, {50, 33, 76}}) {
     Kernel g = gemm(m, n, K);
     for (const std::string& text : schedules) {
       std::vector<std::string> reasons = validateSchedule(g, *parseSchedule(text).schedule);
@@ -133,6 +134,17 @@ TEST(Int8, S8MmaMatchesTheReferenceExactly) {
       if (sample.keep()) EXPECT_EQ(checkOnHost(g, text, 0), "") << m << "x" << n << "x" << K << " " << text;
     }
   }
+  // The copy of each K: the widest cp.async its rows' alignment allows, and no wider one.
+  const Schedule staged = *parseSchedule(schedules[1]).schedule;
+  const std::vector<std::string> calls{"rtcg_cp_async16(&", "rtcg_cp_async8(&", "rtcg_cp_async4(&"};
+  for (auto [K, widest] : {std::pair<int64_t, size_t>{80, 0}, {72, 1}, {76, 2}}) {
+    const std::string src = emitCuda(gemm(37, 21, K), staged).source;
+    EXPECT_NE(src.find(calls[widest]), std::string::npos) << K;
+    for (size_t w = 0; w < widest; ++w) EXPECT_EQ(src.find(calls[w]), std::string::npos) << K << " " << calls[w];
+    if (widest > 0) EXPECT_EQ(checkOnHost(gemm(37, 21, K), schedules[1], 0), "") << K;  // whatever the sample kept
+  }
+  const std::string odd = emitCuda(gemm(37, 21, 45), staged).source;  // byte by byte
+  for (const std::string& call : calls) EXPECT_EQ(odd.find(call), std::string::npos) << call;
 }
 
 // Hopper's warpgroup MMA on s8 (m64nNk32, s32 accumulators): exact at sizes no tile divides and

@@ -426,13 +426,25 @@ TEST(HostEmulation, HalfMmaMatchesTheReference) {
       const std::string text = "mma: " + arith + " m16n8k16 " + shape;
       EXPECT_EQ(checkOnHost(k, text, 1e-5), "") << k.name << " " << text;
     }
-  // The aligned case copies 16 bytes at a time; the unaligned one element by element.
+  // The aligned case copies 16 bytes at a time; rows 8- or 4-byte aligned (n = 100, 102) 8 or 4;
+  // odd rows (n = 101) element by element.
   Schedule s = *parseSchedule("mma: bf16 m16n8k16 warps 1x2 tile 2x3 k 32 stages 3").schedule;
   const std::string aligned = emitCuda(exampleKernel("gemm_bf16.rtcg", "", {{"n", 104}}), s).source;
   EXPECT_NE(aligned.find("rtcg_cp_async16(&"), std::string::npos);
   EXPECT_NE(aligned.find("rtcg_ldmatrix_x4_trans(b"), std::string::npos);
   EXPECT_NE(aligned.find("rtcg_mma_bf16(acc"), std::string::npos);
-  EXPECT_EQ(emitCuda(exampleKernel("gemm_bf16.rtcg", "", {{"n", 100}}), s).source.find("rtcg_cp_async16(&"), std::string::npos);
+  const std::string eight = emitCuda(exampleKernel("gemm_bf16.rtcg", "", {{"n", 100}}), s).source;
+  EXPECT_EQ(eight.find("rtcg_cp_async16(&"), std::string::npos);
+  EXPECT_NE(eight.find("rtcg_cp_async8(&"), std::string::npos);
+  const std::string four = emitCuda(exampleKernel("gemm_bf16.rtcg", "", {{"n", 102}}), s).source;
+  EXPECT_EQ(four.find("rtcg_cp_async8(&"), std::string::npos);
+  EXPECT_NE(four.find("rtcg_cp_async4(&"), std::string::npos);
+  const std::string odd = emitCuda(exampleKernel("gemm_bf16.rtcg", "", {{"n", 101}}), s).source;
+  for (const char* call : {"rtcg_cp_async16(&", "rtcg_cp_async8(&", "rtcg_cp_async4(&"})
+    EXPECT_EQ(odd.find(call), std::string::npos) << call;
+  for (int64_t n : {100, 102})
+    EXPECT_EQ(checkOnHost(exampleKernel("gemm_bf16.rtcg", "", {{"n", n}}), "mma: bf16 m16n8k16 warps 1x2 tile 2x3 k 32 stages 3", 1e-5), "")
+        << n;
 }
 
 // NVRTC compiles 16-bit mma candidates for sm_80 and sm_90 (ptxas checks the ldmatrix and mma
