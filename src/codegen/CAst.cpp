@@ -213,4 +213,25 @@ Stmt exprStmt(ExprP call) {
   return s;
 }
 
+namespace {
+
+bool exprUses(const ExprP& e, const std::string& name) {
+  if (!e) return false;
+  if (e->kind == ExprKind::Name && e->text == name) return true;
+  for (const ExprP& a : e->args)
+    if (exprUses(a, name)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool usesName(const std::vector<Stmt>& stmts, const std::string& name) {
+  for (const Stmt& s : stmts) {
+    for (const ExprP* e : {&s.init, &s.lhs, &s.rhs, &s.lo, &s.hi, &s.cond})
+      if (exprUses(*e, name)) return true;
+    if (usesName(s.body, name) || usesName(s.elseBody, name)) return true;
+  }
+  return false;
+}
+
 }  // namespace rtcg::c

@@ -118,6 +118,9 @@ Stmt externSharedArray(std::string type, std::string name, int64_t align = 16); 
 Stmt sharedScalar(std::string type, std::string name);                  // __shared__ type name;
 Stmt exprStmt(ExprP call);                                               // call;
 
+// Whether an expression of `stmts` (at any depth) names `name`.
+bool usesName(const std::vector<Stmt>& stmts, const std::string& name);
+
 struct Param {
   std::string type;        // element or scalar type
   std::string name;

@@ -638,6 +638,10 @@ C::Function emitNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Global
   declareAccumulationCopy(ctx, body);      // `accumulate: shared`
   append(body, emitPositionLoops(ctx, env));
   mergeAccumulationCopy(ctx, body);
+  // The linear thread index where nothing used it (a reduction across the threads of a block
+  // only, its lanes from threadIdx): NVRTC warns of an unused variable.
+  if (ctx.tid && ctx.tid->kind == C::ExprKind::Name && !usesName(body, ctx.tid->text))
+    std::erase_if(body, [&](const C::Stmt& s) { return s.kind == C::StmtKind::Decl && s.name == ctx.tid->text; });
   fn.body = std::move(body);
   describe(ctx, fn);
   if (ctx.plan.crossBlock.any()) declareScratch(ctx, fn, launch, globals);

@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "ir/Analysis.h"
 #include "ir/Walk.h"
 #include "schedule/Domain.h"
 #include "schedule/Plan.h"
@@ -773,6 +774,44 @@ std::vector<std::string> validateSchedule(const Kernel& k, const Schedule& s, co
 // ---------------------------------------------------------------------------------------------
 // Default schedule
 
+namespace {
+
+// A nest of few output points (fewer than 32768: under one block of 256 threads per multiprocessor
+// of a large GPU, where a thread per point leaves most of it idle) summing over one long index
+// (256 values or more, constant bounds) that its loads read contiguously: a block per point, the
+// index split over its 256 threads and reduced across them (`i: grid.x; k: serial, thread.x 256`;
+// without an output index over 128 blocks too: `k: serial, grid.x 128, thread.x 256`).
+// A thread per point walking rows of a[i, k] ran 20x slower than the block per row on an H200
+// (the Ozaki scheme's scale nests, n = 4096; docs/bench.md, session 33). nullopt where the rule
+// does not apply or the plan refuses the schedule.
+std::optional<NestSchedule> blockPerPointSchedule(const Kernel& k, int nest, const std::vector<NestIndex>& indices) {
+  std::vector<const NestIndex*> par, red;
+  for (const NestIndex& ni : indices) (ni.parallel ? par : red).push_back(&ni);
+  if (red.size() != 1 || par.size() > 3 || !red[0]->constantBounds || red[0]->dataDependent ||
+      red[0]->hull.extent() < 256)
+    return std::nullopt;
+  int64_t points = 1;
+  for (const NestIndex* ni : par) points *= std::max<int64_t>(1, ni->hull.extent());
+  if (points >= 32768) return std::nullopt;
+  for (const Access& a : collectAccesses(k, nest))
+    for (const Loop* loop : red[0]->loops) {
+      std::optional<int64_t> stride = strideAlong(k, a, loop->id);
+      if (!stride || (*stride != 0 && *stride != 1) || (*stride != 0 && a.isWrite)) return std::nullopt;
+    }
+  static const Placement grids[3] = {Placement::GridX, Placement::GridY, Placement::GridZ};
+  NestSchedule ns;
+  for (size_t p = 0; p < par.size(); ++p) ns.indices.push_back({par[p]->name, {{grids[par.size() - 1 - p], std::nullopt}}});
+  // No output index at all (a dot product) and enough values: 128 blocks share the sum (a
+  // cross-block reduction), each thread summing at least 4 values.
+  IndexSchedule sum{red[0]->name, {{Placement::Serial, std::nullopt}, {Placement::ThreadX, 256}}};
+  if (par.empty() && red[0]->hull.extent() >= 4 * 128 * 256) sum.parts.insert(sum.parts.begin() + 1, {Placement::GridX, 128});
+  ns.indices.push_back(std::move(sum));
+  if (!planNest(k, nest, ns).ok()) return std::nullopt;
+  return ns;
+}
+
+}  // namespace
+
 Schedule defaultSchedule(const Kernel& k) {
   Schedule s;
   for (size_t n = 0; n < k.nests.size(); ++n) {
@@ -806,6 +845,7 @@ Schedule defaultSchedule(const Kernel& k) {
     }
     for (const NestIndex& ni : list)
       if (!ni.parallel) ns.indices.push_back({ni.name, {{Placement::Serial, std::nullopt}}});
+    if (auto block = blockPerPointSchedule(k, int(n), list)) ns = std::move(*block);
     s.nests.push_back(std::move(ns));
   }
   return s;

@@ -380,7 +380,9 @@ TEST(Schedule, DefaultSchedules) {
       {matmul(17), "i: grid.y; j: grid.x, thread.x 32; k: serial"},
       {matmul(1), "i: grid.y; j: grid.x, thread.x 32; k: serial"},
       {axpby(1000000), "i: grid.x, thread.x 256"},
-      {dot(1000), "i: serial"},
+      {dot(1000), "i: serial, thread.x 256"},
+      {dot(1000000), "i: serial, grid.x 128, thread.x 256"},
+      {dot(100), "i: serial"},
       {dgDiff(10000, 20), "k: grid.y; i: grid.x, thread.x 32; j: serial"},
       {triangular(17), "i: grid.y; j: grid.x, thread.x 32; k: serial | i: grid.x, thread.x 32; k: serial"},
       {batched(4096, 16), "b: grid.z; i: grid.y; j: grid.x, thread.x 32; k: serial; l: serial"},
@@ -391,6 +393,19 @@ TEST(Schedule, DefaultSchedules) {
     EXPECT_EQ(printSchedule(s), c.text);
     EXPECT_EQ(parseOk(printSchedule(s)), s);
     EXPECT_TRUE(validateSchedule(c.k, s).empty()) << joined(validateSchedule(c.k, s));
+  }
+  // Few output points with long sums read contiguously: a block per point (gemv); read with a
+  // stride (the transposed product), a thread per point as before.
+  for (bool transposed : {false, true}) {
+    KernelBuilder g("gemv");
+    int A = g.array("a", ScalarType::F32, {2000, 1500}), X = g.array("x", ScalarType::F32, {transposed ? 2000 : 1500});
+    int Y = g.array("y", ScalarType::F32, {transposed ? 1500 : 2000}, ArrayMode::Out);
+    Loop i = g.loop("i", 0, transposed ? 1500 : 2000), j = g.loop("j", 0, transposed ? 2000 : 1500);
+    auto a = transposed ? g.ld(A, {g.idx(j), g.idx(i)}) : g.ld(A, {g.idx(i), g.idx(j)});
+    g.nest({i}, {g.store(Y, {g.idx(i)}, reduce(ReduceOp::Sum, {j}, mul(a, g.ld(X, {g.idx(j)}))))});
+    Schedule gs = defaultSchedule(g.k);
+    EXPECT_EQ(printSchedule(gs), transposed ? "i: grid.x, thread.x 256; j: serial" : "i: grid.x; j: serial, thread.x 256");
+    EXPECT_TRUE(validateSchedule(g.k, gs).empty()) << joined(validateSchedule(g.k, gs));
   }
   // An outer index beyond the grid's y limit loops inside the thread.
   KernelBuilder b("wide");
