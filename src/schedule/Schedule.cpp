@@ -778,13 +778,15 @@ namespace {
 
 // A nest of few output points (fewer than 32768: under one block of 256 threads per multiprocessor
 // of a large GPU, where a thread per point leaves most of it idle) summing over one long index
-// (256 values or more, constant bounds) that its loads read contiguously: a block per point, the
-// index split over its 256 threads and reduced across them (`i: grid.x; k: serial, thread.x 256`;
-// without an output index over 128 blocks too: `k: serial, grid.x 128, thread.x 256`).
-// A thread per point walking rows of a[i, k] ran 20x slower than the block per row on an H200
-// (the Ozaki scheme's scale nests, n = 4096; docs/bench.md, session 33). nullopt where the rule
-// does not apply or the plan refuses the schedule.
-std::optional<NestSchedule> blockPerPointSchedule(const Kernel& k, int nest, const std::vector<NestIndex>& indices) {
+// (256 values or more, constant bounds): a block per point where its loads read the index
+// contiguously, the index split over 256 threads and reduced across them (`i: grid.x; k: serial,
+// thread.x 256`; without an output index over 128 blocks too: `k: serial, grid.x 128, thread.x
+// 256`); where they read it with a stride but the innermost output index contiguously (b[k, j]
+// summed over k), 32 points a block along that index and the sum over 8 threads each (`j: grid.x,
+// thread.x 32; k: serial, thread.y 8`). A thread per point walking rows of a[i, k] ran 20x slower
+// than a block per row on an H200 (the Ozaki scheme's scale nests, n = 4096; docs/bench.md,
+// session 33). nullopt where the rule does not apply or the plan refuses the schedule.
+std::optional<NestSchedule> fewPointsSchedule(const Kernel& k, int nest, const std::vector<NestIndex>& indices) {
   std::vector<const NestIndex*> par, red;
   for (const NestIndex& ni : indices) (ni.parallel ? par : red).push_back(&ni);
   if (red.size() != 1 || par.size() > 3 || !red[0]->constantBounds || red[0]->dataDependent ||
@@ -793,18 +795,33 @@ std::optional<NestSchedule> blockPerPointSchedule(const Kernel& k, int nest, con
   int64_t points = 1;
   for (const NestIndex* ni : par) points *= std::max<int64_t>(1, ni->hull.extent());
   if (points >= 32768) return std::nullopt;
-  for (const Access& a : collectAccesses(k, nest))
-    for (const Loop* loop : red[0]->loops) {
-      std::optional<int64_t> stride = strideAlong(k, a, loop->id);
-      if (!stride || (*stride != 0 && *stride != 1) || (*stride != 0 && a.isWrite)) return std::nullopt;
-    }
+  // Whether every access that moves with the sum's index has unit stride along `along`'s loops
+  // (or none: x[k] in y[j] = sum(k, a[k, j] * x[k]) is one value for a warp's points).
+  const std::vector<Access> accesses = collectAccesses(k, nest);
+  auto unitAlong = [&](const NestIndex& along) {
+    for (const Access& a : accesses)
+      for (const Loop* loop : red[0]->loops) {
+        std::optional<int64_t> moves = strideAlong(k, a, loop->id);
+        if (!moves || (*moves != 0 && a.isWrite)) return false;
+        if (*moves == 0) continue;
+        for (const Loop* l : along.loops)
+          if (std::optional<int64_t> st = strideAlong(k, a, l->id); st != 1 && st != 0) return false;
+      }
+    return true;
+  };
+  const bool blockPerPoint = unitAlong(*red[0]);
+  if (!blockPerPoint && (par.empty() || par.back()->hull.extent() < 32 || !unitAlong(*par.back()))) return std::nullopt;
   static const Placement grids[3] = {Placement::GridX, Placement::GridY, Placement::GridZ};
   NestSchedule ns;
-  for (size_t p = 0; p < par.size(); ++p) ns.indices.push_back({par[p]->name, {{grids[par.size() - 1 - p], std::nullopt}}});
-  // No output index at all (a dot product) and enough values: 128 blocks share the sum (a
-  // cross-block reduction), each thread summing at least 4 values.
-  IndexSchedule sum{red[0]->name, {{Placement::Serial, std::nullopt}, {Placement::ThreadX, 256}}};
-  if (par.empty() && red[0]->hull.extent() >= 4 * 128 * 256) sum.parts.insert(sum.parts.begin() + 1, {Placement::GridX, 128});
+  for (size_t p = 0; p < par.size(); ++p) {
+    IndexSchedule is{par[p]->name, {{grids[par.size() - 1 - p], std::nullopt}}};
+    if (!blockPerPoint && p + 1 == par.size()) is.parts.push_back({Placement::ThreadX, 32});
+    ns.indices.push_back(std::move(is));
+  }
+  IndexSchedule sum{red[0]->name, {{Placement::Serial, std::nullopt}}};
+  if (!blockPerPoint) sum.parts.push_back({Placement::ThreadY, 8});
+  else if (par.empty() && red[0]->hull.extent() >= 4 * 128 * 256) sum.parts.push_back({Placement::GridX, 128});
+  if (blockPerPoint) sum.parts.push_back({Placement::ThreadX, 256});
   ns.indices.push_back(std::move(sum));
   if (!planNest(k, nest, ns).ok()) return std::nullopt;
   return ns;
@@ -845,7 +862,7 @@ Schedule defaultSchedule(const Kernel& k) {
     }
     for (const NestIndex& ni : list)
       if (!ni.parallel) ns.indices.push_back({ni.name, {{Placement::Serial, std::nullopt}}});
-    if (auto block = blockPerPointSchedule(k, int(n), list)) ns = std::move(*block);
+    if (auto few = fewPointsSchedule(k, int(n), list)) ns = std::move(*few);
     s.nests.push_back(std::move(ns));
   }
   return s;

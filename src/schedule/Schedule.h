@@ -374,9 +374,11 @@ std::vector<std::string> validateSchedule(const Kernel& k, const Schedule& s,
 // One thread per output point: the innermost parallel index on thread.x (up to 256 threads per
 // block) and a grid axis for it and the next two parallel indices; further outer parallel
 // indices are serial loops. Reductions are serial, nothing is staged. Except a nest of fewer than
-// 32768 output points whose one reduction index (256 values or more, read contiguously) would
-// leave most of a GPU idle: a block per point, the sum split over 256 threads (and, without an
-// output index, over 128 blocks: `k: serial, grid.x 128, thread.x 256`).
+// 32768 output points summing over one index of 256 values or more (a thread per point would
+// leave most of a GPU idle): read contiguously, a block per point, the sum split over 256 threads
+// (and, without an output index, over 128 blocks: `k: serial, grid.x 128, thread.x 256`); read
+// with a stride but contiguously along the innermost output index, 32 points a block and the sum
+// over 8 threads each (`j: grid.x, thread.x 32; k: serial, thread.y 8`).
 Schedule defaultSchedule(const Kernel& k);
 
 }  // namespace rtcg

@@ -967,3 +967,22 @@ TEST(HostEmulation, LongRowsRefusedWhereTheyCannotApply) {
             std::string::npos);
   EXPECT_FALSE(parseSchedule("i: grid.x; p: serial; long_rows: 0").ok());
 }
+
+// The default schedules of few output points with long sums (schedule/Schedule.h): a block per
+// point (gemv), the transposed product's 32 points a block with 8 threads a sum, a dot product over
+// 128 blocks; at sizes no block divides, against the reference.
+TEST(HostEmulation, FewPointsDefaultSchedulesMatchTheReference) {
+  const Kernel gemv = exampleKernel("gemv.rtcg", "", {{"m", 301}, {"n", 700}});
+  const Kernel gemvT = fromSource(R"(kernel t(m: int, n: int, a: f32[m, n], x: f32[m], out y: f32[n]) {
+    for j in 0..n { y[j] = sum(i in 0..m, a[i, j] * x[i]); }
+  })", {{"m", 333}, {"n", 45}});
+  const Kernel dot = exampleKernel("dot.rtcg", "", {{"n", 140001}});
+  const std::pair<const Kernel*, const char*> cases[] = {{&gemv, "i: grid.x; j: serial, thread.x 256"},
+                                                         {&gemvT, "j: grid.x, thread.x 32; i: serial, thread.y 8"},
+                                                         {&dot, "i: serial, grid.x 128, thread.x 256"}};
+  for (const auto& [k, expected] : cases) {
+    const std::string text = printSchedule(defaultSchedule(*k));
+    EXPECT_EQ(text, expected);
+    EXPECT_EQ(checkOnHost(*k, text, 1e-5), "") << k->name << " " << text;
+  }
+}

@@ -395,7 +395,8 @@ TEST(Schedule, DefaultSchedules) {
     EXPECT_TRUE(validateSchedule(c.k, s).empty()) << joined(validateSchedule(c.k, s));
   }
   // Few output points with long sums read contiguously: a block per point (gemv); read with a
-  // stride (the transposed product), a thread per point as before.
+  // stride (the transposed product), 32 points a block along the contiguous output index, the sum
+  // over 8 threads of each.
   for (bool transposed : {false, true}) {
     KernelBuilder g("gemv");
     int A = g.array("a", ScalarType::F32, {2000, 1500}), X = g.array("x", ScalarType::F32, {transposed ? 2000 : 1500});
@@ -404,7 +405,7 @@ TEST(Schedule, DefaultSchedules) {
     auto a = transposed ? g.ld(A, {g.idx(j), g.idx(i)}) : g.ld(A, {g.idx(i), g.idx(j)});
     g.nest({i}, {g.store(Y, {g.idx(i)}, reduce(ReduceOp::Sum, {j}, mul(a, g.ld(X, {g.idx(j)}))))});
     Schedule gs = defaultSchedule(g.k);
-    EXPECT_EQ(printSchedule(gs), transposed ? "i: grid.x, thread.x 256; j: serial" : "i: grid.x; j: serial, thread.x 256");
+    EXPECT_EQ(printSchedule(gs), transposed ? "i: grid.x, thread.x 32; j: serial, thread.y 8" : "i: grid.x; j: serial, thread.x 256");
     EXPECT_TRUE(validateSchedule(g.k, gs).empty()) << joined(validateSchedule(g.k, gs));
   }
   // An outer index beyond the grid's y limit loops inside the thread.
