@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <set>
 #include <tuple>
+#include <type_traits>
 
 #include "ir/Walk.h"
 #include "schedule/Domain.h"
@@ -373,14 +374,25 @@ class ScheduleParser {
     ++pos_;
     return true;
   }
-  void expect(char c, const char* what) {
+  // What the parser expected, for a failure's message: a text, or a function that makes it, called
+  // only when the parse fails (the space parses every candidate's text back: formatting each
+  // clause's message up front was half of the parse).
+  template <class What>
+  static std::string describe(const What& what) {
+    if constexpr (std::is_invocable_v<const What&>) return what();
+    else return std::string(what);
+  }
+
+  template <class What>
+  void expect(char c, const What& what) {
     if (accept(c)) return;
-    if (atEnd()) fail(fmt::format("expected '{}' {}, found the end of the text", c, what));
-    fail(fmt::format("expected '{}' {}, found '{}'", c, what, t_[pos_]));
+    if (atEnd()) fail(fmt::format("expected '{}' {}, found the end of the text", c, describe(what)));
+    fail(fmt::format("expected '{}' {}, found '{}'", c, describe(what), t_[pos_]));
   }
 
   // A name: letters, digits, '_' and '.' (for grid.x), starting with a letter or '_'.
-  std::string word(const char* what) {
+  template <class What>
+  std::string word(const What& what) {
     skipSpace();
     size_t start = pos_;
     if (pos_ < t_.size() && (std::isalpha((unsigned char)t_[pos_]) || t_[pos_] == '_')) {
@@ -388,8 +400,8 @@ class ScheduleParser {
         ++pos_;
     }
     if (pos_ == start) {
-      if (pos_ >= t_.size()) fail(fmt::format("expected {}, found the end of the text", what));
-      fail(fmt::format("expected {}, found '{}'", what, t_[pos_]));
+      if (pos_ >= t_.size()) fail(fmt::format("expected {}, found the end of the text", describe(what)));
+      fail(fmt::format("expected {}, found '{}'", describe(what), t_[pos_]));
     }
     return std::string(t_.substr(start, pos_ - start));
   }
@@ -400,7 +412,7 @@ class ScheduleParser {
     if (saw) failAt(clauseStart, fmt::format("'{}:' is given twice for this nest", name));
     saw = true;
     size_t at = (skipSpace(), pos_);
-    std::string value = word(fmt::format("'{}' or '{}' after '{}:'", yes, no, name).c_str());
+    std::string value = word([&] { return fmt::format("'{}' or '{}' after '{}:'", yes, no, name); });
     if (value != yes && value != no)
       failAt(at, fmt::format("unknown {} '{}' (expected '{}' or '{}')", name, value, yes, no));
     return value == yes;
@@ -575,7 +587,7 @@ class ScheduleParser {
 
   void keyword(const char* kw, const char* after) {
     size_t at = (skipSpace(), pos_);
-    std::string w = word(fmt::format("'{}' after {}", kw, after).c_str());
+    std::string w = word([&] { return fmt::format("'{}' after {}", kw, after); });
     if (w != kw) failAt(at, fmt::format("expected '{}' after {}, found '{}'", kw, after, w));
   }
 
@@ -708,8 +720,8 @@ class ScheduleParser {
     std::deque<bool> saw(clauseTable().size(), false);  // (references to its elements: not a vector<bool>)
     do {
       size_t clauseStart = (skipSpace(), pos_);
-      std::string name = word(clauseNames().c_str());
-      expect(':', fmt::format("after '{}'", name).c_str());
+      std::string name = word(clauseNames);
+      expect(':', [&] { return fmt::format("after '{}'", name); });
       const ClauseRow* row = clauseRow(name);
       if (row) {
         bool& given = saw[row - clauseTable().data()];
