@@ -104,10 +104,12 @@ std::optional<std::set<int>> usedLoops(const Kernel& k, const Access& a) {
 
 }  // namespace
 
-NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
-  auto idx = nestIndices(k, nest, &error_);
-  if (!idx) return;
-  indices_ = std::move(*idx);
+NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest), facts_(k, nest) {
+  if (!facts_.indices()) {
+    error_ = facts_.error();
+    return;
+  }
+  indices_ = *facts_.indices();
   domain_ = indices_;
   ok_ = true;
   meanDataRows();
@@ -649,14 +651,14 @@ double NestModel::bankConflictWays(const NestPlan& plan, size_t access, const St
 
 NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) const {
   if (s.mma.any() || s.scan.any()) {  // a probe of an mma or scan schedule: its plan, where it has one
-    NestPlanResult r = planNest(*k_, nest_, s);
+    NestPlanResult r = planNest(*k_, nest_, s, {}, &facts_);
     if (r.plan) return estimate(*r.plan, d);
     NestEstimate e;
     e.seconds = std::numeric_limits<double>::infinity();
     return e;
   }
   NestPlan sketch = sketchNest(*k_, nest_, s, indices_);
-  sketch.staging = planStaging(*k_, nest_, s, &domain_);
+  sketch.staging = planStaging(*k_, nest_, s, &domain_, &facts_.hoistedGroups(s));
   if (s.earlyLoads) sketch.earlyLoads = earlyStatementLoads(*k_, nest_, s);
   return estimate(sketch, d);
 }

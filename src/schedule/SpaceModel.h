@@ -121,6 +121,8 @@ class NestModel {
   const std::vector<NestIndex>& indices() const { return indices_; }
   // The nest's indices as nestIndices finds them (true hulls): what planStaging needs.
   const std::vector<NestIndex>& domain() const { return domain_; }
+  // What planning the nest's schedules shares (planNest's `facts`).
+  const NestFacts& facts() const { return facts_; }
   const NestIndex* index(const std::string& name) const;
   std::vector<const NestIndex*> parallel() const;
   std::vector<const NestIndex*> reductions() const;
@@ -164,6 +166,7 @@ class NestModel {
  private:
   const Kernel* k_;
   int nest_;
+  NestFacts facts_;
   bool ok_ = false;
   std::string error_;
   std::vector<NestIndex> indices_;

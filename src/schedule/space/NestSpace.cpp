@@ -70,7 +70,7 @@ std::string NestSpace::where() const { return k_.nests.size() > 1 ? fmt::format(
 // The plan of a variant of this nest (probed earlier or made now), taken out of the cache.
 NestPlanResult NestSpace::takePlan(const NestSchedule& ns, const std::string& text) {
   auto hit = planned_.find(text);
-  if (hit == planned_.end()) return planNest(k_, nest_, ns, o_.limits);
+  if (hit == planned_.end()) return planNest(k_, nest_, ns, o_.limits, &model_.facts());
   NestPlanResult r = std::move(hit->second);
   planned_.erase(hit);
   return r;
@@ -79,11 +79,11 @@ NestPlanResult NestSpace::takePlan(const NestSchedule& ns, const std::string& te
 StagingPlan NestSpace::stagingOf(const NestSchedule& ns) {
   std::string text = printNestSchedule(ns);
   auto hit = planned_.find(text);
-  if (hit == planned_.end()) hit = planned_.emplace(text, planNest(k_, nest_, ns, o_.limits)).first;
+  if (hit == planned_.end()) hit = planned_.emplace(text, planNest(k_, nest_, ns, o_.limits, &model_.facts())).first;
   const NestPlanResult& r = hit->second;
   if (r.plan) return r.plan->staging;
   if (r.staging) return *r.staging;
-  return planStaging(k_, nest_, ns, &model_.domain());
+  return planStaging(k_, nest_, ns, &model_.domain(), &model_.facts().hoistedGroups(ns));
 }
 
 bool NestSpace::add(const NestSchedule& ns, Group group, bool isDefault) {
