@@ -191,9 +191,17 @@ class NestModel {
     double cyclicPositions = 1;
   };
   std::vector<std::optional<std::set<int>>> usedLoops_;  // per access: loop ids of its affine offset
+  // Per access, found once (the model asks for them per candidate): its flat offset (flatOffset:
+  // its strides) and each index's affine form (toAffine).
+  std::vector<std::optional<AffineForm>> flatForms_;
+  std::vector<std::vector<std::optional<AffineForm>>> indexForms_;
+  // strideAlong(access, loopId) from the flat offset found once.
+  std::optional<int64_t> strideIn(size_t access, int loopId) const;
   // Per access: the loop id its last and its first index are (coefficient 1, alone), else -1.
   std::vector<std::pair<int, int>> rowLoops_;
   mutable std::map<std::vector<int64_t>, double> distinctCache_;
+  // coveredBlocks' share, by the blocks and the span of a block along each parallel index.
+  mutable std::map<std::vector<int64_t>, double> coveredCache_;
   mutable std::map<std::vector<int64_t>, std::optional<Box>> boxCache_;
   // blockWork's, by distribution of the rows (std::map: the entries stay where they are), with
   // workBalance's by residency (multiprocessors, blocks per multiprocessor, share).

@@ -256,10 +256,12 @@ bool boxOf(const StagingContext& c, const std::vector<StagedLoad>& loads, const 
 // they can); an entry naming one access keeps only that access's loads.
 std::optional<std::string> readsProblem(const StagingContext& c, const std::string& name, int a,
                                         std::vector<StagedLoad>& loads) {
-  if (const std::vector<std::string> reads = accessTexts(c.k, loads);
-      !stagedAccess(name).empty() && !selectAccess(c.k, stagedAccess(name), loads))
+  // (The reads' texts are formatted for the message only: the space stages tens of thousands.)
+  if (!stagedAccess(name).empty() &&
+      std::none_of(loads.begin(), loads.end(), [&](const StagedLoad& l) { return accessKey(c.k, l.load) == stagedAccess(name); }))
     return fmt::format("no read of the nest has these indices (its reads of '{}': {})", c.k.params[a].name,
-                       fmt::join(reads, ", "));
+                       fmt::join(accessTexts(c.k, loads), ", "));
+  if (!stagedAccess(name).empty()) selectAccess(c.k, stagedAccess(name), loads);
   bool indirect = false;
   for (const StagedLoad& l : loads)
     for (const Expr& i : l.load->operands) indirect = indirect || containsLoad(i);
