@@ -294,38 +294,55 @@ std::string clauseValue(const ClauseRow& row, const NestSchedule& s) {
 // ---------------------------------------------------------------------------------------------
 // Printing
 
-std::string printIndexSchedule(const IndexSchedule& s) {
-  std::string out = s.index + ":";
+// (Appended piece by piece: the space prints every schedule it generates.)
+static void appendIndexSchedule(const IndexSchedule& s, std::string& out) {
+  out += s.index;
+  out += ':';
   for (size_t p = 0; p < s.parts.size(); ++p) {
     out += p == 0 ? " " : ", ";
     out += placementName(s.parts[p].place);
-    if (s.parts[p].factor) out += fmt::format(" {}", *s.parts[p].factor);
+    if (s.parts[p].factor) {
+      out += ' ';
+      out += std::to_string(*s.parts[p].factor);
+    }
   }
+}
+
+std::string printIndexSchedule(const IndexSchedule& s) {
+  std::string out;
+  appendIndexSchedule(s, out);
   return out;
 }
 
 std::string printNestSchedule(const NestSchedule& s) {
-  std::vector<std::string> clauses;
-  for (const IndexSchedule& i : s.indices) clauses.push_back(printIndexSchedule(i));
+  std::string out;  // the clauses, separated by "; "
+  auto clause = [&]() -> std::string& { return out.empty() ? out : out += "; "; };
+  for (const IndexSchedule& i : s.indices) appendIndexSchedule(i, clause());
   for (const ClauseRow& row : clauseTable()) {
     if (clauseAtDefault(row, s)) continue;
     switch (row.kind) {
       case ClauseKind::Arrays: {
-        std::vector<std::string> arrays;  // with their `^T` marks (the ArrayFlag row)
-        for (const std::string& a : s.*row.arrays)
-          arrays.push_back(row.accesses && s.isTransposed(a) ? a + "^T" : a);
-        clauses.push_back(fmt::format("{}: {}", row.name, fmt::join(arrays, ", ")));
+        std::string& c = clause();
+        c += row.name;
+        c += ": ";
+        bool first = true;
+        for (const std::string& a : s.*row.arrays) {  // with their `^T` marks (the ArrayFlag row)
+          if (!first) c += ", ";
+          first = false;
+          c += a;
+          if (row.accesses && s.isTransposed(a)) c += "^T";
+        }
         break;
       }
       case ClauseKind::ArrayFlag: break;
       case ClauseKind::Number:
       case ClauseKind::Keyword:
       case ClauseKind::Mma:
-      case ClauseKind::Scan: clauses.push_back(fmt::format("{}: {}", row.name, clauseValue(row, s))); break;
+      case ClauseKind::Scan: clause() += fmt::format("{}: {}", row.name, clauseValue(row, s)); break;
     }
   }
-  if (clauses.empty()) return "-";
-  return fmt::format("{}", fmt::join(clauses, "; "));
+  if (out.empty()) return "-";
+  return out;
 }
 
 std::string printSchedule(const Schedule& s) {
