@@ -65,7 +65,12 @@ std::string Names::fresh(const std::string& base) {
   // A leading __, or _ and a capital, is reserved for the implementation (__LINE__, _Bool).
   if (s.rfind("__", 0) == 0 || (s.size() > 1 && s[0] == '_' && std::isupper((unsigned char)s[1]))) s = "v" + s;
   std::string name = s;
-  for (int n = 2; reservedWords().count(name) || used_.count(name); ++n) name = fmt::format("{}_{}", s, n);
+  if (reservedWords().count(name) || used_.count(name)) {
+    int& n = nextSuffix_.try_emplace(s, 2).first->second;
+    for (name = fmt::format("{}_{}", s, n); reservedWords().count(name) || used_.count(name);)
+      name = fmt::format("{}_{}", s, ++n);
+    ++n;
+  }
   used_.insert(name);
   return name;
 }

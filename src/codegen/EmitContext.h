@@ -51,6 +51,10 @@ class Names {
 
  private:
   std::set<std::string> used_;
+  // Per base name, the suffix to try first: those below it were taken when last asked, and names
+  // are never given back (an unrolled body asks for one base hundreds of times: counting up from
+  // 2 each time was quadratic).
+  std::map<std::string, int> nextSuffix_;
 };
 
 // Where an index value is first known: at the top of the kernel (grid/thread parts only),

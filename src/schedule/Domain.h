@@ -92,6 +92,30 @@ namespace rtcg {
 // appearance.
 std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest, const NestSchedule& s);
 
+// What planning a schedule of one nest finds from the nest alone: its indices (nestIndices) and its
+// hoisted groups, which depend on the schedule only through the nest's loops with a reg part
+// (memoized by those). Found once where many schedules of one nest are planned (the space plans
+// tens of thousands) and handed to planNest, which otherwise finds them per schedule. Not
+// thread-safe (the memo).
+class NestFacts {
+ public:
+  NestFacts(const Kernel& k, int nest);
+  const Kernel& kernel() const { return *k_; }
+  int nest() const { return nest_; }
+  // nestIndices(k, nest, &error); nullptr where it is nullopt, error() saying why.
+  const std::vector<NestIndex>* indices() const { return indices_ ? &*indices_ : nullptr; }
+  const std::string& error() const { return error_; }
+  // hoistedReductionGroups(k, nest, s) (valid while the facts live).
+  const std::vector<std::vector<Expr>>& hoistedGroups(const NestSchedule& s) const;
+
+ private:
+  const Kernel* k_;
+  int nest_;
+  std::optional<std::vector<NestIndex>> indices_;
+  std::string error_;
+  mutable std::map<std::vector<int>, std::vector<std::vector<Expr>>> groups_;  // by the reg loops' ids
+};
+
 // The statements' loads that `loads: early` issues ahead of those reductions (an in-place
 // update's old value: `rhs[k, i] = rhs[k, i] + ...`), so that their latency overlaps the
 // arithmetic instead of following it: loads outside any reduction, in statements ahead of the
@@ -233,9 +257,11 @@ bool isInBlockPlacement(Placement p);
 // `j in 0..i + 1`; on a register-tile index: the union of the points' rows) or read arrays (a CSR
 // row; not across blocks): each loop strides through its own range from its start, with trip counts
 // computed at run time and the values past its end guarded.
-// `indices`: the nest's nestIndices when the caller has them (they are found again otherwise).
+// `indices`, `groups`: the nest's nestIndices and hoistedReductionGroups under `s` when the caller
+// has them (they are found again otherwise).
 std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s,
-                                               const std::vector<NestIndex>* indices = nullptr);
+                                               const std::vector<NestIndex>* indices = nullptr,
+                                               const std::vector<std::vector<Expr>>* groups = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // Reductions split across blocks (grid parts on one reduction index of the nest).
@@ -274,8 +300,10 @@ struct CrossBlockPlan {
 };
 // The plan of nest `nest` under `s` (any() false when no reduction index has a grid part). The
 // schedule must be valid apart from its scratch size (validateSchedule checks that against
-// ScheduleLimits::maxGlobalScratchBytes).
-CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s);
+// ScheduleLimits::maxGlobalScratchBytes). `indices`, `groups`: as for splitReductionReasons.
+CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s,
+                              const std::vector<NestIndex>* indices = nullptr,
+                              const std::vector<std::vector<Expr>>* groups = nullptr);
 
 // The part of a reduction index's schedule that the staged steps iterate: its first part that is
 // not on the grid. Grid parts ahead of it split the reduction across blocks (each block steps
@@ -285,9 +313,10 @@ size_t stepPartOf(const IndexSchedule& is);
 // Values of the index one step covers: the product of the factors of the parts after stepPartOf.
 int64_t stepSpanOf(const IndexSchedule& is);
 
-// `indices`: the nest's nestIndices when the caller has them (they are found again otherwise).
+// `indices`, `groups`: as for splitReductionReasons.
 StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s,
-                        const std::vector<NestIndex>* indices = nullptr);
+                        const std::vector<NestIndex>* indices = nullptr,
+                        const std::vector<std::vector<Expr>>* groups = nullptr);
 
 // How many plans of a non-empty `shared:` planStaging has made in this process (it is the costly
 // part of planning a candidate): what tests check to keep the space from re-planning.

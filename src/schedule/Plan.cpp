@@ -135,27 +135,40 @@ const char* const kNothingStreams =
 // the order validateSchedule has always reported them (tests and users compare the first reason).
 class NestPlanner {
  public:
-  NestPlanner(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& lim)
-      : k_(k), nest_(nest), s_(s), lim_(lim), where_(k.nests.size() > 1 ? fmt::format("nest {}: ", nest) : "") {}
+  NestPlanner(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& lim, const NestFacts* facts)
+      : k_(k), nest_(nest), s_(s), lim_(lim), facts_(facts),
+        where_(k.nests.size() > 1 ? fmt::format("nest {}: ", nest) : "") {}
 
   NestPlanResult run() {
     NestPlanResult r;
+    // The nest's indices and hoisted groups: the facts' where given, else found here (once for
+    // the checks, the cross-block and the staging plans that need them).
     std::string err;
-    auto indices = nestIndices(k_, nest_, &err);
-    if (!indices) {
+    if (facts_) {
+      indicesPtr_ = facts_->indices();
+      err = facts_->error();
+    } else if ((foundIndices_ = nestIndices(k_, nest_, &err))) {
+      indicesPtr_ = &*foundIndices_;
+    }
+    if (!indicesPtr_) {
       reason(err);
       r.reasons = std::move(reasons_);
       return r;
     }
-    indices_ = std::move(*indices);
-    plan_ = sketchNest(k_, nest_, s_, indices_);
+    if (facts_) {
+      groups_ = &facts_->hoistedGroups(s_);
+    } else {
+      foundGroups_ = hoistedReductionGroups(k_, nest_, s_);
+      groups_ = &foundGroups_;
+    }
+    plan_ = sketchNest(k_, nest_, s_, indices());
     checkClauses();
     checkLaunch();
-    for (const std::string& m : splitReductionReasons(k_, nest_, s_, &indices_)) reason(m);
+    for (const std::string& m : splitReductionReasons(k_, nest_, s_, indicesPtr_, groups_)) reason(m);
     if (crossBlock_ && reasons_.empty()) checkScratch();
     checkSharedClauses();
     checkBufferClauses();
-    plan_.groups = hoistedReductionGroups(k_, nest_, s_);
+    plan_.groups = *groups_;
     outerRegisterTile();
     if (s_.earlyLoads) checkEarlyLoads();
     if (s_.streamingStores) streamStores();
@@ -179,16 +192,21 @@ class NestPlanner {
   int nest_;
   const NestSchedule& s_;
   const ScheduleLimits& lim_;
+  const NestFacts* facts_;
   std::string where_;
   std::vector<std::string> reasons_;
-  std::vector<NestIndex> indices_;
+  const std::vector<NestIndex>* indicesPtr_ = nullptr;  // the facts' or foundIndices_
+  std::optional<std::vector<NestIndex>> foundIndices_;
+  const std::vector<std::vector<Expr>>* groups_ = nullptr;  // the facts' or foundGroups_
+  std::vector<std::vector<Expr>> foundGroups_;
   NestPlan plan_;
   const IndexSchedule* crossBlock_ = nullptr;  // the reduction index with grid parts
 
   void reason(std::string msg) { reasons_.push_back(where_ + msg); }
+  const std::vector<NestIndex>& indices() const { return *indicesPtr_; }
 
   const NestIndex* nestIndex(const std::string& name) const {
-    for (const NestIndex& ni : indices_)
+    for (const NestIndex& ni : indices())
       if (ni.name == name) return &ni;
     return nullptr;
   }
@@ -196,7 +214,7 @@ class NestPlanner {
   // Each clause: a known index, scheduled once, with parts and well-formed factors.
   void checkClauses() {
     std::vector<std::string> names;
-    for (const NestIndex& ni : indices_) names.push_back(ni.name);
+    for (const NestIndex& ni : indices()) names.push_back(ni.name);
     std::set<std::string> seen;
     const IndexSchedule* gridUse[3] = {nullptr, nullptr, nullptr};
     const IndexSchedule* threadUse[3] = {nullptr, nullptr, nullptr};
@@ -256,7 +274,7 @@ class NestPlanner {
       reason(fmt::format("the unroll parts of the nest unroll {} copies of its body in all (the product of their "
                          "extents), more than NVRTC compiles in reasonable time (at most {})",
                          unrolled, kMaxUnrolledCopies));
-    for (const NestIndex& ni : indices_)
+    for (const NestIndex& ni : indices())
       if (!seen.count(ni.name))
         reason(fmt::format("{} index '{}' has no clause (e.g. '{}: serial')", ni.parallel ? "parallel" : "reduction",
                            ni.name, ni.name));
@@ -318,7 +336,7 @@ class NestPlanner {
   }
 
   void checkScratch() {
-    plan_.crossBlock = crossBlockPlan(k_, nest_, s_);
+    plan_.crossBlock = crossBlockPlan(k_, nest_, s_, indicesPtr_, groups_);
     const CrossBlockPlan& cb = plan_.crossBlock;
     if (cb.scratchBytes > (double)lim_.maxGlobalScratchBytes)
       reason(fmt::format("splitting '{}' across {} blocks for {} output tiles needs {:.0f} bytes of global scratch "
@@ -464,7 +482,7 @@ class NestPlanner {
   }
 
   void stage() {
-    plan_.staging = planStaging(k_, nest_, s_, &indices_);
+    plan_.staging = planStaging(k_, nest_, s_, indicesPtr_, groups_);
     const StagingPlan& st = plan_.staging;
     for (const std::string& e : st.errors) reason(e);
     if (st.errors.empty() && s_.buffers > 1 &&
@@ -476,7 +494,7 @@ class NestPlanner {
   }
 
   int64_t parallelCount() const {
-    return std::count_if(indices_.begin(), indices_.end(), [](const NestIndex& ni) { return ni.parallel; });
+    return std::count_if(indices().begin(), indices().end(), [](const NestIndex& ni) { return ni.parallel; });
   }
 
   bool hasStepStaging(int group) const {
@@ -643,10 +661,12 @@ NestPlanResult planMmaNest(const Kernel& k, int nest, const NestSchedule& s, con
   return r;
 }
 
-NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits) {
+NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
+                        const NestFacts* facts) {
+  RTCG_ASSERT(!facts || (&facts->kernel() == &k && facts->nest() == nest), "planNest: the facts of another nest");
   if (s.mma.any()) return planMmaNest(k, nest, s, limits);
   if (s.scan.any()) return planScanNest(k, nest, s, limits);
-  return NestPlanner(k, nest, s, limits).run();
+  return NestPlanner(k, nest, s, limits, facts).run();
 }
 
 SchedulePlan planSchedule(const Kernel& k, const Schedule& s, const ScheduleLimits& limits) {

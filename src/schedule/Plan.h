@@ -166,7 +166,9 @@ struct NestPlanResult {
   std::optional<StagingPlan> staging;
   bool ok() const { return plan.has_value(); }
 };
-NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits = {});
+// `facts`: the nest's NestFacts (schedule/Domain.h) where the caller plans many of its schedules.
+NestPlanResult planNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits = {},
+                        const NestFacts* facts = nullptr);
 // The same for a schedule with a `scan:` clause (schedule/ScanPlan.cpp).
 NestPlanResult planScanNest(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits);
 

@@ -103,15 +103,25 @@ std::vector<Expr> earlyStatementLoads(const Kernel& k, int nest, const NestSched
   return loads;
 }
 
-std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest, const NestSchedule& s) {
-  const LoopNest& n = k.nests[nest];
-  std::set<int> written, regIds;
-  for (const Stmt& st : n.body)
-    if (st.kind == StmtKind::Store) written.insert(st.array);
+namespace {
+
+// The ids of the nest's loops with a reg part under `s`: all of `s` that its hoisted groups depend on.
+std::vector<int> regLoopIds(const LoopNest& n, const NestSchedule& s) {
+  std::vector<int> ids;
   for (const Loop& l : n.loops)
     if (const IndexSchedule* is = s.find(l.name))
-      for (const SchedulePart& p : is->parts)
-        if (p.place == Placement::Reg) regIds.insert(l.id);
+      if (std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return p.place == Placement::Reg; }))
+        ids.push_back(l.id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// hoistedReductionGroups with the loops with reg parts given by id.
+std::vector<std::vector<Expr>> hoistedGroupsWithRegLoops(const Kernel& k, int nest, const std::vector<int>& regLoops) {
+  const LoopNest& n = k.nests[nest];
+  std::set<int> written, regIds(regLoops.begin(), regLoops.end());
+  for (const Stmt& st : n.body)
+    if (st.kind == StmtKind::Store) written.insert(st.array);
   std::vector<std::vector<Expr>> groups;
   std::vector<std::string> keys;  // loopsKey of each group
   for (const Stmt& st : n.body) {
@@ -143,16 +153,34 @@ std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest,
   return groups;
 }
 
+}  // namespace
+
+std::vector<std::vector<Expr>> hoistedReductionGroups(const Kernel& k, int nest, const NestSchedule& s) {
+  return hoistedGroupsWithRegLoops(k, nest, regLoopIds(k.nests[nest], s));
+}
+
+NestFacts::NestFacts(const Kernel& k, int nest) : k_(&k), nest_(nest), indices_(nestIndices(k, nest, &error_)) {}
+
+const std::vector<std::vector<Expr>>& NestFacts::hoistedGroups(const NestSchedule& s) const {
+  std::vector<int> key = regLoopIds(k_->nests[size_t(nest_)], s);
+  auto it = groups_.find(key);
+  if (it == groups_.end()) it = groups_.emplace(key, hoistedGroupsWithRegLoops(*k_, nest_, key)).first;
+  return it->second;
+}
+
 bool isInBlockPlacement(Placement p) { return isThreadPlacement(p) || p == Placement::Reg; }
 
 std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s,
-                                               const std::vector<NestIndex>* known) {
+                                               const std::vector<NestIndex>* known,
+                                               const std::vector<std::vector<Expr>>* knownGroups) {
   std::vector<std::string> out;
   std::optional<std::vector<NestIndex>> found;
   if (!known && !(found = nestIndices(k, nest))) return out;  // validation reports this
   const std::vector<NestIndex>* indices = known ? known : &*found;
   std::set<int> hoistedLoops;
-  for (const std::vector<Expr>& g : hoistedReductionGroups(k, nest, s))
+  std::vector<std::vector<Expr>> foundGroups;
+  if (!knownGroups) foundGroups = hoistedReductionGroups(k, nest, s);
+  for (const std::vector<Expr>& g : knownGroups ? *knownGroups : foundGroups)
     for (const Expr& r : g)
       for (const Loop& l : r->loops) hoistedLoops.insert(l.id);
   for (const NestIndex& ni : *indices) {
@@ -285,11 +313,12 @@ OuterTile outerTile(const Kernel& k, int nest, const NestSchedule& s, const std:
   return tile;
 }
 
-CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s) {
+CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known,
+                              const std::vector<std::vector<Expr>>* knownGroups) {
   CrossBlockPlan plan;
-  auto indices = nestIndices(k, nest);
-  if (!indices) return plan;
-  for (const NestIndex& ni : *indices) {
+  std::optional<std::vector<NestIndex>> found;
+  if (!known && !(found = nestIndices(k, nest))) return plan;
+  for (const NestIndex& ni : known ? *known : *found) {
     const IndexSchedule* is = s.find(ni.name);
     if (!is || is->parts.empty()) continue;
     bool badFactor = std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return p.factor && *p.factor <= 0; });
@@ -310,7 +339,9 @@ CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s) 
     }
   }
   if (!plan.any()) return plan;
-  std::vector<std::vector<Expr>> groups = hoistedReductionGroups(k, nest, s);
+  std::vector<std::vector<Expr>> foundGroups;
+  if (!knownGroups) foundGroups = hoistedReductionGroups(k, nest, s);
+  const std::vector<std::vector<Expr>>& groups = knownGroups ? *knownGroups : foundGroups;
   for (size_t g = 0; g < groups.size(); ++g) {
     bool over = false;
     for (const Loop& l : groups[g][0]->loops) over = over || l.name == plan.index;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <set>
 #include <tuple>
+#include <type_traits>
 
 #include "ir/Analysis.h"
 #include "ir/Walk.h"
@@ -294,38 +295,55 @@ std::string clauseValue(const ClauseRow& row, const NestSchedule& s) {
 // ---------------------------------------------------------------------------------------------
 // Printing
 
-std::string printIndexSchedule(const IndexSchedule& s) {
-  std::string out = s.index + ":";
+// (Appended piece by piece: the space prints every schedule it generates.)
+static void appendIndexSchedule(const IndexSchedule& s, std::string& out) {
+  out += s.index;
+  out += ':';
   for (size_t p = 0; p < s.parts.size(); ++p) {
     out += p == 0 ? " " : ", ";
     out += placementName(s.parts[p].place);
-    if (s.parts[p].factor) out += fmt::format(" {}", *s.parts[p].factor);
+    if (s.parts[p].factor) {
+      out += ' ';
+      out += std::to_string(*s.parts[p].factor);
+    }
   }
+}
+
+std::string printIndexSchedule(const IndexSchedule& s) {
+  std::string out;
+  appendIndexSchedule(s, out);
   return out;
 }
 
 std::string printNestSchedule(const NestSchedule& s) {
-  std::vector<std::string> clauses;
-  for (const IndexSchedule& i : s.indices) clauses.push_back(printIndexSchedule(i));
+  std::string out;  // the clauses, separated by "; "
+  auto clause = [&]() -> std::string& { return out.empty() ? out : out += "; "; };
+  for (const IndexSchedule& i : s.indices) appendIndexSchedule(i, clause());
   for (const ClauseRow& row : clauseTable()) {
     if (clauseAtDefault(row, s)) continue;
     switch (row.kind) {
       case ClauseKind::Arrays: {
-        std::vector<std::string> arrays;  // with their `^T` marks (the ArrayFlag row)
-        for (const std::string& a : s.*row.arrays)
-          arrays.push_back(row.accesses && s.isTransposed(a) ? a + "^T" : a);
-        clauses.push_back(fmt::format("{}: {}", row.name, fmt::join(arrays, ", ")));
+        std::string& c = clause();
+        c += row.name;
+        c += ": ";
+        bool first = true;
+        for (const std::string& a : s.*row.arrays) {  // with their `^T` marks (the ArrayFlag row)
+          if (!first) c += ", ";
+          first = false;
+          c += a;
+          if (row.accesses && s.isTransposed(a)) c += "^T";
+        }
         break;
       }
       case ClauseKind::ArrayFlag: break;
       case ClauseKind::Number:
       case ClauseKind::Keyword:
       case ClauseKind::Mma:
-      case ClauseKind::Scan: clauses.push_back(fmt::format("{}: {}", row.name, clauseValue(row, s))); break;
+      case ClauseKind::Scan: clause() += fmt::format("{}: {}", row.name, clauseValue(row, s)); break;
     }
   }
-  if (clauses.empty()) return "-";
-  return fmt::format("{}", fmt::join(clauses, "; "));
+  if (out.empty()) return "-";
+  return out;
 }
 
 std::string printSchedule(const Schedule& s) {
@@ -374,14 +392,25 @@ class ScheduleParser {
     ++pos_;
     return true;
   }
-  void expect(char c, const char* what) {
+  // What the parser expected, for a failure's message: a text, or a function that makes it, called
+  // only when the parse fails (the space parses every candidate's text back: formatting each
+  // clause's message up front was half of the parse).
+  template <class What>
+  static std::string describe(const What& what) {
+    if constexpr (std::is_invocable_v<const What&>) return what();
+    else return std::string(what);
+  }
+
+  template <class What>
+  void expect(char c, const What& what) {
     if (accept(c)) return;
-    if (atEnd()) fail(fmt::format("expected '{}' {}, found the end of the text", c, what));
-    fail(fmt::format("expected '{}' {}, found '{}'", c, what, t_[pos_]));
+    if (atEnd()) fail(fmt::format("expected '{}' {}, found the end of the text", c, describe(what)));
+    fail(fmt::format("expected '{}' {}, found '{}'", c, describe(what), t_[pos_]));
   }
 
   // A name: letters, digits, '_' and '.' (for grid.x), starting with a letter or '_'.
-  std::string word(const char* what) {
+  template <class What>
+  std::string word(const What& what) {
     skipSpace();
     size_t start = pos_;
     if (pos_ < t_.size() && (std::isalpha((unsigned char)t_[pos_]) || t_[pos_] == '_')) {
@@ -389,8 +418,8 @@ class ScheduleParser {
         ++pos_;
     }
     if (pos_ == start) {
-      if (pos_ >= t_.size()) fail(fmt::format("expected {}, found the end of the text", what));
-      fail(fmt::format("expected {}, found '{}'", what, t_[pos_]));
+      if (pos_ >= t_.size()) fail(fmt::format("expected {}, found the end of the text", describe(what)));
+      fail(fmt::format("expected {}, found '{}'", describe(what), t_[pos_]));
     }
     return std::string(t_.substr(start, pos_ - start));
   }
@@ -401,7 +430,7 @@ class ScheduleParser {
     if (saw) failAt(clauseStart, fmt::format("'{}:' is given twice for this nest", name));
     saw = true;
     size_t at = (skipSpace(), pos_);
-    std::string value = word(fmt::format("'{}' or '{}' after '{}:'", yes, no, name).c_str());
+    std::string value = word([&] { return fmt::format("'{}' or '{}' after '{}:'", yes, no, name); });
     if (value != yes && value != no)
       failAt(at, fmt::format("unknown {} '{}' (expected '{}' or '{}')", name, value, yes, no));
     return value == yes;
@@ -576,7 +605,7 @@ class ScheduleParser {
 
   void keyword(const char* kw, const char* after) {
     size_t at = (skipSpace(), pos_);
-    std::string w = word(fmt::format("'{}' after {}", kw, after).c_str());
+    std::string w = word([&] { return fmt::format("'{}' after {}", kw, after); });
     if (w != kw) failAt(at, fmt::format("expected '{}' after {}, found '{}'", kw, after, w));
   }
 
@@ -709,8 +738,8 @@ class ScheduleParser {
     std::deque<bool> saw(clauseTable().size(), false);  // (references to its elements: not a vector<bool>)
     do {
       size_t clauseStart = (skipSpace(), pos_);
-      std::string name = word(clauseNames().c_str());
-      expect(':', fmt::format("after '{}'", name).c_str());
+      std::string name = word(clauseNames);
+      expect(':', [&] { return fmt::format("after '{}'", name); });
       const ClauseRow* row = clauseRow(name);
       if (row) {
         bool& given = saw[row - clauseTable().data()];

@@ -24,6 +24,9 @@ Candidate makeCandidate(const std::vector<const NestCandidate*>& parts) {
   const NestEstimate* dominant = nullptr;
   double seconds = 0;
   for (const NestCandidate* p : parts) {
+    // The text is printSchedule's (the nests' texts joined by " | "), from the nests' printed once.
+    if (!c.schedule.nests.empty()) c.text += " | ";
+    c.text += p->text;
     c.schedule.nests.push_back(p->plan->schedule);
     c.plans.push_back(p->plan);
     c.estimatedBytes += p->est.bytes;
@@ -31,7 +34,6 @@ Candidate makeCandidate(const std::vector<const NestCandidate*>& parts) {
     seconds += p->est.seconds;
     if (!dominant || p->est.seconds > dominant->seconds) dominant = &p->est;
   }
-  c.text = printSchedule(c.schedule);
   c.score = seconds * 1e6;
   if (dominant) {
     c.threadsPerBlock = dominant->threads;
@@ -238,10 +240,20 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
   Schedule defaults = defaultSchedule(bound);
   std::vector<NestSpace> nests = nestSpaces(bound, options, defaults, space);
   capProduct(nests, space);
+  // Every kept candidate must parse back to itself: the tuner stores the text. A product
+  // candidate's text is its nests' joined by " | ", which parses nest by nest: each nest's kept
+  // schedules are parsed once, not once per product (softmax's tens of thousands of candidates
+  // are products of a few dozen nest schedules); the fused candidates, whole.
+  for (const NestSpace& ns : nests)
+    for (const NestCandidate& c : ns.kept) {
+      auto again = parseSchedule(c.text);
+      RTCG_ASSERT(again.ok() && again.schedule->nests.size() == 1 && again.schedule->nests[0] == c.plan->schedule,
+                  "schedule text does not round-trip: " + c.text);
+    }
   // The default schedule first, so that it survives ties and sampling.
   std::vector<Candidate> all = productCandidates(bound, options, nests, space);
-  for (Candidate& c : all) {
-    // Every kept candidate must parse back to itself: the tuner stores the text.
+  for (const Candidate& c : all) {
+    if (c.fusions.empty()) continue;
     auto again = parseSchedule(c.text);
     RTCG_ASSERT(again.ok() && *again.schedule == c.schedule, "schedule text does not round-trip: " + c.text);
   }

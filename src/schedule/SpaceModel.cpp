@@ -104,10 +104,12 @@ std::optional<std::set<int>> usedLoops(const Kernel& k, const Access& a) {
 
 }  // namespace
 
-NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
-  auto idx = nestIndices(k, nest, &error_);
-  if (!idx) return;
-  indices_ = std::move(*idx);
+NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest), facts_(k, nest) {
+  if (!facts_.indices()) {
+    error_ = facts_.error();
+    return;
+  }
+  indices_ = *facts_.indices();
   domain_ = indices_;
   ok_ = true;
   meanDataRows();
@@ -115,6 +117,9 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest) {
   accesses_ = collectAccesses(k, nest);
   for (const Access& a : accesses_) {
     usedLoops_.push_back(usedLoops(k, a));
+    flatForms_.push_back(flatOffset(k, a.array, a.indices));
+    indexForms_.emplace_back();
+    for (const Expr& i : a.indices) indexForms_.back().push_back(toAffine(i));
     // The loop along each end dimension (coefficient 1, alone), for vectorWidth.
     auto soleLoop = [](const Expr& e) {
       auto form = toAffine(e);
@@ -246,6 +251,7 @@ double NestModel::coveredBlocks(const NestPlan& plan) const {
     int64_t span = 1, blocks = 1;
   };
   std::vector<Axis> axes;
+  std::vector<int64_t> key;  // the axes' spans and blocks: all the share depends on
   for (const NestIndex& ni : domain_) {
     if (!ni.parallel) continue;
     const IndexPlan* ip = plan.index(ni.name);
@@ -254,7 +260,11 @@ double NestModel::coveredBlocks(const NestPlan& plan) const {
     Axis a{&ni};
     for (size_t p = 0; p < is.parts.size(); ++p) (isGridPlacement(is.parts[p].place) ? a.blocks : a.span) *= ip->extents[p];
     axes.push_back(a);
+    key.push_back(a.span);
+    key.push_back(a.blocks);
   }
+  const double minimum = 1.0 / double(std::max<int64_t>(1, plan.launch.blocks));
+  if (auto hit = coveredCache_.find(key); hit != coveredCache_.end()) return std::max(hit->second, minimum);
   std::map<int, IndexRange> box;
   std::function<double(size_t)> covered = [&](size_t d) -> double {
     if (d == axes.size()) return 1;
@@ -273,7 +283,9 @@ double NestModel::coveredBlocks(const NestPlan& plan) const {
     }
     return sum / double(samples);
   };
-  return std::max(covered(0), 1.0 / double(std::max<int64_t>(1, plan.launch.blocks)));
+  const double share = covered(0);
+  coveredCache_.emplace(std::move(key), share);
+  return std::max(share, minimum);
 }
 
 std::vector<int64_t> NestModel::partsOf(const NestPlan& plan, const IndexPlan& ip, const NestIndex& ni) const {
@@ -625,7 +637,7 @@ double NestModel::bankConflictWays(const NestPlan& plan, size_t access, const St
   const IndexSchedule* innerSchedule = inner ? s.find(inner->name) : nullptr;
   const bool unrolled = innerSchedule && innerSchedule->parts.back().place == Placement::Unroll;
   for (size_t d = 0; d < a.indices.size(); ++d) {
-    auto form = toAffine(a.indices[d]);
+    const std::optional<AffineForm>& form = indexForms_[access][d];
     if (!form) return 1;
     auto c = form->coeffs.find(txLoop);
     if (c != form->coeffs.end()) step += c->second * laneStep * pitch[d] * words;
@@ -637,26 +649,34 @@ double NestModel::bankConflictWays(const NestPlan& plan, size_t access, const St
   const int64_t perPhase = vector ? 8 : 32, unit = vector ? 4 : 1, banks = vector ? 8 : 32;
   int64_t ways = 1;
   for (int64_t phase = 0; phase < lanes; phase += perPhase) {
-    std::map<int64_t, std::set<int64_t>> byBank;
+    // The (bank, chunk) pairs of the phase's lanes (at most 32), distinct: the ways are the most
+    // chunks of one bank.
+    std::pair<int64_t, int64_t> hits[32];
+    size_t n = 0;
     for (int64_t l = phase; l < std::min(lanes, phase + perPhase); ++l) {
       int64_t chunk = floorDiv(l * step, unit);
-      byBank[floorMod(chunk, banks)].insert(chunk);
+      hits[n++] = {floorMod(chunk, banks), chunk};
     }
-    for (const auto& [bank, chunks] : byBank) ways = std::max<int64_t>(ways, (int64_t)chunks.size());
+    std::sort(hits, hits + n);
+    n = size_t(std::unique(hits, hits + n) - hits);
+    for (size_t i = 0, run = 0; i < n; ++i) {
+      run = i > 0 && hits[i].first == hits[i - 1].first ? run + 1 : 1;
+      ways = std::max<int64_t>(ways, (int64_t)run);
+    }
   }
   return (double)ways;
 }
 
 NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) const {
   if (s.mma.any() || s.scan.any()) {  // a probe of an mma or scan schedule: its plan, where it has one
-    NestPlanResult r = planNest(*k_, nest_, s);
+    NestPlanResult r = planNest(*k_, nest_, s, {}, &facts_);
     if (r.plan) return estimate(*r.plan, d);
     NestEstimate e;
     e.seconds = std::numeric_limits<double>::infinity();
     return e;
   }
   NestPlan sketch = sketchNest(*k_, nest_, s, indices_);
-  sketch.staging = planStaging(*k_, nest_, s, &domain_);
+  sketch.staging = planStaging(*k_, nest_, s, &domain_, &facts_.hoistedGroups(s));
   if (s.earlyLoads) sketch.earlyLoads = earlyStatementLoads(*k_, nest_, s);
   return estimate(sketch, d);
 }
@@ -684,6 +704,11 @@ NestEstimate NestModel::estimate(const NestPlan& plan, const DeviceModel& d) con
   return e;
 }
 
+std::optional<int64_t> NestModel::strideIn(size_t access, int loopId) const {
+  if (!flatForms_[access]) return std::nullopt;
+  return flatForms_[access]->coeff(loopId);
+}
+
 // The accesses' traffic per block (e.bytes), arithmetic (e.flops), reuse and coalescing per
 // staging entry, and what a thread issues for them.
 void NestModel::estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateState& st) const {
@@ -704,7 +729,8 @@ void NestModel::estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateS
     const Param& param = k_->params[a.array];
     double bytes = typeBytes(param.type);
     int txLoop = loopIdIn(a, e.threadXIndex);
-    std::optional<int64_t> stride = txLoop >= 0 ? strideAlong(*k_, a, txLoop) : std::optional<int64_t>(0);
+    // strideAlong's: the coefficient in the flat offset.
+    std::optional<int64_t> stride = txLoop < 0 ? std::optional<int64_t>(0) : strideIn(ai, txLoop);
     int64_t waste = !stride ? 4 : std::min<int64_t>(32, std::max<int64_t>(1, std::llabs(*stride)));
     double distinct = distinctElements(ai, t.block);
     const double usedPerThread = distinctElements(ai, t.thread);

@@ -121,6 +121,8 @@ class NestModel {
   const std::vector<NestIndex>& indices() const { return indices_; }
   // The nest's indices as nestIndices finds them (true hulls): what planStaging needs.
   const std::vector<NestIndex>& domain() const { return domain_; }
+  // What planning the nest's schedules shares (planNest's `facts`).
+  const NestFacts& facts() const { return facts_; }
   const NestIndex* index(const std::string& name) const;
   std::vector<const NestIndex*> parallel() const;
   std::vector<const NestIndex*> reductions() const;
@@ -164,6 +166,7 @@ class NestModel {
  private:
   const Kernel* k_;
   int nest_;
+  NestFacts facts_;
   bool ok_ = false;
   std::string error_;
   std::vector<NestIndex> indices_;
@@ -188,9 +191,17 @@ class NestModel {
     double cyclicPositions = 1;
   };
   std::vector<std::optional<std::set<int>>> usedLoops_;  // per access: loop ids of its affine offset
+  // Per access, found once (the model asks for them per candidate): its flat offset (flatOffset:
+  // its strides) and each index's affine form (toAffine).
+  std::vector<std::optional<AffineForm>> flatForms_;
+  std::vector<std::vector<std::optional<AffineForm>>> indexForms_;
+  // strideAlong(access, loopId) from the flat offset found once.
+  std::optional<int64_t> strideIn(size_t access, int loopId) const;
   // Per access: the loop id its last and its first index are (coefficient 1, alone), else -1.
   std::vector<std::pair<int, int>> rowLoops_;
   mutable std::map<std::vector<int64_t>, double> distinctCache_;
+  // coveredBlocks' share, by the blocks and the span of a block along each parallel index.
+  mutable std::map<std::vector<int64_t>, double> coveredCache_;
   mutable std::map<std::vector<int64_t>, std::optional<Box>> boxCache_;
   // blockWork's, by distribution of the rows (std::map: the entries stay where they are), with
   // workBalance's by residency (multiprocessors, blocks per multiprocessor, share).

@@ -143,10 +143,11 @@ struct StagingContext {
 
 // The context of nest `nest` under `s`; false where an index has no clause or a factor is not
 // positive (validation reports those).
-bool makeStagingContext(StagingContext& c, const std::vector<NestIndex>& indices) {
+bool makeStagingContext(StagingContext& c, const std::vector<NestIndex>& indices,
+                        const std::vector<std::vector<Expr>>* groups) {
   const int nest = c.nest;
   const NestSchedule& s = c.s;
-  c.groups = hoistedReductionGroups(c.k, nest, s);
+  c.groups = groups ? *groups : hoistedReductionGroups(c.k, nest, s);
   for (size_t g = 0; g < c.groups.size(); ++g)
     for (const Expr& r : c.groups[g]) c.groupOf[r.get()] = (int)g;
   for (const NestIndex& ni : indices) {
@@ -255,10 +256,12 @@ bool boxOf(const StagingContext& c, const std::vector<StagedLoad>& loads, const 
 // they can); an entry naming one access keeps only that access's loads.
 std::optional<std::string> readsProblem(const StagingContext& c, const std::string& name, int a,
                                         std::vector<StagedLoad>& loads) {
-  if (const std::vector<std::string> reads = accessTexts(c.k, loads);
-      !stagedAccess(name).empty() && !selectAccess(c.k, stagedAccess(name), loads))
+  // (The reads' texts are formatted for the message only: the space stages tens of thousands.)
+  if (!stagedAccess(name).empty() &&
+      std::none_of(loads.begin(), loads.end(), [&](const StagedLoad& l) { return accessKey(c.k, l.load) == stagedAccess(name); }))
     return fmt::format("no read of the nest has these indices (its reads of '{}': {})", c.k.params[a].name,
-                       fmt::join(reads, ", "));
+                       fmt::join(accessTexts(c.k, loads), ", "));
+  if (!stagedAccess(name).empty()) selectAccess(c.k, stagedAccess(name), loads);
   bool indirect = false;
   for (const StagedLoad& l : loads)
     for (const Expr& i : l.load->operands) indirect = indirect || containsLoad(i);
@@ -461,7 +464,8 @@ std::string stagingEntry(const Kernel& k, const StagedArray& sa) {
 
 int64_t planStagingCount() { return stagingPlans.load(std::memory_order_relaxed); }
 
-StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known) {
+StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known,
+                        const std::vector<std::vector<Expr>>* groups) {
   StagingPlan plan;
   plan.ring.stages = s.buffers;
   plan.ring.engine = s.asyncCopy ? CopyEngine::CpAsync : CopyEngine::Registers;
@@ -470,7 +474,7 @@ StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const 
   std::optional<std::vector<NestIndex>> found;
   if (!known && !(found = nestIndices(k, nest))) return plan;  // validation reports this
   StagingContext c{k, nest, s};
-  if (!makeStagingContext(c, known ? *known : *found)) return plan;  // validation reports this
+  if (!makeStagingContext(c, known ? *known : *found, groups)) return plan;  // validation reports this
   for (const std::string& name : s.shared) {
     int a = k.findParam(std::string(stagedArrayName(name)));
     if (a < 0 || !k.params[a].isArray()) continue;  // validation reports this

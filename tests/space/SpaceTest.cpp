@@ -5,6 +5,7 @@
 
 #include <regex>
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -13,9 +14,11 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "codegen/Emitter.h"
 #include "codegen/Nvrtc.h"
@@ -180,13 +183,38 @@ void expectPlansAgree(const Candidate& c, const EmittedModule& m) {
 
 // What kind of schedule a candidate is, by the clauses that change the emitted code's shape: a
 // sampled walk over the space emits the first candidate of each kind whatever its rank.
+// (The text is scanned without std::regex, which took seconds over the spaces' candidates.)
 std::string emitFamily(const std::string& text) {
   std::string key;
   for (const char* f : {"shared:", "buffers:", "copy: async", "loads: early", "thread.z", "unroll", "reg "})
     key += text.find(f) != std::string::npos ? '1' : '0';
-  static const std::regex splitAcross(R"(: (serial|unroll)[^;|]*grid\.|: grid\.[xyz][^;|]*serial)");
-  key += std::regex_search(text, splitAcross) ? '1' : '0';
+  // A reduction split across blocks and walked serially: a clause (between ';' and '|') with a
+  // serial or unrolled part ahead of a grid part (": serial ... grid."), or a grid part ahead of
+  // a serial one (": grid.x ... serial").
+  bool splitAcross = false;
+  for (size_t start = 0; start <= text.size() && !splitAcross;) {
+    const size_t end = std::min(text.find(';', start), text.find('|', start));
+    const std::string_view clause = std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const size_t serial = std::min(clause.find(": serial"), clause.find(": unroll"));
+    if (serial != std::string_view::npos && clause.find("grid.", serial + 8) != std::string_view::npos) splitAcross = true;
+    for (const char* grid : {": grid.x", ": grid.y", ": grid.z"})
+      if (size_t g = clause.find(grid); g != std::string_view::npos && clause.find("serial", g + 8) != std::string_view::npos)
+        splitAcross = true;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  key += splitAcross ? '1' : '0';
   return key;
+}
+
+// Whether `text` has a grid part followed by a serial part of 4 or 16 positions ("grid.x, serial
+// 4," or ";"): blocks walking positions.
+bool walksPositions(const std::string& text) {
+  for (const char* axis : {"x", "y", "z"})
+    for (const char* n : {"4", "16"})
+      for (const char* after : {",", ";"})
+        if (text.find(fmt::format("grid.{}, serial {}{}", axis, n, after)) != std::string::npos) return true;
+  return false;
 }
 
 // emitAll: every candidate is emitted and its plans compared with the emitter's launches, or with
@@ -263,12 +291,11 @@ void compileASample(const Example& ex, const Kernel& bound, const Space& space) 
   }
   // And the best predicted of each family the sampling singles out (pipelined positions: blocks
   // walking 4 or 16 positions with multi-buffered tiles).
-  static const std::regex walks(R"(grid\.[xyz], serial (4|16)[,;])");
   std::set<std::string> families;
   for (const Candidate& c : space.candidates) {
     for (const char* f : {"loads: early", "copy: async"})
       if (c.text.find(f) != std::string::npos && families.insert(f).second) sample.push_back(&c);
-    if (std::regex_search(c.text, walks) && c.text.find("buffers:") != std::string::npos && families.insert("walks").second)
+    if (walksPositions(c.text) && c.text.find("buffers:") != std::string::npos && families.insert("walks").second)
       sample.push_back(&c);
   }
   std::set<std::string> done;
@@ -281,6 +308,19 @@ void compileASample(const Example& ex, const Kernel& bound, const Space& space) 
 }
 
 }  // namespace
+
+// N of a reason "... not offered (N variants): ..." (a family rejected wholesale), else nullopt.
+std::optional<size_t> wholesaleVariants(const std::string& reason) {
+  static const std::string mark = "not offered (";
+  for (size_t at = reason.find(mark); at != std::string::npos; at = reason.find(mark, at + 1)) {
+    const size_t from = at + mark.size();
+    size_t to = from;
+    while (to < reason.size() && std::isdigit((unsigned char)reason[to])) ++to;
+    if (to > from && (reason.compare(to, 9, " variant)") == 0 || reason.compare(to, 10, " variants)") == 0))
+      return std::stoul(reason.substr(from, to - from));
+  }
+  return std::nullopt;
+}
 
 // Every example's space at its sizes: its variants accounted for, every candidate checked
 // (checkSpace), a sample emitted and a smaller one compiled by NVRTC (compileASample), and staging
@@ -309,11 +349,7 @@ TEST(Space, EveryExampleAtItsSizes) {
     // A family the validator rejects wholesale is one pruned entry for its N variants (CSR rows
     // stage nothing: x is read indirectly, val and col through the row's data-dependent index).
     size_t accounted = space.candidates.size();
-    for (const PrunedCandidate& p : space.pruned) {
-      std::smatch m;
-      static const std::regex wholesale(R"(not offered \(([0-9]+) variants?\))");
-      accounted += std::regex_search(p.reason, m, wholesale) ? std::stoul(m[1]) : 1;
-    }
+    for (const PrunedCandidate& p : space.pruned) accounted += wholesaleVariants(p.reason).value_or(1);
     if (!severalNests) {
       EXPECT_EQ(accounted, size_t(space.enumerated)) << ex.kernel.name;
       EXPECT_EQ(space.sampledOut, 0);

@@ -70,7 +70,7 @@ std::string NestSpace::where() const { return k_.nests.size() > 1 ? fmt::format(
 // The plan of a variant of this nest (probed earlier or made now), taken out of the cache.
 NestPlanResult NestSpace::takePlan(const NestSchedule& ns, const std::string& text) {
   auto hit = planned_.find(text);
-  if (hit == planned_.end()) return planNest(k_, nest_, ns, o_.limits);
+  if (hit == planned_.end()) return planNest(k_, nest_, ns, o_.limits, &model_.facts());
   NestPlanResult r = std::move(hit->second);
   planned_.erase(hit);
   return r;
@@ -79,11 +79,11 @@ NestPlanResult NestSpace::takePlan(const NestSchedule& ns, const std::string& te
 StagingPlan NestSpace::stagingOf(const NestSchedule& ns) {
   std::string text = printNestSchedule(ns);
   auto hit = planned_.find(text);
-  if (hit == planned_.end()) hit = planned_.emplace(text, planNest(k_, nest_, ns, o_.limits)).first;
+  if (hit == planned_.end()) hit = planned_.emplace(text, planNest(k_, nest_, ns, o_.limits, &model_.facts())).first;
   const NestPlanResult& r = hit->second;
   if (r.plan) return r.plan->staging;
   if (r.staging) return *r.staging;
-  return planStaging(k_, nest_, ns, &model_.domain());
+  return planStaging(k_, nest_, ns, &model_.domain(), &model_.facts().hoistedGroups(ns));
 }
 
 bool NestSpace::add(const NestSchedule& ns, Group group, bool isDefault) {
@@ -135,60 +135,66 @@ std::vector<size_t> NestSpace::bestKept(size_t n, bool stable) const {
 // The model's pruning; the default schedule is never pruned.
 void NestSpace::prune() {
   const DeviceModel& d = o_.device;
-  std::vector<NestCandidate> out;
-  auto drop = [&](const NestCandidate& c, std::string reason) { pruned.push_back({where() + c.text, std::move(reason)}); };
-  for (NestCandidate& c : kept) {
-    if (c.isDefault) {
-      out.push_back(std::move(c));
-    } else if (c.est.blocksPerMultiprocessor == 0) {
-      drop(c, fmt::format("cannot be resident: {} threads with ~{} registers and {} bytes of shared memory "
-                          "per block exceed a multiprocessor", c.est.threads, c.est.registers, c.est.sharedBytes));
-    } else if (c.est.threads < o_.minThreads) {
-      drop(c, fmt::format("threads per block {} < min_threads {}", c.est.threads, o_.minThreads));
-    } else if (c.est.blocks < o_.minBlocks) {
-      drop(c, fmt::format("blocks {} < min_blocks {}", c.est.blocks, o_.minBlocks));
-    } else {
-      out.push_back(std::move(c));
-    }
-  }
-  kept = std::move(out);
+  auto drop = [&](const NestCandidate& c, std::string reason) {
+    pruned.push_back({where() + c.text, std::move(reason)});
+    return false;
+  };
+  // Keeps the candidates that `keep` takes, in order, in place (a second list of tens of thousands
+  // of candidates cost more than the pruning: allocating it, and freeing the first).
+  auto filter = [&](auto keep) {
+    size_t w = 0;
+    for (size_t r = 0; r < kept.size(); ++r)
+      if (keep(kept[r])) {
+        if (w != r) kept[w] = std::move(kept[r]);
+        ++w;
+      }
+    kept.erase(kept.begin() + (ptrdiff_t)w, kept.end());
+  };
+  filter([&](const NestCandidate& c) {
+    if (c.isDefault) return true;
+    if (c.est.blocksPerMultiprocessor == 0)
+      return drop(c, fmt::format("cannot be resident: {} threads with ~{} registers and {} bytes of shared memory "
+                                 "per block exceed a multiprocessor", c.est.threads, c.est.registers, c.est.sharedBytes));
+    if (c.est.threads < o_.minThreads)
+      return drop(c, fmt::format("threads per block {} < min_threads {}", c.est.threads, o_.minThreads));
+    if (c.est.blocks < o_.minBlocks) return drop(c, fmt::format("blocks {} < min_blocks {}", c.est.blocks, o_.minBlocks));
+    return true;
+  });
 
   // Too few blocks to spread over the device, when other candidates have enough.
   int64_t quarter = std::max<int64_t>(1, d.multiprocessors / 4);
   bool enoughExists = std::any_of(kept.begin(), kept.end(), [&](const NestCandidate& c) { return c.est.blocks >= quarter; });
-  if (enoughExists) {
-    out.clear();
-    for (NestCandidate& c : kept) {
+  if (enoughExists)
+    filter([&](const NestCandidate& c) {
       if (!c.isDefault && c.est.blocks < quarter)
-        drop(c, fmt::format("only {} blocks for {} multiprocessors", c.est.blocks, d.multiprocessors));
-      else
-        out.push_back(std::move(c));
-    }
-    kept = std::move(out);
-  }
+        return drop(c, fmt::format("only {} blocks for {} multiprocessors", c.est.blocks, d.multiprocessors));
+      return true;
+    });
 
   double best = std::numeric_limits<double>::infinity();
   for (const NestCandidate& c : kept) best = std::min(best, c.est.seconds);
   bool coalescedExists = std::any_of(kept.begin(), kept.end(), [](const NestCandidate& c) {
     return std::llabs(c.est.storeStride) <= 1;
   });
-  out.clear();
-  for (NestCandidate& c : kept) {
-    if (c.isDefault) {
-      out.push_back(std::move(c));
-    } else if (coalescedExists && std::llabs(c.est.storeStride) > 1 && c.est.seconds > 4 * best) {
-      drop(c, fmt::format("uncoalesced: thread.x on {} (stride {} along it for {}), predicted {} vs the best {}",
-                          c.est.threadXIndex, c.est.storeStride, c.est.storeArray, micros(c.est.seconds),
-                          micros(best)));
-    } else if (c.est.seconds > 20 * best) {
-      drop(c, fmt::format("predicted {} > 20x the best {}", micros(c.est.seconds), micros(best)));
-    } else {
-      out.push_back(std::move(c));
-    }
-  }
-  kept = std::move(out);
-  std::stable_sort(kept.begin(), kept.end(),
-                   [](const NestCandidate& a, const NestCandidate& b) { return a.est.seconds < b.est.seconds; });
+  filter([&](const NestCandidate& c) {
+    if (c.isDefault) return true;
+    if (coalescedExists && std::llabs(c.est.storeStride) > 1 && c.est.seconds > 4 * best)
+      return drop(c, fmt::format("uncoalesced: thread.x on {} (stride {} along it for {}), predicted {} vs the best {}",
+                                 c.est.threadXIndex, c.est.storeStride, c.est.storeArray, micros(c.est.seconds),
+                                 micros(best)));
+    if (c.est.seconds > 20 * best) return drop(c, fmt::format("predicted {} > 20x the best {}", micros(c.est.seconds), micros(best)));
+    return true;
+  });
+  // Fastest first, ties in generation order: the order sorted by index, then each candidate
+  // moved once (sorting the candidates themselves moved each of them log n times).
+  std::vector<size_t> order(kept.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return kept[a].est.seconds < kept[b].est.seconds; });
+  std::vector<NestCandidate> sorted;
+  sorted.reserve(kept.size());
+  for (size_t i : order) sorted.push_back(std::move(kept[i]));
+  kept = std::move(sorted);
 }
 
 }  // namespace rtcg::space
