@@ -287,6 +287,12 @@ TEST(HostEmulation, MmaTf32TilesAsLoadedMatchTheReference) {
   EXPECT_NE(lift.find("rtcg_ldmatrix_x4(b"), std::string::npos);
   EXPECT_NE(lift.find("rtcg_ldmatrix_x2(b"), std::string::npos);
   EXPECT_EQ(emitCuda(exampleKernel("matmul.rtcg", "", {{"n", 37}}), s).source.find("rtcg_cp_async16(&"), std::string::npos);
+  // Rows 8-byte aligned (n = 38): runs of two values, copied 8 bytes at a time.
+  const Kernel even = exampleKernel("matmul.rtcg", "", {{"n", 38}});
+  const std::string eight = emitCuda(even, s).source;
+  EXPECT_NE(eight.find("rtcg_cp_async8(&"), std::string::npos);
+  EXPECT_EQ(eight.find("rtcg_cp_async16(&"), std::string::npos);
+  EXPECT_EQ(checkOnHost(even, "mma: tf32x3 m16n8k8 warps 1x2 tile 2x3 k 16 stages 3", 4e-5), "");
 }
 
 // The space's largest warp tiles (4x8, 8x4 fragments) in blocks of 8 warps (128 x 256, 256 x 128)
