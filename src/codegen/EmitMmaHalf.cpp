@@ -1,12 +1,13 @@
 // The packed arithmetics of `mma:` (bf16 / f16, mma.sync m16n8k16 with f32 accumulators; s8,
 // m16n8k32 with s32 accumulators; schedule/Mma.h): tiles hold the operands' 16- or 8-bit values as
 // loaded, in each operand's contiguous direction ((rows x k), or (k x rows) where k is not
-// contiguous; s8 always (rows x k)), copied by cp.async of 16, 8 or 4 bytes where every run of that many bytes
-// is aligned to its size in the array (runElements), else element by element. The warps load their fragments with
-// ldmatrix: x4 for an A fragment (16 x 16 values, 16 x 32 bytes of s8), x4 for two B fragments (x2
-// for a last single one), .trans from a (k x rows) tile. The register layouts are PTX's (mma
-// m16n8k16 and m16n8k32, ldmatrix m8n8): lane l supplies the address of row l % 8 of matrix l / 8;
-// a row of a matrix is 16 bytes either way, so s8's fragments are the 16-bit ones' bytes.
+// contiguous; s8 always (rows x k)), copied by cp.async of 16, 8 or 4 bytes where every run of
+// that many bytes is aligned to its size in the array (runElements), else element by element. The
+// warps load their fragments with ldmatrix: x4 for an A fragment (16 x 16 values, 16 x 32 bytes of
+// s8), x4 for two B fragments (x2 for a last single one), .trans from a (k x rows) tile. The
+// register layouts are PTX's (mma m16n8k16 and m16n8k32, ldmatrix m8n8): lane l supplies the
+// address of row l % 8 of matrix l / 8; a row of a matrix is 16 bytes either way, so s8's
+// fragments are the 16-bit ones' bytes.
 #include <fmt/format.h>
 
 #include <numeric>

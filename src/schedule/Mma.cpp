@@ -42,12 +42,12 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
   auto form = flatOffset(k, st.array, st.indices);
   const bool alongM = form && form->coeff(p.c.m) == 1 && form->coeff(p.c.n) != 1;
   p.epilogue = alongM ? MmaEpilogue::SharedAlongM : MmaEpilogue::SharedAlongN;
-  const int64_t fast = p.epilogueAlongM() ? p.blockM : p.blockN, slow = p.epilogueAlongM() ? p.blockN : p.blockM;
+  const int64_t fast = alongM ? p.blockM : p.blockN, slow = alongM ? p.blockN : p.blockM;
   // The fragments' writes spread over the banks: along M (word col * pitch + row per lane) a pitch
   // of 4 (mod 32) puts the 32 lanes of one store in 32 banks; along N the f32 accumulators go as
   // pairs (float2, columns 2t and 2t + 1 of row g) and a pitch of 8 (mod 32) puts each half-warp's
   // 16 pairs in 32 banks (with 4 (mod 32), single floats: 2-way conflicts, 4-way measured).
-  const bool pairs = !p.epilogueAlongM() && p.c.type == ScalarType::F32;
+  const bool pairs = !alongM && p.c.type == ScalarType::F32;
   p.epiloguePitch = fast + ((pairs ? 40 : 36) - fast % 32) % 32;
   p.epilogueBytes = slow * p.epiloguePitch * typeBytes(p.c.type);
   p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);

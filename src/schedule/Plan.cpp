@@ -135,36 +135,24 @@ const char* const kNothingStreams =
 // the order validateSchedule has always reported them (tests and users compare the first reason).
 class NestPlanner {
  public:
+  // `facts`: the nest's, where the caller has them; else found here (once for the checks, the
+  // cross-block and the staging plans that need them).
   NestPlanner(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& lim, const NestFacts* facts)
-      : k_(k), nest_(nest), s_(s), lim_(lim), facts_(facts),
+      : k_(k), nest_(nest), s_(s), lim_(lim), facts_(facts ? *facts : ownFacts_.emplace(k, nest)),
         where_(k.nests.size() > 1 ? fmt::format("nest {}: ", nest) : "") {}
 
   NestPlanResult run() {
     NestPlanResult r;
-    // The nest's indices and hoisted groups: the facts' where given, else found here (once for
-    // the checks, the cross-block and the staging plans that need them).
-    std::string err;
-    if (facts_) {
-      indicesPtr_ = facts_->indices();
-      err = facts_->error();
-    } else if ((foundIndices_ = nestIndices(k_, nest_, &err))) {
-      indicesPtr_ = &*foundIndices_;
-    }
-    if (!indicesPtr_) {
-      reason(err);
+    if (!facts_.indices()) {
+      reason(facts_.error());
       r.reasons = std::move(reasons_);
       return r;
     }
-    if (facts_) {
-      groups_ = &facts_->hoistedGroups(s_);
-    } else {
-      foundGroups_ = hoistedReductionGroups(k_, nest_, s_);
-      groups_ = &foundGroups_;
-    }
+    groups_ = &facts_.hoistedGroups(s_);
     plan_ = sketchNest(k_, nest_, s_, indices());
     checkClauses();
     checkLaunch();
-    for (const std::string& m : splitReductionReasons(k_, nest_, s_, indicesPtr_, groups_)) reason(m);
+    for (const std::string& m : splitReductionReasons(k_, nest_, s_, facts_.indices(), groups_)) reason(m);
     if (crossBlock_ && reasons_.empty()) checkScratch();
     checkSharedClauses();
     checkBufferClauses();
@@ -192,18 +180,16 @@ class NestPlanner {
   int nest_;
   const NestSchedule& s_;
   const ScheduleLimits& lim_;
-  const NestFacts* facts_;
+  std::optional<NestFacts> ownFacts_;  // (before facts_, which may refer to it)
+  const NestFacts& facts_;
   std::string where_;
   std::vector<std::string> reasons_;
-  const std::vector<NestIndex>* indicesPtr_ = nullptr;  // the facts' or foundIndices_
-  std::optional<std::vector<NestIndex>> foundIndices_;
-  const std::vector<std::vector<Expr>>* groups_ = nullptr;  // the facts' or foundGroups_
-  std::vector<std::vector<Expr>> foundGroups_;
+  const std::vector<std::vector<Expr>>* groups_ = nullptr;  // facts_.hoistedGroups(s_)
   NestPlan plan_;
   const IndexSchedule* crossBlock_ = nullptr;  // the reduction index with grid parts
 
   void reason(std::string msg) { reasons_.push_back(where_ + msg); }
-  const std::vector<NestIndex>& indices() const { return *indicesPtr_; }
+  const std::vector<NestIndex>& indices() const { return *facts_.indices(); }
 
   const NestIndex* nestIndex(const std::string& name) const {
     for (const NestIndex& ni : indices())
@@ -336,7 +322,7 @@ class NestPlanner {
   }
 
   void checkScratch() {
-    plan_.crossBlock = crossBlockPlan(k_, nest_, s_, indicesPtr_, groups_);
+    plan_.crossBlock = crossBlockPlan(k_, nest_, s_, facts_.indices(), groups_);
     const CrossBlockPlan& cb = plan_.crossBlock;
     if (cb.scratchBytes > (double)lim_.maxGlobalScratchBytes)
       reason(fmt::format("splitting '{}' across {} blocks for {} output tiles needs {:.0f} bytes of global scratch "
@@ -482,7 +468,7 @@ class NestPlanner {
   }
 
   void stage() {
-    plan_.staging = planStaging(k_, nest_, s_, indicesPtr_, groups_);
+    plan_.staging = planStaging(k_, nest_, s_, facts_.indices(), groups_);
     const StagingPlan& st = plan_.staging;
     for (const std::string& e : st.errors) reason(e);
     if (st.errors.empty() && s_.buffers > 1 &&

@@ -848,9 +848,12 @@ std::optional<NestSchedule> fewPointsSchedule(const Kernel& k, int nest, const s
     ns.indices.push_back(std::move(is));
   }
   IndexSchedule sum{red[0]->name, {{Placement::Serial, std::nullopt}}};
-  if (!blockPerPoint) sum.parts.push_back({Placement::ThreadY, 8});
-  else if (par.empty() && red[0]->hull.extent() >= 4 * 128 * 256) sum.parts.push_back({Placement::GridX, 128});
-  if (blockPerPoint) sum.parts.push_back({Placement::ThreadX, 256});
+  if (!blockPerPoint) {
+    sum.parts.push_back({Placement::ThreadY, 8});
+  } else {
+    if (par.empty() && red[0]->hull.extent() >= 4 * 128 * 256) sum.parts.push_back({Placement::GridX, 128});
+    sum.parts.push_back({Placement::ThreadX, 256});
+  }
   ns.indices.push_back(std::move(sum));
   if (!planNest(k, nest, ns).ok()) return std::nullopt;
   return ns;

@@ -76,10 +76,14 @@ std::vector<std::string> accessTexts(const Kernel& k, const std::vector<StagedLo
   return out;
 }
 
-// Keeps the loads of `access` (accessKey) only; false when none is left.
+// Keeps the loads of `access` (accessKey) only; false, `loads` as it was, where none reads it.
 bool selectAccess(const Kernel& k, std::string_view access, std::vector<StagedLoad>& loads) {
-  std::erase_if(loads, [&](const StagedLoad& l) { return accessKey(k, l.load) != access; });
-  return !loads.empty();
+  // (Partitioned, not erased: where none matches, the caller's message lists them all.)
+  auto others = std::stable_partition(loads.begin(), loads.end(),
+                                      [&](const StagedLoad& l) { return accessKey(k, l.load) == access; });
+  if (others == loads.begin()) return false;
+  loads.erase(others, loads.end());
+  return true;
 }
 
 // The block hull of the varying range of staged loop `first` (BlockHullSteps), or nullopt with
@@ -257,11 +261,9 @@ bool boxOf(const StagingContext& c, const std::vector<StagedLoad>& loads, const 
 std::optional<std::string> readsProblem(const StagingContext& c, const std::string& name, int a,
                                         std::vector<StagedLoad>& loads) {
   // (The reads' texts are formatted for the message only: the space stages tens of thousands.)
-  if (!stagedAccess(name).empty() &&
-      std::none_of(loads.begin(), loads.end(), [&](const StagedLoad& l) { return accessKey(c.k, l.load) == stagedAccess(name); }))
+  if (!stagedAccess(name).empty() && !selectAccess(c.k, stagedAccess(name), loads))
     return fmt::format("no read of the nest has these indices (its reads of '{}': {})", c.k.params[a].name,
                        fmt::join(accessTexts(c.k, loads), ", "));
-  if (!stagedAccess(name).empty()) selectAccess(c.k, stagedAccess(name), loads);
   bool indirect = false;
   for (const StagedLoad& l : loads)
     for (const Expr& i : l.load->operands) indirect = indirect || containsLoad(i);

@@ -140,16 +140,9 @@ void NestSpace::prune() {
     return false;
   };
   // Keeps the candidates that `keep` takes, in order, in place (a second list of tens of thousands
-  // of candidates cost more than the pruning: allocating it, and freeing the first).
-  auto filter = [&](auto keep) {
-    size_t w = 0;
-    for (size_t r = 0; r < kept.size(); ++r)
-      if (keep(kept[r])) {
-        if (w != r) kept[w] = std::move(kept[r]);
-        ++w;
-      }
-    kept.erase(kept.begin() + (ptrdiff_t)w, kept.end());
-  };
+  // of candidates cost more than the pruning: allocating it, and freeing the first). erase_if asks
+  // each candidate once, in order: the pruned entries keep the candidates' order.
+  auto filter = [&](auto keep) { std::erase_if(kept, [&](const NestCandidate& c) { return !keep(c); }); };
   filter([&](const NestCandidate& c) {
     if (c.isDefault) return true;
     if (c.est.blocksPerMultiprocessor == 0)
