@@ -44,12 +44,17 @@ else
 fi
 "$mpirun_bin" --version 2>&1 | head -1
 ldd build-gpu/tools/rtcgc/rtcgc | grep -i mpi
-mpi() { "$mpirun_bin" --allow-run-as-root --bind-to none "$@"; }
+mpi=("$mpirun_bin" --allow-run-as-root --bind-to none)
 
 # Every rank's searches get its share of the cores for NVRTC.
 per_rank=$((cores / gpus))
 ((per_rank > 16)) && per_rank=16
 
+# Parts to run (RTCG_MPI_PARTS, default "1 2 4"; 3 is part of 1): each fits a device call of its own.
+parts=" ${RTCG_MPI_PARTS:-1 2 4} "
+want() { [[ $parts == *" $1 "* ]]; }
+manifest_base=(--manifest "$out/kernels.json" --time-limit 60 --json)
+manifest_args=("${manifest_base[@]}" --max-candidates "$budget")
 # ---- 1. the manifest --------------------------------------------------------------------------
 python3 - "$out/kernels.json" <<'PY'
 import json, re, sys
@@ -66,13 +71,13 @@ for line in open("examples/sizes.txt"):
 json.dump({"version": 1, "kernels": kernels}, open(sys.argv[1], "w"))
 print(len(kernels), "manifest keys")
 PY
-manifest_args=(--manifest "$out/kernels.json" --max-candidates "$budget" --time-limit 60 --json)
+if want 1; then
 t0=$(date +%s.%N)
-RTCG_CACHE_DIR=$(mktemp -d) timeout 590 mpi -n 1 rtcgc tune "${manifest_args[@]}" --compile-threads 16 \
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 rtcgc tune "${manifest_args[@]}" --compile-threads 16 \
   --db "$out/manifest-1.sqlite" >"$out/manifest-1.json" 2>"$out/manifest-1.log"
 rc1=$?
 t1=$(date +%s.%N)
-RTCG_CACHE_DIR=$(mktemp -d) timeout 590 mpi -n "$gpus" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$gpus" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
   --db "$out/manifest-$gpus.sqlite" >"$out/manifest-$gpus.json" 2>"$out/manifest-$gpus.log"
 rcR=$?
 t2=$(date +%s.%N)
@@ -106,7 +111,9 @@ PY
 grep -c "tunes " "$out/manifest-$gpus.log" | sed 's/^/keys dealt: /'
 grep "rtcgc tune: rank [0-9]* tunes" "$out/manifest-$gpus.log" | awk '{print $4}' | sort | uniq -c | sed 's/^/  keys per rank: /'
 
+fi
 # ---- 2. one search -----------------------------------------------------------------------------
+if want 2; then
 search_args=(examples/matmul.rtcg -D n=4096 --precision tf32x3 --max-candidates "$sgemm_budget" --time-limit 0 --json)
 rate() {
   python3 -c "
@@ -117,20 +124,21 @@ t=j['wallSeconds']-j['referenceSeconds']
 print(f\"devices={j['devices']} measured={m} wall={j['wallSeconds']:.1f}s reference={j['referenceSeconds']:.1f}s \"
       f\"rate={m/t:.2f}/s best={j['best']['medianMs'] if j['best'] else None}\")" "$1" 2>&1
 }
-RTCG_CACHE_DIR=$(mktemp -d) timeout 590 mpi -n 1 rtcgc tune "${search_args[@]}" --db "$out/sgemm-1.sqlite" \
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 rtcgc tune "${search_args[@]}" --db "$out/sgemm-1.sqlite" \
   >"$out/sgemm-1.json" 2>"$out/sgemm-1.log"
 echo "== 2. one SGEMM search, 1 rank (rc=$?): $(rate "$out/sgemm-1.json")"
-RTCG_CACHE_DIR=$(mktemp -d) timeout 590 mpi -n "$gpus" rtcgc tune "${search_args[@]}" --db "$out/sgemm-$gpus.sqlite" \
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$gpus" rtcgc tune "${search_args[@]}" --db "$out/sgemm-$gpus.sqlite" \
   >"$out/sgemm-$gpus.json" 2>"$out/sgemm-$gpus.log"
 echo "== 2. one SGEMM search, $gpus ranks (rc=$?): $(rate "$out/sgemm-$gpus.json")"
 RTCG_CACHE_DIR=$(mktemp -d) timeout 590 rtcgc tune "${search_args[@]}" --devices all --db "$out/sgemm-devices.sqlite" \
   >"$out/sgemm-devices.json" 2>"$out/sgemm-devices.log"
 echo "== 2. one SGEMM search, --devices all, no MPI (rc=$?): $(rate "$out/sgemm-devices.json")"
 
+fi
 # ---- 4. a rank killed mid-run --------------------------------------------------------------------
-if ((gpus > 1)); then
+if want 4 && ((gpus > 1)); then
   kill_db=$out/kill.sqlite
-  RTCG_CACHE_DIR=$(mktemp -d) mpi --enable-recovery -n "$gpus" rtcgc tune "${manifest_args[@]}" --max-candidates 8 \
+  RTCG_CACHE_DIR=$(mktemp -d) "${mpi[@]}" --enable-recovery -n "$gpus" rtcgc tune "${manifest_base[@]}" --max-candidates 8 \
     --compile-threads "$per_rank" --rank-timeout 20 --db "$kill_db" >"$out/kill.json" 2>"$out/kill.log" &
   launcher=$!
   victim=""
@@ -147,8 +155,9 @@ if ((gpus > 1)); then
   wait "$launcher"
   echo "killed run rc=$?: $(grep -c '"outcome": "lost"' "$out/kill.json") lost, $(grep -c '"outcome": "tuned"' "$out/kill.json") tuned"
   grep "it is lost" "$out/kill.log"
-  RTCG_CACHE_DIR=$(mktemp -d) timeout 300 mpi -n "$gpus" rtcgc tune "${manifest_args[@]}" --max-candidates 8 \
+  RTCG_CACHE_DIR=$(mktemp -d) timeout 300 "${mpi[@]}" -n "$gpus" rtcgc tune "${manifest_base[@]}" --max-candidates 8 \
     --compile-threads "$per_rank" --resume --db "$kill_db" >"$out/resume.json" 2>"$out/resume.log"
   echo "resumed rc=$?: $(grep -c 'by an earlier run' "$out/resume.json") from the earlier run, $(grep -c 'rtcgc tune: rank [0-9]* tunes' "$out/resume.log") tuned now"
 fi
 echo "== done; logs in $out"
+
