@@ -177,7 +177,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   if (!mmaResidency(plan, d, e, spills)) return e;
   double batch = 1;
   for (int64_t b : p.c.batchExtent) batch *= double(std::max<int64_t>(1, b));
-  const double nTiles = double(plan.launch.grid[0]) / batch;  // grid.x: the N tiles times the batch
+  const double nTiles = double(p.nTiles());
   const double elem = typeBytes(p.staged);  // 16-bit arithmetics: the operands' own 2 bytes
   e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
   const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *

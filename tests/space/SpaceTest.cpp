@@ -1348,6 +1348,48 @@ TEST(SpaceModel, Fp64ArithmeticRunsAtTheFp64Peak) {
   EXPECT_GT(e64.seconds, 1.8 * e32.seconds);
 }
 
+// A batch of matrix products on tensor cores: the model's time is about the batch times one
+// product's. (It once counted every block of the batch as an N tile of each product, so the
+// operands' L2 traffic grew with the square of the batch and a batch of one cost ten products:
+// the Ozaki scheme's 15 INT8 products were ranked on mma.sync, never on wgmma.)
+TEST(SpaceModel, BatchedMmaCostsTheBatchTimesOneProduct) {
+  auto bound = [](const std::string& src, const SizeBindings& sizes) {
+    Diagnostics diags;
+    std::optional<Program> prog = parseProgram("batched.rtcg", src, diags);
+    EXPECT_TRUE(prog.has_value()) << diags.render("batched.rtcg", src);
+    return bindAll(prog->kernels[0], sizes);
+  };
+  const std::string batched =
+      "kernel prod(nb: int, n: int, a: i8[nb, n, n], b: i8[nb, n, n], out c: i32[nb, n, n]) {\n"
+      "  for m in 0..nb, i in 0..n, j in 0..n { c[m, i, j] = sum(k in 0..n, i32(a[m, i, k]) * i32(b[m, j, k])); }\n"
+      "}\n";
+  const std::string single =
+      "kernel prod(n: int, a: i8[n, n], b: i8[n, n], out c: i32[n, n]) {\n"
+      "  for i in 0..n, j in 0..n { c[i, j] = sum(k in 0..n, i32(a[i, k]) * i32(b[j, k])); }\n"
+      "}\n";
+  const DeviceModel d;
+  for (const char* text : {"mma: s8 m16n8k32 warps 4x2 tile 8x4 k 32 stages 3",
+                           "mma: s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128 tma"}) {
+    SCOPED_TRACE(text);
+    const NestSchedule s = parseSchedule(text).schedule->nests[0];
+    ScheduleLimits limits;
+    limits.maxSharedBytes = 227 * 1024;
+    limits.computeCapability = 90;
+    auto estimate = [&](const Kernel& k) {
+      NestPlanResult r = planNest(k, 0, s, limits);
+      EXPECT_TRUE(r.plan) << fmt::format("{}", fmt::join(r.reasons, "; "));
+      return r.plan ? NestModel(k, 0).estimate(*r.plan, d) : NestEstimate{};
+    };
+    NestEstimate one = estimate(bound(single, {{"n", 2048}}));
+    NestEstimate b1 = estimate(bound(batched, {{"nb", 1}, {"n", 2048}}));
+    NestEstimate b15 = estimate(bound(batched, {{"nb", 15}, {"n", 2048}}));
+    ASSERT_GT(one.seconds, 0);
+    ASSERT_LT(one.seconds, 1);
+    EXPECT_NEAR(b1.seconds / one.seconds, 1.0, 0.05);
+    EXPECT_NEAR(b15.seconds / (15 * one.seconds), 1.0, 0.2);
+  }
+}
+
 namespace rtcg {
 namespace {
 
