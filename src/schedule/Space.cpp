@@ -111,14 +111,65 @@ std::vector<NestSpace> nestSpaces(const Kernel& bound, const SpaceOptions& optio
 }
 
 // The product over nests, capped: each nest keeps its best-predicted schedules (its default
-// among them) so that the product stays under the cap.
+// among them) so that the product stays under the cap, as many each; but where one nest holds
+// most of the predicted time (its best schedule's against the others'), the shares of the cap
+// follow the shares of the time: every nest keeps a few, the slow one most (an Ozaki scheme's
+// products beside its scaling nests: an equal share left the products 7 of their hundreds).
+std::vector<size_t> productCaps(const std::vector<NestSpace>& nests, double cap) {
+  const size_t fewest = 3;
+  std::vector<size_t> keep(nests.size());
+  std::vector<double> share(nests.size());
+  std::vector<bool> full(nests.size());
+  double logLeft = std::log(cap), total = 0, slowest = 0;
+  for (size_t n = 0; n < nests.size(); ++n) {
+    share[n] = nests[n].kept.empty() ? 0.0 : std::max(1e-9, nests[n].kept.front().est.seconds);
+    total += share[n];
+    slowest = std::max(slowest, share[n]);
+  }
+  if (slowest <= total / 2) {
+    const size_t equal = std::max<size_t>(1, (size_t)std::floor(std::pow(cap, 1.0 / (double)nests.size())));
+    for (size_t n = 0; n < nests.size(); ++n) keep[n] = std::min(equal, std::max<size_t>(1, nests[n].kept.size()));
+    return keep;
+  }
+  for (size_t n = 0; n < nests.size(); ++n) {
+    const size_t size = std::max<size_t>(1, nests[n].kept.size());
+    keep[n] = std::min(size, fewest);
+    logLeft -= std::log((double)keep[n]);
+    full[n] = keep[n] == size;
+  }
+  // Water-filling: the log of the cap left over goes to the nests by share; a nest that would
+  // keep all it has takes only that, and the rest is shared again among the others.
+  for (bool again = true; again && logLeft > 0;) {
+    again = false;
+    double sum = 0;
+    for (size_t n = 0; n < nests.size(); ++n)
+      if (!full[n]) sum += share[n];
+    if (sum <= 0) break;
+    for (size_t n = 0; n < nests.size() && !again; ++n) {
+      if (full[n]) continue;
+      const double want = (double)keep[n] * std::exp(logLeft * share[n] / sum);
+      if (want >= (double)nests[n].kept.size()) {
+        logLeft -= std::log((double)nests[n].kept.size() / (double)keep[n]);
+        keep[n] = nests[n].kept.size();
+        full[n] = again = true;
+      }
+    }
+    if (!again)
+      for (size_t n = 0; n < nests.size(); ++n)
+        if (!full[n]) keep[n] = std::max(keep[n], (size_t)std::floor((double)keep[n] * std::exp(logLeft * share[n] / sum)));
+  }
+  return keep;
+}
+
 void capProduct(std::vector<NestSpace>& nests, Space& space) {
   const double cap = 200000;
   double product = 1;
   for (const NestSpace& ns : nests) product *= (double)std::max<size_t>(1, ns.kept.size());
   if (product <= cap || nests.empty()) return;
-  size_t perNest = std::max<size_t>(1, (size_t)std::floor(std::pow(cap, 1.0 / (double)nests.size())));
-  for (NestSpace& ns : nests) {
+  std::vector<size_t> keep = productCaps(nests, cap);
+  for (size_t n = 0; n < nests.size(); ++n) {
+    NestSpace& ns = nests[n];
+    const size_t perNest = keep[n];
     if (ns.kept.size() <= perNest) continue;
     auto def = std::find_if(ns.kept.begin(), ns.kept.end(), [](const NestCandidate& c) { return c.isDefault; });
     if (def != ns.kept.end() && def - ns.kept.begin() >= (ptrdiff_t)perNest) std::iter_swap(def, ns.kept.begin() + perNest - 1);

@@ -5,6 +5,8 @@
 // and NaN (IEEE's results), and the refusals with their reasons.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include <cfloat>
@@ -188,6 +190,26 @@ TEST(Ozaki, ProductsRunOnS8TensorCoresInTheEmulation) {
       EXPECT_LT(relativeError(o), 1e-15) << "K " << t.K << ": " << mma;
     }
   }
+}
+
+// The space of a large product: the INT8 products hold most of the predicted time, so their nest
+// keeps most of the capped product of the nests' spaces, and the best-predicted candidate puts
+// them on wgmma (an equal share of the cap once left them 7 mma.sync schedules).
+TEST(Ozaki, TheProductsNestKeepsMostOfTheSpace) {
+  Kernel r = rewrite(gemm("f64", 4096, 4096, 4096), Precision::Fp64x);
+  const size_t p = size_t(productNest(r));
+  SpaceOptions so;
+  so.limits.maxSharedBytes = 227 * 1024;
+  so.limits.computeCapability = 90;
+  Space space = enumerateSchedules(r, so);
+  ASSERT_FALSE(space.candidates.empty());
+  std::set<std::string> products;
+  for (const Candidate& c : space.candidates)
+    if (c.text.find("fuse:") == std::string::npos) products.insert(printNestSchedule(c.schedule.nests[p]));
+  EXPECT_GE(products.size(), 20u);
+  const MmaSchedule& best = space.candidates[0].schedule.nests[p].mma;
+  EXPECT_EQ(best.arith, MmaArith::S8);
+  EXPECT_GT(best.wgmmaN, 0) << space.candidates[0].text;
 }
 
 TEST(Ozaki, Fp32xMatchesTheReference) {
