@@ -113,10 +113,10 @@ std::vector<NestSpace> nestSpaces(const Kernel& bound, const SpaceOptions& optio
 // The product over nests, capped: each nest keeps its best-predicted schedules (its default
 // among them) so that the product stays under the cap, as many each; but where one nest holds
 // most of the predicted time (its best schedule's against the others'), the shares of the cap
-// follow the shares of the time: every nest keeps a few, the slow one most (an Ozaki scheme's
+// follow the shares of the time: every nest keeps 5 or more, the slow one most (an Ozaki scheme's
 // products beside its scaling nests: an equal share left the products 7 of their hundreds).
 std::vector<size_t> productCaps(const std::vector<NestSpace>& nests, double cap) {
-  const size_t fewest = 3;
+  const size_t fewest = 5;
   std::vector<size_t> keep(nests.size());
   std::vector<double> share(nests.size());
   std::vector<bool> full(nests.size());
