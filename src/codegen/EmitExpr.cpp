@@ -137,6 +137,10 @@ namespace {
 
 C::ExprP lowerNode(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stmt>& out) {
   auto op = [&](int i) { return lower(ctx, e->operands[i], env, out); };
+  if (e->kind != ExprKind::Load && e->kind != ExprKind::Reduce && !env.hoisted.empty()) {
+    auto it = env.hoisted.find(e.get());  // computed once ahead (a per-batch constant of the mma epilogue)
+    if (it != env.hoisted.end()) return it->second;
+  }
   switch (e->kind) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm: return literalOf(e->type, e->intValue, e->floatValue);

@@ -8,6 +8,8 @@
 // the fragments are loaded.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
 #include "support/Error.h"
@@ -360,6 +362,7 @@ void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C
   std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
   Env env;
   env.vars = nm.batch;
+  env.hoisted = nm.uniform;
   C::ExprP partM = bindRow(p, true, C::name(mi), env), partN = bindRow(p, false, C::name(ni), env);
   // The statement of the point (one, or the stacked one its row picks), with its sum replaced.
   auto storeOf = [&](size_t q) {
@@ -394,6 +397,49 @@ std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, siz
   std::vector<C::ExprP> col{nm.wn, lit(int64_t(fn) * fragN + (r & 1)), C::product(nm.t, lit(2))};
   if (blockOrigin) row.insert(row.begin(), nm.m0), col.insert(col.begin(), nm.n0);
   return {C::sum(row), C::sum(col)};
+}
+
+// Whether `e` reads nothing but the batch indices, sizes and scalars (no load, let or other index),
+// and whether it reads a batch index at all.
+bool batchUniform(const Expr& e, const std::map<int, C::ExprP>& batch, bool& readsBatch) {
+  switch (e->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm: return true;
+    case ExprKind::Var:
+      if (e->varKind == VarKind::Index) return batch.count(e->varId) ? (readsBatch = true) : false;
+      return e->varKind != VarKind::Let;
+    case ExprKind::Load:
+    case ExprKind::Reduce: return false;
+    default:
+      for (const Expr& o : e->operands)
+        if (!batchUniform(o, batch, readsBatch)) return false;
+      return true;
+  }
+}
+
+// The largest subexpressions of the epilogue's statements that depend on the batch indices alone
+// (the Ozaki products' `select(modulus == 0, 256, ...)` chains), declared once before the
+// epilogue: evaluated per output point, they cost the products' epilogue more than its stores.
+void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  if (nm.batch.empty()) return;
+  Env env;
+  env.vars = nm.batch;
+  std::function<void(const Expr&)> visit = [&](const Expr& e) {
+    bool readsBatch = false;
+    if (e->kind != ExprKind::Var && batchUniform(e, nm.batch, readsBatch) && readsBatch) {
+      if (nm.uniform.count(e.get())) return;
+      const std::string name = ctx.names.fresh("per_batch");
+      out.push_back(C::decl(cudaTypeName(e->type), name, lower(ctx, e, env, out)));
+      nm.uniform[e.get()] = C::name(name);
+      return;
+    }
+    for (const Expr& o : e->operands) visit(o);
+  };
+  for (const ContractionPart& part : p.c.parts) {
+    const Stmt& st = ctx.nest.body[size_t(part.statement)];
+    visit(st.value);
+    for (const Expr& ix : st.indices) visit(ix);
+  }
 }
 
 // Per accumulator element: its output point, guarded, and the statement evaluated there with the
@@ -589,6 +635,7 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   else emitSyncMain(ctx, p, nm, body);
   // The epilogue's tile is the operand tiles' space: no copy of a cp.async ring may land there after.
   if (p.sharedEpilogue() && p.ring.stages > 1 && !p.ring.tma()) body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
+  hoistBatchUniform(ctx, p, nm, body);
   if (p.sharedEpilogue()) emitSharedEpilogue(ctx, p, nm, body);
   else emitEpilogue(ctx, p, nm, body);
   fn.body = std::move(body);

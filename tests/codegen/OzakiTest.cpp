@@ -212,6 +212,33 @@ TEST(Ozaki, TheProductsNestKeepsMostOfTheSpace) {
   EXPECT_GT(best.wgmmaN, 0) << space.candidates[0].text;
 }
 
+// The products' epilogue reads its modulus and offset (`select(modulus == 0, 256, ...)`, constant
+// per modulus, which is a batch index) from values declared once before it, not per output point.
+TEST(Ozaki, ProductsComputeTheirModulusOnceBeforeTheEpilogue) {
+  Kernel r = rewrite(gemm("f64", 37, 29, 176), Precision::Fp64x);
+  const int p = productNest(r);
+  for (const char* mma : {"mma: s8 m16n8k32 warps 2x2 tile 2x1 k 64 stages 3",
+                          "mma: s8 m16n8k32 warps 2x2 tile 2x1 k 64 stages 3 epilogue shared",
+                          "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma"}) {
+    SCOPED_TRACE(mma);
+    std::optional<Schedule> s = parseSchedule(withNest(r, p, mma)).schedule;
+    ASSERT_TRUE(s.has_value());
+    ScheduleLimits limits;
+    limits.maxSharedBytes = 227 * 1024;
+    limits.computeCapability = 90;
+    const std::string src = emitCuda(r, *s, limits).source;
+    const std::string fn = fmt::format("{}_{}(", r.name, p);
+    const size_t at = src.find(fn), end = src.find("\n}\n", at);
+    ASSERT_NE(at, std::string::npos);
+    const std::string body = src.substr(at, end - at);
+    const size_t store = body.find("ozaki0_c8[");
+    ASSERT_NE(store, std::string::npos);
+    const std::string storeLine = body.substr(store, body.find('\n', store) - store);
+    EXPECT_EQ(storeLine.find("=="), std::string::npos) << storeLine;
+    EXPECT_NE(body.find("const int per_batch = "), std::string::npos);
+  }
+}
+
 TEST(Ozaki, Fp32xMatchesTheReference) {
   Kernel k = gemm("f32", 40, 23, 67);
   Kernel r = rewrite(k, Precision::Fp32x);
