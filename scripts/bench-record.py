@@ -25,6 +25,12 @@ def target(name, bw_share, flop_share, tc_roof_share):
         (r"sgemm_tf32x3_", lambda r: accurate(r, 2.0)),
         (r"sgemm_tf32_4096$", speed(0.8)),
         (r"gemm_bf16_", speed(0.8)),
+        # Issue 41: the Ozaki scheme II policies and native DGEMM at 1000 / 2048.
+        (r"dgemm_fp64x_8192$", speed(1.3)),
+        (r"dgemm_fp64x_4096$", speed(1.1)),
+        (r"sgemm_fp32x_8192$", speed(2.5)),
+        (r"dg_diff_fp64x_", speed(1.5)),
+        (r"dgemm_(1000|2048)$", speed(1.0)),
         (r"dgemm_", speed(0.9)),
         (r"(dg_diff_stacked|dg_lift|batched)_tf32x3_", lambda r: tc_dg(r, name, tc_roof_share)),
         (r"spmv_", speed(1.0)),

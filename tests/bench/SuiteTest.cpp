@@ -30,8 +30,8 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
   // over a block's hull), the 21 tensor-core rows of issue 22, the 4 accumulation rows and the 4 scan rows of issue 37,
   // and issue 36's 10 rows (dg_diff of three statements N5-N8 and sum factorisation p = 5, 7, 9 under
   // tf32x3, the f64 differentiation N3, N5, N7), and issue 41's 4 Ozaki rows (DGEMM fp64x, SGEMM
-  // fp32x at n = 4096, 8192)
-  ASSERT_EQ(all.size(), 94u);
+  // fp32x at n = 4096, 8192) with tf32x3 at 8192 beside them
+  ASSERT_EQ(all.size(), 95u);
   std::set<std::string> names;
   for (const Workload& w : all) EXPECT_TRUE(names.insert(w.name).second) << w.name;
   for (const char* n : {"sgemm_500", "sgemm_1000", "sgemm_1500", "sgemm_2048", "sgemm_3000", "sgemm_4096",
@@ -58,7 +58,7 @@ TEST(BenchWorkloads, TheSuiteOfTheIssue) {
     else
       EXPECT_EQ(w.precision, Precision::Ieee) << w.name;
   }
-  for (const char* n : {"sgemm_tf32x3_1000", "sgemm_tf32x3_2048", "sgemm_tf32x3_4096", "sgemm_tf32_4096", "dgemm_1000",
+  for (const char* n : {"sgemm_tf32x3_1000", "sgemm_tf32x3_2048", "sgemm_tf32x3_4096", "sgemm_tf32x3_8192", "sgemm_tf32_4096", "dgemm_1000",
                         "dgemm_2048", "dgemm_4096", "batched_tf32x3_16x16x65536", "dg_lift_tf32x3_N3",
                         "dg_lift_tf32x3_N5", "dg_lift_tf32x3_N7", "gemm_bf16_2048", "gemm_bf16_4096"})
     EXPECT_TRUE(names.count(n)) << n;
