@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -23,7 +24,12 @@ enum Tag : int {
   kCandidate,    // 0 -> rank: a candidate frame to measure
   kOutcome,      // rank -> 0: its outcome and result frame
   kEnd,          // 0 -> rank: the run is over
+  kRelayDone,    // rank -> 0: after kEnd of a single search, its compile relay has stopped
+  // Compile slot s of a rank (MpiTune.cpp's CompileRelay): rank 0 sends it compile frames with tag
+  // kCompileFrames + 2s, the rank answers with kCompileFrames + 2s + 1.
+  kCompileFrames = 1000,
 };
+constexpr int kMaxCompileSlots = 4096;  // per rank, so that every tag stays below MPI's least bound (32767)
 
 struct Received {
   int source = -1, tag = -1;
@@ -41,7 +47,9 @@ class Comm {
   int localRank() const { return localRank_; }  // among the ranks of this node
   const std::string& host() const { return host_; }
 
-  void send(int dest, int tag, const std::string& bytes);
+  // Returns once the bytes are sent. Throws rtcg::Error when `giveUp` (asked while waiting) says
+  // to stop waiting (the destination is lost): the send is then left to MPI.
+  void send(int dest, int tag, const std::string& bytes, const std::function<bool()>& giveUp = {});
   // A message from `source` (MPI_ANY_SOURCE) with `tag` (MPI_ANY_TAG), if one is waiting.
   std::optional<Received> tryReceive(int source, int tag);
   // Collectives, from the main thread only, before other threads use MPI.

@@ -33,6 +33,7 @@
 #include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "tune/Report.h"
+#include "tune/ResultJson.h"
 #include "tune/Tuner.h"
 
 namespace fs = std::filesystem;
@@ -196,6 +197,7 @@ nlohmann::json summaryJson(const TuneResult& r) {
       {"devices", r.devices},
       {"compileThreads", r.compileThreads},
       {"compilesPerSecond", r.candidatesPerSecond},
+      {"compiledOn", compiledOnJson(r.compiledOn)},
       {"counts",
        {{"enumerated", r.enumerated},
         {"pruned", r.pruned},
