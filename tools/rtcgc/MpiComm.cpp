@@ -48,7 +48,7 @@ Comm::~Comm() {
   if (finalize_) MPI_Finalize();
 }
 
-void Comm::send(int dest, int tag, const std::string& bytes, const std::function<bool()>& giveUp) {
+bool Comm::send(int dest, int tag, const std::string& bytes, const std::function<bool()>& giveUp) {
   MPI_Request request;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -60,11 +60,11 @@ void Comm::send(int dest, int tag, const std::string& bytes, const std::function
       std::lock_guard<std::mutex> lock(mutex_);
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     }
-    if (done) return;
+    if (done) return true;
     if (giveUp && giveUp()) {
       std::lock_guard<std::mutex> lock(mutex_);
       MPI_Request_free(&request);
-      throw rtcg::Error(fmt::format("MPI: gave up sending to rank {}", dest));
+      return false;
     }
     std::this_thread::sleep_for(kPoll);
   }

@@ -47,9 +47,9 @@ class Comm {
   int localRank() const { return localRank_; }  // among the ranks of this node
   const std::string& host() const { return host_; }
 
-  // Returns once the bytes are sent. Throws rtcg::Error when `giveUp` (asked while waiting) says
-  // to stop waiting (the destination is lost): the send is then left to MPI.
-  void send(int dest, int tag, const std::string& bytes, const std::function<bool()>& giveUp = {});
+  // Returns true once the bytes are sent; false when `giveUp` (asked while waiting) says to stop
+  // waiting (the destination is lost: a large message is never taken), the send then left to MPI.
+  bool send(int dest, int tag, const std::string& bytes, const std::function<bool()>& giveUp = {});
   // A message from `source` (MPI_ANY_SOURCE) with `tag` (MPI_ANY_TAG), if one is waiting.
   std::optional<Received> tryReceive(int source, int tag);
   // Collectives, from the main thread only, before other threads use MPI.

@@ -456,6 +456,15 @@ Error lostError(const std::string& name, double timeout) {
                            name, timeout));
 }
 
+// Sends rank 0's message to `rank` of a single search; throws lostError when the rank is lost
+// before it takes it (a large message waits for the receiver).
+void sendOrLose(Comm& comm, Ranks& ranks, int rank, int tag, const std::string& bytes, const std::string& name,
+                double timeout, const std::atomic<bool>* abandon = nullptr) {
+  if (!comm.send(rank, tag, bytes, [&] { return (abandon && *abandon) || isLost(ranks, rank, timeout); }) &&
+      !(abandon && *abandon))
+    throw lostError(name, timeout);
+}
+
 // How many compile slots this rank offers rank 0's pool: its --compile-threads, or what one rank
 // alone would use (the pool's rule for one measuring device: the cores, at most 16).
 int offeredSlots(const TuneArgs& a) {
@@ -476,8 +485,8 @@ class RankCompileSlot : public RemoteCompileSlot {
   std::optional<std::string> exchange(const std::string& frame, double timeoutSeconds,
                                       const std::atomic<bool>& abandon) override {
     std::string seq = std::to_string(++sent_);
-    comm_.send(rank_, kCompileFrames + 2 * slot_, pack({seq, fmt::format("{}", timeoutSeconds), frame}),
-               [&] { return abandon || isLost(ranks_, rank_, rankTimeout_); });
+    sendOrLose(comm_, ranks_, rank_, kCompileFrames + 2 * slot_, pack({seq, fmt::format("{}", timeoutSeconds), frame}),
+               name_, rankTimeout_, &abandon);
     Clock::time_point t0 = Clock::now();
     while (!abandon) {
       if (std::optional<Received> m = comm_.tryReceive(rank_, kCompileFrames + 2 * slot_ + 1)) {
@@ -563,7 +572,7 @@ class RemoteRank : public RemoteMeasurer {
       : comm_(comm), ranks_(ranks), rank_(rank), name_(std::move(name)), timeout_(timeout) {}
 
   MeasureOutcome measure(const worker::CandidateMessage& candidate) override {
-    comm_.send(rank_, kCandidate, worker::encode(candidate));
+    sendOrLose(comm_, ranks_, rank_, kCandidate, worker::encode(candidate), name_, timeout_);
     int restarts = 0;
     MeasureOutcome o = decodeOutcome(await(kOutcome), &restarts);
     restarts_ = restarts;
@@ -601,7 +610,8 @@ std::vector<std::unique_ptr<RemoteMeasurer>> setUpRemotes(const TuneArgs& a, Com
   std::string reference = readInputFile(setup.referencePath, size_t(1) << 40);
   std::vector<std::unique_ptr<RemoteRank>> remotes;
   for (int r = 1; r < comm.size(); ++r) {
-    comm.send(r, kSetup, pack({worker::encode(setup), reference}));
+    sendOrLose(comm, ranks, r, kSetup, pack({worker::encode(setup), reference}), describe(ids[size_t(r)]),
+               a.rankTimeout);
     remotes.push_back(std::make_unique<RemoteRank>(comm, ranks, r, describe(ids[size_t(r)]), a.rankTimeout));
   }
   std::vector<std::unique_ptr<RemoteMeasurer>> out;
@@ -782,6 +792,7 @@ int runMpiTune(const TuneArgs& a) {
     }
   } catch (...) {
     code = rtcgc::exitCodeOf(std::current_exception());
+    lost = lost || (comm->rank() == 0 && ranks.anyLost());  // a single search stopped by a lost rank
   }
   if (lost) {
     // A lost rank may never reach MPI_Finalize, which can then wait for it forever.
