@@ -38,6 +38,7 @@ Comm::Comm() {
   MPI_Comm node;
   check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   MPI_Comm_rank(node, &localRank_);
+  MPI_Comm_size(node, &localSize_);
   MPI_Comm_free(&node);
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);

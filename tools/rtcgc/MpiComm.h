@@ -45,6 +45,7 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int localRank() const { return localRank_; }  // among the ranks of this node
+  int localSize() const { return localSize_; }  // the ranks of this node
   const std::string& host() const { return host_; }
 
   // Returns true once the bytes are sent; false when `giveUp` (asked while waiting) says to stop
@@ -60,7 +61,7 @@ class Comm {
 
  private:
   std::mutex mutex_;
-  int rank_ = 0, size_ = 1, localRank_ = 0;
+  int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;
   std::string host_;
   bool finalize_ = true;
 };

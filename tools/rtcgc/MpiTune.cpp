@@ -465,10 +465,12 @@ void sendOrLose(Comm& comm, Ranks& ranks, int rank, int tag, const std::string& 
     throw lostError(name, timeout);
 }
 
-// How many compile slots this rank offers rank 0's pool: its --compile-threads, or what one rank
-// alone would use (the pool's rule for one measuring device: the cores, at most 16).
-int offeredSlots(const TuneArgs& a) {
-  int n = a.compileThreads > 0 ? a.compileThreads : std::min(16, int(std::max(1u, std::thread::hardware_concurrency())));
+// How many compile slots a rank has in rank 0's pool (rank 0's own workers, the relay's elsewhere):
+// its --compile-threads, or what one rank alone would use (the pool's rule for one measuring
+// device: the cores, at most 16), of its share of the node's cores when ranks share a node.
+int compileSlots(const TuneArgs& a, const Comm& comm) {
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  int n = a.compileThreads > 0 ? a.compileThreads : std::min(16, std::max(1, cores / std::max(1, comm.localSize())));
   return std::min(n, kMaxCompileSlots);
 }
 
@@ -672,6 +674,7 @@ int leadSearch(const TuneArgs& a, Comm& comm, Ranks& ranks, const Identity& mine
       useDevice(o, mine);
       o.remoteDeviceCount = comm.size() - 1;
       o.remoteDevices = [&](const worker::SetupMessage& setup) { return setUpRemotes(a, comm, ranks, ids, setup); };
+      o.compileThreads = offers[0];
       o.remoteCompileSlots = rankCompileSlots(a, comm, ranks, ids, offers);
     });
   } catch (...) {
@@ -781,12 +784,12 @@ int runMpiTune(const TuneArgs& a) {
     } else {
       // Every rank's compile slots for rank 0's pool.
       std::vector<int> offers;
-      for (const std::string& o : comm->gather(std::to_string(offeredSlots(a)))) offers.push_back(std::stoi(o));
+      for (const std::string& o : comm->gather(std::to_string(compileSlots(a, *comm)))) offers.push_back(std::stoi(o));
       if (comm->rank() == 0) {
         code = leadSearch(a, *comm, ranks, mine, ids, offers);
         lost = ranks.anyLost();
       } else {
-        code = followSearch(a, *comm, mine, offeredSlots(a));
+        code = followSearch(a, *comm, mine, compileSlots(a, *comm));
         if (code < 0) lost = true, code = 0;
       }
     }

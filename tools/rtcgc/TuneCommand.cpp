@@ -716,7 +716,7 @@ TuneCommand addTuneCommand(CLI::App& app) {
   cmd->add_option("--min-threads", a.minThreads, "threads per block at least T (default 32)")->check(positive());
   cmd->add_option("--min-blocks", a.minBlocks, "blocks per launch at least B (default 1)")->check(positive());
   cmd->add_option("--repeats", a.repeats, "timed runs per candidate, median (default 20)")->check(CLI::Range(1, 100000));
-  cmd->add_option("--compile-threads", a.compileThreads, "parallel NVRTC compile processes (default: all cores, at most 16 per device of --devices)")
+  cmd->add_option("--compile-threads", a.compileThreads, "parallel NVRTC compile processes (default: all cores, at most 16 per device of --devices; under MPI each rank's slots in rank 0's pool)")
       ->check(nonNegative());
   cmd->add_option("--report", a.report, "write an HTML report of the search to FILE");
   cmd->add_flag("--json", a.json, "print a JSON summary instead of the table");
