@@ -275,6 +275,11 @@ CompiledCandidate compileCandidate(const Kernel& bound, const CompileJob& job, c
 
 namespace {
 
+// The "compile" request for job `job`, of CUDA C `source`.
+json compileRequest(size_t job, const std::string& kernel, const std::string& arch, const std::string& source) {
+  return {{"type", "compile"}, {"id", int64_t(job)}, {"kernel", kernel}, {"arch", arch}, {"source", source}};
+}
+
 // A "compile" request's reply, compiled on this thread: the "compiled" message and the cubin.
 // Throws json::exception for a request without its members.
 std::pair<json, std::string> compileHere(const json& request) {
@@ -629,11 +634,6 @@ void CompilePool::useThreads(Slot& slot, const std::string& why) {
     options_.log(fmt::format("cannot start a compile worker ({}): compiling on a thread of this process instead", why));
 }
 
-// The "compile" request for job `job` of CUDA C `c.module.source`.
-static json compileRequest(size_t job, const std::string& kernel, const std::string& arch, const std::string& source) {
-  return {{"type", "compile"}, {"id", int64_t(job)}, {"kernel", kernel}, {"arch", arch}, {"source", source}};
-}
-
 CompiledCandidate CompilePool::compileInWorker(Slot& slot, size_t job) {
   CompiledCandidate c;
   if (!emitJob(bound_, jobs_[job], limits_, c)) return c;
@@ -671,7 +671,8 @@ CompiledCandidate CompilePool::compileRemotely(Slot& slot, size_t job) {
   std::string failure;
   CudaCompileResult binary;
   if (!frame) {
-    failure = fmt::format("no answer from {} within {:g} s", host, options_.compileTimeoutSeconds);
+    failure = fmt::format("no answer from {} (its compile timeout is {:g} s, and the margin for a slow host "
+                          "passed too)", host, options_.compileTimeoutSeconds);
   } else {
     try {
       json reply;

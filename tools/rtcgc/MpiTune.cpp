@@ -543,8 +543,8 @@ class CompileRelay {
 
  private:
   void run(int slot) {
-    try {
-      while (!stop_) {
+    while (!stop_) {
+      try {
         std::optional<Received> m = comm_.tryReceive(0, kCompileFrames + 2 * slot);
         if (!m) {
           std::this_thread::sleep_for(kCompilePoll);
@@ -553,9 +553,10 @@ class CompileRelay {
         std::vector<std::string> parts = unpack(m->bytes);
         std::string reply = host_.compile(slot, parts.at(2), std::stod(parts.at(1)));
         if (!stop_) comm_.send(0, kCompileFrames + 2 * slot + 1, pack({parts.at(0), reply}), [this] { return stop_.load(); });
+      } catch (const std::exception& e) {  // no reply: rank 0 gives up on it after the compile timeout
+        log_(fmt::format("compile slot {} dropped a request: {}", slot, e.what()));
+        std::this_thread::sleep_for(kCompilePoll);
       }
-    } catch (const std::exception& e) {  // rank 0 then gives up on the slot's reply (its timeout)
-      if (!stop_) log_(fmt::format("compile slot {} stops: {}", slot, e.what()));
     }
   }
 
