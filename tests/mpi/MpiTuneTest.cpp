@@ -195,13 +195,13 @@ TEST(MpiTune, OneSearchCompilesAndMeasuresOnEveryRank) {
   int64_t generated = j["counts"]["generated"], verified = j["counts"]["verified"];
   EXPECT_GT(generated, 3);
   EXPECT_EQ(verified, generated) << j.dump(2);
-  // Rank 0's pool had a slot on every rank (--compile-threads 1 each), and each took a candidate
-  // as the pool started; every candidate compiled once.
+  // Rank 0's pool had a slot on every rank (--compile-threads 1 each); the other ranks' slots each
+  // took a candidate as the pool started (rank 0's starts its worker first); each compiled once.
   EXPECT_NE(err.find("compiling with 3 slots: 1 here, 1 on rank 1, 1 on rank 2"), std::string::npos) << err;
   std::map<std::string, int64_t> compiled;
   for (const json& h : j["compiledOn"]) compiled[h["host"]] = h["compiled"];
   EXPECT_EQ(compiled.size(), 3u) << j.dump(2);
-  for (const std::string host : {"local", "rank 1", "rank 2"}) EXPECT_GE(compiled[host], 1) << host;
+  for (const std::string host : {"rank 1", "rank 2"}) EXPECT_GE(compiled[host], 1) << host;
   EXPECT_EQ(compiled["local"] + compiled["rank 1"] + compiled["rank 2"], generated) << j.dump(2);
   for (const std::string rank : {"1", "2"}) {
     std::smatch m;
