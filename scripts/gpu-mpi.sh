@@ -4,7 +4,8 @@
 # runtime). One rank per GPU. Measures, each with R ranks (every GPU) against 1:
 #   1. a manifest of the examples at examples/sizes.txt's sizes (20 keys): wall time, winners;
 #   2. one search, SGEMM n=4096 tf32x3 with a fixed candidate budget: candidates measured per
-#      second (and `--devices` on one rank, the single-host mode, for comparison);
+#      second, and how many candidates each rank compiled for rank 0's pool (and `--devices` on
+#      one rank, the single-host mode, for comparison);
 #   3. the rows of the merged database against the ranks' results;
 #   4. a rank killed mid-run (mpirun --enable-recovery): its key reported, --resume completes it.
 # Results under $OUT (default ./gpu-out/mpi): logs, JSON summaries, the databases, summary.txt.
@@ -130,6 +131,13 @@ echo "== 2. one SGEMM search, 1 rank (rc=$?): $(rate "$out/sgemm-1.json")"
 RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$gpus" rtcgc tune "${search_args[@]}" --db "$out/sgemm-$gpus.sqlite" \
   >"$out/sgemm-$gpus.json" 2>"$out/sgemm-$gpus.log"
 echo "== 2. one SGEMM search, $gpus ranks (rc=$?): $(rate "$out/sgemm-$gpus.json")"
+# Rank 0's pool compiles on every rank's slots: each host's share, from the JSON and the logs.
+grep -h "compiling with .* slots\|\] compiled .* candidates in" "$out/sgemm-$gpus.log" | sed 's/^/   /'
+python3 -c "
+import json,sys
+j=json.load(open(sys.argv[1]))
+print('   compiled per rank: ' + ', '.join(f\"{'rank 0' if h['host'] == 'local' else h['host']}: {h['compiled']} in {h['slots']} slots\"
+                                          for h in j.get('compiledOn', [])))" "$out/sgemm-$gpus.json" 2>&1
 RTCG_CACHE_DIR=$(mktemp -d) timeout 590 rtcgc tune "${search_args[@]}" --devices all --db "$out/sgemm-devices.sqlite" \
   >"$out/sgemm-devices.json" 2>"$out/sgemm-devices.log"
 echo "== 2. one SGEMM search, --devices all, no MPI (rc=$?): $(rate "$out/sgemm-devices.json")"

@@ -29,14 +29,8 @@ class FrameChannel {
   explicit FrameChannel(int fd) : fd_(fd) {}
 
   // Writes one frame; false when the peer is gone (never raises SIGPIPE on a socket).
-  bool send(const json& body, std::string_view blob = {}) {
-    std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (text.size() > worker::kMaxJsonBytes) throw Error(fmt::format("compile message too large ({} bytes)", text.size()));
-    std::string frame = "RTCG";
-    putLe(frame, text.size(), 4);
-    putLe(frame, blob.size(), 8);
-    frame += text;
-    frame += blob;
+  bool send(const json& body, std::string_view blob = {}) { return sendFrame(encodeFrame(body, blob)); }
+  bool sendFrame(const std::string& frame) {
     for (size_t done = 0; done < frame.size();) {
       ssize_t n = ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
       if (n < 0) {
@@ -57,7 +51,7 @@ class FrameChannel {
     Clock::time_point deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, timeoutSeconds)));
     for (;;) {
-      if (takeFrame(body, blob)) return Status::Frame;
+      if (takeFrame(buffer_, body, blob)) return Status::Frame;
       int waitMs = -1;
       if (timeoutSeconds >= 0) {
         int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -85,30 +79,49 @@ class FrameChannel {
     }
   }
 
+  static std::string encodeFrame(const json& body, std::string_view blob = {}) {
+    std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > worker::kMaxJsonBytes) throw Error(fmt::format("compile message too large ({} bytes)", text.size()));
+    std::string frame = "RTCG";
+    putLe(frame, text.size(), 4);
+    putLe(frame, blob.size(), 8);
+    frame += text;
+    frame += blob;
+    return frame;
+  }
+
+  // Takes the first frame off `buffer` into `body` and `blob`; false when it is not complete yet.
+  // Throws worker::ProtocolError for a malformed frame.
+  static bool takeFrame(std::string& buffer, json& body, std::string& blob) {
+    if (buffer.compare(0, std::min<size_t>(4, buffer.size()), std::string_view("RTCG").substr(0, std::min<size_t>(4, buffer.size()))) != 0)
+      throw worker::ProtocolError("bad frame start (expected 'RTCG')");
+    if (buffer.size() < worker::kHeaderBytes) return false;
+    uint64_t jsonBytes = getLe(buffer, 4, 4), blobBytes = getLe(buffer, 8, 8);
+    if (jsonBytes == 0 || jsonBytes > worker::kMaxJsonBytes || blobBytes > worker::kMaxBlobBytes)
+      throw worker::ProtocolError(fmt::format("bad frame lengths ({} bytes of JSON, {} of binary data)", jsonBytes, blobBytes));
+    if (buffer.size() < worker::kHeaderBytes + jsonBytes + blobBytes) return false;
+    body = json::parse(buffer.begin() + worker::kHeaderBytes, buffer.begin() + worker::kHeaderBytes + jsonBytes,
+                       nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object()) throw worker::ProtocolError("bad frame: the message is not a JSON object");
+    blob.assign(buffer, worker::kHeaderBytes + jsonBytes, blobBytes);
+    buffer.erase(0, worker::kHeaderBytes + jsonBytes + blobBytes);
+    return true;
+  }
+
+  // One whole frame (a remote slot's); throws worker::ProtocolError unless it is exactly one.
+  static void decodeFrame(std::string frame, json& body, std::string& blob) {
+    if (!takeFrame(frame, body, blob)) throw worker::ProtocolError("a truncated frame");
+    if (!frame.empty()) throw worker::ProtocolError(fmt::format("{} bytes after the frame", frame.size()));
+  }
+
  private:
   static void putLe(std::string& out, uint64_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
   }
-  uint64_t getLe(size_t at, int bytes) const {
+  static uint64_t getLe(const std::string& buffer, size_t at, int bytes) {
     uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(buffer_[at + i])) << (8 * i);
+    for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(buffer[at + i])) << (8 * i);
     return v;
-  }
-
-  bool takeFrame(json& body, std::string& blob) {
-    if (buffer_.compare(0, std::min<size_t>(4, buffer_.size()), std::string_view("RTCG").substr(0, std::min<size_t>(4, buffer_.size()))) != 0)
-      throw worker::ProtocolError("bad frame start (expected 'RTCG')");
-    if (buffer_.size() < worker::kHeaderBytes) return false;
-    uint64_t jsonBytes = getLe(4, 4), blobBytes = getLe(8, 8);
-    if (jsonBytes == 0 || jsonBytes > worker::kMaxJsonBytes || blobBytes > worker::kMaxBlobBytes)
-      throw worker::ProtocolError(fmt::format("bad frame lengths ({} bytes of JSON, {} of binary data)", jsonBytes, blobBytes));
-    if (buffer_.size() < worker::kHeaderBytes + jsonBytes + blobBytes) return false;
-    body = json::parse(buffer_.begin() + worker::kHeaderBytes, buffer_.begin() + worker::kHeaderBytes + jsonBytes,
-                       nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object()) throw worker::ProtocolError("bad frame: the message is not a JSON object");
-    blob.assign(buffer_, worker::kHeaderBytes + jsonBytes, blobBytes);
-    buffer_.erase(0, worker::kHeaderBytes + jsonBytes + blobBytes);
-    return true;
   }
 
   int fd_;
@@ -260,6 +273,205 @@ CompiledCandidate compileCandidate(const Kernel& bound, const CompileJob& job, c
   return c;
 }
 
+namespace {
+
+// The "compile" request for job `job`, of CUDA C `source`.
+json compileRequest(size_t job, const std::string& kernel, const std::string& arch, const std::string& source) {
+  return {{"type", "compile"}, {"id", int64_t(job)}, {"kernel", kernel}, {"arch", arch}, {"source", source}};
+}
+
+// A "compile" request's reply, compiled on this thread: the "compiled" message and the cubin.
+// Throws json::exception for a request without its members.
+std::pair<json, std::string> compileHere(const json& request) {
+  CudaCompileResult r;
+  try {
+    r = compileGenerated(request.at("kernel").get<std::string>(), request.at("source").get<std::string>(),
+                         request.at("arch").get<std::string>());
+  } catch (const json::exception&) {
+    throw;
+  } catch (const std::exception& e) {  // e.g. NVRTC cannot be loaded: the candidate fails, the worker goes on
+    r = CudaCompileResult{};
+    r.log = fmt::format("the compile worker could not run NVRTC: {}", e.what());
+  }
+  json reply = {{"type", "compiled"},
+                {"id", request.at("id").get<int64_t>()},
+                {"success", r.success},
+                {"log", r.log},
+                {"resources", compileworker::resourcesToJson(r.resources)}};
+  return {std::move(reply), std::string(r.cubin.data(), r.cubin.size())};
+}
+
+// The binary of a "compiled" reply; throws (json::exception, ProtocolError) for a malformed one.
+CudaCompileResult binaryOfReply(const json& reply, const std::string& cubin, size_t job) {
+  if (reply.value("type", "") != "compiled" || reply.at("id").get<int64_t>() != int64_t(job))
+    throw worker::ProtocolError(fmt::format("a '{}' message for candidate {} instead of the result of candidate {}",
+                                            reply.value("type", "?"), reply.value("id", int64_t(-1)), job));
+  CudaCompileResult binary;
+  binary.success = reply.at("success").get<bool>();
+  binary.log = reply.at("log").get<std::string>();
+  binary.resources = compileworker::resourcesFromJson(reply);
+  binary.cubin.assign(cubin.begin(), cubin.end());
+  return binary;
+}
+
+// One compile worker process (of a pool's slot or a CompileSlotHost's): started, sent one request
+// at a time, ended when it dies, times out or sends garbage (the next request starts another).
+// Used by one thread, except pid() and abandon(), which any thread may call.
+class WorkerLink {
+ public:
+  WorkerLink(std::string path, std::function<void(const std::string&)> log)
+      : path_(std::move(path)), log_(std::move(log)) {}
+  ~WorkerLink() { quit(); }
+
+  // Starts a worker: "" once it said hello, else why not (and it is ended).
+  std::string start();
+  struct Reply {
+    json body;  // the worker's "compiled" message (id checked), with `cubin`
+    std::string cubin;
+    std::string failure;    // else why not; the worker has been ended
+    bool noWorker = false;  // with `failure`: no worker could be started (compile elsewhere)
+  };
+  Reply exchange(const json& request, double timeoutSeconds);
+  void quit();  // asks the worker to exit and reaps it (if there is one)
+  void abandon();
+  pid_t pid(bool busyOnly) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !busyOnly || busy_ ? child_.pid : -1;
+  }
+  bool running() const { return child_.pid > 0; }  // the owning thread's question
+  int restarts() const { return restarts_.load(); }
+
+ private:
+  std::string end(bool kill);
+  void setBusy(bool busy) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    busy_ = busy;
+  }
+  void say(const std::string& line) {
+    if (log_ && !abandoned()) log_(line);
+  }
+  bool abandoned() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return abandoned_;
+  }
+
+  std::string path_;
+  std::function<void(const std::string&)> log_;
+  mutable std::mutex mutex_;  // guards child_'s publication (abandon kills it), busy_, abandoned_
+  ChildProcess child_;
+  std::unique_ptr<FrameChannel> channel_;
+  bool busy_ = false, abandoned_ = false;
+  std::atomic<int> restarts_{0};
+};
+
+std::string WorkerLink::start() {
+  std::string why;
+  try {
+    ChildProcess child = spawnChild(path_, {"--compile-worker"});
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      child_ = child;
+      if (abandoned_) ::kill(child.pid, SIGKILL);  // abandon() has passed
+    }
+    channel_ = std::make_unique<FrameChannel>(child.fd);
+    json hello;
+    std::string blob;
+    switch (channel_->receive(hello, blob, kHelloSeconds)) {
+      case FrameChannel::Status::Frame:
+        if (hello.value("type", "") == "hello") {
+          say(fmt::format("compile worker {} started ({})", child.pid, path_));
+          return "";
+        }
+        why = fmt::format("it sent a '{}' message instead of 'hello'", hello.value("type", "?"));
+        break;
+      case FrameChannel::Status::Eof: why = "it closed its connection"; break;
+      case FrameChannel::Status::Timeout: why = fmt::format("it did not answer within {:g} s", kHelloSeconds); break;
+    }
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (child_.pid > 0) why += fmt::format(" and {}", end(true));
+  return why;
+}
+
+std::string WorkerLink::end(bool kill) {
+  ChildProcess child;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // unpublished before it is reaped: its pid cannot be reused
+    child = child_;
+    child_ = ChildProcess{};
+    busy_ = false;
+  }
+  channel_.reset();
+  std::string how = endChild(child, kill) + childStderrTail(child.stderrFd);
+  if (child.stderrFd >= 0) ::close(child.stderrFd);
+  return how;
+}
+
+void WorkerLink::quit() {
+  if (child_.pid <= 0) return;
+  try {
+    channel_->send({{"type", "quit"}});
+  } catch (...) {  // it is ended below either way
+  }
+  end(false);
+}
+
+void WorkerLink::abandon() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  abandoned_ = true;
+  if (child_.pid > 0) ::kill(child_.pid, SIGKILL);  // its thread sees end of input and reaps it
+}
+
+WorkerLink::Reply WorkerLink::exchange(const json& request, double timeoutSeconds) {
+  Reply out;
+  int64_t id = request.at("id").get<int64_t>();
+  // A worker that died between candidates did not fail this one: start another and send it again.
+  for (int attempt = 0;; ++attempt) {
+    if (child_.pid <= 0) {
+      ++restarts_;
+      out.failure = start();
+      if (!out.failure.empty()) {
+        out.noWorker = true;
+        return out;
+      }
+    }
+    pid_t pid = child_.pid;
+    if (channel_->send(request)) break;
+    std::string how = end(false);
+    say(fmt::format("compile worker {} ended before it got candidate {} ({})", pid, id, how));
+    if (attempt == 1) {
+      out.failure = fmt::format("the compile worker keeps dying before it gets the candidate ({})", how);
+      return out;
+    }
+  }
+  setBusy(true);
+  pid_t pid = child_.pid;
+  try {
+    switch (channel_->receive(out.body, out.cubin, timeoutSeconds)) {
+      case FrameChannel::Status::Eof:
+        out.failure =
+            fmt::format("the compile worker {} ended while compiling this candidate ({})", pid, end(false));
+        break;
+      case FrameChannel::Status::Timeout:
+        end(true);
+        out.failure =
+            fmt::format("NVRTC did not finish within {:g} s; the compile worker {} was killed", timeoutSeconds, pid);
+        break;
+      case FrameChannel::Status::Frame:
+        binaryOfReply(out.body, out.cubin, size_t(id));  // checked here: a malformed reply ends the worker
+        break;
+    }
+  } catch (const std::exception& e) {  // a malformed frame or reply
+    out.failure =
+        fmt::format("the compile worker {} sent a malformed reply ({}) and was stopped ({})", pid, e.what(), end(true));
+  }
+  setBusy(false);
+  return out;
+}
+
+}  // namespace
+
 int serveCompileWorker(int fd) {
   FrameChannel channel(fd);
   try {
@@ -271,22 +483,8 @@ int serveCompileWorker(int fd) {
       std::string type = request.value("type", "");
       if (type == "quit") return 0;
       if (type != "compile") throw worker::ProtocolError(fmt::format("unexpected '{}' message", type));
-      CudaCompileResult r;
-      try {
-        r = compileGenerated(request.at("kernel").get<std::string>(), request.at("source").get<std::string>(),
-                             request.at("arch").get<std::string>());
-      } catch (const json::exception&) {
-        throw;
-      } catch (const std::exception& e) {  // e.g. NVRTC cannot be loaded: the candidate fails, the worker goes on
-        r = CudaCompileResult{};
-        r.log = fmt::format("the compile worker could not run NVRTC: {}", e.what());
-      }
-      json reply = {{"type", "compiled"},
-                    {"id", request.at("id").get<int64_t>()},
-                    {"success", r.success},
-                    {"log", r.log},
-                    {"resources", compileworker::resourcesToJson(r.resources)}};
-      if (!channel.send(reply, std::string_view(r.cubin.data(), r.cubin.size()))) return 0;
+      auto [reply, cubin] = compileHere(request);
+      if (!channel.send(reply, cubin)) return 0;
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "rtcg-worker --compile-worker: {}\n", e.what());
@@ -294,11 +492,80 @@ int serveCompileWorker(int fd) {
   }
 }
 
-// One compile worker and the thread in this process that feeds it.
+// ---- compile slots served for a pool elsewhere -------------------------------------------------
+
+struct CompileSlotHost::HostedSlot {
+  std::unique_ptr<WorkerLink> link;
+  bool started = false;    // its worker was tried
+  bool inProcess = false;  // no worker: compile on the calling thread
+};
+
+CompileSlotHost::CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log)
+    : workerPath_(std::move(workerPath)), log_(std::move(log)) {
+  for (int i = 0; i < slots; ++i) {
+    slots_.push_back(std::make_unique<HostedSlot>());
+    slots_.back()->link = std::make_unique<WorkerLink>(workerPath_, log_);
+  }
+}
+
+CompileSlotHost::~CompileSlotHost() = default;  // each link asks its worker to quit
+
+void CompileSlotHost::abandon() {
+  for (const std::unique_ptr<HostedSlot>& s : slots_) s->link->abandon();
+}
+
+std::string CompileSlotHost::compile(int slot, const std::string& frame, double timeoutSeconds) {
+  HostedSlot& s = *slots_.at(size_t(slot));
+  json request;
+  int64_t id = -1;
+  auto failed = [&](const std::string& reason) {
+    return FrameChannel::encodeFrame({{"type", "failed"}, {"id", id}, {"reason", reason}});
+  };
+  try {
+    std::string blob;
+    FrameChannel::decodeFrame(frame, request, blob);
+    id = request.value("id", int64_t(-1));
+    if (request.value("type", "") != "compile" || id < 0)
+      return failed(fmt::format("a '{}' message instead of a compile request", request.value("type", "?")));
+  } catch (const std::exception& e) {
+    return failed(fmt::format("a malformed compile request: {}", e.what()));
+  }
+  ++compiled_;
+  auto useThreads = [&](const std::string& why) {
+    s.inProcess = true;
+    if (log_) log_(fmt::format("cannot start a compile worker ({}): compiling on a thread of this process instead", why));
+  };
+  if (!s.started) {
+    s.started = true;
+    if (workerPath_.empty()) s.inProcess = true;
+    else if (std::string why = s.link->start(); !why.empty()) useThreads(why);
+  }
+  if (!s.inProcess) {
+    WorkerLink::Reply r = s.link->exchange(request, timeoutSeconds);
+    if (r.failure.empty()) return FrameChannel::encodeFrame(r.body, r.cubin);
+    if (!r.noWorker) {
+      std::string reason = r.failure + " (a new worker takes the next candidate)";
+      if (log_) log_(fmt::format("candidate {}: {}", id, reason));
+      return failed(reason);
+    }
+    useThreads(r.failure);
+  }
+  try {
+    auto [reply, cubin] = compileHere(request);
+    return FrameChannel::encodeFrame(reply, cubin);
+  } catch (const std::exception& e) {  // a request without its members, or out of memory
+    return failed(e.what());
+  }
+}
+
+// ---- the pool ---------------------------------------------------------------------------------------
+
+// A local compile worker and the thread in this process that feeds it, or a remote slot and the
+// thread that waits for it.
 struct CompilePool::Slot {
-  ChildProcess child;  // pid published under the pool's mutex (the destructor kills it)
-  std::unique_ptr<FrameChannel> channel;
-  bool busy = false;       // holds a candidate (under the pool's mutex)
+  std::unique_ptr<WorkerLink> link;  // local
+  RemoteCompileSlot* remote = nullptr;
+  size_t host = 0;         // index into hosts_
   bool inProcess = false;  // no worker: compile on this thread
   std::thread thread;
 };
@@ -306,55 +573,58 @@ struct CompilePool::Slot {
 CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits limits, std::vector<CompileJob> jobs,
                          CompilePoolOptions options)
     : bound_(bound), arch_(std::move(arch)), limits_(limits), jobs_(std::move(jobs)), options_(std::move(options)) {
-  int n = options_.parallel;
-  if (n <= 0)
-    n = std::min(16 * std::max(1, options_.measuringDevices), int(std::max(1u, std::thread::hardware_concurrency())));
-  n = std::max(1, std::min<int>(n, int(std::max<size_t>(jobs_.size(), 1))));
+  int local = options_.parallel;
+  if (local <= 0)
+    local = std::min(16 * std::max(1, options_.measuringDevices), int(std::max(1u, std::thread::hardware_concurrency())));
+  // Each host's slots in a queue of its own; the slots taken one from each host in turn.
+  hosts_.push_back({"local", 0, 0});
+  std::vector<std::deque<std::unique_ptr<Slot>>> queues(1);
+  for (int i = 0; i < local; ++i) {
+    queues[0].push_back(std::make_unique<Slot>());
+    queues[0].back()->link = std::make_unique<WorkerLink>(options_.workerPath, options_.log);
+  }
+  for (const std::shared_ptr<RemoteCompileSlot>& r : options_.remoteSlots) {
+    size_t h = 0;
+    while (h < hosts_.size() && hosts_[h].host != r->host()) ++h;
+    if (h == hosts_.size()) hosts_.push_back({r->host(), 0, 0}), queues.emplace_back();
+    queues[h].push_back(std::make_unique<Slot>());
+    queues[h].back()->remote = r.get();
+    queues[h].back()->host = h;
+  }
+  size_t n = std::max<size_t>(1, jobs_.size());  // never more slots than jobs
+  for (bool any = true; any && slots_.size() < n;) {
+    any = false;
+    for (std::deque<std::unique_ptr<Slot>>& q : queues)
+      if (!q.empty() && slots_.size() < n) {
+        ++hosts_[q.front()->host].slots;
+        slots_.push_back(std::move(q.front()));
+        q.pop_front();
+        any = true;
+      }
+  }
   start_ = lastFinish_ = Clock::now();
-  running_ = n;
-  for (int i = 0; i < n; ++i) slots_.push_back(std::make_unique<Slot>());
+  running_ = int(slots_.size());
   for (std::unique_ptr<Slot>& s : slots_) s->thread = std::thread([this, slot = s.get()] { runSlot(*slot); });
 }
 
 CompilePool::~CompilePool() {
   stop();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    shutdown_.store(true);
-    for (const std::unique_ptr<Slot>& s : slots_)
-      if (s->child.pid > 0) ::kill(s->child.pid, SIGKILL);  // its thread sees end of input and reaps it
-  }
+  shutdown_.store(true);
+  for (const std::unique_ptr<Slot>& s : slots_)
+    if (s->link) s->link->abandon();  // its thread sees end of input and reaps the worker
   for (const std::unique_ptr<Slot>& s : slots_)
     if (s->thread.joinable()) s->thread.join();
 }
 
+// Starts a local slot's worker; false (and the slot compiles on its thread) when none starts.
 bool CompilePool::startWorker(Slot& slot) {
-  std::string why;
-  try {
-    ChildProcess child = spawnChild(options_.workerPath, {"--compile-worker"});
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      slot.child = child;
-      if (shutdown_.load()) ::kill(child.pid, SIGKILL);  // the destructor's kill loop has passed
-    }
-    slot.channel = std::make_unique<FrameChannel>(child.fd);
-    json hello;
-    std::string blob;
-    switch (slot.channel->receive(hello, blob, kHelloSeconds)) {
-      case FrameChannel::Status::Frame:
-        if (hello.value("type", "") == "hello") {
-          if (options_.log) options_.log(fmt::format("compile worker {} started ({})", child.pid, options_.workerPath));
-          return true;
-        }
-        why = fmt::format("it sent a '{}' message instead of 'hello'", hello.value("type", "?"));
-        break;
-      case FrameChannel::Status::Eof: why = "it closed its connection"; break;
-      case FrameChannel::Status::Timeout: why = fmt::format("it did not answer within {:g} s", kHelloSeconds); break;
-    }
-  } catch (const std::exception& e) {
-    why = e.what();
-  }
-  if (slot.child.pid > 0) why += fmt::format(" and {}", endWorker(slot, true));
+  std::string why = slot.link->start();
+  if (why.empty()) return true;
+  useThreads(slot, why);
+  return false;
+}
+
+void CompilePool::useThreads(Slot& slot, const std::string& why) {
   slot.inProcess = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -362,95 +632,63 @@ bool CompilePool::startWorker(Slot& slot) {
   }
   if (options_.log && !shutdown_.load())
     options_.log(fmt::format("cannot start a compile worker ({}): compiling on a thread of this process instead", why));
-  return false;
-}
-
-std::string CompilePool::endWorker(Slot& slot, bool kill) {
-  ChildProcess child;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);  // unpublished before it is reaped: its pid cannot be reused
-    child = slot.child;
-    slot.child = ChildProcess{};
-    slot.busy = false;
-  }
-  slot.channel.reset();
-  std::string how = endChild(child, kill) + childStderrTail(child.stderrFd);
-  if (child.stderrFd >= 0) ::close(child.stderrFd);
-  return how;
 }
 
 CompiledCandidate CompilePool::compileInWorker(Slot& slot, size_t job) {
   CompiledCandidate c;
   if (!emitJob(bound_, jobs_[job], limits_, c)) return c;
-  json request = {{"type", "compile"}, {"id", int64_t(job)}, {"kernel", bound_.name}, {"arch", arch_},
-                  {"source", c.module.source}};
   Clock::time_point t1 = Clock::now();
-  // A worker that died between candidates did not fail this one: start another and send it again.
-  for (int attempt = 0;; ++attempt) {
-    if (slot.child.pid <= 0) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++restarts_;
-      }
-      if (!startWorker(slot)) {  // this slot compiles in process from now on
-        CudaCompileResult binary = compileGenerated(bound_.name, c.module.source, arch_);
-        c.compileMs = msSince(t1);
-        takeBinary(c, binary, limits_);
-        return c;
-      }
-    }
-    pid_t pid = slot.child.pid;
-    if (slot.channel->send(request)) break;
-    std::string how = endWorker(slot, false);
-    if (options_.log) options_.log(fmt::format("compile worker {} ended before it got candidate {} ({})", pid, job, how));
-    if (attempt == 1) {
-      c.status = CandidateStatus::CompileFailed;
-      c.reason = fmt::format("the compile worker keeps dying before it gets the candidate ({})", how);
-      return c;
-    }
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    slot.busy = true;
-  }
-  pid_t pid = slot.child.pid;
-  std::string failure;
-  CudaCompileResult binary;
-  try {
-    json reply;
-    std::string cubin;
-    switch (slot.channel->receive(reply, cubin, options_.compileTimeoutSeconds)) {
-      case FrameChannel::Status::Eof:
-        failure = fmt::format("the compile worker {} ended while compiling this candidate ({})", pid,
-                              endWorker(slot, false));
-        break;
-      case FrameChannel::Status::Timeout:
-        endWorker(slot, true);
-        failure = fmt::format("NVRTC did not finish within {:g} s; the compile worker {} was killed",
-                              options_.compileTimeoutSeconds, pid);
-        break;
-      case FrameChannel::Status::Frame:
-        if (reply.value("type", "") != "compiled" || reply.at("id").get<int64_t>() != int64_t(job))
-          throw worker::ProtocolError(fmt::format("a '{}' message for candidate {} instead of the result of candidate {}",
-                                                  reply.value("type", "?"), reply.value("id", int64_t(-1)), job));
-        binary.success = reply.at("success").get<bool>();
-        binary.log = reply.at("log").get<std::string>();
-        binary.resources = compileworker::resourcesFromJson(reply);
-        binary.cubin.assign(cubin.begin(), cubin.end());
-        break;
-    }
-  } catch (const std::exception& e) {  // a malformed frame or reply
-    failure = fmt::format("the compile worker {} sent a malformed reply ({}) and was stopped ({})", pid, e.what(),
-                          endWorker(slot, true));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    slot.busy = false;
+  WorkerLink::Reply r =
+      slot.link->exchange(compileRequest(job, bound_.name, arch_, c.module.source), options_.compileTimeoutSeconds);
+  if (r.noWorker) {  // this slot compiles in process from now on
+    useThreads(slot, r.failure);
+    CudaCompileResult binary = compileGenerated(bound_.name, c.module.source, arch_);
+    c.compileMs = msSince(t1);
+    takeBinary(c, binary, limits_);
+    return c;
   }
   c.compileMs = msSince(t1);
+  if (!r.failure.empty()) {
+    c.status = CandidateStatus::CompileFailed;
+    c.reason = r.failure + " (a new worker takes the next candidate)";
+    if (options_.log && !shutdown_.load()) options_.log(fmt::format("candidate {}: {}", job, c.reason));
+    return c;
+  }
+  takeBinary(c, binaryOfReply(r.body, r.cubin, job), limits_);
+  return c;
+}
+
+// Throws what the remote slot throws when its host is lost.
+CompiledCandidate CompilePool::compileRemotely(Slot& slot, size_t job) {
+  CompiledCandidate c;
+  if (!emitJob(bound_, jobs_[job], limits_, c)) return c;
+  Clock::time_point t1 = Clock::now();
+  std::string host = slot.remote->host();
+  std::optional<std::string> frame =
+      slot.remote->exchange(FrameChannel::encodeFrame(compileRequest(job, bound_.name, arch_, c.module.source)),
+                            options_.compileTimeoutSeconds, shutdown_);
+  c.compileMs = msSince(t1);
+  std::string failure;
+  CudaCompileResult binary;
+  if (!frame) {
+    failure = fmt::format("no answer from {} (its compile timeout is {:g} s, and the margin for a slow host "
+                          "passed too)", host, options_.compileTimeoutSeconds);
+  } else {
+    try {
+      json reply;
+      std::string cubin;
+      FrameChannel::decodeFrame(*frame, reply, cubin);
+      if (reply.value("type", "") == "failed" && reply.value("id", int64_t(-1)) == int64_t(job))
+        failure = fmt::format("on {}: {}", host, reply.at("reason").get<std::string>());
+      else
+        binary = binaryOfReply(reply, cubin, job);
+    } catch (const std::exception& e) {
+      failure = fmt::format("{} sent a malformed reply: {}", host, e.what());
+    }
+  }
   if (!failure.empty()) {
     c.status = CandidateStatus::CompileFailed;
-    c.reason = failure + " (a new worker takes the next candidate)";
+    c.reason = failure;
     if (options_.log && !shutdown_.load()) options_.log(fmt::format("candidate {}: {}", job, c.reason));
     return c;
   }
@@ -459,46 +697,53 @@ CompiledCandidate CompilePool::compileInWorker(Slot& slot, size_t job) {
 }
 
 void CompilePool::runSlot(Slot& slot) {
-  if (options_.workerPath.empty()) slot.inProcess = true;
-  else startWorker(slot);
+  if (!slot.remote) {
+    if (options_.workerPath.empty()) slot.inProcess = true;
+    else startWorker(slot);
+  }
   while (!stopped_.load()) {
     size_t i = nextJob_.fetch_add(1);
     if (i >= jobs_.size()) break;
     CompiledCandidate c;
     try {
-      c = slot.inProcess ? compileCandidate(bound_, jobs_[i], arch_, limits_) : compileInWorker(slot, i);
-    } catch (const std::exception& e) {  // e.g. out of memory: the candidate fails, the pool goes on
+      c = slot.remote      ? compileRemotely(slot, i)
+          : slot.inProcess ? compileCandidate(bound_, jobs_[i], arch_, limits_)
+                           : compileInWorker(slot, i);
+    } catch (const std::exception& e) {
+      if (slot.remote) {  // its host is lost: the pool stops, next() says why
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!lost_) lost_ = std::current_exception();
+        stopped_.store(true);
+        break;
+      }
+      // e.g. out of memory: the candidate fails, the pool goes on
       c.status = CandidateStatus::CompileFailed;
       c.reason = e.what();
     }
     c.job = i;
     c.label = jobs_[i].label;
     if (shutdown_.load()) break;  // the pool is going away: nobody takes results any more
-    finish(std::move(c));
+    finish(std::move(c), slot.host);
   }
-  if (slot.child.pid > 0) {
-    try {
-      slot.channel->send({{"type", "quit"}});
-    } catch (...) {  // it is ended below either way
-    }
-    endWorker(slot, false);
-  }
+  if (slot.link) slot.link->quit();
   std::lock_guard<std::mutex> lock(mutex_);
   --running_;
   ready_.notify_all();
 }
 
-void CompilePool::finish(CompiledCandidate c) {
+void CompilePool::finish(CompiledCandidate c, size_t host) {
   std::lock_guard<std::mutex> lock(mutex_);
   done_.push_back(std::move(c));
   ++finished_;
+  ++hosts_[host].compiled;
   lastFinish_ = Clock::now();
   ready_.notify_all();
 }
 
 std::optional<CompiledCandidate> CompilePool::next() {
   std::unique_lock<std::mutex> lock(mutex_);
-  ready_.wait(lock, [&] { return !done_.empty() || running_ == 0; });
+  ready_.wait(lock, [&] { return lost_ || !done_.empty() || running_ == 0; });
+  if (lost_) std::rethrow_exception(lost_);
   if (done_.empty()) return std::nullopt;
   CompiledCandidate c = std::move(done_.front());
   done_.pop_front();
@@ -513,15 +758,21 @@ bool CompilePool::usedFallback() const {
 }
 
 int CompilePool::workerRestarts() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return restarts_;
+  int restarts = 0;
+  for (const std::unique_ptr<Slot>& s : slots_)
+    if (s->link) restarts += s->link->restarts();
+  return restarts;
 }
 
 std::vector<pid_t> CompilePool::workerPids(bool busyOnly) const {
-  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<pid_t> out;
-  for (const std::unique_ptr<Slot>& s : slots_) out.push_back(!busyOnly || s->busy ? s->child.pid : -1);
+  for (const std::unique_ptr<Slot>& s : slots_) out.push_back(s->link ? s->link->pid(busyOnly) : -1);
   return out;
+}
+
+std::vector<CompileHostCount> CompilePool::hosts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return hosts_;
 }
 
 int64_t CompilePool::finished() const {

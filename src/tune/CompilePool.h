@@ -19,6 +19,13 @@
 //   parent -> compile {id, kernel, arch, source}                  worker -> compiled {id, success,
 //             log, resources: [{name, registers, shared, local, spillStores, spillLoads}]} + cubin blob
 //   parent -> quit (or closes the socket)                         worker exits 0
+// A compile slot hosted by another process (CompileSlotHost, relayed over MPI by another rank:
+// tools/rtcgc/MpiTune.h) answers a compile frame with the worker's compiled frame, or with
+//   failed {id, reason}   its worker died, timed out or sent garbage (it is restarted there)
+//
+// Slots: local ones (a worker process each, sized by CompilePoolOptions::parallel) and, with
+// CompilePoolOptions::remoteSlots, slots other hosts serve (RemoteCompileSlot); jobs go to
+// whichever slot is free. A remote host that is lost stops the pool: next() throws its error.
 #pragma once
 
 #include <sys/types.h>
@@ -28,6 +35,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -99,6 +107,55 @@ CompiledCandidate compileCandidate(const Kernel& bound, const CompileJob& job, c
 // --compile-worker). Returns the process exit status: 0 after quit or end of input.
 int serveCompileWorker(int fd);
 
+// A compile slot served elsewhere (another MPI rank's compile worker, reached through that rank:
+// tools/rtcgc/MpiTune.h). One pool thread uses it at a time; pools of later batches reuse it.
+class RemoteCompileSlot {
+ public:
+  virtual ~RemoteCompileSlot() = default;
+  // Has a "compile" frame (the protocol above, bytes as on the socket) compiled within
+  // `timeoutSeconds` (the host enforces it) and returns the reply frame: "compiled" or "failed".
+  // nullopt when no reply came within the timeout plus the host's own margin, or once `abandon`
+  // is true (the pool is going away). Throws rtcg::Error when the host is lost (the search stops).
+  virtual std::optional<std::string> exchange(const std::string& frame, double timeoutSeconds,
+                                              const std::atomic<bool>& abandon) = 0;
+  virtual std::string host() const = 0;  // "rank 2": slots of one host are counted together
+};
+
+// How many slots a host of compile slots had and how many candidates they compiled (failed ones
+// included): "local" (this process's workers) first, then each remote host.
+struct CompileHostCount {
+  std::string host;
+  int slots = 0;
+  int64_t compiled = 0;
+};
+
+// Compile slots this process serves for a pool elsewhere (an MPI rank's relay for rank 0's pool):
+// a compile worker per slot, started at the slot's first frame and restarted after it died or
+// timed out; where none starts (or `workerPath` is empty), the slot compiles on the calling
+// thread. compile() is called by one thread per slot at a time, slots in parallel.
+class CompileSlotHost {
+ public:
+  CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log = {});
+  ~CompileSlotHost();  // ends the workers
+  CompileSlotHost(const CompileSlotHost&) = delete;
+  CompileSlotHost& operator=(const CompileSlotHost&) = delete;
+
+  int slots() const { return int(slots_.size()); }
+  // Compiles a "compile" frame on `slot`; returns the reply frame ("compiled", or "failed" with the
+  // reason: the worker died, timed out, sent garbage, or the frame is not a compile request).
+  std::string compile(int slot, const std::string& frame, double timeoutSeconds);
+  // From any thread: kills the workers (compiles in flight fail at once), starts no more.
+  void abandon();
+  int64_t compiled() const { return compiled_.load(); }
+
+ private:
+  struct HostedSlot;
+  std::string workerPath_;
+  std::function<void(const std::string&)> log_;
+  std::vector<std::unique_ptr<HostedSlot>> slots_;
+  std::atomic<int64_t> compiled_{0};
+};
+
 struct CompilePoolOptions {
   int parallel = 0;        // compilations at once; 0: hardware concurrency, at most 16 per measuring device
   // The devices measuring what the pool compiles: the pool runs up to 16 compiles per device, about
@@ -107,6 +164,9 @@ struct CompilePoolOptions {
   std::string workerPath;  // rtcg-worker (see findWorker); empty: compile on threads in this process
   double compileTimeoutSeconds = 60;  // a worker still compiling after this is killed and restarted
   std::function<void(const std::string&)> log;  // worker starts, restarts, the fallback to threads
+  // Slots served elsewhere, in addition to the `parallel` local ones (the hosts' slots interleaved,
+  // so that a batch of few jobs is spread over them).
+  std::vector<std::shared_ptr<RemoteCompileSlot>> remoteSlots;
 };
 
 class CompilePool {
@@ -124,7 +184,9 @@ class CompilePool {
   // Starts no further jobs (those compiling finish and are still handed out).
   void stop();
 
-  int parallel() const { return int(slots_.size()); }
+  int parallel() const { return int(slots_.size()); }  // local and remote slots
+  // Slots and finished candidates per host, "local" first.
+  std::vector<CompileHostCount> hosts() const;
   // Whether any compile ran on a thread of this process (no worker could be started).
   bool usedFallback() const;
   int workerRestarts() const;
@@ -142,9 +204,10 @@ class CompilePool {
   struct Slot;
   void runSlot(Slot& slot);
   bool startWorker(Slot& slot);
-  std::string endWorker(Slot& slot, bool kill);
+  void useThreads(Slot& slot, const std::string& why);
   CompiledCandidate compileInWorker(Slot& slot, size_t job);
-  void finish(CompiledCandidate c);
+  CompiledCandidate compileRemotely(Slot& slot, size_t job);
+  void finish(CompiledCandidate c, size_t host);
 
   Kernel bound_;
   std::string arch_;
@@ -154,13 +217,14 @@ class CompilePool {
   std::atomic<size_t> nextJob_{0};
   std::atomic<bool> stopped_{false};    // no new jobs
   std::atomic<bool> shutdown_{false};   // the destructor: abandon compiles in flight
-  mutable std::mutex mutex_;            // guards what follows and each slot's published pid
+  mutable std::mutex mutex_;            // guards what follows
   std::condition_variable ready_;
   std::deque<CompiledCandidate> done_;
   int running_ = 0;  // slots still working
   int64_t finished_ = 0;
-  int restarts_ = 0;
   bool fallback_ = false;
+  std::exception_ptr lost_;  // a remote host was lost: next() throws this
+  std::vector<CompileHostCount> hosts_;
   std::chrono::steady_clock::time_point start_, lastFinish_;
   std::vector<std::unique_ptr<Slot>> slots_;
 };

@@ -96,6 +96,7 @@ json tuneResultToJson(const TuneResult& r) {
   j["workerRestarts"] = r.workerRestarts;
   j["devices"] = r.devices;
   j["compileThreads"] = r.compileThreads;
+  j["compiledOn"] = compiledOnJson(r.compiledOn);
   j["wallSeconds"] = r.wallSeconds;
   j["compileSeconds"] = r.compileSeconds;
   j["referenceSeconds"] = r.referenceSeconds;
@@ -109,6 +110,12 @@ json tuneResultToJson(const TuneResult& r) {
   j["arithmetic"] = r.arithmetic;
   j["settings"] = r.settings;
   return j;
+}
+
+json compiledOnJson(const std::vector<CompileHostCount>& hosts) {
+  json out = json::array();
+  for (const CompileHostCount& h : hosts) out.push_back({{"host", h.host}, {"slots", h.slots}, {"compiled", h.compiled}});
+  return out;
 }
 
 TuneResult tuneResultFromJson(const json& j) {
@@ -128,6 +135,9 @@ TuneResult tuneResultFromJson(const json& j) {
     r.workerRestarts = j.at("workerRestarts").get<int>();
     r.devices = j.at("devices").get<int>();
     r.compileThreads = j.at("compileThreads").get<int>();
+    if (j.contains("compiledOn"))
+      for (const json& h : j["compiledOn"])
+        r.compiledOn.push_back({h.at("host").get<std::string>(), h.at("slots").get<int>(), h.at("compiled").get<int64_t>()});
     r.wallSeconds = j.at("wallSeconds").get<double>();
     r.compileSeconds = j.at("compileSeconds").get<double>();
     r.referenceSeconds = j.at("referenceSeconds").get<double>();

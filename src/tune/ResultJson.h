@@ -14,6 +14,9 @@ nlohmann::json tuneResultToJson(const TuneResult& r);
 // Throws rtcg::Error naming the field for JSON that is not such a result.
 TuneResult tuneResultFromJson(const nlohmann::json& j);
 
+// [{host, slots, compiled}, ...]: TuneResult::compiledOn, as results and `rtcgc tune --json` give it.
+nlohmann::json compiledOnJson(const std::vector<CompileHostCount>& hosts);
+
 nlohmann::json keyToJson(const TuningKey& k);
 TuningKey keyFromJson(const nlohmann::json& j);
 

@@ -190,18 +190,36 @@ class PoolCompiler : public SearchCompiler {
   std::optional<CompiledCandidate> next() override { return pool_->next(); }
   void stop() override { pool_->stop(); }
   void startBatch(std::vector<CompileJob> jobs) override {
+    tally(pool_->hosts());
     pool_ = std::make_unique<CompilePool>(bound_, arch_, limits_, std::move(jobs), options_);
+  }
+  // Candidates compiled per host over every batch.
+  std::vector<CompileHostCount> compiledOn() {
+    tally(pool_->hosts());
+    std::vector<CompileHostCount> out = std::move(compiledOn_);
+    compiledOn_.clear();
+    return out;
   }
   int64_t finished() const override { return pool_->finished(); }
   double seconds() const override { return pool_->seconds(); }
   bool usedFallback() const { return pool_->usedFallback(); }  // of the last batch
 
  private:
+  void tally(const std::vector<CompileHostCount>& batch) {
+    for (const CompileHostCount& h : batch) {
+      auto it = std::find_if(compiledOn_.begin(), compiledOn_.end(), [&](auto& c) { return c.host == h.host; });
+      if (it == compiledOn_.end()) it = compiledOn_.insert(compiledOn_.end(), {h.host, 0, 0});
+      it->slots = std::max(it->slots, h.slots);
+      it->compiled += h.compiled;
+    }
+  }
+
   std::unique_ptr<CompilePool> pool_;
   const Kernel& bound_;
   std::string arch_;
   LaunchLimits limits_;
   CompilePoolOptions options_;
+  std::vector<CompileHostCount> compiledOn_;  // of the batches retired
 };
 
 // The measuring worker processes, one per device, and the remote devices after them, behind the
@@ -369,15 +387,23 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // In rtcg-worker --compile-worker processes: NVRTC scales across processes, not threads.
   CompilePoolOptions poolOptions;
   poolOptions.parallel = options.compileThreads;
-  poolOptions.measuringDevices = int(options.deviceOrdinals.size()) + options.remoteDeviceCount;
+  poolOptions.measuringDevices =
+      int(options.deviceOrdinals.size()) + (options.remoteCompileSlots.empty() ? options.remoteDeviceCount : 0);
   poolOptions.workerPath = workerPath;
   poolOptions.log = log;
+  poolOptions.remoteSlots = options.remoteCompileSlots;
   std::map<std::string, Schedule> scheduleOf;  // measured labels -> schedules, for refinement
   for (const CompileJob& j : jobs) scheduleOf[j.label] = j.schedule;
   auto pool = std::make_unique<CompilePool>(scheduled, props.arch(), limits, std::move(jobs), poolOptions);
   result.compileThreads = pool->parallel();
   log(fmt::format("compiling {} candidates with NVRTC in {} worker processes for {}", result.generated,
                   pool->parallel(), props.arch()));
+  if (!poolOptions.remoteSlots.empty()) {
+    std::vector<std::string> where;
+    for (const CompileHostCount& h : pool->hosts())
+      where.push_back(fmt::format("{} {}", h.slots, h.host == "local" ? "here" : "on " + h.host));
+    log(fmt::format("compiling with {} slots: {}", pool->parallel(), fmt::join(where, ", ")));
+  }
 
   // The float64 reference on the CPU, once, on the inputs the worker regenerates.
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
@@ -458,6 +484,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   }
   // Compiled candidates = those that NVRTC compiled, whether or not they were measured.
   bool fallback = compiler.usedFallback();
+  result.compiledOn = compiler.compiledOn();
   result.notMeasured += result.generated - totals.compiled;  // never compiled (time limit)
   result.compiled = totals.compiled - result.compileFailed;
   result.compileSeconds = totals.compileSeconds;

@@ -33,6 +33,7 @@
 #include "ir/Counts.h"
 #include "ir/IR.h"
 #include "schedule/Space.h"
+#include "tune/CompilePool.h"
 #include "tune/TuningDb.h"
 #include "tune/WorkerProcess.h"
 
@@ -124,6 +125,10 @@ struct TuneOptions {
   // the file setup.referencePath names, on this machine). Each measures one candidate at a time.
   std::function<std::vector<std::unique_ptr<RemoteMeasurer>>(const worker::SetupMessage& setup)> remoteDevices;
   int remoteDeviceCount = 0;  // how many remoteDevices makes: the compile pool is sized for them too
+  // Compile slots served elsewhere (another MPI rank's compile workers: tools/rtcgc/MpiTune.h),
+  // used by the compile pool besides this process's workers. Given any, the local workers are
+  // sized for the local devices alone (the remote devices' hosts bring their own).
+  std::vector<std::shared_ptr<RemoteCompileSlot>> remoteCompileSlots;
 };
 
 struct TuneResult {
@@ -148,6 +153,9 @@ struct TuneResult {
   int workerRestarts = 0;
   int devices = 1;                          // measuring workers (TuneOptions::deviceOrdinals)
   int compileThreads = 0;                   // compile-worker processes used
+  // Candidates compiled (failed ones included) per host of compile slots: "local" first, then each
+  // host of TuneOptions::remoteCompileSlots ("rank 1"); slots: the most any batch used.
+  std::vector<CompileHostCount> compiledOn;
   double wallSeconds = 0, compileSeconds = 0, referenceSeconds = 0;
   // How candidates were verified: "full", "full (REASON)" when sampling was wanted but not sound,
   // or "sampled: 64 of 4096 outer loop values, 262144 of 16777216 output elements".

@@ -3,8 +3,8 @@
 // (tests/tuner/fake_worker.cpp, mode "verified": a candidate's median is a function of its cubin).
 // A manifest's keys are each tuned exactly once and rank 0's database gets every row; a rank
 // killed mid-search loses its key, which is reported and completed by --resume; ranks with
-// different devices are refused before anything is measured; a single search measures on every
-// rank's worker.
+// different devices are refused before anything is measured; a single search compiles and
+// measures on every rank, and a rank killed while it compiles for rank 0 stops it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -60,9 +60,9 @@ std::string mpirun(int ranks, const std::string& extra = "") {
          std::to_string(ranks) + " ";
 }
 
-std::string tuneArgs(const std::string& db) {
-  return std::string(RTCGC_PATH) + " tune --worker " + RTCG_FAKE_WORKER + " --max-candidates 4 --compile-threads 1 " +
-         "--db " + db + " ";
+std::string tuneArgs(const std::string& db, int candidates = 4) {
+  return std::string(RTCGC_PATH) + " tune --worker " + RTCG_FAKE_WORKER + " --max-candidates " +
+         std::to_string(candidates) + " --compile-threads 1 --db " + db + " ";
 }
 
 // The JSON document at the end of standard output (the manifest's or the search's summary).
@@ -182,10 +182,10 @@ TEST(MpiTune, RanksOnDifferentDevicesAreRefusedBeforeMeasuring) {
   EXPECT_FALSE(fs::exists(db)) << "a refused run opened the database";
 }
 
-TEST(MpiTune, OneSearchMeasuresOnEveryRank) {
+TEST(MpiTune, OneSearchCompilesAndMeasuresOnEveryRank) {
   TempDir dir;
   std::string file = write(dir, "scale.rtcg", kScale), db = dir.file("tuning.sqlite");
-  auto r = shell(environment(dir) + mpirun(3) + tuneArgs(db) + file + " -D n=100000 --json 2>" + dir.file("err"));
+  auto r = shell(environment(dir) + mpirun(3) + tuneArgs(db, 8) + file + " -D n=100000 --json 2>" + dir.file("err"));
   std::string err = shell("cat " + dir.file("err")).out;
   ASSERT_EQ(r.code, 0) << r.out << err;
   json j = lastJson(r.out);
@@ -193,12 +193,49 @@ TEST(MpiTune, OneSearchMeasuresOnEveryRank) {
   for (int rank : {1, 2})
     EXPECT_NE(err.find("measuring also on rank " + std::to_string(rank) + " ("), std::string::npos) << err;
   int64_t generated = j["counts"]["generated"], verified = j["counts"]["verified"];
-  EXPECT_GT(generated, 1);
+  EXPECT_GT(generated, 3);
   EXPECT_EQ(verified, generated) << j.dump(2);
+  // Rank 0's pool had a slot on every rank (--compile-threads 1 each); the other ranks' slots each
+  // took a candidate as the pool started (rank 0's starts its worker first); each compiled once.
+  EXPECT_NE(err.find("compiling with 3 slots: 1 here, 1 on rank 1, 1 on rank 2"), std::string::npos) << err;
+  std::map<std::string, int64_t> compiled;
+  for (const json& h : j["compiledOn"]) compiled[h["host"]] = h["compiled"];
+  EXPECT_EQ(compiled.size(), 3u) << j.dump(2);
+  for (const std::string host : {"rank 1", "rank 2"}) EXPECT_GE(compiled[host], 1) << host;
+  EXPECT_EQ(compiled["local"] + compiled["rank 1"] + compiled["rank 2"], generated) << j.dump(2);
+  for (const std::string rank : {"1", "2"}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(err, m, std::regex("\\[rank " + rank + "\\] compiled (\\d+) candidates in 1 slot")))
+        << err;
+    EXPECT_EQ(std::stoll(m[1]), compiled["rank " + rank]) << err;
+  }
+  // Each measured once: the database's rows are the result's candidates, no schedule twice.
   Rows rows = rowsOf(db);
   EXPECT_EQ(rows.keys, 1);
   EXPECT_EQ(rows.finished, 1);
   EXPECT_EQ(rows.rows, generated);
+  TuningDb read(db, TuningDb::Access::ReadOnly);
+  std::set<std::string> schedules;
+  for (const rtcg::CandidateRecord& c : read.candidates(read.list().at(0).key)) schedules.insert(c.schedule);
+  EXPECT_EQ(int64_t(schedules.size()), generated);
+}
+
+TEST(MpiTune, ARankKilledHoldingCompileWorkStopsTheSearch) {
+  TempDir dir;
+  std::string file = write(dir, "scale.rtcg", kScale), db = dir.file("tuning.sqlite");
+  // Rank 2's compile worker kills its rank at the first candidate rank 0's pool sends it; the
+  // search stops with the lost rank's error instead of waiting for its reply (timeout: a hang fails).
+  auto r = shell(environment(dir) + "RTCG_FAKE_COMPILE_WORKER_KILL_RANK=2 timeout 120 " +
+                 mpirun(3, "--enable-recovery") + tuneArgs(db, 8) + "--rank-timeout 4 " + file +
+                 " -D n=100000 --json 2>" + dir.file("err"));
+  std::string err = shell("cat " + dir.file("err")).out;
+  EXPECT_NE(r.code, 124) << "the search hung:\n" << err;
+  // (The worker's own words go to the file its rank keeps of its stderr, gone with the rank.)
+  EXPECT_NE(err.find("compiling with 3 slots: 1 here, 1 on rank 1, 1 on rank 2"), std::string::npos) << err;
+  EXPECT_EQ(err.find("[rank 2] compiled"), std::string::npos) << "rank 2 was not killed:\n" << err;
+  EXPECT_TRUE(std::regex_search(err, std::regex("rtcgc: error: rank 2 \\([^\\n]*\\) sent nothing for 4 s: it is lost")))
+      << err;
+  EXPECT_EQ(r.out.find("\"compiledOn\""), std::string::npos) << "a stopped search printed a result:\n" << r.out;
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ TuneResult sample() {
   r.enumerated = 100, r.generated = 3, r.pruned = 40, r.sampledOut = 57, r.verified = 2, r.faulted = 1;
   r.timeLimitReached = true;
   r.workerRestarts = 1, r.devices = 4, r.compileThreads = 16;
+  r.compiledOn = {{"local", 8, 2}, {"rank 1", 8, 1}};
   r.wallSeconds = 12.5, r.compileSeconds = 3.25, r.referenceSeconds = 1.5;
   r.reference = "sampled: 64 of 512 outer loop values";
   r.referenceSampled = true;
@@ -65,6 +66,10 @@ TEST(ResultJson, EveryFieldRoundTrips) {
   EXPECT_EQ(back.faulted, 1);
   EXPECT_TRUE(back.timeLimitReached);
   EXPECT_EQ(back.devices, 4);
+  ASSERT_EQ(back.compiledOn.size(), 2u);
+  EXPECT_EQ(back.compiledOn[1].host, "rank 1");
+  EXPECT_EQ(back.compiledOn[1].slots, 8);
+  EXPECT_EQ(back.compiledOn[1].compiled, 1);
   EXPECT_EQ(back.wallSeconds, 12.5);
   EXPECT_EQ(back.reference, r.reference);
   EXPECT_EQ(back.bestOverTime, r.bestOverTime);

@@ -13,7 +13,10 @@
 //                  $OMPI_COMM_WORLD_RANK or $PMI_RANK) with SIGKILL at its first candidate when
 //                  that rank is R: a rank that dies in the middle of a search.
 // With --compile-worker it is the real compile worker (tune/CompilePool.h): a search on a machine
-// without a GPU (rtcgc tune with $RTCG_TEST_DEVICE) compiles with NVRTC and measures here.
+// without a GPU (rtcgc tune with $RTCG_TEST_DEVICE) compiles with NVRTC and measures here. With
+// $RTCG_FAKE_COMPILE_WORKER_KILL_RANK=R it says hello, then kills its parent (the MPI rank) with
+// SIGKILL when its first compile request arrives and that rank is R: a rank that dies holding
+// compile work for rank 0.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -81,10 +84,30 @@ int serveVerified(Channel& ch) {
   }
 }
 
+// --compile-worker with $RTCG_FAKE_COMPILE_WORKER_KILL_RANK naming its rank: see the head comment.
+int killRankAtFirstCompile(const char* rank) {
+  std::string hello = R"({"type":"hello","pid":0})";
+  std::string frame = "RTCG";
+  for (int i = 0; i < 4; ++i) frame.push_back(char((hello.size() >> (8 * i)) & 0xff));
+  frame.append(8, '\0');
+  frame += hello;
+  if (::write(STDOUT_FILENO, frame.data(), frame.size()) != ssize_t(frame.size())) return 1;
+  char byte;
+  if (::read(STDIN_FILENO, &byte, 1) != 1) return 0;  // the pool ended first
+  fmt::print(stderr, "fake compile worker: killing rank {} (pid {})\n", rank, ::getppid());
+  ::kill(::getppid(), SIGKILL);
+  return 9;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::strcmp(argv[1], "--compile-worker") == 0) return rtcg::serveCompileWorker(STDIN_FILENO);
+  if (argc == 2 && std::strcmp(argv[1], "--compile-worker") == 0) {
+    const char* killRank = std::getenv("RTCG_FAKE_COMPILE_WORKER_KILL_RANK");
+    const char* rank = rankOfParent();
+    if (killRank && rank && std::strcmp(killRank, rank) == 0) return killRankAtFirstCompile(rank);
+    return rtcg::serveCompileWorker(STDIN_FILENO);
+  }
   const char* env = std::getenv("RTCG_FAKE_WORKER_MODE");
   std::string mode = env ? env : "mixed";
   if (mode == "die-at-setup") {

@@ -15,6 +15,7 @@
 
 #include "driver/Pipeline.h"
 #include "schedule/Space.h"
+#include "support/Error.h"
 #include "tune/CompilePool.h"
 
 using namespace rtcg;
@@ -339,4 +340,127 @@ TEST(CompilePool, DestroyingThePoolAbandonsCompilesInFlight) {
   pool.reset();
   for (pid_t p : pids)
     if (p > 0) EXPECT_NE(::kill(p, 0), 0) << "compile worker " << p << " outlived the pool";
+}
+
+namespace {
+
+// A remote compile slot served by a CompileSlotHost of this process (what an MPI rank's relay does
+// for rank 0: tools/rtcgc/MpiTune.cpp), or one whose host is lost at the first frame.
+class LoopbackSlot : public RemoteCompileSlot {
+ public:
+  LoopbackSlot(CompileSlotHost* host, int slot, std::string name) : host_(host), slot_(slot), name_(std::move(name)) {}
+  std::optional<std::string> exchange(const std::string& frame, double timeoutSeconds,
+                                      const std::atomic<bool>&) override {
+    if (!host_) throw Error(name_ + " is lost");
+    return host_->compile(slot_, frame, timeoutSeconds);
+  }
+  std::string host() const override { return name_; }
+
+ private:
+  CompileSlotHost* host_;
+  int slot_;
+  std::string name_;
+};
+
+}  // namespace
+
+TEST(CompilePool, RemoteSlotsCompileBesideTheLocalOnes) {
+  Kernel k = matmul(64);
+  CompileSlotHost far(RTCG_WORKER_EXE, 2);
+  CompilePoolOptions options;
+  options.parallel = 1;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.remoteSlots = {std::make_shared<LoopbackSlot>(&far, 0, "far"), std::make_shared<LoopbackSlot>(&far, 1, "far")};
+  CompilePool pool(k, "sm_90", {}, matmulJobs(k, 9), options);
+  EXPECT_EQ(pool.parallel(), 3);
+  std::set<size_t> seen;
+  while (std::optional<CompiledCandidate> c = pool.next()) {
+    EXPECT_TRUE(c->measurable()) << c->reason;
+    EXPECT_FALSE(c->cubin.empty());
+    seen.insert(c->job);
+  }
+  EXPECT_EQ(seen.size(), 9u);  // each job handed out once
+  std::vector<CompileHostCount> hosts = pool.hosts();
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].host, "local");
+  EXPECT_EQ(hosts[0].slots, 1);
+  EXPECT_EQ(hosts[1].host, "far");
+  EXPECT_EQ(hosts[1].slots, 2);
+  EXPECT_EQ(hosts[0].compiled + hosts[1].compiled, 9);
+  EXPECT_GE(hosts[1].compiled, 2);  // each slot took a job as the pool started
+  EXPECT_EQ(far.compiled(), hosts[1].compiled);
+}
+
+TEST(CompilePool, FewJobsAreSpreadOverTheHosts) {
+  Kernel k = matmul(64);
+  CompileSlotHost far(RTCG_WORKER_EXE, 2);
+  CompilePoolOptions options;
+  options.parallel = 4;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.remoteSlots = {std::make_shared<LoopbackSlot>(&far, 0, "far"), std::make_shared<LoopbackSlot>(&far, 1, "far")};
+  CompilePool pool(k, "sm_90", {}, matmulJobs(k, 2), options);
+  EXPECT_EQ(pool.parallel(), 2);  // no more slots than jobs: one of each host
+  std::vector<CompileHostCount> hosts = pool.hosts();
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].slots, 1);
+  EXPECT_EQ(hosts[1].slots, 1);
+  while (pool.next()) {
+  }
+}
+
+TEST(CompilePool, ARemoteCompileOverTheTimeoutFailsWithTheHostsReason) {
+  Kernel k = matmul(64);
+  CompileSlotHost far(RTCG_WORKER_EXE, 1);
+  CompilePoolOptions options;
+  options.parallel = 1;
+  options.workerPath = "/nonexistent/rtcg-worker";  // the local slot compiles on its thread, no timeout
+  options.compileTimeoutSeconds = 0.001;             // no NVRTC compile is that fast
+  options.remoteSlots = {std::make_shared<LoopbackSlot>(&far, 0, "far")};
+  std::vector<CompileJob> jobs(4, CompileJob{"default", defaultSchedule(k), {}, nullptr});
+  CompilePool pool(k, "sm_90", {}, std::move(jobs), options);
+  int remoteFailures = 0;
+  while (std::optional<CompiledCandidate> c = pool.next()) {
+    if (c->measurable()) continue;  // the local slot's
+    EXPECT_NE(c->reason.find("on far: NVRTC did not finish within 0.001 s; the compile worker"), std::string::npos)
+        << c->reason;
+    EXPECT_NE(c->reason.find("(a new worker takes the next candidate)"), std::string::npos) << c->reason;
+    ++remoteFailures;
+  }
+  EXPECT_EQ(remoteFailures, pool.hosts()[1].compiled);
+  EXPECT_GE(remoteFailures, 1);
+}
+
+TEST(CompilePool, ALostRemoteHostStopsThePool) {
+  Kernel k = matmul(64);
+  CompilePoolOptions options;
+  options.parallel = 1;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.remoteSlots = {std::make_shared<LoopbackSlot>(nullptr, 0, "far")};
+  CompilePool pool(k, "sm_90", {}, matmulJobs(k, 6), options);
+  std::string error;
+  try {
+    while (pool.next()) {
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error, "far is lost");
+  EXPECT_THROW(pool.next(), Error);  // and stays stopped
+}
+
+TEST(CompileSlotHost, CompilesOnItsThreadWhereNoWorkerStarts) {
+  Kernel k = matmul(64);
+  CompileSlotHost far("/nonexistent/rtcg-worker", 1);
+  CompilePoolOptions options;
+  options.parallel = 1;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.remoteSlots = {std::make_shared<LoopbackSlot>(&far, 0, "far")};
+  CompilePool pool(k, "sm_90", {}, matmulJobs(k, 4), options);
+  int compiled = 0;
+  while (std::optional<CompiledCandidate> c = pool.next()) {
+    EXPECT_TRUE(c->measurable()) << c->reason;
+    ++compiled;
+  }
+  EXPECT_EQ(compiled, 4);
+  EXPECT_GE(far.compiled(), 1);
 }

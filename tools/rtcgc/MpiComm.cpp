@@ -38,6 +38,7 @@ Comm::Comm() {
   MPI_Comm node;
   check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   MPI_Comm_rank(node, &localRank_);
+  MPI_Comm_size(node, &localSize_);
   MPI_Comm_free(&node);
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
@@ -48,7 +49,7 @@ Comm::~Comm() {
   if (finalize_) MPI_Finalize();
 }
 
-void Comm::send(int dest, int tag, const std::string& bytes) {
+bool Comm::send(int dest, int tag, const std::string& bytes, const std::function<bool()>& giveUp) {
   MPI_Request request;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -60,7 +61,12 @@ void Comm::send(int dest, int tag, const std::string& bytes) {
       std::lock_guard<std::mutex> lock(mutex_);
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     }
-    if (done) return;
+    if (done) return true;
+    if (giveUp && giveUp()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      MPI_Request_free(&request);
+      return false;
+    }
     std::this_thread::sleep_for(kPoll);
   }
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -23,7 +24,12 @@ enum Tag : int {
   kCandidate,    // 0 -> rank: a candidate frame to measure
   kOutcome,      // rank -> 0: its outcome and result frame
   kEnd,          // 0 -> rank: the run is over
+  kRelayDone,    // rank -> 0: after kEnd of a single search, its compile relay has stopped
+  // Compile slot s of a rank (MpiTune.cpp's CompileRelay): rank 0 sends it compile frames with tag
+  // kCompileFrames + 2s, the rank answers with kCompileFrames + 2s + 1.
+  kCompileFrames = 1000,
 };
+constexpr int kMaxCompileSlots = 4096;  // per rank, so that every tag stays below MPI's least bound (32767)
 
 struct Received {
   int source = -1, tag = -1;
@@ -39,9 +45,12 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int localRank() const { return localRank_; }  // among the ranks of this node
+  int localSize() const { return localSize_; }  // the ranks of this node
   const std::string& host() const { return host_; }
 
-  void send(int dest, int tag, const std::string& bytes);
+  // Returns true once the bytes are sent; false when `giveUp` (asked while waiting) says to stop
+  // waiting (the destination is lost: a large message is never taken), the send then left to MPI.
+  bool send(int dest, int tag, const std::string& bytes, const std::function<bool()>& giveUp = {});
   // A message from `source` (MPI_ANY_SOURCE) with `tag` (MPI_ANY_TAG), if one is waiting.
   std::optional<Received> tryReceive(int source, int tag);
   // Collectives, from the main thread only, before other threads use MPI.
@@ -52,7 +61,7 @@ class Comm {
 
  private:
   std::mutex mutex_;
-  int rank_ = 0, size_ = 1, localRank_ = 0;
+  int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;
   std::string host_;
   bool finalize_ = true;
 };

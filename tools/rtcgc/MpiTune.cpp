@@ -24,6 +24,7 @@
 #include "runtime/Device.h"
 #include "support/Error.h"
 #include "support/InputFile.h"
+#include "tune/CompilePool.h"
 #include "tune/ResultJson.h"
 #include "tune/ServedWorker.h"
 #include "tune/TuningKeyFor.h"
@@ -441,6 +442,131 @@ std::optional<std::vector<manifest::Entry>> shareManifests(const TuneArgs& a, Co
 
 // ---- a single search ----------------------------------------------------------------------------------
 
+// Whether `rank` is lost: marked so, or silent past `timeout` (then marked).
+bool isLost(Ranks& ranks, int rank, double timeout) {
+  std::vector<int> silent = ranks.silent(timeout);
+  if (!ranks.lost(rank) && std::find(silent.begin(), silent.end(), rank) == silent.end()) return false;
+  ranks.lose(rank);
+  return true;
+}
+
+Error lostError(const std::string& name, double timeout) {
+  return Error(fmt::format("{} sent nothing for {:g} s: it is lost (the process or its node died); the search stops, "
+                           "every candidate measured so far is in the database (--resume continues it)",
+                           name, timeout));
+}
+
+// Sends rank 0's message to `rank` of a single search; throws lostError when the rank is lost
+// before it takes it (a large message waits for the receiver).
+void sendOrLose(Comm& comm, Ranks& ranks, int rank, int tag, const std::string& bytes, const std::string& name,
+                double timeout, const std::atomic<bool>* abandon = nullptr) {
+  if (!comm.send(rank, tag, bytes, [&] { return (abandon && *abandon) || isLost(ranks, rank, timeout); }) &&
+      !(abandon && *abandon))
+    throw lostError(name, timeout);
+}
+
+// How many compile slots a rank has in rank 0's pool (rank 0's own workers, the relay's elsewhere):
+// its --compile-threads, or what one rank alone would use (the pool's rule for one measuring
+// device: the cores, at most 16), of its share of the node's cores when ranks share a node.
+int compileSlots(const TuneArgs& a, const Comm& comm) {
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  int n = a.compileThreads > 0 ? a.compileThreads : std::min(16, std::max(1, cores / std::max(1, comm.localSize())));
+  return std::min(n, kMaxCompileSlots);
+}
+
+constexpr auto kCompilePoll = std::chrono::milliseconds(5);  // compiles take 0.1 s and more
+
+// Rank 0's view of compile slot `slot` of another rank: the frame goes out with a sequence number,
+// a reply with another number (to a request given up on) is dropped. The rank enforces the compile
+// timeout; rank 0 waits --rank-timeout beyond it before it gives up on the reply.
+class RankCompileSlot : public RemoteCompileSlot {
+ public:
+  RankCompileSlot(Comm& comm, Ranks& ranks, int rank, int slot, std::string name, double rankTimeout)
+      : comm_(comm), ranks_(ranks), rank_(rank), slot_(slot), name_(std::move(name)), rankTimeout_(rankTimeout) {}
+
+  std::optional<std::string> exchange(const std::string& frame, double timeoutSeconds,
+                                      const std::atomic<bool>& abandon) override {
+    std::string seq = std::to_string(++sent_);
+    sendOrLose(comm_, ranks_, rank_, kCompileFrames + 2 * slot_, pack({seq, fmt::format("{}", timeoutSeconds), frame}),
+               name_, rankTimeout_, &abandon);
+    Clock::time_point t0 = Clock::now();
+    while (!abandon) {
+      if (std::optional<Received> m = comm_.tryReceive(rank_, kCompileFrames + 2 * slot_ + 1)) {
+        ranks_.heard(rank_);
+        std::vector<std::string> parts = unpack(m->bytes);
+        if (parts.size() == 2 && parts[0] == seq) return parts[1];
+        continue;
+      }
+      if (isLost(ranks_, rank_, rankTimeout_)) throw lostError(name_, rankTimeout_);
+      if (secondsSince(t0) > timeoutSeconds + rankTimeout_) return std::nullopt;
+      std::this_thread::sleep_for(kCompilePoll);
+    }
+    return std::nullopt;
+  }
+  std::string host() const override { return fmt::format("rank {}", rank_); }
+
+ private:
+  Comm& comm_;
+  Ranks& ranks_;
+  int rank_, slot_;
+  std::string name_;
+  double rankTimeout_;
+  uint64_t sent_ = 0;
+};
+
+// Rank 0's pool's slots on the other ranks, `offers[r]` of rank r.
+std::vector<std::shared_ptr<RemoteCompileSlot>> rankCompileSlots(const TuneArgs& a, Comm& comm, Ranks& ranks,
+                                                                 const std::vector<json>& ids,
+                                                                 const std::vector<int>& offers) {
+  std::vector<std::shared_ptr<RemoteCompileSlot>> slots;
+  for (int r = 1; r < comm.size(); ++r)
+    for (int s = 0; s < offers[size_t(r)]; ++s)
+      slots.push_back(std::make_shared<RankCompileSlot>(comm, ranks, r, s, describe(ids[size_t(r)]), a.rankTimeout));
+  return slots;
+}
+
+// Another rank's compile slots for rank 0's pool: a thread per slot relays the compile frames rank 0
+// sends to a compile worker of this node (CompileSlotHost: timeouts, restarts) and sends the reply
+// frames back.
+class CompileRelay {
+ public:
+  CompileRelay(Comm& comm, int slots, const std::string& workerPath, std::function<void(const std::string&)> log)
+      : comm_(comm), host_(workerPath, slots, log), log_(std::move(log)) {
+    for (int s = 0; s < slots; ++s) threads_.emplace_back([this, s] { run(s); });
+  }
+  ~CompileRelay() {
+    stop_ = true;
+    host_.abandon();  // compiles in flight end at once; their replies are not sent
+    for (std::thread& t : threads_) t.join();
+  }
+  int64_t compiled() const { return host_.compiled(); }
+
+ private:
+  void run(int slot) {
+    while (!stop_) {
+      try {
+        std::optional<Received> m = comm_.tryReceive(0, kCompileFrames + 2 * slot);
+        if (!m) {
+          std::this_thread::sleep_for(kCompilePoll);
+          continue;
+        }
+        std::vector<std::string> parts = unpack(m->bytes);
+        std::string reply = host_.compile(slot, parts.at(2), std::stod(parts.at(1)));
+        if (!stop_) comm_.send(0, kCompileFrames + 2 * slot + 1, pack({parts.at(0), reply}), [this] { return stop_.load(); });
+      } catch (const std::exception& e) {  // no reply: rank 0 gives up on it after the compile timeout
+        log_(fmt::format("compile slot {} dropped a request: {}", slot, e.what()));
+        std::this_thread::sleep_for(kCompilePoll);
+      }
+    }
+  }
+
+  Comm& comm_;
+  CompileSlotHost host_;
+  std::function<void(const std::string&)> log_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
 // Rank 0's view of another rank's measuring worker: candidates go out as worker frames, outcomes
 // come back; a rank silent past --rank-timeout throws (the search stops).
 class RemoteRank : public RemoteMeasurer {
@@ -449,7 +575,7 @@ class RemoteRank : public RemoteMeasurer {
       : comm_(comm), ranks_(ranks), rank_(rank), name_(std::move(name)), timeout_(timeout) {}
 
   MeasureOutcome measure(const worker::CandidateMessage& candidate) override {
-    comm_.send(rank_, kCandidate, worker::encode(candidate));
+    sendOrLose(comm_, ranks_, rank_, kCandidate, worker::encode(candidate), name_, timeout_);
     int restarts = 0;
     MeasureOutcome o = decodeOutcome(await(kOutcome), &restarts);
     restarts_ = restarts;
@@ -465,14 +591,7 @@ class RemoteRank : public RemoteMeasurer {
         ranks_.heard(rank_);
         return m->bytes;
       }
-      std::vector<int> silent = ranks_.silent(timeout_);
-      if (ranks_.lost(rank_) || std::find(silent.begin(), silent.end(), rank_) != silent.end()) {
-        ranks_.lose(rank_);
-        throw Error(fmt::format("{} sent nothing for {:g} s: it is lost (the process or its node died); the "
-                                "search stops, every candidate measured so far is in the database (--resume "
-                                "continues it)",
-                                name_, timeout_));
-      }
+      if (isLost(ranks_, rank_, timeout_)) throw lostError(name_, timeout_);
       std::this_thread::sleep_for(kPoll);
     }
   }
@@ -494,7 +613,8 @@ std::vector<std::unique_ptr<RemoteMeasurer>> setUpRemotes(const TuneArgs& a, Com
   std::string reference = readInputFile(setup.referencePath, size_t(1) << 40);
   std::vector<std::unique_ptr<RemoteRank>> remotes;
   for (int r = 1; r < comm.size(); ++r) {
-    comm.send(r, kSetup, pack({worker::encode(setup), reference}));
+    sendOrLose(comm, ranks, r, kSetup, pack({worker::encode(setup), reference}), describe(ids[size_t(r)]),
+               a.rankTimeout);
     remotes.push_back(std::make_unique<RemoteRank>(comm, ranks, r, describe(ids[size_t(r)]), a.rankTimeout));
   }
   std::vector<std::unique_ptr<RemoteMeasurer>> out;
@@ -508,9 +628,24 @@ std::vector<std::unique_ptr<RemoteMeasurer>> setUpRemotes(const TuneArgs& a, Com
   return out;
 }
 
-// Rank 0: the search, with the other ranks' workers as remote devices; their states drained on a
-// thread meanwhile. Every other rank gets kEnd whatever happens.
-int leadSearch(const TuneArgs& a, Comm& comm, Ranks& ranks, const Identity& mine, const std::vector<json>& ids) {
+// After kEnd: waits until every rank that is not lost says its compile relay has stopped (so none
+// is left sending a reply nobody receives), dropping what else comes meanwhile.
+void awaitRelays(const TuneArgs& a, Comm& comm, Ranks& ranks) {
+  for (int r = 1; r < comm.size(); ++r)
+    while (!ranks.lost(r)) {
+      if (std::optional<Received> m = comm.tryReceive(r, MPI_ANY_TAG)) {
+        ranks.heard(r);
+        if (m->tag == kRelayDone) break;
+      } else if (!isLost(ranks, r, a.rankTimeout)) {
+        std::this_thread::sleep_for(kPoll);
+      }
+    }
+}
+
+// Rank 0: the search, with the other ranks' workers as remote devices and their compile slots in
+// its pool; their states drained on a thread meanwhile. Every other rank gets kEnd whatever happens.
+int leadSearch(const TuneArgs& a, Comm& comm, Ranks& ranks, const Identity& mine, const std::vector<json>& ids,
+               const std::vector<int>& offers) {
   std::atomic<bool> stop{false};
   std::thread states([&] {
     Clock::time_point lastSummary = Clock::now();
@@ -532,6 +667,7 @@ int leadSearch(const TuneArgs& a, Comm& comm, Ranks& ranks, const Identity& mine
     states.join();
     for (int r = 1; r < comm.size(); ++r)
       if (!ranks.lost(r)) comm.send(r, kEnd, json{{"lost", ranks.anyLost()}}.dump());
+    awaitRelays(a, comm, ranks);
   };
   int code = 0;
   try {
@@ -539,6 +675,8 @@ int leadSearch(const TuneArgs& a, Comm& comm, Ranks& ranks, const Identity& mine
       useDevice(o, mine);
       o.remoteDeviceCount = comm.size() - 1;
       o.remoteDevices = [&](const worker::SetupMessage& setup) { return setUpRemotes(a, comm, ranks, ids, setup); };
+      o.compileThreads = offers[0];
+      o.remoteCompileSlots = rankCompileSlots(a, comm, ranks, ids, offers);
     });
   } catch (...) {
     endAll();
@@ -548,22 +686,49 @@ int leadSearch(const TuneArgs& a, Comm& comm, Ranks& ranks, const Identity& mine
   return code;
 }
 
-// Another rank: a measuring worker on its GPU, set up as rank 0 says, measuring what rank 0 sends.
-int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine) {
+// The compile relay's worker: --worker's (or the one findWorker finds); "" (compile on the relay's
+// threads) when there is none, which it says.
+std::string relayWorker(const TuneArgs& a, const std::function<void(const std::string&)>& log) {
+  try {
+    return findWorker(a.worker);
+  } catch (const Error& e) {
+    log(fmt::format("no compile worker ({}): compiling on threads of this process", e.what()));
+    return "";
+  }
+}
+
+// Rank 0's next message for a following rank: kEnd, kSetup or kCandidate (the compile slots'
+// frames are the relay's).
+Received awaitLead(Comm& comm) {
+  for (;;) {
+    for (int tag : {kEnd, kSetup, kCandidate})
+      if (std::optional<Received> m = comm.tryReceive(0, tag)) return *m;
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
+// Another rank: a measuring worker on its GPU, set up as rank 0 says, measuring what rank 0 sends;
+// and `slots` compile slots for rank 0's pool (a relay), stopped at the end before it says so.
+int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine, int slots) {
   StateReporter reporter(comm, nullptr);
+  auto log = [&](const std::string& line) { fmt::print(stderr, "rtcgc tune: [rank {}] {}\n", comm.rank(), line); };
+  auto relay = std::make_unique<CompileRelay>(comm, slots, relayWorker(a, log), log);
   std::unique_ptr<ServedWorker> worker;
   int64_t measured = 0;
   for (;;) {
-    std::optional<Received> m;
-    while (!(m = comm.tryReceive(0, MPI_ANY_TAG))) std::this_thread::sleep_for(kPoll);
-    if (m->tag == kEnd) {
+    Received m = awaitLead(comm);
+    if (m.tag == kEnd) {
       worker.reset();
-      return json::parse(m->bytes)["lost"].get<bool>() ? -1 : 0;
+      int64_t compiled = relay->compiled();
+      relay.reset();
+      log(fmt::format("compiled {} candidates in {} slot{}, measured {}", compiled, slots, slots == 1 ? "" : "s", measured));
+      comm.send(0, kRelayDone, "");
+      return json::parse(m.bytes)["lost"].get<bool>() ? -1 : 0;
     }
-    if (m->tag == kSetup) {
+    if (m.tag == kSetup) {
       std::string error;
       try {
-        std::vector<std::string> parts = unpack(m->bytes);
+        std::vector<std::string> parts = unpack(m.bytes);
         reporter.set({{"what", "setting up"}});
         worker = std::make_unique<ServedWorker>(parts.at(0), parts.at(1), mine.ordinal, a.worker,
                                                 [&](const std::string& line) {
@@ -574,8 +739,8 @@ int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine) {
         error = e.what();
       }
       comm.send(0, kSetupReply, json{{"error", error}}.dump());
-    } else if (m->tag == kCandidate && worker) {
-      comm.send(0, kOutcome, worker->measure(m->bytes));
+    } else if (m.tag == kCandidate && worker) {
+      comm.send(0, kOutcome, worker->measure(m.bytes));
       ++measured;
       reporter.set({{"what", "measuring " + worker->setup().kernel}, {"measured", measured}});
     }
@@ -617,15 +782,21 @@ int runMpiTune(const TuneArgs& a) {
         code = followManifest(a, *comm, mine, manifestKeys(manifest::plan(*entries)));
         if (code < 0) lost = true, code = 0;
       }
-    } else if (comm->rank() == 0) {
-      code = leadSearch(a, *comm, ranks, mine, ids);
-      lost = ranks.anyLost();
     } else {
-      code = followSearch(a, *comm, mine);
-      if (code < 0) lost = true, code = 0;
+      // Every rank's compile slots for rank 0's pool.
+      std::vector<int> offers;
+      for (const std::string& o : comm->gather(std::to_string(compileSlots(a, *comm)))) offers.push_back(std::stoi(o));
+      if (comm->rank() == 0) {
+        code = leadSearch(a, *comm, ranks, mine, ids, offers);
+        lost = ranks.anyLost();
+      } else {
+        code = followSearch(a, *comm, mine, compileSlots(a, *comm));
+        if (code < 0) lost = true, code = 0;
+      }
     }
   } catch (...) {
     code = rtcgc::exitCodeOf(std::current_exception());
+    lost = lost || (comm->rank() == 0 && ranks.anyLost());  // a single search stopped by a lost rank
   }
   if (lost) {
     // A lost rank may never reach MPI_Finalize, which can then wait for it forever.

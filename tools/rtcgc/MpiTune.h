@@ -10,10 +10,16 @@
 //               writes it: the others send each finished search back over MPI as JSON
 //               (tune/ResultJson.h) and rank 0 records it (recordSearch).
 //   FILE -D     rank 0 runs the search (enumeration, compile pool, reference, policy) and the
-//               other ranks measure: each runs the measuring worker on its GPU, set up with rank
-//               0's setup message and reference outputs, and measures the candidates rank 0 sends,
-//               the worker protocol's frames (tune/WorkerProtocol.h) carried over MPI. Compiling
-//               stays on rank 0's node.
+//               other ranks compile and measure: each runs the measuring worker on its GPU, set up
+//               with rank 0's setup message and reference outputs, and measures the candidates rank
+//               0 sends, the worker protocol's frames (tune/WorkerProtocol.h) carried over MPI.
+//               Each also hosts compile slots in rank 0's pool (its --compile-threads, default its
+//               share of its node's cores, at most 16, as rank 0's own workers; told to rank 0 by a
+//               gather before the search): a thread per slot
+//               relays rank 0's compile frames to a compile worker on its node (CompileSlotHost,
+//               tune/CompilePool.h: the compile timeout and restarts are that rank's) and sends the
+//               reply back; rank 0 hands the cubins to whichever device is free. At the end each
+//               rank stops its relay before it tells rank 0 so (kRelayDone).
 //
 // Before anything is measured every rank reports its device (name, architecture,
 // multiprocessors); a rank whose device differs from rank 0's (or has none) stops the run with an
@@ -23,8 +29,9 @@
 // the rest of the run goes on (mpirun must be told not to end the job when a process dies: Open
 // MPI's --enable-recovery; by default it kills every rank); every finished key is in the database
 // already, so `--resume` (which under MPI skips the keys the database has a finished search of)
-// completes the lost ones. In a single search a lost rank stops the search (rank 0 has recorded
-// every candidate measured until then; --resume continues). A GPU fault or hang never loses a
+// completes the lost ones. In a single search a lost rank (measuring, or holding compile work for
+// rank 0's pool) stops the search (rank 0 has recorded every candidate measured until then;
+// --resume continues). A GPU fault or hang never loses a
 // rank: measuring runs in the rank's worker process, which is restarted (tune/WorkerProcess.h).
 #pragma once
 

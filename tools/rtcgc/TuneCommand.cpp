@@ -33,6 +33,7 @@
 #include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "tune/Report.h"
+#include "tune/ResultJson.h"
 #include "tune/Tuner.h"
 
 namespace fs = std::filesystem;
@@ -196,6 +197,7 @@ nlohmann::json summaryJson(const TuneResult& r) {
       {"devices", r.devices},
       {"compileThreads", r.compileThreads},
       {"compilesPerSecond", r.candidatesPerSecond},
+      {"compiledOn", compiledOnJson(r.compiledOn)},
       {"counts",
        {{"enumerated", r.enumerated},
         {"pruned", r.pruned},
@@ -714,7 +716,7 @@ TuneCommand addTuneCommand(CLI::App& app) {
   cmd->add_option("--min-threads", a.minThreads, "threads per block at least T (default 32)")->check(positive());
   cmd->add_option("--min-blocks", a.minBlocks, "blocks per launch at least B (default 1)")->check(positive());
   cmd->add_option("--repeats", a.repeats, "timed runs per candidate, median (default 20)")->check(CLI::Range(1, 100000));
-  cmd->add_option("--compile-threads", a.compileThreads, "parallel NVRTC compile processes (default: all cores, at most 16 per device of --devices)")
+  cmd->add_option("--compile-threads", a.compileThreads, "parallel NVRTC compile processes (default: all cores, at most 16 per device of --devices; under MPI each rank's slots in rank 0's pool)")
       ->check(nonNegative());
   cmd->add_option("--report", a.report, "write an HTML report of the search to FILE");
   cmd->add_flag("--json", a.json, "print a JSON summary instead of the table");
