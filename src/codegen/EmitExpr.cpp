@@ -168,6 +168,13 @@ C::ExprP lowerNode(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stm
       C::ExprP a = op(0), b = op(1);
       if (ctx.exactProducts > 0 && e->binaryOp == BinaryOp::Mul && isFloat(e->type) && !isHalf(e->type))
         return C::call(e->type == ScalarType::F32 ? "__fmul_rn" : "__dmul_rn", {a, b});
+      if (e->binaryOp == BinaryOp::Mod && e->operands[0]->type == ScalarType::I32) {
+        auto inv = env.reciprocals.find(e->operands[1].get());  // a divisor computed once, with its reciprocal
+        if (inv != env.reciprocals.end()) {
+          ctx.needs.floorInt |= 2 | 4;
+          return C::call("rtcg_floormod_by", {a, b, inv->second});
+        }
+      }
       return lowerBinary(ctx, e, a, b);
     }
     case ExprKind::Call: {

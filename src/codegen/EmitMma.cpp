@@ -363,6 +363,7 @@ void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C
   Env env;
   env.vars = nm.batch;
   env.hoisted = nm.uniform;
+  env.reciprocals = nm.reciprocals;
   C::ExprP partM = bindRow(p, true, C::name(mi), env), partN = bindRow(p, false, C::name(ni), env);
   // The statement of the point (one, or the stacked one its row picks), with its sum replaced.
   auto storeOf = [&](size_t q) {
@@ -419,7 +420,8 @@ bool batchUniform(const Expr& e, const std::map<int, C::ExprP>& batch, bool& rea
 
 // The largest subexpressions of the epilogue's statements that depend on the batch indices alone
 // (the Ozaki products' `select(modulus == 0, 256, ...)` chains), declared once before the
-// epilogue: evaluated per output point, they cost the products' epilogue more than its stores.
+// epilogue: evaluated per output point, they cost the products' epilogue more than its stores;
+// and the reciprocal of such an i32 divisor of a %, which then takes no division.
 void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   if (nm.batch.empty()) return;
   Env env;
@@ -434,6 +436,16 @@ void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::ve
       return;
     }
     for (const Expr& o : e->operands) visit(o);
+    // An i32 % by a hoisted divisor: its reciprocal once too, so that each point needs no division.
+    if (e->kind == ExprKind::Binary && e->binaryOp == BinaryOp::Mod && e->operands[0]->type == ScalarType::I32) {
+      auto d = nm.uniform.find(e->operands[1].get());
+      if (d != nm.uniform.end() && !nm.reciprocals.count(d->first)) {
+        const std::string name = ctx.names.fresh("per_batch_inv");
+        out.push_back(C::decl("double", name, C::call("rtcg_mod_reciprocal", {d->second})));
+        nm.reciprocals[d->first] = C::name(name);
+        ctx.needs.floorInt |= 2 | 4;
+      }
+    }
   };
   for (const ContractionPart& part : p.c.parts) {
     const Stmt& st = ctx.nest.body[size_t(part.statement)];

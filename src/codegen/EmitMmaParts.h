@@ -28,6 +28,7 @@ struct MmaNames {
   // The epilogue's subexpressions of the batch indices alone (a per-batch constant: the Ozaki
   // products' modulus), computed once before it (hoistBatchUniform).
   std::map<const ExprNode*, C::ExprP> uniform;
+  std::map<const ExprNode*, C::ExprP> reciprocals;  // of the uniform i32 divisors of a %
   std::string tmapA, tmapB;                                // TMA: the tensor map parameters' names
 };
 

@@ -22,6 +22,24 @@ std::vector<C::Function> floorHelpers(const std::string& type, uint8_t which) {
   std::vector<C::Function> out;
   if (which & 1) out.push_back(std::move(div));
   if (which & 2) out.push_back(std::move(mod));
+  if ((which & 4) && type == "int") {  // a modulo by a divisor computed once (hoistBatchUniform)
+    C::Function rcp{C::FunctionKind::DeviceInline, "double", "rtcg_mod_reciprocal", {b}, 0,
+                    {"The reciprocal rtcg_floormod_by takes: 1 / b in double for b > 0, else 0 (% then)."}, {}};
+    rcp.body = {C::returnStmt(C::ternary(C::binary(">", nb, zero), C::binary("/", C::floatLit(1.0, false), C::castTo("double", nb)),
+                                         C::floatLit(0.0, false)))};
+    C::Param inv{"double", "inv"};
+    C::Function by{C::FunctionKind::DeviceInline, type, "rtcg_floormod_by", {a, b, inv}, 0,
+                   {"Floor modulo of int by b > 0 through inv = rtcg_mod_reciprocal(b), without a division:",
+                    "(a + 0.5) / b = (2a + 1) / 2b lies at least 1 / 2b from an integer, and (a + 0.5) * inv",
+                    "errs by under |a + 0.5| / b * 2^-52 < 2^-21 / b, so its floor is floor(a / b). Unsigned",
+                    "products: the remainder is exact even where q * b wraps."}, {}};
+    C::ExprP q = C::castTo("unsigned int", C::castTo("int", C::call("floor", {C::binary("*", C::binary("+", C::castTo("double", na), C::floatLit(0.5, false)), C::name("inv"))})));
+    by.body = {C::ifThen(C::binary("==", C::name("inv"), C::floatLit(0.0, false)), {C::returnStmt(C::call("rtcg_floormod", {na, nb}))}),
+               C::returnStmt(C::castTo("int", C::binary("-", C::castTo("unsigned int", na), C::binary("*", q, C::castTo("unsigned int", nb)))))};
+    if (!(which & 2)) out.push_back(std::move(mod));
+    out.push_back(std::move(rcp));
+    out.push_back(std::move(by));
+  }
   return out;
 }
 

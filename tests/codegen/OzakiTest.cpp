@@ -236,6 +236,24 @@ TEST(Ozaki, ProductsComputeTheirModulusOnceBeforeTheEpilogue) {
     const std::string storeLine = body.substr(store, body.find('\n', store) - store);
     EXPECT_EQ(storeLine.find("=="), std::string::npos) << storeLine;
     EXPECT_NE(body.find("const int per_batch = "), std::string::npos);
+    EXPECT_NE(storeLine.find("rtcg_floormod_by("), std::string::npos) << storeLine;
+  }
+}
+
+// A % by a per-batch divisor in an mma epilogue goes through the divisor's reciprocal, computed
+// once (rtcg_floormod_by): exact for every positive divisor, and through % for the others. In the
+// host emulation, i8 sums of 70 products modulo 7, 256, -13 (floor semantics: the sign of the
+// divisor) and 1000003, against the reference, with the fragment and the shared epilogue.
+TEST(Ozaki, ModuloByAPerBatchDivisorMatchesTheReference) {
+  Kernel k = fromSource(R"(kernel modp(nb: int, m: int, n: int, K: int, a: i8[nb, m, K], b: i8[nb, n, K], out c: i32[nb, m, n]) {
+    for q in 0..nb, i in 0..m, j in 0..n {
+      c[q, i, j] = sum(k in 0..K, i32(a[q, i, k]) * i32(b[q, j, k])) % select(q == 0, 7, select(q == 1, 256, select(q == 2, -13, 1000003)));
+    }
+  })", {{"nb", 4}, {"m", 37}, {"n", 29}, {"K", 70}});
+  for (const char* s : {"mma: s8 m16n8k32 warps 2x2 tile 2x1 k 32", "mma: s8 m16n8k32 warps 1x2 tile 1x2 k 64 stages 2 epilogue shared"}) {
+    const std::string src = emitCuda(k, *parseSchedule(s).schedule).source;
+    EXPECT_NE(src.find("rtcg_floormod_by("), std::string::npos) << s;
+    EXPECT_EQ(checkOnHost(k, s, 0.0), "") << s;
   }
 }
 
