@@ -197,7 +197,7 @@ TEST(BenchWorkloads, DgDataIsAbout256MiB) {
 }
 
 TEST(BenchWorkloads, Selection) {
-  EXPECT_EQ(selectWorkloads("").size(), 94u);
+  EXPECT_EQ(selectWorkloads("").size(), 95u);
   EXPECT_EQ(selectWorkloads("ozaki").size(), 7u);  // the policies' GEMM and DG rows, and igemm_4096 (their products)
   EXPECT_EQ(selectWorkloads("histogram").size(), 2u);  // not histogram_weighted: a group name matches the group only
   EXPECT_EQ(selectWorkloads("dg_diff").size(), 8u);  // a group name matches the group only
