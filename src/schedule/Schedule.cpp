@@ -812,7 +812,9 @@ namespace {
 // thread.x 256`; without an output index over 128 blocks too: `k: serial, grid.x 128, thread.x
 // 256`); where they read it with a stride but the innermost output index contiguously (b[k, j]
 // summed over k), 32 points a block along that index and the sum over 8 threads each (`j: grid.x,
-// thread.x 32; k: serial, thread.y 8`). A thread per point walking rows of a[i, k] ran 20x slower
+// thread.x 32; k: serial, thread.y 8`). Below 128 points a block per point leaves most of the GPU
+// idle: the sum is split across about 256 blocks in all (`i: grid.y; k: serial, grid.x 64, thread.x
+// 256` for 4 rows). A thread per point walking rows of a[i, k] ran 20x slower
 // than a block per row on an H200 (the Ozaki scheme's scale nests, n = 4096; docs/bench.md,
 // session 33). nullopt where the rule does not apply or the plan refuses the schedule.
 std::optional<NestSchedule> fewPointsSchedule(const Kernel& k, int nest, const std::vector<NestIndex>& indices) {
@@ -841,9 +843,18 @@ std::optional<NestSchedule> fewPointsSchedule(const Kernel& k, int nest, const s
   const bool blockPerPoint = unitAlong(*red[0]);
   if (!blockPerPoint && (par.empty() || par.back()->hull.extent() < 32 || !unitAlong(*par.back()))) return std::nullopt;
   static const Placement grids[3] = {Placement::GridX, Placement::GridY, Placement::GridZ};
+  // A block per point leaves most multiprocessors idle below a hundred points or so: a long sum is
+  // then split across blocks too (grid.x; the points on the next grid axes), about 256 blocks in
+  // all, each with 4 x 256 values or more (no output index: 128 blocks).
+  const int64_t length = red[0]->hull.extent();
+  int64_t split = 1;
+  if (blockPerPoint && par.empty() && length >= 4 * 128 * 256) split = 128;
+  if (blockPerPoint && !par.empty() && par.size() < 3 && points < 128)
+    split = std::min((256 + points - 1) / points, length / (4 * 256));
+  const size_t shift = split > 1 && !par.empty() ? 1 : 0;
   NestSchedule ns;
   for (size_t p = 0; p < par.size(); ++p) {
-    IndexSchedule is{par[p]->name, {{grids[par.size() - 1 - p], std::nullopt}}};
+    IndexSchedule is{par[p]->name, {{grids[par.size() - 1 - p + shift], std::nullopt}}};
     if (!blockPerPoint && p + 1 == par.size()) is.parts.push_back({Placement::ThreadX, 32});
     ns.indices.push_back(std::move(is));
   }
@@ -851,7 +862,7 @@ std::optional<NestSchedule> fewPointsSchedule(const Kernel& k, int nest, const s
   if (!blockPerPoint) {
     sum.parts.push_back({Placement::ThreadY, 8});
   } else {
-    if (par.empty() && red[0]->hull.extent() >= 4 * 128 * 256) sum.parts.push_back({Placement::GridX, 128});
+    if (split > 1) sum.parts.push_back({Placement::GridX, split});
     sum.parts.push_back({Placement::ThreadX, 256});
   }
   ns.indices.push_back(std::move(sum));

@@ -977,9 +977,17 @@ TEST(HostEmulation, FewPointsDefaultSchedulesMatchTheReference) {
     for j in 0..n { y[j] = sum(i in 0..m, a[i, j] * x[i]); }
   })", {{"m", 333}, {"n", 45}});
   const Kernel dot = exampleKernel("dot.rtcg", "", {{"n", 140001}});
-  const std::pair<const Kernel*, const char*> cases[] = {{&gemv, "i: grid.x; j: serial, thread.x 256"},
-                                                         {&gemvT, "j: grid.x, thread.x 32; i: serial, thread.y 8"},
-                                                         {&dot, "i: serial, grid.x 128, thread.x 256"}};
+  // Below a hundred points or so the sum is split across blocks too: 4 rows of 100003 over
+  // ceil(256 / 4) = 64 blocks each; a layernorm of 7 rows of 9001 over 8 (9001 / 1024) blocks.
+  const Kernel gemv4 = exampleKernel("gemv.rtcg", "", {{"m", 4}, {"n", 100003}});
+  const Kernel layernorm = exampleKernel("layernorm.rtcg", "", {{"m", 7}, {"n", 9001}});
+  const std::pair<const Kernel*, const char*> cases[] = {
+      {&gemv, "i: grid.x; j: serial, thread.x 256"},
+      {&gemvT, "j: grid.x, thread.x 32; i: serial, thread.y 8"},
+      {&dot, "i: serial, grid.x 128, thread.x 256"},
+      {&gemv4, "i: grid.y; j: serial, grid.x 64, thread.x 256"},
+      {&layernorm, "i: grid.y; j: serial, grid.x 8, thread.x 256 | i: grid.y; j: serial, grid.x 8, thread.x 256 | "
+                   "i: grid.y; j: grid.x, thread.x 256"}};
   for (const auto& [k, expected] : cases) {
     const std::string text = printSchedule(defaultSchedule(*k));
     EXPECT_EQ(text, expected);
