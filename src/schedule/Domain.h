@@ -257,11 +257,10 @@ bool isInBlockPlacement(Placement p);
 // `j in 0..i + 1`; on a register-tile index: the union of the points' rows) or read arrays (a CSR
 // row; not across blocks): each loop strides through its own range from its start, with trip counts
 // computed at run time and the values past its end guarded.
-// `indices`, `groups`: the nest's nestIndices and hoistedReductionGroups under `s` when the caller
-// has them (they are found again otherwise).
+// `facts`: the nest's NestFacts (its indices and hoisted reduction groups) when the caller has
+// them; found here otherwise.
 std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s,
-                                               const std::vector<NestIndex>* indices = nullptr,
-                                               const std::vector<std::vector<Expr>>* groups = nullptr);
+                                               const NestFacts* facts = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // Reductions split across blocks (grid parts on one reduction index of the nest).
@@ -300,10 +299,8 @@ struct CrossBlockPlan {
 };
 // The plan of nest `nest` under `s` (any() false when no reduction index has a grid part). The
 // schedule must be valid apart from its scratch size (validateSchedule checks that against
-// ScheduleLimits::maxGlobalScratchBytes). `indices`, `groups`: as for splitReductionReasons.
-CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s,
-                              const std::vector<NestIndex>* indices = nullptr,
-                              const std::vector<std::vector<Expr>>* groups = nullptr);
+// ScheduleLimits::maxGlobalScratchBytes). `facts`: as for splitReductionReasons.
+CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s, const NestFacts* facts = nullptr);
 
 // The part of a reduction index's schedule that the staged steps iterate: its first part that is
 // not on the grid. Grid parts ahead of it split the reduction across blocks (each block steps
@@ -313,10 +310,8 @@ size_t stepPartOf(const IndexSchedule& is);
 // Values of the index one step covers: the product of the factors of the parts after stepPartOf.
 int64_t stepSpanOf(const IndexSchedule& is);
 
-// `indices`, `groups`: as for splitReductionReasons.
-StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s,
-                        const std::vector<NestIndex>* indices = nullptr,
-                        const std::vector<std::vector<Expr>>* groups = nullptr);
+// `facts`: as for splitReductionReasons.
+StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const NestFacts* facts = nullptr);
 
 // How many plans of a non-empty `shared:` planStaging has made in this process (it is the costly
 // part of planning a candidate): what tests check to keep the space from re-planning.

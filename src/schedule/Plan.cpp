@@ -152,7 +152,7 @@ class NestPlanner {
     plan_ = sketchNest(k_, nest_, s_, indices());
     checkClauses();
     checkLaunch();
-    for (const std::string& m : splitReductionReasons(k_, nest_, s_, facts_.indices(), groups_)) reason(m);
+    for (const std::string& m : splitReductionReasons(k_, nest_, s_, &facts_)) reason(m);
     if (crossBlock_ && reasons_.empty()) checkScratch();
     checkSharedClauses();
     checkBufferClauses();
@@ -322,7 +322,7 @@ class NestPlanner {
   }
 
   void checkScratch() {
-    plan_.crossBlock = crossBlockPlan(k_, nest_, s_, facts_.indices(), groups_);
+    plan_.crossBlock = crossBlockPlan(k_, nest_, s_, &facts_);
     const CrossBlockPlan& cb = plan_.crossBlock;
     if (cb.scratchBytes > (double)lim_.maxGlobalScratchBytes)
       reason(fmt::format("splitting '{}' across {} blocks for {} output tiles needs {:.0f} bytes of global scratch "
@@ -468,7 +468,7 @@ class NestPlanner {
   }
 
   void stage() {
-    plan_.staging = planStaging(k_, nest_, s_, facts_.indices(), groups_);
+    plan_.staging = planStaging(k_, nest_, s_, &facts_);
     const StagingPlan& st = plan_.staging;
     for (const std::string& e : st.errors) reason(e);
     if (st.errors.empty() && s_.buffers > 1 &&

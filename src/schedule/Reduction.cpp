@@ -171,16 +171,14 @@ const std::vector<std::vector<Expr>>& NestFacts::hoistedGroups(const NestSchedul
 bool isInBlockPlacement(Placement p) { return isThreadPlacement(p) || p == Placement::Reg; }
 
 std::vector<std::string> splitReductionReasons(const Kernel& k, int nest, const NestSchedule& s,
-                                               const std::vector<NestIndex>* known,
-                                               const std::vector<std::vector<Expr>>* knownGroups) {
+                                               const NestFacts* known) {
   std::vector<std::string> out;
-  std::optional<std::vector<NestIndex>> found;
-  if (!known && !(found = nestIndices(k, nest))) return out;  // validation reports this
-  const std::vector<NestIndex>* indices = known ? known : &*found;
+  std::optional<NestFacts> own;
+  const NestFacts& facts = known ? *known : own.emplace(k, nest);
+  const std::vector<NestIndex>* indices = facts.indices();
+  if (!indices) return out;  // validation reports this
   std::set<int> hoistedLoops;
-  std::vector<std::vector<Expr>> foundGroups;
-  if (!knownGroups) foundGroups = hoistedReductionGroups(k, nest, s);
-  for (const std::vector<Expr>& g : knownGroups ? *knownGroups : foundGroups)
+  for (const std::vector<Expr>& g : facts.hoistedGroups(s))
     for (const Expr& r : g)
       for (const Loop& l : r->loops) hoistedLoops.insert(l.id);
   for (const NestIndex& ni : *indices) {
@@ -313,12 +311,12 @@ OuterTile outerTile(const Kernel& k, int nest, const NestSchedule& s, const std:
   return tile;
 }
 
-CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known,
-                              const std::vector<std::vector<Expr>>* knownGroups) {
+CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s, const NestFacts* known) {
   CrossBlockPlan plan;
-  std::optional<std::vector<NestIndex>> found;
-  if (!known && !(found = nestIndices(k, nest))) return plan;
-  for (const NestIndex& ni : known ? *known : *found) {
+  std::optional<NestFacts> own;
+  const NestFacts& facts = known ? *known : own.emplace(k, nest);
+  if (!facts.indices()) return plan;
+  for (const NestIndex& ni : *facts.indices()) {
     const IndexSchedule* is = s.find(ni.name);
     if (!is || is->parts.empty()) continue;
     bool badFactor = std::any_of(is->parts.begin(), is->parts.end(), [](const SchedulePart& p) { return p.factor && *p.factor <= 0; });
@@ -339,9 +337,7 @@ CrossBlockPlan crossBlockPlan(const Kernel& k, int nest, const NestSchedule& s, 
     }
   }
   if (!plan.any()) return plan;
-  std::vector<std::vector<Expr>> foundGroups;
-  if (!knownGroups) foundGroups = hoistedReductionGroups(k, nest, s);
-  const std::vector<std::vector<Expr>>& groups = knownGroups ? *knownGroups : foundGroups;
+  const std::vector<std::vector<Expr>>& groups = facts.hoistedGroups(s);
   for (size_t g = 0; g < groups.size(); ++g) {
     bool over = false;
     for (const Loop& l : groups[g][0]->loops) over = over || l.name == plan.index;

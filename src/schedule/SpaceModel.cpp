@@ -676,7 +676,7 @@ NestEstimate NestModel::estimate(const NestSchedule& s, const DeviceModel& d) co
     return e;
   }
   NestPlan sketch = sketchNest(*k_, nest_, s, indices_);
-  sketch.staging = planStaging(*k_, nest_, s, &domain_, &facts_.hoistedGroups(s));
+  sketch.staging = planStaging(*k_, nest_, s, &facts_);
   if (s.earlyLoads) sketch.earlyLoads = earlyStatementLoads(*k_, nest_, s);
   return estimate(sketch, d);
 }

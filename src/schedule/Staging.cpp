@@ -148,10 +148,10 @@ struct StagingContext {
 // The context of nest `nest` under `s`; false where an index has no clause or a factor is not
 // positive (validation reports those).
 bool makeStagingContext(StagingContext& c, const std::vector<NestIndex>& indices,
-                        const std::vector<std::vector<Expr>>* groups) {
+                        const std::vector<std::vector<Expr>>& groups) {
   const int nest = c.nest;
   const NestSchedule& s = c.s;
-  c.groups = groups ? *groups : hoistedReductionGroups(c.k, nest, s);
+  c.groups = groups;
   for (size_t g = 0; g < c.groups.size(); ++g)
     for (const Expr& r : c.groups[g]) c.groupOf[r.get()] = (int)g;
   for (const NestIndex& ni : indices) {
@@ -466,17 +466,17 @@ std::string stagingEntry(const Kernel& k, const StagedArray& sa) {
 
 int64_t planStagingCount() { return stagingPlans.load(std::memory_order_relaxed); }
 
-StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const std::vector<NestIndex>* known,
-                        const std::vector<std::vector<Expr>>* groups) {
+StagingPlan planStaging(const Kernel& k, int nest, const NestSchedule& s, const NestFacts* known) {
   StagingPlan plan;
   plan.ring.stages = s.buffers;
   plan.ring.engine = s.asyncCopy ? CopyEngine::CpAsync : CopyEngine::Registers;
   if (s.shared.empty()) return plan;
   stagingPlans.fetch_add(1, std::memory_order_relaxed);
-  std::optional<std::vector<NestIndex>> found;
-  if (!known && !(found = nestIndices(k, nest))) return plan;  // validation reports this
+  std::optional<NestFacts> own;
+  const NestFacts& facts = known ? *known : own.emplace(k, nest);
+  if (!facts.indices()) return plan;  // validation reports this
   StagingContext c{k, nest, s};
-  if (!makeStagingContext(c, known ? *known : *found, groups)) return plan;  // validation reports this
+  if (!makeStagingContext(c, *facts.indices(), facts.hoistedGroups(s))) return plan;  // validation reports this
   for (const std::string& name : s.shared) {
     int a = k.findParam(std::string(stagedArrayName(name)));
     if (a < 0 || !k.params[a].isArray()) continue;  // validation reports this

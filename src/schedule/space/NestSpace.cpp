@@ -83,7 +83,7 @@ StagingPlan NestSpace::stagingOf(const NestSchedule& ns) {
   const NestPlanResult& r = hit->second;
   if (r.plan) return r.plan->staging;
   if (r.staging) return *r.staging;
-  return planStaging(k_, nest_, ns, &model_.domain(), &model_.facts().hoistedGroups(ns));
+  return planStaging(k_, nest_, ns, &model_.facts());
 }
 
 bool NestSpace::add(const NestSchedule& ns, Group group, bool isDefault) {
