@@ -870,6 +870,18 @@ std::optional<NestSchedule> fewPointsSchedule(const Kernel& k, int nest, const s
   return ns;
 }
 
+// The INT8 products of a rewriting policy (Kernel::policy: the Ozaki scheme, schedule/PolicyRewrite.h)
+// on tensor cores, which the policy exists for: their thread-per-point default ran for minutes (the
+// fp64x DGEMM at n = 4096 did not finish in 60 s on an H200). mma.sync in 18 KiB of shared memory,
+// which sm_80 and later have (a target without it refuses the schedule, saying why). nullopt for
+// every other nest (the schedule plans only for a contraction of i8 operands).
+std::optional<NestSchedule> policyProductsSchedule(const Kernel& k, int nest) {
+  if (k.policy.empty()) return std::nullopt;
+  std::optional<Schedule> s = parseSchedule("mma: s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3").schedule;
+  if (!s || !planNest(k, nest, s->nests[0]).ok()) return std::nullopt;
+  return s->nests[0];
+}
+
 }  // namespace
 
 Schedule defaultSchedule(const Kernel& k) {
@@ -905,7 +917,8 @@ Schedule defaultSchedule(const Kernel& k) {
     }
     for (const NestIndex& ni : list)
       if (!ni.parallel) ns.indices.push_back({ni.name, {{Placement::Serial, std::nullopt}}});
-    if (auto few = fewPointsSchedule(k, int(n), list)) ns = std::move(*few);
+    if (auto products = policyProductsSchedule(k, int(n))) ns = std::move(*products);
+    else if (auto few = fewPointsSchedule(k, int(n), list)) ns = std::move(*few);
     s.nests.push_back(std::move(ns));
   }
   return s;

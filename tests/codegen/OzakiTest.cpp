@@ -142,11 +142,15 @@ TEST(Ozaki, RefusalsSayWhy) {
   EXPECT_FALSE(applyPolicy(r, Precision::Fp32x, diags).has_value());
 }
 
+// Under the default schedule (the products on s8 tensor cores: defaultSchedule's rule for a
+// rewriting policy's products; the other nests as any kernel's).
 TEST(Ozaki, Fp64xMatchesTheReferenceAtOddSizes) {
   for (auto [m, n, K] : {std::tuple{37, 29, 45}, std::tuple{1, 17, 300}, std::tuple{33, 1, 5}}) {
     Kernel k = gemm("f64", m, n, K);
     Kernel r = rewrite(k, Precision::Fp64x);
     ASSERT_GE(productNest(r), 0);
+    EXPECT_EQ(printNestSchedule(defaultSchedule(r).nests[size_t(productNest(r))]),
+              "mma: s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3");
     HostArgs args(k);
     fillInputs(k, args, 7);
     Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 5);
