@@ -112,6 +112,7 @@ std::vector<KernelResources> resourcesFromCubin(std::string_view cubin) {
   std::vector<KernelResources> out;
   for (auto& [symbol, k] : bySymbol) {
     k.name = symbolName(symbol);
+    k.spillsKnown = false;
     if (k.name.empty() || k.registers == 0) continue;
     auto shared = sharedBytes.find(k.name);
     // The section also holds the 1 KiB per block that sm_80 and later reserve for the system,

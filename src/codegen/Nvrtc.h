@@ -15,6 +15,9 @@ struct KernelResources {
   int localBytes = 0;     // stack frame per thread (local memory, spills included)
   int spillStoreBytes = 0;
   int spillLoadBytes = 0;
+  // False where the resources come from the cubin (resourcesFromCubin), which records no spills:
+  // its stack frame (localBytes) then stands for them.
+  bool spillsKnown = true;
 };
 
 struct CudaCompileResult {

@@ -132,7 +132,7 @@ json resourcesToJson(const std::vector<KernelResources>& resources) {
   json out = json::array();
   for (const KernelResources& r : resources)
     out.push_back({{"name", r.name}, {"registers", r.registers}, {"shared", r.sharedBytes}, {"local", r.localBytes},
-                   {"spillStores", r.spillStoreBytes}, {"spillLoads", r.spillLoadBytes}});
+                   {"spillStores", r.spillStoreBytes}, {"spillLoads", r.spillLoadBytes}, {"spillsKnown", r.spillsKnown}});
   return out;
 }
 
@@ -147,6 +147,7 @@ std::vector<KernelResources> resourcesFromJson(const json& j) {
     k.localBytes = r.at("local").get<int>();
     k.spillStoreBytes = r.at("spillStores").get<int>();
     k.spillLoadBytes = r.at("spillLoads").get<int>();
+    k.spillsKnown = r.value("spillsKnown", true);
     out.push_back(std::move(k));
   }
   return out;
@@ -248,6 +249,11 @@ std::string launchObstacle(const EmittedModule& module, const CudaCompileResult&
     if (r->spillStoreBytes > 0 || r->spillLoadBytes > 0)
       return fmt::format("{} spills registers ({} bytes stored, {} loaded per thread)", l.function, r->spillStoreBytes,
                          r->spillLoadBytes);
+    // No ptxas report (some NVRTC builds give none): the cubin's stack frame stands for spills, so
+    // that a spilling candidate is treated alike whichever way its resources were read.
+    if (!r->spillsKnown && r->localBytes > 0)
+      return fmt::format("{} uses {} bytes of local memory per thread (spills; NVRTC gave no ptxas report)", l.function,
+                         r->localBytes);
     // Registers are allocated per warp, in units of 256.
     int64_t perWarp = (int64_t(r->registers) * 32 + 255) / 256 * 256;
     int64_t needed = (threads + 31) / 32 * perWarp;
