@@ -345,6 +345,12 @@ TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
             std::string::npos)
       << r.out;
   EXPECT_NE(json.out.find("\"arithmetic\": \"fp32\""), std::string::npos) << json.out;
+  // An integer kernel: its peak is a rate of integer operations on the SIMT cores.
+  Result i8 = rtcgc("tune " + example("gemm_i8.rtcg") + " -D m=300 -D n=200 -D K=1000 --dry-run --max-candidates 3");
+  EXPECT_EQ(i8.code, 0) << i8.out;
+  EXPECT_NE(i8.out.find("arithmetic: integer: the model's peak is 66.9 TOPS (SIMT) (FP32 66.9, FP64 33.5 TF/s"),
+            std::string::npos)
+      << i8.out;
   EXPECT_EQ(rtcgc("tune --manifest x.json --dry-run").code, 2);
   EXPECT_EQ(rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --dry-run --report r.html").code, 2);
   // --resume continues what a database recorded: not with no database, not in a dry run.

@@ -337,8 +337,10 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   fmt::print("space of {} on an {} model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
              bound.name, arch, o.limits.maxSharedBytes / 1024, space.enumerated,
              space.candidates.size() + space.reserve.size(), space.pruned.size());
-  fmt::print("arithmetic: {}: the model's peak is {:.1f} TF/s (FP32 {:.1f}, FP64 {:.1f} TF/s on this device)\n",
-             arithmeticName(ops), devicePeak * 1e-12, o.device.peakFp32Flops * 1e-12, o.device.peakFp64Flops * 1e-12);
+  const std::string arithmetic = arithmeticName(ops);  // integer operations: a rate of ops, the SIMT one
+  fmt::print("arithmetic: {}: the model's peak is {:.1f} {} (FP32 {:.1f}, FP64 {:.1f} TF/s on this device)\n",
+             arithmetic, devicePeak * 1e-12, arithmetic == "integer" ? "TOPS (SIMT)" : "TF/s",
+             o.device.peakFp32Flops * 1e-12, o.device.peakFp64Flops * 1e-12);
   for (size_t q = 0; q < byCount.size() && q < 6; ++q) fmt::print("  pruned {:6}  {}\n", byCount[q].second, byCount[q].first);
   fmt::print("the search would take {} candidates{}{}, best predicted first:\n", space.candidates.size(),
              a.maxCandidates ? fmt::format(" (--max-candidates {}, seed {})", a.maxCandidates, a.seed) : "",
