@@ -171,7 +171,7 @@ C::ExprP lowerNode(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stm
       if (e->binaryOp == BinaryOp::Mod && e->operands[0]->type == ScalarType::I32) {
         auto inv = env.reciprocals.find(e->operands[1].get());  // a divisor computed once, with its reciprocal
         if (inv != env.reciprocals.end()) {
-          ctx.needs.floorInt |= 2 | 4;
+          ctx.needs.floorInt |= 4;  // with rtcg_floormod, its fallback
           return C::call("rtcg_floormod_by", {a, b, inv->second});
         }
       }

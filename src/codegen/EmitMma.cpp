@@ -360,10 +360,8 @@ void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C
                 std::vector<C::Stmt>& out) {
   std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
   std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
-  Env env;
+  Env env = nm.epilogue;
   env.vars = nm.batch;
-  env.hoisted = nm.uniform;
-  env.reciprocals = nm.reciprocals;
   C::ExprP partM = bindRow(p, true, C::name(mi), env), partN = bindRow(p, false, C::name(ni), env);
   // The statement of the point (one, or the stacked one its row picks), with its sum replaced.
   auto storeOf = [&](size_t q) {
@@ -429,21 +427,21 @@ void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::ve
   std::function<void(const Expr&)> visit = [&](const Expr& e) {
     bool readsBatch = false;
     if (e->kind != ExprKind::Var && batchUniform(e, nm.batch, readsBatch) && readsBatch) {
-      if (nm.uniform.count(e.get())) return;
+      if (nm.epilogue.hoisted.count(e.get())) return;
       const std::string name = ctx.names.fresh("per_batch");
       out.push_back(C::decl(cudaTypeName(e->type), name, lower(ctx, e, env, out)));
-      nm.uniform[e.get()] = C::name(name);
+      nm.epilogue.hoisted[e.get()] = C::name(name);
       return;
     }
     for (const Expr& o : e->operands) visit(o);
     // An i32 % by a hoisted divisor: its reciprocal once too, so that each point needs no division.
     if (e->kind == ExprKind::Binary && e->binaryOp == BinaryOp::Mod && e->operands[0]->type == ScalarType::I32) {
-      auto d = nm.uniform.find(e->operands[1].get());
-      if (d != nm.uniform.end() && !nm.reciprocals.count(d->first)) {
+      auto d = nm.epilogue.hoisted.find(e->operands[1].get());
+      if (d != nm.epilogue.hoisted.end() && !nm.epilogue.reciprocals.count(d->first)) {
         const std::string name = ctx.names.fresh("per_batch_inv");
         out.push_back(C::decl("double", name, C::call("rtcg_mod_reciprocal", {d->second})));
-        nm.reciprocals[d->first] = C::name(name);
-        ctx.needs.floorInt |= 2 | 4;
+        nm.epilogue.reciprocals[d->first] = C::name(name);
+        ctx.needs.floorInt |= 4;
       }
     }
   };

@@ -25,10 +25,10 @@ struct MmaNames {
   std::vector<Tile> tileA, tileB;  // per part: [0] the (big) value, [1] the small part (tf32x3)
   std::vector<std::vector<std::vector<std::string>>> acc;  // [fm][fn][element]
   std::map<int, C::ExprP> batch;                           // batch loop id -> its value
-  // The epilogue's subexpressions of the batch indices alone (a per-batch constant: the Ozaki
-  // products' modulus), computed once before it (hoistBatchUniform).
-  std::map<const ExprNode*, C::ExprP> uniform;
-  std::map<const ExprNode*, C::ExprP> reciprocals;  // of the uniform i32 divisors of a %
+  // What every epilogue point's Env starts from (its vars are the batch's): the subexpressions of
+  // the batch indices alone (a per-batch constant: the Ozaki products' modulus) in `hoisted`, and
+  // the reciprocals of those that divide an i32 %, computed once before it (hoistBatchUniform).
+  Env epilogue;
   std::string tmapA, tmapB;                                // TMA: the tensor map parameters' names
 };
 

@@ -5,7 +5,7 @@
 namespace rtcg::emit {
 
 // __device__ helpers for floor division (which & 1) and modulo (which & 2) of possibly negative
-// integers.
+// integers, and (which & 4, int) the modulo by a divisor's reciprocal computed once, with modulo's.
 std::vector<C::Function> floorHelpers(const std::string& type, uint8_t which) {
   C::Param a{type, "a"}, b{type, "b"};
   C::Function div{C::FunctionKind::DeviceInline, type, "rtcg_floordiv", {a, b}, 0,
