@@ -362,15 +362,21 @@ class LoopbackSlot : public RemoteCompileSlot {
   std::string name_;
 };
 
+// `parallel` local workers and the two slots of `far` (host "far").
+CompilePoolOptions withFarSlots(CompileSlotHost& far, int parallel) {
+  CompilePoolOptions options;
+  options.parallel = parallel;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.remoteSlots = {std::make_shared<LoopbackSlot>(&far, 0, "far"), std::make_shared<LoopbackSlot>(&far, 1, "far")};
+  return options;
+}
+
 }  // namespace
 
 TEST(CompilePool, RemoteSlotsCompileBesideTheLocalOnes) {
   Kernel k = matmul(64);
   CompileSlotHost far(RTCG_WORKER_EXE, 2);
-  CompilePoolOptions options;
-  options.parallel = 1;
-  options.workerPath = RTCG_WORKER_EXE;
-  options.remoteSlots = {std::make_shared<LoopbackSlot>(&far, 0, "far"), std::make_shared<LoopbackSlot>(&far, 1, "far")};
+  CompilePoolOptions options = withFarSlots(far, 1);
   CompilePool pool(k, "sm_90", {}, matmulJobs(k, 9), options);
   EXPECT_EQ(pool.parallel(), 3);
   std::set<size_t> seen;
@@ -394,11 +400,7 @@ TEST(CompilePool, RemoteSlotsCompileBesideTheLocalOnes) {
 TEST(CompilePool, FewJobsAreSpreadOverTheHosts) {
   Kernel k = matmul(64);
   CompileSlotHost far(RTCG_WORKER_EXE, 2);
-  CompilePoolOptions options;
-  options.parallel = 4;
-  options.workerPath = RTCG_WORKER_EXE;
-  options.remoteSlots = {std::make_shared<LoopbackSlot>(&far, 0, "far"), std::make_shared<LoopbackSlot>(&far, 1, "far")};
-  CompilePool pool(k, "sm_90", {}, matmulJobs(k, 2), options);
+  CompilePool pool(k, "sm_90", {}, matmulJobs(k, 2), withFarSlots(far, 4));
   EXPECT_EQ(pool.parallel(), 2);  // no more slots than jobs: one of each host
   std::vector<CompileHostCount> hosts = pool.hosts();
   ASSERT_EQ(hosts.size(), 2u);
