@@ -152,8 +152,10 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest), facts_(k,
       case ExprKind::Cast: return ops(e->operands[0], fp64);
       case ExprKind::Reduce: {
         double iters = 1;
-        for (const Loop& l : e->loops)
+        for (const Loop& l : e->loops) {
           if (const NestIndex* ni = index(l.name)) iters *= (double)std::max<int64_t>(1, ni->hull.extent());
+          if (auto rare = rareRows_.find(l.name); rare != rareRows_.end()) iters *= rare->second;
+        }
         double bodyFp64 = 0;
         double n = iters * (1 + ops(e->operands[0], bodyFp64));
         fp64 += iters * ((e->type == ScalarType::F64 ? 1 : 0) + bodyFp64);
@@ -180,6 +182,15 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest), facts_(k,
     for (const Expr& o : e->operands) nesting(o, here);
   };
   for (const Stmt& s : k.nests[nest].body) nesting(s.value, "");
+}
+
+double NestModel::tripShare(const Access& a) const {
+  double share = 1;
+  if (rareRows_.empty()) return share;
+  std::set<std::string> seen;
+  for (const Loop* l : a.scope)
+    if (auto it = rareRows_.find(l->name); it != rareRows_.end() && seen.insert(l->name).second) share *= it->second;
+  return share;
 }
 
 int64_t NestModel::regValues(const NestPlan& plan, const std::string& name) {
@@ -209,14 +220,18 @@ double NestModel::reloads(const NestPlan& plan, const Tiles& t, size_t ai) const
 // A data-dependent range (a CSR row) has the hull of everything it may index ([0, nnz)), far more
 // than one row takes. The model counts it as a row of the mean length instead: its extent spread
 // over the parallel points (the rows partition it), so that iterations, steps and footprints are
-// one row's. Rows of unequal length cost what the mean costs (the tuner measures the rest).
+// one row's. Rows of unequal length cost what the mean costs (the tuner measures the rest). A
+// hull shorter than the rows (`0..flag[i]`, a fallback few points take: the Ozaki scheme's
+// non-finite rows) is a row of one trip that only that share of the points runs (rareRows_).
 void NestModel::meanDataRows() {
   double rows = 1;
   for (const NestIndex& ni : indices_)
     if (ni.parallel) rows *= double(std::max<int64_t>(1, ni.hull.extent()));
   for (NestIndex& ni : indices_)
     if (ni.dataDependent) {
-      int64_t mean = std::max<int64_t>(1, int64_t(std::ceil(double(ni.hull.extent()) / rows)));
+      const double share = double(ni.hull.extent()) / rows;
+      if (share < 1) rareRows_[ni.name] = share;
+      int64_t mean = std::max<int64_t>(1, int64_t(std::ceil(share)));
       ni.hull = IndexRange{0, mean - 1};
       meanRows_.insert(ni.name);
     }
@@ -732,8 +747,10 @@ void NestModel::estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateS
     // strideAlong's: the coefficient in the flat offset.
     std::optional<int64_t> stride = txLoop < 0 ? std::optional<int64_t>(0) : strideIn(ai, txLoop);
     int64_t waste = !stride ? 4 : std::min<int64_t>(32, std::max<int64_t>(1, std::llabs(*stride)));
-    double distinct = distinctElements(ai, t.block);
-    const double usedPerThread = distinctElements(ai, t.thread);
+    // Inside a range few points run (rareRows_), only that share of the accesses happen.
+    const double share = tripShare(a);
+    double distinct = distinctElements(ai, t.block) * share;
+    const double usedPerThread = distinctElements(ai, t.thread) * share;
     double perThread = usedPerThread * reloads(plan, t, ai);
     double requests = (double)e.threads * perThread;
     if (stride && *stride == 0) requests /= (double)std::min<int64_t>(threadX, 32);  // one request per warp
@@ -822,6 +839,7 @@ bool NestModel::estimateResidency(const NestPlan& plan, const DeviceModel& d, Ne
   int64_t cap = 255;
   if (s.blocksPerSM > 0) cap = std::min<int64_t>(cap, d.registersPerMultiprocessor / (e.threads * s.blocksPerSM) / 8 * 8);
   st.spills = e.registers > cap;
+  st.spilled = std::max<int64_t>(0, e.registers - cap);
   e.registers = std::min(e.registers, cap);
   const int64_t warps = st.warps = ceilDiv(e.threads, 32);
   int64_t perSm = d.maxBlocksPerMultiprocessor;
@@ -892,7 +910,11 @@ void NestModel::estimateTime(const NestPlan& plan, const DeviceModel& d, NestEst
   double effectiveWarps = residentWarps * std::max(1.0, (double)(e.registerTile * outerValues) / 64);
   double issueHiding = effectiveWarps / (effectiveWarps + 4);
   double spill = st.spills ? 0.5 : 1.0;  // spilled registers go through local memory
-  double memory = e.bytes / d.memoryBandwidth;
+  // Each register past the cap is stored and loaded again through local memory, about once per
+  // thread (a register tile of a long statement holds every point's operands at once: the
+  // Ozaki reconstruction's 8 x 8 tile spilled ~750 registers and ran 12x slower).
+  const double spillBytes = st.spilled > 64 ? (double)st.spilled * 8 * totalThreads : 0.0;
+  double memory = (e.bytes + spillBytes) / d.memoryBandwidth;
   double compute = e.flops / (sustainedPeak(d, e) * e.issueEfficiency * issueHiding * spill);
   // Copies steps ahead with cp.async: more bytes in flight, but waits and element-sized copies
   // of transposed tiles in the step; it helped some tiles and hurt others, and crediting the

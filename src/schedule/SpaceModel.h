@@ -172,6 +172,11 @@ class NestModel {
   std::vector<NestIndex> indices_;
   std::vector<NestIndex> domain_;   // the nest's indices with their true hulls (staging plans need them)
   std::set<std::string> meanRows_;  // indices whose hull here is a mean row (meanDataRows, meanVaryingRows)
+  // Data-dependent ranges whose hull is shorter than the parallel points (a guarded fallback,
+  // `0..flag[i]`): the mean trips per point, below one (meanDataRows). Their bodies' accesses and
+  // arithmetic count at that share (tripShare).
+  std::map<std::string, double> rareRows_;
+  double tripShare(const Access& a) const;
   bool varying_ = false;            // some index's bounds vary with other indices (a triangle)
   bool parallelVarying_ = false;    // a parallel index's bounds do (a triangular output domain)
   std::vector<Access> accesses_;
@@ -258,6 +263,7 @@ class NestModel {
     int64_t outerValues = 1;      // an outer register tile's values per point
     int64_t warps = 1;            // per block
     bool spills = false;          // the registers pass the cap
+    int64_t spilled = 0;          // by how many
   };
   void estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateState& st) const;
   bool estimateResidency(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, EstimateState& st) const;
