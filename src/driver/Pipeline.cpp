@@ -59,7 +59,7 @@ std::optional<ChosenSchedule> chooseSchedule(const Kernel& proved, const std::st
   const Kernel& bound = *rewritten;
   Schedule schedule;
   if (text.empty()) {
-    schedule = defaultSchedule(bound);
+    schedule = defaultSchedule(bound, limits);
   } else {
     ScheduleParseResult parsed = parseSchedule(text);
     if (!parsed.ok()) {

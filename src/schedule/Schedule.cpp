@@ -872,19 +872,27 @@ std::optional<NestSchedule> fewPointsSchedule(const Kernel& k, int nest, const s
 
 // The INT8 products of a rewriting policy (Kernel::policy: the Ozaki scheme, schedule/PolicyRewrite.h)
 // on tensor cores, which the policy exists for: their thread-per-point default ran for minutes (the
-// fp64x DGEMM at n = 4096 did not finish in 60 s on an H200). mma.sync in 18 KiB of shared memory,
-// which sm_80 and later have (a target without it refuses the schedule, saying why). nullopt for
-// every other nest (the schedule plans only for a contraction of i8 operands).
-std::optional<NestSchedule> policyProductsSchedule(const Kernel& k, int nest) {
+// fp64x DGEMM at n = 4096 did not finish in 60 s on an H200). The first form the target plans:
+// wgmma with TMA in 192 KiB of shared memory (sm_90; K a multiple of 16), wgmma by cp.async, then
+// mma.sync in 18 KiB (sm_80). On an H200 at n = 4096 the products took 1.69 ms under the first and
+// 9.27 ms under mma.sync (docs/bench.md, session 36). nullopt for every other nest (the schedules
+// plan only for a contraction of i8 operands) and where none plans (the target says why).
+std::optional<NestSchedule> policyProductsSchedule(const Kernel& k, int nest, const ScheduleLimits& limits) {
   if (k.policy.empty()) return std::nullopt;
-  std::optional<Schedule> s = parseSchedule("mma: s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3").schedule;
-  if (!s || !planNest(k, nest, s->nests[0]).ok()) return std::nullopt;
-  return s->nests[0];
+  for (const char* text : {"mma: s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128 tma",
+                           "mma: s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128",
+                           "mma: s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3"}) {
+    std::optional<Schedule> s = parseSchedule(text).schedule;
+    if (s && planNest(k, nest, s->nests[0], limits).ok()) return s->nests[0];
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
-Schedule defaultSchedule(const Kernel& k) {
+Schedule defaultSchedule(const Kernel& k) { return defaultSchedule(k, ScheduleLimits{}); }
+
+Schedule defaultSchedule(const Kernel& k, const ScheduleLimits& limits) {
   Schedule s;
   for (size_t n = 0; n < k.nests.size(); ++n) {
     if (auto scan = defaultScanSchedule(k, int(n))) {  // a scan: one pass (schedule/ScanPlan.h)
@@ -917,7 +925,7 @@ Schedule defaultSchedule(const Kernel& k) {
     }
     for (const NestIndex& ni : list)
       if (!ni.parallel) ns.indices.push_back({ni.name, {{Placement::Serial, std::nullopt}}});
-    if (auto products = policyProductsSchedule(k, int(n))) ns = std::move(*products);
+    if (auto products = policyProductsSchedule(k, int(n), limits)) ns = std::move(*products);
     else if (auto few = fewPointsSchedule(k, int(n), list)) ns = std::move(*few);
     s.nests.push_back(std::move(ns));
   }

@@ -288,7 +288,7 @@ SchedulePlan candidatePlan(const Candidate& c) {
 Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
   Space space;
   if (!bound.isBound()) throw Error(fmt::format("kernel '{}' must be bound before its schedules are enumerated", bound.name));
-  Schedule defaults = defaultSchedule(bound);
+  Schedule defaults = defaultSchedule(bound, options.limits);
   std::vector<NestSpace> nests = nestSpaces(bound, options, defaults, space);
   capProduct(nests, space);
   // Every kept candidate must parse back to itself: the tuner stores the text. A product

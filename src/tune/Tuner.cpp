@@ -348,7 +348,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // budgeted sample gives up as many of its last, randomly drawn, ones as the warm start added),
   // then planted ones.
   std::vector<CompileJob> jobs;
-  Schedule defaultSched = defaultSchedule(scheduled);
+  Schedule defaultSched = defaultSchedule(scheduled, spaceOptions.limits);
   std::vector<std::string> warmed =
       queueSearch(scheduled, spaceOptions.limits, defaultSched, space.candidates, reserve,
                   db ? warmStartSchedules(db->list(), result.key, kWarmStartSchedules) : std::vector<std::string>{},
