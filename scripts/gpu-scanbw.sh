@@ -77,8 +77,8 @@ check racecheck segmented_sum.rtcg 100003 "scan: lookback threads 128 items 9 la
 echo "sanitizer done at $((SECONDS - start)) s" >&2
 
 # 2. The short search with the peers in the same job.
-export BENCH_STATE=${BENCH_STATE:-/tmp/rtcg-bench-scanbw}
-rm -rf "$BENCH_STATE"
+# A fresh tuning database of this run's own (the fixed-schedule job reads the search's best there).
+export BENCH_STATE=$(mktemp -d)
 # 35 s a row, less where the steps before took longer than they should (the call's 4 minutes).
 limit=$(( (150 - (SECONDS - start)) / 2 ))
 limit=$(( limit > 35 ? 35 : limit < 10 ? 10 : limit ))
