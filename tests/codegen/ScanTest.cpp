@@ -302,6 +302,13 @@ TEST(Scan, WarpLayoutStatusWordsAndText) {
     EXPECT_NE(w.find("rtcg_scan::lookbackWarp<"), std::string::npos);
     EXPECT_EQ(b.find("lookbackWarp"), std::string::npos);
   }
+  // The layout is a look-back's: a `lines` schedule made with it (not by the parser) is refused.
+  const Kernel k = fromSource(flatSource("sum", "f32", "i + 1"), "scan", {{"n", 10000}});
+  NestSchedule lines = parseSchedule("scan: lines lanes 32 items 4 threads 64").schedule->nests[0];
+  lines.scan.warpLayout = true;
+  auto refused = planNest(k, 0, lines);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.reasons[0], "'layout warp' is a look-back's ('scan: lookback ... layout warp')");
 }
 
 TEST(Scan, PlanRefusesWithTheReason) {
