@@ -246,6 +246,7 @@ struct ModuleNeeds {
   bool atomics = false;       // accumulations (accumulateHelpers)
   // Scans (EmitScan.cpp): each scan nest's device function, after the fixed scan templates.
   std::vector<std::string> scanFunctions;
+  bool scanWarpLayout = false;  // a `layout warp` look-back (scanWarpHelpers)
 };
 
 // An accumulation's emission (EmitAccumulate.cpp): the block's copy in shared memory
@@ -461,9 +462,11 @@ extern const char* const accumulateHelpers;
 
 // EmitScan.cpp: a scan nest (`scan:`, ScanPlan): its kernel, which calls the nest's device
 // function (appended to needs.scanFunctions) that instantiates the fixed scan templates
-// (scanHelpers) for it; the look-back's status words and ticket in `globals`.
+// (scanHelpers, and scanWarpHelpers for `layout warp`) for it; the look-back's status words and
+// ticket in `globals`.
 C::Function emitScanNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals);
 extern const char* const scanHelpers;
+extern const char* const scanWarpHelpers;
 
 // EmitKeptRows.cpp (`keep:`): the unrolling of a loop of index `index` (fully, where the index is
 // a kept row's: its slots must be constants); the slot of the thread's value of a kept row's index

@@ -119,6 +119,7 @@ EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlign
   if (needs.atomics) mod.preludes.push_back(emit::accumulateHelpers);
   // Scans: the templates, then each scan nest's function (only in modules that have one).
   if (!needs.scanFunctions.empty()) mod.preludes.push_back(emit::scanHelpers);
+  if (needs.scanWarpLayout) mod.preludes.push_back(emit::scanWarpHelpers);
   for (std::string& f : needs.scanFunctions) mod.preludes.push_back(std::move(f));
   for (C::Function& f : emit::floorHelpers("int", needs.floorInt)) mod.functions.push_back(std::move(f));
   for (C::Function& f : emit::floorHelpers("long long", needs.floorLL)) mod.functions.push_back(std::move(f));

@@ -1,6 +1,7 @@
 // Scans (`scan: lookback ...` / `scan: lines ...`, ScanPlan in schedule/ScanPlan.h): the nest's
 // kernel calls one device function of the module's prelude, which instantiates the fixed scan
-// templates below (rtcg_scan::lookback, rtcg_scan::lines) for the nest's type, operator, block
+// templates below (rtcg_scan::lookback, rtcg_scan::lines, and in a module with a `layout warp`
+// look-back rtcg_scan::lookbackWarp of a second text) for the nest's type, operator, block
 // shape, segmentation and inclusiveness, with its extents as constants. The look-back's status
 // words and ticket are module globals of the nest (named like a split reduction's scratch).
 #include <fmt/format.h>
@@ -274,6 +275,155 @@ __device__ __forceinline__ void lines(const T* __restrict__ x, T* __restrict__ y
 }  // namespace rtcg_scan
 )";
 
+const char* const scanWarpHelpers = R"(// Scans, `scan: lookback ... layout warp`: each warp owns a run of the tile from load to store.
+namespace rtcg_scan {
+// Status words of the warp layout: one a tile for 4-byte values (the packed word of Status<T,
+// false>: a look-back step's 32 words are 256 contiguous bytes), four for 8-byte values (Status<T,
+// true> as it is).
+template <class T, bool WIDE = (sizeof(T) == 8)> struct Dense;
+template <class T> struct Dense<T, false> {
+  static __device__ __forceinline__ void publish(unsigned long long* s, long long tile, unsigned long long epoch,
+                                                 unsigned int state, T v) {
+    const unsigned long long tag = ((epoch & 0x3fffffffULL) << 2) | state;
+    *reinterpret_cast<volatile unsigned long long*>(s + tile) = (tag << 32) | bitsOf(v);
+  }
+  static __device__ __forceinline__ unsigned int read(unsigned long long* s, long long tile, unsigned long long epoch, T& v) {
+    const unsigned long long w = *reinterpret_cast<volatile unsigned long long*>(s + tile);
+    const unsigned long long tag = w >> 32;
+    if ((tag >> 2) != (epoch & 0x3fffffffULL)) return 0;
+    fromBits(static_cast<unsigned int>(w & 0xffffffffULL), v);
+    return static_cast<unsigned int>(tag & 3ULL);
+  }
+};
+template <class T> struct Dense<T, true> : Status<T, true> {};
+
+// lookBack over the status words S (the same windows of 32 tiles, lane 31 the newest).
+template <class T, class OP, class S>
+__device__ __forceinline__ T lookBackWith(unsigned long long* status, long long tile, long long lineFirst,
+                                          unsigned long long epoch, unsigned int lane) {
+  T excl = OP::template identity<T>();
+  for (long long newest = tile - 1;; newest -= 32) {
+    const long long p = newest - (31 - static_cast<long long>(lane));
+    T v = OP::template identity<T>();
+    unsigned int state = 2;
+    if (p >= lineFirst) {
+      do state = S::read(status, p, epoch, v);
+      while (state == 0);
+    }
+    const unsigned int prefixes = __ballot_sync(0xffffffffu, state == 2);
+    const int top = prefixes ? 31 - __clz(static_cast<int>(prefixes)) : -1;
+    T w = static_cast<int>(lane) >= top ? v : OP::template identity<T>();
+    int none = 0;
+    warpInclusive<T, OP, false>(w, none, lane, 32);
+    excl = OP::template apply<T>(__shfl_sync(0xffffffffu, w, 31), excl);
+    if (top >= 0) return excl;
+  }
+}
+
+// One tile of a line, warp w owning values w * 32 * ITEMS .. (w + 1) * 32 * ITEMS - 1 of it: the
+// warp loads its run coalesced into shared memory (lane l the values l, l + 32, ...), each lane
+// reduces its ITEMS neighbours there, the block scans the lanes' totals, warp 0 publishes and
+// looks back, then each lane rescans its neighbours from shared memory in place and the warp
+// stores its run. A whole tile (not the line's last) loads and stores without bounds checks.
+template <class T, class OP, int THREADS, int ITEMS, bool SEG, bool EXCL>
+__device__ __forceinline__ void lookbackWarp(const T* __restrict__ x, T* __restrict__ y, const int* __restrict__ head,
+                                             long long length, long long inner, long long tilesPerLine, long long tiles,
+                                             unsigned long long* status, unsigned long long* ticket) {
+  constexpr int TILE = THREADS * ITEMS, RUN = 32 * ITEMS;
+  __shared__ T buf[TILE + TILE / 32];
+  __shared__ unsigned char flags[SEG ? TILE : 1];
+  __shared__ unsigned long long taken;
+  __shared__ T before;
+  const unsigned int tid = threadIdx.x, lane = tid & 31u;
+  if (tid == 0) taken = atomicAdd(ticket, 1ULL);
+  __syncthreads();
+  const unsigned long long epoch = taken / static_cast<unsigned long long>(tiles);
+  const long long tile = static_cast<long long>(taken % static_cast<unsigned long long>(tiles));
+  const long long line = tile / tilesPerLine, t = tile % tilesPerLine;
+  const long long base = line / inner * length * inner + line % inner, p0 = t * TILE;
+  const int run0 = static_cast<int>(tid >> 5) * RUN;
+  const T id = OP::template identity<T>();
+  const bool whole = p0 + TILE <= length;
+  // Every load of the run issued before the first store to shared memory (ITEMS in flight a lane).
+  T r[ITEMS];
+  int h[SEG ? ITEMS : 1];
+  if (whole) {
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+      const long long p = p0 + run0 + k * 32 + static_cast<int>(lane);
+      r[k] = x[base + p * inner];
+      if (SEG) h[k] = head[base + p * inner] == p;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+      const long long p = p0 + run0 + k * 32 + static_cast<int>(lane);
+      r[k] = p < length ? x[base + p * inner] : id;
+      if (SEG) h[k] = p < length && head[base + p * inner] == p;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    const int i = run0 + k * 32 + static_cast<int>(lane);
+    buf[i + i / 32] = r[k];
+    if (SEG) flags[i] = static_cast<unsigned char>(h[k]);
+  }
+  __syncwarp();
+  const int mine = run0 + static_cast<int>(lane) * ITEMS;
+  T agg = id;
+  int aggF = 0;
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    const int i = mine + k;
+    const T v = buf[i + i / 32];
+    const int f = SEG ? flags[i] : 0;
+    agg = (SEG && f) ? v : OP::template apply<T>(agg, v);
+    aggF |= f;
+  }
+  T excl, total;
+  int exclF, totalF;
+  blockExclusive<T, OP, SEG, THREADS>(agg, aggF, excl, exclF, total, totalF);
+  if (tid < 32) {
+    const bool closed = SEG && totalF;
+    if (tid == 0) Dense<T>::publish(status, tile, epoch, (t == 0 || closed) ? 2u : 1u, total);
+    T b = id;
+    if (t > 0 && !(SEG && flags[0])) b = lookBackWith<T, OP, Dense<T>>(status, tile, tile - t, epoch, tid);
+    if (tid == 0) {
+      if (t > 0 && !closed && !RTCG_SCAN_HOLD_PREFIX)
+        Dense<T>::publish(status, tile, epoch, 2u, OP::template apply<T>(b, total));
+      before = b;
+    }
+  }
+  __syncthreads();
+  T run = exclF ? excl : OP::template apply<T>(before, excl);
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    const int i = mine + k;
+    const T v = buf[i + i / 32];
+    const bool starts = SEG && flags[i];
+    if (EXCL) buf[i + i / 32] = starts ? id : run;
+    run = starts ? v : OP::template apply<T>(run, v);
+    if (!EXCL) buf[i + i / 32] = run;
+  }
+  __syncwarp();
+  if (whole) {
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+      const int i = run0 + k * 32 + static_cast<int>(lane);
+      y[base + (p0 + i) * inner] = buf[i + i / 32];
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+      const int i = run0 + k * 32 + static_cast<int>(lane);
+      const long long p = p0 + i;
+      if (p < length) y[base + p * inner] = buf[i + i / 32];
+    }
+  }
+}
+}  // namespace rtcg_scan
+)";
+
 namespace {
 
 const char* opName(ReduceOp op) {
@@ -324,14 +474,15 @@ C::Function emitScanNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Gl
     params += ", unsigned long long* status, unsigned long long* ticket";
     args.push_back(C::name(status));
     args.push_back(C::name(ticket));
-    call = fmt::format("rtcg_scan::lookback<{}, rtcg_scan::{}, {}, {}, {}, {}>(x, y, {}, {}LL, {}LL, {}LL, {}LL, status, ticket);",
-                       type, opName(f.op), p.threads, p.items, seg, f.exclusive, headArg, f.length, f.inner,
-                       p.tilesPerLine, p.tiles);
+    call = fmt::format("rtcg_scan::{}<{}, rtcg_scan::{}, {}, {}, {}, {}>(x, y, {}, {}LL, {}LL, {}LL, {}LL, status, ticket);",
+                       p.warpLayout ? "lookbackWarp" : "lookback", type, opName(f.op), p.threads, p.items, seg,
+                       f.exclusive, headArg, f.length, f.inner, p.tilesPerLine, p.tiles);
     globals.push_back({"unsigned long long", status, p.statusWords,
-                       {fmt::format("The decoupled look-back's status words of {}: four a tile, tagged with the launch's "
+                       {fmt::format("The decoupled look-back's status words of {}: {} a tile, tagged with the launch's "
                                     "epoch; launches of this module must not overlap",
-                                    fn.name)},
+                                    fn.name, p.statusWords == p.tiles ? "one" : "four")},
                        16});
+    ctx.needs.scanWarpLayout |= p.warpLayout;
     globals.push_back({"unsigned long long", ticket, 1, {fmt::format("The tiles' ticket counter of {}", fn.name)}, 0});
     launch.usesGlobalScratch = true;
   } else {

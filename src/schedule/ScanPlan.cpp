@@ -38,6 +38,7 @@ std::optional<ScanPlan> planScan(const Kernel& k, int nest, const NestSchedule& 
   p.form = *form;
   p.kind = s.scan.kind;
   p.threads = s.scan.threads, p.items = s.scan.items, p.lanes = s.scan.lanes;
+  p.warpLayout = s.scan.warpLayout;
   const int64_t bytes = typeBytes(form->type);
   if (p.threads > limits.maxThreadsPerBlock)
     reasons.push_back(fmt::format("scan threads {} exceed the device's {} threads per block", p.threads,
@@ -46,7 +47,7 @@ std::optional<ScanPlan> planScan(const Kernel& k, int nest, const NestSchedule& 
     p.tile = p.threads * p.items;
     p.tilesPerLine = ceilDiv(form->length, p.tile);
     p.tiles = p.tilesPerLine * form->lines();
-    p.statusWords = 4 * p.tiles;
+    p.statusWords = (p.warpLayout && bytes == 4 ? 1 : 4) * p.tiles;
     // The tile (values with a word of padding every 32, and segment flags), the warps' totals, the
     // ticket and the tile's prefix.
     p.sharedBytes = (p.tile + p.tile / 32) * bytes + (form->head >= 0 ? p.tile : 0) + 33 * (bytes + 4) + 8 + bytes;
@@ -56,6 +57,7 @@ std::optional<ScanPlan> planScan(const Kernel& k, int nest, const NestSchedule& 
       reasons.push_back(fmt::format("the look-back's status words ({} bytes) exceed the {} bytes of global scratch",
                                     p.statusWords * 8, limits.maxGlobalScratchBytes));
   } else {
+    if (p.warpLayout) reasons.push_back("'layout warp' is a look-back's ('scan: lookback ... layout warp')");
     if (p.lanes > p.threads)
       reasons.push_back(fmt::format("scan lanes {} exceed the block's {} threads", p.lanes, p.threads));
     p.linesPerBlock = p.threads / p.lanes;
@@ -109,8 +111,9 @@ std::string scanLines(const Kernel& k, const ScanPlan& p) {
   std::string out = fmt::format("  scan: {}\n", describeScan(k, p.form));
   if (p.kind == ScanSchedule::Kind::Lookback)
     out += fmt::format("  decoupled look-back: tiles of {} values ({} threads x {}), {} a line, {} in all; "
-                       "tickets in start order; {} status words\n",
-                       p.tile, p.threads, p.items, p.tilesPerLine, p.tiles, p.statusWords);
+                       "tickets in start order; {} status words{}\n",
+                       p.tile, p.threads, p.items, p.tilesPerLine, p.tiles, p.statusWords,
+                       p.warpLayout ? "; each warp loads, scans and stores its own run of the tile" : "");
   else
     out += fmt::format("  lines: {} lane{} a line, {} values a lane a step, {} lines a block, {} blocks\n", p.lanes,
                        p.lanes == 1 ? "" : "s", p.items, p.linesPerBlock, p.blocks);

@@ -18,6 +18,16 @@
 // a segment-start flag with every value; a tile that holds a segment start publishes its prefix at
 // once.
 //
+// `scan: lookback threads T items V layout warp`: the same tiles, tickets and look-back, but warp
+// w of the block owns the tile's run w * 32 * V .. (w + 1) * 32 * V - 1 from load to store: it
+// loads the run coalesced into its part of the shared tile, each lane reduces its V neighbours
+// there, and after the block's scan it rewrites them in place and stores the run, with only
+// __syncwarp between (two block barriers fewer than the block layout's six). The values are read
+// again from shared memory after the look-back instead of held in registers across it (about V
+// registers a thread fewer: more blocks resident); a tile inside the line loads and stores
+// without bounds checks. 4-byte values have one status word a tile (the 32 words a look-back step
+// reads are 256 contiguous bytes, not 32 words 32 bytes apart); 8-byte values keep four.
+//
 // `scan: lines lanes L items V threads T`: L lanes (of one warp) scan a whole line, V values per
 // lane a step (coalesced: lane l reads the step's values l, l + L, ...), combining by shuffles and
 // carrying the step's total to the next; T / L lines per block. With L = 1 a thread scans its line
@@ -38,8 +48,10 @@ struct ScanPlan {
   ScanForm form;
   ScanSchedule::Kind kind = ScanSchedule::Kind::Lookback;
   int64_t threads = 256, items = 8, lanes = 32;
+  bool warpLayout = false;  // lookback: `layout warp`
   // lookback: values a tile, tiles a line, tiles in all (the launch's blocks); the status words
-  // (four 64-bit words a tile: flag or packed word, aggregate, inclusive prefix, unused).
+  // (four 64-bit words a tile: flag or packed word, aggregate, inclusive prefix, unused; with
+  // `layout warp` one a tile for 4-byte values, the packed word).
   int64_t tile = 0, tilesPerLine = 0, tiles = 0, statusWords = 0;
   // lines: lines a block, blocks.
   int64_t linesPerBlock = 0, blocks = 0;

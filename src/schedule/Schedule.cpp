@@ -151,7 +151,7 @@ bool wgmmaShapeExists(MmaArith a, int64_t n) {
 std::string printScanSchedule(const ScanSchedule& s) {
   if (s.kind == ScanSchedule::Kind::Lines)
     return fmt::format("lines lanes {} items {} threads {}", s.lanes, s.items, s.threads);
-  return fmt::format("lookback threads {} items {}", s.threads, s.items);
+  return fmt::format("lookback threads {} items {}{}", s.threads, s.items, s.warpLayout ? " layout warp" : "");
 }
 
 std::string printMmaSchedule(const MmaSchedule& m) {
@@ -535,7 +535,7 @@ class ScheduleParser {
     return text;
   }
 
-  // `lookback threads 256 items 8` or `lines lanes 32 items 4 threads 256` after `scan:`. Numbers
+  // `lookback threads 256 items 8 [layout warp]` or `lines lanes 32 items 4 threads 256` after `scan:`. Numbers
   // are range-checked here so that every parsed clause prints back; whether the nest is a scan is
   // the plan's question (ScanPlan.h).
   ScanSchedule scanClause() {
@@ -559,6 +559,13 @@ class ScheduleParser {
     if (s.kind == ScanSchedule::Kind::Lookback) {
       s.threads = value("threads", "'lookback'", 32, 1024, threadsRule);
       s.items = value("items", "the threads", 1, 32, "between 1 and 32");
+      size_t lat = 0;
+      if (optionalWord("layout", lat)) {
+        lat = (skipSpace(), pos_);
+        const std::string layout = word("'warp' or 'block' after 'layout'");
+        if (layout == "warp") s.warpLayout = true;
+        else if (layout != "block") failAt(lat, fmt::format("unknown scan layout '{}' (expected 'warp' or 'block')", layout));
+      }
     } else {
       s.lanes = value("lanes", "'lines'", 1, 32, "a power of two from 1 to 32");
       s.items = value("items", "the lanes", 1, 32, "between 1 and 32");

@@ -194,17 +194,22 @@ int mmaMinComputeCapability(const MmaSchedule& m);
 // into tiles of threads x items values, one block a tile, tiles chained by a decoupled look-back;
 // `lines`: `lanes` threads (1 to 32, a power of two: a part of one warp) scan one line from its
 // start to its end, items values per lane a step, threads / lanes lines per block. No index clause
-// beside it.
+// beside it. `lookback ... layout warp`: each warp loads, scans and stores its own run of the
+// tile (32 x items values) with no block barrier around the loads and stores, the values re-read
+// from shared memory instead of held in registers across the look-back, and one status word a
+// tile for 4-byte values (ScanPlan.h).
 struct ScanSchedule {
   enum class Kind : uint8_t { None, Lookback, Lines };
   Kind kind = Kind::None;
   int64_t threads = 256;
   int64_t items = 8;
-  int64_t lanes = 32;  // lines only
+  int64_t lanes = 32;       // lines only
+  bool warpLayout = false;  // lookback only: `layout warp`
   bool any() const { return kind != Kind::None; }
   bool operator==(const ScanSchedule&) const = default;
 };
-// "lookback threads 256 items 8", "lines lanes 32 items 4 threads 256"
+// "lookback threads 256 items 8", "lookback threads 256 items 12 layout warp",
+// "lines lanes 32 items 4 threads 256"
 std::string printScanSchedule(const ScanSchedule& s);
 
 // The precision policy of contractions (`--precision`, CompileOptions::precision): which

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "codegen/Emitter.h"
 #include "codegen/HostEmulation.h"
 #include "codegen/SourceKernels.h"
 #include "ir/Counts.h"
@@ -232,6 +233,84 @@ TEST(Scan, Segmented) {
     EXPECT_EQ(checkOnHost(rows, s, 0.0, {}, twiceShuffled()), "") << s;
 }
 
+// `layout warp` (each warp owns a run of the tile, one status word a tile for 4-byte values):
+// every operator and type, inclusive and exclusive, on 1003 values (tiles of 192 and 512: whole
+// tiles without bounds checks, a partial last one), two launches in shuffled block order.
+TEST(Scan, WarpLayoutEveryOperatorAndType) {
+  const char* const schedules[] = {"scan: lookback threads 64 items 3 layout warp",
+                                   "scan: lookback threads 128 items 4 layout warp"};
+  size_t turn = 0;
+  for (const char* op : {"sum", "product", "max", "min"})
+    for (const char* t : {"i32", "i64", "f32", "f64"})
+      for (const char* end : {"i + 1", "i"}) {
+        const Kernel k = fromSource(flatSource(op, t, end), "scan", {{"n", 1003}});
+        const char* s = schedules[turn++ % 2];
+        EXPECT_EQ(checkOnHost(k, s, 1e-5, {}, twiceShuffled()), "") << op << " " << t << " " << end << ": " << s;
+      }
+}
+
+// The warp layout's look-back combining aggregates back to the line's start (prefixes held back)
+// through windows of the dense 4-byte and the four-word 8-byte status words; a line shorter than
+// one tile; three launches in each block order; rows (the second at an odd offset), columns,
+// segmented lines and rows, segments longer than a tile.
+TEST(Scan, WarpLayoutLookBackShapesAndSegments) {
+  EmulationOptions held = twiceShuffled();
+  held.scanHoldPrefix = true;
+  for (const char* t : {"i32", "f32", "f64", "i64"}) {
+    const Kernel k = fromSource(flatSource("sum", t, "i + 1"), "scan", {{"n", 5003}});
+    EXPECT_EQ(checkOnHost(k, "scan: lookback threads 32 items 2 layout warp", 1e-5, {}, held), "") << t;
+  }
+  const Kernel small = fromSource(flatSource("max", "f32", "i"), "scan", {{"n", 100}});
+  EXPECT_EQ(checkOnHost(small, "scan: lookback threads 128 items 8 layout warp", 0.0, {}, twiceShuffled()), "");
+  const Kernel flat = fromSource(flatSource("sum", "f32", "i + 1"), "scan", {{"n", 5003}});
+  for (int order : {0, 1, 2}) {
+    EmulationOptions o;
+    o.runs = 3;
+    o.blockOrder = order;
+    EXPECT_EQ(checkOnHost(flat, "scan: lookback threads 64 items 5 layout warp", 1e-5, {}, o), "") << order;
+  }
+  const Kernel rows = form("rows", {{"m", 5}, {"n", 1001}});
+  EXPECT_EQ(checkOnHost(rows, "scan: lookback threads 32 items 8 layout warp", 1e-5, {}, held), "");
+  const Kernel columns = form("columns", {{"m", 301}, {"n", 37}});
+  EXPECT_EQ(checkOnHost(columns, "scan: lookback threads 32 items 3 layout warp", 1e-5, {}, twiceShuffled()), "");
+  for (const char* name : {"segsum", "segexcl", "segmax"}) {
+    const Kernel k = form(name, {{"n", 2003}});
+    EXPECT_EQ(checkOnHost(k, "scan: lookback threads 64 items 3 layout warp", 1e-5, {}, twiceShuffled()), "") << name;
+  }
+  const Kernel seg = form("segsum", {{"n", 3001}});
+  HostArgs args(seg);
+  fillInputs(seg, args, 5);
+  fillSegmentHeads(args.array("head"), 9, 3001, 1, 700);
+  EXPECT_EQ(checkOnHostWith(seg, "scan: lookback threads 32 items 2 layout warp", args, 1e-5, {}, held), "");
+  const Kernel segrows = form("segrows", {{"m", 13}, {"n", 257}});
+  EXPECT_EQ(checkOnHost(segrows, "scan: lookback threads 32 items 3 layout warp", 0.0, {}, twiceShuffled()), "");
+}
+
+// The warp layout's plan: one status word a tile for 4-byte values, four for 8-byte ones; its
+// templates only in a module that uses them (the block layout's text unchanged).
+TEST(Scan, WarpLayoutStatusWordsAndText) {
+  for (const char* t : {"f32", "f64"}) {
+    const Kernel k = fromSource(flatSource("sum", t, "i + 1"), "scan", {{"n", 10000}});
+    auto warp = planNest(k, 0, parseSchedule("scan: lookback threads 128 items 8 layout warp").schedule->nests[0]);
+    auto block = planNest(k, 0, parseSchedule("scan: lookback threads 128 items 8").schedule->nests[0]);
+    ASSERT_TRUE(warp.ok() && block.ok());
+    EXPECT_EQ(warp.plan->scan->tiles, 10);
+    EXPECT_EQ(warp.plan->scan->statusWords, std::string(t) == "f32" ? 10 : 40) << t;
+    EXPECT_EQ(block.plan->scan->statusWords, 40) << t;
+    const std::string w = emitCuda(k, *parseSchedule("scan: lookback threads 128 items 8 layout warp").schedule).source;
+    const std::string b = emitCuda(k, *parseSchedule("scan: lookback threads 128 items 8").schedule).source;
+    EXPECT_NE(w.find("rtcg_scan::lookbackWarp<"), std::string::npos);
+    EXPECT_EQ(b.find("lookbackWarp"), std::string::npos);
+  }
+  // The layout is a look-back's: a `lines` schedule made with it (not by the parser) is refused.
+  const Kernel k = fromSource(flatSource("sum", "f32", "i + 1"), "scan", {{"n", 10000}});
+  NestSchedule lines = parseSchedule("scan: lines lanes 32 items 4 threads 64").schedule->nests[0];
+  lines.scan.warpLayout = true;
+  auto refused = planNest(k, 0, lines);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.reasons[0], "'layout warp' is a look-back's ('scan: lookback ... layout warp')");
+}
+
 TEST(Scan, PlanRefusesWithTheReason) {
   const Kernel notScan = form("notscan", {{"n", 100}});
   auto r = planNest(notScan, 0, parseSchedule("scan: lookback threads 64 items 4").schedule->nests[0]);
@@ -251,14 +330,18 @@ TEST(Scan, PlanRefusesWithTheReason) {
 
 TEST(Scan, ScheduleTextRoundTrips) {
   for (const char* s : {"scan: lookback threads 256 items 8", "scan: lines lanes 32 items 4 threads 256",
-                        "scan: lines lanes 1 items 1 threads 32"}) {
+                        "scan: lines lanes 1 items 1 threads 32", "scan: lookback threads 256 items 12 layout warp"}) {
     auto p = parseSchedule(s);
     ASSERT_TRUE(p.ok()) << s << ": " << p.error;
     EXPECT_EQ(printSchedule(*p.schedule), s);
   }
   for (const char* s : {"scan: lines lanes 3 items 4 threads 256", "scan: lookback threads 100 items 4",
-                        "scan: lookback threads 64 items 40", "scan: sideways threads 64 items 4"})
+                        "scan: lookback threads 64 items 40", "scan: sideways threads 64 items 4",
+                        "scan: lookback threads 64 items 4 layout sideways", "scan: lines lanes 32 items 4 threads 64 layout warp"})
     EXPECT_FALSE(parseSchedule(s).ok()) << s;
+  auto block = parseSchedule("scan: lookback threads 64 items 4 layout block");  // the default, printed without
+  ASSERT_TRUE(block.ok()) << block.error;
+  EXPECT_EQ(printSchedule(*block.schedule), "scan: lookback threads 64 items 4");
 }
 
 // The space offers the scan family; the quadratic reductions only where a line is short.
