@@ -84,20 +84,21 @@ timed=$out/timed.log
 : >"$timed"
 big=(-D n=67108864)
 for s in "i: serial, grid.x 528, thread.x 512; accumulate: shared" \
+         "i: serial, grid.x 264, thread.x 512; accumulate: shared copies 8" \
          "i: serial, grid.x 528, thread.x 512; accumulate: shared copies 2" \
          "i: serial, grid.x 528, thread.x 512; accumulate: shared copies 4" \
-         "i: serial, grid.x 528, thread.x 512; accumulate: shared copies 8" \
          "i: serial, grid.x 528, thread.x 512; accumulate: shared copies 16" \
-         "i: serial, grid.x 264, thread.x 1024; accumulate: shared copies 8"; do
+         "i: serial, grid.x 528, thread.x 256; accumulate: shared copies 4" \
+         "i: serial, grid.x 256, thread.x 512, reg 4; accumulate: shared copies 8"; do
   run "$timed" examples/histogram.rtcg "${big[@]}" -D bins=256 --repeats 20 --schedule "$s"
 done
-for s in "i: serial, grid.x 528, thread.x 256; aggregate: warp" \
-         "i: grid.x, thread.x 256" \
-         "i: serial, grid.x 132, thread.x 1024; accumulate: shared slices 2" \
+for s in "i: grid.x, thread.x 256" \
+         "i: serial, grid.x 264, thread.x 512; aggregate: warp" \
          "i: serial, grid.x 66, thread.x 1024; accumulate: shared slices 2" \
+         "i: serial, grid.x 132, thread.x 1024; accumulate: shared slices 2" \
          "i: serial, grid.x 264, thread.x 512; accumulate: shared slices 2" \
-         "i: serial, grid.x 132, thread.x 1024; accumulate: shared slices 4" \
-         "i: serial, grid.x 33, thread.x 1024; accumulate: shared slices 4"; do
+         "i: serial, grid.x 33, thread.x 1024; accumulate: shared slices 4" \
+         "i: serial, grid.x 66, thread.x 1024; accumulate: shared slices 4"; do
   run "$timed" examples/histogram.rtcg "${big[@]}" -D bins=65536 --repeats 20 --schedule "$s"
 done
 timed_mismatches=$(grep -c MISMATCH "$timed" || true)

@@ -1005,7 +1005,11 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
     s += fmt::format("  long rows: a range of '{}' longer than {} goes to the whole block ({} threads) instead of its "
                      "{}; up to {} per block and position\n",
                      lr.index, lr.threshold, plan.launch.threads, plan.launch.lanes > 1 ? "lanes" : "thread", lr.slots);
-  if (plan.sharedBytes > 0)
+  if (plan.accumulation.dynamic)  // (alone: checkAccumulation refuses tiles beside it)
+    s += fmt::format("  shared memory: {} bytes ({} besides the accumulation's copies), dynamic: the launch provides {} "
+                     "bytes\n",
+                     plan.sharedBytes, plan.staticExtraBytes, plan.dynamicSharedBytes);
+  else if (plan.sharedBytes > 0)
     s += fmt::format("  shared memory: {} bytes ({} of tiles, {} besides), {}\n", plan.sharedBytes, plan.staging.bytes,
                      plan.staticExtraBytes,
                      plan.dynamicShared ? fmt::format("dynamic: the launch provides {} bytes", plan.staging.bytes)
