@@ -14,6 +14,7 @@
 #include "reference/RandomFill.h"
 #include "schedule/Plan.h"
 #include "schedule/Schedule.h"
+#include "schedule/Space.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
@@ -258,4 +259,27 @@ TEST(Accumulate, SlicesAndCopiesPrintAndParseBack) {
     ASSERT_FALSE(parsed.ok()) << text;
     EXPECT_NE(parsed.error.find(message), std::string::npos) << text << ": " << parsed.error;
   }
+}
+
+// The space offers `copies` where one copy of the range fits a block (256 bins) and `slices` where
+// it does not (65536 i32 bins under the H200's 227 KiB), and every such candidate plans.
+TEST(Accumulate, SpaceOffersCopiesOrSlices) {
+  auto offered = [](const Kernel& k, const char* word) {
+    SpaceOptions o;
+    o.limits = deviceScheduleLimits(232448, 1024);
+    int n = 0;
+    for (const Candidate& c : enumerateSchedules(k, o).candidates)
+      if (c.text.find(word) != std::string::npos) {
+        EXPECT_TRUE(planSchedule(k, c.schedule, o.limits).ok()) << c.text;
+        ++n;
+      }
+    return n;
+  };
+  const Kernel small = kernelOf("hist", {{"n", 1 << 26}, {"bins", 256}});
+  const Kernel large = kernelOf("hist", {{"n", 1 << 26}, {"bins", 65536}});
+  EXPECT_GT(offered(small, "copies"), 0);
+  EXPECT_EQ(offered(small, "slices"), 0);
+  EXPECT_GT(offered(large, "slices 2"), 0);
+  EXPECT_GT(offered(large, "slices 4"), 0);
+  EXPECT_EQ(offered(large, "copies"), 0);
 }
