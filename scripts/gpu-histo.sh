@@ -107,8 +107,8 @@ timed_failures=$(grep -c '^rc=[1-9]' "$timed" || true)
 # 3. The bench rows with a short search, the PyTorch peers in the same job.
 bench_line="bench: skipped"
 if [[ $skip_bench -eq 0 ]]; then
-  BENCH_STATE=${BENCH_STATE:-/tmp/rtcg-bench} OUT=$out timeout 150 scripts/bench.sh \
-    --only histogram,histogram_weighted --max-candidates 32 --time-limit 25 >"$out/bench.log" 2>&1
+  BENCH_STATE=${BENCH_STATE:-/tmp/rtcg-bench} OUT=$out timeout 170 scripts/bench.sh \
+    --only histogram,histogram_weighted --max-candidates 24 --time-limit 20 >"$out/bench.log" 2>&1
   bench_line="bench: rc=$? ($out/bench/bench.json)"
 fi
 
