@@ -43,6 +43,9 @@ kernel folded(n: int, x: f32[n], inout s: f32[7]) {
 kernel assemble(K: int, Np: int, N: int, map: i32[K, Np], contrib: f32[K, Np], inout u: f32[N]) {
   for k in 0..K, j in 0..Np { u[map[k, j]] += contrib[k, j]; }
 }
+kernel shifted(n: int, x: f32[n], inout s: f32[20]) {
+  for i in 0..n { s[i % 7 + 9] += x[i]; }
+}
 kernel maxima(n: int, bins: int, bin: i32[n], v: i32[n], inout hi: i32[bins]) {
   for i in 0..n { hi[bin[i]] max= v[i]; }
 }
@@ -154,6 +157,11 @@ TEST(Accumulate, SlicesAndCopies) {
                         "i: serial, grid.x 3, thread.x 64; accumulate: shared slices 2 copies 2; aggregate: warp", 0.0), "");
   // An affine target (seven elements in three slices) and a nest of two parallel indices.
   EXPECT_EQ(checkOnHost(kernelOf("folded", {{"n", 1003}}), "i: serial, grid.x 2, thread.x 80; accumulate: shared slices 3 copies 3",
+                        kFloatSum), "");
+  // A range that starts past the array's first element (s[9..16)): slices and the merge are relative to it.
+  EXPECT_EQ(checkOnHost(kernelOf("shifted", {{"n", 1003}}), "i: serial, grid.x 2, thread.x 80; accumulate: shared slices 3 copies 2",
+                        kFloatSum), "");
+  EXPECT_EQ(checkOnHost(kernelOf("shifted", {{"n", 1003}}), "i: serial, grid.x 2, thread.x 64; accumulate: shared slices 2; aggregate: warp",
                         kFloatSum), "");
   EXPECT_EQ(checkOnHost(kernelOf("assemble", {{"K", 37}, {"Np", 7}, {"N", 101}}),
                         "k: grid.x, thread.y 5; j: thread.x; accumulate: shared slices 3 copies 2; aggregate: warp", kFloatSum), "");
