@@ -75,19 +75,40 @@ const Stmt& accumulation(const EmitContext& ctx) {
   return ctx.nest.body[size_t(ctx.plan.accumulation.statement)];
 }
 
-// `for (r = 0; r < rounds; ++r) { e = r * threads + tid; if (e < extent) body(e) }`: the block's
-// threads over the elements of its copy.
-C::Stmt overCopy(EmitContext& ctx, const std::function<std::vector<C::Stmt>(const C::ExprP&)>& body) {
-  const AccumulationPlan& a = ctx.plan.accumulation;
+// `for (r = 0; r < rounds; ++r) { e = r * threads + tid; if (e < count [&& also]) body(e) }`: the
+// block's threads over `count` elements of its copies (`also`: a further bound, or null).
+C::Stmt overCopy(EmitContext& ctx, int64_t count, const std::function<C::ExprP(const C::ExprP&)>& also,
+                 const std::function<std::vector<C::Stmt>(const C::ExprP&)>& body) {
   const int64_t threads = ctx.facts.threads;
   const std::string r = ctx.names.fresh("r"), e = ctx.names.fresh("e");
   std::vector<C::Stmt> inner;
   inner.push_back(C::decl("int", e, C::sum({C::product(C::name(r), lit(threads)), C::castTo("int", ctx.tid)})));
   C::ExprP ev = C::name(e);
   std::vector<C::Stmt> work = body(ev);
-  if (a.extent % threads == 0) append(inner, std::move(work));
-  else inner.push_back(C::ifThen(C::binary("<", ev, lit(a.extent)), std::move(work)));
-  return C::forLoop("int", r, lit(0), lit((a.extent + threads - 1) / threads), C::Unroll::Never, std::move(inner));
+  C::ExprP bound = count % threads == 0 ? nullptr : C::binary("<", ev, lit(count));
+  if (also) bound = bound ? C::binary("&&", bound, also(ev)) : also(ev);
+  if (!bound) append(inner, std::move(work));
+  else inner.push_back(C::ifThen(bound, std::move(work)));
+  return C::forLoop("int", r, lit(0), lit((count + threads - 1) / threads), C::Unroll::Never, std::move(inner));
+}
+
+// The copy's element for the flat index `at` of the array (in the block's slice, where sliced), in
+// this warp's copy (`copies R`).
+C::ExprP copyOffset(const EmitContext& ctx, const C::ExprP& relative) {
+  const AccumulationState& s = ctx.accum;
+  return s.copyBase.empty() ? relative : C::sum({C::name(s.copyBase), relative});
+}
+
+// `at - lo - slice_lo` as long long: where a flat index falls in the block's slice.
+C::ExprP sliceRelative(const EmitContext& ctx, const C::ExprP& at) {
+  return C::binary("-", C::sum({C::castTo("long long", at), lit(-ctx.plan.accumulation.lo)}), C::name(ctx.accum.sliceLo));
+}
+
+// Whether a slice-relative index is in the block's slice: `(unsigned long long)rel < L` (the last
+// slice may be shorter, but an element of the array past it is past the range).
+C::ExprP inSlice(const EmitContext& ctx, const C::ExprP& relative) {
+  return C::binary("<", C::castTo("unsigned long long", relative),
+                   C::intLit(ctx.plan.accumulation.sliceExtent, true));
 }
 
 }  // namespace
@@ -97,13 +118,43 @@ void declareAccumulationCopy(EmitContext& ctx, std::vector<C::Stmt>& body) {
   if (!a.shared) return;
   const Stmt& st = accumulation(ctx);
   const ScalarType t = ctx.k.params[size_t(a.array)].type;
-  ctx.accum.copy = ctx.names.fresh(ctx.k.params[size_t(a.array)].name + "_copy");
-  body.push_back(C::comment(fmt::format("The block's copy of {}[{}..{}) (flat), which the accumulation updates; merged "
-                                        "into {} at the end",
-                                        ctx.k.params[size_t(a.array)].name, a.lo, a.lo + a.extent,
-                                        ctx.k.params[size_t(a.array)].name)));
-  body.push_back(C::sharedArray(cudaTypeName(t), ctx.accum.copy, a.extent));
-  body.push_back(overCopy(ctx, [&](const C::ExprP& e) {
+  const std::string array = ctx.k.params[size_t(a.array)].name;
+  ctx.accum.copy = ctx.names.fresh(array + "_copy");
+  const bool plain = a.slices == 1 && a.copies == 1 && !a.dynamic;
+  if (plain) {
+    body.push_back(C::comment(fmt::format("The block's copy of {}[{}..{}) (flat), which the accumulation updates; merged "
+                                          "into {} at the end",
+                                          array, a.lo, a.lo + a.extent, array)));
+  } else {
+    body.push_back(C::comment(fmt::format(
+        "The block's {} of {}[{}..{}) (flat){}{}{}, which the accumulation updates; merged into {} at the end",
+        a.copies > 1 ? fmt::format("{} copies", a.copies) : "copy", array, a.lo, a.lo + a.extent,
+        a.slices > 1 ? fmt::format(", slice blockIdx.z of {} elements", a.sliceExtent) : "",
+        a.copies > 1 ? fmt::format(", warp w updating copy w % {}", a.copies) : "",
+        a.dynamic ? ", in dynamic shared memory" : "", array)));
+  }
+  const int64_t elements = a.copies * a.sliceExtent;
+  if (!a.dynamic) {
+    body.push_back(C::sharedArray(cudaTypeName(t), ctx.accum.copy, elements));
+  } else {
+    const std::string storage = fmt::format("rtcg_smem_{}", typeName(t));
+    body.push_back(C::externSharedArray(cudaTypeName(t), storage));
+    body.push_back(C::decl(fmt::format("{}*", cudaTypeName(t)), ctx.accum.copy,
+                           C::sum({C::name(storage), lit(a.dynamicOffset / typeBytes(t))}), false));
+  }
+  if (a.slices > 1) {
+    ctx.accum.sliceLo = ctx.names.fresh("slice_lo");
+    body.push_back(C::decl("long long", ctx.accum.sliceLo,
+                           C::product(C::castTo("long long", C::member(C::name("blockIdx"), "z")),
+                                      C::intLit(a.sliceExtent, true))));
+  }
+  if (a.copies > 1) {
+    ctx.accum.copyBase = ctx.names.fresh("copy_base");
+    C::ExprP warp = C::binary("/", C::castTo("int", ctx.tid), lit(32));
+    body.push_back(C::decl("int", ctx.accum.copyBase,
+                           C::product(C::binary("%", warp, lit(a.copies)), lit(a.sliceExtent))));
+  }
+  body.push_back(overCopy(ctx, elements, nullptr, [&](const C::ExprP& e) {
     return std::vector<C::Stmt>{C::assign(C::index(C::name(ctx.accum.copy), e), "=", reductionIdentity(st.accumOp, t))};
   }));
   body.push_back(C::syncThreads());
@@ -114,16 +165,33 @@ void mergeAccumulationCopy(EmitContext& ctx, std::vector<C::Stmt>& body) {
   if (!a.shared) return;
   const Stmt& st = accumulation(ctx);
   const ScalarType t = ctx.k.params[size_t(a.array)].type;
-  body.push_back(C::comment("Merge the block's copy: one atomic per element it changed"));
+  const std::string op = opWord(st.accumOp);
+  body.push_back(C::comment(a.copies > 1 ? "Merge the block's copies: their values of an element combined, one atomic per "
+                                           "element they changed"
+                                         : "Merge the block's copy: one atomic per element it changed"));
   body.push_back(C::syncThreads());
-  body.push_back(overCopy(ctx, [&](const C::ExprP& e) {
+  // The last slice may be shorter than the others: its elements past the range are not merged.
+  std::function<C::ExprP(const C::ExprP&)> also;
+  if (a.slices > 1 && a.slices * a.sliceExtent != a.extent)
+    also = [&](const C::ExprP& e) {
+      return C::binary("<", C::sum({C::name(ctx.accum.sliceLo), e}), C::intLit(a.extent, true));
+    };
+  body.push_back(overCopy(ctx, a.sliceExtent, also, [&](const C::ExprP& e) {
     const std::string v = ctx.names.fresh("v");
     std::vector<C::Stmt> out;
-    out.push_back(C::decl(cudaTypeName(t), v, C::index(C::name(ctx.accum.copy), e)));
-    C::ExprP target = C::index(C::name(ctx.paramNames[size_t(a.array)]), C::sum({lit(a.lo), e}));
+    out.push_back(C::decl(cudaTypeName(t), v, C::index(C::name(ctx.accum.copy), e), a.copies == 1));
+    if (a.copies > 1) {
+      const std::string c = ctx.names.fresh("c");
+      C::ExprP other = C::index(C::name(ctx.accum.copy), C::sum({C::product(C::name(c), lit(a.sliceExtent)), e}));
+      out.push_back(C::forLoop("int", c, lit(1), lit(a.copies), C::Unroll::Full,
+                               {C::assign(C::name(v), "=", C::call("rtcg_combine_" + op, {C::name(v), other}))}));
+    }
+    std::vector<C::ExprP> at{lit(a.lo)};
+    if (a.slices > 1) at.push_back(C::name(ctx.accum.sliceLo));
+    at.push_back(e);
+    C::ExprP target = C::index(C::name(ctx.paramNames[size_t(a.array)]), C::sum(at));
     out.push_back(C::ifThen(C::binary("!=", C::name(v), reductionIdentity(st.accumOp, t)),
-                            {C::exprStmt(C::call(fmt::format("rtcg_atomic_{}", opWord(st.accumOp)),
-                                                 {C::unary("&", target), C::name(v)}))}));
+                            {C::exprStmt(C::call(fmt::format("rtcg_atomic_{}", op), {C::unary("&", target), C::name(v)}))}));
     return out;
   }));
 }
@@ -158,7 +226,8 @@ void closeWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody) {
     lanes = C::uintLit(0xffffffffu);
   }
   C::ExprP base = C::name(a.shared ? ctx.accum.copy : ctx.paramNames[size_t(a.array)]);
-  C::ExprP at = C::sum({C::name(s.at), lit(-a.lo)});
+  if (!s.copyBase.empty()) base = C::sum({base, C::name(s.copyBase)});
+  C::ExprP at = s.sliceLo.empty() ? C::sum({C::name(s.at), lit(-a.lo)}) : sliceRelative(ctx, C::name(s.at));
   pbody.push_back(C::comment("The warp's lanes naming one element combine their updates; one atomic each"));
   pbody.push_back(C::exprStmt(C::call(fmt::format("rtcg_warp_{}", opWord(st.accumOp)),
                                       {base, at, C::name(s.value), C::name(s.ok), C::binary("%", tid, C::uintLit(32)),
@@ -171,15 +240,27 @@ C::Stmt emitAccumulation(EmitContext& ctx, size_t statement, const C::ExprP& tar
   ctx.needs.atomics = true;
   const AccumulationPlan& a = ctx.plan.accumulation;
   const bool planned = a.any() && a.statement == int(statement);
+  const bool sliced = planned && a.shared && a.slices > 1;
   if (planned && a.warp) {  // recorded here, issued after the point's guard (closeWarpAggregation)
+    if (sliced)  // only an update in the block's slice takes part
+      return C::block({C::assign(C::name(ctx.accum.at), "=", target->args[1]),
+                       C::assign(C::name(ctx.accum.ok), "=", inSlice(ctx, sliceRelative(ctx, C::name(ctx.accum.at)))),
+                       C::assign(C::name(ctx.accum.value), "=", value)});
     return C::block({C::assign(C::name(ctx.accum.ok), "=", C::boolLit(true)),
                      C::assign(C::name(ctx.accum.at), "=", target->args[1]),
                      C::assign(C::name(ctx.accum.value), "=", value)});
   }
+  const std::string atomic = fmt::format("rtcg_atomic_{}", opWord(st.accumOp));
+  if (sliced) {  // the update applies where its element is in the block's slice
+    const std::string rel = ctx.names.fresh("slice_at");
+    C::ExprP element = C::index(C::name(ctx.accum.copy), copyOffset(ctx, C::name(rel)));
+    return C::block({C::decl("long long", rel, sliceRelative(ctx, target->args[1])),
+                     C::ifThen(inSlice(ctx, C::name(rel)), {C::exprStmt(C::call(atomic, {C::unary("&", element), value}))})});
+  }
   C::ExprP element = target;
   if (planned && a.shared)
-    element = C::index(C::name(ctx.accum.copy), C::sum({target->args[1], lit(-a.lo)}));
-  return C::exprStmt(C::call(fmt::format("rtcg_atomic_{}", opWord(st.accumOp)), {C::unary("&", element), value}));
+    element = C::index(C::name(ctx.accum.copy), copyOffset(ctx, C::sum({target->args[1], lit(-a.lo)})));
+  return C::exprStmt(C::call(atomic, {C::unary("&", element), value}));
 }
 
 }  // namespace rtcg::emit

@@ -250,10 +250,13 @@ struct ModuleNeeds {
 };
 
 // An accumulation's emission (EmitAccumulate.cpp): the block's copy in shared memory
-// (`accumulate: shared`), and with `aggregate: warp` the current point's pending update.
+// (`accumulate: shared`), and with `aggregate: warp` the current point's pending update. With
+// `slices S`, sliceLo names the first element (relative to the range's lo) of the block's slice;
+// with `copies R`, copyBase the offset of this warp's copy in the copies. Empty where not used.
 struct AccumulationState {
   std::string copy;
   std::string ok, at, value;
+  std::string sliceLo, copyBase;
 };
 
 // The state of one nest's emission. Not copyable: the facts point into themselves.

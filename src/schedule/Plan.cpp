@@ -405,14 +405,17 @@ class NestPlanner {
   // of lanes per point or by one thread (a serial reduction: a row a thread, the short rows' best
   // shape when most rows hold a few values), and nothing else that needs the point's lanes or the
   // block's barriers in its own way (the block path runs after the position's statements, uniformly).
-  // `accumulate: shared` and `aggregate: warp` (AccumulationPlan): the nest's one accumulation; the
-  // private copy's range fits in static shared memory. Neither combines with a reduction split
-  // across blocks or `long_rows:`, whose statements run in a second pass.
+  // `accumulate: shared ...` and `aggregate: warp` (AccumulationPlan): the nest's one accumulation;
+  // the copies fit in shared memory (static up to kMaxPrivateCopyBytes, dynamic above, up to the
+  // target's limit). Neither combines with a reduction split across blocks or `long_rows:`, whose
+  // statements run in a second pass.
   void checkAccumulation() {
-    if (!s_.privatizeAccumulation && !s_.warpAggregation) return;
-    const std::string what = s_.privatizeAccumulation && s_.warpAggregation ? "'accumulate: shared' and 'aggregate: warp'"
-                             : s_.privatizeAccumulation                     ? "'accumulate: shared'"
-                                                                            : "'aggregate: warp'";
+    const AccumulateSchedule& as = s_.accumulate;
+    if (!as.shared && !s_.warpAggregation) return;
+    const std::string shared = fmt::format("'accumulate: {}'", printAccumulateSchedule(as));
+    const std::string what = as.shared && s_.warpAggregation ? shared + " and 'aggregate: warp'"
+                             : as.shared                     ? shared
+                                                             : "'aggregate: warp'";
     const std::vector<int> acc = accumulationStatements(k_, nest_);
     if (acc.size() != 1) {
       reason(fmt::format("{} applies to the nest's one accumulation (a[i] += v), and the nest has {}", what, acc.size()));
@@ -426,17 +429,56 @@ class NestPlanner {
     a.statement = acc[0];
     a.array = k_.nests[size_t(nest_)].body[size_t(acc[0])].array;
     a.warp = s_.warpAggregation;
-    if (!s_.privatizeAccumulation) return;
+    if (!as.shared) return;
     std::tie(a.lo, a.extent) = accumulationRange(k_, nest_, acc[0]);
-    a.bytes = a.extent * typeBytes(k_.params[size_t(a.array)].type);
     a.shared = true;
-    if (a.bytes > kMaxPrivateCopyBytes)
-      reason(fmt::format("'accumulate: shared' keeps a copy of the {} elements of '{}' the accumulation can reach in "
-                         "each block's shared memory: {} bytes, more than the {} a block's static shared memory holds "
-                         "beside the rest; accumulate with global atomics",
-                         a.extent, k_.params[size_t(a.array)].name, a.bytes, kMaxPrivateCopyBytes));
+    a.slices = as.slices;
+    a.copies = as.copies;
+    a.sliceExtent = (a.extent + a.slices - 1) / a.slices;
+    const int64_t elementBytes = typeBytes(k_.params[size_t(a.array)].type);
+    a.bytes = a.copies * a.sliceExtent * elementBytes;
+    a.dynamic = a.bytes > kMaxPrivateCopyBytes;
+    const std::string array = k_.params[size_t(a.array)].name;
+    if (a.slices > a.extent)
+      reason(fmt::format("{} cuts the {} elements of '{}' the accumulation can reach into more slices than elements",
+                         shared, a.extent, array));
+    const int64_t warps = (plan_.launch.threads + 31) / 32;
+    if (a.copies > warps)
+      reason(fmt::format("{}: warp w of a block updates copy w % {}, and a block of {} threads has {} warp{}", shared,
+                         a.copies, plan_.launch.threads, warps, warps == 1 ? "" : "s"));
+    if (a.slices > 1) {
+      for (const IndexPlan& ip : plan_.parts)
+        for (const SchedulePart& p : plan_.clauseOf(ip).parts)
+          if (p.place == Placement::GridZ) {
+            reason(fmt::format("{} runs the slices on grid.z, which '{}' already uses", shared, ip.name));
+            return;
+          }
+      plan_.launch.grid[2] = a.slices;
+      mulSat(plan_.launch.blocks, a.slices);
+    }
+    const int64_t limit = std::max(kMaxPrivateCopyBytes, lim_.maxSharedBytes);
+    if (a.bytes > limit) {
+      // The fewest slices whose copies would fit, where any would.
+      std::string hint = "accumulate with global atomics";
+      for (int64_t sl = a.slices + 1; sl <= std::min(kMaxAccumulateSlices, a.extent); ++sl)
+        if (a.copies * ((a.extent + sl - 1) / sl) * elementBytes <= limit) {
+          hint = fmt::format("'slices {}' would fit, or accumulate with global atomics", sl);
+          break;
+        }
+      reason(fmt::format("{} keeps {}{} elements of '{}' the accumulation can reach in each block's shared memory: {} "
+                         "bytes, more than the {} a block's shared memory holds beside the rest; {}",
+                         shared, a.copies > 1 ? fmt::format("{} copies of ", a.copies) : "",
+                         a.slices > 1 ? fmt::format("a slice of {} of the {}", a.sliceExtent, a.extent)
+                                      : fmt::format("the {}", a.extent),
+                         array, a.bytes, limit, hint));
+    } else if (a.dynamic && !s_.shared.empty()) {
+      reason(fmt::format("{} keeps {} bytes in dynamic shared memory, which does not combine with staged tiles "
+                         "('shared:')",
+                         shared, a.bytes));
+    }
   }
 
+  // The largest copy kept as a static shared array (beside the rest, under the 48 KiB static limit).
   static constexpr int64_t kMaxPrivateCopyBytes = 40 * 1024;
 
   void checkLongRows() {
@@ -561,17 +603,25 @@ class NestPlanner {
     }
     // A thread part on a reduction index, even of one thread, makes the emitter combine lanes; the
     // block's pass of `long_rows:` needs every thread at its barriers.
-    extra += plan_.accumulation.shared ? (plan_.accumulation.bytes + 15) / 16 * 16 : 0;
+    AccumulationPlan& acc = plan_.accumulation;
+    const int64_t copyBytes = acc.shared ? (acc.bytes + 15) / 16 * 16 : 0;
+    if (!acc.dynamic) extra += copyBytes;
     plan_.cooperative = !plan_.staging.arrays.empty() || plan_.launch.reductionThreadAxes != 0 || plan_.crossBlock.any() ||
-                        plan_.longRows.any() || plan_.accumulation.any();
+                        plan_.longRows.any() || acc.any();
     plan_.staticExtraBytes = extra;
     plan_.sharedBytes = plan_.staging.bytes + extra;
-    plan_.dynamicShared = plan_.sharedBytes > 48 * 1024;
+    plan_.dynamicShared = plan_.sharedBytes > 48 * 1024 || acc.dynamic;
+    if (acc.dynamic) plan_.sharedBytes += copyBytes;
     if (!plan_.dynamicShared) return;
     // Each tile a 16-byte aligned slice of the one dynamic array (vector copies need the alignment).
     for (const StagedArray& sa : plan_.staging.arrays) {
       plan_.tileByteOffsets.push_back(plan_.dynamicSharedBytes);
       plan_.dynamicSharedBytes += (sa.bytes + 15) / 16 * 16;
+    }
+    // A copy over 40 KiB after them (checkAccumulation refuses it beside tiles: it is alone).
+    if (acc.dynamic) {
+      acc.dynamicOffset = plan_.dynamicSharedBytes;
+      plan_.dynamicSharedBytes += copyBytes;
     }
   }
 };
@@ -955,7 +1005,11 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
     s += fmt::format("  long rows: a range of '{}' longer than {} goes to the whole block ({} threads) instead of its "
                      "{}; up to {} per block and position\n",
                      lr.index, lr.threshold, plan.launch.threads, plan.launch.lanes > 1 ? "lanes" : "thread", lr.slots);
-  if (plan.sharedBytes > 0)
+  if (plan.accumulation.dynamic)  // (alone: checkAccumulation refuses tiles beside it)
+    s += fmt::format("  shared memory: {} bytes ({} besides the accumulation's copies), dynamic: the launch provides {} "
+                     "bytes\n",
+                     plan.sharedBytes, plan.staticExtraBytes, plan.dynamicSharedBytes);
+  else if (plan.sharedBytes > 0)
     s += fmt::format("  shared memory: {} bytes ({} of tiles, {} besides), {}\n", plan.sharedBytes, plan.staging.bytes,
                      plan.staticExtraBytes,
                      plan.dynamicShared ? fmt::format("dynamic: the launch provides {} bytes", plan.staging.bytes)
@@ -963,10 +1017,19 @@ std::string printPlan(const Kernel& k, const NestPlan& plan) {
   for (const Expr& e : plan.earlyLoads) s += fmt::format("  early load: {}\n", printExpr(e, &k));
   if (const AccumulationPlan& a = plan.accumulation; a.any()) {
     const std::string name = k.params[size_t(a.array)].name;
-    if (a.shared)
+    if (a.shared && a.slices == 1 && a.copies == 1 && !a.dynamic)
       s += fmt::format("  accumulation into {}: a copy of its elements {}..{} per block in shared memory ({} bytes), "
                        "merged by one atomic per changed element at the end\n",
                        name, a.lo, a.lo + a.extent, a.bytes);
+    else if (a.shared)
+      s += fmt::format("  accumulation into {}: {} of {} of its elements {}..{} per block in {} shared memory ({} bytes{}), "
+                       "merged by one atomic per changed element at the end{}\n",
+                       name, a.copies > 1 ? fmt::format("{} copies (warp w updates copy w % {})", a.copies, a.copies) : "a copy",
+                       a.slices > 1 ? fmt::format("a slice (blockIdx.z of {}, {} elements each)", a.slices, a.sliceExtent)
+                                    : std::string("all"),
+                       a.lo, a.lo + a.extent, a.dynamic ? "dynamic" : "static", a.bytes,
+                       a.dynamic ? fmt::format(" at byte {}", a.dynamicOffset) : "",
+                       a.slices > 1 ? "; each block applies the updates that fall in its slice" : "");
     if (a.warp)
       s += fmt::format("  accumulation into {}: the lanes of a warp naming one element combine first, one atomic "
                        "each\n", name);

@@ -87,19 +87,32 @@ struct LongRowPlan {
 // per block: the block keeps a copy of the elements [lo, lo + extent) of the array (the flat range
 // its index can reach: the whole array through an index map) in shared memory, set to the
 // operator's identity at the start, updated by shared-memory atomics, and merged into the array at
-// the end by one device atomic per element the block changed. The plan refuses it where the copy
-// does not fit in static shared memory beside the rest (48 KiB), so a small range (256 bins) can
-// take it and a large one (65536 i32 bins: 256 KiB) cannot. `aggregate: warp`: the lanes of a warp
-// whose updates name the same element first combine them (__match_any_sync and shuffles), and one
-// lane issues the atomic: many lanes hitting one element cost one atomic (into shared memory too,
-// with both clauses). Both make the plan cooperative (no thread leaves early: the block's barriers
-// and the warp's exchanges need every thread).
+// the end by one device atomic per element the block changed. The copy is a static shared array up
+// to 40 KiB and dynamic shared memory above, up to the target's limit (ScheduleLimits::
+// maxSharedBytes: 227 KiB on sm_90); the plan refuses what does not fit, so a small range (256 bins)
+// can take it and a large one (65536 i32 bins: 256 KiB) cannot.
+// `slices S`: the range is cut into S slices of sliceExtent = ceil(extent / S) elements (the last
+// may be shorter) and the launch gets S times the blocks, grid.z the slice (an index on grid.z
+// refuses it): each block runs its points as before but applies only the updates whose element is
+// in its slice, and merges only its slice. The input is read S times; 65536 i32 bins in 2 slices
+// take 128 KiB a block. `copies R`: R copies of the (slice's) range, warp w of the block updating
+// copy w % R, so that fewer warps contend on each element; the merge combines the R values of an
+// element and issues one atomic. `aggregate: warp`: the lanes of a warp whose updates name the same
+// element first combine them (__match_any_sync and shuffles), and one lane issues the atomic: many
+// lanes hitting one element cost one atomic (into shared memory too, with the copy). Both make the
+// plan cooperative (no thread leaves early: the block's barriers and the warp's exchanges need every
+// thread).
 struct AccumulationPlan {
   int statement = -1;       // index into the nest's body of the accumulation the clauses apply to
   int array = -1;
   bool shared = false;      // `accumulate: shared`
-  int64_t lo = 0, extent = 0;  // shared: the flat element range of the block's copy
-  int64_t bytes = 0;        // shared: the copy's bytes
+  int64_t lo = 0, extent = 0;  // shared: the flat element range the block's copies cover (all slices)
+  int64_t slices = 1;          // shared: `slices S` (grid.z the slice)
+  int64_t sliceExtent = 0;     // shared: elements of one slice (extent when slices is 1)
+  int64_t copies = 1;          // shared: `copies R`, each of sliceExtent elements
+  int64_t bytes = 0;           // shared: the copies' bytes
+  bool dynamic = false;        // shared: the copies live in dynamic shared memory (over 40 KiB)
+  int64_t dynamicOffset = 0;   // dynamic: their byte offset in it (after the tiles)
   bool warp = false;        // `aggregate: warp`
   bool any() const { return shared || warp; }
 };
@@ -122,7 +135,7 @@ struct NestPlan {
   CrossBlockPlan crossBlock;
   PositionPipeline pipeline;
   LongRowPlan longRows;
-  AccumulationPlan accumulation;          // `accumulate: shared`, `aggregate: warp`
+  AccumulationPlan accumulation;          // `accumulate: shared ...`, `aggregate: warp`
   // Shared memory of the tiles and of what the emitter declares beside them (a combine buffer per
   // accumulator type with reduction thread axes, the last-block flag of a reduction split across
   // blocks). Past 48 KiB the tiles go to dynamic shared memory, which the launch provides.

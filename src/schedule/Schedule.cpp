@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <deque>
 #include <fmt/format.h>
 #include <set>
@@ -167,6 +168,14 @@ std::string printMmaSchedule(const MmaSchedule& m) {
                      m.sharedEpilogue ? " epilogue shared" : "");
 }
 
+std::string printAccumulateSchedule(const AccumulateSchedule& a) {
+  if (!a.shared) return "global";
+  std::string out = "shared";
+  if (a.slices > 1) out += fmt::format(" slices {}", a.slices);
+  if (a.copies > 1) out += fmt::format(" copies {}", a.copies);
+  return out;
+}
+
 const char* precisionName(Precision p) {
   switch (p) {
     case Precision::Ieee: return "ieee";
@@ -249,9 +258,9 @@ const std::vector<ClauseRow>& clauseTable() {
     // Where the model ranks fusion itself low (layernorm 2048 x 16384), sampling still measures one.
     keep.family = "keep";
     r.push_back(keep);
-    ClauseRow accumulate{"accumulate", ClauseKind::Keyword};
-    accumulate.flag = &NestSchedule::privatizeAccumulation;
-    accumulate.yes = "shared", accumulate.no = "global", accumulate.family = "accumulate: shared";
+    ClauseRow accumulate{"accumulate", ClauseKind::Accumulate};
+    accumulate.accumulate = &NestSchedule::accumulate;
+    accumulate.family = "accumulate: shared";
     r.push_back(accumulate);
     ClauseRow aggregate{"aggregate", ClauseKind::Keyword};
     aggregate.flag = &NestSchedule::warpAggregation;
@@ -274,6 +283,7 @@ bool clauseAtDefault(const ClauseRow& row, const NestSchedule& s) {
     case ClauseKind::Keyword: return !(s.*row.flag);
     case ClauseKind::Mma: return !(s.*row.mma).any();
     case ClauseKind::Scan: return !(s.*row.scan).any();
+    case ClauseKind::Accumulate: return !(s.*row.accumulate).any();
   }
   return true;
 }
@@ -288,6 +298,7 @@ std::string clauseValue(const ClauseRow& row, const NestSchedule& s) {
     case ClauseKind::Keyword: return s.*row.flag ? row.yes : row.no;
     case ClauseKind::Mma: return (s.*row.mma).any() ? printMmaSchedule(s.*row.mma) : "none";
     case ClauseKind::Scan: return (s.*row.scan).any() ? printScanSchedule(s.*row.scan) : "none";
+    case ClauseKind::Accumulate: return printAccumulateSchedule(s.*row.accumulate);
   }
   return "";
 }
@@ -339,7 +350,8 @@ std::string printNestSchedule(const NestSchedule& s) {
       case ClauseKind::Number:
       case ClauseKind::Keyword:
       case ClauseKind::Mma:
-      case ClauseKind::Scan: clause() += fmt::format("{}: {}", row.name, clauseValue(row, s)); break;
+      case ClauseKind::Scan:
+      case ClauseKind::Accumulate: clause() += fmt::format("{}: {}", row.name, clauseValue(row, s)); break;
     }
   }
   if (out.empty()) return "-";
@@ -513,7 +525,46 @@ class ScheduleParser {
       case ClauseKind::ArrayFlag: return;
       case ClauseKind::Mma: given = true, n.*row.mma = mmaClause(); return;
       case ClauseKind::Scan: given = true, n.*row.scan = scanClause(); return;
+      case ClauseKind::Accumulate: n.*row.accumulate = accumulateClause(clauseStart, given); return;
     }
+  }
+
+  // `shared [slices S] [copies R]` or `global` after `accumulate:`. The numbers are range-checked
+  // here so that every parsed clause prints back (a count of 1 is the plain form, so 2 is the least);
+  // whether they fit the nest is the plan's question (AccumulationPlan).
+  AccumulateSchedule accumulateClause(size_t clauseStart, bool& saw) {
+    if (saw) failAt(clauseStart, "'accumulate:' is given twice for this nest");
+    saw = true;
+    AccumulateSchedule a;
+    size_t at = (skipSpace(), pos_);
+    const std::string value = word("'shared' or 'global' after 'accumulate:'");
+    if (value != "shared" && value != "global")
+      failAt(at, fmt::format("unknown accumulate '{}' (expected 'shared' or 'global')", value));
+    if (value == "global") return a;
+    a.shared = true;
+    auto count = [&](const char* kw, int64_t max) {
+      size_t vat = (skipSpace(), pos_);
+      if (!atNumber()) fail(fmt::format("expected a number after '{}'", kw));
+      const int64_t v = number();
+      if (v < 2 || v > max) failAt(vat, fmt::format("accumulate {} must be between 2 and {}", kw, max));
+      return v;
+    };
+    if (atKeyword("slices")) a.slices = count("slices", kMaxAccumulateSlices);
+    if (atKeyword("copies")) a.copies = count("copies", kMaxAccumulateCopies);
+    size_t late = (skipSpace(), pos_);
+    if (atKeyword("slices") || atKeyword("copies"))
+      failAt(late, "'accumulate: shared' takes 'slices S' then 'copies R', each at most once");
+    return a;
+  }
+
+  // Consumes `kw` if the next word is exactly it (not a prefix of a longer word).
+  bool atKeyword(const char* kw) {
+    skipSpace();
+    const size_t n = std::strlen(kw);
+    if (t_.substr(pos_, n) != kw) return false;
+    if (pos_ + n < t_.size() && (std::isalnum((unsigned char)t_[pos_ + n]) || t_[pos_ + n] == '_')) return false;
+    pos_ += n;
+    return true;
   }
 
   // `[i, k]` after an array name in `shared:`: one access of the array, returned as "[i,k]" (the

@@ -212,6 +212,23 @@ struct ScanSchedule {
 // "lines lanes 32 items 4 threads 256"
 std::string printScanSchedule(const ScanSchedule& s);
 
+// `accumulate: shared`, `accumulate: shared slices S`, `accumulate: shared copies R` (both: `shared
+// slices S copies R`): the nest's accumulation privatized per block in shared memory
+// (AccumulationPlan, schedule/Plan.h, says what each means). `slices S` (2 to 64): each block
+// keeps 1/S of the reachable elements, S times the blocks (grid.z the slice), for ranges too large
+// for one copy; `copies R` (2 to 32): R copies of the block's range, a warp updating copy
+// warp % R, combined at the merge, for small ranges many warps contend on.
+struct AccumulateSchedule {
+  bool shared = false;
+  int64_t slices = 1;
+  int64_t copies = 1;
+  bool any() const { return shared; }
+  bool operator==(const AccumulateSchedule&) const = default;
+};
+constexpr int64_t kMaxAccumulateSlices = 64, kMaxAccumulateCopies = 32;
+// "shared", "shared slices 2", "shared copies 4", "shared slices 2 copies 2"; "global" when none.
+std::string printAccumulateSchedule(const AccumulateSchedule& a);
+
 // The precision policy of contractions (`--precision`, CompileOptions::precision): which
 // tensor-core arithmetic a schedule may use. `ieee` (the default) never rounds an f32 operand to
 // TF32 (f64 contractions may use FP64 mma: IEEE products and sums); `tf32x3` allows the 3xTF32
@@ -264,11 +281,12 @@ struct NestSchedule {
   // that thread's registers: the first nest that reads them loads them, all at once, and the later
   // nests read the registers (KeptRow, schedule/Plan.h). Array names only.
   std::vector<std::string> kept;
-  // `accumulate: shared` (`accumulate: global`, the default): the nest's accumulation updates a
-  // per-block copy of its elements in shared memory, merged at the end (AccumulationPlan,
-  // schedule/Plan.h). `aggregate: warp` (`aggregate: none`, the default): the lanes of a warp that
-  // update one element combine their values and issue one atomic.
-  bool privatizeAccumulation = false;
+  // `accumulate: shared [slices S] [copies R]` (`accumulate: global`, the default): the nest's
+  // accumulation updates a per-block copy of its elements in shared memory, merged at the end
+  // (AccumulateSchedule above; AccumulationPlan, schedule/Plan.h). `aggregate: warp` (`aggregate:
+  // none`, the default): the lanes of a warp that update one element combine their values and issue
+  // one atomic.
+  AccumulateSchedule accumulate;
   bool warpAggregation = false;
   // `scan: ...`: the nest's scan in one pass (ScanSchedule above; no index clauses beside it).
   ScanSchedule scan;
@@ -299,6 +317,7 @@ enum class ClauseKind : uint8_t {
   Keyword,    // `copy: async|registers`: a flag set by its first word, not printed when clear
   Mma,        // `mma: tf32 m16n8k8 warps 2x2 tile 4x2 k 16`: the MmaSchedule, not printed when none
   Scan,       // `scan: lookback threads 256 items 8`: the ScanSchedule, not printed when none
+  Accumulate, // `accumulate: shared slices 2`: the AccumulateSchedule, not printed when global
 };
 
 struct ClauseRow {
@@ -314,6 +333,7 @@ struct ClauseRow {
   const char* no = nullptr;            // Keyword: the word that clears it (the default)
   MmaSchedule NestSchedule::*mma = nullptr;  // Mma
   ScanSchedule NestSchedule::*scan = nullptr;  // Scan
+  AccumulateSchedule NestSchedule::*accumulate = nullptr;  // Accumulate
   // scheduleDistance: what a differing value costs (Arrays: per array only one schedule stages;
   // ArrayFlag: per array both stage, marked in one only).
   double distance = 1;

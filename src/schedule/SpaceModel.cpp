@@ -34,7 +34,13 @@ double streamingStoreFactor(const NestPlan& plan) { return plan.streamedStores.e
 // issues one atomic per distinct element of a warp, for about 60 instructions per warp and update
 // (the match, five rounds of shuffles and votes); `accumulate: shared` turns the updates into
 // shared-memory atomics (one per lane and clock of a multiprocessor, lanes naming one element
-// serialized) plus the block's merge: E device atomics and two passes over its copy.
+// serialized) plus the block's merge: E device atomics and two passes over its copy. The warps of
+// a block that update one copy also collide with each other: with W warps on a copy of E elements,
+// each warp's atomics wait about 1 + (W - 1) * distinct / E times as long (a guess the H200's
+// 256-bin histogram bears out in kind: Nsight Compute found its 16 warps a block waiting on the
+// shared atomics, 47 cycles per instruction); `copies R` divides W by R and multiplies the passes
+// over the copies by R. `slices S` reads the input S times (the launch's S times the blocks: the
+// traffic model counts it) and merges E / S elements a block.
 constexpr double kGlobalAtomicsPerByte = 1.0 / 16;
 constexpr double kAtomicsPerElement = 1.5e9;
 constexpr double kClock = 1.7e9;
@@ -63,14 +69,18 @@ double accumulationSeconds(const Kernel& k, const NestPlan& plan, const NestEsti
     const double issueRate = double(d.multiprocessors) * 4 * kClock;  // warp instructions per second
     const bool warp = planned && ap.warp, shared = planned && ap.shared;
     const double atomics = warp ? *points * distinct / 32 : *points;
-    if (warp) total += *points / 32 * 60 / issueRate;
+    // (Sliced, every block of the S runs the exchange on each of its points.)
+    if (warp) total += *points * double(shared ? ap.slices : 1) / 32 * 60 / issueRate;
     if (shared) {
       const double conflicts = warp ? 1 : 32 / distinct;  // lanes a shared atomic serializes
-      total += atomics / 32 * conflicts / issueRate;
-      const double merged = double(e.blocks) * elements;
-      // The merge's device atomics, and the two passes over the copy (about 10 instructions per
+      const double slice = double(std::max<int64_t>(1, ap.sliceExtent));
+      const double warpsPerCopy = std::max(1.0, double(e.threads) / 32 / double(ap.copies));
+      const double contention = 1 + (warpsPerCopy - 1) * std::min(1.0, distinct / slice);
+      total += atomics / 32 * conflicts * contention / issueRate;
+      const double merged = double(e.blocks) * slice;
+      // The merge's device atomics, and the two passes over the copies (about 10 instructions per
       // element a pass, 32 elements a warp instruction).
-      total += merged / (d.memoryBandwidth * kGlobalAtomicsPerByte) + merged * 2 * 10 / 32 / issueRate;
+      total += merged / (d.memoryBandwidth * kGlobalAtomicsPerByte) + merged * double(ap.copies) * 2 * 10 / 32 / issueRate;
     } else {
       total += std::max(atomics / (d.memoryBandwidth * kGlobalAtomicsPerByte), atomics / (elements * kAtomicsPerElement));
     }

@@ -262,6 +262,18 @@ std::vector<std::string> schedulesOf(const Kernel& bound, std::mt19937_64& rng, 
   for (const Candidate& c : space.candidates)
     if (c.text.find("mma:") != std::string::npos) mma.push_back(&c);
   if (precision != Precision::Ieee && !mma.empty()) out.push_back(mma[rng() % mma.size()]->text);
+  // An accumulation privatized in shared memory: one of the space's such candidates again with
+  // random `slices` and `copies` (the space offers those only on grid-stride loops of one parallel
+  // index, which the grammar's accumulations lack), where the plan takes them.
+  std::vector<const Candidate*> privatized;
+  for (const Candidate& c : space.candidates)
+    if (c.text.find("accumulate: shared") != std::string::npos) privatized.push_back(&c);
+  if (!privatized.empty()) {
+    Schedule s = privatized[rng() % privatized.size()]->schedule;
+    for (NestSchedule& ns : s.nests)
+      if (ns.accumulate.shared) ns.accumulate.slices = 1 + int64_t(rng() % 4), ns.accumulate.copies = 1 + int64_t(rng() % 3);
+    if (planSchedule(bound, s, so.limits).ok()) out.push_back(printSchedule(s));
+  }
   return out;
 }
 

@@ -532,6 +532,7 @@ TEST(Schedule, ClauseTableDrivesPrintingAndParsing) {
       case ClauseKind::Keyword: ns.*row.flag = true; break;
       case ClauseKind::Mma: ns.*row.mma = MmaSchedule{MmaArith::Tf32x3, 2, 4, 4, 2, 32}; break;
       case ClauseKind::Scan: ns.*row.scan = ScanSchedule{ScanSchedule::Kind::Lines, 128, 4, 8}; break;
+      case ClauseKind::Accumulate: ns.*row.accumulate = AccumulateSchedule{true, 4, 8}; break;
     }
     EXPECT_FALSE(clauseAtDefault(row, ns)) << row.name;
     std::string text = printNestSchedule(ns);

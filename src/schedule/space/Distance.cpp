@@ -55,6 +55,7 @@ double clauseDistance(const ClauseRow& row, const NestSchedule& x, const NestSch
     case ClauseKind::Keyword: return x.*row.flag != y.*row.flag ? row.distance : 0;
     case ClauseKind::Mma: return x.*row.mma != y.*row.mma ? row.distance : 0;
     case ClauseKind::Scan: return x.*row.scan != y.*row.scan ? row.distance : 0;
+    case ClauseKind::Accumulate: return x.*row.accumulate != y.*row.accumulate ? row.distance : 0;
     case ClauseKind::Arrays: {
       std::set<std::string> sx((x.*row.arrays).begin(), (x.*row.arrays).end());
       std::set<std::string> sy((y.*row.arrays).begin(), (y.*row.arrays).end());
