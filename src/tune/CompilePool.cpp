@@ -347,6 +347,9 @@ class WorkerLink {
   // once through the log). A failure fails only this request. Throws json::exception for a request
   // without its members.
   Reply compile(const json& request, double timeoutSeconds);
+  // Starts the worker ahead of the first request (compile() does where this was not called), so
+  // that the first candidate's compile time is NVRTC's alone.
+  void prepare();
   void quit();  // asks the worker to exit and reaps it (if there is one)
   void abandon();
   pid_t pid(bool busyOnly) const {
@@ -497,17 +500,20 @@ WorkerLink::Reply WorkerLink::exchange(const json& request, double timeoutSecond
   return out;
 }
 
+void WorkerLink::prepare() {
+  if (tried_) return;
+  tried_ = true;
+  if (path_.empty()) inProcess_ = true;
+  else if (std::string why = start(); !why.empty()) useThreads(why);
+}
+
 WorkerLink::Reply WorkerLink::compile(const json& request, double timeoutSeconds) {
   if (abandoned()) {  // the pool or host is going away: start nothing, compile nothing
     Reply out;
     out.failure = "the compile slot was abandoned";
     return out;
   }
-  if (!tried_) {
-    tried_ = true;
-    if (path_.empty()) inProcess_ = true;
-    else if (std::string why = start(); !why.empty()) useThreads(why);
-  }
+  prepare();
   if (!inProcess_) {
     Reply r = exchange(request, timeoutSeconds);
     if (!r.noWorker) return r;
@@ -721,6 +727,7 @@ CompiledCandidate CompilePool::compileRemotely(Slot& slot, const CompileJob& job
 // A slot's thread: takes the current batch's next job whenever there is one, until the pool goes
 // away (or, for a remote slot, its host is lost).
 void CompilePool::runSlot(Slot& slot) {
+  if (slot.link && !shutdown_.load()) slot.link->prepare();  // the workers start as the pool does
   for (;;) {
     std::shared_ptr<const Batch> batch;
     size_t i = 0;
