@@ -125,12 +125,17 @@ t=j['wallSeconds']-j['referenceSeconds']
 print(f\"devices={j['devices']} measured={m} wall={j['wallSeconds']:.1f}s reference={j['referenceSeconds']:.1f}s \"
       f\"rate={m/t:.2f}/s best={j['best']['medianMs'] if j['best'] else None}\")" "$1" 2>&1
 }
+# Compile workers a search started, over its refinement rounds too (one per slot: the rounds run on
+# the workers the first batch started).
+starts() { echo "   compile workers started: $(grep -c "compile worker [0-9]* started" "$1")"; }
 RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 rtcgc tune "${search_args[@]}" --db "$out/sgemm-1.sqlite" \
   >"$out/sgemm-1.json" 2>"$out/sgemm-1.log"
 echo "== 2. one SGEMM search, 1 rank (rc=$?): $(rate "$out/sgemm-1.json")"
+starts "$out/sgemm-1.log"
 RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$gpus" rtcgc tune "${search_args[@]}" --db "$out/sgemm-$gpus.sqlite" \
   >"$out/sgemm-$gpus.json" 2>"$out/sgemm-$gpus.log"
 echo "== 2. one SGEMM search, $gpus ranks (rc=$?): $(rate "$out/sgemm-$gpus.json")"
+starts "$out/sgemm-$gpus.log"
 # Rank 0's pool compiles on every rank's slots: each host's share, from the JSON and the logs.
 grep -h "compiling with .* slots\|\] compiled .* candidates in" "$out/sgemm-$gpus.log" | sed 's/^/   /'
 python3 -c "
@@ -141,6 +146,7 @@ print('   compiled per rank: ' + ', '.join(f\"{'rank 0' if h['host'] == 'local' 
 RTCG_CACHE_DIR=$(mktemp -d) timeout 590 rtcgc tune "${search_args[@]}" --devices all --db "$out/sgemm-devices.sqlite" \
   >"$out/sgemm-devices.json" 2>"$out/sgemm-devices.log"
 echo "== 2. one SGEMM search, --devices all, no MPI (rc=$?): $(rate "$out/sgemm-devices.json")"
+starts "$out/sgemm-devices.log"
 
 fi
 # ---- 4. a rank killed mid-run --------------------------------------------------------------------

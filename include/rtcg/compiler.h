@@ -132,6 +132,42 @@ class MeasuringWorker {
   std::unique_ptr<Impl> impl_;
 };
 
+// A compile slot of another process (another MPI rank's compile worker, served there by a
+// CompileSlotServer), for rtcg.tune under mpiexec (python/rtcg/_tune.py carries the frames over
+// mpi4py). `compile` takes a "compile" frame of the compile worker's protocol (src/tune/CompilePool.h)
+// and the compile timeout, and returns the reply frame (CompileSlotServer::compile's on that rank),
+// or nullopt when no reply came within the timeout and a margin for a slow host, or once
+// `abandoned()` is true (the search is going away; poll it while waiting). It throws rtcg::Error
+// when that process is lost (the search stops). Called from one thread at a time per slot.
+struct CompileSlot {
+  std::string host;  // "rank 2": the slots of one host are counted together (TuneReport::compiledOn)
+  std::function<std::optional<std::string>(const std::string& frame, double timeoutSeconds,
+                                           const std::function<bool()>& abandoned)>
+      compile;
+};
+
+// The other side: compile slots this process serves for a search elsewhere, each a compile worker
+// process (`rtcg-worker --compile-worker`: `workerPath`, or $RTCG_WORKER, next to the program, PATH)
+// started at the slot's first frame and restarted after it died or timed out; where none can be
+// found or started, the slot compiles on the calling thread. compile() is called by one thread per
+// slot at a time, slots in parallel.
+class CompileSlotServer {
+ public:
+  explicit CompileSlotServer(int slots, const std::string& workerPath = "");
+  ~CompileSlotServer();  // ends the workers
+  CompileSlotServer(const CompileSlotServer&) = delete;
+  CompileSlotServer& operator=(const CompileSlotServer&) = delete;
+  int slots() const;
+  // The reply frame to a "compile" frame: "compiled", or "failed" with the reason (never throws).
+  std::string compile(int slot, const std::string& frame, double timeoutSeconds);
+  void abandon();  // from any thread: kills the workers (compiles in flight fail at once)
+  int64_t compiled() const;  // frames compiled, failed ones included
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 struct TuneRequest {
   std::string kernel;
   std::string fileName = "<string>";
@@ -153,6 +189,19 @@ struct TuneRequest {
   // MeasuringWorker of theirs needs; `remoteDeviceCount` of them (the compile pool is sized for all).
   std::function<std::vector<RemoteDevice>(const std::string& setup, const std::string& reference)> remoteDevices;
   int remoteDeviceCount = 0;
+  // Compile slots of other processes (the other ranks' CompileSlotServer) that the search's compile
+  // pool uses besides this process's compile workers; given any, those are sized for `devices`
+  // alone (the other hosts bring their own).
+  std::vector<CompileSlot> compileSlots;
+  int compileThreads = 0;  // this process's compile workers; 0: the cores, at most 16 per device
+};
+
+// How many candidates a host of compile slots compiled (failed ones included): "local" (this
+// process's compile workers) first, then each host of TuneRequest::compileSlots ("rank 1").
+struct CompileHost {
+  std::string host;
+  int slots = 0;
+  int64_t compiled = 0;
 };
 
 struct TuneReport {
@@ -168,6 +217,7 @@ struct TuneReport {
   double wallSeconds = 0;
   std::string reference;                    // how candidates were verified
   int devices = 1;                          // measuring devices (remote ones included)
+  std::vector<CompileHost> compiledOn;      // where the candidates compiled
 };
 
 // Searches the schedule space of the kernel on the GPU and records every candidate in the tuning

@@ -189,6 +189,34 @@ std::function<std::vector<rtcg::compiler::RemoteDevice>(const std::string&, cons
   };
 }
 
+// rtcg.tune's compile slots on other MPI ranks (python/rtcg/_tune.py): (host, compile) pairs, where
+// compile(frame: bytes, timeout: float, abandoned: callable) returns the reply frame or None. A
+// Python exception in one ends the search (as a lost host).
+std::vector<rtcg::compiler::CompileSlot> compileSlotsFn(nb::object slots) {
+  std::vector<rtcg::compiler::CompileSlot> out;
+  if (slots.is_none()) return out;
+  for (nb::handle item : slots) {
+    nb::tuple t = nb::cast<nb::tuple>(item);
+    auto compile = std::make_shared<Held>(nb::borrow(t[1]));
+    out.push_back({nb::cast<std::string>(t[0]),
+                   [compile](const std::string& frame, double timeout,
+                             const std::function<bool()>& abandoned) -> std::optional<std::string> {
+                     nb::gil_scoped_acquire gil;
+                     try {
+                       // Valid during this call only: the slot's Python side polls it while it waits.
+                       nb::object poll = nb::cpp_function([&abandoned] { return abandoned(); });
+                       nb::object reply = compile->f(nb::bytes(frame.data(), frame.size()), timeout, poll);
+                       if (reply.is_none()) return std::nullopt;
+                       nb::bytes b = nb::cast<nb::bytes>(reply);
+                       return std::string(b.c_str(), b.size());
+                     } catch (nb::python_error& e) {
+                       throw rtcg::Error(std::string("a remote compile slot failed: ") + e.what());
+                     }
+                   }});
+  }
+  return out;
+}
+
 // One launch argument, as python/rtcg/_launch.py makes it: (kind, value, count, type) with kind
 // "host" (value: the address of a NumPy array's data), "device" (a device address) or "scalar"
 // (value: the Python number), and type "f32", "f64", "i32" or "i64".
@@ -388,10 +416,12 @@ NB_MODULE(_rtcg, m) {
          int64_t maxCandidates, double timeLimit, const std::vector<int>& devices, const std::string& db,
          const std::string& worker, uint64_t seed, bool resume, nb::object progress, nb::object log,
          const std::string& precision, const std::map<std::string, std::string>& inputFiles, nb::object remote,
-         int remoteCount) {
+         int remoteCount, nb::object compileSlots, int compileThreads) {
         rtcg::compiler::TuneRequest r;
         r.remoteDevices = remoteFn(std::move(remote));
         r.remoteDeviceCount = remoteCount;
+        r.compileSlots = compileSlotsFn(std::move(compileSlots));
+        r.compileThreads = compileThreads;
         r.precision = precisionPolicy(precision);
         r.inputFiles = inputFiles;
         r.kernel = kernel;
@@ -438,11 +468,43 @@ NB_MODULE(_rtcg, m) {
         d["wall_seconds"] = t.wallSeconds;
         d["reference"] = t.reference;
         d["devices"] = t.devices;
+        nb::list on;
+        for (const rtcg::compiler::CompileHost& h : t.compiledOn) {
+          nb::dict host;
+          host["host"] = h.host;
+          host["slots"] = h.slots;
+          host["compiled"] = h.compiled;
+          on.append(host);
+        }
+        d["compiled_on"] = on;
         return d;
       },
       "source"_a, "sizes"_a, "kernel"_a, "file_name"_a, "max_candidates"_a, "time_limit"_a, "devices"_a, "db"_a,
       "worker"_a, "seed"_a, "resume"_a, "progress"_a.none(), "log"_a.none(), "precision"_a,
-      "input_files"_a, "remote"_a.none() = nb::none(), "remote_count"_a = 0);
+      "input_files"_a, "remote"_a.none() = nb::none(), "remote_count"_a = 0, "compile_slots"_a.none() = nb::none(),
+      "compile_threads"_a = 0);
+
+  // The compiling side of rtcg.tune under mpiexec: compile slots for another rank's search.
+  nb::class_<rtcg::compiler::CompileSlotServer>(m, "CompileSlotServer")
+      .def(nb::init<int, const std::string&>(), "slots"_a, "worker"_a = "")
+      .def("compile",
+           [](rtcg::compiler::CompileSlotServer& s, int slot, nb::bytes frame, double timeout) {
+             if (slot < 0 || slot >= s.slots())
+               throw nb::index_error(("no compile slot " + std::to_string(slot)).c_str());
+             std::string f(frame.c_str(), frame.size()), out;
+             {
+               nb::gil_scoped_release release;
+               out = s.compile(slot, f, timeout);
+             }
+             return nb::bytes(out.data(), out.size());
+           },
+           "slot"_a, "frame"_a, "timeout"_a)
+      .def("abandon", [](rtcg::compiler::CompileSlotServer& s) {
+        nb::gil_scoped_release release;
+        s.abandon();
+      })
+      .def_prop_ro("slots", &rtcg::compiler::CompileSlotServer::slots)
+      .def_prop_ro("compiled", &rtcg::compiler::CompileSlotServer::compiled);
 
   // The measuring side of rtcg.tune under mpiexec: another rank's search measured on this device.
   nb::class_<rtcg::compiler::MeasuringWorker>(m, "MeasuringWorker")

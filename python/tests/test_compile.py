@@ -303,3 +303,41 @@ def test_hostile_arguments_are_refused(tmp_path):
     good = tmp_path / "axpy.rtcg"
     good.write_text(AXPY)
     assert rtcg.check(good, {"n": 10})["name"] == "axpy"
+
+
+def _frame(body: dict, blob: bytes = b"") -> bytes:
+    """A frame of the compile worker's protocol: "RTCG", u32 JSON bytes, u64 blob bytes, JSON, blob."""
+    import json
+    import struct
+
+    text = json.dumps(body).encode()
+    return b"RTCG" + struct.pack("<IQ", len(text), len(blob)) + text + blob
+
+
+def _unframe(frame: bytes) -> tuple[dict, bytes]:
+    import json
+    import struct
+
+    assert frame[:4] == b"RTCG"
+    n, m = struct.unpack("<IQ", frame[4:16])
+    assert len(frame) == 16 + n + m
+    return json.loads(frame[16:16 + n]), frame[16 + n:]
+
+
+def test_compile_slot_server_compiles_a_frame_and_refuses_garbage():
+    """rtcg.tune's compile slots on another MPI rank (no MPI needed): a compile frame comes back as
+    a cubin; a malformed frame as a failure with the reason; a slot it does not have is an error."""
+    from rtcg._native import native
+
+    server = native.CompileSlotServer(1)
+    assert server.slots == 1
+    source = 'extern "C" __global__ void k_0(float* x) { x[threadIdx.x] = 1.0f; }'
+    reply, cubin = _unframe(server.compile(0, _frame({"type": "compile", "id": 7, "kernel": "k", "arch": "sm_90",
+                                                      "source": source}), 60.0))
+    assert reply["type"] == "compiled" and reply["id"] == 7 and reply["success"], reply
+    assert cubin[:4] == b"\x7fELF"
+    failed, _ = _unframe(server.compile(0, b"garbage", 60.0))
+    assert failed["type"] == "failed" and "malformed compile request" in failed["reason"], failed
+    assert server.compiled == 1
+    with pytest.raises(IndexError):
+        server.compile(1, b"", 1.0)

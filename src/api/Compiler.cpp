@@ -22,10 +22,12 @@
 #include "schedule/PolicyRewrite.h"
 #include "support/Error.h"
 #include "support/InputFile.h"
+#include "tune/CompilePool.h"
 #include "tune/ServedWorker.h"
 #include "tune/TestDevice.h"
 #include "tune/Tuner.h"
 #include "tune/TuningDb.h"
+#include "tune/WorkerProcess.h"
 
 namespace rtcg::compiler {
 
@@ -328,7 +330,45 @@ class RemoteDeviceMeasurer : public RemoteMeasurer {
   std::atomic<int> restarts_{0};
 };
 
+// A CompileSlot of the request behind the compile pool's remote slot interface.
+class RequestCompileSlot : public ::rtcg::RemoteCompileSlot {
+ public:
+  explicit RequestCompileSlot(CompileSlot slot) : slot_(std::move(slot)) {}
+  std::optional<std::string> exchange(const std::string& frame, double timeoutSeconds,
+                                      const std::atomic<bool>& abandon) override {
+    return slot_.compile(frame, timeoutSeconds, [&abandon] { return abandon.load(); });
+  }
+  std::string host() const override { return slot_.host; }
+
+ private:
+  CompileSlot slot_;
+};
+
+// A CompileSlotServer's compile worker: the one findWorker finds, or none (the slots compile on
+// threads).
+std::string serverWorker(const std::string& workerPath) {
+  try {
+    return findWorker(workerPath);
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 }  // namespace
+
+struct CompileSlotServer::Impl {
+  CompileSlotHost host;
+};
+
+CompileSlotServer::CompileSlotServer(int slots, const std::string& workerPath)
+    : impl_(new Impl{CompileSlotHost(serverWorker(workerPath), std::max(1, slots))}) {}
+CompileSlotServer::~CompileSlotServer() = default;
+int CompileSlotServer::slots() const { return impl_->host.slots(); }
+std::string CompileSlotServer::compile(int slot, const std::string& frame, double timeoutSeconds) {
+  return impl_->host.compile(slot, frame, timeoutSeconds);
+}
+void CompileSlotServer::abandon() { impl_->host.abandon(); }
+int64_t CompileSlotServer::compiled() const { return impl_->host.compiled(); }
 
 struct MeasuringWorker::Impl {
   ServedWorker served;
@@ -373,6 +413,11 @@ TuneReport tune(std::string_view source, const Sizes& sizes, const TuneRequest& 
       return out;
     };
   }
+  o.compileThreads = request.compileThreads;
+  for (const CompileSlot& slot : request.compileSlots) {
+    if (!slot.compile) throw Error(fmt::format("TuneRequest::compileSlots: the slot of '{}' has no compile function", slot.host));
+    o.remoteCompileSlots.push_back(std::make_shared<RequestCompileSlot>(slot));
+  }
   if (request.progress) {
     double limit = request.timeLimitSeconds;
     auto progress = request.progress;
@@ -392,6 +437,7 @@ TuneReport tune(std::string_view source, const Sizes& sizes, const TuneRequest& 
   for (size_t i = 0; i < r.candidates.size(); ++i)
     out.candidates.push_back(candidateOf(r.candidates[i], i < r.completedSeconds.size() ? r.completedSeconds[i] : 0));
   out.devices = r.devices;
+  for (const CompileHostCount& h : r.compiledOn) out.compiledOn.push_back({h.host, h.slots, h.compiled});
   out.enumerated = r.enumerated;
   out.generated = r.generated;
   out.pruned = r.pruned;

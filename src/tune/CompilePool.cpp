@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "driver/Pipeline.h"
+#include "support/Error.h"
 #include "tune/WorkerProcess.h"
 #include "tune/WorkerProtocol.h"
 
@@ -297,7 +299,7 @@ std::pair<json, std::string> compileHere(const json& request) {
     throw;
   } catch (const std::exception& e) {  // e.g. NVRTC cannot be loaded: the candidate fails, the worker goes on
     r = CudaCompileResult{};
-    r.log = fmt::format("the compile worker could not run NVRTC: {}", e.what());
+    r.log = fmt::format("NVRTC could not run: {}", e.what());
   }
   json reply = {{"type", "compiled"},
                 {"id", request.at("id").get<int64_t>()},
@@ -320,34 +322,53 @@ CudaCompileResult binaryOfReply(const json& reply, const std::string& cubin, siz
   return binary;
 }
 
-// One compile worker process (of a pool's slot or a CompileSlotHost's): started, sent one request
-// at a time, ended when it dies, times out or sends garbage (the next request starts another).
-// Used by one thread, except pid() and abandon(), which any thread may call.
+}  // namespace
+
+namespace compileworker {
+
+// A slot's compile worker process (a pool's local slot or a CompileSlotHost's): started at the
+// slot's first request, sent one request at a time, ended when it dies, times out or sends garbage
+// (the next request starts another). Where none can be started (or the path is empty) the slot
+// compiles on the calling thread from then on. Used by one thread, except pid() and abandon(),
+// which any thread may call.
 class WorkerLink {
  public:
   WorkerLink(std::string path, std::function<void(const std::string&)> log)
       : path_(std::move(path)), log_(std::move(log)) {}
   ~WorkerLink() { quit(); }
 
-  // Starts a worker: "" once it said hello, else why not (and it is ended).
-  std::string start();
   struct Reply {
-    json body;  // the worker's "compiled" message (id checked), with `cubin`
+    json body;  // the "compiled" message (id checked), with `cubin`
     std::string cubin;
     std::string failure;    // else why not; the worker has been ended
-    bool noWorker = false;  // with `failure`: no worker could be started (compile elsewhere)
+    bool noWorker = false;  // with `failure` from exchange(): no worker could be started
   };
-  Reply exchange(const json& request, double timeoutSeconds);
+  // Compiles a "compile" request in the worker, or on this thread where no worker starts (said
+  // once through the log). A failure fails only this request. Throws json::exception for a request
+  // without its members.
+  Reply compile(const json& request, double timeoutSeconds);
+  // Starts the worker ahead of the first request (compile() does where this was not called), so
+  // that the first candidate's compile time is NVRTC's alone.
+  void prepare();
   void quit();  // asks the worker to exit and reaps it (if there is one)
   void abandon();
   pid_t pid(bool busyOnly) const {
     std::lock_guard<std::mutex> lock(mutex_);
     return !busyOnly || busy_ ? child_.pid : -1;
   }
-  bool running() const { return child_.pid > 0; }  // the owning thread's question
   int restarts() const { return restarts_.load(); }
+  bool fellBack() const { return fellBack_.load(); }  // a worker could not start: compiles here
 
  private:
+  // Starts a worker: "" once it said hello, else why not (and it is ended).
+  std::string start();
+  // Sends the request to the worker (restarted when it died) and waits for the reply.
+  Reply exchange(const json& request, double timeoutSeconds);
+  void useThreads(const std::string& why) {
+    inProcess_ = true;
+    fellBack_ = true;
+    say(fmt::format("cannot start a compile worker ({}): compiling on a thread of this process instead", why));
+  }
   std::string end(bool kill);
   void setBusy(bool busy) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -367,6 +388,9 @@ class WorkerLink {
   ChildProcess child_;
   std::unique_ptr<FrameChannel> channel_;
   bool busy_ = false, abandoned_ = false;
+  bool tried_ = false;     // the first request came (the worker was started, or not)
+  bool inProcess_ = false; // no worker: compile on the calling thread
+  std::atomic<bool> fellBack_{false};
   std::atomic<int> restarts_{0};
 };
 
@@ -476,7 +500,33 @@ WorkerLink::Reply WorkerLink::exchange(const json& request, double timeoutSecond
   return out;
 }
 
-}  // namespace
+void WorkerLink::prepare() {
+  if (tried_) return;
+  tried_ = true;
+  if (path_.empty()) inProcess_ = true;
+  else if (std::string why = start(); !why.empty()) useThreads(why);
+}
+
+WorkerLink::Reply WorkerLink::compile(const json& request, double timeoutSeconds) {
+  if (abandoned()) {  // the pool or host is going away: start nothing, compile nothing
+    Reply out;
+    out.failure = "the compile slot was abandoned";
+    return out;
+  }
+  prepare();
+  if (!inProcess_) {
+    Reply r = exchange(request, timeoutSeconds);
+    if (!r.noWorker) return r;
+    useThreads(r.failure);  // it died and no other starts: this slot compiles here from now on
+  }
+  Reply out;
+  std::tie(out.body, out.cubin) = compileHere(request);
+  return out;
+}
+
+}  // namespace compileworker
+
+using compileworker::WorkerLink;
 
 int serveCompileWorker(int fd) {
   FrameChannel channel(fd);
@@ -500,28 +550,24 @@ int serveCompileWorker(int fd) {
 
 // ---- compile slots served for a pool elsewhere -------------------------------------------------
 
-struct CompileSlotHost::HostedSlot {
-  std::unique_ptr<WorkerLink> link;
-  bool started = false;    // its worker was tried
-  bool inProcess = false;  // no worker: compile on the calling thread
-};
-
-CompileSlotHost::CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log)
-    : workerPath_(std::move(workerPath)), log_(std::move(log)) {
-  for (int i = 0; i < slots; ++i) {
-    slots_.push_back(std::make_unique<HostedSlot>());
-    slots_.back()->link = std::make_unique<WorkerLink>(workerPath_, log_);
-  }
+CompileSlotHost::CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log) {
+  for (int i = 0; i < slots; ++i) slots_.push_back(std::make_unique<WorkerLink>(workerPath, log));
 }
 
 CompileSlotHost::~CompileSlotHost() = default;  // each link asks its worker to quit
 
 void CompileSlotHost::abandon() {
-  for (const std::unique_ptr<HostedSlot>& s : slots_) s->link->abandon();
+  for (const std::unique_ptr<WorkerLink>& s : slots_) s->abandon();
+}
+
+std::vector<pid_t> CompileSlotHost::workerPids() const {
+  std::vector<pid_t> out;
+  for (const std::unique_ptr<WorkerLink>& s : slots_) out.push_back(s->pid(false));
+  return out;
 }
 
 std::string CompileSlotHost::compile(int slot, const std::string& frame, double timeoutSeconds) {
-  HostedSlot& s = *slots_.at(size_t(slot));
+  WorkerLink& link = *slots_.at(size_t(slot));
   json request;
   int64_t id = -1;
   auto failed = [&](const std::string& reason) {
@@ -537,28 +583,10 @@ std::string CompileSlotHost::compile(int slot, const std::string& frame, double 
     return failed(fmt::format("a malformed compile request: {}", e.what()));
   }
   ++compiled_;
-  auto useThreads = [&](const std::string& why) {
-    s.inProcess = true;
-    if (log_) log_(fmt::format("cannot start a compile worker ({}): compiling on a thread of this process instead", why));
-  };
-  if (!s.started) {
-    s.started = true;
-    if (workerPath_.empty()) s.inProcess = true;
-    else if (std::string why = s.link->start(); !why.empty()) useThreads(why);
-  }
-  if (!s.inProcess) {
-    WorkerLink::Reply r = s.link->exchange(request, timeoutSeconds);
-    if (r.failure.empty()) return FrameChannel::encodeFrame(r.body, r.cubin);
-    if (!r.noWorker) {
-      std::string reason = r.failure + " (a new worker takes the next candidate)";
-      if (log_) log_(fmt::format("candidate {}: {}", id, reason));
-      return failed(reason);
-    }
-    useThreads(r.failure);
-  }
   try {
-    auto [reply, cubin] = compileHere(request);
-    return FrameChannel::encodeFrame(reply, cubin);
+    WorkerLink::Reply r = link.compile(request, timeoutSeconds);
+    if (r.failure.empty()) return FrameChannel::encodeFrame(r.body, r.cubin);
+    return failed(r.failure + " (a new worker takes the next candidate)");
   } catch (const std::exception& e) {  // a request without its members, or out of memory
     return failed(e.what());
   }
@@ -567,18 +595,17 @@ std::string CompileSlotHost::compile(int slot, const std::string& frame, double 
 // ---- the pool ---------------------------------------------------------------------------------------
 
 // A local compile worker and the thread in this process that feeds it, or a remote slot and the
-// thread that waits for it.
+// thread that waits for it. Both live as long as the pool, over its batches.
 struct CompilePool::Slot {
   std::unique_ptr<WorkerLink> link;  // local
   RemoteCompileSlot* remote = nullptr;
-  size_t host = 0;         // index into hosts_
-  bool inProcess = false;  // no worker: compile on this thread
+  size_t host = 0;  // index into hosts_
   std::thread thread;
 };
 
 CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits limits, std::vector<CompileJob> jobs,
                          CompilePoolOptions options)
-    : bound_(bound), arch_(std::move(arch)), limits_(limits), jobs_(std::move(jobs)), options_(std::move(options)) {
+    : bound_(bound), arch_(std::move(arch)), limits_(limits), options_(std::move(options)) {
   int local = options_.parallel;
   if (local <= 0)
     local = std::min(16 * std::max(1, options_.measuringDevices), int(std::max(1u, std::thread::hardware_concurrency())));
@@ -597,7 +624,7 @@ CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits lim
     queues[h].back()->remote = r.get();
     queues[h].back()->host = h;
   }
-  size_t n = std::max<size_t>(1, jobs_.size());  // never more slots than jobs
+  size_t n = std::max<size_t>(1, jobs.size());  // never more slots than jobs
   for (bool any = true; any && slots_.size() < n;) {
     any = false;
     for (std::deque<std::unique_ptr<Slot>>& q : queues)
@@ -608,70 +635,65 @@ CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits lim
         any = true;
       }
   }
+  batch_ = std::make_shared<const Batch>(std::move(jobs));
   start_ = lastFinish_ = Clock::now();
-  running_ = int(slots_.size());
   for (std::unique_ptr<Slot>& s : slots_) s->thread = std::thread([this, slot = s.get()] { runSlot(*slot); });
 }
 
 CompilePool::~CompilePool() {
-  stop();
-  shutdown_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = true;
+    shutdown_.store(true);
+  }
+  work_.notify_all();
   for (const std::unique_ptr<Slot>& s : slots_)
     if (s->link) s->link->abandon();  // its thread sees end of input and reaps the worker
   for (const std::unique_ptr<Slot>& s : slots_)
     if (s->thread.joinable()) s->thread.join();
 }
 
-// Starts a local slot's worker; false (and the slot compiles on its thread) when none starts.
-bool CompilePool::startWorker(Slot& slot) {
-  std::string why = slot.link->start();
-  if (why.empty()) return true;
-  useThreads(slot, why);
-  return false;
-}
-
-void CompilePool::useThreads(Slot& slot, const std::string& why) {
-  slot.inProcess = true;
+void CompilePool::add(std::vector<CompileJob> jobs) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    fallback_ = true;
+    RTCG_ASSERT(done_.empty() && batchOver(), "a compile pool was given a batch before the last one was handed out");
+    batch_ = std::make_shared<const Batch>(std::move(jobs));
+    nextJob_ = 0;
+    stopped_ = false;
+    finished_ = 0;
+    start_ = lastFinish_ = Clock::now();
   }
-  if (options_.log && !shutdown_.load())
-    options_.log(fmt::format("cannot start a compile worker ({}): compiling on a thread of this process instead", why));
+  work_.notify_all();
 }
 
-CompiledCandidate CompilePool::compileInWorker(Slot& slot, size_t job) {
+bool CompilePool::batchOver() const { return busy_ == 0 && (stopped_ || nextJob_ >= batch_->size()); }
+
+// A local slot's job: emitted here, compiled by the slot's worker (or on this thread).
+CompiledCandidate CompilePool::compileLocally(Slot& slot, const CompileJob& job, size_t index) {
   CompiledCandidate c;
-  if (!emitJob(bound_, jobs_[job], limits_, c)) return c;
+  if (!emitJob(bound_, job, limits_, c)) return c;
   Clock::time_point t1 = Clock::now();
   WorkerLink::Reply r =
-      slot.link->exchange(compileRequest(job, bound_.name, arch_, c.module.source), options_.compileTimeoutSeconds);
-  if (r.noWorker) {  // this slot compiles in process from now on
-    useThreads(slot, r.failure);
-    CudaCompileResult binary = compileGenerated(bound_.name, c.module.source, arch_);
-    c.compileMs = msSince(t1);
-    takeBinary(c, binary, limits_);
-    return c;
-  }
+      slot.link->compile(compileRequest(index, bound_.name, arch_, c.module.source), options_.compileTimeoutSeconds);
   c.compileMs = msSince(t1);
   if (!r.failure.empty()) {
     c.status = CandidateStatus::CompileFailed;
     c.reason = r.failure + " (a new worker takes the next candidate)";
-    if (options_.log && !shutdown_.load()) options_.log(fmt::format("candidate {}: {}", job, c.reason));
+    if (options_.log && !shutdown_.load()) options_.log(fmt::format("candidate {}: {}", index, c.reason));
     return c;
   }
-  takeBinary(c, binaryOfReply(r.body, r.cubin, job), limits_);
+  takeBinary(c, binaryOfReply(r.body, r.cubin, index), limits_);
   return c;
 }
 
 // Throws what the remote slot throws when its host is lost.
-CompiledCandidate CompilePool::compileRemotely(Slot& slot, size_t job) {
+CompiledCandidate CompilePool::compileRemotely(Slot& slot, const CompileJob& job, size_t index) {
   CompiledCandidate c;
-  if (!emitJob(bound_, jobs_[job], limits_, c)) return c;
+  if (!emitJob(bound_, job, limits_, c)) return c;
   Clock::time_point t1 = Clock::now();
   std::string host = slot.remote->host();
   std::optional<std::string> frame =
-      slot.remote->exchange(FrameChannel::encodeFrame(compileRequest(job, bound_.name, arch_, c.module.source)),
+      slot.remote->exchange(FrameChannel::encodeFrame(compileRequest(index, bound_.name, arch_, c.module.source)),
                             options_.compileTimeoutSeconds, shutdown_);
   c.compileMs = msSince(t1);
   std::string failure;
@@ -684,10 +706,10 @@ CompiledCandidate CompilePool::compileRemotely(Slot& slot, size_t job) {
       json reply;
       std::string cubin;
       FrameChannel::decodeFrame(*frame, reply, cubin);
-      if (reply.value("type", "") == "failed" && reply.value("id", int64_t(-1)) == int64_t(job))
+      if (reply.value("type", "") == "failed" && reply.value("id", int64_t(-1)) == int64_t(index))
         failure = fmt::format("on {}: {}", host, reply.at("reason").get<std::string>());
       else
-        binary = binaryOfReply(reply, cubin, job);
+        binary = binaryOfReply(reply, cubin, index);
     } catch (const std::exception& e) {
       failure = fmt::format("{} sent a malformed reply: {}", host, e.what());
     }
@@ -695,60 +717,65 @@ CompiledCandidate CompilePool::compileRemotely(Slot& slot, size_t job) {
   if (!failure.empty()) {
     c.status = CandidateStatus::CompileFailed;
     c.reason = failure;
-    if (options_.log && !shutdown_.load()) options_.log(fmt::format("candidate {}: {}", job, c.reason));
+    if (options_.log && !shutdown_.load()) options_.log(fmt::format("candidate {}: {}", index, c.reason));
     return c;
   }
   takeBinary(c, binary, limits_);
   return c;
 }
 
+// A slot's thread: takes the current batch's next job whenever there is one, until the pool goes
+// away (or, for a remote slot, its host is lost).
 void CompilePool::runSlot(Slot& slot) {
-  if (!slot.remote) {
-    if (options_.workerPath.empty()) slot.inProcess = true;
-    else startWorker(slot);
-  }
-  while (!stopped_.load()) {
-    size_t i = nextJob_.fetch_add(1);
-    if (i >= jobs_.size()) break;
+  if (slot.link && !shutdown_.load()) slot.link->prepare();  // the workers start as the pool does
+  for (;;) {
+    std::shared_ptr<const Batch> batch;
+    size_t i = 0;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      work_.wait(lock, [&] { return shutdown_.load() || (!stopped_ && nextJob_ < batch_->size()); });
+      if (shutdown_.load()) break;
+      batch = batch_;
+      i = nextJob_++;
+      ++busy_;
+    }
+    const CompileJob& job = (*batch)[i];
     CompiledCandidate c;
+    bool lost = false;
     try {
-      c = slot.remote      ? compileRemotely(slot, i)
-          : slot.inProcess ? compileCandidate(bound_, jobs_[i], arch_, limits_)
-                           : compileInWorker(slot, i);
+      c = slot.remote ? compileRemotely(slot, job, i) : compileLocally(slot, job, i);
     } catch (const std::exception& e) {
       if (slot.remote) {  // its host is lost: the pool stops, next() says why
         std::lock_guard<std::mutex> lock(mutex_);
         if (!lost_) lost_ = std::current_exception();
-        stopped_.store(true);
-        break;
+        stopped_ = true;
+        lost = true;
+      } else {  // e.g. out of memory: the candidate fails, the pool goes on
+        c.status = CandidateStatus::CompileFailed;
+        c.reason = e.what();
       }
-      // e.g. out of memory: the candidate fails, the pool goes on
-      c.status = CandidateStatus::CompileFailed;
-      c.reason = e.what();
     }
     c.job = i;
-    c.label = jobs_[i].label;
-    if (shutdown_.load()) break;  // the pool is going away: nobody takes results any more
-    finish(std::move(c), slot.host);
+    c.label = job.label;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --busy_;
+      if (!lost && !shutdown_.load()) {  // else nobody takes results any more
+        done_.push_back(std::move(c));
+        ++finished_;
+        ++hosts_[slot.host].compiled;
+        lastFinish_ = Clock::now();
+      }
+    }
+    ready_.notify_all();
+    if (lost) break;
   }
   if (slot.link) slot.link->quit();
-  std::lock_guard<std::mutex> lock(mutex_);
-  --running_;
-  ready_.notify_all();
-}
-
-void CompilePool::finish(CompiledCandidate c, size_t host) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  done_.push_back(std::move(c));
-  ++finished_;
-  ++hosts_[host].compiled;
-  lastFinish_ = Clock::now();
-  ready_.notify_all();
 }
 
 std::optional<CompiledCandidate> CompilePool::next() {
   std::unique_lock<std::mutex> lock(mutex_);
-  ready_.wait(lock, [&] { return lost_ || !done_.empty() || running_ == 0; });
+  ready_.wait(lock, [&] { return lost_ || !done_.empty() || batchOver(); });
   if (lost_) std::rethrow_exception(lost_);
   if (done_.empty()) return std::nullopt;
   CompiledCandidate c = std::move(done_.front());
@@ -756,11 +783,18 @@ std::optional<CompiledCandidate> CompilePool::next() {
   return c;
 }
 
-void CompilePool::stop() { stopped_.store(true); }
+void CompilePool::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = true;
+  }
+  ready_.notify_all();  // a batch with nothing compiling is over now
+}
 
 bool CompilePool::usedFallback() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return fallback_;
+  for (const std::unique_ptr<Slot>& s : slots_)
+    if (s->link && s->link->fellBack()) return true;
+  return false;
 }
 
 int CompilePool::workerRestarts() const {

@@ -5,12 +5,15 @@
 // Processes, not threads: NVRTC serializes much of its work inside one process, so on a 16-core
 // host threads flatten at about 60 candidates/s while worker processes reach about 270/s
 // (bench/nvrtc_throughput). The pool therefore starts N compile workers (`rtcg-worker
-// --compile-worker`, spawned once per search with posix_spawn) and keeps one feeding thread per
-// worker in this process: it emits a job's CUDA C, sends it over the framed protocol below,
-// waits for the cubin and checks that it can launch. A worker that dies or takes longer than the
-// compile timeout fails only the candidate it held (CompileFailed, with the reason) and is
-// restarted. Only when no worker can be started (no executable, or one that does not answer)
-// does the pool compile on threads in this process, and says so through its log.
+// --compile-worker`, spawned with posix_spawn at a slot's first job) and keeps one feeding thread
+// per worker in this process: it emits a job's CUDA C, sends it over the framed protocol below,
+// waits for the cubin and checks that it can launch. The pool takes jobs a batch at a time (a
+// search's first batch, then one per refinement round: add()); its workers and slots live as long
+// as the pool, so a search starts each worker once, not once per round (each start costs a process
+// and NVRTC's first compile). A worker that dies or takes longer than the compile timeout fails
+// only the candidate it held (CompileFailed, with the reason) and is restarted. Only when no
+// worker can be started (no executable, or one that does not answer) does the pool compile on
+// threads in this process, and says so through its log.
 //
 // Compile-worker protocol: the frames of tune/WorkerProtocol.h ("RTCG" | u32 jsonBytes | u64
 // blobBytes | JSON | blob) on a socket on the worker's stdin and stdout, with its own messages (the
@@ -26,6 +29,9 @@
 // Slots: local ones (a worker process each, sized by CompilePoolOptions::parallel) and, with
 // CompilePoolOptions::remoteSlots, slots other hosts serve (RemoteCompileSlot); jobs go to
 // whichever slot is free. A remote host that is lost stops the pool: next() throws its error.
+// A slot's "start the worker at first use, restart it after it died, else compile on the calling
+// thread" is one piece (the worker link in CompilePool.cpp), shared by the pool's local slots and
+// CompileSlotHost's.
 #pragma once
 
 #include <sys/types.h>
@@ -108,7 +114,7 @@ CompiledCandidate compileCandidate(const Kernel& bound, const CompileJob& job, c
 int serveCompileWorker(int fd);
 
 // A compile slot served elsewhere (another MPI rank's compile worker, reached through that rank:
-// tools/rtcgc/MpiTune.h). One pool thread uses it at a time; pools of later batches reuse it.
+// tools/rtcgc/MpiTune.h). One pool thread uses it at a time, for every batch of the pool.
 class RemoteCompileSlot {
  public:
   virtual ~RemoteCompileSlot() = default;
@@ -129,6 +135,10 @@ struct CompileHostCount {
   int64_t compiled = 0;
 };
 
+namespace compileworker {
+class WorkerLink;  // a slot's compile worker (CompilePool.cpp)
+}
+
 // Compile slots this process serves for a pool elsewhere (an MPI rank's relay for rank 0's pool):
 // a compile worker per slot, started at the slot's first frame and restarted after it died or
 // timed out; where none starts (or `workerPath` is empty), the slot compiles on the calling
@@ -142,17 +152,17 @@ class CompileSlotHost {
 
   int slots() const { return int(slots_.size()); }
   // Compiles a "compile" frame on `slot`; returns the reply frame ("compiled", or "failed" with the
-  // reason: the worker died, timed out, sent garbage, or the frame is not a compile request).
+  // reason: the worker died, timed out, sent garbage, the host was abandoned, or the frame is not a
+  // compile request).
   std::string compile(int slot, const std::string& frame, double timeoutSeconds);
   // From any thread: kills the workers (compiles in flight fail at once), starts no more.
   void abandon();
   int64_t compiled() const { return compiled_.load(); }
+  // The slots' worker process ids, -1 for a slot without one (tests count them).
+  std::vector<pid_t> workerPids() const;
 
  private:
-  struct HostedSlot;
-  std::string workerPath_;
-  std::function<void(const std::string&)> log_;
-  std::vector<std::unique_ptr<HostedSlot>> slots_;
+  std::vector<std::unique_ptr<compileworker::WorkerLink>> slots_;
   std::atomic<int64_t> compiled_{0};
 };
 
@@ -171,21 +181,27 @@ struct CompilePoolOptions {
 
 class CompilePool {
  public:
-  // Starts compiling `jobs` in order, `options.parallel` at a time (never more than there are jobs).
+  // Starts compiling `jobs`, the first batch, `options.parallel` at a time. The pool has that many
+  // slots for its whole life, but never more than this batch has jobs (a search's later batches,
+  // its refinement rounds, are at most that large).
   CompilePool(const Kernel& bound, std::string arch, LaunchLimits limits, std::vector<CompileJob> jobs,
               CompilePoolOptions options = {});
   ~CompilePool();  // stops; kills the workers (abandoning their compiles) and joins
   CompilePool(const CompilePool&) = delete;
   CompilePool& operator=(const CompilePool&) = delete;
 
-  // The next finished candidate (completion order), waiting for one; nullopt once every started
-  // job has been handed out and no more will start.
+  // Starts the next batch on the same slots and workers (its jobs numbered from 0 again). The
+  // current batch must be handed out (next() said nullopt); throws InternalError otherwise.
+  void add(std::vector<CompileJob> jobs);
+  // The next finished candidate of the current batch (completion order), waiting for one; nullopt
+  // once every started job of it has been handed out and no more will start. Throws a lost remote
+  // host's error.
   std::optional<CompiledCandidate> next();
-  // Starts no further jobs (those compiling finish and are still handed out).
+  // Starts no further jobs of the current batch (those compiling finish and are still handed out).
   void stop();
 
   int parallel() const { return int(slots_.size()); }  // local and remote slots
-  // Slots and finished candidates per host, "local" first.
+  // Slots and finished candidates per host over every batch, "local" first.
   std::vector<CompileHostCount> hosts() const;
   // Whether any compile ran on a thread of this process (no worker could be started).
   bool usedFallback() const;
@@ -194,38 +210,37 @@ class CompilePool {
   // those holding a candidate now.
   std::vector<pid_t> workerPids(bool busyOnly = false) const;
 
-  int64_t started() const { return nextJob_.load() < jobs_.size() ? int64_t(nextJob_.load()) : int64_t(jobs_.size()); }
-  int64_t finished() const;
-  // Finished candidates per second of wall time from the pool's start to the last finish.
+  int64_t finished() const;  // of the current batch
+  // Finished candidates per second of the current batch's wall time, from its start to its last
+  // finish.
   double throughput() const;
   double seconds() const;  // that wall time
 
  private:
   struct Slot;
+  using Batch = std::vector<CompileJob>;
   void runSlot(Slot& slot);
-  bool startWorker(Slot& slot);
-  void useThreads(Slot& slot, const std::string& why);
-  CompiledCandidate compileInWorker(Slot& slot, size_t job);
-  CompiledCandidate compileRemotely(Slot& slot, size_t job);
-  void finish(CompiledCandidate c, size_t host);
+  CompiledCandidate compileLocally(Slot& slot, const CompileJob& job, size_t index);
+  CompiledCandidate compileRemotely(Slot& slot, const CompileJob& job, size_t index);
+  bool batchOver() const;  // under mutex_: no job of the batch compiling or left to start
 
   Kernel bound_;
   std::string arch_;
   LaunchLimits limits_;
-  std::vector<CompileJob> jobs_;
   CompilePoolOptions options_;
-  std::atomic<size_t> nextJob_{0};
-  std::atomic<bool> stopped_{false};    // no new jobs
   std::atomic<bool> shutdown_{false};   // the destructor: abandon compiles in flight
   mutable std::mutex mutex_;            // guards what follows
-  std::condition_variable ready_;
+  std::condition_variable ready_;       // next(): a candidate finished, or the batch is over
+  std::condition_variable work_;        // the slots: a job to start, or the shutdown
+  std::shared_ptr<const Batch> batch_;  // the current batch
+  size_t nextJob_ = 0;                  // its next job to start
+  bool stopped_ = false;                // its jobs: no more start
+  int busy_ = 0;                        // slots compiling one of its jobs
   std::deque<CompiledCandidate> done_;
-  int running_ = 0;  // slots still working
-  int64_t finished_ = 0;
-  bool fallback_ = false;
+  int64_t finished_ = 0;                // of the current batch
   std::exception_ptr lost_;  // a remote host was lost: next() throws this
   std::vector<CompileHostCount> hosts_;
-  std::chrono::steady_clock::time_point start_, lastFinish_;
+  std::chrono::steady_clock::time_point start_, lastFinish_;  // of the current batch
   std::vector<std::unique_ptr<Slot>> slots_;
 };
 

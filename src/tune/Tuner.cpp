@@ -179,47 +179,23 @@ std::vector<std::unique_ptr<WorkerProcess>> startWorkers(const std::string& work
   return workers;
 }
 
-// The compile pool behind the search's compiler interface: the first batch's pool was started
-// before the reference (compiling overlaps with it); each refinement round starts a pool of its own
-// with the same options.
+// The compile pool behind the search's compiler interface: started with the first batch before
+// the reference (compiling overlaps with it); each refinement round is another batch of the same
+// pool, on the workers (local and remote) the first one started.
 class PoolCompiler : public SearchCompiler {
  public:
-  PoolCompiler(std::unique_ptr<CompilePool> first, const Kernel& bound, std::string arch, LaunchLimits limits,
-               CompilePoolOptions options)
-      : pool_(std::move(first)), bound_(bound), arch_(std::move(arch)), limits_(limits), options_(std::move(options)) {}
+  explicit PoolCompiler(std::unique_ptr<CompilePool> pool) : pool_(std::move(pool)) {}
   std::optional<CompiledCandidate> next() override { return pool_->next(); }
   void stop() override { pool_->stop(); }
-  void startBatch(std::vector<CompileJob> jobs) override {
-    tally(pool_->hosts());
-    pool_ = std::make_unique<CompilePool>(bound_, arch_, limits_, std::move(jobs), options_);
-  }
+  void startBatch(std::vector<CompileJob> jobs) override { pool_->add(std::move(jobs)); }
   // Candidates compiled per host over every batch.
-  std::vector<CompileHostCount> compiledOn() {
-    tally(pool_->hosts());
-    std::vector<CompileHostCount> out = std::move(compiledOn_);
-    compiledOn_.clear();
-    return out;
-  }
+  std::vector<CompileHostCount> compiledOn() const { return pool_->hosts(); }
   int64_t finished() const override { return pool_->finished(); }
   double seconds() const override { return pool_->seconds(); }
-  bool usedFallback() const { return pool_->usedFallback(); }  // of the last batch
+  bool usedFallback() const { return pool_->usedFallback(); }
 
  private:
-  void tally(const std::vector<CompileHostCount>& batch) {
-    for (const CompileHostCount& h : batch) {
-      auto it = std::find_if(compiledOn_.begin(), compiledOn_.end(), [&](auto& c) { return c.host == h.host; });
-      if (it == compiledOn_.end()) it = compiledOn_.insert(compiledOn_.end(), {h.host, 0, 0});
-      it->slots = std::max(it->slots, h.slots);
-      it->compiled += h.compiled;
-    }
-  }
-
   std::unique_ptr<CompilePool> pool_;
-  const Kernel& bound_;
-  std::string arch_;
-  LaunchLimits limits_;
-  CompilePoolOptions options_;
-  std::vector<CompileHostCount> compiledOn_;  // of the batches retired
 };
 
 // The measuring worker processes, one per device, and the remote devices after them, behind the
@@ -468,7 +444,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
       log(fmt::format("cannot record in the tuning database (no more records will be written): {}", e.what()));
     }
   };
-  PoolCompiler compiler(std::move(pool), scheduled, props.arch(), limits, poolOptions);
+  PoolCompiler compiler(std::move(pool));
   WorkerMeasurer measurer(workers, remotes);
   SearchTotals totals;
   try {

@@ -154,7 +154,7 @@ struct TuneResult {
   int devices = 1;                          // measuring workers (TuneOptions::deviceOrdinals)
   int compileThreads = 0;                   // compile-worker processes used
   // Candidates compiled (failed ones included) per host of compile slots: "local" first, then each
-  // host of TuneOptions::remoteCompileSlots ("rank 1"); slots: the most any batch used.
+  // host of TuneOptions::remoteCompileSlots ("rank 1"); slots: the compile pool's (every batch ran on them).
   std::vector<CompileHostCount> compiledOn;
   double wallSeconds = 0, compileSeconds = 0, referenceSeconds = 0;
   // How candidates were verified: "full", "full (REASON)" when sampling was wanted but not sound,

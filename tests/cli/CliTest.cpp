@@ -727,6 +727,24 @@ TEST(Cli, TuneRecombinesEachNestsFastestSchedule) {
   EXPECT_NE(tuned.out.find(" 0 wrong"), std::string::npos) << tuned.out;
 }
 
+// The refinement rounds are later batches of the search's compile pool: they run on the compile
+// workers its first batch started, so a search starts each of its --compile-threads workers once
+// (a pool per round started 2 more per round).
+TEST(Cli, TuneStartsEachCompileWorkerOnce) {
+  Result tuned = rtcg::tests::shell("RTCG_TEST_DEVICE='Fake GPU,sm_90,132' RTCG_FAKE_WORKER_MODE=verified " +
+                                    std::string(RTCGC_PATH) + " tune " + example("matmul.rtcg") +
+                                    " -D n=64 --max-candidates 12 --compile-threads 2 --db - --worker " +
+                                    RTCG_FAKE_WORKER + " 2>&1");
+  EXPECT_EQ(tuned.code, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find("refinement round 2: "), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("12 candidates (4 from refinement), 12 verified"), std::string::npos) << tuned.out;
+  static const std::regex started("compile worker [0-9]+ started");
+  auto lines = std::distance(std::sregex_iterator(tuned.out.begin(), tuned.out.end(), started), std::sregex_iterator());
+  EXPECT_GE(lines, 1) << tuned.out;
+  EXPECT_LE(lines, 2) << tuned.out;
+  EXPECT_NE(tuned.out.find("worker restarts: 0"), std::string::npos) << tuned.out;
+}
+
 // wgmma (`mma: ... wgmma`): explain says the layouts, emit compiles an sm_90a cubin where the
 // target is sm_90 and refuses another target (exit 1), bad text is refused with its column, and the
 // dry run offers wgmma for sm_90 only.

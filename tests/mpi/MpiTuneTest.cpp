@@ -4,7 +4,8 @@
 // A manifest's keys are each tuned exactly once and rank 0's database gets every row; a rank
 // killed mid-search loses its key, which is reported and completed by --resume; ranks with
 // different devices are refused before anything is measured; a single search compiles and
-// measures on every rank, and a rank killed while it compiles for rank 0 stops it.
+// measures on every rank (starting each rank's compile worker once, refinement rounds included),
+// and a rank killed while it compiles for rank 0 stops it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -185,11 +186,20 @@ TEST(MpiTune, RanksOnDifferentDevicesAreRefusedBeforeMeasuring) {
 TEST(MpiTune, OneSearchCompilesAndMeasuresOnEveryRank) {
   TempDir dir;
   std::string file = write(dir, "scale.rtcg", kScale), db = dir.file("tuning.sqlite");
-  auto r = shell(environment(dir) + mpirun(3) + tuneArgs(db, 8) + file + " -D n=100000 --json 2>" + dir.file("err"));
+  // 12 candidates: 8 up front, 4 in two refinement rounds (later batches of rank 0's pool).
+  auto r = shell(environment(dir) + mpirun(3) + tuneArgs(db, 12) + file + " -D n=100000 --json 2>" + dir.file("err"));
   std::string err = shell("cat " + dir.file("err")).out;
   ASSERT_EQ(r.code, 0) << r.out << err;
   json j = lastJson(r.out);
   EXPECT_EQ(j["devices"], 3) << j.dump(2);
+  EXPECT_NE(err.find("refinement round 2: "), std::string::npos) << err;
+  // Every rank started its compile worker once: the rounds ran on the workers (rank 0's own, and
+  // those behind its slots on ranks 1 and 2) that the first batch started.
+  for (const char* who : {"rtcgc tune: compile worker", "\\[rank 1\\] compile worker", "\\[rank 2\\] compile worker"}) {
+    std::regex started(std::string(who) + " [0-9]+ started");
+    EXPECT_EQ(std::distance(std::sregex_iterator(err.begin(), err.end(), started), std::sregex_iterator()), 1)
+        << who << "\n" << err;
+  }
   for (int rank : {1, 2})
     EXPECT_NE(err.find("measuring also on rank " + std::to_string(rank) + " ("), std::string::npos) << err;
   int64_t generated = j["counts"]["generated"], verified = j["counts"]["verified"];

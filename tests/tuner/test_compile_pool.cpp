@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -191,6 +192,12 @@ struct LogLines {
       if (l.find(text) != std::string::npos) return true;
     return false;
   }
+  int count(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex);
+    int n = 0;
+    for (const std::string& l : lines) n += l.find(text) != std::string::npos;
+    return n;
+  }
   std::string all() {
     std::lock_guard<std::mutex> lock(mutex);
     std::string out;
@@ -321,8 +328,15 @@ TEST(CompilePool, FallsBackToThreadsWhenNoWorkerStarts) {
     }
     EXPECT_EQ(compiled, 4);
     EXPECT_TRUE(pool.usedFallback());
-    EXPECT_TRUE(log.contains("cannot start a compile worker")) << log.all();
     EXPECT_TRUE(log.contains("compiling on a thread of this process instead")) << log.all();
+    // A later batch compiles on the same threads: no slot tries to start a worker again.
+    pool.add(matmulJobs(k, 3));
+    while (std::optional<CompiledCandidate> c = pool.next()) {
+      EXPECT_TRUE(c->measurable()) << c->reason;
+      ++compiled;
+    }
+    EXPECT_EQ(compiled, 7);
+    EXPECT_EQ(log.count("cannot start a compile worker"), 2) << log.all();  // once per slot
   }
 }
 
@@ -465,4 +479,122 @@ TEST(CompileSlotHost, CompilesOnItsThreadWhereNoWorkerStarts) {
   }
   EXPECT_EQ(compiled, 4);
   EXPECT_GE(far.compiled(), 1);
+}
+
+namespace {
+
+// The jobs a batch of the pool handed out (each once: EXPECTed).
+std::set<size_t> drain(CompilePool& pool) {
+  std::set<size_t> seen;
+  while (std::optional<CompiledCandidate> c = pool.next()) {
+    EXPECT_TRUE(seen.insert(c->job).second) << "job handed out twice";
+    EXPECT_TRUE(c->measurable()) << c->label << ": " << c->reason;
+  }
+  return seen;
+}
+
+std::set<size_t> upTo(size_t n) {
+  std::set<size_t> out;
+  for (size_t i = 0; i < n; ++i) out.insert(i);
+  return out;
+}
+
+// Whether process `pid` (a child not reaped yet) has exited: its state in /proc is Z.
+bool exited(pid_t pid) {
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (!f) return true;
+  char state = '?';
+  int scanned = std::fscanf(f, "%*d (%*[^)]) %c", &state);
+  std::fclose(f);
+  return scanned == 1 && state == 'Z';
+}
+
+}  // namespace
+
+// A search's refinement rounds are later batches of its pool: they run on the workers, local and
+// remote, that the first batch started (each start costs a process and NVRTC's first compile), with
+// each batch's jobs numbered from 0, handed out once, and counted per batch; hosts() counts over
+// every batch.
+TEST(CompilePool, LaterBatchesRunOnTheWorkersTheFirstOneStarted) {
+  Kernel k = matmul(64);
+  LogLines log;
+  CompileSlotHost far(RTCG_WORKER_EXE, 2, log.sink());
+  CompilePoolOptions options = withFarSlots(far, 2);
+  options.log = log.sink();
+  CompilePool pool(k, "sm_90", {}, matmulJobs(k, 6), options);
+  ASSERT_EQ(pool.parallel(), 4);
+  EXPECT_EQ(drain(pool), upTo(6));
+  EXPECT_EQ(pool.finished(), 6);
+  std::vector<pid_t> local = pool.workerPids(), remote = far.workerPids();
+  for (int batch : {3, 4, 2}) {
+    SCOPED_TRACE(batch);
+    pool.add(matmulJobs(k, batch));
+    EXPECT_EQ(drain(pool), upTo(size_t(batch)));
+    EXPECT_EQ(pool.finished(), batch);  // of this batch
+    // The workers that were running still are, the same processes (a slot idle so far may start
+    // its worker now).
+    std::vector<pid_t> localNow = pool.workerPids(), remoteNow = far.workerPids();
+    for (size_t i = 0; i < local.size(); ++i)
+      if (local[i] > 0) EXPECT_EQ(localNow[i], local[i]) << "local slot " << i;
+    for (size_t i = 0; i < remote.size(); ++i)
+      if (remote[i] > 0) EXPECT_EQ(remoteNow[i], remote[i]) << "far's slot " << i;
+    local = localNow, remote = remoteNow;
+  }
+  // At most one start per slot over the four batches (a pool per batch started up to 15).
+  EXPECT_LE(log.count("compile worker "), 4) << log.all();
+  EXPECT_GE(log.count("compile worker "), 2) << log.all();
+  EXPECT_EQ(log.count(" started ("), log.count("compile worker ")) << log.all();
+  EXPECT_EQ(pool.workerRestarts(), 0);
+  std::vector<CompileHostCount> hosts = pool.hosts();
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].slots, 2);
+  EXPECT_EQ(hosts[1].slots, 2);
+  EXPECT_EQ(hosts[0].compiled + hosts[1].compiled, 6 + 3 + 4 + 2);
+  EXPECT_EQ(far.compiled(), hosts[1].compiled);
+}
+
+// A worker that died between batches (the pool idles while a round is measured) is restarted for
+// the next batch's first job, which it compiles (the job did not fail).
+TEST(CompilePool, AWorkerThatDiedBetweenBatchesIsRestarted) {
+  Kernel k = matmul(64);
+  LogLines log;
+  CompilePoolOptions options;
+  options.parallel = 1;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.log = log.sink();
+  CompilePool pool(k, "sm_90", {}, matmulJobs(k, 2), options);
+  EXPECT_EQ(drain(pool), upTo(2));
+  pid_t victim = pool.workerPids().at(0);
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  for (int i = 0; i < 5000 && !exited(victim); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(exited(victim));
+  pool.add(matmulJobs(k, 2));
+  EXPECT_EQ(drain(pool), upTo(2));  // every job compiled
+  EXPECT_EQ(pool.workerRestarts(), 1);
+  pid_t now = pool.workerPids().at(0);
+  EXPECT_GT(now, 0);
+  EXPECT_NE(now, victim);
+  EXPECT_TRUE(log.contains(fmt::format("compile worker {} ended before it got candidate 0", victim))) << log.all();
+}
+
+// stop() ends the current batch only: the next one compiles every job; add() before a batch is
+// handed out is a bug in the caller.
+TEST(CompilePool, StopEndsTheBatchAndTheNextOneRunsWhole) {
+  Kernel k = matmul(64);
+  CompilePoolOptions options;
+  options.parallel = 1;
+  options.workerPath = RTCG_WORKER_EXE;
+  CompilePool pool(k, "sm_90", {}, std::vector<CompileJob>(20, CompileJob{"default", defaultSchedule(k), {}, nullptr}),
+                   options);
+  ASSERT_TRUE(pool.next());
+  EXPECT_THROW(pool.add(matmulJobs(k, 2)), InternalError);  // 19 jobs still to hand out
+  pool.stop();
+  while (pool.next()) {
+  }
+  EXPECT_LT(pool.finished(), 20);
+  pool.add(matmulJobs(k, 3));
+  EXPECT_EQ(drain(pool), upTo(3));
+  EXPECT_EQ(pool.finished(), 3);
+  EXPECT_GE(pool.seconds(), 0);
 }
