@@ -154,8 +154,15 @@ def _node(comm) -> tuple[int, int]:
 def _compile_slots(ranks_on_node: int) -> int:
     """A rank's compile slots (rank 0's own compile workers, a CompileSlotServer's elsewhere): what
     one rank alone would use, the cores (at most 16), of its share of the node's cores, as rtcgc
-    tune under mpirun."""
-    return min(16, max(1, (os.cpu_count() or 1) // max(1, ranks_on_node)))
+    tune under mpirun: the cores it is bound to (mpirun --bind-to, srun), else the node's over the
+    ranks on it."""
+    machine = os.cpu_count() or 1
+    try:
+        mine = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        mine = machine
+    cores = mine if mine < machine else machine // max(1, ranks_on_node)
+    return min(16, max(1, cores))
 
 
 def _remote_devices(comm):

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/Pipeline.h"
+#include "support/Cores.h"
 #include "support/Error.h"
 #include "tune/WorkerProcess.h"
 #include "tune/WorkerProtocol.h"
@@ -608,7 +609,7 @@ CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits lim
     : bound_(bound), arch_(std::move(arch)), limits_(limits), options_(std::move(options)) {
   int local = options_.parallel;
   if (local <= 0)
-    local = std::min(16 * std::max(1, options_.measuringDevices), int(std::max(1u, std::thread::hardware_concurrency())));
+    local = std::min(16 * std::max(1, options_.measuringDevices), usableCores());
   // Each host's slots in a queue of its own; the slots taken one from each host in turn.
   hosts_.push_back({"local", 0, 0});
   std::vector<std::deque<std::unique_ptr<Slot>>> queues(1);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 
 #include "driver/Pipeline.h"
 #include "schedule/Space.h"
+#include "support/Cores.h"
 #include "support/Error.h"
 #include "tune/CompilePool.h"
 
@@ -597,4 +599,34 @@ TEST(CompilePool, StopEndsTheBatchAndTheNextOneRunsWhole) {
   EXPECT_EQ(drain(pool), upTo(3));
   EXPECT_EQ(pool.finished(), 3);
   EXPECT_GE(pool.seconds(), 0);
+}
+
+// A process bound to some cores (taskset, mpirun --bind-to, srun) sizes its pool by them, not by
+// the machine's: this thread bound to one core makes a pool of one local slot.
+TEST(CompilePool, ABoundProcessStartsAWorkerPerCoreItIsBoundTo) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  if (CPU_COUNT(&saved) < 2) GTEST_SKIP() << "one core: nothing to bind to fewer";
+  struct Restore {
+    cpu_set_t set;
+    ~Restore() { sched_setaffinity(0, sizeof set, &set); }
+  } restore{saved};
+  EXPECT_FALSE(boundToSomeCores());
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &saved)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  EXPECT_EQ(usableCores(), 1);
+  EXPECT_TRUE(boundToSomeCores());
+  Kernel k = matmul(64);
+  CompilePoolOptions options;  // parallel 0: the pool's own rule; no workerPath: threads
+  CompilePool pool(k, "sm_90", {}, matmulJobs(k, 4), options);
+  EXPECT_EQ(pool.parallel(), 1);
+  int compiled = 0;
+  while (pool.next()) ++compiled;
+  EXPECT_EQ(compiled, 4);
 }

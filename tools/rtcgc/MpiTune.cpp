@@ -22,6 +22,7 @@
 #include "MpiComm.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
+#include "support/Cores.h"
 #include "support/Error.h"
 #include "support/InputFile.h"
 #include "tune/CompilePool.h"
@@ -467,10 +468,11 @@ void sendOrLose(Comm& comm, Ranks& ranks, int rank, int tag, const std::string& 
 
 // How many compile slots a rank has in rank 0's pool (rank 0's own workers, the relay's elsewhere):
 // its --compile-threads, or what one rank alone would use (the pool's rule for one measuring
-// device: the cores, at most 16), of its share of the node's cores when ranks share a node.
+// device: the cores, at most 16), of its share of the node's cores when ranks share a node: the
+// cores it is bound to (mpirun --bind-to, srun), else the node's over the ranks on it.
 int compileSlots(const TuneArgs& a, const Comm& comm) {
-  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  int n = a.compileThreads > 0 ? a.compileThreads : std::min(16, std::max(1, cores / std::max(1, comm.localSize())));
+  const int cores = boundToSomeCores() ? usableCores() : usableCores() / std::max(1, comm.localSize());
+  int n = a.compileThreads > 0 ? a.compileThreads : std::min(16, std::max(1, cores));
   return std::min(n, kMaxCompileSlots);
 }
 

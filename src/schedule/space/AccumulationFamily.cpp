@@ -15,10 +15,11 @@ bool accumulationApplies(NestSpace& s) { return !accumulationStatements(s.kernel
 
 namespace {
 
-NestSchedule gridStride(NestSpace& s, const std::string& index, int64_t blocks, int64_t threads) {
+NestSchedule gridStride(NestSpace& s, const std::string& index, int64_t blocks, int64_t threads, int64_t reg = 1) {
   NestSchedule ns;
   ns.indices.push_back(IndexSchedule{index, {part(Placement::Serial), part(Placement::GridX, blocks),
                                               part(Placement::ThreadX, threads)}});
+  if (reg > 1) ns.indices.back().parts.push_back(part(Placement::Reg, reg));
   for (IndexSchedule& r : reductionClauses(s.model(), 1, 0)) ns.indices.push_back(std::move(r));
   return ns;
 }
@@ -52,13 +53,16 @@ void accumulationVariants(NestSpace& s) {
   if (par.size() != 1) return;
   std::vector<NestSchedule> strided;
   for (int64_t threads : {256, 512})
-    for (int64_t perSM : {2, 4, 8}) {
-      if (threads > o.limits.maxThreadsPerBlock) continue;
-      NestSchedule ns = gridStride(s, par[0]->name, perSM * o.device.multiprocessors, threads);
-      s.add(ns, Group::Plain);
-      withClauses(ns);
-      strided.push_back(ns);
-    }
+    for (int64_t perSM : {2, 4, 8})
+      for (int64_t reg : {1, 4}) {
+        // `reg 4`: each thread's four updates of a step, their loads issued together (with copies,
+        // 256 bins of 2^26 samples on an H200: 0.0873 ms against 0.1218 without, session 36).
+        if (threads > o.limits.maxThreadsPerBlock || (reg > 1 && perSM > 2)) continue;
+        NestSchedule ns = gridStride(s, par[0]->name, perSM * o.device.multiprocessors, threads, reg);
+        s.add(ns, Group::Plain);
+        withClauses(ns);
+        strided.push_back(ns);
+      }
   const bool fits = wholeCopyFits(s);
   if (fits) {
     for (NestSchedule ns : strided) {
