@@ -7,7 +7,11 @@
 #      second, and how many candidates each rank compiled for rank 0's pool (and `--devices` on
 #      one rank, the single-host mode, for comparison);
 #   3. the rows of the merged database against the ranks' results;
-#   4. a rank killed mid-run (mpirun --enable-recovery): its key reported, --resume completes it.
+#   4. a rank killed mid-run (mpirun --enable-recovery): its key reported, --resume completes it;
+#   5. the search of 2 with each rank bound to its own physical cores (the host's cores over its
+#      GPUs, both hardware threads of each), as a batch system binds ranks on separate nodes: the
+#      one rank gets one such share, R ranks R shares (one host's CPUs otherwise serve every rank's
+#      compiles, so part 2 measures one host's compile rate, not R nodes').
 # Results under $OUT (default ./gpu-out/mpi): logs, JSON summaries, the databases, summary.txt.
 set -uo pipefail
 root=$(pwd)
@@ -114,7 +118,6 @@ grep "rtcgc tune: rank [0-9]* tunes" "$out/manifest-$gpus.log" | awk '{print $4}
 
 fi
 # ---- 2. one search -----------------------------------------------------------------------------
-if want 2; then
 search_args=(examples/matmul.rtcg -D n=4096 --precision tf32x3 --max-candidates "$sgemm_budget" --time-limit 0 --json)
 rate() {
   python3 -c "
@@ -128,6 +131,7 @@ print(f\"devices={j['devices']} measured={m} wall={j['wallSeconds']:.1f}s refere
 # Compile workers a search started, over its refinement rounds too (one per slot: the rounds run on
 # the workers the first batch started).
 starts() { echo "   compile workers started: $(grep -c "compile worker [0-9]* started" "$1")"; }
+if want 2; then
 RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 rtcgc tune "${search_args[@]}" --db "$out/sgemm-1.sqlite" \
   >"$out/sgemm-1.json" 2>"$out/sgemm-1.log"
 echo "== 2. one SGEMM search, 1 rank (rc=$?): $(rate "$out/sgemm-1.json")"
@@ -148,6 +152,36 @@ RTCG_CACHE_DIR=$(mktemp -d) timeout 590 rtcgc tune "${search_args[@]}" --devices
 echo "== 2. one SGEMM search, --devices all, no MPI (rc=$?): $(rate "$out/sgemm-devices.json")"
 starts "$out/sgemm-devices.log"
 
+fi
+# ---- 5. one search, ranks bound as on separate nodes ---------------------------------------------
+if want 5; then
+  # Each rank's CPU list: the host's physical cores (lscpu's socket, core pairs) dealt into one
+  # share per GPU, every hardware thread of a core in its share.
+  python3 - "$gpus" >"$out/cpusets.txt" <<'PY'
+import collections, subprocess, sys
+gpus = int(sys.argv[1])
+cores = collections.OrderedDict()
+for line in subprocess.run(["lscpu", "-p=CPU,CORE,SOCKET"], capture_output=True, text=True).stdout.splitlines():
+    if line.startswith("#"):
+        continue
+    cpu, core, socket = line.split(",")
+    cores.setdefault((socket, core), []).append(cpu)
+keys = list(cores)
+per = max(1, len(keys) // gpus)
+for r in range(gpus):
+    print(",".join(c for k in keys[r * per:(r + 1) * per] for c in cores[k]))
+PY
+  bind=$out/bind.sh
+  printf '#!/bin/bash\nexec taskset -c "$(sed -n "$((${OMPI_COMM_WORLD_LOCAL_RANK:-0} + 1))p" %q)" "$@"\n' "$out/cpusets.txt" >"$bind"
+  chmod +x "$bind"
+  echo "== 5. CPU share of each rank: $(awk '{print "[" $0 "]"}' "$out/cpusets.txt" | tr '\n' ' ')"
+  for r in 1 "$gpus"; do
+    RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$r" "$bind" rtcgc tune "${search_args[@]}" \
+      --db "$out/bound-$r.sqlite" >"$out/bound-$r.json" 2>"$out/bound-$r.log"
+    echo "== 5. one SGEMM search, $r rank(s), each bound to one share (rc=$?): $(rate "$out/bound-$r.json")"
+    starts "$out/bound-$r.log"
+    grep -h "compiling with .* slots\|compiling .* candidates with NVRTC" "$out/bound-$r.log" | head -2 | sed 's/^/   /'
+  done
 fi
 # ---- 4. a rank killed mid-run --------------------------------------------------------------------
 if want 4 && ((gpus > 1)); then
