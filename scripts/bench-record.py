@@ -34,6 +34,11 @@ def target(name, bw_share, flop_share, tc_roof_share):
         (r"dgemm_", speed(0.9)),
         (r"(dg_diff_stacked|dg_lift|batched)_tf32x3_", lambda r: tc_dg(r, name, tc_roof_share)),
         (r"spmv_", speed(1.0)),
+        # Issue 37: accumulations and scans.
+        (r"histogram_2\^26_256$", lambda r: both(speed(1.0)(r), (f"≥ 70% BW", bw_share >= 0.7))),
+        (r"(histogram_|assemble_)", speed(1.0)),
+        (r"(cumsum|exclusive_scan)_2\^26$", lambda r: both(speed(1.0)(r), (f"≥ 80% BW", bw_share >= 0.8))),
+        (r"(row_cumsum|segmented_sum)_", speed(1.0)),
         (r"(softmax|layernorm|trmv)_", lambda r: both(speed(1.0)(r), (f"≥ 80% BW", bw_share >= 0.8))),
         (r"(syrk|trmm|nearest)_", lambda r: both(speed(1.0)(r), (f"≥ 60% FP32", flop_share >= 0.6))),
         (r"(sgemm_(1000|1500|3000)|dg_diff(_stacked)?_N[78]|dg_lift_N[57])$", speed(1.0)),
