@@ -404,7 +404,8 @@ std::vector<std::string> validateSchedule(const Kernel& k, const Schedule& s,
 // (and, without an output index, over 128 blocks: `k: serial, grid.x 128, thread.x 256`); read
 // with a stride but contiguously along the innermost output index, 32 points a block and the sum
 // over 8 threads each (`j: grid.x, thread.x 32; k: serial, thread.y 8`). A rewriting policy's
-// INT8 products get the first tensor-core form the limits plan (wgmma on sm_90, else mma.sync);
+// INT8 products get the first tensor-core form the limits plan (wgmma with TMA on sm_90, else
+// mma.sync);
 // without limits, those of ScheduleLimits' defaults.
 Schedule defaultSchedule(const Kernel& k);
 Schedule defaultSchedule(const Kernel& k, const ScheduleLimits& limits);

@@ -381,10 +381,30 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     log(fmt::format("compiling with {} slots: {}", pool->parallel(), fmt::join(where, ", ")));
   }
 
-  // The float64 reference on the CPU, once, on the inputs the worker regenerates.
+  // The float64 reference on the CPU, once, on the inputs the worker regenerates. The measuring
+  // workers start meanwhile (a process, a CUDA context, the inputs uploaded: 1.1-1.3 s on an H200,
+  // which waited for the reference until session 36); they read the reference file, written
+  // here before any candidate goes out, at their first candidate.
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
   HostArgs inputs = tuningInputs(bound, options.seed, scalars, options.inputFiles);
   HostArgs refArgs = inputs;
+  TempFile refFile;
+  worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
+  std::vector<std::unique_ptr<WorkerProcess>> workers;
+  std::exception_ptr startError;
+  std::thread starting([&] {
+    try {
+      workers = startWorkers(workerPath, setup, options, log);
+    } catch (...) {
+      startError = std::current_exception();
+    }
+  });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } joinStarting{starting};
   if (referenceOptions.sampleOuterValues > 0)
     log(fmt::format("computing the CPU reference ({:.3g} arithmetic operations, over the limit of {:.3g}: on a "
                     "sample of {} values of each nest's outer loop) ...",
@@ -398,8 +418,6 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   log(fmt::format("CPU reference ({}): {:.3f} s", result.reference, ref.seconds));
   settings["reference"] = result.reference;
   result.settings = settings.dump();
-  if (db && options.writeDb) result.searchId = db->beginSearch(result.key, result.settings);
-  TempFile refFile;
   {
     std::vector<worker::ReferenceArray> arrays;
     for (ReferenceOutput& o : ref.outputs) {
@@ -409,9 +427,9 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     }
     worker::writeReferenceFile(refFile.path, arrays);
   }
-
-  worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
-  std::vector<std::unique_ptr<WorkerProcess>> workers = startWorkers(workerPath, setup, options, log);
+  starting.join();
+  if (startError) std::rethrow_exception(startError);
+  if (db && options.writeDb) result.searchId = db->beginSearch(result.key, result.settings);
   std::vector<std::unique_ptr<RemoteMeasurer>> remotes;
   if (options.remoteDevices) {
     worker::SetupMessage remoteSetup = setup;

@@ -69,6 +69,13 @@ void pinOutputs(Session& s) {
   }
 }
 
+// The reference outputs, read at the first candidate: the parent starts this worker while it
+// still computes them, and writes the file before it sends any candidate.
+void readReference(Session& s) {
+  for (ReferenceArray& r : readReferenceFile(s.setup.referencePath))
+    s.expected.push_back({r.param, std::move(r.values), std::move(r.checked), std::move(r.integers)});
+}
+
 void prepare(Session& s) {
   const SetupMessage& m = s.setup;
   SourceText src{m.fileName, m.source};
@@ -86,8 +93,6 @@ void prepare(Session& s) {
                                      "sumsq={:.17g} there): input generation is not deterministic",
                                      c.name, mine.str(), c.sum, c.sumSquares)};
   }
-  for (ReferenceArray& r : readReferenceFile(m.referencePath))
-    s.expected.push_back({r.param, std::move(r.values), std::move(r.checked), std::move(r.integers)});
 
   if (!cuda::cudaAvailable()) throw SetupFailure{cuda::unavailableReason(), true};
   s.ctx = cuda::Context::primary(m.deviceOrdinal);
@@ -242,6 +247,7 @@ int serve(int fd) {
   const cuda::DeviceProperties& dev = s.ctx->device().properties();
   if (!ch.send(ReadyMessage{dev.name, dev.arch(), dev.driverVersion, msSince(t0) / 1e3})) return 0;
 
+  bool referenceRead = false;
   for (;;) {
     Channel::Received in;
     try {
@@ -255,6 +261,15 @@ int serve(int fd) {
     if (!c) {
       fmt::print(stderr, "rtcg-worker: unexpected '{}' message\n", messageType(*in.message));
       return 2;
+    }
+    if (!referenceRead) {
+      try {
+        readReference(s);
+        referenceRead = true;
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "rtcg-worker: cannot read the reference outputs: {}\n", e.what());
+        return 1;
+      }
     }
     ResultMessage r = measure(s, *c, ch);
     if (r.fatal) fmt::print(stderr, "rtcg-worker: candidate {}: {}; exiting\n", c->id, r.reason);
