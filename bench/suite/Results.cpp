@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "schedule/PolicyRewrite.h"
+#include "support/Diagnostics.h"
 #include "support/Error.h"
 #include "tune/Report.h"
 
@@ -61,15 +63,22 @@ bool addContender(std::vector<Contender>& contenders, Contender c) {
   return true;
 }
 
-std::vector<Contender> legalEarlierSchedules(const Kernel& bound, const ScheduleLimits& limits,
+std::vector<Contender> legalEarlierSchedules(const Kernel& bound, Precision precision, const ScheduleLimits& limits,
                                              const std::vector<std::pair<std::string, EarlierSchedule>>& earlier,
                                              std::vector<std::string>& rejected) {
   std::vector<Contender> out;
+  Diagnostics diags;
+  std::optional<Kernel> steps = applyPolicy(bound, precision, diags);
+  if (!steps) {
+    const std::string why = diags.all().empty() ? "the precision policy does not apply" : diags.all().front().message;
+    for (const auto& [file, e] : earlier) rejected.push_back(fmt::format("{}: {}", file, why));
+    return out;
+  }
   for (const auto& [file, e] : earlier) {
     ScheduleParseResult parsed = parseSchedule(e.schedule);
     std::vector<std::string> reasons;
     if (!parsed.ok()) reasons.push_back(parsed.error);
-    else reasons = validateSchedule(bound, *parsed.schedule, limits);
+    else reasons = validateSchedule(*steps, *parsed.schedule, limits);
     if (!reasons.empty()) {
       rejected.push_back(fmt::format("{}: {}", file, reasons.front()));
       continue;

@@ -79,9 +79,10 @@ struct Contender {
 // Appends `c` to `contenders` unless one with the same schedule is there; true when appended.
 bool addContender(std::vector<Contender>& contenders, Contender c);
 // The distinct schedules of `earlier` ((file, schedule) pairs, in the files' order) that parse and
-// are legal for `bound` within `limits`, each with its source ("FILE (0.1234 ms there)"); the
-// others are described in `rejected` ("FILE: REASON").
-std::vector<Contender> legalEarlierSchedules(const Kernel& bound, const ScheduleLimits& limits,
+// are legal for `bound` under `precision` (a rewriting policy's schedules are of its steps' kernel)
+// within `limits`, each with its source ("FILE (0.1234 ms there)"); the others are described in
+// `rejected` ("FILE: REASON").
+std::vector<Contender> legalEarlierSchedules(const Kernel& bound, Precision precision, const ScheduleLimits& limits,
                                              const std::vector<std::pair<std::string, EarlierSchedule>>& earlier,
                                              std::vector<std::string>& rejected);
 std::string renderHtml(const SuiteInfo& info, const std::vector<Row>& rows);

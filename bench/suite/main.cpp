@@ -162,11 +162,12 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
     return;
   }
   if (auto e = o.earlier.find(row.name); e != o.earlier.end()) {
-    // The earlier runs' schedules that are still legal for this kernel on this device.
+    // The earlier runs' schedules that are still legal for this kernel on this device: for a
+    // rewriting policy (fp64x, fp32x), the kernel of its steps, which the schedules are of.
     std::vector<std::string> rejected;
     p.contenders = legalEarlierSchedules(
-        p.bound, deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock), e->second,
-        rejected);
+        p.bound, p.workload.precision,
+        deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock), e->second, rejected);
     for (const std::string& r : rejected)
       fmt::print(stderr, "bench_suite: {}: a schedule of --schedules is not legal here: {}\n", row.name, r);
     if (!p.contenders.empty()) {

@@ -376,7 +376,7 @@ TEST(BenchResults, ContendersFromSeveralEarlierRuns) {
       {"d.json", {"i: grid.y, thread.y 64; j: grid.x, thread.x 64; k: serial", 1}},  // 4096 threads
       {"e.json", {"i: nowhere", 1}}};
   std::vector<std::string> rejected;
-  std::vector<Contender> c = legalEarlierSchedules(*bound, deviceScheduleLimits(232448, 1024), earlier, rejected);
+  std::vector<Contender> c = legalEarlierSchedules(*bound, Precision::Ieee, deviceScheduleLimits(232448, 1024), earlier, rejected);
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].schedule, split);
   EXPECT_EQ(c[0].source, "a.json (1.3342 ms there)");
@@ -386,6 +386,33 @@ TEST(BenchResults, ContendersFromSeveralEarlierRuns) {
   EXPECT_EQ(rejected[0].rfind("d.json: ", 0), 0u) << rejected[0];
   EXPECT_NE(rejected[0].find("threads per block"), std::string::npos) << rejected[0];
   EXPECT_EQ(rejected[1].rfind("e.json: ", 0), 0u) << rejected[1];
+}
+
+// A rewriting policy's row: its schedules are of the policy's steps (six nests for fp64x DGEMM), so
+// they are checked against the rewritten kernel (bench_suite once refused s36's fp64x schedule
+// against the one-nest DGEMM: "the schedule has 6 nest schedules but kernel 'dgemm' has 1").
+TEST(Results, EarlierSchedulesOfAPolicyRowAreOfItsSteps) {
+  std::vector<Workload> workloads = allWorkloads();
+  auto row = std::find_if(workloads.begin(), workloads.end(), [](const Workload& w) { return w.name == "dgemm_fp64x_4096"; });
+  ASSERT_NE(row, workloads.end());
+  ASSERT_EQ(row->precision, Precision::Fp64x);
+  Diagnostics diags;
+  std::optional<Program> prog = parseProgram(row->name, row->source, diags);
+  ASSERT_TRUE(prog);
+  std::optional<Kernel> bound = bindSizes(*prog->find(row->kernelName), row->sizes, diags);
+  ASSERT_TRUE(bound);
+  const std::string steps =
+      "i: grid.x; k: serial, thread.x 256 | i: grid.y; k: grid.x, thread.x 256 | j: grid.x, thread.x 32; k: serial, "
+      "unroll 8, thread.y 8 | j: grid.y, reg 4, thread.y 8; k: grid.x, thread.x 32; shared: b | mma: s8 wgmma "
+      "m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128 tma | i: grid.y; j: grid.x, thread.x 256; k: serial";
+  std::vector<std::pair<std::string, EarlierSchedule>> earlier{{"a.json", {steps, 2.4}},
+                                                               {"b.json", {"i: grid.y; j: grid.x, thread.x 256; k: serial", 9}}};
+  std::vector<std::string> rejected;
+  std::vector<Contender> c = legalEarlierSchedules(*bound, row->precision, deviceScheduleLimits(232448, 1024), earlier, rejected);
+  ASSERT_EQ(c.size(), 1u) << (rejected.empty() ? "" : rejected.front());
+  EXPECT_EQ(c[0].schedule, steps);
+  ASSERT_EQ(rejected.size(), 1u);  // one nest's schedule for a kernel of six steps
+  EXPECT_EQ(rejected[0].rfind("b.json: ", 0), 0u) << rejected[0];
 }
 
 }  // namespace
