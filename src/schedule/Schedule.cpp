@@ -929,13 +929,13 @@ std::optional<NestSchedule> fewPointsSchedule(const Kernel& k, int nest, const s
 }
 
 // The INT8 products of a rewriting policy (Kernel::policy: the Ozaki scheme, schedule/PolicyRewrite.h)
-// on tensor cores, which the policy exists for: their thread-per-point default ran for minutes (the
-// fp64x DGEMM at n = 4096 did not finish in 60 s on an H200). The first form the target plans:
+// on tensor cores, which the policy exists for: their thread-per-point default ran for minutes
+// (docs/bench.md, session 35). The first form the target plans:
 // wgmma with TMA in 192 KiB of shared memory (sm_90; K a multiple of 16), else mma.sync in 18 KiB
-// (sm_80). On an H200 at n = 4096 the products took 1.69 ms under the first and 9.27 ms under
-// mma.sync (docs/bench.md, session 36). Not wgmma by cp.async: at K = 500 its 512 threads spill
-// 2248 bytes each, and a spilling default is skipped by the tuner. nullopt for every other nest
-// (the schedules plan only for a contraction of i8 operands) and where none plans.
+// (sm_80); wgmma is several times faster where it plans (docs/bench.md, session 36). Not wgmma by
+// cp.async: its 512 threads spill where K is not a multiple of 16, and the tuner skips a spilling
+// default. nullopt for every other nest (the schedules plan only for a contraction of i8
+// operands) and where none plans.
 std::optional<NestSchedule> policyProductsSchedule(const Kernel& k, int nest, const ScheduleLimits& limits) {
   if (k.policy.empty()) return std::nullopt;
   for (const char* text : {"mma: s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128 tma",

@@ -921,8 +921,8 @@ void NestModel::estimateTime(const NestPlan& plan, const DeviceModel& d, NestEst
   double issueHiding = effectiveWarps / (effectiveWarps + 4);
   double spill = st.spills ? 0.5 : 1.0;  // spilled registers go through local memory
   // Each register past the cap is stored and loaded again through local memory, about once per
-  // thread (a register tile of a long statement holds every point's operands at once: the
-  // Ozaki reconstruction's 8 x 8 tile spilled ~750 registers and ran 12x slower).
+  // thread (a register tile of a long statement holds every point's operands at once, as the
+  // Ozaki reconstruction's 8 x 8 tile did; docs/bench.md, session 36).
   const double spillBytes = st.spilled > 64 ? (double)st.spilled * 8 * totalThreads : 0.0;
   double memory = (e.bytes + spillBytes) / d.memoryBandwidth;
   double compute = e.flops / (sustainedPeak(d, e) * e.issueEfficiency * issueHiding * spill);

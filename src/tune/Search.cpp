@@ -270,8 +270,8 @@ void SearchLoop::measureOne(size_t device, CompiledCandidate c, bool isDefault) 
 bool SearchLoop::measureAll() {
   // The default schedule comes first (fetch hands it out before any other): the baseline, measured
   // whatever it costs, and the time limit counts the search after it. With several devices the
-  // others go on measuring meanwhile: a slow default (SGEMM n = 4096's takes 84 ms a launch, about
-  // 2 s timed) once held every other device idle at the start of each search.
+  // others go on measuring meanwhile: a slow default (a thread per point) would hold every other
+  // device idle at the start of each search.
   auto measure = [&](size_t d, std::pair<CompiledCandidate, bool> c) {
     const bool isDefault = c.second;
     measureOne(d, std::move(c.first), isDefault);

@@ -382,9 +382,9 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   }
 
   // The float64 reference on the CPU, once, on the inputs the worker regenerates. The measuring
-  // workers start meanwhile (a process, a CUDA context, the inputs uploaded: 1.1-1.3 s on an H200,
-  // which waited for the reference until session 36); they read the reference file, written
-  // here before any candidate goes out, at their first candidate.
+  // workers start meanwhile (a process, a CUDA context, the inputs uploaded: about a second,
+  // docs/bench.md, session 36); they read the reference file, written here before any candidate
+  // goes out, at their first candidate.
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
   HostArgs inputs = tuningInputs(bound, options.seed, scalars, options.inputFiles);
   HostArgs refArgs = inputs;
@@ -392,19 +392,13 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
   std::vector<std::unique_ptr<WorkerProcess>> workers;
   std::exception_ptr startError;
-  std::thread starting([&] {
+  std::jthread starting([&] {  // joined below, or on the way out if the reference throws
     try {
       workers = startWorkers(workerPath, setup, options, log);
     } catch (...) {
       startError = std::current_exception();
     }
   });
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
-    }
-  } joinStarting{starting};
   if (referenceOptions.sampleOuterValues > 0)
     log(fmt::format("computing the CPU reference ({:.3g} arithmetic operations, over the limit of {:.3g}: on a "
                     "sample of {} values of each nest's outer loop) ...",

@@ -54,26 +54,24 @@ void accumulationVariants(NestSpace& s) {
   // The block count of a grid-stride loop: perSM blocks a multiprocessor, or the power of two
   // below that where it divides the points into whole steps (no guard in the loop).
   const int64_t extent = std::max<int64_t>(1, par[0]->hull.extent());
-  auto grids = [&](int64_t perSM, int64_t threads, int64_t reg) {
+  auto gridBlocks = [&](int64_t perSM, int64_t threads, int64_t reg) {
     const int64_t blocks = perSM * o.device.multiprocessors;
     int64_t p2 = 1;
     while (p2 * 2 <= blocks) p2 *= 2;
-    return std::vector<int64_t>{extent % (p2 * threads * reg) == 0 ? p2 : blocks};
+    return extent % (p2 * threads * reg) == 0 ? p2 : blocks;
   };
   std::vector<NestSchedule> strided;
   for (int64_t threads : {256, 512})
     for (int64_t perSM : {2, 4, 8})
-      for (int64_t reg : {1, 4})
-        for (int64_t blocks : grids(perSM, threads, reg)) {
-          // `reg 4`: each thread's four updates of a step, their loads issued together (with
-          // copies, 256 bins of 2^26 samples on an H200: 0.0873 ms against 0.1218 without, and
-          // 0.0942 for 264 blocks, whose last step is guarded, against 0.0873 for 256; session 36).
-          if (threads > o.limits.maxThreadsPerBlock || (reg > 1 && perSM > 2)) continue;
-          NestSchedule ns = gridStride(s, par[0]->name, blocks, threads, reg);
-          s.add(ns, Group::Plain);
-          withClauses(ns);
-          strided.push_back(ns);
-        }
+      for (int64_t reg : {1, 4}) {
+        // `reg 4`: each thread's four updates of a step, their loads issued together (faster with
+        // copies on 256 bins; docs/bench.md, session 36).
+        if (threads > o.limits.maxThreadsPerBlock || (reg > 1 && perSM > 2)) continue;
+        NestSchedule ns = gridStride(s, par[0]->name, gridBlocks(perSM, threads, reg), threads, reg);
+        s.add(ns, Group::Plain);
+        withClauses(ns);
+        strided.push_back(ns);
+      }
   const bool fits = wholeCopyFits(s);
   if (fits) {
     for (NestSchedule ns : strided) {
