@@ -869,8 +869,10 @@ namespace {
 // contiguously, the index split over 256 threads and reduced across them (`i: grid.x; k: serial,
 // thread.x 256`; without an output index over 128 blocks too: `k: serial, grid.x 128, thread.x
 // 256`); where they read it with a stride but the innermost output index contiguously (b[k, j]
-// summed over k), 32 points a block along that index and the sum over 8 threads each (`j: grid.x,
-// thread.x 32; k: serial, thread.y 8`). Below 128 points a block per point leaves most of the GPU
+// summed over k), 32 points a block along that index and the sum over 8 threads each, 8 of each
+// thread's rows in flight (`j: grid.x, thread.x 32; k: serial, unroll 8, thread.y 8`: one row at a
+// time left a thread's loads waiting one after another, 3x slower on an H200; docs/bench.md,
+// session 36). Below 128 points a block per point leaves most of the GPU
 // idle: the sum is split across about 256 blocks in all (`i: grid.y; k: serial, grid.x 64, thread.x
 // 256` for 4 rows). A thread per point walking rows of a[i, k] ran 20x slower
 // than a block per row on an H200 (the Ozaki scheme's scale nests, n = 4096; docs/bench.md,
@@ -918,6 +920,7 @@ std::optional<NestSchedule> fewPointsSchedule(const Kernel& k, int nest, const s
   }
   IndexSchedule sum{red[0]->name, {{Placement::Serial, std::nullopt}}};
   if (!blockPerPoint) {
+    sum.parts.push_back({Placement::Unroll, 8});
     sum.parts.push_back({Placement::ThreadY, 8});
   } else {
     if (split > 1) sum.parts.push_back({Placement::GridX, split});

@@ -403,10 +403,9 @@ std::vector<std::string> validateSchedule(const Kernel& k, const Schedule& s,
 // leave most of a GPU idle): read contiguously, a block per point, the sum split over 256 threads
 // (and, without an output index, over 128 blocks: `k: serial, grid.x 128, thread.x 256`); read
 // with a stride but contiguously along the innermost output index, 32 points a block and the sum
-// over 8 threads each (`j: grid.x, thread.x 32; k: serial, thread.y 8`). A rewriting policy's
-// INT8 products get the first tensor-core form the limits plan (wgmma with TMA on sm_90, else
-// mma.sync);
-// without limits, those of ScheduleLimits' defaults.
+// over 8 threads each, 8 rows of a thread in flight (`j: grid.x, thread.x 32; k: serial, unroll 8,
+// thread.y 8`). A rewriting policy's INT8 products get the first tensor-core form the limits plan
+// (wgmma with TMA on sm_90, else mma.sync); without limits, those of ScheduleLimits' defaults.
 Schedule defaultSchedule(const Kernel& k);
 Schedule defaultSchedule(const Kernel& k, const ScheduleLimits& limits);
 

@@ -766,7 +766,12 @@ void NestModel::estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateS
     if (stride && *stride == 0) requests /= (double)std::min<int64_t>(threadX, 32);  // one request per warp
     if (a.isWrite && a.accumulate) continue;  // its atomics: accumulationSeconds
     if (a.isWrite) {
-      perBlock += distinct * bytes * (double)waste;
+      // A warp's run along the stored row shorter than a 32-byte sector (i8 stores of 16 threads
+      // on thread.x): each sector takes the writes of several warps. An Ozaki residue nest ran 1.9x
+      // slower on 16-byte runs than on 32-byte ones (docs/bench.md, session 36).
+      const double run = double(std::min<int64_t>(threadX, 32)) * bytes;
+      const double shortRun = stride && std::llabs(*stride) == 1 && run < 32 ? 32 / run : 1.0;
+      perBlock += distinct * bytes * (double)waste * shortRun;
       if (!sawStore) {
         sawStore = true;
         e.storeArray = param.name;

@@ -405,7 +405,7 @@ TEST(Schedule, DefaultSchedules) {
     auto a = transposed ? g.ld(A, {g.idx(j), g.idx(i)}) : g.ld(A, {g.idx(i), g.idx(j)});
     g.nest({i}, {g.store(Y, {g.idx(i)}, reduce(ReduceOp::Sum, {j}, mul(a, g.ld(X, {g.idx(j)}))))});
     Schedule gs = defaultSchedule(g.k);
-    EXPECT_EQ(printSchedule(gs), transposed ? "i: grid.x, thread.x 32; j: serial, thread.y 8" : "i: grid.x; j: serial, thread.x 256");
+    EXPECT_EQ(printSchedule(gs), transposed ? "i: grid.x, thread.x 32; j: serial, unroll 8, thread.y 8" : "i: grid.x; j: serial, thread.x 256");
     EXPECT_TRUE(validateSchedule(g.k, gs).empty()) << joined(validateSchedule(g.k, gs));
   }
   // An outer index beyond the grid's y limit loops inside the thread.
