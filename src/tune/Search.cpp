@@ -117,7 +117,7 @@ class SearchLoop {
   std::optional<std::pair<CompiledCandidate, bool>> fetchFor(size_t device);
   struct Sent;
   std::optional<std::pair<Sent, worker::CandidateMessage>> begin(CompiledCandidate c, bool isDefault);
-  void end(size_t device, Sent sent, const MeasureOutcome& m, double since);
+  void end(size_t device, Sent sent, const MeasureOutcome& m, double waited);
   void measureOn(size_t device);
   // `launches`: the candidate's launches, each timed alone ("function ms"), kept if it is the best.
   void finish(CandidateRecord rec, bool isDefault, std::vector<std::string> launches = {});
@@ -284,8 +284,8 @@ std::optional<std::pair<SearchLoop::Sent, worker::CandidateMessage>> SearchLoop:
   return std::make_pair(std::move(sent), std::move(msg));
 }
 
-// Records the outcome of a candidate measured on `device` since `since`.
-void SearchLoop::end(size_t device, Sent sent, const MeasureOutcome& m, double since) {
+// Records the outcome of a candidate `device` was waited on for `waited` seconds.
+void SearchLoop::end(size_t device, Sent sent, const MeasureOutcome& m, double waited) {
   CandidateRecord& rec = sent.rec;
   rec.status = m.status;
   rec.reason = m.reason;
@@ -303,7 +303,7 @@ void SearchLoop::end(size_t device, Sent sent, const MeasureOutcome& m, double s
   }
   {
     std::lock_guard<std::mutex> lock(resultMutex_);
-    totals_.measureSeconds[device] += in_.now() - since;
+    totals_.measureSeconds[device] += waited;
     if (m.status == CandidateStatus::Verified && m.result.repeats == 1 && in_.repeats > 1) ++result_.timedOnce;
     std::vector<std::string> launches;
     if (m.status == CandidateStatus::Verified && !m.result.launchMs.empty()) {
@@ -340,7 +340,6 @@ std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetchFor(size_t de
 void SearchLoop::measureOn(size_t device) {
   const size_t depth = std::max<size_t>(1, measurer_.depth(device));
   std::deque<Sent> held;
-  double lastOutcome = 0;  // when the device last finished one (it measures in order)
   for (;;) {
     while (held.size() < depth && !aborted_) {
       std::optional<std::pair<CompiledCandidate, bool>> c = fetchFor(device);
@@ -349,8 +348,7 @@ void SearchLoop::measureOn(size_t device) {
       if (!b) continue;
       if (depth == 1) {
         MeasureOutcome m = measurer_.measure(device, b->first.label, std::move(b->second));
-        const double since = b->first.at;
-        end(device, std::move(b->first), m, since);
+        end(device, std::move(b->first), m, in_.now() - b->first.at);
         continue;
       }
       measurer_.send(device, b->first.label, std::move(b->second));
@@ -358,13 +356,11 @@ void SearchLoop::measureOn(size_t device) {
       if (held.size() > 1) break;  // the oldest's outcome first, then the next one
     }
     if (held.empty() || (depth > 1 && aborted_)) return;
+    const double before = in_.now();
     MeasureOutcome m = measurer_.receive(device);
     Sent sent = std::move(held.front());
     held.pop_front();
-    // The device got to it when it was sent or when it finished the one before, whichever is later.
-    const double since = std::max(sent.at, lastOutcome);
-    lastOutcome = in_.now();
-    end(device, std::move(sent), m, since);
+    end(device, std::move(sent), m, in_.now() - before);
   }
 }
 

@@ -119,7 +119,8 @@ struct SearchTotals {
   double compileSeconds = 0;
   // Where the search's own time went (seconds, summed over candidates): emitting their CUDA C (on
   // the compile slots' threads, in parallel), recording them (the database), reporting progress,
-  // ranking refinement rounds; and per device, waiting for a compiled candidate and measuring.
+  // ranking refinement rounds; and per device, waiting for a compiled candidate and for an
+  // outcome (measure(), receive()).
   double emitSeconds = 0, recordSeconds = 0, progressSeconds = 0, rankSeconds = 0;
   std::vector<double> waitSeconds, measureSeconds;
 };

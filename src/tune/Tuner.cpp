@@ -237,7 +237,7 @@ std::vector<std::pair<std::string, double>> busyTimes(const SearchTotals& totals
                                                       {"busy: ranking refinement", totals.rankSeconds}};
   for (size_t d = 0; d < totals.waitSeconds.size(); ++d) {
     busy.emplace_back(fmt::format("busy: device {} waiting for a compiled candidate", d), totals.waitSeconds[d]);
-    busy.emplace_back(fmt::format("busy: device {} measuring", d), totals.measureSeconds[d]);
+    busy.emplace_back(fmt::format("busy: device {} waiting for an outcome", d), totals.measureSeconds[d]);
   }
   return busy;
 }
@@ -524,6 +524,8 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   if (startError) std::rethrow_exception(startError);
   if (startingRemotes.joinable()) startingRemotes.join();
   if (remoteError) std::rethrow_exception(remoteError);
+  for (const std::unique_ptr<RemoteMeasurer>& r : remotes) r->referenceWritten();
+  if (!remotes.empty()) mark("reference sent to the remote devices");
   if (db && options.writeDb) result.searchId = db->beginSearch(result.key, result.settings);
   result.devices = int(workers.size() + remotes.size());
   if (workers.size() > 1)

@@ -60,6 +60,9 @@ class RemoteMeasurer {
   virtual size_t depth() const { return 1; }
   virtual void send(const worker::CandidateMessage& candidate);
   virtual MeasureOutcome receive();
+  // The reference outputs are in the setup's file now (made before it was written: a device that
+  // sends them sends them now, while the first candidates compile, not with its first candidate).
+  virtual void referenceWritten() {}
   virtual std::string name() const = 0;  // "rank 2 (host, device 0)", for the log
   virtual int restarts() const = 0;      // of its worker process
 };
@@ -155,12 +158,13 @@ struct TuneResult {
   std::vector<double> completedSeconds;     // when each completed, seconds since the start
   // When each phase ended, seconds since the start, in the order they ended: "compile pool
   // started", "compile workers started", "measuring workers ready", "remote devices ready",
-  // "reference done", "enumeration done", "candidates queued", "default schedule compiled",
-  // "first result", "default schedule measured", "refinement round N", "last result"; and
-  // the time spent in the search's serial work on this process, as "busy: ..." entries
-  // (seconds, not times): emitting CUDA C (on the compile slots' threads, in parallel),
-  // recording in the database, ranking refinement rounds, each device waiting for a compiled
-  // candidate.
+  // "reference done", "enumeration done", "candidates queued", "reference sent to the remote
+  // devices", "default schedule compiled",
+  // "first result", "default schedule measured", "refinement batch N queued", "last result";
+  // and where the search's own time went on this process, as "busy: ..." entries (seconds, not
+  // times): emitting CUDA C (on the compile slots' threads, in parallel), recording in the
+  // database, reporting progress, ranking refinement rounds, each device waiting for a compiled
+  // candidate and for its outcomes.
   std::vector<std::pair<std::string, double>> timeline;
   std::optional<CandidateRecord> best;      // fastest verified
   std::optional<CandidateRecord> defaultSchedule;  // the default schedule's record

@@ -757,7 +757,7 @@ TEST(Cli, TuneTimelineSaysWhenEachPhaseEnded) {
                             "default schedule compiled", "first result", "last result"})
     EXPECT_TRUE(std::regex_search(tuned.out, std::regex(std::string("rtcgc tune: timeline: +[0-9]+\\.[0-9]{3} s  ") + event)))
         << event << "\n" << tuned.out;
-  EXPECT_TRUE(std::regex_search(tuned.out, std::regex("rtcgc tune: timeline: busy: device 0 measuring [0-9.]+ s")))
+  EXPECT_TRUE(std::regex_search(tuned.out, std::regex("rtcgc tune: timeline: busy: device 0 waiting for an outcome [0-9.]+ s")))
       << tuned.out;
   EXPECT_NE(tuned.out.find("\"event\": \"enumeration done\""), std::string::npos) << tuned.out;
   EXPECT_NE(tuned.out.find("\"event\": \"last result\""), std::string::npos) << tuned.out;

@@ -128,7 +128,7 @@ TEST(Tune, CompilingStartsBeforeTheSpaceIsEnumeratedAndTheTimelineSaysWhen) {
     EXPECT_GE(seconds, last) << event;
     last = seconds;
   }
-  at("busy: device 0 measuring");
+  at("busy: device 0 waiting for an outcome");
   // The search itself is as before: every candidate once, the default first.
   EXPECT_EQ(int64_t(r.candidates.size()), r.generated);
   EXPECT_GT(r.verified, 0);

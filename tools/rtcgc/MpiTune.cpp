@@ -589,11 +589,13 @@ class RemoteRank : public RemoteMeasurer {
   // The rank measures the candidates in the order they arrive, one while the next one waits there.
   size_t depth() const override { return 2; }
   void send(const worker::CandidateMessage& candidate) override {
-    if (!referenceSent_) {
-      sendOrLose(comm_, ranks_, rank_, kReference, readInputFile(referencePath_, size_t(1) << 40), name_, timeout_);
-      referenceSent_ = true;
-    }
+    referenceWritten();
     sendOrLose(comm_, ranks_, rank_, kCandidate, worker::encode(candidate), name_, timeout_);
+  }
+  void referenceWritten() override {
+    if (referenceSent_) return;
+    sendOrLose(comm_, ranks_, rank_, kReference, readInputFile(referencePath_, size_t(1) << 40), name_, timeout_);
+    referenceSent_ = true;
   }
   MeasureOutcome receive() override {
     int restarts = 0;
