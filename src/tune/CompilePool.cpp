@@ -334,8 +334,9 @@ namespace compileworker {
 // which any thread may call.
 class WorkerLink {
  public:
-  WorkerLink(std::string path, std::function<void(const std::string&)> log)
-      : path_(std::move(path)), log_(std::move(log)) {}
+  // `warmArch`: the worker warms NVRTC for it as it starts (serveCompileWorker); "" not.
+  WorkerLink(std::string path, std::function<void(const std::string&)> log, std::string warmArch = "")
+      : path_(std::move(path)), warmArch_(std::move(warmArch)), log_(std::move(log)) {}
   ~WorkerLink() { quit(); }
 
   struct Reply {
@@ -383,7 +384,7 @@ class WorkerLink {
     return abandoned_;
   }
 
-  std::string path_;
+  std::string path_, warmArch_;
   std::function<void(const std::string&)> log_;
   mutable std::mutex mutex_;  // guards child_'s publication (abandon kills it), busy_, abandoned_
   ChildProcess child_;
@@ -398,7 +399,9 @@ class WorkerLink {
 std::string WorkerLink::start() {
   std::string why;
   try {
-    ChildProcess child = spawnChild(path_, {"--compile-worker"});
+    std::vector<std::string> args{"--compile-worker"};
+    if (!warmArch_.empty()) args.insert(args.end(), {"--warm", warmArch_});
+    ChildProcess child = spawnChild(path_, args);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       child_ = child;
@@ -529,10 +532,20 @@ WorkerLink::Reply WorkerLink::compile(const json& request, double timeoutSeconds
 
 using compileworker::WorkerLink;
 
-int serveCompileWorker(int fd) {
+// A kernel for NVRTC's first compile in a new worker (loading the library and its built-in
+// headers), done before the worker's first job arrives.
+constexpr const char* kWarmKernel = "extern \"C\" __global__ void rtcg_warm(float* x) { x[threadIdx.x] = 0.0f; }\n";
+
+int serveCompileWorker(int fd, const std::string& warmArch) {
   FrameChannel channel(fd);
   try {
     if (!channel.send({{"type", "hello"}, {"pid", int64_t(::getpid())}})) return 0;
+    if (!warmArch.empty()) {
+      try {
+        compileGenerated("rtcg_warm", kWarmKernel, warmArch);
+      } catch (const std::exception&) {  // a job's compile says what is wrong with NVRTC
+      }
+    }
     for (;;) {
       json request;
       std::string blob;
@@ -549,11 +562,21 @@ int serveCompileWorker(int fd) {
   }
 }
 
+std::optional<std::string> compileWorkerArgs(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--compile-worker") != 0) return std::nullopt;
+  if (argc == 2) return std::string();
+  if (argc == 4 && std::strcmp(argv[2], "--warm") == 0 && *argv[3]) return std::string(argv[3]);
+  return std::nullopt;
+}
+
 // ---- compile slots served for a pool elsewhere -------------------------------------------------
 
-CompileSlotHost::CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log) {
-  for (int i = 0; i < slots; ++i) slots_.push_back(std::make_unique<WorkerLink>(workerPath, log));
+CompileSlotHost::CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log,
+                                 std::string warmArch) {
+  for (int i = 0; i < slots; ++i) slots_.push_back(std::make_unique<WorkerLink>(workerPath, log, warmArch));
 }
+
+void CompileSlotHost::prepare(int slot) { slots_.at(size_t(slot))->prepare(); }
 
 CompileSlotHost::~CompileSlotHost() = default;  // each link asks its worker to quit
 
@@ -615,7 +638,7 @@ CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits lim
   std::vector<std::deque<std::unique_ptr<Slot>>> queues(1);
   for (int i = 0; i < local; ++i) {
     queues[0].push_back(std::make_unique<Slot>());
-    queues[0].back()->link = std::make_unique<WorkerLink>(options_.workerPath, options_.log);
+    queues[0].back()->link = std::make_unique<WorkerLink>(options_.workerPath, options_.log, arch_);
   }
   for (const std::shared_ptr<RemoteCompileSlot>& r : options_.remoteSlots) {
     size_t h = 0;
@@ -625,7 +648,8 @@ CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits lim
     queues[h].back()->remote = r.get();
     queues[h].back()->host = h;
   }
-  size_t n = std::max<size_t>(1, jobs.size());  // never more slots than jobs
+  // Never more slots than jobs (those the first batch will have, once appended to).
+  size_t n = std::max<size_t>({1, jobs.size(), options_.expectedJobs.value_or(0)});
   for (bool any = true; any && slots_.size() < n;) {
     any = false;
     for (std::deque<std::unique_ptr<Slot>>& q : queues)
@@ -654,11 +678,24 @@ CompilePool::~CompilePool() {
     if (s->thread.joinable()) s->thread.join();
 }
 
+void CompilePool::append(std::vector<CompileJob> jobs) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    RTCG_ASSERT(!stopped_, "a compile pool's stopped batch was appended to");
+    auto grown = std::make_shared<Batch>(*batch_);  // slots keep the old one for the jobs they hold
+    for (CompileJob& j : jobs) grown->push_back(std::move(j));
+    batch_ = std::move(grown);
+    start_ = Clock::now();  // the batch's throughput counts from when it is whole
+  }
+  work_.notify_all();
+}
+
 void CompilePool::add(std::vector<CompileJob> jobs) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     RTCG_ASSERT(done_.empty() && batchOver(), "a compile pool was given a batch before the last one was handed out");
     batch_ = std::make_shared<const Batch>(std::move(jobs));
+    laterBatch_ = true;
     nextJob_ = 0;
     stopped_ = false;
     finished_ = 0;
@@ -728,7 +765,15 @@ CompiledCandidate CompilePool::compileRemotely(Slot& slot, const CompileJob& job
 // A slot's thread: takes the current batch's next job whenever there is one, until the pool goes
 // away (or, for a remote slot, its host is lost).
 void CompilePool::runSlot(Slot& slot) {
-  if (slot.link && !shutdown_.load()) slot.link->prepare();  // the workers start as the pool does
+  if (slot.link && !shutdown_.load()) {
+    slot.link->prepare();  // the workers start as the pool does
+    bool all = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      all = ++localStarted_ == hosts_[0].slots;
+    }
+    if (all && options_.timeline) options_.timeline("compile workers started");
+  }
   for (;;) {
     std::shared_ptr<const Batch> batch;
     size_t i = 0;
@@ -742,7 +787,7 @@ void CompilePool::runSlot(Slot& slot) {
     }
     const CompileJob& job = (*batch)[i];
     CompiledCandidate c;
-    bool lost = false;
+    bool lost = false, firstJob = false;
     try {
       c = slot.remote ? compileRemotely(slot, job, i) : compileLocally(slot, job, i);
     } catch (const std::exception& e) {
@@ -766,8 +811,10 @@ void CompilePool::runSlot(Slot& slot) {
         ++finished_;
         ++hosts_[slot.host].compiled;
         lastFinish_ = Clock::now();
+        firstJob = i == 0 && !laterBatch_;
       }
     }
+    if (firstJob && options_.timeline) options_.timeline("job 0 compiled");
     ready_.notify_all();
     if (lost) break;
   }

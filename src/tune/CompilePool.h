@@ -5,12 +5,15 @@
 // Processes, not threads: NVRTC serializes much of its work inside one process, so on a 16-core
 // host threads flatten at about 60 candidates/s while worker processes reach about 270/s
 // (bench/nvrtc_throughput). The pool therefore starts N compile workers (`rtcg-worker
-// --compile-worker`, spawned with posix_spawn at a slot's first job) and keeps one feeding thread
+// --compile-worker`, spawned with posix_spawn as the pool starts) and keeps one feeding thread
 // per worker in this process: it emits a job's CUDA C, sends it over the framed protocol below,
 // waits for the cubin and checks that it can launch. The pool takes jobs a batch at a time (a
-// search's first batch, then one per refinement round: add()); its workers and slots live as long
-// as the pool, so a search starts each worker once, not once per round (each start costs a process
-// and NVRTC's first compile). A worker that dies or takes longer than the compile timeout fails
+// search's first batch, then one per refinement round: add()); the current batch may grow
+// (append(): a search starts the pool with its default schedule alone, before it enumerates the
+// space, and appends the space's candidates). Its workers and slots live as long as the pool, so a
+// search starts each worker once, not once per round (each start costs a process and NVRTC's first
+// compile, which a worker given an architecture does at once, on a tiny kernel, while it waits for
+// its first job). A worker that dies or takes longer than the compile timeout fails
 // only the candidate it held (CompileFailed, with the reason) and is restarted. Only when no
 // worker can be started (no executable, or one that does not answer) does the pool compile on
 // threads in this process, and says so through its log.
@@ -18,7 +21,9 @@
 // Compile-worker protocol: the frames of tune/WorkerProtocol.h ("RTCG" | u32 jsonBytes | u64
 // blobBytes | JSON | blob) on a socket on the worker's stdin and stdout, with its own messages (the
 // worker compiles through compileGenerated, driver/Pipeline.h, like every other caller of NVRTC):
-//   worker -> hello {pid}                                         once, at start
+//   worker -> hello {pid}                                         once, at start (then, started
+//                                                                 with --warm ARCH, it compiles a
+//                                                                 tiny kernel for ARCH, unasked)
 //   parent -> compile {id, kernel, arch, source}                  worker -> compiled {id, success,
 //             log, resources: [{name, registers, shared, local, spillStores, spillLoads}]} + cubin blob
 //   parent -> quit (or closes the socket)                         worker exits 0
@@ -110,8 +115,14 @@ CompiledCandidate compileCandidate(const Kernel& bound, const CompileJob& job, c
                                    const LaunchLimits& limits);
 
 // The compile worker's side of the protocol above, on the socket `fd` (rtcg-worker
-// --compile-worker). Returns the process exit status: 0 after quit or end of input.
-int serveCompileWorker(int fd);
+// --compile-worker [--warm ARCH]). With `warmArch`, NVRTC's first compile (loading it and its
+// built-in headers) is done on a tiny kernel right after hello, while the pool has no job for it
+// yet. Returns the process exit status: 0 after quit or end of input.
+int serveCompileWorker(int fd, const std::string& warmArch = "");
+
+// The compile worker's arguments: `--compile-worker [--warm ARCH]`; nullopt for others. (rtcg-worker
+// and the test suite's fake worker parse their command lines with it.)
+std::optional<std::string> compileWorkerArgs(int argc, char** argv);
 
 // A compile slot served elsewhere (another MPI rank's compile worker, reached through that rank:
 // tools/rtcgc/MpiTune.h). One pool thread uses it at a time, for every batch of the pool.
@@ -145,12 +156,16 @@ class WorkerLink;  // a slot's compile worker (CompilePool.cpp)
 // thread. compile() is called by one thread per slot at a time, slots in parallel.
 class CompileSlotHost {
  public:
-  CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log = {});
+  // `warmArch`: the architecture its workers warm NVRTC for (serveCompileWorker); "" none.
+  CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log = {},
+                  std::string warmArch = "");
   ~CompileSlotHost();  // ends the workers
   CompileSlotHost(const CompileSlotHost&) = delete;
   CompileSlotHost& operator=(const CompileSlotHost&) = delete;
 
   int slots() const { return int(slots_.size()); }
+  // Starts `slot`'s worker now rather than at its first frame (from the slot's thread).
+  void prepare(int slot);
   // Compiles a "compile" frame on `slot`; returns the reply frame ("compiled", or "failed" with the
   // reason: the worker died, timed out, sent garbage, the host was abandoned, or the frame is not a
   // compile request).
@@ -177,6 +192,13 @@ struct CompilePoolOptions {
   // Slots served elsewhere, in addition to the `parallel` local ones (the hosts' slots interleaved,
   // so that a batch of few jobs is spread over them).
   std::vector<std::shared_ptr<RemoteCompileSlot>> remoteSlots;
+  // How many jobs the first batch will have once appended to (append()): the pool has no more
+  // slots than that (nor than `parallel`). nullopt: the jobs the constructor is given.
+  std::optional<size_t> expectedJobs;
+  // The pool's part of a search's timeline, called from the slots' threads: "compile workers
+  // started" once every local slot's worker has started (or fell back to threads), "job 0
+  // compiled" when the first batch's job 0 has finished.
+  std::function<void(const std::string&)> timeline;
 };
 
 class CompilePool {
@@ -193,6 +215,10 @@ class CompilePool {
   // Starts the next batch on the same slots and workers (its jobs numbered from 0 again). The
   // current batch must be handed out (next() said nullopt); throws InternalError otherwise.
   void add(std::vector<CompileJob> jobs);
+  // Adds jobs to the current batch (numbered after its others), e.g. a search's candidates after
+  // the default schedule it started the pool with, before next() has said the batch is over. The
+  // batch must not be stopped. Its wall time (seconds(), throughput()) counts from here.
+  void append(std::vector<CompileJob> jobs);
   // The next finished candidate of the current batch (completion order), waiting for one; nullopt
   // once every started job of it has been handed out and no more will start. Throws a lost remote
   // host's error.
@@ -234,6 +260,7 @@ class CompilePool {
   std::condition_variable work_;        // the slots: a job to start, or the shutdown
   std::shared_ptr<const Batch> batch_;  // the current batch
   size_t nextJob_ = 0;                  // its next job to start
+  bool laterBatch_ = false;             // the current batch is not the first (add())
   bool stopped_ = false;                // its jobs: no more start
   int busy_ = 0;                        // slots compiling one of its jobs
   std::deque<CompiledCandidate> done_;
@@ -242,6 +269,7 @@ class CompilePool {
   std::vector<CompileHostCount> hosts_;
   std::chrono::steady_clock::time_point start_, lastFinish_;  // of the current batch
   std::vector<std::unique_ptr<Slot>> slots_;
+  int localStarted_ = 0;                // local slots whose worker has started (workersStarted)
 };
 
 }  // namespace rtcg

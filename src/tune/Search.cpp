@@ -11,7 +11,17 @@
 #include <thread>
 #include <utility>
 
+#include "support/Error.h"
+
 namespace rtcg {
+
+void SearchMeasurer::send(size_t, const std::string&, worker::CandidateMessage) {
+  throw InternalError("a measuring device of depth 1 was sent a candidate to hold");
+}
+
+MeasureOutcome SearchMeasurer::receive(size_t) {
+  throw InternalError("a measuring device of depth 1 was asked for a held candidate's outcome");
+}
 
 RaceLimits raceLimits(double bestMs) {
   RaceLimits r;
@@ -90,18 +100,25 @@ class SearchLoop {
     scheduleOf_ = std::move(in_.queued);
     progress_.generated = result_.generated;
     searchStart_ = in_.now();
+    totals_.waitSeconds.assign(measurer_.devices(), 0);
+    totals_.measureSeconds.assign(measurer_.devices(), 0);
   }
 
   SearchTotals run() {
     if (measureAll()) refine();
     retireBatch();
+    if (!result_.candidates.empty()) mark("last result");
     return totals_;
   }
 
  private:
   std::optional<CompiledCandidate> nextCandidate();
   std::optional<std::pair<CompiledCandidate, bool>> fetch();
-  void measureOne(size_t device, CompiledCandidate c, bool isDefault);
+  std::optional<std::pair<CompiledCandidate, bool>> fetchFor(size_t device);
+  struct Sent;
+  std::optional<std::pair<Sent, worker::CandidateMessage>> begin(CompiledCandidate c, bool isDefault);
+  void end(size_t device, Sent sent, const MeasureOutcome& m, double waited);
+  void measureOn(size_t device);
   // `launches`: the candidate's launches, each timed alone ("function ms"), kept if it is the best.
   void finish(CandidateRecord rec, bool isDefault, std::vector<std::string> launches = {});
   bool measureAll();
@@ -117,6 +134,9 @@ class SearchLoop {
   }
   void log(const std::string& s) {
     if (in_.log) in_.log(s);
+  }
+  void mark(const std::string& event) {
+    if (in_.mark) in_.mark(event);
   }
 
   SearchInputs in_;
@@ -184,8 +204,12 @@ std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetch() {
 // Counts a finished candidate, records it and reports progress (under resultMutex_).
 void SearchLoop::finish(CandidateRecord rec, bool isDefault, std::vector<std::string> launches) {
   double at = in_.now();
+  if (result_.candidates.empty()) mark("first result");
   rec.searchId = result_.searchId;
-  if (in_.record) in_.record(rec);
+  if (in_.record) {
+    in_.record(rec);
+    totals_.recordSeconds += in_.now() - at;
+  }
   switch (rec.status) {
     case CandidateStatus::Verified: ++result_.verified; break;
     case CandidateStatus::WrongResult: ++result_.wrong; break;
@@ -211,35 +235,58 @@ void SearchLoop::finish(CandidateRecord rec, bool isDefault, std::vector<std::st
   progress_.failed = progress_.measured - result_.verified;
   progress_.elapsedSeconds = at;
   progress_.best = result_.best;
-  if (in_.progress) in_.progress(progress_);
+  if (in_.progress) {
+    const double before = in_.now();
+    in_.progress(progress_);
+    totals_.progressSeconds += in_.now() - before;
+  }
 }
 
-// Measures one candidate on `device` (or records why it cannot be measured).
-void SearchLoop::measureOne(size_t device, CompiledCandidate c, bool isDefault) {
+// A candidate handed to a device, until its outcome is back.
+struct SearchLoop::Sent {
   CandidateRecord rec;
+  std::string label;
+  std::vector<LaunchSpec> launches;
+  bool isDefault = false;
+  double at = 0;  // when it was handed over
+};
+
+// The candidate's record so far and its message for the device, with the race thresholds of the
+// best so far; nullopt when it cannot be measured (then recorded, with why).
+std::optional<std::pair<SearchLoop::Sent, worker::CandidateMessage>> SearchLoop::begin(CompiledCandidate c,
+                                                                                        bool isDefault) {
+  Sent sent;
+  CandidateRecord& rec = sent.rec;
   rec.schedule = c.label;
   rec.compileMs = c.emitMs + c.compileMs;
   rec.registers = c.registers;
   rec.spillBytes = c.spillBytes;
   rec.sharedBytes = c.sharedBytes;
+  std::lock_guard<std::mutex> lock(resultMutex_);
+  totals_.emitSeconds += c.emitMs * 1e-3;
   if (!c.measurable()) {
     rec.status = c.status;
     rec.reason = c.reason;
-    std::lock_guard<std::mutex> lock(resultMutex_);
     if (c.emitterError) ++result_.emitterErrors;
     log(fmt::format("candidate {} {}: {}", jobOffset_ + c.job, statusName(rec.status), rec.reason));
     finish(std::move(rec), isDefault);
-    return;
+    return std::nullopt;
   }
   worker::CandidateMessage msg{int64_t(jobOffset_ + c.job), c.module.launches, std::move(c.cubin)};
-  {
-    std::lock_guard<std::mutex> lock(resultMutex_);
-    RaceLimits race = raceLimits(raceBest(result_.best, in_.earlierBest));
-    msg.raceMs = race.raceMs;
-    msg.raceTimedMs = race.raceTimedMs;
-    msg.raceCloseMs = race.raceCloseMs;
-  }
-  MeasureOutcome m = measurer_.measure(device, c.label, std::move(msg));
+  RaceLimits race = raceLimits(raceBest(result_.best, in_.earlierBest));
+  msg.raceMs = race.raceMs;
+  msg.raceTimedMs = race.raceTimedMs;
+  msg.raceCloseMs = race.raceCloseMs;
+  sent.label = c.label;
+  sent.launches = std::move(c.module.launches);
+  sent.isDefault = isDefault;
+  sent.at = in_.now();
+  return std::make_pair(std::move(sent), std::move(msg));
+}
+
+// Records the outcome of a candidate `device` was waited on for `waited` seconds.
+void SearchLoop::end(size_t device, Sent sent, const MeasureOutcome& m, double waited) {
+  CandidateRecord& rec = sent.rec;
   rec.status = m.status;
   rec.reason = m.reason;
   rec.relativeError = m.result.relativeError;
@@ -254,53 +301,91 @@ void SearchLoop::measureOne(size_t device, CompiledCandidate c, bool isDefault) 
       rec.gbytes = double(result_.minimalBytes) / s * 1e-9;
     }
   }
-  std::lock_guard<std::mutex> lock(resultMutex_);
-  if (m.status == CandidateStatus::Verified && m.result.repeats == 1 && in_.repeats > 1) ++result_.timedOnce;
-  std::vector<std::string> launches;
-  if (m.status == CandidateStatus::Verified && !m.result.launchMs.empty()) {
-    launchMsOf_[c.label] = m.result.launchMs;
-    for (size_t n = 0; n < m.result.launchMs.size() && n < c.module.launches.size(); ++n)
-      launches.push_back(fmt::format("{} {:.4f}", c.module.launches[n].function, m.result.launchMs[n]));
+  {
+    std::lock_guard<std::mutex> lock(resultMutex_);
+    totals_.measureSeconds[device] += waited;
+    if (m.status == CandidateStatus::Verified && m.result.repeats == 1 && in_.repeats > 1) ++result_.timedOnce;
+    std::vector<std::string> launches;
+    if (m.status == CandidateStatus::Verified && !m.result.launchMs.empty()) {
+      launchMsOf_[sent.label] = m.result.launchMs;
+      for (size_t n = 0; n < m.result.launchMs.size() && n < sent.launches.size(); ++n)
+        launches.push_back(fmt::format("{} {:.4f}", sent.launches[n].function, m.result.launchMs[n]));
+    }
+    finish(std::move(rec), sent.isDefault, std::move(launches));
   }
-  finish(std::move(rec), isDefault, std::move(launches));
+  if (!sent.isDefault) return;
+  // The baseline is measured: the time limit counts from here.
+  std::lock_guard<std::mutex> lock(fetchMutex_);
+  mark("default schedule measured");
+  if (in_.timeLimitSeconds > 0)
+    log(fmt::format("default schedule measured in {:.1f} s; the time limit counts from here", in_.now() - searchStart_));
+  searchStart_ = in_.now();
+  defaultMeasured_ = true;
+}
+
+// The next candidate for `device`, waiting for one (the wait counted); nullopt once the batch is
+// handed out.
+std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetchFor(size_t device) {
+  const double before = in_.now();
+  std::optional<std::pair<CompiledCandidate, bool>> c = fetch();
+  std::lock_guard<std::mutex> lock(resultMutex_);
+  totals_.waitSeconds[device] += in_.now() - before;
+  return c;
+}
+
+// Measures candidates on `device` until the batch is handed out: one at a time, or, on a device
+// that holds two (SearchMeasurer::depth), the next one sent while the last one is measured, so
+// that the device does not wait for this process between them (its race thresholds are then
+// those of the best before the last one's outcome).
+void SearchLoop::measureOn(size_t device) {
+  const size_t depth = std::max<size_t>(1, measurer_.depth(device));
+  std::deque<Sent> held;
+  for (;;) {
+    while (held.size() < depth && !aborted_) {
+      std::optional<std::pair<CompiledCandidate, bool>> c = fetchFor(device);
+      if (!c) break;
+      std::optional<std::pair<Sent, worker::CandidateMessage>> b = begin(std::move(c->first), c->second);
+      if (!b) continue;
+      if (depth == 1) {
+        MeasureOutcome m = measurer_.measure(device, b->first.label, std::move(b->second));
+        end(device, std::move(b->first), m, in_.now() - b->first.at);
+        continue;
+      }
+      measurer_.send(device, b->first.label, std::move(b->second));
+      held.push_back(std::move(b->first));
+      if (held.size() > 1) break;  // the oldest's outcome first, then the next one
+    }
+    if (held.empty() || (depth > 1 && aborted_)) return;
+    const double before = in_.now();
+    MeasureOutcome m = measurer_.receive(device);
+    Sent sent = std::move(held.front());
+    held.pop_front();
+    end(device, std::move(sent), m, in_.now() - before);
+  }
 }
 
 // Measures every candidate the current batch hands out, on every device; false once the time
 // limit stopped it.
 bool SearchLoop::measureAll() {
   // The default schedule comes first (fetch hands it out before any other): the baseline, measured
-  // whatever it costs, and the time limit counts the search after it. With several devices the
-  // others go on measuring meanwhile: a slow default (a thread per point) would hold every other
-  // device idle at the start of each search.
-  auto measure = [&](size_t d, std::pair<CompiledCandidate, bool> c) {
-    const bool isDefault = c.second;
-    measureOne(d, std::move(c.first), isDefault);
-    if (!isDefault) return;
-    std::lock_guard<std::mutex> lock(fetchMutex_);
-    if (in_.timeLimitSeconds > 0)
-      log(fmt::format("default schedule measured in {:.1f} s; the time limit counts from here", in_.now() - searchStart_));
-    searchStart_ = in_.now();
-    defaultMeasured_ = true;
-  };
+  // whatever it costs, and the time limit counts the search after it (end()). With several
+  // devices the others go on measuring meanwhile: a slow default (a thread per point) would hold
+  // every other device idle at the start of each search.
   size_t devices = measurer_.devices();
   std::vector<std::exception_ptr> errors(devices);
-  auto measureOn = [&](size_t d) {
+  auto measureDevice = [&](size_t d) {
     try {
-      while (!aborted_)
-        if (std::optional<std::pair<CompiledCandidate, bool>> c = fetch())
-          measure(d, std::move(*c));
-        else
-          break;
+      measureOn(d);
     } catch (...) {
       errors[d] = std::current_exception();
       aborted_ = true;
     }
   };
   if (devices == 1) {
-    measureOn(0);
+    measureDevice(0);
   } else {
     std::vector<std::thread> threads;
-    for (size_t d = 0; d < devices; ++d) threads.emplace_back(measureOn, d);
+    for (size_t d = 0; d < devices; ++d) threads.emplace_back(measureDevice, d);
     for (std::thread& t : threads) t.join();
   }
   for (std::exception_ptr& e : errors)
@@ -327,14 +412,16 @@ std::optional<CompileJob> SearchLoop::recombination() {
 // Refinement: rounds of the unmeasured candidates nearest (scheduleDistance) to the fastest
 // verified ones, as many per round as compile in parallel, until the budget or the time is spent.
 void SearchLoop::refine() {
-  int round = 0;
+  int round = 0, batches = 0;
   while (in_.refineBudget > 0 && !in_.reserve.empty()) {
     if (overTime()) break;
     size_t take = std::min<size_t>(size_t(in_.refineBudget), size_t(std::max(1, result_.compileThreads)));
+    const double before = in_.now();
     // Each nest's fastest measured schedule together, when that is new (recombineNests).
     std::optional<CompileJob> recombined = recombination();
     if (recombined) --take;
     RefinementRound r = rankRefinement(result_.candidates, scheduleOf_, in_.reserve, take);
+    totals_.rankSeconds += in_.now() - before;
     if (r.picked.empty() && !recombined) break;
     take = r.picked.size() + (recombined ? 1 : 0);
     std::vector<CompileJob> next;
@@ -366,6 +453,7 @@ void SearchLoop::refine() {
     firstBatch_ = false;
     jobOffset_ = size_t(result_.generated) - take;
     compiler_.startBatch(std::move(next));
+    mark(fmt::format("refinement batch {} queued", ++batches));
     if (!measureAll()) break;
   }
 }

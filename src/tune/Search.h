@@ -52,6 +52,13 @@ class SearchMeasurer {
   virtual size_t devices() const = 0;
   // `label`: the candidate's schedule text (what a replaying measurer looks its time up by).
   virtual MeasureOutcome measure(size_t device, const std::string& label, worker::CandidateMessage msg) = 0;
+  // How many candidates `device` holds at once: 1, measured by measure(); or 2, handed over by
+  // send() while the one before is measured, each outcome taken by receive() in the order sent
+  // (a device whose every candidate travels, another MPI rank's, then never waits for this
+  // process between two).
+  virtual size_t depth(size_t /*device*/) const { return 1; }
+  virtual void send(size_t device, const std::string& label, worker::CandidateMessage msg);
+  virtual MeasureOutcome receive(size_t device);
 };
 
 // The race thresholds a candidate is measured under, from the best median so far (0: none yet,
@@ -101,12 +108,21 @@ struct SearchInputs {
   std::function<void(const std::string&)> log;           // serialized by the caller
   std::function<void(const TuneProgress&)> progress;     // after each candidate
   std::function<void(const CandidateRecord&)> record;    // the tuning database, before counting
+  // The search's phases as they end (TuneResult::timeline): "first result", "default schedule
+  // measured", "refinement round N", "last result".
+  std::function<void(const std::string&)> mark;
 };
 
 // What runSearch leaves for the summary: compile counts and time over every batch.
 struct SearchTotals {
   int64_t compiled = 0;  // finished compiles (failed ones included), over the batches
   double compileSeconds = 0;
+  // Where the search's own time went (seconds, summed over candidates): emitting their CUDA C (on
+  // the compile slots' threads, in parallel), recording them (the database), reporting progress,
+  // ranking refinement rounds; and per device, waiting for a compiled candidate and for an
+  // outcome (measure(), receive()).
+  double emitSeconds = 0, recordSeconds = 0, progressSeconds = 0, rankSeconds = 0;
+  std::vector<double> waitSeconds, measureSeconds;
 };
 
 // Runs the search: measures the first batch (the default schedule alone, first, on device 0;

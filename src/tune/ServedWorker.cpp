@@ -14,12 +14,8 @@ namespace rtcg {
 
 namespace {
 
-// The reference outputs' bytes in a new temporary file; its path.
-std::string writeTemporary(const std::string& bytes) {
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string path = fmt::format("{}/rtcg-served-reference-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  int fd = ::mkostemp(path.data(), O_CLOEXEC);
-  if (fd < 0) throw Error(fmt::format("cannot create a temporary file for the reference outputs: {}", std::strerror(errno)));
+// Writes `bytes` to the open file `fd` and closes it; removes `path` and throws when it cannot.
+void writeAll(int fd, const std::string& path, const std::string& bytes) {
   for (size_t at = 0; at < bytes.size();) {
     ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
     if (n <= 0) {
@@ -31,6 +27,15 @@ std::string writeTemporary(const std::string& bytes) {
     at += size_t(n);
   }
   ::close(fd);
+}
+
+// The reference outputs' bytes in a new temporary file; its path.
+std::string writeTemporary(const std::string& bytes) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string path = fmt::format("{}/rtcg-served-reference-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  int fd = ::mkostemp(path.data(), O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("cannot create a temporary file for the reference outputs: {}", std::strerror(errno)));
+  writeAll(fd, path, bytes);
   return path;
 }
 
@@ -62,6 +67,12 @@ ServedWorker::ServedWorker(const std::string& setupFrame, const std::string& ref
 ServedWorker::~ServedWorker() {
   worker_.reset();
   ::unlink(referencePath_.c_str());
+}
+
+void ServedWorker::setReference(const std::string& reference) {
+  int fd = ::open(referencePath_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("cannot write the reference outputs to '{}': {}", referencePath_, std::strerror(errno)));
+  writeAll(fd, referencePath_, reference);
 }
 
 std::string ServedWorker::measure(const std::string& candidateFrame) {

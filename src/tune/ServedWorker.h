@@ -14,7 +14,8 @@ namespace rtcg {
 class ServedWorker {
  public:
   // Throws NoDeviceError or rtcg::Error when the worker cannot be started or set up, and
-  // worker::ProtocolError for a setup that is not a setup frame.
+  // worker::ProtocolError for a setup that is not a setup frame. `reference` may be empty when
+  // setReference gives it before the first candidate (the worker reads it at its first).
   ServedWorker(const std::string& setupFrame, const std::string& reference, int deviceOrdinal,
                const std::string& workerPath, WorkerProcess::Log log = {});
   ~ServedWorker();  // ends the worker and removes the reference file
@@ -25,6 +26,9 @@ class ServedWorker {
   // worker::ProtocolError for bytes that are no candidate frame, rtcg::Error when no worker can be
   // restarted).
   std::string measure(const std::string& candidateFrame);
+  // The reference outputs' bytes, in place of those given to the constructor; before the first
+  // candidate. Throws rtcg::Error when the file cannot be written.
+  void setReference(const std::string& reference);
   const worker::SetupMessage& setup() const { return setup_; }
   const WorkerProcess& worker() const { return *worker_; }
 

@@ -28,6 +28,7 @@
 #include "runtime/Device.h"
 #include "schedule/DeviceModels.h"
 #include "schedule/PolicyRewrite.h"
+#include "support/Cores.h"
 #include "tune/CompilePool.h"
 #include "tune/Search.h"
 #include "tune/Verify.h"
@@ -210,11 +211,36 @@ class WorkerMeasurer : public SearchMeasurer {
     if (device < workers_.size()) return workers_[device]->measure(msg);
     return remotes_[device - workers_.size()]->measure(msg);
   }
+  // A local worker measures one candidate at a time; a remote device may hold two.
+  size_t depth(size_t device) const override {
+    return device < workers_.size() ? 1 : remotes_[device - workers_.size()]->depth();
+  }
+  void send(size_t device, const std::string& label, worker::CandidateMessage msg) override {
+    if (device < workers_.size()) return SearchMeasurer::send(device, label, std::move(msg));
+    remotes_[device - workers_.size()]->send(msg);
+  }
+  MeasureOutcome receive(size_t device) override {
+    if (device < workers_.size()) return SearchMeasurer::receive(device);
+    return remotes_[device - workers_.size()]->receive();
+  }
 
  private:
   std::vector<std::unique_ptr<WorkerProcess>>& workers_;
   std::vector<std::unique_ptr<RemoteMeasurer>>& remotes_;
 };
+
+// Where the search's own time went (SearchTotals), after its timeline's events.
+std::vector<std::pair<std::string, double>> busyTimes(const SearchTotals& totals) {
+  std::vector<std::pair<std::string, double>> busy = {{"busy: emitting CUDA C", totals.emitSeconds},
+                                                      {"busy: recording", totals.recordSeconds},
+                                                      {"busy: reporting progress", totals.progressSeconds},
+                                                      {"busy: ranking refinement", totals.rankSeconds}};
+  for (size_t d = 0; d < totals.waitSeconds.size(); ++d) {
+    busy.emplace_back(fmt::format("busy: device {} waiting for a compiled candidate", d), totals.waitSeconds[d]);
+    busy.emplace_back(fmt::format("busy: device {} waiting for an outcome", d), totals.measureSeconds[d]);
+  }
+  return busy;
+}
 
 // The search's database: none for "-"; read-only (none if that fails, with a line in the log)
 // when the search writes nothing (TuneOptions::writeDb).
@@ -234,6 +260,14 @@ std::unique_ptr<TuningDb> openDatabase(const TuneOptions& options, const WorkerP
 }
 
 }  // namespace
+
+void RemoteMeasurer::send(const worker::CandidateMessage&) {
+  throw InternalError("a remote device of depth 1 was sent a candidate to hold");
+}
+
+MeasureOutcome RemoteMeasurer::receive() {
+  throw InternalError("a remote device of depth 1 was asked for a held candidate's outcome");
+}
 
 int64_t referenceSampleSize(int64_t floatOps, double maxFlops, const std::vector<int64_t>& outerExtents) {
   if (maxFlops <= 0 || double(floatOps) <= maxFlops) return 0;
@@ -289,6 +323,14 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   std::string workerPath = findWorker(options.workerPath);
 
   TuneResult result;
+  // The timeline (TuneResult::timeline): phases end on several threads.
+  std::mutex timelineMutex;
+  auto mark = [&](const std::string& event) {
+    std::lock_guard<std::mutex> lock(timelineMutex);
+    const double at = secondsSince(t0);
+    result.timeline.emplace_back(event, at);
+    if (options.timeline) options.timeline(event, at);
+  };
   result.key = tuningKeyFor(bound, props, options.space.precision);
   result.precision = options.space.precision;
   result.floatOps = floatOps(bound);
@@ -301,64 +343,18 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   result.peakGflops = arithmeticPeak(peaks.fp32, peaks.fp64, result.ops) * 1e-9;
   result.arithmetic = arithmeticName(result.ops);
 
-  // The space, for this device. With a candidate budget, about a third of it is kept for
-  // refinement rounds (neighbours of the fastest measured candidates, from what sampling left out).
+  // The space's options for this device. With a candidate budget, about a third of it is kept
+  // for refinement rounds (neighbours of the fastest measured candidates, from what sampling left
+  // out).
   SpaceOptions spaceOptions = options.space;
   int64_t refineBudget = refinementBudget(spaceOptions.maxCandidates);
   spaceOptions.maxCandidates -= refineBudget;
   setSpaceDevice(spaceOptions, props);
-  Space space = enumerateSchedules(scheduled, spaceOptions);
-  noteSpace(space, scheduled, result, log);
-
-  // Opened now, so an unusable database fails before the reference (and the warm start below can
-  // read it); the search is begun once the reference says how candidates are verified (part of its
-  // settings).
-  std::unique_ptr<TuningDb> db = openDatabase(options, log);
-
-  // Refinement draws from what sampling left out; without any, its budget goes back to the sample.
-  std::vector<Candidate> reserve = std::move(space.reserve);
-
-  // Jobs: the default schedule first (always measured, the baseline), then the warm start
-  // (tune/WarmStart.h: the database's winners at other sizes, from the reserve or, when the space
-  // lacks them, validated as they are), then the space's candidates (best predicted first; a
-  // budgeted sample gives up as many of its last, randomly drawn, ones as the warm start added),
-  // then planted ones.
-  std::vector<CompileJob> jobs;
   Schedule defaultSched = defaultSchedule(scheduled, spaceOptions.limits);
-  std::vector<std::string> warmed =
-      queueSearch(scheduled, spaceOptions.limits, defaultSched, space.candidates, reserve,
-                  db ? warmStartSchedules(db->list(), result.key, kWarmStartSchedules) : std::vector<std::string>{},
-                  spaceOptions.maxCandidates > 0, jobs);
-  if (!warmed.empty())
-    log(fmt::format("warm start: {} schedule{} the database found fastest for {} at other sizes", warmed.size(),
-                    warmed.size() == 1 ? "" : "s", bound.name));
-  result.warmStarted = int64_t(warmed.size());
-  if (reserve.empty()) refineBudget = 0;
-  queuePlanted(options.extraCandidates, defaultSched, jobs);
-  // With `resume`: the fastest of the earlier searches, which candidates race against from the start.
-  std::optional<CandidateRecord> earlierBest;
-  if (options.resume) {
-    if (!db) throw Error("resuming a search needs the tuning database (not --db -)");
-    result.resumedSkipped = int64_t(dropMeasured(jobs, db->candidates(result.key)));
-    log(fmt::format("resumed: {} candidates measured by earlier searches of this key are not measured again",
-                    result.resumedSkipped));
-    earlierBest = db->best(result.key);
-  }
-  result.generated = int64_t(jobs.size());
 
-  // The reference program, compiled up front: its outer loops give the sample size for kernels
-  // over the reference limit.
-  ReferenceProgram referenceProgram(bound);
-  ReferenceOptions referenceOptions;
-  referenceOptions.sampleSeed = options.seed;
-  // Sized by every arithmetic operation the reference executes (an integer GEMM has no float ones).
-  const int64_t referenceOps = arithmeticOps(bound);
-  referenceOptions.sampleOuterValues =
-      referenceSampleSize(referenceOps, options.referenceMaxFlops, referenceProgram.outerExtents());
-
-  nlohmann::json settings = searchSettings(options);
-
-  // Compiling starts now and overlaps with the reference and everything after.
+  // Compiling starts first, with the default schedule (job 0, known before the space is): its
+  // workers start and warm NVRTC, and the default compiles, while the space is enumerated and the
+  // reference computed. The space's candidates are appended to the batch once enumerated.
   LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin)};
   // In rtcg-worker --compile-worker processes: NVRTC scales across processes, not threads.
   CompilePoolOptions poolOptions;
@@ -368,37 +364,86 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   poolOptions.workerPath = workerPath;
   poolOptions.log = log;
   poolOptions.remoteSlots = options.remoteCompileSlots;
-  std::map<std::string, Schedule> scheduleOf;  // measured labels -> schedules, for refinement
-  for (const CompileJob& j : jobs) scheduleOf[j.label] = j.schedule;
-  auto pool = std::make_unique<CompilePool>(scheduled, props.arch(), limits, std::move(jobs), poolOptions);
-  result.compileThreads = pool->parallel();
-  log(fmt::format("compiling {} candidates with NVRTC in {} worker processes for {}", result.generated,
-                  pool->parallel(), props.arch()));
-  if (!poolOptions.remoteSlots.empty()) {
-    std::vector<std::string> where;
-    for (const CompileHostCount& h : pool->hosts())
-      where.push_back(fmt::format("{} {}", h.slots, h.host == "local" ? "here" : "on " + h.host));
-    log(fmt::format("compiling with {} slots: {}", pool->parallel(), fmt::join(where, ", ")));
-  }
+  // A budgeted search's first batch has about its budget's sample (with the default and planted
+  // ones); the pool is not given more slots than that, as when it got the whole batch at once.
+  if (spaceOptions.maxCandidates > 0)
+    poolOptions.expectedJobs = size_t(spaceOptions.maxCandidates) + 1 + options.extraCandidates.size();
+  else
+    poolOptions.expectedJobs = std::numeric_limits<size_t>::max();
+  poolOptions.timeline = [&](const std::string& event) {
+    mark(event == "job 0 compiled" ? "default schedule compiled" : event);
+  };
+  std::vector<CompileJob> first;
+  first.push_back({printSchedule(defaultSched), defaultSched, {}, nullptr});  // as queueSearch queues it
+  auto pool = std::make_unique<CompilePool>(scheduled, props.arch(), limits, std::move(first), poolOptions);
+  mark("compile pool started");
+
+  // The space, on a thread of its own (joined below, or on the way out if something throws).
+  Space space;
+  std::exception_ptr enumerateError;
+  std::jthread enumerating([&] {
+    try {
+      space = enumerateSchedules(scheduled, spaceOptions);
+      mark("enumeration done");
+    } catch (...) {
+      enumerateError = std::current_exception();
+    }
+  });
+
+  // Opened now, so an unusable database fails before the reference (and the warm start below can
+  // read it); the search is begun once the reference says how candidates are verified (part of its
+  // settings).
+  std::unique_ptr<TuningDb> db = openDatabase(options, log);
+
+  // The reference program, compiled up front: its outer loops give the sample size for kernels
+  // over the reference limit. It runs on the cores this process may use (its affinity), but one
+  // where there are more than two: the enumeration has that one.
+  ReferenceProgram referenceProgram(bound);
+  ReferenceOptions referenceOptions;
+  referenceOptions.sampleSeed = options.seed;
+  referenceOptions.threads = usableCores() > 2 ? usableCores() - 1 : usableCores();
+  // Sized by every arithmetic operation the reference executes (an integer GEMM has no float ones).
+  const int64_t referenceOps = arithmeticOps(bound);
+  referenceOptions.sampleOuterValues =
+      referenceSampleSize(referenceOps, options.referenceMaxFlops, referenceProgram.outerExtents());
+
+  nlohmann::json settings = searchSettings(options);
 
   // The float64 reference on the CPU, once, on the inputs the worker regenerates. The measuring
   // workers start meanwhile (a process, a CUDA context, the inputs uploaded: about a second,
-  // docs/bench.md, session 36); they read the reference file, written here before any candidate
-  // goes out, at their first candidate.
+  // docs/bench.md, session 36), and so do the remote devices (another rank's worker); they read
+  // the reference file, written here before any candidate goes out, at their first candidate.
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
   HostArgs inputs = tuningInputs(bound, options.seed, scalars, options.inputFiles);
   HostArgs refArgs = inputs;
   TempFile refFile;
   worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
   std::vector<std::unique_ptr<WorkerProcess>> workers;
-  std::exception_ptr startError;
+  std::vector<std::unique_ptr<RemoteMeasurer>> remotes;
+  std::exception_ptr startError, remoteError;
   std::jthread starting([&] {  // joined below, or on the way out if the reference throws
     try {
       workers = startWorkers(workerPath, setup, options, log);
+      mark("measuring workers ready");
     } catch (...) {
       startError = std::current_exception();
     }
   });
+  std::jthread startingRemotes;
+  auto startRemotes = [&] {
+    if (!options.remoteDevices) return;
+    startingRemotes = std::jthread([&] {
+      try {
+        worker::SetupMessage remoteSetup = setup;
+        remoteSetup.deviceOrdinal = options.deviceOrdinals.front();
+        remotes = options.remoteDevices(remoteSetup);
+        mark("remote devices ready");
+      } catch (...) {
+        remoteError = std::current_exception();
+      }
+    });
+  };
+  if (options.remoteDevicesBeforeReference) startRemotes();
   if (referenceOptions.sampleOuterValues > 0)
     log(fmt::format("computing the CPU reference ({:.3g} arithmetic operations, over the limit of {:.3g}: on a "
                     "sample of {} values of each nest's outer loop) ...",
@@ -421,15 +466,67 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     }
     worker::writeReferenceFile(refFile.path, arrays);
   }
+  mark("reference done");
+  if (!options.remoteDevicesBeforeReference) startRemotes();
+
+  enumerating.join();
+  if (enumerateError) std::rethrow_exception(enumerateError);
+  noteSpace(space, scheduled, result, log);
+
+  // Refinement draws from what sampling left out; without any, its budget goes back to the sample.
+  std::vector<Candidate> reserve = std::move(space.reserve);
+
+  // Jobs: the default schedule first (always measured, the baseline; compiling already), then the
+  // warm start (tune/WarmStart.h: the database's winners at other sizes, from the reserve or, when
+  // the space lacks them, validated as they are), then the space's candidates (best predicted
+  // first; a budgeted sample gives up as many of its last, randomly drawn, ones as the warm start
+  // added), then planted ones.
+  std::vector<CompileJob> jobs;
+  std::vector<std::string> warmed =
+      queueSearch(scheduled, spaceOptions.limits, defaultSched, space.candidates, reserve,
+                  db ? warmStartSchedules(db->list(), result.key, kWarmStartSchedules) : std::vector<std::string>{},
+                  spaceOptions.maxCandidates > 0, jobs);
+  if (!warmed.empty())
+    log(fmt::format("warm start: {} schedule{} the database found fastest for {} at other sizes", warmed.size(),
+                    warmed.size() == 1 ? "" : "s", bound.name));
+  result.warmStarted = int64_t(warmed.size());
+  if (reserve.empty()) refineBudget = 0;
+  queuePlanted(options.extraCandidates, defaultSched, jobs);
+  // With `resume`: the fastest of the earlier searches, which candidates race against from the start.
+  std::optional<CandidateRecord> earlierBest;
+  if (options.resume) {
+    if (!db) throw Error("resuming a search needs the tuning database (not --db -)");
+    result.resumedSkipped = int64_t(dropMeasured(jobs, db->candidates(result.key)));
+    log(fmt::format("resumed: {} candidates measured by earlier searches of this key are not measured again",
+                    result.resumedSkipped));
+    earlierBest = db->best(result.key);
+  }
+  result.generated = int64_t(jobs.size());
+  std::map<std::string, Schedule> scheduleOf;  // measured labels -> schedules, for refinement
+  for (const CompileJob& j : jobs) scheduleOf[j.label] = j.schedule;
+  RTCG_ASSERT(!jobs.empty() && jobs.front().label == printSchedule(defaultSched),
+              "the search's first job is not the default schedule");
+  pool->append(std::vector<CompileJob>(std::make_move_iterator(jobs.begin() + 1), std::make_move_iterator(jobs.end())));
+  mark("candidates queued");
+  // A refinement round is as large as the pool's parallelism over the first batch: its slots, or
+  // its jobs where they are fewer.
+  result.compileThreads = std::min(pool->parallel(), int(jobs.size()));
+  log(fmt::format("compiling {} candidates with NVRTC in {} worker processes for {}", result.generated,
+                  result.compileThreads, props.arch()));
+  if (!poolOptions.remoteSlots.empty()) {
+    std::vector<std::string> where;
+    for (const CompileHostCount& h : pool->hosts())
+      where.push_back(fmt::format("{} {}", h.slots, h.host == "local" ? "here" : "on " + h.host));
+    log(fmt::format("compiling with {} slots: {}", pool->parallel(), fmt::join(where, ", ")));
+  }
+
   starting.join();
   if (startError) std::rethrow_exception(startError);
+  if (startingRemotes.joinable()) startingRemotes.join();
+  if (remoteError) std::rethrow_exception(remoteError);
+  for (const std::unique_ptr<RemoteMeasurer>& r : remotes) r->referenceWritten();
+  if (!remotes.empty()) mark("reference sent to the remote devices");
   if (db && options.writeDb) result.searchId = db->beginSearch(result.key, result.settings);
-  std::vector<std::unique_ptr<RemoteMeasurer>> remotes;
-  if (options.remoteDevices) {
-    worker::SetupMessage remoteSetup = setup;
-    remoteSetup.deviceOrdinal = options.deviceOrdinals.front();
-    remotes = options.remoteDevices(remoteSetup);
-  }
   result.devices = int(workers.size() + remotes.size());
   if (workers.size() > 1)
     log(fmt::format("measuring on {} devices ({}), one worker each", workers.size(),
@@ -446,6 +543,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   in.now = [t0] { return secondsSince(t0); };
   in.log = log;
   in.progress = options.progress;
+  in.mark = mark;
   bool dbFailed = false;
   in.record = [&](const CandidateRecord& rec) {
     if (!db || !options.writeDb || dbFailed) return;
@@ -469,6 +567,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
       }
     }
     throw;
+  }
+  for (const auto& [what, seconds] : busyTimes(totals)) {
+    std::lock_guard<std::mutex> lock(timelineMutex);
+    result.timeline.emplace_back(what, seconds);
+    if (options.timeline) options.timeline(what, seconds);
   }
   // Compiled candidates = those that NVRTC compiled, whether or not they were measured.
   bool fallback = compiler.usedFallback();

@@ -8,10 +8,14 @@
 // The calling process never creates a CUDA context during a search (it initializes the driver to
 // read the device's properties, which creates none).
 //
-// Order of a search: enumerate (schedule/Space.h) -> start the compile pool -> compute the float64
-// reference on the CPU (all cores; logged with its time; sampled for kernels over
-// TuneOptions::referenceMaxFlops) -> start the worker -> measure the default
-// schedule first, then the others in compile-completion order -> record each (tune/TuningDb.h).
+// Order of a search: start the compile pool with the default schedule alone (its workers start
+// and warm NVRTC) -> at once, and side by side: enumerate the space (schedule/Space.h, on a
+// thread of its own), start the measuring workers (and the remote devices') and compute the
+// float64 reference on the CPU (the cores of its affinity, but one, which the enumeration has,
+// where there are more than two; logged with its time; sampled for kernels over
+// TuneOptions::referenceMaxFlops) -> the space's candidates appended to the pool -> measure the
+// default schedule first (compiled by then), then the others in compile-completion order ->
+// record each (tune/TuningDb.h). TuneResult::timeline says when each phase ended.
 // With a time limit, no new candidate starts once it is exceeded; the one in flight finishes.
 // With a candidate budget smaller than the space, two thirds of it go to the space's sample (its
 // best-predicted half and a seeded random rest) and a third to refinement rounds: each round
@@ -50,6 +54,15 @@ class RemoteMeasurer {
  public:
   virtual ~RemoteMeasurer() = default;
   virtual MeasureOutcome measure(const worker::CandidateMessage& candidate) = 0;
+  // A device that may hold two candidates, the next one sent while the one before is measured
+  // (SearchMeasurer::depth: another MPI rank's), says 2 and implements send() and receive(): the
+  // outcomes of what send() handed over, in order. Depth 1 uses measure() alone.
+  virtual size_t depth() const { return 1; }
+  virtual void send(const worker::CandidateMessage& candidate);
+  virtual MeasureOutcome receive();
+  // The reference outputs are in the setup's file now (made before it was written: a device that
+  // sends them sends them now, while the first candidates compile, not with its first candidate).
+  virtual void referenceWritten() {}
   virtual std::string name() const = 0;  // "rank 2 (host, device 0)", for the log
   virtual int restarts() const = 0;      // of its worker process
 };
@@ -121,10 +134,17 @@ struct TuneOptions {
   // A database that cannot be opened read-only is then no database.
   bool writeDb = true;
   // Measuring devices beyond the local ones (an MPI rank's GPU: tools/rtcgc/MpiTune.h), made once
-  // the local workers are set up, from the setup message they got (the reference outputs are in
-  // the file setup.referencePath names, on this machine). Each measures one candidate at a time.
+  // the reference file is written, from the setup message the local workers got (the reference
+  // outputs are in the file setup.referencePath names, on this machine); with
+  // remoteDevicesBeforeReference, as the search starts, beside the local workers' start, the
+  // enumeration and the reference: the file is written only before the first candidate is
+  // measured. Each measures one candidate at a time (or two: RemoteMeasurer::depth).
   std::function<std::vector<std::unique_ptr<RemoteMeasurer>>(const worker::SetupMessage& setup)> remoteDevices;
   int remoteDeviceCount = 0;  // how many remoteDevices makes: the compile pool is sized for them too
+  bool remoteDevicesBeforeReference = false;
+  // Called as each phase of the search ends (TuneResult::timeline), from whichever thread ended it,
+  // one call at a time.
+  std::function<void(const std::string& event, double seconds)> timeline;
   // Compile slots served elsewhere (another MPI rank's compile workers: tools/rtcgc/MpiTune.h),
   // used by the compile pool besides this process's workers. Given any, the local workers are
   // sized for the local devices alone (the remote devices' hosts bring their own).
@@ -136,6 +156,16 @@ struct TuneResult {
   int64_t searchId = 0;                     // in the database (0: none)
   std::vector<CandidateRecord> candidates;  // every candidate measured or failed, in completion order
   std::vector<double> completedSeconds;     // when each completed, seconds since the start
+  // When each phase ended, seconds since the start, in the order they ended: "compile pool
+  // started", "compile workers started", "measuring workers ready", "remote devices ready",
+  // "reference done", "enumeration done", "candidates queued", "reference sent to the remote
+  // devices", "default schedule compiled",
+  // "first result", "default schedule measured", "refinement batch N queued", "last result";
+  // and where the search's own time went on this process, as "busy: ..." entries (seconds, not
+  // times): emitting CUDA C (on the compile slots' threads, in parallel), recording in the
+  // database, reporting progress, ranking refinement rounds, each device waiting for a compiled
+  // candidate and for its outcomes.
+  std::vector<std::pair<std::string, double>> timeline;
   std::optional<CandidateRecord> best;      // fastest verified
   std::optional<CandidateRecord> defaultSchedule;  // the default schedule's record
   int64_t enumerated = 0, generated = 0, pruned = 0, sampledOut = 0;

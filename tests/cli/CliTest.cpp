@@ -745,6 +745,31 @@ TEST(Cli, TuneStartsEachCompileWorkerOnce) {
   EXPECT_NE(tuned.out.find("worker restarts: 0"), std::string::npos) << tuned.out;
 }
 
+// --timeline: when each phase of the search ended (seconds since it began) as it ends, where its own
+// time went at the end, and the same events in the JSON summary.
+TEST(Cli, TuneTimelineSaysWhenEachPhaseEnded) {
+  Result tuned = rtcg::tests::shell("RTCG_TEST_DEVICE='Fake GPU,sm_90,132' RTCG_FAKE_WORKER_MODE=verified " +
+                                    std::string(RTCGC_PATH) + " tune " + example("matmul.rtcg") +
+                                    " -D n=64 --max-candidates 6 --compile-threads 1 --db - --timeline --json --worker " +
+                                    RTCG_FAKE_WORKER + " 2>&1");
+  EXPECT_EQ(tuned.code, 0) << tuned.out;
+  for (const char* event : {"compile pool started", "enumeration done", "reference done", "measuring workers ready",
+                            "default schedule compiled", "first result", "last result"})
+    EXPECT_TRUE(std::regex_search(tuned.out, std::regex(std::string("rtcgc tune: timeline: +[0-9]+\\.[0-9]{3} s  ") + event)))
+        << event << "\n" << tuned.out;
+  EXPECT_TRUE(std::regex_search(tuned.out, std::regex("rtcgc tune: timeline: busy: device 0 waiting for an outcome [0-9.]+ s")))
+      << tuned.out;
+  EXPECT_NE(tuned.out.find("\"event\": \"enumeration done\""), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("\"event\": \"last result\""), std::string::npos) << tuned.out;
+  // Without it, none.
+  Result quiet = rtcg::tests::shell("RTCG_TEST_DEVICE='Fake GPU,sm_90,132' RTCG_FAKE_WORKER_MODE=verified " +
+                                    std::string(RTCGC_PATH) + " tune " + example("matmul.rtcg") +
+                                    " -D n=64 --max-candidates 6 --compile-threads 1 --db - --worker " +
+                                    RTCG_FAKE_WORKER + " 2>&1");
+  EXPECT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_EQ(quiet.out.find("timeline:"), std::string::npos) << quiet.out;
+}
+
 // wgmma (`mma: ... wgmma`): explain says the layouts, emit compiles an sm_90a cubin where the
 // target is sm_90 and refuses another target (exit 1), bad text is refused with its column, and the
 // dry run offers wgmma for sm_90 only.

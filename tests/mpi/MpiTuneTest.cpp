@@ -187,11 +187,15 @@ TEST(MpiTune, OneSearchCompilesAndMeasuresOnEveryRank) {
   TempDir dir;
   std::string file = write(dir, "scale.rtcg", kScale), db = dir.file("tuning.sqlite");
   // 12 candidates: 8 up front, 4 in two refinement rounds (later batches of rank 0's pool).
-  auto r = shell(environment(dir) + mpirun(3) + tuneArgs(db, 12) + file + " -D n=100000 --json 2>" + dir.file("err"));
+  auto r = shell(environment(dir) + mpirun(3) + tuneArgs(db, 12) + file + " -D n=100000 --json --timeline 2>" +
+                 dir.file("err"));
   std::string err = shell("cat " + dir.file("err")).out;
   ASSERT_EQ(r.code, 0) << r.out << err;
   json j = lastJson(r.out);
   EXPECT_EQ(j["devices"], 3) << j.dump(2);
+  // The other ranks' workers were set up as the search started, the reference sent them later.
+  for (const char* event : {"remote devices ready", "reference done", "first result", "last result"})
+    EXPECT_NE(err.find(std::string(" s  ") + event), std::string::npos) << event << "\n" << err;
   EXPECT_NE(err.find("refinement round 2: "), std::string::npos) << err;
   // Every rank started its compile worker once: the rounds ran on the workers (rank 0's own, and
   // those behind its slots on ranks 1 and 2) that the first batch started.

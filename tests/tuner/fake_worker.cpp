@@ -12,7 +12,7 @@
 //                  $RTCG_FAKE_WORKER_KILL_RANK=R it kills its parent (the MPI rank, by
 //                  $OMPI_COMM_WORLD_RANK or $PMI_RANK) with SIGKILL at its first candidate when
 //                  that rank is R: a rank that dies in the middle of a search.
-// With --compile-worker it is the real compile worker (tune/CompilePool.h): a search on a machine
+// With --compile-worker [--warm ARCH] it is the real compile worker (tune/CompilePool.h): a search on a machine
 // without a GPU (rtcgc tune with $RTCG_TEST_DEVICE) compiles with NVRTC and measures here. With
 // $RTCG_FAKE_COMPILE_WORKER_KILL_RANK=R it says hello, then kills its parent (the MPI rank) with
 // SIGKILL when its first compile request arrives and that rank is R: a rank that dies holding
@@ -23,6 +23,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -102,11 +103,11 @@ int killRankAtFirstCompile(const char* rank) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::strcmp(argv[1], "--compile-worker") == 0) {
+  if (std::optional<std::string> warmArch = rtcg::compileWorkerArgs(argc, argv)) {
     const char* killRank = std::getenv("RTCG_FAKE_COMPILE_WORKER_KILL_RANK");
     const char* rank = rankOfParent();
     if (killRank && rank && std::strcmp(killRank, rank) == 0) return killRankAtFirstCompile(rank);
-    return rtcg::serveCompileWorker(STDIN_FILENO);
+    return rtcg::serveCompileWorker(STDIN_FILENO, *warmArch);
   }
   const char* env = std::getenv("RTCG_FAKE_WORKER_MODE");
   std::string mode = env ? env : "mixed";

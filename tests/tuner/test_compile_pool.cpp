@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -629,4 +630,64 @@ TEST(CompilePool, ABoundProcessStartsAWorkerPerCoreItIsBoundTo) {
   int compiled = 0;
   while (pool.next()) ++compiled;
   EXPECT_EQ(compiled, 4);
+}
+
+// A search starts its pool with the default schedule alone, before the space is enumerated, and
+// appends the space's candidates to that batch (tune/Tuner.h): the pool has the slots of the whole
+// batch (expectedJobs) from the start, their workers start before the rest of the batch is known,
+// and the appended jobs, numbered after the first, run on those workers.
+TEST(CompilePool, AStartedBatchTakesAppendedJobsOnTheWorkersAlreadyStarted) {
+  Kernel k = matmul(64);
+  LogLines log;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::string> events;
+  CompilePoolOptions options;
+  options.parallel = 2;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.log = log.sink();
+  options.expectedJobs = 6;
+  options.timeline = [&](const std::string& event) {
+    std::lock_guard<std::mutex> lock(mutex);
+    events.push_back(event);
+    changed.notify_all();
+  };
+  std::vector<CompileJob> jobs = matmulJobs(k, 6);
+  ASSERT_EQ(jobs.size(), 6u);
+  CompilePool pool(k, "sm_90", {}, {jobs[0]}, options);
+  EXPECT_EQ(pool.parallel(), 2);  // the batch's expected size, not its one job
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait_for(lock, std::chrono::seconds(120), [&] { return events.size() == 2; });
+    std::set<std::string> seen(events.begin(), events.end());
+    EXPECT_EQ(seen, (std::set<std::string>{"compile workers started", "job 0 compiled"}));
+  }
+  EXPECT_EQ(log.count(" started ("), 2) << log.all();  // both, with one job to compile
+  pool.append(std::vector<CompileJob>(jobs.begin() + 1, jobs.end()));
+  std::set<size_t> seen;
+  while (std::optional<CompiledCandidate> c = pool.next()) {
+    EXPECT_TRUE(seen.insert(c->job).second) << "job handed out twice";
+    ASSERT_LT(c->job, jobs.size());
+    EXPECT_EQ(c->label, jobs[c->job].label);
+    EXPECT_TRUE(c->measurable()) << c->label << ": " << c->reason;
+  }
+  EXPECT_EQ(seen, upTo(6));
+  EXPECT_EQ(pool.finished(), 6);
+  EXPECT_EQ(log.count(" started ("), 2) << log.all();
+  EXPECT_EQ(pool.workerRestarts(), 0);
+}
+
+// The compile worker's command line: --compile-worker, with --warm ARCH to warm NVRTC at start.
+TEST(CompileWorker, ArgumentsNameTheArchitectureToWarm) {
+  auto parse = [](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    return compileWorkerArgs(int(argv.size()), argv.data());
+  };
+  EXPECT_EQ(parse({"rtcg-worker", "--compile-worker"}), std::optional<std::string>(""));
+  EXPECT_EQ(parse({"rtcg-worker", "--compile-worker", "--warm", "sm_90"}), std::optional<std::string>("sm_90"));
+  EXPECT_EQ(parse({"rtcg-worker", "--serve"}), std::nullopt);
+  EXPECT_EQ(parse({"rtcg-worker", "--compile-worker", "--warm"}), std::nullopt);
+  EXPECT_EQ(parse({"rtcg-worker", "--compile-worker", "--warm", ""}), std::nullopt);
+  EXPECT_EQ(parse({"rtcg-worker"}), std::nullopt);
 }

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include <condition_variable>
 #include <functional>
 
@@ -131,6 +133,10 @@ class ReplayMeasurer : public SearchMeasurer {
   size_t devices() const override { return devices_; }
   MeasureOutcome measure(size_t device, const std::string& label, worker::CandidateMessage msg) override {
     if (before) before(label);
+    if (device == 0 && laterDepth > 1) {  // the other device gets its two first (at most 10 s)
+      std::unique_lock<std::mutex> lock(mutex_);
+      heldTwo_.wait_for(lock, std::chrono::seconds(10), [&] { return mostHeld >= 2; });
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     clock_ += 1;
     MeasureOutcome m;
@@ -142,14 +148,43 @@ class ReplayMeasurer : public SearchMeasurer {
     return m;
   }
 
+  // Devices after the first hold `laterDepth` candidates: send() keeps one, receive() measures the
+  // oldest kept.
+  size_t depth(size_t device) const override { return device == 0 ? 1 : laterDepth; }
+  void send(size_t device, const std::string& label, worker::CandidateMessage msg) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_[device].emplace_back(label, std::move(msg));
+    mostHeld = std::max(mostHeld, held_[device].size());
+    heldTwo_.notify_all();
+  }
+  MeasureOutcome receive(size_t device) override {
+    std::pair<std::string, worker::CandidateMessage> next;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      next = std::move(held_[device].front());
+      held_[device].pop_front();
+    }
+    return measure(device, next.first, std::move(next.second));
+  }
+  size_t stillHeld() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = 0;
+    for (const auto& [device, held] : held_) n += held.size();
+    return n;
+  }
+
   std::vector<Sent> sent;
   std::function<void(const std::string& label)> before;  // called first, outside the lock
+  size_t laterDepth = 1;
+  size_t mostHeld = 0;  // the most candidates a device held at once (send())
 
  private:
   const std::map<std::string, double>& recorded_;
   double& clock_;
   size_t devices_;
   std::mutex mutex_;
+  std::condition_variable heldTwo_;
+  std::map<size_t, std::deque<std::pair<std::string, worker::CandidateMessage>>> held_;
 };
 
 class SearchReplay : public ::testing::Test {
@@ -169,6 +204,7 @@ class SearchReplay : public ::testing::Test {
     TuneResult result;
     SearchTotals totals;
     std::vector<ReplayMeasurer::Sent> sent;
+    size_t mostHeld = 0, stillHeld = 0;
     std::vector<size_t> rounds;
     std::vector<std::string> firstBatch, reserve;
   };
@@ -176,7 +212,7 @@ class SearchReplay : public ::testing::Test {
   // A search of `maxCandidates` over the recording, compiling `parallel` at a time.
   static Run search(int64_t maxCandidates, double timeLimit = 0, bool defaultLast = false, int parallel = 4,
                     std::optional<CandidateRecord> earlierBest = std::nullopt, size_t devices = 1,
-                    std::function<void(const std::string&)> before = {}) {
+                    std::function<void(const std::string&)> before = {}, size_t laterDepth = 1) {
     Queued q = queued(maxCandidates);
     Run run;
     SearchInputs in;
@@ -196,8 +232,11 @@ class SearchReplay : public ::testing::Test {
     ReplayCompiler compiler(std::move(q.jobs), *recorded_, defaultLast);
     ReplayMeasurer measurer(*recorded_, clock, devices);
     measurer.before = std::move(before);
+    measurer.laterDepth = laterDepth;
     run.totals = runSearch(std::move(in), compiler, measurer, run.result);
     run.sent = std::move(measurer.sent);
+    run.mostHeld = measurer.mostHeld;
+    run.stillHeld = measurer.stillHeld();
     run.rounds = compiler.batches;
     return run;
   }
@@ -348,6 +387,26 @@ TEST_F(SearchReplay, SeveralDevicesMeasureEveryCandidateOnceAndOthersGoOnBesideT
   std::vector<std::string> all = labels(run.result);
   EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
   EXPECT_EQ(run.result.candidates.size(), run.firstBatch.size() + 12);
+}
+
+// A device that holds two candidates (another MPI rank's: RemoteMeasurer::depth) gets the next
+// one while it measures the one before, so that it never waits for rank 0 between them; every
+// candidate is still measured once, and every one it was sent comes back.
+TEST_F(SearchReplay, ADeviceHoldingTwoGetsTheNextBeforeTheLastOutcomeAndMeasuresEachOnce) {
+  Run one = search(36, 0, false, 4, std::nullopt, /*devices=*/2);
+  EXPECT_EQ(one.mostHeld, 0u);  // depth 1: measure() alone
+  Run run = search(36, 0, false, 4, std::nullopt, /*devices=*/2, {}, /*laterDepth=*/2);
+  EXPECT_EQ(run.mostHeld, 2u);
+  EXPECT_EQ(run.stillHeld, 0u);
+  std::vector<std::string> all = labels(run.result);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
+  EXPECT_EQ(run.result.candidates.size(), run.firstBatch.size() + 12);
+  EXPECT_EQ(run.result.candidates.size(), one.result.candidates.size());
+  std::set<size_t> devices;
+  for (const ReplayMeasurer::Sent& s : run.sent) devices.insert(s.device);
+  EXPECT_EQ(devices, (std::set<size_t>{0, 1}));
+  ASSERT_TRUE(run.result.defaultSchedule.has_value());
+  EXPECT_EQ(run.result.defaultSchedule->schedule, run.firstBatch.front());
 }
 
 // The ranking of one round on a hand-made record: nearest to the three fastest verified first,

@@ -17,6 +17,7 @@
 #include "runtime/Device.h"
 #include "schedule/Space.h"
 #include "support/Error.h"
+#include "tune/TestDevice.h"
 #include "tune/Tuner.h"
 
 using namespace rtcg;
@@ -86,6 +87,55 @@ void expectVerifiedWinner(const TuneResult& r) {
 }
 
 }  // namespace
+
+// An environment variable set for a scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name.c_str()); }
+};
+
+// A search on a stand-in device (the fake worker measures; NVRTC compiles): the compile pool, with
+// the default schedule, starts before the space is enumerated (the enumeration runs beside the
+// reference and the workers' start), and the timeline says when each phase ended, in order.
+TEST(Tune, CompilingStartsBeforeTheSpaceIsEnumeratedAndTheTimelineSaysWhen) {
+  ScopedEnv device("RTCG_TEST_DEVICE", "Fake GPU,sm_90,132"), mode("RTCG_FAKE_WORKER_MODE", "verified");
+  Loaded l = load("matmul.rtcg", {{"n", 64}});
+  TuneOptions o = quickOptions(12);
+  o.workerPath = RTCG_FAKE_WORKER;
+  o.compileThreads = 1;
+  o.deviceProperties = testDeviceFromEnv();
+  std::vector<std::pair<std::string, double>> told;
+  o.timeline = [&](const std::string& event, double seconds) { told.emplace_back(event, seconds); };
+  TuneResult r = tune(l.file, l.source, l.bound, o);
+  EXPECT_EQ(told, r.timeline);
+  auto at = [&](const std::string& event) {
+    auto it = std::find_if(r.timeline.begin(), r.timeline.end(), [&](const auto& e) { return e.first == event; });
+    EXPECT_NE(it, r.timeline.end()) << event;
+    return it - r.timeline.begin();
+  };
+  EXPECT_LT(at("compile pool started"), at("enumeration done"));
+  EXPECT_LT(at("enumeration done"), at("candidates queued"));
+  EXPECT_LT(at("reference done"), at("first result"));
+  EXPECT_LT(at("measuring workers ready"), at("first result"));
+  EXPECT_LT(at("default schedule compiled"), at("default schedule measured"));
+  EXPECT_LT(at("compile workers started"), at("last result"));
+  EXPECT_LT(at("first result"), at("last result"));
+  EXPECT_LT(at("last result"), at("busy: emitting CUDA C"));
+  double last = 0;
+  for (const auto& [event, seconds] : r.timeline) {
+    if (event.rfind("busy: ", 0) == 0) continue;  // durations, not times
+    EXPECT_GE(seconds, last) << event;
+    last = seconds;
+  }
+  at("busy: device 0 waiting for an outcome");
+  // The search itself is as before: every candidate once, the default first.
+  EXPECT_EQ(int64_t(r.candidates.size()), r.generated);
+  EXPECT_GT(r.verified, 0);
+  EXPECT_EQ(r.wrong + r.faulted + r.timedOut + r.launchFailed, 0);
+  ASSERT_TRUE(r.defaultSchedule);
+  EXPECT_EQ(r.candidates.front().schedule, r.defaultSchedule->schedule);
+}
 
 TEST(Tune, WithoutADeviceThrowsNoDeviceError) {
   if (cuda::cudaAvailable()) GTEST_SKIP() << "a CUDA device is present";

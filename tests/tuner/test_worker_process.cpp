@@ -8,7 +8,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
+#include "tune/ServedWorker.h"
 #include "tune/WorkerProcess.h"
 
 using namespace rtcg;
@@ -165,4 +167,23 @@ TEST(RealWorker, SetupChecksInputsThenNeedsADevice) {
     EXPECT_FALSE(std::string(e.what()).empty());
   }
   std::filesystem::remove(ref);
+}
+
+// A worker served for another rank's search (rtcgc tune under MPI) is set up before that search's
+// reference exists; the reference's bytes come before the first candidate, in the file the worker
+// reads at its first candidate.
+TEST(ServedWorker, TakesTheReferenceAfterItsSetup) {
+  FakeMode mode("verified");
+  ServedWorker served(encode(SetupMessage{}), "", 0, RTCG_FAKE_WORKER);
+  const std::string path = served.setup().referencePath;
+  ASSERT_FALSE(path.empty());
+  EXPECT_EQ(std::filesystem::file_size(path), 0u);
+  served.setReference("the reference's bytes");
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "the reference's bytes");
+  int restarts = -1;
+  MeasureOutcome o = decodeOutcome(served.measure(encode(candidate(3))), &restarts);
+  EXPECT_EQ(o.status, CandidateStatus::Verified) << o.reason;
+  EXPECT_EQ(restarts, 0);
 }

@@ -19,12 +19,13 @@ enum Tag : int {
   kRequest = 1,  // rank -> 0: the next key, please (with the last key's result)
   kJob,          // 0 -> rank: a key to tune, or none left
   kState,        // rank -> 0: once a second, what it is doing
-  kSetup,        // 0 -> rank: set up a measuring worker (setup frame, reference outputs)
+  kSetup,        // 0 -> rank: set up a measuring worker (setup frame)
   kSetupReply,   // rank -> 0: ready, or why not
   kCandidate,    // 0 -> rank: a candidate frame to measure
   kOutcome,      // rank -> 0: its outcome and result frame
   kEnd,          // 0 -> rank: the run is over
   kRelayDone,    // rank -> 0: after kEnd of a single search, its compile relay has stopped
+  kReference,    // 0 -> rank: the reference outputs' bytes, before the first candidate
   // Compile slot s of a rank (MpiTune.cpp's CompileRelay): rank 0 sends it compile frames with tag
   // kCompileFrames + 2s, the rank answers with kCompileFrames + 2s + 1.
   kCompileFrames = 1000,

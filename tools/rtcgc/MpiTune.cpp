@@ -530,10 +530,13 @@ std::vector<std::shared_ptr<RemoteCompileSlot>> rankCompileSlots(const TuneArgs&
 // Another rank's compile slots for rank 0's pool: a thread per slot relays the compile frames rank 0
 // sends to a compile worker of this node (CompileSlotHost: timeouts, restarts) and sends the reply
 // frames back.
+// The workers start (and warm NVRTC for the rank's architecture) as the relay does, before rank 0
+// has anything to compile.
 class CompileRelay {
  public:
-  CompileRelay(Comm& comm, int slots, const std::string& workerPath, std::function<void(const std::string&)> log)
-      : comm_(comm), host_(workerPath, slots, log), log_(std::move(log)) {
+  CompileRelay(Comm& comm, int slots, const std::string& workerPath, std::function<void(const std::string&)> log,
+               const std::string& arch)
+      : comm_(comm), host_(workerPath, slots, log, arch), log_(std::move(log)) {
     for (int s = 0; s < slots; ++s) threads_.emplace_back([this, s] { run(s); });
   }
   ~CompileRelay() {
@@ -545,6 +548,7 @@ class CompileRelay {
 
  private:
   void run(int slot) {
+    if (!stop_) host_.prepare(slot);
     while (!stop_) {
       try {
         std::optional<Received> m = comm_.tryReceive(0, kCompileFrames + 2 * slot);
@@ -569,15 +573,31 @@ class CompileRelay {
   std::vector<std::thread> threads_;
 };
 
-// Rank 0's view of another rank's measuring worker: candidates go out as worker frames, outcomes
-// come back; a rank silent past --rank-timeout throws (the search stops).
+// Rank 0's view of another rank's measuring worker: the reference outputs go out before the first
+// candidate (the worker was set up before they were computed), candidates as worker frames,
+// outcomes come back; a rank silent past --rank-timeout throws (the search stops).
 class RemoteRank : public RemoteMeasurer {
  public:
-  RemoteRank(Comm& comm, Ranks& ranks, int rank, std::string name, double timeout)
-      : comm_(comm), ranks_(ranks), rank_(rank), name_(std::move(name)), timeout_(timeout) {}
+  RemoteRank(Comm& comm, Ranks& ranks, int rank, std::string name, double timeout, std::string referencePath)
+      : comm_(comm), ranks_(ranks), rank_(rank), name_(std::move(name)), timeout_(timeout),
+        referencePath_(std::move(referencePath)) {}
 
   MeasureOutcome measure(const worker::CandidateMessage& candidate) override {
+    send(candidate);
+    return receive();
+  }
+  // The rank measures the candidates in the order they arrive, one while the next one waits there.
+  size_t depth() const override { return 2; }
+  void send(const worker::CandidateMessage& candidate) override {
+    referenceWritten();
     sendOrLose(comm_, ranks_, rank_, kCandidate, worker::encode(candidate), name_, timeout_);
+  }
+  void referenceWritten() override {
+    if (referenceSent_) return;
+    sendOrLose(comm_, ranks_, rank_, kReference, readInputFile(referencePath_, size_t(1) << 40), name_, timeout_);
+    referenceSent_ = true;
+  }
+  MeasureOutcome receive() override {
     int restarts = 0;
     MeasureOutcome o = decodeOutcome(await(kOutcome), &restarts);
     restarts_ = restarts;
@@ -604,20 +624,22 @@ class RemoteRank : public RemoteMeasurer {
   int rank_;
   std::string name_;
   double timeout_;
+  std::string referencePath_;
+  bool referenceSent_ = false;
   std::atomic<int> restarts_{0};
 };
 
-// Sends every other rank the setup (and the reference outputs' bytes), then waits for each to be
-// ready. Throws the first rank's error.
+// Sends every other rank the setup, then waits for each to be ready: the search calls this as it
+// starts, before the reference is computed (RemoteRank sends that later). Throws the first rank's
+// error.
 std::vector<std::unique_ptr<RemoteMeasurer>> setUpRemotes(const TuneArgs& a, Comm& comm, Ranks& ranks,
                                                           const std::vector<json>& ids,
                                                           const worker::SetupMessage& setup) {
-  std::string reference = readInputFile(setup.referencePath, size_t(1) << 40);
   std::vector<std::unique_ptr<RemoteRank>> remotes;
   for (int r = 1; r < comm.size(); ++r) {
-    sendOrLose(comm, ranks, r, kSetup, pack({worker::encode(setup), reference}), describe(ids[size_t(r)]),
-               a.rankTimeout);
-    remotes.push_back(std::make_unique<RemoteRank>(comm, ranks, r, describe(ids[size_t(r)]), a.rankTimeout));
+    sendOrLose(comm, ranks, r, kSetup, pack({worker::encode(setup)}), describe(ids[size_t(r)]), a.rankTimeout);
+    remotes.push_back(
+        std::make_unique<RemoteRank>(comm, ranks, r, describe(ids[size_t(r)]), a.rankTimeout, setup.referencePath));
   }
   std::vector<std::unique_ptr<RemoteMeasurer>> out;
   for (std::unique_ptr<RemoteRank>& remote : remotes) {
@@ -677,6 +699,7 @@ int leadSearch(const TuneArgs& a, Comm& comm, Ranks& ranks, const Identity& mine
       useDevice(o, mine);
       o.remoteDeviceCount = comm.size() - 1;
       o.remoteDevices = [&](const worker::SetupMessage& setup) { return setUpRemotes(a, comm, ranks, ids, setup); };
+      o.remoteDevicesBeforeReference = true;  // RemoteRank sends the reference before its first candidate
       o.compileThreads = offers[0];
       o.remoteCompileSlots = rankCompileSlots(a, comm, ranks, ids, offers);
     });
@@ -699,11 +722,10 @@ std::string relayWorker(const TuneArgs& a, const std::function<void(const std::s
   }
 }
 
-// Rank 0's next message for a following rank: kEnd, kSetup or kCandidate (the compile slots'
-// frames are the relay's).
-Received awaitLead(Comm& comm) {
+// Rank 0's next message for a following rank of `tags` (the compile slots' frames are the relay's).
+Received awaitLead(Comm& comm, std::initializer_list<int> tags = {kEnd, kSetup, kReference, kCandidate}) {
   for (;;) {
-    for (int tag : {kEnd, kSetup, kCandidate})
+    for (int tag : tags)
       if (std::optional<Received> m = comm.tryReceive(0, tag)) return *m;
     std::this_thread::sleep_for(kPoll);
   }
@@ -714,11 +736,16 @@ Received awaitLead(Comm& comm) {
 int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine, int slots) {
   StateReporter reporter(comm, nullptr);
   auto log = [&](const std::string& line) { fmt::print(stderr, "rtcgc tune: [rank {}] {}\n", comm.rank(), line); };
-  auto relay = std::make_unique<CompileRelay>(comm, slots, relayWorker(a, log), log);
+  auto relay = std::make_unique<CompileRelay>(comm, slots, relayWorker(a, log), log, mine.props->arch());
   std::unique_ptr<ServedWorker> worker;
+  bool haveReference = false;  // rank 0 sends it before the first candidate
   int64_t measured = 0;
   for (;;) {
     Received m = awaitLead(comm);
+    if (m.tag == kCandidate && worker && !haveReference) {  // sent before it, though under another tag
+      worker->setReference(awaitLead(comm, {kReference}).bytes);
+      haveReference = true;
+    }
     if (m.tag == kEnd) {
       worker.reset();
       int64_t compiled = relay->compiled();
@@ -732,7 +759,7 @@ int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine, int slots)
       try {
         std::vector<std::string> parts = unpack(m.bytes);
         reporter.set({{"what", "setting up"}});
-        worker = std::make_unique<ServedWorker>(parts.at(0), parts.at(1), mine.ordinal, a.worker,
+        worker = std::make_unique<ServedWorker>(parts.at(0), "", mine.ordinal, a.worker,
                                                 [&](const std::string& line) {
                                                   fmt::print(stderr, "rtcgc tune: [rank {}] {}\n", comm.rank(), line);
                                                 });
@@ -741,6 +768,9 @@ int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine, int slots)
         error = e.what();
       }
       comm.send(0, kSetupReply, json{{"error", error}}.dump());
+    } else if (m.tag == kReference && worker) {
+      worker->setReference(m.bytes);
+      haveReference = true;
     } else if (m.tag == kCandidate && worker) {
       comm.send(0, kOutcome, worker->measure(m.bytes));
       ++measured;

@@ -222,6 +222,9 @@ nlohmann::json summaryJson(const TuneResult& r) {
       {"top", top},
       {"bestOverTime", r.bestOverTime},
   };
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const auto& [event, seconds] : r.timeline) timeline.push_back({{"event", event}, {"seconds", seconds}});
+  j["timeline"] = std::move(timeline);
   j["best"] = r.best ? recordJson(*r.best, r) : nlohmann::json(nullptr);
   if (r.bestOfAllSearches) j["bestOfAllSearches"] = recordJson(*r.bestOfAllSearches, r);
   j["default"] = r.defaultSchedule ? recordJson(*r.defaultSchedule, r) : nlohmann::json(nullptr);
@@ -285,6 +288,13 @@ TuneOptions tuneOptions(const TuneArgs& a, ProgressPrinter& printer, const std::
   o.deviceProperties = testDeviceFromEnv();  // a stand-in device for tests, if set
   o.log = [&printer, logPrefix](const std::string& s) { printer.log(logPrefix + s); };
   o.progress = [&printer](const TuneProgress& p) { printer.update(p); };
+  if (a.timeline)
+    o.timeline = [&printer, logPrefix](const std::string& event, double seconds) {
+      if (event.rfind("busy: ", 0) == 0)
+        printer.log(fmt::format("{}timeline: {} {:.3f} s", logPrefix, event, seconds));
+      else
+        printer.log(fmt::format("{}timeline: {:8.3f} s  {}", logPrefix, seconds, event));
+    };
   return o;
 }
 
@@ -722,6 +732,9 @@ TuneCommand addTuneCommand(CLI::App& app) {
       ->check(nonNegative());
   cmd->add_option("--report", a.report, "write an HTML report of the search to FILE");
   cmd->add_flag("--json", a.json, "print a JSON summary instead of the table");
+  cmd->add_flag("--timeline", a.timeline,
+                "print when each phase of the search ends (seconds since it began: enumeration, reference, "
+                "workers, first and last result) and where its own time went");
   cmd->add_option("--db", a.db, "tuning database (default: in the cache directory; '-': none)");
   cmd->add_flag("--resume", a.resume,
                 "skip the candidates the database measured for the same kernel, sizes and device before, so that "

@@ -33,6 +33,7 @@ struct TuneArgs {
   int compileThreads = 0;
   std::string report;
   bool json = false;
+  bool timeline = false;  // --timeline: the search's phases as they end (TuneResult::timeline)
   std::string db;  // empty: the default database; "-": none
   uint64_t seed = 1;
   std::string worker;
