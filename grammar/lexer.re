@@ -111,10 +111,10 @@ Parser::symbol_type Lexer::number(int begin, int end) {
     std::optional<ScalarType> t = parseTypeName(std::string(suffix));
     if (!t || *t == ScalarType::Bool || isHalf(*t)) {  // f16 and bf16 literals: f16(2.5) rounds explicitly
       error(begin + (int)i, end,
-            fmt::format("invalid suffix '{}' on numeric literal; the type suffixes are i32, i64, f32 "
+            fmt::format("invalid suffix '{}' on numeric literal; the type suffixes are i32, i64, u32, f32 "
                         "and f64", suffix));
       n.valid = false;
-    } else if (floating && isInteger(*t)) {
+    } else if (floating && isIntegral(*t)) {
       error(begin, end, fmt::format("float literal '{}' cannot have the integer suffix '{}'", body, suffix));
       n.valid = false;
     } else {
@@ -149,10 +149,11 @@ Parser::symbol_type Lexer::number(int begin, int end) {
   } else {
     uint64_t v = 0;
     auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
-    int64_t limit = n.suffix == ScalarType::I32 ? INT32_MAX : INT64_MAX;
+    const ScalarType limitType = n.suffix == ScalarType::I32 || n.suffix == ScalarType::U32 ? *n.suffix : ScalarType::I64;
+    int64_t limit = limitType == ScalarType::I32 ? INT32_MAX : limitType == ScalarType::U32 ? int64_t(UINT32_MAX) : INT64_MAX;
     if (ec != std::errc() || v > (uint64_t)limit) {
       error(begin, end, fmt::format("integer literal '{}' is too large for {} (the largest is {})",
-                                    body, n.suffix == ScalarType::I32 ? "i32" : "i64", limit));
+                                    body, typeName(limitType), limit));
       n.valid = false;
     } else {
       n.intValue = (int64_t)v;

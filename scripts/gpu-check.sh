@@ -219,6 +219,11 @@ run_example histogram.rtcg -D n=1000003 -D bins=256 --schedule "i: serial, grid.
 run_example histogram.rtcg -D n=1000003 -D bins=7 --schedule "i: grid.x, thread.x 32, reg 3; accumulate: shared; aggregate: warp"
 run_example histogram.rtcg -D n=1000003 -D bins=65537
 run_example histogram_weighted.rtcg -D n=1000003 -D bins=1000 --schedule "i: serial, grid.x 264, thread.x 160; accumulate: shared; aggregate: warp"
+# u32 counts (starting values over the whole u32 range, so that bins wrap past 2^32) in every schedule kind.
+run_example histogram_u32.rtcg -D n=1000003 -D bins=256
+run_example histogram_u32.rtcg -D n=1000003 -D bins=256 --schedule "i: serial, grid.x 264, thread.x 256; accumulate: shared"
+run_example histogram_u32.rtcg -D n=1000003 -D bins=256 --schedule "i: serial, grid.x 528, thread.x 80; aggregate: warp"
+run_example histogram_u32.rtcg -D n=1000003 -D bins=4099 --schedule "i: serial, grid.x 264, thread.x 256; accumulate: shared copies 2; aggregate: warp"
 run_example assemble.rtcg -D K=100003 -D Np=20 -D N=9001 --schedule "k: serial, grid.x 528, thread.y 5; j: thread.x; accumulate: shared"
 run_example assemble.rtcg -D K=100003 -D Np=20 -D N=400009 --schedule "k: grid.x, thread.y 5; j: thread.x; aggregate: warp"
 # Scans (issue 37): the look-back (tiles no size divides, f32 packed status words, i32 exclusive),

@@ -45,7 +45,7 @@ namespace rtcg {
 
 using Sizes = std::map<std::string, int64_t>;
 
-enum class ElementType : uint8_t { I32, I64, F32, F64, F16, BF16, I8, U8 };
+enum class ElementType : uint8_t { I32, I64, F32, F64, F16, BF16, I8, U8, U32 };
 template <class T> constexpr ElementType elementTypeOf();
 template <> constexpr ElementType elementTypeOf<float>() { return ElementType::F32; }
 template <> constexpr ElementType elementTypeOf<double>() { return ElementType::F64; }
@@ -55,6 +55,7 @@ template <> constexpr ElementType elementTypeOf<f16>() { return ElementType::F16
 template <> constexpr ElementType elementTypeOf<bf16>() { return ElementType::BF16; }
 template <> constexpr ElementType elementTypeOf<int8_t>() { return ElementType::I8; }
 template <> constexpr ElementType elementTypeOf<uint8_t>() { return ElementType::U8; }
+template <> constexpr ElementType elementTypeOf<uint32_t>() { return ElementType::U32; }
 const char* elementTypeName(ElementType t);  // "f32", ...
 
 struct DeviceInfo {
@@ -141,7 +142,7 @@ struct ArgRef {
   size_t count = 0;                     // arrays: elements
   std::shared_ptr<BufferImpl> buffer;   // DeviceArray
   void* host = nullptr;                 // HostArray / ConstHostArray
-  union { int32_t i32; int64_t i64; float f32; double f64; } scalar{};
+  union { int32_t i32; int64_t i64; float f32; double f64; uint32_t u32; } scalar{};
   const char* cppType = "";             // for error messages
 };
 
@@ -159,9 +160,9 @@ template <class T>
 class Array {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
                     std::is_same_v<T, int64_t> || std::is_same_v<T, f16> || std::is_same_v<T, bf16> ||
-                    std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>,
-                "rtcg::Array holds f32, f64, i32, i64, f16, bf16, i8 or u8 elements (float, double, int32_t, "
-                "int64_t, rtcg::f16, rtcg::bf16, int8_t, uint8_t)");
+                    std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t> || std::is_same_v<T, uint32_t>,
+                "rtcg::Array holds f32, f64, i32, i64, u32, f16, bf16, i8 or u8 elements (float, double, int32_t, "
+                "int64_t, uint32_t, rtcg::f16, rtcg::bf16, int8_t, uint8_t)");
 
  public:
   Array() = default;
@@ -228,8 +229,8 @@ template <class T, std::enable_if_t<std::is_arithmetic_v<std::decay_t<T>>, int> 
 ArgRef argRef(T&& value) {
   using S = std::decay_t<T>;
   static_assert(std::is_same_v<S, float> || std::is_same_v<S, double> || std::is_same_v<S, int32_t> ||
-                    std::is_same_v<S, int64_t>,
-                "scalar kernel arguments are float, double, int32_t or int64_t");
+                    std::is_same_v<S, int64_t> || std::is_same_v<S, uint32_t>,
+                "scalar kernel arguments are float, double, int32_t, int64_t or uint32_t");
   ArgRef r;
   r.kind = ArgRef::Kind::Scalar;
   r.type = elementTypeOf<S>();
@@ -237,6 +238,7 @@ ArgRef argRef(T&& value) {
   if constexpr (std::is_same_v<S, double>) r.scalar.f64 = value, r.cppType = "double";
   if constexpr (std::is_same_v<S, int32_t>) r.scalar.i32 = value, r.cppType = "int32_t";
   if constexpr (std::is_same_v<S, int64_t>) r.scalar.i64 = value, r.cppType = "int64_t";
+  if constexpr (std::is_same_v<S, uint32_t>) r.scalar.u32 = value, r.cppType = "uint32_t";
   return r;
 }
 }  // namespace detail

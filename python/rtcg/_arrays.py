@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 
 from ._native import native
 
-_NUMPY_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "int8": "i8", "uint8": "u8"}
+_NUMPY_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "int8": "i8", "uint8": "u8",
+                "uint32": "u32"}
 _TYPE_NUMPY = {v: k for k, v in _NUMPY_TYPES.items()}
-_TYPESTR = {"f4": "f32", "f8": "f64", "i4": "i32", "i8": "i64", "i1": "i8", "u1": "u8"}  # NumPy's typestr codes
-_ITEMSIZE = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "i8": 1, "u8": 1}
+_TYPESTR = {"f4": "f32", "f8": "f64", "i4": "i32", "i8": "i64", "i1": "i8", "u1": "u8", "u4": "u32"}  # NumPy's typestr codes
+_ITEMSIZE = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "i8": 1, "u8": 1, "u32": 4}
 # DLPack's type codes (kDLInt 0, kDLUInt 1, kDLFloat 2) and device types (kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3,
 # kDLCUDAManaged 13).
-_DLPACK_TYPES = {(2, 32): "f32", (2, 64): "f64", (0, 32): "i32", (0, 64): "i64", (0, 8): "i8", (1, 8): "u8"}
+_DLPACK_TYPES = {(2, 32): "f32", (2, 64): "f64", (0, 32): "i32", (0, 64): "i64", (0, 8): "i8", (1, 8): "u8",
+                 (1, 32): "u32"}
 
 
 @dataclass
@@ -29,7 +31,7 @@ class Array:
     kind: str                 # "host" or "device"
     address: int
     shape: tuple
-    dtype: str | None         # "f32", "f64", "i32", "i64", "i8", "u8"; None: a type rtcg has no arrays of
+    dtype: str | None         # "f32", "f64", "i32", "i64", "i8", "u8", "u32"; None: a type rtcg has no arrays of
     dtype_name: str           # as its library names it, for messages
     contiguous: bool
     writable: bool
@@ -221,6 +223,10 @@ def _scalar(value, p, where):
         v = operator.index(value)
     except TypeError:
         raise TypeError(f"{where}: expected an {t} scalar (an integer), given {type(value).__name__}") from None
+    if t == "u32":
+        if not 0 <= v < 2 ** 32:
+            raise ValueError(f"{where}: {v} is out of the range of u32 (0 to 4294967295)")
+        return v
     bits = 32 if t == "i32" else 64
     if not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1):
         raise ValueError(f"{where}: {v} is out of the range of {t}")

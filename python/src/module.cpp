@@ -219,7 +219,7 @@ std::vector<rtcg::compiler::CompileSlot> compileSlotsFn(nb::object slots) {
 
 // One launch argument, as python/rtcg/_launch.py makes it: (kind, value, count, type) with kind
 // "host" (value: the address of a NumPy array's data), "device" (a device address) or "scalar"
-// (value: the Python number), and type "f32", "f64", "i32" or "i64".
+// (value: the Python number), and type "f32", "f64", "i32", "i64" or "u32" (arrays also "i8", "u8").
 struct Arg {
   std::string kind;
   nb::object value;
@@ -252,6 +252,7 @@ std::vector<rtcg::detail::ArgRef> argRefs(rtcg::Context& ctx, const std::vector<
       else if (type == "f64") refs.push_back(rtcg::detail::argRef(nb::cast<double>(value)));
       else if (type == "i32") refs.push_back(rtcg::detail::argRef(nb::cast<int32_t>(value)));
       else if (type == "i64") refs.push_back(rtcg::detail::argRef(nb::cast<int64_t>(value)));
+      else if (type == "u32") refs.push_back(rtcg::detail::argRef(nb::cast<uint32_t>(value)));
       else throw rtcg::Error("bad scalar type " + type);
       continue;
     }
@@ -262,6 +263,7 @@ std::vector<rtcg::detail::ArgRef> argRefs(rtcg::Context& ctx, const std::vector<
     else if (type == "i64") addArray<int64_t>(ctx, a, refs);
     else if (type == "i8") addArray<int8_t>(ctx, a, refs);
     else if (type == "u8") addArray<uint8_t>(ctx, a, refs);
+    else if (type == "u32") addArray<uint32_t>(ctx, a, refs);
     else throw rtcg::Error("bad array type " + type);
   }
   return refs;

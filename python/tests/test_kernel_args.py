@@ -310,3 +310,17 @@ def test_eight_bit_arrays_are_int8_and_uint8():
         k.check(np.zeros(8, np.uint8), np.zeros(8, np.uint8), np.zeros(8, np.int32))
     with pytest.raises(TypeError, match=r"argument 2 \(out y\)"):
         k.check(np.zeros(8, np.int8), np.zeros(8, np.int16), np.zeros(8, np.int32))
+
+
+def test_u32_arrays_are_uint32_and_scalars_in_range():
+    k = rtcg.Kernel("""kernel h(n: int, s: u32, bin: i32[n], x: u32[n], inout c: u32[4]) {
+      for i in 0..n { c[bin[i]] += x[i] * s; }
+    }""")
+    bins, x, c = np.zeros(8, np.int32), np.zeros(8, np.uint32), np.zeros(4, np.uint32)
+    info = k.check(4294967295, bins, x, c)
+    assert info["signature"].startswith("h(s: u32, bin: i32[8], x: u32[8], inout c: u32[4]")
+    with pytest.raises(TypeError, match=r"argument 3 \(x\): expected u32\[8\] \(uint32\), given NumPy array of int32"):
+        k.check(7, bins, np.zeros(8, np.int32), c)
+    for bad in (-1, 2**32):
+        with pytest.raises(ValueError, match="out of the range of u32"):
+            k.check(bad, bins, x, c)

@@ -319,6 +319,7 @@ cuda::KernelArg scalarArg(const detail::ArgRef& a, ScalarType want) {
     case ScalarType::F64: return cuda::KernelArg::f64(a.type == ElementType::F32 ? double(a.scalar.f32) : a.scalar.f64);
     case ScalarType::I32: return cuda::KernelArg::i32(a.scalar.i32);
     case ScalarType::I64: return cuda::KernelArg::i64(a.type == ElementType::I32 ? int64_t(a.scalar.i32) : a.scalar.i64);
+    case ScalarType::U32: return cuda::KernelArg::i32(int32_t(a.scalar.u32));  // the same 4 bytes
     case ScalarType::Bool:
     case ScalarType::F16:
     case ScalarType::BF16:

@@ -21,6 +21,7 @@ const char* cppTypeName(ScalarType t) {
     case ScalarType::BF16: return "rtcg::bf16";
     case ScalarType::I8: return "int8_t";
     case ScalarType::U8: return "uint8_t";
+    case ScalarType::U32: return "uint32_t";
     case ScalarType::Bool: return "bool";
   }
   return "?";
@@ -36,6 +37,7 @@ const char* cppTypeName(ElementType t) {
     case ElementType::BF16: return "rtcg::bf16";
     case ElementType::I8: return "int8_t";
     case ElementType::U8: return "uint8_t";
+    case ElementType::U32: return "uint32_t";
   }
   return "?";
 }
@@ -50,6 +52,7 @@ ScalarType toScalarType(ElementType t) {
     case ElementType::BF16: return ScalarType::BF16;
     case ElementType::I8: return ScalarType::I8;
     case ElementType::U8: return ScalarType::U8;
+    case ElementType::U32: return ScalarType::U32;
   }
   RTCG_ASSERT(false, "unknown ElementType");
 }

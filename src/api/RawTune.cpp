@@ -48,7 +48,8 @@ double defaultTolerance(ElementType t) {
     case ElementType::I32:
     case ElementType::I64:
     case ElementType::I8:
-    case ElementType::U8: return 0;
+    case ElementType::U8:
+    case ElementType::U32: return 0;
   }
   return 0;
 }
@@ -68,7 +69,7 @@ Elements download(const detail::RawArg& a, const cuda::Stream& stream) {
   stream.synchronize();
   Elements out;
   out.exact = a.type == ElementType::I32 || a.type == ElementType::I64 || a.type == ElementType::I8 ||
-              a.type == ElementType::U8;
+              a.type == ElementType::U8 || a.type == ElementType::U32;
   if (out.exact) out.integers.assign(a.count, 0);
   else out.values.assign(a.count, 0.0);
   auto convert = [&](auto zero) {
@@ -89,6 +90,7 @@ Elements download(const detail::RawArg& a, const cuda::Stream& stream) {
     case ElementType::BF16: convert(bf16{}); break;
     case ElementType::I8: convert(int8_t{}); break;
     case ElementType::U8: convert(uint8_t{}); break;
+    case ElementType::U32: convert(uint32_t{}); break;
   }
   return out;
 }

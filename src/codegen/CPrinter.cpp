@@ -30,7 +30,7 @@ const std::string& checkIdentifier(const std::string& s) {
 // pointer optionally `__restrict__` (`const float* __restrict__`).
 const std::string& checkType(const std::string& t) {
   static const std::set<std::string> types = {"void", "bool", "int", "unsigned int", "long long", "unsigned long long", "float", "double",
-                                              "float2", "float4", "int4", "double2", "longlong2", "__half", "__nv_bfloat16", "signed char",
+                                              "float2", "float4", "int4", "uint4", "double2", "longlong2", "__half", "__nv_bfloat16", "signed char",
                                               "unsigned char", "rtcg_tensor_map"};
   std::string_view base = t;
   auto strip = [&](std::string_view affix, bool front) {

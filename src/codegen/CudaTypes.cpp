@@ -100,6 +100,7 @@ std::string vectorTypeName(ScalarType t) {
     case ScalarType::I32: return "int4";
     case ScalarType::F64: return "double2";
     case ScalarType::I64: return "longlong2";
+    case ScalarType::U32: return "uint4";
     case ScalarType::F16:
     case ScalarType::BF16:
     case ScalarType::I8:
@@ -114,6 +115,7 @@ c::ExprP literalOf(ScalarType t, int64_t iv, double fv) {
     case ScalarType::Bool: return c::boolLit(iv != 0);
     case ScalarType::I32: return c::intLit(iv);
     case ScalarType::I64: return c::intLit(iv, true);
+    case ScalarType::U32: return c::uintLit(uint32_t(uint64_t(iv)));  // 4294967295u
     case ScalarType::F32: return c::floatLit(fv, true);
     case ScalarType::F64: return c::floatLit(fv, false);
     // The 16-bit types have no literals: their bits, exact (fv is a value of the type).
@@ -132,6 +134,10 @@ c::ExprP convert(ScalarType to, ScalarType from, c::ExprP v) {
     if (to == ScalarType::F32) return v;
     from = ScalarType::F32;
   }
+  // A float to u32: truncated toward zero and saturated, NaN giving 0 (cvt.rzi.u32; the host
+  // emulation defines the same, where C's conversion of a value out of range is undefined).
+  if (to == ScalarType::U32 && isFloat(from))
+    return c::call(from == ScalarType::F64 ? "__double2uint_rz" : "__float2uint_rz", {v});
   if (!isHalf(to)) return c::castTo(cudaTypeName(to), v);
   const bool h = to == ScalarType::F16;
   switch (from) {
@@ -139,6 +145,7 @@ c::ExprP convert(ScalarType to, ScalarType from, c::ExprP v) {
     case ScalarType::F64: return c::call(h ? "__double2half" : "__double2bfloat16", {v});
     case ScalarType::I32: return c::call(h ? "__int2half_rn" : "__int2bfloat16_rn", {v});
     case ScalarType::I64: return c::call(h ? "__ll2half_rn" : "__ll2bfloat16_rn", {v});
+    case ScalarType::U32: return c::call(h ? "__ll2half_rn" : "__ll2bfloat16_rn", {c::castTo("long long", v)});  // exact widening
     case ScalarType::Bool:
     case ScalarType::I8:
     case ScalarType::U8: return c::call(h ? "__int2half_rn" : "__int2bfloat16_rn", {c::castTo("int", v)});
@@ -152,6 +159,7 @@ c::ExprP reductionIdentity(ReduceOp op, ScalarType t) {
   bool i64 = t == ScalarType::I64;
   int64_t lowest = i64 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int32_t>::min();
   int64_t highest = i64 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int32_t>::max();
+  if (t == ScalarType::U32) lowest = 0, highest = std::numeric_limits<uint32_t>::max();
   switch (op) {
     case ReduceOp::Sum: return literalOf(t, 0, 0.0);
     case ReduceOp::Product: return literalOf(t, 1, 1.0);

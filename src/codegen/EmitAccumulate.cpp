@@ -59,6 +59,15 @@ RTCG_WARP_ACCUMULATE(min)
 #undef RTCG_WARP_ACCUMULATE
 )";
 
+// The u32 atomics, in modules that accumulate into u32 arrays only (the other modules' code stays
+// as it was). They precede accumulateHelpers, whose warp templates call rtcg_atomic_* with T
+// unsigned int: a call of a fundamental type finds only the overloads declared before the template.
+const char* const accumulateU32Helpers = R"(// Accumulations into u32 elements: unsigned atomics (a sum wraps modulo 2^32; max and min compare unsigned).
+__device__ __forceinline__ void rtcg_atomic_add(unsigned int* p, unsigned int v) { atomicAdd(p, v); }
+__device__ __forceinline__ void rtcg_atomic_max(unsigned int* p, unsigned int v) { atomicMax(p, v); }
+__device__ __forceinline__ void rtcg_atomic_min(unsigned int* p, unsigned int v) { atomicMin(p, v); }
+)";
+
 namespace {
 
 const char* opWord(ReduceOp op) {
@@ -238,6 +247,7 @@ C::Stmt emitAccumulation(EmitContext& ctx, size_t statement, const C::ExprP& tar
   const Stmt& st = ctx.nest.body[statement];
   RTCG_ASSERT(target->kind == C::ExprKind::Index, "an accumulation's target is an element of its array");
   ctx.needs.atomics = true;
+  ctx.needs.atomicsU32 |= ctx.k.params[size_t(st.array)].type == ScalarType::U32;
   const AccumulationPlan& a = ctx.plan.accumulation;
   const bool planned = a.any() && a.statement == int(statement);
   const bool sliced = planned && a.shared && a.slices > 1;

@@ -244,9 +244,11 @@ struct ModuleNeeds {
   bool producer = false, producerSplit = false;
   std::set<int64_t> producerRegisters;  // every count a `producer` nest's setmaxnreg moves to
   bool atomics = false;       // accumulations (accumulateHelpers)
+  bool atomicsU32 = false;    // accumulations into u32 arrays (accumulateU32Helpers, ahead of accumulateHelpers)
   // Scans (EmitScan.cpp): each scan nest's device function, after the fixed scan templates.
   std::vector<std::string> scanFunctions;
   bool scanWarpLayout = false;  // a `layout warp` look-back (scanWarpHelpers)
+  bool scanU32 = false;         // a scan of u32 values (scanU32Helpers, ahead of scanHelpers)
 };
 
 // An accumulation's emission (EmitAccumulate.cpp): the block's copy in shared memory
@@ -462,6 +464,7 @@ void openWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody);
 void closeWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody);
 // The atomics and the warp-aggregated accumulations (fixed text), in a module with accumulations.
 extern const char* const accumulateHelpers;
+extern const char* const accumulateU32Helpers;
 
 // EmitScan.cpp: a scan nest (`scan:`, ScanPlan): its kernel, which calls the nest's device
 // function (appended to needs.scanFunctions) that instantiates the fixed scan templates
@@ -469,6 +472,7 @@ extern const char* const accumulateHelpers;
 // ticket in `globals`.
 C::Function emitScanNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals);
 extern const char* const scanHelpers;
+extern const char* const scanU32Helpers;
 extern const char* const scanWarpHelpers;
 
 // EmitKeptRows.cpp (`keep:`): the unrolling of a loop of index `index` (fully, where the index is

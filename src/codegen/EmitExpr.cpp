@@ -44,6 +44,7 @@ C::ExprP lowerCall(const Expr& e, std::vector<C::ExprP> args) {
   if (isFloat(t)) return C::call(mathName(e->mathFn, t), args);
   if (e->mathFn == MathFn::Min || e->mathFn == MathFn::Max)
     return C::call(e->mathFn == MathFn::Min ? "min" : "max", args);
+  if (e->mathFn == MathFn::Abs && isUnsigned(t)) return args[0];  // every u32 is its own absolute value
   if (e->mathFn == MathFn::Abs) return C::call(t == ScalarType::I64 ? "llabs" : "abs", args);
   for (auto& a : args) a = C::castTo("double", a);
   return C::castTo(cudaTypeName(e->type), C::call(mathName(e->mathFn, ScalarType::F64), args));
@@ -163,7 +164,10 @@ C::ExprP lowerNode(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stm
       if (it != env.hoisted.end()) return it->second;
       return lowerAccess(ctx, e->array, e->operands, env, out);
     }
-    case ExprKind::Unary: return C::unary(e->unaryOp == UnaryOp::Neg ? "-" : "!", op(0));
+    case ExprKind::Unary:
+      // u32 negation is 2^32 - x modulo 2^32: written as the subtraction, which C defines so for unsigned int.
+      if (e->unaryOp == UnaryOp::Neg && isUnsigned(e->type)) return C::binary("-", C::uintLit(0), op(0));
+      return C::unary(e->unaryOp == UnaryOp::Neg ? "-" : "!", op(0));
     case ExprKind::Binary: {
       C::ExprP a = op(0), b = op(1);
       if (ctx.exactProducts > 0 && e->binaryOp == BinaryOp::Mul && isFloat(e->type) && !isHalf(e->type))

@@ -116,8 +116,10 @@ EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlign
   if (needs.tma) mod.preludes.push_back(emit::mma::tmaHelpers);
   if (needs.producer) mod.preludes.push_back(emit::mma::producerHelpers(needs.producerRegisters, needs.producerSplit));
   for (const std::string& h : needs.wgmmaShapes) mod.preludes.push_back(h);
+  if (needs.atomicsU32) mod.preludes.push_back(emit::accumulateU32Helpers);
   if (needs.atomics) mod.preludes.push_back(emit::accumulateHelpers);
   // Scans: the templates, then each scan nest's function (only in modules that have one).
+  if (needs.scanU32) mod.preludes.push_back(emit::scanU32Helpers);
   if (!needs.scanFunctions.empty()) mod.preludes.push_back(emit::scanHelpers);
   if (needs.scanWarpLayout) mod.preludes.push_back(emit::scanWarpHelpers);
   for (std::string& f : needs.scanFunctions) mod.preludes.push_back(std::move(f));

@@ -11,6 +11,21 @@
 
 namespace rtcg::emit {
 
+// Scans of u32 values, in modules that have one (the other modules' code stays as it was): the
+// operators' identities and the status words' bits of unsigned int, ahead of scanHelpers, whose
+// templates call bitsOf / fromBits with T unsigned int (a call of a fundamental type finds only the
+// overloads declared before the template).
+const char* const scanU32Helpers = R"(// Scans of u32 values: the identities of max and min (0 and 2^32 - 1) and the status words' bits.
+namespace rtcg_scan {
+template <class T> __device__ __forceinline__ T lowest();
+template <class T> __device__ __forceinline__ T highest();
+template <> __device__ __forceinline__ unsigned int lowest<unsigned int>() { return 0u; }
+template <> __device__ __forceinline__ unsigned int highest<unsigned int>() { return 4294967295u; }
+__device__ __forceinline__ unsigned int bitsOf(unsigned int v) { return v; }
+__device__ __forceinline__ void fromBits(unsigned int b, unsigned int& v) { v = b; }
+}  // namespace rtcg_scan
+)";
+
 const char* const scanHelpers = R"(// Scans (scan: lookback / lines): the operators, the status words of the decoupled look-back,
 // the scans of a warp, of a block, and of a tile or a line.
 // RTCG_SCAN_HOLD_PREFIX: the host emulation's tests set it to keep tiles from publishing their
@@ -490,6 +505,7 @@ C::Function emitScanNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Gl
                        opName(f.op), p.threads, p.lanes, p.items, seg, f.exclusive, headArg, f.length, f.inner,
                        f.lines());
   }
+  ctx.needs.scanU32 |= f.type == ScalarType::U32;
   ctx.needs.scanFunctions.push_back(fmt::format("// Nest {}: {}.\nstatic __device__ __forceinline__ void {}({}) {{\n  {}\n}}",
                                  ctx.nestIdx, printScanSchedule(ctx.sched.scan), wrapper, params, call));
   body.push_back(C::exprStmt(C::call(wrapper, std::move(args))));

@@ -417,7 +417,8 @@ void declareTiles(EmitContext& ctx, std::vector<C::Stmt>& body) {
                                                                  {ScalarType::F16, "rtcg_smem_f16"},
                                                                  {ScalarType::BF16, "rtcg_smem_bf16"},
                                                                  {ScalarType::I8, "rtcg_smem_i8"},
-                                                                 {ScalarType::U8, "rtcg_smem_u8"}};
+                                                                 {ScalarType::U8, "rtcg_smem_u8"},
+                                                                 {ScalarType::U32, "rtcg_smem_u32"}};
       if (externTypes.insert(type).second) body.push_back(C::externSharedArray(cudaTypeName(type), storage.at(type)));
       ctx.stage.tiles.push_back({storage.at(type), f.tileOffsets[t]});
     } else {

@@ -16,7 +16,7 @@ C::Stmt emitStore(const EmitContext& ctx, size_t statement, const C::ExprP& targ
   const ScalarType element = ctx.k.params[ctx.nest.body[statement].array].type;
   const std::string type = cudaTypeName(element);
   C::ExprP v = value;
-  if ((element == ScalarType::I32 || element == ScalarType::I64) && !(v->kind == C::ExprKind::Cast && v->text == type))
+  if (isIntegral(element) && !(v->kind == C::ExprKind::Cast && v->text == type))
     v = C::castTo(type, v);
   return C::exprStmt(C::call("__stcs", {C::unary("&", target), v}));
 }

@@ -98,7 +98,8 @@ void poisonDevice(cuda::DeviceBuffer& b, ScalarType type) {
   switch (type) {
     case ScalarType::F32: b.fill32(0x7fc00000u); break;  // quiet NaN
     case ScalarType::F64: b.fill8(0xff); break;          // every byte 0xff is a NaN double
-    case ScalarType::I32: b.fill32(uint32_t(int32_t(kPoisonInt))); break;
+    case ScalarType::I32:
+    case ScalarType::U32: b.fill32(uint32_t(int32_t(kPoisonInt))); break;
     case ScalarType::I64: {
       std::vector<int64_t> words(b.bytes() / 8, kPoisonInt);
       b.copyFromHost(words.data(), b.bytes());
@@ -126,6 +127,7 @@ DeviceArgs::DeviceArgs(std::shared_ptr<cuda::Context> ctx, const Kernel& bound, 
         case ScalarType::F32: args_[p] = cuda::KernelArg::f32(float(v.f)); break;
         case ScalarType::F64: args_[p] = cuda::KernelArg::f64(v.f); break;
         case ScalarType::I32: args_[p] = cuda::KernelArg::i32(int32_t(v.i)); break;
+        case ScalarType::U32: args_[p] = cuda::KernelArg::i32(int32_t(uint32_t(v.i))); break;  // the same 4 bytes
         case ScalarType::I64: args_[p] = cuda::KernelArg::i64(v.i); break;
         case ScalarType::Bool:
         case ScalarType::F16:

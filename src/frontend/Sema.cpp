@@ -24,7 +24,7 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Names
 
-const char* const kTypeNames[] = {"int", "bool", "f32", "f64", "i32", "i64", "f16", "bf16", "i8", "u8"};
+const char* const kTypeNames[] = {"int", "bool", "f32", "f64", "i32", "i64", "u32", "f16", "bf16", "i8", "u8"};
 
 bool isTypeName(const std::string& s) {
   return std::find(std::begin(kTypeNames), std::end(kTypeNames), s) != std::end(kTypeNames);
@@ -340,7 +340,7 @@ std::optional<ScalarType> KernelSema::scalarTypeOf(const ast::TypeRef& t, const 
   if (t.name == "int") {
     const bool array = std::string(what) == "array elements";  // only arrays hold the storage types
     error(l, fmt::format("'int' declares a size parameter; {} must have type {}", what,
-                         array ? "f32, f64, f16, bf16, i32, i64, i8 or u8" : "f32, f64, i32 or i64"));
+                         array ? "f32, f64, f16, bf16, i32, i64, u32, i8 or u8" : "f32, f64, i32, i64 or u32"));
     return std::nullopt;
   }
   if (!st) {
@@ -375,7 +375,7 @@ void KernelSema::declareParams() {
       sym.kind = Symbol::Kind::Array;
       std::optional<ScalarType> et = scalarTypeOf(t, "array elements");
       if (et == ScalarType::Bool) {
-        error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32, i64, i8 or u8, not bool");
+        error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32, i64, u32, i8 or u8, not bool");
         et.reset();
       }
       ip.type = et.value_or(ScalarType::F32);
@@ -387,7 +387,7 @@ void KernelSema::declareParams() {
       sym.kind = Symbol::Kind::Scalar;
       std::optional<ScalarType> st = scalarTypeOf(t, "scalar parameters");
       if (st == ScalarType::Bool) {
-        error(loc(t.nameSpan), "scalar parameters must have type f32, f64, i32 or i64, not bool");
+        error(loc(t.nameSpan), "scalar parameters must have type f32, f64, i32, i64 or u32, not bool");
         st.reset();
       } else if (st && isStorage(*st)) {
         // A kernel argument of 8 or 16 bits has no C++ host type the launch could check; f32 holds
@@ -430,7 +430,7 @@ void KernelSema::declareLocal(const ast::Stmt& s) {
   const ast::TypeRef& t = *s.type;
   std::optional<ScalarType> et = scalarTypeOf(t, "array elements");
   if (et == ScalarType::Bool) {
-    error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32, i64, i8 or u8, not bool");
+    error(loc(t.nameSpan), "array elements must have type f32, f64, f16, bf16, i32, i64, u32, i8 or u8, not bool");
     et.reset();
   }
   if (et && !t.isArray)
@@ -504,8 +504,14 @@ Expr KernelSema::lowerInteger(const ast::Expr& e, IndexUse use, const std::strin
     }
     x = convert(v, ScalarType::I32, what);
   } else if (use == IndexUse::Index ? !isInteger(v.type()) : v.type() != ScalarType::I32) {
-    error(v.loc, fmt::format("{} must be {}, not {}", what, use == IndexUse::Index ? "an integer" : "an i32 value",
-                             typeName(v.type())));
+    // u32 is no index type (indices are signed: an index below 0 is out of bounds, not 2^32 - 1).
+    error(v.loc, fmt::format("{} must be {}, not {}{}", what,
+                             use != IndexUse::Index       ? "an i32 value"
+                             : isUnsigned(v.type())       ? "an integer of a signed type (i32 or i64)"
+                                                          : "an integer",
+                             typeName(v.type()),
+                             isUnsigned(v.type()) ? std::string("; convert it: i32(...)")
+                                                  : ""));
     return nullptr;
   } else {
     x = v.ir;
@@ -622,6 +628,20 @@ Expr KernelSema::checkIndex(const Expr& e, IndexUse use, IndexFacts& facts) {
     case ExprKind::Unary:
       return checkedOperands(facts);
     case ExprKind::Cast:
+      if (isUnsigned(e->operands[0]->type)) {
+        // i32(bin[i]) of a u32 array: an indirect index (it reads an array), whatever its form;
+        // a u32 value that reads no array has no affine meaning (it wraps).
+        IndexFacts inner;
+        Expr checked = checkedOperands(inner);
+        facts.count(inner.nodes);
+        if (!inner.hasLoad)
+          facts.fail(e->loc, fmt::format("depends on a {} value that reads no array", typeName(e->operands[0]->type)));
+        if (inner.error) facts.fail(inner.error->first, inner.error->second);
+        if (inner.nonAffine) facts.notAffine(inner.nonAffine->loc, inner.nonAffine->message, inner.nonAffine->explained);
+        facts.dependsOnIndex |= inner.dependsOnIndex;
+        facts.hasLoad |= inner.hasLoad;
+        return checked;
+      }
       if (!isInteger(e->operands[0]->type)) {
         facts.fail(e->loc, fmt::format("depends on a {} value", typeName(e->operands[0]->type)));
         return e;
@@ -1018,6 +1038,14 @@ Expr KernelSema::convert(const Value& v, ScalarType t, const std::string& contex
       return nullptr;
     }
     if (isInteger(t)) return intImm(v.i, t, v.loc);
+    if (t == ScalarType::U32) {
+      if (v.i < 0 || v.i > int64_t(UINT32_MAX)) {
+        error(v.loc, fmt::format("integer literal {} is out of range for u32 (0 to 4294967295){}", v.i,
+                                 v.i < 0 ? "; u32 has no negative values: write u32(...) of an i32 to wrap one" : ""));
+        return nullptr;
+      }
+      return intImm(v.i, t, v.loc);
+    }
     if (isNarrowInt(t)) {
       const int64_t lo = t == ScalarType::I8 ? -128 : 0, hi = t == ScalarType::I8 ? 127 : 255;
       if (v.i < lo || v.i > hi) {
@@ -1036,7 +1064,7 @@ Expr KernelSema::convert(const Value& v, ScalarType t, const std::string& contex
     error(v.loc, fmt::format("a float literal cannot be used as {}; {} holds integers", typeName(t), typeName(t)));
     return nullptr;
   }
-  if (isInteger(t)) {
+  if (isIntegral(t)) {
     error(v.loc, fmt::format("a float literal cannot be used as {} implicitly; use an explicit cast: {}(...)",
                              typeName(t), typeName(t)));
     return nullptr;
@@ -1082,14 +1110,19 @@ std::optional<ScalarType> KernelSema::unify(std::vector<Value>& vals, std::optio
       t = v.type();
     } else if (*t != v.type()) {
       ScalarType half = isStorage(*t) ? *t : v.type();
+      // Signed and unsigned: neither converts the other implicitly, and which one is meant is the
+      // writer's choice (u32(x) keeps the low 32 bits, i64(...) holds both).
+      const bool signedness = isIntegral(*t) && isIntegral(v.type()) && (isUnsigned(*t) || isUnsigned(v.type()));
       error(l, fmt::format("mismatched types {} and {} in {}; {}", typeName(*t), typeName(v.type()), what,
                            isStorage(half) ? halfAdvice(half)
-                                        : fmt::format("use an explicit cast such as {}(...)", typeName(*t))));
+                           : signedness    ? fmt::format("convert one of them: {}(...) or {}(...)", typeName(*t),
+                                                         typeName(v.type()))
+                                           : fmt::format("use an explicit cast such as {}(...)", typeName(*t))));
       return std::nullopt;
     }
   }
   if (!t) {
-    if (hint && (isFloat(*hint) || (isInteger(*hint) && !anyFloatLiteral))) t = hint;
+    if (hint && (isFloat(*hint) || (isIntegral(*hint) && !anyFloatLiteral))) t = hint;
     else t = anyFloatLiteral ? ScalarType::F64 : ScalarType::I32;
   }
   for (Value& v : vals) {
@@ -1323,7 +1356,7 @@ Value KernelSema::lowerCast(const ast::Expr& e, ScalarType to) {
   }
   if (v.isUntyped()) {
     // An explicit conversion of a literal: to its own kind it is just a typed literal.
-    if (v.kind == Value::Kind::UntypedFloat && isInteger(to))
+    if (v.kind == Value::Kind::UntypedFloat && isIntegral(to))
       return Value::typed(cast(to, floatImm(v.f, ScalarType::F64, v.loc), l));
     Expr x = convert(v, to, fmt::format("{}(...)", typeName(to)));
     return x ? Value::typed(x) : Value{};
@@ -1446,7 +1479,7 @@ Value KernelSema::lowerReduce(const ast::Expr& e, std::optional<ScalarType> hint
   Expr x;
   if (body.isUntyped()) {
     bool hintFits = hint && ((isFloat(*hint) && !isHalf(*hint)) ||
-                             (isInteger(*hint) && body.kind == Value::Kind::UntypedInt));
+                             (isIntegral(*hint) && body.kind == Value::Kind::UntypedInt));
     x = hintFits ? convert(body, *hint, "the reduction") : toDefault(body);
   } else {
     x = body.ir;

@@ -235,6 +235,7 @@ std::optional<Interval> rangeIn(const Expr& e, const LoopScope& scope, size_t de
     case ExprKind::Load: return std::nullopt;
     case ExprKind::Unary: {
       if (e->unaryOp == UnaryOp::Not) return Interval{0, 1};
+      if (!isInteger(e->type)) return std::nullopt;  // u32 negation wraps
       auto a = sub(0);
       if (!a || a->lo == INT64_MIN) return std::nullopt;
       return Interval{-a->hi, -a->lo};
@@ -303,6 +304,11 @@ std::optional<Interval> rangeIn(const Expr& e, const LoopScope& scope, size_t de
     case ExprKind::Cast:
       if (e->type == ScalarType::Bool) return Interval{0, 1};
       if (!isInteger(e->type) || isFloat(e->operands[0]->type)) return std::nullopt;
+      if (isUnsigned(e->operands[0]->type)) {  // i32 of a u32 above 2^31 - 1 is negative
+        auto a = sub(0);
+        if (!a || a->lo < 0 || (e->type == ScalarType::I32 && a->hi > INT32_MAX)) return std::nullopt;
+        return a;
+      }
       return sub(0);
     case ExprKind::Select: {
       auto a = sub(1), b = sub(2);

@@ -18,6 +18,7 @@ namespace {
 bool fitsType(int64_t v, ScalarType t) {
   if (isNarrowInt(t)) return false;  // i8 / u8 constants stay conversions of i32 ones (no 8-bit literals)
   if (t == ScalarType::I32) return v >= INT32_MIN && v <= INT32_MAX;
+  if (t == ScalarType::U32) return v >= 0 && v <= int64_t(UINT32_MAX);
   if (t == ScalarType::Bool) return v == 0 || v == 1;
   return true;
 }
@@ -38,6 +39,11 @@ Expr foldBinary(const Expr& e) {
   bool ia = a->kind == ExprKind::IntImm, ib = b->kind == ExprKind::IntImm;
   bool fa = a->kind == ExprKind::FloatImm, fb = b->kind == ExprKind::FloatImm;
 
+  if (ia && ib && e->type == ScalarType::U32) {
+    // u32 arithmetic is modulo 2^32 (its operands lie in [0, 2^32), where floor / and % are unsigned).
+    std::optional<int64_t> r = wrappingIntArith(op, a->intValue, b->intValue);
+    return r ? intImm(int64_t(uint32_t(uint64_t(*r))), e->type, e->loc) : nullptr;
+  }
   if (ia && ib) {
     // An overflowing fold is left in place: the wrap-around is the program's own behavior.
     std::optional<int64_t> r = checkedIntBinary(op, a->intValue, b->intValue);
@@ -64,7 +70,7 @@ Expr foldBinary(const Expr& e) {
   }
 
   // Algebraic identities. For floats only the exact ones (x*1, x/1); x+0 is not exact for -0.
-  if (isInteger(e->type)) {
+  if (isIntegral(e->type)) {
     switch (op) {
       case BinaryOp::Add:
         if (isIntConst(b, 0)) return a;
@@ -118,6 +124,8 @@ Expr foldNode(const Expr& e) {
         if (a->kind == ExprKind::IntImm) return boolImm(a->intValue == 0, e->loc);
         return nullptr;
       }
+      if (a->kind == ExprKind::IntImm && e->type == ScalarType::U32)  // 2^32 - a, modulo 2^32
+        return intImm(int64_t(uint32_t(0) - uint32_t(a->intValue)), e->type, e->loc);
       if (a->kind == ExprKind::IntImm && a->intValue != std::numeric_limits<int64_t>::min() &&
           fitsType(-a->intValue, e->type))
         return intImm(-a->intValue, e->type, e->loc);
@@ -146,6 +154,7 @@ Expr foldNode(const Expr& e) {
       if (a->kind == ExprKind::IntImm) {
         if (isFloat(e->type)) return floatImm(intToFloat(a->intValue, e->type), e->type, e->loc);
         if (e->type == ScalarType::Bool) return boolImm(a->intValue != 0, e->loc);
+        if (e->type == ScalarType::U32) return intImm(int64_t(uint32_t(uint64_t(a->intValue))), e->type, e->loc);  // low 32 bits
         if (fitsType(a->intValue, e->type)) return intImm(a->intValue, e->type, e->loc);
         return nullptr;
       }

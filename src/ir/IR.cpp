@@ -18,6 +18,7 @@ const char* typeName(ScalarType t) {
     case ScalarType::BF16: return "bf16";
     case ScalarType::I8: return "i8";
     case ScalarType::U8: return "u8";
+    case ScalarType::U32: return "u32";
   }
   RTCG_ASSERT(false, "bad ScalarType");
 }
@@ -33,6 +34,7 @@ const char* cudaTypeName(ScalarType t) {
     case ScalarType::BF16: return "__nv_bfloat16";
     case ScalarType::I8: return "signed char";
     case ScalarType::U8: return "unsigned char";
+    case ScalarType::U32: return "unsigned int";
   }
   RTCG_ASSERT(false, "bad ScalarType");
 }
@@ -47,6 +49,7 @@ std::optional<ScalarType> parseTypeName(const std::string& s) {
   if (s == "bf16") return ScalarType::BF16;
   if (s == "i8") return ScalarType::I8;
   if (s == "u8") return ScalarType::U8;
+  if (s == "u32") return ScalarType::U32;
   return std::nullopt;
 }
 
@@ -55,7 +58,8 @@ int typeBytes(ScalarType t) {
     case ScalarType::Bool:
     case ScalarType::I8:
     case ScalarType::U8: return 1;
-    case ScalarType::I32: return 4;
+    case ScalarType::I32:
+    case ScalarType::U32: return 4;
     case ScalarType::I64: return 8;
     case ScalarType::F32: return 4;
     case ScalarType::F64: return 8;
@@ -163,7 +167,7 @@ bool accumulationSupported(ReduceOp op, ScalarType t, std::string* why) {
   if (isNarrowInt(t))
     return refuse(fmt::format("the GPU has no atomic update of {} elements; accumulate into an i32 array", typeName(t)));
   if (isFloat(t) && op != ReduceOp::Sum)
-    return refuse(fmt::format("the GPU has no atomic {} of {} values; '{}' takes i32 and i64 elements, and '+=' "
+    return refuse(fmt::format("the GPU has no atomic {} of {} values; '{}' takes i32, u32 and i64 elements, and '+=' "
                               "takes {}",
                               reduceName(op), typeName(t), accumSymbol(op), typeName(t)));
   return true;

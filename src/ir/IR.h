@@ -22,8 +22,8 @@
 //   The result equals the updates applied one after another in some order of the points (the
 //   reference executor: domain order); an integer result is therefore exact and a max/min one
 //   too, while a floating-point sum's rounding depends on the order (verification allows the
-//   error of a sum of that length). Element types: i32, i64, f32, f64 for Sum, i32 and i64 for
-//   Max and Min (the operations the GPU has atomics for). A nest that accumulates into an array
+//   error of a sum of that length). Element types: i32, u32, i64, f32, f64 for Sum, i32, u32 and
+//   i64 for Max and Min (the operations the GPU has atomics for; a u32 sum wraps modulo 2^32). A nest that accumulates into an array
 //   neither reads it nor stores it plainly, and accumulates into it with one operator only
 //   (checkRaces); the array is written (out after an earlier nest's store, or inout).
 //
@@ -84,10 +84,16 @@ namespace rtcg {
 // types: array elements, loads, conversions to and from them, lets and selects; never operands of
 // arithmetic, comparisons, functions or reductions (the frontend requires a conversion first).
 // A conversion to I8 / U8 takes an integer or a bool and keeps its low 8 bits (two's complement).
-enum class ScalarType : uint8_t { Bool, I32, I64, F32, F64, F16, BF16, I8, U8 };
+// U32 (appended likewise) is an arithmetic type, unsigned: + - * and unary - wrap modulo 2^32, /
+// and % are unsigned (floor and truncation agree), comparisons, min and max unsigned. A conversion
+// to U32 keeps an integer's low 32 bits; a float is truncated toward zero and saturated to
+// [0, 2^32 - 1], NaN giving 0 (the device's cvt.rzi.u32). It is no index type: isInteger is
+// i32 and i64 only, the types of indices, bounds and the affine analyses; isIntegral adds u32.
+enum class ScalarType : uint8_t { Bool, I32, I64, F32, F64, F16, BF16, I8, U8, U32 };
 
-const char* typeName(ScalarType t);      // "bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8"
-// "bool", "int", "long long", "float", "double", "__half", "__nv_bfloat16", "signed char", "unsigned char"
+const char* typeName(ScalarType t);      // "bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "u32"
+// "bool", "int", "long long", "float", "double", "__half", "__nv_bfloat16", "signed char", "unsigned char",
+// "unsigned int"
 const char* cudaTypeName(ScalarType t);
 std::optional<ScalarType> parseTypeName(const std::string& s);
 // The 16-bit storage floats (f16, bf16).
@@ -98,6 +104,9 @@ inline bool isNarrowInt(ScalarType t) { return t == ScalarType::I8 || t == Scala
 inline bool isStorage(ScalarType t) { return isHalf(t) || isNarrowInt(t); }
 inline bool isFloat(ScalarType t) { return t == ScalarType::F32 || t == ScalarType::F64 || isHalf(t); }
 inline bool isInteger(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64; }
+// The unsigned arithmetic type (u32), and the arithmetic integers (i32, i64, u32).
+inline bool isUnsigned(ScalarType t) { return t == ScalarType::U32; }
+inline bool isIntegral(ScalarType t) { return isInteger(t) || isUnsigned(t); }
 int typeBytes(ScalarType t);  // bool counts 1
 // `v` rounded to the float type `t` (to nearest, ties to even), as the device converts it.
 double roundToFloat(double v, ScalarType t);
@@ -201,8 +210,8 @@ struct Stmt {
   // Both: the value (its type is the Let's type / the array's element type)
   Expr value;
 };
-// Whether the GPU has an atomic for accumulating values of type `t` with `op` (i32, i64, f32, f64
-// for Sum; i32, i64 for Max and Min); when not, `why` says so in words.
+// Whether the GPU has an atomic for accumulating values of type `t` with `op` (i32, u32, i64, f32,
+// f64 for Sum; i32, u32, i64 for Max and Min); when not, `why` says so in words.
 bool accumulationSupported(ReduceOp op, ScalarType t, std::string* why = nullptr);
 // The operator's text in an accumulation: "+=", "max=", "min=" ("*=" for Product, never accepted).
 const char* accumSymbol(ReduceOp op);

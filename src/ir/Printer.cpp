@@ -91,6 +91,7 @@ struct Printer {
         switch (e->type) {
           case ScalarType::Bool: return e->intValue ? "true" : "false";
           case ScalarType::I64: return fmt::format("{}i64", e->intValue);
+          case ScalarType::U32: return fmt::format("{}u32", e->intValue);
           default: return fmt::format("{}", e->intValue);
         }
       case ExprKind::FloatImm: return floatLiteral(e->floatValue, e->type);

@@ -26,7 +26,8 @@ std::optional<bool> inclusiveEnd(const Expr& hi, int scanLoop) {
 }
 
 bool scannable(ScalarType t) {
-  return t == ScalarType::I32 || t == ScalarType::I64 || t == ScalarType::F32 || t == ScalarType::F64;
+  return t == ScalarType::I32 || t == ScalarType::I64 || t == ScalarType::U32 || t == ScalarType::F32 ||
+         t == ScalarType::F64;
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ Op loadOp(ScalarType t) {
     case ScalarType::I32: return Op::LoadI32;
     case ScalarType::I8: return Op::LoadI8;
     case ScalarType::U8: return Op::LoadU8;
+    case ScalarType::U32: return Op::LoadU32;
     default: return Op::LoadI64;
   }
 }
@@ -39,6 +40,7 @@ Op storeOp(ScalarType t) {
     case ScalarType::I32: return Op::StoreI32;
     case ScalarType::I8: return Op::StoreI8;
     case ScalarType::U8: return Op::StoreU8;
+    case ScalarType::U32: return Op::StoreU32;
     default: return Op::StoreI64;
   }
 }
@@ -248,15 +250,16 @@ class Compiler {
     if (op == BinaryOp::And) return select(a, b, boolImm(false), code);
     if (op == BinaryOp::Or) return select(a, boolImm(true), b, code);
     bool fl = isFloat(a->type);
-    if (!fl && (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul)) return affine(e, code);
+    const bool u32 = isUnsigned(e->type);
+    if (!fl && !u32 && (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul)) return affine(e, code);
     int32_t ra = expr(a, code), rb = expr(b, code);
     int32_t dst = newReg();
     Op o{};
     int32_t site = 0;
     switch (op) {
-      case BinaryOp::Add: o = Op::FAdd; break;
-      case BinaryOp::Sub: o = Op::FSub; break;
-      case BinaryOp::Mul: o = Op::FMul; break;
+      case BinaryOp::Add: o = fl ? Op::FAdd : Op::IAdd; break;
+      case BinaryOp::Sub: o = fl ? Op::FSub : Op::ISub; break;
+      case BinaryOp::Mul: o = fl ? Op::FMul : Op::IMul; break;
       case BinaryOp::Div: o = fl ? Op::FDiv : Op::IDiv; site = fl ? 0 : opLoc(e->loc); break;
       case BinaryOp::Mod:
         if (fl) fail(e->loc, "% on floating-point values");
@@ -273,6 +276,8 @@ class Compiler {
       case BinaryOp::Or: RTCG_ASSERT(false, "logical ops handled above");
     }
     emit(code, o, dst, ra, rb, site);
+    // u32 + - * wrap modulo 2^32 at every operation (/ and % of values in [0, 2^32) stay in it).
+    if (u32) emit(code, Op::IWrap, dst, dst, int32_t(ScalarType::U32));
     // f32 arithmetic is IEEE f32 (docs/language.md 6.2), but for the product that forms a sum's
     // term: the device fuses it with the accumulation (FMA), and the sum is exact in double here.
     if (e->type == ScalarType::F32 && !isComparison(op) && e.get() != fusedProduct_) emit(code, Op::FToF32, dst, dst);
@@ -316,6 +321,7 @@ class Compiler {
       case MathFn::Fma: emit(code, Op::IFma, dst, r[0], r[1], r[2]); break;
       default: fail(e->loc, fmt::format("{} of an integer value: cast it to a float type first", fnName(fn)));
     }
+    if (isUnsigned(e->type) && fn == MathFn::Fma) emit(code, Op::IWrap, dst, dst, int32_t(ScalarType::U32));
     return dst;
   }
 
@@ -340,10 +346,11 @@ class Compiler {
       emit(code, isFloat(from) ? Op::FToBool : Op::ToBool, dst, r);
     } else if (isFloat(from)) {
       emit(code, Op::FToInt, dst, r, int32_t(to));
-    } else if ((to == ScalarType::I32 && from == ScalarType::I64) || (isNarrowInt(to) && from != ScalarType::Bool)) {
-      emit(code, Op::IWrap, dst, r, int32_t(to));
+    } else if ((to == ScalarType::I32 && (from == ScalarType::I64 || from == ScalarType::U32)) ||
+               ((isNarrowInt(to) || to == ScalarType::U32) && from != ScalarType::Bool)) {
+      emit(code, Op::IWrap, dst, r, int32_t(to));  // the low bits, two's complement
     } else {
-      return r;  // bool or i32 widened: same value
+      return r;  // bool, i32 or u32 widened: same value
     }
     return dst;
   }
@@ -354,6 +361,7 @@ class Compiler {
     double inf = std::numeric_limits<double>::infinity();
     int64_t tmin = t == ScalarType::I32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
     int64_t tmax = t == ScalarType::I32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+    if (t == ScalarType::U32) tmin = 0, tmax = std::numeric_limits<uint32_t>::max();
     int32_t identity = 0;
     Op combine{};
     switch (e->reduceOp) {
@@ -379,6 +387,8 @@ class Compiler {
     emit(code, combine, acc, acc, v);
     closeLoops(loops, code);
     if (dot >= 0) out_.dots[dot].skipPc = here(code);
+    // A u32 sum or product is taken modulo 2^32 once, at the end (the same value as at every step).
+    if (t == ScalarType::U32) emit(code, Op::IWrap, acc, acc, int32_t(ScalarType::U32));
     return acc;
   }
 
@@ -558,6 +568,11 @@ class Compiler {
         if (e->unaryOp == UnaryOp::Neg && isInteger(e->type)) return affine(e, code);
         int32_t a = expr(e->operands[0], code);
         int32_t dst = newReg();
+        if (e->unaryOp == UnaryOp::Neg && isUnsigned(e->type)) {  // 2^32 - a, modulo 2^32
+          emit(code, Op::INeg, dst, a);
+          emit(code, Op::IWrap, dst, dst, int32_t(ScalarType::U32));
+          return dst;
+        }
         emit(code, e->unaryOp == UnaryOp::Not ? Op::Not : Op::FNeg, dst, a);
         return dst;
       }

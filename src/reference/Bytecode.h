@@ -1,7 +1,8 @@
 // The reference executor's compiled form of a bound kernel: a register machine. Each nest is
 // compiled once into straight bytecode with its loops (ForInit/ForNext), so running it never
 // walks the Expr tree. Registers are 8-byte slots: float values (f16, bf16, f32 and f64 alike) are
-// held as double (exactly), integer and bool values as int64. Internal to src/reference (Reference.cpp drives it).
+// held as double (exactly), integer and bool values as int64 (u32 values in [0, 2^32): their
+// + - * and negation are followed by an IWrap to u32, and / % < max min of such values are unsigned). Internal to src/reference (Reference.cpp drives it).
 #pragma once
 
 #include <cstdint>
@@ -49,7 +50,7 @@ enum class Op : uint8_t {
   // generic code of the same reduction, which reports the exact failing point.
   DotF,
   // memory: a = access index, b = value register (stores)
-  LoadF, LoadI32, LoadI64, LoadI8, LoadU8, StoreF, StoreI32, StoreI64, StoreI8, StoreU8,
+  LoadF, LoadI32, LoadI64, LoadI8, LoadU8, LoadU32, StoreF, StoreI32, StoreI64, StoreI8, StoreU8, StoreU32,
 };
 
 struct Instr {

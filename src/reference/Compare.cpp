@@ -174,6 +174,7 @@ bool looksUnwritten(T v) {
   else if constexpr (std::is_same_v<T, double>)
     return (std::bit_cast<uint64_t>(v) & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
   else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) return !std::isfinite(double(v));
+  else if constexpr (std::is_same_v<T, uint32_t>) return v == uint32_t(uint64_t(kPoisonInt));  // its low 32 bits
   else return int64_t(v) == kPoisonInt;
 }
 
@@ -283,6 +284,7 @@ Comparison withIntegerElements(const HostArray& out, F&& f) {
   if (out.type() == ScalarType::I64) return f(out.as<int64_t>());
   if (out.type() == ScalarType::I8) return f(out.as<int8_t>());
   if (out.type() == ScalarType::U8) return f(out.as<uint8_t>());
+  if (out.type() == ScalarType::U32) return f(out.as<uint32_t>());
   throw Error(fmt::format("an exact comparison needs an integer array, not {}", out.describe()));
 }
 
@@ -298,6 +300,7 @@ auto withElements(const HostArray& out, F&& f) {
     case ScalarType::BF16: return f(out.as<bf16>());
     case ScalarType::I8: return f(out.as<int8_t>());
     case ScalarType::U8: return f(out.as<uint8_t>());
+    case ScalarType::U32: return f(out.as<uint32_t>());
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");

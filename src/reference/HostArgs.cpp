@@ -39,6 +39,8 @@ ScalarValue ScalarValue::ofInt(ScalarType t, int64_t v) {
   if (isFloat(t)) return ofDouble(t, double(v));
   if (t == ScalarType::I32 && (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()))
     throw Error(fmt::format("{} is out of range for an i32 scalar", v));
+  if (t == ScalarType::U32 && (v < 0 || v > int64_t(std::numeric_limits<uint32_t>::max())))
+    throw Error(fmt::format("{} is out of range for a u32 scalar (0 to 4294967295)", v));
   ScalarValue s;
   s.type = t;
   s.i = t == ScalarType::Bool ? (v != 0) : v;
@@ -179,7 +181,7 @@ void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name,
     throw Error(fmt::format("'{}' is not an in or inout array of kernel '{}' (an input file gives one)", name, bound.name));
   std::istringstream in(readInputFile(path, size_t(1) << 30));
   HostArray& a = args.array(p);
-  const bool integer = isInteger(a.type()) || isNarrowInt(a.type());
+  const bool integer = isIntegral(a.type()) || isNarrowInt(a.type());
   std::string token;
   int64_t n = 0;
   while (in >> token) {
@@ -190,7 +192,7 @@ void loadArrayFile(const Kernel& bound, HostArgs& args, const std::string& name,
     if (end == token.c_str() || *end || errno == ERANGE)
       throw Error(fmt::format("{}: value {} ('{}') is not {} number", path, n + 1, token, integer ? "an integer" : "a"));
     if (n >= a.size()) break;
-    if (isNarrowInt(a.type()) && wrapToInt(iv, a.type()) != iv)
+    if ((isNarrowInt(a.type()) || isUnsigned(a.type())) && wrapToInt(iv, a.type()) != iv)
       throw Error(fmt::format("{}: value {} ({}) is out of the range of {}", path, n + 1, iv, typeName(a.type())));
     if (integer) a.setInt(n, iv);
     else a.set(n, fv);

@@ -22,6 +22,7 @@ int64_t truncateToInt(double v, ScalarType t) {
     case ScalarType::I32: lo = INT32_MIN, hi = INT32_MAX, hiExclusive = 2147483648.0; break;
     case ScalarType::I8: lo = -128, hi = 127, hiExclusive = 128.0; break;
     case ScalarType::U8: lo = 0, hi = 255, hiExclusive = 256.0; break;
+    case ScalarType::U32: lo = 0, hi = UINT32_MAX, hiExclusive = 4294967296.0; break;
     default: break;
   }
   if (v <= double(lo)) return lo;
@@ -34,6 +35,7 @@ int64_t wrapToInt(int64_t v, ScalarType t) {
     case ScalarType::I32: return int32_t(uint32_t(uint64_t(v)));  // modular since C++20
     case ScalarType::I8: return int8_t(uint8_t(uint64_t(v)));
     case ScalarType::U8: return uint8_t(uint64_t(v));
+    case ScalarType::U32: return uint32_t(uint64_t(v));
     case ScalarType::Bool: return v != 0;
     default: return v;
   }
@@ -64,6 +66,8 @@ template <> f16* HostArray::as<f16>() { checkType(ScalarType::F16, "rtcg::f16");
 template <> bf16* HostArray::as<bf16>() { checkType(ScalarType::BF16, "rtcg::bf16"); return reinterpret_cast<bf16*>(storage_.data()); }
 template <> int8_t* HostArray::as<int8_t>() { checkType(ScalarType::I8, "int8_t"); return reinterpret_cast<int8_t*>(storage_.data()); }
 template <> uint8_t* HostArray::as<uint8_t>() { checkType(ScalarType::U8, "uint8_t"); return reinterpret_cast<uint8_t*>(storage_.data()); }
+template <> uint32_t* HostArray::as<uint32_t>() { checkType(ScalarType::U32, "uint32_t"); return reinterpret_cast<uint32_t*>(storage_.data()); }
+template <> const uint32_t* HostArray::as<uint32_t>() const { return const_cast<HostArray*>(this)->as<uint32_t>(); }
 template <> const int8_t* HostArray::as<int8_t>() const { return const_cast<HostArray*>(this)->as<int8_t>(); }
 template <> const uint8_t* HostArray::as<uint8_t>() const { return const_cast<HostArray*>(this)->as<uint8_t>(); }
 template <> const f16* HostArray::as<f16>() const { return const_cast<HostArray*>(this)->as<f16>(); }
@@ -88,6 +92,7 @@ double HostArray::get(int64_t i) const {
     case ScalarType::BF16: return double(as<bf16>()[i]);
     case ScalarType::I8: return as<int8_t>()[i];
     case ScalarType::U8: return as<uint8_t>()[i];
+    case ScalarType::U32: return as<uint32_t>()[i];
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");
@@ -104,6 +109,7 @@ void HostArray::set(int64_t i, double v) {
     case ScalarType::BF16: as<bf16>()[i] = bf16(v); return;
     case ScalarType::I8: as<int8_t>()[i] = int8_t(truncateToInt(v, ScalarType::I8)); return;
     case ScalarType::U8: as<uint8_t>()[i] = uint8_t(truncateToInt(v, ScalarType::U8)); return;
+    case ScalarType::U32: as<uint32_t>()[i] = uint32_t(truncateToInt(v, ScalarType::U32)); return;
     case ScalarType::Bool: break;
   }
   RTCG_ASSERT(false, "bad host array type");
@@ -116,6 +122,7 @@ int64_t HostArray::getInt(int64_t i) const {
     case ScalarType::I64: return as<int64_t>()[i];
     case ScalarType::I8: return as<int8_t>()[i];
     case ScalarType::U8: return as<uint8_t>()[i];
+    case ScalarType::U32: return as<uint32_t>()[i];
     case ScalarType::F32:
     case ScalarType::F64:
     case ScalarType::F16:
@@ -132,6 +139,7 @@ void HostArray::setInt(int64_t i, int64_t v) {
     case ScalarType::I64: as<int64_t>()[i] = v; return;
     case ScalarType::I8: as<int8_t>()[i] = int8_t(wrapToInt(v, ScalarType::I8)); return;
     case ScalarType::U8: as<uint8_t>()[i] = uint8_t(wrapToInt(v, ScalarType::U8)); return;
+    case ScalarType::U32: as<uint32_t>()[i] = uint32_t(wrapToInt(v, ScalarType::U32)); return;
     case ScalarType::F32:
     case ScalarType::F64:
     case ScalarType::F16:
@@ -151,7 +159,8 @@ std::vector<double> HostArray::toDoubles() const {
     case ScalarType::F16:
     case ScalarType::BF16:
     case ScalarType::I8:
-    case ScalarType::U8: for (int64_t i = 0; i < size_; ++i) out[i] = get(i); break;
+    case ScalarType::U8:
+    case ScalarType::U32: for (int64_t i = 0; i < size_; ++i) out[i] = get(i); break;
     case ScalarType::Bool: RTCG_ASSERT(false, "bad host array type");
   }
   return out;

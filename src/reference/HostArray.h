@@ -1,5 +1,5 @@
 // A dense row-major array in host memory, stored at its element type: f32 arrays hold float
-// (exactly the bytes the GPU gets), f64 double, i32 int32_t, i64 int64_t, i8 int8_t, u8 uint8_t,
+// (exactly the bytes the GPU gets), f64 double, i32 int32_t, i64 int64_t, u32 uint32_t, i8 int8_t, u8 uint8_t,
 // f16 and bf16 the 16-bit rtcg::f16 and rtcg::bf16 (rtcg/Half.h). Used by the reference
 // executor, the tests, the GPU runtime tests and `rtcgc run --cpu`.
 #pragma once
@@ -32,7 +32,7 @@ class HostArray {
   template <class T> const T* as() const;
 
   // Element access through double / int64 (rounded / truncated to the element type on set:
-  // f32, f16 and bf16 round to nearest even, setInt wraps to 32 or 8 bits for i32, i8 and u8, set
+  // f32, f16 and bf16 round to nearest even, setInt wraps to 32 or 8 bits for i32, u32, i8 and u8, set
   // truncates toward zero and saturates for integer elements).
   double get(int64_t i) const;
   void set(int64_t i, double v);
@@ -71,9 +71,11 @@ template <> int8_t* HostArray::as<int8_t>();
 template <> uint8_t* HostArray::as<uint8_t>();
 template <> const int8_t* HostArray::as<int8_t>() const;
 template <> const uint8_t* HostArray::as<uint8_t>() const;
+template <> uint32_t* HostArray::as<uint32_t>();
+template <> const uint32_t* HostArray::as<uint32_t>() const;
 
 // Conversion of a double to an integer type the way the GPU's conversions do it: truncation toward
-// zero, saturating at the range of `t` (I32, I64, I8 or U8), NaN gives 0.
+// zero, saturating at the range of `t` (I32, I64, U32, I8 or U8), NaN gives 0.
 int64_t truncateToInt(double v, ScalarType t);
 // Wraps an integer to the range of `t` (two's complement), as a store or cast to i32 does.
 int64_t wrapToInt(int64_t v, ScalarType t);

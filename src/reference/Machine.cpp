@@ -309,6 +309,7 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
       case Op::LoadI64: r[I.dst].i = loadInt<int64_t>(k, sites[I.a], r, arrays); break;
       case Op::LoadI8: r[I.dst].i = loadInt<int8_t>(k, sites[I.a], r, arrays); break;
       case Op::LoadU8: r[I.dst].i = loadInt<uint8_t>(k, sites[I.a], r, arrays); break;
+      case Op::LoadU32: r[I.dst].i = loadInt<uint32_t>(k, sites[I.a], r, arrays); break;
       case Op::StoreF: {
         const AccessSite& s = sites[I.a];
         const int64_t off = offsetOf(k, s, r);
@@ -321,6 +322,7 @@ void run(const CompiledKernel& k, const Code& code, Slot* r, const ArrayView* ar
       case Op::StoreI64: storeInt<int64_t, kTrackWrites>(k, sites[I.a], r, arrays, r[I.b].i); break;
       case Op::StoreI8: storeInt<int8_t, kTrackWrites>(k, sites[I.a], r, arrays, r[I.b].i); break;
       case Op::StoreU8: storeInt<uint8_t, kTrackWrites>(k, sites[I.a], r, arrays, r[I.b].i); break;
+      case Op::StoreU32: storeInt<uint32_t, kTrackWrites>(k, sites[I.a], r, arrays, r[I.b].i); break;
     }
   }
 }

@@ -53,6 +53,8 @@ void fillRandom(HostArray& a, uint64_t seed) {
     // The 8-bit integers: their whole range (signs and the top bit exercised).
     case ScalarType::I8: fillRandomInts(a, seed, -128, 128); break;
     case ScalarType::U8: fillRandomInts(a, seed, 0, 256); break;
+    // u32: the whole range, so that sums wrap and comparisons above 2^31 differ from signed ones.
+    case ScalarType::U32: fillRandomInts(a, seed, 0, int64_t(1) << 32); break;
     default: fillRandomInts(a, seed, -8, 8); break;
   }
 }
@@ -182,7 +184,7 @@ class IndexRangeFinder {
   bool decompose(const Expr& e, int64_t scale, std::vector<std::pair<int64_t, Expr>>& loads, Range& rest) {
     switch (e->kind) {
       case ExprKind::Load:
-        if (!isInteger(e->type)) return false;
+        if (!isIntegral(e->type)) return false;  // a u32 array's values as converted (i32(bin[i]))
         loads.push_back({scale, e});
         return true;
       case ExprKind::Binary:
@@ -201,7 +203,10 @@ class IndexRangeFinder {
         if (e->unaryOp == UnaryOp::Neg) return decompose(e->operands[0], -scale, loads, rest);
         break;
       case ExprKind::Cast:
-        if (isInteger(e->type) && isInteger(e->operands[0]->type)) return decompose(e->operands[0], scale, loads, rest);
+        // Widening, or i32 / i64 of a u32 load, whose values the fill keeps below 2^31.
+        if (isInteger(e->type) && (isInteger(e->operands[0]->type) ||
+                                   (isUnsigned(e->operands[0]->type) && e->operands[0]->kind == ExprKind::Load)))
+          return decompose(e->operands[0], scale, loads, rest);
         break;
       default: break;
     }
@@ -334,10 +339,12 @@ void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
     if (param.mode == ArrayMode::Out) poison(a);
     else if (auto h = heads.find(int(p)); h != heads.end()) fillSegmentHeads(a, s, h->second.length, h->second.inner);
     else if (auto it = offsets.find(int(p)); it != offsets.end()) fillOffsets(a, s, it->second);
-    else if (auto it = ranges.find(int(p)); it != ranges.end() && isInteger(a.type())) {
+    else if (auto it = ranges.find(int(p)); it != ranges.end() && isIntegral(a.type())) {
       // The indices of a scatter distinct where they can be, so that its points write distinct
       // elements (where they cannot, the reference executor reports the two points that collide).
-      const ValueRange r = it->second;
+      // A u32 array holds no negative values.
+      ValueRange r = it->second;
+      if (isUnsigned(a.type())) r.lo = std::max<int64_t>(r.lo, 0);
       if (distinct.count(int(p)) && uint64_t(r.hi) - uint64_t(r.lo) >= uint64_t(a.size()))
         fillDistinctInts(a, s, r.lo, r.hi);
       else

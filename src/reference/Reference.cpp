@@ -243,17 +243,23 @@ void runScan(const CompiledKernel& k, const ScanForm& f, const ArrayView* views,
   const bool fl = isFloat(f.type);
   auto get = [&](int64_t at, double& d, int64_t& i) {
     if (fl) d = static_cast<const double*>(in.data)[at];
+    else if (f.type == ScalarType::U32) i = static_cast<const uint32_t*>(in.data)[at];
     else i = f.type == ScalarType::I32 ? static_cast<const int32_t*>(in.data)[at] : static_cast<const int64_t*>(in.data)[at];
   };
   auto put = [&](int64_t at, double d, int64_t i) {
     if (fl) static_cast<double*>(out.data)[at] = d;
     else if (f.type == ScalarType::I32) static_cast<int32_t*>(out.data)[at] = int32_t(uint32_t(uint64_t(i)));
+    else if (f.type == ScalarType::U32) static_cast<uint32_t*>(out.data)[at] = uint32_t(uint64_t(i));
     else static_cast<int64_t*>(out.data)[at] = i;
     if (track && out.written) out.written[at] = 1;
   };
   const double inf = std::numeric_limits<double>::infinity();
-  const int64_t imin = f.type == ScalarType::I32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
-  const int64_t imax = f.type == ScalarType::I32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+  const int64_t imin = f.type == ScalarType::I32   ? std::numeric_limits<int32_t>::min()
+                       : f.type == ScalarType::U32 ? 0
+                                                   : std::numeric_limits<int64_t>::min();
+  const int64_t imax = f.type == ScalarType::I32   ? std::numeric_limits<int32_t>::max()
+                       : f.type == ScalarType::U32 ? int64_t(std::numeric_limits<uint32_t>::max())
+                                                   : std::numeric_limits<int64_t>::max();
   double did = 0;
   int64_t iid = 0;
   switch (f.op) {
@@ -443,7 +449,7 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
 }
 
 Comparison compareWithReference(const HostArray& out, const ReferenceOutput& ref, Unchecked unchecked) {
-  if (isInteger(out.type()) || isNarrowInt(out.type())) {
+  if (isIntegral(out.type()) || isNarrowInt(out.type())) {
     if (ref.integers.size() != ref.values.size())
       throw Error(fmt::format("the reference of integer output '{}' has no exact values", ref.name));
     return ref.computed.empty() ? compareExact(out, ref.integers) : compareExact(out, ref.integers, ref.computed, unchecked);

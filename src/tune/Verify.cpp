@@ -118,7 +118,7 @@ Verification verifyOutputs(const Kernel& bound, const HostArgs& gpu, const std::
     const HostArray& out = gpu.array(int(p));
     // The poison check a sample would lose: unchecked elements of an `out` array must be written.
     const Unchecked unchecked = bound.params[p].mode == ArrayMode::Out ? Unchecked::MustBeWritten : Unchecked::Ignore;
-    if (isInteger(bound.params[p].type) || isNarrowInt(bound.params[p].type)) {
+    if (isIntegral(bound.params[p].type) || isNarrowInt(bound.params[p].type)) {
       if (it->integers.size() != size_t(out.size()))
         throw Error(fmt::format("the reference of integer output '{}' of kernel '{}' holds {} exact values for {} "
                                 "elements",

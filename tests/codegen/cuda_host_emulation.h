@@ -65,6 +65,14 @@ inline double __longlong_as_double(long long bits) {
 
 using std::max;
 using std::min;
+// Float to u32 as cvt.rzi.u32 converts (the emitter's u32(x)): truncated toward zero, saturated to
+// [0, 2^32 - 1], NaN to 0, where C's conversion of a value out of range is undefined.
+inline unsigned int __double2uint_rz(double v) {
+  if (!(v > 0)) return 0u;  // NaN, zeros and negatives
+  if (v >= 4294967296.0) return 4294967295u;
+  return (unsigned int)v;
+}
+inline unsigned int __float2uint_rz(float v) { return __double2uint_rz(double(v)); }
 inline long long llabs(long long v) { return v < 0 ? -v : v; }
 
 // The 16-bit types of cuda_fp16.h and cuda_bf16.h (the test drops the emitted #include lines):
@@ -113,6 +121,7 @@ alignas(16) inline unsigned char rtcg_emu_dynamic_smem[232448];
 #define rtcg_smem_bf16 (reinterpret_cast<__nv_bfloat16*>(rtcg_emu_dynamic_smem))
 #define rtcg_smem_i8 (reinterpret_cast<signed char*>(rtcg_emu_dynamic_smem))
 #define rtcg_smem_u8 (reinterpret_cast<unsigned char*>(rtcg_emu_dynamic_smem))
+#define rtcg_smem_u32 (reinterpret_cast<unsigned int*>(rtcg_emu_dynamic_smem))
 
 // Warp shuffles: the lanes exchange values through per-thread slots between two barriers of the
 // warp (every lane calls the shuffle at the same point: the emitter only shuffles in uniform code).
@@ -202,6 +211,12 @@ inline long long atomicMax(long long* address, long long value) {
 inline long long atomicMin(long long* address, long long value) {
   return rtcg_emu_atomic_update(address, [&](long long o) { return o < value ? o : value; });
 }
+inline unsigned int atomicMax(unsigned int* address, unsigned int value) {
+  return rtcg_emu_atomic_update(address, [&](unsigned int o) { return o > value ? o : value; });
+}
+inline unsigned int atomicMin(unsigned int* address, unsigned int value) {
+  return rtcg_emu_atomic_update(address, [&](unsigned int o) { return o < value ? o : value; });
+}
 
 // The warp votes and exchanges of warp-aggregated accumulations. As the shuffles above, every lane
 // of the warp calls them at the same point (the emitter calls rtcg_warp_* in uniform code); the
@@ -253,11 +268,13 @@ inline T __ldcg(const T* address) {
 struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) uint4 { unsigned int x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
 struct alignas(16) longlong2 { long long x, y; };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) { return {x, y, z, w}; }
 inline double2 make_double2(double x, double y) { return {x, y}; }
 inline longlong2 make_longlong2(long long x, long long y) { return {x, y}; }
 template <class T>

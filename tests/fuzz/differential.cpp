@@ -139,13 +139,16 @@ Source randomKernel(std::mt19937_64& rng) {
   std::string red = reductions[rng() % 3], body, outType;
   if (rng() % 4 == 0) {
     // An accumulation (docs/language.md 5.1): through an index map k (values in 0..m: the random
-    // inputs of an index array), or at an affine element every i shares; a float sum, or the
-    // maximum of integers.
+    // inputs of an index array), or at an affine element every i shares; a float sum, the
+    // maximum of integers, or a u32 sum (products past 2^32 wrap, as the negative values do), maximum
+    // or minimum (unsigned: those values order above the positive ones).
     std::string target = rng() % 2 ? "c[k[i, j]]" : "c[j]", update;
     std::string elem = "f32";
-    switch (rng() % 3) {
+    switch (rng() % 5) {
       case 0: update = " += " + e; break;
       case 1: update = " += " + e + " * 0.5"; break;
+      case 3: elem = "u32", update = " += u32(i32(" + e + " * 8.0)) * 536870909u32"; break;
+      case 4: elem = "u32", update = std::string(rng() % 2 ? " max=" : " min=") + " u32(i32(" + e + " * 8.0))"; break;
       default: elem = "i32", update = " max= i32(" + e + " * 8.0)"; break;
     }
     std::string text = fmt::format(
@@ -157,11 +160,13 @@ Source randomKernel(std::mt19937_64& rng) {
   if (rng() % 5 == 0) {
     // A scan (docs/language.md 5.2) of the expression, computed into a local first: inclusive or
     // exclusive, along a row or down a column, segmented by heads (random segments of the reference's
-    // filling), of f32 values (sum, max, min) or of i32 ones (any operator: products wrap exactly).
+    // filling), of f32 values (sum, max, min) or of i32 or u32 ones (any operator: products wrap
+    // exactly; u32 max and min order the wrapped negative values above the positive ones).
     const bool i32 = rng() % 3 == 0, rows = rng() % 2, seg = rng() % 4 == 0, excl = rng() % 3 == 0;
+    const bool u32 = i32 && rng() % 2 == 0;
     const char* ops[] = {"sum", "max", "min", "product"};
-    const std::string op = ops[rng() % (i32 ? 4 : 3)], elem = i32 ? "i32" : "f32";
-    const std::string value = i32 ? "i32(" + e + " * 4.0)" : e, s = rows ? "j" : "i";
+    const std::string op = ops[rng() % (i32 ? 4 : 3)], elem = u32 ? "u32" : i32 ? "i32" : "f32";
+    const std::string value = u32 ? "u32(i32(" + e + " * 4.0))" : i32 ? "i32(" + e + " * 4.0)" : e, s = rows ? "j" : "i";
     const std::string lo = seg ? "head[i, j]" : "0", hi = excl ? s : s + " + 1", read = rows ? "t[i, q]" : "t[q, j]";
     std::string text = fmt::format(
         "kernel g(n: int, m: int, a: f32[n, m], b: {},{} out c: {}[n, m]) {{\n"

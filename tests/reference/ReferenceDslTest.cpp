@@ -501,7 +501,7 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
     }
     ++count;
   }
-  EXPECT_EQ(count, 30);
+  EXPECT_EQ(count, 31);
 }
 
 }  // namespace

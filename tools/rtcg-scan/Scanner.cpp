@@ -90,6 +90,10 @@ std::optional<ScalarType> scalarTypeOf(QualType t, const ASTContext& ctx) {
       if (bits == 32) return ScalarType::I32;
       if (bits == 64) return ScalarType::I64;
     }
+    // uint32_t (unsigned int): u32, arrays and scalars.
+    if (b->isUnsignedInteger() && b->getKind() != BuiltinType::Char_U && b->getKind() != BuiltinType::Bool &&
+        ctx.getTypeSize(t) == 32)
+      return ScalarType::U32;
   }
   // The 16-bit storage structs of rtcg/Half.h: element types of arrays (no scalar takes them).
   if (const auto* rec = t->getAsCXXRecordDecl()) {

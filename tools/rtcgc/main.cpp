@@ -229,13 +229,14 @@ void setScalars(const Kernel& k, HostArgs& args, const RunArgs& r) {
     auto it = given.find(param.name);
     double value = isFloat(param.type) ? std::uniform_real_distribution<double>(-1, 1)(rng)
                                        : double(std::uniform_int_distribution<int>(1, 8)(rng));
-    if (it != given.end() && isInteger(param.type)) {
+    if (it != given.end() && isIntegral(param.type)) {
       // Exactly, in 64 bits: through strtod, 2^53 + 1 became 2^53 silently.
       char* end = nullptr;
       errno = 0;
       const long long v = std::strtoll(it->second.c_str(), &end, 10);
       if (end == it->second.c_str() || *end || errno == ERANGE ||
-          (param.type == ScalarType::I32 && (v < INT32_MIN || v > INT32_MAX))) {
+          (param.type == ScalarType::I32 && (v < INT32_MIN || v > INT32_MAX)) ||
+          (param.type == ScalarType::U32 && (v < 0 || v > int64_t(UINT32_MAX)))) {
         fmt::print(stderr, "rtcgc: error: scalar '{}' needs an integer of type {}, got '{}'\n", param.name,
                    typeName(param.type), it->second);
         throw Fail{kUsage};
