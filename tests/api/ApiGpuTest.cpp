@@ -89,6 +89,7 @@ const std::map<std::string, std::array<Sizes, 2>> kExampleSizes = {
     {"syrk.rtcg", {{{{"n", 37}, {"K", 13}}, {{"n", 1000}, {"K", 300}}}}},
     {"dgemm.rtcg", {{{{"n", 37}}, {{"n", 1003}}}}},
     {"histogram.rtcg", {{{{"n", 1003}, {"bins", 37}}, {{"n", 100003}, {"bins", 256}}}}},
+    {"histogram_u32.rtcg", {{{{"n", 1003}, {"bins", 37}}, {{"n", 100003}, {"bins", 256}}}}},
     {"histogram_weighted.rtcg", {{{{"n", 1003}, {"bins", 37}}, {{"n", 100003}, {"bins", 1000}}}}},
     {"assemble.rtcg", {{{{"K", 37}, {"Np", 7}, {"N", 101}}, {{"K", 1001}, {"Np", 20}, {"N", 5003}}}}},
     {"cumsum.rtcg", {{{{"n", 37}}, {{"n", 100003}}}}},

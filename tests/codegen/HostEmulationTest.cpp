@@ -983,7 +983,7 @@ TEST(HostEmulation, FewPointsDefaultSchedulesMatchTheReference) {
   const Kernel layernorm = exampleKernel("layernorm.rtcg", "", {{"m", 7}, {"n", 9001}});
   const std::pair<const Kernel*, const char*> cases[] = {
       {&gemv, "i: grid.x; j: serial, thread.x 256"},
-      {&gemvT, "j: grid.x, thread.x 32; i: serial, thread.y 8"},
+      {&gemvT, "j: grid.x, thread.x 32; i: serial, unroll 8, thread.y 8"},
       {&dot, "i: serial, grid.x 128, thread.x 256"},
       {&gemv4, "i: grid.y; j: serial, grid.x 64, thread.x 256"},
       {&layernorm, "i: grid.y; j: serial, grid.x 8, thread.x 256 | i: grid.y; j: serial, grid.x 8, thread.x 256 | "
