@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -325,12 +326,12 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   TuneResult result;
   // The timeline (TuneResult::timeline): phases end on several threads.
   std::mutex timelineMutex;
-  auto mark = [&](const std::string& event) {
+  auto note = [&](const std::string& event, double seconds) {
     std::lock_guard<std::mutex> lock(timelineMutex);
-    const double at = secondsSince(t0);
-    result.timeline.emplace_back(event, at);
-    if (options.timeline) options.timeline(event, at);
+    result.timeline.emplace_back(event, seconds);
+    if (options.timeline) options.timeline(event, seconds);
   };
+  auto mark = [&](const std::string& event) { note(event, secondsSince(t0)); };
   result.key = tuningKeyFor(bound, props, options.space.precision);
   result.precision = options.space.precision;
   result.floatOps = floatOps(bound);
@@ -378,16 +379,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   auto pool = std::make_unique<CompilePool>(scheduled, props.arch(), limits, std::move(first), poolOptions);
   mark("compile pool started");
 
-  // The space, on a thread of its own (joined below, or on the way out if something throws).
-  Space space;
-  std::exception_ptr enumerateError;
-  std::jthread enumerating([&] {
-    try {
-      space = enumerateSchedules(scheduled, spaceOptions);
-      mark("enumeration done");
-    } catch (...) {
-      enumerateError = std::current_exception();
-    }
+  // The space, on a thread of its own (its future waits for it on the way out if something throws).
+  std::future<Space> enumerating = std::async(std::launch::async, [&] {
+    Space s = enumerateSchedules(scheduled, spaceOptions);
+    mark("enumeration done");
+    return s;
   });
 
   // Opened now, so an unusable database fails before the reference (and the warm start below can
@@ -418,29 +414,20 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   HostArgs refArgs = inputs;
   TempFile refFile;
   worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
-  std::vector<std::unique_ptr<WorkerProcess>> workers;
-  std::vector<std::unique_ptr<RemoteMeasurer>> remotes;
-  std::exception_ptr startError, remoteError;
-  std::jthread starting([&] {  // joined below, or on the way out if the reference throws
-    try {
-      workers = startWorkers(workerPath, setup, options, log);
-      mark("measuring workers ready");
-    } catch (...) {
-      startError = std::current_exception();
-    }
+  std::future<std::vector<std::unique_ptr<WorkerProcess>>> starting = std::async(std::launch::async, [&] {
+    std::vector<std::unique_ptr<WorkerProcess>> w = startWorkers(workerPath, setup, options, log);
+    mark("measuring workers ready");
+    return w;
   });
-  std::jthread startingRemotes;
+  std::future<std::vector<std::unique_ptr<RemoteMeasurer>>> startingRemotes;
   auto startRemotes = [&] {
     if (!options.remoteDevices) return;
-    startingRemotes = std::jthread([&] {
-      try {
-        worker::SetupMessage remoteSetup = setup;
-        remoteSetup.deviceOrdinal = options.deviceOrdinals.front();
-        remotes = options.remoteDevices(remoteSetup);
-        mark("remote devices ready");
-      } catch (...) {
-        remoteError = std::current_exception();
-      }
+    startingRemotes = std::async(std::launch::async, [&] {
+      worker::SetupMessage remoteSetup = setup;
+      remoteSetup.deviceOrdinal = options.deviceOrdinals.front();
+      std::vector<std::unique_ptr<RemoteMeasurer>> r = options.remoteDevices(remoteSetup);
+      mark("remote devices ready");
+      return r;
     });
   };
   if (options.remoteDevicesBeforeReference) startRemotes();
@@ -469,8 +456,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   mark("reference done");
   if (!options.remoteDevicesBeforeReference) startRemotes();
 
-  enumerating.join();
-  if (enumerateError) std::rethrow_exception(enumerateError);
+  Space space = enumerating.get();
   noteSpace(space, scheduled, result, log);
 
   // Refinement draws from what sampling left out; without any, its budget goes back to the sample.
@@ -520,10 +506,9 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     log(fmt::format("compiling with {} slots: {}", pool->parallel(), fmt::join(where, ", ")));
   }
 
-  starting.join();
-  if (startError) std::rethrow_exception(startError);
-  if (startingRemotes.joinable()) startingRemotes.join();
-  if (remoteError) std::rethrow_exception(remoteError);
+  std::vector<std::unique_ptr<WorkerProcess>> workers = starting.get();
+  std::vector<std::unique_ptr<RemoteMeasurer>> remotes;
+  if (startingRemotes.valid()) remotes = startingRemotes.get();
   for (const std::unique_ptr<RemoteMeasurer>& r : remotes) r->referenceWritten();
   if (!remotes.empty()) mark("reference sent to the remote devices");
   if (db && options.writeDb) result.searchId = db->beginSearch(result.key, result.settings);
@@ -568,11 +553,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     }
     throw;
   }
-  for (const auto& [what, seconds] : busyTimes(totals)) {
-    std::lock_guard<std::mutex> lock(timelineMutex);
-    result.timeline.emplace_back(what, seconds);
-    if (options.timeline) options.timeline(what, seconds);
-  }
+  for (const auto& [what, seconds] : busyTimes(totals)) note(what, seconds);
   // Compiled candidates = those that NVRTC compiled, whether or not they were measured.
   bool fallback = compiler.usedFallback();
   result.compiledOn = compiler.compiledOn();
