@@ -251,7 +251,8 @@ void setSpaceDevice(SpaceOptions& options, const cuda::DeviceProperties& props) 
   options.device.sharedPerBlockOptin = int64_t(props.sharedPerBlockOptin);
   options.device.sharedPerMultiprocessor = int64_t(props.sharedPerMultiprocessor);
   options.device.registersPerMultiprocessor = props.registersPerMultiprocessor;
-  options.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+  options.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock, props.multiprocessors,
+                                        int64_t(props.sharedPerMultiprocessor));
   setModelPeaks(options.device, props.computeMajor, props.computeMinor, props.multiprocessors, props.clockKHz * 1e3);
 }
 
@@ -359,7 +360,8 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   nlohmann::json settings = searchSettings(options);
 
   // Compiling starts now and overlaps with the reference and everything after.
-  LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin)};
+  LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin),
+                      props.multiprocessors, int64_t(props.sharedPerMultiprocessor)};
   // In rtcg-worker --compile-worker processes: NVRTC scales across processes, not threads.
   CompilePoolOptions poolOptions;
   poolOptions.parallel = options.compileThreads;
