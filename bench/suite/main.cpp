@@ -167,7 +167,9 @@ void chooseSchedule(Prepared& p, const Options& o, const std::string& dbPath, co
     std::vector<std::string> rejected;
     p.contenders = legalEarlierSchedules(
         p.bound, p.workload.precision,
-        deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock), e->second, rejected);
+        deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock, props.multiprocessors,
+                             int64_t(props.sharedPerMultiprocessor)),
+        e->second, rejected);
     for (const std::string& r : rejected)
       fmt::print(stderr, "bench_suite: {}: a schedule of --schedules is not legal here: {}\n", row.name, r);
     if (!p.contenders.empty()) {
@@ -241,7 +243,8 @@ std::unique_ptr<Executable> compileSchedule(const Prepared& p, const std::string
   po.schedule = schedule;
   po.precision = w.precision;
   po.arch = gpu.props.arch();
-  po.limits = deviceScheduleLimits(int64_t(gpu.props.sharedPerBlockOptin), gpu.props.maxThreadsPerBlock);
+  po.limits = deviceScheduleLimits(int64_t(gpu.props.sharedPerBlockOptin), gpu.props.maxThreadsPerBlock,
+                                   gpu.props.multiprocessors, int64_t(gpu.props.sharedPerMultiprocessor));
   Diagnostics diags;
   std::optional<Compiled> c = compilePipeline(src, w.sizes, po, diags);
   if (!c) throw Error("compiling the schedule failed: " + renderDiagnostics(diags, src));

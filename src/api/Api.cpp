@@ -207,7 +207,8 @@ Tuning tuningPolicy(const CompileOptions& options) {
 // The device's limits: tuned tiles may be in dynamic shared memory.
 ScheduleLimits deviceLimits(const detail::ContextImpl& ctx) {
   const cuda::DeviceProperties& props = ctx.cuda->device().properties();
-  return deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+  return deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock, props.multiprocessors,
+                              int64_t(props.sharedPerMultiprocessor));
 }
 
 // What the alignment variants of a compiled kernel are built from (executableFor), kept with it.

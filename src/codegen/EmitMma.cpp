@@ -50,16 +50,39 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
     nm.wm = def("warp_m", C::product(bin("/", warp, lit(ms.warpsN)), lit(ms.tileM * p.fragM)));
     nm.wn = def("warp_n", C::product(bin("%", warp, lit(ms.warpsN)), lit(ms.tileN * p.fragN)));
   }
-  // Unbatched: blockIdx.x the N tile, blockIdx.y the M tile. Batched: blockIdx.x the N tile, then
-  // the M tile, then the batch (Plan.cpp: the blocks that run at once share the batch's operands).
+  // `persistent`: the block's tiles, each one's origin declared in its loop (tileLoop).
+  if (p.persistent()) {
+    nm.rounds = def("rounds", bin("/", bin("-", lit(p.tileCount() + p.persistentBlocks - 1), coordinate(ctx, "blockIdx", 0)),
+                                  lit(p.persistentBlocks)));
+    return;
+  }
+  declareTileOrigin(ctx, p, nm, nullptr, body);
+}
+
+}  // namespace
+
+namespace mma {
+
+// Unbatched: blockIdx.x the N tile, blockIdx.y the M tile. Batched: blockIdx.x the N tile, then
+// the M tile, then the batch (Plan.cpp: the blocks that run at once share the batch's operands).
+// With a `tile` index (persistent) the batched order, unbatched too.
+void declareTileOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& tile,
+                       std::vector<C::Stmt>& body) {
+  auto def = [&](const std::string& base, C::ExprP init) {
+    std::string n = ctx.names.fresh(base);
+    body.push_back(C::decl(ctx.idx, n, std::move(init)));
+    return C::name(n);
+  };
   const int64_t nTiles = p.nTiles(), mTiles = p.mTiles();
-  C::ExprP bx = coordinate(ctx, "blockIdx", 0);
-  if (p.c.batch.empty()) {
+  C::ExprP bx = tile ? tile : coordinate(ctx, "blockIdx", 0);
+  if (p.c.batch.empty() && !tile) {
     nm.m0 = def("block_m", C::product(coordinate(ctx, "blockIdx", 1), lit(p.blockM)));
     nm.n0 = def("block_n", C::product(bx, lit(p.blockN)));
     return;
   }
-  nm.m0 = def("block_m", C::product(bin("%", bin("/", bx, lit(nTiles)), lit(mTiles)), lit(p.blockM)));
+  nm.m0 = def("block_m", C::product(p.c.batch.empty() ? bin("/", bx, lit(nTiles))
+                                                      : bin("%", bin("/", bx, lit(nTiles)), lit(mTiles)),
+                                    lit(p.blockM)));
   nm.n0 = def("block_n", C::product(bin("%", bx, lit(nTiles)), lit(p.blockN)));
   // Batch indices, the last one fastest, from blockIdx.x / (the M and N tiles).
   int64_t stride = 1;
@@ -74,6 +97,20 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   }
   append(body, std::move(batch));
 }
+
+C::Stmt tileLoop(EmitContext& ctx, const MmaPlan& p, MmaNames& nm,
+                 const std::function<void(const C::ExprP& round, std::vector<C::Stmt>& body)>& each) {
+  const std::string round = ctx.names.fresh("round"), tile = ctx.names.fresh("tile");
+  std::vector<C::Stmt> body{C::decl(ctx.idx, tile, C::sum({coordinate(ctx, "blockIdx", 0),
+                                                          C::product(C::name(round), lit(p.persistentBlocks))}))};
+  declareTileOrigin(ctx, p, nm, C::name(tile), body);
+  each(C::name(round), body);
+  return C::forLoop(ctx.idx, round, lit(0), nm.rounds, C::Unroll::Never, std::move(body));
+}
+
+}  // namespace mma
+
+namespace {
 
 // Without stages: the value stored converted (TF32 rounded to nearest, ties away; tf32x3 keeps the
 // rounded-off rest as a second TF32 value in the second tile).
@@ -641,8 +678,18 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   MmaNames nm;
   if (p.ring.tma()) mma::declareTensorMaps(ctx, p, nm, fn, launch);
   declareCoordinates(ctx, p, nm, body);
-  if (p.isWgmma()) mma::emitWgmmaMain(ctx, p, nm, body);
+  // `persistent`: the epilogue of each tile in the tile loop (emitWgmmaMain).
+  auto finishTile = [&](std::vector<C::Stmt>& out) {
+    hoistBatchUniform(ctx, p, nm, out);
+    emitEpilogue(ctx, p, nm, out);
+  };
+  if (p.isWgmma()) mma::emitWgmmaMain(ctx, p, nm, body, finishTile);
   else emitSyncMain(ctx, p, nm, body);
+  if (p.persistent()) {
+    fn.body = std::move(body);
+    describeNest(ctx, fn);
+    return fn;
+  }
   // The epilogue's tile is the operand tiles' space: no copy of a cp.async ring may land there after.
   if (p.sharedEpilogue() && p.ring.stages > 1 && !p.ring.tma()) body.push_back(C::exprStmt(C::call("rtcg_cp_async_wait0", {})));
   hoistBatchUniform(ctx, p, nm, body);

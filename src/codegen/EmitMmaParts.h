@@ -30,7 +30,17 @@ struct MmaNames {
   // the reciprocals of those that divide an i32 %, computed once before it (hoistBatchUniform).
   Env epilogue;
   std::string tmapA, tmapB;                                // TMA: the tensor map parameters' names
+  C::ExprP rounds;  // `persistent`: the block's count of tiles (MmaPlan::persistentBlocks)
 };
+
+// EmitMma.cpp: the block tile's origin (nm.m0, nm.n0) and batch indices (nm.batch), declared in
+// `body`: from blockIdx (tile null), or (persistent) from the linear tile index `tile` in the
+// batched order (MmaPlan::gridX). tileLoop: `persistent`'s loop over the block's tiles (round r:
+// tile blockIdx.x + r * grid), each's origin declared first, then `each(round, body)`.
+void declareTileOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& tile,
+                       std::vector<C::Stmt>& body);
+C::Stmt tileLoop(EmitContext& ctx, const MmaPlan& p, MmaNames& nm,
+                 const std::function<void(const C::ExprP& round, std::vector<C::Stmt>& body)>& each);
 
 using Offsets = std::vector<std::pair<int64_t, int64_t>>;  // per fragment register: (row, k) from (g, t)
 
@@ -176,7 +186,10 @@ void splitTiles(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C:
 
 // EmitWgmma.cpp: wgmma (MmaPlan::wgmma): the tiles, the warpgroup's accumulators (nm.acc[0][chunk]:
 // 16 rows x 8 columns of each warp, as m16n8 fragments) and the pipelined steps.
-void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
+// `persistent`: the steps and `finishTile` (the epilogue: EmitMma.cpp) run in tileLoop, after
+// the producer's branch; otherwise the caller emits the epilogue after this.
+void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body,
+                   const std::function<void(std::vector<C::Stmt>& out)>& finishTile);
 // Element offset of (row, k) in a stage's tile of one operand, in its canonical layout.
 C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::ExprP& k);
 // The helpers' text: the common one (descriptors, fences; once per module) and the instruction of

@@ -84,7 +84,7 @@ struct StepDescriptors {
 // step's parity picks a register set, and after its wait_group 1 the other set (the previous
 // step's) is kept, and (tf32x3) its partial sums added; without, the step waits for its own.
 void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const StepDescriptors& desc,
-                    std::vector<C::Stmt>& out) {
+                    const std::function<void(std::vector<C::Stmt>& out)>& finishTile, std::vector<C::Stmt>& out) {
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperandAsLoaded(ctx, p, nm, true, k0, C::product(buffer, lit(p.a.buffer)), to);
@@ -99,8 +99,8 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     out.push_back(C::decl("unsigned int", sink, lit(0), false));
   }
   std::vector<C::Stmt> body;
-  // pingPong opens each step of a pair itself (ring.stepAt).
-  std::vector<C::Stmt>* first = p.pingPong() ? nullptr : &body;
+  // pingPong opens each step of a pair itself (ring.stepAt), persistent each step at its ring step.
+  std::vector<C::Stmt>* first = p.pingPong() || p.persistent() ? nullptr : &body;
   const RingCopy copy = p.ring.tma() ? tmaCopy(p, nm) : RingCopy{copyStep, nullptr};
   const RingHandOver handOver = p.ring.producer() ? producerHandOver(ctx, p, nm)
                                 : p.ring.tma()     ? tmaHandOver(p, nm)
@@ -113,11 +113,12 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
       p.splitBuffers ? std::vector<std::pair<int, int>>{{1, 0}, {0, 1}, {0, 0}} : std::vector<std::pair<int, int>>{{0, 0}};
   const int64_t frags = p.blockK / p.fragK;
   const char* wait = p.wgmmaInFlight() ? "_wait1" : "_wait0";
-  // Step `at` (its ring buffer `buf`) on register set `rs` (or none): tf32x3's split, A's
-  // registers, the fence, the wgmma of every fragment-k (tf32x3: into the set's partial sums, the
-  // first with scale-d 0), commit, wait, then the retired group's set retired.
-  auto step = [&](const C::ExprP& at, const std::string& buf, const RegisterSet* rs, const RegisterSet* retired,
-                  std::vector<C::Stmt>& to) {
+  // Step `at` of the ring (its buffer `buf`; `local`: its step in the tile, which persistent's
+  // ring step is not) on register set `rs` (or none): tf32x3's split, A's registers, the fence,
+  // the wgmma of every fragment-k (tf32x3: into the set's partial sums, the first with scale-d
+  // 0), commit, wait, then the retired group's set retired.
+  auto step = [&](const C::ExprP& at, const C::ExprP& local, const std::string& buf, const RegisterSet* rs,
+                  const RegisterSet* retired, std::vector<C::Stmt>& to) {
     std::string small;
     if (p.splitBuffers) {
       small = ctx.names.fresh("small");
@@ -152,36 +153,60 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     if (p.ring.producer() && p.wgmmaInFlight()) {
       std::vector<C::Stmt> release;
       releaseStage(p, nm, bin("-", at, lit(1)), release);
-      to.push_back(C::ifThen(bin(">", at, lit(0)), std::move(release)));
+      to.push_back(C::ifThen(bin(">", local, lit(0)), std::move(release)));
     }
   };
-  if (!p.pingPong()) {
-    const RegisterSet* rs = sets.empty() ? nullptr : &sets[0];
-    step(C::name(ring.step), ring.buffer, rs, rs, body);
-    out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
-  } else {
-    // Two steps an iteration, in straight-line code: the sets are distinct registers of the
-    // compilers' own (a branch on the parity let them merge the two sets' loads into one).
-    std::string pair = ctx.names.fresh("pair"), odd = ctx.names.fresh("step_odd");
-    body.push_back(C::decl(ctx.idx, ring.step, C::product(C::name(pair), lit(2))));
-    step(C::name(ring.step), ring.stepAt(C::name(ring.step), body), &sets[0], &sets[1], body);
-    body.push_back(C::decl(ctx.idx, odd, C::sum({C::name(ring.step), lit(1)})));
-    std::vector<C::Stmt> second;
-    step(C::name(odd), ring.stepAt(C::name(odd), second), &sets[1], &sets[0], second);
-    if (p.steps % 2 == 0) append(body, std::move(second));
-    else body.push_back(C::ifThen(bin("<", C::name(odd), lit(p.steps)), std::move(second)));
-    out.push_back(C::forLoop(ctx.idx, pair, lit(0), lit((p.steps + 1) / 2), C::Unroll::Never, std::move(body)));
-  }
-  if (p.wgmmaInFlight()) {
-    // The last step's group: waited for, then retired as the steps retire theirs.
-    const RegisterSet* last = sets.empty() ? nullptr : &sets[size_t((p.steps - 1) % int64_t(sets.size()))];
-    out.push_back(withAccumulators(p.splitBuffers ? last->partial : nm, name + "_wait0", {}));
-    if (last) retire(p, nm, name, *last, sink, out);
-  }
-  // The sink's use, which changes no value (a NaN's payload at most), keeps its reads.
-  if (p.registerA())
-    out.push_back(C::assign(C::name(nm.acc[0][0][0]), "=",
-                            C::call(name + "_sink", {C::name(nm.acc[0][0][0]), C::name(sink)})));
+  // persistent: the ring step of the tile's step `local` in round `round` (round * steps + local).
+  C::ExprP round;
+  auto ringStep = [&](const C::ExprP& local, std::vector<C::Stmt>& to) {
+    if (!p.persistent()) return local;
+    const std::string n = ctx.names.fresh("ring_step");
+    to.push_back(C::decl(ctx.idx, n, C::sum({C::product(round, lit(p.steps)), local})));
+    return C::name(n);
+  };
+  // The steps of a tile (of the block's one, or persistent's round `round`) into `to`.
+  auto tileSteps = [&](std::vector<C::Stmt>& to) {
+    if (!p.pingPong()) {
+      const RegisterSet* rs = sets.empty() ? nullptr : &sets[0];
+      const C::ExprP at = ringStep(C::name(ring.step), body);
+      step(at, C::name(ring.step), p.persistent() ? ring.stepAt(at, body) : ring.buffer, rs, rs, body);
+      to.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+    } else {
+      // Two steps an iteration, in straight-line code: the sets are distinct registers of the
+      // compilers' own (a branch on the parity let them merge the two sets' loads into one).
+      std::string pair = ctx.names.fresh("pair"), odd = ctx.names.fresh("step_odd");
+      body.push_back(C::decl(ctx.idx, ring.step, C::product(C::name(pair), lit(2))));
+      const C::ExprP at = ringStep(C::name(ring.step), body);
+      step(at, C::name(ring.step), ring.stepAt(at, body), &sets[0], &sets[1], body);
+      body.push_back(C::decl(ctx.idx, odd, C::sum({C::name(ring.step), lit(1)})));
+      std::vector<C::Stmt> second;
+      const C::ExprP atOdd = ringStep(C::name(odd), second);
+      step(atOdd, C::name(odd), ring.stepAt(atOdd, second), &sets[1], &sets[0], second);
+      if (p.steps % 2 == 0) append(body, std::move(second));
+      else body.push_back(C::ifThen(bin("<", C::name(odd), lit(p.steps)), std::move(second)));
+      to.push_back(C::forLoop(ctx.idx, pair, lit(0), lit((p.steps + 1) / 2), C::Unroll::Never, std::move(body)));
+    }
+    if (p.wgmmaInFlight()) {
+      // The last step's group: waited for, then retired as the steps retire theirs.
+      const RegisterSet* last = sets.empty() ? nullptr : &sets[size_t((p.steps - 1) % int64_t(sets.size()))];
+      to.push_back(withAccumulators(p.splitBuffers ? last->partial : nm, name + "_wait0", {}));
+      if (last) retire(p, nm, name, *last, sink, to);
+      // persistent: the tile's last stage is free now, before the epilogue, for the next tile's steps.
+      if (p.persistent()) releaseStage(p, nm, C::sum({C::product(round, lit(p.steps)), lit(p.steps - 1)}), to);
+    }
+    // The sink's use, which changes no value (a NaN's payload at most), keeps its reads.
+    if (p.registerA())
+      to.push_back(C::assign(C::name(nm.acc[0][0][0]), "=",
+                             C::call(name + "_sink", {C::name(nm.acc[0][0][0]), C::name(sink)})));
+  };
+  if (!p.persistent()) return tileSteps(out);
+  // persistent: per tile of the block its accumulators (zero), its steps, its epilogue.
+  out.push_back(tileLoop(ctx, p, nm, [&](const C::ExprP& r, std::vector<C::Stmt>& to) {
+    round = r;
+    declareWgmmaAccumulators(ctx, p, nm, to, "acc");
+    tileSteps(to);
+    finishTile(to);
+  }));
 }
 
 }  // namespace
@@ -225,7 +250,8 @@ C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::E
                  C::product(bin("%", k, lit(8)), lit(e)), bin("%", row, lit(e))});
 }
 
-void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
+void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body,
+                   const std::function<void(std::vector<C::Stmt>& out)>& finishTile) {
   body.push_back(C::comment(fmt::format(
       "wgmma m64n{}k{}: operands {} x {} (M, {}{}) and {} x {} (N, {}) values per step in {}, {} buffers "
       "filled by {}{}{}",
@@ -235,7 +261,9 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
       p.transposed ? "; the product transposed (M is the output's column index)" : "",
       p.splitBuffers ? fmt::format("; tf32x3: split per step, small parts in {} buffers", p.splitBuffers) : "")));
   declareMmaTiles(ctx, p, nm, body);
-  declareWgmmaAccumulators(ctx, p, nm, body, "acc");
+  RTCG_ASSERT(!p.persistent() || (p.ring.producer() && !p.sharedEpilogue()),
+              "persistent wgmma loops over tiles on a producer's ring, with the fragments' epilogue");
+  if (!p.persistent()) declareWgmmaAccumulators(ctx, p, nm, body, "acc");  // persistent: per tile
   // Each warpgroup's descriptors at buffer 0, k 0: the tile's start plus its rows' offset.
   auto descriptor = [&](bool isA, int part) {
     const Tile& tile = (isA ? nm.tileA : nm.tileB)[size_t(part)];
@@ -250,7 +278,7 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
     if (!p.registerA()) desc.a.push_back(descriptor(true, part));
     desc.b.push_back(descriptor(false, part));
   }
-  emitWgmmaSteps(ctx, p, nm, desc, body);
+  emitWgmmaSteps(ctx, p, nm, desc, finishTile, body);
 }
 
 // Descriptors and fences (PTX ISA: wgmma, the shared memory matrix descriptor; fence.proxy.async).

@@ -51,26 +51,52 @@ C::ExprP useParity(const MmaPlan& p, const C::ExprP& step) {
 // consumers have freed the stage (the previous use's phase of `empty`): up to `stages` steps
 // ahead. Under tf32x3 its other three warps (96 threads) wait for each step's boxes to land,
 // split them, fence and arrive on `ready` (a warp each): the split never waits for the consumers.
+//
+// `persistent`: the issuer loops over the block's tiles (tileLoop), its steps numbered on across
+// them (the ring step round * steps + step: buffer and phases), each tile's boxes at its own
+// origin and the step's k; the splitters, which need no origin, loop over all the block's ring
+// steps at once.
 std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
-  auto loop = [&](auto&& each) {
+  // each(ring step, step of the tile, buffer, body) over `count` steps, the first ring step `base`.
+  auto loop = [&](const C::ExprP& base, int64_t count, auto&& each) {
     const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
-    std::vector<C::Stmt> body{C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(p.ring.stages)))};
-    each(C::name(step), C::name(buffer), body);
-    return C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body));
+    std::vector<C::Stmt> body;
+    C::ExprP at = C::name(step);
+    if (base) {
+      const std::string ring = ctx.names.fresh("ring_step");
+      body.push_back(C::decl(ctx.idx, ring, C::sum({base, C::name(step)})));
+      at = C::name(ring);
+    }
+    body.push_back(C::decl(ctx.idx, buffer, bin("%", at, lit(p.ring.stages))));
+    each(at, C::name(step), C::name(buffer), body);
+    return C::forLoop(ctx.idx, step, lit(0), lit(count), C::Unroll::Never, std::move(body));
   };
-  C::Stmt issuer = loop([&](const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
-    C::ExprP previous = bin("%", C::sum({bin("/", step, lit(p.ring.stages)), lit(1)}), lit(2));
-    body.push_back(C::ifThen(bin(">=", step, lit(p.ring.stages)),
+  auto issue = [&](const C::ExprP& at, const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
+    C::ExprP previous = bin("%", C::sum({bin("/", at, lit(p.ring.stages)), lit(1)}), lit(2));
+    body.push_back(C::ifThen(bin(">=", at, lit(p.ring.stages)),
                              {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, buffer), previous}))}));
     append(body, issueStep(p, nm, nm.tmapA, nm.tmapB, step, buffer));
-  });
+  };
+  C::Stmt issuer = !p.persistent() ? loop(nullptr, p.steps, issue)
+                                   : tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
+                                       body.push_back(loop(C::product(round, lit(p.steps)), p.steps, issue));
+                                     });
   if (!p.splitBuffers) return {C::ifThen(bin("==", ptid, lit(0)), {std::move(issuer)})};
-  C::Stmt splitter = loop([&](const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
+  auto split = [&](const C::ExprP& step, const C::ExprP&, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
     body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Full, buffer), useParity(p, step)})));
     splitTiles(ctx, p, nm, buffer, buffer, bin("-", ptid, lit(32)), kSplitThreads, body, "rtcg_tf32_small4");
     body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
     warpArrives(nm, stageBarrier(p, nm, Barrier::Ready, buffer), body);
-  });
+  };
+  // The splitters' steps: the tile's, or persistent's every ring step of the block's tiles.
+  C::Stmt splitter = !p.persistent() ? loop(nullptr, p.steps, split) : [&] {
+    const std::string steps = ctx.names.fresh("ring_steps");
+    std::vector<C::Stmt> all{C::decl(ctx.idx, steps, C::product(nm.rounds, lit(p.steps)))};
+    C::Stmt each = loop(nullptr, 0, split);
+    each.hi = C::name(steps);
+    all.push_back(std::move(each));
+    return C::block(std::move(all));
+  }();
   return {C::ifThen(bin("==", ptid, lit(0)), {std::move(issuer)}),
           C::ifThen(bin(">=", ptid, lit(32)), {std::move(splitter)})};
 }

@@ -336,6 +336,34 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
   }
 }
 
+// `persistent`'s grid (MmaPlan::persistentBlocks), or the reasons why it does not apply: a loop
+// over tiles on the producer's ring, so wgmma with `tma producer` only. The blocks a multiprocessor
+// holds: by threads (2048), blocks (32), registers (the launch's per thread: setmaxnreg's pool,
+// or the plan's estimate in 8s) and shared memory (each block's and the 1 KiB the driver reserves
+// per block, of the multiprocessor's: where unknown, the largest a block may have, which is less);
+// times the multiprocessors, which must be known (a guess would leave blocks idle or in a second
+// wave), at most the tiles.
+void planPersistent(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p, std::vector<std::string>& reasons) {
+  if (!p.isWgmma() || !p.ring.producer()) {
+    reasons.push_back("mma: 'persistent' loops over output tiles on a producer warpgroup's ring: it needs "
+                      "'wgmma ... swizzle 128 tma producer' before it");
+    return;
+  }
+  if (limits.multiprocessors <= 0) {
+    reasons.push_back("mma: 'persistent' launches the blocks the device's multiprocessors hold at once, and the "
+                      "multiprocessor count is not known here (plan for a device; rtcgc emit and explain take --multiprocessors)");
+    return;
+  }
+  const int64_t threads = std::max<int64_t>(1, p.threads);
+  const int64_t launch = std::min<int64_t>(248, 65536 / (threads * std::max<int64_t>(1, s.blocksPerSM)) / 8 * 8);
+  const int64_t regs = p.consumerRegisters > 0 ? launch : std::min(launch, (wgmmaPlanRegisters(p) + 7) / 8 * 8);
+  const int64_t smShared = limits.sharedPerMultiprocessor > 0 ? limits.sharedPerMultiprocessor : limits.maxSharedBytes;
+  int64_t perSm = std::min<int64_t>(32, 2048 / threads);
+  perSm = std::min(perSm, 65536 / (threads * std::max<int64_t>(8, regs)));
+  perSm = std::min(perSm, smShared / (p.sharedBytes + 1024));
+  p.persistentBlocks = std::max<int64_t>(1, std::min(p.tileCount(), limits.multiprocessors * std::max<int64_t>(1, perSm)));
+}
+
 // The block's threads, registers, shared memory and grid against the limits.
 void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p, std::vector<std::string>& reasons) {
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
@@ -371,6 +399,7 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
   if (p.sharedBytes > maxShared)
     reasons.push_back(fmt::format("mma: the staged tiles{} take {} bytes of shared memory, more than {}",
                                   p.sharedEpilogue() ? " (or the epilogue's)" : "", p.sharedBytes, maxShared));
+  if (s.mma.persistent) planPersistent(s, limits, p, reasons);
   const int64_t grid[3] = {p.gridX(), p.gridY(), 1};
   for (int a = 0; a < 3; ++a)
     if (grid[a] > limits.maxGridDim[a])

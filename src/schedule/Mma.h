@@ -166,14 +166,29 @@ struct MmaPlan {
   // N tiles along x and the M tiles along y; batched, all along x).
   int64_t mTiles() const { return (c.mExtent + blockM - 1) / blockM; }
   int64_t nTiles() const { return (c.nExtent + blockN - 1) / blockN; }
-  int64_t gridX() const {
-    int64_t x = nTiles();
-    if (c.batch.empty()) return x;
-    x *= mTiles();
+  // The output tiles of every batch (a block's each, unless persistent).
+  int64_t tileCount() const {
+    int64_t x = nTiles() * mTiles();
     for (int64_t e : c.batchExtent) x *= std::max<int64_t>(1, e);
     return x;
   }
-  int64_t gridY() const { return c.batch.empty() ? mTiles() : 1; }
+  int64_t gridX() const {
+    if (persistent()) return persistentBlocks;
+    return c.batch.empty() ? nTiles() : tileCount();
+  }
+  int64_t gridY() const { return c.batch.empty() && !persistent() ? mTiles() : 1; }
+  // `persistent` (producer-consumer rings only): persistentBlocks blocks along grid.x, at most the
+  // tiles and about the blocks that can be resident at once (the device's multiprocessors times
+  // the blocks each holds by threads, registers and shared memory). Block b runs tiles b, b +
+  // grid, b + 2 grid, ...: tile t is the block tile that blockIdx.x = t would be in the batched
+  // order above (the N tile fastest, then the M tile, then the batch), also where unbatched. The
+  // producer and the consumers each loop over the block's tiles, the ring's step running on across
+  // them (the r-th tile's step s is ring step r * steps + s: its buffer and phase), so the producer
+  // fills the next tile's stages as soon as the consumers release them, while the consumers add
+  // the last step and store the tile (the consumers release each tile's last stage before its
+  // epilogue). 0: not persistent.
+  int64_t persistentBlocks = 0;
+  bool persistent() const { return persistentBlocks > 0; }
   int64_t barrierOffset = 0;
   // TF32 operands stored along M / N (aSource Registers): wgmma takes TF32 tiles K-major only, but its A
   // may come from registers, which any layout feeds. A TF32 contraction whose second operand is

@@ -913,6 +913,10 @@ std::string wgmmaLines(const MmaPlan& p) {
                      p.consumerRegisters ? fmt::format("; setmaxnreg: producer {}, consumers {} registers",
                                                        p.producerRegisters, p.consumerRegisters)
                                          : "");
+  if (p.persistent())
+    s += fmt::format("  persistent: {} blocks loop over the {} output tiles (up to {} each), the ring's steps running on "
+                     "across them: the producer fills the next tile's stages while the consumers store the last\n",
+                     p.persistentBlocks, p.tileCount(), (p.tileCount() + p.persistentBlocks - 1) / p.persistentBlocks);
   s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.ring.stages, p.ring.tma() ? "TMA" : "cp.async",
                    p.ring.ahead(),
                    p.ring.ahead() == 1 ? "" : "s",

@@ -157,14 +157,16 @@ std::string printScanSchedule(const ScanSchedule& s) {
 
 std::string printMmaSchedule(const MmaSchedule& m) {
   if (m.wgmmaN > 0)
-    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
+    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
                        mmaFragK(m.arith), m.warpsM, m.warpsN, m.k,
                        m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                        m.swizzle > 0 ? fmt::format(" swizzle {}", m.swizzle) : "", m.tma ? " tma" : "",
-                       m.producer ? " producer" : "", m.sharedEpilogue ? " epilogue shared" : "");
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
+                       m.producer ? " producer" : "", m.persistent ? " persistent" : "",
+                       m.sharedEpilogue ? " epilogue shared" : "");
+  // `persistent` parses on any clause (the plan refuses it without a producer), so it prints back.
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
-                     m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
+                     m.persistent ? " persistent" : "", m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
 }
 
@@ -766,6 +768,9 @@ class ScheduleParser {
       if (!m.tma) failAt(wordAt, "'producer' is a warpgroup that issues the TMA boxes: it needs 'tma' before it");
       m.producer = true;
     }
+    // `persistent`, optional: a loop over output tiles on the producer's ring (the plan says where
+    // it applies).
+    if (optionalWord("persistent", wordAt)) m.persistent = true;
     // `fragments 2`, optional.
     if (optionalWord("fragments", wordAt)) {
       if (m.wgmmaN > 0)
@@ -847,10 +852,13 @@ ScheduleParseResult parseSchedule(std::string_view text) {
 // ---------------------------------------------------------------------------------------------
 // Validation: the reasons why a nest has no plan (schedule/Plan.h).
 
-ScheduleLimits deviceScheduleLimits(int64_t sharedPerBlockOptin, int64_t maxThreadsPerBlock) {
+ScheduleLimits deviceScheduleLimits(int64_t sharedPerBlockOptin, int64_t maxThreadsPerBlock, int64_t multiprocessors,
+                                    int64_t sharedPerMultiprocessor) {
   ScheduleLimits limits;
   limits.maxSharedBytes = std::max(limits.maxSharedBytes, sharedPerBlockOptin);
   limits.maxThreadsPerBlock = maxThreadsPerBlock;
+  limits.multiprocessors = multiprocessors;
+  limits.sharedPerMultiprocessor = sharedPerMultiprocessor;
   return limits;
 }
 

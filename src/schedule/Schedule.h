@@ -166,6 +166,10 @@ struct MmaSchedule {
   // while the others only compute; stages are handed over by mbarriers, no block-wide barrier per
   // step (warp specialization; schedule/Mma.h, MmaPlan::ring: producer-consumer).
   bool producer = false;
+  // `persistent` (after `producer`): a grid of at most the blocks that can be resident at once,
+  // each looping over output tiles, the producer filling the next tile's stages while the
+  // consumers store the last one's (schedule/Mma.h, MmaPlan::persistentBlocks).
+  bool persistent = false;
   MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
   // `fragments 2` (with stages): two sets of fragment registers. The next fragment-k's A and B
   // fragments are loaded from shared memory while this one's mma issue, and the next step's first
@@ -381,6 +385,11 @@ struct ScheduleLimits {
   // The target's compute capability (90: sm_90), where known (0: any; the emitted code's #error
   // guards then stop NVRTC). An `mma:` shape the target lacks is refused with a reason.
   int computeCapability = 0;
+  // The device's multiprocessors and shared memory per multiprocessor, where known (0: unknown).
+  // `mma: ... persistent` sizes its grid by the blocks that can be resident at once, and is
+  // refused where the count is unknown.
+  int64_t multiprocessors = 0;
+  int64_t sharedPerMultiprocessor = 0;
 };
 
 // The compute capability of an architecture name: "sm_90" and "sm_90a" are 90, "compute_80" 80; 0
@@ -388,8 +397,10 @@ struct ScheduleLimits {
 int computeCapabilityOf(std::string_view arch);
 
 // The limits of a device with `sharedPerBlockOptin` bytes of shared memory per block with opt-in
-// (227 KiB on sm_90) and `maxThreadsPerBlock` threads: tiles up to the opt-in limit.
-ScheduleLimits deviceScheduleLimits(int64_t sharedPerBlockOptin, int64_t maxThreadsPerBlock);
+// (227 KiB on sm_90) and `maxThreadsPerBlock` threads: tiles up to the opt-in limit; where known,
+// its multiprocessors and their shared memory (0: unknown).
+ScheduleLimits deviceScheduleLimits(int64_t sharedPerBlockOptin, int64_t maxThreadsPerBlock,
+                                    int64_t multiprocessors = 0, int64_t sharedPerMultiprocessor = 0);
 
 // Every reason why `s` cannot be used for the bound kernel `k` (empty if it is legal), e.g.
 // "nest 0: index 'q' is not an index of the nest". Never throws on user input.

@@ -164,6 +164,20 @@ double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
                                : 0.6 * tf32x3Sync;
 }
 
+// `persistent` (MmaPlan::persistentBlocks): the factor on the main loop's time. A tile's fill (its
+// first stage's copy, which nothing overlaps) and drain (its last wgmma's wait and its stores) take
+// about kFillDrainSteps steps of its time, which the shares above, measured on whole kernels of a
+// tile a block, include once per tile: a persistent block exposes them once, its producer filling
+// the next tile's stages while its consumers store the last one. So the tiles' steps plus one fill
+// and drain per block, against one per tile; it matters where tiles have few steps.
+constexpr double kFillDrainSteps = 2;
+
+double persistentFactor(const MmaPlan& p) {
+  if (!p.persistent()) return 1.0;
+  const double steps = double(p.steps), perBlock = double(p.tileCount()) / double(p.persistentBlocks);
+  return (steps + kFillDrainSteps / perBlock) / (steps + kFillDrainSteps);
+}
+
 }  // namespace
 
 NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceModel& d) {
@@ -180,7 +194,9 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double nTiles = double(p.nTiles());
   const double elem = typeBytes(p.staged);  // 16-bit arithmetics: the operands' own 2 bytes
   e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
-  const double issued = 2.0 * double(e.blocks) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
+  // The output tiles: the blocks', or persistent's, which each block loops over.
+  const int64_t tiles = p.tileCount();
+  const double issued = 2.0 * double(tiles) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
                         (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   // `fragments 2`'s credit needs block tiles of 128 x 64 or more and more blocks than
   // multiprocessors (smaller tiles and fewer blocks measured slower with it).
@@ -191,8 +207,9 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
                                                       (double(d.multiprocessors) * 32 * 1.5e9)
                                                 : 0.0;
   const double sustained = mmaSustained(p, bigPrefetch);
-  const double compute = std::max(issued / (sustained * peak),
-                                  mmaIssueSeconds(p, ms, e.blocks, e.threads, d)) + epiloguePass;
+  const double compute = std::max(issued / (sustained * peak), mmaIssueSeconds(p, ms, tiles, e.threads, d)) *
+                             persistentFactor(p) +
+                         epiloguePass;
   const bool readsBack = [&] {
     bool r = false;
     const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement())];
@@ -211,7 +228,10 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));
   const double sms = d.multiprocessors, blocks = double(e.blocks);
   const double smUse = std::min(1.0, blocks / sms);
-  const double waveUse = blocks >= sms ? blocks / (sms * std::ceil(blocks / sms)) : 1.0;
+  // persistent: the blocks run unequal counts of tiles, the last round partly idle.
+  const double waveUse = p.persistent() ? double(tiles) / (blocks * std::ceil(double(tiles) / blocks))
+                         : blocks >= sms ? blocks / (sms * std::ceil(blocks / sms))
+                                         : 1.0;
   // Barriers without a pipeline: a multiprocessor hides one block's staging behind another's mma.
   const double hiding = p.ring.stages > 1 ? 1.0 : std::min(1.0, 0.5 + 0.25 * double(std::min<int64_t>(e.blocksPerMultiprocessor, int64_t(std::ceil(blocks / sms)))));
   e.efficiency = smUse * waveUse * hiding;

@@ -191,7 +191,8 @@ bool emitJob(const Kernel& bound, const CompileJob& job, const LaunchLimits& lim
   std::shared_ptr<const SchedulePlan> plan = job.plan;
   if (!plan) {
     auto planned = std::make_shared<SchedulePlan>(
-        planSchedule(bound, job.schedule, deviceScheduleLimits(limits.sharedPerBlockOptin, limits.maxThreadsPerBlock)));
+        planSchedule(bound, job.schedule, deviceScheduleLimits(limits.sharedPerBlockOptin, limits.maxThreadsPerBlock,
+                                                        limits.multiprocessors, limits.sharedPerMultiprocessor)));
     if (!planned->ok()) {
       c.status = CandidateStatus::CompileFailed;
       c.reason = fmt::format("the schedule has no plan: {}", fmt::join(planned->reasons, "; "));

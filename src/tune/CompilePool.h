@@ -80,6 +80,7 @@ struct LaunchLimits {
   int maxThreadsPerBlock = 1024;
   int registersPerBlock = 65536;
   int64_t sharedPerBlockOptin = 227 * 1024;
+  int64_t multiprocessors = 0, sharedPerMultiprocessor = 0;  // 0: unknown (`mma: ... persistent` refused)
 };
 
 struct CompiledCandidate {

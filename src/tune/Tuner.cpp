@@ -286,7 +286,8 @@ void setSpaceDevice(SpaceOptions& options, const cuda::DeviceProperties& props) 
   options.device.sharedPerBlockOptin = int64_t(props.sharedPerBlockOptin);
   options.device.sharedPerMultiprocessor = int64_t(props.sharedPerMultiprocessor);
   options.device.registersPerMultiprocessor = props.registersPerMultiprocessor;
-  options.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock);
+  options.limits = deviceScheduleLimits(int64_t(props.sharedPerBlockOptin), props.maxThreadsPerBlock, props.multiprocessors,
+                                        int64_t(props.sharedPerMultiprocessor));
   setModelPeaks(options.device, props.computeMajor, props.computeMinor, props.multiprocessors, props.clockKHz * 1e3);
 }
 
@@ -356,7 +357,8 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // Compiling starts first, with the default schedule (job 0, known before the space is): its
   // workers start and warm NVRTC, and the default compiles, while the space is enumerated and the
   // reference computed. The space's candidates are appended to the batch once enumerated.
-  LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin)};
+  LaunchLimits limits{props.maxThreadsPerBlock, props.registersPerBlock, int64_t(props.sharedPerBlockOptin),
+                      props.multiprocessors, int64_t(props.sharedPerMultiprocessor)};
   // In rtcg-worker --compile-worker processes: NVRTC scales across processes, not threads.
   CompilePoolOptions poolOptions;
   poolOptions.parallel = options.compileThreads;

@@ -72,13 +72,14 @@ int productNest(const Kernel& k) {
 struct Outputs {
   std::vector<double> got, want;
 };
-Outputs runBoth(const Kernel& k, const Kernel& rewritten, const std::string& schedule, HostArgs args, int out) {
+Outputs runBoth(const Kernel& k, const Kernel& rewritten, const std::string& schedule, HostArgs args, int out,
+                const ScheduleLimits& limits = deviceScheduleLimits(227 * 1024, 1024)) {
   HostArgs refArgs = args;
   ReferenceResult ref = runReference(k, refArgs);
   auto parsed = parseSchedule(schedule);
   EXPECT_TRUE(parsed.ok()) << parsed.error;
   // sm_90's limits: the wgmma schedules of the products stage more than 48 KiB.
-  std::string err = runEmittedOnHost(rewritten, *parsed.schedule, args, deviceScheduleLimits(227 * 1024, 1024));
+  std::string err = runEmittedOnHost(rewritten, *parsed.schedule, args, limits);
   EXPECT_EQ(err, "");
   Outputs o;
   o.got = args.array(out).toDoubles();
@@ -195,6 +196,17 @@ TEST(Ozaki, ProductsRunOnS8TensorCoresInTheEmulation) {
       EXPECT_LT(relativeError(o), 1e-15) << "K " << t.K << ": " << mma;
     }
   }
+  // The products persistent on one multiprocessor: each block loops over tiles of several moduli
+  // (the batch index from the tile's), the producer's boxes at each one's stacked rows.
+  Kernel kt = gemm("f64", 37, 29, 176);
+  Kernel rt = rewrite(kt, Precision::Fp64x);
+  HostArgs args(kt);
+  fillInputs(kt, args, 13);
+  Outputs o = runBoth(kt, rt,
+                      withNest(rt, p, "mma: s8 wgmma m64n32k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma producer "
+                                      "persistent"),
+                      args, 5, deviceScheduleLimits(227 * 1024, 1024, 1, 228 * 1024));
+  EXPECT_LT(relativeError(o), 1e-15);
 }
 
 // The space of a large product: the INT8 products hold most of the predicted time, so their nest

@@ -121,7 +121,8 @@ std::map<std::string, std::string> computeHashes() {
           continue;
         SpaceOptions o;
         o.device = *archDeviceModel(cfg.arch);
-        o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
+        o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
+                                        o.device.sharedPerMultiprocessor);
         o.precision = cfg.precision;
         o.maxCandidates = cfg.maxCandidates;
         const Space space = enumerateSchedules(*bound, o);

@@ -329,7 +329,8 @@ LookupDevice lookupDevice(const DbOptions& o, const Io& io) {
       cuda::initialize();
       if (cuda::Device::count() == 0) throw NoDeviceError("no CUDA device found");
       d.props = cuda::Device(0).properties();
-      d.limits = deviceScheduleLimits(int64_t(d.props.sharedPerBlockOptin), d.props.maxThreadsPerBlock);
+      d.limits = deviceScheduleLimits(int64_t(d.props.sharedPerBlockOptin), d.props.maxThreadsPerBlock, d.props.multiprocessors,
+                                    int64_t(d.props.sharedPerMultiprocessor));
     } catch (const NoDeviceError& e) {
       io.fail(kUsage, "{}: give the device to look up with --arch (and --device, --multiprocessors, --driver)",
               e.what());

@@ -31,6 +31,7 @@
 #include "reference/Reference.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
+#include "schedule/DeviceModels.h"
 #include "schedule/Plan.h"
 #include "schedule/PolicyRewrite.h"
 #include "support/Error.h"
@@ -133,7 +134,16 @@ struct EmitArgs {
   bool tuned = false;  // --tuned: the tuning database's best schedule (ExportCommand.h's tunedSchedule)
   std::string db;
   int64_t maxSharedBytes = ScheduleLimits{}.maxSharedBytes;
+  int64_t multiprocessors = 0;  // --multiprocessors (0: unknown)
 };
+
+// --multiprocessors: the count `mma: ... persistent` sizes its grid by (no device to ask here), with
+// the shared memory per multiprocessor of --arch's device model where there is one.
+void setMultiprocessors(ScheduleLimits& limits, int64_t multiprocessors, const std::string& arch) {
+  if (multiprocessors <= 0) return;
+  limits.multiprocessors = multiprocessors;
+  if (std::optional<DeviceModel> model = archDeviceModel(arch)) limits.sharedPerMultiprocessor = model->sharedPerMultiprocessor;
+}
 
 int runEmit(const Common& c, const EmitArgs& e) {
   checkArch(e.arch);
@@ -173,6 +183,7 @@ int runEmit(const Common& c, const EmitArgs& e) {
   options.limits.maxSharedBytes = e.maxSharedBytes;
   // A tuned schedule may keep its tiles in dynamic shared memory up to the architecture's limit.
   if (e.tuned) options.limits = exportScheduleLimits(e.arch);
+  setMultiprocessors(options.limits, e.multiprocessors, e.arch);
   Compiled compiled = compile(c, src, options);
 
   std::string data;
@@ -321,7 +332,8 @@ int runRun(const Common& c, const RunArgs& r) {
   options.schedule = r.schedule;
   options.precision = c.policy();
   options.arch = dev.arch();
-  options.limits = deviceScheduleLimits(int64_t(dev.sharedPerBlockOptin), dev.maxThreadsPerBlock);
+  options.limits = deviceScheduleLimits(int64_t(dev.sharedPerBlockOptin), dev.maxThreadsPerBlock, dev.multiprocessors,
+                                        int64_t(dev.sharedPerMultiprocessor));
   Compiled compiled = compile(c, src, options);
   // The reference, the inputs and the tolerance are the kernel's as written; the module runs its
   // precision policy's rewrite (same parameters, kernel-local arrays of its own).
@@ -409,6 +421,7 @@ int runRun(const Common& c, const RunArgs& r) {
 struct ExplainArgs {
   std::string schedule, arch = "sm_90";
   int64_t maxSharedBytes = ScheduleLimits{}.maxSharedBytes;
+  int64_t multiprocessors = 0;
 };
 
 // The plan of each nest under the schedule (default: the default schedule): what the emitter will
@@ -420,6 +433,7 @@ int runExplain(const Common& c, const ExplainArgs& e) {
   ScheduleLimits limits;
   limits.maxSharedBytes = e.maxSharedBytes;
   limits.computeCapability = computeCapabilityOf(e.arch);  // which mma shapes the target has
+  setMultiprocessors(limits, e.multiprocessors, e.arch);
   Diagnostics diags;
   std::optional<ChosenSchedule> chosen = chooseSchedule(bound, e.schedule, limits, diags, c.policy());
   report(diags, src);
@@ -528,6 +542,10 @@ int runMain(int argc, char** argv) {
                       "dynamic shared memory, up to the device's opt-in limit: 232448 on sm_90, which `rtcgc run` "
                       "and the tuner use)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  emitCmd->add_option("--multiprocessors", emit.multiprocessors,
+                      "the device's multiprocessors, which `mma: ... persistent` sizes its grid by (default: unknown, "
+                      "and such a schedule refused; `run` and the tuner take the device's)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   emitCmd->add_flag("--nvrtc-log", emit.nvrtcLog, "print NVRTC's log (with ptxas -v output) to standard error");
   emitCmd->add_flag("--tuned", emit.tuned, "use the tuning database's best schedule for these sizes and --arch");
   emitCmd->add_option("--db", emit.db, "tuning database for --tuned (default: in the cache directory)");
@@ -566,6 +584,9 @@ int runMain(int argc, char** argv) {
   explainCmd->add_option("--max-shared", explain.maxSharedBytes,
                          "bytes of shared memory a block's staged tiles may use (default 49152, as for emit)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  explainCmd->add_option("--multiprocessors", explain.multiprocessors,
+                         "the device's multiprocessors, as for emit (`mma: ... persistent`)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
 
   CLI::App* ir = app.add_subcommand("ir", "print the IR (bound when -D is given)");
   addCommon(ir, common);
