@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -340,16 +341,52 @@ Channel::Received Channel::receive(double timeoutSeconds) {
   }
 }
 
+namespace {
+
+// A mask's checked elements as (start, length) runs, ascending.
+std::vector<std::pair<uint64_t, uint64_t>> checkedRuns(const std::vector<uint8_t>& checked) {
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  for (size_t k = 0; k < checked.size();) {
+    if (!checked[k]) {
+      ++k;
+      continue;
+    }
+    size_t end = k;
+    while (end < checked.size() && checked[end]) ++end;
+    runs.emplace_back(k, end - k);
+    k = end;
+  }
+  return runs;
+}
+
+// Eight bytes a value, little endian: a copy where the machine is.
+void putValues(std::string& out, const void* values, size_t count) {
+  if constexpr (std::endian::native == std::endian::little) {
+    out.append(static_cast<const char*>(values), count * 8);
+  } else {
+    const auto* v = static_cast<const uint64_t*>(values);
+    for (size_t k = 0; k < count; ++k) putLe(out, v[k], 8);
+  }
+}
+
+void getValues(std::string_view in, size_t at, void* values, size_t count) {
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(values, in.data() + at, count * 8);
+  } else {
+    auto* v = static_cast<uint64_t*>(values);
+    for (size_t k = 0; k < count; ++k) v[k] = getLe(in, at + 8 * k, 8);
+  }
+}
+
+}  // namespace
+
 void writeReferenceFile(const std::string& path, const std::vector<ReferenceArray>& outputs) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
   // A full float reference keeps the first format, byte for byte.
   const bool sampled = std::any_of(outputs.begin(), outputs.end(), [](const ReferenceArray& a) { return !a.checked.empty(); });
   const bool integers = std::any_of(outputs.begin(), outputs.end(), [](const ReferenceArray& a) { return !a.integers.empty(); });
-  const bool masks = sampled || integers;
-  std::string header = integers ? "RTCGREF3" : sampled ? "RTCGREF2" : "RTCGREF1";
-  putLe(header, outputs.size(), 4);
-  out.write(header.data(), std::streamsize(header.size()));
+  const bool runsFormat = sampled || integers;
+  std::string data = runsFormat ? "RTCGREF4" : "RTCGREF1";
+  putLe(data, outputs.size(), 4);
   for (const ReferenceArray& a : outputs) {
     const bool exact = !a.integers.empty();
     if (exact && !a.values.empty())
@@ -358,27 +395,27 @@ void writeReferenceFile(const std::string& path, const std::vector<ReferenceArra
     if (!a.checked.empty() && a.checked.size() != count)
       throw Error(fmt::format("reference output {}: a mask of {} elements for {} values", a.param, a.checked.size(),
                               count));
-    std::string h;
-    putLe(h, uint32_t(a.param), 4);
-    if (integers) h += char(exact ? 1 : 0);
-    putLe(h, count, 8);
-    out.write(h.data(), std::streamsize(h.size()));
-    static_assert(sizeof(double) == 8);
-    std::string bytes;
-    bytes.reserve(count * 8);
-    for (size_t k = 0; k < count; ++k) {
-      uint64_t bits;
-      if (exact) bits = uint64_t(a.integers[k]);
-      else std::memcpy(&bits, &a.values[k], 8);
-      putLe(bytes, bits, 8);
+    static_assert(sizeof(double) == 8 && sizeof(int64_t) == 8);
+    const void* values = exact ? static_cast<const void*>(a.integers.data()) : static_cast<const void*>(a.values.data());
+    putLe(data, uint32_t(a.param), 4);
+    if (runsFormat) data += char(exact ? 1 : 0);
+    putLe(data, count, 8);
+    if (!runsFormat || a.checked.empty()) {
+      if (runsFormat) data += char(0);
+      putValues(data, values, count);
+      continue;
     }
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    if (masks) {
-      const char masked = a.checked.empty() ? 0 : 1;
-      out.write(&masked, 1);
-      out.write(reinterpret_cast<const char*>(a.checked.data()), std::streamsize(a.checked.size()));
-    }
+    // A sample: only the checked elements' values travel (a sampled GEMM's are 1/64 of them).
+    std::vector<std::pair<uint64_t, uint64_t>> runs = checkedRuns(a.checked);
+    data += char(1);
+    putLe(data, runs.size(), 8);
+    for (const auto& [start, length] : runs) putLe(data, start, 8), putLe(data, length, 8);
+    for (const auto& [start, length] : runs)
+      putValues(data, static_cast<const char*>(values) + start * 8, length);
   }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
+  out.write(data.data(), std::streamsize(data.size()));
   out.flush();
   if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
 }
@@ -391,39 +428,55 @@ std::vector<ReferenceArray> readReferenceFile(const std::string& path) {
     return Error(fmt::format("reference file '{}' is malformed: {}", path, why));
   };
   const int version = data.size() < 12 || data.compare(0, 7, "RTCGREF") != 0 ? 0 : data[7] - '0';
-  if (version < 1 || version > 3) throw bad("no 'RTCGREF1', 'RTCGREF2' or 'RTCGREF3' header");
-  const bool masks = version >= 2, typed = version == 3;
+  if (version != 1 && version != 4) throw bad("no 'RTCGREF1' or 'RTCGREF4' header");
+  const bool runsFormat = version == 4;
   uint64_t count = getLe(data, 8, 4);
   size_t at = 12;
   std::vector<ReferenceArray> out;
   for (uint64_t i = 0; i < count; ++i) {
-    if (data.size() - at < (typed ? 13u : 12u)) throw bad(fmt::format("truncated in the header of output {}", i));
+    if (data.size() - at < (runsFormat ? 14u : 12u)) throw bad(fmt::format("truncated in the header of output {}", i));
     ReferenceArray a;
     a.param = int(int32_t(uint32_t(getLe(data, at, 4))));
     at += 4;
-    const uint8_t exact = typed ? uint8_t(data[at++]) : 0;
+    const uint8_t exact = runsFormat ? uint8_t(data[at++]) : 0;
     if (exact > 1) throw bad(fmt::format("output {} has integer flag {} (0 or 1)", i, exact));
-    uint64_t n = getLe(data, at, 8);
+    const uint64_t n = getLe(data, at, 8);
     at += 8;
-    if (n > (data.size() - at) / 8) throw bad(fmt::format("output {} claims {} values; the file is shorter", i, n));
-    if (exact) a.integers.resize(n);
-    else a.values.resize(n);
-    for (uint64_t k = 0; k < n; ++k, at += 8) {
-      uint64_t bits = getLe(data, at, 8);
-      if (exact) a.integers[k] = int64_t(bits);
-      else std::memcpy(&a.values[k], &bits, 8);
-    }
-    if (masks) {
-      if (at == data.size()) throw bad(fmt::format("truncated before the mask flag of output {}", i));
-      const uint8_t masked = uint8_t(data[at++]);
-      if (masked > 1) throw bad(fmt::format("output {} has mask flag {} (0 or 1)", i, masked));
-      if (masked) {
-        if (n > data.size() - at) throw bad(fmt::format("output {} claims a mask of {} elements; the file is shorter", i, n));
-        a.checked.assign(data.begin() + std::ptrdiff_t(at), data.begin() + std::ptrdiff_t(at + n));
-        at += n;
-        if (std::any_of(a.checked.begin(), a.checked.end(), [](uint8_t b) { return b > 1; }))
-          throw bad(fmt::format("the mask of output {} holds a byte other than 0 or 1", i));
+    const uint8_t masked = runsFormat ? uint8_t(data[at++]) : 0;
+    if (masked > 1) throw bad(fmt::format("output {} has mask flag {} (0 or 1)", i, masked));
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
+    if (masked) {
+      if (data.size() - at < 8) throw bad(fmt::format("truncated before the runs of output {}", i));
+      const uint64_t r = getLe(data, at, 8);
+      at += 8;
+      if (r > (data.size() - at) / 16) throw bad(fmt::format("output {} claims {} runs; the file is shorter", i, r));
+      uint64_t next = 0;  // runs ascend, apart, within the output
+      for (uint64_t k = 0; k < r; ++k, at += 16) {
+        const uint64_t start = getLe(data, at, 8), length = getLe(data, at + 8, 8);
+        if (start < next || length == 0 || length > n || start > n - length)
+          throw bad(fmt::format("the mask of output {} has a run {}+{} outside its {} elements or out of order", i,
+                                start, length, n));
+        runs.emplace_back(start, length);
+        next = start + length + 1;
       }
+    } else {
+      runs.emplace_back(0, n);
+    }
+    uint64_t carried = 0;
+    for (const auto& run : runs) carried += run.second;
+    if (carried > (data.size() - at) / 8) throw bad(fmt::format("output {} claims {} values; the file is shorter", i, carried));
+    // Unchecked elements: NaN (an integer output's 0), never read as reference values.
+    if (exact) a.integers.assign(n, 0);
+    else a.values.assign(n, std::numeric_limits<double>::quiet_NaN());
+    void* values = exact ? static_cast<void*>(a.integers.data()) : static_cast<void*>(a.values.data());
+    for (const auto& [start, length] : runs) {
+      getValues(data, at, static_cast<char*>(values) + start * 8, length);
+      at += length * 8;
+    }
+    if (masked) {
+      a.checked.assign(n, 0);
+      for (const auto& [start, length] : runs)
+        std::fill(a.checked.begin() + std::ptrdiff_t(start), a.checked.begin() + std::ptrdiff_t(start + length), 1);
     }
     out.push_back(std::move(a));
   }

@@ -158,11 +158,12 @@ class Channel {
 
 // The reference outputs file: the float64 values of every written array, in parameter order.
 // Layout: "RTCGREF1" | u32 outputs | per output: i32 param, u64 count, count x f64 (little endian).
-// A sampled reference (some array with a `checked` mask) is written as "RTCGREF2": the same, with
-// after each output's values u8 masked (0 or 1) and, when 1, count x u8 checked (each 0 or 1).
-// A reference with exact integers (some array with `integers`) is written as "RTCGREF3": as
-// "RTCGREF2", with u8 integer (0 or 1) after each output's param, and when 1 count x i64 values
-// (the exact integers) in place of the f64 ones.
+// A sampled reference (some array with a `checked` mask) or one with exact integers (some array
+// with `integers`) is written as "RTCGREF4": per output i32 param, u8 integer (0 or 1), u64 count,
+// u8 masked (0 or 1), when masked u64 runs and that many (u64 start, u64 length) runs of checked
+// elements (ascending, apart), then the values of the runs' elements (all count when not masked)
+// as f64, or i64 exact integers. Only the sample travels: a sampled GEMM's reference is 1/64 of
+// its outputs. Read back, an unchecked element is NaN (an integer output's 0).
 struct ReferenceArray {
   int param = -1;
   std::vector<double> values;

@@ -321,34 +321,77 @@ TEST(ReferenceFile, MasksRoundTripAndAFullReferenceKeepsTheFirstFormat) {
   EXPECT_EQ(std::filesystem::file_size(path), 12u + 12u + 24u);
   EXPECT_TRUE(readReferenceFile(path)[0].checked.empty());
 
-  // Sampled: a mask per output that has one (an output may have none).
-  std::vector<ReferenceArray> arrays = {{3, {1.5, std::nan(""), -2.0, std::nan("")}, {1, 0, 1, 0}}, {5, {7.0, 8.0}, {}}};
+  // Sampled: a mask per output that has one (an output may have none); only the checked elements'
+  // values are written, as runs (the unchecked come back NaN).
+  std::vector<ReferenceArray> arrays = {{3, {1.5, 99.0, -2.0, 98.0}, {1, 0, 1, 0}}, {5, {7.0, 8.0}, {}}};
   writeReferenceFile(path, arrays);
-  EXPECT_EQ(header(), "RTCGREF2");
+  EXPECT_EQ(header(), "RTCGREF4");
+  // 12 + output 0: 4 + 1 + 8 + 1 + 8 + 2 runs x 16 + 2 values x 8; output 1: 4 + 1 + 8 + 1 + 2 x 8.
+  EXPECT_EQ(std::filesystem::file_size(path), 12u + 70u + 30u);
   std::vector<ReferenceArray> back = readReferenceFile(path);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].param, 3);
   EXPECT_EQ(back[0].checked, arrays[0].checked);
   EXPECT_EQ(back[0].values[0], 1.5);
   EXPECT_TRUE(std::isnan(back[0].values[1]));
+  EXPECT_EQ(back[0].values[2], -2.0);
+  EXPECT_TRUE(std::isnan(back[0].values[3]));
   EXPECT_EQ(back[1].param, 5);
   EXPECT_EQ(back[1].values, arrays[1].values);
   EXPECT_TRUE(back[1].checked.empty());
 
-  // Damage: a mask byte other than 0 or 1, a truncated mask, a mask of the wrong size.
+  // A long sample (every 64th row of 4096 x 4096, as a sampled GEMM's) travels as its rows alone.
+  {
+    ReferenceArray big;
+    big.param = 1;
+    big.values.assign(size_t(4096) * 4096, 0.0);
+    big.checked.assign(big.values.size(), 0);
+    for (size_t row = 0; row < 4096; row += 64)
+      for (size_t c = 0; c < 4096; ++c) {
+        big.values[row * 4096 + c] = double(row) + double(c) / 8192;
+        big.checked[row * 4096 + c] = 1;
+      }
+    writeReferenceFile(path, {big});
+    EXPECT_LT(std::filesystem::file_size(path), big.values.size() * 8 / 60);
+    std::vector<ReferenceArray> again = readReferenceFile(path);
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].checked, big.checked);
+    for (size_t k = 0; k < big.values.size(); ++k)
+      if (big.checked[k]) ASSERT_EQ(again[0].values[k], big.values[k]) << k;
+  }
+
+  // Damage: a run out of order or outside the output, a mask flag other than 0 or 1, a truncated
+  // file, a mask of the wrong size.
+  const size_t runs = 12 + 4 + 1 + 8 + 1 + 8;  // the first output's first run
+  auto patch = [&](size_t at, uint64_t value) {
+    writeReferenceFile(path, arrays);
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(std::streamoff(at));
+    for (int b = 0; b < 8; ++b) f.put(char((value >> (8 * b)) & 0xff));
+  };
+  patch(runs + 16, 0);  // the second run starts where the first did
+  try {
+    readReferenceFile(path);
+    FAIL() << "expected an error for runs out of order";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mask of output 0"), std::string::npos) << e.what();
+  }
+  patch(runs + 16, 4);  // past the output's 4 elements
+  EXPECT_THROW(readReferenceFile(path), Error);
+  writeReferenceFile(path, arrays);
   {
     std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
-    f.seekp(12 + 12 + 32 + 1 + 2);  // the third byte of the first mask
+    f.seekp(12 + 4 + 1 + 8);  // the first output's mask flag
     f.put(char(7));
   }
   try {
     readReferenceFile(path);
-    FAIL() << "expected an error for a bad mask byte";
+    FAIL() << "expected an error for a bad mask flag";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("mask of output 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mask flag 7"), std::string::npos) << e.what();
   }
   writeReferenceFile(path, arrays);
-  std::filesystem::resize_file(path, 12 + 12 + 32 + 1 + 2);
+  std::filesystem::resize_file(path, runs + 20);
   EXPECT_THROW(readReferenceFile(path), Error);
   EXPECT_THROW(writeReferenceFile(path, {{1, {1.0, 2.0}, {1}}}), Error);
   std::filesystem::remove(path);
@@ -369,7 +412,8 @@ TEST(ReferenceFile, IntegersTravelExactly) {
   writeReferenceFile(path, {ints, floats});
   std::vector<ReferenceArray> back = readReferenceFile(path);
   ASSERT_EQ(back.size(), 2u);
-  EXPECT_EQ(back[0].integers, big);
+  // The unchecked element does not travel (it comes back 0).
+  EXPECT_EQ(back[0].integers, (std::vector<int64_t>{big[0], big[1], 0, big[3]}));
   EXPECT_TRUE(back[0].values.empty());
   EXPECT_EQ(back[0].checked, ints.checked);
   EXPECT_EQ(back[1].values, floats.values);
@@ -377,7 +421,7 @@ TEST(ReferenceFile, IntegersTravelExactly) {
   // An integer flag other than 0 or 1 is damage; integers and floats at once cannot be written.
   {
     std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
-    f.seekp(12 + 4);
+    f.seekp(12 + 4);  // the first output's integer flag
     f.put(char(2));
   }
   EXPECT_THROW(readReferenceFile(path), Error);
