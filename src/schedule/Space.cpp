@@ -65,6 +65,11 @@ std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::strin
   for (const NestSchedule& n : s.nests) {
     for (const ClauseRow& row : clauseTable())
       if (*row.family && !clauseAtDefault(row, n)) out.push_back(row.family);
+    // The wgmma producer ring and its persistent grid: the model's shares for them are fitted on
+    // a few GEMMs, and the DG rows' order among them and the staged epilogues is not the model's
+    // (docs/bench.md, session 37: persistent 0.176 ms against the search's 0.190 at N5; slower at
+    // N6 and N7), so each is measured.
+    if (n.mma.producer) out.push_back(n.mma.persistent ? "wgmma persistent" : "wgmma producer");
     // `long_rows:` on one thread per row and on lanes per row are two shapes (SpMV's power-law
     // rows: one thread per row, or 2 lanes; the model values neither's rebalancing): one of each.
     if (n.longRows > 0 && std::none_of(n.indices.begin(), n.indices.end(), [&](const IndexSchedule& is) {

@@ -25,6 +25,7 @@
 #include "frontend/Frontend.h"
 #include "ir/Bind.h"
 #include "ir/Counts.h"
+#include "schedule/DeviceModels.h"
 #include "schedule/Domain.h"
 #include "schedule/Mma.h"
 #include "schedule/Space.h"
@@ -721,6 +722,34 @@ TEST(Space, SamplesMeasureEveryFamily) {
   Space again = enumerateSchedules(lift, o);
   ASSERT_EQ(again.candidates.size(), space.candidates.size());
   for (size_t c = 0; c < again.candidates.size(); ++c) EXPECT_EQ(again.candidates[c].text, space.candidates[c].text);
+}
+
+// The wgmma producer ring and its persistent grid are families: a sample of 48 of dg_diff_stacked
+// at N5 under tf32x3, where the model ranks them after a hundred staged-epilogue candidates,
+// still measures one of each.
+TEST(Space, SamplesMeasureTheProducerRingAndThePersistentGrid) {
+  Kernel stacked = bindAll(example("dg_diff_stacked").kernel, {{"K", 299551}, {"Np", 56}});
+  SpaceOptions o;
+  o.device = *archDeviceModel("sm_90");
+  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
+                                  o.device.sharedPerMultiprocessor);
+  o.precision = Precision::Tf32x3;
+  Space all = enumerateSchedules(stacked, o);
+  auto first = [](const Space& s, bool persistent) {
+    for (size_t c = 0; c < s.candidates.size(); ++c) {
+      const std::string& t = s.candidates[c].text;
+      if (t.find("tma producer") != std::string::npos && (t.find(" persistent") != std::string::npos) == persistent)
+        return c;
+    }
+    return s.candidates.size();
+  };
+  ASSERT_GE(first(all, true), 48u);  // the model alone would not sample them
+  ASSERT_GE(first(all, false), 48u);
+  ASSERT_LT(first(all, false), all.candidates.size());
+  o.maxCandidates = 48;
+  Space sample = enumerateSchedules(stacked, o);
+  EXPECT_LT(first(sample, true), sample.candidates.size());
+  EXPECT_LT(first(sample, false), sample.candidates.size());
 }
 
 // `stores: streaming` siblings of the best-predicted candidates: offered where a store can
