@@ -137,7 +137,7 @@ void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, st
 // the turn passed to the next consumer warpgroup.
 void waitTurn(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to);
 void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
-// The prelude: rtcg_mbar_arrive, rtcg_tf32_small4 (`split`: a plan splits tf32x3's tiles), and
+// The prelude: rtcg_mbar_arrive, rtcg_ld4 and rtcg_tf32_small4_put (`split`: a plan splits tf32x3's tiles), and
 // rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
 std::string producerHelpers(const std::set<int64_t>& counts, bool split);
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
@@ -178,8 +178,9 @@ void retire(const MmaPlan& p, const MmaNames& nm, const std::string& name, const
 void splitStep(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer, const C::ExprP& small,
                std::vector<C::Stmt>& body);
 // The split's loops alone, by `threads` threads whose index is `tid` (splitStep: the block's).
-// `helper(x, small)` splits four values: rtcg_tf32_split4 (big parts rounded to nearest, in place)
-// or the producer's rtcg_tf32_small4 (big parts truncated as the tensor cores read them: no write).
+// `helper(x, small)` splits four values: rtcg_tf32_split4 (big parts rounded to nearest, in place).
+// (The producer's split, whose big parts are the values truncated as the tensor cores read them,
+// is its own: EmitWgmmaProducer.cpp.)
 void splitTiles(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer,
                 const C::ExprP& small, const C::ExprP& tid, int64_t threads, std::vector<C::Stmt>& body,
                 const char* helper = "rtcg_tf32_split4");

@@ -47,6 +47,36 @@ C::ExprP useParity(const MmaPlan& p, const C::ExprP& step) {
   return bin("%", bin("/", step, lit(p.ring.stages)), lit(2));
 }
 
+// tf32x3: the landed stage's tiles split by the producer's 96 splitting threads (thread `tid`),
+// the small parts into the stage's buffer of the small tiles. Each thread loads kSplitBatch quads
+// before it writes the small parts of any: the writes go to the same shared array as the loads,
+// so the compiler would not issue a load before the write ahead of it, and each quad would cost a
+// shared-memory round trip of its own (the split limited the DG rows: docs/bench.md, session 38).
+constexpr int64_t kSplitBatch = 4;
+
+void splitLanded(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer, const C::ExprP& tid,
+                 std::vector<C::Stmt>& body) {
+  for (bool isA : {true, false}) {
+    if (isA && p.registerA()) continue;
+    const std::vector<Tile>& tiles = isA ? nm.tileA : nm.tileB;
+    const int64_t size = p.tile(isA).buffer, rounds = (size / 4 + kSplitThreads - 1) / kSplitThreads;
+    for (int64_t first = 0; first < rounds; first += kSplitBatch) {
+      std::vector<C::Stmt> stores;
+      for (int64_t r = first; r < std::min(rounds, first + kSplitBatch); ++r) {
+        const std::string e = ctx.names.fresh(isA ? "split_a" : "split_b"), v = ctx.names.fresh("quad");
+        body.push_back(C::decl(ctx.idx, e, C::product(C::sum({tid, lit(r * kSplitThreads)}), lit(4))));
+        // A last round past the tile loads its first quad, and writes nothing.
+        const bool past = (r + 1) * kSplitThreads * 4 > size;
+        C::ExprP at = past ? C::ternary(bin("<", C::name(e), lit(size)), C::name(e), lit(0)) : C::name(e);
+        body.push_back(C::decl("float4", v, C::call("rtcg_ld4", {C::unary("&", tileRef(tiles[0], C::sum({C::product(buffer, lit(size)), at})))})));
+        C::Stmt store = C::exprStmt(C::call("rtcg_tf32_small4_put", {C::name(v), C::unary("&", tileRef(tiles[1], C::sum({C::product(buffer, lit(size)), C::name(e)})))}));
+        stores.push_back(past ? C::ifThen(bin("<", C::name(e), lit(size)), {std::move(store)}) : std::move(store));
+      }
+      append(body, std::move(stores));
+    }
+  }
+}
+
 // The producer's steps. Its thread 0 issues every step's boxes, from the second round on once the
 // consumers have freed the stage (the previous use's phase of `empty`): up to `stages` steps
 // ahead. Under tf32x3 its other three warps (96 threads) wait for each step's boxes to land,
@@ -84,7 +114,7 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   if (!p.splitBuffers) return {C::ifThen(bin("==", ptid, lit(0)), {std::move(issuer)})};
   auto split = [&](const C::ExprP& step, const C::ExprP&, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
     body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Full, buffer), useParity(p, step)})));
-    splitTiles(ctx, p, nm, buffer, buffer, bin("-", ptid, lit(32)), kSplitThreads, body, "rtcg_tf32_small4");
+    splitLanded(ctx, p, nm, buffer, bin("-", ptid, lit(32)), body);
     body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
     warpArrives(nm, stageBarrier(p, nm, Barrier::Ready, buffer), body);
   };
@@ -175,8 +205,8 @@ __device__ __forceinline__ void rtcg_mbar_arrive(void* bar) {
   // tf32x3's split by the producer: the small parts alone, against the big parts as the tensor
   // cores read the values (their top 19 bits: truncated), so the landed tile stays as it is.
   if (split)
-    s += R"producer(__device__ __forceinline__ void rtcg_tf32_small4(const float* x, float* small) {
-  const float4 v = *reinterpret_cast<const float4*>(x);
+    s += R"producer(__device__ __forceinline__ float4 rtcg_ld4(const float* x) { return *reinterpret_cast<const float4*>(x); }
+__device__ __forceinline__ void rtcg_tf32_small4_put(float4 v, float* small) {
   auto part = [](float a) { return rtcg_tf32_rna(a - __uint_as_float(__float_as_uint(a) & 0xffffe000u)); };
   *reinterpret_cast<float4*>(small) = make_float4(part(v.x), part(v.y), part(v.z), part(v.w));
 }
