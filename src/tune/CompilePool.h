@@ -204,8 +204,8 @@ struct CompilePoolOptions {
 class CompilePool {
  public:
   // Starts compiling `jobs`, the first batch, `options.parallel` at a time. The pool has that many
-  // slots for its whole life, but never more than this batch has jobs (a search's later batches,
-  // its refinement rounds, are at most that large).
+  // slots for its whole life, but never more than this batch has jobs (or options.expectedJobs: a
+  // search's refinement rounds, appended later, are at most that large).
   CompilePool(const Kernel& bound, std::string arch, LaunchLimits limits, std::vector<CompileJob> jobs,
               CompilePoolOptions options = {});
   ~CompilePool();  // stops; kills the workers (abandoning their compiles) and joins

@@ -514,10 +514,9 @@ bool exited(pid_t pid) {
 
 }  // namespace
 
-// A search's refinement rounds are later batches of its pool: they run on the workers, local and
-// remote, that the first batch started (each start costs a process and NVRTC's first compile), with
-// each batch's jobs numbered from 0, handed out once, and counted per batch; hosts() counts over
-// every batch.
+// Later batches (add()) run on the workers, local and remote, that the first batch started (each
+// start costs a process and NVRTC's first compile), with each batch's jobs numbered from 0, handed
+// out once, and counted per batch; hosts() counts over every batch.
 TEST(CompilePool, LaterBatchesRunOnTheWorkersTheFirstOneStarted) {
   Kernel k = matmul(64);
   LogLines log;
