@@ -105,19 +105,17 @@ class SearchLoop {
     searchStart_ = in_.now();
     totals_.waitSeconds.assign(measurer_.devices(), 0);
     totals_.measureSeconds.assign(measurer_.devices(), 0);
-    // A refinement round is queued once the candidates not yet handed to a device are at most a
-    // round (as many as compile at once), or as many as the devices hold at once where that is
-    // more: the next round then compiles while the devices measure the current one. A round's
-    // jobs compile side by side, so a round takes about one NVRTC compile's time, which the devices
-    // spend measuring about a round of candidates at SGEMM n=4096 (most lose their race after one
-    // timed run); a lookahead of only what the devices hold (a few candidates, a few milliseconds)
-    // would leave them idle through most of each round's compile, as when every round waited for
-    // the last outcome of the one before. The price: a round is ranked on the outcomes known when
-    // it is queued, about those of the rounds before the one being measured, so it may pick a
-    // candidate that the outcomes still to come would not have; that is the accepted trade.
-    size_t held = 0;
-    for (size_t d = 0; d < measurer_.devices(); ++d) held += std::max<size_t>(1, measurer_.depth(d));
-    lookahead_ = std::max(size_t(std::max(1, result_.compileThreads)), held);
+    // A refinement round is queued once the candidates not yet handed to a device are no more
+    // than the devices hold at once (each its depth): those, with the ones the devices are
+    // measuring, keep them busy while the round's first jobs are ranked, emitted and compiled (its
+    // jobs compile side by side, so its first candidates come after about one compile, not a
+    // round's), rather than idle from the last outcome of the round before. A larger lookahead
+    // (a round) leaves the devices no busier where one compile takes less than that, and ranks
+    // each round before any outcome of the round before it is in. The price of this one: a round
+    // is ranked on the outcomes known when it is queued, without those of the last few
+    // candidates before it, so it may pick a candidate that they would not have; that is the
+    // accepted trade.
+    for (size_t d = 0; d < measurer_.devices(); ++d) lookahead_ += std::max<size_t>(1, measurer_.depth(d));
   }
 
   SearchTotals run() {
@@ -130,7 +128,7 @@ class SearchLoop {
 
  private:
   std::optional<CompiledCandidate> nextCandidate();
-  std::optional<std::pair<CompiledCandidate, bool>> fetch(size_t holding);
+  std::optional<std::pair<CompiledCandidate, bool>> fetch(size_t holding, double& ranking);
   std::optional<std::pair<CompiledCandidate, bool>> fetchFor(size_t device, size_t holding);
   struct Sent;
   std::optional<std::pair<Sent, worker::CandidateMessage>> begin(CompiledCandidate c, bool isDefault);
@@ -140,7 +138,7 @@ class SearchLoop {
   // `launches`: the candidate's launches, each timed alone ("function ms"), kept if it is the best.
   void finish(CandidateRecord rec, bool isDefault, std::vector<std::string> launches = {});
   void measureAll();
-  void refineIfDue(std::unique_lock<std::mutex>& lock);
+  void refineIfDue(std::unique_lock<std::mutex>& lock, double& ranking);
   void endRefinement();
   std::vector<CompileJob> takeRound(const RefinementRound& r, std::optional<CompileJob> recombined);
   std::optional<CompileJob> recombination(const std::vector<std::pair<Schedule, std::vector<double>>>& measured);
@@ -171,7 +169,7 @@ class SearchLoop {
   // Refinement's state, under fetchMutex_: jobs given to the compiler (a job's number is its place
   // among them: the log's and the worker's candidate ids), candidates handed to a device and those
   // of them not yet recorded, records of handed-out candidates so far (settle()), and rounds queued.
-  size_t queued_ = 0, handedOut_ = 0, inFlight_ = 0, lookahead_ = 1;
+  size_t queued_ = 0, handedOut_ = 0, inFlight_ = 0, lookahead_ = 0;
   int64_t settled_ = 0;
   int64_t rankedEmptyAt_ = -1;         // settled_ when a due round found nothing to rank on
   int rounds_ = 0, refinementRounds_ = 0;
@@ -213,11 +211,11 @@ std::optional<CompiledCandidate> SearchLoop::nextCandidate() {
 // outcomes in flight: a device holding candidates (`holding`) is told nullopt, takes its
 // outcomes and asks again; one holding none waits here for another device's. Once the time limit
 // is reached, no new compiles start and what is still compiling is drained, counted as not
-// measured.
-std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetch(size_t holding) {
+// measured. `ranking`: seconds this call spent ranking a round.
+std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetch(size_t holding, double& ranking) {
   std::unique_lock<std::mutex> lock(fetchMutex_);
   for (;;) {
-    refineIfDue(lock);
+    refineIfDue(lock, ranking);
     if (std::optional<CompiledCandidate> c = nextCandidate()) {
       ++handedOut_;
       bool isDefault = c->job == 0;
@@ -377,13 +375,14 @@ void SearchLoop::end(size_t device, Sent sent, const MeasureOutcome& m, double w
   defaultMeasured_ = true;
 }
 
-// The next candidate for `device`, which holds `holding`, waiting for one (the wait counted);
-// nullopt as fetch() says.
+// The next candidate for `device`, which holds `holding`, waiting for one (the wait counted, but
+// not the time its thread spent ranking a round: counted as ranking); nullopt as fetch() says.
 std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetchFor(size_t device, size_t holding) {
   const double before = in_.now();
-  std::optional<std::pair<CompiledCandidate, bool>> c = fetch(holding);
+  double ranking = 0;
+  std::optional<std::pair<CompiledCandidate, bool>> c = fetch(holding, ranking);
   std::lock_guard<std::mutex> lock(resultMutex_);
-  totals_.waitSeconds[device] += in_.now() - before;
+  totals_.waitSeconds[device] += std::max(0.0, in_.now() - before - ranking);
   return c;
 }
 
@@ -471,7 +470,7 @@ std::optional<CompileJob> SearchLoop::recombination(const std::vector<std::pair<
 // reserve and the queued schedules to this thread until it is done). A due round with nothing to
 // rank on waits for the outcomes in flight; with none left to come, refinement is over (as when
 // every outcome is in and none is verified).
-void SearchLoop::refineIfDue(std::unique_lock<std::mutex>& lock) {
+void SearchLoop::refineIfDue(std::unique_lock<std::mutex>& lock, double& ranking) {
   if (refinementOver_ || ranking_) return;
   if (in_.refineBudget <= 0 || in_.reserve.empty() || aborted_ || overTime()) {
     endRefinement();
@@ -497,6 +496,7 @@ void SearchLoop::refineIfDue(std::unique_lock<std::mutex>& lock) {
   if (recombined) --take;
   RefinementRound r = rankRefinement(verified, scheduleOf_, in_.reserve, take);
   const double ranked = in_.now() - before;
+  ranking += ranked;
   lock.lock();
   ranking_ = false;
   {
