@@ -682,11 +682,18 @@ CompilePool::~CompilePool() {
 void CompilePool::append(std::vector<CompileJob> jobs) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (lost_) return;  // a remote host is lost: next() throws its error, nothing more starts
     RTCG_ASSERT(!stopped_, "a compile pool's stopped batch was appended to");
+    const Clock::time_point now = Clock::now();
+    if (!appended_) {
+      start_ = now;  // the batch's throughput counts from its first append
+      appended_ = true;
+    } else if (batchOver()) {
+      idleSeconds_ += std::chrono::duration<double>(now - std::max(lastFinish_, start_)).count();
+    }
     auto grown = std::make_shared<Batch>(*batch_);  // slots keep the old one for the jobs they hold
     for (CompileJob& j : jobs) grown->push_back(std::move(j));
     batch_ = std::move(grown);
-    start_ = Clock::now();  // the batch's throughput counts from when it is whole
   }
   work_.notify_all();
 }
@@ -701,6 +708,8 @@ void CompilePool::add(std::vector<CompileJob> jobs) {
     stopped_ = false;
     finished_ = 0;
     start_ = lastFinish_ = Clock::now();
+    appended_ = false;
+    idleSeconds_ = 0;
   }
   work_.notify_all();
 }
@@ -871,7 +880,7 @@ int64_t CompilePool::finished() const {
 
 double CompilePool::seconds() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::chrono::duration<double>(lastFinish_ - start_).count();
+  return std::max(0.0, std::chrono::duration<double>(lastFinish_ - start_).count() - idleSeconds_);
 }
 
 double CompilePool::throughput() const {

@@ -7,11 +7,11 @@
 // (bench/nvrtc_throughput). The pool therefore starts N compile workers (`rtcg-worker
 // --compile-worker`, spawned with posix_spawn as the pool starts) and keeps one feeding thread
 // per worker in this process: it emits a job's CUDA C, sends it over the framed protocol below,
-// waits for the cubin and checks that it can launch. The pool takes jobs a batch at a time (a
-// search's first batch, then one per refinement round: add()); the current batch may grow
-// (append(): a search starts the pool with its default schedule alone, before it enumerates the
-// space, and appends the space's candidates). Its workers and slots live as long as the pool, so a
-// search starts each worker once, not once per round (each start costs a process and NVRTC's first
+// waits for the cubin and checks that it can launch. The pool takes jobs a batch at a time (add());
+// the current batch may grow (append(): a search starts the pool with its default schedule alone,
+// before it enumerates the space, and appends the space's candidates, then each refinement round
+// while the one before is still compiling or measured). Its workers and slots live as long as the
+// pool, so a search starts each worker once, not once per round (each start costs a process and NVRTC's first
 // compile, which a worker given an architecture does at once, on a tiny kernel, while it waits for
 // its first job). A worker that dies or takes longer than the compile timeout fails
 // only the candidate it held (CompileFailed, with the reason) and is restarted. Only when no
@@ -205,8 +205,8 @@ struct CompilePoolOptions {
 class CompilePool {
  public:
   // Starts compiling `jobs`, the first batch, `options.parallel` at a time. The pool has that many
-  // slots for its whole life, but never more than this batch has jobs (a search's later batches,
-  // its refinement rounds, are at most that large).
+  // slots for its whole life, but never more than this batch has jobs (or options.expectedJobs: a
+  // search's refinement rounds, appended later, are at most that large).
   CompilePool(const Kernel& bound, std::string arch, LaunchLimits limits, std::vector<CompileJob> jobs,
               CompilePoolOptions options = {});
   ~CompilePool();  // stops; kills the workers (abandoning their compiles) and joins
@@ -216,9 +216,13 @@ class CompilePool {
   // Starts the next batch on the same slots and workers (its jobs numbered from 0 again). The
   // current batch must be handed out (next() said nullopt); throws InternalError otherwise.
   void add(std::vector<CompileJob> jobs);
-  // Adds jobs to the current batch (numbered after its others), e.g. a search's candidates after
-  // the default schedule it started the pool with, before next() has said the batch is over. The
-  // batch must not be stopped. Its wall time (seconds(), throughput()) counts from here.
+  // Adds jobs to the current batch (numbered after its others): a search's candidates after the
+  // default schedule it started the pool with, and its refinement rounds, even once next() has
+  // said the batch is over (next() then waits for the new jobs). The batch must not be stopped
+  // (but for a lost remote host: then nothing is added and next() throws its error).
+  // Its wall time (seconds(), throughput()) counts from the first append (the jobs before it, a
+  // search's default schedule, started early) and leaves out the time the batch sat with every
+  // job finished before a later append.
   void append(std::vector<CompileJob> jobs);
   // The next finished candidate of the current batch (completion order), waiting for one; nullopt
   // once every started job of it has been handed out and no more will start. Throws a lost remote
@@ -241,7 +245,7 @@ class CompilePool {
   // Finished candidates per second of the current batch's wall time, from its start to its last
   // finish.
   double throughput() const;
-  double seconds() const;  // that wall time
+  double seconds() const;  // that wall time (less its idle time between appends)
 
  private:
   struct Slot;
@@ -269,6 +273,8 @@ class CompilePool {
   std::exception_ptr lost_;  // a remote host was lost: next() throws this
   std::vector<CompileHostCount> hosts_;
   std::chrono::steady_clock::time_point start_, lastFinish_;  // of the current batch
+  bool appended_ = false;               // the current batch has been appended to
+  double idleSeconds_ = 0;              // it sat with every job finished before an append
   std::vector<std::unique_ptr<Slot>> slots_;
   int localStarted_ = 0;                // local slots whose worker has started (workersStarted)
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <limits>
@@ -91,46 +92,60 @@ RefinementRound rankRefinement(const std::vector<CandidateRecord>& measured,
 namespace {
 
 // The loop's state: what the tuner's search kept in one function's locals. With several devices,
-// their threads measure in parallel: fetchMutex_ guards the compiler and held_, resultMutex_ the
-// result, the database and progress (finish).
+// their threads measure in parallel: fetchMutex_ guards the compiler, held_, the reserve and the
+// counts of candidates handed out and settled (refinement rounds are queued from fetch());
+// resultMutex_ the result, the database and progress (finish). fetchMutex_ is taken first.
 class SearchLoop {
  public:
   SearchLoop(SearchInputs in, SearchCompiler& compiler, SearchMeasurer& measurer, TuneResult& result)
       : in_(std::move(in)), compiler_(compiler), measurer_(measurer), result_(result) {
     scheduleOf_ = std::move(in_.queued);
     progress_.generated = result_.generated;
+    queued_ = size_t(result_.generated);
     searchStart_ = in_.now();
     totals_.waitSeconds.assign(measurer_.devices(), 0);
     totals_.measureSeconds.assign(measurer_.devices(), 0);
+    // A refinement round is queued once the candidates not yet handed to a device are no more
+    // than the devices hold at once (each its depth): those, with the ones the devices are
+    // measuring, keep them busy while the round's first jobs are ranked, emitted and compiled (its
+    // jobs compile side by side, so its first candidates come after about one compile, not a
+    // round's), rather than idle from the last outcome of the round before. A larger lookahead
+    // (a round) leaves the devices no busier where one compile takes less than that, and ranks
+    // each round before any outcome of the round before it is in. The price of this one: a round
+    // is ranked on the outcomes known when it is queued, without those of the last few
+    // candidates before it, so it may pick a candidate that they would not have; that is the
+    // accepted trade.
+    for (size_t d = 0; d < measurer_.devices(); ++d) lookahead_ += std::max<size_t>(1, measurer_.depth(d));
   }
 
   SearchTotals run() {
-    if (measureAll()) refine();
-    retireBatch();
+    measureAll();
+    totals_.compiled = compiler_.finished();
+    totals_.compileSeconds = compiler_.seconds();
     if (!result_.candidates.empty()) mark("last result");
     return totals_;
   }
 
  private:
   std::optional<CompiledCandidate> nextCandidate();
-  std::optional<std::pair<CompiledCandidate, bool>> fetch();
-  std::optional<std::pair<CompiledCandidate, bool>> fetchFor(size_t device);
+  std::optional<std::pair<CompiledCandidate, bool>> fetch(size_t holding, double& ranking);
+  std::optional<std::pair<CompiledCandidate, bool>> fetchFor(size_t device, size_t holding);
   struct Sent;
   std::optional<std::pair<Sent, worker::CandidateMessage>> begin(CompiledCandidate c, bool isDefault);
   void end(size_t device, Sent sent, const MeasureOutcome& m, double waited);
+  void settle();
   void measureOn(size_t device);
   // `launches`: the candidate's launches, each timed alone ("function ms"), kept if it is the best.
   void finish(CandidateRecord rec, bool isDefault, std::vector<std::string> launches = {});
-  bool measureAll();
-  void refine();
-  std::optional<CompileJob> recombination();
-  void retireBatch() {
-    totals_.compiled += compiler_.finished();
-    totals_.compileSeconds += compiler_.seconds();
-  }
-  // Under fetchMutex_. Not before the default schedule is measured: the limit counts from then.
+  void measureAll();
+  void refineIfDue(std::unique_lock<std::mutex>& lock, double& ranking);
+  void endRefinement();
+  std::vector<CompileJob> takeRound(const RefinementRound& r, std::optional<CompileJob> recombined);
+  std::optional<CompileJob> recombination(const std::vector<std::pair<Schedule, std::vector<double>>>& measured);
+  // Under fetchMutex_. Not before the default schedule is measured (or, where it could not be, a
+  // refinement round queued): the limit counts from then.
   bool overTime() const {
-    return in_.timeLimitSeconds > 0 && (!firstBatch_ || defaultMeasured_) && in_.now() - searchStart_ > in_.timeLimitSeconds;
+    return in_.timeLimitSeconds > 0 && (rounds_ > 0 || defaultMeasured_) && in_.now() - searchStart_ > in_.timeLimitSeconds;
   }
   void log(const std::string& s) {
     if (in_.log) in_.log(s);
@@ -146,13 +161,23 @@ class SearchLoop {
   std::map<std::string, Schedule> scheduleOf_;  // queued labels -> schedules, for refinement
   std::map<std::string, std::vector<double>> launchMsOf_;  // verified labels -> each launch's time
   TuneProgress progress_;
-  SearchTotals totals_;                // over the batches retired so far
+  SearchTotals totals_;
   double searchStart_ = 0;             // the time limit counts from here (reset after the default)
   std::deque<CompiledCandidate> held_;  // compiled before the default schedule
   bool defaultSeen_ = false;
   bool defaultMeasured_ = false;       // under fetchMutex_
-  bool firstBatch_ = true;             // job 0 of the first batch is the default schedule
-  size_t jobOffset_ = 0;               // job numbers of the current batch start here (for the log)
+  // Refinement's state, under fetchMutex_: jobs given to the compiler (a job's number is its place
+  // among them: the log's and the worker's candidate ids), candidates handed to a device and those
+  // of them not yet recorded, records of handed-out candidates so far (settle()), and rounds queued.
+  size_t queued_ = 0, handedOut_ = 0, inFlight_ = 0, lookahead_ = 0;
+  int64_t settled_ = 0;
+  int64_t rankedEmptyAt_ = -1;         // settled_ when a due round found nothing to rank on
+  int rounds_ = 0, refinementRounds_ = 0;
+  bool ranking_ = false;               // a device's thread ranks a round (fetchMutex_ released)
+  bool refinementOver_ = false;        // no round will be queued any more
+  // With fetchMutex_: a candidate settled, a round was queued or ranked empty, refinement ended,
+  // or a device failed.
+  std::condition_variable settledCv_;
   std::mutex fetchMutex_, resultMutex_;
   std::atomic<bool> aborted_{false};   // a device could not go on: the others stop too
 };
@@ -180,25 +205,52 @@ std::optional<CompiledCandidate> SearchLoop::nextCandidate() {
   return std::nullopt;
 }
 
-// The next candidate to measure and whether it is the default schedule; nullopt once the batch is
-// handed out. Once the time limit is reached, no new compiles start and what is still compiling
-// is drained, counted as not measured.
-std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetch() {
-  std::lock_guard<std::mutex> lock(fetchMutex_);
-  while (std::optional<CompiledCandidate> c = nextCandidate()) {
-    bool isDefault = firstBatch_ && c->job == 0;
-    if (!isDefault && overTime()) {
-      compiler_.stop();
-      std::lock_guard<std::mutex> results(resultMutex_);
-      if (!result_.timeLimitReached)
-        log(fmt::format("time limit of {:g} s reached: no new candidates are started", in_.timeLimitSeconds));
-      result_.timeLimitReached = true;
-      ++result_.notMeasured;
-      continue;
+// The next candidate to measure and whether it is the default schedule, queueing a refinement
+// round first where one is due; nullopt once every candidate is handed out and no round will
+// follow. A round that is due but has nothing to rank on yet (no verified outcome) waits for the
+// outcomes in flight: a device holding candidates (`holding`) is told nullopt, takes its
+// outcomes and asks again; one holding none waits here for another device's. Once the time limit
+// is reached, no new compiles start and what is still compiling is drained, counted as not
+// measured. `ranking`: seconds this call spent ranking a round.
+std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetch(size_t holding, double& ranking) {
+  std::unique_lock<std::mutex> lock(fetchMutex_);
+  for (;;) {
+    refineIfDue(lock, ranking);
+    if (std::optional<CompiledCandidate> c = nextCandidate()) {
+      ++handedOut_;
+      bool isDefault = c->job == 0;
+      if (!isDefault && overTime()) {
+        compiler_.stop();
+        endRefinement();
+        std::lock_guard<std::mutex> results(resultMutex_);
+        if (!result_.timeLimitReached)
+          log(fmt::format("time limit of {:g} s reached: no new candidates are started", in_.timeLimitSeconds));
+        result_.timeLimitReached = true;
+        ++result_.notMeasured;
+        continue;
+      }
+      ++inFlight_;
+      return std::make_pair(std::move(*c), isDefault);
     }
-    return std::make_pair(std::move(*c), isDefault);
+    if (refinementOver_ || aborted_ || holding > 0) return std::nullopt;
+    const int64_t seen = settled_;
+    const size_t queued = queued_;
+    const bool ranking = ranking_;
+    settledCv_.wait(lock, [&] {
+      return settled_ != seen || queued_ != queued || ranking_ != ranking || refinementOver_ || aborted_;
+    });
   }
-  return std::nullopt;
+}
+
+// A candidate fetch() handed out is recorded (measured, or found unmeasurable): a round waiting
+// for outcomes may be ranked now.
+void SearchLoop::settle() {
+  {
+    std::lock_guard<std::mutex> lock(fetchMutex_);
+    --inFlight_;
+    ++settled_;
+  }
+  settledCv_.notify_all();
 }
 
 // Counts a finished candidate, records it and reports progress (under resultMutex_).
@@ -228,7 +280,7 @@ void SearchLoop::finish(CandidateRecord rec, bool isDefault, std::vector<std::st
   result_.candidates.push_back(std::move(rec));
   result_.completedSeconds.push_back(at);
 
-  progress_.compiled = totals_.compiled + compiler_.finished();
+  progress_.compiled = compiler_.finished();
   progress_.compileFailed = result_.compileFailed + result_.skipped;
   progress_.measured = result_.verified + result_.wrong + result_.launchFailed + result_.faulted + result_.timedOut;
   progress_.verified = result_.verified;
@@ -268,11 +320,11 @@ std::optional<std::pair<SearchLoop::Sent, worker::CandidateMessage>> SearchLoop:
     rec.status = c.status;
     rec.reason = c.reason;
     if (c.emitterError) ++result_.emitterErrors;
-    log(fmt::format("candidate {} {}: {}", jobOffset_ + c.job, statusName(rec.status), rec.reason));
+    log(fmt::format("candidate {} {}: {}", c.job, statusName(rec.status), rec.reason));
     finish(std::move(rec), isDefault);
     return std::nullopt;
   }
-  worker::CandidateMessage msg{int64_t(jobOffset_ + c.job), c.module.launches, std::move(c.cubin)};
+  worker::CandidateMessage msg{int64_t(c.job), c.module.launches, std::move(c.cubin)};
   RaceLimits race = raceLimits(raceBest(result_.best, in_.earlierBest));
   msg.raceMs = race.raceMs;
   msg.raceTimedMs = race.raceTimedMs;
@@ -323,17 +375,18 @@ void SearchLoop::end(size_t device, Sent sent, const MeasureOutcome& m, double w
   defaultMeasured_ = true;
 }
 
-// The next candidate for `device`, waiting for one (the wait counted); nullopt once the batch is
-// handed out.
-std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetchFor(size_t device) {
+// The next candidate for `device`, which holds `holding`, waiting for one (the wait counted, but
+// not the time its thread spent ranking a round: counted as ranking); nullopt as fetch() says.
+std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetchFor(size_t device, size_t holding) {
   const double before = in_.now();
-  std::optional<std::pair<CompiledCandidate, bool>> c = fetch();
+  double ranking = 0;
+  std::optional<std::pair<CompiledCandidate, bool>> c = fetch(holding, ranking);
   std::lock_guard<std::mutex> lock(resultMutex_);
-  totals_.waitSeconds[device] += in_.now() - before;
+  totals_.waitSeconds[device] += std::max(0.0, in_.now() - before - ranking);
   return c;
 }
 
-// Measures candidates on `device` until the batch is handed out: one at a time, or, on a device
+// Measures candidates on `device` until every one is handed out: one at a time, or, on a device
 // that holds two (SearchMeasurer::depth), the next one sent while the last one is measured, so
 // that the device does not wait for this process between them (its race thresholds are then
 // those of the best before the last one's outcome).
@@ -342,13 +395,17 @@ void SearchLoop::measureOn(size_t device) {
   std::deque<Sent> held;
   for (;;) {
     while (held.size() < depth && !aborted_) {
-      std::optional<std::pair<CompiledCandidate, bool>> c = fetchFor(device);
+      std::optional<std::pair<CompiledCandidate, bool>> c = fetchFor(device, held.size());
       if (!c) break;
       std::optional<std::pair<Sent, worker::CandidateMessage>> b = begin(std::move(c->first), c->second);
-      if (!b) continue;
+      if (!b) {
+        settle();
+        continue;
+      }
       if (depth == 1) {
         MeasureOutcome m = measurer_.measure(device, b->first.label, std::move(b->second));
         end(device, std::move(b->first), m, in_.now() - b->first.at);
+        settle();
         continue;
       }
       measurer_.send(device, b->first.label, std::move(b->second));
@@ -361,12 +418,12 @@ void SearchLoop::measureOn(size_t device) {
     Sent sent = std::move(held.front());
     held.pop_front();
     end(device, std::move(sent), m, in_.now() - before);
+    settle();
   }
 }
 
-// Measures every candidate the current batch hands out, on every device; false once the time
-// limit stopped it.
-bool SearchLoop::measureAll() {
+// Measures every candidate the compiler hands out, the refinement rounds' too, on every device.
+void SearchLoop::measureAll() {
   // The default schedule comes first (fetch hands it out before any other): the baseline, measured
   // whatever it costs, and the time limit counts the search after it (end()). With several
   // devices the others go on measuring meanwhile: a slow default (a thread per point) would hold
@@ -379,6 +436,8 @@ bool SearchLoop::measureAll() {
     } catch (...) {
       errors[d] = std::current_exception();
       aborted_ = true;
+      { std::lock_guard<std::mutex> lock(fetchMutex_); }  // a device waiting in fetch() sees it
+      settledCv_.notify_all();
     }
   };
   if (devices == 1) {
@@ -390,18 +449,11 @@ bool SearchLoop::measureAll() {
   }
   for (std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  return !result_.timeLimitReached;
 }
 
-// The recombined candidate of the schedules measured so far (recombineNests), as a job, when it
-// is not one queued already.
-std::optional<CompileJob> SearchLoop::recombination() {
-  std::vector<std::pair<Schedule, std::vector<double>>> measured;
-  {
-    std::lock_guard<std::mutex> lock(resultMutex_);
-    for (const auto& [label, ms] : launchMsOf_)
-      if (auto it = scheduleOf_.find(label); it != scheduleOf_.end()) measured.emplace_back(it->second, ms);
-  }
+// The combination of `measured` (verified schedules with each launch's time: recombineNests), as
+// a job, when it is not one queued already.
+std::optional<CompileJob> SearchLoop::recombination(const std::vector<std::pair<Schedule, std::vector<double>>>& measured) {
   std::optional<Schedule> s = recombineNests(measured);
   if (!s) return std::nullopt;
   std::string text = printSchedule(*s);
@@ -409,53 +461,101 @@ std::optional<CompileJob> SearchLoop::recombination() {
   return CompileJob{text, *s, {}, nullptr};  // planned (or refused) by the compiler
 }
 
-// Refinement: rounds of the unmeasured candidates nearest (scheduleDistance) to the fastest
-// verified ones, as many per round as compile in parallel, until the budget or the time is spent.
-void SearchLoop::refine() {
-  int round = 0, batches = 0;
-  while (in_.refineBudget > 0 && !in_.reserve.empty()) {
-    if (overTime()) break;
-    size_t take = std::min<size_t>(size_t(in_.refineBudget), size_t(std::max(1, result_.compileThreads)));
-    const double before = in_.now();
-    // Each nest's fastest measured schedule together, when that is new (recombineNests).
-    std::optional<CompileJob> recombined = recombination();
-    if (recombined) --take;
-    RefinementRound r = rankRefinement(result_.candidates, scheduleOf_, in_.reserve, take);
-    totals_.rankSeconds += in_.now() - before;
-    if (r.picked.empty() && !recombined) break;
-    take = r.picked.size() + (recombined ? 1 : 0);
-    std::vector<CompileJob> next;
-    if (recombined) {
-      scheduleOf_[recombined->label] = recombined->schedule;
-      log(fmt::format("refinement: each nest's fastest measured schedule together: {}", recombined->label));
-      next.push_back(std::move(*recombined));
-    }
-    std::vector<bool> used(in_.reserve.size(), false);
-    for (const auto& [distance, at] : r.picked) {
-      const Candidate& c = in_.reserve[at];
-      next.push_back({c.text, c.schedule, {}, std::make_shared<const SchedulePlan>(candidatePlan(c))});
-      scheduleOf_[c.text] = c.schedule;
-      used[at] = true;
-    }
-    std::vector<Candidate> rest;
-    for (size_t i = 0; i < in_.reserve.size(); ++i)
-      if (!used[i]) rest.push_back(std::move(in_.reserve[i]));
-    in_.reserve = std::move(rest);
-    in_.refineBudget -= int64_t(take);
-    result_.generated += int64_t(take);
-    result_.refined += int64_t(take);
-    progress_.generated = result_.generated;
-    if (!r.picked.empty())
-      log(fmt::format("refinement round {}: {} candidates nearest to the best {} (distance {:.2g} to {:.2g}); best so "
-                      "far {:.4f} ms", ++round, r.picked.size(), r.top.size(), r.picked.front().first,
-                      r.picked.back().first, r.top.front()->medianMs));
-    retireBatch();
-    firstBatch_ = false;
-    jobOffset_ = size_t(result_.generated) - take;
-    compiler_.startBatch(std::move(next));
-    mark(fmt::format("refinement batch {} queued", ++batches));
-    if (!measureAll()) break;
+// Refinement: rounds of the unqueued candidates nearest (scheduleDistance) to the fastest
+// verified ones, as many per round as compile in parallel, until the budget, the reserve or the
+// time is spent; each round appended to the compiler's batch once it is due (lookahead_, the
+// constructor says why), ranked on the outcomes recorded then. The ranking (the reserve against
+// the best three, tens of thousands of schedules at SGEMM n=4096) runs with `lock` (fetchMutex_)
+// released, so that the other devices go on fetching and recording meanwhile (ranking_ keeps the
+// reserve and the queued schedules to this thread until it is done). A due round with nothing to
+// rank on waits for the outcomes in flight; with none left to come, refinement is over (as when
+// every outcome is in and none is verified).
+void SearchLoop::refineIfDue(std::unique_lock<std::mutex>& lock, double& ranking) {
+  if (refinementOver_ || ranking_) return;
+  if (in_.refineBudget <= 0 || in_.reserve.empty() || aborted_ || overTime()) {
+    endRefinement();
+    return;
   }
+  if (queued_ - handedOut_ > lookahead_ || rankedEmptyAt_ == settled_) return;
+  const int64_t settled = settled_;
+  std::vector<CandidateRecord> verified;
+  std::vector<std::pair<Schedule, std::vector<double>>> launches;
+  {
+    std::lock_guard<std::mutex> results(resultMutex_);
+    for (const CandidateRecord& r : result_.candidates)
+      if (r.status == CandidateStatus::Verified) verified.push_back(r);
+    for (const auto& [label, ms] : launchMsOf_)
+      if (auto it = scheduleOf_.find(label); it != scheduleOf_.end()) launches.emplace_back(it->second, ms);
+  }
+  size_t take = std::min<size_t>(size_t(in_.refineBudget), size_t(std::max(1, result_.compileThreads)));
+  ranking_ = true;
+  lock.unlock();
+  const double before = in_.now();
+  // Each nest's fastest measured schedule together, when that is new (recombineNests).
+  std::optional<CompileJob> recombined = recombination(launches);
+  if (recombined) --take;
+  RefinementRound r = rankRefinement(verified, scheduleOf_, in_.reserve, take);
+  const double ranked = in_.now() - before;
+  ranking += ranked;
+  lock.lock();
+  ranking_ = false;
+  {
+    std::lock_guard<std::mutex> results(resultMutex_);
+    totals_.rankSeconds += ranked;
+  }
+  if (refinementOver_ || aborted_) {  // the time limit was reached meanwhile (the compiler stopped)
+    settledCv_.notify_all();
+    return;
+  }
+  if (r.picked.empty() && !recombined) {  // nothing verified yet
+    if (settled_ == settled && inFlight_ == 0 && queued_ == handedOut_) return endRefinement();
+    rankedEmptyAt_ = settled;
+    settledCv_.notify_all();  // a device waiting for this ranking waits for an outcome now
+    return;
+  }
+  std::vector<CompileJob> next = takeRound(r, std::move(recombined));
+  queued_ += next.size();
+  compiler_.append(std::move(next));
+  mark(fmt::format("refinement batch {} queued", ++rounds_));
+  settledCv_.notify_all();
+}
+
+// No round will be queued any more. Under fetchMutex_.
+void SearchLoop::endRefinement() {
+  refinementOver_ = true;
+  settledCv_.notify_all();
+}
+
+// A ranked round's jobs, taken from the reserve and the budget, and counted. Under fetchMutex_.
+std::vector<CompileJob> SearchLoop::takeRound(const RefinementRound& r, std::optional<CompileJob> recombined) {
+  const size_t take = r.picked.size() + (recombined ? 1 : 0);
+  std::vector<CompileJob> next;
+  if (recombined) {
+    scheduleOf_[recombined->label] = recombined->schedule;
+    log(fmt::format("refinement: each nest's fastest measured schedule together: {}", recombined->label));
+    next.push_back(std::move(*recombined));
+  }
+  std::vector<bool> used(in_.reserve.size(), false);
+  for (const auto& [distance, at] : r.picked) {
+    const Candidate& c = in_.reserve[at];
+    next.push_back({c.text, c.schedule, {}, std::make_shared<const SchedulePlan>(candidatePlan(c))});
+    scheduleOf_[c.text] = c.schedule;
+    used[at] = true;
+  }
+  std::vector<Candidate> rest;
+  for (size_t i = 0; i < in_.reserve.size(); ++i)
+    if (!used[i]) rest.push_back(std::move(in_.reserve[i]));
+  in_.reserve = std::move(rest);
+  in_.refineBudget -= int64_t(take);
+  std::lock_guard<std::mutex> results(resultMutex_);
+  result_.generated += int64_t(take);
+  result_.refined += int64_t(take);
+  progress_.generated = result_.generated;
+  if (!r.picked.empty())
+    log(fmt::format("refinement round {}: {} candidates nearest to the best {} (distance {:.2g} to {:.2g}); best so "
+                    "far {:.4f} ms", ++refinementRounds_, r.picked.size(), r.top.size(), r.picked.front().first,
+                    r.picked.back().first, r.top.front()->medianMs));
+  return next;
 }
 
 }  // namespace

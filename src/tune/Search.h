@@ -27,21 +27,22 @@
 
 namespace rtcg {
 
-// Compiles candidates a batch at a time: the first batch (job 0 the default schedule) is under
-// way when the search starts (compiling overlaps with the reference), and each refinement round
-// starts another once the previous one is handed out. Called from one thread at a time.
+// Compiles the search's candidates as one batch that grows: its first jobs (job 0 the default
+// schedule) are under way when the search starts (compiling overlaps with the reference), and each
+// refinement round is appended to it, numbered after the jobs before. Called from one thread at a
+// time.
 class SearchCompiler {
  public:
   virtual ~SearchCompiler() = default;
-  // The next finished candidate of the current batch in completion order, waiting for one;
-  // nullopt once the batch is handed out.
+  // The next finished candidate in completion order, waiting for one; nullopt while every job
+  // appended so far has been handed out (a later append() hands out more).
   virtual std::optional<CompiledCandidate> next() = 0;
-  // Starts no further jobs of the current batch (those compiling are still handed out).
+  // Starts no further jobs (those compiling are still handed out); nothing is appended after.
   virtual void stop() = 0;
-  // Starts the next batch (the current one is handed out).
-  virtual void startBatch(std::vector<CompileJob> jobs) = 0;
-  virtual int64_t finished() const = 0;  // of the current batch
-  virtual double seconds() const = 0;    // the current batch's wall time, first start to last finish
+  // Adds a refinement round's jobs to the batch, also while earlier ones are still compiling.
+  virtual void append(std::vector<CompileJob> jobs) = 0;
+  virtual int64_t finished() const = 0;  // compiles finished (failed ones included)
+  virtual double seconds() const = 0;    // the batch's wall time compiling (CompilePool::seconds)
 };
 
 // Measures compiled candidates on devices(), one candidate at a time on each (a device is measured
@@ -79,7 +80,7 @@ double raceBest(const std::optional<CandidateRecord>& best, const std::optional<
 // launches as nests, no fusion) or it is one of them.
 std::optional<Schedule> recombineNests(const std::vector<std::pair<Schedule, std::vector<double>>>& measured);
 
-// One refinement round: the unmeasured reserve candidates nearest (scheduleDistance, plus 0.75
+// One refinement round: the unqueued reserve candidates nearest (scheduleDistance, plus 0.75
 // per rank of the measured candidate they are near) to the three fastest verified candidates.
 struct RefinementRound {
   std::vector<const CandidateRecord*> top;  // the fastest verified, fastest first (at most 3)
@@ -109,13 +110,13 @@ struct SearchInputs {
   std::function<void(const TuneProgress&)> progress;     // after each candidate
   std::function<void(const CandidateRecord&)> record;    // the tuning database, before counting
   // The search's phases as they end (TuneResult::timeline): "first result", "default schedule
-  // measured", "refinement round N", "last result".
+  // measured", "refinement batch N queued", "last result".
   std::function<void(const std::string&)> mark;
 };
 
-// What runSearch leaves for the summary: compile counts and time over every batch.
+// What runSearch leaves for the summary: compile counts and time.
 struct SearchTotals {
-  int64_t compiled = 0;  // finished compiles (failed ones included), over the batches
+  int64_t compiled = 0;  // finished compiles (failed ones included)
   double compileSeconds = 0;
   // Where the search's own time went (seconds, summed over candidates): emitting their CUDA C (on
   // the compile slots' threads, in parallel), recording them (the database), reporting progress,
@@ -125,11 +126,13 @@ struct SearchTotals {
   std::vector<double> waitSeconds, measureSeconds;
 };
 
-// Runs the search: measures the first batch (the default schedule alone, first, on device 0;
-// then everything the compiler hands out, on every device), then refinement rounds while budget,
-// reserve and time remain. Fills `result`'s candidates, counters, best and default record, and
-// refined/generated counts; result.generated and result.compileThreads must be set (the first
-// batch's size and the compile parallelism, a round's size), result.floatOps and minimalBytes for
+// Runs the search: measures the default schedule first (on the device that fetches first), then
+// everything the compiler hands out, on every device, with refinement rounds appended while
+// budget, reserve and time remain: each is queued while the devices still measure what came
+// before it (SearchLoop's lookahead, in Search.cpp), not after the last outcome, so that the
+// devices do not wait for its compile. Fills `result`'s candidates, counters, best and default record, and
+// refined/generated counts; result.generated and result.compileThreads must be set (the jobs the
+// compiler starts with and the compile parallelism, a round's size), result.floatOps and minimalBytes for
 // rates. Throws what the measurer throws (the other devices stop after their candidate).
 SearchTotals runSearch(SearchInputs inputs, SearchCompiler& compiler, SearchMeasurer& measurer, TuneResult& result);
 

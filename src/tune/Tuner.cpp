@@ -181,16 +181,16 @@ std::vector<std::unique_ptr<WorkerProcess>> startWorkers(const std::string& work
   return workers;
 }
 
-// The compile pool behind the search's compiler interface: started with the first batch before
-// the reference (compiling overlaps with it); each refinement round is another batch of the same
-// pool, on the workers (local and remote) the first one started.
+// The compile pool behind the search's compiler interface: started with the default schedule
+// before the reference (compiling overlaps with it); the space's candidates and then each
+// refinement round are appended to that batch, on the workers (local and remote) it started.
 class PoolCompiler : public SearchCompiler {
  public:
   explicit PoolCompiler(std::unique_ptr<CompilePool> pool) : pool_(std::move(pool)) {}
   std::optional<CompiledCandidate> next() override { return pool_->next(); }
   void stop() override { pool_->stop(); }
-  void startBatch(std::vector<CompileJob> jobs) override { pool_->add(std::move(jobs)); }
-  // Candidates compiled per host over every batch.
+  void append(std::vector<CompileJob> jobs) override { pool_->append(std::move(jobs)); }
+  // Candidates compiled per host.
   std::vector<CompileHostCount> compiledOn() const { return pool_->hosts(); }
   int64_t finished() const override { return pool_->finished(); }
   double seconds() const override { return pool_->seconds(); }

@@ -20,7 +20,8 @@
 // With a candidate budget smaller than the space, two thirds of it go to the space's sample (its
 // best-predicted half and a seeded random rest) and a third to refinement rounds: each round
 // compiles and measures the unmeasured candidates nearest (scheduleDistance) to the three fastest
-// verified so far, so the search walks from where the measurements, not the model, point.
+// verified so far, so the search walks from where the measurements, not the model, point (each
+// round queued while the devices still measure what came before it: tune/Search.h).
 //
 // tune() sets the search up (devices, space, database, warm start, reference, workers); the loop
 // and its policy (measuring order, races, budgets, refinement) are tune/Search.h, which reaches

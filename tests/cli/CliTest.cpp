@@ -727,8 +727,8 @@ TEST(Cli, TuneRecombinesEachNestsFastestSchedule) {
   EXPECT_NE(tuned.out.find(" 0 wrong"), std::string::npos) << tuned.out;
 }
 
-// The refinement rounds are later batches of the search's compile pool: they run on the compile
-// workers its first batch started, so a search starts each of its --compile-threads workers once
+// The refinement rounds are appended to the search's compile pool's batch: they run on the compile
+// workers the search started, so a search starts each of its --compile-threads workers once
 // (a pool per round started 2 more per round).
 TEST(Cli, TuneStartsEachCompileWorkerOnce) {
   Result tuned = rtcg::tests::shell("RTCG_TEST_DEVICE='Fake GPU,sm_90,132' RTCG_FAKE_WORKER_MODE=verified " +

@@ -186,7 +186,7 @@ TEST(MpiTune, RanksOnDifferentDevicesAreRefusedBeforeMeasuring) {
 TEST(MpiTune, OneSearchCompilesAndMeasuresOnEveryRank) {
   TempDir dir;
   std::string file = write(dir, "scale.rtcg", kScale), db = dir.file("tuning.sqlite");
-  // 12 candidates: 8 up front, 4 in two refinement rounds (later batches of rank 0's pool).
+  // 12 candidates: 8 up front, 4 in two refinement rounds (appended to the batch of rank 0's pool).
   auto r = shell(environment(dir) + mpirun(3) + tuneArgs(db, 12) + file + " -D n=100000 --json --timeline 2>" +
                  dir.file("err"));
   std::string err = shell("cat " + dir.file("err")).out;

@@ -514,10 +514,9 @@ bool exited(pid_t pid) {
 
 }  // namespace
 
-// A search's refinement rounds are later batches of its pool: they run on the workers, local and
-// remote, that the first batch started (each start costs a process and NVRTC's first compile), with
-// each batch's jobs numbered from 0, handed out once, and counted per batch; hosts() counts over
-// every batch.
+// Later batches (add()) run on the workers, local and remote, that the first batch started (each
+// start costs a process and NVRTC's first compile), with each batch's jobs numbered from 0, handed
+// out once, and counted per batch; hosts() counts over every batch.
 TEST(CompilePool, LaterBatchesRunOnTheWorkersTheFirstOneStarted) {
   Kernel k = matmul(64);
   LogLines log;
@@ -675,6 +674,35 @@ TEST(CompilePool, AStartedBatchTakesAppendedJobsOnTheWorkersAlreadyStarted) {
   EXPECT_EQ(pool.finished(), 6);
   EXPECT_EQ(log.count(" started ("), 2) << log.all();
   EXPECT_EQ(pool.workerRestarts(), 0);
+}
+
+// A search appends each refinement round to the batch, also once next() has said that every job
+// so far is handed out: next() then hands out the new jobs, numbered after the others, compiled
+// on the same workers.
+TEST(CompilePool, AHandedOutBatchTakesAppendedJobs) {
+  Kernel k = matmul(64);
+  LogLines log;
+  CompilePoolOptions options;
+  options.parallel = 2;
+  options.workerPath = RTCG_WORKER_EXE;
+  options.log = log.sink();
+  std::vector<CompileJob> jobs = matmulJobs(k, 6);
+  ASSERT_EQ(jobs.size(), 6u);
+  CompilePool pool(k, "sm_90", {}, {jobs[0], jobs[1]}, options);
+  pool.append({jobs[2]});
+  EXPECT_EQ(drain(pool), upTo(3));
+  pool.append(std::vector<CompileJob>(jobs.begin() + 3, jobs.end()));
+  std::set<size_t> seen = upTo(3);
+  while (std::optional<CompiledCandidate> c = pool.next()) {
+    EXPECT_TRUE(seen.insert(c->job).second) << "job handed out twice";
+    ASSERT_LT(c->job, jobs.size());
+    EXPECT_EQ(c->label, jobs[c->job].label);
+    EXPECT_TRUE(c->measurable()) << c->label << ": " << c->reason;
+  }
+  EXPECT_EQ(seen, upTo(6));
+  EXPECT_EQ(pool.finished(), 6);
+  EXPECT_GE(pool.seconds(), 0);
+  EXPECT_EQ(log.count(" started ("), 2) << log.all();
 }
 
 // The compile worker's command line: --compile-worker, with --warm ARCH to warm NVRTC at start.

@@ -11,6 +11,8 @@
 #include <functional>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -71,18 +73,27 @@ Queued queue(const Kernel& bound, int64_t maxCandidates) {
   return q;
 }
 
-// Hands each batch back at once: in job order, or with the default schedule (job 0 of the first
-// batch) last, as when it compiles slowest. A job the recording has no time for was not legal on
-// the device that measured it: skipped, as the compile pool skips what cannot launch.
+// Hands each job back at once: in job order, or with the default schedule (job 0) last, as when it
+// compiles slowest. A job the recording has no time for was not legal on the device that measured
+// it: skipped, as the compile pool skips what cannot launch. Keeps every job (a job's number is
+// its place among them) and, for each refinement round appended, how many jobs were queued and
+// how many candidates recorded (`recordedNow`) before it.
 class ReplayCompiler : public SearchCompiler {
  public:
   ReplayCompiler(std::vector<CompileJob> first, const std::map<std::string, double>& recorded, bool defaultLast)
       : recorded_(recorded) {
-    batch(std::move(first));
+    append(std::move(first));
+    batches.clear();
+    queuedBefore.clear();
+    recordedBefore.clear();
     if (defaultLast && order_.size() > 1) std::rotate(order_.begin(), order_.begin() + 1, order_.end());
   }
   std::optional<CompiledCandidate> next() override {
-    if (stopped_ || handed_ == order_.size()) return std::nullopt;
+    if (stopped_ || handed_ == order_.size()) {
+      ++handedOutAll;
+      if (onHandedOut) onHandedOut();
+      return std::nullopt;
+    }
     size_t job = order_[handed_++];
     CompiledCandidate c;
     c.job = job;
@@ -95,27 +106,33 @@ class ReplayCompiler : public SearchCompiler {
     return c;
   }
   void stop() override { stopped_ = true; }
-  void startBatch(std::vector<CompileJob> jobs) override {
-    batch(std::move(jobs));
-    batches.push_back(jobs_.size());
+  void append(std::vector<CompileJob> jobs) override {
+    if (stopped_) ADD_FAILURE() << "a stopped compiler was appended to";
+    batches.push_back(jobs.size());
+    queuedBefore.push_back(jobs_.size());
+    recordedBefore.push_back(recordedNow ? recordedNow() : 0);
+    if (onAppend) onAppend(jobs);
+    for (CompileJob& j : jobs) {
+      order_.push_back(jobs_.size());
+      jobs_.push_back(std::move(j));
+    }
   }
-  int64_t finished() const override { return int64_t(handed_); }
+  int64_t finished() const override { return int64_t(handed_.load()); }
   double seconds() const override { return 1; }
+  const std::vector<CompileJob>& jobs() const { return jobs_; }
 
-  std::vector<size_t> batches;  // the sizes of the refinement rounds' batches
+  std::vector<size_t> batches;  // the sizes of the refinement rounds
+  std::vector<size_t> queuedBefore, recordedBefore;  // per round: jobs queued, candidates recorded
+  std::function<size_t()> recordedNow;
+  std::function<void(const std::vector<CompileJob>&)> onAppend;  // a refinement round
+  std::function<void()> onHandedOut;  // next() found every job handed out
+  size_t handedOutAll = 0;            // how often
 
  private:
-  void batch(std::vector<CompileJob> jobs) {
-    jobs_ = std::move(jobs);
-    order_.resize(jobs_.size());
-    for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
-    handed_ = 0;
-    stopped_ = false;
-  }
   const std::map<std::string, double>& recorded_;
   std::vector<CompileJob> jobs_;
   std::vector<size_t> order_;
-  size_t handed_ = 0;
+  std::atomic<size_t> handed_{0};
   bool stopped_ = false;
 };
 
@@ -205,16 +222,25 @@ class SearchReplay : public ::testing::Test {
     SearchTotals totals;
     std::vector<ReplayMeasurer::Sent> sent;
     size_t mostHeld = 0, stillHeld = 0;
-    std::vector<size_t> rounds;
+    std::vector<size_t> rounds, queuedBefore, recordedBefore;
     std::vector<std::string> firstBatch, reserve;
+    std::vector<std::string> jobs;  // every job's label, by job number
+    std::vector<std::string> marks, log;
+    int64_t refineBudget = 0;
   };
 
-  // A search of `maxCandidates` over the recording, compiling `parallel` at a time.
+  // A search of `maxCandidates` over the recording (or `recording`), compiling `parallel` at a
+  // time. `handedOut`: called when the compiler finds every job handed out; `appended`: with each
+  // refinement round's jobs.
   static Run search(int64_t maxCandidates, double timeLimit = 0, bool defaultLast = false, int parallel = 4,
                     std::optional<CandidateRecord> earlierBest = std::nullopt, size_t devices = 1,
-                    std::function<void(const std::string&)> before = {}, size_t laterDepth = 1) {
+                    std::function<void(const std::string&)> before = {}, size_t laterDepth = 1,
+                    const std::map<std::string, double>* recording = nullptr, std::function<void()> handedOut = {},
+                    std::function<void(const std::vector<CompileJob>&)> appended = {}) {
     Queued q = queued(maxCandidates);
+    const std::map<std::string, double>& replayed = recording ? *recording : *recorded_;
     Run run;
+    run.refineBudget = q.refineBudget;
     SearchInputs in;
     for (const CompileJob& j : q.jobs) {
       in.queued[j.label] = j.schedule;
@@ -227,10 +253,24 @@ class SearchReplay : public ::testing::Test {
     in.timeLimitSeconds = timeLimit;
     double clock = 0;
     in.now = [&clock] { return clock; };
+    std::atomic<size_t> recorded{0};
+    in.record = [&recorded](const CandidateRecord&) { ++recorded; };
+    std::mutex mutex;  // marks and log lines come from several threads
+    in.mark = [&](const std::string& event) {
+      std::lock_guard<std::mutex> lock(mutex);
+      run.marks.push_back(event);
+    };
+    in.log = [&](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mutex);
+      run.log.push_back(line);
+    };
     run.result.generated = int64_t(q.jobs.size());
     run.result.compileThreads = parallel;
-    ReplayCompiler compiler(std::move(q.jobs), *recorded_, defaultLast);
-    ReplayMeasurer measurer(*recorded_, clock, devices);
+    ReplayCompiler compiler(std::move(q.jobs), replayed, defaultLast);
+    compiler.recordedNow = [&recorded] { return recorded.load(); };
+    compiler.onHandedOut = std::move(handedOut);
+    compiler.onAppend = std::move(appended);
+    ReplayMeasurer measurer(replayed, clock, devices);
     measurer.before = std::move(before);
     measurer.laterDepth = laterDepth;
     run.totals = runSearch(std::move(in), compiler, measurer, run.result);
@@ -238,6 +278,9 @@ class SearchReplay : public ::testing::Test {
     run.mostHeld = measurer.mostHeld;
     run.stillHeld = measurer.stillHeld();
     run.rounds = compiler.batches;
+    run.queuedBefore = compiler.queuedBefore;
+    run.recordedBefore = compiler.recordedBefore;
+    for (const CompileJob& j : compiler.jobs()) run.jobs.push_back(j.label);
     return run;
   }
 
@@ -407,6 +450,131 @@ TEST_F(SearchReplay, ADeviceHoldingTwoGetsTheNextBeforeTheLastOutcomeAndMeasures
   EXPECT_EQ(devices, (std::set<size_t>{0, 1}));
   ASSERT_TRUE(run.result.defaultSchedule.has_value());
   EXPECT_EQ(run.result.defaultSchedule->schedule, run.firstBatch.front());
+}
+
+// Refinement rounds do not wait for the last outcome of what came before them (on two H200s the
+// devices idled through each round's compile, about 1 s of a 9 s search): each round is queued
+// before the outcome of the last candidate queued before it is in (here that outcome waits, up to
+// 10 s, for the next round), ranked on the outcomes known then. The budget is still spent exactly,
+// each candidate measured once under its job's number, and the log and the timeline name each
+// round; with one device, and with two, the second holding two.
+TEST_F(SearchReplay, TheNextRefinementRoundIsQueuedBeforeTheCandidatesBeforeItAreMeasured) {
+  const Queued& q = queued(36);
+  auto lastMeasurable = [&](const std::vector<CompileJob>& jobs) {
+    for (size_t i = jobs.size(); i-- > 0;)
+      if (recorded_->count(jobs[i].label)) return jobs[i].label;
+    return std::string();
+  };
+  for (size_t devices : {1, 2}) {
+    SCOPED_TRACE(fmt::format("{} devices", devices));
+    std::mutex m;
+    std::condition_variable cv;
+    size_t appended = 0;  // rounds queued
+    // The last measurable job of the sample (0) and of each round (k) -> k.
+    std::map<std::string, size_t> lastOf = {{lastMeasurable(q.jobs), 0}};
+    std::vector<size_t> waitedInVain;  // what came before these rounds was measured before they were queued
+    auto onAppend = [&](const std::vector<CompileJob>& jobs) {
+      std::lock_guard<std::mutex> lock(m);
+      lastOf[lastMeasurable(jobs)] = ++appended;
+      cv.notify_all();
+    };
+    auto before = [&](const std::string& label) {
+      std::unique_lock<std::mutex> lock(m);
+      auto at = lastOf.find(label);
+      if (at == lastOf.end() || at->second >= 3) return;  // 3 rounds spend the budget
+      const size_t k = at->second;
+      if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return appended > k; })) waitedInVain.push_back(k + 1);
+    };
+    Run run = search(36, 0, false, /*parallel=*/4, std::nullopt, devices, before, /*laterDepth=*/devices, nullptr, {},
+                     onAppend);
+    ASSERT_EQ(run.rounds, (std::vector<size_t>{4, 4, 4}));
+    EXPECT_TRUE(waitedInVain.empty()) << "round " << waitedInVain.front() << " waited for the outcomes before it";
+    if (devices == 1)  // what the round was ranked on (with two, the other device measures meanwhile)
+      for (size_t k = 0; k < run.rounds.size(); ++k) EXPECT_LT(run.recordedBefore[k], run.queuedBefore[k]);
+    EXPECT_EQ(run.result.refined, run.refineBudget);
+    EXPECT_EQ(run.result.generated, int64_t(run.firstBatch.size()) + run.refineBudget);
+    EXPECT_EQ(run.jobs.size(), run.firstBatch.size() + size_t(run.refineBudget));
+    EXPECT_EQ(run.result.candidates.size(), run.jobs.size());
+    EXPECT_EQ(run.totals.compiled, int64_t(run.jobs.size()));
+    EXPECT_EQ(std::set<std::string>(run.jobs.begin(), run.jobs.end()).size(), run.jobs.size());
+    std::vector<std::string> all = labels(run.result);
+    EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
+    // A measured candidate's id and a failed one's log line name its job.
+    std::set<int64_t> ids;
+    for (const ReplayMeasurer::Sent& s : run.sent) {
+      ASSERT_LT(size_t(s.msg.id), run.jobs.size());
+      EXPECT_EQ(run.jobs[size_t(s.msg.id)], s.label);
+      EXPECT_TRUE(ids.insert(s.msg.id).second) << s.label << " measured twice";
+    }
+    int rounds = 0;
+    for (const std::string& line : run.log) {
+      rounds += line.rfind("refinement round ", 0) == 0;
+      size_t job = 0;
+      char status[32] = {};
+      if (std::sscanf(line.c_str(), "candidate %zu %31s", &job, status) == 2) {
+        ASSERT_LT(job, run.jobs.size()) << line;
+        EXPECT_FALSE(recorded_->count(run.jobs[job])) << line;  // the skipped one: not in the recording
+      }
+    }
+    EXPECT_EQ(rounds, 3);
+    std::vector<std::string> queuedMarks;
+    for (const std::string& mark : run.marks)
+      if (mark.rfind("refinement batch ", 0) == 0) queuedMarks.push_back(mark);
+    EXPECT_EQ(queuedMarks, (std::vector<std::string>{"refinement batch 1 queued", "refinement batch 2 queued",
+                                                     "refinement batch 3 queued"}));
+  }
+}
+
+// A round that is due before anything is verified waits for the outcomes in flight, also on a
+// device that has found every candidate handed out (it waits for the other device's outcome rather
+// than ending its part of the search). Here no candidate of the sample but the default can be
+// measured, and the default's measurement waits until the compiler has had nothing to hand out.
+TEST_F(SearchReplay, ARoundDueBeforeAnyVerifiedOutcomeWaitsForTheOutcomesInFlight) {
+  const Queued& q = queued(36);
+  const std::string defaultLabel = q.jobs.front().label;
+  std::map<std::string, double> recording;  // the default and the reserve
+  recording[defaultLabel] = recorded_->at(defaultLabel);
+  for (const Candidate& c : q.reserve)
+    if (auto at = recorded_->find(c.text); at != recorded_->end()) recording.insert(*at);
+  std::mutex m;
+  std::condition_variable cv;
+  bool handedOut = false, waited = false;
+  auto before = [&](const std::string& label) {
+    if (label != defaultLabel) return;
+    std::unique_lock<std::mutex> lock(m);
+    waited = cv.wait_for(lock, std::chrono::seconds(10), [&] { return handedOut; });
+  };
+  auto onHandedOut = [&] {
+    std::lock_guard<std::mutex> lock(m);
+    handedOut = true;
+    cv.notify_all();
+  };
+  Run run = search(36, 0, false, 4, std::nullopt, /*devices=*/2, before, 1, &recording, onHandedOut);
+  EXPECT_TRUE(waited);
+  ASSERT_TRUE(run.result.defaultSchedule.has_value());
+  EXPECT_EQ(run.result.defaultSchedule->status, CandidateStatus::Verified);
+  ASSERT_FALSE(run.recordedBefore.empty());
+  EXPECT_EQ(run.recordedBefore.front(), run.firstBatch.size());  // once the default's outcome was in
+  EXPECT_EQ(run.result.refined, run.refineBudget);
+  EXPECT_EQ(run.result.candidates.size(), run.firstBatch.size() + size_t(run.refineBudget));
+  std::vector<std::string> all = labels(run.result);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
+}
+
+// A time limit reached during refinement: no round is queued after it, what was queued and not
+// handed out yet is not measured, and the budget is never exceeded.
+TEST_F(SearchReplay, TheTimeLimitStopsRefinementRoundsInFlight) {
+  Run full = search(36);
+  // One simulated second per measured candidate; the limit counts from after the default.
+  Run run = search(36, /*timeLimit=*/double(full.sent.size()) - 4.5);
+  EXPECT_TRUE(run.result.timeLimitReached);
+  EXPECT_FALSE(run.rounds.empty());
+  EXPECT_LE(run.result.refined, run.refineBudget);
+  EXPECT_LT(run.sent.size(), full.sent.size());
+  EXPECT_GE(run.result.notMeasured, 1);
+  EXPECT_LE(int64_t(run.result.candidates.size()) + run.result.notMeasured, run.result.generated);
+  std::vector<std::string> all = labels(run.result);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
 }
 
 // The ranking of one round on a hand-made record: nearest to the three fastest verified first,
