@@ -39,7 +39,14 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   nm.lane = def("lane", bin("%", nm.tid, lit(32)));
   nm.g = def("group", bin("/", nm.lane, lit(4)));
   nm.t = def("in_group", bin("%", nm.lane, lit(4)));
-  if (p.isWgmma()) {
+  if (p.alternatingTiles) {
+    // `pingpong`: every consumer warpgroup owns the whole block tile (one warpgroup's) of its own
+    // rounds, which its index picks (tileLoop); its warp w = warp % 4 holds rows 16w..16w + 15.
+    nm.consumer = def("consumer", bin("/", warp, lit(4)));
+    nm.wgm = nm.wgn = lit(0);
+    nm.wm = def("warp_m", C::product(bin("%", warp, lit(4)), lit(16)));
+    nm.wn = nm.wgn;
+  } else if (p.isWgmma()) {
     // Warpgroup wg = warp / 4 owns rows 64 (wg / warpsN) and columns N (wg % warpsN) of the block
     // tile; its warp w = warp % 4 holds accumulator rows 16w..16w + 15 (wgmma's D layout).
     nm.wgm = def("group_m", C::product(bin("/", bin("/", warp, lit(4)), lit(ms.warpsN)), lit(p.fragM)));
@@ -99,13 +106,27 @@ void declareTileOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C
 }
 
 C::Stmt tileLoop(EmitContext& ctx, const MmaPlan& p, MmaNames& nm,
-                 const std::function<void(const C::ExprP& round, std::vector<C::Stmt>& body)>& each) {
+                 const std::function<void(const C::ExprP& round, std::vector<C::Stmt>& body)>& each,
+                 bool consumer) {
+  const bool own = consumer && p.alternatingTiles;
   const std::string round = ctx.names.fresh("round"), tile = ctx.names.fresh("tile");
-  std::vector<C::Stmt> body{C::decl(ctx.idx, tile, C::sum({coordinate(ctx, "blockIdx", 0),
-                                                          C::product(C::name(round), lit(p.persistentBlocks))}))};
+  const std::string turn = own ? ctx.names.fresh("turn") : round;
+  std::vector<C::Stmt> body;
+  // pingpong: the consumer's turn t is round consumer + t * consumers.
+  if (own)
+    body.push_back(C::decl(ctx.idx, round, C::sum({nm.consumer, C::product(C::name(turn), lit(p.consumerGroups()))})));
+  body.push_back(C::decl(ctx.idx, tile, C::sum({coordinate(ctx, "blockIdx", 0),
+                                                C::product(C::name(round), lit(p.persistentBlocks))})));
   declareTileOrigin(ctx, p, nm, C::name(tile), body);
+  if (own) nm.tileTurn = C::name(turn);
   each(C::name(round), body);
-  return C::forLoop(ctx.idx, round, lit(0), nm.rounds, C::Unroll::Never, std::move(body));
+  if (!own) return C::forLoop(ctx.idx, round, lit(0), nm.rounds, C::Unroll::Never, std::move(body));
+  // Its turns: the rounds from its own index, every consumers-th (each block has one a consumer at
+  // least: planPingpong).
+  const std::string turns = ctx.names.fresh("turns");
+  const int64_t groups = p.consumerGroups();
+  return C::block({C::decl(ctx.idx, turns, bin("/", C::sum({bin("-", nm.rounds, nm.consumer), lit(groups - 1)}), lit(groups))),
+                   C::forLoop(ctx.idx, turn, lit(0), C::name(turns), C::Unroll::Never, std::move(body))});
 }
 
 }  // namespace mma

@@ -31,16 +31,22 @@ struct MmaNames {
   Env epilogue;
   std::string tmapA, tmapB;                                // TMA: the tensor map parameters' names
   C::ExprP rounds;  // `persistent`: the block's count of tiles (MmaPlan::persistentBlocks)
+  // `pingpong` (MmaPlan::alternatingTiles): the consumer's index (its warpgroup) and, in its tile
+  // loop, its count of tiles so far (the tile turn's phase).
+  C::ExprP consumer, tileTurn;
 };
 
 // EmitMma.cpp: the block tile's origin (nm.m0, nm.n0) and batch indices (nm.batch), declared in
 // `body`: from blockIdx (tile null), or (persistent) from the linear tile index `tile` in the
 // batched order (MmaPlan::gridX). tileLoop: `persistent`'s loop over the block's tiles (round r:
-// tile blockIdx.x + r * grid), each's origin declared first, then `each(round, body)`.
+// tile blockIdx.x + r * grid), each's origin declared first, then `each(round, body)`. `consumer`
+// with alternatingTiles: the consumer's own rounds (nm.consumer + turn * consumers, turn counted
+// in nm.tileTurn).
 void declareTileOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& tile,
                        std::vector<C::Stmt>& body);
 C::Stmt tileLoop(EmitContext& ctx, const MmaPlan& p, MmaNames& nm,
-                 const std::function<void(const C::ExprP& round, std::vector<C::Stmt>& body)>& each);
+                 const std::function<void(const C::ExprP& round, std::vector<C::Stmt>& body)>& each,
+                 bool consumer = false);
 
 using Offsets = std::vector<std::pair<int64_t, int64_t>>;  // per fragment register: (row, k) from (g, t)
 
@@ -137,6 +143,10 @@ void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, st
 // the turn passed to the next consumer warpgroup.
 void waitTurn(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to);
 void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
+// alternatingTiles: before a tile's first step, the wait for its tile turn (the previous round's
+// consumer done issuing); after its last step's issue, the turn passed to the next consumer.
+void waitTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
+void passTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 // The prelude: rtcg_mbar_arrive, rtcg_ld4 and rtcg_tf32_small4_put (`split`: a plan splits tf32x3's tiles), and
 // rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
 std::string producerHelpers(const std::set<int64_t>& counts, bool split);

@@ -170,6 +170,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
       const RegisterSet* rs = sets.empty() ? nullptr : &sets[0];
       const C::ExprP at = ringStep(C::name(ring.step), body);
       step(at, C::name(ring.step), p.persistent() ? ring.stepAt(at, body) : ring.buffer, rs, rs, body);
+      waitTileTurn(p, nm, to);
       to.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
     } else {
       // Two steps an iteration, in straight-line code: the sets are distinct registers of the
@@ -184,8 +185,11 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
       step(atOdd, C::name(odd), ring.stepAt(atOdd, second), &sets[1], &sets[0], second);
       if (p.steps % 2 == 0) append(body, std::move(second));
       else body.push_back(C::ifThen(bin("<", C::name(odd), lit(p.steps)), std::move(second)));
+      waitTileTurn(p, nm, to);
       to.push_back(C::forLoop(ctx.idx, pair, lit(0), lit((p.steps + 1) / 2), C::Unroll::Never, std::move(body)));
     }
+    // pingpong: every step of the tile issued, the next tile's consumer may start its steps.
+    passTileTurn(p, nm, to);
     if (p.wgmmaInFlight()) {
       // The last step's group: waited for, then retired as the steps retire theirs.
       const RegisterSet* last = sets.empty() ? nullptr : &sets[size_t((p.steps - 1) % int64_t(sets.size()))];
@@ -200,13 +204,17 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
                              C::call(name + "_sink", {C::name(nm.acc[0][0][0]), C::name(sink)})));
   };
   if (!p.persistent()) return tileSteps(out);
-  // persistent: per tile of the block its accumulators (zero), its steps, its epilogue.
-  out.push_back(tileLoop(ctx, p, nm, [&](const C::ExprP& r, std::vector<C::Stmt>& to) {
-    round = r;
-    declareWgmmaAccumulators(ctx, p, nm, to, "acc");
-    tileSteps(to);
-    finishTile(to);
-  }));
+  // persistent: per tile of the block (pingpong: of the consumer's own) its accumulators (zero),
+  // its steps, its epilogue.
+  out.push_back(tileLoop(
+      ctx, p, nm,
+      [&](const C::ExprP& r, std::vector<C::Stmt>& to) {
+        round = r;
+        declareWgmmaAccumulators(ctx, p, nm, to, "acc");
+        tileSteps(to);
+        finishTile(to);
+      },
+      true));
 }
 
 }  // namespace

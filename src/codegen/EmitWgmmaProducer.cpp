@@ -136,14 +136,15 @@ void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // The mbarriers: full (TMA's, count 1), empty (every consumer warp), ready (the splitting warps).
   std::vector<C::Stmt> init;
   const std::vector<std::pair<Barrier, int64_t>> barriers = {
-      {Barrier::Full, 1}, {Barrier::Empty, p.consumerThreads / 32}, {Barrier::Ready, kSplitThreads / 32}};
+      {Barrier::Full, 1}, {Barrier::Empty, p.releasingWarps()}, {Barrier::Ready, kSplitThreads / 32}};
   for (auto [which, count] : barriers) {
     if (which == Barrier::Ready && !p.splitBuffers) continue;
     for (int64_t s = 0; s < p.ring.stages; ++s)
       init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, which, lit(s)), lit(count)})));
   }
-  // The consumers' turns (orderedIssue): one a warpgroup, its four warps arrive on the next's.
-  for (int64_t w = 0; p.orderedIssue && w < p.consumerThreads / 128; ++w)
+  // The consumers' turns (orderedIssue per step, alternatingTiles per tile): one a warpgroup, its
+  // four warps arrive on the next's.
+  for (int64_t w = 0; (p.orderedIssue || p.alternatingTiles) && w < p.consumerThreads / 128; ++w)
     init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::Turn, lit(w)), lit(4)})));
   init.push_back(C::exprStmt(C::call("rtcg_mbar_init_fence", {})));
   out.push_back(C::ifThen(bin("==", nm.tid, lit(0)), std::move(init)));
@@ -184,6 +185,22 @@ void waitTurn(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::v
 void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to) {
   if (!p.orderedIssue) return;
   C::ExprP next = bin("%", C::sum({bin("/", nm.tid, lit(128)), lit(1)}), lit(p.consumerThreads / 128));
+  warpArrives(nm, stageBarrier(p, nm, Barrier::Turn, next), to);
+}
+
+void waitTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to) {
+  if (!p.alternatingTiles) return;
+  // Round r's consumer waits for round r - 1's to pass it on: consumer c > 0's turn t (round c + t C)
+  // is its mbarrier's t-th phase, consumer 0's turn t its (t - 1)-th (round 0 waits for none).
+  C::ExprP phase = bin("-", nm.tileTurn, C::castTo("int", bin("==", nm.consumer, lit(0))));
+  to.push_back(C::ifThen(bin(">=", phase, lit(0)),
+                         {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Turn, nm.consumer),
+                                                                 bin("%", phase, lit(2))}))}));
+}
+
+void passTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to) {
+  if (!p.alternatingTiles) return;
+  C::ExprP next = bin("%", C::sum({nm.consumer, lit(1)}), lit(p.consumerGroups()));
   warpArrives(nm, stageBarrier(p, nm, Barrier::Turn, next), to);
 }
 

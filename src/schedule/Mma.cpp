@@ -146,7 +146,9 @@ void planProducer(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& r
     reasons.push_back("mma: 'producer' leaves after its last step, and 'epilogue shared' meets the whole block at "
                       "barriers: give one of them");
   if (p.splitBuffers) p.splitBuffers = p.ring.stages;
-  p.orderedIssue = ms.warpsM * ms.warpsN > 1;
+  // `pingpong`: the consumers own whole tiles, ordered per tile instead of per step.
+  p.alternatingTiles = ms.pingpong;
+  p.orderedIssue = ms.warpsM * ms.warpsN > 1 && !ms.pingpong;
 }
 
 // The producer's registers (MmaPlan::producerRegisters, consumerRegisters): none moved where the
@@ -177,6 +179,8 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   p.instr = MmaInstr::Wgmma;
   p.fragM = 64, p.fragN = ms.wgmmaN, p.fragK = mmaFragK(p.arith);
   p.blockM = ms.warpsM * 64, p.blockN = ms.warpsN * ms.wgmmaN;
+  // `pingpong` (MmaPlan::alternatingTiles): each consumer warpgroup owns whole tiles of its own.
+  if (ms.pingpong) p.blockM = 64, p.blockN = ms.wgmmaN;
   // TF32 stored along M / N goes through A's registers (MmaPlan::registerA): B stored along N
   // with A along K makes the transposed product, whose A is then the one stored along M.
   const bool tf32 = p.arith == MmaArith::Tf32 || p.arith == MmaArith::Tf32x3;
@@ -364,6 +368,30 @@ void planPersistent(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan
   p.persistentBlocks = std::max<int64_t>(1, std::min(p.tileCount(), limits.multiprocessors * std::max<int64_t>(1, perSm)));
 }
 
+// `pingpong`'s refusals (MmaPlan::alternatingTiles): it alternates a persistent block's tiles
+// between two or more consumer warpgroups, so it needs `persistent` (planned: its reasons are
+// persistent's own), the warpgroups, and at least a tile per consumer in every block.
+void planPingpong(const NestSchedule& s, MmaPlan& p, std::vector<std::string>& reasons) {
+  const int64_t consumers = s.mma.warpsM * s.mma.warpsN;
+  if (!s.mma.persistent) {
+    reasons.push_back("mma: 'pingpong' alternates a persistent block's tiles between its consumer warpgroups: it "
+                      "needs 'wgmma ... swizzle 128 tma producer persistent' before it");
+    return;
+  }
+  if (!p.persistent()) return;
+  if (consumers < 2) {
+    reasons.push_back(fmt::format("mma: 'pingpong' gives each consumer warpgroup whole tiles in turn, so that one's "
+                                  "epilogue runs beneath another's wgmma: it needs two or more warpgroups "
+                                  "('warpgroups 2x1'), not {}x{}", s.mma.warpsM, s.mma.warpsN));
+    return;
+  }
+  if (p.tileCount() < consumers * p.persistentBlocks)
+    reasons.push_back(fmt::format("mma: 'pingpong' needs a tile per consumer warpgroup in every block: {} tiles of "
+                                  "{}x{} over {} blocks leave some of the {} consumers none (give 'warpgroups 1x1' "
+                                  "without 'pingpong', or a smaller tile)",
+                                  p.tileCount(), p.blockM, p.blockN, p.persistentBlocks, consumers));
+}
+
 // The block's threads, registers, shared memory and grid against the limits.
 void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p, std::vector<std::string>& reasons) {
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
@@ -400,6 +428,7 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
     reasons.push_back(fmt::format("mma: the staged tiles{} take {} bytes of shared memory, more than {}",
                                   p.sharedEpilogue() ? " (or the epilogue's)" : "", p.sharedBytes, maxShared));
   if (s.mma.persistent) planPersistent(s, limits, p, reasons);
+  if (s.mma.pingpong) planPingpong(s, p, reasons);
   const int64_t grid[3] = {p.gridX(), p.gridY(), 1};
   for (int a = 0; a < 3; ++a)
     if (grid[a] > limits.maxGridDim[a])
@@ -437,7 +466,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   if (p.ring.tma()) {
     p.barrierOffset = (p.sharedBytes + 7) / 8 * 8;
     p.sharedBytes = p.barrierOffset + 8 * p.ring.stages * (p.ring.producer() ? (p.splitBuffers ? 3 : 2) : 1) +
-                    (p.orderedIssue ? 8 * s.mma.warpsM * s.mma.warpsN : 0);
+                    (p.orderedIssue || p.alternatingTiles ? 8 * s.mma.warpsM * s.mma.warpsN : 0);
   }
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   // `fragments 2` over fewer steps than stages copies nothing ahead that it would not copy without

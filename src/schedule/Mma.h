@@ -235,6 +235,21 @@ struct MmaPlan {
   // stages'), so that one's wgmma run while the other waits for its own and adds its partial sums,
   // instead of all issuing together and idling the tensor cores together (CUTLASS's ping-pong).
   bool orderedIssue = false;
+  // `pingpong` (persistent, two or more consumer warpgroups C): the block tile is one warpgroup's
+  // (64 x N, every consumer's origin the tile's) and consumer c runs the block's rounds c, c + C,
+  // c + 2C, ... of its persistent tile list; the producer fills the ring in the rounds' order as
+  // without. Each ring step is read by one consumer, which alone frees its stage (`empty` counts
+  // one warpgroup's four warps). The consumers' main loops run in the rounds' order (a tile turn,
+  // an mbarrier each after the stages': round r's consumer starts its steps once round r - 1's
+  // consumer has issued its last step's wgmma): a stage's mbarrier is waited for by parity, which
+  // tells its phase from the one before only, and a consumer that ran ahead of the one before it
+  // could wait two phases ahead (its parity passes at once). So one consumer's epilogue and its
+  // wait for the next turn run beneath the next consumer's steps (CUTLASS's ping-pong kernel).
+  // No orderedIssue per step.
+  bool alternatingTiles = false;
+  int64_t consumerGroups() const { return consumerThreads / 128; }
+  // The warpgroups that free each stage: one where they alternate tiles, else every consumer.
+  int64_t releasingWarps() const { return alternatingTiles ? 4 : consumerThreads / 32; }
 };
 
 // Registers per thread of a wgmma plan: the accumulators (N / 2), tf32x3's partial sums and

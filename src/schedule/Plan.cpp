@@ -858,10 +858,13 @@ std::string mmaEpilogueLine(const MmaPlan& p) {
 // A wgmma plan in words (after the contraction's lines): the instruction, the tiles' canonical
 // layouts and descriptor strides, the pipeline, the epilogue.
 std::string wgmmaLines(const MmaPlan& p) {
-  std::string s = fmt::format("  {} wgmma.mma_async m64n{}k{} (sm_90a): block tile {}x{} ({} warpgroups of 64x{}), "
+  const int64_t groups = (p.ring.producer() ? p.consumerThreads : p.threads) / 128;
+  std::string s = fmt::format("  {} wgmma.mma_async m64n{}k{} (sm_90a): block tile {}x{} ({}), "
                               "{} reduction steps of {}, {} wgmma per warpgroup and step\n",
                               mmaArithName(p.arith), p.fragN, p.fragK, p.blockM, p.blockN,
-                              (p.ring.producer() ? p.consumerThreads : p.threads) / 128, p.fragN,
+                              p.alternatingTiles ? fmt::format("one warpgroup's; its {} consumer warpgroups take whole "
+                                                               "tiles in turn", groups)
+                                                 : fmt::format("{} warpgroups of 64x{}", groups, p.fragN),
                               p.steps, p.blockK, p.mmaPerStep);
   auto layout = [&](const char* name, bool mnMajor, bool contiguousMn, int64_t lbo, int64_t sbo) {
     if (name[0] == 'A' && p.registerA())
@@ -908,7 +911,7 @@ std::string wgmmaLines(const MmaPlan& p) {
   if (p.ring.producer())
     s += fmt::format("  producer: a warpgroup more (threads {}-{}) issues the boxes up to {} steps ahead, as the "
                      "consumers free each stage (mbarrier 'empty', {} arrivals){}; no block-wide barrier per step{}\n",
-                     p.consumerThreads, p.threads - 1, p.ring.ahead(), p.consumerThreads / 32,
+                     p.consumerThreads, p.threads - 1, p.ring.ahead(), p.releasingWarps(),
                      p.splitBuffers ? ", and splits each landed stage (mbarrier 'ready'), a small buffer per stage" : "",
                      p.consumerRegisters ? fmt::format("; setmaxnreg: producer {}, consumers {} registers",
                                                        p.producerRegisters, p.consumerRegisters)
@@ -917,6 +920,12 @@ std::string wgmmaLines(const MmaPlan& p) {
     s += fmt::format("  persistent: {} blocks loop over the {} output tiles (up to {} each), the ring's steps running on "
                      "across them: the producer fills the next tile's stages while the consumers store the last\n",
                      p.persistentBlocks, p.tileCount(), (p.tileCount() + p.persistentBlocks - 1) / p.persistentBlocks);
+  if (p.alternatingTiles)
+    s += fmt::format("  pingpong: the {0} consumer warpgroups run the block's tiles in turn (consumer c its tiles c, c + "
+                     "{0}, ...), each freeing the stages it read; their main loops go in the tiles' order "
+                     "(an mbarrier 'turn' each: a tile's steps start once the previous tile's are issued), so one "
+                     "consumer's epilogue runs beneath the next one's wgmma\n",
+                     p.consumerGroups());
   s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.ring.stages, p.ring.tma() ? "TMA" : "cp.async",
                    p.ring.ahead(),
                    p.ring.ahead() == 1 ? "" : "s",

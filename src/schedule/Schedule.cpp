@@ -157,16 +157,18 @@ std::string printScanSchedule(const ScanSchedule& s) {
 
 std::string printMmaSchedule(const MmaSchedule& m) {
   if (m.wgmmaN > 0)
-    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
+    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
                        mmaFragK(m.arith), m.warpsM, m.warpsN, m.k,
                        m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                        m.swizzle > 0 ? fmt::format(" swizzle {}", m.swizzle) : "", m.tma ? " tma" : "",
                        m.producer ? " producer" : "", m.persistent ? " persistent" : "",
-                       m.sharedEpilogue ? " epilogue shared" : "");
-  // `persistent` parses on any clause (the plan refuses it without a producer), so it prints back.
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
+                       m.pingpong ? " pingpong" : "", m.sharedEpilogue ? " epilogue shared" : "");
+  // `persistent` and `pingpong` parse on any clause (the plan refuses them without a producer), so
+  // they print back.
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
-                     m.persistent ? " persistent" : "", m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
+                     m.persistent ? " persistent" : "", m.pingpong ? " pingpong" : "",
+                     m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
 }
 
@@ -771,6 +773,8 @@ class ScheduleParser {
     // `persistent`, optional: a loop over output tiles on the producer's ring (the plan says where
     // it applies).
     if (optionalWord("persistent", wordAt)) m.persistent = true;
+    // `pingpong`, optional: the consumer warpgroups own whole tiles in turn (the plan says where).
+    if (optionalWord("pingpong", wordAt)) m.pingpong = true;
     // `fragments 2`, optional.
     if (optionalWord("fragments", wordAt)) {
       if (m.wgmmaN > 0)

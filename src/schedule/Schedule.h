@@ -170,6 +170,10 @@ struct MmaSchedule {
   // each looping over output tiles, the producer filling the next tile's stages while the
   // consumers store the last one's (schedule/Mma.h, MmaPlan::persistentBlocks).
   bool persistent = false;
+  // `pingpong` (after `persistent`, with two or more warpgroups): the consumer warpgroups each own
+  // whole tiles of one warpgroup, in turn (consumer c runs the block's tiles c, c + C, ...), so
+  // that one's epilogue runs beneath another's wgmma (schedule/Mma.h, MmaPlan::alternatingTiles).
+  bool pingpong = false;
   MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
   // `fragments 2` (with stages): two sets of fragment registers. The next fragment-k's A and B
   // fragments are loaded from shared memory while this one's mma issue, and the next step's first

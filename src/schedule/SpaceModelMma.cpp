@@ -178,6 +178,18 @@ double persistentFactor(const MmaPlan& p) {
   return (steps + kFillDrainSteps / perBlock) / (steps + kFillDrainSteps);
 }
 
+// `pingpong` (MmaPlan::alternatingTiles): the factor on the main loop's time. A persistent
+// block's one consumer runs each tile's epilogue (its fragments' stores) after the tile's steps,
+// the tensor cores idle meanwhile; with the tiles alternating between consumers another's steps
+// run beneath it. The epilogue is taken as kEpilogueSteps steps of a tile's time (on an H200, a
+// 64 x 128 tile's 64 stores a thread against steps of k 32); the credit is its share of a tile.
+constexpr double kEpilogueSteps = 1;
+
+double pingpongFactor(const MmaPlan& p) {
+  if (!p.alternatingTiles) return 1.0;
+  return double(p.steps) / (double(p.steps) + kEpilogueSteps);
+}
+
 }  // namespace
 
 NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceModel& d) {
@@ -207,8 +219,10 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
                                                       (double(d.multiprocessors) * 32 * 1.5e9)
                                                 : 0.0;
   const double sustained = mmaSustained(p, bigPrefetch);
-  const double compute = std::max(issued / (sustained * peak), mmaIssueSeconds(p, ms, tiles, e.threads, d)) *
-                             persistentFactor(p) +
+  // pingpong: a tile's warps are its consumer's and its share of the producer's.
+  const int64_t tileThreads = p.alternatingTiles ? 128 + 128 / p.consumerGroups() : e.threads;
+  const double compute = std::max(issued / (sustained * peak), mmaIssueSeconds(p, ms, tiles, tileThreads, d)) *
+                             persistentFactor(p) * pingpongFactor(p) +
                          epiloguePass;
   const bool readsBack = [&] {
     bool r = false;
