@@ -17,6 +17,7 @@
 #include "schedule/Mma.h"
 #include "schedule/Plan.h"
 #include "schedule/Space.h"
+#include "WgmmaPlanHelpers.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
@@ -49,19 +50,6 @@ kernel rect_i8(m: int, n: int, kk: int, a: i8[m, kk], b: i8[n, kk], out c: i32[m
 Kernel rect(const char* name, int64_t m, int64_t n, int64_t kk) {
   return fromSource(kKernels, name, {{"m", m}, {"n", n}, {"kk", kk}});
 }
-
-ScheduleLimits limitsOf(int64_t multiprocessors) { return deviceScheduleLimits(227 * 1024, 1024, multiprocessors, 228 * 1024); }
-const ScheduleLimits kH200 = limitsOf(132);
-
-std::optional<MmaPlan> plan(const Kernel& k, const std::string& text, const ScheduleLimits& limits,
-                            std::vector<std::string>& reasons) {
-  auto parsed = parseSchedule(text);
-  EXPECT_TRUE(parsed.schedule) << text << ": " << parsed.error;
-  if (!parsed.schedule) return std::nullopt;
-  return planMma(k, 0, parsed.schedule->nests[0], limits, reasons);
-}
-
-std::string joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, "; ")); }
 
 const std::string kTail = " swizzle 128 tma producer persistent pingpong";
 

@@ -1,0 +1,35 @@
+// Helpers of the persistent and pingpong wgmma tests: an H200's schedule limits (and fewer
+// multiprocessors, so that blocks run several tiles each), a schedule's text planned for one
+// nest, and reasons joined for messages.
+#pragma once
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "schedule/Mma.h"
+#include "schedule/Schedule.h"
+
+namespace rtcg::testing {
+
+inline ScheduleLimits limitsOf(int64_t multiprocessors) {
+  return deviceScheduleLimits(227 * 1024, 1024, multiprocessors, 228 * 1024);
+}
+inline const ScheduleLimits kH200 = limitsOf(132);
+
+inline std::optional<MmaPlan> plan(const Kernel& k, const std::string& text, const ScheduleLimits& limits,
+                                   std::vector<std::string>& reasons) {
+  auto parsed = parseSchedule(text);
+  EXPECT_TRUE(parsed.schedule) << text << ": " << parsed.error;
+  if (!parsed.schedule) return std::nullopt;
+  return planMma(k, 0, parsed.schedule->nests[0], limits, reasons);
+}
+
+inline std::string joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, "; ")); }
+
+}  // namespace rtcg::testing
