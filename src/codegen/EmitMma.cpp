@@ -569,7 +569,7 @@ namespace mma {
 // The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
 // dynamic shared memory of the element type, one after the other.
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
-  const int64_t a = p.ring.stages * p.a.buffer, b = p.ring.stages * p.b.buffer;
+  const int64_t a = p.ring.stages * p.a.buffer, b = p.bBuffers() * p.b.buffer;  // `resident`: B's a step
   const std::string type = cudaTypeName(p.staged);  // 16-bit arithmetics: the values as loaded
   if (ctx.plan.dynamicShared) {
     const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);

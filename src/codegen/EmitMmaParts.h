@@ -132,6 +132,9 @@ C::ExprP barrierAt(const MmaPlan& p, const MmaNames& nm, const C::ExprP& index);
 // mbarrier (every box's, zero-filled parts too), then the boxes.
 std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::string& mapA, const std::string& mapB,
                                const C::ExprP& stepIndex, const C::ExprP& buffer);
+// `resident` (MmaPlan::residentB): the issue of B's tiles of every step, at N origin `n0`, into
+// B's buffer of each step, on mbarrier `bar` (one thread's).
+std::vector<C::Stmt> issueResidentB(const MmaPlan& p, const MmaNames& nm, const C::ExprP& n0, const C::ExprP& bar);
 // EmitWgmmaProducer.cpp (MmaPlan::ring: producer-consumer): the ring's hand-over part: its opening
 // is the mbarriers' initialization and the producer warpgroup's branch (its steps' boxes, tf32x3's
 // splits; then it returns), and the consumers wait for each step's stage (full, or tf32x3's
@@ -139,6 +142,8 @@ std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::
 // once its wgmma is waited for.
 RingHandOver producerHandOver(EmitContext& ctx, const MmaPlan& p, MmaNames& nm);
 void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to);
+// residentB: the consumers' one wait for B's resident tiles (copied, and under tf32x3 split).
+void waitResident(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 // orderedIssue: before a step's first wgmma, the wait for this warpgroup's turn; after its commit,
 // the turn passed to the next consumer warpgroup.
 void waitTurn(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to);

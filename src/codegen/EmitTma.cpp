@@ -27,11 +27,11 @@ namespace {
 // One operand's boxes of the step at k0 into the buffer at element `buffer` of its tile: K-major a
 // column of atoms (W of k by the tile's rows) per box, MN-major W of M / N by the step's k.
 void issueOperand(const MmaPlan& p, const MmaNames& nm, bool isA, const std::string& map, const C::ExprP& k0,
-                  const C::ExprP& buffer, const C::ExprP& bar, std::vector<C::Stmt>& out) {
+                  const C::ExprP& buffer, const C::ExprP& bar, std::vector<C::Stmt>& out, const C::ExprP& from = nullptr) {
   const MmaPlan::TmaOperand& t = p.tile(isA).tma;
   const bool mnMajor = p.tile(isA).mnMajor;
   // A batched operand's box starts at its batch's rows (MmaPlan::TmaOperand::batchRows).
-  std::vector<C::ExprP> rows{isA ? nm.m0 : nm.n0};
+  std::vector<C::ExprP> rows{from ? from : isA ? nm.m0 : nm.n0};
   for (const auto& [loop, step] : t.batchRows) rows.push_back(C::product(nm.batch.at(loop), lit(step)));
   const C::ExprP origin = C::sum(rows);
   for (int64_t j = 0; j < t.boxes; ++j) {
@@ -48,12 +48,21 @@ void issueOperand(const MmaPlan& p, const MmaNames& nm, bool isA, const std::str
 std::vector<C::Stmt> issueStep(const MmaPlan& p, const MmaNames& nm, const std::string& mapA, const std::string& mapB,
                                const C::ExprP& stepIndex, const C::ExprP& buffer) {
   std::vector<C::Stmt> out;
-  const int64_t bytes = (p.a.buffer + p.b.buffer) * typeBytes(p.staged);
+  // `resident`: B's tiles are copied once (issueResidentB), the stages carry A alone.
+  const int64_t bytes = (p.a.buffer + (p.residentB ? 0 : p.b.buffer)) * typeBytes(p.staged);
   C::ExprP bar = barrierAt(p, nm, buffer);
   out.push_back(C::exprStmt(C::call("rtcg_mbar_expect_tx", {bar, lit(bytes)})));
   C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
   issueOperand(p, nm, true, mapA, k0, C::product(buffer, lit(p.a.buffer)), bar, out);
-  issueOperand(p, nm, false, mapB, k0, C::product(buffer, lit(p.b.buffer)), bar, out);
+  if (!p.residentB) issueOperand(p, nm, false, mapB, k0, C::product(buffer, lit(p.b.buffer)), bar, out);
+  return out;
+}
+
+std::vector<C::Stmt> issueResidentB(const MmaPlan& p, const MmaNames& nm, const C::ExprP& n0, const C::ExprP& bar) {
+  std::vector<C::Stmt> out;
+  out.push_back(C::exprStmt(C::call("rtcg_mbar_expect_tx", {bar, lit(p.steps * p.b.buffer * typeBytes(p.staged))})));
+  for (int64_t step = 0; step < p.steps; ++step)
+    issueOperand(p, nm, false, nm.tmapB, lit(step * p.blockK), lit(step * p.b.buffer), bar, out, n0);
   return out;
 }
 

@@ -125,10 +125,11 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
       to.push_back(C::decl(ctx.idx, small, bin("%", at, lit(p.splitBuffers))));
       if (!p.ring.producer()) splitStep(ctx, p, nm, C::name(buf), C::name(small), to);
     }
-    // Operand `isA`'s descriptor of part `part` at kk (parts: the ring's buffer, the small tile's).
+    // Operand `isA`'s descriptor of part `part` at kk (parts: the ring's buffer, the small tile's;
+    // `resident` B: its buffer of the tile's step, either part).
     auto descAt = [&](bool isA, int part, int64_t kk) {
       const int64_t size = p.tile(isA).buffer * bytes / 16;
-      C::ExprP b = C::name(part ? small : buf);
+      C::ExprP b = !isA && p.residentB ? local : C::name(part ? small : buf);
       return C::sum({(isA ? desc.a : desc.b)[size_t(part)], C::product(b, lit(size)), lit(kOffset(p, isA, kk))});
     };
     if (p.registerA()) loadRegisterA(ctx, p, nm, C::name(buf), *rs, to);
@@ -204,6 +205,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
                              C::call(name + "_sink", {C::name(nm.acc[0][0][0]), C::name(sink)})));
   };
   if (!p.persistent()) return tileSteps(out);
+  waitResident(p, nm, out);
   // persistent: per tile of the block (pingpong: of the consumer's own) its accumulators (zero),
   // its steps, its epilogue.
   out.push_back(tileLoop(

@@ -24,12 +24,19 @@ namespace rtcg::emit::mma {
 
 namespace {
 
-enum class Barrier { Full, Empty, Ready, Turn };
+// The mbarriers: a stage's full, empty and (tf32x3) ready; a consumer warpgroup's turn; `resident`'s
+// one full and (tf32x3) ready for B's tiles (index 0 of theirs).
+enum class Barrier { Full, Empty, Ready, Turn, ResidentFull, ResidentReady };
 
 constexpr int64_t kSplitThreads = 96;  // tf32x3: the producer's warps 1-3 split the landed tiles
 
 C::ExprP stageBarrier(const MmaPlan& p, const MmaNames& nm, Barrier which, const C::ExprP& buffer) {
-  const int64_t first = which == Barrier::Turn ? (p.splitBuffers ? 3 : 2) * p.ring.stages : int64_t(which) * p.ring.stages;
+  const int64_t turns = (p.splitBuffers ? 3 : 2) * p.ring.stages;
+  const int64_t resident = turns + (p.orderedIssue || p.alternatingTiles ? p.consumerGroups() : 0);
+  const int64_t first = which == Barrier::Turn           ? turns
+                        : which == Barrier::ResidentFull  ? resident
+                        : which == Barrier::ResidentReady ? resident + 1
+                                                          : int64_t(which) * p.ring.stages;
   return barrierAt(p, nm, first ? C::sum({lit(first), buffer}) : buffer);
 }
 
@@ -54,27 +61,53 @@ C::ExprP useParity(const MmaPlan& p, const C::ExprP& step) {
 // shared-memory round trip of its own (the split limited the DG rows: docs/bench.md, session 38).
 constexpr int64_t kSplitBatch = 4;
 
+// One operand's `size` values from element `start` of its big tile (the landed values) to the same
+// place of its small tile.
+void splitRange(EmitContext& ctx, bool isA, const std::vector<Tile>& tiles, const C::ExprP& start, int64_t size,
+                const C::ExprP& tid, std::vector<C::Stmt>& body) {
+  const int64_t rounds = (size / 4 + kSplitThreads - 1) / kSplitThreads;
+  for (int64_t first = 0; first < rounds; first += kSplitBatch) {
+    std::vector<C::Stmt> stores;
+    for (int64_t r = first; r < std::min(rounds, first + kSplitBatch); ++r) {
+      const std::string e = ctx.names.fresh(isA ? "split_a" : "split_b"), v = ctx.names.fresh("quad");
+      body.push_back(C::decl(ctx.idx, e, C::product(C::sum({tid, lit(r * kSplitThreads)}), lit(4))));
+      // A last round past the tile loads its first quad, and writes nothing.
+      const bool past = (r + 1) * kSplitThreads * 4 > size;
+      C::ExprP at = past ? C::ternary(bin("<", C::name(e), lit(size)), C::name(e), lit(0)) : C::name(e);
+      body.push_back(C::decl("float4", v, C::call("rtcg_ld4", {C::unary("&", tileRef(tiles[0], C::sum({start, at})))})));
+      C::Stmt store = C::exprStmt(C::call("rtcg_tf32_small4_put", {C::name(v), C::unary("&", tileRef(tiles[1], C::sum({start, C::name(e)})))}));
+      stores.push_back(past ? C::ifThen(bin("<", C::name(e), lit(size)), {std::move(store)}) : std::move(store));
+    }
+    append(body, std::move(stores));
+  }
+}
+
+// A landed stage's tiles (A's where not from registers, B's where not resident).
 void splitLanded(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer, const C::ExprP& tid,
                  std::vector<C::Stmt>& body) {
   for (bool isA : {true, false}) {
-    if (isA && p.registerA()) continue;
-    const std::vector<Tile>& tiles = isA ? nm.tileA : nm.tileB;
-    const int64_t size = p.tile(isA).buffer, rounds = (size / 4 + kSplitThreads - 1) / kSplitThreads;
-    for (int64_t first = 0; first < rounds; first += kSplitBatch) {
-      std::vector<C::Stmt> stores;
-      for (int64_t r = first; r < std::min(rounds, first + kSplitBatch); ++r) {
-        const std::string e = ctx.names.fresh(isA ? "split_a" : "split_b"), v = ctx.names.fresh("quad");
-        body.push_back(C::decl(ctx.idx, e, C::product(C::sum({tid, lit(r * kSplitThreads)}), lit(4))));
-        // A last round past the tile loads its first quad, and writes nothing.
-        const bool past = (r + 1) * kSplitThreads * 4 > size;
-        C::ExprP at = past ? C::ternary(bin("<", C::name(e), lit(size)), C::name(e), lit(0)) : C::name(e);
-        body.push_back(C::decl("float4", v, C::call("rtcg_ld4", {C::unary("&", tileRef(tiles[0], C::sum({C::product(buffer, lit(size)), at})))})));
-        C::Stmt store = C::exprStmt(C::call("rtcg_tf32_small4_put", {C::name(v), C::unary("&", tileRef(tiles[1], C::sum({C::product(buffer, lit(size)), C::name(e)})))}));
-        stores.push_back(past ? C::ifThen(bin("<", C::name(e), lit(size)), {std::move(store)}) : std::move(store));
-      }
-      append(body, std::move(stores));
-    }
+    if ((isA && p.registerA()) || (!isA && p.residentB)) continue;
+    const int64_t size = p.tile(isA).buffer;
+    splitRange(ctx, isA, isA ? nm.tileA : nm.tileB, C::product(buffer, lit(size)), size, tid, body);
   }
+}
+
+// `resident` (MmaPlan::residentB), before the ring's first step: the issuer's copy of B's tiles (at
+// the block's N tile, the same for all its tiles) and the splitters' one split of them.
+std::vector<C::Stmt> residentIssue(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm) {
+  if (!p.residentB) return {};
+  C::ExprP n0 = C::product(bin("%", coordinate(ctx, "blockIdx", 0), lit(p.nTiles())), lit(p.blockN));
+  return issueResidentB(p, nm, n0, stageBarrier(p, nm, Barrier::ResidentFull, lit(0)));
+}
+
+std::vector<C::Stmt> residentSplit(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& tid) {
+  std::vector<C::Stmt> body;
+  if (!p.residentB) return body;
+  body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::ResidentFull, lit(0)), lit(0)})));
+  splitRange(ctx, false, nm.tileB, lit(0), p.steps * p.b.buffer, tid, body);
+  body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+  warpArrives(nm, stageBarrier(p, nm, Barrier::ResidentReady, lit(0)), body);
+  return body;
 }
 
 // The producer's steps. Its thread 0 issues every step's boxes, from the second round on once the
@@ -111,7 +144,9 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
                                    : tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
                                        body.push_back(loop(C::product(round, lit(p.steps)), p.steps, issue));
                                      });
-  if (!p.splitBuffers) return {C::ifThen(bin("==", ptid, lit(0)), {std::move(issuer)})};
+  std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
+  issuing.push_back(std::move(issuer));
+  if (!p.splitBuffers) return {C::ifThen(bin("==", ptid, lit(0)), std::move(issuing))};
   auto split = [&](const C::ExprP& step, const C::ExprP&, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
     body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Full, buffer), useParity(p, step)})));
     splitLanded(ctx, p, nm, buffer, bin("-", ptid, lit(32)), body);
@@ -121,13 +156,14 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   // The splitters' steps: the tile's, or persistent's every ring step of the block's tiles.
   C::Stmt splitter = !p.persistent() ? loop(nullptr, p.steps, split) : [&] {
     const std::string steps = ctx.names.fresh("ring_steps");
-    std::vector<C::Stmt> all{C::decl(ctx.idx, steps, C::product(nm.rounds, lit(p.steps)))};
+    std::vector<C::Stmt> all = residentSplit(ctx, p, nm, bin("-", ptid, lit(32)));
+    all.push_back(C::decl(ctx.idx, steps, C::product(nm.rounds, lit(p.steps))));
     C::Stmt each = loop(nullptr, 0, split);
     each.hi = C::name(steps);
     all.push_back(std::move(each));
     return C::block(std::move(all));
   }();
-  return {C::ifThen(bin("==", ptid, lit(0)), {std::move(issuer)}),
+  return {C::ifThen(bin("==", ptid, lit(0)), std::move(issuing)),
           C::ifThen(bin(">=", ptid, lit(32)), {std::move(splitter)})};
 }
 
@@ -146,6 +182,13 @@ void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // four warps arrive on the next's.
   for (int64_t w = 0; (p.orderedIssue || p.alternatingTiles) && w < p.consumerThreads / 128; ++w)
     init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::Turn, lit(w)), lit(4)})));
+  // `resident`: B's tiles' full (TMA's) and, under tf32x3, ready (the splitting warps').
+  if (p.residentB) {
+    init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::ResidentFull, lit(0)), lit(1)})));
+    if (p.splitBuffers)
+      init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::ResidentReady, lit(0)),
+                                                            lit(kSplitThreads / 32)})));
+  }
   init.push_back(C::exprStmt(C::call("rtcg_mbar_init_fence", {})));
   out.push_back(C::ifThen(bin("==", nm.tid, lit(0)), std::move(init)));
   out.push_back(C::syncThreads());
@@ -202,6 +245,12 @@ void passTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to
   if (!p.alternatingTiles) return;
   C::ExprP next = bin("%", C::sum({nm.consumer, lit(1)}), lit(p.consumerGroups()));
   warpArrives(nm, stageBarrier(p, nm, Barrier::Turn, next), to);
+}
+
+void waitResident(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to) {
+  if (!p.residentB) return;
+  const Barrier which = p.splitBuffers ? Barrier::ResidentReady : Barrier::ResidentFull;
+  to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, which, lit(0)), lit(0)})));
 }
 
 void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to) {

@@ -184,7 +184,15 @@ void planWgmma(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
   // TF32 stored along M / N goes through A's registers (MmaPlan::registerA): B stored along N
   // with A along K makes the transposed product, whose A is then the one stored along M.
   const bool tf32 = p.arith == MmaArith::Tf32 || p.arith == MmaArith::Tf32x3;
-  if (tf32 && !p.c.bAlongK && p.c.aAlongK) {
+  // `resident a`: the kept operand goes to wgmma's N side (MmaPlan::residentB), as wide as 256.
+  const bool tf32Forced = tf32 && !p.c.bAlongK && p.c.aAlongK;
+  if (ms.resident == MmaOperand::A && tf32 && !p.c.aAlongK)
+    reasons.push_back("mma: 'resident a' keeps the product's first operand as wgmma's B, which TF32 reads K-major "
+                      "only, and it is stored along M (keep 'b', or none)");
+  if (ms.resident == MmaOperand::B && tf32Forced)
+    reasons.push_back("mma: 'resident b' keeps the product's second operand as wgmma's B, which TF32 reads K-major "
+                      "only, and it is stored along N (keep 'a', or none)");
+  if (tf32Forced || ms.resident == MmaOperand::A) {
     transpose(p.c);
     p.transposed = true;
   }
@@ -368,6 +376,36 @@ void planPersistent(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan
   p.persistentBlocks = std::max<int64_t>(1, std::min(p.tileCount(), limits.multiprocessors * std::max<int64_t>(1, perSm)));
 }
 
+// `resident`'s part (MmaPlan::residentB), or the reasons why it cannot: the kept operand's tiles
+// stay for the block's output tiles, so those must share them (a persistent grid over an
+// unbatched contraction), and the producer copies them. planWgmma put the operand on wgmma's B.
+void planResident(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
+  if (!ms.persistent || !p.ring.producer()) {
+    reasons.push_back("mma: 'resident' keeps an operand's tiles for a persistent block's output tiles: it needs "
+                      "'wgmma ... swizzle 128 tma producer persistent' before it");
+    return;
+  }
+  if (!p.c.batch.empty()) {
+    reasons.push_back("mma: 'resident' keeps one operand tile for all of a block's output tiles, and a batched "
+                      "contraction's operands change with the batch");
+    return;
+  }
+  p.residentB = true;
+}
+
+// `resident`'s grid: a multiple of the N tiles, so that each block's tiles share one (block b's
+// all have N tile b % nTiles), at most the blocks that fit at once (planPersistent).
+void residentGrid(MmaPlan& p, std::vector<std::string>& reasons) {
+  const int64_t nTiles = p.nTiles();
+  if (p.persistentBlocks < nTiles) {
+    reasons.push_back(fmt::format("mma: 'resident' gives each block one of the kept operand's {} tiles of {} rows, "
+                                  "and only {} blocks fit at once (give a wider wgmma N)",
+                                  nTiles, p.blockN, p.persistentBlocks));
+    return;
+  }
+  p.persistentBlocks = p.persistentBlocks / nTiles * nTiles;
+}
+
 // `pingpong`'s refusals (MmaPlan::alternatingTiles): it alternates a persistent block's tiles
 // between two or more consumer warpgroups, so it needs `persistent` (planned: its reasons are
 // persistent's own), the warpgroups, and at least a tile per consumer in every block.
@@ -428,6 +466,7 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
     reasons.push_back(fmt::format("mma: the staged tiles{} take {} bytes of shared memory, more than {}",
                                   p.sharedEpilogue() ? " (or the epilogue's)" : "", p.sharedBytes, maxShared));
   if (s.mma.persistent) planPersistent(s, limits, p, reasons);
+  if (p.residentB && p.persistent()) residentGrid(p, reasons);
   if (s.mma.pingpong) planPingpong(s, p, reasons);
   const int64_t grid[3] = {p.gridX(), p.gridY(), 1};
   for (int a = 0; a < 3; ++a)
@@ -454,21 +493,24 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, p, reasons);
   if (s.mma.producer && p.ring.tma()) planProducer(s.mma, p, reasons);
   planFragments(s.mma, p, reasons);
+  p.steps = ceilDiv(p.c.kExtent, p.blockK);
+  if (s.mma.resident != MmaOperand::None) planResident(s.mma, p, reasons);
   p.a.buffer = (p.a.kMajor ? p.blockK : p.blockM) * p.a.pitch;
   p.b.buffer = (p.b.kMajor ? p.blockK : p.blockN) * p.b.pitch;
-  p.tileBytes = (p.a.buffer + p.b.buffer) * typeBytes(p.staged) * p.tilesPerOperand * p.ring.stages;
+  p.tileBytes = (p.a.buffer * p.ring.stages + p.b.buffer * p.bBuffers()) * typeBytes(p.staged) * p.tilesPerOperand;
   // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
-  p.smallOffset = (p.a.buffer + p.b.buffer) * p.ring.stages;
-  p.tileBytes += p.splitBuffers * ((p.registerA() ? 0 : p.a.buffer) + p.b.buffer) * typeBytes(p.staged);
+  p.smallOffset = p.a.buffer * p.ring.stages + p.b.buffer * p.bBuffers();
+  p.tileBytes += (p.splitBuffers * (p.registerA() ? 0 : p.a.buffer) + p.bSmallBuffers() * p.b.buffer) * typeBytes(p.staged);
   planEpilogue(k, nest, s, p);
   // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
-  // `producer`: the stages' full, empty and (tf32x3) ready mbarriers.
+  // `producer`: the stages' full, empty and (tf32x3) ready mbarriers; the consumers' turns;
+  // `resident`: B's full and (tf32x3) ready.
   if (p.ring.tma()) {
     p.barrierOffset = (p.sharedBytes + 7) / 8 * 8;
     p.sharedBytes = p.barrierOffset + 8 * p.ring.stages * (p.ring.producer() ? (p.splitBuffers ? 3 : 2) : 1) +
-                    (p.orderedIssue || p.alternatingTiles ? 8 * s.mma.warpsM * s.mma.warpsN : 0);
+                    (p.orderedIssue || p.alternatingTiles ? 8 * s.mma.warpsM * s.mma.warpsN : 0) +
+                    (p.residentB ? 16 : 0);
   }
-  p.steps = ceilDiv(p.c.kExtent, p.blockK);
   // `fragments 2` over fewer steps than stages copies nothing ahead that it would not copy without
   // it, and on an H200 such schedules of the f64 DG differentiation (3 steps of 4 stages, 2 of 4)
   // computed wrong sums (0.7-7%) where every ring and emulation said right: refused.

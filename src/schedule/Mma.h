@@ -247,6 +247,20 @@ struct MmaPlan {
   // wait for the next turn run beneath the next consumer's steps (CUTLASS's ping-pong kernel).
   // No orderedIssue per step.
   bool alternatingTiles = false;
+  // `resident` (persistent, unbatched): B's tiles of all `steps` stay in shared memory for the
+  // block's tiles, which share one N tile (persistentBlocks is a multiple of nTiles, so block b's
+  // tiles b + r * grid all have N tile b % nTiles). The producer's thread 0 copies them once, on
+  // an mbarrier of their own (`resident full`), before the ring's first step; tf32x3's splitting
+  // warps split them once into small tiles of their own (`resident ready`, which the consumers wait
+  // for once). The ring's stages then carry A alone (expect_tx A's bytes). A step reads B's
+  // buffer of its step in the tile, not the ring's. Where B is the contraction's small operand
+  // reused by every tile (the DG rows' D: 192 of each tile's 256 rows), the per-tile split and
+  // copy shrink to A's.
+  bool residentB = false;
+  // Buffers of B's tile (and of its small tiles under tf32x3): one a step where resident, else
+  // the ring's.
+  int64_t bBuffers() const { return residentB ? steps : ring.stages; }
+  int64_t bSmallBuffers() const { return splitBuffers == 0 ? 0 : residentB ? steps : splitBuffers; }
   int64_t consumerGroups() const { return consumerThreads / 128; }
   // The warpgroups that free each stage: one where they alternate tiles, else every consumer.
   int64_t releasingWarps() const { return alternatingTiles ? 4 : consumerThreads / 32; }

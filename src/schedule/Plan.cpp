@@ -873,13 +873,19 @@ std::string wgmmaLines(const MmaPlan& p) {
     return fmt::format("{} {} (LBO {}, SBO {} bytes){}", name, mnMajor ? "MN-major" : "K-major", lbo, sbo,
                        contiguousMn && !mnMajor ? ", copied value by value (TF32 is K-major only)" : "");
   };
-  if (p.transposed)
+  if (p.transposed && p.registerA())
     s += "  transposed: C^T = B^T A^T (the operand stored along N is A, from registers; M is the output's column "
          "index)\n";
-  // tf32x3: who splits which tiles how, then the products and the partial sums.
+  else if (p.transposed)
+    s += "  transposed: C^T = B^T A^T (the product's first operand, kept by 'resident a', is wgmma's B)\n";
+  // tf32x3: who splits which tiles how, then the products and the partial sums (`resident`: B's once,
+  // said below).
   if (p.splitBuffers) {
-    const char* tiles = p.registerA() ? "B tile" : "A and B tiles";
-    const int64_t smallBytes = ((p.registerA() ? 0 : p.a.buffer) + p.b.buffer) * p.splitBuffers * typeBytes(p.staged);
+    const char* tiles = p.registerA() ? (p.residentB ? "no tile (B is resident, A in registers)" : "B tile")
+                        : p.residentB ? "A tile"
+                                      : "A and B tiles";
+    const int64_t smallBytes =
+        ((p.registerA() ? 0 : p.a.buffer) + (p.residentB ? 0 : p.b.buffer)) * p.splitBuffers * typeBytes(p.staged);
     s += p.ring.producer() ? fmt::format("  tf32x3: the producer splits each landed stage's {}: the big parts are the values "
                                   "truncated (as the tensor cores read them), the small parts the rest rounded to "
                                   "nearest, into a buffer per stage ({} bytes after the rings)",
@@ -907,7 +913,8 @@ std::string wgmmaLines(const MmaPlan& p) {
   if (p.ring.tma())
     s += fmt::format("  TMA: thread 0 copies each stage by cp.async.bulk.tensor.2d (128-byte swizzle, zeros outside "
                      "the arrays): {}; {}; an mbarrier per stage (expect_tx {} bytes, waited for by parity)\n",
-                     box("A", p.a.tma), box("B", p.b.tma), (p.a.buffer + p.b.buffer) * typeBytes(p.staged));
+                     box("A", p.a.tma), box("B", p.b.tma),
+                     (p.a.buffer + (p.residentB ? 0 : p.b.buffer)) * typeBytes(p.staged));
   if (p.ring.producer())
     s += fmt::format("  producer: a warpgroup more (threads {}-{}) issues the boxes up to {} steps ahead, as the "
                      "consumers free each stage (mbarrier 'empty', {} arrivals){}; no block-wide barrier per step{}\n",
@@ -920,6 +927,13 @@ std::string wgmmaLines(const MmaPlan& p) {
     s += fmt::format("  persistent: {} blocks loop over the {} output tiles (up to {} each), the ring's steps running on "
                      "across them: the producer fills the next tile's stages while the consumers store the last\n",
                      p.persistentBlocks, p.tileCount(), (p.tileCount() + p.persistentBlocks - 1) / p.persistentBlocks);
+  if (p.residentB)
+    s += fmt::format("  resident: B's tiles of all {} steps ({} bytes{}) stay in shared memory for the block's tiles, "
+                     "which share N tile (block % {}): the producer copies them once (expect_tx {} bytes){}; the "
+                     "stages carry A alone\n",
+                     p.steps, p.steps * p.b.buffer * typeBytes(p.staged), p.splitBuffers ? ", and as many for their small parts" : "",
+                     p.nTiles(), p.steps * p.b.buffer * typeBytes(p.staged),
+                     p.splitBuffers ? " and its splitting warps split them once" : "");
   if (p.alternatingTiles)
     s += fmt::format("  pingpong: the {0} consumer warpgroups run the block's tiles in turn (consumer c its tiles c, c + "
                      "{0}, ...), each freeing the stages it read; their main loops go in the tiles' order "

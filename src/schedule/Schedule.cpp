@@ -155,19 +155,28 @@ std::string printScanSchedule(const ScanSchedule& s) {
   return fmt::format("lookback threads {} items {}{}", s.threads, s.items, s.warpLayout ? " layout warp" : "");
 }
 
+namespace {
+
+std::string residentText(const MmaSchedule& m) {
+  return m.resident == MmaOperand::A ? " resident a" : m.resident == MmaOperand::B ? " resident b" : "";
+}
+
+}  // namespace
+
 std::string printMmaSchedule(const MmaSchedule& m) {
   if (m.wgmmaN > 0)
-    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
+    return fmt::format("{} wgmma m64n{}k{} warpgroups {}x{} k {}{}{}{}{}{}{}{}{}", mmaArithName(m.arith), m.wgmmaN,
                        mmaFragK(m.arith), m.warpsM, m.warpsN, m.k,
                        m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                        m.swizzle > 0 ? fmt::format(" swizzle {}", m.swizzle) : "", m.tma ? " tma" : "",
                        m.producer ? " producer" : "", m.persistent ? " persistent" : "",
-                       m.pingpong ? " pingpong" : "", m.sharedEpilogue ? " epilogue shared" : "");
-  // `persistent` and `pingpong` parse on any clause (the plan refuses them without a producer), so
-  // they print back.
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
+                       m.pingpong ? " pingpong" : "", residentText(m),
+                       m.sharedEpilogue ? " epilogue shared" : "");
+  // `persistent`, `pingpong` and `resident` parse on any clause (the plan refuses them without a
+  // producer), so they print back.
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
-                     m.persistent ? " persistent" : "", m.pingpong ? " pingpong" : "",
+                     m.persistent ? " persistent" : "", m.pingpong ? " pingpong" : "", residentText(m),
                      m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
 }
@@ -775,6 +784,16 @@ class ScheduleParser {
     if (optionalWord("persistent", wordAt)) m.persistent = true;
     // `pingpong`, optional: the consumer warpgroups own whole tiles in turn (the plan says where).
     if (optionalWord("pingpong", wordAt)) m.pingpong = true;
+    // `resident a|b`, optional: that operand's whole reduction kept in shared memory per block (the
+    // plan says where).
+    if (optionalWord("resident", wordAt)) {
+      at = (skipSpace(), pos_);
+      std::string which = word("'a' or 'b' after 'resident'");
+      if (which != "a" && which != "b")
+        failAt(at, fmt::format("'resident' names the operand kept, 'a' or 'b' (the product's first or second "
+                               "factor), not '{}'", which));
+      m.resident = which == "a" ? MmaOperand::A : MmaOperand::B;
+    }
     // `fragments 2`, optional.
     if (optionalWord("fragments", wordAt)) {
       if (m.wgmmaN > 0)

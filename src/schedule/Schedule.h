@@ -126,6 +126,8 @@ bool mmaPacked(MmaArith a);
 // has the shapes PTX ISA 7.8 adds for sm_90 (mma.sync m16n8k4, m16n8k8, m16n8k16 .f64): Hopper's FP64
 // tensor cores reach their rate with these; m8n8k4, the Ampere shape, runs at a fraction of it.
 enum class MmaShape : uint8_t { Native, M16N8K4, M16N8K8, M16N8K16 };
+// An operand of a contraction as written: the product's first (A) or second (B) factor.
+enum class MmaOperand : uint8_t { None, A, B };
 struct MmaDims {
   int64_t m = 16, n = 8, k = 8;
 };
@@ -174,6 +176,11 @@ struct MmaSchedule {
   // whole tiles of one warpgroup, in turn (consumer c runs the block's tiles c, c + C, ...), so
   // that one's epilogue runs beneath another's wgmma (schedule/Mma.h, MmaPlan::alternatingTiles).
   bool pingpong = false;
+  // `resident a` / `resident b` (after `persistent`): that operand's tiles of every reduction step
+  // (the product's first or second factor, as written) stay in shared memory for the block's
+  // tiles, copied (and tf32x3's split) once per block; the ring carries the other alone
+  // (schedule/Mma.h, MmaPlan::residentB).
+  MmaOperand resident = MmaOperand::None;
   MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
   // `fragments 2` (with stages): two sets of fragment registers. The next fragment-k's A and B
   // fragments are loaded from shared memory while this one's mma issue, and the next step's first

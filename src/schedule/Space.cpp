@@ -70,6 +70,9 @@ std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::strin
     // (docs/bench.md, session 37: persistent 0.176 ms against the search's 0.190 at N5; slower at
     // N6 and N7), so each is measured.
     if (n.mma.producer) out.push_back(n.mma.persistent ? "wgmma persistent" : "wgmma producer");
+    // A kept operand (`resident`): one family per operand kept.
+    if (n.mma.resident != MmaOperand::None)
+      out.push_back(n.mma.resident == MmaOperand::A ? "wgmma resident a" : "wgmma resident b");
     // `long_rows:` on one thread per row and on lanes per row are two shapes (SpMV's power-law
     // rows: one thread per row, or 2 lanes; the model values neither's rebalancing): one of each.
     if (n.longRows > 0 && std::none_of(n.indices.begin(), n.indices.end(), [&](const IndexSchedule& is) {

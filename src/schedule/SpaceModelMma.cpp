@@ -146,12 +146,13 @@ double mmaPeak(const MmaPlan& p, const DeviceModel& d, bool bigPrefetch) {
 //   with boxes 2 steps ahead (4 stages), 75% 1 step ahead.
 // - times the wait for A's registers: TF32 through A's registers 62% waiting for each step's
 //   wgmma, 79% with two register sets (pingPong); tf32x3 (split, partial sums) 44%; a producer
-//   warpgroup takes the split and the barrier off the consumers: tf32x3 64% (m64n128) / 51%, 24%
-//   with both tiles split in shared memory; with neither (bf16) 85%.
+//   warpgroup takes the split and the barrier off the consumers: tf32x3 64% (m64n128) / 51%; with
+//   both tiles split in shared memory by the producer, 85% and the split's own time
+//   (producerSplitSeconds); with neither (bf16) 85%.
 double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
   const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.a.kMajor && !p.a.mnMajor) || (p.b.kMajor && !p.b.mnMajor));
   const double swizzled = p.ring.tma() ? (p.ring.ahead() >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
-  const double producerX3 = !p.registerA() ? 0.24 : p.fragN >= 128 ? 0.64 : 0.51;
+  const double producerX3 = !p.registerA() ? 0.85 : p.fragN >= 128 ? 0.64 : 0.51;
   const double registerWait = p.ring.producer() ? (p.splitBuffers ? producerX3 : p.pingPong() ? 0.79 : p.registerA() ? 0.62 : 0.85)
                               : p.splitBuffers ? 0.44
                               : p.pingPong()     ? 0.79
@@ -162,6 +163,21 @@ double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
          : p.prefetchFragments() ? (bigPrefetch ? 0.79 : 0.69)
          : p.ring.stages > 1        ? 0.75 * tf32x3Sync
                                : 0.6 * tf32x3Sync;
+}
+
+// tf32x3's split by the producer's splitting warps where A comes from shared memory (both tiles
+// split there; `resident` B once per block): its own time beside the tensor cores', at about
+// kSplitRate values a second per multiprocessor (fitted on an H200 to the persistent DG rows
+// whose split bounds them: docs/bench.md, session 38). With A from registers the consumers split
+// A, and mmaSustained's shares hold B's split.
+constexpr double kSplitRate = 6e9;
+
+double producerSplitSeconds(const MmaPlan& p, double blocks, const DeviceModel& d) {
+  if (!p.ring.producer() || !p.splitBuffers || p.registerA()) return 0;
+  const double k = double(p.steps * p.blockK);
+  const double perTile = k * double(p.blockM + (p.residentB ? 0 : p.blockN));
+  const double once = p.residentB ? blocks * k * double(p.blockN) : 0;
+  return (double(p.tileCount()) * perTile + once) / (double(d.multiprocessors) * kSplitRate);
 }
 
 // `persistent` (MmaPlan::persistentBlocks): the factor on the main loop's time. A tile's fill (its
@@ -221,7 +237,8 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double sustained = mmaSustained(p, bigPrefetch);
   // pingpong: a tile's warps are its consumer's and its share of the producer's.
   const int64_t tileThreads = p.alternatingTiles ? 128 + 128 / p.consumerGroups() : e.threads;
-  const double compute = std::max(issued / (sustained * peak), mmaIssueSeconds(p, ms, tiles, tileThreads, d)) *
+  const double compute = std::max({issued / (sustained * peak), mmaIssueSeconds(p, ms, tiles, tileThreads, d),
+                                   producerSplitSeconds(p, double(e.blocks), d)}) *
                              persistentFactor(p) * pingpongFactor(p) +
                          epiloguePass;
   const bool readsBack = [&] {
@@ -233,11 +250,16 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double outputs = double(p.c.mExtent * p.c.nExtent) * batch * typeBytes(k.params[size_t(k.nests[plan.nest].body[size_t(p.c.statement())].array)].type);
   const double operands = double(p.c.kExtent) * elem * batch;
   // The fragment epilogue's stores (and loads of the output) use half of each 32-byte sector they
-  // touch (Nsight Compute: 16 of 32 bytes); the shared epilogue's are whole, for one more pass
-  // through shared memory per block (two accesses per output, ~32 per cycle and multiprocessor).
-  const double outputTraffic = outputs * (readsBack ? 2 : 1) * (p.sharedEpilogue() ? 1 : 2);
+  // touch (Nsight Compute: 16 of 32 bytes), which L2 merges before DRAM: twice the outputs' L2
+  // traffic, once their DRAM traffic (dg_diff_stacked N5 kept D's at 3.0 TB/s of the outputs and u
+  // alone on an H200: docs/bench.md, session 39); the shared epilogue's are whole, for one more
+  // pass through shared memory per block (two accesses per output, ~32 per cycle and
+  // multiprocessor).
+  const double outputTraffic = outputs * (readsBack ? 2 : 1);
   const double dram = operands * double(p.c.mExtent + p.c.nExtent) + outputTraffic;
-  const double l2 = operands * (double(p.c.mExtent) * nTiles + double(p.c.nExtent) * double(p.mTiles()));
+  // B's rows: once per M tile, or `resident`, once per block.
+  const double bRows = p.residentB ? double(e.blocks * p.blockN) : double(p.c.nExtent) * double(p.mTiles());
+  const double l2 = operands * (double(p.c.mExtent) * nTiles + bRows) + outputTraffic * (p.sharedEpilogue() ? 1 : 2);
   e.bytes = dram;
   const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));
   const double sms = d.multiprocessors, blocks = double(e.blocks);
