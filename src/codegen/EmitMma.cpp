@@ -12,6 +12,7 @@
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
+#include "ir/Analysis.h"
 #include "support/Error.h"
 
 namespace rtcg::emit {
@@ -510,14 +511,69 @@ void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::ve
   }
 }
 
+// Whether the fragments' column pairs (accumulator elements r and r + 1: columns 2t and 2t + 1 of
+// one row) store as one 8-byte float2: one f32 statement of plain N rows (no stacked parts), its
+// output's offset of unit stride along N and even otherwise (a pair's first column is even), and
+// 8-byte aligned arrays. Single floats 8 bytes apart write half of each sector per store, two
+// sectors where the rows are no 32-byte multiple (dg_diff_stacked N6: docs/bench.md, session 39).
+bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
+  if (p.c.parts.size() != 1 || !plainRows(p.c, false) || ctx.arrayAlignment < 8) return false;
+  const Stmt& st = ctx.nest.body[size_t(p.c.statement())];
+  if (ctx.k.params[size_t(st.array)].type != ScalarType::F32) return false;
+  auto form = flatOffset(ctx.k, st.array, st.indices);
+  if (!form || form->coeff(p.c.n) != 1 || form->constant % 2 != 0 || p.c.nLo % 2 != 0) return false;
+  for (const auto& [var, coeff] : form->coeffs)
+    if (var != p.c.n && coeff % 2 != 0) return false;
+  return true;
+}
+
+// A column pair's two points (pairedStores): the statement at each, one float2 store of both where
+// the second is inside the domain, else the first alone.
+void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, const std::string& sum0,
+               const std::string& sum1, std::vector<C::Stmt>& out) {
+  std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
+  std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
+  const ContractionPart& part = p.c.parts[0];
+  const Stmt& st = ctx.nest.body[size_t(part.statement)];
+  // The statement's target and value at column `col` with the sum `sum`.
+  auto at = [&](const C::ExprP& col, const std::string& sum, std::vector<C::Stmt>& to) {
+    Env env = nm.epilogue;
+    env.vars = nm.batch;
+    bindRow(p, true, C::name(mi), env);
+    bindRow(p, false, col, env);
+    env.hoisted[part.sum.get()] = C::name(sum);
+    C::ExprP value = lower(ctx, st.value, env, to);
+    return std::make_pair(lowerAccess(ctx, st.array, st.indices, env, to), value);
+  };
+  std::vector<C::Stmt> both;
+  auto [target, first] = at(C::name(ni), sum0, both);
+  C::ExprP second = at(C::sum({C::name(ni), lit(1)}), sum1, both).second;
+  C::ExprP pair = C::castTo("float2*", C::unary("&", target));
+  C::ExprP value = C::call("make_float2", {first, second});
+  both.push_back(ctx.plan.streams(size_t(part.statement)) ? C::exprStmt(C::call("__stcs", {pair, value}))
+                                                          : C::assign(C::index(pair, lit(0)), "=", value));
+  std::vector<C::Stmt> store = std::move(both);
+  if (p.c.nExtent % 2 != 0) {  // the last pair may have its first column alone
+    std::vector<C::Stmt> alone;
+    auto [t, v] = at(C::name(ni), sum0, alone);
+    alone.push_back(emitStore(ctx, size_t(part.statement), t, v));
+    store = {C::ifThen(bin("<", C::sum({C::name(ni), lit(1)}), lit(p.c.nExtent)), std::move(store), std::move(alone))};
+  }
+  C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
+  point.push_back(C::ifThen(inside, std::move(store)));
+  out.push_back(C::block(std::move(point)));
+}
+
 // Per accumulator element: its output point, guarded, and the statement evaluated there with the
-// sum replaced by the accumulator.
+// sum replaced by the accumulator (column pairs together where pairedStores).
 void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  const bool pairs = pairedStores(ctx, p);
   for (size_t fm = 0; fm < nm.acc.size(); ++fm)
     for (size_t fn = 0; fn < nm.acc[fm].size(); ++fn)
-      for (int r = 0; r < accElements(p); ++r) {
+      for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
         auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
-        storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
+        if (pairs) storePair(ctx, p, nm, mm, nn, nm.acc[fm][fn][r], nm.acc[fm][fn][r + 1], out);
+        else storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
       }
 }
 

@@ -548,7 +548,10 @@ TEST(Mma, StreamingStoresBesideMma) {
     ASSERT_TRUE(plan.ok()) << text << ": " << plan.reasons[0];
     EXPECT_EQ(plan.nests[0].streamedStores, std::vector<int>{0}) << text;
     EmittedModule m = emitCuda(g, plan);
-    EXPECT_NE(m.source.find("__stcs(&"), std::string::npos) << text;
+    // The fragments' column pairs as one float2 (gemm_bf16's rows are even), the shared epilogue's
+    // outputs one by one.
+    const bool shared = std::string(text).find("epilogue shared") != std::string::npos;
+    EXPECT_NE(m.source.find(shared ? "__stcs(&" : "__stcs((float2*)&"), std::string::npos) << text;
     EXPECT_EQ(checkOnHost(g, text, 1e-5), "") << text;
   }
   Kernel f = exampleKernel("matmul.rtcg", "", {{"n", 77}});
@@ -902,4 +905,36 @@ TEST(Mma, SpaceOffersF64FragmentsThatCompileWithoutSpills) {
   a100.device = *archDeviceModel("sm_80");
   for (const Candidate& c : enumerateSchedules(k, a100).candidates)
     EXPECT_EQ(c.schedule.nests[0].mma.fragments, 1) << c.text;
+}
+
+// The fragment epilogue's column pairs (accumulators r and r + 1 of one row) store as one float2
+// where the output is f32, contiguous along N and its rows an even number of elements apart; a
+// last column alone where N is odd; single floats where a row's length is odd. Host emulation at
+// sizes no tile divides, with the statement's own arithmetic reading the output.
+TEST(Mma, FragmentColumnPairsStoreAsFloat2) {
+  const char* source = R"(
+kernel pairs(m: int, n: int, w: int, kk: int, a: f32[m, kk], b: f32[n, kk], inout c: f32[m, w]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = c[i, j] * 0.5 + 2 * sum(k in 0..kk, a[i, k] * b[j, k]);
+  }
+}
+)";
+  struct Case {
+    int64_t n, w;
+    bool pairs, alone;
+  };
+  for (const Case c : {Case{136, 136, true, false}, Case{135, 136, true, true}, Case{135, 135, false, false}})
+    for (const char* text : {"mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3",
+                             "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 3 swizzle 128"}) {
+      const Kernel k = fromSource(source, "pairs", {{"m", 100}, {"n", c.n}, {"w", c.w}, {"kk", 52}});
+      auto parsed = parseSchedule(text);
+      ASSERT_TRUE(parsed.ok()) << parsed.error;
+      const ScheduleLimits limits = deviceScheduleLimits(227 * 1024, 1024, 132, 228 * 1024);
+      SchedulePlan plan = planSchedule(k, *parsed.schedule, limits);
+      ASSERT_TRUE(plan.ok()) << text << ": " << plan.reasons[0];
+      const std::string cuda = emitCuda(k, plan).source;
+      EXPECT_EQ(cuda.find("make_float2(") != std::string::npos, c.pairs) << c.n << " " << c.w << " " << text;
+      EXPECT_EQ(cuda.find(fmt::format(" + 1 < {}) {{", c.n)) != std::string::npos, c.alone) << cuda;
+      EXPECT_EQ(checkOnHost(k, text, 1e-5, limits), "") << c.n << " " << c.w << " " << text;
+    }
 }
