@@ -442,10 +442,11 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // are the remote devices (another rank's worker); they read the reference file, written here
   // before any candidate goes out, at their first candidate.
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
+  // The reference runs on these inputs themselves (it writes their outputs): the setup has their
+  // checksums already.
   HostArgs inputs = tuningInputs(bound, options.seed, scalars, options.inputFiles);
-  HostArgs refArgs = inputs;
   TempFile refFile;
-  worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
+  const worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
   mark("inputs generated");
   std::future<std::vector<std::unique_ptr<WorkerProcess>>> starting = std::async(std::launch::async, [&] {
     std::vector<std::unique_ptr<WorkerProcess>> w = startWorkers(workerPath, setup, options, log, std::move(spawned));
@@ -470,7 +471,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
                     double(referenceOps), options.referenceMaxFlops, referenceOptions.sampleOuterValues));
   else
     log(fmt::format("computing the CPU reference ({:.3g} arithmetic operations) ...", double(referenceOps)));
-  ReferenceResult ref = referenceProgram.run(refArgs, referenceOptions);
+  ReferenceResult ref = referenceProgram.run(inputs, referenceOptions);
   result.referenceSeconds = ref.seconds;
   result.referenceSampled = ref.sampled;
   result.reference = describeReference(ref);
