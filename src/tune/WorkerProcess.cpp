@@ -180,7 +180,6 @@ WorkerProcess::WorkerProcess(std::string path, SetupMessage setup, WorkerTimeout
   start();
 }
 
-
 WorkerProcess::~WorkerProcess() {
   if (child_.pid > 0) {
     try {
@@ -214,7 +213,9 @@ void WorkerProcess::spawn() {
   if (child_.stderrFd >= 0) ::close(child_.stderrFd);
   child_ = ChildProcess{};
   // Its device on the command line: the worker creates its context before the setup arrives.
-  child_ = spawnChild(path_, {"--serve", "--device", std::to_string(setup_.deviceOrdinal)});  // throws "cannot start '<path>': ..."
+  std::vector<std::string> args{"--serve"};
+  if (setup_.deviceOrdinal >= 0) args.insert(args.end(), {"--device", std::to_string(setup_.deviceOrdinal)});
+  child_ = spawnChild(path_, args);  // throws "cannot start '<path>': ..."
   channel_ = std::make_unique<Channel>(child_.fd);
   if (log_) log_(fmt::format("worker {} started ({})", child_.pid, path_));
 }
