@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -331,9 +333,8 @@ void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
   std::map<int, ValueRange> ranges = indirectIndexRanges(bound);
   std::map<int, int64_t> offsets = rangeArrayExtents(bound);
   const std::set<int> distinct = storeIndexArrays(bound);
-  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {  // the locals are no arguments
+  auto fill = [&](size_t p) {
     const Param& param = bound.params[p];
-    if (!param.isArray()) continue;
     HostArray& a = args.array(int(p));
     uint64_t s = mixSeed(seed, p);
     if (param.mode == ArrayMode::Out) poison(a);
@@ -351,7 +352,28 @@ void fillInputs(const Kernel& bound, HostArgs& args, uint64_t seed) {
         fillRandomInts(a, s, r.lo, r.hi);
     }
     else fillRandom(a, s);
+  };
+  // Each array draws from its own seed, so large ones fill side by side (a tuner's worker fills
+  // them while its CUDA context is made, and the tuner before its reference): the values are the
+  // same in any order. An error of one (fillDistinctInts) is rethrown once all are done.
+  constexpr int64_t kOwnThread = int64_t(1) << 20;  // elements
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(bound.numSignatureParams());
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {  // the locals are no arguments
+    if (!bound.params[p].isArray()) continue;
+    auto run = [&, p] {
+      try {
+        fill(p);
+      } catch (...) {
+        errors[p] = std::current_exception();
+      }
+    };
+    if (args.array(int(p)).size() >= kOwnThread) threads.emplace_back(run);
+    else run();
   }
+  for (std::thread& t : threads) t.join();
+  for (std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace rtcg

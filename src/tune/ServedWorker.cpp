@@ -51,13 +51,19 @@ T decodeAs(const std::string& frame, const char* what) {
 }  // namespace
 
 ServedWorker::ServedWorker(const std::string& setupFrame, const std::string& reference, int deviceOrdinal,
-                           const std::string& workerPath, WorkerProcess::Log log) {
+                           const std::string& workerPath, WorkerProcess::Log log,
+                           std::unique_ptr<WorkerProcess> started) {
   setup_ = decodeAs<worker::SetupMessage>(setupFrame, "setup");
   referencePath_ = writeTemporary(reference);
   setup_.referencePath = referencePath_;
   setup_.deviceOrdinal = deviceOrdinal;
   try {
-    worker_ = std::make_unique<WorkerProcess>(findWorker(workerPath), setup_, WorkerTimeouts{}, std::move(log));
+    if (started) {
+      started->setUp(setup_);
+      worker_ = std::move(started);
+    } else {
+      worker_ = std::make_unique<WorkerProcess>(findWorker(workerPath), setup_, WorkerTimeouts{}, std::move(log));
+    }
   } catch (...) {
     ::unlink(referencePath_.c_str());
     throw;

@@ -16,8 +16,12 @@ class ServedWorker {
   // Throws NoDeviceError or rtcg::Error when the worker cannot be started or set up, and
   // worker::ProtocolError for a setup that is not a setup frame. `reference` may be empty when
   // setReference gives it before the first candidate (the worker reads it at its first).
+  // `started`: a worker already started on `deviceOrdinal` without its setup (WorkerProcess's
+  // second constructor: its CUDA context is made while the setup travels), set up here; else one
+  // is started here.
   ServedWorker(const std::string& setupFrame, const std::string& reference, int deviceOrdinal,
-               const std::string& workerPath, WorkerProcess::Log log = {});
+               const std::string& workerPath, WorkerProcess::Log log = {},
+               std::unique_ptr<WorkerProcess> started = nullptr);
   ~ServedWorker();  // ends the worker and removes the reference file
   ServedWorker(const ServedWorker&) = delete;
   ServedWorker& operator=(const ServedWorker&) = delete;

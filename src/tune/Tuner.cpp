@@ -157,12 +157,30 @@ worker::SetupMessage setupMessage(const std::string& fileName, const std::string
   return setup;
 }
 
-// One measuring worker per device, set up in parallel (each uploads the inputs).
+// One measuring worker process per device, started before its setup exists (WorkerProcess's
+// second constructor: each creates its CUDA context meanwhile); none where one cannot be started
+// here (startWorkers starts it again and says why).
+std::vector<std::unique_ptr<WorkerProcess>> spawnWorkers(const TuneOptions& options, const WorkerProcess::Log& log) {
+  std::vector<std::unique_ptr<WorkerProcess>> workers;
+  WorkerTimeouts timeouts{options.setupTimeoutSeconds, options.candidateTimeoutSeconds};
+  try {
+    const std::string path = findWorker(options.workerPath);
+    for (int ordinal : options.deviceOrdinals) workers.push_back(std::make_unique<WorkerProcess>(path, ordinal, timeouts, log));
+  } catch (const Error&) {
+    workers.clear();
+  }
+  return workers;
+}
+
+// One measuring worker per device, set up in parallel (each uploads the inputs): those `spawned`
+// started, the others started now.
 std::vector<std::unique_ptr<WorkerProcess>> startWorkers(const std::string& workerPath,
                                                          const worker::SetupMessage& setup,
-                                                         const TuneOptions& options, const WorkerProcess::Log& log) {
+                                                         const TuneOptions& options, const WorkerProcess::Log& log,
+                                                         std::vector<std::unique_ptr<WorkerProcess>> spawned) {
   WorkerTimeouts timeouts{options.setupTimeoutSeconds, options.candidateTimeoutSeconds};
   std::vector<std::unique_ptr<WorkerProcess>> workers(options.deviceOrdinals.size());
+  spawned.resize(workers.size());
   std::vector<std::exception_ptr> errors(workers.size());
   std::vector<std::thread> starting;
   for (size_t w = 0; w < workers.size(); ++w)
@@ -170,7 +188,12 @@ std::vector<std::unique_ptr<WorkerProcess>> startWorkers(const std::string& work
       try {
         worker::SetupMessage mine = setup;
         mine.deviceOrdinal = options.deviceOrdinals[w];
-        workers[w] = std::make_unique<WorkerProcess>(workerPath, std::move(mine), timeouts, log);
+        if (spawned[w]) {
+          spawned[w]->setUp(std::move(mine));
+          workers[w] = std::move(spawned[w]);
+        } else {
+          workers[w] = std::make_unique<WorkerProcess>(workerPath, std::move(mine), timeouts, log);
+        }
       } catch (...) {
         errors[w] = std::current_exception();
       }
@@ -310,8 +333,14 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   // kernel as written.
   const Kernel scheduled = policyKernel(bound, options.space.precision);
 
-  // The device, without a context: cuInit and property queries only (or the stand-in's properties).
+  // The measuring workers' processes start first: each creates its CUDA context (the slowest part
+  // of its setup) while this process reads the device and computes what the setup carries (the
+  // inputs' checksums, the reference's path); startWorkers sets them up.
   if (options.deviceOrdinals.empty()) throw Error("tuning needs at least one device");
+  std::vector<std::unique_ptr<WorkerProcess>> spawned = spawnWorkers(options, log);
+  const double spawnedAt = secondsSince(t0);
+
+  // The device, without a context: cuInit and property queries only (or the stand-in's properties).
   std::optional<cuda::Device> device;
   if (options.deviceProperties) {
     if (options.deviceOrdinals.size() != 1)
@@ -333,6 +362,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
     if (options.timeline) options.timeline(event, seconds);
   };
   auto mark = [&](const std::string& event) { note(event, secondsSince(t0)); };
+  if (!spawned.empty()) note("measuring workers started", spawnedAt);
   result.key = tuningKeyFor(bound, props, options.space.precision);
   result.precision = options.space.precision;
   result.floatOps = floatOps(bound);
@@ -408,16 +438,18 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   nlohmann::json settings = searchSettings(options);
 
   // The float64 reference on the CPU, once, on the inputs the worker regenerates. The measuring
-  // workers start meanwhile (a process, a CUDA context, the inputs uploaded: about a second,
-  // docs/bench.md, session 36), and so do the remote devices (another rank's worker); they read
-  // the reference file, written here before any candidate goes out, at their first candidate.
+  // workers are set up meanwhile (started above; now the inputs regenerated and uploaded), and so
+  // are the remote devices (another rank's worker); they read the reference file, written here
+  // before any candidate goes out, at their first candidate.
   std::map<std::string, double> scalars = tuningScalars(bound, options.seed);
+  // The reference runs on these inputs themselves (it writes their outputs): the setup has their
+  // checksums already.
   HostArgs inputs = tuningInputs(bound, options.seed, scalars, options.inputFiles);
-  HostArgs refArgs = inputs;
   TempFile refFile;
-  worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
+  const worker::SetupMessage setup = setupMessage(fileName, source, bound, options, scalars, inputs, refFile.path);
+  mark("inputs generated");
   std::future<std::vector<std::unique_ptr<WorkerProcess>>> starting = std::async(std::launch::async, [&] {
-    std::vector<std::unique_ptr<WorkerProcess>> w = startWorkers(workerPath, setup, options, log);
+    std::vector<std::unique_ptr<WorkerProcess>> w = startWorkers(workerPath, setup, options, log, std::move(spawned));
     mark("measuring workers ready");
     return w;
   });
@@ -439,7 +471,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
                     double(referenceOps), options.referenceMaxFlops, referenceOptions.sampleOuterValues));
   else
     log(fmt::format("computing the CPU reference ({:.3g} arithmetic operations) ...", double(referenceOps)));
-  ReferenceResult ref = referenceProgram.run(refArgs, referenceOptions);
+  ReferenceResult ref = referenceProgram.run(inputs, referenceOptions);
   result.referenceSeconds = ref.seconds;
   result.referenceSampled = ref.sampled;
   result.reference = describeReference(ref);

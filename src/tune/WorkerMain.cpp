@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <future>
 #include <memory>
 #include <optional>
 
@@ -76,8 +78,21 @@ void readReference(Session& s) {
     s.expected.push_back({r.param, std::move(r.values), std::move(r.checked), std::move(r.integers)});
 }
 
-void prepare(Session& s) {
+// The CUDA context on `ordinal`, begun on a thread of its own: created (the driver initialized,
+// the primary context retained) while the caller does the rest of the setup.
+using ContextFuture = std::future<std::shared_ptr<cuda::Context>>;
+ContextFuture openContext(int ordinal) {
+  return std::async(std::launch::async, [ordinal] {
+    if (!cuda::cudaAvailable()) throw SetupFailure{cuda::unavailableReason(), true};
+    return cuda::Context::primary(ordinal);
+  });
+}
+
+// `early`: the context begun at the process's start on `earlyOrdinal` (-1: none), taken when the
+// setup names that device; else it is begun here, beside the kernel's proof and the inputs.
+void prepare(Session& s, ContextFuture& early, int earlyOrdinal) {
   const SetupMessage& m = s.setup;
+  ContextFuture context = early.valid() && earlyOrdinal == m.deviceOrdinal ? std::move(early) : openContext(m.deviceOrdinal);
   SourceText src{m.fileName, m.source};
   Diagnostics diags;
   std::optional<Kernel> bound = proveKernel(src, m.sizes, m.kernel, diags);
@@ -94,8 +109,7 @@ void prepare(Session& s) {
                                      c.name, mine.str(), c.sum, c.sumSquares)};
   }
 
-  if (!cuda::cudaAvailable()) throw SetupFailure{cuda::unavailableReason(), true};
-  s.ctx = cuda::Context::primary(m.deviceOrdinal);
+  s.ctx = context.get();  // rethrows what creating it threw (no device: SetupFailure)
   s.dargs.emplace(s.ctx, s.bound, s.host);
   s.dargs->snapshotInputs(s.bound);  // restored on the device before every candidate
   s.stream.emplace(s.ctx);
@@ -211,12 +225,26 @@ ResultMessage measure(Session& s, const CandidateMessage& c, Channel& ch) {
 
 }  // namespace
 
-int serve(int fd) {
+std::optional<int> serveArgs(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--serve") != 0) return std::nullopt;
+  if (argc == 2) return -1;
+  if (argc != 4 || std::strcmp(argv[2], "--device") != 0 || !*argv[3]) return std::nullopt;
+  char* end = nullptr;
+  long n = std::strtol(argv[3], &end, 10);
+  if (*end || n < 0 || n > 1 << 20) return std::nullopt;
+  return int(n);
+}
+
+int serve(int fd, int deviceOrdinal) {
+  ContextFuture early;
+  if (deviceOrdinal >= 0) early = openContext(deviceOrdinal);
   Channel ch(fd);
   Session s;
   try {
     Channel::Received first = ch.receive();
     if (first.status == Channel::Status::Eof) return 0;
+    // Started ahead of a setup that did not come (the parent's search stopped first).
+    if (std::holds_alternative<QuitMessage>(*first.message)) return 0;
     auto* setup = std::get_if<SetupMessage>(&*first.message);
     if (!setup) {
       fmt::print(stderr, "rtcg-worker: expected a 'setup' message, got '{}'\n", messageType(*first.message));
@@ -230,7 +258,7 @@ int serve(int fd) {
 
   Clock::time_point t0 = Clock::now();
   try {
-    prepare(s);
+    prepare(s, early, deviceOrdinal);
   } catch (const SetupFailure& f) {
     fmt::print(stderr, "rtcg-worker: setup failed: {}\n", f.message);
     ch.send(ErrorMessage{f.message, f.noDevice});

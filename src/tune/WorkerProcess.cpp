@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/Error.h"
+
 extern char** environ;
 
 namespace rtcg {
@@ -189,13 +191,37 @@ WorkerProcess::~WorkerProcess() {
   if (child_.stderrFd >= 0) ::close(child_.stderrFd);
 }
 
+WorkerProcess::WorkerProcess(std::string path, int deviceOrdinal, WorkerTimeouts timeouts, Log log)
+    : path_(std::move(path)), timeouts_(timeouts), log_(std::move(log)) {
+  setup_.deviceOrdinal = deviceOrdinal;
+  spawn();
+}
+
+void WorkerProcess::setUp(SetupMessage setup) {
+  if (setUp_) throw InternalError("a measuring worker was set up twice");
+  setup_ = std::move(setup);
+  if (child_.pid <= 0) return start();  // cannot happen: spawn() threw, or the process is there
+  handshake();
+}
+
 void WorkerProcess::start() {
+  spawn();
+  handshake();
+}
+
+void WorkerProcess::spawn() {
   if (child_.stderrFd >= 0) ::close(child_.stderrFd);
   child_ = ChildProcess{};
-  child_ = spawnChild(path_, {"--serve"});  // throws "cannot start '<path>': ..."
+  // Its device on the command line: the worker creates its context before the setup arrives.
+  std::vector<std::string> args{"--serve"};
+  if (setup_.deviceOrdinal >= 0) args.insert(args.end(), {"--device", std::to_string(setup_.deviceOrdinal)});
+  child_ = spawnChild(path_, args);  // throws "cannot start '<path>': ..."
   channel_ = std::make_unique<Channel>(child_.fd);
   if (log_) log_(fmt::format("worker {} started ({})", child_.pid, path_));
+}
 
+void WorkerProcess::handshake() {
+  setUp_ = true;
   auto failed = [&](const std::string& what, bool kill) {
     std::string how = stop(kill);
     return Error(fmt::format("the worker '{}' failed during setup: it {} ({}){}", path_, what, how, stderrTail()));
@@ -228,6 +254,7 @@ std::string WorkerProcess::stop(bool kill) {
 }
 
 MeasureOutcome WorkerProcess::measure(const CandidateMessage& c) {
+  if (!setUp_) throw InternalError("a measuring worker was given a candidate before its setup");
   for (int attempt = 0;; ++attempt) {
     if (child_.pid <= 0) {
       ++restarts_;

@@ -71,9 +71,17 @@ class WorkerProcess {
   // device, rtcg::Error when it cannot be started or fails setup (with its message, or its exit
   // status and the tail of its stderr).
   WorkerProcess(std::string path, worker::SetupMessage setup, WorkerTimeouts timeouts, Log log = {});
+  // Starts the worker without its setup, on `deviceOrdinal`: it creates its CUDA context (the
+  // slowest part of its setup) while the caller computes what the setup carries; setUp() completes
+  // the start. Throws rtcg::Error when the process cannot be started.
+  WorkerProcess(std::string path, int deviceOrdinal, WorkerTimeouts timeouts, Log log = {});
   ~WorkerProcess();  // asks the worker to quit; kills it if it does not within a second
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  // The setup of a worker started without one (the constructor above), and the wait for `ready`;
+  // throws as the first constructor does. Once only, before any candidate.
+  void setUp(worker::SetupMessage setup);
 
   // Measures one candidate (its id, launches and cubin), restarting the worker first if the last
   // one died. Never throws for what a candidate does; throws rtcg::Error when a new worker cannot
@@ -85,7 +93,9 @@ class WorkerProcess {
   pid_t pid() const { return child_.pid; }
 
  private:
-  void start();
+  void start();      // spawn() and handshake()
+  void spawn();      // the process, with its device on the command line
+  void handshake();  // the setup sent, `ready` received
   // Ends the current process: SIGKILL when `kill`, then reaps it. Returns how it ended
   // ("exited with status 3", "killed by signal 9 (Killed)").
   std::string stop(bool kill);
@@ -99,6 +109,7 @@ class WorkerProcess {
   std::unique_ptr<worker::Channel> channel_;
   worker::ReadyMessage ready_;
   int restarts_ = 0;
+  bool setUp_ = false;  // the setup was sent (setUp, or the constructor that has it)
 };
 
 }  // namespace rtcg

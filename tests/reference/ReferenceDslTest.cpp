@@ -504,5 +504,26 @@ TEST(ReferenceDsl, ExamplesAtDefaultSizes) {
   EXPECT_EQ(count, 31);
 }
 
+// Large arrays are filled each on a thread of its own: the values are those of a small fill (each
+// array draws from its own seed, from its first element on), whatever the order, and outputs are
+// still poisoned.
+TEST(ReferenceDsl, LargeInputsFillOnThreadsWithTheSameValues) {
+  const char* src = "kernel axpy(n: int, a: f32, x: f32[n], y: f64[n], out z: f32[n]) {\n"
+                    "  for i in 0..n { z[i] = a * x[i] + f32(y[i]); }\n}\n";
+  const int64_t large = (int64_t(1) << 20) + 3, small = 1000;
+  Kernel kl = bindDsl(src, {{"n", large}}), ks = bindDsl(src, {{"n", small}});
+  HostArgs al(kl), as(ks);
+  fillInputs(kl, al, 5);
+  fillInputs(ks, as, 5);
+  for (const char* name : {"x", "y"}) {
+    std::vector<double> l = al.array(name).toDoubles(), s = as.array(name).toDoubles();
+    ASSERT_EQ(l.size(), size_t(large));
+    EXPECT_TRUE(std::equal(s.begin(), s.end(), l.begin())) << name;
+    EXPECT_NE(l[large - 1], l[large - 2]) << name;  // drawn to the end
+  }
+  std::vector<double> z = al.array("z").toDoubles();
+  EXPECT_TRUE(std::all_of(z.begin(), z.end(), [](double v) { return std::isnan(v); }));
+}
+
 }  // namespace
 }  // namespace rtcg

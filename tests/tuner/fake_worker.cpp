@@ -12,6 +12,8 @@
 //                  $RTCG_FAKE_WORKER_KILL_RANK=R it kills its parent (the MPI rank, by
 //                  $OMPI_COMM_WORLD_RANK or $PMI_RANK) with SIGKILL at its first candidate when
 //                  that rank is R: a rank that dies in the middle of a search.
+// Its ready message names its device "Fake GPU", with " (device N from its start)" when its command
+// line was `--serve --device N` (the parent started it before its setup).
 // With --compile-worker [--warm ARCH] it is the real compile worker (tune/CompilePool.h): a search on a machine
 // without a GPU (rtcgc tune with $RTCG_TEST_DEVICE) compiles with NVRTC and measures here. With
 // $RTCG_FAKE_COMPILE_WORKER_KILL_RANK=R it says hello, then kills its parent (the MPI rank) with
@@ -28,6 +30,7 @@
 #include <thread>
 
 #include "tune/CompilePool.h"
+#include "tune/WorkerMain.h"
 #include "tune/WorkerProtocol.h"
 
 using namespace rtcg::worker;
@@ -128,7 +131,10 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::seconds(60));
     return 0;
   }
-  ch.send(ReadyMessage{"Fake GPU", "sm_90", 13000, 0.01});
+  std::optional<int> device = serveArgs(argc, argv);
+  std::string name = "Fake GPU";
+  if (device && *device >= 0) name += fmt::format(" (device {} from its start)", *device);
+  ch.send(ReadyMessage{name, "sm_90", 13000, 0.01});
   if (mode == "verified") return serveVerified(ch);
   for (;;) {
     in = ch.receive();

@@ -118,6 +118,11 @@ TEST(Tune, CompilingStartsBeforeTheSpaceIsEnumeratedAndTheTimelineSaysWhen) {
   EXPECT_LT(at("enumeration done"), at("candidates queued"));
   EXPECT_LT(at("reference done"), at("first result"));
   EXPECT_LT(at("measuring workers ready"), at("first result"));
+  // The measuring worker's process starts before anything else (its CUDA context is made while
+  // the inputs it is set up with are computed).
+  EXPECT_EQ(at("measuring workers started"), 0);
+  EXPECT_LT(at("measuring workers started"), at("inputs generated"));
+  EXPECT_LT(at("inputs generated"), at("measuring workers ready"));
   EXPECT_LT(at("default schedule compiled"), at("default schedule measured"));
   EXPECT_LT(at("compile workers started"), at("last result"));
   EXPECT_LT(at("first result"), at("last result"));

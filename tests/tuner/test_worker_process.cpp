@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "tune/ServedWorker.h"
+#include "tune/WorkerMain.h"
 #include "tune/WorkerProcess.h"
 
 using namespace rtcg;
@@ -94,7 +95,7 @@ TEST(WorkerProcess, SurvivesCrashesHangsGarbageAndFaults) {
   FakeMode mode("mixed");
   std::vector<std::string> log;
   WorkerProcess w(RTCG_FAKE_WORKER, SetupMessage{}, {5, 0.5}, [&](const std::string& s) { log.push_back(s); });
-  EXPECT_EQ(w.ready().device, "Fake GPU");
+  EXPECT_EQ(w.ready().device, "Fake GPU (device 0 from its start)");  // its device on its command line
 
   MeasureOutcome ok = w.measure(candidate(0));
   EXPECT_EQ(ok.status, CandidateStatus::Verified) << ok.reason;
@@ -125,6 +126,44 @@ TEST(WorkerProcess, SurvivesCrashesHangsGarbageAndFaults) {
   EXPECT_EQ(after.result.medianMs, 6.0);
   EXPECT_EQ(w.restarts(), 4);  // after the crash, the hang, the garbage and the fault
   EXPECT_FALSE(log.empty());
+}
+
+// A worker started before its setup exists (its CUDA context is made meanwhile): the device is on
+// its command line, the setup follows, then candidates; a worker that dies later is restarted
+// the same way (its device on its command line) and set up again.
+TEST(WorkerProcess, StartsBeforeItsSetup) {
+  FakeMode mode("mixed");
+  std::vector<std::string> log;
+  WorkerProcess w(RTCG_FAKE_WORKER, 3, {5, 0.5}, [&](const std::string& s) { log.push_back(s); });
+  EXPECT_GT(w.pid(), 0);
+  EXPECT_TRUE(w.ready().device.empty());  // not set up yet
+  EXPECT_THROW(w.measure(candidate(0)), InternalError);
+  SetupMessage s;
+  s.deviceOrdinal = 3;
+  w.setUp(s);
+  EXPECT_EQ(w.ready().device, "Fake GPU (device 3 from its start)");
+  EXPECT_EQ(w.measure(candidate(0)).status, CandidateStatus::Verified);
+  EXPECT_EQ(w.measure(candidate(1)).status, CandidateStatus::Faulted);  // the fake crashes
+  EXPECT_EQ(w.measure(candidate(5)).status, CandidateStatus::Verified);
+  EXPECT_EQ(w.restarts(), 1);
+  EXPECT_EQ(w.ready().device, "Fake GPU (device 3 from its start)");
+  EXPECT_THROW(w.setUp(s), InternalError);
+}
+
+// The measuring worker's command line: --serve, with --device N to begin its context at once.
+TEST(WorkerMain, ServeArgumentsNameTheDevice) {
+  auto parse = [](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    return serveArgs(int(argv.size()), argv.data());
+  };
+  EXPECT_EQ(parse({"rtcg-worker", "--serve"}), std::optional<int>(-1));
+  EXPECT_EQ(parse({"rtcg-worker", "--serve", "--device", "2"}), std::optional<int>(2));
+  EXPECT_EQ(parse({"rtcg-worker", "--serve", "--device"}), std::nullopt);
+  EXPECT_EQ(parse({"rtcg-worker", "--serve", "--device", "-1"}), std::nullopt);
+  EXPECT_EQ(parse({"rtcg-worker", "--serve", "--device", "2x"}), std::nullopt);
+  EXPECT_EQ(parse({"rtcg-worker", "--compile-worker"}), std::nullopt);
+  EXPECT_EQ(parse({"rtcg-worker"}), std::nullopt);
 }
 
 // The real worker's setup on this machine: it binds the kernel, regenerates the inputs, checks them
@@ -169,6 +208,31 @@ TEST(RealWorker, SetupChecksInputsThenNeedsADevice) {
   std::filesystem::remove(ref);
 }
 
+// Started before its setup, the real worker creates its context meanwhile (on a thread): what the
+// setup gets wrong is still reported first, and a missing device after it, as NoDeviceError.
+TEST(RealWorker, StartedBeforeItsSetupChecksInputsThenNeedsADevice) {
+  std::string ref = (std::filesystem::temp_directory_path() / "rtcg_test_worker_ref_early.bin").string();
+  writeReferenceFile(ref, {{5, std::vector<double>(1000, 0.0)}});
+  SetupMessage s = realSetup(ref);
+  s.inputs = {{"x", 1.0, 2.0}};
+  std::string msg = errorOf([&] {
+    WorkerProcess w(RTCG_WORKER_EXE, 0, {30, 5});
+    w.setUp(s);
+  });
+  EXPECT_NE(msg.find("input 'x' differs from the parent's"), std::string::npos) << msg;
+  s.inputs.clear();
+  try {
+    WorkerProcess w(RTCG_WORKER_EXE, 0, {60, 5});
+    w.setUp(s);
+    EXPECT_FALSE(w.ready().device.empty());
+  } catch (const NoDeviceError& e) {
+    EXPECT_FALSE(std::string(e.what()).empty());
+  }
+  // Ended before any setup (the search stopped first): it quits without one.
+  { WorkerProcess w(RTCG_WORKER_EXE, 0, {30, 5}); }
+  std::filesystem::remove(ref);
+}
+
 // A worker served for another rank's search (rtcgc tune under MPI) is set up before that search's
 // reference exists; the reference's bytes come before the first candidate, in the file the worker
 // reads at its first candidate.
@@ -186,4 +250,18 @@ TEST(ServedWorker, TakesTheReferenceAfterItsSetup) {
   MeasureOutcome o = decodeOutcome(served.measure(encode(candidate(3))), &restarts);
   EXPECT_EQ(o.status, CandidateStatus::Verified) << o.reason;
   EXPECT_EQ(restarts, 0);
+}
+
+// Another rank's worker may be started before rank 0's setup arrives (rtcgc tune under MPI starts
+// it first): the served worker sets up that process rather than another.
+TEST(ServedWorker, SetsUpAWorkerStartedBeforeTheSetup) {
+  FakeMode mode("verified");
+  auto started = std::make_unique<WorkerProcess>(RTCG_FAKE_WORKER, 2, WorkerTimeouts{});
+  const pid_t pid = started->pid();
+  ServedWorker served(encode(SetupMessage{}), "", 2, RTCG_FAKE_WORKER, {}, std::move(started));
+  EXPECT_EQ(served.worker().pid(), pid);
+  EXPECT_EQ(served.worker().ready().device, "Fake GPU (device 2 from its start)");
+  EXPECT_EQ(served.setup().deviceOrdinal, 2);
+  served.setReference("bytes");
+  EXPECT_EQ(decodeOutcome(served.measure(encode(candidate(3)))).status, CandidateStatus::Verified);
 }

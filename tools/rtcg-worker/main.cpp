@@ -1,5 +1,6 @@
 // rtcg-worker: the helper process of the tuner (`rtcgc tune`, rtcg::tune), in one of two modes:
-//   --serve           the measuring process (holds the CUDA context; src/tune/WorkerProtocol.h)
+//   --serve [--device N]  the measuring process (holds the CUDA context; src/tune/WorkerProtocol.h),
+//                     with --device creating its context on device N at once (before the setup)
 //   --compile-worker [--warm ARCH]  a compile process of the compile pool (NVRTC only;
 //                     src/tune/CompilePool.h), with --warm compiling a tiny kernel for ARCH at start
 // The tuner starts it with a socket on stdin/stdout; it is not meant to be run by hand.
@@ -14,12 +15,13 @@
 #include "tune/WorkerMain.h"
 
 int main(int argc, char** argv) {
-  bool serve = argc == 2 && std::strcmp(argv[1], "--serve") == 0;
+  std::optional<int> serveDevice = rtcg::worker::serveArgs(argc, argv);
+  bool serve = serveDevice.has_value();
   std::optional<std::string> warmArch = rtcg::compileWorkerArgs(argc, argv);
   bool compile = warmArch.has_value();
   if (!serve && !compile) {
     fmt::print(stderr,
-               "usage: rtcg-worker --serve | --compile-worker [--warm ARCH]\n"
+               "usage: rtcg-worker --serve [--device N] | --compile-worker [--warm ARCH]\n"
                "rtcg-worker is the measuring (--serve) and compiling (--compile-worker) process of the rtcg\n"
                "tuner (`rtcgc tune`); the tuner starts it with a socket on stdin/stdout. It is not meant to be\n"
                "run by hand.\n");
@@ -31,5 +33,5 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "rtcg-worker: cannot redirect stdout: {}\n", std::strerror(errno));
     return 1;
   }
-  return serve ? rtcg::worker::serve(STDIN_FILENO) : rtcg::serveCompileWorker(STDIN_FILENO, *warmArch);
+  return serve ? rtcg::worker::serve(STDIN_FILENO, *serveDevice) : rtcg::serveCompileWorker(STDIN_FILENO, *warmArch);
 }

@@ -736,6 +736,14 @@ Received awaitLead(Comm& comm, std::initializer_list<int> tags = {kEnd, kSetup, 
 int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine, int slots) {
   StateReporter reporter(comm, nullptr);
   auto log = [&](const std::string& line) { fmt::print(stderr, "rtcgc tune: [rank {}] {}\n", comm.rank(), line); };
+  // The measuring worker starts first, before the compile relay's workers: it creates its CUDA
+  // context while rank 0 computes the setup (ServedWorker sets it up). Where it cannot be started
+  // here, ServedWorker starts one at the setup and says why it cannot.
+  std::unique_ptr<WorkerProcess> started;
+  try {
+    started = std::make_unique<WorkerProcess>(findWorker(a.worker), mine.ordinal, WorkerTimeouts{}, log);
+  } catch (const Error&) {
+  }
   auto relay = std::make_unique<CompileRelay>(comm, slots, relayWorker(a, log), log, mine.props->arch());
   std::unique_ptr<ServedWorker> worker;
   bool haveReference = false;  // rank 0 sends it before the first candidate
@@ -762,7 +770,8 @@ int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine, int slots)
         worker = std::make_unique<ServedWorker>(parts.at(0), "", mine.ordinal, a.worker,
                                                 [&](const std::string& line) {
                                                   fmt::print(stderr, "rtcgc tune: [rank {}] {}\n", comm.rank(), line);
-                                                });
+                                                },
+                                                std::move(started));
         reporter.set({{"what", "measuring " + worker->setup().kernel}, {"measured", measured}});
       } catch (const std::exception& e) {
         error = e.what();
