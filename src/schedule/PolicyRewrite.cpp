@@ -25,16 +25,10 @@ const std::vector<int>& ozakiModuli() {
 
 namespace {
 
-constexpr int kMaxAlpha = 58;          // |a'| < 2^58: a' / p_l in f64 is within 1/2 of its value (residueNest)
+constexpr int kMaxAlpha = 57;          // |a'| <= ||a'||_2 < 2^58: a' / p_l in f64 is within 1/2 of its value (residueNest)
 constexpr double kFastUnscale = 480;   // |e| up to this: 2^-e and C' 2^-e are normal and exact
 constexpr int64_t kMaxK = 131071;      // K 128^2 < 2^31: the i32 sums of i8 products are exact
 constexpr int64_t kKBlock = 130944;    // longer sums: blocks of this many (1023 steps of 128) values
-
-int floorLog2Product(int n) {
-  double bits = 0;
-  for (int l = 0; l < n; ++l) bits += std::log2(double(ozakiModuli()[size_t(l)]));
-  return int(std::floor(bits + 1e-9));
-}
 
 int ceilLog2(int64_t v) {
   int b = 0;
@@ -42,16 +36,33 @@ int ceilLog2(int64_t v) {
   return b;
 }
 
+double log2Product(int n) {
+  double bits = 0;
+  for (int l = 0; l < n; ++l) bits += std::log2(double(ozakiModuli()[size_t(l)]));
+  return bits;
+}
+
+// How far above 2^alpha the 2-norm of a scaled row of K entries, rounded to integers, may lie:
+// its norm as summed in f64 is within (K + 2) u of the exact one, and rounding adds at most 1/2
+// to each entry (sqrt(K) / 2 to the norm). As bits, twice (both operands).
+double normSlackBits(int64_t K, int alpha) {
+  const double eta = double(K) * 0x1p-52 + std::sqrt(double(K)) * std::ldexp(1.0, -1 - alpha);
+  return 2 * std::log2(1 + eta);
+}
+
 }  // namespace
 
-int ozakiTargetBits(Precision p, int64_t K) {
-  // A sum of K products in the policy's type with one accumulator (cuBLAS's GEMMs: one per output)
-  // is off by about sqrt(K) u of the result (u = 2^-53, 2^-24), the scheme by about 2^-alpha of it:
-  // p - ceil(log2(K) / 2) + 2 bits (p = 53, 24), at most p, keep it below the former (K = 4096:
-  // fp64x 49, 15 moduli instead of 16; fp32x 20, 7 instead of 8). Host emulation, OzakiTest's
-  // Fp64x/Fp32xIsAtLeastAsAccurateAsAPlainSum: 0.1x to 0.6x of the plain sum's error.
-  const int bits = p == Precision::Fp64x ? 53 : 24;
-  return std::min(bits, bits + 2 - (ceilLog2(K) + 1) / 2);
+int ozakiTargetBits(Precision p) {
+  // The scheme's error, for entries whose roundings are independent (any spread of magnitudes
+  // within a row; docs/language.md 6.2): each entry of A' is off by at most 1/2 in units of
+  // 2^-e <= 2^(1 - alpha) ||a_i||_2, so the relative L2 error of C is at most
+  // sqrt(K / 12) sqrt(4^(1 - alpha_A) + 4^(1 - alpha_B)); an IEEE sum of K products (cuBLAS's GEMMs,
+  // one accumulator per output, fma) is off by c sqrt(K) u, c = 0.28 to 0.32 measured (fma sums
+  // in the host emulation, an H200's cublasDgemm and cublasSgemm at n = 4096 and 8192). Within 2x
+  // of it with c = 0.28 for both alphas equal: 2^(p + 1 - alpha) <= 2 * 0.28 * sqrt(6) = 1.37, so
+  // alpha = p + 1 (at most 1.46x the sum's error, 0.73x where the norms sit at the top of their
+  // power of two). K drops out: both errors grow as sqrt(K).
+  return (p == Precision::Fp64x ? 53 : 24) + 1;
 }
 
 std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why) {
@@ -62,13 +73,17 @@ std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why) {
   if (K < 1) return fail("the sum has no terms");
   if (K > int64_t(INT32_MAX) / 2)
     return fail(fmt::format("its reduction has {} values; the rewrite indexes its residues in i32", K));
-  const int target = ozakiTargetBits(p, K);
+  const int target = ozakiTargetBits(p);
+  // |C'| <= sum_k |a'_k b'_k| <= ||a'||_2 ||b'||_2 (Cauchy-Schwarz) < 2^(2 alpha) (1 + slack): the
+  // balanced residues represent [-P / 2, P / 2), so 2^(2 alpha + 1 + slack) < P. The largest
+  // alpha the fewest moduli allow (the spare bits go to accuracy).
   for (int n = 2; n <= int(ozakiModuli().size()); ++n) {
-    const int spare = floorLog2Product(n) - ceilLog2(K) - 2;  // K 2^(2 alpha) <= P / 4
-    if (spare >= 2 * target) return OzakiSplit{n, std::min(kMaxAlpha, spare / 2)};
+    const double bits = log2Product(n);
+    int alpha = kMaxAlpha;
+    while (alpha >= target && 2.0 * alpha + 1 + normSlackBits(K, alpha) >= bits) --alpha;
+    if (alpha >= target) return OzakiSplit{n, alpha};
   }
-  return fail(fmt::format("no set of up to {} moduli holds the product of {}-bit entries over {} values",
-                          ozakiModuli().size(), target, K));
+  return fail(fmt::format("no set of up to {} moduli holds the product of rows of {}-bit 2-norm", ozakiModuli().size(), target));
 }
 
 namespace {
@@ -278,26 +293,45 @@ class PartRewrite {
     return x->type == F64 ? x : cast(F64, x);
   }
 
-  // 1. Per row: the exponent e with |x 2^e| < 2^alpha (0 for a zero row), 2^e as two factors
+  // The integer exponent e1 with 2^e1 <= v < 2^(e1 + 1) for v > 0 (a let named `name`): log and
+  // pow may be an ulp off, so the first guess is corrected by exact comparisons.
+  Expr floorLog2(std::vector<Stmt>& body, const std::string& name, const Expr& v) {
+    Expr e0 = rw_.let(body, name + "0", fn(MathFn::Floor, {mul(fn(MathFn::Log, {v}), f64c(1.0 / std::log(2.0)))}));
+    Expr p0 = rw_.let(body, name + "p", fn(MathFn::Pow, {f64c(2.0), e0}));
+    return rw_.let(body, name, select(cmp(BinaryOp::Gt, p0, v), subE(e0, f64c(1)),
+                                      select(cmp(BinaryOp::Le, mul(p0, f64c(2)), v), add(e0, f64c(1)), e0)));
+  }
+
+  // 1. Per row: the exponent e with ||x 2^e||_2 < 2^alpha (0 for a zero row), 2^e as two factors
   // (each representable where 2^e is not: subnormal rows), 2^-e where |e| <= kFastUnscale (else 0),
   // and whether the row holds a value that is not finite (its range for the fallback sum: K
-  // values, else none).
+  // values, else none). The largest |value| and the sum of squares are two reductions of one pass
+  // over the row. Where the sum of squares is out of [2^-960, 2^1000] (f64 entries beyond about
+  // 2^+-480: squares that overflow, or underflow enough to matter), the norm's bound is
+  // sqrt(K) 2^(e1 + 1) from the largest value 2^e1 <= max < 2^(e1 + 1) instead: exact all the same,
+  // up to log2(K) / 2 bits less accurate.
   LoopNest scaleNest(const Side& s) {
     LoopNest n;
     n.loc = nest_.loc;
     std::map<int, Expr> vars;
     n.loops = copyLoops(s.rows, vars);
     Loop k = rw_.freshLoop(part_.kLoop->name, kLo_, kHi_);
-    Expr ax = fn(MathFn::Abs, {operandAt(s, vars, k)});
     Expr big = f64c(DBL_MAX);
-    Expr mx = rw_.let(n.body, "rowmax", reduce(ReduceOp::Max, {k}, select(cmp(BinaryOp::Le, ax, big), ax, big)));
-    Expr e0 = rw_.let(n.body, "e0", fn(MathFn::Floor, {mul(fn(MathFn::Log, {mx}), f64c(1.0 / std::log(2.0)))}));
-    Expr p0 = rw_.let(n.body, "p0", fn(MathFn::Pow, {f64c(2.0), e0}));
-    // log and pow may be an ulp off: p = 2^e1 <= rowmax < 2^(e1 + 1) after the correction.
-    Expr e1 = rw_.let(n.body, "e1", select(cmp(BinaryOp::Gt, p0, mx), subE(e0, f64c(1)),
-                                           select(cmp(BinaryOp::Le, mul(p0, f64c(2)), mx), add(e0, f64c(1)), e0)));
-    Expr finite = binary(BinaryOp::And, cmp(BinaryOp::Gt, mx, f64c(0)), cmp(BinaryOp::Lt, mx, big));
-    Expr e = rw_.let(n.body, "e", select(finite, subE(f64c(split_.alpha - 1), e1), f64c(0)));
+    Expr mx = rw_.let(n.body, "rowmax", reduce(ReduceOp::Max, {k}, fn(MathFn::Abs, {operandAt(s, vars, k)})));
+    Loop k2 = rw_.freshLoop(part_.kLoop->name, kLo_, kHi_);
+    Expr x2 = operandAt(s, vars, k2);
+    Expr ss = rw_.let(n.body, "rowsq", reduce(ReduceOp::Sum, {k2}, mul(x2, x2)));
+    // Not finite: an infinity makes the largest value inf, a NaN the sum of squares NaN (whether
+    // or not the maximum passes it on).
+    Expr nonfinite = rw_.let(n.body, "nonfinite", binary(BinaryOp::Or, binary(BinaryOp::Or, cmp(BinaryOp::Ge, mx, big), cmp(BinaryOp::Ne, mx, mx)),
+                                                         cmp(BinaryOp::Ne, ss, ss)));
+    Expr finite = binary(BinaryOp::And, cmp(BinaryOp::Gt, mx, f64c(0)), unary(UnaryOp::Not, nonfinite));
+    Expr normal = binary(BinaryOp::And, cmp(BinaryOp::Ge, ss, f64c(0x1p-960)), cmp(BinaryOp::Le, ss, f64c(0x1p1000)));
+    const int halfLog2K = (ceilLog2(c_.kExtent) + 1) / 2;  // sqrt(K) <= 2^halfLog2K
+    Expr fromMax = add(floorLog2(n.body, "rowmax_e", mx), f64c(1 + halfLog2K));
+    Expr norm = rw_.let(n.body, "rownorm", fn(MathFn::Sqrt, {ss}));  // at least the largest |value|
+    Expr e2 = rw_.let(n.body, "rowexp", select(normal, floorLog2(n.body, "rownorm_e", norm), fromMax));
+    Expr e = rw_.let(n.body, "e", select(finite, subE(f64c(split_.alpha - 1), e2), f64c(0)));
     Expr h = rw_.let(n.body, "h", fn(MathFn::Floor, {mul(e, f64c(0.5))}));
     std::vector<Expr> at = pointIndex(s.rows, vars);
     rw_.store(n.body, s.scale1, at, fn(MathFn::Pow, {f64c(2.0), h}));
@@ -306,7 +340,7 @@ class PartRewrite {
     rw_.store(n.body, s.unscale, at,
               select(cmp(BinaryOp::Le, fn(MathFn::Abs, {e}), f64c(kFastUnscale)), fn(MathFn::Pow, {f64c(2.0), unary(UnaryOp::Neg, e)}),
                      f64c(0)));
-    rw_.store(n.body, s.bad, at, select(cmp(BinaryOp::Ge, mx, big), i32c(c_.kExtent), i32c(0)));
+    rw_.store(n.body, s.bad, at, select(nonfinite, i32c(c_.kExtent), i32c(0)));
     return n;
   }
 

@@ -3,9 +3,9 @@
 // tensor cores (Uchino, Ozaki and Imamura, arXiv 2504.08009), as loop nests over kernel-local
 // arrays that the planner schedules, fuses and tunes like any others:
 //
-//   1. scale    per row of A (column of B): the largest |value| -> a power of two 2^e with
-//               |x 2^e| < 2^alpha, and whether the row holds a value that is not finite;
-//   2. residues a' = round(x 2^e), an integer of at most alpha bits, as its balanced residue
+//   1. scale    per row of A (column of B): its 2-norm -> a power of two 2^e with
+//               ||x 2^e||_2 < 2^alpha, and whether the row holds a value that is not finite;
+//   2. residues a' = round(x 2^e), an integer below 2^alpha, as its balanced residue
 //               modulo each of N pairwise coprime moduli p_l <= 256: a8[l, row, k], an i8 array
 //               contiguous along k (the s8 tensor cores' operand layout);
 //   3. products c8[l, i, j] = (sum_k a8[l, i, k] b8[l, j, k]) mod p_l: one i32 contraction of i8
@@ -19,12 +19,12 @@
 //               data-dependent range of K or 0 values), so IEEE's non-finite results stay.
 //
 // The reconstruction runs in the contraction's own nest, as lets ahead of its statements, which
-// use the reconstructed sum where they had the sum. The moduli are the
-// fewest with K 2^(2 alpha) <= P / 4 (P their product) for alpha = p + 2 - ceil(log2(K) / 2), at
-// most p (p = 53 for fp64x, 24 for fp32x: a plain sum's own error grows as sqrt(K) 2^-p):
-// each entry of A' and B' keeps alpha bits below its row's (column's) largest, and C' lies in
-// the range the balanced residues represent. The error is the truncation of entries far below
-// their row's largest value (docs/language.md 6.2 states the bound and its limits).
+// use the reconstructed sum where they had the sum. |C'| <= ||a'||_2 ||b'||_2 < 2^(2 alpha)
+// (Cauchy-Schwarz), so the moduli are the fewest whose product P exceeds 2^(2 alpha + 1) (with the
+// slack of the norm's rounding) for alpha = p + 1 (p = 53 for fp64x: 14 moduli; 24 for fp32x: 7),
+// whatever K: the accuracy the policies promise, within 2x of a plain sum's error, as
+// ozakiTargetBits derives. The error is the rounding of each entry to a multiple of
+// 2^(1 - alpha) of its row's 2-norm (docs/language.md 6.2 states the bound and its limits).
 #pragma once
 
 #include <optional>
@@ -41,17 +41,17 @@ namespace rtcg {
 const std::vector<int>& ozakiModuli();
 
 // How a contraction over K values is computed under a rewriting policy: the number of moduli and
-// the bits alpha each scaled entry keeps; nullopt with `why` when no number of moduli suffices or
-// K passes 2^30 (the residues are indexed in i32).
+// the bits alpha of each scaled row's (column's) 2-norm; nullopt with `why` when no number of
+// moduli suffices or K passes 2^30 (the residues are indexed in i32).
 struct OzakiSplit {
   int moduli = 0;
   int alpha = 0;
 };
 std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why = nullptr);
-// The bits alpha the split keeps at least: fewer as K grows, as a plain sum's own error grows as
-// sqrt(K) 2^-p: p + 2 - ceil(log2(K) / 2), at most p (p = 53 for fp64x, 24 for fp32x; K = 4096:
-// 49 and 20).
-int ozakiTargetBits(Precision p, int64_t K);
+// The bits alpha the split keeps at least: p + 1 (54 for fp64x, 25 for fp32x), for any K: the
+// policy's error then stays within 2x of a plain sum's of its type (the derivation is at the
+// definition).
+int ozakiTargetBits(Precision p);
 
 // The proved kernel rewritten for `p` (a copy when p does not rewrite, or when the kernel is
 // already the rewrite of p: Kernel::policy). A kernel the policy cannot apply to (no contraction

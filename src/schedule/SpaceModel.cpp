@@ -124,7 +124,17 @@ NestModel::NestModel(const Kernel& k, int nest) : k_(&k), nest_(nest), facts_(k,
   ok_ = true;
   meanDataRows();
   meanVaryingRows();
-  accesses_ = collectAccesses(k, nest);
+  // A read repeated in one scope (x * x, |x| on both sides of a select) is one load: the compiler
+  // loads the element once. Reads of separate reductions are kept apart (their loops differ).
+  for (Access& a : collectAccesses(k, nest)) {
+    auto same = [&](const Access& u) {
+      if (u.isWrite || a.isWrite || u.array != a.array || u.scope != a.scope || u.indices.size() != a.indices.size()) return false;
+      for (size_t i = 0; i < a.indices.size(); ++i)
+        if (!sameExpr(u.indices[i], a.indices[i])) return false;
+      return true;
+    };
+    if (std::none_of(accesses_.begin(), accesses_.end(), same)) accesses_.push_back(std::move(a));
+  }
   for (const Access& a : accesses_) {
     usedLoops_.push_back(usedLoops(k, a));
     flatForms_.push_back(flatOffset(k, a.array, a.indices));

@@ -665,6 +665,24 @@ TEST(Space, PipelinedPositionsOfOneStepReductions) {
   EXPECT_EQ(model.estimate(walk, DeviceModel{}).blocks * 16, 7504);
 }
 
+TEST(SpaceModel, ARepeatedReadIsOneLoad) {
+  // x[i, k] * x[i, k] (a sum of squares, the Ozaki scheme's row norms) reads x once: the emitted
+  // code names the element twice and the compiler loads it once. Two reductions of one pass over k
+  // read it once each, as the model charged every read before.
+  const SizeBindings n{{"m", 4096}, {"n", 4096}};
+  Kernel square = bindAll(fromText("kernel s(m: int, n: int, x: f64[m, n], out y: f64[m]) {\n"
+                                   "  for i in 0..m { y[i] = sum(k in 0..n, x[i, k] * x[i, k]); }\n}\n"), n);
+  Kernel once = bindAll(fromText("kernel s(m: int, n: int, x: f64[m, n], out y: f64[m]) {\n"
+                                 "  for i in 0..m { y[i] = sum(k in 0..n, x[i, k] * 2.0); }\n}\n"), n);
+  Kernel two = bindAll(fromText("kernel s(m: int, n: int, x: f64[m, n], out y: f64[m]) {\n"
+                                "  for i in 0..m { y[i] = sum(k in 0..n, x[i, k] * x[i, k]) + max(k in 0..n, abs(x[i, k])); }\n}\n"), n);
+  const NestSchedule s = parseSchedule("i: grid.x; k: serial, unroll 4, thread.x 128").schedule->nests[0];
+  const double squareBytes = NestModel(square, 0).estimate(s, DeviceModel{}).bytes;
+  EXPECT_EQ(squareBytes, NestModel(once, 0).estimate(s, DeviceModel{}).bytes);
+  const double twoBytes = NestModel(two, 0).estimate(s, DeviceModel{}).bytes;
+  EXPECT_GT(twoBytes, 1.9 * squareBytes - 4096 * 8);
+}
+
 TEST(SpaceModel, ChargesBankConflictsOfStagedReads) {
   // DG differentiation N=5: Dr's rows are 60 elements apart (56 padded to an odd number of 16-byte
   // groups). Lanes on neighbouring rows (`reg 4, thread.x 14`) read them conflict-free; lanes 4
