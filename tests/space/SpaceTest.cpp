@@ -743,8 +743,8 @@ TEST(Space, SamplesMeasureEveryFamily) {
 }
 
 // The wgmma producer ring and its persistent grid are families: a sample of 48 of dg_diff_stacked
-// at N5 under tf32x3, where the model ranks them after a hundred staged-epilogue candidates,
-// still measures one of each.
+// at N5 under tf32x3 measures one of each, the producer ring (not persistent) though the model
+// ranks it after the first 48 (the persistent grid, D kept, now leads the model's ranking).
 TEST(Space, SamplesMeasureTheProducerRingAndThePersistentGrid) {
   Kernel stacked = bindAll(example("dg_diff_stacked").kernel, {{"K", 299551}, {"Np", 56}});
   SpaceOptions o;
@@ -761,8 +761,8 @@ TEST(Space, SamplesMeasureTheProducerRingAndThePersistentGrid) {
     }
     return s.candidates.size();
   };
-  ASSERT_GE(first(all, true), 48u);  // the model alone would not sample them
-  ASSERT_GE(first(all, false), 48u);
+  ASSERT_LT(first(all, true), all.candidates.size());
+  ASSERT_GE(first(all, false), 48u);  // the model alone would not sample it
   ASSERT_LT(first(all, false), all.candidates.size());
   o.maxCandidates = 48;
   Space sample = enumerateSchedules(stacked, o);

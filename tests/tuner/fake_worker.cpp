@@ -13,7 +13,8 @@
 //                  $OMPI_COMM_WORLD_RANK or $PMI_RANK) with SIGKILL at its first candidate when
 //                  that rank is R: a rank that dies in the middle of a search.
 // Its ready message names its device "Fake GPU", with " (device N from its start)" when its command
-// line was `--serve --device N` (the parent started it before its setup).
+// line was `--serve --device N` (the parent started it before its setup) and
+// RTCG_FAKE_WORKER_NAME_DEVICE is set (else every rank's fake has one name, as GPUs of one model do).
 // With --compile-worker [--warm ARCH] it is the real compile worker (tune/CompilePool.h): a search on a machine
 // without a GPU (rtcgc tune with $RTCG_TEST_DEVICE) compiles with NVRTC and measures here. With
 // $RTCG_FAKE_COMPILE_WORKER_KILL_RANK=R it says hello, then kills its parent (the MPI rank) with
@@ -133,7 +134,8 @@ int main(int argc, char** argv) {
   }
   std::optional<int> device = serveArgs(argc, argv);
   std::string name = "Fake GPU";
-  if (device && *device >= 0) name += fmt::format(" (device {} from its start)", *device);
+  if (device && *device >= 0 && std::getenv("RTCG_FAKE_WORKER_NAME_DEVICE"))
+    name += fmt::format(" (device {} from its start)", *device);
   ch.send(ReadyMessage{name, "sm_90", 13000, 0.01});
   if (mode == "verified") return serveVerified(ch);
   for (;;) {

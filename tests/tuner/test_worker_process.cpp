@@ -24,6 +24,12 @@ struct FakeMode {
   ~FakeMode() { ::unsetenv("RTCG_FAKE_WORKER_MODE"); }
 };
 
+// The fake names the device of its command line in its ready message (fake_worker.cpp).
+struct FakeNamesDevice {
+  FakeNamesDevice() { ::setenv("RTCG_FAKE_WORKER_NAME_DEVICE", "1", 1); }
+  ~FakeNamesDevice() { ::unsetenv("RTCG_FAKE_WORKER_NAME_DEVICE"); }
+};
+
 std::string errorOf(const std::function<void()>& f) {
   try {
     f();
@@ -92,6 +98,7 @@ TEST(WorkerProcess, GarbageAtSetupIsAClearError) {
 }
 
 TEST(WorkerProcess, SurvivesCrashesHangsGarbageAndFaults) {
+  FakeNamesDevice named;
   FakeMode mode("mixed");
   std::vector<std::string> log;
   WorkerProcess w(RTCG_FAKE_WORKER, SetupMessage{}, {5, 0.5}, [&](const std::string& s) { log.push_back(s); });
@@ -132,6 +139,7 @@ TEST(WorkerProcess, SurvivesCrashesHangsGarbageAndFaults) {
 // its command line, the setup follows, then candidates; a worker that dies later is restarted
 // the same way (its device on its command line) and set up again.
 TEST(WorkerProcess, StartsBeforeItsSetup) {
+  FakeNamesDevice named;
   FakeMode mode("mixed");
   std::vector<std::string> log;
   WorkerProcess w(RTCG_FAKE_WORKER, 3, {5, 0.5}, [&](const std::string& s) { log.push_back(s); });
@@ -255,6 +263,7 @@ TEST(ServedWorker, TakesTheReferenceAfterItsSetup) {
 // Another rank's worker may be started before rank 0's setup arrives (rtcgc tune under MPI starts
 // it first): the served worker sets up that process rather than another.
 TEST(ServedWorker, SetsUpAWorkerStartedBeforeTheSetup) {
+  FakeNamesDevice named;
   FakeMode mode("verified");
   auto started = std::make_unique<WorkerProcess>(RTCG_FAKE_WORKER, 2, WorkerTimeouts{});
   const pid_t pid = started->pid();
