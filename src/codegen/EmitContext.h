@@ -242,6 +242,7 @@ struct ModuleNeeds {
   std::vector<std::string> wgmmaShapes;  // each distinct wgmma shape's helpers, in first use order
   bool wgmmaSwizzle = false, wgmmaSplit = false, tma = false;
   bool producer = false, producerSplit = false;
+  bool producerThreadCopies = false;  // a kept B copied by the producer's threads (rtcg_cp_async_mbar_arrive)
   std::set<int64_t> producerRegisters;  // every count a `producer` nest's setmaxnreg moves to
   bool atomics = false;       // accumulations (accumulateHelpers)
   bool atomicsU32 = false;    // accumulations into u32 arrays (accumulateU32Helpers, ahead of accumulateHelpers)

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <optional>
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
@@ -512,53 +513,78 @@ void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::ve
 }
 
 // Whether the fragments' column pairs (accumulator elements r and r + 1: columns 2t and 2t + 1 of
-// one row) store as one 8-byte float2: one f32 statement of plain N rows (no stacked parts), its
-// output's offset of unit stride along N and even otherwise (a pair's first column is even), and
-// 8-byte aligned arrays. Single floats 8 bytes apart write half of each sector per store, two
-// sectors where the rows are no 32-byte multiple (dg_diff_stacked N6: docs/bench.md, session 39).
+// one row) store as one 8-byte float2: f32 statements whose outputs' offsets have unit stride
+// along N and are even otherwise (a pair's first column is even), and 8-byte aligned arrays. N's
+// rows of several dimensions (stacked statements: dg_diff's Dr, Ds, Dt) need an even, evenly
+// starting innermost extent, so that no pair straddles two rows of the outer ones (or two
+// statements). Single floats 8 bytes apart write half of each sector per store, two sectors where
+// the rows are no 32-byte multiple (dg_diff_stacked N6: docs/bench.md, session 39).
 bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
-  if (p.c.parts.size() != 1 || !plainRows(p.c, false) || ctx.arrayAlignment < 8) return false;
-  const Stmt& st = ctx.nest.body[size_t(p.c.statement())];
-  if (ctx.k.params[size_t(st.array)].type != ScalarType::F32) return false;
-  auto form = flatOffset(ctx.k, st.array, st.indices);
-  if (!form || form->coeff(p.c.n) != 1 || form->constant % 2 != 0 || p.c.nLo % 2 != 0) return false;
-  for (const auto& [var, coeff] : form->coeffs)
-    if (var != p.c.n && coeff % 2 != 0) return false;
+  if (ctx.arrayAlignment < 8) return false;
+  if (!plainRows(p.c, false) && (p.c.nRows.back().extent % 2 != 0 || p.c.nRows.back().lo % 2 != 0)) return false;
+  if (plainRows(p.c, false) && p.c.nLo % 2 != 0) return false;
+  for (const ContractionPart& part : p.c.parts) {
+    const Stmt& st = ctx.nest.body[size_t(part.statement)];
+    if (ctx.k.params[size_t(st.array)].type != ScalarType::F32) return false;
+    auto form = flatOffset(ctx.k, st.array, st.indices);
+    if (!form || form->coeff(p.c.n) != 1 || form->constant % 2 != 0) return false;
+    for (const auto& [var, coeff] : form->coeffs)
+      if (var != p.c.n && coeff % 2 != 0) return false;
+  }
   return true;
 }
 
-// A column pair's two points (pairedStores): the statement at each, one float2 store of both where
-// the second is inside the domain, else the first alone.
+// N's stacked rows (statement, i) at a pair of wgmma's accumulator chunk (ChunkedColumns): the
+// statement and i - lo of its first column.
+struct ChunkColumn {
+  C::ExprP part, inner;
+};
+
+// A column pair's two points (pairedStores): the statement at each (the stacked one its row or
+// column picks), one float2 store of both where the second is inside the domain, else the first
+// alone. With `chunk`, N's rows are bound from it rather than from the column's division.
 void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, const std::string& sum0,
-               const std::string& sum1, std::vector<C::Stmt>& out) {
+               const std::string& sum1, std::vector<C::Stmt>& out, const ChunkColumn* chunk = nullptr) {
   std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
   std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
-  const ContractionPart& part = p.c.parts[0];
-  const Stmt& st = ctx.nest.body[size_t(part.statement)];
-  // The statement's target and value at column `col` with the sum `sum`.
-  auto at = [&](const C::ExprP& col, const std::string& sum, std::vector<C::Stmt>& to) {
+  // Statement q's target and value at the pair's column `second` (0 or 1) with the sum `sum`.
+  auto at = [&](size_t q, int64_t second, const std::string& sum, std::vector<C::Stmt>& to) {
+    const ContractionPart& part = p.c.parts[q];
+    const Stmt& st = ctx.nest.body[size_t(part.statement)];
     Env env = nm.epilogue;
     env.vars = nm.batch;
     bindRow(p, true, C::name(mi), env);
-    bindRow(p, false, col, env);
+    if (!chunk) {
+      bindRow(p, false, second ? C::sum({C::name(ni), lit(second)}) : C::name(ni), env);
+    } else {
+      const ContractionRow& i = p.c.nRows.back();
+      env.vars[i.loop] = C::sum({lit(i.lo), chunk->inner, lit(second)});
+    }
     env.hoisted[part.sum.get()] = C::name(sum);
     C::ExprP value = lower(ctx, st.value, env, to);
     return std::make_pair(lowerAccess(ctx, st.array, st.indices, env, to), value);
   };
-  std::vector<C::Stmt> both;
-  auto [target, first] = at(C::name(ni), sum0, both);
-  C::ExprP second = at(C::sum({C::name(ni), lit(1)}), sum1, both).second;
-  C::ExprP pair = C::castTo("float2*", C::unary("&", target));
-  C::ExprP value = C::call("make_float2", {first, second});
-  both.push_back(ctx.plan.streams(size_t(part.statement)) ? C::exprStmt(C::call("__stcs", {pair, value}))
-                                                          : C::assign(C::index(pair, lit(0)), "=", value));
-  std::vector<C::Stmt> store = std::move(both);
-  if (p.c.nExtent % 2 != 0) {  // the last pair may have its first column alone
-    std::vector<C::Stmt> alone;
-    auto [t, v] = at(C::name(ni), sum0, alone);
-    alone.push_back(emitStore(ctx, size_t(part.statement), t, v));
-    store = {C::ifThen(bin("<", C::sum({C::name(ni), lit(1)}), lit(p.c.nExtent)), std::move(store), std::move(alone))};
-  }
+  auto pairOf = [&](size_t q) {
+    const size_t statement = size_t(p.c.parts[q].statement);
+    std::vector<C::Stmt> both;
+    auto [target, first] = at(q, 0, sum0, both);
+    C::ExprP second = at(q, 1, sum1, both).second;
+    C::ExprP pair = C::castTo("float2*", C::unary("&", target));
+    C::ExprP value = C::call("make_float2", {first, second});
+    both.push_back(ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pair, value}))
+                                               : C::assign(C::index(pair, lit(0)), "=", value));
+    if (p.c.nExtent % 2 == 0) return both;
+    std::vector<C::Stmt> alone;  // the last pair may have its first column alone
+    auto [t, v] = at(q, 0, sum0, alone);
+    alone.push_back(emitStore(ctx, statement, t, v));
+    return std::vector<C::Stmt>{
+        C::ifThen(bin("<", C::sum({C::name(ni), lit(1)}), lit(p.c.nExtent)), std::move(both), std::move(alone))};
+  };
+  Env rows;
+  C::ExprP partM = bindRow(p, true, C::name(mi), rows);
+  C::ExprP partN = chunk ? chunk->part : bindRow(p, false, C::name(ni), rows);
+  C::ExprP part = partM ? partM : partN;
+  std::vector<C::Stmt> store = part ? std::vector<C::Stmt>{chooseStatement(p, part, pairOf)} : pairOf(0);
   C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
   point.push_back(C::ifThen(inside, std::move(store)));
   out.push_back(C::block(std::move(point)));
@@ -568,13 +594,38 @@ void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
 // sum replaced by the accumulator (column pairs together where pairedStores).
 void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   const bool pairs = pairedStores(ctx, p);
+  // wgmma's chunk fn holds columns base + 2t + {0, 1} (base = n0 + wn + 8 fn). Of N's stacked rows
+  // (statement, i) with E >= 8 values of i, the chunk's statement and first i are computed once
+  // (chunk_q = base / E, chunk_i = base % E) for its points instead of a division at each (which
+  // made dg_diff N5's epilogue 1.8x the instructions of the stacked kernel's: docs/bench.md,
+  // session 40); a chunk crosses into the next statement only where E is no multiple of 8.
+  const int64_t e = p.c.nRows.back().extent;
+  const bool chunked = pairs && p.isWgmma() && stackedRows(p.c, false) && p.c.nRows.size() == 2 && e >= 8;
   for (size_t fm = 0; fm < nm.acc.size(); ++fm)
-    for (size_t fn = 0; fn < nm.acc[fm].size(); ++fn)
+    for (size_t fn = 0; fn < nm.acc[fm].size(); ++fn) {
+      std::string q, i;
+      if (chunked) {
+        C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
+        q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
+        out.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
+        out.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));
+      }
       for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
         auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
-        if (pairs) storePair(ctx, p, nm, mm, nn, nm.acc[fm][fn][r], nm.acc[fm][fn][r + 1], out);
-        else storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
+        if (!pairs) {
+          storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
+          continue;
+        }
+        std::optional<ChunkColumn> chunk;
+        if (chunked) {
+          C::ExprP inner = C::sum({C::name(i), C::product(nm.t, lit(2))});
+          chunk = e % 8 == 0 ? ChunkColumn{C::name(q), inner}
+                             : ChunkColumn{C::sum({C::name(q), C::castTo("int", bin(">=", inner, lit(e)))}),
+                                           bin("-", inner, C::product(C::castTo("int", bin(">=", inner, lit(e))), lit(e)))};
+        }
+        storePair(ctx, p, nm, mm, nn, nm.acc[fm][fn][r], nm.acc[fm][fn][r + 1], out, chunk ? &*chunk : nullptr);
       }
+    }
 }
 
 // `epilogue shared`: after a barrier (every warp is done with the operand tiles), the accumulators
@@ -725,6 +776,7 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
   if (p.ring.producer()) {
     needs.producer = true;
     needs.producerSplit |= p.splitBuffers > 0;
+    needs.producerThreadCopies |= p.residentByThreads;
     for (int64_t n : {p.producerRegisters, p.consumerRegisters})
       if (n > 0) needs.producerRegisters.insert(n);
   }

@@ -85,6 +85,10 @@ bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p) {
   return runElements(ctx, p, true) > 1 || runElements(ctx, p, false) > 1;
 }
 
+bool copiesAsync(const EmitContext& ctx, const MmaPlan& p, bool isA) {
+  return runElements(ctx, p, isA) > 1 || !mmaPacked(p.arith);
+}
+
 void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
   auto def = [&](const std::string& base, C::ExprP init) {
     std::string n = ctx.names.fresh(base);
@@ -115,17 +119,18 @@ void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std:
 }
 
 void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
-                      const C::ExprP& buffer, std::vector<C::Stmt>& out) {
+                      const C::ExprP& buffer, std::vector<C::Stmt>& out, const C::ExprP& tid, int64_t threads) {
   const bool kMajor = p.tile(isA).kMajor;
   const int64_t rows = isA ? p.blockM : p.blockN, rowExtent = isA ? p.c.mExtent : p.c.nExtent;
   const int64_t outerCount = kMajor ? p.blockK : rows, innerCount = kMajor ? rows : p.blockK;
   const int64_t pitch = p.tile(isA).pitch, V = runElements(ctx, p, isA);
   const int64_t runs = outerCount * (innerCount / V);
-  const int64_t threads = ctx.plan.launch.threads, rounds = (runs + threads - 1) / threads;
+  if (!tid) threads = ctx.plan.launch.threads;
+  const int64_t rounds = (runs + threads - 1) / threads;
   std::string s = ctx.names.fresh(isA ? "copy_a" : "copy_b");
   std::vector<C::Stmt> body;
   std::string e = ctx.names.fresh("e");
-  body.push_back(C::decl(ctx.idx, e, C::sum({nm.tid, C::product(C::name(s), lit(threads))})));
+  body.push_back(C::decl(ctx.idx, e, C::sum({tid ? tid : nm.tid, C::product(C::name(s), lit(threads))})));
   std::string on = ctx.names.fresh("outer"), in = ctx.names.fresh("inner");
   std::vector<C::Stmt> inner{C::decl(ctx.idx, on, bin("/", C::name(e), lit(innerCount / V))),
                              C::decl(ctx.idx, in, C::product(bin("%", C::name(e), lit(innerCount / V)), lit(V)))};
@@ -190,7 +195,7 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   }
   if (runs % threads == 0) append(body, std::move(inner));
   else body.push_back(C::ifThen(bin("<", C::name(e), lit(runs)), std::move(inner)));
-  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit(rounds), C::Unroll::Full, std::move(body)));
+  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit(rounds), tid ? C::Unroll::Never : C::Unroll::Full, std::move(body)));
 }
 
 void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,

@@ -83,11 +83,16 @@ C::Stmt chooseStatement(const MmaPlan& p, const C::ExprP& part,
 void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body);
 // One operand's (rows x k) box of the step at k0 into the buffer starting at element `buffer`
 // (null: the only one), as loaded: cp.async of 16 bytes where aligned, else element by element
-// (16-bit: through registers; TF32: cp.async of 4 bytes).
+// (16-bit: through registers; TF32: cp.async of 4 bytes). By the block's threads, or by `threads`
+// threads whose index is `tid` (the producer's first warp: MmaPlan::residentByThreads), in a loop
+// not unrolled (its copies run once; unrolled, their addresses would take the registers).
 void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
-                      const C::ExprP& buffer, std::vector<C::Stmt>& out);
-// Whether stageOperandAsLoaded copies with cp.async (then the step waits for its group).
+                      const C::ExprP& buffer, std::vector<C::Stmt>& out, const C::ExprP& tid = nullptr,
+                      int64_t threads = 0);
+// Whether stageOperandAsLoaded copies with cp.async (then the step waits for its group); whether
+// it copies operand `isA` so (else through registers: 16-bit values not 16 bytes aligned).
 bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p);
+bool copiesAsync(const EmitContext& ctx, const MmaPlan& p, bool isA);
 // One fragment-k (kk) of the step: ldmatrix per fragment, then every mma.
 void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
                       const C::ExprP& bufB, std::vector<C::Stmt>& out);
@@ -152,9 +157,10 @@ void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 // consumer done issuing); after its last step's issue, the turn passed to the next consumer.
 void waitTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 void passTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
-// The prelude: rtcg_mbar_arrive, rtcg_ld4 and rtcg_tf32_small4_put (`split`: a plan splits tf32x3's tiles), and
+// The prelude: rtcg_mbar_arrive, rtcg_cp_async_mbar_arrive (`threadCopies`: a plan's producer threads copy a
+// kept B), rtcg_ld4 and rtcg_tf32_small4_put (`split`: a plan splits tf32x3's tiles), and
 // rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
-std::string producerHelpers(const std::set<int64_t>& counts, bool split);
+std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies);
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.
 void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch);

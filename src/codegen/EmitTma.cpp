@@ -72,6 +72,7 @@ void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Func
                             ctx.arrayAlignment));
   for (bool isA : {true, false}) {
     const MmaPlan::TmaOperand& t = p.tile(isA).tma;
+    if (t.array < 0) continue;  // a kept B that the producer's threads copy (MmaPlan::residentByThreads)
     std::string& name = isA ? nm.tmapA : nm.tmapB;
     name = ctx.names.fresh(ctx.k.params[size_t(t.array)].name + "_map");
     C::Param param{"rtcg_tensor_map", name};

@@ -94,10 +94,29 @@ void splitLanded(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C
 
 // `resident` (MmaPlan::residentB), before the ring's first step: the issuer's copy of B's tiles (at
 // the block's N tile, the same for all its tiles) and the splitters' one split of them.
+C::ExprP residentOrigin(EmitContext& ctx, const MmaPlan& p) {
+  return C::product(bin("%", coordinate(ctx, "blockIdx", 0), lit(p.nTiles())), lit(p.blockN));
+}
+
 std::vector<C::Stmt> residentIssue(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm) {
-  if (!p.residentB) return {};
-  C::ExprP n0 = C::product(bin("%", coordinate(ctx, "blockIdx", 0), lit(p.nTiles())), lit(p.blockN));
-  return issueResidentB(p, nm, n0, stageBarrier(p, nm, Barrier::ResidentFull, lit(0)));
+  if (!p.residentB || p.residentByThreads) return {};
+  return issueResidentB(p, nm, residentOrigin(ctx, p), stageBarrier(p, nm, Barrier::ResidentFull, lit(0)));
+}
+
+// residentByThreads: the first warp's copy of B's kept tiles (each step's at its buffer), every
+// lane arriving on `resident full` once its copies have landed (through registers: once stored).
+std::vector<C::Stmt> residentCopy(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& lane) {
+  std::vector<C::Stmt> body;
+  if (!p.residentByThreads) return body;
+  MmaNames kept = nm;
+  const std::string n0 = ctx.names.fresh("kept_n0");
+  body.push_back(C::decl(ctx.idx, n0, residentOrigin(ctx, p)));
+  kept.n0 = C::name(n0);
+  for (int64_t step = 0; step < p.steps; ++step)
+    stageOperandAsLoaded(ctx, p, kept, false, lit(step * p.blockK), lit(step * p.b.buffer), body, lane, 32);
+  const char* arrive = copiesAsync(ctx, p, false) ? "rtcg_cp_async_mbar_arrive" : "rtcg_mbar_arrive";
+  body.push_back(C::exprStmt(C::call(arrive, {stageBarrier(p, nm, Barrier::ResidentFull, lit(0))})));
+  return body;
 }
 
 std::vector<C::Stmt> residentSplit(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& tid) {
@@ -146,7 +165,10 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
                                      });
   std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
   issuing.push_back(std::move(issuer));
-  if (!p.splitBuffers) return {C::ifThen(bin("==", ptid, lit(0)), std::move(issuing))};
+  std::vector<C::Stmt> branches;
+  if (p.residentByThreads) branches.push_back(C::ifThen(bin("<", ptid, lit(32)), residentCopy(ctx, p, nm, ptid)));
+  branches.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(issuing)));
+  if (!p.splitBuffers) return branches;
   auto split = [&](const C::ExprP& step, const C::ExprP&, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
     body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Full, buffer), useParity(p, step)})));
     splitLanded(ctx, p, nm, buffer, bin("-", ptid, lit(32)), body);
@@ -163,8 +185,8 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
     all.push_back(std::move(each));
     return C::block(std::move(all));
   }();
-  return {C::ifThen(bin("==", ptid, lit(0)), std::move(issuing)),
-          C::ifThen(bin(">=", ptid, lit(32)), {std::move(splitter)})};
+  branches.push_back(C::ifThen(bin(">=", ptid, lit(32)), {std::move(splitter)}));
+  return branches;
 }
 
 // The producer-consumer ring's opening: the mbarriers and the producer's branch.
@@ -182,9 +204,11 @@ void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // four warps arrive on the next's.
   for (int64_t w = 0; (p.orderedIssue || p.alternatingTiles) && w < p.consumerThreads / 128; ++w)
     init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::Turn, lit(w)), lit(4)})));
-  // `resident`: B's tiles' full (TMA's) and, under tf32x3, ready (the splitting warps').
+  // `resident`: B's tiles' full (TMA's, or the first warp's lanes') and, under tf32x3, ready (the
+  // splitting warps').
   if (p.residentB) {
-    init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::ResidentFull, lit(0)), lit(1)})));
+    init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::ResidentFull, lit(0)),
+                                                          lit(p.residentByThreads ? 32 : 1)})));
     if (p.splitBuffers)
       init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::ResidentReady, lit(0)),
                                                             lit(kSplitThreads / 32)})));
@@ -251,6 +275,8 @@ void waitResident(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to
   if (!p.residentB) return;
   const Barrier which = p.splitBuffers ? Barrier::ResidentReady : Barrier::ResidentFull;
   to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, which, lit(0)), lit(0)})));
+  // The threads' copies went through the generic proxy; wgmma reads through the async one.
+  if (p.residentByThreads) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
 }
 
 void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to) {
@@ -260,11 +286,19 @@ void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, st
 // The plain arrival and, per register count a plan moves to (`counts`), setmaxnreg's increase
 // and decrease (PTX ISA: mbarrier.arrive; setmaxnreg, sm_90a: an immediate). The host emulation
 // defines the arrival; setmaxnreg has nothing to emulate.
-std::string producerHelpers(const std::set<int64_t>& counts, bool split) {
+std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies) {
   std::string s = R"producer(// Warp specialization ('mma: ... tma producer'): an arrival on an mbarrier, setmaxnreg.
 #ifndef RTCG_HOST_EMULATION
 __device__ __forceinline__ void rtcg_mbar_arrive(void* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"((unsigned int)__cvta_generic_to_shared(bar)) : "memory");
+}
+#endif
+)producer";
+  // `resident` B copied by the producer's threads: an arrival once this thread's cp.async land.
+  if (threadCopies)
+    s += R"producer(#ifndef RTCG_HOST_EMULATION
+__device__ __forceinline__ void rtcg_cp_async_mbar_arrive(void* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"((unsigned int)__cvta_generic_to_shared(bar)) : "memory");
 }
 #endif
 )producer";

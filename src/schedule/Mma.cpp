@@ -76,13 +76,15 @@ void planSwizzle128(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>&
 // `tma`'s part (MmaPlan::ring: TMA): each operand's tensor map and boxes, or the reasons why TMA cannot
 // copy it: the box must be a 2-D array read whole as [outer, inner] by the contraction's own
 // indices (TMA's zero fill at the array's edge is then the domain's), with rows a multiple of 16
-// bytes apart, not batched, and as stored (TF32 stored along M / N needs a transposition).
-void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
+// bytes apart, not batched, and as stored (TF32 stored along M / N needs a transposition). A B
+// that `resident` keeps (keptB) and no box can copy is the producer's threads' to copy
+// (MmaPlan::residentByThreads).
+void planTma(const Kernel& k, bool keptB, MmaPlan& p, std::vector<std::string>& reasons) {
   p.ring.engine = CopyEngine::Tma;
   p.ring.handOver = HandOver::Mbarrier;
   p.ring.fenceAsyncProxy = false;  // TMA writes through the async proxy itself
   const int64_t bytes = typeBytes(p.staged), w = 128 / bytes;
-  auto operand = [&](bool isA, MmaPlan::TmaOperand& t) {
+  auto operand = [&](bool isA, MmaPlan::TmaOperand& t, std::vector<std::string>& reasons) {
     const char* name = isA ? "A" : "B";
     const Expr& e = isA ? p.c.a() : p.c.b();
     const Expr& load = e->kind == ExprKind::Load ? e : e->operands[0];
@@ -133,8 +135,16 @@ void planTma(const Kernel& k, MmaPlan& p, std::vector<std::string>& reasons) {
     t.boxInner = w, t.boxOuter = mnMajor ? p.blockK : rows, t.boxes = mnMajor ? rows / w : p.blockK / w;
     if (t.boxOuter > 256) refuse(fmt::format("a box of {} rows, more than TMA's 256", t.boxOuter));
   };
-  operand(true, p.a.tma);
-  operand(false, p.b.tma);
+  operand(true, p.a.tma, reasons);
+  // A kept B (`resident`) that no box copies is copied by the producer's threads instead.
+  std::vector<std::string> bReasons;
+  operand(false, p.b.tma, bReasons);
+  if (keptB && !bReasons.empty()) {
+    p.residentByThreads = true;
+    p.b.tma = {};
+  } else {
+    for (std::string& r : bReasons) reasons.push_back(std::move(r));
+  }
 }
 
 // `producer`'s part (MmaPlan::ring: producer-consumer): a warpgroup more, which issues the TMA boxes (and
@@ -490,7 +500,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   planArithmetic(k, s, limits, p, reasons);
   planTiles(k, s, p, reasons);
   if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
-  if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, p, reasons);
+  if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, s.mma.resident != MmaOperand::None, p, reasons);
   if (s.mma.producer && p.ring.tma()) planProducer(s.mma, p, reasons);
   planFragments(s.mma, p, reasons);
   p.steps = ceilDiv(p.c.kExtent, p.blockK);

@@ -907,6 +907,7 @@ std::string wgmmaLines(const MmaPlan& p) {
     std::string stacked;
     if (!t.batchRows.empty())  // its first entry is the innermost batch index's: one batch's rows
       stacked = fmt::format(" (the batches' rows stacked, {} a batch)", t.batchRows.front().second);
+    if (t.array < 0) return fmt::format("{} by the producer's first warp (cp.async, no box)", name);
     return fmt::format("{} {} box{} of {} x {} from a {} x {} map{}", name, t.boxes, t.boxes == 1 ? "" : "es",
                        t.boxInner, t.boxOuter, t.inner, t.outer, stacked);
   };
@@ -929,10 +930,14 @@ std::string wgmmaLines(const MmaPlan& p) {
                      p.persistentBlocks, p.tileCount(), (p.tileCount() + p.persistentBlocks - 1) / p.persistentBlocks);
   if (p.residentB)
     s += fmt::format("  resident: B's tiles of all {} steps ({} bytes{}) stay in shared memory for the block's tiles, "
-                     "which share N tile (block % {}): the producer copies them once (expect_tx {} bytes){}; the "
+                     "which share N tile (block % {}): the producer copies them once ({}){}; the "
                      "stages carry A alone\n",
                      p.steps, p.steps * p.b.buffer * typeBytes(p.staged), p.splitBuffers ? ", and as many for their small parts" : "",
-                     p.nTiles(), p.steps * p.b.buffer * typeBytes(p.staged),
+                     p.nTiles(),
+                     p.residentByThreads
+                         ? "its first warp by cp.async, each lane arriving as its copies land; the consumers fence them "
+                           "for the async proxy"
+                         : fmt::format("expect_tx {} bytes", p.steps * p.b.buffer * typeBytes(p.staged)),
                      p.splitBuffers ? " and its splitting warps split them once" : "");
   if (p.alternatingTiles)
     s += fmt::format("  pingpong: the {0} consumer warpgroups run the block's tiles in turn (consumer c its tiles c, c + "

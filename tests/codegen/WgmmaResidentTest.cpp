@@ -52,6 +52,16 @@ kernel rect_i8(m: int, n: int, kk: int, a: i8[m, kk], b: i8[n, kk], out c: i32[m
     c[i, j] = sum(k in 0..kk, i32(a[i, k]) * i32(b[j, k])) + i - 3 * j;
   }
 }
+kernel rect32_pad(m: int, n: int, kk: int, a: f32[m, kk], b: f32[n, kk + 1], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, a[i, k] * b[j, k]);
+  }
+}
+kernel rect_pad(m: int, n: int, kk: int, a: bf16[m, kk], b: bf16[n, kk + 1], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, f32(a[i, k]) * f32(b[j, k]));
+  }
+}
 kernel batched(nb: int, n: int, a: f32[nb, n, n], b: f32[nb, n, n], out c: f32[nb, n, n]) {
   for z in 0..nb, i in 0..n, j in 0..n {
     c[z, i, j] = sum(k in 0..n, a[z, i, k] * b[z, j, k]);
@@ -65,6 +75,11 @@ Kernel rect(const char* name, int64_t m, int64_t n, int64_t kk) {
 
 Kernel dgDiff(int64_t elements, int64_t np) {
   return exampleKernel("dg_diff_stacked.rtcg", "dg_diff_stacked", {{"K", elements}, {"Np", np}});
+}
+
+// The three-statement differentiation (dg_diff.rtcg): D's rows are Dr's, Ds's and Dt's.
+Kernel dgDiffThree(int64_t elements, int64_t np) {
+  return exampleKernel("dg_diff.rtcg", "dg_diff", {{"K", elements}, {"Np", np}});
 }
 
 const std::string kPersistent = " swizzle 128 tma producer persistent";
@@ -285,4 +300,122 @@ TEST(WgmmaResident, SpaceOffersItAndTheModelCreditsIt) {
     if (c.text.find("wgmma") != std::string::npos && (!best || c.score < best->score)) best = &c;
   ASSERT_TRUE(best);
   EXPECT_NE(best->text.find(" resident a"), std::string::npos) << best->text;
+}
+
+// A kept B that no TMA box copies (MmaPlan::residentByThreads): the stacked statements' D of
+// dg_diff (three arrays), and B's rows of kk + 1 values (read in part, and 4-byte or 16-bit
+// unaligned rows). The plan keeps it for the producer's first warp, with no tensor map of B; A
+// stays TMA's; without `resident` B's refusal stands.
+TEST(WgmmaResident, PlanCopiesAKeptBNoBoxCopiesByThreads) {
+  const std::string schedule = "mma: tf32x3 wgmma m64n192k8 warpgroups 1x1 k 32 stages 2" + kPersistent;
+  std::vector<std::string> reasons;
+  auto three = plan(dgDiffThree(301, 56), schedule + " resident a", limitsOf(2), reasons);
+  ASSERT_TRUE(three) << joined(reasons);
+  EXPECT_TRUE(three->residentB && three->residentByThreads);
+  EXPECT_LT(three->b.tma.array, 0);
+  EXPECT_GE(three->a.tma.array, 0);
+  const Kernel k = dgDiffThree(301, 56);
+  const SchedulePlan sp = planSchedule(k, *parseSchedule(schedule + " resident a").schedule, limitsOf(2));
+  ASSERT_TRUE(sp.ok());
+  EXPECT_NE(printPlan(k, sp.nests[0]).find("B by the producer's first warp"), std::string::npos)
+      << printPlan(k, sp.nests[0]);
+  auto stacked = plan(dgDiff(301, 56), schedule + " resident a", limitsOf(2), reasons);
+  ASSERT_TRUE(stacked) << joined(reasons);
+  EXPECT_FALSE(stacked->residentByThreads);
+  reasons.clear();
+  EXPECT_FALSE(plan(dgDiffThree(301, 56), schedule, limitsOf(2), reasons));
+  EXPECT_NE(joined(reasons).find("stacked statements"), std::string::npos) << joined(reasons);
+  reasons.clear();
+  auto padded = plan(rect("rect32_pad", 200, 136, 56), schedule + " resident b", limitsOf(2), reasons);
+  ASSERT_TRUE(padded) << joined(reasons);
+  EXPECT_TRUE(padded->residentByThreads);
+}
+
+// Those in the host emulation: dg_diff at Np = 20 (one partial step), 56 (one N tile of 192), 84
+// (252 rows: two N tiles of 128, or one of 256) and 120 (three N tiles of 128); A's rows and
+// k no tile divides; tf32x3 (both tiles split), tf32, pingpong; and the padded rows: 4-byte copies
+// (tf32x3, tf32) and 16-bit values through registers (bf16, a plain arrival).
+TEST(HostEmulation, WgmmaResidentByThreadsMatchesTheReference) {
+  struct Case {
+    int64_t np;
+    const char* schedule;
+    double tolerance;
+    int64_t multiprocessors;
+  };
+  const Case dg[] = {
+      {20, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2", 2e-5, 2},
+      {56, "mma: tf32x3 wgmma m64n192k8 warpgroups 2x1 k 32 stages 2 pingpong", 2e-5, 2},
+      {84, "mma: tf32x3 wgmma m64n128k8 warpgroups 1x1 k 32 stages 3", 2e-5, 4},
+      {84, "mma: tf32 wgmma m64n256k8 warpgroups 1x1 k 32 stages 2", 2e-3, 2},
+      {120, "mma: tf32x3 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2", 2e-5, 3},
+  };
+  for (const Case& c : dg) {
+    std::string text = c.schedule;
+    const size_t at = text.find(" pingpong");
+    text = at == std::string::npos ? text + kPersistent : text.substr(0, at) + kPersistent + " pingpong";
+    text += " resident a";
+    const Kernel k = dgDiffThree(301, c.np);
+    std::vector<std::string> reasons;
+    auto p = plan(k, text, limitsOf(c.multiprocessors), reasons);
+    ASSERT_TRUE(p) << text << ": " << joined(reasons);
+    EXPECT_TRUE(p->residentByThreads) << text;
+    EXPECT_EQ(checkOnHost(k, text, c.tolerance, limitsOf(c.multiprocessors)), "") << "Np " << c.np << " " << text;
+  }
+  struct Padded {
+    const char* kernel;
+    int64_t kk;
+    const char* schedule;
+    double tolerance;
+  };
+  const Padded padded[] = {
+      {"rect32_pad", 56, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2", 2e-5},
+      {"rect32_pad", 100, "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 pingpong", 2e-3},
+      {"rect_pad", 56, "mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3", 1e-5},
+  };
+  for (const Padded& c : padded) {
+    std::string text = c.schedule;
+    const size_t at = text.find(" pingpong");
+    text = at == std::string::npos ? text + kPersistent : text.substr(0, at) + kPersistent + " pingpong";
+    text += " resident b";
+    const Kernel k = rect(c.kernel, 200, 136, c.kk);
+    std::vector<std::string> reasons;
+    auto p = plan(k, text, limitsOf(3), reasons);
+    ASSERT_TRUE(p) << text << ": " << joined(reasons);
+    EXPECT_TRUE(p->residentByThreads) << text;
+    EXPECT_EQ(checkOnHost(k, text, c.tolerance, limitsOf(3)), "") << c.kernel << " kk " << c.kk << " " << text;
+  }
+}
+
+// The emitted kernel: the first warp's copies of D's three arrays and its lanes' arrival on
+// `resident full` (32 of them), no tensor map of B, the consumers' fence after their wait, the
+// stacked statements' float2 pairs; NVRTC compiles it for sm_90a without local memory.
+TEST(WgmmaResident, ThreadCopiesEmitAndNvrtcCompiles) {
+  for (int64_t np : {56, 84, 120}) {
+    const Kernel k = dgDiffThree(299551, np);
+    const std::string schedule =
+        np == 56 ? "mma: tf32x3 wgmma m64n192k8 warpgroups 2x1 k 32 stages 2 swizzle 128 tma producer persistent pingpong "
+                   "resident a"
+                 : "mma: tf32x3 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2 swizzle 128 tma producer persistent resident a";
+    std::vector<std::string> reasons;
+    auto p = plan(k, schedule, kH200, reasons);
+    ASSERT_TRUE(p) << joined(reasons);
+    EmittedModule m = emitCuda(k, *parseSchedule(schedule).schedule, kH200);
+    const int64_t residentFull = p->barrierOffset + 8 * (3 * 2 + (np == 56 ? 2 : 0));
+    EXPECT_NE(m.source.find(fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 32);", residentFull)),
+              std::string::npos) << m.source;
+    EXPECT_NE(m.source.find(fmt::format("rtcg_cp_async_mbar_arrive(rtcg_tma_barrier(rtcg_smem_f32, {}));", residentFull)),
+              std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("cp.async.mbarrier.arrive.noinc"), std::string::npos);
+    // The epilogue's float2 pairs, the statement and first i once per accumulator chunk.
+    EXPECT_NE(m.source.find("const int chunk_q = "), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("((float2*)&ut["), std::string::npos);
+    EXPECT_EQ(m.source.find("Dr_map"), std::string::npos);
+    EXPECT_NE(m.source.find("u_map"), std::string::npos);
+    ASSERT_EQ(m.launches.size(), 1u);
+    EXPECT_EQ(m.launches[0].tensorMaps.size(), 1u);
+    CudaCompileResult r = compileCuda(m.source, k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
+    ASSERT_TRUE(r.success) << schedule << "\n" << r.log;
+    ASSERT_EQ(r.resources.size(), 1u) << r.log;
+    EXPECT_EQ(r.resources[0].localBytes, 0) << "Np " << np << "\n" << r.log;
+  }
 }

@@ -740,6 +740,13 @@ inline void rtcg_mbar_init_fence() {}
 void rtcg_mbar_expect_tx(void* bar, unsigned int bytes);
 void rtcg_mbar_wait(void* bar, unsigned int parity);
 void rtcg_mbar_arrive(void* bar);  // an arrival without bytes (`producer`'s consumers and splitters)
+// cp.async.mbarrier.arrive.noinc: the arrival once this thread's cp.async (committed or not) have
+// landed; here they land at once, then the thread arrives.
+inline void rtcg_cp_async_mbar_arrive(void* bar) {
+  rtcg_cp_async_commit();
+  rtcg_emu_cp_async_wait(0);
+  rtcg_mbar_arrive(bar);
+}
 void rtcg_emu_mbar_complete_tx(void* bar, long long bytes);  // a TMA copy's bytes arrived
 struct rtcg_emu_tensor_map_fields {
   const unsigned char* address;

@@ -71,10 +71,14 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
             // Each with either operand's tiles resident too, where unbatched (the plan refuses
             // them where they do not fit the shared memory, or the layouts do not allow).
             // Only where the kept operand's rows fit one N tile: on an H200 the DG rows kept in
-            // two N tiles ran no faster than without (docs/bench.md, session 39).
+            // two N tiles ran no faster than without (docs/bench.md, session 39). Rows of stacked
+            // statements, which no TMA box copies (so no producer without `resident`: the
+            // producer's threads copy the kept ones), in up to three.
             for (MmaOperand resident : {MmaOperand::None, MmaOperand::A, MmaOperand::B}) {
-              const int64_t keptRows = resident == MmaOperand::A ? c.mExtent : c.nExtent;
-              if (resident != MmaOperand::None && (!c.batch.empty() || keptRows > bn)) continue;
+              const bool keptA = resident == MmaOperand::A;
+              const int64_t keptRows = keptA ? c.mExtent : c.nExtent;
+              const int64_t keptTiles = stackedRows(c, keptA) ? 3 : 1;
+              if (resident != MmaOperand::None && (!c.batch.empty() || keptRows > keptTiles * bn)) continue;
               ns.mma.resident = resident;
               s.add(ns, Group::Plain);
               // And ping-pong, where two consumer warpgroups can each own whole tiles (2x1: 1x2
