@@ -84,7 +84,7 @@ void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std:
 // One operand's (rows x k) box of the step at k0 into the buffer starting at element `buffer`
 // (null: the only one), as loaded: cp.async of 16 bytes where aligned, else element by element
 // (16-bit: through registers; TF32: cp.async of 4 bytes). By the block's threads, or by `threads`
-// threads whose index is `tid` (the producer's first warp: MmaPlan::residentByThreads), in a loop
+// threads whose index is `tid` (the producer warpgroup: MmaPlan::residentByThreads), in a loop
 // not unrolled (its copies run once; unrolled, their addresses would take the registers).
 void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, const C::ExprP& k0,
                       const C::ExprP& buffer, std::vector<C::Stmt>& out, const C::ExprP& tid = nullptr,

@@ -29,6 +29,7 @@ namespace {
 enum class Barrier { Full, Empty, Ready, Turn, ResidentFull, ResidentReady };
 
 constexpr int64_t kSplitThreads = 96;  // tf32x3: the producer's warps 1-3 split the landed tiles
+constexpr int64_t kProducerThreads = 128;
 
 C::ExprP stageBarrier(const MmaPlan& p, const MmaNames& nm, Barrier which, const C::ExprP& buffer) {
   const int64_t turns = (p.splitBuffers ? 3 : 2) * p.ring.stages;
@@ -103,8 +104,9 @@ std::vector<C::Stmt> residentIssue(EmitContext& ctx, const MmaPlan& p, const Mma
   return issueResidentB(p, nm, residentOrigin(ctx, p), stageBarrier(p, nm, Barrier::ResidentFull, lit(0)));
 }
 
-// residentByThreads: the first warp's copy of B's kept tiles (each step's at its buffer), every
-// lane arriving on `resident full` once its copies have landed (through registers: once stored).
+// residentByThreads: the producer warpgroup's copy of B's kept tiles (each step's at its buffer),
+// before thread 0 issues the ring and the others split; every thread arrives on `resident full`
+// once its copies have landed (through registers: once stored).
 std::vector<C::Stmt> residentCopy(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& lane) {
   std::vector<C::Stmt> body;
   if (!p.residentByThreads) return body;
@@ -113,7 +115,7 @@ std::vector<C::Stmt> residentCopy(EmitContext& ctx, const MmaPlan& p, const MmaN
   body.push_back(C::decl(ctx.idx, n0, residentOrigin(ctx, p)));
   kept.n0 = C::name(n0);
   for (int64_t step = 0; step < p.steps; ++step)
-    stageOperandAsLoaded(ctx, p, kept, false, lit(step * p.blockK), lit(step * p.b.buffer), body, lane, 32);
+    stageOperandAsLoaded(ctx, p, kept, false, lit(step * p.blockK), lit(step * p.b.buffer), body, lane, kProducerThreads);
   const char* arrive = copiesAsync(ctx, p, false) ? "rtcg_cp_async_mbar_arrive" : "rtcg_mbar_arrive";
   body.push_back(C::exprStmt(C::call(arrive, {stageBarrier(p, nm, Barrier::ResidentFull, lit(0))})));
   return body;
@@ -166,7 +168,7 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
   issuing.push_back(std::move(issuer));
   std::vector<C::Stmt> branches;
-  if (p.residentByThreads) branches.push_back(C::ifThen(bin("<", ptid, lit(32)), residentCopy(ctx, p, nm, ptid)));
+  if (p.residentByThreads) append(branches, residentCopy(ctx, p, nm, ptid));
   branches.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(issuing)));
   if (!p.splitBuffers) return branches;
   auto split = [&](const C::ExprP& step, const C::ExprP&, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
@@ -204,11 +206,11 @@ void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // four warps arrive on the next's.
   for (int64_t w = 0; (p.orderedIssue || p.alternatingTiles) && w < p.consumerThreads / 128; ++w)
     init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::Turn, lit(w)), lit(4)})));
-  // `resident`: B's tiles' full (TMA's, or the first warp's lanes') and, under tf32x3, ready (the
+  // `resident`: B's tiles' full (TMA's, or the producer's threads') and, under tf32x3, ready (the
   // splitting warps').
   if (p.residentB) {
     init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::ResidentFull, lit(0)),
-                                                          lit(p.residentByThreads ? 32 : 1)})));
+                                                          lit(p.residentByThreads ? kProducerThreads : 1)})));
     if (p.splitBuffers)
       init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::ResidentReady, lit(0)),
                                                             lit(kSplitThreads / 32)})));

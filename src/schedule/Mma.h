@@ -258,9 +258,10 @@ struct MmaPlan {
   // copy shrink to A's.
   bool residentB = false;
   // `resident` B that no TMA box copies (its rows are stacked statements' arrays, or not 16 bytes
-  // apart; the streaming A still comes by TMA): the producer's first warp copies B's kept tiles
-  // once by cp.async (zeros outside the domain), each lane arriving on `resident full` once its
-  // copies have landed (cp.async.mbarrier.arrive.noinc: the mbarrier counts the warp's 32 lanes);
+  // apart; the streaming A still comes by TMA): the producer's 128 threads copy B's kept tiles
+  // once by cp.async (zeros outside the domain), before thread 0 issues the ring, each arriving
+  // on `resident full` once its copies have landed (cp.async.mbarrier.arrive.noinc: the mbarrier
+  // counts the 128);
   // the consumers fence them for the async proxy after their wait. B has no tensor map.
   bool residentByThreads = false;
   // Buffers of B's tile (and of its small tiles under tf32x3): one a step where resident, else

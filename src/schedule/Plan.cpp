@@ -907,7 +907,7 @@ std::string wgmmaLines(const MmaPlan& p) {
     std::string stacked;
     if (!t.batchRows.empty())  // its first entry is the innermost batch index's: one batch's rows
       stacked = fmt::format(" (the batches' rows stacked, {} a batch)", t.batchRows.front().second);
-    if (t.array < 0) return fmt::format("{} by the producer's first warp (cp.async, no box)", name);
+    if (t.array < 0) return fmt::format("{} by the producer's threads (cp.async, no box)", name);
     return fmt::format("{} {} box{} of {} x {} from a {} x {} map{}", name, t.boxes, t.boxes == 1 ? "" : "es",
                        t.boxInner, t.boxOuter, t.inner, t.outer, stacked);
   };
@@ -935,7 +935,7 @@ std::string wgmmaLines(const MmaPlan& p) {
                      p.steps, p.steps * p.b.buffer * typeBytes(p.staged), p.splitBuffers ? ", and as many for their small parts" : "",
                      p.nTiles(),
                      p.residentByThreads
-                         ? "its first warp by cp.async, each lane arriving as its copies land; the consumers fence them "
+                         ? "its 128 threads by cp.async, each arriving as its copies land; the consumers fence them "
                            "for the async proxy"
                          : fmt::format("expect_tx {} bytes", p.steps * p.b.buffer * typeBytes(p.staged)),
                      p.splitBuffers ? " and its splitting warps split them once" : "");

@@ -304,7 +304,7 @@ TEST(WgmmaResident, SpaceOffersItAndTheModelCreditsIt) {
 
 // A kept B that no TMA box copies (MmaPlan::residentByThreads): the stacked statements' D of
 // dg_diff (three arrays), and B's rows of kk + 1 values (read in part, and 4-byte or 16-bit
-// unaligned rows). The plan keeps it for the producer's first warp, with no tensor map of B; A
+// unaligned rows). The plan keeps it for the producer's threads, with no tensor map of B; A
 // stays TMA's; without `resident` B's refusal stands.
 TEST(WgmmaResident, PlanCopiesAKeptBNoBoxCopiesByThreads) {
   const std::string schedule = "mma: tf32x3 wgmma m64n192k8 warpgroups 1x1 k 32 stages 2" + kPersistent;
@@ -317,7 +317,7 @@ TEST(WgmmaResident, PlanCopiesAKeptBNoBoxCopiesByThreads) {
   const Kernel k = dgDiffThree(301, 56);
   const SchedulePlan sp = planSchedule(k, *parseSchedule(schedule + " resident a").schedule, limitsOf(2));
   ASSERT_TRUE(sp.ok());
-  EXPECT_NE(printPlan(k, sp.nests[0]).find("B by the producer's first warp"), std::string::npos)
+  EXPECT_NE(printPlan(k, sp.nests[0]).find("B by the producer's threads"), std::string::npos)
       << printPlan(k, sp.nests[0]);
   auto stacked = plan(dgDiff(301, 56), schedule + " resident a", limitsOf(2), reasons);
   ASSERT_TRUE(stacked) << joined(reasons);
@@ -386,8 +386,8 @@ TEST(HostEmulation, WgmmaResidentByThreadsMatchesTheReference) {
   }
 }
 
-// The emitted kernel: the first warp's copies of D's three arrays and its lanes' arrival on
-// `resident full` (32 of them), no tensor map of B, the consumers' fence after their wait, the
+// The emitted kernel: the producer's copies of D's three arrays and its threads' arrival on
+// `resident full` (128 of them), no tensor map of B, the consumers' fence after their wait, the
 // stacked statements' float2 pairs; NVRTC compiles it for sm_90a without local memory.
 TEST(WgmmaResident, ThreadCopiesEmitAndNvrtcCompiles) {
   for (int64_t np : {56, 84, 120}) {
@@ -401,7 +401,7 @@ TEST(WgmmaResident, ThreadCopiesEmitAndNvrtcCompiles) {
     ASSERT_TRUE(p) << joined(reasons);
     EmittedModule m = emitCuda(k, *parseSchedule(schedule).schedule, kH200);
     const int64_t residentFull = p->barrierOffset + 8 * (3 * 2 + (np == 56 ? 2 : 0));
-    EXPECT_NE(m.source.find(fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 32);", residentFull)),
+    EXPECT_NE(m.source.find(fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 128);", residentFull)),
               std::string::npos) << m.source;
     EXPECT_NE(m.source.find(fmt::format("rtcg_cp_async_mbar_arrive(rtcg_tma_barrier(rtcg_smem_f32, {}));", residentFull)),
               std::string::npos) << m.source;
