@@ -12,6 +12,11 @@
 #      GPUs, both hardware threads of each), as a batch system binds ranks on separate nodes: the
 #      one rank gets one such share, R ranks R shares (one host's CPUs otherwise serve every rank's
 #      compiles, so part 2 measures one host's compile rate, not R nodes').
+#      With RTCG_MPI_BASE=DIR (another build's tree: DIR/tools/rtcgc/rtcgc and its rtcg-worker),
+#      a comparison in one call: a warm-up search (a fresh machine's first search is slow), then
+#      RTCG_MPI_PAIRS pairs (default 4) of the base and this build (.gpu/build-gpu), 1 rank and R
+#      ranks each, alternating which goes first, and a table of each run's rate ratio (R ranks
+#      against 1), wall ratio and first result, with the means.
 # Results under $OUT (default ./gpu-out/mpi): logs, JSON summaries, the databases, summary.txt.
 set -uo pipefail
 root=$(pwd)
@@ -175,13 +180,72 @@ PY
   printf '#!/bin/bash\nexec taskset -c "$(sed -n "$((${OMPI_COMM_WORLD_LOCAL_RANK:-0} + 1))p" %q)" "$@"\n' "$out/cpusets.txt" >"$bind"
   chmod +x "$bind"
   echo "== 5. CPU share of each rank: $(awk '{print "[" $0 "]"}' "$out/cpusets.txt" | tr '\n' ' ')"
-  for r in 1 "$gpus"; do
-    RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$r" "$bind" rtcgc tune "${search_args[@]}" \
-      --db "$out/bound-$r.sqlite" >"$out/bound-$r.json" 2>"$out/bound-$r.log"
-    echo "== 5. one SGEMM search, $r rank(s), each bound to one share (rc=$?): $(rate "$out/bound-$r.json")"
-    starts "$out/bound-$r.log"
-    grep -h "compiling with .* slots\|compiling .* candidates with NVRTC" "$out/bound-$r.log" | head -2 | sed 's/^/   /'
-  done
+  # One search of build tree $1 on $2 ranks, each bound to its share ("unbound" as $4: one rank,
+  # unbound), into $out/$3.{json,log}.
+  bound_search() {
+    local tree=$1 r=$2 tag=$3 b=("$bind")
+    [[ ${4:-} == unbound ]] && b=()
+    RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$r" "${b[@]}" "$tree/tools/rtcgc/rtcgc" tune \
+      "${search_args[@]}" --db "$out/$tag.sqlite" >"$out/$tag.json" 2>"$out/$tag.log"
+    echo "== 5. $tag: one SGEMM search, $r rank(s)${4:+, $4} (rc=$?): $(rate "$out/$tag.json")"
+    python3 -c "
+import json,sys
+tl=json.load(open(sys.argv[1])).get('timeline', [])
+print('   timeline: ' + ', '.join(f\"{e['event']} {e['seconds']:.2f}\" for e in tl if not e['event'].startswith(('busy', 'refinement'))))" \
+      "$out/$tag.json" 2>&1
+    starts "$out/$tag.log"
+    grep -h "compiling with .* slots\|compiling .* candidates with NVRTC\|ready on\|\] compiled .* candidates in" "$out/$tag.log" | sed 's/^/   /'
+  }
+  if [[ -n "${RTCG_MPI_BASE:-}" ]]; then
+    base_tree=$(cd "$RTCG_MPI_BASE" && pwd)
+    pairs=${RTCG_MPI_PAIRS:-4}
+    bound_search "$root/build-gpu" 1 warmup unbound
+    for p in $(seq 1 "$pairs"); do
+      order=(base branch)
+      ((p % 2 == 0)) && order=(branch base)
+      for v in "${order[@]}"; do
+        tree=$root/build-gpu
+        [[ $v == base ]] && tree=$base_tree
+        bound_search "$tree" 1 "$v-1-p$p"
+        bound_search "$tree" "$gpus" "$v-$gpus-p$p"
+      done
+    done
+    python3 - "$out" "$gpus" "$pairs" <<'PY'
+import json, sys
+out, gpus, pairs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def run(tag):
+    j = json.load(open(f"{out}/{tag}.json"))
+    c = j["counts"]
+    m = c["verified"] + c["wrong"] + c["faulted"] + c["timedOut"] + c["launchFailed"]
+    tl = {e["event"]: e["seconds"] for e in j["timeline"]}
+    return {"wall": j["wallSeconds"], "rate": m / (j["wallSeconds"] - j["referenceSeconds"]),
+            "first": tl.get("first result", float("nan")), "queued": tl.get("candidates queued", float("nan")),
+            "enum": tl.get("enumeration done", float("nan"))}
+print(f"== 5. base against branch, {pairs} pairs (rate = measured / (wall - reference); first: the first result, s)")
+print(f"| pair | build | 1 rank: wall, rate, first | {gpus} ranks: wall, rate, first | {gpus} ranks: enumeration done, candidates queued | rate ratio | wall ratio |")
+print("|---|---|---|---|---|---|---|")
+sums = {}
+for p in range(1, pairs + 1):
+    for v in (("base", "branch") if p % 2 else ("branch", "base")):
+        try:
+            one, many = run(f"{v}-1-p{p}"), run(f"{v}-{gpus}-p{p}")
+        except Exception as e:
+            print(f"| {p} | {v} | cannot read: {e} |"); continue
+        ratio, wall = many["rate"] / one["rate"], one["wall"] / many["wall"]
+        print(f"| {p} | {v} | {one['wall']:.2f} s, {one['rate']:.2f}/s, {one['first']:.2f} s | "
+              f"{many['wall']:.2f} s, {many['rate']:.2f}/s, {many['first']:.2f} s | {many['enum']:.2f} s, {many['queued']:.2f} s | {ratio:.2f}x | {wall:.2f}x |")
+        for k, x in (("ratio", ratio), ("wall1", one["wall"]), ("wallR", many["wall"]), ("first1", one["first"]),
+                     ("firstR", many["first"]), ("enumR", many["enum"]), ("queuedR", many["queued"]), ("wallratio", wall)):
+            sums.setdefault(v, {}).setdefault(k, []).append(x)
+for v, s in sums.items():
+    mean = {k: sum(x) / len(x) for k, x in s.items()}
+    print(f"{v}: rate ratio mean {mean['ratio']:.2f}x (min {min(s['ratio']):.2f}, max {max(s['ratio']):.2f}), "
+          f"wall ratio {mean['wallratio']:.2f}x; 1 rank {mean['wall1']:.2f} s, first result {mean['first1']:.2f} s; "
+          f"{gpus} ranks {mean['wallR']:.2f} s, first result {mean['firstR']:.2f} s, enumeration done {mean['enumR']:.2f} s, candidates queued {mean['queuedR']:.2f} s")
+PY
+  else
+    for r in 1 "$gpus"; do bound_search "$root/build-gpu" "$r" "bound-$r"; done
+  fi
 fi
 # ---- 4. a rank killed mid-run --------------------------------------------------------------------
 if want 4 && ((gpus > 1)); then

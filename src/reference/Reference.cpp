@@ -8,6 +8,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -300,6 +301,70 @@ void runScan(const CompiledKernel& k, const ScanForm& f, const ArrayView* views,
   }
 }
 
+// Calls work(begin, end) for `threads` consecutive ranges covering [0, n), each range but the
+// first on a thread of its own, where each has at least 2^18 elements (else one call).
+template <class Work>
+void inRanges(int64_t n, int threads, Work work) {
+  constexpr int64_t kMinPerThread = int64_t(1) << 18;
+  threads = int(std::min<int64_t>(threads, n / kMinPerThread));
+  if (threads <= 1) {
+    work(int64_t(0), n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, n * t / threads, n * (t + 1) / threads);
+  work(int64_t(0), n / threads);
+  for (std::thread& t : pool) t.join();
+}
+
+// a.toDoubles() and a.assignDoubles(values) on `threads` threads for f32 and f64 arrays (the
+// same values: each element converted alone), on this one for the others. The run converts every
+// float array it reads or writes (an SGEMM of 4096: 50 million elements each way).
+void convertRange(const HostArray& a, double* out, int64_t begin, int64_t end) {
+  if (a.type() == ScalarType::F64) {
+    std::copy(a.as<double>() + begin, a.as<double>() + end, out + begin);
+  } else {
+    const float* p = a.as<float>();
+    for (int64_t i = begin; i < end; ++i) out[i] = p[i];
+  }
+}
+
+std::vector<double> doublesOf(const HostArray& a, int threads) {
+  if (a.type() != ScalarType::F32 && a.type() != ScalarType::F64) return a.toDoubles();
+  std::vector<double> out(size_t(a.size()));
+  inRanges(a.size(), threads, [&](int64_t begin, int64_t end) { convertRange(a, out.data(), begin, end); });
+  return out;
+}
+
+// The same for an array the run only reads, in storage left uninitialized: a std::vector's zero
+// fill touches every page first on this thread (for 400 MB of doubles, most of the conversion's
+// time), the threads' conversion touches them here.
+std::unique_ptr<double[]> readOnlyDoublesOf(const HostArray& a, int threads) {
+  auto out = std::make_unique_for_overwrite<double[]>(size_t(a.size()));
+  if (a.type() != ScalarType::F32 && a.type() != ScalarType::F64) {
+    const std::vector<double> v = a.toDoubles();
+    std::copy(v.begin(), v.end(), out.get());
+    return out;
+  }
+  inRanges(a.size(), threads, [&](int64_t begin, int64_t end) { convertRange(a, out.get(), begin, end); });
+  return out;
+}
+
+void assignDoubles(HostArray& a, const std::vector<double>& values, int threads) {
+  if ((a.type() != ScalarType::F32 && a.type() != ScalarType::F64) || int64_t(values.size()) != a.size()) {
+    a.assignDoubles(values);  // (which reports a size mismatch)
+    return;
+  }
+  inRanges(a.size(), threads, [&](int64_t begin, int64_t end) {
+    if (a.type() == ScalarType::F64) {
+      std::copy(values.begin() + begin, values.begin() + end, a.as<double>() + begin);
+    } else {
+      float* p = a.as<float>();
+      for (int64_t i = begin; i < end; ++i) p[i] = float(values[size_t(i)]);
+    }
+  });
+}
+
 }  // namespace
 
 ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& options) const {
@@ -318,8 +383,11 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
   auto isArray = [&](int p) { return p >= k.signatureParams || args.isArray(p); };
   auto arrayOf = [&](int p) -> HostArray& { return p >= k.signatureParams ? locals[size_t(p - k.signatureParams)] : args.array(p); };
 
-  // Float arrays are worked on in double; integer arrays in place.
+  const int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  // Float arrays are worked on in double (converted on the run's threads: an SGEMM of 4096's three
+  // arrays are 50 million elements); integer arrays in place.
   std::vector<std::vector<double>> work(numParams);
+  std::vector<std::unique_ptr<double[]>> readOnlyWork(numParams);  // arrays the kernel only reads
   std::vector<ArrayView> views(numParams);
   for (int p = 0; p < numParams; ++p) {
     if (!isArray(p)) continue;
@@ -329,8 +397,13 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
                               k.kernelName, fmt::join(k.shapes[p], ", ")));
     views[p].type = a.type();
     if (isFloat(a.type())) {
-      work[p] = a.toDoubles();
-      views[p].data = work[p].data();
+      if (k.written[p]) {
+        work[p] = doublesOf(a, threads);
+        views[p].data = work[p].data();
+      } else {
+        readOnlyWork[p] = readOnlyDoublesOf(a, threads);
+        views[p].data = readOnlyWork[p].get();
+      }
     } else {
       views[p].data = a.data();
     }
@@ -343,7 +416,6 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
     else frame[reg].i = s.i;
   }
 
-  const int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   ReferenceResult result;
 
   // The outer loop values each nest runs: a sample, or all of them (empty list).
@@ -436,7 +508,7 @@ ReferenceResult ReferenceProgram::run(HostArgs& args, const ReferenceOptions& op
       if (first != written[p].end()) out.firstUnwritten = first - written[p].begin();
     }
     if (isFloat(a.type())) {
-      a.assignDoubles(work[p]);
+      assignDoubles(a, work[p], threads);
       out.values = std::move(work[p]);
     } else {
       out.values = a.toDoubles();

@@ -190,20 +190,24 @@ void capProduct(std::vector<NestSpace>& nests, Space& space) {
 // runs of nests that may share one.
 std::vector<Candidate> productCandidates(const Kernel& bound, const SpaceOptions& options,
                                          const std::vector<NestSpace>& nests, Space& space) {
-  std::vector<size_t> pos(nests.size(), 0);
   std::vector<Candidate> all;
   bool someNestEmpty = std::any_of(nests.begin(), nests.end(), [](const NestSpace& ns) { return ns.kept.empty(); });
   if (nests.empty()) {
     all.push_back(makeCandidate({}));
   } else if (!someNestEmpty) {
-    while (true) {
-      std::vector<const NestCandidate*> parts;
-      for (size_t n = 0; n < nests.size(); ++n) parts.push_back(&nests[n].kept[pos[n]]);
-      all.push_back(makeCandidate(parts));
-      size_t n = 0;
-      while (n < nests.size() && ++pos[n] == nests[n].kept.size()) pos[n++] = 0;
-      if (n == nests.size()) break;
-    }
+    // Product number p has nest 0's p-th schedule modulo its count, and so on (nest 0 fastest);
+    // made on the enumeration's threads, each into its place.
+    size_t total = 1;
+    for (const NestSpace& ns : nests) total *= ns.kept.size();
+    all.resize(total);
+    space::forChunks(total, space::enumerationThreads(options), [&](size_t begin, size_t end) {
+      std::vector<const NestCandidate*> parts(nests.size());
+      for (size_t p = begin; p < end; ++p) {
+        for (size_t n = 0, rest = p; n < nests.size(); rest /= nests[n].kept.size(), ++n)
+          parts[n] = &nests[n].kept[rest % nests[n].kept.size()];
+        all[p] = makeCandidate(parts);
+      }
+    });
   }
   if (!someNestEmpty)
     for (std::pair<int, int> run : space::fusableRuns(bound)) {
@@ -303,12 +307,18 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options) {
   // candidate's text is its nests' joined by " | ", which parses nest by nest: each nest's kept
   // schedules are parsed once, not once per product (softmax's tens of thousands of candidates
   // are products of a few dozen nest schedules); the fused candidates, whole.
-  for (const NestSpace& ns : nests)
-    for (const NestCandidate& c : ns.kept) {
-      auto again = parseSchedule(c.text);
-      RTCG_ASSERT(again.ok() && again.schedule->nests.size() == 1 && again.schedule->nests[0] == c.plan->schedule,
-                  "schedule text does not round-trip: " + c.text);
-    }
+  // (On the enumeration's threads: each check is independent; the first failure in order is reported.)
+  for (const NestSpace& ns : nests) {
+    std::vector<char> roundTrips(ns.kept.size());
+    space::forChunks(ns.kept.size(), space::enumerationThreads(options), [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        auto again = parseSchedule(ns.kept[i].text);
+        roundTrips[i] = again.ok() && again.schedule->nests.size() == 1 && again.schedule->nests[0] == ns.kept[i].plan->schedule;
+      }
+    });
+    for (size_t i = 0; i < ns.kept.size(); ++i)
+      RTCG_ASSERT(roundTrips[i], "schedule text does not round-trip: " + ns.kept[i].text);
+  }
   // The default schedule first, so that it survives ties and sampling.
   std::vector<Candidate> all = productCandidates(bound, options, nests, space);
   for (const Candidate& c : all) {

@@ -60,6 +60,10 @@ struct SpaceOptions {
   // Which tensor-core arithmetic the space offers (`mma:` schedules of qualifying contractions,
   // schedule/Mma.h): under ieee f64 only, tf32x3 adds 3xTF32 for f32, tf32 adds plain TF32.
   Precision precision = Precision::Ieee;
+  // Threads that enumerate a nest's placements (space/NestSpace.h, runJobs): 0, the cores this
+  // process may use (support/Cores.h) up to 8; 1, the calling thread alone. The space is the same
+  // for every count (candidates, their order, the pruned entries and the counts).
+  int threads = 0;
   DeviceModel device;
   ScheduleLimits limits;
 };

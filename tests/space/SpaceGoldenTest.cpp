@@ -12,6 +12,7 @@
 // text to DIR/<example>.<kernel>.<config>.txt for a diff against an earlier build.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -176,4 +177,46 @@ TEST(SpaceGolden, EverySpaceOfEveryExampleIsUnchanged) {
   for (const auto& [key, hash] : now) EXPECT_TRUE(golden.count(key)) << key << ": not in " << kGolden.filename();
   // The default run's part: four of the five configurations of every kernel.
   if (!all) EXPECT_EQ(compared * 5, golden.size() * 4) << compared << " of " << golden.size();
+}
+
+// The space is the same whatever the number of threads that enumerate it (SpaceOptions::threads,
+// NestSpace::runJobs): every candidate in the same order with the same estimates, every pruned
+// entry in the same order, the same counts, sample and reserve. The nests' placements are jobs
+// merged in generation order, which decides the model's ties: a merge in another order (that of
+// the threads finishing, say) reorders tied candidates and pruned entries. Kernels of one nest
+// with staging, mma and wgmma (matmul under tf32x3, sampled: the reserve is the rest of the
+// space) and of several nests (softmax).
+TEST(SpaceGolden, EveryThreadCountEnumeratesTheSameSpace) {
+  const std::map<std::string, SizeBindings> sizes = exampleSizes();
+  struct Case {
+    const char* file;
+    Precision precision;
+    int64_t maxCandidates;
+  };
+  const Case cases[] = {{"matmul.rtcg", Precision::Tf32x3, 100}, {"softmax.rtcg", Precision::Ieee, 0}};
+  for (const Case& c : cases) {
+    const std::string src = readFile(fs::path(RTCG_SOURCE_DIR) / "examples" / c.file);
+    Diagnostics diags;
+    auto prog = parseProgram(c.file, src, diags);
+    ASSERT_TRUE(prog.has_value()) << c.file;
+    auto bound = bindSizes(prog->kernels.front(), sizes.at(c.file), diags);
+    ASSERT_TRUE(bound.has_value()) << c.file;
+    SpaceOptions o;
+    o.precision = c.precision;
+    o.maxCandidates = c.maxCandidates;
+    o.threads = 1;
+    const std::string one = dumpSpace(enumerateSchedules(*bound, o));
+    for (int threads : {3}) {
+      o.threads = threads;
+      const std::string several = dumpSpace(enumerateSchedules(*bound, o));
+      if (several == one) continue;
+      size_t at = 0;
+      while (at < one.size() && at < several.size() && one[at] == several[at]) ++at;
+      const size_t line = (size_t)std::count(one.begin(), one.begin() + (ptrdiff_t)at, '\n');
+      ADD_FAILURE() << c.file << " (" << c.maxCandidates << " candidates): " << threads
+                    << " threads enumerate another space than 1, from line " << line + 1 << " of its dump:\n  1: "
+                    << one.substr(one.rfind('\n', at) + 1, 200) << "\n  " << threads << ": "
+                    << several.substr(several.rfind('\n', at) + 1, 200);
+    }
+  }
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,7 +61,7 @@ class NestSpace {
   const Kernel& kernel() const { return k_; }
   int nest() const { return nest_; }
   const SpaceOptions& options() const { return o_; }
-  const NestModel& model() const { return model_; }
+  const NestModel& model() const { return *model_; }
   // The nest's contraction where it qualifies for mma (schedule/Mma.h), matched once.
   const Contraction* contraction();
 
@@ -80,13 +81,42 @@ class NestSpace {
   // generation order where `stable`, else in partial_sort's order).
   std::vector<size_t> bestKept(size_t n, bool stable = false) const;
 
+  // Runs jobs 0 .. count-1, each adding variants, on up to enumerationThreads(options()) threads,
+  // with the same outcome as running them one after another on this space: each job runs on a
+  // shard (a NestSpace of its own that knows what this one had seen before), and the shards are
+  // merged in job order, a variant that an earlier job generated dropped as add would have. A job
+  // may depend on the space only through its own adds (what they return, its own kept entries);
+  // where one of its adds returned true for a variant that an earlier job generated (in order,
+  // add would have returned false), or it threw, the job is run again on this space, in order.
+  void runJobs(size_t count, const std::function<void(NestSpace&, size_t)>& job);
+
  private:
+  // A shard of `parent` for runJobs, planning and valuing with `model` (a copy of the parent's
+  // model for its thread: the model memoizes, and is not thread-safe).
+  NestSpace(const NestSpace& parent, const NestModel& model);
+  // Appends a shard's adds that are new here, in its order.
+  void merge(NestSpace& shard);
+
   const Kernel& k_;
   int nest_;
   const SpaceOptions& o_;
   const Schedule& defaults_;
-  NestModel model_;
+  std::unique_ptr<NestModel> ownModel_;  // a shard has none
+  const NestModel* model_;               // ownModel_, or a shard's thread's copy
   std::set<std::string> seen_;
+  // A shard's: its parent's seen_ when the jobs began (also seen, here), and its adds of variants
+  // new to it, in order, with what each returned and where its entry went.
+  enum class Entry { Kept, Pruned, Rejected };
+  struct Added {
+    std::string text;
+    Group group;
+    bool result;   // what add returned
+    bool accepts;  // marked its group as accepted
+    Entry entry;
+  };
+  const std::set<std::string>* parentSeen_ = nullptr;
+  std::vector<Added> added_;
+  void noteAdded(std::string text, Group group, bool result, bool accepts, Entry entry);
   std::map<Group, bool> accepted_;                          // some variant of the group is legal
   std::map<Group, std::vector<PrunedCandidate>> rejected_;  // its illegal variants
   std::vector<std::string> reasonsBefore_, reasonsAfter_;   // of the other nests' defaults
@@ -108,6 +138,14 @@ struct SpaceFamily {
   void (*generate)(NestSpace&);
 };
 const std::vector<SpaceFamily>& spaceFamilies();
+
+// The threads runJobs uses: options.threads, or where it is 0 the usable cores, at most 8.
+int enumerationThreads(const SpaceOptions& options);
+
+// Calls work(begin, end) for consecutive chunks that cover [0, n) (each once), on up to `threads`
+// threads; the first exception a chunk throws is rethrown once all are done. For work whose
+// chunks write their own results (merged by the caller in order).
+void forChunks(size_t n, int threads, const std::function<void(size_t begin, size_t end)>& work);
 
 // ---------------------------------------------------------------------------------------------
 // Helpers the families share (space/Placements.cpp)

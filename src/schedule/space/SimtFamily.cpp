@@ -2,6 +2,7 @@
 // reductions serial and unrolled, each placement also staged (space/StagedFamily.cpp); a nest
 // without parallel indices on one thread, its reductions unrolled.
 #include <algorithm>
+#include <string>
 
 #include "schedule/space/NestSpace.h"
 
@@ -77,6 +78,15 @@ void parallelVariants(NestSpace& s) {
   // shared-memory load per four FMAs.
   int64_t maxTile = std::min<int64_t>(64, o.limits.maxRegTile);
 
+  // The placements, in order, each a job of its own (NestSpace::runJobs: on several threads,
+  // merged in this order). A job names its indices: a shard's model is a copy, whose NestIndex
+  // pointers parallelClauses compares.
+  struct Placed {
+    std::string x, y;  // y: "" for none
+    int64_t tx, rx, ty, ry;
+    bool wide;  // the 16 x 8 staged tile below (sharedVariants alone), else placementVariants
+  };
+  std::vector<Placed> placements;
   for (const NestIndex* x : xs) {
     std::vector<const NestIndex*> ys;
     for (const NestIndex* ni : par)
@@ -91,7 +101,7 @@ void parallelVariants(NestSpace& s) {
           std::vector<int64_t> rys = y ? sizesFor({1, 2, 4, 8}, ceilDiv(extY, ty)) : std::vector<int64_t>{1};
           for (int64_t ry : rys) {
             if (rx * ry > maxTile) continue;
-            placementVariants(s, x, tx, rx, y, ty, ry);
+            placements.push_back({x->name, y ? y->name : "", tx, rx, ty, ry, false});
           }
           // 16 x 8 points per thread for staged products (two runs of 8 rows, 4-wide vector
           // reads along x), the tile of cuBLAS's large FP32 kernels: 256 x 128 per block of 256
@@ -100,11 +110,20 @@ void parallelVariants(NestSpace& s) {
           // differentiation) would need 384 accumulators.
           if (o.allowShared && y && rx == 8 && tx >= 8 && ty >= 8 && ceilDiv(extY, ty) >= 16 &&
               s.kernel().nests[s.nest()].body.size() == 1 && 128 <= o.limits.maxRegTile)
-            sharedVariants(s, parallelClauses(s, x, tx, rx, y, ty, 16, Placement::ThreadX, TileLayout{4, false, 2}));
+            placements.push_back({x->name, y->name, tx, rx, ty, 16, true});
         }
       }
     }
   }
+  s.runJobs(placements.size(), [&](NestSpace& shard, size_t i) {
+    const Placed& p = placements[i];
+    const NestIndex* x = shard.model().index(p.x);
+    const NestIndex* y = p.y.empty() ? nullptr : shard.model().index(p.y);
+    if (p.wide)
+      sharedVariants(shard, parallelClauses(shard, x, p.tx, p.rx, y, p.ty, p.ry, Placement::ThreadX, TileLayout{4, false, 2}));
+    else
+      placementVariants(shard, x, p.tx, p.rx, y, p.ty, p.ry);
+  });
 }
 
 }  // namespace rtcg::space
