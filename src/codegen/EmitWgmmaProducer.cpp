@@ -29,7 +29,7 @@ namespace {
 enum class Barrier { Full, Empty, Ready, Turn, ResidentFull, ResidentReady };
 
 constexpr int64_t kSplitThreads = 96;  // tf32x3: the producer's warps 1-3 split the landed tiles
-constexpr int64_t kProducerThreads = 128;
+constexpr int64_t kProducerThreads = 128;  // the producer warpgroup (residentByThreads: all copy)
 
 C::ExprP stageBarrier(const MmaPlan& p, const MmaNames& nm, Barrier which, const C::ExprP& buffer) {
   const int64_t turns = (p.splitBuffers ? 3 : 2) * p.ring.stages;
@@ -93,12 +93,13 @@ void splitLanded(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C
   }
 }
 
-// `resident` (MmaPlan::residentB), before the ring's first step: the issuer's copy of B's tiles (at
-// the block's N tile, the same for all its tiles) and the splitters' one split of them.
+// `resident`'s N origin: the block's N tile, the same for all its tiles.
 C::ExprP residentOrigin(EmitContext& ctx, const MmaPlan& p) {
   return C::product(bin("%", coordinate(ctx, "blockIdx", 0), lit(p.nTiles())), lit(p.blockN));
 }
 
+// `resident` (MmaPlan::residentB), before the ring's first step: the issuer's copy of B's tiles
+// (residentSplit: the splitters' one split of them).
 std::vector<C::Stmt> residentIssue(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm) {
   if (!p.residentB || p.residentByThreads) return {};
   return issueResidentB(p, nm, residentOrigin(ctx, p), stageBarrier(p, nm, Barrier::ResidentFull, lit(0)));
@@ -107,7 +108,7 @@ std::vector<C::Stmt> residentIssue(EmitContext& ctx, const MmaPlan& p, const Mma
 // residentByThreads: the producer warpgroup's copy of B's kept tiles (each step's at its buffer),
 // before thread 0 issues the ring and the others split; every thread arrives on `resident full`
 // once its copies have landed (through registers: once stored).
-std::vector<C::Stmt> residentCopy(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& lane) {
+std::vector<C::Stmt> residentCopy(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& ptid) {
   std::vector<C::Stmt> body;
   if (!p.residentByThreads) return body;
   MmaNames kept = nm;
@@ -115,7 +116,7 @@ std::vector<C::Stmt> residentCopy(EmitContext& ctx, const MmaPlan& p, const MmaN
   body.push_back(C::decl(ctx.idx, n0, residentOrigin(ctx, p)));
   kept.n0 = C::name(n0);
   for (int64_t step = 0; step < p.steps; ++step)
-    stageOperandAsLoaded(ctx, p, kept, false, lit(step * p.blockK), lit(step * p.b.buffer), body, lane, kProducerThreads);
+    stageOperandAsLoaded(ctx, p, kept, false, lit(step * p.blockK), lit(step * p.b.buffer), body, ptid, kProducerThreads);
   const char* arrive = copiesAsync(ctx, p, false) ? "rtcg_cp_async_mbar_arrive" : "rtcg_mbar_arrive";
   body.push_back(C::exprStmt(C::call(arrive, {stageBarrier(p, nm, Barrier::ResidentFull, lit(0))})));
   return body;
