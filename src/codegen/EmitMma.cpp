@@ -414,34 +414,6 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   out.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
-// The output point (mm, nn) relative to the domain's origin: declared, guarded, and the statement
-// evaluated there with the sum replaced by `sum`.
-void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, C::ExprP sum,
-                std::vector<C::Stmt>& out) {
-  std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
-  std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
-  Env env = nm.epilogue;
-  env.vars = nm.batch;
-  C::ExprP partM = bindRow(p, true, C::name(mi), env), partN = bindRow(p, false, C::name(ni), env);
-  // The statement of the point (one, or the stacked one its row picks), with its sum replaced.
-  auto storeOf = [&](size_t q) {
-    const ContractionPart& part = p.c.parts[q];
-    const Stmt& st = ctx.nest.body[size_t(part.statement)];
-    std::vector<C::Stmt> store;
-    Env at = env;
-    at.hoisted[part.sum.get()] = sum;
-    C::ExprP value = lower(ctx, st.value, at, store);
-    C::ExprP target = lowerAccess(ctx, st.array, st.indices, at, store);
-    store.push_back(emitStore(ctx, size_t(part.statement), target, value));
-    return store;
-  };
-  C::ExprP part = partM ? partM : partN;
-  std::vector<C::Stmt> store = part ? std::vector<C::Stmt>{chooseStatement(p, part, storeOf)} : storeOf(0);
-  C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
-  point.push_back(C::ifThen(inside, std::move(store)));
-  out.push_back(C::block(std::move(point)));
-}
-
 // Accumulator element r of fragment (fm, fn): its row and column in the block tile (PTX's C
 // fragment layout), or in the domain with `blockOrigin` (the block tile's origin added first).
 std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, size_t fm, size_t fn, int r,
@@ -534,60 +506,87 @@ bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
   return true;
 }
 
-// N's stacked rows (statement, i) at a pair of wgmma's accumulator chunk (ChunkedColumns): the
+// N's stacked rows (statement, i) at a pair of wgmma's accumulator chunk (emitEpilogue): the
 // statement and i - lo of its first column.
 struct ChunkColumn {
   C::ExprP part, inner;
 };
 
-// A column pair's two points (pairedStores): the statement at each (the stacked one its row or
-// column picks), one float2 store of both where the second is inside the domain, else the first
-// alone. With `chunk`, N's rows are bound from it rather than from the column's division.
-void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, const std::string& sum0,
-               const std::string& sum1, std::vector<C::Stmt>& out, const ChunkColumn* chunk = nullptr) {
+// Statement q's target and value at the point's column + `column` (0 or 1), the sum replaced by
+// `sum`, their statements into `to`.
+using PointAt = std::function<std::pair<C::ExprP, C::ExprP>(size_t q, int64_t column, const C::ExprP& sum,
+                                                            std::vector<C::Stmt>& to)>;
+
+// The output point (mm, nn) relative to the domain's origin: declared, guarded, and `body(q, at,
+// n)`'s statements for the statement there (the only one, or the stacked one its row or column
+// picks; n: the column's name). With `chunk`, N's rows are bound from it rather than from the
+// column's division.
+void emitPoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, const ChunkColumn* chunk,
+               const std::function<std::vector<C::Stmt>(size_t q, const PointAt& at, const C::ExprP& n)>& body,
+               std::vector<C::Stmt>& out) {
   std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
   std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
-  // Statement q's target and value at the pair's column `second` (0 or 1) with the sum `sum`.
-  auto at = [&](size_t q, int64_t second, const std::string& sum, std::vector<C::Stmt>& to) {
+  const PointAt at = [&](size_t q, int64_t column, const C::ExprP& sum, std::vector<C::Stmt>& to) {
     const ContractionPart& part = p.c.parts[q];
     const Stmt& st = ctx.nest.body[size_t(part.statement)];
     Env env = nm.epilogue;
     env.vars = nm.batch;
     bindRow(p, true, C::name(mi), env);
     if (!chunk) {
-      bindRow(p, false, second ? C::sum({C::name(ni), lit(second)}) : C::name(ni), env);
+      bindRow(p, false, column ? C::sum({C::name(ni), lit(column)}) : C::name(ni), env);
     } else {
       const ContractionRow& i = p.c.nRows.back();
-      env.vars[i.loop] = C::sum({lit(i.lo), chunk->inner, lit(second)});
+      env.vars[i.loop] = C::sum({lit(i.lo), chunk->inner, lit(column)});
     }
-    env.hoisted[part.sum.get()] = C::name(sum);
+    env.hoisted[part.sum.get()] = sum;
     C::ExprP value = lower(ctx, st.value, env, to);
     return std::make_pair(lowerAccess(ctx, st.array, st.indices, env, to), value);
   };
-  auto pairOf = [&](size_t q) {
+  auto bodyOf = [&](size_t q) { return body(q, at, C::name(ni)); };
+  Env rows;
+  C::ExprP partM = bindRow(p, true, C::name(mi), rows);
+  C::ExprP partN = chunk ? chunk->part : bindRow(p, false, C::name(ni), rows);
+  C::ExprP part = partM ? partM : partN;
+  std::vector<C::Stmt> store = part ? std::vector<C::Stmt>{chooseStatement(p, part, bodyOf)} : bodyOf(0);
+  C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
+  point.push_back(C::ifThen(inside, std::move(store)));
+  out.push_back(C::block(std::move(point)));
+}
+
+// The output point (mm, nn): the statement evaluated there with the sum replaced by `sum`.
+void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, C::ExprP sum,
+                std::vector<C::Stmt>& out) {
+  emitPoint(ctx, p, nm, std::move(mm), std::move(nn), nullptr,
+            [&](size_t q, const PointAt& at, const C::ExprP&) {
+              std::vector<C::Stmt> store;
+              auto [target, value] = at(q, 0, sum, store);
+              store.push_back(emitStore(ctx, size_t(p.c.parts[q].statement), target, value));
+              return store;
+            },
+            out);
+}
+
+// A column pair's two points (pairedStores): one float2 store of both where the second is inside
+// the domain, else the first alone.
+void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, const std::string& sum0,
+               const std::string& sum1, std::vector<C::Stmt>& out, const ChunkColumn* chunk = nullptr) {
+  auto pairOf = [&](size_t q, const PointAt& at, const C::ExprP& n) {
     const size_t statement = size_t(p.c.parts[q].statement);
     std::vector<C::Stmt> both;
-    auto [target, first] = at(q, 0, sum0, both);
-    C::ExprP second = at(q, 1, sum1, both).second;
+    auto [target, first] = at(q, 0, C::name(sum0), both);
+    C::ExprP second = at(q, 1, C::name(sum1), both).second;
     C::ExprP pair = C::castTo("float2*", C::unary("&", target));
     C::ExprP value = C::call("make_float2", {first, second});
     both.push_back(ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pair, value}))
                                                : C::assign(C::index(pair, lit(0)), "=", value));
     if (p.c.nExtent % 2 == 0) return both;
     std::vector<C::Stmt> alone;  // the last pair may have its first column alone
-    auto [t, v] = at(q, 0, sum0, alone);
+    auto [t, v] = at(q, 0, C::name(sum0), alone);
     alone.push_back(emitStore(ctx, statement, t, v));
     return std::vector<C::Stmt>{
-        C::ifThen(bin("<", C::sum({C::name(ni), lit(1)}), lit(p.c.nExtent)), std::move(both), std::move(alone))};
+        C::ifThen(bin("<", C::sum({n, lit(1)}), lit(p.c.nExtent)), std::move(both), std::move(alone))};
   };
-  Env rows;
-  C::ExprP partM = bindRow(p, true, C::name(mi), rows);
-  C::ExprP partN = chunk ? chunk->part : bindRow(p, false, C::name(ni), rows);
-  C::ExprP part = partM ? partM : partN;
-  std::vector<C::Stmt> store = part ? std::vector<C::Stmt>{chooseStatement(p, part, pairOf)} : pairOf(0);
-  C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
-  point.push_back(C::ifThen(inside, std::move(store)));
-  out.push_back(C::block(std::move(point)));
+  emitPoint(ctx, p, nm, std::move(mm), std::move(nn), chunk, pairOf, out);
 }
 
 // Per accumulator element: its output point, guarded, and the statement evaluated there with the
@@ -776,7 +775,7 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
   if (p.ring.producer()) {
     needs.producer = true;
     needs.producerSplit |= p.splitBuffers > 0;
-    needs.producerThreadCopies |= p.residentByThreads;
+    needs.producerThreadCopies |= p.residentByThreads();
     for (int64_t n : {p.producerRegisters, p.consumerRegisters})
       if (n > 0) needs.producerRegisters.insert(n);
   }

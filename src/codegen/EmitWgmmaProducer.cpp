@@ -101,7 +101,7 @@ C::ExprP residentOrigin(EmitContext& ctx, const MmaPlan& p) {
 // `resident` (MmaPlan::residentB), before the ring's first step: the issuer's copy of B's tiles
 // (residentSplit: the splitters' one split of them).
 std::vector<C::Stmt> residentIssue(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm) {
-  if (!p.residentB || p.residentByThreads) return {};
+  if (!p.residentB || p.residentByThreads()) return {};
   return issueResidentB(p, nm, residentOrigin(ctx, p), stageBarrier(p, nm, Barrier::ResidentFull, lit(0)));
 }
 
@@ -110,7 +110,7 @@ std::vector<C::Stmt> residentIssue(EmitContext& ctx, const MmaPlan& p, const Mma
 // once its copies have landed (through registers: once stored).
 std::vector<C::Stmt> residentCopy(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& ptid) {
   std::vector<C::Stmt> body;
-  if (!p.residentByThreads) return body;
+  if (!p.residentByThreads()) return body;
   MmaNames kept = nm;
   const std::string n0 = ctx.names.fresh("kept_n0");
   body.push_back(C::decl(ctx.idx, n0, residentOrigin(ctx, p)));
@@ -169,7 +169,7 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
   issuing.push_back(std::move(issuer));
   std::vector<C::Stmt> branches;
-  if (p.residentByThreads) append(branches, residentCopy(ctx, p, nm, ptid));
+  if (p.residentByThreads()) append(branches, residentCopy(ctx, p, nm, ptid));
   branches.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(issuing)));
   if (!p.splitBuffers) return branches;
   auto split = [&](const C::ExprP& step, const C::ExprP&, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
@@ -211,7 +211,7 @@ void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // splitting warps').
   if (p.residentB) {
     init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::ResidentFull, lit(0)),
-                                                          lit(p.residentByThreads ? kProducerThreads : 1)})));
+                                                          lit(p.residentByThreads() ? kProducerThreads : 1)})));
     if (p.splitBuffers)
       init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, Barrier::ResidentReady, lit(0)),
                                                             lit(kSplitThreads / 32)})));
@@ -279,7 +279,7 @@ void waitResident(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to
   const Barrier which = p.splitBuffers ? Barrier::ResidentReady : Barrier::ResidentFull;
   to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, which, lit(0)), lit(0)})));
   // The threads' copies went through the generic proxy; wgmma reads through the async one.
-  if (p.residentByThreads) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+  if (p.residentByThreads()) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
 }
 
 void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, std::vector<C::Stmt>& to) {

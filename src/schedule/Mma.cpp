@@ -140,8 +140,7 @@ void planTma(const Kernel& k, bool keptB, MmaPlan& p, std::vector<std::string>& 
   std::vector<std::string> bReasons;
   operand(false, p.b.tma, bReasons);
   if (keptB && !bReasons.empty()) {
-    p.residentByThreads = true;
-    p.b.tma = {};
+    p.b.tma = {};  // MmaPlan::residentByThreads
   } else {
     for (std::string& r : bReasons) reasons.push_back(std::move(r));
   }

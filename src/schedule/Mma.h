@@ -262,8 +262,9 @@ struct MmaPlan {
   // once by cp.async (zeros outside the domain), before thread 0 issues the ring, each arriving
   // on `resident full` once its copies have landed (cp.async.mbarrier.arrive.noinc: the mbarrier
   // counts the 128);
-  // the consumers fence them for the async proxy after their wait. B has no tensor map.
-  bool residentByThreads = false;
+  // the consumers fence them for the async proxy after their wait. B has no tensor map (planTma
+  // left it out).
+  bool residentByThreads() const { return residentB && ring.tma() && b.tma.array < 0; }
   // Buffers of B's tile (and of its small tiles under tf32x3): one a step where resident, else
   // the ring's.
   int64_t bBuffers() const { return residentB ? steps : ring.stages; }

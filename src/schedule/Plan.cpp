@@ -934,7 +934,7 @@ std::string wgmmaLines(const MmaPlan& p) {
                      "stages carry A alone\n",
                      p.steps, p.steps * p.b.buffer * typeBytes(p.staged), p.splitBuffers ? ", and as many for their small parts" : "",
                      p.nTiles(),
-                     p.residentByThreads
+                     p.residentByThreads()
                          ? "its 128 threads by cp.async, each arriving as its copies land; the consumers fence them "
                            "for the async proxy"
                          : fmt::format("expect_tx {} bytes", p.steps * p.b.buffer * typeBytes(p.staged)),

@@ -311,7 +311,7 @@ TEST(WgmmaResident, PlanCopiesAKeptBNoBoxCopiesByThreads) {
   std::vector<std::string> reasons;
   auto three = plan(dgDiffThree(301, 56), schedule + " resident a", limitsOf(2), reasons);
   ASSERT_TRUE(three) << joined(reasons);
-  EXPECT_TRUE(three->residentB && three->residentByThreads);
+  EXPECT_TRUE(three->residentB && three->residentByThreads());
   EXPECT_LT(three->b.tma.array, 0);
   EXPECT_GE(three->a.tma.array, 0);
   const Kernel k = dgDiffThree(301, 56);
@@ -321,14 +321,14 @@ TEST(WgmmaResident, PlanCopiesAKeptBNoBoxCopiesByThreads) {
       << printPlan(k, sp.nests[0]);
   auto stacked = plan(dgDiff(301, 56), schedule + " resident a", limitsOf(2), reasons);
   ASSERT_TRUE(stacked) << joined(reasons);
-  EXPECT_FALSE(stacked->residentByThreads);
+  EXPECT_FALSE(stacked->residentByThreads());
   reasons.clear();
   EXPECT_FALSE(plan(dgDiffThree(301, 56), schedule, limitsOf(2), reasons));
   EXPECT_NE(joined(reasons).find("stacked statements"), std::string::npos) << joined(reasons);
   reasons.clear();
   auto padded = plan(rect("rect32_pad", 200, 136, 56), schedule + " resident b", limitsOf(2), reasons);
   ASSERT_TRUE(padded) << joined(reasons);
-  EXPECT_TRUE(padded->residentByThreads);
+  EXPECT_TRUE(padded->residentByThreads());
 }
 
 // Those in the host emulation: dg_diff at Np = 20 (one partial step), 56 (one N tile of 192), 84
@@ -358,7 +358,7 @@ TEST(HostEmulation, WgmmaResidentByThreadsMatchesTheReference) {
     std::vector<std::string> reasons;
     auto p = plan(k, text, limitsOf(c.multiprocessors), reasons);
     ASSERT_TRUE(p) << text << ": " << joined(reasons);
-    EXPECT_TRUE(p->residentByThreads) << text;
+    EXPECT_TRUE(p->residentByThreads()) << text;
     EXPECT_EQ(checkOnHost(k, text, c.tolerance, limitsOf(c.multiprocessors)), "") << "Np " << c.np << " " << text;
   }
   struct Padded {
@@ -381,7 +381,7 @@ TEST(HostEmulation, WgmmaResidentByThreadsMatchesTheReference) {
     std::vector<std::string> reasons;
     auto p = plan(k, text, limitsOf(3), reasons);
     ASSERT_TRUE(p) << text << ": " << joined(reasons);
-    EXPECT_TRUE(p->residentByThreads) << text;
+    EXPECT_TRUE(p->residentByThreads()) << text;
     EXPECT_EQ(checkOnHost(k, text, c.tolerance, limitsOf(3)), "") << c.kernel << " kk " << c.kk << " " << text;
   }
 }
