@@ -14,6 +14,7 @@
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
 #include "ir/Analysis.h"
+#include "ir/Walk.h"
 #include "support/Error.h"
 
 namespace rtcg::emit {
@@ -507,9 +508,10 @@ bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
 }
 
 // N's stacked rows (statement, i) at a pair of wgmma's accumulator chunk (emitEpilogue): the
-// statement and i - lo of its first column.
+// statement and i - lo of its first column; where the statements differ only in their arrays
+// (sameStoresButArrays), the chunk's array instead of the statement, chosen once for its pairs.
 struct ChunkColumn {
-  C::ExprP part, inner;
+  C::ExprP part, inner, array;
 };
 
 // Statement q's target and value at the point's column + `column` (0 or 1), the sum replaced by
@@ -540,12 +542,17 @@ void emitPoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
     }
     env.hoisted[part.sum.get()] = sum;
     C::ExprP value = lower(ctx, st.value, env, to);
-    return std::make_pair(lowerAccess(ctx, st.array, st.indices, env, to), value);
+    C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, to);
+    if (chunk && chunk->array) {
+      RTCG_ASSERT(target->kind == C::ExprKind::Index, "a chunk's array replaces a plain array's");
+      target = C::index(chunk->array, target->args[1]);
+    }
+    return std::make_pair(target, value);
   };
   auto bodyOf = [&](size_t q) { return body(q, at, C::name(ni)); };
   Env rows;
   C::ExprP partM = bindRow(p, true, C::name(mi), rows);
-  C::ExprP partN = chunk ? chunk->part : bindRow(p, false, C::name(ni), rows);
+  C::ExprP partN = !chunk ? bindRow(p, false, C::name(ni), rows) : chunk->array ? nullptr : chunk->part;
   C::ExprP part = partM ? partM : partN;
   std::vector<C::Stmt> store = part ? std::vector<C::Stmt>{chooseStatement(p, part, bodyOf)} : bodyOf(0);
   C::ExprP inside = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
@@ -589,6 +596,51 @@ void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
   emitPoint(ctx, p, nm, std::move(mm), std::move(nn), chunk, pairOf, out);
 }
 
+// The thread's column of a chunk (its statement q and first i, chunk_q and chunk_i) as a pointer
+// to that statement's array (past the last statement: the last one's, whose points the guard
+// leaves out) and the column's i - lo.
+ChunkColumn chunkArrayOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& q, const C::ExprP& i,
+                         std::vector<C::Stmt>& out) {
+  const int64_t e = p.c.nRows.back().extent;
+  C::ExprP column = C::sum({i, C::product(nm.t, lit(2))}), part = q;
+  if (e % 8 != 0) {  // the chunk may cross into the next statement
+    const std::string c = ctx.names.fresh("chunk_column"), wrap = ctx.names.fresh("chunk_wrap");
+    out.push_back(C::decl(ctx.idx, c, column));
+    out.push_back(C::decl(ctx.idx, wrap, C::castTo("int", bin(">=", C::name(c), lit(e)))));
+    column = bin("-", C::name(c), C::product(C::name(wrap), lit(e)));
+    part = C::sum({q, C::name(wrap)});
+  }
+  const std::string inner = ctx.names.fresh("chunk_inner"), array = ctx.names.fresh("chunk_array");
+  out.push_back(C::decl(ctx.idx, inner, column));
+  const size_t last = p.c.parts.size() - 1;
+  auto arrayOf = [&](size_t q) { return C::name(ctx.paramNames[size_t(ctx.nest.body[size_t(p.c.parts[q].statement)].array)]); };
+  C::ExprP chosen = arrayOf(last);
+  for (size_t s = last; s-- > 0;) chosen = C::ternary(bin("==", part, lit(int64_t(s))), arrayOf(s), chosen);
+  const Param& first = ctx.k.params[size_t(ctx.nest.body[size_t(p.c.parts[0].statement)].array)];
+  out.push_back(C::decl(std::string(cudaTypeName(first.type)) + "*", array, chosen, false));
+  return ChunkColumn{nullptr, C::name(inner), C::name(array)};
+}
+
+// Whether the stacked statements store their sums alone at the same indices of arrays of one shape
+// and one store kind (dg_diff's ur, us, ut), so that a point's statement only picks its array.
+bool sameStoresButArrays(const EmitContext& ctx, const MmaPlan& p) {
+  const Stmt& first = ctx.nest.body[size_t(p.c.parts[0].statement)];
+  const Param& firstArray = ctx.k.params[size_t(first.array)];
+  for (const ContractionPart& part : p.c.parts) {
+    const Stmt& st = ctx.nest.body[size_t(part.statement)];
+    const Param& array = ctx.k.params[size_t(st.array)];
+    if (st.value.get() != part.sum.get() || array.type != firstArray.type ||
+        ctx.plan.streams(size_t(part.statement)) != ctx.plan.streams(size_t(p.c.parts[0].statement)) ||
+        st.indices.size() != first.indices.size() || array.shape.size() != firstArray.shape.size())
+      return false;
+    for (size_t d = 0; d < st.indices.size(); ++d)
+      if (!sameExpr(st.indices[d], first.indices[d]) ||
+          constIntValue(array.shape[d], ctx.k) != constIntValue(firstArray.shape[d], ctx.k))
+        return false;
+  }
+  return true;
+}
+
 // Per accumulator element: its output point, guarded, and the statement evaluated there with the
 // sum replaced by the accumulator (column pairs together where pairedStores).
 void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
@@ -600,27 +652,34 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // session 40); a chunk crosses into the next statement only where E is no multiple of 8.
   const int64_t e = p.c.nRows.back().extent;
   const bool chunked = pairs && p.isWgmma() && stackedRows(p.c, false) && p.c.nRows.size() == 2 && e >= 8;
+  // Statements that differ only in their arrays: the thread's array and column of each chunk once,
+  // its pairs' stores without a branch (dg_diff N6's pairs branched over statements: docs/bench.md,
+  // session 41).
+  const bool chunkArray = chunked && sameStoresButArrays(ctx, p);
   for (size_t fm = 0; fm < nm.acc.size(); ++fm)
     for (size_t fn = 0; fn < nm.acc[fm].size(); ++fn) {
       std::string q, i;
+      std::optional<ChunkColumn> arrayChunk;
       if (chunked) {
         C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
         q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
         out.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
         out.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));
       }
+      if (chunkArray) arrayChunk = chunkArrayOf(ctx, p, nm, C::name(q), C::name(i), out);
       for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
         auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
         if (!pairs) {
           storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
           continue;
         }
-        std::optional<ChunkColumn> chunk;
-        if (chunked) {
+        std::optional<ChunkColumn> chunk = arrayChunk;
+        if (chunked && !chunkArray) {
           C::ExprP inner = C::sum({C::name(i), C::product(nm.t, lit(2))});
-          chunk = e % 8 == 0 ? ChunkColumn{C::name(q), inner}
+          chunk = e % 8 == 0 ? ChunkColumn{C::name(q), inner, nullptr}
                              : ChunkColumn{C::sum({C::name(q), C::castTo("int", bin(">=", inner, lit(e)))}),
-                                           bin("-", inner, C::product(C::castTo("int", bin(">=", inner, lit(e))), lit(e)))};
+                                           bin("-", inner, C::product(C::castTo("int", bin(">=", inner, lit(e))), lit(e))),
+                                           nullptr};
         }
         storePair(ctx, p, nm, mm, nn, nm.acc[fm][fn][r], nm.acc[fm][fn][r + 1], out, chunk ? &*chunk : nullptr);
       }

@@ -386,6 +386,33 @@ TEST(HostEmulation, WgmmaResidentByThreadsMatchesTheReference) {
   }
 }
 
+// Stacked statements that differ in more than their arrays (one scaled, one plus an array of its
+// own) keep the branch over statements at each pair; where they differ only in their arrays, a
+// chunk's array is chosen once. Both against the reference at rows of 84 values (chunks that
+// straddle two statements) and 56, K = 301 (no tile divides it).
+TEST(HostEmulation, WgmmaStackedEpiloguesOfTheirOwnMatchTheReference) {
+  const std::string source = R"(
+kernel dg_diff_own(K: int, Np: int, Dr: f32[Np, Np], Ds: f32[Np, Np], Dt: f32[Np, Np], u: f32[K, Np],
+                   c: f32[K, Np], out ur: f32[K, Np], out us: f32[K, Np], out ut: f32[K, Np]) {
+  for k in 0..K, i in 0..Np {
+    ur[k, i] = sum(j in 0..Np, Dr[i, j] * u[k, j]);
+    us[k, i] = 2.0 * sum(j in 0..Np, Ds[i, j] * u[k, j]);
+    ut[k, i] = sum(j in 0..Np, Dt[i, j] * u[k, j]) + c[k, i];
+  }
+})";
+  for (int64_t np : {56, 84}) {
+    const Kernel own = fromSource(source, "dg_diff_own", {{"K", 301}, {"Np", np}});
+    const Kernel three = dgDiffThree(301, np);
+    const std::string text = "mma: tf32x3 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2" + kPersistent + " resident a";
+    EmittedModule m = emitCuda(own, *parseSchedule(text).schedule, limitsOf(3));
+    EXPECT_EQ(m.source.find("chunk_array"), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("((float2*)&us["), std::string::npos) << m.source;
+    EXPECT_EQ(checkOnHost(own, text, 2e-5, limitsOf(3)), "") << "Np " << np;
+    EXPECT_NE(emitCuda(three, *parseSchedule(text).schedule, limitsOf(3)).source.find("chunk_array"), std::string::npos);
+    EXPECT_EQ(checkOnHost(three, text, 2e-5, limitsOf(3)), "") << "Np " << np;
+  }
+}
+
 // The emitted kernel: the producer's copies of D's three arrays and its threads' arrival on
 // `resident full` (128 of them), no tensor map of B, the consumers' fence after their wait, the
 // stacked statements' float2 pairs; NVRTC compiles it for sm_90a without local memory.
@@ -406,9 +433,13 @@ TEST(WgmmaResident, ThreadCopiesEmitAndNvrtcCompiles) {
     EXPECT_NE(m.source.find(fmt::format("rtcg_cp_async_mbar_arrive(rtcg_tma_barrier(rtcg_smem_f32, {}));", residentFull)),
               std::string::npos) << m.source;
     EXPECT_NE(m.source.find("cp.async.mbarrier.arrive.noinc"), std::string::npos);
-    // The epilogue's float2 pairs, the statement and first i once per accumulator chunk.
+    // The epilogue's float2 pairs, the statement and first i once per accumulator chunk, and the
+    // statements' array chosen there (they differ in nothing else): no branch at the pairs.
     EXPECT_NE(m.source.find("const int chunk_q = "), std::string::npos) << m.source;
-    EXPECT_NE(m.source.find("((float2*)&ut["), std::string::npos);
+    EXPECT_NE(m.source.find("float* chunk_array = chunk_q"), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("((float2*)&chunk_array["), std::string::npos);
+    EXPECT_EQ(m.source.find("((float2*)&ut["), std::string::npos);
+    EXPECT_EQ(m.source.find("chunk_wrap") == std::string::npos, np % 8 == 0) << "Np " << np;
     EXPECT_EQ(m.source.find("Dr_map"), std::string::npos);
     EXPECT_NE(m.source.find("u_map"), std::string::npos);
     ASSERT_EQ(m.launches.size(), 1u);
