@@ -373,6 +373,37 @@ int NestModel::loopIdIn(const Access& a, const std::string& index) const {
   return -1;
 }
 
+// Lanes of a warp whose elements of `access` (at unit stride along thread.x) lie one after
+// another: thread.x's, continued along thread.y, then thread.z, while the lanes so far hold whole
+// indices (no idle lane, no register point between neighbours) and the next axis's index steps
+// exactly past them. Sum factorisation's i, b, a whole on thread.x, .y, .z (p = 5) store runs of
+// 32 neighbours, not runs of 5.
+int64_t NestModel::warpRunLanes(const NestPlan& plan, size_t access) const {
+  const Placement axes[3] = {Placement::ThreadX, Placement::ThreadY, Placement::ThreadZ};
+  int64_t run = std::min<int64_t>(plan.launch.threadX, 32);
+  for (int axis = 0; axis < 3 && run < 32; ++axis) {
+    const NestIndex* on = nullptr;
+    const IndexPlan* ip = nullptr;
+    size_t part = 0;
+    for (const NestIndex& ni : indices_) {
+      const IndexPlan* p = ni.parallel ? plan.index(ni.name) : nullptr;
+      const IndexSchedule* is = p ? &plan.clauseOf(*p) : nullptr;
+      for (size_t q = 0; is && q < is->parts.size(); ++q)
+        if (is->parts[q].place == axes[axis]) on = &ni, ip = p, part = q;
+    }
+    if (!on) break;
+    const int64_t threads = ip->extents[part], laneStep = ip->strides[part];
+    const int loop = loopIdIn(accesses_[access], on->name);
+    const std::optional<int64_t> stride = loop < 0 ? std::nullopt : strideIn(access, loop);
+    if (!stride || std::llabs(*stride) * laneStep != (axis == 0 ? 1 : run)) break;
+    if (axis > 0) run *= threads;
+    // Past an index with idle lanes or register points outside its thread part, lanes of the next
+    // axis land elsewhere.
+    if (laneStep != 1 || threads != on->hull.extent()) break;
+  }
+  return std::min<int64_t>(run, 32);
+}
+
 // The ranges each loop takes within one block, within one thread, and within one staging step.
 // A block fixes the grid parts of every index; a thread fixes the grid and thread parts. The
 // values left are represented by a contiguous range with as many points (exact when the fixed
@@ -779,7 +810,7 @@ void NestModel::estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateS
       // A warp's run along the stored row shorter than a 32-byte sector (i8 stores of 16 threads
       // on thread.x): each sector takes the writes of several warps. An Ozaki residue nest ran 1.9x
       // slower on 16-byte runs than on 32-byte ones (docs/bench.md, session 36).
-      const double run = double(std::min<int64_t>(threadX, 32)) * bytes;
+      const double run = double(warpRunLanes(plan, ai)) * bytes;
       const double shortRun = stride && std::llabs(*stride) == 1 && run < 32 ? 32 / run : 1.0;
       perBlock += distinct * bytes * (double)waste * shortRun;
       if (!sawStore) {

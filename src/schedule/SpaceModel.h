@@ -273,6 +273,7 @@ class NestModel {
   const std::optional<Box>& box(size_t access, const std::map<int, Interval>& tile) const;
   std::vector<int64_t> tileKey(size_t access, const std::map<int, Interval>& tile) const;
   int loopIdIn(const Access& a, const std::string& index) const;  // -1 if not in a's scope
+  int64_t warpRunLanes(const NestPlan& plan, size_t access) const;
   double bankConflictWays(const NestPlan& plan, size_t access, const StagedArray& sa, int64_t width,
                           const std::string& threadXIndex, int64_t threadX) const;
 };

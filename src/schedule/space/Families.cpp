@@ -12,6 +12,8 @@ bool isSequential(NestSpace&);
 void sequentialVariants(NestSpace&);
 bool hasParallelIndices(NestSpace&);
 void parallelVariants(NestSpace&);
+bool packedApplies(NestSpace&);
+void packedVariants(NestSpace&);
 bool splitApplies(NestSpace&);
 void splitVariants(NestSpace&);
 bool crossBlockApplies(NestSpace&);
@@ -35,6 +37,8 @@ const std::vector<SpaceFamily>& spaceFamilies() {
       {"sequential", isSequential, sequentialVariants},
       // Threads and register tiles, each placement also staged (StagedFamily.cpp).
       {"SIMT tiles", hasParallelIndices, parallelVariants},
+      // The innermost short parallel indices whole on the thread axes (PackedFamily.cpp).
+      {"packed lanes", packedApplies, packedVariants},
       {"split reductions", splitApplies, splitVariants},
       {"cross-block reductions", crossBlockApplies, crossBlockVariants},
       {"outer register tiles", outerTileApplies, outerTileVariants},
