@@ -469,20 +469,37 @@ class PartRewrite {
   }
 
   // Garner's mixed-radix digits v_l of C' from its residues r_l (balanced, i32), then
-  // C' = v_0 + p_0 (v_1 + p_1 (v_2 + ...)) in f64.
+  // C' = v_0 + p_0 (v_1 + p_1 (v_2 + ...)) in f64. Each digit is ((r_l - t_l) inv_l + h_l) mod p_l
+  // - h_l with t_l = sum_j v_j (W_j mod p_l); the argument of mod plus a multiple of p_l that makes
+  // it non-negative (from the bounds of r_l and t_l) is taken as u32, whose % by a constant is a
+  // multiply-high and a multiply-add where the floor modulo of a signed value adds a sign fix.
   Expr exactSum(std::vector<Stmt>& body, const std::vector<Expr>& residues) {
     const std::vector<int>& p = ozakiModuli();
+    constexpr ScalarType U32 = ScalarType::U32;
+    // |r_l|: the products' balanced residues (i8), one per K block and the rest.
+    int64_t blocks = 0;
+    for (const auto& product : products_) blocks += std::max<int64_t>(product.second, 1);
+    const int64_t maxR = 128 * blocks;
     std::vector<Expr> digits{residues[0]};
     for (int l = 1; l < split_.moduli; ++l) {
       const int64_t pl = p[size_t(l)];
       int64_t w = 1;  // W_j mod p_l, W_j = p_0 ... p_{j-1}
+      int64_t maxT = 0;  // |t_l|: |v_j| <= 128
       Expr t = i32c(0);
       for (int j = 0; j < l; ++j) {
         t = j == 0 ? digits[0] : add(t, mul(digits[size_t(j)], i32c(w)));
+        maxT += 128 * w;
         w = modOf(w * p[size_t(j)], pl);
       }
       const int64_t inv = inverseMod(w, pl), half = pl / 2;
-      Expr v = subE(modE(add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half)), i32c(pl)), i32c(half));
+      const int64_t span = (maxR + maxT) * inv, lift = (span + pl - 1) / pl * pl;
+      Expr v;
+      if (span + lift + half < int64_t(INT32_MAX)) {
+        Expr x = add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half + lift));  // in [0, 2^31)
+        v = subE(cast(I32, modE(cast(U32, x), intImm(pl, U32))), i32c(half));
+      } else {
+        v = subE(modE(add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half)), i32c(pl)), i32c(half));
+      }
       digits.push_back(rw_.let(body, fmt::format("{}_digit{}", prefix_, l), v));
     }
     Expr x = cast(F64, digits.back());

@@ -271,6 +271,30 @@ TEST(Ozaki, ResiduesFromTwoHalvesAreExactAtTheirEnds) {
     }
 }
 
+// Garner's digits (the reconstruction's lets `ozaki0_digitL`): each takes its modulo of an argument
+// lifted by a multiple of p_l to be non-negative, as u32 (a multiply-high and a multiply-add on
+// the GPU), not the floor modulo of a signed value; so too with K in blocks (residues summed over
+// blocks). Their values are checked by the tests of exact results above and below.
+TEST(Ozaki, GarnersDigitsTakeTheUnsignedModuloOfALiftedArgument) {
+  for (auto [pol, K] : {std::pair{Precision::Fp64x, int64_t(9)}, std::pair{Precision::Fp32x, int64_t(9)},
+                        std::pair{Precision::Fp64x, int64_t(300000)}}) {
+    Kernel r = rewrite(gemm(pol == Precision::Fp64x ? "f64" : "f32", 3, 2, K), pol);
+    int digits = 0;
+    for (const Stmt& s : r.nests.back().body) {
+      if (s.kind != StmtKind::Let || s.letName.find("_digit") == std::string::npos) continue;
+      ++digits;
+      int unsignedMods = 0, signedMods = 0;
+      visitExprs(s.value, [&](const Expr& e) {
+        if (e->kind != ExprKind::Binary || e->binaryOp != BinaryOp::Mod) return;
+        (e->type == ScalarType::U32 ? unsignedMods : signedMods) += 1;
+      });
+      EXPECT_EQ(unsignedMods, 1) << s.letName;
+      EXPECT_EQ(signedMods, 0) << s.letName;
+    }
+    EXPECT_EQ(digits, ozakiSplit(pol, K)->moduli - 1) << K;
+  }
+}
+
 // Under the default schedule (the products on s8 tensor cores: defaultSchedule's rule for a
 // rewriting policy's products; the other nests as any kernel's).
 TEST(Ozaki, Fp64xMatchesTheReferenceAtOddSizes) {
