@@ -25,7 +25,7 @@ const std::vector<int>& ozakiModuli() {
 
 namespace {
 
-constexpr int kMaxAlpha = 57;          // |a'| <= ||a'||_2 < 2^58: a' / p_l in f64 is within 1/2 of its value (residueNest)
+constexpr int kMaxAlpha = 57;          // |a'| <= ||a'||_2 < 2^58: its halves' residues are exact in f64 (residueNest)
 constexpr double kFastUnscale = 480;   // |e| up to this: 2^-e and C' 2^-e are normal and exact
 constexpr int64_t kMaxK = 131071;      // K 128^2 < 2^31: the i32 sums of i8 products are exact
 constexpr int64_t kKBlock = 130944;    // longer sums: blocks of this many (1023 steps of 128) values
@@ -344,11 +344,17 @@ class PartRewrite {
     return n;
   }
 
-  // 2. Per entry: a' = round(x 2^e) (0 in a row that is not finite; an integer in f64, exactly) and
-  // a residue modulo each p_l in [-128, 127]: r = a' - q p_l with q the integer nearest a' / p_l
-  // taken in f64 (off by less than 1/2 for |a'| < 2^58, so |r| < p_l) and a' - q p_l by fma (exact:
-  // an integer of a few bits), then one step of p_l toward 0 where r leaves i8.
-  // Floating-point work on the FP64 pipe instead of 64-bit integer division.
+  // 2. Per entry: a' = round(x 2^e) (0 in a row that is not finite) and a residue of it modulo each
+  // p_l in [-128, 127]. a' is taken as two integers in f64, exactly: hi, the integer nearest
+  // x 2^e / 2^27 (|hi| <= 2^31 for |x 2^e| < 2^58), and lo = round(x 2^e - hi 2^27) (the
+  // difference is exact, |lo| <= 2^26), so a' = hi 2^27 + lo. Per odd modulus, y = hi c_l + lo with
+  // c_l = 2^27 mod p_l (balanced, |c_l| <= 127) is congruent to a' and below 2^38 in magnitude (one
+  // exact fma); q, the integer nearest y / p_l, is taken in f64 (within 2^-22 of y / p_l, which p_l
+  // odd keeps at least 1 / (2 p_l) from a tie), so r = y - q p_l (exact by fma) lies in
+  // [-(p_l - 1) / 2, (p_l - 1) / 2]: four FP64 operations and one conversion a residue, no range
+  // fix. p_0 = 256 divides 2^27: a' modulo 256 is lo's low byte (lo converted to i32 once).
+  // Integers are rounded by adding and taking away 1.5 2^52 (additions on the FP64 pipe, where
+  // floor() would be one more conversion-pipe instruction).
   LoopNest residueNest(const Side& s) {
     LoopNest n;
     n.loc = nest_.loc;
@@ -360,21 +366,30 @@ class PartRewrite {
     Expr x = operandAt(s, vars, k);
     Expr scaled = mul(mul(x, rw_.loadOf(s.scale1, at)), rw_.loadOf(s.scale2, at));
     Expr t = rw_.let(n.body, "t", select(cmp(BinaryOp::Gt, rw_.loadOf(s.bad, at), i32c(0)), f64c(0), scaled));
-    Expr v = rw_.let(n.body, "v", select(cmp(BinaryOp::Lt, fn(MathFn::Abs, {t}), f64c(0x1p52)),
-                                         fn(MathFn::Floor, {add(t, f64c(0.5))}), t));
+    constexpr double kHalf = 0x1p27, kRound = 0x1.8p52;
+    // The integer nearest a b (one rounding, by fma; |a b| < 2^51).
+    auto nearest = [&](Expr a, double b) { return subE(fn(MathFn::Fma, {std::move(a), f64c(b), f64c(kRound)}), f64c(kRound)); };
+    Expr hi = rw_.let(n.body, "hi", nearest(t, 1 / kHalf));
+    Expr w = fn(MathFn::Fma, {unary(UnaryOp::Neg, hi), f64c(kHalf), t});  // exact
+    Expr lo = rw_.let(n.body, "lo", subE(add(w, f64c(kRound)), f64c(kRound)));
     Expr kAt = kLo_ == 0 ? rw_.use(k) : subE(rw_.use(k), i32c(kLo_));
     for (int l = 0; l < split_.moduli; ++l) {
-      const double p = ozakiModuli()[size_t(l)];
+      const int64_t p = ozakiModuli()[size_t(l)];
       std::vector<Expr> idx{i32c(l)};
       idx.insert(idx.end(), at.begin(), at.end());
       idx.push_back(kAt);
-      // q = a' / p rounded to an integer by adding and taking away 1.5 2^52 (|a' / p| < 2^51):
-      // additions, where floor() would be one more conversion-pipe instruction per residue.
-      Expr q = subE(add(mul(v, f64c(1.0 / p)), f64c(0x1.8p52)), f64c(0x1.8p52));
-      Expr r = rw_.let(n.body, fmt::format("r{}", l), fn(MathFn::Fma, {unary(UnaryOp::Neg, q), f64c(p), v}));
-      Expr inI8 = select(cmp(BinaryOp::Gt, r, f64c(127)), subE(r, f64c(p)),
-                         select(cmp(BinaryOp::Lt, r, f64c(-128)), add(r, f64c(p)), r));
-      rw_.store(n.body, s.residues, std::move(idx), cast(ScalarType::I8, inI8));
+      Expr r;
+      if (int64_t(kHalf) % p == 0) {
+        r = cast(I32, lo);  // p = 256: the low byte
+      } else {
+        RTCG_ASSERT(p % 2 == 1, "the residues' quotients assume odd moduli but 256");
+        int64_t c = modOf(int64_t(kHalf), p);
+        if (c > p / 2) c -= p;
+        Expr y = rw_.let(n.body, fmt::format("y{}", l), fn(MathFn::Fma, {hi, f64c(double(c)), lo}));
+        Expr q = nearest(y, 1.0 / double(p));
+        r = rw_.let(n.body, fmt::format("r{}", l), fn(MathFn::Fma, {unary(UnaryOp::Neg, q), f64c(double(p)), y}));
+      }
+      rw_.store(n.body, s.residues, std::move(idx), cast(ScalarType::I8, r));
     }
     return n;
   }
@@ -454,20 +469,37 @@ class PartRewrite {
   }
 
   // Garner's mixed-radix digits v_l of C' from its residues r_l (balanced, i32), then
-  // C' = v_0 + p_0 (v_1 + p_1 (v_2 + ...)) in f64.
+  // C' = v_0 + p_0 (v_1 + p_1 (v_2 + ...)) in f64. Each digit is ((r_l - t_l) inv_l + h_l) mod p_l
+  // - h_l with t_l = sum_j v_j (W_j mod p_l); the argument of mod plus a multiple of p_l that makes
+  // it non-negative (from the bounds of r_l and t_l) is taken as u32, whose % by a constant is a
+  // multiply-high and a multiply-add where the floor modulo of a signed value adds a sign fix.
   Expr exactSum(std::vector<Stmt>& body, const std::vector<Expr>& residues) {
     const std::vector<int>& p = ozakiModuli();
+    constexpr ScalarType U32 = ScalarType::U32;
+    // |r_l|: the products' balanced residues (i8), one per K block and the rest.
+    int64_t blocks = 0;
+    for (const auto& product : products_) blocks += std::max<int64_t>(product.second, 1);
+    const int64_t maxR = 128 * blocks;
     std::vector<Expr> digits{residues[0]};
     for (int l = 1; l < split_.moduli; ++l) {
       const int64_t pl = p[size_t(l)];
       int64_t w = 1;  // W_j mod p_l, W_j = p_0 ... p_{j-1}
+      int64_t maxT = 0;  // |t_l|: |v_j| <= 128
       Expr t = i32c(0);
       for (int j = 0; j < l; ++j) {
         t = j == 0 ? digits[0] : add(t, mul(digits[size_t(j)], i32c(w)));
+        maxT += 128 * w;
         w = modOf(w * p[size_t(j)], pl);
       }
       const int64_t inv = inverseMod(w, pl), half = pl / 2;
-      Expr v = subE(modE(add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half)), i32c(pl)), i32c(half));
+      const int64_t span = (maxR + maxT) * inv, lift = (span + pl - 1) / pl * pl;
+      Expr v;
+      if (span + lift + half < int64_t(INT32_MAX)) {
+        Expr x = add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half + lift));  // in [0, 2^31)
+        v = subE(cast(I32, modE(cast(U32, x), intImm(pl, U32))), i32c(half));
+      } else {
+        v = subE(modE(add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half)), i32c(pl)), i32c(half));
+      }
       digits.push_back(rw_.let(body, fmt::format("{}_digit{}", prefix_, l), v));
     }
     Expr x = cast(F64, digits.back());

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "codegen/HostEmulation.h"
+#include "ir/Walk.h"
 #include "reference/HostArgs.h"
 #include "reference/RandomFill.h"
 #include "reference/Reference.h"
@@ -106,7 +107,7 @@ TEST(Ozaki, ModuliArePairwiseCoprimeAndTheSplitHoldsTheProduct) {
       std::optional<OzakiSplit> s = ozakiSplit(pol, K);
       ASSERT_TRUE(s.has_value()) << K;
       EXPECT_GE(s->alpha, ozakiTargetBits(pol));
-      EXPECT_LE(s->alpha, 57);  // |a'| < 2^58: the residues' quotient a' / p in f64 stays within 1/2
+      EXPECT_LE(s->alpha, 57);  // |a'| < 2^58: the residues' halves (hi 2^27 + lo) stay exact in f64
       // ||a'||_2 ||b'||_2 < P / 2 with the norm's slack (K u of its sum, sqrt(K) / 2 of the
       // rounding), and one modulus fewer would not hold two norms of the target's bits.
       double bits = 0;
@@ -180,6 +181,118 @@ TEST(Ozaki, RefusalsSayWhy) {
   Diagnostics diags;
   EXPECT_EQ(applyPolicy(r, Precision::Fp64x, diags)->nests.size(), r.nests.size());
   EXPECT_FALSE(applyPolicy(r, Precision::Fp32x, diags).has_value());
+}
+
+// The residue nests (those storing a side's i8 residues, `ozaki0_a8` / `ozaki0_b8`): a' taken once
+// an entry as two halves (hi 2^27 + lo), then four f64 operations a residue (y by fma, the
+// quotient rounded by an fma and a subtraction, the remainder by fma) and one conversion, with no
+// range fix: the only select is the zero of a row that is not finite, and p_0 = 256 takes lo's low
+// byte.
+TEST(Ozaki, EachResidueTakesFourF64OperationsAndNoRangeFix) {
+  for (Precision pol : {Precision::Fp64x, Precision::Fp32x}) {
+    Kernel r = rewrite(gemm(pol == Precision::Fp64x ? "f64" : "f32", 7, 5, 9), pol);
+    const int moduli = ozakiSplit(pol, 9)->moduli;
+    int nests = 0;
+    for (const LoopNest& nest : r.nests) {
+      int residues = 0, selects = 0, floatOps = 0, toI8 = 0;
+      for (const Stmt& s : nest.body) {
+        if (s.kind == StmtKind::Store) {
+          const std::string& name = r.params[size_t(s.array)].name;
+          residues += name.size() > 3 && (name.substr(name.size() - 3) == "_a8" || name.substr(name.size() - 3) == "_b8");
+        }
+        visitExprs(s.value, [&](const Expr& e) {
+          selects += e->kind == ExprKind::Select;
+          toI8 += e->kind == ExprKind::Cast && e->type == ScalarType::I8;
+          const bool arith = e->kind == ExprKind::Binary && (e->binaryOp == BinaryOp::Add || e->binaryOp == BinaryOp::Sub ||
+                                                             e->binaryOp == BinaryOp::Mul || e->binaryOp == BinaryOp::Div);
+          floatOps += isFloat(e->type) && (arith || (e->kind == ExprKind::Call && e->mathFn == MathFn::Fma));
+        });
+      }
+      if (residues == 0) continue;
+      ++nests;
+      EXPECT_EQ(residues, moduli);
+      EXPECT_EQ(toI8, moduli);
+      EXPECT_EQ(selects, 1);
+      // The entry (x 2^h 2^(e - h): two products; hi: an fma and a subtraction; lo: an fma and two
+      // additions), then four per odd modulus.
+      EXPECT_EQ(floatOps, 7 + 4 * (moduli - 1));
+    }
+    EXPECT_EQ(nests, 2) << precisionName(pol);
+  }
+}
+
+// Entries whose scaled values a' = round(x 2^e) reach the ends of what the halves carry: rows and
+// columns of 2-norm in [1, 2) (e = alpha - 1), with an entry near +-2^53 (hi near 2^26), exact ties
+// (x 2^e = j + 1/2, rounded either way), entries that round to 0 and +-1, and values of both signs
+// whose residues modulo 256 are 128 (the one tie of the quotient). Each result is the exact sum
+// within the stated bound: a residue off by one in any modulus would put C' off by a multiple of
+// P / p_l.
+TEST(Ozaki, ResiduesFromTwoHalvesAreExactAtTheirEnds) {
+  const int64_t m = 6, n = 5, K = 9;
+  Kernel k = gemm("f64", m, n, K);
+  Kernel r = rewrite(k, Precision::Fp64x);
+  const int alpha = ozakiSplit(Precision::Fp64x, K)->alpha;
+  const double grid = std::ldexp(1.0, 1 - alpha);  // 2^-e for a norm in [1, 2)
+  HostArgs args(k);
+  auto entry = [&](int64_t row, int64_t q) {
+    const double s = row % 2 ? -1 : 1;
+    switch (q) {
+      case 0: return s * (1 - 0x1p-52 * double(row));            // a' near 2^53
+      case 1: return -s * (2 * double(row) + 1) * grid / 2;       // a tie
+      case 2: return s * (0.5 + 128 * grid + 256 * grid * double(row));  // a' = 128 modulo 256
+      case 3: return -s * (128 * grid + 0x1p27 * grid * double(row + 1));  // -128 + hi 2^27
+      case 4: return s * grid * 0.25;                              // rounds to 0
+      case 5: return -s * grid * 0.75;                             // rounds to -+1
+      case 6: return s * grid * (0x1p26 + 0.5);                    // lo's end, a tie
+      default: return s * 0.1 * double(q - 6) + grid * double(row);
+    }
+  };
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t q = 0; q < K; ++q) args.array(3).set(i * K + q, entry(i, q));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t q = 0; q < K; ++q) args.array(4).set(q * n + j, entry(j + 1, (q + j) % K));
+  const std::vector<double> a = args.array(3).toDoubles(), b = args.array(4).toDoubles();
+  Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 5);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      __float128 exact = 0;
+      double a2 = 0, b2 = 0, asum = 0, bsum = 0;
+      for (int64_t q = 0; q < K; ++q) {
+        const double x = a[size_t(i * K + q)], y = b[size_t(q * n + j)];
+        exact += __float128(x) * __float128(y);
+        a2 += x * x, b2 += y * y, asum += std::abs(x), bsum += std::abs(y);
+      }
+      ASSERT_GE(a2, 1.0);
+      ASSERT_LT(a2, 4.0);
+      const double bound = (std::exp2(-alpha) * (std::sqrt(a2) * bsum + std::sqrt(b2) * asum) +
+                            double(K) * std::exp2(-2 * alpha) * std::sqrt(a2 * b2)) * (1 + 1e-12) +
+                           8 * DBL_EPSILON * std::abs(double(exact));
+      EXPECT_LE(std::abs(o.got[size_t(i * n + j)] - double(exact)), bound) << i << "," << j;
+    }
+}
+
+// Garner's digits (the reconstruction's lets `ozaki0_digitL`): each takes its modulo of an argument
+// lifted by a multiple of p_l to be non-negative, as u32 (a multiply-high and a multiply-add on
+// the GPU), not the floor modulo of a signed value; so too with K in blocks (residues summed over
+// blocks). Their values are checked by the tests of exact results above and below.
+TEST(Ozaki, GarnersDigitsTakeTheUnsignedModuloOfALiftedArgument) {
+  for (auto [pol, K] : {std::pair{Precision::Fp64x, int64_t(9)}, std::pair{Precision::Fp32x, int64_t(9)},
+                        std::pair{Precision::Fp64x, int64_t(300000)}}) {
+    Kernel r = rewrite(gemm(pol == Precision::Fp64x ? "f64" : "f32", 3, 2, K), pol);
+    int digits = 0;
+    for (const Stmt& s : r.nests.back().body) {
+      if (s.kind != StmtKind::Let || s.letName.find("_digit") == std::string::npos) continue;
+      ++digits;
+      int unsignedMods = 0, signedMods = 0;
+      visitExprs(s.value, [&](const Expr& e) {
+        if (e->kind != ExprKind::Binary || e->binaryOp != BinaryOp::Mod) return;
+        (e->type == ScalarType::U32 ? unsignedMods : signedMods) += 1;
+      });
+      EXPECT_EQ(unsignedMods, 1) << s.letName;
+      EXPECT_EQ(signedMods, 0) << s.letName;
+    }
+    EXPECT_EQ(digits, ozakiSplit(pol, K)->moduli - 1) << K;
+  }
 }
 
 // Under the default schedule (the products on s8 tensor cores: defaultSchedule's rule for a
