@@ -573,11 +573,14 @@ std::optional<std::string> compileWorkerArgs(int argc, char** argv) {
 // ---- compile slots served for a pool elsewhere -------------------------------------------------
 
 CompileSlotHost::CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log,
-                                 std::string warmArch) {
+                                 std::string warmArch, bool deferWorkers)
+    : start_(deferWorkers) {
   for (int i = 0; i < slots; ++i) slots_.push_back(std::make_unique<WorkerLink>(workerPath, log, warmArch));
 }
 
-void CompileSlotHost::prepare(int slot) { slots_.at(size_t(slot))->prepare(); }
+void CompileSlotHost::prepare(int slot) {
+  if (start_.mayStart(slot)) slots_.at(size_t(slot))->prepare();
+}
 
 CompileSlotHost::~CompileSlotHost() = default;  // each link asks its worker to quit
 
@@ -623,6 +626,7 @@ std::string CompileSlotHost::compile(int slot, const std::string& frame, double 
 // thread that waits for it. Both live as long as the pool, over its batches.
 struct CompilePool::Slot {
   std::unique_ptr<WorkerLink> link;  // local
+  int local = -1;                    // its number among the local slots (CompileWorkerStart)
   RemoteCompileSlot* remote = nullptr;
   size_t host = 0;  // index into hosts_
   std::thread thread;
@@ -630,7 +634,8 @@ struct CompilePool::Slot {
 
 CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits limits, std::vector<CompileJob> jobs,
                          CompilePoolOptions options)
-    : bound_(bound), arch_(std::move(arch)), limits_(limits), options_(std::move(options)) {
+    : bound_(bound), arch_(std::move(arch)), limits_(limits), options_(std::move(options)),
+      workerStart_(options_.deferWorkers) {
   int local = options_.parallel;
   if (local <= 0)
     local = std::min(16 * std::max(1, options_.measuringDevices), usableCores());
@@ -640,6 +645,7 @@ CompilePool::CompilePool(const Kernel& bound, std::string arch, LaunchLimits lim
   for (int i = 0; i < local; ++i) {
     queues[0].push_back(std::make_unique<Slot>());
     queues[0].back()->link = std::make_unique<WorkerLink>(options_.workerPath, options_.log, arch_);
+    queues[0].back()->local = i;
   }
   for (const std::shared_ptr<RemoteCompileSlot>& r : options_.remoteSlots) {
     size_t h = 0;
@@ -772,11 +778,16 @@ CompiledCandidate CompilePool::compileRemotely(Slot& slot, const CompileJob& job
   return c;
 }
 
-// A slot's thread: takes the current batch's next job whenever there is one, until the pool goes
+// A slot's thread: a local one first starts its worker (when CompileWorkerStart lets it; it takes
+// no job before), then takes the current batch's next job whenever there is one, until the pool goes
 // away (or, for a remote slot, its host is lost).
 void CompilePool::runSlot(Slot& slot) {
+  if (slot.link) {  // its worker starts as the pool does, or once the start order lets it
+    std::unique_lock<std::mutex> lock(mutex_);
+    work_.wait(lock, [&] { return shutdown_.load() || workerStart_.mayStart(slot.local); });
+  }
   if (slot.link && !shutdown_.load()) {
-    slot.link->prepare();  // the workers start as the pool does
+    slot.link->prepare();
     bool all = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -839,6 +850,14 @@ std::optional<CompiledCandidate> CompilePool::next() {
   CompiledCandidate c = std::move(done_.front());
   done_.pop_front();
   return c;
+}
+
+void CompilePool::startDeferredWorkers() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // a slot checks the start order under it, then waits
+    workerStart_.release();
+  }
+  work_.notify_all();
 }
 
 void CompilePool::stop() {

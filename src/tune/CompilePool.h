@@ -5,7 +5,8 @@
 // Processes, not threads: NVRTC serializes much of its work inside one process, so on a 16-core
 // host threads flatten at about 60 candidates/s while worker processes reach about 270/s
 // (bench/nvrtc_throughput). The pool therefore starts N compile workers (`rtcg-worker
-// --compile-worker`, spawned with posix_spawn as the pool starts) and keeps one feeding thread
+// --compile-worker`, spawned with posix_spawn as the pool starts; beside measuring workers that
+// are starting, a few first and the others later: CompileWorkerStart) and keeps one feeding thread
 // per worker in this process: it emits a job's CUDA C, sends it over the framed protocol below,
 // waits for the cubin and checks that it can launch. The pool takes jobs a batch at a time (add());
 // the current batch may grow (append(): a search starts the pool with its default schedule alone,
@@ -151,6 +152,27 @@ namespace compileworker {
 class WorkerLink;  // a slot's compile worker (CompilePool.cpp)
 }
 
+// When the compile workers of one host start, beside that host's measuring worker: the one rule
+// for a pool's local slots (CompilePoolOptions::deferWorkers) and a CompileSlotHost's. A
+// measuring worker creates its CUDA context as a search starts, and every compile worker of the
+// host starting NVRTC at once beside it delays that context by a second or more (docs/bench.md,
+// sessions 40 and 41). Deferred, the slots numbered below kEarly start their workers at once (the
+// default schedule and the first candidates need no more), the others once release() is called:
+// the tuner calls it when its measuring workers are ready or the space's candidates are queued,
+// whichever comes first; an MPI rank's relay when its measuring worker is ready. Not deferred,
+// every slot starts at once. Any thread may ask or release.
+class CompileWorkerStart {
+ public:
+  static constexpr int kEarly = 2;
+  explicit CompileWorkerStart(bool deferred = false) : released_(!deferred) {}
+  // Whether slot `slot` (0-based, among the host's) may start its worker now.
+  bool mayStart(int slot) const { return slot < kEarly || released_.load(); }
+  void release() { released_.store(true); }
+
+ private:
+  std::atomic<bool> released_;
+};
+
 // Compile slots this process serves for a pool elsewhere (an MPI rank's relay for rank 0's pool):
 // a compile worker per slot, started at the slot's first frame and restarted after it died or
 // timed out; where none starts (or `workerPath` is empty), the slot compiles on the calling
@@ -158,15 +180,20 @@ class WorkerLink;  // a slot's compile worker (CompilePool.cpp)
 class CompileSlotHost {
  public:
   // `warmArch`: the architecture its workers warm NVRTC for (serveCompileWorker); "" none.
+  // `deferWorkers`: the host serves beside a measuring worker (CompileWorkerStart).
   CompileSlotHost(std::string workerPath, int slots, std::function<void(const std::string&)> log = {},
-                  std::string warmArch = "");
+                  std::string warmArch = "", bool deferWorkers = false);
   ~CompileSlotHost();  // ends the workers
   CompileSlotHost(const CompileSlotHost&) = delete;
   CompileSlotHost& operator=(const CompileSlotHost&) = delete;
 
   int slots() const { return int(slots_.size()); }
-  // Starts `slot`'s worker now rather than at its first frame (from the slot's thread).
+  // Starts `slot`'s worker now rather than at its first frame (from the slot's thread), where the
+  // start order lets it (CompileWorkerStart); else does nothing (call it again later). A slot's
+  // first frame starts its worker whatever the order.
   void prepare(int slot);
+  // The deferred slots may start their workers (prepare() starts them).
+  void startDeferredWorkers() { start_.release(); }
   // Compiles a "compile" frame on `slot`; returns the reply frame ("compiled", or "failed" with the
   // reason: the worker died, timed out, sent garbage, the host was abandoned, or the frame is not a
   // compile request).
@@ -180,6 +207,7 @@ class CompileSlotHost {
  private:
   std::vector<std::unique_ptr<compileworker::WorkerLink>> slots_;
   std::atomic<int64_t> compiled_{0};
+  CompileWorkerStart start_;
 };
 
 struct CompilePoolOptions {
@@ -188,6 +216,10 @@ struct CompilePoolOptions {
   // what one device measures in the same time (docs/bench.md, "Decisions and their measurements").
   int measuringDevices = 1;
   std::string workerPath;  // rtcg-worker (see findWorker); empty: compile on threads in this process
+  // The pool compiles beside measuring workers that are starting: its local slots past the first
+  // CompileWorkerStart::kEarly start their workers, and take jobs, only once
+  // CompilePool::startDeferredWorkers() is called. false: every worker starts with the pool.
+  bool deferWorkers = false;
   double compileTimeoutSeconds = 60;  // a worker still compiling after this is killed and restarted
   std::function<void(const std::string&)> log;  // worker starts, restarts, the fallback to threads
   // Slots served elsewhere, in addition to the `parallel` local ones (the hosts' slots interleaved,
@@ -230,6 +262,8 @@ class CompilePool {
   std::optional<CompiledCandidate> next();
   // Starts no further jobs of the current batch (those compiling finish and are still handed out).
   void stop();
+  // The deferred local slots (CompilePoolOptions::deferWorkers) start their workers and take jobs.
+  void startDeferredWorkers();
 
   int parallel() const { return int(slots_.size()); }  // local and remote slots
   // Slots and finished candidates per host over every batch, "local" first.
@@ -277,6 +311,7 @@ class CompilePool {
   double idleSeconds_ = 0;              // it sat with every job finished before an append
   std::vector<std::unique_ptr<Slot>> slots_;
   int localStarted_ = 0;                // local slots whose worker has started (workersStarted)
+  CompileWorkerStart workerStart_;      // which local slots may start their worker (deferWorkers)
 };
 
 }  // namespace rtcg

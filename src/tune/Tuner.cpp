@@ -395,6 +395,9 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   poolOptions.measuringDevices =
       int(options.deviceOrdinals.size()) + (options.remoteCompileSlots.empty() ? options.remoteDeviceCount : 0);
   poolOptions.workerPath = workerPath;
+  // A few compile workers start now, the others once the measuring workers are ready (their CUDA
+  // contexts are made meanwhile) or the candidates are queued, whichever comes first (below).
+  poolOptions.deferWorkers = true;
   poolOptions.log = log;
   poolOptions.remoteSlots = options.remoteCompileSlots;
   // A budgeted search's first batch has about its budget's sample (with the default and planted
@@ -409,6 +412,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   std::vector<CompileJob> first;
   first.push_back({printSchedule(defaultSched), defaultSched, {}, nullptr});  // as queueSearch queues it
   auto pool = std::make_unique<CompilePool>(scheduled, props.arch(), limits, std::move(first), poolOptions);
+  CompilePool* const deferredStart = pool.get();  // startDeferredWorkers(), from the workers' start too
   mark("compile pool started");
 
   // The space, on a thread of its own (its future waits for it on the way out if something throws).
@@ -451,6 +455,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
   std::future<std::vector<std::unique_ptr<WorkerProcess>>> starting = std::async(std::launch::async, [&] {
     std::vector<std::unique_ptr<WorkerProcess>> w = startWorkers(workerPath, setup, options, log, std::move(spawned));
     mark("measuring workers ready");
+    deferredStart->startDeferredWorkers();
     return w;
   });
   std::future<std::vector<std::unique_ptr<RemoteMeasurer>>> startingRemotes;
@@ -528,6 +533,7 @@ TuneResult tune(const std::string& fileName, const std::string& source, const Ke
               "the search's first job is not the default schedule");
   pool->append(std::vector<CompileJob>(std::make_move_iterator(jobs.begin() + 1), std::make_move_iterator(jobs.end())));
   mark("candidates queued");
+  pool->startDeferredWorkers();  // if the measuring workers are not ready yet: jobs for every slot
   // A refinement round is as large as the pool's parallelism over the first batch: its slots, or
   // its jobs where they are fewer.
   result.compileThreads = std::min(pool->parallel(), int(jobs.size()));

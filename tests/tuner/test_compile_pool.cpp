@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -703,6 +704,105 @@ TEST(CompilePool, AHandedOutBatchTakesAppendedJobs) {
   EXPECT_EQ(pool.finished(), 6);
   EXPECT_GE(pool.seconds(), 0);
   EXPECT_EQ(log.count(" started ("), 2) << log.all();
+}
+
+namespace {
+
+// How many of `pids` (workerPids()) are processes.
+int running(const std::vector<pid_t>& pids) {
+  return int(std::count_if(pids.begin(), pids.end(), [](pid_t p) { return p > 0; }));
+}
+
+}  // namespace
+
+// Beside measuring workers that are starting (a search's: their CUDA contexts are made then), the
+// pool starts CompileWorkerStart::kEarly of its local workers at once, which compile what comes
+// first, and the others (which take no job before) only once startDeferredWorkers() is called.
+TEST(CompilePool, DeferredWorkersStartOnlyOnceReleased) {
+  Kernel k = matmul(64);
+  LogLines log;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::string> events;
+  auto event = [&](const std::string& e) {
+    std::lock_guard<std::mutex> lock(mutex);
+    events.push_back(e);
+    changed.notify_all();
+  };
+  auto await = [&](const std::string& e) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(120),
+                            [&] { return std::find(events.begin(), events.end(), e) != events.end(); });
+  };
+  CompilePoolOptions options;
+  options.parallel = 5;
+  options.workerPath = RTCG_FAKE_WORKER;  // its --compile-worker is the real one
+  options.log = log.sink();
+  options.expectedJobs = 8;
+  options.deferWorkers = true;
+  options.timeline = event;
+  std::vector<CompileJob> jobs = matmulJobs(k, 8);
+  ASSERT_EQ(jobs.size(), 8u);
+  ASSERT_GT(5, CompileWorkerStart::kEarly);
+  CompilePool pool(k, "sm_90", {}, {jobs[0]}, options);
+  ASSERT_EQ(pool.parallel(), 5);
+  ASSERT_TRUE(await("job 0 compiled"));
+  for (int i = 0; i < 200 && log.count(" started (") < CompileWorkerStart::kEarly; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The early workers, the first local slots', and no other (without the order every worker had
+  // started as the pool did, long before job 0 was compiled).
+  std::vector<pid_t> pids = pool.workerPids();
+  ASSERT_EQ(pids.size(), 5u);
+  EXPECT_EQ(running(pids), CompileWorkerStart::kEarly) << log.all();
+  for (int s = 0; s < CompileWorkerStart::kEarly; ++s) EXPECT_GT(pids[size_t(s)], 0) << "slot " << s;
+  EXPECT_EQ(log.count(" started ("), CompileWorkerStart::kEarly) << log.all();
+  event("released");
+  pool.startDeferredWorkers();
+  pool.append(std::vector<CompileJob>(jobs.begin() + 1, jobs.end()));
+  std::set<size_t> seen = drain(pool);
+  EXPECT_EQ(seen.count(0), 1u);
+  EXPECT_EQ(seen, upTo(8));
+  ASSERT_TRUE(await("compile workers started"));  // every local slot's, after the release
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_LT(std::find(events.begin(), events.end(), "released"),
+              std::find(events.begin(), events.end(), "compile workers started"));
+  }
+  EXPECT_EQ(running(pool.workerPids()), 5);
+  EXPECT_EQ(log.count(" started ("), 5) << log.all();
+  EXPECT_EQ(pool.workerRestarts(), 0);
+}
+
+// A host of compile slots beside a measuring worker (an MPI rank's relay) starts the early slots'
+// workers when asked to (prepare), the others only once startDeferredWorkers() is called, or at
+// their slot's first frame.
+TEST(CompileSlotHost, DeferredWorkersStartOnceReleasedOrAtTheirFirstFrame) {
+  const int n = CompileWorkerStart::kEarly + 2;
+  CompileSlotHost far(RTCG_FAKE_WORKER, n, {}, "", /*deferWorkers=*/true);
+  for (int s = 0; s < n; ++s) far.prepare(s);
+  std::vector<pid_t> pids = far.workerPids();
+  for (int s = 0; s < n; ++s) EXPECT_EQ(pids[size_t(s)] > 0, s < CompileWorkerStart::kEarly) << "slot " << s;
+  // The last slot's first frame starts its worker whatever the order.
+  Kernel k = matmul(64);
+  CompilePoolOptions options;
+  options.parallel = 1;
+  options.workerPath = "/nonexistent/rtcg-worker";  // the local slot compiles on its thread
+  options.remoteSlots = {std::make_shared<LoopbackSlot>(&far, n - 1, "far")};
+  {
+    CompilePool pool(k, "sm_90", {}, matmulJobs(k, 6), options);
+    drain(pool);
+    ASSERT_GE(pool.hosts().at(1).compiled, 1);
+  }
+  pids = far.workerPids();
+  EXPECT_GT(pids[size_t(n - 1)], 0);
+  EXPECT_EQ(pids[size_t(n - 2)], -1);
+  far.startDeferredWorkers();
+  far.prepare(n - 2);
+  EXPECT_GT(far.workerPids()[size_t(n - 2)], 0);
+  // A host that is not deferred starts every slot's worker when asked to.
+  CompileSlotHost near(RTCG_FAKE_WORKER, n);
+  for (int s = 0; s < n; ++s) near.prepare(s);
+  EXPECT_EQ(running(near.workerPids()), n);
 }
 
 // The compile worker's command line: --compile-worker, with --warm ARCH to warm NVRTC at start.

@@ -17,6 +17,7 @@
 #include "runtime/Device.h"
 #include "schedule/Space.h"
 #include "support/Error.h"
+#include "tune/CompilePool.h"
 #include "tune/TestDevice.h"
 #include "tune/Tuner.h"
 
@@ -103,7 +104,7 @@ TEST(Tune, CompilingStartsBeforeTheSpaceIsEnumeratedAndTheTimelineSaysWhen) {
   Loaded l = load("matmul.rtcg", {{"n", 64}});
   TuneOptions o = quickOptions(12);
   o.workerPath = RTCG_FAKE_WORKER;
-  o.compileThreads = 1;
+  o.compileThreads = CompileWorkerStart::kEarly + 1;
   o.deviceProperties = testDeviceFromEnv();
   std::vector<std::pair<std::string, double>> told;
   o.timeline = [&](const std::string& event, double seconds) { told.emplace_back(event, seconds); };
@@ -125,6 +126,9 @@ TEST(Tune, CompilingStartsBeforeTheSpaceIsEnumeratedAndTheTimelineSaysWhen) {
   EXPECT_LT(at("inputs generated"), at("measuring workers ready"));
   EXPECT_LT(at("default schedule compiled"), at("default schedule measured"));
   EXPECT_LT(at("compile workers started"), at("last result"));
+  // A few compile workers start with the pool, the last once the measuring workers are ready or the
+  // candidates are queued (CompileWorkerStart).
+  EXPECT_GT(at("compile workers started"), std::min(at("measuring workers ready"), at("candidates queued")));
   EXPECT_LT(at("first result"), at("last result"));
   EXPECT_LT(at("last result"), at("busy: emitting CUDA C"));
   double last = 0;

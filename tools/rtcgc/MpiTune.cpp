@@ -530,15 +530,17 @@ std::vector<std::shared_ptr<RemoteCompileSlot>> rankCompileSlots(const TuneArgs&
 // Another rank's compile slots for rank 0's pool: a thread per slot relays the compile frames rank 0
 // sends to a compile worker of this node (CompileSlotHost: timeouts, restarts) and sends the reply
 // frames back.
-// The workers start (and warm NVRTC for the rank's architecture) as the relay does, before rank 0
-// has anything to compile.
+// The workers start (and warm NVRTC for the rank's architecture) before rank 0 has anything to
+// compile: a few as the relay does, the others once the rank's measuring worker is ready
+// (measuringWorkerReady: CompileWorkerStart) or at their slot's first frame.
 class CompileRelay {
  public:
   CompileRelay(Comm& comm, int slots, const std::string& workerPath, std::function<void(const std::string&)> log,
                const std::string& arch)
-      : comm_(comm), host_(workerPath, slots, log, arch), log_(std::move(log)) {
+      : comm_(comm), host_(workerPath, slots, log, arch, /*deferWorkers=*/true), log_(std::move(log)) {
     for (int s = 0; s < slots; ++s) threads_.emplace_back([this, s] { run(s); });
   }
+  void measuringWorkerReady() { host_.startDeferredWorkers(); }
   ~CompileRelay() {
     stop_ = true;
     host_.abandon();  // compiles in flight end at once; their replies are not sent
@@ -548,8 +550,8 @@ class CompileRelay {
 
  private:
   void run(int slot) {
-    if (!stop_) host_.prepare(slot);
     while (!stop_) {
+      host_.prepare(slot);  // once the start order lets it (nothing once started)
       try {
         std::optional<Received> m = comm_.tryReceive(0, kCompileFrames + 2 * slot);
         if (!m) {
@@ -736,9 +738,10 @@ Received awaitLead(Comm& comm, std::initializer_list<int> tags = {kEnd, kSetup, 
 int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine, int slots) {
   StateReporter reporter(comm, nullptr);
   auto log = [&](const std::string& line) { fmt::print(stderr, "rtcgc tune: [rank {}] {}\n", comm.rank(), line); };
-  // The measuring worker starts first, before the compile relay's workers: it creates its CUDA
-  // context while rank 0 computes the setup (ServedWorker sets it up). Where it cannot be started
-  // here, ServedWorker starts one at the setup and says why it cannot.
+  // The measuring worker starts first, before the compile relay's workers (most of which start
+  // once it is ready): it creates its CUDA context while rank 0 computes the setup (ServedWorker
+  // sets it up). Where it cannot be started here, ServedWorker starts one at the setup and says
+  // why it cannot.
   std::unique_ptr<WorkerProcess> started;
   try {
     started = std::make_unique<WorkerProcess>(findWorker(a.worker), mine.ordinal, WorkerTimeouts{}, log);
@@ -776,6 +779,7 @@ int followSearch(const TuneArgs& a, Comm& comm, const Identity& mine, int slots)
       } catch (const std::exception& e) {
         error = e.what();
       }
+      relay->measuringWorkerReady();  // (or failed to be)
       comm.send(0, kSetupReply, json{{"error", error}}.dump());
     } else if (m.tag == kReference && worker) {
       worker->setReference(m.bytes);
