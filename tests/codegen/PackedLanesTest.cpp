@@ -63,18 +63,19 @@ TEST(PackedLanes, SpaceOffersThemAndTheModelRanksThemFirst) {
 }
 
 // Every packed candidate against the reference: p = 5 (three packed, 125 threads) and 6 (two
-// packed beside thread.z, 36 threads) with E = 7 and 5 (neither serial 4 nor thread.z 2 or 4
+// packed beside thread.z, 36 threads, the element's a serial or a register tile) with E = 7 and 5 (neither serial 4 nor thread.z 2 or 4
 // divides them), reductions of 5 and 6 (unroll 4 divides neither), and batched products of
 // 6 x 6 matrices (nb = 5).
 TEST(HostEmulation, PackedLanesMatchTheReference) {
   struct Case {
     Kernel k;
     std::string pattern;
+    bool registers;  // two packed beside a middle index, which also runs as a register tile
   };
   const Case cases[] = {
-      {sumfact(7, 5), "; b: thread.y; i: thread.x;"},
-      {sumfact(5, 6), "; b: thread.y; i: thread.x;"},
-      {exampleKernel("batched_matmul.rtcg", "batched_matmul", {{"nb", 5}, {"n", 6}}), "; i: thread.y; j: thread.x;"},
+      {sumfact(7, 5), "; b: thread.y; i: thread.x;", false},
+      {sumfact(5, 6), "; b: thread.y; i: thread.x;", true},
+      {exampleKernel("batched_matmul.rtcg", "batched_matmul", {{"nb", 5}, {"n", 6}}), "; i: thread.y; j: thread.x;", false},
   };
   for (const Case& c : cases) {
     ASSERT_FALSE(c.k.nests.empty());
@@ -82,13 +83,15 @@ TEST(HostEmulation, PackedLanesMatchTheReference) {
     o.maxCandidates = 0;
     o.device.multiprocessors = 4;  // so that a few blocks are enough to be offered
     Space space = enumerateSchedules(c.k, o);
-    int checked = 0;
+    int checked = 0, registers = 0;
     for (const Candidate& cand : space.candidates) {
       if (cand.text.find(c.pattern) == std::string::npos) continue;
       EXPECT_EQ(checkOnHost(c.k, cand.text, 1e-5), "") << c.k.name << ": " << cand.text;
       ++checked;
+      registers += cand.text.find("a: reg;") != std::string::npos;
     }
     EXPECT_GE(checked, 4) << c.k.name;
+    EXPECT_EQ(registers > 0, c.registers) << c.k.name;
     std::printf("%s: %d packed candidates checked\n", c.k.name.c_str(), checked);
   }
 }

@@ -3,7 +3,8 @@
 // tiles family leaves most of thread.x idle or pads it to 16. Here the innermost two or three
 // parallel indices each run whole on a thread axis (thread.x the innermost), so that a warp's
 // lanes walk p^2 or p^3 neighbouring outputs; the outermost index goes on the grid, with serial
-// positions, or on thread.z beside two packed indices; an index between them runs serial.
+// positions, or on thread.z beside two packed indices; an index between them runs serial or
+// as a whole register tile.
 // Reductions unrolled, each placement also staged.
 #include <algorithm>
 
@@ -13,9 +14,16 @@ namespace rtcg::space {
 
 namespace {
 
+// The most points of the middle indices a thread holds in registers: sum factorisation's p = 9
+// rows of one element's axis, each thread's 9 accumulators (measured on an H200: `a: reg` beside
+// i, b packed ran 0.091 ms against 0.132 with `a: serial`; docs/bench.md, session 41).
+constexpr int64_t kRegisterRows = 16;
+
 // The innermost `count` parallel indices whole on thread.x, .y, .z (innermost first); the
-// outermost on grid.x with `serial` positions and `threadZ` threads; the others serial.
-std::vector<IndexSchedule> packedClauses(const NestSpace& s, size_t count, int64_t serial, int64_t threadZ) {
+// outermost on grid.x with `serial` positions and `threadZ` threads; the others serial, or
+// (`registers`) each a whole register tile.
+std::vector<IndexSchedule> packedClauses(const NestSpace& s, size_t count, int64_t serial, int64_t threadZ,
+                                         bool registers) {
   const auto par = s.model().parallel();
   const Placement axes[] = {Placement::ThreadX, Placement::ThreadY, Placement::ThreadZ};
   std::vector<IndexSchedule> out;
@@ -29,7 +37,7 @@ std::vector<IndexSchedule> packedClauses(const NestSpace& s, size_t count, int64
       if (serial > 1) is.parts.push_back(part(Placement::Serial, serial));
       if (threadZ > 1) is.parts.push_back(part(Placement::ThreadZ, threadZ));
     } else {
-      is.parts.push_back(part(Placement::Serial));
+      is.parts.push_back(part(registers ? Placement::Reg : Placement::Serial));
     }
     out.push_back(std::move(is));
   }
@@ -43,6 +51,14 @@ std::vector<int64_t> unrollsOf(const NestSpace& s) {
   const int64_t whole = innermostReductionExtent(s.model());
   if (whole > 1 && whole <= 64 && std::find(out.begin(), out.end(), whole) == out.end()) out.push_back(whole);
   return out;
+}
+
+// The points a thread holds where the indices between the packed ones and the outermost are
+// register tiles (1 without such indices, which then leaves nothing for `registers` to change).
+int64_t middle(const std::vector<const NestIndex*>& par, size_t count) {
+  int64_t points = 1;
+  for (size_t p = 1; p + count < par.size(); ++p) points *= std::max<int64_t>(1, par[p]->hull.extent());
+  return par.size() > count + 1 ? points : kRegisterRows + 1;
 }
 
 }  // namespace
@@ -69,14 +85,17 @@ void packedVariants(NestSpace& s) {
       for (int64_t threadZ : {1, 2, 4}) {
         if (threadZ > 1 && (count == 3 || threads * threadZ > o.limits.maxThreadsPerBlock)) continue;
         if (serial * threadZ > outer) continue;
-        std::vector<IndexSchedule> pc = packedClauses(s, count, serial, threadZ);
-        for (int64_t u : unrollsOf(s)) {
-          NestSchedule ns;
-          ns.indices = pc;
-          for (IndexSchedule& r : reductionClauses(s.model(), u, 0)) ns.indices.push_back(std::move(r));
-          s.add(ns, Group::Plain);
+        for (bool registers : {false, true}) {
+          if (registers && middle(par, count) > kRegisterRows) continue;
+          std::vector<IndexSchedule> pc = packedClauses(s, count, serial, threadZ, registers);
+          for (int64_t u : unrollsOf(s)) {
+            NestSchedule ns;
+            ns.indices = pc;
+            for (IndexSchedule& r : reductionClauses(s.model(), u, 0)) ns.indices.push_back(std::move(r));
+            s.add(ns, Group::Plain);
+          }
+          if (o.allowShared) sharedVariants(s, pc);
         }
-        if (o.allowShared) sharedVariants(s, pc);
       }
   }
 }
