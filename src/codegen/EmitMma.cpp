@@ -541,7 +541,7 @@ void emitPoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
       env.vars[i.loop] = C::sum({lit(i.lo), chunk->inner, lit(column)});
     }
     env.hoisted[part.sum.get()] = sum;
-    C::ExprP value = lower(ctx, st.value, env, to);
+    C::ExprP value = nm.accumulatorsHoldValues ? sum : lower(ctx, st.value, env, to);
     C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, to);
     if (chunk && chunk->array) {
       RTCG_ASSERT(target->kind == C::ExprKind::Index, "a chunk's array replaces a plain array's");
@@ -621,6 +621,28 @@ ChunkColumn chunkArrayOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm,
   return ChunkColumn{nullptr, C::name(inner), C::name(array)};
 }
 
+// Whether the epilogue computes every point's value before it stores any (valuesFirst): where the
+// statements read memory beside their sums (DG lifting's `rhs[k, i] + invJ[k] * sum`), a point's
+// loads would otherwise follow the stores before it, which may alias them, one memory latency
+// after another. The values go back into the accumulators, so the statements' types must be the
+// accumulators'.
+constexpr int64_t kValuesInFlight = 16;
+
+bool valuesFirst(const EmitContext& ctx, const MmaPlan& p) {
+  bool reads = false;
+  for (const ContractionPart& part : p.c.parts) {
+    const Stmt& st = ctx.nest.body[size_t(part.statement)];
+    if (ctx.k.params[size_t(st.array)].type != p.c.type || st.value->type != p.c.type) return false;
+    std::function<void(const Expr&)> visit = [&](const Expr& e) {
+      if (e.get() == part.sum.get()) return;
+      reads = reads || e->kind == ExprKind::Load;
+      for (const Expr& o : e->operands) visit(o);
+    };
+    visit(st.value);
+  }
+  return reads;
+}
+
 // Whether the stacked statements store their sums alone at the same indices of arrays of one shape
 // and one store kind (dg_diff's ur, us, ut), so that a point's statement only picks its array.
 bool sameStoresButArrays(const EmitContext& ctx, const MmaPlan& p) {
@@ -656,34 +678,65 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // its pairs' stores without a branch (dg_diff N6's pairs branched over statements: docs/bench.md,
   // session 41).
   const bool chunkArray = chunked && sameStoresButArrays(ctx, p);
-  for (size_t fm = 0; fm < nm.acc.size(); ++fm)
-    for (size_t fn = 0; fn < nm.acc[fm].size(); ++fn) {
-      std::string q, i;
-      std::optional<ChunkColumn> arrayChunk;
-      if (chunked) {
-        C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
-        q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
-        out.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
-        out.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));
-      }
-      if (chunkArray) arrayChunk = chunkArrayOf(ctx, p, nm, C::name(q), C::name(i), out);
-      for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
-        auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
-        if (!pairs) {
-          storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
-          continue;
-        }
-        std::optional<ChunkColumn> chunk = arrayChunk;
-        if (chunked && !chunkArray) {
-          C::ExprP inner = C::sum({C::name(i), C::product(nm.t, lit(2))});
-          chunk = e % 8 == 0 ? ChunkColumn{C::name(q), inner, nullptr}
-                             : ChunkColumn{C::sum({C::name(q), C::castTo("int", bin(">=", inner, lit(e)))}),
-                                           bin("-", inner, C::product(C::castTo("int", bin(">=", inner, lit(e))), lit(e))),
-                                           nullptr};
-        }
-        storePair(ctx, p, nm, mm, nn, nm.acc[fm][fn][r], nm.acc[fm][fn][r + 1], out, chunk ? &*chunk : nullptr);
-      }
+  // Each accumulator chunk's points: the first pass of valuesFirst (the value into the
+  // accumulator, where the point is inside the domain), or the stores.
+  auto values = [&](size_t fm, size_t fn) {
+    for (int r = 0; r < accElements(p); ++r) {
+      auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
+      const std::string& acc = nm.acc[fm][fn][size_t(r)];
+      emitPoint(ctx, p, nm, mm, nn, nullptr,
+                [&](size_t q, const PointAt& at, const C::ExprP&) {
+                  std::vector<C::Stmt> value;
+                  C::ExprP v = at(q, 0, C::name(acc), value).second;
+                  value.push_back(C::assign(C::name(acc), "=", v));
+                  return value;
+                },
+                out);
     }
+  };
+  auto stores = [&](size_t fm, size_t fn) {
+    std::string q, i;
+    std::optional<ChunkColumn> arrayChunk;
+    if (chunked) {
+      C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
+      q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
+      out.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
+      out.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));
+    }
+    if (chunkArray) arrayChunk = chunkArrayOf(ctx, p, nm, C::name(q), C::name(i), out);
+    for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
+      auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
+      if (!pairs) {
+        storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
+        continue;
+      }
+      std::optional<ChunkColumn> chunk = arrayChunk;
+      if (chunked && !chunkArray) {
+        C::ExprP inner = C::sum({C::name(i), C::product(nm.t, lit(2))});
+        chunk = e % 8 == 0 ? ChunkColumn{C::name(q), inner, nullptr}
+                           : ChunkColumn{C::sum({C::name(q), C::castTo("int", bin(">=", inner, lit(e)))}),
+                                         bin("-", inner, C::product(C::castTo("int", bin(">=", inner, lit(e))), lit(e))),
+                                         nullptr};
+      }
+      storePair(ctx, p, nm, mm, nn, nm.acc[fm][fn][r], nm.acc[fm][fn][r + 1], out, chunk ? &*chunk : nullptr);
+    }
+  };
+  // valuesFirst: the chunks in groups of kValuesInFlight values, each group's values before its
+  // stores (all of a tile's loads in flight at once spilled m64n64 2x2's 96 registers).
+  std::vector<std::pair<size_t, size_t>> chunks;
+  for (size_t fm = 0; fm < nm.acc.size(); ++fm)
+    for (size_t fn = 0; fn < nm.acc[fm].size(); ++fn) chunks.push_back({fm, fn});
+  const bool first = valuesFirst(ctx, p);
+  const size_t group = first ? size_t(std::max<int64_t>(1, kValuesInFlight / accElements(p))) : chunks.size();
+  for (size_t g = 0; g < chunks.size(); g += group) {
+    const size_t last = std::min(chunks.size(), g + group);
+    if (first) {
+      for (size_t c = g; c < last; ++c) values(chunks[c].first, chunks[c].second);
+      nm.accumulatorsHoldValues = true;
+    }
+    for (size_t c = g; c < last; ++c) stores(chunks[c].first, chunks[c].second);
+    nm.accumulatorsHoldValues = false;
+  }
 }
 
 // `epilogue shared`: after a barrier (every warp is done with the operand tiles), the accumulators

@@ -34,6 +34,9 @@ struct MmaNames {
   // `pingpong` (MmaPlan::alternatingTiles): the consumer's index (its warpgroup) and, in its tile
   // loop, its count of tiles so far (the tile turn's phase).
   C::ExprP consumer, tileTurn;
+  // The fragment epilogue's second pass (valuesFirst): the accumulators hold the statements'
+  // values, which the stores take as they are.
+  bool accumulatorsHoldValues = false;
 };
 
 // EmitMma.cpp: the block tile's origin (nm.m0, nm.n0) and batch indices (nm.batch), declared in

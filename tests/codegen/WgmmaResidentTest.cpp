@@ -413,6 +413,36 @@ kernel dg_diff_own(K: int, Np: int, Dr: f32[Np, Np], Ds: f32[Np, Np], Dt: f32[Np
   }
 }
 
+// DG lifting's epilogue reads rhs (and invJ) beside the sum: every point's value is computed into
+// its accumulator before the stores of its group of chunks, so that no load waits behind a store
+// that may alias it; without such reads (dg_diff) the epilogue stores at once. Against the
+// reference at K = 301 (no tile divides it), reductions of 4 Nfp = 68 and 84 (no multiple of the
+// 32-value step), on wgmma (kept LIFT, pingpong) and mma.sync.
+TEST(HostEmulation, WgmmaEpilogueValuesBeforeStoresMatchTheReference) {
+  const struct {
+    int64_t np, nfp;
+    const char* schedule;
+  } cases[] = {
+      {20, 17, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x2 k 32 stages 2 swizzle 128 tma producer persistent resident a"},
+      {56, 21, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 2 swizzle 128 tma producer persistent pingpong resident a"},
+      {56, 21, "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3"},
+  };
+  for (const auto& c : cases) {
+    const Kernel lift = exampleKernel("dg_lift.rtcg", "dg_lift", {{"K", 301}, {"Np", c.np}, {"Nfp", c.nfp}});
+    const std::string source = emitCuda(lift, *parseSchedule(c.schedule).schedule, limitsOf(2)).source;
+    const size_t value = source.find(" = rhs[");
+    const size_t store = std::min(source.find("] = acc"), source.find("[0] = make_float2(acc"));
+    ASSERT_NE(value, std::string::npos) << c.schedule << "\n" << source;
+    ASSERT_NE(store, std::string::npos) << c.schedule;
+    EXPECT_LT(value, store) << c.schedule;
+    EXPECT_EQ(checkOnHost(lift, c.schedule, 2e-5, limitsOf(2)), "") << c.schedule;
+  }
+  const std::string three = emitCuda(dgDiffThree(301, 56),
+                                     *parseSchedule("mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2").schedule,
+                                     limitsOf(2)).source;
+  EXPECT_EQ(three.find("acc0_0 = acc0_0;"), std::string::npos);
+}
+
 // The emitted kernel: the producer's copies of D's three arrays and its threads' arrival on
 // `resident full` (128 of them), no tensor map of B, the consumers' fence after their wait, the
 // stacked statements' float2 pairs; NVRTC compiles it for sm_90a without local memory.
