@@ -624,8 +624,9 @@ ChunkColumn chunkArrayOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm,
 // Whether the epilogue computes every point's value before it stores any (valuesFirst): where the
 // statements read memory beside their sums (DG lifting's `rhs[k, i] + invJ[k] * sum`), a point's
 // loads would otherwise follow the stores before it, which may alias them, one memory latency
-// after another. The values go back into the accumulators, so the statements' types must be the
-// accumulators'.
+// after another. The nest's race proof says no point reads what another point writes, so the
+// order keeps the meaning. The values go back into the accumulators, so the statements' types
+// must be the accumulators'.
 constexpr int64_t kValuesInFlight = 16;
 
 bool valuesFirst(const EmitContext& ctx, const MmaPlan& p) {
