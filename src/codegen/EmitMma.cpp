@@ -596,11 +596,11 @@ void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
   emitPoint(ctx, p, nm, std::move(mm), std::move(nn), chunk, pairOf, out);
 }
 
-// The thread's column of a chunk (its statement q and first i, chunk_q and chunk_i) as a pointer
-// to that statement's array (past the last statement: the last one's, whose points the guard
-// leaves out) and the column's i - lo.
-ChunkColumn chunkArrayOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& q, const C::ExprP& i,
-                         std::vector<C::Stmt>& out) {
+// The thread's column of a chunk (its statement q and first i, chunk_q and chunk_i): the
+// statement and i - lo, past a statement boundary where E is no multiple of 8, declared once for
+// the chunk's pairs.
+ChunkColumn chunkColumnOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& q, const C::ExprP& i,
+                          std::vector<C::Stmt>& out) {
   const int64_t e = p.c.nRows.back().extent;
   C::ExprP column = C::sum({i, C::product(nm.t, lit(2))}), part = q;
   if (e % 8 != 0) {  // the chunk may cross into the next statement
@@ -610,15 +610,24 @@ ChunkColumn chunkArrayOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm,
     column = bin("-", C::name(c), C::product(C::name(wrap), lit(e)));
     part = C::sum({q, C::name(wrap)});
   }
-  const std::string inner = ctx.names.fresh("chunk_inner"), array = ctx.names.fresh("chunk_array");
+  const std::string inner = ctx.names.fresh("chunk_inner");
   out.push_back(C::decl(ctx.idx, inner, column));
+  return ChunkColumn{part, C::name(inner), nullptr};
+}
+
+// chunkColumnOf's column with the statement's array as a pointer instead of the statement (past
+// the last statement: the last one's, whose points the guard leaves out).
+ChunkColumn chunkArrayOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& q, const C::ExprP& i,
+                         std::vector<C::Stmt>& out) {
+  ChunkColumn column = chunkColumnOf(ctx, p, nm, q, i, out);
+  const std::string array = ctx.names.fresh("chunk_array");
   const size_t last = p.c.parts.size() - 1;
   auto arrayOf = [&](size_t q) { return C::name(ctx.paramNames[size_t(ctx.nest.body[size_t(p.c.parts[q].statement)].array)]); };
   C::ExprP chosen = arrayOf(last);
-  for (size_t s = last; s-- > 0;) chosen = C::ternary(bin("==", part, lit(int64_t(s))), arrayOf(s), chosen);
+  for (size_t s = last; s-- > 0;) chosen = C::ternary(bin("==", column.part, lit(int64_t(s))), arrayOf(s), chosen);
   const Param& first = ctx.k.params[size_t(ctx.nest.body[size_t(p.c.parts[0].statement)].array)];
   out.push_back(C::decl(std::string(cudaTypeName(first.type)) + "*", array, chosen, false));
-  return ChunkColumn{nullptr, C::name(inner), C::name(array)};
+  return ChunkColumn{nullptr, column.inner, C::name(array)};
 }
 
 // Whether the epilogue computes every point's value before it stores any (valuesFirst): where the
@@ -634,12 +643,10 @@ bool valuesFirst(const EmitContext& ctx, const MmaPlan& p) {
   for (const ContractionPart& part : p.c.parts) {
     const Stmt& st = ctx.nest.body[size_t(part.statement)];
     if (ctx.k.params[size_t(st.array)].type != p.c.type || st.value->type != p.c.type) return false;
-    std::function<void(const Expr&)> visit = [&](const Expr& e) {
-      if (e.get() == part.sum.get()) return;
-      reads = reads || e->kind == ExprKind::Load;
-      for (const Expr& o : e->operands) visit(o);
-    };
-    visit(st.value);
+    visitExprsWhile(st.value, [&](const Expr& e) {
+      reads = reads || (e.get() != part.sum.get() && e->kind == ExprKind::Load);
+      return !reads && e.get() != part.sum.get();
+    });
   }
   return reads;
 }
@@ -696,28 +703,19 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
     }
   };
   auto stores = [&](size_t fm, size_t fn) {
-    std::string q, i;
-    std::optional<ChunkColumn> arrayChunk;
+    std::optional<ChunkColumn> chunk;
     if (chunked) {
       C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
-      q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
+      const std::string q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
       out.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
       out.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));
+      chunk = (chunkArray ? chunkArrayOf : chunkColumnOf)(ctx, p, nm, C::name(q), C::name(i), out);
     }
-    if (chunkArray) arrayChunk = chunkArrayOf(ctx, p, nm, C::name(q), C::name(i), out);
     for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
       auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
       if (!pairs) {
         storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
         continue;
-      }
-      std::optional<ChunkColumn> chunk = arrayChunk;
-      if (chunked && !chunkArray) {
-        C::ExprP inner = C::sum({C::name(i), C::product(nm.t, lit(2))});
-        chunk = e % 8 == 0 ? ChunkColumn{C::name(q), inner, nullptr}
-                           : ChunkColumn{C::sum({C::name(q), C::castTo("int", bin(">=", inner, lit(e)))}),
-                                         bin("-", inner, C::product(C::castTo("int", bin(">=", inner, lit(e))), lit(e))),
-                                         nullptr};
       }
       storePair(ctx, p, nm, mm, nn, nm.acc[fm][fn][r], nm.acc[fm][fn][r + 1], out, chunk ? &*chunk : nullptr);
     }
