@@ -810,8 +810,9 @@ void NestModel::estimateTraffic(const NestPlan& plan, NestEstimate& e, EstimateS
       // A warp's run along the stored row shorter than a 32-byte sector (i8 stores of 16 threads
       // on thread.x): each sector takes the writes of several warps. An Ozaki residue nest ran 1.9x
       // slower on 16-byte runs than on 32-byte ones (docs/bench.md, session 36).
-      const double run = double(warpRunLanes(plan, ai)) * bytes;
-      const double shortRun = stride && std::llabs(*stride) == 1 && run < 32 ? 32 / run : 1.0;
+      const bool unit = stride && std::llabs(*stride) == 1;
+      const double run = unit ? double(warpRunLanes(plan, ai)) * bytes : 32;
+      const double shortRun = run < 32 ? 32 / run : 1.0;
       perBlock += distinct * bytes * (double)waste * shortRun;
       if (!sawStore) {
         sawStore = true;

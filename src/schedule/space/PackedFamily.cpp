@@ -54,11 +54,11 @@ std::vector<int64_t> unrollsOf(const NestSpace& s) {
 }
 
 // The points a thread holds where the indices between the packed ones and the outermost are
-// register tiles (1 without such indices, which then leaves nothing for `registers` to change).
-int64_t middle(const std::vector<const NestIndex*>& par, size_t count) {
+// register tiles.
+int64_t middlePoints(const std::vector<const NestIndex*>& par, size_t count) {
   int64_t points = 1;
   for (size_t p = 1; p + count < par.size(); ++p) points *= std::max<int64_t>(1, par[p]->hull.extent());
-  return par.size() > count + 1 ? points : kRegisterRows + 1;
+  return points;
 }
 
 }  // namespace
@@ -86,7 +86,8 @@ void packedVariants(NestSpace& s) {
         if (threadZ > 1 && (count == 3 || threads * threadZ > o.limits.maxThreadsPerBlock)) continue;
         if (serial * threadZ > outer) continue;
         for (bool registers : {false, true}) {
-          if (registers && middle(par, count) > kRegisterRows) continue;
+          // Register tiles need an index between the packed ones and the outermost.
+          if (registers && (par.size() == count + 1 || middlePoints(par, count) > kRegisterRows)) continue;
           std::vector<IndexSchedule> pc = packedClauses(s, count, serial, threadZ, registers);
           for (int64_t u : unrollsOf(s)) {
             NestSchedule ns;
