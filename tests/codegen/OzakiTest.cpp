@@ -96,6 +96,24 @@ double relativeError(const Outputs& o) {
   return std::sqrt(num / den);
 }
 
+// Row i of a (m x K) times column j of b (K x n), exactly (113-bit sums of exact products), and
+// both vectors' squared 2-norms and 1-norms: what the scheme's error bound is stated in.
+struct ExactDot {
+  __float128 exact = 0;
+  double a2 = 0, b2 = 0, a1 = 0, b1 = 0;
+};
+
+ExactDot exactDot(const std::vector<double>& a, const std::vector<double>& b, int64_t K, int64_t n, int64_t i,
+                  int64_t j) {
+  ExactDot d;
+  for (int64_t q = 0; q < K; ++q) {
+    const double x = a[size_t(i * K + q)], y = b[size_t(q * n + j)];
+    d.exact += __float128(x) * __float128(y);
+    d.a2 += x * x, d.b2 += y * y, d.a1 += std::abs(x), d.b1 += std::abs(y);
+  }
+  return d;
+}
+
 }  // namespace
 
 TEST(Ozaki, ModuliArePairwiseCoprimeAndTheSplitHoldsTheProduct) {
@@ -255,13 +273,7 @@ TEST(Ozaki, ResiduesFromTwoHalvesAreExactAtTheirEnds) {
   Outputs o = runBoth(k, r, printSchedule(defaultSchedule(r)), args, 5);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      __float128 exact = 0;
-      double a2 = 0, b2 = 0, asum = 0, bsum = 0;
-      for (int64_t q = 0; q < K; ++q) {
-        const double x = a[size_t(i * K + q)], y = b[size_t(q * n + j)];
-        exact += __float128(x) * __float128(y);
-        a2 += x * x, b2 += y * y, asum += std::abs(x), bsum += std::abs(y);
-      }
+      const auto [exact, a2, b2, asum, bsum] = exactDot(a, b, K, n, i, j);
       ASSERT_GE(a2, 1.0);
       ASSERT_LT(a2, 4.0);
       const double bound = (std::exp2(-alpha) * (std::sqrt(a2) * bsum + std::sqrt(b2) * asum) +
@@ -729,13 +741,7 @@ TEST(Ozaki, LongReductionsInBlocks) {
     double num = 0, den = 0;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        __float128 exact = 0;
-        double a2 = 0, b2 = 0, a1 = 0, b1 = 0;
-        for (int64_t q = 0; q < K; ++q) {
-          const double x = a[size_t(i * K + q)], y = b[size_t(q * n + j)];
-          exact += __float128(x) * __float128(y);
-          a2 += x * x, b2 += y * y, a1 += std::abs(x), b1 += std::abs(y);
-        }
+        const auto [exact, a2, b2, a1, b1] = exactDot(a, b, K, n, i, j);
         const double d = double(__float128(o.got[size_t(i * n + j)]) - exact);
         const double bound = std::exp2(-alpha) * (std::sqrt(a2) * b1 + std::sqrt(b2) * a1) * (1 + 1e-9) +
                              double(K) * std::exp2(-2 * alpha) * std::sqrt(a2 * b2) + 32 * DBL_EPSILON * std::abs(double(exact));
