@@ -598,7 +598,7 @@ void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
 
 // The thread's column of a chunk (its statement q and first i, chunk_q and chunk_i): the
 // statement and i - lo, past a statement boundary where E is no multiple of 8, declared once for
-// the chunk's pairs.
+// the chunk's pairs (chunkArrayOf's; the branching pairs keep their own expressions).
 ChunkColumn chunkColumnOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& q, const C::ExprP& i,
                           std::vector<C::Stmt>& out) {
   const int64_t e = p.c.nRows.back().extent;
@@ -703,19 +703,30 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
     }
   };
   auto stores = [&](size_t fm, size_t fn) {
-    std::optional<ChunkColumn> chunk;
+    std::string q, i;
+    std::optional<ChunkColumn> arrayChunk;
     if (chunked) {
       C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
-      const std::string q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
+      q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
       out.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
       out.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));
-      chunk = (chunkArray ? chunkArrayOf : chunkColumnOf)(ctx, p, nm, C::name(q), C::name(i), out);
     }
+    if (chunkArray) arrayChunk = chunkArrayOf(ctx, p, nm, C::name(q), C::name(i), out);
     for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
       auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
       if (!pairs) {
         storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
         continue;
+      }
+      // Statements that pick by branch: the column's expressions at each pair. Declared once per
+      // chunk instead (chunkColumnOf), they ran 16-27% slower on an H200 (docs/bench.md, session 41).
+      std::optional<ChunkColumn> chunk = arrayChunk;
+      if (chunked && !chunkArray) {
+        C::ExprP inner = C::sum({C::name(i), C::product(nm.t, lit(2))});
+        chunk = e % 8 == 0 ? ChunkColumn{C::name(q), inner, nullptr}
+                           : ChunkColumn{C::sum({C::name(q), C::castTo("int", bin(">=", inner, lit(e)))}),
+                                         bin("-", inner, C::product(C::castTo("int", bin(">=", inner, lit(e))), lit(e))),
+                                         nullptr};
       }
       storePair(ctx, p, nm, mm, nn, nm.acc[fm][fn][r], nm.acc[fm][fn][r + 1], out, chunk ? &*chunk : nullptr);
     }
