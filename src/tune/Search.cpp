@@ -70,10 +70,20 @@ RefinementRound rankRefinement(const std::vector<CandidateRecord>& measured,
                                const std::map<std::string, Schedule>& scheduleOf,
                                const std::vector<Candidate>& reserve, size_t take) {
   RefinementRound round;
+  std::vector<const CandidateRecord*> byTime;
   for (const CandidateRecord& r : measured)
-    if (r.status == CandidateStatus::Verified && scheduleOf.count(r.schedule)) round.top.push_back(&r);
-  if (round.top.empty() || reserve.empty() || take == 0) return round;
-  std::sort(round.top.begin(), round.top.end(), [](auto* a, auto* b) { return a->medianMs < b->medianMs; });
+    if (r.status == CandidateStatus::Verified && scheduleOf.count(r.schedule)) byTime.push_back(&r);
+  if (byTime.empty() || reserve.empty() || take == 0) return round;
+  // Fastest first; the records within kNearTie of the fastest left are taken together, in
+  // `measured`'s order (pointers into it compare as their places).
+  std::stable_sort(byTime.begin(), byTime.end(), [](auto* a, auto* b) { return a->medianMs < b->medianMs; });
+  for (auto from = byTime.begin(); from != byTime.end() && round.top.size() < 3;) {
+    const double tie = (*from)->medianMs * (1 + kNearTie);
+    auto to = std::find_if(from, byTime.end(), [&](auto* r) { return r->medianMs > tie; });
+    std::sort(from, to);
+    round.top.insert(round.top.end(), from, to);
+    from = to;
+  }
   round.top.resize(std::min<size_t>(round.top.size(), 3));
   std::vector<std::pair<double, size_t>> ranked;  // (distance, reserve position): stable by model rank
   for (size_t i = 0; i < reserve.size(); ++i) {
@@ -133,7 +143,7 @@ class SearchLoop {
   struct Sent;
   std::optional<std::pair<Sent, worker::CandidateMessage>> begin(CompiledCandidate c, bool isDefault);
   void end(size_t device, Sent sent, const MeasureOutcome& m, double waited);
-  void settle();
+  void settle(size_t job);
   void measureOn(size_t device);
   // `launches`: the candidate's launches, each timed alone ("function ms"), kept if it is the best.
   void finish(CandidateRecord rec, bool isDefault, std::vector<std::string> launches = {});
@@ -171,6 +181,12 @@ class SearchLoop {
   // of them not yet recorded, records of handed-out candidates so far (settle()), and rounds queued.
   size_t queued_ = 0, handedOut_ = 0, inFlight_ = 0, lookahead_ = 0;
   int64_t settled_ = 0;
+  // By job number: handed-out labels' jobs, which jobs are settled, and the first one not settled.
+  // A round ranks on the outcomes of the jobs before all but the last lookahead_ queued: the same
+  // outcomes whatever order the compiles finish and the devices measure in (refineIfDue).
+  std::map<std::string, size_t> jobOf_;
+  std::vector<bool> jobSettled_;
+  size_t firstUnsettled_ = 0;
   int64_t rankedEmptyAt_ = -1;         // settled_ when a due round found nothing to rank on
   int rounds_ = 0, refinementRounds_ = 0;
   bool ranking_ = false;               // a device's thread ranks a round (fetchMutex_ released)
@@ -218,6 +234,7 @@ std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetch(size_t holdi
     refineIfDue(lock, ranking);
     if (std::optional<CompiledCandidate> c = nextCandidate()) {
       ++handedOut_;
+      jobOf_[c->label] = c->job;
       bool isDefault = c->job == 0;
       if (!isDefault && overTime()) {
         compiler_.stop();
@@ -242,13 +259,16 @@ std::optional<std::pair<CompiledCandidate, bool>> SearchLoop::fetch(size_t holdi
   }
 }
 
-// A candidate fetch() handed out is recorded (measured, or found unmeasurable): a round waiting
-// for outcomes may be ranked now.
-void SearchLoop::settle() {
+// A candidate fetch() handed out (job `job`) is recorded (measured, or found unmeasurable): a
+// round waiting for outcomes may be ranked now.
+void SearchLoop::settle(size_t job) {
   {
     std::lock_guard<std::mutex> lock(fetchMutex_);
     --inFlight_;
     ++settled_;
+    if (jobSettled_.size() <= job) jobSettled_.resize(job + 1, false);
+    jobSettled_[job] = true;
+    while (firstUnsettled_ < jobSettled_.size() && jobSettled_[firstUnsettled_]) ++firstUnsettled_;
   }
   settledCv_.notify_all();
 }
@@ -298,6 +318,7 @@ void SearchLoop::finish(CandidateRecord rec, bool isDefault, std::vector<std::st
 struct SearchLoop::Sent {
   CandidateRecord rec;
   std::string label;
+  size_t job = 0;
   std::vector<LaunchSpec> launches;
   bool isDefault = false;
   double at = 0;  // when it was handed over
@@ -330,6 +351,7 @@ std::optional<std::pair<SearchLoop::Sent, worker::CandidateMessage>> SearchLoop:
   msg.raceTimedMs = race.raceTimedMs;
   msg.raceCloseMs = race.raceCloseMs;
   sent.label = c.label;
+  sent.job = c.job;
   sent.launches = std::move(c.module.launches);
   sent.isDefault = isDefault;
   sent.at = in_.now();
@@ -397,15 +419,16 @@ void SearchLoop::measureOn(size_t device) {
     while (held.size() < depth && !aborted_) {
       std::optional<std::pair<CompiledCandidate, bool>> c = fetchFor(device, held.size());
       if (!c) break;
+      const size_t job = c->first.job;
       std::optional<std::pair<Sent, worker::CandidateMessage>> b = begin(std::move(c->first), c->second);
       if (!b) {
-        settle();
+        settle(job);
         continue;
       }
       if (depth == 1) {
         MeasureOutcome m = measurer_.measure(device, b->first.label, std::move(b->second));
         end(device, std::move(b->first), m, in_.now() - b->first.at);
-        settle();
+        settle(job);
         continue;
       }
       measurer_.send(device, b->first.label, std::move(b->second));
@@ -417,8 +440,9 @@ void SearchLoop::measureOn(size_t device) {
     MeasureOutcome m = measurer_.receive(device);
     Sent sent = std::move(held.front());
     held.pop_front();
+    const size_t job = sent.job;
     end(device, std::move(sent), m, in_.now() - before);
-    settle();
+    settle(job);
   }
 }
 
@@ -477,15 +501,28 @@ void SearchLoop::refineIfDue(std::unique_lock<std::mutex>& lock, double& ranking
     return;
   }
   if (queued_ - handedOut_ > lookahead_ || rankedEmptyAt_ == settled_) return;
+  // The round ranks on the jobs before `basis`, once all of them are settled: the same outcomes
+  // whatever order compiles finish in (several ranks' compiles share one host's cores) and
+  // whoever measures them; the last lookahead_ jobs are what the devices measure meanwhile. Where
+  // none of those is verified, on every outcome in so far instead.
+  const size_t basis = queued_ - std::min(queued_, lookahead_);
+  if (firstUnsettled_ < basis) return;
   const int64_t settled = settled_;
   std::vector<CandidateRecord> verified;
   std::vector<std::pair<Schedule, std::vector<double>>> launches;
   {
     std::lock_guard<std::mutex> results(resultMutex_);
+    std::vector<std::pair<size_t, const CandidateRecord*>> inJobOrder;
     for (const CandidateRecord& r : result_.candidates)
-      if (r.status == CandidateStatus::Verified) verified.push_back(r);
+      if (auto job = jobOf_.find(r.schedule); r.status == CandidateStatus::Verified && job != jobOf_.end())
+        inJobOrder.emplace_back(job->second, &r);
+    std::sort(inJobOrder.begin(), inJobOrder.end());
+    const bool anyBefore = !inJobOrder.empty() && inJobOrder.front().first < basis;
+    for (const auto& [job, r] : inJobOrder)
+      if (job < basis || !anyBefore) verified.push_back(*r);
     for (const auto& [label, ms] : launchMsOf_)
-      if (auto it = scheduleOf_.find(label); it != scheduleOf_.end()) launches.emplace_back(it->second, ms);
+      if (auto it = scheduleOf_.find(label); it != scheduleOf_.end() && (!anyBefore || jobOf_.at(label) < basis))
+        launches.emplace_back(it->second, ms);
   }
   size_t take = std::min<size_t>(size_t(in_.refineBudget), size_t(std::max(1, result_.compileThreads)));
   ranking_ = true;

@@ -82,13 +82,17 @@ std::optional<Schedule> recombineNests(const std::vector<std::pair<Schedule, std
 
 // One refinement round: the unqueued reserve candidates nearest (scheduleDistance, plus 0.75
 // per rank of the measured candidate they are near) to the three fastest verified candidates.
+// Times within kNearTie of each other are one time, ranked in the order `measured` lists them (the
+// jobs' order): timing noise (about 1% under an L2 flush; more from one GPU of a model to another)
+// cannot reorder them and steer the round elsewhere.
+inline constexpr double kNearTie = 0.03;
 struct RefinementRound {
-  std::vector<const CandidateRecord*> top;  // the fastest verified, fastest first (at most 3)
+  std::vector<const CandidateRecord*> top;  // the fastest verified, fastest first (at most 3; ties as above)
   // (distance, reserve position) of the picked candidates, nearest first; ties in reserve order
   // (the model's rank).
   std::vector<std::pair<double, size_t>> picked;
 };
-// `measured`: the search's records so far; `scheduleOf`: the schedules of the candidates queued
+// `measured`: the search's records to rank on, in job order; `scheduleOf`: the schedules of the candidates queued
 // (records of others, planted ones, are not ranked against); `take`: at most this many. An empty
 // round (no verified candidate, or nothing left) ends refinement.
 RefinementRound rankRefinement(const std::vector<CandidateRecord>& measured,

@@ -17,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -74,19 +75,22 @@ Queued queue(const Kernel& bound, int64_t maxCandidates) {
 }
 
 // Hands each job back at once: in job order, or with the default schedule (job 0) last, as when it
-// compiles slowest. A job the recording has no time for was not legal on the device that measured
+// compiles slowest, or the first batch in a shuffled order (`shuffle` its seed, 0 for none), as
+// compiles sharing a loaded host finish. A job the recording has no time for was not legal on the device that measured
 // it: skipped, as the compile pool skips what cannot launch. Keeps every job (a job's number is
 // its place among them) and, for each refinement round appended, how many jobs were queued and
 // how many candidates recorded (`recordedNow`) before it.
 class ReplayCompiler : public SearchCompiler {
  public:
-  ReplayCompiler(std::vector<CompileJob> first, const std::map<std::string, double>& recorded, bool defaultLast)
+  ReplayCompiler(std::vector<CompileJob> first, const std::map<std::string, double>& recorded, bool defaultLast,
+                 unsigned shuffle = 0)
       : recorded_(recorded) {
     append(std::move(first));
     batches.clear();
     queuedBefore.clear();
     recordedBefore.clear();
     if (defaultLast && order_.size() > 1) std::rotate(order_.begin(), order_.begin() + 1, order_.end());
+    if (shuffle) std::shuffle(order_.begin(), order_.end(), std::mt19937(shuffle));
   }
   std::optional<CompiledCandidate> next() override {
     if (stopped_ || handed_ == order_.size()) {
@@ -231,14 +235,20 @@ class SearchReplay : public ::testing::Test {
 
   // A search of `maxCandidates` over the recording (or `recording`), compiling `parallel` at a
   // time. `handedOut`: called when the compiler finds every job handed out; `appended`: with each
-  // refinement round's jobs.
+  // refinement round's jobs. `perturb` (a seed; 0 for none): the first batch compiles in a shuffled
+  // order and every recorded time is off by up to 1% either way, as on another GPU of the model.
   static Run search(int64_t maxCandidates, double timeLimit = 0, bool defaultLast = false, int parallel = 4,
                     std::optional<CandidateRecord> earlierBest = std::nullopt, size_t devices = 1,
                     std::function<void(const std::string&)> before = {}, size_t laterDepth = 1,
                     const std::map<std::string, double>* recording = nullptr, std::function<void()> handedOut = {},
-                    std::function<void(const std::vector<CompileJob>&)> appended = {}) {
+                    std::function<void(const std::vector<CompileJob>&)> appended = {}, unsigned perturb = 0) {
     Queued q = queued(maxCandidates);
-    const std::map<std::string, double>& replayed = recording ? *recording : *recorded_;
+    std::map<std::string, double> noisy = recording ? *recording : *recorded_;
+    if (perturb) {
+      std::mt19937 noise(perturb);
+      for (auto& [label, ms] : noisy) ms *= std::uniform_real_distribution<double>(0.99, 1.01)(noise);
+    }
+    const std::map<std::string, double>& replayed = perturb ? noisy : recording ? *recording : *recorded_;
     Run run;
     run.refineBudget = q.refineBudget;
     SearchInputs in;
@@ -266,7 +276,7 @@ class SearchReplay : public ::testing::Test {
     };
     run.result.generated = int64_t(q.jobs.size());
     run.result.compileThreads = parallel;
-    ReplayCompiler compiler(std::move(q.jobs), replayed, defaultLast);
+    ReplayCompiler compiler(std::move(q.jobs), replayed, defaultLast, perturb);
     compiler.recordedNow = [&recorded] { return recorded.load(); };
     compiler.onHandedOut = std::move(handedOut);
     compiler.onAppend = std::move(appended);
@@ -561,6 +571,27 @@ TEST_F(SearchReplay, ARoundDueBeforeAnyVerifiedOutcomeWaitsForTheOutcomesInFligh
   EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
 }
 
+// The rounds pick the same candidates whatever order the first batch compiles in and with every
+// time off by up to 1%, as the same search on another rank of an MPI run (its compiles sharing the
+// host's cores, its GPU another of the model): each round ranks on the same jobs' outcomes, and
+// times within kNearTie of each other rank in job order. Over several such runs, one device and
+// two.
+TEST_F(SearchReplay, RoundsPickTheSameCandidatesWhateverTheCompileOrderAndTimingNoise) {
+  for (size_t devices : {1, 2}) {
+    SCOPED_TRACE(fmt::format("{} devices", devices));
+    Run plain = search(36, 0, false, 4, std::nullopt, devices);
+    std::vector<std::string> refined(plain.jobs.begin() + long(plain.firstBatch.size()), plain.jobs.end());
+    ASSERT_EQ(refined.size(), 12u);
+    std::sort(refined.begin(), refined.end());
+    for (unsigned seed : {1u, 2u, 3u, 4u, 5u}) {
+      Run run = search(36, 0, false, 4, std::nullopt, devices, {}, 1, nullptr, {}, {}, seed);
+      std::vector<std::string> got(run.jobs.begin() + long(run.firstBatch.size()), run.jobs.end());
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, refined) << "seed " << seed;
+    }
+  }
+}
+
 // A time limit reached during refinement: no round is queued after it, what was queued and not
 // handed out yet is not measured, and the budget is never exceeded.
 TEST_F(SearchReplay, TheTimeLimitStopsRefinementRoundsInFlight) {
@@ -625,6 +656,34 @@ TEST(SearchPolicy, RefinementRanksTheReserveByDistanceToTheFastestVerified) {
   // Nothing verified among the queued: no round.
   for (CandidateRecord& m : measured) m.status = CandidateStatus::Faulted;
   EXPECT_TRUE(rankRefinement(measured, scheduleOf, q.reserve, 5).picked.empty());
+}
+
+// Times within kNearTie of the fastest left rank in the order the records are given (the jobs'),
+// not by time: the fastest three here are jobs 0, 1 and 2 whatever their noise.
+TEST(SearchPolicy, NearTiesRankInJobOrder) {
+  Queued q = queue(loadBound("matmul.rtcg", {{"n", 512}}), 30);
+  ASSERT_GE(q.jobs.size(), 5u);
+  std::map<std::string, Schedule> scheduleOf;
+  std::vector<CandidateRecord> measured;
+  const std::vector<double> ms = {1.02, 1.0, 1.5, 1.49, 3.0};  // jobs 0-1 and 2-3 within 3%
+  for (size_t i = 0; i < ms.size(); ++i) {
+    scheduleOf[q.jobs[i].label] = q.jobs[i].schedule;
+    CandidateRecord r;
+    r.schedule = q.jobs[i].label;
+    r.medianMs = ms[i];
+    measured.push_back(r);
+  }
+  RefinementRound r = rankRefinement(measured, scheduleOf, q.reserve, 5);
+  ASSERT_EQ(r.top.size(), 3u);
+  EXPECT_EQ(r.top[0]->schedule, q.jobs[0].label);
+  EXPECT_EQ(r.top[1]->schedule, q.jobs[1].label);
+  EXPECT_EQ(r.top[2]->schedule, q.jobs[2].label);
+  // Beyond 3% time decides: job 1 at 0.9 leads.
+  measured[1].medianMs = 0.9;
+  r = rankRefinement(measured, scheduleOf, q.reserve, 5);
+  ASSERT_EQ(r.top.size(), 3u);
+  EXPECT_EQ(r.top[0]->schedule, q.jobs[1].label);
+  EXPECT_EQ(r.top[1]->schedule, q.jobs[0].label);
 }
 
 TEST(SearchPolicy, RaceLimitsAreMultiplesOfTheBestWithAOneMillisecondFloor) {
