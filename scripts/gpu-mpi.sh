@@ -2,7 +2,10 @@
 # rtcgc tune under MPI on one machine of several GPUs (issue 38), in one call, from the repository
 # root with .gpu/ beside it (scripts/gpu-pack.sh, then scripts/gpu-pack-mpi.sh for the MPI
 # runtime). One rank per GPU. Measures, each with R ranks (every GPU) against 1:
-#   1. a manifest of the examples at examples/sizes.txt's sizes (20 keys): wall time, winners;
+#   1. a manifest of the examples at examples/sizes.txt's sizes (30 keys): wall time, winners
+#      (RTCG_MPI_BUDGET candidates a key, default 16; RTCG_MPI_WARMUP=1 runs it once first, not
+#      counted; RTCG_MPI_BIND=1 binds each rank to its share of the cores as in part 5, the one
+#      rank too; RTCG_MPI_ONE_TWICE=1 runs the one rank again after, for the search's own spread);
 #   2. one search, SGEMM n=4096 tf32x3 with a fixed candidate budget: candidates measured per
 #      second, and how many candidates each rank compiled for rank 0's pool (and `--devices` on
 #      one rank, the single-host mode, for comparison);
@@ -65,6 +68,28 @@ parts=" ${RTCG_MPI_PARTS:-1 2 4} "
 want() { [[ $parts == *" $1 "* ]]; }
 manifest_base=(--manifest "$out/kernels.json" --time-limit 60 --json)
 manifest_args=("${manifest_base[@]}" --max-candidates "$budget")
+# Each rank's CPU list: the host's physical cores (lscpu's socket, core pairs) dealt into one
+# share per GPU, every hardware thread of a core in its share; $bind runs a command on the share of
+# its local rank (taskset), as a batch system binds ranks on separate nodes.
+make_bind() {
+  python3 - "$gpus" >"$out/cpusets.txt" <<'PY'
+import collections, subprocess, sys
+gpus = int(sys.argv[1])
+cores = collections.OrderedDict()
+for line in subprocess.run(["lscpu", "-p=CPU,CORE,SOCKET"], capture_output=True, text=True).stdout.splitlines():
+    if line.startswith("#"):
+        continue
+    cpu, core, socket = line.split(",")
+    cores.setdefault((socket, core), []).append(cpu)
+keys = list(cores)
+per = max(1, len(keys) // gpus)
+for r in range(gpus):
+    print(",".join(c for k in keys[r * per:(r + 1) * per] for c in cores[k]))
+PY
+  bind=$out/bind.sh
+  printf '#!/bin/bash\nexec taskset -c "$(sed -n "$((${OMPI_COMM_WORLD_LOCAL_RANK:-0} + 1))p" %q)" "$@"\n' "$out/cpusets.txt" >"$bind"
+  chmod +x "$bind"
+}
 # ---- 1. the manifest --------------------------------------------------------------------------
 python3 - "$out/kernels.json" <<'PY'
 import json, re, sys
@@ -82,36 +107,62 @@ json.dump({"version": 1, "kernels": kernels}, open(sys.argv[1], "w"))
 print(len(kernels), "manifest keys")
 PY
 if want 1; then
+# RTCG_MPI_BIND=1: each rank bound to its share of the cores (make_bind), the one rank too, as on
+# separate nodes (unbound, the R ranks' compiles share the host's cores). RTCG_MPI_WARMUP=1: the
+# 1-rank manifest once first, not counted: on a fresh machine the first run's compiles ran several
+# times slower than every later run's (session 42), which favoured whatever ran second.
+b1=()
+if [[ ${RTCG_MPI_BIND:-0} == 1 ]]; then make_bind; b1=("$bind"); echo "== 1. bound: CPU shares $(awk '{print "[" $0 "]"}' "$out/cpusets.txt" | tr '\n' ' ')"; fi
+if [[ ${RTCG_MPI_WARMUP:-0} == 1 ]]; then
+  RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 "${b1[@]}" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
+    --db "$out/manifest-warmup.sqlite" >"$out/manifest-warmup.json" 2>"$out/manifest-warmup.log"
+  echo "== 1. warm-up manifest, 1 rank: rc=$?"
+fi
 t0=$(date +%s.%N)
-RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 rtcgc tune "${manifest_args[@]}" --compile-threads 16 \
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 "${b1[@]}" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
   --db "$out/manifest-1.sqlite" >"$out/manifest-1.json" 2>"$out/manifest-1.log"
 rc1=$?
 t1=$(date +%s.%N)
-RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$gpus" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
+RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$gpus" "${b1[@]}" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
   --db "$out/manifest-$gpus.sqlite" >"$out/manifest-$gpus.json" 2>"$out/manifest-$gpus.log"
 rcR=$?
 t2=$(date +%s.%N)
 python3 -c "import sys; a,b,c=map(float,sys.argv[1:]); print(f'== 1. manifest: 1 rank rc=$rc1 {b-a:.1f} s; $gpus ranks rc=$rcR {c-b:.1f} s: {(b-a)/(c-b):.2f}x')" "$t0" "$t1" "$t2"
-python3 - "$out/manifest-1.json" "$out/manifest-$gpus.json" "$out/manifest-$gpus.sqlite" <<'PY'
-import json, sqlite3, sys
+# RTCG_MPI_ONE_TWICE=1: the 1-rank manifest again, for the search's own spread from run to run.
+if [[ ${RTCG_MPI_ONE_TWICE:-0} == 1 ]]; then
+  t3=$(date +%s.%N)
+  RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 "${b1[@]}" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
+    --db "$out/manifest-1b.sqlite" >"$out/manifest-1b.json" 2>"$out/manifest-1b.log"
+  echo "== 1b. the 1-rank manifest again: rc=$? $(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f} s')" "$t3")"
+fi
+python3 - "$out/manifest-1.json" "$out/manifest-$gpus.json" "$out/manifest-$gpus.sqlite" "$out/manifest-1b.json" <<'PY'
+import json, os, sqlite3, sys
 def load(p):
     try:
         return {(k["kernel"], k["sizes"]): k for k in json.load(open(p))["kernels"]}
     except Exception as e:
-        print("cannot read", p, e); return {}
-one, many = load(sys.argv[1]), load(sys.argv[2])
-print(f"{'kernel':<20} {'sizes':<26} {'1 rank ms':>10} {'R ranks ms':>10} {'ratio':>6}  outcome")
+        if os.path.exists(p): print("cannot read", p, e)
+        return {}
+def best(k):
+    return ((k or {}).get("result") or {}).get("best") or {}
+one, many, again = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[4])
+# same: the R-rank winner is the 1-rank one's schedule; 1b: the second 1-rank run's winner against the first's.
+print(f"{'kernel':<20} {'sizes':<26} {'1 rank ms':>10} {'R ranks ms':>10} {'ratio':>6} {'same':>5}"
+      + (f" {'1b ms':>8} {'ratio':>6} {'same':>5}" if again else "") + "  outcome")
 rows_sent = 0
 for key, k in many.items():
-    r1 = one.get(key, {}).get("result") or {}
-    rR = k.get("result") or {}
-    b1 = (r1.get("best") or {}).get("medianMs", 0)
-    bR = (rR.get("best") or {}).get("medianMs", 0)
-    c = rR.get("counts", {})
+    b1, bR, bB = best(one.get(key)), best(k), best(again.get(key))
+    m1, mR, mB = b1.get("medianMs", 0), bR.get("medianMs", 0), bB.get("medianMs", 0)
+    c = (k.get("result") or {}).get("counts", {})
     rows_sent += sum(c.get(n, 0) for n in ("verified", "wrong", "faulted", "timedOut", "launchFailed",
                                             "compileFailed", "skipped"))
-    ratio = f"{bR / b1:.3f}" if b1 and bR else "-"
-    print(f"{key[0]:<20} {key[1]:<26} {b1:>10.4f} {bR:>10.4f} {ratio:>6}  {k['outcome']}")
+    ratio = f"{mR / m1:.3f}" if m1 and mR else "-"
+    same = "yes" if b1.get("schedule") and b1.get("schedule") == bR.get("schedule") else "no"
+    line = f"{key[0]:<20} {key[1]:<26} {m1:>10.4f} {mR:>10.4f} {ratio:>6} {same:>5}"
+    if again:
+        sameB = "yes" if b1.get("schedule") and b1.get("schedule") == bB.get("schedule") else "no"
+        line += f" {mB:>8.4f} {(f'{mB / m1:.3f}' if m1 and mB else '-'):>6} {sameB:>5}"
+    print(line + f"  {k['outcome']}")
 db = sqlite3.connect(sys.argv[3])
 rows = db.execute("SELECT count(*) FROM candidates").fetchone()[0]
 searches = db.execute("SELECT count(*) FROM searches WHERE finished_at IS NOT NULL").fetchone()[0]
@@ -160,25 +211,7 @@ starts "$out/sgemm-devices.log"
 fi
 # ---- 5. one search, ranks bound as on separate nodes ---------------------------------------------
 if want 5; then
-  # Each rank's CPU list: the host's physical cores (lscpu's socket, core pairs) dealt into one
-  # share per GPU, every hardware thread of a core in its share.
-  python3 - "$gpus" >"$out/cpusets.txt" <<'PY'
-import collections, subprocess, sys
-gpus = int(sys.argv[1])
-cores = collections.OrderedDict()
-for line in subprocess.run(["lscpu", "-p=CPU,CORE,SOCKET"], capture_output=True, text=True).stdout.splitlines():
-    if line.startswith("#"):
-        continue
-    cpu, core, socket = line.split(",")
-    cores.setdefault((socket, core), []).append(cpu)
-keys = list(cores)
-per = max(1, len(keys) // gpus)
-for r in range(gpus):
-    print(",".join(c for k in keys[r * per:(r + 1) * per] for c in cores[k]))
-PY
-  bind=$out/bind.sh
-  printf '#!/bin/bash\nexec taskset -c "$(sed -n "$((${OMPI_COMM_WORLD_LOCAL_RANK:-0} + 1))p" %q)" "$@"\n' "$out/cpusets.txt" >"$bind"
-  chmod +x "$bind"
+  make_bind
   echo "== 5. CPU share of each rank: $(awk '{print "[" $0 "]"}' "$out/cpusets.txt" | tr '\n' ' ')"
   # One search of build tree $1 on $2 ranks, each bound to its share ("unbound" as $4: one rank,
   # unbound), into $out/$3.{json,log}.
