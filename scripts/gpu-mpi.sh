@@ -5,7 +5,8 @@
 #   1. a manifest of the examples at examples/sizes.txt's sizes (30 keys): wall time, winners
 #      (RTCG_MPI_BUDGET candidates a key, default 16; RTCG_MPI_WARMUP=1 runs it once first, not
 #      counted; RTCG_MPI_BIND=1 binds each rank to its share of the cores as in part 5, the one
-#      rank too; RTCG_MPI_ONE_TWICE=1 runs the one rank again after, for the search's own spread);
+#      rank too; RTCG_MPI_ONE_TWICE=1 runs the one rank again after, for the search's own spread;
+#      RTCG_MPI_KEYS=bench: 20 keys of the examples at the bench table's sizes instead);
 #   2. one search, SGEMM n=4096 tf32x3 with a fixed candidate budget: candidates measured per
 #      second, and how many candidates each rank compiled for rank 0's pool (and `--devices` on
 #      one rank, the single-host mode, for comparison);
@@ -94,7 +95,31 @@ PY
 python3 - "$out/kernels.json" <<'PY'
 import json, re, sys
 kernels = []
-for line in open("examples/sizes.txt"):
+# RTCG_MPI_KEYS=bench: the examples at the bench table's sizes (docs/bench.md), where each candidate
+# keeps the GPU busy for milliseconds rather than microseconds, in place of examples/sizes.txt's.
+bench = """matmul.rtcg n=2048
+matmul_flat.rtcg n=2048
+dgemm.rtcg n=2048
+gemv.rtcg m=8192 n=8192
+transpose.rtcg m=8192 n=8192
+dot.rtcg n=67108864
+axpby.rtcg n=67108864
+dg_diff.rtcg K=299551 Np=56
+dg_diff.rtcg K=139720 Np=120
+dg_diff_stacked.rtcg K=299551 Np=56
+dg_diff_stacked.rtcg K=139720 Np=120
+dg_lift.rtcg K=340630 Np=56 Nfp=21
+softmax.rtcg m=65536 n=256
+layernorm.rtcg m=65536 n=256
+trmm.rtcg n=2048
+syrk.rtcg n=2048 K=2048
+sumfact.rtcg E=97826 p=7
+batched_matmul.rtcg nb=65536 n=16
+histogram.rtcg n=67108864 bins=256
+cumsum.rtcg n=67108864"""
+import os
+lines = bench.splitlines() if os.environ.get("RTCG_MPI_KEYS") == "bench" else open("examples/sizes.txt")
+for line in lines:
     parts = line.split()
     if not parts or parts[0].startswith("#") or parts[0] == "spmv.rtcg":
         continue  # spmv's search wants a real matrix (--input)
