@@ -39,6 +39,9 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 cores=$(nproc)
 echo "gpus=$gpus cores=$cores"
+# What the CPUs share (make_bind deals lscpu's cores; a virtual machine may not show hardware threads).
+echo "cpu0's hardware threads: $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>/dev/null)"
+lscpu | grep -E "^(Model name|Socket|Core|Thread|NUMA node)" | sed 's/  */ /g'
 
 # The MPI launcher: the machine's own, else the carried Open MPI wheel (.gpu/mpi), whose
 # libmpi.so.40 then serves rtcgc too.
