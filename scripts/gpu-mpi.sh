@@ -137,15 +137,17 @@ PY
 if want 1; then
 # RTCG_MPI_BIND=1: each rank bound to its share of the cores (make_bind), the one rank too, as on
 # separate nodes (unbound, the R ranks' compiles share the host's cores). RTCG_MPI_WARMUP=1: the
-# 1-rank manifest once first at RTCG_MPI_WARMUP_BUDGET candidates a key (default 8), not counted:
-# on a fresh machine the first compiles of each kind of kernel ran several times slower than every
-# later run's (session 42), which favoured whatever ran second.
+# manifest once first at RTCG_MPI_WARMUP_BUDGET candidates a key (default 8) on
+# RTCG_MPI_WARMUP_RANKS ranks (default 1), not counted: on a fresh machine the first compile of a
+# kernel ran several times slower than a later compile of the same kernel in a fresh process
+# (session 42: NVRTC at 4-27 candidates/s against 100-300/s), which favoured whatever ran second;
+# only the same budget compiles the same candidates.
 b1=()
 if [[ ${RTCG_MPI_BIND:-0} == 1 ]]; then make_bind; b1=("$bind"); echo "== 1. bound: CPU shares $(awk '{print "[" $0 "]"}' "$out/cpusets.txt" | tr '\n' ' ')"; fi
 if [[ ${RTCG_MPI_WARMUP:-0} == 1 ]]; then
-  RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 "${b1[@]}" rtcgc tune "${manifest_base[@]}" \
+  RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "${RTCG_MPI_WARMUP_RANKS:-1}" "${b1[@]}" rtcgc tune "${manifest_base[@]}" \
     --max-candidates "${RTCG_MPI_WARMUP_BUDGET:-8}" --compile-threads "$per_rank" --db "$out/manifest-warmup.sqlite" >"$out/manifest-warmup.json" 2>"$out/manifest-warmup.log"
-  echo "== 1. warm-up manifest, 1 rank: rc=$?"
+  echo "== 1. warm-up manifest, ${RTCG_MPI_WARMUP_RANKS:-1} rank(s), ${RTCG_MPI_WARMUP_BUDGET:-8} candidates a key: rc=$?"
 fi
 t0=$(date +%s.%N)
 RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 "${b1[@]}" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
