@@ -6,6 +6,7 @@
 // different devices are refused before anything is measured; a single search compiles and
 // measures on every rank (starting each rank's compile worker once, refinement rounds included),
 // and a rank killed while it compiles for rank 0 stops it.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -123,6 +124,19 @@ TEST(MpiTune, ManifestTunesEveryKeyOnceAndRankZeroRecordsEveryRow) {
   for (const auto& [key, times] : d.perKey) EXPECT_EQ(times, 1) << key;
   EXPECT_GE(d.ranks.size(), 2u) << "the keys were not spread over the ranks:\n" << err;
   EXPECT_NE(err.find("MPI: 3 ranks, each on a Fake GPU (sm_90)"), std::string::npos) << err;
+  // Each key says which rank searched it (the one the log says it was dealt to) and when.
+  std::set<int> jsonRanks;
+  for (const json& k : j["kernels"]) {
+    ASSERT_TRUE(k.contains("rank") && k.contains("startedAt") && k.contains("endedAt")) << k.dump(2);
+    const std::string label = fmt::format("scale (n={}) at app.cpp:{}:5", k["sizes"].get<std::string>().substr(2),
+                                          k["line"].get<int>());
+    EXPECT_NE(err.find(fmt::format("rtcgc tune: rank {} tunes {}", k["rank"].get<int>(), label)), std::string::npos)
+        << label << "\n" << err;
+    EXPECT_GT(k["startedAt"].get<double>(), 1.7e9);  // Unix seconds (2023 on)
+    EXPECT_LE(k["startedAt"].get<double>(), k["endedAt"].get<double>());
+    jsonRanks.insert(k["rank"].get<int>());
+  }
+  EXPECT_EQ(jsonRanks, d.ranks);
   // Every candidate every rank measured is in rank 0's database, each key's search ended.
   int sent = 0;
   for (const json& k : j["kernels"]) sent += int(k["result"]["counts"]["generated"].get<int64_t>());

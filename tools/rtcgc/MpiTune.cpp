@@ -304,6 +304,8 @@ class Dealer {
       o.rank = r;
       o.code = request["code"].get<int>();
       o.error = request["error"].get<std::string>();
+      o.startedAt = request.value("startedAt", 0.0);
+      o.endedAt = request.value("endedAt", 0.0);
       if (request.contains("result")) {
         try {
           o.result = tuneResultFromJson(request["result"]);
@@ -404,7 +406,7 @@ int followManifest(const TuneArgs& a, Comm& comm, const Identity& mine, const st
                              opt.progress = reportProgress(reporter, key.bound.name);
                            });
     reporter.set({{"what", "idle"}});
-    request = {{"key", k}, {"code", o.code}, {"error", o.error}};
+    request = {{"key", k}, {"code", o.code}, {"error", o.error}, {"startedAt", o.startedAt}, {"endedAt", o.endedAt}};
     if (o.result) request["result"] = tuneResultToJson(*o.result);
   }
 }

@@ -447,6 +447,8 @@ struct ManifestOutcome {
   int code = 0;         // for "failed": the exit status it stands for
   std::optional<TuneResult> result;
   std::string report;   // the HTML report written for it
+  int rank = 0;         // the MPI rank that searched it, and when (KeyOutcome)
+  double startedAt = 0, endedAt = 0;
 };
 
 // search.html -> search-matmul-0123abcd.html: one report per kernel, beside the name given.
@@ -502,6 +504,11 @@ nlohmann::json manifestJson(const std::vector<ManifestOutcome>& outcomes, const 
     if (o.outcome != "tuned" || !o.result) j["reason"] = o.detail;  // a key tuned by an earlier run says so
     if (!o.planned->kernelHash.empty()) j["kernelHash"] = o.planned->kernelHash;
     if (o.result) j["result"] = summaryJson(*o.result);
+    if (o.startedAt > 0) {
+      j["rank"] = o.rank;
+      j["startedAt"] = o.startedAt;
+      j["endedAt"] = o.endedAt;
+    }
     if (!o.report.empty()) j["report"] = o.report;
     kernels.push_back(std::move(j));
   }
@@ -554,10 +561,15 @@ std::vector<ManifestKey> manifestKeys(const std::vector<manifest::Planned>& plan
   return keys;
 }
 
+static double unixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 KeyOutcome tuneKey(const TuneArgs& a, const ManifestKey& key, const std::string& logPrefix,
                    const std::function<void(TuneOptions&)>& adjust) {
   KeyOutcome o;
   ProgressPrinter printer;
+  o.startedAt = unixSeconds();
   try {
     TuneOptions options = tuneOptions(a, printer, logPrefix);
     if (adjust) adjust(options);
@@ -572,6 +584,7 @@ KeyOutcome tuneKey(const TuneArgs& a, const ManifestKey& key, const std::string&
     o.code = 70, o.error = e.what();
   }
   printer.done();
+  o.endedAt = unixSeconds();
   return o;
 }
 
@@ -606,6 +619,7 @@ int runManifestEntries(const TuneArgs& a, const std::vector<manifest::Entry>& en
   KeyDone done = [&](size_t k, KeyOutcome ko) {
     ManifestOutcome& o = outcomes[keys[k].plan];
     const manifest::Planned& p = *o.planned;
+    o.rank = ko.rank, o.startedAt = ko.startedAt, o.endedAt = ko.endedAt;
     if (!ko.earlier.empty()) {
       o.detail = ko.earlier;
       fmt::print(stderr, "rtcgc tune: {}: tuned {}\n", p.entry.location(), o.detail);

@@ -84,6 +84,9 @@ struct KeyOutcome {
   std::string earlier;  // not searched: tuned by an earlier run (MPI --resume), in words
   bool recorded = false;  // in the database already (a search of this process with writeDb)
   int rank = 0;         // which MPI rank ran it
+  // Unix time in seconds when its search began and ended, on the clock of its rank's node (0: not
+  // searched): the manifest's JSON says when each key ran where (the ranks' balance).
+  double startedAt = 0, endedAt = 0;
 };
 // Tunes one key in this process; `adjust` changes the options first (an MPI rank's device and
 // database). Errors of the search become the outcome (codes as runTuneCommand's).
