@@ -194,6 +194,18 @@ for key, k in many.items():
         sameB = "yes" if b1.get("schedule") and b1.get("schedule") == bB.get("schedule") else "no"
         line += f" {mB:>8.4f} {(f'{mB / m1:.3f}' if m1 and mB else '-'):>6} {sameB:>5}"
     print(line + f"  {k['outcome']}")
+# Each run's ranks: keys, the sum of their searches, and from the first search's start to the last's end.
+for name, d in (("1 rank", one), ("R ranks", many), ("1 rank again", again)):
+    spans = {}
+    for k in d.values():
+        if k.get("startedAt"):
+            spans.setdefault(k.get("rank", 0), []).append((k["startedAt"], k["endedAt"]))
+    if not spans:
+        continue
+    t0 = min(a for s in spans.values() for a, _ in s)
+    print(f"== {name}: " + "; ".join(
+        f"rank {r}: {len(s)} keys, searches {sum(b - a for a, b in s):.1f} s, from {min(a for a, _ in s) - t0:.1f} "
+        f"to {max(b for _, b in s) - t0:.1f} s" for r, s in sorted(spans.items())))
 db = sqlite3.connect(sys.argv[3])
 rows = db.execute("SELECT count(*) FROM candidates").fetchone()[0]
 searches = db.execute("SELECT count(*) FROM searches WHERE finished_at IS NOT NULL").fetchone()[0]
