@@ -293,12 +293,15 @@ class Dealer {
     fmt::print(stderr, "rtcgc tune: ranks: {}\n", ranks_.summary());
   }
 
+  // A rank's request for a key, with the outcome of its last one: the rank gets its next key
+  // first, then rank 0 records the outcome (the database write is not the rank's wait).
   bool serveRequests(const std::vector<ManifestKey>& keys, const KeyDone& done, std::vector<bool>& finished) {
     std::optional<Received> m = comm_.tryReceive(MPI_ANY_SOURCE, kRequest);
     if (!m) return false;
     int r = m->source;
     ranks_.heard(r);
     json request = json::parse(m->bytes);
+    std::optional<std::pair<size_t, KeyOutcome>> outcome;
     if (request.contains("key") && !ranks_.lost(r)) {
       KeyOutcome o;
       o.rank = r;
@@ -317,7 +320,7 @@ class Dealer {
         std::lock_guard<std::mutex> lock(mutex_);
         inFlight_.erase(r);
       }
-      finish(request["key"].get<size_t>(), std::move(o), done);
+      outcome.emplace(request["key"].get<size_t>(), std::move(o));
     }
     std::optional<size_t> k = take(r);
     comm_.send(r, kJob, json{{"key", k ? int64_t(*k) : int64_t(-1)}}.dump());
@@ -327,6 +330,7 @@ class Dealer {
       finished[size_t(r)] = true;
       waitingForEnd_.push_back(r);  // alive now (a rank thought lost, too): it waits for kEnd
     }
+    if (outcome) finish(outcome->first, std::move(outcome->second), done);
     return true;
   }
 
