@@ -145,7 +145,7 @@ bool mmaWgmmaArith(MmaArith a) {
 }
 
 bool wgmmaShapeExists(MmaArith a, int64_t n) {
-  if (a == MmaArith::S8) return n == 8 || n == 16 || n == 24 || (n >= 32 && n <= 224 && n % 16 == 0);
+  if (a == MmaArith::S8) return n == 8 || n == 16 || n == 24 || (n >= 32 && n <= 256 && n % 16 == 0);
   return n >= 8 && n <= 256 && n % 8 == 0;
 }
 
@@ -698,7 +698,7 @@ class ScheduleParser {
       failAt(at, fmt::format("expected a wgmma shape 'm64nN{}' for '{}', found '{}'", k, arith, shape));
     if (!wgmmaShapeExists(m.arith, n))
       failAt(at, m.arith == MmaArith::S8
-                     ? fmt::format("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 224, not {}", n)
+                     ? fmt::format("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 256, not {}", n)
                      : fmt::format("wgmma N must be a multiple of 8 from 8 to 256, not {}", n));
     m.wgmmaN = n;
     keyword("warpgroups", "the wgmma shape");

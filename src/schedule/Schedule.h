@@ -195,7 +195,7 @@ struct MmaSchedule {
 std::string printMmaSchedule(const MmaSchedule& m);
 bool mmaWgmmaArith(MmaArith a);  // the arithmetics wgmma takes: bf16, f16 (k16), tf32 (k8) and s8 (k32)
 // Whether wgmma has the shape m64nN for `a`: N a multiple of 8 from 8 to 256 (floating point); s8
-// 8, 16, 24, then multiples of 16 to 224 (PTX ISA, wgmma.mma_async's integer shapes).
+// 8, 16, 24, then multiples of 16 to 256 (PTX ISA, wgmma.mma_async's integer shapes).
 bool wgmmaShapeExists(MmaArith a, int64_t n);
 const char* mmaShapeName(const MmaSchedule& m);      // its shape's name: "m16n8k8" (f64 on sm_90 too)
 MmaDims mmaDims(const MmaSchedule& m);                // its instruction's M, N, K

@@ -174,12 +174,35 @@ TEST(Int8, S8WgmmaMatchesTheReferenceExactly) {
   EXPECT_NE(m.source.find("wgmma.mma_async.sync.aligned.m64n48k32.s32.s8.s8"), std::string::npos) << m.source;
   CudaCompileResult c = compileCuda(m.source, "gemm_i8.cu", "sm_90a", nvrtcOptions());
   EXPECT_TRUE(c.success) << c.log << "\n" << m.source;
-  // The integer shapes: N = 8, 16, 24 and multiples of 16 to 224.
+  // The integer shapes: N = 8, 16, 24 and multiples of 16 to 256.
   ScheduleParseResult bad = parseSchedule("mma: s8 wgmma m64n40k32 warpgroups 1x1 k 64 stages 3");
   EXPECT_FALSE(bad.ok());
-  EXPECT_NE(bad.error.find("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 224, not 40"), std::string::npos)
+  EXPECT_NE(bad.error.find("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 256, not 40"), std::string::npos)
       << bad.error;
-  EXPECT_FALSE(parseSchedule("mma: s8 wgmma m64n256k32 warpgroups 1x1 k 64 stages 3").ok());
+  EXPECT_FALSE(parseSchedule("mma: s8 wgmma m64n272k32 warpgroups 1x1 k 64 stages 3").ok());
+}
+
+// s8's widest shapes, m64n240k32 and m64n256k32 (a 128 x 256 block tile of two warpgroups, 128
+// accumulators a thread, as CUTLASS's fastest INT8 tiles): exact at sizes no tile divides, with
+// TMA and the shared epilogue; NVRTC compiles m64n256k32 for sm_90a.
+TEST(Int8, S8WgmmaTakesTheWidestIntegerShapes) {
+  const std::vector<std::string> schedules = {
+      "mma: s8 wgmma m64n256k32 warpgroups 2x1 k 128 stages 4 swizzle 128 tma epilogue shared",
+      "mma: s8 wgmma m64n256k32 warpgroups 2x1 k 128 stages 3 swizzle 128 tma",
+      "mma: s8 wgmma m64n240k32 warpgroups 1x1 k 64 stages 2",
+  };
+  const ScheduleLimits limits = deviceScheduleLimits(227 * 1024, 1024);
+  Kernel g = gemm(150, 300, 160);
+  for (const std::string& text : schedules) {
+    ASSERT_TRUE(parseSchedule(text).ok()) << text;
+    std::vector<std::string> reasons = validateSchedule(g, *parseSchedule(text).schedule, limits);
+    ASSERT_TRUE(reasons.empty()) << text << ": " << reasons[0];
+    EXPECT_EQ(checkOnHost(g, text, 0, limits), "") << text;
+  }
+  EmittedModule m = emitCuda(g, *parseSchedule(schedules[0]).schedule, limits);
+  EXPECT_NE(m.source.find("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8"), std::string::npos);
+  CudaCompileResult c = compileCuda(m.source, "gemm_i8.cu", "sm_90a", nvrtcOptions());
+  EXPECT_TRUE(c.success) << c.log;
 }
 
 TEST(Int8, S8NeedsBothOperandsAlongTheReductionAndI8Operands) {
@@ -239,3 +262,4 @@ TEST(Int8, IntegerOperationsAreCountedApart) {
   EXPECT_EQ(ops.integer, 300.0 * 200 * (2 * 1000 + 3));
   EXPECT_EQ(arithmeticOps(g), int64_t(300) * 200 * 2003);
 }
+

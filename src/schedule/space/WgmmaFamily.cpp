@@ -25,7 +25,7 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
   const bool sm90 = o.device.warpgroupMma() && (o.limits.computeCapability == 0 || o.limits.computeCapability == 90);
   if (!sm90 || !mmaWgmmaArith(arith) || c.kExtent <= 16) return;
   static const std::pair<int64_t, int64_t> groups[] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}};
-  // 64 and 128 bytes per row and step; s8's widest shape is m64n224 (its Ns: wgmmaShapeExists).
+  // 64 and 128 bytes per row and step (s8's Ns: wgmmaShapeExists; the space offers 64 to 192).
   const int64_t bytes = arith == MmaArith::S8 ? 1 : mmaIs16Bit(arith) ? 2 : 4;
   const std::vector<int64_t> kSteps{64 / bytes, 128 / bytes};
   const std::vector<int64_t> widths = arith == MmaArith::S8 ? std::vector<int64_t>{64, 128, 192}
