@@ -452,7 +452,7 @@ bool batchUniform(const Expr& e, const std::map<int, C::ExprP>& batch, bool& rea
 // The largest subexpressions of the epilogue's statements that depend on the batch indices alone
 // (the Ozaki products' `select(modulus == 0, 256, ...)` chains), declared once before the
 // epilogue: evaluated per output point, they cost the products' epilogue more than its stores;
-// and the reciprocal of such an i32 divisor of a %, which then takes no division.
+// and the multiplier of such an i32 divisor of a % (rtcg_mod_magic), which then takes no division.
 void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   if (nm.batch.empty()) return;
   Env env;
@@ -467,13 +467,14 @@ void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::ve
       return;
     }
     for (const Expr& o : e->operands) visit(o);
-    // An i32 % by a hoisted divisor: its reciprocal once too, so that each point needs no division.
+    // An i32 % by a hoisted divisor: its multiplier once too, so that each point needs no division
+    // (nor conversions to and from f64: they were most of the Ozaki products' epilogue).
     if (e->kind == ExprKind::Binary && e->binaryOp == BinaryOp::Mod && e->operands[0]->type == ScalarType::I32) {
       auto d = nm.epilogue.hoisted.find(e->operands[1].get());
-      if (d != nm.epilogue.hoisted.end() && !nm.epilogue.reciprocals.count(d->first)) {
-        const std::string name = ctx.names.fresh("per_batch_inv");
-        out.push_back(C::decl("double", name, C::call("rtcg_mod_reciprocal", {d->second})));
-        nm.epilogue.reciprocals[d->first] = C::name(name);
+      if (d != nm.epilogue.hoisted.end() && !nm.epilogue.divisorMagic.count(d->first)) {
+        const std::string name = ctx.names.fresh("per_batch_magic");
+        out.push_back(C::decl("unsigned long long", name, C::call("rtcg_mod_magic", {d->second})));
+        nm.epilogue.divisorMagic[d->first] = C::name(name);
         ctx.needs.floorInt |= 4;
       }
     }

@@ -435,6 +435,42 @@ TEST(Ozaki, ModuloByAPerBatchDivisorMatchesTheReference) {
     EXPECT_NE(src.find("rtcg_floormod_by("), std::string::npos) << s;
     EXPECT_EQ(checkOnHost(k, s, 0.0), "") << s;
   }
+  // Dividends over the whole i32 range (the sums plus x, up to 2^31 - 2^21 in magnitude, with
+  // both ends) by 1, 3, 2^31 - 1, a power of two, -13 and 1000003.
+  Kernel wide = fromSource(R"(kernel modw(nb: int, m: int, n: int, K: int, a: i8[nb, m, K], b: i8[nb, n, K], x: i32[nb, m, n], out c: i32[nb, m, n]) {
+    for q in 0..nb, i in 0..m, j in 0..n {
+      c[q, i, j] = (sum(k in 0..K, i32(a[q, i, k]) * i32(b[q, j, k])) + x[q, i, j]) % select(q == 0, 1, select(q == 1, 3, select(q == 2, 2147483647, select(q == 3, 65536, select(q == 4, -13, 1000003)))));
+    }
+  })", {{"nb", 6}, {"m", 37}, {"n", 29}, {"K", 70}});
+  HostArgs args(wide);
+  fillInputs(wide, args, 4);
+  std::mt19937 rng(11);
+  const int64_t far = (int64_t(1) << 31) - (int64_t(1) << 21);
+  std::uniform_int_distribution<int64_t> spread(-far, far);
+  HostArray& x = args.array("x");
+  for (int64_t e = 0; e < int64_t(x.size()); ++e) x.setInt(e, e % 7 == 0 ? far : e % 7 == 1 ? -far : spread(rng));
+  EXPECT_EQ(checkOnHostWith(wide, "mma: s8 m16n8k32 warps 2x2 tile 2x1 k 32", args, 0.0), "");
+}
+
+// The products' epilogue reduces its sums modulo the batch's modulus in integer arithmetic
+// (rtcg_mod_magic's multiplier, computed once): no conversion to f64 and back per output, which
+// the tensor cores wait for (1 block a multiprocessor: the epilogue is not overlapped).
+TEST(Ozaki, ProductsReduceModuloWithoutFloatingPoint) {
+  Kernel r = rewrite(gemm("f64", 37, 29, 176), Precision::Fp64x);
+  const int p = productNest(r);
+  std::optional<Schedule> s =
+      parseSchedule(withNest(r, p, "mma: s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128 tma epilogue shared")).schedule;
+  ASSERT_TRUE(s.has_value());
+  ScheduleLimits limits;
+  limits.maxSharedBytes = 227 * 1024;
+  limits.computeCapability = 90;
+  const std::string src = emitCuda(r, *s, limits).source;
+  const size_t helper = src.find("int rtcg_floormod_by(");
+  ASSERT_NE(helper, std::string::npos);
+  const std::string body = src.substr(helper, src.find("\n}\n", helper) - helper);
+  EXPECT_EQ(body.find("double"), std::string::npos) << body;
+  EXPECT_EQ(body.find("floor("), std::string::npos) << body;
+  EXPECT_NE(src.find("= rtcg_mod_magic(per_batch"), std::string::npos);
 }
 
 // On an sm_90 target with its shared memory opted in, the products' default is wgmma with TMA
