@@ -307,6 +307,26 @@ TEST(Ozaki, GarnersDigitsTakeTheUnsignedModuloOfALiftedArgument) {
   }
 }
 
+// Horner's rule on pairs of digits: v_l + p_l v_{l+1} in i32, one conversion to f64 a pair (7 for
+// fp64x's 14 moduli, 4 for fp32x's 7: the last digit alone), where each digit took its own. The
+// values are checked by the tests of exact results above and the error bounds below.
+TEST(Ozaki, TheReconstructionConvertsDigitPairsToF64) {
+  for (Precision pol : {Precision::Fp64x, Precision::Fp32x}) {
+    Kernel r = rewrite(gemm(pol == Precision::Fp64x ? "f64" : "f32", 3, 2, 9), pol);
+    int conversions = 0, pairs = 0;
+    for (const Stmt& s : r.nests.back().body) {
+      if (s.kind != StmtKind::Let) continue;
+      pairs += s.letName.find("_pair") != std::string::npos;
+      visitExprs(s.value, [&](const Expr& e) {
+        conversions += e->kind == ExprKind::Cast && e->type == ScalarType::F64 && e->operands[0]->type == ScalarType::I32;
+      });
+    }
+    const int moduli = ozakiSplit(pol, 9)->moduli;
+    EXPECT_EQ(pairs, moduli / 2);
+    EXPECT_EQ(conversions, (moduli + 1) / 2);
+  }
+}
+
 // Under the default schedule (the products on s8 tensor cores: defaultSchedule's rule for a
 // rewriting policy's products; the other nests as any kernel's).
 TEST(Ozaki, Fp64xMatchesTheReferenceAtOddSizes) {
