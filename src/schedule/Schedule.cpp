@@ -157,8 +157,9 @@ std::string printScanSchedule(const ScanSchedule& s) {
 
 namespace {
 
-std::string residentText(const MmaSchedule& m) {
-  return m.resident == MmaOperand::A ? " resident a" : m.resident == MmaOperand::B ? " resident b" : "";
+std::string keptAndGroupText(const MmaSchedule& m) {
+  return (m.resident == MmaOperand::A ? " resident a" : m.resident == MmaOperand::B ? " resident b" : "") +
+         (m.group > 0 ? fmt::format(" group {}", m.group) : std::string());
 }
 
 }  // namespace
@@ -170,13 +171,13 @@ std::string printMmaSchedule(const MmaSchedule& m) {
                        m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                        m.swizzle > 0 ? fmt::format(" swizzle {}", m.swizzle) : "", m.tma ? " tma" : "",
                        m.producer ? " producer" : "", m.persistent ? " persistent" : "",
-                       m.pingpong ? " pingpong" : "", residentText(m),
+                       m.pingpong ? " pingpong" : "", keptAndGroupText(m),
                        m.sharedEpilogue ? " epilogue shared" : "");
   // `persistent`, `pingpong` and `resident` parse on any clause (the plan refuses them without a
   // producer), so they print back.
   return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
-                     m.persistent ? " persistent" : "", m.pingpong ? " pingpong" : "", residentText(m),
+                     m.persistent ? " persistent" : "", m.pingpong ? " pingpong" : "", keptAndGroupText(m),
                      m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
 }
@@ -793,6 +794,13 @@ class ScheduleParser {
         failAt(at, fmt::format("'resident' names the operand kept, 'a' or 'b' (the product's first or second "
                                "factor), not '{}'", which));
       m.resident = which == "a" ? MmaOperand::A : MmaOperand::B;
+    }
+    // `group G`, optional: the output tiles in groups of G M tiles (the plan says where).
+    if (optionalWord("group", wordAt)) {
+      at = (skipSpace(), pos_);
+      if (!atNumber()) fail("expected the M tiles of a group (2 or more) after 'group'");
+      m.group = number();
+      if (m.group < 2 || m.group > 1024) failAt(at, "an mma group must be between 2 and 1024 M tiles");
     }
     // `fragments 2`, optional.
     if (optionalWord("fragments", wordAt)) {

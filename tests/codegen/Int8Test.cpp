@@ -263,3 +263,33 @@ TEST(Int8, IntegerOperationsAreCountedApart) {
   EXPECT_EQ(arithmeticOps(g), int64_t(300) * 200 * 2003);
 }
 
+// `group G`: a batched contraction's tiles in groups of G M tiles, M fastest within a group (the
+// last group the M tiles left where G does not divide them), on mma.sync, wgmma with TMA and a
+// persistent grid; exact at sizes no tile divides. Unbatched blocks take M from blockIdx.y: refused.
+TEST(Int8, GroupedTilesMatchTheReferenceExactly) {
+  Kernel k = fromSource(R"(kernel bgemm(nb: int, m: int, n: int, K: int, a: i8[nb, m, K], b: i8[nb, n, K], out c: i32[nb, m, n]) {
+    for q in 0..nb, i in 0..m, j in 0..n {
+      c[q, i, j] = sum(k in 0..K, i32(a[q, i, k]) * i32(b[q, j, k]));
+    }
+  })", {{"nb", 3}, {"m", 150}, {"n", 70}, {"K", 160}});
+  const ScheduleLimits limits = deviceScheduleLimits(227 * 1024, 1024, 2, 228 * 1024);  // 2 multiprocessors: persistent
+  for (const char* text : {"mma: s8 m16n8k32 warps 2x2 tile 1x1 k 32 group 2",
+                           "mma: s8 m16n8k32 warps 2x2 tile 1x1 k 32 group 4 epilogue shared",
+                           "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma group 2",
+                           "mma: s8 wgmma m64n32k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma group 3 epilogue shared",
+                           "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma producer persistent group 2"}) {
+    SCOPED_TRACE(text);
+    ScheduleParseResult parsed = parseSchedule(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.error;
+    EXPECT_EQ(printNestSchedule(parsed.schedule->nests[0]), text);
+    std::vector<std::string> reasons = validateSchedule(k, *parsed.schedule, limits);
+    ASSERT_TRUE(reasons.empty()) << reasons[0];
+    EXPECT_NE(emitCuda(k, *parsed.schedule, limits).source.find("tile_group"), std::string::npos);
+    EXPECT_EQ(checkOnHost(k, text, 0, limits), "");
+  }
+  std::vector<std::string> reasons =
+      validateSchedule(gemm(150, 70, 80), *parseSchedule("mma: s8 m16n8k32 warps 2x2 tile 1x1 k 32 group 2").schedule, limits);
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons[0].find("'group' orders a linear tile index"), std::string::npos) << reasons[0];
+  EXPECT_FALSE(parseSchedule("mma: s8 m16n8k32 warps 2x2 tile 1x1 k 32 group 1").ok());
+}

@@ -21,6 +21,7 @@
 #include "reference/RandomFill.h"
 #include "reference/Reference.h"
 #include "schedule/Contraction.h"
+#include "schedule/DeviceModels.h"
 #include "schedule/PolicyRewrite.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
@@ -491,6 +492,43 @@ TEST(Ozaki, ProductsReduceModuloWithoutFloatingPoint) {
   EXPECT_EQ(body.find("double"), std::string::npos) << body;
   EXPECT_EQ(body.find("floor("), std::string::npos) << body;
   EXPECT_NE(src.find("= rtcg_mod_magic(per_batch"), std::string::npos);
+}
+
+// The products (a batch of moduli) with their tiles in groups of M tiles (`group`: at n = 8192 the
+// blocks that run at once then share B's tiles in L2, where N fastest read all of a modulus's B per
+// row of tiles): the same result at sizes no tile divides, the last group the M tiles left (3 M
+// tiles in groups of 2), and in groups that divide them.
+TEST(Ozaki, GroupedProductsMatchTheReference) {
+  Kernel k = gemm("f64", 150, 70, 176);
+  Kernel r = rewrite(k, Precision::Fp64x);
+  const int p = productNest(r);
+  HostArgs args(k);
+  fillInputs(k, args, 9);
+  for (const char* mma : {"mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma group 2 epilogue shared",
+                          "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma group 3 epilogue shared"}) {
+    SCOPED_TRACE(mma);
+    Outputs o = runBoth(k, r, withNest(r, p, mma), args, 5);
+    EXPECT_LT(relativeError(o), 1e-15);
+  }
+}
+
+// The space offers the products `group 8` on sm_90 where a modulus's B outgrows half an L2 (n =
+// 8192: 64 MiB), and not where L2 holds it (n = 4096: 16 MiB; the order made no difference there).
+TEST(Ozaki, TheSpaceGroupsTheProductsWhereAModulusOperandOutgrowsL2) {
+  for (auto [n, grouped] : {std::pair{int64_t(8192), true}, std::pair{int64_t(4096), false}}) {
+    Kernel r = rewrite(gemm("f64", n, n, n), Precision::Fp64x);
+    const int p = productNest(r);
+    SpaceOptions o;
+    o.device = *archDeviceModel("sm_90");
+    o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
+                                    o.device.sharedPerMultiprocessor);
+    o.maxCandidates = 4000;
+    const Space space = enumerateSchedules(r, o);
+    bool offered = false;
+    for (const Candidate& c : space.candidates) offered |= c.schedule.nests[size_t(p)].mma.group == 8;
+    for (const Candidate& c : space.reserve) offered |= c.schedule.nests[size_t(p)].mma.group == 8;
+    EXPECT_EQ(offered, grouped) << n;
+  }
 }
 
 // On an sm_90 target with its shared memory opted in, the products' default is wgmma with TMA

@@ -17,6 +17,11 @@ namespace {
 // k 32 (issue 36), where a tile's fill and drain are a large part of its time.
 constexpr int64_t kPersistentSteps = 8;
 
+// `group 8` is offered where one batch's N operand takes more bytes than this: then the blocks
+// that run at once, N fastest, read all of it for each row of tiles, more than L2 keeps for the
+// next row (an H200's L2 is 60 MiB; at 16 MiB the order made no difference: docs/bench.md, session 42).
+constexpr int64_t kGroupedOperandBytes = int64_t(32) << 20;
+
 }  // namespace
 
 void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
@@ -95,6 +100,13 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
           ns.mma.producer = false;
           ns.mma.sharedEpilogue = true;
           add(ns);
+          // And in groups of 8 M tiles, where a batch's N operand outgrows half an L2 (the Ozaki
+          // products at n = 8192: docs/bench.md, session 42).
+          if (!c.batch.empty() && c.nExtent * c.kExtent * bytes > kGroupedOperandBytes) {
+            ns.mma.group = 8;
+            add(ns);
+            ns.mma.group = 0;
+          }
         }
       }
     }
