@@ -52,10 +52,12 @@ constexpr int kPrimary = 16, kUnary = 14, kTernary = 3;
 int binaryPrecedence(const std::string& op) {
   if (op == "*" || op == "/" || op == "%") return 13;
   if (op == "+" || op == "-") return 12;
+  if (op == "<<" || op == ">>") return 11;
   if (op == "<" || op == "<=" || op == ">" || op == ">=") return 10;
   if (op == "==" || op == "!=") return 9;
   if (op == "&") return 8;
   if (op == "^") return 7;
+  if (op == "|") return 6;
   if (op == "&&") return 5;
   if (op == "||") return 4;
   RTCG_ASSERT(false, "C printer: unknown binary operator '" + op + "'");
@@ -140,6 +142,8 @@ std::string print(const Expr& e) {
       }
       // Comparisons compared with == or != are parenthesized too: (a < 0) != (b < 0).
       if (e.text == "==" || e.text == "!=") leftMin = rightMin = 11;
+      // Shifts and | parenthesize every binary operand, for the reader (1LL << (31 + l)).
+      if (e.text == "<<" || e.text == ">>" || e.text == "|") leftMin = rightMin = kUnary;
       return operand(e.args.at(0), leftMin) + " " + e.text + " " + operand(e.args.at(1), rightMin);
     }
     case ExprKind::Call: {

@@ -162,9 +162,9 @@ struct RegisterValues {
 struct Env {
   std::map<int, C::ExprP> vars;                 // loop and let ids
   std::map<const ExprNode*, C::ExprP> hoisted;  // reductions computed ahead, by node
-  // Integer divisors computed once (hoisted) with their rtcg_mod_reciprocal: % by them is
+  // Integer divisors computed once (hoisted) with their rtcg_mod_magic: % by them is
   // rtcg_floormod_by, without a division.
-  std::map<const ExprNode*, C::ExprP> reciprocals;
+  std::map<const ExprNode*, C::ExprP> divisorMagic;
   // Reads served from shared memory, by param and access (StagedArray::access: "" for every read
   // of the array, "i,k" for the reads a[i, k] only); see findStaged.
   std::map<std::pair<int, std::string>, StageRef> staged;

@@ -173,10 +173,10 @@ C::ExprP lowerNode(EmitContext& ctx, const Expr& e, Env& env, std::vector<C::Stm
       if (ctx.exactProducts > 0 && e->binaryOp == BinaryOp::Mul && isFloat(e->type) && !isHalf(e->type))
         return C::call(e->type == ScalarType::F32 ? "__fmul_rn" : "__dmul_rn", {a, b});
       if (e->binaryOp == BinaryOp::Mod && e->operands[0]->type == ScalarType::I32) {
-        auto inv = env.reciprocals.find(e->operands[1].get());  // a divisor computed once, with its reciprocal
-        if (inv != env.reciprocals.end()) {
+        auto magic = env.divisorMagic.find(e->operands[1].get());  // a divisor computed once, with its multiplier
+        if (magic != env.divisorMagic.end()) {
           ctx.needs.floorInt |= 4;  // with rtcg_floormod, its fallback
-          return C::call("rtcg_floormod_by", {a, b, inv->second});
+          return C::call("rtcg_floormod_by", {a, b, magic->second});
         }
       }
       return lowerBinary(ctx, e, a, b);

@@ -73,6 +73,31 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
 
 namespace mma {
 
+namespace {
+
+// `group G` (MmaPlan::groupM): the tile index within its batch walks groups of G M tiles, M
+// fastest within a group; where G does not divide the M tiles, the last group holds the rest.
+void groupedTileOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& bx, std::vector<C::Stmt>& body) {
+  auto def = [&](const std::string& base, C::ExprP init) {
+    std::string n = ctx.names.fresh(base);
+    body.push_back(C::decl(ctx.idx, n, std::move(init)));
+    return C::name(n);
+  };
+  const int64_t nTiles = p.nTiles(), mTiles = p.mTiles(), g = p.groupM;
+  C::ExprP idx = def("tile_in_batch", bin("%", bx, lit(nTiles * mTiles)));
+  C::ExprP grp = def("tile_group", bin("/", idx, lit(g * nTiles)));
+  C::ExprP local = def("tile_local", bin("%", idx, lit(g * nTiles)));
+  C::ExprP rows = lit(g);
+  if (mTiles % g != 0) {
+    C::ExprP rest = bin("-", lit(mTiles), C::product(grp, lit(g)));
+    rows = def("group_rows", C::ternary(bin("<", lit(g), rest), lit(g), rest));
+  }
+  nm.m0 = def("block_m", C::product(C::sum({C::product(grp, lit(g)), bin("%", local, rows)}), lit(p.blockM)));
+  nm.n0 = def("block_n", C::product(bin("/", local, rows), lit(p.blockN)));
+}
+
+}  // namespace
+
 // Unbatched: blockIdx.x the N tile, blockIdx.y the M tile. Batched: blockIdx.x the N tile, then
 // the M tile, then the batch (Plan.cpp: the blocks that run at once share the batch's operands).
 // With a `tile` index (persistent) the batched order, unbatched too.
@@ -90,10 +115,14 @@ void declareTileOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C
     nm.n0 = def("block_n", C::product(bx, lit(p.blockN)));
     return;
   }
-  nm.m0 = def("block_m", C::product(p.c.batch.empty() ? bin("/", bx, lit(nTiles))
-                                                      : bin("%", bin("/", bx, lit(nTiles)), lit(mTiles)),
-                                    lit(p.blockM)));
-  nm.n0 = def("block_n", C::product(bin("%", bx, lit(nTiles)), lit(p.blockN)));
+  if (p.groupM > 0) {
+    groupedTileOrigin(ctx, p, nm, bx, body);
+  } else {
+    nm.m0 = def("block_m", C::product(p.c.batch.empty() ? bin("/", bx, lit(nTiles))
+                                                        : bin("%", bin("/", bx, lit(nTiles)), lit(mTiles)),
+                                      lit(p.blockM)));
+    nm.n0 = def("block_n", C::product(bin("%", bx, lit(nTiles)), lit(p.blockN)));
+  }
   // Batch indices, the last one fastest, from blockIdx.x / (the M and N tiles).
   int64_t stride = 1;
   std::vector<C::Stmt> batch;
@@ -452,7 +481,7 @@ bool batchUniform(const Expr& e, const std::map<int, C::ExprP>& batch, bool& rea
 // The largest subexpressions of the epilogue's statements that depend on the batch indices alone
 // (the Ozaki products' `select(modulus == 0, 256, ...)` chains), declared once before the
 // epilogue: evaluated per output point, they cost the products' epilogue more than its stores;
-// and the reciprocal of such an i32 divisor of a %, which then takes no division.
+// and the multiplier of such an i32 divisor of a % (rtcg_mod_magic), which then takes no division.
 void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   if (nm.batch.empty()) return;
   Env env;
@@ -467,13 +496,14 @@ void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::ve
       return;
     }
     for (const Expr& o : e->operands) visit(o);
-    // An i32 % by a hoisted divisor: its reciprocal once too, so that each point needs no division.
+    // An i32 % by a hoisted divisor: its multiplier once too, so that each point needs no division
+    // (nor conversions to and from f64: they were most of the Ozaki products' epilogue).
     if (e->kind == ExprKind::Binary && e->binaryOp == BinaryOp::Mod && e->operands[0]->type == ScalarType::I32) {
       auto d = nm.epilogue.hoisted.find(e->operands[1].get());
-      if (d != nm.epilogue.hoisted.end() && !nm.epilogue.reciprocals.count(d->first)) {
-        const std::string name = ctx.names.fresh("per_batch_inv");
-        out.push_back(C::decl("double", name, C::call("rtcg_mod_reciprocal", {d->second})));
-        nm.epilogue.reciprocals[d->first] = C::name(name);
+      if (d != nm.epilogue.hoisted.end() && !nm.epilogue.divisorMagic.count(d->first)) {
+        const std::string name = ctx.names.fresh("per_batch_magic");
+        out.push_back(C::decl("unsigned long long", name, C::call("rtcg_mod_magic", {d->second})));
+        nm.epilogue.divisorMagic[d->first] = C::name(name);
         ctx.needs.floorInt |= 4;
       }
     }

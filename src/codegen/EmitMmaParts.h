@@ -27,7 +27,8 @@ struct MmaNames {
   std::map<int, C::ExprP> batch;                           // batch loop id -> its value
   // What every epilogue point's Env starts from (its vars are the batch's): the subexpressions of
   // the batch indices alone (a per-batch constant: the Ozaki products' modulus) in `hoisted`, and
-  // the reciprocals of those that divide an i32 %, computed once before it (hoistBatchUniform).
+  // the multipliers of those that divide an i32 % (rtcg_mod_magic), computed once before it
+  // (hoistBatchUniform).
   Env epilogue;
   std::string tmapA, tmapB;                                // TMA: the tensor map parameters' names
   C::ExprP rounds;  // `persistent`: the block's count of tiles (MmaPlan::persistentBlocks)

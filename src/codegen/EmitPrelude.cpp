@@ -5,7 +5,7 @@
 namespace rtcg::emit {
 
 // __device__ helpers for floor division (which & 1) and modulo (which & 2) of possibly negative
-// integers, and (which & 4, int) the modulo by a divisor's reciprocal computed once, with modulo's.
+// integers, and (which & 4, int) the modulo by a divisor's multiplier computed once, with modulo's.
 std::vector<C::Function> floorHelpers(const std::string& type, uint8_t which) {
   C::Param a{type, "a"}, b{type, "b"};
   C::Function div{C::FunctionKind::DeviceInline, type, "rtcg_floordiv", {a, b}, 0,
@@ -23,21 +23,37 @@ std::vector<C::Function> floorHelpers(const std::string& type, uint8_t which) {
   if (which & 1) out.push_back(std::move(div));
   if (which & 2) out.push_back(std::move(mod));
   if ((which & 4) && type == "int") {  // a modulo by a divisor computed once (hoistBatchUniform)
-    C::Function rcp{C::FunctionKind::DeviceInline, "double", "rtcg_mod_reciprocal", {b}, 0,
-                    {"The reciprocal rtcg_floormod_by takes: 1 / b in double for b > 0, else 0 (% then)."}, {}};
-    rcp.body = {C::returnStmt(C::ternary(C::binary(">", nb, zero), C::binary("/", C::floatLit(1.0, false), C::castTo("double", nb)),
-                                         C::floatLit(0.0, false)))};
-    C::Param inv{"double", "inv"};
-    C::Function by{C::FunctionKind::DeviceInline, type, "rtcg_floormod_by", {a, b, inv}, 0,
-                   {"Floor modulo of int by b > 0 through inv = rtcg_mod_reciprocal(b), without a division:",
-                    "(a + 0.5) / b = (2a + 1) / 2b lies at least 1 / 2b from an integer, and (a + 0.5) * inv",
-                    "errs by under |a + 0.5| / b * 2^-52 < 2^-21 / b, so its floor is floor(a / b). Unsigned",
-                    "products: the remainder is exact even where q * b wraps."}, {}};
-    C::ExprP q = C::castTo("unsigned int", C::castTo("int", C::call("floor", {C::binary("*", C::binary("+", C::castTo("double", na), C::floatLit(0.5, false)), C::name("inv"))})));
-    by.body = {C::ifThen(C::binary("==", C::name("inv"), C::floatLit(0.0, false)), {C::returnStmt(C::call("rtcg_floormod", {na, nb}))}),
-               C::returnStmt(C::castTo("int", C::binary("-", C::castTo("unsigned int", na), C::binary("*", q, C::castTo("unsigned int", nb)))))};
+    // Granlund and Montgomery's multiplier for dividends below 2^31: m = ceil(2^(31 + l) / b)
+    // with 2^(l - 1) < b <= 2^l fits 32 bits, and m b - 2^(31 + l) < b <= 2^l makes
+    // floor(u m / 2^(31 + l)) = floor(u / b) for every u < 2^31.
+    C::Function magic{C::FunctionKind::DeviceInline, "unsigned long long", "rtcg_mod_magic", {b}, 0,
+                      {"The multiplier rtcg_floormod_by takes for b > 0 (0 for the others: % then): m = ceil(2^(31 + l) / b)",
+                       "with 2^(l - 1) < b <= 2^l, below 2^32, in the low 32 bits and the shift 31 + l above them."}, {}};
+    C::ExprP l = C::name("l"), one = C::intLit(1, true);
+    C::ExprP twoTo = C::binary("<<", one, C::sum({C::intLit(31), l}));
+    magic.body = {C::ifThen(C::binary("<=", nb, zero), {C::returnStmt(C::intLit(0, true))}),
+                  C::decl("int", "l", zero, false),
+                  C::forLoop("int", "i", zero, C::intLit(31), C::Unroll::Default,
+                             {C::assign(l, "+=", C::castTo("int", C::binary("<", C::binary("<<", one, C::name("i")), nb)))}),
+                  C::decl("unsigned long long", "m", C::binary("/", C::binary("-", C::sum({twoTo, C::castTo("long long", nb)}), one),
+                                                              C::castTo("long long", nb))),
+                  C::returnStmt(C::binary("|", C::name("m"), C::binary("<<", C::castTo("unsigned long long", C::sum({C::intLit(31), l})),
+                                                                      C::intLit(32))))};
+    C::Param mp{"unsigned long long", "magic"};
+    C::Function by{C::FunctionKind::DeviceInline, type, "rtcg_floormod_by", {a, b, mp}, 0,
+                   {"Floor modulo of int by b > 0 through magic = rtcg_mod_magic(b), without a division: with",
+                    "s = -1 where a < 0, u = a ^ s (a, or -a - 1) lies below 2^31, floor(a / b) = floor(u / b) ^ s,",
+                    "and floor(u / b) is u's product with the multiplier shifted right. Unsigned products: the",
+                    "remainder is exact even where q * b wraps."}, {}};
+    C::ExprP mg = C::name("magic"), s = C::name("s"), u = C::name("u");
+    C::ExprP prod = C::binary("*", C::castTo("unsigned long long", u), C::castTo("unsigned int", mg));
+    C::ExprP quot = C::binary("^", C::castTo("unsigned int", C::binary(">>", prod, C::castTo("int", C::binary(">>", mg, C::intLit(32))))), s);
+    by.body = {C::ifThen(C::binary("==", mg, C::intLit(0, true)), {C::returnStmt(C::call("rtcg_floormod", {na, nb}))}),
+               C::decl("unsigned int", "s", C::castTo("unsigned int", C::binary(">>", na, C::intLit(31)))),
+               C::decl("unsigned int", "u", C::binary("^", C::castTo("unsigned int", na), s)),
+               C::returnStmt(C::castTo("int", C::binary("-", C::castTo("unsigned int", na), C::binary("*", quot, C::castTo("unsigned int", nb)))))};
     if (!(which & 2)) out.push_back(std::move(mod));
-    out.push_back(std::move(rcp));
+    out.push_back(std::move(magic));
     out.push_back(std::move(by));
   }
   return out;

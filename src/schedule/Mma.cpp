@@ -385,6 +385,18 @@ void planPersistent(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan
   p.persistentBlocks = std::max<int64_t>(1, std::min(p.tileCount(), limits.multiprocessors * std::max<int64_t>(1, perSm)));
 }
 
+// `group`'s order (MmaPlan::groupM), or the reasons why it cannot: it reorders a linear tile index
+// (a batched contraction's blocks, a persistent grid's tiles), which `resident` ties to the
+// block's N tile.
+void planGroup(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
+  if (p.c.batch.empty() && !ms.persistent)
+    reasons.push_back("mma: 'group' orders a linear tile index (a batched contraction's blocks, a persistent grid's "
+                      "tiles); this contraction's blocks take their M tile from blockIdx.y");
+  else if (ms.resident != MmaOperand::None)
+    reasons.push_back("mma: 'group' reorders the tiles, and 'resident' keeps each block's N tile: give one of them");
+  p.groupM = ms.group;
+}
+
 // `resident`'s part (MmaPlan::residentB), or the reasons why it cannot: the kept operand's tiles
 // stay for the block's output tiles, so those must share them (a persistent grid over an
 // unbatched contraction), and the producer copies them. planWgmma put the operand on wgmma's B.
@@ -508,6 +520,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   planFragments(s.mma, p, reasons);
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   if (s.mma.resident != MmaOperand::None) planResident(s.mma, p, reasons);
+  if (s.mma.group > 0) planGroup(s.mma, p, reasons);
   p.a.buffer = (p.a.kMajor ? p.blockK : p.blockM) * p.a.pitch;
   p.b.buffer = (p.b.kMajor ? p.blockK : p.blockN) * p.b.pitch;
   p.tileBytes = (p.a.buffer * p.ring.stages + p.b.buffer * p.bBuffers()) * typeBytes(p.staged) * p.tilesPerOperand;

@@ -257,6 +257,10 @@ struct MmaPlan {
   // reused by every tile (the DG rows' D: 192 of each tile's 256 rows), the per-tile split and
   // copy shrink to A's.
   bool residentB = false;
+  // `group G` (MmaSchedule::group): the linear tile index (batched blockIdx.x, a persistent
+  // grid's tile) walks groups of G M tiles, M fastest within a group, each group's N tiles in
+  // turn; the last group holds the M tiles left. 0: N fastest (EmitMma.cpp, declareTileOrigin).
+  int64_t groupM = 0;
   // `resident` B that no TMA box copies (its rows are stacked statements' arrays, or not 16 bytes
   // apart; the streaming A still comes by TMA): the producer's 128 threads copy B's kept tiles
   // once by cp.async (zeros outside the domain), before thread 0 issues the ring, each arriving

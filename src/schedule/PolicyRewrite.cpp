@@ -502,9 +502,19 @@ class PartRewrite {
       }
       digits.push_back(rw_.let(body, fmt::format("{}_digit{}", prefix_, l), v));
     }
-    Expr x = cast(F64, digits.back());
-    for (int l = split_.moduli - 2; l >= 0; --l)
-      x = rw_.let(body, fmt::format("{}_horner{}", prefix_, l), add(cast(F64, digits[size_t(l)]), mul(f64c(p[size_t(l)]), x)));
+    // Horner's rule on pairs of digits: v_l + p_l v_{l+1} in i32 (|.| <= 128 + 255 * 128), one
+    // conversion to f64 a pair, then x = pair + p_l p_{l+1} x (the factor below 2^16, exact);
+    // a last digit without a pair starts x alone.
+    const int n = split_.moduli;
+    Expr x;
+    int l = n % 2 == 1 ? n - 3 : n - 2;
+    if (n % 2 == 1) x = cast(F64, digits.back());
+    for (; l >= 0; l -= 2) {
+      Expr pair = rw_.let(body, fmt::format("{}_pair{}", prefix_, l / 2),
+                          add(digits[size_t(l)], mul(digits[size_t(l + 1)], i32c(p[size_t(l)]))));
+      x = x ? add(cast(F64, pair), mul(f64c(double(p[size_t(l)]) * double(p[size_t(l + 1)])), x)) : cast(F64, pair);
+      x = rw_.let(body, fmt::format("{}_horner{}", prefix_, l / 2), x);
+    }
     return x;
   }
 

@@ -145,7 +145,7 @@ bool mmaWgmmaArith(MmaArith a) {
 }
 
 bool wgmmaShapeExists(MmaArith a, int64_t n) {
-  if (a == MmaArith::S8) return n == 8 || n == 16 || n == 24 || (n >= 32 && n <= 224 && n % 16 == 0);
+  if (a == MmaArith::S8) return n == 8 || n == 16 || n == 24 || (n >= 32 && n <= 256 && n % 16 == 0);
   return n >= 8 && n <= 256 && n % 8 == 0;
 }
 
@@ -157,8 +157,9 @@ std::string printScanSchedule(const ScanSchedule& s) {
 
 namespace {
 
-std::string residentText(const MmaSchedule& m) {
-  return m.resident == MmaOperand::A ? " resident a" : m.resident == MmaOperand::B ? " resident b" : "";
+std::string keptAndGroupText(const MmaSchedule& m) {
+  return (m.resident == MmaOperand::A ? " resident a" : m.resident == MmaOperand::B ? " resident b" : "") +
+         (m.group > 0 ? fmt::format(" group {}", m.group) : std::string());
 }
 
 }  // namespace
@@ -170,13 +171,13 @@ std::string printMmaSchedule(const MmaSchedule& m) {
                        m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                        m.swizzle > 0 ? fmt::format(" swizzle {}", m.swizzle) : "", m.tma ? " tma" : "",
                        m.producer ? " producer" : "", m.persistent ? " persistent" : "",
-                       m.pingpong ? " pingpong" : "", residentText(m),
+                       m.pingpong ? " pingpong" : "", keptAndGroupText(m),
                        m.sharedEpilogue ? " epilogue shared" : "");
   // `persistent`, `pingpong` and `resident` parse on any clause (the plan refuses them without a
   // producer), so they print back.
   return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
-                     m.persistent ? " persistent" : "", m.pingpong ? " pingpong" : "", residentText(m),
+                     m.persistent ? " persistent" : "", m.pingpong ? " pingpong" : "", keptAndGroupText(m),
                      m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
                      m.sharedEpilogue ? " epilogue shared" : "");
 }
@@ -698,7 +699,7 @@ class ScheduleParser {
       failAt(at, fmt::format("expected a wgmma shape 'm64nN{}' for '{}', found '{}'", k, arith, shape));
     if (!wgmmaShapeExists(m.arith, n))
       failAt(at, m.arith == MmaArith::S8
-                     ? fmt::format("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 224, not {}", n)
+                     ? fmt::format("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 256, not {}", n)
                      : fmt::format("wgmma N must be a multiple of 8 from 8 to 256, not {}", n));
     m.wgmmaN = n;
     keyword("warpgroups", "the wgmma shape");
@@ -793,6 +794,13 @@ class ScheduleParser {
         failAt(at, fmt::format("'resident' names the operand kept, 'a' or 'b' (the product's first or second "
                                "factor), not '{}'", which));
       m.resident = which == "a" ? MmaOperand::A : MmaOperand::B;
+    }
+    // `group G`, optional: the output tiles in groups of G M tiles (the plan says where).
+    if (optionalWord("group", wordAt)) {
+      at = (skipSpace(), pos_);
+      if (!atNumber()) fail("expected the M tiles of a group (2 or more) after 'group'");
+      m.group = number();
+      if (m.group < 2 || m.group > 1024) failAt(at, "an mma group must be between 2 and 1024 M tiles");
     }
     // `fragments 2`, optional.
     if (optionalWord("fragments", wordAt)) {

@@ -181,6 +181,12 @@ struct MmaSchedule {
   // tiles, copied (and tf32x3's split) once per block; the ring carries the other alone
   // (schedule/Mma.h, MmaPlan::residentB).
   MmaOperand resident = MmaOperand::None;
+  // `group G` (after `resident`): the output tiles in groups of G M tiles, M fastest within a
+  // group, where the tile index is linear (a batched contraction's blockIdx.x, a persistent
+  // grid's tile): the blocks that run at once then read G rows of A's tiles and a few columns
+  // of B's, which stay in L2 for the next ones, where N fastest reads all of B's tiles for each
+  // row (schedule/Mma.h, MmaPlan::groupM). 0, the default: N fastest.
+  int64_t group = 0;
   MmaShape shape = MmaShape::Native;  // f64 on sm_90: m16n8k4, m16n8k8 or m16n8k16
   // `fragments 2` (with stages): two sets of fragment registers. The next fragment-k's A and B
   // fragments are loaded from shared memory while this one's mma issue, and the next step's first
@@ -195,7 +201,7 @@ struct MmaSchedule {
 std::string printMmaSchedule(const MmaSchedule& m);
 bool mmaWgmmaArith(MmaArith a);  // the arithmetics wgmma takes: bf16, f16 (k16), tf32 (k8) and s8 (k32)
 // Whether wgmma has the shape m64nN for `a`: N a multiple of 8 from 8 to 256 (floating point); s8
-// 8, 16, 24, then multiples of 16 to 224 (PTX ISA, wgmma.mma_async's integer shapes).
+// 8, 16, 24, then multiples of 16 to 256 (PTX ISA, wgmma.mma_async's integer shapes).
 bool wgmmaShapeExists(MmaArith a, int64_t n);
 const char* mmaShapeName(const MmaSchedule& m);      // its shape's name: "m16n8k8" (f64 on sm_90 too)
 MmaDims mmaDims(const MmaSchedule& m);                // its instruction's M, N, K

@@ -174,12 +174,35 @@ TEST(Int8, S8WgmmaMatchesTheReferenceExactly) {
   EXPECT_NE(m.source.find("wgmma.mma_async.sync.aligned.m64n48k32.s32.s8.s8"), std::string::npos) << m.source;
   CudaCompileResult c = compileCuda(m.source, "gemm_i8.cu", "sm_90a", nvrtcOptions());
   EXPECT_TRUE(c.success) << c.log << "\n" << m.source;
-  // The integer shapes: N = 8, 16, 24 and multiples of 16 to 224.
+  // The integer shapes: N = 8, 16, 24 and multiples of 16 to 256.
   ScheduleParseResult bad = parseSchedule("mma: s8 wgmma m64n40k32 warpgroups 1x1 k 64 stages 3");
   EXPECT_FALSE(bad.ok());
-  EXPECT_NE(bad.error.find("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 224, not 40"), std::string::npos)
+  EXPECT_NE(bad.error.find("s8 wgmma N must be 8, 16, 24 or a multiple of 16 from 32 to 256, not 40"), std::string::npos)
       << bad.error;
-  EXPECT_FALSE(parseSchedule("mma: s8 wgmma m64n256k32 warpgroups 1x1 k 64 stages 3").ok());
+  EXPECT_FALSE(parseSchedule("mma: s8 wgmma m64n272k32 warpgroups 1x1 k 64 stages 3").ok());
+}
+
+// s8's widest shapes, m64n240k32 and m64n256k32 (a 128 x 256 block tile of two warpgroups, 128
+// accumulators a thread, as CUTLASS's fastest INT8 tiles): exact at sizes no tile divides, with
+// TMA and the shared epilogue; NVRTC compiles m64n256k32 for sm_90a.
+TEST(Int8, S8WgmmaTakesTheWidestIntegerShapes) {
+  const std::vector<std::string> schedules = {
+      "mma: s8 wgmma m64n256k32 warpgroups 2x1 k 128 stages 4 swizzle 128 tma epilogue shared",
+      "mma: s8 wgmma m64n256k32 warpgroups 2x1 k 128 stages 3 swizzle 128 tma",
+      "mma: s8 wgmma m64n240k32 warpgroups 1x1 k 64 stages 2",
+  };
+  const ScheduleLimits limits = deviceScheduleLimits(227 * 1024, 1024);
+  Kernel g = gemm(150, 300, 160);
+  for (const std::string& text : schedules) {
+    ASSERT_TRUE(parseSchedule(text).ok()) << text;
+    std::vector<std::string> reasons = validateSchedule(g, *parseSchedule(text).schedule, limits);
+    ASSERT_TRUE(reasons.empty()) << text << ": " << reasons[0];
+    EXPECT_EQ(checkOnHost(g, text, 0, limits), "") << text;
+  }
+  EmittedModule m = emitCuda(g, *parseSchedule(schedules[0]).schedule, limits);
+  EXPECT_NE(m.source.find("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8"), std::string::npos);
+  CudaCompileResult c = compileCuda(m.source, "gemm_i8.cu", "sm_90a", nvrtcOptions());
+  EXPECT_TRUE(c.success) << c.log;
 }
 
 TEST(Int8, S8NeedsBothOperandsAlongTheReductionAndI8Operands) {
@@ -238,4 +261,35 @@ TEST(Int8, IntegerOperationsAreCountedApart) {
   // Per output: 1000 products and 1000 combines, then `+ i - 3 * j`.
   EXPECT_EQ(ops.integer, 300.0 * 200 * (2 * 1000 + 3));
   EXPECT_EQ(arithmeticOps(g), int64_t(300) * 200 * 2003);
+}
+
+// `group G`: a batched contraction's tiles in groups of G M tiles, M fastest within a group (the
+// last group the M tiles left where G does not divide them), on mma.sync, wgmma with TMA and a
+// persistent grid; exact at sizes no tile divides. Unbatched blocks take M from blockIdx.y: refused.
+TEST(Int8, GroupedTilesMatchTheReferenceExactly) {
+  Kernel k = fromSource(R"(kernel bgemm(nb: int, m: int, n: int, K: int, a: i8[nb, m, K], b: i8[nb, n, K], out c: i32[nb, m, n]) {
+    for q in 0..nb, i in 0..m, j in 0..n {
+      c[q, i, j] = sum(k in 0..K, i32(a[q, i, k]) * i32(b[q, j, k]));
+    }
+  })", {{"nb", 3}, {"m", 150}, {"n", 70}, {"K", 160}});
+  const ScheduleLimits limits = deviceScheduleLimits(227 * 1024, 1024, 2, 228 * 1024);  // 2 multiprocessors: persistent
+  for (const char* text : {"mma: s8 m16n8k32 warps 2x2 tile 1x1 k 32 group 2",
+                           "mma: s8 m16n8k32 warps 2x2 tile 1x1 k 32 group 4 epilogue shared",
+                           "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma group 2",
+                           "mma: s8 wgmma m64n32k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma group 3 epilogue shared",
+                           "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma producer persistent group 2"}) {
+    SCOPED_TRACE(text);
+    ScheduleParseResult parsed = parseSchedule(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.error;
+    EXPECT_EQ(printNestSchedule(parsed.schedule->nests[0]), text);
+    std::vector<std::string> reasons = validateSchedule(k, *parsed.schedule, limits);
+    ASSERT_TRUE(reasons.empty()) << reasons[0];
+    EXPECT_NE(emitCuda(k, *parsed.schedule, limits).source.find("tile_group"), std::string::npos);
+    EXPECT_EQ(checkOnHost(k, text, 0, limits), "");
+  }
+  std::vector<std::string> reasons =
+      validateSchedule(gemm(150, 70, 80), *parseSchedule("mma: s8 m16n8k32 warps 2x2 tile 1x1 k 32 group 2").schedule, limits);
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons[0].find("'group' orders a linear tile index"), std::string::npos) << reasons[0];
+  EXPECT_FALSE(parseSchedule("mma: s8 m16n8k32 warps 2x2 tile 1x1 k 32 group 1").ok());
 }

@@ -21,6 +21,7 @@
 #include "reference/RandomFill.h"
 #include "reference/Reference.h"
 #include "schedule/Contraction.h"
+#include "schedule/DeviceModels.h"
 #include "schedule/PolicyRewrite.h"
 #include "schedule/Schedule.h"
 #include "schedule/Space.h"
@@ -307,6 +308,26 @@ TEST(Ozaki, GarnersDigitsTakeTheUnsignedModuloOfALiftedArgument) {
   }
 }
 
+// Horner's rule on pairs of digits: v_l + p_l v_{l+1} in i32, one conversion to f64 a pair (7 for
+// fp64x's 14 moduli, 4 for fp32x's 7: the last digit alone), where each digit took its own. The
+// values are checked by the tests of exact results above and the error bounds below.
+TEST(Ozaki, TheReconstructionConvertsDigitPairsToF64) {
+  for (Precision pol : {Precision::Fp64x, Precision::Fp32x}) {
+    Kernel r = rewrite(gemm(pol == Precision::Fp64x ? "f64" : "f32", 3, 2, 9), pol);
+    int conversions = 0, pairs = 0;
+    for (const Stmt& s : r.nests.back().body) {
+      if (s.kind != StmtKind::Let) continue;
+      pairs += s.letName.find("_pair") != std::string::npos;
+      visitExprs(s.value, [&](const Expr& e) {
+        conversions += e->kind == ExprKind::Cast && e->type == ScalarType::F64 && e->operands[0]->type == ScalarType::I32;
+      });
+    }
+    const int moduli = ozakiSplit(pol, 9)->moduli;
+    EXPECT_EQ(pairs, moduli / 2);
+    EXPECT_EQ(conversions, (moduli + 1) / 2);
+  }
+}
+
 // Under the default schedule (the products on s8 tensor cores: defaultSchedule's rule for a
 // rewriting policy's products; the other nests as any kernel's).
 TEST(Ozaki, Fp64xMatchesTheReferenceAtOddSizes) {
@@ -434,6 +455,79 @@ TEST(Ozaki, ModuloByAPerBatchDivisorMatchesTheReference) {
     const std::string src = emitCuda(k, *parseSchedule(s).schedule).source;
     EXPECT_NE(src.find("rtcg_floormod_by("), std::string::npos) << s;
     EXPECT_EQ(checkOnHost(k, s, 0.0), "") << s;
+  }
+  // Dividends over the whole i32 range (the sums plus x, up to 2^31 - 2^21 in magnitude, with
+  // both ends) by 1, 3, 2^31 - 1, a power of two, -13 and 1000003.
+  Kernel wide = fromSource(R"(kernel modw(nb: int, m: int, n: int, K: int, a: i8[nb, m, K], b: i8[nb, n, K], x: i32[nb, m, n], out c: i32[nb, m, n]) {
+    for q in 0..nb, i in 0..m, j in 0..n {
+      c[q, i, j] = (sum(k in 0..K, i32(a[q, i, k]) * i32(b[q, j, k])) + x[q, i, j]) % select(q == 0, 1, select(q == 1, 3, select(q == 2, 2147483647, select(q == 3, 65536, select(q == 4, -13, 1000003)))));
+    }
+  })", {{"nb", 6}, {"m", 37}, {"n", 29}, {"K", 70}});
+  HostArgs args(wide);
+  fillInputs(wide, args, 4);
+  std::mt19937 rng(11);
+  const int64_t far = (int64_t(1) << 31) - (int64_t(1) << 21);
+  std::uniform_int_distribution<int64_t> spread(-far, far);
+  HostArray& x = args.array("x");
+  for (int64_t e = 0; e < int64_t(x.size()); ++e) x.setInt(e, e % 7 == 0 ? far : e % 7 == 1 ? -far : spread(rng));
+  EXPECT_EQ(checkOnHostWith(wide, "mma: s8 m16n8k32 warps 2x2 tile 2x1 k 32", args, 0.0), "");
+}
+
+// The products' epilogue reduces its sums modulo the batch's modulus in integer arithmetic
+// (rtcg_mod_magic's multiplier, computed once): no conversion to f64 and back per output, which
+// the tensor cores wait for (1 block a multiprocessor: the epilogue is not overlapped).
+TEST(Ozaki, ProductsReduceModuloWithoutFloatingPoint) {
+  Kernel r = rewrite(gemm("f64", 37, 29, 176), Precision::Fp64x);
+  const int p = productNest(r);
+  std::optional<Schedule> s =
+      parseSchedule(withNest(r, p, "mma: s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128 tma epilogue shared")).schedule;
+  ASSERT_TRUE(s.has_value());
+  ScheduleLimits limits;
+  limits.maxSharedBytes = 227 * 1024;
+  limits.computeCapability = 90;
+  const std::string src = emitCuda(r, *s, limits).source;
+  const size_t helper = src.find("int rtcg_floormod_by(");
+  ASSERT_NE(helper, std::string::npos);
+  const std::string body = src.substr(helper, src.find("\n}\n", helper) - helper);
+  EXPECT_EQ(body.find("double"), std::string::npos) << body;
+  EXPECT_EQ(body.find("floor("), std::string::npos) << body;
+  EXPECT_NE(src.find("= rtcg_mod_magic(per_batch"), std::string::npos);
+}
+
+// The products (a batch of moduli) with their tiles in groups of M tiles (`group`: at n = 8192 the
+// blocks that run at once then share B's tiles in L2, where N fastest read all of a modulus's B per
+// row of tiles): the same result at sizes no tile divides, the last group the M tiles left (3 M
+// tiles in groups of 2), and in groups that divide them.
+TEST(Ozaki, GroupedProductsMatchTheReference) {
+  Kernel k = gemm("f64", 150, 70, 176);
+  Kernel r = rewrite(k, Precision::Fp64x);
+  const int p = productNest(r);
+  HostArgs args(k);
+  fillInputs(k, args, 9);
+  for (const char* mma : {"mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma group 2 epilogue shared",
+                          "mma: s8 wgmma m64n64k32 warpgroups 1x1 k 128 stages 3 swizzle 128 tma group 3 epilogue shared"}) {
+    SCOPED_TRACE(mma);
+    Outputs o = runBoth(k, r, withNest(r, p, mma), args, 5);
+    EXPECT_LT(relativeError(o), 1e-15);
+  }
+}
+
+// The space offers the products `group 8` on sm_90 where a modulus's B outgrows half an L2 (n =
+// 8192: 64 MiB), and not where L2 holds it (n = 4096: 16 MiB; the order made no difference there).
+TEST(Ozaki, TheSpaceGroupsTheProductsWhereAModulusOperandOutgrowsL2) {
+  for (auto [n, grouped] : {std::pair{int64_t(8192), true}, std::pair{int64_t(4096), false}}) {
+    Kernel r = rewrite(gemm("f64", n, n, n), Precision::Fp64x);
+    const int p = productNest(r);
+    SpaceOptions o;
+    o.device = *archDeviceModel("sm_90");
+    o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
+                                    o.device.sharedPerMultiprocessor);
+    o.maxCandidates = 4000;
+    const Space space = enumerateSchedules(r, o);
+    bool offered = false;
+    for (const Candidate& c : space.candidates) offered |= c.schedule.nests[size_t(p)].mma.group == 8;
+    for (const Candidate& c : space.reserve) offered |= c.schedule.nests[size_t(p)].mma.group == 8;
+    EXPECT_EQ(offered, grouped) << n;
   }
 }
 

@@ -17,6 +17,11 @@ namespace {
 // k 32 (issue 36), where a tile's fill and drain are a large part of its time.
 constexpr int64_t kPersistentSteps = 8;
 
+// `group 8` is offered where one batch's N operand takes more bytes than this: then the blocks
+// that run at once, N fastest, read all of it for each row of tiles, more than L2 keeps for the
+// next row (an H200's L2 is 60 MiB; at 16 MiB the order made no difference: docs/bench.md, session 42).
+constexpr int64_t kGroupedOperandBytes = int64_t(32) << 20;
+
 }  // namespace
 
 void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
@@ -25,7 +30,7 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
   const bool sm90 = o.device.warpgroupMma() && (o.limits.computeCapability == 0 || o.limits.computeCapability == 90);
   if (!sm90 || !mmaWgmmaArith(arith) || c.kExtent <= 16) return;
   static const std::pair<int64_t, int64_t> groups[] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}};
-  // 64 and 128 bytes per row and step; s8's widest shape is m64n224 (its Ns: wgmmaShapeExists).
+  // 64 and 128 bytes per row and step (s8's Ns: wgmmaShapeExists; the space offers 64 to 192).
   const int64_t bytes = arith == MmaArith::S8 ? 1 : mmaIs16Bit(arith) ? 2 : 4;
   const std::vector<int64_t> kSteps{64 / bytes, 128 / bytes};
   const std::vector<int64_t> widths = arith == MmaArith::S8 ? std::vector<int64_t>{64, 128, 192}
@@ -95,6 +100,13 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
           ns.mma.producer = false;
           ns.mma.sharedEpilogue = true;
           add(ns);
+          // And in groups of 8 M tiles, where a batch's N operand outgrows half an L2 (the Ozaki
+          // products at n = 8192: docs/bench.md, session 42).
+          if (!c.batch.empty() && c.nExtent * c.kExtent * bytes > kGroupedOperandBytes) {
+            ns.mma.group = 8;
+            add(ns);
+            ns.mma.group = 0;
+          }
         }
       }
     }
