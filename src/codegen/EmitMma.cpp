@@ -212,7 +212,7 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
   C::ExprP value = operandAt(p, isA, part, lowerOne);
   RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
   C::ExprP inside = bin("&&", bin("<", point, lit(isA ? p.c.mExtent : p.c.nExtent)), bin("<", kq, lit(p.c.kExtent)));
-  C::ExprP at = C::sum({buffer ? buffer : lit(0), C::product(C::name(rn), lit(p.pitch)), C::name(kn)});
+  C::ExprP at = C::sum({buffer ? buffer : lit(0), C::product(C::name(rn), lit(p.tile(isA).pitch)), C::name(kn)});
   const auto& tiles = isA ? nm.tileA : nm.tileB;
   if (p.ring.stages > 1) {
     // The element's address only where it is inside (elsewhere the array's start: no byte is read).
@@ -429,8 +429,16 @@ void emitSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::
 }
 
 // The reduction with stages: the cp.async ring (openRing) with stages - 1 steps copied ahead,
-// then the fragments of this step's buffer.
-void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+// then the fragments of this step's buffer. `persistent`: the ring over the block's tiles, each
+// finished by `finishTile`.
+void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out,
+                        const std::function<void(std::vector<C::Stmt>& out)>& finishTile) {
+  if (p.persistent()) {
+    auto copyOperand = [&](bool isA, const C::ExprP& k0, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+      stageOperand(ctx, p, nm, isA, k0, buffer, to);
+    };
+    return emitPersistentPrefetchedSteps(ctx, p, nm, copyOperand, finishTile, out);
+  }
   auto copyStep = [&](const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     C::ExprP k0 = C::product(stepIndex, lit(p.blockK));
     stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.a.buffer)) : nullptr, to);
@@ -521,14 +529,17 @@ void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::ve
 // rows of several dimensions (stacked statements: dg_diff's Dr, Ds, Dt) need an even, evenly
 // starting innermost extent, so that no pair straddles two rows of the outer ones (or two
 // statements). Single floats 8 bytes apart write half of each sector per store, two sectors where
-// the rows are no 32-byte multiple (dg_diff_stacked N6: docs/bench.md, session 39).
+// the rows are no 32-byte multiple (dg_diff_stacked N6: docs/bench.md, session 39). f64 pairs (one
+// 16-byte double2) on mma.sync's persistent loop, whose `resident a` puts the output's contiguous
+// direction on N (the other f64 forms keep single stores, as measured).
 bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
-  if (ctx.arrayAlignment < 8) return false;
+  const ScalarType type = p.c.type == ScalarType::F64 && !p.isWgmma() && p.persistent() ? ScalarType::F64 : ScalarType::F32;
+  if (ctx.arrayAlignment < 2 * typeBytes(type)) return false;
   if (!plainRows(p.c, false) && (p.c.nRows.back().extent % 2 != 0 || p.c.nRows.back().lo % 2 != 0)) return false;
   if (plainRows(p.c, false) && p.c.nLo % 2 != 0) return false;
   for (const ContractionPart& part : p.c.parts) {
     const Stmt& st = ctx.nest.body[size_t(part.statement)];
-    if (ctx.k.params[size_t(st.array)].type != ScalarType::F32) return false;
+    if (ctx.k.params[size_t(st.array)].type != type) return false;
     auto form = flatOffset(ctx.k, st.array, st.indices);
     if (!form || form->coeff(p.c.n) != 1 || form->constant % 2 != 0) return false;
     for (const auto& [var, coeff] : form->coeffs)
@@ -603,8 +614,8 @@ void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C
             out);
 }
 
-// A column pair's two points (pairedStores): one float2 store of both where the second is inside
-// the domain, else the first alone.
+// A column pair's two points (pairedStores): one float2 (f64: double2) store of both where the
+// second is inside the domain, else the first alone.
 void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, const std::string& sum0,
                const std::string& sum1, std::vector<C::Stmt>& out, const ChunkColumn* chunk = nullptr) {
   auto pairOf = [&](size_t q, const PointAt& at, const C::ExprP& n) {
@@ -612,8 +623,9 @@ void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
     std::vector<C::Stmt> both;
     auto [target, first] = at(q, 0, C::name(sum0), both);
     C::ExprP second = at(q, 1, C::name(sum1), both).second;
-    C::ExprP pair = C::castTo("float2*", C::unary("&", target));
-    C::ExprP value = C::call("make_float2", {first, second});
+    const bool f64 = p.c.type == ScalarType::F64;
+    C::ExprP pair = C::castTo(f64 ? "double2*" : "float2*", C::unary("&", target));
+    C::ExprP value = C::call(f64 ? "make_double2" : "make_float2", {first, second});
     both.push_back(ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pair, value}))
                                                : C::assign(C::index(pair, lit(0)), "=", value));
     if (p.c.nExtent % 2 == 0) return both;
@@ -871,10 +883,11 @@ std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const M
 }
 
 void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const CopyStep& copyStep,
-                const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+                const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to, const C::ExprP& steps) {
   std::vector<C::Stmt> copy;
   copyStep(stepIndex, buffer, copy);
-  to.push_back(C::ifThen(bin("<", stepIndex, lit(p.steps)), std::move(copy), keepGroupFilled(ctx, p, nm, buffer)));
+  to.push_back(C::ifThen(bin("<", stepIndex, steps ? steps : lit(p.steps)), std::move(copy),
+                         keepGroupFilled(ctx, p, nm, buffer)));
   to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
 }
 
@@ -882,8 +895,10 @@ void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const Co
 
 namespace {
 
-// mma.sync: the tiles, the accumulators and the reduction's steps.
-void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
+// mma.sync: the tiles, the accumulators and the reduction's steps (`persistent`: of each tile, then
+// `finishTile`).
+void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body,
+                  const std::function<void(std::vector<C::Stmt>& out)>& finishTile) {
   const MmaSchedule& ms = ctx.sched.mma;
   body.push_back(C::comment(fmt::format("Staged operands: {} x {} (M) and {} x {} (N) values per step, pitch {}{}",
                                         p.blockM, p.blockK, p.blockN, p.blockK,
@@ -900,7 +915,7 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
         nm.acc[fm][fn].push_back(ctx.names.fresh(fmt::format("acc{}_{}_{}", fm, fn, r)));
         body.push_back(C::decl(elemType(p), nm.acc[fm][fn].back(), literalOf(p.c.type, 0, 0.0), false));
       }
-  if (p.ring.stages > 1) emitPipelinedSteps(ctx, p, nm, body);
+  if (p.ring.stages > 1) emitPipelinedSteps(ctx, p, nm, body, finishTile);
   else emitSteps(ctx, p, nm, body);
 }
 
@@ -958,13 +973,13 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   MmaNames nm;
   if (p.ring.tma()) mma::declareTensorMaps(ctx, p, nm, fn, launch);
   declareCoordinates(ctx, p, nm, body);
-  // `persistent`: the epilogue of each tile in the tile loop (emitWgmmaMain).
+  // `persistent`: the epilogue of each tile in the tile loop (emitWgmmaMain; mma.sync's ring loop).
   auto finishTile = [&](std::vector<C::Stmt>& out) {
     hoistBatchUniform(ctx, p, nm, out);
     emitEpilogue(ctx, p, nm, out);
   };
   if (p.isWgmma()) mma::emitWgmmaMain(ctx, p, nm, body, finishTile);
-  else emitSyncMain(ctx, p, nm, body);
+  else emitSyncMain(ctx, p, nm, body, finishTile);
   if (p.persistent()) {
     fn.body = std::move(body);
     describeNest(ctx, fn);

@@ -124,9 +124,11 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
 // of A's buffer `buffer`, which no later step reads, so that the group is not empty.
 std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer);
 // A ring's refill in the loop: step `stepIndex` copied into `buffer`, or past the last step
-// keepGroupFilled's copy there; then the commit (the group is never empty).
+// (`steps`: null, the plan's steps) keepGroupFilled's copy there; then the commit (the group is
+// never empty).
 void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const CopyStep& copyStep,
-                const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to);
+                const C::ExprP& stepIndex, const C::ExprP& buffer, std::vector<C::Stmt>& to,
+                const C::ExprP& steps = nullptr);
 
 // EmitTma.cpp: TMA's parts of the ring (MmaPlan::ring: TMA): the copy (thread 0 issues a step's
 // boxes from the tensor map parameters nm.tmapA and nm.tmapB) and the mbarrier hand-over (a
@@ -173,6 +175,15 @@ void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Func
 // and the next step's first fragments loaded after the barrier that precedes the step's last mma.
 void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const CopyStep& copyStep,
                          std::vector<C::Stmt>& out);
+// The same ring over a persistent block's tiles (mma.sync `persistent`, MmaPlan::keptWhole): one
+// loop over the ring's steps of all its tiles, each copy at its own tile's origin, B's kept tile
+// copied first where resident, and `finishTile` (the epilogue) with the accumulators zeroed after
+// each tile's last step. `copyOperand(isA, k0, buffer, to)` copies one operand's box of the step
+// at k0 into the buffer starting at element `buffer`, at the origin nm holds.
+using OperandCopy = std::function<void(bool isA, const C::ExprP& k0, const C::ExprP& buffer, std::vector<C::Stmt>& to)>;
+void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const OperandCopy& copyOperand,
+                                   const std::function<void(std::vector<C::Stmt>& out)>& finishTile,
+                                   std::vector<C::Stmt>& out);
 
 // EmitWgmma.cpp: a warpgroup's accumulators of its 64 x N tile (nm.acc[0][chunk]: N / 2 a thread,
 // chunk c holding rows g, g, g + 8, g + 8 and columns 2t, 2t + 1 of the warp's 16 x 8), declared

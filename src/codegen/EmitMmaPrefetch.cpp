@@ -22,8 +22,18 @@
 // step every fragment-k's registers are const locals (NVCC renames them: the register sets are its
 // allocation of these lifetimes). The last step loads the first fragments of the buffer after it
 // (zeros, or an earlier step's values); they are never used.
+//
+// `persistent` (mma.sync, MmaPlan::keptWhole): one loop over the ring's steps of all the block's
+// tiles, numbered on across them (ring step r * steps + s is tile round r's step s, in buffer
+// (r * steps + s) % S), so the copies S steps ahead reach into the next tile and its first stages
+// land while the block adds the last steps of this one and stores it. A copy takes its own tile's
+// origin (blockIdx.x + round * grid, in the batched order: declareTileOrigin). A kept B (resident)
+// is copied once before the ring, in a group of its own that the first wait covers; each step
+// reads its columns of it. After a tile's last step, inside the loop, its epilogue, then its
+// accumulators zeroed; the next step's first fragments are in registers by then.
 #include <fmt/format.h>
 
+#include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
 
 namespace rtcg::emit::mma {
@@ -108,6 +118,100 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
     copyOrFill(ctx, p, nm, copyStep, C::name(ahead), C::name(buffer), body);
   }
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+}
+
+void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const OperandCopy& copyOperand,
+                                   const std::function<void(std::vector<C::Stmt>& out)>& finishTile,
+                                   std::vector<C::Stmt>& out) {
+  const int64_t S = p.ring.stages, fragmentKs = p.blockK / p.fragK;
+  const bool kept = p.keptWhole();
+  // Ring step g: its tile's origin (declared in `to`; nm's origin restored by `restore`) and its
+  // reduction step.
+  // Of a literal ring step (the prologue's) its round and step as literals.
+  auto literal = [](const C::ExprP& g) { return g->kind == C::ExprKind::IntLit; };
+  auto atTile = [&](const C::ExprP& g, std::vector<C::Stmt>& to) {
+    std::string tile = ctx.names.fresh("tile");
+    C::ExprP round = literal(g) ? lit(g->intValue / p.steps) : p.steps == 1 ? g : bin("/", g, lit(p.steps));
+    to.push_back(C::decl(ctx.idx, tile, C::sum({coordinate(ctx, "blockIdx", 0), C::product(round, lit(p.persistentBlocks))})));
+    declareTileOrigin(ctx, p, nm, C::name(tile), to);
+  };
+  const C::ExprP m0 = nm.m0, n0 = nm.n0;
+  const std::map<int, C::ExprP> batch = nm.batch;
+  auto restore = [&] { nm.m0 = m0, nm.n0 = n0, nm.batch = batch; };
+  auto kStep = [&](const C::ExprP& g) {
+    return literal(g) ? lit(g->intValue % p.steps) : p.steps == 1 ? lit(0) : bin("%", g, lit(p.steps));
+  };
+  auto bufferA = [&](const C::ExprP& b) { return C::product(b, lit(p.a.buffer)); };
+  // B's columns of ring step g in buffer b: the kept tile's of its reduction step, or the ring's.
+  auto bufferB = [&](const C::ExprP& g, const C::ExprP& b) {
+    return kept ? C::product(kStep(g), lit(p.keptStep(1))) : C::product(b, lit(p.b.buffer));
+  };
+  const CopyStep copyStep = [&](const C::ExprP& g, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+    std::vector<C::Stmt> copy;
+    atTile(g, copy);
+    const C::ExprP k0 = C::product(kStep(g), lit(p.blockK));
+    copyOperand(true, k0, bufferA(buffer), copy);
+    if (!kept) copyOperand(false, k0, C::product(buffer, lit(p.b.buffer)), copy);
+    restore();
+    append(to, std::move(copy));
+  };
+  if (kept) {
+    // Every round's N tile is the first's (the grid is a multiple of the N tiles: residentGrid).
+    std::vector<C::Stmt> copy;
+    atTile(lit(0), copy);
+    const std::string s = ctx.names.fresh("kept_step");
+    std::vector<C::Stmt> each;
+    copyOperand(false, C::product(C::name(s), lit(p.blockK)), C::product(C::name(s), lit(p.keptStep(1))), each);
+    copy.push_back(C::forLoop(ctx.idx, s, lit(0), lit(p.steps), C::Unroll::Never, std::move(each)));
+    restore();
+    copy.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+    out.push_back(C::block(std::move(copy)));
+  }
+  const std::string total = ctx.names.fresh("ring_steps");
+  out.push_back(C::decl(ctx.idx, total, C::product(nm.rounds, lit(p.steps))));
+  for (int64_t s = 0; s < p.ring.ahead(); ++s) copyOrFill(ctx, p, nm, copyStep, lit(s), lit(s), out, C::name(total));
+  out.push_back(cpAsyncWait(S - 2));
+  out.push_back(C::syncThreads());
+  const WarpFragments carried =
+      declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufferA(lit(0)), bufferB(lit(0), lit(0)), out), out);
+
+  std::vector<C::Stmt> body;
+  const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
+  body.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(S))));
+  const C::ExprP bufB = bufferB(C::name(step), C::name(buffer));
+  WarpFragments current = takeCarried(ctx, carried, body);
+  for (int64_t kf = 0; kf < fragmentKs; ++kf) {
+    if (kf + 1 < fragmentKs) {
+      WarpFragments next =
+          loadFragments(ctx, p, nm, lit((kf + 1) * p.fragK), bufferA(C::name(buffer)), bufB, body);
+      issueMmas(ctx, p, nm, current, body);
+      current = std::move(next);
+      continue;
+    }
+    // As emitPrefetchedSteps: the next ring step's stage and first fragments (the next tile's where
+    // this step is its tile's last), this one's mma, the refill S steps ahead.
+    body.push_back(cpAsyncWait(S - 2));
+    body.push_back(C::syncThreads());
+    const C::ExprP nextStep = C::sum({C::name(step), lit(1)});
+    const C::ExprP following = bin("%", nextStep, lit(S));
+    assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(nextStep, following), body),
+                  body);
+    issueMmas(ctx, p, nm, current, body);
+    std::string ahead = ctx.names.fresh("ahead");
+    body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(p.ring.ahead())})));
+    copyOrFill(ctx, p, nm, copyStep, C::name(ahead), C::name(buffer), body, C::name(total));
+  }
+  // The tile's last step: its epilogue, its accumulators zeroed for the next tile.
+  std::vector<C::Stmt> finish;
+  atTile(C::name(step), finish);
+  finishTile(finish);
+  restore();
+  for (const auto& row : nm.acc)
+    for (const auto& chunk : row)
+      for (const std::string& a : chunk) finish.push_back(C::assign(C::name(a), "=", literalOf(p.c.type, 0, 0.0)));
+  if (p.steps == 1) body.push_back(C::block(std::move(finish)));
+  else body.push_back(C::ifThen(bin("==", kStep(C::name(step)), lit(p.steps - 1)), std::move(finish)));
+  out.push_back(C::forLoop(ctx.idx, step, lit(0), C::name(total), C::Unroll::Never, std::move(body)));
 }
 
 }  // namespace rtcg::emit::mma

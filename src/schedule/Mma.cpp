@@ -10,6 +10,7 @@
 #include "ir/Walk.h"
 #include "schedule/Domain.h"
 #include "schedule/PolicyRewrite.h"
+#include "schedule/SpaceModel.h"
 
 namespace rtcg {
 
@@ -358,16 +359,26 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
 }
 
 // `persistent`'s grid (MmaPlan::persistentBlocks), or the reasons why it does not apply: a loop
-// over tiles on the producer's ring, so wgmma with `tma producer` only. The blocks a multiprocessor
+// over tiles on a ring that runs on across them, so wgmma with `tma producer`, or mma.sync with
+// `fragments 2`'s ring (f64; its fragment epilogue in the loop: the shared one would reuse the
+// ring's space). The blocks a multiprocessor
 // holds: by threads (2048), blocks (32), registers (the launch's per thread: setmaxnreg's pool,
 // or the plan's estimate in 8s) and shared memory (each block's and the 1 KiB the driver reserves
 // per block, of the multiprocessor's: where unknown, the largest a block may have, which is less);
 // times the multiprocessors, which must be known (a guess would leave blocks idle or in a second
 // wave), at most the tiles.
 void planPersistent(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p, std::vector<std::string>& reasons) {
-  if (!p.isWgmma() || !p.ring.producer()) {
-    reasons.push_back("mma: 'persistent' loops over output tiles on a producer warpgroup's ring: it needs "
-                      "'wgmma ... swizzle 128 tma producer' before it");
+  const bool syncRing = !p.isWgmma() && p.prefetchFragments() && p.ring.stages > 1;
+  if (p.isWgmma() ? !p.ring.producer() : !syncRing) {
+    reasons.push_back(p.isWgmma() ? "mma: 'persistent' loops over output tiles on a producer warpgroup's ring: it needs "
+                                    "'wgmma ... swizzle 128 tma producer' before it"
+                                  : "mma: 'persistent' loops over output tiles on a ring that runs on across them: on "
+                                    "mma.sync it needs 'stages N' and 'fragments 2' (f64)");
+    return;
+  }
+  if (syncRing && p.sharedEpilogue()) {
+    reasons.push_back("mma: 'persistent' stores each tile while the ring copies the next tile's steps, and 'epilogue "
+                      "shared' puts the accumulators in the ring's shared memory: give one of them");
     return;
   }
   if (limits.multiprocessors <= 0) {
@@ -377,7 +388,8 @@ void planPersistent(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan
   }
   const int64_t threads = std::max<int64_t>(1, p.threads);
   const int64_t launch = std::min<int64_t>(248, 65536 / (threads * std::max<int64_t>(1, s.blocksPerSM)) / 8 * 8);
-  const int64_t regs = p.consumerRegisters > 0 ? launch : std::min(launch, (wgmmaPlanRegisters(p) + 7) / 8 * 8);
+  const int64_t planned = p.isWgmma() ? wgmmaPlanRegisters(p) : mmaRegisters(s.mma, p.c.type);
+  const int64_t regs = p.consumerRegisters > 0 ? launch : std::min(launch, (planned + 7) / 8 * 8);
   const int64_t smShared = limits.sharedPerMultiprocessor > 0 ? limits.sharedPerMultiprocessor : limits.maxSharedBytes;
   int64_t perSm = std::min<int64_t>(32, 2048 / threads);
   perSm = std::min(perSm, 65536 / (threads * std::max<int64_t>(8, regs)));
@@ -399,11 +411,13 @@ void planGroup(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reas
 
 // `resident`'s part (MmaPlan::residentB), or the reasons why it cannot: the kept operand's tiles
 // stay for the block's output tiles, so those must share them (a persistent grid over an
-// unbatched contraction), and the producer copies them. planWgmma put the operand on wgmma's B.
+// unbatched contraction), and the producer copies them (mma.sync: the block, before its ring;
+// MmaPlan::keptWhole). planWgmma (mma.sync: planMma) put the operand on B.
 void planResident(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
-  if (!ms.persistent || !p.ring.producer()) {
-    reasons.push_back("mma: 'resident' keeps an operand's tiles for a persistent block's output tiles: it needs "
-                      "'wgmma ... swizzle 128 tma producer persistent' before it");
+  if (!ms.persistent || (p.isWgmma() && !p.ring.producer())) {
+    reasons.push_back(fmt::format("mma: 'resident' keeps an operand's tiles for a persistent block's output tiles: it "
+                                  "needs '{}' before it",
+                                  p.isWgmma() ? "wgmma ... swizzle 128 tma producer persistent" : "persistent"));
     return;
   }
   if (!p.c.batch.empty()) {
@@ -420,8 +434,8 @@ void residentGrid(MmaPlan& p, std::vector<std::string>& reasons) {
   const int64_t nTiles = p.nTiles();
   if (p.persistentBlocks < nTiles) {
     reasons.push_back(fmt::format("mma: 'resident' gives each block one of the kept operand's {} tiles of {} rows, "
-                                  "and only {} blocks fit at once (give a wider wgmma N)",
-                                  nTiles, p.blockN, p.persistentBlocks));
+                                  "and only {} blocks fit at once (give a wider {})",
+                                  nTiles, p.blockN, p.persistentBlocks, p.isWgmma() ? "wgmma N" : "block tile along N"));
     return;
   }
   p.persistentBlocks = p.persistentBlocks / nTiles * nTiles;
@@ -438,6 +452,11 @@ void planPingpong(const NestSchedule& s, MmaPlan& p, std::vector<std::string>& r
     return;
   }
   if (!p.persistent()) return;
+  if (!p.isWgmma()) {
+    reasons.push_back("mma: 'pingpong' alternates tiles between consumer warpgroups of a producer's ring; mma.sync's "
+                      "persistent loop has none (leave it out)");
+    return;
+  }
   if (consumers < 2) {
     reasons.push_back(fmt::format("mma: 'pingpong' gives each consumer warpgroup whole tiles in turn, so that one's "
                                   "epilogue runs beneath another's wgmma: it needs two or more warpgroups "
@@ -500,6 +519,14 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
                                     limits.maxGridDim[a]));
 }
 
+// mma.sync's kept B (MmaPlan::keptWhole): one tile of the whole reduction, steps * blockK values
+// along k; (N x K) with a pitch of K = 4 (mod 8) doubles past it, or (K x N) with the ring's pitch.
+void keepWhole(MmaPlan& p) {
+  const int64_t k = p.steps * p.blockK;
+  if (!p.b.kMajor) p.b.pitch = k + (12 - k % 8) % 8;
+  p.b.buffer = (p.b.kMajor ? k : p.blockN) * p.b.pitch;
+}
+
 }  // namespace
 
 std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s, const ScheduleLimits& limits,
@@ -513,6 +540,11 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.arith = s.mma.arith;
   p.c = std::move(*m.contraction);
   planArithmetic(k, s, limits, p, reasons);
+  // mma.sync's `resident a`: the kept operand to B, as planWgmma does for wgmma (MmaPlan::keptWhole).
+  if (s.mma.wgmmaN == 0 && s.mma.resident == MmaOperand::A) {
+    transpose(p.c);
+    p.transposed = true;
+  }
   planTiles(k, s, p, reasons);
   if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
   if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, s.mma.resident != MmaOperand::None, p, reasons);
@@ -523,6 +555,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   if (s.mma.group > 0) planGroup(s.mma, p, reasons);
   p.a.buffer = (p.a.kMajor ? p.blockK : p.blockM) * p.a.pitch;
   p.b.buffer = (p.b.kMajor ? p.blockK : p.blockN) * p.b.pitch;
+  if (p.keptWhole()) keepWhole(p);
   p.tileBytes = (p.a.buffer * p.ring.stages + p.b.buffer * p.bBuffers()) * typeBytes(p.staged) * p.tilesPerOperand;
   // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
   p.smallOffset = p.a.buffer * p.ring.stages + p.b.buffer * p.bBuffers();

@@ -269,9 +269,22 @@ struct MmaPlan {
   // the consumers fence them for the async proxy after their wait. B has no tensor map (planTma
   // left it out).
   bool residentByThreads() const { return residentB && ring.tma() && b.tma.array < 0; }
-  // Buffers of B's tile (and of its small tiles under tf32x3): one a step where resident, else
-  // the ring's.
-  int64_t bBuffers() const { return residentB ? steps : ring.stages; }
+  // mma.sync (`fragments 2`'s ring, f64) with `persistent` (and `resident`): the same loop over
+  // the block's tiles without a producer. The ring's step runs on across the tiles (the r-th tile's
+  // step s is ring step r * steps + s: its buffer), its copies `stages` steps ahead reaching into
+  // the next tile, so each tile's first stages land while the block adds the last steps of the one
+  // before and stores it (the fragment epilogue, in the loop after the tile's last step). Where
+  // resident, B's kept tile is one (blockN x steps * blockK) box of the whole reduction (K x N
+  // where kMajor), copied by cp.async once before the ring's first step in a group of its own,
+  // with a pitch = 4 (mod 8) doubles over the whole reduction (conflict-free fragment loads as the
+  // ring's); a step reads its columns from keptStep(step) on. planMma transposes the contraction
+  // for `resident a` as for wgmma, so the kept operand is B (the N side: 8 rows a fragment, which
+  // fits the DG rows' 3 Np rows more closely than A's 16).
+  bool keptWhole() const { return residentB && !isWgmma(); }
+  int64_t keptStep(int64_t step) const { return step * blockK * (b.kMajor ? b.pitch : 1); }
+  // Buffers of B's tile (and of its small tiles under tf32x3): one a step where resident (mma.sync:
+  // one of the whole reduction, keptWhole), else the ring's.
+  int64_t bBuffers() const { return residentB ? (isWgmma() ? steps : 1) : ring.stages; }
   int64_t bSmallBuffers() const { return splitBuffers == 0 ? 0 : residentB ? steps : splitBuffers; }
   int64_t consumerGroups() const { return consumerThreads / 128; }
   // The warpgroups that free each stage: one where they alternate tiles, else every consumer.

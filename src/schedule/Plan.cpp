@@ -998,6 +998,17 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
   if (p.prefetchFragments())
     s += "  fragments: two register sets; the next fragment-k's loaded while this one's mma issue, the next "
          "step's first from its stage (waited for before the step's last mma)\n";
+  if (p.transposed)
+    s += "  transposed: C^T = B^T A^T (the product's first operand, kept by 'resident a', is B)\n";
+  if (p.persistent())
+    s += fmt::format("  persistent: {} blocks loop over the {} output tiles (up to {} each), the ring's steps running on "
+                     "across them: the next tile's first stages land while the block stores the last\n",
+                     p.persistentBlocks, p.tileCount(), (p.tileCount() + p.persistentBlocks - 1) / p.persistentBlocks);
+  if (p.keptWhole())
+    s += fmt::format("  resident: B's tile of the whole reduction ({} x {}, pitch {}: {} bytes) stays in shared memory "
+                     "for the block's tiles, which share N tile (block % {}): copied once by cp.async before the ring, "
+                     "whose stages carry A alone\n",
+                     p.blockN, p.steps * p.blockK, p.b.pitch, p.b.buffer * typeBytes(p.staged), p.nTiles());
   return s + mmaEpilogueLine(p);
 }
 

@@ -82,7 +82,7 @@ double mmaIssueSeconds(const MmaPlan& p, const MmaSchedule& ms, int64_t blocks, 
   const int64_t split = x3 && p.tiles != TileForm::Padded ? 5 * (ms.tileM * aRegs + ms.tileN * bRegs) : 0;
   const int64_t perFragmentK = loads(ms.tileM, aRegs, p.a.kMajor, 1) + loads(ms.tileN, bRegs, p.b.kMajor, 2) + split +
                                ms.tileM * ms.tileN * (x3 ? 3 : 1);
-  const int64_t values = (p.blockM + p.blockN) * p.blockK;
+  const int64_t values = (p.blockM + (p.residentB ? 0 : p.blockN)) * p.blockK;  // a kept B is copied once
   const double copies = p.tiles != TileForm::Padded ? 6.0 * double(values) / double(16 / typeBytes(p.staged))
                                         : 8.0 * double(values) * (x3 ? 1.5 : 1.0);
   const double perStep = double(perFragmentK * (p.blockK / p.fragK)) + copies / double(threads) + 12;
@@ -227,9 +227,10 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double issued = 2.0 * double(tiles) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
                         (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   // `fragments 2`'s credit needs block tiles of 128 x 64 or more and more blocks than
-  // multiprocessors (smaller tiles and fewer blocks measured slower with it).
+  // multiprocessors (smaller tiles and fewer blocks measured slower with it), or a persistent
+  // grid's blocks looping over many tiles each.
   const bool bigPrefetch = p.prefetchFragments() && p.blockM * p.blockN >= 128 * 64 &&
-                           e.blocks > d.multiprocessors;
+                           (e.blocks > d.multiprocessors || p.persistent());
   const double peak = mmaPeak(p, d, bigPrefetch);
   const double epiloguePass = p.sharedEpilogue() ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
                                                       (double(d.multiprocessors) * 32 * 1.5e9)
@@ -237,10 +238,8 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double sustained = mmaSustained(p, bigPrefetch);
   // pingpong: a tile's warps are its consumer's and its share of the producer's.
   const int64_t tileThreads = p.alternatingTiles ? 128 + 128 / p.consumerGroups() : e.threads;
-  const double compute = std::max({issued / (sustained * peak), mmaIssueSeconds(p, ms, tiles, tileThreads, d),
-                                   producerSplitSeconds(p, double(e.blocks), d)}) *
-                             persistentFactor(p) * pingpongFactor(p) +
-                         epiloguePass;
+  const double mainLoop = std::max({issued / (sustained * peak), mmaIssueSeconds(p, ms, tiles, tileThreads, d),
+                                    producerSplitSeconds(p, double(e.blocks), d)});
   const bool readsBack = [&] {
     bool r = false;
     const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement())];
@@ -262,6 +261,11 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double l2 = operands * (double(p.c.mExtent) * nTiles + bRows) + outputTraffic * (p.sharedEpilogue() ? 1 : 2);
   e.bytes = dram;
   const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));
+  // mma.sync's persistent ring (fragments 2) hides its tiles' fill and drain where the main loop
+  // bounds the kernel; where memory does, it ran no faster than a block a tile (the f64 DG rows on
+  // an H200: N3 0.0251 ms against 0.0230, N5 0.0734 against 0.0880: docs/bench.md, session 42).
+  const bool hides = p.isWgmma() || mainLoop >= memory;
+  const double compute = mainLoop * (hides ? persistentFactor(p) : 1.0) * pingpongFactor(p) + epiloguePass;
   const double sms = d.multiprocessors, blocks = double(e.blocks);
   const double smUse = std::min(1.0, blocks / sms);
   // persistent: the blocks run unequal counts of tiles, the last round partly idle.

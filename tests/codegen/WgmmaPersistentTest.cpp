@@ -108,7 +108,8 @@ TEST(WgmmaPersistent, PlanSizesTheGridAndRefusesWithReasons) {
       {"mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma persistent", kH200,
        "'persistent' loops over output tiles on a producer warpgroup's ring: it needs 'wgmma ... swizzle 128 tma producer'"},
       {"mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 persistent", kH200, "on a producer warpgroup's ring"},
-      {"mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3 persistent", kH200, "on a producer warpgroup's ring"},
+      {"mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3 persistent", kH200,
+       "on mma.sync it needs 'stages N' and 'fragments 2' (f64)"},
       {producer + " persistent", deviceScheduleLimits(227 * 1024, 1024),
        "'persistent' launches the blocks the device's multiprocessors hold at once, and the multiprocessor count is not "
        "known here"},

@@ -6,7 +6,8 @@
 // shared`). Tiles much larger than the output (a block tile whose half already covers a
 // dimension) are left out, as are steps past the reduction's length. f64 on sm_90 also in
 // m16n8k4/k8/k16 (steps of at least the shape's k; 4 stages too), without warp tiles whose
-// accumulators and fragments the register estimate puts at the cap. Each arithmetic's wgmma
+// accumulators and fragments the register estimate puts at the cap; those with `fragments 2` also
+// persistent with a small operand kept (`resident`). Each arithmetic's wgmma
 // schedules (space/WgmmaFamily.cpp) come ahead of its mma ones.
 #include <algorithm>
 
@@ -34,6 +35,15 @@ std::vector<MmaSchedule> mmaInstructions(const NestSpace& s, const Contraction& 
   return out;
 }
 
+// The operand worth keeping per persistent block (`resident`): the unbatched contraction's side of
+// at most 1024 rows whose other side is 64 times as long or more, so that each block's many tiles
+// reuse its kept tile (whether that tile fits the shared memory is the plan's); else None.
+MmaOperand keptOperand(const Contraction& c) {
+  if (!c.batch.empty()) return MmaOperand::None;
+  auto small = [&](int64_t extent, int64_t other) { return extent <= 1024 && other >= 64 * extent; };
+  return small(c.mExtent, c.nExtent) ? MmaOperand::A : small(c.nExtent, c.mExtent) ? MmaOperand::B : MmaOperand::None;
+}
+
 // FP64's sm_90 shapes with stages also with `fragments 2` (the next fragment-k loaded while this
 // one's mma issue, across the step's barrier too), with either epilogue, where the register
 // estimate with the carried fragment-k stays below the cap (255): it overcounts the large tiles
@@ -43,16 +53,23 @@ std::vector<MmaSchedule> mmaInstructions(const NestSpace& s, const Contraction& 
 // and a cap of exactly the estimate spilled (docs/bench.md). None for the smallest tiles
 // (estimate 64 or less): their caps (9 blocks: 56 registers) are below what ptxas can compile an
 // FP64 mma with.
-void fragmentVariants(NestSpace& s, MmaSchedule ms, ScalarType type) {
+// Also `persistent resident a` (or `b`) with the fragment epilogue, with and without those bounds,
+// where that operand is small and the other long (keptOperand): a persistent block keeps its tile
+// of the small one's whole reduction and streams the long one's tiles through the ring (the f64
+// DG rows: D's 3 Np rows against u's elements).
+void fragmentVariants(NestSpace& s, const Contraction& c, MmaSchedule ms) {
   ms.fragments = 2;
-  const int64_t regs = mmaRegisters(ms, type), threads = ms.warpsM * ms.warpsN * 32;
+  const int64_t regs = mmaRegisters(ms, c.type), threads = ms.warpsM * ms.warpsN * 32;
   if (regs >= 255) return;
   const int64_t resident = std::min<int64_t>(
       s.options().device.registersPerMultiprocessor / (threads * ((regs + 16 + 7) / 8 * 8)), 2048 / threads);
-  for (bool shared : {false, true}) {
+  const MmaOperand kept = keptOperand(c);
+  for (int form = 0; form < 3; ++form) {
+    if (form == 2 && kept == MmaOperand::None) continue;
     NestSchedule ns;
     ns.mma = ms;
-    ns.mma.sharedEpilogue = shared;
+    ns.mma.sharedEpilogue = form == 1;
+    if (form == 2) ns.mma.persistent = true, ns.mma.resident = kept;
     s.add(ns, Group::Plain);
     if (resident < 2 || regs <= 64) continue;
     ns.blocksPerSM = resident;
@@ -101,7 +118,7 @@ void stageVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instru
       s.add(ns, Group::Plain);
       withBounds(ns);
     }
-    if (sm90F64 && stages > 1) fragmentVariants(s, ns.mma, c.type);
+    if (sm90F64 && stages > 1) fragmentVariants(s, c, ns.mma);
   }
 }
 

@@ -1,0 +1,227 @@
+// `mma: f64 ... stages N persistent [resident a|b] fragments 2` (schedule/Mma.h, MmaPlan::keptWhole):
+// mma.sync's persistent loop over output tiles on `fragments 2`'s ring, with a small operand kept
+// in shared memory per block. The clause's text, the plan (the kept operand on B, its tile of the
+// whole reduction, a grid of whole N tiles) and its refusals, the host emulation against the
+// reference at sizes no tile divides and reductions no step divides (a copy at the wrong tile's
+// origin, a step reading the wrong columns of the kept tile, or an epilogue at the wrong tile give
+// wrong values), NVRTC's compile, the space and the model.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "codegen/Emitter.h"
+#include "codegen/HostEmulation.h"
+#include "codegen/Nvrtc.h"
+#include "codegen/SourceKernels.h"
+#include "schedule/DeviceModels.h"
+#include "schedule/Mma.h"
+#include "schedule/Plan.h"
+#include "schedule/Space.h"
+#include "WgmmaPlanHelpers.h"
+
+using namespace rtcg;
+using namespace rtcg::testing;
+
+namespace {
+
+const char* kKernels = R"(
+kernel dg64(K: int, Np: int, D: f64[3 * Np, Np], u: f64[K, Np], out w: f64[K, 3 * Np]) {
+  for k in 0..K, m in 0..3 * Np {
+    w[k, m] = sum(j in 0..Np, D[m, j] * u[k, j]);
+  }
+}
+kernel rect64(m: int, n: int, kk: int, a: f64[m, kk], b: f64[kk, n], out c: f64[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = 2 * sum(k in 0..kk, a[i, k] * b[k, j]) + 1;
+  }
+}
+kernel batched64(nb: int, n: int, a: f64[nb, n, n], b: f64[nb, n, n], out c: f64[nb, n, n]) {
+  for z in 0..nb, i in 0..n, j in 0..n {
+    c[z, i, j] = sum(k in 0..n, a[z, i, k] * b[z, j, k]);
+  }
+}
+)";
+
+Kernel dg64(int64_t elements, int64_t np) { return fromSource(kKernels, "dg64", {{"K", elements}, {"Np", np}}); }
+
+ScheduleLimits sm90(int64_t multiprocessors) {
+  ScheduleLimits l = limitsOf(multiprocessors);
+  l.computeCapability = 90;
+  return l;
+}
+
+}  // namespace
+
+TEST(MmaPersistent, ClausePrintsAndParsesBack) {
+  for (const char* text : {"mma: f64 m16n8k4 warps 2x4 tile 2x4 k 8 stages 4 persistent resident a fragments 2",
+                           "blocks_per_sm: 2; mma: f64 m16n8k8 warps 4x2 tile 2x2 k 16 stages 3 persistent fragments 2",
+                           "mma: f64 m16n8k16 warps 2x2 tile 2x2 k 16 stages 2 persistent resident b fragments 2"}) {
+    auto parsed = parseSchedule(text);
+    ASSERT_TRUE(parsed.schedule) << text << ": " << parsed.error;
+    EXPECT_TRUE(parsed.schedule->nests[0].mma.persistent) << text;
+    EXPECT_EQ(printSchedule(*parsed.schedule), text);
+  }
+}
+
+// The plan: `resident a` transposes (D, the product's first operand, is B), B's kept tile holds the
+// whole reduction with a pitch of 4 (mod 8) doubles, the ring's stages A alone, a grid of whole N
+// tiles; `persistent` alone keeps the ring of both; in words; the refusals with their reasons.
+TEST(MmaPersistent, PlanKeepsTheWholeReductionAndAGridOfWholeNTiles) {
+  std::vector<std::string> reasons;
+  const Kernel k = dg64(100000, 56);
+  const std::string base = "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 4";
+  auto p = plan(k, base + " persistent resident a fragments 2", sm90(132), reasons);
+  auto loop = plan(k, base + " persistent fragments 2", sm90(132), reasons);
+  auto twin = plan(k, base + " fragments 2", sm90(132), reasons);
+  ASSERT_TRUE(p && loop && twin) << joined(reasons);
+  EXPECT_TRUE(p->keptWhole());
+  EXPECT_TRUE(p->transposed);
+  EXPECT_EQ(p->c.nExtent, 168);  // D's rows on N
+  EXPECT_EQ(p->c.mExtent, 100000);
+  EXPECT_EQ(p->blockN, 64);
+  EXPECT_EQ(p->nTiles(), 3);
+  EXPECT_EQ(p->steps, 7);
+  EXPECT_EQ(p->b.pitch, 60);  // 56 values, pitch 4 (mod 8)
+  EXPECT_EQ(p->b.buffer, 64 * 60);
+  EXPECT_EQ(p->keptStep(3), 24);
+  EXPECT_EQ(p->bBuffers(), 1);
+  EXPECT_EQ(p->persistentBlocks % 3, 0);
+  EXPECT_GT(p->persistentBlocks, 0);
+  EXPECT_EQ(p->gridX(), p->persistentBlocks);
+  EXPECT_EQ(p->gridY(), 1);
+  EXPECT_EQ(p->tileBytes, (4 * p->a.buffer + 64 * 60) * 8);
+  EXPECT_FALSE(loop->keptWhole());
+  EXPECT_FALSE(loop->transposed);
+  EXPECT_TRUE(loop->persistent());
+  EXPECT_EQ(loop->tileBytes, twin->tileBytes);
+  EXPECT_FALSE(twin->persistent());
+  NestPlanResult r = planNest(k, 0, parseSchedule(base + " persistent resident a fragments 2").schedule->nests[0], sm90(132));
+  ASSERT_TRUE(r.plan);
+  const std::string text = printPlan(k, *r.plan);
+  EXPECT_NE(text.find("resident: B's tile of the whole reduction (64 x 56, pitch 60: 30720 bytes)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("transposed: C^T = B^T A^T"), std::string::npos) << text;
+  EXPECT_NE(text.find(fmt::format("persistent: {} blocks loop over the 4689 output tiles", p->persistentBlocks)),
+            std::string::npos) << text;
+
+  struct Refused {
+    Kernel k;
+    std::string text;
+    const char* reason;
+  };
+  const Refused refused[] = {
+      {k, base + " persistent resident a", "on mma.sync it needs 'stages N' and 'fragments 2' (f64)"},
+      {k, "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 persistent resident a", "on mma.sync it needs 'stages N'"},
+      {k, base + " persistent resident a fragments 2 epilogue shared", "give one of them"},
+      {k, base + " resident a fragments 2", "it needs 'persistent' before it"},
+      {k, base + " persistent pingpong resident a fragments 2", "mma.sync's persistent loop has none"},
+      {fromSource(kKernels, "batched64", {{"nb", 300}, {"n", 40}}), base + " persistent resident b fragments 2",
+       "a batched contraction's operands change with the batch"},
+      // u kept: 782 N tiles of 128 elements, more than the blocks.
+      {k, base + " persistent resident b fragments 2", "'resident' gives each block one of the kept operand's"},
+      // D of Np = 120 kept whole in one N tile of 360 rows: more than the shared memory.
+      {dg64(100000, 120), "mma: f64 m16n8k4 warps 2x4 tile 2x12 k 8 stages 4 persistent resident a fragments 2",
+       "more than 232448"},
+  };
+  for (const Refused& c : refused) {
+    reasons.clear();
+    EXPECT_FALSE(plan(c.k, c.text, sm90(132), reasons)) << c.text;
+    ASSERT_FALSE(reasons.empty()) << c.text;
+    EXPECT_NE(reasons[0].find(c.reason), std::string::npos) << c.text << ": " << joined(reasons);
+  }
+}
+
+// Against the reference in the host emulation: 1 to 5 multiprocessors (blocks run several tiles,
+// the last round of some blocks past the tiles' end), the DG kernel at Np = 20, 35 and 56 over
+// elements no block tile divides (reductions of 20, 35, 56 values in steps of 8 and 16: a
+// partial last step), a kept D of one to three N tiles, D kept or u streamed without keeping;
+// an epilogue of the statement's own (2 sum + 1), B kept along K or along N (a K x N tile); a
+// batched contraction's tiles (their batch from the tile index) without keeping.
+TEST(HostEmulation, MmaPersistentMatchesTheReference) {
+  struct Case {
+    Kernel k;
+    const char* schedule;
+    int64_t multiprocessors;
+  };
+  const Kernel rect = fromSource(kKernels, "rect64", {{"m", 203}, {"n", 37}, {"kk", 45}});
+  const Kernel rectWide = fromSource(kKernels, "rect64", {{"m", 41}, {"n", 301}, {"kk", 27}});
+  const Case cases[] = {
+      {dg64(301, 20), "m16n8k4 warps 2x4 tile 2x2 k 4 stages 4 persistent resident a", 3},
+      {dg64(301, 20), "m16n8k16 warps 2x2 tile 1x4 k 16 stages 2 persistent resident a", 1},
+      {dg64(157, 35), "m16n8k8 warps 2x2 tile 2x2 k 8 stages 3 persistent resident a", 2},
+      {dg64(157, 35), "m16n8k4 warps 4x2 tile 1x2 k 8 stages 4 persistent", 1},
+      {dg64(211, 56), "m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 persistent resident a", 2},
+      {dg64(211, 56), "m16n8k16 warps 2x2 tile 2x4 k 16 stages 3 persistent resident a", 3},
+      {rect, "m16n8k8 warps 2x2 tile 2x1 k 8 stages 3 persistent resident b", 2},
+      {rect, "m16n8k4 warps 2x2 tile 1x2 k 12 stages 2 persistent", 3},
+      {rectWide, "m16n8k8 warps 2x2 tile 1x2 k 8 stages 3 persistent resident a", 2},
+      {fromSource(kKernels, "batched64", {{"nb", 5}, {"n", 37}}), "m16n8k4 warps 2x2 tile 1x2 k 8 stages 3 persistent", 2},
+  };
+  int looping = 0;
+  for (const Case& c : cases) {
+    const std::string text = fmt::format("mma: f64 {} fragments 2", c.schedule);
+    std::vector<std::string> reasons;
+    auto p = plan(c.k, text, sm90(c.multiprocessors), reasons);
+    EXPECT_TRUE(p) << text << ": " << joined(reasons);
+    if (!p) continue;
+    EXPECT_TRUE(p->persistent());
+    looping += p->tileCount() > p->persistentBlocks;  // blocks loop over several tiles
+    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90(c.multiprocessors)), "")
+        << c.k.name << " " << text << " on " << c.multiprocessors;
+  }
+  EXPECT_GE(looping, 6);
+}
+
+// The emitted kernel: D's copy once before the ring, a loop over the ring's steps of the block's
+// tiles, the epilogue in it, storing column pairs as one double2 (w's rows along N: `resident a`
+// transposed the product), where the same tiles without `persistent` store doubles; NVRTC compiles
+// it for sm_90 without local memory.
+TEST(MmaPersistent, EmitsOneRingOverTheTilesThatNvrtcCompiles) {
+  for (int64_t np : {20, 56, 120}) {
+    const Kernel k = dg64(100000, np);
+    const std::string schedule = "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 3 persistent resident a fragments 2";
+    std::vector<std::string> reasons;
+    auto p = plan(k, schedule, sm90(132), reasons);
+    ASSERT_TRUE(p) << joined(reasons);
+    EmittedModule m = emitCuda(k, *parseSchedule(schedule).schedule, sm90(132));
+    EXPECT_NE(m.source.find(fmt::format("for (int kept_step = 0; kept_step < {}; ++kept_step)", p->steps)),
+              std::string::npos) << m.source;
+    EXPECT_NE(m.source.find(fmt::format("const int ring_steps = rounds * {};", p->steps)), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("for (int step = 0; step < ring_steps; ++step)"), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("= make_double2(acc0_0_0, acc0_0_1);"), std::string::npos) << m.source;
+    const std::string plain =
+        emitCuda(k, *parseSchedule("mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 3 fragments 2").schedule, sm90(132)).source;
+    EXPECT_EQ(plain.find("double2"), std::string::npos) << plain;
+    CudaCompileResult r = compileCuda(m.source, k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
+    ASSERT_TRUE(r.success) << schedule << "\n" << r.log;
+    ASSERT_EQ(r.resources.size(), 1u) << r.log;
+    EXPECT_EQ(r.resources[0].localBytes, 0) << "Np " << np << "\n" << r.log;
+  }
+}
+
+// The space offers `persistent resident a` beside the f64 DG rows' `fragments 2` candidates (D is
+// small, u long); the model ranks it first where the main loop bounds the row (Np = 56, 120: the
+// fill and drain of each tile hidden) and not where memory does (Np = 20, where it measured no
+// faster); a square GEMM gets none.
+TEST(MmaPersistent, SpaceOffersItAndTheModelRanksIt) {
+  SpaceOptions o;
+  o.device = *archDeviceModel("sm_90");
+  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
+                                  o.device.sharedPerMultiprocessor);
+  for (int64_t np : {20, 56, 120}) {
+    const Space space = enumerateSchedules(dg64(100000, np), o);
+    size_t kept = 0;
+    const Candidate* best = nullptr;
+    for (const Candidate& c : space.candidates) {
+      kept += c.text.find(" persistent resident a") != std::string::npos;
+      if (c.text.find("mma:") != std::string::npos && (!best || c.score < best->score)) best = &c;
+    }
+    EXPECT_GT(kept, 0u) << "Np " << np;
+    ASSERT_TRUE(best);
+    EXPECT_EQ(best->text.find(" persistent resident a") != std::string::npos, np != 20) << "Np " << np << ": " << best->text;
+  }
+  const Space square = enumerateSchedules(fromSource(kKernels, "rect64", {{"m", 512}, {"n", 512}, {"kk", 512}}), o);
+  for (const Candidate& c : square.candidates) EXPECT_EQ(c.text.find(" persistent"), std::string::npos) << c.text;
+}
