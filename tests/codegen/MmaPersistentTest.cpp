@@ -174,6 +174,36 @@ TEST(HostEmulation, MmaPersistentMatchesTheReference) {
   EXPECT_GE(looping, 6);
 }
 
+// `group G` (the tile order of issue 41's products) on this persistent loop: the tiles a block
+// walks are ordered in groups of G M tiles, where G divides the M tiles and where it does not, and
+// on a batched contraction.
+TEST(HostEmulation, MmaPersistentGroupedTilesMatchTheReference) {
+  struct Case {
+    Kernel k;
+    const char* schedule;
+    int64_t multiprocessors;
+  };
+  const Case cases[] = {
+      {fromSource(kKernels, "rect64", {{"m", 203}, {"n", 37}, {"kk", 45}}),
+       "m16n8k4 warps 2x2 tile 1x2 k 12 stages 2 persistent group 3", 1},
+      {fromSource(kKernels, "rect64", {{"m", 130}, {"n", 61}, {"kk", 27}}),
+       "m16n8k8 warps 2x2 tile 2x1 k 8 stages 3 persistent group 2", 2},
+      {fromSource(kKernels, "batched64", {{"nb", 5}, {"n", 37}}),
+       "m16n8k4 warps 2x2 tile 1x2 k 8 stages 3 persistent group 2", 2},
+  };
+  for (const Case& c : cases) {
+    const std::string text = fmt::format("mma: f64 {} fragments 2", c.schedule);
+    std::vector<std::string> reasons;
+    auto p = plan(c.k, text, sm90(c.multiprocessors), reasons);
+    ASSERT_TRUE(p) << text << ": " << joined(reasons);
+    EXPECT_GT(p->groupM, 0);
+    EXPECT_GT(p->tileCount(), p->persistentBlocks) << text;  // blocks loop over several tiles
+    const std::string source = emitCuda(c.k, *parseSchedule(text).schedule, sm90(c.multiprocessors)).source;
+    EXPECT_NE(source.find("tile_group"), std::string::npos) << text;  // the grouped order, not the plain one
+    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90(c.multiprocessors)), "") << c.k.name << " " << text;
+  }
+}
+
 // The emitted kernel: D's copy once before the ring, a loop over the ring's steps of the block's
 // tiles, the epilogue in it, storing column pairs as one double2 (w's rows along N: `resident a`
 // transposed the product), where the same tiles without `persistent` store doubles; NVRTC compiles
