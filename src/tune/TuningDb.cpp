@@ -139,11 +139,6 @@ std::string duplicateQuery() {
   return sql + " LIMIT 1";
 }
 
-double unixNow() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 // ---- validation of imported exports ----------------------------------------------------------
 // An import is all or nothing, and every value is checked as the database's own writers would have
 // made it: get<int> narrowed 5e9 registers silently, a negative median sorted first, a schedule
@@ -197,6 +192,11 @@ std::string textField(const nlohmann::json& j, const std::string& where, const c
 }
 
 }  // namespace
+
+double unixNow() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
 
 struct TuningDb::Impl {
   std::string path;

@@ -43,6 +43,8 @@ struct TuningKey {
 enum class CandidateStatus { Verified, WrongResult, CompileFailed, LaunchFailed, Faulted, TimedOut, Skipped };
 // "verified", "wrong-result", "compile-failed", "launch-failed", "faulted", "timed-out", "skipped"
 const char* statusName(CandidateStatus s);
+// Now as Unix time in seconds: the clock of the records' and searches' times (recordedAt).
+double unixNow();
 std::optional<CandidateStatus> parseStatus(const std::string& name);
 
 struct CandidateRecord {

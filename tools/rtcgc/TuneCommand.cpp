@@ -35,6 +35,7 @@
 #include "tune/Report.h"
 #include "tune/ResultJson.h"
 #include "tune/Tuner.h"
+#include "tune/TuningDb.h"
 
 namespace fs = std::filesystem;
 using namespace rtcg;
@@ -561,15 +562,11 @@ std::vector<ManifestKey> manifestKeys(const std::vector<manifest::Planned>& plan
   return keys;
 }
 
-static double unixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 KeyOutcome tuneKey(const TuneArgs& a, const ManifestKey& key, const std::string& logPrefix,
                    const std::function<void(TuneOptions&)>& adjust) {
   KeyOutcome o;
   ProgressPrinter printer;
-  o.startedAt = unixSeconds();
+  o.startedAt = unixNow();
   try {
     TuneOptions options = tuneOptions(a, printer, logPrefix);
     if (adjust) adjust(options);
@@ -584,7 +581,7 @@ KeyOutcome tuneKey(const TuneArgs& a, const ManifestKey& key, const std::string&
     o.code = 70, o.error = e.what();
   }
   printer.done();
-  o.endedAt = unixSeconds();
+  o.endedAt = unixNow();
   return o;
 }
 
