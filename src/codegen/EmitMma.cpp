@@ -761,7 +761,7 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
         continue;
       }
       // Statements that pick by branch: the column's expressions at each pair. Declared once per
-      // chunk instead (chunkColumnOf), they ran 16-27% slower on an H200 (docs/bench.md, session 41).
+      // chunk instead (chunkColumnOf), they ran slower (docs/bench.md, session 41).
       std::optional<ChunkColumn> chunk = arrayChunk;
       if (chunked && !chunkArray) {
         C::ExprP inner = C::sum({C::name(i), C::product(nm.t, lit(2))});

@@ -262,8 +262,8 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   e.bytes = dram;
   const double memory = std::max(dram / d.memoryBandwidth, l2 / (3 * d.memoryBandwidth));
   // mma.sync's persistent ring (fragments 2) hides its tiles' fill and drain where the main loop
-  // bounds the kernel; where memory does, it ran no faster than a block a tile (the f64 DG rows on
-  // an H200: N3 0.0251 ms against 0.0230, N5 0.0734 against 0.0880: docs/bench.md, session 42).
+  // bounds the kernel; where memory does, it ran no faster than a block a tile (the f64 DG rows:
+  // docs/bench.md, session 42).
   const bool hides = p.isWgmma() || mainLoop >= memory;
   const double compute = mainLoop * (hides ? persistentFactor(p) : 1.0) * pingpongFactor(p) + epiloguePass;
   const double sms = d.multiprocessors, blocks = double(e.blocks);

@@ -19,7 +19,7 @@ constexpr int64_t kPersistentSteps = 8;
 
 // `group 8` is offered where one batch's N operand takes more bytes than this: then the blocks
 // that run at once, N fastest, read all of it for each row of tiles, more than L2 keeps for the
-// next row (an H200's L2 is 60 MiB; at 16 MiB the order made no difference: docs/bench.md, session 42).
+// next row (half of an H200's L2; below it the order measured no different: docs/bench.md, session 42).
 constexpr int64_t kGroupedOperandBytes = int64_t(32) << 20;
 
 }  // namespace
