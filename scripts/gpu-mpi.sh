@@ -159,12 +159,14 @@ RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n "$gpus" "${b1[@]}" rtcgc 
 rcR=$?
 t2=$(date +%s.%N)
 python3 -c "import sys; a,b,c=map(float,sys.argv[1:]); print(f'== 1. manifest: 1 rank rc=$rc1 {b-a:.1f} s; $gpus ranks rc=$rcR {c-b:.1f} s: {(b-a)/(c-b):.2f}x')" "$t0" "$t1" "$t2"
+echo "$t0 $t1" >"$out/manifest-1.walls"; echo "$t1 $t2" >"$out/manifest-$gpus.walls"
 # RTCG_MPI_ONE_TWICE=1: the 1-rank manifest again, for the search's own spread from run to run.
 if [[ ${RTCG_MPI_ONE_TWICE:-0} == 1 ]]; then
   t3=$(date +%s.%N)
   RTCG_CACHE_DIR=$(mktemp -d) timeout 590 "${mpi[@]}" -n 1 "${b1[@]}" rtcgc tune "${manifest_args[@]}" --compile-threads "$per_rank" \
     --db "$out/manifest-1b.sqlite" >"$out/manifest-1b.json" 2>"$out/manifest-1b.log"
   echo "== 1b. the 1-rank manifest again: rc=$? $(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f} s')" "$t3")"
+  echo "$t3 $(date +%s.%N)" >"$out/manifest-1b.walls"
 fi
 python3 - "$out/manifest-1.json" "$out/manifest-$gpus.json" "$out/manifest-$gpus.sqlite" "$out/manifest-1b.json" <<'PY'
 import json, os, sqlite3, sys
@@ -194,18 +196,26 @@ for key, k in many.items():
         sameB = "yes" if b1.get("schedule") and b1.get("schedule") == bB.get("schedule") else "no"
         line += f" {mB:>8.4f} {(f'{mB / m1:.3f}' if m1 and mB else '-'):>6} {sameB:>5}"
     print(line + f"  {k['outcome']}")
-# Each run's ranks: keys, the sum of their searches, and from the first search's start to the last's end.
-for name, d in (("1 rank", one), ("R ranks", many), ("1 rank again", again)):
+# Each run's ranks: keys, the sum of their searches, the waits between a rank's keys, and each rank's
+# first start and last end counted from mpirun's launch (its .walls: launch and exit, Unix time), so
+# the start-up before the first key and the shutdown after the last one show apart from the tail.
+for name, d, p in (("1 rank", one, sys.argv[1]), ("R ranks", many, sys.argv[2]), ("1 rank again", again, sys.argv[4])):
     spans = {}
     for k in d.values():
         if k.get("startedAt"):
             spans.setdefault(k.get("rank", 0), []).append((k["startedAt"], k["endedAt"]))
     if not spans:
         continue
-    t0 = min(a for s in spans.values() for a, _ in s)
+    first = min(a for s in spans.values() for a, _ in s)
+    walls = p.replace(".json", ".walls")
+    launch, exit_ = map(float, open(walls).read().split()) if os.path.exists(walls) else (first, None)
+    def gaps(s):
+        s = sorted(s)
+        return sum(max(0.0, s[i + 1][0] - s[i][1]) for i in range(len(s) - 1))
     print(f"== {name}: " + "; ".join(
-        f"rank {r}: {len(s)} keys, searches {sum(b - a for a, b in s):.1f} s, from {min(a for a, _ in s) - t0:.1f} "
-        f"to {max(b for _, b in s) - t0:.1f} s" for r, s in sorted(spans.items())))
+        f"rank {r}: {len(s)} keys, searches {sum(b - a for a, b in s):.1f} s, waits between keys {gaps(s):.2f} s, "
+        f"from {min(a for a, _ in s) - launch:.1f} to {max(b for _, b in s) - launch:.1f} s" for r, s in sorted(spans.items()))
+        + (f"; exit at {exit_ - launch:.1f} s" if exit_ else ""))
 db = sqlite3.connect(sys.argv[3])
 rows = db.execute("SELECT count(*) FROM candidates").fetchone()[0]
 searches = db.execute("SELECT count(*) FROM searches WHERE finished_at IS NOT NULL").fetchone()[0]

@@ -88,6 +88,17 @@ int64_t minimalBytes(const Kernel& bound) {
   return bytes;
 }
 
+int64_t writtenElements(const Kernel& bound) {
+  int64_t total = 0;
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
+    if (!bound.params[p].isWritten()) continue;
+    int64_t elements = 1;
+    for (int64_t e : arrayShape(bound, int(p))) elements *= e;
+    total += elements;
+  }
+  return total;
+}
+
 namespace {
 
 // Number of points of the domain of `loops` (outermost first, bounds affine in earlier loops),

@@ -14,6 +14,9 @@ namespace rtcg {
 // once (out, inout). An access whose indices are distinct loop indices touches its loops' points
 // (the lower triangle of a: half of it); any other access counts its whole array.
 int64_t minimalBytes(const Kernel& bound);
+// Elements of the signature's arrays a run writes (out and inout): what each measured candidate's
+// outputs hold, read back and compared with the reference.
+int64_t writtenElements(const Kernel& bound);
 // Floating-point operations of one run: arithmetic and math calls on float values, counted per
 // point of their domain (a reduction step counts its combine as one operation; a scan, ir/Scan.h,
 // one combine per value).

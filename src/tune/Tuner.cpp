@@ -299,6 +299,16 @@ int64_t referenceSampleSize(int64_t floatOps, double maxFlops, const std::vector
   return std::max(kMinReferenceSample, int64_t(std::ceil(double(largest) * maxFlops / double(floatOps))));
 }
 
+double searchWorkEstimate(const Kernel& bound, int64_t candidates, double referenceMaxFlops) {
+  // Rates of the order of one server core's: only their ratio to each other matters.
+  constexpr double kSetupSeconds = 1, kReferenceOpsPerSecond = 3e9, kComparedElementsPerSecond = 6e8;
+  const double ops = double(arithmeticOps(bound));
+  const bool sampled = referenceMaxFlops > 0 && ops > referenceMaxFlops && samplingObstacle(bound).empty();
+  const double reference = (sampled ? referenceMaxFlops : ops) / kReferenceOpsPerSecond;
+  const double compared = double(writtenElements(bound)) * double(std::max<int64_t>(1, candidates));
+  return kSetupSeconds + reference + compared / kComparedElementsPerSecond;
+}
+
 int64_t refinementBudget(int64_t maxCandidates) { return maxCandidates >= 12 ? maxCandidates / 3 : 0; }
 
 void setSpaceDevice(SpaceOptions& options, const cuda::DeviceProperties& props) {

@@ -216,6 +216,11 @@ struct TuneResult {
 // kernel is within maxFlops or maxFlops is 0.
 int64_t referenceSampleSize(int64_t floatOps, double maxFlops, const std::vector<int64_t>& outerExtents);
 
+// A search's work in rough seconds of one host, to deal a manifest's keys largest first: the CPU
+// reference (its sample, or the whole kernel where sampling cannot be used) and the read-back
+// and comparison of `candidates` candidates' outputs. It ranks searches; it predicts no time.
+double searchWorkEstimate(const Kernel& bound, int64_t candidates, double referenceMaxFlops);
+
 // The share of a candidate budget that a search keeps for refinement rounds (neighbours of the
 // fastest measured candidates): a third of a budget of 12 or more, else none.
 int64_t refinementBudget(int64_t maxCandidates);

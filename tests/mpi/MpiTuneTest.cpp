@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -137,6 +138,14 @@ TEST(MpiTune, ManifestTunesEveryKeyOnceAndRankZeroRecordsEveryRow) {
     jsonRanks.insert(k["rank"].get<int>());
   }
   EXPECT_EQ(jsonRanks, d.ranks);
+  // Dealt largest first (tuningOrder: the larger n, the more output every candidate compares): the
+  // two smallest keys go out only once a rank has finished one of the three largest.
+  auto dealtAt = [&](int n) {
+    size_t at = err.find(fmt::format("tunes scale (n={})", n));
+    EXPECT_NE(at, std::string::npos) << n;
+    return at;
+  };
+  EXPECT_LT(std::max({dealtAt(5000), dealtAt(4000), dealtAt(3000)}), std::min(dealtAt(2000), dealtAt(1000))) << err;
   // Every candidate every rank measured is in rank 0's database, each key's search ended.
   int sent = 0;
   for (const json& k : j["kernels"]) sent += int(k["result"]["counts"]["generated"].get<int64_t>());
@@ -145,6 +154,26 @@ TEST(MpiTune, ManifestTunesEveryKeyOnceAndRankZeroRecordsEveryRow) {
   EXPECT_EQ(rows.finished, kKeys);
   EXPECT_EQ(rows.rows, sent);
   EXPECT_GT(sent, kKeys);
+}
+
+// One process (no MPI ranks) tunes the keys one after another in the same order: largest first.
+TEST(MpiTune, OneProcessTunesTheLargestSearchFirst) {
+  TempDir dir;
+  std::string manifest = writeManifest(dir), db = dir.file("tuning.sqlite");
+  auto r = shell(environment(dir) + tuneArgs(db) + "--manifest " + manifest + " --json 2>" + dir.file("err"));
+  std::string err = rtcg::tests::shell("cat " + dir.file("err")).out;
+  ASSERT_EQ(r.code, 0) << r.out << err;
+  size_t last = 0;
+  for (int k = kKeys; k >= 1; --k) {
+    size_t at = err.find(fmt::format("rtcgc tune: [{}/{}] scale (n={})", kKeys - k + 1, kKeys, 1000 * k));
+    ASSERT_NE(at, std::string::npos) << k << "\n" << err;
+    EXPECT_GT(at, last);
+    last = at;
+  }
+  // The report keeps the manifest's order.
+  json j = lastJson(r.out);
+  ASSERT_EQ(j["kernels"].size(), size_t(kKeys));
+  for (int k = 0; k < kKeys; ++k) EXPECT_EQ(j["kernels"][k]["sizes"], fmt::format("n={}", 1000 * (k + 1)));
 }
 
 TEST(MpiTune, AKilledRanksKeyIsReportedAndResumeCompletesIt) {

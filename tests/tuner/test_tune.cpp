@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "driver/Pipeline.h"
+#include "ir/Counts.h"
 #include "reference/Reference.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
@@ -166,6 +167,40 @@ TEST(Tune, ReferenceSampleSizeCostsAboutTheLimit) {
   EXPECT_EQ(referenceSampleSize(int64_t(2e9), kDefaultReferenceMaxFlops, {1000}), 0);  // within the limit
   EXPECT_EQ(referenceSampleSize(int64_t(4e9), kDefaultReferenceMaxFlops, {1000}), 500);  // half the rows
   EXPECT_EQ(referenceSampleSize(int64_t(1e12), kDefaultReferenceMaxFlops, {20}), kMinReferenceSample);
+}
+
+// The manifest deals its largest searches first (rtcgc's tuningOrder): what the estimate ranks by.
+TEST(Tune, SearchWorkEstimateRanksByOutputsComparedAndReferenceRun) {
+  // Outputs: every candidate's are read back and compared, so the larger output ranks higher, and
+  // more candidates weigh more.
+  Loaded small = load("axpby.rtcg", {{"n", 1000}}), large = load("axpby.rtcg", {{"n", 1 << 24}});
+  EXPECT_GT(searchWorkEstimate(large.bound, 32, kDefaultReferenceMaxFlops),
+            searchWorkEstimate(small.bound, 32, kDefaultReferenceMaxFlops));
+  EXPECT_GT(searchWorkEstimate(large.bound, 64, kDefaultReferenceMaxFlops),
+            searchWorkEstimate(large.bound, 32, kDefaultReferenceMaxFlops));
+  // The reference: a sampled one costs about the limit whatever the kernel's size; one that cannot
+  // be sampled (matmul_flat: c not provably written everywhere) runs whole, and ranks above the
+  // sampled product of the same size and outputs.
+  Loaded product = load("matmul.rtcg", {{"n", 2048}}), flat = load("matmul_flat.rtcg", {{"n", 2048}});
+  EXPECT_EQ(writtenElements(product.bound), writtenElements(flat.bound));
+  ASSERT_TRUE(samplingObstacle(product.bound).empty());
+  ASSERT_FALSE(samplingObstacle(flat.bound).empty());
+  EXPECT_GT(searchWorkEstimate(flat.bound, 32, kDefaultReferenceMaxFlops),
+            2 * searchWorkEstimate(product.bound, 32, kDefaultReferenceMaxFlops));
+  // Apart from the outputs (what grows with the candidates), a sampled reference weighs the same
+  // at n = 2048 and 4096; without the limit, the whole reference weighs by its operations.
+  Loaded bigger = load("matmul.rtcg", {{"n", 4096}});
+  auto fixedPart = [](const Kernel& k, double limit) {
+    return 2 * searchWorkEstimate(k, 1, limit) - searchWorkEstimate(k, 2, limit);
+  };
+  EXPECT_NEAR(fixedPart(bigger.bound, kDefaultReferenceMaxFlops), fixedPart(product.bound, kDefaultReferenceMaxFlops),
+              1e-9);
+  // The whole reference over the sampled one: in proportion to the operations beyond the limit.
+  const double lim = kDefaultReferenceMaxFlops;
+  const double opsP = double(arithmeticOps(product.bound)), opsB = double(arithmeticOps(bigger.bound));
+  EXPECT_NEAR((fixedPart(bigger.bound, 0) - fixedPart(bigger.bound, lim)) /
+                  (fixedPart(product.bound, 0) - fixedPart(product.bound, lim)),
+              (opsB - lim) / (opsP - lim), 1e-6);
 }
 
 TEST(Tune, UnboundKernelIsAnError) {

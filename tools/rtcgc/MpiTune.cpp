@@ -198,7 +198,7 @@ class Dealer {
 
   void run(const std::vector<ManifestKey>& keys, const KeyDone& done) {
     openDatabase();
-    for (size_t k = 0; k < keys.size(); ++k) {
+    for (size_t k : tuningOrder(a_, keys)) {
       if (std::optional<CandidateRecord> earlier = doneEarlier(keys[k])) {
         KeyOutcome o;
         o.earlier = fmt::format("by an earlier run (--resume): {:.4f} ms: {}", earlier->medianMs, earlier->schedule);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -538,11 +539,13 @@ void finishTuned(const TuneArgs& a, ManifestOutcome& o) {
   }
 }
 
-// Each key one after another, here.
+// Each key one after another, here, in tuningOrder.
 void tuneHere(const TuneArgs& a, const std::vector<ManifestKey>& keys, const KeyDone& done) {
-  for (size_t k = 0; k < keys.size(); ++k) {
-    fmt::print(stderr, "rtcgc tune: [{}/{}] {}\n", k + 1, keys.size(), keys[k].label);
-    std::string prefix = fmt::format("rtcgc tune: [{}/{} {}] ", k + 1, keys.size(), keys[k].bound.name);
+  std::vector<size_t> order = tuningOrder(a, keys);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t k = order[i];
+    fmt::print(stderr, "rtcgc tune: [{}/{}] {}\n", i + 1, keys.size(), keys[k].label);
+    std::string prefix = fmt::format("rtcgc tune: [{}/{} {}] ", i + 1, keys.size(), keys[k].bound.name);
     KeyOutcome o = tuneKey(a, keys[k], prefix, nullptr);
     if (o.code == 4) throw NoDeviceError(o.error);  // no kernel can be tuned: exit 4
     done(k, std::move(o));
@@ -560,6 +563,25 @@ std::vector<ManifestKey> manifestKeys(const std::vector<manifest::Planned>& plan
                     fmt::format("{} ({}) at {}", p.bound->name, p.sizes, p.entry.location())});
   }
   return keys;
+}
+
+std::vector<size_t> tuningOrder(const TuneArgs& a, const std::vector<ManifestKey>& keys) {
+  // A time-limited search without a candidate budget: about what one measures in its limit.
+  constexpr int64_t kCandidatesWithoutBudget = 64;
+  const int64_t candidates = a.maxCandidates > 0 ? a.maxCandidates : kCandidatesWithoutBudget;
+  std::vector<double> work;
+  for (const ManifestKey& key : keys) {
+    double w = 0;  // a kernel the estimate cannot count: its own search says why, in its turn
+    try {
+      w = searchWorkEstimate(key.bound, candidates, a.referenceMaxFlops);
+    } catch (const Error&) {
+    }
+    work.push_back(w);
+  }
+  std::vector<size_t> order(keys.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return work[x] > work[y]; });
+  return order;
 }
 
 KeyOutcome tuneKey(const TuneArgs& a, const ManifestKey& key, const std::string& logPrefix,

@@ -94,6 +94,10 @@ KeyOutcome tuneKey(const TuneArgs& a, const ManifestKey& key, const std::string&
                    const std::function<void(rtcg::TuneOptions&)>& adjust);
 // The keys a plan tunes, in plan order.
 std::vector<ManifestKey> manifestKeys(const std::vector<rtcg::manifest::Planned>& plan);
+// The order keys are tuned in, here or dealt out to MPI ranks: the largest search first
+// (rtcg::searchWorkEstimate at the command's candidate budget), plan order among equals, so that
+// the last keys dealt are short and the ranks finish close together.
+std::vector<size_t> tuningOrder(const TuneArgs& a, const std::vector<ManifestKey>& keys);
 
 // Runs the searches of a manifest's keys and reports each as it finishes, through `done` (called
 // from the caller's thread, one at a time). The default runs them one after another here; the MPI
