@@ -857,6 +857,16 @@ std::string mmaEpilogueLine(const MmaPlan& p) {
 
 // A wgmma plan in words (after the contraction's lines): the instruction, the tiles' canonical
 // layouts and descriptor strides, the pipeline, the epilogue.
+// `group G`: the order of the tiles a linear tile index walks (absent: N fastest, said nowhere).
+std::string tileOrderLine(const MmaPlan& p) {
+  if (p.groupM <= 0) return "";
+  const int64_t left = p.mTiles() % p.groupM;
+  return fmt::format("  tile order: groups of {} M tiles, M fastest within a group, each group's {} N tiles in turn{}\n",
+                     p.groupM, p.nTiles(),
+                     left ? fmt::format("; the last group holds the {} M tile{} left", left, left == 1 ? "" : "s")
+                          : std::string());
+}
+
 std::string wgmmaLines(const MmaPlan& p) {
   const int64_t groups = (p.ring.producer() ? p.consumerThreads : p.threads) / 128;
   std::string s = fmt::format("  {} wgmma.mma_async m64n{}k{} (sm_90a): block tile {}x{} ({}), "
@@ -928,6 +938,7 @@ std::string wgmmaLines(const MmaPlan& p) {
     s += fmt::format("  persistent: {} blocks loop over the {} output tiles (up to {} each), the ring's steps running on "
                      "across them: the producer fills the next tile's stages while the consumers store the last\n",
                      p.persistentBlocks, p.tileCount(), (p.tileCount() + p.persistentBlocks - 1) / p.persistentBlocks);
+  s += tileOrderLine(p);
   if (p.residentB)
     s += fmt::format("  resident: B's tiles of all {} steps ({} bytes{}) stay in shared memory for the block's tiles, "
                      "which share N tile (block % {}): the producer copies them once ({}){}; the "
@@ -1004,6 +1015,7 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
     s += fmt::format("  persistent: {} blocks loop over the {} output tiles (up to {} each), the ring's steps running on "
                      "across them: the next tile's first stages land while the block stores the last\n",
                      p.persistentBlocks, p.tileCount(), (p.tileCount() + p.persistentBlocks - 1) / p.persistentBlocks);
+  s += tileOrderLine(p);
   if (p.keptWhole())
     s += fmt::format("  resident: B's tile of the whole reduction ({} x {}, pitch {}: {} bytes) stays in shared memory "
                      "for the block's tiles, which share N tile (block % {}): copied once by cp.async before the ring, "

@@ -200,6 +200,12 @@ TEST(HostEmulation, MmaPersistentGroupedTilesMatchTheReference) {
     EXPECT_GT(p->tileCount(), p->persistentBlocks) << text;  // blocks loop over several tiles
     const std::string source = emitCuda(c.k, *parseSchedule(text).schedule, sm90(c.multiprocessors)).source;
     EXPECT_NE(source.find("tile_group"), std::string::npos) << text;  // the grouped order, not the plain one
+    // `explain` says the order, and the last group's share where G does not divide the M tiles.
+    NestPlanResult r = planNest(c.k, 0, parseSchedule(text).schedule->nests[0], sm90(c.multiprocessors));
+    ASSERT_TRUE(r.plan) << text;
+    const std::string explained = printPlan(c.k, *r.plan);
+    EXPECT_NE(explained.find(fmt::format("tile order: groups of {} M tiles", p->groupM)), std::string::npos) << explained;
+    EXPECT_EQ(explained.find("the last group holds") != std::string::npos, p->mTiles() % p->groupM != 0) << explained;
     EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90(c.multiprocessors)), "") << c.k.name << " " << text;
   }
 }
