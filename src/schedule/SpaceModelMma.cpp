@@ -39,6 +39,18 @@ int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
   return std::min<int64_t>(255, 32 + (accs + fragments) * (type == ScalarType::F64 ? 2 : 1));
 }
 
+int64_t mmaRegisterFloor(const MmaSchedule& ms) {
+  // Against NVRTC 13 for sm_90, persistent `resident a` over the f64 DG rows (docs/bench.md,
+  // session 43): capped at this count (or the next multiple of 8), 67 of 69 rings compiled without
+  // spills, most well below their uncapped count (m16n8k4 warps 2x2 tile 2x4 k 8: floor 120, 128
+  // uncapped and at a cap of 128; warps 2x4 tile 2x2 k 8: 80, 74 and 72); the two that spilled
+  // 4 and 8 bytes hold 4 fragment-k a step on the larger tiles (m16n8k4 tile 4x2 / 2x4 k 16).
+  const MmaDims dims = mmaDims(ms);
+  const int64_t accs = ms.tileM * ms.tileN * dims.m * dims.n / 32;
+  const int64_t fragmentK = (ms.tileM * dims.m + ms.tileN * dims.n) * dims.k / 32;
+  return std::max<int64_t>(64, 24 + 2 * (accs + 2 * fragmentK));
+}
+
 namespace {
 
 // The mma term: a contraction on tensor cores (plan.mma). The arithmetic issued is the padded
@@ -96,11 +108,13 @@ bool mmaResidency(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, b
   const MmaPlan& p = *plan.mma;
   e.sharedBytes = p.sharedBytes;
   e.registers = mmaRegisters(plan.schedule.mma, p.c.type);
-  // __launch_bounds__(threads, blocks_per_sm) caps the registers; past the cap NVCC spills.
+  // __launch_bounds__(threads, blocks_per_sm) caps the registers; past the cap NVCC spills. The
+  // persistent mma.sync grid's bound (MmaPlan::boundBlocks) was chosen to hold the ring's
+  // mmaRegisterFloor, which NVCC keeps to without spills.
   spills = plan.schedule.blocksPerSM > 0 &&
            e.registers > d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8;
-  if (plan.schedule.blocksPerSM > 0)
-    e.registers = std::min<int64_t>(e.registers, d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8);
+  if (const int64_t bound = p.minBlocks(plan.schedule.blocksPerSM); bound > 0)
+    e.registers = std::min<int64_t>(e.registers, d.registersPerMultiprocessor / (e.threads * bound) / 8 * 8);
   const int64_t warps = e.threads / 32;
   int64_t perSm = d.maxBlocksPerMultiprocessor;
   perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, e.threads));
