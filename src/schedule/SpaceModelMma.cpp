@@ -40,11 +40,9 @@ int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
 }
 
 int64_t mmaRegisterFloor(const MmaSchedule& ms) {
-  // Against NVRTC 13 for sm_90, persistent `resident a` over the f64 DG rows (docs/bench.md,
-  // session 43): capped at this count (or the next multiple of 8), 67 of 69 rings compiled without
-  // spills, most well below their uncapped count (m16n8k4 warps 2x2 tile 2x4 k 8: floor 120, 128
-  // uncapped and at a cap of 128; warps 2x4 tile 2x2 k 8: 80, 74 and 72); the two that spilled
-  // 4 and 8 bytes hold 4 fragment-k a step on the larger tiles (m16n8k4 tile 4x2 / 2x4 k 16).
+  // Checked against NVRTC 13 for sm_90 on the f64 DG rings capped at it (docs/bench.md, session
+  // 43, helper branch f64occ): nearly all compiled without spills, at or below their uncapped count;
+  // the few that spilled a word or two hold 4 fragment-k a step on the larger tiles.
   const MmaDims dims = mmaDims(ms);
   const int64_t accs = ms.tileM * ms.tileN * dims.m * dims.n / 32;
   const int64_t fragmentK = (ms.tileM * dims.m + ms.tileN * dims.n) * dims.k / 32;
