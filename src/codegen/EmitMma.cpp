@@ -966,7 +966,9 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   launch.function = fn.name;
   for (int a = 0; a < 3; ++a) launch.grid[a] = (uint32_t)l.grid[a], launch.block[a] = (uint32_t)l.block[a];
   fn.launchBounds = (int)l.threads;
-  fn.minBlocks = (int)ctx.sched.blocksPerSM;  // `blocks_per_sm`: the registers capped for that many blocks
+  // `blocks_per_sm`, or the persistent mma.sync grid's blocks per multiprocessor (MmaPlan::boundBlocks):
+  // the registers capped for that many blocks.
+  fn.minBlocks = (int)p.minBlocks(ctx.sched.blocksPerSM);
   if (ctx.plan.dynamicShared) launch.dynamicSharedBytes = (uint32_t)ctx.plan.dynamicSharedBytes;
   std::vector<C::Stmt> body;
   declareNestParams(ctx, fn, launch, body);

@@ -366,7 +366,10 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
 // or the plan's estimate in 8s) and shared memory (each block's and the 1 KiB the driver reserves
 // per block, of the multiprocessor's: where unknown, the largest a block may have, which is less);
 // times the multiprocessors, which must be known (a guess would leave blocks idle or in a second
-// wave), at most the tiles.
+// wave), at most the tiles. mma.sync's ring without blocks_per_sm: the most blocks whose register
+// cap holds mmaRegisterFloor, stated in the kernel's __launch_bounds__ (MmaPlan::boundBlocks); the
+// estimate (mmaRegisters) overcounts these rings by up to ~50 registers, and a grid sized by it
+// left a multiprocessor a block or two short of what fits.
 void planPersistent(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p, std::vector<std::string>& reasons) {
   const bool syncRing = !p.isWgmma() && p.prefetchFragments() && p.ring.stages > 1;
   if (p.isWgmma() ? !p.ring.producer() : !syncRing) {
@@ -392,8 +395,15 @@ void planPersistent(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan
   const int64_t regs = p.consumerRegisters > 0 ? launch : std::min(launch, (planned + 7) / 8 * 8);
   const int64_t smShared = limits.sharedPerMultiprocessor > 0 ? limits.sharedPerMultiprocessor : limits.maxSharedBytes;
   int64_t perSm = std::min<int64_t>(32, 2048 / threads);
-  perSm = std::min(perSm, 65536 / (threads * std::max<int64_t>(8, regs)));
   perSm = std::min(perSm, smShared / (p.sharedBytes + 1024));
+  if (syncRing && s.blocksPerSM == 0) {
+    const int64_t floor = mmaRegisterFloor(s.mma);
+    auto cap = [&](int64_t blocks) { return std::min<int64_t>(255, 65536 / (threads * blocks) / 8 * 8); };
+    while (perSm > 1 && cap(perSm) < floor) --perSm;
+    p.boundBlocks = std::max<int64_t>(1, perSm);
+  } else {
+    perSm = std::min(perSm, 65536 / (threads * std::max<int64_t>(8, regs)));
+  }
   p.persistentBlocks = std::max<int64_t>(1, std::min(p.tileCount(), limits.multiprocessors * std::max<int64_t>(1, perSm)));
 }
 

@@ -189,6 +189,13 @@ struct MmaPlan {
   // epilogue). 0: not persistent.
   int64_t persistentBlocks = 0;
   bool persistent() const { return persistentBlocks > 0; }
+  // mma.sync's persistent ring without `blocks_per_sm`: the blocks per multiprocessor its grid
+  // counts on (by threads, shared memory and mmaRegisterFloor), which the kernel's
+  // __launch_bounds__ state as their second argument, so that the compiled kernel's registers let
+  // that many be resident at once. 0: none (the schedule's blocks_per_sm, if any, is stated).
+  int64_t boundBlocks = 0;
+  // The second argument of the kernel's __launch_bounds__: blocks_per_sm, else boundBlocks.
+  int64_t minBlocks(int64_t blocksPerSM) const { return blocksPerSM > 0 ? blocksPerSM : boundBlocks; }
   int64_t barrierOffset = 0;
   // TF32 operands stored along M / N (aSource Registers): wgmma takes TF32 tiles K-major only, but its A
   // may come from registers, which any layout feeds. A TF32 contraction whose second operand is

@@ -1029,8 +1029,10 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
 std::string printPlan(const Kernel& k, const NestPlan& plan) {
   std::string s = fmt::format("nest {}: {}\n", plan.nest, printNestSchedule(plan.schedule));
   s += launchLine(plan.launch);
-  if (plan.schedule.blocksPerSM > 0)
-    s += fmt::format("  __launch_bounds__({}, {})\n", plan.launch.threads, plan.schedule.blocksPerSM);
+  const int64_t minBlocks = plan.mma ? plan.mma->minBlocks(plan.schedule.blocksPerSM) : plan.schedule.blocksPerSM;
+  if (minBlocks > 0)
+    s += fmt::format("  __launch_bounds__({}, {}){}\n", plan.launch.threads, minBlocks,
+                     plan.schedule.blocksPerSM > 0 ? "" : " (the persistent grid's blocks per multiprocessor)");
   if (plan.mma) return s + mmaLines(k, *plan.mma);
   if (plan.scan) return s + scanLines(k, *plan.scan);
   for (const IndexPlan& ip : plan.parts) s += indexLines(ip, plan.clauseOf(ip));

@@ -283,6 +283,13 @@ class NestModel {
 // small parts). The model's estimate, and the space's count for `blocks_per_sm` beside `mma:`.
 int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type);
 
+// Registers per thread below which a `fragments 2` ring of FP64's sm_90 shapes does not compile
+// without spills: its accumulators and two fragment-k sets (two registers a double), ~24 of
+// addresses and counters; at least 64 (ptxas compiles no FP64 mma below that). What a
+// persistent mma.sync ring's grid counts on (schedule/Mma.cpp, planPersistent), under
+// __launch_bounds__ that cap the registers there.
+int64_t mmaRegisterFloor(const MmaSchedule& ms);
+
 // The model's estimate of a plan on tensor cores (plan.mma; schedule/SpaceModelMma.cpp).
 NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceModel& d);
 

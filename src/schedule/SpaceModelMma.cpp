@@ -39,6 +39,16 @@ int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
   return std::min<int64_t>(255, 32 + (accs + fragments) * (type == ScalarType::F64 ? 2 : 1));
 }
 
+int64_t mmaRegisterFloor(const MmaSchedule& ms) {
+  // Checked against NVRTC 13 for sm_90 on the f64 DG rings capped at it (docs/bench.md, session
+  // 43, helper branch f64occ): nearly all compiled without spills, at or below their uncapped count;
+  // the few that spilled a word or two hold 4 fragment-k a step on the larger tiles.
+  const MmaDims dims = mmaDims(ms);
+  const int64_t accs = ms.tileM * ms.tileN * dims.m * dims.n / 32;
+  const int64_t fragmentK = (ms.tileM * dims.m + ms.tileN * dims.n) * dims.k / 32;
+  return std::max<int64_t>(64, 24 + 2 * (accs + 2 * fragmentK));
+}
+
 namespace {
 
 // The mma term: a contraction on tensor cores (plan.mma). The arithmetic issued is the padded
@@ -96,11 +106,13 @@ bool mmaResidency(const NestPlan& plan, const DeviceModel& d, NestEstimate& e, b
   const MmaPlan& p = *plan.mma;
   e.sharedBytes = p.sharedBytes;
   e.registers = mmaRegisters(plan.schedule.mma, p.c.type);
-  // __launch_bounds__(threads, blocks_per_sm) caps the registers; past the cap NVCC spills.
+  // __launch_bounds__(threads, blocks_per_sm) caps the registers; past the cap NVCC spills. The
+  // persistent mma.sync grid's bound (MmaPlan::boundBlocks) was chosen to hold the ring's
+  // mmaRegisterFloor, which NVCC keeps to without spills.
   spills = plan.schedule.blocksPerSM > 0 &&
            e.registers > d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8;
-  if (plan.schedule.blocksPerSM > 0)
-    e.registers = std::min<int64_t>(e.registers, d.registersPerMultiprocessor / (e.threads * plan.schedule.blocksPerSM) / 8 * 8);
+  if (const int64_t bound = p.minBlocks(plan.schedule.blocksPerSM); bound > 0)
+    e.registers = std::min<int64_t>(e.registers, d.registersPerMultiprocessor / (e.threads * bound) / 8 * 8);
   const int64_t warps = e.threads / 32;
   int64_t perSm = d.maxBlocksPerMultiprocessor;
   perSm = std::min<int64_t>(perSm, d.maxThreadsPerMultiprocessor / std::max<int64_t>(1, e.threads));

@@ -187,7 +187,7 @@ TEST(HostEmulation, MmaPersistentGroupedTilesMatchTheReference) {
       {fromSource(kKernels, "rect64", {{"m", 203}, {"n", 37}, {"kk", 45}}),
        "m16n8k4 warps 2x2 tile 1x2 k 12 stages 2 persistent group 3", 1},
       {fromSource(kKernels, "rect64", {{"m", 130}, {"n", 61}, {"kk", 27}}),
-       "m16n8k8 warps 2x2 tile 2x1 k 8 stages 3 persistent group 2", 2},
+       "m16n8k8 warps 2x2 tile 2x1 k 8 stages 3 persistent group 2", 1},
       {fromSource(kKernels, "batched64", {{"nb", 5}, {"n", 37}}),
        "m16n8k4 warps 2x2 tile 1x2 k 8 stages 3 persistent group 2", 2},
   };
@@ -235,6 +235,51 @@ TEST(MmaPersistent, EmitsOneRingOverTheTilesThatNvrtcCompiles) {
     ASSERT_EQ(r.resources.size(), 1u) << r.log;
     EXPECT_EQ(r.resources[0].localBytes, 0) << "Np " << np << "\n" << r.log;
   }
+}
+
+// The grid counts the blocks a multiprocessor holds by the ring's register floor (mmaRegisterFloor),
+// not by the model's estimate, which overcounts these rings (m16n8k4 warps 2x2 tile 2x4 k 8: 144
+// against NVRTC's 128, which left 3 blocks a multiprocessor where shared memory and registers hold
+// 4); the kernel states that count in its __launch_bounds__, so NVRTC's registers hold it (no
+// spills). blocks_per_sm, where given, is the count as before; where shared memory bounds the
+// blocks (Np = 120: 1 of 256 threads) the bound is that one.
+TEST(MmaPersistent, GridCountsTheBlocksTheRingsRegisterFloorLets) {
+  struct Case {
+    int64_t np;
+    const char* schedule;
+    int64_t perSm;
+  };
+  const Case cases[] = {
+      {56, "mma: f64 m16n8k4 warps 2x2 tile 2x4 k 8 stages 4 persistent resident a fragments 2", 4},
+      {56, "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 persistent resident a fragments 2", 3},
+      {20, "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 3 persistent resident a fragments 2", 3},
+      {56, "blocks_per_sm: 3; mma: f64 m16n8k4 warps 2x2 tile 2x4 k 8 stages 4 persistent resident a fragments 2", 3},
+      {120, "mma: f64 m16n8k4 warps 2x4 tile 2x4 k 32 stages 4 persistent resident a fragments 2", 1},
+  };
+  for (const Case& c : cases) {
+    const Kernel k = dg64(100000, c.np);
+    std::vector<std::string> reasons;
+    const auto parsed = parseSchedule(c.schedule);
+    ASSERT_TRUE(parsed.schedule) << c.schedule;
+    auto p = planMma(k, 0, parsed.schedule->nests[0], sm90(132), reasons);
+    ASSERT_TRUE(p) << c.schedule << ": " << joined(reasons);
+    EXPECT_EQ(p->persistentBlocks, 132 * c.perSm) << c.schedule;
+    EXPECT_EQ(p->minBlocks(parsed.schedule->nests[0].blocksPerSM), c.perSm) << c.schedule;
+    EmittedModule m = emitCuda(k, *parsed.schedule, sm90(132));
+    EXPECT_NE(m.source.find(fmt::format("__launch_bounds__({}, {})", p->threads, c.perSm)), std::string::npos)
+        << c.schedule;
+    CudaCompileResult r = compileCuda(m.source, k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
+    ASSERT_TRUE(r.success) << c.schedule << "\n" << r.log;
+    ASSERT_EQ(r.resources.size(), 1u) << r.log;
+    EXPECT_EQ(r.resources[0].localBytes, 0) << c.schedule << "\n" << r.log;
+    if (r.resources[0].registers > 0)  // NVRTC's count, where the log gives it
+      EXPECT_LE(r.resources[0].registers * p->threads * c.perSm, 65536) << c.schedule << "\n" << r.log;
+  }
+  // Without `persistent`: no bound (the kernel's __launch_bounds__ name the threads alone).
+  std::vector<std::string> reasons;
+  auto w = plan(dg64(100000, 56), "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 fragments 2", sm90(132), reasons);
+  ASSERT_TRUE(w) << joined(reasons);
+  EXPECT_EQ(w->boundBlocks, 0);
 }
 
 // The space offers `persistent resident a` beside the f64 DG rows' `fragments 2` candidates (D is

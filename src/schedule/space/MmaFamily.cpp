@@ -56,7 +56,9 @@ MmaOperand keptOperand(const Contraction& c) {
 // Also `persistent resident a` (or `b`) with the fragment epilogue, with and without those bounds,
 // where that operand is small and the other long (keptOperand): a persistent block keeps its tile
 // of the small one's whole reduction and streams the long one's tiles through the ring (the f64
-// DG rows: D's 3 Np rows against u's elements).
+// DG rows: D's 3 Np rows against u's elements). Without bounds the persistent form's grid counts
+// on the blocks its register floor allows (MmaPlan::boundBlocks), usually more than these bounds':
+// the bounded one is the fewer-blocks alternative (the memory-bound N3 row ran faster with it).
 void fragmentVariants(NestSpace& s, const Contraction& c, MmaSchedule ms) {
   ms.fragments = 2;
   const int64_t regs = mmaRegisters(ms, c.type), threads = ms.warpsM * ms.warpsN * 32;
