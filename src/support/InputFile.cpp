@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -54,17 +56,25 @@ std::string readInputFile(const std::string& path, size_t maxBytes) {
     const int flags = ::fcntl(in.fd, F_GETFL);
     if (flags >= 0) ::fcntl(in.fd, F_SETFL, flags & ~O_NONBLOCK);
   }
+  // Read straight into the text, sized by the file's size where it has one (a tuner's reference
+  // file holds hundreds of MB), grown where it does not (a pipe) or grew meanwhile; one byte past
+  // maxBytes is enough to refuse it.
+  const size_t limit = maxBytes == SIZE_MAX ? maxBytes : maxBytes + 1;
   std::string text;
-  char buf[65536];
+  size_t used = 0;
+  text.resize(std::min(limit, S_ISREG(st.st_mode) && st.st_size > 0 ? size_t(st.st_size) + 1 : size_t(65536)));
   for (;;) {
-    ssize_t n = ::read(in.fd, buf, sizeof buf);
+    if (used == text.size()) text.resize(std::min(limit, std::max(text.size() * 2, size_t(65536))));
+    if (used == text.size()) break;  // at the limit
+    ssize_t n = ::read(in.fd, text.data() + used, text.size() - used);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) cannotRead(path, std::strerror(errno));
-    if (n == 0) return text;
-    if (text.size() + size_t(n) > maxBytes)
-      cannotRead(path, fmt::format("it is larger than {} MiB, the limit", maxBytes >> 20));
-    text.append(buf, size_t(n));
+    if (n == 0) break;
+    used += size_t(n);
   }
+  if (used > maxBytes) cannotRead(path, fmt::format("it is larger than {} MiB, the limit", maxBytes >> 20));
+  text.resize(used);
+  return text;
 }
 
 }  // namespace rtcg

@@ -1,5 +1,7 @@
 #include "tune/WorkerProtocol.h"
 
+#include "support/InputFile.h"
+
 #include <cmath>
 #include <limits>
 
@@ -421,9 +423,14 @@ void writeReferenceFile(const std::string& path, const std::vector<ReferenceArra
 }
 
 std::vector<ReferenceArray> readReferenceFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read the reference file '{}': {}", path, std::strerror(errno)));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Read in one pass into a text of the file's size: hundreds of MB for a large output (an
+  // istreambuf_iterator's byte-by-byte read took seconds of the first candidate's measurement).
+  std::string data;
+  try {
+    data = readInputFile(path, SIZE_MAX);
+  } catch (const InputFileError& e) {
+    throw Error(fmt::format("cannot read the reference file '{}': {}", path, e.reason()));
+  }
   auto bad = [&](const std::string& why) {
     return Error(fmt::format("reference file '{}' is malformed: {}", path, why));
   };

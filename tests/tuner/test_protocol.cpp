@@ -307,6 +307,27 @@ TEST(ReferenceFile, RoundTripsAndRejectsDamage) {
   EXPECT_THROW(readReferenceFile(path), Error);
 }
 
+// A large output (24 MB here; hundreds of MB for the bench's 67 M-element outputs) comes back
+// whole, every value in place; a missing file is named.
+TEST(ReferenceFile, LargeOutputsRoundTripWhole) {
+  std::string path = (std::filesystem::temp_directory_path() / "rtcg_test_reference_large.bin").string();
+  ReferenceArray big{7, std::vector<double>(3'000'001)};
+  for (size_t i = 0; i < big.values.size(); ++i) big.values[i] = double(i) * 0.5 - 1e6;
+  writeReferenceFile(path, {big, {9, {4.0}}});
+  std::vector<ReferenceArray> back = readReferenceFile(path);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].param, 7);
+  EXPECT_TRUE(back[0].values == big.values);
+  EXPECT_EQ(back[1].values, std::vector<double>{4.0});
+  std::filesystem::remove(path);
+  try {
+    readReferenceFile(path);
+    FAIL() << "expected an error for a missing file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read the reference file '" + path + "'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ReferenceFile, MasksRoundTripAndAFullReferenceKeepsTheFirstFormat) {
   std::string path = (std::filesystem::temp_directory_path() / "rtcg_test_reference_masks.bin").string();
   auto header = [&] {
