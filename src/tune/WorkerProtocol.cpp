@@ -387,8 +387,26 @@ void writeReferenceFile(const std::string& path, const std::vector<ReferenceArra
   const bool sampled = std::any_of(outputs.begin(), outputs.end(), [](const ReferenceArray& a) { return !a.checked.empty(); });
   const bool integers = std::any_of(outputs.begin(), outputs.end(), [](const ReferenceArray& a) { return !a.integers.empty(); });
   const bool runsFormat = sampled || integers;
-  std::string data = runsFormat ? "RTCGREF4" : "RTCGREF1";
-  putLe(data, outputs.size(), 4);
+  // The file in order: the bytes between the values in `head`, and the values themselves where they
+  // are (a large output's are hundreds of MB: written from the array, not copied first). A piece
+  // with `at` null is head's bytes from `offset`.
+  struct Piece {
+    const char* at;
+    size_t offset, bytes;
+  };
+  std::vector<Piece> pieces;
+  std::string head = runsFormat ? "RTCGREF4" : "RTCGREF1";
+  size_t headFrom = 0;
+  auto values = [&](const void* at, size_t count) {
+    if constexpr (std::endian::native == std::endian::little) {
+      pieces.push_back({nullptr, headFrom, head.size() - headFrom});
+      pieces.push_back({static_cast<const char*>(at), 0, count * 8});
+      headFrom = head.size();
+    } else {
+      putValues(head, at, count);
+    }
+  };
+  putLe(head, outputs.size(), 4);
   for (const ReferenceArray& a : outputs) {
     const bool exact = !a.integers.empty();
     if (exact && !a.values.empty())
@@ -398,26 +416,27 @@ void writeReferenceFile(const std::string& path, const std::vector<ReferenceArra
       throw Error(fmt::format("reference output {}: a mask of {} elements for {} values", a.param, a.checked.size(),
                               count));
     static_assert(sizeof(double) == 8 && sizeof(int64_t) == 8);
-    const void* values = exact ? static_cast<const void*>(a.integers.data()) : static_cast<const void*>(a.values.data());
-    putLe(data, uint32_t(a.param), 4);
-    if (runsFormat) data += char(exact ? 1 : 0);
-    putLe(data, count, 8);
+    const void* data = exact ? static_cast<const void*>(a.integers.data()) : static_cast<const void*>(a.values.data());
+    putLe(head, uint32_t(a.param), 4);
+    if (runsFormat) head += char(exact ? 1 : 0);
+    putLe(head, count, 8);
     if (!runsFormat || a.checked.empty()) {
-      if (runsFormat) data += char(0);
-      putValues(data, values, count);
+      if (runsFormat) head += char(0);
+      values(data, count);
       continue;
     }
     // A sample: only the checked elements' values travel (a sampled GEMM's are 1/64 of them).
     std::vector<std::pair<uint64_t, uint64_t>> runs = checkedRuns(a.checked);
-    data += char(1);
-    putLe(data, runs.size(), 8);
-    for (const auto& [start, length] : runs) putLe(data, start, 8), putLe(data, length, 8);
-    for (const auto& [start, length] : runs)
-      putValues(data, static_cast<const char*>(values) + start * 8, length);
+    head += char(1);
+    putLe(head, runs.size(), 8);
+    for (const auto& [start, length] : runs) putLe(head, start, 8), putLe(head, length, 8);
+    for (const auto& [start, length] : runs) values(static_cast<const char*>(data) + start * 8, length);
   }
+  pieces.push_back({nullptr, headFrom, head.size() - headFrom});
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
-  out.write(data.data(), std::streamsize(data.size()));
+  for (const Piece& p : pieces)
+    if (p.bytes) out.write(p.at ? p.at : head.data() + p.offset, std::streamsize(p.bytes));
   out.flush();
   if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
 }
