@@ -7,6 +7,7 @@
 
 #include "codegen/Emitter.h"
 #include "ir/Analysis.h"
+#include "ir/Counts.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -68,12 +69,6 @@ const char* modePrefix(const Param& p) {
     case ArrayMode::Local: return "";  // (a local is no argument)
   }
   return "";
-}
-
-int64_t elementCount(const Kernel& bound, int param) {
-  int64_t n = 1;
-  for (int64_t e : arrayShape(bound, param)) n *= e;
-  return n;
 }
 
 std::string shapeText(const Kernel& bound, int param) {

@@ -79,8 +79,7 @@ int64_t minimalBytes(const Kernel& bound) {
   for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
     const Param& param = bound.params[p];
     if (param.kind != ParamKind::Array) continue;
-    int64_t elements = 1;
-    for (int64_t e : arrayShape(bound, int(p))) elements *= e;
+    int64_t elements = elementCount(bound, int(p));
     if (auto t = touched.find(int(p)); t != touched.end() && t->second >= 0) elements = std::min(elements, t->second);
     int64_t once = elements * typeBytes(param.type);
     bytes += param.mode == ArrayMode::InOut ? 2 * once : once;
@@ -88,14 +87,16 @@ int64_t minimalBytes(const Kernel& bound) {
   return bytes;
 }
 
+int64_t elementCount(const Kernel& bound, int array) {
+  int64_t n = 1;
+  for (int64_t e : arrayShape(bound, array)) n *= e;
+  return n;
+}
+
 int64_t writtenElements(const Kernel& bound) {
   int64_t total = 0;
-  for (size_t p = 0; p < bound.numSignatureParams(); ++p) {
-    if (!bound.params[p].isWritten()) continue;
-    int64_t elements = 1;
-    for (int64_t e : arrayShape(bound, int(p))) elements *= e;
-    total += elements;
-  }
+  for (size_t p = 0; p < bound.numSignatureParams(); ++p)
+    if (bound.params[p].isWritten()) total += elementCount(bound, int(p));
   return total;
 }
 

@@ -14,6 +14,8 @@ namespace rtcg {
 // once (out, inout). An access whose indices are distinct loop indices touches its loops' points
 // (the lower triangle of a: half of it); any other access counts its whole array.
 int64_t minimalBytes(const Kernel& bound);
+// Elements of array param `array` of a bound kernel: the product of its shape (arrayShape).
+int64_t elementCount(const Kernel& bound, int array);
 // Elements of the signature's arrays a run writes (out and inout): what each measured candidate's
 // outputs hold, read back and compared with the reference.
 int64_t writtenElements(const Kernel& bound);

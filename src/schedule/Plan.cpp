@@ -855,8 +855,6 @@ std::string mmaEpilogueLine(const MmaPlan& p) {
   return "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
 }
 
-// A wgmma plan in words (after the contraction's lines): the instruction, the tiles' canonical
-// layouts and descriptor strides, the pipeline, the epilogue.
 // `group G`: the order of the tiles a linear tile index walks (absent: N fastest, said nowhere).
 std::string tileOrderLine(const MmaPlan& p) {
   if (p.groupM <= 0) return "";
@@ -867,6 +865,8 @@ std::string tileOrderLine(const MmaPlan& p) {
                           : std::string());
 }
 
+// A wgmma plan in words (after the contraction's lines): the instruction, the tiles' canonical
+// layouts and descriptor strides, the pipeline, the epilogue.
 std::string wgmmaLines(const MmaPlan& p) {
   const int64_t groups = (p.ring.producer() ? p.consumerThreads : p.threads) / 128;
   std::string s = fmt::format("  {} wgmma.mma_async m64n{}k{} (sm_90a): block tile {}x{} ({}), "

@@ -383,25 +383,29 @@ void getValues(std::string_view in, size_t at, void* values, size_t count) {
 }  // namespace
 
 void writeReferenceFile(const std::string& path, const std::vector<ReferenceArray>& outputs) {
+  static_assert(sizeof(double) == 8 && sizeof(int64_t) == 8);
+  for (const ReferenceArray& a : outputs) {
+    if (!a.integers.empty() && !a.values.empty())
+      throw Error(fmt::format("reference output {}: both exact integers and float values", a.param));
+    const size_t count = a.integers.empty() ? a.values.size() : a.integers.size();
+    if (!a.checked.empty() && a.checked.size() != count)
+      throw Error(fmt::format("reference output {}: a mask of {} elements for {} values", a.param, a.checked.size(),
+                              count));
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
   // A full float reference keeps the first format, byte for byte.
   const bool sampled = std::any_of(outputs.begin(), outputs.end(), [](const ReferenceArray& a) { return !a.checked.empty(); });
   const bool integers = std::any_of(outputs.begin(), outputs.end(), [](const ReferenceArray& a) { return !a.integers.empty(); });
   const bool runsFormat = sampled || integers;
-  // The file in order: the bytes between the values in `head`, and the values themselves where they
-  // are (a large output's are hundreds of MB: written from the array, not copied first). A piece
-  // with `at` null is head's bytes from `offset`.
-  struct Piece {
-    const char* at;
-    size_t offset, bytes;
-  };
-  std::vector<Piece> pieces;
+  // The bytes between the values gather in `head`; the values go to the file from their arrays (a
+  // large output's are hundreds of MB, not copied first).
   std::string head = runsFormat ? "RTCGREF4" : "RTCGREF1";
-  size_t headFrom = 0;
   auto values = [&](const void* at, size_t count) {
     if constexpr (std::endian::native == std::endian::little) {
-      pieces.push_back({nullptr, headFrom, head.size() - headFrom});
-      pieces.push_back({static_cast<const char*>(at), 0, count * 8});
-      headFrom = head.size();
+      out.write(head.data(), std::streamsize(head.size()));
+      out.write(static_cast<const char*>(at), std::streamsize(count * 8));
+      head.clear();
     } else {
       putValues(head, at, count);
     }
@@ -409,13 +413,7 @@ void writeReferenceFile(const std::string& path, const std::vector<ReferenceArra
   putLe(head, outputs.size(), 4);
   for (const ReferenceArray& a : outputs) {
     const bool exact = !a.integers.empty();
-    if (exact && !a.values.empty())
-      throw Error(fmt::format("reference output {}: both exact integers and float values", a.param));
     const size_t count = exact ? a.integers.size() : a.values.size();
-    if (!a.checked.empty() && a.checked.size() != count)
-      throw Error(fmt::format("reference output {}: a mask of {} elements for {} values", a.param, a.checked.size(),
-                              count));
-    static_assert(sizeof(double) == 8 && sizeof(int64_t) == 8);
     const void* data = exact ? static_cast<const void*>(a.integers.data()) : static_cast<const void*>(a.values.data());
     putLe(head, uint32_t(a.param), 4);
     if (runsFormat) head += char(exact ? 1 : 0);
@@ -432,11 +430,7 @@ void writeReferenceFile(const std::string& path, const std::vector<ReferenceArra
     for (const auto& [start, length] : runs) putLe(head, start, 8), putLe(head, length, 8);
     for (const auto& [start, length] : runs) values(static_cast<const char*>(data) + start * 8, length);
   }
-  pieces.push_back({nullptr, headFrom, head.size() - headFrom});
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
-  for (const Piece& p : pieces)
-    if (p.bytes) out.write(p.at ? p.at : head.data() + p.offset, std::streamsize(p.bytes));
+  out.write(head.data(), std::streamsize(head.size()));
   out.flush();
   if (!out) throw Error(fmt::format("cannot write the reference file '{}': {}", path, std::strerror(errno)));
 }
