@@ -160,14 +160,15 @@ ozaki() {
   s=$(awk -v m="mma: $m" 'BEGIN { FS = " [|] "; OFS = " | " } { for (i = 1; i <= NF; i++) if ($i ~ /^modulus:/) $i = m; print }' <<<"$s")
   run_example "$file" "$@" --precision "$p" --schedule "$s"
 }
-run_example dgemm.rtcg -D n=1003 --precision fp64x
+run_example dgemm.rtcg -D n=1283 --precision fp64x
+run_example dgemm.rtcg -D n=301 --precision fp64x   # the scheme cannot pay: the contraction stays as written
 run_example matmul.rtcg -D n=777 --precision fp32x
-ozaki fp64x "s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3" dgemm.rtcg -D n=1003
+ozaki fp64x "s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3" dgemm.rtcg -D n=1283
 ozaki fp64x "s8 m16n8k32 warps 2x1 tile 2x4 k 128 stages 4 epilogue shared" dgemm.rtcg -D n=2048
 ozaki fp64x "s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 3 swizzle 128" dgemm.rtcg -D n=2048
 ozaki fp32x "s8 m16n8k32 warps 2x2 tile 2x2 k 64 stages 3" matmul.rtcg -D n=1003
 # The products' operands (kernel-local, batched over the moduli) copied by TMA, rows no box divides.
-ozaki fp64x "s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128 tma epilogue shared" dgemm.rtcg -D n=1040
+ozaki fp64x "s8 wgmma m64n128k32 warpgroups 2x2 k 128 stages 4 swizzle 128 tma epilogue shared" dgemm.rtcg -D n=1296
 ozaki fp32x "s8 wgmma m64n128k32 warpgroups 2x1 k 128 stages 4 swizzle 128 tma producer" matmul.rtcg -D n=1008
 run_example gemm_bf16.rtcg -D n=1003 --schedule "stores: streaming; mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
 run_example matmul.rtcg -D n=1003 --precision tf32x3 --schedule "stores: streaming; mma: tf32x3 m16n8k8 warps 2x2 tile 4x4 k 16 stages 3 epilogue shared"

@@ -98,7 +98,8 @@ struct TuningProgress {
 // product (about 3e-4 relative error). A policy other than Ieee on a kernel that computes only in
 // f64 is an error. Fp64x and Fp32x compute each f64 (Fp64x) or f32 (Fp32x) contraction on INT8
 // tensor cores by the Ozaki scheme II (docs/api.md, "Precision": FP64- and FP32-class accuracy,
-// and its limits); a kernel without such a contraction refuses them. The policy is part of the
+// and its limits), where the scheme can be faster than the contraction as written (the others stay
+// as written: docs/language.md 6.2); a kernel without such a contraction refuses them. The policy is part of the
 // tuning key: each has its own tuned schedules.
 enum class PrecisionPolicy : uint8_t { Ieee, Tf32x3, Tf32, Fp64x, Fp32x };
 

@@ -14,7 +14,7 @@ from ._native import native
 #: TF32; "tf32x3" splits each operand into two TF32 values and sums three products (FP32-class
 #: accuracy); "tf32" uses one TF32 product (about 3e-4 relative error); "fp64x" and "fp32x" compute
 #: f64 and f32 contractions on INT8 tensor cores by the Ozaki scheme II (FP64- and FP32-class
-#: accuracy, docs/api.md). The policy is part of the tuning key, and a policy that cannot apply to a
+#: accuracy, docs/api.md) where the scheme can be faster (the other contractions stay as written). The policy is part of the tuning key, and a policy that cannot apply to a
 #: kernel (tf32 on an f64 kernel, fp64x on a kernel without an f64 contraction) is an error.
 PRECISIONS = (None, "ieee", "tf32x3", "tf32", "fp64x", "fp32x")
 

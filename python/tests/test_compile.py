@@ -197,7 +197,7 @@ def test_precision_policies_reach_the_compiler():
     assert rtcg.Kernel(MATMUL, precision="tf32x3").name == "matmul"
     # The Ozaki policies: fp32x rewrites the f32 contraction (explain prints the steps), fp64x has
     # none to take in it.
-    assert "precision fp32x: the f32 contractions are rewritten" in rtcg.explain(MATMUL, {"n": 40}, precision="fp32x")
+    assert "precision fp32x: the f32 contractions are rewritten" in rtcg.explain(MATMUL, {"n": 640}, precision="fp32x")
     with pytest.raises(rtcg.CompileError, match="computes f64 contractions on INT8 tensor cores"):
         rtcg.emit(MATMUL, {"n": 40}, precision="fp64x")
 

@@ -13,6 +13,7 @@
 #include "ir/Verify.h"
 #include "ir/Walk.h"
 #include "schedule/Contraction.h"
+#include "schedule/Space.h"
 #include "support/Error.h"
 
 namespace rtcg {
@@ -84,6 +85,27 @@ std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why) {
     if (alpha >= target) return OzakiSplit{n, alpha};
   }
   return fail(fmt::format("no set of up to {} moduli holds the product of rows of {}-bit 2-norm", ozakiModuli().size(), target));
+}
+
+std::string ozakiCannotPay(Precision p, const Contraction& c, int moduli) {
+  const DeviceModel d;  // sm_90's rates, whatever the target (PolicyRewrite.h)
+  const bool f64 = p == Precision::Fp64x;
+  const double size = f64 ? 8 : 4, rate = f64 ? 2 * d.peakFp64Flops : d.peakFp32Flops;
+  double batch = 1;
+  for (int64_t e : c.batchExtent) batch *= double(e);
+  const double M = double(c.mExtent), N = double(c.nExtent), K = double(c.kExtent), outputs = M * N * batch;
+  const double operandElements = (M + N) * K;  // a batch's operands counted once: a lower bound
+  const double asWritten = std::max(2 * outputs * K / rate, size * (operandElements + outputs) / d.memoryBandwidth);
+  const double schemeBytes = (size + 2.0 * moduli) * operandElements + (2.0 * moduli + size) * outputs;
+  const double scheme = schemeBytes / d.memoryBandwidth;
+  if (scheme < asWritten) return "";
+  return fmt::format("its {} moduli's memory traffic alone ({:.0f} MB: each output's residues written and read back, "
+                     "each operand's written and read) takes {:.3g} ms at {:.1f} TB/s, longer than the {} contraction "
+                     "as written at its roofline ({:.3g} ms: {:.3g} G operations at the {} peak of {:.3g} TF/s, or its "
+                     "own bytes), so it stays as written (K = {})",
+                     moduli, schemeBytes * 1e-6, scheme * 1e3, d.memoryBandwidth * 1e-12, f64 ? "f64" : "f32",
+                     asWritten * 1e3, 2 * outputs * K * 1e-9, f64 ? "FP64 tensor cores'" : "FP32 cores'", rate * 1e-12,
+                     c.kExtent);
 }
 
 namespace {
@@ -602,21 +624,37 @@ void checkRewrite(const Kernel& k, Precision p) {
 
 }  // namespace
 
-Kernel policyKernel(const Kernel& proved, Precision p) {
+Kernel policyKernel(const Kernel& proved, Precision p, PolicyReach reach) {
   Diagnostics diags;
-  std::optional<Kernel> k = applyPolicy(proved, p, diags);
+  std::optional<Kernel> k = applyPolicy(proved, p, diags, reach);
   if (!k) throw Error(diags.all().empty() ? "the precision policy cannot apply" : diags.all()[0].message);
   return std::move(*k);
 }
 
 std::string printPolicyRewrite(const Kernel& k) {
-  return fmt::format("precision {}: the {} contractions are rewritten into the steps of the Ozaki scheme II on INT8 "
-                     "tensor cores (per contraction: scale and residues of each operand, the products, the "
-                     "reconstruction); the kernel scheduled:\n{}",
-                     k.policy, k.policy == "fp64x" ? "f64" : "f32", printKernel(k));
+  const Precision p = k.policy == "fp64x" ? Precision::Fp64x : Precision::Fp32x;
+  const ScalarType type = p == Precision::Fp64x ? F64 : ScalarType::F32;
+  // The contractions of the policy's type still in the kernel are those it left as written.
+  std::string kept;
+  for (int n = 0; n < int(k.nests.size()); ++n) {
+    ContractionMatch m = matchContraction(k, n);
+    if (!m.contraction || m.contraction->type != type || isHalf(m.contraction->narrowOperands)) continue;
+    std::optional<OzakiSplit> split = ozakiSplit(p, m.contraction->kExtent);
+    if (split) kept += fmt::format("  nest {}: {}\n", n + 1, ozakiCannotPay(p, *m.contraction, split->moduli));
+  }
+  const bool rewritten = std::any_of(k.params.begin(), k.params.end(),
+                                     [](const Param& a) { return a.mode == ArrayMode::Local && a.type == ScalarType::I8; });
+  std::string out = rewritten ? fmt::format("precision {}: the {} contractions are rewritten into the steps of the Ozaki "
+                                            "scheme II on INT8 tensor cores (per contraction: scale and residues of each "
+                                            "operand, the products, the reconstruction)",
+                                            k.policy, typeName(type))
+                              : fmt::format("precision {}: no {} contraction is rewritten into the Ozaki scheme II",
+                                            k.policy, typeName(type));
+  if (!kept.empty()) out += fmt::format("; where the scheme cannot be faster, a contraction stays as written:\n{}", kept);
+  return out + fmt::format("{}the kernel scheduled:\n{}", kept.empty() ? "; " : "", printKernel(k));
 }
 
-std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics& diags) {
+std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics& diags, PolicyReach reach) {
   if (!precisionRewrites(p) || proved.policy == precisionName(p)) return proved;
   const std::string name = precisionName(p);
   if (!proved.policy.empty()) {
@@ -626,7 +664,7 @@ std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics
   const ScalarType type = p == Precision::Fp64x ? F64 : ScalarType::F32;
   Rewriter rw(proved);
   std::vector<std::string> notTaken;
-  int rewritten = 0;
+  int rewritten = 0, kept = 0;
   for (int n = 0; n < int(proved.nests.size()); ++n) {
     const LoopNest& nest = proved.nests[size_t(n)];
     ContractionMatch m = matchContraction(proved, n);
@@ -650,6 +688,11 @@ std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics
       diags.error(nest.loc, fmt::format("precision '{}' cannot compute this contraction on INT8 tensor cores: {}", name, why));
       return std::nullopt;
     }
+    if (reach == PolicyReach::WherePays && !ozakiCannotPay(p, c, split->moduli).empty()) {
+      ++kept;
+      rw.kernel().nests.push_back(nest);
+      continue;
+    }
     std::vector<std::pair<Expr, Expr>> sums;
     std::vector<Stmt> lets;
     KnownSides known;
@@ -659,7 +702,7 @@ std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics
     }
     rw.kernel().nests.push_back(readSums(nest, std::move(lets), sums));
   }
-  if (rewritten == 0) {
+  if (rewritten == 0 && kept == 0) {
     diags.error(proved.loc, fmt::format("precision '{}' computes {} contractions on INT8 tensor cores, but kernel '{}' has "
                                         "none{}{}",
                                         name, typeName(type), proved.name, notTaken.empty() ? "" : ": ",

@@ -53,17 +53,38 @@ std::optional<OzakiSplit> ozakiSplit(Precision p, int64_t K, std::string* why = 
 // definition).
 int ozakiTargetBits(Precision p);
 
+struct Contraction;
+
+// Why the scheme cannot be faster than contraction `c` computed as written, or empty where it can:
+// a lower bound of the scheme's time, its memory traffic alone (each operand read by its scale and
+// residue nests, its residues written and read by the products; each output's residues written by
+// the products and read by the reconstruction, which writes the result), against the time of the
+// contraction as written at its roofline (2 M N K operations at the FP64 tensor cores' rate for
+// fp64x, the FP32 cores' for fp32x, or its own bytes, whichever takes longer). The rates are
+// sm_90's (DeviceModel's defaults) on every target, so that the rewrite is the kernel's alone.
+// A DG differentiation (K = Np <= 165) stays as written; a DGEMM of n = 4096 does not.
+std::string ozakiCannotPay(Precision p, const Contraction& c, int moduli);
+
+// Which contractions of its type a rewriting policy rewrites: those where the scheme can pay
+// (ozakiCannotPay; the others stay as written, computed as under ieee, which is more accurate),
+// or every one (the scheme's tests and the fuzzer, at sizes small enough to emulate).
+enum class PolicyReach : uint8_t { WherePays, Everywhere };
+
 // The proved kernel rewritten for `p` (a copy when p does not rewrite, or when the kernel is
 // already the rewrite of p: Kernel::policy). A kernel the policy cannot apply to (no contraction
-// of its type) is an error in diags with the reasons, and nullopt.
-std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics& diags);
+// of its type) is an error in diags with the reasons, and nullopt. A kernel whose contractions
+// all stay as written (PolicyReach::WherePays) comes back with its nests as written and
+// Kernel::policy set: its schedules are those of the kernel as written.
+std::optional<Kernel> applyPolicy(const Kernel& proved, Precision p, Diagnostics& diags,
+                                  PolicyReach reach = PolicyReach::WherePays);
 
 // applyPolicy for callers without diagnostics (the tuner, the API): throws rtcg::Error with the
 // reason when the policy cannot apply.
-Kernel policyKernel(const Kernel& proved, Precision p);
+Kernel policyKernel(const Kernel& proved, Precision p, PolicyReach reach = PolicyReach::WherePays);
 
-// For `explain`: the rewritten kernel's steps, a line saying which policy made them, then the
-// kernel's nests as printKernel prints them (their nest numbers are the plan's).
+// For `explain`: the rewritten kernel's steps, a line saying which policy made them and which
+// contractions it left as written and why, then the kernel's nests as printKernel prints them
+// (their nest numbers are the plan's).
 std::string printPolicyRewrite(const Kernel& rewritten);
 
 }  // namespace rtcg

@@ -680,12 +680,21 @@ TEST(Cli, PrecisionPolicy) {
 // type is an input error with the reason.
 TEST(Cli, OzakiPolicies) {
   const std::string f64 = example("dgemm.rtcg");
-  Result ex = rtcgcStdout("explain " + f64 + " -D n=37 --precision fp64x");
+  Result ex = rtcgcStdout("explain " + f64 + " -D n=1240 --precision fp64x");
   EXPECT_EQ(ex.code, 0) << ex.out;
   EXPECT_NE(ex.out.find("precision fp64x: the f64 contractions are rewritten"), std::string::npos) << ex.out;
-  EXPECT_NE(ex.out.find("for modulus in 0..14, i in 0..37, j in 0..37"), std::string::npos) << ex.out;
+  EXPECT_NE(ex.out.find("for modulus in 0..14, i in 0..1240, j in 0..1240"), std::string::npos) << ex.out;
   EXPECT_NE(ex.out.find("nest 5:"), std::string::npos) << ex.out;  // scale and residues of a and b, products, c
-  Result dry = rtcgc("tune " + f64 + " -D n=256 --dry-run --max-candidates 40 --precision fp64x");
+  // Where the scheme cannot be faster (n = 300: its memory traffic alone outlasts the product on
+  // FP64 tensor cores), the contraction stays as written, and explain says why.
+  Result small = rtcgcStdout("explain " + f64 + " -D n=300 --precision fp64x");
+  EXPECT_EQ(small.code, 0) << small.out;
+  EXPECT_NE(small.out.find("precision fp64x: no f64 contraction is rewritten into the Ozaki scheme II; where the scheme "
+                           "cannot be faster, a contraction stays as written:\n  nest 1: its 14 moduli's memory traffic"),
+            std::string::npos)
+      << small.out;
+  EXPECT_EQ(small.out.find("modulus"), std::string::npos) << small.out;
+  Result dry = rtcgc("tune " + f64 + " -D n=1240 --dry-run --max-candidates 40 --precision fp64x");
   EXPECT_EQ(dry.code, 0) << dry.out;
   EXPECT_NE(dry.out.find("mma: s8 "), std::string::npos) << dry.out;  // mma.sync or wgmma
   Result f32 = rtcgc("emit " + example("matmul.rtcg") + " -D n=20 --precision fp64x");
@@ -695,35 +704,35 @@ TEST(Cli, OzakiPolicies) {
       << f32.out;
   Result tuneF32 = rtcgc("tune " + example("matmul.rtcg") + " -D n=20 --dry-run --precision fp64x");
   EXPECT_EQ(tuneF32.code, 1) << tuneF32.out;
-  Result emitted = rtcgc("emit " + example("matmul.rtcg") + " -D n=33 --precision fp32x", "2>/dev/null");
+  Result emitted = rtcgc("emit " + example("matmul.rtcg") + " -D n=640 --precision fp32x", "2>/dev/null");
   EXPECT_EQ(emitted.code, 0);
   EXPECT_NE(emitted.out.find("matmul_local_ozaki0_c8"), std::string::npos);
-  // A search under fp64x on a stand-in device (the test suite's fake worker measures): the
+  // A search under fp32x on a stand-in device (the test suite's fake worker measures): the
   // rewritten kernel's candidates compile with NVRTC, s8 products among them, and the key's
-  // reference is the kernel's as written.
+  // reference is the kernel's as written (fp32x: the smallest square product the scheme can pay
+  // for is n = 603, fp64x's 1207, a larger reference).
   Result tuned = rtcg::tests::shell("RTCG_TEST_DEVICE='Fake GPU,sm_90,132' RTCG_FAKE_WORKER_MODE=verified RTCG_CACHE_DIR=" +
-                                    (tempDir() / "oz-cache").string() + " " + RTCGC_PATH + " tune " + f64 +
-                                    " -D n=48 --precision fp64x --max-candidates 6 --compile-threads 1 --db - --worker " +
+                                    (tempDir() / "oz-cache").string() + " " + RTCGC_PATH + " tune " + example("matmul.rtcg") +
+                                    " -D n=640 --precision fp32x --max-candidates 6 --compile-threads 1 --db - --worker " +
                                     RTCG_FAKE_WORKER + " 2>&1");
   EXPECT_EQ(tuned.code, 0) << tuned.out;
   EXPECT_NE(tuned.out.find(" 0 wrong"), std::string::npos) << tuned.out;
   EXPECT_NE(tuned.out.find("mma: s8 "), std::string::npos) << tuned.out;
 }
 
-// A kernel of several launches (fp64x's steps): the worker times each launch alone (the fake one
+// A kernel of several launches (fp32x's steps): the worker times each launch alone (the fake one
 // by its launch configuration), refinement tries each nest's fastest measured schedule together,
 // and the log gives the best's launches.
 TEST(Cli, TuneRecombinesEachNestsFastestSchedule) {
-  const std::string f64 = std::string(RTCG_SOURCE_DIR) + "/examples/dgemm.rtcg";
   Result tuned = rtcg::tests::shell("RTCG_TEST_DEVICE='Fake GPU,sm_90,132' RTCG_FAKE_WORKER_MODE=verified "
                                     "RTCG_FAKE_WORKER_PER_LAUNCH=1 RTCG_CACHE_DIR=" +
-                                    (tempDir() / "recombine-cache").string() + " " + RTCGC_PATH + " tune " + f64 +
-                                    " -D n=48 --precision fp64x --max-candidates 12 --compile-threads 2 --db - --worker " +
+                                    (tempDir() / "recombine-cache").string() + " " + RTCGC_PATH + " tune " + example("matmul.rtcg") +
+                                    " -D n=640 --precision fp32x --max-candidates 12 --compile-threads 2 --db - --worker " +
                                     RTCG_FAKE_WORKER + " 2>&1");
   EXPECT_EQ(tuned.code, 0) << tuned.out;
   EXPECT_NE(tuned.out.find("refinement: each nest's fastest measured schedule together: "), std::string::npos)
       << tuned.out;
-  EXPECT_NE(tuned.out.find("the best's launches, each alone (ms): dgemm_"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("the best's launches, each alone (ms): matmul_"), std::string::npos) << tuned.out;
   EXPECT_NE(tuned.out.find(" 0 wrong"), std::string::npos) << tuned.out;
 }
 

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "codegen/HostEmulation.h"
+#include "ir/Printer.h"
 #include "ir/Walk.h"
 #include "reference/HostArgs.h"
 #include "reference/RandomFill.h"
@@ -42,7 +43,7 @@ Kernel gemm(const char* t, int64_t m, int64_t n, int64_t K) {
 
 Kernel rewrite(const Kernel& k, Precision p) {
   Diagnostics diags;
-  std::optional<Kernel> r = applyPolicy(k, p, diags);
+  std::optional<Kernel> r = applyPolicy(k, p, diags, PolicyReach::Everywhere);
   EXPECT_TRUE(r.has_value()) << (diags.all().empty() ? "" : diags.all()[0].message);
   return r ? *r : Kernel{};
 }
@@ -200,6 +201,41 @@ TEST(Ozaki, RefusalsSayWhy) {
   Diagnostics diags;
   EXPECT_EQ(applyPolicy(r, Precision::Fp64x, diags)->nests.size(), r.nests.size());
   EXPECT_FALSE(applyPolicy(r, Precision::Fp32x, diags).has_value());
+}
+
+// Where the scheme cannot be faster than the contraction as written (its memory traffic alone
+// outlasts the contraction's roofline at sm_90's rates), the contraction stays as written, the
+// kernel keeps the policy's name, and explain says why: square products from n = 1207 (fp64x) and
+// 603 (fp32x) are rewritten, smaller ones and an f64 DG differentiation (N = 7: K = Np = 120, 3 Np
+// rows of D, 10^5 elements) are not; PolicyReach::Everywhere rewrites them all.
+TEST(Ozaki, AContractionTheSchemeCannotSpeedUpStaysAsWritten) {
+  auto rewritten = [](const Kernel& k, Precision p) {
+    Diagnostics diags;
+    std::optional<Kernel> r = applyPolicy(k, p, diags);
+    EXPECT_TRUE(r.has_value());
+    EXPECT_EQ(r->policy, precisionName(p));
+    return r->nests.size() > k.nests.size();
+  };
+  EXPECT_TRUE(rewritten(gemm("f64", 1207, 1207, 1207), Precision::Fp64x));
+  EXPECT_FALSE(rewritten(gemm("f64", 1206, 1206, 1206), Precision::Fp64x));
+  EXPECT_TRUE(rewritten(gemm("f32", 603, 603, 603), Precision::Fp32x));
+  EXPECT_FALSE(rewritten(gemm("f32", 602, 602, 602), Precision::Fp32x));
+  const Kernel dg = gemm("f64", 100000, 360, 120);
+  EXPECT_FALSE(rewritten(dg, Precision::Fp64x));
+  Diagnostics diags;
+  const Kernel kept = *applyPolicy(dg, Precision::Fp64x, diags);
+  EXPECT_EQ(printKernel(kept), printKernel(dg));
+  const std::string text = printPolicyRewrite(kept);
+  EXPECT_NE(text.find("precision fp64x: no f64 contraction is rewritten into the Ozaki scheme II; where the scheme "
+                      "cannot be faster, a contraction stays as written:\n  nest 1: its 14 moduli's memory traffic alone"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(K = 120)"), std::string::npos) << text;
+  EXPECT_GT(applyPolicy(dg, Precision::Fp64x, diags, PolicyReach::Everywhere)->nests.size(), dg.nests.size());
+  // A rewritten kernel's explain names no contraction kept.
+  const std::string whole = printPolicyRewrite(rewrite(gemm("f64", 1207, 1207, 1207), Precision::Fp64x));
+  EXPECT_EQ(whole.find("stays as written"), std::string::npos) << whole;
+  EXPECT_NE(whole.find("the f64 contractions are rewritten"), std::string::npos) << whole;
 }
 
 // The residue nests (those storing a side's i8 residues, `ozaki0_a8` / `ozaki0_b8`): a' taken once

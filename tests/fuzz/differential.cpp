@@ -346,7 +346,7 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
       tolerance = std::max(tolerance, verificationTolerance(*bound, int(p), c.precision));
   try {
     // (inside: a rewrite that fails is a finding with its reproducer, not an abort)
-    const Kernel scheduled = policyKernel(*bound, c.precision);
+    const Kernel scheduled = policyKernel(*bound, c.precision, PolicyReach::Everywhere);
     for (const std::string& s : schedulesOf(scheduled, rng, o.schedules, c.precision)) {
       c.schedule = s;
       testing::EmulationOptions eo;
