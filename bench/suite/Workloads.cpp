@@ -344,7 +344,7 @@ std::vector<Workload> allWorkloads() {
   // The products of those policies: one INT8 matrix product against cuBLAS's.
   w.push_back({"igemm_4096", "ozaki", "igemm", kIgemm, {{"n", 4096}}, PeerKind::GemmI8});
   // And the f64 DG differentiation of issue 36 (its dg_diff_f64 rows) under fp64x.
-  for (int order : {5, 7})
+  for (int order : {3, 5, 7})
     w.push_back({fmt::format("dg_diff_fp64x_N{}", order), "ozaki", "dg_diff_stacked64", kDgDiffStacked64,
                  {{"K", 100000}, {"Np", tetNodes(order)}}, PeerKind::DgDiffStackedF64, Precision::Fp64x});
   for (int64_t n : {4096, 8192})
