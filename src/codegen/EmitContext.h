@@ -270,6 +270,16 @@ struct EmitContext {
   EmitContext(const EmitContext&) = delete;
   EmitContext& operator=(const EmitContext&) = delete;
 
+  // A function declaring `type name = init;` in `body` under a fresh name from its base and
+  // returning the name (type: the index type where empty).
+  auto declarer(std::vector<C::Stmt>& body, std::string type = {}) {
+    return [this, &body, type = type.empty() ? idx : std::move(type)](const std::string& base, C::ExprP init) {
+      std::string n = names.fresh(base);
+      body.push_back(C::decl(type, n, std::move(init)));
+      return C::name(n);
+    };
+  }
+
   const Kernel& k;
   const int nestIdx;
   const LoopNest& nest;

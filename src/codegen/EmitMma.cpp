@@ -32,11 +32,7 @@ int accElements(const MmaPlan& p) { return p.arith == MmaArith::F64 ? f64AccElem
 // and threadID_in_group), the tile origins, the batch indices from blockIdx.z.
 void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
   const MmaSchedule& ms = ctx.sched.mma;
-  auto def = [&](const std::string& base, C::ExprP init) {
-    std::string n = ctx.names.fresh(base);
-    body.push_back(C::decl(ctx.idx, n, std::move(init)));
-    return C::name(n);
-  };
+  auto def = ctx.declarer(body);
   nm.tid = def("tid", coordinate(ctx, "threadIdx", 0));
   C::ExprP warp = def("warp", bin("/", nm.tid, lit(32)));
   nm.lane = def("lane", bin("%", nm.tid, lit(32)));
@@ -78,11 +74,7 @@ namespace {
 // `group G` (MmaPlan::groupM): the tile index within its batch walks groups of G M tiles, M
 // fastest within a group; where G does not divide the M tiles, the last group holds the rest.
 void groupedTileOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& bx, std::vector<C::Stmt>& body) {
-  auto def = [&](const std::string& base, C::ExprP init) {
-    std::string n = ctx.names.fresh(base);
-    body.push_back(C::decl(ctx.idx, n, std::move(init)));
-    return C::name(n);
-  };
+  auto def = ctx.declarer(body);
   const int64_t nTiles = p.nTiles(), mTiles = p.mTiles(), g = p.groupM;
   C::ExprP idx = def("tile_in_batch", bin("%", bx, lit(nTiles * mTiles)));
   C::ExprP grp = def("tile_group", bin("/", idx, lit(g * nTiles)));
@@ -103,11 +95,7 @@ void groupedTileOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C
 // With a `tile` index (persistent) the batched order, unbatched too.
 void declareTileOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& tile,
                        std::vector<C::Stmt>& body) {
-  auto def = [&](const std::string& base, C::ExprP init) {
-    std::string n = ctx.names.fresh(base);
-    body.push_back(C::decl(ctx.idx, n, std::move(init)));
-    return C::name(n);
-  };
+  auto def = ctx.declarer(body);
   const int64_t nTiles = p.nTiles(), mTiles = p.mTiles();
   C::ExprP bx = tile ? tile : coordinate(ctx, "blockIdx", 0);
   if (p.c.batch.empty() && !tile) {
@@ -249,11 +237,7 @@ C::ExprP tileAt(const MmaPlan& p, bool isA, const Tile& tile, const C::ExprP& bu
 // small part.
 std::pair<C::ExprP, C::ExprP> convertRegister(EmitContext& ctx, const MmaPlan& p, C::ExprP raw,
                                               const std::string& base, std::vector<C::Stmt>& out) {
-  auto def = [&](const std::string& n, C::ExprP init) {
-    std::string name = ctx.names.fresh(n);
-    out.push_back(C::decl(elemType(p), name, std::move(init)));
-    return C::name(name);
-  };
+  auto def = ctx.declarer(out, elemType(p));
   const bool x3 = p.arith == MmaArith::Tf32x3;
   if (p.arith == MmaArith::F64) return {def(base, raw), nullptr};
   // TF32 as copied: the tensor cores read the top 19 bits of each value (truncation; schedule/Mma.h).

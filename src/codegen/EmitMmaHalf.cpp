@@ -90,11 +90,7 @@ bool copiesAsync(const EmitContext& ctx, const MmaPlan& p, bool isA) {
 }
 
 void declareLdmatrixLanes(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
-  auto def = [&](const std::string& base, C::ExprP init) {
-    std::string n = ctx.names.fresh(base);
-    body.push_back(C::decl(ctx.idx, n, std::move(init)));
-    return C::name(n);
-  };
+  auto def = ctx.declarer(body);
   // Lane l addresses row l % 8 of matrix l / 8; `half` and `pair` select the matrix.
   C::ExprP row = def("ld_row", bin("%", nm.lane, lit(8)));
   C::ExprP half = def("ld_half", bin("%", bin("/", nm.lane, lit(8)), lit(2)));
