@@ -432,10 +432,10 @@ class PartRewrite {
     return idx;
   }
 
-  // 3. c8[l, point] = the balanced residue modulo p_l of sum_k a8[l, ., k] b8[l, ., k] (exact in
-  // i32): one contraction of i8 operands, batched over l. Over K positions [start, start +
-  // length), or with `blockLoop` over `count` blocks of them (c8[l, block, point], a batch index
-  // too).
+  // 3. c8[point, l] = the balanced residue modulo p_l of sum_k a8[l, ., k] b8[l, ., k] (exact in
+  // i32; the batch placed by productIndex): one contraction of i8 operands, batched over l. Over K
+  // positions [start, start + length), or with `blockLoop` over `count` blocks of them
+  // (c8[point, l, block], a batch index too).
   LoopNest productNest(int64_t count, int64_t start, int64_t length, bool blockLoop) {
     LoopNest n;
     n.loc = nest_.loc;
@@ -453,15 +453,25 @@ class PartRewrite {
     Expr sum = reduce(ReduceOp::Sum, {k}, mul(ka, kb));
     Expr half = modulusAt(l, true);
     Expr r = subE(modE(add(sum, half), modulusAt(l, false)), half);
-    std::vector<Expr> idx{l};
-    std::vector<int64_t> shape{split_.moduli};
-    if (blockLoop) idx.push_back(rw_.use(n.loops[1])), shape.push_back(count);
-    for (Expr& e : pointIndex(nestLoops(), vars)) idx.push_back(std::move(e));
-    for (int64_t e : shapeOf(nestLoops())) shape.push_back(e);
+    std::vector<Expr> batch{l};
+    std::vector<int64_t> batchShape{split_.moduli};
+    if (blockLoop) batch.push_back(rw_.use(n.loops[1])), batchShape.push_back(count);
+    std::vector<Expr> idx = productIndex(pointIndex(nestLoops(), vars), batch);
+    std::vector<int64_t> shape = productIndex(shapeOf(nestLoops()), batchShape);
     const int local = rw_.local(fmt::format("{}_c8{}", prefix_, products_.empty() ? "" : "_rest"), ScalarType::I8, shape);
     products_.push_back({local, blockLoop ? count : 0});
     rw_.store(n.body, local, std::move(idx), cast(ScalarType::I8, r));
     return n;
+  }
+
+  // The products' local indexed at a point of the nest and the batch indices (modulus, K block):
+  // the batch after the point's first index where it has two or more (c8[i, l, j]), so that the
+  // residues of one point lie within a few KiB of each other (the reconstruction's loads take
+  // constant offsets from one address) while each modulus's rows stay whole for the products.
+  template <typename T>
+  static std::vector<T> productIndex(std::vector<T> point, const std::vector<T>& batch) {
+    point.insert(point.begin() + (point.size() >= 2 ? 1 : 0), batch.begin(), batch.end());
+    return point;
   }
 
   // Residue l of C' at the point (`at`): the products' balanced residue, or (K in blocks) the sum
@@ -469,16 +479,14 @@ class PartRewrite {
   Expr residueAt(int l, const std::vector<Expr>& at) {
     Expr r;
     for (const auto& [local, blocks] : products_) {
-      std::vector<Expr> idx{i32c(l)};
+      std::vector<Expr> batch{i32c(l)};
       Expr term;
       if (blocks > 0) {
         Loop kb = rw_.freshLoop("kblock", 0, blocks);
-        idx.push_back(rw_.use(kb));
-        idx.insert(idx.end(), at.begin(), at.end());
-        term = reduce(ReduceOp::Sum, {kb}, cast(I32, rw_.loadOf(local, std::move(idx))));
+        batch.push_back(rw_.use(kb));
+        term = reduce(ReduceOp::Sum, {kb}, cast(I32, rw_.loadOf(local, productIndex(at, batch))));
       } else {
-        idx.insert(idx.end(), at.begin(), at.end());
-        term = cast(I32, rw_.loadOf(local, std::move(idx)));
+        term = cast(I32, rw_.loadOf(local, productIndex(at, batch)));
       }
       r = r ? add(r, term) : term;
     }
@@ -490,53 +498,77 @@ class PartRewrite {
     return r;
   }
 
-  // Garner's mixed-radix digits v_l of C' from its residues r_l (balanced, i32), then
-  // C' = v_0 + p_0 (v_1 + p_1 (v_2 + ...)) in f64. Each digit is ((r_l - t_l) inv_l + h_l) mod p_l
-  // - h_l with t_l = sum_j v_j (W_j mod p_l); the argument of mod plus a multiple of p_l that makes
-  // it non-negative (from the bounds of r_l and t_l) is taken as u32, whose % by a constant is a
-  // multiply-high and a multiply-add where the floor modulo of a signed value adds a sign fix.
+  // C' from its residues r_l (balanced, i32) by Garner's mixed-radix digits in the radices of
+  // pairs of moduli, m_k = p_2k p_2k+1 (below 2^16; an odd count's last modulus alone):
+  // 1. per pair, in i32: R_k = r_2k + p_2k e_k with e_k = ((r_2k+1 - r_2k) inv + h) mod p_2k+1 - h,
+  //    congruent to both residues (the modulo of an argument lifted by a multiple of p_2k+1 to be
+  //    non-negative, as u32: a multiply-high and a multiply-add where the floor modulo of a signed
+  //    value adds a sign fix); R_0 is already the balanced residue modulo m_0;
+  // 2. per pair k >= 1, in f64: the balanced digit D_k = x - m_k round(x / m_k) of
+  //    x = R_k inv_k + sum_j<k D_j c_jk (c_jk = -(W_j mod m_k) inv_k mod m_k, W_j = m_0 ... m_j-1;
+  //    every term an integer below 2^52, so exact; m_k odd keeps x / m_k off a tie);
+  // 3. C' = D_0 + m_0 (D_1 + m_1 (D_2 + ...)) in f64 (the factors below 2^16).
+  // The digits D_k are the balanced mixed-radix digits of C' in the radices m_k, whatever the
+  // order of their arithmetic: Horner's rule takes the same values as on prime digits taken in
+  // pairs (v_2k + p_2k v_2k+1 = D_k), a conversion to f64 a pair, and the quadratic part of
+  // Garner's rule runs on the FP64 pipe over half as many digits instead of in i32 multiply-adds.
   Expr exactSum(std::vector<Stmt>& body, const std::vector<Expr>& residues) {
     const std::vector<int>& p = ozakiModuli();
     constexpr ScalarType U32 = ScalarType::U32;
-    // |r_l|: the products' balanced residues (i8), one per K block and the rest.
+    // |r_l|: the products' balanced residues (i8), one per K block and the rest; r_0 reduced.
     int64_t blocks = 0;
     for (const auto& product : products_) blocks += std::max<int64_t>(product.second, 1);
     const int64_t maxR = 128 * blocks;
-    std::vector<Expr> digits{residues[0]};
-    for (int l = 1; l < split_.moduli; ++l) {
-      const int64_t pl = p[size_t(l)];
-      int64_t w = 1;  // W_j mod p_l, W_j = p_0 ... p_{j-1}
-      int64_t maxT = 0;  // |t_l|: |v_j| <= 128
-      Expr t = i32c(0);
-      for (int j = 0; j < l; ++j) {
-        t = j == 0 ? digits[0] : add(t, mul(digits[size_t(j)], i32c(w)));
-        maxT += 128 * w;
-        w = modOf(w * p[size_t(j)], pl);
-      }
-      const int64_t inv = inverseMod(w, pl), half = pl / 2;
-      const int64_t span = (maxR + maxT) * inv, lift = (span + pl - 1) / pl * pl;
-      Expr v;
-      if (span + lift + half < int64_t(INT32_MAX)) {
-        Expr x = add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half + lift));  // in [0, 2^31)
-        v = subE(cast(I32, modE(cast(U32, x), intImm(pl, U32))), i32c(half));
-      } else {
-        v = subE(modE(add(mul(subE(residues[size_t(l)], t), i32c(inv)), i32c(half)), i32c(pl)), i32c(half));
-      }
-      digits.push_back(rw_.let(body, fmt::format("{}_digit{}", prefix_, l), v));
-    }
-    // Horner's rule on pairs of digits: v_l + p_l v_{l+1} in i32 (|.| <= 128 + 255 * 128), one
-    // conversion to f64 a pair, then x = pair + p_l p_{l+1} x (the factor below 2^16, exact);
-    // a last digit without a pair starts x alone.
     const int n = split_.moduli;
-    Expr x;
-    int l = n % 2 == 1 ? n - 3 : n - 2;
-    if (n % 2 == 1) x = cast(F64, digits.back());
-    for (; l >= 0; l -= 2) {
-      Expr pair = rw_.let(body, fmt::format("{}_pair{}", prefix_, l / 2),
-                          add(digits[size_t(l)], mul(digits[size_t(l + 1)], i32c(p[size_t(l)]))));
-      x = x ? add(cast(F64, pair), mul(f64c(double(p[size_t(l)]) * double(p[size_t(l + 1)])), x)) : cast(F64, pair);
-      x = rw_.let(body, fmt::format("{}_horner{}", prefix_, l / 2), x);
+    std::vector<int64_t> radix, maxPair;  // m_k and a bound of |R_k|
+    std::vector<Expr> pairs;
+    for (int a = 0; a < n; a += 2) {
+      const int64_t maxA = a == 0 ? 128 : maxR;
+      if (a + 1 == n) {
+        radix.push_back(p[size_t(a)]), maxPair.push_back(maxA), pairs.push_back(residues[size_t(a)]);
+        continue;
+      }
+      const int64_t pa = p[size_t(a)], pb = p[size_t(a + 1)];
+      const int64_t inv = inverseMod(modOf(pa, pb), pb), half = pb / 2;
+      const int64_t span = (maxR + maxA) * inv, lift = (span + pb - 1) / pb * pb;
+      Expr d = subE(residues[size_t(a + 1)], residues[size_t(a)]);
+      Expr e;
+      if (span + lift + half < int64_t(INT32_MAX)) {
+        Expr x = add(mul(d, i32c(inv)), i32c(half + lift));  // in [0, 2^31)
+        e = subE(cast(I32, modE(cast(U32, x), intImm(pb, U32))), i32c(half));
+      } else {
+        e = subE(modE(add(mul(d, i32c(inv)), i32c(half)), i32c(pb)), i32c(half));
+      }
+      e = rw_.let(body, fmt::format("{}_digit{}", prefix_, a + 1), e);
+      radix.push_back(pa * pb), maxPair.push_back(maxA + pa * half);
+      pairs.push_back(rw_.let(body, fmt::format("{}_pair{}", prefix_, a / 2), add(residues[size_t(a)], mul(e, i32c(pa)))));
     }
+    const int N = int(radix.size());
+    constexpr double kRound = 0x1.8p52;
+    std::vector<Expr> digits{rw_.let(body, fmt::format("{}_radix0", prefix_), cast(F64, pairs[0]))};
+    for (int k = 1; k < N; ++k) {
+      const int64_t mk = radix[size_t(k)];
+      int64_t w = 1;  // W_j mod m_k
+      std::vector<int64_t> wj;
+      for (int j = 0; j < k; ++j) wj.push_back(w), w = modOf(w * radix[size_t(j)], mk);
+      const int64_t inv = inverseMod(w, mk);
+      Expr x = mul(cast(F64, pairs[size_t(k)]), f64c(double(inv)));
+      double bound = double(maxPair[size_t(k)]) * double(inv);
+      for (int j = 0; j < k; ++j) {
+        int64_t c = modOf(-wj[size_t(j)] * inv, mk);
+        if (c > mk / 2) c -= mk;
+        x = fn(MathFn::Fma, {digits[size_t(j)], f64c(double(c)), x});
+        bound += double(radix[size_t(j)] / 2 + 1) * double(std::abs(c));
+      }
+      RTCG_ASSERT(bound < 0x1p51 && mk % 2 == 1, "the reconstruction's digit sums are exact in f64");
+      x = rw_.let(body, fmt::format("{}_garner{}", prefix_, k), x);
+      Expr q = subE(fn(MathFn::Fma, {x, f64c(1.0 / double(mk)), f64c(kRound)}), f64c(kRound));
+      digits.push_back(rw_.let(body, fmt::format("{}_radix{}", prefix_, k),
+                               fn(MathFn::Fma, {unary(UnaryOp::Neg, q), f64c(double(mk)), x})));
+    }
+    Expr x = digits.back();
+    for (int k = N - 2; k >= 0; --k)
+      x = rw_.let(body, fmt::format("{}_horner{}", prefix_, k), add(digits[size_t(k)], mul(f64c(double(radix[size_t(k)])), x)));
     return x;
   }
 

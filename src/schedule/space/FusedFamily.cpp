@@ -68,8 +68,23 @@ void addFusedCandidate(const Kernel& k, const SpaceOptions& o, int first, int co
 
 }  // namespace
 
+namespace {
+
+// Whether nests `a` and `b` access an array in common (read or written).
+bool shareAnArray(const Kernel& k, int a, int b) {
+  std::set<int> arrays;
+  for (const Access& x : collectAccesses(k, a)) arrays.insert(x.array);
+  for (const Access& x : collectAccesses(k, b))
+    if (arrays.count(x.array)) return true;
+  return false;
+}
+
+}  // namespace
+
 // The runs of consecutive nests that may be fused (fusionConflicts empty), longest from each start:
-// [first, first + count) with count >= 2.
+// [first, first + count) with count >= 2. Where such a run has neighbours that access no array in
+// common (the Ozaki scheme's scale and residues of A, then of B: one block shape for both would
+// read one of them across its rows), also its pieces between them, each of two or more nests.
 std::vector<std::pair<int, int>> fusableRuns(const Kernel& k) {
   std::vector<std::pair<int, int>> runs;
   const int nests = int(k.nests.size());
@@ -77,6 +92,13 @@ std::vector<std::pair<int, int>> fusableRuns(const Kernel& k) {
     int c = 1;
     while (f + c < nests && fusionConflicts(k, f, c + 1).empty()) ++c;
     if (c >= 2) runs.push_back({f, c});
+    std::vector<std::pair<int, int>> pieces;
+    for (int start = f, n = f + 1; n <= f + c; ++n)
+      if (n == f + c || !shareAnArray(k, n - 1, n)) {
+        if (n - start >= 2) pieces.push_back({start, n - start});
+        start = n;
+      }
+    if (c >= 2 && !(pieces.size() == 1 && pieces[0] == std::pair{f, c})) runs.insert(runs.end(), pieces.begin(), pieces.end());
     f += c;
   }
   return runs;
