@@ -42,9 +42,9 @@ kernel batched64(nb: int, n: int, a: f64[nb, n, n], b: f64[nb, n, n], out c: f64
     c[z, i, j] = sum(k in 0..n, a[z, i, k] * b[z, j, k]);
   }
 }
-kernel dg64(K: int, Np: int, D: f64[3 * Np, Np], u: f64[K, Np], out w: f64[K, 3 * Np]) {
-  for k in 0..K, m in 0..3 * Np {
-    w[k, m] = sum(j in 0..Np, D[m, j] * u[k, j]);
+kernel sumfact64(E: int, p: int, A: f64[p, p], u: f64[E, p, p, p], out v: f64[E, p, p, p]) {
+  for e in 0..E, a in 0..p, b in 0..p, i in 0..p {
+    v[e, a, b, i] = sum(j in 0..p, A[i, j] * u[e, a, b, j]);
   }
 }
 )";
@@ -76,7 +76,7 @@ TEST(MmaHoisted, ClausePrintsAndParsesBack) {
 }
 
 // The plan takes it on `fragments 2`'s ring of a block a tile and says so; refuses it without the
-// ring, with `persistent`, on m8n8k4's padded tiles and on stacked rows, each with its reason.
+// ring, with `persistent`, on m8n8k4's padded tiles and on rows of several loops, each with its reason.
 TEST(MmaHoisted, PlanAndRefusals) {
   std::vector<std::string> reasons;
   const std::string base = "mma: f64 m16n8k4 warps 2x2 tile 2x2 k 8 stages 3";
@@ -101,8 +101,8 @@ TEST(MmaHoisted, PlanAndRefusals) {
       {rect(200, 136, 72), base + " persistent fragments 2 copies hoisted", "give one of them"},
       {rect(200, 136, 72), "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8 stages 3 fragments 2 copies hoisted",
        "not of shape 'm8n8k4'"},
-      {fromSource(kKernels, "dg64", {{"K", 300}, {"Np", 20}}),
-       "mma: f64 m16n8k4 warps 2x2 tile 2x2 k 8 stages 3 fragments 2 copies hoisted", "is not"},
+      {fromSource(kKernels, "sumfact64", {{"E", 2}, {"p", 24}}),  // N = (e, a, b): rows of three loops
+       "mma: f64 m16n8k4 warps 2x2 tile 2x2 k 8 stages 3 fragments 2 copies hoisted", "'u[e, a, b, j]' is not"},
   };
   for (const Refused& c : refused) {
     std::vector<std::string> why;
@@ -117,7 +117,7 @@ TEST(MmaHoisted, PlanAndRefusals) {
 // copies of the step between its barrier and its last mma.
 TEST(MmaHoisted, CopiesPreparedOnceAndIssuedWithoutABranch) {
   const std::string text = "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2 copies hoisted";
-  const std::string src = emitCuda(matmul(1003, ScalarType::F64), *parseSchedule(text).schedule, sm90()).source;
+  const std::string src = emitCuda(matmul(1000, ScalarType::F64), *parseSchedule(text).schedule, sm90()).source;
   const size_t loop = src.find("for (int step = 0;");
   ASSERT_NE(loop, std::string::npos) << src;
   EXPECT_LT(src.find("const double* copy_a_src"), loop) << src;
@@ -128,39 +128,41 @@ TEST(MmaHoisted, CopiesPreparedOnceAndIssuedWithoutABranch) {
   ASSERT_NE(copy, std::string::npos) << src;
   EXPECT_LT(barrier, copy) << src;
   EXPECT_LT(copy, src.rfind("rtcg_mma_f64_m16n8k4(acc", src.find("buffer = following", loop))) << src;
-  const std::string plain = emitCuda(matmul(1003, ScalarType::F64),
+  const std::string plain = emitCuda(matmul(1000, ScalarType::F64),
                                      *parseSchedule("mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2").schedule,
                                      sm90()).source;
   EXPECT_EQ(plain.find("copy_a_src"), std::string::npos);
 }
 
 // Against the reference in the host emulation: sizes no block tile divides, reductions no step
-// divides (72 in steps of 16, 37 in 8, 45 in 12: the last step's copies partly past the end),
-// reductions shorter than the ring's lead (fewer steps than stages: literal steps past the last),
-// rows x k and k x rows tiles of either operand (a and b transposed), copies that do not divide
-// among the threads (the guarded last one), a batched contraction, both epilogues, 2 to 4 stages,
-// the three shapes.
+// divides (72 in steps of 16, 37 in 8, 45 in 12, 13 in 4: the last step's copies partly past the
+// end), as many steps as stages (every prologue copy a real step, the loop's last ones zero fills),
+// rows x k and k x rows tiles of either operand (a and b transposed), copies of 16 bytes and of one
+// value (rows of 45 doubles are not 16-byte aligned), copies that do not divide among the threads
+// (the guarded last one), a batched contraction, both epilogues, 2 to 4 stages, the three shapes.
 TEST(HostEmulation, MmaHoistedCopiesMatchTheReference) {
   struct Case {
     Kernel k;
     const char* schedule;
+    bool sharedEpilogue = false;
   };
   const Kernel nt = fromSource(kKernels, "nt64", {{"m", 77}, {"n", 45}, {"kk", 37}});
   const Case cases[] = {
       {rect(200, 136, 72), "m16n8k16 warps 2x2 tile 2x4 k 16 stages 3"},
       {rect(200, 136, 72), "m16n8k4 warps 2x4 tile 4x4 k 8 stages 3"},
-      {rect(200, 136, 72), "m16n8k8 warps 2x2 tile 4x4 k 8 stages 4 epilogue shared"},
+      {rect(200, 136, 72), "m16n8k8 warps 2x2 tile 4x4 k 8 stages 4", true},
       {rect(61, 37, 45), "m16n8k4 warps 1x2 tile 3x1 k 12 stages 3"},
       {rect(61, 37, 45), "m16n8k4 warps 2x2 tile 1x2 k 4 stages 2"},
-      {rect(130, 70, 13), "m16n8k4 warps 2x2 tile 2x2 k 4 stages 3"},
+      {rect(130, 70, 13), "m16n8k4 warps 2x2 tile 2x2 k 4 stages 4"},
       {nt, "m16n8k8 warps 2x2 tile 2x2 k 8 stages 3"},
-      {nt, "m16n8k4 warps 4x2 tile 1x2 k 8 stages 4 epilogue shared"},
+      {nt, "m16n8k4 warps 4x2 tile 1x2 k 8 stages 4", true},
       {matmul(37, ScalarType::F64), "m16n8k4 warps 2x2 tile 2x2 k 8 stages 2"},
       {fromSource(kKernels, "batched64", {{"nb", 3}, {"n", 37}}), "m16n8k8 warps 2x2 tile 1x2 k 8 stages 3"},
   };
   int guarded = 0, partial = 0;
   for (const Case& c : cases) {
-    const std::string text = fmt::format("mma: f64 {} fragments 2 copies hoisted", c.schedule);
+    const std::string text =
+        fmt::format("mma: f64 {} fragments 2 copies hoisted{}", c.schedule, c.sharedEpilogue ? " epilogue shared" : "");
     std::vector<std::string> reasons;
     auto p = plan(c.k, text, sm90(), reasons);
     EXPECT_TRUE(p) << text << ": " << joined(reasons);
