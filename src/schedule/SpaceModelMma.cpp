@@ -166,11 +166,22 @@ double mmaPeak(const MmaPlan& p, const DeviceModel& d, bool bigPrefetch) {
 //   (producerSplitSeconds); with neither (bf16) 85%.
 // `copies hoisted` on such tiles (MmaPlan::hoistedCopies): the ring's copies prepared once per
 // block and issued among the step's mma, so the tensor cores' whole rate, plus kHoistedIssueShare
-// of the main loop's issue time (estimateMma): with 0.3 the model's times of the DGEMM winners at
-// n = 2048 and 1000 are within 6% of the H200's (314 against 298 us, 43.4 against 44.7 us;
-// docs/bench.md, session 44).
+// of the main loop's issue time (estimateMma): the instructions a product takes ranked the H200's
+// DGEMM forms (at n = 1000, 128 x 64 blocks of 8 warps: m16n8k8 steps of k 16, 96 instructions a
+// warp per 16 k, 0.0463 ms; m16n8k4 steps of k 8, 124, 0.0578 ms). The model's times of the
+// winners are then 7-14% above the measured (2048: 340 against 298 us; 1000: 47.6 against 44.7 us),
+// the old winners' 1-8% (docs/bench.md, session 44).
 constexpr double kHoistedShare = 1.0;
-constexpr double kHoistedIssueShare = 0.3;
+constexpr double kHoistedIssueShare = 0.8;
+
+// With one fragment-k a step no mma issues before the step's barrier (`fragments 2` moves the
+// barrier before the step's last one), and with four or more their registers crowd the warp: on
+// an H200, dgemm at 1000 with m16n8k8 steps of k 8, 16, 32 ran 0.0685, 0.0463, 0.0517 ms, at 2048
+// m16n8k16 k 16 0.364 against m16n8k4 k 8's 0.298 (docs/bench.md, session 44).
+double hoistedShare(const MmaPlan& p) {
+  const int64_t fragmentKs = p.blockK / p.fragK;
+  return fragmentKs == 1 ? 0.79 : fragmentKs == 2 ? kHoistedShare : 0.9;
+}
 
 double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
   const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.a.kMajor && !p.a.mnMajor) || (p.b.kMajor && !p.b.mnMajor));
@@ -183,7 +194,7 @@ double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
                                                : 1.0;
   const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.isWgmma() ? 0.45 : 1.0;
   return p.isWgmma()               ? (p.tiles == TileForm::Swizzle128 ? swizzled : 0.45) * registerWait
-         : p.prefetchFragments() ? (bigPrefetch ? (p.hoistedCopies ? kHoistedShare : 0.79) : 0.69)
+         : p.prefetchFragments() ? (bigPrefetch ? (p.hoistedCopies ? hoistedShare(p) : 0.79) : 0.69)
          : p.ring.stages > 1        ? 0.75 * tf32x3Sync
                                : 0.6 * tf32x3Sync;
 }
@@ -210,6 +221,15 @@ double producerSplitSeconds(const MmaPlan& p, double blocks, const DeviceModel& 
 // the next tile's stages while its consumers store the last one. So the tiles' steps plus one fill
 // and drain per block, against one per tile; it matters where tiles have few steps.
 constexpr double kFillDrainSteps = 2;
+
+// `copies hoisted` (MmaPlan::hoistedCopies): kHoistedShare is its main loop's own, measured on
+// DGEMM's long reductions (63 to 256 steps a tile), where a tile's fill and drain are a few percent
+// of it; the other shares include theirs as measured. So a tile's kFillDrainSteps count apart: the
+// factor on the main loop's time. On short reductions (the f64 DG rows' 7 to 15 steps) it matters.
+double hoistedFactor(const MmaPlan& p) {
+  if (!p.hoistedCopies) return 1.0;
+  return (double(p.steps) + kFillDrainSteps) / double(p.steps);
+}
 
 double persistentFactor(const MmaPlan& p) {
   if (!p.persistent()) return 1.0;
@@ -296,7 +316,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // bounds the kernel; where memory does, it ran no faster than a block a tile (the f64 DG rows:
   // docs/bench.md, session 42).
   const bool hides = p.isWgmma() || mainLoop >= memory;
-  const double compute = mainLoop * (hides ? persistentFactor(p) : 1.0) * pingpongFactor(p) + epiloguePass;
+  const double compute = mainLoop * (hides ? persistentFactor(p) : 1.0) * pingpongFactor(p) * hoistedFactor(p) + epiloguePass;
   const double sms = d.multiprocessors, blocks = double(e.blocks);
   const double smUse = std::min(1.0, blocks / sms);
   // persistent: the blocks run unequal counts of tiles, the last round partly idle.
