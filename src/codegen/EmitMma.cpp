@@ -428,6 +428,7 @@ void emitPipelinedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
     stageOperand(ctx, p, nm, true, k0, buffer ? C::product(buffer, lit(p.a.buffer)) : nullptr, to);
     stageOperand(ctx, p, nm, false, k0, buffer ? C::product(buffer, lit(p.b.buffer)) : nullptr, to);
   };
+  if (p.hoistedCopies) return emitHoistedSteps(ctx, p, nm, out);
   if (p.prefetchFragments()) return emitPrefetchedSteps(ctx, p, nm, copyStep, out);
   std::vector<C::Stmt> body;
   const StepRing ring = openRing(ctx, p.ring, p.steps, RingCopy{copyStep, nullptr}, RingHandOver{}, out, &body);

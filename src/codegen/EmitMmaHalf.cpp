@@ -81,6 +81,8 @@ int64_t runElements(const EmitContext& ctx, const MmaPlan& p, bool isA) {
 
 }  // namespace
 
+int64_t copyRunElements(const EmitContext& ctx, const MmaPlan& p, bool isA) { return runElements(ctx, p, isA); }
+
 bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p) {
   return runElements(ctx, p, true) > 1 || runElements(ctx, p, false) > 1;
 }

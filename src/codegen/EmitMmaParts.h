@@ -97,6 +97,31 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
 // it copies operand `isA` so (else through registers: 16-bit values not 16 bytes aligned).
 bool halfCopiesAsync(const EmitContext& ctx, const MmaPlan& p);
 bool copiesAsync(const EmitContext& ctx, const MmaPlan& p, bool isA);
+// Elements per cp.async of operand isA's tile as loaded (16, 8 or 4 bytes' worth; 1: value by value).
+int64_t copyRunElements(const EmitContext& ctx, const MmaPlan& p, bool isA);
+
+// EmitMmaHoisted.cpp: `copies hoisted` (MmaPlan::hoistedCopies). prepare() declares in `out`, once
+// per block, each of the thread's copies of the operand's box: its destination in a buffer, its
+// source at the first step, and its bytes where only the rows bound them; copy() then issues the
+// copies of ring step `step` (any step: past the last they zero-fill) into the buffer starting at
+// element `buffer`, without a branch (where the copies do not divide among the threads, the last
+// one's guard on the thread's index).
+class HoistedCopies {
+ public:
+  void prepare(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, std::vector<C::Stmt>& out);
+  void copy(EmitContext& ctx, const MmaPlan& p, const C::ExprP& step, const C::ExprP& buffer,
+            std::vector<C::Stmt>& out) const;
+
+ private:
+  struct Slot {
+    C::ExprP index, dst, src, rowBytes, kk;  // index: the thread's copy number (guarded slot only)
+  };
+  bool isA_ = true, kMajor_ = false;
+  int64_t V_ = 1, runs_ = 0, stepDelta_ = 0;
+  C::ExprP base_;  // the array's start: the source of a copy of no bytes
+  Tile tile_;
+  std::vector<Slot> slots_;
+};
 // One fragment-k (kk) of the step: ldmatrix per fragment, then every mma.
 void halfFragmentStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& kk, const C::ExprP& bufA,
                       const C::ExprP& bufB, std::vector<C::Stmt>& out);
@@ -175,6 +200,10 @@ void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Func
 // and the next step's first fragments loaded after the barrier that precedes the step's last mma.
 void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const CopyStep& copyStep,
                          std::vector<C::Stmt>& out);
+// The same with `copies hoisted` (MmaPlan::hoistedCopies): the copies prepared once (HoistedCopies)
+// and issued after the step's barrier, before its last mma, whatever the step (zero fills past the
+// last one); the ring's buffer index carried from step to step.
+void emitHoistedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out);
 // The same ring over a persistent block's tiles (mma.sync `persistent`, MmaPlan::keptWhole): one
 // loop over the ring's steps of all its tiles, each copy at its own tile's origin, B's kept tile
 // copied first where resident, and `finishTile` (the epilogue) with the accumulators zeroed after

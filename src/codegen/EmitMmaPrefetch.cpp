@@ -120,6 +120,54 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
+void emitHoistedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  const int64_t S = p.ring.stages, fragmentKs = p.blockK / p.fragK;
+  HoistedCopies copiesA, copiesB;
+  copiesA.prepare(ctx, p, nm, true, out);
+  copiesB.prepare(ctx, p, nm, false, out);
+  auto bufferA = [&](const C::ExprP& b) { return C::product(b, lit(p.a.buffer)); };
+  auto bufferB = [&](const C::ExprP& b) { return C::product(b, lit(p.b.buffer)); };
+  auto copyStep = [&](const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+    copiesA.copy(ctx, p, step, bufferA(buffer), to);
+    copiesB.copy(ctx, p, step, bufferB(buffer), to);
+    to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+  };
+  for (int64_t s = 0; s < p.ring.ahead(); ++s) copyStep(lit(s), lit(s), out);
+  out.push_back(cpAsyncWait(S - 2));
+  out.push_back(C::syncThreads());
+  const WarpFragments carried =
+      declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufferA(lit(0)), bufferB(lit(0)), out), out);
+  // The step's buffer, carried (step % S without a division).
+  const std::string buffer = ctx.names.fresh("buffer");
+  out.push_back(C::decl(ctx.idx, buffer, lit(0), false));
+
+  std::vector<C::Stmt> body;
+  const std::string step = ctx.names.fresh("step"), following = ctx.names.fresh("following");
+  body.push_back(C::decl(ctx.idx, following, C::ternary(bin("<", C::name(buffer), lit(S - 1)),
+                                                         C::sum({C::name(buffer), lit(1)}), lit(0))));
+  WarpFragments current = takeCarried(ctx, carried, body);
+  for (int64_t kf = 0; kf < fragmentKs; ++kf) {
+    if (kf + 1 < fragmentKs) {
+      WarpFragments next = loadFragments(ctx, p, nm, lit((kf + 1) * p.fragK), bufferA(C::name(buffer)),
+                                         bufferB(C::name(buffer)), body);
+      issueMmas(ctx, p, nm, current, body);
+      current = std::move(next);
+      continue;
+    }
+    // As emitPrefetchedSteps, the refill before the last mma: every fragment of this step's buffer
+    // is in registers once the warp passes the barrier.
+    body.push_back(cpAsyncWait(S - 2));
+    body.push_back(C::syncThreads());
+    assignCarried(carried,
+                  loadFragments(ctx, p, nm, lit(0), bufferA(C::name(following)), bufferB(C::name(following)), body),
+                  body);
+    copyStep(C::sum({C::name(step), lit(p.ring.ahead())}), C::name(buffer), body);
+    issueMmas(ctx, p, nm, current, body);
+  }
+  body.push_back(C::assign(C::name(buffer), "=", C::name(following)));
+  out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+}
+
 void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const OperandCopy& copyOperand,
                                    const std::function<void(std::vector<C::Stmt>& out)>& finishTile,
                                    std::vector<C::Stmt>& out) {

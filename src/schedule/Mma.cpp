@@ -256,6 +256,35 @@ void planFragments(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& 
     reasons.push_back(fmt::format("mma: 'fragments 2' is emitted for 'f64' only, not '{}'", mmaArithName(p.arith)));
 }
 
+// `copies hoisted` (MmaPlan::hoistedCopies), or the reasons why it cannot: it prepares the copies
+// of `fragments 2`'s ring of a block a tile, of tiles as loaded (FP64's sm_90 shapes), whose
+// sources are each one array's affine offset from a row and k.
+void planHoisted(const Kernel& k, const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {
+  if (!ms.hoistCopies) return;
+  if (!p.prefetchFragments() || p.isWgmma()) {
+    reasons.push_back("mma: 'copies hoisted' prepares the copies of 'fragments 2''s ring: give 'stages N fragments 2'");
+    return;
+  }
+  if (ms.persistent) {
+    reasons.push_back("mma: 'copies hoisted' prepares a block's copies for one output tile, and 'persistent' moves "
+                      "them to the next tile as the ring runs on: give one of them");
+    return;
+  }
+  if (p.tiles != TileForm::AsLoaded) {
+    reasons.push_back(fmt::format("mma: 'copies hoisted' prepares copies of tiles as loaded (f64 m16n8k4 / k8 / k16 "
+                                  "with stages), not of shape '{}'", mmaShapeName(ms)));
+    return;
+  }
+  for (bool isA : {true, false}) {
+    const Expr& op = isA ? p.c.a() : p.c.b();
+    if (!plainRows(p.c, isA) || p.c.parts.size() != 1 || op->kind != ExprKind::Load ||
+        !flatOffset(k, op->array, op->operands))
+      reasons.push_back(fmt::format("mma: 'copies hoisted' needs each operand a load at an affine offset of one "
+                                    "row index and k; '{}' is not", printExpr(op, &k)));
+  }
+  p.hoistedCopies = true;
+}
+
 }  // namespace
 
 int64_t wgmmaRegisters(int64_t n) { return n / 2 + 40; }
@@ -560,6 +589,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, s.mma.resident != MmaOperand::None, p, reasons);
   if (s.mma.producer && p.ring.tma()) planProducer(s.mma, p, reasons);
   planFragments(s.mma, p, reasons);
+  planHoisted(k, s.mma, p, reasons);
   p.steps = ceilDiv(p.c.kExtent, p.blockK);
   if (s.mma.resident != MmaOperand::None) planResident(s.mma, p, reasons);
   if (s.mma.group > 0) planGroup(s.mma, p, reasons);

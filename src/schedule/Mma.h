@@ -128,6 +128,14 @@ struct MmaPlan {
   // loads the next step's first fragments, then issues the last mma. No mma waits on a
   // shared-memory load after a barrier, and the barrier's wait overlaps the mma in flight.
   MmaOverlap overlap = MmaOverlap::None;
+  // `copies hoisted` (with PrefetchFragments, FP64's sm_90 shapes, a block a tile): each thread's
+  // copies of the ring are prepared once per block (their destinations, their sources at the first
+  // step, the bytes their rows allow) and a step adds its k offset; past the last step (and past
+  // the reduction's end within the last) they copy no bytes, so no branch separates them from the
+  // step's mma, and they are issued after the barrier, before the step's last mma. The ring's
+  // buffer index is carried instead of divided. Both operands must be plain loads of one array
+  // each (an affine flat offset) over plain rows.
+  bool hoistedCopies = false;
   bool prefetchFragments() const { return overlap == MmaOverlap::PrefetchFragments; }
   bool wgmmaInFlight() const { return overlap == MmaOverlap::InFlight || overlap == MmaOverlap::InFlightPingPong; }
   bool pingPong() const { return overlap == MmaOverlap::InFlightPingPong; }

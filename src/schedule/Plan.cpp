@@ -1009,6 +1009,9 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
   if (p.prefetchFragments())
     s += "  fragments: two register sets; the next fragment-k's loaded while this one's mma issue, the next "
          "step's first from its stage (waited for before the step's last mma)\n";
+  if (p.hoistedCopies)
+    s += "  copies: hoisted; each thread's sources, destinations and row bytes computed once, a step adding its k "
+         "offset; issued before the step's last mma, zero fills past the last step (no branch)\n";
   if (p.transposed)
     s += "  transposed: C^T = B^T A^T (the product's first operand, kept by 'resident a', is B)\n";
   if (p.persistent())

@@ -175,11 +175,11 @@ std::string printMmaSchedule(const MmaSchedule& m) {
                        m.sharedEpilogue ? " epilogue shared" : "");
   // `persistent`, `pingpong` and `resident` parse on any clause (the plan refuses them without a
   // producer), so they print back.
-  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
+  return fmt::format("{} {} warps {}x{} tile {}x{} k {}{}{}{}{}{}{}{}", mmaArithName(m.arith), mmaShapeName(m), m.warpsM,
                      m.warpsN, m.tileM, m.tileN, m.k, m.stages > 1 ? fmt::format(" stages {}", m.stages) : "",
                      m.persistent ? " persistent" : "", m.pingpong ? " pingpong" : "", keptAndGroupText(m),
                      m.fragments > 1 ? fmt::format(" fragments {}", m.fragments) : "",
-                     m.sharedEpilogue ? " epilogue shared" : "");
+                     m.hoistCopies ? " copies hoisted" : "", m.sharedEpilogue ? " epilogue shared" : "");
 }
 
 std::string printAccumulateSchedule(const AccumulateSchedule& a) {
@@ -810,6 +810,14 @@ class ScheduleParser {
       if (!atNumber()) fail("expected the fragment register sets (2) after 'fragments'");
       m.fragments = number();
       if (m.fragments != 2) failAt(at, "mma fragments must be 2 (double-buffered fragment registers; without the word: 1)");
+    }
+    // `copies hoisted`, optional: the ring's copies prepared once per block (the plan says where).
+    if (optionalWord("copies", wordAt)) {
+      if (m.wgmmaN > 0) failAt(wordAt, "'copies hoisted' prepares mma.sync's cp.async ring; wgmma's copies are its own");
+      at = (skipSpace(), pos_);
+      std::string how = word("'hoisted' after 'copies'");
+      if (how != "hoisted") failAt(at, fmt::format("expected 'hoisted' after 'copies', found '{}'", how));
+      m.hoistCopies = true;
     }
     // `epilogue shared`, optional.
     if (optionalWord("epilogue", wordAt)) {

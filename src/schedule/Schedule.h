@@ -194,6 +194,11 @@ struct MmaSchedule {
   // waits on a shared-memory load after the barrier (CUTLASS's warp-level double buffering;
   // schedule/Mma.h). 1, the default: each fragment-k's fragments loaded just before its mma.
   int64_t fragments = 1;
+  // `copies hoisted` (after `fragments 2`): the ring's copies with each thread's source addresses,
+  // destinations and row guards computed once before the steps (a step adds its offset along k),
+  // issued without a branch past the last step (zero fills) among the step's last mma, and the
+  // ring's buffer carried instead of divided (schedule/Mma.h, MmaPlan::hoistedCopies).
+  bool hoistCopies = false;
   bool any() const { return arith != MmaArith::None; }
   bool operator==(const MmaSchedule&) const = default;
 };

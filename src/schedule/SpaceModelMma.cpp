@@ -32,7 +32,10 @@ int64_t mmaRegisters(const MmaSchedule& ms, ScalarType type) {
     // live beside them: 8 more (m16n8k16 warps 2x2 tile 4x2 k 16 stages 3 fragments 2 epilogue
     // shared, estimate 248, spilled 4 bytes at 255).
     const int64_t carried = ms.fragments > 1 ? (ms.tileM * dims.m + ms.tileN * dims.n) * dims.k / 32 + 4 : 0;
-    return std::min<int64_t>(255, (ms.stages > 1 ? 24 : 40 + 3 * copies) + 2 * (accs + step + carried));
+    // `copies hoisted`: each 16-byte copy's source (two registers), destination and row bytes stay
+    // live through the loop: four registers per two values a thread copies a step.
+    const int64_t hoisted = ms.hoistCopies ? 2 * copies : 0;
+    return std::min<int64_t>(255, (ms.stages > 1 ? 24 : 40 + 3 * copies) + hoisted + 2 * (accs + step + carried));
   }
   const int64_t accs = ms.tileM * ms.tileN * (f64 ? 2 : 4);
   const int64_t fragments = (ms.tileM * (f64 ? 1 : 4) + ms.tileN * (f64 ? 1 : 2)) * (ms.arith == MmaArith::Tf32x3 ? 2 : 1);
@@ -161,6 +164,25 @@ double mmaPeak(const MmaPlan& p, const DeviceModel& d, bool bigPrefetch) {
 //   warpgroup takes the split and the barrier off the consumers: tf32x3 64% (m64n128) / 51%; with
 //   both tiles split in shared memory by the producer, 85% and the split's own time
 //   (producerSplitSeconds); with neither (bf16) 85%.
+// `copies hoisted` on such tiles (MmaPlan::hoistedCopies): the ring's copies prepared once per
+// block and issued among the step's mma, so the tensor cores' whole rate, plus kHoistedIssueShare
+// of the main loop's issue time (estimateMma): the instructions a product takes ranked the H200's
+// DGEMM forms (at n = 1000, 128 x 64 blocks of 8 warps: m16n8k8 steps of k 16, 96 instructions a
+// warp per 16 k, 0.0463 ms; m16n8k4 steps of k 8, 124, 0.0578 ms). The model's times of the
+// winners are then 7-14% above the measured (2048: 340 against 298 us; 1000: 47.6 against 44.7 us),
+// the old winners' 1-8% (docs/bench.md, session 44).
+constexpr double kHoistedShare = 1.0;
+constexpr double kHoistedIssueShare = 0.8;
+
+// With one fragment-k a step no mma issues before the step's barrier (`fragments 2` moves the
+// barrier before the step's last one), and with four or more their registers crowd the warp: on
+// an H200, dgemm at 1000 with m16n8k8 steps of k 8, 16, 32 ran 0.0685, 0.0463, 0.0517 ms, at 2048
+// m16n8k16 k 16 0.364 against m16n8k4 k 8's 0.298 (docs/bench.md, session 44).
+double hoistedShare(const MmaPlan& p) {
+  const int64_t fragmentKs = p.blockK / p.fragK;
+  return fragmentKs == 1 ? 0.79 : fragmentKs == 2 ? kHoistedShare : 0.9;
+}
+
 double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
   const bool valueCopies = p.arith == MmaArith::Tf32 && ((p.a.kMajor && !p.a.mnMajor) || (p.b.kMajor && !p.b.mnMajor));
   const double swizzled = p.ring.tma() ? (p.ring.ahead() >= 2 ? 1.0 : 0.75) : valueCopies ? 0.5 : 0.9;
@@ -172,7 +194,7 @@ double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
                                                : 1.0;
   const double tf32x3Sync = p.arith == MmaArith::Tf32x3 && !p.isWgmma() ? 0.45 : 1.0;
   return p.isWgmma()               ? (p.tiles == TileForm::Swizzle128 ? swizzled : 0.45) * registerWait
-         : p.prefetchFragments() ? (bigPrefetch ? 0.79 : 0.69)
+         : p.prefetchFragments() ? (bigPrefetch ? (p.hoistedCopies ? hoistedShare(p) : 0.79) : 0.69)
          : p.ring.stages > 1        ? 0.75 * tf32x3Sync
                                : 0.6 * tf32x3Sync;
 }
@@ -199,6 +221,15 @@ double producerSplitSeconds(const MmaPlan& p, double blocks, const DeviceModel& 
 // the next tile's stages while its consumers store the last one. So the tiles' steps plus one fill
 // and drain per block, against one per tile; it matters where tiles have few steps.
 constexpr double kFillDrainSteps = 2;
+
+// `copies hoisted` (MmaPlan::hoistedCopies): kHoistedShare is its main loop's own, measured on
+// DGEMM's long reductions (63 to 256 steps a tile), where a tile's fill and drain are a few percent
+// of it; the other shares include theirs as measured. So a tile's kFillDrainSteps count apart: the
+// factor on the main loop's time. On short reductions (the f64 DG rows' 7 to 15 steps) it matters.
+double hoistedFactor(const MmaPlan& p) {
+  if (!p.hoistedCopies) return 1.0;
+  return (double(p.steps) + kFillDrainSteps) / double(p.steps);
+}
 
 double persistentFactor(const MmaPlan& p) {
   if (!p.persistent()) return 1.0;
@@ -241,8 +272,11 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // `fragments 2`'s credit needs block tiles of 128 x 64 or more and more blocks than
   // multiprocessors (smaller tiles and fewer blocks measured slower with it), or a persistent
   // grid's blocks looping over many tiles each.
+  // `copies hoisted` also on one wave that all but fills the device (dgemm at n = 1000: 128 blocks
+  // of 128 x 64 on an H200's 132 multiprocessors ran at cuBLAS's rate).
   const bool bigPrefetch = p.prefetchFragments() && p.blockM * p.blockN >= 128 * 64 &&
-                           (e.blocks > d.multiprocessors || p.persistent());
+                           (e.blocks > d.multiprocessors || p.persistent() ||
+                            (p.hoistedCopies && 10 * e.blocks >= 9 * d.multiprocessors));
   const double peak = mmaPeak(p, d, bigPrefetch);
   const double epiloguePass = p.sharedEpilogue() ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
                                                       (double(d.multiprocessors) * 32 * 1.5e9)
@@ -250,8 +284,13 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double sustained = mmaSustained(p, bigPrefetch);
   // pingpong: a tile's warps are its consumer's and its share of the producer's.
   const int64_t tileThreads = p.alternatingTiles ? 128 + 128 / p.consumerGroups() : e.threads;
-  const double mainLoop = std::max({issued / (sustained * peak), mmaIssueSeconds(p, ms, tiles, tileThreads, d),
-                                    producerSplitSeconds(p, double(e.blocks), d)});
+  const double issue = mmaIssueSeconds(p, ms, tiles, tileThreads, d);
+  // With hoisted copies the step's other instructions issue among its mma, and fewer of them a
+  // product ran faster (an H200's DGEMM: the same tiles 15% faster with 138 instead of 214 a warp
+  // and step; at n = 1000 m16n8k8 steps of k 16 faster than m16n8k4 steps of k 8): a share of the
+  // issue time adds to the tensor cores'.
+  const double mainLoop = std::max({issued / (sustained * peak) + (p.hoistedCopies ? kHoistedIssueShare * issue : 0.0),
+                                    issue, producerSplitSeconds(p, double(e.blocks), d)});
   const bool readsBack = [&] {
     bool r = false;
     const Stmt& st = k.nests[plan.nest].body[size_t(p.c.statement())];
@@ -277,7 +316,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // bounds the kernel; where memory does, it ran no faster than a block a tile (the f64 DG rows:
   // docs/bench.md, session 42).
   const bool hides = p.isWgmma() || mainLoop >= memory;
-  const double compute = mainLoop * (hides ? persistentFactor(p) : 1.0) * pingpongFactor(p) + epiloguePass;
+  const double compute = mainLoop * (hides ? persistentFactor(p) : 1.0) * pingpongFactor(p) * hoistedFactor(p) + epiloguePass;
   const double sms = d.multiprocessors, blocks = double(e.blocks);
   const double smUse = std::min(1.0, blocks / sms);
   // persistent: the blocks run unequal counts of tiles, the last round partly idle.

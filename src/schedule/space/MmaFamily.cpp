@@ -7,7 +7,7 @@
 // dimension) are left out, as are steps past the reduction's length. f64 on sm_90 also in
 // m16n8k4/k8/k16 (steps of at least the shape's k; 4 stages too), without warp tiles whose
 // accumulators and fragments the register estimate puts at the cap; those with `fragments 2` also
-// persistent with a small operand kept (`resident`). Each arithmetic's wgmma
+// with `copies hoisted`, and persistent with a small operand kept (`resident`). Each arithmetic's wgmma
 // schedules (space/WgmmaFamily.cpp) come ahead of its mma ones.
 #include <algorithm>
 
@@ -53,6 +53,8 @@ MmaOperand keptOperand(const Contraction& c) {
 // and a cap of exactly the estimate spilled (docs/bench.md). None for the smallest tiles
 // (estimate 64 or less): their caps (9 blocks: 56 registers) are below what ptxas can compile an
 // FP64 mma with.
+// Each of a block a tile also with `copies hoisted` (the ring's copies prepared once per block,
+// without the branch past the last step: fewer instructions a step, and copies among the mma).
 // Also `persistent resident a` (or `b`) with the fragment epilogue, with and without those bounds,
 // where that operand is small and the other long (keptOperand): a persistent block keeps its tile
 // of the small one's whole reduction and streams the long one's tiles through the ring (the f64
@@ -61,17 +63,20 @@ MmaOperand keptOperand(const Contraction& c) {
 // the bounded one is the fewer-blocks alternative (the memory-bound N3 row ran faster with it).
 void fragmentVariants(NestSpace& s, const Contraction& c, MmaSchedule ms) {
   ms.fragments = 2;
-  const int64_t regs = mmaRegisters(ms, c.type), threads = ms.warpsM * ms.warpsN * 32;
-  if (regs >= 255) return;
-  const int64_t resident = std::min<int64_t>(
-      s.options().device.registersPerMultiprocessor / (threads * ((regs + 16 + 7) / 8 * 8)), 2048 / threads);
+  const int64_t threads = ms.warpsM * ms.warpsN * 32;
+  if (mmaRegisters(ms, c.type) >= 255) return;
   const MmaOperand kept = keptOperand(c);
-  for (int form = 0; form < 3; ++form) {
-    if (form == 2 && kept == MmaOperand::None) continue;
+  for (int form = 0; form < 5; ++form) {
+    if (form == 4 && kept == MmaOperand::None) continue;
     NestSchedule ns;
     ns.mma = ms;
-    ns.mma.sharedEpilogue = form == 1;
-    if (form == 2) ns.mma.persistent = true, ns.mma.resident = kept;
+    ns.mma.sharedEpilogue = form % 2 == 1;
+    ns.mma.hoistCopies = form == 2 || form == 3;
+    if (form == 4) ns.mma.persistent = true, ns.mma.resident = kept;
+    const int64_t regs = mmaRegisters(ns.mma, c.type);
+    if (regs >= 255) continue;
+    const int64_t resident = std::min<int64_t>(
+        s.options().device.registersPerMultiprocessor / (threads * ((regs + 16 + 7) / 8 * 8)), 2048 / threads);
     s.add(ns, Group::Plain);
     if (resident < 2 || regs <= 64) continue;
     ns.blocksPerSM = resident;

@@ -1,0 +1,220 @@
+// `mma: f64 ... stages N fragments 2 copies hoisted` (schedule/Mma.h, MmaPlan::hoistedCopies): the
+// ring's copies prepared once per block. The clause's text and its refusals, the plan, the emitted
+// loop (the copies without a branch and before the step's last mma, no division for the buffer),
+// the host emulation against the reference at sizes no tile divides and reductions no step
+// divides (a copy at the wrong k offset, a row guard or a zero fill gone wrong gives wrong values),
+// NVRTC's compile of the space's largest, and the space and the model.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/Emitter.h"
+#include "codegen/HostEmulation.h"
+#include "codegen/Nvrtc.h"
+#include "codegen/SourceKernels.h"
+#include "schedule/DeviceModels.h"
+#include "schedule/Mma.h"
+#include "schedule/Plan.h"
+#include "schedule/Space.h"
+#include "schedule/SpaceModel.h"
+#include "schedule/TestKernels.h"
+#include "FullTests.h"
+#include "WgmmaPlanHelpers.h"
+
+using namespace rtcg;
+using namespace rtcg::testing;
+
+namespace {
+
+const char* kKernels = R"(
+kernel rect64(m: int, n: int, kk: int, a: f64[m, kk], b: f64[kk, n], out c: f64[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = 2 * sum(k in 0..kk, a[i, k] * b[k, j]) + 1;
+  }
+}
+kernel nt64(m: int, n: int, kk: int, a: f64[kk, m], bt: f64[n, kk], out c: f64[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, a[k, i] * bt[j, k]);
+  }
+}
+kernel batched64(nb: int, n: int, a: f64[nb, n, n], b: f64[nb, n, n], out c: f64[nb, n, n]) {
+  for z in 0..nb, i in 0..n, j in 0..n {
+    c[z, i, j] = sum(k in 0..n, a[z, i, k] * b[z, j, k]);
+  }
+}
+kernel sumfact64(E: int, p: int, A: f64[p, p], u: f64[E, p, p, p], out v: f64[E, p, p, p]) {
+  for e in 0..E, a in 0..p, b in 0..p, i in 0..p {
+    v[e, a, b, i] = sum(j in 0..p, A[i, j] * u[e, a, b, j]);
+  }
+}
+)";
+
+Kernel rect(int64_t m, int64_t n, int64_t k) { return fromSource(kKernels, "rect64", {{"m", m}, {"n", n}, {"kk", k}}); }
+
+ScheduleLimits sm90() {
+  ScheduleLimits l = limitsOf(132);
+  l.computeCapability = 90;
+  return l;
+}
+
+}  // namespace
+
+TEST(MmaHoisted, ClausePrintsAndParsesBack) {
+  for (const char* text : {"mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2 copies hoisted epilogue shared",
+                           "blocks_per_sm: 2; mma: f64 m16n8k8 warps 2x2 tile 4x4 k 8 stages 4 fragments 2 copies hoisted"}) {
+    auto parsed = parseSchedule(text);
+    ASSERT_TRUE(parsed.schedule) << text << ": " << parsed.error;
+    EXPECT_TRUE(parsed.schedule->nests[0].mma.hoistCopies) << text;
+    EXPECT_EQ(printSchedule(*parsed.schedule), text);
+  }
+  auto other = parseSchedule("mma: f64 m16n8k4 warps 2x2 tile 4x4 k 8 stages 3 fragments 2 copies early");
+  EXPECT_FALSE(other.ok());
+  EXPECT_NE(other.error.find("expected 'hoisted' after 'copies', found 'early'"), std::string::npos) << other.error;
+  auto wgmma = parseSchedule("mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 copies hoisted");
+  EXPECT_FALSE(wgmma.ok());
+  EXPECT_NE(wgmma.error.find("prepares mma.sync's cp.async ring"), std::string::npos) << wgmma.error;
+}
+
+// The plan takes it on `fragments 2`'s ring of a block a tile and says so; refuses it without the
+// ring, with `persistent`, on m8n8k4's padded tiles and on rows of several loops, each with its reason.
+TEST(MmaHoisted, PlanAndRefusals) {
+  std::vector<std::string> reasons;
+  const std::string base = "mma: f64 m16n8k4 warps 2x2 tile 2x2 k 8 stages 3";
+  auto p = plan(rect(200, 136, 72), base + " fragments 2 copies hoisted", sm90(), reasons);
+  ASSERT_TRUE(p) << joined(reasons);
+  EXPECT_TRUE(p->hoistedCopies);
+  EXPECT_TRUE(p->prefetchFragments());
+  auto plain = plan(rect(200, 136, 72), base + " fragments 2", sm90(), reasons);
+  ASSERT_TRUE(plain) << joined(reasons);
+  EXPECT_FALSE(plain->hoistedCopies);
+  EXPECT_EQ(plain->sharedBytes, p->sharedBytes);
+  NestPlanResult r = planNest(rect(200, 136, 72), 0, parseSchedule(base + " fragments 2 copies hoisted").schedule->nests[0], sm90());
+  ASSERT_TRUE(r.plan);
+  EXPECT_NE(printPlan(rect(200, 136, 72), *r.plan).find("copies: hoisted"), std::string::npos);
+
+  struct Refused {
+    Kernel k;
+    std::string text, why;
+  };
+  const Refused refused[] = {
+      {rect(200, 136, 72), base + " copies hoisted", "prepares the copies of 'fragments 2''s ring"},
+      {rect(200, 136, 72), base + " persistent fragments 2 copies hoisted", "give one of them"},
+      {rect(200, 136, 72), "mma: f64 m8n8k4 warps 2x2 tile 2x2 k 8 stages 3 fragments 2 copies hoisted",
+       "not of shape 'm8n8k4'"},
+      {fromSource(kKernels, "sumfact64", {{"E", 2}, {"p", 24}}),  // N = (e, a, b): rows of three loops
+       "mma: f64 m16n8k4 warps 2x2 tile 2x2 k 8 stages 3 fragments 2 copies hoisted", "'u[e, a, b, j]' is not"},
+  };
+  for (const Refused& c : refused) {
+    std::vector<std::string> why;
+    auto q = plan(c.k, c.text, sm90(), why);
+    EXPECT_FALSE(q) << c.text;
+    EXPECT_NE(joined(why).find(c.why), std::string::npos) << c.text << ": " << joined(why);
+  }
+}
+
+// The emitted loop: the copies' sources prepared before it, no branch on the step past the last
+// (the plain ring's `if (ahead < steps)`), the buffer carried instead of `step % stages`, the
+// copies of the step between its barrier and its last mma.
+TEST(MmaHoisted, CopiesPreparedOnceAndIssuedWithoutABranch) {
+  const std::string text = "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2 copies hoisted";
+  const std::string src = emitCuda(matmul(1000, ScalarType::F64), *parseSchedule(text).schedule, sm90()).source;
+  const size_t loop = src.find("for (int step = 0;");
+  ASSERT_NE(loop, std::string::npos) << src;
+  EXPECT_LT(src.find("const double* copy_a_src"), loop) << src;
+  EXPECT_LT(src.find("const double* copy_b_src"), loop) << src;
+  EXPECT_EQ(src.find("ahead <", loop), std::string::npos) << src;
+  EXPECT_EQ(src.find("step % 3", loop), std::string::npos) << src;
+  const size_t barrier = src.find("__syncthreads();", loop), copy = src.find("rtcg_cp_async16(", loop);
+  ASSERT_NE(copy, std::string::npos) << src;
+  EXPECT_LT(barrier, copy) << src;
+  EXPECT_LT(copy, src.rfind("rtcg_mma_f64_m16n8k4(acc", src.find("buffer = following", loop))) << src;
+  const std::string plain = emitCuda(matmul(1000, ScalarType::F64),
+                                     *parseSchedule("mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2").schedule,
+                                     sm90()).source;
+  EXPECT_EQ(plain.find("copy_a_src"), std::string::npos);
+}
+
+// Against the reference in the host emulation: sizes no block tile divides, reductions no step
+// divides (72 in steps of 16, 37 in 8, 45 in 12, 13 in 4: the last step's copies partly past the
+// end), as many steps as stages (every prologue copy a real step, the loop's last ones zero fills),
+// rows x k and k x rows tiles of either operand (a and b transposed), copies of 16 bytes and of one
+// value (rows of 45 doubles are not 16-byte aligned), copies that do not divide among the threads
+// (the guarded last one), a batched contraction, both epilogues, 2 to 4 stages, the three shapes.
+TEST(HostEmulation, MmaHoistedCopiesMatchTheReference) {
+  struct Case {
+    Kernel k;
+    const char* schedule;
+    bool sharedEpilogue = false;
+  };
+  const Kernel nt = fromSource(kKernels, "nt64", {{"m", 77}, {"n", 45}, {"kk", 37}});
+  const Case cases[] = {
+      {rect(200, 136, 72), "m16n8k16 warps 2x2 tile 2x4 k 16 stages 3"},
+      {rect(200, 136, 72), "m16n8k4 warps 2x4 tile 4x4 k 8 stages 3"},
+      {rect(200, 136, 72), "m16n8k8 warps 2x2 tile 4x4 k 8 stages 4", true},
+      {rect(61, 37, 45), "m16n8k4 warps 1x2 tile 3x1 k 12 stages 3"},
+      {rect(61, 37, 45), "m16n8k4 warps 2x2 tile 1x2 k 4 stages 2"},
+      {rect(130, 70, 13), "m16n8k4 warps 2x2 tile 2x2 k 4 stages 4"},
+      {nt, "m16n8k8 warps 2x2 tile 2x2 k 8 stages 3"},
+      {nt, "m16n8k4 warps 4x2 tile 1x2 k 8 stages 4", true},
+      {matmul(37, ScalarType::F64), "m16n8k4 warps 2x2 tile 2x2 k 8 stages 2"},
+      {fromSource(kKernels, "batched64", {{"nb", 3}, {"n", 37}}), "m16n8k8 warps 2x2 tile 1x2 k 8 stages 3"},
+  };
+  int guarded = 0, partial = 0;
+  for (const Case& c : cases) {
+    const std::string text =
+        fmt::format("mma: f64 {} fragments 2 copies hoisted{}", c.schedule, c.sharedEpilogue ? " epilogue shared" : "");
+    std::vector<std::string> reasons;
+    auto p = plan(c.k, text, sm90(), reasons);
+    EXPECT_TRUE(p) << text << ": " << joined(reasons);
+    if (!p) continue;
+    partial += p->c.kExtent % p->blockK != 0;
+    const std::string src = emitCuda(c.k, *parseSchedule(text).schedule, sm90()).source;
+    guarded += src.find("copy_a_index") != std::string::npos || src.find("copy_b_index") != std::string::npos;
+    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90()), "") << c.k.name << " " << text;
+  }
+  EXPECT_GE(guarded, 1);
+  EXPECT_GE(partial, 4);
+}
+
+// The space offers `copies hoisted` beside each `fragments 2` schedule of a block a tile (none
+// persistent), the model ranks the large tiles' above the same without it, and NVRTC compiles the
+// ones with the most registers (the model's estimate) for sm_90 without local memory.
+TEST(MmaHoisted, SpaceOffersThemAndTheyCompileWithoutSpills) {
+  Kernel k = matmul(1003, ScalarType::F64);
+  SpaceOptions o;
+  o.limits = deviceScheduleLimits(227 * 1024, 1024);
+  std::multimap<int64_t, std::string> largest;
+  int hoisted = 0, fragments = 0;
+  for (const Candidate& c : enumerateSchedules(k, o).candidates) {
+    const MmaSchedule& ms = c.schedule.nests[0].mma;
+    fragments += ms.fragments > 1 && !ms.persistent && !ms.hoistCopies;
+    if (!ms.hoistCopies) continue;
+    ++hoisted;
+    EXPECT_EQ(ms.fragments, 2) << c.text;
+    EXPECT_FALSE(ms.persistent) << c.text;
+    largest.emplace(mmaRegisters(ms, ScalarType::F64) + (c.schedule.nests[0].blocksPerSM > 0 ? 0 : 1), c.text);
+    if (largest.size() > 3) largest.erase(largest.begin());
+  }
+  EXPECT_GT(hoisted, 0);
+  EXPECT_GE(fragments, hoisted);
+  for (const auto& [regs, text] : largest) {
+    CudaCompileResult r = compileCuda(emitCuda(k, *parseSchedule(text).schedule, o.limits).source, "dgemm.cu", "sm_90");
+    ASSERT_TRUE(r.success) << text << "\n" << r.log;
+    ASSERT_EQ(r.resources.size(), 1u) << text;
+    EXPECT_EQ(r.resources[0].localBytes, 0) << text << ": " << r.resources[0].registers << " registers";
+  }
+  // The model: at n = 2048 on an H100's model the winner's shape with hoisted copies ranks above it.
+  SpaceOptions h100;
+  h100.device = *archDeviceModel("sm_90");
+  h100.limits = deviceScheduleLimits(h100.device.sharedPerBlockOptin, h100.device.maxThreadsPerBlock,
+                                     h100.device.multiprocessors, h100.device.sharedPerMultiprocessor);
+  const std::string base = "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2";
+  double plainScore = 0, hoistedScore = 0;
+  for (const Candidate& c : enumerateSchedules(matmul(2048, ScalarType::F64), h100).candidates) {
+    if (c.text == base) plainScore = c.score;
+    if (c.text == base + " copies hoisted") hoistedScore = c.score;
+  }
+  ASSERT_GT(plainScore, 0);
+  ASSERT_GT(hoistedScore, 0);
+  EXPECT_LT(hoistedScore, plainScore);
+}
