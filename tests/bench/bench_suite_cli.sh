@@ -20,11 +20,11 @@ case $check in
              batched_16x16x65536 dg_diff_N1 dg_diff_N8 dg_diff_stacked_N1 dg_diff_stacked_N8 dg_lift_N3 \
              dg_lift_N5 dg_lift_N7 dg_diff_tf32x3_N8 dg_diff_f64_N7 sumfact_tf32x3_p9 sgemm_tf32x3_4096 sgemm_tf32x3_8192 sgemm_tf32_4096 dgemm_2048 batched_tf32x3_16x16x65536 \
              dg_diff_stacked_tf32x3_N8 dg_lift_tf32x3_N7 trmv_16384 syrk_4096x1024 softmax_8192x2048 \
-             layernorm_8192x2048 nearest_16384_D64 gemm_bf16_4096 dgemm_fp64x_8192 sgemm_fp32x_4096 igemm_4096 dg_diff_fp64x_N7; do
+             layernorm_8192x2048 nearest_16384_D64 gemm_bf16_4096 dgemm_fp64x_8192 sgemm_fp32x_4096 igemm_4096 dg_diff_fp64x_N3 dg_diff_fp64x_N7; do
       grep -q "^$w " "$tmp/out" || fail "--list does not show $w"
     done
     n=$(grep -c -E '^(sgemm|sgemv|transpose|dot|batched|dg_|dgemm|gemm_bf16|igemm|spmv|trmv|syrk|softmax|layernorm|nearest|sumfact)' "$tmp/out")
-    [ "$n" -eq 85 ] || fail "--list shows $n workloads, expected 85 (30, 4 CSR, 12 beyond rectangles, 22 on tensor cores, issue 36's 10 and issue 41's 7)"
+    [ "$n" -eq 86 ] || fail "--list shows $n workloads, expected 86 (30, 4 CSR, 12 beyond rectangles, 22 on tensor cores, issue 36's 10 and issue 41's 8)"
     "$bin" --list --only sgemm,dg_lift_N5 >"$tmp/out" 2>"$tmp/err" || fail "--list --only failed"
     n=$(grep -c -E '^(sgemm|dg_lift)' "$tmp/out")
     [ "$n" -eq 7 ] || fail "--only sgemm,dg_lift_N5 selects $n workloads, expected 7"
