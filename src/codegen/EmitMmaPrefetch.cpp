@@ -77,11 +77,23 @@ WarpFragments takeCarried(EmitContext& ctx, WarpFragments carried, std::vector<C
   return carried;
 }
 
+// A step's fragment-ks but its last, from the stage at bufA / bufB: each loads the next
+// fragment-k's fragments, then issues the current one's mma. Returns the last one's fragments.
+WarpFragments leadingFragmentKs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, WarpFragments current,
+                                const C::ExprP& bufA, const C::ExprP& bufB, std::vector<C::Stmt>& body) {
+  for (int64_t kf = 0; kf + 1 < p.blockK / p.fragK; ++kf) {
+    WarpFragments next = loadFragments(ctx, p, nm, lit((kf + 1) * p.fragK), bufA, bufB, body);
+    issueMmas(ctx, p, nm, current, body);
+    current = std::move(next);
+  }
+  return current;
+}
+
 }  // namespace
 
 void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const CopyStep& copyStep,
                          std::vector<C::Stmt>& out) {
-  const int64_t S = p.ring.stages, fragmentKs = p.blockK / p.fragK;
+  const int64_t S = p.ring.stages;
   auto bufferA = [&](const C::ExprP& b) { return C::product(b, lit(p.a.buffer)); };
   auto bufferB = [&](const C::ExprP& b) { return C::product(b, lit(p.b.buffer)); };
   for (int64_t s = 0; s < p.ring.ahead(); ++s) {
@@ -97,31 +109,23 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
   const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
   body.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(S))));
   WarpFragments current = takeCarried(ctx, carried, body);
-  for (int64_t kf = 0; kf < fragmentKs; ++kf) {
-    if (kf + 1 < fragmentKs) {
-      WarpFragments next = loadFragments(ctx, p, nm, lit((kf + 1) * p.fragK), bufferA(C::name(buffer)),
-                                         bufferB(C::name(buffer)), body);
-      issueMmas(ctx, p, nm, current, body);
-      current = std::move(next);
-      continue;
-    }
-    // The step's last fragment-k: the next step's stage (landed: S - 2 newer groups in flight) and
-    // the barrier, the next step's first fragments, this one's mma, then the refill of this
-    // step's buffer, read by no warp any more.
-    body.push_back(cpAsyncWait(S - 2));
-    body.push_back(C::syncThreads());
-    const C::ExprP following = bin("%", C::sum({C::name(step), lit(1)}), lit(S));
-    assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(following), body), body);
-    issueMmas(ctx, p, nm, current, body);
-    std::string ahead = ctx.names.fresh("ahead");
-    body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(p.ring.ahead())})));
-    copyOrFill(ctx, p, nm, copyStep, C::name(ahead), C::name(buffer), body);
-  }
+  current = leadingFragmentKs(ctx, p, nm, std::move(current), bufferA(C::name(buffer)), bufferB(C::name(buffer)), body);
+  // The step's last fragment-k: the next step's stage (landed: S - 2 newer groups in flight) and
+  // the barrier, the next step's first fragments, this one's mma, then the refill of this step's
+  // buffer, read by no warp any more.
+  body.push_back(cpAsyncWait(S - 2));
+  body.push_back(C::syncThreads());
+  const C::ExprP following = bin("%", C::sum({C::name(step), lit(1)}), lit(S));
+  assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(following), body), body);
+  issueMmas(ctx, p, nm, current, body);
+  std::string ahead = ctx.names.fresh("ahead");
+  body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(p.ring.ahead())})));
+  copyOrFill(ctx, p, nm, copyStep, C::name(ahead), C::name(buffer), body);
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
 void emitHoistedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
-  const int64_t S = p.ring.stages, fragmentKs = p.blockK / p.fragK;
+  const int64_t S = p.ring.stages;
   HoistedCopies copiesA, copiesB;
   copiesA.prepare(ctx, p, nm, true, out);
   copiesB.prepare(ctx, p, nm, false, out);
@@ -146,24 +150,16 @@ void emitHoistedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vec
   body.push_back(C::decl(ctx.idx, following, C::ternary(bin("<", C::name(buffer), lit(S - 1)),
                                                          C::sum({C::name(buffer), lit(1)}), lit(0))));
   WarpFragments current = takeCarried(ctx, carried, body);
-  for (int64_t kf = 0; kf < fragmentKs; ++kf) {
-    if (kf + 1 < fragmentKs) {
-      WarpFragments next = loadFragments(ctx, p, nm, lit((kf + 1) * p.fragK), bufferA(C::name(buffer)),
-                                         bufferB(C::name(buffer)), body);
-      issueMmas(ctx, p, nm, current, body);
-      current = std::move(next);
-      continue;
-    }
-    // As emitPrefetchedSteps, the refill before the last mma: every fragment of this step's buffer
-    // is in registers once the warp passes the barrier.
-    body.push_back(cpAsyncWait(S - 2));
-    body.push_back(C::syncThreads());
-    assignCarried(carried,
-                  loadFragments(ctx, p, nm, lit(0), bufferA(C::name(following)), bufferB(C::name(following)), body),
-                  body);
-    copyStep(C::sum({C::name(step), lit(p.ring.ahead())}), C::name(buffer), body);
-    issueMmas(ctx, p, nm, current, body);
-  }
+  current = leadingFragmentKs(ctx, p, nm, std::move(current), bufferA(C::name(buffer)), bufferB(C::name(buffer)), body);
+  // As emitPrefetchedSteps, the refill before the last mma: every fragment of this step's buffer
+  // is in registers once the warp passes the barrier.
+  body.push_back(cpAsyncWait(S - 2));
+  body.push_back(C::syncThreads());
+  assignCarried(carried,
+                loadFragments(ctx, p, nm, lit(0), bufferA(C::name(following)), bufferB(C::name(following)), body),
+                body);
+  copyStep(C::sum({C::name(step), lit(p.ring.ahead())}), C::name(buffer), body);
+  issueMmas(ctx, p, nm, current, body);
   body.push_back(C::assign(C::name(buffer), "=", C::name(following)));
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
@@ -171,7 +167,7 @@ void emitHoistedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vec
 void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const OperandCopy& copyOperand,
                                    const std::function<void(std::vector<C::Stmt>& out)>& finishTile,
                                    std::vector<C::Stmt>& out) {
-  const int64_t S = p.ring.stages, fragmentKs = p.blockK / p.fragK;
+  const int64_t S = p.ring.stages;
   const bool kept = p.keptWhole();
   // Ring step g: its tile's origin (declared in `to`; nm's origin restored by `restore`) and its
   // reduction step.
@@ -228,27 +224,19 @@ void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   body.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(S))));
   const C::ExprP bufB = bufferB(C::name(step), C::name(buffer));
   WarpFragments current = takeCarried(ctx, carried, body);
-  for (int64_t kf = 0; kf < fragmentKs; ++kf) {
-    if (kf + 1 < fragmentKs) {
-      WarpFragments next =
-          loadFragments(ctx, p, nm, lit((kf + 1) * p.fragK), bufferA(C::name(buffer)), bufB, body);
-      issueMmas(ctx, p, nm, current, body);
-      current = std::move(next);
-      continue;
-    }
-    // As emitPrefetchedSteps: the next ring step's stage and first fragments (the next tile's where
-    // this step is its tile's last), this one's mma, the refill S steps ahead.
-    body.push_back(cpAsyncWait(S - 2));
-    body.push_back(C::syncThreads());
-    const C::ExprP nextStep = C::sum({C::name(step), lit(1)});
-    const C::ExprP following = bin("%", nextStep, lit(S));
-    assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(nextStep, following), body),
-                  body);
-    issueMmas(ctx, p, nm, current, body);
-    std::string ahead = ctx.names.fresh("ahead");
-    body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(p.ring.ahead())})));
-    copyOrFill(ctx, p, nm, copyStep, C::name(ahead), C::name(buffer), body, C::name(total));
-  }
+  current = leadingFragmentKs(ctx, p, nm, std::move(current), bufferA(C::name(buffer)), bufB, body);
+  // As emitPrefetchedSteps: the next ring step's stage and first fragments (the next tile's where
+  // this step is its tile's last), this one's mma, the refill S steps ahead.
+  body.push_back(cpAsyncWait(S - 2));
+  body.push_back(C::syncThreads());
+  const C::ExprP nextStep = C::sum({C::name(step), lit(1)});
+  const C::ExprP following = bin("%", nextStep, lit(S));
+  assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(nextStep, following), body),
+                body);
+  issueMmas(ctx, p, nm, current, body);
+  std::string ahead = ctx.names.fresh("ahead");
+  body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(p.ring.ahead())})));
+  copyOrFill(ctx, p, nm, copyStep, C::name(ahead), C::name(buffer), body, C::name(total));
   // The tile's last step: its epilogue, its accumulators zeroed for the next tile.
   std::vector<C::Stmt> finish;
   atTile(C::name(step), finish);
