@@ -2,7 +2,7 @@
 // prepared once per block. stageOperandAsLoaded writes each copy of each step in full: the
 // thread's run of the box, its row and k guards and its source address from the step's k0, and
 // past the last step the ring skips the copies by a branch (copyOrFill). Those are the main loop's
-// most instructions (an H200's DGEMM at 2048: 95 of a warp's 212 per step, against 32 mma), and the
+// most instructions, several times its mma (docs/bench.md, session 44), and the
 // branch keeps them from the step's mma, so the tensor pipe idles while every warp of a quarter
 // computes its copies at once. Here a run's destination in a buffer, its source at step 0 and the
 // bytes its row allows (the rows a block copies do not change with the step) are per-thread

@@ -166,18 +166,14 @@ double mmaPeak(const MmaPlan& p, const DeviceModel& d, bool bigPrefetch) {
 //   (producerSplitSeconds); with neither (bf16) 85%.
 // `copies hoisted` on such tiles (MmaPlan::hoistedCopies): the ring's copies prepared once per
 // block and issued among the step's mma, so the tensor cores' whole rate, plus kHoistedIssueShare
-// of the main loop's issue time (estimateMma): the instructions a product takes ranked the H200's
-// DGEMM forms (at n = 1000, 128 x 64 blocks of 8 warps: m16n8k8 steps of k 16, 96 instructions a
-// warp per 16 k, 0.0463 ms; m16n8k4 steps of k 8, 124, 0.0578 ms). The model's times of the
-// winners are then 7-14% above the measured (2048: 340 against 298 us; 1000: 47.6 against 44.7 us),
-// the old winners' 1-8% (docs/bench.md, session 44).
+// of the main loop's issue time (estimateMma): on the DGEMM forms measured, the fewer instructions
+// a product took, the faster the form ran (calibration: docs/bench.md, session 44).
 constexpr double kHoistedShare = 1.0;
 constexpr double kHoistedIssueShare = 0.8;
 
 // With one fragment-k a step no mma issues before the step's barrier (`fragments 2` moves the
-// barrier before the step's last one), and with four or more their registers crowd the warp: on
-// an H200, dgemm at 1000 with m16n8k8 steps of k 8, 16, 32 ran 0.0685, 0.0463, 0.0517 ms, at 2048
-// m16n8k16 k 16 0.364 against m16n8k4 k 8's 0.298 (docs/bench.md, session 44).
+// barrier before the step's last one), and with four or more their registers crowd the warp: both
+// ran slower than two fragment-ks a step (docs/bench.md, session 44).
 double hoistedShare(const MmaPlan& p) {
   const int64_t fragmentKs = p.blockK / p.fragK;
   return fragmentKs == 1 ? 0.79 : fragmentKs == 2 ? kHoistedShare : 0.9;
@@ -272,8 +268,8 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // `fragments 2`'s credit needs block tiles of 128 x 64 or more and more blocks than
   // multiprocessors (smaller tiles and fewer blocks measured slower with it), or a persistent
   // grid's blocks looping over many tiles each.
-  // `copies hoisted` also on one wave that all but fills the device (dgemm at n = 1000: 128 blocks
-  // of 128 x 64 on an H200's 132 multiprocessors ran at cuBLAS's rate).
+  // `copies hoisted` also on one wave that all but fills the device (DGEMM's one wave of 128 x 64
+  // blocks ran at cuBLAS's rate: docs/bench.md, session 44).
   const bool bigPrefetch = p.prefetchFragments() && p.blockM * p.blockN >= 128 * 64 &&
                            (e.blocks > d.multiprocessors || p.persistent() ||
                             (p.hoistedCopies && 10 * e.blocks >= 9 * d.multiprocessors));
@@ -286,9 +282,8 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const int64_t tileThreads = p.alternatingTiles ? 128 + 128 / p.consumerGroups() : e.threads;
   const double issue = mmaIssueSeconds(p, ms, tiles, tileThreads, d);
   // With hoisted copies the step's other instructions issue among its mma, and fewer of them a
-  // product ran faster (an H200's DGEMM: the same tiles 15% faster with 138 instead of 214 a warp
-  // and step; at n = 1000 m16n8k8 steps of k 16 faster than m16n8k4 steps of k 8): a share of the
-  // issue time adds to the tensor cores'.
+  // product ran faster (docs/bench.md, session 44): a share of the issue time adds to the tensor
+  // cores'.
   const double mainLoop = std::max({issued / (sustained * peak) + (p.hoistedCopies ? kHoistedIssueShare * issue : 0.0),
                                     issue, producerSplitSeconds(p, double(e.blocks), d)});
   const bool readsBack = [&] {
