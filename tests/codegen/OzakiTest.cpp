@@ -569,17 +569,27 @@ TEST(Ozaki, GroupedProductsMatchTheReference) {
   }
 }
 
+namespace {
+
+// The space's options for an sm_90 device, with its limits, sampling 4000 candidates.
+SpaceOptions sm90Space() {
+  SpaceOptions o;
+  o.device = *archDeviceModel("sm_90");
+  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
+                                  o.device.sharedPerMultiprocessor);
+  o.maxCandidates = 4000;
+  return o;
+}
+
+}  // namespace
+
 // The space offers the products `group 8` on sm_90 where a modulus's B outgrows half an L2 (n =
 // 8192: 64 MiB), and not where L2 holds it (n = 4096: 16 MiB; the order made no difference there).
 TEST(Ozaki, TheSpaceGroupsTheProductsWhereAModulusOperandOutgrowsL2) {
   for (auto [n, grouped] : {std::pair{int64_t(8192), true}, std::pair{int64_t(4096), false}}) {
     Kernel r = rewrite(gemm("f64", n, n, n), Precision::Fp64x);
     const int p = productNest(r);
-    SpaceOptions o;
-    o.device = *archDeviceModel("sm_90");
-    o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                    o.device.sharedPerMultiprocessor);
-    o.maxCandidates = 4000;
+    const SpaceOptions o = sm90Space();
     const Space space = enumerateSchedules(r, o);
     bool offered = false;
     for (const Candidate& c : space.candidates) offered |= c.schedule.nests[size_t(p)].mma.group == 8;
@@ -591,15 +601,11 @@ TEST(Ozaki, TheSpaceGroupsTheProductsWhereAModulusOperandOutgrowsL2) {
 // The scale and residues of one operand share a launch: the space offers A's two nests fused
 // (`fuse: 2`, with its rows kept in registers) apart from B's, whose columns one block shape with A's
 // rows would read across (the four side nests may share one launch, and the space once offered
-// only that: A's rows and B's columns on one mapping). On an H200 at n = 4096, A's fused launch
-// took 0.140 ms against 0.180 for the two (session 44).
+// only that: A's rows and B's columns on one mapping). The fused launch is the faster at n = 4096
+// (docs/bench.md, session 44).
 TEST(Ozaki, TheSpaceFusesEachOperandsScaleAndResidues) {
   Kernel r = rewrite(gemm("f64", 4096, 4096, 4096), Precision::Fp64x);
-  SpaceOptions o;
-  o.device = *archDeviceModel("sm_90");
-  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                  o.device.sharedPerMultiprocessor);
-  o.maxCandidates = 4000;
+  const SpaceOptions o = sm90Space();
   const Space space = enumerateSchedules(r, o);
   bool fusedA = false, keptA = false;
   for (const std::vector<Candidate>* cs : {&space.candidates, &space.reserve})
