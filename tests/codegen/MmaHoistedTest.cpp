@@ -19,6 +19,7 @@
 #include "schedule/SpaceModel.h"
 #include "schedule/TestKernels.h"
 #include "FullTests.h"
+#include "SpaceOptionsFor.h"
 #include "WgmmaPlanHelpers.h"
 
 using namespace rtcg;
@@ -204,10 +205,7 @@ TEST(MmaHoisted, SpaceOffersThemAndTheyCompileWithoutSpills) {
     EXPECT_EQ(r.resources[0].localBytes, 0) << text << ": " << r.resources[0].registers << " registers";
   }
   // The model: at n = 2048 on an H100's model the winner's shape with hoisted copies ranks above it.
-  SpaceOptions h100;
-  h100.device = *archDeviceModel("sm_90");
-  h100.limits = deviceScheduleLimits(h100.device.sharedPerBlockOptin, h100.device.maxThreadsPerBlock,
-                                     h100.device.multiprocessors, h100.device.sharedPerMultiprocessor);
+  const SpaceOptions h100 = spaceOptionsFor("sm_90");
   const std::string base = "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2";
   double plainScore = 0, hoistedScore = 0;
   for (const Candidate& c : enumerateSchedules(matmul(2048, ScalarType::F64), h100).candidates) {

@@ -20,6 +20,7 @@
 #include "schedule/Plan.h"
 #include "schedule/Space.h"
 #include "WgmmaPlanHelpers.h"
+#include "SpaceOptionsFor.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
@@ -287,10 +288,7 @@ TEST(MmaPersistent, GridCountsTheBlocksTheRingsRegisterFloorLets) {
 // fill and drain of each tile hidden) and not where memory does (Np = 20, where it measured no
 // faster); a square GEMM gets none.
 TEST(MmaPersistent, SpaceOffersItAndTheModelRanksIt) {
-  SpaceOptions o;
-  o.device = *archDeviceModel("sm_90");
-  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                  o.device.sharedPerMultiprocessor);
+  const SpaceOptions o = spaceOptionsFor("sm_90");
   for (int64_t np : {20, 56, 120}) {
     const Space space = enumerateSchedules(dg64(100000, np), o);
     size_t kept = 0;

@@ -28,6 +28,7 @@
 #include "schedule/Space.h"
 #include "schedule/SpaceModel.h"
 #include "SourceKernels.h"
+#include "SpaceOptionsFor.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
@@ -573,10 +574,7 @@ namespace {
 
 // The space's options for an sm_90 device, with its limits, sampling 4000 candidates.
 SpaceOptions sm90Space() {
-  SpaceOptions o;
-  o.device = *archDeviceModel("sm_90");
-  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                  o.device.sharedPerMultiprocessor);
+  SpaceOptions o = spaceOptionsFor("sm_90");
   o.maxCandidates = 4000;
   return o;
 }

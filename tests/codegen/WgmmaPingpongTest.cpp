@@ -18,6 +18,7 @@
 #include "schedule/Plan.h"
 #include "schedule/Space.h"
 #include "WgmmaPlanHelpers.h"
+#include "SpaceOptionsFor.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
@@ -239,11 +240,7 @@ TEST(WgmmaPingpong, EmitsTheConsumersOwnTileLoopsThatNvrtcCompiles) {
 // credits it with the epilogue beneath the other consumer's steps: better than its persistent twin.
 TEST(WgmmaPingpong, SpaceOffersItAndTheModelCreditsIt) {
   const Kernel k = exampleKernel("dg_diff_stacked.rtcg", "dg_diff_stacked", {{"K", 299551}, {"Np", 56}});
-  SpaceOptions o;
-  o.device = *archDeviceModel("sm_90");
-  o.precision = Precision::Tf32x3;
-  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                  o.device.sharedPerMultiprocessor);
+  const SpaceOptions o = spaceOptionsFor("sm_90", Precision::Tf32x3);
   const Space space = enumerateSchedules(k, o);
   std::map<std::string, double> scores;
   for (const Candidate& c : space.candidates) scores[c.text] = c.score;

@@ -20,6 +20,7 @@
 #include "schedule/Plan.h"
 #include "schedule/Space.h"
 #include "WgmmaPlanHelpers.h"
+#include "SpaceOptionsFor.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
@@ -273,11 +274,7 @@ TEST(WgmmaResident, EmitsBsCopyOnceThatNvrtcCompiles) {
 // its twin for the DG rows, where D as wgmma's B is three quarters of an m64n192 tile's rows.
 TEST(WgmmaResident, SpaceOffersItAndTheModelCreditsIt) {
   const Kernel k = dgDiff(299551, 56);
-  SpaceOptions o;
-  o.device = *archDeviceModel("sm_90");
-  o.precision = Precision::Tf32x3;
-  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                  o.device.sharedPerMultiprocessor);
+  const SpaceOptions o = spaceOptionsFor("sm_90", Precision::Tf32x3);
   const Space space = enumerateSchedules(k, o);
   std::map<std::string, double> scores;
   for (const Candidate& c : space.candidates) scores[c.text] = c.score;

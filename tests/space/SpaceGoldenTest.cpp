@@ -29,6 +29,7 @@
 #include "schedule/Space.h"
 #include "support/Diagnostics.h"
 #include "FullTests.h"
+#include "SpaceOptionsFor.h"
 
 using namespace rtcg;
 namespace fs = std::filesystem;
@@ -120,11 +121,7 @@ std::map<std::string, std::string> computeHashes() {
         const std::string name = cfg.name;
         if (!all && ((name == "sm_90-tf32" && turn % 2 == 0) || (name == "sm_90-tf32x3-sample100" && turn % 2 == 1)))
           continue;
-        SpaceOptions o;
-        o.device = *archDeviceModel(cfg.arch);
-        o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                        o.device.sharedPerMultiprocessor);
-        o.precision = cfg.precision;
+        SpaceOptions o = rtcg::testing::spaceOptionsFor(cfg.arch, cfg.precision);
         o.maxCandidates = cfg.maxCandidates;
         const Space space = enumerateSchedules(*bound, o);
         const std::string text = dumpSpace(space);

@@ -32,6 +32,7 @@
 #include "schedule/SpaceModel.h"
 #include "FullTests.h"
 #include "MeasuredTsv.h"
+#include "SpaceOptionsFor.h"
 #include "support/Error.h"
 
 using namespace rtcg;
@@ -747,11 +748,7 @@ TEST(Space, SamplesMeasureEveryFamily) {
 // ranks it after the first 48 (the persistent grid, D kept, now leads the model's ranking).
 TEST(Space, SamplesMeasureTheProducerRingAndThePersistentGrid) {
   Kernel stacked = bindAll(example("dg_diff_stacked").kernel, {{"K", 299551}, {"Np", 56}});
-  SpaceOptions o;
-  o.device = *archDeviceModel("sm_90");
-  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                  o.device.sharedPerMultiprocessor);
-  o.precision = Precision::Tf32x3;
+  SpaceOptions o = rtcg::testing::spaceOptionsFor("sm_90", Precision::Tf32x3);
   Space all = enumerateSchedules(stacked, o);
   auto first = [](const Space& s, bool persistent) {
     for (size_t c = 0; c < s.candidates.size(); ++c) {
