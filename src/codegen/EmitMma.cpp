@@ -599,6 +599,25 @@ void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C
             out);
 }
 
+// The output point (mm, nn) and the v - 1 after it along the shared epilogue's fast direction
+// (epilogueVectorWidth), whose statement stores its sum alone: one 16-byte copy from the epilogue
+// tile, where `first` is the point's element, to the output.
+void storeVector(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, C::ExprP first,
+                 std::vector<C::Stmt>& out) {
+  const char* vectorType = p.c.type == ScalarType::F64 ? "double2*" : p.c.type == ScalarType::F32 ? "float4*" : "int4*";
+  emitPoint(ctx, p, nm, std::move(mm), std::move(nn), nullptr,
+            [&](size_t q, const PointAt& at, const C::ExprP&) {
+              std::vector<C::Stmt> store;
+              C::ExprP target = C::castTo(vectorType, C::unary("&", at(q, 0, first, store).first));
+              C::ExprP value = C::index(C::castTo(vectorType, C::unary("&", first)), lit(0));
+              store.push_back(ctx.plan.streams(size_t(p.c.parts[q].statement))
+                                  ? C::exprStmt(C::call("__stcs", {target, value}))
+                                  : C::assign(C::index(target, lit(0)), "=", value));
+              return store;
+            },
+            out);
+}
+
 // A column pair's two points (pairedStores): one float2 (f64: double2) store of both where the
 // second is inside the domain, else the first alone.
 void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, const std::string& sum0,
@@ -801,20 +820,31 @@ void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
                                 C::call("make_float2", {C::name(nm.acc[fm][fn][r]), C::name(nm.acc[fm][fn][r + 1])})));
       }
   out.push_back(C::syncThreads());
-  const int64_t total = p.blockM * p.blockN, threads = ctx.plan.launch.threads;
-  const int64_t fast = p.epilogueAlongM() ? p.blockM : p.blockN;
+  // epilogueVectorWidth: v outputs a thread and 16-byte access; where one tile spans the fast
+  // direction, only its extent (no vectors of padding).
+  const int64_t v = epilogueVectorWidth(ctx.k, ctx.nestIdx, p, ctx.arrayAlignment);
+  const bool alongM = p.epilogueAlongM();
+  const int64_t block = alongM ? p.blockM : p.blockN, tiles = alongM ? p.mTiles() : p.nTiles();
+  const int64_t fast = (v > 1 && tiles == 1 ? (alongM ? p.c.mExtent : p.c.nExtent) : block) / v;
+  const int64_t total = fast * (alongM ? p.blockN : p.blockM), threads = ctx.plan.launch.threads;
   std::string s = ctx.names.fresh("out"), e = ctx.names.fresh("e");
   std::vector<C::Stmt> body{C::decl(ctx.idx, e, C::sum({nm.tid, C::product(C::name(s), lit(threads))}))};
   std::string rn = ctx.names.fresh("row"), cn = ctx.names.fresh("col");
   std::vector<C::Stmt> inner;
   C::ExprP slowIx = bin("/", C::name(e), lit(fast)), fastIx = bin("%", C::name(e), lit(fast));
-  inner.push_back(C::decl(ctx.idx, rn, p.epilogueAlongM() ? fastIx : slowIx));
-  inner.push_back(C::decl(ctx.idx, cn, p.epilogueAlongM() ? slowIx : fastIx));
-  storePoint(ctx, p, nm, C::sum({nm.m0, C::name(rn)}), C::sum({nm.n0, C::name(cn)}),
-             tileRef(tile, at(C::name(rn), C::name(cn))), inner);
+  if (v > 1) fastIx = C::product(std::move(fastIx), lit(v));
+  inner.push_back(C::decl(ctx.idx, rn, alongM ? fastIx : slowIx));
+  inner.push_back(C::decl(ctx.idx, cn, alongM ? slowIx : fastIx));
+  C::ExprP value = tileRef(tile, at(C::name(rn), C::name(cn)));
+  if (v == 1) storePoint(ctx, p, nm, C::sum({nm.m0, C::name(rn)}), C::sum({nm.n0, C::name(cn)}), std::move(value), inner);
+  else storeVector(ctx, p, nm, C::sum({nm.m0, C::name(rn)}), C::sum({nm.n0, C::name(cn)}), std::move(value), inner);
   if (total % threads == 0) append(body, std::move(inner));
   else body.push_back(C::ifThen(bin("<", C::name(e), lit(total)), std::move(inner)));
-  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit((total + threads - 1) / threads), C::Unroll::Never, std::move(body)));
+  // The vectors' loop left to the compiler to unroll, so that a thread's shared loads issue
+  // together (one after another, DG differentiation's store-bound f64 product ran no faster than
+  // with the fragments' stores: docs/bench.md, session 45).
+  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit((total + threads - 1) / threads),
+                           v > 1 ? C::Unroll::Default : C::Unroll::Never, std::move(body)));
 }
 
 }  // namespace

@@ -54,6 +54,27 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
   p.sharedBytes = std::max(p.tileBytes, p.epilogueBytes);
 }
 
+}  // namespace
+
+int64_t epilogueVectorWidth(const Kernel& k, int nest, const MmaPlan& p, int arrayAlignment) {
+  if (!p.sharedEpilogue() || p.c.parts.size() != 1 || arrayAlignment < 16) return 1;
+  const Stmt& st = k.nests[size_t(nest)].body[size_t(p.c.statement())];
+  if (st.value != p.c.sum() || k.params[size_t(st.array)].type != p.c.type) return 1;
+  const bool alongM = p.epilogueAlongM();
+  if (!plainRows(p.c, alongM)) return 1;
+  const int64_t v = 16 / typeBytes(p.c.type);
+  const int fast = alongM ? p.c.m : p.c.n;
+  const int64_t lo = alongM ? p.c.mLo : p.c.nLo, extent = alongM ? p.c.mExtent : p.c.nExtent;
+  const int64_t block = alongM ? p.blockM : p.blockN;
+  auto form = flatOffset(k, st.array, st.indices);
+  if (!form || form->coeff(fast) != 1 || (form->constant + lo) % v != 0) return 1;
+  for (const auto& [var, coeff] : form->coeffs)
+    if (var != fast && coeff % v != 0) return 1;
+  return extent % v == 0 && block % v == 0 && p.epiloguePitch % v == 0 ? v : 1;
+}
+
+namespace {
+
 // `swizzle 128`'s part of a wgmma plan (TileForm::Swizzle128): the swizzled layouts' strides, and
 // the reasons where a tile does not fill whole 128-byte rows of atoms.
 void planSwizzle128(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& reasons) {

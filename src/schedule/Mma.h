@@ -319,6 +319,15 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
 // Registers per thread of a wgmma m64nN schedule: N / 2 f32 accumulators and ~40 others.
 int64_t wgmmaRegisters(int64_t n);
 
+// How many outputs the shared epilogue (MmaPlan::sharedEpilogue) stores at once along its tile's
+// fast direction, one 16-byte vector (f64: 2, f32: 4), or 1. Vectors where nest `nest`'s statement
+// stores its sum alone (one statement, no epilogue arithmetic, the sum's type), its output's
+// offset has unit stride along the fast direction (a plain loop) and every other stride, its start,
+// that direction's extent, the block's tile and the epilogue pitch are whole vectors, and arrays
+// are aligned to `arrayAlignment` >= 16 bytes: then every vector lies in the domain or outside it,
+// and in one aligned 16 bytes of the output and of the tile.
+int64_t epilogueVectorWidth(const Kernel& k, int nest, const MmaPlan& p, int arrayAlignment);
+
 // The mma arithmetics `precision` allows for a contraction of type `t`: f32 under tf32x3 gets
 // tf32x3; under tf32 both tf32 and tf32x3; f64 gets f64 under every policy; others none.
 std::vector<MmaArith> mmaAriths(Precision precision, ScalarType t);

@@ -549,9 +549,9 @@ TEST(Mma, StreamingStoresBesideMma) {
     EXPECT_EQ(plan.nests[0].streamedStores, std::vector<int>{0}) << text;
     EmittedModule m = emitCuda(g, plan);
     // The fragments' column pairs as one float2 (gemm_bf16's rows are even), the shared epilogue's
-    // outputs one by one.
+    // outputs four at a time (rows of 104: epilogueVectorWidth).
     const bool shared = std::string(text).find("epilogue shared") != std::string::npos;
-    EXPECT_NE(m.source.find(shared ? "__stcs(&" : "__stcs((float2*)&"), std::string::npos) << text;
+    EXPECT_NE(m.source.find(shared ? "__stcs((float4*)&" : "__stcs((float2*)&"), std::string::npos) << text;
     EXPECT_EQ(checkOnHost(g, text, 1e-5), "") << text;
   }
   Kernel f = exampleKernel("matmul.rtcg", "", {{"n", 77}});
