@@ -516,10 +516,9 @@ void hoistBatchUniform(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::ve
 // statements). Single floats 8 bytes apart write half of each sector per store, two sectors where
 // the rows are no 32-byte multiple (dg_diff_stacked N6: docs/bench.md, session 39). f64 pairs (one
 // 16-byte double2) on mma.sync's persistent loop, whose `resident a` puts the output's contiguous
-// direction on N (the other f64 fragment epilogues keep single stores, as measured; the shared
-// epilogue's walk of its tile pairs f64 columns too: emitSharedEpilogue). pairedStoresOf: the
-// same test for outputs of `type`.
-bool pairedStoresOf(const EmitContext& ctx, const MmaPlan& p, ScalarType type) {
+// direction on N (the other f64 forms keep single stores, as measured).
+bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
+  const ScalarType type = p.c.type == ScalarType::F64 && !p.isWgmma() && p.persistent() ? ScalarType::F64 : ScalarType::F32;
   if (ctx.arrayAlignment < 2 * typeBytes(type)) return false;
   if (!plainRows(p.c, false) && (p.c.nRows.back().extent % 2 != 0 || p.c.nRows.back().lo % 2 != 0)) return false;
   if (plainRows(p.c, false) && p.c.nLo % 2 != 0) return false;
@@ -532,11 +531,6 @@ bool pairedStoresOf(const EmitContext& ctx, const MmaPlan& p, ScalarType type) {
       if (var != p.c.n && coeff % 2 != 0) return false;
   }
   return true;
-}
-
-bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
-  const ScalarType type = p.c.type == ScalarType::F64 && !p.isWgmma() && p.persistent() ? ScalarType::F64 : ScalarType::F32;
-  return pairedStoresOf(ctx, p, type);
 }
 
 // N's stacked rows (statement, i) at a pair of wgmma's accumulator chunk (emitEpilogue): the
@@ -807,32 +801,24 @@ void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
                                 C::call("make_float2", {C::name(nm.acc[fm][fn][r]), C::name(nm.acc[fm][fn][r + 1])})));
       }
   out.push_back(C::syncThreads());
+  const int64_t total = p.blockM * p.blockN, threads = ctx.plan.launch.threads;
   const int64_t fast = p.epilogueAlongM() ? p.blockM : p.blockN;
-  // f64 along N: each thread two neighbouring columns, one 16-byte store (storePair) where the
-  // outputs allow it (pairedStoresOf), instead of 8 bytes a store (docs/bench.md, session 45).
-  const bool wide = p.c.type == ScalarType::F64 && !p.epilogueAlongM() && !p.isWgmma() && fast % 2 == 0 &&
-                    pairedStoresOf(ctx, p, ScalarType::F64);
-  const int64_t per = wide ? 2 : 1, total = p.blockM * p.blockN / per, threads = ctx.plan.launch.threads;
   std::string s = ctx.names.fresh("out"), e = ctx.names.fresh("e");
-  std::vector<C::Stmt> body{C::decl(
-      ctx.idx, e, C::product(C::sum({nm.tid, C::product(C::name(s), lit(threads))}), lit(per)))};
+  std::vector<C::Stmt> body{C::decl(ctx.idx, e, C::sum({nm.tid, C::product(C::name(s), lit(threads))}))};
   std::string rn = ctx.names.fresh("row"), cn = ctx.names.fresh("col");
   std::vector<C::Stmt> inner;
   C::ExprP slowIx = bin("/", C::name(e), lit(fast)), fastIx = bin("%", C::name(e), lit(fast));
   inner.push_back(C::decl(ctx.idx, rn, p.epilogueAlongM() ? fastIx : slowIx));
   inner.push_back(C::decl(ctx.idx, cn, p.epilogueAlongM() ? slowIx : fastIx));
-  C::ExprP mm = C::sum({nm.m0, C::name(rn)}), nn = C::sum({nm.n0, C::name(cn)});
-  if (wide) {
-    std::string v0 = ctx.names.fresh("pair"), v1 = ctx.names.fresh("pair");
-    inner.push_back(C::decl(elemType(p), v0, tileRef(tile, at(C::name(rn), C::name(cn)))));
-    inner.push_back(C::decl(elemType(p), v1, tileRef(tile, at(C::name(rn), C::sum({C::name(cn), lit(1)})))));
-    storePair(ctx, p, nm, mm, nn, v0, v1, inner);
-  } else {
-    storePoint(ctx, p, nm, mm, nn, tileRef(tile, at(C::name(rn), C::name(cn))), inner);
-  }
+  storePoint(ctx, p, nm, C::sum({nm.m0, C::name(rn)}), C::sum({nm.n0, C::name(cn)}),
+             tileRef(tile, at(C::name(rn), C::name(cn))), inner);
   if (total % threads == 0) append(body, std::move(inner));
   else body.push_back(C::ifThen(bin("<", C::name(e), lit(total)), std::move(inner)));
-  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit((total + threads - 1) / threads), C::Unroll::Never, std::move(body)));
+  // f64 on mma.sync: NVCC's unrolling (by 4), so that a warp's loads from the tile issue back to
+  // back instead of each store waiting for its own (one block a multiprocessor leaves nothing else
+  // to run meanwhile: docs/bench.md, session 45).
+  const C::Unroll unroll = p.c.type == ScalarType::F64 && !p.isWgmma() ? C::Unroll::Default : C::Unroll::Never;
+  out.push_back(C::forLoop(ctx.idx, s, lit(0), lit((total + threads - 1) / threads), unroll, std::move(body)));
 }
 
 }  // namespace
