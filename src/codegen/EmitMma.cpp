@@ -814,10 +814,13 @@ void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
              tileRef(tile, at(C::name(rn), C::name(cn))), inner);
   if (total % threads == 0) append(body, std::move(inner));
   else body.push_back(C::ifThen(bin("<", C::name(e), lit(total)), std::move(inner)));
-  // f64 on mma.sync: NVCC's unrolling (by 4), so that a warp's loads from the tile issue back to
-  // back instead of each store waiting for its own (one block a multiprocessor leaves nothing else
-  // to run meanwhile: docs/bench.md, session 45).
-  const C::Unroll unroll = p.c.type == ScalarType::F64 && !p.isWgmma() ? C::Unroll::Default : C::Unroll::Never;
+  // f64 on mma.sync where the tiles divide the output: NVCC's unrolling (by 4), so that a warp's
+  // loads from the tile issue back to back instead of each store waiting for its own (one block a
+  // multiprocessor leaves nothing else to run meanwhile: docs/bench.md, session 45). Where tiles
+  // pass the edge the largest forms spilled with it (n = 1003).
+  const bool divides = p.mTiles() * p.blockM == p.c.mExtent && p.nTiles() * p.blockN == p.c.nExtent;
+  const C::Unroll unroll =
+      p.c.type == ScalarType::F64 && !p.isWgmma() && divides ? C::Unroll::Default : C::Unroll::Never;
   out.push_back(C::forLoop(ctx.idx, s, lit(0), lit((total + threads - 1) / threads), unroll, std::move(body)));
 }
 
