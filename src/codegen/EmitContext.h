@@ -235,6 +235,7 @@ struct ModuleNeeds {
   uint8_t floorInt = 0;
   uint8_t floorLL = 0;
   bool asyncCopy = false;     // cp.async copies (asyncCopyHelpers)
+  bool asyncCopyAt = false;   // cp.async at a constant offset (asyncCopyAtHelpers: `copies hoisted`'s rounds)
   bool mma = false;           // mma.sync (mmaHelpers)
   bool mmaF64Sm90 = false;    // FP64's sm_90 shapes
   bool ldmatrix = false;      // ldmatrix of 16-bit or TF32-as-loaded tiles (mma16Helpers)
@@ -503,6 +504,7 @@ void loadKeptRows(EmitContext& ctx, const Env& env, std::vector<C::Stmt>& body);
 std::vector<C::Function> floorHelpers(const std::string& type, uint8_t which);
 // The cp.async helpers of `copy: async` (fixed text).
 extern const char* const asyncCopyHelpers;
+extern const char* const asyncCopyAtHelpers;
 // The tensor-core helpers of `mma:` (fixed text): TF32 rounding and one mma.sync per shape. The
 // host emulation of the tests defines the same functions (with the fragment layouts of the PTX ISA).
 extern const char* const mmaHelpers;

@@ -840,11 +840,16 @@ void emitSharedEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   else storeVector(ctx, p, nm, C::sum({nm.m0, C::name(rn)}), C::sum({nm.n0, C::name(cn)}), std::move(value), inner);
   if (total % threads == 0) append(body, std::move(inner));
   else body.push_back(C::ifThen(bin("<", C::name(e), lit(total)), std::move(inner)));
-  // The vectors' loop left to the compiler to unroll, so that a thread's shared loads issue
-  // together (one after another, DG differentiation's store-bound f64 product ran no faster than
-  // with the fragments' stores: docs/bench.md, session 45).
+  // The loop left to NVCC's unrolling (by 4) so that a thread's loads from the tile issue back to
+  // back instead of each store waiting for its own (docs/bench.md, session 45): with 16-byte vectors
+  // (DG differentiation's store-bound f64 product ran no faster than with the fragments' stores
+  // without it), and for f64 on mma.sync where the tiles divide the output (one block a
+  // multiprocessor leaves nothing else to run meanwhile; where tiles pass the edge the largest
+  // scalar forms spilled with it at n = 1003).
+  const bool divides = p.mTiles() * p.blockM == p.c.mExtent && p.nTiles() * p.blockN == p.c.nExtent;
+  const bool unrolled = v > 1 || (p.c.type == ScalarType::F64 && !p.isWgmma() && divides);
   out.push_back(C::forLoop(ctx.idx, s, lit(0), lit((total + threads - 1) / threads),
-                           v > 1 ? C::Unroll::Default : C::Unroll::Never, std::move(body)));
+                           unrolled ? C::Unroll::Default : C::Unroll::Never, std::move(body)));
 }
 
 }  // namespace

@@ -11,6 +11,13 @@
 // (a zero fill, which reads nothing), so the copies need no branch. Every source address stays in
 // the array: rows past the domain's edge take the last row's, steps past the last the last one's,
 // and where the reduction is no whole number of steps, a copy of no bytes the array's start.
+// The steps whose refill is a whole step of the reduction (all but the last `ahead`, and the last
+// one's where it is partial) need neither the clamp nor the k guard: emitHoistedSteps runs them
+// apart, their sources carried from step to step (one add each: startCarried, copyWhole), their
+// byte count the row's constant, or none where every block's rows are in range; the rest keep the
+// guarded form above.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "codegen/CudaTypes.h"
@@ -65,6 +72,7 @@ void HoistedCopies::prepare(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bo
     // The source row: the run's own, or where the tile passes the domain's edge the last one (its
     // bytes are none there), so that every source address lies in the array.
     const int64_t origins = isA ? p.mTiles() : p.nTiles();
+    slot.fullRows = origins * rows == rowExtent && !slot.index;
     C::ExprP sourceRow = origins * rows == rowExtent ? point
                          : C::ternary(bin("<", point, lit(rowExtent)), point, lit(rowExtent - 1));
     Env env;
@@ -117,19 +125,58 @@ void HoistedCopies::copy(EmitContext& ctx, const MmaPlan& p, const C::ExprP& ste
     one.push_back(C::decl("int", b, bytes));
     // Whole steps: the source at the step, or past the last at the last (in the array, no bytes
     // read); else the array's start where no bytes are read (the last step's k may pass a row).
+    // From the carried source where there is one (startCarried: then the prepared one is dead).
+    auto from = [&](const C::ExprP& at) {
+      if (!slot.carried) return C::sum({slot.src, C::product(at, lit(stepDelta_))});
+      return C::sum({slot.carried, C::product(C::sum({at, lit(-carriedStep_)}), lit(stepDelta_))});
+    };
     C::ExprP src;
     if (wholeSteps) {
-      C::ExprP at = literal ? lit(std::min(step->intValue, p.steps - 1))
-                            : C::ternary(bin("<", step, lit(p.steps)), step, lit(p.steps - 1));
-      src = C::sum({slot.src, C::product(at, lit(stepDelta_))});
+      src = from(literal ? lit(std::min(step->intValue, p.steps - 1))
+                         : C::ternary(bin("<", step, lit(p.steps)), step, lit(p.steps - 1)));
     } else {
-      src = C::ternary(bin(">", C::name(b), lit(0)), C::sum({slot.src, C::product(step, lit(stepDelta_))}), base_);
+      src = C::ternary(bin(">", C::name(b), lit(0)), from(step), base_);
     }
     one.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", V_ * bytesPer),
                                       {C::unary("&", tileRef(tile_, C::sum({buffer, slot.dst}))), src, C::name(b)})));
     if (slot.index) out.push_back(C::ifThen(bin("<", slot.index, lit(runs_)), std::move(one)));
     else append(out, std::move(one));
   }
+}
+
+void HoistedCopies::startCarried(EmitContext& ctx, const MmaPlan& p, int64_t first, int64_t whole,
+                                 std::vector<C::Stmt>& out) {
+  carriedStep_ = first + whole;
+  for (Slot& slot : slots_) {
+    std::string n = ctx.names.fresh(isA_ ? "copy_a_from" : "copy_b_from");
+    out.push_back(C::decl(fmt::format("const {}*", cudaTypeName(p.staged)), n,
+                          C::sum({slot.src, C::product(lit(first), lit(stepDelta_))}), false));
+    slot.carried = C::name(n);
+  }
+}
+
+void HoistedCopies::copyWhole(EmitContext& ctx, const MmaPlan& p, const C::ExprP& buffer,
+                              std::vector<C::Stmt>& out) const {
+  const int64_t bytesPer = typeBytes(p.staged);
+  // A literal buffer past the first: its offset in the instruction (asyncCopyAtHelpers).
+  const bool at = buffer->kind == C::ExprKind::IntLit && buffer->intValue != 0;
+  ctx.needs.asyncCopyAt |= at;
+  for (const Slot& slot : slots_) {
+    RTCG_ASSERT(slot.carried, "copyWhole follows startCarried");
+    const C::ExprP bytes = slot.fullRows ? lit(V_ * bytesPer) : slot.rowBytes;
+    C::Stmt copy = C::exprStmt(
+        at ? C::call(fmt::format("RTCG_CP_ASYNC{}_AT", V_ * bytesPer), {C::unary("&", tileRef(tile_, slot.dst)), slot.carried,
+                                                                       bytes, lit(buffer->intValue * bytesPer)})
+           : C::call(fmt::format("rtcg_cp_async{}", V_ * bytesPer),
+                     {C::unary("&", tileRef(tile_, C::sum({buffer, slot.dst}))), slot.carried, bytes}));
+    if (slot.index) out.push_back(C::ifThen(bin("<", slot.index, lit(runs_)), {std::move(copy)}));
+    else out.push_back(std::move(copy));
+    out.push_back(C::assign(slot.carried, "+=", lit(stepDelta_)));
+  }
+}
+
+bool HoistedCopies::fullRows() const {
+  return std::all_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.fullRows; });
 }
 
 }  // namespace rtcg::emit::mma

@@ -105,19 +105,31 @@ int64_t copyRunElements(const EmitContext& ctx, const MmaPlan& p, bool isA);
 // source at the first step, and its bytes where only the rows bound them; copy() then issues the
 // copies of ring step `step` (any step: past the last they zero-fill) into the buffer starting at
 // element `buffer`, without a branch (where the copies do not divide among the threads, the last
-// one's guard on the thread's index).
+// one's guard on the thread's index). For the steps whose copies are whole steps of the reduction
+// (every k of the step in it), startCarried() declares each copy's source at ring step `first`,
+// and copyWhole() issues the next step's copies from those sources and advances them a step: no
+// clamp, no k guard, and where the rows are in range for every block (the tiles divide the rows)
+// no byte count either. After `whole` such steps copy() takes its sources from the carried ones
+// (at ring step first + whole), so that the prepared ones need no registers in the loop.
 class HoistedCopies {
  public:
   void prepare(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, std::vector<C::Stmt>& out);
   void copy(EmitContext& ctx, const MmaPlan& p, const C::ExprP& step, const C::ExprP& buffer,
             std::vector<C::Stmt>& out) const;
+  void startCarried(EmitContext& ctx, const MmaPlan& p, int64_t first, int64_t whole, std::vector<C::Stmt>& out);
+  void copyWhole(EmitContext& ctx, const MmaPlan& p, const C::ExprP& buffer, std::vector<C::Stmt>& out) const;
+  // Whether every copy's rows are in range for every block (copyWhole then gives no byte count).
+  bool fullRows() const;
 
  private:
   struct Slot {
     C::ExprP index, dst, src, rowBytes, kk;  // index: the thread's copy number (guarded slot only)
+    C::ExprP carried;                        // startCarried's source
+    bool fullRows = false;                   // every block's run in range: V values, no byte count
   };
   bool isA_ = true, kMajor_ = false;
   int64_t V_ = 1, runs_ = 0, stepDelta_ = 0;
+  int64_t carriedStep_ = 0;  // the ring step the carried sources reach after the whole steps
   C::ExprP base_;  // the array's start: the source of a copy of no bytes
   Tile tile_;
   std::vector<Slot> slots_;

@@ -31,6 +31,9 @@
 // is copied once before the ring, in a group of its own that the first wait covers; each step
 // reads its columns of it. After a tile's last step, inside the loop, its epilogue, then its
 // accumulators zeroed; the next step's first fragments are in registers by then.
+#include <algorithm>
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "codegen/CudaTypes.h"
@@ -124,44 +127,83 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
   out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
 }
 
+// `copies hoisted`: where the tiles divide the rows (every copy's rows in range: no byte counts),
+// the steps in three loops. The first `whole` steps refill whole steps of the reduction
+// (HoistedCopies::copyWhole: carried sources, no clamp, no k guard), and the first multiple of S
+// of them run S to a round, each with its buffer a literal, so that the fragment loads' and
+// copies' shared addresses are a register and a constant offset rather than computed from the
+// carried buffer index in every step (the guards and those made the step take a third more
+// instructions than cuBLAS's; docs/bench.md, session 45). The rest of the whole ones carry the
+// buffer; the last steps refill past the reduction (or its partial last step) with the guarded
+// copies (HoistedCopies::copy). Elsewhere one loop of guarded copies: tiles that pass the edge
+// keep a byte count a copy in registers, beside which the split loops spilled (n = 1003).
 void emitHoistedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
-  const int64_t S = p.ring.stages;
+  const int64_t S = p.ring.stages, ahead = p.ring.ahead();
   HoistedCopies copiesA, copiesB;
   copiesA.prepare(ctx, p, nm, true, out);
   copiesB.prepare(ctx, p, nm, false, out);
   auto bufferA = [&](const C::ExprP& b) { return C::product(b, lit(p.a.buffer)); };
   auto bufferB = [&](const C::ExprP& b) { return C::product(b, lit(p.b.buffer)); };
+  auto commit = [](std::vector<C::Stmt>& to) { to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {}))); };
   auto copyStep = [&](const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     copiesA.copy(ctx, p, step, bufferA(buffer), to);
     copiesB.copy(ctx, p, step, bufferB(buffer), to);
-    to.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+    commit(to);
   };
-  for (int64_t s = 0; s < p.ring.ahead(); ++s) copyStep(lit(s), lit(s), out);
+  auto copyWhole = [&](const C::ExprP& buffer, std::vector<C::Stmt>& to) {
+    copiesA.copyWhole(ctx, p, bufferA(buffer), to);
+    copiesB.copyWhole(ctx, p, bufferB(buffer), to);
+    commit(to);
+  };
+  for (int64_t s = 0; s < ahead; ++s) copyStep(lit(s), lit(s), out);
   out.push_back(cpAsyncWait(S - 2));
   out.push_back(C::syncThreads());
   const WarpFragments carried =
       declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufferA(lit(0)), bufferB(lit(0)), out), out);
-  // The step's buffer, carried (step % S without a division).
+  const bool wholeSteps = p.c.kExtent % p.blockK == 0;
+  const bool split = copiesA.fullRows() && copiesB.fullRows();
+  const int64_t whole = split ? std::max<int64_t>(0, p.steps - ahead - (wholeSteps ? 0 : 1)) : 0, rounds = whole / S;
+  if (whole > 0) {
+    copiesA.startCarried(ctx, p, ahead, whole, out);
+    copiesB.startCarried(ctx, p, ahead, whole, out);
+  }
+  // One step in buffer `buffer` (the next one's stage: `following`), its refill by `refill`. As
+  // emitPrefetchedSteps, the refill before the last mma: every fragment of this step's buffer is in
+  // registers once the warp passes the barrier.
+  auto step = [&](const C::ExprP& buffer, const C::ExprP& following,
+                  const std::function<void(std::vector<C::Stmt>&)>& refill, std::vector<C::Stmt>& body) {
+    WarpFragments current = takeCarried(ctx, carried, body);
+    current = leadingFragmentKs(ctx, p, nm, std::move(current), bufferA(buffer), bufferB(buffer), body);
+    body.push_back(cpAsyncWait(S - 2));
+    body.push_back(C::syncThreads());
+    assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(following), body), body);
+    refill(body);
+    issueMmas(ctx, p, nm, current, body);
+  };
+  if (rounds > 0) {
+    std::vector<C::Stmt> body;
+    for (int64_t b = 0; b < S; ++b)
+      step(lit(b), lit((b + 1) % S), [&](std::vector<C::Stmt>& to) { copyWhole(lit(b), to); }, body);
+    out.push_back(C::forLoop(ctx.idx, ctx.names.fresh("round"), lit(0), lit(rounds), C::Unroll::Never, std::move(body)));
+  }
+  // The ring's buffer, carried (step % S without a division) from the rounds' end, buffer 0.
   const std::string buffer = ctx.names.fresh("buffer");
-  out.push_back(C::decl(ctx.idx, buffer, lit(0), false));
-
-  std::vector<C::Stmt> body;
-  const std::string step = ctx.names.fresh("step"), following = ctx.names.fresh("following");
-  body.push_back(C::decl(ctx.idx, following, C::ternary(bin("<", C::name(buffer), lit(S - 1)),
-                                                         C::sum({C::name(buffer), lit(1)}), lit(0))));
-  WarpFragments current = takeCarried(ctx, carried, body);
-  current = leadingFragmentKs(ctx, p, nm, std::move(current), bufferA(C::name(buffer)), bufferB(C::name(buffer)), body);
-  // As emitPrefetchedSteps, the refill before the last mma: every fragment of this step's buffer
-  // is in registers once the warp passes the barrier.
-  body.push_back(cpAsyncWait(S - 2));
-  body.push_back(C::syncThreads());
-  assignCarried(carried,
-                loadFragments(ctx, p, nm, lit(0), bufferA(C::name(following)), bufferB(C::name(following)), body),
-                body);
-  copyStep(C::sum({C::name(step), lit(p.ring.ahead())}), C::name(buffer), body);
-  issueMmas(ctx, p, nm, current, body);
-  body.push_back(C::assign(C::name(buffer), "=", C::name(following)));
-  out.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+  if (rounds * S < p.steps) out.push_back(C::decl(ctx.idx, buffer, lit(0), false));
+  const std::string s = ctx.names.fresh("step"), following = ctx.names.fresh("following");
+  auto loop = [&](int64_t from, int64_t to, bool copiesWhole) {
+    if (from >= to) return;
+    std::vector<C::Stmt> body;
+    body.push_back(C::decl(ctx.idx, following, C::ternary(bin("<", C::name(buffer), lit(S - 1)),
+                                                           C::sum({C::name(buffer), lit(1)}), lit(0))));
+    step(C::name(buffer), C::name(following), [&](std::vector<C::Stmt>& into) {
+      if (copiesWhole) copyWhole(C::name(buffer), into);
+      else copyStep(C::sum({C::name(s), lit(ahead)}), C::name(buffer), into);
+    }, body);
+    body.push_back(C::assign(C::name(buffer), "=", C::name(following)));
+    out.push_back(C::forLoop(ctx.idx, s, lit(from), lit(to), C::Unroll::Never, std::move(body)));
+  };
+  loop(rounds * S, whole, true);
+  loop(whole, p.steps, false);
 }
 
 void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const OperandCopy& copyOperand,

@@ -106,6 +106,7 @@ EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlign
   if (usesType(k, ScalarType::BF16)) mod.preludes.push_back("#include <cuda_bf16.h>");
   // The preludes the emitter parts declared (ModuleNeeds), in a fixed order.
   if (needs.asyncCopy) mod.preludes.push_back(emit::asyncCopyHelpers);
+  if (needs.asyncCopyAt) mod.preludes.push_back(emit::asyncCopyAtHelpers);
   if (needs.mma) mod.preludes.push_back(emit::mmaHelpers);
   if (needs.mmaF64Sm90) mod.preludes.push_back(emit::mmaF64Sm90Helpers);
   if (needs.ldmatrix) mod.preludes.push_back(emit::mma16Helpers);

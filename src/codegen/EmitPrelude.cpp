@@ -93,6 +93,25 @@ __device__ __forceinline__ void rtcg_cp_async_wait2() {}
 #endif
 #endif)";
 
+// cp.async into shared memory at a constant byte offset from `dst` (`copies hoisted`'s rounds, whose
+// buffers are literals): the offset goes into the instruction, so that each copy's destination is
+// one register for all the buffers rather than one a buffer (NVCC keeps each buffer's converted
+// address live across the loop otherwise). Macros, for the instruction's immediate; elsewhere the
+// plain helpers at dst + offset.
+const char* const asyncCopyAtHelpers = R"(// cp.async at a constant byte offset from the destination ('copies hoisted'): the offset in the instruction.
+#if !defined(RTCG_HOST_EMULATION) && __CUDA_ARCH__ >= 800
+#define RTCG_CP_ASYNC_AT(kind, size, dst, src, src_bytes, offset) \
+  asm volatile("cp.async." kind ".shared.global [%0+%3], [%1], " #size ", %2;\n" \
+               :: "r"((unsigned int)__cvta_generic_to_shared(dst)), "l"(src), "r"(src_bytes), "n"(offset) : "memory")
+#define RTCG_CP_ASYNC4_AT(dst, src, src_bytes, offset) RTCG_CP_ASYNC_AT("ca", 4, dst, src, src_bytes, offset)
+#define RTCG_CP_ASYNC8_AT(dst, src, src_bytes, offset) RTCG_CP_ASYNC_AT("ca", 8, dst, src, src_bytes, offset)
+#define RTCG_CP_ASYNC16_AT(dst, src, src_bytes, offset) RTCG_CP_ASYNC_AT("cg", 16, dst, src, src_bytes, offset)
+#else
+#define RTCG_CP_ASYNC4_AT(dst, src, src_bytes, offset) rtcg_cp_async4((char*)(dst) + (offset), src, src_bytes)
+#define RTCG_CP_ASYNC8_AT(dst, src, src_bytes, offset) rtcg_cp_async8((char*)(dst) + (offset), src, src_bytes)
+#define RTCG_CP_ASYNC16_AT(dst, src, src_bytes, offset) rtcg_cp_async16((char*)(dst) + (offset), src, src_bytes)
+#endif)";
+
 // TF32 rounding and the mma.sync instructions of `mma:` schedules (sm_80 and later). Operands pass
 // as floats holding TF32 bit patterns (rounded by rtcg_tf32_rna when staged); each helper is one
 // warp-wide instruction on the fragments of the calling lane (layouts: PTX ISA, mma.m16n8k8 and

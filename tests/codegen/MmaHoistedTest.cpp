@@ -113,9 +113,14 @@ TEST(MmaHoisted, PlanAndRefusals) {
   }
 }
 
-// The emitted loop: the copies' sources prepared before it, no branch on the step past the last
-// (the plain ring's `if (ahead < steps)`), the buffer carried instead of `step % stages`, the
-// copies of the step between its barrier and its last mma.
+// The emitted loops. At 1000 (tiles past the edge) one loop: the copies' sources prepared before
+// it, no branch on the step past the last (the plain ring's `if (ahead < steps)`), the buffer
+// carried instead of `step % stages`, the copies of the step between its barrier and its last mma.
+// At 2048 (the tiles divide the rows; k 8: 256 steps, 3 ahead) the 253 steps whose refill is a
+// whole step of the reduction copy from carried sources without a byte count (one add a step, no
+// clamp, no k guard), 3 steps to a round with the buffers literal (84 rounds, the second and third
+// buffers' offsets in the instruction), then step 252 with the buffer carried; the last 3 steps'
+// refills past the reduction are the guarded zero fills, still without a branch.
 TEST(MmaHoisted, CopiesPreparedOnceAndIssuedWithoutABranch) {
   const std::string text = "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2 copies hoisted";
   const std::string src = emitCuda(matmul(1000, ScalarType::F64), *parseSchedule(text).schedule, sm90()).source;
@@ -125,6 +130,7 @@ TEST(MmaHoisted, CopiesPreparedOnceAndIssuedWithoutABranch) {
   EXPECT_LT(src.find("const double* copy_b_src"), loop) << src;
   EXPECT_EQ(src.find("ahead <", loop), std::string::npos) << src;
   EXPECT_EQ(src.find("step % 3", loop), std::string::npos) << src;
+  EXPECT_EQ(src.find("copy_a_from"), std::string::npos) << src;
   const size_t barrier = src.find("__syncthreads();", loop), copy = src.find("rtcg_cp_async16(", loop);
   ASSERT_NE(copy, std::string::npos) << src;
   EXPECT_LT(barrier, copy) << src;
@@ -133,6 +139,36 @@ TEST(MmaHoisted, CopiesPreparedOnceAndIssuedWithoutABranch) {
                                      *parseSchedule("mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2").schedule,
                                      sm90()).source;
   EXPECT_EQ(plain.find("copy_a_src"), std::string::npos);
+
+  const std::string whole = emitCuda(matmul(2048, ScalarType::F64), *parseSchedule(text).schedule, sm90()).source;
+  const size_t rounds = whole.find("for (int round = 0; round < 84; ++round)"),
+               rest = whole.find("for (int step = 252; step < 253; ++step)"),
+               tail = whole.find("for (int step = 253; step < 256; ++step)");
+  ASSERT_NE(rounds, std::string::npos) << whole;
+  ASSERT_NE(rest, std::string::npos) << whole;
+  ASSERT_NE(tail, std::string::npos) << whole;
+  EXPECT_LT(rounds, rest);
+  EXPECT_LT(rest, tail);
+  EXPECT_LT(whole.find("const double* copy_a_from = copy_a_src + 24;"), rounds) << whole;
+  const std::string round = whole.substr(rounds, rest - rounds);
+  EXPECT_EQ(round.find("buffer *"), std::string::npos) << round;
+  EXPECT_EQ(round.find("following"), std::string::npos) << round;
+  EXPECT_EQ(round.find('?'), std::string::npos) << round;
+  EXPECT_NE(round.find("rtcg_cp_async16(&rtcg_smem_f64[copy_a_dst], copy_a_from, 16);"), std::string::npos) << round;
+  EXPECT_NE(round.find("RTCG_CP_ASYNC16_AT(&rtcg_smem_f64[copy_a_dst], copy_a_from, 16, 12288);"), std::string::npos)
+      << round;
+  EXPECT_NE(round.find("copy_b_from += 16384;"), std::string::npos) << round;
+  const size_t roundBarrier = round.find("__syncthreads();"), roundCopy = round.find("rtcg_cp_async16(");
+  ASSERT_NE(roundCopy, std::string::npos) << round;
+  EXPECT_LT(roundBarrier, roundCopy) << round;
+  EXPECT_LT(roundCopy, round.find("rtcg_mma_f64_m16n8k4(acc", round.find("rtcg_cp_async_commit();"))) << round;
+  const std::string last = whole.substr(tail);
+  EXPECT_NE(last.find("step + 3 < 256"), std::string::npos) << last;
+  EXPECT_EQ(last.find("ahead <"), std::string::npos) << last;
+  EXPECT_EQ(last.find("step % 3"), std::string::npos) << last;
+  EXPECT_NE(last.find("buffer = following"), std::string::npos) << last;
+  EXPECT_NE(whole.find("#define RTCG_CP_ASYNC16_AT"), std::string::npos);
+  EXPECT_EQ(src.find("#define RTCG_CP_ASYNC16_AT"), std::string::npos);
 }
 
 // Against the reference in the host emulation: sizes no block tile divides, reductions no step
@@ -140,7 +176,11 @@ TEST(MmaHoisted, CopiesPreparedOnceAndIssuedWithoutABranch) {
 // end), as many steps as stages (every prologue copy a real step, the loop's last ones zero fills),
 // rows x k and k x rows tiles of either operand (a and b transposed), copies of 16 bytes and of one
 // value (rows of 45 doubles are not 16-byte aligned), copies that do not divide among the threads
-// (the guarded last one), a batched contraction, both epilogues, 2 to 4 stages, the three shapes.
+// (the guarded last one), a batched contraction, both epilogues, 2 to 4 stages, the three shapes;
+// and where the tiles divide the rows (the copies without a byte count, split loops: rounds of
+// whole steps with literal buffers, a remainder and the guarded tail; 200 in steps of 8 over 4
+// stages: 5 rounds, 1, 4; 104 in 8 over 3: 3 rounds, 1, 3; 99 in 8 over 3, a partial last step,
+// copies of one value: 3 rounds, none, 4).
 TEST(HostEmulation, MmaHoistedCopiesMatchTheReference) {
   struct Case {
     Kernel k;
@@ -159,8 +199,11 @@ TEST(HostEmulation, MmaHoistedCopiesMatchTheReference) {
       {nt, "m16n8k4 warps 4x2 tile 1x2 k 8 stages 4", true},
       {matmul(37, ScalarType::F64), "m16n8k4 warps 2x2 tile 2x2 k 8 stages 2"},
       {fromSource(kKernels, "batched64", {{"nb", 3}, {"n", 37}}), "m16n8k8 warps 2x2 tile 1x2 k 8 stages 3"},
+      {rect(128, 64, 104), "m16n8k4 warps 2x2 tile 4x4 k 8 stages 3"},
+      {rect(256, 128, 200), "m16n8k8 warps 2x2 tile 4x4 k 8 stages 4", true},
+      {fromSource(kKernels, "nt64", {{"m", 64}, {"n", 32}, {"kk", 99}}), "m16n8k4 warps 2x2 tile 2x2 k 8 stages 3"},
   };
-  int guarded = 0, partial = 0;
+  int guarded = 0, partial = 0, rounds = 0, unguarded = 0, unrolled = 0;
   for (const Case& c : cases) {
     const std::string text =
         fmt::format("mma: f64 {} fragments 2 copies hoisted{}", c.schedule, c.sharedEpilogue ? " epilogue shared" : "");
@@ -171,17 +214,30 @@ TEST(HostEmulation, MmaHoistedCopiesMatchTheReference) {
     partial += p->c.kExtent % p->blockK != 0;
     const std::string src = emitCuda(c.k, *parseSchedule(text).schedule, sm90()).source;
     guarded += src.find("copy_a_index") != std::string::npos || src.find("copy_b_index") != std::string::npos;
+    rounds += src.find("for (int round = 0;") != std::string::npos;
+    // The shared epilogue's f64 store loop is NVCC's to unroll (no `#pragma unroll 1` before it)
+    // where the tiles divide the output.
+    const bool divides = p->mTiles() * p->blockM == p->c.mExtent && p->nTiles() * p->blockN == p->c.nExtent;
+    if (c.sharedEpilogue) EXPECT_EQ(src.find("#pragma unroll 1\n  for (int out") == std::string::npos, divides) << src;
+    unrolled += c.sharedEpilogue && divides;
+    unguarded += src.find("_from, 16);") != std::string::npos || src.find("_from, 8);") != std::string::npos;
     EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90()), "") << c.k.name << " " << text;
   }
   EXPECT_GE(guarded, 1);
   EXPECT_GE(partial, 4);
+  EXPECT_GE(rounds, 3);
+  EXPECT_GE(unrolled, 1);
+  EXPECT_GE(unguarded, 3);
 }
 
 // The space offers `copies hoisted` beside each `fragments 2` schedule of a block a tile (none
 // persistent), the model ranks the large tiles' above the same without it, and NVRTC compiles the
-// ones with the most registers (the model's estimate) for sm_90 without local memory.
-TEST(MmaHoisted, SpaceOffersThemAndTheyCompileWithoutSpills) {
-  Kernel k = matmul(1003, ScalarType::F64);
+// ones with the most registers (the model's estimate) for sm_90 without local memory, with their
+// shared epilogues too: scalar at n = 1003, 16-byte vectors at n = 1000 (epilogueVectorWidth).
+namespace {
+
+void spaceOffersHoistedFormsThatCompileWithoutSpills(int64_t n) {
+  Kernel k = matmul(n, ScalarType::F64);
   SpaceOptions o;
   o.limits = deviceScheduleLimits(227 * 1024, 1024);
   std::multimap<int64_t, std::string> largest;
@@ -198,12 +254,21 @@ TEST(MmaHoisted, SpaceOffersThemAndTheyCompileWithoutSpills) {
   }
   EXPECT_GT(hoisted, 0);
   EXPECT_GE(fragments, hoisted);
-  for (const auto& [regs, text] : largest) {
-    CudaCompileResult r = compileCuda(emitCuda(k, *parseSchedule(text).schedule, o.limits).source, "dgemm.cu", "sm_90");
-    ASSERT_TRUE(r.success) << text << "\n" << r.log;
-    ASSERT_EQ(r.resources.size(), 1u) << text;
-    EXPECT_EQ(r.resources[0].localBytes, 0) << text << ": " << r.resources[0].registers << " registers";
+  for (const auto& [regs, hoistedText] : largest) {
+    const bool shared = hoistedText.find(" epilogue shared") != std::string::npos;
+    for (const std::string& text : {hoistedText, shared ? hoistedText : hoistedText + " epilogue shared"}) {
+      CudaCompileResult r = compileCuda(emitCuda(k, *parseSchedule(text).schedule, o.limits).source, "dgemm.cu", "sm_90");
+      ASSERT_TRUE(r.success) << text << "\n" << r.log;
+      ASSERT_EQ(r.resources.size(), 1u) << text;
+      EXPECT_EQ(r.resources[0].localBytes, 0) << n << ": " << text << ": " << r.resources[0].registers << " registers";
+    }
   }
+}
+
+}  // namespace
+
+TEST(MmaHoisted, SpaceOffersThemAndTheyCompileWithoutSpills) {
+  for (int64_t n : {1003, 1000}) spaceOffersHoistedFormsThatCompileWithoutSpills(n);
   // The model: at n = 2048 on an H100's model the winner's shape with hoisted copies ranks above it.
   const SpaceOptions h100 = spaceOptionsFor("sm_90");
   const std::string base = "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2";
