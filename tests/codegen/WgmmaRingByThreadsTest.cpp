@@ -77,8 +77,8 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
 }
 
 // The emitted kernel: the producer's threads copy u value by value (660-byte rows) and arrive on
-// each stage's `full` (count 128), no tensor map at all, the consumers fence after each stage's
-// wait; NVRTC compiles it for sm_90a without local memory.
+// each stage's `full` (count 128), every splitting thread on its `ready` (96), no tensor map at
+// all; NVRTC compiles it for sm_90a without local memory.
 TEST(WgmmaRingByThreads, EmitsThreadCopiesAndNvrtcCompiles) {
   for (const char* text : {"mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 swizzle 128 tma producer "
                            "persistent pingpong resident a",
@@ -98,6 +98,11 @@ TEST(WgmmaRingByThreads, EmitsThreadCopiesAndNvrtcCompiles) {
       EXPECT_NE(m.source.find(fmt::format("rtcg_cp_async_mbar_arrive(rtcg_tma_barrier(rtcg_smem_f32, buffer * 8 + {}));",
                                           p->barrierOffset)),
                 std::string::npos) << m.source;
+      // tf32x3: every splitting thread arrives on `ready` (96), which the copying threads wait for.
+      if (p->splitBuffers)
+        EXPECT_NE(m.source.find(fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 96);",
+                                            p->barrierOffset + 16 * p->ring.stages)),
+                  std::string::npos) << text;
       EXPECT_EQ(m.source.find("rtcg_tma_load_2d(&"), std::string::npos);
       EXPECT_EQ(m.source.find("rtcg_mbar_expect_tx(rtcg_tma_barrier"), std::string::npos);
       ASSERT_EQ(m.launches.size(), 1u);
