@@ -962,7 +962,7 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
   if (p.ring.producer()) {
     needs.producer = true;
     needs.producerSplit |= p.splitBuffers > 0;
-    needs.producerThreadCopies |= p.residentByThreads();
+    needs.producerThreadCopies |= p.residentByThreads() || p.aByThreads();
     for (int64_t n : {p.producerRegisters, p.consumerRegisters})
       if (n > 0) needs.producerRegisters.insert(n);
   }

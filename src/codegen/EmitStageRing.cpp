@@ -75,6 +75,9 @@ StepRing openRing(EmitContext& ctx, const StageRing& ring, int64_t steps, const 
       buffer = declareBuffer(ctx, ring, step, to);
       to.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {handOver.landed(C::name(buffer)),
                                                            bin("%", bin("/", step, lit(ring.stages)), lit(2))})));
+      // The producer's threads copied the stage by cp.async (MmaPlan::aByThreads), which the
+      // consumers' wgmma read through the async proxy: each fences after its wait.
+      if (ring.fenceAsyncProxy) to.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
     }
     if (!ring.producer()) {
       to.push_back(C::syncThreads());

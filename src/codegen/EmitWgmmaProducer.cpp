@@ -132,6 +132,70 @@ std::vector<C::Stmt> residentSplit(EmitContext& ctx, const MmaPlan& p, const Mma
   return body;
 }
 
+// aByThreads: the producer warpgroup's steps when its 128 threads copy A themselves. B's kept tiles
+// first (by the threads, or thread 0's boxes), and the splitters' one split of them; then a loop
+// over the block's tiles and their steps (ring step r): each thread waits until the consumers have
+// freed r's stage, copies its share of A's tile there by cp.async (the tile's origin, the step's
+// k) and arrives on the stage's `full` once its copies land (cp.async.mbarrier.arrive.noinc, 128
+// arrivals). Under tf32x3 warps 1-3 first split ring step r - (stages - 1), whose copies were
+// issued that many steps before, so the copies of stages - 1 steps are in flight as they split;
+// the steps left to split follow the loop. No wait is circular: r's stage is freed once step r -
+// stages is split, which these threads did in the step before.
+std::vector<C::Stmt> threadCopiedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
+  std::vector<C::Stmt> out = residentCopy(ctx, p, nm, ptid);
+  std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
+  if (!issuing.empty()) out.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(issuing)));
+  const C::ExprP splitter = bin(">=", ptid, lit(32)), stid = bin("-", ptid, lit(32));
+  const int64_t lag = p.ring.stages - 1;
+  if (p.splitBuffers) out.push_back(C::ifThen(splitter, residentSplit(ctx, p, nm, stid)));
+  // Ring step `at`'s split (its copies landed): the small parts, the fence, the warp's arrival.
+  auto splitAt = [&](const C::ExprP& at, std::vector<C::Stmt>& body) {
+    const std::string buffer = ctx.names.fresh("split_buffer");
+    body.push_back(C::decl(ctx.idx, buffer, bin("%", at, lit(p.ring.stages))));
+    body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Full, C::name(buffer)), useParity(p, at)})));
+    splitLanded(ctx, p, nm, C::name(buffer), stid, body);
+    body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+    // Every splitting thread arrives (`ready` counts 96 here): the copying threads wait for it
+    // before they overwrite the stage, an order between each reader and writer of its own.
+    body.push_back(C::exprStmt(C::call("rtcg_mbar_arrive", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer))})));
+  };
+  out.push_back(tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
+    const std::string step = ctx.names.fresh("step"), ring = ctx.names.fresh("ring_step"), buffer = ctx.names.fresh("buffer");
+    std::vector<C::Stmt> each;
+    each.push_back(C::decl(ctx.idx, ring, C::sum({C::product(round, lit(p.steps)), C::name(step)})));
+    each.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(ring), lit(p.ring.stages))));
+    if (p.splitBuffers) {
+      std::vector<C::Stmt> split;
+      splitAt(bin("-", C::name(ring), lit(lag)), split);
+      each.push_back(C::ifThen(bin("&&", splitter, bin(">=", C::name(ring), lit(lag))), std::move(split)));
+    }
+    // The stage's previous use freed by the consumers; under tf32x3 also its split waited for, which
+    // that implies (the consumers read the split stage first): it orders each splitting thread's
+    // reads before these copies directly (compute-sanitizer's racecheck follows no chain through
+    // a warp's one arrival and the consumers' mbarrier).
+    C::ExprP previous = bin("%", C::sum({bin("/", C::name(ring), lit(p.ring.stages)), lit(1)}), lit(2));
+    std::vector<C::Stmt> freed{C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, C::name(buffer)), previous}))};
+    if (p.splitBuffers)
+      freed.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer)), previous})));
+    each.push_back(C::ifThen(bin(">=", C::name(ring), lit(p.ring.stages)), std::move(freed)));
+    stageOperandAsLoaded(ctx, p, nm, true, C::product(C::name(step), lit(p.blockK)),
+                         C::product(C::name(buffer), lit(p.a.buffer)), each, ptid, kProducerThreads);
+    each.push_back(C::exprStmt(C::call("rtcg_cp_async_mbar_arrive", {stageBarrier(p, nm, Barrier::Full, C::name(buffer))})));
+    body.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(each)));
+  }));
+  if (!p.splitBuffers) return out;
+  // The last stages - 1 ring steps (or all, where fewer), split after the loop.
+  const std::string total = ctx.names.fresh("ring_steps"), left = ctx.names.fresh("left");
+  std::vector<C::Stmt> rest{C::decl(ctx.idx, total, C::product(nm.rounds, lit(p.steps)))};
+  std::vector<C::Stmt> each;
+  splitAt(C::name(left), each);
+  C::Stmt drain = C::forLoop(ctx.idx, left, lit(0), C::name(total), C::Unroll::Never, std::move(each));
+  drain.lo = C::ternary(bin(">", C::name(total), lit(lag)), bin("-", C::name(total), lit(lag)), lit(0));
+  rest.push_back(std::move(drain));
+  out.push_back(C::ifThen(splitter, std::move(rest)));
+  return out;
+}
+
 // The producer's steps. Its thread 0 issues every step's boxes, from the second round on once the
 // consumers have freed the stage (the previous use's phase of `empty`): up to `stages` steps
 // ahead. Under tf32x3 its other three warps (96 threads) wait for each step's boxes to land,
@@ -142,6 +206,7 @@ std::vector<C::Stmt> residentSplit(EmitContext& ctx, const MmaPlan& p, const Mma
 // origin and the step's k; the splitters, which need no origin, loop over all the block's ring
 // steps at once.
 std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
+  if (p.aByThreads()) return threadCopiedSteps(ctx, p, nm, ptid);
   // each(ring step, step of the tile, buffer, body) over `count` steps, the first ring step `base`.
   auto loop = [&](const C::ExprP& base, int64_t count, auto&& each) {
     const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
@@ -194,10 +259,12 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
 
 // The producer-consumer ring's opening: the mbarriers and the producer's branch.
 void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
-  // The mbarriers: full (TMA's, count 1), empty (every consumer warp), ready (the splitting warps).
+  // The mbarriers: full (TMA's, count 1; aByThreads: the producer's 128 threads), empty (every
+  // consumer warp), ready (the splitting warps; aByThreads: the splitting threads).
   std::vector<C::Stmt> init;
   const std::vector<std::pair<Barrier, int64_t>> barriers = {
-      {Barrier::Full, 1}, {Barrier::Empty, p.releasingWarps()}, {Barrier::Ready, kSplitThreads / 32}};
+      {Barrier::Full, p.aByThreads() ? kProducerThreads : 1}, {Barrier::Empty, p.releasingWarps()},
+      {Barrier::Ready, p.aByThreads() ? kSplitThreads : kSplitThreads / 32}};
   for (auto [which, count] : barriers) {
     if (which == Barrier::Ready && !p.splitBuffers) continue;
     for (int64_t s = 0; s < p.ring.stages; ++s)

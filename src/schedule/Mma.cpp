@@ -100,8 +100,9 @@ void planSwizzle128(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>&
 // indices (TMA's zero fill at the array's edge is then the domain's), with rows a multiple of 16
 // bytes apart, not batched, and as stored (TF32 stored along M / N needs a transposition). A B
 // that `resident` keeps (keptB) and no box can copy is the producer's threads' to copy
-// (MmaPlan::residentByThreads).
-void planTma(const Kernel& k, bool keptB, MmaPlan& p, std::vector<std::string>& reasons) {
+// (MmaPlan::residentByThreads); so is A (K-major) where B is kept and a producer runs the ring
+// (MmaPlan::aByThreads).
+void planTma(const Kernel& k, bool keptB, bool producer, MmaPlan& p, std::vector<std::string>& reasons) {
   p.ring.engine = CopyEngine::Tma;
   p.ring.handOver = HandOver::Mbarrier;
   p.ring.fenceAsyncProxy = false;  // TMA writes through the async proxy itself
@@ -157,7 +158,15 @@ void planTma(const Kernel& k, bool keptB, MmaPlan& p, std::vector<std::string>& 
     t.boxInner = w, t.boxOuter = mnMajor ? p.blockK : rows, t.boxes = mnMajor ? rows / w : p.blockK / w;
     if (t.boxOuter > 256) refuse(fmt::format("a box of {} rows, more than TMA's 256", t.boxOuter));
   };
-  operand(true, p.a.tma, reasons);
+  // A that no box copies: the producer's threads' where B is kept (the stages carry A alone).
+  std::vector<std::string> aReasons;
+  operand(true, p.a.tma, aReasons);
+  if (keptB && producer && !aReasons.empty() && !p.a.kMajor && !p.a.mnMajor && p.c.batch.empty()) {
+    p.a.tma = {};                  // MmaPlan::aByThreads
+    p.ring.fenceAsyncProxy = true;  // the threads' copies reach wgmma through the async proxy
+  } else {
+    for (std::string& r : aReasons) reasons.push_back(std::move(r));
+  }
   // A kept B (`resident`) that no box copies is copied by the producer's threads instead.
   std::vector<std::string> bReasons;
   operand(false, p.b.tma, bReasons);
@@ -607,7 +616,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   }
   planTiles(k, s, p, reasons);
   if (s.mma.wgmmaN > 0) planWgmma(s.mma, p, reasons);
-  if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, s.mma.resident != MmaOperand::None, p, reasons);
+  if (s.mma.tma && p.tiles == TileForm::Swizzle128) planTma(k, s.mma.resident != MmaOperand::None, s.mma.producer, p, reasons);
   if (s.mma.producer && p.ring.tma()) planProducer(s.mma, p, reasons);
   planFragments(s.mma, p, reasons);
   planHoisted(k, s.mma, p, reasons);

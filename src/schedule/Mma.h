@@ -284,6 +284,14 @@ struct MmaPlan {
   // the consumers fence them for the async proxy after their wait. B has no tensor map (planTma
   // left it out).
   bool residentByThreads() const { return residentB && ring.tma() && b.tma.array < 0; }
+  // A that no TMA box copies (rows not 16 bytes apart: the DG rows' u at N = 8, 660-byte rows),
+  // under `tma producer` with B kept (`resident`, so the stages carry A alone): the producer's
+  // 128 threads copy each stage of A by cp.async (4, 8 or 16 bytes as the rows allow, zeros
+  // outside the domain) once the consumers have freed it, each arriving on the stage's `full`
+  // (count 128) by cp.async.mbarrier.arrive.noinc; under tf32x3 its warps 1-3 split the stage
+  // `stages - 1` steps behind their copies. The consumers fence each stage for the async proxy
+  // after their wait (ring.fenceAsyncProxy). A has no tensor map.
+  bool aByThreads() const { return residentB && ring.producer() && ring.tma() && a.tma.array < 0; }
   // mma.sync (`fragments 2`'s ring, f64) with `persistent` (and `resident`): the same loop over
   // the block's tiles without a producer. The ring's step runs on across the tiles (the r-th tile's
   // step s is ring step r * steps + s: its buffer), its copies `stages` steps ahead reaching into

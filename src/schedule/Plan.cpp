@@ -921,15 +921,21 @@ std::string wgmmaLines(const MmaPlan& p) {
     return fmt::format("{} {} box{} of {} x {} from a {} x {} map{}", name, t.boxes, t.boxes == 1 ? "" : "es",
                        t.boxInner, t.boxOuter, t.inner, t.outer, stacked);
   };
-  if (p.ring.tma())
+  if (p.aByThreads())
+    s += fmt::format("  copies: {}; A by the producer's 128 threads by cp.async (16 bytes where the rows allow, else "
+                     "value by value; zeros outside the domain), each arriving on the stage's mbarrier 'full' (128 arrivals) as its copies land; the "
+                     "consumers fence each stage for the async proxy after their wait\n",
+                     p.residentByThreads() ? "no TMA box" : box("B", p.b.tma));
+  else if (p.ring.tma())
     s += fmt::format("  TMA: thread 0 copies each stage by cp.async.bulk.tensor.2d (128-byte swizzle, zeros outside "
                      "the arrays): {}; {}; an mbarrier per stage (expect_tx {} bytes, waited for by parity)\n",
                      box("A", p.a.tma), box("B", p.b.tma),
                      (p.a.buffer + (p.residentB ? 0 : p.b.buffer)) * typeBytes(p.staged));
   if (p.ring.producer())
-    s += fmt::format("  producer: a warpgroup more (threads {}-{}) issues the boxes up to {} steps ahead, as the "
+    s += fmt::format("  producer: a warpgroup more (threads {}-{}) {} up to {} steps ahead, as the "
                      "consumers free each stage (mbarrier 'empty', {} arrivals){}; no block-wide barrier per step{}\n",
-                     p.consumerThreads, p.threads - 1, p.ring.ahead(), p.releasingWarps(),
+                     p.consumerThreads, p.threads - 1, p.aByThreads() ? "copies A" : "issues the boxes", p.ring.ahead(),
+                     p.releasingWarps(),
                      p.splitBuffers ? ", and splits each landed stage (mbarrier 'ready'), a small buffer per stage" : "",
                      p.consumerRegisters ? fmt::format("; setmaxnreg: producer {}, consumers {} registers",
                                                        p.producerRegisters, p.consumerRegisters)
@@ -956,7 +962,8 @@ std::string wgmmaLines(const MmaPlan& p) {
                      "(an mbarrier 'turn' each: a tile's steps start once the previous tile's are issued), so one "
                      "consumer's epilogue runs beneath the next one's wgmma\n",
                      p.consumerGroups());
-  s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.ring.stages, p.ring.tma() ? "TMA" : "cp.async",
+  s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.ring.stages,
+                   p.ring.tma() && !p.aByThreads() ? "TMA" : "cp.async",
                    p.ring.ahead(),
                    p.ring.ahead() == 1 ? "" : "s",
                    p.pingPong() ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1), "

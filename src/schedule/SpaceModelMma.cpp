@@ -197,19 +197,27 @@ double mmaSustained(const MmaPlan& p, bool bigPrefetch) {
                                : 0.6 * tf32x3Sync;
 }
 
-// tf32x3's split by the producer's splitting warps where A comes from shared memory (both tiles
-// split there; `resident` B once per block): its own time beside the tensor cores', at about
+// The producer's own time beside the tensor cores': tf32x3's split by its splitting warps where A
+// comes from shared memory (both tiles split there; `resident` B once per block), at about
 // kSplitRate values a second per multiprocessor (fitted on an H200 to the persistent DG rows
 // whose split bounds them: docs/bench.md, session 38). With A from registers the consumers split
 // A, and mmaSustained's shares hold B's split.
 constexpr double kSplitRate = 6e9;
 
+// A copied by the producer's threads (MmaPlan::aByThreads): about kThreadCopyRate values a
+// second per multiprocessor, fitted on an H200 to dg_diff N = 8 (u's 660-byte rows: 4-byte
+// cp.async, 2 to 4 stages; docs/bench.md, session 45). The same threads split, so the two add.
+constexpr double kThreadCopyRate = 1.0e9;
+
 double producerSplitSeconds(const MmaPlan& p, double blocks, const DeviceModel& d) {
-  if (!p.ring.producer() || !p.splitBuffers || p.registerA()) return 0;
+  const double copies = p.aByThreads() ? double(p.tileCount() * p.steps * p.blockK * p.blockM) /
+                                             (double(d.multiprocessors) * kThreadCopyRate)
+                                       : 0.0;
+  if (!p.ring.producer() || !p.splitBuffers || p.registerA()) return copies;
   const double k = double(p.steps * p.blockK);
   const double perTile = k * double(p.blockM + (p.residentB ? 0 : p.blockN));
   const double once = p.residentB ? blocks * k * double(p.blockN) : 0;
-  return (double(p.tileCount()) * perTile + once) / (double(d.multiprocessors) * kSplitRate);
+  return copies + (double(p.tileCount()) * perTile + once) / (double(d.multiprocessors) * kSplitRate);
 }
 
 // `persistent` (MmaPlan::persistentBlocks): the factor on the main loop's time. A tile's fill (its

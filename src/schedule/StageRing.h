@@ -35,7 +35,8 @@ struct StageRing {
   HandOver handOver = HandOver::Barrier;
   StageRelease release = StageRelease::AtStepEnd;
   // The arithmetic reads the tiles through the async proxy (wgmma) while the threads' cp.async
-  // wrote them through the generic one: each thread fences its copies before the hand-over.
+  // wrote them through the generic one: each thread fences its copies before the hand-over (a
+  // producer's threads' copies: each consumer fences after its wait for the stage).
   bool fenceAsyncProxy = false;
 
   // Steps whose copies run ahead of the step being computed.

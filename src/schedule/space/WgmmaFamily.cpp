@@ -78,12 +78,17 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
             // Only where the kept operand's rows fit one N tile: on an H200 the DG rows kept in
             // two N tiles ran no faster than without (docs/bench.md, session 39). Rows of stacked
             // statements, which no TMA box copies (so no producer without `resident`: the
-            // producer's threads copy the kept ones), in up to three.
+            // producer's threads copy the kept ones), in up to three. Rows of K values that are
+            // not 16-byte multiples take no TMA box for the streaming operand either, whose copies
+            // then go to the producer's threads where the other operand is kept (MmaPlan::aByThreads):
+            // `resident` is the only producer form there, offered in any number of N tiles (the DG
+            // rows at N = 8, Np = 165).
+            const bool noBox = c.kExtent * bytes % 16 != 0;
             for (MmaOperand resident : {MmaOperand::None, MmaOperand::A, MmaOperand::B}) {
               const bool keptA = resident == MmaOperand::A;
               const int64_t keptRows = keptA ? c.mExtent : c.nExtent;
               const int64_t keptTiles = stackedRows(c, keptA) ? 3 : 1;
-              if (resident != MmaOperand::None && (!c.batch.empty() || keptRows > keptTiles * bn)) continue;
+              if (resident != MmaOperand::None && (!c.batch.empty() || (!noBox && keptRows > keptTiles * bn))) continue;
               ns.mma.resident = resident;
               s.add(ns, Group::Plain);
               // And ping-pong, where two consumer warpgroups can each own whole tiles (2x1: 1x2

@@ -1,0 +1,166 @@
+// A producer ring whose A no TMA box copies (schedule/Mma.h, MmaPlan::aByThreads): the DG rows at
+// N = 8 (Np = 165: u's rows 660 bytes apart, 4-byte aligned only) under `tma producer persistent
+// resident a`. The plan (no tensor map of A, the stage's `full` counting the producer's 128
+// threads, the refusals without `resident` or without `producer`), the emitted kernel, NVRTC's
+// sm_90a compile without local memory, and the host emulation at sizes no tile divides (K not a
+// multiple of the element tile, Np not a multiple of the step): a stage split before its copies
+// landed, a copy into a stage the consumers still read, or a lost arrival give wrong values or hang.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/CubinInfo.h"
+#include "codegen/Emitter.h"
+#include "codegen/HostEmulation.h"
+#include "codegen/Nvrtc.h"
+#include "codegen/SourceKernels.h"
+#include "schedule/Plan.h"
+#include "WgmmaPlanHelpers.h"
+
+using namespace rtcg;
+using namespace rtcg::testing;
+
+namespace {
+
+Kernel dgStacked(int64_t elements, int64_t np) {
+  return exampleKernel("dg_diff_stacked.rtcg", "dg_diff_stacked", {{"K", elements}, {"Np", np}});
+}
+Kernel dgThree(int64_t elements, int64_t np) {
+  return exampleKernel("dg_diff.rtcg", "dg_diff", {{"K", elements}, {"Np", np}});
+}
+
+// A's rows kk + 1 values apart (no TMA box), B's kk (16-byte multiples where kk is a multiple of
+// 4: B kept by TMA's boxes while the threads copy A).
+const char* kPadA = R"(
+kernel rect32_apad(m: int, n: int, kk: int, a: f32[m, kk + 1], b: f32[n, kk], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, a[i, k] * b[j, k]) + 0.5;
+  }
+}
+)";
+
+const std::string kRing = " swizzle 128 tma producer persistent";
+
+}  // namespace
+
+TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
+  const Kernel k = dgThree(101556, 165);
+  const std::string text = "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" + kRing + " pingpong resident a";
+  std::vector<std::string> reasons;
+  auto p = plan(k, text, kH200, reasons);
+  ASSERT_TRUE(p) << joined(reasons);
+  EXPECT_TRUE(p->aByThreads());
+  EXPECT_TRUE(p->residentByThreads());
+  EXPECT_LT(p->a.tma.array, 0);
+  EXPECT_TRUE(p->ring.fenceAsyncProxy);
+  const SchedulePlan sp = planSchedule(k, *parseSchedule(text).schedule, kH200);
+  ASSERT_TRUE(sp.ok());
+  const std::string words = printPlan(k, sp.nests[0]);
+  EXPECT_NE(words.find("A by the producer's 128 threads by cp.async"), std::string::npos) << words;
+  EXPECT_NE(words.find("copies A up to 2 steps ahead"), std::string::npos) << words;
+  // The stacked form (one array D) alike.
+  auto stacked = plan(dgStacked(101556, 165), text, kH200, reasons);
+  ASSERT_TRUE(stacked) << joined(reasons);
+  EXPECT_TRUE(stacked->aByThreads());
+  // Where a box copies A (Np = 120: 480-byte rows), TMA does.
+  auto boxed = plan(dgThree(139720, 120), text, kH200, reasons);
+  ASSERT_TRUE(boxed) << joined(reasons);
+  EXPECT_FALSE(boxed->aByThreads());
+  EXPECT_GE(boxed->a.tma.array, 0);
+  // Without `resident` the stages would carry B's boxes beside A's copies: TMA's refusal stands.
+  reasons.clear();
+  EXPECT_FALSE(plan(k, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4" + kRing, kH200, reasons));
+  EXPECT_NE(joined(reasons).find("not a multiple of 16"), std::string::npos) << joined(reasons);
+  reasons.clear();
+  EXPECT_FALSE(plan(k, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma", kH200, reasons));
+  EXPECT_NE(joined(reasons).find("not a multiple of 16"), std::string::npos) << joined(reasons);
+}
+
+// The emitted kernel: the producer's threads copy u value by value (660-byte rows) and arrive on
+// each stage's `full` (count 128), every splitting thread on its `ready` (96), no tensor map at
+// all; NVRTC compiles it for sm_90a without local memory.
+TEST(WgmmaRingByThreads, EmitsThreadCopiesAndNvrtcCompiles) {
+  for (const char* text : {"mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 swizzle 128 tma producer "
+                           "persistent pingpong resident a",
+                           "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer "
+                           "persistent pingpong resident a",
+                           "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 32 stages 3 swizzle 128 tma producer "
+                           "persistent resident a"}) {
+    for (bool three : {true, false}) {
+      const Kernel k = three ? dgThree(101556, 165) : dgStacked(101556, 165);
+      std::vector<std::string> reasons;
+      auto p = plan(k, text, kH200, reasons);
+      ASSERT_TRUE(p) << text << ": " << joined(reasons);
+      ASSERT_TRUE(p->aByThreads());
+      EmittedModule m = emitCuda(k, *parseSchedule(text).schedule, kH200);
+      EXPECT_NE(m.source.find(fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 128);", p->barrierOffset)),
+                std::string::npos) << m.source;
+      EXPECT_NE(m.source.find(fmt::format("rtcg_cp_async_mbar_arrive(rtcg_tma_barrier(rtcg_smem_f32, buffer * 8 + {}));",
+                                          p->barrierOffset)),
+                std::string::npos) << m.source;
+      // tf32x3: every splitting thread arrives on `ready` (96), which the copying threads wait for.
+      if (p->splitBuffers)
+        EXPECT_NE(m.source.find(fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 96);",
+                                            p->barrierOffset + 16 * p->ring.stages)),
+                  std::string::npos) << text;
+      EXPECT_EQ(m.source.find("rtcg_tma_load_2d(&"), std::string::npos);
+      EXPECT_EQ(m.source.find("rtcg_mbar_expect_tx(rtcg_tma_barrier"), std::string::npos);
+      ASSERT_EQ(m.launches.size(), 1u);
+      EXPECT_TRUE(m.launches[0].tensorMaps.empty());
+      CudaCompileResult r = compileCuda(m.source, k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
+      ASSERT_TRUE(r.success) << text << "\n" << r.log;
+      ASSERT_EQ(r.resources.size(), 1u) << r.log;
+      EXPECT_EQ(r.resources[0].localBytes, 0) << text << "\n" << r.log;
+    }
+  }
+}
+
+// In the host emulation, against the float64 reference: dg_diff (three arrays) and its stacked
+// form at K = 301 (no element tile of 64 divides it) and Np = 165 (N = 8: five steps of 32 and 5
+// values), 45 (one step and 13) and 21 (one partial step); tf32x3 (split 1 step behind at 2
+// stages, 3 at 4), tf32 (no split), pingpong, one consumer; and A by threads beside B by TMA.
+TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
+  struct Case {
+    int64_t np;
+    const char* schedule;
+    double tolerance;
+    int64_t multiprocessors;
+  };
+  const Case cases[] = {
+      {165, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 pingpong", 2e-5, 4},
+      {165, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 4", 2e-5, 8},
+      {45, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 pingpong", 2e-5, 3},
+      {45, "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2", 2e-3, 2},
+      {21, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2", 2e-5, 2},
+  };
+  for (const Case& c : cases) {
+    std::string text = c.schedule;
+    const size_t at = text.find(" pingpong");
+    text = at == std::string::npos ? text + kRing : text.substr(0, at) + kRing + " pingpong";
+    text += " resident a";
+    for (bool three : {true, false}) {
+      const Kernel k = three ? dgThree(301, c.np) : dgStacked(301, c.np);
+      std::vector<std::string> reasons;
+      auto p = plan(k, text, limitsOf(c.multiprocessors), reasons);
+      ASSERT_TRUE(p) << text << ": " << joined(reasons);
+      EXPECT_TRUE(p->aByThreads()) << text;
+      EXPECT_EQ(checkOnHost(k, text, c.tolerance, limitsOf(c.multiprocessors)), "")
+          << k.name << " Np " << c.np << " " << text;
+    }
+  }
+  // B kept by TMA's boxes (rows of 56 values), A by the threads (rows of 57): m = 136, n = 203.
+  const Kernel pad = fromSource(kPadA, "rect32_apad", {{"m", 136}, {"n", 203}, {"kk", 56}});
+  for (const char* schedule : {"mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2",
+                               "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3 pingpong"}) {
+    std::string text = schedule;
+    const size_t at = text.find(" pingpong");
+    text = at == std::string::npos ? text + kRing : text.substr(0, at) + kRing + " pingpong";
+    text += " resident b";
+    std::vector<std::string> reasons;
+    auto p = plan(pad, text, limitsOf(2), reasons);
+    ASSERT_TRUE(p) << text << ": " << joined(reasons);
+    EXPECT_TRUE(p->aByThreads()) << text;
+    EXPECT_FALSE(p->residentByThreads()) << text;
+    EXPECT_EQ(checkOnHost(pad, text, text.find("tf32x3") != std::string::npos ? 2e-5 : 2e-3, limitsOf(2)), "") << text;
+  }
+}
