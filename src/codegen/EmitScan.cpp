@@ -148,19 +148,20 @@ __device__ __forceinline__ void blockExclusive(T v, int f, T& excl, int& exclF, 
   totalF = warpF[32];
 }
 
-// Warp 0's look-back from `tile`: the combination of the tiles lineFirst..tile - 1, 32 status
-// words at a time (lane 31 the newest), each lane waiting until its tile has published; the window
-// ends at its newest inclusive prefix (tiles before the line's first count as the identity's).
-template <class T, class OP>
-__device__ __forceinline__ T lookBack(unsigned long long* status, long long tile, long long lineFirst,
-                                      unsigned long long epoch, unsigned int lane) {
+// Warp 0's look-back from `tile` over the status words S (Status, or a dense scan's Dense): the
+// combination of the tiles lineFirst..tile - 1, 32 status words at a time (lane 31 the newest),
+// each lane waiting until its tile has published; the window ends at its newest inclusive prefix
+// (tiles before the line's first count as the identity's).
+template <class T, class OP, class S>
+__device__ __forceinline__ T lookBackWith(unsigned long long* status, long long tile, long long lineFirst,
+                                          unsigned long long epoch, unsigned int lane) {
   T excl = OP::template identity<T>();
   for (long long newest = tile - 1;; newest -= 32) {
     const long long p = newest - (31 - static_cast<long long>(lane));
     T v = OP::template identity<T>();
     unsigned int state = 2;
     if (p >= lineFirst) {
-      do state = Status<T>::read(status, p, epoch, v);
+      do state = S::read(status, p, epoch, v);
       while (state == 0);
     }
     const unsigned int prefixes = __ballot_sync(0xffffffffu, state == 2);
@@ -222,7 +223,7 @@ __device__ __forceinline__ void lookback(const T* __restrict__ x, T* __restrict_
     const bool closed = SEG && totalF;
     if (tid == 0) Status<T>::publish(status, tile, epoch, (t == 0 || closed) ? 2u : 1u, total);
     T b = id;
-    if (t > 0 && !(SEG && flags[0])) b = lookBack<T, OP>(status, tile, tile - t, epoch, tid);
+    if (t > 0 && !(SEG && flags[0])) b = lookBackWith<T, OP, Status<T>>(status, tile, tile - t, epoch, tid);
     if (tid == 0) {
       if (t > 0 && !closed && !RTCG_SCAN_HOLD_PREFIX)
         Status<T>::publish(status, tile, epoch, 2u, OP::template apply<T>(b, total));
@@ -311,29 +312,6 @@ template <class T> struct Dense<T, false> {
   }
 };
 template <class T> struct Dense<T, true> : Status<T, true> {};
-
-// lookBack over the status words S (the same windows of 32 tiles, lane 31 the newest).
-template <class T, class OP, class S>
-__device__ __forceinline__ T lookBackWith(unsigned long long* status, long long tile, long long lineFirst,
-                                          unsigned long long epoch, unsigned int lane) {
-  T excl = OP::template identity<T>();
-  for (long long newest = tile - 1;; newest -= 32) {
-    const long long p = newest - (31 - static_cast<long long>(lane));
-    T v = OP::template identity<T>();
-    unsigned int state = 2;
-    if (p >= lineFirst) {
-      do state = S::read(status, p, epoch, v);
-      while (state == 0);
-    }
-    const unsigned int prefixes = __ballot_sync(0xffffffffu, state == 2);
-    const int top = prefixes ? 31 - __clz(static_cast<int>(prefixes)) : -1;
-    T w = static_cast<int>(lane) >= top ? v : OP::template identity<T>();
-    int none = 0;
-    warpInclusive<T, OP, false>(w, none, lane, 32);
-    excl = OP::template apply<T>(__shfl_sync(0xffffffffu, w, 31), excl);
-    if (top >= 0) return excl;
-  }
-}
 
 // One tile of a line, warp w owning values w * 32 * ITEMS .. (w + 1) * 32 * ITEMS - 1 of it: the
 // warp loads its run coalesced into shared memory (lane l the values l, l + 32, ...), each lane
