@@ -525,10 +525,7 @@ bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
   for (const ContractionPart& part : p.c.parts) {
     const Stmt& st = ctx.nest.body[size_t(part.statement)];
     if (ctx.k.params[size_t(st.array)].type != type) return false;
-    auto form = flatOffset(ctx.k, st.array, st.indices);
-    if (!form || form->coeff(p.c.n) != 1 || form->constant % 2 != 0) return false;
-    for (const auto& [var, coeff] : form->coeffs)
-      if (var != p.c.n && coeff % 2 != 0) return false;
+    if (!offsetInRunsOf(ctx.k, st, p.c.n, 0, 2)) return false;
   }
   return true;
 }

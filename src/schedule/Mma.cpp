@@ -56,6 +56,14 @@ void planEpilogue(const Kernel& k, int nest, const NestSchedule& s, MmaPlan& p) 
 
 }  // namespace
 
+bool offsetInRunsOf(const Kernel& k, const Stmt& st, int fast, int64_t lo, int64_t v) {
+  auto form = flatOffset(k, st.array, st.indices);
+  if (!form || form->coeff(fast) != 1 || (form->constant + lo) % v != 0) return false;
+  for (const auto& [var, coeff] : form->coeffs)
+    if (var != fast && coeff % v != 0) return false;
+  return true;
+}
+
 int64_t epilogueVectorWidth(const Kernel& k, int nest, const MmaPlan& p, int arrayAlignment) {
   if (!p.sharedEpilogue() || p.c.parts.size() != 1 || arrayAlignment < 16) return 1;
   const Stmt& st = k.nests[size_t(nest)].body[size_t(p.c.statement())];
@@ -66,10 +74,7 @@ int64_t epilogueVectorWidth(const Kernel& k, int nest, const MmaPlan& p, int arr
   const int fast = alongM ? p.c.m : p.c.n;
   const int64_t lo = alongM ? p.c.mLo : p.c.nLo, extent = alongM ? p.c.mExtent : p.c.nExtent;
   const int64_t block = alongM ? p.blockM : p.blockN;
-  auto form = flatOffset(k, st.array, st.indices);
-  if (!form || form->coeff(fast) != 1 || (form->constant + lo) % v != 0) return 1;
-  for (const auto& [var, coeff] : form->coeffs)
-    if (var != fast && coeff % v != 0) return 1;
+  if (!offsetInRunsOf(k, st, fast, lo, v)) return 1;
   return extent % v == 0 && block % v == 0 && p.epiloguePitch % v == 0 ? v : 1;
 }
 

@@ -327,6 +327,12 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
 // Registers per thread of a wgmma m64nN schedule: N / 2 f32 accumulators and ~40 others.
 int64_t wgmmaRegisters(int64_t n);
 
+// Whether statement `st`'s output offset has unit stride along loop `fast` and its other strides
+// and its start (the offset's constant plus `lo`) are multiples of v: v neighbours along `fast`
+// from a multiple of v then lie in one v-aligned run of the array (pairedStores' pairs, the
+// shared epilogue's vectors).
+bool offsetInRunsOf(const Kernel& k, const Stmt& st, int fast, int64_t lo, int64_t v);
+
 // How many outputs the shared epilogue (MmaPlan::sharedEpilogue) stores at once along its tile's
 // fast direction, one 16-byte vector (f64: 2, f32: 4), or 1. Vectors where nest `nest`'s statement
 // stores its sum alone (one statement, no epilogue arithmetic, the sum's type), its output's

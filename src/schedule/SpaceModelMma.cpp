@@ -256,11 +256,11 @@ double pingpongFactor(const MmaPlan& p) {
 }
 
 // Whether each block's outputs are one contiguous run of the output array, stored in 16-byte
-// vectors (epilogueVectorWidth > 1): the block's tile spans the fast direction whole (one tile
-// along it) and the output's stride along the slow one is that direction's extent (DG
+// vectors (vector: epilogueVectorWidth's > 1): the block's tile spans the fast direction whole
+// (one tile along it) and the output's stride along the slow one is that direction's extent (DG
 // differentiation's rows of 3 Np values at low orders).
-bool outputsInOneRun(const Kernel& k, int nest, const MmaPlan& p) {
-  if (epilogueVectorWidth(k, nest, p, 16) == 1) return false;
+bool outputsInOneRun(const Kernel& k, int nest, const MmaPlan& p, int64_t vector) {
+  if (vector == 1) return false;
   const bool alongM = p.epilogueAlongM();
   if ((alongM ? p.mTiles() : p.nTiles()) != 1) return false;
   const Stmt& st = k.nests[size_t(nest)].body[size_t(p.c.statement())];
@@ -299,9 +299,9 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double peak = mmaPeak(p, d, bigPrefetch);
   // The shared epilogue's pass: two accesses an output, or one of 16 bytes for each
   // epilogueVectorWidth outputs (arrays as whole allocations are 16-byte aligned).
-  const double epilogueVector = double(epilogueVectorWidth(k, plan.nest, p, 16));
+  const int64_t epilogueVector = epilogueVectorWidth(k, plan.nest, p, 16);
   const double epiloguePass = p.sharedEpilogue() ? double(e.blocks) * double(p.blockM * p.blockN) * 2 /
-                                                      (double(d.multiprocessors) * 32 * 1.5e9 * epilogueVector)
+                                                      (double(d.multiprocessors) * 32 * 1.5e9 * double(epilogueVector))
                                                 : 0.0;
   const double sustained = mmaSustained(p, bigPrefetch);
   // pingpong: a tile's warps are its consumer's and its share of the producer's.
@@ -330,7 +330,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   // A block's outputs in one run of whole vectors left a store-bound product 4% sooner than the
   // fragments' stores (docs/bench.md, session 45): their DRAM time counts at kOneRunStoreShare.
   const double dram = operands * double(p.c.mExtent + p.c.nExtent) +
-                      outputTraffic * (outputsInOneRun(k, plan.nest, p) ? kOneRunStoreShare : 1.0);
+                      outputTraffic * (outputsInOneRun(k, plan.nest, p, epilogueVector) ? kOneRunStoreShare : 1.0);
   // B's rows: once per M tile, or `resident`, once per block.
   const double bRows = p.residentB ? double(e.blocks * p.blockN) : double(p.c.nExtent) * double(p.mTiles());
   const double l2 = operands * (double(p.c.mExtent) * nTiles + bRows) + outputTraffic * (p.sharedEpilogue() ? 1 : 2);
