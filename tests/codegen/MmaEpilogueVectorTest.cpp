@@ -45,12 +45,6 @@ kernel scaled64(K: int, M: int, Np: int, D: f64[M, Np], u: f64[K, Np], out w: f6
 }
 )";
 
-ScheduleLimits sm90() {
-  ScheduleLimits l = limitsOf(132);
-  l.computeCapability = 90;
-  return l;
-}
-
 struct Case {
   Kernel k;
   std::string schedule;
@@ -90,12 +84,12 @@ TEST(MmaEpilogueVector, AppliesWhereEveryVectorIsWholeAndAligned) {
     std::vector<std::string> reasons;
     auto parsed = parseSchedule(c.schedule);
     ASSERT_TRUE(parsed.schedule) << c.schedule << ": " << parsed.error;
-    auto p = planMma(c.k, 0, parsed.schedule->nests[0], sm90(), reasons);
+    auto p = planMma(c.k, 0, parsed.schedule->nests[0], sm90Limits(), reasons);
     ASSERT_TRUE(p) << c.schedule << ": " << joined(reasons);
     EXPECT_EQ(epilogueVectorWidth(c.k, 0, *p, 16), c.width) << c.k.name << " " << c.schedule;
     // Arrays aligned to less than 16 bytes take scalar stores.
     EXPECT_EQ(epilogueVectorWidth(c.k, 0, *p, 8), 1) << c.k.name << " " << c.schedule;
-    const std::string src = emitCuda(c.k, *parsed.schedule, sm90()).source;
+    const std::string src = emitCuda(c.k, *parsed.schedule, sm90Limits()).source;
     const std::string vector = c.width == 2 ? "(double2*)&rtcg_smem_f64" : "(float4*)&rtcg_smem_f32";
     EXPECT_EQ(src.find(vector) != std::string::npos, c.width > 1) << c.k.name << " " << c.schedule << "\n" << src;
     if (c.width > 1 && c.schedule.find("streaming") != std::string::npos)
@@ -105,5 +99,5 @@ TEST(MmaEpilogueVector, AppliesWhereEveryVectorIsWholeAndAligned) {
 
 TEST(HostEmulation, MmaSharedEpilogueVectorsMatchTheReference) {
   for (const Case& c : cases())
-    EXPECT_EQ(checkOnHost(c.k, c.schedule, c.tolerance, sm90()), "") << c.k.name << " " << c.schedule;
+    EXPECT_EQ(checkOnHost(c.k, c.schedule, c.tolerance, sm90Limits()), "") << c.k.name << " " << c.schedule;
 }

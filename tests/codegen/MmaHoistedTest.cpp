@@ -52,12 +52,6 @@ kernel sumfact64(E: int, p: int, A: f64[p, p], u: f64[E, p, p, p], out v: f64[E,
 
 Kernel rect(int64_t m, int64_t n, int64_t k) { return fromSource(kKernels, "rect64", {{"m", m}, {"n", n}, {"kk", k}}); }
 
-ScheduleLimits sm90() {
-  ScheduleLimits l = limitsOf(132);
-  l.computeCapability = 90;
-  return l;
-}
-
 }  // namespace
 
 TEST(MmaHoisted, ClausePrintsAndParsesBack) {
@@ -81,15 +75,15 @@ TEST(MmaHoisted, ClausePrintsAndParsesBack) {
 TEST(MmaHoisted, PlanAndRefusals) {
   std::vector<std::string> reasons;
   const std::string base = "mma: f64 m16n8k4 warps 2x2 tile 2x2 k 8 stages 3";
-  auto p = plan(rect(200, 136, 72), base + " fragments 2 copies hoisted", sm90(), reasons);
+  auto p = plan(rect(200, 136, 72), base + " fragments 2 copies hoisted", sm90Limits(), reasons);
   ASSERT_TRUE(p) << joined(reasons);
   EXPECT_TRUE(p->hoistedCopies);
   EXPECT_TRUE(p->prefetchFragments());
-  auto plain = plan(rect(200, 136, 72), base + " fragments 2", sm90(), reasons);
+  auto plain = plan(rect(200, 136, 72), base + " fragments 2", sm90Limits(), reasons);
   ASSERT_TRUE(plain) << joined(reasons);
   EXPECT_FALSE(plain->hoistedCopies);
   EXPECT_EQ(plain->sharedBytes, p->sharedBytes);
-  NestPlanResult r = planNest(rect(200, 136, 72), 0, parseSchedule(base + " fragments 2 copies hoisted").schedule->nests[0], sm90());
+  NestPlanResult r = planNest(rect(200, 136, 72), 0, parseSchedule(base + " fragments 2 copies hoisted").schedule->nests[0], sm90Limits());
   ASSERT_TRUE(r.plan);
   EXPECT_NE(printPlan(rect(200, 136, 72), *r.plan).find("copies: hoisted"), std::string::npos);
 
@@ -107,7 +101,7 @@ TEST(MmaHoisted, PlanAndRefusals) {
   };
   for (const Refused& c : refused) {
     std::vector<std::string> why;
-    auto q = plan(c.k, c.text, sm90(), why);
+    auto q = plan(c.k, c.text, sm90Limits(), why);
     EXPECT_FALSE(q) << c.text;
     EXPECT_NE(joined(why).find(c.why), std::string::npos) << c.text << ": " << joined(why);
   }
@@ -123,7 +117,7 @@ TEST(MmaHoisted, PlanAndRefusals) {
 // refills past the reduction are the guarded zero fills, still without a branch.
 TEST(MmaHoisted, CopiesPreparedOnceAndIssuedWithoutABranch) {
   const std::string text = "mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2 copies hoisted";
-  const std::string src = emitCuda(matmul(1000, ScalarType::F64), *parseSchedule(text).schedule, sm90()).source;
+  const std::string src = emitCuda(matmul(1000, ScalarType::F64), *parseSchedule(text).schedule, sm90Limits()).source;
   const size_t loop = src.find("for (int step = 0;");
   ASSERT_NE(loop, std::string::npos) << src;
   EXPECT_LT(src.find("const double* copy_a_src"), loop) << src;
@@ -137,10 +131,10 @@ TEST(MmaHoisted, CopiesPreparedOnceAndIssuedWithoutABranch) {
   EXPECT_LT(copy, src.rfind("rtcg_mma_f64_m16n8k4(acc", src.find("buffer = following", loop))) << src;
   const std::string plain = emitCuda(matmul(1000, ScalarType::F64),
                                      *parseSchedule("mma: f64 m16n8k4 warps 2x4 tile 4x4 k 8 stages 3 fragments 2").schedule,
-                                     sm90()).source;
+                                     sm90Limits()).source;
   EXPECT_EQ(plain.find("copy_a_src"), std::string::npos);
 
-  const std::string whole = emitCuda(matmul(2048, ScalarType::F64), *parseSchedule(text).schedule, sm90()).source;
+  const std::string whole = emitCuda(matmul(2048, ScalarType::F64), *parseSchedule(text).schedule, sm90Limits()).source;
   const size_t rounds = whole.find("for (int round = 0; round < 84; ++round)"),
                rest = whole.find("for (int step = 252; step < 253; ++step)"),
                tail = whole.find("for (int step = 253; step < 256; ++step)");
@@ -208,11 +202,11 @@ TEST(HostEmulation, MmaHoistedCopiesMatchTheReference) {
     const std::string text =
         fmt::format("mma: f64 {} fragments 2 copies hoisted{}", c.schedule, c.sharedEpilogue ? " epilogue shared" : "");
     std::vector<std::string> reasons;
-    auto p = plan(c.k, text, sm90(), reasons);
+    auto p = plan(c.k, text, sm90Limits(), reasons);
     EXPECT_TRUE(p) << text << ": " << joined(reasons);
     if (!p) continue;
     partial += p->c.kExtent % p->blockK != 0;
-    const std::string src = emitCuda(c.k, *parseSchedule(text).schedule, sm90()).source;
+    const std::string src = emitCuda(c.k, *parseSchedule(text).schedule, sm90Limits()).source;
     guarded += src.find("copy_a_index") != std::string::npos || src.find("copy_b_index") != std::string::npos;
     rounds += src.find("for (int round = 0;") != std::string::npos;
     // The shared epilogue's f64 store loop is NVCC's to unroll (no `#pragma unroll 1` before it)
@@ -221,7 +215,7 @@ TEST(HostEmulation, MmaHoistedCopiesMatchTheReference) {
     if (c.sharedEpilogue) EXPECT_EQ(src.find("#pragma unroll 1\n  for (int out") == std::string::npos, divides) << src;
     unrolled += c.sharedEpilogue && divides;
     unguarded += src.find("_from, 16);") != std::string::npos || src.find("_from, 8);") != std::string::npos;
-    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90()), "") << c.k.name << " " << text;
+    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90Limits()), "") << c.k.name << " " << text;
   }
   EXPECT_GE(guarded, 1);
   EXPECT_GE(partial, 4);

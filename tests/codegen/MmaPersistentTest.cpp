@@ -47,12 +47,6 @@ kernel batched64(nb: int, n: int, a: f64[nb, n, n], b: f64[nb, n, n], out c: f64
 
 Kernel dg64(int64_t elements, int64_t np) { return fromSource(kKernels, "dg64", {{"K", elements}, {"Np", np}}); }
 
-ScheduleLimits sm90(int64_t multiprocessors) {
-  ScheduleLimits l = limitsOf(multiprocessors);
-  l.computeCapability = 90;
-  return l;
-}
-
 }  // namespace
 
 TEST(MmaPersistent, ClausePrintsAndParsesBack) {
@@ -73,9 +67,9 @@ TEST(MmaPersistent, PlanKeepsTheWholeReductionAndAGridOfWholeNTiles) {
   std::vector<std::string> reasons;
   const Kernel k = dg64(100000, 56);
   const std::string base = "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 4";
-  auto p = plan(k, base + " persistent resident a fragments 2", sm90(132), reasons);
-  auto loop = plan(k, base + " persistent fragments 2", sm90(132), reasons);
-  auto twin = plan(k, base + " fragments 2", sm90(132), reasons);
+  auto p = plan(k, base + " persistent resident a fragments 2", sm90Limits(132), reasons);
+  auto loop = plan(k, base + " persistent fragments 2", sm90Limits(132), reasons);
+  auto twin = plan(k, base + " fragments 2", sm90Limits(132), reasons);
   ASSERT_TRUE(p && loop && twin) << joined(reasons);
   EXPECT_TRUE(p->keptWhole());
   EXPECT_TRUE(p->transposed);
@@ -98,7 +92,7 @@ TEST(MmaPersistent, PlanKeepsTheWholeReductionAndAGridOfWholeNTiles) {
   EXPECT_TRUE(loop->persistent());
   EXPECT_EQ(loop->tileBytes, twin->tileBytes);
   EXPECT_FALSE(twin->persistent());
-  NestPlanResult r = planNest(k, 0, parseSchedule(base + " persistent resident a fragments 2").schedule->nests[0], sm90(132));
+  NestPlanResult r = planNest(k, 0, parseSchedule(base + " persistent resident a fragments 2").schedule->nests[0], sm90Limits(132));
   ASSERT_TRUE(r.plan);
   const std::string text = printPlan(k, *r.plan);
   EXPECT_NE(text.find("resident: B's tile of the whole reduction (64 x 56, pitch 60: 30720 bytes)"), std::string::npos)
@@ -128,7 +122,7 @@ TEST(MmaPersistent, PlanKeepsTheWholeReductionAndAGridOfWholeNTiles) {
   };
   for (const Refused& c : refused) {
     reasons.clear();
-    EXPECT_FALSE(plan(c.k, c.text, sm90(132), reasons)) << c.text;
+    EXPECT_FALSE(plan(c.k, c.text, sm90Limits(132), reasons)) << c.text;
     ASSERT_FALSE(reasons.empty()) << c.text;
     EXPECT_NE(reasons[0].find(c.reason), std::string::npos) << c.text << ": " << joined(reasons);
   }
@@ -164,12 +158,12 @@ TEST(HostEmulation, MmaPersistentMatchesTheReference) {
   for (const Case& c : cases) {
     const std::string text = fmt::format("mma: f64 {} fragments 2", c.schedule);
     std::vector<std::string> reasons;
-    auto p = plan(c.k, text, sm90(c.multiprocessors), reasons);
+    auto p = plan(c.k, text, sm90Limits(c.multiprocessors), reasons);
     EXPECT_TRUE(p) << text << ": " << joined(reasons);
     if (!p) continue;
     EXPECT_TRUE(p->persistent());
     looping += p->tileCount() > p->persistentBlocks;  // blocks loop over several tiles
-    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90(c.multiprocessors)), "")
+    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90Limits(c.multiprocessors)), "")
         << c.k.name << " " << text << " on " << c.multiprocessors;
   }
   EXPECT_GE(looping, 6);
@@ -195,19 +189,19 @@ TEST(HostEmulation, MmaPersistentGroupedTilesMatchTheReference) {
   for (const Case& c : cases) {
     const std::string text = fmt::format("mma: f64 {} fragments 2", c.schedule);
     std::vector<std::string> reasons;
-    auto p = plan(c.k, text, sm90(c.multiprocessors), reasons);
+    auto p = plan(c.k, text, sm90Limits(c.multiprocessors), reasons);
     ASSERT_TRUE(p) << text << ": " << joined(reasons);
     EXPECT_GT(p->groupM, 0);
     EXPECT_GT(p->tileCount(), p->persistentBlocks) << text;  // blocks loop over several tiles
-    const std::string source = emitCuda(c.k, *parseSchedule(text).schedule, sm90(c.multiprocessors)).source;
+    const std::string source = emitCuda(c.k, *parseSchedule(text).schedule, sm90Limits(c.multiprocessors)).source;
     EXPECT_NE(source.find("tile_group"), std::string::npos) << text;  // the grouped order, not the plain one
     // `explain` says the order, and the last group's share where G does not divide the M tiles.
-    NestPlanResult r = planNest(c.k, 0, parseSchedule(text).schedule->nests[0], sm90(c.multiprocessors));
+    NestPlanResult r = planNest(c.k, 0, parseSchedule(text).schedule->nests[0], sm90Limits(c.multiprocessors));
     ASSERT_TRUE(r.plan) << text;
     const std::string explained = printPlan(c.k, *r.plan);
     EXPECT_NE(explained.find(fmt::format("tile order: groups of {} M tiles", p->groupM)), std::string::npos) << explained;
     EXPECT_EQ(explained.find("the last group holds") != std::string::npos, p->mTiles() % p->groupM != 0) << explained;
-    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90(c.multiprocessors)), "") << c.k.name << " " << text;
+    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90Limits(c.multiprocessors)), "") << c.k.name << " " << text;
   }
 }
 
@@ -220,16 +214,16 @@ TEST(MmaPersistent, EmitsOneRingOverTheTilesThatNvrtcCompiles) {
     const Kernel k = dg64(100000, np);
     const std::string schedule = "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 3 persistent resident a fragments 2";
     std::vector<std::string> reasons;
-    auto p = plan(k, schedule, sm90(132), reasons);
+    auto p = plan(k, schedule, sm90Limits(132), reasons);
     ASSERT_TRUE(p) << joined(reasons);
-    EmittedModule m = emitCuda(k, *parseSchedule(schedule).schedule, sm90(132));
+    EmittedModule m = emitCuda(k, *parseSchedule(schedule).schedule, sm90Limits(132));
     EXPECT_NE(m.source.find(fmt::format("for (int kept_step = 0; kept_step < {}; ++kept_step)", p->steps)),
               std::string::npos) << m.source;
     EXPECT_NE(m.source.find(fmt::format("const int ring_steps = rounds * {};", p->steps)), std::string::npos) << m.source;
     EXPECT_NE(m.source.find("for (int step = 0; step < ring_steps; ++step)"), std::string::npos) << m.source;
     EXPECT_NE(m.source.find("= make_double2(acc0_0_0, acc0_0_1);"), std::string::npos) << m.source;
     const std::string plain =
-        emitCuda(k, *parseSchedule("mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 3 fragments 2").schedule, sm90(132)).source;
+        emitCuda(k, *parseSchedule("mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 3 fragments 2").schedule, sm90Limits(132)).source;
     EXPECT_EQ(plain.find("double2"), std::string::npos) << plain;
     CudaCompileResult r = compileCuda(m.source, k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
     ASSERT_TRUE(r.success) << schedule << "\n" << r.log;
@@ -262,11 +256,11 @@ TEST(MmaPersistent, GridCountsTheBlocksTheRingsRegisterFloorLets) {
     std::vector<std::string> reasons;
     const auto parsed = parseSchedule(c.schedule);
     ASSERT_TRUE(parsed.schedule) << c.schedule;
-    auto p = planMma(k, 0, parsed.schedule->nests[0], sm90(132), reasons);
+    auto p = planMma(k, 0, parsed.schedule->nests[0], sm90Limits(132), reasons);
     ASSERT_TRUE(p) << c.schedule << ": " << joined(reasons);
     EXPECT_EQ(p->persistentBlocks, 132 * c.perSm) << c.schedule;
     EXPECT_EQ(p->minBlocks(parsed.schedule->nests[0].blocksPerSM), c.perSm) << c.schedule;
-    EmittedModule m = emitCuda(k, *parsed.schedule, sm90(132));
+    EmittedModule m = emitCuda(k, *parsed.schedule, sm90Limits(132));
     EXPECT_NE(m.source.find(fmt::format("__launch_bounds__({}, {})", p->threads, c.perSm)), std::string::npos)
         << c.schedule;
     CudaCompileResult r = compileCuda(m.source, k.name + ".cu", nvrtcArchFor(m.source, "sm_90"), nvrtcOptions());
@@ -278,7 +272,7 @@ TEST(MmaPersistent, GridCountsTheBlocksTheRingsRegisterFloorLets) {
   }
   // Without `persistent`: no bound (the kernel's __launch_bounds__ name the threads alone).
   std::vector<std::string> reasons;
-  auto w = plan(dg64(100000, 56), "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 fragments 2", sm90(132), reasons);
+  auto w = plan(dg64(100000, 56), "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 fragments 2", sm90Limits(132), reasons);
   ASSERT_TRUE(w) << joined(reasons);
   EXPECT_EQ(w->boundBlocks, 0);
 }

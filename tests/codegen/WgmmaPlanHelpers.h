@@ -21,6 +21,12 @@ inline ScheduleLimits limitsOf(int64_t multiprocessors) {
   return deviceScheduleLimits(227 * 1024, 1024, multiprocessors, 228 * 1024);
 }
 inline const ScheduleLimits kH200 = limitsOf(132);
+// The same with sm_90's compute capability, which FP64's sm_90 mma shapes need.
+inline ScheduleLimits sm90Limits(int64_t multiprocessors = 132) {
+  ScheduleLimits l = limitsOf(multiprocessors);
+  l.computeCapability = 90;
+  return l;
+}
 
 inline std::optional<MmaPlan> plan(const Kernel& k, const std::string& text, const ScheduleLimits& limits,
                                    std::vector<std::string>& reasons) {
