@@ -28,6 +28,14 @@ inline ScheduleLimits sm90Limits(int64_t multiprocessors = 132) {
   return l;
 }
 
+// `schedule` (a wgmma clause, ` pingpong` last where it has it) with `words` before its ` pingpong`
+// and `tail` after it, in the clause's order: "... stages 2" + " swizzle 128 tma producer
+// persistent" + " pingpong" + " resident a".
+inline std::string beforePingpong(const std::string& schedule, const std::string& words, const std::string& tail) {
+  const size_t at = schedule.find(" pingpong");
+  return (at == std::string::npos ? schedule + words : schedule.substr(0, at) + words + " pingpong") + tail;
+}
+
 inline std::optional<MmaPlan> plan(const Kernel& k, const std::string& text, const ScheduleLimits& limits,
                                    std::vector<std::string>& reasons) {
   auto parsed = parseSchedule(text);

@@ -204,10 +204,8 @@ TEST(HostEmulation, WgmmaResidentMatchesTheReference) {
   };
   int rounded = 0;  // cases whose grid was cut to a multiple of the N tiles
   for (const Case& c : cases) {
-    std::string text = c.schedule;
-    const size_t at = text.find(" pingpong");
     const std::string kept = std::string(" resident ") + c.kept;
-    text = at == std::string::npos ? text + kPersistent + kept : text.substr(0, at) + kPersistent + " pingpong" + kept;
+    const std::string text = beforePingpong(c.schedule, kPersistent, kept);
     const Kernel k = rect(c.kernel, c.m, c.n, c.kk);
     const ScheduleLimits limits = limitsOf(c.multiprocessors);
     std::vector<std::string> reasons;
@@ -347,10 +345,7 @@ TEST(HostEmulation, WgmmaResidentByThreadsMatchesTheReference) {
       {120, "mma: tf32x3 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2", 2e-5, 3},
   };
   for (const Case& c : dg) {
-    std::string text = c.schedule;
-    const size_t at = text.find(" pingpong");
-    text = at == std::string::npos ? text + kPersistent : text.substr(0, at) + kPersistent + " pingpong";
-    text += " resident a";
+    const std::string text = beforePingpong(c.schedule, kPersistent, " resident a");
     const Kernel k = dgDiffThree(301, c.np);
     std::vector<std::string> reasons;
     auto p = plan(k, text, limitsOf(c.multiprocessors), reasons);
@@ -370,10 +365,7 @@ TEST(HostEmulation, WgmmaResidentByThreadsMatchesTheReference) {
       {"rect_pad", 56, "mma: bf16 wgmma m64n64k16 warpgroups 1x1 k 64 stages 3", 1e-5},
   };
   for (const Padded& c : padded) {
-    std::string text = c.schedule;
-    const size_t at = text.find(" pingpong");
-    text = at == std::string::npos ? text + kPersistent : text.substr(0, at) + kPersistent + " pingpong";
-    text += " resident b";
+    const std::string text = beforePingpong(c.schedule, kPersistent, " resident b");
     const Kernel k = rect(c.kernel, 200, 136, c.kk);
     std::vector<std::string> reasons;
     auto p = plan(k, text, limitsOf(3), reasons);

@@ -134,10 +134,7 @@ TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
       {21, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2", 2e-5, 2},
   };
   for (const Case& c : cases) {
-    std::string text = c.schedule;
-    const size_t at = text.find(" pingpong");
-    text = at == std::string::npos ? text + kRing : text.substr(0, at) + kRing + " pingpong";
-    text += " resident a";
+    const std::string text = beforePingpong(c.schedule, kRing, " resident a");
     for (bool three : {true, false}) {
       const Kernel k = three ? dgThree(301, c.np) : dgStacked(301, c.np);
       std::vector<std::string> reasons;
@@ -152,10 +149,7 @@ TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
   const Kernel pad = fromSource(kPadA, "rect32_apad", {{"m", 136}, {"n", 203}, {"kk", 56}});
   for (const char* schedule : {"mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2",
                                "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3 pingpong"}) {
-    std::string text = schedule;
-    const size_t at = text.find(" pingpong");
-    text = at == std::string::npos ? text + kRing : text.substr(0, at) + kRing + " pingpong";
-    text += " resident b";
+    const std::string text = beforePingpong(schedule, kRing, " resident b");
     std::vector<std::string> reasons;
     auto p = plan(pad, text, limitsOf(2), reasons);
     ASSERT_TRUE(p) << text << ": " << joined(reasons);
