@@ -174,6 +174,25 @@ __device__ __forceinline__ T lookBackWith(unsigned long long* status, long long 
   }
 }
 
+// Warp 0's part of a tile t of its line, status words S: publish the tile's total (at once as its
+// inclusive prefix where the tile is the line's first or holds a segment start, which knows its
+// prefix from that start), look back over the line's earlier tiles unless a segment starts the
+// tile, publish the inclusive prefix, and leave the exclusive one in `before` (shared).
+template <class T, class OP, bool SEG, class S>
+__device__ __forceinline__ void publishAndLookBack(unsigned long long* status, long long tile, long long t,
+                                                   unsigned long long epoch, unsigned int tid, T total, int totalF,
+                                                   const unsigned char* flags, T& before) {
+  if (tid >= 32) return;
+  const bool closed = SEG && totalF;
+  if (tid == 0) S::publish(status, tile, epoch, (t == 0 || closed) ? 2u : 1u, total);
+  T b = OP::template identity<T>();
+  if (t > 0 && !(SEG && flags[0])) b = lookBackWith<T, OP, S>(status, tile, tile - t, epoch, tid);
+  if (tid == 0) {
+    if (t > 0 && !closed && !RTCG_SCAN_HOLD_PREFIX) S::publish(status, tile, epoch, 2u, OP::template apply<T>(b, total));
+    before = b;
+  }
+}
+
 // One tile of a line (`scan: lookback`): blocks take tiles by ticket, in the order they start.
 // Line l's position p is at (l / inner) * length * inner + l % inner + p * inner.
 template <class T, class OP, int THREADS, int ITEMS, bool SEG, bool EXCL>
@@ -218,18 +237,7 @@ __device__ __forceinline__ void lookback(const T* __restrict__ x, T* __restrict_
   T excl, total;
   int exclF, totalF;
   blockExclusive<T, OP, SEG, THREADS>(agg, aggF, excl, exclF, total, totalF);
-  if (tid < 32) {
-    // A tile holding a segment start knows its inclusive prefix (from that start) at once.
-    const bool closed = SEG && totalF;
-    if (tid == 0) Status<T>::publish(status, tile, epoch, (t == 0 || closed) ? 2u : 1u, total);
-    T b = id;
-    if (t > 0 && !(SEG && flags[0])) b = lookBackWith<T, OP, Status<T>>(status, tile, tile - t, epoch, tid);
-    if (tid == 0) {
-      if (t > 0 && !closed && !RTCG_SCAN_HOLD_PREFIX)
-        Status<T>::publish(status, tile, epoch, 2u, OP::template apply<T>(b, total));
-      before = b;
-    }
-  }
+  publishAndLookBack<T, OP, SEG, Status<T>>(status, tile, t, epoch, tid, total, totalF, flags, before);
   __syncthreads();
   T run = exclF ? excl : OP::template apply<T>(before, excl);
 #pragma unroll
@@ -376,17 +384,7 @@ __device__ __forceinline__ void lookbackWarp(const T* __restrict__ x, T* __restr
   T excl, total;
   int exclF, totalF;
   blockExclusive<T, OP, SEG, THREADS>(agg, aggF, excl, exclF, total, totalF);
-  if (tid < 32) {
-    const bool closed = SEG && totalF;
-    if (tid == 0) Dense<T>::publish(status, tile, epoch, (t == 0 || closed) ? 2u : 1u, total);
-    T b = id;
-    if (t > 0 && !(SEG && flags[0])) b = lookBackWith<T, OP, Dense<T>>(status, tile, tile - t, epoch, tid);
-    if (tid == 0) {
-      if (t > 0 && !closed && !RTCG_SCAN_HOLD_PREFIX)
-        Dense<T>::publish(status, tile, epoch, 2u, OP::template apply<T>(b, total));
-      before = b;
-    }
-  }
+  publishAndLookBack<T, OP, SEG, Dense<T>>(status, tile, t, epoch, tid, total, totalF, flags, before);
   __syncthreads();
   T run = exclF ? excl : OP::template apply<T>(before, excl);
 #pragma unroll
