@@ -92,6 +92,31 @@ WarpFragments leadingFragmentKs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm
   return current;
 }
 
+// The ring's start: the first steps' stages landed (S - 2 newer groups in flight), the block met,
+// step 0's first fragments loaded into the carried set (declared here).
+WarpFragments startRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& bufA, const C::ExprP& bufB,
+                        std::vector<C::Stmt>& out) {
+  out.push_back(cpAsyncWait(p.ring.stages - 2));
+  out.push_back(C::syncThreads());
+  return declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufA, bufB, out), out);
+}
+
+// A step up to its last fragment-k, from the stage at bufA / bufB: the carried first fragments
+// taken, every fragment-k but the last issued. Returns the last one's fragments.
+WarpFragments stepButLast(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const WarpFragments& carried,
+                          const C::ExprP& bufA, const C::ExprP& bufB, std::vector<C::Stmt>& body) {
+  return leadingFragmentKs(ctx, p, nm, takeCarried(ctx, carried, body), bufA, bufB, body);
+}
+
+// Before a step's last mma: the next step's stage landed (S - 2 newer groups in flight), the block
+// met at the barrier, the next step's first fragments loaded into the carried set.
+void meetNextStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const WarpFragments& carried,
+                  const C::ExprP& nextA, const C::ExprP& nextB, std::vector<C::Stmt>& body) {
+  body.push_back(cpAsyncWait(p.ring.stages - 2));
+  body.push_back(C::syncThreads());
+  assignCarried(carried, loadFragments(ctx, p, nm, lit(0), nextA, nextB, body), body);
+}
+
 }  // namespace
 
 void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const CopyStep& copyStep,
@@ -103,23 +128,16 @@ void emitPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
     copyStep(lit(s), lit(s), out);  // past the last step: zero fills
     out.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
   }
-  out.push_back(cpAsyncWait(S - 2));
-  out.push_back(C::syncThreads());
-  const WarpFragments carried =
-      declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufferA(lit(0)), bufferB(lit(0)), out), out);
+  const WarpFragments carried = startRing(ctx, p, nm, bufferA(lit(0)), bufferB(lit(0)), out);
 
   std::vector<C::Stmt> body;
   const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
   body.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(S))));
-  WarpFragments current = takeCarried(ctx, carried, body);
-  current = leadingFragmentKs(ctx, p, nm, std::move(current), bufferA(C::name(buffer)), bufferB(C::name(buffer)), body);
-  // The step's last fragment-k: the next step's stage (landed: S - 2 newer groups in flight) and
-  // the barrier, the next step's first fragments, this one's mma, then the refill of this step's
-  // buffer, read by no warp any more.
-  body.push_back(cpAsyncWait(S - 2));
-  body.push_back(C::syncThreads());
+  const WarpFragments current = stepButLast(ctx, p, nm, carried, bufferA(C::name(buffer)), bufferB(C::name(buffer)), body);
+  // The step's last fragment-k: the next step's stage and first fragments, this one's mma, then
+  // the refill of this step's buffer, read by no warp any more.
   const C::ExprP following = bin("%", C::sum({C::name(step), lit(1)}), lit(S));
-  assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(following), body), body);
+  meetNextStep(ctx, p, nm, carried, bufferA(following), bufferB(following), body);
   issueMmas(ctx, p, nm, current, body);
   std::string ahead = ctx.names.fresh("ahead");
   body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(p.ring.ahead())})));
@@ -156,10 +174,7 @@ void emitHoistedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vec
     commit(to);
   };
   for (int64_t s = 0; s < ahead; ++s) copyStep(lit(s), lit(s), out);
-  out.push_back(cpAsyncWait(S - 2));
-  out.push_back(C::syncThreads());
-  const WarpFragments carried =
-      declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufferA(lit(0)), bufferB(lit(0)), out), out);
+  const WarpFragments carried = startRing(ctx, p, nm, bufferA(lit(0)), bufferB(lit(0)), out);
   const bool wholeSteps = p.c.kExtent % p.blockK == 0;
   const bool split = copiesA.fullRows() && copiesB.fullRows();
   const int64_t whole = split ? std::max<int64_t>(0, p.steps - ahead - (wholeSteps ? 0 : 1)) : 0, rounds = whole / S;
@@ -172,11 +187,8 @@ void emitHoistedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vec
   // registers once the warp passes the barrier.
   auto step = [&](const C::ExprP& buffer, const C::ExprP& following,
                   const std::function<void(std::vector<C::Stmt>&)>& refill, std::vector<C::Stmt>& body) {
-    WarpFragments current = takeCarried(ctx, carried, body);
-    current = leadingFragmentKs(ctx, p, nm, std::move(current), bufferA(buffer), bufferB(buffer), body);
-    body.push_back(cpAsyncWait(S - 2));
-    body.push_back(C::syncThreads());
-    assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(following), body), body);
+    const WarpFragments current = stepButLast(ctx, p, nm, carried, bufferA(buffer), bufferB(buffer), body);
+    meetNextStep(ctx, p, nm, carried, bufferA(following), bufferB(following), body);
     refill(body);
     issueMmas(ctx, p, nm, current, body);
   };
@@ -256,25 +268,18 @@ void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   const std::string total = ctx.names.fresh("ring_steps");
   out.push_back(C::decl(ctx.idx, total, C::product(nm.rounds, lit(p.steps))));
   for (int64_t s = 0; s < p.ring.ahead(); ++s) copyOrFill(ctx, p, nm, copyStep, lit(s), lit(s), out, C::name(total));
-  out.push_back(cpAsyncWait(S - 2));
-  out.push_back(C::syncThreads());
-  const WarpFragments carried =
-      declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufferA(lit(0)), bufferB(lit(0), lit(0)), out), out);
+  const WarpFragments carried = startRing(ctx, p, nm, bufferA(lit(0)), bufferB(lit(0), lit(0)), out);
 
   std::vector<C::Stmt> body;
   const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
   body.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(step), lit(S))));
-  const C::ExprP bufB = bufferB(C::name(step), C::name(buffer));
-  WarpFragments current = takeCarried(ctx, carried, body);
-  current = leadingFragmentKs(ctx, p, nm, std::move(current), bufferA(C::name(buffer)), bufB, body);
+  const WarpFragments current =
+      stepButLast(ctx, p, nm, carried, bufferA(C::name(buffer)), bufferB(C::name(step), C::name(buffer)), body);
   // As emitPrefetchedSteps: the next ring step's stage and first fragments (the next tile's where
   // this step is its tile's last), this one's mma, the refill S steps ahead.
-  body.push_back(cpAsyncWait(S - 2));
-  body.push_back(C::syncThreads());
   const C::ExprP nextStep = C::sum({C::name(step), lit(1)});
   const C::ExprP following = bin("%", nextStep, lit(S));
-  assignCarried(carried, loadFragments(ctx, p, nm, lit(0), bufferA(following), bufferB(nextStep, following), body),
-                body);
+  meetNextStep(ctx, p, nm, carried, bufferA(following), bufferB(nextStep, following), body);
   issueMmas(ctx, p, nm, current, body);
   std::string ahead = ctx.names.fresh("ahead");
   body.push_back(C::decl(ctx.idx, ahead, C::sum({C::name(step), lit(p.ring.ahead())})));
