@@ -144,6 +144,8 @@ std::vector<C::Stmt> residentSplit(EmitContext& ctx, const MmaPlan& p, const Mma
 std::vector<C::Stmt> threadCopiedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
   std::vector<C::Stmt> out = residentCopy(ctx, p, nm, ptid);
   std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
+  // The epilogue's reads into L2 as a tile starts (persistent: each tile's, in its loop above).
+  if (!p.persistent()) epiloguePrefetches(ctx, p, nm, issuing);
   if (!issuing.empty()) out.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(issuing)));
   const C::ExprP splitter = bin(">=", ptid, lit(32)), stid = bin("-", ptid, lit(32));
   const int64_t lag = p.ring.stages - 1;
@@ -229,6 +231,7 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   };
   C::Stmt issuer = !p.persistent() ? loop(nullptr, p.steps, issue)
                                    : tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
+                                       epiloguePrefetches(ctx, p, nm, body);
                                        body.push_back(loop(C::product(round, lit(p.steps)), p.steps, issue));
                                      });
   std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
@@ -390,5 +393,17 @@ __device__ __forceinline__ void rtcg_tf32_small4_put(float4 v, float* small) {
   if (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
 }
+
+// Where the 16-byte units would cut off the range's last bytes (not 16-byte aligned), those stay
+// out: a prefetch past the array's end could reach memory that is not mapped.
+const char* const prefetchL2Helpers = R"prefetch(// The epilogue's reads prefetched into L2 by the producer ('mma: ... tma producer').
+#ifdef RTCG_HOST_EMULATION
+inline void rtcg_prefetch_l2_range(const void*, const void*) {}
+#else
+__device__ __forceinline__ void rtcg_prefetch_l2_range(const void* first, const void* end) {
+  const unsigned long long a = (unsigned long long)first & ~15ull, b = (unsigned long long)end & ~15ull;
+  if (b > a) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a), "r"((unsigned int)(b - a)) : "memory");
+}
+#endif)prefetch";
 
 }  // namespace rtcg::emit::mma
