@@ -209,7 +209,8 @@ void passTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to
 // rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
 std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies);
 // rtcg_prefetch_l2_range(first, end): the 16-byte units of [first, end) that lie whole in it into
-// L2 (cp.async.bulk.prefetch.L2; nothing in the host emulation).
+// L2 (cp.async.bulk.prefetch.L2; the host emulation checks that it lies within one of the kernel's
+// arrays).
 extern const char* const prefetchL2Helpers;
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.

@@ -214,8 +214,8 @@ void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
 // The loads the producer prefetches for the epilogue (MmaPlan::epiloguePrefetch): those of the
 // statement's value outside its sum and outside any select or && / ||, whose flat offset is affine
 // in M, N and the batch indices with strides >= 0 and whose range over one tile (first point to
-// last) is at most kPrefetchSpread times the elements the tile reads of it. One unstacked
-// statement (plain rows), under a producer.
+// last) is at most kPrefetchSpread times the elements the tile reads of it; arrays of the
+// signature (not a kernel's local ones). One unstacked statement (plain rows), under a producer.
 void planEpiloguePrefetch(const Kernel& k, int nest, MmaPlan& p) {
   if (!p.ring.producer() || p.sharedEpilogue() || p.c.parts.size() != 1 || !plainRows(p.c, true) ||
       !plainRows(p.c, false))
@@ -238,7 +238,7 @@ void planEpiloguePrefetch(const Kernel& k, int nest, MmaPlan& p) {
     if (e.get() == part.sum.get() || e->kind == ExprKind::Select) return false;
     if (e->kind == ExprKind::Binary && isLogical(e->binaryOp)) return false;
     if (e->kind != ExprKind::Load) return true;
-    if (dense(e)) p.epiloguePrefetch.push_back(e);
+    if (size_t(e->array) < k.numSignatureParams() && dense(e)) p.epiloguePrefetch.push_back(e);
     return false;
   });
 }

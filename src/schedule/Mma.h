@@ -282,8 +282,9 @@ struct MmaPlan {
   // cp.async.bulk.prefetch.L2), so that the consumers' epilogue, a tile's steps later, finds them
   // there instead of waiting for DRAM, group after group of its values (Nsight Compute: the
   // winner's warps stalled on those loads about half their cycles; docs/bench.md, session 46).
-  // Only loads at affine offsets whose range over a tile is dense (at most kPrefetchSpread times
-  // the elements the tile reads), outside any select or && / ||, of one unstacked statement.
+  // Only loads of the signature's arrays at affine offsets whose range over a tile is dense (at
+  // most kPrefetchSpread times the elements the tile reads), outside any select or && / ||, of one
+  // unstacked statement.
   std::vector<Expr> epiloguePrefetch;
   // `resident` B that no TMA box copies (its rows are stacked statements' arrays, or not 16 bytes
   // apart; the streaming A still comes by TMA): the producer's 128 threads copy B's kept tiles
