@@ -136,6 +136,7 @@ TEST(HostEmulation, WgmmaEpiloguePrefetchMatchesTheReference) {
       {56, 21, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 swizzle 128 tma producer persistent pingpong resident a", 2},
       {20, 17, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma producer persistent pingpong", 1},
       {56, 17, "stores: streaming; mma: tf32x3 wgmma m64n56k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma producer persistent pingpong resident a", 2},
+      {20, 17, "mma: tf32x3 wgmma m64n24k8 warpgroups 2x1 k 32 stages 2 swizzle 128 tma producer persistent pingpong resident a", 1},
       {20, 21, "mma: tf32 wgmma m64n64k8 warpgroups 2x1 k 32 stages 2 swizzle 128 tma producer persistent pingpong resident a", 1},
   };
   for (const auto& c : lifts) {
