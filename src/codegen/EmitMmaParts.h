@@ -208,9 +208,10 @@ void passTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to
 // kept B), rtcg_ld4 and rtcg_tf32_small4_put (`split`: a plan splits tf32x3's tiles), and
 // rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
 std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies);
-// rtcg_prefetch_l2_range(first, end): the 16-byte units of [first, end) that lie whole in it into
-// L2 (cp.async.bulk.prefetch.L2; the host emulation checks that it lies within one of the kernel's
-// arrays).
+// rtcg_prefetch_l2_range(first, end): the bytes from `first` rounded down to 16 to `end` rounded
+// down to 16 into L2 (cp.async.bulk.prefetch.L2 takes 16-byte units; arrays are whole allocations,
+// 16-byte aligned); the host emulation checks that [first, end) lies within one of the kernel's
+// arrays.
 extern const char* const prefetchL2Helpers;
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.

@@ -398,8 +398,8 @@ __device__ __forceinline__ void rtcg_tf32_small4_put(float4 v, float* small) {
   return s;
 }
 
-// Where the 16-byte units would cut off the range's last bytes (not 16-byte aligned), those stay
-// out: a prefetch past the array's end could reach memory that is not mapped.
+// The end is rounded down, not up: a prefetch past the array's end could reach memory that is not
+// mapped; the last bytes of a range that ends inside a 16-byte unit stay out (a hint only).
 const char* const prefetchL2Helpers = R"prefetch(// The epilogue's reads prefetched into L2 by the producer ('mma: ... tma producer').
 #ifdef RTCG_HOST_EMULATION
 inline void rtcg_prefetch_l2_range(const void* first, const void* end) { rtcg_emu_prefetch_l2(first, end); }
