@@ -149,6 +149,25 @@ C::Stmt tileLoop(EmitContext& ctx, const MmaPlan& p, MmaNames& nm,
                    C::forLoop(ctx.idx, turn, lit(0), C::name(turns), C::Unroll::Never, std::move(body))});
 }
 
+void epiloguePrefetches(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  // The tile's last point: its far corner, or the domain's edge.
+  auto last = [&](const C::ExprP& origin, int64_t block, int64_t extent) {
+    C::ExprP end = C::sum({origin, lit(block)});
+    return bin("-", C::ternary(bin("<", end, lit(extent)), end, lit(extent)), lit(1));
+  };
+  for (const Expr& load : p.epiloguePrefetch) {
+    Env first, end;
+    first.vars = end.vars = nm.batch;
+    bindRow(p, true, nm.m0, first);
+    bindRow(p, false, nm.n0, first);
+    bindRow(p, true, last(nm.m0, p.blockM, p.c.mExtent), end);
+    bindRow(p, false, last(nm.n0, p.blockN, p.c.nExtent), end);
+    C::ExprP a = lowerAccess(ctx, load->array, load->operands, first, out);
+    C::ExprP b = lowerAccess(ctx, load->array, load->operands, end, out);
+    out.push_back(C::exprStmt(C::call("rtcg_prefetch_l2_range", {C::unary("&", a), C::sum({C::unary("&", b), lit(1)})})));
+  }
+}
+
 }  // namespace mma
 
 namespace {
@@ -960,6 +979,7 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
     needs.producer = true;
     needs.producerSplit |= p.splitBuffers > 0;
     needs.producerThreadCopies |= p.residentByThreads() || p.aByThreads();
+    needs.l2Prefetch |= !p.epiloguePrefetch.empty();
     for (int64_t n : {p.producerRegisters, p.consumerRegisters})
       if (n > 0) needs.producerRegisters.insert(n);
   }

@@ -52,6 +52,10 @@ C::Stmt tileLoop(EmitContext& ctx, const MmaPlan& p, MmaNames& nm,
                  const std::function<void(const C::ExprP& round, std::vector<C::Stmt>& body)>& each,
                  bool consumer = false);
 
+// The producer's prefetches of the epilogue's reads (MmaPlan::epiloguePrefetch) for the tile at
+// (nm.m0, nm.n0) and nm.batch: each the bytes from the tile's first point to its last.
+void epiloguePrefetches(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out);
+
 using Offsets = std::vector<std::pair<int64_t, int64_t>>;  // per fragment register: (row, k) from (g, t)
 
 // EmitMmaF64.cpp: the FP64 shapes' fragments (m8n8k4; sm_90's m16n8k4, m16n8k8, m16n8k16).
@@ -204,6 +208,11 @@ void passTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to
 // kept B), rtcg_ld4 and rtcg_tf32_small4_put (`split`: a plan splits tf32x3's tiles), and
 // rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
 std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies);
+// rtcg_prefetch_l2_range(first, end): the bytes from `first` rounded down to 16 to `end` rounded
+// down to 16 into L2 (cp.async.bulk.prefetch.L2 takes 16-byte units; arrays are whole allocations,
+// 16-byte aligned); the host emulation checks that [first, end) lies within one of the kernel's
+// arrays.
+extern const char* const prefetchL2Helpers;
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.
 void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch);

@@ -160,6 +160,10 @@ std::vector<C::Stmt> threadCopiedSteps(EmitContext& ctx, const MmaPlan& p, MmaNa
     body.push_back(C::exprStmt(C::call("rtcg_mbar_arrive", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer))})));
   };
   out.push_back(tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
+    // The epilogue's reads into L2 as the tile starts, by one thread.
+    std::vector<C::Stmt> prefetches;
+    epiloguePrefetches(ctx, p, nm, prefetches);
+    if (!prefetches.empty()) body.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(prefetches)));
     const std::string step = ctx.names.fresh("step"), ring = ctx.names.fresh("ring_step"), buffer = ctx.names.fresh("buffer");
     std::vector<C::Stmt> each;
     each.push_back(C::decl(ctx.idx, ring, C::sum({C::product(round, lit(p.steps)), C::name(step)})));
@@ -229,9 +233,12 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   };
   C::Stmt issuer = !p.persistent() ? loop(nullptr, p.steps, issue)
                                    : tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
+                                       epiloguePrefetches(ctx, p, nm, body);
                                        body.push_back(loop(C::product(round, lit(p.steps)), p.steps, issue));
                                      });
   std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
+  // The epilogue's reads into L2 as a tile starts (persistent: each tile's, in its loop above).
+  if (!p.persistent()) epiloguePrefetches(ctx, p, nm, issuing);
   issuing.push_back(std::move(issuer));
   std::vector<C::Stmt> branches;
   if (p.residentByThreads()) append(branches, residentCopy(ctx, p, nm, ptid));
@@ -390,5 +397,17 @@ __device__ __forceinline__ void rtcg_tf32_small4_put(float4 v, float* small) {
   if (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
 }
+
+// The end is rounded down, not up: a prefetch past the array's end could reach memory that is not
+// mapped; the last bytes of a range that ends inside a 16-byte unit stay out (a hint only).
+const char* const prefetchL2Helpers = R"prefetch(// The epilogue's reads prefetched into L2 by the producer ('mma: ... tma producer').
+#ifdef RTCG_HOST_EMULATION
+inline void rtcg_prefetch_l2_range(const void* first, const void* end) { rtcg_emu_prefetch_l2(first, end); }
+#else
+__device__ __forceinline__ void rtcg_prefetch_l2_range(const void* first, const void* end) {
+  const unsigned long long a = (unsigned long long)first & ~15ull, b = (unsigned long long)end & ~15ull;
+  if (b > a) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a), "r"((unsigned int)(b - a)) : "memory");
+}
+#endif)prefetch";
 
 }  // namespace rtcg::emit::mma

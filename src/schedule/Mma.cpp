@@ -211,6 +211,38 @@ void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
   p.consumerRegisters = std::min<int64_t>(240, (p.threads * launch - 128 * 40) / p.consumerThreads / 8 * 8);
 }
 
+// The loads the producer prefetches for the epilogue (MmaPlan::epiloguePrefetch): those of the
+// statement's value outside its sum and outside any select or && / ||, whose flat offset is affine
+// in M, N and the batch indices with strides >= 0 and whose range over one tile (first point to
+// last) is at most kPrefetchSpread times the elements the tile reads of it; arrays of the
+// signature (not a kernel's local ones). One unstacked statement (plain rows), under a producer.
+void planEpiloguePrefetch(const Kernel& k, int nest, MmaPlan& p) {
+  if (!p.ring.producer() || p.sharedEpilogue() || p.c.parts.size() != 1 || !plainRows(p.c, true) ||
+      !plainRows(p.c, false))
+    return;
+  const ContractionPart& part = p.c.parts[0];
+  const Stmt& st = k.nests[size_t(nest)].body[size_t(part.statement)];
+  const int64_t bm = std::min(p.blockM, p.c.mExtent), bn = std::min(p.blockN, p.c.nExtent);
+  auto dense = [&](const Expr& load) {
+    auto form = flatOffset(k, load->array, load->operands);
+    if (!form) return false;
+    for (const auto& [var, coeff] : form->coeffs)
+      if (coeff < 0 || (var != p.c.m && var != p.c.n &&
+                        std::find(p.c.batch.begin(), p.c.batch.end(), var) == p.c.batch.end()))
+        return false;
+    const int64_t a = form->coeff(p.c.m), b = form->coeff(p.c.n);
+    const int64_t range = a * (bm - 1) + b * (bn - 1) + 1, elements = (a ? bm : 1) * (b ? bn : 1);
+    return range <= kPrefetchSpread * elements;
+  };
+  visitExprsWhile(st.value, [&](const Expr& e) {
+    if (e.get() == part.sum.get() || e->kind == ExprKind::Select) return false;
+    if (e->kind == ExprKind::Binary && isLogical(e->binaryOp)) return false;
+    if (e->kind != ExprKind::Load) return true;
+    if (size_t(e->array) < k.numSignatureParams() && dense(e)) p.epiloguePrefetch.push_back(e);
+    return false;
+  });
+}
+
 // wgmma's part of the plan (MmaPlan::wgmma): the instruction's shape, the block tile of 64 x N
 // per warpgroup, the canonical tile layouts and their descriptor strides. The arithmetic must be one
 // wgmma takes, and the tiles are copied by cp.async (`stages`): wgmma reads shared memory itself.
@@ -636,6 +668,7 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.smallOffset = p.a.buffer * p.ring.stages + p.b.buffer * p.bBuffers();
   p.tileBytes += (p.splitBuffers * (p.registerA() ? 0 : p.a.buffer) + p.bSmallBuffers() * p.b.buffer) * typeBytes(p.staged);
   planEpilogue(k, nest, s, p);
+  planEpiloguePrefetch(k, nest, p);
   // TMA's mbarriers, one of 8 bytes a stage, after the tiles and the epilogue (which reuses them).
   // `producer`: the stages' full, empty and (tf32x3) ready mbarriers; the consumers' turns;
   // `resident`: B's full and (tf32x3) ready.

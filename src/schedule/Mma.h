@@ -276,6 +276,16 @@ struct MmaPlan {
   // grid's tile) walks groups of G M tiles, M fastest within a group, each group's N tiles in
   // turn; the last group holds the M tiles left. 0: N fastest (EmitMma.cpp, declareTileOrigin).
   int64_t groupM = 0;
+  // The epilogue's reads of memory beside its sums (DG lifting's rhs[k, i] and invJ[k]), where a
+  // producer runs the ring (planEpiloguePrefetch): its issuing thread prefetches each into L2 as it
+  // starts a tile, the byte range from the tile's first point to its last (one
+  // cp.async.bulk.prefetch.L2), so that the consumers' epilogue, a tile's steps later, finds them
+  // there instead of waiting for DRAM, group after group of its values (Nsight Compute: the
+  // winner's warps stalled on those loads about half their cycles; docs/bench.md, session 46).
+  // Only loads of the signature's arrays at affine offsets whose range over a tile is dense (at
+  // most kPrefetchSpread times the elements the tile reads), outside any select or && / ||, of one
+  // unstacked statement.
+  std::vector<Expr> epiloguePrefetch;
   // `resident` B that no TMA box copies (its rows are stacked statements' arrays, or not 16 bytes
   // apart; the streaming A still comes by TMA): the producer's 128 threads copy B's kept tiles
   // once by cp.async (zeros outside the domain), before thread 0 issues the ring, each arriving
@@ -313,6 +323,9 @@ struct MmaPlan {
   // The warpgroups that free each stage: one where they alternate tiles, else every consumer.
   int64_t releasingWarps() const { return alternatingTiles ? 4 : consumerThreads / 32; }
 };
+
+// A prefetched range's bytes over the elements a tile reads (MmaPlan::epiloguePrefetch): at most.
+constexpr int64_t kPrefetchSpread = 2;
 
 // Registers per thread of a wgmma plan: the accumulators (N / 2), tf32x3's partial sums and
 // registerA's fragments (per set), ~40 others.

@@ -852,7 +852,13 @@ std::string mmaEpilogueLine(const MmaPlan& p) {
     return fmt::format("  epilogue: accumulators to a shared {}x{} tile ({} fastest, pitch {}, {} bytes, in the operand "
                        "tiles' space), then the statement per output point in that order (coalesced), guarded\n",
                        p.blockM, p.blockN, p.epilogueAlongM() ? "M" : "N", p.epiloguePitch, p.epilogueBytes);
-  return "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
+  std::string line = "  epilogue: the statement with the sum replaced by the accumulator, per output point, guarded\n";
+  if (!p.epiloguePrefetch.empty())
+    line += fmt::format("  epilogue prefetch: the producer's issuing thread prefetches the tile's {} read{} beside the "
+                        "sum into L2 as it starts the tile (one bulk prefetch each, the tile's first point to its "
+                        "last)\n",
+                        p.epiloguePrefetch.size(), p.epiloguePrefetch.size() == 1 ? "" : "s");
+  return line;
 }
 
 // `group G`: the order of the tiles a linear tile index walks (absent: N fastest, said nowhere).

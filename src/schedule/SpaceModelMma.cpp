@@ -255,6 +255,36 @@ double pingpongFactor(const MmaPlan& p) {
   return double(p.steps) / (double(p.steps) + kEpilogueSteps);
 }
 
+// The epilogue's reads of memory beside the sums (DG lifting's rhs and invJ): the fragment epilogue
+// computes kEpilogueValues values a thread at a time before their stores, so each such group of a
+// tile waits for its loads: from DRAM (kEpilogueReadSeconds), or from L2 where the producer
+// prefetched them (MmaPlan::epiloguePrefetch: kPrefetchedReadSeconds); the shared epilogue's pass
+// waits once. The tiles that run their epilogues at once on a multiprocessor (its blocks, and a
+// pingpong block's consumers) overlap those waits. Calibrated on an H200 (docs/bench.md, session
+// 46): lifting N7's `m64n128 2x1 ... pingpong resident a` 0.1090 ms without the prefetch, 0.0953
+// with it; N5's `m64n128 1x1 ... persistent resident a` 0.1245 against `m64n56 2x1 ... pingpong
+// resident a` 0.0909, both prefetched.
+constexpr double kEpilogueReadSeconds = 0.6e-6, kPrefetchedReadSeconds = 0.2e-6;
+constexpr int64_t kEpilogueValues = 16;
+
+double epilogueReadSeconds(const Kernel& k, int nest, const MmaPlan& p, int64_t blocksPerMultiprocessor,
+                           const DeviceModel& d) {
+  bool reads = false;
+  for (const ContractionPart& part : p.c.parts)
+    visitExprsWhile(k.nests[size_t(nest)].body[size_t(part.statement)].value, [&](const Expr& e) {
+      reads = reads || (e.get() != part.sum.get() && e->kind == ExprKind::Load);
+      return !reads && e.get() != part.sum.get();
+    });
+  if (!reads) return 0.0;
+  const int64_t tileThreads = p.alternatingTiles ? 128 : p.consumerThreads > 0 ? p.consumerThreads : p.threads;
+  const int64_t values = p.blockM * p.blockN / std::max<int64_t>(1, tileThreads);
+  const int64_t groups = p.sharedEpilogue() ? 1 : (values + kEpilogueValues - 1) / kEpilogueValues;
+  const double atOnce = double(std::max<int64_t>(1, blocksPerMultiprocessor) *
+                               (p.alternatingTiles ? std::max<int64_t>(1, p.consumerGroups()) : 1));
+  const double rounds = double(p.tileCount()) / (double(d.multiprocessors) * atOnce);
+  return rounds * double(groups) * (p.epiloguePrefetch.empty() ? kEpilogueReadSeconds : kPrefetchedReadSeconds);
+}
+
 // Whether each block's outputs are one contiguous run of the output array, stored in 16-byte
 // vectors (vector: epilogueVectorWidth's > 1): the block's tile spans the fast direction whole
 // (one tile along it) and the output's stride along the slow one is that direction's extent (DG
@@ -351,7 +381,8 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   const double hiding = p.ring.stages > 1 ? 1.0 : std::min(1.0, 0.5 + 0.25 * double(std::min<int64_t>(e.blocksPerMultiprocessor, int64_t(std::ceil(blocks / sms)))));
   e.efficiency = smUse * waveUse * hiding;
   e.storeStride = 1;  // each quad of lanes stores runs of 8 neighbours along N
-  e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency;
+  e.seconds = d.launchOverhead + (std::max(memory, compute) + std::min(memory, compute) / 4) / e.efficiency +
+              epilogueReadSeconds(k, plan.nest, p, e.blocksPerMultiprocessor, d);
   if (spills) e.seconds *= 2;  // local-memory traffic in the inner loop
   return e;
 }

@@ -52,6 +52,8 @@ std::string hostSource(const Kernel& k, const EmittedModule& m) {
         l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], fmt::join(args, ", "));
   }
   out += "extern \"C\" void rtcg_emu_set_block_order(int order) { rtcg_emu_block_order = order; }\n";
+  out += "extern \"C\" void rtcg_emu_add_array(const void* p, unsigned long long bytes) { "
+         "rtcg_emu_arrays.push_back({static_cast<const unsigned char*>(p), bytes}); }\n";
   out += "extern \"C\" void rtcg_emu_set_scan_hold_prefix(int hold) { rtcg_emu_scan_hold_prefix = hold != 0; }\n";
   return out;
 }
@@ -110,6 +112,10 @@ std::string runEmittedOnHost(const Kernel& k, const Schedule& s, HostArgs& args,
   auto setOrder = (void (*)(int))dlsym(so, "rtcg_emu_set_block_order");
   if (!setOrder) return "missing rtcg_emu_set_block_order";
   setOrder(options.blockOrder);
+  auto addArray = (void (*)(const void*, unsigned long long))dlsym(so, "rtcg_emu_add_array");
+  if (!addArray) return "missing rtcg_emu_add_array";
+  for (size_t p = 0; p < k.numSignatureParams(); ++p)
+    if (k.params[p].isArray()) addArray(args.array((int)p).data(), args.array((int)p).bytes());
   auto setHold = (void (*)(int))dlsym(so, "rtcg_emu_set_scan_hold_prefix");
   if (!setHold) return "missing rtcg_emu_set_scan_hold_prefix";
   setHold(options.scanHoldPrefix ? 1 : 0);

@@ -619,6 +619,17 @@ inline unsigned long long rtcg_wgmma_desc(const void* p, unsigned int lbo, unsig
   return (unsigned long long)(at >> 4) | (unsigned long long)(lbo >> 4) << 16 | (unsigned long long)(sbo >> 4) << 32;
 }
 inline void rtcg_fence_proxy_async() {}
+// The kernel's arrays (runEmittedOnHost registers each before the launches): a prefetch into L2
+// (rtcg_prefetch_l2_range's emulation) must lie within one of them, first <= end, or it aborts.
+inline std::vector<std::pair<const unsigned char*, size_t>> rtcg_emu_arrays;
+inline void rtcg_emu_prefetch_l2(const void* first, const void* end) {
+  const auto* a = static_cast<const unsigned char*>(first);
+  const auto* b = static_cast<const unsigned char*>(end);
+  for (const auto& [base, bytes] : rtcg_emu_arrays)
+    if (a >= base && a <= b && b <= base + bytes) return;
+  std::fprintf(stderr, "prefetch of [%p, %p): not within one of the kernel's arrays\n", first, end);
+  std::abort();
+}
 // 'swizzle 128': layout type 1 in bits 62-63.
 inline unsigned long long rtcg_wgmma_desc_sw128(const void* p, unsigned int lbo, unsigned int sbo) {
   return rtcg_wgmma_desc(p, lbo, sbo) | 1ull << 62;
