@@ -959,7 +959,8 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
   if (p.ring.producer()) {
     needs.producer = true;
     needs.producerSplit |= p.splitBuffers > 0;
-    needs.producerThreadCopies |= p.residentByThreads() || p.aByThreads();
+    needs.producerThreadCopies |= p.residentByThreads() || (p.aByThreads() && !p.aByLoads());
+    needs.producerLoadCopies |= p.aByLoads();
     for (int64_t n : {p.producerRegisters, p.consumerRegisters})
       if (n > 0) needs.producerRegisters.insert(n);
   }

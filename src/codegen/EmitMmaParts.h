@@ -201,9 +201,10 @@ void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 void waitTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 void passTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 // The prelude: rtcg_mbar_arrive, rtcg_cp_async_mbar_arrive (`threadCopies`: a plan's producer threads copy a
-// kept B), rtcg_ld4 and rtcg_tf32_small4_put (`split`: a plan splits tf32x3's tiles), and
-// rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
-std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies);
+// kept B or A by cp.async), rtcg_ld4 and rtcg_tf32_small4_put (`split`: a plan splits tf32x3's tiles),
+// rtcg_tf32_small (`loadCopies`: MmaPlan::aByLoads) and rtcg_setmaxnreg_inc_N / _dec_N for each N of
+// `counts`.
+std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies, bool loadCopies);
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.
 void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch);
