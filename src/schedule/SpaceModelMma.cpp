@@ -211,11 +211,14 @@ constexpr double kThreadCopyRate = 1.0e9;
 
 // A by the producer's plain loads (MmaPlan::aByLoads), copied and split in one pass: about
 // kLoadCopyRate values a second per multiprocessor with 8 rows in flight, kLoadCopyRate16 with
-// 16, fitted on an H200 to dg_diff and dg_diff_stacked N = 8 at m64n128 (pingpong and not; the
-// factors below applied: docs/bench.md, session 46). B's kept tiles are still split once a block
-// at kSplitRate.
-constexpr double kLoadCopyRate = 1.05e9;
-constexpr double kLoadCopyRate16 = 1.27e9;
+// 16: the whole kernels' times of dg_diff and dg_diff_stacked N = 8 at m64n128 pingpong, the
+// pingpong and persistent factors (below) not taken out. Taken out (1.05e9, 1.27e9) the model
+// fits those times, but the swizzled forms without a producer, which it puts at the memory bound
+// there (0.32 ms), measure 0.53-0.68 ms, so it ranked the faster forms below them, and the
+// search of dg_diff_stacked N8 ended at 1.13x cuBLAS instead of 1.22x (docs/bench.md, session
+// 46). B's kept tiles are still split once a block at kSplitRate.
+constexpr double kLoadCopyRate = 1.1e9;
+constexpr double kLoadCopyRate16 = 1.4e9;
 
 double producerSplitSeconds(const MmaPlan& p, double blocks, const DeviceModel& d) {
   const double aValues = double(p.tileCount() * p.steps * p.blockK * p.blockM);
