@@ -19,6 +19,7 @@
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
+#include "support/Error.h"
 
 namespace rtcg::emit::mma {
 
@@ -132,6 +133,72 @@ std::vector<C::Stmt> residentSplit(EmitContext& ctx, const MmaPlan& p, const Mma
   return body;
 }
 
+// aByLoads (MmaPlan::aCopy: Registers): A's slice of tile step `step` at the tile's origin into
+// the stage starting at element `start` by the producer's plain loads. Warp w loads the tile's
+// rows from w * blockM / 4 on, a row's 32 values of k a load (lane l: k 32 c + l of the step),
+// aRowsInFlight loads into registers before any is stored (a store after each load would wait out
+// its latency alone), then stores each value (the big part, as the tensor cores read it) and its
+// small part at its place of the swizzled big and small tiles: a row's 32 values in 32 banks.
+// Zeros outside the domain.
+void loadStage(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid, const C::ExprP& step,
+               const C::ExprP& start, std::vector<C::Stmt>& body) {
+  const int64_t chunks = p.blockK / 32, rowsPerWarp = p.blockM / 4, loads = rowsPerWarp * chunks;
+  const int64_t inFlight = p.aRowsInFlight, batches = loads / inFlight;
+  RTCG_ASSERT(p.staged == ScalarType::F32 && p.blockK % 32 == 0 && inFlight > 0 && loads % inFlight == 0 &&
+                  inFlight % chunks == 0,
+              "the producer's loads: f32 rows of 32 values, batches dividing a warp's loads");
+  const std::string batch = ctx.names.fresh("batch"), first = ctx.names.fresh("load_row");
+  std::vector<C::Stmt> each;
+  C::ExprP firstRow = C::product(bin("/", ptid, lit(32)), lit(rowsPerWarp));
+  if (batches > 1) firstRow = C::sum({firstRow, C::product(C::name(batch), lit(inFlight / chunks))});
+  each.push_back(C::decl(ctx.idx, first, firstRow));
+  std::vector<std::pair<std::string, C::ExprP>> loaded;  // the value's register, its place in the stage
+  for (int64_t r = 0; r < inFlight; ++r) {
+    C::ExprP row = C::sum({C::name(first), lit(r / chunks)}), kk = C::sum({lit(r % chunks * 32), nm.lane});
+    C::ExprP point = C::sum({nm.m0, row}), kq = C::sum({C::product(step, lit(p.blockK)), kk});
+    Env env;
+    env.vars = nm.batch;
+    C::ExprP part = bindRow(p, true, point, env);
+    bindK(p, kq, env);
+    std::vector<C::Stmt> lowered;
+    C::ExprP value = operandAt(p, true, part, [&](const Expr& op) { return lower(ctx, op, env, lowered); });
+    RTCG_ASSERT(lowered.empty(), "an mma operand lowers to one expression");
+    C::ExprP inside = bin("&&", bin("<", point, lit(p.c.mExtent)), bin("<", kq, lit(p.c.kExtent)));
+    loaded.emplace_back(ctx.names.fresh("loaded"), C::sum({start, wgmmaTileAt(p, true, row, kk)}));
+    each.push_back(C::decl("float", loaded.back().first, C::ternary(inside, value, literalOf(p.staged, 0, 0.0))));
+  }
+  for (const auto& [x, at] : loaded) {
+    each.push_back(C::assign(tileRef(nm.tileA[0], at), "=", C::name(x)));
+    each.push_back(C::assign(tileRef(nm.tileA[1], at), "=", C::call("rtcg_tf32_small", {C::name(x)})));
+  }
+  if (batches == 1) append(body, std::move(each));
+  else body.push_back(C::forLoop(ctx.idx, batch, lit(0), lit(batches), C::Unroll::Never, std::move(each)));
+}
+
+// aByLoads: the producer's loop over the block's tiles and their steps (ring step r): all 128
+// threads wait until the consumers have freed r's stage, load and store their share of it
+// (loadStage), fence for the async proxy and arrive on the stage's `ready` (count 128), which
+// the consumers wait for. The stage's writers are these threads alone, so `empty` orders them.
+// As threadCopiedSteps, thread 0 prefetches the epilogue's reads into L2 as each tile starts.
+C::Stmt loadedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
+  return tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
+    std::vector<C::Stmt> prefetches;
+    epiloguePrefetches(ctx, p, nm, prefetches);
+    if (!prefetches.empty()) body.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(prefetches)));
+    const std::string step = ctx.names.fresh("step"), ring = ctx.names.fresh("ring_step"), buffer = ctx.names.fresh("buffer");
+    std::vector<C::Stmt> each;
+    each.push_back(C::decl(ctx.idx, ring, C::sum({C::product(round, lit(p.steps)), C::name(step)})));
+    each.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(ring), lit(p.ring.stages))));
+    C::ExprP previous = bin("%", C::sum({bin("/", C::name(ring), lit(p.ring.stages)), lit(1)}), lit(2));
+    each.push_back(C::ifThen(bin(">=", C::name(ring), lit(p.ring.stages)),
+                             {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, C::name(buffer)), previous}))}));
+    loadStage(ctx, p, nm, ptid, C::name(step), C::product(C::name(buffer), lit(p.a.buffer)), each);
+    each.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+    each.push_back(C::exprStmt(C::call("rtcg_mbar_arrive", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer))})));
+    body.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(each)));
+  });
+}
+
 // aByThreads: the producer warpgroup's steps when its 128 threads copy A themselves. B's kept tiles
 // first (by the threads, or thread 0's boxes), and the splitters' one split of them; then a loop
 // over the block's tiles and their steps (ring step r): each thread waits until the consumers have
@@ -140,7 +207,8 @@ std::vector<C::Stmt> residentSplit(EmitContext& ctx, const MmaPlan& p, const Mma
 // arrivals). Under tf32x3 warps 1-3 first split ring step r - (stages - 1), whose copies were
 // issued that many steps before, so the copies of stages - 1 steps are in flight as they split;
 // the steps left to split follow the loop. No wait is circular: r's stage is freed once step r -
-// stages is split, which these threads did in the step before.
+// stages is split, which these threads did in the step before. aByLoads: the loads' steps instead
+// (loadedSteps), no separate split.
 std::vector<C::Stmt> threadCopiedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
   std::vector<C::Stmt> out = residentCopy(ctx, p, nm, ptid);
   std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
@@ -148,6 +216,10 @@ std::vector<C::Stmt> threadCopiedSteps(EmitContext& ctx, const MmaPlan& p, MmaNa
   const C::ExprP splitter = bin(">=", ptid, lit(32)), stid = bin("-", ptid, lit(32));
   const int64_t lag = p.ring.stages - 1;
   if (p.splitBuffers) out.push_back(C::ifThen(splitter, residentSplit(ctx, p, nm, stid)));
+  if (p.aByLoads()) {
+    out.push_back(loadedSteps(ctx, p, nm, ptid));
+    return out;
+  }
   // Ring step `at`'s split (its copies landed): the small parts, the fence, the warp's arrival.
   auto splitAt = [&](const C::ExprP& at, std::vector<C::Stmt>& body) {
     const std::string buffer = ctx.names.fresh("split_buffer");
@@ -266,14 +338,16 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
 
 // The producer-consumer ring's opening: the mbarriers and the producer's branch.
 void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
-  // The mbarriers: full (TMA's, count 1; aByThreads: the producer's 128 threads), empty (every
-  // consumer warp), ready (the splitting warps; aByThreads: the splitting threads).
+  // The mbarriers: full (TMA's, count 1; aByThreads: the producer's 128 threads; aByLoads: none
+  // arrive, not initialized), empty (every consumer warp), ready (the splitting warps; aByThreads:
+  // the splitting threads; aByLoads: the producer's 128 threads).
   std::vector<C::Stmt> init;
   const std::vector<std::pair<Barrier, int64_t>> barriers = {
       {Barrier::Full, p.aByThreads() ? kProducerThreads : 1}, {Barrier::Empty, p.releasingWarps()},
-      {Barrier::Ready, p.aByThreads() ? kSplitThreads : kSplitThreads / 32}};
+      {Barrier::Ready, p.aByLoads() ? kProducerThreads : p.aByThreads() ? kSplitThreads : kSplitThreads / 32}};
   for (auto [which, count] : barriers) {
     if (which == Barrier::Ready && !p.splitBuffers) continue;
+    if (which == Barrier::Full && p.aByLoads()) continue;
     for (int64_t s = 0; s < p.ring.stages; ++s)
       init.push_back(C::exprStmt(C::call("rtcg_mbar_init", {stageBarrier(p, nm, which, lit(s)), lit(count)})));
   }
@@ -363,7 +437,7 @@ void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, st
 // The plain arrival and, per register count a plan moves to (`counts`), setmaxnreg's increase
 // and decrease (PTX ISA: mbarrier.arrive; setmaxnreg, sm_90a: an immediate). The host emulation
 // defines the arrival; setmaxnreg has nothing to emulate.
-std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies) {
+std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies, bool loadCopies) {
   std::string s = R"producer(// Warp specialization ('mma: ... tma producer'): an arrival on an mbarrier, setmaxnreg.
 #ifndef RTCG_HOST_EMULATION
 __device__ __forceinline__ void rtcg_mbar_arrive(void* bar) {
@@ -386,6 +460,12 @@ __device__ __forceinline__ void rtcg_cp_async_mbar_arrive(void* bar) {
 __device__ __forceinline__ void rtcg_tf32_small4_put(float4 v, float* small) {
   auto part = [](float a) { return rtcg_tf32_rna(a - __uint_as_float(__float_as_uint(a) & 0xffffe000u)); };
   *reinterpret_cast<float4*>(small) = make_float4(part(v.x), part(v.y), part(v.z), part(v.w));
+}
+)producer";
+  // aByLoads: one value's small part, as the producer's loads store it.
+  if (loadCopies)
+    s += R"producer(__device__ __forceinline__ float rtcg_tf32_small(float a) {
+  return rtcg_tf32_rna(a - __uint_as_float(__float_as_uint(a) & 0xffffe000u));
 }
 )producer";
   for (int64_t n : counts)

@@ -196,6 +196,20 @@ void planProducer(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& r
   p.orderedIssue = ms.warpsM * ms.warpsN > 1 && !ms.pingpong;
 }
 
+// aByThreads' copy engine (MmaPlan::aCopy, aRowsInFlight): under tf32x3 the producer's plain loads,
+// as many rows in flight (16 or 8) as its `registers` hold beside kLoadRegisters others (the loop,
+// the addresses, the split): with setmaxnreg's 40, 16 rows spilled 64 bytes in ptxas and 8 none;
+// with the launch's 168, 16 ran 25% faster than 8 (docs/bench.md, session 46). Rows a batch divide
+// a warp's loads of a step (a quarter of the tile's rows, blockK / 32 loads a row).
+constexpr int64_t kLoadRegisters = 32;
+
+void planProducerLoads(MmaPlan& p, int64_t registers) {
+  if (!p.aByThreads() || !p.splitBuffers) return;
+  p.aCopy = CopyEngine::Registers;
+  const int64_t loads = p.blockM / 4 * (p.blockK / 32);
+  p.aRowsInFlight = std::min<int64_t>(loads, registers >= 16 + kLoadRegisters ? 16 : 8);
+}
+
 // The producer's registers (MmaPlan::producerRegisters, consumerRegisters): none moved where the
 // consumers' `regs` fit the registers __launch_bounds__ leaves every thread of the block (in 8s);
 // else setmaxnreg within the pool the launch gets, the producer keeping 40 (its loops and
@@ -206,9 +220,11 @@ void planProducer(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& r
 void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
   p.consumerThreads = p.threads - 128;
   const int64_t launch = std::min<int64_t>(248, 65536 / (p.threads * std::max<int64_t>(1, blocksPerSM)) / 8 * 8);
-  if (regs <= launch) return;
-  p.producerRegisters = 40;
-  p.consumerRegisters = std::min<int64_t>(240, (p.threads * launch - 128 * 40) / p.consumerThreads / 8 * 8);
+  if (regs > launch) {
+    p.producerRegisters = 40;
+    p.consumerRegisters = std::min<int64_t>(240, (p.threads * launch - 128 * 40) / p.consumerThreads / 8 * 8);
+  }
+  planProducerLoads(p, p.producerRegisters > 0 ? p.producerRegisters : launch);
 }
 
 // The loads the producer prefetches for the epilogue (MmaPlan::epiloguePrefetch): those of the

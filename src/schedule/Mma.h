@@ -302,6 +302,20 @@ struct MmaPlan {
   // `stages - 1` steps behind their copies. The consumers fence each stage for the async proxy
   // after their wait (ring.fenceAsyncProxy). A has no tensor map.
   bool aByThreads() const { return residentB && ring.producer() && ring.tma() && a.tma.array < 0; }
+  // aByThreads' copy engine (aCopy). Under tf32x3 (the producer splits: splitBuffers) Registers:
+  // the producer's four warps load each step's K slice of A row by row with plain loads (a warp's
+  // 32 lanes one row's 128 contiguous bytes of k, aRowsInFlight rows loaded before any is stored),
+  // write the values (the big parts, as the tensor cores read them) and their small parts into
+  // the swizzled stage themselves (a row's 32 values in 32 banks), fence for the async proxy and
+  // arrive on the stage's `ready` (count 128); `full` is not used. No cp.async, no second pass of
+  // the split over shared memory, no extra shared memory: measured faster than cp.async and the
+  // splitters' pass on the DG rows at N = 8 (docs/bench.md, session 46), so it replaces that form
+  // under tf32x3. Without a split (tf32) the threads' cp.async stays (CpAsync), no register holding
+  // a value in flight. aRowsInFlight: 16 where the producer's registers hold them, else 8
+  // (planProducerRegisters).
+  CopyEngine aCopy = CopyEngine::CpAsync;
+  int64_t aRowsInFlight = 0;
+  bool aByLoads() const { return aByThreads() && aCopy == CopyEngine::Registers; }
   // mma.sync (`fragments 2`'s ring, f64) with `persistent` (and `resident`): the same loop over
   // the block's tiles without a producer. The ring's step runs on across the tiles (the r-th tile's
   // step s is ring step r * steps + s: its buffer), its copies `stages` steps ahead reaching into

@@ -927,7 +927,13 @@ std::string wgmmaLines(const MmaPlan& p) {
     return fmt::format("{} {} box{} of {} x {} from a {} x {} map{}", name, t.boxes, t.boxes == 1 ? "" : "es",
                        t.boxInner, t.boxOuter, t.inner, t.outer, stacked);
   };
-  if (p.aByThreads())
+  if (p.aByLoads())
+    s += fmt::format("  copies: {}; A by the producer's 128 threads by plain loads (a warp's 32 lanes one row's 128 "
+                     "bytes of k, {} rows in flight; zeros outside the domain), each writing the values and their small "
+                     "parts into the swizzled stage, fencing for the async proxy and arriving on the stage's mbarrier "
+                     "'ready' (128 arrivals); the consumers fence each stage for the async proxy after their wait\n",
+                     p.residentByThreads() ? "no TMA box" : box("B", p.b.tma), p.aRowsInFlight);
+  else if (p.aByThreads())
     s += fmt::format("  copies: {}; A by the producer's 128 threads by cp.async (16 bytes where the rows allow, else "
                      "value by value; zeros outside the domain), each arriving on the stage's mbarrier 'full' (128 arrivals) as its copies land; the "
                      "consumers fence each stage for the async proxy after their wait\n",
@@ -942,7 +948,9 @@ std::string wgmmaLines(const MmaPlan& p) {
                      "consumers free each stage (mbarrier 'empty', {} arrivals){}; no block-wide barrier per step{}\n",
                      p.consumerThreads, p.threads - 1, p.aByThreads() ? "copies A" : "issues the boxes", p.ring.ahead(),
                      p.releasingWarps(),
-                     p.splitBuffers ? ", and splits each landed stage (mbarrier 'ready'), a small buffer per stage" : "",
+                     p.aByLoads()     ? ", and writes each stage's small parts as it stores the values, a small buffer per stage"
+                     : p.splitBuffers ? ", and splits each landed stage (mbarrier 'ready'), a small buffer per stage"
+                                      : "",
                      p.consumerRegisters ? fmt::format("; setmaxnreg: producer {}, consumers {} registers",
                                                        p.producerRegisters, p.consumerRegisters)
                                          : "");
@@ -969,7 +977,7 @@ std::string wgmmaLines(const MmaPlan& p) {
                      "consumer's epilogue runs beneath the next one's wgmma\n",
                      p.consumerGroups());
   s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.ring.stages,
-                   p.ring.tma() && !p.aByThreads() ? "TMA" : "cp.async",
+                   p.ring.tma() && !p.aByThreads() ? "TMA" : p.aByLoads() ? "plain loads" : "cp.async",
                    p.ring.ahead(),
                    p.ring.ahead() == 1 ? "" : "s",
                    p.pingPong() ? "each step's wgmma in flight while the next step is copied and issued (wait_group 1), "

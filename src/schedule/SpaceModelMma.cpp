@@ -209,14 +209,27 @@ constexpr double kSplitRate = 6e9;
 // cp.async, 2 to 4 stages; docs/bench.md, session 45). The same threads split, so the two add.
 constexpr double kThreadCopyRate = 1.0e9;
 
+// A by the producer's plain loads (MmaPlan::aByLoads), copied and split in one pass: about
+// kLoadCopyRate values a second per multiprocessor with 8 rows in flight, kLoadCopyRate16 with
+// 16: the whole kernels' times of dg_diff and dg_diff_stacked N = 8 at m64n128 pingpong, the
+// pingpong and persistent factors (below) not taken out. Taken out (1.05e9, 1.27e9) the model
+// fits those times, but the swizzled forms without a producer, which it puts at the memory bound
+// there (0.32 ms), measure 0.53-0.68 ms, so it ranked the faster forms below them, and the
+// search of dg_diff_stacked N8 ended at 1.13x cuBLAS instead of 1.22x (docs/bench.md, session
+// 46). B's kept tiles are still split once a block at kSplitRate.
+constexpr double kLoadCopyRate = 1.1e9;
+constexpr double kLoadCopyRate16 = 1.4e9;
+
 double producerSplitSeconds(const MmaPlan& p, double blocks, const DeviceModel& d) {
-  const double copies = p.aByThreads() ? double(p.tileCount() * p.steps * p.blockK * p.blockM) /
-                                             (double(d.multiprocessors) * kThreadCopyRate)
-                                       : 0.0;
-  if (!p.ring.producer() || !p.splitBuffers || p.registerA()) return copies;
+  const double aValues = double(p.tileCount() * p.steps * p.blockK * p.blockM);
   const double k = double(p.steps * p.blockK);
-  const double perTile = k * double(p.blockM + (p.residentB ? 0 : p.blockN));
   const double once = p.residentB ? blocks * k * double(p.blockN) : 0;
+  if (p.aByLoads())
+    return aValues / (double(d.multiprocessors) * (p.aRowsInFlight >= 16 ? kLoadCopyRate16 : kLoadCopyRate)) +
+           once / (double(d.multiprocessors) * kSplitRate);
+  const double copies = p.aByThreads() ? aValues / (double(d.multiprocessors) * kThreadCopyRate) : 0.0;
+  if (!p.ring.producer() || !p.splitBuffers || p.registerA()) return copies;
+  const double perTile = k * double(p.blockM + (p.residentB ? 0 : p.blockN));
   return copies + (double(p.tileCount()) * perTile + once) / (double(d.multiprocessors) * kSplitRate);
 }
 

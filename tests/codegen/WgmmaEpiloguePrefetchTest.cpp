@@ -153,14 +153,23 @@ TEST(HostEmulation, WgmmaEpiloguePrefetchMatchesTheReference) {
     const std::string text = "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 swizzle 128 tma producer persistent pingpong";
     EXPECT_EQ(checkOnHost(kernel("bias", 133, n, 44), text, 2e-5, limitsOf(n == 40 ? 1 : 3)), "") << "n " << n;
   }
-  // Rows of 41 values (164 bytes) take no TMA box: the producer's threads copy A, its thread 0
-  // prefetches (MmaPlan::aByThreads).
+  // Rows of 41 values (164 bytes) take no TMA box: the producer's threads copy A (MmaPlan::aByThreads),
+  // by plain loads under tf32x3 (aByLoads), by cp.async under tf32; either way its thread 0
+  // prefetches, once per tile.
   const Kernel byThreads = kernel("bias", 133, 40, 41);
-  const std::string text = "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2 swizzle 128 tma producer persistent resident b";
-  std::vector<std::string> reasons;
-  auto p = plan(byThreads, text, limitsOf(2), reasons);
-  ASSERT_TRUE(p) << joined(reasons);
-  EXPECT_TRUE(p->aByThreads());
-  EXPECT_EQ(p->epiloguePrefetch.size(), 3u);
-  EXPECT_EQ(checkOnHost(byThreads, text, 2e-5, limitsOf(2)), "");
+  for (const char* arith : {"tf32x3", "tf32"}) {
+    const std::string text = std::string("mma: ") + arith +
+                             " wgmma m64n64k8 warpgroups 1x1 k 32 stages 2 swizzle 128 tma producer persistent resident b";
+    std::vector<std::string> reasons;
+    auto p = plan(byThreads, text, limitsOf(2), reasons);
+    ASSERT_TRUE(p) << joined(reasons);
+    EXPECT_TRUE(p->aByThreads()) << text;
+    EXPECT_EQ(p->aByLoads(), std::string(arith) == "tf32x3") << text;
+    EXPECT_EQ(p->epiloguePrefetch.size(), 3u) << text;
+    const EmittedModule m = emitCuda(byThreads, *parseSchedule(text).schedule, limitsOf(2));
+    const size_t first = m.source.find("rtcg_prefetch_l2_range(&c[");
+    EXPECT_NE(first, std::string::npos) << text << "\n" << m.source;
+    EXPECT_EQ(m.source.find("rtcg_prefetch_l2_range(&c[", first + 1), std::string::npos) << "one per tile: " << text;
+    EXPECT_EQ(checkOnHost(byThreads, text, std::string(arith) == "tf32" ? 2e-3 : 2e-5, limitsOf(2)), "") << text;
+  }
 }

@@ -1,13 +1,17 @@
 // A producer ring whose A no TMA box copies (schedule/Mma.h, MmaPlan::aByThreads): the DG rows at
 // N = 8 (Np = 165: u's rows 660 bytes apart, 4-byte aligned only) under `tma producer persistent
-// resident a`. The plan (no tensor map of A, the stage's `full` counting the producer's 128
-// threads, the refusals without `resident` or without `producer`), the emitted kernel, NVRTC's
-// sm_90a compile without local memory, and the host emulation at sizes no tile divides (K not a
-// multiple of the element tile, Np not a multiple of the step): a stage split before its copies
-// landed, a copy into a stage the consumers still read, or a lost arrival give wrong values or hang.
+// resident a`. The plan (no tensor map of A; tf32 the threads' cp.async, the stage's `full`
+// counting the producer's 128 threads; tf32x3 their plain loads, MmaPlan::aByLoads, `ready`
+// counting the 128, 16 or 8 rows in flight as the producer's registers allow; the refusals
+// without `resident` or without `producer`), the emitted kernel, NVRTC's sm_90a compile without
+// local memory, and the host emulation at sizes no tile divides (K not a multiple of the element
+// tile, Np not a multiple of the step): a stage split before its copies landed, a copy into a
+// stage the consumers still read, or a lost arrival give wrong values or hang.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+
+#include <set>
 
 #include "codegen/CubinInfo.h"
 #include "codegen/Emitter.h"
@@ -53,19 +57,49 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
   EXPECT_TRUE(p->residentByThreads());
   EXPECT_LT(p->a.tma.array, 0);
   EXPECT_TRUE(p->ring.fenceAsyncProxy);
+  // tf32x3: the plain loads; setmaxnreg leaves the producer 40 registers, which hold 8 rows.
+  EXPECT_TRUE(p->aByLoads());
+  EXPECT_EQ(p->producerRegisters, 40);
+  EXPECT_EQ(p->aRowsInFlight, 8);
   const SchedulePlan sp = planSchedule(k, *parseSchedule(text).schedule, kH200);
   ASSERT_TRUE(sp.ok());
   const std::string words = printPlan(k, sp.nests[0]);
-  EXPECT_NE(words.find("A by the producer's 128 threads by cp.async"), std::string::npos) << words;
+  EXPECT_NE(words.find("A by the producer's 128 threads by plain loads"), std::string::npos) << words;
+  EXPECT_NE(words.find("8 rows in flight"), std::string::npos) << words;
   EXPECT_NE(words.find("copies A up to 2 steps ahead"), std::string::npos) << words;
-  // The stacked form (one array D) alike.
+  EXPECT_NE(words.find("2 buffers filled by plain loads"), std::string::npos) << words;
+  // The stacked form (one array D) alike, its producer keeping the launch's registers: 16 rows.
   auto stacked = plan(dgStacked(101556, 165), text, kH200, reasons);
   ASSERT_TRUE(stacked) << joined(reasons);
   EXPECT_TRUE(stacked->aByThreads());
+  EXPECT_TRUE(stacked->aByLoads());
+  EXPECT_EQ(stacked->producerRegisters, 0);
+  EXPECT_EQ(stacked->aRowsInFlight, 16);
+  // tf32 (no split to fold in): the threads' cp.async stays.
+  auto plain = plan(k, "mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" + kRing + " pingpong resident a", kH200,
+                    reasons);
+  ASSERT_TRUE(plain) << joined(reasons);
+  EXPECT_TRUE(plain->aByThreads());
+  EXPECT_FALSE(plain->aByLoads());
+  EXPECT_EQ(plain->aCopy, CopyEngine::CpAsync);
+  EXPECT_EQ(plain->aRowsInFlight, 0);
+  const SchedulePlan plainPlan = planSchedule(
+      k, *parseSchedule("mma: tf32 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" + kRing + " pingpong resident a").schedule,
+      kH200);
+  ASSERT_TRUE(plainPlan.ok());
+  EXPECT_NE(printPlan(k, plainPlan.nests[0]).find("A by the producer's 128 threads by cp.async"), std::string::npos);
+  // A block tile of 128 rows and k 64: a warp's 32 rows of two loads each, 16 a batch.
+  auto wide = plan(dgStacked(101556, 165), "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 64 stages 2" + kRing + " resident a",
+                   kH200, reasons);
+  ASSERT_TRUE(wide) << joined(reasons);
+  EXPECT_TRUE(wide->aByLoads());
+  EXPECT_EQ(wide->aRowsInFlight, 16);
   // Where a box copies A (Np = 120: 480-byte rows), TMA does.
   auto boxed = plan(dgThree(139720, 120), text, kH200, reasons);
   ASSERT_TRUE(boxed) << joined(reasons);
   EXPECT_FALSE(boxed->aByThreads());
+  EXPECT_FALSE(boxed->aByLoads());
+  EXPECT_EQ(boxed->aRowsInFlight, 0);
   EXPECT_GE(boxed->a.tma.array, 0);
   // Without `resident` the stages would carry B's boxes beside A's copies: TMA's refusal stands.
   reasons.clear();
@@ -76,9 +110,11 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
   EXPECT_NE(joined(reasons).find("not a multiple of 16"), std::string::npos) << joined(reasons);
 }
 
-// The emitted kernel: the producer's threads copy u value by value (660-byte rows) and arrive on
-// each stage's `full` (count 128), every splitting thread on its `ready` (96), no tensor map at
-// all; NVRTC compiles it for sm_90a without local memory.
+// The emitted kernel: tf32 (cp.async), the producer's threads copy u value by value (660-byte
+// rows) and arrive on each stage's `full` (count 128); tf32x3 (plain loads), they store the values
+// and their small parts and arrive on its `ready` (128), `full` unused; no tensor map at all.
+// NVRTC compiles it for sm_90a without local memory (16 rows in flight where the producer keeps
+// the launch's registers, 8 under setmaxnreg's 40).
 TEST(WgmmaRingByThreads, EmitsThreadCopiesAndNvrtcCompiles) {
   for (const char* text : {"mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 swizzle 128 tma producer "
                            "persistent pingpong resident a",
@@ -93,16 +129,26 @@ TEST(WgmmaRingByThreads, EmitsThreadCopiesAndNvrtcCompiles) {
       ASSERT_TRUE(p) << text << ": " << joined(reasons);
       ASSERT_TRUE(p->aByThreads());
       EmittedModule m = emitCuda(k, *parseSchedule(text).schedule, kH200);
-      EXPECT_NE(m.source.find(fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 128);", p->barrierOffset)),
-                std::string::npos) << m.source;
-      EXPECT_NE(m.source.find(fmt::format("rtcg_cp_async_mbar_arrive(rtcg_tma_barrier(rtcg_smem_f32, buffer * 8 + {}));",
-                                          p->barrierOffset)),
-                std::string::npos) << m.source;
-      // tf32x3: every splitting thread arrives on `ready` (96), which the copying threads wait for.
-      if (p->splitBuffers)
-        EXPECT_NE(m.source.find(fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 96);",
-                                            p->barrierOffset + 16 * p->ring.stages)),
-                  std::string::npos) << text;
+      const std::string fullInit = fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 128);", p->barrierOffset);
+      const std::string fullArrive =
+          fmt::format("rtcg_cp_async_mbar_arrive(rtcg_tma_barrier(rtcg_smem_f32, buffer * 8 + {}));", p->barrierOffset);
+      const std::string readyInit = fmt::format("rtcg_mbar_init(rtcg_tma_barrier(rtcg_smem_f32, {}), 128);",
+                                                p->barrierOffset + 16 * p->ring.stages);
+      if (p->splitBuffers) {
+        // tf32x3: the plain loads, every producer thread arriving on `ready` (128); `full` unused.
+        ASSERT_TRUE(p->aByLoads()) << text;
+        EXPECT_EQ(m.source.find(fullInit), std::string::npos) << text;
+        EXPECT_EQ(m.source.find(fullArrive), std::string::npos) << text;
+        EXPECT_NE(m.source.find(readyInit), std::string::npos) << text;
+        EXPECT_NE(m.source.find("] = rtcg_tf32_small(loaded"), std::string::npos) << text;
+        EXPECT_NE(m.source.find(fmt::format("loaded_{} = ", p->aRowsInFlight)), std::string::npos) << text;
+        EXPECT_EQ(m.source.find(fmt::format("loaded_{} = ", p->aRowsInFlight + 1)), std::string::npos) << text;
+      } else {
+        EXPECT_FALSE(p->aByLoads()) << text;
+        EXPECT_NE(m.source.find(fullInit), std::string::npos) << m.source;
+        EXPECT_NE(m.source.find(fullArrive), std::string::npos) << m.source;
+        EXPECT_EQ(m.source.find("rtcg_tf32_small("), std::string::npos) << text;
+      }
       EXPECT_EQ(m.source.find("rtcg_tma_load_2d(&"), std::string::npos);
       EXPECT_EQ(m.source.find("rtcg_mbar_expect_tx(rtcg_tma_barrier"), std::string::npos);
       ASSERT_EQ(m.launches.size(), 1u);
@@ -117,8 +163,9 @@ TEST(WgmmaRingByThreads, EmitsThreadCopiesAndNvrtcCompiles) {
 
 // In the host emulation, against the float64 reference: dg_diff (three arrays) and its stacked
 // form at K = 301 (no element tile of 64 divides it) and Np = 165 (N = 8: five steps of 32 and 5
-// values), 45 (one step and 13) and 21 (one partial step); tf32x3 (split 1 step behind at 2
-// stages, 3 at 4), tf32 (no split), pingpong, one consumer; and A by threads beside B by TMA.
+// values), 45 (one step and 13) and 21 (one partial step); tf32x3 (the plain loads, MmaPlan::
+// aByLoads: 8 and 16 rows in flight, 2 to 4 stages, a tile of 128 rows and k 64), tf32 (the
+// threads' cp.async, no split), pingpong, one consumer; and A by threads beside B by TMA.
 TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
   struct Case {
     int64_t np;
@@ -129,10 +176,13 @@ TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
   const Case cases[] = {
       {165, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 pingpong", 2e-5, 4},
       {165, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 4", 2e-5, 8},
+      {165, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 pingpong", 2e-5, 8},
       {45, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 pingpong", 2e-5, 3},
       {45, "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2", 2e-3, 2},
+      {45, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 64 stages 2", 2e-5, 3},
       {21, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2", 2e-5, 2},
   };
+  std::set<int64_t> rowsInFlight;
   for (const Case& c : cases) {
     const std::string text = beforePingpong(c.schedule, kRing, " resident a");
     for (bool three : {true, false}) {
@@ -141,10 +191,13 @@ TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
       auto p = plan(k, text, limitsOf(c.multiprocessors), reasons);
       ASSERT_TRUE(p) << text << ": " << joined(reasons);
       EXPECT_TRUE(p->aByThreads()) << text;
+      EXPECT_EQ(p->aByLoads(), p->arith == MmaArith::Tf32x3) << text;
+      rowsInFlight.insert(p->aRowsInFlight);
       EXPECT_EQ(checkOnHost(k, text, c.tolerance, limitsOf(c.multiprocessors)), "")
           << k.name << " Np " << c.np << " " << text;
     }
   }
+  EXPECT_EQ(rowsInFlight, (std::set<int64_t>{0, 8, 16}));
   // B kept by TMA's boxes (rows of 56 values), A by the threads (rows of 57): m = 136, n = 203.
   const Kernel pad = fromSource(kPadA, "rect32_apad", {{"m", 136}, {"n", 203}, {"kk", 56}});
   for (const char* schedule : {"mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2",
