@@ -175,20 +175,32 @@ void loadStage(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP&
   else body.push_back(C::forLoop(ctx.idx, batch, lit(0), lit(batches), C::Unroll::Never, std::move(each)));
 }
 
+// A tile of the producer's thread-copied loop (round `round`): the epilogue's reads into L2 by its
+// thread 0 as the tile starts (into `body`), and the tile's step loop: its index, the ring step
+// (round * steps + step) and that step's buffer, declared first in the loop's body `each`.
+struct TileSteps {
+  std::string step, ring, buffer;
+  std::vector<C::Stmt> each;
+};
+TileSteps startTile(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid, const C::ExprP& round,
+                    std::vector<C::Stmt>& body) {
+  std::vector<C::Stmt> prefetches;
+  epiloguePrefetches(ctx, p, nm, prefetches);
+  if (!prefetches.empty()) body.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(prefetches)));
+  TileSteps t{ctx.names.fresh("step"), ctx.names.fresh("ring_step"), ctx.names.fresh("buffer"), {}};
+  t.each.push_back(C::decl(ctx.idx, t.ring, C::sum({C::product(round, lit(p.steps)), C::name(t.step)})));
+  t.each.push_back(C::decl(ctx.idx, t.buffer, bin("%", C::name(t.ring), lit(p.ring.stages))));
+  return t;
+}
+
 // aByLoads: the producer's loop over the block's tiles and their steps (ring step r): all 128
 // threads wait until the consumers have freed r's stage, load and store their share of it
 // (loadStage), fence for the async proxy and arrive on the stage's `ready` (count 128), which
 // the consumers wait for. The stage's writers are these threads alone, so `empty` orders them.
-// As threadCopiedSteps, thread 0 prefetches the epilogue's reads into L2 as each tile starts.
+// As threadCopiedSteps, thread 0 prefetches the epilogue's reads into L2 as each tile starts (startTile).
 C::Stmt loadedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
   return tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
-    std::vector<C::Stmt> prefetches;
-    epiloguePrefetches(ctx, p, nm, prefetches);
-    if (!prefetches.empty()) body.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(prefetches)));
-    const std::string step = ctx.names.fresh("step"), ring = ctx.names.fresh("ring_step"), buffer = ctx.names.fresh("buffer");
-    std::vector<C::Stmt> each;
-    each.push_back(C::decl(ctx.idx, ring, C::sum({C::product(round, lit(p.steps)), C::name(step)})));
-    each.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(ring), lit(p.ring.stages))));
+    auto [step, ring, buffer, each] = startTile(ctx, p, nm, ptid, round, body);
     C::ExprP previous = bin("%", C::sum({bin("/", C::name(ring), lit(p.ring.stages)), lit(1)}), lit(2));
     each.push_back(C::ifThen(bin(">=", C::name(ring), lit(p.ring.stages)),
                              {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, C::name(buffer)), previous}))}));
@@ -232,14 +244,7 @@ std::vector<C::Stmt> threadCopiedSteps(EmitContext& ctx, const MmaPlan& p, MmaNa
     body.push_back(C::exprStmt(C::call("rtcg_mbar_arrive", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer))})));
   };
   out.push_back(tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
-    // The epilogue's reads into L2 as the tile starts, by one thread.
-    std::vector<C::Stmt> prefetches;
-    epiloguePrefetches(ctx, p, nm, prefetches);
-    if (!prefetches.empty()) body.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(prefetches)));
-    const std::string step = ctx.names.fresh("step"), ring = ctx.names.fresh("ring_step"), buffer = ctx.names.fresh("buffer");
-    std::vector<C::Stmt> each;
-    each.push_back(C::decl(ctx.idx, ring, C::sum({C::product(round, lit(p.steps)), C::name(step)})));
-    each.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(ring), lit(p.ring.stages))));
+    auto [step, ring, buffer, each] = startTile(ctx, p, nm, ptid, round, body);
     if (p.splitBuffers) {
       std::vector<C::Stmt> split;
       splitAt(bin("-", C::name(ring), lit(lag)), split);
