@@ -979,7 +979,6 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
     needs.producer = true;
     needs.producerSplit |= p.splitBuffers > 0;
     needs.producerThreadCopies |= p.residentByThreads() || (p.aByThreads() && !p.aByLoads());
-    needs.producerLoadCopies |= p.aByLoads();
     needs.l2Prefetch |= !p.epiloguePrefetch.empty();
     for (int64_t n : {p.producerRegisters, p.consumerRegisters})
       if (n > 0) needs.producerRegisters.insert(n);

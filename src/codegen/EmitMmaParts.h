@@ -205,10 +205,9 @@ void passTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 void waitTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 void passTileTurn(const MmaPlan& p, const MmaNames& nm, std::vector<C::Stmt>& to);
 // The prelude: rtcg_mbar_arrive, rtcg_cp_async_mbar_arrive (`threadCopies`: a plan's producer threads copy a
-// kept B or A by cp.async), rtcg_ld4 and rtcg_tf32_small4_put (`split`: a plan splits tf32x3's tiles),
-// rtcg_tf32_small (`loadCopies`: MmaPlan::aByLoads) and rtcg_setmaxnreg_inc_N / _dec_N for each N of
-// `counts`.
-std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies, bool loadCopies);
+// kept B or A by cp.async), rtcg_ld4, rtcg_tf32_small and rtcg_tf32_small4_put (`split`: a plan splits
+// tf32x3's tiles, MmaPlan::aByLoads' included), and rtcg_setmaxnreg_inc_N / _dec_N for each N of `counts`.
+std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies);
 // rtcg_prefetch_l2_range(first, end): the bytes from `first` rounded down to 16 to `end` rounded
 // down to 16 into L2 (cp.async.bulk.prefetch.L2 takes 16-byte units; arrays are whole allocations,
 // 16-byte aligned); the host emulation checks that [first, end) lies within one of the kernel's

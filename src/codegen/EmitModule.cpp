@@ -116,8 +116,7 @@ EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlign
   if (needs.wgmmaSplit) mod.preludes.push_back(emit::mma::wgmmaSplitHelpers);
   if (needs.tma) mod.preludes.push_back(emit::mma::tmaHelpers);
   if (needs.producer) mod.preludes.push_back(emit::mma::producerHelpers(needs.producerRegisters, needs.producerSplit,
-                                                                           needs.producerThreadCopies,
-                                                                           needs.producerLoadCopies));
+                                                                           needs.producerThreadCopies));
   if (needs.l2Prefetch) mod.preludes.push_back(emit::mma::prefetchL2Helpers);
   for (const std::string& h : needs.wgmmaShapes) mod.preludes.push_back(h);
   if (needs.atomicsU32) mod.preludes.push_back(emit::accumulateU32Helpers);

@@ -56,6 +56,14 @@ C::ExprP useParity(const MmaPlan& p, const C::ExprP& step) {
   return bin("%", bin("/", step, lit(p.ring.stages)), lit(2));
 }
 
+// The producer's wait before it refills ring step `at`'s stage (at `buffer`), past the ring's first
+// round: the stage's previous use freed by the consumers (`empty`, that use's phase).
+C::Stmt waitStageFree(const MmaPlan& p, const MmaNames& nm, const C::ExprP& at, const C::ExprP& buffer) {
+  C::ExprP previous = bin("%", C::sum({bin("/", at, lit(p.ring.stages)), lit(1)}), lit(2));
+  return C::ifThen(bin(">=", at, lit(p.ring.stages)),
+                   {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, buffer), previous}))});
+}
+
 // tf32x3: the landed stage's tiles split by the producer's 96 splitting threads (thread `tid`),
 // the small parts into the stage's buffer of the small tiles. Each thread loads kSplitBatch quads
 // before it writes the small parts of any: the writes go to the same shared array as the loads,
@@ -201,9 +209,7 @@ TileSteps startTile(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
 C::Stmt loadedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
   return tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
     auto [step, ring, buffer, each] = startTile(ctx, p, nm, ptid, round, body);
-    C::ExprP previous = bin("%", C::sum({bin("/", C::name(ring), lit(p.ring.stages)), lit(1)}), lit(2));
-    each.push_back(C::ifThen(bin(">=", C::name(ring), lit(p.ring.stages)),
-                             {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, C::name(buffer)), previous}))}));
+    each.push_back(waitStageFree(p, nm, C::name(ring), C::name(buffer)));
     loadStage(ctx, p, nm, ptid, C::name(step), C::product(C::name(buffer), lit(p.a.buffer)), each);
     each.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
     each.push_back(C::exprStmt(C::call("rtcg_mbar_arrive", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer))})));
@@ -212,68 +218,30 @@ C::Stmt loadedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
 }
 
 // aByThreads: the producer warpgroup's steps when its 128 threads copy A themselves. B's kept tiles
-// first (by the threads, or thread 0's boxes), and the splitters' one split of them; then a loop
-// over the block's tiles and their steps (ring step r): each thread waits until the consumers have
-// freed r's stage, copies its share of A's tile there by cp.async (the tile's origin, the step's
-// k) and arrives on the stage's `full` once its copies land (cp.async.mbarrier.arrive.noinc, 128
-// arrivals). Under tf32x3 warps 1-3 first split ring step r - (stages - 1), whose copies were
-// issued that many steps before, so the copies of stages - 1 steps are in flight as they split;
-// the steps left to split follow the loop. No wait is circular: r's stage is freed once step r -
-// stages is split, which these threads did in the step before. aByLoads: the loads' steps instead
-// (loadedSteps), no separate split.
+// first (by the threads, or thread 0's boxes), and the splitters' one split of them; then, under
+// tf32x3 (the plan's aByLoads wherever it splits), the plain loads' steps (loadedSteps); else
+// (tf32) a loop over the block's tiles and their steps (ring step r): each thread waits until the
+// consumers have freed r's stage, copies its share of A's tile there by cp.async (the tile's
+// origin, the step's k) and arrives on the stage's `full` once its copies land
+// (cp.async.mbarrier.arrive.noinc, 128 arrivals).
 std::vector<C::Stmt> threadCopiedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
   std::vector<C::Stmt> out = residentCopy(ctx, p, nm, ptid);
   std::vector<C::Stmt> issuing = residentIssue(ctx, p, nm);
   if (!issuing.empty()) out.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(issuing)));
-  const C::ExprP splitter = bin(">=", ptid, lit(32)), stid = bin("-", ptid, lit(32));
-  const int64_t lag = p.ring.stages - 1;
-  if (p.splitBuffers) out.push_back(C::ifThen(splitter, residentSplit(ctx, p, nm, stid)));
-  if (p.aByLoads()) {
+  if (p.splitBuffers) {
+    RTCG_ASSERT(p.aByLoads(), "a split A copied by the producer's threads is the plain loads' (planProducerLoads)");
+    out.push_back(C::ifThen(bin(">=", ptid, lit(32)), residentSplit(ctx, p, nm, bin("-", ptid, lit(32)))));
     out.push_back(loadedSteps(ctx, p, nm, ptid));
     return out;
   }
-  // Ring step `at`'s split (its copies landed): the small parts, the fence, the warp's arrival.
-  auto splitAt = [&](const C::ExprP& at, std::vector<C::Stmt>& body) {
-    const std::string buffer = ctx.names.fresh("split_buffer");
-    body.push_back(C::decl(ctx.idx, buffer, bin("%", at, lit(p.ring.stages))));
-    body.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Full, C::name(buffer)), useParity(p, at)})));
-    splitLanded(ctx, p, nm, C::name(buffer), stid, body);
-    body.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
-    // Every splitting thread arrives (`ready` counts 96 here): the copying threads wait for it
-    // before they overwrite the stage, an order between each reader and writer of its own.
-    body.push_back(C::exprStmt(C::call("rtcg_mbar_arrive", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer))})));
-  };
   out.push_back(tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
     auto [step, ring, buffer, each] = startTile(ctx, p, nm, ptid, round, body);
-    if (p.splitBuffers) {
-      std::vector<C::Stmt> split;
-      splitAt(bin("-", C::name(ring), lit(lag)), split);
-      each.push_back(C::ifThen(bin("&&", splitter, bin(">=", C::name(ring), lit(lag))), std::move(split)));
-    }
-    // The stage's previous use freed by the consumers; under tf32x3 also its split waited for, which
-    // that implies (the consumers read the split stage first): it orders each splitting thread's
-    // reads before these copies directly (compute-sanitizer's racecheck follows no chain through
-    // a warp's one arrival and the consumers' mbarrier).
-    C::ExprP previous = bin("%", C::sum({bin("/", C::name(ring), lit(p.ring.stages)), lit(1)}), lit(2));
-    std::vector<C::Stmt> freed{C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, C::name(buffer)), previous}))};
-    if (p.splitBuffers)
-      freed.push_back(C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer)), previous})));
-    each.push_back(C::ifThen(bin(">=", C::name(ring), lit(p.ring.stages)), std::move(freed)));
+    each.push_back(waitStageFree(p, nm, C::name(ring), C::name(buffer)));
     stageOperandAsLoaded(ctx, p, nm, true, C::product(C::name(step), lit(p.blockK)),
                          C::product(C::name(buffer), lit(p.a.buffer)), each, ptid, kProducerThreads);
     each.push_back(C::exprStmt(C::call("rtcg_cp_async_mbar_arrive", {stageBarrier(p, nm, Barrier::Full, C::name(buffer))})));
     body.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(each)));
   }));
-  if (!p.splitBuffers) return out;
-  // The last stages - 1 ring steps (or all, where fewer), split after the loop.
-  const std::string total = ctx.names.fresh("ring_steps"), left = ctx.names.fresh("left");
-  std::vector<C::Stmt> rest{C::decl(ctx.idx, total, C::product(nm.rounds, lit(p.steps)))};
-  std::vector<C::Stmt> each;
-  splitAt(C::name(left), each);
-  C::Stmt drain = C::forLoop(ctx.idx, left, lit(0), C::name(total), C::Unroll::Never, std::move(each));
-  drain.lo = C::ternary(bin(">", C::name(total), lit(lag)), bin("-", C::name(total), lit(lag)), lit(0));
-  rest.push_back(std::move(drain));
-  out.push_back(C::ifThen(splitter, std::move(rest)));
   return out;
 }
 
@@ -303,9 +271,7 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
     return C::forLoop(ctx.idx, step, lit(0), lit(count), C::Unroll::Never, std::move(body));
   };
   auto issue = [&](const C::ExprP& at, const C::ExprP& step, const C::ExprP& buffer, std::vector<C::Stmt>& body) {
-    C::ExprP previous = bin("%", C::sum({bin("/", at, lit(p.ring.stages)), lit(1)}), lit(2));
-    body.push_back(C::ifThen(bin(">=", at, lit(p.ring.stages)),
-                             {C::exprStmt(C::call("rtcg_mbar_wait", {stageBarrier(p, nm, Barrier::Empty, buffer), previous}))}));
+    body.push_back(waitStageFree(p, nm, at, buffer));
     append(body, issueStep(p, nm, nm.tmapA, nm.tmapB, step, buffer));
   };
   C::Stmt issuer = !p.persistent() ? loop(nullptr, p.steps, issue)
@@ -344,12 +310,12 @@ std::vector<C::Stmt> producerSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
 // The producer-consumer ring's opening: the mbarriers and the producer's branch.
 void openProducer(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
   // The mbarriers: full (TMA's, count 1; aByThreads: the producer's 128 threads; aByLoads: none
-  // arrive, not initialized), empty (every consumer warp), ready (the splitting warps; aByThreads:
-  // the splitting threads; aByLoads: the producer's 128 threads).
+  // arrive, not initialized), empty (every consumer warp), ready (the splitting warps; aByLoads,
+  // the one split A by threads: the producer's 128 threads).
   std::vector<C::Stmt> init;
   const std::vector<std::pair<Barrier, int64_t>> barriers = {
       {Barrier::Full, p.aByThreads() ? kProducerThreads : 1}, {Barrier::Empty, p.releasingWarps()},
-      {Barrier::Ready, p.aByLoads() ? kProducerThreads : p.aByThreads() ? kSplitThreads : kSplitThreads / 32}};
+      {Barrier::Ready, p.aByLoads() ? kProducerThreads : kSplitThreads / 32}};
   for (auto [which, count] : barriers) {
     if (which == Barrier::Ready && !p.splitBuffers) continue;
     if (which == Barrier::Full && p.aByLoads()) continue;
@@ -442,7 +408,7 @@ void releaseStage(const MmaPlan& p, const MmaNames& nm, const C::ExprP& step, st
 // The plain arrival and, per register count a plan moves to (`counts`), setmaxnreg's increase
 // and decrease (PTX ISA: mbarrier.arrive; setmaxnreg, sm_90a: an immediate). The host emulation
 // defines the arrival; setmaxnreg has nothing to emulate.
-std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies, bool loadCopies) {
+std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool threadCopies) {
   std::string s = R"producer(// Warp specialization ('mma: ... tma producer'): an arrival on an mbarrier, setmaxnreg.
 #ifndef RTCG_HOST_EMULATION
 __device__ __forceinline__ void rtcg_mbar_arrive(void* bar) {
@@ -459,18 +425,15 @@ __device__ __forceinline__ void rtcg_cp_async_mbar_arrive(void* bar) {
 #endif
 )producer";
   // tf32x3's split by the producer: the small parts alone, against the big parts as the tensor
-  // cores read the values (their top 19 bits: truncated), so the landed tile stays as it is.
+  // cores read the values (their top 19 bits: truncated), so the landed tile stays as it is; a
+  // value's (the plain loads', MmaPlan::aByLoads) or four landed ones'.
   if (split)
     s += R"producer(__device__ __forceinline__ float4 rtcg_ld4(const float* x) { return *reinterpret_cast<const float4*>(x); }
-__device__ __forceinline__ void rtcg_tf32_small4_put(float4 v, float* small) {
-  auto part = [](float a) { return rtcg_tf32_rna(a - __uint_as_float(__float_as_uint(a) & 0xffffe000u)); };
-  *reinterpret_cast<float4*>(small) = make_float4(part(v.x), part(v.y), part(v.z), part(v.w));
-}
-)producer";
-  // aByLoads: one value's small part, as the producer's loads store it.
-  if (loadCopies)
-    s += R"producer(__device__ __forceinline__ float rtcg_tf32_small(float a) {
+__device__ __forceinline__ float rtcg_tf32_small(float a) {
   return rtcg_tf32_rna(a - __uint_as_float(__float_as_uint(a) & 0xffffe000u));
+}
+__device__ __forceinline__ void rtcg_tf32_small4_put(float4 v, float* small) {
+  *reinterpret_cast<float4*>(small) = make_float4(rtcg_tf32_small(v.x), rtcg_tf32_small(v.y), rtcg_tf32_small(v.z), rtcg_tf32_small(v.w));
 }
 )producer";
   for (int64_t n : counts)

@@ -298,9 +298,9 @@ struct MmaPlan {
   // under `tma producer` with B kept (`resident`, so the stages carry A alone): the producer's
   // 128 threads copy each stage of A by cp.async (4, 8 or 16 bytes as the rows allow, zeros
   // outside the domain) once the consumers have freed it, each arriving on the stage's `full`
-  // (count 128) by cp.async.mbarrier.arrive.noinc; under tf32x3 its warps 1-3 split the stage
-  // `stages - 1` steps behind their copies. The consumers fence each stage for the async proxy
-  // after their wait (ring.fenceAsyncProxy). A has no tensor map.
+  // (count 128) by cp.async.mbarrier.arrive.noinc; under tf32x3 the plain loads below (aCopy)
+  // instead. The consumers fence each stage for the async proxy after their wait
+  // (ring.fenceAsyncProxy). A has no tensor map.
   bool aByThreads() const { return residentB && ring.producer() && ring.tma() && a.tma.array < 0; }
   // aByThreads' copy engine (aCopy). Under tf32x3 (the producer splits: splitBuffers) Registers:
   // the producer's four warps load each step's K slice of A row by row with plain loads (a warp's

@@ -206,7 +206,8 @@ constexpr double kSplitRate = 6e9;
 
 // A copied by the producer's threads (MmaPlan::aByThreads): about kThreadCopyRate values a
 // second per multiprocessor, fitted on an H200 to dg_diff N = 8 (u's 660-byte rows: 4-byte
-// cp.async, 2 to 4 stages; docs/bench.md, session 45). The same threads split, so the two add.
+// cp.async, 2 to 4 stages, their copy and tf32x3's split then apart; docs/bench.md, session 45),
+// where they copy by cp.async (tf32: nothing to split).
 constexpr double kThreadCopyRate = 1.0e9;
 
 // A by the producer's plain loads (MmaPlan::aByLoads), copied and split in one pass: about
