@@ -133,8 +133,11 @@ Space enumerateSchedules(const Kernel& bound, const SpaceOptions& options = {});
 // steps unsplit); plus per placement of the other parts |log2| of the ratio of their factors (a
 // missing part counts as factor 1), capped at 2; 3 per index only one has; 1.5
 // per array staged in only one, 1 per array staged the other way round; 1 per differing
-// blocks_per_sm, buffers, copy or loads clause, 2 per differing fuse clause. 0 for equal
-// schedules; infinite for different nest counts.
+// blocks_per_sm, buffers, copy or loads clause, 2 per differing fuse clause; two tensor-core
+// schedules of one arithmetic by their parts (|log2| of each count's ratio capped at 2, 1 per
+// flag or shape, 2 between mma.sync and wgmma), at most the mma clause's 4, which is also the
+// distance to a schedule without one or of another arithmetic. 0 for equal schedules; infinite
+// for different nest counts.
 double scheduleDistance(const Schedule& a, const Schedule& b);
 
 }  // namespace rtcg

@@ -812,6 +812,7 @@ TEST(Space, ScheduleDistance) {
   const std::string unsplit =
       "i: grid.y, thread.y 8, reg 8; j: grid.x, thread.x 16, reg 4; k: serial, unroll 16; shared: a^T, b";
   const std::string dg = "k: grid.x, thread.y 8, reg 8; i: serial, thread.x 35; j: serial, unroll 35; shared: Dr, u^T, Ds, Dt";
+  const std::string mmaA = "mma: f64 m16n8k4 warps 2x2 tile 4x4 k 8 stages 4 persistent resident a fragments 2";
   EXPECT_EQ(scheduleDistance(parse(a), parse(a)), 0);
   const std::vector<Case> cases{
       // One factor doubled: 1.
@@ -840,6 +841,17 @@ TEST(Space, ScheduleDistance) {
       {dg, "k: grid.x, thread.y 8, reg 8; i: unroll, thread.x 35; j: grid.z, serial 4, unroll 35; shared: Dr, u^T, Ds, Dt", 3},
       // Streaming stores: 1.
       {a, a + "; stores: streaming", 1},
+      // Tensor-core forms by their parts: a tile dimension halved 1, a stage less log2(4/3), a
+      // flag 1, warps 2 -> 8 capped at 2, the instruction's shape 1; the sum capped at the
+      // clause's 4, which is also the distance to a SIMT schedule or another arithmetic.
+      {mmaA, "mma: f64 m16n8k4 warps 2x2 tile 2x4 k 8 stages 4 persistent resident a fragments 2", 1},
+      {mmaA, "mma: f64 m16n8k4 warps 2x2 tile 4x4 k 8 stages 3 persistent resident a fragments 2", std::log2(4.0 / 3)},
+      {mmaA, "mma: f64 m16n8k4 warps 2x2 tile 4x4 k 8 stages 4 persistent fragments 2", 1},
+      {mmaA, "mma: f64 m16n8k8 warps 8x2 tile 4x4 k 8 stages 4 persistent resident a fragments 2", 3},
+      {mmaA, "mma: f64 m16n8k8 warps 8x2 tile 1x4 k 32 stages 2 fragments 2 epilogue shared", 4},
+      {mmaA, "mma: tf32 m16n8k8 warps 2x2 tile 4x4 k 8 stages 4 persistent resident a fragments 2", 4},
+      {"mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer",
+       "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 4 swizzle 128 tma producer", 1},
   };
   for (const Case& c : cases)
     EXPECT_DOUBLE_EQ(scheduleDistance(parse(c.from), parse(c.to)), c.distance) << c.from << "\n  vs " << c.to;

@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "MeasuredTsv.h"
+#include "SpaceOptionsFor.h"
 #include "driver/Pipeline.h"
 #include "schedule/Space.h"
 #include "tune/Search.h"
@@ -62,10 +63,11 @@ struct Queued {
   int64_t refineBudget = 0;
 };
 
-Queued queue(const Kernel& bound, int64_t maxCandidates) {
+Queued queue(const Kernel& bound, int64_t maxCandidates, std::optional<SpaceOptions> options = std::nullopt) {
   Queued q;
   SpaceOptions o;  // an H100's device model by default
   o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock);
+  if (options) o = *options;
   q.refineBudget = refinementBudget(maxCandidates);
   o.maxCandidates = maxCandidates - q.refineBudget;
   Space space = enumerateSchedules(bound, o);
@@ -684,6 +686,47 @@ TEST(SearchPolicy, NearTiesRankInJobOrder) {
   ASSERT_EQ(r.top.size(), 3u);
   EXPECT_EQ(r.top[0]->schedule, q.jobs[1].label);
   EXPECT_EQ(r.top[1]->schedule, q.jobs[0].label);
+}
+
+// Refinement around a tensor-core form measures its siblings: the f64 DG differentiation at N = 5
+// (K = 10^5, Np = 56), where the model ties some twenty forms at the memory bound and puts the
+// fastest form measured on an H200 (64 x 64 tiles, four blocks a multiprocessor: 1.5x cublasDgemm)
+// far behind the 128 x 64 form the sample measures (docs/bench.md, session 46). One tile dimension
+// halved is one step from it, so a round of 16 takes it; when every two mma forms were as far
+// apart as an mma form from a SIMT one, the round took the reserve in model order and missed it.
+TEST(SearchPolicy, RefinementAroundAnMmaFormTakesItsSiblings) {
+  Diagnostics diags;
+  SourceText src{"dg64.rtcg",
+                 "kernel dg_diff_stacked64(K: int, Np: int, D: f64[3 * Np, Np], u: f64[K, Np], out w: f64[K, 3 * Np]) {\n"
+                 "  for k in 0..K, m in 0..3 * Np {\n"
+                 "    w[k, m] = sum(j in 0..Np, D[m, j] * u[k, j]);\n"
+                 "  }\n"
+                 "}\n"};
+  std::optional<Kernel> bound = proveKernel(src, {{"K", 100000}, {"Np", 56}}, "", diags);
+  ASSERT_TRUE(bound) << renderDiagnostics(diags, src);
+  Queued q = queue(*bound, 48, rtcg::testing::spaceOptionsFor("sm_90"));  // an H200's limits: 132 multiprocessors
+  auto parsed = [](const std::string& text) {
+    ScheduleParseResult r = parseSchedule(text);
+    EXPECT_TRUE(r.ok()) << text << ": " << r.error;
+    return *r.schedule;
+  };
+  const std::string measuredForm = "mma: f64 m16n8k4 warps 2x2 tile 4x4 k 8 stages 4 persistent resident a fragments 2";
+  const std::string sibling = "mma: f64 m16n8k4 warps 2x2 tile 2x4 k 8 stages 4 persistent resident a fragments 2";
+  EXPECT_DOUBLE_EQ(scheduleDistance(parsed(measuredForm), parsed(sibling)), 1);
+  auto inReserve = std::find_if(q.reserve.begin(), q.reserve.end(), [&](const Candidate& c) { return c.text == sibling; });
+  ASSERT_NE(inReserve, q.reserve.end()) << "the sibling is not in the reserve (sampled, or no longer in the space)";
+  std::map<std::string, Schedule> scheduleOf{{measuredForm, parsed(measuredForm)}};
+  CandidateRecord r;
+  r.schedule = measuredForm;
+  r.medianMs = 0.07;
+  RefinementRound round = rankRefinement({r}, scheduleOf, q.reserve, 16);
+  ASSERT_EQ(round.picked.size(), 16u);
+  bool taken = false;
+  for (const auto& [d, at] : round.picked) {
+    taken |= q.reserve[at].text == sibling;
+    EXPECT_LE(d, 2) << q.reserve[at].text;  // mma forms a few steps away, not SIMT ones
+  }
+  EXPECT_TRUE(taken);
 }
 
 TEST(SearchPolicy, RaceLimitsAreMultiplesOfTheBestWithAOneMillisecondFloor) {

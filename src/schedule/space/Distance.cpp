@@ -48,12 +48,35 @@ double outerDistance(const IndexProfile& x, const IndexProfile& y) {
   return splitAgainstSerial ? 1 : 2;
 }
 
+// How far apart two tensor-core schedules are, by their parts, so that the tuner's refinement
+// measures the fastest mma form's siblings (one tile dimension halved, a stage more, one flag
+// changed) before forms that share only the arithmetic: each count (warps, tiles, k, stages,
+// the wgmma N, fragments, group) as log2 of its ratio, capped at 2; a changed instruction shape
+// or flag 1; mma.sync against wgmma 2. The clause's own distance caps the sum, as for any other
+// change of the clause (and is the distance to a schedule without mma or of another arithmetic).
+double mmaDistance(const MmaSchedule& x, const MmaSchedule& y, double cap) {
+  if (x == y) return 0;
+  if (!x.any() || !y.any() || x.arith != y.arith) return cap;
+  auto ratio = [](int64_t a, int64_t b) {
+    return std::min(2.0, std::fabs(std::log2(double(std::max<int64_t>(1, a)) / double(std::max<int64_t>(1, b)))));
+  };
+  auto differs = [](auto a, auto b) { return a != b ? 1.0 : 0.0; };
+  double d = (x.wgmmaN > 0) != (y.wgmmaN > 0) ? 2 : ratio(x.wgmmaN, y.wgmmaN);
+  d += ratio(x.warpsM, y.warpsM) + ratio(x.warpsN, y.warpsN) + ratio(x.tileM, y.tileM) + ratio(x.tileN, y.tileN);
+  d += ratio(x.k, y.k) + ratio(x.stages, y.stages) + ratio(x.fragments, y.fragments);
+  d += (x.group == 0) != (y.group == 0) ? 1 : ratio(x.group, y.group);
+  d += differs(x.shape, y.shape) + differs(x.sharedEpilogue, y.sharedEpilogue) + differs(x.swizzle, y.swizzle) +
+       differs(x.tma, y.tma) + differs(x.producer, y.producer) + differs(x.persistent, y.persistent) +
+       differs(x.pingpong, y.pingpong) + differs(x.resident, y.resident) + differs(x.hoistCopies, y.hoistCopies);
+  return std::min(cap, d);
+}
+
 // How far apart two nest schedules' values of one clause are (see scheduleDistance).
 double clauseDistance(const ClauseRow& row, const NestSchedule& x, const NestSchedule& y) {
   switch (row.kind) {
     case ClauseKind::Number: return x.*row.number != y.*row.number ? row.distance : 0;
     case ClauseKind::Keyword: return x.*row.flag != y.*row.flag ? row.distance : 0;
-    case ClauseKind::Mma: return x.*row.mma != y.*row.mma ? row.distance : 0;
+    case ClauseKind::Mma: return mmaDistance(x.*row.mma, y.*row.mma, row.distance);
     case ClauseKind::Scan: return x.*row.scan != y.*row.scan ? row.distance : 0;
     case ClauseKind::Accumulate: return x.*row.accumulate != y.*row.accumulate ? row.distance : 0;
     case ClauseKind::Arrays: {
