@@ -701,16 +701,11 @@ ChunkColumn chunkArrayOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm,
 constexpr int64_t kValuesInFlight = 16;
 
 bool valuesFirst(const EmitContext& ctx, const MmaPlan& p) {
-  bool reads = false;
   for (const ContractionPart& part : p.c.parts) {
     const Stmt& st = ctx.nest.body[size_t(part.statement)];
     if (ctx.k.params[size_t(st.array)].type != p.c.type || st.value->type != p.c.type) return false;
-    visitExprsWhile(st.value, [&](const Expr& e) {
-      reads = reads || (e.get() != part.sum.get() && e->kind == ExprKind::Load);
-      return !reads && e.get() != part.sum.get();
-    });
   }
-  return reads;
+  return !epilogueLoads(ctx.nest, p.c).empty();
 }
 
 // Whether the stacked statements store their sums alone at the same indices of arrays of one shape

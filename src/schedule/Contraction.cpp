@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "ir/Analysis.h"
@@ -302,6 +303,24 @@ ContractionMatch matchContraction(const Kernel& k, int nest) {
   if (cs.size() == 1) r.contraction = std::move(cs[0]);
   else r.contraction = stack(k, ln, std::move(cs), r.reasons);
   return r;
+}
+
+std::vector<EpilogueLoad> epilogueLoads(const LoopNest& nest, const Contraction& c) {
+  std::vector<EpilogueLoad> out;
+  for (size_t part = 0; part < c.parts.size(); ++part) {
+    const Expr& sum = c.parts[part].sum;
+    std::function<void(const Expr&, bool)> walk = [&](const Expr& e, bool conditional) {
+      if (e.get() == sum.get()) return;
+      if (e->kind == ExprKind::Load) {
+        out.push_back({e, int(part), conditional});
+        return;
+      }
+      const bool skips = e->kind == ExprKind::Select || (e->kind == ExprKind::Binary && isLogical(e->binaryOp));
+      forEachChild(e, [&](const Expr& x) { walk(x, conditional || skips); });
+    };
+    walk(nest.body[size_t(c.parts[part].statement)].value, false);
+  }
+  return out;
 }
 
 }  // namespace rtcg

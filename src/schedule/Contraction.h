@@ -91,6 +91,19 @@ std::string rowsText(const Kernel& k, const Contraction& c, bool isA);
 // A and B swapped (M and N with them): the transposed product C^T = B^T A^T.
 void transpose(Contraction& c);
 
+// A load of a contraction's statement beside its sum: the epilogue's reads (DG lifting's
+// `rhs[k, i] + invJ[k] * sum`). `conditional`: under a select or a logical operator, which may
+// skip it. The model's epilogue reads, the plan's L2 prefetches and the emitter's order of the
+// epilogue's loads and stores all start from this one walk.
+struct EpilogueLoad {
+  Expr load;
+  int part = 0;  // its statement's place in Contraction::parts
+  bool conditional = false;
+};
+// The loads beside each part's sum in `nest`'s body, outermost ones only (a load in another's
+// indices is that one's), in evaluation order.
+std::vector<EpilogueLoad> epilogueLoads(const LoopNest& nest, const Contraction& c);
+
 struct ContractionMatch {
   std::optional<Contraction> contraction;
   std::vector<std::string> reasons;  // why the nest does not qualify

@@ -236,8 +236,6 @@ void planEpiloguePrefetch(const Kernel& k, int nest, MmaPlan& p) {
   if (!p.ring.producer() || p.sharedEpilogue() || p.c.parts.size() != 1 || !plainRows(p.c, true) ||
       !plainRows(p.c, false))
     return;
-  const ContractionPart& part = p.c.parts[0];
-  const Stmt& st = k.nests[size_t(nest)].body[size_t(part.statement)];
   const int64_t bm = std::min(p.blockM, p.c.mExtent), bn = std::min(p.blockN, p.c.nExtent);
   auto dense = [&](const Expr& load) {
     auto form = flatOffset(k, load->array, load->operands);
@@ -250,13 +248,9 @@ void planEpiloguePrefetch(const Kernel& k, int nest, MmaPlan& p) {
     const int64_t range = a * (bm - 1) + b * (bn - 1) + 1, elements = (a ? bm : 1) * (b ? bn : 1);
     return range <= kPrefetchSpread * elements;
   };
-  visitExprsWhile(st.value, [&](const Expr& e) {
-    if (e.get() == part.sum.get() || e->kind == ExprKind::Select) return false;
-    if (e->kind == ExprKind::Binary && isLogical(e->binaryOp)) return false;
-    if (e->kind != ExprKind::Load) return true;
-    if (size_t(e->array) < k.numSignatureParams() && dense(e)) p.epiloguePrefetch.push_back(e);
-    return false;
-  });
+  for (const EpilogueLoad& l : epilogueLoads(k.nests[size_t(nest)], p.c))
+    if (!l.conditional && size_t(l.load->array) < k.numSignatureParams() && dense(l.load))
+      p.epiloguePrefetch.push_back(l.load);
 }
 
 // wgmma's part of the plan (MmaPlan::wgmma): the instruction's shape, the block tile of 64 x N

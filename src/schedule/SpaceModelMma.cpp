@@ -283,13 +283,7 @@ constexpr int64_t kEpilogueValues = 16;
 
 double epilogueReadSeconds(const Kernel& k, int nest, const MmaPlan& p, int64_t blocksPerMultiprocessor,
                            const DeviceModel& d) {
-  bool reads = false;
-  for (const ContractionPart& part : p.c.parts)
-    visitExprsWhile(k.nests[size_t(nest)].body[size_t(part.statement)].value, [&](const Expr& e) {
-      reads = reads || (e.get() != part.sum.get() && e->kind == ExprKind::Load);
-      return !reads && e.get() != part.sum.get();
-    });
-  if (!reads) return 0.0;
+  if (epilogueLoads(k.nests[size_t(nest)], p.c).empty()) return 0.0;
   const int64_t tileThreads = p.alternatingTiles ? 128 : p.consumerThreads > 0 ? p.consumerThreads : p.threads;
   const int64_t values = p.blockM * p.blockN / std::max<int64_t>(1, tileThreads);
   const int64_t groups = p.sharedEpilogue() ? 1 : (values + kEpilogueValues - 1) / kEpilogueValues;

@@ -136,6 +136,29 @@ kernel dg_diff(K: int, Np: int, Dr: f32[Np, Np], Ds: f32[Np, Np], Dt: f32[Np, Np
   EXPECT_TRUE(matchContraction(example, 0).contraction);
 }
 
+// The epilogue's loads (epilogueLoads), the one walk the model, the plan's L2 prefetches and the
+// emitter's order of loads and stores share: beside each part's sum, outermost only (idx's load in
+// rhs's index is rhs's), marked where a select or a logical operator may skip them; none inside
+// the sum.
+TEST(MmaRows, EpilogueLoadsAreTheOutermostBesideEachSum) {
+  Kernel k = fromSource(R"(
+kernel lift(K: int, Np: int, L: f32[Np, Np], f: f32[K, Np], s: f32[K], t: f32[K], idx: i32[K],
+            inout rhs: f32[K, Np], out q: f32[K, Np]) {
+  for k in 0..K, i in 0..Np {
+    rhs[k, i] = rhs[idx[k], i] + select(t[k] > 0.0, s[k], 1.0) * sum(j in 0..Np, L[i, j] * f[k, j]);
+    q[k, i] = sum(j in 0..Np, L[i, j] * f[k, j]);
+  }
+})", {{"K", 9}, {"Np", 5}});
+  ContractionMatch m = matchContraction(k, 0);
+  ASSERT_TRUE(m.contraction) << firstReason(m);
+  ASSERT_EQ(m.contraction->parts.size(), 2u);
+  std::vector<EpilogueLoad> loads = epilogueLoads(k.nests[0], *m.contraction);
+  std::vector<std::string> seen;
+  for (const EpilogueLoad& l : loads)
+    seen.push_back(fmt::format("{} part {}{}", k.params[size_t(l.load->array)].name, l.part, l.conditional ? " conditional" : ""));
+  EXPECT_EQ(seen, (std::vector<std::string>{"rhs part 0", "t part 0 conditional", "s part 0 conditional"}));
+}
+
 TEST(MmaRows, CollapsedRowsAndBatchesAnywhereQualify) {
   const std::string src = sumFact("f32", "f32");
   Kernel last = fromSource(src, {{"E", 5}, {"p", 3}});
