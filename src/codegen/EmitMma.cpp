@@ -603,9 +603,10 @@ void emitPoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
 }
 
 // The output point (mm, nn): the statement evaluated there with the sum replaced by `sum`.
+// With `chunk`, N's rows are bound from it (emitPoint).
 void storePoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, C::ExprP sum,
-                std::vector<C::Stmt>& out) {
-  emitPoint(ctx, p, nm, std::move(mm), std::move(nn), nullptr,
+                std::vector<C::Stmt>& out, const ChunkColumn* chunk = nullptr) {
+  emitPoint(ctx, p, nm, std::move(mm), std::move(nn), chunk,
             [&](size_t q, const PointAt& at, const C::ExprP&) {
               std::vector<C::Stmt> store;
               auto [target, value] = at(q, 0, sum, store);
@@ -658,13 +659,15 @@ void storePair(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
   emitPoint(ctx, p, nm, std::move(mm), std::move(nn), chunk, pairOf, out);
 }
 
-// The thread's column of a chunk (its statement q and first i, chunk_q and chunk_i): the
-// statement and i - lo, past a statement boundary where E is no multiple of 8, declared once for
-// the chunk's pairs (chunkArrayOf's; the branching pairs keep their own expressions).
+// The thread's column of a chunk (its statement q and first i, chunk_q and chunk_i), `offset` (0
+// or 1) past its first: the statement and i - lo, past a statement boundary where E is no
+// multiple of 8, declared once for the chunk's pairs or single stores (chunkArrayOf's; the
+// branching pairs keep their own expressions).
 ChunkColumn chunkColumnOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& q, const C::ExprP& i,
-                          std::vector<C::Stmt>& out) {
+                          std::vector<C::Stmt>& out, int64_t offset = 0) {
   const int64_t e = p.c.nRows.back().extent;
-  C::ExprP column = C::sum({i, C::product(nm.t, lit(2))}), part = q;
+  C::ExprP column = offset ? C::sum({i, C::product(nm.t, lit(2)), lit(offset)}) : C::sum({i, C::product(nm.t, lit(2))});
+  C::ExprP part = q;
   if (e % 8 != 0) {  // the chunk may cross into the next statement
     const std::string c = ctx.names.fresh("chunk_column"), wrap = ctx.names.fresh("chunk_wrap");
     out.push_back(C::decl(ctx.idx, c, column));
@@ -680,8 +683,8 @@ ChunkColumn chunkColumnOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm
 // chunkColumnOf's column with the statement's array as a pointer instead of the statement (past
 // the last statement: the last one's, whose points the guard leaves out).
 ChunkColumn chunkArrayOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& q, const C::ExprP& i,
-                         std::vector<C::Stmt>& out) {
-  ChunkColumn column = chunkColumnOf(ctx, p, nm, q, i, out);
+                         std::vector<C::Stmt>& out, int64_t offset = 0) {
+  ChunkColumn column = chunkColumnOf(ctx, p, nm, q, i, out, offset);
   const std::string array = ctx.names.fresh("chunk_array");
   const size_t last = p.c.parts.size() - 1;
   auto arrayOf = [&](size_t q) { return C::name(ctx.paramNames[size_t(ctx.nest.body[size_t(p.c.parts[q].statement)].array)]); };
@@ -743,6 +746,14 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // its pairs' stores without a branch (dg_diff N6's pairs branched over statements: docs/bench.md,
   // session 41).
   const bool chunkArray = chunked && sameStoresButArrays(ctx, p);
+  // Single stores (no pairs: rows of an odd number of values, dg_diff's at N = 8) of such
+  // statements: each of the thread's two columns of a chunk takes its array once for the chunk's
+  // two rows, where each point divided its column and branched over the statements: dg_diff N8's
+  // one-consumer form 0.463 -> 0.424 ms. Not under `pingpong`, whose epilogue runs beside the
+  // other consumer's steps: there the same change made the form slower (0.493 -> 0.551 ms, the
+  // producer's loads waiting longer; docs/bench.md, session 47).
+  const bool singleArrays = !pairs && p.isWgmma() && !p.alternatingTiles && stackedRows(p.c, false) &&
+                            p.c.nRows.size() == 2 && e >= 8 && sameStoresButArrays(ctx, p);
   // Each accumulator chunk's points: the first pass of valuesFirst (the value into the
   // accumulator, where the point is inside the domain), or the stores.
   auto values = [&](size_t fm, size_t fn) {
@@ -761,18 +772,20 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   };
   auto stores = [&](size_t fm, size_t fn) {
     std::string q, i;
-    std::optional<ChunkColumn> arrayChunk;
-    if (chunked) {
+    std::optional<ChunkColumn> arrayChunk, singleColumns[2];
+    if (chunked || singleArrays) {
       C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
       q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
       out.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
       out.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));
     }
     if (chunkArray) arrayChunk = chunkArrayOf(ctx, p, nm, C::name(q), C::name(i), out);
+    if (singleArrays)
+      for (int64_t c = 0; c < 2; ++c) singleColumns[c] = chunkArrayOf(ctx, p, nm, C::name(q), C::name(i), out, c);
     for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
       auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
       if (!pairs) {
-        storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out);
+        storePoint(ctx, p, nm, mm, nn, C::name(nm.acc[fm][fn][r]), out, singleArrays ? &*singleColumns[r & 1] : nullptr);
         continue;
       }
       // Statements that pick by branch: the column's expressions at each pair. Declared once per
