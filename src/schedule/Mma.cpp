@@ -602,11 +602,13 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
   // tf32x3 holds its partial sums too, and A's registers (registerA) their big and small parts.
   const int64_t accumulators = s.mma.wgmmaN / 2 * (p.splitBuffers ? 2 : 1);
   const int64_t regs = wgmmaPlanRegisters(p);
-  // Stacked statements' further outputs (their addresses, the epilogue's choice) take registers the
-  // estimate leaves out: where it would fill the launch's exactly (dg_diff's m64n128 by two
-  // consumers spilled), the producer gives them up.
-  const int64_t stacked = 4 * (int64_t(p.c.parts.size()) - 1);
-  if (p.ring.producer()) planProducerRegisters(p, regs + stacked, s.blocksPerSM);
+  // Stacked statements (dg_diff's three) need no registers beyond the estimate since their
+  // epilogue takes each chunk's statement once: where the estimate fills the launch's exactly
+  // (m64n128 tf32x3, m64n256 tf32 by two consumers), NVRTC 13 compiles dg_diff's forms at Np 56 to
+  // 165 in 152-162 of 168 without spills. Counting 8 more for them moved registers to the consumers
+  // by setmaxnreg and left the producer's plain loads 8 rows in flight instead of 16: dg_diff N8's
+  // pingpong form ran 0.493 ms with it, 0.357 without (docs/bench.md, session 47).
+  if (p.ring.producer()) planProducerRegisters(p, regs, s.blocksPerSM);
   // With setmaxnreg (producer) the consumers' share counts; else the whole block's.
   if (p.consumerRegisters > 0 && regs > p.consumerRegisters)
     reasons.push_back(fmt::format("mma: {} warpgroups of m64n{} need about {} registers per thread ({} accumulators); "

@@ -57,18 +57,31 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
   EXPECT_TRUE(p->residentByThreads());
   EXPECT_LT(p->a.tma.array, 0);
   EXPECT_TRUE(p->ring.fenceAsyncProxy);
-  // tf32x3: the plain loads; setmaxnreg leaves the producer 40 registers, which hold 8 rows.
+  // tf32x3: the plain loads. The consumers' m64n128 with partial sums fill the launch's 168
+  // registers, the three statements need none beyond them: no setmaxnreg, and the producer's
+  // registers hold 16 rows in flight (with setmaxnreg's 40, 8: 0.493 against 0.357 ms on an H200).
   EXPECT_TRUE(p->aByLoads());
-  EXPECT_EQ(p->producerRegisters, 40);
-  EXPECT_EQ(p->aRowsInFlight, 8);
+  EXPECT_EQ(p->producerRegisters, 0);
+  EXPECT_EQ(p->aRowsInFlight, 16);
   const SchedulePlan sp = planSchedule(k, *parseSchedule(text).schedule, kH200);
   ASSERT_TRUE(sp.ok());
   const std::string words = printPlan(k, sp.nests[0]);
   EXPECT_NE(words.find("A by the producer's 128 threads by plain loads"), std::string::npos) << words;
-  EXPECT_NE(words.find("8 rows in flight"), std::string::npos) << words;
+  EXPECT_NE(words.find("16 rows in flight"), std::string::npos) << words;
   EXPECT_NE(words.find("copies A up to 2 steps ahead"), std::string::npos) << words;
   EXPECT_NE(words.find("2 buffers filled by plain loads"), std::string::npos) << words;
-  // The stacked form (one array D) alike, its producer keeping the launch's registers: 16 rows.
+  // Where the consumers need more than the launch's (m64n168: 208), setmaxnreg leaves the producer
+  // 40 registers, which hold 8 rows.
+  const std::string wider = "mma: tf32x3 wgmma m64n168k8 warpgroups 2x1 k 32 stages 2" + kRing + " pingpong resident a";
+  auto tight = plan(dgThree(101556, 45), wider, kH200, reasons);
+  ASSERT_TRUE(tight) << joined(reasons);
+  EXPECT_TRUE(tight->aByLoads());
+  EXPECT_EQ(tight->producerRegisters, 40);
+  EXPECT_EQ(tight->aRowsInFlight, 8);
+  const SchedulePlan tightPlan = planSchedule(dgThree(101556, 45), *parseSchedule(wider).schedule, kH200);
+  ASSERT_TRUE(tightPlan.ok());
+  EXPECT_NE(printPlan(dgThree(101556, 45), tightPlan.nests[0]).find("8 rows in flight"), std::string::npos);
+  // The stacked form (one array D) alike: 16 rows.
   auto stacked = plan(dgStacked(101556, 165), text, kH200, reasons);
   ASSERT_TRUE(stacked) << joined(reasons);
   EXPECT_TRUE(stacked->aByThreads());
@@ -178,6 +191,7 @@ TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
       {165, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 4", 2e-5, 8},
       {165, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 pingpong", 2e-5, 8},
       {45, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 pingpong", 2e-5, 3},
+      {45, "mma: tf32x3 wgmma m64n168k8 warpgroups 2x1 k 32 stages 2 pingpong", 2e-5, 2},
       {45, "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2", 2e-3, 2},
       {45, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 64 stages 2", 2e-5, 3},
       {21, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2", 2e-5, 2},
