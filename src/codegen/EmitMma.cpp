@@ -750,7 +750,7 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // statements: each of the thread's two columns of a chunk takes its array once for the chunk's
   // two rows, where each point divided its column and branched over the statements: dg_diff N8's
   // one-consumer form 0.463 -> 0.424 ms. Not under `pingpong`, whose epilogue runs beside the
-  // other consumer's steps: there the same change made the form slower (0.493 -> 0.551 ms, the
+  // other consumer's steps: there the same change made the form slower (0.357 -> 0.406 ms, the
   // producer's loads waiting longer; docs/bench.md, session 47).
   const bool singleArrays = !pairs && p.isWgmma() && !p.alternatingTiles && stackedRows(p.c, false) &&
                             p.c.nRows.size() == 2 && e >= 8 && sameStoresButArrays(ctx, p);
