@@ -159,7 +159,7 @@ std::string checkScheduledOnHost(const Kernel& proved, const Kernel& scheduled, 
   for (size_t p = 0; p < k.numSignatureParams(); ++p) {
     const Param& param = k.params[p];
     if (param.kind != ParamKind::Scalar) continue;
-    if (isInteger(param.type)) {
+    if (!isFloat(param.type)) {
       args.setScalarInt(param.name, integer);
       integer = std::max<int64_t>(1, integer - 1);
     } else {
