@@ -118,7 +118,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
   // the wgmma of every fragment-k (tf32x3: into the set's partial sums, the first with scale-d
   // 0), commit, wait, then the retired group's set retired.
   auto step = [&](const C::ExprP& at, const C::ExprP& local, const std::string& buf, const RegisterSet* rs,
-                  const RegisterSet* retired, std::vector<C::Stmt>& to) {
+                  const RegisterSet* retired, std::vector<C::Stmt>& to, int64_t stepFrags) {
     std::string small;
     if (p.splitBuffers) {
       small = ctx.names.fresh("small");
@@ -136,7 +136,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
     const MmaNames& acc = p.splitBuffers ? rs->partial : nm;
     waitTurn(p, nm, at, to);
     to.push_back(withAccumulators(acc, name + "_fence", {}));
-    for (int64_t f = 0; f < frags; ++f)
+    for (int64_t f = 0; f < stepFrags; ++f)
       for (auto [pa, pb] : products) {
         std::vector<C::ExprP> lead = p.registerA() ? nameList(rs->a[size_t(f)][size_t(pa)])
                                                  : std::vector<C::ExprP>{descAt(true, pa, f * p.fragK)};
@@ -168,22 +168,33 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
   // The steps of a tile (of the block's one, or persistent's round `round`) into `to`.
   auto tileSteps = [&](std::vector<C::Stmt>& to) {
     if (!p.pingPong()) {
+      // The last step apart where it issues fewer fragment-ks (MmaPlan::lastStepFragments; persistent).
+      const bool lastApart = p.lastStepFragments < frags;
+      RTCG_ASSERT(!lastApart || p.persistent(), "the last step apart: a persistent ring's (planMma)");
       const RegisterSet* rs = sets.empty() ? nullptr : &sets[0];
       const C::ExprP at = ringStep(C::name(ring.step), body);
-      step(at, C::name(ring.step), p.persistent() ? ring.stepAt(at, body) : ring.buffer, rs, rs, body);
+      step(at, C::name(ring.step), p.persistent() ? ring.stepAt(at, body) : ring.buffer, rs, rs, body, frags);
       waitTileTurn(p, nm, to);
-      to.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(p.steps), C::Unroll::Never, std::move(body)));
+      const int64_t looped = p.steps - (lastApart ? 1 : 0);
+      if (looped > 0)
+        to.push_back(C::forLoop(ctx.idx, ring.step, lit(0), lit(looped), C::Unroll::Never, std::move(body)));
+      if (lastApart) {
+        std::vector<C::Stmt> last;
+        const C::ExprP atLast = ringStep(lit(p.steps - 1), last);
+        step(atLast, lit(p.steps - 1), ring.stepAt(atLast, last), rs, rs, last, p.lastStepFragments);
+        to.push_back(C::block(std::move(last)));
+      }
     } else {
       // Two steps an iteration, in straight-line code: the sets are distinct registers of the
       // compilers' own (a branch on the parity let them merge the two sets' loads into one).
       std::string pair = ctx.names.fresh("pair"), odd = ctx.names.fresh("step_odd");
       body.push_back(C::decl(ctx.idx, ring.step, C::product(C::name(pair), lit(2))));
       const C::ExprP at = ringStep(C::name(ring.step), body);
-      step(at, C::name(ring.step), ring.stepAt(at, body), &sets[0], &sets[1], body);
+      step(at, C::name(ring.step), ring.stepAt(at, body), &sets[0], &sets[1], body, frags);
       body.push_back(C::decl(ctx.idx, odd, C::sum({C::name(ring.step), lit(1)})));
       std::vector<C::Stmt> second;
       const C::ExprP atOdd = ringStep(C::name(odd), second);
-      step(atOdd, C::name(odd), ring.stepAt(atOdd, second), &sets[1], &sets[0], second);
+      step(atOdd, C::name(odd), ring.stepAt(atOdd, second), &sets[1], &sets[0], second, frags);
       if (p.steps % 2 == 0) append(body, std::move(second));
       else body.push_back(C::ifThen(bin("<", C::name(odd), lit(p.steps)), std::move(second)));
       waitTileTurn(p, nm, to);

@@ -141,28 +141,20 @@ std::vector<C::Stmt> residentSplit(EmitContext& ctx, const MmaPlan& p, const Mma
   return body;
 }
 
-// aByLoads (MmaPlan::aCopy: Registers): A's slice of tile step `step` at the tile's origin into
-// the stage starting at element `start` by the producer's plain loads. Warp w loads the tile's
-// rows from w * blockM / 4 on, a row's 32 values of k a load (lane l: k 32 c + l of the step),
-// aRowsInFlight loads into registers before any is stored (a store after each load would wait out
-// its latency alone), then stores each value (the big part, as the tensor cores read it) and its
-// small part at its place of the swizzled big and small tiles: a row's 32 values in 32 banks.
-// Zeros outside the domain.
-void loadStage(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid, const C::ExprP& step,
-               const C::ExprP& start, std::vector<C::Stmt>& body) {
-  const int64_t chunks = p.blockK / 32, rowsPerWarp = p.blockM / 4, loads = rowsPerWarp * chunks;
-  const int64_t inFlight = p.aRowsInFlight, batches = loads / inFlight;
-  RTCG_ASSERT(p.staged == ScalarType::F32 && p.blockK % 32 == 0 && inFlight > 0 && loads % inFlight == 0 &&
-                  inFlight % chunks == 0,
-              "the producer's loads: f32 rows of 32 values, batches dividing a warp's loads");
-  const std::string batch = ctx.names.fresh("batch"), first = ctx.names.fresh("load_row");
-  std::vector<C::Stmt> each;
-  C::ExprP firstRow = C::product(bin("/", ptid, lit(32)), lit(rowsPerWarp));
-  if (batches > 1) firstRow = C::sum({firstRow, C::product(C::name(batch), lit(inFlight / chunks))});
-  each.push_back(C::decl(ctx.idx, first, firstRow));
-  std::vector<std::pair<std::string, C::ExprP>> loaded;  // the value's register, its place in the stage
-  for (int64_t r = 0; r < inFlight; ++r) {
-    C::ExprP row = C::sum({C::name(first), lit(r / chunks)}), kk = C::sum({lit(r % chunks * 32), nm.lane});
+// aByLoads (MmaPlan::aCopy: Registers): the plain loads of one batch of A's rows of tile step
+// `step` at nm's origin. Warp w loads the tile's rows from w * blockM / 4 on (`first`: the
+// batch's first row), a row's 32 values of k a load (lane l: k 32 c + l of the step); zeros
+// outside the domain. Each load's value and its place in the swizzled stage (a row's 32 values
+// in 32 banks).
+struct RowLoad {
+  C::ExprP value, at;
+};
+std::vector<RowLoad> rowLoads(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& first,
+                              const C::ExprP& step) {
+  const int64_t chunks = p.blockK / 32;
+  std::vector<RowLoad> loads;
+  for (int64_t r = 0; r < p.aRowsInFlight; ++r) {
+    C::ExprP row = C::sum({first, lit(r / chunks)}), kk = C::sum({lit(r % chunks * 32), nm.lane});
     C::ExprP point = C::sum({nm.m0, row}), kq = C::sum({C::product(step, lit(p.blockK)), kk});
     Env env;
     env.vars = nm.batch;
@@ -172,13 +164,46 @@ void loadStage(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP&
     C::ExprP value = operandAt(p, true, part, [&](const Expr& op) { return lower(ctx, op, env, lowered); });
     RTCG_ASSERT(lowered.empty(), "an mma operand lowers to one expression");
     C::ExprP inside = bin("&&", bin("<", point, lit(p.c.mExtent)), bin("<", kq, lit(p.c.kExtent)));
-    loaded.emplace_back(ctx.names.fresh("loaded"), C::sum({start, wgmmaTileAt(p, true, row, kk)}));
-    each.push_back(C::decl("float", loaded.back().first, C::ternary(inside, value, literalOf(p.staged, 0, 0.0))));
+    loads.push_back({C::ternary(inside, value, literalOf(p.staged, 0, 0.0)), wgmmaTileAt(p, true, row, kk)});
   }
-  for (const auto& [x, at] : loaded) {
-    each.push_back(C::assign(tileRef(nm.tileA[0], at), "=", C::name(x)));
-    each.push_back(C::assign(tileRef(nm.tileA[1], at), "=", C::call("rtcg_tf32_small", {C::name(x)})));
+  return loads;
+}
+
+// The value in register `x` (the big part, as the tensor cores read it) and its small part at
+// place `at` of the stage's big and small tiles.
+void storeSplit(const MmaNames& nm, const C::ExprP& at, const std::string& x, std::vector<C::Stmt>& body) {
+  body.push_back(C::assign(tileRef(nm.tileA[0], at), "=", C::name(x)));
+  body.push_back(C::assign(tileRef(nm.tileA[1], at), "=", C::call("rtcg_tf32_small", {C::name(x)})));
+}
+
+// The first row of warp `ptid / 32`'s batch `batch` (none: its first) of a step's loads.
+C::ExprP firstLoadRow(const MmaPlan& p, const C::ExprP& ptid, const std::string& batch) {
+  const int64_t chunks = p.blockK / 32;
+  C::ExprP firstRow = C::product(bin("/", ptid, lit(32)), lit(p.blockM / 4));
+  if (!batch.empty()) firstRow = C::sum({firstRow, C::product(C::name(batch), lit(p.aRowsInFlight / chunks))});
+  return firstRow;
+}
+
+// aByLoads: A's slice of tile step `step` at the tile's origin into the stage starting at element
+// `start` by the producer's plain loads (rowLoads), aRowsInFlight loads into registers before any
+// is stored (a store after each load would wait out its latency alone), then each value and its
+// small part stored (storeSplit).
+void loadStage(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid, const C::ExprP& step,
+               const C::ExprP& start, std::vector<C::Stmt>& body) {
+  const int64_t chunks = p.blockK / 32, loads = p.blockM / 4 * chunks;
+  const int64_t inFlight = p.aRowsInFlight, batches = loads / inFlight;
+  RTCG_ASSERT(p.staged == ScalarType::F32 && p.blockK % 32 == 0 && inFlight > 0 && loads % inFlight == 0 &&
+                  inFlight % chunks == 0,
+              "the producer's loads: f32 rows of 32 values, batches dividing a warp's loads");
+  const std::string batch = ctx.names.fresh("batch"), first = ctx.names.fresh("load_row");
+  std::vector<C::Stmt> each;
+  each.push_back(C::decl(ctx.idx, first, firstLoadRow(p, ptid, batches > 1 ? batch : "")));
+  std::vector<std::pair<std::string, C::ExprP>> loaded;  // the value's register, its place in the stage
+  for (RowLoad& l : rowLoads(ctx, p, nm, C::name(first), step)) {
+    loaded.emplace_back(ctx.names.fresh("loaded"), C::sum({start, l.at}));
+    each.push_back(C::decl("float", loaded.back().first, l.value));
   }
+  for (const auto& [x, at] : loaded) storeSplit(nm, at, x, each);
   if (batches == 1) append(body, std::move(each));
   else body.push_back(C::forLoop(ctx.idx, batch, lit(0), lit(batches), C::Unroll::Never, std::move(each)));
 }
@@ -201,12 +226,58 @@ TileSteps startTile(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
   return t;
 }
 
+// aLoadsAhead (a step's loads all in flight at once): the registers carry each ring step's
+// values from the step before, so that the loads' latency passes while the producer waits for
+// the stage to be free instead of after. Before the loop the block's first tile's step 0 is
+// loaded; each step then waits for its stage, stores the values it carries (storeSplit), fences,
+// arrives on `ready` and loads the next ring step's: the tile's next step, or after its last
+// the next tile's (round + 1: tile + persistentBlocks) first, zeros past the block's last tile.
+C::Stmt loadedStepsAhead(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
+  RTCG_ASSERT(p.aRowsInFlight == p.blockM / 4 * (p.blockK / 32), "loads ahead: a step's loads in flight at once");
+  std::vector<C::Stmt> out;
+  const std::string row = ctx.names.fresh("load_row");
+  out.push_back(C::decl(ctx.idx, row, firstLoadRow(p, ptid, "")));
+  MmaNames first = nm;
+  declareTileOrigin(ctx, p, first, coordinate(ctx, "blockIdx", 0), out);
+  std::vector<std::string> regs;
+  std::vector<C::ExprP> places;
+  for (RowLoad& l : rowLoads(ctx, p, first, C::name(row), lit(0))) {
+    regs.push_back(ctx.names.fresh("ahead"));
+    places.push_back(l.at);
+    out.push_back(C::decl("float", regs.back(), l.value, false));
+  }
+  out.push_back(tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
+    auto [step, ring, buffer, each] = startTile(ctx, p, nm, ptid, round, body);
+    MmaNames next = nm;
+    C::ExprP nextTile = C::sum({coordinate(ctx, "blockIdx", 0),
+                                C::product(C::sum({round, lit(1)}), lit(p.persistentBlocks))});
+    declareTileOrigin(ctx, p, next, nextTile, body);
+    each.push_back(waitStageFree(p, nm, C::name(ring), C::name(buffer)));
+    const C::ExprP start = C::product(C::name(buffer), lit(p.a.buffer));
+    for (size_t r = 0; r < regs.size(); ++r) storeSplit(nm, C::sum({start, places[r]}), regs[r], each);
+    each.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+    each.push_back(C::exprStmt(C::call("rtcg_mbar_arrive", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer))})));
+    const std::string last = ctx.names.fresh("last_step"), nextStep = ctx.names.fresh("next_step"),
+                      nextM = ctx.names.fresh("next_m");
+    each.push_back(C::decl("bool", last, bin("==", C::name(step), lit(p.steps - 1))));
+    each.push_back(C::decl(ctx.idx, nextStep, C::ternary(C::name(last), lit(0), C::sum({C::name(step), lit(1)}))));
+    each.push_back(C::decl(ctx.idx, nextM, C::ternary(C::name(last), next.m0, nm.m0)));
+    MmaNames at = nm;
+    at.m0 = C::name(nextM);
+    std::vector<RowLoad> loads = rowLoads(ctx, p, at, C::name(row), C::name(nextStep));
+    for (size_t r = 0; r < regs.size(); ++r) each.push_back(C::assign(C::name(regs[r]), "=", loads[r].value));
+    body.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(each)));
+  }));
+  return C::block(std::move(out));
+}
+
 // aByLoads: the producer's loop over the block's tiles and their steps (ring step r): all 128
 // threads wait until the consumers have freed r's stage, load and store their share of it
 // (loadStage), fence for the async proxy and arrive on the stage's `ready` (count 128), which
 // the consumers wait for. The stage's writers are these threads alone, so `empty` orders them.
 // As threadCopiedSteps, thread 0 prefetches the epilogue's reads into L2 as each tile starts (startTile).
 C::Stmt loadedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
+  if (p.aLoadsAhead) return loadedStepsAhead(ctx, p, nm, ptid);
   return tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
     auto [step, ring, buffer, each] = startTile(ctx, p, nm, ptid, round, body);
     each.push_back(waitStageFree(p, nm, C::name(ring), C::name(buffer)));

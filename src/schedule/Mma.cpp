@@ -208,6 +208,7 @@ void planProducerLoads(MmaPlan& p, int64_t registers) {
   p.aCopy = CopyEngine::Registers;
   const int64_t loads = p.blockM / 4 * (p.blockK / 32);
   p.aRowsInFlight = std::min<int64_t>(loads, registers >= 16 + kLoadRegisters ? 16 : 8);
+  p.aLoadsAhead = p.aRowsInFlight == loads;
 }
 
 // The producer's registers (MmaPlan::producerRegisters, consumerRegisters): none moved where the
@@ -699,6 +700,9 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
                                   p.steps, p.blockK, p.c.kExtent, p.ring.stages));
   checkLaunch(s, limits, p, reasons);
   if (reasons.size() != before) return std::nullopt;
+  p.lastStepFragments = p.blockK / p.fragK;
+  if (p.isWgmma() && p.persistent() && !p.pingPong())
+    p.lastStepFragments = ceilDiv(p.c.kExtent - (p.steps - 1) * p.blockK, p.fragK);
   return p;
 }
 

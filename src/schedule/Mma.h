@@ -87,6 +87,14 @@ struct MmaPlan {
   bool epilogueAlongM() const { return epilogue == MmaEpilogue::SharedAlongM; }
   int64_t epiloguePitch = 0, epilogueBytes = 0, sharedBytes = 0;
   int64_t steps = 0;        // reduction steps of blockK
+  // The fragment-ks the last step issues: blockK / fragK, but on a persistent wgmma ring without
+  // register sets (!pingPong()) only those the reduction reaches (ceil((kExtent - (steps - 1) *
+  // blockK) / fragK)): the consumers' last step of each tile is emitted apart, after the loop of
+  // the others, and skips the fragment-ks of the padding (at N = 8, Np = 165: 1 of 4, an eighth
+  // of a tile's wgmma). The tiles still hold the padding's zeros.
+  int64_t lastStepFragments = 0;
+  // The k each tile's wgmma or mma cover: steps * blockK less what the last step skips.
+  int64_t issuedK() const { return lastStepFragments > 0 ? (steps - 1) * blockK + lastStepFragments * fragK : steps * blockK; }
   int64_t mmaPerStep = 0;   // mma instructions per warp per step (x3 for tf32x3); wgmma: per warpgroup
   int64_t threads = 0;      // of a block: 32 per warp (wgmma: 128 per warpgroup)
   // wgmma (MmaSchedule::wgmmaN): fragM x fragN = 64 x N per warpgroup, fragK 16 (bf16, f16) or 8
@@ -312,9 +320,13 @@ struct MmaPlan {
   // splitters' pass on the DG rows at N = 8 (docs/bench.md, session 46), so it replaces that form
   // under tf32x3. Without a split (tf32) the threads' cp.async stays (CpAsync), no register holding
   // a value in flight. aRowsInFlight: 16 where the producer's registers hold them, else 8
-  // (planProducerRegisters).
+  // (planProducerRegisters). aLoadsAhead, where a step's loads are all in flight at once (16 rows
+  // of a 64-row tile's k 32): the registers carry the next ring step's values (the tile's next
+  // step, or the next tile's first) from one step to the next, loaded as soon as the stage before
+  // is stored, so that their latency passes while the producer waits for the stage to be free.
   CopyEngine aCopy = CopyEngine::CpAsync;
   int64_t aRowsInFlight = 0;
+  bool aLoadsAhead = false;
   bool aByLoads() const { return aByThreads() && aCopy == CopyEngine::Registers; }
   // mma.sync (`fragments 2`'s ring, f64) with `persistent` (and `resident`): the same loop over
   // the block's tiles without a producer. The ring's step runs on across the tiles (the r-th tile's

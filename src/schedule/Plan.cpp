@@ -876,12 +876,17 @@ std::string tileOrderLine(const MmaPlan& p) {
 std::string wgmmaLines(const MmaPlan& p) {
   const int64_t groups = (p.ring.producer() ? p.consumerThreads : p.threads) / 128;
   std::string s = fmt::format("  {} wgmma.mma_async m64n{}k{} (sm_90a): block tile {}x{} ({}), "
-                              "{} reduction steps of {}, {} wgmma per warpgroup and step\n",
+                              "{} reduction steps of {}, {} wgmma per warpgroup and step{}\n",
                               mmaArithName(p.arith), p.fragN, p.fragK, p.blockM, p.blockN,
                               p.alternatingTiles ? fmt::format("one warpgroup's; its {} consumer warpgroups take whole "
                                                                "tiles in turn", groups)
                                                  : fmt::format("{} warpgroups of 64x{}", groups, p.fragN),
-                              p.steps, p.blockK, p.mmaPerStep);
+                              p.steps, p.blockK, p.mmaPerStep,
+                              p.lastStepFragments < p.blockK / p.fragK
+                                  ? fmt::format(" (the last step {} fragment-k{} of {}: the reduction ends at {})",
+                                                p.lastStepFragments, p.lastStepFragments == 1 ? "" : "s",
+                                                p.blockK / p.fragK, p.c.kExtent)
+                                  : std::string());
   auto layout = [&](const char* name, bool mnMajor, bool contiguousMn, int64_t lbo, int64_t sbo) {
     if (name[0] == 'A' && p.registerA())
       return std::string("A MN-major, each warp's fragment loaded into registers per fragment-k (wgmma's A from "
@@ -929,10 +934,11 @@ std::string wgmmaLines(const MmaPlan& p) {
   };
   if (p.aByLoads())
     s += fmt::format("  copies: {}; A by the producer's 128 threads by plain loads (a warp's 32 lanes one row's 128 "
-                     "bytes of k, {} rows in flight; zeros outside the domain), each writing the values and their small "
+                     "bytes of k, {} rows in flight{}; zeros outside the domain), each writing the values and their small "
                      "parts into the swizzled stage, fencing for the async proxy and arriving on the stage's mbarrier "
                      "'ready' (128 arrivals); the consumers fence each stage for the async proxy after their wait\n",
-                     p.residentByThreads() ? "no TMA box" : box("B", p.b.tma), p.aRowsInFlight);
+                     p.residentByThreads() ? "no TMA box" : box("B", p.b.tma), p.aRowsInFlight,
+                     p.aLoadsAhead ? ", the next step's loaded as soon as this one's are stored, before its stage is free" : "");
   else if (p.aByThreads())
     s += fmt::format("  copies: {}; A by the producer's 128 threads by cp.async (16 bytes where the rows allow, else "
                      "value by value; zeros outside the domain), each arriving on the stage's mbarrier 'full' (128 arrivals) as its copies land; the "

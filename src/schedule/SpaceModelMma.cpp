@@ -324,7 +324,7 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
   e.flops = 2.0 * double(p.c.mExtent) * double(p.c.nExtent) * double(p.c.kExtent) * batch;
   // The output tiles: the blocks', or persistent's, which each block loops over.
   const int64_t tiles = p.tileCount();
-  const double issued = 2.0 * double(tiles) * double(p.blockM * p.blockN) * double(p.steps * p.blockK) *
+  const double issued = 2.0 * double(tiles) * double(p.blockM * p.blockN) * double(p.issuedK()) *
                         (p.arith == MmaArith::Tf32x3 ? 3 : 1);
   // `fragments 2`'s credit needs block tiles of 128 x 64 or more and more blocks than
   // multiprocessors (smaller tiles and fewer blocks measured slower with it), or a persistent

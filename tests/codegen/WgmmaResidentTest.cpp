@@ -297,6 +297,26 @@ TEST(WgmmaResident, SpaceOffersItAndTheModelCreditsIt) {
   EXPECT_NE(best->text.find(" resident a"), std::string::npos) << best->text;
 }
 
+// The kept operand's rows in up to three N tiles: the stacked DG differentiation at N = 7 keeps
+// D's 360 rows in three m64n128 tiles (an H200 ran that 0.130 ms against 0.161 for the fastest form
+// without `resident` the space offered: docs/bench.md, session 49); four tiles' rows are not kept.
+TEST(WgmmaResident, SpaceKeepsRowsOfUpToThreeNTiles) {
+  const SpaceOptions o = spaceOptionsFor("sm_90", Precision::Tf32x3);
+  auto offered = [&](const Kernel& k, const std::string& text) {
+    const Space space = enumerateSchedules(k, o);
+    for (const Candidate& c : space.candidates)
+      if (c.text == text) return true;
+    return false;
+  };
+  const std::string kept = "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3" + kPersistent + " resident a";
+  EXPECT_TRUE(offered(dgDiff(139720, 120), kept));
+  EXPECT_TRUE(offered(dgDiff(139720, 120), "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" + kPersistent +
+                                               " pingpong resident a"));
+  // D of 3 x 176 = 528 rows (704-byte rows, which TMA copies): five tiles of 128, not kept.
+  EXPECT_FALSE(offered(dgDiff(95000, 176), "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" + kPersistent +
+                                              " resident a"));
+}
+
 // A kept B that no TMA box copies (MmaPlan::residentByThreads): the stacked statements' D of
 // dg_diff (three arrays), and B's rows of kk + 1 values (read in part, and 4-byte or 16-bit
 // unaligned rows). The plan keeps it for the producer's threads, with no tensor map of B; A

@@ -68,7 +68,19 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
   const std::string words = printPlan(k, sp.nests[0]);
   EXPECT_NE(words.find("A by the producer's 128 threads by plain loads"), std::string::npos) << words;
   EXPECT_NE(words.find("16 rows in flight"), std::string::npos) << words;
+  // A warp's 16 loads are all of a step's: the next step's are loaded before its stage is free.
+  EXPECT_TRUE(p->aLoadsAhead);
+  EXPECT_NE(words.find("the next step's loaded as soon as this one's are stored"), std::string::npos) << words;
   EXPECT_NE(words.find("copies A up to 2 steps ahead"), std::string::npos) << words;
+  // 165 values in 6 steps of 32: the last step issues the one fragment-k of 8 the reduction
+  // reaches (MmaPlan::lastStepFragments), emitted after the loop of the other 5.
+  EXPECT_EQ(p->steps, 6);
+  EXPECT_EQ(p->lastStepFragments, 1);
+  EXPECT_EQ(p->issuedK(), 168);
+  EXPECT_NE(words.find("(the last step 1 fragment-k of 4: the reduction ends at 165)"), std::string::npos) << words;
+  const std::string source = emitCuda(k, *parseSchedule(text).schedule, kH200).source;
+  EXPECT_NE(source.find("for (int step_2 = 0; step_2 < 5; ++step_2)"), std::string::npos);
+  EXPECT_NE(source.find("const int ring_step_3 = round_2 * 6 + 5;"), std::string::npos);
   EXPECT_NE(words.find("2 buffers filled by plain loads"), std::string::npos) << words;
   // Where the consumers need more than the launch's (m64n168: 208), setmaxnreg leaves the producer
   // 40 registers, which hold 8 rows.
@@ -78,6 +90,8 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
   EXPECT_TRUE(tight->aByLoads());
   EXPECT_EQ(tight->producerRegisters, 40);
   EXPECT_EQ(tight->aRowsInFlight, 8);
+  EXPECT_FALSE(tight->aLoadsAhead);  // two batches of a step's 16 loads
+  EXPECT_EQ(tight->lastStepFragments, 2);  // 45 = 32 + 13
   const SchedulePlan tightPlan = planSchedule(dgThree(101556, 45), *parseSchedule(wider).schedule, kH200);
   ASSERT_TRUE(tightPlan.ok());
   EXPECT_NE(printPlan(dgThree(101556, 45), tightPlan.nests[0]).find("8 rows in flight"), std::string::npos);
@@ -107,6 +121,7 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
   ASSERT_TRUE(wide) << joined(reasons);
   EXPECT_TRUE(wide->aByLoads());
   EXPECT_EQ(wide->aRowsInFlight, 16);
+  EXPECT_FALSE(wide->aLoadsAhead);
   // Where a box copies A (Np = 120: 480-byte rows), TMA does.
   auto boxed = plan(dgThree(139720, 120), text, kH200, reasons);
   ASSERT_TRUE(boxed) << joined(reasons);
@@ -114,6 +129,11 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
   EXPECT_FALSE(boxed->aByLoads());
   EXPECT_EQ(boxed->aRowsInFlight, 0);
   EXPECT_GE(boxed->a.tma.array, 0);
+  // Not persistent: every step issues its 4 fragment-ks (the ring's copies share the step loop).
+  auto whole = plan(k, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3 swizzle 128", kH200, reasons);
+  ASSERT_TRUE(whole) << joined(reasons);
+  EXPECT_EQ(whole->lastStepFragments, 4);
+  EXPECT_EQ(whole->issuedK(), 192);
   // Without `resident` the stages would carry B's boxes beside A's copies: TMA's refusal stands.
   reasons.clear();
   EXPECT_FALSE(plan(k, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4" + kRing, kH200, reasons));
@@ -153,9 +173,11 @@ TEST(WgmmaRingByThreads, EmitsThreadCopiesAndNvrtcCompiles) {
         EXPECT_EQ(m.source.find(fullInit), std::string::npos) << text;
         EXPECT_EQ(m.source.find(fullArrive), std::string::npos) << text;
         EXPECT_NE(m.source.find(readyInit), std::string::npos) << text;
-        EXPECT_NE(m.source.find("] = rtcg_tf32_small(loaded"), std::string::npos) << text;
-        EXPECT_NE(m.source.find(fmt::format("loaded_{} = ", p->aRowsInFlight)), std::string::npos) << text;
-        EXPECT_EQ(m.source.find(fmt::format("loaded_{} = ", p->aRowsInFlight + 1)), std::string::npos) << text;
+        // A step's loads in registers (`ahead`: carried from the step before), then stored.
+        const std::string reg = p->aLoadsAhead ? "ahead" : "loaded";
+        EXPECT_NE(m.source.find("] = rtcg_tf32_small(" + reg), std::string::npos) << text;
+        EXPECT_NE(m.source.find(fmt::format("{}_{} = ", reg, p->aRowsInFlight)), std::string::npos) << text;
+        EXPECT_EQ(m.source.find(fmt::format("{}_{} = ", reg, p->aRowsInFlight + 1)), std::string::npos) << text;
       } else {
         EXPECT_FALSE(p->aByLoads()) << text;
         EXPECT_NE(m.source.find(fullInit), std::string::npos) << m.source;
@@ -177,7 +199,8 @@ TEST(WgmmaRingByThreads, EmitsThreadCopiesAndNvrtcCompiles) {
 // In the host emulation, against the float64 reference: dg_diff (three arrays) and its stacked
 // form at K = 301 (no element tile of 64 divides it) and Np = 165 (N = 8: five steps of 32 and 5
 // values), 45 (one step and 13) and 21 (one partial step); tf32x3 (the plain loads, MmaPlan::
-// aByLoads: 8 and 16 rows in flight, 2 to 4 stages, a tile of 128 rows and k 64), tf32 (the
+// aByLoads: 8 and 16 rows in flight, the next step loaded ahead or not, 2 to 4 stages, a tile of
+// 128 rows and k 64, two consumers sharing a tile's rows), tf32 (the
 // threads' cp.async, no split), pingpong, one consumer; and A by threads beside B by TMA.
 TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
   struct Case {
@@ -190,6 +213,7 @@ TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
       {165, "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 pingpong", 2e-5, 4},
       {165, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 4", 2e-5, 8},
       {165, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 pingpong", 2e-5, 8},
+      {165, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x2 k 32 stages 2", 2e-5, 4},
       {45, "mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 3 pingpong", 2e-5, 3},
       {45, "mma: tf32x3 wgmma m64n168k8 warpgroups 2x1 k 32 stages 2 pingpong", 2e-5, 2},
       {45, "mma: tf32 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2", 2e-3, 2},
@@ -197,6 +221,7 @@ TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
       {21, "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2", 2e-5, 2},
   };
   std::set<int64_t> rowsInFlight;
+  std::set<bool> loadsAhead;
   for (const Case& c : cases) {
     const std::string text = beforePingpong(c.schedule, kRing, " resident a");
     for (bool three : {true, false}) {
@@ -207,11 +232,13 @@ TEST(HostEmulation, WgmmaRingByThreadsMatchesTheReference) {
       EXPECT_TRUE(p->aByThreads()) << text;
       EXPECT_EQ(p->aByLoads(), p->arith == MmaArith::Tf32x3) << text;
       rowsInFlight.insert(p->aRowsInFlight);
+      loadsAhead.insert(p->aLoadsAhead);
       EXPECT_EQ(checkOnHost(k, text, c.tolerance, limitsOf(c.multiprocessors)), "")
           << k.name << " Np " << c.np << " " << text;
     }
   }
   EXPECT_EQ(rowsInFlight, (std::set<int64_t>{0, 8, 16}));
+  EXPECT_EQ(loadsAhead, (std::set<bool>{false, true}));
   // B kept by TMA's boxes (rows of 56 values), A by the threads (rows of 57): m = 136, n = 203.
   const Kernel pad = fromSource(kPadA, "rect32_apad", {{"m", 136}, {"n", 203}, {"kk", 56}});
   for (const char* schedule : {"mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2",

@@ -96,10 +96,10 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
             ns.mma.persistent = true;
             // Each with either operand's tiles resident too, where unbatched (the plan refuses
             // them where they do not fit the shared memory, or the layouts do not allow).
-            // Only where the kept operand's rows fit one N tile: on an H200 the DG rows kept in
-            // two N tiles ran no faster than without (docs/bench.md, session 39). Rows of stacked
-            // statements, which no TMA box copies (so no producer without `resident`: the
-            // producer's threads copy the kept ones), in up to three. Rows of K values that are
+            // Where the kept operand's rows fit three N tiles: on an H200 the stacked DG
+            // differentiation at N = 7 (D's 360 rows in three of 128) ran 0.130 ms kept against
+            // 0.161 without (docs/bench.md, session 49; session 39's forms, before the producer
+            // and the split moved, had kept two tiles no faster). Rows of K values that are
             // not 16-byte multiples take no TMA box for the streaming operand either, whose copies
             // then go to the producer's threads where the other operand is kept (MmaPlan::aByThreads):
             // `resident` is the only producer form there, offered in any number of N tiles (the DG
@@ -108,7 +108,7 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
             for (MmaOperand resident : {MmaOperand::None, MmaOperand::A, MmaOperand::B}) {
               const bool keptA = resident == MmaOperand::A;
               const int64_t keptRows = keptA ? c.mExtent : c.nExtent;
-              const int64_t keptTiles = stackedRows(c, keptA) ? 3 : 1;
+              constexpr int64_t keptTiles = 3;
               if (resident != MmaOperand::None && (!c.batch.empty() || (!noBox && keptRows > keptTiles * bn))) continue;
               ns.mma.resident = resident;
               offer(ns);
