@@ -215,58 +215,83 @@ struct TileSteps {
   std::string step, ring, buffer;
   std::vector<C::Stmt> each;
 };
-TileSteps startTile(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid, const C::ExprP& round,
-                    std::vector<C::Stmt>& body) {
+// Thread 0's prefetches of the tile's epilogue reads into L2, as the tile starts.
+void tilePrefetches(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid, std::vector<C::Stmt>& body) {
   std::vector<C::Stmt> prefetches;
   epiloguePrefetches(ctx, p, nm, prefetches);
   if (!prefetches.empty()) body.push_back(C::ifThen(bin("==", ptid, lit(0)), std::move(prefetches)));
+}
+
+TileSteps startTile(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid, const C::ExprP& round,
+                    std::vector<C::Stmt>& body) {
+  tilePrefetches(ctx, p, nm, ptid, body);
   TileSteps t{ctx.names.fresh("step"), ctx.names.fresh("ring_step"), ctx.names.fresh("buffer"), {}};
   t.each.push_back(C::decl(ctx.idx, t.ring, C::sum({C::product(round, lit(p.steps)), C::name(t.step)})));
   t.each.push_back(C::decl(ctx.idx, t.buffer, bin("%", C::name(t.ring), lit(p.ring.stages))));
   return t;
 }
 
-// aLoadsAhead (a step's loads all in flight at once): the registers carry each ring step's
-// values from the step before, so that the loads' latency passes while the producer waits for
-// the stage to be free instead of after. Before the loop the block's first tile's step 0 is
-// loaded; each step then waits for its stage, stores the values it carries (storeSplit), fences,
-// arrives on `ready` and loads the next ring step's: the tile's next step, or after its last
-// the next tile's (round + 1: tile + persistentBlocks) first, zeros past the block's last tile.
+// aLoadsAhead (a step's loads all in flight at once): register sets carry ring steps' values
+// ahead, set h the steps h, h + sets, ... of each tile (sets = aLoadsAhead: a tile's steps are a
+// multiple of it, so a ring step's set is its step's in the tile). Before the loop the block's
+// first tile's first `sets` steps are loaded; each step then waits for its stage, stores the
+// values its set carries (storeSplit), fences, arrives on `ready` and loads into the set the
+// values of the ring step `sets` later: the tile's, or past its last step the next tile's (round
+// + 1: tile + persistentBlocks), zeros past the block's last tile. The loop runs over groups of
+// `sets` steps in straight-line code, so that each set is registers of its own.
 C::Stmt loadedStepsAhead(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
-  RTCG_ASSERT(p.aRowsInFlight == p.blockM / 4 * (p.blockK / 32), "loads ahead: a step's loads in flight at once");
+  const int64_t sets = p.aLoadsAhead;
+  RTCG_ASSERT(p.aRowsInFlight == p.blockM / 4 * (p.blockK / 32) && sets >= 1 && sets <= 2 && p.steps % sets == 0,
+              "loads ahead: a step's loads in flight at once, the tile's steps in groups of the sets");
   std::vector<C::Stmt> out;
   const std::string row = ctx.names.fresh("load_row");
   out.push_back(C::decl(ctx.idx, row, firstLoadRow(p, ptid, "")));
   MmaNames first = nm;
   declareTileOrigin(ctx, p, first, coordinate(ctx, "blockIdx", 0), out);
-  std::vector<std::string> regs;
+  std::vector<std::vector<std::string>> regs(static_cast<size_t>(sets));
   std::vector<C::ExprP> places;
-  for (RowLoad& l : rowLoads(ctx, p, first, C::name(row), lit(0))) {
-    regs.push_back(ctx.names.fresh("ahead"));
-    places.push_back(l.at);
-    out.push_back(C::decl("float", regs.back(), l.value, false));
-  }
+  for (int64_t h = 0; h < sets; ++h)
+    for (RowLoad& l : rowLoads(ctx, p, first, C::name(row), lit(h))) {
+      regs[size_t(h)].push_back(ctx.names.fresh("ahead"));
+      if (h == 0) places.push_back(l.at);
+      out.push_back(C::decl("float", regs[size_t(h)].back(), l.value, false));
+    }
   out.push_back(tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
-    auto [step, ring, buffer, each] = startTile(ctx, p, nm, ptid, round, body);
+    tilePrefetches(ctx, p, nm, ptid, body);
     MmaNames next = nm;
     C::ExprP nextTile = C::sum({coordinate(ctx, "blockIdx", 0),
                                 C::product(C::sum({round, lit(1)}), lit(p.persistentBlocks))});
     declareTileOrigin(ctx, p, next, nextTile, body);
-    each.push_back(waitStageFree(p, nm, C::name(ring), C::name(buffer)));
-    const C::ExprP start = C::product(C::name(buffer), lit(p.a.buffer));
-    for (size_t r = 0; r < regs.size(); ++r) storeSplit(nm, C::sum({start, places[r]}), regs[r], each);
-    each.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
-    each.push_back(C::exprStmt(C::call("rtcg_mbar_arrive", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer))})));
-    const std::string last = ctx.names.fresh("last_step"), nextStep = ctx.names.fresh("next_step"),
-                      nextM = ctx.names.fresh("next_m");
-    each.push_back(C::decl("bool", last, bin("==", C::name(step), lit(p.steps - 1))));
-    each.push_back(C::decl(ctx.idx, nextStep, C::ternary(C::name(last), lit(0), C::sum({C::name(step), lit(1)}))));
-    each.push_back(C::decl(ctx.idx, nextM, C::ternary(C::name(last), next.m0, nm.m0)));
-    MmaNames at = nm;
-    at.m0 = C::name(nextM);
-    std::vector<RowLoad> loads = rowLoads(ctx, p, at, C::name(row), C::name(nextStep));
-    for (size_t r = 0; r < regs.size(); ++r) each.push_back(C::assign(C::name(regs[r]), "=", loads[r].value));
-    body.push_back(C::forLoop(ctx.idx, step, lit(0), lit(p.steps), C::Unroll::Never, std::move(each)));
+    const std::string group = ctx.names.fresh(sets > 1 ? "step_pair" : "step");
+    std::vector<C::Stmt> each;
+    for (int64_t h = 0; h < sets; ++h) {
+      C::ExprP step = C::name(group);
+      if (sets > 1) {
+        const std::string s = ctx.names.fresh("step");
+        each.push_back(C::decl(ctx.idx, s, C::sum({C::product(C::name(group), lit(sets)), lit(h)})));
+        step = C::name(s);
+      }
+      const std::string ring = ctx.names.fresh("ring_step"), buffer = ctx.names.fresh("buffer");
+      each.push_back(C::decl(ctx.idx, ring, C::sum({C::product(round, lit(p.steps)), step})));
+      each.push_back(C::decl(ctx.idx, buffer, bin("%", C::name(ring), lit(p.ring.stages))));
+      each.push_back(waitStageFree(p, nm, C::name(ring), C::name(buffer)));
+      const C::ExprP start = C::product(C::name(buffer), lit(p.a.buffer));
+      const std::vector<std::string>& set = regs[size_t(h)];
+      for (size_t r = 0; r < set.size(); ++r) storeSplit(nm, C::sum({start, places[r]}), set[r], each);
+      each.push_back(C::exprStmt(C::call("rtcg_fence_proxy_async", {})));
+      each.push_back(C::exprStmt(C::call("rtcg_mbar_arrive", {stageBarrier(p, nm, Barrier::Ready, C::name(buffer))})));
+      const std::string past = ctx.names.fresh("past_tile"), nextStep = ctx.names.fresh("next_step"),
+                        nextM = ctx.names.fresh("next_m");
+      const C::ExprP later = C::sum({step, lit(sets)});
+      each.push_back(C::decl("bool", past, bin(">=", later, lit(p.steps))));
+      each.push_back(C::decl(ctx.idx, nextStep, C::ternary(C::name(past), bin("-", later, lit(p.steps)), later)));
+      each.push_back(C::decl(ctx.idx, nextM, C::ternary(C::name(past), next.m0, nm.m0)));
+      MmaNames at = nm;
+      at.m0 = C::name(nextM);
+      std::vector<RowLoad> loads = rowLoads(ctx, p, at, C::name(row), C::name(nextStep));
+      for (size_t r = 0; r < set.size(); ++r) each.push_back(C::assign(C::name(set[r]), "=", loads[r].value));
+    }
+    body.push_back(C::forLoop(ctx.idx, group, lit(0), lit(p.steps / sets), C::Unroll::Never, std::move(each)));
   }));
   return C::block(std::move(out));
 }
@@ -277,7 +302,7 @@ C::Stmt loadedStepsAhead(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
 // the consumers wait for. The stage's writers are these threads alone, so `empty` orders them.
 // As threadCopiedSteps, thread 0 prefetches the epilogue's reads into L2 as each tile starts (startTile).
 C::Stmt loadedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
-  if (p.aLoadsAhead) return loadedStepsAhead(ctx, p, nm, ptid);
+  if (p.aLoadsAhead > 0) return loadedStepsAhead(ctx, p, nm, ptid);
   return tileLoop(ctx, p, nm, [&](const C::ExprP& round, std::vector<C::Stmt>& body) {
     auto [step, ring, buffer, each] = startTile(ctx, p, nm, ptid, round, body);
     each.push_back(waitStageFree(p, nm, C::name(ring), C::name(buffer)));

@@ -208,7 +208,9 @@ void planProducerLoads(MmaPlan& p, int64_t registers) {
   p.aCopy = CopyEngine::Registers;
   const int64_t loads = p.blockM / 4 * (p.blockK / 32);
   p.aRowsInFlight = std::min<int64_t>(loads, registers >= 16 + kLoadRegisters ? 16 : 8);
-  p.aLoadsAhead = p.aRowsInFlight == loads;
+  // A step's loads all in flight at once: carried ahead one ring step, or two where the steps of
+  // a tile pair up and the registers hold both steps' values.
+  if (p.aRowsInFlight == loads) p.aLoadsAhead = p.steps % 2 == 0 && registers >= 2 * loads + kLoadRegisters ? 2 : 1;
 }
 
 // The producer's registers (MmaPlan::producerRegisters, consumerRegisters): none moved where the

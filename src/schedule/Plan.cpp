@@ -938,7 +938,9 @@ std::string wgmmaLines(const MmaPlan& p) {
                      "parts into the swizzled stage, fencing for the async proxy and arriving on the stage's mbarrier "
                      "'ready' (128 arrivals); the consumers fence each stage for the async proxy after their wait\n",
                      p.residentByThreads() ? "no TMA box" : box("B", p.b.tma), p.aRowsInFlight,
-                     p.aLoadsAhead ? ", the next step's loaded as soon as this one's are stored, before its stage is free" : "");
+                     p.aLoadsAhead == 1   ? ", the next step's loaded as soon as this one's are stored, before its stage is free"
+                     : p.aLoadsAhead == 2 ? ", each step's loaded as soon as the one two before is stored (two steps in flight)"
+                                          : "");
   else if (p.aByThreads())
     s += fmt::format("  copies: {}; A by the producer's 128 threads by cp.async (16 bytes where the rows allow, else "
                      "value by value; zeros outside the domain), each arriving on the stage's mbarrier 'full' (128 arrivals) as its copies land; the "
