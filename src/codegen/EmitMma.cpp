@@ -749,11 +749,13 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // Single stores (no pairs: rows of an odd number of values, dg_diff's at N = 8) of such
   // statements: each of the thread's two columns of a chunk takes its array once for the chunk's
   // two rows, where each point divided its column and branched over the statements: dg_diff N8's
-  // one-consumer form 0.463 -> 0.424 ms. Not under `pingpong`, whose epilogue runs beside the
-  // other consumer's steps: there the same change made the form slower (0.357 -> 0.406 ms, the
-  // producer's loads waiting longer; docs/bench.md, session 47).
-  const bool singleArrays = !pairs && p.isWgmma() && !p.alternatingTiles && stackedRows(p.c, false) &&
-                            p.c.nRows.size() == 2 && e >= 8 && sameStoresButArrays(ctx, p);
+  // one-consumer form 0.463 -> 0.424 ms. Under `pingpong`, whose epilogue runs beside the other
+  // consumer's steps, only where setmaxnreg gives the consumers registers for it (the plan's
+  // singleStoreRegisters) and the producer keeps two steps' loads in flight: with its loads 8 rows
+  // in flight it ran slower (0.357 -> 0.406 ms; session 47), within the launch's registers it
+  // spilled (docs/bench.md, session 49).
+  const bool singleArrays = !pairs && p.isWgmma() && (!p.alternatingTiles || (p.consumerRegisters > 0 && p.aLoadsAhead >= 2)) &&
+                            stackedRows(p.c, false) && p.c.nRows.size() == 2 && e >= 8 && sameStoresButArrays(ctx, p);
   // Each accumulator chunk's points: the first pass of valuesFirst (the value into the
   // accumulator, where the point is inside the domain), or the stores.
   auto values = [&](size_t fm, size_t fn) {

@@ -202,6 +202,7 @@ void planProducer(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& r
 // with the launch's 168, 16 ran 25% faster than 8 (docs/bench.md, session 46). Rows a batch divide
 // a warp's loads of a step (a quarter of the tile's rows, blockK / 32 loads a row).
 constexpr int64_t kLoadRegisters = 32;
+constexpr int64_t kTwoStepLoadRegisters = 2 * 16 + kLoadRegisters + 8;
 
 void planProducerLoads(MmaPlan& p, int64_t registers) {
   if (!p.aByThreads() || !p.splitBuffers) return;
@@ -223,9 +224,15 @@ void planProducerLoads(MmaPlan& p, int64_t registers) {
 void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
   p.consumerThreads = p.threads - 128;
   const int64_t launch = std::min<int64_t>(248, 65536 / (p.threads * std::max<int64_t>(1, blocksPerSM)) / 8 * 8);
+  auto consumers = [&](int64_t producer) {
+    return std::min<int64_t>(240, (p.threads * launch - 128 * producer) / p.consumerThreads / 8 * 8);
+  };
   if (regs > launch) {
-    p.producerRegisters = 40;
-    p.consumerRegisters = std::min<int64_t>(240, (p.threads * launch - 128 * 40) / p.consumerThreads / 8 * 8);
+    // A producer that loads a step's 16 rows a warp keeps what two steps of them need
+    // (kTwoStepLoadRegisters: planProducerLoads carries them ahead) where the consumers still fit.
+    const bool loads = p.aByThreads() && p.splitBuffers && p.blockM / 4 * (p.blockK / 32) == 16;
+    p.producerRegisters = loads && consumers(kTwoStepLoadRegisters) >= regs ? kTwoStepLoadRegisters : 40;
+    p.consumerRegisters = consumers(p.producerRegisters);
   }
   planProducerLoads(p, p.producerRegisters > 0 ? p.producerRegisters : launch);
 }
@@ -589,6 +596,17 @@ void planPingpong(const NestSchedule& s, MmaPlan& p, std::vector<std::string>& r
                                   p.tileCount(), p.blockM, p.blockN, p.persistentBlocks, consumers));
 }
 
+// Under `pingpong`, stacked statements whose rows hold an odd count of values (no column pairs;
+// dg_diff at N = 8) store single values, each chunk's array picked once (EmitMma.cpp
+// singleArrays) where setmaxnreg gives the consumers registers beyond the launch's: about 24 more
+// than the estimate (NVRTC 13 spilled 88 bytes a thread at m64n128 tf32x3 within the launch's 168;
+// docs/bench.md, session 49).
+int64_t singleStoreRegisters(const MmaPlan& p) {
+  const bool single = p.isWgmma() && p.alternatingTiles && p.aByThreads() && p.splitBuffers &&
+                      stackedRows(p.c, false) && p.c.nRows.size() == 2 && p.c.nRows.back().extent % 2 != 0;
+  return single ? 24 : 0;
+}
+
 // The block's threads, registers, shared memory and grid against the limits.
 void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p, std::vector<std::string>& reasons) {
   p.mmaPerStep = s.mma.tileM * s.mma.tileN * (p.blockK / p.fragK) * (p.arith == MmaArith::Tf32x3 ? 3 : 1);
@@ -604,7 +622,7 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
   // counters and descriptors; the block must fit a multiprocessor's 65536 registers.
   // tf32x3 holds its partial sums too, and A's registers (registerA) their big and small parts.
   const int64_t accumulators = s.mma.wgmmaN / 2 * (p.splitBuffers ? 2 : 1);
-  const int64_t regs = wgmmaPlanRegisters(p);
+  const int64_t regs = wgmmaPlanRegisters(p) + singleStoreRegisters(p);
   // Stacked statements (dg_diff's three) need no registers beyond the estimate since their
   // epilogue takes each chunk's statement once: where the estimate fills the launch's exactly
   // (m64n128 tf32x3, m64n256 tf32 by two consumers), NVRTC 13 compiles dg_diff's forms at Np 56 to
