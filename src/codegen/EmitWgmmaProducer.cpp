@@ -190,7 +190,7 @@ C::ExprP firstLoadRow(const MmaPlan& p, const C::ExprP& ptid, const std::string&
 // small part stored (storeSplit).
 void loadStage(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid, const C::ExprP& step,
                const C::ExprP& start, std::vector<C::Stmt>& body) {
-  const int64_t chunks = p.blockK / 32, loads = p.blockM / 4 * chunks;
+  const int64_t chunks = p.blockK / 32, loads = p.warpLoadsPerStep();
   const int64_t inFlight = p.aRowsInFlight, batches = loads / inFlight;
   RTCG_ASSERT(p.staged == ScalarType::F32 && p.blockK % 32 == 0 && inFlight > 0 && loads % inFlight == 0 &&
                   inFlight % chunks == 0,
@@ -241,7 +241,7 @@ TileSteps startTile(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
 // `sets` steps in straight-line code, so that each set is registers of its own.
 C::Stmt loadedStepsAhead(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
   const int64_t sets = p.aLoadsAhead;
-  RTCG_ASSERT(p.aRowsInFlight == p.blockM / 4 * (p.blockK / 32) && sets >= 1 && sets <= 2 && p.steps % sets == 0,
+  RTCG_ASSERT(p.aRowsInFlight == p.warpLoadsPerStep() && sets >= 1 && sets <= 2 && p.steps % sets == 0,
               "loads ahead: a step's loads in flight at once, the tile's steps in groups of the sets");
   std::vector<C::Stmt> out;
   const std::string row = ctx.names.fresh("load_row");

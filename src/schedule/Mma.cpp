@@ -207,7 +207,7 @@ constexpr int64_t kTwoStepLoadRegisters = 2 * 16 + kLoadRegisters + 8;
 void planProducerLoads(MmaPlan& p, int64_t registers) {
   if (!p.aByThreads() || !p.splitBuffers) return;
   p.aCopy = CopyEngine::Registers;
-  const int64_t loads = p.blockM / 4 * (p.blockK / 32);
+  const int64_t loads = p.warpLoadsPerStep();
   p.aRowsInFlight = std::min<int64_t>(loads, registers >= 16 + kLoadRegisters ? 16 : 8);
   // A step's loads all in flight at once: carried ahead one ring step, or two where the steps of
   // a tile pair up and the registers hold both steps' values.
@@ -230,7 +230,7 @@ void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
   if (regs > launch) {
     // A producer that loads a step's 16 rows a warp keeps what two steps of them need
     // (kTwoStepLoadRegisters: planProducerLoads carries them ahead) where the consumers still fit.
-    const bool loads = p.aByThreads() && p.splitBuffers && p.blockM / 4 * (p.blockK / 32) == 16;
+    const bool loads = p.aByThreads() && p.splitBuffers && p.warpLoadsPerStep() == 16;
     p.producerRegisters = loads && consumers(kTwoStepLoadRegisters) >= regs ? kTwoStepLoadRegisters : 40;
     p.consumerRegisters = consumers(p.producerRegisters);
   }

@@ -330,6 +330,8 @@ struct MmaPlan {
   int64_t aRowsInFlight = 0;
   int64_t aLoadsAhead = 0;
   bool aByLoads() const { return aByThreads() && aCopy == CopyEngine::Registers; }
+  // aByLoads: a producer warp's loads of a step (a quarter of the tile's rows, blockK / 32 a row).
+  int64_t warpLoadsPerStep() const { return blockM / 4 * (blockK / 32); }
   // mma.sync (`fragments 2`'s ring, f64) with `persistent` (and `resident`): the same loop over
   // the block's tiles without a producer. The ring's step runs on across the tiles (the r-th tile's
   // step s is ring step r * steps + s: its buffer), its copies `stages` steps ahead reaching into
