@@ -207,6 +207,10 @@ constexpr int64_t kTwoStepLoadRegisters = 2 * 16 + kLoadRegisters + 8;
 void planProducerLoads(MmaPlan& p, int64_t registers) {
   if (!p.aByThreads() || !p.splitBuffers) return;
   p.aCopy = CopyEngine::Registers;
+  // Each producer thread fences its own stores for the async proxy before it arrives on `ready`,
+  // which the consumers' wait acquires: their own fence after it is not needed (it is for the
+  // threads' cp.async, whose copies land after their issuers have moved on).
+  p.ring.fenceAsyncProxy = false;
   const int64_t loads = p.warpLoadsPerStep();
   p.aRowsInFlight = std::min<int64_t>(loads, registers >= 16 + kLoadRegisters ? 16 : 8);
   // A step's loads all in flight at once: carried ahead one ring step, or two where the steps of
@@ -223,6 +227,7 @@ void planProducerLoads(MmaPlan& p, int64_t registers) {
 // measured no faster: docs/bench.md.)
 void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
   p.consumerThreads = p.threads - 128;
+  p.producerRegisters = p.consumerRegisters = p.aRowsInFlight = p.aLoadsAhead = 0;
   const int64_t launch = std::min<int64_t>(248, 65536 / (p.threads * std::max<int64_t>(1, blocksPerSM)) / 8 * 8);
   auto consumers = [&](int64_t producer) {
     return std::min<int64_t>(240, (p.threads * launch - 128 * producer) / p.consumerThreads / 8 * 8);
@@ -594,17 +599,36 @@ void planPingpong(const NestSchedule& s, MmaPlan& p, std::vector<std::string>& r
                                   "{}x{} over {} blocks leave some of the {} consumers none (give 'warpgroups 1x1' "
                                   "without 'pingpong', or a smaller tile)",
                                   p.tileCount(), p.blockM, p.blockN, p.persistentBlocks, consumers));
+  p.turnStep = std::max<int64_t>(0, p.steps - p.ring.stages);
 }
 
 // Under `pingpong`, stacked statements whose rows hold an odd count of values (no column pairs;
-// dg_diff at N = 8) store single values, each chunk's array picked once (EmitMma.cpp
-// singleArrays) where setmaxnreg gives the consumers registers beyond the launch's: about 24 more
-// than the estimate (NVRTC 13 spilled 88 bytes a thread at m64n128 tf32x3 within the launch's 168;
-// docs/bench.md, session 49).
-int64_t singleStoreRegisters(const MmaPlan& p) {
-  const bool single = p.isWgmma() && p.alternatingTiles && p.aByThreads() && p.splitBuffers &&
-                      stackedRows(p.c, false) && p.c.nRows.size() == 2 && p.c.nRows.back().extent % 2 != 0;
-  return single ? 24 : 0;
+// dg_diff at N = 8) store single values, each chunk's array picked once (MmaPlan::singleArrays)
+// only with about 24 registers more than the estimate (NVRTC 13 spilled 88 bytes a thread at
+// m64n128 tf32x3 within the launch's 168; docs/bench.md, session 49).
+constexpr int64_t kSingleArrayRegisters = 24;
+bool pingpongSingleStores(const MmaPlan& p) {
+  return p.isWgmma() && p.alternatingTiles && p.aByThreads() && p.splitBuffers && stackedRows(p.c, false) &&
+         p.c.nRows.size() == 2 && p.c.nRows.back().extent % 2 != 0;
+}
+
+// The consumers' registers per thread, with the producer's split by setmaxnreg planned for them
+// (planProducerRegisters). Pingpong's single stores take their extra registers only where
+// setmaxnreg gives the consumers them and the producer keeps two steps' loads in flight (measured
+// slower with its loads 8 rows in flight: docs/bench.md, session 47); else the plan is made
+// without them.
+int64_t planLaunchRegisters(MmaPlan& p, int64_t blocksPerSM) {
+  const int64_t regs = wgmmaPlanRegisters(p);
+  if (!p.ring.producer()) return regs;
+  if (pingpongSingleStores(p)) {
+    planProducerRegisters(p, regs + kSingleArrayRegisters, blocksPerSM);
+    if (p.consumerRegisters >= regs + kSingleArrayRegisters && p.aLoadsAhead >= 2) {
+      p.singleArrays = true;
+      return regs + kSingleArrayRegisters;
+    }
+  }
+  planProducerRegisters(p, regs, blocksPerSM);
+  return regs;
 }
 
 // The block's threads, registers, shared memory and grid against the limits.
@@ -622,14 +646,13 @@ void checkLaunch(const NestSchedule& s, const ScheduleLimits& limits, MmaPlan& p
   // counters and descriptors; the block must fit a multiprocessor's 65536 registers.
   // tf32x3 holds its partial sums too, and A's registers (registerA) their big and small parts.
   const int64_t accumulators = s.mma.wgmmaN / 2 * (p.splitBuffers ? 2 : 1);
-  const int64_t regs = wgmmaPlanRegisters(p) + singleStoreRegisters(p);
+  const int64_t regs = planLaunchRegisters(p, s.blocksPerSM);
   // Stacked statements (dg_diff's three) need no registers beyond the estimate since their
   // epilogue takes each chunk's statement once: where the estimate fills the launch's exactly
   // (m64n128 tf32x3, m64n256 tf32 by two consumers), NVRTC 13 compiles dg_diff's forms at Np 56 to
   // 165 in 152-162 of 168 without spills. Counting 8 more for them moved registers to the consumers
   // by setmaxnreg and left the producer's plain loads 8 rows in flight instead of 16: dg_diff N8's
   // pingpong form ran 0.493 ms with it, 0.357 without (docs/bench.md, session 47).
-  if (p.ring.producer()) planProducerRegisters(p, regs, s.blocksPerSM);
   // With setmaxnreg (producer) the consumers' share counts; else the whole block's.
   if (p.consumerRegisters > 0 && regs > p.consumerRegisters)
     reasons.push_back(fmt::format("mma: {} warpgroups of m64n{} need about {} registers per thread ({} accumulators); "

@@ -959,8 +959,9 @@ std::string wgmmaLines(const MmaPlan& p) {
                      p.aByLoads()     ? ", and writes each stage's small parts as it stores the values, a small buffer per stage"
                      : p.splitBuffers ? ", and splits each landed stage (mbarrier 'ready'), a small buffer per stage"
                                       : "",
-                     p.consumerRegisters ? fmt::format("; setmaxnreg: producer {}, consumers {} registers",
-                                                       p.producerRegisters, p.consumerRegisters)
+                     p.consumerRegisters ? fmt::format("; setmaxnreg: producer {}, consumers {} registers{}",
+                                                       p.producerRegisters, p.consumerRegisters,
+                                                       p.singleArrays ? " (with the single stores' arrays picked once a chunk)" : "")
                                          : "");
   if (p.persistent())
     s += fmt::format("  persistent: {} blocks loop over the {} output tiles (up to {} each), the ring's steps running on "
@@ -981,9 +982,10 @@ std::string wgmmaLines(const MmaPlan& p) {
   if (p.alternatingTiles)
     s += fmt::format("  pingpong: the {0} consumer warpgroups run the block's tiles in turn (consumer c its tiles c, c + "
                      "{0}, ...), each freeing the stages it read; their main loops go in the tiles' order "
-                     "(an mbarrier 'turn' each: a tile's steps start once the previous tile's are issued), so one "
-                     "consumer's epilogue runs beneath the next one's wgmma\n",
-                     p.consumerGroups());
+                     "(an mbarrier 'turn' each: a tile's steps start once the previous tile's consumer has waited "
+                     "for the stage of its step {1} of {2}), so one consumer's epilogue runs beneath the next one's "
+                     "wgmma\n",
+                     p.consumerGroups(), p.turnStep + 1, p.steps);
   s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.ring.stages,
                    p.ring.tma() && !p.aByThreads() ? "TMA" : p.aByLoads() ? "plain loads" : "cp.async",
                    p.ring.ahead(),
