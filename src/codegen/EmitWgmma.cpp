@@ -118,15 +118,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
   // the wgmma of every fragment-k (tf32x3: into the set's partial sums, the first with scale-d
   // 0), commit, wait, then the retired group's set retired.
   auto step = [&](const C::ExprP& at, const C::ExprP& local, const std::string& buf, const RegisterSet* rs,
-                  const RegisterSet* retired, std::vector<C::Stmt>& to, int64_t stepFrags, int64_t fixedLocal) {
-    // pingpong: the stage waited for, the next tile's consumer may start its steps once this is
-    // the tile's step MmaPlan::turnStep (`fixedLocal`: the step, where known here).
-    if (p.alternatingTiles && (fixedLocal < 0 || fixedLocal == p.turnStep)) {
-      std::vector<C::Stmt> pass;
-      passTileTurn(p, nm, pass);
-      if (fixedLocal < 0) to.push_back(C::ifThen(bin("==", local, lit(p.turnStep)), std::move(pass)));
-      else append(to, std::move(pass));
-    }
+                  const RegisterSet* retired, std::vector<C::Stmt>& to, int64_t stepFrags) {
     std::string small;
     if (p.splitBuffers) {
       small = ctx.names.fresh("small");
@@ -181,9 +173,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
       RTCG_ASSERT(!lastApart || p.persistent(), "the last step apart: a persistent ring's (planMma)");
       const RegisterSet* rs = sets.empty() ? nullptr : &sets[0];
       const C::ExprP at = ringStep(C::name(ring.step), body);
-      // Where the last step is apart, the loop's steps are 0 .. steps - 2.
-      const int64_t only = p.steps - (lastApart ? 1 : 0) == 1 ? 0 : -1;
-      step(at, C::name(ring.step), p.persistent() ? ring.stepAt(at, body) : ring.buffer, rs, rs, body, frags, only);
+      step(at, C::name(ring.step), p.persistent() ? ring.stepAt(at, body) : ring.buffer, rs, rs, body, frags);
       waitTileTurn(p, nm, to);
       const int64_t looped = p.steps - (lastApart ? 1 : 0);
       if (looped > 0)
@@ -191,7 +181,7 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
       if (lastApart) {
         std::vector<C::Stmt> last;
         const C::ExprP atLast = ringStep(lit(p.steps - 1), last);
-        step(atLast, lit(p.steps - 1), ring.stepAt(atLast, last), rs, rs, last, p.lastStepFragments, p.steps - 1);
+        step(atLast, lit(p.steps - 1), ring.stepAt(atLast, last), rs, rs, last, p.lastStepFragments);
         to.push_back(C::block(std::move(last)));
       }
     } else {
@@ -200,16 +190,18 @@ void emitWgmmaSteps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const Step
       std::string pair = ctx.names.fresh("pair"), odd = ctx.names.fresh("step_odd");
       body.push_back(C::decl(ctx.idx, ring.step, C::product(C::name(pair), lit(2))));
       const C::ExprP at = ringStep(C::name(ring.step), body);
-      step(at, C::name(ring.step), ring.stepAt(at, body), &sets[0], &sets[1], body, frags, -1);
+      step(at, C::name(ring.step), ring.stepAt(at, body), &sets[0], &sets[1], body, frags);
       body.push_back(C::decl(ctx.idx, odd, C::sum({C::name(ring.step), lit(1)})));
       std::vector<C::Stmt> second;
       const C::ExprP atOdd = ringStep(C::name(odd), second);
-      step(atOdd, C::name(odd), ring.stepAt(atOdd, second), &sets[1], &sets[0], second, frags, -1);
+      step(atOdd, C::name(odd), ring.stepAt(atOdd, second), &sets[1], &sets[0], second, frags);
       if (p.steps % 2 == 0) append(body, std::move(second));
       else body.push_back(C::ifThen(bin("<", C::name(odd), lit(p.steps)), std::move(second)));
       waitTileTurn(p, nm, to);
       to.push_back(C::forLoop(ctx.idx, pair, lit(0), lit((p.steps + 1) / 2), C::Unroll::Never, std::move(body)));
     }
+    // pingpong: every step of the tile issued, the next tile's consumer may start its steps.
+    passTileTurn(p, nm, to);
     if (p.wgmmaInFlight()) {
       // The last step's group: waited for, then retired as the steps retire theirs.
       const RegisterSet* last = sets.empty() ? nullptr : &sets[size_t((p.steps - 1) % int64_t(sets.size()))];

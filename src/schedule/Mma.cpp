@@ -207,10 +207,6 @@ constexpr int64_t kTwoStepLoadRegisters = 2 * 16 + kLoadRegisters + 8;
 void planProducerLoads(MmaPlan& p, int64_t registers) {
   if (!p.aByThreads() || !p.splitBuffers) return;
   p.aCopy = CopyEngine::Registers;
-  // Each producer thread fences its own stores for the async proxy before it arrives on `ready`,
-  // which the consumers' wait acquires: their own fence after it is not needed (it is for the
-  // threads' cp.async, whose copies land after their issuers have moved on).
-  p.ring.fenceAsyncProxy = false;
   const int64_t loads = p.warpLoadsPerStep();
   p.aRowsInFlight = std::min<int64_t>(loads, registers >= 16 + kLoadRegisters ? 16 : 8);
   // A step's loads all in flight at once: carried ahead one ring step, or two where the steps of
@@ -599,7 +595,6 @@ void planPingpong(const NestSchedule& s, MmaPlan& p, std::vector<std::string>& r
                                   "{}x{} over {} blocks leave some of the {} consumers none (give 'warpgroups 1x1' "
                                   "without 'pingpong', or a smaller tile)",
                                   p.tileCount(), p.blockM, p.blockN, p.persistentBlocks, consumers));
-  p.turnStep = std::max<int64_t>(0, p.steps - p.ring.stages);
 }
 
 // Under `pingpong`, stacked statements whose rows hold an odd count of values (no column pairs;

@@ -270,15 +270,6 @@ struct MmaPlan {
   // wait for the next turn run beneath the next consumer's steps (CUTLASS's ping-pong kernel).
   // No orderedIssue per step.
   bool alternatingTiles = false;
-  // pingpong: the tile's step after whose stage wait a consumer passes the tile turn (max(0,
-  // steps - stages)). The next consumer's first step reads the stage of this tile's step steps -
-  // stages, and its parity wait tells that stage's next phase from the one before only: once this
-  // consumer's wait for that step (or a later one) has passed, every earlier ring step's phase has
-  // completed (the producer's threads arrive in ring order), and each later step of the next
-  // consumer waits only after its step before, so no parity passes early. The next consumer's
-  // first steps' wgmma then queue behind this one's last instead of after them. -1 without
-  // pingpong.
-  int64_t turnStep = -1;
   // `resident` (persistent, unbatched): B's tiles of all `steps` stay in shared memory for the
   // block's tiles, which share one N tile (persistentBlocks is a multiple of nTiles, so block b's
   // tiles b + r * grid all have N tile b % nTiles). The producer's thread 0 copies them once, on

@@ -982,10 +982,9 @@ std::string wgmmaLines(const MmaPlan& p) {
   if (p.alternatingTiles)
     s += fmt::format("  pingpong: the {0} consumer warpgroups run the block's tiles in turn (consumer c its tiles c, c + "
                      "{0}, ...), each freeing the stages it read; their main loops go in the tiles' order "
-                     "(an mbarrier 'turn' each: a tile's steps start once the previous tile's consumer has waited "
-                     "for the stage of its step {1} of {2}), so one consumer's epilogue runs beneath the next one's "
-                     "wgmma\n",
-                     p.consumerGroups(), p.turnStep + 1, p.steps);
+                     "(an mbarrier 'turn' each: a tile's steps start once the previous tile's are issued), so one "
+                     "consumer's epilogue runs beneath the next one's wgmma\n",
+                     p.consumerGroups());
   s += fmt::format("  pipeline: {} buffers filled by {}, {} step{} ahead; {}\n", p.ring.stages,
                    p.ring.tma() && !p.aByThreads() ? "TMA" : p.aByLoads() ? "plain loads" : "cp.async",
                    p.ring.ahead(),

@@ -56,9 +56,7 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
   EXPECT_TRUE(p->aByThreads());
   EXPECT_TRUE(p->residentByThreads());
   EXPECT_LT(p->a.tma.array, 0);
-  // The producer's threads store the stage themselves (the plain loads below) and fence their
-  // stores before they arrive; the consumers do not fence again after their wait.
-  EXPECT_FALSE(p->ring.fenceAsyncProxy);
+  EXPECT_TRUE(p->ring.fenceAsyncProxy);
   // tf32x3: the plain loads. The consumers' m64n128 with partial sums fill the launch's 168
   // registers, and under pingpong the three statements' single stores (rows of 165 values) take
   // about 24 more: setmaxnreg, the producer keeping 72 for two steps' loads of 16 rows (with
