@@ -241,7 +241,7 @@ TileSteps startTile(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::E
 // `sets` steps in straight-line code, so that each set is registers of its own.
 C::Stmt loadedStepsAhead(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& ptid) {
   const int64_t sets = p.aLoadsAhead;
-  RTCG_ASSERT(p.aRowsInFlight == p.warpLoadsPerStep() && sets >= 1 && sets <= 2 && p.steps % sets == 0,
+  RTCG_ASSERT(p.aRowsInFlight == p.warpLoadsPerStep() && sets >= 1 && sets <= 3 && p.steps % sets == 0,
               "loads ahead: a step's loads in flight at once, the tile's steps in groups of the sets");
   std::vector<C::Stmt> out;
   const std::string row = ctx.names.fresh("load_row");
@@ -262,7 +262,7 @@ C::Stmt loadedStepsAhead(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const
     C::ExprP nextTile = C::sum({coordinate(ctx, "blockIdx", 0),
                                 C::product(C::sum({round, lit(1)}), lit(p.persistentBlocks))});
     declareTileOrigin(ctx, p, next, nextTile, body);
-    const std::string group = ctx.names.fresh(sets > 1 ? "step_pair" : "step");
+    const std::string group = ctx.names.fresh(sets == 1 ? "step" : sets == 2 ? "step_pair" : "step_triple");
     std::vector<C::Stmt> each;
     for (int64_t h = 0; h < sets; ++h) {
       C::ExprP step = C::name(group);

@@ -202,16 +202,25 @@ void planProducer(const MmaSchedule& ms, MmaPlan& p, std::vector<std::string>& r
 // with the launch's 168, 16 ran 25% faster than 8 (docs/bench.md, session 46). Rows a batch divide
 // a warp's loads of a step (a quarter of the tile's rows, blockK / 32 loads a row).
 constexpr int64_t kLoadRegisters = 32;
-constexpr int64_t kTwoStepLoadRegisters = 2 * 16 + kLoadRegisters + 8;
+// The producer's registers for `sets` steps' loads of 16 rows carried ahead (planProducerLoads).
+constexpr int64_t stepLoadRegisters(int64_t sets) { return sets * 16 + kLoadRegisters + 8; }
 
 void planProducerLoads(MmaPlan& p, int64_t registers) {
   if (!p.aByThreads() || !p.splitBuffers) return;
   p.aCopy = CopyEngine::Registers;
   const int64_t loads = p.warpLoadsPerStep();
   p.aRowsInFlight = std::min<int64_t>(loads, registers >= 16 + kLoadRegisters ? 16 : 8);
-  // A step's loads all in flight at once: carried ahead one ring step, or two where the steps of
-  // a tile pair up and the registers hold both steps' values.
-  if (p.aRowsInFlight == loads) p.aLoadsAhead = p.steps % 2 == 0 && registers >= 2 * loads + kLoadRegisters ? 2 : 1;
+  // A step's loads all in flight at once: carried ahead one ring step, or two or three where the
+  // tile's steps group by that many and the registers hold them all: the loads' round trips
+  // through L2 pace the producer (N = 8: u read by four N tiles' blocks), and each set in flight
+  // carries a step's bytes more.
+  if (p.aRowsInFlight != loads) return;
+  p.aLoadsAhead = 1;
+  for (int64_t sets : {3, 2})
+    if (p.steps % sets == 0 && registers >= sets * loads + kLoadRegisters) {
+      p.aLoadsAhead = sets;
+      break;
+    }
 }
 
 // The producer's registers (MmaPlan::producerRegisters, consumerRegisters): none moved where the
@@ -229,10 +238,16 @@ void planProducerRegisters(MmaPlan& p, int64_t regs, int64_t blocksPerSM) {
     return std::min<int64_t>(240, (p.threads * launch - 128 * producer) / p.consumerThreads / 8 * 8);
   };
   if (regs > launch) {
-    // A producer that loads a step's 16 rows a warp keeps what two steps of them need
-    // (kTwoStepLoadRegisters: planProducerLoads carries them ahead) where the consumers still fit.
+    // A producer that loads a step's 16 rows a warp keeps what three steps of them need, where a
+    // tile's steps group by three, or else two (planProducerLoads carries them ahead), where the
+    // consumers still fit.
     const bool loads = p.aByThreads() && p.splitBuffers && p.warpLoadsPerStep() == 16;
-    p.producerRegisters = loads && consumers(kTwoStepLoadRegisters) >= regs ? kTwoStepLoadRegisters : 40;
+    p.producerRegisters = 40;
+    for (int64_t sets : {3, 2})
+      if (loads && (sets == 2 || p.steps % sets == 0) && consumers(stepLoadRegisters(sets)) >= regs) {
+        p.producerRegisters = stepLoadRegisters(sets);
+        break;
+      }
     p.consumerRegisters = consumers(p.producerRegisters);
   }
   planProducerLoads(p, p.producerRegisters > 0 ? p.producerRegisters : launch);

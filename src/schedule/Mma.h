@@ -321,11 +321,12 @@ struct MmaPlan {
   // under tf32x3. Without a split (tf32) the threads' cp.async stays (CpAsync), no register holding
   // a value in flight. aRowsInFlight: 16 where the producer's registers hold them, else 8
   // (planProducerRegisters). aLoadsAhead, where a step's loads are all in flight at once (16 rows
-  // of a 64-row tile's k 32): the ring steps whose values the registers carry ahead (1 or 2; 0:
+  // of a 64-row tile's k 32): the ring steps whose values the registers carry ahead (1 to 3; 0:
   // none). Each ring step's values are loaded as soon as the stage aLoadsAhead steps before is
   // stored (the tile's later step, or the next tile's), so that their latency passes while the
-  // producer waits for free stages; with 2 (a tile's steps even, the registers for both) two
-  // steps' loads are in flight at once, twice the bytes an L2 round trip brings.
+  // producer waits for free stages; with 2 or 3 (a tile's steps a multiple of it, the registers
+  // for them all) that many steps' loads are in flight at once, as many times the bytes an L2
+  // round trip brings.
   CopyEngine aCopy = CopyEngine::CpAsync;
   int64_t aRowsInFlight = 0;
   int64_t aLoadsAhead = 0;

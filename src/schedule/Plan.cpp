@@ -939,8 +939,10 @@ std::string wgmmaLines(const MmaPlan& p) {
                      "'ready' (128 arrivals); the consumers fence each stage for the async proxy after their wait\n",
                      p.residentByThreads() ? "no TMA box" : box("B", p.b.tma), p.aRowsInFlight,
                      p.aLoadsAhead == 1   ? ", the next step's loaded as soon as this one's are stored, before its stage is free"
-                     : p.aLoadsAhead == 2 ? ", each step's loaded as soon as the one two before is stored (two steps in flight)"
-                                          : "");
+                     : p.aLoadsAhead > 1
+                         ? fmt::format(", each step's loaded as soon as the one {0} before is stored ({0} steps in flight)",
+                                       p.aLoadsAhead == 2 ? "two" : "three")
+                         : "");
   else if (p.aByThreads())
     s += fmt::format("  copies: {}; A by the producer's 128 threads by cp.async (16 bytes where the rows allow, else "
                      "value by value; zeros outside the domain), each arriving on the stage's mbarrier 'full' (128 arrivals) as its copies land; the "
