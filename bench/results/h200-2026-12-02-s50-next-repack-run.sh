@@ -13,9 +13,9 @@ for i in 1 2; do
   for s in "stores: streaming; mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 $T pingpong resident a" \
            "mma: tf32x3 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2 $T resident a"; do
     run $B/h200-2026-12-02-s50-stackedpad.rtcg "m: grid.x; j: thread.x | k: grid.x, thread.y 4; j: thread.x | $s"
-    run $P/stacked.rtcg "$s"
+    run $PWD/examples/dg_diff_stacked.rtcg "$s"
     run $B/h200-2026-12-02-s50-dgdiffpad.rtcg "i: grid.x; j: thread.x | k: grid.x, thread.y 4; j: thread.x | $s"
-    run $P/dgdiff.rtcg "$s"
+    run $PWD/examples/dg_diff.rtcg "$s"
   done
 done
 grep -E "==|time" $O/byhand.txt | cut -c1-160
