@@ -751,7 +751,7 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   // two rows, where each point divided its column and branched over the statements: dg_diff N8's
   // one-consumer form 0.463 -> 0.424 ms. Under `pingpong`, whose epilogue runs beside the other
   // consumer's steps, only where setmaxnreg gives the consumers registers for it (the plan's
-  // MmaPlan::singleArrays) and the producer keeps two steps' loads in flight: with its loads 8 rows
+  // MmaPlan::singleArrays) and the producer keeps two or more steps' loads in flight: with its loads 8 rows
   // in flight it ran slower (0.357 -> 0.406 ms; session 47), within the launch's registers it
   // spilled (docs/bench.md, session 49).
   const bool singleArrays = !pairs && p.isWgmma() && (!p.alternatingTiles || p.singleArrays) &&

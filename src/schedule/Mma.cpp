@@ -624,7 +624,7 @@ bool pingpongSingleStores(const MmaPlan& p) {
 
 // The consumers' registers per thread, with the producer's split by setmaxnreg planned for them
 // (planProducerRegisters). Pingpong's single stores take their extra registers only where
-// setmaxnreg gives the consumers them and the producer keeps two steps' loads in flight (measured
+// setmaxnreg gives the consumers them and the producer keeps two or more steps' loads in flight (measured
 // slower with its loads 8 rows in flight: docs/bench.md, session 47); else the plan is made
 // without them.
 int64_t planLaunchRegisters(MmaPlan& p, int64_t blocksPerSM) {

@@ -333,7 +333,7 @@ struct MmaPlan {
   // Under `pingpong`, stacked statements whose rows hold an odd count of values (no column pairs:
   // dg_diff at N = 8) store single values; singleArrays: each chunk's array picked once for them
   // (EmitMma.cpp), where setmaxnreg gives the consumers about 24 registers beyond the estimate
-  // and the producer still keeps two steps' loads in flight (aLoadsAhead 2); else each point
+  // and the producer still keeps two or more steps' loads in flight (aLoadsAhead >= 2); else each point
   // branches over the statements and the registers are not counted (checkLaunch).
   bool singleArrays = false;
   bool aByLoads() const { return aByThreads() && aCopy == CopyEngine::Registers; }
