@@ -93,6 +93,13 @@ mma tf32x3 "tf32x3 wgmma m64n64k8 warpgroups 2x1 k 16 stages 3" dg_diff.rtcg -D 
 mma tf32 "tf32 m16n8k8 warps 2x2 tile 4x2 k 8 stages 2 epilogue shared" dg_diff.rtcg -D K=77777 -D Np=35
 mma tf32x3 "tf32x3 m16n8k8 warps 2x2 tile 1x4 k 8" sumfact.rtcg -D E=20011 -D p=7
 mma tf32x3 "tf32x3 wgmma m64n128k8 warpgroups 1x1 k 8 stages 2" sumfact.rtcg -D E=20011 -D p=9
+# Output rows of an odd number of floats (float2 pairs from each row's own alignment, EmitMma.cpp
+# oddPairStores): N = 8's forms, one statement and dg_diff's three, and a bf16 GEMM at n = 1003.
+ring="swizzle 128 tma producer persistent"
+mma tf32x3 "tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 $ring pingpong resident a" dg_diff_stacked.rtcg -D K=77777 -D Np=165
+mma tf32x3 "tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 $ring pingpong resident a" dg_diff.rtcg -D K=77777 -D Np=165
+mma tf32x3 "tf32x3 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2 $ring resident a" dg_diff.rtcg -D K=77777 -D Np=35
+mma ieee "bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3" gemm_bf16.rtcg -D n=1003
 # Tiles over 48 KiB (dynamic shared memory, up to the device's opt-in limit).
 mma tf32x3 "tf32x3 m16n8k8 warps 2x4 tile 4x4 k 32 stages 3" matmul.rtcg -D n=1000
 mma tf32 "tf32 m16n8k8 warps 2x4 tile 4x4 k 32 stages 4" matmul.rtcg -D n=2049
