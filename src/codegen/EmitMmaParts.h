@@ -70,6 +70,21 @@ inline C::ExprP tileRef(const Tile& t, const C::ExprP& at) {
 }
 inline C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(op, std::move(a), std::move(b)); }
 
+// EmitMma.cpp: accumulator element r of fragment (fm, fn): its row and column in the block tile
+// (PTX's C fragment layout), or in the domain with `blockOrigin` (the block tile's origin added).
+std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, size_t fm, size_t fn, int r,
+                                       bool blockOrigin);
+
+// EmitMmaOddRows.cpp: wgmma's fragment epilogue on output rows of an odd number of f32 values.
+// Whether it stores float2 pairs from each row's own alignment (`sameStoresButArrays`: stacked
+// statements that differ only in their arrays), and one accumulator chunk's stores so: each
+// chunk's first columns rotated once in the quad (`rotated`, shared by the epilogue's chunks),
+// `plain` the chunk's stores as without where a chunk of stacked statements crosses into the next.
+bool oddPairStores(const EmitContext& ctx, const MmaPlan& p, bool sameStoresButArrays);
+void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn,
+                       std::map<std::pair<size_t, size_t>, std::string>& rotated,
+                       const std::function<void(std::vector<C::Stmt>&)>& plain, std::vector<C::Stmt>& out);
+
 // EmitMmaRows.cpp: the rows of a side (Contraction::mRows / nRows). bindRow binds the loops of
 // row `point` (from the side's origin) in env and returns the stacked statement's index there
 // (null where the side stacks none); a plain side binds its loop to lo + point, as always.

@@ -1,0 +1,171 @@
+// wgmma's fragment epilogue on output rows of an odd number of floats (EmitMma.cpp's emitEpilogue
+// calls it per accumulator chunk where oddPairStores): float2 pairs from each row's own alignment.
+#include <map>
+#include <string>
+#include <utility>
+
+#include "codegen/EmitMmaParts.h"
+#include "ir/Analysis.h"
+
+namespace rtcg::emit::mma {
+
+namespace {
+
+// The columns of a chunk under oddPairStores: one statement's (`array` null), or stacked
+// statements' where the chunk and the next chunk's first column lie in one statement of `extent`
+// values, warp-uniform: `array`, that statement's, and `first`, the chunk's first column's i - lo.
+// The chunks before and after such a run that reach into the next statement store alone, so its
+// first and last chunks pair only within it.
+struct OddColumns {
+  C::ExprP array, first;
+  int64_t extent = 0;
+};
+
+// One 16-row half (h) of chunk (fm, fn) under oddPairStores. `next` is the chunk's first columns
+// rotated in the quad (lane t holds lane t + 1's), `after` the next chunk's (null in the warp's
+// last chunk).
+void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, int h,
+                   const C::ExprP& next, const C::ExprP& after, const OddColumns& odd, std::vector<C::Stmt>& out) {
+  const size_t statement = size_t(p.c.parts[0].statement);
+  const Stmt& st = ctx.nest.body[statement];
+  const C::ExprP a0 = C::name(nm.acc[fm][fn][size_t(2 * h)]), a1 = C::name(nm.acc[fm][fn][size_t(2 * h + 1)]);
+  auto [mm, nn] = accPoint(p, nm, fm, fn, 2 * h, true);
+  const std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
+  std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
+  std::vector<C::Stmt> body;
+  // Column 2t + c's element, as a pointer.
+  auto pointer = [&](int64_t c) {
+    Env env = nm.epilogue;
+    env.vars = nm.batch;
+    bindRow(p, true, C::name(mi), env);
+    const ContractionRow& i = p.c.nRows.back();
+    if (odd.array) env.vars[i.loop] = C::sum({lit(i.lo), odd.first, C::product(nm.t, lit(2)), lit(c)});
+    else bindRow(p, false, c ? C::sum({C::name(ni), lit(c)}) : C::name(ni), env);
+    C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, body);
+    if (odd.array) target = C::index(odd.array, target->args[1]);
+    const std::string name = ctx.names.fresh("to");
+    body.push_back(C::decl("float*", name, C::unary("&", target), false));
+    return C::name(name);
+  };
+  auto aligned = [](const C::ExprP& ptr) {
+    return bin("==", bin("&", C::castTo("unsigned long long", ptr), lit(4)), lit(0));
+  };
+  auto inside = [&](int64_t c) { return bin("<", C::sum({C::name(ni), lit(c)}), lit(p.c.nExtent)); };
+  const C::ExprP p0 = pointer(0), p1 = pointer(1);
+  auto pairStore = [&](const C::ExprP& at, const C::ExprP& first, const C::ExprP& second) {
+    C::ExprP pair = C::castTo("float2*", at), value = C::call("make_float2", {first, second});
+    return ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pair, value}))
+                                       : C::assign(C::index(pair, lit(0)), "=", value);
+  };
+  auto single = [&](const C::ExprP& at, const C::ExprP& value) {
+    return emitStore(ctx, statement, C::index(at, lit(0)), value);
+  };
+  // 2t starts a pair where aligned; 2t + 1 starts one (with the next lane's column) where it is;
+  // 2t goes alone unless it ends the pair 2t - 1 starts.
+  C::ExprP pair0 = bin("&&", aligned(p0), inside(1));
+  C::ExprP pair1 = bin("&&", aligned(p1), inside(2));
+  // The last lane's pair reaches into the next chunk's first column (`after`): not in the warp's
+  // last chunk, nor between stacked statements' chunks (their rotations' registers spilled
+  // dg_diff N8's pingpong form), where the next chunk's lane 0 stores that column alone instead.
+  if (!after) pair1 = bin("&&", pair1, bin("!=", nm.t, lit(3)));
+  C::ExprP lane0Alone = fn == 0 || odd.array ? bin("==", nm.t, lit(0)) : nullptr;
+  C::ExprP alone0 = lane0Alone ? bin("||", aligned(p0), lane0Alone) : aligned(p0);
+  C::ExprP second = after ? C::ternary(bin("==", nm.t, lit(3)), after, next) : next;
+  // One store instruction for the warp's pairs, whichever column each lane's starts at (a row's
+  // lanes all start at 2t or all at 2t + 1, and rows of both kinds share the warp: a branch per
+  // kind ran both, 0.2365 -> 0.2502 ms on the stacked N8 form, docs/bench.md session 51); the
+  // columns alone, rare, after it.
+  const std::string at0 = ctx.names.fresh("pair0"), at1 = ctx.names.fresh("pair1");
+  body.push_back(C::decl("bool", at0, pair0));
+  body.push_back(C::decl("bool", at1, pair1));
+  const C::ExprP first0 = C::name(at0), first1 = C::name(at1);
+  body.push_back(C::ifThen(bin("||", first0, first1),
+                           {pairStore(C::ternary(first0, p0, p1), C::ternary(first0, a0, a1),
+                                      C::ternary(first0, a1, second))}));
+  body.push_back(C::ifThen(bin("&&", C::unary("!", first0), alone0), {single(p0, a0)}));
+  body.push_back(C::ifThen(bin("&&", bin("&&", C::unary("!", first0), C::unary("!", first1)), inside(1)),
+                           {single(p1, a1)}));
+  C::ExprP guard = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
+  point.push_back(C::ifThen(guard, std::move(body)));
+  out.push_back(C::block(std::move(point)));
+}
+
+}  // namespace
+
+// Rows of an odd number of floats (dg_diff N8's 165, the stacked kernel's 495): single stores,
+// two per pair of a thread's columns, each writing 4 of every 8 bytes over 8 rows (pairedStores
+// needs even rows). Instead each column that starts 8-byte aligned, with its right neighbour
+// inside the domain, the warp's chunks and the same statement, stores the two as one float2; the
+// rest go alone. Thread t holds columns 2t and 2t + 1 of a chunk: where 2t starts a pair it
+// holds both; where 2t + 1 does, the second comes from the next lane of the quad (the last lane's
+// from the next chunk's first lane, by one rotation of each chunk's first columns). The
+// statements store their sums alone, contiguous along N, into f32: one statement of one row, or
+// stacked statements that differ only in their arrays (dg_diff's ur, us, ut).
+bool oddPairStores(const EmitContext& ctx, const MmaPlan& p, bool sameStoresButArrays) {
+  if (!p.isWgmma() || p.c.type != ScalarType::F32 || ctx.arrayAlignment < 8) return false;
+  const bool stacked =
+      stackedRows(p.c, false) && p.c.nRows.size() == 2 && p.c.nRows.back().extent >= 8 && sameStoresButArrays;
+  if (!stacked && (p.c.parts.size() != 1 || !plainRows(p.c, false))) return false;
+  // Each chunk's array takes registers: under pingpong only where the plan counted them for the
+  // single stores (MmaPlan::singleArrays), whose chunks crossing statements these chunks' stay.
+  if (stacked && p.alternatingTiles && !p.singleArrays) return false;
+  const int fast = stacked ? p.c.nRows.back().loop : p.c.n;
+  for (const ContractionPart& part : p.c.parts) {
+    const Stmt& st = ctx.nest.body[size_t(part.statement)];
+    if (st.value.get() != part.sum.get() || ctx.k.params[size_t(st.array)].type != ScalarType::F32) return false;
+    auto form = flatOffset(ctx.k, st.array, st.indices);
+    if (!form || form->coeff(fast) != 1) return false;
+  }
+  return true;
+}
+
+// One chunk (fm, fn) of the accumulators under oddPairStores: its two 16-row halves' pairs, each
+// chunk's first columns rotated once within the quad (`rotated`, by chunk and half, shared by the
+// chunks of one epilogue; the rotation of chunk fn + 1 gives one statement's last lane its
+// second column); `plain` stores a chunk of stacked statements that crosses into the next one.
+void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn,
+                       std::map<std::pair<size_t, size_t>, std::string>& rotated,
+                       const std::function<void(std::vector<C::Stmt>&)>& plain, std::vector<C::Stmt>& out) {
+  auto rotate = [&](size_t f, int h) {
+    auto key = std::make_pair(fm * 2 + size_t(h), f);
+    if (rotated.count(key)) return C::name(rotated[key]);
+    const std::string v = ctx.names.fresh("rotated");
+    C::ExprP source = bin("|", bin("&", nm.lane, lit(28)), bin("&", C::sum({nm.t, lit(1)}), lit(3)));
+    out.push_back(C::decl("float", v,
+                          C::call("__shfl_sync", {C::uintLit(0xffffffffu), C::name(nm.acc[fm][f][size_t(2 * h)]), source})));
+    rotated[key] = v;
+    return C::name(v);
+  };
+  const int64_t e = p.c.nRows.back().extent;
+  C::ExprP next[2], after[2];
+  for (int h = 0; h < 2; ++h) {
+    next[h] = rotate(fn, h);
+    after[h] = fn + 1 < nm.acc[fm].size() && plainRows(p.c, false) ? rotate(fn + 1, h) : nullptr;
+  }
+  auto halves = [&](const OddColumns& odd, std::vector<C::Stmt>& to) {
+    for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], after[h], odd, to);
+  };
+  if (plainRows(p.c, false)) {
+    halves(OddColumns{}, out);
+    return;
+  }
+  // Stacked statements: the chunk's statement and first i (warp-uniform). A chunk whose columns
+  // and the next chunk's first lie in one statement pairs with that statement's array picked
+  // once; another stores as without (`plain`), and no pair crosses from chunk to chunk.
+  C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
+  const std::string cq = ctx.names.fresh("chunk_q"), ci = ctx.names.fresh("chunk_i");
+  out.push_back(C::decl(ctx.idx, cq, bin("/", base, lit(e))));
+  out.push_back(C::decl(ctx.idx, ci, bin("%", base, lit(e))));
+  std::vector<C::Stmt> inOne, crossing;
+  const std::string array = ctx.names.fresh("chunk_array");
+  const size_t last = p.c.parts.size() - 1;
+  auto arrayOf = [&](size_t q) { return C::name(ctx.paramNames[size_t(ctx.nest.body[size_t(p.c.parts[q].statement)].array)]); };
+  C::ExprP chosen = arrayOf(last);
+  for (size_t q = last; q-- > 0;) chosen = C::ternary(bin("==", C::name(cq), lit(int64_t(q))), arrayOf(q), chosen);
+  inOne.push_back(C::decl("float*", array, chosen, false));
+  halves(OddColumns{C::name(array), C::name(ci), e}, inOne);
+  plain(crossing);
+  out.push_back(C::ifThen(bin("<", C::sum({C::name(ci), lit(8)}), lit(e)), std::move(inOne), std::move(crossing)));
+}
+
+}  // namespace rtcg::emit::mma
