@@ -330,11 +330,13 @@ struct MmaPlan {
   CopyEngine aCopy = CopyEngine::CpAsync;
   int64_t aRowsInFlight = 0;
   int64_t aLoadsAhead = 0;
-  // Under `pingpong`, stacked statements whose rows hold an odd count of values (no column pairs:
-  // dg_diff at N = 8) store single values; singleArrays: each chunk's array picked once for them
-  // (EmitMma.cpp), where setmaxnreg gives the consumers about 24 registers beyond the estimate
-  // and the producer still keeps two or more steps' loads in flight (aLoadsAhead >= 2); else each point
-  // branches over the statements and the registers are not counted (checkLaunch).
+  // Under `pingpong`, stacked statements whose rows hold an odd count of values (no even column
+  // pairs: dg_diff at N = 8); singleArrays: each chunk's array picked once, for the float2 pairs
+  // of chunks inside one statement and the single stores of those crossing into the next
+  // (EmitMmaOddRows.cpp, EmitMma.cpp), where setmaxnreg gives the consumers about 24 registers
+  // beyond the estimate and the producer still keeps two or more steps' loads in flight
+  // (aLoadsAhead >= 2); else single stores whose points branch over the statements, and the
+  // registers are not counted (checkLaunch).
   bool singleArrays = false;
   bool aByLoads() const { return aByThreads() && aCopy == CopyEngine::Registers; }
   // aByLoads: a producer warp's loads of a step (a quarter of the tile's rows, blockK / 32 a row).

@@ -963,7 +963,7 @@ std::string wgmmaLines(const MmaPlan& p) {
                                       : "",
                      p.consumerRegisters ? fmt::format("; setmaxnreg: producer {}, consumers {} registers{}",
                                                        p.producerRegisters, p.consumerRegisters,
-                                                       p.singleArrays ? " (with the single stores' arrays picked once a chunk)" : "")
+                                                       p.singleArrays ? " (with the odd-length rows' output arrays picked once a chunk)" : "")
                                          : "");
   if (p.persistent())
     s += fmt::format("  persistent: {} blocks loop over the {} output tiles (up to {} each), the ring's steps running on "

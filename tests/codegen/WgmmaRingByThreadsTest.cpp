@@ -78,7 +78,7 @@ TEST(WgmmaRingByThreads, PlanCopiesAByThreadsWhereNoBoxDoes) {
   EXPECT_NE(words.find("each step's loaded as soon as the one three before is stored (three steps in flight)"),
             std::string::npos) << words;
   EXPECT_NE(words.find("copies A up to 2 steps ahead"), std::string::npos) << words;
-  EXPECT_NE(words.find("setmaxnreg: producer 88, consumers 208 registers (with the single stores' arrays picked once a "
+  EXPECT_NE(words.find("setmaxnreg: producer 88, consumers 208 registers (with the odd-length rows' output arrays picked once a "
                        "chunk)"),
             std::string::npos) << words;
   // 165 values in 6 steps of 32: the last step issues the one fragment-k of 8 the reduction
