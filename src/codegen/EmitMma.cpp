@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
@@ -558,17 +559,9 @@ bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
   return true;
 }
 
-// N's stacked rows (statement, i) at a pair of wgmma's accumulator chunk (emitEpilogue): the
-// statement and i - lo of its first column; where the statements differ only in their arrays
-// (sameStoresButArrays), the chunk's array instead of the statement, chosen once for its pairs.
-struct ChunkColumn {
-  C::ExprP part, inner, array;
-};
+}  // namespace
 
-// Statement q's target and value at the point's column + `column` (0 or 1), the sum replaced by
-// `sum`, their statements into `to`.
-using PointAt = std::function<std::pair<C::ExprP, C::ExprP>(size_t q, int64_t column, const C::ExprP& sum,
-                                                            std::vector<C::Stmt>& to)>;
+namespace mma {
 
 // The output point (mm, nn) relative to the domain's origin: declared, guarded, and `body(q, at,
 // n)`'s statements for the statement there (the only one, or the stacked one its row or column
@@ -610,6 +603,34 @@ void emitPoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
   point.push_back(C::ifThen(inside, std::move(store)));
   out.push_back(C::block(std::move(point)));
 }
+
+// The statements' arrays chosen by `statement` (the stacked statement's index): `statement == 0 ?
+// a0 : statement == 1 ? a1 : ... a_last`, as a pointer `name` (past the last statement: the last
+// one's, whose points the guard leaves out).
+C::Stmt statementArrayDecl(const EmitContext& ctx, const MmaPlan& p, const C::ExprP& statement, const std::string& name) {
+  const size_t last = p.c.parts.size() - 1;
+  auto arrayOf = [&](size_t q) { return C::name(ctx.paramNames[size_t(ctx.nest.body[size_t(p.c.parts[q].statement)].array)]); };
+  C::ExprP chosen = arrayOf(last);
+  for (size_t s = last; s-- > 0;) chosen = C::ternary(bin("==", statement, lit(int64_t(s))), arrayOf(s), chosen);
+  const Param& first = ctx.k.params[size_t(ctx.nest.body[size_t(p.c.parts[0].statement)].array)];
+  return C::decl(std::string(cudaTypeName(first.type)) + "*", name, chosen, false);
+}
+
+// wgmma's chunk fn of stacked rows: its first column's statement and i - lo, declared once for
+// its points (chunk_q = base / E, chunk_i = base % E, base = n0 + wn + 8 fn).
+std::pair<C::ExprP, C::ExprP> declareChunkStatement(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, size_t fn,
+                                                    std::vector<C::Stmt>& out) {
+  const int64_t e = p.c.nRows.back().extent;
+  C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
+  const std::string q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
+  out.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
+  out.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));
+  return {C::name(q), C::name(i)};
+}
+
+}  // namespace mma
+
+namespace {
 
 // The output point (mm, nn): the statement evaluated there with the sum replaced by `sum`.
 // With `chunk`, N's rows are bound from it (emitPoint).
@@ -689,18 +710,13 @@ ChunkColumn chunkColumnOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm
   return ChunkColumn{part, C::name(inner), nullptr};
 }
 
-// chunkColumnOf's column with the statement's array as a pointer instead of the statement (past
-// the last statement: the last one's, whose points the guard leaves out).
+// chunkColumnOf's column with the statement's array as a pointer instead of the statement
+// (statementArrayDecl).
 ChunkColumn chunkArrayOf(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& q, const C::ExprP& i,
                          std::vector<C::Stmt>& out, int64_t offset = 0) {
   ChunkColumn column = chunkColumnOf(ctx, p, nm, q, i, out, offset);
   const std::string array = ctx.names.fresh("chunk_array");
-  const size_t last = p.c.parts.size() - 1;
-  auto arrayOf = [&](size_t q) { return C::name(ctx.paramNames[size_t(ctx.nest.body[size_t(p.c.parts[q].statement)].array)]); };
-  C::ExprP chosen = arrayOf(last);
-  for (size_t s = last; s-- > 0;) chosen = C::ternary(bin("==", column.part, lit(int64_t(s))), arrayOf(s), chosen);
-  const Param& first = ctx.k.params[size_t(ctx.nest.body[size_t(p.c.parts[0].statement)].array)];
-  out.push_back(C::decl(std::string(cudaTypeName(first.type)) + "*", array, chosen, false));
+  out.push_back(statementArrayDecl(ctx, p, column.part, array));
   return ChunkColumn{nullptr, column.inner, C::name(array)};
 }
 
@@ -785,17 +801,12 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   std::map<std::pair<size_t, size_t>, std::string> rotated;  // oddPairs: the chunks' rotations
   // The chunk's points one by one, or by column pairs (pairedStores).
   auto plainStores = [&](size_t fm, size_t fn, std::vector<C::Stmt>& to) {
-    std::string q, i;
+    C::ExprP q, i;
     std::optional<ChunkColumn> arrayChunk, singleColumns[2];
-    if (chunked || singleArrays) {
-      C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
-      q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
-      to.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
-      to.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));
-    }
-    if (chunkArray) arrayChunk = chunkArrayOf(ctx, p, nm, C::name(q), C::name(i), to);
+    if (chunked || singleArrays) std::tie(q, i) = declareChunkStatement(ctx, p, nm, fn, to);
+    if (chunkArray) arrayChunk = chunkArrayOf(ctx, p, nm, q, i, to);
     if (singleArrays)
-      for (int64_t c = 0; c < 2; ++c) singleColumns[c] = chunkArrayOf(ctx, p, nm, C::name(q), C::name(i), to, c);
+      for (int64_t c = 0; c < 2; ++c) singleColumns[c] = chunkArrayOf(ctx, p, nm, q, i, to, c);
     for (int r = 0; r < accElements(p); r += pairs ? 2 : 1) {
       auto [mm, nn] = accPoint(p, nm, fm, fn, r, true);
       if (!pairs) {
@@ -806,9 +817,9 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
       // chunk instead (chunkColumnOf), they ran slower (docs/bench.md, session 41).
       std::optional<ChunkColumn> chunk = arrayChunk;
       if (chunked && !chunkArray) {
-        C::ExprP inner = C::sum({C::name(i), C::product(nm.t, lit(2))});
-        chunk = e % 8 == 0 ? ChunkColumn{C::name(q), inner, nullptr}
-                           : ChunkColumn{C::sum({C::name(q), C::castTo("int", bin(">=", inner, lit(e)))}),
+        C::ExprP inner = C::sum({i, C::product(nm.t, lit(2))});
+        chunk = e % 8 == 0 ? ChunkColumn{q, inner, nullptr}
+                           : ChunkColumn{C::sum({q, C::castTo("int", bin(">=", inner, lit(e)))}),
                                          bin("-", inner, C::product(C::castTo("int", bin(">=", inner, lit(e))), lit(e))),
                                          nullptr};
       }

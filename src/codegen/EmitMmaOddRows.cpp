@@ -11,83 +11,65 @@ namespace rtcg::emit::mma {
 
 namespace {
 
-// The columns of a chunk under oddPairStores: one statement's (`array` null), or stacked
-// statements' where the chunk and the next chunk's first column lie in one statement of `extent`
-// values, warp-uniform: `array`, that statement's, and `first`, the chunk's first column's i - lo.
-// The chunks before and after such a run that reach into the next statement store alone, so its
-// first and last chunks pair only within it.
-struct OddColumns {
-  C::ExprP array, first;
-  int64_t extent = 0;
-};
-
 // One 16-row half (h) of chunk (fm, fn) under oddPairStores. `next` is the chunk's first columns
 // rotated in the quad (lane t holds lane t + 1's), `after` the next chunk's (null in the warp's
-// last chunk).
+// last chunk, and for stacked statements); `chunk`, for stacked statements, the statement's array
+// and the thread's first column's i - lo, where the chunk lies in one statement (null for one
+// statement).
 void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, int h,
-                   const C::ExprP& next, const C::ExprP& after, const OddColumns& odd, std::vector<C::Stmt>& out) {
+                   const C::ExprP& next, const C::ExprP& after, const ChunkColumn* chunk, std::vector<C::Stmt>& out) {
   const size_t statement = size_t(p.c.parts[0].statement);
-  const Stmt& st = ctx.nest.body[statement];
   const C::ExprP a0 = C::name(nm.acc[fm][fn][size_t(2 * h)]), a1 = C::name(nm.acc[fm][fn][size_t(2 * h + 1)]);
   auto [mm, nn] = accPoint(p, nm, fm, fn, 2 * h, true);
-  const std::string mi = ctx.names.fresh("m"), ni = ctx.names.fresh("n");
-  std::vector<C::Stmt> point{C::decl(ctx.idx, mi, std::move(mm)), C::decl(ctx.idx, ni, std::move(nn))};
-  std::vector<C::Stmt> body;
-  // Column 2t + c's element, as a pointer.
-  auto pointer = [&](int64_t c) {
-    Env env = nm.epilogue;
-    env.vars = nm.batch;
-    bindRow(p, true, C::name(mi), env);
-    const ContractionRow& i = p.c.nRows.back();
-    if (odd.array) env.vars[i.loop] = C::sum({lit(i.lo), odd.first, C::product(nm.t, lit(2)), lit(c)});
-    else bindRow(p, false, c ? C::sum({C::name(ni), lit(c)}) : C::name(ni), env);
-    C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, body);
-    if (odd.array) target = C::index(odd.array, target->args[1]);
-    const std::string name = ctx.names.fresh("to");
-    body.push_back(C::decl("float*", name, C::unary("&", target), false));
-    return C::name(name);
-  };
-  auto aligned = [](const C::ExprP& ptr) {
-    return bin("==", bin("&", C::castTo("unsigned long long", ptr), lit(4)), lit(0));
-  };
-  auto inside = [&](int64_t c) { return bin("<", C::sum({C::name(ni), lit(c)}), lit(p.c.nExtent)); };
-  const C::ExprP p0 = pointer(0), p1 = pointer(1);
-  auto pairStore = [&](const C::ExprP& at, const C::ExprP& first, const C::ExprP& second) {
-    C::ExprP pair = C::castTo("float2*", at), value = C::call("make_float2", {first, second});
-    return ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pair, value}))
-                                       : C::assign(C::index(pair, lit(0)), "=", value);
-  };
-  auto single = [&](const C::ExprP& at, const C::ExprP& value) {
-    return emitStore(ctx, statement, C::index(at, lit(0)), value);
-  };
-  // 2t starts a pair where aligned; 2t + 1 starts one (with the next lane's column) where it is;
-  // 2t goes alone unless it ends the pair 2t - 1 starts.
-  C::ExprP pair0 = bin("&&", aligned(p0), inside(1));
-  C::ExprP pair1 = bin("&&", aligned(p1), inside(2));
-  // The last lane's pair reaches into the next chunk's first column (`after`): not in the warp's
-  // last chunk, nor between stacked statements' chunks (their rotations' registers spilled
-  // dg_diff N8's pingpong form), where the next chunk's lane 0 stores that column alone instead.
-  if (!after) pair1 = bin("&&", pair1, bin("!=", nm.t, lit(3)));
-  C::ExprP lane0Alone = fn == 0 || odd.array ? bin("==", nm.t, lit(0)) : nullptr;
-  C::ExprP alone0 = lane0Alone ? bin("||", aligned(p0), lane0Alone) : aligned(p0);
-  C::ExprP second = after ? C::ternary(bin("==", nm.t, lit(3)), after, next) : next;
-  // One store instruction for the warp's pairs, whichever column each lane's starts at (a row's
-  // lanes all start at 2t or all at 2t + 1, and rows of both kinds share the warp: a branch per
-  // kind ran both, 0.2365 -> 0.2502 ms on the stacked N8 form, docs/bench.md session 51); the
-  // columns alone, rare, after it.
-  const std::string at0 = ctx.names.fresh("pair0"), at1 = ctx.names.fresh("pair1");
-  body.push_back(C::decl("bool", at0, pair0));
-  body.push_back(C::decl("bool", at1, pair1));
-  const C::ExprP first0 = C::name(at0), first1 = C::name(at1);
-  body.push_back(C::ifThen(bin("||", first0, first1),
-                           {pairStore(C::ternary(first0, p0, p1), C::ternary(first0, a0, a1),
-                                      C::ternary(first0, a1, second))}));
-  body.push_back(C::ifThen(bin("&&", C::unary("!", first0), alone0), {single(p0, a0)}));
-  body.push_back(C::ifThen(bin("&&", bin("&&", C::unary("!", first0), C::unary("!", first1)), inside(1)),
-                           {single(p1, a1)}));
-  C::ExprP guard = bin("&&", bin("<", C::name(mi), lit(p.c.mExtent)), bin("<", C::name(ni), lit(p.c.nExtent)));
-  point.push_back(C::ifThen(guard, std::move(body)));
-  out.push_back(C::block(std::move(point)));
+  emitPoint(ctx, p, nm, mm, nn, chunk, [&](size_t q, const PointAt& at, const C::ExprP& n) {
+    std::vector<C::Stmt> body;
+    // Column 2t + c's element, as a pointer.
+    auto pointer = [&](int64_t c) {
+      C::ExprP target = at(q, c, c ? a1 : a0, body).first;
+      const std::string name = ctx.names.fresh("to");
+      body.push_back(C::decl("float*", name, C::unary("&", target), false));
+      return C::name(name);
+    };
+    auto aligned = [](const C::ExprP& ptr) {
+      return bin("==", bin("&", C::castTo("unsigned long long", ptr), lit(4)), lit(0));
+    };
+    auto inside = [&](int64_t c) { return bin("<", C::sum({n, lit(c)}), lit(p.c.nExtent)); };
+    const C::ExprP p0 = pointer(0), p1 = pointer(1);
+    auto pairStore = [&](const C::ExprP& to, const C::ExprP& first, const C::ExprP& second) {
+      C::ExprP pair = C::castTo("float2*", to), value = C::call("make_float2", {first, second});
+      return ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pair, value}))
+                                         : C::assign(C::index(pair, lit(0)), "=", value);
+    };
+    auto single = [&](const C::ExprP& to, const C::ExprP& value) {
+      return emitStore(ctx, statement, C::index(to, lit(0)), value);
+    };
+    // 2t starts a pair where aligned; 2t + 1 starts one (with the next lane's column) where it is;
+    // 2t goes alone unless it ends the pair 2t - 1 starts.
+    C::ExprP pair0 = bin("&&", aligned(p0), inside(1));
+    C::ExprP pair1 = bin("&&", aligned(p1), inside(2));
+    // The last lane's pair reaches into the next chunk's first column (`after`): not in the warp's
+    // last chunk, nor between stacked statements' chunks (their rotations' registers spilled
+    // dg_diff N8's pingpong form), where the next chunk's lane 0 stores that column alone instead.
+    if (!after) pair1 = bin("&&", pair1, bin("!=", nm.t, lit(3)));
+    C::ExprP lane0Alone = fn == 0 || chunk ? bin("==", nm.t, lit(0)) : nullptr;
+    C::ExprP alone0 = lane0Alone ? bin("||", aligned(p0), lane0Alone) : aligned(p0);
+    C::ExprP second = after ? C::ternary(bin("==", nm.t, lit(3)), after, next) : next;
+    // One store instruction for the warp's pairs, whichever column each lane's starts at (a row's
+    // lanes all start at 2t or all at 2t + 1, and rows of both kinds share the warp: a branch per
+    // kind ran both, 0.2365 -> 0.2502 ms on the stacked N8 form, docs/bench.md session 51); the
+    // columns alone, rare, after it.
+    const std::string at0 = ctx.names.fresh("pair0"), at1 = ctx.names.fresh("pair1");
+    body.push_back(C::decl("bool", at0, pair0));
+    body.push_back(C::decl("bool", at1, pair1));
+    const C::ExprP first0 = C::name(at0), first1 = C::name(at1);
+    body.push_back(C::ifThen(bin("||", first0, first1),
+                             {pairStore(C::ternary(first0, p0, p1), C::ternary(first0, a0, a1),
+                                        C::ternary(first0, a1, second))}));
+    body.push_back(C::ifThen(bin("&&", C::unary("!", first0), alone0), {single(p0, a0)}));
+    body.push_back(C::ifThen(bin("&&", bin("&&", C::unary("!", first0), C::unary("!", first1)), inside(1)),
+                             {single(p1, a1)}));
+    return body;
+  }, out);
 }
 
 }  // namespace
@@ -136,36 +118,30 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
     rotated[key] = v;
     return C::name(v);
   };
-  const int64_t e = p.c.nRows.back().extent;
   C::ExprP next[2], after[2];
   for (int h = 0; h < 2; ++h) {
     next[h] = rotate(fn, h);
     after[h] = fn + 1 < nm.acc[fm].size() && plainRows(p.c, false) ? rotate(fn + 1, h) : nullptr;
   }
-  auto halves = [&](const OddColumns& odd, std::vector<C::Stmt>& to) {
-    for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], after[h], odd, to);
+  auto halves = [&](const ChunkColumn* chunk, std::vector<C::Stmt>& to) {
+    for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], after[h], chunk, to);
   };
   if (plainRows(p.c, false)) {
-    halves(OddColumns{}, out);
+    halves(nullptr, out);
     return;
   }
   // Stacked statements: the chunk's statement and first i (warp-uniform). A chunk whose columns
   // and the next chunk's first lie in one statement pairs with that statement's array picked
   // once; another stores as without (`plain`), and no pair crosses from chunk to chunk.
-  C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
-  const std::string cq = ctx.names.fresh("chunk_q"), ci = ctx.names.fresh("chunk_i");
-  out.push_back(C::decl(ctx.idx, cq, bin("/", base, lit(e))));
-  out.push_back(C::decl(ctx.idx, ci, bin("%", base, lit(e))));
+  auto [cq, ci] = declareChunkStatement(ctx, p, nm, fn, out);
   std::vector<C::Stmt> inOne, crossing;
   const std::string array = ctx.names.fresh("chunk_array");
-  const size_t last = p.c.parts.size() - 1;
-  auto arrayOf = [&](size_t q) { return C::name(ctx.paramNames[size_t(ctx.nest.body[size_t(p.c.parts[q].statement)].array)]); };
-  C::ExprP chosen = arrayOf(last);
-  for (size_t q = last; q-- > 0;) chosen = C::ternary(bin("==", C::name(cq), lit(int64_t(q))), arrayOf(q), chosen);
-  inOne.push_back(C::decl("float*", array, chosen, false));
-  halves(OddColumns{C::name(array), C::name(ci), e}, inOne);
+  inOne.push_back(statementArrayDecl(ctx, p, cq, array));
+  const ChunkColumn chunk{nullptr, C::sum({ci, C::product(nm.t, lit(2))}), C::name(array)};
+  halves(&chunk, inOne);
   plain(crossing);
-  out.push_back(C::ifThen(bin("<", C::sum({C::name(ci), lit(8)}), lit(e)), std::move(inOne), std::move(crossing)));
+  out.push_back(C::ifThen(bin("<", C::sum({ci, lit(8)}), lit(p.c.nRows.back().extent)), std::move(inOne),
+                          std::move(crossing)));
 }
 
 }  // namespace rtcg::emit::mma

@@ -75,6 +75,31 @@ inline C::ExprP bin(const char* op, C::ExprP a, C::ExprP b) { return C::binary(o
 std::pair<C::ExprP, C::ExprP> accPoint(const MmaPlan& p, const MmaNames& nm, size_t fm, size_t fn, int r,
                                        bool blockOrigin);
 
+// N's stacked rows (statement, i) at a pair of wgmma's accumulator chunk (emitEpilogue): the
+// statement and i - lo of its first column; where the statements differ only in their arrays
+// (sameStoresButArrays), the chunk's array instead of the statement, chosen once for its pairs.
+struct ChunkColumn {
+  C::ExprP part, inner, array;
+};
+
+// Statement q's target and value at the point's column + `column`, the sum replaced by `sum`,
+// their statements into `to`.
+using PointAt = std::function<std::pair<C::ExprP, C::ExprP>(size_t q, int64_t column, const C::ExprP& sum,
+                                                            std::vector<C::Stmt>& to)>;
+
+// EmitMma.cpp: the output point (mm, nn) relative to the domain's origin: declared, guarded, and
+// `body(q, at, n)`'s statements for the statement there (the only one, or the stacked one its row
+// or column picks; n: the column's name). With `chunk`, N's rows are bound from it rather than
+// from the column's division.
+void emitPoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C::ExprP nn, const ChunkColumn* chunk,
+               const std::function<std::vector<C::Stmt>(size_t q, const PointAt& at, const C::ExprP& n)>& body,
+               std::vector<C::Stmt>& out);
+// The stacked statements' arrays chosen by `statement`, declared as the pointer `name`.
+C::Stmt statementArrayDecl(const EmitContext& ctx, const MmaPlan& p, const C::ExprP& statement, const std::string& name);
+// wgmma's chunk fn of stacked rows: its first column's statement and i - lo, declared once.
+std::pair<C::ExprP, C::ExprP> declareChunkStatement(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, size_t fn,
+                                                    std::vector<C::Stmt>& out);
+
 // EmitMmaOddRows.cpp: wgmma's fragment epilogue on output rows of an odd number of f32 values.
 // Whether it stores float2 pairs from each row's own alignment (`sameStoresButArrays`: stacked
 // statements that differ only in their arrays), and one accumulator chunk's stores so: each
