@@ -798,7 +798,7 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
                 out);
     }
   };
-  std::map<std::pair<size_t, size_t>, std::string> rotated;  // oddPairs: the chunks' rotations
+  OddPairState odd;  // oddPairs: what the chunks share
   // The chunk's points one by one, or by column pairs (pairedStores).
   auto plainStores = [&](size_t fm, size_t fn, std::vector<C::Stmt>& to) {
     C::ExprP q, i;
@@ -828,7 +828,7 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   };
   auto stores = [&](size_t fm, size_t fn) {
     if (oddPairs) {
-      storeOddPairChunk(ctx, p, nm, fm, fn, rotated, [&](std::vector<C::Stmt>& to) { plainStores(fm, fn, to); }, out);
+      storeOddPairChunk(ctx, p, nm, fm, fn, odd, [&](std::vector<C::Stmt>& to) { plainStores(fm, fn, to); }, out);
       return;
     }
     plainStores(fm, fn, out);

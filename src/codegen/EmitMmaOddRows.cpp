@@ -1,5 +1,6 @@
 // wgmma's fragment epilogue on output rows of an odd number of floats (EmitMma.cpp's emitEpilogue
 // calls it per accumulator chunk where oddPairStores): float2 pairs from each row's own alignment.
+#include <array>
 #include <map>
 #include <string>
 #include <utility>
@@ -11,11 +12,12 @@ namespace rtcg::emit::mma {
 
 namespace {
 
-// One 16-row half (h) of chunk (fm, fn) under oddPairStores. `next` is the chunk's first columns
-// rotated in the quad (lane t holds lane t + 1's), `after` the next chunk's (null in the warp's
-// last chunk, and for stacked statements); `chunk`, for stacked statements, the statement's array
-// and the thread's first column's i - lo, where the chunk lies in one statement (null for one
-// statement).
+// Stacked statements (dg_diff's ur, us, ut): one 16-row half (h) of chunk (fm, fn) lying in one
+// statement, point by point (emitPoint). `next` is the chunk's first columns rotated in the quad
+// (lane t holds lane t + 1's), `after` null (no pair crosses chunks here); `chunk` the statement's
+// array and the thread's first column's i - lo. (The one-statement form's slimmer code, below, ran
+// slower here: dg_diff N8's pingpong forms 0.270 -> 0.275 ms and, spilling, 0.272 -> 0.445;
+// docs/bench.md session 52.)
 void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, int h,
                    const C::ExprP& next, const C::ExprP& after, const ChunkColumn* chunk, std::vector<C::Stmt>& out) {
   const size_t statement = size_t(p.c.parts[0].statement);
@@ -72,6 +74,70 @@ void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, 
   }, out);
 }
 
+// One statement's rows (plainRows): a thread's two rows of the tile (halves h: rows g and g + 8),
+// declared once an epilogue, before its first chunk. Per half the pointer to its first pair's
+// first column (the column 2t of chunk 0, plus one where that column starts 4 bytes past 8), the
+// row's kind (`odd`: 1 there), whether the row is inside M, and the columns left from that first
+// column to N's end. A chunk's pair is then that pointer plus 8 fn, under a compare of 8 fn with
+// the columns left: no per-point bounds, addresses or alignment tests (the per-point form's code
+// was most of the stacked N8 epilogue, which runs beside the other consumer's steps).
+std::array<OddRow, 2> declareOddRows(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm,
+                                     std::vector<C::Stmt>& out) {
+  const ContractionPart& part = p.c.parts[0];
+  const Stmt& st = ctx.nest.body[size_t(part.statement)];
+  std::array<OddRow, 2> rows;
+  for (int h = 0; h < 2; ++h) {
+    auto [mm, nn] = accPoint(p, nm, fm, 0, 2 * h, true);
+    const std::string mi = ctx.names.fresh("row_m"), ni = ctx.names.fresh("row_n");
+    out.push_back(C::decl(ctx.idx, mi, mm));
+    out.push_back(C::decl(ctx.idx, ni, nn));
+    Env env = nm.epilogue;
+    env.vars = nm.batch;
+    bindRow(p, true, C::name(mi), env);
+    bindRow(p, false, C::name(ni), env);
+    const C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, out);
+    const std::string first = ctx.names.fresh("row_first"), odd = ctx.names.fresh("row_odd"),
+                      pair = ctx.names.fresh("row_pair"), inside = ctx.names.fresh("row_inside"),
+                      left = ctx.names.fresh("row_left");
+    out.push_back(C::decl("float*", first, C::unary("&", target), false));
+    out.push_back(C::decl(ctx.idx, odd,
+                          C::castTo("int", bin("!=", bin("&", C::castTo("unsigned long long", C::name(first)), lit(4)), lit(0)))));
+    out.push_back(C::decl("float*", pair, C::sum({C::name(first), C::name(odd)}), false));
+    out.push_back(C::decl("bool", inside, bin("<", C::name(mi), lit(p.c.mExtent))));
+    out.push_back(C::decl(ctx.idx, left, bin("-", lit(p.c.nExtent), C::sum({C::name(ni), C::name(odd)}))));
+    rows[size_t(h)] = {C::name(pair), C::name(odd), C::name(inside), C::name(left)};
+  }
+  return rows;
+}
+
+// One statement's chunk fn, half h, from the rows above: aligned rows store (2t, 2t + 1), odd rows
+// (2t + 1, 2t + 2), the second from the next lane of the quad (`next`; the last lane's from the
+// next chunk's first, `after`, null in the warp's last chunk, where that lane's column goes
+// alone). Where the row ends inside the pair its first column goes alone; an odd row's column 0
+// of the warp's first chunk goes alone from lane 0.
+void storeOddRowPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, int h,
+                      const OddRow& row, const C::ExprP& next, const C::ExprP& after, std::vector<C::Stmt>& out) {
+  const size_t statement = size_t(p.c.parts[0].statement);
+  const C::ExprP a0 = C::name(nm.acc[fm][fn][size_t(2 * h)]), a1 = C::name(nm.acc[fm][fn][size_t(2 * h + 1)]);
+  const int64_t c = int64_t(fn) * 8;
+  const C::ExprP odd = bin("!=", row.odd, lit(0));
+  const C::ExprP second = after ? C::ternary(bin("==", nm.t, lit(3)), after, next) : next;
+  const C::ExprP first = C::ternary(odd, a1, a0);
+  C::ExprP pair = bin("&&", row.inside, bin("<", lit(c + 1), row.left));
+  if (!after) pair = bin("&&", pair, C::unary("!", bin("&&", odd, bin("==", nm.t, lit(3)))));
+  const C::ExprP at = c ? C::sum({row.pair, lit(c)}) : row.pair;
+  C::ExprP pairTo = C::castTo("float2*", at), value = C::call("make_float2", {first, C::ternary(odd, second, a1)});
+  C::Stmt pairStore = ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pairTo, value}))
+                                                  : C::assign(C::index(pairTo, lit(0)), "=", value);
+  C::Stmt alone = C::ifThen(bin("&&", row.inside, bin("<", lit(c), row.left)),
+                            {emitStore(ctx, statement, C::index(at, lit(0)), first)}, {});
+  out.push_back(C::ifThen(pair, {std::move(pairStore)}, {std::move(alone)}));
+  if (fn != 0) return;
+  C::ExprP lane0 = bin("&&", bin("==", nm.t, lit(0)), bin(">", row.left, lit(-1)));
+  out.push_back(C::ifThen(bin("&&", bin("&&", row.inside, odd), lane0),
+                          {emitStore(ctx, statement, C::index(row.pair, lit(-1)), a0)}, {}));
+}
+
 }  // namespace
 
 // Rows of an odd number of floats (dg_diff N8's 165, the stacked kernel's 495): single stores,
@@ -106,8 +172,9 @@ bool oddPairStores(const EmitContext& ctx, const MmaPlan& p, bool sameStoresButA
 // chunks of one epilogue; the rotation of chunk fn + 1 gives one statement's last lane its
 // second column); `plain` stores a chunk of stacked statements that crosses into the next one.
 void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn,
-                       std::map<std::pair<size_t, size_t>, std::string>& rotated,
-                       const std::function<void(std::vector<C::Stmt>&)>& plain, std::vector<C::Stmt>& out) {
+                       OddPairState& state, const std::function<void(std::vector<C::Stmt>&)>& plain,
+                       std::vector<C::Stmt>& out) {
+  std::map<std::pair<size_t, size_t>, std::string>& rotated = state.rotated;
   auto rotate = [&](size_t f, int h) {
     auto key = std::make_pair(fm * 2 + size_t(h), f);
     if (rotated.count(key)) return C::name(rotated[key]);
@@ -127,7 +194,8 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
     for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], after[h], chunk, to);
   };
   if (plainRows(p.c, false)) {
-    halves(nullptr, out);
+    if (!state.rows) state.rows = declareOddRows(ctx, p, nm, fm, out);
+    for (int h = 0; h < 2; ++h) storeOddRowPairs(ctx, p, nm, fm, fn, h, (*state.rows)[size_t(h)], next[h], after[h], out);
     return;
   }
   // Stacked statements: the chunk's statement and first i (warp-uniform). A chunk whose columns

@@ -1,8 +1,10 @@
 // Internal to the mma emitter (EmitMma.cpp, EmitMmaHalf.cpp): the names the kernel's parts share.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -105,9 +107,18 @@ std::pair<C::ExprP, C::ExprP> declareChunkStatement(EmitContext& ctx, const MmaP
 // statements that differ only in their arrays), and one accumulator chunk's stores so: each
 // chunk's first columns rotated once in the quad (`rotated`, shared by the epilogue's chunks),
 // `plain` the chunk's stores as without where a chunk of stacked statements crosses into the next.
+// OddPairState: what an epilogue's chunks share (the rotations; one statement's rows, declared at
+// its first chunk).
 bool oddPairStores(const EmitContext& ctx, const MmaPlan& p, bool sameStoresButArrays);
-void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn,
-                       std::map<std::pair<size_t, size_t>, std::string>& rotated,
+// A thread's row of the tile under one statement's odd pairs (EmitMmaOddRows.cpp, declareOddRows).
+struct OddRow {
+  C::ExprP pair, odd, inside, left;
+};
+struct OddPairState {
+  std::map<std::pair<size_t, size_t>, std::string> rotated;
+  std::optional<std::array<OddRow, 2>> rows;
+};
+void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, OddPairState& state,
                        const std::function<void(std::vector<C::Stmt>&)>& plain, std::vector<C::Stmt>& out);
 
 // EmitMmaRows.cpp: the rows of a side (Contraction::mRows / nRows). bindRow binds the loops of
