@@ -7,6 +7,7 @@
 
 #include "codegen/EmitMmaParts.h"
 #include "ir/Analysis.h"
+#include "support/Error.h"
 
 namespace rtcg::emit::mma {
 
@@ -194,6 +195,8 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
     for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], after[h], chunk, to);
   };
   if (plainRows(p.c, false)) {
+    // The rows are declared once for the epilogue: wgmma's accumulators are one fragment row.
+    RTCG_ASSERT(nm.acc.size() == 1, "one statement's odd rows: wgmma's one fragment row of chunks");
     if (!state.rows) state.rows = declareOddRows(ctx, p, nm, fm, out);
     for (int h = 0; h < 2; ++h) storeOddRowPairs(ctx, p, nm, fm, fn, h, (*state.rows)[size_t(h)], next[h], after[h], out);
     return;
