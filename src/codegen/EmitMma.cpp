@@ -563,6 +563,22 @@ bool pairedStores(const EmitContext& ctx, const MmaPlan& p) {
 
 namespace mma {
 
+// The epilogue's environment at the point (m, n + column): the batch indices, the rows of M bound
+// at m and those of N at n + column, or from `chunk`'s column where given.
+Env pointEnv(const MmaPlan& p, const MmaNames& nm, const C::ExprP& m, const C::ExprP& n, int64_t column,
+             const ChunkColumn* chunk) {
+  Env env = nm.epilogue;
+  env.vars = nm.batch;
+  bindRow(p, true, m, env);
+  if (!chunk) {
+    bindRow(p, false, column ? C::sum({n, lit(column)}) : n, env);
+  } else {
+    const ContractionRow& i = p.c.nRows.back();
+    env.vars[i.loop] = C::sum({lit(i.lo), chunk->inner, lit(column)});
+  }
+  return env;
+}
+
 // The output point (mm, nn) relative to the domain's origin: declared, guarded, and `body(q, at,
 // n)`'s statements for the statement there (the only one, or the stacked one its row or column
 // picks; n: the column's name). With `chunk`, N's rows are bound from it rather than from the
@@ -575,15 +591,7 @@ void emitPoint(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::ExprP mm, C:
   const PointAt at = [&](size_t q, int64_t column, const C::ExprP& sum, std::vector<C::Stmt>& to) {
     const ContractionPart& part = p.c.parts[q];
     const Stmt& st = ctx.nest.body[size_t(part.statement)];
-    Env env = nm.epilogue;
-    env.vars = nm.batch;
-    bindRow(p, true, C::name(mi), env);
-    if (!chunk) {
-      bindRow(p, false, column ? C::sum({C::name(ni), lit(column)}) : C::name(ni), env);
-    } else {
-      const ContractionRow& i = p.c.nRows.back();
-      env.vars[i.loop] = C::sum({lit(i.lo), chunk->inner, lit(column)});
-    }
+    Env env = pointEnv(p, nm, C::name(mi), C::name(ni), column, chunk);
     env.hoisted[part.sum.get()] = sum;
     C::ExprP value = nm.accumulatorsHoldValues ? sum : lower(ctx, st.value, env, to);
     C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, to);

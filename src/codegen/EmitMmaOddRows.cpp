@@ -13,18 +13,29 @@ namespace rtcg::emit::mma {
 
 namespace {
 
+// Whether `ptr` starts 4 bytes past a multiple of 8, as its bit 2 (nonzero: past).
+C::ExprP pastEight(const C::ExprP& ptr) { return bin("&", C::castTo("unsigned long long", ptr), lit(4)); }
+
+// The float2 (first, second) at `to`, streaming where the statement's stores stream.
+C::Stmt floatPairStore(const EmitContext& ctx, size_t statement, const C::ExprP& to, const C::ExprP& first,
+                       const C::ExprP& second) {
+  C::ExprP pair = C::castTo("float2*", to), value = C::call("make_float2", {first, second});
+  return ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pair, value}))
+                                     : C::assign(C::index(pair, lit(0)), "=", value);
+}
+
 // Stacked statements (dg_diff's ur, us, ut): one 16-row half (h) of chunk (fm, fn) lying in one
 // statement, point by point (emitPoint). `next` is the chunk's first columns rotated in the quad
-// (lane t holds lane t + 1's), `after` null (no pair crosses chunks here); `chunk` the statement's
-// array and the thread's first column's i - lo. (The one-statement form's slimmer code, below, ran
+// (lane t holds lane t + 1's; no pair crosses chunks here); `chunk` the statement's array and the
+// thread's first column's i - lo. (The one-statement form's slimmer code, below, ran
 // slower here: dg_diff N8's pingpong forms 0.270 -> 0.275 ms and, spilling, 0.272 -> 0.445;
 // docs/bench.md session 52.)
 void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, int h,
-                   const C::ExprP& next, const C::ExprP& after, const ChunkColumn* chunk, std::vector<C::Stmt>& out) {
+                   const C::ExprP& next, const ChunkColumn& chunk, std::vector<C::Stmt>& out) {
   const size_t statement = size_t(p.c.parts[0].statement);
   const C::ExprP a0 = C::name(nm.acc[fm][fn][size_t(2 * h)]), a1 = C::name(nm.acc[fm][fn][size_t(2 * h + 1)]);
   auto [mm, nn] = accPoint(p, nm, fm, fn, 2 * h, true);
-  emitPoint(ctx, p, nm, mm, nn, chunk, [&](size_t q, const PointAt& at, const C::ExprP& n) {
+  emitPoint(ctx, p, nm, mm, nn, &chunk, [&](size_t q, const PointAt& at, const C::ExprP& n) {
     std::vector<C::Stmt> body;
     // Column 2t + c's element, as a pointer.
     auto pointer = [&](int64_t c) {
@@ -33,30 +44,19 @@ void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, 
       body.push_back(C::decl("float*", name, C::unary("&", target), false));
       return C::name(name);
     };
-    auto aligned = [](const C::ExprP& ptr) {
-      return bin("==", bin("&", C::castTo("unsigned long long", ptr), lit(4)), lit(0));
-    };
+    auto aligned = [](const C::ExprP& ptr) { return bin("==", pastEight(ptr), lit(0)); };
     auto inside = [&](int64_t c) { return bin("<", C::sum({n, lit(c)}), lit(p.c.nExtent)); };
     const C::ExprP p0 = pointer(0), p1 = pointer(1);
-    auto pairStore = [&](const C::ExprP& to, const C::ExprP& first, const C::ExprP& second) {
-      C::ExprP pair = C::castTo("float2*", to), value = C::call("make_float2", {first, second});
-      return ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pair, value}))
-                                         : C::assign(C::index(pair, lit(0)), "=", value);
-    };
     auto single = [&](const C::ExprP& to, const C::ExprP& value) {
       return emitStore(ctx, statement, C::index(to, lit(0)), value);
     };
-    // 2t starts a pair where aligned; 2t + 1 starts one (with the next lane's column) where it is;
-    // 2t goes alone unless it ends the pair 2t - 1 starts.
+    // 2t starts a pair where aligned; 2t + 1 starts one (with the next lane's column) where it is,
+    // but in the last lane, whose neighbour is the next chunk's (their rotations' registers spilled
+    // dg_diff N8's pingpong form): the next chunk's lane 0 stores that column alone instead; 2t goes
+    // alone where it does not start a pair and is aligned or lane 0's.
     C::ExprP pair0 = bin("&&", aligned(p0), inside(1));
-    C::ExprP pair1 = bin("&&", aligned(p1), inside(2));
-    // The last lane's pair reaches into the next chunk's first column (`after`): not in the warp's
-    // last chunk, nor between stacked statements' chunks (their rotations' registers spilled
-    // dg_diff N8's pingpong form), where the next chunk's lane 0 stores that column alone instead.
-    if (!after) pair1 = bin("&&", pair1, bin("!=", nm.t, lit(3)));
-    C::ExprP lane0Alone = fn == 0 || chunk ? bin("==", nm.t, lit(0)) : nullptr;
-    C::ExprP alone0 = lane0Alone ? bin("||", aligned(p0), lane0Alone) : aligned(p0);
-    C::ExprP second = after ? C::ternary(bin("==", nm.t, lit(3)), after, next) : next;
+    C::ExprP pair1 = bin("&&", bin("&&", aligned(p1), inside(2)), bin("!=", nm.t, lit(3)));
+    C::ExprP alone0 = bin("||", aligned(p0), bin("==", nm.t, lit(0)));
     // One store instruction for the warp's pairs, whichever column each lane's starts at (a row's
     // lanes all start at 2t or all at 2t + 1, and rows of both kinds share the warp: a branch per
     // kind ran both, 0.2365 -> 0.2502 ms on the stacked N8 form, docs/bench.md session 51); the
@@ -66,8 +66,8 @@ void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, 
     body.push_back(C::decl("bool", at1, pair1));
     const C::ExprP first0 = C::name(at0), first1 = C::name(at1);
     body.push_back(C::ifThen(bin("||", first0, first1),
-                             {pairStore(C::ternary(first0, p0, p1), C::ternary(first0, a0, a1),
-                                        C::ternary(first0, a1, second))}));
+                             {floatPairStore(ctx, statement, C::ternary(first0, p0, p1), C::ternary(first0, a0, a1),
+                                             C::ternary(first0, a1, next))}));
     body.push_back(C::ifThen(bin("&&", C::unary("!", first0), alone0), {single(p0, a0)}));
     body.push_back(C::ifThen(bin("&&", bin("&&", C::unary("!", first0), C::unary("!", first1)), inside(1)),
                              {single(p1, a1)}));
@@ -92,17 +92,14 @@ std::array<OddRow, 2> declareOddRows(EmitContext& ctx, const MmaPlan& p, MmaName
     const std::string mi = ctx.names.fresh("row_m"), ni = ctx.names.fresh("row_n");
     out.push_back(C::decl(ctx.idx, mi, mm));
     out.push_back(C::decl(ctx.idx, ni, nn));
-    Env env = nm.epilogue;
-    env.vars = nm.batch;
-    bindRow(p, true, C::name(mi), env);
-    bindRow(p, false, C::name(ni), env);
+    Env env = pointEnv(p, nm, C::name(mi), C::name(ni), 0, nullptr);
     const C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, out);
     const std::string first = ctx.names.fresh("row_first"), odd = ctx.names.fresh("row_odd"),
                       pair = ctx.names.fresh("row_pair"), inside = ctx.names.fresh("row_inside"),
                       left = ctx.names.fresh("row_left");
     out.push_back(C::decl("float*", first, C::unary("&", target), false));
     out.push_back(C::decl(ctx.idx, odd,
-                          C::castTo("int", bin("!=", bin("&", C::castTo("unsigned long long", C::name(first)), lit(4)), lit(0)))));
+                          C::castTo("int", bin("!=", pastEight(C::name(first)), lit(0)))));
     out.push_back(C::decl("float*", pair, C::sum({C::name(first), C::name(odd)}), false));
     out.push_back(C::decl("bool", inside, bin("<", C::name(mi), lit(p.c.mExtent))));
     out.push_back(C::decl(ctx.idx, left, bin("-", lit(p.c.nExtent), C::sum({C::name(ni), C::name(odd)}))));
@@ -127,9 +124,7 @@ void storeOddRowPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t f
   C::ExprP pair = bin("&&", row.inside, bin("<", lit(c + 1), row.left));
   if (!after) pair = bin("&&", pair, C::unary("!", bin("&&", odd, bin("==", nm.t, lit(3)))));
   const C::ExprP at = c ? C::sum({row.pair, lit(c)}) : row.pair;
-  C::ExprP pairTo = C::castTo("float2*", at), value = C::call("make_float2", {first, C::ternary(odd, second, a1)});
-  C::Stmt pairStore = ctx.plan.streams(statement) ? C::exprStmt(C::call("__stcs", {pairTo, value}))
-                                                  : C::assign(C::index(pairTo, lit(0)), "=", value);
+  C::Stmt pairStore = floatPairStore(ctx, statement, at, first, C::ternary(odd, second, a1));
   C::Stmt alone = C::ifThen(bin("&&", row.inside, bin("<", lit(c), row.left)),
                             {emitStore(ctx, statement, C::index(at, lit(0)), first)}, {});
   out.push_back(C::ifThen(pair, {std::move(pairStore)}, {std::move(alone)}));
@@ -191,9 +186,6 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
     next[h] = rotate(fn, h);
     after[h] = fn + 1 < nm.acc[fm].size() && plainRows(p.c, false) ? rotate(fn + 1, h) : nullptr;
   }
-  auto halves = [&](const ChunkColumn* chunk, std::vector<C::Stmt>& to) {
-    for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], after[h], chunk, to);
-  };
   if (plainRows(p.c, false)) {
     // The rows are declared once for the epilogue: wgmma's accumulators are one fragment row.
     RTCG_ASSERT(nm.acc.size() == 1, "one statement's odd rows: wgmma's one fragment row of chunks");
@@ -209,7 +201,7 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
   const std::string array = ctx.names.fresh("chunk_array");
   inOne.push_back(statementArrayDecl(ctx, p, cq, array));
   const ChunkColumn chunk{nullptr, C::sum({ci, C::product(nm.t, lit(2))}), C::name(array)};
-  halves(&chunk, inOne);
+  for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], chunk, inOne);
   plain(crossing);
   out.push_back(C::ifThen(bin("<", C::sum({ci, lit(8)}), lit(p.c.nRows.back().extent)), std::move(inOne),
                           std::move(crossing)));

@@ -89,6 +89,10 @@ struct ChunkColumn {
 using PointAt = std::function<std::pair<C::ExprP, C::ExprP>(size_t q, int64_t column, const C::ExprP& sum,
                                                             std::vector<C::Stmt>& to)>;
 
+// EmitMma.cpp: the epilogue's environment at the point (m, n + column), N's rows from `chunk`
+// where given (emitPoint's and the odd rows' targets).
+Env pointEnv(const MmaPlan& p, const MmaNames& nm, const C::ExprP& m, const C::ExprP& n, int64_t column,
+             const ChunkColumn* chunk);
 // EmitMma.cpp: the output point (mm, nn) relative to the domain's origin: declared, guarded, and
 // `body(q, at, n)`'s statements for the statement there (the only one, or the stacked one its row
 // or column picks; n: the column's name). With `chunk`, N's rows are bound from it rather than
