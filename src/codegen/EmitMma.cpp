@@ -859,6 +859,35 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
   }
 }
 
+// Under `pingpong` the N origin of a tile takes one of nTiles values. Where stacked statements of
+// several arrays share the tile and their rows hold an odd number of values (dg_diff at N = 8: no
+// column pairs, each point's array and alignment apart), the epilogue is emitted once per origin,
+// the origin a literal in each, so that each chunk's statement, column and bounds fold to
+// constants instead of being computed at every tile: dg_diff N8 ran 4% faster so; with column
+// pairs (dg_diff N6) 1.6% slower, and the one statement of the stacked kernel, which picks no
+// array, 1.3% slower (docs/bench.md, session 53). kOriginCases bounds the copies of the epilogue.
+constexpr int64_t kOriginCases = 4;
+
+bool epiloguePerOrigin(const EmitContext& ctx, const MmaPlan& p) {
+  return p.isWgmma() && p.alternatingTiles && p.c.parts.size() > 1 && p.c.batch.empty() && stackedRows(p.c, false) &&
+         !pairedStores(ctx, p) && p.nTiles() > 1 && p.nTiles() <= kOriginCases;
+}
+
+// The chain: if (n0 == 0) {...} else if (n0 == blockN) {...} ... else {the last origin's}.
+void emitEpiloguePerOrigin(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& out) {
+  const C::ExprP origin = nm.n0;
+  std::vector<C::Stmt> chain;
+  for (int64_t j = p.nTiles(); j-- > 0;) {
+    std::vector<C::Stmt> body;
+    nm.n0 = lit(j * p.blockN);
+    emitEpilogue(ctx, p, nm, body);
+    chain = chain.empty() ? std::move(body)
+                          : std::vector<C::Stmt>{C::ifThen(bin("==", origin, lit(j * p.blockN)), std::move(body), std::move(chain))};
+  }
+  nm.n0 = origin;
+  append(out, std::move(chain));
+}
+
 // `epilogue shared`: after a barrier (every warp is done with the operand tiles), the accumulators
 // go to the epilogue tile (its fast direction the output's contiguous one), a barrier, then the
 // block walks the tile in that order, consecutive threads on consecutive output elements.
@@ -1063,7 +1092,8 @@ C::Function emitMmaNest(EmitContext& ctx, LaunchSpec& launch) {
   // `persistent`: the epilogue of each tile in the tile loop (emitWgmmaMain; mma.sync's ring loop).
   auto finishTile = [&](std::vector<C::Stmt>& out) {
     hoistBatchUniform(ctx, p, nm, out);
-    emitEpilogue(ctx, p, nm, out);
+    if (epiloguePerOrigin(ctx, p)) emitEpiloguePerOrigin(ctx, p, nm, out);
+    else emitEpilogue(ctx, p, nm, out);
   };
   if (p.isWgmma()) mma::emitWgmmaMain(ctx, p, nm, body, finishTile);
   else emitSyncMain(ctx, p, nm, body, finishTile);

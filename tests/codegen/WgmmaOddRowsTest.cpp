@@ -5,6 +5,8 @@
 // streaming or not, with one warpgroup's N range or several.
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <set>
 #include <string>
 
 #include "codegen/Emitter.h"
@@ -131,4 +133,32 @@ TEST(HostEmulation, WgmmaOddRowsMatchTheReference) {
       EXPECT_EQ(pairsOddRows(emitted(k, schedule, limitsOf(4))), paired) << np << " " << schedule;
       EXPECT_EQ(checkOnHost(k, schedule, 2e-5, limitsOf(4)), "") << "dg_diff Np " << np << " " << schedule;
     }
+}
+
+// Under pingpong, dg_diff's three statements of odd rows take the epilogue once per N origin of the
+// tile, the origin a literal in each copy (EmitMma.cpp, epiloguePerOrigin): 2, 3 and 4 origins
+// (Np = 45, 99, 165: rows of 135, 297 and 495 outputs, tiles of 128), every copy run in the host
+// emulation (K rows that no tile divides, four blocks, so each origin's tiles run); rows of an even
+// number of values (Np = 56, column pairs) and the one statement of dg_diff_stacked keep one
+// epilogue.
+TEST(HostEmulation, WgmmaPingpongEpilogueOncePerNOriginMatchesTheReference) {
+  const std::string schedule =
+      "stores: streaming; mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 swizzle 128 tma producer "
+      "persistent pingpong resident a";
+  const std::regex test(R"(if \(block_n(_\d+)? == (\d+)\))");
+  for (int64_t np : {45, 99, 165}) {
+    const Kernel k = exampleKernel("dg_diff.rtcg", "dg_diff", {{"K", 331}, {"Np", np}});
+    const std::string cuda = emitted(k, schedule, limitsOf(4));
+    std::set<int64_t> tested;
+    for (auto it = std::sregex_iterator(cuda.begin(), cuda.end(), test); it != std::sregex_iterator(); ++it)
+      tested.insert(std::stoll((*it)[2].str()));
+    std::set<int64_t> expected;  // every origin but the last, which is the chain's else
+    for (int64_t n0 = 0; n0 + 128 < 3 * np; n0 += 128) expected.insert(n0);
+    EXPECT_EQ(tested, expected) << "Np " << np;
+    EXPECT_EQ(checkOnHost(k, schedule, 2e-5, limitsOf(4)), "") << "dg_diff Np " << np;
+  }
+  const Kernel even = exampleKernel("dg_diff.rtcg", "dg_diff", {{"K", 331}, {"Np", 56}});
+  EXPECT_FALSE(std::regex_search(emitted(even, schedule, limitsOf(4)), test));
+  const Kernel stacked = exampleKernel("dg_diff_stacked.rtcg", "dg_diff_stacked", {{"K", 331}, {"Np", 165}});
+  EXPECT_FALSE(std::regex_search(emitted(stacked, schedule, limitsOf(4)), test));
 }
