@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Session 53, call 7 (one H200): Nsight Compute counters of the stacked N8 module's epilogue forms (emitted,
+# -scal odd rows as two single stores, -vec 16-byte windows, -vecbound the same without shuffles) and of
+# dg_diff's (emitted, the new emitter's one epilogue per N origin): store instructions, L1 requests,
+# sectors and wavefronts, L2 and DRAM writes, the stall reasons per issued instruction.
+set -uo pipefail
+P=$PWD/.probe-me/s53; O=$OUT/c7; mkdir -p $O
+cd $P
+M=smsp__inst_executed_op_global_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_lg.sum,l1tex__data_pipe_lsu_wavefronts.sum,l1tex__data_bank_writes.sum,lts__t_sectors_op_write.sum,lts__t_requests_op_write.sum,dram__bytes_write.sum,dram__bytes_read.sum,smsp__inst_executed.sum,smsp__inst_executed_op_shfl.sum,sm__inst_executed_pipe_lsu.sum,l1tex__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum
+S=smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio,smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio
+REPS=0 ROUNDS=1 timeout 400 ncu -k regex:dg_diff --launch-skip 0 --metrics $M,$S --csv --page raw python3 harness.py dg_diff_stacked.cubin:stacked dg_diff_stacked-scal.cubin:stacked dg_diff_stacked-vec.cubin:stacked dg_diff_stacked-vecbound.cubin:stacked dg_diff.cubin:dgdiff dg_diff-new.cubin:dgdiff > $O/ncu.csv 2> $O/ncu.err
+tail -3 $O/ncu.err; wc -l $O/ncu.csv
