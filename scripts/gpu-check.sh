@@ -99,6 +99,10 @@ ring="swizzle 128 tma producer persistent"
 mma tf32x3 "tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 $ring pingpong resident a" dg_diff_stacked.rtcg -D K=77777 -D Np=165
 mma tf32x3 "tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 $ring pingpong resident a" dg_diff.rtcg -D K=77777 -D Np=165
 mma tf32x3 "tf32x3 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2 $ring resident a" dg_diff.rtcg -D K=77777 -D Np=35
+# dg_diff's odd rows under pingpong take the epilogue once per N origin (EmitMma.cpp epiloguePerOrigin):
+# 3 and 2 origins (Np = 99, 45), streaming stores.
+mma tf32x3 "tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 $ring pingpong resident a" dg_diff.rtcg -D K=77777 -D Np=99
+run_example dg_diff.rtcg -D K=77777 -D Np=45 --precision tf32x3 --schedule "stores: streaming; mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2 $ring pingpong resident a"
 mma ieee "bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 3" gemm_bf16.rtcg -D n=1003
 # Tiles over 48 KiB (dynamic shared memory, up to the device's opt-in limit).
 mma tf32x3 "tf32x3 m16n8k8 warps 2x4 tile 4x4 k 32 stages 3" matmul.rtcg -D n=1000
