@@ -8,6 +8,7 @@ import sys
 kind, src, dst = sys.argv[1:4]
 wu = 'wu' in sys.argv[4:]
 scal = 'scal' in sys.argv[4:]
+br = 'br' in sys.argv[4:]
 K = 101556
 if kind == 'stacked': arrays, pitch, total = ['w'], 495, 495
 else: arrays, pitch, total = ['ur', 'us', 'ut'], 165, 495
@@ -27,6 +28,7 @@ L.append(I + 'switch (block_n_4) {')
 for bn in (0, 128, 256, 384):
     J = I + '  '
     L.append(I + f'case {bn}: {{')
+    if br: L.append(I + '  int sp_opaque; asm volatile("mov.u32 %0, 0;" : "=r"(sp_opaque));')
     chunks = []
     for c in range(16):
         cols = [col(bn + 8 * c + j) for j in range(8)]
@@ -65,6 +67,22 @@ for bn in (0, 128, 256, 384):
                 odd = f'sp_o{q}_{r}' if i0 % 2 == 0 else f'(sp_o{q}_{r} ^ 1)'
                 nx = f'(in_group == 3 ? sp_n{c + 1}_{r} : sp_n{c}_{r})' if pair_next else f'sp_n{c}_{r}'
                 p = f'sp_p{q}_{r} + {i0}'
+                if br:
+                    run_end = (pitch if kind != 'stacked' else total) if pair_next else i0 + 8
+                    L.append(J + f'{{ const int sp_odd = {odd};')
+                    L.append(J + f'  if (sp_ok{r} && {i0} + 2 * in_group + sp_odd + 1 < {run_end} + sp_opaque) {{')
+                    L.append(J + f'    __stcs((float2*)({p} + sp_odd), make_float2(sp_odd ? {b} : {a}, sp_odd ? {nx} : {b}));')
+                    L.append(J + '  } else {')
+                    L.append(J + f'    if (sp_ok{r} && sp_odd != 0 && in_group == 3) {{')
+                    L.append(J + f'      __stcs({p} + 1, {b});')
+                    L.append(J + '    }')
+                    L.append(J + '  }')
+                    if first:
+                        L.append(J + f'  if (sp_ok{r} && sp_odd != 0 && in_group == 0) {{')
+                        L.append(J + f'    __stcs({p}, {a});')
+                        L.append(J + '  }')
+                    L.append(J + '}')
+                    continue
                 L.append(J + f'{{ const int sp_odd = {odd};')
                 cond = 'true' if pair_next else '(sp_odd == 0 || in_group != 3)'
                 L.append(J + f'  if (sp_ok{r} && {cond}) __stcs((float2*)({p} + sp_odd), make_float2(sp_odd ? {b} : {a}, sp_odd ? {nx} : {b}));')
