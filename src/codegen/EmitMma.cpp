@@ -8,6 +8,7 @@
 // the fragments are loaded.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -619,7 +620,10 @@ C::Stmt statementArrayDecl(const EmitContext& ctx, const MmaPlan& p, const C::Ex
   const size_t last = p.c.parts.size() - 1;
   auto arrayOf = [&](size_t q) { return C::name(ctx.paramNames[size_t(ctx.nest.body[size_t(p.c.parts[q].statement)].array)]); };
   C::ExprP chosen = arrayOf(last);
-  for (size_t s = last; s-- > 0;) chosen = C::ternary(bin("==", statement, lit(int64_t(s))), arrayOf(s), chosen);
+  if (statement->kind == C::ExprKind::IntLit)  // a literal statement (the epilogue per N origin)
+    chosen = arrayOf(size_t(std::clamp<int64_t>(statement->intValue, 0, int64_t(last))));
+  else
+    for (size_t s = last; s-- > 0;) chosen = C::ternary(bin("==", statement, lit(int64_t(s))), arrayOf(s), chosen);
   const Param& first = ctx.k.params[size_t(ctx.nest.body[size_t(p.c.parts[0].statement)].array)];
   return C::decl(std::string(cudaTypeName(first.type)) + "*", name, chosen, false);
 }
@@ -630,6 +634,8 @@ std::pair<C::ExprP, C::ExprP> declareChunkStatement(EmitContext& ctx, const MmaP
                                                     std::vector<C::Stmt>& out) {
   const int64_t e = p.c.nRows.back().extent;
   C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
+  // A literal base (the epilogue per N origin: epiloguePerOrigin) gives literal statement and column.
+  if (base->kind == C::ExprKind::IntLit && !base->longLong) return {lit(base->intValue / e), lit(base->intValue % e)};
   const std::string q = ctx.names.fresh("chunk_q"), i = ctx.names.fresh("chunk_i");
   out.push_back(C::decl(ctx.idx, q, bin("/", base, lit(e))));
   out.push_back(C::decl(ctx.idx, i, bin("%", base, lit(e))));

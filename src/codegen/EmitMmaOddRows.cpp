@@ -202,6 +202,12 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
   inOne.push_back(statementArrayDecl(ctx, p, cq, array));
   const ChunkColumn chunk{nullptr, C::sum({ci, C::product(nm.t, lit(2))}), C::name(array)};
   for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], chunk, inOne);
+  // A literal first i (the epilogue per N origin, EmitMma.cpp epiloguePerOrigin) picks the form here.
+  if (ci->kind == C::ExprKind::IntLit) {
+    if (ci->intValue + 8 < p.c.nRows.back().extent) append(out, std::move(inOne));
+    else plain(out);
+    return;
+  }
   plain(crossing);
   out.push_back(C::ifThen(bin("<", C::sum({ci, lit(8)}), lit(p.c.nRows.back().extent)), std::move(inOne),
                           std::move(crossing)));
