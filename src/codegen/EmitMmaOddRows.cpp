@@ -181,6 +181,15 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
     rotated[key] = v;
     return C::name(v);
   };
+  // Under `pingpong` with the producer's threads loading A (through L1, as the stores go), one
+  // statement's consumer pauses between chunks: its stores back to back held up the producer's
+  // loads, and the other consumer's steps with them (stacked N8 0.2328 -> 0.2288 ms with 32 ns,
+  // 0.2293 with 0, 0.2309 every second chunk; a branch-free epilogue 0.270 -> 0.2375; docs/bench.md,
+  // session 53).
+  if (fn > 0 && p.alternatingTiles && p.aByThreads() && plainRows(p.c, false)) {
+    ctx.needs.epilogueYield = true;
+    out.push_back(C::exprStmt(C::call("rtcg_epilogue_yield", {})));
+  }
   C::ExprP next[2], after[2];
   for (int h = 0; h < 2; ++h) {
     next[h] = rotate(fn, h);

@@ -268,6 +268,9 @@ std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool th
 // 16-byte aligned); the host emulation checks that [first, end) lies within one of the kernel's
 // arrays.
 extern const char* const prefetchL2Helpers;
+// rtcg_epilogue_yield(): the warp sleeps about 32 ns (__nanosleep; nothing in the host emulation),
+// between an epilogue's chunks (EmitMmaOddRows.cpp, storeOddPairChunk).
+extern const char* const epilogueYieldHelpers;
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.
 void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch);

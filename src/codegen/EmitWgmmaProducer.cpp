@@ -554,4 +554,11 @@ __device__ __forceinline__ void rtcg_prefetch_l2_range(const void* first, const 
 }
 #endif)prefetch";
 
+const char* const epilogueYieldHelpers = R"yield(// A pause between the epilogue's chunks (its stores leave the memory pipe to the producer's loads).
+#ifdef RTCG_HOST_EMULATION
+inline void rtcg_epilogue_yield() {}
+#else
+__device__ __forceinline__ void rtcg_epilogue_yield() { __nanosleep(32); }
+#endif)yield";
+
 }  // namespace rtcg::emit::mma

@@ -162,3 +162,30 @@ TEST(HostEmulation, WgmmaPingpongEpilogueOncePerNOriginMatchesTheReference) {
   const Kernel stacked = exampleKernel("dg_diff_stacked.rtcg", "dg_diff_stacked", {{"K", 331}, {"Np", 165}});
   EXPECT_FALSE(std::regex_search(emitted(stacked, schedule, limitsOf(4)), test));
 }
+
+// Under pingpong with the producer's threads loading A, one statement's odd rows pause between the
+// epilogue's chunks (rtcg_epilogue_yield: EmitMmaOddRows.cpp), once before each chunk but the first;
+// one consumer (no pingpong) and dg_diff's stacked statements do not, and the prelude comes only
+// with the pauses.
+TEST(WgmmaOddRows, PingpongPausesBetweenOneStatementsChunks) {
+  const std::string ring = " swizzle 128 tma producer persistent";
+  const std::string pingpong = "stores: streaming; mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" + ring +
+                               " pingpong resident a";
+  const std::string alone = "mma: tf32x3 wgmma m64n128k8 warpgroups 1x1 k 32 stages 2" + ring + " resident a";
+  auto pauses = [](const std::string& cuda) {
+    size_t n = 0;
+    for (size_t at = cuda.find("rtcg_epilogue_yield();"); at != std::string::npos;
+         at = cuda.find("rtcg_epilogue_yield();", at + 1))
+      ++n;
+    return n;
+  };
+  const Kernel stacked = exampleKernel("dg_diff_stacked.rtcg", "dg_diff_stacked", {{"K", 331}, {"Np", 165}});
+  const std::string cuda = emitted(stacked, pingpong, limitsOf(4));
+  EXPECT_EQ(pauses(cuda), 15u);  // 16 chunks of 8 columns
+  EXPECT_NE(cuda.find("__nanosleep(32)"), std::string::npos);
+  const std::string one = emitted(stacked, alone, limitsOf(4));
+  EXPECT_EQ(pauses(one), 0u);
+  EXPECT_EQ(one.find("rtcg_epilogue_yield"), std::string::npos);
+  const Kernel three = exampleKernel("dg_diff.rtcg", "dg_diff", {{"K", 331}, {"Np", 165}});
+  EXPECT_EQ(pauses(emitted(three, pingpong, limitsOf(4))), 0u);
+}
