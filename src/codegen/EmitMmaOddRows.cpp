@@ -206,20 +206,23 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
   // and the next chunk's first lie in one statement pairs with that statement's array picked
   // once; another stores as without (`plain`), and no pair crosses from chunk to chunk.
   auto [cq, ci] = declareChunkStatement(ctx, p, nm, fn, out);
-  std::vector<C::Stmt> inOne, crossing;
-  const std::string array = ctx.names.fresh("chunk_array");
-  inOne.push_back(statementArrayDecl(ctx, p, cq, array));
-  const ChunkColumn chunk{nullptr, C::sum({ci, C::product(nm.t, lit(2))}), C::name(array)};
-  for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], chunk, inOne);
+  auto inOne = [&, cq = cq, ci = ci](std::vector<C::Stmt>& to) {
+    const std::string array = ctx.names.fresh("chunk_array");
+    to.push_back(statementArrayDecl(ctx, p, cq, array));
+    const ChunkColumn chunk{nullptr, C::sum({ci, C::product(nm.t, lit(2))}), C::name(array)};
+    for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], chunk, to);
+  };
+  const int64_t e = p.c.nRows.back().extent;
   // A literal first i (the epilogue per N origin, EmitMma.cpp epiloguePerOrigin) picks the form here.
   if (ci->kind == C::ExprKind::IntLit) {
-    if (ci->intValue + 8 < p.c.nRows.back().extent) append(out, std::move(inOne));
+    if (ci->intValue + 8 < e) inOne(out);
     else plain(out);
     return;
   }
+  std::vector<C::Stmt> one, crossing;
+  inOne(one);
   plain(crossing);
-  out.push_back(C::ifThen(bin("<", C::sum({ci, lit(8)}), lit(p.c.nRows.back().extent)), std::move(inOne),
-                          std::move(crossing)));
+  out.push_back(C::ifThen(bin("<", C::sum({ci, lit(8)}), lit(e)), std::move(one), std::move(crossing)));
 }
 
 }  // namespace rtcg::emit::mma
