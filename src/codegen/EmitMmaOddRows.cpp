@@ -2,6 +2,7 @@
 // calls it per accumulator chunk where oddPairStores): float2 pairs from each row's own alignment.
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -75,24 +76,26 @@ void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, 
   }, out);
 }
 
-// One statement's rows (plainRows): a thread's two rows of the tile (halves h: rows g and g + 8),
-// declared once an epilogue, before its first chunk. Per half the pointer to its first pair's
-// first column (the column 2t of chunk 0, plus one where that column starts 4 bytes past 8), the
-// row's kind (`odd`: 1 there), whether the row is inside M, and the columns left from that first
-// column to N's end. A chunk's pair is then that pointer plus 8 fn, under a compare of 8 fn with
-// the columns left: no per-point bounds, addresses or alignment tests (the per-point form's code
-// was most of the stacked N8 epilogue, which runs beside the other consumer's steps).
-std::array<OddRow, 2> declareOddRows(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm,
-                                     std::vector<C::Stmt>& out) {
-  const ContractionPart& part = p.c.parts[0];
-  const Stmt& st = ctx.nest.body[size_t(part.statement)];
+// A run of a statement's columns (one statement's rows, plainRows: all of them; stacked statements
+// under a literal N origin: a segment of whole chunks inside one statement): a thread's two rows of
+// the tile (halves h: rows g and g + 8), declared once, at the run's first chunk f1. Per half the
+// pointer to its first pair's first column (the column 2t of chunk f1, plus one where that column
+// starts 4 bytes past 8), the row's kind (`odd`: 1 there), whether the row is inside M, and the
+// columns left from that first column to the run's end `end` (a column from the domain's N
+// origin). A chunk's pair is then that pointer plus 8 (fn - f1), under a compare with the columns
+// left: no per-point bounds, addresses or alignment tests (the per-point form's code was most of
+// the N8 epilogues, which run beside the other consumer's steps). `chunk` binds statement q's
+// column where the statements are stacked.
+std::array<OddRow, 2> declareOddRows(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t q, size_t f1,
+                                     const C::ExprP& end, const ChunkColumn* chunk, std::vector<C::Stmt>& out) {
+  const Stmt& st = ctx.nest.body[size_t(p.c.parts[q].statement)];
   std::array<OddRow, 2> rows;
   for (int h = 0; h < 2; ++h) {
-    auto [mm, nn] = accPoint(p, nm, fm, 0, 2 * h, true);
+    auto [mm, nn] = accPoint(p, nm, fm, f1, 2 * h, true);
     const std::string mi = ctx.names.fresh("row_m"), ni = ctx.names.fresh("row_n");
     out.push_back(C::decl(ctx.idx, mi, mm));
     out.push_back(C::decl(ctx.idx, ni, nn));
-    Env env = pointEnv(p, nm, C::name(mi), C::name(ni), 0, nullptr);
+    Env env = pointEnv(p, nm, C::name(mi), C::name(ni), 0, chunk);
     const C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, out);
     const std::string first = ctx.names.fresh("row_first"), odd = ctx.names.fresh("row_odd"),
                       pair = ctx.names.fresh("row_pair"), inside = ctx.names.fresh("row_inside"),
@@ -102,36 +105,57 @@ std::array<OddRow, 2> declareOddRows(EmitContext& ctx, const MmaPlan& p, MmaName
                           C::castTo("int", bin("!=", pastEight(C::name(first)), lit(0)))));
     out.push_back(C::decl("float*", pair, C::sum({C::name(first), C::name(odd)}), false));
     out.push_back(C::decl("bool", inside, bin("<", C::name(mi), lit(p.c.mExtent))));
-    out.push_back(C::decl(ctx.idx, left, bin("-", lit(p.c.nExtent), C::sum({C::name(ni), C::name(odd)}))));
+    out.push_back(C::decl(ctx.idx, left, bin("-", end, C::sum({C::name(ni), C::name(odd)}))));
     rows[size_t(h)] = {C::name(pair), C::name(odd), C::name(inside), C::name(left)};
   }
   return rows;
 }
 
-// One statement's chunk fn, half h, from the rows above: aligned rows store (2t, 2t + 1), odd rows
-// (2t + 1, 2t + 2), the second from the next lane of the quad (`next`; the last lane's from the
-// next chunk's first, `after`, null in the warp's last chunk, where that lane's column goes
-// alone). Where the row ends inside the pair its first column goes alone; an odd row's column 0
-// of the warp's first chunk goes alone from lane 0.
-void storeOddRowPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, int h,
-                      const OddRow& row, const C::ExprP& next, const C::ExprP& after, std::vector<C::Stmt>& out) {
-  const size_t statement = size_t(p.c.parts[0].statement);
+// A run's chunk fn, half h, from its rows (declareOddRows; `c`: 8 (fn - f1), the chunk's columns past
+// the run's first): aligned rows store (2t, 2t + 1), odd rows (2t + 1, 2t + 2), the second from
+// the next lane of the quad (`next`; the last lane's from the next chunk's first, `after`, null in
+// the run's last chunk, where that lane's column goes alone). Where the row ends inside the pair
+// its first column goes alone; an odd row's column 0 of the run's first chunk goes alone from
+// lane 0.
+void storeOddRowPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, int h, size_t statement,
+                      const OddRow& row, const C::ExprP& next, const C::ExprP& after, int64_t c, bool first,
+                      std::vector<C::Stmt>& out) {
   const C::ExprP a0 = C::name(nm.acc[fm][fn][size_t(2 * h)]), a1 = C::name(nm.acc[fm][fn][size_t(2 * h + 1)]);
-  const int64_t c = int64_t(fn) * 8;
   const C::ExprP odd = bin("!=", row.odd, lit(0));
   const C::ExprP second = after ? C::ternary(bin("==", nm.t, lit(3)), after, next) : next;
-  const C::ExprP first = C::ternary(odd, a1, a0);
+  const C::ExprP lead = C::ternary(odd, a1, a0);
   C::ExprP pair = bin("&&", row.inside, bin("<", lit(c + 1), row.left));
   if (!after) pair = bin("&&", pair, C::unary("!", bin("&&", odd, bin("==", nm.t, lit(3)))));
   const C::ExprP at = c ? C::sum({row.pair, lit(c)}) : row.pair;
-  C::Stmt pairStore = floatPairStore(ctx, statement, at, first, C::ternary(odd, second, a1));
+  C::Stmt pairStore = floatPairStore(ctx, statement, at, lead, C::ternary(odd, second, a1));
   C::Stmt alone = C::ifThen(bin("&&", row.inside, bin("<", lit(c), row.left)),
-                            {emitStore(ctx, statement, C::index(at, lit(0)), first)}, {});
+                            {emitStore(ctx, statement, C::index(at, lit(0)), lead)}, {});
   out.push_back(C::ifThen(pair, {std::move(pairStore)}, {std::move(alone)}));
-  if (fn != 0) return;
+  if (!first) return;
   C::ExprP lane0 = bin("&&", bin("==", nm.t, lit(0)), bin(">", row.left, lit(-1)));
   out.push_back(C::ifThen(bin("&&", bin("&&", row.inside, odd), lane0),
                           {emitStore(ctx, statement, C::index(row.pair, lit(-1)), a0)}, {}));
+}
+
+// A literal chunk base (the epilogue per N origin): chunk fn's first column from the domain's N
+// origin, n0 + wn + 8 fn, where both are literals.
+std::optional<int64_t> literalBase(const MmaNames& nm, size_t fn) {
+  const C::ExprP base = C::sum({nm.n0, nm.wn, lit(int64_t(fn) * 8)});
+  if (base->kind != C::ExprKind::IntLit || base->longLong) return std::nullopt;
+  return base->intValue;
+}
+
+// Chunk f of stacked statements under a literal base, where its 8 columns lie inside N and in one
+// statement: that statement and the chunk's first i - lo.
+struct LiteralChunk {
+  int64_t statement, i;
+};
+std::optional<LiteralChunk> literalChunk(const MmaPlan& p, const MmaNames& nm, size_t fm, size_t f) {
+  if (f >= nm.acc[fm].size()) return std::nullopt;
+  const std::optional<int64_t> base = literalBase(nm, f);
+  const int64_t e = p.c.nRows.back().extent;
+  if (!base || *base + 8 > p.c.nExtent || *base % e + 8 > e) return std::nullopt;
+  return LiteralChunk{*base / e, *base % e};
 }
 
 }  // namespace
@@ -181,27 +205,59 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
     rotated[key] = v;
     return C::name(v);
   };
-  // Under `pingpong` with the producer's threads loading A (through L1, as the stores go), one
-  // statement's consumer pauses between chunks: its stores back to back held up the producer's
-  // loads, and the other consumer's steps with them (stacked N8 0.2328 -> 0.2288 ms with 32 ns,
-  // 0.2293 with 0, 0.2309 every second chunk; a branch-free epilogue 0.270 -> 0.2375; docs/bench.md,
-  // session 53).
-  if (fn > 0 && p.alternatingTiles && p.aByThreads() && plainRows(p.c, false)) {
+  const bool oneStatement = plainRows(p.c, false);
+  // Stacked statements under a literal N origin (the epilogue per N origin, EmitMma.cpp
+  // epiloguePerOrigin): the chunks' statements and columns are known here, so their whole chunks
+  // inside one statement make runs (segments) stored as one statement's rows are.
+  const std::optional<LiteralChunk> literal = oneStatement ? std::nullopt : literalChunk(p, nm, fm, fn);
+  const bool segments = !oneStatement && literalBase(nm, fn).has_value();
+  if (segments && *literalBase(nm, fn) >= p.c.nExtent) return;  // past N's end: nothing to store
+  // Under `pingpong` with the producer's threads loading A (through L1, as the stores go), the
+  // consumer pauses between chunks of one statement's rows or of the segments: their stores back to
+  // back held up the producer's loads, and the other consumer's steps with them (stacked N8 0.2328
+  // -> 0.2288 ms with 32 ns, 0.2293 with 0, 0.2309 every second chunk; a branch-free epilogue 0.270
+  // -> 0.2375; dg_diff N8's segments 0.2561 -> 0.2493; docs/bench.md, sessions 53 and 54).
+  if (fn > 0 && p.alternatingTiles && p.aByThreads() && (oneStatement || segments)) {
     ctx.needs.epilogueYield = true;
     out.push_back(C::exprStmt(C::call("rtcg_epilogue_yield", {})));
   }
-  C::ExprP next[2], after[2];
-  for (int h = 0; h < 2; ++h) {
-    next[h] = rotate(fn, h);
-    after[h] = fn + 1 < nm.acc[fm].size() && plainRows(p.c, false) ? rotate(fn + 1, h) : nullptr;
-  }
-  if (plainRows(p.c, false)) {
-    // The rows are declared once for the epilogue: wgmma's accumulators are one fragment row.
-    RTCG_ASSERT(nm.acc.size() == 1, "one statement's odd rows: wgmma's one fragment row of chunks");
-    if (!state.rows) state.rows = declareOddRows(ctx, p, nm, fm, out);
-    for (int h = 0; h < 2; ++h) storeOddRowPairs(ctx, p, nm, fm, fn, h, (*state.rows)[size_t(h)], next[h], after[h], out);
+  if (oneStatement || literal) {
+    // The run of chunk fn: chunks [f1, f2] of statement q, ending at column `end`.
+    size_t f1 = 0, f2 = nm.acc[fm].size() - 1, q = 0;
+    if (literal) {
+      q = size_t(literal->statement);
+      f1 = f2 = fn;
+      auto same = [&](size_t f) {
+        const std::optional<LiteralChunk> c = literalChunk(p, nm, fm, f);
+        return c && c->statement == literal->statement;
+      };
+      while (f1 > 0 && same(f1 - 1)) --f1;
+      while (same(f2 + 1)) ++f2;
+    }
+    C::ExprP next[2], after[2];
+    for (int h = 0; h < 2; ++h) {
+      next[h] = rotate(fn, h);
+      after[h] = fn < f2 ? rotate(fn + 1, h) : nullptr;
+    }
+    if (!state.runs.count(f1)) {
+      std::optional<ChunkColumn> column;  // statement q's i - lo of the run's first chunk
+      if (literal)
+        column = ChunkColumn{lit(int64_t(q)), C::sum({lit(literal->i - 8 * int64_t(fn - f1)), C::product(nm.t, lit(2))}),
+                             nullptr};
+      const C::ExprP end = literal ? lit(*literalBase(nm, f2) + 8) : lit(p.c.nExtent);
+      state.runs[f1] = declareOddRows(ctx, p, nm, fm, q, f1, end, column ? &*column : nullptr, out);
+    }
+    for (int h = 0; h < 2; ++h)
+      storeOddRowPairs(ctx, p, nm, fm, fn, h, size_t(p.c.parts[q].statement), state.runs[f1][size_t(h)], next[h],
+                       after[h], 8 * int64_t(fn - f1), fn == f1, out);
     return;
   }
+  if (segments) {  // a chunk across a statement's end or N's: its points one by one
+    plain(out);
+    return;
+  }
+  C::ExprP next[2];
+  for (int h = 0; h < 2; ++h) next[h] = rotate(fn, h);
   // Stacked statements: the chunk's statement and first i (warp-uniform). A chunk whose columns
   // and the next chunk's first lie in one statement pairs with that statement's array picked
   // once; another stores as without (`plain`), and no pair crosses from chunk to chunk.
@@ -213,12 +269,6 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
     for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], chunk, to);
   };
   const int64_t e = p.c.nRows.back().extent;
-  // A literal first i (the epilogue per N origin, EmitMma.cpp epiloguePerOrigin) picks the form here.
-  if (ci->kind == C::ExprKind::IntLit) {
-    if (ci->intValue + 8 < e) inOne(out);
-    else plain(out);
-    return;
-  }
   std::vector<C::Stmt> one, crossing;
   inOne(one);
   plain(crossing);
