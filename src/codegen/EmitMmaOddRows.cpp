@@ -28,9 +28,10 @@ C::Stmt floatPairStore(const EmitContext& ctx, size_t statement, const C::ExprP&
 // Stacked statements (dg_diff's ur, us, ut): one 16-row half (h) of chunk (fm, fn) lying in one
 // statement, point by point (emitPoint). `next` is the chunk's first columns rotated in the quad
 // (lane t holds lane t + 1's; no pair crosses chunks here); `chunk` the statement's array and the
-// thread's first column's i - lo. (The one-statement form's slimmer code, below, ran
-// slower here: dg_diff N8's pingpong forms 0.270 -> 0.275 ms and, spilling, 0.272 -> 0.445;
-// docs/bench.md session 52.)
+// thread's first column's i - lo. (The one-statement form's slimmer code, below, with the tile's
+// statements picked at run time, ran slower here: dg_diff N8's pingpong forms 0.270 -> 0.275 ms
+// and, spilling, 0.272 -> 0.445; docs/bench.md session 52. Under a literal N origin the runs take
+// it: storeOddPairChunk.)
 void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, int h,
                    const C::ExprP& next, const ChunkColumn& chunk, std::vector<C::Stmt>& out) {
   const size_t statement = size_t(p.c.parts[0].statement);
