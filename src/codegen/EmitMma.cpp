@@ -869,9 +869,9 @@ void emitEpilogue(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
 // several arrays share the tile and their rows hold an odd number of values (dg_diff at N = 8: no
 // column pairs, each point's array and alignment apart), the epilogue is emitted once per origin,
 // the origin a literal in each, so that each chunk's statement, column and bounds fold to
-// constants instead of being computed at every tile, and a statement's whole chunks store as one
-// statement's rows do (EmitMmaOddRows.cpp, segments): dg_diff N8 ran 4% faster so, and 6% more
-// with the segments; with column pairs (dg_diff N6) 1.6% slower, and the one statement of the
+// constants instead of being computed at every tile, and a statement's columns store as one
+// statement's rows do (EmitMmaOddRows.cpp, runs): dg_diff N8 ran 4% faster so, and 7% more with
+// the runs; with column pairs (dg_diff N6) 1.6% slower, and the one statement of the
 // stacked kernel, which picks no array, 1.3% slower (docs/bench.md, sessions 53 and 54).
 // kOriginCases bounds the copies of the epilogue.
 constexpr int64_t kOriginCases = 4;

@@ -78,29 +78,38 @@ void storeOddPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, 
 }
 
 // A run of a statement's columns (one statement's rows, plainRows: all of them; stacked statements
-// under a literal N origin: a segment of whole chunks inside one statement): a thread's two rows of
-// the tile (halves h: rows g and g + 8), declared once, at the run's first chunk f1. Per half the
+// under a literal N origin: the tile's columns of one statement, literalRuns): a thread's two rows
+// of the tile (halves h: rows g and g + 8), declared once, at the run's first chunk f1. Per half the
 // pointer to its first pair's first column (the column 2t of chunk f1, plus one where that column
 // starts 4 bytes past 8), the row's kind (`odd`: 1 there), whether the row is inside M, and the
 // columns left from that first column to the run's end `end` (a column from the domain's N
 // origin). A chunk's pair is then that pointer plus 8 (fn - f1), under a compare with the columns
 // left: no per-point bounds, addresses or alignment tests (the per-point form's code was most of
 // the N8 epilogues, which run beside the other consumer's steps). `chunk` binds statement q's
-// column where the statements are stacked.
+// column where the statements are stacked. A `rowStride` (the output's elements from one M row to
+// the next, where known) gives the second half's pointer as the first's plus 8 rows, so that a run
+// holds one pointer (two runs' four spilled dg_diff N8's pingpong form: docs/bench.md, session 54).
 std::array<OddRow, 2> declareOddRows(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t q, size_t f1,
-                                     const C::ExprP& end, const ChunkColumn* chunk, std::vector<C::Stmt>& out) {
+                                     const C::ExprP& end, const ChunkColumn* chunk, int64_t rowStride,
+                                     std::vector<C::Stmt>& out) {
   const Stmt& st = ctx.nest.body[size_t(p.c.parts[q].statement)];
   std::array<OddRow, 2> rows;
   for (int h = 0; h < 2; ++h) {
     auto [mm, nn] = accPoint(p, nm, fm, f1, 2 * h, true);
-    const std::string mi = ctx.names.fresh("row_m"), ni = ctx.names.fresh("row_n");
+    const std::string mi = ctx.names.fresh("row_m"), inside = ctx.names.fresh("row_inside");
+    if (h == 1 && rowStride) {
+      out.push_back(C::decl(ctx.idx, mi, mm));
+      out.push_back(C::decl("bool", inside, bin("<", C::name(mi), lit(p.c.mExtent))));
+      rows[1] = {C::sum({rows[0].pair, lit(8 * rowStride)}), rows[0].odd, C::name(inside), rows[0].left};
+      break;
+    }
+    const std::string ni = ctx.names.fresh("row_n");
     out.push_back(C::decl(ctx.idx, mi, mm));
     out.push_back(C::decl(ctx.idx, ni, nn));
     Env env = pointEnv(p, nm, C::name(mi), C::name(ni), 0, chunk);
     const C::ExprP target = lowerAccess(ctx, st.array, st.indices, env, out);
     const std::string first = ctx.names.fresh("row_first"), odd = ctx.names.fresh("row_odd"),
-                      pair = ctx.names.fresh("row_pair"), inside = ctx.names.fresh("row_inside"),
-                      left = ctx.names.fresh("row_left");
+                      pair = ctx.names.fresh("row_pair"), left = ctx.names.fresh("row_left");
     out.push_back(C::decl("float*", first, C::unary("&", target), false));
     out.push_back(C::decl(ctx.idx, odd,
                           C::castTo("int", bin("!=", pastEight(C::name(first)), lit(0)))));
@@ -113,29 +122,41 @@ std::array<OddRow, 2> declareOddRows(EmitContext& ctx, const MmaPlan& p, MmaName
 }
 
 // A run's chunk fn, half h, from its rows (declareOddRows; `c`: 8 (fn - f1), the chunk's columns past
-// the run's first): aligned rows store (2t, 2t + 1), odd rows (2t + 1, 2t + 2), the second from
-// the next lane of the quad (`next`; the last lane's from the next chunk's first, `after`, null in
-// the run's last chunk, where that lane's column goes alone). Where the row ends inside the pair
-// its first column goes alone; an odd row's column 0 of the run's first chunk goes alone from
-// lane 0.
+// the run's first chunk's): aligned rows store (2t, 2t + 1), odd rows (2t + 1, 2t + 2), the second
+// from the next lane of the quad (`next`; the last lane's from the next chunk's first, `after`,
+// null in the run's last chunk, where that lane's column goes alone). Where the row ends inside the
+// pair its first column goes alone. A run that starts `lo` columns into its first chunk (a
+// statement's first column inside a chunk) stores there only pairs from column lo on, and column lo
+// alone where it starts 4 bytes past 8 (lo = 0: an odd row's column 0, from lane 0).
 void storeOddRowPairs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, int h, size_t statement,
                       const OddRow& row, const C::ExprP& next, const C::ExprP& after, int64_t c, bool first,
-                      std::vector<C::Stmt>& out) {
+                      int64_t lo, std::vector<C::Stmt>& out) {
   const C::ExprP a0 = C::name(nm.acc[fm][fn][size_t(2 * h)]), a1 = C::name(nm.acc[fm][fn][size_t(2 * h + 1)]);
   const C::ExprP odd = bin("!=", row.odd, lit(0));
   const C::ExprP second = after ? C::ternary(bin("==", nm.t, lit(3)), after, next) : next;
   const C::ExprP lead = C::ternary(odd, a1, a0);
-  C::ExprP pair = bin("&&", row.inside, bin("<", lit(c + 1), row.left));
+  // From column lo on (the lead column 2t + odd).
+  const C::ExprP from = lo ? bin(">=", C::sum({C::product(nm.t, lit(2)), row.odd}), lit(lo)) : nullptr;
+  auto within = [&](C::ExprP e) { return from ? bin("&&", std::move(e), from) : e; };
+  C::ExprP pair = within(bin("&&", row.inside, bin("<", lit(c + 1), row.left)));
   if (!after) pair = bin("&&", pair, C::unary("!", bin("&&", odd, bin("==", nm.t, lit(3)))));
   const C::ExprP at = c ? C::sum({row.pair, lit(c)}) : row.pair;
   C::Stmt pairStore = floatPairStore(ctx, statement, at, lead, C::ternary(odd, second, a1));
-  C::Stmt alone = C::ifThen(bin("&&", row.inside, bin("<", lit(c), row.left)),
+  C::Stmt alone = C::ifThen(within(bin("&&", row.inside, bin("<", lit(c), row.left))),
                             {emitStore(ctx, statement, C::index(at, lit(0)), lead)}, {});
   out.push_back(C::ifThen(pair, {std::move(pairStore)}, {std::move(alone)}));
   if (!first) return;
-  C::ExprP lane0 = bin("&&", bin("==", nm.t, lit(0)), bin(">", row.left, lit(-1)));
-  out.push_back(C::ifThen(bin("&&", bin("&&", row.inside, odd), lane0),
-                          {emitStore(ctx, statement, C::index(row.pair, lit(-1)), a0)}, {}));
+  if (lo == 0) {
+    C::ExprP lane0 = bin("&&", bin("==", nm.t, lit(0)), bin(">", row.left, lit(-1)));
+    out.push_back(C::ifThen(bin("&&", bin("&&", row.inside, odd), lane0),
+                            {emitStore(ctx, statement, C::index(row.pair, lit(-1)), a0)}, {}));
+    return;
+  }
+  // Column lo is lane lo / 2's column lo % 2, 4 bytes past 8 where the row's kind differs from lo's.
+  const int64_t e = lo % 2;
+  C::ExprP mine = bin("&&", bin("==", nm.t, lit(lo / 2)), bin("==", row.odd, lit(1 - e)));
+  out.push_back(C::ifThen(bin("&&", row.inside, mine),
+                          {emitStore(ctx, statement, C::index(row.pair, lit(e - (1 - e))), e ? a1 : a0)}, {}));
 }
 
 // A literal chunk base (the epilogue per N origin): chunk fn's first column from the domain's N
@@ -146,17 +167,32 @@ std::optional<int64_t> literalBase(const MmaNames& nm, size_t fn) {
   return base->intValue;
 }
 
-// Chunk f of stacked statements under a literal base, where its 8 columns lie inside N and in one
-// statement: that statement and the chunk's first i - lo.
-struct LiteralChunk {
-  int64_t statement, i;
+// The tile's runs of stacked statements under a literal base: its columns inside N split at the
+// statements' ends, each run statement q's columns [begin, end) (from the domain's N origin), over
+// chunks f1 to f2, starting lo columns into chunk f1.
+struct Run {
+  size_t q, f1, f2;
+  int64_t begin, end, lo;
 };
-std::optional<LiteralChunk> literalChunk(const MmaPlan& p, const MmaNames& nm, size_t fm, size_t f) {
-  if (f >= nm.acc[fm].size()) return std::nullopt;
-  const std::optional<int64_t> base = literalBase(nm, f);
-  const int64_t e = p.c.nRows.back().extent;
-  if (!base || *base + 8 > p.c.nExtent || *base % e + 8 > e) return std::nullopt;
-  return LiteralChunk{*base / e, *base % e};
+std::vector<Run> literalRuns(const MmaPlan& p, const MmaNames& nm, size_t fm) {
+  const int64_t e = p.c.nRows.back().extent, base = *literalBase(nm, 0);
+  const int64_t last = std::min(base + 8 * int64_t(nm.acc[fm].size()), p.c.nExtent);
+  std::vector<Run> runs;
+  for (int64_t c = base; c < last;) {
+    const int64_t end = std::min(last, (c / e + 1) * e);
+    runs.push_back({size_t(c / e), size_t((c - base) / 8), size_t((end - 1 - base) / 8), c, end, (c - base) % 8});
+    c = end;
+  }
+  return runs;
+}
+
+// Statement q's output elements from one M row to the next, where M is one loop and the output's
+// offset affine in it with a literal coefficient; else 0.
+int64_t rowStride(const EmitContext& ctx, const MmaPlan& p, size_t q) {
+  if (!plainRows(p.c, true)) return 0;
+  const Stmt& st = ctx.nest.body[size_t(p.c.parts[q].statement)];
+  const auto form = flatOffset(ctx.k, st.array, st.indices);
+  return form ? form->coeff(p.c.m) : 0;
 }
 
 }  // namespace
@@ -208,53 +244,46 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
   };
   const bool oneStatement = plainRows(p.c, false);
   // Stacked statements under a literal N origin (the epilogue per N origin, EmitMma.cpp
-  // epiloguePerOrigin): the chunks' statements and columns are known here, so their whole chunks
-  // inside one statement make runs (segments) stored as one statement's rows are.
-  const std::optional<LiteralChunk> literal = oneStatement ? std::nullopt : literalChunk(p, nm, fm, fn);
-  const bool segments = !oneStatement && literalBase(nm, fn).has_value();
-  if (segments && *literalBase(nm, fn) >= p.c.nExtent) return;  // past N's end: nothing to store
+  // epiloguePerOrigin): the tile's columns of each statement make a run stored as one statement's
+  // rows are; a chunk across a statement's end belongs to both runs.
+  const bool literal = !oneStatement && literalBase(nm, fn).has_value();
+  if (literal && *literalBase(nm, fn) >= p.c.nExtent) return;  // past N's end: nothing to store
   // Under `pingpong` with the producer's threads loading A (through L1, as the stores go), the
-  // consumer pauses between chunks of one statement's rows or of the segments: their stores back to
+  // consumer pauses between chunks of one statement's rows or of the runs: their stores back to
   // back held up the producer's loads, and the other consumer's steps with them (stacked N8 0.2328
   // -> 0.2288 ms with 32 ns, 0.2293 with 0, 0.2309 every second chunk; a branch-free epilogue 0.270
-  // -> 0.2375; dg_diff N8's segments 0.2561 -> 0.2493; docs/bench.md, sessions 53 and 54).
-  if (fn > 0 && p.alternatingTiles && p.aByThreads() && (oneStatement || segments)) {
+  // -> 0.2375; dg_diff N8's runs 0.2561 -> 0.2493; docs/bench.md, sessions 53 and 54).
+  if (fn > 0 && p.alternatingTiles && p.aByThreads() && (oneStatement || literal)) {
     ctx.needs.epilogueYield = true;
     out.push_back(C::exprStmt(C::call("rtcg_epilogue_yield", {})));
   }
   if (oneStatement || literal) {
-    // The run of chunk fn: chunks [f1, f2] of statement q, ending at column `end`.
-    size_t f1 = 0, f2 = nm.acc[fm].size() - 1, q = 0;
-    if (literal) {
-      q = size_t(literal->statement);
-      f1 = f2 = fn;
-      auto same = [&](size_t f) {
-        const std::optional<LiteralChunk> c = literalChunk(p, nm, fm, f);
-        return c && c->statement == literal->statement;
-      };
-      while (f1 > 0 && same(f1 - 1)) --f1;
-      while (same(f2 + 1)) ++f2;
+    std::vector<Run> runs{{0, 0, nm.acc[fm].size() - 1, 0, p.c.nExtent, 0}};
+    if (literal) runs = literalRuns(p, nm, fm);
+    for (const Run& run : runs) {
+      if (fn < run.f1 || fn > run.f2) continue;
+      C::ExprP next[2], after[2];
+      for (int h = 0; h < 2; ++h) {
+        next[h] = rotate(fn, h);
+        after[h] = fn < run.f2 ? rotate(fn + 1, h) : nullptr;
+      }
+      if (!state.runs.count(run.f1 * 8 + size_t(run.lo))) {
+        std::optional<ChunkColumn> column;  // statement q's i - lo at the run's first chunk's column 2t
+        int64_t stride = 0;                 // the output's elements from one M row to the next
+        if (literal) {
+          const int64_t e = p.c.nRows.back().extent;
+          column = ChunkColumn{lit(int64_t(run.q)), C::sum({lit(run.begin - run.lo - int64_t(run.q) * e), C::product(nm.t, lit(2))}),
+                               nullptr};
+          stride = rowStride(ctx, p, run.q);
+        }
+        state.runs[run.f1 * 8 + size_t(run.lo)] =
+            declareOddRows(ctx, p, nm, fm, run.q, run.f1, lit(run.end), column ? &*column : nullptr, stride, out);
+      }
+      const std::array<OddRow, 2>& rows = state.runs[run.f1 * 8 + size_t(run.lo)];
+      for (int h = 0; h < 2; ++h)
+        storeOddRowPairs(ctx, p, nm, fm, fn, h, size_t(p.c.parts[run.q].statement), rows[size_t(h)], next[h], after[h],
+                         8 * int64_t(fn - run.f1), fn == run.f1, fn == run.f1 ? run.lo : 0, out);
     }
-    C::ExprP next[2], after[2];
-    for (int h = 0; h < 2; ++h) {
-      next[h] = rotate(fn, h);
-      after[h] = fn < f2 ? rotate(fn + 1, h) : nullptr;
-    }
-    if (!state.runs.count(f1)) {
-      std::optional<ChunkColumn> column;  // statement q's i - lo of the run's first chunk
-      if (literal)
-        column = ChunkColumn{lit(int64_t(q)), C::sum({lit(literal->i - 8 * int64_t(fn - f1)), C::product(nm.t, lit(2))}),
-                             nullptr};
-      const C::ExprP end = literal ? lit(*literalBase(nm, f2) + 8) : lit(p.c.nExtent);
-      state.runs[f1] = declareOddRows(ctx, p, nm, fm, q, f1, end, column ? &*column : nullptr, out);
-    }
-    for (int h = 0; h < 2; ++h)
-      storeOddRowPairs(ctx, p, nm, fm, fn, h, size_t(p.c.parts[q].statement), state.runs[f1][size_t(h)], next[h],
-                       after[h], 8 * int64_t(fn - f1), fn == f1, out);
-    return;
-  }
-  if (segments) {  // a chunk across a statement's end or N's: its points one by one
-    plain(out);
     return;
   }
   C::ExprP next[2];

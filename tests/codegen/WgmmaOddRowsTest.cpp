@@ -138,7 +138,9 @@ TEST(HostEmulation, WgmmaOddRowsMatchTheReference) {
 // Under pingpong, dg_diff's three statements of odd rows take the epilogue once per N origin of the
 // tile, the origin a literal in each copy (EmitMma.cpp, epiloguePerOrigin): 2, 3 and 4 origins
 // (Np = 45, 99, 165: rows of 135, 297 and 495 outputs, tiles of 128), every copy run in the host
-// emulation (K rows that no tile divides, four blocks, so each origin's tiles run); rows of an even
+// emulation (K rows that no tile divides, four blocks, so each origin's tiles run; each statement's
+// columns of a tile are a run, and the statements end inside chunks at 45, 90, 99, 165, 198, 330, so
+// that a chunk belongs to two runs, the second from an odd or an even column); rows of an even
 // number of values (Np = 56, column pairs) and the one statement of dg_diff_stacked keep one
 // epilogue.
 TEST(HostEmulation, WgmmaPingpongEpilogueOncePerNOriginMatchesTheReference) {

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# Session 54, call 12 (one H200, the machine of call 11): the stacked and dg_diff N8 searches of the working
+# tree's build (runs cut at the statements' ends), twice, with cuBLAS in the same process.
+P=$PWD/.probe-me; export LD_LIBRARY_PATH=$P/m/lib:/usr/local/cuda/lib64; mkdir -p $P/m; for t in runs; do tar -C $P/m -xJf $P/$t.tar.xz; done; tar -C $P/m -xJf $P/cur.tar.xz; chmod +x $P/m/*/*; mkdir -p $OUT/c12; nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,power.limit --format=csv > $OUT/c12/smi.txt; for i in 1 2; do RTCG_CACHE_DIR=/tmp/c12b$i timeout 100 $P/m/runs/bench_suite --only dg_diff_stacked_tf32x3_N8,dg_diff_tf32x3_N8 --out /tmp/b12$i --max-candidates 48 --time-limit 12 --worker $P/m/runs/rtcg-worker 2>&1 | grep -vE "^\s+pruned " > $OUT/c12/bench-$i.log; cp /tmp/b12$i/bench.json $OUT/c12/bench-$i.json; done
