@@ -267,7 +267,7 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
         next[h] = rotate(fn, h);
         after[h] = fn < run.f2 ? rotate(fn + 1, h) : nullptr;
       }
-      if (!state.runs.count(run.f1 * 8 + size_t(run.lo))) {
+      if (!state.runs.count(run.begin)) {
         std::optional<ChunkColumn> column;  // statement q's i - lo at the run's first chunk's column 2t
         int64_t stride = 0;                 // the output's elements from one M row to the next
         if (literal) {
@@ -276,10 +276,10 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
                                nullptr};
           stride = rowStride(ctx, p, run.q);
         }
-        state.runs[run.f1 * 8 + size_t(run.lo)] =
+        state.runs[run.begin] =
             declareOddRows(ctx, p, nm, fm, run.q, run.f1, lit(run.end), column ? &*column : nullptr, stride, out);
       }
-      const std::array<OddRow, 2>& rows = state.runs[run.f1 * 8 + size_t(run.lo)];
+      const std::array<OddRow, 2>& rows = state.runs[run.begin];
       for (int h = 0; h < 2; ++h)
         storeOddRowPairs(ctx, p, nm, fm, fn, h, size_t(p.c.parts[run.q].statement), rows[size_t(h)], next[h], after[h],
                          8 * int64_t(fn - run.f1), fn == run.f1, fn == run.f1 ? run.lo : 0, out);
@@ -292,17 +292,14 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
   // and the next chunk's first lie in one statement pairs with that statement's array picked
   // once; another stores as without (`plain`), and no pair crosses from chunk to chunk.
   auto [cq, ci] = declareChunkStatement(ctx, p, nm, fn, out);
-  auto inOne = [&, cq = cq, ci = ci](std::vector<C::Stmt>& to) {
-    const std::string array = ctx.names.fresh("chunk_array");
-    to.push_back(statementArrayDecl(ctx, p, cq, array));
-    const ChunkColumn chunk{nullptr, C::sum({ci, C::product(nm.t, lit(2))}), C::name(array)};
-    for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], chunk, to);
-  };
-  const int64_t e = p.c.nRows.back().extent;
-  std::vector<C::Stmt> one, crossing;
-  inOne(one);
+  std::vector<C::Stmt> inOne, crossing;
+  const std::string array = ctx.names.fresh("chunk_array");
+  inOne.push_back(statementArrayDecl(ctx, p, cq, array));
+  const ChunkColumn chunk{nullptr, C::sum({ci, C::product(nm.t, lit(2))}), C::name(array)};
+  for (int h = 0; h < 2; ++h) storeOddPairs(ctx, p, nm, fm, fn, h, next[h], chunk, inOne);
   plain(crossing);
-  out.push_back(C::ifThen(bin("<", C::sum({ci, lit(8)}), lit(e)), std::move(one), std::move(crossing)));
+  out.push_back(C::ifThen(bin("<", C::sum({ci, lit(8)}), lit(p.c.nRows.back().extent)), std::move(inOne),
+                          std::move(crossing)));
 }
 
 }  // namespace rtcg::emit::mma

@@ -112,7 +112,7 @@ std::pair<C::ExprP, C::ExprP> declareChunkStatement(EmitContext& ctx, const MmaP
 // chunk's first columns rotated once in the quad (`rotated`, shared by the epilogue's chunks),
 // `plain` the chunk's stores as without where a chunk of stacked statements crosses into the next.
 // OddPairState: what an epilogue's chunks share (the rotations; the rows of each run of one
-// statement's chunks, by its first chunk, declared there).
+// statement's columns, by its first column, declared at its first chunk).
 bool oddPairStores(const EmitContext& ctx, const MmaPlan& p, bool sameStoresButArrays);
 // A thread's row of the tile under one statement's odd pairs (EmitMmaOddRows.cpp, declareOddRows).
 struct OddRow {
@@ -120,7 +120,7 @@ struct OddRow {
 };
 struct OddPairState {
   std::map<std::pair<size_t, size_t>, std::string> rotated;
-  std::map<size_t, std::array<OddRow, 2>> runs;
+  std::map<int64_t, std::array<OddRow, 2>> runs;
 };
 void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t fm, size_t fn, OddPairState& state,
                        const std::function<void(std::vector<C::Stmt>&)>& plain, std::vector<C::Stmt>& out);
