@@ -146,6 +146,12 @@ run64 -k dgdiff64 -D K=100000 -D Np=35 --schedule "mma: f64 m16n8k8 warps 2x2 ti
 run64 -k dgdiff64 -D K=100000 -D Np=32 --schedule "mma: f64 m16n8k4 warps 4x1 tile 1x1 k 8 stages 4 fragments 2"
 run64 -k dgdiff64 -D K=100001 -D Np=35 --schedule "mma: f64 m16n8k8 warps 2x2 tile 2x1 k 16 stages 4"
 run64 -k dgdiff64 -D K=100001 -D Np=20 --schedule "mma: f64 m16n8k4 warps 2x2 tile 1x1 k 4 stages 4 fragments 2"
+# The fitted grids of `persistent resident a` (space/MmaFamily.cpp keptFitVariants): N tiles of 120
+# and 56 rows over D's 3 Np, steps that divide the reduction, at element counts no tile divides; and
+# a block of more threads than A's runs a step (its last warps copy the kept D alone).
+run64 -k dgdiff64 -D K=100003 -D Np=120 --schedule "stores: streaming; mma: f64 m16n8k8 warps 4x5 tile 1x3 k 24 stages 4 persistent resident a fragments 2"
+run64 -k dgdiff64 -D K=100003 -D Np=56 --schedule "mma: f64 m16n8k4 warps 4x1 tile 1x7 k 8 stages 4 persistent resident a fragments 2"
+run64 -k dgdiff64 -D K=77777 -D Np=50 --schedule "mma: f64 m16n8k8 warps 4x5 tile 1x3 k 16 stages 3 persistent resident a fragments 2"
 # Hopper's warpgroup MMA (wgmma through shared-memory descriptors, sm_90a) at sizes no tile divides.
 run_example gemm_bf16.rtcg -D n=1003 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
 run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 4"

@@ -28,9 +28,10 @@
 // (r * steps + s) % S), so the copies S steps ahead reach into the next tile and its first stages
 // land while the block adds the last steps of this one and stores it. A copy takes its own tile's
 // origin (blockIdx.x + round * grid, in the batched order: declareTileOrigin). A kept B (resident)
-// is copied once before the ring, in a group of its own that the first wait covers; each step
-// reads its columns of it. After a tile's last step, inside the loop, its epilogue, then its
-// accumulators zeroed; the next step's first fragments are in registers by then.
+// is copied once before the ring, in a group of its own that the first wait covers (a wait for
+// every group where some thread copies none of A's runs); each step reads its columns of it.
+// After a tile's last step, inside the loop, its epilogue, then its accumulators zeroed; the next
+// step's first fragments are in registers by then.
 #include <algorithm>
 #include <functional>
 
@@ -92,11 +93,11 @@ WarpFragments leadingFragmentKs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm
   return current;
 }
 
-// The ring's start: the first steps' stages landed (S - 2 newer groups in flight), the block met,
-// step 0's first fragments loaded into the carried set (declared here).
+// The ring's start: the first steps' stages landed (S - 2 newer groups in flight; `pending` where
+// given), the block met, step 0's first fragments loaded into the carried set (declared here).
 WarpFragments startRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& bufA, const C::ExprP& bufB,
-                        std::vector<C::Stmt>& out) {
-  out.push_back(cpAsyncWait(p.ring.stages - 2));
+                        std::vector<C::Stmt>& out, int64_t pending = -1) {
+  out.push_back(cpAsyncWait(pending >= 0 ? pending : p.ring.stages - 2));
   out.push_back(C::syncThreads());
   return declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufA, bufB, out), out);
 }
@@ -268,7 +269,13 @@ void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   const std::string total = ctx.names.fresh("ring_steps");
   out.push_back(C::decl(ctx.idx, total, C::product(nm.rounds, lit(p.steps))));
   for (int64_t s = 0; s < p.ring.ahead(); ++s) copyOrFill(ctx, p, nm, copyStep, lit(s), lit(s), out, C::name(total));
-  const WarpFragments carried = startRing(ctx, p, nm, bufferA(lit(0)), bufferB(lit(0), lit(0)), out);
+  // A thread that copies runs of the kept B but none of A's stages (A's runs fewer than the
+  // threads: 4x5 warps of m16n8k8 tiles 1x3 at k 16) has the kept group alone, since a commit of no
+  // copies makes no group (the GPU's, the host emulation's), and a first wait for S - 2 left that
+  // group in flight: there the ring's start waits for every group.
+  const bool threadsPastA = p.blockM * p.blockK / copyRunElements(ctx, p, true) < ctx.plan.launch.threads;
+  const WarpFragments carried =
+      startRing(ctx, p, nm, bufferA(lit(0)), bufferB(lit(0), lit(0)), out, kept && threadsPastA ? 0 : -1);
 
   std::vector<C::Stmt> body;
   const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");

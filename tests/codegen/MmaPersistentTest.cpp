@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "codegen/Emitter.h"
 #include "codegen/HostEmulation.h"
@@ -297,4 +298,77 @@ TEST(MmaPersistent, SpaceOffersItAndTheModelRanksIt) {
   }
   const Space square = enumerateSchedules(fromSource(kKernels, "rect64", {{"m", 512}, {"n", 512}, {"kk", 512}}), o);
   for (const Candidate& c : square.candidates) EXPECT_EQ(c.text.find(" persistent"), std::string::npos) << c.text;
+}
+
+// The space's fitted grids (keptFitVariants): 4 x wn warps of one fragment row each whose N tile
+// cuts D's 3 Np rows into whole tiles with less than a fragment of padding, in the largest step up
+// to 32 that divides the reduction into 3 or more: at Np = 120 4x3 of 1x5 and 4x5 of 1x3 (N 120,
+// k 24), at Np = 56 4x1 of 1x7 (N 56, k 8); none where no such step exists (Np = 20) and none
+// without a kept operand (a square GEMM).
+TEST(MmaPersistent, SpaceFitsTheKeptRowsAndTheReduction) {
+  const SpaceOptions o = spaceOptionsFor("sm_90");
+  auto texts = [&](const Kernel& k) {
+    std::set<std::string> out;
+    for (const Candidate& c : enumerateSchedules(k, o).candidates) out.insert(c.text);
+    return out;
+  };
+  auto fitted = [](const std::set<std::string>& s) {
+    size_t n = 0;
+    for (const std::string& t : s)
+      n += t.find(" warps 4x1 tile 1x") != std::string::npos || t.find(" warps 4x3 tile 1x") != std::string::npos ||
+           t.find(" warps 4x5 tile 1x") != std::string::npos;
+    return n;
+  };
+  const std::string tail = " persistent resident a fragments 2";
+  const auto n7 = texts(dg64(100000, 120));
+  for (const char* grid : {"m16n8k4 warps 4x3 tile 1x5 k 24 stages 4", "m16n8k4 warps 4x5 tile 1x3 k 24 stages 3",
+                           "m16n8k8 warps 4x3 tile 1x5 k 24 stages 4"})
+    EXPECT_EQ(n7.count(fmt::format("mma: f64 {}{}", grid, tail)), 1u) << grid;
+  const auto n5 = texts(dg64(100000, 56));
+  EXPECT_EQ(n5.count("mma: f64 m16n8k4 warps 4x1 tile 1x7 k 8 stages 4" + tail), 1u);
+  EXPECT_EQ(fitted(texts(dg64(100000, 20))), 0u);
+  EXPECT_EQ(fitted(texts(fromSource(kKernels, "rect64", {{"m", 512}, {"n", 512}, {"kk", 512}}))), 0u);
+  // Each fitted tile covers D's rows in whole tiles, less than a fragment (8 rows) of padding in all.
+  for (const auto& [np, text] : std::vector<std::pair<int64_t, std::string>>{
+           {120, "mma: f64 m16n8k4 warps 4x3 tile 1x5 k 24 stages 4" + tail},
+           {120, "mma: f64 m16n8k4 warps 4x3 tile 1x3 k 24 stages 4" + tail},
+           {56, "mma: f64 m16n8k4 warps 4x1 tile 1x7 k 8 stages 4" + tail}}) {
+    std::vector<std::string> reasons;
+    auto p = plan(dg64(100000, np), text, sm90Limits(132), reasons);
+    ASSERT_TRUE(p) << text << ": " << joined(reasons);
+    EXPECT_LT(p->blockN * p->nTiles() - 3 * np, 8) << text;
+    EXPECT_EQ(p->steps * p->blockK, np) << text;
+  }
+}
+
+// The fitted grids against the reference in the host emulation, at sizes they do not divide: D's
+// rows past the N tiles (the last partial), reductions no step divides, warp grids of 3, 5 and 1
+// columns of 5, 3 and 7 fragments; blocks that loop over several tiles; and blocks with more
+// threads than A's runs a step, whose last warps copy the kept D alone (the ring's first wait
+// lands every group there: without it their kept rows were read before they landed).
+TEST(HostEmulation, MmaPersistentFittedGridsMatchTheReference) {
+  struct Case {
+    Kernel k;
+    const char* schedule;
+    int64_t multiprocessors;
+  };
+  const Case cases[] = {
+      {dg64(203, 44), "m16n8k4 warps 4x3 tile 1x5 k 12 stages 3 persistent resident a", 2},
+      {dg64(157, 21), "m16n8k4 warps 4x1 tile 1x7 k 8 stages 3 persistent resident a", 1},
+      {dg64(131, 50), "m16n8k8 warps 4x5 tile 1x3 k 16 stages 3 persistent resident a", 2},
+      {dg64(99, 40), "m16n8k16 warps 4x3 tile 1x5 k 16 stages 2 persistent resident a", 1},
+      // 640 threads, A's 512 runs a step: the last four warps copy the kept D and no stage of u.
+      {dg64(131, 50), "m16n8k8 warps 4x5 tile 1x3 k 16 stages 3 persistent resident a", 2},
+      {dg64(211, 50), "m16n8k8 warps 1x5 tile 1x1 k 16 stages 3 persistent resident a", 6},
+  };
+  for (const Case& c : cases) {
+    const std::string text = fmt::format("mma: f64 {} fragments 2", c.schedule);
+    std::vector<std::string> reasons;
+    auto p = plan(c.k, text, sm90Limits(c.multiprocessors), reasons);
+    ASSERT_TRUE(p) << text << ": " << joined(reasons);
+    EXPECT_GT(p->tileCount(), p->persistentBlocks) << text;
+    EXPECT_NE(p->c.kExtent % p->blockK, 0) << text;
+    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90Limits(c.multiprocessors)), "")
+        << c.k.name << " " << text << " on " << c.multiprocessors;
+  }
 }

@@ -7,7 +7,8 @@
 // dimension) are left out, as are steps past the reduction's length. f64 on sm_90 also in
 // m16n8k4/k8/k16 (steps of at least the shape's k; 4 stages too), without warp tiles whose
 // accumulators and fragments the register estimate puts at the cap; those with `fragments 2` also
-// with `copies hoisted`, and persistent with a small operand kept (`resident`). Each arithmetic's wgmma
+// with `copies hoisted`, and persistent with a small operand kept (`resident`), also in warp grids
+// and steps fitted to the kept rows and the reduction (keptFitVariants). Each arithmetic's wgmma
 // schedules (space/WgmmaFamily.cpp) come ahead of its mma ones.
 #include <algorithm>
 
@@ -129,6 +130,45 @@ void stageVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instru
   }
 }
 
+// The kept operand's fitted tiles (FP64's sm_90 shapes, `persistent resident`, `fragments 2`): a
+// block of 4 x wn warps of one fragment row each (tile 1 x tn), its N tile of 8 wn tn rows cutting
+// the kept operand's rows into whole tiles with less than a fragment of padding in all, and the
+// step the largest divisor of the reduction up to 32 values that leaves 3 steps or more. The
+// power-of-two grids above pad the f64 DG rows' tiles (N = 7: D's 360 rows in tiles of 128 and
+// 120 values in steps of 32 issue 1.14x the products): on an H200 N = 7 ran 0.1987 ms in 4x3
+// warps of 1x5 fragments, k 24, against 0.2149 (2x4 of 2x4, k 32), N = 5 0.0634 against 0.0656
+// (docs/bench.md, session 55).
+void keptFitVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instruction) {
+  const MmaOperand kept = keptOperand(c);
+  if (kept == MmaOperand::None) return;
+  const int64_t rows = kept == MmaOperand::A ? c.mExtent : c.nExtent;
+  const int64_t fragK = mmaDims(instruction).k;
+  int64_t kStep = 0;
+  for (int64_t d = fragK; d <= 32; d += fragK)
+    if (d >= 8 && c.kExtent % d == 0 && c.kExtent / d >= 3) kStep = d;
+  if (kStep == 0) return;
+  for (int64_t tiles = 1; tiles <= 16; ++tiles) {
+    const int64_t width = ((rows + tiles - 1) / tiles + 7) / 8 * 8;
+    if (width > 128) continue;
+    if (width < 40) break;
+    if (tiles * width - rows >= 8) continue;
+    for (int64_t wn = 1; wn <= 5; ++wn) {
+      const int64_t tn = width / 8 / wn;
+      if (tn * wn * 8 != width || tn > 8) continue;
+      for (int64_t stages : {int64_t(3), int64_t(4)}) {
+        if (c.kExtent / kStep < stages) continue;
+        NestSchedule ns;
+        ns.mma = MmaSchedule{instruction.arith, 4, wn, 1, tn, kStep, stages};
+        ns.mma.shape = instruction.shape;
+        ns.mma.fragments = 2;
+        ns.mma.persistent = true;
+        ns.mma.resident = kept;
+        if (mmaRegisters(ns.mma, c.type) < 248) s.add(ns, Group::Plain);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool mmaApplies(NestSpace& s) { return s.contraction() != nullptr; }
@@ -162,6 +202,7 @@ void mmaVariants(NestSpace& s) {
           stageVariants(s, c, instruction, wm, wn, tm, tn, kStep);
         }
       }
+    if (instruction.shape != MmaShape::Native) keptFitVariants(s, c, instruction);
   }
 }
 
