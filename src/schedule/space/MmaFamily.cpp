@@ -135,9 +135,8 @@ void stageVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instru
 // the kept operand's rows into whole tiles with less than a fragment of padding in all, and the
 // step the largest divisor of the reduction up to 32 values that leaves 3 steps or more. The
 // power-of-two grids above pad the f64 DG rows' tiles (N = 7: D's 360 rows in tiles of 128 and
-// 120 values in steps of 32 issue 1.14x the products): on an H200 N = 7 ran 0.1987 ms in 4x3
-// warps of 1x5 fragments, k 24, against 0.2149 (2x4 of 2x4, k 32), N = 5 0.0634 against 0.0656
-// (docs/bench.md, session 55).
+// 120 values in steps of 32 issue 1.14x the products), and one fragment row a warp ran fastest of
+// the fitted grids measured (docs/bench.md, session 55).
 void keptFitVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instruction) {
   const MmaOperand kept = keptOperand(c);
   if (kept == MmaOperand::None) return;
