@@ -152,6 +152,14 @@ run64 -k dgdiff64 -D K=100001 -D Np=20 --schedule "mma: f64 m16n8k4 warps 2x2 ti
 run64 -k dgdiff64 -D K=100003 -D Np=120 --schedule "stores: streaming; mma: f64 m16n8k8 warps 4x5 tile 1x3 k 24 stages 4 persistent resident a fragments 2"
 run64 -k dgdiff64 -D K=100003 -D Np=56 --schedule "mma: f64 m16n8k4 warps 4x1 tile 1x7 k 8 stages 4 persistent resident a fragments 2"
 run64 -k dgdiff64 -D K=77777 -D Np=50 --schedule "mma: f64 m16n8k8 warps 4x5 tile 1x3 k 16 stages 3 persistent resident a fragments 2"
+# The reduction in one step of its own length (space/MmaFamily.cpp): where it is that length (Np
+# 20), where the step pads it (19, 17) and where it leaves a partial second step (23 with k 24 of
+# m16n8k8 is one step; 27 with k 20 is two), at element counts no block tile divides.
+run64 -k dgdiff64 -D K=100003 -D Np=20 --schedule "mma: f64 m16n8k4 warps 2x2 tile 2x4 k 20"
+run64 -k dgdiff64 -D K=100003 -D Np=19 --schedule "mma: f64 m16n8k4 warps 2x2 tile 2x4 k 20"
+run64 -k dgdiff64 -D K=77777 -D Np=23 --schedule "mma: f64 m16n8k8 warps 2x2 tile 2x4 k 24"
+run64 -k dgdiff64 -D K=77777 -D Np=17 --schedule "mma: f64 m8n8k4 warps 4x2 tile 2x4 k 20"
+run64 -k dgdiff64 -D K=77777 -D Np=27 --schedule "mma: f64 m16n8k4 warps 4x1 tile 1x8 k 20 epilogue shared"
 # Hopper's warpgroup MMA (wgmma through shared-memory descriptors, sm_90a) at sizes no tile divides.
 run_example gemm_bf16.rtcg -D n=1003 --schedule "mma: bf16 wgmma m64n128k16 warpgroups 2x1 k 32 stages 3 epilogue shared"
 run_example gemm_bf16.rtcg -D n=1000 --schedule "mma: bf16 wgmma m64n256k16 warpgroups 2x1 k 64 stages 4"

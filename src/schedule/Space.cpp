@@ -60,9 +60,10 @@ std::vector<size_t> sampleIndices(size_t n, size_t count, uint64_t seed) {
 
 // Families of the emitter's choices whose worth the static model does not see (it gives them no
 // credit, so they rank behind their plain siblings): sampling measures a few of each.
-std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::string>& parallelNames) {
+std::vector<std::string> familiesOf(const Candidate& c, const std::set<std::string>& parallelNames) {
   std::vector<std::string> out;
-  for (const NestSchedule& n : s.nests) {
+  for (size_t i = 0; i < c.schedule.nests.size(); ++i) {
+    const NestSchedule& n = c.schedule.nests[i];
     for (const ClauseRow& row : clauseTable())
       if (*row.family && !clauseAtDefault(row, n)) out.push_back(row.family);
     // The wgmma producer ring and its persistent grid: the model's shares for them are fitted on
@@ -73,6 +74,19 @@ std::vector<std::string> familiesOf(const Schedule& s, const std::set<std::strin
     // A kept operand (`resident`): one family per operand kept.
     if (n.mma.resident != MmaOperand::None)
       out.push_back(n.mma.resident == MmaOperand::A ? "wgmma resident a" : "wgmma resident b");
+    // FP64 mma.sync where memory bounds the contraction (the f64 DG rows), which the model ranks
+    // by the tensor rate; the forms that ran fastest there (docs/bench.md, sessions 56-57) are
+    // measured: the reduction in one step of its own length (N = 3 ran fastest so; the model
+    // ranks these by the waves of blocks, and its order of their block tiles is not the measured
+    // one: one family per block tile), and the persistent grids
+    // of one fragment row a warp (space/MmaFamily.cpp keptFitVariants; N = 5 and 7), one family
+    // per instruction shape.
+    const MmaPlan* mma = n.mma.arith == MmaArith::F64 && !n.mma.wgmmaN && c.plans.size() > i && c.plans[i]->mma
+                             ? &*c.plans[i]->mma : nullptr;
+    if (mma && mma->steps == 1 && n.mma.stages <= 1)
+      out.push_back(fmt::format("f64 mma, the reduction in one step, {} x {} blocks", mma->blockM, mma->blockN));
+    if (mma && n.mma.persistent && n.mma.resident != MmaOperand::None && n.mma.warpsM == 4 && n.mma.tileM == 1)
+      out.push_back(fmt::format("f64 mma m{}n8k{}, persistent, a fragment row a warp", mmaDims(n.mma).m, mmaDims(n.mma).k));
     // `long_rows:` on one thread per row and on lanes per row are two shapes (SpMV's power-law
     // rows: one thread per row, or 2 lanes; the model values neither's rebalancing): one of each.
     if (n.longRows > 0 && std::none_of(n.indices.begin(), n.indices.end(), [&](const IndexSchedule& is) {
@@ -261,12 +275,12 @@ void sampleDown(std::vector<Candidate>& all, const SpaceOptions& options, const 
   std::fill(picked.begin(), picked.begin() + best, true);
   std::set<std::string> covered;
   for (size_t c = 0; c < best; ++c)
-    for (const std::string& f : familiesOf(all[c].schedule, parallelNames)) covered.insert(f);
+    for (const std::string& f : familiesOf(all[c], parallelNames)) covered.insert(f);
   const size_t perFamily = std::max<size_t>(1, budget / 32);
   std::map<std::string, size_t> added;
   for (size_t c = best; c < all.size() && chosen.size() < budget; ++c) {
     bool take = false;
-    for (const std::string& f : familiesOf(all[c].schedule, parallelNames))
+    for (const std::string& f : familiesOf(all[c], parallelNames))
       if (!covered.count(f) && added[f] < perFamily) take = true, ++added[f];
     if (take) chosen.push_back(all[c]), picked[c] = true;
   }

@@ -44,6 +44,21 @@ kernel batched64(nb: int, n: int, a: f64[nb, n, n], b: f64[nb, n, n], out c: f64
     c[z, i, j] = sum(k in 0..n, a[z, i, k] * b[z, j, k]);
   }
 }
+kernel dg32(K: int, Np: int, D: f32[3 * Np, Np], u: f32[K, Np], out w: f32[K, 3 * Np]) {
+  for k in 0..K, m in 0..3 * Np {
+    w[k, m] = sum(j in 0..Np, D[m, j] * u[k, j]);
+  }
+}
+kernel rbf16(m: int, n: int, kk: int, a: bf16[m, kk], b: bf16[kk, n], out c: f32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, f32(a[i, k]) * f32(b[k, j]));
+  }
+}
+kernel ri8(m: int, n: int, kk: int, a: i8[m, kk], bt: i8[n, kk], out c: i32[m, n]) {
+  for i in 0..m, j in 0..n {
+    c[i, j] = sum(k in 0..kk, i32(a[i, k]) * i32(bt[j, k]));
+  }
+}
 )";
 
 Kernel dg64(int64_t elements, int64_t np) { return fromSource(kKernels, "dg64", {{"K", elements}, {"Np", np}}); }
@@ -338,6 +353,63 @@ TEST(MmaPersistent, SpaceFitsTheKeptRowsAndTheReduction) {
     ASSERT_TRUE(p) << text << ": " << joined(reasons);
     EXPECT_LT(p->blockN * p->nTiles() - 3 * np, 8) << text;
     EXPECT_EQ(p->steps * p->blockK, np) << text;
+  }
+}
+
+// The forms the model cannot rank on the memory-bound f64 DG rows are families the sampling
+// measures: at N = 3 the reduction in one step of its own length (20 values) on 64 x 64 blocks,
+// which the space offers only since the register probe counts the block's warps (it had one
+// warp copy the whole step), and at N = 5 the fitted grids of both shapes (the model alone:
+// 37th and 39th).
+TEST(MmaPersistent, SamplesMeasureOneStepFormsAndTheFittedGrids) {
+  SpaceOptions o = spaceOptionsFor("sm_90");
+  auto firstOf = [](const Space& s, const std::string& text) {
+    for (size_t c = 0; c < s.candidates.size(); ++c)
+      if (s.candidates[c].text == text) return c;
+    return s.candidates.size();
+  };
+  const std::string oneStep = "mma: f64 m16n8k4 warps 2x2 tile 2x4 k 20";
+  const std::string fitted4 = "mma: f64 m16n8k4 warps 4x1 tile 1x7 k 8 stages 3 persistent resident a fragments 2";
+  const std::string fitted8 = "mma: f64 m16n8k8 warps 4x1 tile 1x7 k 8 stages 3 persistent resident a fragments 2";
+  for (const auto& [np, texts] : std::vector<std::pair<int64_t, std::vector<std::string>>>{
+           {20, {oneStep}}, {56, {fitted4, fitted8}}}) {
+    o.maxCandidates = 0;
+    const Space all = enumerateSchedules(dg64(100000, np), o);
+    o.maxCandidates = 48;
+    const Space sample = enumerateSchedules(dg64(100000, np), o);
+    for (const std::string& text : texts) {
+      ASSERT_LT(firstOf(all, text), all.candidates.size()) << text;
+      EXPECT_GE(firstOf(all, text), 32u) << text;  // the model alone would not sample it
+      EXPECT_LT(firstOf(sample, text), sample.candidates.size()) << text;
+    }
+  }
+}
+
+// Steps of the reduction's own length (MmaFamily: a reduction shorter than the longest step) in
+// the host emulation: one step at the length it was planned for, and the same schedules where the
+// step pads the reduction (19 values) or leaves a second, partial step (23, 27), at element counts
+// no block tile divides.
+TEST(HostEmulation, MmaStepsOfTheReductionsLengthMatchTheReference) {
+  for (int64_t np : {20, 19, 23, 27})
+    for (const char* text : {"mma: f64 m16n8k4 warps 2x2 tile 2x4 k 20", "mma: f64 m8n8k4 warps 4x2 tile 2x4 k 20",
+                             "mma: f64 m16n8k8 warps 2x2 tile 2x4 k 24", "mma: f64 m16n8k4 warps 4x1 tile 1x8 k 20 epilogue shared"}) {
+      const Kernel k = dg64(157, np);
+      EXPECT_EQ(checkOnHost(k, text, 1e-12, sm90Limits(2)), "") << text << " at Np " << np;
+    }
+  // The other arithmetics' steps of that kind: TF32's 24 (a reduction of 17 to 24), bf16's 48 (33
+  // to 48), s8's 96 (65 to 96), each also where it pads the reduction or leaves a partial step.
+  for (int64_t np : {20, 23, 27}) {
+    const Kernel k = fromSource(kKernels, "dg32", {{"K", 157}, {"Np", np}});
+    EXPECT_EQ(checkOnHost(k, "mma: tf32x3 m16n8k8 warps 2x2 tile 2x4 k 24", 4e-5), "") << "tf32x3 at Np " << np;
+    EXPECT_EQ(checkOnHost(k, "mma: tf32 m16n8k8 warps 2x1 tile 1x2 k 24", 2e-3), "") << "tf32 at Np " << np;
+  }
+  for (int64_t kk : {40, 45, 53}) {
+    const Kernel k = fromSource(kKernels, "rbf16", {{"m", 77}, {"n", 45}, {"kk", kk}});
+    EXPECT_EQ(checkOnHost(k, "mma: bf16 m16n8k16 warps 2x2 tile 1x2 k 48", 1e-5), "") << "bf16 at kk " << kk;
+  }
+  for (int64_t kk : {70, 96, 101}) {
+    const Kernel k = fromSource(kKernels, "ri8", {{"m", 77}, {"n", 45}, {"kk", kk}});
+    EXPECT_EQ(checkOnHost(k, "mma: s8 m16n8k32 warps 2x2 tile 1x2 k 96", 0), "") << "s8 at kk " << kk;
   }
 }
 

@@ -1,7 +1,8 @@
 // The mma family: tensor-core schedules of a qualifying contraction (schedule/Mma.h), in every
 // arithmetic the precision policy allows for its type (and bf16 / f16 where the operands are
 // conversions of such loads, under every policy): warps of 1 to 8 per block, 1x1 to 4x8 / 8x4
-// fragments per warp, steps of 8, 16 and 32 values (16-bit: 16, 32 and 64), staged per step or by
+// fragments per warp, steps of 8, 16 and 32 values (16-bit: 16, 32 and 64; a reduction shorter
+// than the longest also in one step of its own length), staged per step or by
 // cp.async in 3 stages (where the reduction has more than one step; those also with `epilogue
 // shared`). Tiles much larger than the output (a block tile whose half already covers a
 // dimension) are left out, as are steps past the reduction's length. f64 on sm_90 also in
@@ -100,7 +101,7 @@ void stageVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instru
     // tiles and steps whose registers the model puts near the 255 cap may spill (mmaRegisters;
     // one at an estimate of 248 did), so the space keeps below 248.
     MmaSchedule probe = instruction;
-    probe.tileM = tm, probe.tileN = tn, probe.k = kStep, probe.stages = stages;
+    probe.warpsM = wm, probe.warpsN = wn, probe.tileM = tm, probe.tileN = tn, probe.k = kStep, probe.stages = stages;
     if (sm90F64 && mmaRegisters(probe, c.type) >= 248) continue;
     NestSchedule ns;
     ns.mma = MmaSchedule{arith, wm, wn, tm, tn, kStep, stages};
@@ -186,9 +187,16 @@ void mmaVariants(NestSpace& s) {
     const int64_t fragM = dims.m, fragN = dims.n, fragK = dims.k;
     // 16-bit steps: 16 to 64 values (32 to 128 bytes per row, as 8 to 32 of 32-bit values); s8:
     // 32 to 128 (the same bytes).
-    const std::vector<int64_t> kSteps = arith == MmaArith::S8 ? std::vector<int64_t>{32, 64, 128}
-                                        : mmaIs16Bit(arith)   ? std::vector<int64_t>{16, 32, 64}
-                                                              : std::vector<int64_t>{8, 16, 32};
+    std::vector<int64_t> kSteps = arith == MmaArith::S8 ? std::vector<int64_t>{32, 64, 128}
+                                  : mmaIs16Bit(arith)   ? std::vector<int64_t>{16, 32, 64}
+                                                        : std::vector<int64_t>{8, 16, 32};
+    // A reduction shorter than the longest step also in one step of its own length (rounded up to
+    // the instruction's k): the longest pads it (20 values in a step of 32: 1.6x the products and
+    // the shared memory), the shorter ones pipeline a few steps. The memory-bound f64 DG row at
+    // N = 3 ran fastest so (docs/bench.md, sessions 56-57).
+    const int64_t whole = (c.kExtent + fragK - 1) / fragK * fragK;
+    if (whole < kSteps.back() && std::find(kSteps.begin(), kSteps.end(), whole) == kSteps.end())
+      kSteps.insert(std::upper_bound(kSteps.begin(), kSteps.end(), whole), whole);
     for (auto [wm, wn] : warps)
       for (auto [tm, tn] : tiles) {
         const int64_t bm = wm * tm * fragM, bn = wn * tn * fragN;
