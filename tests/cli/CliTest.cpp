@@ -321,6 +321,24 @@ TEST(Cli, StagedStepsOverTheBlockHull) {
       << splitK.out;
 }
 
+// A kernel of several nests: its kept candidates combine the nests' schedules, so they may
+// outnumber the schedules enumerated nest by nest; the space's line says which count is which
+// (softmax at 3001 x 1000: tens of thousands kept from a few thousand a nest).
+TEST(Cli, TuneDryRunOfSeveralNestsSaysTheKeptCombineThem) {
+  Result r = rtcgc("tune " + example("softmax.rtcg") + " -D m=3001 -D n=1000 --dry-run --max-candidates 4");
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::regex line(R"(space of softmax on an sm_90 model \(227 KiB shared per block at most\): (\d+) schedules of its 3 )"
+                        R"(nests enumerated, (\d+) candidates kept \(the nests' schedules combined, and fused launches\), \d+ pruned)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, line)) << r.out;
+  EXPECT_GT(std::stoll(m[2]), std::stoll(m[1])) << r.out;
+  // One nest keeps the short form, where kept never passes enumerated.
+  Result one = rtcgc("tune " + example("matmul.rtcg") + " -D n=500 --dry-run --max-candidates 4");
+  const std::regex single(R"(: (\d+) enumerated, (\d+) kept, \d+ pruned\n)");
+  ASSERT_TRUE(std::regex_search(one.out, m, single)) << one.out;
+  EXPECT_LE(std::stoll(m[2]), std::stoll(m[1])) << one.out;
+}
+
 TEST(Cli, TuneDryRunListsWhatTheSearchWouldTake) {
   // No GPU needed: the space on the sm_90 model, and the sample the search would measure: of a
   // budget of 12, 8 sampled up front and 4 left for refinement rounds, as the tuner splits it.

@@ -348,9 +348,17 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("space of {} on an {} model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
-             bound.name, arch, o.limits.maxSharedBytes / 1024, space.enumerated,
-             space.candidates.size() + space.reserve.size(), space.pruned.size());
+  // Several nests: the kept candidates combine the nests' schedules (and fused launches), so they
+  // may outnumber the schedules enumerated nest by nest; the line says so.
+  const size_t keptCount = space.candidates.size() + space.reserve.size();
+  if (bound.nests.size() > 1)
+    fmt::print("space of {} on an {} model ({} KiB shared per block at most): {} schedules of its {} nests enumerated, "
+               "{} candidates kept (the nests' schedules combined, and fused launches), {} pruned\n",
+               bound.name, arch, o.limits.maxSharedBytes / 1024, space.enumerated, bound.nests.size(), keptCount,
+               space.pruned.size());
+  else
+    fmt::print("space of {} on an {} model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
+               bound.name, arch, o.limits.maxSharedBytes / 1024, space.enumerated, keptCount, space.pruned.size());
   const std::string arithmetic = arithmeticName(ops);  // integer operations: a rate of ops, the SIMT one
   fmt::print("arithmetic: {}: the model's peak is {:.1f} {} (FP32 {:.1f}, FP64 {:.1f} TF/s on this device)\n",
              arithmetic, devicePeak * 1e-12, arithmetic == "integer" ? "TOPS (SIMT)" : "TF/s",
