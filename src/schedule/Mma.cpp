@@ -748,9 +748,9 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   // it, and on an H200 such schedules of the f64 DG differentiation (3 steps of 4 stages, 2 of 4)
   // computed wrong sums (0.7-7%) where every ring and emulation said right: refused.
   if (p.prefetchFragments() && p.ring.stages > 1 && p.steps < p.ring.stages)
-    reasons.push_back(fmt::format("mma: 'fragments 2' needs at least as many reduction steps as stages: {} steps of {} "
+    reasons.push_back(fmt::format("mma: 'fragments 2' needs at least as many reduction steps as stages: {} step{} of {} "
                                   "over {} values, {} stages (give fewer stages or a smaller k)",
-                                  p.steps, p.blockK, p.c.kExtent, p.ring.stages));
+                                  p.steps, p.steps == 1 ? "" : "s", p.blockK, p.c.kExtent, p.ring.stages));
   checkLaunch(s, limits, p, reasons);
   if (reasons.size() != before) return std::nullopt;
   p.lastStepFragments = p.blockK / p.fragK;

@@ -818,7 +818,7 @@ TEST(HostEmulation, MmaF64FragmentsMatchTheReference) {
   const std::vector<std::string> oneStep = validateSchedule(fromSource(kF64Rect, {{"m", 33}, {"n", 17}, {"kk", 12}}),
       *parseSchedule("mma: f64 m16n8k8 warps 2x1 tile 1x2 k 16 stages 3 fragments 2").schedule, sm90);
   ASSERT_EQ(oneStep.size(), 1u);
-  EXPECT_NE(oneStep[0].find("'fragments 2' needs at least as many reduction steps as stages: 1 steps of 16 over 12 "
+  EXPECT_NE(oneStep[0].find("'fragments 2' needs at least as many reduction steps as stages: 1 step of 16 over 12 "
                             "values, 3 stages"), std::string::npos) << oneStep[0];
   // The emitted loop: the barrier precedes the step's last mma, the copies run `stages` ahead.
   const std::string src = emitCuda(matmul(1003, ScalarType::F64),
