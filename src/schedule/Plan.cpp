@@ -876,12 +876,12 @@ std::string tileOrderLine(const MmaPlan& p) {
 std::string wgmmaLines(const MmaPlan& p) {
   const int64_t groups = (p.ring.producer() ? p.consumerThreads : p.threads) / 128;
   std::string s = fmt::format("  {} wgmma.mma_async m64n{}k{} (sm_90a): block tile {}x{} ({}), "
-                              "{} reduction steps of {}, {} wgmma per warpgroup and step{}\n",
+                              "{} reduction step{} of {}, {} wgmma per warpgroup and step{}\n",
                               mmaArithName(p.arith), p.fragN, p.fragK, p.blockM, p.blockN,
                               p.alternatingTiles ? fmt::format("one warpgroup's; its {} consumer warpgroups take whole "
                                                                "tiles in turn", groups)
                                                  : fmt::format("{} warpgroups of 64x{}", groups, p.fragN),
-                              p.steps, p.blockK, p.mmaPerStep,
+                              p.steps, p.steps == 1 ? "" : "s", p.blockK, p.mmaPerStep,
                               p.lastStepFragments < p.blockK / p.fragK
                                   ? fmt::format(" (the last step {} fragment-k{} of {}: the reduction ends at {})",
                                                 p.lastStepFragments, p.lastStepFragments == 1 ? "" : "s",
@@ -1018,10 +1018,10 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
   if (p.isWgmma()) return s + wgmmaLines(p);
   MmaSchedule shape{p.arith};
   shape.shape = p.shape;
-  s += fmt::format("  {} mma.sync {}{}: block tile {}x{}, {} reduction steps of {}, {} mma per warp and step\n",
+  s += fmt::format("  {} mma.sync {}{}: block tile {}x{}, {} reduction step{} of {}, {} mma per warp and step\n",
                    mmaArithName(p.arith), mmaShapeName(shape),
                    mmaMinComputeCapability(shape) >= 90 ? " (sm_90: Hopper's FP64 tensor rate)" : "", p.blockM,
-                   p.blockN, p.steps, p.blockK, p.mmaPerStep);
+                   p.blockN, p.steps, p.steps == 1 ? "" : "s", p.blockK, p.mmaPerStep);
   s += fmt::format("  shared memory: {} bytes, {} ({} tile{} per operand, pitch {} elements: conflict-free "
                    "fragment loads)\n",
                    p.sharedBytes, p.sharedBytes > 48 * 1024 || p.sharedEpilogue() ? "dynamic" : "static", p.tilesPerOperand * p.ring.stages, p.tilesPerOperand * p.ring.stages == 1 ? "" : "s", p.pitch);
