@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# $S/cublas64t.py is bench/results/h200-2026-12-02-s55-cublas64t.py; $S/dg64s.rtcg is bench/suite/Workloads.cpp kDgDiffStacked64.
 # Session 57, call 1 (one H200): session 56's one-step reductions, probe fix and FP64 families ('s57a' pack):
 # by hand at N3 against cublasDgemm and the old winner, sizes no tile divides, compute-sanitizer, and the
 # f64 / fp64x DG rows' and DGEMM 1000/2048 searches (48 candidates).
