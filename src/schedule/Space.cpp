@@ -81,8 +81,8 @@ std::vector<std::string> familiesOf(const Candidate& c, const std::set<std::stri
     // one: one family per block tile), and the persistent grids
     // of one fragment row a warp (space/MmaFamily.cpp keptFitVariants; N = 5 and 7), one family
     // per instruction shape.
-    const MmaPlan* mma = n.mma.arith == MmaArith::F64 && !n.mma.wgmmaN && c.plans.size() > i && c.plans[i]->mma
-                             ? &*c.plans[i]->mma : nullptr;
+    const bool f64Sync = n.mma.arith == MmaArith::F64 && !n.mma.wgmmaN;
+    const MmaPlan* mma = f64Sync && c.plans.size() > i && c.plans[i] && c.plans[i]->mma ? &*c.plans[i]->mma : nullptr;
     if (mma && mma->steps == 1 && n.mma.stages <= 1)
       out.push_back(fmt::format("f64 mma, the reduction in one step, {} x {} blocks", mma->blockM, mma->blockN));
     if (mma && n.mma.persistent && n.mma.resident != MmaOperand::None && n.mma.warpsM == 4 && n.mma.tileM == 1)
