@@ -315,6 +315,32 @@ TEST(WgmmaResident, SpaceKeepsRowsOfUpToThreeNTiles) {
   // D of 3 x 176 = 528 rows (704-byte rows, which TMA copies): five tiles of 128, not kept.
   EXPECT_FALSE(offered(dgDiff(95000, 176), "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" + kPersistent +
                                               " resident a"));
+  // But dg_diff's three matrices, which no box copies (stacked statements), are kept in any number
+  // of tiles, as where rows are not 16-byte multiples: `resident` is its only producer form there
+  // (at Np = 160 an H200 ran the kept pingpong form 1.5x faster than the best form without it:
+  // docs/bench.md, session 57).
+  for (int64_t np : {160, 176})
+    EXPECT_TRUE(offered(dgDiffThree(95000, np), "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" +
+                                                    kPersistent + " pingpong resident a")) << "Np " << np;
+}
+
+// Those forms against the reference: dg_diff's D of 3 x 68 and 3 x 160 rows (272- and 640-byte
+// rows: u by TMA boxes, D by the producer's threads) in 2 to 8 N tiles (more than three where
+// 64 wide), K = 301 (no tile divides it), reductions of 68 (no multiple of the step) and 160.
+TEST(HostEmulation, WgmmaResidentStackedStatementsOfBoxedRowsMatchTheReference) {
+  for (int64_t np : {68, 160})
+    for (const std::string schedule :
+         {"mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 2" + kPersistent + " pingpong resident a",
+          "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3" + kPersistent + " pingpong resident a",
+          "stores: streaming; mma: tf32x3 wgmma m64n64k8 warpgroups 1x2 k 32 stages 2" + kPersistent + " resident a"}) {
+      const Kernel k = dgDiffThree(301, np);
+      std::vector<std::string> reasons;
+      const int blocks = np == 68 ? 4 : 8;  // a block per kept tile of 64 rows, two tiles per block
+      auto p = plan(k, schedule, limitsOf(blocks), reasons);
+      ASSERT_TRUE(p) << schedule << ": " << joined(reasons);
+      EXPECT_TRUE(p->residentB) << schedule;
+      EXPECT_EQ(checkOnHost(k, schedule, 2e-5, limitsOf(blocks)), "") << "Np " << np << " " << schedule;
+    }
 }
 
 // A kept B that no TMA box copies (MmaPlan::residentByThreads): the stacked statements' D of

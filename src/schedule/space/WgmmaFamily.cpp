@@ -103,8 +103,11 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
             // not 16-byte multiples take no TMA box for the streaming operand either, whose copies
             // then go to the producer's threads where the other operand is kept (MmaPlan::aByThreads):
             // `resident` is the only producer form there, offered in any number of N tiles (the DG
-            // rows at N = 8, Np = 165).
-            const bool noBox = c.kExtent * bytes % 16 != 0;
+            // rows at N = 8, Np = 165); so it is where an operand's rows are stacked statements,
+            // which no box copies either (dg_diff's three matrices: at Np = 160, 16-byte rows, its
+            // kept pingpong form ran 1.5x faster on an H200 than the best form the space had without
+            // it: docs/bench.md, session 57).
+            const bool noBox = c.kExtent * bytes % 16 != 0 || !plainRows(c, true) || !plainRows(c, false);
             for (MmaOperand resident : {MmaOperand::None, MmaOperand::A, MmaOperand::B}) {
               const bool keptA = resident == MmaOperand::A;
               const int64_t keptRows = keptA ? c.mExtent : c.nExtent;
