@@ -297,10 +297,13 @@ TEST(WgmmaResident, SpaceOffersItAndTheModelCreditsIt) {
   EXPECT_NE(best->text.find(" resident a"), std::string::npos) << best->text;
 }
 
-// The kept operand's rows in up to three N tiles: the stacked DG differentiation at N = 7 keeps
+// The kept operand's rows in any number of N tiles: the stacked DG differentiation at N = 7 keeps
 // D's 360 rows in three m64n128 tiles (an H200 ran that 0.130 ms against 0.161 for the fastest form
-// without `resident` the space offered: docs/bench.md, session 49); four tiles' rows are not kept.
-TEST(WgmmaResident, SpaceKeepsRowsOfUpToThreeNTiles) {
+// without `resident` the space offered: docs/bench.md, session 49), and at Np = 160 D's 480 rows
+// in four (0.170 against 0.190 streamed: session 57); dg_diff's three matrices, which no box
+// copies (stacked statements: `resident` is their only producer form), likewise. Batched
+// contractions keep none.
+TEST(WgmmaResident, SpaceKeepsRowsInAnyNumberOfNTiles) {
   const SpaceOptions o = spaceOptionsFor("sm_90", Precision::Tf32x3);
   auto offered = [&](const Kernel& k, const std::string& text) {
     const Space space = enumerateSchedules(k, o);
@@ -309,37 +312,36 @@ TEST(WgmmaResident, SpaceKeepsRowsOfUpToThreeNTiles) {
     return false;
   };
   const std::string kept = "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3" + kPersistent + " resident a";
+  const std::string pingpong = "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 4" + kPersistent + " pingpong resident a";
   EXPECT_TRUE(offered(dgDiff(139720, 120), kept));
   EXPECT_TRUE(offered(dgDiff(139720, 120), "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" + kPersistent +
                                                " pingpong resident a"));
-  // D of 3 x 176 = 528 rows (704-byte rows, which TMA copies): five tiles of 128, not kept.
-  EXPECT_FALSE(offered(dgDiff(95000, 176), "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" + kPersistent +
-                                              " resident a"));
-  // But dg_diff's three matrices, which no box copies (stacked statements), are kept in any number
-  // of tiles, as where rows are not 16-byte multiples: `resident` is its only producer form there
-  // (at Np = 160 an H200 ran the kept pingpong form 1.5x faster than the best form without it:
-  // docs/bench.md, session 57).
+  EXPECT_TRUE(offered(dgDiff(101556, 160), pingpong));  // four tiles of 128
   for (int64_t np : {160, 176})
     EXPECT_TRUE(offered(dgDiffThree(95000, np), "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 2" +
                                                     kPersistent + " pingpong resident a")) << "Np " << np;
+  EXPECT_FALSE(offered(fromSource(kKernels, "batched", {{"nb", 3000}, {"n", 64}}),
+                       "mma: tf32x3 wgmma m64n64k8 warpgroups 1x1 k 32 stages 2" + kPersistent + " resident a"));
 }
 
 // Those forms against the reference: dg_diff's D of 3 x 68 and 3 x 160 rows (272- and 640-byte
-// rows: u by TMA boxes, D by the producer's threads) in 2 to 8 N tiles (more than three where
-// 64 wide), K = 301 (no tile divides it), reductions of 68 (no multiple of the step) and 160.
+// rows: u by TMA boxes, D by the producer's threads) and the stacked D's (by TMA), in 2 to 8 N
+// tiles (more than three where 64 wide), K = 301 (no tile divides it), reductions of 68 (no
+// multiple of the step) and 160.
 TEST(HostEmulation, WgmmaResidentStackedStatementsOfBoxedRowsMatchTheReference) {
   for (int64_t np : {68, 160})
     for (const std::string schedule :
          {"mma: tf32x3 wgmma m64n64k8 warpgroups 2x1 k 32 stages 2" + kPersistent + " pingpong resident a",
           "mma: tf32x3 wgmma m64n128k8 warpgroups 2x1 k 32 stages 3" + kPersistent + " pingpong resident a",
           "stores: streaming; mma: tf32x3 wgmma m64n64k8 warpgroups 1x2 k 32 stages 2" + kPersistent + " resident a"}) {
-      const Kernel k = dgDiffThree(301, np);
-      std::vector<std::string> reasons;
-      const int blocks = np == 68 ? 4 : 8;  // a block per kept tile of 64 rows, two tiles per block
-      auto p = plan(k, schedule, limitsOf(blocks), reasons);
-      ASSERT_TRUE(p) << schedule << ": " << joined(reasons);
-      EXPECT_TRUE(p->residentB) << schedule;
-      EXPECT_EQ(checkOnHost(k, schedule, 2e-5, limitsOf(blocks)), "") << "Np " << np << " " << schedule;
+      for (const Kernel& k : {dgDiffThree(301, np), dgDiff(301, np)}) {
+        const int blocks = np == 68 ? 4 : 8;  // a block per kept tile of 64 rows, two tiles per block
+        std::vector<std::string> reasons;
+        auto p = plan(k, schedule, limitsOf(blocks), reasons);
+        ASSERT_TRUE(p) << schedule << ": " << joined(reasons);
+        EXPECT_TRUE(p->residentB) << schedule;
+        EXPECT_EQ(checkOnHost(k, schedule, 2e-5, limitsOf(blocks)), "") << k.name << " Np " << np << " " << schedule;
+      }
     }
 }
 

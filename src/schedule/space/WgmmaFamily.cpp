@@ -94,25 +94,16 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
           for (int64_t e : c.batchExtent) tiles *= std::max<int64_t>(1, e);
           if (ceilDiv(c.kExtent, kStep) <= kPersistentSteps && tiles > o.device.multiprocessors) {
             ns.mma.persistent = true;
-            // Each with either operand's tiles resident too, where unbatched (the plan refuses
-            // them where they do not fit the shared memory, or the layouts do not allow).
-            // Where the kept operand's rows fit three N tiles: on an H200 the stacked DG
-            // differentiation at N = 7 (D's 360 rows in three of 128) ran 0.130 ms kept against
-            // 0.161 without (docs/bench.md, session 49; session 39's forms, before the producer
-            // and the split moved, had kept two tiles no faster). Rows of K values that are
-            // not 16-byte multiples take no TMA box for the streaming operand either, whose copies
-            // then go to the producer's threads where the other operand is kept (MmaPlan::aByThreads):
-            // `resident` is the only producer form there, offered in any number of N tiles (the DG
-            // rows at N = 8, Np = 165); so it is where an operand's rows are stacked statements,
-            // which no box copies either (dg_diff's three matrices: at Np = 160, 16-byte rows, its
-            // kept pingpong form ran 1.5x faster on an H200 than the best form the space had without
-            // it: docs/bench.md, session 57).
-            const bool noBox = c.kExtent * bytes % 16 != 0 || !plainRows(c, true) || !plainRows(c, false);
+            // Each with either operand's tiles resident too, where unbatched, in any number of N
+            // tiles (the plan refuses them where they do not fit the shared memory or the blocks,
+            // or the layouts do not allow). On an H200 the kept forms beat the streamed ones on
+            // the DG rows: N = 7's D in three tiles of 128 (0.130 against 0.161 ms: docs/bench.md,
+            // session 49), N = 8 (rows of 660 bytes, which no TMA box copies, and dg_diff's
+            // stacked statements, which none copies either: `resident` is their only producer
+            // form) and D's 480 rows at Np = 160 in four tiles (stacked 0.170 against 0.190;
+            // dg_diff 0.179 against 0.336: session 57).
             for (MmaOperand resident : {MmaOperand::None, MmaOperand::A, MmaOperand::B}) {
-              const bool keptA = resident == MmaOperand::A;
-              const int64_t keptRows = keptA ? c.mExtent : c.nExtent;
-              constexpr int64_t keptTiles = 3;
-              if (resident != MmaOperand::None && (!c.batch.empty() || (!noBox && keptRows > keptTiles * bn))) continue;
+              if (resident != MmaOperand::None && !c.batch.empty()) continue;
               ns.mma.resident = resident;
               offer(ns);
               // And ping-pong, where two consumer warpgroups can each own whole tiles (2x1: 1x2
