@@ -97,11 +97,10 @@ void wgmmaVariants(NestSpace& s, const Contraction& c, MmaArith arith) {
             // Each with either operand's tiles resident too, where unbatched, in any number of N
             // tiles (the plan refuses them where they do not fit the shared memory or the blocks,
             // or the layouts do not allow). On an H200 the kept forms beat the streamed ones on
-            // the DG rows: N = 7's D in three tiles of 128 (0.130 against 0.161 ms: docs/bench.md,
-            // session 49), N = 8 (rows of 660 bytes, which no TMA box copies, and dg_diff's
-            // stacked statements, which none copies either: `resident` is their only producer
-            // form) and D's 480 rows at Np = 160 in four tiles (stacked 0.170 against 0.190;
-            // dg_diff 0.179 against 0.336: session 57).
+            // the DG rows whatever their count of N tiles (N = 7's D in three tiles of 128, D's
+            // 480 rows at Np = 160 in four: docs/bench.md, sessions 49 and 57), and they are the
+            // only producer forms where no TMA box copies an operand (rows of 660 bytes at N = 8;
+            // dg_diff's stacked statements at any Np).
             for (MmaOperand resident : {MmaOperand::None, MmaOperand::A, MmaOperand::B}) {
               if (resident != MmaOperand::None && !c.batch.empty()) continue;
               ns.mma.resident = resident;
