@@ -78,9 +78,8 @@ std::vector<std::string> familiesOf(const Candidate& c, const std::set<std::stri
     // by the tensor rate; the forms that ran fastest there (docs/bench.md, sessions 56-57) are
     // measured: the reduction in one step of its own length (N = 3 ran fastest so; the model
     // ranks these by the waves of blocks, and its order of their block tiles is not the measured
-    // one: one family per block tile), and the persistent grids
-    // of one fragment row a warp (space/MmaFamily.cpp keptFitVariants; N = 5 and 7), one family
-    // per instruction shape.
+    // one: one family per block tile), and the persistent grids of one fragment row a warp
+    // (space/MmaFamily.cpp keptFitVariants; N = 5 and 7), one family per instruction shape.
     const bool f64Sync = n.mma.arith == MmaArith::F64 && !n.mma.wgmmaN;
     const MmaPlan* mma = f64Sync && c.plans.size() > i && c.plans[i] && c.plans[i]->mma ? &*c.plans[i]->mma : nullptr;
     if (mma && mma->steps == 1 && n.mma.stages <= 1)

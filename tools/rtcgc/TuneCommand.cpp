@@ -332,12 +332,13 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   // The arithmetic the model divides by: each precision at its own peak (an f64 kernel at FP64's).
   const FloatOpsByPrecision ops = floatOpsByPrecision(bound);
   const double devicePeak = arithmeticPeak(o.device.peakFp32Flops, o.device.peakFp64Flops, ops);
+  const size_t kept = space.candidates.size() + space.reserve.size();
   if (a.json) {
     nlohmann::json j;
     j["arithmetic"] = arithmeticName(ops);
     j["peakGflops"] = devicePeak * 1e-9;
     j["enumerated"] = space.enumerated;
-    j["kept"] = space.candidates.size() + space.reserve.size();
+    j["kept"] = kept;
     j["pruned"] = space.pruned.size();
     j["refinementBudget"] = refinable;
     j["candidates"] = nlohmann::json::array();
@@ -350,15 +351,13 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   }
   // Several nests: the kept candidates combine the nests' schedules (and fused launches), so they
   // may outnumber the schedules enumerated nest by nest; the line says so.
-  const size_t keptCount = space.candidates.size() + space.reserve.size();
-  if (bound.nests.size() > 1)
-    fmt::print("space of {} on an {} model ({} KiB shared per block at most): {} schedules of its {} nests enumerated, "
-               "{} candidates kept (the nests' schedules combined, and fused launches), {} pruned\n",
-               bound.name, arch, o.limits.maxSharedBytes / 1024, space.enumerated, bound.nests.size(), keptCount,
-               space.pruned.size());
-  else
-    fmt::print("space of {} on an {} model ({} KiB shared per block at most): {} enumerated, {} kept, {} pruned\n",
-               bound.name, arch, o.limits.maxSharedBytes / 1024, space.enumerated, keptCount, space.pruned.size());
+  const std::string counts =
+      bound.nests.size() > 1
+          ? fmt::format("{} schedules of its {} nests enumerated, {} candidates kept (the nests' schedules combined, "
+                        "and fused launches)", space.enumerated, bound.nests.size(), kept)
+          : fmt::format("{} enumerated, {} kept", space.enumerated, kept);
+  fmt::print("space of {} on an {} model ({} KiB shared per block at most): {}, {} pruned\n", bound.name, arch,
+             o.limits.maxSharedBytes / 1024, counts, space.pruned.size());
   const std::string arithmetic = arithmeticName(ops);  // integer operations: a rate of ops, the SIMT one
   fmt::print("arithmetic: {}: the model's peak is {:.1f} {} (FP32 {:.1f}, FP64 {:.1f} TF/s on this device)\n",
              arithmetic, devicePeak * 1e-12, arithmetic == "integer" ? "TOPS (SIMT)" : "TF/s",

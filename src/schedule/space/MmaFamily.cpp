@@ -194,7 +194,7 @@ void mmaVariants(NestSpace& s) {
     // the instruction's k): the longest pads it (20 values in a step of 32: 1.6x the products and
     // the shared memory), the shorter ones pipeline a few steps. The memory-bound f64 DG row at
     // N = 3 ran fastest so (docs/bench.md, sessions 56-57).
-    const int64_t whole = (c.kExtent + fragK - 1) / fragK * fragK;
+    const int64_t whole = ceilDiv(c.kExtent, fragK) * fragK;
     if (whole < kSteps.back() && std::find(kSteps.begin(), kSteps.end(), whole) == kSteps.end())
       kSteps.insert(std::upper_bound(kSteps.begin(), kSteps.end(), whole), whole);
     for (auto [wm, wn] : warps)
