@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 58, call 1 (one H200), tree 's58a' (u by TMA through a view of 4 rows, D's kept last step 8 values wide):
 # dg_diff and dg_diff_stacked at N = 8 (Np 165, K = 101556) by hand, cublasSgemm by CuPy before and after; then
-# compute-sanitizer on the view's pingpong form at K = 5004 (no tile divides it).
+# compute-sanitizer on the view's pingpong form at K = 5004 (no tile divides it). 's58a' was built from branch
+# wip/s58-tma-row-view; $S/cublas32.py is bench/results/h200-2026-12-03-s57-cublas32.py.
 set -uo pipefail
 P=$PWD/.probe-me; S=$P/s58; O=$OUT/c1; mkdir -p $O
 mkdir -p $P/m; tar -C $P/m -xJf $S/s58a.tar.xz; chmod +x $P/m/*/*; export LD_LIBRARY_PATH=$P/m/lib:/usr/local/cuda/lib64

@@ -790,9 +790,10 @@ inline void rtcg_tma_load_2d(void* dst, const Map* map, void* bar, int inner, in
   // The hardware reads a box from a 16-byte aligned global address only (an H200 raises an illegal
   // instruction otherwise: docs/bench.md, session 58); the rows are 16-byte multiples apart (the
   // map's encoding), so the inner coordinate's bytes must be one too.
-  if ((long long)inner * (long long)f.elementBytes % 16 != 0) {
+  const long long startBytes = (long long)inner * (long long)f.elementBytes;
+  if (startBytes % 16 != 0) {
     std::fprintf(stderr, "TMA box at inner coordinate %d: its global start (%lld bytes into a row) is not 16-byte "
-                 "aligned\n", inner, (long long)inner * (long long)f.elementBytes);
+                 "aligned\n", inner, startBytes);
     std::abort();
   }
   for (unsigned long long r = 0; r < f.boxOuter; ++r)
