@@ -152,6 +152,11 @@ run64 -k dgdiff64 -D K=100001 -D Np=20 --schedule "mma: f64 m16n8k4 warps 2x2 ti
 run64 -k dgdiff64 -D K=100003 -D Np=120 --schedule "stores: streaming; mma: f64 m16n8k8 warps 4x5 tile 1x3 k 24 stages 4 persistent resident a fragments 2"
 run64 -k dgdiff64 -D K=100003 -D Np=56 --schedule "mma: f64 m16n8k4 warps 4x1 tile 1x7 k 8 stages 4 persistent resident a fragments 2"
 run64 -k dgdiff64 -D K=77777 -D Np=50 --schedule "mma: f64 m16n8k8 warps 4x5 tile 1x3 k 16 stages 3 persistent resident a fragments 2"
+# `pingpong` on that ring: a ring and a named barrier a warp row (kept and streamed B, 2 to 4 rows).
+run64 -k dgdiff64 -D K=100003 -D Np=120 --schedule "mma: f64 m16n8k8 warps 4x3 tile 1x5 k 24 stages 4 persistent pingpong resident a fragments 2"
+run64 -k dgdiff64 -D K=77777 -D Np=56 --schedule "mma: f64 m16n8k4 warps 4x1 tile 1x7 k 8 stages 4 persistent pingpong resident a fragments 2"
+run64 -k dgdiff64 -D K=77777 -D Np=35 --schedule "mma: f64 m16n8k4 warps 4x2 tile 1x2 k 8 stages 4 persistent pingpong fragments 2"
+run64 -k dgdiff64 -D K=100003 -D Np=27 --schedule "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 3 persistent pingpong resident a fragments 2"
 # The reduction in one step of its own length (space/MmaFamily.cpp): where it is that length (Np
 # 20), where the step pads it (19, 17) and where it leaves a partial second step (23 with k 24 of
 # m16n8k8 is one step; 27 with k 20 is two), at element counts no block tile divides.

@@ -246,6 +246,7 @@ struct ModuleNeeds {
   bool producerThreadCopies = false;  // a kept B copied by the producer's threads (rtcg_cp_async_mbar_arrive)
   bool l2Prefetch = false;    // the producer's prefetches of the epilogue's reads (rtcg_prefetch_l2_range)
   bool epilogueYield = false; // a pause between the epilogue's chunks (epilogueYieldHelpers)
+  bool namedBarrier = false;  // barriers of some of the block's warps (namedBarrierHelpers)
   std::set<int64_t> producerRegisters;  // every count a `producer` nest's setmaxnreg moves to
   bool atomics = false;       // accumulations (accumulateHelpers)
   bool atomicsU32 = false;    // accumulations into u32 arrays (accumulateU32Helpers, ahead of accumulateHelpers)

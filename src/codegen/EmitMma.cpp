@@ -55,11 +55,27 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
     nm.wgn = def("group_n", C::product(bin("%", bin("/", warp, lit(4)), lit(ms.warpsN)), lit(p.fragN)));
     nm.wm = def("warp_m", C::sum({nm.wgm, C::product(bin("%", warp, lit(4)), lit(16))}));
     nm.wn = nm.wgn;
+  } else if (p.rowGroups > 0) {
+    // mma.sync's row groups: warp row r is group r, whose tiles are its own (its warps' rows start
+    // at the tile's); its threads copy its ring's stages.
+    const int64_t groupThreads = ms.warpsN * 32;
+    nm.rowGroup = def("row_group", bin("/", nm.tid, lit(groupThreads)));
+    nm.copyTid = def("group_tid", bin("%", nm.tid, lit(groupThreads)));
+    nm.copyThreads = groupThreads;
+    nm.wm = lit(0);
+    nm.wn = def("warp_n", C::product(bin("%", warp, lit(ms.warpsN)), lit(ms.tileN * p.fragN)));
   } else {
     nm.wm = def("warp_m", C::product(bin("/", warp, lit(ms.warpsN)), lit(ms.tileM * p.fragM)));
     nm.wn = def("warp_n", C::product(bin("%", warp, lit(ms.warpsN)), lit(ms.tileN * p.fragN)));
   }
-  // `persistent`: the block's tiles, each one's origin declared in its loop (tileLoop).
+  // `persistent`: the block's tiles, each one's origin declared in its loop (tileLoop). Row
+  // groups: group g's rounds are the block's g, g + G, ... (emitPersistentPrefetchedSteps).
+  if (p.persistent() && p.rowGroups > 0) {
+    C::ExprP block = bin("/", bin("-", lit(p.tileCount() + p.persistentBlocks - 1), coordinate(ctx, "blockIdx", 0)),
+                         lit(p.persistentBlocks));
+    nm.rounds = def("rounds", bin("/", C::sum({bin("-", block, nm.rowGroup), lit(p.rowGroups - 1)}), lit(p.rowGroups)));
+    return;
+  }
   if (p.persistent()) {
     nm.rounds = def("rounds", bin("/", bin("-", lit(p.tileCount() + p.persistentBlocks - 1), coordinate(ctx, "blockIdx", 0)),
                                   lit(p.persistentBlocks)));
@@ -201,12 +217,13 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
                   const C::ExprP& buffer, std::vector<C::Stmt>& out) {
   if (p.tiles != TileForm::Padded) return stageOperandAsLoaded(ctx, p, nm, isA, k0, buffer, out);
   const int64_t rows = isA ? p.blockM : p.blockN, total = rows * p.blockK;
-  const int64_t threads = ctx.plan.launch.threads, rounds = (total + threads - 1) / threads;
+  const int64_t threads = nm.copyThreads > 0 ? nm.copyThreads : ctx.plan.launch.threads;
+  const int64_t rounds = (total + threads - 1) / threads;
   const bool alongK = isA ? p.c.aAlongK : p.c.bAlongK;
   std::string s = ctx.names.fresh(isA ? "copy_a" : "copy_b");
   std::vector<C::Stmt> body;
   std::string e = ctx.names.fresh("e");
-  body.push_back(C::decl(ctx.idx, e, C::sum({nm.tid, C::product(C::name(s), lit(threads))})));
+  body.push_back(C::decl(ctx.idx, e, C::sum({nm.copyTid ? nm.copyTid : nm.tid, C::product(C::name(s), lit(threads))})));
   C::ExprP r = alongK ? bin("/", C::name(e), lit(p.blockK)) : bin("%", C::name(e), lit(rows));
   C::ExprP kk = alongK ? bin("%", C::name(e), lit(p.blockK)) : bin("/", C::name(e), lit(rows));
   std::string rn = ctx.names.fresh("row"), kn = ctx.names.fresh("kk");
@@ -960,7 +977,8 @@ namespace mma {
 // The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
 // dynamic shared memory of the element type, one after the other.
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
-  const int64_t a = p.ring.stages * p.a.buffer, b = p.bBuffers() * p.b.buffer;  // `resident`: B's a step
+  // `resident`: B's a step; mma.sync's row groups: a ring each (a kept B once).
+  const int64_t a = p.ring.stages * p.a.buffer * p.rings(), b = p.bBuffers() * p.b.buffer * (p.keptWhole() ? 1 : p.rings());
   const std::string type = cudaTypeName(p.staged);  // 16-bit arithmetics: the values as loaded
   if (ctx.plan.dynamicShared) {
     const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);
@@ -997,10 +1015,18 @@ std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const M
   // of A's buffer, which no step reads any more; words repeat past the buffer's.
   const int64_t words = std::max<int64_t>(1, p.a.buffer * typeBytes(p.staged) / 4);
   const Expr& a = p.c.a()->kind == ExprKind::Load ? p.c.a() : p.c.a()->operands[0];
-  C::ExprP start = C::castTo("int*", C::unary("&", tileRef(nm.tileA[0], C::product(buffer, lit(p.a.buffer)))));
-  C::ExprP word = words >= ctx.plan.launch.threads ? nm.tid : bin("%", nm.tid, lit(words));
+  C::ExprP start = C::castTo("int*", C::unary("&", tileRef(nm.tileA[0], ringBuffer(p, nm, true, buffer))));
+  const C::ExprP tid = nm.copyTid ? nm.copyTid : nm.tid;
+  C::ExprP word = words >= (nm.copyThreads > 0 ? nm.copyThreads : ctx.plan.launch.threads) ? tid : bin("%", tid, lit(words));
   return {C::exprStmt(
       C::call("rtcg_cp_async4", {C::sum({start, word}), C::name(ctx.paramNames[size_t(a->array)]), lit(0)}))};
+}
+
+C::ExprP ringBuffer(const MmaPlan& p, const MmaNames& nm, bool isA, const C::ExprP& buffer) {
+  const int64_t elements = isA ? p.a.buffer : p.b.buffer;
+  C::ExprP at = C::product(buffer, lit(elements));
+  if (p.rowGroups == 0) return at;
+  return C::sum({C::product(nm.rowGroup, lit(p.ring.stages * elements)), at});
 }
 
 void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const CopyStep& copyStep,
@@ -1052,6 +1078,7 @@ void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs)
   needs.asyncCopy |= s.stages > 1 || half;
   needs.mmaF64Sm90 |= s.shape != MmaShape::Native;
   needs.ldmatrix |= half || (tf32 && s.stages > 1);
+  needs.namedBarrier |= p.rowGroups > 0;
   if (p.isWgmma()) {
     std::string h = mma::wgmmaShapeHelper(p);
     if (std::find(needs.wgmmaShapes.begin(), needs.wgmmaShapes.end(), h) == needs.wgmmaShapes.end())

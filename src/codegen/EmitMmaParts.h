@@ -37,6 +37,10 @@ struct MmaNames {
   // `pingpong` (MmaPlan::alternatingTiles): the consumer's index (its warpgroup) and, in its tile
   // loop, its count of tiles so far (the tile turn's phase).
   C::ExprP consumer, tileTurn;
+  // mma.sync's row groups (MmaPlan::rowGroups): this thread's group, and the index and count of
+  // the threads that copy its ring's stages (the group's; null / 0: the block's).
+  C::ExprP rowGroup, copyTid;
+  int64_t copyThreads = 0;
   // The fragment epilogue's second pass (valuesFirst): the accumulators hold the statements'
   // values, which the stores take as they are.
   bool accumulatorsHoldValues = false;
@@ -219,6 +223,9 @@ void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vect
 // In place of a step past the last one: a cp.async of no bytes (zero fill) into this thread's word
 // of A's buffer `buffer`, which no later step reads, so that the group is not empty.
 std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const C::ExprP& buffer);
+// The first element of buffer `buffer` of operand isA's ring: buffer * its elements, after the
+// rings of the row groups before this thread's (MmaPlan::rowGroups).
+C::ExprP ringBuffer(const MmaPlan& p, const MmaNames& nm, bool isA, const C::ExprP& buffer);
 // A ring's refill in the loop: step `stepIndex` copied into `buffer`, or past the last step
 // (`steps`: null, the plan's steps) keepGroupFilled's copy there; then the commit (the group is
 // never empty).
@@ -268,6 +275,8 @@ std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool th
 // 16-byte aligned); the host emulation checks that [first, end) lies within one of the kernel's
 // arrays.
 extern const char* const prefetchL2Helpers;
+// EmitMmaPrefetch.cpp: rtcg_bar_sync(id, threads), a barrier of some of the block's warps (bar.sync).
+extern const char* const namedBarrierHelpers;
 // rtcg_epilogue_yield(): the warp sleeps about 32 ns (__nanosleep; nothing in the host emulation),
 // between an epilogue's chunks (EmitMmaOddRows.cpp, storeOddPairChunk).
 extern const char* const epilogueYieldHelpers;

@@ -93,12 +93,19 @@ WarpFragments leadingFragmentKs(EmitContext& ctx, const MmaPlan& p, MmaNames& nm
   return current;
 }
 
+// The ring's barrier: the block's, or a row group's (MmaPlan::rowGroups) named barrier 1 + g of
+// its warps' threads.
+C::Stmt ringBarrier(const MmaPlan& p, const MmaNames& nm) {
+  if (p.rowGroups == 0) return C::syncThreads();
+  return C::exprStmt(C::call("rtcg_bar_sync", {C::sum({nm.rowGroup, lit(1)}), lit(nm.copyThreads)}));
+}
+
 // The ring's start: the first steps' stages landed (S - 2 newer groups in flight; `pending` where
 // given), the block met, step 0's first fragments loaded into the carried set (declared here).
 WarpFragments startRing(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const C::ExprP& bufA, const C::ExprP& bufB,
                         std::vector<C::Stmt>& out, int64_t pending = -1) {
   out.push_back(cpAsyncWait(pending >= 0 ? pending : p.ring.stages - 2));
-  out.push_back(C::syncThreads());
+  out.push_back(ringBarrier(p, nm));
   return declareCarried(ctx, loadFragments(ctx, p, nm, lit(0), bufA, bufB, out), out);
 }
 
@@ -114,7 +121,7 @@ WarpFragments stepButLast(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, cons
 void meetNextStep(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, const WarpFragments& carried,
                   const C::ExprP& nextA, const C::ExprP& nextB, std::vector<C::Stmt>& body) {
   body.push_back(cpAsyncWait(p.ring.stages - 2));
-  body.push_back(C::syncThreads());
+  body.push_back(ringBarrier(p, nm));
   assignCarried(carried, loadFragments(ctx, p, nm, lit(0), nextA, nextB, body), body);
 }
 
@@ -228,9 +235,13 @@ void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   // reduction step.
   // Of a literal ring step (the prologue's) its round and step as literals.
   auto literal = [](const C::ExprP& g) { return g->kind == C::ExprKind::IntLit; };
+  // Row groups: the group's round r is the block's r * G + g.
   auto atTile = [&](const C::ExprP& g, std::vector<C::Stmt>& to) {
     std::string tile = ctx.names.fresh("tile");
     C::ExprP round = literal(g) ? lit(g->intValue / p.steps) : p.steps == 1 ? g : bin("/", g, lit(p.steps));
+    if (p.rowGroups > 0)
+      round = literal(round) ? C::sum({lit(round->intValue * p.rowGroups), nm.rowGroup})
+                             : C::sum({C::product(round, lit(p.rowGroups)), nm.rowGroup});
     to.push_back(C::decl(ctx.idx, tile, C::sum({coordinate(ctx, "blockIdx", 0), C::product(round, lit(p.persistentBlocks))})));
     declareTileOrigin(ctx, p, nm, C::name(tile), to);
   };
@@ -240,30 +251,40 @@ void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   auto kStep = [&](const C::ExprP& g) {
     return literal(g) ? lit(g->intValue % p.steps) : p.steps == 1 ? lit(0) : bin("%", g, lit(p.steps));
   };
-  auto bufferA = [&](const C::ExprP& b) { return C::product(b, lit(p.a.buffer)); };
+  auto bufferA = [&](const C::ExprP& b) { return ringBuffer(p, nm, true, b); };
   // B's columns of ring step g in buffer b: the kept tile's of its reduction step, or the ring's.
   auto bufferB = [&](const C::ExprP& g, const C::ExprP& b) {
-    return kept ? C::product(kStep(g), lit(p.keptStep(1))) : C::product(b, lit(p.b.buffer));
+    return kept ? C::product(kStep(g), lit(p.keptStep(1))) : ringBuffer(p, nm, false, b);
   };
   const CopyStep copyStep = [&](const C::ExprP& g, const C::ExprP& buffer, std::vector<C::Stmt>& to) {
     std::vector<C::Stmt> copy;
     atTile(g, copy);
     const C::ExprP k0 = C::product(kStep(g), lit(p.blockK));
     copyOperand(true, k0, bufferA(buffer), copy);
-    if (!kept) copyOperand(false, k0, C::product(buffer, lit(p.b.buffer)), copy);
+    if (!kept) copyOperand(false, k0, ringBuffer(p, nm, false, buffer), copy);
     restore();
     append(to, std::move(copy));
   };
   if (kept) {
     // Every round's N tile is the first's (the grid is a multiple of the N tiles: residentGrid).
+    // By the block's threads; row groups then wait for it and meet once, since each group's ring
+    // meets its own warps only.
     std::vector<C::Stmt> copy;
     atTile(lit(0), copy);
     const std::string s = ctx.names.fresh("kept_step");
     std::vector<C::Stmt> each;
+    const C::ExprP groupTid = nm.copyTid;
+    const int64_t groupThreads = nm.copyThreads;
+    nm.copyTid = nullptr, nm.copyThreads = 0;
     copyOperand(false, C::product(C::name(s), lit(p.blockK)), C::product(C::name(s), lit(p.keptStep(1))), each);
+    nm.copyTid = groupTid, nm.copyThreads = groupThreads;
     copy.push_back(C::forLoop(ctx.idx, s, lit(0), lit(p.steps), C::Unroll::Never, std::move(each)));
     restore();
     copy.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
+    if (p.rowGroups > 0) {
+      copy.push_back(cpAsyncWait(0));
+      copy.push_back(C::syncThreads());
+    }
     out.push_back(C::block(std::move(copy)));
   }
   const std::string total = ctx.names.fresh("ring_steps");
@@ -273,9 +294,10 @@ void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   // threads: 4x5 warps of m16n8k8 tiles 1x3 at k 16) has the kept group alone, since a commit of no
   // copies makes no group (the GPU's, the host emulation's), and a first wait for S - 2 left that
   // group in flight: there the ring's start waits for every group.
+  // Row groups met after the kept copy's wait.
   const bool threadsPastA = p.blockM * p.blockK / copyRunElements(ctx, p, true) < ctx.plan.launch.threads;
-  const WarpFragments carried =
-      startRing(ctx, p, nm, bufferA(lit(0)), bufferB(lit(0), lit(0)), out, kept && threadsPastA ? 0 : -1);
+  const WarpFragments carried = startRing(ctx, p, nm, bufferA(lit(0)), bufferB(lit(0), lit(0)), out,
+                                          kept && threadsPastA && p.rowGroups == 0 ? 0 : -1);
 
   std::vector<C::Stmt> body;
   const std::string step = ctx.names.fresh("step"), buffer = ctx.names.fresh("buffer");
@@ -303,5 +325,14 @@ void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   else body.push_back(C::ifThen(bin("==", kStep(C::name(step)), lit(p.steps - 1)), std::move(finish)));
   out.push_back(C::forLoop(ctx.idx, step, lit(0), C::name(total), C::Unroll::Never, std::move(body)));
 }
+
+const char* const namedBarrierHelpers = R"bar(// A barrier of some of the block's warps: mma.sync's row groups ('pingpong'), each its own.
+#ifdef RTCG_HOST_EMULATION
+inline void rtcg_bar_sync(int id, int threads) { rtcg_emu_bar_sync(id, threads); }
+#else
+__device__ __forceinline__ void rtcg_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+#endif)bar";
 
 }  // namespace rtcg::emit::mma

@@ -119,6 +119,7 @@ EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlign
                                                                            needs.producerThreadCopies));
   if (needs.l2Prefetch) mod.preludes.push_back(emit::mma::prefetchL2Helpers);
   if (needs.epilogueYield) mod.preludes.push_back(emit::mma::epilogueYieldHelpers);
+  if (needs.namedBarrier) mod.preludes.push_back(emit::mma::namedBarrierHelpers);
   for (const std::string& h : needs.wgmmaShapes) mod.preludes.push_back(h);
   if (needs.atomicsU32) mod.preludes.push_back(emit::accumulateU32Helpers);
   if (needs.atomics) mod.preludes.push_back(emit::accumulateHelpers);

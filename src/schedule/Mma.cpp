@@ -453,6 +453,10 @@ void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<s
                                       "'{}' is not a load of {}", printExpr(*op, &k), typeName(p.c.type)));
   p.blockM = s.mma.warpsM * s.mma.tileM * p.fragM;
   p.blockN = s.mma.warpsN * s.mma.tileN * p.fragN;
+  // `pingpong` on mma.sync's persistent ring: each warp row owns whole tiles (MmaPlan::rowGroups;
+  // planPingpong refuses what it cannot run).
+  if (s.mma.wgmmaN == 0 && s.mma.pingpong && s.mma.persistent && s.mma.warpsM >= 2)
+    p.rowGroups = s.mma.warpsM, p.blockM = s.mma.tileM * p.fragM;
   p.blockK = s.mma.k;
   p.pitch = p.blockK + (12 - p.blockK % 8) % 8;  // pitch = 4 (mod 8): conflict-free fragment loads
   p.staged = p.c.type;
@@ -585,18 +589,26 @@ void residentGrid(MmaPlan& p, std::vector<std::string>& reasons) {
 
 // `pingpong`'s refusals (MmaPlan::alternatingTiles): it alternates a persistent block's tiles
 // between two or more consumer warpgroups, so it needs `persistent` (planned: its reasons are
-// persistent's own), the warpgroups, and at least a tile per consumer in every block.
+// persistent's own), the warpgroups, and at least a tile per consumer in every block. On
+// mma.sync (MmaPlan::rowGroups, planTiles) 2 to 15 warp rows, one named barrier each; a row with
+// no tile only meets itself.
 void planPingpong(const NestSchedule& s, MmaPlan& p, std::vector<std::string>& reasons) {
   const int64_t consumers = s.mma.warpsM * s.mma.warpsN;
   if (!s.mma.persistent) {
-    reasons.push_back("mma: 'pingpong' alternates a persistent block's tiles between its consumer warpgroups: it "
-                      "needs 'wgmma ... swizzle 128 tma producer persistent' before it");
+    reasons.push_back(s.mma.wgmmaN > 0 ? "mma: 'pingpong' alternates a persistent block's tiles between its consumer "
+                                         "warpgroups: it needs 'wgmma ... swizzle 128 tma producer persistent' before it"
+                                       : "mma: 'pingpong' gives a persistent block's warp rows whole tiles of their own: "
+                                         "it needs 'stages N persistent' and 'fragments 2' (f64)");
     return;
   }
   if (!p.persistent()) return;
   if (!p.isWgmma()) {
-    reasons.push_back("mma: 'pingpong' alternates tiles between consumer warpgroups of a producer's ring; mma.sync's "
-                      "persistent loop has none (leave it out)");
+    // mma.sync: the warp rows own whole tiles (MmaPlan::rowGroups), each meeting at a named barrier
+    // of its own (ids 1 to 15).
+    if (s.mma.warpsM < 2 || s.mma.warpsM > 15)
+      reasons.push_back(fmt::format("mma: 'pingpong' on mma.sync gives each warp row whole tiles of its own and a "
+                                    "barrier of its own: it needs 2 to 15 warp rows ('warps 4x5'), not {}x{}",
+                                    s.mma.warpsM, s.mma.warpsN));
     return;
   }
   if (consumers < 2) {
@@ -729,7 +741,9 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.a.buffer = (p.a.kMajor ? p.blockK : p.blockM) * p.a.pitch;
   p.b.buffer = (p.b.kMajor ? p.blockK : p.blockN) * p.b.pitch;
   if (p.keptWhole()) keepWhole(p);
-  p.tileBytes = (p.a.buffer * p.ring.stages + p.b.buffer * p.bBuffers()) * typeBytes(p.staged) * p.tilesPerOperand;
+  // mma.sync's row groups: a ring each, A's and (not kept) B's; a kept B once.
+  p.tileBytes = (p.a.buffer * p.ring.stages * p.rings() + p.b.buffer * p.bBuffers() * (p.keptWhole() ? 1 : p.rings())) *
+                typeBytes(p.staged) * p.tilesPerOperand;
   // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
   p.smallOffset = p.a.buffer * p.ring.stages + p.b.buffer * p.bBuffers();
   p.tileBytes += (p.splitBuffers * (p.registerA() ? 0 : p.a.buffer) + p.bSmallBuffers() * p.b.buffer) * typeBytes(p.staged);

@@ -353,6 +353,16 @@ struct MmaPlan {
   // for `resident a` as for wgmma, so the kept operand is B (the N side: 8 rows a fragment, which
   // fits the DG rows' 3 Np rows more closely than A's 16).
   bool keptWhole() const { return residentB && !isWgmma(); }
+  // `pingpong` on mma.sync's persistent ring (warpsM rows of warpsN warps): each warp row is a
+  // group that owns whole tiles of its own, one warp row's (tileM fragments by the block's N: the
+  // block tile, blockM), group g the block's rounds g, g + G, g + 2G, ... Each group has a ring of
+  // `stages` buffers of its own (the tiles hold G rings: A's, and B's where not kept) and meets
+  // at a named barrier of its own (bar.sync 1 + g, its warps' threads) instead of the block's,
+  // so that one group's waits and epilogue run beneath the others' mma (a kept B is copied by the
+  // whole block before the rings, which then meet once). No turns: the groups run freely. 0: none.
+  int64_t rowGroups = 0;
+  // The rings in the tiles: one per row group, else one.
+  int64_t rings() const { return rowGroups > 0 ? rowGroups : 1; }
   int64_t keptStep(int64_t step) const { return step * blockK * (b.kMajor ? b.pitch : 1); }
   // Buffers of B's tile (and of its small tiles under tf32x3): one a step where resident (mma.sync:
   // one of the whole reduction, keptWhole), else the ring's.

@@ -1056,6 +1056,12 @@ std::string mmaLines(const Kernel& k, const MmaPlan& p) {
                      "for the block's tiles, which share N tile (block % {}): copied once by cp.async before the ring, "
                      "whose stages carry A alone\n",
                      p.blockN, p.steps * p.blockK, p.b.pitch, p.b.buffer * typeBytes(p.staged), p.nTiles());
+  if (p.rowGroups > 0)
+    s += fmt::format("  pingpong: each of the {} warp rows owns whole tiles of {}x{} (row r the block's tiles r, r + {}, "
+                     "...), with a ring of {} stages of its own and named barrier 1 + r of its {} threads{}; the rows "
+                     "run freely, one's waits and stores beneath the others' mma\n",
+                     p.rowGroups, p.blockM, p.blockN, p.rowGroups, p.ring.stages, p.threads / p.rowGroups,
+                     p.keptWhole() ? " (after the block's copy of the kept B, met once)" : "");
   return s + mmaEpilogueLine(p);
 }
 

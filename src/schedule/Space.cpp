@@ -79,13 +79,16 @@ std::vector<std::string> familiesOf(const Candidate& c, const std::set<std::stri
     // measured: the reduction in one step of its own length (N = 3 ran fastest so; the model
     // ranks these by the waves of blocks, and its order of their block tiles is not the measured
     // one: one family per block tile), and the persistent grids of one fragment row a warp
-    // (space/MmaFamily.cpp keptFitVariants; N = 5 and 7), one family per instruction shape.
+    // (space/MmaFamily.cpp keptFitVariants; N = 5 and 7), one family per instruction shape, and
+    // one more each for their `pingpong` forms (a ring a warp row: MmaPlan::rowGroups), which the
+    // model credits by a share fitted at N = 7 alone (docs/bench.md, session 59).
     const bool f64Sync = n.mma.arith == MmaArith::F64 && !n.mma.wgmmaN;
     const MmaPlan* mma = f64Sync && c.plans.size() > i && c.plans[i] && c.plans[i]->mma ? &*c.plans[i]->mma : nullptr;
     if (mma && mma->steps == 1 && n.mma.stages <= 1)
       out.push_back(fmt::format("f64 mma, the reduction in one step, {} x {} blocks", mma->blockM, mma->blockN));
     if (mma && n.mma.persistent && n.mma.resident != MmaOperand::None && n.mma.warpsM == 4 && n.mma.tileM == 1)
-      out.push_back(fmt::format("f64 mma m{}n8k{}, persistent, a fragment row a warp", mmaDims(n.mma).m, mmaDims(n.mma).k));
+      out.push_back(fmt::format("f64 mma m{}n8k{}, persistent, a fragment row a warp{}", mmaDims(n.mma).m,
+                                mmaDims(n.mma).k, n.mma.pingpong ? ", a ring a warp row" : ""));
     // `long_rows:` on one thread per row and on lanes per row are two shapes (SpMV's power-law
     // rows: one thread per row, or 2 lanes; the model values neither's rebalancing): one of each.
     if (n.longRows > 0 && std::none_of(n.indices.begin(), n.indices.end(), [&](const IndexSchedule& is) {

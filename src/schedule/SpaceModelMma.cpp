@@ -257,14 +257,21 @@ double persistentFactor(const MmaPlan& p) {
   return (steps + kFillDrainSteps / perBlock) / (steps + kFillDrainSteps);
 }
 
-// `pingpong` (MmaPlan::alternatingTiles): the factor on the main loop's time. A persistent
+// `pingpong` (MmaPlan::alternatingTiles, and on mma.sync rowGroups): the factor on the main loop's time. A persistent
 // block's one consumer runs each tile's epilogue (its fragments' stores) after the tile's steps,
 // the tensor cores idle meanwhile; with the tiles alternating between consumers another's steps
 // run beneath it. The epilogue is taken as kEpilogueSteps steps of a tile's time (on an H200, a
 // 64 x 128 tile's 64 stores a thread against steps of k 32); the credit is its share of a tile.
 constexpr double kEpilogueSteps = 1;
 
+// mma.sync's row groups (MmaPlan::rowGroups): each step's barrier and each tile's epilogue, which
+// every warp of a block-wide ring waits through, run beneath the other rows' mma instead:
+// kRowGroupSteps of a tile's steps saved. Fitted on an H200 (docs/bench.md, session 59): the f64
+// DG product at Np 120 (5 steps a tile) ran 0.1823 ms in 4 rows against 0.1925 by the block's ring.
+constexpr double kRowGroupSteps = 0.28;
+
 double pingpongFactor(const MmaPlan& p) {
+  if (p.rowGroups > 0) return double(p.steps) / (double(p.steps) + kRowGroupSteps);
   if (!p.alternatingTiles) return 1.0;
   return double(p.steps) / (double(p.steps) + kEpilogueSteps);
 }
@@ -343,7 +350,10 @@ NestEstimate estimateMma(const Kernel& k, const NestPlan& plan, const DeviceMode
                                                 : 0.0;
   const double sustained = mmaSustained(p, bigPrefetch);
   // pingpong: a tile's warps are its consumer's and its share of the producer's.
-  const int64_t tileThreads = p.alternatingTiles ? 128 + 128 / p.consumerGroups() : e.threads;
+  // mma.sync's row groups: a tile's warps are its row's.
+  const int64_t tileThreads = p.alternatingTiles ? 128 + 128 / p.consumerGroups()
+                              : p.rowGroups > 0  ? e.threads / p.rowGroups
+                                                 : e.threads;
   const double issue = mmaIssueSeconds(p, ms, tiles, tileThreads, d);
   // With hoisted copies the step's other instructions issue among its mma, and fewer of them a
   // product ran faster (docs/bench.md, session 44): a share of the issue time adds to the tensor

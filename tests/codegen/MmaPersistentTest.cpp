@@ -127,7 +127,10 @@ TEST(MmaPersistent, PlanKeepsTheWholeReductionAndAGridOfWholeNTiles) {
       {k, "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 persistent resident a", "on mma.sync it needs 'stages N'"},
       {k, base + " persistent resident a fragments 2 epilogue shared", "give one of them"},
       {k, base + " resident a fragments 2", "it needs 'persistent' before it"},
-      {k, base + " persistent pingpong resident a fragments 2", "mma.sync's persistent loop has none"},
+      {k, "mma: f64 m16n8k4 warps 1x4 tile 2x2 k 8 stages 4 persistent pingpong resident a fragments 2",
+       "it needs 2 to 15 warp rows"},
+      {k, base + " pingpong fragments 2", "gives a persistent block's warp rows whole tiles of their own: it needs "
+       "'stages N persistent' and 'fragments 2'"},
       {fromSource(kKernels, "batched64", {{"nb", 300}, {"n", 40}}), base + " persistent resident b fragments 2",
        "a batched contraction's operands change with the batch"},
       // u kept: 782 N tiles of 128 elements, more than the blocks.
@@ -183,6 +186,79 @@ TEST(HostEmulation, MmaPersistentMatchesTheReference) {
         << c.k.name << " " << text << " on " << c.multiprocessors;
   }
   EXPECT_GE(looping, 6);
+}
+
+// `pingpong` on this loop (MmaPlan::rowGroups): each warp row owns whole tiles of its own (the
+// block tile one warp row's), with a ring of its own in the tiles after the other rows' and its
+// own named barrier; a kept B once, before the rings, which meet once after its copy.
+TEST(MmaPersistent, PingpongGivesEachWarpRowItsOwnTilesAndRing) {
+  std::vector<std::string> reasons;
+  const Kernel k = dg64(100000, 56);
+  const std::string base = "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 persistent";
+  auto rows = plan(k, base + " pingpong resident a fragments 2", sm90Limits(132), reasons);
+  auto block = plan(k, base + " resident a fragments 2", sm90Limits(132), reasons);
+  auto streamed = plan(k, base + " pingpong fragments 2", sm90Limits(132), reasons);
+  ASSERT_TRUE(rows && block && streamed) << joined(reasons);
+  EXPECT_EQ(rows->rowGroups, 2);
+  EXPECT_EQ(block->rowGroups, 0);
+  EXPECT_EQ(rows->blockM, 32);  // one warp row's 2 fragments of 16
+  EXPECT_EQ(block->blockM, 64);
+  EXPECT_EQ(rows->blockN, block->blockN);
+  EXPECT_EQ(rows->threads, block->threads);
+  EXPECT_EQ(rows->tileCount(), 2 * block->tileCount() - 3);  // 3125 M tiles of 32 against 1563 of 64, 3 N tiles
+  // Two rings of A (each of half the rows) and one kept B: A's bytes as the block's, B's the same.
+  EXPECT_EQ(rows->tileBytes, block->tileBytes);
+  EXPECT_EQ(streamed->tileBytes, 2 * 4 * (streamed->a.buffer + streamed->b.buffer) * 8);
+  NestPlanResult r = planNest(k, 0, parseSchedule(base + " pingpong resident a fragments 2").schedule->nests[0],
+                              sm90Limits(132));
+  ASSERT_TRUE(r.plan);
+  const std::string text = printPlan(k, *r.plan);
+  EXPECT_NE(text.find("pingpong: each of the 2 warp rows owns whole tiles of 32x64"), std::string::npos) << text;
+  const std::string source = emitCuda(k, *parseSchedule(base + " pingpong resident a fragments 2").schedule,
+                                      sm90Limits(132)).source;
+  EXPECT_NE(source.find("rtcg_bar_sync(row_group + 1, 128);"), std::string::npos) << source;
+  EXPECT_NE(source.find("const int row_group = tid / 128;"), std::string::npos) << source;
+  // The block's barrier once, after the kept B's copy; none in the ring.
+  EXPECT_EQ(source.find("__syncthreads();"), source.rfind("__syncthreads();")) << source;
+  const std::string plain = emitCuda(k, *parseSchedule(base + " resident a fragments 2").schedule, sm90Limits(132)).source;
+  EXPECT_EQ(plain.find("rtcg_bar_sync"), std::string::npos) << plain;
+}
+
+// Against the reference in the host emulation: row groups over kept and streamed B, 2 to 4 warp
+// rows, elements no tile divides, reductions no step divides, blocks whose last rows have no tile
+// (4 rows of the 2-multiprocessor grid's 14 tiles of rect64), grouped tile orders and a batch.
+TEST(HostEmulation, MmaPersistentRowGroupsMatchTheReference) {
+  struct Case {
+    Kernel k;
+    const char* schedule;
+    int64_t multiprocessors;
+  };
+  const Kernel rect = fromSource(kKernels, "rect64", {{"m", 203}, {"n", 37}, {"kk", 45}});
+  const Case cases[] = {
+      {dg64(301, 20), "m16n8k4 warps 2x4 tile 2x2 k 4 stages 4 persistent pingpong resident a", 3},
+      {dg64(157, 35), "m16n8k8 warps 4x2 tile 1x2 k 8 stages 3 persistent pingpong resident a", 2},
+      {dg64(211, 56), "m16n8k4 warps 3x2 tile 1x4 k 8 stages 4 persistent pingpong resident a", 2},
+      {dg64(157, 35), "m16n8k4 warps 4x2 tile 1x2 k 8 stages 4 persistent pingpong", 1},
+      {dg64(131, 120), "m16n8k8 warps 4x5 tile 1x3 k 24 stages 4 persistent pingpong resident a", 3},
+      {rect, "m16n8k8 warps 2x2 tile 2x1 k 8 stages 3 persistent pingpong resident b", 2},
+      {fromSource(kKernels, "rect64", {{"m", 45}, {"n", 37}, {"kk", 27}}),
+       "m16n8k8 warps 4x1 tile 1x2 k 8 stages 3 persistent pingpong", 2},
+      {rect, "m16n8k4 warps 2x2 tile 1x2 k 12 stages 2 persistent pingpong group 3", 1},
+      {fromSource(kKernels, "batched64", {{"nb", 5}, {"n", 37}}), "m16n8k4 warps 2x2 tile 1x2 k 8 stages 3 persistent pingpong", 2},
+  };
+  int idle = 0;
+  for (const Case& c : cases) {
+    const std::string text = fmt::format("mma: f64 {} fragments 2", c.schedule);
+    std::vector<std::string> reasons;
+    auto p = plan(c.k, text, sm90Limits(c.multiprocessors), reasons);
+    EXPECT_TRUE(p) << text << ": " << joined(reasons);
+    if (!p) continue;
+    EXPECT_GT(p->rowGroups, 1) << text;
+    idle += p->tileCount() < p->rowGroups * p->persistentBlocks;  // some rows run no tile
+    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90Limits(c.multiprocessors)), "")
+        << c.k.name << " " << text << " on " << c.multiprocessors;
+  }
+  EXPECT_GE(idle, 1);
 }
 
 // `group G` (the tile order of issue 41's products) on this persistent loop: the tiles a block

@@ -45,6 +45,9 @@ inline unsigned int rtcg_emu_linear_tid = 0;
 #define __grid_constant__
 
 void __syncthreads();  // the block's barrier (the runtime's)
+// bar.sync id, threads: a barrier of `threads` of the block's threads (id 1 to 15; whole warps),
+// the count fixed by its first arrival in each phase (a different count aborts, as a misuse).
+void rtcg_emu_bar_sync(int id, int threads);
 void rtcg_emu_warp_sync();  // this thread's warp's barrier: the lanes' exchanges (shuffles, mma)
 inline void __syncwarp(unsigned int = 0xffffffffu) { rtcg_emu_warp_sync(); }
 

@@ -71,6 +71,7 @@ ucontext_t rtcg_emu_scheduler;
 rtcg_emu_fiber* rtcg_emu_current = nullptr;
 rtcg_emu_fiber_barrier rtcg_emu_block_barrier;
 std::vector<rtcg_emu_fiber_barrier> rtcg_emu_warp_barriers;
+rtcg_emu_fiber_barrier rtcg_emu_named_barriers[16];  // bar.sync 1 to 15 (rtcg_emu_bar_sync)
 void (*rtcg_emu_kernel)(void*) = nullptr;
 void* rtcg_emu_kernel_context = nullptr;
 
@@ -91,6 +92,20 @@ rtcg_emu_wgmma_queue& rtcg_emu_wgmma_pending() { return rtcg_emu_current->wgmma;
 }  // namespace
 
 void __syncthreads() { rtcg_emu_arrive_and_wait(rtcg_emu_block_barrier); }
+void rtcg_emu_bar_sync(int id, int threads) {
+  if (id < 1 || id > 15 || threads <= 0 || threads % 32 != 0 || unsigned(threads) > rtcg_emu_block_barrier.expected) {
+    std::fprintf(stderr, "bar.sync %d, %d: the id must be 1 to 15 and the count whole warps of the block's %u threads\n",
+                 id, threads, rtcg_emu_block_barrier.expected);
+    std::abort();
+  }
+  rtcg_emu_fiber_barrier& b = rtcg_emu_named_barriers[size_t(id)];
+  if (b.arrived == 0) b.expected = unsigned(threads);
+  if (b.expected != unsigned(threads)) {
+    std::fprintf(stderr, "bar.sync %d: %d threads where this phase's first arrival said %u\n", id, threads, b.expected);
+    std::abort();
+  }
+  rtcg_emu_arrive_and_wait(b);
+}
 void rtcg_emu_warp_sync() { rtcg_emu_arrive_and_wait(rtcg_emu_warp_barriers[rtcg_emu_linear_tid / 32]); }
 
 void rtcg_emu_wgmma(int kind, int n, int transA, int transB, unsigned long long descA, unsigned long long descB,
@@ -230,6 +245,7 @@ void rtcg_emu_run_block(std::vector<rtcg_emu_fiber>& fibers, const rtcg_emu_dim3
     makecontext(&f.context, rtcg_emu_fiber_main, 0);
   }
   blockIdx = b;
+  for (rtcg_emu_fiber_barrier& named : rtcg_emu_named_barriers) named = {};
   for (size_t pass = 0;; ++pass) {
     size_t resumed = 0, live = 0;
     for (size_t i = 0; i < fibers.size(); ++i) {

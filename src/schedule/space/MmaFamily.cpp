@@ -9,7 +9,8 @@
 // m16n8k4/k8/k16 (steps of at least the shape's k; 4 stages too), without warp tiles whose
 // accumulators and fragments the register estimate puts at the cap; those with `fragments 2` also
 // with `copies hoisted`, and persistent with a small operand kept (`resident`), also in warp grids
-// and steps fitted to the kept rows and the reduction (keptFitVariants). Each arithmetic's wgmma
+// and steps fitted to the kept rows and the reduction (keptFitVariants; those also with `pingpong`,
+// a ring a warp row). Each arithmetic's wgmma
 // schedules (space/WgmmaFamily.cpp) come ahead of its mma ones.
 #include <algorithm>
 
@@ -137,7 +138,8 @@ void stageVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instru
 // step the largest divisor of the reduction up to 32 values that leaves 3 steps or more. The
 // power-of-two grids above pad the f64 DG rows' tiles (N = 7: D's 360 rows in tiles of 128 and
 // 120 values in steps of 32 issue 1.14x the products), and one fragment row a warp ran fastest of
-// the fitted grids measured (docs/bench.md, session 55).
+// the fitted grids measured (docs/bench.md, session 55). Each also with `pingpong`: its 4 warp rows
+// run tiles of their own on rings of their own (5% faster at N = 7: docs/bench.md, session 59).
 void keptFitVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instruction) {
   const MmaOperand kept = keptOperand(c);
   if (kept == MmaOperand::None) return;
@@ -163,7 +165,10 @@ void keptFitVariants(NestSpace& s, const Contraction& c, const MmaSchedule& inst
         ns.mma.fragments = 2;
         ns.mma.persistent = true;
         ns.mma.resident = kept;
-        if (mmaRegisters(ns.mma, c.type) < 248) s.add(ns, Group::Plain);
+        if (mmaRegisters(ns.mma, c.type) >= 248) continue;
+        s.add(ns, Group::Plain);
+        ns.mma.pingpong = true;  // each warp row its own tiles and ring (MmaPlan::rowGroups)
+        s.add(ns, Group::Plain);
       }
     }
   }
