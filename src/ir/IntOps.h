@@ -28,6 +28,10 @@ inline int64_t floorMod(int64_t a, int64_t b) {
   return r;
 }
 
+// The ceiling of a / b for a >= 0, b > 0 and a + b - 1 within int64: the planners' and the space's
+// tile, step and block counts.
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // a (op) b as the IR defines it on integers (floor / and %, comparisons and logic give 0 or 1),
 // computed exactly: nullopt when the result does not fit in 64 bits or b is 0 for / and %.
 inline std::optional<int64_t> checkedIntBinary(BinaryOp op, int64_t a, int64_t b) {

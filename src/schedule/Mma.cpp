@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/Analysis.h"
+#include "ir/IntOps.h"
 #include "ir/Printer.h"
 #include "ir/Walk.h"
 #include "schedule/Domain.h"
@@ -31,8 +32,6 @@ void checkAlone(const NestSchedule& s, std::vector<std::string>& reasons) {
         !clauseAtDefault(row, s))
       reasons.push_back(fmt::format("'{}:' does not apply beside 'mma:'", row.name));
 }
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The shared epilogue's tile (MmaPlan::sharedEpilogue): along M where the output's offset has unit
 // stride in M and not in N (a column of the output is contiguous), else along N.

@@ -4,13 +4,12 @@
 #include <fmt/format.h>
 
 #include "ir/IR.h"
+#include "ir/IntOps.h"
 #include "schedule/Plan.h"
 
 namespace rtcg {
 
 namespace {
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Index clauses and every other clause: the scan maps the nest itself.
 void checkAlone(const NestSchedule& s, std::vector<std::string>& reasons) {

@@ -2,6 +2,7 @@
 #include "schedule/SpaceScan.h"
 
 #include "ir/Counts.h"
+#include "ir/IntOps.h"
 #include "ir/Walk.h"
 
 #include <algorithm>
@@ -100,8 +101,6 @@ double sustainedPeak(const DeviceModel& d, const NestEstimate& e) {
 }  // namespace
 
 namespace {
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Loop ids an affine form uses; nullopt when the index expressions are not affine.
 std::optional<std::set<int>> usedLoops(const Kernel& k, const Access& a) {

@@ -19,12 +19,11 @@
 #include <vector>
 
 #include "schedule/Mma.h"
+#include "ir/IntOps.h"
 #include "schedule/Space.h"
 #include "schedule/SpaceModel.h"
 
 namespace rtcg::space {
-
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline SchedulePart part(Placement p, std::optional<int64_t> factor = std::nullopt) { return {p, factor}; }
 
