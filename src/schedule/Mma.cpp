@@ -442,6 +442,11 @@ void planArithmetic(const Kernel& k, const NestSchedule& s, const ScheduleLimits
 // The stages and the block tile, the staged type and the tiles' layouts and pitches.
 void planTiles(const Kernel& k, const NestSchedule& s, MmaPlan& p, std::vector<std::string>& reasons) {
   const bool half = mmaPacked(p.arith);
+  // The parser's range, for schedules built in code too: the rings' waits are emitted for 0 to 2
+  // groups in flight (a cp.async ring of 5 stages met an internal error; deeper TMA rings ran no
+  // faster on an H200: docs/bench.md, session 59).
+  if (s.mma.stages < 1 || s.mma.stages > 4)
+    reasons.push_back(fmt::format("mma: 'stages {}': the rings take 2 to 4 stages (or none)", s.mma.stages));
   p.ring.stages = s.mma.stages;
   p.ring.engine = p.ring.stages > 1 ? CopyEngine::CpAsync : CopyEngine::Registers;
   p.tilesPerOperand = p.arith == MmaArith::Tf32x3 && p.ring.stages == 1 ? 2 : 1;

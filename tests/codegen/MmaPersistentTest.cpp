@@ -224,6 +224,23 @@ TEST(MmaPersistent, PingpongGivesEachWarpRowItsOwnTilesAndRing) {
   EXPECT_EQ(plain.find("rtcg_bar_sync"), std::string::npos) << plain;
 }
 
+// A schedule built in code past the parser's range of stages (2 to 4) is refused by the plan with
+// the reason, not emitted (a cp.async ring of 5 stages met an internal error in its waits).
+TEST(MmaPersistent, PlanRefusesStagesPastTheParsersRange) {
+  const Kernel k = dg64(100000, 120);
+  NestSchedule ns = parseSchedule("mma: f64 m16n8k8 warps 4x3 tile 1x5 k 24 stages 4 persistent pingpong resident a "
+                                  "fragments 2").schedule->nests[0];
+  std::vector<std::string> reasons;
+  ASSERT_TRUE(planMma(k, 0, ns, sm90Limits(132), reasons)) << joined(reasons);
+  for (int64_t stages : {0, 5, 8}) {
+    ns.mma.stages = stages;
+    reasons.clear();
+    EXPECT_FALSE(planMma(k, 0, ns, sm90Limits(132), reasons)) << stages;
+    EXPECT_NE(joined(reasons).find(fmt::format("'stages {}': the rings take 2 to 4 stages", stages)), std::string::npos)
+        << joined(reasons);
+  }
+}
+
 // Against the reference in the host emulation: row groups over kept and streamed B, 2 to 4 warp
 // rows, elements no tile divides, reductions no step divides, blocks whose last rows have no tile
 // (4 rows of the 2-multiprocessor grid's 14 tiles of rect64), grouped tile orders and a batch.
