@@ -257,6 +257,7 @@ TEST(HostEmulation, MmaPersistentRowGroupsMatchTheReference) {
       {dg64(211, 56), "m16n8k4 warps 3x2 tile 1x4 k 8 stages 4 persistent pingpong resident a", 2},
       {dg64(157, 35), "m16n8k4 warps 4x2 tile 1x2 k 8 stages 4 persistent pingpong", 1},
       {dg64(131, 120), "m16n8k8 warps 4x5 tile 1x3 k 24 stages 4 persistent pingpong resident a", 3},
+      {dg64(149, 120), "m16n8k8 warps 4x3 tile 1x5 k 40 stages 3 persistent pingpong resident a", 3},
       {rect, "m16n8k8 warps 2x2 tile 2x1 k 8 stages 3 persistent pingpong resident b", 2},
       {fromSource(kKernels, "rect64", {{"m", 45}, {"n", 37}, {"kk", 27}}),
        "m16n8k8 warps 4x1 tile 1x2 k 8 stages 3 persistent pingpong", 2},
@@ -402,7 +403,10 @@ TEST(MmaPersistent, SpaceOffersItAndTheModelRanksIt) {
     }
     EXPECT_GT(kept, 0u) << "Np " << np;
     ASSERT_TRUE(best);
-    EXPECT_EQ(best->text.find(" persistent resident a") != std::string::npos, np != 20) << "Np " << np << ": " << best->text;
+    // With or without `pingpong` (a ring a warp row) between them.
+    const bool persistentKept = best->text.find(" persistent") != std::string::npos &&
+                                best->text.find(" resident a") != std::string::npos;
+    EXPECT_EQ(persistentKept, np != 20) << "Np " << np << ": " << best->text;
   }
   const Space square = enumerateSchedules(fromSource(kKernels, "rect64", {{"m", 512}, {"n", 512}, {"kk", 512}}), o);
   for (const Candidate& c : square.candidates) EXPECT_EQ(c.text.find(" persistent"), std::string::npos) << c.text;

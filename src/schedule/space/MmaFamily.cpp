@@ -139,15 +139,22 @@ void stageVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instru
 // power-of-two grids above pad the f64 DG rows' tiles (N = 7: D's 360 rows in tiles of 128 and
 // 120 values in steps of 32 issue 1.14x the products), and one fragment row a warp ran fastest of
 // the fitted grids measured (docs/bench.md, session 55). Each also with `pingpong`: its 4 warp rows
-// run tiles of their own on rings of their own (5% faster at N = 7: docs/bench.md, session 59).
+// run tiles of their own on rings of their own (5-11% faster at N = 7: docs/bench.md, session 59),
+// those also in the largest step up to 64 that leaves 3 steps or more.
 void keptFitVariants(NestSpace& s, const Contraction& c, const MmaSchedule& instruction) {
   const MmaOperand kept = keptOperand(c);
   if (kept == MmaOperand::None) return;
   const int64_t rows = kept == MmaOperand::A ? c.mExtent : c.nExtent;
   const int64_t fragK = mmaDims(instruction).k;
-  int64_t kStep = 0;
-  for (int64_t d = fragK; d <= 32; d += fragK)
-    if (d >= 8 && c.kExtent % d == 0 && c.kExtent / d >= 3) kStep = d;
+  // The step: the largest divisor up to 32 (up to 64 for `pingpong`, whose rows meet their own
+  // barriers once a step: N = 7's k 40 ran 3% faster than its k 24 so; docs/bench.md, session 59).
+  auto largestStep = [&](int64_t most) {
+    int64_t step = 0;
+    for (int64_t d = fragK; d <= most; d += fragK)
+      if (d >= 8 && c.kExtent % d == 0 && c.kExtent / d >= 3) step = d;
+    return step;
+  };
+  const int64_t kStep = largestStep(32), rowsStep = largestStep(64);
   if (kStep == 0) return;
   for (int64_t tiles = 1; tiles <= 16; ++tiles) {
     const int64_t width = ((rows + tiles - 1) / tiles + 7) / 8 * 8;
@@ -157,19 +164,22 @@ void keptFitVariants(NestSpace& s, const Contraction& c, const MmaSchedule& inst
     for (int64_t wn = 1; wn <= 5; ++wn) {
       const int64_t tn = width / 8 / wn;
       if (tn * wn * 8 != width || tn > 8) continue;
-      for (int64_t stages : {int64_t(3), int64_t(4)}) {
-        if (c.kExtent / kStep < stages) continue;
-        NestSchedule ns;
-        ns.mma = MmaSchedule{instruction.arith, 4, wn, 1, tn, kStep, stages};
-        ns.mma.shape = instruction.shape;
-        ns.mma.fragments = 2;
-        ns.mma.persistent = true;
-        ns.mma.resident = kept;
-        if (mmaRegisters(ns.mma, c.type) >= 248) continue;
-        s.add(ns, Group::Plain);
-        ns.mma.pingpong = true;  // each warp row its own tiles and ring (MmaPlan::rowGroups)
-        s.add(ns, Group::Plain);
-      }
+      std::vector<int64_t> steps{kStep};
+      if (rowsStep != kStep) steps.push_back(rowsStep);  // its `pingpong` forms alone
+      for (int64_t step : steps)
+        for (int64_t stages : {int64_t(3), int64_t(4)}) {
+          if (c.kExtent / step < stages) continue;
+          NestSchedule ns;
+          ns.mma = MmaSchedule{instruction.arith, 4, wn, 1, tn, step, stages};
+          ns.mma.shape = instruction.shape;
+          ns.mma.fragments = 2;
+          ns.mma.persistent = true;
+          ns.mma.resident = kept;
+          if (mmaRegisters(ns.mma, c.type) >= 248) continue;
+          if (step == kStep) s.add(ns, Group::Plain);
+          ns.mma.pingpong = true;  // each warp row its own tiles and ring (MmaPlan::rowGroups)
+          s.add(ns, Group::Plain);
+        }
     }
   }
 }
