@@ -243,12 +243,14 @@ TEST(MmaPersistent, PlanRefusesStagesPastTheParsersRange) {
 
 // Against the reference in the host emulation: row groups over kept and streamed B, 2 to 4 warp
 // rows, elements no tile divides, reductions no step divides, blocks whose last rows have no tile
-// (4 rows of the 2-multiprocessor grid's 14 tiles of rect64), grouped tile orders and a batch.
+// (4 rows of the 2-multiprocessor grid's 14 tiles of rect64), grouped tile orders, a batch,
+// blocks_per_sm and streaming stores.
 TEST(HostEmulation, MmaPersistentRowGroupsMatchTheReference) {
   struct Case {
     Kernel k;
     const char* schedule;
     int64_t multiprocessors;
+    const char* clauses = "";  // before `mma:`
   };
   const Kernel rect = fromSource(kKernels, "rect64", {{"m", 203}, {"n", 37}, {"kk", 45}});
   const Case cases[] = {
@@ -263,10 +265,12 @@ TEST(HostEmulation, MmaPersistentRowGroupsMatchTheReference) {
        "m16n8k8 warps 4x1 tile 1x2 k 8 stages 3 persistent pingpong", 2},
       {rect, "m16n8k4 warps 2x2 tile 1x2 k 12 stages 2 persistent pingpong group 3", 1},
       {fromSource(kKernels, "batched64", {{"nb", 5}, {"n", 37}}), "m16n8k4 warps 2x2 tile 1x2 k 8 stages 3 persistent pingpong", 2},
+      {dg64(157, 35), "m16n8k4 warps 2x2 tile 1x2 k 8 stages 3 persistent pingpong resident a", 2, "blocks_per_sm: 2; "},
+      {dg64(149, 120), "m16n8k8 warps 4x3 tile 1x5 k 40 stages 3 persistent pingpong resident a", 3, "stores: streaming; "},
   };
   int idle = 0;
   for (const Case& c : cases) {
-    const std::string text = fmt::format("mma: f64 {} fragments 2", c.schedule);
+    const std::string text = fmt::format("{}mma: f64 {} fragments 2", c.clauses, c.schedule);
     std::vector<std::string> reasons;
     auto p = plan(c.k, text, sm90Limits(c.multiprocessors), reasons);
     EXPECT_TRUE(p) << text << ": " << joined(reasons);
