@@ -70,15 +70,12 @@ void declareCoordinates(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::v
   }
   // `persistent`: the block's tiles, each one's origin declared in its loop (tileLoop). Row
   // groups: group g's rounds are the block's g, g + G, ... (emitPersistentPrefetchedSteps).
-  if (p.persistent() && p.rowGroups > 0) {
-    C::ExprP block = bin("/", bin("-", lit(p.tileCount() + p.persistentBlocks - 1), coordinate(ctx, "blockIdx", 0)),
-                         lit(p.persistentBlocks));
-    nm.rounds = def("rounds", bin("/", C::sum({bin("-", block, nm.rowGroup), lit(p.rowGroups - 1)}), lit(p.rowGroups)));
-    return;
-  }
   if (p.persistent()) {
-    nm.rounds = def("rounds", bin("/", bin("-", lit(p.tileCount() + p.persistentBlocks - 1), coordinate(ctx, "blockIdx", 0)),
-                                  lit(p.persistentBlocks)));
+    C::ExprP rounds = bin("/", bin("-", lit(p.tileCount() + p.persistentBlocks - 1), coordinate(ctx, "blockIdx", 0)),
+                          lit(p.persistentBlocks));
+    if (p.rowGroups > 0)
+      rounds = bin("/", C::sum({bin("-", rounds, nm.rowGroup), lit(p.rowGroups - 1)}), lit(p.rowGroups));
+    nm.rounds = def("rounds", rounds);
     return;
   }
   declareTileOrigin(ctx, p, nm, nullptr, body);
@@ -217,13 +214,12 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
                   const C::ExprP& buffer, std::vector<C::Stmt>& out) {
   if (p.tiles != TileForm::Padded) return stageOperandAsLoaded(ctx, p, nm, isA, k0, buffer, out);
   const int64_t rows = isA ? p.blockM : p.blockN, total = rows * p.blockK;
-  const int64_t threads = nm.copyThreads > 0 ? nm.copyThreads : ctx.plan.launch.threads;
-  const int64_t rounds = (total + threads - 1) / threads;
+  const int64_t threads = nm.copiers(ctx.plan.launch.threads), rounds = (total + threads - 1) / threads;
   const bool alongK = isA ? p.c.aAlongK : p.c.bAlongK;
   std::string s = ctx.names.fresh(isA ? "copy_a" : "copy_b");
   std::vector<C::Stmt> body;
   std::string e = ctx.names.fresh("e");
-  body.push_back(C::decl(ctx.idx, e, C::sum({nm.copyTid ? nm.copyTid : nm.tid, C::product(C::name(s), lit(threads))})));
+  body.push_back(C::decl(ctx.idx, e, C::sum({nm.copier(), C::product(C::name(s), lit(threads))})));
   C::ExprP r = alongK ? bin("/", C::name(e), lit(p.blockK)) : bin("%", C::name(e), lit(rows));
   C::ExprP kk = alongK ? bin("%", C::name(e), lit(p.blockK)) : bin("/", C::name(e), lit(rows));
   std::string rn = ctx.names.fresh("row"), kn = ctx.names.fresh("kk");
@@ -977,8 +973,7 @@ namespace mma {
 // The tiles: a static shared array each, or (NestPlan::dynamicShared, over 48 KiB) slices of the
 // dynamic shared memory of the element type, one after the other.
 void declareMmaTiles(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<C::Stmt>& body) {
-  // `resident`: B's a step; mma.sync's row groups: a ring each (a kept B once).
-  const int64_t a = p.ring.stages * p.a.buffer * p.rings(), b = p.bBuffers() * p.b.buffer * (p.keptWhole() ? 1 : p.rings());
+  const int64_t a = p.aBuffers() * p.a.buffer, b = p.bBuffers() * p.b.buffer;  // `resident`: B's a step
   const std::string type = cudaTypeName(p.staged);  // 16-bit arithmetics: the values as loaded
   if (ctx.plan.dynamicShared) {
     const std::string storage = std::string("rtcg_smem_") + typeName(p.staged);
@@ -1016,8 +1011,7 @@ std::vector<C::Stmt> keepGroupFilled(EmitContext& ctx, const MmaPlan& p, const M
   const int64_t words = std::max<int64_t>(1, p.a.buffer * typeBytes(p.staged) / 4);
   const Expr& a = p.c.a()->kind == ExprKind::Load ? p.c.a() : p.c.a()->operands[0];
   C::ExprP start = C::castTo("int*", C::unary("&", tileRef(nm.tileA[0], ringBuffer(p, nm, true, buffer))));
-  const C::ExprP tid = nm.copyTid ? nm.copyTid : nm.tid;
-  C::ExprP word = words >= (nm.copyThreads > 0 ? nm.copyThreads : ctx.plan.launch.threads) ? tid : bin("%", tid, lit(words));
+  C::ExprP word = words >= nm.copiers(ctx.plan.launch.threads) ? nm.copier() : bin("%", nm.copier(), lit(words));
   return {C::exprStmt(
       C::call("rtcg_cp_async4", {C::sum({start, word}), C::name(ctx.paramNames[size_t(a->array)]), lit(0)}))};
 }

@@ -123,13 +123,12 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   const int64_t outerCount = kMajor ? p.blockK : rows, innerCount = kMajor ? rows : p.blockK;
   const int64_t pitch = p.tile(isA).pitch, V = runElements(ctx, p, isA);
   const int64_t runs = outerCount * (innerCount / V);
-  if (!tid) threads = nm.copyThreads > 0 ? nm.copyThreads : ctx.plan.launch.threads;
+  if (!tid) threads = nm.copiers(ctx.plan.launch.threads);
   const int64_t rounds = (runs + threads - 1) / threads;
   std::string s = ctx.names.fresh(isA ? "copy_a" : "copy_b");
   std::vector<C::Stmt> body;
   std::string e = ctx.names.fresh("e");
-  C::ExprP copier = tid ? tid : nm.copyTid ? nm.copyTid : nm.tid;
-  body.push_back(C::decl(ctx.idx, e, C::sum({copier, C::product(C::name(s), lit(threads))})));
+  body.push_back(C::decl(ctx.idx, e, C::sum({tid ? tid : nm.copier(), C::product(C::name(s), lit(threads))})));
   std::string on = ctx.names.fresh("outer"), in = ctx.names.fresh("inner");
   std::vector<C::Stmt> inner{C::decl(ctx.idx, on, bin("/", C::name(e), lit(innerCount / V))),
                              C::decl(ctx.idx, in, C::product(bin("%", C::name(e), lit(innerCount / V)), lit(V)))};

@@ -41,6 +41,9 @@ struct MmaNames {
   // the threads that copy its ring's stages (the group's; null / 0: the block's).
   C::ExprP rowGroup, copyTid;
   int64_t copyThreads = 0;
+  // The copying thread's index and the copying threads' count: the row group's, else the block's.
+  const C::ExprP& copier() const { return copyTid ? copyTid : tid; }
+  int64_t copiers(int64_t blockThreads) const { return copyThreads > 0 ? copyThreads : blockThreads; }
   // The fragment epilogue's second pass (valuesFirst): the accumulators hold the statements'
   // values, which the stores take as they are.
   bool accumulatorsHoldValues = false;

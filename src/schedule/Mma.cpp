@@ -745,11 +745,9 @@ std::optional<MmaPlan> planMma(const Kernel& k, int nest, const NestSchedule& s,
   p.a.buffer = (p.a.kMajor ? p.blockK : p.blockM) * p.a.pitch;
   p.b.buffer = (p.b.kMajor ? p.blockK : p.blockN) * p.b.pitch;
   if (p.keptWhole()) keepWhole(p);
-  // mma.sync's row groups: a ring each, A's and (not kept) B's; a kept B once.
-  p.tileBytes = (p.a.buffer * p.ring.stages * p.rings() + p.b.buffer * p.bBuffers() * (p.keptWhole() ? 1 : p.rings())) *
-                typeBytes(p.staged) * p.tilesPerOperand;
+  p.tileBytes = (p.a.buffer * p.aBuffers() + p.b.buffer * p.bBuffers()) * typeBytes(p.staged) * p.tilesPerOperand;
   // tf32x3 on wgmma: the small tiles after the rings (MmaPlan::splitBuffers).
-  p.smallOffset = p.a.buffer * p.ring.stages + p.b.buffer * p.bBuffers();
+  p.smallOffset = p.a.buffer * p.aBuffers() + p.b.buffer * p.bBuffers();
   p.tileBytes += (p.splitBuffers * (p.registerA() ? 0 : p.a.buffer) + p.bSmallBuffers() * p.b.buffer) * typeBytes(p.staged);
   planEpilogue(k, nest, s, p);
   planEpiloguePrefetch(k, nest, p);

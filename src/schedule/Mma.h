@@ -363,10 +363,12 @@ struct MmaPlan {
   int64_t rowGroups = 0;
   // The rings in the tiles: one per row group, else one.
   int64_t rings() const { return rowGroups > 0 ? rowGroups : 1; }
+  // Buffers of A's tile: every ring's stages.
+  int64_t aBuffers() const { return ring.stages * rings(); }
   int64_t keptStep(int64_t step) const { return step * blockK * (b.kMajor ? b.pitch : 1); }
   // Buffers of B's tile (and of its small tiles under tf32x3): one a step where resident (mma.sync:
-  // one of the whole reduction, keptWhole), else the ring's.
-  int64_t bBuffers() const { return residentB ? (isWgmma() ? steps : 1) : ring.stages; }
+  // one of the whole reduction, keptWhole), else every ring's stages.
+  int64_t bBuffers() const { return residentB ? (isWgmma() ? steps : 1) : aBuffers(); }
   int64_t bSmallBuffers() const { return splitBuffers == 0 ? 0 : residentB ? steps : splitBuffers; }
   int64_t consumerGroups() const { return consumerThreads / 128; }
   // The warpgroups that free each stage: one where they alternate tiles, else every consumer.
