@@ -157,6 +157,10 @@ run64 -k dgdiff64 -D K=100003 -D Np=120 --schedule "mma: f64 m16n8k8 warps 4x3 t
 run64 -k dgdiff64 -D K=77777 -D Np=56 --schedule "mma: f64 m16n8k4 warps 4x1 tile 1x7 k 8 stages 4 persistent pingpong resident a fragments 2"
 run64 -k dgdiff64 -D K=77777 -D Np=35 --schedule "mma: f64 m16n8k4 warps 4x2 tile 1x2 k 8 stages 4 persistent pingpong fragments 2"
 run64 -k dgdiff64 -D K=100003 -D Np=27 --schedule "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 3 persistent pingpong resident a fragments 2"
+# Sizes every block tile and step divides: the rings' cp.async runs copied without bounds (the row
+# groups', the block's ring with a kept B).
+run64 -k dgdiff64 -D K=100000 -D Np=120 --schedule "stores: streaming; mma: f64 m16n8k8 warps 4x3 tile 1x5 k 40 stages 3 persistent pingpong resident a fragments 2"
+run64 -k dgdiff64 -D K=100000 -D Np=64 --schedule "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 persistent resident a fragments 2"
 # The reduction in one step of its own length (space/MmaFamily.cpp): where it is that length (Np
 # 20), where the step pads it (19, 17) and where it leaves a partial second step (23 with k 24 of
 # m16n8k8 is one step; 27 with k 20 is two), at element counts no block tile divides.

@@ -162,7 +162,15 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   C::ExprP at = p.isWgmma() ? C::sum({buffer ? buffer : lit(0), wgmmaTileAt(p, isA, row, kk)})
                         : C::sum({buffer ? buffer : lit(0), C::product(C::name(on), lit(pitch)), C::name(in)});
   const int64_t bytesPer = typeBytes(p.staged);
-  if (V > 1) {
+  if (V > 1 && rowExtent % rows == 0 && p.c.kExtent % p.blockK == 0) {
+    // Every run is inside the domain (the block tile's rows and the steps divide it): V elements
+    // copied without the bounds' tests, which cost measurable time in the ring's steps
+    // (docs/bench.md, session 60).
+    C::ExprP element = address();
+    RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
+    inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", V * bytesPer),
+                                        {C::unary("&", tileRef(tile, at)), element, lit(V * bytesPer)})));
+  } else if (V > 1) {
     // The run's bytes inside the domain: none where its row (k, or M / N) is outside, else up to
     // V elements along the contiguous direction; cp.async zero-fills the rest.
     C::ExprP outerInside = kMajor ? bin("<", kq, lit(p.c.kExtent)) : bin("<", point, lit(rowExtent));

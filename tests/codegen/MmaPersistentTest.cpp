@@ -283,6 +283,36 @@ TEST(HostEmulation, MmaPersistentRowGroupsMatchTheReference) {
   EXPECT_GE(idle, 1);
 }
 
+// Where the block tile's rows and the steps divide the domain, the cp.async runs of the rings (the
+// kept B's, the row groups' and the block's) are copied whole without bounds; one element more
+// along M, N or K brings the bounds back. Both forms match the reference.
+TEST(HostEmulation, MmaRunsInsideTheDomainAreCopiedWithoutBounds) {
+  struct Case {
+    Kernel k;
+    const char* schedule;
+    int64_t multiprocessors;
+    bool inside;
+  };
+  const char* rows = "m16n8k8 warps 4x3 tile 1x5 k 40 stages 3 persistent pingpong resident a";
+  const char* ring = "m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 persistent resident a";
+  const char* block = "m16n8k8 warps 2x2 tile 2x2 k 16 stages 3";
+  const Case cases[] = {
+      {dg64(160, 120), rows, 3, true},
+      {dg64(161, 120), rows, 3, false},
+      {dg64(256, 64), ring, 2, true},
+      {dg64(256, 60), ring, 2, false},
+      {fromSource(kKernels, "rect64", {{"m", 64}, {"n", 64}, {"kk", 48}}), block, 2, true},
+      {fromSource(kKernels, "rect64", {{"m", 64}, {"n", 64}, {"kk", 40}}), block, 2, false},
+  };
+  for (const Case& c : cases) {
+    const std::string text = fmt::format("mma: f64 {} fragments 2", c.schedule);
+    const std::string source = emitCuda(c.k, *parseSchedule(text).schedule, sm90Limits(c.multiprocessors)).source;
+    EXPECT_EQ(source.find("const int bytes") == std::string::npos, c.inside) << c.k.name << " " << text;
+    EXPECT_EQ(source.find("rtcg_cp_async16") != std::string::npos, true) << text;
+    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90Limits(c.multiprocessors)), "") << c.k.name << " " << text;
+  }
+}
+
 // `group G` (the tile order of issue 41's products) on this persistent loop: the tiles a block
 // walks are ordered in groups of G M tiles, where G divides the M tiles and where it does not, and
 // on a batched contraction.
