@@ -284,18 +284,21 @@ TEST(HostEmulation, MmaPersistentRowGroupsMatchTheReference) {
 }
 
 // Where the block tile's rows and the steps divide the domain, the cp.async runs of the rings (the
-// kept B's, the row groups' and the block's) are copied whole without bounds; one element more
-// along M, N or K brings the bounds back. Both forms match the reference.
+// kept B's, the row groups', the block's; FP64's and TF32's) are copied whole without bounds; one
+// element more along M, N or K brings the bounds back. Both forms match the reference.
 TEST(HostEmulation, MmaRunsInsideTheDomainAreCopiedWithoutBounds) {
   struct Case {
     Kernel k;
-    const char* schedule;
+    std::string schedule;
     int64_t multiprocessors;
     bool inside;
+    double tolerance = 1e-12;
   };
-  const char* rows = "m16n8k8 warps 4x3 tile 1x5 k 40 stages 3 persistent pingpong resident a";
-  const char* ring = "m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 persistent resident a";
-  const char* block = "m16n8k8 warps 2x2 tile 2x2 k 16 stages 3";
+  const std::string rows = "mma: f64 m16n8k8 warps 4x3 tile 1x5 k 40 stages 3 persistent pingpong resident a fragments 2";
+  const std::string ring = "mma: f64 m16n8k4 warps 2x4 tile 2x2 k 8 stages 4 persistent resident a fragments 2";
+  const std::string block = "mma: f64 m16n8k8 warps 2x2 tile 2x2 k 16 stages 3 fragments 2";
+  const std::string tf32 = "mma: tf32x3 m16n8k8 warps 2x2 tile 2x2 k 8 stages 3";
+  auto dg32 = [](int64_t elements, int64_t np) { return fromSource(kKernels, "dg32", {{"K", elements}, {"Np", np}}); };
   const Case cases[] = {
       {dg64(160, 120), rows, 3, true},
       {dg64(161, 120), rows, 3, false},
@@ -303,13 +306,14 @@ TEST(HostEmulation, MmaRunsInsideTheDomainAreCopiedWithoutBounds) {
       {dg64(256, 60), ring, 2, false},
       {fromSource(kKernels, "rect64", {{"m", 64}, {"n", 64}, {"kk", 48}}), block, 2, true},
       {fromSource(kKernels, "rect64", {{"m", 64}, {"n", 64}, {"kk", 40}}), block, 2, false},
+      {dg32(128, 64), tf32, 2, true, 1e-5},
+      {dg32(130, 64), tf32, 2, false, 1e-5},
   };
   for (const Case& c : cases) {
-    const std::string text = fmt::format("mma: f64 {} fragments 2", c.schedule);
-    const std::string source = emitCuda(c.k, *parseSchedule(text).schedule, sm90Limits(c.multiprocessors)).source;
-    EXPECT_EQ(source.find("const int bytes") == std::string::npos, c.inside) << c.k.name << " " << text;
-    EXPECT_EQ(source.find("rtcg_cp_async16") != std::string::npos, true) << text;
-    EXPECT_EQ(checkOnHost(c.k, text, 1e-12, sm90Limits(c.multiprocessors)), "") << c.k.name << " " << text;
+    const std::string source = emitCuda(c.k, *parseSchedule(c.schedule).schedule, sm90Limits(c.multiprocessors)).source;
+    EXPECT_EQ(source.find("const int bytes") == std::string::npos, c.inside) << c.k.name << " " << c.schedule;
+    EXPECT_NE(source.find("rtcg_cp_async16"), std::string::npos) << c.schedule;
+    EXPECT_EQ(checkOnHost(c.k, c.schedule, c.tolerance, sm90Limits(c.multiprocessors)), "") << c.k.name << " " << c.schedule;
   }
 }
 
