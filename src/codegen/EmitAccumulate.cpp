@@ -17,7 +17,7 @@
 
 namespace rtcg::emit {
 
-const char* const accumulateHelpers = R"(// Accumulations (a[i] += v, max=, min=): atomics on device or shared memory, by element type.
+const Prelude accumulateHelpers{6010, R"(// Accumulations (a[i] += v, max=, min=): atomics on device or shared memory, by element type.
 // A 64-bit integer sum adds the two's complement bits (the unsigned atomic wraps as the signed sum).
 __device__ __forceinline__ void rtcg_atomic_add(int* p, int v) { atomicAdd(p, v); }
 __device__ __forceinline__ void rtcg_atomic_add(long long* p, long long v) {
@@ -57,16 +57,16 @@ RTCG_WARP_ACCUMULATE(add)
 RTCG_WARP_ACCUMULATE(max)
 RTCG_WARP_ACCUMULATE(min)
 #undef RTCG_WARP_ACCUMULATE
-)";
+)"};
 
 // The u32 atomics, in modules that accumulate into u32 arrays only (the other modules' code stays
 // as it was). They precede accumulateHelpers, whose warp templates call rtcg_atomic_* with T
 // unsigned int: a call of a fundamental type finds only the overloads declared before the template.
-const char* const accumulateU32Helpers = R"(// Accumulations into u32 elements: unsigned atomics (a sum wraps modulo 2^32; max and min compare unsigned).
+const Prelude accumulateU32Helpers{6000, R"(// Accumulations into u32 elements: unsigned atomics (a sum wraps modulo 2^32; max and min compare unsigned).
 __device__ __forceinline__ void rtcg_atomic_add(unsigned int* p, unsigned int v) { atomicAdd(p, v); }
 __device__ __forceinline__ void rtcg_atomic_max(unsigned int* p, unsigned int v) { atomicMax(p, v); }
 __device__ __forceinline__ void rtcg_atomic_min(unsigned int* p, unsigned int v) { atomicMin(p, v); }
-)";
+)"};
 
 namespace {
 
@@ -246,8 +246,8 @@ void closeWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody) {
 C::Stmt emitAccumulation(EmitContext& ctx, size_t statement, const C::ExprP& target, const C::ExprP& value) {
   const Stmt& st = ctx.nest.body[statement];
   RTCG_ASSERT(target->kind == C::ExprKind::Index, "an accumulation's target is an element of its array");
-  ctx.needs.atomics = true;
-  ctx.needs.atomicsU32 |= ctx.k.params[size_t(st.array)].type == ScalarType::U32;
+  ctx.needs.need(accumulateHelpers);
+  if (ctx.k.params[size_t(st.array)].type == ScalarType::U32) ctx.needs.need(accumulateU32Helpers);
   const AccumulationPlan& a = ctx.plan.accumulation;
   const bool planned = a.any() && a.statement == int(statement);
   const bool sliced = planned && a.shared && a.slices > 1;

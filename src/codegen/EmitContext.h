@@ -226,34 +226,36 @@ struct LongRowState {
   std::string flag;                  // bool: this point's range goes to the block
 };
 
-// Which floor helpers (rtcg_floordiv/rtcg_floormod) the module needs, per index type.
-// What the module must carry beside its kernels, declared by the emitter parts that use it
-// (EmitModule.cpp prints the preludes in a fixed order, so a module's text depends only on them).
+// A prelude: helper code a module carries once, ahead of its kernels. The module prints the
+// declared preludes in the order of their ranks, so that its text depends only on which were
+// declared. Each rank stands beside its text; the bands: 1000s cp.async, 2000s mma.sync, 3000s
+// wgmma and TMA, 4000s the producer's and the row groups', 5000s wgmma shapes (in the order of
+// first use), 6000s accumulations, 7000s scans, from 8000 the scan nests' functions.
+struct Prelude {
+  int rank = 0;
+  const char* text = nullptr;
+};
+
+// What the module must carry beside its kernels, declared by the emitter parts that use it.
 struct ModuleNeeds {
   // The floor division / modulo helpers used, of int and long long: bit 0 rtcg_floordiv, bit 1
   // rtcg_floormod (only those are emitted: NVRTC warns of an unused static function).
   uint8_t floorInt = 0;
   uint8_t floorLL = 0;
-  bool asyncCopy = false;     // cp.async copies (asyncCopyHelpers)
-  bool asyncCopyAt = false;   // cp.async at a constant offset (asyncCopyAtHelpers: `copies hoisted`'s rounds)
-  bool mma = false;           // mma.sync (mmaHelpers)
-  bool mmaF64Sm90 = false;    // FP64's sm_90 shapes
-  bool ldmatrix = false;      // ldmatrix of 16-bit or TF32-as-loaded tiles (mma16Helpers)
-  bool mmaS8 = false;         // mma.sync m16n8k32 of s8 operands (mmaS8Helpers)
-  std::vector<std::string> wgmmaShapes;  // each distinct wgmma shape's helpers, in first use order
-  bool wgmmaSwizzle = false, wgmmaSplit = false, tma = false;
+  // The declared preludes by rank.
+  std::map<int, std::string> preludes;
+  void need(const Prelude& p) { need(p.rank, p.text); }
+  void need(int rank, std::string text);  // one text a rank
+  // `text` at the band's first free rank unless the band [band, end) holds it: texts of one kind
+  // (wgmma shapes, scan functions) in the order of their first use.
+  void needInOrder(int band, int end, std::string text);
+  // The producer's prelude depends on every producer nest (setmaxnreg's counts): EmitModule.cpp
+  // declares it (producerRank) once the nests are emitted.
+  static constexpr int producerRank = 4000;
+  static constexpr int wgmmaShapeBand = 5000, scanFunctionBand = 8000;  // needInOrder's bands
   bool producer = false, producerSplit = false;
   bool producerThreadCopies = false;  // a kept B copied by the producer's threads (rtcg_cp_async_mbar_arrive)
-  bool l2Prefetch = false;    // the producer's prefetches of the epilogue's reads (rtcg_prefetch_l2_range)
-  bool epilogueYield = false; // a pause between the epilogue's chunks (epilogueYieldHelpers)
-  bool namedBarrier = false;  // barriers of some of the block's warps (namedBarrierHelpers)
   std::set<int64_t> producerRegisters;  // every count a `producer` nest's setmaxnreg moves to
-  bool atomics = false;       // accumulations (accumulateHelpers)
-  bool atomicsU32 = false;    // accumulations into u32 arrays (accumulateU32Helpers, ahead of accumulateHelpers)
-  // Scans (EmitScan.cpp): each scan nest's device function, after the fixed scan templates.
-  std::vector<std::string> scanFunctions;
-  bool scanWarpLayout = false;  // a `layout warp` look-back (scanWarpHelpers)
-  bool scanU32 = false;         // a scan of u32 values (scanU32Helpers, ahead of scanHelpers)
 };
 
 // An accumulation's emission (EmitAccumulate.cpp): the block's copy in shared memory
@@ -478,17 +480,17 @@ void mergeAccumulationCopy(EmitContext& ctx, std::vector<C::Stmt>& body);
 void openWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody);
 void closeWarpAggregation(EmitContext& ctx, std::vector<C::Stmt>& pbody);
 // The atomics and the warp-aggregated accumulations (fixed text), in a module with accumulations.
-extern const char* const accumulateHelpers;
-extern const char* const accumulateU32Helpers;
+extern const Prelude accumulateHelpers;
+extern const Prelude accumulateU32Helpers;
 
 // EmitScan.cpp: a scan nest (`scan:`, ScanPlan): its kernel, which calls the nest's device
-// function (appended to needs.scanFunctions) that instantiates the fixed scan templates
+// function (a prelude of the 8000s band) that instantiates the fixed scan templates
 // (scanHelpers, and scanWarpHelpers for `layout warp`) for it; the look-back's status words and
 // ticket in `globals`.
 C::Function emitScanNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::GlobalArray>& globals);
-extern const char* const scanHelpers;
-extern const char* const scanU32Helpers;
-extern const char* const scanWarpHelpers;
+extern const Prelude scanHelpers;
+extern const Prelude scanU32Helpers;
+extern const Prelude scanWarpHelpers;
 
 // EmitKeptRows.cpp (`keep:`): the unrolling of a loop of index `index` (fully, where the index is
 // a kept row's: its slots must be constants); the slot of the thread's value of a kept row's index
@@ -506,15 +508,15 @@ void loadKeptRows(EmitContext& ctx, const Env& env, std::vector<C::Stmt>& body);
 // __device__ helpers for floor division and modulo of possibly negative integers of `type`.
 std::vector<C::Function> floorHelpers(const std::string& type, uint8_t which);
 // The cp.async helpers of `copy: async` (fixed text).
-extern const char* const asyncCopyHelpers;
-extern const char* const asyncCopyAtHelpers;
+extern const Prelude asyncCopyHelpers;
+extern const Prelude asyncCopyAtHelpers;
 // The tensor-core helpers of `mma:` (fixed text): TF32 rounding and one mma.sync per shape. The
 // host emulation of the tests defines the same functions (with the fragment layouts of the PTX ISA).
-extern const char* const mmaHelpers;
+extern const Prelude mmaHelpers;
 // The 16-bit mma helpers (fixed text): ldmatrix and mma.sync m16n8k16, bf16 and f16.
-extern const char* const mma16Helpers;
-extern const char* const mmaS8Helpers;
+extern const Prelude mma16Helpers;
+extern const Prelude mmaS8Helpers;
 // EmitMmaF64.cpp: the sm_90 FP64 mma helpers (fixed text): mma.sync m16n8k4, m16n8k8, m16n8k16 .f64.
-extern const char* const mmaF64Sm90Helpers;
+extern const Prelude mmaF64Sm90Helpers;
 
 }  // namespace rtcg::emit

@@ -1062,30 +1062,30 @@ void emitSyncMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector<
 
 // The preludes the nest's tensor-core code calls: the mma helpers; cp.async for a ring of stages
 // and for packed tiles (16- and 8-bit, copied by cp.async with or without stages); ldmatrix for
-// packed tiles and TF32 tiles as loaded (with stages, MmaPlan::tiles: AsLoaded); s8's mma; each
-// wgmma shape's helpers once.
+// packed tiles and TF32 tiles as loaded (with stages, MmaPlan::tiles: AsLoaded); s8's mma; the row
+// groups' named barrier; wgmma's common helpers and each shape's once, its swizzle and tf32x3
+// split; TMA's; the producer's (declared by EmitModule.cpp from what every nest needs of it).
 void declareMmaNeeds(const MmaPlan& p, const MmaSchedule& s, ModuleNeeds& needs) {
   const bool half = mmaPacked(s.arith);
-  needs.mmaS8 |= s.arith == MmaArith::S8 && !p.isWgmma();
   const bool tf32 = s.arith == MmaArith::Tf32 || s.arith == MmaArith::Tf32x3;
-  needs.mma = true;
-  needs.asyncCopy |= s.stages > 1 || half;
-  needs.mmaF64Sm90 |= s.shape != MmaShape::Native;
-  needs.ldmatrix |= half || (tf32 && s.stages > 1);
-  needs.namedBarrier |= p.rowGroups > 0;
+  needs.need(mmaHelpers);
+  if (s.stages > 1 || half) needs.need(asyncCopyHelpers);
+  if (s.shape != MmaShape::Native) needs.need(mmaF64Sm90Helpers);
+  if (half || (tf32 && s.stages > 1)) needs.need(mma16Helpers);
+  if (s.arith == MmaArith::S8 && !p.isWgmma()) needs.need(mmaS8Helpers);
+  if (p.rowGroups > 0) needs.need(mma::namedBarrierHelpers);
   if (p.isWgmma()) {
-    std::string h = mma::wgmmaShapeHelper(p);
-    if (std::find(needs.wgmmaShapes.begin(), needs.wgmmaShapes.end(), h) == needs.wgmmaShapes.end())
-      needs.wgmmaShapes.push_back(std::move(h));
+    needs.need(mma::wgmmaCommonHelpers);
+    needs.needInOrder(ModuleNeeds::wgmmaShapeBand, ModuleNeeds::wgmmaShapeBand + 1000, mma::wgmmaShapeHelper(p));
   }
-  needs.wgmmaSwizzle |= p.tiles == TileForm::Swizzle128;
-  needs.wgmmaSplit |= p.splitBuffers > 0;
-  needs.tma |= p.ring.tma();
+  if (p.tiles == TileForm::Swizzle128) needs.need(mma::wgmmaSwizzleHelpers);
+  if (p.splitBuffers > 0) needs.need(mma::wgmmaSplitHelpers);
+  if (p.ring.tma()) needs.need(mma::tmaHelpers);
   if (p.ring.producer()) {
     needs.producer = true;
     needs.producerSplit |= p.splitBuffers > 0;
     needs.producerThreadCopies |= p.residentByThreads() || (p.aByThreads() && !p.aByLoads());
-    needs.l2Prefetch |= !p.epiloguePrefetch.empty();
+    if (!p.epiloguePrefetch.empty()) needs.need(mma::prefetchL2Helpers);
     for (int64_t n : {p.producerRegisters, p.consumerRegisters})
       if (n > 0) needs.producerRegisters.insert(n);
   }

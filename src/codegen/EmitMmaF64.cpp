@@ -40,7 +40,7 @@ const char* f64MmaHelper(const MmaPlan& p) {
 // One helper per sm_90 shape, included only where a nest uses one (so that every other module's
 // text, and its cubin, stays as it was). Below sm_90 the module does not compile: the pipeline
 // refuses such a schedule first (ScheduleLimits::computeCapability), this is the last guard.
-const char* const mmaF64Sm90Helpers = R"mma(// FP64 tensor-core helpers of sm_90 ('mma: f64 m16n8k4 / m16n8k8 / m16n8k16'): d += a * b on one
+const Prelude mmaF64Sm90Helpers{2010, R"mma(// FP64 tensor-core helpers of sm_90 ('mma: f64 m16n8k4 / m16n8k8 / m16n8k16'): d += a * b on one
 // 16x8 FP64 fragment of this lane (four accumulators; A two, four or eight registers, B one, two or four).
 #ifndef RTCG_HOST_EMULATION
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
@@ -68,6 +68,6 @@ __device__ __forceinline__ void rtcg_mma_f64_m16n8k16(double& d0, double& d1, do
 #else
 #error "mma f64 m16n8k4 / m16n8k8 / m16n8k16 need sm_90 or later (m8n8k4 runs on sm_80)"
 #endif
-#endif)mma";
+#endif)mma"};
 
 }  // namespace rtcg::emit

@@ -160,7 +160,7 @@ void HoistedCopies::copyWhole(EmitContext& ctx, const MmaPlan& p, const C::ExprP
   const int64_t bytesPer = typeBytes(p.staged);
   // A literal buffer past the first: its offset in the instruction (asyncCopyAtHelpers).
   const bool at = buffer->kind == C::ExprKind::IntLit && buffer->intValue != 0;
-  ctx.needs.asyncCopyAt |= at;
+  if (at) ctx.needs.need(asyncCopyAtHelpers);
   for (const Slot& slot : slots_) {
     RTCG_ASSERT(slot.carried, "copyWhole follows startCarried");
     const C::ExprP bytes = slot.fullRows ? lit(V_ * bytesPer) : slot.rowBytes;

@@ -254,7 +254,7 @@ void storeOddPairChunk(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, size_t 
   // -> 0.2288 ms with 32 ns, 0.2293 with 0, 0.2309 every second chunk; a branch-free epilogue 0.270
   // -> 0.2375; dg_diff N8's runs 0.2561 -> 0.2493; docs/bench.md, sessions 53 and 54).
   if (fn > 0 && p.alternatingTiles && p.aByThreads() && (oneStatement || literal)) {
-    ctx.needs.epilogueYield = true;
+    ctx.needs.need(epilogueYieldHelpers);
     out.push_back(C::exprStmt(C::call("rtcg_epilogue_yield", {})));
   }
   if (oneStatement || literal) {

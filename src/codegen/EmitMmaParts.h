@@ -242,7 +242,7 @@ void copyOrFill(EmitContext& ctx, const MmaPlan& p, const MmaNames& nm, const Co
 // helpers).
 RingCopy tmaCopy(const MmaPlan& p, const MmaNames& nm);
 RingHandOver tmaHandOver(const MmaPlan& p, const MmaNames& nm);
-extern const char* const tmaHelpers;
+extern const Prelude tmaHelpers;
 // The pointer to mbarrier `index` (8 bytes each from MmaPlan::barrierOffset; stage s's is s).
 C::ExprP barrierAt(const MmaPlan& p, const MmaNames& nm, const C::ExprP& index);
 // The issue of step `stepIndex` into `buffer` (one thread's): the bytes expected on the stage's
@@ -277,12 +277,12 @@ std::string producerHelpers(const std::set<int64_t>& counts, bool split, bool th
 // down to 16 into L2 (cp.async.bulk.prefetch.L2 takes 16-byte units; arrays are whole allocations,
 // 16-byte aligned); the host emulation checks that [first, end) lies within one of the kernel's
 // arrays.
-extern const char* const prefetchL2Helpers;
+extern const Prelude prefetchL2Helpers;
 // EmitMmaPrefetch.cpp: rtcg_bar_sync(id, threads), a barrier of some of the block's warps (bar.sync).
-extern const char* const namedBarrierHelpers;
+extern const Prelude namedBarrierHelpers;
 // rtcg_epilogue_yield(): the warp sleeps about 32 ns (__nanosleep; nothing in the host emulation),
 // between an epilogue's chunks (EmitMmaOddRows.cpp, storeOddPairChunk).
-extern const char* const epilogueYieldHelpers;
+extern const Prelude epilogueYieldHelpers;
 // The tensor map parameters (nm.tmapA, nm.tmapB) after the function's others, and their
 // LaunchSpec::tensorMaps.
 void declareTensorMaps(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, C::Function& fn, LaunchSpec& launch);
@@ -351,9 +351,9 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
 C::ExprP wgmmaTileAt(const MmaPlan& p, bool isA, const C::ExprP& row, const C::ExprP& k);
 // The helpers' text: the common one (descriptors, fences; once per module) and the instruction of
 // one plan's shape and layouts (a function per distinct name).
-extern const char* const wgmmaCommonHelpers;
-extern const char* const wgmmaSwizzleHelpers;  // `swizzle 128`'s descriptor, after the common ones
-extern const char* const wgmmaSplitHelpers;    // tf32x3's split (EmitWgmmaRegisters.cpp)
+extern const Prelude wgmmaCommonHelpers;
+extern const Prelude wgmmaSwizzleHelpers;  // `swizzle 128`'s descriptor, after the common ones
+extern const Prelude wgmmaSplitHelpers;    // tf32x3's split (EmitWgmmaRegisters.cpp)
 std::string wgmmaShapeHelper(const MmaPlan& p);
 
 }  // namespace rtcg::emit::mma

@@ -326,13 +326,13 @@ void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
   out.push_back(C::forLoop(ctx.idx, step, lit(0), C::name(total), C::Unroll::Never, std::move(body)));
 }
 
-const char* const namedBarrierHelpers = R"bar(// A barrier of some of the block's warps: mma.sync's row groups ('pingpong'), each its own.
+const Prelude namedBarrierHelpers{4030, R"bar(// A barrier of some of the block's warps: mma.sync's row groups ('pingpong'), each its own.
 #ifdef RTCG_HOST_EMULATION
 inline void rtcg_bar_sync(int id, int threads) { rtcg_emu_bar_sync(id, threads); }
 #else
 __device__ __forceinline__ void rtcg_bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
-#endif)bar";
+#endif)bar"};
 
 }  // namespace rtcg::emit::mma

@@ -104,30 +104,12 @@ EmittedModule emitCuda(const Kernel& k, const SchedulePlan& plan, int arrayAlign
   // The 16-bit types' headers only where the kernel has such values: other kernels' code stays as it was.
   if (usesType(k, ScalarType::F16)) mod.preludes.push_back("#include <cuda_fp16.h>");
   if (usesType(k, ScalarType::BF16)) mod.preludes.push_back("#include <cuda_bf16.h>");
-  // The preludes the emitter parts declared (ModuleNeeds), in a fixed order.
-  if (needs.asyncCopy) mod.preludes.push_back(emit::asyncCopyHelpers);
-  if (needs.asyncCopyAt) mod.preludes.push_back(emit::asyncCopyAtHelpers);
-  if (needs.mma) mod.preludes.push_back(emit::mmaHelpers);
-  if (needs.mmaF64Sm90) mod.preludes.push_back(emit::mmaF64Sm90Helpers);
-  if (needs.ldmatrix) mod.preludes.push_back(emit::mma16Helpers);
-  if (needs.mmaS8) mod.preludes.push_back(emit::mmaS8Helpers);
-  if (!needs.wgmmaShapes.empty()) mod.preludes.push_back(emit::mma::wgmmaCommonHelpers);
-  if (needs.wgmmaSwizzle) mod.preludes.push_back(emit::mma::wgmmaSwizzleHelpers);
-  if (needs.wgmmaSplit) mod.preludes.push_back(emit::mma::wgmmaSplitHelpers);
-  if (needs.tma) mod.preludes.push_back(emit::mma::tmaHelpers);
-  if (needs.producer) mod.preludes.push_back(emit::mma::producerHelpers(needs.producerRegisters, needs.producerSplit,
-                                                                           needs.producerThreadCopies));
-  if (needs.l2Prefetch) mod.preludes.push_back(emit::mma::prefetchL2Helpers);
-  if (needs.epilogueYield) mod.preludes.push_back(emit::mma::epilogueYieldHelpers);
-  if (needs.namedBarrier) mod.preludes.push_back(emit::mma::namedBarrierHelpers);
-  for (const std::string& h : needs.wgmmaShapes) mod.preludes.push_back(h);
-  if (needs.atomicsU32) mod.preludes.push_back(emit::accumulateU32Helpers);
-  if (needs.atomics) mod.preludes.push_back(emit::accumulateHelpers);
-  // Scans: the templates, then each scan nest's function (only in modules that have one).
-  if (needs.scanU32) mod.preludes.push_back(emit::scanU32Helpers);
-  if (!needs.scanFunctions.empty()) mod.preludes.push_back(emit::scanHelpers);
-  if (needs.scanWarpLayout) mod.preludes.push_back(emit::scanWarpHelpers);
-  for (std::string& f : needs.scanFunctions) mod.preludes.push_back(std::move(f));
+  // The preludes the emitter parts declared (ModuleNeeds), by rank; the producer's once every
+  // producer nest has declared its setmaxnreg counts.
+  if (needs.producer)
+    needs.need(emit::ModuleNeeds::producerRank,
+               emit::mma::producerHelpers(needs.producerRegisters, needs.producerSplit, needs.producerThreadCopies));
+  for (auto& [rank, text] : needs.preludes) mod.preludes.push_back(std::move(text));
   for (C::Function& f : emit::floorHelpers("int", needs.floorInt)) mod.functions.push_back(std::move(f));
   for (C::Function& f : emit::floorHelpers("long long", needs.floorLL)) mod.functions.push_back(std::move(f));
   for (C::Function& f : kernels) mod.functions.push_back(std::move(f));

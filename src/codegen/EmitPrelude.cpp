@@ -1,8 +1,22 @@
 #include <fmt/format.h>
 
 #include "codegen/EmitContext.h"
+#include "support/Error.h"
 
 namespace rtcg::emit {
+
+void ModuleNeeds::need(int rank, std::string text) {
+  auto [at, added] = preludes.try_emplace(rank, std::move(text));
+  RTCG_ASSERT(added || at->second == text, fmt::format("two preludes of rank {}", rank));
+}
+
+void ModuleNeeds::needInOrder(int band, int end, std::string text) {
+  int next = band;
+  for (auto it = preludes.lower_bound(band); it != preludes.end() && it->first < end; ++it, ++next)
+    if (it->second == text) return;
+  RTCG_ASSERT(next < end, fmt::format("more preludes than the band from rank {} holds", band));
+  preludes.emplace(next, std::move(text));
+}
 
 // __device__ helpers for floor division (which & 1) and modulo (which & 2) of possibly negative
 // integers, and (which & 4, int) the modulo by a divisor's multiplier computed once, with modulo's.
@@ -62,7 +76,7 @@ std::vector<C::Function> floorHelpers(const std::string& type, uint8_t which) {
 // The cp.async helpers of `copy: async` (fixed text). Before sm_80 and in the host emulation of
 // the tests (which defines its own, checking alignment) they are plain copies, which the
 // barriers around each step make correct too.
-const char* const asyncCopyHelpers = R"(// Copies global -> shared memory for tiles staged steps ahead ('copy: async'): cp.async on sm_80
+const Prelude asyncCopyHelpers{1000, R"(// Copies global -> shared memory for tiles staged steps ahead ('copy: async'): cp.async on sm_80
 // and later (src_bytes < size zero-fills the rest), plain copies before.
 #ifndef RTCG_HOST_EMULATION
 #if __CUDA_ARCH__ >= 800
@@ -91,14 +105,14 @@ __device__ __forceinline__ void rtcg_cp_async_wait0() {}
 __device__ __forceinline__ void rtcg_cp_async_wait1() {}
 __device__ __forceinline__ void rtcg_cp_async_wait2() {}
 #endif
-#endif)";
+#endif)"};
 
 // cp.async into shared memory at a constant byte offset from `dst` (`copies hoisted`'s rounds, whose
 // buffers are literals): the offset goes into the instruction, so that each copy's destination is
 // one register for all the buffers rather than one a buffer (NVCC keeps each buffer's converted
 // address live across the loop otherwise). Macros, for the instruction's immediate; elsewhere the
 // plain helpers at dst + offset.
-const char* const asyncCopyAtHelpers = R"(// cp.async at a constant byte offset from the destination ('copies hoisted'): the offset in the instruction.
+const Prelude asyncCopyAtHelpers{1010, R"(// cp.async at a constant byte offset from the destination ('copies hoisted'): the offset in the instruction.
 #if !defined(RTCG_HOST_EMULATION) && __CUDA_ARCH__ >= 800
 #define RTCG_CP_ASYNC_AT(kind, size, dst, src, src_bytes, offset) \
   asm volatile("cp.async." kind ".shared.global [%0+%3], [%1], " #size ", %2;\n" \
@@ -110,13 +124,13 @@ const char* const asyncCopyAtHelpers = R"(// cp.async at a constant byte offset 
 #define RTCG_CP_ASYNC4_AT(dst, src, src_bytes, offset) rtcg_cp_async4((char*)(dst) + (offset), src, src_bytes)
 #define RTCG_CP_ASYNC8_AT(dst, src, src_bytes, offset) rtcg_cp_async8((char*)(dst) + (offset), src, src_bytes)
 #define RTCG_CP_ASYNC16_AT(dst, src, src_bytes, offset) rtcg_cp_async16((char*)(dst) + (offset), src, src_bytes)
-#endif)";
+#endif)"};
 
 // TF32 rounding and the mma.sync instructions of `mma:` schedules (sm_80 and later). Operands pass
 // as floats holding TF32 bit patterns (rounded by rtcg_tf32_rna when staged); each helper is one
 // warp-wide instruction on the fragments of the calling lane (layouts: PTX ISA, mma.m16n8k8 and
 // mma.m8n8k4). The host emulation defines the same functions.
-const char* const mmaHelpers = R"mma(// Tensor-core helpers ('mma:'): cvt.rna.tf32.f32 rounds to 10 mantissa bits (nearest, ties away
+const Prelude mmaHelpers{2000, R"mma(// Tensor-core helpers ('mma:'): cvt.rna.tf32.f32 rounds to 10 mantissa bits (nearest, ties away
 // from zero); d += a * b on one m16n8k8 TF32 or m8n8k4 FP64 fragment of this lane.
 #ifndef RTCG_HOST_EMULATION
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
@@ -140,14 +154,14 @@ __device__ __forceinline__ void rtcg_mma_f64(double& d0, double& d1, double a0, 
 #else
 #error "mma schedules need sm_80 or later (mma.sync with TF32 and FP64 operands)"
 #endif
-#endif)mma";
+#endif)mma"};
 
 // The 16-bit arithmetics of `mma:` (bf16 / f16): ldmatrix (four or two 8x8 matrices of 16-bit
 // values from shared memory, lane l giving the address of row l % 8 of matrix l / 8; .trans
 // transposes each) and mma.sync m16n8k16 with f32 accumulators. Operands pass as 32-bit registers
 // of two packed values (layouts: PTX ISA, mma.m16n8k16 and ldmatrix). The host emulation defines
 // the same functions.
-const char* const mma16Helpers = R"mma(// Tensor-core helpers of 16-bit 'mma:' schedules: ldmatrix and mma.sync m16n8k16 (f32 += bf16/f16 products).
+const Prelude mma16Helpers{2020, R"mma(// Tensor-core helpers of 16-bit 'mma:' schedules: ldmatrix and mma.sync m16n8k16 (f32 += bf16/f16 products).
 #ifndef RTCG_HOST_EMULATION
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 #define RTCG_LDMATRIX(shape, ...) \
@@ -187,12 +201,12 @@ __device__ __forceinline__ void rtcg_mma_f16(float& d0, float& d1, float& d2, fl
 #else
 #error "16-bit mma schedules need sm_80 or later (mma.sync m16n8k16 with f32 accumulators, ldmatrix)"
 #endif
-#endif)mma";
+#endif)mma"};
 
 // The s8 arithmetic of `mma:`: mma.sync m16n8k32 with s32 accumulators (wrapping, as the i32 sum
 // does: no .satfinite). Operands pass as 32-bit registers of four packed bytes (layouts: PTX ISA,
 // mma.m16n8k32), loaded by mma16Helpers' ldmatrix. The host emulation defines the same function.
-const char* const mmaS8Helpers = R"mma(// Tensor-core helper of s8 'mma:' schedules: mma.sync m16n8k32 (s32 += s8 products).
+const Prelude mmaS8Helpers{2030, R"mma(// Tensor-core helper of s8 'mma:' schedules: mma.sync m16n8k32 (s32 += s8 products).
 #ifndef RTCG_HOST_EMULATION
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 __device__ __forceinline__ void rtcg_mma_s8(int& d0, int& d1, int& d2, int& d3, unsigned int a0, unsigned int a1,
@@ -205,6 +219,6 @@ __device__ __forceinline__ void rtcg_mma_s8(int& d0, int& d1, int& d2, int& d3, 
 #else
 #error "s8 mma schedules need sm_80 or later (mma.sync m16n8k32 with s32 accumulators)"
 #endif
-#endif)mma";
+#endif)mma"};
 
 }  // namespace rtcg::emit

@@ -6,6 +6,8 @@
 // words and ticket are module globals of the nest (named like a split reduction's scratch).
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "codegen/EmitContext.h"
 #include "support/Error.h"
 
@@ -15,7 +17,7 @@ namespace rtcg::emit {
 // operators' identities and the status words' bits of unsigned int, ahead of scanHelpers, whose
 // templates call bitsOf / fromBits with T unsigned int (a call of a fundamental type finds only the
 // overloads declared before the template).
-const char* const scanU32Helpers = R"(// Scans of u32 values: the identities of max and min (0 and 2^32 - 1) and the status words' bits.
+const Prelude scanU32Helpers{7000, R"(// Scans of u32 values: the identities of max and min (0 and 2^32 - 1) and the status words' bits.
 namespace rtcg_scan {
 template <class T> __device__ __forceinline__ T lowest();
 template <class T> __device__ __forceinline__ T highest();
@@ -24,9 +26,9 @@ template <> __device__ __forceinline__ unsigned int highest<unsigned int>() { re
 __device__ __forceinline__ unsigned int bitsOf(unsigned int v) { return v; }
 __device__ __forceinline__ void fromBits(unsigned int b, unsigned int& v) { v = b; }
 }  // namespace rtcg_scan
-)";
+)"};
 
-const char* const scanHelpers = R"(// Scans (scan: lookback / lines): the operators, the status words of the decoupled look-back,
+const Prelude scanHelpers{7010, R"(// Scans (scan: lookback / lines): the operators, the status words of the decoupled look-back,
 // the scans of a warp, of a block, and of a tile or a line.
 // RTCG_SCAN_HOLD_PREFIX: the host emulation's tests set it to keep tiles from publishing their
 // inclusive prefixes (only a line's first tile does), so that every look-back combines aggregates
@@ -297,9 +299,9 @@ __device__ __forceinline__ void lines(const T* __restrict__ x, T* __restrict__ y
   }
 }
 }  // namespace rtcg_scan
-)";
+)"};
 
-const char* const scanWarpHelpers = R"(// Scans, `scan: lookback ... layout warp`: each warp owns a run of the tile from load to store.
+const Prelude scanWarpHelpers{7020, R"(// Scans, `scan: lookback ... layout warp`: each warp owns a run of the tile from load to store.
 namespace rtcg_scan {
 // Status words of the warp layout: one a tile for 4-byte values (the packed word of Status<T,
 // false>: a look-back step's 32 words are 256 contiguous bytes), four for 8-byte values (Status<T,
@@ -413,7 +415,7 @@ __device__ __forceinline__ void lookbackWarp(const T* __restrict__ x, T* __restr
   }
 }
 }  // namespace rtcg_scan
-)";
+)"};
 
 namespace {
 
@@ -473,7 +475,7 @@ C::Function emitScanNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Gl
                                     "epoch; launches of this module must not overlap",
                                     fn.name, p.statusWords == p.tiles ? "one" : "four")},
                        16});
-    ctx.needs.scanWarpLayout |= p.warpLayout;
+    if (p.warpLayout) ctx.needs.need(scanWarpHelpers);
     globals.push_back({"unsigned long long", ticket, 1, {fmt::format("The tiles' ticket counter of {}", fn.name)}, 0});
     launch.usesGlobalScratch = true;
   } else {
@@ -481,9 +483,11 @@ C::Function emitScanNest(EmitContext& ctx, LaunchSpec& launch, std::vector<C::Gl
                        opName(f.op), p.threads, p.lanes, p.items, seg, f.exclusive, headArg, f.length, f.inner,
                        f.lines());
   }
-  ctx.needs.scanU32 |= f.type == ScalarType::U32;
-  ctx.needs.scanFunctions.push_back(fmt::format("// Nest {}: {}.\nstatic __device__ __forceinline__ void {}({}) {{\n  {}\n}}",
-                                 ctx.nestIdx, printScanSchedule(ctx.sched.scan), wrapper, params, call));
+  if (f.type == ScalarType::U32) ctx.needs.need(scanU32Helpers);
+  ctx.needs.need(scanHelpers);
+  ctx.needs.needInOrder(ModuleNeeds::scanFunctionBand, std::numeric_limits<int>::max(),
+                        fmt::format("// Nest {}: {}.\nstatic __device__ __forceinline__ void {}({}) {{\n  {}\n}}",
+                                    ctx.nestIdx, printScanSchedule(ctx.sched.scan), wrapper, params, call));
   body.push_back(C::exprStmt(C::call(wrapper, std::move(args))));
   fn.body = std::move(body);
   describeNest(ctx, fn);

@@ -330,7 +330,7 @@ StageRef tileRef(EmitContext& ctx, size_t t, const std::map<std::string, C::Expr
 void copyStep(EmitContext& ctx, int group, const C::ExprP& step, const StepAt& stepAt, Env& env,
               std::vector<C::Stmt>& before, std::vector<C::Stmt>& stage, std::vector<C::Stmt>& after) {
   const StageRing& ring = ctx.plan.staging.ring;
-  if (ring.engine == CopyEngine::CpAsync) ctx.needs.asyncCopy = true;
+  if (ring.engine == CopyEngine::CpAsync) ctx.needs.need(asyncCopyHelpers);
   Env scratch = env;  // copies that the reads of this step do not see
   StepCopies copies;
   copies.throughRegisters = ring.engine == CopyEngine::Registers && declarePrefetch(ctx, group, before);

@@ -98,7 +98,7 @@ RingHandOver tmaHandOver(const MmaPlan& p, const MmaNames& nm) {
 // The tensor map's parameter type, the mbarrier and the TMA copy (PTX ISA: mbarrier,
 // cp.async.bulk.tensor). rtcg_tensor_map has CUtensorMap's size and alignment (NVRTC has no
 // cuda.h); the host emulation defines the same functions over its own encoding of the map.
-const char* const tmaHelpers = R"tma(// TMA helpers ('mma: ... tma'): the tensor map parameter, the stages' mbarriers, the 2-D box copy.
+const Prelude tmaHelpers{3030, R"tma(// TMA helpers ('mma: ... tma'): the tensor map parameter, the stages' mbarriers, the 2-D box copy.
 struct __align__(64) rtcg_tensor_map {
   unsigned long long opaque[16];
 };
@@ -125,6 +125,6 @@ __device__ __forceinline__ void rtcg_tma_load_2d(void* dst, const rtcg_tensor_ma
                "[%2];\n" ::"r"((unsigned int)__cvta_generic_to_shared(dst)), "l"(map),
                "r"((unsigned int)__cvta_generic_to_shared(bar)), "r"(inner), "r"(outer) : "memory");
 }
-#endif)tma";
+#endif)tma"};
 
 }  // namespace rtcg::emit::mma

@@ -305,7 +305,7 @@ void emitWgmmaMain(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, std::vector
 // Descriptors and fences (PTX ISA: wgmma, the shared memory matrix descriptor; fence.proxy.async).
 // The first line marks the module for sm_90a (codegen/Nvrtc.h: NVRTC compiles such a module for
 // sm_90a where the target is sm_90). The host emulation defines the same functions.
-const char* const wgmmaCommonHelpers = R"wgmma(// rtcg-arch: sm_90a (wgmma)
+const Prelude wgmmaCommonHelpers{3000, R"wgmma(// rtcg-arch: sm_90a (wgmma)
 // wgmma helpers ('mma: ... wgmma'): the 64-bit shared memory matrix descriptor (start address,
 // leading and stride dimension byte offsets, each >> 4; no swizzle), the async proxy fence that
 // makes the tiles' copies visible to wgmma, commit.
@@ -319,17 +319,17 @@ __device__ __forceinline__ unsigned long long rtcg_wgmma_desc(const void* p, uns
 }
 __device__ __forceinline__ void rtcg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void rtcg_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-#endif)wgmma";
+#endif)wgmma"};
 
 // `swizzle 128`'s descriptor (a prelude of its own, so that modules without it stay as they were):
 // layout type 1 (128-byte swizzle) in bits 62-63, base offset 0 (every atom starts at a multiple of
 // 1024 bytes: the dynamic shared memory is aligned to 1024 for such a module).
-const char* const wgmmaSwizzleHelpers = R"wgmma(// wgmma's 128-byte swizzled descriptors ('mma: ... swizzle 128').
+const Prelude wgmmaSwizzleHelpers{3010, R"wgmma(// wgmma's 128-byte swizzled descriptors ('mma: ... swizzle 128').
 #ifndef RTCG_HOST_EMULATION
 __device__ __forceinline__ unsigned long long rtcg_wgmma_desc_sw128(const void* p, unsigned int lbo, unsigned int sbo) {
   return rtcg_wgmma_desc(p, lbo, sbo) | 1ull << 62;
 }
-#endif)wgmma";
+#endif)wgmma"};
 
 // One shape's helpers: `NAME(desc_a, desc_b, d0, ...)` issues wgmma.mma_async (D += A B: scale-d
 // set, no negation, imm-trans per operand's layout; TF32 has no transpose operands), with A from

@@ -544,7 +544,7 @@ __device__ __forceinline__ void rtcg_tf32_small4_put(float4 v, float* small) {
 
 // The end is rounded down, not up: a prefetch past the array's end could reach memory that is not
 // mapped; the last bytes of a range that ends inside a 16-byte unit stay out (a hint only).
-const char* const prefetchL2Helpers = R"prefetch(// The epilogue's reads prefetched into L2 by the producer ('mma: ... tma producer').
+const Prelude prefetchL2Helpers{4010, R"prefetch(// The epilogue's reads prefetched into L2 by the producer ('mma: ... tma producer').
 #ifdef RTCG_HOST_EMULATION
 inline void rtcg_prefetch_l2_range(const void* first, const void* end) { rtcg_emu_prefetch_l2(first, end); }
 #else
@@ -552,13 +552,13 @@ __device__ __forceinline__ void rtcg_prefetch_l2_range(const void* first, const 
   const unsigned long long a = (unsigned long long)first & ~15ull, b = (unsigned long long)end & ~15ull;
   if (b > a) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a), "r"((unsigned int)(b - a)) : "memory");
 }
-#endif)prefetch";
+#endif)prefetch"};
 
-const char* const epilogueYieldHelpers = R"yield(// A pause between the epilogue's chunks (its stores leave the memory pipe to the producer's loads).
+const Prelude epilogueYieldHelpers{4020, R"yield(// A pause between the epilogue's chunks (its stores leave the memory pipe to the producer's loads).
 #ifdef RTCG_HOST_EMULATION
 inline void rtcg_epilogue_yield() {}
 #else
 __device__ __forceinline__ void rtcg_epilogue_yield() { __nanosleep(32); }
-#endif)yield";
+#endif)yield"};
 
 }  // namespace rtcg::emit::mma

@@ -105,13 +105,13 @@ void retire(const MmaPlan& p, const MmaNames& nm, const std::string& name, const
 
 // tf32x3's split of a step's tile (MmaPlan::splitBuffers): four values at `x` become their big
 // parts (TF32 rounded to nearest) in place and their small parts (the rest, rounded) at `small`.
-const char* const wgmmaSplitHelpers = R"wgmma(// tf32x3 on wgmma: a tile's values split in place (big) and into the small tile.
+const Prelude wgmmaSplitHelpers{3020, R"wgmma(// tf32x3 on wgmma: a tile's values split in place (big) and into the small tile.
 __device__ __forceinline__ void rtcg_tf32_split4(float* x, float* small) {
   const float4 v = *reinterpret_cast<const float4*>(x);
   const float4 big = make_float4(rtcg_tf32_rna(v.x), rtcg_tf32_rna(v.y), rtcg_tf32_rna(v.z), rtcg_tf32_rna(v.w));
   *reinterpret_cast<float4*>(x) = big;
   *reinterpret_cast<float4*>(small) = make_float4(rtcg_tf32_rna(v.x - big.x), rtcg_tf32_rna(v.y - big.y),
                                                   rtcg_tf32_rna(v.z - big.z), rtcg_tf32_rna(v.w - big.w));
-})wgmma";
+})wgmma"};
 
 }  // namespace rtcg::emit::mma
