@@ -7,6 +7,7 @@
 
 #include "codegen/CAst.h"
 #include "codegen/CPrinter.h"
+#include "codegen/EmitContext.h"
 #include "codegen/Emitter.h"
 #include "codegen/Nvrtc.h"
 #include "frontend/Frontend.h"
@@ -443,4 +444,23 @@ TEST(Emitter, ProductsThatReachADiscontinuityAreNotContracted) {
   EXPECT_TRUE(contains(m.source, "y[i] = x[i] * 10.0f + 1.0f;")) << m.source;
   EmittedModule mm = emitCuda(matmul(100), defaultSchedule(matmul(100)));
   EXPECT_FALSE(contains(mm.source, "_rn(")) << mm.source;
+}
+
+// The module's preludes (ModuleNeeds): each declared once, printed by rank whatever the order of
+// the declarations; texts of one band in the order of their first use; two texts at one rank are
+// an emitter bug.
+TEST(Emitter, PreludesPrintOnceEachByRank) {
+  emit::ModuleNeeds needs;
+  needs.need({20, "b"});
+  needs.needInOrder(100, 200, "y");
+  needs.need({10, "a"});
+  needs.needInOrder(100, 200, "x");
+  needs.need({20, "b"});
+  needs.needInOrder(100, 200, "y");
+  std::vector<std::string> order;
+  for (const auto& [rank, text] : needs.preludes) order.push_back(text);
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "y", "x"}));
+  EXPECT_THROW(needs.need({10, "another"}), InternalError);
+  for (int i = 0; i < 98; ++i) needs.needInOrder(100, 200, std::to_string(i));
+  EXPECT_THROW(needs.needInOrder(100, 200, "one past the band"), InternalError);
 }
