@@ -17,6 +17,7 @@
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
 #include "ir/Analysis.h"
+#include "ir/IntOps.h"
 #include "ir/Walk.h"
 #include "support/Error.h"
 
@@ -214,7 +215,7 @@ void stageOperand(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool isA, co
                   const C::ExprP& buffer, std::vector<C::Stmt>& out) {
   if (p.tiles != TileForm::Padded) return stageOperandAsLoaded(ctx, p, nm, isA, k0, buffer, out);
   const int64_t rows = isA ? p.blockM : p.blockN, total = rows * p.blockK;
-  const int64_t threads = nm.copiers(ctx.plan.launch.threads), rounds = (total + threads - 1) / threads;
+  const int64_t threads = nm.copiers(ctx.plan.launch.threads), rounds = ceilDiv(total, threads);
   const bool alongK = isA ? p.c.aAlongK : p.c.bAlongK;
   std::string s = ctx.names.fresh(isA ? "copy_a" : "copy_b");
   std::vector<C::Stmt> body;

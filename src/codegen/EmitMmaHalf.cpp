@@ -15,6 +15,7 @@
 #include "codegen/CudaTypes.h"
 #include "codegen/EmitMmaParts.h"
 #include "ir/Analysis.h"
+#include "ir/IntOps.h"
 #include "support/Error.h"
 
 namespace rtcg::emit::mma {
@@ -124,7 +125,7 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   const int64_t pitch = p.tile(isA).pitch, V = runElements(ctx, p, isA);
   const int64_t runs = outerCount * (innerCount / V);
   if (!tid) threads = nm.copiers(ctx.plan.launch.threads);
-  const int64_t rounds = (runs + threads - 1) / threads;
+  const int64_t rounds = ceilDiv(runs, threads);
   std::string s = ctx.names.fresh(isA ? "copy_a" : "copy_b");
   std::vector<C::Stmt> body;
   std::string e = ctx.names.fresh("e");
@@ -162,29 +163,29 @@ void stageOperandAsLoaded(EmitContext& ctx, const MmaPlan& p, MmaNames& nm, bool
   C::ExprP at = p.isWgmma() ? C::sum({buffer ? buffer : lit(0), wgmmaTileAt(p, isA, row, kk)})
                         : C::sum({buffer ? buffer : lit(0), C::product(C::name(on), lit(pitch)), C::name(in)});
   const int64_t bytesPer = typeBytes(p.staged);
-  if (V > 1 && rowExtent % rows == 0 && p.c.kExtent % p.blockK == 0) {
-    // Every run is inside the domain (the block tile's rows and the steps divide it): V elements
-    // copied without the bounds' tests, which cost measurable time in the ring's steps
-    // (docs/bench.md, session 60).
-    C::ExprP element = address();
-    RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
-    inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", V * bytesPer),
-                                        {C::unary("&", tileRef(tile, at)), element, lit(V * bytesPer)})));
-  } else if (V > 1) {
+  if (V > 1) {
     // The run's bytes inside the domain: none where its row (k, or M / N) is outside, else up to
-    // V elements along the contiguous direction; cp.async zero-fills the rest.
-    C::ExprP outerInside = kMajor ? bin("<", kq, lit(p.c.kExtent)) : bin("<", point, lit(rowExtent));
-    std::string left = ctx.names.fresh("left"), bytes = ctx.names.fresh("bytes");
-    inner.push_back(C::decl(ctx.idx, left, kMajor ? bin("-", lit(rowExtent), point) : bin("-", lit(p.c.kExtent), kq)));
-    C::ExprP clamped = C::ternary(bin("<", C::name(left), lit(V)), C::name(left), lit(V));
-    inner.push_back(C::decl("int", bytes,
-                            C::ternary(bin("&&", outerInside, bin(">", C::name(left), lit(0))),
-                                       C::product(clamped, lit(bytesPer)), lit(0))));
+    // V elements along the contiguous direction; cp.async zero-fills the rest. Where the block
+    // tile's rows and the steps divide the domain every run is inside: V elements, without the
+    // bounds' tests, which cost measurable time in the ring's steps (docs/bench.md, session 60).
+    const bool inside = rowExtent % rows == 0 && p.c.kExtent % p.blockK == 0;
+    C::ExprP bytes = lit(V * bytesPer);
+    if (!inside) {
+      C::ExprP outerInside = kMajor ? bin("<", kq, lit(p.c.kExtent)) : bin("<", point, lit(rowExtent));
+      std::string left = ctx.names.fresh("left"), name = ctx.names.fresh("bytes");
+      inner.push_back(C::decl(ctx.idx, left, kMajor ? bin("-", lit(rowExtent), point) : bin("-", lit(p.c.kExtent), kq)));
+      C::ExprP clamped = C::ternary(bin("<", C::name(left), lit(V)), C::name(left), lit(V));
+      inner.push_back(C::decl("int", name,
+                              C::ternary(bin("&&", outerInside, bin(">", C::name(left), lit(0))),
+                                         C::product(clamped, lit(bytesPer)), lit(0))));
+      bytes = C::name(name);
+    }
     C::ExprP element = address();
     RTCG_ASSERT(loads.empty(), "an mma operand lowers to one expression");
-    C::ExprP src = C::ternary(bin(">", C::name(bytes), lit(0)), element, C::name(ctx.paramNames[size_t(load->array)]));
+    C::ExprP src = inside ? element
+                          : C::ternary(bin(">", bytes, lit(0)), element, C::name(ctx.paramNames[size_t(load->array)]));
     inner.push_back(C::exprStmt(C::call(fmt::format("rtcg_cp_async{}", V * bytesPer),
-                                        {C::unary("&", tileRef(tile, at)), src, C::name(bytes)})));
+                                        {C::unary("&", tileRef(tile, at)), src, bytes})));
   } else if (!mmaPacked(p.arith)) {
     // TF32 and FP64 (with stages): one cp.async per value, its address only where it is inside.
     C::ExprP inside = bin("&&", bin("<", point, lit(rowExtent)), bin("<", kq, lit(p.c.kExtent)));

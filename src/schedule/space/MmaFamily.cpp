@@ -157,7 +157,7 @@ void keptFitVariants(NestSpace& s, const Contraction& c, const MmaSchedule& inst
   const int64_t kStep = largestStep(32), rowsStep = largestStep(64);
   if (kStep == 0) return;
   for (int64_t tiles = 1; tiles <= 16; ++tiles) {
-    const int64_t width = ((rows + tiles - 1) / tiles + 7) / 8 * 8;
+    const int64_t width = ceilDiv(ceilDiv(rows, tiles), 8) * 8;
     if (width > 128) continue;
     if (width < 40) break;
     if (tiles * width - rows >= 8) continue;

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "schedule/Mma.h"
 #include "ir/IntOps.h"
+#include "schedule/Mma.h"
 #include "schedule/Space.h"
 #include "schedule/SpaceModel.h"
 
