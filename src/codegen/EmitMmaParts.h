@@ -44,6 +44,23 @@ struct MmaNames {
   // The copying thread's index and the copying threads' count: the row group's, else the block's.
   const C::ExprP& copier() const { return copyTid ? copyTid : tid; }
   int64_t copiers(int64_t blockThreads) const { return copyThreads > 0 ? copyThreads : blockThreads; }
+  // For its lifetime the copies are the block's (a kept operand, which every thread copies before
+  // the row groups' rings): copier() is tid and copiers() the block's threads; the group's again
+  // after it.
+  class BlockCopies {
+   public:
+    explicit BlockCopies(MmaNames& nm) : nm_(nm), tid_(nm.copyTid), threads_(nm.copyThreads) {
+      nm.copyTid = nullptr, nm.copyThreads = 0;
+    }
+    ~BlockCopies() { nm_.copyTid = tid_, nm_.copyThreads = threads_; }
+    BlockCopies(const BlockCopies&) = delete;
+    BlockCopies& operator=(const BlockCopies&) = delete;
+
+   private:
+    MmaNames& nm_;
+    C::ExprP tid_;
+    int64_t threads_;
+  };
   // The fragment epilogue's second pass (valuesFirst): the accumulators hold the statements'
   // values, which the stores take as they are.
   bool accumulatorsHoldValues = false;

@@ -273,11 +273,10 @@ void emitPersistentPrefetchedSteps(EmitContext& ctx, const MmaPlan& p, MmaNames&
     atTile(lit(0), copy);
     const std::string s = ctx.names.fresh("kept_step");
     std::vector<C::Stmt> each;
-    const C::ExprP groupTid = nm.copyTid;
-    const int64_t groupThreads = nm.copyThreads;
-    nm.copyTid = nullptr, nm.copyThreads = 0;
-    copyOperand(false, C::product(C::name(s), lit(p.blockK)), C::product(C::name(s), lit(p.keptStep(1))), each);
-    nm.copyTid = groupTid, nm.copyThreads = groupThreads;
+    {
+      const MmaNames::BlockCopies byBlock(nm);
+      copyOperand(false, C::product(C::name(s), lit(p.blockK)), C::product(C::name(s), lit(p.keptStep(1))), each);
+    }
     copy.push_back(C::forLoop(ctx.idx, s, lit(0), lit(p.steps), C::Unroll::Never, std::move(each)));
     restore();
     copy.push_back(C::exprStmt(C::call("rtcg_cp_async_commit", {})));
