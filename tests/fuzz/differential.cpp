@@ -2,7 +2,8 @@
 // planning, the emitter and the emitted code itself. Each case takes a valid kernel (an example, a
 // frontend test program, or a small random one from a grammar), binds small random sizes, and runs
 // its default schedule and random candidates of its space (enumerateSchedules with a seed) in the
-// host emulation (tests/codegen/HostEmulation.h) against the reference executor. A mismatch, an
+// host emulation (tests/codegen/HostEmulation.h) against the reference executor; half the cases
+// search the space of an sm_90 model shrunk to 2 multiprocessors (Case::smallSm90). A mismatch, an
 // emulation failure (g++ error, misaligned copy, arrival counter left set) or an exception is a
 // finding: its reproducer is written to the output directory and the run exits 1. A kernel whose
 // points store to one element through an index array (the reference executor's WriteConflictError)
@@ -37,6 +38,7 @@
 #include "driver/Pipeline.h"
 #include "frontend/Frontend.h"
 #include "reference/Reference.h"
+#include "schedule/DeviceModels.h"
 #include "schedule/Mma.h"
 #include "schedule/Space.h"
 #include "schedule/PolicyRewrite.h"
@@ -217,13 +219,32 @@ struct Case {
   std::string sourceName, source, kernel, schedule;
   SizeBindings sizes;
   Precision precision = Precision::Ieee;  // the policy the space was searched under
+  // The space's device: none (generic limits: 48 KiB of shared memory a block, no multiprocessor
+  // count, so no `persistent` form), or an sm_90 model with 2 multiprocessors and its 227 KiB a
+  // block, where small sizes fill the device and the forms of large runs appear (persistent,
+  // pingpong, resident, the producer warpgroup, deep rings).
+  bool smallSm90 = false;
 };
+
+// The space options and plan limits of a case's device (Case::smallSm90).
+SpaceOptions spaceOptionsOf(const Case& c) {
+  SpaceOptions so;
+  so.precision = c.precision;
+  if (c.smallSm90) {
+    so.device = *archDeviceModel("sm_90");
+    so.device.multiprocessors = 2;
+    so.limits = deviceScheduleLimits(so.device.sharedPerBlockOptin, so.device.maxThreadsPerBlock, so.device.multiprocessors,
+                                     so.device.sharedPerMultiprocessor);
+  }
+  return so;
+}
 
 std::string describe(const Case& c) {
   std::string defs;
   for (const auto& [n, v] : c.sizes) defs += fmt::format(" -D {}={}", n, v);
   const std::string policy = c.precision == Precision::Ieee ? "" : fmt::format(" --precision {}", precisionName(c.precision));
-  return fmt::format("{} kernel {}{}{} --schedule '{}'", c.sourceName, c.kernel, defs, policy, c.schedule);
+  const char* device = c.smallSm90 ? " --arch sm_90 --max-shared 232448 --multiprocessors 2" : "";
+  return fmt::format("{} kernel {}{}{}{} --schedule '{}'", c.sourceName, c.kernel, defs, policy, device, c.schedule);
 }
 
 // Writes the reproducer (the source, then the case as an rtcgc command line and what went wrong).
@@ -250,12 +271,10 @@ std::optional<Kernel> bindRandom(const Kernel& k, std::mt19937_64& rng, SizeBind
 }
 
 // The schedules of one case: the default, then `count` random candidates of a seeded sample of the
-// space under `precision` (tf32x3: with the mma candidates of f32 contractions).
-std::vector<std::string> schedulesOf(const Kernel& bound, std::mt19937_64& rng, int count,
-                                     Precision precision = Precision::Ieee) {
-  std::vector<std::string> out{printSchedule(defaultSchedule(bound))};
-  SpaceOptions so;
-  so.precision = precision;
+// space of `so` (its precision; tf32x3: with the mma candidates of f32 contractions).
+std::vector<std::string> schedulesOf(const Kernel& bound, std::mt19937_64& rng, int count, SpaceOptions so = {}) {
+  const Precision precision = so.precision;
+  std::vector<std::string> out{printSchedule(defaultSchedule(bound, so.limits))};
   so.maxCandidates = 40;
   so.seed = rng();
   so.minThreads = 1;
@@ -312,6 +331,7 @@ std::string bigSizesProblem(const Kernel& k, std::mt19937_64& rng, SizeBindings&
 // Counts of the run: schedules emulated (on tensor cores among them) and cases rejected.
 struct Counts {
   int emulated = 0, mma = 0, rejected = 0;
+  int sm90 = 0, persistent = 0;  // emulated in a small sm_90's space (Case::smallSm90); persistent among them
   int rewritten = 0;  // cases under fp64x / fp32x (their schedules are the rewritten kernel's)
   int skipped = 0;    // kernels --policy does not apply to
 };
@@ -337,6 +357,7 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
   } else if (!policies.empty() && rng() % 2 == 0) {
     c.precision = policies[rng() % policies.size()];
   }
+  c.smallSm90 = rng() % 2 == 0;
   counts.rewritten += precisionRewrites(c.precision);
   // 1e-4, or more where the kernel stores 16-bit values (one rounding of each, as the tuner allows)
   // or the policy rounds operands.
@@ -347,13 +368,16 @@ bool runCase(const Options& o, int n, const Source& src, std::mt19937_64& rng, C
   try {
     // (inside: a rewrite that fails is a finding with its reproducer, not an abort)
     const Kernel scheduled = policyKernel(*bound, c.precision, PolicyReach::Everywhere);
-    for (const std::string& s : schedulesOf(scheduled, rng, o.schedules, c.precision)) {
+    const SpaceOptions so = spaceOptionsOf(c);
+    for (const std::string& s : schedulesOf(scheduled, rng, o.schedules, so)) {
       c.schedule = s;
       testing::EmulationOptions eo;
       eo.blockOrder = int(rng() % 3);
-      std::string err = testing::checkScheduledOnHost(*bound, scheduled, s, tolerance, {}, eo);
+      std::string err = testing::checkScheduledOnHost(*bound, scheduled, s, tolerance, so.limits, eo);
       ++counts.emulated;
       counts.mma += s.find("mma:") != std::string::npos;
+      counts.sm90 += c.smallSm90;
+      counts.persistent += s.find("persistent") != std::string::npos;
       if (!err.empty()) return report(o, n, c, err), false;
     }
   } catch (const WriteConflictError&) {
@@ -407,8 +431,9 @@ int main(int argc, char** argv) {
     if (!runCase(o, cases, src, rng, counts)) return 1;
   }
   std::printf("Done %d cases (%d rewritten by fp64x or fp32x, %d skipped: not under --policy), %d emulated schedules "
-              "(%d on tensor cores), %d rejected (order-dependent indirect stores), seed %llu: no finding\n",
-              cases, counts.rewritten, counts.skipped, counts.emulated, counts.mma, counts.rejected,
-              (unsigned long long)o.seed);
+              "(%d on tensor cores; %d of a 2-multiprocessor sm_90's space, %d persistent), %d rejected "
+              "(order-dependent indirect stores), seed %llu: no finding\n",
+              cases, counts.rewritten, counts.skipped, counts.emulated, counts.mma, counts.sm90, counts.persistent,
+              counts.rejected, (unsigned long long)o.seed);
   return 0;
 }
