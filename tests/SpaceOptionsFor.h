@@ -1,6 +1,8 @@
 // The schedule space's options for a device of an architecture's model (schedule/DeviceModels.h)
 // with all of its limits: shared memory a block and a multiprocessor, threads a block and the
-// multiprocessors, as the tuner sets them for a device it has queried.
+// multiprocessors, as the tuner sets them for a device it has queried. `multiprocessors` > 0: the
+// model with that many instead (a small device that modest sizes fill, where a large run's
+// persistent forms appear).
 #pragma once
 
 #include <string>
@@ -13,13 +15,14 @@
 
 namespace rtcg::testing {
 
-inline SpaceOptions spaceOptionsFor(const std::string& arch, Precision precision = Precision::Ieee) {
+inline SpaceOptions spaceOptionsFor(const std::string& arch, Precision precision = Precision::Ieee,
+                                    int multiprocessors = 0) {
   SpaceOptions o;
   const auto model = archDeviceModel(arch);
   EXPECT_TRUE(model.has_value()) << "no device model for " << arch;
   if (model) o.device = *model;
-  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                  o.device.sharedPerMultiprocessor);
+  if (multiprocessors > 0) o.device.multiprocessors = multiprocessors;
+  o.limits = modelScheduleLimits(o.device);
   o.precision = precision;
   return o;
 }

@@ -61,4 +61,8 @@ const std::vector<std::string>& modelArchitectures() {
   return archs;
 }
 
+ScheduleLimits modelScheduleLimits(const DeviceModel& d) {
+  return deviceScheduleLimits(d.sharedPerBlockOptin, d.maxThreadsPerBlock, d.multiprocessors, d.sharedPerMultiprocessor);
+}
+
 }  // namespace rtcg

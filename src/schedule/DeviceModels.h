@@ -40,4 +40,9 @@ void setModelPeaks(DeviceModel& d, int computeMajor, int computeMinor, int multi
 std::optional<DeviceModel> archDeviceModel(const std::string& arch);
 const std::vector<std::string>& modelArchitectures();  // the archs archDeviceModel knows
 
+// The plan limits of a modelled device (deviceScheduleLimits): its opt-in shared memory a block,
+// threads a block, multiprocessors and shared memory a multiprocessor (its compute capability is
+// the caller's to set).
+ScheduleLimits modelScheduleLimits(const DeviceModel& d);
+
 }  // namespace rtcg

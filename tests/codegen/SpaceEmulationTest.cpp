@@ -13,19 +13,15 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
-#include <fstream>
-#include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "codegen/HostEmulation.h"
-#include "frontend/Frontend.h"
-#include "ir/Bind.h"
-#include "schedule/DeviceModels.h"
+#include "codegen/SourceKernels.h"
 #include "schedule/Space.h"
 #include "FullTests.h"
+#include "SpaceOptionsFor.h"
 
 using namespace rtcg;
 using namespace rtcg::testing;
@@ -39,25 +35,10 @@ const char* kDgDiff64 = R"(kernel dg_diff_stacked64(K: int, Np: int, D: f64[3 * 
   }
 })";
 
-std::string example(const std::string& file) {
-  std::ifstream in(std::string(RTCG_SOURCE_DIR) + "/examples/" + file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Kernel bound(const std::string& name, const std::string& source, const std::map<std::string, int64_t>& sizes) {
-  Diagnostics diags;
-  auto prog = parseProgram(name, source, diags);
-  EXPECT_TRUE(prog.has_value()) << diags.render(name, source);
-  auto k = bindSizes(prog->kernels.front(), sizes, diags);
-  EXPECT_TRUE(k.has_value()) << diags.render(name, source);
-  return *k;
-}
-
 struct SpaceCase {
-  std::string label, source;
-  std::map<std::string, int64_t> sizes;
+  std::string label;
+  std::string file;  // of examples/ (its first kernel); empty: kDgDiff64
+  SizeBindings sizes;
   Precision precision;
   double tolerance;
   // The tiles divide the sizes (copies without bounds): its candidates' words are met apart.
@@ -65,24 +46,23 @@ struct SpaceCase {
 };
 
 std::vector<SpaceCase> cases() {
-  const std::string diff = example("dg_diff.rtcg");
   return {
-      {"dg_diff tf32x3 Np 20", diff, {{"K", 517}, {"Np", 20}}, Precision::Tf32x3, 2e-5},
-      {"dg_diff tf32x3 Np 35", diff, {{"K", 389}, {"Np", 35}}, Precision::Tf32x3, 2e-5},
-      {"dg_diff ieee Np 20", diff, {{"K", 389}, {"Np", 20}}, Precision::Ieee, 1e-5},
-      {"dg_diff_stacked tf32x3 Np 56", example("dg_diff_stacked.rtcg"), {{"K", 259}, {"Np", 56}}, Precision::Tf32x3, 2e-5},
-      {"dg_lift tf32x3 Np 20", example("dg_lift.rtcg"), {{"K", 517}, {"Np", 20}, {"Nfp", 10}}, Precision::Tf32x3, 2e-5},
+      {"dg_diff tf32x3 Np 20", "dg_diff.rtcg", {{"K", 517}, {"Np", 20}}, Precision::Tf32x3, 2e-5},
+      {"dg_diff tf32x3 Np 35", "dg_diff.rtcg", {{"K", 389}, {"Np", 35}}, Precision::Tf32x3, 2e-5},
+      {"dg_diff ieee Np 20", "dg_diff.rtcg", {{"K", 389}, {"Np", 20}}, Precision::Ieee, 1e-5},
+      {"dg_diff_stacked tf32x3 Np 56", "dg_diff_stacked.rtcg", {{"K", 259}, {"Np", 56}}, Precision::Tf32x3, 2e-5},
+      {"dg_lift tf32x3 Np 20", "dg_lift.rtcg", {{"K", 517}, {"Np", 20}, {"Nfp", 10}}, Precision::Tf32x3, 2e-5},
       // K at least 64 times D's rows: the kept-D persistent forms (space/MmaFamily.cpp keptOperand).
-      {"dg_diff f64 Np 20", kDgDiff64, {{"K", 3851}, {"Np", 20}}, Precision::Ieee, 1e-12},
-      {"dg_diff f64 Np 20, K divides", kDgDiff64, {{"K", 3840}, {"Np", 20}}, Precision::Ieee, 1e-12, true},
-      {"dg_diff f64 Np 56", kDgDiff64, {{"K", 10757}, {"Np", 56}}, Precision::Ieee, 1e-12},
-      {"dg_diff f64 Np 56, K divides", kDgDiff64, {{"K", 10752}, {"Np", 56}}, Precision::Ieee, 1e-12, true},
-      {"batched tf32x3", example("batched_matmul.rtcg"), {{"nb", 203}, {"n", 16}}, Precision::Tf32x3, 2e-5},
-      {"sumfact tf32x3 p 5", example("sumfact.rtcg"), {{"E", 203}, {"p", 5}}, Precision::Tf32x3, 2e-5},
-      {"matmul tf32x3", example("matmul.rtcg"), {{"n", 203}}, Precision::Tf32x3, 2e-5},
-      {"dgemm", example("dgemm.rtcg"), {{"n", 136}}, Precision::Ieee, 1e-12},
-      {"gemm_bf16", example("gemm_bf16.rtcg"), {{"n", 200}}, Precision::Ieee, 1e-5},
-      {"gemm_i8", example("gemm_i8.rtcg"), {{"m", 100}, {"n", 72}, {"K", 200}}, Precision::Ieee, 0},
+      {"dg_diff f64 Np 20", "", {{"K", 3851}, {"Np", 20}}, Precision::Ieee, 1e-12},
+      {"dg_diff f64 Np 20, K divides", "", {{"K", 3840}, {"Np", 20}}, Precision::Ieee, 1e-12, true},
+      {"dg_diff f64 Np 56", "", {{"K", 10757}, {"Np", 56}}, Precision::Ieee, 1e-12},
+      {"dg_diff f64 Np 56, K divides", "", {{"K", 10752}, {"Np", 56}}, Precision::Ieee, 1e-12, true},
+      {"batched tf32x3", "batched_matmul.rtcg", {{"nb", 203}, {"n", 16}}, Precision::Tf32x3, 2e-5},
+      {"sumfact tf32x3 p 5", "sumfact.rtcg", {{"E", 203}, {"p", 5}}, Precision::Tf32x3, 2e-5},
+      {"matmul tf32x3", "matmul.rtcg", {{"n", 203}}, Precision::Tf32x3, 2e-5},
+      {"dgemm", "dgemm.rtcg", {{"n", 136}}, Precision::Ieee, 1e-12},
+      {"gemm_bf16", "gemm_bf16.rtcg", {{"n", 200}}, Precision::Ieee, 1e-5},
+      {"gemm_i8", "gemm_i8.rtcg", {{"m", 100}, {"n", 72}, {"K", 200}}, Precision::Ieee, 0},
   };
 }
 
@@ -91,7 +71,8 @@ std::set<std::string> wordsOf(const std::string& text) {
   std::set<std::string> out;
   std::string word;
   for (char c : text + " ") {
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '.' || (!word.empty() && std::isdigit(c))) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalpha(u) || c == '_' || c == '.' || (!word.empty() && std::isdigit(u))) {
       word += c;
       continue;
     }
@@ -107,13 +88,8 @@ TEST(SpaceEmulation, TheSearchsCandidatesMatchTheReference) {
   std::set<std::string> met;  // words of the checked candidates
   int checked = 0;
   for (const SpaceCase& c : cases()) {
-    const Kernel k = bound(c.label, c.source, c.sizes);
-    SpaceOptions o;
-    o.device = *archDeviceModel("sm_90");
-    o.device.multiprocessors = 2;
-    o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                    o.device.sharedPerMultiprocessor);
-    o.precision = c.precision;
+    const Kernel k = c.file.empty() ? fromSource(kDgDiff64, c.sizes) : exampleKernel(c.file, "", c.sizes);
+    SpaceOptions o = spaceOptionsFor("sm_90", c.precision, 2);
     o.maxCandidates = 48;
     o.threads = 1;
     const Space space = enumerateSchedules(k, o);

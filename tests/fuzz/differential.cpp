@@ -233,8 +233,7 @@ SpaceOptions spaceOptionsOf(const Case& c) {
   if (c.smallSm90) {
     so.device = *archDeviceModel("sm_90");
     so.device.multiprocessors = 2;
-    so.limits = deviceScheduleLimits(so.device.sharedPerBlockOptin, so.device.maxThreadsPerBlock, so.device.multiprocessors,
-                                     so.device.sharedPerMultiprocessor);
+    so.limits = modelScheduleLimits(so.device);
   }
   return so;
 }
@@ -251,7 +250,9 @@ std::string describe(const Case& c) {
 void report(const Options& o, int n, const Case& c, const std::string& what) {
   fs::create_directories(o.out);
   fs::path file = o.out / fmt::format("finding-{}-{}.rtcg", o.seed, n);
-  std::ofstream(file) << c.source << "\n// rtcgc run " << file.filename().string() << " --kernel " << c.kernel
+  // A small sm_90's case plans under limits no GPU run takes (`run` plans for its device): `emit` shows its code.
+  std::ofstream(file) << c.source << "\n// rtcgc " << (c.smallSm90 ? "emit " : "run ") << file.filename().string()
+                      << " --kernel " << c.kernel
                       << describe(c).substr(describe(c).find(" -D")) << "\n/*\n" << what.substr(0, 20000) << "\n*/\n";
   std::fprintf(stderr, "FINDING %s\n%s\nreproducer: %s\n", describe(c).c_str(), what.substr(0, 4000).c_str(),
                file.c_str());

@@ -249,9 +249,7 @@ std::vector<std::pair<std::string, int64_t>> countReasons(const std::vector<Prun
 ReportData reportData(const TuneResult& r, const TuneArgs& a, const Kernel& bound) {
   ReportData d;
   const std::optional<DeviceModel> model = archDeviceModel(r.key.arch);
-  ScheduleLimits limits = model ? deviceScheduleLimits(model->sharedPerBlockOptin, model->maxThreadsPerBlock,
-                                                       model->multiprocessors, model->sharedPerMultiprocessor)
-                                : deviceScheduleLimits(227 * 1024, 1024);
+  ScheduleLimits limits = model ? modelScheduleLimits(*model) : deviceScheduleLimits(227 * 1024, 1024);
   limits.computeCapability = computeCapabilityOf(r.key.arch);
   d.plans = planCandidates(policyKernel(bound, r.precision), r.candidates, limits);  // plans of what was scheduled
   d.kernelName = r.key.kernelName;
@@ -307,8 +305,7 @@ int dryRun(const Kernel& bound, const TuneArgs& a) {
   SpaceOptions o = searchOptions(a).space;
   const std::string arch = a.arch.empty() ? "sm_90" : a.arch;
   o.device = *archDeviceModel(arch);  // checked by runTuneCommand
-  o.limits = deviceScheduleLimits(o.device.sharedPerBlockOptin, o.device.maxThreadsPerBlock, o.device.multiprocessors,
-                                  o.device.sharedPerMultiprocessor);
+  o.limits = modelScheduleLimits(o.device);
   // As the search does: part of the budget waits for refinement rounds, which pick from what the
   // sample leaves out once they know the fastest measured candidates.
   const int64_t refine = refinementBudget(o.maxCandidates);
