@@ -115,6 +115,24 @@ struct ApiArgs {
   std::vector<std::function<void()>> downloads;
 };
 
+// Calls f(T{}) with the C++ element type of an array of `t`; false for bool (no argument type).
+template <class F>
+bool withElementType(ScalarType t, F&& f) {
+  switch (t) {
+    case ScalarType::F32: return f(float{}), true;
+    case ScalarType::F64: return f(double{}), true;
+    case ScalarType::I32: return f(int32_t{}), true;
+    case ScalarType::I64: return f(int64_t{}), true;
+    case ScalarType::F16: return f(f16{}), true;
+    case ScalarType::BF16: return f(bf16{}), true;
+    case ScalarType::I8: return f(int8_t{}), true;
+    case ScalarType::U8: return f(uint8_t{}), true;
+    case ScalarType::U32: return f(uint32_t{}), true;
+    case ScalarType::Bool: return false;
+  }
+  return false;
+}
+
 template <class T>
 void addDeviceArray(Context& ctx, HostArray& h, bool written, ApiArgs& out) {
   T* p = h.as<T>();
@@ -144,29 +162,17 @@ ApiArgs apiArgs(Context& ctx, const Kernel& bound, HostArgs& host, bool deviceAr
       continue;
     }
     HostArray& h = host.array(int(p));
-    if (!deviceArrays) {
+    const bool typed = withElementType(param.type, [&](auto zero) {
+      using T = decltype(zero);
+      if (deviceArrays) return addDeviceArray<T>(ctx, h, param.isWritten(), out);
       detail::ArgRef r;
       r.kind = detail::ArgRef::Kind::HostArray;
-      r.type = param.type == ScalarType::F32    ? ElementType::F32
-               : param.type == ScalarType::F64  ? ElementType::F64
-               : param.type == ScalarType::I32  ? ElementType::I32
-               : param.type == ScalarType::F16  ? ElementType::F16
-               : param.type == ScalarType::BF16 ? ElementType::BF16
-                                                : ElementType::I64;
+      r.type = elementTypeOf<T>();
       r.count = size_t(h.size());
       r.host = h.data();
       out.refs.push_back(r);
-      continue;
-    }
-    switch (param.type) {
-      case ScalarType::F32: addDeviceArray<float>(ctx, h, param.isWritten(), out); break;
-      case ScalarType::F64: addDeviceArray<double>(ctx, h, param.isWritten(), out); break;
-      case ScalarType::I32: addDeviceArray<int32_t>(ctx, h, param.isWritten(), out); break;
-      case ScalarType::I64: addDeviceArray<int64_t>(ctx, h, param.isWritten(), out); break;
-      case ScalarType::F16: addDeviceArray<f16>(ctx, h, param.isWritten(), out); break;
-      case ScalarType::BF16: addDeviceArray<bf16>(ctx, h, param.isWritten(), out); break;
-      case ScalarType::Bool: ADD_FAILURE() << "bool array"; break;
-    }
+    });
+    if (!typed) ADD_FAILURE() << "bool array";
   }
   return out;
 }
