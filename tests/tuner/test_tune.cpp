@@ -306,21 +306,20 @@ TEST(TuneGpu, MatmulFindsAVerifiedWinner) {
   for (const CandidateRecord& c : r.candidates) EXPECT_TRUE(distinct.insert(c.schedule).second) << c.schedule;
 }
 
-TEST(TuneGpu, DotOfTwoToTheTwentySixSplitsAcrossBlocksAndRacesTheSlowDefault) {
-  // The default schedule of a dot product is one thread (seconds per launch at 2^26): it is the
-  // baseline, measured first and timed once, and the time limit counts the search after it. The
-  // winner splits the reduction across blocks (a grid part on i).
+TEST(TuneGpu, DotOfTwoToTheTwentySixVerifiesAWinnerSplitAcrossBlocks) {
+  // A dot product of 2^26 (512 MiB read): the default schedule (measured first, the baseline the
+  // time limit counts after) and the winner both split the reduction across blocks (a grid part
+  // on i, partials in global scratch). What is asserted is behaviour: the split forms verify and
+  // the winner is the fastest verified candidate; how much faster is a benchmark's business.
   if (!cuda::cudaAvailable()) GTEST_SKIP() << cuda::unavailableReason();
   Loaded l = load("dot.rtcg", {{"n", int64_t(1) << 26}});
   TuneOptions o = quickOptions(12);
   o.timeLimitSeconds = 5;
   TuneResult r = tune(l.file, l.source, l.bound, o);
   expectVerifiedWinner(r);
-  EXPECT_GE(r.timedOnce, 1);
   EXPECT_GE(r.verified, 6);
+  EXPECT_NE(r.defaultSchedule->schedule.find("grid.x"), std::string::npos) << r.defaultSchedule->schedule;
   EXPECT_NE(r.best->schedule.find("grid.x"), std::string::npos) << r.best->schedule;
-  EXPECT_GT(r.best->gbytes, 1000) << r.best->schedule;  // 512 MiB read; H100 copies ~3000 GB/s
-  EXPECT_GT(r.defaultSchedule->medianMs / r.best->medianMs, 100);
 }
 
 TEST(TuneGpu, PlantedWrongFaultingAndHangingCandidatesAreSurvived) {
